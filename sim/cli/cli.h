@@ -1,0 +1,80 @@
+/* sim/cli/cli.h -- the allocsim command line: one file per subcommand
+ * (cmd_<name>.c defining cli_cmd_<name>), registered in main.c's table.
+ *
+ * Exit codes are stable: 0 success, 1 bad input (a file, trace, database or
+ * value that is wrong), 2 usage error (unknown subcommand or option).  Every
+ * subcommand answers --help on stdout with exit 0.  Human tables go to
+ * stdout, --json prints one JSON object to stdout, progress goes to stderr.
+ */
+#ifndef ALLOCSIM_CLI_H
+#define ALLOCSIM_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../engine.h"
+#include "../status.h"
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
+
+typedef struct cli_command_s cli_command_t;
+struct cli_command_s {
+  const char *name;    /* "replay" */
+  const char *summary; /* one line for `allocsim --help` */
+  const char *usage;   /* full --help text */
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+};
+
+/* Prints "allocsim <cmd>: <message>" to stderr and returns the exit code
+ * for the status (AS_EUSAGE -> 2, anything else -> 1). */
+int cli_fail(const char *cmd, const as_err_t *err);
+/* Prints "allocsim <cmd>: <formatted message>" and returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* True if argv has -h or --help; prints cmd's usage then. */
+bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
+
+/* Parses "123", "4K", "16KiB", "1M" ... into bytes; false if malformed. */
+bool cli_parse_bytes(const char *s, uint64_t *out);
+/* Parses "100", "10ms", "2.5s", "1us", "5ns" into ns; false if malformed. */
+bool cli_parse_duration_ns(const char *s, uint64_t *out);
+
+/* ---- Running a source against a model and reporting it ----------------- */
+
+/* Options shared by replay, run and compare. */
+typedef struct cli_sim_opts_s cli_sim_opts_t;
+struct cli_sim_opts_s {
+  const char         *model;           /* spec; default "ideal" or cpython */
+  const char         *libc;            /* spec or NULL */
+  sim_kernel_config_t kernel;          /* page size, thp, pressure */
+  uint64_t            sample_every_ns; /* 0 = marks only */
+  bool                lenient;
+  bool                json;
+  bool                csv;             /* time series as CSV */
+  const char         *db;              /* store path or NULL */
+};
+
+/* Consumes a shared option at argv[*i] (advancing *i past its value) and
+ * returns 1, returns 0 if argv[*i] is not one, or -1 after printing a usage
+ * error for a bad value. */
+int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
+                      char **argv, int *i);
+void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);
+
+/* Runs src against o->model, prints the table (or JSON / CSV), stores a
+ * simulated run when o->db is set.  command is the command line for the
+ * store.  Returns an exit code. */
+int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
+                            trace_source_t *src, const char *command);
+
+/* The command line argv joined with spaces (static buffer). */
+const char *cli_command_line(int argc, char **argv);
+
+/* Subcommands, each defined in its cmd_<name>.c. */
+extern const cli_command_t cli_cmd_replay;
+extern const cli_command_t cli_cmd_run;
+extern const cli_command_t cli_cmd_convert;
+extern const cli_command_t cli_cmd_models;
+
+#endif

@@ -1,0 +1,94 @@
+/* sim/engine.h -- the discrete-event engine: replays a trace source against
+ * a model, merging trace events with the timers models schedule, and samples
+ * RSS at every mark, every sample_every_ns of virtual time and at the end.
+ *
+ * Same-time ordering: timers due at t fire before the trace event stamped t,
+ * in (due, seq) order; timers scheduled for <= now during dispatch fire in
+ * the same instant.  A chain of more than SIM_ENGINE_MAX_SAME_INSTANT timers
+ * in one instant is an error, never a hang.
+ *
+ * The engine owns the table of live objects (size and domain by id), so it
+ * validates every free and realloc and keeps live_bytes; models keep only
+ * their own bookkeeping.
+ */
+#ifndef ALLOCSIM_ENGINE_H
+#define ALLOCSIM_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../models/model.h"
+#include "../traces/event.h"
+#include "event_queue.h"
+#include "kernel.h"
+
+#define SIM_ENGINE_MAX_SAME_INSTANT 100000
+
+typedef enum sim_sample_kind_e {
+  SIM_SAMPLE_MARK,     /* a mark event: label set */
+  SIM_SAMPLE_PERIODIC, /* every sample_every_ns */
+  SIM_SAMPLE_MEASURED, /* an rss event carried in the trace */
+  SIM_SAMPLE_FINAL     /* after the last event */
+} sim_sample_kind_t;
+
+typedef struct sim_sample_s sim_sample_t;
+struct sim_sample_s {
+  uint64_t          t_ns;
+  sim_sample_kind_t kind;
+  const char       *label;              /* mark label, else NULL; valid only
+                                           during the callback */
+  uint64_t          rss_bytes;          /* predicted */
+  uint64_t          live_bytes;         /* program's live bytes */
+  uint64_t          measured_rss_bytes; /* MEASURED only, else 0 */
+  uint64_t          owner_bytes[SIM_OWNER_COUNT]; /* predicted, by owner */
+};
+
+typedef as_status_t (*sim_sample_fn)(void *user, const sim_sample_t *s,
+                                     as_err_t *err);
+
+typedef struct sim_engine_config_s sim_engine_config_t;
+struct sim_engine_config_s {
+  uint64_t      sample_every_ns; /* 0: no periodic samples */
+  bool          lenient;         /* count and skip bad frees and reallocs */
+  sim_sample_fn on_sample;       /* may be NULL */
+  void         *user;            /* passed to on_sample */
+};
+
+typedef struct sim_run_result_s sim_run_result_t;
+struct sim_run_result_s {
+  uint64_t events;          /* trace events consumed */
+  uint64_t timers_fired;
+  uint64_t peak_rss_bytes;
+  uint64_t peak_t_ns;
+  uint64_t peak_live_bytes;
+  uint64_t final_rss_bytes;
+  uint64_t final_live_bytes;
+  uint64_t final_t_ns;
+  uint64_t skipped_bad_free;    /* lenient only: free of a dead id */
+  uint64_t skipped_bad_realloc; /* lenient only: realloc of a dead id */
+  uint64_t skipped_double_alloc;/* lenient only: alloc of a live id */
+};
+
+/* A kernel, a timer queue and a model built together, torn down together. */
+typedef struct sim_session_s sim_session_t;
+struct sim_session_s {
+  sim_kernel_t      *kernel;
+  sim_event_queue_t *timers;
+  model_t           *model;
+  char               model_desc[512]; /* model_describe() of the model */
+};
+
+/* Builds a session for model_spec ("cpython:version=3.11") with libc_spec
+ * (NULL: default) on a kernel configured by kcfg (NULL: defaults). */
+as_status_t sim_session_open(const char *model_spec, const char *libc_spec,
+                             const sim_kernel_config_t *kcfg,
+                             sim_session_t *out, as_err_t *err);
+void        sim_session_close(sim_session_t *s);
+
+/* Replays src to its end.  Errors from the source, the model or a bad event
+ * stop the run and are returned; *result holds what was done until then. */
+as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
+                           trace_source_t *src, sim_run_result_t *result,
+                           as_err_t *err);
+
+#endif

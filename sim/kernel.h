@@ -1,0 +1,146 @@
+/* sim/kernel.h -- the simulated kernel: a sparse address space with per-page
+ * residency, so that RSS is a count of written pages, not a guess.
+ *
+ * Type map
+ *   sim_addr_t           a virtual address (64-bit, never dereferenced)
+ *   sim_owner_t          who a mapping belongs to; RSS is broken down by it
+ *   sim_kernel_config_t  page size, THP, memory pressure, address layout
+ *   sim_kernel_t         the address space (opaque)
+ *
+ * Rules this file implements (Linux 6.1, shared/models-spec.md section F):
+ *   - A page becomes resident on its first *write* (sim_kernel_touch); read
+ *     faults map the zero page and are not counted, so there is no "read".
+ *   - munmap, brk shrink, MADV_DONTNEED and mmap(MAP_FIXED) over a range drop
+ *     residency at once; MADV_FREE keeps pages resident (counted as lazyfree)
+ *     until memory pressure reclaims them or a write makes them dirty again.
+ *   - PROT_NONE reservations cost address space, never RSS; mprotect back to
+ *     RW faults nothing in.
+ *   - mmap places mappings top-down, first fit below mmap_top, as Linux's
+ *     unmapped_area_topdown does, so freed holes are reused by later maps.
+ *   - With thp set, a write fault in a 2 MiB-aligned range lying wholly in one
+ *     RW mapping makes all of that range resident (do_huge_pmd_anonymous_page).
+ * Memory use is proportional to mappings plus touched pages: reserving
+ * terabytes of address space costs nothing.
+ */
+#ifndef ALLOCSIM_KERNEL_H
+#define ALLOCSIM_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef uint64_t sim_addr_t;
+
+/* Owner tags.  Order is the order of columns in reports and the store. */
+#define SIM_OWNER_MAP(X)                                                       \
+  X(BASELINE, "baseline")   /* the program itself before the trace */         \
+  X(PYMALLOC, "pymalloc")   /* pymalloc arenas */                              \
+  X(LIBC_HEAP, "libc_heap") /* brk heap and glibc thread-arena heaps */        \
+  X(LIBC_MMAP, "libc_mmap") /* glibc mmapped chunks */                         \
+  X(JEMALLOC, "jemalloc")                                                      \
+  X(MIMALLOC, "mimalloc")                                                      \
+  X(IDEAL, "ideal")         /* the ideal model's packed heap */                \
+  X(METADATA, "metadata")   /* allocator bookkeeping outside the above */
+
+typedef enum sim_owner_e {
+#define SIM_OWNER_ENUM(name, str) SIM_OWNER_##name,
+  SIM_OWNER_MAP(SIM_OWNER_ENUM)
+#undef SIM_OWNER_ENUM
+      SIM_OWNER_COUNT
+} sim_owner_t;
+
+/* "baseline", "pymalloc", ...; "?" for an out-of-range value. */
+const char *sim_owner_name(sim_owner_t owner);
+
+typedef enum sim_prot_e {
+  SIM_PROT_NONE, /* reserved: address space only, touching it is an error */
+  SIM_PROT_RW    /* readable and writable */
+} sim_prot_t;
+
+typedef enum sim_madv_e {
+  SIM_MADV_DONTNEED, /* drop residency now (mm/madvise.c zap) */
+  SIM_MADV_FREE      /* lazyfree: stays resident until pressure or rewrite */
+} sim_madv_t;
+
+typedef struct sim_kernel_config_s sim_kernel_config_t;
+struct sim_kernel_config_s {
+  uint64_t   page_size;       /* bytes: 4096, 16384 or 65536 */
+  bool       thp;             /* 2 MiB THP on write fault, like THP=always */
+  bool       memory_pressure; /* MADV_FREE pages are reclaimed at once */
+  sim_addr_t mmap_top;        /* highest address mmap hands out; 0: default */
+  sim_addr_t brk_start;       /* initial program break; 0: default */
+};
+
+typedef struct sim_kernel_s sim_kernel_t;
+
+/* Fills *cfg with 4 KiB pages, no THP, no pressure and the default layout.
+ * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
+ * Debian 12 (models-spec A.3: all arenas unaligned). */
+void sim_kernel_config_default(sim_kernel_config_t *cfg);
+
+/* Creates an empty address space.  Fails with AS_EINVAL for a page size
+ * that is not 4096, 16384 or 65536. */
+as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
+                              sim_kernel_t **out, as_err_t *err);
+void        sim_kernel_destroy(sim_kernel_t *k);
+
+uint64_t sim_kernel_page_size(const sim_kernel_t *k);
+
+/* Maps length bytes (rounded up to whole OS pages) at an address that is a
+ * multiple of align (0 or any power of two; below a page means a page),
+ * top-down first fit.  Nothing becomes resident.  AS_ENOMEM if no gap. */
+as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
+                            sim_prot_t prot, sim_owner_t owner,
+                            sim_addr_t *addr_out, as_err_t *err);
+
+/* mmap(MAP_FIXED): replaces whatever was mapped in [addr, addr+length);
+ * pages there lose residency. addr must be page-aligned. */
+as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
+                                  uint64_t length, sim_prot_t prot,
+                                  sim_owner_t owner, as_err_t *err);
+
+/* Unmaps every page in the range (holes are fine, as in Linux). */
+as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
+                              uint64_t length, as_err_t *err);
+
+/* Changes protection; every page of the range must be mapped.  Going to
+ * PROT_NONE keeps residency (mprotect frees nothing, models-spec rule 2). */
+as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
+                                uint64_t length, sim_prot_t prot,
+                                as_err_t *err);
+
+/* The program break.  It starts at brk_start with an empty heap; brk moves
+ * it (page-granular mapping, owner SIM_OWNER_LIBC_HEAP); shrinking unmaps. */
+sim_addr_t  sim_kernel_brk_current(const sim_kernel_t *k);
+as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
+                           as_err_t *err);
+
+/* A write to [addr, addr+length): each page becomes resident (and stops
+ * being lazyfree).  The hot path of every model.  AS_EINVAL (naming the
+ * address) if a page is unmapped or PROT_NONE: that is a model bug. */
+as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                             as_err_t *err);
+
+/* madvise over whole pages of the range; the range must be mapped. */
+as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
+                               uint64_t length, sim_madv_t advice,
+                               as_err_t *err);
+
+/* Memory pressure now: every lazyfree page is reclaimed. */
+void sim_kernel_reclaim_lazyfree(sim_kernel_t *k);
+
+/* Counters, exact at every instant. */
+uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k);
+uint64_t sim_kernel_rss_owner_bytes(const sim_kernel_t *k, sim_owner_t owner);
+uint64_t sim_kernel_lazyfree_bytes(const sim_kernel_t *k);
+uint64_t sim_kernel_mapped_bytes(const sim_kernel_t *k); /* VmSize */
+
+/* Whether the page holding addr is resident (for tests and heap maps). */
+bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr);
+
+/* Walks every internal structure and checks the counters; AS_OK or
+ * AS_EINVAL with the first inconsistency.  Expensive: tests only. */
+as_status_t sim_kernel_check_invariants(const sim_kernel_t *k, as_err_t *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* traces/event.h -- the event record every trace source produces and every
+ * model consumes, plus the stream interfaces (source, writer).
+ *
+ * Object ids are dense integers chosen by whoever writes the trace.  Writers
+ * recycle the ids of freed objects (lowest free id first), so ids stay below
+ * the peak number of live objects and replay indexes arrays by id with no
+ * hash table; memory then grows with live objects, never with trace length.
+ */
+#ifndef ALLOCSIM_EVENT_H
+#define ALLOCSIM_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* Ops.  The text format spells them exactly as the second column says. */
+#define TRACE_OP_MAP(X)                                                        \
+  X(MALLOC, "malloc")                                                          \
+  X(CALLOC, "calloc")     /* size = nmemb * size; memory reads as zero */      \
+  X(REALLOC, "realloc")   /* id keeps naming the object; size is the new one */ \
+  X(MEMALIGN, "memalign") /* also aligned_alloc and posix_memalign */          \
+  X(FREE, "free")                                                              \
+  X(THREAD_START, "thread_start")                                              \
+  X(THREAD_EXIT, "thread_exit")                                                \
+  X(MARK, "mark")         /* named phase point: label */                       \
+  X(IDLE, "idle")         /* size = duration in ns with no activity */         \
+  X(TRIM, "trim")         /* malloc_trim(pad): size = pad */                   \
+  X(RSS, "rss")           /* a measured RSS sample: size = bytes */
+
+typedef enum trace_op_e {
+#define TRACE_OP_ENUM(name, str) TRACE_##name,
+  TRACE_OP_MAP(TRACE_OP_ENUM)
+#undef TRACE_OP_ENUM
+      TRACE_OP_COUNT
+} trace_op_t;
+
+/* CPython's three allocator domains; C programs use raw. */
+typedef enum trace_domain_e {
+  TRACE_DOMAIN_RAW, /* PyMem_RawMalloc, or plain malloc */
+  TRACE_DOMAIN_MEM, /* PyMem_Malloc */
+  TRACE_DOMAIN_OBJ, /* PyObject_Malloc */
+  TRACE_DOMAIN_COUNT
+} trace_domain_t;
+
+typedef struct trace_event_s trace_event_t;
+struct trace_event_s {
+  uint64_t    t_ns;   /* virtual time, non-decreasing along a trace */
+  uint64_t    id;     /* object id (alloc ops, free) */
+  uint64_t    size;   /* bytes; idle: ns; trim: pad; rss: bytes */
+  uint64_t    align;  /* memalign only: a power of two; else 0 */
+  uint32_t    thread; /* thread id, 0 = main thread */
+  uint8_t     op;     /* trace_op_t */
+  uint8_t     domain; /* trace_domain_t */
+  const char *label;  /* mark only; owned by the source, valid until next */
+};
+
+/* "malloc", "free", ...; NULL for an out-of-range op. */
+const char *trace_op_name(trace_op_t op);
+/* Parses an op name; false if unknown. */
+bool trace_op_parse(const char *s, size_t len, trace_op_t *out);
+/* "raw", "mem", "obj". */
+const char *trace_domain_name(trace_domain_t d);
+bool        trace_domain_parse(const char *s, size_t len, trace_domain_t *out);
+
+/* Provenance carried in a trace's header: ordered key/value strings, e.g.
+ * machine, kernel, page_size, command, baseline_rss_bytes. */
+#define TRACE_META_MAX 32
+typedef struct trace_meta_s trace_meta_t;
+struct trace_meta_s {
+  size_t count;
+  char   key[TRACE_META_MAX][32];
+  char   value[TRACE_META_MAX][256];
+};
+/* The value for key, or NULL. */
+const char *trace_meta_get(const trace_meta_t *m, const char *key);
+/* Adds or replaces key; AS_EINVAL if full or too long. */
+as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
+                           as_err_t *err);
+
+/* ---- Streams ------------------------------------------------------------ */
+
+typedef struct trace_source_s trace_source_t;
+typedef struct trace_source_methods_s trace_source_methods_t;
+struct trace_source_methods_s {
+  /* Fills *ev with the next event: AS_OK, AS_DONE at the end, or an error
+   * whose message names the file and line or byte offset. */
+  as_status_t (*next)(trace_source_t *src, trace_event_t *ev, as_err_t *err);
+  void (*close)(trace_source_t *src); /* frees src */
+};
+struct trace_source_s {
+  const trace_source_methods_t *methods; /* must be first */
+  trace_meta_t                  meta;    /* header provenance */
+  char                          name[256]; /* path or workload description */
+};
+
+static inline as_status_t trace_source_next(trace_source_t *src,
+                                            trace_event_t *ev, as_err_t *err) {
+  return src->methods->next(src, ev, err);
+}
+static inline void trace_source_close(trace_source_t *src) {
+  if (src != NULL)
+    src->methods->close(src);
+}
+
+typedef struct trace_writer_s trace_writer_t;
+typedef struct trace_writer_methods_s trace_writer_methods_t;
+struct trace_writer_methods_s {
+  as_status_t (*write)(trace_writer_t *w, const trace_event_t *ev,
+                       as_err_t *err);
+  /* Flushes and frees w; reports a failed flush or close. */
+  as_status_t (*close)(trace_writer_t *w, as_err_t *err);
+};
+struct trace_writer_s {
+  const trace_writer_methods_t *methods; /* must be first */
+};
+
+static inline as_status_t trace_writer_write(trace_writer_t *w,
+                                             const trace_event_t *ev,
+                                             as_err_t *err) {
+  return w->methods->write(w, ev, err);
+}
+static inline as_status_t trace_writer_close(trace_writer_t *w,
+                                             as_err_t *err) {
+  return w->methods->close(w, err);
+}
+
+#endif

@@ -1,0 +1,36 @@
+/* traces/trace_io.h -- opening trace files in either format.
+ *
+ * Text format (".trace"; grammar in traces/text.c's header and README):
+ *   allocsim-trace 1
+ *   #@ key=value                      provenance (header only)
+ *   # comment
+ *   T THREAD OP ARGS...               T: time (ns, or with ns/us/ms/s suffix)
+ * Binary format (".astrace"; layout in traces/binary.c's header): magic,
+ * version, provenance, then varint/delta-encoded records, read streaming.
+ */
+#ifndef ALLOCSIM_TRACE_IO_H
+#define ALLOCSIM_TRACE_IO_H
+
+#include "event.h"
+
+typedef enum trace_format_e {
+  TRACE_FORMAT_TEXT,
+  TRACE_FORMAT_BINARY
+} trace_format_t;
+
+/* Opens path, detecting the format from its first bytes ("-" = stdin). */
+as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err);
+as_status_t trace_text_open(const char *path, trace_source_t **out,
+                            as_err_t *err);
+as_status_t trace_binary_open(const char *path, trace_source_t **out,
+                              as_err_t *err);
+
+/* Creates path ("-" = stdout) and writes the header with meta. */
+as_status_t trace_writer_open(const char *path, trace_format_t format,
+                              const trace_meta_t *meta, trace_writer_t **out,
+                              as_err_t *err);
+
+/* The format a file name implies: .astrace is binary, anything else text. */
+trace_format_t trace_format_from_path(const char *path);
+
+#endif
