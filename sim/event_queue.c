@@ -1,0 +1,181 @@
+/* sim/event_queue.c -- the timer heap: an array min-heap of timer pointers.
+ *
+ * Order is (due_ns, seq): seq is a queue-wide counter stamped on every push,
+ * so equal due times fire in scheduling order (libuv's start_id tie-break)
+ * and a re-armed timer counts as scheduled at the moment it was re-armed.
+ * Each timer records its slot (heap_idx), which makes cancel and re-push
+ * O(log n) without a search (libevent's min_heap).  The heap stores
+ * pointers only: timers live inside their owners and are never copied.
+ *
+ * Left out on purpose: a d-ary heap or a timer wheel.  Queues here hold
+ * tens of timers (decay epochs, purge deadlines, the RSS sampler), rarely
+ * more than a few thousand, so the binary heap's simplicity wins.
+ */
+#include "event_queue.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+/* Invariants: heap[0..size) are queued timers, heap[i]->heap_idx == i, and
+ * no child orders before its parent. */
+struct sim_event_queue_s {
+  sim_timer_t **heap;     /* the array heap, capacity slots */
+  size_t        size;     /* timers queued */
+  size_t        capacity; /* slots allocated */
+  uint64_t      next_seq; /* seq stamped on the next push */
+};
+
+/* ---- Heap primitives ---------------------------------------------------- */
+
+/* Whether a fires strictly before b. */
+static int timer_before(const sim_timer_t *a, const sim_timer_t *b) {
+  if (a->due_ns != b->due_ns) {
+    return a->due_ns < b->due_ns;
+  }
+  return a->seq < b->seq;
+}
+
+static void heap_place(sim_event_queue_t *q, size_t idx, sim_timer_t *t) {
+  q->heap[idx] = t;
+  t->heap_idx  = idx;
+}
+
+static void sift_up(sim_event_queue_t *q, size_t idx) {
+  sim_timer_t *t = q->heap[idx];
+  while (idx > 0) {
+    size_t parent = (idx - 1) / 2;
+    if (!timer_before(t, q->heap[parent])) {
+      break;
+    }
+    heap_place(q, idx, q->heap[parent]);
+    idx = parent;
+  }
+  heap_place(q, idx, t);
+}
+
+static void sift_down(sim_event_queue_t *q, size_t idx) {
+  sim_timer_t *t = q->heap[idx];
+  for (;;) {
+    size_t child = 2 * idx + 1;
+    if (child >= q->size) {
+      break;
+    }
+    if (child + 1 < q->size && timer_before(q->heap[child + 1], q->heap[child])) {
+      child++;
+    }
+    if (!timer_before(q->heap[child], t)) {
+      break;
+    }
+    heap_place(q, idx, q->heap[child]);
+    idx = child;
+  }
+  heap_place(q, idx, t);
+}
+
+/* Restores heap order around slot idx after its timer's key changed. */
+static void heap_fix(sim_event_queue_t *q, size_t idx) {
+  if (idx > 0 && timer_before(q->heap[idx], q->heap[(idx - 1) / 2])) {
+    sift_up(q, idx);
+  } else {
+    sift_down(q, idx);
+  }
+}
+
+/* Takes the timer in slot idx out of the heap and marks it idle. */
+static void heap_remove(sim_event_queue_t *q, size_t idx) {
+  sim_timer_t *t = q->heap[idx];
+  assert(idx < q->size && t->heap_idx == idx);
+  q->size--;
+  if (idx != q->size) {
+    heap_place(q, idx, q->heap[q->size]);
+    heap_fix(q, idx);
+  }
+  t->heap_idx = SIM_TIMER_IDLE;
+}
+
+/* ---- Public API --------------------------------------------------------- */
+
+void sim_timer_init(sim_timer_t *t,
+                    as_status_t (*fire)(sim_timer_t *, uint64_t, as_err_t *)) {
+  t->due_ns   = 0;
+  t->seq      = 0;
+  t->heap_idx = SIM_TIMER_IDLE;
+  t->fire     = fire;
+}
+
+as_status_t sim_event_queue_create(sim_event_queue_t **out, as_err_t *err) {
+  sim_event_queue_t *q = calloc(1, sizeof *q);
+  *out                 = NULL;
+  if (q == NULL) {
+    return as_err_set(err, AS_ENOMEM, "event queue: cannot allocate %zu bytes",
+                      sizeof *q);
+  }
+  *out = q;
+  return AS_OK;
+}
+
+void sim_event_queue_destroy(sim_event_queue_t *q) {
+  if (q == NULL) {
+    return;
+  }
+  /* Timers belong to their owners; leave them idle so a stale cancel after
+   * destroy is a harmless no-op rather than a use of freed memory. */
+  for (size_t i = 0; i < q->size; i++) {
+    q->heap[i]->heap_idx = SIM_TIMER_IDLE;
+  }
+  free(q->heap);
+  free(q);
+}
+
+as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
+                                 uint64_t due_ns, as_err_t *err) {
+  if (t->heap_idx != SIM_TIMER_IDLE) {
+    /* Re-arm in place: new key, then one sift in whichever direction. */
+    assert(t->heap_idx < q->size && q->heap[t->heap_idx] == t);
+    t->due_ns = due_ns;
+    t->seq    = q->next_seq++;
+    heap_fix(q, t->heap_idx);
+    return AS_OK;
+  }
+  if (q->size == q->capacity) {
+    size_t        cap  = q->capacity ? 2 * q->capacity : 16;
+    sim_timer_t **heap = realloc(q->heap, cap * sizeof *heap);
+    if (heap == NULL) {
+      return as_err_set(err, AS_ENOMEM,
+                        "event queue: cannot grow the heap to %zu timers",
+                        cap);
+    }
+    q->heap     = heap;
+    q->capacity = cap;
+  }
+  t->due_ns = due_ns;
+  t->seq    = q->next_seq++;
+  heap_place(q, q->size, t);
+  q->size++;
+  sift_up(q, q->size - 1);
+  return AS_OK;
+}
+
+void sim_event_queue_cancel(sim_event_queue_t *q, sim_timer_t *t) {
+  if (t->heap_idx == SIM_TIMER_IDLE) {
+    return;
+  }
+  heap_remove(q, t->heap_idx);
+}
+
+sim_timer_t *sim_event_queue_peek(const sim_event_queue_t *q) {
+  return q->size > 0 ? q->heap[0] : NULL;
+}
+
+sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
+  if (q->size == 0) {
+    return NULL;
+  }
+  sim_timer_t *t = q->heap[0];
+  heap_remove(q, 0);
+  return t;
+}
+
+size_t sim_event_queue_size(const sim_event_queue_t *q) {
+  return q->size;
+}
