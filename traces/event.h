@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../sim/status.h"
 
 /* Ops.  The text format spells them exactly as the second column says. */
 #define TRACE_OP_MAP(X)                                                        \

@@ -1,0 +1,240 @@
+/* models/options.c -- "knob=value,..." parsing against per-model tables.
+ *
+ * The table is the single truth for a model's knobs: defaults are parsed
+ * with the same code as user input, so a bad default fails loudly in tests
+ * instead of silently becoming zero.
+ */
+#include "options.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+bool opt_parse_bytes(const char *s, size_t len, uint64_t *out) {
+  static const struct {
+    const char *suffix;
+    unsigned    shift;
+  } units[] = {{"", 0},    {"K", 10},  {"KiB", 10}, {"M", 20},
+               {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"B", 0}};
+  size_t   i = 0;
+  uint64_t v = 0;
+  if (len == 0 || !isdigit((unsigned char)s[0]))
+    return false;
+  for (; i < len && isdigit((unsigned char)s[i]); i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10)
+      return false;
+    v = v * 10 + d;
+  }
+  for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+    size_t sl = strlen(units[u].suffix);
+    if (sl == len - i && strncmp(s + i, units[u].suffix, sl) == 0) {
+      if (units[u].shift && v > (UINT64_MAX >> units[u].shift))
+        return false;
+      *out = v << units[u].shift;
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool parse_i64(const char *s, size_t len, int64_t *out) {
+  bool     neg = len > 0 && s[0] == '-';
+  uint64_t mag = 0;
+  if (neg) {
+    s++;
+    len--;
+  }
+  if (len == 0)
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    if (!isdigit((unsigned char)s[i]) || mag > (uint64_t)INT64_MAX / 10)
+      return false;
+    mag = mag * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (mag > (uint64_t)INT64_MAX)
+    return false;
+  *out = neg ? -(int64_t)mag : (int64_t)mag;
+  return true;
+}
+
+static bool word_eq(const char *s, size_t len, const char *word) {
+  return strlen(word) == len && strncmp(s, word, len) == 0;
+}
+
+static bool parse_bool(const char *s, size_t len, int64_t *out) {
+  if (word_eq(s, len, "true") || word_eq(s, len, "1") ||
+      word_eq(s, len, "yes")) {
+    *out = 1;
+    return true;
+  }
+  if (word_eq(s, len, "false") || word_eq(s, len, "0") ||
+      word_eq(s, len, "no")) {
+    *out = 0;
+    return true;
+  }
+  return false;
+}
+
+/* Index of the word s in the '|'-separated list choices, or -1. */
+static int64_t choice_index(const char *choices, const char *s, size_t len) {
+  int64_t     idx = 0;
+  const char *p   = choices;
+  while (p != NULL && *p) {
+    const char *bar  = strchr(p, '|');
+    size_t      wlen = bar ? (size_t)(bar - p) : strlen(p);
+    if (wlen == len && strncmp(p, s, len) == 0)
+      return idx;
+    idx++;
+    p = bar ? bar + 1 : NULL;
+  }
+  return -1;
+}
+
+static const char *kind_expectation(const model_option_t *row) {
+  switch (row->kind) {
+  case OPT_U64:
+    return "an unsigned integer";
+  case OPT_I64:
+    return "an integer";
+  case OPT_BYTES:
+    return "a byte count such as 131072, 128K or 1MiB";
+  case OPT_BOOL:
+    return "true or false";
+  case OPT_ENUM:
+    return row->choices;
+  }
+  return "a value";
+}
+
+static as_status_t set_value(const char *model, const model_option_t *row,
+                             const char *v, size_t len, int64_t *num,
+                             as_err_t *err) {
+  uint64_t u  = 0;
+  bool     ok = false;
+  switch (row->kind) {
+  case OPT_U64:
+  case OPT_BYTES:
+    ok = opt_parse_bytes(v, len, &u) && u <= (uint64_t)INT64_MAX &&
+         (row->kind == OPT_BYTES || strspn(v, "0123456789") == len);
+    *num = (int64_t)u;
+    break;
+  case OPT_I64:
+    ok = parse_i64(v, len, num);
+    break;
+  case OPT_BOOL:
+    ok = parse_bool(v, len, num);
+    break;
+  case OPT_ENUM:
+    *num = choice_index(row->choices, v, len);
+    ok   = *num >= 0;
+    break;
+  }
+  if (!ok)
+    return as_err_set(err, AS_EUSAGE, "%s: option %s expects %s, got '%.*s'",
+                      model, row->name, kind_expectation(row), (int)len, v);
+  return AS_OK;
+}
+
+static size_t table_rows(const model_option_t *table) {
+  size_t n = 0;
+  while (table != NULL && table[n].name != NULL)
+    n++;
+  return n;
+}
+
+static as_status_t unknown_option(const char *model,
+                                  const model_option_t *table, const char *k,
+                                  size_t klen, as_err_t *err) {
+  char   known[256] = "";
+  size_t used       = 0;
+  for (size_t i = 0; table != NULL && table[i].name != NULL; i++)
+    used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0,
+                             "%s%s", i ? ", " : "", table[i].name);
+  return as_err_set(err, AS_EUSAGE, "%s: unknown option '%.*s' (known: %s)",
+                    model, (int)klen, k, used ? known : "none");
+}
+
+static as_status_t apply_one(const char *model, model_opts_t *o,
+                             const char *item, size_t len, as_err_t *err) {
+  const char *eq = memchr(item, '=', len);
+  if (eq == NULL)
+    return as_err_set(err, AS_EUSAGE, "%s: expected key=value, got '%.*s'",
+                      model, (int)len, item);
+  size_t klen = (size_t)(eq - item);
+  for (size_t i = 0; i < o->count; i++) {
+    if (!word_eq(item, klen, o->table[i].name))
+      continue;
+    size_t      vlen = len - klen - 1;
+    as_status_t rc   = set_value(model, &o->table[i], eq + 1, vlen, &o->num[i], err);
+    if (rc != AS_OK)
+      return rc;
+    o->set[i] = true;
+    snprintf(o->text[i], sizeof o->text[i], "%.*s", (int)vlen, eq + 1);
+    return AS_OK;
+  }
+  return unknown_option(model, o->table, item, klen, err);
+}
+
+as_status_t model_opts_parse(const char *model, const model_option_t *table,
+                             const char *assignments, model_opts_t *out,
+                             as_err_t *err) {
+  memset(out, 0, sizeof *out);
+  out->table = table;
+  out->count = table_rows(table);
+  assert(out->count <= MODEL_OPTS_MAX);
+  for (size_t i = 0; i < out->count; i++) {
+    const char *d  = table[i].default_value;
+    as_status_t rc = set_value(model, &table[i], d, strlen(d), &out->num[i], err);
+    if (rc != AS_OK)
+      return rc;
+    snprintf(out->text[i], sizeof out->text[i], "%s", d);
+  }
+  const char *p = assignments;
+  while (p != NULL && *p) {
+    const char *comma = strchr(p, ',');
+    size_t      len   = comma ? (size_t)(comma - p) : strlen(p);
+    if (len > 0) {
+      as_status_t rc = apply_one(model, out, p, len, err);
+      if (rc != AS_OK)
+        return rc;
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+  return AS_OK;
+}
+
+static size_t row_index(const model_opts_t *o, const char *name) {
+  for (size_t i = 0; i < o->count; i++)
+    if (strcmp(o->table[i].name, name) == 0)
+      return i;
+  assert(!"option name not in the model's table");
+  return 0;
+}
+
+int64_t model_opts_i64(const model_opts_t *o, const char *name) {
+  return o->num[row_index(o, name)];
+}
+uint64_t model_opts_u64(const model_opts_t *o, const char *name) {
+  return (uint64_t)o->num[row_index(o, name)];
+}
+bool model_opts_bool(const model_opts_t *o, const char *name) {
+  return o->num[row_index(o, name)] != 0;
+}
+const char *model_opts_text(const model_opts_t *o, const char *name) {
+  return o->text[row_index(o, name)];
+}
+bool model_opts_was_set(const model_opts_t *o, const char *name) {
+  return o->set[row_index(o, name)];
+}
+
+void model_opts_format(const model_opts_t *o, char *buf, size_t len) {
+  size_t used = 0;
+  if (len > 0)
+    buf[0] = '\0';
+  for (size_t i = 0; i < o->count && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "",
+                             o->table[i].name, o->text[i]);
+}

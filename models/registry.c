@@ -1,0 +1,82 @@
+/* models/registry.c -- the static table of models and creation from a spec.
+ *
+ * The table is a static const array searched by name, in the spirit of
+ * sqlite3_vfs_find, with no mutable global list: adding a model is one line.
+ */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const model_methods_t model_ideal_methods;
+
+static const model_methods_t *const registry[] = {
+    &model_ideal_methods,
+};
+
+const model_methods_t *const *model_registry(size_t *count) {
+  *count = sizeof registry / sizeof registry[0];
+  return registry;
+}
+
+const model_methods_t *model_find(const char *name) {
+  for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+    if (strcmp(registry[i]->name, name) == 0)
+      return registry[i];
+  return NULL;
+}
+
+const char *model_default_libc(void) {
+  /* CPython's default build forwards to glibc malloc on Debian; until a
+   * glibc model is registered, the lower bound stands in. */
+  return model_find("glibc") ? "glibc" : "ideal";
+}
+
+static as_status_t unknown_model(const char *name, size_t len, as_err_t *err) {
+  char   known[256] = "";
+  size_t used       = 0;
+  for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+    used += (size_t)snprintf(known + used,
+                             used < sizeof known ? sizeof known - used : 0,
+                             "%s%s", i ? ", " : "", registry[i]->name);
+  return as_err_set(err, AS_EUSAGE, "unknown model '%.*s' (known: %s)",
+                    (int)len, name, known);
+}
+
+as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
+                                   model_t **out, as_err_t *err) {
+  *out                = NULL;
+  const char *colon   = strchr(spec, ':');
+  size_t      namelen = colon ? (size_t)(colon - spec) : strlen(spec);
+  char        name[64];
+  if (namelen == 0 || namelen >= sizeof name)
+    return unknown_model(spec, namelen, err);
+  memcpy(name, spec, namelen);
+  name[namelen]                  = '\0';
+  const model_methods_t *methods = model_find(name);
+  if (methods == NULL)
+    return unknown_model(spec, namelen, err);
+  model_opts_t opts;
+  as_status_t  rc = model_opts_parse(name, methods->options,
+                                     colon ? colon + 1 : NULL, &opts, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = methods->create(&opts, ctx, out, err);
+  if (rc != AS_OK)
+    return rc;
+  (*out)->methods = methods;
+  (*out)->opts    = opts;
+  return AS_OK;
+}
+
+void model_destroy(model_t *m) {
+  if (m != NULL)
+    m->methods->destroy(m);
+}
+
+void model_describe(const model_t *m, char *buf, size_t len) {
+  char opts[400];
+  model_opts_format(&m->opts, opts, sizeof opts);
+  snprintf(buf, len, "%s%s%s", m->methods->name, opts[0] ? ":" : "", opts);
+}

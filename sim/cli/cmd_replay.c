@@ -1,0 +1,60 @@
+/* sim/cli/cmd_replay.c -- `allocsim replay TRACE`: a trace file against a
+ * model. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "../../traces/trace_io.h"
+
+#define SIM_OPTIONS_HELP                                                       \
+  "  --model SPEC        model and options, e.g. glibc:arena_max=2 (see\n"     \
+  "                      `allocsim models`)\n"                                  \
+  "  --libc SPEC         the libc model a composition (cpython) forwards to\n" \
+  "  --page-size N       OS page size: 4096, 16384 or 65536 (default 4096)\n"  \
+  "  --thp               2 MiB transparent huge pages on first write\n"        \
+  "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
+  "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
+  "  --lenient           count and skip frees/reallocs of dead objects\n"      \
+  "  --db FILE           store the simulated run in this SQLite store\n"       \
+  "  --json              print one JSON object instead of the table\n"         \
+  "  --csv               print every sample as CSV instead of the table\n"
+
+static int replay_main(int argc, char **argv) {
+  cli_sim_opts_t o;
+  const char    *path = NULL;
+  cli_sim_opts_default(&o, "ideal");
+  for (int i = 1; i < argc; i++) {
+    int took = cli_sim_opts_take(&o, "replay", argc, argv, &i);
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took)
+      continue;
+    if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
+      return cli_usage_error("replay", "unknown option '%s'", argv[i]);
+    if (path != NULL)
+      return cli_usage_error("replay", "one trace at a time, got '%s' too",
+                             argv[i]);
+    path = argv[i];
+  }
+  if (path == NULL)
+    return cli_usage_error("replay", "which trace? give a file name");
+  as_err_t        err = {0};
+  trace_source_t *src;
+  if (trace_open(path, &src, &err) != AS_OK)
+    return cli_fail("replay", &err);
+  int code = cli_simulate_and_report("replay", &o, src,
+                                     cli_command_line(argc, argv));
+  trace_source_close(src);
+  return code;
+}
+
+const cli_command_t cli_cmd_replay = {
+    .name    = "replay",
+    .summary = "replay a trace file against a model and report RSS",
+    .usage   = "usage: allocsim replay TRACE [options]\n\n"
+               "Replays TRACE (text .trace or binary .astrace; - for stdin)\n"
+               "against a model and prints RSS at every mark, the peak and\n"
+               "the final state, broken down by owner.\n\noptions:\n"
+               SIM_OPTIONS_HELP,
+    .run     = replay_main,
+};

@@ -1,0 +1,377 @@
+/* sim/cli/common.c -- what the subcommands share: errors and exit codes,
+ * value parsing, the simulation options every simulating command takes, and
+ * running a source against a model and reporting it as a table, JSON or CSV,
+ * optionally stored as a simulated run.
+ *
+ * Sections: errors / parsing / shared options / simulate and report
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analysis/store.h"
+#include "../../models/options.h"
+
+/* ---- Errors ------------------------------------------------------------- */
+
+int cli_fail(const char *cmd, const as_err_t *err) {
+  fprintf(stderr, "allocsim %s: %s\n", cmd,
+          err->msg[0] ? err->msg : as_status_message(err->code));
+  return err->code == AS_EUSAGE ? CLI_EXIT_USAGE : CLI_EXIT_INPUT;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "allocsim %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see allocsim %s --help)\n", cmd);
+  va_end(ap);
+  return CLI_EXIT_USAGE;
+}
+
+bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0)
+      break;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(cmd->usage, stdout);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---- Parsing ------------------------------------------------------------ */
+
+bool cli_parse_bytes(const char *s, uint64_t *out) {
+  return opt_parse_bytes(s, strlen(s), out);
+}
+
+bool cli_parse_duration_ns(const char *s, uint64_t *out) {
+  static const struct {
+    const char *unit;
+    double      ns;
+  } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
+  char  *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0 || v != v)
+    return false;
+  for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+    if (strcmp(end, units[u].unit) == 0) {
+      double ns = v * units[u].ns;
+      if (ns > 1.8e19 || (units[u].ns == 1 && ns != (double)(uint64_t)ns))
+        return false;
+      *out = (uint64_t)(ns + 0.5);
+      return true;
+    }
+  return false;
+}
+
+const char *cli_command_line(int argc, char **argv) {
+  static char line[2048];
+  size_t      used = (size_t)snprintf(line, sizeof line, "allocsim");
+  for (int i = 0; i < argc && used < sizeof line; i++)
+    used += (size_t)snprintf(line + used, sizeof line - used, " %s", argv[i]);
+  return line;
+}
+
+/* ---- Shared options ----------------------------------------------------- */
+
+void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
+  memset(o, 0, sizeof *o);
+  o->model = default_model;
+  sim_kernel_config_default(&o->kernel);
+}
+
+static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
+  const char *arg = argv[*i];
+  const char *eq  = strchr(arg, '=');
+  if (eq != NULL && strncmp(arg, "--", 2) == 0)
+    return eq + 1;
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "%s needs a value", arg);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static bool opt_is(const char *arg, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
+                      char **argv, int *i) {
+  const char *a = argv[*i];
+  const char *v;
+  if (strcmp(a, "--json") == 0)
+    return o->json = true, 1;
+  if (strcmp(a, "--csv") == 0)
+    return o->csv = true, 1;
+  if (strcmp(a, "--lenient") == 0)
+    return o->lenient = true, 1;
+  if (strcmp(a, "--thp") == 0)
+    return o->kernel.thp = true, 1;
+  if (strcmp(a, "--memory-pressure") == 0)
+    return o->kernel.memory_pressure = true, 1;
+  if (opt_is(a, "--model") || opt_is(a, "--libc") || opt_is(a, "--db")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    *(opt_is(a, "--model") ? &o->model
+      : opt_is(a, "--libc") ? &o->libc
+                            : &o->db) = v;
+    return 1;
+  }
+  if (opt_is(a, "--page-size")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!cli_parse_bytes(v, &o->kernel.page_size) ||
+        (o->kernel.page_size != 4096 && o->kernel.page_size != 16384 &&
+         o->kernel.page_size != 65536))
+      return cli_usage_error(cmd, "--page-size expects 4096, 16384 or 65536, "
+                                  "got '%s'", v), -1;
+    return 1;
+  }
+  if (opt_is(a, "--sample-every")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!cli_parse_duration_ns(v, &o->sample_every_ns) ||
+        o->sample_every_ns == 0)
+      return cli_usage_error(cmd, "--sample-every expects a duration such as "
+                                  "10ms or 1s, got '%s'", v), -1;
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- Simulate and report ------------------------------------------------ */
+
+typedef struct sample_log_s sample_log_t;
+struct sample_log_s {
+  store_sample_t *samples;
+  size_t          count;
+  size_t          cap;
+};
+
+static as_status_t log_sample(void *user, const sim_sample_t *s,
+                              as_err_t *err) {
+  sample_log_t *log = user;
+  if (log->count == log->cap) {
+    size_t          cap = log->cap ? log->cap * 2 : 64;
+    store_sample_t *n   = realloc(log->samples, cap * sizeof *n);
+    if (n == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    log->samples = n;
+    log->cap     = cap;
+  }
+  store_sample_from_sim(&log->samples[log->count++], s);
+  return AS_OK;
+}
+
+static double mib(uint64_t bytes) {
+  return (double)bytes / (1024.0 * 1024.0);
+}
+
+static const char *kind_name(sim_sample_kind_t k) {
+  static const char *const names[] = {"mark", "periodic", "measured",
+                                      "final"};
+  return names[k];
+}
+
+static void print_json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+static void print_json_sample(FILE *out, const store_sample_t *s) {
+  fprintf(out, "{\"label\": ");
+  print_json_string(out, s->label);
+  fprintf(out,
+          ", \"kind\": \"%s\", \"t_ns\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
+          ", \"live_bytes\": %" PRIu64,
+          kind_name(s->kind), s->t_ns, s->rss_bytes, s->live_bytes);
+  if (s->kind == SIM_SAMPLE_MEASURED || s->measured_rss_bytes)
+    fprintf(out, ", \"measured_rss_bytes\": %" PRIu64, s->measured_rss_bytes);
+  fprintf(out, ", \"owners\": {");
+  for (int o = 0, first = 1; o < SIM_OWNER_COUNT; o++)
+    if (s->owner_bytes[o]) {
+      fprintf(out, "%s\"%s\": %" PRIu64, first ? "" : ", ",
+              sim_owner_name((sim_owner_t)o), s->owner_bytes[o]);
+      first = 0;
+    }
+  fprintf(out, "}}");
+}
+
+static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
+                       const trace_source_t *src, const sim_run_result_t *r,
+                       const sample_log_t *log, int64_t run_id) {
+  fprintf(stdout, "{\"model\": ");
+  print_json_string(stdout, s->model->methods->name);
+  fprintf(stdout, ", \"options\": ");
+  print_json_string(stdout, s->model_desc);
+  fprintf(stdout, ", \"source\": ");
+  print_json_string(stdout, src->name);
+  fprintf(stdout,
+          ", \"page_size\": %" PRIu64 ", \"events\": %" PRIu64
+          ", \"peak_rss_bytes\": %" PRIu64 ", \"peak_t_ns\": %" PRIu64
+          ", \"peak_live_bytes\": %" PRIu64 ", \"final_rss_bytes\": %" PRIu64
+          ", \"final_live_bytes\": %" PRIu64 ", \"final_t_ns\": %" PRIu64,
+          o->kernel.page_size, r->events, r->peak_rss_bytes, r->peak_t_ns,
+          r->peak_live_bytes, r->final_rss_bytes, r->final_live_bytes,
+          r->final_t_ns);
+  fprintf(stdout,
+          ", \"skipped\": {\"bad_free\": %" PRIu64 ", \"bad_realloc\": %" PRIu64
+          ", \"double_alloc\": %" PRIu64 "}",
+          r->skipped_bad_free, r->skipped_bad_realloc,
+          r->skipped_double_alloc);
+  if (run_id > 0)
+    fprintf(stdout, ", \"run_id\": %" PRId64, run_id);
+  for (int pass = 0; pass < 2; pass++) {
+    fprintf(stdout, ", \"%s\": [", pass == 0 ? "marks" : "samples");
+    for (size_t i = 0, n = 0; i < log->count; i++) {
+      bool is_mark = log->samples[i].kind == SIM_SAMPLE_MARK;
+      if (is_mark != (pass == 0))
+        continue;
+      fputs(n++ ? ", " : "", stdout);
+      print_json_sample(stdout, &log->samples[i]);
+    }
+    fputc(']', stdout);
+  }
+  fputs("}\n", stdout);
+}
+
+static void print_csv(const sample_log_t *log) {
+  printf("kind,label,t_ns,rss_bytes,live_bytes,measured_rss_bytes");
+  for (int o = 0; o < SIM_OWNER_COUNT; o++)
+    printf(",%s_bytes", sim_owner_name((sim_owner_t)o));
+  putchar('\n');
+  for (size_t i = 0; i < log->count; i++) {
+    const store_sample_t *s = &log->samples[i];
+    printf("%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+           kind_name(s->kind), s->label, s->t_ns, s->rss_bytes, s->live_bytes,
+           s->measured_rss_bytes);
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      printf(",%" PRIu64, s->owner_bytes[o]);
+    putchar('\n');
+  }
+}
+
+/* The owners with any RSS at any sample: the table shows only those. */
+static void used_owners(const sample_log_t *log, bool used[SIM_OWNER_COUNT]) {
+  memset(used, 0, SIM_OWNER_COUNT * sizeof used[0]);
+  for (size_t i = 0; i < log->count; i++)
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      used[o] = used[o] || log->samples[i].owner_bytes[o] != 0;
+}
+
+static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
+                        const trace_source_t *src, const sim_run_result_t *r,
+                        const sample_log_t *log, int64_t run_id) {
+  bool used[SIM_OWNER_COUNT];
+  used_owners(log, used);
+  printf("source     %s\nmodel      %s\npage size  %" PRIu64
+         " bytes\nevents     %" PRIu64 "\n\n",
+         src->name, s->model_desc, o->kernel.page_size, r->events);
+  printf("%-8s %-16s %12s %10s %10s", "kind", "label", "t (ms)", "rss MiB",
+         "live MiB");
+  for (int k = 0; k < SIM_OWNER_COUNT; k++)
+    if (used[k])
+      printf(" %10.10s", sim_owner_name((sim_owner_t)k));
+  printf("\n");
+  for (size_t i = 0; i < log->count; i++) {
+    const store_sample_t *x = &log->samples[i];
+    printf("%-8s %-16.16s %12.3f %10.2f %10.2f", kind_name(x->kind),
+           x->kind == SIM_SAMPLE_MEASURED ? "(measured)" : x->label,
+           (double)x->t_ns / 1e6,
+           mib(x->kind == SIM_SAMPLE_MEASURED ? x->measured_rss_bytes
+                                              : x->rss_bytes),
+           mib(x->live_bytes));
+    for (int k = 0; k < SIM_OWNER_COUNT; k++)
+      if (used[k])
+        printf(" %10.2f", mib(x->owner_bytes[k]));
+    printf("\n");
+  }
+  printf("\npeak rss   %.2f MiB at t=%.3f ms (peak live %.2f MiB)\n",
+         mib(r->peak_rss_bytes), (double)r->peak_t_ns / 1e6,
+         mib(r->peak_live_bytes));
+  printf("final rss  %.2f MiB (live %.2f MiB)\n", mib(r->final_rss_bytes),
+         mib(r->final_live_bytes));
+  if (r->skipped_bad_free || r->skipped_bad_realloc || r->skipped_double_alloc)
+    printf("skipped    %" PRIu64 " bad frees, %" PRIu64 " bad reallocs, %" PRIu64
+           " allocs of live ids (--lenient)\n",
+           r->skipped_bad_free, r->skipped_bad_realloc, r->skipped_double_alloc);
+  if (run_id > 0)
+    printf("stored     run %" PRId64 " in %s\n", run_id, o->db);
+}
+
+static as_status_t store_simulated(const cli_sim_opts_t *o,
+                                   const sim_session_t *s,
+                                   const trace_source_t *src,
+                                   const sample_log_t *log,
+                                   const char *command, int64_t *run_id,
+                                   as_err_t *err) {
+  store_t    *st;
+  as_status_t rc = store_open(o->db, &st, err);
+  if (rc != AS_OK)
+    return rc;
+  store_kv_t meta[TRACE_META_MAX];
+  for (size_t i = 0; i < src->meta.count; i++)
+    meta[i] = (store_kv_t){src->meta.key[i], src->meta.value[i]};
+  store_run_t run = {
+      .kind       = "simulated",
+      .model      = s->model_desc,
+      .options    = o->libc,
+      .page_size  = o->kernel.page_size,
+      .source     = src->name,
+      .command    = command,
+      .meta       = meta,
+      .meta_count = src->meta.count,
+  };
+  rc = store_write_run(st, &run, log->samples, log->count, run_id, err);
+  store_close(st);
+  return rc;
+}
+
+int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
+                            trace_source_t *src, const char *command) {
+  as_err_t         err = {0};
+  sim_session_t    session;
+  sim_run_result_t result;
+  sample_log_t     log    = {0};
+  int64_t          run_id = 0;
+  as_status_t rc = sim_session_open(o->model, o->libc, &o->kernel, &session,
+                                    &err);
+  if (rc != AS_OK)
+    return cli_fail(cmd, &err);
+  sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
+                             .lenient         = o->lenient,
+                             .on_sample       = log_sample,
+                             .user            = &log};
+  rc = sim_engine_run(&cfg, &session, src, &result, &err);
+  if (rc == AS_OK && o->db != NULL)
+    rc = store_simulated(o, &session, src, &log, command, &run_id, &err);
+  if (rc == AS_OK) {
+    if (o->json)
+      print_json(&session, o, src, &result, &log, run_id);
+    else if (o->csv)
+      print_csv(&log);
+    else
+      print_table(&session, o, src, &result, &log, run_id);
+  }
+  free(log.samples);
+  sim_session_close(&session);
+  return rc == AS_OK ? CLI_EXIT_OK : cli_fail(cmd, &err);
+}
