@@ -18,6 +18,26 @@
  *                run_id)
  *   comparisons(id, measured_run_id, simulated_run_id, mean_abs_error_bytes,
  *               max_abs_error_bytes, slope, r2, created_at)
+ *
+ * Column details (see SCHEMA_V1 in store.c for the exact DDL):
+ *   - runs.kind is 'measured' or 'simulated' (CHECK); created_at defaults to
+ *     strftime('%Y-%m-%dT%H:%M:%fZ','now'), ISO-8601 UTC with milliseconds,
+ *     as do sweeps.created_at and comparisons.created_at, so modules can
+ *     leave it out of their INSERTs.
+ *   - samples.seq is 0..n-1 in run order; samples.kind is the text 'mark',
+ *     'periodic', 'measured' or 'final' (CHECK); label is NULL when empty.
+ *   - sample_owners.owner is sim_owner_name() text ("pymalloc", ...); only
+ *     owners with non-zero bytes are stored, a missing row means 0.
+ *   - sweeps.params and sweep_points.params_json are JSON text; the sweep
+ *     point is identified by (sweep_id, point, seed), the primary key.
+ *     simulated_kept_bytes and arenas_pinned are INTEGER, formula_kept_bytes
+ *     is REAL (an expectation); all three and run_id may be NULL.
+ *   - comparisons also has intercept_bytes REAL, points INTEGER (number of
+ *     aligned samples) and params TEXT (JSON: how samples were aligned); all
+ *     statistic columns may be NULL.
+ *   - Every run_id column references runs(id) ON DELETE CASCADE, except
+ *     sweep_points.run_id (ON DELETE SET NULL).  Byte counts and times are
+ *     stored as SQLite INTEGER, so values above INT64_MAX are refused.
  */
 #ifndef ALLOCSIM_STORE_H
 #define ALLOCSIM_STORE_H
@@ -79,20 +99,78 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
 /* Copies a sim_sample_t into a store_sample_t (label truncated to 63). */
 void store_sample_from_sim(store_sample_t *out, const sim_sample_t *in);
 
-/* Reads back a run's samples in order (caller frees *out with free()). */
+/* Reads back a run's samples in order (caller frees *out with free()).
+ * AS_ESTORE if there is no such run; a run with no samples gives *out NULL
+ * and *count 0. */
 as_status_t store_read_samples(store_t *s, int64_t run_id,
                                store_sample_t **out, size_t *count,
                                as_err_t *err);
 
-/* Reads one meta value of a run into buf ("" if absent). */
+/* Reads one meta value of a run into buf ("" if absent).  AS_ESTORE if
+ * there is no such run; AS_EINVAL if the value does not fit in len. */
 as_status_t store_read_meta(store_t *s, int64_t run_id, const char *key,
                             char *buf, size_t len, as_err_t *err);
 
 /* The underlying handle, for analysis modules adding their own queries
  * (sweeps, comparisons) inside store_begin/store_commit. */
 struct sqlite3 *store_db(store_t *s);
+/* BEGIN IMMEDIATE (waits up to STORE_BUSY_TIMEOUT_MS for other writers). */
 as_status_t     store_begin(store_t *s, as_err_t *err);
+/* COMMIT; on failure rolls back and returns AS_ESTORE. */
 as_status_t     store_commit(store_t *s, as_err_t *err);
+/* ROLLBACK if a transaction is open; a no-op otherwise. */
 void            store_rollback(store_t *s);
+
+/* ---- Additions for reading runs back (compare, sweep, `allocsim runs`) - */
+
+/* PRAGMA application_id of every allocsim store: 'AllS'. */
+#define STORE_APPLICATION_ID 0x416C6C53
+/* How long a writer waits for another connection's write lock. */
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+/* The path the store was opened with (owned by the store), for messages. */
+const char *store_path(const store_t *s);
+
+/* One run as stored, plus a summary of its samples.  Strings are owned by
+ * the record; optional ones (options, trace_path, trace_sha256) are NULL
+ * when absent, the others are never NULL. */
+typedef struct store_run_record_s store_run_record_t;
+struct store_run_record_s {
+  int64_t  id;
+  char    *kind;                    /* "measured" or "simulated" */
+  char    *model;
+  char    *options;                 /* may be NULL */
+  uint64_t page_size;               /* bytes */
+  char    *source;
+  char    *command;
+  char    *allocsim_version;        /* version that wrote the run */
+  char    *created_at;              /* ISO-8601 UTC, "...T00:17:03.123Z" */
+  char    *trace_path;              /* may be NULL */
+  char    *trace_sha256;            /* may be NULL */
+  uint64_t nsamples;                /* rows in samples */
+  uint64_t peak_rss_bytes;          /* max samples.rss_bytes, 0 if none */
+  uint64_t peak_measured_rss_bytes; /* max measured_rss_bytes, 0 if none */
+};
+
+/* Reads run id into *out (free with store_run_record_free).  AS_ESTORE with
+ * "FILE: no run with id N" if there is none; *out is zeroed on failure. */
+as_status_t store_read_run(store_t *s, int64_t id, store_run_record_t *out,
+                           as_err_t *err);
+/* Frees the strings of a record filled by store_read_run and zeroes it. */
+void        store_run_record_free(store_run_record_t *rec);
+
+/* Calls fn for every run in id order.  The record is valid only during the
+ * call.  A non-AS_OK return from fn stops the walk and is returned. */
+typedef as_status_t (*store_run_fn)(void *user, const store_run_record_t *rec,
+                                    as_err_t *err);
+as_status_t store_list_runs(store_t *s, store_run_fn fn, void *user,
+                            as_err_t *err);
+
+/* Calls fn for every meta pair of run run_id in key order (strings valid
+ * only during the call).  AS_ESTORE if there is no such run. */
+typedef as_status_t (*store_meta_fn)(void *user, const char *key,
+                                     const char *value, as_err_t *err);
+as_status_t store_list_meta(store_t *s, int64_t run_id, store_meta_fn fn,
+                            void *user, as_err_t *err);
 
 #endif
