@@ -1,0 +1,142 @@
+/* sim/cli/cmd_runs.c -- `allocsim runs`: the runs in a store, one line each
+ * (or one JSON object), so a run id can be picked for compare and report.
+ *
+ * It only reads: a path that does not exist is an error rather than a new
+ * empty store, since a typo should not leave a file behind.  The table puts
+ * the fixed-width columns first and model and source (free text of any
+ * length) last, so the columns stay aligned.
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../analysis/store.h"
+
+static void print_json_string(FILE *out, const char *s) {
+  if (s == NULL) {
+    fputs("null", out);
+    return;
+  }
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+typedef struct runs_out_s {
+  bool   json;
+  size_t count; /* runs printed so far */
+} runs_out_t;
+
+/* The peak a person means: measured RSS for a measured run, predicted RSS
+ * for a simulated one. */
+static uint64_t shown_peak(const store_run_record_t *r) {
+  return strcmp(r->kind, "measured") == 0 ? r->peak_measured_rss_bytes
+                                          : r->peak_rss_bytes;
+}
+
+static as_status_t print_run(void *user, const store_run_record_t *r,
+                             as_err_t *err) {
+  (void)err;
+  runs_out_t *o = user;
+  if (!o->json) {
+    printf("%6" PRId64 "  %-9s  %-24s  %8" PRIu64 "  %12.2f  %s  %s\n", r->id,
+           r->kind, r->created_at, r->nsamples,
+           (double)shown_peak(r) / (1024.0 * 1024.0), r->model, r->source);
+    o->count++;
+    return AS_OK;
+  }
+  fputs(o->count++ ? ",\n  " : "\n  ", stdout);
+  printf("{\"id\": %" PRId64 ", \"kind\": ", r->id);
+  print_json_string(stdout, r->kind);
+  fputs(", \"model\": ", stdout);
+  print_json_string(stdout, r->model);
+  fputs(", \"options\": ", stdout);
+  print_json_string(stdout, r->options);
+  printf(", \"page_size\": %" PRIu64 ", \"source\": ", r->page_size);
+  print_json_string(stdout, r->source);
+  fputs(", \"command\": ", stdout);
+  print_json_string(stdout, r->command);
+  fputs(", \"allocsim_version\": ", stdout);
+  print_json_string(stdout, r->allocsim_version);
+  fputs(", \"created_at\": ", stdout);
+  print_json_string(stdout, r->created_at);
+  fputs(", \"trace_path\": ", stdout);
+  print_json_string(stdout, r->trace_path);
+  fputs(", \"trace_sha256\": ", stdout);
+  print_json_string(stdout, r->trace_sha256);
+  printf(", \"samples\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
+         ", \"peak_measured_rss_bytes\": %" PRIu64 "}",
+         r->nsamples, r->peak_rss_bytes, r->peak_measured_rss_bytes);
+  return AS_OK;
+}
+
+static int runs_main(int argc, char **argv) {
+  const char *db   = NULL;
+  bool        json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--json") == 0) {
+      json = true;
+    } else if (strcmp(a, "--db") == 0) {
+      if (i + 1 >= argc)
+        return cli_usage_error("runs", "--db needs a value");
+      db = argv[++i];
+    } else if (strncmp(a, "--db=", 5) == 0) {
+      db = a + 5;
+    } else {
+      return cli_usage_error("runs", "unexpected argument '%s'", a);
+    }
+  }
+  if (db == NULL || db[0] == '\0')
+    return cli_usage_error("runs", "--db FILE is required");
+
+  as_err_t    err = {0};
+  struct stat sb;
+  if (stat(db, &sb) != 0) {
+    as_err_set(&err, AS_EIO, "%s: no such store", db);
+    return cli_fail("runs", &err);
+  }
+  store_t *s = NULL;
+  if (store_open(db, &s, &err) != AS_OK)
+    return cli_fail("runs", &err);
+
+  runs_out_t out = {.json = json};
+  if (json) {
+    fputs("{\"db\": ", stdout);
+    print_json_string(stdout, db);
+    fputs(", \"runs\": [", stdout);
+  } else {
+    printf("%6s  %-9s  %-24s  %8s  %12s  %s  %s\n", "id", "kind",
+           "created_at", "samples", "peak rss MiB", "model", "source");
+  }
+  as_status_t rc = store_list_runs(s, print_run, &out, &err);
+  store_close(s);
+  if (json)
+    fputs(out.count ? "\n]}\n" : "]}\n", stdout);
+  else if (rc == AS_OK && out.count == 0)
+    printf("(no runs in %s)\n", db);
+  return rc == AS_OK ? CLI_EXIT_OK : cli_fail("runs", &err);
+}
+
+const cli_command_t cli_cmd_runs = {
+    .name    = "runs",
+    .summary = "list the runs in a store",
+    .usage   = "usage: allocsim runs --db FILE [--json]\n\n"
+               "Lists every run stored in FILE, one line each: id, kind\n"
+               "(measured or simulated), when it was stored (UTC), number of\n"
+               "samples, peak RSS (measured RSS for measured runs, predicted\n"
+               "RSS for simulated ones), model and source.  --json prints one\n"
+               "object {\"db\", \"runs\": [...]} with every stored field and\n"
+               "exact byte counts.  FILE must exist.\n",
+    .run     = runs_main,
+};
