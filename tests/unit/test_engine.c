@@ -1,0 +1,331 @@
+/* tests/unit/test_engine.c -- the engine's ordering, validation, sampling
+ * and clock rules, with a spy model that records what reaches it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/engine.h"
+#include "tests/helpers/array_source.h"
+
+/* ---- Spy model ---------------------------------------------------------- */
+
+typedef struct spy_s spy_t;
+struct spy_s {
+  model_t            base;
+  sim_event_queue_t *timers;
+  sim_timer_t        timer;
+  char               log[1024];   /* "a1@10 T@20 f1@30 ..." */
+  uint64_t           rearm_every; /* timer re-arms itself by this much */
+  int                rearms_left;
+};
+
+static void spy_note(spy_t *s, const char *what, uint64_t id, uint64_t t) {
+  size_t n = strlen(s->log);
+  snprintf(s->log + n, sizeof s->log - n, "%s%s%llu@%llu", n ? " " : "",
+           what, (unsigned long long)id, (unsigned long long)t);
+}
+
+static as_status_t spy_alloc(model_t *m, const trace_event_t *ev,
+                             as_err_t *err) {
+  (void)err;
+  spy_note((spy_t *)m, "a", ev->id, ev->t_ns);
+  return AS_OK;
+}
+static as_status_t spy_realloc(model_t *m, const trace_event_t *ev,
+                               as_err_t *err) {
+  (void)err;
+  spy_note((spy_t *)m, "r", ev->id, ev->t_ns);
+  return AS_OK;
+}
+static as_status_t spy_free(model_t *m, const trace_event_t *ev,
+                            as_err_t *err) {
+  (void)err;
+  spy_note((spy_t *)m, "f", ev->id, ev->t_ns);
+  return AS_OK;
+}
+static as_status_t spy_trim(model_t *m, uint64_t pad, uint64_t now,
+                            as_err_t *err) {
+  (void)err;
+  spy_note((spy_t *)m, "trim", pad, now);
+  return AS_OK;
+}
+static void spy_stats(const model_t *m, model_stats_t *out) {
+  (void)m;
+  memset(out, 0, sizeof *out);
+}
+static void spy_destroy(model_t *m) {
+  (void)m;
+}
+
+static as_status_t spy_fire(sim_timer_t *t, uint64_t now, as_err_t *err) {
+  spy_t *s = SIM_CONTAINER_OF(t, spy_t, timer);
+  spy_note(s, "T", 0, now);
+  if (s->rearms_left-- > 0)
+    return sim_event_queue_push(s->timers, t, now + s->rearm_every, err);
+  return AS_OK;
+}
+
+static const model_methods_t spy_methods = {
+    .name    = "spy",
+    .summary = "records calls",
+    .alloc   = spy_alloc,
+    .realloc = spy_realloc,
+    .free    = spy_free,
+    .trim    = spy_trim,
+    .stats   = spy_stats,
+    .destroy = spy_destroy,
+};
+
+typedef struct fixture_s fixture_t;
+struct fixture_s {
+  sim_session_t session;
+  spy_t         spy;
+};
+
+static int setup(void **state) {
+  fixture_t *f = calloc(1, sizeof *f);
+  assert_int_equal(sim_kernel_create(&(sim_kernel_config_t){.page_size = 4096},
+                                     &f->session.kernel, NULL),
+                   AS_OK);
+  assert_int_equal(sim_event_queue_create(&f->session.timers, NULL), AS_OK);
+  f->spy.base.methods = &spy_methods;
+  f->spy.timers       = f->session.timers;
+  sim_timer_init(&f->spy.timer, spy_fire);
+  f->session.model = &f->spy.base;
+  *state           = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *f = *state;
+  sim_event_queue_destroy(f->session.timers);
+  sim_kernel_destroy(f->session.kernel);
+  free(f);
+  return 0;
+}
+
+static as_status_t run(fixture_t *f, const trace_event_t *evs, size_t n,
+                       const sim_engine_config_t *cfg, sim_run_result_t *res,
+                       as_err_t *err) {
+  array_source_t src;
+  array_source_init(&src, evs, n);
+  return sim_engine_run(cfg, &f->session, &src.base, res, err);
+}
+
+/* ---- Ordering ----------------------------------------------------------- */
+
+static void timer_due_at_t_fires_before_the_event_stamped_t(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(10, 1, 8), EV_MALLOC(20, 2, 8),
+                         EV_FREE(30, 1)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(sim_event_queue_push(f->session.timers, &f->spy.timer, 20,
+                                        NULL),
+                   AS_OK);
+  assert_int_equal(run(f, evs, 3, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "a1@10 T0@20 a2@20 f1@30");
+  assert_int_equal(res.events, 3);
+  assert_int_equal(res.timers_fired, 1);
+}
+
+static void timers_after_the_last_event_do_not_fire(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  sim_event_queue_push(f->session.timers, &f->spy.timer, 11, NULL);
+  assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "a1@10");
+}
+
+static void idle_advances_the_clock_through_due_timers(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_IDLE(0, 100), EV_MALLOC(100, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  f->spy.rearm_every      = 40;
+  f->spy.rearms_left      = 10;
+  sim_event_queue_push(f->session.timers, &f->spy.timer, 30, NULL);
+  assert_int_equal(run(f, evs, 2, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "T0@30 T0@70 a1@100");
+}
+
+static void event_inside_an_idle_stretch_is_refused(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_IDLE(0, 100), EV_MALLOC(50, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  as_err_t            err = {0};
+  assert_int_equal(run(f, evs, 2, &cfg, &res, &err), AS_EFORMAT);
+  assert_string_equal(err.msg, "array: event 1: time 50 ns is before the "
+                               "clock (100 ns)");
+}
+
+static void zero_delay_timer_chain_is_an_error_not_a_hang(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  as_err_t            err = {0};
+  f->spy.rearm_every      = 0;
+  f->spy.rearms_left      = SIM_ENGINE_MAX_SAME_INSTANT + 5;
+  sim_event_queue_push(f->session.timers, &f->spy.timer, 5, NULL);
+  assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "timers fired at t=5 ns"));
+}
+
+/* ---- Validation --------------------------------------------------------- */
+
+static void free_of_a_dead_object_is_an_error_naming_the_event(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(1, 1, 8), EV_FREE(2, 1), EV_FREE(3, 1)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  as_err_t            err = {0};
+  assert_int_equal(run(f, evs, 3, &cfg, &res, &err), AS_EFORMAT);
+  assert_string_equal(err.msg,
+                      "array: event 2 (t=3 ns): free of object 1 that is not "
+                      "live (use --lenient to count and skip such events)");
+}
+
+static void lenient_counts_and_skips_bad_events(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_FREE(1, 7), EV_REALLOC(2, 8, 16),
+                         EV_MALLOC(3, 1, 8), EV_MALLOC(4, 1, 8),
+                         EV_FREE(5, 1)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.lenient = true};
+  assert_int_equal(run(f, evs, 5, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "a1@3 f1@5");
+  assert_int_equal(res.skipped_bad_free, 1);
+  assert_int_equal(res.skipped_bad_realloc, 1);
+  assert_int_equal(res.skipped_double_alloc, 1);
+  assert_int_equal(res.final_live_bytes, 0);
+}
+
+static void huge_object_ids_are_refused(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(1, UINT64_C(1) << 40, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  as_err_t            err = {0};
+  assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "too large"));
+}
+
+/* ---- Samples ------------------------------------------------------------ */
+
+typedef struct sample_rec_s sample_rec_t;
+struct sample_rec_s {
+  int          n;
+  sim_sample_t s[16];
+  char         labels[16][32];
+};
+
+static as_status_t record(void *user, const sim_sample_t *s, as_err_t *err) {
+  sample_rec_t *r = user;
+  (void)err;
+  if (r->n < 16) {
+    r->s[r->n] = *s;
+    snprintf(r->labels[r->n], 32, "%s", s->label ? s->label : "");
+    r->n++;
+  }
+  return AS_OK;
+}
+
+static void marks_periodic_and_final_samples_carry_live_bytes(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(5, 1, 100), EV_MARK(12, "one"),
+                         EV_REALLOC(15, 1, 300), EV_MALLOC(25, 2, 50)};
+  sample_rec_t        rec = {0};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {
+      .sample_every_ns = 10, .on_sample = record, .user = &rec};
+  assert_int_equal(run(f, evs, 4, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(rec.n, 4);
+  assert_int_equal(rec.s[0].kind, SIM_SAMPLE_PERIODIC);
+  assert_int_equal(rec.s[0].t_ns, 10);
+  assert_int_equal(rec.s[0].live_bytes, 100);
+  assert_int_equal(rec.s[1].kind, SIM_SAMPLE_MARK);
+  assert_string_equal(rec.labels[1], "one");
+  assert_int_equal(rec.s[1].t_ns, 12);
+  assert_int_equal(rec.s[2].kind, SIM_SAMPLE_PERIODIC);
+  assert_int_equal(rec.s[2].t_ns, 20);
+  assert_int_equal(rec.s[2].live_bytes, 300);
+  assert_int_equal(rec.s[3].kind, SIM_SAMPLE_FINAL);
+  assert_int_equal(rec.s[3].t_ns, 25);
+  assert_int_equal(rec.s[3].live_bytes, 350);
+  assert_int_equal(res.peak_live_bytes, 350);
+}
+
+static void measured_rss_events_pass_through(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {{.t_ns = 3, .op = TRACE_RSS, .size = 12345},
+                         {.t_ns = 4, .op = TRACE_TRIM, .size = 64}};
+  sample_rec_t        rec = {0};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.on_sample = record, .user = &rec};
+  assert_int_equal(run(f, evs, 2, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(rec.s[0].kind, SIM_SAMPLE_MEASURED);
+  assert_int_equal(rec.s[0].measured_rss_bytes, 12345);
+  assert_string_equal(f->spy.log, "trim64@4");
+}
+
+/* ---- The ideal model through a session ---------------------------------- */
+
+static void ideal_rss_is_live_bytes_rounded_up_to_pages(void **state) {
+  (void)state;
+  sim_session_t       s;
+  sim_kernel_config_t k;
+  sim_kernel_config_default(&k);
+  k.page_size = 16384;
+  assert_int_equal(sim_session_open("ideal", NULL, &k, &s, NULL), AS_OK);
+  trace_event_t evs[] = {EV_MALLOC(1, 1, 10000), EV_MALLOC(2, 2, 10000),
+                         EV_MARK(3, "two"), EV_FREE(4, 1),
+                         EV_REALLOC(5, 2, 40000)};
+  sample_rec_t        rec = {0};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.on_sample = record, .user = &rec};
+  array_source_t      src;
+  array_source_init(&src, evs, 5);
+  assert_int_equal(sim_engine_run(&cfg, &s, &src.base, &res, NULL), AS_OK);
+  assert_int_equal(rec.s[0].rss_bytes, 2 * 16384);
+  assert_int_equal(rec.s[0].owner_bytes[SIM_OWNER_IDEAL], 2 * 16384);
+  assert_int_equal(res.final_rss_bytes, 3 * 16384);
+  assert_int_equal(res.peak_rss_bytes, 3 * 16384);
+  assert_string_equal(s.model_desc, "ideal");
+  sim_session_close(&s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          timer_due_at_t_fires_before_the_event_stamped_t, setup, teardown),
+      cmocka_unit_test_setup_teardown(timers_after_the_last_event_do_not_fire,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          idle_advances_the_clock_through_due_timers, setup, teardown),
+      cmocka_unit_test_setup_teardown(event_inside_an_idle_stretch_is_refused,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          zero_delay_timer_chain_is_an_error_not_a_hang, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          free_of_a_dead_object_is_an_error_naming_the_event, setup, teardown),
+      cmocka_unit_test_setup_teardown(lenient_counts_and_skips_bad_events,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(huge_object_ids_are_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          marks_periodic_and_final_samples_carry_live_bytes, setup, teardown),
+      cmocka_unit_test_setup_teardown(measured_rss_events_pass_through, setup,
+                                      teardown),
+      cmocka_unit_test(ideal_rss_is_live_bytes_rounded_up_to_pages),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+/* tests/unit/test_options.c -- option tables: defaults, parsing, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "models/model.h"
+#include "models/options.h"
+
+static const model_option_t table[] = {
+    {"arena_max", OPT_U64, "0", "", NULL, "test", "arenas"},
+    {"mmap_threshold", OPT_BYTES, "128K", "bytes", NULL, "test", "threshold"},
+    {"dirty_decay_ms", OPT_I64, "10000", "ms", NULL, "test", "decay"},
+    {"background_thread", OPT_BOOL, "false", "", NULL, "test", "bg"},
+    {"version", OPT_ENUM, "3.14", "", "3.11|3.14", "test", "version"},
+    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
+};
+
+static void defaults_come_from_the_table(void **state) {
+  (void)state;
+  model_opts_t o;
+  assert_int_equal(model_opts_parse("m", table, NULL, &o, NULL), AS_OK);
+  assert_int_equal(model_opts_u64(&o, "arena_max"), 0);
+  assert_int_equal(model_opts_u64(&o, "mmap_threshold"), 131072);
+  assert_int_equal(model_opts_i64(&o, "dirty_decay_ms"), 10000);
+  assert_false(model_opts_bool(&o, "background_thread"));
+  assert_int_equal(model_opts_i64(&o, "version"), 1);
+  assert_false(model_opts_was_set(&o, "arena_max"));
+}
+
+static void assignments_override_defaults(void **state) {
+  (void)state;
+  model_opts_t o;
+  assert_int_equal(model_opts_parse("m", table,
+                                    "arena_max=2,mmap_threshold=1MiB,"
+                                    "dirty_decay_ms=-1,background_thread=true,"
+                                    "version=3.11",
+                                    &o, NULL),
+                   AS_OK);
+  assert_int_equal(model_opts_u64(&o, "arena_max"), 2);
+  assert_int_equal(model_opts_u64(&o, "mmap_threshold"), 1048576);
+  assert_int_equal(model_opts_i64(&o, "dirty_decay_ms"), -1);
+  assert_true(model_opts_bool(&o, "background_thread"));
+  assert_int_equal(model_opts_i64(&o, "version"), 0);
+  assert_string_equal(model_opts_text(&o, "version"), "3.11");
+  assert_true(model_opts_was_set(&o, "arena_max"));
+}
+
+static void unknown_option_lists_the_known_ones(void **state) {
+  (void)state;
+  model_opts_t o;
+  as_err_t     err = {0};
+  assert_int_equal(model_opts_parse("glibc", table, "arena_mx=2", &o, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg, "glibc: unknown option 'arena_mx' (known: "
+                               "arena_max, mmap_threshold, dirty_decay_ms, "
+                               "background_thread, version)");
+}
+
+static void malformed_values_name_what_was_expected(void **state) {
+  (void)state;
+  model_opts_t o;
+  as_err_t     err = {0};
+  assert_int_equal(model_opts_parse("m", table, "arena_max=2K", &o, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg, "m: option arena_max expects an unsigned "
+                               "integer, got '2K'");
+  assert_int_equal(model_opts_parse("m", table, "version=3.12", &o, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg,
+                      "m: option version expects 3.11|3.14, got '3.12'");
+  assert_int_equal(model_opts_parse("m", table, "arena_max", &o, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg, "m: expected key=value, got 'arena_max'");
+  assert_int_equal(
+      model_opts_parse("m", table, "mmap_threshold=99999999999999999999", &o,
+                       &err),
+      AS_EUSAGE);
+}
+
+static void format_lists_every_effective_value(void **state) {
+  (void)state;
+  model_opts_t o;
+  char         buf[256];
+  assert_int_equal(model_opts_parse("m", table, "arena_max=2", &o, NULL),
+                   AS_OK);
+  model_opts_format(&o, buf, sizeof buf);
+  assert_string_equal(buf, "arena_max=2,mmap_threshold=128K,dirty_decay_ms="
+                           "10000,background_thread=false,version=3.14");
+}
+
+static void byte_suffixes_are_powers_of_1024(void **state) {
+  (void)state;
+  uint64_t v;
+  assert_true(opt_parse_bytes("4KiB", 4, &v));
+  assert_int_equal(v, 4096);
+  assert_true(opt_parse_bytes("2G", 2, &v));
+  assert_int_equal(v, UINT64_C(2147483648));
+  assert_false(opt_parse_bytes("4kb", 3, &v));
+  assert_false(opt_parse_bytes("", 0, &v));
+}
+
+static void every_registered_model_parses_its_own_defaults(void **state) {
+  (void)state;
+  size_t                        n;
+  const model_methods_t *const *all = model_registry(&n);
+  assert_true(n >= 1);
+  for (size_t i = 0; i < n; i++) {
+    model_opts_t o;
+    as_err_t     err = {0};
+    assert_int_equal(
+        model_opts_parse(all[i]->name, all[i]->options, NULL, &o, &err),
+        AS_OK);
+    for (const model_option_t *row = all[i]->options; row->name; row++)
+      assert_non_null(row->source);
+  }
+}
+
+static void unknown_model_lists_the_known_ones(void **state) {
+  (void)state;
+  model_t *m;
+  as_err_t err = {0};
+  assert_int_equal(model_create_from_spec("tcmalloc", NULL, &m, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "unknown model 'tcmalloc' (known: ideal"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(defaults_come_from_the_table),
+      cmocka_unit_test(assignments_override_defaults),
+      cmocka_unit_test(unknown_option_lists_the_known_ones),
+      cmocka_unit_test(malformed_values_name_what_was_expected),
+      cmocka_unit_test(format_lists_every_effective_value),
+      cmocka_unit_test(byte_suffixes_are_powers_of_1024),
+      cmocka_unit_test(every_registered_model_parses_its_own_defaults),
+      cmocka_unit_test(unknown_model_lists_the_known_ones),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
