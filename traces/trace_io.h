@@ -11,7 +11,12 @@
 #ifndef ALLOCSIM_TRACE_IO_H
 #define ALLOCSIM_TRACE_IO_H
 
+#include <stdio.h>
+
 #include "event.h"
+
+/* Longest mark label, in bytes, that either format carries. */
+#define TRACE_LABEL_MAX 63
 
 typedef enum trace_format_e {
   TRACE_FORMAT_TEXT,
@@ -32,5 +37,41 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
 
 /* The format a file name implies: .astrace is binary, anything else text. */
 trace_format_t trace_format_from_path(const char *path);
+
+/* ---- Streams already open ----------------------------------------------
+ * For stdin, tests and fuzz targets (fmemopen).  The *_open_stream calls take
+ * ownership of f whatever they return: the source or writer closes it (stdin
+ * and stdout are flushed, never closed), and a failed open closes it at once.
+ * name is what messages call the stream.  prefix holds the prefix_len bytes
+ * already consumed from f (format detection); the reader sees them first. */
+as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
+                              as_err_t *err);
+as_status_t trace_text_open_stream(FILE *f, const char *name,
+                                   const void *prefix, size_t prefix_len,
+                                   trace_source_t **out, as_err_t *err);
+as_status_t trace_binary_open_stream(FILE *f, const char *name,
+                                     const void *prefix, size_t prefix_len,
+                                     trace_source_t **out, as_err_t *err);
+as_status_t trace_writer_open_stream(FILE *f, const char *name,
+                                     trace_format_t format,
+                                     const trace_meta_t *meta,
+                                     trace_writer_t **out, as_err_t *err);
+as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
+                                          const trace_meta_t *meta,
+                                          trace_writer_t **out, as_err_t *err);
+as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
+                                            const trace_meta_t *meta,
+                                            trace_writer_t **out,
+                                            as_err_t *err);
+
+/* Checks an event a writer is given, index being its 0-based position and
+ * prev_t_ns the previous event's time (0 before the first): op and domain in
+ * range, time non-decreasing, memalign align a power of two, a mark label at
+ * most TRACE_LABEL_MAX bytes with no control bytes but tab.  Fields the op
+ * does not use are ignored (not written; readers return 0 / NULL for them).
+ * AS_EINVAL with "NAME: event N: ..." otherwise. */
+as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
+                                 const char *name, uint64_t index,
+                                 as_err_t *err);
 
 #endif

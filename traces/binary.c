@@ -1,0 +1,660 @@
+/* traces/binary.c -- the compact binary trace format (".astrace"): a
+ * streaming reader and writer.
+ *
+ * Real traces hold hundreds of millions of events, so the reader never loads
+ * a file whole: it keeps a 256 KiB window, refilled with fread, and decodes a
+ * record with no bounds checks whenever the window holds at least
+ * BIN_RECORD_MAX bytes (the longest record, or the longest prefix of a bad
+ * one that is read before the error shows).  Only the last few records of a
+ * file go through the checked decoder.  The text format (traces/text.c) is
+ * for people; this one is for volume.
+ *
+ * Layout (all integers are unsigned LEB128 varints unless stated; also in
+ * docs/trace-format.md):
+ *
+ *   offset 0   magic    8 bytes  "ASTRACE\0"
+ *   offset 8   version  u16 little-endian, 1
+ *   offset 10  provenance, repeated:  klen (1..31), key bytes,
+ *                                     vlen (0..255), value bytes
+ *              terminated by klen = 0; at most 32 pairs; no NUL bytes.
+ *   records until an end record (byte 0x0F) or end of file at a record
+ *   boundary; bytes after an end record are ignored.
+ *
+ *   record = B [dt] [thread] [id] [align] [size] [label]
+ *     B bits 0-3  op: 0 malloc, 1 calloc, 2 realloc, 3 memalign, 4 free,
+ *                 5 thread_start, 6 thread_exit, 7 mark, 8 idle, 9 trim,
+ *                 10 rss; 15 with bits 4-7 clear = end record
+ *     B bits 4-5  domain (0 raw, 1 mem, 2 obj) for ops 0-4; 0 for others
+ *     B bit 6     SAME_THREAD: thread equals the previous record's (0 at the
+ *                 start); thread field omitted
+ *     B bit 7     ZERO_DT: time equals the previous record's; dt omitted
+ *     dt          time minus the previous record's time (0 at the start), ns
+ *     thread      thread id, below 2^32
+ *     id          ops 0-4: zigzag(id - previous id) modulo 2^64, where the
+ *                 previous id is that of the last record of ops 0-4 (0 at
+ *                 the start); zigzag(d) = (d << 1) ^ (d >> 63), d signed
+ *     align       op 3: log2(align), below 64
+ *     size        ops 0-3: bytes; 8 idle: ns; 9 trim: pad; 10 rss: bytes
+ *     label       op 7: length (<= 63) then that many bytes, none of them a
+ *                 control byte other than tab
+ *
+ * Fields an op does not use are not stored and read back as 0 / NULL.
+ * Typical malloc/free records take 3-5 bytes.  Alternatives not taken: a
+ * fixed-width record (simpler, 4x larger) and zstd framing (a dependency;
+ * compress the file instead if needed).
+ *
+ * Sections: varints, reader, writer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_io.h"
+
+#define BIN_MAGIC        "ASTRACE" /* + its NUL: 8 bytes */
+#define BIN_MAGIC_LEN    8
+#define BIN_VERSION      1
+#define BIN_BUF_SIZE     ((size_t)256 * 1024)
+#define BIN_RECORD_MAX   128 /* >= 1 + 5 varints of 10 + 10 + 63 */
+#define BIN_OP_END       0x0F
+#define BIN_SAME_THREAD  0x40
+#define BIN_ZERO_DT      0x80
+#define BIN_DOMAIN_SHIFT 4
+
+/* The op numbers are part of the file format: trace_op_t must not move. */
+_Static_assert(TRACE_MALLOC == 0 && TRACE_CALLOC == 1 && TRACE_REALLOC == 2 &&
+                   TRACE_MEMALIGN == 3 && TRACE_FREE == 4 &&
+                   TRACE_THREAD_START == 5 && TRACE_THREAD_EXIT == 6 &&
+                   TRACE_MARK == 7 && TRACE_IDLE == 8 && TRACE_TRIM == 9 &&
+                   TRACE_RSS == 10 && TRACE_OP_COUNT == 11,
+               "binary op codes are fixed by the file format");
+
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* ---- Varints ------------------------------------------------------------ */
+
+typedef enum dec_rc_e {
+  DEC_OK,
+  DEC_TRUNCATED, /* window ended inside the record */
+  DEC_OVERFLOW,  /* varint longer than 10 bytes or >= 2^64 */
+  DEC_BAD_OP,    /* unknown record byte */
+  DEC_RANGE,     /* a field out of its range (message in s->detail) */
+  DEC_END        /* end record */
+} dec_rc_t;
+
+/* Decodes one varint at *pp; checked: stop at end.  Advances *pp only on
+ * success. */
+static ALWAYS_INLINE dec_rc_t get_varint(const uint8_t **pp,
+                                         const uint8_t *end, bool checked,
+                                         uint64_t *out) {
+  const uint8_t *p = *pp;
+  if (checked && p == end)
+    return DEC_TRUNCATED;
+  uint64_t b = *p++;
+  if (LIKELY(b < 0x80)) {
+    *out = b;
+    *pp = p;
+    return DEC_OK;
+  }
+  uint64_t v = b & 0x7f;
+  for (unsigned shift = 7;; shift += 7) {
+    if (checked && p == end)
+      return DEC_TRUNCATED;
+    b = *p++;
+    if (shift == 63) {
+      if (b > 1)
+        return DEC_OVERFLOW;
+      v |= b << 63;
+      break;
+    }
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80)
+      break;
+  }
+  *out = v;
+  *pp = p;
+  return DEC_OK;
+}
+
+/* Appends v as a varint; returns the new end (at most 10 bytes). */
+static ALWAYS_INLINE uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* ---- Reader ------------------------------------------------------------- */
+
+/* Invariants: buf[0, end - buf) holds the bytes of the file from offset
+ * base_off; p is the next unread byte; prev_* describe the last record. */
+typedef struct bin_src_s {
+  trace_source_t base;       /* must be first */
+  FILE          *f;
+  bool           own_f;      /* false for stdin */
+  bool           eof;        /* f has no more bytes */
+  bool           done;       /* AS_DONE returned */
+  uint8_t       *buf;        /* BIN_BUF_SIZE bytes */
+  const uint8_t *p;          /* next byte to decode */
+  const uint8_t *end;        /* end of valid bytes */
+  uint64_t       base_off;   /* file offset of buf[0] */
+  uint64_t       prev_t_ns;  /* time of the last record */
+  uint64_t       prev_id;    /* id of the last record with an id */
+  uint32_t       prev_thread;
+  as_err_t       failure;    /* sticky error */
+  const char    *field;      /* what a failed decode was reading */
+  const uint8_t *err_at;     /* where the failed field starts */
+  char           detail[128]; /* DEC_RANGE explanation */
+  char           label[TRACE_LABEL_MAX + 1];
+} bin_src_t;
+
+static uint64_t offset_of(const bin_src_t *s, const uint8_t *at) {
+  return s->base_off + (uint64_t)(at - s->buf);
+}
+
+/* Moves the unread tail to the front and reads until the window is full or
+ * the file ends. */
+static as_status_t refill(bin_src_t *s, as_err_t *err) {
+  size_t tail = (size_t)(s->end - s->p);
+  s->base_off += (uint64_t)(s->p - s->buf);
+  memmove(s->buf, s->p, tail);
+  s->p = s->buf;
+  size_t n = fread(s->buf + tail, 1, BIN_BUF_SIZE - tail, s->f);
+  s->end = s->buf + tail + n;
+  if (n < BIN_BUF_SIZE - tail) {
+    if (ferror(s->f))
+      return as_err_set(err, AS_EIO, "%s: read error at byte offset %" PRIu64
+                                     ": %s",
+                        s->base.name, offset_of(s, s->end), strerror(errno));
+    s->eof = true;
+  }
+  return AS_OK;
+}
+
+#define GET(field_name, var)                                                   \
+  do {                                                                         \
+    field = (field_name);                                                      \
+    at = p;                                                                    \
+    dec_rc_t rc_ = get_varint(&p, end, checked, &(var));                       \
+    if (UNLIKELY(rc_ != DEC_OK)) {                                             \
+      rc = rc_;                                                                \
+      goto fail;                                                               \
+    }                                                                          \
+  } while (0)
+
+/* Decodes the record at s->p into *ev.  checked: the window may end inside
+ * the record.  On failure s->field, s->err_at say where. */
+static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
+                                     bool checked) {
+  const uint8_t *p = s->p, *end = s->end, *at = p;
+  const char    *field = "record byte";
+  dec_rc_t       rc;
+  unsigned       b = *p++;
+  unsigned       op = b & 0x0f;
+  unsigned       domain = (b >> BIN_DOMAIN_SHIFT) & 3;
+  uint64_t       v;
+  if (UNLIKELY(op > TRACE_RSS || (domain != 0 && op > TRACE_FREE) ||
+               domain == 3)) {
+    rc = b == BIN_OP_END ? DEC_END : DEC_BAD_OP;
+    goto fail;
+  }
+  uint64_t t = s->prev_t_ns;
+  if (!(b & BIN_ZERO_DT)) {
+    GET("time delta", v);
+    t += v;
+    if (UNLIKELY(t < v)) {
+      snprintf(s->detail, sizeof s->detail,
+               "time overflows 2^64 ns (previous %" PRIu64 " + delta %" PRIu64
+               ")",
+               s->prev_t_ns, v);
+      rc = DEC_RANGE;
+      goto fail;
+    }
+  }
+  uint32_t thread = s->prev_thread;
+  if (!(b & BIN_SAME_THREAD)) {
+    GET("thread", v);
+    if (UNLIKELY(v > UINT32_MAX)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected a thread id below 2^32, got %" PRIu64, v);
+      rc = DEC_RANGE;
+      goto fail;
+    }
+    thread = (uint32_t)v;
+  }
+  ev->t_ns = t;
+  ev->thread = thread;
+  ev->op = (uint8_t)op;
+  ev->domain = (uint8_t)domain;
+  ev->id = 0;
+  ev->size = 0;
+  ev->align = 0;
+  ev->label = NULL;
+  if (op <= TRACE_FREE) {
+    GET("id", v);
+    s->prev_id += (v >> 1) ^ (0 - (v & 1)); /* un-zigzag, modulo 2^64 */
+    ev->id = s->prev_id;
+    if (op != TRACE_FREE) {
+      if (UNLIKELY(op == TRACE_MEMALIGN)) {
+        GET("align", v);
+        if (UNLIKELY(v > 63)) {
+          snprintf(s->detail, sizeof s->detail,
+                   "expected log2(align) below 64, got %" PRIu64, v);
+          rc = DEC_RANGE;
+          goto fail;
+        }
+        ev->align = (uint64_t)1 << v;
+      }
+      GET("size", ev->size);
+    }
+  } else if (op >= TRACE_IDLE) {
+    GET("size", ev->size);
+  } else if (op == TRACE_MARK) {
+    GET("label length", v);
+    if (UNLIKELY(v > TRACE_LABEL_MAX)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected a label of at most %d bytes, got %" PRIu64,
+               TRACE_LABEL_MAX, v);
+      rc = DEC_RANGE;
+      goto fail;
+    }
+    field = "label";
+    at = p;
+    if (checked && (uint64_t)(end - p) < v) {
+      rc = DEC_TRUNCATED;
+      goto fail;
+    }
+    for (size_t i = 0; i < v; i++) {
+      if (p[i] < 0x20 && p[i] != '\t') {
+        at = p + i;
+        snprintf(s->detail, sizeof s->detail,
+                 "expected a printable label byte, got 0x%02x", p[i]);
+        rc = DEC_RANGE;
+        goto fail;
+      }
+    }
+    memcpy(s->label, p, (size_t)v);
+    s->label[v] = '\0';
+    p += v;
+    ev->label = s->label;
+  }
+  s->prev_t_ns = t;
+  s->prev_thread = thread;
+  s->p = p;
+  return DEC_OK;
+fail:
+  s->field = field;
+  s->err_at = at;
+  return rc;
+}
+
+#undef GET
+
+/* Turns a failed decode into the message naming the byte offset. */
+static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
+  const char *name = s->base.name;
+  uint64_t    rec = offset_of(s, s->p), at = offset_of(s, s->err_at);
+  switch (rc) {
+  case DEC_TRUNCATED:
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: truncated record at byte offset %" PRIu64
+                      ": expected %s at byte offset %" PRIu64
+                      ", got end of file",
+                      name, rec, s->field, at);
+  case DEC_OVERFLOW:
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset %" PRIu64
+                      ": varint overflow in %s, expected at most 10 bytes "
+                      "encoding a value below 2^64",
+                      name, at, s->field);
+  case DEC_BAD_OP:
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset %" PRIu64
+                      ": unknown op byte 0x%02x, expected an op 0-10 with "
+                      "domain bits only on ops 0-4, or 0x0f",
+                      name, rec, *s->p);
+  case DEC_RANGE:
+    return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": %s",
+                      name, at, s->detail);
+  case DEC_OK:
+  case DEC_END:
+    break;
+  }
+  return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": bad record",
+                    name, rec);
+}
+
+static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
+                            as_err_t *err) {
+  bin_src_t *s = (bin_src_t *)src;
+  if (LIKELY((size_t)(s->end - s->p) >= BIN_RECORD_MAX)) {
+    dec_rc_t rc = decode(s, ev, false);
+    if (LIKELY(rc == DEC_OK))
+      return AS_OK;
+    if (rc == DEC_END) {
+      s->done = true;
+      return AS_DONE;
+    }
+    s->failure.code = decode_error(s, rc, &s->failure);
+    s->p = s->end; /* fall into the slow path's sticky checks next time */
+    s->eof = true;
+    return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+  }
+  if (s->failure.code != AS_OK)
+    return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+  if (s->done)
+    return AS_DONE;
+  if (!s->eof) {
+    as_status_t st = refill(s, &s->failure);
+    if (st != AS_OK) {
+      s->failure.code = st;
+      return as_err_set(err, st, "%s", s->failure.msg);
+    }
+    if ((size_t)(s->end - s->p) >= BIN_RECORD_MAX)
+      return bin_next(src, ev, err);
+  }
+  if (s->p == s->end) {
+    s->done = true;
+    return AS_DONE;
+  }
+  dec_rc_t rc = decode(s, ev, true);
+  if (rc == DEC_OK)
+    return AS_OK;
+  if (rc == DEC_END) {
+    s->done = true;
+    return AS_DONE;
+  }
+  s->failure.code = decode_error(s, rc, &s->failure);
+  return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+}
+
+static void bin_close(trace_source_t *src) {
+  bin_src_t *s = (bin_src_t *)src;
+  if (s->own_f)
+    fclose(s->f);
+  free(s->buf);
+  free(s);
+}
+
+static const trace_source_methods_t bin_source_methods = {
+    .next = bin_next,
+    .close = bin_close,
+};
+
+/* Reads one length-prefixed header string of at most max bytes into out. */
+static as_status_t header_string(bin_src_t *s, const char *what, uint64_t max,
+                                 char *out, as_err_t *err) {
+  const uint8_t *at = s->p;
+  uint64_t       n;
+  dec_rc_t       rc = get_varint(&s->p, s->end, true, &n);
+  if (rc == DEC_TRUNCATED)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: truncated header at byte offset %" PRIu64
+                      ": expected the length of a %s, got end of file",
+                      s->base.name, offset_of(s, at), what);
+  if (rc == DEC_OVERFLOW)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset %" PRIu64
+                      ": varint overflow in the length of a %s",
+                      s->base.name, offset_of(s, at), what);
+  if (n > max)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset %" PRIu64
+                      ": expected a %s of at most %" PRIu64
+                      " bytes, got length %" PRIu64,
+                      s->base.name, offset_of(s, at), what, max, n);
+  if ((uint64_t)(s->end - s->p) < n)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: truncated header at byte offset %" PRIu64
+                      ": expected %" PRIu64 " bytes of a %s, got end of file",
+                      s->base.name, offset_of(s, s->p), n, what);
+  if (memchr(s->p, '\0', (size_t)n) != NULL)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset %" PRIu64
+                      ": expected a %s without NUL bytes",
+                      s->base.name, offset_of(s, s->p), what);
+  memcpy(out, s->p, (size_t)n);
+  out[n] = '\0';
+  s->p += n;
+  return AS_OK;
+}
+
+/* Magic, version and provenance.  The header is at most 32 * 307 + 11
+ * bytes, so one full window holds it. */
+static as_status_t read_header(bin_src_t *s, as_err_t *err) {
+  as_status_t rc = refill(s, err);
+  if (rc != AS_OK)
+    return rc;
+  const char *name = s->base.name;
+  size_t      have = (size_t)(s->end - s->p);
+  if (have < BIN_MAGIC_LEN || memcmp(s->p, BIN_MAGIC, BIN_MAGIC_LEN) != 0)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset 0: not an allocsim binary trace "
+                      "(expected magic 'ASTRACE\\0')",
+                      name);
+  if (have < BIN_MAGIC_LEN + 2)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: truncated header at byte offset 8: expected the "
+                      "version, got end of file",
+                      name);
+  unsigned version = s->p[8] | (unsigned)s->p[9] << 8;
+  if (version != BIN_VERSION)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: byte offset 8: unsupported version %u, expected %d",
+                      name, version, BIN_VERSION);
+  s->p += BIN_MAGIC_LEN + 2;
+  for (unsigned pairs = 0;; pairs++) {
+    char key[32], value[256];
+    if (s->p < s->end && *s->p == 0) {
+      s->p++;
+      return AS_OK;
+    }
+    const uint8_t *at = s->p;
+    if ((rc = header_string(s, "provenance key", 31, key, err)) != AS_OK)
+      return rc;
+    if ((rc = header_string(s, "provenance value", 255, value, err)) != AS_OK)
+      return rc;
+    if (pairs == TRACE_META_MAX ||
+        trace_meta_set(&s->base.meta, key, value, NULL) != AS_OK)
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: byte offset %" PRIu64
+                        ": expected at most %d provenance pairs, got '%s'",
+                        name, offset_of(s, at), TRACE_META_MAX, key);
+  }
+}
+
+as_status_t trace_binary_open_stream(FILE *f, const char *name,
+                                     const void *prefix, size_t prefix_len,
+                                     trace_source_t **out, as_err_t *err) {
+  *out = NULL;
+  bin_src_t *s = calloc(1, sizeof *s);
+  uint8_t   *buf = malloc(BIN_BUF_SIZE);
+  if (s == NULL || buf == NULL || prefix_len > BIN_BUF_SIZE) {
+    free(s);
+    free(buf);
+    if (f != stdin)
+      fclose(f);
+    return as_err_set(err, AS_ENOMEM, "%s: out of memory", name);
+  }
+  s->base.methods = &bin_source_methods;
+  snprintf(s->base.name, sizeof s->base.name, "%s", name);
+  s->f = f;
+  s->own_f = f != stdin;
+  s->buf = buf;
+  if (prefix_len > 0)
+    memcpy(buf, prefix, prefix_len);
+  s->p = buf;
+  s->end = buf + prefix_len;
+  as_status_t rc = read_header(s, err);
+  if (rc != AS_OK) {
+    bin_close(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return AS_OK;
+}
+
+as_status_t trace_binary_open(const char *path, trace_source_t **out,
+                              as_err_t *err) {
+  *out = NULL;
+  if (strcmp(path, "-") == 0)
+    return trace_binary_open_stream(stdin, "<stdin>", NULL, 0, out, err);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+  return trace_binary_open_stream(f, path, NULL, 0, out, err);
+}
+
+/* ---- Writer ------------------------------------------------------------- */
+
+typedef struct bin_writer_s {
+  trace_writer_t base;       /* must be first */
+  FILE          *f;
+  bool           own_f;      /* false for stdout */
+  bool           failed;     /* a write failed; close reports it */
+  char           name[256];
+  uint8_t       *buf;        /* BIN_BUF_SIZE bytes */
+  size_t         len;        /* bytes pending in buf */
+  uint64_t       count;      /* events written */
+  uint64_t       prev_t_ns;
+  uint64_t       prev_id;
+  uint32_t       prev_thread;
+} bin_writer_t;
+
+static as_status_t flush(bin_writer_t *w, as_err_t *err) {
+  if (w->len > 0 && fwrite(w->buf, 1, w->len, w->f) != w->len) {
+    w->failed = true;
+    return as_err_set(err, AS_EIO, "%s: write error: %s", w->name,
+                      strerror(errno));
+  }
+  w->len = 0;
+  return AS_OK;
+}
+
+static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
+                             as_err_t *err) {
+  bin_writer_t *w = (bin_writer_t *)tw;
+  as_status_t   rc =
+      trace_event_validate(ev, w->prev_t_ns, w->name, w->count, err);
+  if (rc != AS_OK)
+    return rc;
+  if (BIN_BUF_SIZE - w->len < BIN_RECORD_MAX &&
+      (rc = flush(w, err)) != AS_OK)
+    return rc;
+  uint8_t *p = w->buf + w->len;
+  uint8_t *bp = p++;
+  unsigned op = ev->op;
+  unsigned b = op;
+  if (op <= TRACE_FREE)
+    b |= (unsigned)ev->domain << BIN_DOMAIN_SHIFT;
+  uint64_t dt = ev->t_ns - w->prev_t_ns;
+  if (dt == 0)
+    b |= BIN_ZERO_DT;
+  else
+    p = put_varint(p, dt);
+  if (ev->thread == w->prev_thread)
+    b |= BIN_SAME_THREAD;
+  else
+    p = put_varint(p, ev->thread);
+  *bp = (uint8_t)b;
+  if (op <= TRACE_FREE) {
+    uint64_t d = ev->id - w->prev_id; /* modulo 2^64, read as signed */
+    p = put_varint(p, (d << 1) ^ (0 - (d >> 63)));
+    w->prev_id = ev->id;
+    if (op == TRACE_MEMALIGN)
+      p = put_varint(p, (uint64_t)__builtin_ctzll(ev->align));
+    if (op != TRACE_FREE)
+      p = put_varint(p, ev->size);
+  } else if (op >= TRACE_IDLE) {
+    p = put_varint(p, ev->size);
+  } else if (op == TRACE_MARK) {
+    const char *l = ev->label != NULL ? ev->label : "";
+    size_t      n = strlen(l); /* <= TRACE_LABEL_MAX, validated */
+    *p++ = (uint8_t)n;
+    memcpy(p, l, n);
+    p += n;
+  }
+  w->len = (size_t)(p - w->buf);
+  w->prev_t_ns = ev->t_ns;
+  w->prev_thread = ev->thread;
+  w->count++;
+  return AS_OK;
+}
+
+static as_status_t bin_writer_close(trace_writer_t *tw, as_err_t *err) {
+  bin_writer_t *w = (bin_writer_t *)tw;
+  as_status_t   rc = AS_OK;
+  if (!w->failed) {
+    w->buf[w->len++] = BIN_OP_END;
+    rc = flush(w, err);
+  }
+  if (rc == AS_OK && (fflush(w->f) != 0 || ferror(w->f)))
+    rc = as_err_set(err, AS_EIO, "%s: write error: %s", w->name,
+                    strerror(errno));
+  if (w->own_f && fclose(w->f) != 0 && rc == AS_OK)
+    rc = as_err_set(err, AS_EIO, "%s: close failed: %s", w->name,
+                    strerror(errno));
+  free(w->buf);
+  free(w);
+  return rc;
+}
+
+static const trace_writer_methods_t bin_writer_methods = {
+    .write = bin_write,
+    .close = bin_writer_close,
+};
+
+as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
+                                            const trace_meta_t *meta,
+                                            trace_writer_t **out,
+                                            as_err_t *err) {
+  *out = NULL;
+  bin_writer_t *w = calloc(1, sizeof *w);
+  uint8_t      *buf = malloc(BIN_BUF_SIZE);
+  if (w == NULL || buf == NULL) {
+    free(w);
+    free(buf);
+    if (f != stdout)
+      fclose(f);
+    return as_err_set(err, AS_ENOMEM, "%s: out of memory", name);
+  }
+  w->base.methods = &bin_writer_methods;
+  w->f = f;
+  w->own_f = f != stdout;
+  w->buf = buf;
+  snprintf(w->name, sizeof w->name, "%s", name);
+  uint8_t *p = buf;
+  memcpy(p, BIN_MAGIC, BIN_MAGIC_LEN);
+  p += BIN_MAGIC_LEN;
+  *p++ = BIN_VERSION & 0xff;
+  *p++ = BIN_VERSION >> 8;
+  size_t count = meta != NULL ? meta->count : 0;
+  for (size_t i = 0; i < count; i++) {
+    size_t kn = strnlen(meta->key[i], sizeof meta->key[i]);
+    size_t vn = strnlen(meta->value[i], sizeof meta->value[i]);
+    if (kn == 0 || kn == sizeof meta->key[i] || vn == sizeof meta->value[i]) {
+      as_err_set(err, AS_EINVAL, "%s: provenance pair %zu is malformed", name,
+                 i);
+      w->failed = true;
+      bin_writer_close(&w->base, NULL);
+      return AS_EINVAL;
+    }
+    p = put_varint(p, kn);
+    memcpy(p, meta->key[i], kn);
+    p += kn;
+    p = put_varint(p, vn);
+    memcpy(p, meta->value[i], vn);
+    p += vn;
+  }
+  *p++ = 0;
+  w->len = (size_t)(p - buf);
+  *out = &w->base;
+  return AS_OK;
+}

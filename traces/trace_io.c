@@ -1,0 +1,134 @@
+/* traces/trace_io.c -- opening traces in either format, and the event check
+ * both writers share.
+ *
+ * trace_open reads the first 8 bytes and picks the reader: the binary magic
+ * "ASTRACE\0" or text starting "allocsim-trace".  Anything else goes to the
+ * reader the file name implies, so a damaged file still gets that format's
+ * precise message ("not an allocsim binary trace" for a .astrace, "expected
+ * header 'allocsim-trace 1'" otherwise).  Peeked bytes are handed to the
+ * reader rather than seeking back, so stdin and pipes work too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "trace_io.h"
+
+#define MAGIC_LEN 8
+
+trace_format_t trace_format_from_path(const char *path) {
+  static const char ext[] = ".astrace";
+  size_t            n = strlen(path), e = sizeof ext - 1;
+  return n >= e && strcmp(path + n - e, ext) == 0 ? TRACE_FORMAT_BINARY
+                                                   : TRACE_FORMAT_TEXT;
+}
+
+as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
+                              as_err_t *err) {
+  *out = NULL;
+  unsigned char head[MAGIC_LEN];
+  size_t        n = fread(head, 1, sizeof head, f);
+  if (n < sizeof head && ferror(f)) {
+    if (f != stdin)
+      fclose(f);
+    return as_err_set(err, AS_EIO, "%s: read error: %s", name,
+                      strerror(errno));
+  }
+  static const char magic[MAGIC_LEN] = "ASTRACE"; /* + NUL */
+  static const char text[] = "allocsim-trace";
+  bool              binary;
+  if (n == MAGIC_LEN && memcmp(head, magic, MAGIC_LEN) == 0)
+    binary = true;
+  else if (n >= MAGIC_LEN && memcmp(head, text, MAGIC_LEN) == 0)
+    binary = false;
+  else
+    binary = trace_format_from_path(name) == TRACE_FORMAT_BINARY;
+  if (binary)
+    return trace_binary_open_stream(f, name, head, n, out, err);
+  return trace_text_open_stream(f, name, head, n, out, err);
+}
+
+as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err) {
+  *out = NULL;
+  if (strcmp(path, "-") == 0)
+    return trace_open_stream(stdin, "<stdin>", out, err);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+  return trace_open_stream(f, path, out, err);
+}
+
+as_status_t trace_writer_open_stream(FILE *f, const char *name,
+                                     trace_format_t format,
+                                     const trace_meta_t *meta,
+                                     trace_writer_t **out, as_err_t *err) {
+  if (format == TRACE_FORMAT_BINARY)
+    return trace_binary_writer_open_stream(f, name, meta, out, err);
+  return trace_text_writer_open_stream(f, name, meta, out, err);
+}
+
+as_status_t trace_writer_open(const char *path, trace_format_t format,
+                              const trace_meta_t *meta, trace_writer_t **out,
+                              as_err_t *err) {
+  *out = NULL;
+  if (strcmp(path, "-") == 0)
+    return trace_writer_open_stream(stdout, "<stdout>", format, meta, out,
+                                    err);
+  FILE *f = fopen(path, "wb");
+  if (f == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot create: %s", path,
+                      strerror(errno));
+  return trace_writer_open_stream(f, path, format, meta, out, err);
+}
+
+as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
+                                 const char *name, uint64_t index,
+                                 as_err_t *err) {
+  if (ev->op >= TRACE_OP_COUNT)
+    return as_err_set(err, AS_EINVAL, "%s: event %" PRIu64 ": unknown op %u",
+                      name, index, ev->op);
+  if (ev->t_ns < prev_t_ns)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: event %" PRIu64 ": time %" PRIu64
+                      " ns is before the previous event's %" PRIu64 " ns",
+                      name, index, ev->t_ns, prev_t_ns);
+  switch ((trace_op_t)ev->op) {
+  case TRACE_MEMALIGN:
+    if (ev->align == 0 || (ev->align & (ev->align - 1)) != 0)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": memalign align %" PRIu64 " is not a power of two",
+                        name, index, ev->align);
+    /* fall through */
+  case TRACE_MALLOC:
+  case TRACE_CALLOC:
+  case TRACE_REALLOC:
+  case TRACE_FREE:
+    if (ev->domain >= TRACE_DOMAIN_COUNT)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": unknown domain %u", name,
+                        index, ev->domain);
+    break;
+  case TRACE_MARK: {
+    const char *l = ev->label != NULL ? ev->label : "";
+    size_t      n = strlen(l);
+    if (n > TRACE_LABEL_MAX)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": label '%.40s...' is %zu bytes, expected at most %d",
+                        name, index, l, n, TRACE_LABEL_MAX);
+    for (size_t i = 0; i < n; i++) {
+      if ((unsigned char)l[i] < 0x20 && l[i] != '\t')
+        return as_err_set(err, AS_EINVAL,
+                          "%s: event %" PRIu64
+                          ": label has control byte 0x%02x at %zu",
+                          name, index, (unsigned char)l[i], i);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  return AS_OK;
+}
