@@ -1,0 +1,358 @@
+/* tests/unit/test_workload.c -- the workload registry, the argument parser
+ * and the survivors generator (traces/workload.c, traces/wl_survivors.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "traces/wl_survivors.h"
+#include "traces/workload.h"
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static as_status_t open_args(const char *line, trace_source_t **src,
+                             as_err_t *err) {
+  char  buf[512];
+  char *argv[32];
+  int   argc = 0;
+  snprintf(buf, sizeof buf, "%s", line);
+  for (char *tok = strtok(buf, " "); tok && argc < 32; tok = strtok(NULL, " "))
+    argv[argc++] = tok;
+  return workload_open_argv(workload_find("survivors"), argc, argv, src, err);
+}
+
+/* Counts of what a small run emits. */
+typedef struct tally_s {
+  uint64_t events, obj_mallocs, obj_frees, mem_mallocs, mem_reallocs,
+      mem_frees, marks;
+  char     mark_labels[8][16];
+  uint64_t mark_t[8];
+  uint64_t list_sizes[64]; /* sizes of id 0's first 64 (re)allocations */
+  size_t   nlist;
+  uint64_t first_free_id, last_free_id;
+  uint64_t max_id;
+  bool     times_ok;
+  unsigned char *freed; /* per build object */
+} tally_t;
+
+static void run_all(const char *line, tally_t *t, uint64_t nobjects) {
+  trace_source_t *src;
+  as_err_t        err = {0};
+  memset(t, 0, sizeof *t);
+  t->times_ok = true;
+  t->freed    = calloc(nobjects + 1, 1);
+  assert_int_equal(open_args(line, &src, &err), AS_OK);
+  trace_event_t ev;
+  uint64_t      prev_t = 0;
+  as_status_t   rc;
+  while ((rc = trace_source_next(src, &ev, &err)) == AS_OK) {
+    if (ev.t_ns < prev_t)
+      t->times_ok = false;
+    prev_t = ev.t_ns;
+    t->events++;
+    if (ev.op != TRACE_MARK && ev.op != TRACE_IDLE && ev.id > t->max_id)
+      t->max_id = ev.id;
+    switch (ev.op) {
+    case TRACE_MARK:
+      snprintf(t->mark_labels[t->marks], 16, "%s", ev.label);
+      t->mark_t[t->marks++] = ev.t_ns;
+      break;
+    case TRACE_MALLOC:
+      if (ev.domain == TRACE_DOMAIN_OBJ)
+        t->obj_mallocs++;
+      else {
+        t->mem_mallocs++;
+        if (ev.id == 0 && t->nlist < 64)
+          t->list_sizes[t->nlist++] = ev.size;
+      }
+      break;
+    case TRACE_REALLOC:
+      t->mem_reallocs++;
+      if (ev.id == 0 && t->nlist < 64)
+        t->list_sizes[t->nlist++] = ev.size;
+      break;
+    case TRACE_FREE:
+      if (ev.domain == TRACE_DOMAIN_OBJ) {
+        if (t->obj_frees == 0)
+          t->first_free_id = ev.id;
+        t->last_free_id = ev.id;
+        t->obj_frees++;
+        if (ev.id >= 2 && ev.id - 2 < nobjects)
+          t->freed[ev.id - 2] = 1;
+      } else
+        t->mem_frees++;
+      break;
+    default:
+      break;
+    }
+  }
+  assert_int_equal(rc, AS_DONE);
+  trace_source_close(src);
+}
+
+/* ---- Registry and parser ------------------------------------------------ */
+
+static void registry_finds_survivors_and_nothing_else_by_a_wrong_name(
+    void **state) {
+  (void)state;
+  assert_non_null(workload_find("survivors"));
+  assert_ptr_equal(workload_find("survivors"), &workload_survivors);
+  assert_null(workload_find("survivor"));
+  assert_null(workload_find(NULL));
+  size_t                       n;
+  const workload_def_t *const *all = workload_registry(&n);
+  bool                         found = false;
+  for (size_t i = 0; i < n; i++)
+    found |= all[i] == &workload_survivors;
+  assert_true(found);
+}
+
+static void unknown_option_is_a_usage_error_listing_the_known_ones(
+    void **state) {
+  (void)state;
+  trace_source_t *src = (trace_source_t *)1;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--sizes 64", &src, &err), AS_EUSAGE);
+  assert_null(src);
+  assert_non_null(strstr(err.msg, "unknown option '--sizes'"));
+  assert_non_null(strstr(err.msg, "--size, --total, --pattern"));
+}
+
+static void option_given_twice_or_without_value_is_a_usage_error(
+    void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--size 64 --size=128", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --size given twice");
+  assert_int_equal(open_args("--total 1 --seed", &src, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "--seed needs a value"));
+  assert_int_equal(open_args("64", &src, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "got '64'"));
+}
+
+static void bad_values_name_the_option_and_what_was_expected(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--size 34", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --size expects an integer in "
+                               "35..1073741824, got '34'");
+  assert_int_equal(open_args("--fraction 1.5", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --fraction expects a number in "
+                               "[0..1], got '1.5'");
+  assert_int_equal(open_args("--fraction 0.1x", &src, &err), AS_EUSAGE);
+  assert_int_equal(open_args("--pattern every", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --pattern expects random, stride "
+                               "or oldest, got 'every'");
+  assert_int_equal(open_args("--every 0", &src, &err), AS_EUSAGE);
+  assert_int_equal(open_args("--total 0", &src, &err), AS_EUSAGE);
+  assert_int_equal(open_args("--reuse-size 20", &src, &err), AS_EUSAGE);
+  assert_int_equal(open_args("--size 600 --total 0.0001", &src, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "holds no object"));
+}
+
+static void source_name_and_meta_spell_every_option(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--total=1 --seed 9", &src, &err), AS_OK);
+  assert_string_equal(src->name,
+                      "survivors --size 64 --total 1 --pattern random "
+                      "--fraction 1e-4 --every 1000 --seed 9 --reuse-size 0 "
+                      "--reuse-total 256 --settle-ms 0");
+  assert_string_equal(trace_meta_get(&src->meta, "workload"), src->name);
+  assert_string_equal(trace_meta_get(&src->meta, "objects"), "16384");
+  trace_source_close(src);
+}
+
+/* ---- The survivor rule -------------------------------------------------- */
+
+static void splitmix64_matches_the_published_sequence_for_seed_1234567(
+    void **state) {
+  (void)state;
+  /* Rosetta Code "Pseudo-random numbers/Splitmix64", seed 1234567. */
+  assert_true(survivors_splitmix64_at(1234567, 0) ==
+              UINT64_C(6457827717110365317));
+  assert_true(survivors_splitmix64_at(1234567, 1) ==
+              UINT64_C(3203168211198807973));
+  assert_true(survivors_splitmix64_at(1234567, 2) ==
+              UINT64_C(9817491932198370423));
+  assert_true(survivors_splitmix64_at(1234567, 3) ==
+              UINT64_C(4593380528125082431));
+  assert_true(survivors_splitmix64_at(1234567, 4) ==
+              UINT64_C(16408922859458223821));
+}
+
+static void random_rule_keeps_about_p_and_depends_on_the_seed(void **state) {
+  (void)state;
+  survivors_rule_t r = {.pattern = SURVIVORS_RANDOM, .fraction = 0.01,
+                        .seed = 7};
+  uint64_t kept = 0, same = 0;
+  for (uint64_t i = 0; i < 1000000; i++) {
+    bool a = survivors_is_kept(&r, i);
+    kept += a;
+    r.seed = 8;
+    same += a && survivors_is_kept(&r, i);
+    r.seed = 7;
+  }
+  /* Exact for this seed, as a separate Python implementation of the rule
+   * counts it (binomial mean 10000, sd 99.5). */
+  assert_int_equal(kept, 9912);
+  assert_true(same < 200);
+  r.fraction = 0;
+  assert_false(survivors_is_kept(&r, 0));
+  r.fraction = 1;
+  assert_true(survivors_is_kept(&r, 12345));
+}
+
+/* ---- The generated events ----------------------------------------------- */
+
+static void stride_run_builds_keeps_every_nth_and_frees_the_rest(
+    void **state) {
+  (void)state;
+  tally_t t;
+  /* 1 MiB of 64 B objects: 16384; every 1000th survives: 17 of them. */
+  run_all("--total 1 --pattern stride --every 1000", &t, 16384);
+  assert_true(t.times_ok);
+  assert_int_equal(t.marks, 3);
+  assert_string_equal(t.mark_labels[0], "start");
+  assert_string_equal(t.mark_labels[1], "peak");
+  assert_string_equal(t.mark_labels[2], "after");
+  assert_true(t.mark_t[0] < t.mark_t[1] && t.mark_t[1] < t.mark_t[2]);
+  assert_int_equal(t.obj_mallocs, 16384);
+  assert_int_equal(t.obj_frees, 16384 - 17);
+  for (uint64_t i = 0; i < 16384; i++)
+    assert_int_equal(t.freed[i], i % 1000 != 0);
+  /* list_dealloc frees backwards: object 16383 first, object 1 last. */
+  assert_int_equal(t.first_free_id, 2 + 16383);
+  assert_int_equal(t.last_free_id, 2 + 1);
+  /* Both lists' ob_item are freed once (keep list: never). */
+  assert_int_equal(t.mem_frees, 1);
+  assert_int_equal(t.max_id, 2 + 16383);
+  free(t.freed);
+}
+
+static void list_grows_by_cpython_list_resize_rule(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--total 1 --pattern stride --every 1", &t, 16384);
+  /* listobject.c:66 documents 0, 4, 8, 16, 24, 32, 40, 52, 64, 76, ... */
+  static const uint64_t slots[] = {4, 8, 16, 24, 32, 40, 52, 64, 76, 92, 108};
+  for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
+    assert_int_equal(t.list_sizes[k], slots[k] * 8);
+  /* every 1: nothing freed but the list, and the keep list grows too. */
+  assert_int_equal(t.obj_frees, 0);
+  assert_int_equal(t.mem_mallocs, 2);
+  free(t.freed);
+}
+
+static void oldest_keeps_the_first_floor_p_n_objects(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--total 1 --pattern oldest --fraction 0.01", &t, 16384);
+  /* floor(0.01 * 16384) = 163 */
+  assert_int_equal(t.obj_frees, 16384 - 163);
+  assert_int_equal(t.freed[162], 0);
+  assert_int_equal(t.freed[163], 1);
+  free(t.freed);
+}
+
+static void random_run_frees_exactly_the_non_survivors(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--total 1 --fraction 0.01 --seed 7", &t, 16384);
+  survivors_rule_t r = {.pattern = SURVIVORS_RANDOM, .fraction = 0.01,
+                        .seed = 7};
+  uint64_t kept = 0;
+  for (uint64_t i = 0; i < 16384; i++) {
+    kept += survivors_is_kept(&r, i);
+    assert_int_equal(t.freed[i], !survivors_is_kept(&r, i));
+  }
+  assert_int_equal(t.obj_frees, 16384 - kept);
+  free(t.freed);
+}
+
+static void reuse_phase_recycles_the_lowest_free_ids(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--total 1 --pattern stride --every 2 "
+                             "--reuse-size 128 --reuse-total 1",
+                             &src, &err),
+                   AS_OK);
+  trace_event_t ev;
+  bool          after = false;
+  uint64_t      reuse_ids[4], n = 0, reuse_objs = 0, labels = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_MARK) {
+      labels++;
+      after = strcmp(ev.label, "after") == 0 ? true : after;
+      if (strcmp(ev.label, "after_reuse") == 0)
+        assert_int_equal(labels, 4);
+      continue;
+    }
+    if (after && ev.op == TRACE_MALLOC && ev.domain == TRACE_DOMAIN_OBJ) {
+      assert_int_equal(ev.size, 128);
+      if (n < 4)
+        reuse_ids[n++] = ev.id;
+      reuse_objs++;
+    }
+  }
+  trace_source_close(src);
+  /* Odd objects were freed: ids 3, 5, 7, ... are the lowest free. */
+  assert_int_equal(reuse_ids[0], 3);
+  assert_int_equal(reuse_ids[1], 5);
+  assert_int_equal(reuse_ids[2], 7);
+  assert_int_equal(reuse_ids[3], 9);
+  assert_int_equal(reuse_objs, 8192);
+  assert_int_equal(labels, 4);
+}
+
+static void settle_phase_idles_in_50ms_steps_before_after(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--total 0.01 --settle-ms 120", &src, &err),
+                   AS_OK);
+  trace_event_t ev;
+  uint64_t      idle_ns = 0, idles = 0, after_t = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_IDLE)
+      idle_ns += ev.size, idles++;
+    if (ev.op == TRACE_MARK && strcmp(ev.label, "after") == 0)
+      after_t = ev.t_ns;
+  }
+  trace_source_close(src);
+  assert_int_equal(idles, 3);
+  assert_int_equal(idle_ns, 120000000);
+  assert_true(after_t > 120000000);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(
+          registry_finds_survivors_and_nothing_else_by_a_wrong_name),
+      cmocka_unit_test(unknown_option_is_a_usage_error_listing_the_known_ones),
+      cmocka_unit_test(option_given_twice_or_without_value_is_a_usage_error),
+      cmocka_unit_test(bad_values_name_the_option_and_what_was_expected),
+      cmocka_unit_test(source_name_and_meta_spell_every_option),
+      cmocka_unit_test(
+          splitmix64_matches_the_published_sequence_for_seed_1234567),
+      cmocka_unit_test(random_rule_keeps_about_p_and_depends_on_the_seed),
+      cmocka_unit_test(stride_run_builds_keeps_every_nth_and_frees_the_rest),
+      cmocka_unit_test(list_grows_by_cpython_list_resize_rule),
+      cmocka_unit_test(oldest_keeps_the_first_floor_p_n_objects),
+      cmocka_unit_test(random_run_frees_exactly_the_non_survivors),
+      cmocka_unit_test(reuse_phase_recycles_the_lowest_free_ids),
+      cmocka_unit_test(settle_phase_idles_in_50ms_steps_before_after),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
