@@ -1,0 +1,1496 @@
+/* sim/kernel.c -- the simulated kernel: mappings, free gaps, page residency.
+ *
+ * Why it exists: RSS is a count of written OS pages, so models need an
+ * address space that knows which pages have been written, which are mapped
+ * and with what protection, and where the next mmap lands.  It holds
+ * bookkeeping only: no page has any bytes behind it.
+ *
+ * Three structures, each proportional to what is used, never to address
+ * space (a 1 TiB PROT_NONE reservation is one tree node):
+ *   - the VMA tree: mapped ranges [start, end) with prot and owner, a treap
+ *     keyed by start.  Adjacent ranges with equal prot and owner are always
+ *     merged, as Linux merges anonymous VMAs (mm/mmap.c vma_merge); ranges of
+ *     different owners stay separate nodes because the owner is our tag.
+ *   - the gap tree: the complement of the VMA tree inside [low, top), the
+ *     same treap type augmented with the largest gap length in each subtree,
+ *     so the top-down first-fit search of Linux's unmapped_area_topdown is
+ *     one O(log n) descent.  Linux keeps one tree and augments it with the gap
+ *     *before* each VMA (rb_subtree_gap, later the maple tree's gaps); a
+ *     separate gap tree was chosen because it reuses the same code and makes
+ *     the boundary clipping at low/top trivial.
+ *   - residency chunks: a hash table keyed by addr >> 21 whose entries hold,
+ *     for one 2 MiB block, bitmaps of resident, lazyfree and "fast" pages
+ *     and an owner byte per page.  A chunk exists only while it holds a
+ *     resident page.
+ *
+ * The touch fast path: a page is "fast" when it is resident, not lazyfree
+ * and its VMA is RW, i.e. when a write to it changes nothing.  mprotect and
+ * madvise keep the fast bits exact, so a touch whose pages are all fast
+ * (the common case: a model writing into memory it wrote before) is one
+ * cached hash lookup and one mask test, with no VMA lookup at all.  Any
+ * other touch takes the slow path, which validates the whole range against
+ * the VMA tree first (so a failed touch changes nothing) and then applies.
+ *
+ * Left out: file mappings, stack guard gaps, khugepaged collapse (models-spec
+ * F.5), page-table lifetime (a THP fault is taken when the 2 MiB block holds
+ * no resident page, which is Linux's pmd_none except after a partial zap
+ * left a page table behind), and the PMD size of 16/64 KiB-page kernels
+ * (32 MiB / 512 MiB on arm64): the header's contract is 2 MiB at every page
+ * size.
+ *
+ * Sections: constants and types; node pool; interval treap; residency
+ * chunks; chunk operations; address-space operations; public API;
+ * invariant checker.
+ */
+#include "kernel.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Constants and types ------------------------------------------------ */
+
+#define CHUNK_SHIFT     21 /* one residency chunk covers one 2 MiB block */
+#define CHUNK_BYTES     ((sim_addr_t)1 << CHUNK_SHIFT)
+#define CHUNK_WORDS     8 /* 512 bits: enough for 4 KiB pages */
+#define CHUNK_MAX_PAGES (CHUNK_WORDS * 64)
+/* Linux 6.1 x86-64 arch/x86/include/asm/pgtable_types.h: PMD_SIZE = 2 MiB */
+#define THP_BYTES CHUNK_BYTES
+/* Measured CPython 3.11 / Debian 12 layout (models-spec A.3): not 16 KiB
+ * aligned on purpose. */
+#define DEFAULT_MMAP_TOP  ((sim_addr_t)0x7ffff7ff9000)
+#define DEFAULT_BRK_START ((sim_addr_t)0x555555559000)
+/* Linux 6.1 mm/mmap.c generic_get_unmapped_area_topdown: low_limit =
+ * max(PAGE_SIZE, mmap_min_addr); mm/Kconfig DEFAULT_MMAP_MIN_ADDR 65536
+ * (the x86 default; not checked against Debian's config). */
+#define MMAP_MIN_ADDR ((sim_addr_t)65536)
+/* Linux 6.1 arch/x86/include/asm/page_64_types.h: TASK_SIZE_MAX =
+ * (1 << 47) - PAGE_SIZE (4-level paging). */
+#define TASK_SIZE_BITS 47
+#define NODE_SLAB      1024 /* tree nodes per pool allocation */
+#define NODE_RESERVE   8    /* nodes any single operation may need */
+#define SLOT_EMPTY     UINT64_MAX
+
+typedef struct inode_s inode_t;
+/* One interval [start, end) of a treap.  Invariants: start < end, both
+ * page-aligned; intervals in a tree are disjoint; prio is a max-heap;
+ * max_len is the largest end - start in the subtree rooted here. */
+struct inode_s {
+  sim_addr_t start;   /* first byte */
+  sim_addr_t end;     /* one past the last byte */
+  uint64_t   max_len; /* bytes: largest interval in this subtree */
+  inode_t   *left;    /* intervals below start; next free node in the pool */
+  inode_t   *right;   /* intervals at or above end */
+  uint32_t   prio;    /* treap priority (deterministic PRNG) */
+  uint8_t    prot;    /* sim_prot_t; 0 in the gap tree */
+  uint8_t    owner;   /* sim_owner_t; 0 in the gap tree */
+};
+
+typedef struct itree_s itree_t;
+struct itree_s {
+  inode_t *root;  /* NULL when empty */
+  size_t   count; /* nodes in the tree */
+  inode_t *hint;  /* last node found by address; NULL after any change */
+};
+
+typedef struct slab_s slab_t;
+struct slab_s {
+  slab_t *next;            /* all slabs, for destroy */
+  inode_t nodes[NODE_SLAB];
+};
+
+typedef struct chunk_s chunk_t;
+/* Residency of one 2 MiB block.  Invariants: lazy and fast are subsets of
+ * resident; fast == resident & ~lazy & (pages whose VMA is RW); owner[p] is
+ * the owner of page p's VMA while p is resident; nresident > 0. */
+struct chunk_s {
+  uint64_t resident[CHUNK_WORDS]; /* page written, counted in RSS */
+  uint64_t lazy[CHUNK_WORDS];     /* resident but MADV_FREE'd */
+  uint64_t fast[CHUNK_WORDS];     /* a write here changes nothing */
+  uint64_t key;                   /* block number: address >> 21 */
+  uint32_t nresident;             /* popcount of resident */
+  uint8_t  owner[CHUNK_MAX_PAGES]; /* sim_owner_t of each resident page */
+};
+
+typedef struct slot_s slot_t;
+struct slot_s {
+  uint64_t key;   /* block number, or SLOT_EMPTY */
+  chunk_t *chunk; /* its residency */
+};
+
+/* Counters are in OS pages and always equal a recount of the structures
+ * (sim_kernel_check_invariants verifies it). */
+struct sim_kernel_s {
+  sim_kernel_config_t cfg;        /* as given, with defaults filled in */
+  uint64_t            page_size;  /* bytes */
+  unsigned            page_shift; /* log2(page_size) */
+  unsigned            chunk_pages; /* pages per 2 MiB block */
+  sim_addr_t          low;        /* lowest address mmap hands out */
+  sim_addr_t          top;        /* mmap_top rounded down to a page */
+  sim_addr_t          limit;      /* end of the user address space */
+  sim_addr_t          brk_start;  /* page-aligned start of the heap */
+  sim_addr_t          brk_cur;    /* current break (any byte value) */
+
+  itree_t vmas; /* mapped ranges */
+  itree_t gaps; /* free ranges inside [low, top) */
+
+  slot_t   *slots;      /* chunk hash table, open addressing */
+  uint64_t *scan_keys;  /* scratch for table scans, slot_cap entries */
+  size_t    slot_cap;   /* power of two */
+  size_t    slot_count; /* chunks in the table */
+  unsigned  slot_bits;  /* log2(slot_cap) */
+  uint64_t  cache_key;  /* block of cache_chunk, or SLOT_EMPTY */
+  chunk_t  *cache_chunk; /* last chunk found by the touch path */
+  chunk_t  *chunk_free; /* recycled chunks (linked through key field) */
+
+  slab_t  *slabs;      /* node pool storage */
+  inode_t *node_free;  /* free nodes, linked through left */
+  size_t   node_nfree; /* nodes on node_free */
+  uint64_t prng;       /* xorshift64 state for treap priorities */
+
+  uint64_t mapped_bytes;                /* VmSize */
+  uint64_t rss_pages;                   /* resident pages */
+  uint64_t lazy_pages;                  /* resident lazyfree pages */
+  uint64_t owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
+};
+
+static const char *prot_name(unsigned prot) {
+  return prot == SIM_PROT_RW ? "RW" : "PROT_NONE";
+}
+
+/* ---- Node pool ---------------------------------------------------------- */
+
+/* Makes sure NODE_RESERVE nodes are free, so that an operation can never
+ * fail half-way through rewiring a tree. */
+static as_status_t pool_reserve(sim_kernel_t *k, as_err_t *err) {
+  while (k->node_nfree < NODE_RESERVE) {
+    slab_t *s = malloc(sizeof *s);
+    if (s == NULL) {
+      return as_err_set(err, AS_ENOMEM,
+                        "kernel: cannot allocate %zu bytes of VMA nodes",
+                        sizeof *s);
+    }
+    s->next  = k->slabs;
+    k->slabs = s;
+    for (size_t i = 0; i < NODE_SLAB; i++) {
+      s->nodes[i].left = k->node_free;
+      k->node_free     = &s->nodes[i];
+    }
+    k->node_nfree += NODE_SLAB;
+  }
+  return AS_OK;
+}
+
+static inode_t *node_get(sim_kernel_t *k, sim_addr_t start, sim_addr_t end,
+                         unsigned prot, unsigned owner) {
+  inode_t *n = k->node_free;
+  assert(n != NULL && "pool_reserve was not called");
+  k->node_free = n->left;
+  k->node_nfree--;
+  /* xorshift64 (Marsaglia 2003): deterministic runs, balanced treaps. */
+  k->prng ^= k->prng << 13;
+  k->prng ^= k->prng >> 7;
+  k->prng ^= k->prng << 17;
+  n->start   = start;
+  n->end     = end;
+  n->max_len = end - start;
+  n->left    = NULL;
+  n->right   = NULL;
+  n->prio    = (uint32_t)(k->prng >> 32);
+  n->prot    = (uint8_t)prot;
+  n->owner   = (uint8_t)owner;
+  return n;
+}
+
+static void node_put(sim_kernel_t *k, inode_t *n) {
+  n->left      = k->node_free;
+  k->node_free = n;
+  k->node_nfree++;
+}
+
+/* ---- Interval treap ----------------------------------------------------- */
+
+static void pull(inode_t *n) {
+  uint64_t m = n->end - n->start;
+  if (n->left != NULL && n->left->max_len > m) {
+    m = n->left->max_len;
+  }
+  if (n->right != NULL && n->right->max_len > m) {
+    m = n->right->max_len;
+  }
+  n->max_len = m;
+}
+
+/* Splits t into *l (start < key) and *r (start >= key). */
+static void split(inode_t *t, sim_addr_t key, inode_t **l, inode_t **r) {
+  if (t == NULL) {
+    *l = NULL;
+    *r = NULL;
+  } else if (t->start < key) {
+    split(t->right, key, &t->right, r);
+    pull(t);
+    *l = t;
+  } else {
+    split(t->left, key, l, &t->left);
+    pull(t);
+    *r = t;
+  }
+}
+
+/* Joins two treaps where every interval of a lies below every one of b. */
+static inode_t *merge(inode_t *a, inode_t *b) {
+  if (a == NULL) {
+    return b;
+  }
+  if (b == NULL) {
+    return a;
+  }
+  if (a->prio > b->prio) {
+    a->right = merge(a->right, b);
+    pull(a);
+    return a;
+  }
+  b->left = merge(a, b->left);
+  pull(b);
+  return b;
+}
+
+static size_t subtree_size(const inode_t *t) {
+  return t == NULL ? 0 : 1 + subtree_size(t->left) + subtree_size(t->right);
+}
+
+/* The interval containing addr, or NULL. */
+static inode_t *itree_find(itree_t *tr, sim_addr_t addr) {
+  inode_t *h = tr->hint;
+  if (h != NULL && addr >= h->start && addr < h->end) {
+    return h;
+  }
+  inode_t *t = tr->root;
+  while (t != NULL) {
+    if (addr < t->start) {
+      t = t->left;
+    } else if (addr >= t->end) {
+      t = t->right;
+    } else {
+      tr->hint = t;
+      return t;
+    }
+  }
+  return NULL;
+}
+
+/* The lowest interval ending above addr (containing it or after it). */
+static inode_t *itree_first_end_after(const itree_t *tr, sim_addr_t addr) {
+  inode_t *best = NULL;
+  for (inode_t *t = tr->root; t != NULL;) {
+    if (t->end > addr) {
+      best = t;
+      t    = t->left;
+    } else {
+      t = t->right;
+    }
+  }
+  return best;
+}
+
+static void itree_insert_raw(itree_t *tr, inode_t *n) {
+  inode_t *l, *r;
+  n->left  = NULL;
+  n->right = NULL;
+  pull(n);
+  split(tr->root, n->start, &l, &r);
+  tr->root = merge(merge(l, n), r);
+  tr->count++;
+  tr->hint = NULL;
+}
+
+/* Detaches and returns the interval starting exactly at start. */
+static inode_t *itree_erase(itree_t *tr, sim_addr_t start) {
+  inode_t *l, *m, *r;
+  split(tr->root, start, &l, &r);
+  split(r, start + 1, &m, &r);
+  assert(m != NULL && m->left == NULL && m->right == NULL);
+  tr->root = merge(l, r);
+  tr->count--;
+  tr->hint = NULL;
+  return m;
+}
+
+/* Inserts n, first absorbing neighbours that touch it and carry the same
+ * prot and owner (always the case in the gap tree). */
+static void itree_insert(sim_kernel_t *k, itree_t *tr, inode_t *n) {
+  if (n->start > 0) {
+    inode_t *p = itree_find(tr, n->start - 1);
+    if (p != NULL && p->prot == n->prot && p->owner == n->owner) {
+      assert(p->end == n->start);
+      itree_erase(tr, p->start);
+      n->start = p->start;
+      node_put(k, p);
+    }
+  }
+  inode_t *s = itree_find(tr, n->end);
+  if (s != NULL && s->prot == n->prot && s->owner == n->owner) {
+    assert(s->start == n->end);
+    itree_erase(tr, s->start);
+    n->end = s->end;
+    node_put(k, s);
+  }
+  itree_insert_raw(tr, n);
+}
+
+/* Makes x a boundary: an interval straddling x becomes two.  Uses one
+ * reserved node. */
+static void itree_cut(sim_kernel_t *k, itree_t *tr, sim_addr_t x) {
+  inode_t *n = itree_find(tr, x);
+  if (n == NULL || n->start == x) {
+    return;
+  }
+  sim_addr_t end = n->end;
+  n              = itree_erase(tr, n->start);
+  n->end         = x;
+  itree_insert_raw(tr, n);
+  itree_insert_raw(tr, node_get(k, x, end, n->prot, n->owner));
+}
+
+/* Removes every part of the tree inside [a, b) and returns it as a detached
+ * treap; what lies outside stays.  Uses up to two reserved nodes. */
+static inode_t *itree_extract(sim_kernel_t *k, itree_t *tr, sim_addr_t a,
+                              sim_addr_t b) {
+  inode_t *l, *m, *r;
+  itree_cut(k, tr, a);
+  itree_cut(k, tr, b);
+  split(tr->root, a, &l, &r);
+  split(r, b, &m, &r);
+  tr->root = merge(l, r);
+  tr->count -= subtree_size(m);
+  tr->hint = NULL;
+  return m;
+}
+
+/* The highest interval at least need bytes long, or NULL. */
+static inode_t *itree_highest_fit(const itree_t *tr, uint64_t need) {
+  inode_t *t = tr->root;
+  if (t == NULL || t->max_len < need) {
+    return NULL;
+  }
+  for (;;) {
+    if (t->right != NULL && t->right->max_len >= need) {
+      t = t->right;
+    } else if (t->end - t->start >= need) {
+      return t;
+    } else {
+      assert(t->left != NULL && t->left->max_len >= need);
+      t = t->left;
+    }
+  }
+}
+
+static void free_subtree(sim_kernel_t *k, inode_t *t) {
+  while (t != NULL) {
+    inode_t *l = t->left, *r = t->right;
+    free_subtree(k, l);
+    node_put(k, t);
+    t = r;
+  }
+}
+
+/* ---- Residency chunks --------------------------------------------------- */
+
+static size_t slot_hash(const sim_kernel_t *k, uint64_t key) {
+  /* Fibonacci hashing: consecutive blocks spread over the table. */
+  return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - k->slot_bits));
+}
+
+static chunk_t *chunk_lookup(const sim_kernel_t *k, uint64_t key) {
+  size_t mask = k->slot_cap - 1;
+  for (size_t i = slot_hash(k, key);; i = (i + 1) & mask) {
+    if (k->slots[i].key == key) {
+      return k->slots[i].chunk;
+    }
+    if (k->slots[i].key == SLOT_EMPTY) {
+      return NULL;
+    }
+  }
+}
+
+/* chunk_lookup through the one-entry cache of the touch path. */
+static inline chunk_t *chunk_find(sim_kernel_t *k, uint64_t key) {
+  if (key == k->cache_key) {
+    return k->cache_chunk;
+  }
+  chunk_t *c = chunk_lookup(k, key);
+  if (c != NULL) {
+    k->cache_key   = key;
+    k->cache_chunk = c;
+  }
+  return c;
+}
+
+static void slot_place(sim_kernel_t *k, uint64_t key, chunk_t *c) {
+  size_t mask = k->slot_cap - 1;
+  size_t i    = slot_hash(k, key);
+  while (k->slots[i].key != SLOT_EMPTY) {
+    i = (i + 1) & mask;
+  }
+  k->slots[i].key   = key;
+  k->slots[i].chunk = c;
+}
+
+/* Rebuilds the table with 2^bits slots (load stays in [1/8, 1/2]). */
+static as_status_t table_resize(sim_kernel_t *k, unsigned bits,
+                                as_err_t *err) {
+  size_t    cap   = (size_t)1 << bits;
+  slot_t   *slots = malloc(cap * sizeof *slots);
+  uint64_t *keys  = malloc(cap * sizeof *keys);
+  if (slots == NULL || keys == NULL) {
+    free(slots);
+    free(keys);
+    return as_err_set(err, AS_ENOMEM,
+                      "kernel: cannot grow the residency table to %zu slots",
+                      cap);
+  }
+  for (size_t i = 0; i < cap; i++) {
+    slots[i].key   = SLOT_EMPTY;
+    slots[i].chunk = NULL;
+  }
+  slot_t *old     = k->slots;
+  size_t  old_cap = k->slot_cap;
+  k->slots        = slots;
+  k->slot_cap     = cap;
+  k->slot_bits    = bits;
+  free(k->scan_keys);
+  k->scan_keys = keys;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (old[i].key != SLOT_EMPTY) {
+      slot_place(k, old[i].key, old[i].chunk);
+    }
+  }
+  free(old);
+  return AS_OK;
+}
+
+/* A new, empty chunk for block key, entered in the table. */
+static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
+                                as_err_t *err) {
+  *out = NULL;
+  if ((k->slot_count + 1) * 2 > k->slot_cap) {
+    as_status_t st = table_resize(k, k->slot_bits + 1, err);
+    if (st != AS_OK) {
+      return st;
+    }
+  }
+  chunk_t *c = k->chunk_free;
+  if (c != NULL) {
+    k->chunk_free = (chunk_t *)(uintptr_t)c->key;
+  } else if ((c = malloc(sizeof *c)) == NULL) {
+    return as_err_set(err, AS_ENOMEM,
+                      "kernel: cannot allocate residency for block 0x%" PRIx64,
+                      key << CHUNK_SHIFT);
+  }
+  memset(c->resident, 0, sizeof c->resident);
+  memset(c->lazy, 0, sizeof c->lazy);
+  memset(c->fast, 0, sizeof c->fast);
+  c->key       = key;
+  c->nresident = 0;
+  slot_place(k, key, c);
+  k->slot_count++;
+  k->cache_key   = key;
+  k->cache_chunk = c;
+  *out           = c;
+  return AS_OK;
+}
+
+/* Removes an empty chunk from the table (backward-shift deletion, so no
+ * tombstones) and recycles it. */
+static void chunk_release(sim_kernel_t *k, chunk_t *c) {
+  assert(c->nresident == 0);
+  size_t mask = k->slot_cap - 1;
+  size_t i    = slot_hash(k, c->key);
+  while (k->slots[i].key != c->key) {
+    i = (i + 1) & mask;
+  }
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (k->slots[j].key == SLOT_EMPTY) {
+      break;
+    }
+    size_t h = slot_hash(k, k->slots[j].key);
+    /* The entry at j may move to the hole at i unless its home slot h lies
+     * cyclically in (i, j]. */
+    int stays = (i <= j) ? (h > i && h <= j) : (h > i || h <= j);
+    if (!stays) {
+      k->slots[i] = k->slots[j];
+      i           = j;
+    }
+  }
+  k->slots[i].key   = SLOT_EMPTY;
+  k->slots[i].chunk = NULL;
+  k->slot_count--;
+  if (k->cache_chunk == c) {
+    k->cache_key   = SLOT_EMPTY;
+    k->cache_chunk = NULL;
+  }
+  c->key        = (uint64_t)(uintptr_t)k->chunk_free;
+  k->chunk_free = c;
+}
+
+/* Shrinks a table that fell below 1/8 load, after a bulk release (never
+ * during one: a table scan holds scan_keys).  Best effort: a failed
+ * allocation keeps the larger table. */
+static void table_maybe_shrink(sim_kernel_t *k) {
+  while (k->slot_bits > 6 && k->slot_count * 8 < k->slot_cap) {
+    if (table_resize(k, k->slot_bits - 1, NULL) != AS_OK) {
+      break;
+    }
+  }
+}
+
+/* ---- Chunk operations --------------------------------------------------- */
+
+/* Sets mask to pages p0..p1 (inclusive) of a chunk. */
+static void mask_range(uint64_t mask[CHUNK_WORDS], unsigned p0, unsigned p1) {
+  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+    unsigned lo = w * 64, hi = lo + 63;
+    if (p1 < lo || p0 > hi) {
+      mask[w] = 0;
+      continue;
+    }
+    unsigned a = p0 > lo ? p0 - lo : 0, b = p1 < hi ? p1 - lo : 63;
+    mask[w]    = (~UINT64_C(0) >> (63 - (b - a))) << a;
+  }
+}
+
+/* Whether pages p0..p1 of bm are all set: the touch fast path. */
+static inline int bits_all(const uint64_t *bm, unsigned p0, unsigned p1) {
+  unsigned w0 = p0 >> 6, w1 = p1 >> 6;
+  if (w0 == w1) {
+    uint64_t m = (~UINT64_C(0) >> (63 - (p1 - p0))) << (p0 & 63);
+    return (bm[w0] & m) == m;
+  }
+  uint64_t m0 = ~UINT64_C(0) << (p0 & 63);
+  if ((bm[w0] & m0) != m0) {
+    return 0;
+  }
+  for (unsigned w = w0 + 1; w < w1; w++) {
+    if (bm[w] != ~UINT64_C(0)) {
+      return 0;
+    }
+  }
+  uint64_t m = ~UINT64_C(0) >> (63 - (p1 & 63));
+  return (bm[w1] & m) == m;
+}
+
+/* Drops residency of the pages in mask (Linux 6.1 mm/memory.c
+ * zap_pte_range: rss[mm_counter(page)]-- per zapped page, models-spec F.2).
+ * May release c. */
+static void chunk_drop(sim_kernel_t *k, chunk_t *c,
+                       const uint64_t mask[CHUNK_WORDS]) {
+  uint64_t dropped = 0, lazy_dropped = 0;
+  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+    uint64_t m = c->resident[w] & mask[w];
+    if (m == 0) {
+      continue;
+    }
+    lazy_dropped += (uint64_t)__builtin_popcountll(m & c->lazy[w]);
+    dropped += (uint64_t)__builtin_popcountll(m);
+    c->resident[w] &= ~m;
+    c->lazy[w] &= ~m;
+    c->fast[w] &= ~m;
+    for (; m != 0; m &= m - 1) {
+      k->owner_pages[c->owner[w * 64 + (unsigned)__builtin_ctzll(m)]]--;
+    }
+  }
+  k->rss_pages -= dropped;
+  k->lazy_pages -= lazy_dropped;
+  c->nresident -= (uint32_t)dropped;
+  if (c->nresident == 0) {
+    chunk_release(k, c);
+  }
+}
+
+/* MADV_FREE: resident pages in mask become lazyfree and keep counting in
+ * RSS (Linux 6.1 mm/madvise.c madvise_free_pte_range leaves MM_ANONPAGES
+ * alone, models-spec F.3). */
+static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
+                            const uint64_t mask[CHUNK_WORDS]) {
+  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+    uint64_t m = c->resident[w] & mask[w] & ~c->lazy[w];
+    k->lazy_pages += (uint64_t)__builtin_popcountll(m);
+    c->lazy[w] |= m;
+    c->fast[w] &= ~m;
+  }
+}
+
+typedef enum chunk_op_e {
+  CHUNK_DROP,    /* zap: munmap, DONTNEED, MAP_FIXED, brk shrink */
+  CHUNK_LAZY,    /* MADV_FREE */
+  CHUNK_PROT_RW, /* mprotect RW: resident non-lazy pages become fast */
+  CHUNK_PROT_NONE /* mprotect PROT_NONE: no page is fast */
+} chunk_op_t;
+
+static void chunk_apply(sim_kernel_t *k, chunk_t *c, chunk_op_t op,
+                        const uint64_t mask[CHUNK_WORDS]) {
+  switch (op) {
+  case CHUNK_DROP:
+    chunk_drop(k, c, mask);
+    break;
+  case CHUNK_LAZY:
+    chunk_mark_lazy(k, c, mask);
+    break;
+  case CHUNK_PROT_RW:
+    for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+      c->fast[w] |= mask[w] & c->resident[w] & ~c->lazy[w];
+    }
+    break;
+  case CHUNK_PROT_NONE:
+    for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+      c->fast[w] &= ~mask[w];
+    }
+    break;
+  }
+}
+
+/* Applies op to the pages of [a, b) (page-aligned) in every existing chunk.
+ * Visits min(blocks in range, chunks) entries, so a terabyte-wide range
+ * costs a scan of the table, not 2^19 lookups per TiB. */
+static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                            chunk_op_t op) {
+  if (a >= b || k->slot_count == 0) {
+    return;
+  }
+  uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
+  uint64_t mask[CHUNK_WORDS];
+  size_t   nkeys = 0;
+  int      scan  = last - first >= k->slot_count;
+  if (scan) {
+    /* Collect first: releasing a chunk reorders the table. */
+    for (size_t i = 0; i < k->slot_cap; i++) {
+      uint64_t key = k->slots[i].key;
+      if (key != SLOT_EMPTY && key >= first && key <= last) {
+        k->scan_keys[nkeys++] = key;
+      }
+    }
+  }
+  uint64_t n = scan ? nkeys : last - first + 1;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t key = scan ? k->scan_keys[i] : first + i;
+    chunk_t *c   = chunk_lookup(k, key);
+    if (c == NULL) {
+      continue;
+    }
+    sim_addr_t lo = key << CHUNK_SHIFT, hi = lo + CHUNK_BYTES;
+    lo = lo > a ? lo : a;
+    hi = hi < b ? hi : b;
+    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
+               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift));
+    chunk_apply(k, c, op, mask);
+  }
+  table_maybe_shrink(k);
+}
+
+/* ---- Address-space operations ------------------------------------------- */
+
+static sim_addr_t page_down(const sim_kernel_t *k, sim_addr_t x) {
+  return x & ~(k->page_size - 1);
+}
+
+/* Rounds a length up to whole pages; 0 if that overflows. */
+static uint64_t page_round_len(const sim_kernel_t *k, uint64_t len) {
+  uint64_t r = (len + k->page_size - 1) & ~(k->page_size - 1);
+  return r < len ? 0 : r;
+}
+
+/* Checks addr is page-aligned and [addr, addr+len rounded) lies inside the
+ * user address space; sets *end.  len 0 is allowed here. */
+static as_status_t check_range(const sim_kernel_t *k, const char *what,
+                               sim_addr_t addr, uint64_t len, sim_addr_t *end,
+                               as_err_t *err) {
+  uint64_t rlen = page_round_len(k, len);
+  if (addr & (k->page_size - 1)) {
+    return as_err_set(err, AS_EINVAL,
+                      "%s at 0x%" PRIx64 ": address is not a multiple of the "
+                      "%" PRIu64 "-byte page",
+                      what, addr, k->page_size);
+  }
+  if ((len > 0 && rlen == 0) || addr > k->limit || rlen > k->limit - addr) {
+    return as_err_set(err, AS_EINVAL,
+                      "%s [0x%" PRIx64 ", +%" PRIu64 "): beyond the end of the "
+                      "address space 0x%" PRIx64,
+                      what, addr, len, k->limit);
+  }
+  *end = addr + rlen;
+  return AS_OK;
+}
+
+/* The VMA tree covers [a, b) without holes; *hole is the first unmapped
+ * address otherwise.  With need_rw, a PROT_NONE page also fails. */
+static int range_mapped(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                        int need_rw, sim_addr_t *hole) {
+  for (sim_addr_t pos = a; pos < b;) {
+    inode_t *v = itree_find(&k->vmas, pos);
+    if (v == NULL || (need_rw && v->prot != SIM_PROT_RW)) {
+      *hole = pos;
+      return 0;
+    }
+    pos = v->end;
+  }
+  return 1;
+}
+
+/* Takes [a, b) out of the gap tree (it may span several gaps). */
+static void gaps_take(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  a = a > k->low ? a : k->low;
+  b = b < k->top ? b : k->top;
+  if (a < b) {
+    free_subtree(k, itree_extract(k, &k->gaps, a, b));
+  }
+}
+
+/* Maps the free range [a, b).  Uses up to three reserved nodes. */
+static void map_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                      sim_prot_t prot, sim_owner_t owner) {
+  gaps_take(k, a, b);
+  itree_insert(k, &k->vmas, node_get(k, a, b, prot, owner));
+  k->mapped_bytes += b - a;
+}
+
+/* Returns each unmapped piece of the detached treap t to the gap tree,
+ * reusing its node, in address order. */
+static void gaps_give(sim_kernel_t *k, inode_t *t) {
+  while (t != NULL) {
+    inode_t *l = t->left, *r = t->right;
+    gaps_give(k, l);
+    k->mapped_bytes -= t->end - t->start;
+    sim_addr_t a = t->start > k->low ? t->start : k->low;
+    sim_addr_t b = t->end < k->top ? t->end : k->top;
+    if (a < b) {
+      t->start = a;
+      t->end   = b;
+      t->prot  = 0;
+      t->owner = 0;
+      itree_insert(k, &k->gaps, t);
+    } else {
+      node_put(k, t);
+    }
+    t = r;
+  }
+}
+
+/* Unmaps every page of [a, b): residency first, then the VMAs (Linux 6.1
+ * mm/mmap.c do_mas_align_munmap: unmap_region zaps, then the VMAs go).
+ * Uses up to two reserved nodes. */
+static void unmap_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  chunks_in_range(k, a, b, CHUNK_DROP);
+  gaps_give(k, itree_extract(k, &k->vmas, a, b));
+}
+
+/* Re-inserts the detached pieces with a new protection. */
+static void reprotect(sim_kernel_t *k, inode_t *t, sim_prot_t prot) {
+  while (t != NULL) {
+    inode_t *l = t->left, *r = t->right;
+    reprotect(k, l, prot);
+    t->prot = (uint8_t)prot;
+    itree_insert(k, &k->vmas, t);
+    t = r;
+  }
+}
+
+/* Whether the 2 MiB block at base lies wholly in RW mappings.  Linux 6.1
+ * include/linux/huge_mm.h transhuge_vma_suitable asks for one VMA; adjacent
+ * anonymous RW mappings are one VMA there (mm/mmap.c vma_merge), and only
+ * our owner tags keep them apart here. */
+static int block_is_rw(sim_kernel_t *k, sim_addr_t base) {
+  sim_addr_t hole;
+  return range_mapped(k, base, base + THP_BYTES, 1, &hole);
+}
+
+/* A write to pages p0..p1 of block key, all validated as mapped RW. */
+static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
+                               unsigned p1, as_err_t *err) {
+  uint64_t mask[CHUNK_WORDS];
+  chunk_t *c = chunk_find(k, key);
+  if (c != NULL && bits_all(c->fast, p0, p1)) {
+    return AS_OK;
+  }
+  sim_addr_t base = key << CHUNK_SHIFT;
+  if (c == NULL) {
+    /* Linux 6.1 mm/memory.c __handle_mm_fault: on pmd_none, create_huge_pmd
+     * first; mm/huge_memory.c do_huge_pmd_anonymous_page then adds
+     * HPAGE_PMD_NR pages at once (models-spec F.1). */
+    int thp = k->cfg.thp && block_is_rw(k, base);
+    as_status_t st = chunk_create(k, key, &c, err);
+    if (st != AS_OK) {
+      return st;
+    }
+    if (thp) {
+      p0 = 0;
+      p1 = k->chunk_pages - 1;
+    }
+  }
+  mask_range(mask, p0, p1);
+  inode_t *v   = NULL;
+  uint64_t gained = 0;
+  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+    /* A write makes a lazyfree page dirty again: it stays (models-spec F.3,
+     * Linux 6.1 mm/rmap.c try_to_unmap_one keeps dirty lazyfree pages). */
+    uint64_t relazy = c->lazy[w] & mask[w];
+    k->lazy_pages -= (uint64_t)__builtin_popcountll(relazy);
+    c->lazy[w] &= ~relazy;
+    /* Linux 6.1 mm/memory.c do_anonymous_page: one MM_ANONPAGES per
+     * written page (models-spec F.1). */
+    uint64_t fresh = mask[w] & ~c->resident[w];
+    gained += (uint64_t)__builtin_popcountll(fresh);
+    c->resident[w] |= fresh;
+    c->fast[w] |= mask[w];
+    for (; fresh != 0; fresh &= fresh - 1) {
+      unsigned   p    = w * 64 + (unsigned)__builtin_ctzll(fresh);
+      sim_addr_t addr = base + ((sim_addr_t)p << k->page_shift);
+      if (v == NULL || addr < v->start || addr >= v->end) {
+        v = itree_find(&k->vmas, addr);
+        assert(v != NULL && v->prot == SIM_PROT_RW);
+      }
+      c->owner[p] = v->owner;
+      k->owner_pages[v->owner]++;
+    }
+  }
+  c->nresident += (uint32_t)gained;
+  k->rss_pages += gained;
+  return AS_OK;
+}
+
+static as_status_t touch_slow(sim_kernel_t *k, sim_addr_t addr,
+                              uint64_t length, as_err_t *err) {
+  sim_addr_t last = addr + length - 1;
+  if (last < addr || last >= k->limit) {
+    return as_err_set(err, AS_EINVAL,
+                      "touch [0x%" PRIx64 ", +%" PRIu64 "): beyond the end of "
+                      "the address space 0x%" PRIx64,
+                      addr, length, k->limit);
+  }
+  sim_addr_t a = page_down(k, addr), b = page_down(k, last) + k->page_size;
+  sim_addr_t bad;
+  if (!range_mapped(k, a, b, 1, &bad)) {
+    inode_t *v = itree_find(&k->vmas, bad);
+    return as_err_set(err, AS_EINVAL,
+                      "touch [0x%" PRIx64 ", +%" PRIu64 "): page 0x%" PRIx64
+                      " is %s",
+                      addr, length, bad, v ? "PROT_NONE" : "not mapped");
+  }
+  for (uint64_t key = a >> CHUNK_SHIFT; key <= (b - 1) >> CHUNK_SHIFT;
+       key++) {
+    sim_addr_t lo = key << CHUNK_SHIFT, hi = lo + CHUNK_BYTES;
+    lo = lo > a ? lo : a;
+    hi = hi < b ? hi : b;
+    as_status_t st =
+        touch_block(k, key, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
+                    (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift),
+                    err);
+    if (st != AS_OK) {
+      return st;
+    }
+  }
+  return AS_OK;
+}
+
+/* ---- Public API --------------------------------------------------------- */
+
+const char *sim_owner_name(sim_owner_t owner) {
+  static const char *const names[] = {
+#define SIM_OWNER_STR(name, str) str,
+      SIM_OWNER_MAP(SIM_OWNER_STR)
+#undef SIM_OWNER_STR
+  };
+  return (unsigned)owner < SIM_OWNER_COUNT ? names[owner] : "?";
+}
+
+void sim_kernel_config_default(sim_kernel_config_t *cfg) {
+  cfg->page_size       = 4096;
+  cfg->thp             = false;
+  cfg->memory_pressure = false;
+  cfg->mmap_top        = DEFAULT_MMAP_TOP;
+  cfg->brk_start       = DEFAULT_BRK_START;
+}
+
+as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
+                              sim_kernel_t **out, as_err_t *err) {
+  *out = NULL;
+  unsigned shift;
+  switch (cfg->page_size) {
+  case 4096:
+    shift = 12;
+    break;
+  case 16384:
+    shift = 14;
+    break;
+  case 65536:
+    shift = 16;
+    break;
+  default:
+    return as_err_set(err, AS_EINVAL,
+                      "kernel: page size %" PRIu64
+                      " is not 4096, 16384 or 65536",
+                      cfg->page_size);
+  }
+  uint64_t   page  = cfg->page_size;
+  sim_addr_t limit = ((sim_addr_t)1 << TASK_SIZE_BITS) - page;
+  sim_addr_t top   = cfg->mmap_top ? cfg->mmap_top : DEFAULT_MMAP_TOP;
+  sim_addr_t brk   = cfg->brk_start ? cfg->brk_start : DEFAULT_BRK_START;
+  sim_addr_t low   = MMAP_MIN_ADDR > page ? MMAP_MIN_ADDR : page;
+  /* The kernel's mmap_base and start_brk are page-aligned by construction
+   * (mm/util.c mmap_base: PAGE_ALIGN; arch/x86/kernel/process.c
+   * arch_randomize_brk), so round the layout to the page size. */
+  top = top & ~(page - 1);
+  brk = (brk + page - 1) & ~(page - 1);
+  if (top > limit || top <= low || brk < low || brk >= top) {
+    return as_err_set(err, AS_EINVAL,
+                      "kernel: layout needs 0x%" PRIx64 " <= brk_start 0x%" PRIx64
+                      " < mmap_top 0x%" PRIx64 " <= 0x%" PRIx64,
+                      low, brk, top, limit);
+  }
+  sim_kernel_t *k = calloc(1, sizeof *k);
+  if (k == NULL) {
+    return as_err_set(err, AS_ENOMEM, "kernel: cannot allocate %zu bytes",
+                      sizeof *k);
+  }
+  k->cfg             = *cfg;
+  k->cfg.mmap_top    = top;
+  k->cfg.brk_start   = brk;
+  k->page_size       = page;
+  k->page_shift      = shift;
+  k->chunk_pages     = (unsigned)(CHUNK_BYTES >> shift);
+  k->low             = low;
+  k->top             = top;
+  k->limit           = limit;
+  k->brk_start       = brk;
+  k->brk_cur         = brk;
+  k->cache_key       = SLOT_EMPTY;
+  k->prng            = UINT64_C(0x2545F4914F6CDD1D);
+  as_status_t st     = table_resize(k, 6, err);
+  if (st == AS_OK) {
+    st = pool_reserve(k, err);
+  }
+  if (st != AS_OK) {
+    sim_kernel_destroy(k);
+    return st;
+  }
+  itree_insert_raw(&k->gaps, node_get(k, low, top, 0, 0));
+  *out = k;
+  return AS_OK;
+}
+
+void sim_kernel_destroy(sim_kernel_t *k) {
+  if (k == NULL) {
+    return;
+  }
+  for (size_t i = 0; i < k->slot_cap; i++) {
+    if (k->slots[i].key != SLOT_EMPTY) {
+      free(k->slots[i].chunk);
+    }
+  }
+  while (k->chunk_free != NULL) {
+    chunk_t *c    = k->chunk_free;
+    k->chunk_free = (chunk_t *)(uintptr_t)c->key;
+    free(c);
+  }
+  while (k->slabs != NULL) {
+    slab_t *s = k->slabs;
+    k->slabs  = s->next;
+    free(s);
+  }
+  free(k->slots);
+  free(k->scan_keys);
+  free(k);
+}
+
+uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
+  return k->page_size;
+}
+
+static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
+                                    sim_owner_t owner, as_err_t *err) {
+  if ((unsigned)prot > SIM_PROT_RW || (unsigned)owner >= SIM_OWNER_COUNT) {
+    return as_err_set(err, AS_EINVAL, "%s: bad prot %d or owner %d", what,
+                      (int)prot, (int)owner);
+  }
+  return AS_OK;
+}
+
+as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
+                            sim_prot_t prot, sim_owner_t owner,
+                            sim_addr_t *addr_out, as_err_t *err) {
+  *addr_out      = 0;
+  as_status_t st = check_prot_owner("mmap", prot, owner, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  uint64_t len = page_round_len(k, length);
+  if (length == 0 || len == 0) {
+    return as_err_set(err, AS_EINVAL, "mmap of %" PRIu64 " bytes", length);
+  }
+  if (align & (align - 1)) {
+    return as_err_set(err, AS_EINVAL,
+                      "mmap of %" PRIu64 " bytes: alignment %" PRIu64
+                      " is not a power of two",
+                      length, align);
+  }
+  if (align < k->page_size) {
+    align = k->page_size;
+  }
+  /* Alignment is served as allocators get it from Linux: map length +
+   * align - page top-down (mm/mmap.c unmapped_area_topdown), keep the
+   * aligned part (jemalloc 5.3 src/pages.c os_pages_map / pages_trim).
+   * The gap must hold the over-sized request; the result is the highest
+   * aligned address in it. */
+  uint64_t need = len + (align - k->page_size);
+  if (need < len) {
+    return as_err_set(err, AS_ENOMEM,
+                      "mmap of %" PRIu64 " bytes aligned to %" PRIu64
+                      ": too large",
+                      length, align);
+  }
+  if ((st = pool_reserve(k, err)) != AS_OK) {
+    return st;
+  }
+  inode_t *g = itree_highest_fit(&k->gaps, need);
+  if (g == NULL) {
+    return as_err_set(err, AS_ENOMEM,
+                      "mmap of %" PRIu64 " bytes aligned to %" PRIu64
+                      ": no gap of %" PRIu64 " bytes below 0x%" PRIx64,
+                      length, align, need, k->top);
+  }
+  sim_addr_t a = (g->end - len) & ~(align - 1);
+  assert(a >= g->start);
+  map_range(k, a, a + len, prot, owner);
+  *addr_out = a;
+  return AS_OK;
+}
+
+as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
+                                  uint64_t length, sim_prot_t prot,
+                                  sim_owner_t owner, as_err_t *err) {
+  sim_addr_t  end;
+  as_status_t st = check_prot_owner("mmap_fixed", prot, owner, err);
+  if (st == AS_OK) {
+    st = check_range(k, "mmap_fixed", addr, length, &end, err);
+  }
+  if (st != AS_OK) {
+    return st;
+  }
+  if (length == 0) {
+    return as_err_set(err, AS_EINVAL, "mmap_fixed at 0x%" PRIx64 ": 0 bytes",
+                      addr);
+  }
+  if ((st = pool_reserve(k, err)) != AS_OK) {
+    return st;
+  }
+  /* Linux 6.1 mm/mmap.c mmap_region: MAP_FIXED first unmaps the range
+   * (do_mas_munmap), so its pages lose residency. */
+  unmap_range(k, addr, end);
+  map_range(k, addr, end, prot, owner);
+  return AS_OK;
+}
+
+as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
+                              uint64_t length, as_err_t *err) {
+  sim_addr_t  end;
+  as_status_t st = check_range(k, "munmap", addr, length, &end, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  /* Linux 6.1 mm/mmap.c __vm_munmap -> do_mas_munmap: len 0 is EINVAL. */
+  if (length == 0) {
+    return as_err_set(err, AS_EINVAL, "munmap at 0x%" PRIx64 ": 0 bytes",
+                      addr);
+  }
+  if ((st = pool_reserve(k, err)) != AS_OK) {
+    return st;
+  }
+  unmap_range(k, addr, end);
+  return AS_OK;
+}
+
+as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
+                                uint64_t length, sim_prot_t prot,
+                                as_err_t *err) {
+  sim_addr_t  end, hole;
+  as_status_t st = check_prot_owner("mprotect", prot, SIM_OWNER_BASELINE, err);
+  if (st == AS_OK) {
+    st = check_range(k, "mprotect", addr, length, &end, err);
+  }
+  if (st != AS_OK || addr == end) {
+    return st;
+  }
+  /* Linux 6.1 mm/mprotect.c do_mprotect_pkey: a hole in the range is
+   * ENOMEM, checked before anything changes. */
+  if (!range_mapped(k, addr, end, 0, &hole)) {
+    return as_err_set(err, AS_EINVAL,
+                      "mprotect [0x%" PRIx64 ", 0x%" PRIx64 ") to %s: 0x%" PRIx64
+                      " is not mapped",
+                      addr, end, prot_name(prot), hole);
+  }
+  if ((st = pool_reserve(k, err)) != AS_OK) {
+    return st;
+  }
+  reprotect(k, itree_extract(k, &k->vmas, addr, end), prot);
+  /* Residency is untouched either way (models-spec F.4: mprotect frees
+   * nothing and faults nothing in); only the fast bits follow prot. */
+  chunks_in_range(k, addr, end,
+                  prot == SIM_PROT_RW ? CHUNK_PROT_RW : CHUNK_PROT_NONE);
+  return AS_OK;
+}
+
+sim_addr_t sim_kernel_brk_current(const sim_kernel_t *k) {
+  return k->brk_cur;
+}
+
+as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
+                           as_err_t *err) {
+  if (new_break < k->brk_start || new_break > k->limit) {
+    return as_err_set(err, AS_EINVAL,
+                      "brk to 0x%" PRIx64 ": outside [0x%" PRIx64
+                      ", 0x%" PRIx64 "]",
+                      new_break, k->brk_start, k->limit);
+  }
+  sim_addr_t  old_end = page_down(k, k->brk_cur + k->page_size - 1);
+  sim_addr_t  new_end = page_down(k, new_break + k->page_size - 1);
+  as_status_t st      = pool_reserve(k, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  if (new_end > old_end) {
+    /* Linux 6.1 mm/mmap.c brk: fails if newbrk + PAGE_SIZE >
+     * vm_start_gap(next), i.e. one page must stay free below the next
+     * mapping. */
+    inode_t *next = itree_first_end_after(&k->vmas, old_end);
+    if (new_end > k->limit - k->page_size ||
+        (next != NULL && new_end + k->page_size > next->start)) {
+      return as_err_set(err, AS_ENOMEM,
+                        "brk to 0x%" PRIx64 ": collides with the mapping at "
+                        "0x%" PRIx64,
+                        new_break, next ? next->start : k->limit);
+    }
+    map_range(k, old_end, new_end, SIM_PROT_RW, SIM_OWNER_LIBC_HEAP);
+  } else if (new_end < old_end) {
+    /* Linux 6.1 mm/mmap.c brk -> do_brk_munmap: shrinking unmaps
+     * (models-spec F.4). */
+    unmap_range(k, new_end, old_end);
+  }
+  k->brk_cur = new_break;
+  return AS_OK;
+}
+
+as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                             as_err_t *err) {
+  if (length == 0) {
+    return AS_OK;
+  }
+  sim_addr_t last = addr + length - 1;
+  uint64_t   key  = addr >> CHUNK_SHIFT;
+  if ((last >> CHUNK_SHIFT) == key && last >= addr) {
+    chunk_t *c = chunk_find(k, key);
+    if (c != NULL &&
+        bits_all(c->fast, (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift),
+                 (unsigned)((last & (CHUNK_BYTES - 1)) >> k->page_shift))) {
+      return AS_OK;
+    }
+  }
+  return touch_slow(k, addr, length, err);
+}
+
+as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
+                               uint64_t length, sim_madv_t advice,
+                               as_err_t *err) {
+  sim_addr_t  end, hole;
+  as_status_t st = check_range(k, "madvise", addr, length, &end, err);
+  if (st != AS_OK || addr == end) {
+    return st;
+  }
+  if (advice != SIM_MADV_DONTNEED && advice != SIM_MADV_FREE) {
+    return as_err_set(err, AS_EINVAL, "madvise at 0x%" PRIx64 ": advice %d",
+                      addr, (int)advice);
+  }
+  if (!range_mapped(k, addr, end, 0, &hole)) {
+    return as_err_set(err, AS_EINVAL,
+                      "madvise [0x%" PRIx64 ", 0x%" PRIx64 "): 0x%" PRIx64
+                      " is not mapped",
+                      addr, end, hole);
+  }
+  if (advice == SIM_MADV_DONTNEED || k->cfg.memory_pressure) {
+    /* DONTNEED: Linux 6.1 mm/madvise.c madvise_dontneed_single_vma ->
+     * zap_page_range (models-spec F.2).  FREE under pressure: reclaim
+     * discards the clean lazyfree pages at once (mm/rmap.c:1672-1702). */
+    chunks_in_range(k, addr, end, CHUNK_DROP);
+  } else {
+    chunks_in_range(k, addr, end, CHUNK_LAZY);
+  }
+  return AS_OK;
+}
+
+void sim_kernel_reclaim_lazyfree(sim_kernel_t *k) {
+  /* Linux 6.1 mm/rmap.c try_to_unmap_one: a clean lazyfree page is
+   * discarded and MM_ANONPAGES drops (models-spec F.3). */
+  if (k->lazy_pages == 0) {
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < k->slot_cap; i++) {
+    if (k->slots[i].key != SLOT_EMPTY) {
+      k->scan_keys[n++] = k->slots[i].key;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    chunk_t *c = chunk_lookup(k, k->scan_keys[i]);
+    uint64_t mask[CHUNK_WORDS];
+    memcpy(mask, c->lazy, sizeof mask);
+    chunk_drop(k, c, mask);
+  }
+  table_maybe_shrink(k);
+}
+
+uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k) {
+  return k->rss_pages * k->page_size;
+}
+
+uint64_t sim_kernel_rss_owner_bytes(const sim_kernel_t *k, sim_owner_t owner) {
+  return (unsigned)owner < SIM_OWNER_COUNT
+             ? k->owner_pages[owner] * k->page_size
+             : 0;
+}
+
+uint64_t sim_kernel_lazyfree_bytes(const sim_kernel_t *k) {
+  return k->lazy_pages * k->page_size;
+}
+
+uint64_t sim_kernel_mapped_bytes(const sim_kernel_t *k) {
+  return k->mapped_bytes;
+}
+
+bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr) {
+  const chunk_t *c = chunk_lookup(k, addr >> CHUNK_SHIFT);
+  if (c == NULL) {
+    return false;
+  }
+  unsigned p = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift);
+  return (c->resident[p >> 6] >> (p & 63)) & 1;
+}
+
+/* ---- Invariant checker -------------------------------------------------- */
+
+typedef struct walk_s walk_t;
+struct walk_s {
+  const sim_kernel_t *k;
+  sim_addr_t          prev_end;  /* end of the previous interval */
+  unsigned            prev_prot; /* its prot */
+  unsigned            prev_owner; /* its owner */
+  size_t              count;     /* intervals seen */
+  uint64_t            bytes;     /* their total length */
+  inode_t           **order;     /* the intervals in address order */
+};
+
+/* Checks one treap's shape and order; fills w in address order. */
+static as_status_t walk_tree(const inode_t *t, walk_t *w, int gaps,
+                             as_err_t *err) {
+  if (t == NULL) {
+    return AS_OK;
+  }
+  const char *tree = gaps ? "gap tree" : "VMA tree";
+  if ((t->left && t->left->prio > t->prio) ||
+      (t->right && t->right->prio > t->prio)) {
+    return as_err_set(err, AS_EINVAL, "%s: heap order broken at 0x%" PRIx64,
+                      tree, t->start);
+  }
+  uint64_t m = t->end - t->start;
+  if (t->left && t->left->max_len > m) {
+    m = t->left->max_len;
+  }
+  if (t->right && t->right->max_len > m) {
+    m = t->right->max_len;
+  }
+  if (m != t->max_len) {
+    return as_err_set(err, AS_EINVAL, "%s: max_len wrong at 0x%" PRIx64, tree,
+                      t->start);
+  }
+  as_status_t st = walk_tree(t->left, w, gaps, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  const sim_kernel_t *k = w->k;
+  if (t->start >= t->end || (t->start | t->end) & (k->page_size - 1) ||
+      (w->count > 0 && t->start < w->prev_end)) {
+    return as_err_set(err, AS_EINVAL,
+                      "%s: interval [0x%" PRIx64 ", 0x%" PRIx64
+                      ") empty, unaligned or overlapping",
+                      tree, t->start, t->end);
+  }
+  if (w->count > 0 && t->start == w->prev_end && t->prot == w->prev_prot &&
+      t->owner == w->prev_owner) {
+    return as_err_set(err, AS_EINVAL,
+                      "%s: [0x%" PRIx64 ", ...) not merged with its equal "
+                      "neighbour",
+                      tree, t->start);
+  }
+  if (gaps ? (t->start < k->low || t->end > k->top || t->prot || t->owner)
+           : (t->prot > SIM_PROT_RW || t->owner >= SIM_OWNER_COUNT)) {
+    return as_err_set(err, AS_EINVAL,
+                      "%s: bad bounds or payload at 0x%" PRIx64, tree,
+                      t->start);
+  }
+  w->order[w->count++] = (inode_t *)t;
+  w->prev_end          = t->end;
+  w->prev_prot         = t->prot;
+  w->prev_owner        = t->owner;
+  w->bytes += t->end - t->start;
+  return walk_tree(t->right, w, gaps, err);
+}
+
+/* The gaps must be exactly [low, top) minus the VMAs. */
+static as_status_t check_complement(const sim_kernel_t *k, inode_t **vmas,
+                                    size_t nv, inode_t **gaps, size_t ng,
+                                    as_err_t *err) {
+  size_t     gi  = 0;
+  sim_addr_t pos = k->low;
+  for (size_t vi = 0; vi <= nv && pos < k->top; vi++) {
+    sim_addr_t next = vi < nv ? vmas[vi]->start : k->top;
+    sim_addr_t vend = vi < nv ? vmas[vi]->end : k->top;
+    if (next > k->top) {
+      next = k->top;
+    }
+    if (next > pos) {
+      if (gi >= ng || gaps[gi]->start != pos || gaps[gi]->end != next) {
+        return as_err_set(err, AS_EINVAL,
+                          "gap tree: free range [0x%" PRIx64 ", 0x%" PRIx64
+                          ") missing or different",
+                          pos, next);
+      }
+      gi++;
+    }
+    if (vend > pos) {
+      pos = vend;
+    }
+  }
+  if (gi != ng) {
+    return as_err_set(err, AS_EINVAL, "gap tree: %zu extra gaps", ng - gi);
+  }
+  return AS_OK;
+}
+
+static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
+  uint64_t rss = 0, lazy = 0, owners[SIM_OWNER_COUNT] = {0};
+  size_t   count = 0;
+  itree_t  vmas  = k->vmas; /* a copy: itree_find may update its hint */
+  for (size_t i = 0; i < k->slot_cap; i++) {
+    const chunk_t *c = k->slots[i].chunk;
+    if (k->slots[i].key == SLOT_EMPTY) {
+      continue;
+    }
+    count++;
+    if (c->key != k->slots[i].key || chunk_lookup(k, c->key) != c) {
+      return as_err_set(err, AS_EINVAL,
+                        "residency table: block 0x%" PRIx64 " misplaced",
+                        k->slots[i].key << CHUNK_SHIFT);
+    }
+    uint32_t n = 0;
+    for (unsigned p = 0; p < CHUNK_MAX_PAGES; p++) {
+      sim_addr_t addr = (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->page_shift);
+      unsigned   w = p >> 6;
+      uint64_t   bit = UINT64_C(1) << (p & 63);
+      int res = (c->resident[w] & bit) != 0, lz = (c->lazy[w] & bit) != 0;
+      int fast = (c->fast[w] & bit) != 0;
+      if (p >= k->chunk_pages) {
+        if (res || lz || fast) {
+          return as_err_set(err, AS_EINVAL,
+                            "block 0x%" PRIx64 ": bit %u beyond the pages",
+                            c->key << CHUNK_SHIFT, p);
+        }
+        continue;
+      }
+      if (!res) {
+        if (lz || fast) {
+          return as_err_set(err, AS_EINVAL,
+                            "page 0x%" PRIx64 ": lazy or fast but not resident",
+                            addr);
+        }
+        continue;
+      }
+      const inode_t *v = itree_find(&vmas, addr);
+      if (v == NULL || v->owner != c->owner[p] ||
+          fast != (v->prot == SIM_PROT_RW && !lz)) {
+        return as_err_set(err, AS_EINVAL,
+                          "page 0x%" PRIx64 ": resident but %s",
+                          addr,
+                          v == NULL              ? "not mapped"
+                          : v->owner != c->owner[p] ? "of another owner"
+                                                 : "with a wrong fast bit");
+      }
+      n++;
+      lazy += (uint64_t)lz;
+      owners[c->owner[p]]++;
+    }
+    if (n == 0 || n != c->nresident) {
+      return as_err_set(err, AS_EINVAL,
+                        "block 0x%" PRIx64 ": %u resident pages, counted %u",
+                        c->key << CHUNK_SHIFT, n, c->nresident);
+    }
+    rss += n;
+  }
+  if (count != k->slot_count) {
+    return as_err_set(err, AS_EINVAL, "residency table: %zu chunks, counted %zu",
+                      count, k->slot_count);
+  }
+  if (rss != k->rss_pages || lazy != k->lazy_pages) {
+    return as_err_set(err, AS_EINVAL,
+                      "rss %" PRIu64 " / lazyfree %" PRIu64
+                      " pages, counters say %" PRIu64 " / %" PRIu64,
+                      rss, lazy, k->rss_pages, k->lazy_pages);
+  }
+  for (unsigned o = 0; o < SIM_OWNER_COUNT; o++) {
+    if (owners[o] != k->owner_pages[o]) {
+      return as_err_set(err, AS_EINVAL,
+                        "owner %s: %" PRIu64 " pages, counter says %" PRIu64,
+                        sim_owner_name((sim_owner_t)o), owners[o],
+                        k->owner_pages[o]);
+    }
+  }
+  return AS_OK;
+}
+
+as_status_t sim_kernel_check_invariants(const sim_kernel_t *k, as_err_t *err) {
+  as_status_t st    = AS_OK;
+  walk_t      wv    = {.k = k}, wg = {.k = k};
+  wv.order          = malloc((k->vmas.count + 1) * sizeof *wv.order);
+  wg.order          = malloc((k->gaps.count + 1) * sizeof *wg.order);
+  if (wv.order == NULL || wg.order == NULL) {
+    st = as_err_set(err, AS_ENOMEM, "check_invariants: out of memory");
+    goto done;
+  }
+  if ((st = walk_tree(k->vmas.root, &wv, 0, err)) != AS_OK ||
+      (st = walk_tree(k->gaps.root, &wg, 1, err)) != AS_OK) {
+    goto done;
+  }
+  if (wv.count != k->vmas.count || wg.count != k->gaps.count) {
+    st = as_err_set(err, AS_EINVAL, "tree sizes %zu/%zu, counted %zu/%zu",
+                    wv.count, wg.count, k->vmas.count, k->gaps.count);
+    goto done;
+  }
+  if (wv.bytes != k->mapped_bytes) {
+    st = as_err_set(err, AS_EINVAL,
+                    "mapped %" PRIu64 " bytes, counter says %" PRIu64,
+                    wv.bytes, k->mapped_bytes);
+    goto done;
+  }
+  if ((st = check_complement(k, wv.order, wv.count, wg.order, wg.count,
+                             err)) != AS_OK) {
+    goto done;
+  }
+  if (k->brk_cur < k->brk_start) {
+    st = as_err_set(err, AS_EINVAL, "brk 0x%" PRIx64 " below its start",
+                    k->brk_cur);
+    goto done;
+  }
+  st = check_chunks(k, err);
+done:
+  free(wv.order);
+  free(wg.order);
+  return st;
+}

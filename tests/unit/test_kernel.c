@@ -1,0 +1,814 @@
+/* tests/unit/test_kernel.c -- the simulated kernel, at every page size.
+ *
+ * Each behaviour is a function of the page size P and runs three times
+ * (4, 16 and 64 KiB); PAGE_TESTS makes the three cmocka entries.  The last
+ * tests drive random operations against a byte-per-page reference model.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+
+#include "sim/kernel.h"
+
+#define KIB ((uint64_t)1 << 10)
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+#define TIB ((uint64_t)1 << 40)
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static sim_kernel_t *new_kernel_cfg(const sim_kernel_config_t *cfg) {
+  sim_kernel_t *k = NULL;
+  as_err_t      err = {0};
+  as_status_t   st  = sim_kernel_create(cfg, &k, &err);
+  if (st != AS_OK) {
+    fail_msg("sim_kernel_create: %s", err.msg);
+  }
+  assert_non_null(k);
+  return k;
+}
+
+static sim_kernel_t *new_kernel(uint64_t page, bool thp, bool pressure) {
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.page_size       = page;
+  cfg.thp             = thp;
+  cfg.memory_pressure = pressure;
+  return new_kernel_cfg(&cfg);
+}
+
+static void check(const sim_kernel_t *k) {
+  as_err_t err = {0};
+  if (sim_kernel_check_invariants(k, &err) != AS_OK) {
+    fail_msg("invariants: %s", err.msg);
+  }
+}
+
+static void ok(as_status_t st, const as_err_t *err) {
+  if (st != AS_OK) {
+    fail_msg("unexpected %s: %s", as_status_name(st), err->msg);
+  }
+}
+
+static sim_addr_t map(sim_kernel_t *k, uint64_t len, uint64_t align,
+                      sim_prot_t prot, sim_owner_t owner) {
+  sim_addr_t a   = 0;
+  as_err_t   err = {0};
+  ok(sim_kernel_mmap(k, len, align, prot, owner, &a, &err), &err);
+  return a;
+}
+
+static void touch(sim_kernel_t *k, sim_addr_t a, uint64_t len) {
+  as_err_t err = {0};
+  ok(sim_kernel_touch(k, a, len, &err), &err);
+}
+
+static void madv(sim_kernel_t *k, sim_addr_t a, uint64_t len, sim_madv_t adv) {
+  as_err_t err = {0};
+  ok(sim_kernel_madvise(k, a, len, adv, &err), &err);
+}
+
+#define PAGE_TESTS(name)                                                       \
+  static void name##_at_4k(void **s) {                                         \
+    (void)s;                                                                   \
+    name(4 * KIB);                                                             \
+  }                                                                            \
+  static void name##_at_16k(void **s) {                                        \
+    (void)s;                                                                   \
+    name(16 * KIB);                                                            \
+  }                                                                            \
+  static void name##_at_64k(void **s) {                                        \
+    (void)s;                                                                   \
+    name(64 * KIB);                                                            \
+  }
+#define PAGE_ENTRIES(name)                                                     \
+  cmocka_unit_test(name##_at_4k), cmocka_unit_test(name##_at_16k),             \
+      cmocka_unit_test(name##_at_64k)
+
+/* ---- Configuration ------------------------------------------------------ */
+
+static void only_4k_16k_64k_pages_are_accepted(void **s) {
+  (void)s;
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  assert_int_equal(cfg.page_size, 4096);
+  assert_int_equal(cfg.mmap_top, 0x7ffff7ff9000);
+  sim_kernel_t *k   = (sim_kernel_t *)1;
+  as_err_t      err = {0};
+  cfg.page_size     = 8192;
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_EINVAL);
+  assert_null(k);
+  assert_non_null(strstr(err.msg, "8192"));
+  cfg.page_size = 2 * MIB;
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_EINVAL);
+  static const uint64_t good[] = {4 * KIB, 16 * KIB, 64 * KIB};
+  for (int i = 0; i < 3; i++) {
+    k = new_kernel(good[i], false, false);
+    assert_int_equal(sim_kernel_page_size(k), good[i]);
+    assert_int_equal(sim_kernel_rss_bytes(k), 0);
+    assert_int_equal(sim_kernel_mapped_bytes(k), 0);
+    check(k);
+    sim_kernel_destroy(k);
+  }
+  assert_string_equal(sim_owner_name(SIM_OWNER_LIBC_MMAP), "libc_mmap");
+  assert_string_equal(sim_owner_name(SIM_OWNER_COUNT), "?");
+}
+
+/* ---- Touch -------------------------------------------------------------- */
+
+static void touch_counts_partial_and_spanning_pages(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    a = map(k, 16 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 16 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  touch(k, a + 10, 1); /* part of page 0 */
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  touch(k, a + P - 1, 2); /* last byte of page 0, first of page 1 */
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * P);
+  touch(k, a + 3 * P + 5, 2 * P); /* pages 3, 4 and 5 */
+  assert_int_equal(sim_kernel_rss_bytes(k), 5 * P);
+  assert_true(sim_kernel_is_resident(k, a + 4 * P + 7));
+  assert_false(sim_kernel_is_resident(k, a + 2 * P));
+  assert_false(sim_kernel_is_resident(k, a + 6 * P));
+  touch(k, a, 2 * P); /* already resident: nothing changes */
+  touch(k, a + 5 * P, 0);
+  assert_int_equal(sim_kernel_rss_bytes(k), 5 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 5 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_HEAP), 0);
+  touch(k, a, 16 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 16 * P);
+  /* One byte past the mapping is a model bug. */
+  as_err_t err = {0};
+  assert_int_equal(sim_kernel_touch(k, a + 16 * P - 1, 2, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  assert_int_equal(sim_kernel_rss_bytes(k), 16 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(touch_counts_partial_and_spanning_pages)
+
+/* ---- mmap placement ----------------------------------------------------- */
+
+static void mmap_is_topdown_and_alignment_is_honoured(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_addr_t    top = 0x7ffff7ff9000 & ~(P - 1);
+  sim_addr_t    a   = map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  assert_int_equal(a, top - MIB);
+  if (P == 4 * KIB) {
+    /* models-spec A.3: arenas land 16 KiB-unaligned by default. */
+    assert_int_equal(a, 0x7ffff7ef9000);
+    assert_int_not_equal(a % (16 * KIB), 0);
+  } else {
+    assert_int_equal(a % P, 0);
+  }
+  sim_addr_t b = map(k, 1 * MIB, 64 * MIB, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  assert_int_equal(b, 0x7ffff4000000);
+  assert_int_equal(b % (64 * MIB), 0);
+  /* A sub-page alignment means a page; the next map fills the hole. */
+  sim_addr_t c = map(k, 3 * P, 16, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  assert_int_equal(c, a - 3 * P);
+  sim_addr_t d = 0;
+  as_err_t   err = {0};
+  assert_int_equal(
+      sim_kernel_mmap(k, P, 3 * P, SIM_PROT_RW, SIM_OWNER_IDEAL, &d, &err),
+      AS_EINVAL);
+  assert_int_equal(
+      sim_kernel_mmap(k, 0, 0, SIM_PROT_RW, SIM_OWNER_IDEAL, &d, &err),
+      AS_EINVAL);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 2 * MIB + 3 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mmap_is_topdown_and_alignment_is_honoured)
+
+static void freed_hole_is_reused_topdown(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  sim_addr_t    b = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  sim_addr_t    c = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  assert_int_equal(b, a - 4 * P);
+  assert_int_equal(c, b - 4 * P);
+  as_err_t err = {0};
+  ok(sim_kernel_munmap(k, b, 4 * P, &err), &err);
+  check(k);
+  /* First fit from the top: the hole's upper end. */
+  assert_int_equal(map(k, 2 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP),
+                   b + 2 * P);
+  /* Too big for the rest of the hole: below c. */
+  assert_int_equal(map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP),
+                   c - 4 * P);
+  assert_int_equal(map(k, 2 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP), b);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 16 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(freed_hole_is_reused_topdown)
+
+/* ---- Releasing memory --------------------------------------------------- */
+
+static void munmap_drops_residency(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  touch(k, a, 8 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 8 * P);
+  ok(sim_kernel_munmap(k, a + 2 * P, 2 * P, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 6 * P);
+  assert_false(sim_kernel_is_resident(k, a + 3 * P));
+  assert_true(sim_kernel_is_resident(k, a + 4 * P));
+  /* The unmapped page is gone: touching it is an error. */
+  assert_int_equal(sim_kernel_touch(k, a + 2 * P, 1, &err), AS_EINVAL);
+  /* Holes inside a munmap range are fine; a partial last page counts. */
+  ok(sim_kernel_munmap(k, a, 7 * P + 1, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 0);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 0);
+  assert_int_equal(sim_kernel_munmap(k, a, 0, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_munmap(k, a + 1, P, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "munmap"));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(munmap_drops_residency)
+
+static void dontneed_drops_at_once_and_free_waits_for_reclaim(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  touch(k, a, 8 * P);
+  madv(k, a, 2 * P, SIM_MADV_DONTNEED);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  madv(k, a + 2 * P, 3 * P, SIM_MADV_FREE);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 3 * P);
+  /* FREE over non-resident pages marks nothing. */
+  madv(k, a, 3 * P, SIM_MADV_FREE);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 3 * P);
+  check(k);
+  sim_kernel_reclaim_lazyfree(k);
+  assert_int_equal(sim_kernel_rss_bytes(k), 3 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_JEMALLOC), 3 * P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  assert_false(sim_kernel_is_resident(k, a + 4 * P));
+  assert_true(sim_kernel_is_resident(k, a + 5 * P));
+  as_err_t err = {0};
+  assert_int_equal(
+      sim_kernel_madvise(k, a + 6 * P, 4 * P, SIM_MADV_DONTNEED, &err),
+      AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  assert_int_equal(sim_kernel_rss_bytes(k), 3 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(dontneed_drops_at_once_and_free_waits_for_reclaim)
+
+static void madv_free_under_memory_pressure_drops_at_once(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, true);
+  sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  touch(k, a, 8 * P);
+  madv(k, a + P, 3 * P, SIM_MADV_FREE);
+  assert_int_equal(sim_kernel_rss_bytes(k), 5 * P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  assert_false(sim_kernel_is_resident(k, a + P));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(madv_free_under_memory_pressure_drops_at_once)
+
+static void rewritten_lazyfree_page_survives_reclaim(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  touch(k, a, 4 * P);
+  madv(k, a, 4 * P, SIM_MADV_FREE);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 4 * P);
+  touch(k, a + P + 3, 1);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 3 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  check(k);
+  sim_kernel_reclaim_lazyfree(k);
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  assert_true(sim_kernel_is_resident(k, a + P));
+  assert_false(sim_kernel_is_resident(k, a));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(rewritten_lazyfree_page_survives_reclaim)
+
+/* ---- brk ---------------------------------------------------------------- */
+
+static void brk_grows_shrinks_and_stops_at_a_mapping(uint64_t P) {
+  sim_kernel_t *k     = new_kernel(P, false, false);
+  as_err_t      err   = {0};
+  sim_addr_t    start = (0x555555559000 + P - 1) & ~(P - 1);
+  assert_int_equal(sim_kernel_brk_current(k), start);
+  ok(sim_kernel_brk(k, start + 10, &err), &err);
+  assert_int_equal(sim_kernel_brk_current(k), start + 10);
+  assert_int_equal(sim_kernel_mapped_bytes(k), P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  touch(k, start, 10);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_HEAP), P);
+  ok(sim_kernel_brk(k, start + 5 * P, &err), &err);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 5 * P);
+  touch(k, start, 5 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 5 * P);
+  ok(sim_kernel_brk(k, start + P + 1, &err), &err);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 2 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_HEAP), 2 * P);
+  assert_int_equal(sim_kernel_touch(k, start + 2 * P, 1, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_brk(k, start - 1, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_brk_current(k), start + P + 1);
+  /* A mapping 10 pages up: brk may reach one page below it, no further. */
+  ok(sim_kernel_mmap_fixed(k, start + 10 * P, P, SIM_PROT_RW,
+                           SIM_OWNER_BASELINE, &err),
+     &err);
+  ok(sim_kernel_brk(k, start + 9 * P, &err), &err);
+  assert_int_equal(sim_kernel_brk(k, start + 9 * P + 1, &err), AS_ENOMEM);
+  assert_non_null(strstr(err.msg, "brk"));
+  assert_int_equal(sim_kernel_brk_current(k), start + 9 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 10 * P);
+  check(k);
+  ok(sim_kernel_brk(k, start, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  assert_int_equal(sim_kernel_mapped_bytes(k), P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(brk_grows_shrinks_and_stops_at_a_mapping)
+
+/* ---- Protection --------------------------------------------------------- */
+
+static void prot_none_reservation_costs_no_rss_and_rejects_writes(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  sim_addr_t    a   = map(k, 64 * MIB, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 64 * MIB);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  assert_int_equal(sim_kernel_touch(k, a + 5 * P, 8, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "PROT_NONE"));
+  assert_int_equal(sim_kernel_touch(k, a - P, 8, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(prot_none_reservation_costs_no_rss_and_rejects_writes)
+
+static void mprotect_rw_then_touch_and_back(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    a   = map(k, 16 * P, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
+  ok(sim_kernel_mprotect(k, a, 4 * P, SIM_PROT_RW, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0); /* faults nothing in */
+  touch(k, a, 4 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  assert_int_equal(sim_kernel_touch(k, a + 4 * P, 1, &err), AS_EINVAL);
+  check(k);
+  /* Back to PROT_NONE: residency stays, writes fail even to resident
+   * pages. */
+  ok(sim_kernel_mprotect(k, a, 16 * P, SIM_PROT_NONE, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  assert_int_equal(sim_kernel_touch(k, a, 1, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "PROT_NONE"));
+  check(k);
+  ok(sim_kernel_mprotect(k, a + P, P, SIM_PROT_RW, &err), &err);
+  touch(k, a + P, P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  assert_int_equal(sim_kernel_touch(k, a, 2 * P, &err), AS_EINVAL);
+  /* mprotect over a hole changes nothing. */
+  assert_int_equal(
+      sim_kernel_mprotect(k, a + 8 * P, 16 * P, SIM_PROT_RW, &err),
+      AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  assert_int_equal(sim_kernel_touch(k, a + 8 * P, 1, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 16 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mprotect_rw_then_touch_and_back)
+
+static void mmap_fixed_replaces_residency_and_owner(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  touch(k, a, 8 * P);
+  ok(sim_kernel_mmap_fixed(k, a + 2 * P, 4 * P, SIM_PROT_RW,
+                           SIM_OWNER_METADATA, &err),
+     &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 8 * P);
+  assert_false(sim_kernel_is_resident(k, a + 2 * P));
+  touch(k, a + 3 * P, 1);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_METADATA), P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 4 * P);
+  /* Fixed over a range that is partly unmapped grows the mapping. */
+  ok(sim_kernel_mmap_fixed(k, a + 6 * P, 4 * P, SIM_PROT_NONE,
+                           SIM_OWNER_METADATA, &err),
+     &err);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 10 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 2 * P);
+  assert_int_equal(
+      sim_kernel_mmap_fixed(k, a + 1, P, SIM_PROT_RW, SIM_OWNER_IDEAL, &err),
+      AS_EINVAL);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mmap_fixed_replaces_residency_and_owner)
+
+static void owners_sharing_a_2mib_block_are_counted_apart(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    x   = 0x7f0000000000;
+  ok(sim_kernel_mmap_fixed(k, x, 4 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC,
+                           &err),
+     &err);
+  ok(sim_kernel_mmap_fixed(k, x + 4 * P, 4 * P, SIM_PROT_RW,
+                           SIM_OWNER_LIBC_MMAP, &err),
+     &err);
+  touch(k, x + 1, 8 * P - 2);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 4 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 4 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 8 * P);
+  ok(sim_kernel_munmap(k, x, 4 * P, &err), &err);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 0);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 4 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(owners_sharing_a_2mib_block_are_counted_apart)
+
+/* ---- THP ---------------------------------------------------------------- */
+
+static void thp_fills_a_whole_rw_block_on_first_write(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  sim_addr_t    x   = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  assert_int_equal(x % (2 * MIB), 0);
+  touch(k, x + 100, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB);
+  assert_true(sim_kernel_is_resident(k, x + 2 * MIB - 1));
+  assert_false(sim_kernel_is_resident(k, x + 2 * MIB));
+  touch(k, x + 2 * MIB - 1, 2); /* spills into the second block */
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * MIB);
+  /* A partial zap drops only those pages (models-spec F.2). */
+  madv(k, x + P, P, SIM_MADV_DONTNEED);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * MIB - P);
+  /* The block is not empty, so the refault takes one page. */
+  touch(k, x + P, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * MIB);
+  ok(sim_kernel_munmap(k, x + 2 * MIB, 2 * MIB, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB);
+  check(k);
+
+  /* A mapping that covers only part of a block: small pages there. */
+  sim_addr_t y = 0x7e0000000000;
+  ok(sim_kernel_mmap_fixed(k, y, 3 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC,
+                           &err),
+     &err);
+  touch(k, y + 2 * MIB + P, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB + P);
+  /* A PROT_NONE page inside the block also blocks the huge page. */
+  ok(sim_kernel_mprotect(k, y + 2 * MIB - P, P, SIM_PROT_NONE, &err), &err);
+  touch(k, y, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB + 2 * P);
+  check(k);
+
+  /* Two adjacent RW mappings of different owners make one Linux VMA: the
+   * block is filled, each page counted for its own owner. */
+  sim_addr_t z = 0x7d0000000000;
+  ok(sim_kernel_mmap_fixed(k, z, MIB, SIM_PROT_RW, SIM_OWNER_PYMALLOC, &err),
+     &err);
+  ok(sim_kernel_mmap_fixed(k, z + MIB, MIB, SIM_PROT_RW, SIM_OWNER_METADATA,
+                           &err),
+     &err);
+  touch(k, z + MIB + 1, 1);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), MIB);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_METADATA), MIB);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(thp_fills_a_whole_rw_block_on_first_write)
+
+static void without_thp_a_write_faults_one_page(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    x = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  touch(k, x + 100, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  assert_false(sim_kernel_is_resident(k, x + P));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(without_thp_a_write_faults_one_page)
+
+/* ---- Scale -------------------------------------------------------------- */
+
+static void terabyte_reservation_costs_nothing(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  sim_addr_t    a   = map(k, TIB, GIB, SIM_PROT_NONE, SIM_OWNER_JEMALLOC);
+  assert_int_equal(a % GIB, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(k), TIB);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  check(k); /* would walk 2^28 pages if residency were dense */
+  ok(sim_kernel_mprotect(k, a + 512 * GIB, MIB, SIM_PROT_RW, &err), &err);
+  touch(k, a + 512 * GIB, MIB);
+  assert_int_equal(sim_kernel_rss_bytes(k), MIB);
+  ok(sim_kernel_mprotect(k, a, TIB, SIM_PROT_NONE, &err), &err);
+  ok(sim_kernel_madvise(k, a, TIB, SIM_MADV_FREE, &err), &err);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), MIB);
+  ok(sim_kernel_munmap(k, a, TIB, &err), &err);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 0);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(terabyte_reservation_costs_nothing)
+
+static void many_small_mappings_are_placed_and_freed_exactly(uint64_t P) {
+  /* glibc with mmap_threshold=512 maps every object: 160,000 mmaps. */
+  enum { N = 160000 };
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t   *a   = malloc(N * sizeof *a);
+  assert_non_null(a);
+  for (int i = 0; i < N; i++) {
+    a[i] = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+    touch(k, a[i], 8);
+    if (i > 0) {
+      assert_int_equal(a[i], a[i - 1] - P);
+    }
+  }
+  assert_int_equal(sim_kernel_rss_bytes(k), N * P);
+  for (int i = 0; i < N; i += 2) {
+    ok(sim_kernel_munmap(k, a[i], P, &err), &err);
+  }
+  assert_int_equal(sim_kernel_rss_bytes(k), N / 2 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), N / 2 * P);
+  check(k);
+  /* Every one-page hole is refilled from the top down. */
+  for (int i = 0; i < N; i += 2) {
+    assert_int_equal(map(k, P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP), a[i]);
+  }
+  check(k);
+  free(a);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(many_small_mappings_are_placed_and_freed_exactly)
+
+/* ---- Randomised comparison with a reference ----------------------------- */
+
+/* The reference: one byte per page of a window of W pages at base, with
+ * everything outside the window kept unmapped.  mmap_top is the window's
+ * end, so top-down mmaps land in the window unless it is full. */
+enum { W = 1024 };
+enum { R_MAPPED = 1, R_RW = 2, R_RES = 4, R_LAZY = 8 };
+
+typedef struct ref_s {
+  uint8_t  flags[W];
+  uint8_t  owner[W];
+  uint64_t P;
+  bool     thp;
+  bool     pressure;
+} ref_t;
+
+static void ref_drop(ref_t *r, uint64_t p) {
+  r->flags[p] &= (uint8_t)~(R_RES | R_LAZY);
+}
+
+/* Highest placement of len pages aligned to align pages; -1 if it must go
+ * below the window (then *below gets the address). */
+static long ref_place(const ref_t *r, sim_addr_t base, uint64_t len,
+                      uint64_t align, sim_addr_t *below) {
+  uint64_t need = len + align - 1;
+  long     e    = W;
+  while (e > 0) {
+    while (e > 0 && (r->flags[e - 1] & R_MAPPED)) {
+      e--;
+    }
+    long s = e;
+    while (s > 0 && !(r->flags[s - 1] & R_MAPPED)) {
+      s--;
+    }
+    if (s == 0 || (uint64_t)(e - s) >= need) {
+      sim_addr_t end  = base + (uint64_t)e * r->P;
+      sim_addr_t addr = (end - len * r->P) & ~(align * r->P - 1);
+      if (addr >= base) {
+        return (long)((addr - base) / r->P);
+      }
+      *below = addr;
+      return -1;
+    }
+    e = s;
+  }
+  *below = (base - len * r->P) & ~(align * r->P - 1);
+  return -1;
+}
+
+static void compare(const sim_kernel_t *k, const ref_t *r, sim_addr_t base) {
+  uint64_t res = 0, lazy = 0, mapped = 0, own[SIM_OWNER_COUNT] = {0};
+  for (uint64_t p = 0; p < W; p++) {
+    bool want = r->flags[p] & R_RES;
+    if (sim_kernel_is_resident(k, base + p * r->P) != want) {
+      fail_msg("page %" PRIu64 ": resident %d expected", p, (int)want);
+    }
+    res += want;
+    lazy += (r->flags[p] & R_LAZY) != 0;
+    mapped += (r->flags[p] & R_MAPPED) != 0;
+    if (want) {
+      own[r->owner[p]]++;
+    }
+  }
+  assert_int_equal(sim_kernel_rss_bytes(k), res * r->P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), lazy * r->P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), mapped * r->P);
+  for (int o = 0; o < SIM_OWNER_COUNT; o++) {
+    assert_int_equal(sim_kernel_rss_owner_bytes(k, (sim_owner_t)o),
+                     own[o] * r->P);
+  }
+}
+
+static void random_operations_match_the_reference(uint64_t P, bool thp,
+                                                  bool pressure,
+                                                  unsigned long seed) {
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  sim_addr_t base     = 0x7f0000000000; /* 2 MiB-aligned */
+  cfg.page_size       = P;
+  cfg.thp             = thp;
+  cfg.memory_pressure = pressure;
+  cfg.mmap_top        = base + W * P;
+  sim_kernel_t *k     = new_kernel_cfg(&cfg);
+  ref_t        *r     = calloc(1, sizeof *r);
+  assert_non_null(r);
+  r->P        = P;
+  r->thp      = thp;
+  r->pressure = pressure;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  assert_non_null(rng);
+  gsl_rng_set(rng, seed);
+  uint64_t block = 2 * MIB / P; /* pages per THP block */
+
+  for (int step = 0; step < 4000; step++) {
+    /* Mostly short ranges, sometimes up to the whole window. */
+    uint64_t len = gsl_rng_uniform(rng) < 0.1
+                       ? 1 + gsl_rng_uniform_int(rng, W)
+                       : 1 + gsl_rng_uniform_int(rng, 48);
+    uint64_t    p0  = gsl_rng_uniform_int(rng, W - len + 1);
+    sim_addr_t  a   = base + p0 * P;
+    as_err_t    err = {0};
+    as_status_t st;
+    unsigned    op    = (unsigned)gsl_rng_uniform_int(rng, 100);
+    unsigned    owner = (unsigned)gsl_rng_uniform_int(rng, 3);
+    bool all_mapped = true, all_rw = true;
+    for (uint64_t p = p0; p < p0 + len; p++) {
+      all_mapped = all_mapped && (r->flags[p] & R_MAPPED);
+      all_rw     = all_rw && (r->flags[p] & R_RW);
+    }
+    if (op < 12) { /* mmap_fixed */
+      sim_prot_t prot = gsl_rng_uniform(rng) < 0.8 ? SIM_PROT_RW : SIM_PROT_NONE;
+      ok(sim_kernel_mmap_fixed(k, a, len * P, prot, (sim_owner_t)owner, &err),
+         &err);
+      for (uint64_t p = p0; p < p0 + len; p++) {
+        r->flags[p] = (uint8_t)(R_MAPPED | (prot == SIM_PROT_RW ? R_RW : 0));
+        r->owner[p] = (uint8_t)owner;
+      }
+    } else if (op < 22) { /* mmap, top-down */
+      uint64_t   align = (uint64_t)1 << gsl_rng_uniform_int(rng, 4);
+      sim_addr_t below = 0, got = 0;
+      long       at    = ref_place(r, base, len, align, &below);
+      ok(sim_kernel_mmap(k, len * P, align * P, SIM_PROT_RW,
+                         (sim_owner_t)owner, &got, &err),
+         &err);
+      if (at < 0) {
+        assert_int_equal(got, below);
+        ok(sim_kernel_munmap(k, got, len * P, &err), &err);
+      } else {
+        assert_int_equal(got, base + (uint64_t)at * P);
+        for (uint64_t p = (uint64_t)at; p < (uint64_t)at + len; p++) {
+          r->flags[p] = R_MAPPED | R_RW;
+          r->owner[p] = (uint8_t)owner;
+        }
+      }
+    } else if (op < 32) { /* munmap */
+      ok(sim_kernel_munmap(k, a, len * P, &err), &err);
+      memset(r->flags + p0, 0, len);
+    } else if (op < 42) { /* mprotect */
+      sim_prot_t prot = gsl_rng_uniform(rng) < 0.6 ? SIM_PROT_RW : SIM_PROT_NONE;
+      st = sim_kernel_mprotect(k, a, len * P, prot, &err);
+      assert_int_equal(st, all_mapped ? AS_OK : AS_EINVAL);
+      for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
+        r->flags[p] = (uint8_t)((r->flags[p] & ~R_RW) |
+                                (prot == SIM_PROT_RW ? R_RW : 0));
+      }
+    } else if (op < 80) { /* touch, often unaligned */
+      uint64_t off   = gsl_rng_uniform_int(rng, P);
+      uint64_t bytes = 1 + gsl_rng_uniform_int(rng, len * P - off);
+      st             = sim_kernel_touch(k, a + off, bytes, &err);
+      uint64_t q1    = (off + bytes - 1) / P;
+      bool     valid = true;
+      for (uint64_t p = p0; p <= p0 + q1; p++) {
+        valid = valid && (r->flags[p] & R_RW);
+      }
+      assert_int_equal(st, valid ? AS_OK : AS_EINVAL);
+      for (uint64_t p = p0; valid && p <= p0 + q1; p++) {
+        uint64_t b0 = p / block * block;
+        if (!(r->flags[p] & R_RES) && thp) {
+          bool empty = true, rw = true;
+          for (uint64_t q = b0; q < b0 + block; q++) {
+            empty = empty && !(r->flags[q] & R_RES);
+            rw    = rw && (r->flags[q] & R_RW);
+          }
+          for (uint64_t q = b0; empty && rw && q < b0 + block; q++) {
+            r->flags[q] |= R_RES;
+          }
+        }
+        r->flags[p] = (uint8_t)((r->flags[p] | R_RES) & ~R_LAZY);
+      }
+    } else if (op < 97) { /* madvise */
+      bool free_ = gsl_rng_uniform(rng) < 0.5;
+      st = sim_kernel_madvise(k, a, len * P,
+                              free_ ? SIM_MADV_FREE : SIM_MADV_DONTNEED, &err);
+      assert_int_equal(st, all_mapped ? AS_OK : AS_EINVAL);
+      for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
+        if (!free_ || pressure) {
+          ref_drop(r, p);
+        } else if (r->flags[p] & R_RES) {
+          r->flags[p] |= R_LAZY;
+        }
+      }
+    } else { /* reclaim */
+      sim_kernel_reclaim_lazyfree(k);
+      for (uint64_t p = 0; p < W; p++) {
+        if (r->flags[p] & R_LAZY) {
+          ref_drop(r, p);
+        }
+      }
+    }
+    /* Dropping residency from unmapped pages: mmap_fixed and munmap. */
+    for (uint64_t p = 0; p < W; p++) {
+      if (!(r->flags[p] & R_MAPPED)) {
+        ref_drop(r, p);
+      }
+    }
+    compare(k, r, base);
+    if (step % 50 == 0) {
+      check(k);
+    }
+  }
+  check(k);
+  gsl_rng_free(rng);
+  free(r);
+  sim_kernel_destroy(k);
+}
+
+static void random_operations_match_the_reference_plain(uint64_t P) {
+  random_operations_match_the_reference(P, false, false, 42);
+}
+PAGE_TESTS(random_operations_match_the_reference_plain)
+
+static void random_operations_match_the_reference_with_thp(uint64_t P) {
+  random_operations_match_the_reference(P, true, false, 43);
+}
+PAGE_TESTS(random_operations_match_the_reference_with_thp)
+
+static void random_operations_match_the_reference_under_pressure(uint64_t P) {
+  random_operations_match_the_reference(P, true, true, 44);
+}
+PAGE_TESTS(random_operations_match_the_reference_under_pressure)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(only_4k_16k_64k_pages_are_accepted),
+      PAGE_ENTRIES(touch_counts_partial_and_spanning_pages),
+      PAGE_ENTRIES(mmap_is_topdown_and_alignment_is_honoured),
+      PAGE_ENTRIES(freed_hole_is_reused_topdown),
+      PAGE_ENTRIES(munmap_drops_residency),
+      PAGE_ENTRIES(dontneed_drops_at_once_and_free_waits_for_reclaim),
+      PAGE_ENTRIES(madv_free_under_memory_pressure_drops_at_once),
+      PAGE_ENTRIES(rewritten_lazyfree_page_survives_reclaim),
+      PAGE_ENTRIES(brk_grows_shrinks_and_stops_at_a_mapping),
+      PAGE_ENTRIES(prot_none_reservation_costs_no_rss_and_rejects_writes),
+      PAGE_ENTRIES(mprotect_rw_then_touch_and_back),
+      PAGE_ENTRIES(mmap_fixed_replaces_residency_and_owner),
+      PAGE_ENTRIES(owners_sharing_a_2mib_block_are_counted_apart),
+      PAGE_ENTRIES(thp_fills_a_whole_rw_block_on_first_write),
+      PAGE_ENTRIES(without_thp_a_write_faults_one_page),
+      PAGE_ENTRIES(terabyte_reservation_costs_nothing),
+      PAGE_ENTRIES(many_small_mappings_are_placed_and_freed_exactly),
+      PAGE_ENTRIES(random_operations_match_the_reference_plain),
+      PAGE_ENTRIES(random_operations_match_the_reference_with_thp),
+      PAGE_ENTRIES(random_operations_match_the_reference_under_pressure),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
