@@ -1,0 +1,113 @@
+/* analysis/formula.c -- the (1 - p)^k survivor formula (see formula.h).
+ *
+ * Geometry is never restated here: pymalloc's k comes from
+ * pymalloc_geometry() (models/pymalloc.h, the model's own constants), and
+ * the only mimalloc rule used, the bin a request falls in, is cited below.
+ * (1 - p)^k is computed as exp(k * log1p(-p)) so that p = 1e-6 and
+ * k = 16065 lose no precision.
+ */
+#include "formula.h"
+
+#include <math.h>
+
+#include "../models/pymalloc.h"
+
+uint64_t formula_mimalloc_bin_size(uint64_t size) {
+  /* mimalloc src/page-queue.c mi_bin (v2.1.2 as vendored in CPython 3.14,
+   * unchanged in 2.0.9 .. 2.2): sizes are counted in 8-byte words; up to 8
+   * words a bin per 2 words (MI_ALIGN2W: MI_MAX_ALIGN_SIZE 16 on x86-64 and
+   * arm64), above that 4 bins per power of two (the top 3 bits of wsize-1);
+   * a block is the largest size of its bin.  Large objects end at
+   * MI_LARGE_OBJ_WSIZE_MAX = 512 KiB / 8 (include/mimalloc/types.h). */
+  const uint64_t word = 8, large_wsize_max = (UINT64_C(512) << 10) / 8;
+  if (size == 0)
+    return 0;
+  uint64_t w = (size + word - 1) / word;
+  if (w <= 1)
+    return word;
+  if (w <= 8)
+    return ((w + 1) & ~UINT64_C(1)) * word;
+  if (w > large_wsize_max)
+    return 0;
+  uint64_t wm1 = w - 1;
+  unsigned b   = 63u - (unsigned)__builtin_clzll(wm1);
+  return (((wm1 >> (b - 2)) + 1) << (b - 2)) * word;
+}
+
+as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
+                              as_err_t *err) {
+  *out = (formula_result_t){0};
+  if (in->size_bytes == 0)
+    return as_err_set(err, AS_EINVAL, "formula: size must be at least 1 byte");
+  if (!(in->fraction >= 0 && in->fraction <= 1))
+    return as_err_set(err, AS_EINVAL,
+                      "formula: fraction must be in [0, 1], got %g",
+                      in->fraction);
+  if (in->pattern == SURVIVORS_STRIDE && in->every == 0)
+    return as_err_set(err, AS_EINVAL, "formula: every must be at least 1");
+
+  formula_result_t r = {0};
+  r.objects = survivors_object_count(in->total_bytes, in->size_bytes);
+  if (r.objects == 0)
+    return as_err_set(err, AS_EINVAL,
+                      "formula: total %llu bytes holds no object of %llu "
+                      "bytes",
+                      (unsigned long long)in->total_bytes,
+                      (unsigned long long)in->size_bytes);
+  if (in->page_bytes == 0) {
+    pymalloc_geometry_t g;
+    if (!pymalloc_geometry(in->size_bytes, in->arena_aligned, &g))
+      return as_err_set(err, AS_EINVAL,
+                        "formula: size %llu bytes is not a pymalloc size "
+                        "(1..%d); such objects go to the libc allocator",
+                        (unsigned long long)in->size_bytes,
+                        PYMALLOC_SMALL_REQUEST_THRESHOLD);
+    r.block_bytes = g.block_size;
+    r.per_pool    = g.blocks_per_pool;
+    r.pools       = g.pools_per_arena;
+    r.k           = g.blocks_per_arena;
+    r.unit_bytes  = PYMALLOC_ARENA_SIZE;
+  } else {
+    r.block_bytes = formula_mimalloc_bin_size(in->size_bytes);
+    if (r.block_bytes == 0 || r.block_bytes > in->page_bytes)
+      return as_err_set(err, AS_EINVAL,
+                        "formula: a page of %llu bytes holds no block for "
+                        "%llu-byte objects",
+                        (unsigned long long)in->page_bytes,
+                        (unsigned long long)in->size_bytes);
+    r.k          = in->page_bytes / r.block_bytes;
+    r.unit_bytes = in->page_bytes;
+  }
+  /* Fractional, as in the published formula: a partly filled last unit
+   * counts for the part its objects fill. */
+  r.units = (double)r.objects / (double)r.k;
+
+  switch (in->pattern) {
+  case SURVIVORS_RANDOM: {
+    double p = in->fraction;
+    /* q = 1 - (1 - p)^k */
+    r.q      = p >= 1 ? 1.0 : -expm1((double)r.k * log1p(-p));
+    r.pinned = r.units * r.q;
+    r.sd_bytes =
+        sqrt(r.units * r.q * (1 - r.q)) * (double)r.unit_bytes;
+    break;
+  }
+  case SURVIVORS_STRIDE: {
+    uint64_t survivors = (r.objects + in->every - 1) / in->every;
+    /* m <= k: every unit holds a multiple of m; otherwise consecutive
+     * survivors are more than k apart, so each pins its own unit. */
+    r.pinned = in->every <= r.k ? r.units : (double)survivors;
+    r.q      = r.pinned / r.units;
+    break;
+  }
+  case SURVIVORS_OLDEST: {
+    uint64_t c = (uint64_t)(in->fraction * (double)r.objects);
+    r.pinned   = fmin((double)((c + r.k - 1) / r.k), r.units);
+    r.q        = r.pinned / r.units;
+    break;
+  }
+  }
+  r.kept_bytes = r.pinned * (double)r.unit_bytes;
+  *out         = r;
+  return AS_OK;
+}

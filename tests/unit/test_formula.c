@@ -1,0 +1,170 @@
+/* tests/unit/test_formula.c -- the (1 - p)^k survivor formula
+ * (analysis/formula.c).  Expected values were computed independently in
+ * Python (math.expm1, math.log1p) from the geometry in models-spec A.1.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/formula.h"
+
+#define MIB 1048576.0
+
+static void assert_close(double got, double want, double rel) {
+  double tol = rel * (want < 0 ? -want : want);
+  if (!(got >= want - tol && got <= want + tol))
+    fail_msg("got %.12g, want %.12g (rel tol %g)", got, want, rel);
+}
+
+static formula_input_t pym(uint64_t size, double p) {
+  formula_input_t in = {.size_bytes  = size,
+                        .total_bytes = UINT64_C(256) << 20,
+                        .pattern     = SURVIVORS_RANDOM,
+                        .fraction    = p};
+  return in;
+}
+
+static void k_is_63_pools_times_numblocks_for_unaligned_arenas(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 1e-5);
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.objects, 4194304);
+  assert_int_equal(r.block_bytes, 64);
+  assert_int_equal(r.per_pool, 255);
+  assert_int_equal(r.pools, 63);
+  assert_int_equal(r.k, 16065);
+  assert_int_equal(r.unit_bytes, 1048576);
+  in.arena_aligned = true;
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 64 * 255);
+  in = pym(500, 1e-4); /* class 512: 31 blocks per pool */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.block_bytes, 512);
+  assert_int_equal(r.k, 63 * 31);
+}
+
+static void one_in_100000_of_64_byte_objects_keeps_38_7_mib(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 1e-5);
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.units, 261.0833488951136, 1e-12);
+  assert_close(r.q, 0.14841060856425198, 1e-9);
+  assert_close(r.kept_bytes / MIB, 38.74753869551673, 1e-9);
+  assert_close(r.sd_bytes / MIB, 5.744300905884735, 1e-9);
+}
+
+static void one_in_10000_pins_most_64_byte_arenas_and_few_512_byte_ones(
+    void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 1e-4);
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 208.71725229830486, 1e-9);
+  assert_close(r.sd_bytes / MIB, 6.470155051610091, 1e-9);
+  in = pym(512, 1e-4);
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 47.628917423224415, 1e-9);
+  assert_close(r.sd_bytes / MIB, 6.259279984268326, 1e-9);
+}
+
+static void pages_use_mimalloc_bins_and_page_bytes_over_block(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(512, 1e-3);
+  in.page_bytes       = 65536;
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 128);
+  assert_int_equal(r.units, 4096);
+  assert_close(r.kept_bytes / MIB, 30.771959612391356, 1e-9);
+  assert_close(r.sd_bytes / MIB, 1.300794919446339, 1e-9);
+  assert_int_equal(formula_mimalloc_bin_size(1), 8);
+  assert_int_equal(formula_mimalloc_bin_size(24), 32);
+  assert_int_equal(formula_mimalloc_bin_size(64), 64);
+  assert_int_equal(formula_mimalloc_bin_size(72), 80);
+  assert_int_equal(formula_mimalloc_bin_size(512), 512);
+  assert_int_equal(formula_mimalloc_bin_size(513), 640);
+  assert_int_equal(formula_mimalloc_bin_size(1000), 1024);
+  assert_int_equal(formula_mimalloc_bin_size(UINT64_C(600) << 10), 0);
+}
+
+static void stride_pins_all_when_denser_than_k_else_one_per_survivor(
+    void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 0);
+  in.pattern          = SURVIVORS_STRIDE;
+  in.every            = 1000;
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 261.0833488951136, 1e-12);
+  assert_true(r.sd_bytes == 0);
+  in.every = 100000; /* ceil(4194304 / 100000) = 42 survivors */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 42, 1e-12);
+}
+
+static void oldest_pins_only_the_arenas_they_fill(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 0.01);
+  in.pattern          = SURVIVORS_OLDEST;
+  /* floor(0.01 * 4194304) = 41943 objects = ceil(41943 / 16065) = 3 */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 3, 1e-12);
+}
+
+static void edge_fractions_keep_nothing_or_everything(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 0);
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_true(r.kept_bytes == 0 && r.sd_bytes == 0);
+  in.fraction = 1;
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.kept_bytes / MIB, 261.0833488951136, 1e-12);
+  assert_true(r.sd_bytes == 0);
+}
+
+static void inputs_outside_the_formula_are_errors_naming_the_field(
+    void **state) {
+  (void)state;
+  formula_result_t r;
+  as_err_t         err = {0};
+  formula_input_t  in  = pym(513, 1e-4);
+  assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
+  assert_string_equal(err.msg, "formula: size 513 bytes is not a pymalloc "
+                               "size (1..512); such objects go to the libc "
+                               "allocator");
+  in = pym(64, 1.5);
+  assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "fraction"));
+  in            = pym(4096, 1e-4);
+  in.page_bytes = 2048;
+  assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "page of 2048 bytes"));
+  in             = pym(64, 1e-4);
+  in.total_bytes = 10;
+  assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "holds no object"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(k_is_63_pools_times_numblocks_for_unaligned_arenas),
+      cmocka_unit_test(one_in_100000_of_64_byte_objects_keeps_38_7_mib),
+      cmocka_unit_test(
+          one_in_10000_pins_most_64_byte_arenas_and_few_512_byte_ones),
+      cmocka_unit_test(pages_use_mimalloc_bins_and_page_bytes_over_block),
+      cmocka_unit_test(
+          stride_pins_all_when_denser_than_k_else_one_per_survivor),
+      cmocka_unit_test(oldest_pins_only_the_arenas_they_fill),
+      cmocka_unit_test(edge_fractions_keep_nothing_or_everything),
+      cmocka_unit_test(inputs_outside_the_formula_are_errors_naming_the_field),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
