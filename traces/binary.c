@@ -235,6 +235,7 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   ev->id = 0;
   ev->size = 0;
   ev->align = 0;
+  ev->prev_size = 0;
   ev->label = NULL;
   if (op <= TRACE_FREE) {
     GET("id", v);

@@ -1,0 +1,557 @@
+/* tests/unit/test_trace_binary.c -- the binary trace format: exact bytes,
+ * text -> binary -> text round trips, every kind of bad input with its byte
+ * offset, truncation at every cut, and a 1e6-event round trip through files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "traces/trace_io.h"
+
+/* 8 magic bytes, version 1, no provenance: records start at offset 11. */
+#define HDR "ASTRACE\0\x01\x00\x00"
+#define HDR_LEN 11
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+typedef struct buf_s {
+  char  *data;
+  size_t len;
+} buf_t;
+
+static FILE *mem_reader(const void *data, size_t len) {
+  /* fmemopen of a zero-length buffer fails with EINVAL on glibc. */
+  FILE *f = len > 0 ? fmemopen((void *)data, len, "r")
+                    : fopen("/dev/null", "r");
+  assert_non_null(f);
+  return f;
+}
+
+/* Copies every event of src to a new stream of format fmt; returns bytes. */
+static buf_t convert(trace_source_t *src, trace_format_t fmt) {
+  buf_t           out = {0};
+  FILE           *mem = open_memstream(&out.data, &out.len);
+  trace_writer_t *w;
+  as_err_t        err = {0};
+  assert_int_equal(
+      trace_writer_open_stream(mem, "out", fmt, &src->meta, &w, &err), AS_OK);
+  trace_event_t ev;
+  as_status_t   rc;
+  while ((rc = trace_source_next(src, &ev, &err)) == AS_OK)
+    assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
+  assert_int_equal(rc, AS_DONE);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  trace_source_close(src);
+  return out;
+}
+
+static trace_source_t *open_bytes(const void *data, size_t len,
+                                  const char *name) {
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open_stream(mem_reader(data, len), name, &src, &err),
+                   AS_OK);
+  return src;
+}
+
+/* Encodes n events as binary with meta. */
+static buf_t encode(const trace_event_t *evs, size_t n,
+                    const trace_meta_t *meta) {
+  buf_t           out = {0};
+  FILE           *mem = open_memstream(&out.data, &out.len);
+  trace_writer_t *w;
+  as_err_t        err = {0};
+  assert_int_equal(trace_writer_open_stream(mem, "out", TRACE_FORMAT_BINARY,
+                                            meta, &w, &err),
+                   AS_OK);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(trace_writer_write(w, &evs[i], &err), AS_OK);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  return out;
+}
+
+/* Reads binary bytes named "t.astrace" to the end: the first non-OK status
+ * (from open or next), the events read before it and the message. */
+static as_status_t read_bytes(const void *data, size_t len, size_t *n,
+                              as_err_t *err) {
+  trace_source_t *src;
+  *n = 0;
+  memset(err, 0, sizeof *err);
+  as_status_t rc = trace_open_stream(mem_reader(data, len), "t.astrace",
+                                     &src, err);
+  if (rc != AS_OK)
+    return rc;
+  trace_event_t ev;
+  while ((rc = trace_source_next(src, &ev, err)) == AS_OK)
+    (*n)++;
+  trace_source_close(src);
+  return rc;
+}
+
+static void expect_error(const void *data, size_t len, const char *msg) {
+  size_t   n;
+  as_err_t err;
+  assert_int_equal(read_bytes(data, len, &n, &err), AS_EFORMAT);
+  assert_string_equal(err.msg, msg);
+}
+
+/* ---- Fixtures ----------------------------------------------------------- */
+
+static const char every_op_canonical[] =
+    "allocsim-trace 1\n"
+    "#@ machine=x86_64 debian 12\n"
+    "#@ page_size=4096\n"
+    "0 0 mark start\n"
+    "10 0 malloc 1 64\n"
+    "20 0 calloc 2 4096 obj\n"
+    "25 0 memalign 3 64 4096 mem\n"
+    "30 0 realloc 1 128\n"
+    "40 0 free 1\n"
+    "1000000 1 thread_start\n"
+    "2000000 0 idle 500000000\n"
+    "3000000 0 trim 0\n"
+    "3000000 0 rss 22020096\n"
+    "4000000 0 mark \"after free\"\n"
+    "2500000000 1 thread_exit\n"
+    "2500000000 0 malloc 4 1536\n"
+    "2500000000 0 free 2 obj\n"
+    "2500000000 0 mark \"q\\\"uo\\\\te#\"\n"
+    "3000000000 0 mark a\n"
+    "3000000000 7 mark \"\"\n"
+    "3000000000 4294967295 memalign 18446744073709551615 4096 1073741824 "
+    "obj\n"
+    "3000000000 0 realloc 5 2147483648 mem\n"
+    "3000000000 0 free 0 mem\n"
+    "3000000000 0 mark \"tab\there\"\n"
+    "18446744073709551615 4294967295 rss 18446744073709551615\n";
+
+/* ---- Layout and round trips --------------------------------------------- */
+
+static void writer_emits_the_documented_bytes(void **state) {
+  (void)state;
+  trace_meta_t meta = {0};
+  assert_int_equal(trace_meta_set(&meta, "k", "v", NULL), AS_OK);
+  const trace_event_t evs[] = {
+      {.t_ns = 0, .op = TRACE_MALLOC, .id = 1, .size = 64},
+      {.t_ns = 10, .op = TRACE_FREE, .id = 1, .domain = TRACE_DOMAIN_OBJ},
+      {.t_ns = 10,
+       .thread = 3,
+       .op = TRACE_MEMALIGN,
+       .id = 0,
+       .align = 4096,
+       .size = 100,
+       .domain = TRACE_DOMAIN_MEM},
+      {.t_ns = 300, .thread = 3, .op = TRACE_MARK, .label = "p"},
+  };
+  buf_t                b = encode(evs, 4, &meta);
+  static const uint8_t want[] = {
+      'A',  'S',  'T',  'R',  'A',  'C',  'E',  0,    1,    0, /* header */
+      1,    'k',  1,    'v',  0,                               /* k=v */
+      0xC0, 0x02, 0x40,             /* malloc: zero dt, same thread, +1, 64 */
+      0x64, 0x0A, 0x00,             /* free obj: dt 10, id +0 */
+      0x93, 0x03, 0x01, 0x0C, 0x64, /* memalign mem: thread 3, id -1, 2^12 */
+      0x47, 0xA2, 0x02, 0x01, 'p',  /* mark: dt 290, "p" */
+      0x0F};                        /* end record */
+  assert_int_equal(b.len, sizeof want);
+  assert_memory_equal(b.data, want, sizeof want);
+  free(b.data);
+}
+
+static void text_to_binary_to_text_is_byte_identical(void **state) {
+  (void)state;
+  buf_t bin = convert(open_bytes(every_op_canonical,
+                                 sizeof every_op_canonical - 1, "a.trace"),
+                      TRACE_FORMAT_BINARY);
+  assert_memory_equal(bin.data, "ASTRACE", 8);
+  buf_t text = convert(open_bytes(bin.data, bin.len, "a.astrace"),
+                       TRACE_FORMAT_TEXT);
+  assert_int_equal(text.len, sizeof every_op_canonical - 1);
+  assert_memory_equal(text.data, every_op_canonical, text.len);
+  buf_t bin2 = convert(open_bytes(text.data, text.len, "b.trace"),
+                       TRACE_FORMAT_BINARY);
+  assert_int_equal(bin2.len, bin.len);
+  assert_memory_equal(bin2.data, bin.data, bin.len);
+  free(bin.data);
+  free(text.data);
+  free(bin2.data);
+}
+
+static void provenance_survives_the_binary_header(void **state) {
+  (void)state;
+  buf_t bin = convert(open_bytes(every_op_canonical,
+                                 sizeof every_op_canonical - 1, "a.trace"),
+                      TRACE_FORMAT_BINARY);
+  trace_source_t *src = open_bytes(bin.data, bin.len, "x");
+  assert_int_equal(src->meta.count, 2);
+  assert_string_equal(src->meta.key[1], "page_size");
+  assert_string_equal(trace_meta_get(&src->meta, "machine"),
+                      "x86_64 debian 12");
+  trace_source_close(src);
+  free(bin.data);
+}
+
+static void end_of_file_without_end_record_ends_cleanly(void **state) {
+  (void)state;
+  static const uint8_t in[] = HDR "\xC5\xC6"; /* thread_start, exit */
+  size_t               n;
+  as_err_t             err;
+  assert_int_equal(read_bytes(in, sizeof in - 1, &n, &err), AS_DONE);
+  assert_int_equal(n, 2);
+  static const uint8_t after_end[] = HDR "\xC5\x0F\xFF\xFF";
+  assert_int_equal(read_bytes(after_end, sizeof after_end - 1, &n, &err),
+                   AS_DONE);
+  assert_int_equal(n, 1);
+  assert_int_equal(read_bytes(HDR, HDR_LEN, &n, &err), AS_DONE);
+  assert_int_equal(n, 0);
+}
+
+/* ---- Bad input ---------------------------------------------------------- */
+
+static void bad_magic_is_not_an_allocsim_binary_trace(void **state) {
+  (void)state;
+  static const char msg[] = "t.astrace: byte offset 0: not an allocsim "
+                            "binary trace (expected magic 'ASTRACE\\0')";
+  expect_error("ASTRACX\0\x01\x00\x00", 11, msg);
+  expect_error("AST", 3, msg);
+  expect_error("", 0, msg);
+}
+
+static void unsupported_version_is_reported_at_offset_8(void **state) {
+  (void)state;
+  expect_error("ASTRACE\0\x02\x00\x00", 11,
+               "t.astrace: byte offset 8: unsupported version 2, expected 1");
+  expect_error("ASTRACE\0\x01", 9,
+               "t.astrace: truncated header at byte offset 8: expected the "
+               "version, got end of file");
+}
+
+static void malformed_headers_name_their_offset(void **state) {
+  (void)state;
+  expect_error("ASTRACE\0\x01\x00\x03ke", 13,
+               "t.astrace: truncated header at byte offset 11: expected 3 "
+               "bytes of a provenance key, got end of file");
+  expect_error("ASTRACE\0\x01\x00\x01k", 12,
+               "t.astrace: truncated header at byte offset 12: expected the "
+               "length of a provenance value, got end of file");
+  expect_error("ASTRACE\0\x01\x00\x20", 11,
+               "t.astrace: byte offset 10: expected a provenance key of at "
+               "most 31 bytes, got length 32");
+  expect_error("ASTRACE\0\x01\x00\x01k\x01\x00\x00", 15,
+               "t.astrace: byte offset 13: expected a provenance value "
+               "without NUL bytes");
+}
+
+static void unknown_op_bytes_are_rejected(void **state) {
+  (void)state;
+  expect_error(HDR "\xC5\x0B", HDR_LEN + 2,
+               "t.astrace: byte offset 12: unknown op byte 0x0b, expected an "
+               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+  expect_error(HDR "\x17", HDR_LEN + 1, /* domain bits on a mark */
+               "t.astrace: byte offset 11: unknown op byte 0x17, expected an "
+               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+  expect_error(HDR "\x30", HDR_LEN + 1, /* domain 3 */
+               "t.astrace: byte offset 11: unknown op byte 0x30, expected an "
+               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+  expect_error(HDR "\x4F", HDR_LEN + 1, /* end with a flag */
+               "t.astrace: byte offset 11: unknown op byte 0x4f, expected an "
+               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+}
+
+static void varint_overflow_names_the_field(void **state) {
+  (void)state;
+  static const char in[] =
+      HDR "\x45\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x02";
+  expect_error(in, sizeof in - 1,
+               "t.astrace: byte offset 12: varint overflow in time delta, "
+               "expected at most 10 bytes encoding a value below 2^64");
+  static const char eleven[] =
+      HDR "\xC4\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x81\x00";
+  expect_error(eleven, sizeof eleven - 1,
+               "t.astrace: byte offset 12: varint overflow in id, expected "
+               "at most 10 bytes encoding a value below 2^64");
+}
+
+static void out_of_range_fields_are_rejected(void **state) {
+  (void)state;
+  expect_error(HDR "\x85\x80\x80\x80\x80\x10", HDR_LEN + 6,
+               "t.astrace: byte offset 12: expected a thread id below 2^32, "
+               "got 4294967296");
+  expect_error(HDR "\xC3\x02\x40\x01", HDR_LEN + 4,
+               "t.astrace: byte offset 13: expected log2(align) below 64, "
+               "got 64");
+  expect_error(HDR "\xC7\x40", HDR_LEN + 2,
+               "t.astrace: byte offset 12: expected a label of at most 63 "
+               "bytes, got 64");
+  expect_error(HDR "\xC7\x02" "a\n", HDR_LEN + 4,
+               "t.astrace: byte offset 14: expected a printable label byte, "
+               "got 0x0a");
+  static const char wrap[] =
+      HDR "\x45\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01\x45\x01";
+  expect_error(wrap, sizeof wrap - 1,
+               "t.astrace: byte offset 23: time overflows 2^64 ns (previous "
+               "18446744073709551615 + delta 1)");
+}
+
+static void truncated_record_names_record_and_field_offsets(void **state) {
+  (void)state;
+  expect_error(HDR "\xC0\x02", HDR_LEN + 2,
+               "t.astrace: truncated record at byte offset 11: expected size "
+               "at byte offset 13, got end of file");
+  expect_error(HDR "\xC5\xC7\x05" "ab", HDR_LEN + 5,
+               "t.astrace: truncated record at byte offset 12: expected label "
+               "at byte offset 14, got end of file");
+}
+
+/* Record boundaries of the every-op fixture, from encoding its prefixes. */
+static void truncation_at_every_cut_errors_cleanly(void **state) {
+  (void)state;
+  trace_event_t evs[64];
+  char          labels[64][TRACE_LABEL_MAX + 1];
+  size_t        n = 0;
+  trace_source_t *src = open_bytes(every_op_canonical,
+                                   sizeof every_op_canonical - 1, "a.trace");
+  as_err_t      err = {0};
+  while (trace_source_next(src, &evs[n], &err) == AS_OK) {
+    if (evs[n].label != NULL) {
+      snprintf(labels[n], sizeof labels[n], "%s", evs[n].label);
+      evs[n].label = labels[n];
+    }
+    n++;
+  }
+  trace_meta_t meta = src->meta;
+  trace_source_close(src);
+  size_t bound[65]; /* bound[k]: where record k starts; bound[n]: END */
+  for (size_t k = 0; k <= n; k++) {
+    buf_t b = encode(evs, k, &meta);
+    bound[k] = b.len - 1;
+    free(b.data);
+  }
+  buf_t full = encode(evs, n, &meta);
+  size_t header_len = bound[0];
+  for (size_t cut = 0; cut < full.len; cut++) {
+    size_t      got;
+    as_status_t rc = read_bytes(full.data, cut, &got, &err);
+    if (cut < header_len) {
+      assert_int_equal(rc, AS_EFORMAT);
+      continue;
+    }
+    size_t k = 0;
+    while (k < n && bound[k + 1] <= cut)
+      k++;
+    if (cut == bound[k]) {
+      assert_int_equal(rc, AS_DONE);
+      assert_int_equal(got, k);
+    } else {
+      char prefix[96];
+      snprintf(prefix, sizeof prefix,
+               "t.astrace: truncated record at byte offset %zu: ", bound[k]);
+      assert_int_equal(rc, AS_EFORMAT);
+      assert_int_equal(got, k);
+      assert_memory_equal(err.msg, prefix, strlen(prefix));
+    }
+  }
+  free(full.data);
+}
+
+/* ---- Volume -------------------------------------------------------------- */
+
+/* A deterministic malloc/free/realloc mix over a few threads, with ids
+ * recycled lowest-first as real writers do. */
+typedef struct gen_s {
+  uint64_t state, t_ns;
+  uint64_t live[4096];
+  size_t   nlive;
+  uint64_t next_id;
+} gen_t;
+
+static uint64_t rnd(gen_t *g) {
+  g->state = g->state * 6364136223846793005u + 1442695040888963407u;
+  return g->state >> 33;
+}
+
+static void gen_event(gen_t *g, uint64_t i, trace_event_t *ev) {
+  memset(ev, 0, sizeof *ev);
+  g->t_ns += rnd(g) % 3 == 0 ? 0 : rnd(g) % 2000;
+  ev->t_ns = g->t_ns;
+  ev->thread = (uint32_t)(rnd(g) % 8 < 6 ? 0 : rnd(g) % 4);
+  uint64_t r = rnd(g) % 100;
+  if (i % 100000 == 0) {
+    ev->op = TRACE_MARK;
+    ev->label = i % 200000 == 0 ? "phase two" : "p";
+  } else if (g->nlive > 0 && (r < 45 || g->nlive == 4096)) {
+    size_t k = rnd(g) % g->nlive;
+    ev->op = TRACE_FREE;
+    ev->id = g->live[k];
+    ev->domain = (uint8_t)(ev->id % 3);
+    g->live[k] = g->live[--g->nlive];
+  } else if (g->nlive > 0 && r < 50) {
+    ev->op = TRACE_REALLOC;
+    ev->id = g->live[rnd(g) % g->nlive];
+    ev->size = rnd(g) % 100000;
+  } else if (r < 52) {
+    ev->op = TRACE_RSS;
+    ev->size = rnd(g) << 12;
+  } else {
+    ev->op = r < 55 ? TRACE_MEMALIGN : r < 60 ? TRACE_CALLOC : TRACE_MALLOC;
+    ev->id = g->next_id++;
+    ev->domain = (uint8_t)(ev->id % 3);
+    ev->size = r < 90 ? 8 + rnd(g) % 512 : rnd(g) % (1u << 20);
+    if (ev->op == TRACE_MEMALIGN)
+      ev->align = (uint64_t)1 << (rnd(g) % 13);
+    g->live[g->nlive++] = ev->id;
+  }
+}
+
+static void million_events_round_trip_through_files(void **state) {
+  (void)state;
+  enum { N = 1000000 };
+  char bin_path[] = "/tmp/allocsim-bin-XXXXXX";
+  char txt_path[] = "/tmp/allocsim-txt-XXXXXX";
+  char bin2_path[] = "/tmp/allocsim-bi2-XXXXXX";
+  close(mkstemp(bin_path));
+  close(mkstemp(txt_path));
+  close(mkstemp(bin2_path));
+  trace_meta_t meta = {0};
+  assert_int_equal(trace_meta_set(&meta, "generator", "test", NULL), AS_OK);
+  trace_writer_t *w;
+  as_err_t        err = {0};
+  assert_int_equal(
+      trace_writer_open(bin_path, TRACE_FORMAT_BINARY, &meta, &w, &err),
+      AS_OK);
+  gen_t        g = {.state = 42};
+  trace_event_t ev, back;
+  for (uint64_t i = 0; i < N; i++) {
+    gen_event(&g, i, &ev);
+    assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
+  }
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+
+  /* Every event reads back exactly. */
+  trace_source_t *src;
+  assert_int_equal(trace_open(bin_path, &src, &err), AS_OK);
+  g = (gen_t){.state = 42};
+  uint64_t count = 0;
+  as_status_t rc;
+  while ((rc = trace_source_next(src, &back, &err)) == AS_OK) {
+    gen_event(&g, count, &ev);
+    if (ev.op == TRACE_MARK)
+      assert_string_equal(back.label, ev.label);
+    else
+      assert_null(back.label);
+    assert_int_equal(back.t_ns, ev.t_ns);
+    assert_int_equal(back.thread, ev.thread);
+    assert_int_equal(back.op, ev.op);
+    assert_int_equal(back.id, ev.id);
+    assert_int_equal(back.size, ev.size);
+    assert_int_equal(back.align, ev.align);
+    assert_int_equal(back.domain, ev.domain);
+    count++;
+  }
+  assert_int_equal(rc, AS_DONE);
+  assert_int_equal(count, N);
+  trace_source_close(src);
+
+  /* binary -> text -> binary reproduces the file and the count. */
+  assert_int_equal(trace_open(bin_path, &src, &err), AS_OK);
+  assert_int_equal(
+      trace_writer_open(txt_path, TRACE_FORMAT_TEXT, &src->meta, &w, &err),
+      AS_OK);
+  count = 0;
+  while ((rc = trace_source_next(src, &ev, &err)) == AS_OK) {
+    assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
+    count++;
+  }
+  assert_int_equal(rc, AS_DONE);
+  assert_int_equal(count, N);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  trace_source_close(src);
+  assert_int_equal(trace_open(txt_path, &src, &err), AS_OK);
+  assert_string_equal(trace_meta_get(&src->meta, "generator"), "test");
+  assert_int_equal(
+      trace_writer_open(bin2_path, TRACE_FORMAT_BINARY, &src->meta, &w, &err),
+      AS_OK);
+  count = 0;
+  while ((rc = trace_source_next(src, &ev, &err)) == AS_OK) {
+    assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
+    count++;
+  }
+  assert_int_equal(rc, AS_DONE);
+  assert_int_equal(count, N);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  trace_source_close(src);
+
+  FILE *a = fopen(bin_path, "rb"), *b = fopen(bin2_path, "rb");
+  assert_non_null(a);
+  assert_non_null(b);
+  int ca, cb;
+  do {
+    ca = getc(a);
+    cb = getc(b);
+    assert_int_equal(ca, cb);
+  } while (ca != EOF);
+  fclose(a);
+  fclose(b);
+  unlink(bin_path);
+  unlink(txt_path);
+  unlink(bin2_path);
+}
+
+/* An error deep in a big file goes through the unchecked decoder; its
+ * offset must be as exact as at the end of a file. */
+static void errors_past_the_first_window_name_the_right_offset(void **state) {
+  (void)state;
+  enum { N = 200000 };
+  trace_event_t *evs = calloc(N, sizeof *evs);
+  assert_non_null(evs);
+  gen_t g = {.state = 7};
+  for (size_t i = 0; i < N; i++) {
+    gen_event(&g, i, &evs[i]);
+  }
+  buf_t b = encode(evs, N, NULL);
+  free(evs);
+  size_t bad = b.len - 1; /* overwrite the end record */
+  b.data = realloc(b.data, b.len + 300);
+  assert_non_null(b.data);
+  memset(b.data + bad, 0x45, 300); /* thread_start, same thread */
+  b.data[bad] = 0x0C;
+  b.len += 299;
+  assert_true(bad > 256 * 1024);
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "t.astrace: byte offset %zu: unknown op byte 0x0c, expected an op "
+           "0-10 with domain bits only on ops 0-4, or 0x0f",
+           bad);
+  size_t   n;
+  as_err_t err;
+  assert_int_equal(read_bytes(b.data, b.len, &n, &err), AS_EFORMAT);
+  assert_int_equal(n, N);
+  assert_string_equal(err.msg, msg);
+  free(b.data);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(writer_emits_the_documented_bytes),
+      cmocka_unit_test(text_to_binary_to_text_is_byte_identical),
+      cmocka_unit_test(provenance_survives_the_binary_header),
+      cmocka_unit_test(end_of_file_without_end_record_ends_cleanly),
+      cmocka_unit_test(bad_magic_is_not_an_allocsim_binary_trace),
+      cmocka_unit_test(unsupported_version_is_reported_at_offset_8),
+      cmocka_unit_test(malformed_headers_name_their_offset),
+      cmocka_unit_test(unknown_op_bytes_are_rejected),
+      cmocka_unit_test(varint_overflow_names_the_field),
+      cmocka_unit_test(out_of_range_fields_are_rejected),
+      cmocka_unit_test(truncated_record_names_record_and_field_offsets),
+      cmocka_unit_test(truncation_at_every_cut_errors_cleanly),
+      cmocka_unit_test(million_events_round_trip_through_files),
+      cmocka_unit_test(errors_past_the_first_window_name_the_right_offset),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
