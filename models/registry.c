@@ -10,9 +10,13 @@
 #include <string.h>
 
 extern const model_methods_t model_ideal_methods;
+extern const model_methods_t model_pymalloc_methods;
+extern const model_methods_t model_cpython_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
+    &model_pymalloc_methods,
+    &model_cpython_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {

@@ -1,0 +1,335 @@
+/* models/cpython.c -- the CPython default (GIL) build: the obj and mem
+ * domains go to pymalloc, everything pymalloc declines goes to the libc
+ * model, as Objects/obmalloc.c routes it.
+ *
+ * Routing (CPython 3.11.2 / 3.14.7 Objects/obmalloc.c):
+ *   - raw domain: PyMem_RawMalloc is malloc (3.11 :389-395 default
+ *     allocators; 3.14 :370-372 PYRAW_ALLOC MALLOC_ALLOC) -> libc;
+ *   - obj/mem malloc and calloc of 1..512 bytes -> pymalloc; 0 bytes or more
+ *     than 512 fall through to PyMem_RawMalloc/RawCalloc (pymalloc_alloc
+ *     3.11 :1959-1964, _PyObject_Malloc :1996-2007, _PyObject_Calloc
+ *     :2012-2028; 3.14 :2292-2297, :2329-2341, :2346-2363) -> libc;
+ *   - realloc of a pymalloc block follows pymalloc_realloc (3.11
+ *     :2301-2358; 3.14 :2637-2696): in place if the new size fits and
+ *     4*nbytes > 3*size, else _PyObject_Malloc(nbytes) + memcpy + free, so a
+ *     block growing past 512 bytes (or shrinking to 0) moves to libc;
+ *   - realloc of a libc block stays in libc even when it shrinks to <= 512
+ *     (PyMem_RawRealloc, 3.11 :2374; 3.14 :2712);
+ *   - memalign has no obj/mem counterpart; it is always libc's.
+ * pymalloc's own bookkeeping allocations (the arenas[] vector and the radix
+ * tree's mid and bottom nodes) are PyMem_RawRealloc / PyMem_RawCalloc, so
+ * they go to the libc child too, under ids 0..PYMALLOC_RAW_HANDLES-1; the
+ * program's ids are shifted up by PYMALLOC_RAW_HANDLES on the way to libc.
+ * Each id lives in exactly one child at a time, recorded in a per-id owner
+ * byte.  Left out: the 8-byte radix-tree entry writes into nodes that libc
+ * placed, because the model interface does not expose a child's addresses
+ * (at most one OS page per node; the nodes' calloc itself is modelled).
+ */
+#include "model.h"
+#include "pymalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OWNER_NONE = 0, OWNER_PYMALLOC = 1, OWNER_LIBC = 2 };
+
+/* Invariant: owner[id] says which child holds live id; libc holds it under
+ * id + PYMALLOC_RAW_HANDLES.  raw_live_* count pymalloc's bookkeeping blocks
+ * in libc, which the program did not ask for. */
+typedef struct cpython_model_s cpython_model_t;
+struct cpython_model_s {
+  model_t  base;             /* must be first */
+  model_t *pymalloc;         /* small obj/mem requests */
+  model_t *libc;             /* raw domain, large requests, pymalloc's own */
+  uint8_t *owner;            /* by object id: OWNER_* */
+  uint64_t owner_cap;        /* entries in owner */
+  uint64_t raw_nbytes[PYMALLOC_RAW_HANDLES]; /* size of each raw block */
+  uint64_t raw_live_bytes;   /* sum of raw_nbytes */
+  uint64_t raw_live_objects; /* raw blocks live in libc */
+  uint64_t now_ns;           /* time of the event being served */
+  uint32_t thread;           /* thread of the event being served */
+};
+
+static const model_option_t cpython_options[] = {
+    {"version", OPT_ENUM, "3.14", "", "3.11|3.14",
+     "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c",
+     "CPython version; forwarded to pymalloc"},
+    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- pymalloc's raw allocations, routed to libc ------------------------- */
+
+static as_status_t raw_event(cpython_model_t *cm, trace_op_t op,
+                             uint32_t handle, uint64_t nbytes,
+                             as_err_t *err) {
+  trace_event_t ev = {
+      .t_ns   = cm->now_ns,
+      .id     = handle,
+      .size   = nbytes,
+      .thread = cm->thread,
+      .op     = (uint8_t)op,
+      .domain = TRACE_DOMAIN_RAW,
+  };
+  return op == TRACE_REALLOC ? model_realloc(cm->libc, &ev, err)
+                             : model_alloc(cm->libc, &ev, err);
+}
+
+static as_status_t raw_calloc(void *user, uint32_t handle, uint64_t nbytes,
+                              as_err_t *err) {
+  cpython_model_t *cm = user;
+  as_status_t      rc = raw_event(cm, TRACE_CALLOC, handle, nbytes, err);
+  if (rc != AS_OK)
+    return rc;
+  cm->raw_nbytes[handle] = nbytes;
+  cm->raw_live_bytes += nbytes;
+  cm->raw_live_objects++;
+  return AS_OK;
+}
+
+static as_status_t raw_realloc(void *user, uint32_t handle,
+                               uint64_t old_nbytes, uint64_t nbytes,
+                               as_err_t *err) {
+  cpython_model_t *cm = user;
+  /* realloc(NULL, n) is malloc(n) (the first arenas[] vector). */
+  as_status_t rc = raw_event(cm, old_nbytes ? TRACE_REALLOC : TRACE_MALLOC,
+                             handle, nbytes, err);
+  if (rc != AS_OK)
+    return rc;
+  if (old_nbytes == 0)
+    cm->raw_live_objects++;
+  cm->raw_live_bytes = cm->raw_live_bytes - cm->raw_nbytes[handle] + nbytes;
+  cm->raw_nbytes[handle] = nbytes;
+  return AS_OK;
+}
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static as_status_t grow_owner(cpython_model_t *cm, uint64_t id,
+                              as_err_t *err) {
+  uint64_t cap = cm->owner_cap ? cm->owner_cap : 4096;
+  while (cap <= id)
+    cap *= 2;
+  uint8_t *o = realloc(cm->owner, cap);
+  if (o == NULL)
+    return as_err_set(err, AS_ENOMEM, "cpython: out of memory for %llu ids",
+                      (unsigned long long)cap);
+  memset(o + cm->owner_cap, 0, cap - cm->owner_cap);
+  cm->owner     = o;
+  cm->owner_cap = cap;
+  return AS_OK;
+}
+
+static inline uint8_t owner_of(const cpython_model_t *cm, uint64_t id) {
+  return id < cm->owner_cap ? cm->owner[id] : OWNER_NONE;
+}
+
+/* The event as the libc child sees it: the same, with the id shifted. */
+static inline trace_event_t to_libc(const trace_event_t *ev) {
+  trace_event_t le = *ev;
+  le.id += PYMALLOC_RAW_HANDLES;
+  return le;
+}
+
+static inline void note_event(cpython_model_t *cm, const trace_event_t *ev) {
+  cm->now_ns = ev->t_ns;
+  cm->thread = ev->thread;
+}
+
+/* ---- Model methods ------------------------------------------------------ */
+
+static void cpython_destroy(model_t *m) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  model_destroy(cm->pymalloc);
+  model_destroy(cm->libc);
+  free(cm->owner);
+  free(cm);
+}
+
+static as_status_t cpython_create(const model_opts_t *opts,
+                                  const model_ctx_t *ctx, model_t **out,
+                                  as_err_t *err) {
+  *out                = NULL;
+  cpython_model_t *cm = calloc(1, sizeof *cm);
+  if (cm == NULL)
+    return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
+  cm->base.methods = &model_cpython_methods;
+  cm->base.opts    = *opts;
+
+  as_status_t rc;
+  const char *libc_spec = ctx->libc_spec ? ctx->libc_spec
+                                         : model_default_libc();
+  size_t      namelen   = strcspn(libc_spec, ":");
+  if ((namelen == 7 && strncmp(libc_spec, "cpython", 7) == 0) ||
+      (namelen == 8 && strncmp(libc_spec, "pymalloc", 8) == 0)) {
+    rc = as_err_set(err, AS_EUSAGE,
+                    "cpython: libc model '%s' cannot serve malloc (use a "
+                    "libc model such as glibc or ideal)",
+                    libc_spec);
+    goto fail;
+  }
+  rc = model_create_from_spec(libc_spec, ctx, &cm->libc, err);
+  if (rc != AS_OK)
+    goto fail;
+
+  char assign[32];
+  snprintf(assign, sizeof assign, "version=%s",
+           model_opts_text(opts, "version"));
+  model_opts_t popts;
+  rc = model_opts_parse("pymalloc", model_pymalloc_methods.options, assign,
+                        &popts, err);
+  if (rc != AS_OK)
+    goto fail;
+  rc = model_pymalloc_methods.create(&popts, ctx, &cm->pymalloc, err);
+  if (rc != AS_OK)
+    goto fail;
+  cm->pymalloc->methods = &model_pymalloc_methods;
+  cm->pymalloc->opts    = popts;
+  pymalloc_set_raw(cm->pymalloc, &(pymalloc_raw_t){
+                                     .user    = cm,
+                                     .calloc  = raw_calloc,
+                                     .realloc = raw_realloc,
+                                     .write   = NULL,
+                                 });
+  *out = &cm->base;
+  return AS_OK;
+fail:
+  cpython_destroy(&cm->base);
+  return rc;
+}
+
+static inline bool goes_to_pymalloc(const trace_event_t *ev) {
+  return ev->domain != TRACE_DOMAIN_RAW && ev->op != TRACE_MEMALIGN &&
+         ev->size >= 1 && ev->size <= PYMALLOC_SMALL_REQUEST_THRESHOLD;
+}
+
+static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
+                                 as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  if (ev->id >= cm->owner_cap) {
+    as_status_t rc = grow_owner(cm, ev->id, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  note_event(cm, ev);
+  as_status_t rc;
+  if (goes_to_pymalloc(ev)) {
+    rc = model_alloc(cm->pymalloc, ev, err);
+    if (rc == AS_OK)
+      cm->owner[ev->id] = OWNER_PYMALLOC;
+  } else {
+    trace_event_t le = to_libc(ev);
+    rc               = model_alloc(cm->libc, &le, err);
+    if (rc == AS_OK)
+      cm->owner[ev->id] = OWNER_LIBC;
+  }
+  return rc;
+}
+
+static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
+                                   as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  note_event(cm, ev);
+  switch (owner_of(cm, ev->id)) {
+  case OWNER_PYMALLOC: {
+    uint64_t nbytes = ev->size;
+    uint64_t size   = pymalloc_block_size_of(cm->pymalloc, ev->id);
+    /* In place, or a new pymalloc block (3.11 :2335-2351; 3.14
+     * :2672-2688). */
+    if ((nbytes <= size && 4 * nbytes > 3 * size) ||
+        (nbytes >= 1 && nbytes <= PYMALLOC_SMALL_REQUEST_THRESHOLD))
+      return model_realloc(cm->pymalloc, ev, err);
+    /* _PyObject_Malloc(nbytes) falls through to PyMem_RawMalloc, then
+     * memcpy and _PyObject_Free of the old block (3.11 :2351-2355). */
+    trace_event_t le = to_libc(ev);
+    le.op            = TRACE_MALLOC;
+    as_status_t rc   = model_alloc(cm->libc, &le, err);
+    if (rc != AS_OK)
+      return rc;
+    cm->owner[ev->id] = OWNER_LIBC;
+    trace_event_t fe  = *ev;
+    fe.op             = TRACE_FREE;
+    fe.size           = 0;
+    return model_free(cm->pymalloc, &fe, err);
+  }
+  case OWNER_LIBC: {
+    trace_event_t le = to_libc(ev);
+    return model_realloc(cm->libc, &le, err);
+  }
+  default:
+    return as_err_set(err, AS_EINVAL, "cpython: realloc of dead id %llu",
+                      (unsigned long long)ev->id);
+  }
+}
+
+static as_status_t cpython_free(model_t *m, const trace_event_t *ev,
+                                as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  note_event(cm, ev);
+  as_status_t rc;
+  switch (owner_of(cm, ev->id)) {
+  case OWNER_PYMALLOC:
+    rc = model_free(cm->pymalloc, ev, err);
+    break;
+  case OWNER_LIBC: {
+    trace_event_t le = to_libc(ev);
+    rc               = model_free(cm->libc, &le, err);
+    break;
+  }
+  default:
+    return as_err_set(err, AS_EINVAL, "cpython: free of dead id %llu",
+                      (unsigned long long)ev->id);
+  }
+  if (rc == AS_OK)
+    cm->owner[ev->id] = OWNER_NONE;
+  return rc;
+}
+
+/* Threads and malloc_trim concern libc only: obmalloc keeps no per-thread
+ * state in the GIL build and never trims. */
+static as_status_t cpython_thread(model_t *m, const trace_event_t *ev,
+                                  as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  return model_thread(cm->libc, ev, err);
+}
+
+static as_status_t cpython_trim(model_t *m, uint64_t pad, uint64_t now_ns,
+                                as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  return model_trim(cm->libc, pad, now_ns, err);
+}
+
+static void cpython_stats(const model_t *m, model_stats_t *out) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  model_stats_t          p, l;
+  model_stats(cm->pymalloc, &p);
+  model_stats(cm->libc, &l);
+  memset(out, 0, sizeof *out);
+  out->live_bytes   = p.live_bytes + l.live_bytes - cm->raw_live_bytes;
+  out->live_objects = p.live_objects + l.live_objects - cm->raw_live_objects;
+  out->mapped_bytes = p.mapped_bytes + l.mapped_bytes;
+  out->arenas       = p.arenas; /* pymalloc arenas: what the formula counts */
+  out->free_bytes   = p.free_bytes + l.free_bytes;
+}
+
+const model_methods_t model_cpython_methods = {
+    .name    = "cpython",
+    .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
+               "the rest to libc",
+    .options = cpython_options,
+    .create  = cpython_create,
+    .destroy = cpython_destroy,
+    .alloc   = cpython_alloc,
+    .realloc = cpython_realloc,
+    .free    = cpython_free,
+    .thread  = cpython_thread,
+    .trim    = cpython_trim,
+    .stats   = cpython_stats,
+};
+
+model_t *cpython_pymalloc_child(const model_t *m) {
+  return ((const cpython_model_t *)m)->pymalloc;
+}
+model_t *cpython_libc_child(const model_t *m) {
+  return ((const cpython_model_t *)m)->libc;
+}

@@ -1,0 +1,1057 @@
+/* models/pymalloc.c -- CPython's pymalloc (Objects/obmalloc.c, 3.11 and 3.14
+ * default builds): arenas, pools, size classes and the order in which they
+ * are reused, kept exactly as obmalloc keeps them, minus the payload.
+ *
+ * Why: a process's pymalloc RSS is decided by which arenas stay mapped and
+ * which pages of their pools were ever written (shared/models-spec.md A.11).
+ * Both follow deterministically from the request sequence, so this file
+ * replays obmalloc's bookkeeping step for step -- usedpools front insertion,
+ * pool free lists LIFO then bump carving, arenas' freepools LIFO then
+ * ascending carving, usable_arenas sorted by nfreepools with nfp2lasta, and
+ * the bpo-37257 rule for releasing an arena -- and tells the simulated kernel
+ * about every byte obmalloc (or the program) writes.
+ *
+ * What it leaves out, deliberately:
+ *   - Payload bytes.  A block's free-list link is a uint16 in a host-side
+ *     array per pool instead of the block's first word.
+ *   - The radix tree's root.  It is a static array (BSS in 3.11; a member of
+ *     the static obmalloc_state_main in 3.14, obmalloc.c:1555), i.e. part of
+ *     the program's baseline, which no model maps; its one-entry writes are
+ *     not counted.  Mid and bottom nodes are PyMem_RawCalloc'd and counted.
+ *   - Requests of 0 or more than 512 bytes: obmalloc forwards them to
+ *     PyMem_RawMalloc.  Standalone they are an error; models/cpython.c routes
+ *     them to the libc model.
+ * 3.11 and 3.14 run the same algorithms byte for byte (a normalised diff of
+ * new_arena .. _PyObject_Realloc shows only the OMState parameter; models-spec
+ * A.10), so `version` selects citations and provenance, not behaviour.
+ *
+ * Page touches (models-spec A.4, A.11):
+ *   - carving a pool writes its 48-byte header (arenaindex, szidx, links);
+ *   - the program writes every byte it asked for, so a block handed out is
+ *     written over [block, block + nbytes); calloc's memset is the same;
+ *   - initialising a pool and bump-extending it write the next virgin
+ *     block's first 8 bytes (the NULL link), one block beyond;
+ *   - free writes the freed block's first 8 bytes (the LIFO link).
+ * Within a pool these writes always cover a prefix with gaps shorter than
+ * any OS page (a block's start is written when it is linked, and blocks are
+ * at most 512 bytes), and obmalloc never gives pool pages back while the
+ * arena lives, so each pool remembers how far it is known written and skips
+ * the kernel call below that mark.  The kernel sees exactly the same set of
+ * pages; the hot path makes about one kernel call per OS page, not per event.
+ *
+ * Sections
+ *   Constants and types
+ *   Raw allocations (arenas[] vector, radix tree, standalone backend)
+ *   Arenas (new_arena, release)
+ *   Pools (allocate_from_new_pool, pymalloc_pool_extend, free transitions)
+ *   Model methods
+ *   Exported helpers
+ */
+#include "pymalloc.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Constants and types ------------------------------------------------ */
+
+/* 3.11 obmalloc.c:887; 3.14 pycore_obmalloc.h:140: INDEX2SIZE(I) */
+#define INDEX2SIZE(i) (((uint32_t)(i) + 1u) << 4)
+/* 3.11 obmalloc.c:1064; 3.14 pycore_obmalloc.h:317: NUMBLOCKS(I) */
+#define NUMBLOCKS(i)                                                           \
+  ((uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) / INDEX2SIZE(i))
+/* 3.11 obmalloc.c:978; 3.14 pycore_obmalloc.h:231: POOL_SIZE_MASK */
+#define POOL_SIZE_MASK (PYMALLOC_POOL_SIZE - 1)
+/* 3.11 obmalloc.c:963; 3.14 pycore_obmalloc.h:216: ARENA_SIZE_MASK */
+#define ARENA_SIZE_MASK (PYMALLOC_ARENA_SIZE - 1)
+/* 3.11 obmalloc.c:1058; 3.14 pycore_obmalloc.h:311: szidx of a fresh pool */
+#define DUMMY_SIZE_IDX 0xffff
+/* 3.11 obmalloc.c:1264; 3.14 pycore_obmalloc.h:475 */
+#define INITIAL_ARENA_OBJECTS 16
+/* 3.11 obmalloc.c:1016-1054; 3.14 pycore_obmalloc.h:269-307: struct
+ * arena_object = address, pool_address (8+8), nfreepools, ntotalpools
+ * (4+4), freepools, nextarena, prevarena (3*8) = 48 bytes on 64-bit */
+#define ARENA_OBJECT_BYTES 48
+
+/* Radix tree (3.11 obmalloc.c:1331-1396; 3.14 pycore_obmalloc.h:540-606):
+ * POINTER_BITS 64, IGNORE_BITS 0, INTERIOR_BITS (64-20+2)/3 = 15,
+ * MAP_BOT_BITS 64-20-30 = 14. */
+#define MAP_BOT_BITS  14
+#define MAP_MID_BITS  15
+#define MAP_TOP_BITS  15
+#define MAP_BOT_SHIFT 20                           /* ARENA_BITS */
+#define MAP_MID_SHIFT (MAP_BOT_BITS + MAP_BOT_SHIFT) /* 34 */
+#define MAP_TOP_SHIFT (MAP_MID_BITS + MAP_MID_SHIFT) /* 49 */
+#define MAP_BOT_INDEX(p) (((p) >> MAP_BOT_SHIFT) & ((1u << MAP_BOT_BITS) - 1))
+#define MAP_MID_INDEX(p) (((p) >> MAP_MID_SHIFT) & ((1u << MAP_MID_BITS) - 1))
+#define MAP_TOP_INDEX(p) (((p) >> MAP_TOP_SHIFT) & ((1u << MAP_TOP_BITS) - 1))
+/* arena_map_mid_t: 2^15 pointers = 256 KiB; arena_map_bot_t: 2^14
+ * arena_coverage_t {int32 tail_hi, tail_lo} = 128 KiB
+ * (3.11 obmalloc.c:1410-1431; 3.14 pycore_obmalloc.h:620-639) */
+#define MID_NODE_BYTES ((UINT64_C(1) << MAP_MID_BITS) * 8)
+#define BOT_NODE_BYTES ((UINT64_C(1) << MAP_BOT_BITS) * 8)
+
+#define NO_BLOCK UINT16_MAX /* a NULL block pointer in a pool's free list */
+
+typedef struct pym_pool_s  pym_pool_t;
+typedef struct pym_arena_s pym_arena_t;
+
+/* Host-side twin of struct pool_header (3.11 obmalloc.c:1001-1011).
+ * Invariants: a pool with ref_count > 0 and freeblock != NO_BLOCK is in
+ * usedpools[szidx]; a full pool (freeblock == NO_BLOCK) is in no list; an
+ * empty carved pool is on its arena's freepools (singly linked by
+ * nextpool).  Blocks are named by index; block b lives at
+ * pool + 48 + b * INDEX2SIZE(szidx).  All bytes of the pool below
+ * touched_end lie in pages the kernel already counts as written. */
+struct pym_pool_s {
+  pym_pool_t *nextpool;    /* next pool of this size class / free pool */
+  pym_pool_t *prevpool;    /* previous pool of this size class */
+  uint16_t   *links;       /* by block index: next free block, the block's
+                              first word in obmalloc */
+  sim_addr_t  addr;        /* pool address in the simulated space */
+  uint32_t    ref_count;   /* number of allocated blocks */
+  uint32_t    arenaindex;  /* index into arenas of the owning arena */
+  uint16_t    szidx;       /* size class, DUMMY_SIZE_IDX when fresh */
+  uint16_t    freeblock;   /* head of the free list, NO_BLOCK = NULL */
+  uint16_t    nextblock;   /* index of the virgin block: nextoffset is
+                              48 + nextblock * size */
+  uint16_t    nblocks;     /* NUMBLOCKS(szidx); nextoffset <= maxnextoffset
+                              is nextblock < nblocks */
+  uint16_t    links_cap;   /* entries allocated in links */
+  uint16_t    touched_end; /* bytes from the pool start known written */
+};
+
+/* Host-side twin of struct arena_object (3.11 obmalloc.c:1016-1054), plus
+ * the 64 host pool headers that live inside the arena in CPython.  A slot
+ * keeps its pools (and their links arrays) when its arena is released, the
+ * way obmalloc keeps the slot on unused_arena_objects. */
+struct pym_arena_s {
+  sim_addr_t   address;     /* arena base; 0 = unassociated */
+  sim_addr_t   first_pool;  /* first 16 KiB-aligned address in the arena */
+  uint32_t     ncarved;     /* pools carved: pool_address is first_pool +
+                               ncarved * POOL_SIZE */
+  uint32_t     nfreepools;  /* free pools + never-carved pools */
+  uint32_t     ntotalpools; /* 64, or 63 when the arena is unaligned */
+  pym_pool_t  *freepools;   /* singly linked LIFO of emptied pools */
+  pym_arena_t *nextarena;   /* usable_arenas or unused_arena_objects */
+  pym_arena_t *prevarena;   /* usable_arenas only */
+  pym_pool_t  *pools;       /* MAX_POOLS_IN_ARENA host headers, or NULL */
+};
+
+/* Per object id: where its block is.  nbytes == 0 means not live. */
+typedef struct pym_slot_s pym_slot_t;
+struct pym_slot_s {
+  uint32_t arena;  /* index into arenas */
+  uint16_t block;  /* block index in its pool */
+  uint8_t  pool;   /* pool index in its arena (0..63) */
+  uint8_t  pad;    /* unused */
+  uint16_t nbytes; /* requested size, 1..512; 0 = free id */
+};
+
+/* A radix-tree node: which (top, mid) key it serves and its raw handle. */
+typedef struct pym_node_s pym_node_t;
+struct pym_node_s {
+  uint32_t top;    /* MAP_TOP_INDEX */
+  uint32_t mid;    /* MAP_MID_INDEX for a bottom node; UINT32_MAX: mid node */
+  uint32_t handle; /* raw handle (1..PYMALLOC_RAW_HANDLES-1) */
+};
+
+/* Standalone raw backend: a fresh mapping per raw block. */
+typedef struct pym_rawblk_s pym_rawblk_t;
+struct pym_rawblk_s {
+  sim_addr_t addr;   /* 0 = none */
+  uint64_t   nbytes; /* requested size */
+};
+
+typedef struct pymalloc_model_s pymalloc_model_t;
+struct pymalloc_model_s {
+  model_t        base;    /* must be first */
+  sim_kernel_t  *kernel;
+  int            version; /* 311 or 314: provenance only (see header) */
+  pymalloc_raw_t raw;     /* where PyMem_Raw* requests go */
+
+  /* obmalloc's globals (3.11 obmalloc.c:1178-1258; 3.14 in struct
+   * _obmalloc_pools / _obmalloc_mgmt, pycore_obmalloc.h:440-500). */
+  pym_pool_t   usedpools[PYMALLOC_NB_SMALL_SIZE_CLASSES]; /* sentinels */
+  pym_arena_t *arenas;               /* the arenas[] vector */
+  uint32_t     maxarenas;            /* slots in arenas */
+  pym_arena_t *unused_arena_objects; /* LIFO of unassociated slots */
+  pym_arena_t *usable_arenas;        /* sorted by nfreepools ascending */
+  pym_arena_t *nfp2lasta[PYMALLOC_MAX_POOLS_IN_ARENA + 1];
+  uint64_t     narenas_currently_allocated;
+  uint64_t     ntimes_arena_allocated;
+  uint64_t     narenas_highwater;
+  uint64_t     narenas_reclaimed;
+
+  /* Radix tree nodes (few: one mid, one bottom per 16 GiB of space). */
+  pym_node_t nodes[PYMALLOC_RAW_HANDLES];
+  uint32_t   nnodes;
+  pym_rawblk_t rawblk[PYMALLOC_RAW_HANDLES]; /* standalone backend */
+  sim_addr_t   raw_base;         /* standalone: the reservation, or 0 */
+  uint64_t     raw_nodes_used;   /* standalone: bytes of nodes opened */
+  uint64_t     raw_mapped_bytes; /* standalone: RW bytes opened */
+
+  /* Objects. */
+  pym_slot_t *ids;     /* by object id */
+  uint64_t    ids_cap; /* entries in ids */
+  uint64_t    live_bytes;
+  uint64_t    live_objects;
+  uint64_t    block_bytes; /* sum of block sizes in use */
+};
+
+static const model_option_t pymalloc_options[] = {
+    {"version", OPT_ENUM, "3.14", "", "3.11|3.14",
+     "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)",
+     "CPython version whose obmalloc is modelled"},
+    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* Marks [off, off+len) of pool written.  Below touched_end nothing new can
+ * become resident (see the file comment), so the kernel is not called. */
+static inline as_status_t pool_write(pymalloc_model_t *pm, pym_pool_t *pool,
+                                     uint32_t off, uint32_t len,
+                                     as_err_t *err) {
+  uint32_t end = off + len;
+  if (end <= pool->touched_end)
+    return AS_OK;
+  pool->touched_end = (uint16_t)end;
+  return sim_kernel_touch(pm->kernel, pool->addr + off, len, err);
+}
+
+static inline sim_addr_t block_addr(const pym_pool_t *pool, uint32_t b) {
+  return pool->addr + PYMALLOC_POOL_OVERHEAD +
+         (sim_addr_t)b * INDEX2SIZE(pool->szidx);
+}
+
+static inline uint32_t block_off(const pym_pool_t *pool, uint32_t b) {
+  return PYMALLOC_POOL_OVERHEAD + b * INDEX2SIZE(pool->szidx);
+}
+
+/* ---- Raw allocations ---------------------------------------------------- */
+
+/* Standalone backend.  In CPython these blocks come from malloc: the
+ * vector from the brk heap and the nodes as glibc mmapped chunks.  Without
+ * a libc model they live in one PROT_NONE reservation made at creation and
+ * opened (mprotect RW) as needed: the vector at its start, the nodes from
+ * STANDALONE_NODES_AT up.  The reservation is a whole number of MiB, so it
+ * moves arenas down without changing their alignment (the kernel's default
+ * layout gives unaligned arenas, as measured; models-spec A.3 item 4);
+ * mapping each block separately would have shifted every arena by a page. */
+#define STANDALONE_RESERVE  (UINT64_C(1) << 30)
+#define STANDALONE_NODES_AT (UINT64_C(1) << 29)
+
+static uint64_t page_up(const pymalloc_model_t *pm, uint64_t n) {
+  uint64_t ps = sim_kernel_page_size(pm->kernel);
+  return (n + ps - 1) / ps * ps;
+}
+
+/* Makes the reservation on first use (the vector's first realloc, before
+ * the first arena is mapped), so a composition that replaces this backend
+ * never reserves anything. */
+static as_status_t standalone_reserve(pymalloc_model_t *pm, as_err_t *err) {
+  if (pm->raw_base != 0)
+    return AS_OK;
+  return sim_kernel_mmap(pm->kernel, STANDALONE_RESERVE, 0, SIM_PROT_NONE,
+                         SIM_OWNER_METADATA, &pm->raw_base, err);
+}
+
+/* PyMem_RawCalloc of a radix node: fresh zero memory, untouched until
+ * written (as glibc's mmapped calloc chunks are, models-spec A.3 item 5). */
+static as_status_t standalone_calloc(void *user, uint32_t handle,
+                                     uint64_t nbytes, as_err_t *err) {
+  pymalloc_model_t *pm  = user;
+  pym_rawblk_t     *rb  = &pm->rawblk[handle];
+  uint64_t          len = page_up(pm, nbytes);
+  assert(rb->addr == 0);
+  as_status_t rc = standalone_reserve(pm, err);
+  if (rc != AS_OK)
+    return rc;
+  if (pm->raw_nodes_used + len > STANDALONE_RESERVE - STANDALONE_NODES_AT)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: radix nodes exceed %llu "
+                      "bytes", (unsigned long long)STANDALONE_NODES_AT);
+  sim_addr_t at = pm->raw_base + STANDALONE_NODES_AT + pm->raw_nodes_used;
+  rc            = sim_kernel_mprotect(pm->kernel, at, len, SIM_PROT_RW, err);
+  if (rc != AS_OK)
+    return rc;
+  rb->addr   = at;
+  rb->nbytes = nbytes;
+  pm->raw_nodes_used += len;
+  pm->raw_mapped_bytes += len;
+  return AS_OK;
+}
+
+/* PyMem_RawRealloc of the arenas[] vector: it grows in place at the start
+ * of the reservation, and every byte of the new size is written. */
+static as_status_t standalone_realloc(void *user, uint32_t handle,
+                                      uint64_t old_nbytes, uint64_t nbytes,
+                                      as_err_t *err) {
+  pymalloc_model_t *pm = user;
+  pym_rawblk_t     *rb = &pm->rawblk[handle];
+  assert(handle == PYMALLOC_RAW_HANDLE_ARENAS && rb->nbytes == old_nbytes);
+  (void)old_nbytes;
+  uint64_t old_len = page_up(pm, rb->nbytes), len = page_up(pm, nbytes);
+  if (len > STANDALONE_NODES_AT)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: arenas[] exceeds %llu bytes",
+                      (unsigned long long)STANDALONE_NODES_AT);
+  as_status_t rc = standalone_reserve(pm, err);
+  if (rc == AS_OK && len > old_len)
+    rc = sim_kernel_mprotect(pm->kernel, pm->raw_base + old_len,
+                             len - old_len, SIM_PROT_RW, err);
+  if (rc == AS_OK)
+    rc = sim_kernel_touch(pm->kernel, pm->raw_base, nbytes, err);
+  if (rc != AS_OK)
+    return rc;
+  pm->raw_mapped_bytes += len - old_len;
+  rb->addr   = pm->raw_base;
+  rb->nbytes = nbytes;
+  return AS_OK;
+}
+
+static as_status_t standalone_write(void *user, uint32_t handle,
+                                    uint64_t offset, uint64_t len,
+                                    as_err_t *err) {
+  pymalloc_model_t *pm = user;
+  assert(pm->rawblk[handle].addr != 0);
+  return sim_kernel_touch(pm->kernel, pm->rawblk[handle].addr + offset, len,
+                          err);
+}
+
+/* The raw handle of node (top, mid), or 0 if it does not exist. */
+static uint32_t node_find(const pymalloc_model_t *pm, uint32_t top,
+                          uint32_t mid) {
+  for (uint32_t i = 0; i < pm->nnodes; i++)
+    if (pm->nodes[i].top == top && pm->nodes[i].mid == mid)
+      return pm->nodes[i].handle;
+  return 0;
+}
+
+static as_status_t node_create(pymalloc_model_t *pm, uint32_t top,
+                               uint32_t mid, uint64_t nbytes,
+                               uint32_t *handle, as_err_t *err) {
+  if (pm->nnodes + 1 >= PYMALLOC_RAW_HANDLES)
+    return as_err_set(err, AS_ENOMEM,
+                      "pymalloc: radix tree needs more than %d nodes",
+                      PYMALLOC_RAW_HANDLES - 1);
+  uint32_t    h  = pm->nnodes + 1; /* handle 0 is the arenas[] vector */
+  as_status_t rc = pm->raw.calloc(pm->raw.user, h, nbytes, err);
+  if (rc != AS_OK)
+    return rc;
+  pm->nodes[pm->nnodes++] = (pym_node_t){top, mid, h};
+  *handle                 = h;
+  return AS_OK;
+}
+
+static inline as_status_t raw_write(pymalloc_model_t *pm, uint32_t handle,
+                                    uint64_t offset, uint64_t len,
+                                    as_err_t *err) {
+  return pm->raw.write ? pm->raw.write(pm->raw.user, handle, offset, len, err)
+                       : AS_OK;
+}
+
+/* arena_map_get(p, create) (3.11 obmalloc.c:1449-1483; 3.14 :1779-1812):
+ * the bottom node for address p, creating the mid node (256 KiB
+ * PyMem_RawCalloc, 3.11 :1459 / 3.14 :1789) and bottom node (128 KiB,
+ * 3.11 :1471 / 3.14 :1801) on first use.  The root entry written on mid
+ * creation is in static memory (see the file comment) and not counted; the
+ * mid entry pointing at a new bottom node is. */
+static as_status_t arena_map_get(pymalloc_model_t *pm, sim_addr_t p,
+                                 uint32_t *bot, as_err_t *err) {
+  uint32_t    i1 = (uint32_t)MAP_TOP_INDEX(p);
+  uint32_t    i2 = (uint32_t)MAP_MID_INDEX(p);
+  uint32_t    mid = node_find(pm, i1, UINT32_MAX);
+  as_status_t rc;
+  if (mid == 0) {
+    rc = node_create(pm, i1, UINT32_MAX, MID_NODE_BYTES, &mid, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  *bot = node_find(pm, i1, i2);
+  if (*bot == 0) {
+    rc = node_create(pm, i1, i2, BOT_NODE_BYTES, bot, err);
+    if (rc != AS_OK)
+      return rc;
+    /* arena_map_root.ptrs[i1]->ptrs[i2] = n: 8 bytes of the mid node */
+    rc = raw_write(pm, mid, (uint64_t)i2 * 8, 8, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  return AS_OK;
+}
+
+/* arena_map_mark_used(arena_base, is_used) (3.11 obmalloc.c:1510-1549;
+ * 3.14 :1840-1880): an aligned arena writes tail_hi of its entry; an
+ * unaligned one writes tail_hi of its entry and tail_lo of the next one
+ * (which may be in another bottom node).  Nodes are never freed. */
+static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
+                                       sim_addr_t arena_base, as_err_t *err) {
+  uint32_t    n_hi, n_lo;
+  as_status_t rc = arena_map_get(pm, arena_base, &n_hi, err);
+  if (rc != AS_OK)
+    return rc;
+  uint64_t i3   = MAP_BOT_INDEX(arena_base);
+  uint64_t tail = arena_base & ARENA_SIZE_MASK;
+  rc            = raw_write(pm, n_hi, i3 * 8, 4, err); /* tail_hi */
+  if (rc != AS_OK || tail == 0)
+    return rc;
+  sim_addr_t next = arena_base + PYMALLOC_ARENA_SIZE;
+  rc              = arena_map_get(pm, next, &n_lo, err);
+  if (rc != AS_OK)
+    return rc;
+  return raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err); /* lo */
+}
+
+/* ---- Arenas ------------------------------------------------------------- */
+
+/* new_arena() (3.11 obmalloc.c:1579-1676; 3.14 :1911-2009). */
+static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
+                             as_err_t *err) {
+  as_status_t rc;
+  *out = NULL;
+  if (pm->unused_arena_objects == NULL) {
+    /* Double the vector (3.11 obmalloc.c:1596-1634; 3.14 :1929-1967); only
+     * called when every arena is full, so no list points into it. */
+    assert(pm->usable_arenas == NULL);
+    uint32_t numarenas =
+        pm->maxarenas ? pm->maxarenas << 1 : INITIAL_ARENA_OBJECTS;
+    if (numarenas <= pm->maxarenas)
+      return as_err_set(err, AS_ENOMEM, "pymalloc: arenas[] overflow");
+    rc = pm->raw.realloc(pm->raw.user, PYMALLOC_RAW_HANDLE_ARENAS,
+                         (uint64_t)pm->maxarenas * ARENA_OBJECT_BYTES,
+                         (uint64_t)numarenas * ARENA_OBJECT_BYTES, err);
+    if (rc != AS_OK)
+      return rc;
+    pym_arena_t *a = realloc(pm->arenas, numarenas * sizeof *a);
+    if (a == NULL)
+      return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
+    pm->arenas = a;
+    for (uint32_t i = pm->maxarenas; i < numarenas; i++) {
+      memset(&a[i], 0, sizeof a[i]);
+      a[i].nextarena = i < numarenas - 1 ? &a[i + 1] : NULL;
+    }
+    pm->unused_arena_objects = &a[pm->maxarenas];
+    pm->maxarenas            = numarenas;
+  }
+
+  /* Take the next slot off the head of the list (3.11 :1636-1640). */
+  pym_arena_t *ao = pm->unused_arena_objects;
+  assert(ao->address == 0);
+  if (ao->pools == NULL) {
+    ao->pools = calloc(PYMALLOC_MAX_POOLS_IN_ARENA, sizeof *ao->pools);
+    if (ao->pools == NULL)
+      return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
+  }
+  /* _PyObject_ArenaMmap: mmap(NULL, 1 MiB, RW, PRIVATE|ANONYMOUS)
+   * (3.11 obmalloc.c:149-159; 3.14 :481-491).  Placement is the kernel's,
+   * which is what decides the pool alignment below. */
+  sim_addr_t address;
+  rc = sim_kernel_mmap(pm->kernel, PYMALLOC_ARENA_SIZE, 0, SIM_PROT_RW,
+                       SIM_OWNER_PYMALLOC, &address, err);
+  if (rc != AS_OK)
+    return rc;
+  /* Radix tree (3.11 :1642-1649; 3.14 :1975-1982). */
+  rc = arena_map_mark_used(pm, address, err);
+  if (rc != AS_OK)
+    return rc;
+  pm->unused_arena_objects = ao->nextarena;
+  ao->address              = address;
+
+  ++pm->narenas_currently_allocated;
+  ++pm->ntimes_arena_allocated;
+  if (pm->narenas_currently_allocated > pm->narenas_highwater)
+    pm->narenas_highwater = pm->narenas_currently_allocated;
+  ao->freepools = NULL;
+  /* An arena that is not 16 KiB aligned loses one pool
+   * (3.11 obmalloc.c:1668-1675; 3.14 :2001-2008). */
+  ao->first_pool = address;
+  ao->nfreepools = PYMALLOC_MAX_POOLS_IN_ARENA;
+  uint64_t excess = address & POOL_SIZE_MASK;
+  if (excess != 0) {
+    --ao->nfreepools;
+    ao->first_pool += PYMALLOC_POOL_SIZE - excess;
+  }
+  ao->ntotalpools = ao->nfreepools;
+  ao->ncarved     = 0;
+  uint32_t index  = (uint32_t)(ao - pm->arenas);
+  for (uint32_t i = 0; i < PYMALLOC_MAX_POOLS_IN_ARENA; i++) {
+    pym_pool_t *p  = &ao->pools[i];
+    p->addr        = ao->first_pool + (sim_addr_t)i * PYMALLOC_POOL_SIZE;
+    p->arenaindex  = index;
+    p->touched_end = 0; /* fresh mapping: nothing written */
+    p->szidx       = DUMMY_SIZE_IDX;
+    p->ref_count   = 0;
+  }
+  *out = ao;
+  return AS_OK;
+}
+
+/* Case 1 of insert_to_freepool (3.11 obmalloc.c:2096-2141; 3.14
+ * :2431-2476): unlink ao from usable_arenas, return the slot to
+ * unused_arena_objects, unmark the radix tree and munmap the arena. */
+static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
+                                 as_err_t *err) {
+  if (ao->prevarena == NULL)
+    pm->usable_arenas = ao->nextarena;
+  else
+    ao->prevarena->nextarena = ao->nextarena;
+  if (ao->nextarena != NULL)
+    ao->nextarena->prevarena = ao->prevarena;
+  ao->nextarena            = pm->unused_arena_objects;
+  pm->unused_arena_objects = ao;
+  /* arena_map_mark_used(ao->address, 0) writes the same entries again;
+   * their pages are already written, but say so to the backend anyway. */
+  uint32_t    n_hi, n_lo;
+  as_status_t rc = arena_map_get(pm, ao->address, &n_hi, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = raw_write(pm, n_hi, MAP_BOT_INDEX(ao->address) * 8, 4, err);
+  if (rc != AS_OK)
+    return rc;
+  if ((ao->address & ARENA_SIZE_MASK) != 0) {
+    sim_addr_t next = ao->address + PYMALLOC_ARENA_SIZE;
+    rc              = arena_map_get(pm, next, &n_lo, err);
+    if (rc == AS_OK)
+      rc = raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  /* _PyObject_ArenaMunmap (3.11 obmalloc.c:161-164; 3.14 :513-516). */
+  rc = sim_kernel_munmap(pm->kernel, ao->address, PYMALLOC_ARENA_SIZE, err);
+  if (rc != AS_OK)
+    return rc;
+  ao->address = 0;
+  --pm->narenas_currently_allocated;
+  ++pm->narenas_reclaimed;
+  return AS_OK;
+}
+
+/* ---- Pools -------------------------------------------------------------- */
+
+static as_status_t pool_links_reserve(pym_pool_t *pool, uint32_t n,
+                                      as_err_t *err) {
+  if (pool->links_cap >= n)
+    return AS_OK;
+  uint16_t *l = realloc(pool->links, n * sizeof *l);
+  if (l == NULL)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
+  pool->links     = l;
+  pool->links_cap = (uint16_t)n;
+  return AS_OK;
+}
+
+/* pymalloc_pool_extend (3.11 obmalloc.c:1790-1807; 3.14 :2123-2140): the
+ * free list ran empty; link the next virgin block, writing its first word,
+ * or unlink the now full pool from usedpools. */
+static inline as_status_t pool_extend(pymalloc_model_t *pm, pym_pool_t *pool,
+                                      as_err_t *err) {
+  if (pool->nextblock < pool->nblocks) {
+    uint32_t b             = pool->nextblock++;
+    pool->freeblock        = (uint16_t)b;
+    pool->links[b]         = NO_BLOCK;
+    return pool_write(pm, pool, block_off(pool, b), 8, err);
+  }
+  pym_pool_t *next = pool->nextpool;
+  pym_pool_t *prev = pool->prevpool;
+  next->prevpool   = prev;
+  prev->nextpool   = next;
+  return AS_OK;
+}
+
+/* allocate_from_new_pool (3.11 obmalloc.c:1812-1938; 3.14 :2145-2271): no
+ * used pool of class szidx; take one from the most-full usable arena
+ * (its freepools LIFO first, else carve ascending) and hand out a block. */
+static as_status_t allocate_from_new_pool(pymalloc_model_t *pm,
+                                          uint32_t szidx, pym_pool_t **pool_out,
+                                          uint32_t *block_out, as_err_t *err) {
+  as_status_t rc;
+  if (pm->usable_arenas == NULL) {
+    /* Only when no arena has a free pool (3.11 :1817-1831; 3.14 :2150-2164) */
+    pym_arena_t *ao;
+    rc = new_arena(pm, &ao, err);
+    if (rc != AS_OK)
+      return rc;
+    pm->usable_arenas = ao;
+    ao->nextarena = ao->prevarena = NULL;
+    assert(pm->nfp2lasta[ao->nfreepools] == NULL);
+    pm->nfp2lasta[ao->nfreepools] = ao;
+  }
+  pym_arena_t *ua = pm->usable_arenas;
+  assert(ua->address != 0 && ua->nfreepools > 0);
+  /* The head keeps the smallest count (3.11 :1834-1849; 3.14 :2167-2182). */
+  if (pm->nfp2lasta[ua->nfreepools] == ua)
+    pm->nfp2lasta[ua->nfreepools] = NULL;
+  if (ua->nfreepools > 1) {
+    assert(pm->nfp2lasta[ua->nfreepools - 1] == NULL);
+    pm->nfp2lasta[ua->nfreepools - 1] = ua;
+  }
+
+  pym_pool_t *pool = ua->freepools;
+  if (pool != NULL) {
+    /* A cached free pool, LIFO (3.11 :1850-1879; 3.14 :2183-2212). */
+    ua->freepools = pool->nextpool;
+    if (--ua->nfreepools == 0) {
+      pm->usable_arenas = ua->nextarena;
+      if (pm->usable_arenas != NULL)
+        pm->usable_arenas->prevarena = NULL;
+    }
+  } else {
+    /* Carve at pool_address, ascending (3.11 :1880-1903; 3.14 :2213-2236);
+     * writing arenaindex and szidx touches the pool header. */
+    assert(ua->ncarved < ua->ntotalpools);
+    pool        = &ua->pools[ua->ncarved++];
+    pool->szidx = DUMMY_SIZE_IDX;
+    rc          = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
+    if (rc != AS_OK)
+      return rc;
+    if (--ua->nfreepools == 0) {
+      pm->usable_arenas = ua->nextarena;
+      if (pm->usable_arenas != NULL)
+        pm->usable_arenas->prevarena = NULL;
+    }
+  }
+
+  /* Frontlink to used pools (3.11 :1906-1913; 3.14 :2239-2246). */
+  pym_pool_t *next = &pm->usedpools[szidx];
+  pool->nextpool   = next;
+  pool->prevpool   = next;
+  next->nextpool   = pool;
+  next->prevpool   = pool;
+  pool->ref_count  = 1;
+  if (pool->szidx == szidx) {
+    /* Same class as before: reuse its free list (3.11 :1914-1923). */
+    uint32_t b = pool->freeblock;
+    assert(b != NO_BLOCK);
+    pool->freeblock = pool->links[b];
+    *pool_out       = pool;
+    *block_out      = b;
+    return AS_OK;
+  }
+  /* Initialise the header, hand out block 0, link block 1 (3.11
+   * :1924-1937; 3.14 :2257-2270). */
+  uint32_t nb = NUMBLOCKS(szidx);
+  rc          = pool_links_reserve(pool, nb, err);
+  if (rc != AS_OK)
+    return rc;
+  pool->szidx     = (uint16_t)szidx;
+  pool->nblocks   = (uint16_t)nb;
+  pool->nextblock = 2; /* nextoffset = POOL_OVERHEAD + (size << 1) */
+  pool->freeblock = 1; /* freeblock = bp + size */
+  pool->links[1]  = NO_BLOCK;
+  rc              = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
+  if (rc == AS_OK)
+    rc = pool_write(pm, pool, block_off(pool, 1), 8, err);
+  *pool_out  = pool;
+  *block_out = 0;
+  return rc;
+}
+
+/* pymalloc_alloc (3.11 obmalloc.c:1948-1988; 3.14 :2281-2321) for
+ * 1 <= nbytes <= 512: the head pool of usedpools[class], its free list
+ * head, extending the free list when it runs out. */
+static inline as_status_t pym_malloc(pymalloc_model_t *pm, uint64_t nbytes,
+                                     pym_pool_t **pool_out,
+                                     uint32_t *block_out, as_err_t *err) {
+  /* 3.11 :1966; 3.14 :2299: size = (nbytes - 1) >> ALIGNMENT_SHIFT */
+  uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
+  pym_pool_t *pool  = pm->usedpools[szidx].nextpool;
+  if (pool != &pm->usedpools[szidx]) {
+    ++pool->ref_count;
+    uint32_t b = pool->freeblock;
+    assert(b != NO_BLOCK);
+    pool->freeblock = pool->links[b];
+    *pool_out       = pool;
+    *block_out      = b;
+    if (pool->freeblock == NO_BLOCK)
+      return pool_extend(pm, pool, err);
+    return AS_OK;
+  }
+  return allocate_from_new_pool(pm, szidx, pool_out, block_out, err);
+}
+
+/* insert_to_usedpool (3.11 obmalloc.c:2032-2045; 3.14 :2367-2380): a full
+ * pool got a free block; link it at the front of its class list. */
+static inline void insert_to_usedpool(pymalloc_model_t *pm, pym_pool_t *pool) {
+  pym_pool_t *next = pm->usedpools[pool->szidx].nextpool;
+  pym_pool_t *prev = next->prevpool;
+  pool->nextpool   = next;
+  pool->prevpool   = prev;
+  next->prevpool   = pool;
+  prev->nextpool   = pool;
+}
+
+/* insert_to_freepool (3.11 obmalloc.c:2048-2211; 3.14 :2383-2546): the pool
+ * emptied; push it on its arena's freepools and re-sort usable_arenas,
+ * releasing the arena if wholly free and not last (bpo-37257). */
+static as_status_t insert_to_freepool(pymalloc_model_t *pm, pym_pool_t *pool,
+                                      as_err_t *err) {
+  pym_pool_t *next = pool->nextpool;
+  pym_pool_t *prev = pool->prevpool;
+  next->prevpool   = prev;
+  prev->nextpool   = next;
+
+  pym_arena_t *ao = &pm->arenas[pool->arenaindex];
+  pool->nextpool  = ao->freepools;
+  ao->freepools   = pool;
+  uint32_t     nf     = ao->nfreepools;
+  pym_arena_t *lastnf = pm->nfp2lasta[nf];
+  assert((nf == 0 && lastnf == NULL) ||
+         (nf > 0 && lastnf != NULL && lastnf->nfreepools == nf &&
+          (lastnf->nextarena == NULL || nf < lastnf->nextarena->nfreepools)));
+  if (lastnf == ao) { /* it is the rightmost (3.11 :2073-2076) */
+    pym_arena_t *p    = ao->prevarena;
+    pm->nfp2lasta[nf] = (p != NULL && p->nfreepools == nf) ? p : NULL;
+  }
+  ao->nfreepools = ++nf;
+
+  /* Case 1: all pools free and some arena follows: free it
+   * (3.11 :2096; 3.14 :2431; bpo-37257 keeps the last one). */
+  if (nf == ao->ntotalpools && ao->nextarena != NULL)
+    return release_arena(pm, ao, err);
+
+  if (nf == 1) {
+    /* Case 2: was full; push at the head (3.11 :2143-2157; 3.14
+     * :2478-2492). */
+    ao->nextarena = pm->usable_arenas;
+    ao->prevarena = NULL;
+    if (pm->usable_arenas)
+      pm->usable_arenas->prevarena = ao;
+    pm->usable_arenas = ao;
+    if (pm->nfp2lasta[1] == NULL)
+      pm->nfp2lasta[1] = ao;
+    return AS_OK;
+  }
+
+  /* 3.11 :2167-2176; 3.14 :2502-2511 */
+  if (pm->nfp2lasta[nf] == NULL)
+    pm->nfp2lasta[nf] = ao;
+  if (ao == lastnf) /* Case 4: nothing to do */
+    return AS_OK;
+
+  /* Case 3: slide right, to just after lastnf (3.11 :2183-2210; 3.14
+   * :2518-2545). */
+  assert(ao->nextarena != NULL);
+  if (ao->prevarena != NULL)
+    ao->prevarena->nextarena = ao->nextarena;
+  else
+    pm->usable_arenas = ao->nextarena;
+  ao->nextarena->prevarena = ao->prevarena;
+  ao->prevarena            = lastnf;
+  ao->nextarena            = lastnf->nextarena;
+  if (ao->nextarena != NULL)
+    ao->nextarena->prevarena = ao;
+  lastnf->nextarena = ao;
+  return AS_OK;
+}
+
+/* pymalloc_free (3.11 obmalloc.c:2218-2270; 3.14 :2553-2605). */
+static inline as_status_t pym_free_block(pymalloc_model_t *pm,
+                                         pym_pool_t *pool, uint32_t b,
+                                         as_err_t *err) {
+  assert(pool->ref_count > 0);
+  uint32_t lastfree = pool->freeblock;
+  pool->links[b]    = (uint16_t)lastfree;
+  pool->freeblock   = (uint16_t)b;
+  pool->ref_count--;
+  /* *(block **)p = lastfree (3.11 :2242; 3.14 :2577) */
+  as_status_t rc = pool_write(pm, pool, block_off(pool, b), 8, err);
+  if (rc != AS_OK)
+    return rc;
+  if (lastfree == NO_BLOCK) { /* was full (3.11 :2245-2255) */
+    insert_to_usedpool(pm, pool);
+    return AS_OK;
+  }
+  if (pool->ref_count != 0)
+    return AS_OK;
+  return insert_to_freepool(pm, pool, err); /* 3.11 :2265-2269 */
+}
+
+/* ---- Model methods ------------------------------------------------------ */
+
+static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
+  uint64_t cap = pm->ids_cap ? pm->ids_cap : 4096;
+  while (cap <= id)
+    cap *= 2;
+  pym_slot_t *s = realloc(pm->ids, cap * sizeof *s);
+  if (s == NULL)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
+                      (unsigned long long)cap);
+  memset(s + pm->ids_cap, 0, (cap - pm->ids_cap) * sizeof *s);
+  pm->ids     = s;
+  pm->ids_cap = cap;
+  return AS_OK;
+}
+
+static as_status_t pymalloc_create(const model_opts_t *opts,
+                                   const model_ctx_t *ctx, model_t **out,
+                                   as_err_t *err) {
+  *out                 = NULL;
+  pymalloc_model_t *pm = calloc(1, sizeof *pm);
+  if (pm == NULL)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory");
+  pm->base.methods = &model_pymalloc_methods;
+  pm->base.opts    = *opts;
+  pm->kernel       = ctx->kernel;
+  pm->version      = model_opts_i64(opts, "version") == 0 ? 311 : 314;
+  for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
+    /* usedpools[] starts as empty circular lists (3.11 :1178-1200). */
+    pm->usedpools[i].nextpool = &pm->usedpools[i];
+    pm->usedpools[i].prevpool = &pm->usedpools[i];
+    pm->usedpools[i].szidx    = (uint16_t)i;
+  }
+  pm->raw = (pymalloc_raw_t){
+      .user    = pm,
+      .calloc  = standalone_calloc,
+      .realloc = standalone_realloc,
+      .write   = standalone_write,
+  };
+  *out = &pm->base;
+  return AS_OK;
+}
+
+static void pymalloc_destroy(model_t *m) {
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
+  for (uint32_t i = 0; i < pm->maxarenas; i++) {
+    pym_pool_t *pools = pm->arenas[i].pools;
+    if (pools == NULL)
+      continue;
+    for (uint32_t j = 0; j < PYMALLOC_MAX_POOLS_IN_ARENA; j++)
+      free(pools[j].links);
+    free(pools);
+  }
+  free(pm->arenas);
+  free(pm->ids);
+  free(pm);
+}
+
+static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm,
+                                    const pym_slot_t *s) {
+  return &pm->arenas[s->arena].pools[s->pool];
+}
+
+static as_status_t out_of_range(uint64_t nbytes, as_err_t *err) {
+  return as_err_set(err, AS_EINVAL,
+                    "pymalloc: request of %llu bytes; pymalloc serves 1..%d "
+                    "(use the cpython model to route the rest to libc)",
+                    (unsigned long long)nbytes,
+                    PYMALLOC_SMALL_REQUEST_THRESHOLD);
+}
+
+/* malloc / calloc (PyObject_Malloc, PyObject_Calloc).  calloc's memset
+ * (3.11 obmalloc.c:2019; 3.14 :2354) writes the same bytes the program is
+ * assumed to write anyway. */
+static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
+                                  as_err_t *err) {
+  pymalloc_model_t *pm     = (pymalloc_model_t *)m;
+  uint64_t          nbytes = ev->size;
+  /* 3.11 obmalloc.c:1959-1964; 3.14 :2292-2297 */
+  if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD ||
+      ev->op == TRACE_MEMALIGN)
+    return out_of_range(nbytes, err);
+  if (ev->id >= pm->ids_cap) {
+    as_status_t rc = grow_ids(pm, ev->id, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  pym_slot_t *s = &pm->ids[ev->id];
+  if (s->nbytes != 0)
+    return as_err_set(err, AS_EINVAL, "pymalloc: alloc of live id %llu",
+                      (unsigned long long)ev->id);
+  pym_pool_t *pool;
+  uint32_t    b;
+  as_status_t rc = pym_malloc(pm, nbytes, &pool, &b, err);
+  if (rc != AS_OK)
+    return rc;
+  s->arena  = pool->arenaindex;
+  s->pool   = (uint8_t)(pool - pm->arenas[pool->arenaindex].pools);
+  s->block  = (uint16_t)b;
+  s->nbytes = (uint16_t)nbytes;
+  pm->live_bytes += nbytes;
+  pm->live_objects++;
+  pm->block_bytes += INDEX2SIZE(pool->szidx);
+  return pool_write(pm, pool, block_off(pool, b), (uint32_t)nbytes, err);
+}
+
+static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
+                                 as_err_t *err) {
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
+  if (ev->id >= pm->ids_cap || pm->ids[ev->id].nbytes == 0)
+    return as_err_set(err, AS_EINVAL, "pymalloc: free of dead id %llu",
+                      (unsigned long long)ev->id);
+  pym_slot_t *s    = &pm->ids[ev->id];
+  pym_pool_t *pool = slot_pool(pm, s);
+  pm->live_bytes -= s->nbytes;
+  pm->live_objects--;
+  pm->block_bytes -= INDEX2SIZE(pool->szidx);
+  s->nbytes = 0;
+  return pym_free_block(pm, pool, s->block, err);
+}
+
+/* pymalloc_realloc (3.11 obmalloc.c:2301-2358; 3.14 :2637-2696): keep the
+ * block when the new size fits and 4*nbytes > 3*size; otherwise malloc a
+ * new block, copy, free the old one.  Sizes outside 1..512 leave pymalloc
+ * (the composition handles that); standalone they are an error. */
+static as_status_t pymalloc_realloc(model_t *m, const trace_event_t *ev,
+                                    as_err_t *err) {
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
+  if (ev->id >= pm->ids_cap || pm->ids[ev->id].nbytes == 0)
+    return as_err_set(err, AS_EINVAL, "pymalloc: realloc of dead id %llu",
+                      (unsigned long long)ev->id);
+  pym_slot_t *s      = &pm->ids[ev->id];
+  pym_pool_t *pool   = slot_pool(pm, s);
+  uint64_t    nbytes = ev->size;
+  uint64_t    size   = INDEX2SIZE(pool->szidx);
+  /* 3.11 :2335-2347; 3.14 :2672-2684 */
+  if (nbytes <= size && 4 * nbytes > 3 * size) {
+    pm->live_bytes = pm->live_bytes - s->nbytes + nbytes;
+    s->nbytes      = (uint16_t)nbytes;
+    return pool_write(pm, pool, block_off(pool, s->block), (uint32_t)nbytes,
+                      err);
+  }
+  if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD)
+    return out_of_range(nbytes, err);
+  /* bp = _PyObject_Malloc(nbytes); memcpy; _PyObject_Free(p)
+   * (3.11 :2351-2355; 3.14 :2688-2692) */
+  pym_pool_t *npool;
+  uint32_t    nb;
+  as_status_t rc = pym_malloc(pm, nbytes, &npool, &nb, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = pool_write(pm, npool, block_off(npool, nb), (uint32_t)nbytes, err);
+  if (rc != AS_OK)
+    return rc;
+  pm->block_bytes += INDEX2SIZE(npool->szidx);
+  pm->block_bytes -= size;
+  pm->live_bytes = pm->live_bytes - s->nbytes + nbytes;
+  uint32_t ob    = s->block;
+  s->arena       = npool->arenaindex;
+  s->pool        = (uint8_t)(npool - pm->arenas[npool->arenaindex].pools);
+  s->block       = (uint16_t)nb;
+  s->nbytes      = (uint16_t)nbytes;
+  return pym_free_block(pm, pool, ob, err);
+}
+
+static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  memset(out, 0, sizeof *out);
+  out->live_bytes   = pm->live_bytes;
+  out->live_objects = pm->live_objects;
+  out->arenas       = pm->narenas_currently_allocated;
+  uint64_t arena_b  = pm->narenas_currently_allocated * PYMALLOC_ARENA_SIZE;
+  out->mapped_bytes = arena_b + pm->raw_mapped_bytes;
+  out->free_bytes   = arena_b - pm->block_bytes;
+}
+
+const model_methods_t model_pymalloc_methods = {
+    .name    = "pymalloc",
+    .summary = "CPython obmalloc: 1 MiB arenas, 16 KiB pools, 32 classes",
+    .options = pymalloc_options,
+    .create  = pymalloc_create,
+    .destroy = pymalloc_destroy,
+    .alloc   = pymalloc_alloc,
+    .realloc = pymalloc_realloc,
+    .free    = pymalloc_free,
+    .thread  = NULL, /* obmalloc has no per-thread state (GIL build) */
+    .trim    = NULL, /* malloc_trim is glibc's; obmalloc never trims */
+    .stats   = pymalloc_model_stats,
+};
+
+/* ---- Exported helpers --------------------------------------------------- */
+
+unsigned pymalloc_size_class(uint64_t nbytes) {
+  assert(nbytes >= 1 && nbytes <= PYMALLOC_SMALL_REQUEST_THRESHOLD);
+  return (unsigned)((nbytes - 1) >> 4);
+}
+
+uint32_t pymalloc_class_size(unsigned szidx) {
+  assert(szidx < PYMALLOC_NB_SMALL_SIZE_CLASSES);
+  return INDEX2SIZE(szidx);
+}
+
+uint32_t pymalloc_blocks_per_pool(uint64_t nbytes) {
+  if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD)
+    return 0;
+  return NUMBLOCKS((nbytes - 1) >> 4);
+}
+
+uint32_t pymalloc_pools_per_arena(uint64_t arena_address) {
+  return (arena_address & POOL_SIZE_MASK) ? PYMALLOC_MAX_POOLS_IN_ARENA - 1
+                                          : PYMALLOC_MAX_POOLS_IN_ARENA;
+}
+
+bool pymalloc_geometry(uint64_t nbytes, bool arena_aligned,
+                       pymalloc_geometry_t *out) {
+  memset(out, 0, sizeof *out);
+  if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD)
+    return false;
+  unsigned szidx       = (unsigned)((nbytes - 1) >> 4);
+  out->block_size      = INDEX2SIZE(szidx);
+  out->blocks_per_pool = NUMBLOCKS(szidx);
+  out->pools_per_arena = arena_aligned ? PYMALLOC_MAX_POOLS_IN_ARENA
+                                       : PYMALLOC_MAX_POOLS_IN_ARENA - 1;
+  out->blocks_per_arena = out->blocks_per_pool * out->pools_per_arena;
+  out->pool_tail_bytes =
+      (uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) %
+      out->block_size;
+  return true;
+}
+
+void pymalloc_get_stats(const model_t *m, pymalloc_stats_t *out) {
+  assert(m->methods == &model_pymalloc_methods);
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  memset(out, 0, sizeof *out);
+  out->arenas_allocated_total = pm->ntimes_arena_allocated;
+  out->arenas_reclaimed       = pm->narenas_reclaimed;
+  out->arenas_highwater       = pm->narenas_highwater;
+  out->arenas_current         = pm->narenas_currently_allocated;
+  out->raw_nodes              = pm->nnodes;
+  out->raw_arena_objects      = pm->maxarenas;
+  for (uint32_t i = 0; i < pm->maxarenas; i++) {
+    const pym_arena_t *ao = &pm->arenas[i];
+    if (ao->address == 0)
+      continue;
+    if (ao->ntotalpools < PYMALLOC_MAX_POOLS_IN_ARENA)
+      out->arenas_unaligned++;
+    uint64_t used = 0;
+    for (uint32_t j = 0; j < ao->ncarved; j++) {
+      const pym_pool_t *p = &ao->pools[j];
+      if (p->ref_count == 0)
+        continue;
+      used++;
+      out->blocks_in_use += p->ref_count;
+      out->block_bytes_in_use += (uint64_t)p->ref_count * INDEX2SIZE(p->szidx);
+      if (p->freeblock == NO_BLOCK)
+        out->pools_full++;
+    }
+    out->pools_used += used;
+    out->pools_free += ao->ncarved - used;
+    out->pools_uncarved += ao->ntotalpools - ao->ncarved;
+    if (used > 0)
+      out->arenas_pinned++;
+    else
+      out->arenas_empty++;
+  }
+}
+
+uint32_t pymalloc_block_size_of(const model_t *m, uint64_t id) {
+  assert(m->methods == &model_pymalloc_methods);
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  if (id >= pm->ids_cap || pm->ids[id].nbytes == 0)
+    return 0;
+  return INDEX2SIZE(slot_pool(pm, &pm->ids[id])->szidx);
+}
+
+bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr) {
+  assert(m->methods == &model_pymalloc_methods);
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  if (id >= pm->ids_cap || pm->ids[id].nbytes == 0)
+    return false;
+  const pym_slot_t *s = &pm->ids[id];
+  *addr               = block_addr(slot_pool(pm, s), s->block);
+  return true;
+}
+
+void pymalloc_set_raw(model_t *m, const pymalloc_raw_t *raw) {
+  assert(m->methods == &model_pymalloc_methods);
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
+  assert(pm->ntimes_arena_allocated == 0 && pm->maxarenas == 0);
+  pm->raw = *raw;
+}
