@@ -23,8 +23,6 @@ struct ideal_model_s {
   uint64_t      resident_pages; /* pages of region kept resident */
   uint64_t      live_bytes;
   uint64_t      live_objects;
-  uint64_t     *sizes;          /* by object id: size of a live object */
-  size_t        sizes_cap;
 };
 
 static const model_option_t ideal_options[] = {
@@ -52,22 +50,7 @@ static as_status_t ideal_create(const model_opts_t *opts,
 }
 
 static void ideal_destroy(model_t *m) {
-  ideal_model_t *im = (ideal_model_t *)m;
-  free(im->sizes);
-  free(im);
-}
-
-static as_status_t grow_sizes(ideal_model_t *im, uint64_t id, as_err_t *err) {
-  size_t cap = im->sizes_cap ? im->sizes_cap : 1024;
-  while (cap <= id)
-    cap *= 2;
-  uint64_t *s = realloc(im->sizes, cap * sizeof *s);
-  if (s == NULL)
-    return as_err_set(err, AS_ENOMEM, "ideal: out of memory for %zu ids", cap);
-  memset(s + im->sizes_cap, 0, (cap - im->sizes_cap) * sizeof *s);
-  im->sizes     = s;
-  im->sizes_cap = cap;
-  return AS_OK;
+  free(m);
 }
 
 /* Makes exactly ceil(live_bytes / page) pages resident. */
@@ -95,12 +78,6 @@ static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
 static as_status_t ideal_alloc(model_t *m, const trace_event_t *ev,
                                as_err_t *err) {
   ideal_model_t *im = (ideal_model_t *)m;
-  if (ev->id >= im->sizes_cap) {
-    as_status_t rc = grow_sizes(im, ev->id, err);
-    if (rc != AS_OK)
-      return rc;
-  }
-  im->sizes[ev->id] = ev->size;
   im->live_bytes += ev->size;
   im->live_objects++;
   return settle_pages(im, err);
@@ -109,17 +86,15 @@ static as_status_t ideal_alloc(model_t *m, const trace_event_t *ev,
 static as_status_t ideal_realloc(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   ideal_model_t *im = (ideal_model_t *)m;
-  im->live_bytes    = im->live_bytes - im->sizes[ev->id] + ev->size;
-  im->sizes[ev->id] = ev->size;
+  im->live_bytes = im->live_bytes - ev->prev_size + ev->size;
   return settle_pages(im, err);
 }
 
 static as_status_t ideal_free(model_t *m, const trace_event_t *ev,
                               as_err_t *err) {
   ideal_model_t *im = (ideal_model_t *)m;
-  im->live_bytes -= im->sizes[ev->id];
+  im->live_bytes -= ev->prev_size;
   im->live_objects--;
-  im->sizes[ev->id] = 0;
   return settle_pages(im, err);
 }
 

@@ -64,9 +64,9 @@ struct model_methods_s {
   /* malloc, calloc and memalign events; ev->id names the new object.  The
    * engine guarantees the id is not live. */
   as_status_t (*alloc)(model_t *m, const trace_event_t *ev, as_err_t *err);
-  /* realloc of the live object ev->id to ev->size bytes. */
+  /* realloc of the live object ev->id (ev->prev_size bytes) to ev->size. */
   as_status_t (*realloc)(model_t *m, const trace_event_t *ev, as_err_t *err);
-  /* free of the live object ev->id. */
+  /* free of the live object ev->id of ev->prev_size bytes. */
   as_status_t (*free)(model_t *m, const trace_event_t *ev, as_err_t *err);
 
   /* Optional (may be NULL): thread_start and thread_exit events. */

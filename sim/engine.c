@@ -8,9 +8,11 @@
  * that reschedules itself without advancing time would otherwise hang).
  * Periodic RSS sampling is one such timer, owned by the engine.
  *
- * The live-object table is one uint64_t per id holding size + 1 (0 = not
- * live): ids are dense and recycled by trace writers, so the table grows
- * with peak live objects, not with trace length.
+ * The live-object table is a bitmap of live ids beside an array of sizes:
+ * ids are dense and recycled by trace writers, so both grow with peak live
+ * objects, not with trace length.  The bitmap (1 bit per id) stays in cache
+ * where the sizes would not, so validating an event rarely misses; only a
+ * free or realloc reads the size.
  */
 #include "engine.h"
 
@@ -27,8 +29,9 @@ struct engine_state_s {
   sim_session_t             *s;
   sim_run_result_t          *res;
   uint64_t                   now_ns;
-  uint64_t                  *live;      /* by id: size + 1, or 0 */
-  size_t                     live_cap;  /* entries in live */
+  uint64_t                  *live_bits; /* bit id set: object id is live */
+  uint64_t                  *sizes;     /* by id: size of a live object */
+  size_t                     live_cap;  /* ids the two tables cover */
   uint64_t                   live_bytes;
   sim_timer_t                sampler;   /* periodic RSS samples */
   uint64_t                   same_instant_fired;
@@ -154,17 +157,26 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
   size_t cap = st->live_cap ? st->live_cap : 4096;
   while (cap <= id)
     cap *= 2;
-  uint64_t *live = realloc(st->live, cap * sizeof *live);
-  if (live == NULL)
+  uint64_t *bits  = realloc(st->live_bits, cap / 8);
+  uint64_t *sizes = bits ? realloc(st->sizes, cap * sizeof *sizes) : NULL;
+  if (bits != NULL)
+    st->live_bits = bits;
+  if (sizes == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for %zu object ids", cap);
-  memset(live + st->live_cap, 0, (cap - st->live_cap) * sizeof *live);
-  st->live     = live;
+  memset((char *)bits + st->live_cap / 8, 0, (cap - st->live_cap) / 8);
+  st->sizes    = sizes;
   st->live_cap = cap;
   return AS_OK;
 }
 
 static bool is_live(const engine_state_t *st, uint64_t id) {
-  return id < st->live_cap && st->live[id] != 0;
+  return id < st->live_cap && (st->live_bits[id / 64] >> (id % 64)) & 1;
+}
+
+static void set_live(engine_state_t *st, uint64_t id, bool live) {
+  uint64_t bit = UINT64_C(1) << (id % 64);
+  st->live_bits[id / 64] = live ? st->live_bits[id / 64] | bit
+                                : st->live_bits[id / 64] & ~bit;
 }
 
 /* A free or realloc of a dead id, or an alloc of a live one: an error, or
@@ -191,46 +203,49 @@ static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
   as_status_t rc = ensure_id(st, ev->id, err);
   if (rc != AS_OK)
     return rc;
-  if (st->live[ev->id] != 0)
+  if (is_live(st, ev->id))
     return bad_object(st, src, ev, &st->res->skipped_double_alloc,
                       "that is already live", err);
   rc = model_alloc(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
-  st->live[ev->id] = ev->size + 1;
+  set_live(st, ev->id, true);
+  st->sizes[ev->id] = ev->size;
   st->live_bytes += ev->size;
   return AS_OK;
 }
 
 static as_status_t dispatch_realloc(engine_state_t *st,
                                     const trace_source_t *src,
-                                    const trace_event_t *ev, as_err_t *err) {
+                                    trace_event_t *ev, as_err_t *err) {
   if (!is_live(st, ev->id))
     return bad_object(st, src, ev, &st->res->skipped_bad_realloc,
                       "that is not live", err);
+  ev->prev_size  = st->sizes[ev->id];
   as_status_t rc = model_realloc(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
-  st->live_bytes   = st->live_bytes - (st->live[ev->id] - 1) + ev->size;
-  st->live[ev->id] = ev->size + 1;
+  st->live_bytes    = st->live_bytes - ev->prev_size + ev->size;
+  st->sizes[ev->id] = ev->size;
   return AS_OK;
 }
 
 static as_status_t dispatch_free(engine_state_t *st, const trace_source_t *src,
-                                 const trace_event_t *ev, as_err_t *err) {
+                                 trace_event_t *ev, as_err_t *err) {
   if (!is_live(st, ev->id))
     return bad_object(st, src, ev, &st->res->skipped_bad_free,
                       "that is not live", err);
+  ev->prev_size  = st->sizes[ev->id];
   as_status_t rc = model_free(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
-  st->live_bytes -= st->live[ev->id] - 1;
-  st->live[ev->id] = 0;
+  st->live_bytes -= ev->prev_size;
+  set_live(st, ev->id, false);
   return AS_OK;
 }
 
 static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
-                            const trace_event_t *ev, as_err_t *err) {
+                            trace_event_t *ev, as_err_t *err) {
   switch ((trace_op_t)ev->op) {
   case TRACE_MALLOC:
   case TRACE_CALLOC:
@@ -266,7 +281,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
 
 static as_status_t replay(engine_state_t *st, trace_source_t *src,
                           as_err_t *err) {
-  trace_event_t ev;
+  trace_event_t ev = {0};
   as_status_t   rc;
   while ((rc = trace_source_next(src, &ev, err)) == AS_OK) {
     if (ev.t_ns < st->now_ns)
@@ -276,8 +291,9 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
                         src->name, (unsigned long long)st->res->events,
                         (unsigned long long)ev.t_ns,
                         (unsigned long long)st->now_ns);
-    rc = fire_timers_until(st, ev.t_ns, err);
-    if (rc != AS_OK)
+    const sim_timer_t *due = sim_event_queue_peek(st->s->timers);
+    if (due != NULL && due->due_ns <= ev.t_ns &&
+        (rc = fire_timers_until(st, ev.t_ns, err)) != AS_OK)
       return rc;
     st->now_ns = ev.t_ns;
     rc         = dispatch(st, src, &ev, err);
@@ -307,6 +323,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   result->final_t_ns       = st.now_ns;
   if (rc == AS_OK)
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
-  free(st.live);
+  free(st.live_bits);
+  free(st.sizes);
   return rc;
 }

@@ -50,6 +50,9 @@ struct trace_event_s {
   uint64_t    id;     /* object id (alloc ops, free) */
   uint64_t    size;   /* bytes; idle: ns; trim: pad; rss: bytes */
   uint64_t    align;  /* memalign only: a power of two; else 0 */
+  uint64_t    prev_size; /* free, realloc: the object's size before the
+                            event, set by the engine for models; never
+                            stored in trace files */
   uint32_t    thread; /* thread id, 0 = main thread */
   uint8_t     op;     /* trace_op_t */
   uint8_t     domain; /* trace_domain_t */
