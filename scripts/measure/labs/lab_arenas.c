@@ -1,0 +1,91 @@
+/* scripts/measure/labs/lab_arenas.c -- lab 5 of seed 003 section 20:
+ * multiply your arenas.
+ *
+ * "Run 64 threads each doing malloc(1024)/free in a loop ... Compare RSS at
+ * MALLOC_ARENA_MAX unset, 8, and 1."  Done in C with pthreads (the lab's
+ * point is that no GIL serialises the threads).  All threads are created
+ * first and wait at a barrier before their first malloc, so every thread is
+ * alive when it picks its arena (glibc 2.36 arena.c arena_get2: an arena is
+ * reused from free_list only after its threads exit).  Marks: start (before
+ * any thread), running (every thread has finished its loop and is parked at
+ * a barrier, still alive), joined (after pthread_join of all).  After the
+ * last mark the program counts arenas from malloc_info's <heap nr=...>
+ * elements and records it as the provenance key arenas.  The allocsim
+ * workload `lab-arenas` (traces/wl_labs.c) replays the same sequence.
+ *
+ * Thread stacks (8 MiB reservations with a few written pages each) and the
+ * DTV that pthread_create callocs in the parent are part of the measured RSS
+ * but not of the allocsim trace; docs/glibc-validation.md compares arena
+ * settings by their difference, which cancels them.
+ *
+ * Usage: lab_arenas OUT [THREADS [ITERATIONS [SIZE]]]  (defaults 64 1000 1024)
+ */
+#include "lab_common.h"
+
+#include <malloc.h>
+#include <pthread.h>
+
+static pthread_barrier_t go, done, release;
+static long              iterations, size;
+
+static void *worker(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&go);
+  for (long i = 0; i < iterations; i++) {
+    char *p = malloc((size_t)size);
+    if (p == NULL)
+      abort();
+    memset(p, 0xA5, (size_t)size);
+    lab_escape(p);
+    free(p);
+  }
+  pthread_barrier_wait(&done);
+  pthread_barrier_wait(&release);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  long nthreads = argc > 2 ? atol(argv[2]) : 64;
+  iterations = argc > 3 ? atol(argv[3]) : 1000;
+  size = argc > 4 ? atol(argv[4]) : 1024;
+  if (nthreads < 1 || nthreads > 1024 || iterations < 1 || size < 1)
+    return 2;
+  char workload[160];
+  snprintf(workload, sizeof workload,
+           "lab-arenas --threads %ld --iterations %ld --size %ld", nthreads,
+           iterations, size);
+  lab_begin(argc, argv, workload);
+  static pthread_t tids[1024];
+  unsigned n = (unsigned)nthreads + 1;
+  pthread_barrier_init(&go, NULL, n);
+  pthread_barrier_init(&done, NULL, n);
+  pthread_barrier_init(&release, NULL, n);
+
+  lab_mark("start");
+  for (long i = 0; i < nthreads; i++)
+    if (pthread_create(&tids[i], NULL, worker, NULL) != 0)
+      return 1;
+  pthread_barrier_wait(&go);
+  pthread_barrier_wait(&done);
+  lab_mark("running");
+  pthread_barrier_wait(&release);
+  for (long i = 0; i < nthreads; i++)
+    pthread_join(tids[i], NULL);
+  lab_mark("joined");
+
+  /* Count arenas: malloc_info prints one <heap nr="N"> per arena.  This
+   * allocates (open_memstream), so it runs after the last mark. */
+  char  *xml = NULL;
+  size_t len = 0;
+  FILE  *f = open_memstream(&xml, &len);
+  if (f == NULL || malloc_info(0, f) != 0)
+    return 1;
+  fclose(f);
+  long arenas = 0;
+  for (const char *q = xml; (q = strstr(q, "<heap nr=")) != NULL; q++)
+    arenas++;
+  lab_meta_set("arenas", "%ld", arenas);
+  lab_finish(argv[1]);
+}

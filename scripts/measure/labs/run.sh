@@ -1,0 +1,35 @@
+#!/bin/sh
+# scripts/measure/labs/run.sh -- builds the C labs of seed 003 section 20 and
+# records measured-run files for every variant in data/measured/.
+#
+# Usage: scripts/measure/labs/run.sh [OUTDIR]   (default data/measured)
+# Binaries go to a temporary directory and are never committed.  Runs under
+# nice: the machine is shared.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+out=${1:-$root/data/measured}
+bin=$(mktemp -d "${TMPDIR:-/tmp}/allocsim-labs.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+mkdir -p "$out"
+for lab in lab_brk lab_mmap_threshold lab_arenas; do
+  cc -std=gnu17 -O2 -Wall -Wextra -Werror -pthread -o "$bin/$lab" \
+     "$here/$lab.c"
+done
+# env -u makes "unset" explicit even if the caller exported a MALLOC_* knob.
+clean="env -u MALLOC_ARENA_MAX -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ -u MALLOC_TOP_PAD_ -u MALLOC_ARENA_TEST -u GLIBC_TUNABLES"
+$clean nice "$bin/lab_brk" "$out/lab-brk.trace" >/dev/null
+$clean nice "$bin/lab_mmap_threshold" "$out/lab-mmap-threshold.trace" >/dev/null
+$clean MALLOC_MMAP_THRESHOLD_=131072 nice "$bin/lab_mmap_threshold" \
+  "$out/lab-mmap-threshold-mmap131072.trace" >/dev/null
+$clean nice "$bin/lab_arenas" "$out/lab-arenas.trace" >/dev/null
+$clean MALLOC_ARENA_MAX=8 nice "$bin/lab_arenas" \
+  "$out/lab-arenas-arenamax8.trace" >/dev/null
+$clean MALLOC_ARENA_MAX=1 nice "$bin/lab_arenas" \
+  "$out/lab-arenas-arenamax1.trace" >/dev/null
+for f in lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
+         lab-arenas lab-arenas-arenamax8 lab-arenas-arenamax1; do
+  echo "== $f"
+  grep -v '^#@' "$out/$f.trace" | grep -v '^allocsim' || true
+  grep '^#@ arenas=' "$out/$f.trace" || true
+done

@@ -1,0 +1,17 @@
+/* traces/wl_labs.h -- the teaching labs of seed 003 section 20 as workloads:
+ * `lab-brk` (lab 3), `lab-mmap-threshold` (lab 4), `lab-arenas` (lab 5).
+ *
+ * Each replays the malloc/free/trim sequence of the matching C program under
+ * scripts/measure/labs/, which records the same marks on a real machine.
+ */
+#ifndef ALLOCSIM_WL_LABS_H
+#define ALLOCSIM_WL_LABS_H
+
+#include "workload.h"
+
+/* The workloads, registered in traces/workload.c. */
+extern const workload_def_t workload_lab_brk;
+extern const workload_def_t workload_lab_mmap_threshold;
+extern const workload_def_t workload_lab_arenas;
+
+#endif

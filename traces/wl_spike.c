@@ -1,0 +1,534 @@
+/* traces/wl_spike.c -- the `spike` workload: seed 001's load spike, as the
+ * allocation requests CPython 3.11 makes for it.
+ *
+ * The Python program (scripts/measure/spike.py runs exactly this; seed 001,
+ * "Reproduce retained memory", with the shared splitmix64 size rule instead
+ * of random.Random so that both sides draw the same lengths):
+ *
+ *     gc.collect()                                  # mark start
+ *     data = [("x" * len_i, value_i) for i in range(count)]
+ *                                                   # mark peak
+ *     survivors = data[::keep_every]
+ *     del data
+ *     gc.collect()                                  # mark after_free
+ *     malloc_trim(0)                                # trim 0; mark after_trim
+ *
+ * With --threads T > 1 the build is `data = [None] * count` in the main
+ * thread, then T threads (ids 1..T) fill data[k*count//T, (k+1)*count//T),
+ * all alive at once (spike.py parks them at a barrier before building); the
+ * GIL interleaves them, which the trace renders as round-robin slices of
+ * --slice tuples.  Everything after the build runs in the main thread.
+ *
+ * Requests, with CPython 3.11 sources (branch tip 3.11.11+,
+ * shane-mf/cpython-3.11@05e222c):
+ *   - "x" * n is unicode_repeat (Objects/unicodeobject.c:12746), which calls
+ *     PyUnicode_New(n, 127) (:12768); for an ASCII string that is one
+ *     PyObject_Malloc (obj domain) of sizeof(PyASCIIObject) + n + 1 (:1388,
+ *     :1425).  sizeof(PyASCIIObject) is 48 on 64-bit (Include/cpython/
+ *     unicodeobject.h:146-206: ob_base 16, length 8, hash 8, state 4 padded
+ *     to 8, wstr 8; sys.getsizeof("") == 49 on 3.11).  Every length here is
+ *     over 512 bytes, so cpython hands them to libc (models-spec A.2).
+ *   - The float is PyFloat_FromDouble (Objects/floatobject.c:136-156): it
+ *     pops the float free list, else PyObject_Malloc(sizeof(PyFloatObject))
+ *     = 24 bytes.  float dealloc (:255-272) pushes onto the free list while
+ *     it holds fewer than PyFloat_MAXFREELIST = 100 (:28-29), else frees.
+ *   - The 2-tuple is tuple_alloc (Objects/tupleobject.c:33-53): the size-2
+ *     free list, else PyObject_GC_NewVar → gc_alloc (Modules/gcmodule.c:
+ *     2276-2290, 2307-2318) of _PyType_PreHeaderSize 16 (PyGC_Head;
+ *     Include/internal/pycore_object.h:222-226) + _PyObject_VAR_SIZE =
+ *     basicsize 24 + 2 * 8 = 56 bytes (sys.getsizeof((1, 2)) == 56).
+ *     tupledealloc (:200-213) decrefs the items last to first (float, then
+ *     str) and then maybe_freelist_push (:1212-1236) keeps the tuple while
+ *     its free list holds fewer than PyTuple_MAXFREELIST = 2000
+ *     (Include/internal/pycore_tuple.h:44).
+ *   - The list object is PyList_New → gc_alloc of 16 + sizeof(PyListObject)
+ *     40 = 56 bytes; its free list holds up to PyList_MAXFREELIST = 80
+ *     (Include/internal/pycore_list.h:28).  Appends grow ob_item through
+ *     list_resize (Objects/listobject.c:44-96): new_allocated = (newsize +
+ *     (newsize >> 3) + 6) & ~3 (:70), not over-allocated when the jump is
+ *     large (:74-75), PyMem_Realloc (mem domain) of new_allocated * 8 (:80-81),
+ *     a malloc the first time (ob_item NULL).
+ *   - [None] * count and data[::k] both use list_new_prealloc (:201-215):
+ *     PyList_New(0) plus PyMem_New(PyObject *, size), i.e. a mem-domain
+ *     malloc of size * 8 (list_repeat :558; list_subscript :2907).
+ *   - del data is list_dealloc (:345-370): items decref'd *backwards*
+ *     (:355-358), then PyMem_Free(ob_item), then the list object goes to the
+ *     list free list.
+ *   - gc.collect() is a generation-2 collection, which runs clear_freelists
+ *     (Modules/gcmodule.c:1312-1313, :1035-1043): tuples first
+ *     (maybe_freelist_clear, tupleobject.c:1239-1254, popping from the
+ *     head), then floats (floatobject.c:2016-2028, from the head), then
+ *     lists (listobject.c:121-131, from the top of the array).
+ *   Because the script calls gc.collect() before `start`, every free list is
+ *   empty when the trace begins.
+ * Left out, deliberately: the loop's temporary ints (range items and the
+ * PRNG arithmetic; each is freed before the next is made, so they recycle
+ * one or two pymalloc blocks), the temporary [None] of the threaded build
+ * (two tiny blocks), the comprehension's function and frame objects, thread
+ * bootstrap allocations, and automatic GC passes during the build (they
+ * allocate nothing; a generation-2 pass would also clear the free lists,
+ * which are empty then anyway).
+ *
+ * Object ids are recycled LIFO from a stack of freed ids, so they stay below
+ * the peak live count.  Virtual time: each tuple costs --tuple-ns (default
+ * 1250 ns = seed 001's 0.20 s build / 160,000 tuples), in the build and in
+ * the teardown alike (the teardown was not timed by the seed; using the same
+ * cost is a simplification that only matters for clocked models); trim
+ * takes 30 ms (seed 001: "brought it down to 57 MiB in about 30 ms").
+ *
+ * Sections: size rules, generator state, event emission, phases, options.
+ */
+#include "wl_spike.h"
+#include "wl_survivors.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPIKE_FLOAT_FREELIST 100  /* floatobject.c:29 PyFloat_MAXFREELIST */
+#define SPIKE_TUPLE_FREELIST 2000 /* pycore_tuple.h:44 PyTuple_MAXFREELIST */
+#define SPIKE_LIST_FREELIST  80   /* pycore_list.h:28 PyList_MAXFREELIST */
+#define SPIKE_PTR_SIZE       8    /* sizeof(PyObject *) on 64-bit */
+#define SPIKE_TRIM_NS        UINT64_C(30000000) /* seed 001: ~30 ms */
+#define SPIKE_MAX_COUNT      UINT64_C(100000000) /* ids fit in uint32_t */
+
+/* ---- Size rules --------------------------------------------------------- */
+
+uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min,
+                       uint64_t max) {
+  uint64_t z = survivors_splitmix64_at(seed, i);
+  return min + z % (max - min + 1);
+}
+
+uint64_t spike_str_request(uint64_t len) {
+  return SPIKE_ASCII_HEADER + len + 1; /* unicodeobject.c:1425 */
+}
+
+uint64_t spike_list_capacity(uint64_t allocated, uint64_t old_size,
+                             uint64_t new_size) {
+  /* listobject.c:52-55: no realloc while the capacity fits and the list
+   * stays at least half full. */
+  if (allocated >= new_size && new_size >= (allocated >> 1))
+    return allocated;
+  uint64_t cap = (new_size + (new_size >> 3) + 6) & ~UINT64_C(3); /* :70 */
+  if (new_size - old_size > cap - new_size)                          /* :74 */
+    cap = (new_size + 3) & ~UINT64_C(3);                             /* :75 */
+  if (new_size == 0)
+    cap = 0;
+  return cap;
+}
+
+/* ---- Generator state ---------------------------------------------------- */
+
+typedef enum spike_phase_e {
+  PH_START,      /* mark start */
+  PH_SETUP,      /* the data list (and, threaded, the threads) */
+  PH_BUILD,      /* one tuple per step */
+  PH_PEAK,       /* mark peak */
+  PH_SLICE,      /* survivors = data[::k] */
+  PH_DEALLOC,    /* del data: one tuple per step, backwards */
+  PH_DATA_LIST,  /* del data: ob_item, list object to its free list */
+  PH_GC,         /* gc.collect(): clear the free lists */
+  PH_AFTER_FREE, /* mark after_free */
+  PH_TRIM,       /* trim 0 */
+  PH_AFTER_TRIM, /* mark after_trim */
+  PH_DONE
+} spike_phase_t;
+
+#define SPIKE_PENDING_MAX 16
+
+typedef struct spike_src_s spike_src_t;
+struct spike_src_s {
+  trace_source_t base; /* must be first */
+
+  uint64_t count, min, max, keep_every, seed, threads, slice, tuple_ns;
+
+  spike_phase_t phase;
+  uint64_t      t_ns;   /* virtual clock */
+  uint64_t      cursor; /* build: tuples made; dealloc: next index + 1 */
+
+  /* Per tuple i: the ids of its str, float and tuple. */
+  uint32_t *str_id, *flt_id, *tup_id;
+
+  /* Freed ids, reused LIFO; ids never used start at next_id. */
+  uint32_t *free_ids;
+  size_t    nfree;
+  uint64_t  next_id;
+
+  /* CPython's free lists: ids of objects the allocator still holds. */
+  uint32_t float_fl[SPIKE_FLOAT_FREELIST];
+  size_t   nfloat_fl;
+  uint32_t tuple_fl[SPIKE_TUPLE_FREELIST];
+  size_t   ntuple_fl;
+  uint32_t list_fl[SPIKE_LIST_FREELIST];
+  size_t   nlist_fl;
+
+  /* The data list: object id, ob_item id, capacity and length. */
+  uint32_t data_list, data_items;
+  uint64_t data_alloc, data_len;
+  bool     data_items_live;
+
+  /* Threaded build: per thread k, the next index and the end of its range;
+   * cur_thread is the thread whose slice is running, slice_done its count. */
+  uint64_t *th_next, *th_end;
+  uint64_t  cur_thread, slice_done, threads_left;
+
+  trace_event_t pending[SPIKE_PENDING_MAX];
+  size_t        npending, ipending;
+};
+
+/* ---- Event emission ----------------------------------------------------- */
+
+static uint32_t take_id(spike_src_t *s) {
+  if (s->nfree > 0)
+    return s->free_ids[--s->nfree];
+  return (uint32_t)s->next_id++;
+}
+
+static trace_event_t *push(spike_src_t *s, trace_op_t op, uint32_t thread) {
+  if (s->npending >= SPIKE_PENDING_MAX)
+    abort(); /* a phase step emits at most a handful; a bug otherwise */
+  trace_event_t *ev = &s->pending[s->npending++];
+  memset(ev, 0, sizeof *ev);
+  ev->t_ns   = s->t_ns;
+  ev->op     = (uint8_t)op;
+  ev->thread = thread;
+  return ev;
+}
+
+static uint32_t emit_malloc(spike_src_t *s, uint32_t thread,
+                            trace_domain_t dom, uint64_t size) {
+  uint32_t       id = take_id(s);
+  trace_event_t *ev = push(s, TRACE_MALLOC, thread);
+  ev->id            = id;
+  ev->size          = size;
+  ev->domain        = (uint8_t)dom;
+  return id;
+}
+
+static void emit_realloc(spike_src_t *s, uint32_t thread, uint32_t id,
+                         uint64_t size) {
+  trace_event_t *ev = push(s, TRACE_REALLOC, thread);
+  ev->id            = id;
+  ev->size          = size;
+  ev->domain        = TRACE_DOMAIN_MEM;
+}
+
+static void emit_free(spike_src_t *s, uint32_t thread, trace_domain_t dom,
+                      uint32_t id) {
+  trace_event_t *ev = push(s, TRACE_FREE, thread);
+  ev->id            = id;
+  ev->domain        = (uint8_t)dom;
+  s->free_ids[s->nfree++] = id;
+}
+
+static void emit_mark(spike_src_t *s, const char *label) {
+  push(s, TRACE_MARK, 0)->label = label;
+}
+
+/* ---- Phases ------------------------------------------------------------- */
+
+/* One tuple of the build, made by thread `thread` (0 = main). */
+static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
+  uint64_t len = spike_str_len(s->seed, i, s->min, s->max);
+  s->str_id[i] = emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                             spike_str_request(len));
+  s->flt_id[i] = s->nfloat_fl > 0
+                     ? s->float_fl[--s->nfloat_fl]
+                     : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                   SPIKE_FLOAT_SIZE);
+  s->tup_id[i] = s->ntuple_fl > 0
+                     ? s->tuple_fl[--s->ntuple_fl]
+                     : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                   SPIKE_TUPLE2_SIZE);
+  if (s->threads == 1) { /* LIST_APPEND → list_resize(len + 1) */
+    uint64_t cap = spike_list_capacity(s->data_alloc, s->data_len,
+                                       s->data_len + 1);
+    if (cap != s->data_alloc) {
+      if (!s->data_items_live) {
+        s->data_items = emit_malloc(s, thread, TRACE_DOMAIN_MEM,
+                                    cap * SPIKE_PTR_SIZE);
+        s->data_items_live = true;
+      } else {
+        emit_realloc(s, thread, s->data_items, cap * SPIKE_PTR_SIZE);
+      }
+      s->data_alloc = cap;
+    }
+    s->data_len++;
+  }
+  s->t_ns += s->tuple_ns;
+}
+
+/* Threaded build: one tuple of the running slice, rotating threads. */
+static void build_threaded_step(spike_src_t *s) {
+  uint64_t k = s->cur_thread;
+  build_tuple(s, s->th_next[k]++, (uint32_t)(k + 1));
+  s->slice_done++;
+  if (s->th_next[k] == s->th_end[k]) {
+    push(s, TRACE_THREAD_EXIT, (uint32_t)(k + 1));
+    s->threads_left--;
+    s->slice_done = s->slice;
+  }
+  if (s->slice_done >= s->slice && s->threads_left > 0) {
+    s->slice_done = 0;
+    do
+      s->cur_thread = (s->cur_thread + 1) % s->threads;
+    while (s->th_next[s->cur_thread] == s->th_end[s->cur_thread]);
+  }
+}
+
+/* del data, for tuple i (a non-survivor): tupledealloc. */
+static void dealloc_tuple(spike_src_t *s, uint64_t i) {
+  if (s->nfloat_fl < SPIKE_FLOAT_FREELIST)
+    s->float_fl[s->nfloat_fl++] = s->flt_id[i];
+  else
+    emit_free(s, 0, TRACE_DOMAIN_OBJ, s->flt_id[i]);
+  emit_free(s, 0, TRACE_DOMAIN_OBJ, s->str_id[i]);
+  if (s->ntuple_fl < SPIKE_TUPLE_FREELIST)
+    s->tuple_fl[s->ntuple_fl++] = s->tup_id[i];
+  else
+    emit_free(s, 0, TRACE_DOMAIN_OBJ, s->tup_id[i]);
+  s->t_ns += s->tuple_ns;
+}
+
+/* Runs the state machine until at least one event is pending or done. */
+static void step(spike_src_t *s) {
+  while (s->npending == 0 && s->phase != PH_DONE) {
+    switch (s->phase) {
+    case PH_START:
+      emit_mark(s, "start");
+      s->phase = PH_SETUP;
+      break;
+    case PH_SETUP:
+      s->data_list = emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
+      if (s->threads > 1) { /* data = [None] * count */
+        s->data_items = emit_malloc(s, 0, TRACE_DOMAIN_MEM,
+                                    s->count * SPIKE_PTR_SIZE);
+        s->data_items_live = true;
+        s->data_alloc = s->data_len = s->count;
+      }
+      s->cursor = 0;
+      s->phase  = PH_BUILD;
+      break;
+    case PH_BUILD:
+      if (s->threads == 1) {
+        if (s->cursor < s->count)
+          build_tuple(s, s->cursor++, 0);
+        else
+          s->phase = PH_PEAK;
+      } else if (s->cursor < s->threads) {
+        push(s, TRACE_THREAD_START, (uint32_t)(++s->cursor));
+      } else if (s->threads_left > 0) {
+        build_threaded_step(s);
+      } else {
+        s->phase = PH_PEAK;
+      }
+      break;
+    case PH_PEAK:
+      emit_mark(s, "peak");
+      s->phase = PH_SLICE;
+      break;
+    case PH_SLICE: { /* list_subscript → list_new_prealloc(slicelength) */
+      uint64_t nsurv = (s->count + s->keep_every - 1) / s->keep_every;
+      emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
+      emit_malloc(s, 0, TRACE_DOMAIN_MEM, nsurv * SPIKE_PTR_SIZE);
+      s->cursor = s->count;
+      s->phase  = PH_DEALLOC;
+      break;
+    }
+    case PH_DEALLOC:
+      while (s->cursor > 0 && s->npending == 0) {
+        uint64_t i = --s->cursor;
+        if (i % s->keep_every != 0)
+          dealloc_tuple(s, i);
+      }
+      if (s->cursor == 0)
+        s->phase = PH_DATA_LIST;
+      break;
+    case PH_DATA_LIST:
+      if (s->data_items_live)
+        emit_free(s, 0, TRACE_DOMAIN_MEM, s->data_items);
+      s->data_items_live = false;
+      s->list_fl[s->nlist_fl++] = s->data_list; /* free list was empty */
+      s->phase = PH_GC;
+      break;
+    case PH_GC: /* clear_freelists: tuples, floats, lists; 8 per step */
+      while (s->npending + 1 < SPIKE_PENDING_MAX / 2) {
+        if (s->ntuple_fl > 0)
+          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->tuple_fl[--s->ntuple_fl]);
+        else if (s->nfloat_fl > 0)
+          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+        else if (s->nlist_fl > 0)
+          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->list_fl[--s->nlist_fl]);
+        else {
+          s->phase = PH_AFTER_FREE;
+          break;
+        }
+      }
+      break;
+    case PH_AFTER_FREE:
+      emit_mark(s, "after_free");
+      s->phase = PH_TRIM;
+      break;
+    case PH_TRIM:
+      push(s, TRACE_TRIM, 0)->size = 0;
+      s->t_ns += SPIKE_TRIM_NS;
+      s->phase = PH_AFTER_TRIM;
+      break;
+    case PH_AFTER_TRIM:
+      emit_mark(s, "after_trim");
+      s->phase = PH_DONE;
+      break;
+    case PH_DONE:
+      break;
+    }
+  }
+}
+
+static as_status_t spike_next(trace_source_t *src, trace_event_t *ev,
+                              as_err_t *err) {
+  (void)err;
+  spike_src_t *s = (spike_src_t *)src;
+  if (s->ipending == s->npending) {
+    s->ipending = s->npending = 0;
+    step(s);
+    if (s->npending == 0)
+      return AS_DONE;
+  }
+  *ev = s->pending[s->ipending++];
+  return AS_OK;
+}
+
+static void spike_close(trace_source_t *src) {
+  spike_src_t *s = (spike_src_t *)src;
+  if (s == NULL)
+    return;
+  free(s->str_id);
+  free(s->flt_id);
+  free(s->tup_id);
+  free(s->free_ids);
+  free(s->th_next);
+  free(s->th_end);
+  free(s);
+}
+
+static const trace_source_methods_t spike_methods = {
+    .next  = spike_next,
+    .close = spike_close,
+};
+
+/* ---- Options ------------------------------------------------------------ */
+
+static const workload_option_t spike_options[] = {
+    {"count", "160000", "tuples built (seed 001: 160,000)"},
+    {"min", "600", "shortest string, characters (seed 001: 600)"},
+    {"max", "4000", "longest string, characters (seed 001: 4,000)"},
+    {"keep-every", "50", "keep tuples 0, k, 2k, ... (seed 001: 2% = 50)"},
+    {"seed", "1", "splitmix64 seed for string lengths"},
+    {"threads", "1", "threads sharing the build (seed 001 also ran 16)"},
+    {"slice", "4000",
+     "tuples per GIL turn when threaded (5 ms switch interval / 1.25 us)"},
+    {"tuple-ns", "1250", "virtual ns per tuple (seed 001: 0.20 s / 160,000)"},
+    {NULL, NULL, NULL},
+};
+
+/* Parses a decimal u64 in [lo, hi] for option row, naming it on error. */
+static as_status_t parse_u64(const char *text, const char *name, uint64_t lo,
+                             uint64_t hi, uint64_t *out, as_err_t *err) {
+  char *end = NULL;
+  errno     = 0;
+  if (text == NULL || text[0] < '0' || text[0] > '9')
+    goto bad;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi)
+    goto bad;
+  *out = (uint64_t)v;
+  return AS_OK;
+bad:
+  return as_err_set(err, AS_EUSAGE,
+                    "spike: --%s must be an integer in [%" PRIu64 ", %" PRIu64
+                    "], got '%s'",
+                    name, lo, hi, text ? text : "(null)");
+}
+
+static as_status_t spike_open(const char *const *values, trace_source_t **out,
+                              as_err_t *err) {
+  *out = NULL;
+  uint64_t v[8];
+  static const uint64_t lo[8] = {1, 1, 1, 1, 0, 1, 1, 0};
+  static const uint64_t hi[8] = {SPIKE_MAX_COUNT, UINT32_MAX, UINT32_MAX,
+                                 SPIKE_MAX_COUNT, UINT64_MAX, 1024,
+                                 SPIKE_MAX_COUNT, UINT64_C(1000000000)};
+  for (int i = 0; i < 8; i++) {
+    as_status_t rc = parse_u64(values[i], spike_options[i].name, lo[i], hi[i],
+                               &v[i], err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  if (v[1] > v[2])
+    return as_err_set(err, AS_EUSAGE,
+                      "spike: --min (%" PRIu64 ") exceeds --max (%" PRIu64 ")",
+                      v[1], v[2]);
+  if (v[5] > v[0])
+    return as_err_set(err, AS_EUSAGE,
+                      "spike: --threads (%" PRIu64 ") exceeds --count (%" PRIu64
+                      ")",
+                      v[5], v[0]);
+
+  spike_src_t *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return as_err_set(err, AS_ENOMEM, "spike: out of memory");
+  s->base.methods = &spike_methods;
+  s->count = v[0], s->min = v[1], s->max = v[2], s->keep_every = v[3];
+  s->seed = v[4], s->threads = v[5], s->slice = v[6], s->tuple_ns = v[7];
+  s->phase = PH_START;
+  /* Live objects peak below 3 per tuple plus 4; every id is freed at most
+   * once before it is reused, so the free-id stack needs no more. */
+  size_t nids = (size_t)(3 * s->count + 8);
+  s->str_id   = malloc((size_t)s->count * sizeof *s->str_id);
+  s->flt_id   = malloc((size_t)s->count * sizeof *s->flt_id);
+  s->tup_id   = malloc((size_t)s->count * sizeof *s->tup_id);
+  s->free_ids = malloc(nids * sizeof *s->free_ids);
+  s->th_next  = calloc((size_t)s->threads, sizeof *s->th_next);
+  s->th_end   = calloc((size_t)s->threads, sizeof *s->th_end);
+  if (!s->str_id || !s->flt_id || !s->tup_id || !s->free_ids || !s->th_next ||
+      !s->th_end) {
+    spike_close(&s->base);
+    return as_err_set(err, AS_ENOMEM, "spike: out of memory for %" PRIu64
+                      " tuples", v[0]);
+  }
+  for (uint64_t k = 0; k < s->threads; k++) {
+    s->th_next[k] = k * s->count / s->threads;
+    s->th_end[k]  = (k + 1) * s->count / s->threads;
+  }
+  s->threads_left = s->threads;
+
+  char args[256];
+  snprintf(args, sizeof args,
+           "spike --count %" PRIu64 " --min %" PRIu64 " --max %" PRIu64
+           " --keep-every %" PRIu64 " --seed %" PRIu64 " --threads %" PRIu64,
+           s->count, s->min, s->max, s->keep_every, s->seed, s->threads);
+  snprintf(s->base.name, sizeof s->base.name, "%s", args);
+  as_status_t rc = trace_meta_set(&s->base.meta, "kind", "workload", err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&s->base.meta, "workload", args, err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&s->base.meta, "generator",
+                        "traces/wl_spike.c (CPython 3.11 requests)", err);
+  if (rc != AS_OK) {
+    spike_close(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_spike = {
+    .name    = "spike",
+    .summary = "seed 001's load spike: (str, float) tuples, keep 2%, "
+               "gc.collect, malloc_trim(0)",
+    .options = spike_options,
+    .open    = spike_open,
+};
