@@ -61,12 +61,13 @@ static const model_option_t cpython_options[] = {
 /* ---- pymalloc's raw allocations, routed to libc ------------------------- */
 
 static as_status_t raw_event(cpython_model_t *cm, trace_op_t op,
-                             uint32_t handle, uint64_t nbytes,
-                             as_err_t *err) {
+                             uint32_t handle, uint64_t prev_nbytes,
+                             uint64_t nbytes, as_err_t *err) {
   trace_event_t ev = {
-      .t_ns   = cm->now_ns,
-      .id     = handle,
-      .size   = nbytes,
+      .t_ns      = cm->now_ns,
+      .id        = handle,
+      .size      = nbytes,
+      .prev_size = prev_nbytes,
       .thread = cm->thread,
       .op     = (uint8_t)op,
       .domain = TRACE_DOMAIN_RAW,
@@ -78,7 +79,7 @@ static as_status_t raw_event(cpython_model_t *cm, trace_op_t op,
 static as_status_t raw_calloc(void *user, uint32_t handle, uint64_t nbytes,
                               as_err_t *err) {
   cpython_model_t *cm = user;
-  as_status_t      rc = raw_event(cm, TRACE_CALLOC, handle, nbytes, err);
+  as_status_t      rc = raw_event(cm, TRACE_CALLOC, handle, 0, nbytes, err);
   if (rc != AS_OK)
     return rc;
   cm->raw_nbytes[handle] = nbytes;
@@ -93,7 +94,7 @@ static as_status_t raw_realloc(void *user, uint32_t handle,
   cpython_model_t *cm = user;
   /* realloc(NULL, n) is malloc(n) (the first arenas[] vector). */
   as_status_t rc = raw_event(cm, old_nbytes ? TRACE_REALLOC : TRACE_MALLOC,
-                             handle, nbytes, err);
+                             handle, old_nbytes, nbytes, err);
   if (rc != AS_OK)
     return rc;
   if (old_nbytes == 0)
@@ -243,11 +244,12 @@ static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
      * memcpy and _PyObject_Free of the old block (3.11 :2351-2355). */
     trace_event_t le = to_libc(ev);
     le.op            = TRACE_MALLOC;
+    le.prev_size     = 0;
     as_status_t rc   = model_alloc(cm->libc, &le, err);
     if (rc != AS_OK)
       return rc;
     cm->owner[ev->id] = OWNER_LIBC;
-    trace_event_t fe  = *ev;
+    trace_event_t fe  = *ev; /* prev_size: the pymalloc object's size */
     fe.op             = TRACE_FREE;
     fe.size           = 0;
     return model_free(cm->pymalloc, &fe, err);

@@ -20,10 +20,13 @@
  * whole number of MiB) above it, the first arena is 16 KiB aligned. */
 #define ALIGNED_TOP UINT64_C(0x7ffff8000000)
 
+#define FX_IDS (1u << 17)
+
 typedef struct fx_s fx_t;
 struct fx_s {
   sim_kernel_t *k;
   model_t      *m;
+  uint64_t     *sizes; /* by id: live size, for the events' prev_size */
 };
 
 static void fx_open(fx_t *f, uint64_t mmap_top) {
@@ -33,6 +36,8 @@ static void fx_open(fx_t *f, uint64_t mmap_top) {
   if (mmap_top)
     cfg.mmap_top = mmap_top;
   assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
+  f->sizes = calloc(FX_IDS, sizeof *f->sizes);
+  assert_non_null(f->sizes);
   model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
   assert_int_equal(model_create_from_spec("pymalloc", &ctx, &f->m, &err),
                    AS_OK);
@@ -43,22 +48,34 @@ static void fx_close(fx_t *f) {
   assert_int_equal(sim_kernel_check_invariants(f->k, &err), AS_OK);
   model_destroy(f->m);
   sim_kernel_destroy(f->k);
+  free(f->sizes);
 }
 
+/* One event, with prev_size filled in as the engine does; sizes[] follows
+ * only the events the model accepted. */
 static as_status_t op(fx_t *f, trace_op_t o, uint64_t id, uint64_t size) {
-  as_err_t      err;
-  trace_event_t ev = {.id     = id,
-                      .size   = size,
-                      .op     = (uint8_t)o,
-                      .domain = TRACE_DOMAIN_OBJ};
+  as_err_t err;
+  assert_true(id < FX_IDS);
+  trace_event_t ev = {.id        = id,
+                      .size      = size,
+                      .prev_size = f->sizes[id],
+                      .op        = (uint8_t)o,
+                      .domain    = TRACE_DOMAIN_OBJ};
+  as_status_t   rc;
   switch (o) {
   case TRACE_FREE:
-    return model_free(f->m, &ev, &err);
+    rc = model_free(f->m, &ev, &err);
+    break;
   case TRACE_REALLOC:
-    return model_realloc(f->m, &ev, &err);
+    rc = model_realloc(f->m, &ev, &err);
+    break;
   default:
-    return model_alloc(f->m, &ev, &err);
+    rc = model_alloc(f->m, &ev, &err);
+    break;
   }
+  if (rc == AS_OK)
+    f->sizes[id] = o == TRACE_FREE ? 0 : size;
+  return rc;
 }
 
 static void alloc_range(fx_t *f, uint64_t from, uint64_t to, uint64_t size) {
@@ -197,6 +214,20 @@ static void rss_counts_header_blocks_and_the_next_link(void **state) {
                    3 * PAGE);
   assert_int_equal(stats(&f).raw_nodes, 2);
   assert_int_equal(stats(&f).raw_arena_objects, 16);
+  fx_close(&f);
+}
+
+static void the_link_one_block_beyond_is_written(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  /* 253 blocks of 16 B end exactly at 48 + 253*16 = 4096; block 253's
+   * NULL link, written by pymalloc_pool_extend, is on the second page. */
+  alloc_range(&f, 0, 253, 16);
+  assert_int_equal(rss_pymalloc(&f), 2 * PAGE);
+  /* Freeing writes the freed block's first word: no new page here. */
+  free_range(&f, 0, 1);
+  assert_int_equal(rss_pymalloc(&f), 2 * PAGE);
   fx_close(&f);
 }
 
@@ -396,6 +427,7 @@ int main(void) {
       cmocka_unit_test(aligned_arena_yields_64_pools),
       cmocka_unit_test(one_arena_holds_exactly_16065_objects_of_64_bytes),
       cmocka_unit_test(rss_counts_header_blocks_and_the_next_link),
+      cmocka_unit_test(the_link_one_block_beyond_is_written),
       cmocka_unit_test(calloc_and_malloc_touch_the_same_pages),
       cmocka_unit_test(arenas_vector_doubles_from_16),
       cmocka_unit_test(a_freed_block_is_the_next_one_handed_out),
