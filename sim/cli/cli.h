@@ -76,5 +76,7 @@ extern const cli_command_t cli_cmd_replay;
 extern const cli_command_t cli_cmd_run;
 extern const cli_command_t cli_cmd_convert;
 extern const cli_command_t cli_cmd_models;
+extern const cli_command_t cli_cmd_formula;
+extern const cli_command_t cli_cmd_sweep;
 
 #endif

@@ -9,6 +9,8 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_run,
     &cli_cmd_convert,
     &cli_cmd_models,
+    &cli_cmd_formula,
+    &cli_cmd_sweep,
 };
 
 static void print_help(FILE *out) {

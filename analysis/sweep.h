@@ -1,0 +1,146 @@
+/* analysis/sweep.h -- parameter sweeps: run a workload at every point of a
+ * grid (several seeds each), against a model, and store kept memory beside
+ * the formula's prediction.
+ *
+ * Type map
+ *   sweep_axis_t    one varied parameter: a workload option or page_size
+ *   sweep_config_t  workload, axes, fixed options, seeds, model, jobs
+ *   sweep_point_t   one point of the grid: its parameters and results
+ *
+ * A point is one simulation (sim_session_open + sim_engine_run) with its own
+ * session, so points run in parallel on worker threads.  Results come back
+ * to the calling thread, which reports and stores them one at a time (the
+ * store is never touched by workers).  Every point is stored as a simulated
+ * run (its mark samples) and a sweep_points row, in point order of
+ * completion, so an interrupted sweep keeps the points it finished.
+ * For the survivors workload a point also gets the (1 - p)^k formula and
+ * the number of pymalloc arenas still holding a used pool at `after`.
+ * The seed axis applies only to workloads with a --seed option, and for
+ * survivors only to the random pattern (stride and oldest ignore it).
+ */
+#ifndef ALLOCSIM_SWEEP_H
+#define ALLOCSIM_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/kernel.h"
+#include "../sim/status.h"
+#include "../traces/workload.h"
+#include "store.h"
+
+#define SWEEP_MAX_AXES   8
+#define SWEEP_MAX_FIXED  16
+#define SWEEP_MAX_MARKS  8
+
+typedef struct sweep_axis_s sweep_axis_t;
+struct sweep_axis_s {
+  char   name[32]; /* workload option ("fraction") or "page_size" */
+  size_t count;    /* values, >= 1 */
+  char **values;   /* owned copies, as typed */
+};
+
+/* Parses "name=v1,v2,..." for workload wl.  name is one of wl's options
+ * ('_' and '-' are interchangeable) or page_size (4096, 16384, 65536).
+ * AS_EUSAGE naming the axis for an unknown name, an empty value or a page
+ * size the kernel does not support.  Free with sweep_axis_free. */
+as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
+                             sweep_axis_t *out, as_err_t *err);
+void        sweep_axis_free(sweep_axis_t *a);
+
+typedef struct sweep_config_s sweep_config_t;
+struct sweep_config_s {
+  const workload_def_t *workload;
+  sweep_axis_t          axes[SWEEP_MAX_AXES]; /* last varies fastest */
+  size_t                naxes;
+  const char *fixed_name[SWEEP_MAX_FIXED];  /* workload options held fixed */
+  const char *fixed_value[SWEEP_MAX_FIXED];
+  size_t      nfixed;
+  unsigned    seeds;    /* seeds 1..seeds for seeded points */
+  const char *model;    /* model spec, e.g. "cpython:version=3.11" */
+  const char *libc;     /* libc spec or NULL */
+  sim_kernel_config_t kernel; /* page_size is the default for points */
+  unsigned    jobs;     /* worker threads; 0 = online cores */
+  const char *command;  /* the command line, stored with each run */
+};
+
+typedef struct sweep_mark_s sweep_mark_t;
+struct sweep_mark_s {
+  char     label[32];
+  uint64_t rss_bytes;
+};
+
+typedef struct sweep_point_s sweep_point_t;
+struct sweep_point_s {
+  /* Parameters. */
+  uint64_t    point;                    /* index in the grid */
+  uint64_t    seed;                     /* 0 when the point is unseeded */
+  const char *values[SWEEP_MAX_AXES];   /* this point's value on each axis */
+  uint64_t    page_size;                /* OS page, bytes */
+  char        args[512];                /* workload arguments, as for
+                                           `allocsim run WORKLOAD ...` */
+  /* Results (valid when status is AS_OK). */
+  as_status_t  status;
+  char         error[512];
+  char         model_desc[512];         /* model_describe() */
+  sweep_mark_t marks[SWEEP_MAX_MARKS];  /* RSS at each mark, in order */
+  size_t       nmarks;
+  bool         have_kept;               /* marks start and after exist */
+  int64_t      kept_bytes;              /* RSS(after) - RSS(start) */
+  int64_t      arenas_pinned;           /* pymalloc arenas with a used pool
+                                           at after; -1 if not pymalloc */
+  bool         have_formula;
+  double       formula_kept_bytes;
+  double       formula_sd_bytes;
+  uint64_t     events;
+  uint64_t     peak_rss_bytes;
+  double       seconds;                 /* wall time of the simulation */
+  store_sample_t samples[SWEEP_MAX_MARKS + 1]; /* marks and final */
+  size_t         nsamples;
+};
+
+/* RSS at the mark labelled label, or false if the point has none. */
+bool sweep_point_mark(const sweep_point_t *p, const char *label,
+                      uint64_t *rss_bytes);
+
+/* Expands c into its points (grid x seeds); *out is freed with free().
+ * Checks every point's workload arguments by opening the workload once, so
+ * a bad value fails here, naming the option, before anything runs. */
+as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
+                         size_t *count, as_err_t *err);
+
+/* Runs one point; safe to call from several threads at once.  A failed
+ * simulation is recorded in p->status / p->error and also returned. */
+as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
+                            as_err_t *err);
+
+/* Called on the thread that called sweep_run as each point finishes (in
+ * completion order); ndone counts finished points including this one.  A
+ * non-AS_OK return stops the sweep (running points finish, no new start). */
+typedef as_status_t (*sweep_done_fn)(void *user, sweep_point_t *p,
+                                     size_t ndone, size_t total,
+                                     as_err_t *err);
+
+/* Runs all n points on c->jobs worker threads.  Returns the first error of
+ * done(); failed points are reported to done() like the others. */
+as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
+                      size_t n, sweep_done_fn done, void *user,
+                      as_err_t *err);
+
+/* Writes the sweeps row (workload, JSON of axes, fixed options, seeds,
+ * model) and returns its id. */
+as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
+                              int64_t *sweep_id, as_err_t *err);
+/* Writes point p: its simulated run (mark samples, provenance) and its
+ * sweep_points row.  params_json holds the axes' values, page_size, seed,
+ * the workload arguments and, for survivors, formula_sd_bytes. */
+as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
+                              const sweep_config_t *c, const sweep_point_t *p,
+                              as_err_t *err);
+
+/* params_json of p (as stored) into buf. */
+void sweep_point_json(const sweep_config_t *c, const sweep_point_t *p,
+                      char *buf, size_t len);
+
+#endif
