@@ -3,8 +3,9 @@
  * model, as Objects/obmalloc.c routes it.
  *
  * Routing (CPython 3.11.2 / 3.14.7 Objects/obmalloc.c):
- *   - raw domain: PyMem_RawMalloc is malloc (3.11 :389-395 default
- *     allocators; 3.14 :370-372 PYRAW_ALLOC MALLOC_ALLOC) -> libc;
+ *   - raw domain: PyMem_RawMalloc is malloc, mem and obj are pymalloc
+ *     (3.11 :185-191 PYRAW_ALLOC MALLOC_ALLOC, PYOBJ_ALLOC PYMALLOC_ALLOC,
+ *     PYMEM_ALLOC PYOBJ_ALLOC; 3.14 :370-372) -> libc;
  *   - obj/mem malloc and calloc of 1..512 bytes -> pymalloc; 0 bytes or more
  *     than 512 fall through to PyMem_RawMalloc/RawCalloc (pymalloc_alloc
  *     3.11 :1959-1964, _PyObject_Malloc :1996-2007, _PyObject_Calloc

@@ -73,7 +73,7 @@
  * (4+4), freepools, nextarena, prevarena (3*8) = 48 bytes on 64-bit */
 #define ARENA_OBJECT_BYTES 48
 
-/* Radix tree (3.11 obmalloc.c:1331-1396; 3.14 pycore_obmalloc.h:540-606):
+/* Radix tree (3.11 obmalloc.c:1332-1395; 3.14 pycore_obmalloc.h:541-604):
  * POINTER_BITS 64, IGNORE_BITS 0, INTERIOR_BITS (64-20+2)/3 = 15,
  * MAP_BOT_BITS 64-20-30 = 14. */
 #define MAP_BOT_BITS  14
@@ -87,7 +87,7 @@
 #define MAP_TOP_INDEX(p) (((p) >> MAP_TOP_SHIFT) & ((1u << MAP_TOP_BITS) - 1))
 /* arena_map_mid_t: 2^15 pointers = 256 KiB; arena_map_bot_t: 2^14
  * arena_coverage_t {int32 tail_hi, tail_lo} = 128 KiB
- * (3.11 obmalloc.c:1410-1431; 3.14 pycore_obmalloc.h:620-639) */
+ * (3.11 obmalloc.c:1410-1430; 3.14 pycore_obmalloc.h:619-639) */
 #define MID_NODE_BYTES ((UINT64_C(1) << MAP_MID_BITS) * 8)
 #define BOT_NODE_BYTES ((UINT64_C(1) << MAP_BOT_BITS) * 8)
 
@@ -170,8 +170,8 @@ struct pymalloc_model_s {
   int            version; /* 311 or 314: provenance only (see header) */
   pymalloc_raw_t raw;     /* where PyMem_Raw* requests go */
 
-  /* obmalloc's globals (3.11 obmalloc.c:1178-1258; 3.14 in struct
-   * _obmalloc_pools / _obmalloc_mgmt, pycore_obmalloc.h:440-500). */
+  /* obmalloc's globals (3.11 obmalloc.c:1167-1258; 3.14 struct
+   * _obmalloc_pools / _obmalloc_mgmt, pycore_obmalloc.h:419-500). */
   pym_pool_t   usedpools[PYMALLOC_NB_SMALL_SIZE_CLASSES]; /* sentinels */
   pym_arena_t *arenas;               /* the arenas[] vector */
   uint32_t     maxarenas;            /* slots in arenas */
@@ -408,7 +408,7 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
   as_status_t rc;
   *out = NULL;
   if (pm->unused_arena_objects == NULL) {
-    /* Double the vector (3.11 obmalloc.c:1596-1634; 3.14 :1929-1967); only
+    /* Double the vector (3.11 obmalloc.c:1594-1634; 3.14 :1927-1967); only
      * called when every arena is full, so no list points into it. */
     assert(pm->usable_arenas == NULL);
     uint32_t numarenas =
@@ -432,7 +432,8 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
     pm->maxarenas            = numarenas;
   }
 
-  /* Take the next slot off the head of the list (3.11 :1636-1640). */
+  /* Take the next slot off the head of the list (3.11 :1636-1640; 3.14
+   * :1969-1973). */
   pym_arena_t *ao = pm->unused_arena_objects;
   assert(ao->address == 0);
   if (ao->pools == NULL) {
@@ -441,7 +442,7 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
       return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
   }
   /* _PyObject_ArenaMmap: mmap(NULL, 1 MiB, RW, PRIVATE|ANONYMOUS)
-   * (3.11 obmalloc.c:149-159; 3.14 :481-491).  Placement is the kernel's,
+   * (3.11 obmalloc.c:149-159; 3.14 _PyMem_ArenaAlloc :477-494).  Placement is the kernel's,
    * which is what decides the pool alignment below. */
   sim_addr_t address;
   rc = sim_kernel_mmap(pm->kernel, PYMALLOC_ARENA_SIZE, 0, SIM_PROT_RW,
@@ -514,7 +515,8 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
     if (rc != AS_OK)
       return rc;
   }
-  /* _PyObject_ArenaMunmap (3.11 obmalloc.c:161-164; 3.14 :513-516). */
+  /* _PyObject_ArenaMunmap (3.11 obmalloc.c:161-164; 3.14 _PyMem_ArenaFree
+   * :496-518). */
   rc = sim_kernel_munmap(pm->kernel, ao->address, PYMALLOC_ARENA_SIZE, err);
   if (rc != AS_OK)
     return rc;
@@ -696,7 +698,7 @@ static as_status_t insert_to_freepool(pymalloc_model_t *pm, pym_pool_t *pool,
   assert((nf == 0 && lastnf == NULL) ||
          (nf > 0 && lastnf != NULL && lastnf->nfreepools == nf &&
           (lastnf->nextarena == NULL || nf < lastnf->nextarena->nfreepools)));
-  if (lastnf == ao) { /* it is the rightmost (3.11 :2073-2076) */
+  if (lastnf == ao) { /* rightmost (3.11 :2073-2076; 3.14 :2408-2411) */
     pym_arena_t *p    = ao->prevarena;
     pm->nfp2lasta[nf] = (p != NULL && p->nfreepools == nf) ? p : NULL;
   }
@@ -755,13 +757,13 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm,
   as_status_t rc = pool_write(pm, pool, block_off(pool, b), 8, err);
   if (rc != AS_OK)
     return rc;
-  if (lastfree == NO_BLOCK) { /* was full (3.11 :2245-2255) */
+  if (lastfree == NO_BLOCK) { /* was full (3.11 :2246-2255; 3.14 :2581) */
     insert_to_usedpool(pm, pool);
     return AS_OK;
   }
   if (pool->ref_count != 0)
     return AS_OK;
-  return insert_to_freepool(pm, pool, err); /* 3.11 :2265-2269 */
+  return insert_to_freepool(pm, pool, err); /* 3.11 :2270; 3.14 :2605 */
 }
 
 /* ---- Model methods ------------------------------------------------------ */
@@ -792,7 +794,7 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->kernel       = ctx->kernel;
   pm->version      = model_opts_i64(opts, "version") == 0 ? 311 : 314;
   for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
-    /* usedpools[] starts as empty circular lists (3.11 :1178-1200). */
+    /* usedpools[] starts as empty circular lists (3.11 :1164-1195). */
     pm->usedpools[i].nextpool = &pm->usedpools[i];
     pm->usedpools[i].prevpool = &pm->usedpools[i];
     pm->usedpools[i].szidx    = (uint16_t)i;
