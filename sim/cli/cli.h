@@ -78,5 +78,6 @@ extern const cli_command_t cli_cmd_convert;
 extern const cli_command_t cli_cmd_models;
 extern const cli_command_t cli_cmd_formula;
 extern const cli_command_t cli_cmd_sweep;
+extern const cli_command_t cli_cmd_capture, cli_cmd_record, cli_cmd_compare;
 
 #endif

@@ -1,0 +1,494 @@
+/* analysis/compare.c -- replays a measured run and compares predicted with
+ * measured RSS, at marks and over the time series (rule in compare.h).
+ *
+ * Alignment: a trace replay reproduces the run's own clock, so every
+ * measured sample is paired with the simulated sample nearest in time (the
+ * engine emits one at every rss and mark event, so the times coincide).  A
+ * synthetic workload has its own virtual clock, unrelated to the measured
+ * wall clock, so only marks are paired, by label and occurrence.
+ *
+ * Not done here: choosing between several plausible models.  The model
+ * follows the run's provenance or the caller; a wrong guess shows up as
+ * error, which is the point of comparing.
+ *
+ * Sections: statistics, provenance, replay, alignment, storing, entry point.
+ */
+#include "compare.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_statistics_double.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../models/model.h"
+#include "../sim/engine.h"
+#include "../traces/trace_io.h"
+#include "../traces/workload.h"
+#include "record.h"
+
+/* ---- Statistics ----------------------------------------------------------- */
+
+void compare_series_stats(const double *measured, const double *predicted,
+                          size_t n, compare_series_t *out) {
+  out->points = n;
+  out->mean_abs_error_bytes = NAN;
+  out->max_abs_error_bytes = NAN;
+  out->slope = NAN;
+  out->intercept_bytes = NAN;
+  out->r2 = NAN;
+  if (n == 0)
+    return;
+  double *abs_err = malloc(n * sizeof *abs_err);
+  if (abs_err == NULL)
+    return;
+  double max = 0;
+  for (size_t i = 0; i < n; i++) {
+    abs_err[i] = fabs(predicted[i] - measured[i]);
+    if (abs_err[i] > max)
+      max = abs_err[i];
+  }
+  out->mean_abs_error_bytes = gsl_stats_mean(abs_err, 1, n);
+  out->max_abs_error_bytes = max;
+  free(abs_err);
+  if (n < 3)
+    return;
+  double c0, c1, cov00, cov01, cov11, sumsq;
+  if (gsl_fit_linear(measured, 1, predicted, 1, n, &c0, &c1, &cov00, &cov01,
+                     &cov11, &sumsq) != GSL_SUCCESS ||
+      !isfinite(c1))
+    return;
+  double mean_y = gsl_stats_mean(predicted, 1, n);
+  double tss = 0;
+  for (size_t i = 0; i < n; i++)
+    tss += (predicted[i] - mean_y) * (predicted[i] - mean_y);
+  double var_x = gsl_stats_variance(measured, 1, n);
+  if (!(var_x > 0))
+    return;
+  out->slope = c1;
+  out->intercept_bytes = c0;
+  out->r2 = tss > 0 ? 1.0 - sumsq / tss : NAN;
+}
+
+/* ---- Provenance ----------------------------------------------------------- */
+
+typedef struct kvlist_s kvlist_t;
+struct kvlist_s {
+  char  **key;
+  char  **value;
+  size_t  n, cap;
+};
+
+static as_status_t kv_collect(void *user, const char *key, const char *value,
+                              as_err_t *err) {
+  kvlist_t *l = user;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 32;
+    char **k = realloc(l->key, cap * sizeof *k);
+    if (k == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory");
+    l->key = k;
+    char **v = realloc(l->value, cap * sizeof *v);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory");
+    l->value = v;
+    l->cap = cap;
+  }
+  l->key[l->n] = strdup(key);
+  l->value[l->n] = strdup(value ? value : "");
+  if (l->key[l->n] == NULL || l->value[l->n] == NULL) {
+    free(l->key[l->n]);
+    free(l->value[l->n]);
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  }
+  l->n++;
+  return AS_OK;
+}
+
+static const char *kv_get(void *user, const char *key) {
+  const kvlist_t *l = user;
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->key[i], key) == 0)
+      return l->value[i];
+  return NULL;
+}
+
+static void kv_free(kvlist_t *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->key[i]);
+    free(l->value[i]);
+  }
+  free(l->key);
+  free(l->value);
+  memset(l, 0, sizeof *l);
+}
+
+/* ---- Replay ----------------------------------------------------------------- */
+
+typedef struct simlog_s simlog_t;
+struct simlog_s {
+  store_sample_t *v;
+  size_t          n, cap;
+};
+
+static as_status_t on_sample(void *user, const sim_sample_t *s,
+                             as_err_t *err) {
+  simlog_t *l = user;
+  if (l->n == l->cap) {
+    size_t          cap = l->cap ? 2 * l->cap : 256;
+    store_sample_t *v = realloc(l->v, cap * sizeof *v);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    l->v = v;
+    l->cap = cap;
+  }
+  store_sample_from_sim(&l->v[l->n++], s);
+  return AS_OK;
+}
+
+/* Opens the run's trace (checking its SHA-256) or its workload. */
+static as_status_t open_source(const store_run_record_t *rec,
+                               const kvlist_t *meta, trace_source_t **src,
+                               char *desc, size_t desc_len, bool *is_trace,
+                               as_err_t *err) {
+  *src = NULL;
+  *is_trace = false;
+  if (rec->trace_path != NULL) {
+    char        sha[65];
+    as_status_t rc = record_sha256_file(rec->trace_path, sha, err);
+    if (rc != AS_OK)
+      return rc;
+    if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: SHA-256 %s differs from the %s recorded with run "
+                        "%" PRId64 " (the trace changed)",
+                        rec->trace_path, sha, rec->trace_sha256, rec->id);
+    snprintf(desc, desc_len, "%s", rec->trace_path);
+    *is_trace = true;
+    return trace_open(rec->trace_path, src, err);
+  }
+  const char *wl = kv_get((void *)meta, "workload");
+  if (wl == NULL || *wl == '\0')
+    return as_err_set(err, AS_EINVAL,
+                      "run %" PRId64 " has neither a trace nor a 'workload' "
+                      "provenance entry to replay", rec->id);
+  snprintf(desc, desc_len, "%s", wl);
+  char *copy = strdup(wl);
+  char *argv[64];
+  int   argc = 0;
+  if (copy == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  for (char *tok = strtok(copy, " \t"); tok != NULL && argc < 64;
+       tok = strtok(NULL, " \t"))
+    argv[argc++] = tok;
+  as_status_t           rc;
+  const workload_def_t *def = argc > 0 ? workload_find(argv[0]) : NULL;
+  if (def == NULL)
+    rc = as_err_set(err, AS_EINVAL,
+                    "run %" PRId64 ": workload '%s' is not a known workload",
+                    rec->id, argc > 0 ? argv[0] : "");
+  else
+    rc = workload_open_argv(def, argc - 1, argv + 1, src, err);
+  if (rc != AS_OK && rc != AS_ENOMEM) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
+             err->msg);
+    rc = as_err_set(err, AS_EINVAL, "%s", msg);
+  }
+  free(copy);
+  return rc;
+}
+
+/* ---- Alignment ---------------------------------------------------------------- */
+
+/* Index of the simulated sample nearest to t (samples are in time order). */
+static size_t nearest(const simlog_t *sim, uint64_t t) {
+  size_t lo = 0, hi = sim->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (sim->v[mid].t_ns < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == sim->n)
+    return sim->n - 1;
+  if (lo > 0 && t - sim->v[lo - 1].t_ns < sim->v[lo].t_ns - t)
+    return lo - 1;
+  return lo;
+}
+
+/* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
+static size_t sim_mark(const simlog_t *sim, const char *label, size_t k) {
+  for (size_t i = 0; i < sim->n; i++)
+    if (sim->v[i].kind == SIM_SAMPLE_MARK && strcmp(sim->v[i].label, label) == 0
+        && k-- == 0)
+      return i;
+  return SIZE_MAX;
+}
+
+/* Occurrence number of measured sample i's label among earlier marks. */
+static size_t occurrence(const store_sample_t *m, size_t i) {
+  size_t k = 0;
+  for (size_t j = 0; j < i; j++)
+    k += m[j].kind == SIM_SAMPLE_MARK && strcmp(m[j].label, m[i].label) == 0;
+  return k;
+}
+
+/* ---- Storing ------------------------------------------------------------------ */
+
+static as_status_t store_comparison(store_t *s, compare_result_t *res,
+                                    const simlog_t *sim,
+                                    const compare_opts_t *o, as_err_t *err) {
+  char off[32], anchor_t[32], mrun[32];
+  snprintf(off, sizeof off, "%" PRId64, res->offset_bytes);
+  snprintf(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
+  snprintf(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
+  store_kv_t meta[] = {
+      {"kind", "simulated"},
+      {"compare_measured_run", mrun},
+      {"baseline_rule", "predicted = simulated + measured(anchor) - "
+                        "simulated(anchor)"},
+      {"baseline_offset_bytes", off},
+      {"baseline_anchor_label", res->anchor_label},
+      {"baseline_anchor_t_ns", anchor_t},
+      {"alignment", res->alignment},
+  };
+  store_run_t run = {
+      .kind = "simulated",
+      .model = res->model,
+      .options = res->libc_spec,
+      .page_size = res->page_size,
+      .source = res->source,
+      .command = o->command ? o->command : "allocsim compare",
+      .meta = meta,
+      .meta_count = sizeof meta / sizeof meta[0],
+  };
+  as_status_t rc = store_write_run(s, &run, sim->v, sim->n,
+                                   &res->simulated_run_id, err);
+  if (rc != AS_OK)
+    return rc;
+  if ((rc = store_begin(s, err)) != AS_OK)
+    return rc;
+  sqlite3      *db = store_db(s);
+  sqlite3_stmt *st = NULL;
+  char          params[1024];
+  snprintf(params, sizeof params,
+           "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
+           ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
+           "\"%s\"}",
+           res->alignment, res->offset_bytes, res->anchor_t_ns,
+           res->model_spec, res->libc_spec);
+  int src = sqlite3_prepare_v2(
+      db,
+      "INSERT INTO comparisons(measured_run_id, simulated_run_id, "
+      "mean_abs_error_bytes, max_abs_error_bytes, slope, r2, "
+      "intercept_bytes, points, params) VALUES (?,?,?,?,?,?,?,?,?)",
+      -1, &st, NULL);
+  if (src == SQLITE_OK) {
+    const compare_series_t *x = &res->series;
+    double vals[5] = {x->mean_abs_error_bytes, x->max_abs_error_bytes,
+                      x->slope, x->r2, x->intercept_bytes};
+    sqlite3_bind_int64(st, 1, res->measured_run_id);
+    sqlite3_bind_int64(st, 2, res->simulated_run_id);
+    for (int i = 0; i < 5; i++) {
+      if (isfinite(vals[i]))
+        sqlite3_bind_double(st, 3 + i, vals[i]);
+      else
+        sqlite3_bind_null(st, 3 + i);
+    }
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)x->points);
+    sqlite3_bind_text(st, 9, params, -1, SQLITE_TRANSIENT);
+    src = sqlite3_step(st);
+    if (src == SQLITE_DONE)
+      src = SQLITE_OK;
+  }
+  if (src != SQLITE_OK) {
+    rc = as_err_set(err, AS_ESTORE, "%s: storing the comparison: %s",
+                    store_path(s), sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    store_rollback(s);
+    return rc;
+  }
+  sqlite3_finalize(st);
+  res->comparison_id = sqlite3_last_insert_rowid(db);
+  return store_commit(s, err);
+}
+
+/* ---- Entry point -------------------------------------------------------------- */
+
+void compare_result_free(compare_result_t *res) {
+  free(res->marks);
+  res->marks = NULL;
+  res->nmarks = 0;
+}
+
+as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
+                        compare_result_t *res, as_err_t *err) {
+  memset(res, 0, sizeof *res);
+  res->measured_run_id = run_id;
+  store_run_record_t rec;
+  kvlist_t           meta = {0};
+  store_sample_t    *ms = NULL;
+  size_t             nms = 0;
+  simlog_t           sim = {0};
+  trace_source_t    *src = NULL;
+  sim_session_t      session;
+  bool               session_open = false;
+  double            *xs = NULL, *ys = NULL;
+  as_status_t        rc = store_read_run(s, run_id, &rec, err);
+  if (rc != AS_OK)
+    return rc;
+  if (strcmp(rec.kind, "measured") != 0) {
+    rc = as_err_set(err, AS_EINVAL,
+                    "%s: run %" PRId64 " is %s, not measured",
+                    store_path(s), run_id, rec.kind);
+    goto done;
+  }
+  if ((rc = store_list_meta(s, run_id, kv_collect, &meta, err)) != AS_OK ||
+      (rc = store_read_samples(s, run_id, &ms, &nms, err)) != AS_OK)
+    goto done;
+
+  /* Model and libc from the environment the run was measured in. */
+  const char *python = kv_get(&meta, "python");
+  bool        is_python = python != NULL && *python != '\0';
+  if (o->libc != NULL)
+    snprintf(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
+  else if ((rc = record_libc_spec(kv_get, &meta, res->libc_spec,
+                                  sizeof res->libc_spec, err)) != AS_OK)
+    goto done;
+  if (o->model != NULL)
+    snprintf(res->model_spec, sizeof res->model_spec, "%s", o->model);
+  else if (is_python)
+    snprintf(res->model_spec, sizeof res->model_spec, "cpython");
+  else if (strcmp(rec.model, "glibc") != 0 && model_find(rec.model) != NULL)
+    snprintf(res->model_spec, sizeof res->model_spec, "%s", rec.model);
+  else /* glibc itself: its knobs are the model's options */
+    snprintf(res->model_spec, sizeof res->model_spec, "%s", res->libc_spec);
+
+  sim_kernel_config_t kcfg;
+  sim_kernel_config_default(&kcfg);
+  res->page_size = o->page_size ? o->page_size : rec.page_size;
+  if (res->page_size != 4096 && res->page_size != 16384 &&
+      res->page_size != 65536)
+    res->page_size = 4096;
+  kcfg.page_size = res->page_size;
+
+  bool is_trace;
+  if ((rc = open_source(&rec, &meta, &src, res->source, sizeof res->source,
+                        &is_trace, err)) != AS_OK)
+    goto done;
+  snprintf(res->alignment, sizeof res->alignment, "%s",
+           is_trace ? "nearest time" : "marks by label");
+  if ((rc = sim_session_open(res->model_spec, res->libc_spec, &kcfg, &session,
+                             err)) != AS_OK)
+    goto done;
+  session_open = true;
+  snprintf(res->model, sizeof res->model, "%s", session.model_desc);
+  sim_engine_config_t cfg = {.sample_every_ns = 0, .lenient = true,
+                             .on_sample = on_sample, .user = &sim};
+  sim_run_result_t r;
+  if ((rc = sim_engine_run(&cfg, &session, src, &r, err)) != AS_OK)
+    goto done;
+  res->skipped_events = r.skipped_bad_free + r.skipped_bad_realloc +
+                        r.skipped_double_alloc;
+  if (sim.n == 0) {
+    rc = as_err_set(err, AS_EINVAL, "run %" PRId64 ": the replay produced no "
+                    "samples", run_id);
+    goto done;
+  }
+
+  /* Pair measured samples with simulated ones. */
+  size_t *pair = malloc((nms ? nms : 1) * sizeof *pair);
+  if (pair == NULL) {
+    rc = as_err_set(err, AS_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < nms; i++) {
+    pair[i] = SIZE_MAX;
+    if (ms[i].measured_rss_bytes == 0)
+      continue; /* a mark with no measurement */
+    if (ms[i].measured_rss_bytes > res->peak_measured_rss_bytes)
+      res->peak_measured_rss_bytes = ms[i].measured_rss_bytes;
+    if (is_trace)
+      pair[i] = nearest(&sim, ms[i].t_ns);
+    else if (ms[i].kind == SIM_SAMPLE_MARK)
+      pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
+  }
+  size_t anchor = SIZE_MAX;
+  for (size_t i = 0; i < nms && anchor == SIZE_MAX; i++)
+    if (pair[i] != SIZE_MAX)
+      anchor = i;
+  if (anchor == SIZE_MAX) {
+    free(pair);
+    rc = as_err_set(err, AS_EINVAL,
+                    "run %" PRId64 ": no measured sample lines up with the "
+                    "replay (%s)", run_id, res->alignment);
+    goto done;
+  }
+  snprintf(res->anchor_label, sizeof res->anchor_label, "%s",
+           ms[anchor].kind == SIM_SAMPLE_MARK ? ms[anchor].label : "");
+  res->anchor_t_ns = ms[anchor].t_ns;
+  res->offset_bytes = (int64_t)ms[anchor].measured_rss_bytes -
+                      (int64_t)sim.v[pair[anchor]].rss_bytes;
+
+  size_t nmarks = 0;
+  for (size_t i = 0; i < nms; i++)
+    nmarks += ms[i].kind == SIM_SAMPLE_MARK;
+  res->marks = calloc(nmarks ? nmarks : 1, sizeof *res->marks);
+  xs = malloc((nms ? nms : 1) * sizeof *xs);
+  ys = malloc((nms ? nms : 1) * sizeof *ys);
+  if (res->marks == NULL || xs == NULL || ys == NULL) {
+    free(pair);
+    rc = as_err_set(err, AS_ENOMEM, "out of memory");
+    goto done;
+  }
+  size_t npts = 0;
+  double peak = res->peak_measured_rss_bytes ? (double)
+                res->peak_measured_rss_bytes : 1.0;
+  for (size_t i = 0; i < nms; i++) {
+    int64_t pred = pair[i] == SIZE_MAX
+                       ? 0
+                       : (int64_t)sim.v[pair[i]].rss_bytes + res->offset_bytes;
+    if (ms[i].kind == SIM_SAMPLE_MARK) {
+      compare_mark_t *mk = &res->marks[res->nmarks++];
+      snprintf(mk->label, sizeof mk->label, "%s", ms[i].label);
+      mk->t_ns = ms[i].t_ns;
+      mk->measured_rss_bytes = ms[i].measured_rss_bytes;
+      if (pair[i] != SIZE_MAX) {
+        mk->simulated_rss_bytes = sim.v[pair[i]].rss_bytes;
+        mk->predicted_rss_bytes = pred;
+        mk->error_bytes = pred - (int64_t)ms[i].measured_rss_bytes;
+        mk->error_pct_of_peak = 100.0 * (double)mk->error_bytes / peak;
+      } else {
+        mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
+      }
+    }
+    if (pair[i] != SIZE_MAX) {
+      xs[npts] = (double)ms[i].measured_rss_bytes;
+      ys[npts] = (double)pred;
+      npts++;
+    }
+  }
+  free(pair);
+  compare_series_stats(xs, ys, npts, &res->series);
+
+  if (o->store)
+    rc = store_comparison(s, res, &sim, o, err);
+
+done:
+  free(xs);
+  free(ys);
+  if (session_open)
+    sim_session_close(&session);
+  trace_source_close(src);
+  free(sim.v);
+  free(ms);
+  kv_free(&meta);
+  store_run_record_free(&rec);
+  return rc;
+}

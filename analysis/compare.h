@@ -1,0 +1,106 @@
+/* analysis/compare.h -- predicted against measured RSS for a recorded run.
+ *
+ * A measured run is replayed (its trace, or the synthetic workload its
+ * provenance names) against a model chosen from its environment, and the
+ * prediction is compared with the measurement at every mark and over the
+ * time series.
+ *
+ * Baseline rule (stated in every report): measured RSS includes what the
+ * program holds before and outside the trace (interpreter, libraries,
+ * stacks), which no trace explains.  So
+ *     predicted(t) = simulated(t) + offset,
+ *     offset       = measured(anchor) - simulated(anchor),
+ * where the anchor is the run's first sample with a measured value (for a
+ * capture, the library's first RSS reading at start-up; for a measured-run
+ * file, its first mark).  The error at the anchor is zero by construction;
+ * the offset is reported with the results.
+ *
+ * Type map
+ *   compare_opts_t    model/libc overrides and where to store
+ *   compare_mark_t    one mark: measured, predicted, error
+ *   compare_series_t  statistics over aligned (measured, predicted) pairs
+ *   compare_result_t  everything compare_run found
+ */
+#ifndef ALLOCSIM_COMPARE_H
+#define ALLOCSIM_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/status.h"
+#include "store.h"
+
+typedef struct compare_opts_s compare_opts_t;
+struct compare_opts_s {
+  const char *model;     /* model spec; NULL: cpython for Python runs, the
+                            preloaded allocator if modelled, else glibc */
+  const char *libc;      /* libc spec; NULL: glibc with the run's MALLOC_* /
+                            GLIBC_TUNABLES knobs */
+  uint64_t    page_size; /* 0: the run's */
+  bool        store;     /* write the simulated run and a comparisons row */
+  const char *command;   /* command line stored with the simulated run */
+};
+
+typedef struct compare_mark_s compare_mark_t;
+struct compare_mark_s {
+  char     label[64];
+  uint64_t t_ns;                /* the measured run's time */
+  uint64_t measured_rss_bytes;
+  uint64_t simulated_rss_bytes; /* before the baseline offset */
+  int64_t  predicted_rss_bytes; /* simulated + offset */
+  int64_t  error_bytes;         /* predicted - measured */
+  double   error_pct_of_peak;   /* 100 * error / peak measured */
+};
+
+typedef struct compare_series_s compare_series_t;
+struct compare_series_s {
+  size_t points;               /* aligned pairs */
+  double mean_abs_error_bytes; /* NAN if points == 0 */
+  double max_abs_error_bytes;  /* NAN if points == 0 */
+  double slope;                /* predicted on measured; NAN if undefined */
+  double intercept_bytes;      /* NAN if undefined */
+  double r2;                   /* 1 - SSres/SStot of predicted; NAN if
+                                  undefined (fewer than 3 points, or no
+                                  variance) */
+};
+
+typedef struct compare_result_s compare_result_t;
+struct compare_result_s {
+  int64_t          measured_run_id;
+  int64_t          simulated_run_id;  /* 0 unless stored */
+  int64_t          comparison_id;     /* 0 unless stored */
+  char             model[512];        /* model_describe() of the model used */
+  char             model_spec[256];   /* as chosen: "cpython" */
+  char             libc_spec[256];    /* as chosen: "glibc:arena_max=2" */
+  char             source[512];       /* trace path or workload */
+  char             alignment[64];     /* "nearest time" or "marks by label" */
+  char             anchor_label[64];  /* anchor mark, or "" */
+  uint64_t         anchor_t_ns;
+  int64_t          offset_bytes;      /* the baseline offset */
+  uint64_t         page_size;
+  uint64_t         peak_measured_rss_bytes;
+  uint64_t         skipped_events;    /* bad frees/reallocs the replay
+                                         skipped (lenient) */
+  compare_mark_t  *marks;             /* owned; free with compare_result_free */
+  size_t           nmarks;
+  compare_series_t series;
+};
+
+/* Statistics over n aligned pairs (measured[i], predicted[i]): mean and max
+ * absolute error, and the least-squares fit predicted = intercept + slope *
+ * measured with its R^2 (GSL gsl_fit_linear, gsl_stats_mean).  Never fails:
+ * undefined values are NAN. */
+void compare_series_stats(const double *measured, const double *predicted,
+                          size_t n, compare_series_t *out);
+
+/* Replays measured run run_id of s and compares (see the file comment).
+ * AS_ESTORE for a missing run, AS_EINVAL for a run that is not measured,
+ * has nothing to replay, or whose trace no longer matches its SHA-256.
+ * With o->store the simulated run and the comparisons row are written in s.
+ * Free res with compare_result_free (also after a failure). */
+as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
+                        compare_result_t *res, as_err_t *err);
+void        compare_result_free(compare_result_t *res);
+
+#endif
