@@ -36,8 +36,9 @@
  * any OS page (a block's start is written when it is linked, and blocks are
  * at most 512 bytes), and obmalloc never gives pool pages back while the
  * arena lives, so each pool remembers how far it is known written and skips
- * the kernel call below that mark.  The kernel sees exactly the same set of
- * pages; the hot path makes about one kernel call per OS page, not per event.
+ * the kernel call below that mark (rounded up to the end of the OS page
+ * last written).  The kernel sees exactly the same set of pages; the hot
+ * path makes about one kernel call per OS page, not per event.
  *
  * Sections
  *   Constants and types
@@ -118,7 +119,8 @@ struct pym_pool_s {
   uint16_t    nblocks;     /* NUMBLOCKS(szidx); nextoffset <= maxnextoffset
                               is nextblock < nblocks */
   uint16_t    links_cap;   /* entries allocated in links */
-  uint16_t    touched_end; /* bytes from the pool start known written */
+  uint16_t    touched_end; /* bytes from the pool start lying in pages
+                              known written (a multiple of the page) */
 };
 
 /* Host-side twin of struct arena_object (3.11 obmalloc.c:1016-1054), plus
@@ -167,6 +169,7 @@ typedef struct pymalloc_model_s pymalloc_model_t;
 struct pymalloc_model_s {
   model_t        base;    /* must be first */
   sim_kernel_t  *kernel;
+  uint32_t       page_mask; /* OS page size - 1 (at most 64 KiB - 1) */
   int            version; /* 311 or 314: provenance only (see header) */
   pymalloc_raw_t raw;     /* where PyMem_Raw* requests go */
 
@@ -214,7 +217,13 @@ static inline as_status_t pool_write(pymalloc_model_t *pm, pym_pool_t *pool,
   uint32_t end = off + len;
   if (end <= pool->touched_end)
     return AS_OK;
-  pool->touched_end = (uint16_t)end;
+  /* The whole OS page holding the last byte is resident now (pools are
+   * 16 KiB aligned, so page ends relative to the pool are multiples of the
+   * page size, capped at the pool's end for pages of 16 KiB and more). */
+  uint32_t page_end = (end + pm->page_mask) & ~pm->page_mask;
+  pool->touched_end = (uint16_t)(page_end < PYMALLOC_POOL_SIZE
+                                     ? page_end
+                                     : PYMALLOC_POOL_SIZE);
   return sim_kernel_touch(pm->kernel, pool->addr + off, len, err);
 }
 
@@ -792,6 +801,7 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->base.methods = &model_pymalloc_methods;
   pm->base.opts    = *opts;
   pm->kernel       = ctx->kernel;
+  pm->page_mask    = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
   pm->version      = model_opts_i64(opts, "version") == 0 ? 311 : 314;
   for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
     /* usedpools[] starts as empty circular lists (3.11 :1164-1195). */
