@@ -10,11 +10,13 @@
 #include <string.h>
 
 extern const model_methods_t model_ideal_methods;
+extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
+    &model_glibc_methods,
     &model_pymalloc_methods,
     &model_cpython_methods,
 };
@@ -32,9 +34,8 @@ const model_methods_t *model_find(const char *name) {
 }
 
 const char *model_default_libc(void) {
-  /* CPython's default build forwards to glibc malloc on Debian; until a
-   * glibc model is registered, the lower bound stands in. */
-  return model_find("glibc") ? "glibc" : "ideal";
+  /* CPython's default build forwards to glibc malloc on Debian 12. */
+  return "glibc";
 }
 
 static as_status_t unknown_model(const char *name, size_t len, as_err_t *err) {

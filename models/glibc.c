@@ -1,0 +1,2398 @@
+/* models/glibc.c -- glibc malloc (ptmalloc2) bookkeeping: chunks with
+ * boundary tags, tcache, fastbins, unsorted/small/large bins, the brk heap,
+ * 64 MiB thread heaps, mmapped chunks, trimming and arenas per thread.
+ *
+ * Why: glibc keeps freed memory wherever a live chunk, a tcache entry or a
+ * fastbin entry pins it, returns only the top of a heap on free, and returns
+ * interior pages only on malloc_trim.  RSS after a spike is therefore a
+ * function of the exact placement of every chunk, so this file keeps every
+ * chunk's address and size and replays glibc's search order exactly.  Line
+ * citations are to glibc 2.36 (tag glibc-2.36, the version in Debian 12)
+ * unless marked g241 / g242 / gmaster (master 04e750e75b, the 2.43 tree);
+ * models-spec B has the summary.
+ *
+ * What it leaves out (deliberately): payload bytes; lock contention (a replay
+ * has none, so reused_arena's trylock always succeeds on the first arena it
+ * tries, arena.c:876); the sbrk-failure fallback to mmap (malloc.c:2727-2753,
+ * reported as AS_ENOMEM instead); foreign sbrk (nothing else moves the
+ * simulated break); hugetlb tunables; check_may_shrink_heap() being true
+ * (overcommit_memory=2, arena.c:622); the 2.41+ tcache path of memalign;
+ * realloc follows 2.36 for every version (2.42 changes are refactors except
+ * that internal frees skip the tcache, which is modelled).
+ *
+ * Representation.  Every chunk is a record in one pool (gchunk_t), named by a
+ * 32-bit index; index 0 is "none".  Records of one contiguous region (the brk
+ * heap, or one thread heap) are linked in address order (prev/next), which is
+ * all boundary tags are used for: finding neighbours to coalesce.  Bin lists
+ * are glibc's circular doubly linked lists, with one head record per bin per
+ * arena, so insertion and search order are glibc's, including the large-bin
+ * nextsize skip list.  The object id of a trace indexes obj[] -> record.
+ *
+ * Page touches (first write makes a page resident, models-spec F.1): the
+ * program writes every byte it requests (malloc, memalign, realloc growth);
+ * calloc writes nothing itself beyond glibc's memset; glibc writes headers
+ * (size at chunk+8), footers (prev_size at next chunk), free-list links
+ * (chunk+16..), and tcache/fastbin next pointers, each through touch().
+ *
+ * Sections
+ *   Constants and options          Records and bins
+ *   Kernel helpers                 Threads, tcache, arenas
+ *   sysmalloc, systrim, heap_trim  _int_free, malloc_consolidate
+ *   _int_malloc                    Public entry points (malloc ... trim)
+ *   Model interface
+ */
+#include "glibc.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Constants and options --------------------------------------------- */
+
+#define SIZE_SZ          UINT64_C(8)  /* malloc.c: INTERNAL_SIZE_T on x86-64 */
+#define MALLOC_ALIGNMENT UINT64_C(16) /* sysdeps/x86/malloc-alignment.h */
+#define MALLOC_ALIGN_MASK (MALLOC_ALIGNMENT - 1)
+#define CHUNK_HDR_SZ     (2 * SIZE_SZ) /* malloc.c:1299 */
+#define MINSIZE          UINT64_C(32)  /* malloc.c:1312 MIN_CHUNK_SIZE 32 */
+#define NBINS            128           /* malloc.c:1570 */
+#define NSMALLBINS       64            /* malloc.c:1571 */
+#define MIN_LARGE_SIZE   UINT64_C(1024) /* malloc.c:1574 */
+#define NFASTBINS        10            /* malloc.c:1748 */
+#define MAX_FAST_SIZE    UINT64_C(160) /* malloc.c:1746 80*SIZE_SZ/4 */
+#define BINMAPSIZE       4             /* malloc.c:1711 NBINS/32 */
+/* malloc.c:1761; gmaster:1701 calls it ATTEMPT_TRIMMING_THRESHOLD. */
+#define FASTBIN_CONSOLIDATION_THRESHOLD UINT64_C(65536)
+/* malloc.c:972 4 MiB * sizeof(long): the dynamic threshold's ceiling. */
+#define DEFAULT_MMAP_THRESHOLD_MAX (UINT64_C(32) << 20)
+#define HEAP_MIN_SIZE    (UINT64_C(32) * 1024) /* arena.c:28 */
+#define HEAP_MAX_SIZE    (UINT64_C(64) << 20)  /* arena.c:31 2*32 MiB */
+/* arena.c:75-87 heap_info: 5 words + pad[-3*SIZE_SZ & 15] = 48 bytes. */
+#define HEAP_INFO_SZ     UINT64_C(48)
+/* malloc.c:1724-1760 struct malloc_state: mutex, flags, have_fastchunks,
+ * fastbinsY[10], top, last_remainder, bins[254], binmap[4], next, next_free,
+ * attached_threads, system_mem, max_system_mem = 2200 bytes.  gmaster
+ * 1724-1759 drops have_fastchunks and fastbinsY: 2112 bytes. */
+#define MALLOC_STATE_SZ_236    UINT64_C(2200)
+#define MALLOC_STATE_SZ_MASTER UINT64_C(2112)
+#define MAX_ITERS        10000 /* malloc.c:4161 unsorted scan bound */
+#define TCACHE_SMALL_BINS 64   /* malloc.c:309 TCACHE_MAX_BINS; g242:294 */
+#define TCACHE_LARGE_BINS 12   /* g242:295 "Up to 4M chunks" */
+#define TCACHE_ALL_BINS  (TCACHE_SMALL_BINS + TCACHE_LARGE_BINS)
+#define MAX_TCACHE_COUNT UINT64_C(65535) /* malloc.c:332 UINT16_MAX */
+/* malloc.c:310,313 tidx2usize(63) = 63*16 + 32 - 8: the largest request. */
+#define MAX_TCACHE_SIZE  UINT64_C(1032)
+
+typedef enum glibc_version_e {
+  GV_236, /* Debian 12: glibc-2.36 tag + release branch */
+  GV_241, /* calloc takes from the tcache (g241 malloc.c:3795) */
+  GV_242, /* tcache large bins option; internal frees skip tcache */
+  GV_243  /* master 04e750e75b: no fastbins, tcache count 16 */
+} glibc_version_t;
+
+static const model_option_t glibc_options[] = {
+    {"arena_max", OPT_U64, "0", "", NULL,
+     "glibc 2.36 malloc/arena.c:936 mp_.arena_max; 0 = 8*ncpus (arena.c:938-947)",
+     "most arenas (M_ARENA_MAX, MALLOC_ARENA_MAX)"},
+    {"arena_test", OPT_U64, "8", "", NULL,
+     "glibc 2.36 malloc/malloc.c:1935 NARENAS_FROM_NCORES(1) = 8 on 64-bit",
+     "arenas created before the limit is computed (M_ARENA_TEST)"},
+    {"mmap_threshold", OPT_BYTES, "131072", "bytes", NULL,
+     "glibc 2.36 malloc/malloc.c:961,1071 DEFAULT_MMAP_THRESHOLD_MIN",
+     "chunks >= this are mmapped; setting it freezes the dynamic threshold"},
+    {"trim_threshold", OPT_BYTES, "131072", "bytes", NULL,
+     "glibc 2.36 malloc/malloc.c:919 DEFAULT_TRIM_THRESHOLD",
+     "top size that triggers systrim on free; setting it freezes thresholds"},
+    {"top_pad", OPT_BYTES, "131072", "bytes", NULL,
+     "glibc 2.36 sysdeps/generic/malloc-machine.h:37-38 DEFAULT_TOP_PAD "
+     "(malloc.c:952 says 0 but is preempted; models-spec B.1)",
+     "extra bytes per brk/heap growth and kept by trims"},
+    {"mmap_max", OPT_U64, "65536", "", NULL,
+     "glibc 2.36 malloc/malloc.c:1088 DEFAULT_MMAP_MAX",
+     "most simultaneous mmapped chunks; setting it freezes thresholds"},
+    {"mxfast", OPT_BYTES, "128", "bytes", NULL,
+     "glibc 2.36 malloc/malloc.c:852 DEFAULT_MXFAST 64*SIZE_SZ/4",
+     "largest fastbin request (<= 160); ignored by version=2.43"},
+    {"tcache_count", OPT_U64, "7", "", NULL,
+     "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "
+     "gmaster:317; used when version=2.43 and not set)",
+     "chunks per tcache bin (<= 65535)"},
+    {"tcache_max", OPT_BYTES, "1032", "bytes", NULL,
+     "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "
+     "up to 4 MiB when raised",
+     "largest request the tcache holds"},
+    {"version", OPT_ENUM, "2.36", "", "2.36|2.41|2.42|2.43",
+     "models-spec B.11; 2.43 = master 04e750e75b",
+     "glibc release whose behaviour to model"},
+    {"ncpus", OPT_U64, "2", "", NULL,
+     "arena.c:940 __get_nprocs (Debian backport 8e99cc76a2); the measured "
+     "machine had 2 CPUs (models-spec G)",
+     "online CPUs: the arena limit is 8*ncpus"},
+    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- Records and bins --------------------------------------------------- */
+
+#define NIL 0u
+
+typedef enum gstate_e {
+  CS_DEAD,    /* record on the recycle list */
+  CS_INUSE,   /* held by the program (or glibc: tcache struct) */
+  CS_TCACHE,  /* in a thread's tcache: in use as far as the arena knows */
+  CS_FAST,    /* in a fastbin: in-use bit stays set (malloc.c:4489-4559) */
+  CS_BINNED,  /* free: in the unsorted list or a small/large bin */
+  CS_TOP,     /* an arena's top chunk */
+  CS_FENCE,   /* fencepost at the end of a full thread heap (2635-2666) */
+  CS_MMAP,    /* an mmapped chunk (IS_MMAPPED) */
+  CS_BINHEAD  /* a bin's list head (bin_at) */
+} gstate_t;
+
+/* A chunk.  Invariants: records of one region are linked in address order
+ * and tile it without gaps, ending with the top chunk (newest heap) or a
+ * fence (older heaps); a CS_BINNED chunk never borders another CS_BINNED
+ * chunk or the top (glibc coalesces on free).  For CS_MMAP, addr/size are
+ * the chunk (mapping + aux) and aux is prev_size, the offset of the chunk in
+ * its mapping (memalign). */
+typedef struct gchunk_s gchunk_t;
+struct gchunk_s {
+  uint64_t addr;  /* chunk start (prev_size field) */
+  uint64_t size;  /* chunksize() */
+  uint64_t req;   /* in use: bytes the program asked for */
+  uint64_t aux;   /* CS_MMAP: offset from the mapping's start */
+  uint32_t prev;  /* physical neighbour below, NIL at a region's start */
+  uint32_t next;  /* physical neighbour above, NIL at a region's end */
+  uint32_t fd;    /* list links: bins (circular), fastbin/tcache (NIL end) */
+  uint32_t bk;
+  uint32_t fd_ns; /* large bins: fd_nextsize (NIL = NULL) */
+  uint32_t bk_ns; /* large bins: bk_nextsize */
+  uint16_t arena; /* arena_for_chunk */
+  uint8_t  state; /* gstate_t */
+  uint8_t  user;  /* 1: the program's object (not the tcache struct) */
+};
+
+typedef struct garena_s garena_t;
+/* An arena (struct malloc_state).  Arena 0 is main_arena (brk heap).
+ * 'top' is NIL until the first sysmalloc of the main arena (initial_top has
+ * size 0, malloc.c:1974). */
+struct garena_s {
+  uint32_t bins;                /* record index of bin 0; bin i = bins + i */
+  uint32_t fast[NFASTBINS];     /* fastbin heads (LIFO via fd) */
+  uint32_t top;                 /* top chunk record */
+  uint64_t last_remainder;      /* address (glibc compares pointers) */
+  uint32_t binmap[BINMAPSIZE];  /* malloc.c:1709-1716 */
+  bool     have_fastchunks;     /* malloc.c:4523 */
+  int32_t  heap;                /* newest heap (thread arenas), -1 main */
+  uint32_t next;                /* arena ring: main -> newest -> ... */
+  int32_t  next_free;           /* free_list link, -1 end */
+  uint32_t attached_threads;    /* arena.c:757 */
+  uint64_t system_mem;          /* bytes obtained from the kernel */
+  uint64_t max_system_mem;
+};
+
+typedef struct gheap_s gheap_t;
+/* A thread-arena heap: 64 MiB aligned PROT_NONE reservation, the first
+ * mprotect_size bytes RW, the first size bytes in use (arena.c:553-556). */
+struct gheap_s {
+  uint64_t addr;          /* heap_info start, HEAP_MAX_SIZE aligned */
+  uint64_t size;          /* h->size */
+  uint64_t mprotect_size; /* h->mprotect_size */
+  int32_t  prev;          /* h->prev, -1 for an arena's first heap */
+  uint32_t arena;
+  uint32_t prev_fence;    /* fence record at the end of prev's region */
+  bool     live;
+};
+
+typedef struct gthread_s gthread_t;
+/* A thread: its sticky arena (thread_arena TLS) and its tcache. */
+struct gthread_s {
+  int32_t  arena;        /* -1 until the first arena_get */
+  bool     seen;         /* started (or the main thread) */
+  bool     shutting_down;/* tcache_shutting_down (malloc.c:3138) */
+  uint32_t tcache;       /* record of the tcache struct, NIL = NULL */
+  uint32_t tc_head[TCACHE_ALL_BINS];  /* entries[] */
+  uint16_t tc_count[TCACHE_ALL_BINS]; /* counts[] */
+};
+
+typedef struct glibc_model_s glibc_model_t;
+struct glibc_model_s {
+  model_t       base; /* must be first */
+  sim_kernel_t *kernel;
+  uint64_t      page;          /* GLRO(dl_pagesize) */
+  glibc_version_t version;
+
+  /* mp_ (malloc.c:1860-1900) */
+  uint64_t mmap_threshold;
+  uint64_t trim_threshold;
+  uint64_t top_pad;
+  uint64_t n_mmaps_max;
+  uint64_t n_mmaps;
+  bool     no_dyn_threshold;
+  uint64_t arena_test;
+  uint64_t arena_max;
+  uint64_t ncpus;
+  uint64_t global_max_fast;  /* 0: no fastbins (master) */
+  uint64_t tcache_count;
+  uint64_t tcache_bins;      /* 2.36/2.41: csize2tidx limit */
+  uint64_t tcache_small_bins;/* 2.42+: stash limit */
+  uint64_t tcache_max_bytes; /* 2.42+: eligible iff nb < this */
+  uint64_t tcache_struct_bytes; /* sizeof(tcache_perthread_struct) */
+  uint64_t malloc_state_sz;
+  uint64_t sbrk_base;
+  uint64_t mmapped_mem;
+
+  /* arena.c statics */
+  garena_t *arenas;
+  uint32_t  narenas;        /* arena.c:88 narenas */
+  uint32_t  arenas_cap;
+  uint64_t  narenas_limit;  /* arena.c:928, computed once */
+  int32_t   free_list;      /* arena.c:93 */
+  uint32_t  next_to_use;    /* arena.c:867 */
+
+  gheap_t  *heaps;
+  uint32_t  nheaps, heaps_cap;
+
+  gthread_t *threads;
+  uint32_t   nthreads;
+
+  gchunk_t *ch;
+  uint32_t  nch, ch_cap;
+  uint32_t  recycled;       /* recycle list through fd */
+
+  uint32_t *obj;            /* object id -> record */
+  uint64_t  obj_cap;
+
+  uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
+
+  as_status_t fail;         /* first failure, sticky */
+  as_err_t    ferr;
+};
+
+#define C(i) (&g->ch[(i)])
+
+static void set_fail(glibc_model_t *g, as_status_t code, const char *what) {
+  if (g->fail == AS_OK) {
+    g->fail = code;
+    if (what != NULL)
+      as_err_set(&g->ferr, code, "glibc: %s", what);
+  }
+}
+
+static uint32_t rec_new(glibc_model_t *g) {
+  uint32_t i;
+  if (g->recycled != NIL) {
+    i           = g->recycled;
+    g->recycled = C(i)->fd;
+  } else {
+    if (g->nch == g->ch_cap) {
+      uint32_t cap = g->ch_cap ? g->ch_cap * 2 : 4096;
+      if (cap < g->ch_cap || cap > UINT32_MAX / 2) {
+        set_fail(g, AS_ENOMEM, "more than 2^31 chunk records");
+        return NIL;
+      }
+      gchunk_t *n = realloc(g->ch, (size_t)cap * sizeof *n);
+      if (n == NULL) {
+        set_fail(g, AS_ENOMEM, "out of memory for chunk records");
+        return NIL;
+      }
+      g->ch     = n;
+      g->ch_cap = cap;
+    }
+    i = g->nch++;
+  }
+  memset(C(i), 0, sizeof(gchunk_t));
+  return i;
+}
+
+static void rec_free(glibc_model_t *g, uint32_t i) {
+  C(i)->state = CS_DEAD;
+  C(i)->fd    = g->recycled;
+  g->recycled = i;
+}
+
+/* malloc.c:1326-1329 request2size; 0 for requests too large (checked_). */
+static uint64_t request2size(uint64_t req) {
+  if (req > (UINT64_C(1) << 62))
+    return 0;
+  return req + SIZE_SZ + MALLOC_ALIGN_MASK < MINSIZE
+             ? MINSIZE
+             : (req + SIZE_SZ + MALLOC_ALIGN_MASK) & ~MALLOC_ALIGN_MASK;
+}
+
+/* malloc.c:1576 */
+static bool in_smallbin_range(uint64_t sz) {
+  return sz < MIN_LARGE_SIZE;
+}
+/* malloc.c:1579 SMALLBIN_WIDTH 16, correction 0 */
+static unsigned smallbin_index(uint64_t sz) {
+  return (unsigned)(sz >> 4);
+}
+/* malloc.c:1602-1608 largebin_index_64 */
+static unsigned largebin_index(uint64_t sz) {
+  if ((sz >> 6) <= 48)
+    return 48 + (unsigned)(sz >> 6);
+  if ((sz >> 9) <= 20)
+    return 91 + (unsigned)(sz >> 9);
+  if ((sz >> 12) <= 10)
+    return 110 + (unsigned)(sz >> 12);
+  if ((sz >> 15) <= 4)
+    return 119 + (unsigned)(sz >> 15);
+  if ((sz >> 18) <= 2)
+    return 124 + (unsigned)(sz >> 18);
+  return 126;
+}
+/* malloc.c:1615 bin_index */
+static unsigned bin_index(uint64_t sz) {
+  return in_smallbin_range(sz) ? smallbin_index(sz) : largebin_index(sz);
+}
+/* malloc.c:1741 */
+static unsigned fastbin_index(uint64_t sz) {
+  return (unsigned)(sz >> 4) - 2;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) & ~(a - 1);
+}
+static uint64_t align_down(uint64_t x, uint64_t a) {
+  return x & ~(a - 1);
+}
+
+/* malloc.c:1713-1716 */
+static void mark_bin(garena_t *av, unsigned i) {
+  av->binmap[i >> 5] |= 1u << (i & 31);
+}
+
+/* Splits chunk p at nb: p keeps [addr, addr+nb), the new record (returned)
+ * takes the rest with p's arena; physical links are updated. */
+static uint32_t split(glibc_model_t *g, uint32_t p, uint64_t nb) {
+  uint32_t r = rec_new(g);
+  if (r == NIL)
+    return NIL;
+  gchunk_t *P = C(p), *R = C(r);
+  R->addr  = P->addr + nb;
+  R->size  = P->size - nb;
+  R->arena = P->arena;
+  R->prev  = p;
+  R->next  = P->next;
+  if (P->next != NIL)
+    C(P->next)->prev = r;
+  P->next = r;
+  P->size = nb;
+  return r;
+}
+
+/* p absorbs its physical successor q (which is released). */
+static void absorb_next(glibc_model_t *g, uint32_t p) {
+  uint32_t q = C(p)->next;
+  C(p)->size += C(q)->size;
+  C(p)->next = C(q)->next;
+  if (C(q)->next != NIL)
+    C(C(q)->next)->prev = p;
+  rec_free(g, q);
+}
+
+/* malloc.c:1620-1655 unlink_chunk, including the nextsize skip list. */
+static void unlink_chunk(glibc_model_t *g, uint32_t p) {
+  gchunk_t *P  = C(p);
+  uint32_t  fd = P->fd, bk = P->bk;
+  C(fd)->bk = bk;
+  C(bk)->fd = fd;
+  if (!in_smallbin_range(P->size) && P->fd_ns != NIL) {
+    if (C(fd)->fd_ns == NIL) {
+      if (P->fd_ns == p) {
+        C(fd)->fd_ns = C(fd)->bk_ns = fd;
+      } else {
+        C(fd)->fd_ns          = P->fd_ns;
+        C(fd)->bk_ns          = P->bk_ns;
+        C(P->fd_ns)->bk_ns    = fd;
+        C(P->bk_ns)->fd_ns    = fd;
+      }
+    } else {
+      C(P->fd_ns)->bk_ns = P->bk_ns;
+      C(P->bk_ns)->fd_ns = P->fd_ns;
+    }
+  }
+  P->fd_ns = P->bk_ns = NIL;
+}
+
+/* ---- Kernel helpers ----------------------------------------------------- */
+
+/* A write by glibc or the program: the pages become resident. */
+static void touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
+  if (len == 0 || g->fail != AS_OK)
+    return;
+  as_status_t rc = sim_kernel_touch(g->kernel, addr, len, &g->ferr);
+  if (rc != AS_OK)
+    g->fail = rc;
+}
+
+/* set_head (malloc.c:1449): the size word at chunk+8. */
+static void w_head(glibc_model_t *g, uint32_t p) {
+  touch(g, C(p)->addr + SIZE_SZ, SIZE_SZ);
+}
+/* set_foot (malloc.c:1452): prev_size of the next chunk. */
+static void w_foot(glibc_model_t *g, uint32_t p) {
+  touch(g, C(p)->addr + C(p)->size, SIZE_SZ);
+}
+/* set/clear_inuse_bit_at_offset (malloc.c:1438-1442): next chunk's size. */
+static void w_inuse_at(glibc_model_t *g, uint32_t p, uint64_t off) {
+  touch(g, C(p)->addr + off + SIZE_SZ, SIZE_SZ);
+}
+/* fd/bk (and fd/bk_nextsize for large sizes) of a chunk put on a list. */
+static void w_links(glibc_model_t *g, uint32_t p) {
+  touch(g, C(p)->addr + CHUNK_HDR_SZ,
+        in_smallbin_range(C(p)->size) ? 2 * SIZE_SZ : 4 * SIZE_SZ);
+}
+
+static void k_status(glibc_model_t *g, as_status_t rc) {
+  if (rc != AS_OK && g->fail == AS_OK)
+    g->fail = rc;
+}
+
+/* ---- Threads, tcache, arenas -------------------------------------------- */
+
+static gthread_t *thread_get(glibc_model_t *g, uint32_t tid) {
+  if (tid < g->nthreads)
+    return &g->threads[tid];
+  if (tid >= (UINT32_C(1) << 24)) {
+    set_fail(g, AS_EINVAL, "thread id above 2^24");
+    return NULL;
+  }
+  uint32_t n = g->nthreads ? g->nthreads : 16;
+  while (n <= tid)
+    n *= 2;
+  gthread_t *t = realloc(g->threads, (size_t)n * sizeof *t);
+  if (t == NULL) {
+    set_fail(g, AS_ENOMEM, "out of memory for threads");
+    return NULL;
+  }
+  memset(t + g->nthreads, 0, (size_t)(n - g->nthreads) * sizeof *t);
+  for (uint32_t i = g->nthreads; i < n; i++)
+    t[i].arena = -1;
+  g->threads  = t;
+  g->nthreads = n;
+  return &g->threads[tid];
+}
+
+/* The tcache bin the fast paths (__libc_malloc/__libc_free) use for chunk
+ * size nb, or -1.  2.36/2.41: csize2tidx (malloc.c:316) below tcache_bins
+ * (3303, 4446).  2.42+: only nb < tcache_max_bytes (g242:3474, 3525), small
+ * bins by csize2tidx, larger ones by large_csize2tidx (g242:3163-3169). */
+static int tc_index(const glibc_model_t *g, uint64_t nb) {
+  if (g->version >= GV_242) {
+    if (nb >= g->tcache_max_bytes)
+      return -1;
+    uint64_t idx = (nb - MINSIZE) / MALLOC_ALIGNMENT; /* g242:303 */
+    if (idx < TCACHE_SMALL_BINS)
+      return (int)idx;
+    /* g242:3166 TCACHE_SMALL_BINS + clz(MAX_TCACHE_SMALL_SIZE) - clz(nb);
+     * clz of the 32-bit value (1032 in 2.42, 1040 in master: both 21). */
+    int large = TCACHE_SMALL_BINS + 21 - __builtin_clz((unsigned)nb);
+    return large < TCACHE_ALL_BINS ? large : -1;
+  }
+  uint64_t idx = (nb - MINSIZE + MALLOC_ALIGN_MASK) / MALLOC_ALIGNMENT;
+  return idx < g->tcache_bins ? (int)idx : -1;
+}
+
+/* The bin _int_malloc may stash into for nb (malloc.c:3856, 3918, 3977:
+ * tc_idx < mp_.tcache_bins; g242:4056, 4116, 4178: < tcache_small_bins). */
+static int tc_stash_index(const glibc_model_t *g, uint64_t nb) {
+  uint64_t idx = (nb - MINSIZE + MALLOC_ALIGN_MASK) / MALLOC_ALIGNMENT;
+  uint64_t lim = g->version >= GV_242 ? g->tcache_small_bins : g->tcache_bins;
+  return idx < lim ? (int)idx : -1;
+}
+
+/* tcache_put (malloc.c:3169-3180): e->key and e->next are written. */
+static void tcache_put(glibc_model_t *g, gthread_t *th, uint32_t p, int idx) {
+  C(p)->state     = CS_TCACHE;
+  C(p)->fd        = th->tc_head[idx];
+  th->tc_head[idx] = p;
+  th->tc_count[idx]++;
+  touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
+}
+
+/* tcache_put_large (g242:3252-3259): the list is kept in ascending size. */
+static void tcache_put_large(glibc_model_t *g, gthread_t *th, uint32_t p,
+                             int idx) {
+  uint32_t *link = &th->tc_head[idx];
+  while (*link != NIL && C(*link)->size < C(p)->size)
+    link = &C(*link)->fd;
+  C(p)->state = CS_TCACHE;
+  C(p)->fd    = *link;
+  *link       = p;
+  th->tc_count[idx]++;
+  touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
+}
+
+/* tcache_get (malloc.c:3185-3194): pops the head, writes e->key = 0. */
+static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
+  uint32_t p       = th->tc_head[idx];
+  th->tc_head[idx] = C(p)->fd;
+  th->tc_count[idx]--;
+  C(p)->state = CS_INUSE;
+  C(p)->fd    = NIL;
+  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
+  return p;
+}
+
+/* tcache_get_large: 2.42 takes the first chunk >= nb (g242:3262-3273);
+ * master only an exact size (gmaster:3104-3115, commit b2b4b46a52). */
+static uint32_t tcache_get_large(glibc_model_t *g, gthread_t *th, int idx,
+                                 uint64_t nb) {
+  uint32_t *link = &th->tc_head[idx];
+  while (*link != NIL && C(*link)->size < nb)
+    link = &C(*link)->fd;
+  uint32_t p = *link;
+  if (p == NIL || (g->version >= GV_243 && C(p)->size != nb))
+    return NIL;
+  *link = C(p)->fd;
+  th->tc_count[idx]--;
+  C(p)->state = CS_INUSE;
+  C(p)->fd    = NIL;
+  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
+  return p;
+}
+
+/* Allocates an arena struct with its 128 bin heads (malloc_init_state,
+ * malloc.c:1954-1975: every bin points to itself). */
+static int32_t arena_alloc(glibc_model_t *g) {
+  if (g->narenas == g->arenas_cap) {
+    uint32_t  cap = g->arenas_cap ? g->arenas_cap * 2 : 16;
+    garena_t *a   = realloc(g->arenas, (size_t)cap * sizeof *a);
+    if (a == NULL) {
+      set_fail(g, AS_ENOMEM, "out of memory for arenas");
+      return -1;
+    }
+    g->arenas     = a;
+    g->arenas_cap = cap;
+  }
+  /* The heads are taken from the end of the pool, never the recycle
+   * list, so that bin i is record bins + i. */
+  uint32_t saved = g->recycled, first = NIL;
+  g->recycled    = NIL;
+  for (unsigned i = 0; i < NBINS; i++) {
+    uint32_t r = rec_new(g);
+    if (r == NIL) {
+      g->recycled = saved;
+      return -1;
+    }
+    if (i == 0)
+      first = r;
+    C(r)->state = CS_BINHEAD;
+    C(r)->fd = C(r)->bk = r;
+  }
+  g->recycled = saved;
+  int32_t   ai = (int32_t)g->narenas++;
+  garena_t *av = &g->arenas[ai];
+  memset(av, 0, sizeof *av);
+  av->bins      = first;
+  av->heap      = -1;
+  av->next      = (uint32_t)ai;
+  av->next_free = -1;
+  return ai;
+}
+
+static int32_t heap_alloc_slot(glibc_model_t *g) {
+  if (g->nheaps == g->heaps_cap) {
+    uint32_t cap = g->heaps_cap ? g->heaps_cap * 2 : 16;
+    gheap_t *h   = realloc(g->heaps, (size_t)cap * sizeof *h);
+    if (h == NULL) {
+      set_fail(g, AS_ENOMEM, "out of memory for heaps");
+      return -1;
+    }
+    g->heaps     = h;
+    g->heaps_cap = cap;
+  }
+  return (int32_t)g->nheaps++;
+}
+
+/* alloc_new_heap (arena.c:482-559): a HEAP_MAX_SIZE-aligned PROT_NONE
+ * reservation of HEAP_MAX_SIZE (arena.c:505-544; glibc maps twice the size
+ * and trims, the simulated kernel aligns directly), then mprotect RW of the
+ * first size bytes (545).  -1 if the kernel has no room (glibc returns 0). */
+static int32_t new_heap(glibc_model_t *g, uint64_t size, uint64_t top_pad) {
+  if (size + top_pad < HEAP_MIN_SIZE) /* arena.c:491-498 */
+    size = HEAP_MIN_SIZE;
+  else if (size + top_pad <= HEAP_MAX_SIZE)
+    size += top_pad;
+  else if (size > HEAP_MAX_SIZE)
+    return -1;
+  else
+    size = HEAP_MAX_SIZE;
+  size = align_up(size, g->page); /* arena.c:499 */
+  sim_addr_t  addr;
+  as_err_t    e;
+  as_status_t rc = sim_kernel_mmap(g->kernel, HEAP_MAX_SIZE, HEAP_MAX_SIZE,
+                                   SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP, &addr,
+                                   &e);
+  if (rc == AS_ENOMEM)
+    return -1;
+  if (rc != AS_OK) {
+    g->ferr = e;
+    k_status(g, rc);
+    return -1;
+  }
+  k_status(g, sim_kernel_mprotect(g->kernel, addr, size, SIM_PROT_RW,
+                                  &g->ferr));
+  int32_t hi = heap_alloc_slot(g);
+  if (hi < 0)
+    return -1;
+  gheap_t *h       = &g->heaps[hi];
+  h->addr          = addr;
+  h->size          = size;
+  h->mprotect_size = size;
+  h->prev          = -1;
+  h->prev_fence    = NIL;
+  h->live          = true;
+  g->heaps_live++;
+  touch(g, addr, HEAP_INFO_SZ); /* h->size, h->mprotect_size ... */
+  return hi;
+}
+
+/* grow_heap (arena.c:582-607). */
+static int grow_heap(glibc_model_t *g, gheap_t *h, uint64_t diff) {
+  diff              = align_up(diff, g->page);
+  uint64_t new_size = h->size + diff;
+  if (new_size > HEAP_MAX_SIZE)
+    return -1;
+  if (new_size > h->mprotect_size) {
+    k_status(g, sim_kernel_mprotect(g->kernel, h->addr + h->mprotect_size,
+                                    new_size - h->mprotect_size, SIM_PROT_RW,
+                                    &g->ferr));
+    h->mprotect_size = new_size;
+  }
+  h->size = new_size;
+  return 0;
+}
+
+/* shrink_heap (arena.c:611-637): MADV_DONTNEED (631), the range stays RW. */
+static int shrink_heap(glibc_model_t *g, gheap_t *h, uint64_t diff) {
+  if (h->size < diff || h->size - diff < HEAP_INFO_SZ)
+    return -1;
+  uint64_t new_size = h->size - diff;
+  k_status(g, sim_kernel_madvise(g->kernel, h->addr + new_size, diff,
+                                 SIM_MADV_DONTNEED, &g->ferr));
+  h->size = new_size;
+  return 0;
+}
+
+/* _int_new_arena (arena.c:736-803): a heap holding heap_info, the
+ * malloc_state and the top chunk, linked after main_arena (777-782). */
+static int32_t int_new_arena(glibc_model_t *g, uint64_t size) {
+  uint64_t ms = g->malloc_state_sz;
+  int32_t  hi = new_heap(g, size + (HEAP_INFO_SZ + ms + MALLOC_ALIGNMENT),
+                         g->top_pad);
+  if (hi < 0 && g->fail == AS_OK)
+    hi = new_heap(g, HEAP_INFO_SZ + ms + MALLOC_ALIGNMENT, g->top_pad);
+  if (hi < 0)
+    return -1;
+  int32_t ai = arena_alloc(g);
+  if (ai < 0)
+    return -1;
+  garena_t *a = &g->arenas[ai];
+  gheap_t  *h = &g->heaps[hi];
+  h->arena    = (uint32_t)ai;
+  a->heap     = hi;
+  a->attached_threads = 1; /* arena.c:757 */
+  a->system_mem = a->max_system_mem = h->size;
+  /* arena.c:762-767: top right after the malloc_state, aligned so that
+   * chunk2mem is 16-aligned. */
+  uint64_t ptr      = h->addr + HEAP_INFO_SZ + ms;
+  uint64_t misalign = (ptr + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK;
+  if (misalign > 0)
+    ptr += MALLOC_ALIGNMENT - misalign;
+  touch(g, h->addr, ptr - h->addr); /* malloc_init_state writes the bins */
+  uint32_t t = rec_new(g);
+  if (t == NIL)
+    return -1;
+  a           = &g->arenas[ai];
+  C(t)->addr  = ptr;
+  C(t)->size  = h->addr + h->size - ptr;
+  C(t)->state = CS_TOP;
+  C(t)->arena = (uint16_t)ai;
+  a->top      = t;
+  w_head(g, t);
+  a->next               = g->arenas[0].next; /* arena.c:777-782 */
+  g->arenas[0].next     = (uint32_t)ai;
+  return ai;
+}
+
+/* detach_arena (arena.c:722-734). */
+static void detach_arena(glibc_model_t *g, int32_t replaced) {
+  if (replaced >= 0)
+    g->arenas[replaced].attached_threads--;
+}
+
+/* arena_get2 (arena.c:923-971) for a thread without an arena. */
+static int32_t arena_get2(glibc_model_t *g, gthread_t *th, uint64_t size) {
+  /* get_free_list (arena.c:807-837): LIFO reuse of arenas whose threads
+   * all exited. */
+  if (g->free_list >= 0) {
+    int32_t a    = g->free_list;
+    g->free_list = g->arenas[a].next_free;
+    g->arenas[a].attached_threads = 1;
+    detach_arena(g, th->arena);
+    th->arena = a;
+    return a;
+  }
+  if (g->narenas_limit == 0) { /* arena.c:934-949, computed once */
+    if (g->arena_max != 0)
+      g->narenas_limit = g->arena_max;
+    else if (g->narenas > g->arena_test)
+      /* NARENAS_FROM_NCORES (malloc.c:1935): 8 per CPU on 64-bit; with no
+       * CPU information glibc assumes 2 (arena.c:945-947). */
+      g->narenas_limit = 8 * (g->ncpus >= 1 ? g->ncpus : 2);
+  }
+  /* arena.c:959: n <= narenas_limit - 1, with limit 0 wrapping around. */
+  if ((uint64_t)g->narenas <= g->narenas_limit - 1) {
+    int32_t a = int_new_arena(g, size);
+    if (a < 0) {
+      if (g->fail == AS_OK)
+        set_fail(g, AS_ENOMEM, "no address space for a new arena heap");
+      return -1;
+    }
+    detach_arena(g, th->arena); /* arena.c:787 */
+    th->arena = a;
+    return a;
+  }
+  /* reused_arena (arena.c:862-921).  In a replay no arena is ever locked
+   * by another thread, so the trylock at 876 succeeds on next_to_use
+   * itself: arenas are handed out round-robin along the ring. */
+  int32_t result = (int32_t)g->next_to_use;
+  detach_arena(g, th->arena);
+  /* remove_from_free_list (arena.c:909): the free list is empty here. */
+  int32_t *link = &g->free_list;
+  while (*link >= 0) {
+    if (*link == result) {
+      *link = g->arenas[result].next_free;
+      break;
+    }
+    link = &g->arenas[*link].next_free;
+  }
+  g->arenas[result].attached_threads++;
+  th->arena      = result;
+  g->next_to_use = g->arenas[result].next; /* arena.c:918 */
+  return result;
+}
+
+/* arena_get (arena.c:138-142): the thread's sticky arena. */
+static int32_t arena_get(glibc_model_t *g, gthread_t *th, uint64_t size) {
+  if (th->arena >= 0)
+    return th->arena;
+  return arena_get2(g, th, size);
+}
+
+/* ---- sysmalloc, systrim, heap_trim -------------------------------------- */
+
+static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
+                     bool tcache_ok);
+static void malloc_consolidate(glibc_model_t *g, int32_t ai);
+
+/* The chunk header sizes of glibc's mmapped chunks: 2.36-2.42 add SIZE_SZ
+ * (malloc.c:2427), master adds CHUNK_HDR_SZ (gmaster:2261, 614cfd0f8a). */
+static uint64_t mmap_chunk_size(const glibc_model_t *g, uint64_t nb) {
+  return align_up(nb + (g->version >= GV_243 ? CHUNK_HDR_SZ : SIZE_SZ),
+                  g->page);
+}
+
+/* sysmalloc_mmap (malloc.c:2413-2493): its own mapping, header written. */
+static uint32_t sysmalloc_mmap(glibc_model_t *g, uint64_t nb, int32_t ai) {
+  uint64_t size = mmap_chunk_size(g, nb);
+  if (size <= nb)
+    return NIL;
+  sim_addr_t  mm;
+  as_err_t    e;
+  as_status_t rc = sim_kernel_mmap(g->kernel, size, 0, SIM_PROT_RW,
+                                   SIM_OWNER_LIBC_MMAP, &mm, &e);
+  if (rc == AS_ENOMEM)
+    return NIL; /* MAP_FAILED: the caller tries the heap */
+  if (rc != AS_OK) {
+    g->ferr = e;
+    k_status(g, rc);
+    return NIL;
+  }
+  uint32_t p = rec_new(g);
+  if (p == NIL)
+    return NIL;
+  C(p)->addr  = mm;
+  C(p)->size  = size;
+  C(p)->aux   = 0;
+  C(p)->state = CS_MMAP;
+  C(p)->arena = (uint16_t)ai;
+  touch(g, mm, CHUNK_HDR_SZ); /* set_prev_size, set_head (2477-2479) */
+  g->n_mmaps++;               /* 2483 */
+  g->mmapped_mem += size;     /* 2487 */
+  return p;
+}
+
+/* Splits nb bytes off the arena's top (malloc.c:2940-2953, 4355-4370):
+ * writes the victim's header and the new top's header at victim+nb. */
+static uint32_t split_top(glibc_model_t *g, int32_t ai, uint64_t nb) {
+  uint32_t victim = g->arenas[ai].top;
+  uint32_t rem    = split(g, victim, nb);
+  if (rem == NIL)
+    return NIL;
+  C(rem)->state      = CS_TOP;
+  g->arenas[ai].top  = rem;
+  C(victim)->state   = CS_INUSE;
+  w_head(g, victim);
+  w_head(g, rem);
+  return victim;
+}
+
+/* sysmalloc (malloc.c:2540-2958).  Returns an in-use chunk or NIL. */
+static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
+                          gthread_t *th) {
+  bool tried_mmap = false;
+  /* 2573-2592: big requests get their own mapping. */
+  if (nb >= g->mmap_threshold && g->n_mmaps < g->n_mmaps_max) {
+    uint32_t mm = sysmalloc_mmap(g, nb, ai);
+    if (mm != NIL || g->fail != AS_OK)
+      return mm;
+    tried_mmap = true;
+  }
+  garena_t *av       = &g->arenas[ai];
+  uint32_t  old_top  = av->top;
+  uint64_t  old_size = old_top != NIL ? C(old_top)->size : 0;
+
+  if (ai != 0) {
+    /* 2620-2676: grow the current heap, else a new heap, else mmap. */
+    gheap_t *h        = &g->heaps[av->heap];
+    uint64_t old_hsz  = h->size;
+    if (MINSIZE + nb > old_size &&
+        grow_heap(g, h, MINSIZE + nb - old_size) == 0) {
+      av->system_mem += h->size - old_hsz; /* 2631 */
+      C(old_top)->size = h->addr + h->size - C(old_top)->addr;
+      w_head(g, old_top);
+    } else {
+      int32_t nh = new_heap(g, nb + (MINSIZE + HEAP_INFO_SZ), g->top_pad);
+      if (g->fail != AS_OK)
+        return NIL;
+      if (nh >= 0) {
+        av = &g->arenas[ai];
+        gheap_t *H = &g->heaps[nh];
+        H->arena   = (uint32_t)ai;
+        H->prev    = av->heap;
+        av->heap   = nh;
+        av->system_mem += H->size; /* 2640 */
+        uint32_t t = rec_new(g);
+        if (t == NIL)
+          return NIL;
+        C(t)->addr  = H->addr + HEAP_INFO_SZ; /* 2642-2643 */
+        C(t)->size  = H->size - HEAP_INFO_SZ;
+        C(t)->state = CS_TOP;
+        C(t)->arena = (uint16_t)ai;
+        g->arenas[ai].top = t;
+        w_head(g, t);
+        /* 2645-2665: the old top keeps (old_size - MINSIZE) & ~15 bytes
+         * and is freed; the rest becomes the fenceposts (one record). */
+        uint64_t keep = (old_size - MINSIZE) & ~MALLOC_ALIGN_MASK;
+        uint32_t fence;
+        if (keep >= MINSIZE) {
+          fence = split(g, old_top, keep);
+          if (fence == NIL)
+            return NIL;
+          C(fence)->state = CS_FENCE;
+          touch(g, C(fence)->addr + SIZE_SZ, 3 * SIZE_SZ); /* 2651-2657 */
+          C(old_top)->state = CS_INUSE;
+          w_head(g, old_top);
+        } else {
+          fence              = old_top;
+          C(fence)->state    = CS_FENCE;
+          w_head(g, fence);
+          w_foot(g, fence);
+        }
+        g->heaps[nh].prev_fence = fence;
+        if (keep >= MINSIZE)
+          /* _int_free (2659) in 2.36/2.41; _int_free_chunk, no tcache, in
+           * 2.42+ (g242:2655). */
+          int_free(g, ai, old_top, th, g->version < GV_242);
+      } else if (!tried_mmap) {
+        return sysmalloc_mmap(g, nb, ai); /* 2667-2675 */
+      }
+    }
+  } else {
+    /* 2677-2933: the main arena extends the program break. */
+    uint64_t size = nb + g->top_pad + MINSIZE; /* 2681 */
+    size -= old_size;                          /* 2689-2690 contiguous */
+    size = align_up(size, g->page);            /* 2711 */
+    sim_addr_t brk = sim_kernel_brk_current(g->kernel);
+    as_err_t   e;
+    as_status_t rc = sim_kernel_brk(g->kernel, brk + size, &e);
+    if (rc != AS_OK) {
+      /* glibc would fall back to mmap (2727-2753); not modelled. */
+      g->ferr = e;
+      k_status(g, rc);
+      return NIL;
+    }
+    if (g->sbrk_base == 0) /* 2758 */
+      g->sbrk_base = brk;
+    av->system_mem += size;
+    if (old_top != NIL && brk == C(old_top)->addr + old_size) {
+      C(old_top)->size = old_size + size; /* 2766-2767 */
+      w_head(g, old_top);
+    } else if (old_top != NIL) {
+      set_fail(g, AS_EINVAL, "the break moved under the main heap");
+      return NIL;
+    } else {
+      /* First time (2792-2891): align the first chunk and extend the
+       * break to a page boundary. */
+      uint64_t aligned = brk, correction = 0;
+      uint64_t front   = (brk + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK;
+      if (front > 0) {
+        correction = MALLOC_ALIGNMENT - front;
+        aligned += correction;
+      }
+      uint64_t end = brk + size + correction;
+      correction += align_up(end, g->page) - end;
+      if (correction > 0) {
+        rc = sim_kernel_brk(g->kernel, brk + size + correction, &e);
+        if (rc != AS_OK)
+          correction = 0; /* 2847-2851 */
+      }
+      uint32_t t = rec_new(g);
+      if (t == NIL)
+        return NIL;
+      av          = &g->arenas[ai];
+      C(t)->addr  = aligned;
+      C(t)->size  = brk + size - aligned + correction; /* 2890 */
+      C(t)->state = CS_TOP;
+      C(t)->arena = 0;
+      av->top     = t;
+      av->system_mem += correction;
+      w_head(g, t);
+    }
+  }
+  av = &g->arenas[ai];
+  if (av->system_mem > av->max_system_mem) /* 2935-2936 */
+    av->max_system_mem = av->system_mem;
+  if (av->top != NIL && C(av->top)->size >= nb + MINSIZE) /* 2944 */
+    return split_top(g, ai, nb);
+  set_fail(g, AS_ENOMEM, "sysmalloc could not extend the top chunk");
+  return NIL;
+}
+
+/* systrim (malloc.c:2970-3034): gives back whole pages above
+ * top_pad + MINSIZE by lowering the break. */
+static void systrim(glibc_model_t *g, uint64_t pad) {
+  garena_t *av = &g->arenas[0];
+  if (av->top == NIL)
+    return;
+  int64_t top_size = (int64_t)C(av->top)->size;
+  int64_t top_area = top_size - (int64_t)MINSIZE - 1; /* 2982 */
+  if (top_area <= (int64_t)pad)
+    return;
+  uint64_t extra = align_down((uint64_t)top_area - pad, g->page); /* 2992 */
+  if (extra == 0)
+    return;
+  sim_addr_t cur = sim_kernel_brk_current(g->kernel);
+  if (cur != C(av->top)->addr + (uint64_t)top_size) /* 3002 */
+    return;
+  k_status(g, sim_kernel_brk(g->kernel, cur - extra, &g->ferr));
+  av->system_mem -= extra; /* 3026-3027 */
+  C(av->top)->size -= extra;
+  w_head(g, av->top);
+}
+
+/* heap_trim (arena.c:641-715): drops whole heaps whose only content is the
+ * top chunk, then shrinks the newest heap with MADV_DONTNEED. */
+static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
+  garena_t *av = &g->arenas[ai];
+  int32_t   hi = av->heap;
+  /* 651: while top sits right after this heap's heap_info. */
+  while (C(av->top)->addr == g->heaps[hi].addr + HEAP_INFO_SZ &&
+         g->heaps[hi].prev >= 0) {
+    gheap_t *heap      = &g->heaps[hi];
+    gheap_t *prev_heap = &g->heaps[heap->prev];
+    uint32_t fence     = heap->prev_fence;
+    uint32_t p         = C(fence)->prev;
+    /* 654-664: the fenceposts plus a free chunk before them. */
+    uint64_t new_size = C(fence)->size;
+    bool     merge    = p != NIL && C(p)->state == CS_BINNED;
+    if (merge)
+      new_size += C(p)->size;
+    /* 666-668 */
+    if (new_size + (HEAP_MAX_SIZE - prev_heap->size) <
+        pad + MINSIZE + g->page)
+      break;
+    av->system_mem -= heap->size; /* 669 */
+    k_status(g, sim_kernel_munmap(g->kernel, heap->addr, HEAP_MAX_SIZE,
+                                  &g->ferr)); /* 673 */
+    heap->live = false;
+    g->heaps_live--;
+    rec_free(g, av->top);
+    int32_t prev = heap->prev;
+    av->heap     = prev;
+    hi           = prev;
+    uint32_t top = fence;
+    if (merge) { /* 675-679 */
+      unlink_chunk(g, p);
+      absorb_next(g, p);
+      top = p;
+    }
+    C(top)->state = CS_TOP; /* 683-684 */
+    C(top)->next  = NIL;
+    C(top)->size  = new_size;
+    av->top       = top;
+    w_head(g, top);
+  }
+  /* 691-714 */
+  uint64_t top_size = C(av->top)->size;
+  if (top_size < g->trim_threshold)
+    return;
+  int64_t top_area = (int64_t)top_size - (int64_t)MINSIZE - 1;
+  if (top_area < 0 || (uint64_t)top_area <= pad)
+    return;
+  uint64_t extra = align_down((uint64_t)top_area - pad, g->page);
+  if (extra == 0)
+    return;
+  if (shrink_heap(g, &g->heaps[hi], extra) != 0)
+    return;
+  av->system_mem -= extra;
+  C(av->top)->size = top_size - extra;
+  w_head(g, av->top);
+}
+
+/* ---- _int_free, malloc_consolidate -------------------------------------- */
+
+/* Puts a free chunk at the front of the unsorted list with its header,
+ * footer and links written (malloc.c:4623-4638). */
+static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
+  uint32_t bck = av->bins + 1, fwd = C(bck)->fd;
+  C(p)->fd    = fwd;
+  C(p)->bk    = bck;
+  C(p)->fd_ns = C(p)->bk_ns = NIL; /* 4629-4633 */
+  C(bck)->fd  = p;
+  C(fwd)->bk  = p;
+  C(p)->state = CS_BINNED;
+  w_head(g, p);
+  w_links(g, p);
+  w_foot(g, p);
+}
+
+/* Coalesces chunk p (in use, not in any list) with free neighbours and puts
+ * it in the unsorted list or into top; returns the coalesced size
+ * (malloc.c:4594-4653, also malloc_consolidate 4757-4799). */
+static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
+  garena_t *av   = &g->arenas[ai];
+  uint32_t  prev = C(p)->prev;
+  if (prev != NIL && C(prev)->state == CS_BINNED) { /* 4597-4604 */
+    unlink_chunk(g, prev);
+    absorb_next(g, prev);
+    p = prev;
+  }
+  uint32_t next = C(p)->next;
+  if (next != av->top) { /* 4606-4641 */
+    if (C(next)->state == CS_BINNED) {
+      unlink_chunk(g, next);
+      absorb_next(g, p);
+    } else {
+      w_inuse_at(g, p, C(p)->size); /* clear_inuse_bit_at_offset */
+    }
+    unsorted_push(g, av, p);
+    return C(p)->size;
+  }
+  absorb_next(g, p); /* 4648-4653: into top */
+  C(p)->state = CS_TOP;
+  av->top     = p;
+  w_head(g, p);
+  return C(p)->size;
+}
+
+/* The trim attempt after a large coalesced free (malloc.c:4668-4686;
+ * g241 _int_free_maybe_consolidate; gmaster:4545 _int_free_maybe_trim). */
+static void maybe_trim(glibc_model_t *g, int32_t ai, uint64_t size) {
+  if (size < FASTBIN_CONSOLIDATION_THRESHOLD)
+    return;
+  if (g->arenas[ai].have_fastchunks) /* 4669-4670 */
+    malloc_consolidate(g, ai);
+  if (ai == 0) {
+    if (C(g->arenas[0].top)->size >= g->trim_threshold) /* 4674-4676 */
+      systrim(g, g->top_pad);
+  } else {
+    heap_trim(g, ai, g->top_pad); /* 4681-4684: always */
+  }
+}
+
+/* _int_free (malloc.c:4416-4698) for a non-mmapped chunk of arena ai.
+ * tcache_ok: whether the tcache may take it (2.36/2.41 _int_free has the
+ * tcache at 4443-4481; 2.42+ internal frees call _int_free_chunk). */
+static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
+                     bool tcache_ok) {
+  uint64_t size = C(p)->size;
+  if (tcache_ok && th != NULL && th->tcache != NIL) {
+    int idx = tc_index(g, size);
+    if (idx >= 0 && th->tc_count[idx] < g->tcache_count) { /* 4475-4479 */
+      tcache_put(g, th, p, idx);
+      return;
+    }
+  }
+  if (size <= g->global_max_fast) { /* 4489-4559 (TRIM_FASTBINS 0) */
+    garena_t *av        = &g->arenas[ai];
+    unsigned  idx       = fastbin_index(size);
+    av->have_fastchunks = true;
+    C(p)->state         = CS_FAST;
+    C(p)->fd            = av->fast[idx];
+    av->fast[idx]       = p;
+    touch(g, C(p)->addr + CHUNK_HDR_SZ, SIZE_SZ); /* p->fd */
+    return;
+  }
+  uint64_t merged = merge_chunk(g, ai, p);
+  maybe_trim(g, ai, merged);
+}
+
+/* malloc_consolidate (malloc.c:4710-4805): every fastbin chunk is
+ * coalesced and put in the unsorted list (or top), bins in index order,
+ * each bin from its head. */
+static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
+  garena_t *av        = &g->arenas[ai];
+  av->have_fastchunks = false;
+  for (unsigned i = 0; i < NFASTBINS; i++) {
+    uint32_t p = g->arenas[ai].fast[i];
+    g->arenas[ai].fast[i] = NIL;
+    while (p != NIL) {
+      uint32_t nextp = C(p)->fd;
+      C(p)->state    = CS_INUSE;
+      merge_chunk(g, ai, p);
+      p = nextp;
+    }
+  }
+}
+
+/* ---- _int_malloc -------------------------------------------------------- */
+
+/* Puts an unsorted chunk into its small or large bin (malloc.c:4081-4152),
+ * keeping large bins sorted by size with the nextsize skip list. */
+static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
+  uint64_t size = C(victim)->size;
+  unsigned vi;
+  uint32_t bck, fwd;
+  if (in_smallbin_range(size)) {
+    vi  = smallbin_index(size);
+    bck = av->bins + vi;
+    fwd = C(bck)->fd;
+  } else {
+    vi  = largebin_index(size);
+    bck = av->bins + vi;
+    fwd = C(bck)->fd;
+    if (fwd != bck) {
+      if (size < C(C(bck)->bk)->size) { /* 4105-4113: smaller than all */
+        fwd                  = bck;
+        bck                  = C(bck)->bk;
+        C(victim)->fd_ns     = C(fwd)->fd;
+        C(victim)->bk_ns     = C(C(fwd)->fd)->bk_ns;
+        C(C(fwd)->fd)->bk_ns = victim;
+        C(C(victim)->bk_ns)->fd_ns = victim;
+      } else {
+        while (size < C(fwd)->size) /* 4117-4121 */
+          fwd = C(fwd)->fd_ns;
+        if (size == C(fwd)->size) {
+          fwd = C(fwd)->fd; /* 4123-4126: second position */
+        } else {
+          C(victim)->fd_ns = fwd;
+          C(victim)->bk_ns = C(fwd)->bk_ns;
+          C(fwd)->bk_ns    = victim;
+          C(C(victim)->bk_ns)->fd_ns = victim;
+        }
+        bck = C(fwd)->bk;
+      }
+    } else {
+      C(victim)->fd_ns = C(victim)->bk_ns = victim; /* 4146 */
+    }
+  }
+  mark_bin(av, vi);
+  C(victim)->bk = bck;
+  C(victim)->fd = fwd;
+  C(fwd)->bk    = victim;
+  C(bck)->fd    = victim;
+}
+
+/* Splits a chunk taken from a bin; the remainder goes to the front of the
+ * unsorted list (malloc.c:4208-4231, 4304-4336). */
+static void split_to_unsorted(glibc_model_t *g, int32_t ai, uint32_t victim,
+                              uint64_t nb, bool advertise) {
+  uint32_t rem = split(g, victim, nb);
+  if (rem == NIL)
+    return;
+  garena_t *av = &g->arenas[ai];
+  if (advertise) /* 4318-4320: only for small requests */
+    av->last_remainder = C(rem)->addr;
+  unsorted_push(g, av, rem);
+  w_head(g, victim);
+}
+
+/* _int_malloc (malloc.c:3765-4413).  th is the calling thread (its tcache
+ * receives stashed chunks).  Returns an in-use chunk or NIL on failure. */
+static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
+                           gthread_t *th) {
+  garena_t *av = &g->arenas[ai];
+  bool      tc = th != NULL && th->tcache != NIL;
+  unsigned  idx;
+
+  /* 3828-3889: fastbins, then stash same-size chunks in the tcache. */
+  if (nb <= g->global_max_fast) {
+    idx             = fastbin_index(nb);
+    uint32_t victim = av->fast[idx];
+    if (victim != NIL) {
+      av->fast[idx] = C(victim)->fd;
+      int tci       = tc ? tc_stash_index(g, nb) : -1;
+      if (tci >= 0) {
+        uint32_t tv;
+        while (th->tc_count[tci] < g->tcache_count &&
+               (tv = av->fast[idx]) != NIL) {
+          av->fast[idx] = C(tv)->fd;
+          tcache_put(g, th, tv, tci);
+        }
+      }
+      C(victim)->state = CS_INUSE;
+      C(victim)->fd    = NIL;
+      return victim;
+    }
+  }
+
+  /* 3897-3946: smallbins hold one size each; take the oldest (last). */
+  if (in_smallbin_range(nb)) {
+    idx             = smallbin_index(nb);
+    uint32_t bin    = av->bins + idx;
+    uint32_t victim = C(bin)->bk;
+    if (victim != bin) {
+      uint32_t bck = C(victim)->bk;
+      w_inuse_at(g, victim, nb);
+      C(bin)->bk = bck;
+      C(bck)->fd = bin;
+      int tci    = tc ? tc_stash_index(g, nb) : -1;
+      if (tci >= 0) {
+        uint32_t tv;
+        while (th->tc_count[tci] < g->tcache_count &&
+               (tv = C(bin)->bk) != bin) {
+          bck = C(tv)->bk;
+          w_inuse_at(g, tv, nb);
+          C(bin)->bk = bck;
+          C(bck)->fd = bin;
+          tcache_put(g, th, tv, tci);
+        }
+      }
+      C(victim)->state = CS_INUSE;
+      return victim;
+    }
+  } else {
+    idx = largebin_index(nb); /* 3957-3962 */
+    if (av->have_fastchunks)
+      malloc_consolidate(g, ai);
+  }
+
+  /* 3976-3983 */
+  int tc_idx       = tc ? tc_stash_index(g, nb) : -1;
+  bool return_cached = false;
+
+  for (;;) {
+    int      iters    = 0;
+    uint32_t unsorted = av->bins + 1;
+    uint32_t victim;
+    while ((victim = C(unsorted)->bk) != unsorted) { /* 3990 */
+      uint32_t bck  = C(victim)->bk;
+      uint64_t size = C(victim)->size;
+      /* 4018-4042: last_remainder split for small requests. */
+      if (in_smallbin_range(nb) && bck == unsorted &&
+          C(victim)->addr == av->last_remainder && size > nb + MINSIZE) {
+        uint32_t rem = split(g, victim, nb);
+        if (rem == NIL)
+          return NIL;
+        av                 = &g->arenas[ai];
+        C(unsorted)->bk    = C(unsorted)->fd = rem;
+        av->last_remainder = C(rem)->addr;
+        C(rem)->bk = C(rem)->fd = unsorted;
+        C(rem)->fd_ns = C(rem)->bk_ns = NIL;
+        C(rem)->state    = CS_BINNED;
+        C(victim)->state = CS_INUSE;
+        w_head(g, victim);
+        w_head(g, rem);
+        w_links(g, rem);
+        w_foot(g, rem);
+        return victim;
+      }
+      /* 4046-4048: remove from the unsorted list. */
+      C(unsorted)->bk = bck;
+      C(bck)->fd      = unsorted;
+      if (size == nb) { /* 4051-4079: exact fit */
+        w_inuse_at(g, victim, size);
+        if (tc_idx >= 0 && th->tc_count[tc_idx] < g->tcache_count) {
+          tcache_put(g, th, victim, tc_idx);
+          return_cached = true;
+          continue;
+        }
+        C(victim)->state = CS_INUSE;
+        return victim;
+      }
+      place_in_bin(g, av, victim);
+      /* 4154-4163: tcache_unsorted_limit is 0 (no limit) by default. */
+      if (++iters >= MAX_ITERS)
+        break;
+    }
+    if (return_cached) /* 4167-4172 */
+      return tcache_get(g, th, tc_idx);
+
+    /* 4179-4239: large request: best fit in its own bin. */
+    if (!in_smallbin_range(nb)) {
+      uint32_t bin = av->bins + idx;
+      victim       = C(bin)->fd;
+      if (victim != bin && C(victim)->size >= nb) {
+        victim = C(victim)->bk_ns;
+        uint64_t size;
+        while ((size = C(victim)->size) < nb)
+          victim = C(victim)->bk_ns;
+        if (victim != C(bin)->bk && C(victim)->size == C(C(victim)->fd)->size)
+          victim = C(victim)->fd; /* 4200-4204 */
+        uint64_t remainder_size = size - nb;
+        unlink_chunk(g, victim);
+        if (remainder_size < MINSIZE) {
+          w_inuse_at(g, victim, size);
+        } else {
+          split_to_unsorted(g, ai, victim, nb, false);
+          av = &g->arenas[ai];
+        }
+        C(victim)->state = CS_INUSE;
+        return victim;
+      }
+    }
+
+    /* 4241-4346: the next non-empty bin by binmap, smallest chunk (last). */
+    unsigned i = idx + 1;
+    for (;;) {
+      unsigned block = i >> 5;
+      uint32_t map   = block < BINMAPSIZE
+                           ? av->binmap[block] & (~0u << (i & 31))
+                           : 0;
+      while (map == 0) {
+        if (++block >= BINMAPSIZE)
+          goto use_top;
+        map = av->binmap[block];
+      }
+      i            = (block << 5) + (unsigned)__builtin_ctz(map);
+      uint32_t bin = av->bins + i;
+      victim       = C(bin)->bk;
+      if (victim == bin) { /* 4282-4289: false alarm, clear the bit */
+        av->binmap[block] &= ~(1u << (i & 31));
+        i++;
+        continue;
+      }
+      uint64_t size           = C(victim)->size;
+      uint64_t remainder_size = size - nb;
+      unlink_chunk(g, victim);
+      if (remainder_size < MINSIZE) {
+        w_inuse_at(g, victim, size);
+      } else {
+        split_to_unsorted(g, ai, victim, nb, in_smallbin_range(nb));
+        av = &g->arenas[ai];
+      }
+      C(victim)->state = CS_INUSE;
+      return victim;
+    }
+
+  use_top:
+    /* 4349-4407 */
+    if (av->top != NIL && C(av->top)->size >= nb + MINSIZE)
+      return split_top(g, ai, nb);
+    if (av->have_fastchunks) {
+      malloc_consolidate(g, ai);
+      av  = &g->arenas[ai];
+      idx = in_smallbin_range(nb) ? smallbin_index(nb) : largebin_index(nb);
+      continue;
+    }
+    return sysmalloc(g, ai, nb, th);
+  }
+}
+
+/* ---- Public entry points (malloc ... trim) ------------------------------ */
+
+static uint64_t mem_of(glibc_model_t *g, uint32_t p) {
+  return C(p)->addr + CHUNK_HDR_SZ; /* chunk2mem */
+}
+
+/* tcache_init (malloc.c:3228-3261; g242:3380-3399): the thread's first
+ * malloc takes the tcache struct from its arena and zeroes it. */
+static void tcache_init(glibc_model_t *g, gthread_t *th) {
+  if (th->shutting_down || th->tcache != NIL)
+    return;
+  int32_t ai = arena_get(g, th, g->tcache_struct_bytes);
+  if (ai < 0)
+    return;
+  uint32_t p = int_malloc(g, ai, request2size(g->tcache_struct_bytes), th);
+  if (p == NIL)
+    return;
+  C(p)->user = 0;
+  th->tcache = p;
+  if (C(p)->state == CS_MMAP)
+    touch(g, C(p)->addr + CHUNK_HDR_SZ, g->tcache_struct_bytes);
+  else
+    touch(g, mem_of(g, p), g->tcache_struct_bytes); /* memset 3258 */
+}
+
+/* __libc_malloc (malloc.c:3279-3341; g242:3467-3495 and __libc_malloc2). */
+static uint32_t gl_malloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
+  int idx = tc_index(g, nb);
+  if (g->version < GV_242 || idx >= 0) /* 3300 MAYBE_INIT_TCACHE */
+    tcache_init(g, th);
+  if (idx >= 0 && th->tcache != NIL) {
+    if (idx < TCACHE_SMALL_BINS) {
+      if (th->tc_count[idx] > 0) /* 3303-3309 */
+        return tcache_get(g, th, idx);
+    } else {
+      uint32_t v = tcache_get_large(g, th, idx, nb); /* g242:3486-3490 */
+      if (v != NIL)
+        return v;
+    }
+  }
+  int32_t ai = arena_get(g, th, nb);
+  if (ai < 0)
+    return NIL;
+  return int_malloc(g, ai, nb, th);
+}
+
+/* munmap_chunk (malloc.c:3036-3063). */
+static void munmap_chunk(glibc_model_t *g, uint32_t p) {
+  uint64_t block = C(p)->addr - C(p)->aux;
+  uint64_t total = C(p)->aux + C(p)->size;
+  g->n_mmaps--;
+  g->mmapped_mem -= total;
+  k_status(g, sim_kernel_munmap(g->kernel, block, total, &g->ferr));
+  rec_free(g, p);
+}
+
+/* __libc_free (malloc.c:3344-3389; g242:3497-3557). */
+static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
+  if (C(p)->state == CS_MMAP) {
+    /* 3362-3375: the dynamic threshold follows the largest freed mapping
+     * up to DEFAULT_MMAP_THRESHOLD_MAX; chunksize_nomask has IS_MMAPPED. */
+    uint64_t nomask = C(p)->size | 2;
+    if (!g->no_dyn_threshold && nomask > g->mmap_threshold &&
+        nomask <= DEFAULT_MMAP_THRESHOLD_MAX) {
+      g->mmap_threshold = C(p)->size;
+      g->trim_threshold = 2 * g->mmap_threshold;
+    }
+    munmap_chunk(g, p);
+    return;
+  }
+  int32_t ai = C(p)->arena;
+  if (g->version < GV_242) {
+    tcache_init(g, th); /* 3379 MAYBE_INIT_TCACHE */
+    int_free(g, ai, p, th, true);
+    return;
+  }
+  uint64_t size = C(p)->size;
+  if (th->tcache != NIL && size < g->tcache_max_bytes) { /* g242:3525-3548 */
+    int idx = tc_index(g, size);
+    if (idx >= 0 && idx < TCACHE_SMALL_BINS) {
+      if (th->tc_count[idx] < g->tcache_count) {
+        tcache_put(g, th, p, idx);
+        return;
+      }
+    } else if (idx >= 0 && th->tc_count[idx] < g->tcache_count) {
+      tcache_put_large(g, th, p, idx);
+      return;
+    }
+  }
+  int_free(g, ai, p, th, false); /* _int_free_chunk */
+}
+
+/* Gives mapping residency from [from, from+len) to [to, ...): mremap moves
+ * page tables, so resident pages stay resident. */
+static void carry_residency(glibc_model_t *g, uint64_t from, uint64_t to,
+                            uint64_t len) {
+  for (uint64_t off = 0; off < len && g->fail == AS_OK; off += g->page)
+    if (sim_kernel_is_resident(g->kernel, from + off))
+      touch(g, to + off, 1);
+}
+
+/* mremap_chunk (malloc.c:3067-3111).  Returns false if glibc would fall
+ * back to malloc-copy-free. */
+static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
+  uint64_t offset   = C(p)->aux;
+  uint64_t total    = offset + C(p)->size;
+  uint64_t block    = C(p)->addr - offset;
+  uint64_t new_size = align_up(nb + offset + SIZE_SZ, g->page); /* 3085 */
+  if (new_size == total)                                        /* 3088 */
+    return true;
+  if (new_size < total) { /* shrinking mremap unmaps the tail */
+    k_status(g, sim_kernel_munmap(g->kernel, block + new_size,
+                                  total - new_size, &g->ferr));
+  } else {
+    /* Growing: Linux extends in place or moves; the simulated kernel
+     * places a new mapping and the resident pages come along. */
+    sim_addr_t  nm;
+    as_err_t    e;
+    as_status_t rc = sim_kernel_mmap(g->kernel, new_size, 0, SIM_PROT_RW,
+                                     SIM_OWNER_LIBC_MMAP, &nm, &e);
+    if (rc == AS_ENOMEM)
+      return false;
+    if (rc != AS_OK) {
+      g->ferr = e;
+      k_status(g, rc);
+      return true;
+    }
+    carry_residency(g, block, nm, total);
+    k_status(g, sim_kernel_munmap(g->kernel, block, total, &g->ferr));
+    block       = nm;
+    C(p)->addr  = nm + offset;
+  }
+  g->mmapped_mem += new_size - total; /* 3106-3109 */
+  C(p)->size = new_size - offset;
+  touch(g, C(p)->addr + SIZE_SZ, SIZE_SZ); /* set_head 3104 */
+  return true;
+}
+
+/* _int_realloc (malloc.c:4811-4929) for chunk p of arena ai; returns the
+ * chunk now holding the object (p itself if it stayed). */
+static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
+                            uint64_t nb, gthread_t *th) {
+  bool     tcache_internal = g->version < GV_242;
+  uint64_t oldsize         = C(p)->size;
+  uint32_t next            = C(p)->next;
+  uint32_t newp            = p;
+  if (oldsize < nb) {
+    garena_t *av = &g->arenas[ai];
+    if (next == av->top && oldsize + C(next)->size >= nb + MINSIZE) {
+      /* 4850-4859: expand forward into top. */
+      uint64_t grow  = nb - oldsize;
+      C(p)->size     = nb;
+      C(next)->addr += grow;
+      C(next)->size -= grow;
+      w_head(g, p);
+      w_head(g, next);
+      return p;
+    }
+    if (next != av->top && C(next)->state == CS_BINNED &&
+        oldsize + C(next)->size >= nb) {
+      unlink_chunk(g, next); /* 4862-4869 */
+      absorb_next(g, p);
+    } else {
+      uint32_t nc = int_malloc(g, ai, nb, th); /* 4874 */
+      if (nc == NIL)
+        return NIL;
+      if (nc == C(p)->next && C(nc)->state != CS_MMAP) {
+        absorb_next(g, p); /* 4884-4888: newp == next */
+      } else {
+        /* 4889-4899: copy and free the old chunk. */
+        C(nc)->user = 1;
+        C(nc)->req  = C(p)->req;
+        C(p)->user  = 0;
+        C(p)->state = CS_INUSE;
+        int_free(g, ai, p, th, tcache_internal);
+        return nc;
+      }
+    }
+  }
+  /* 4903-4925: split off what is left over. */
+  uint64_t newsize = C(newp)->size;
+  if (newsize - nb < MINSIZE) {
+    w_inuse_at(g, newp, newsize);
+  } else {
+    uint32_t rem = split(g, newp, nb);
+    if (rem == NIL)
+      return NIL;
+    C(rem)->state = CS_INUSE;
+    w_head(g, newp);
+    w_head(g, rem);
+    w_inuse_at(g, rem, C(rem)->size);
+    int_free(g, ai, rem, th, tcache_internal);
+  }
+  return newp;
+}
+
+/* _int_memalign (malloc.c:4935-5027). */
+static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
+                             uint64_t bytes, gthread_t *th) {
+  bool     tcache_internal = g->version < GV_242;
+  uint64_t nb              = request2size(bytes);
+  uint64_t padded = request2size(nb + alignment + MINSIZE); /* 4965 */
+  if (nb == 0 || padded == 0) {
+    set_fail(g, AS_EINVAL, "memalign request too large");
+    return NIL;
+  }
+  uint32_t p = int_malloc(g, ai, padded, th);
+  if (p == NIL)
+    return NIL;
+  uint64_t m = mem_of(g, p);
+  if (m % alignment != 0) { /* 4972-5008 */
+    uint64_t brk = align_up(m, alignment) - CHUNK_HDR_SZ;
+    if (brk - C(p)->addr < MINSIZE)
+      brk += alignment;
+    uint64_t leadsize = brk - C(p)->addr;
+    if (C(p)->state == CS_MMAP) { /* 4991-4996 */
+      C(p)->aux += leadsize;
+      C(p)->addr += leadsize;
+      C(p)->size -= leadsize;
+      touch(g, C(p)->addr, CHUNK_HDR_SZ);
+      return p;
+    }
+    uint32_t newp = split(g, p, leadsize);
+    if (newp == NIL)
+      return NIL;
+    C(newp)->state = CS_INUSE;
+    w_head(g, newp);
+    w_inuse_at(g, newp, C(newp)->size);
+    w_head(g, p);
+    if (g->version >= GV_242) { /* g242:5208 _int_free_merge_chunk */
+      uint64_t s = merge_chunk(g, ai, p);
+      (void)s;
+    } else {
+      int_free(g, ai, p, th, tcache_internal); /* 5003 */
+    }
+    p = newp;
+  }
+  if (C(p)->state != CS_MMAP && C(p)->size > nb + MINSIZE) { /* 5011-5023 */
+    uint32_t rem = split(g, p, nb);
+    if (rem == NIL)
+      return NIL;
+    C(rem)->state = CS_INUSE;
+    w_head(g, rem);
+    w_head(g, p);
+    if (g->version >= GV_242) { /* g242:5234-5237 */
+      uint64_t s = merge_chunk(g, ai, rem);
+      maybe_trim(g, ai, s);
+    } else {
+      int_free(g, ai, rem, th, tcache_internal); /* 5021 */
+    }
+  }
+  return p;
+}
+
+/* __libc_calloc (malloc.c:3617-3757; g241:3773-3810 adds the tcache).
+ * Writes: only glibc's clearing; fresh top memory and mmaps stay clean. */
+static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
+  if (g->version >= GV_241) {
+    /* tcache_try_malloc: a cached chunk is cleared whole (g241:3795-3808). */
+    int idx = tc_index(g, nb);
+    if (g->version < GV_242 || idx >= 0)
+      tcache_init(g, th);
+    if (idx >= 0 && th->tcache != NIL) {
+      uint32_t v = NIL;
+      if (idx < TCACHE_SMALL_BINS) {
+        if (th->tc_count[idx] > 0)
+          v = tcache_get(g, th, idx);
+      } else {
+        v = tcache_get_large(g, th, idx, nb);
+      }
+      if (v != NIL) {
+        touch(g, mem_of(g, v), C(v)->size - SIZE_SZ);
+        return v;
+      }
+    }
+  } else {
+    tcache_init(g, th); /* 3640 */
+  }
+  int32_t ai = arena_get(g, th, nb);
+  if (ai < 0)
+    return NIL;
+  garena_t *av          = &g->arenas[ai];
+  uint64_t  oldtop_addr = UINT64_MAX, oldtopsize = 0;
+  if (av->top != NIL) { /* 3651-3666 MORECORE_CLEARS */
+    oldtop_addr = C(av->top)->addr;
+    oldtopsize  = C(av->top)->size;
+    if (ai == 0) {
+      uint64_t hw = g->sbrk_base + av->max_system_mem - oldtop_addr;
+      if (oldtopsize < hw)
+        oldtopsize = hw;
+    } else {
+      gheap_t *h  = &g->heaps[av->heap];
+      uint64_t hw = h->addr + h->mprotect_size - oldtop_addr;
+      if (oldtopsize < hw)
+        oldtopsize = hw;
+    }
+  }
+  uint32_t p = int_malloc(g, ai, nb, th);
+  if (p == NIL)
+    return NIL;
+  if (C(p)->state == CS_MMAP) /* 3707-3713 */
+    return p;
+  uint64_t csz = C(p)->size;
+  if (C(p)->addr == oldtop_addr && csz > oldtopsize) /* 3716-3720 */
+    csz = oldtopsize;
+  touch(g, mem_of(g, p), csz - SIZE_SZ); /* 3727-3754 */
+  return p;
+}
+
+/* tcache_thread_shutdown and __malloc_arena_thread_freeres (malloc.c:
+ * 3196-3226, arena.c:997-1021): cached chunks go back to their arenas,
+ * then the arena goes on free_list if no thread uses it any more. */
+static void thread_exit(glibc_model_t *g, gthread_t *th) {
+  th->shutting_down = true;
+  if (th->tcache != NIL) {
+    for (int i = 0; i < TCACHE_ALL_BINS; i++) {
+      while (th->tc_head[i] != NIL) {
+        uint32_t e     = th->tc_head[i];
+        th->tc_head[i] = C(e)->fd;
+        th->tc_count[i]--;
+        C(e)->state = CS_INUSE;
+        C(e)->fd    = NIL;
+        int_free(g, C(e)->arena, e, NULL, false);
+      }
+    }
+    uint32_t t = th->tcache;
+    th->tcache = NIL;
+    if (C(t)->state == CS_MMAP)
+      munmap_chunk(g, t);
+    else
+      int_free(g, C(t)->arena, t, NULL, false);
+  }
+  int32_t a = th->arena;
+  th->arena = -1;
+  if (a >= 0 && --g->arenas[a].attached_threads == 0) {
+    g->arenas[a].next_free = g->free_list;
+    g->free_list           = a;
+  }
+}
+
+/* mtrim (malloc.c:5034-5089): consolidate fastbins, then MADV_DONTNEED the
+ * whole pages inside every free chunk of the unsorted bin and of the bins
+ * from bin_index(pagesize) up, keeping each chunk's first 48 bytes
+ * (sizeof(struct malloc_chunk)); then systrim for the main arena only. */
+static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
+  if (g->version < GV_243) /* master has no consolidation (gmaster mtrim) */
+    malloc_consolidate(g, ai);
+  garena_t *av      = &g->arenas[ai];
+  uint64_t  ps      = g->page;
+  unsigned  psindex = bin_index(ps);
+  for (unsigned i = 1; i < NBINS; i++) {
+    if (i != 1 && i < psindex)
+      continue;
+    uint32_t bin = av->bins + i;
+    for (uint32_t p = C(bin)->bk; p != bin; p = C(p)->bk) {
+      uint64_t size = C(p)->size;
+      if (size > ps - 1 + 4 * SIZE_SZ + 2 * SIZE_SZ) { /* 5054 */
+        uint64_t paligned = align_up(C(p)->addr + 6 * SIZE_SZ, ps);
+        size -= paligned - C(p)->addr;
+        if (size > ps - 1) /* 5068-5076 */
+          k_status(g, sim_kernel_madvise(g->kernel, paligned,
+                                         size & ~(ps - 1), SIM_MADV_DONTNEED,
+                                         &g->ferr));
+      }
+    }
+  }
+  if (ai == 0) /* 5084 */
+    systrim(g, pad);
+}
+
+/* _mid_memalign (malloc.c:3523-3579).  2.36 consults no tcache here and
+ * does not initialise it. */
+static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th,
+                            uint64_t alignment, uint64_t bytes) {
+  if (alignment <= MALLOC_ALIGNMENT) { /* 3530-3531 */
+    uint64_t nb = request2size(bytes);
+    return nb ? gl_malloc(g, th, nb) : NIL;
+  }
+  if (alignment < MINSIZE) /* 3534-3535 */
+    alignment = MINSIZE;
+  if (alignment > (UINT64_C(1) << 62)) {
+    set_fail(g, AS_EINVAL, "memalign alignment too large");
+    return NIL;
+  }
+  if ((alignment & (alignment - 1)) != 0) { /* 3547-3553 */
+    uint64_t a = MALLOC_ALIGNMENT * 2;
+    while (a < alignment)
+      a <<= 1;
+    alignment = a;
+  }
+  int32_t ai = arena_get(g, th, bytes + alignment + MINSIZE); /* 3563 */
+  if (ai < 0)
+    return NIL;
+  return int_memalign(g, ai, alignment, bytes, th);
+}
+
+/* ---- Model interface ---------------------------------------------------- */
+
+static as_status_t report(glibc_model_t *g, as_err_t *err) {
+  if (err != NULL) {
+    if (g->ferr.msg[0] != '\0')
+      *err = g->ferr;
+    else
+      as_err_set(err, g->fail, "glibc: %s", as_status_message(g->fail));
+    err->code = g->fail;
+  }
+  return g->fail;
+}
+
+static bool ensure_obj(glibc_model_t *g, uint64_t id) {
+  if (id < g->obj_cap)
+    return true;
+  if (id >= (UINT64_C(1) << 32)) {
+    set_fail(g, AS_EINVAL, "object id above 2^32");
+    return false;
+  }
+  uint64_t cap = g->obj_cap ? g->obj_cap : 1024;
+  while (cap <= id)
+    cap *= 2;
+  uint32_t *o = realloc(g->obj, (size_t)cap * sizeof *o);
+  if (o == NULL) {
+    set_fail(g, AS_ENOMEM, "out of memory for the object table");
+    return false;
+  }
+  memset(o + g->obj_cap, 0, (size_t)(cap - g->obj_cap) * sizeof *o);
+  g->obj     = o;
+  g->obj_cap = cap;
+  return true;
+}
+
+/* Binds chunk p to object id: counters and the program's writes of
+ * [mem, mem+bytes) unless nothing is written (calloc). */
+static void adopt(glibc_model_t *g, uint64_t id, uint32_t p, uint64_t bytes) {
+  g->obj[id]  = p;
+  C(p)->user  = 1;
+  C(p)->req   = bytes;
+  g->live_bytes += bytes;
+  g->live_objects++;
+  if (C(p)->state != CS_MMAP)
+    g->inuse_heap_bytes += C(p)->size;
+}
+
+static void release(glibc_model_t *g, uint64_t id, uint32_t p) {
+  g->obj[id] = NIL;
+  C(p)->user = 0;
+  g->live_bytes -= C(p)->req;
+  g->live_objects--;
+  if (C(p)->state != CS_MMAP)
+    g->inuse_heap_bytes -= C(p)->size;
+}
+
+static as_status_t glibc_alloc(model_t *m, const trace_event_t *ev,
+                               as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  gthread_t *th = thread_get(g, ev->thread);
+  if (th == NULL || !ensure_obj(g, ev->id))
+    return report(g, err);
+  uint64_t bytes = ev->size, nb = request2size(bytes);
+  if (nb == 0) {
+    set_fail(g, AS_EINVAL, "request too large");
+    return report(g, err);
+  }
+  uint32_t p;
+  if (ev->op == TRACE_CALLOC)
+    p = gl_calloc(g, th, nb);
+  else if (ev->op == TRACE_MEMALIGN)
+    p = gl_memalign(g, th, ev->align, bytes);
+  else
+    p = gl_malloc(g, th, nb);
+  if (p == NIL && g->fail == AS_OK)
+    set_fail(g, AS_ENOMEM, "allocation failed");
+  if (g->fail != AS_OK)
+    return report(g, err);
+  adopt(g, ev->id, p, bytes);
+  if (ev->op != TRACE_CALLOC)
+    touch(g, mem_of(g, p), bytes);
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+static as_status_t glibc_free(model_t *m, const trace_event_t *ev,
+                              as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  gthread_t *th = thread_get(g, ev->thread);
+  if (th == NULL)
+    return report(g, err);
+  if (ev->id >= g->obj_cap || g->obj[ev->id] == NIL)
+    return AS_OK; /* freed by realloc(p, 0): free(NULL) is a no-op */
+  uint32_t p = g->obj[ev->id];
+  release(g, ev->id, p);
+  gl_free(g, th, p);
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+/* __libc_realloc (malloc.c:3392-3510). */
+static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
+                                 as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  gthread_t *th = thread_get(g, ev->thread);
+  if (th == NULL || !ensure_obj(g, ev->id))
+    return report(g, err);
+  uint32_t p     = g->obj[ev->id];
+  uint64_t bytes = ev->size;
+  if (p == NIL) { /* 3411-3412: realloc(NULL, n) is malloc */
+    trace_event_t as_malloc = *ev;
+    as_malloc.op            = TRACE_MALLOC;
+    return glibc_alloc(m, &as_malloc, err);
+  }
+  if (bytes == 0) { /* 3403-3408 REALLOC_ZERO_BYTES_FREES (360) */
+    release(g, ev->id, p);
+    gl_free(g, th, p);
+    return g->fail != AS_OK ? report(g, err) : AS_OK;
+  }
+  uint64_t nb = request2size(bytes);
+  if (nb == 0) {
+    set_fail(g, AS_EINVAL, "realloc request too large");
+    return report(g, err);
+  }
+  uint64_t old_req = C(p)->req;
+  release(g, ev->id, p);
+  uint32_t np;
+  if (C(p)->state == CS_MMAP) { /* 3447-3476 */
+    if (mremap_chunk(g, p, nb) || C(p)->size - SIZE_SZ >= nb) {
+      np = p;
+    } else {
+      np = gl_malloc(g, th, nb);
+      if (np != NIL)
+        munmap_chunk(g, p);
+    }
+  } else {
+    if (g->version < GV_242)
+      tcache_init(g, th); /* 3428 MAYBE_INIT_TCACHE */
+    np = int_realloc(g, C(p)->arena, p, nb, th);
+  }
+  if (np == NIL && g->fail == AS_OK)
+    set_fail(g, AS_ENOMEM, "realloc failed");
+  if (g->fail != AS_OK)
+    return report(g, err);
+  adopt(g, ev->id, np, bytes);
+  if (np != p)
+    touch(g, mem_of(g, np), bytes); /* memcpy + the program's writes */
+  else if (bytes > old_req)
+    touch(g, mem_of(g, np) + old_req, bytes - old_req);
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+static as_status_t glibc_thread(model_t *m, const trace_event_t *ev,
+                                as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  gthread_t *th = thread_get(g, ev->thread);
+  if (th == NULL)
+    return report(g, err);
+  if (ev->op == TRACE_THREAD_START) {
+    if (th->shutting_down || ev->thread != 0) {
+      /* A new thread (or a reused id): fresh TLS. */
+      if (th->tcache != NIL || th->arena >= 0)
+        thread_exit(g, th);
+      memset(th, 0, sizeof *th);
+      th->arena = ev->thread == 0 ? 0 : -1;
+    }
+    th->seen = true;
+  } else if (ev->op == TRACE_THREAD_EXIT) {
+    thread_exit(g, th);
+  }
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+/* __malloc_trim (malloc.c:5092-5112): mtrim on every arena, in list order
+ * from main_arena. */
+static as_status_t glibc_trim(model_t *m, uint64_t pad, uint64_t now_ns,
+                              as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  (void)now_ns;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  uint32_t ai = 0;
+  do {
+    mtrim(g, (int32_t)ai, pad);
+    ai = g->arenas[ai].next;
+  } while (ai != 0 && g->fail == AS_OK);
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+static void glibc_stats(const model_t *m, model_stats_t *out) {
+  const glibc_model_t *g   = (const glibc_model_t *)m;
+  uint64_t             sys = 0;
+  for (uint32_t i = 0; i < g->narenas; i++)
+    sys += g->arenas[i].system_mem;
+  out->live_bytes   = g->live_bytes;
+  out->live_objects = g->live_objects;
+  out->mapped_bytes = sys + g->mmapped_mem;
+  out->arenas       = g->heaps_live + (g->sbrk_base != 0 ? 1 : 0);
+  out->free_bytes   = sys - g->inuse_heap_bytes;
+}
+
+static void glibc_destroy(model_t *m) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  if (g == NULL)
+    return;
+  free(g->ch);
+  free(g->obj);
+  free(g->arenas);
+  free(g->heaps);
+  free(g->threads);
+  free(g);
+}
+
+static as_status_t glibc_create(const model_opts_t *opts,
+                                const model_ctx_t *ctx, model_t **out,
+                                as_err_t *err) {
+  *out             = NULL;
+  glibc_model_t *g = calloc(1, sizeof *g);
+  if (g == NULL)
+    return as_err_set(err, AS_ENOMEM, "glibc: out of memory");
+  g->kernel  = ctx->kernel;
+  g->page    = sim_kernel_page_size(ctx->kernel);
+  g->version = (glibc_version_t)model_opts_i64(opts, "version");
+  g->mmap_threshold = model_opts_u64(opts, "mmap_threshold");
+  g->trim_threshold = model_opts_u64(opts, "trim_threshold");
+  g->top_pad        = model_opts_u64(opts, "top_pad");
+  g->n_mmaps_max    = model_opts_u64(opts, "mmap_max");
+  /* malloc.c:5308-5346: setting any of these freezes the thresholds. */
+  g->no_dyn_threshold = model_opts_was_set(opts, "mmap_threshold") ||
+                        model_opts_was_set(opts, "trim_threshold") ||
+                        model_opts_was_set(opts, "top_pad") ||
+                        model_opts_was_set(opts, "mmap_max");
+  g->arena_test = model_opts_u64(opts, "arena_test");
+  g->arena_max  = model_opts_u64(opts, "arena_max");
+  g->ncpus      = model_opts_u64(opts, "ncpus");
+
+  uint64_t mxfast = model_opts_u64(opts, "mxfast");
+  if (mxfast > MAX_FAST_SIZE) { /* do_set_mxfast (5413-5421) */
+    as_err_set(err, AS_EINVAL, "glibc: mxfast=%" PRIu64 " above %" PRIu64,
+               mxfast, MAX_FAST_SIZE);
+    goto fail;
+  }
+  /* set_max_fast (malloc.c:1791-1793); master has no fastbins. */
+  g->global_max_fast =
+      g->version >= GV_243 ? 0
+      : mxfast <= MALLOC_ALIGN_MASK - SIZE_SZ
+          ? MINSIZE / 2
+          : (mxfast + SIZE_SZ) & ~MALLOC_ALIGN_MASK;
+
+  g->tcache_count = model_opts_u64(opts, "tcache_count");
+  if (g->version >= GV_243 && !model_opts_was_set(opts, "tcache_count"))
+    g->tcache_count = 16; /* gmaster:317 TCACHE_FILL_COUNT */
+  if (g->tcache_count > MAX_TCACHE_COUNT) { /* do_set_tcache_count 5392 */
+    as_err_set(err, AS_EINVAL, "glibc: tcache_count=%" PRIu64 " above 65535",
+               g->tcache_count);
+    goto fail;
+  }
+  uint64_t tmax = model_opts_u64(opts, "tcache_max");
+  uint64_t tnb  = request2size(tmax);
+  if (g->version < GV_242) { /* do_set_tcache_max (5379-5389) */
+    if (tmax > MAX_TCACHE_SIZE) {
+      as_err_set(err, AS_EINVAL,
+                 "glibc: tcache_max=%" PRIu64 " above %" PRIu64
+                 " (large tcache bins need version=2.42 or later)",
+                 tmax, MAX_TCACHE_SIZE);
+      goto fail;
+    }
+    g->tcache_bins = (tnb - MINSIZE + MALLOC_ALIGN_MASK) / MALLOC_ALIGNMENT + 1;
+  } else {
+    /* g242:5590-5610, gmaster:5081-5102 */
+    g->tcache_small_bins = TCACHE_SMALL_BINS;
+    g->tcache_max_bytes  = g->version >= GV_243 ? 1040 + 1 : 1032;
+    if (model_opts_was_set(opts, "tcache_max")) {
+      /* csize2tidx, then large_csize2tidx when 2.42's nb exceeds
+       * MAX_TCACHE_SMALL_SIZE (g242:5598) or master's index passes the
+       * small bins (gmaster:5089). */
+      uint64_t idx   = (tnb - MINSIZE) / MALLOC_ALIGNMENT;
+      bool     large = g->version >= GV_243 ? idx >= TCACHE_SMALL_BINS
+                                            : tnb > MAX_TCACHE_SIZE;
+      if (tnb == 0 || tnb > UINT32_MAX)
+        idx = TCACHE_ALL_BINS;
+      else if (large)
+        idx = (uint64_t)(TCACHE_SMALL_BINS + 21 - __builtin_clz((unsigned)tnb));
+      if (idx >= TCACHE_ALL_BINS) {
+        as_err_set(err, AS_EINVAL,
+                   "glibc: tcache_max=%" PRIu64 " beyond the last tcache bin",
+                   tmax);
+        goto fail;
+      }
+      if (idx < TCACHE_SMALL_BINS)
+        g->tcache_small_bins = idx + 1;
+      g->tcache_max_bytes = g->version >= GV_243 ? tnb + 1 : tnb;
+    }
+  }
+  /* sizeof (tcache_perthread_struct): 64 counts + 64 pointers (malloc.c:
+   * 3132-3136) = 640; 76 of each from 2.42 (g242:3127-3131) = 760. */
+  g->tcache_struct_bytes = g->version >= GV_242 ? 760 : 640;
+  g->malloc_state_sz =
+      g->version >= GV_243 ? MALLOC_STATE_SZ_MASTER : MALLOC_STATE_SZ_236;
+
+  g->ch_cap = 4096;
+  g->ch     = calloc(g->ch_cap, sizeof *g->ch);
+  if (g->ch == NULL) {
+    as_err_set(err, AS_ENOMEM, "glibc: out of memory");
+    goto fail;
+  }
+  g->nch       = 1; /* record 0 is NIL */
+  g->free_list = -1;
+  if (arena_alloc(g) != 0) /* main_arena */
+    goto fail_model;
+  g->arenas[0].attached_threads = 1; /* the main thread */
+  g->next_to_use                = 0; /* arena.c:868-869 */
+  gthread_t *main_thread        = thread_get(g, 0);
+  if (main_thread == NULL)
+    goto fail_model;
+  main_thread->arena = 0; /* ptmalloc_init: thread_arena = &main_arena */
+  main_thread->seen  = true;
+  *out               = &g->base;
+  return AS_OK;
+
+fail_model:
+  report(g, err);
+fail:
+  {
+    as_status_t code = err != NULL ? err->code : AS_EINVAL;
+    glibc_destroy(&g->base);
+    return code != AS_OK ? code : AS_EINVAL;
+  }
+}
+
+const model_methods_t model_glibc_methods = {
+    .name    = "glibc",
+    .summary = "glibc malloc (ptmalloc2) 2.36, with 2.41/2.42/2.43 switches",
+    .options = glibc_options,
+    .create  = glibc_create,
+    .destroy = glibc_destroy,
+    .alloc   = glibc_alloc,
+    .realloc = glibc_realloc,
+    .free    = glibc_free,
+    .thread  = glibc_thread,
+    .trim    = glibc_trim,
+    .stats   = glibc_stats,
+};
+
+/* ---- Introspection (models/glibc.h) ------------------------------------- */
+
+static const glibc_model_t *as_glibc(const model_t *m) {
+  return (const glibc_model_t *)m;
+}
+
+bool glibc_inspect_object(const model_t *m, uint64_t id,
+                          glibc_chunk_info_t *out) {
+  const glibc_model_t *g = as_glibc(m);
+  if (id >= g->obj_cap || g->obj[id] == NIL)
+    return false;
+  const gchunk_t *c = &g->ch[g->obj[id]];
+  out->addr         = c->addr;
+  out->size         = c->size;
+  out->arena        = c->arena;
+  out->mmapped      = c->state == CS_MMAP;
+  return true;
+}
+
+uint64_t glibc_inspect_top_size(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas || g->arenas[arena].top == NIL)
+    return 0;
+  return g->ch[g->arenas[arena].top].size;
+}
+
+uint64_t glibc_inspect_top_addr(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas || g->arenas[arena].top == NIL)
+    return 0;
+  return g->ch[g->arenas[arena].top].addr;
+}
+
+uint32_t glibc_inspect_narenas(const model_t *m) {
+  return as_glibc(m)->narenas;
+}
+
+int32_t glibc_inspect_thread_arena(const model_t *m, uint32_t tid) {
+  const glibc_model_t *g = as_glibc(m);
+  return tid < g->nthreads ? g->threads[tid].arena : -1;
+}
+
+uint32_t glibc_inspect_tcache_count(const model_t *m, uint32_t tid,
+                                    uint64_t csize) {
+  const glibc_model_t *g = as_glibc(m);
+  if (tid >= g->nthreads)
+    return 0;
+  uint32_t n = 0;
+  for (int i = 0; i < TCACHE_ALL_BINS; i++)
+    for (uint32_t p = g->threads[tid].tc_head[i]; p != NIL; p = g->ch[p].fd)
+      n += g->ch[p].size == csize;
+  return n;
+}
+
+uint32_t glibc_inspect_fastbin_count(const model_t *m, uint32_t arena,
+                                     uint64_t csize) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas || csize < MINSIZE || csize > MAX_FAST_SIZE)
+    return 0;
+  uint32_t n = 0;
+  for (uint32_t p = g->arenas[arena].fast[fastbin_index(csize)]; p != NIL;
+       p = g->ch[p].fd)
+    n++;
+  return n;
+}
+
+uint32_t glibc_inspect_binned_count(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas)
+    return 0;
+  uint32_t n = 0;
+  for (unsigned i = 1; i < NBINS; i++) {
+    uint32_t bin = g->arenas[arena].bins + i;
+    for (uint32_t p = g->ch[bin].fd; p != bin; p = g->ch[p].fd)
+      n++;
+  }
+  return n;
+}
+
+uint64_t glibc_inspect_mmap_threshold(const model_t *m) {
+  return as_glibc(m)->mmap_threshold;
+}
+
+uint64_t glibc_inspect_trim_threshold(const model_t *m) {
+  return as_glibc(m)->trim_threshold;
+}
+
+uint64_t glibc_inspect_heap_size(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas || g->arenas[arena].heap < 0)
+    return 0;
+  return g->heaps[g->arenas[arena].heap].size;
+}
+
+uint64_t glibc_inspect_heap_mprotect_size(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas || g->arenas[arena].heap < 0)
+    return 0;
+  return g->heaps[g->arenas[arena].heap].mprotect_size;
+}
+
+uint32_t glibc_inspect_heap_count(const model_t *m, uint32_t arena) {
+  const glibc_model_t *g = as_glibc(m);
+  if (arena >= g->narenas)
+    return 0;
+  uint32_t n = 0;
+  for (int32_t h = g->arenas[arena].heap; h >= 0; h = g->heaps[h].prev)
+    n++;
+  return n;
+}
+
+/* Checks one region, walking down from its last record. */
+static as_status_t check_region(const glibc_model_t *g, uint32_t last,
+                                uint32_t arena, uint64_t *binned,
+                                as_err_t *err) {
+  if (g->ch[last].next != NIL)
+    return as_err_set(err, AS_EINVAL, "glibc: region end %u has a next",
+                      last);
+  for (uint32_t p = last; p != NIL; p = g->ch[p].prev) {
+    const gchunk_t *c = &g->ch[p];
+    if (c->arena != arena)
+      return as_err_set(err, AS_EINVAL, "glibc: chunk %#" PRIx64
+                        " in arena %u claims arena %u", c->addr, arena,
+                        c->arena);
+    if (c->size < (c->state == CS_FENCE ? 2 * SIZE_SZ : MINSIZE) ||
+        (c->size & MALLOC_ALIGN_MASK) != 0 ||
+        ((c->addr + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK) != 0)
+      return as_err_set(err, AS_EINVAL, "glibc: chunk %#" PRIx64
+                        " has bad size %" PRIu64, c->addr, c->size);
+    if (c->prev != NIL) {
+      const gchunk_t *b = &g->ch[c->prev];
+      if (b->next != p || b->addr + b->size != c->addr)
+        return as_err_set(err, AS_EINVAL, "glibc: chunks %#" PRIx64
+                          " and %#" PRIx64 " do not tile", b->addr, c->addr);
+      if (c->state == CS_BINNED && (b->state == CS_BINNED))
+        return as_err_set(err, AS_EINVAL, "glibc: free chunks %#" PRIx64
+                          " and %#" PRIx64 " not coalesced", b->addr,
+                          c->addr);
+      if (c->state == CS_TOP && b->state == CS_BINNED)
+        return as_err_set(err, AS_EINVAL, "glibc: free chunk %#" PRIx64
+                          " borders top", b->addr);
+    }
+    if (c->state == CS_TOP && p != g->arenas[arena].top)
+      return as_err_set(err, AS_EINVAL, "glibc: stray top %#" PRIx64,
+                        c->addr);
+    if (c->state == CS_DEAD || c->state == CS_BINHEAD || c->state == CS_MMAP)
+      return as_err_set(err, AS_EINVAL, "glibc: record %u (state %d) in a "
+                        "region", p, c->state);
+    if (c->state == CS_BINNED)
+      (*binned)++;
+  }
+  return AS_OK;
+}
+
+as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
+  const glibc_model_t *g = as_glibc(m);
+  if (g->fail != AS_OK)
+    return as_err_set(err, AS_EINVAL, "glibc: model failed: %s", g->ferr.msg);
+  for (uint32_t a = 0; a < g->narenas; a++) {
+    const garena_t *av     = &g->arenas[a];
+    uint64_t        binned = 0, listed = 0;
+    as_status_t     rc;
+    if (av->top != NIL) {
+      if (g->ch[av->top].state != CS_TOP)
+        return as_err_set(err, AS_EINVAL, "glibc: arena %u top not TOP", a);
+      rc = check_region(g, av->top, a, &binned, err);
+      if (rc != AS_OK)
+        return rc;
+    }
+    for (int32_t h = av->heap; h >= 0; h = g->heaps[h].prev) {
+      const gheap_t *H = &g->heaps[h];
+      if (!H->live || H->arena != a)
+        return as_err_set(err, AS_EINVAL, "glibc: heap %d of arena %u", h, a);
+      if (h == av->heap) {
+        const gchunk_t *t = &g->ch[av->top];
+        if (t->addr + t->size != H->addr + H->size)
+          return as_err_set(err, AS_EINVAL, "glibc: arena %u top does not "
+                            "end its heap", a);
+      }
+      if (H->prev >= 0) {
+        rc = check_region(g, H->prev_fence, a, &binned, err);
+        if (rc != AS_OK)
+          return rc;
+        const gchunk_t *f = &g->ch[H->prev_fence];
+        const gheap_t  *P = &g->heaps[H->prev];
+        if (f->state != CS_FENCE || f->addr + f->size != P->addr + P->size)
+          return as_err_set(err, AS_EINVAL, "glibc: heap %d fence", h);
+      }
+    }
+    for (unsigned i = 1; i < NBINS; i++) {
+      uint32_t bin = av->bins + i;
+      uint64_t last_size = UINT64_MAX;
+      for (uint32_t p = g->ch[bin].fd; p != bin; p = g->ch[p].fd) {
+        const gchunk_t *c = &g->ch[p];
+        if (g->ch[c->fd].bk != p || c->state != CS_BINNED)
+          return as_err_set(err, AS_EINVAL, "glibc: bin %u list broken", i);
+        if (i > 1 && bin_index(c->size) != i)
+          return as_err_set(err, AS_EINVAL, "glibc: size %" PRIu64
+                            " in bin %u", c->size, i);
+        if (i > 1 && !(av->binmap[i >> 5] & (1u << (i & 31))))
+          return as_err_set(err, AS_EINVAL, "glibc: bin %u not in binmap", i);
+        if (i >= NSMALLBINS) {
+          if (c->size > last_size)
+            return as_err_set(err, AS_EINVAL, "glibc: large bin %u unsorted",
+                              i);
+          bool first = c->size != last_size;
+          if (first != (c->fd_ns != NIL))
+            return as_err_set(err, AS_EINVAL, "glibc: bin %u skip list", i);
+          if (first && (g->ch[c->fd_ns].bk_ns != p ||
+                        g->ch[c->bk_ns].fd_ns != p))
+            return as_err_set(err, AS_EINVAL, "glibc: bin %u nextsize links",
+                              i);
+          last_size = c->size;
+        }
+        if (++listed > binned)
+          return as_err_set(err, AS_EINVAL, "glibc: arena %u lists more "
+                            "free chunks than its regions hold", a);
+      }
+    }
+    if (listed != binned)
+      return as_err_set(err, AS_EINVAL, "glibc: arena %u: %" PRIu64
+                        " free chunks in regions, %" PRIu64 " in bins",
+                        a, binned, listed);
+    for (unsigned i = 0; i < NFASTBINS; i++)
+      for (uint32_t p = av->fast[i]; p != NIL; p = g->ch[p].fd)
+        if (g->ch[p].state != CS_FAST || fastbin_index(g->ch[p].size) != i)
+          return as_err_set(err, AS_EINVAL, "glibc: fastbin %u broken", i);
+  }
+  for (uint32_t t = 0; t < g->nthreads; t++)
+    for (int i = 0; i < TCACHE_ALL_BINS; i++) {
+      uint32_t n = 0;
+      for (uint32_t p = g->threads[t].tc_head[i]; p != NIL; p = g->ch[p].fd) {
+        if (g->ch[p].state != CS_TCACHE)
+          return as_err_set(err, AS_EINVAL, "glibc: tcache %u/%d", t, i);
+        n++;
+      }
+      if (n != g->threads[t].tc_count[i])
+        return as_err_set(err, AS_EINVAL, "glibc: tcache %u/%d count", t, i);
+    }
+  for (uint64_t id = 0; id < g->obj_cap; id++) {
+    uint32_t p = g->obj[id];
+    if (p != NIL && (!g->ch[p].user || (g->ch[p].state != CS_INUSE &&
+                                        g->ch[p].state != CS_MMAP)))
+      return as_err_set(err, AS_EINVAL, "glibc: object %" PRIu64
+                        " maps to a chunk not in use", id);
+  }
+  return AS_OK;
+}
