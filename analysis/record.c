@@ -1187,12 +1187,22 @@ static void rm_tree(const char *dir) {
   rmdir(dir);
 }
 
+/* Sets provenance k=v, made writable in the text format: control bytes
+ * (a `python -c` script's newlines) become spaces, surrounding spaces go,
+ * and the value is cut at 255 bytes. */
 static void meta_put(trace_meta_t *m, const char *k, const char *v) {
   char key[32];
   char val[256];
   snprintf(key, sizeof key, "%s", k);
   snprintf(val, sizeof val, "%s", v);
-  (void)trace_meta_set(m, key, val, NULL);
+  for (char *p = val; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = ' ';
+  size_t n = strlen(val);
+  while (n > 0 && val[n - 1] == ' ')
+    val[--n] = '\0';
+  size_t lead = strspn(val, " ");
+  (void)trace_meta_set(m, key, val + lead, NULL);
 }
 
 /* Joins argv with spaces, quoting arguments that need it. */
@@ -1325,9 +1335,19 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   snprintf(buf, sizeof buf, "%d", res->exit_code);
   meta_put(m, "exit_code", buf);
 
-  /* Convert: the command's own log first, then the others. */
-  char main_raw[PATH_MAX];
-  snprintf(main_raw, sizeof main_raw, "%s/raw.%d.0", dir, (int)pid);
+  /* Convert: the command's own log first, then the others.  The command's
+   * process is its pid's last image: a wrapper (shell script, pyenv shim)
+   * that execs the real program leaves raw.PID.0 .. raw.PID.N behind. */
+  char     main_raw[PATH_MAX];
+  unsigned main_gen = 0;
+  for (unsigned g = 0; g < 256; g++) {
+    snprintf(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, g);
+    if (!readable(main_raw))
+      break;
+    main_gen = g;
+  }
+  snprintf(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid,
+           main_gen);
   if (!readable(main_raw)) {
     rc = as_err_set(err, AS_EINVAL,
                     "%s: the command wrote no capture log (a static or "
@@ -1349,7 +1369,7 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
       unsigned long long p = 0;
       unsigned           gen = 0;
       if (sscanf(e->d_name, "raw.%llu.%u", &p, &gen) != 2 ||
-          (p == (unsigned long long)pid && gen == 0))
+          (p == (unsigned long long)pid && gen == main_gen))
         continue;
       if (res->nextra == RECORD_CAPTURE_MAX_EXTRA)
         break;

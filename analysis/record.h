@@ -132,8 +132,8 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err);
 
 /* Runs o->argv with LD_PRELOAD'd capture (and, for CPython, PYTHONPATH
  * pointing at sitecustomize.py), waits for it, and converts its raw logs:
- * the command's process to o->out_path, other processes (fork, exec) to
- * OUT.PID[.N].EXT.  Provenance: command, machine, kernel, page_size, libc,
+ * the command's process (the last image its pid exec'd) to o->out_path,
+ * other processes and earlier images (fork, exec) to OUT.PID[.N].EXT.  Provenance: command, machine, kernel, page_size, libc,
  * python, env knobs (env.NAME), capture settings.  A command that cannot be
  * started is AS_EINVAL; its non-zero exit is not an error (see exit_code). */
 as_status_t record_capture_run(const record_capture_opts_t *o,

@@ -27,8 +27,10 @@
  *     converter.
  *   - exec: LD_PRELOAD and ALLOCSIM_CAPTURE_DIR stay in the environment, so
  *     the new image loads the library again and writes raw.PID.N with the
- *     next free N.  Records the old image had not flushed when it called
- *     exec are lost (at most one buffer per thread); exec is not wrapped.
+ *     next free N.  execve is wrapped to flush the calling thread's buffer
+ *     first; other threads' unflushed records are lost with the old image
+ *     (exec kills them anyway).  The execv/execvp family inside glibc calls
+ *     execve internally, bypassing the wrapper: their last buffer is lost.
  *   - _exit() and fatal signals skip the destructor: unflushed records of
  *     such a process are lost.
  *
@@ -123,6 +125,7 @@ static void *(*real_aligned_alloc)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static int (*real_malloc_trim)(size_t);
+static int (*real_execve)(const char *, char *const[], char *const[]);
 
 /* ---- Bootstrap ----------------------------------------------------------- */
 
@@ -164,6 +167,8 @@ static void resolve_symbols(void) {
   real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
   real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
   real_malloc_trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
+  real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(
+      RTLD_NEXT, "execve");
   t_self.resolving = 0;
 }
 
@@ -754,6 +759,19 @@ EXPORT int malloc_trim(size_t pad) {
   if (LIKELY(!passthrough()))
     record(CAPTURE_OP_TRIM, 0, 0, pad, (uint64_t)rc, 0);
   return rc;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  ensure_init();
+  if (real_execve == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (g_enabled) {
+    sample_rss();
+    atfork_prepare(); /* flushes this thread's buffer */
+  }
+  return real_execve(path, argv, envp);
 }
 
 /* ---- CPython domains ------------------------------------------------------ */

@@ -1,0 +1,632 @@
+/* tests/integration/test_capture.c -- capturing real programs, recording
+ * measured runs and comparing them.
+ *
+ * The capture tests run the small programs in capture_progs/ (built by
+ * traces/capture/CMakeLists.txt) and a Python snippet under
+ * liballocsim_capture.so via record_capture_run(), then read the trace back
+ * and check it event by event against what the program did.  Programs mark
+ * "begin" and "end" so start-up allocations of the C runtime stay out of
+ * the exact comparisons.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "analysis/compare.h"
+#include "analysis/record.h"
+#include "analysis/store.h"
+#include "traces/trace_io.h"
+
+#define LIB   ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
+#define PROGS ALLOCSIM_BINARY_DIR "/tests/integration/capture_progs/"
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+/* cmocka 1.1.5 (Debian 12) has no assert_double_equal. */
+#define assert_near(a, b, eps)                                                 \
+  do {                                                                         \
+    double a_ = (a), b_ = (b);                                                 \
+    if (!(fabs(a_ - b_) <= (eps)))                                             \
+      fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);                      \
+  } while (0)
+
+typedef struct ev_s ev_t;
+struct ev_s {
+  trace_event_t e;
+  char          label[64];
+};
+
+typedef struct trace_s trace_t;
+struct trace_s {
+  ev_t        *v;
+  size_t       n;
+  trace_meta_t meta;
+};
+
+static char g_dir[256];
+
+static int setup_dir(void **state) {
+  (void)state;
+  snprintf(g_dir, sizeof g_dir, "/tmp/allocsim-test-capture-XXXXXX");
+  return mkdtemp(g_dir) == NULL ? -1 : 0;
+}
+
+static int teardown_dir(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void read_trace(const char *path, trace_t *t) {
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(path, &src, &err), AS_OK);
+  t->meta = src->meta;
+  t->v = NULL;
+  t->n = 0;
+  size_t      cap = 0;
+  ev_t        x;
+  as_status_t rc;
+  while ((rc = trace_source_next(src, &x.e, &err)) == AS_OK) {
+    snprintf(x.label, sizeof x.label, "%s", x.e.label ? x.e.label : "");
+    x.e.label = NULL;
+    if (t->n == cap) {
+      cap = cap ? 2 * cap : 1024;
+      t->v = realloc(t->v, cap * sizeof *t->v);
+      assert_non_null(t->v);
+    }
+    t->v[t->n++] = x;
+  }
+  assert_int_equal(rc, AS_DONE);
+  trace_source_close(src);
+}
+
+/* Captures argv into DIR/name.trace. */
+static void capture(const char *name, char *const *argv, uint64_t every_ns,
+                    record_capture_result_t *res, trace_t *t) {
+  char out[512];
+  snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
+  record_capture_opts_t o = {.argv = argv, .out_path = out,
+                             .sample_every_ns = every_ns, .lib_path = LIB};
+  as_err_t err = {0};
+  as_status_t rc = record_capture_run(&o, res, &err);
+  if (rc != AS_OK)
+    fail_msg("capture %s: %s", name, err.msg);
+  assert_int_equal(res->exit_code, 0);
+  read_trace(out, t);
+}
+
+static size_t find_mark(const trace_t *t, const char *label) {
+  for (size_t i = 0; i < t->n; i++)
+    if (t->v[i].e.op == TRACE_MARK && strcmp(t->v[i].label, label) == 0)
+      return i;
+  fail_msg("no mark '%s' in the trace", label);
+  return SIZE_MAX;
+}
+
+/* The events strictly between two marks, rss events left out. */
+static size_t between(const trace_t *t, const char *a, const char *b,
+                      trace_event_t *out, size_t max) {
+  size_t i = find_mark(t, a) + 1, j = find_mark(t, b), n = 0;
+  for (; i < j; i++)
+    if (t->v[i].e.op != TRACE_RSS) {
+      assert_true(n < max);
+      out[n++] = t->v[i].e;
+    }
+  return n;
+}
+
+static void expect(const trace_event_t *e, trace_op_t op, uint64_t size,
+                   uint64_t align) {
+  assert_string_equal(trace_op_name((trace_op_t)e->op), trace_op_name(op));
+  if (op != TRACE_FREE) {
+    assert_int_equal(e->size, size);
+  }
+  assert_int_equal(e->align, align);
+}
+
+/* ---- C programs --------------------------------------------------------- */
+
+static void realloc_chain_is_recorded_event_by_event(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "realloc_chain", NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("realloc_chain", argv, 0, &res, &t);
+  trace_event_t e[16];
+  size_t        n = between(&t, "begin", "end", e, 16);
+  assert_int_equal(n, 8);
+  expect(&e[0], TRACE_MALLOC, 16, 0);
+  expect(&e[1], TRACE_REALLOC, 32, 0);
+  expect(&e[2], TRACE_REALLOC, 1000, 0);
+  expect(&e[3], TRACE_REALLOC, 300000, 0);
+  expect(&e[4], TRACE_REALLOC, 24, 0);
+  expect(&e[5], TRACE_MALLOC, 40, 0); /* realloc(NULL, 40) */
+  expect(&e[6], TRACE_FREE, 0, 0);    /* realloc(q, 0) */
+  expect(&e[7], TRACE_FREE, 0, 0);
+  for (int i = 1; i <= 4; i++)
+    assert_int_equal(e[i].id, e[0].id); /* realloc keeps the object's id */
+  assert_int_equal(e[7].id, e[0].id);
+  assert_int_equal(e[6].id, e[5].id);
+  assert_int_not_equal(e[5].id, e[0].id);
+  assert_int_equal(res.main.unmatched_frees, 0);
+  assert_int_equal(res.main.missed_frees, 0);
+  /* Every mark is followed by its rss event at the same time. */
+  size_t b = find_mark(&t, "begin");
+  assert_int_equal(t.v[b + 1].e.op, TRACE_RSS);
+  assert_int_equal(t.v[b + 1].e.t_ns, t.v[b].e.t_ns);
+  assert_true(t.v[b + 1].e.size > 0);
+  assert_non_null(trace_meta_get(&t.meta, "libc"));
+  assert_string_equal(trace_meta_get(&t.meta, "kind"), "measured");
+  free(t.v);
+}
+
+static void aligned_family_keeps_alignment_and_early_calloc(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "aligned", NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("aligned", argv, 0, &res, &t);
+  /* The constructor's calloc(3, 111) ran before main. */
+  size_t   begin = find_mark(&t, "begin");
+  uint64_t early_id = UINT64_MAX;
+  for (size_t i = 0; i < begin; i++)
+    if (t.v[i].e.op == TRACE_CALLOC && t.v[i].e.size == 333)
+      early_id = t.v[i].e.id;
+  assert_true(early_id != UINT64_MAX);
+
+  trace_event_t e[32];
+  size_t        n = between(&t, "begin", "end", e, 32);
+  assert_int_equal(n, 14);
+  expect(&e[0], TRACE_MEMALIGN, 100, 64);
+  expect(&e[1], TRACE_MEMALIGN, 10, 4096);   /* posix_memalign */
+  expect(&e[2], TRACE_MEMALIGN, 512, 256);   /* aligned_alloc */
+  expect(&e[3], TRACE_MEMALIGN, 100, 4096);  /* valloc */
+  expect(&e[4], TRACE_MEMALIGN, 8192, 4096); /* pvalloc(5000) rounds up */
+  expect(&e[5], TRACE_CALLOC, 100, 0);
+  for (int i = 0; i < 6; i++) {
+    expect(&e[6 + i], TRACE_FREE, 0, 0);
+    assert_int_equal(e[6 + i].id, e[i].id);
+  }
+  expect(&e[12], TRACE_FREE, 0, 0);
+  assert_int_equal(e[12].id, early_id);
+  expect(&e[13], TRACE_TRIM, 4096, 0);
+  free(t.v);
+}
+
+static void threads_record_every_free_after_its_malloc(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "threads", NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("threads", argv, 0, &res, &t);
+  assert_int_equal(res.main.unmatched_frees, 0);
+  assert_int_equal(res.main.unmatched_reallocs, 0);
+  assert_int_equal(res.main.missed_frees, 0);
+  /* Replay the id life cycle: no free of a dead id, no alloc of a live one. */
+  static uint8_t live[1 << 16];
+  memset(live, 0, sizeof live);
+  /* Dense thread ids are recycled (lowest free), so a thread is named by
+   * its id and how many times that id had been started. */
+  uint32_t thread_of_size[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX,
+                                UINT32_MAX};
+  uint32_t gen_of_size[4] = {0};
+  uint32_t gen[64] = {0};
+  bool     running[64] = {false};
+  int      count_of_size[4] = {0};
+  int      starts = 0, exits = 0;
+  for (size_t i = 0; i < t.n; i++) {
+    const trace_event_t *e = &t.v[i].e;
+    assert_true(e->thread < 64);
+    if (e->op == TRACE_THREAD_START) {
+      assert_false(running[e->thread]);
+      running[e->thread] = true;
+      gen[e->thread]++;
+      starts++;
+    }
+    if (e->op == TRACE_THREAD_EXIT) {
+      assert_true(running[e->thread]);
+      running[e->thread] = false;
+      exits++;
+    }
+    if (e->op == TRACE_MALLOC || e->op == TRACE_CALLOC ||
+        e->op == TRACE_MEMALIGN) {
+      assert_true(e->id < sizeof live);
+      assert_int_equal(live[e->id], 0);
+      live[e->id] = 1;
+      if (e->size >= 5000 && e->size <= 5003) {
+        size_t k = e->size - 5000;
+        assert_true(running[e->thread]); /* between start and exit */
+        if (thread_of_size[k] == UINT32_MAX) {
+          thread_of_size[k] = e->thread;
+          gen_of_size[k] = gen[e->thread];
+        }
+        assert_int_equal(e->thread, thread_of_size[k]);
+        assert_int_equal(gen[e->thread], gen_of_size[k]);
+        count_of_size[k]++;
+      }
+    } else if (e->op == TRACE_FREE) {
+      assert_int_equal(live[e->id], 1);
+      live[e->id] = 0;
+    }
+  }
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(count_of_size[k], 100);
+    assert_int_not_equal(thread_of_size[k], 0); /* not the main thread */
+    for (int j = 0; j < k; j++)
+      assert_false(thread_of_size[k] == thread_of_size[j] &&
+                   gen_of_size[k] == gen_of_size[j]);
+  }
+  assert_int_equal(starts, 4);
+  assert_int_equal(exits, 4);
+  free(t.v);
+}
+
+static void fork_child_writes_its_own_trace(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "forker", NULL};
+  record_capture_result_t res;
+  trace_t                 t, c;
+  capture("forker", argv, 0, &res, &t);
+  assert_int_equal(res.nextra, 1);
+  read_trace(res.extra_path[0], &c);
+  /* Parent: 7001 and 7003, never the child's 7002. */
+  int sizes[3] = {0};
+  for (size_t i = 0; i < t.n; i++)
+    if (t.v[i].e.op == TRACE_MALLOC && t.v[i].e.size >= 7001 &&
+        t.v[i].e.size <= 7003)
+      sizes[t.v[i].e.size - 7001]++;
+  assert_int_equal(sizes[0], 1);
+  assert_int_equal(sizes[1], 0);
+  assert_int_equal(sizes[2], 1);
+  /* Child: malloc 7002 then its free, and the inherited block's free is
+   * unmatched (it was allocated in the parent). */
+  trace_event_t e[8];
+  size_t        i = find_mark(&c, "child") + 1, n = 0;
+  for (; i < c.n && n < 8; i++)
+    if (c.v[i].e.op != TRACE_RSS)
+      e[n++] = c.v[i].e;
+  assert_int_equal(n, 2);
+  expect(&e[0], TRACE_MALLOC, 7002, 0);
+  expect(&e[1], TRACE_FREE, 0, 0);
+  assert_int_equal(e[1].id, e[0].id);
+  assert_int_equal(res.extra[0].unmatched_frees, 1);
+  assert_int_equal(res.main.unmatched_frees, 0);
+  free(t.v);
+  free(c.v);
+}
+
+static void sampler_records_rss_while_the_program_sleeps(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "idle_sampler", NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("idle_sampler", argv, 10000000, &res, &t);
+  size_t a = find_mark(&t, "touched"), b = find_mark(&t, "freed");
+  int    periodic = 0;
+  for (size_t i = a + 2; i < b; i++)
+    periodic += t.v[i].e.op == TRACE_RSS;
+  assert_true(periodic >= 3); /* 60 ms asleep, 10 ms period */
+  uint64_t touched = t.v[a + 1].e.size, freed = t.v[b + 1].e.size;
+  assert_true(touched >= res.main.baseline_rss_bytes + (8u << 20));
+  assert_true(freed + (7u << 20) < touched); /* free unmapped it */
+  free(t.v);
+}
+
+/* ---- CPython ------------------------------------------------------------ */
+
+static void python_domains_are_recorded_once_with_their_domain(void **state) {
+  (void)state;
+  if (access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char *const argv[] = {
+      "/usr/bin/python3", "-c",
+      "import ctypes\n"
+      "m = ctypes.CDLL(None).allocsim_mark\n"
+      "m(b'a')\n"
+      "x = bytearray(100000)\n"
+      "m(b'b')\n"
+      "del x\n"
+      "m(b'c')\n",
+      NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("python", argv, 0, &res, &t);
+  const char *py = trace_meta_get(&t.meta, "python");
+  assert_non_null(py);
+  assert_memory_equal(py, "3.", 2);
+  size_t hooked = find_mark(&t, "hooked");
+  for (size_t i = 0; i < hooked; i++)
+    assert_int_equal(t.v[i].e.domain, TRACE_DOMAIN_RAW);
+  size_t nobj = 0, nmem = 0;
+  for (size_t i = hooked; i < t.n; i++) {
+    nobj += t.v[i].e.domain == TRACE_DOMAIN_OBJ;
+    nmem += t.v[i].e.domain == TRACE_DOMAIN_MEM;
+  }
+  assert_true(nobj > 0);
+  assert_true(nmem > 0);
+  /* bytearray(100000) asks PyObject_Malloc for 100001 bytes; pymalloc
+   * forwards it to malloc, which must not be recorded a second time. */
+  trace_event_t e[256];
+  size_t        n = between(&t, "a", "b", e, 256), big = 0;
+  uint64_t      big_id = 0;
+  for (size_t i = 0; i < n; i++)
+    if (e[i].op != TRACE_FREE && e[i].size == 100001) {
+      big++;
+      big_id = e[i].id;
+      assert_int_equal(e[i].domain, TRACE_DOMAIN_OBJ);
+    }
+  assert_int_equal(big, 1);
+  n = between(&t, "b", "c", e, 256);
+  size_t freed = 0;
+  for (size_t i = 0; i < n; i++)
+    freed += e[i].op == TRACE_FREE && e[i].id == big_id;
+  assert_int_equal(freed, 1);
+  free(t.v);
+}
+
+/* ---- Recording, conversion, comparison ----------------------------------- */
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char measured_file[] =
+    "allocsim-trace 1\n"
+    "#@ kind=measured\n"
+    "#@ workload=survivors --size 64 --fraction 0.0001 --seed 1\n"
+    "#@ page_size=4096\n"
+    "#@ env.MALLOC_ARENA_MAX=2\n"
+    "0 0 rss 1048576\n"
+    "5 0 mark start\n"
+    "5 0 rss 1100000\n"
+    "7 0 rss 1200000\n"
+    "9 0 mark end\n";
+
+static void record_pairs_marks_with_their_rss(void **state) {
+  (void)state;
+  char path[300], db[300];
+  snprintf(path, sizeof path, "%s/measured.trace", g_dir);
+  snprintf(db, sizeof db, "%s/record.db", g_dir);
+  write_file(path, measured_file);
+  store_t      *s = NULL;
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
+                   AS_OK);
+  assert_int_equal(info.marks, 2);
+  assert_int_equal(info.measured, 2);
+  assert_int_equal(info.marks_without_rss, 1);
+  assert_string_equal(info.sha256, ""); /* no allocations: no trace kept */
+  store_sample_t *smp = NULL;
+  size_t          n = 0;
+  assert_int_equal(store_read_samples(s, info.run_id, &smp, &n, &err), AS_OK);
+  assert_int_equal(n, 4);
+  assert_int_equal(smp[0].kind, SIM_SAMPLE_MEASURED);
+  assert_int_equal(smp[0].measured_rss_bytes, 1048576);
+  assert_int_equal(smp[1].kind, SIM_SAMPLE_MARK);
+  assert_string_equal(smp[1].label, "start");
+  assert_int_equal(smp[1].measured_rss_bytes, 1100000);
+  assert_int_equal(smp[2].kind, SIM_SAMPLE_MEASURED);
+  assert_int_equal(smp[2].measured_rss_bytes, 1200000);
+  assert_int_equal(smp[3].kind, SIM_SAMPLE_MARK);
+  assert_string_equal(smp[3].label, "end");
+  assert_int_equal(smp[3].measured_rss_bytes, 0);
+  free(smp);
+  char buf[256];
+  assert_int_equal(store_read_meta(s, info.run_id, "workload", buf, sizeof buf,
+                                   &err), AS_OK);
+  assert_string_equal(buf, "survivors --size 64 --fraction 0.0001 --seed 1");
+  store_run_record_t rec;
+  assert_int_equal(store_read_run(s, info.run_id, &rec, &err), AS_OK);
+  assert_string_equal(rec.kind, "measured");
+  assert_string_equal(rec.options, "glibc:arena_max=2");
+  assert_null(rec.trace_path);
+  store_run_record_free(&rec);
+  store_close(s);
+}
+
+static void record_rejects_a_bad_trace_naming_its_line(void **state) {
+  (void)state;
+  char path[300], db[300];
+  snprintf(path, sizeof path, "%s/bad.trace", g_dir);
+  snprintf(db, sizeof db, "%s/bad.db", g_dir);
+  write_file(path, "allocsim-trace 1\n0 0 rss 100\n1 0 mallco 0 16\n");
+  store_t      *s = NULL;
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "bad.trace:3"));
+  store_close(s);
+}
+
+static void convert_rejects_a_file_that_is_not_a_capture_log(void **state) {
+  (void)state;
+  char path[300], out[300];
+  snprintf(path, sizeof path, "%s/raw.bogus", g_dir);
+  snprintf(out, sizeof out, "%s/bogus.trace", g_dir);
+  char junk[200];
+  memset(junk, 'x', sizeof junk);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite(junk, 1, sizeof junk, f);
+  fclose(f);
+  record_convert_stats_t st;
+  as_err_t               err = {0};
+  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "raw.bogus: offset 0"));
+}
+
+static void sha256_matches_the_fips_test_vectors(void **state) {
+  (void)state;
+  char out[65];
+  record_sha256_hex("abc", 3, out);
+  assert_string_equal(
+      out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const char *two =
+      "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  record_sha256_hex(two, strlen(two), out);
+  assert_string_equal(
+      out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+typedef struct kv2_s {
+  const char *k[4];
+  const char *v[4];
+} kv2_t;
+
+static const char *kv2_get(void *user, const char *key) {
+  kv2_t *m = user;
+  for (int i = 0; i < 4 && m->k[i]; i++)
+    if (strcmp(m->k[i], key) == 0)
+      return m->v[i];
+  return NULL;
+}
+
+static void libc_spec_follows_env_knobs_and_tunables(void **state) {
+  (void)state;
+  char     buf[256];
+  as_err_t err = {0};
+  kv2_t    m = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
+                {"2", "glibc.malloc.trim_threshold=0:glibc.malloc."
+                      "mmap_threshold=65536", NULL}};
+  assert_int_equal(record_libc_spec(kv2_get, &m, buf, sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "glibc:arena_max=2,mmap_threshold=65536,"
+                           "trim_threshold=0");
+  kv2_t none = {{NULL}, {NULL}};
+  assert_int_equal(record_libc_spec(kv2_get, &none, buf, sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "glibc");
+  kv2_t bad = {{"MALLOC_TOP_PAD_", NULL}, {"lots", NULL}};
+  assert_int_equal(record_libc_spec(kv2_get, &bad, buf, sizeof buf, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "MALLOC_TOP_PAD_"));
+}
+
+static void series_stats_fit_a_line_exactly(void **state) {
+  (void)state;
+  double           x[] = {1, 2, 3, 4}, y[] = {2, 4, 6, 8};
+  compare_series_t s;
+  compare_series_stats(x, y, 4, &s);
+  assert_int_equal(s.points, 4);
+  assert_near(s.mean_abs_error_bytes, 2.5, 1e-12);
+  assert_near(s.max_abs_error_bytes, 4.0, 1e-12);
+  assert_near(s.slope, 2.0, 1e-12);
+  assert_near(s.intercept_bytes, 0.0, 1e-12);
+  assert_near(s.r2, 1.0, 1e-12);
+  compare_series_stats(x, y, 2, &s); /* too few points for a fit */
+  assert_true(isnan(s.slope));
+  assert_near(s.mean_abs_error_bytes, 1.5, 1e-12);
+}
+
+static const char compare_file[] =
+    "allocsim-trace 1\n"
+    "#@ kind=measured\n"
+    "#@ page_size=4096\n"
+    "0 0 rss 1048576\n"
+    "10 0 malloc 0 1000000\n"
+    "20 0 mark peak\n"
+    "20 0 rss 2100000\n"
+    "30 0 free 0\n"
+    "40 0 mark end\n"
+    "40 0 rss 1100000\n";
+
+static void compare_applies_the_baseline_rule_and_stores_the_result(
+    void **state) {
+  (void)state;
+  char path[300], db[300];
+  snprintf(path, sizeof path, "%s/compare.trace", g_dir);
+  snprintf(db, sizeof db, "%s/compare.db", g_dir);
+  write_file(path, compare_file);
+  store_t      *s = NULL;
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
+                   AS_OK);
+  assert_int_equal(strlen(info.sha256), 64);
+  compare_opts_t   o = {.model = "ideal", .store = true};
+  compare_result_t r;
+  if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
+    fail_msg("compare: %s", err.msg);
+  /* ideal: ceil(1000000 / 4096) pages = 1003520 bytes while live. */
+  assert_int_equal(r.offset_bytes, 1048576);
+  assert_int_equal(r.nmarks, 2);
+  assert_string_equal(r.marks[0].label, "peak");
+  assert_int_equal(r.marks[0].predicted_rss_bytes, 1003520 + 1048576);
+  assert_int_equal(r.marks[0].error_bytes, -47904);
+  assert_near(r.marks[0].error_pct_of_peak, -2.281142857142857, 1e-9);
+  assert_int_equal(r.marks[1].predicted_rss_bytes, 1048576);
+  assert_int_equal(r.marks[1].error_bytes, -51424);
+  assert_int_equal(r.series.points, 3);
+  assert_near(r.series.mean_abs_error_bytes, 33109.333333333336,
+                      1e-6);
+  assert_near(r.series.max_abs_error_bytes, 51424, 1e-9);
+  assert_near(r.series.slope, 0.9765234202221463, 1e-9);
+  assert_near(r.series.r2, 0.9981184135870718, 1e-9);
+  assert_true(r.simulated_run_id > info.run_id);
+
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(store_db(s),
+                                      "SELECT measured_run_id, points, "
+                                      "max_abs_error_bytes FROM comparisons "
+                                      "WHERE id = ?",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  sqlite3_bind_int64(st, 1, r.comparison_id);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int64(st, 0), info.run_id);
+  assert_int_equal(sqlite3_column_int64(st, 1), 3);
+  assert_near(sqlite3_column_double(st, 2), 51424, 1e-9);
+  sqlite3_finalize(st);
+  compare_result_free(&r);
+
+  /* A changed trace is refused rather than silently compared. */
+  write_file(path, compare_file);
+  FILE *f = fopen(path, "a");
+  assert_non_null(f);
+  fputs("# edited\n", f);
+  fclose(f);
+  assert_int_equal(compare_run(s, info.run_id, &o, &r, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "the trace changed"));
+  compare_result_free(&r);
+  store_close(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(realloc_chain_is_recorded_event_by_event),
+      cmocka_unit_test(aligned_family_keeps_alignment_and_early_calloc),
+      cmocka_unit_test(threads_record_every_free_after_its_malloc),
+      cmocka_unit_test(fork_child_writes_its_own_trace),
+      cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
+      cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
+      cmocka_unit_test(record_pairs_marks_with_their_rss),
+      cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
+      cmocka_unit_test(convert_rejects_a_file_that_is_not_a_capture_log),
+      cmocka_unit_test(sha256_matches_the_fips_test_vectors),
+      cmocka_unit_test(libc_spec_follows_env_knobs_and_tunables),
+      cmocka_unit_test(series_stats_fit_a_line_exactly),
+      cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
+  };
+  return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
