@@ -127,6 +127,17 @@ static void kv_free(kvlist_t *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* True if s looks like "name[:options]" for a registered model. */
+static bool is_spec(const char *s) {
+  char   name[64];
+  size_t n = strcspn(s, ":");
+  if (n == 0 || n >= sizeof name || strpbrk(s, " \t") != NULL)
+    return false;
+  memcpy(name, s, n);
+  name[n] = '\0';
+  return model_find(name) != NULL;
+}
+
 /* ---- Replay ----------------------------------------------------------------- */
 
 typedef struct simlog_s simlog_t;
@@ -353,22 +364,36 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       (rc = store_read_samples(s, run_id, &ms, &nms, err)) != AS_OK)
     goto done;
 
-  /* Model and libc from the environment the run was measured in. */
+  /* Model and libc: the caller's, else the run's own "model" / "libc"
+   * provenance when it is a spec of a registered model (measurement
+   * scripts write "model=cpython:version=3.11", "libc=glibc:arena_max=1"),
+   * else derived from the environment the run was measured in. */
   const char *python = kv_get(&meta, "python");
   bool        is_python = python != NULL && *python != '\0';
+  const char *meta_model = kv_get(&meta, "model");
+  const char *meta_libc = kv_get(&meta, "libc");
+  if (meta_model != NULL && !is_spec(meta_model))
+    meta_model = NULL;
+  if (meta_libc != NULL && !is_spec(meta_libc))
+    meta_libc = NULL; /* e.g. "glibc 2.36", a version, not a spec */
   if (o->libc != NULL)
     snprintf(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
+  else if (meta_libc != NULL)
+    snprintf(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
   else if ((rc = record_libc_spec(kv_get, &meta, res->libc_spec,
                                   sizeof res->libc_spec, err)) != AS_OK)
     goto done;
-  if (o->model != NULL)
-    snprintf(res->model_spec, sizeof res->model_spec, "%s", o->model);
-  else if (is_python)
-    snprintf(res->model_spec, sizeof res->model_spec, "cpython");
-  else if (strcmp(rec.model, "glibc") != 0 && model_find(rec.model) != NULL)
-    snprintf(res->model_spec, sizeof res->model_spec, "%s", rec.model);
-  else /* glibc itself: its knobs are the model's options */
-    snprintf(res->model_spec, sizeof res->model_spec, "%s", res->libc_spec);
+  const char *model = o->model;
+  if (model == NULL && meta_model != NULL)
+    model = meta_model;
+  if (model == NULL && is_python)
+    model = "cpython";
+  if (model == NULL && strcmp(rec.model, "glibc") != 0 &&
+      model_find(rec.model) != NULL)
+    model = rec.model;
+  if (model == NULL || strcmp(model, "glibc") == 0)
+    model = res->libc_spec; /* glibc itself: its knobs are its options */
+  snprintf(res->model_spec, sizeof res->model_spec, "%s", model);
 
   sim_kernel_config_t kcfg;
   sim_kernel_config_default(&kcfg);

@@ -423,6 +423,8 @@ static const char *measured_model(const trace_meta_t *m) {
     return "mimalloc";
   if (trace_meta_get(m, "allocator") != NULL)
     return trace_meta_get(m, "allocator");
+  if (trace_meta_get(m, "model") != NULL && *trace_meta_get(m, "model"))
+    return trace_meta_get(m, "model");
   if (trace_meta_get(m, "python") != NULL &&
       trace_meta_get(m, "python")[0] != '\0')
     return "cpython";
@@ -593,6 +595,27 @@ static const char *knob_lookup(record_meta_get_fn get, void *user,
   return NULL;
 }
 
+/* NAME's value in a "malloc_env" entry ("MALLOC_ARENA_MAX=1 MALLOC_...=2",
+ * as the measurement scripts write it) into buf, or NULL. */
+static const char *malloc_env_lookup(record_meta_get_fn get, void *user,
+                                     const char *name, char *buf,
+                                     size_t len) {
+  const char *env = get(user, "malloc_env");
+  size_t      nl = strlen(name);
+  for (const char *p = env; p != NULL && *p != '\0';) {
+    p += strspn(p, " ,;");
+    size_t tok = strcspn(p, " ,;");
+    if (tok > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+      size_t n = tok - nl - 1 < len - 1 ? tok - nl - 1 : len - 1;
+      memcpy(buf, p + nl + 1, n);
+      buf[n] = '\0';
+      return buf;
+    }
+    p += tok;
+  }
+  return NULL;
+}
+
 as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
                              size_t len, as_err_t *err) {
   static const struct {
@@ -612,9 +635,25 @@ as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
   const char *tun = knob_lookup(get, user, "GLIBC_TUNABLES");
   size_t      used = (size_t)snprintf(buf, len, "glibc");
   bool        first = true;
+  const char *ncpus = get(user, "ncpus");
+  if (ncpus != NULL && *ncpus != '\0') {
+    /* The machine's CPU count sets glibc's default arena limit (8 * cores,
+     * glibc 2.36 malloc/arena.c arena_get2 NARENAS_FROM_NCORES). */
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(ncpus, &end, 10);
+    if (end == ncpus || *end != '\0' || errno != 0 || n == 0)
+      return as_err_set(err, AS_EINVAL,
+                        "ncpus: expected a positive number, got '%s'", ncpus);
+    used += (size_t)snprintf(buf + used, len > used ? len - used : 0,
+                             ":ncpus=%llu", n);
+    first = false;
+  }
   for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-    const char *v = knob_lookup(get, user, knobs[i].env);
     char        tv[64];
+    const char *v = knob_lookup(get, user, knobs[i].env);
+    if (v == NULL)
+      v = malloc_env_lookup(get, user, knobs[i].env, tv, sizeof tv);
     if (v == NULL && tun != NULL) {
       /* GLIBC_TUNABLES=a=1:b=2; later settings win, as in glibc. */
       size_t      tl = strlen(knobs[i].tunable);
@@ -1293,6 +1332,8 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   }
   snprintf(buf, sizeof buf, "%ld", sysconf(_SC_PAGESIZE));
   meta_put(m, "page_size", buf);
+  snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+  meta_put(m, "ncpus", buf);
   snprintf(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
   meta_put(m, "libc", buf);
   snprintf(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);

@@ -65,8 +65,9 @@ as_status_t record_trace_file(store_t *s, const char *path,
  * value of a key or NULL; keys are tried as "env.NAME", "env_NAME" and
  * "NAME" for MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
  * MALLOC_TOP_PAD_ and GLIBC_TUNABLES's glibc.malloc.{arena_max,
- * mmap_threshold,trim_threshold,top_pad}.  Writes "glibc" when none is
- * set.  AS_EINVAL if a knob's value is not a number or buf is too small. */
+ * mmap_threshold,trim_threshold,top_pad}; a "malloc_env" entry ("NAME=V
+ * NAME=V") is read too, and "ncpus" becomes the model's ncpus.  Writes
+ * "glibc" when none is set.  AS_EINVAL if a knob's value is not a number or buf is too small. */
 typedef const char *(*record_meta_get_fn)(void *user, const char *key);
 as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
                              size_t len, as_err_t *err);

@@ -87,8 +87,8 @@ static void print_json(const compare_result_t *r) {
 
 static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
-         "page size     %" PRIu64 " bytes\n",
-         r->measured_run_id, r->source, r->model, r->page_size);
+         "libc          %s\npage size     %" PRIu64 " bytes\n",
+         r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
   printf("baseline      predicted = simulated + (measured - simulated) at the "
          "anchor\n              anchor %s%s%s at t=%.3f ms, offset %+.2f MiB\n",
          r->anchor_label[0] ? "mark '" : "first measured sample",
