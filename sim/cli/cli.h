@@ -76,8 +76,11 @@ extern const cli_command_t cli_cmd_replay;
 extern const cli_command_t cli_cmd_run;
 extern const cli_command_t cli_cmd_convert;
 extern const cli_command_t cli_cmd_models;
+extern const cli_command_t cli_cmd_runs;
 extern const cli_command_t cli_cmd_formula;
 extern const cli_command_t cli_cmd_sweep;
-extern const cli_command_t cli_cmd_capture, cli_cmd_record, cli_cmd_compare;
+extern const cli_command_t cli_cmd_capture;
+extern const cli_command_t cli_cmd_record;
+extern const cli_command_t cli_cmd_compare;
 
 #endif

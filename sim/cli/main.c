@@ -11,7 +11,10 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_models,
     &cli_cmd_formula,
     &cli_cmd_sweep,
-    &cli_cmd_capture, &cli_cmd_record, &cli_cmd_compare,
+    &cli_cmd_capture,
+    &cli_cmd_record,
+    &cli_cmd_compare,
+    &cli_cmd_runs,
 };
 
 static void print_help(FILE *out) {
