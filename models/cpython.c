@@ -27,6 +27,11 @@
  * model interface does not expose a child's addresses.  That is at most one
  * OS page per 512 arenas (under 0.001% of the arenas' RSS); the nodes'
  * calloc itself, and the arenas[] vector, are modelled in full.
+ *
+ * Sections
+ *   pymalloc's raw allocations, routed to libc
+ *   Helpers
+ *   Model methods
  */
 #include "model.h"
 #include "pymalloc.h"
