@@ -103,8 +103,11 @@ static int formula_main(int argc, char **argv) {
 
   formula_result_t r;
   as_err_t         err = {0};
-  if (formula_survivors(&in, &r, &err) != AS_OK)
-    return cli_fail("formula", &err);
+  if (formula_survivors(&in, &r, &err) != AS_OK) {
+    /* The message already starts with "formula: ". */
+    fprintf(stderr, "allocsim %s\n", err.msg);
+    return CLI_EXIT_INPUT;
+  }
 
   const char *unit = in.page_bytes ? "page" : "arena";
   if (json) {
@@ -139,7 +142,8 @@ static int formula_main(int argc, char **argv) {
   printf("  objects          %" PRIu64 "\n", r.objects);
   printf("  k                %" PRIu64 " objects per %s\n", r.k, unit);
   printf("  %-16s %.2f\n", in.page_bytes ? "pages" : "arenas", r.units);
-  printf("  P(%s pinned) %s%.6f\n", unit, in.page_bytes ? " " : "", r.q);
+  printf("  %-16s %.6f\n", in.page_bytes ? "P(page pinned)" : "P(arena pinned)",
+         r.q);
   printf("  %-16s %.2f\n", in.page_bytes ? "pages pinned" : "arenas pinned",
          r.pinned);
   printf("  expected kept    %.2f MiB\n", r.kept_bytes / MIB);
