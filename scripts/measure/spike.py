@@ -131,9 +131,11 @@ def main():
             t.join()
     build_ns = time.monotonic_ns() - build_start
     mark("peak")
+    free_start = time.monotonic_ns()
     survivors = data[::a.keep_every]
     del data
     gc.collect()
+    free_ns = time.monotonic_ns() - free_start
     mark("after_free")
     trim_start = time.monotonic_ns()
     libc.malloc_trim(0)
@@ -149,7 +151,7 @@ def main():
     meta = [
         ("kind", "measured"),
         ("workload", workload),
-        ("model", "cpython"),
+        ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
         ("libc", libc_spec()),
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
@@ -164,6 +166,7 @@ def main():
         ("rss_source", "/proc/self/smaps_rollup Rss"),
         ("baseline_rss_bytes", str(samples[0][2])),
         ("build_ms", "%.1f" % (build_ns / 1e6)),
+        ("free_ms", "%.1f" % (free_ns / 1e6)),
         ("trim_ms", "%.1f" % (trim_ns / 1e6)),
     ]
     with open(a.out, "w") as f:

@@ -1,0 +1,299 @@
+/* tests/validation/test_spike_published.c -- the `spike` workload under
+ * cpython + glibc against seed 001's published figures (tolerance 10%) and
+ * against the runs measured on this machine (data/measured/spike-*.trace,
+ * recorded by scripts/measure/run_spike.sh; tolerance 5% of the measured
+ * peak single-threaded, 10% threaded).
+ *
+ * Baseline.  The simulation's RSS counts only what the trace allocates; the
+ * interpreter and its imports (21 MiB in seed 001, about 11.5 MiB for
+ * python3.11 here) are not in the trace.  The engine has no baseline option
+ * yet, so these tests do not invent one: a predicted absolute figure is the
+ * *measured* RSS at `start` plus the simulated RSS, and the published start
+ * (21 MiB) is used the same way.  Equivalently, simulated deltas from start
+ * are compared with measured deltas from start.
+ *
+ * Model.  The workload emits CPython 3.11's requests (traces/wl_spike.c), so
+ * it runs with cpython:version=3.11.  Seed 001 measured Python 3.14, whose
+ * str header is 8 bytes smaller (PyASCIIObject lost wstr in 3.12); that
+ * shifts each string's chunk by 0 or 16 bytes, about 0.3% of the peak,
+ * well inside the tolerance.  The published machine's CPU count is unknown;
+ * ncpus=2 (this machine) only matters for the 16-thread arena cap.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/engine.h"
+#include "../../traces/trace_io.h"
+#include "../../traces/workload.h"
+
+#define MIB (UINT64_C(1024) * 1024)
+
+/* ---- Running a workload and collecting its marks ------------------------ */
+
+#define MAX_MARKS 8
+
+typedef struct marks_s {
+  size_t   n;
+  char     label[MAX_MARKS][64];
+  uint64_t rss[MAX_MARKS];
+} marks_t;
+
+static as_status_t on_sample(void *user, const sim_sample_t *s,
+                             as_err_t *err) {
+  (void)err;
+  marks_t *m = user;
+  if (s->kind == SIM_SAMPLE_MARK && m->n < MAX_MARKS) {
+    snprintf(m->label[m->n], sizeof m->label[0], "%s", s->label);
+    m->rss[m->n++] = s->rss_bytes;
+  }
+  return AS_OK;
+}
+
+/* Replays workload `args` (space-separated, first word the name) against
+ * model_spec with libc_spec and fills *m. */
+static void simulate(const char *args, const char *model_spec,
+                     const char *libc_spec, marks_t *m) {
+  char  buf[256];
+  char *argv[24];
+  int   argc = 0;
+  snprintf(buf, sizeof buf, "%s", args);
+  for (char *tok = strtok(buf, " "); tok && argc < 24; tok = strtok(NULL, " "))
+    argv[argc++] = tok;
+  const workload_def_t *def = workload_find(argv[0]);
+  assert_non_null(def);
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  assert_int_equal(workload_open_argv(def, argc - 1, argv + 1, &src, &err),
+                   AS_OK);
+  sim_session_t session;
+  if (sim_session_open(model_spec, libc_spec, NULL, &session, &err) != AS_OK)
+    fail_msg("%s --libc %s: %s", model_spec, libc_spec, err.msg);
+  memset(m, 0, sizeof *m);
+  sim_engine_config_t cfg = {.on_sample = on_sample, .user = m};
+  sim_run_result_t    res;
+  if (sim_engine_run(&cfg, &session, src, &res, &err) != AS_OK)
+    fail_msg("%s: %s", args, err.msg);
+  trace_source_close(src);
+  sim_session_close(&session);
+  assert_int_equal(m->n, 4);
+  assert_string_equal(m->label[0], "start");
+  assert_string_equal(m->label[1], "peak");
+  assert_string_equal(m->label[2], "after_free");
+  assert_string_equal(m->label[3], "after_trim");
+}
+
+/* ---- Published figures (seed 001) --------------------------------------- */
+
+/* Seed 001's table, MiB: start, peak, after free, after malloc_trim(0). */
+#define PUB_START 21.0
+
+/* Checks the first n of peak, after_free, after_trim against pub[0..n). */
+static void assert_published(const marks_t *sim, const double *pub, int n,
+                             const char *what) {
+  /* The trace starts with nothing allocated. */
+  assert_int_equal(sim->rss[0], 0);
+  for (int i = 0; i < n; i++) {
+    double predicted = PUB_START + (double)sim->rss[i + 1] / (double)MIB;
+    double err       = predicted - pub[i];
+    if (err > 0.10 * pub[i] || err < -0.10 * pub[i])
+      fail_msg("%s %s: predicted %.1f MiB, published %.0f MiB (%+.1f%%)",
+               what, sim->label[i + 1], predicted, pub[i],
+               100.0 * err / pub[i]);
+  }
+}
+
+static void defaults_match_published_within_ten_percent(void **state) {
+  (void)state;
+  static const double pub[3] = {396, 395, 57};
+  marks_t             m;
+  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2", &m);
+  assert_published(&m, pub, 3, "defaults");
+}
+
+static void mmap_threshold_512_matches_published_peak_and_after_free(
+    void **state) {
+  (void)state;
+  /* after_trim is checked separately below: the model misses it. */
+  static const double pub[2] = {508, 265};
+  marks_t             m;
+  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2,mmap_threshold=512",
+           &m);
+  assert_published(&m, pub, 2, "MALLOC_MMAP_THRESHOLD_=512");
+}
+
+/* A recorded miss, not a tolerance to widen (docs/glibc-validation.md): with
+ * MALLOC_MMAP_THRESHOLD_=512 the model predicts 21 + 32.2 = 53.2 MiB after
+ * malloc_trim(0) where seed 001 published 61 (-12.8%), while on this machine
+ * it predicts the measured after_trim delta within 0.3 MiB (test below).
+ * Part of the gap is the baseline: with the threshold at 512 the
+ * interpreter's own startup allocations over 512 bytes each take a page, so
+ * the true start is above the 21 MiB measured with defaults (here: 13.1 MiB
+ * against 11.4, +15%).  The rest is unexplained.  This test fails when the
+ * error leaves [-15%, -10%], i.e. when the model or the figure changes and
+ * the docs need updating. */
+static void mmap_threshold_512_after_trim_misses_published_by_13_percent(
+    void **state) {
+  (void)state;
+  marks_t m;
+  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2,mmap_threshold=512",
+           &m);
+  double predicted = PUB_START + (double)m.rss[3] / (double)MIB;
+  double err       = (predicted - 61.0) / 61.0;
+  if (err < -0.15 || err > -0.10)
+    fail_msg("after_trim: predicted %.1f MiB against published 61: %+.1f%%; "
+             "update docs/glibc-validation.md",
+             predicted, 100.0 * err);
+}
+
+static void sixteen_threads_match_published_within_ten_percent(void **state) {
+  (void)state;
+  static const double pub[3] = {396, 396, 58};
+  marks_t             m;
+  simulate("spike --threads 16", "cpython:version=3.11", "glibc:ncpus=2", &m);
+  assert_published(&m, pub, 3, "16 threads");
+}
+
+static void arena_max_2_with_sixteen_threads_matches_published(void **state) {
+  (void)state;
+  static const double pub[3] = {396, 396, 57};
+  marks_t             m;
+  simulate("spike --threads 16", "cpython:version=3.11",
+           "glibc:ncpus=2,arena_max=2", &m);
+  assert_published(&m, pub, 3, "16 threads, MALLOC_ARENA_MAX=2");
+}
+
+static void trim_threshold_131072_matches_published(void **state) {
+  (void)state;
+  static const double pub[3] = {396, 395, 57};
+  marks_t             m;
+  simulate("spike", "cpython:version=3.11",
+           "glibc:ncpus=2,trim_threshold=131072", &m);
+  assert_published(&m, pub, 3, "MALLOC_TRIM_THRESHOLD_=131072");
+}
+
+static void arena_max_and_trim_threshold_change_nothing(void **state) {
+  (void)state;
+  /* Seed 001: "made no measurable difference here".  Within 1% of the
+   * default peak at every mark. */
+  marks_t base, arenas, trim;
+  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2", &base);
+  simulate("spike --threads 16", "cpython:version=3.11",
+           "glibc:ncpus=2,arena_max=2", &arenas);
+  simulate("spike", "cpython:version=3.11",
+           "glibc:ncpus=2,trim_threshold=131072", &trim);
+  int64_t tol = (int64_t)base.rss[1] / 100;
+  for (int i = 1; i < 4; i++) {
+    int64_t da = (int64_t)arenas.rss[i] - (int64_t)base.rss[i];
+    int64_t dt = (int64_t)trim.rss[i] - (int64_t)base.rss[i];
+    assert_true(da <= tol && da >= -tol);
+    assert_true(dt <= tol && dt >= -tol);
+  }
+}
+
+/* ---- Measured on this machine ------------------------------------------- */
+
+/* Reads a measured-run file: its marks and the provenance that says how to
+ * simulate it (workload, model, libc). */
+typedef struct measured_s {
+  marks_t m;
+  char    workload[256], model[64], libc[256];
+} measured_t;
+
+static void read_measured(const char *file, measured_t *out) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR,
+           file);
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  if (trace_open(path, &src, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  memset(out, 0, sizeof *out);
+  const char *keys[3] = {"workload", "model", "libc"};
+  char       *dst[3]  = {out->workload, out->model, out->libc};
+  size_t      len[3]  = {sizeof out->workload, sizeof out->model,
+                         sizeof out->libc};
+  for (int i = 0; i < 3; i++) {
+    const char *v = trace_meta_get(&src->meta, keys[i]);
+    if (v == NULL)
+      fail_msg("%s: no provenance key '%s'", path, keys[i]);
+    snprintf(dst[i], len[i], "%s", v);
+  }
+  trace_event_t ev;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_MARK && out->m.n < MAX_MARKS)
+      snprintf(out->m.label[out->m.n++], sizeof out->m.label[0], "%s",
+               ev.label);
+    else if (ev.op == TRACE_RSS && out->m.n > 0)
+      out->m.rss[out->m.n - 1] = ev.size;
+  }
+  trace_source_close(src);
+}
+
+/* Simulates a measured run from its own provenance and checks every mark:
+ * |measured start + simulated - measured| <= pct% of the measured peak. */
+static void assert_measured(const char *file, int pct) {
+  measured_t meas;
+  marks_t    sim;
+  read_measured(file, &meas);
+  simulate(meas.workload, meas.model, meas.libc, &sim);
+  assert_int_equal(meas.m.n, sim.n);
+  uint64_t peak = meas.m.rss[1];
+  for (size_t i = 0; i < sim.n; i++) {
+    assert_string_equal(meas.m.label[i], sim.label[i]);
+    double predicted = (double)(meas.m.rss[0] + sim.rss[i]);
+    double err       = predicted - (double)meas.m.rss[i];
+    if (err > (double)pct / 100 * (double)peak ||
+        err < -(double)pct / 100 * (double)peak)
+      fail_msg("%s %s: predicted %.1f MiB, measured %.1f MiB, error %+.1f "
+               "MiB > %d%% of peak",
+               file, sim.label[i], predicted / (double)MIB,
+               (double)meas.m.rss[i] / (double)MIB, err / (double)MIB, pct);
+  }
+}
+
+static void defaults_track_this_machine_within_five_percent(void **state) {
+  (void)state;
+  assert_measured("spike-default-r1.trace", 5);
+}
+
+static void mmap_threshold_512_tracks_this_machine(void **state) {
+  (void)state;
+  assert_measured("spike-mmap512-r1.trace", 5);
+}
+
+static void trim_threshold_tracks_this_machine(void **state) {
+  (void)state;
+  assert_measured("spike-trim131072-r1.trace", 5);
+}
+
+static void sixteen_threads_track_this_machine_within_ten_percent(
+    void **state) {
+  (void)state;
+  assert_measured("spike-threads16-r1.trace", 10);
+  assert_measured("spike-threads16-arenamax2-r1.trace", 10);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(defaults_match_published_within_ten_percent),
+      cmocka_unit_test(mmap_threshold_512_matches_published_peak_and_after_free),
+      cmocka_unit_test(
+          mmap_threshold_512_after_trim_misses_published_by_13_percent),
+      cmocka_unit_test(sixteen_threads_match_published_within_ten_percent),
+      cmocka_unit_test(arena_max_2_with_sixteen_threads_matches_published),
+      cmocka_unit_test(trim_threshold_131072_matches_published),
+      cmocka_unit_test(arena_max_and_trim_threshold_change_nothing),
+      cmocka_unit_test(defaults_track_this_machine_within_five_percent),
+      cmocka_unit_test(mmap_threshold_512_tracks_this_machine),
+      cmocka_unit_test(trim_threshold_tracks_this_machine),
+      cmocka_unit_test(sixteen_threads_track_this_machine_within_ten_percent),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
