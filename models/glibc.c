@@ -968,7 +968,10 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     av->max_system_mem = av->system_mem;
   if (av->top != NIL && C(av->top)->size >= nb + MINSIZE) /* 2944 */
     return split_top(g, ai, nb);
-  set_fail(g, AS_ENOMEM, "sysmalloc could not extend the top chunk");
+  /* 2955-2957: ENOMEM.  It happens in a thread arena when freeing the old
+   * top behind a new heap's fencepost (2659) coalesces >= 64 KiB, so that
+   * heap_trim (4684) unmaps the heap just made; callers then retry in
+   * main_arena (arena_get_retry, arena.c:977-994). */
   return NIL;
 }
 
@@ -1409,6 +1412,18 @@ static uint64_t mem_of(glibc_model_t *g, uint32_t p) {
   return C(p)->addr + CHUNK_HDR_SZ; /* chunk2mem */
 }
 
+/* _int_malloc with __libc_malloc's retry (malloc.c:3323-3331): a thread
+ * arena that cannot grow hands the request to main_arena
+ * (arena_get_retry, arena.c:981-986); the thread stays attached to its
+ * own arena. */
+static uint32_t int_malloc_retry(glibc_model_t *g, int32_t ai, uint64_t nb,
+                                 gthread_t *th) {
+  uint32_t p = int_malloc(g, ai, nb, th);
+  if (p == NIL && g->fail == AS_OK && ai != 0)
+    p = int_malloc(g, 0, nb, th);
+  return p;
+}
+
 /* tcache_init (malloc.c:3228-3261; g242:3380-3399): the thread's first
  * malloc takes the tcache struct from its arena and zeroes it. */
 static void tcache_init(glibc_model_t *g, gthread_t *th) {
@@ -1417,7 +1432,8 @@ static void tcache_init(glibc_model_t *g, gthread_t *th) {
   int32_t ai = arena_get(g, th, g->tcache_struct_bytes);
   if (ai < 0)
     return;
-  uint32_t p = int_malloc(g, ai, request2size(g->tcache_struct_bytes), th);
+  uint32_t p =
+      int_malloc_retry(g, ai, request2size(g->tcache_struct_bytes), th);
   if (p == NIL)
     return;
   C(p)->user = 0;
@@ -1446,7 +1462,7 @@ static uint32_t gl_malloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
   int32_t ai = arena_get(g, th, nb);
   if (ai < 0)
     return NIL;
-  return int_malloc(g, ai, nb, th);
+  return int_malloc_retry(g, ai, nb, th);
 }
 
 /* munmap_chunk (malloc.c:3036-3063). */
@@ -1700,7 +1716,7 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
         oldtopsize = hw;
     }
   }
-  uint32_t p = int_malloc(g, ai, nb, th);
+  uint32_t p = int_malloc_retry(g, ai, nb, th); /* 3674-3686 */
   if (p == NIL)
     return NIL;
   if (C(p)->state == CS_MMAP) /* 3707-3713 */
@@ -1796,7 +1812,10 @@ static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th,
   int32_t ai = arena_get(g, th, bytes + alignment + MINSIZE); /* 3563 */
   if (ai < 0)
     return NIL;
-  return int_memalign(g, ai, alignment, bytes, th);
+  uint32_t p = int_memalign(g, ai, alignment, bytes, th);
+  if (p == NIL && g->fail == AS_OK && ai != 0) /* 3566-3571 */
+    p = int_memalign(g, 0, alignment, bytes, th);
+  return p;
 }
 
 /* ---- Model interface ---------------------------------------------------- */
@@ -1940,7 +1959,14 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
   } else {
     if (g->version < GV_242)
       tcache_init(g, th); /* 3428 MAYBE_INIT_TCACHE */
-    np = int_realloc(g, C(p)->arena, p, nb, th);
+    int32_t ai = C(p)->arena;
+    np         = int_realloc(g, ai, p, nb, th);
+    if (np == NIL && g->fail == AS_OK && ai != 0) {
+      /* 3495-3507: try another arena, copy, free the old chunk. */
+      np = gl_malloc(g, th, nb);
+      if (np != NIL) /* g242:3682 _int_free_chunk: no tcache */
+        int_free(g, ai, p, th, g->version < GV_242);
+    }
   }
   if (np == NIL && g->fail == AS_OK)
     set_fail(g, AS_ENOMEM, "realloc failed");
