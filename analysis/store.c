@@ -641,12 +641,21 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
   assert(s != NULL && run != NULL && run_id != NULL);
   assert(samples != NULL || nsamples == 0);
   assert(run->meta != NULL || run->meta_count == 0);
-  *run_id        = 0;
-  run_stmts_t q  = {0};
+  *run_id       = 0;
+  run_stmts_t q = {0};
   int64_t     id = 0;
-  as_status_t rc = store_begin(s, err);
-  if (rc != AS_OK)
+  /* Inside a caller's transaction (store_begin) the run is a savepoint, so
+   * a failure undoes only the run and the caller decides about the rest;
+   * otherwise it is its own BEGIN IMMEDIATE ... COMMIT. */
+  bool        nested = sqlite3_get_autocommit(s->db) == 0;
+  as_status_t rc     = AS_OK;
+  if (nested) {
+    if (sqlite3_exec(s->db, "SAVEPOINT store_write_run", NULL, NULL, NULL) !=
+        SQLITE_OK)
+      return db_fail(s, err, "starting a savepoint");
+  } else if ((rc = store_begin(s, err)) != AS_OK) {
     return rc;
+  }
   rc = insert_run_row(s, run, &id, err);
   if (rc == AS_OK)
     rc = prepare(s,
@@ -670,11 +679,20 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
   sqlite3_finalize(q.meta);
   sqlite3_finalize(q.sample);
   sqlite3_finalize(q.owner);
-  if (rc != AS_OK) {
+  if (nested) {
+    if (rc == AS_OK &&
+        sqlite3_exec(s->db, "RELEASE store_write_run", NULL, NULL, NULL) !=
+            SQLITE_OK)
+      rc = db_fail(s, err, "releasing the savepoint");
+    if (rc != AS_OK) {
+      sqlite3_exec(s->db, "ROLLBACK TO store_write_run", NULL, NULL, NULL);
+      sqlite3_exec(s->db, "RELEASE store_write_run", NULL, NULL, NULL);
+    }
+  } else if (rc != AS_OK) {
     store_rollback(s);
-    return rc;
+  } else {
+    rc = store_commit(s, err);
   }
-  rc = store_commit(s, err);
   if (rc == AS_OK)
     *run_id = id;
   return rc;

@@ -91,7 +91,11 @@ struct store_sample_s {
 };
 
 /* Writes the run, its meta and samples in one transaction; *run_id gets the
- * new id.  On error nothing is written. */
+ * new id.  On error nothing is written.  Called inside the caller's
+ * store_begin ... store_commit, the run becomes part of that transaction (a
+ * SAVEPOINT): on error only the run is undone, the transaction stays open,
+ * and the run is durable only when the caller commits -- so a run and the
+ * row that refers to it (sweep point, comparison) can be written together. */
 as_status_t store_write_run(store_t *s, const store_run_t *run,
                             const store_sample_t *samples, size_t nsamples,
                             int64_t *run_id, as_err_t *err);

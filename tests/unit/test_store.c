@@ -442,6 +442,84 @@ static void caller_transaction_groups_writes_and_rolls_back(void **state) {
   assert_int_equal(count_rows(f->path, "sweeps"), 1);
 }
 
+static void run_inside_caller_transaction_commits_with_its_row(void **state) {
+  fixture_t     *f = *state;
+  store_sample_t in[3];
+  three_samples(in);
+  store_run_t run = simulated_run();
+  as_err_t    err = {0};
+  int64_t     id  = 0;
+  store_t    *s   = open_ok(f->path);
+
+  /* Rolled back by the caller: neither the run nor its point remains. */
+  assert_int_equal(store_begin(s, &err), AS_OK);
+  assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_OK);
+  assert_int_equal(id, 1);
+  assert_int_equal(sqlite3_get_autocommit(store_db(s)), 0);
+  store_rollback(s);
+  assert_int_equal(count_rows(f->path, "runs"), 0);
+  assert_int_equal(count_rows(f->path, "samples"), 0);
+
+  /* Committed by the caller: the run and the sweep point referring to it. */
+  assert_int_equal(store_begin(s, &err), AS_OK);
+  assert_int_equal(sqlite3_exec(store_db(s),
+                                "INSERT INTO sweeps(id, workload, params)"
+                                " VALUES (7, 'survivors', '{}')",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(
+      sqlite3_prepare_v2(store_db(s),
+                         "INSERT INTO sweep_points(sweep_id, point, seed,"
+                         " params_json, model, page_size, run_id)"
+                         " VALUES (7, 0, 42, '{}', 'ideal', 4096, ?1)",
+                         -1, &st, NULL),
+      SQLITE_OK);
+  sqlite3_bind_int64(st, 1, id);
+  assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  assert_int_equal(count_rows(f->path, "runs"), 0); /* not yet visible */
+  assert_int_equal(store_commit(s, &err), AS_OK);
+  store_close(s);
+  assert_int_equal(count_rows(f->path, "runs"), 1);
+  assert_int_equal(count_rows(f->path, "samples"), 3);
+  assert_int_equal(count_rows(f->path, "sweep_points"), 1);
+}
+
+static void failed_run_inside_caller_transaction_keeps_earlier_writes(
+    void **state) {
+  fixture_t     *f = *state;
+  store_sample_t in[3];
+  three_samples(in);
+  in[1].kind      = (sim_sample_kind_t)-1;
+  store_run_t run = simulated_run();
+  as_err_t    err = {0};
+  int64_t     id  = 5;
+  store_t    *s   = open_ok(f->path);
+
+  assert_int_equal(store_begin(s, &err), AS_OK);
+  assert_int_equal(sqlite3_exec(store_db(s),
+                                "INSERT INTO sweeps(workload, params)"
+                                " VALUES ('survivors', '{}')",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_ESTORE);
+  assert_int_equal(id, 0);
+  char want[256];
+  expected_msg(want, sizeof want, f->path,
+               "sample 1: kind -1 is not a sample kind (0..3)");
+  assert_string_equal(err.msg, want);
+  assert_int_equal(sqlite3_get_autocommit(store_db(s)), 0); /* still open */
+  assert_int_equal(store_commit(s, &err), AS_OK);
+  store_close(s);
+  assert_int_equal(count_rows(f->path, "sweeps"), 1);
+  assert_int_equal(count_rows(f->path, "runs"), 0);
+  assert_int_equal(count_rows(f->path, "run_meta"), 0);
+  assert_int_equal(count_rows(f->path, "samples"), 0);
+  assert_int_equal(count_rows(f->path, "sample_owners"), 0);
+}
+
 /* ---- Round trips -------------------------------------------------------- */
 
 static void owner_breakdown_round_trips_storing_only_nonzero_owners(
@@ -768,6 +846,8 @@ int main(void) {
       T(constraint_failure_rolls_back_the_whole_run),
       T(value_above_int64_max_is_refused_without_writing),
       T(caller_transaction_groups_writes_and_rolls_back),
+      T(run_inside_caller_transaction_commits_with_its_row),
+      T(failed_run_inside_caller_transaction_keeps_earlier_writes),
       T(owner_breakdown_round_trips_storing_only_nonzero_owners),
       T(meta_reads_back_and_absent_key_reads_empty),
       T(list_meta_visits_pairs_in_key_order),
