@@ -71,6 +71,7 @@
 #define NODE_SLAB      1024 /* tree nodes per pool allocation */
 #define NODE_RESERVE   8    /* nodes any single operation may need */
 #define SLOT_EMPTY     UINT64_MAX
+#define CACHE_SLOTS    256 /* chunk cache: 512 MiB of blocks, 4 KiB */
 
 typedef struct inode_s inode_t;
 /* One interval [start, end) of a treap.  Invariants: start < end, both
@@ -140,8 +141,7 @@ struct sim_kernel_s {
   size_t    slot_cap;   /* power of two */
   size_t    slot_count; /* chunks in the table */
   unsigned  slot_bits;  /* log2(slot_cap) */
-  uint64_t  cache_key;  /* block of cache_chunk, or SLOT_EMPTY */
-  chunk_t  *cache_chunk; /* last chunk found by the touch path */
+  slot_t    cache[CACHE_SLOTS]; /* direct-mapped cache of the table */
   chunk_t  *chunk_free; /* recycled chunks (linked through key field) */
 
   slab_t  *slabs;      /* node pool storage */
@@ -294,49 +294,108 @@ static inode_t *itree_first_end_after(const itree_t *tr, sim_addr_t addr) {
   return best;
 }
 
+/* Classic treap insertion: descend while the priorities allow, then split
+ * the subtree below -- one descent, not a split of the whole tree. */
+static inode_t *insert_rec(inode_t *t, inode_t *n) {
+  if (t == NULL) {
+    return n;
+  }
+  if (n->prio > t->prio) {
+    split(t, n->start, &n->left, &n->right);
+    pull(n);
+    return n;
+  }
+  if (n->start < t->start) {
+    t->left = insert_rec(t->left, n);
+  } else {
+    t->right = insert_rec(t->right, n);
+  }
+  pull(t);
+  return t;
+}
+
 static void itree_insert_raw(itree_t *tr, inode_t *n) {
-  inode_t *l, *r;
   n->left  = NULL;
   n->right = NULL;
   pull(n);
-  split(tr->root, n->start, &l, &r);
-  tr->root = merge(merge(l, n), r);
+  tr->root = insert_rec(tr->root, n);
   tr->count++;
   tr->hint = NULL;
 }
 
+/* Unlinks the node starting at key from t; *out gets it. */
+static inode_t *erase_rec(inode_t *t, sim_addr_t key, inode_t **out) {
+  assert(t != NULL);
+  if (key < t->start) {
+    t->left = erase_rec(t->left, key, out);
+  } else if (key > t->start) {
+    t->right = erase_rec(t->right, key, out);
+  } else {
+    *out = t;
+    return merge(t->left, t->right);
+  }
+  pull(t);
+  return t;
+}
+
 /* Detaches and returns the interval starting exactly at start. */
 static inode_t *itree_erase(itree_t *tr, sim_addr_t start) {
-  inode_t *l, *m, *r;
-  split(tr->root, start, &l, &r);
-  split(r, start + 1, &m, &r);
-  assert(m != NULL && m->left == NULL && m->right == NULL);
-  tr->root = merge(l, r);
+  inode_t *m = NULL;
+  tr->root   = erase_rec(tr->root, start, &m);
+  m->left    = NULL;
+  m->right   = NULL;
+  pull(m);
   tr->count--;
   tr->hint = NULL;
   return m;
 }
 
-/* Inserts n, first absorbing neighbours that touch it and carry the same
- * prot and owner (always the case in the gap tree). */
+/* Recomputes max_len on the path to the node starting at key, after that
+ * node was resized in place.  Resizing in place is allowed when it keeps
+ * the order of starts: one descent instead of an erase and an insert. */
+static void fix_path(inode_t *t, sim_addr_t key) {
+  if (t == NULL) {
+    return;
+  }
+  if (key < t->start) {
+    fix_path(t->left, key);
+  } else if (key > t->start) {
+    fix_path(t->right, key);
+  }
+  pull(t);
+}
+
+/* Inserts n, absorbing neighbours that touch it and carry the same prot
+ * and owner (always the case in the gap tree).  An absorbed neighbour is
+ * grown in place and n goes back to the pool. */
 static void itree_insert(sim_kernel_t *k, itree_t *tr, inode_t *n) {
-  if (n->start > 0) {
-    inode_t *p = itree_find(tr, n->start - 1);
-    if (p != NULL && p->prot == n->prot && p->owner == n->owner) {
-      assert(p->end == n->start);
-      itree_erase(tr, p->start);
-      n->start = p->start;
-      node_put(k, p);
-    }
-  }
+  inode_t *p = n->start > 0 ? itree_find(tr, n->start - 1) : NULL;
   inode_t *s = itree_find(tr, n->end);
-  if (s != NULL && s->prot == n->prot && s->owner == n->owner) {
-    assert(s->start == n->end);
-    itree_erase(tr, s->start);
-    n->end = s->end;
-    node_put(k, s);
+  if (p != NULL && (p->prot != n->prot || p->owner != n->owner)) {
+    p = NULL;
   }
-  itree_insert_raw(tr, n);
+  if (s != NULL && (s->prot != n->prot || s->owner != n->owner)) {
+    s = NULL;
+  }
+  assert(p == NULL || p->end == n->start);
+  assert(s == NULL || s->start == n->end);
+  if (p != NULL) {
+    sim_addr_t end = n->end;
+    if (s != NULL) {
+      end = s->end;
+      node_put(k, itree_erase(tr, s->start));
+    }
+    p->end = end;
+    fix_path(tr->root, p->start);
+    node_put(k, n);
+  } else if (s != NULL) {
+    /* Lowering s's start keeps the order: [n->start, s->start) was free. */
+    s->start = n->start;
+    fix_path(tr->root, s->start);
+    node_put(k, n);
+  } else {
+    itree_insert_raw(tr, n);
+  }
 }
 
 /* Makes x a boundary: an interval straddling x becomes two.  Uses one
@@ -347,9 +406,8 @@ static void itree_cut(sim_kernel_t *k, itree_t *tr, sim_addr_t x) {
     return;
   }
   sim_addr_t end = n->end;
-  n              = itree_erase(tr, n->start);
   n->end         = x;
-  itree_insert_raw(tr, n);
+  fix_path(tr->root, n->start);
   itree_insert_raw(tr, node_get(k, x, end, n->prot, n->owner));
 }
 
@@ -358,6 +416,28 @@ static void itree_cut(sim_kernel_t *k, itree_t *tr, sim_addr_t x) {
 static inode_t *itree_extract(sim_kernel_t *k, itree_t *tr, sim_addr_t a,
                               sim_addr_t b) {
   inode_t *l, *m, *r;
+  inode_t *n = itree_find(tr, a);
+  if (n != NULL && b <= n->end) {
+    /* Within one interval (munmap of one object, mprotect of part of a
+     * reservation): resize it in place, hand back a one-node treap. */
+    if (a == n->start && b == n->end) {
+      return itree_erase(tr, a);
+    }
+    sim_addr_t end = n->end;
+    inode_t   *cut = node_get(k, a, b, n->prot, n->owner);
+    if (a == n->start) {
+      n->start = b; /* keeps the order: nothing else starts in [a, b) */
+      fix_path(tr->root, b);
+    } else {
+      n->end = a;
+      fix_path(tr->root, n->start);
+      if (b < end) {
+        itree_insert_raw(tr, node_get(k, b, end, n->prot, n->owner));
+      }
+    }
+    tr->hint = NULL;
+    return cut;
+  }
   itree_cut(k, tr, a);
   itree_cut(k, tr, b);
   split(tr->root, a, &l, &r);
@@ -414,15 +494,18 @@ static chunk_t *chunk_lookup(const sim_kernel_t *k, uint64_t key) {
   }
 }
 
-/* chunk_lookup through the one-entry cache of the touch path. */
+/* chunk_lookup through the direct-mapped cache of the touch path: a
+ * working set of up to CACHE_SLOTS blocks (512 MiB) costs no hashing.
+ * Chunks never move, so only chunk_release invalidates an entry. */
 static inline chunk_t *chunk_find(sim_kernel_t *k, uint64_t key) {
-  if (key == k->cache_key) {
-    return k->cache_chunk;
+  slot_t *e = &k->cache[key & (CACHE_SLOTS - 1)];
+  if (e->key == key) {
+    return e->chunk;
   }
   chunk_t *c = chunk_lookup(k, key);
   if (c != NULL) {
-    k->cache_key   = key;
-    k->cache_chunk = c;
+    e->key   = key;
+    e->chunk = c;
   }
   return c;
 }
@@ -495,9 +578,9 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
   c->nresident = 0;
   slot_place(k, key, c);
   k->slot_count++;
-  k->cache_key   = key;
-  k->cache_chunk = c;
-  *out           = c;
+  k->cache[key & (CACHE_SLOTS - 1)].key   = key;
+  k->cache[key & (CACHE_SLOTS - 1)].chunk = c;
+  *out                                    = c;
   return AS_OK;
 }
 
@@ -527,9 +610,10 @@ static void chunk_release(sim_kernel_t *k, chunk_t *c) {
   k->slots[i].key   = SLOT_EMPTY;
   k->slots[i].chunk = NULL;
   k->slot_count--;
-  if (k->cache_chunk == c) {
-    k->cache_key   = SLOT_EMPTY;
-    k->cache_chunk = NULL;
+  slot_t *e = &k->cache[c->key & (CACHE_SLOTS - 1)];
+  if (e->chunk == c) {
+    e->key   = SLOT_EMPTY;
+    e->chunk = NULL;
   }
   c->key        = (uint64_t)(uintptr_t)k->chunk_free;
   k->chunk_free = c;
@@ -742,8 +826,26 @@ static int range_mapped(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
 static void gaps_take(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   a = a > k->low ? a : k->low;
   b = b < k->top ? b : k->top;
-  if (a < b) {
+  if (a >= b) {
+    return;
+  }
+  inode_t *g = itree_find(&k->gaps, a);
+  if (g == NULL || b > g->end) {
+    /* Several gaps (MAP_FIXED, brk over holes): the general path. */
     free_subtree(k, itree_extract(k, &k->gaps, a, b));
+  } else if (a == g->start && b == g->end) {
+    node_put(k, itree_erase(&k->gaps, a));
+  } else if (a == g->start) {
+    g->start = b; /* keeps the order: nothing else starts in [a, b) */
+    fix_path(k->gaps.root, b);
+  } else {
+    /* The usual top-down mmap: the top of the gap, g shrinks in place. */
+    sim_addr_t end = g->end;
+    g->end         = a;
+    fix_path(k->gaps.root, g->start);
+    if (b < end) {
+      itree_insert_raw(&k->gaps, node_get(k, b, end, 0, 0));
+    }
   }
 }
 
@@ -859,8 +961,10 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   return AS_OK;
 }
 
-static as_status_t touch_slow(sim_kernel_t *k, sim_addr_t addr,
-                              uint64_t length, as_err_t *err) {
+/* Out of line, so the fast path in sim_kernel_touch stays a leaf with no
+ * stack frame. */
+__attribute__((noinline)) static as_status_t
+touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
   sim_addr_t last = addr + length - 1;
   if (last < addr || last >= k->limit) {
     return as_err_set(err, AS_EINVAL,
@@ -964,7 +1068,9 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
   k->limit           = limit;
   k->brk_start       = brk;
   k->brk_cur         = brk;
-  k->cache_key       = SLOT_EMPTY;
+  for (size_t i = 0; i < CACHE_SLOTS; i++) {
+    k->cache[i].key = SLOT_EMPTY;
+  }
   k->prng            = UINT64_C(0x2545F4914F6CDD1D);
   as_status_t st     = table_resize(k, 6, err);
   if (st == AS_OK) {
@@ -1180,8 +1286,11 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
   return AS_OK;
 }
 
-as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
-                             as_err_t *err) {
+/* The touch path after a miss in the fast test: zero length, a block not
+ * in the cache, several pages words or several blocks. */
+__attribute__((noinline)) static as_status_t
+touch_checked(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+              as_err_t *err) {
   if (length == 0) {
     return AS_OK;
   }
@@ -1190,12 +1299,35 @@ as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
   if ((last >> CHUNK_SHIFT) == key && last >= addr) {
     chunk_t *c = chunk_find(k, key);
     if (c != NULL &&
-        bits_all(c->fast, (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift),
+        bits_all(c->fast,
+                 (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift),
                  (unsigned)((last & (CHUNK_BYTES - 1)) >> k->page_shift))) {
       return AS_OK;
     }
   }
   return touch_slow(k, addr, length, err);
+}
+
+as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                             as_err_t *err) {
+  /* The hot path: a cached block, pages within one bitmap word, all fast.
+   * A zero length or a wrapped range fails the last >= addr test or the
+   * same-block test and goes the checked way. */
+  sim_addr_t    last = addr + length - 1;
+  uint64_t      key  = addr >> CHUNK_SHIFT;
+  const slot_t *e    = &k->cache[key & (CACHE_SLOTS - 1)];
+  if (e->key == key && (last >> CHUNK_SHIFT) == key && length != 0 &&
+      last >= addr) {
+    unsigned p0 = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift);
+    unsigned p1 = (unsigned)((last & (CHUNK_BYTES - 1)) >> k->page_shift);
+    if ((p0 >> 6) == (p1 >> 6)) {
+      uint64_t m = (~UINT64_C(0) >> (63 - (p1 - p0))) << (p0 & 63);
+      if ((e->chunk->fast[p0 >> 6] & m) == m) {
+        return AS_OK;
+      }
+    }
+  }
+  return touch_checked(k, addr, length, err);
 }
 
 as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
