@@ -306,7 +306,7 @@ static const workload_option_t lab_brk_options[] = {
 
 static as_status_t lab_brk_open(const char *const *values,
                                 trace_source_t **out, as_err_t *err) {
-  uint64_t    count, size;
+  uint64_t    count = 0, size = 0;
   as_status_t rc;
   *out = NULL;
   if ((rc = lab_parse("lab-brk", "count", values[0], 1, LAB_MAX_COUNT, &count,
@@ -333,7 +333,7 @@ static const workload_option_t lab_mmap_options[] = {
 
 static as_status_t lab_mmap_open(const char *const *values,
                                  trace_source_t **out, as_err_t *err) {
-  uint64_t    size, repeat;
+  uint64_t    size = 0, repeat = 0;
   as_status_t rc;
   *out = NULL;
   if ((rc = lab_parse("lab-mmap-threshold", "size", values[0], 1,
@@ -362,7 +362,7 @@ static const workload_option_t lab_arenas_options[] = {
 
 static as_status_t lab_arenas_open(const char *const *values,
                                    trace_source_t **out, as_err_t *err) {
-  uint64_t    threads, iterations, size;
+  uint64_t    threads = 0, iterations = 0, size = 0;
   as_status_t rc;
   *out = NULL;
   if ((rc = lab_parse("lab-arenas", "threads", values[0], 1, 1024, &threads,

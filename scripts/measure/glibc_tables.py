@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""scripts/measure/glibc_tables.py -- the tables of docs/glibc-validation.md.
+
+For every measured-run file in data/measured/ made by spike.py or the C labs
+(spike-*.trace, lab-*.trace), records it into a scratch store and runs
+`allocsim compare RUN --json --no-store`, which replays the workload named by
+the file's provenance with its model and libc spec and aligns marks by label
+(predicted = simulated + measured(start) - simulated(start)).  Prints
+markdown: one row per variant and mark, with the measured and predicted RSS
+of repeat 1, the error as % of the measured peak, and the largest |error|
+over all repeats of the variant.  Also prints the published (seed 001)
+comparison, with start = 21 MiB.
+
+Usage: glibc_tables.py ALLOCSIM [DATADIR]
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MIB = 1024.0 * 1024.0
+
+# Seed 001's table: variant -> (peak, after_free, after_trim), MiB; start 21.
+PUBLISHED = {
+    "default": (396, 395, 57),
+    "threads16": (396, 396, 58),
+    "threads16-arenamax2": (396, 396, 57),
+    "mmap512": (508, 265, 61),
+    "trim131072": (396, 395, 57),
+}
+PUB_START = 21.0
+
+
+def compare(allocsim, db, path):
+    out = subprocess.run([allocsim, "record", path, "--db", db, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    run = json.loads(out)["run"]
+    out = subprocess.run([allocsim, "compare", str(run), "--db", db,
+                          "--json", "--no-store"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def variant_of(path):
+    name = os.path.basename(path)[:-len(".trace")]
+    return re.sub(r"-r\d+$", "", name)
+
+
+def main():
+    allocsim = sys.argv[1]
+    data = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(__file__), "..", "..", "data", "measured")
+    files = sorted(glob.glob(os.path.join(data, "spike-*.trace")) +
+                   glob.glob(os.path.join(data, "lab-*.trace")))
+    by_variant = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "v.db")
+        for f in files:
+            by_variant.setdefault(variant_of(f), []).append(
+                (os.path.basename(f), compare(allocsim, db, f)))
+
+    print("| variant | mark | measured MiB | predicted MiB | error MiB |"
+          " error % of peak | max abs error over repeats, % of peak |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    sims = {}
+    for v, runs in by_variant.items():
+        first = runs[0][1]
+        sims[v] = first
+        for i, m in enumerate(first["marks"]):
+            worst = max(abs(r["marks"][i]["error_pct_of_peak"])
+                        for _, r in runs)
+            print("| %s | %s | %.1f | %.1f | %+.2f | %+.2f%% | %.2f%% (%d runs) |"
+                  % (v, m["label"], m["measured_rss_bytes"] / MIB,
+                     m["predicted_rss_bytes"] / MIB, m["error_bytes"] / MIB,
+                     m["error_pct_of_peak"], worst, len(runs)))
+
+    print()
+    print("| variant | mark | published MiB | predicted MiB (21 + simulated)"
+          " | error MiB | error % of published | simulated delta MiB |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for v, pub in PUBLISHED.items():
+        spike = "spike-%s" % v
+        if spike not in sims:
+            continue
+        marks = sims[spike]["marks"]
+        off = sims[spike]["baseline"]["offset_bytes"]
+        for i, label in enumerate(("peak", "after_free", "after_trim")):
+            m = marks[i + 1]
+            assert m["label"] == label
+            delta = (m["predicted_rss_bytes"] - off) / MIB
+            pred = PUB_START + delta
+            print("| %s | %s | %d | %.1f | %+.1f | %+.1f%% | %.1f |"
+                  % (v, label, pub[i], pred, pred - pub[i],
+                     100.0 * (pred - pub[i]) / pub[i], delta))
+
+
+if __name__ == "__main__":
+    main()
