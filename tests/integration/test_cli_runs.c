@@ -1,0 +1,139 @@
+/* tests/integration/test_cli_runs.c -- the allocsim binary end to end with a
+ * store: `replay --db` writes a simulated run that the store API reads back,
+ * and `runs` lists it with the same numbers.
+ *
+ * Runs the built binary (ALLOCSIM_BINARY_DIR/sim/cli/allocsim), so build the
+ * allocsim target before running this test.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analysis/store.h"
+
+#define ALLOCSIM ALLOCSIM_BINARY_DIR "/sim/cli/allocsim"
+#define EXAMPLE  ALLOCSIM_SOURCE_DIR "/data/example.trace"
+
+typedef struct fixture_s {
+  char dir[64];
+  char db[128];
+} fixture_t;
+
+static int setup(void **state) {
+  fixture_t *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  snprintf(f->dir, sizeof f->dir, "/tmp/allocsim-test-cli-runs-XXXXXX");
+  assert_non_null(mkdtemp(f->dir));
+  snprintf(f->db, sizeof f->db, "%s/runs.db", f->dir);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t  *f          = *state;
+  const char *suffixes[] = {"", "-wal", "-shm", ".out"};
+  char        p[160];
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    snprintf(p, sizeof p, "%s%s", f->db, suffixes[i]);
+    unlink(p);
+  }
+  rmdir(f->dir);
+  free(f);
+  return 0;
+}
+
+/* Runs "allocsim ARGS" with stdout in out (at most len - 1 bytes), stderr
+ * discarded; returns the exit code. */
+static int allocsim(char *out, size_t len, const char *args) {
+  if (access(ALLOCSIM, X_OK) != 0)
+    fail_msg("%s is not built; build the allocsim target first", ALLOCSIM);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", ALLOCSIM, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n]   = '\0';
+  int status = pclose(p);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+static void replayed_run_is_stored_and_listed_with_its_peak(void **state) {
+  fixture_t *f = *state;
+  char       out[8192];
+  char       args[512];
+  snprintf(args, sizeof args, "replay %s --db %s", EXAMPLE, f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+
+  store_t *s   = NULL;
+  as_err_t err = {0};
+  if (store_open(f->db, &s, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  store_run_record_t rec = {0};
+  if (store_read_run(s, 1, &rec, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  assert_string_equal(rec.kind, "simulated");
+  assert_non_null(strstr(rec.source, "example.trace"));
+  assert_non_null(strstr(rec.command, "--db"));
+  assert_true(rec.nsamples > 0);
+  assert_true(rec.peak_rss_bytes > 0);
+  store_sample_t *samples = NULL;
+  size_t          n       = 0;
+  if (store_read_samples(s, 1, &samples, &n, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  assert_int_equal(n, rec.nsamples);
+  uint64_t peak = 0;
+  for (size_t i = 0; i < n; i++)
+    peak = samples[i].rss_bytes > peak ? samples[i].rss_bytes : peak;
+  assert_int_equal(peak, rec.peak_rss_bytes);
+  free(samples);
+  store_close(s);
+
+  snprintf(args, sizeof args, "runs --db %s --json", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  char want[256];
+  snprintf(want, sizeof want,
+           "\"samples\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64 ",",
+           rec.nsamples, rec.peak_rss_bytes);
+  if (strstr(out, want) == NULL)
+    fail_msg("runs --json lacks '%s':\n%s", want, out);
+  assert_non_null(strstr(out, "{\"id\": 1, \"kind\": \"simulated\""));
+  assert_null(strstr(out, "\"id\": 2"));
+
+  snprintf(args, sizeof args, "runs --db %s", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, rec.created_at));
+  store_run_record_free(&rec);
+}
+
+static void runs_refuses_a_missing_store_and_a_missing_db_option(
+    void **state) {
+  fixture_t *f = *state;
+  char       out[1024];
+  char       args[256];
+  snprintf(args, sizeof args, "runs --db %s", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 1);
+  assert_int_equal(access(f->db, F_OK), -1); /* not created */
+  assert_int_equal(allocsim(out, sizeof out, "runs"), 2);
+  assert_int_equal(allocsim(out, sizeof out, "runs --db"), 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          replayed_run_is_stored_and_listed_with_its_peak, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          runs_refuses_a_missing_store_and_a_missing_db_option, setup,
+          teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
