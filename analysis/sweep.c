@@ -295,15 +295,15 @@ typedef struct run_ctx_s {
   sim_session_t *s;
 } run_ctx_t;
 
-/* pymalloc arenas holding a used pool, for pymalloc and cpython models. */
-static int64_t arenas_pinned(const model_t *m) {
+/* pymalloc's statistics for pymalloc and cpython models; false if the
+ * model has no pymalloc. */
+static bool pym_stats(const model_t *m, pymalloc_stats_t *st) {
   if (strcmp(m->methods->name, "cpython") == 0)
     m = cpython_pymalloc_child(m);
   if (m == NULL || strcmp(m->methods->name, "pymalloc") != 0)
-    return -1;
-  pymalloc_stats_t st;
-  pymalloc_get_stats(m, &st);
-  return (int64_t)st.arenas_pinned;
+    return false;
+  pymalloc_get_stats(m, st);
+  return true;
 }
 
 static as_status_t on_sample(void *user, const sim_sample_t *smp,
@@ -319,8 +319,13 @@ static as_status_t on_sample(void *user, const sim_sample_t *smp,
     sweep_mark_t *mk = &p->marks[p->nmarks++];
     snprintf(mk->label, sizeof mk->label, "%s", smp->label ? smp->label : "");
     mk->rss_bytes = smp->rss_bytes;
-    if (strcmp(mk->label, "after") == 0)
-      p->arenas_pinned = arenas_pinned(ctx->s->model);
+    pymalloc_stats_t st;
+    if (strcmp(mk->label, "after") == 0 && pym_stats(ctx->s->model, &st))
+      p->arenas_pinned = (int64_t)st.arenas_pinned;
+    if (strcmp(mk->label, "peak") == 0 && pym_stats(ctx->s->model, &st)) {
+      p->arenas_peak    = (int64_t)st.arenas_current;
+      p->unaligned_peak = (int64_t)st.arenas_unaligned;
+    }
   }
   return AS_OK;
 }
@@ -368,7 +373,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
   if (err == NULL)
     err = &local;
   p->nmarks = p->nsamples = 0;
-  p->arenas_pinned        = -1;
+  p->arenas_pinned = p->arenas_peak = p->unaligned_peak = -1;
   p->have_kept = p->have_formula = false;
   p->error[0]                    = '\0';
   char  storage[ARGV_MAX][128];

@@ -90,6 +90,8 @@ struct sweep_point_s {
   int64_t      kept_bytes;              /* RSS(after) - RSS(start) */
   int64_t      arenas_pinned;           /* pymalloc arenas with a used pool
                                            at after; -1 if not pymalloc */
+  int64_t      arenas_peak;             /* pymalloc arenas at peak, and */
+  int64_t      unaligned_peak;          /* those with 63 pools; -1: n/a */
   bool         have_formula;
   double       formula_kept_bytes;
   double       formula_sd_bytes;

@@ -247,6 +247,10 @@ def main():
         samples.append((t, label, read_rss()))
         # After the RSS reading, so the walk cannot affect it.
         st = mallocstats()
+        if os.environ.get("SURVIVORS_MAPS"):  # debugging: the layout
+            with open(f"{os.environ['SURVIVORS_MAPS']}.{label}", "wb") as f:
+                with open("/proc/self/maps", "rb") as m:
+                    f.write(m.read())
         pstats.append((label, st["arenas"], st["unaligned"],
                        st["unused_pools"]))
 

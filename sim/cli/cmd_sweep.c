@@ -97,6 +97,9 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
         printf(",\"arenas_pinned\":%" PRId64, p->arenas_pinned);
       if (hp)
         printf(",\"rss_peak_bytes\":%" PRIu64, peak);
+      if (p->arenas_peak >= 0)
+        printf(",\"arenas_peak\":%" PRId64 ",\"unaligned_peak\":%" PRId64,
+               p->arenas_peak, p->unaligned_peak);
       if (ha && hr)
         printf(",\"reuse_growth_bytes\":%" PRId64,
                (int64_t)reuse - (int64_t)after);
