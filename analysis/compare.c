@@ -19,6 +19,7 @@
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -162,25 +163,38 @@ static as_status_t on_sample(void *user, const sim_sample_t *s,
 }
 
 /* Opens the run's trace (checking its SHA-256) or its workload. */
-static as_status_t open_source(const store_run_record_t *rec,
+static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                                const kvlist_t *meta, trace_source_t **src,
                                char *desc, size_t desc_len, bool *is_trace,
                                as_err_t *err) {
   *src = NULL;
   *is_trace = false;
   if (rec->trace_path != NULL) {
+    /* A relative trace path is relative to the store's directory. */
+    char path[PATH_MAX];
+    if (rec->trace_path[0] == '/') {
+      snprintf(path, sizeof path, "%s", rec->trace_path);
+    } else {
+      const char *sp = store_path(s);
+      const char *slash = strrchr(sp, '/');
+      if (slash == NULL)
+        snprintf(path, sizeof path, "%s", rec->trace_path);
+      else
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
+                 rec->trace_path);
+    }
     char        sha[65];
-    as_status_t rc = record_sha256_file(rec->trace_path, sha, err);
+    as_status_t rc = record_sha256_file(path, sha, err);
     if (rc != AS_OK)
       return rc;
     if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)
       return as_err_set(err, AS_EINVAL,
                         "%s: SHA-256 %s differs from the %s recorded with run "
                         "%" PRId64 " (the trace changed)",
-                        rec->trace_path, sha, rec->trace_sha256, rec->id);
-    snprintf(desc, desc_len, "%s", rec->trace_path);
+                        path, sha, rec->trace_sha256, rec->id);
+    snprintf(desc, desc_len, "%s", path);
     *is_trace = true;
-    return trace_open(rec->trace_path, src, err);
+    return trace_open(path, src, err);
   }
   const char *wl = kv_get((void *)meta, "workload");
   if (wl == NULL || *wl == '\0')
@@ -386,8 +400,34 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   const char *model = o->model;
   if (model == NULL && meta_model != NULL)
     model = meta_model;
-  if (model == NULL && is_python)
+  char py_model[64];
+  if (model == NULL && is_python) {
+    /* The CPython geometry follows the version that ran: "3.11.2" ->
+     * cpython:version=3.11 when the model has that version. */
+    const model_methods_t *cp = model_find("cpython");
     model = "cpython";
+    size_t mm = strspn(python, "0123456789.");
+    const char *dot2 = memchr(python, '.', mm);
+    dot2 = dot2 ? memchr(dot2 + 1, '.', mm - (size_t)(dot2 + 1 - python))
+                : NULL;
+    size_t vlen = dot2 ? (size_t)(dot2 - python) : mm;
+    for (const model_option_t *op = cp ? cp->options : NULL;
+         op != NULL && op->name != NULL; op++)
+      if (strcmp(op->name, "version") == 0 && op->choices != NULL &&
+          vlen > 0 && vlen < 16) {
+        char v[16];
+        memcpy(v, python, vlen);
+        v[vlen] = '\0';
+        char bar[20];
+        snprintf(bar, sizeof bar, "|%s|", v);
+        char choices[128];
+        snprintf(choices, sizeof choices, "|%s|", op->choices);
+        if (strstr(choices, bar) != NULL) {
+          snprintf(py_model, sizeof py_model, "cpython:version=%s", v);
+          model = py_model;
+        }
+      }
+  }
   if (model == NULL && strcmp(rec.model, "glibc") != 0 &&
       model_find(rec.model) != NULL)
     model = rec.model;
@@ -404,7 +444,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   kcfg.page_size = res->page_size;
 
   bool is_trace;
-  if ((rc = open_source(&rec, &meta, &src, res->source, sizeof res->source,
+  if ((rc = open_source(s, &rec, &meta, &src, res->source, sizeof res->source,
                         &is_trace, err)) != AS_OK)
     goto done;
   snprintf(res->alignment, sizeof res->alignment, "%s",
@@ -444,7 +484,14 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     else if (ms[i].kind == SIM_SAMPLE_MARK)
       pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
   }
+  /* The anchor: the mark "hooked" when there is one (a CPython capture:
+   * before it the interpreter allocated through pymalloc arenas the trace
+   * cannot see), else the first measured sample that lines up. */
   size_t anchor = SIZE_MAX;
+  for (size_t i = 0; i < nms && anchor == SIZE_MAX; i++)
+    if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
+        strcmp(ms[i].label, COMPARE_HOOK_MARK) == 0)
+      anchor = i;
   for (size_t i = 0; i < nms && anchor == SIZE_MAX; i++)
     if (pair[i] != SIZE_MAX)
       anchor = i;
@@ -472,7 +519,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
-  size_t npts = 0;
+  size_t npts = 0; /* the series starts at the anchor */
   double peak = res->peak_measured_rss_bytes ? (double)
                 res->peak_measured_rss_bytes : 1.0;
   for (size_t i = 0; i < nms; i++) {
@@ -493,7 +540,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
       }
     }
-    if (pair[i] != SIZE_MAX) {
+    if (pair[i] != SIZE_MAX && ms[i].t_ns >= res->anchor_t_ns) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = (double)pred;
       npts++;

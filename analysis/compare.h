@@ -10,10 +10,14 @@
  * stacks), which no trace explains.  So
  *     predicted(t) = simulated(t) + offset,
  *     offset       = measured(anchor) - simulated(anchor),
- * where the anchor is the run's first sample with a measured value (for a
- * capture, the library's first RSS reading at start-up; for a measured-run
- * file, its first mark).  The error at the anchor is zero by construction;
- * the offset is reported with the results.
+ * where the anchor is the mark COMPARE_HOOK_MARK ("hooked") if the run has
+ * one -- a CPython capture, whose interpreter allocated through pymalloc
+ * arenas the trace cannot see until the domain hook was installed -- and
+ * otherwise the run's first sample with a measured value (for a C capture,
+ * the library's first RSS reading at start-up; for a measured-run file, its
+ * first mark).  The error at the anchor is zero by construction; samples
+ * before it appear in the marks table but not in the series statistics
+ * (they measure what the trace cannot explain); the offset is reported.
  *
  * Type map
  *   compare_opts_t    model/libc overrides and where to store
@@ -30,6 +34,9 @@
 
 #include "../sim/status.h"
 #include "store.h"
+
+/* The mark liballocsim_capture.so records when it hooks CPython. */
+#define COMPARE_HOOK_MARK "hooked"
 
 typedef struct compare_opts_s compare_opts_t;
 struct compare_opts_s {
@@ -55,7 +62,7 @@ struct compare_mark_s {
 
 typedef struct compare_series_s compare_series_t;
 struct compare_series_s {
-  size_t points;               /* aligned pairs */
+  size_t points;               /* aligned pairs at or after the anchor */
   double mean_abs_error_bytes; /* NAN if points == 0 */
   double max_abs_error_bytes;  /* NAN if points == 0 */
   double slope;                /* predicted on measured; NAN if undefined */

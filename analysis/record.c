@@ -506,11 +506,24 @@ as_status_t record_trace_file(store_t *s, const char *path,
       goto done;
   }
 
+  /* The trace is stored by absolute path, or relative to the store's
+   * directory when it lies below it, so a store shipped with its traces
+   * (data/reference.db, data/captures/) still finds them elsewhere. */
   char abs_path[PATH_MAX];
+  char db_dir[PATH_MAX];
+  const char *stored_path = abs_path;
   bool has_trace = info->alloc_events > 0;
   if (has_trace) {
     if (realpath(path, abs_path) == NULL)
       snprintf(abs_path, sizeof abs_path, "%s", path);
+    if (realpath(store_path(s), db_dir) != NULL) {
+      char *slash = strrchr(db_dir, '/');
+      if (slash != NULL)
+        slash[slash == db_dir ? 1 : 0] = '\0';
+      size_t dl = strlen(db_dir);
+      if (dl > 1 && strncmp(abs_path, db_dir, dl) == 0 && abs_path[dl] == '/')
+        stored_path = abs_path + dl + 1;
+    }
     if ((rc = record_sha256_file(path, info->sha256, err)) != AS_OK)
       goto done;
   }
@@ -563,7 +576,7 @@ as_status_t record_trace_file(store_t *s, const char *path,
       .page_size = page_size,
       .source = path,
       .command = cmd ? cmd : (command ? command : ""),
-      .trace_path = has_trace ? abs_path : NULL,
+      .trace_path = has_trace ? stored_path : NULL,
       .trace_sha256 = has_trace ? info->sha256 : NULL,
       .meta = kv,
       .meta_count = nkv,

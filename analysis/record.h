@@ -52,7 +52,8 @@ struct record_info_s {
 /* Reads the trace at path (any format), and stores it in s as a run of
  * kind measured: its provenance (#@ lines) as run_meta, plus extra (may be
  * NULL), its samples as described above, and, if it has allocation events,
- * its absolute path and SHA-256.  command is the command line stored when
+ * its path and SHA-256: relative to the store's directory when the trace
+ * lies below it, else absolute.  command is the command line stored when
  * the trace has no "command" provenance.  Bad traces fail with the reader's
  * message (file and position); nothing is stored then. */
 as_status_t record_trace_file(store_t *s, const char *path,

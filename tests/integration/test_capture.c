@@ -564,6 +564,10 @@ static void compare_applies_the_baseline_rule_and_stores_the_result(
   assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
                    AS_OK);
   assert_int_equal(strlen(info.sha256), 64);
+  store_run_record_t rec;
+  assert_int_equal(store_read_run(s, info.run_id, &rec, &err), AS_OK);
+  assert_string_equal(rec.trace_path, "compare.trace"); /* store-relative */
+  store_run_record_free(&rec);
   compare_opts_t   o = {.model = "ideal", .store = true};
   compare_result_t r;
   if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
@@ -612,6 +616,39 @@ static void compare_applies_the_baseline_rule_and_stores_the_result(
   store_close(s);
 }
 
+static void compare_anchors_a_cpython_capture_at_the_hook(void **state) {
+  (void)state;
+  char path[300], db[300];
+  snprintf(path, sizeof path, "%s/hooked.trace", g_dir);
+  snprintf(db, sizeof db, "%s/hooked.db", g_dir);
+  write_file(path, "allocsim-trace 1\n"
+                   "0 0 rss 1048576\n"
+                   "10 0 malloc 0 8192\n"
+                   "20 0 mark hooked\n"
+                   "20 0 rss 3145728\n"
+                   "30 0 malloc 1 4096\n"
+                   "40 0 mark done\n"
+                   "40 0 rss 3149824\n");
+  store_t      *s = NULL;
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
+                   AS_OK);
+  compare_opts_t   o = {.model = "ideal", .store = false};
+  compare_result_t r;
+  if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
+    fail_msg("compare: %s", err.msg);
+  assert_string_equal(r.anchor_label, "hooked");
+  assert_int_equal(r.offset_bytes, 3145728 - 8192);
+  assert_int_equal(r.series.points, 2); /* the sample before it is left out */
+  assert_int_equal(r.marks[1].predicted_rss_bytes, 3145728 + 4096);
+  assert_int_equal(r.marks[1].error_bytes, 0);
+  assert_int_equal(r.simulated_run_id, 0); /* store = false */
+  compare_result_free(&r);
+  store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(realloc_chain_is_recorded_event_by_event),
@@ -627,6 +664,7 @@ int main(void) {
       cmocka_unit_test(libc_spec_follows_env_knobs_and_tunables),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
       cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
+      cmocka_unit_test(compare_anchors_a_cpython_capture_at_the_hook),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

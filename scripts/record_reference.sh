@@ -1,0 +1,66 @@
+#!/bin/sh
+# scripts/record_reference.sh -- re-creates data/reference.db, the store of
+# runs measured on a real machine that ships with allocsim.
+#
+#   scripts/record_reference.sh [BUILD_DIR]        (default: build)
+#
+# It records, as runs of kind measured:
+#   1. captures made here with `allocsim capture` (traces kept beside the
+#      store in data/captures/, referenced relative to it):
+#        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
+#          (CPython: obj/mem domains), n = 50000;
+#        - the C program capture_progs/churn, n = 50000;
+#   2. every measured-run file in data/measured/*.trace (`allocsim record`).
+# Then it prints `allocsim compare` for every run (not stored: comparisons
+# depend on the model version, the reference holds measurements only).
+#
+# Needs the build's allocsim, liballocsim_capture.so and capture programs
+# (cmake --build BUILD_DIR --target allocsim capture_prog_churn).  The
+# machine's provenance (kernel, glibc, CPython, page size, MALLOC_* knobs)
+# is recorded with each capture.  Exit status: non-zero on the first
+# failure.
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case $build in /*) ;; *) build=$here/$build ;; esac
+allocsim=$build/sim/cli/allocsim
+progs=$build/tests/integration/capture_progs
+db=$here/data/reference.db
+caps=$here/data/captures
+
+for f in "$allocsim" "$progs/churn"; do
+  [ -x "$f" ] || { echo "record_reference.sh: $f: not built" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$caps"
+rm -f "$db" "$db-wal" "$db-shm"
+
+cd "$here/data"
+echo "== captures" >&2
+"$allocsim" capture -o captures/python-survivors.astrace --db "$db" \
+  --sample-every 10ms -- /usr/bin/python3 \
+  "$here/tests/integration/capture_progs/survivors.py" 50000 100 >&2
+"$allocsim" capture -o captures/c-churn.astrace --db "$db" \
+  --sample-every 10ms -- "$progs/churn" 50000 >&2
+
+echo "== measured-run files" >&2
+for f in measured/*.trace; do
+  [ -e "$f" ] || continue
+  "$allocsim" record "$f" --db "$db" >/dev/null
+  echo "recorded $f" >&2
+done
+
+echo "== compare (not stored)" >&2
+n=$(sqlite3 "$db" "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+if [ "$n" = 0 ]; then
+  # Without the sqlite3 shell, walk ids until compare says there is none.
+  n=1000
+fi
+i=1
+while [ "$i" -le "$n" ]; do
+  "$allocsim" compare "$i" --db "$db" --no-store --json || break
+  i=$((i + 1))
+done
