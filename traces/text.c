@@ -71,7 +71,14 @@ static const unit_t size_units[] = {
     {"MiB", 1048576}, {"G", 1073741824},       {"GiB", 1073741824},
     {NULL, 0}};
 
-typedef enum num_rc_e { NUM_OK, NUM_MALFORMED, NUM_OVERFLOW, NUM_FRACTION } num_rc_t;
+typedef enum num_rc_e {
+  NUM_OK,
+  NUM_MALFORMED,
+  NUM_OVERFLOW,
+  NUM_FRACTION
+} num_rc_t;
+
+#define LIKELY_OK(rc) __builtin_expect((rc) == NUM_OK, 1)
 
 static bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -302,23 +309,21 @@ static as_status_t take_time(text_src_t *s, cursor_t *c, const char *field,
                              uint64_t *out, as_err_t *err) {
   const char *tok;
   size_t      len;
-  char        what[160];
-  snprintf(what, sizeof what,
-           "%s (integer ns, or a number with unit ns/us/ms/s)", field);
-  if (!next_token(c, &tok, &len))
-    return fail_got(s, err, what, NULL, 0);
-  switch (parse_number(tok, len, time_units, out)) {
-  case NUM_OK:
-    return AS_OK;
-  case NUM_OVERFLOW:
-    snprintf(what, sizeof what, "%s below 2^64 ns", field);
-    return fail_got(s, err, what, tok, len);
-  case NUM_FRACTION:
-    snprintf(what, sizeof what, "%s to be a whole number of ns", field);
-    return fail_got(s, err, what, tok, len);
-  case NUM_MALFORMED:
-    break;
+  num_rc_t    rc = NUM_MALFORMED;
+  if (next_token(c, &tok, &len)) {
+    rc = parse_number(tok, len, time_units, out);
+    if (LIKELY_OK(rc))
+      return AS_OK;
   }
+  /* Messages are built only on failure: this runs for every field. */
+  char what[160];
+  if (rc == NUM_OVERFLOW)
+    snprintf(what, sizeof what, "%s below 2^64 ns", field);
+  else if (rc == NUM_FRACTION)
+    snprintf(what, sizeof what, "%s to be a whole number of ns", field);
+  else
+    snprintf(what, sizeof what,
+             "%s (integer ns, or a number with unit ns/us/ms/s)", field);
   return fail_got(s, err, what, tok, len);
 }
 
@@ -329,30 +334,25 @@ static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
                             as_err_t *err) {
   const char *tok;
   size_t      len;
-  char        what[160];
-  if (units != NULL)
+  num_rc_t    rc = NUM_MALFORMED;
+  if (next_token(c, &tok, &len)) {
+    rc = parse_number(tok, len, units, out);
+    if (rc == NUM_OK && *out > max)
+      rc = NUM_OVERFLOW;
+    if (LIKELY_OK(rc))
+      return AS_OK;
+  }
+  char what[160];
+  if (rc == NUM_OVERFLOW)
+    snprintf(what, sizeof what, "%s no larger than %" PRIu64, field, max);
+  else if (rc == NUM_FRACTION)
+    snprintf(what, sizeof what, "%s to be a whole number of bytes", field);
+  else if (units != NULL)
     snprintf(what, sizeof what,
              "%s (integer bytes, or a number with suffix K/KiB/M/MiB/G/GiB)",
              field);
   else
     snprintf(what, sizeof what, "%s (a decimal integer)", field);
-  if (!next_token(c, &tok, &len))
-    return fail_got(s, err, what, NULL, 0);
-  num_rc_t rc = parse_number(tok, len, units, out);
-  if (rc == NUM_OK && *out > max)
-    rc = NUM_OVERFLOW;
-  switch (rc) {
-  case NUM_OK:
-    return AS_OK;
-  case NUM_OVERFLOW:
-    snprintf(what, sizeof what, "%s no larger than %" PRIu64, field, max);
-    return fail_got(s, err, what, tok, len);
-  case NUM_FRACTION:
-    snprintf(what, sizeof what, "%s to be a whole number of bytes", field);
-    return fail_got(s, err, what, tok, len);
-  case NUM_MALFORMED:
-    break;
-  }
   return fail_got(s, err, what, tok, len);
 }
 

@@ -536,6 +536,75 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
   free(b.data);
 }
 
+/* Values at every varint length boundary, decoded once with plenty of
+ * bytes after them (the unchecked fast path) and once at the end of the
+ * file (the checked path): both must give back exactly what was written. */
+static void boundary_values_decode_identically_on_both_paths(void **state) {
+  (void)state;
+  static const uint64_t vals[] = {0,          1,          127,
+                                  128,        16383,      16384,
+                                  2097151,    2097152,    268435455,
+                                  268435456,  UINT32_MAX, (uint64_t)1 << 56,
+                                  UINT64_MAX / 2, UINT64_MAX};
+  enum { NV = sizeof vals / sizeof vals[0], NE = NV * 6, PAD = 100 };
+  trace_event_t evs[NE + PAD];
+  size_t        n = 0;
+  uint64_t      t = 0;
+  for (size_t i = 0; i < NV; i++) {
+    uint64_t v = vals[i];
+    uint32_t th = (uint32_t)(v > UINT32_MAX ? i : v);
+    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_MALLOC,
+                               .id = v, .size = v};
+    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_FREE,
+                               .id = v, .domain = TRACE_DOMAIN_MEM};
+    evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_MEMALIGN, .id = 0,
+                               .align = (uint64_t)1 << (i % 64), .size = v};
+    evs[n++] = (trace_event_t){.t_ns = t, .thread = 1, .op = TRACE_RSS,
+                               .size = v};
+    evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_REALLOC,
+                               .id = UINT64_MAX - v, .size = v};
+    t += v < UINT64_MAX / 64 ? v : 1;
+    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_IDLE,
+                               .size = v};
+  }
+  for (size_t i = 0; i < PAD; i++)
+    evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_THREAD_START};
+  for (int tail = 0; tail < 2; tail++) {
+    /* tail 0: edge records first, padding after; tail 1: the reverse. */
+    const trace_event_t *order[NE + PAD];
+    for (size_t i = 0; i < NE + PAD; i++)
+      order[i] = tail ? &evs[(i + NE) % (NE + PAD)] : &evs[i];
+    trace_event_t seq[NE + PAD];
+    uint64_t      tt = 0;
+    for (size_t i = 0; i < NE + PAD; i++) {
+      seq[i] = *order[i];
+      if (seq[i].t_ns < tt)
+        seq[i].t_ns = tt; /* keep time non-decreasing after reordering */
+      tt = seq[i].t_ns;
+    }
+    buf_t           b = encode(seq, NE + PAD, NULL);
+    trace_source_t *src = open_bytes(b.data, b.len, "edge.astrace");
+    as_err_t        err = {0};
+    trace_event_t   ev;
+    for (size_t i = 0; i < NE + PAD; i++) {
+      assert_int_equal(trace_source_next(src, &ev, &err), AS_OK);
+      assert_int_equal(ev.t_ns, seq[i].t_ns);
+      assert_int_equal(ev.thread, seq[i].thread);
+      assert_int_equal(ev.op, seq[i].op);
+      assert_int_equal(ev.domain, seq[i].domain);
+      assert_int_equal(ev.id, seq[i].op <= TRACE_FREE ? seq[i].id : 0);
+      assert_int_equal(ev.size, seq[i].op == TRACE_FREE ||
+                                        seq[i].op == TRACE_THREAD_START
+                                    ? 0
+                                    : seq[i].size);
+      assert_int_equal(ev.align, seq[i].align);
+    }
+    assert_int_equal(trace_source_next(src, &ev, &err), AS_DONE);
+    trace_source_close(src);
+    free(b.data);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(writer_emits_the_documented_bytes),
@@ -550,6 +619,7 @@ int main(void) {
       cmocka_unit_test(out_of_range_fields_are_rejected),
       cmocka_unit_test(truncated_record_names_record_and_field_offsets),
       cmocka_unit_test(truncation_at_every_cut_errors_cleanly),
+      cmocka_unit_test(boundary_values_decode_identically_on_both_paths),
       cmocka_unit_test(million_events_round_trip_through_files),
       cmocka_unit_test(errors_past_the_first_window_name_the_right_offset),
   };
