@@ -1,0 +1,255 @@
+/* tests/unit/test_sweep.c -- grid expansion, point runs, worker threads and
+ * storage of sweeps (analysis/sweep.c), on small survivors runs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "analysis/sweep.h"
+
+static void base_config(sweep_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->workload = workload_find("survivors");
+  c->model    = "cpython:version=3.11";
+  c->seeds    = 1;
+  c->jobs     = 1;
+  sim_kernel_config_default(&c->kernel);
+  c->fixed_name[0]  = "total";
+  c->fixed_value[0] = "1";
+  c->nfixed         = 1;
+}
+
+static void add_axis(sweep_config_t *c, const char *spec) {
+  as_err_t err = {0};
+  assert_int_equal(sweep_axis_parse(c->workload, spec, &c->axes[c->naxes],
+                                    &err),
+                   AS_OK);
+  c->naxes++;
+}
+
+static void free_axes(sweep_config_t *c) {
+  for (size_t a = 0; a < c->naxes; a++)
+    sweep_axis_free(&c->axes[a]);
+}
+
+static void axes_parse_values_and_reject_unknown_names(void **state) {
+  (void)state;
+  const workload_def_t *wl = workload_find("survivors");
+  sweep_axis_t          a;
+  as_err_t              err = {0};
+  assert_int_equal(sweep_axis_parse(wl, "reuse_size=0,128", &a, &err), AS_OK);
+  assert_string_equal(a.name, "reuse-size");
+  assert_int_equal(a.count, 2);
+  assert_string_equal(a.values[1], "128");
+  sweep_axis_free(&a);
+  assert_int_equal(sweep_axis_parse(wl, "page_size=4096,65536", &a, &err),
+                   AS_OK);
+  sweep_axis_free(&a);
+  assert_int_equal(sweep_axis_parse(wl, "fractio=1", &a, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "no parameter 'fractio'"));
+  assert_int_equal(sweep_axis_parse(wl, "page_size=8192", &a, &err),
+                   AS_EUSAGE);
+  assert_int_equal(sweep_axis_parse(wl, "seed=1,2", &a, &err), AS_EUSAGE);
+  assert_int_equal(sweep_axis_parse(wl, "size=64,,512", &a, &err), AS_EUSAGE);
+  assert_int_equal(sweep_axis_parse(wl, "size", &a, &err), AS_EUSAGE);
+}
+
+static void grid_times_seeds_only_for_random_points(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  c.seeds = 3;
+  add_axis(&c, "pattern=random,stride");
+  add_axis(&c, "size=64,512");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  /* random: 2 sizes x 3 seeds; stride: 2 sizes, unseeded. */
+  assert_int_equal(n, 8);
+  assert_string_equal(pts[0].values[0], "random");
+  assert_string_equal(pts[0].values[1], "64");
+  assert_int_equal(pts[0].seed, 1);
+  assert_int_equal(pts[2].seed, 3);
+  assert_string_equal(pts[3].values[1], "512");
+  assert_string_equal(pts[6].values[0], "stride");
+  assert_int_equal(pts[6].seed, 0);
+  assert_int_equal(pts[6].point, 2);
+  assert_string_equal(pts[1].args,
+                      "--size 64 --total 1 --pattern random --seed 2");
+  free(pts);
+  free_axes(&c);
+}
+
+static void bad_point_values_fail_before_anything_runs(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  add_axis(&c, "size=64,20");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "--size"));
+  free_axes(&c);
+}
+
+static void a_point_reports_marks_kept_formula_and_pinned_arenas(
+    void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  add_axis(&c, "fraction=0,1");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(n, 2);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
+  uint64_t start, peak, after;
+  assert_true(sweep_point_mark(&pts[0], "start", &start));
+  assert_true(sweep_point_mark(&pts[0], "peak", &peak));
+  assert_true(sweep_point_mark(&pts[0], "after", &after));
+  assert_true(pts[0].have_kept);
+  assert_int_equal(pts[0].kept_bytes, (int64_t)after - (int64_t)start);
+  /* Nothing survives: no arena holds a used pool; everything survives:
+   * all 2 arenas that 16384 objects of 64 B need (k = 16065). */
+  assert_int_equal(pts[0].arenas_pinned, 0);
+  assert_int_equal(pts[1].arenas_pinned, 2);
+  assert_true(pts[0].have_formula && pts[0].formula_kept_bytes == 0);
+  assert_true(pts[1].formula_kept_bytes > 1.019 * 1048576 &&
+              pts[1].formula_kept_bytes < 1.020 * 1048576);
+  assert_true(pts[1].kept_bytes > pts[0].kept_bytes);
+  assert_int_equal(pts[0].nsamples, 4); /* three marks and the final */
+  free(pts);
+  free_axes(&c);
+}
+
+typedef struct seen_s {
+  size_t   calls;
+  size_t   last_ndone;
+  uint64_t kept_sum;
+} seen_t;
+
+static as_status_t count_done(void *user, sweep_point_t *p, size_t ndone,
+                              size_t total, as_err_t *err) {
+  (void)err;
+  seen_t *s = user;
+  assert_int_equal(total, 6);
+  assert_int_equal(p->status, AS_OK);
+  s->calls++;
+  s->last_ndone = ndone;
+  s->kept_sum += (uint64_t)p->kept_bytes;
+  return AS_OK;
+}
+
+static void threads_give_the_same_results_as_one_at_a_time(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  c.seeds = 3;
+  add_axis(&c, "fraction=1e-4,1e-3");
+  sweep_point_t *a, *b;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &a, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &b, &n, &err), AS_OK);
+  seen_t s1 = {0}, s2 = {0};
+  c.jobs    = 1;
+  assert_int_equal(sweep_run(&c, a, n, count_done, &s1, &err), AS_OK);
+  c.jobs = 3;
+  assert_int_equal(sweep_run(&c, b, n, count_done, &s2, &err), AS_OK);
+  assert_int_equal(s1.calls, 6);
+  assert_int_equal(s2.calls, 6);
+  assert_int_equal(s2.last_ndone, 6);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(a[i].kept_bytes, b[i].kept_bytes);
+    assert_int_equal(a[i].arenas_pinned, b[i].arenas_pinned);
+  }
+  assert_int_equal(s1.kept_sum, s2.kept_sum);
+  free(a);
+  free(b);
+  free_axes(&c);
+}
+
+static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
+  (void)state;
+  char path[] = "/tmp/allocsim-test-sweep-XXXXXX";
+  int  fd     = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path); /* store_open creates it */
+  sweep_config_t c;
+  base_config(&c);
+  c.command = "allocsim sweep survivors --vary size=64,512";
+  add_axis(&c, "size=64,512");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  store_t       *s;
+  int64_t        sweep_id;
+  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(store_open(path, &s, &err), AS_OK);
+  assert_int_equal(sweep_store_begin(s, &c, &sweep_id, &err), AS_OK);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
+    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err),
+                     AS_OK);
+  }
+  sqlite3_stmt *st;
+  assert_int_equal(
+      sqlite3_prepare_v2(store_db(s),
+                         "SELECT count(*), count(run_id), "
+                         "sum(simulated_kept_bytes), "
+                         "json_extract(min(params_json), '$.size') "
+                         "FROM sweep_points WHERE sweep_id = ?1",
+                         -1, &st, NULL),
+      SQLITE_OK);
+  sqlite3_bind_int64(st, 1, sweep_id);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int64(st, 0), 2);
+  assert_int_equal(sqlite3_column_int64(st, 1), 2);
+  assert_int_equal(sqlite3_column_int64(st, 2),
+                   pts[0].kept_bytes + pts[1].kept_bytes);
+  sqlite3_finalize(st);
+  assert_int_equal(
+      sqlite3_prepare_v2(store_db(s),
+                         "SELECT json_extract(params, '$.vary.size[1]') "
+                         "FROM sweeps WHERE id = ?1",
+                         -1, &st, NULL),
+      SQLITE_OK);
+  sqlite3_bind_int64(st, 1, sweep_id);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int64(st, 0), 512);
+  sqlite3_finalize(st);
+  store_close(s);
+  free(pts);
+  free_axes(&c);
+  unlink(path);
+  char aux[sizeof path + 8];
+  snprintf(aux, sizeof aux, "%s-wal", path);
+  unlink(aux);
+  snprintf(aux, sizeof aux, "%s-shm", path);
+  unlink(aux);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(axes_parse_values_and_reject_unknown_names),
+      cmocka_unit_test(grid_times_seeds_only_for_random_points),
+      cmocka_unit_test(bad_point_values_fail_before_anything_runs),
+      cmocka_unit_test(a_point_reports_marks_kept_formula_and_pinned_arenas),
+      cmocka_unit_test(threads_give_the_same_results_as_one_at_a_time),
+      cmocka_unit_test(stored_sweep_has_one_row_and_a_run_per_point),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
