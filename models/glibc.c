@@ -171,6 +171,23 @@ struct gchunk_s {
   uint8_t  user;  /* 1: the program's object (not the tcache struct) */
 };
 
+/* Search index of one large bin: its size groups (the chunks the nextsize
+ * skip list links), sorted by decreasing size like the list.  glibc walks
+ * the skip list (malloc.c:4117-4121, 4193-4196); the index finds the same
+ * group by binary search, so results are identical and a bin with
+ * thousands of distinct sizes costs O(log n) instead of a walk. */
+typedef struct glgroup_s glgroup_t;
+struct glgroup_s {
+  uint64_t size; /* the group's chunk size */
+  uint32_t head; /* its first chunk (the one with fd/bk_nextsize) */
+};
+typedef struct glindex_s glindex_t;
+struct glindex_s {
+  glgroup_t *v;   /* v[0] is the largest size */
+  uint32_t   n;   /* groups */
+  uint32_t   cap; /* allocated */
+};
+
 typedef struct garena_s garena_t;
 /* An arena (struct malloc_state).  Arena 0 is main_arena (brk heap).
  * 'top' is NIL until the first sysmalloc of the main arena (initial_top has
@@ -188,6 +205,7 @@ struct garena_s {
   uint32_t attached_threads;    /* arena.c:757 */
   uint64_t system_mem;          /* bytes obtained from the kernel */
   uint64_t max_system_mem;
+  glindex_t lidx[NBINS - NSMALLBINS]; /* large bins 64..127 */
 };
 
 typedef struct gheap_s gheap_t;
@@ -391,14 +409,55 @@ static void absorb_next(glibc_model_t *g, uint32_t p) {
   rec_free(g, q);
 }
 
-/* malloc.c:1620-1655 unlink_chunk, including the nextsize skip list. */
+/* ---- Large-bin index --------------------------------------------------- */
+
+static glindex_t *lindex(glibc_model_t *g, uint32_t arena, uint64_t size) {
+  return &g->arenas[arena].lidx[largebin_index(size) - NSMALLBINS];
+}
+
+/* First position whose size is <= size (n if none). */
+static uint32_t lfind_le(const glindex_t *li, uint64_t size) {
+  uint32_t lo = 0, hi = li->n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (li->v[mid].size > size)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at,
+                    uint64_t size, uint32_t head) {
+  if (li->n == li->cap) {
+    uint32_t   cap = li->cap ? li->cap * 2 : 8;
+    glgroup_t *v   = realloc(li->v, (size_t)cap * sizeof *v);
+    if (v == NULL) {
+      set_fail(g, AS_ENOMEM, "out of memory for the large-bin index");
+      return;
+    }
+    li->v   = v;
+    li->cap = cap;
+  }
+  memmove(&li->v[at + 1], &li->v[at], (size_t)(li->n - at) * sizeof *li->v);
+  li->v[at] = (glgroup_t){.size = size, .head = head};
+  li->n++;
+}
+
+/* malloc.c:1620-1655 unlink_chunk, including the nextsize skip list.  A
+ * bin header's fd_nextsize overlays the next bin's fd (bin_at, 1535-1537),
+ * never NULL, so a head that is last in its bin is removed as a group. */
 static void unlink_chunk(glibc_model_t *g, uint32_t p) {
   gchunk_t *P  = C(p);
   uint32_t  fd = P->fd, bk = P->bk;
   C(fd)->bk = bk;
   C(bk)->fd = fd;
   if (!in_smallbin_range(P->size) && P->fd_ns != NIL) {
-    if (C(fd)->fd_ns == NIL) {
+    glindex_t *li = lindex(g, P->arena, P->size);
+    uint32_t   at = lfind_le(li, P->size);
+    if (C(fd)->state != CS_BINHEAD && C(fd)->fd_ns == NIL) {
+      li->v[at].head = fd; /* fd heads the group now */
       if (P->fd_ns == p) {
         C(fd)->fd_ns = C(fd)->bk_ns = fd;
       } else {
@@ -410,6 +469,9 @@ static void unlink_chunk(glibc_model_t *g, uint32_t p) {
     } else {
       C(P->fd_ns)->bk_ns = P->bk_ns;
       C(P->bk_ns)->fd_ns = P->fd_ns;
+      memmove(&li->v[at], &li->v[at + 1],
+              (size_t)(li->n - at - 1) * sizeof *li->v);
+      li->n--;
     }
   }
   P->fd_ns = P->bk_ns = NIL;
@@ -1178,6 +1240,7 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
     vi  = largebin_index(size);
     bck = av->bins + vi;
     fwd = C(bck)->fd;
+    glindex_t *li = &av->lidx[vi - NSMALLBINS];
     if (fwd != bck) {
       if (size < C(C(bck)->bk)->size) { /* 4105-4113: smaller than all */
         fwd                  = bck;
@@ -1186,9 +1249,11 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
         C(victim)->bk_ns     = C(C(fwd)->fd)->bk_ns;
         C(C(fwd)->fd)->bk_ns = victim;
         C(C(victim)->bk_ns)->fd_ns = victim;
+        linsert(g, li, li->n, size, victim);
       } else {
-        while (size < C(fwd)->size) /* 4117-4121 */
-          fwd = C(fwd)->fd_ns;
+        /* 4117-4121: the first group (from the largest) <= size. */
+        uint32_t at = lfind_le(li, size);
+        fwd         = li->v[at].head;
         if (size == C(fwd)->size) {
           fwd = C(fwd)->fd; /* 4123-4126: second position */
         } else {
@@ -1196,11 +1261,14 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
           C(victim)->bk_ns = C(fwd)->bk_ns;
           C(fwd)->bk_ns    = victim;
           C(C(victim)->bk_ns)->fd_ns = victim;
+          linsert(g, li, at, size, victim);
         }
         bck = C(fwd)->bk;
       }
     } else {
       C(victim)->fd_ns = C(victim)->bk_ns = victim; /* 4146 */
+      li->n            = 0;
+      linsert(g, li, 0, size, victim);
     }
   }
   mark_bin(av, vi);
@@ -1340,10 +1408,13 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       uint32_t bin = av->bins + idx;
       victim       = C(bin)->fd;
       if (victim != bin && C(victim)->size >= nb) {
-        victim = C(victim)->bk_ns;
-        uint64_t size;
-        while ((size = C(victim)->size) < nb)
-          victim = C(victim)->bk_ns;
+        /* 4193-4196: from the smallest group up, the first >= nb. */
+        glindex_t *li = &av->lidx[idx - NSMALLBINS];
+        uint32_t   at = lfind_le(li, nb);
+        if (at == li->n || li->v[at].size < nb)
+          at--;
+        victim        = li->v[at].head;
+        uint64_t size = C(victim)->size;
         if (victim != C(bin)->bk && C(victim)->size == C(C(victim)->fd)->size)
           victim = C(victim)->fd; /* 4200-4204 */
         uint64_t remainder_size = size - nb;
@@ -2035,6 +2106,9 @@ static void glibc_destroy(model_t *m) {
   glibc_model_t *g = (glibc_model_t *)m;
   if (g == NULL)
     return;
+  for (uint32_t a = 0; a < g->narenas; a++)
+    for (unsigned i = 0; i < NBINS - NSMALLBINS; i++)
+      free(g->arenas[a].lidx[i].v);
   free(g->ch);
   free(g->obj);
   free(g->arenas);
@@ -2362,6 +2436,27 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
         if (f->state != CS_FENCE || f->addr + f->size != P->addr + P->size)
           return as_err_set(err, AS_EINVAL, "glibc: heap %d fence", h);
       }
+    }
+    for (unsigned i = NSMALLBINS; i < NBINS; i++) {
+      const glindex_t *li  = &av->lidx[i - NSMALLBINS];
+      uint32_t         bin = av->bins + i, k = 0;
+      if (g->ch[bin].fd_ns != NIL)
+        return as_err_set(err, AS_EINVAL, "glibc: bin %u header in the "
+                          "skip list", i);
+      for (uint32_t p = g->ch[bin].fd; p != bin; p = g->ch[p].fd) {
+        if (g->ch[p].fd_ns == NIL)
+          continue;
+        if (k >= li->n || li->v[k].head != p ||
+            li->v[k].size != g->ch[p].size)
+          return as_err_set(err, AS_EINVAL, "glibc: bin %u index entry %u",
+                            i, k);
+        if (k > 0 && g->ch[p].bk_ns != li->v[k - 1].head)
+          return as_err_set(err, AS_EINVAL, "glibc: bin %u skip ring", i);
+        k++;
+      }
+      if (k != li->n)
+        return as_err_set(err, AS_EINVAL, "glibc: bin %u index has %u "
+                          "groups, list %u", i, li->n, k);
     }
     for (unsigned i = 1; i < NBINS; i++) {
       uint32_t bin = av->bins + i;

@@ -33,15 +33,20 @@ static uint64_t rnd(void) { /* xorshift64 */
   return rng_state;
 }
 
+/* Uniform in [0, n) without a division (Lemire's multiply-shift). */
+static uint64_t below(uint64_t n) {
+  return ((rnd() >> 32) * n) >> 32;
+}
+
 static uint64_t pick_size(void) {
-  uint64_t r = rnd() % 100;
+  uint64_t r = below(100);
   if (r < 60)
-    return 16 + rnd() % 241;
+    return 16 + below(241);
   if (r < 90)
-    return 256 + rnd() % 3841;
+    return 256 + below(3841);
   if (r < 99)
-    return 4096 + rnd() % 61441;
-  return 65536 + rnd() % 458753;
+    return 4096 + below(61441);
+  return 65536 + below(458753);
 }
 
 int main(int argc, char **argv) {
@@ -85,8 +90,8 @@ int main(int argc, char **argv) {
   double   t0     = clock_s(CLOCK_MONOTONIC);
   double   c0     = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   for (uint64_t step = 0; step < n; step++) {
-    uint64_t      slot = rnd() % live;
-    trace_event_t e    = {.id = slot, .thread = (uint32_t)(rnd() % threads)};
+    uint64_t      slot = below(live);
+    trace_event_t e    = {.id = slot, .thread = (uint32_t)below(threads)};
     as_status_t   rc;
     if (size[slot] == 0) {
       e.op       = TRACE_MALLOC;
