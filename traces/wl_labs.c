@@ -17,6 +17,7 @@
  *     parks them at a barrier), then iterate round-robin, one malloc/free
  *     pair per thread per round, as concurrent threads would interleave.
  *     Marks: start, running (every thread done, all still alive), joined.
+ *     --iterations 0 is the lab program's control run: threads, no malloc.
  *
  * The programs write every byte they allocate (memset), which is what the
  * simulator assumes of every allocation.  Object ids: lab-brk uses id i for
@@ -196,7 +197,7 @@ static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
   case 1:
     lab_event(s, ev, TRACE_THREAD_START, (uint32_t)(s->i + 1), 0, 0, NULL);
     if (++s->i == s->threads)
-      s->pc++, s->i = 0;
+      s->pc = s->iterations > 0 ? 2 : 3, s->i = 0;
     return AS_OK;
   case 2: {
     uint64_t pair   = s->i / 2;
@@ -355,7 +356,8 @@ static as_status_t lab_mmap_open(const char *const *values,
 
 static const workload_option_t lab_arenas_options[] = {
     {"threads", "64", "threads, all alive at once (seed 003 lab 5: 64)"},
-    {"iterations", "1000", "malloc/free pairs per thread"},
+    {"iterations", "1000",
+     "malloc/free pairs per thread (0: the threads-only control)"},
     {"size", "1024", "bytes per malloc (seed 003 lab 5: 1024)"},
     {NULL, NULL, NULL},
 };
@@ -367,7 +369,7 @@ static as_status_t lab_arenas_open(const char *const *values,
   *out = NULL;
   if ((rc = lab_parse("lab-arenas", "threads", values[0], 1, 1024, &threads,
                       err)) != AS_OK ||
-      (rc = lab_parse("lab-arenas", "iterations", values[1], 1, LAB_MAX_COUNT,
+      (rc = lab_parse("lab-arenas", "iterations", values[1], 0, LAB_MAX_COUNT,
                       &iterations, err)) != AS_OK ||
       (rc = lab_parse("lab-arenas", "size", values[2], 1, LAB_MAX_SIZE, &size,
                       err)) != AS_OK)

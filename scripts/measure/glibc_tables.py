@@ -78,6 +78,28 @@ def main():
                      m["predicted_rss_bytes"] / MIB, m["error_bytes"] / MIB,
                      m["error_pct_of_peak"], worst, len(runs)))
 
+    if "lab-arenas-control" in by_variant:
+        def median_running(v):
+            d = sorted(r["marks"][1]["measured_rss_bytes"] -
+                       r["marks"][0]["measured_rss_bytes"]
+                       for _, r in by_variant[v])
+            return d[len(d) // 2]
+        control = median_running("lab-arenas-control")
+        print()
+        print("| lab 5 setting | measured: median RSS(running) - RSS(start),"
+              " KiB | minus control median, KiB | simulated, KiB |"
+              " error, KiB |")
+        print("|---|---:|---:|---:|---:|")
+        for v in ("lab-arenas-control", "lab-arenas", "lab-arenas-arenamax8",
+                  "lab-arenas-arenamax1"):
+            first = by_variant[v][0][1]
+            sim = (first["marks"][1]["predicted_rss_bytes"] -
+                   first["baseline"]["offset_bytes"])
+            med = median_running(v)
+            print("| %s | %d | %d | %d | %+d |"
+                  % (v, med / 1024, (med - control) / 1024, sim / 1024,
+                     (sim - (med - control)) / 1024))
+
     print()
     print("| variant | mark | published MiB | predicted MiB (21 + simulated)"
           " | error MiB | error % of published | simulated delta MiB |")

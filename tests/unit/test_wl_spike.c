@@ -316,6 +316,15 @@ static void lab_arenas_starts_every_thread_before_any_malloc(void **state) {
                            "thread_exit1 thread_exit2 joined ");
 }
 
+static void lab_arenas_control_starts_threads_without_mallocs(void **state) {
+  (void)state;
+  char *argv[] = {"--threads", "2", "--iterations", "0"};
+  char  seq[1024];
+  sequence(&workload_lab_arenas, 4, argv, seq, sizeof seq);
+  assert_string_equal(seq, "start thread_start1 thread_start2 running "
+                           "thread_exit1 thread_exit2 joined ");
+}
+
 static void lab_arenas_rejects_more_than_1024_threads(void **state) {
   (void)state;
   char           *argv[] = {"--threads", "1025"};
@@ -350,6 +359,7 @@ int main(void) {
       cmocka_unit_test(lab_brk_frees_all_but_the_last_before_trimming),
       cmocka_unit_test(lab_mmap_threshold_repeats_after_the_first_buffer),
       cmocka_unit_test(lab_arenas_starts_every_thread_before_any_malloc),
+      cmocka_unit_test(lab_arenas_control_starts_threads_without_mallocs),
       cmocka_unit_test(lab_arenas_rejects_more_than_1024_threads),
       cmocka_unit_test(workloads_are_registered_under_their_names),
   };

@@ -274,6 +274,62 @@ static void measured_arena_counts_are_sixteen_eight_one(void **state) {
   }
 }
 
+/* Median over runs r1..r7 of measured RSS(running) - RSS(start). */
+static int64_t measured_median_running(const char *variant) {
+  int64_t v[7];
+  for (int k = 0; k < 7; k++) {
+    char    file[128];
+    marks_t m;
+    snprintf(file, sizeof file, "%s-r%d.trace", variant, k + 1);
+    measured(file, &m);
+    v[k] = (int64_t)m.rss[mark_index(&m, "running")] - (int64_t)m.rss[0];
+  }
+  for (int i = 1; i < 7; i++) /* insertion sort */
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      int64_t t = v[j];
+      v[j]      = v[j - 1];
+      v[j - 1]  = t;
+    }
+  return v[3];
+}
+
+/* Lab 5's RSS is mostly thread stacks and TLS, which no trace describes, and
+ * it moves in 64 KiB steps between identical runs.  The lab therefore also
+ * runs a control (--iterations 0: the same 64 threads, no malloc), and the
+ * arenas' cost is the median of a setting minus the control's median.  That
+ * must match the simulated RSS at `running` within 10% of the 16-arena
+ * figure (the threaded target). */
+static void arena_rss_over_the_thread_control_matches_measurement(
+    void **state) {
+  (void)state;
+  static const char *const variant[3] = {"lab-arenas", "lab-arenas-arenamax8",
+                                         "lab-arenas-arenamax1"};
+  static const char *const spec[3]    = {"glibc:ncpus=2",
+                                         "glibc:ncpus=2,arena_max=8",
+                                         "glibc:ncpus=2,arena_max=1"};
+  int64_t control = measured_median_running("lab-arenas-control");
+  int64_t meas[3], sim[3];
+  for (int i = 0; i < 3; i++) {
+    marks_t m;
+    meas[i] = measured_median_running(variant[i]) - control;
+    simulate("lab-arenas --threads 64 --iterations 1000 --size 1024", spec[i],
+             &m);
+    sim[i] = (int64_t)RSS(&m, "running");
+  }
+  int64_t tol = meas[0] / 10;
+  for (int i = 0; i < 3; i++) {
+    int64_t e = sim[i] - meas[i];
+    if (e > tol || e < -tol)
+      fail_msg("%s: simulated %lld bytes, measured over control %lld (error "
+               "%lld > %lld)",
+               variant[i], (long long)sim[i], (long long)meas[i],
+               (long long)e, (long long)tol);
+  }
+  /* And the ordering the lab is about: more arenas, more memory. */
+  assert_true(meas[0] > meas[1] && meas[1] > meas[2]);
+  assert_true(sim[0] > sim[1] && sim[1] > sim[2]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(brk_stays_up_while_the_last_chunk_lives),
@@ -285,6 +341,7 @@ int main(void) {
       cmocka_unit_test(sixty_four_threads_make_sixteen_arenas_on_two_cpus),
       cmocka_unit_test(arena_max_caps_the_arenas),
       cmocka_unit_test(measured_arena_counts_are_sixteen_eight_one),
+      cmocka_unit_test(arena_rss_over_the_thread_control_matches_measurement),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

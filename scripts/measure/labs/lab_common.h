@@ -112,6 +112,13 @@ static __attribute__((unused)) void lab_note_brk(const char *what,
  * libc spec the simulation should use. */
 static void lab_begin(int argc, char **argv, const char *workload) {
   struct utsname u;
+  /* Write every page of the static buffers now, so that the first marks do
+   * not fault them in between two RSS readings: without this the body
+   * buffer's first page and the smaps buffer's pages (4 pages) appeared as
+   * heap growth after `start`. */
+  memset(lab_out, 0, sizeof lab_out);
+  memset(lab_meta, 0, sizeof lab_meta);
+  (void)lab_rss_bytes();
   lab_t0_ns = lab_now_ns();
   uname(&u);
   lab_meta_set("kind", "measured");

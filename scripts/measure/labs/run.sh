@@ -22,10 +22,12 @@ $clean nice "$bin/lab_brk" "$out/lab-brk.trace" >/dev/null
 $clean nice "$bin/lab_mmap_threshold" "$out/lab-mmap-threshold.trace" >/dev/null
 $clean MALLOC_MMAP_THRESHOLD_=131072 nice "$bin/lab_mmap_threshold" \
   "$out/lab-mmap-threshold-mmap131072.trace" >/dev/null
-# Thread stacks make lab 5's RSS vary by up to 16 pages between runs (64
-# threads' stack and TLS pages), so it runs 5 times per setting; the docs
-# use the median.
-for k in 1 2 3 4 5; do
+# Lab 5's RSS moves in 64 KiB steps between identical runs, so each setting
+# runs 7 times and the docs use the median.  The control (--iterations 0:
+# same threads, no malloc) measures what thread stacks and TLS cost.
+for k in 1 2 3 4 5 6 7; do
+  $clean nice "$bin/lab_arenas" "$out/lab-arenas-control-r$k.trace" 64 0 \
+    >/dev/null
   $clean nice "$bin/lab_arenas" "$out/lab-arenas-r$k.trace" >/dev/null
   $clean MALLOC_ARENA_MAX=8 nice "$bin/lab_arenas" \
     "$out/lab-arenas-arenamax8-r$k.trace" >/dev/null
