@@ -7,7 +7,9 @@
  *   file       = header { line }
  *   header     = "allocsim-trace" WS "1" [comment] EOL      (first line)
  *   line       = [WS] ( provenance | comment | event [comment] | "" ) EOL
- *   provenance = "#@" [WS] KEY [WS] "=" [WS] VALUE  (only before 1st event)
+ *   provenance = "#@" [WS] KEY [WS] "=" [WS] VALUE  (only before 1st event;
+ *                KEY 1-31 bytes, no spaces, controls or '='; VALUE 0-255
+ *                bytes, no control bytes but tab)
  *   comment    = "#" any-text
  *   event      = TIME WS THREAD WS op-args
  *   op-args    = ("malloc"|"calloc"|"realloc") WS ID WS SIZE [WS DOMAIN]
@@ -534,7 +536,7 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c,
     kend--;
   size_t klen = (size_t)(kend - c->p);
   for (const char *q = c->p; q < kend; q++) {
-    if (is_ws(*q))
+    if ((unsigned char)*q <= 0x20 || *q == 0x7f)
       return fail_got(s, err, "a provenance key without spaces", c->p, klen);
   }
   if (klen == 0)
@@ -550,6 +552,13 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c,
   while (vend > v && is_ws(vend[-1]))
     vend--;
   size_t vlen = (size_t)(vend - v);
+  for (const char *q = v; q < vend; q++) {
+    if ((unsigned char)*q < 0x20 && *q != '\t')
+      return fail(s, err,
+                  "expected a provenance value without control bytes, got "
+                  "byte 0x%02x",
+                  (unsigned char)*q);
+  }
   if (vlen >= sizeof s->base.meta.value[0])
     return fail_got(s, err, "a provenance value of at most 255 bytes", v,
                     vlen);

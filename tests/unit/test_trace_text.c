@@ -445,6 +445,9 @@ static void provenance_errors_are_reported(void **state) {
   expect_error(H "#@ two words=x\n",
                "t.trace:2: expected a provenance key without spaces, got "
                "'two words'");
+  expect_error(H "#@ k=v\x1a\n",
+               "t.trace:2: expected a provenance value without control "
+               "bytes, got byte 0x1a");
   expect_error(H "#@ aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=x\n",
                "t.trace:2: expected a provenance key of at most 31 bytes, "
                "got 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'");
