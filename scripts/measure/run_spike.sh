@@ -29,5 +29,10 @@ while [ "$k" -le "$repeats" ]; do
     $clean $envs nice "$py" "$here/spike.py" $args \
       --out "$out/spike-$v-r$k.trace"
   done
+  # The interpreter's own footprint with seed 001's imports, with and without
+  # the 512-byte threshold (docs/glibc-validation.md, "baseline").
+  $clean nice "$py" "$here/baseline.py" --out "$out/baseline-default-r$k.trace"
+  $clean MALLOC_MMAP_THRESHOLD_=512 nice "$py" "$here/baseline.py" \
+    --out "$out/baseline-mmap512-r$k.trace"
   k=$((k + 1))
 done
