@@ -19,6 +19,7 @@
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -31,6 +32,17 @@
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 #include "record.h"
+
+/* snprintf that reports truncation instead of leaving it to the compiler's
+ * -Wformat-truncation guesses: true if the whole text fit. */
+__attribute__((format(printf, 3, 4))) static bool
+fmt_into(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+  return n >= 0 && (size_t)n < len;
+}
 
 /* ---- Statistics ----------------------------------------------------------- */
 
@@ -173,14 +185,14 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
     /* A relative trace path is relative to the store's directory. */
     char path[PATH_MAX];
     if (rec->trace_path[0] == '/') {
-      snprintf(path, sizeof path, "%s", rec->trace_path);
+      fmt_into(path, sizeof path, "%s", rec->trace_path);
     } else {
       const char *sp = store_path(s);
       const char *slash = strrchr(sp, '/');
       if (slash == NULL)
-        snprintf(path, sizeof path, "%s", rec->trace_path);
+        fmt_into(path, sizeof path, "%s", rec->trace_path);
       else
-        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
+        fmt_into(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
                  rec->trace_path);
     }
     char        sha[65];
@@ -192,7 +204,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                         "%s: SHA-256 %s differs from the %s recorded with run "
                         "%" PRId64 " (the trace changed)",
                         path, sha, rec->trace_sha256, rec->id);
-    snprintf(desc, desc_len, "%s", path);
+    fmt_into(desc, desc_len, "%s", path);
     *is_trace = true;
     return trace_open(path, src, err);
   }
@@ -201,7 +213,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
     return as_err_set(err, AS_EINVAL,
                       "run %" PRId64 " has neither a trace nor a 'workload' "
                       "provenance entry to replay", rec->id);
-  snprintf(desc, desc_len, "%s", wl);
+  fmt_into(desc, desc_len, "%s", wl);
   char *copy = strdup(wl);
   char *argv[64];
   int   argc = 0;
@@ -220,7 +232,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
     rc = workload_open_argv(def, argc - 1, argv + 1, src, err);
   if (rc != AS_OK && rc != AS_ENOMEM) {
     char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
+    fmt_into(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
              err->msg);
     rc = as_err_set(err, AS_EINVAL, "%s", msg);
   }
@@ -270,9 +282,9 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
                                     const simlog_t *sim,
                                     const compare_opts_t *o, as_err_t *err) {
   char off[32], anchor_t[32], mrun[32];
-  snprintf(off, sizeof off, "%" PRId64, res->offset_bytes);
-  snprintf(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
-  snprintf(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
+  fmt_into(off, sizeof off, "%" PRId64, res->offset_bytes);
+  fmt_into(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
+  fmt_into(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
   store_kv_t meta[] = {
       {"kind", "simulated"},
       {"compare_measured_run", mrun},
@@ -302,7 +314,7 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
   sqlite3      *db = store_db(s);
   sqlite3_stmt *st = NULL;
   char          params[1024];
-  snprintf(params, sizeof params,
+  fmt_into(params, sizeof params,
            "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
            ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
            "\"%s\"}",
@@ -391,9 +403,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   if (meta_libc != NULL && !is_spec(meta_libc))
     meta_libc = NULL; /* e.g. "glibc 2.36", a version, not a spec */
   if (o->libc != NULL)
-    snprintf(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
+    fmt_into(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
   else if (meta_libc != NULL)
-    snprintf(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
+    fmt_into(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
   else if ((rc = record_libc_spec(kv_get, &meta, res->libc_spec,
                                   sizeof res->libc_spec, err)) != AS_OK)
     goto done;
@@ -419,11 +431,11 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         memcpy(v, python, vlen);
         v[vlen] = '\0';
         char bar[20];
-        snprintf(bar, sizeof bar, "|%s|", v);
+        fmt_into(bar, sizeof bar, "|%s|", v);
         char choices[128];
-        snprintf(choices, sizeof choices, "|%s|", op->choices);
+        fmt_into(choices, sizeof choices, "|%s|", op->choices);
         if (strstr(choices, bar) != NULL) {
-          snprintf(py_model, sizeof py_model, "cpython:version=%s", v);
+          fmt_into(py_model, sizeof py_model, "cpython:version=%s", v);
           model = py_model;
         }
       }
@@ -433,7 +445,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     model = rec.model;
   if (model == NULL || strcmp(model, "glibc") == 0)
     model = res->libc_spec; /* glibc itself: its knobs are its options */
-  snprintf(res->model_spec, sizeof res->model_spec, "%s", model);
+  fmt_into(res->model_spec, sizeof res->model_spec, "%s", model);
 
   sim_kernel_config_t kcfg;
   sim_kernel_config_default(&kcfg);
@@ -447,13 +459,13 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   if ((rc = open_source(s, &rec, &meta, &src, res->source, sizeof res->source,
                         &is_trace, err)) != AS_OK)
     goto done;
-  snprintf(res->alignment, sizeof res->alignment, "%s",
+  fmt_into(res->alignment, sizeof res->alignment, "%s",
            is_trace ? "nearest time" : "marks by label");
   if ((rc = sim_session_open(res->model_spec, res->libc_spec, &kcfg, &session,
                              err)) != AS_OK)
     goto done;
   session_open = true;
-  snprintf(res->model, sizeof res->model, "%s", session.model_desc);
+  fmt_into(res->model, sizeof res->model, "%s", session.model_desc);
   sim_engine_config_t cfg = {.sample_every_ns = 0, .lenient = true,
                              .on_sample = on_sample, .user = &sim};
   sim_run_result_t r;
@@ -502,7 +514,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                     "replay (%s)", run_id, res->alignment);
     goto done;
   }
-  snprintf(res->anchor_label, sizeof res->anchor_label, "%s",
+  fmt_into(res->anchor_label, sizeof res->anchor_label, "%s",
            ms[anchor].kind == SIM_SAMPLE_MARK ? ms[anchor].label : "");
   res->anchor_t_ns = ms[anchor].t_ns;
   res->offset_bytes = (int64_t)ms[anchor].measured_rss_bytes -
@@ -528,7 +540,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                        : (int64_t)sim.v[pair[i]].rss_bytes + res->offset_bytes;
     if (ms[i].kind == SIM_SAMPLE_MARK) {
       compare_mark_t *mk = &res->marks[res->nmarks++];
-      snprintf(mk->label, sizeof mk->label, "%s", ms[i].label);
+      fmt_into(mk->label, sizeof mk->label, "%s", ms[i].label);
       mk->t_ns = ms[i].t_ns;
       mk->measured_rss_bytes = ms[i].measured_rss_bytes;
       if (pair[i] != SIZE_MAX) {
