@@ -81,8 +81,11 @@
 #define BOOT_BYTES  ((size_t)64 * 1024)
 
 typedef struct tbuf_s tbuf_t;
+/* A slot is published by storing recs (release) after owned = 1, so a
+ * thread that sees recs != NULL (acquire) also sees the slot owned and
+ * cannot claim it twice. */
 struct tbuf_s {
-  capture_rec_t *recs;  /* BUF_RECS records; recs[0] is the chunk header */
+  _Atomic(capture_rec_t *) recs; /* BUF_RECS records; [0] = chunk header */
   size_t         n;     /* records in use after the header */
   atomic_int     busy;  /* 1 while the owner (or the exit flush) uses it */
   atomic_int     owned; /* 1 while a live thread owns the buffer */
@@ -216,8 +219,9 @@ static void chunk_header(capture_rec_t *h, size_t count) {
 static void buf_flush(tbuf_t *b) {
   if (b->n == 0)
     return;
-  chunk_header(&b->recs[0], b->n);
-  write_all(b->recs, (b->n + 1) * sizeof(capture_rec_t));
+  capture_rec_t *recs = atomic_load_explicit(&b->recs, memory_order_relaxed);
+  chunk_header(&recs[0], b->n);
+  write_all(recs, (b->n + 1) * sizeof(capture_rec_t));
   b->n = 0;
 }
 
@@ -226,7 +230,7 @@ static tbuf_t *buf_acquire(void) {
   size_t count = atomic_load(&g_pool_count);
   for (size_t i = 0; i < count; i++) {
     int expect = 0;
-    if (g_pool[i].recs != NULL &&
+    if (atomic_load_explicit(&g_pool[i].recs, memory_order_acquire) != NULL &&
         atomic_compare_exchange_strong(&g_pool[i].owned, &expect, 1))
       return &g_pool[i];
   }
@@ -241,7 +245,7 @@ static tbuf_t *buf_acquire(void) {
     return NULL; /* slot stays empty (recs NULL) and is skipped */
   g_pool[i].n = 0;
   atomic_store(&g_pool[i].owned, 1);
-  g_pool[i].recs = m;
+  atomic_store_explicit(&g_pool[i].recs, m, memory_order_release);
   return &g_pool[i];
 }
 
@@ -306,9 +310,10 @@ static void emit(capture_rec_t *rec, const char *label, size_t label_len) {
   } else {
     if (b->n + 1 + nlab > BUF_RECS - 1)
       buf_flush(b);
-    b->recs[1 + b->n++] = *rec;
+    capture_rec_t *recs = atomic_load_explicit(&b->recs, memory_order_relaxed);
+    recs[1 + b->n++] = *rec;
     for (size_t i = 0; i < nlab; i++)
-      b->recs[1 + b->n++] = lab[i];
+      recs[1 + b->n++] = lab[i];
     atomic_store(&b->busy, 0);
   }
   atomic_signal_fence(memory_order_seq_cst);
@@ -370,7 +375,9 @@ static uint64_t own_rss(void) {
   uint64_t       total = 0;
   size_t         count = atomic_load(&g_pool_count);
   for (size_t i = 0; i <= count && i <= POOL_MAX; i++) {
-    void  *base = i < count ? (void *)g_pool[i].recs : g_stack;
+    void  *base = i < count ? (void *)atomic_load_explicit(
+                                  &g_pool[i].recs, memory_order_acquire)
+                            : g_stack;
     size_t len = i < count ? BUF_BYTES : STACK_BYTES;
     if (base == NULL || len / page > sizeof vec)
       continue;
@@ -617,7 +624,7 @@ __attribute__((destructor)) static void capture_dtor(void) {
   size_t count = atomic_load(&g_pool_count);
   for (size_t i = 0; i < count; i++) {
     int expect = 0;
-    if (g_pool[i].recs != NULL &&
+    if (atomic_load_explicit(&g_pool[i].recs, memory_order_acquire) != NULL &&
         atomic_compare_exchange_strong(&g_pool[i].busy, &expect, 1))
       buf_flush(&g_pool[i]); /* busy stays set: the process is ending */
   }
