@@ -324,6 +324,40 @@ static void sampler_records_rss_while_the_program_sleeps(void **state) {
   free(t.v);
 }
 
+static void marks_from_a_signal_handler_interleave_without_damage(
+    void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "signals", NULL};
+  record_capture_result_t res;
+  trace_t                 t;
+  capture("signals", argv, 0, &res, &t);
+  size_t   a = find_mark(&t, "begin"), b = find_mark(&t, "end");
+  uint64_t mallocs = 0, frees = 0, ticks = 0, live_id = UINT64_MAX;
+  for (size_t i = a + 1; i < b; i++) {
+    const trace_event_t *e = &t.v[i].e;
+    if (e->op == TRACE_MALLOC) {
+      assert_int_equal(e->size, 4242);
+      assert_int_equal(live_id, UINT64_MAX); /* one block at a time */
+      live_id = e->id;
+      mallocs++;
+    } else if (e->op == TRACE_FREE) {
+      assert_int_equal(e->id, live_id);
+      live_id = UINT64_MAX;
+      frees++;
+    } else if (e->op == TRACE_MARK) {
+      assert_string_equal(t.v[i].label, "tick");
+      assert_int_equal(t.v[i + 1].e.op, TRACE_RSS);
+      ticks++;
+    }
+  }
+  assert_int_equal(mallocs, 200000);
+  assert_int_equal(frees, 200000);
+  assert_true(ticks > 0);
+  assert_int_equal(res.main.unmatched_frees, 0);
+  assert_int_equal(res.main.missed_frees, 0);
+  free(t.v);
+}
+
 /* ---- CPython ------------------------------------------------------------ */
 
 static void python_domains_are_recorded_once_with_their_domain(void **state) {
@@ -656,6 +690,7 @@ int main(void) {
       cmocka_unit_test(threads_record_every_free_after_its_malloc),
       cmocka_unit_test(fork_child_writes_its_own_trace),
       cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
+      cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
