@@ -2,6 +2,13 @@
  * simulated runs with provenance, their sample time series, sweeps and
  * comparisons.
  *
+ * Type map
+ *   store_t             an open store: one SQLite connection, one thread at
+ *                       a time; parallel writers each open their own
+ *   store_run_t         a run to write (borrowed strings, meta pairs)
+ *   store_sample_t      one sample with its owner breakdown, as stored
+ *   store_run_record_t  a run read back (owned strings, sample summary)
+ *
  * Schema v1 (schema_version table holds 1; application_id marks the file as
  * an allocsim store).  WAL mode.  Every write group runs in BEGIN IMMEDIATE
  * ... COMMIT with ROLLBACK on any error, so a failure leaves no partial run.
