@@ -44,7 +44,8 @@ fmt_into(char *buf, size_t len, const char *fmt, ...) {
   return n >= 0 && (size_t)n < len;
 }
 
-/* ---- Statistics ----------------------------------------------------------- */
+/* ---- Statistics -----------------------------------------------------------
+ */
 
 void compare_series_stats(const double *measured, const double *predicted,
                           size_t n, compare_series_t *out) {
@@ -87,13 +88,14 @@ void compare_series_stats(const double *measured, const double *predicted,
   out->r2 = tss > 0 ? 1.0 - sumsq / tss : NAN;
 }
 
-/* ---- Provenance ----------------------------------------------------------- */
+/* ---- Provenance -----------------------------------------------------------
+ */
 
 typedef struct kvlist_s kvlist_t;
 struct kvlist_s {
-  char  **key;
-  char  **value;
-  size_t  n, cap;
+  char **key;
+  char **value;
+  size_t n, cap;
 };
 
 static as_status_t kv_collect(void *user, const char *key, const char *value,
@@ -151,7 +153,8 @@ static bool is_spec(const char *s) {
   return model_find(name) != NULL;
 }
 
-/* ---- Replay ----------------------------------------------------------------- */
+/* ---- Replay -----------------------------------------------------------------
+ */
 
 typedef struct simlog_s simlog_t;
 struct simlog_s {
@@ -159,8 +162,7 @@ struct simlog_s {
   size_t          n, cap;
 };
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   simlog_t *l = user;
   if (l->n == l->cap) {
     size_t          cap = l->cap ? 2 * l->cap : 256;
@@ -212,7 +214,8 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
   if (wl == NULL || *wl == '\0')
     return as_err_set(err, AS_EINVAL,
                       "run %" PRId64 " has neither a trace nor a 'workload' "
-                      "provenance entry to replay", rec->id);
+                      "provenance entry to replay",
+                      rec->id);
   fmt_into(desc, desc_len, "%s", wl);
   char *copy = strdup(wl);
   char *argv[64];
@@ -240,7 +243,8 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
   return rc;
 }
 
-/* ---- Alignment ---------------------------------------------------------------- */
+/* ---- Alignment
+ * ---------------------------------------------------------------- */
 
 /* Index of the simulated sample nearest to t (samples are in time order). */
 static size_t nearest(const simlog_t *sim, uint64_t t) {
@@ -262,8 +266,8 @@ static size_t nearest(const simlog_t *sim, uint64_t t) {
 /* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
 static size_t sim_mark(const simlog_t *sim, const char *label, size_t k) {
   for (size_t i = 0; i < sim->n; i++)
-    if (sim->v[i].kind == SIM_SAMPLE_MARK && strcmp(sim->v[i].label, label) == 0
-        && k-- == 0)
+    if (sim->v[i].kind == SIM_SAMPLE_MARK &&
+        strcmp(sim->v[i].label, label) == 0 && k-- == 0)
       return i;
   return SIZE_MAX;
 }
@@ -276,10 +280,11 @@ static size_t occurrence(const store_sample_t *m, size_t i) {
   return k;
 }
 
-/* ---- Storing ------------------------------------------------------------------ */
+/* ---- Storing
+ * ------------------------------------------------------------------ */
 
 static as_status_t store_comparison(store_t *s, compare_result_t *res,
-                                    const simlog_t *sim,
+                                    const simlog_t       *sim,
                                     const compare_opts_t *o, as_err_t *err) {
   char off[32], anchor_t[32], mrun[32];
   fmt_into(off, sizeof off, "%" PRId64, res->offset_bytes);
@@ -305,8 +310,8 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       .meta = meta,
       .meta_count = sizeof meta / sizeof meta[0],
   };
-  as_status_t rc = store_write_run(s, &run, sim->v, sim->n,
-                                   &res->simulated_run_id, err);
+  as_status_t rc =
+      store_write_run(s, &run, sim->v, sim->n, &res->simulated_run_id, err);
   if (rc != AS_OK)
     return rc;
   if ((rc = store_begin(s, err)) != AS_OK)
@@ -318,8 +323,8 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
            "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
            ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
            "\"%s\"}",
-           res->alignment, res->offset_bytes, res->anchor_t_ns,
-           res->model_spec, res->libc_spec);
+           res->alignment, res->offset_bytes, res->anchor_t_ns, res->model_spec,
+           res->libc_spec);
   int src = sqlite3_prepare_v2(
       db,
       "INSERT INTO comparisons(measured_run_id, simulated_run_id, "
@@ -328,8 +333,8 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       -1, &st, NULL);
   if (src == SQLITE_OK) {
     const compare_series_t *x = &res->series;
-    double vals[5] = {x->mean_abs_error_bytes, x->max_abs_error_bytes,
-                      x->slope, x->r2, x->intercept_bytes};
+    double vals[5] = {x->mean_abs_error_bytes, x->max_abs_error_bytes, x->slope,
+                      x->r2, x->intercept_bytes};
     sqlite3_bind_int64(st, 1, res->measured_run_id);
     sqlite3_bind_int64(st, 2, res->simulated_run_id);
     for (int i = 0; i < 5; i++) {
@@ -356,7 +361,8 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
   return store_commit(s, err);
 }
 
-/* ---- Entry point -------------------------------------------------------------- */
+/* ---- Entry point
+ * -------------------------------------------------------------- */
 
 void compare_result_free(compare_result_t *res) {
   free(res->marks);
@@ -381,8 +387,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   if (rc != AS_OK)
     return rc;
   if (strcmp(rec.kind, "measured") != 0) {
-    rc = as_err_set(err, AS_EINVAL,
-                    "%s: run %" PRId64 " is %s, not measured",
+    rc = as_err_set(err, AS_EINVAL, "%s: run %" PRId64 " is %s, not measured",
                     store_path(s), run_id, rec.kind);
     goto done;
   }
@@ -418,15 +423,15 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
      * cpython:version=3.11 when the model has that version. */
     const model_methods_t *cp = model_find("cpython");
     model = "cpython";
-    size_t mm = strspn(python, "0123456789.");
+    size_t      mm = strspn(python, "0123456789.");
     const char *dot2 = memchr(python, '.', mm);
-    dot2 = dot2 ? memchr(dot2 + 1, '.', mm - (size_t)(dot2 + 1 - python))
-                : NULL;
+    dot2 =
+        dot2 ? memchr(dot2 + 1, '.', mm - (size_t)(dot2 + 1 - python)) : NULL;
     size_t vlen = dot2 ? (size_t)(dot2 - python) : mm;
     for (const model_option_t *op = cp ? cp->options : NULL;
          op != NULL && op->name != NULL; op++)
-      if (strcmp(op->name, "version") == 0 && op->choices != NULL &&
-          vlen > 0 && vlen < 16) {
+      if (strcmp(op->name, "version") == 0 && op->choices != NULL && vlen > 0 &&
+          vlen < 16) {
         char v[16];
         memcpy(v, python, vlen);
         v[vlen] = '\0';
@@ -466,16 +471,20 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     goto done;
   session_open = true;
   fmt_into(res->model, sizeof res->model, "%s", session.model_desc);
-  sim_engine_config_t cfg = {.sample_every_ns = 0, .lenient = true,
-                             .on_sample = on_sample, .user = &sim};
-  sim_run_result_t r;
+  sim_engine_config_t cfg = {.sample_every_ns = 0,
+                             .lenient = true,
+                             .on_sample = on_sample,
+                             .user = &sim};
+  sim_run_result_t    r;
   if ((rc = sim_engine_run(&cfg, &session, src, &r, err)) != AS_OK)
     goto done;
-  res->skipped_events = r.skipped_bad_free + r.skipped_bad_realloc +
-                        r.skipped_double_alloc;
+  res->skipped_events =
+      r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
   if (sim.n == 0) {
-    rc = as_err_set(err, AS_EINVAL, "run %" PRId64 ": the replay produced no "
-                    "samples", run_id);
+    rc = as_err_set(err, AS_EINVAL,
+                    "run %" PRId64 ": the replay produced no "
+                    "samples",
+                    run_id);
     goto done;
   }
 
@@ -511,7 +520,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     free(pair);
     rc = as_err_set(err, AS_EINVAL,
                     "run %" PRId64 ": no measured sample lines up with the "
-                    "replay (%s)", run_id, res->alignment);
+                    "replay (%s)",
+                    run_id, res->alignment);
     goto done;
   }
   fmt_into(res->anchor_label, sizeof res->anchor_label, "%s",
@@ -532,8 +542,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     goto done;
   }
   size_t npts = 0; /* the series starts at the anchor */
-  double peak = res->peak_measured_rss_bytes ? (double)
-                res->peak_measured_rss_bytes : 1.0;
+  double peak =
+      res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;
   for (size_t i = 0; i < nms; i++) {
     int64_t pred = pair[i] == SIZE_MAX
                        ? 0

@@ -52,7 +52,7 @@ struct compare_opts_s {
 typedef struct compare_mark_s compare_mark_t;
 struct compare_mark_s {
   char     label[64];
-  uint64_t t_ns;                /* the measured run's time */
+  uint64_t t_ns; /* the measured run's time */
   uint64_t measured_rss_bytes;
   uint64_t simulated_rss_bytes; /* before the baseline offset */
   int64_t  predicted_rss_bytes; /* simulated + offset */
@@ -74,22 +74,22 @@ struct compare_series_s {
 
 typedef struct compare_result_s compare_result_t;
 struct compare_result_s {
-  int64_t          measured_run_id;
-  int64_t          simulated_run_id;  /* 0 unless stored */
-  int64_t          comparison_id;     /* 0 unless stored */
-  char             model[512];        /* model_describe() of the model used */
-  char             model_spec[256];   /* as chosen: "cpython" */
-  char             libc_spec[256];    /* as chosen: "glibc:arena_max=2" */
-  char             source[512];       /* trace path or workload */
-  char             alignment[64];     /* "nearest time" or "marks by label" */
-  char             anchor_label[64];  /* anchor mark, or "" */
-  uint64_t         anchor_t_ns;
-  int64_t          offset_bytes;      /* the baseline offset */
-  uint64_t         page_size;
-  uint64_t         peak_measured_rss_bytes;
-  uint64_t         skipped_events;    /* bad frees/reallocs the replay
-                                         skipped (lenient) */
-  compare_mark_t  *marks;             /* owned; free with compare_result_free */
+  int64_t  measured_run_id;
+  int64_t  simulated_run_id; /* 0 unless stored */
+  int64_t  comparison_id;    /* 0 unless stored */
+  char     model[512];       /* model_describe() of the model used */
+  char     model_spec[256];  /* as chosen: "cpython" */
+  char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
+  char     source[512];      /* trace path or workload */
+  char     alignment[64];    /* "nearest time" or "marks by label" */
+  char     anchor_label[64]; /* anchor mark, or "" */
+  uint64_t anchor_t_ns;
+  int64_t  offset_bytes; /* the baseline offset */
+  uint64_t page_size;
+  uint64_t peak_measured_rss_bytes;
+  uint64_t skipped_events; /* bad frees/reallocs the replay
+                              skipped (lenient) */
+  compare_mark_t  *marks;  /* owned; free with compare_result_free */
   size_t           nmarks;
   compare_series_t series;
 };

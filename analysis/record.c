@@ -57,10 +57,10 @@ extern char **environ;
 
 typedef struct sha256_s sha256_t;
 struct sha256_s {
-  uint32_t      h[8];      /* chaining state */
-  uint64_t      total;     /* bytes hashed */
-  unsigned char buf[64];   /* pending partial block */
-  size_t        buf_len;   /* bytes in buf */
+  uint32_t      h[8];    /* chaining state */
+  uint64_t      total;   /* bytes hashed */
+  unsigned char buf[64]; /* pending partial block */
+  size_t        buf_len; /* bytes in buf */
 };
 
 static const uint32_t sha_k[64] = {
@@ -194,12 +194,12 @@ as_status_t record_sha256_file(const char *path, char out[65], as_err_t *err) {
 /* Lowest-free id allocator: a min-heap of released ids below next. */
 typedef struct idpool_s idpool_t;
 struct idpool_s {
-  uint64_t *heap;  /* released ids, min-heap */
-  size_t    n;     /* ids in heap */
-  size_t    cap;   /* capacity of heap */
-  uint64_t  next;  /* lowest id never handed out */
-  uint64_t  live;  /* ids handed out and not released */
-  uint64_t  peak;  /* max live */
+  uint64_t *heap; /* released ids, min-heap */
+  size_t    n;    /* ids in heap */
+  size_t    cap;  /* capacity of heap */
+  uint64_t  next; /* lowest id never handed out */
+  uint64_t  live; /* ids handed out and not released */
+  uint64_t  peak; /* max live */
 };
 
 static uint64_t idpool_take(idpool_t *p) {
@@ -211,7 +211,7 @@ static uint64_t idpool_take(idpool_t *p) {
     uint64_t last = p->heap[--p->n];
     size_t   i = 0;
     for (;;) {
-      size_t l = 2 * i + 1, r = l + 1, m = i;
+      size_t   l = 2 * i + 1, r = l + 1, m = i;
       uint64_t mv = last;
       if (l < p->n && p->heap[l] < mv)
         m = l, mv = p->heap[l];
@@ -253,9 +253,9 @@ static bool idpool_give(idpool_t *p, uint64_t id) {
  * backward-shift deletion (no tombstones). */
 typedef struct u64map_s u64map_t;
 struct u64map_s {
-  uint64_t *keys;  /* 0 = empty */
+  uint64_t *keys; /* 0 = empty */
   uint64_t *vals;
-  size_t    cap;   /* power of two */
+  size_t    cap; /* power of two */
   size_t    n;
 };
 
@@ -334,8 +334,8 @@ static bool map_del(u64map_t *m, uint64_t k, uint64_t *v) {
   for (size_t j = (i + 1) & (m->cap - 1); m->keys[j] != 0;
        j = (j + 1) & (m->cap - 1)) {
     size_t home = map_hash(m->keys[j], m->cap);
-    bool   movable = hole <= j ? (home <= hole || home > j)
-                               : (home <= hole && home > j);
+    bool   movable =
+        hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
     if (movable) {
       m->keys[hole] = m->keys[j];
       m->vals[hole] = m->vals[j];
@@ -387,7 +387,7 @@ static bool is_alloc_op(uint8_t op) {
 /* Live bytes by id: ids are dense, so an array indexed by id. */
 typedef struct livetab_s livetab_t;
 struct livetab_s {
-  uint64_t *size;  /* bytes + 1 for a live id, 0 for a dead one */
+  uint64_t *size; /* bytes + 1 for a live id, 0 for a dead one */
   uint64_t  cap;
   uint64_t  live_bytes;
 };
@@ -404,8 +404,9 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
   }
   if (ev->id >= t->cap) {
     if (ev->id > (uint64_t)1 << 40)
-      return as_err_set(err, AS_EFORMAT, "object id %" PRIu64
-                        " is not dense (ids must be recycled)", ev->id);
+      return as_err_set(
+          err, AS_EFORMAT,
+          "object id %" PRIu64 " is not dense (ids must be recycled)", ev->id);
     uint64_t cap = t->cap ? t->cap : 1024;
     while (cap <= ev->id)
       cap *= 2;
@@ -443,10 +444,9 @@ static const char *measured_model(const trace_meta_t *m) {
   return "glibc";
 }
 
-as_status_t record_trace_file(store_t *s, const char *path,
-                              const char *command, const store_kv_t *extra,
-                              size_t nextra, record_info_t *info,
-                              as_err_t *err) {
+as_status_t record_trace_file(store_t *s, const char *path, const char *command,
+                              const store_kv_t *extra, size_t nextra,
+                              record_info_t *info, as_err_t *err) {
   memset(info, 0, sizeof *info);
   trace_source_t *src = NULL;
   samples_t       smp = {0};
@@ -521,10 +521,10 @@ as_status_t record_trace_file(store_t *s, const char *path,
   /* The trace is stored by absolute path, or relative to the store's
    * directory when it lies below it, so a store shipped with its traces
    * (data/reference.db, data/captures/) still finds them elsewhere. */
-  char abs_path[PATH_MAX];
-  char db_dir[PATH_MAX];
+  char        abs_path[PATH_MAX];
+  char        db_dir[PATH_MAX];
   const char *stored_path = abs_path;
-  bool has_trace = info->alloc_events > 0;
+  bool        has_trace = info->alloc_events > 0;
   if (has_trace) {
     if (realpath(path, abs_path) == NULL)
       fmt_into(abs_path, sizeof abs_path, "%s", path);
@@ -623,8 +623,7 @@ static const char *knob_lookup(record_meta_get_fn get, void *user,
 /* NAME's value in a "malloc_env" entry ("MALLOC_ARENA_MAX=1 MALLOC_...=2",
  * as the measurement scripts write it) into buf, or NULL. */
 static const char *malloc_env_lookup(record_meta_get_fn get, void *user,
-                                     const char *name, char *buf,
-                                     size_t len) {
+                                     const char *name, char *buf, size_t len) {
   const char *env = get(user, "malloc_env");
   size_t      nl = strlen(name);
   for (const char *p = env; p != NULL && *p != '\0';) {
@@ -697,7 +696,7 @@ as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
     }
     if (v == NULL)
       continue;
-    char              *end;
+    char *end;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 0);
     if (end == v || *end != '\0' || errno != 0 || v[0] == '-')
@@ -718,17 +717,17 @@ as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
 
 typedef struct chunk_s chunk_t;
 struct chunk_s {
-  const capture_rec_t *rec;   /* first record after the chunk header */
-  size_t               n;     /* records in the chunk */
-  size_t               pos;   /* next record to merge */
+  const capture_rec_t *rec; /* first record after the chunk header */
+  size_t               n;   /* records in the chunk */
+  size_t               pos; /* next record to merge */
 };
 
 typedef struct tidmap_s tidmap_t;
 struct tidmap_s {
-  u64map_t map;        /* kernel tid -> dense thread + 1 */
-  bool    *used;       /* dense ids in use */
+  u64map_t map;  /* kernel tid -> dense thread + 1 */
+  bool    *used; /* dense ids in use */
   size_t   cap;
-  u64map_t pending;    /* kernel tid -> object id in a realloc */
+  u64map_t pending; /* kernel tid -> object id in a realloc */
 };
 
 /* Dense thread id for tid: 0 for the main thread; others lowest free from 1.
@@ -771,7 +770,7 @@ struct conv_s {
   const char             *raw_path;
   trace_writer_t         *w;
   record_convert_stats_t *st;
-  u64map_t                addr;   /* address -> object id */
+  u64map_t                addr; /* address -> object id */
   idpool_t                ids;
   tidmap_t                th;
   uint64_t                main_tid;
@@ -826,8 +825,8 @@ static void label_copy(char *out, const capture_rec_t *labs, size_t n) {
         i = n;
         break;
       }
-      out[len++] = (p[k] < 0x20 && p[k] != '\t') || p[k] == 0x7f ? '?'
-                                                                  : (char)p[k];
+      out[len++] =
+          (p[k] < 0x20 && p[k] != '\t') || p[k] == 0x7f ? '?' : (char)p[k];
     }
   }
   out[len] = '\0';
@@ -875,7 +874,8 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
                                          : TRACE_MEMALIGN;
     ev.size = r->b;
     ev.align = r->op == CAPTURE_OP_MEMALIGN ? r->c : 0;
-    if (ev.op == TRACE_MEMALIGN && (ev.align == 0 || (ev.align & (ev.align - 1))))
+    if (ev.op == TRACE_MEMALIGN &&
+        (ev.align == 0 || (ev.align & (ev.align - 1))))
       ev.align = 16; /* invalid alignments fail the call in glibc */
     return conv_new_object(c, &ev, r->a, err);
   case CAPTURE_OP_FREE:
@@ -954,8 +954,9 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
     return AS_OK;
   }
   default:
-    return as_err_set(err, AS_EFORMAT, "%s: record seq %" PRIu64
-                      ": unknown op %u", c->raw_path, r->seq, r->op);
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: record seq %" PRIu64 ": unknown op %u", c->raw_path,
+                      r->seq, r->op);
   }
 }
 
@@ -981,7 +982,7 @@ static void heap_down(const chunk_t *ch, size_t *h, size_t n, size_t i) {
 }
 
 as_status_t record_capture_convert(const char *raw_path, const char *out_path,
-                                   const trace_meta_t *meta,
+                                   const trace_meta_t     *meta,
                                    record_convert_stats_t *st, as_err_t *err) {
   memset(st, 0, sizeof *st);
   as_status_t rc = AS_OK;
@@ -994,7 +995,7 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   c.raw_path = raw_path;
   c.st = st;
 
-  int fd = open(raw_path, O_RDONLY | O_CLOEXEC);
+  int         fd = open(raw_path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     rc = as_err_set(err, AS_EIO, "%s: cannot open: %s", raw_path,
@@ -1003,8 +1004,10 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   }
   size = (size_t)sb.st_size;
   if (size < 2 * sizeof(capture_rec_t)) {
-    rc = as_err_set(err, AS_EFORMAT, "%s: offset 0: expected a capture log "
-                    "header, the file has %zu bytes", raw_path, size);
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s: offset 0: expected a capture log "
+                    "header, the file has %zu bytes",
+                    raw_path, size);
     goto done;
   }
   map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -1018,8 +1021,10 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   if (recs[0].seq != CAPTURE_CHUNK_MAGIC || recs[0].a != 1 ||
       recs[1].seq != CAPTURE_LOG_MAGIC ||
       recs[1].op != CAPTURE_OP_FILE_HEADER) {
-    rc = as_err_set(err, AS_EFORMAT, "%s: offset 0: not an allocsim capture "
-                    "log (bad magic)", raw_path);
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s: offset 0: not an allocsim capture "
+                    "log (bad magic)",
+                    raw_path);
     goto done;
   }
   st->pid = recs[1].a;
@@ -1034,8 +1039,10 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   uint64_t first_rss_seq = UINT64_MAX, first_rss = 0;
   for (size_t i = 2; i < nrec;) {
     if (recs[i].seq != CAPTURE_CHUNK_MAGIC) {
-      rc = as_err_set(err, AS_EFORMAT, "%s: offset %zu: expected a chunk "
-                      "header", raw_path, i * sizeof(capture_rec_t));
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s: offset %zu: expected a chunk "
+                      "header",
+                      raw_path, i * sizeof(capture_rec_t));
       goto done;
     }
     size_t n = (size_t)recs[i].a;
@@ -1068,8 +1075,8 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
           (void)trace_meta_set(&tm, kv, eq + 1, NULL);
         }
       }
-      if ((r->op == CAPTURE_OP_RSS || (r->op == CAPTURE_OP_MARK &&
-                                       !(r->flags & CAPTURE_FLAG_META))) &&
+      if ((r->op == CAPTURE_OP_RSS ||
+           (r->op == CAPTURE_OP_MARK && !(r->flags & CAPTURE_FLAG_META))) &&
           r->seq < first_rss_seq) {
         first_rss_seq = r->seq;
         first_rss = r->a > r->b ? r->a - r->b : 0;
@@ -1146,10 +1153,9 @@ done:
 
 bool record_env_knob(const char *name) {
   static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", NULL};
-  static const char *const exact[] = {"GLIBC_TUNABLES", "LD_PRELOAD",
-                                      "MALLOC_CONF",    "PYTHONMALLOC",
-                                      "PYTHONHASHSEED", "JE_MALLOC_CONF",
-                                      NULL};
+  static const char *const exact[] = {
+      "GLIBC_TUNABLES", "LD_PRELOAD",     "MALLOC_CONF", "PYTHONMALLOC",
+      "PYTHONHASHSEED", "JE_MALLOC_CONF", NULL};
   for (size_t i = 0; exact[i] != NULL; i++)
     if (strcmp(name, exact[i]) == 0)
       return true;
@@ -1275,9 +1281,8 @@ static void join_argv(char *const *argv, char *buf, size_t len) {
   buf[0] = '\0';
   for (size_t i = 0; argv[i] != NULL && used < len; i++) {
     bool quote = argv[i][0] == '\0' || strpbrk(argv[i], " \t\"'\\$") != NULL;
-    used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s",
-                             i ? " " : "", quote ? "'" : "", argv[i],
-                             quote ? "'" : "");
+    used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s", i ? " " : "",
+                             quote ? "'" : "", argv[i], quote ? "'" : "");
   }
 }
 
@@ -1343,9 +1348,9 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   envp[k] = NULL;
 
   /* Provenance. */
-  trace_meta_t   *m = &res->meta;
-  struct utsname  u;
-  char            buf[1024];
+  trace_meta_t  *m = &res->meta;
+  struct utsname u;
+  char           buf[1024];
   join_argv(o->argv, buf, sizeof buf);
   meta_put(m, "kind", "measured");
   meta_put(m, "source", "allocsim capture");
@@ -1363,8 +1368,9 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   meta_put(m, "libc", buf);
   fmt_into(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);
   meta_put(m, "sample_every_ns", buf);
-  meta_put(m, "rss_source", "/proc/self/smaps_rollup Rss minus capture "
-                            "library's own resident bytes");
+  meta_put(m, "rss_source",
+           "/proc/self/smaps_rollup Rss minus capture "
+           "library's own resident bytes");
   for (size_t i = 0; i < nenv; i++) {
     const char *eq = strchr(environ[i], '=');
     if (eq == NULL || (size_t)(eq - environ[i]) > 24)
@@ -1393,9 +1399,9 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  res->wall_s = (double)(t1.tv_sec - t0.tv_sec) +
-                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  res->exit_code = WIFEXITED(status)   ? WEXITSTATUS(status)
+  res->wall_s =
+      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  res->exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                          : 1;
   fmt_into(buf, sizeof buf, "%d", res->exit_code);
@@ -1412,8 +1418,7 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
       break;
     main_gen = g;
   }
-  fmt_into(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid,
-           main_gen);
+  fmt_into(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, main_gen);
   if (!readable(main_raw)) {
     rc = as_err_set(err, AS_EINVAL,
                     "%s: the command wrote no capture log (a static or "

@@ -31,7 +31,7 @@
 /* ---- SHA-256 ---------------------------------------------------------- */
 
 /* Hex SHA-256 (64 characters and a NUL) of len bytes at data. */
-void        record_sha256_hex(const void *data, size_t len, char out[65]);
+void record_sha256_hex(const void *data, size_t len, char out[65]);
 /* Hex SHA-256 of the file at path; AS_EIO naming the file on failure. */
 as_status_t record_sha256_file(const char *path, char out[65], as_err_t *err);
 
@@ -39,14 +39,14 @@ as_status_t record_sha256_file(const char *path, char out[65], as_err_t *err);
 
 typedef struct record_info_s record_info_t;
 struct record_info_s {
-  int64_t  run_id;           /* the stored run */
-  uint64_t events;           /* events in the trace */
-  uint64_t alloc_events;     /* malloc/calloc/realloc/memalign/free */
-  uint64_t marks;            /* mark samples stored */
-  uint64_t measured;         /* other rss samples stored */
-  uint64_t marks_without_rss;/* marks not followed by an rss at their time */
+  int64_t  run_id;            /* the stored run */
+  uint64_t events;            /* events in the trace */
+  uint64_t alloc_events;      /* malloc/calloc/realloc/memalign/free */
+  uint64_t marks;             /* mark samples stored */
+  uint64_t measured;          /* other rss samples stored */
+  uint64_t marks_without_rss; /* marks not followed by an rss at their time */
   uint64_t peak_measured_rss_bytes;
-  char     sha256[65];       /* "" if the trace has no allocation events */
+  char     sha256[65]; /* "" if the trace has no allocation events */
 };
 
 /* Reads the trace at path (any format), and stores it in s as a run of
@@ -56,10 +56,9 @@ struct record_info_s {
  * lies below it, else absolute.  command is the command line stored when
  * the trace has no "command" provenance.  Bad traces fail with the reader's
  * message (file and position); nothing is stored then. */
-as_status_t record_trace_file(store_t *s, const char *path,
-                              const char *command, const store_kv_t *extra,
-                              size_t nextra, record_info_t *info,
-                              as_err_t *err);
+as_status_t record_trace_file(store_t *s, const char *path, const char *command,
+                              const store_kv_t *extra, size_t nextra,
+                              record_info_t *info, as_err_t *err);
 
 /* The libc model spec ("glibc:arena_max=2,mmap_threshold=65536") implied
  * by environment knobs recorded in provenance.  get(user, key) returns the
@@ -68,7 +67,8 @@ as_status_t record_trace_file(store_t *s, const char *path,
  * MALLOC_TOP_PAD_ and GLIBC_TUNABLES's glibc.malloc.{arena_max,
  * mmap_threshold,trim_threshold,top_pad}; a "malloc_env" entry ("NAME=V
  * NAME=V") is read too, and "ncpus" becomes the model's ncpus.  Writes
- * "glibc" when none is set.  AS_EINVAL if a knob's value is not a number or buf is too small. */
+ * "glibc" when none is set.  AS_EINVAL if a knob's value is not a number or buf
+ * is too small. */
 typedef const char *(*record_meta_get_fn)(void *user, const char *key);
 as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
                              size_t len, as_err_t *err);
@@ -99,7 +99,7 @@ struct record_convert_stats_s {
  * rss events carry measured RSS minus the library's own resident bytes.
  * A malformed log fails with AS_EFORMAT naming the file and byte offset. */
 as_status_t record_capture_convert(const char *raw_path, const char *out_path,
-                                   const trace_meta_t *meta,
+                                   const trace_meta_t     *meta,
                                    record_convert_stats_t *st, as_err_t *err);
 
 /* ---- Running a command under capture ---------------------------------- */
@@ -117,14 +117,14 @@ struct record_capture_opts_s {
 
 typedef struct record_capture_result_s record_capture_result_t;
 struct record_capture_result_s {
-  int                    exit_code;   /* the command's, 128+N if signalled */
-  double                 wall_s;      /* the command's wall time */
-  record_convert_stats_t main;        /* the command's own process */
-  size_t                 nextra;      /* forked / exec'd processes */
+  int                    exit_code; /* the command's, 128+N if signalled */
+  double                 wall_s;    /* the command's wall time */
+  record_convert_stats_t main;      /* the command's own process */
+  size_t                 nextra;    /* forked / exec'd processes */
   char                   extra_path[RECORD_CAPTURE_MAX_EXTRA][512];
   record_convert_stats_t extra[RECORD_CAPTURE_MAX_EXTRA];
-  trace_meta_t           meta;        /* provenance written to the trace */
-  char                   raw_dir[256];/* kept raw logs, if keep_raw */
+  trace_meta_t           meta;         /* provenance written to the trace */
+  char                   raw_dir[256]; /* kept raw logs, if keep_raw */
 };
 
 /* Finds liballocsim_capture.so: $ALLOCSIM_CAPTURE_LIB, then next to the
@@ -135,9 +135,10 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err);
 /* Runs o->argv with LD_PRELOAD'd capture (and, for CPython, PYTHONPATH
  * pointing at sitecustomize.py), waits for it, and converts its raw logs:
  * the command's process (the last image its pid exec'd) to o->out_path,
- * other processes and earlier images (fork, exec) to OUT.PID[.N].EXT.  Provenance: command, machine, kernel, page_size, libc,
- * python, env knobs (env.NAME), capture settings.  A command that cannot be
- * started is AS_EINVAL; its non-zero exit is not an error (see exit_code). */
+ * other processes and earlier images (fork, exec) to OUT.PID[.N].EXT.
+ * Provenance: command, machine, kernel, page_size, libc, python, env knobs
+ * (env.NAME), capture settings.  A command that cannot be started is AS_EINVAL;
+ * its non-zero exit is not an error (see exit_code). */
 as_status_t record_capture_run(const record_capture_opts_t *o,
                                record_capture_result_t *res, as_err_t *err);
 

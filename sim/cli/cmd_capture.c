@@ -37,7 +37,8 @@ static void report_stats(const char *path, const record_convert_stats_t *st) {
            st->truncated_records);
   if (st->python[0])
     printf("  CPython %s: obj/mem domains recorded after the mark 'hooked'; "
-           "earlier allocations are baseline\n", st->python);
+           "earlier allocations are baseline\n",
+           st->python);
 }
 
 static int capture_run(int argc, char **argv) {
@@ -52,7 +53,8 @@ static int capture_run(int argc, char **argv) {
       break;
     }
     if ((strcmp(a, "-o") == 0 || strcmp(a, "--db") == 0 ||
-         strcmp(a, "--sample-every") == 0) && i + 1 >= argc)
+         strcmp(a, "--sample-every") == 0) &&
+        i + 1 >= argc)
       return cli_usage_error("capture", "%s needs a value", a);
     if (strcmp(a, "-o") == 0) {
       out = argv[++i];
@@ -63,8 +65,10 @@ static int capture_run(int argc, char **argv) {
       if (strcmp(v, "0") == 0)
         every_ns = 0;
       else if (!cli_parse_duration_ns(v, &every_ns) || every_ns == 0)
-        return cli_usage_error("capture", "--sample-every expects a duration "
-                                          "such as 10ms, or 0, got '%s'", v);
+        return cli_usage_error("capture",
+                               "--sample-every expects a duration "
+                               "such as 10ms, or 0, got '%s'",
+                               v);
     } else if (strcmp(a, "--keep-raw") == 0) {
       keep_raw = true;
     } else if (a[0] == '-') {
@@ -82,9 +86,10 @@ static int capture_run(int argc, char **argv) {
              (int)getpid());
     out = default_out;
   }
-  record_capture_opts_t o = {.argv = argv + i, .out_path = out,
-                             .sample_every_ns = every_ns,
-                             .keep_raw = keep_raw};
+  record_capture_opts_t    o = {.argv = argv + i,
+                                .out_path = out,
+                                .sample_every_ns = every_ns,
+                                .keep_raw = keep_raw};
   record_capture_result_t *res = malloc(sizeof *res);
   as_err_t                 err = {0};
   if (res == NULL) {
@@ -115,12 +120,9 @@ static int capture_run(int argc, char **argv) {
     snprintf(v[4], sizeof v[4], "%.6f", res->wall_s);
     snprintf(v[5], sizeof v[5], "%zu", res->nextra);
     store_kv_t extra[] = {
-        {"capture_unmatched_frees", v[0]},
-        {"capture_unmatched_reallocs", v[1]},
-        {"capture_missed_frees", v[2]},
-        {"capture_overhead_bytes", v[3]},
-        {"capture_wall_s", v[4]},
-        {"capture_other_processes", v[5]},
+        {"capture_unmatched_frees", v[0]}, {"capture_unmatched_reallocs", v[1]},
+        {"capture_missed_frees", v[2]},    {"capture_overhead_bytes", v[3]},
+        {"capture_wall_s", v[4]},          {"capture_other_processes", v[5]},
     };
     if (store_open(db, &s, &err) != AS_OK ||
         record_trace_file(s, out, cli_command_line(argc, argv), extra,
@@ -154,7 +156,8 @@ const cli_command_t cli_cmd_capture = {
         "CPython the obj and mem domains are recorded too (sitecustomize.py).\n"
         "\n"
         "options:\n"
-        "  -o TRACE            output (default capture-PID.astrace; .astrace is\n"
+        "  -o TRACE            output (default capture-PID.astrace; .astrace "
+        "is\n"
         "                      binary, anything else text).  Forked children\n"
         "                      and exec'd images go to TRACE.PID[.N].EXT\n"
         "  --db DB             also store the capture as a measured run\n"
@@ -165,7 +168,8 @@ const cli_command_t cli_cmd_capture = {
         "where the build put it.  Measured RSS has the library's own resident\n"
         "bytes subtracted.  See docs/capture.md.\n"
         "\n"
-        "exit codes: 0 captured (whatever COMMAND returned), 1 capture failed,\n"
+        "exit codes: 0 captured (whatever COMMAND returned), 1 capture "
+        "failed,\n"
         "2 usage error\n",
     .run = capture_run,
 };

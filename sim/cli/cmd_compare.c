@@ -96,7 +96,8 @@ static void print_table(const compare_result_t *r, const char *db) {
          (double)r->anchor_t_ns / 1e6, mib((double)r->offset_bytes));
   if (r->skipped_events)
     printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
-           "(baseline objects)\n", r->skipped_events);
+           "(baseline objects)\n",
+           r->skipped_events);
   printf("\n%-24s %12s %12s %12s %10s\n", "mark", "measured MiB",
          "predicted MiB", "error MiB", "% of peak");
   for (size_t i = 0; i < r->nmarks; i++) {
@@ -122,7 +123,8 @@ static void print_table(const compare_result_t *r, const char *db) {
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
   if (r->simulated_run_id > 0)
     printf("\nstored simulated run %" PRId64 " and comparison %" PRId64
-           " in %s\n", r->simulated_run_id, r->comparison_id, db);
+           " in %s\n",
+           r->simulated_run_id, r->comparison_id, db);
 }
 
 static int compare_main(int argc, char **argv) {
@@ -144,10 +146,11 @@ static int compare_main(int argc, char **argv) {
     else if (strcmp(a, "--page-size") == 0) {
       const char *v = argv[++i];
       if (!cli_parse_bytes(v, &o.page_size) ||
-          (o.page_size != 4096 && o.page_size != 16384 &&
-           o.page_size != 65536))
-        return cli_usage_error("compare", "--page-size expects 4096, 16384 "
-                                          "or 65536, got '%s'", v);
+          (o.page_size != 4096 && o.page_size != 16384 && o.page_size != 65536))
+        return cli_usage_error("compare",
+                               "--page-size expects 4096, 16384 "
+                               "or 65536, got '%s'",
+                               v);
     } else if (strcmp(a, "--json") == 0)
       json = true;
     else if (strcmp(a, "--no-store") == 0)
@@ -202,8 +205,10 @@ const cli_command_t cli_cmd_compare = {
         "trace, by mark label for a workload).\n"
         "\n"
         "Model: --model, else cpython for Python runs, else the LD_PRELOAD'd\n"
-        "allocator if modelled, else glibc.  libc: --libc, else glibc with the\n"
-        "run's MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,\n"
+        "allocator if modelled, else glibc.  libc: --libc, else glibc with "
+        "the\n"
+        "run's MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, "
+        "MALLOC_TRIM_THRESHOLD_,\n"
         "MALLOC_TOP_PAD_ (or GLIBC_TUNABLES) as arena_max, mmap_threshold,\n"
         "trim_threshold, top_pad.\n"
         "\n"
@@ -214,7 +219,8 @@ const cli_command_t cli_cmd_compare = {
         "the offset is printed.\n"
         "\n"
         "Statistics: mean and max |error|, and the least-squares fit of\n"
-        "predicted on measured (slope, intercept, R^2; GSL).  The simulated run\n"
+        "predicted on measured (slope, intercept, R^2; GSL).  The simulated "
+        "run\n"
         "and a comparisons row are stored in DB unless --no-store.\n"
         "\n"
         "--json prints {run, model, marks:[{label, measured_rss_bytes,\n"

@@ -53,19 +53,20 @@ static int record_run(int argc, char **argv) {
            ", \"measured\": %" PRIu64 ", \"marks_without_rss\": %" PRIu64
            ", \"peak_measured_rss_bytes\": %" PRIu64 ", \"sha256\": %s%s%s}\n",
            info.run_id, info.events, info.alloc_events, info.marks,
-           info.measured, info.marks_without_rss,
-           info.peak_measured_rss_bytes, info.sha256[0] ? "\"" : "",
-           info.sha256[0] ? info.sha256 : "null", info.sha256[0] ? "\"" : "");
+           info.measured, info.marks_without_rss, info.peak_measured_rss_bytes,
+           info.sha256[0] ? "\"" : "", info.sha256[0] ? info.sha256 : "null",
+           info.sha256[0] ? "\"" : "");
   } else {
-    printf("recorded %s as measured run %" PRId64 " in %s\n", file,
-           info.run_id, db);
+    printf("recorded %s as measured run %" PRId64 " in %s\n", file, info.run_id,
+           db);
     printf("  %" PRIu64 " events, %" PRIu64 " allocation events, %" PRIu64
            " marks, %" PRIu64 " other rss samples, peak %.2f MiB\n",
            info.events, info.alloc_events, info.marks, info.measured,
            (double)info.peak_measured_rss_bytes / 1048576.0);
     if (info.marks_without_rss > 0)
       printf("  note: %" PRIu64 " marks have no rss event at their time; "
-             "stored with measured 0\n", info.marks_without_rss);
+             "stored with measured 0\n",
+             info.marks_without_rss);
     if (info.sha256[0])
       printf("  trace sha256 %s\n", info.sha256);
   }
@@ -78,7 +79,8 @@ const cli_command_t cli_cmd_record = {
     .usage =
         "usage: allocsim record FILE --db DB [--json]\n"
         "\n"
-        "Stores FILE (text or binary trace with rss events, e.g. a measured-run\n"
+        "Stores FILE (text or binary trace with rss events, e.g. a "
+        "measured-run\n"
         "file: '#@ key=value' provenance, then 'mark' events each followed by\n"
         "an 'rss' event at the same time) as a run of kind measured in DB.\n"
         "\n"

@@ -97,10 +97,12 @@ static void capture(const char *name, char *const *argv, uint64_t every_ns,
                     record_capture_result_t *res, trace_t *t) {
   char out[512];
   snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
-  record_capture_opts_t o = {.argv = argv, .out_path = out,
-                             .sample_every_ns = every_ns, .lib_path = LIB};
-  as_err_t err = {0};
-  as_status_t rc = record_capture_run(&o, res, &err);
+  record_capture_opts_t o = {.argv = argv,
+                             .out_path = out,
+                             .sample_every_ns = every_ns,
+                             .lib_path = LIB};
+  as_err_t              err = {0};
+  as_status_t           rc = record_capture_run(&o, res, &err);
   if (rc != AS_OK)
     fail_msg("capture %s: %s", name, err.msg);
   assert_int_equal(res->exit_code, 0);
@@ -219,8 +221,7 @@ static void threads_record_every_free_after_its_malloc(void **state) {
   memset(live, 0, sizeof live);
   /* Dense thread ids are recycled (lowest free), so a thread is named by
    * its id and how many times that id had been started. */
-  uint32_t thread_of_size[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX,
-                                UINT32_MAX};
+  uint32_t thread_of_size[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
   uint32_t gen_of_size[4] = {0};
   uint32_t gen[64] = {0};
   bool     running[64] = {false};
@@ -324,8 +325,8 @@ static void sampler_records_rss_while_the_program_sleeps(void **state) {
   free(t.v);
 }
 
-static void marks_from_a_signal_handler_interleave_without_damage(
-    void **state) {
+static void
+marks_from_a_signal_handler_interleave_without_damage(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "signals", NULL};
   record_capture_result_t res;
@@ -364,16 +365,15 @@ static void python_domains_are_recorded_once_with_their_domain(void **state) {
   (void)state;
   if (access("/usr/bin/python3", X_OK) != 0)
     skip();
-  char *const argv[] = {
-      "/usr/bin/python3", "-c",
-      "import ctypes\n"
-      "m = ctypes.CDLL(None).allocsim_mark\n"
-      "m(b'a')\n"
-      "x = bytearray(100000)\n"
-      "m(b'b')\n"
-      "del x\n"
-      "m(b'c')\n",
-      NULL};
+  char *const             argv[] = {"/usr/bin/python3", "-c",
+                                    "import ctypes\n"
+                                                "m = ctypes.CDLL(None).allocsim_mark\n"
+                                                "m(b'a')\n"
+                                                "x = bytearray(100000)\n"
+                                                "m(b'b')\n"
+                                                "del x\n"
+                                                "m(b'c')\n",
+                                    NULL};
   record_capture_result_t res;
   trace_t                 t;
   capture("python", argv, 0, &res, &t);
@@ -463,8 +463,9 @@ static void record_pairs_marks_with_their_rss(void **state) {
   assert_int_equal(smp[3].measured_rss_bytes, 0);
   free(smp);
   char buf[256];
-  assert_int_equal(store_read_meta(s, info.run_id, "workload", buf, sizeof buf,
-                                   &err), AS_OK);
+  assert_int_equal(
+      store_read_meta(s, info.run_id, "workload", buf, sizeof buf, &err),
+      AS_OK);
   assert_string_equal(buf, "survivors --size 64 --fraction 0.0001 --seed 1");
   store_run_record_t rec;
   assert_int_equal(store_read_run(s, info.run_id, &rec, &err), AS_OK);
@@ -515,8 +516,7 @@ static void sha256_matches_the_fips_test_vectors(void **state) {
   record_sha256_hex("abc", 3, out);
   assert_string_equal(
       out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  const char *two =
-      "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
   record_sha256_hex(two, strlen(two), out);
   assert_string_equal(
       out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
@@ -540,10 +540,11 @@ static void libc_spec_follows_env_knobs_and_tunables(void **state) {
   char     buf[256];
   as_err_t err = {0};
   kv2_t    m = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
-                {"2", "glibc.malloc.trim_threshold=0:glibc.malloc."
-                      "mmap_threshold=65536", NULL}};
-  assert_int_equal(record_libc_spec(kv2_get, &m, buf, sizeof buf, &err),
-                   AS_OK);
+                {"2",
+                 "glibc.malloc.trim_threshold=0:glibc.malloc."
+                    "mmap_threshold=65536",
+                 NULL}};
+  assert_int_equal(record_libc_spec(kv2_get, &m, buf, sizeof buf, &err), AS_OK);
   assert_string_equal(buf, "glibc:arena_max=2,mmap_threshold=65536,"
                            "trim_threshold=0");
   kv2_t none = {{NULL}, {NULL}};
@@ -572,20 +573,19 @@ static void series_stats_fit_a_line_exactly(void **state) {
   assert_near(s.mean_abs_error_bytes, 1.5, 1e-12);
 }
 
-static const char compare_file[] =
-    "allocsim-trace 1\n"
-    "#@ kind=measured\n"
-    "#@ page_size=4096\n"
-    "0 0 rss 1048576\n"
-    "10 0 malloc 0 1000000\n"
-    "20 0 mark peak\n"
-    "20 0 rss 2100000\n"
-    "30 0 free 0\n"
-    "40 0 mark end\n"
-    "40 0 rss 1100000\n";
+static const char compare_file[] = "allocsim-trace 1\n"
+                                   "#@ kind=measured\n"
+                                   "#@ page_size=4096\n"
+                                   "0 0 rss 1048576\n"
+                                   "10 0 malloc 0 1000000\n"
+                                   "20 0 mark peak\n"
+                                   "20 0 rss 2100000\n"
+                                   "30 0 free 0\n"
+                                   "40 0 mark end\n"
+                                   "40 0 rss 1100000\n";
 
-static void compare_applies_the_baseline_rule_and_stores_the_result(
-    void **state) {
+static void
+compare_applies_the_baseline_rule_and_stores_the_result(void **state) {
   (void)state;
   char path[300], db[300];
   snprintf(path, sizeof path, "%s/compare.trace", g_dir);
@@ -616,8 +616,7 @@ static void compare_applies_the_baseline_rule_and_stores_the_result(
   assert_int_equal(r.marks[1].predicted_rss_bytes, 1048576);
   assert_int_equal(r.marks[1].error_bytes, -51424);
   assert_int_equal(r.series.points, 3);
-  assert_near(r.series.mean_abs_error_bytes, 33109.333333333336,
-                      1e-6);
+  assert_near(r.series.mean_abs_error_bytes, 33109.333333333336, 1e-6);
   assert_near(r.series.max_abs_error_bytes, 51424, 1e-9);
   assert_near(r.series.slope, 0.9765234202221463, 1e-9);
   assert_near(r.series.r2, 0.9981184135870718, 1e-9);

@@ -64,16 +64,16 @@
 #include "allocsim_mark.h"
 #include "capture_log.h"
 
-#define EXPORT  __attribute__((visibility("default")))
-#define TLS     __thread __attribute__((tls_model("initial-exec")))
+#define EXPORT      __attribute__((visibility("default")))
+#define TLS         __thread __attribute__((tls_model("initial-exec")))
 #define LIKELY(x)   __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- State --------------------------------------------------------------- */
 
 /* Bytes of one per-thread buffer (record 0 is the chunk header). */
-#define BUF_BYTES   ((size_t)128 * 1024)
-#define BUF_RECS    (BUF_BYTES / sizeof(capture_rec_t))
+#define BUF_BYTES ((size_t)128 * 1024)
+#define BUF_RECS  (BUF_BYTES / sizeof(capture_rec_t))
 /* Buffers are pooled and never unmapped, so the overhead walk (mincore) and
  * the exit flush can visit them without racing munmap. */
 #define POOL_MAX    1024
@@ -86,33 +86,33 @@ typedef struct tbuf_s tbuf_t;
  * cannot claim it twice. */
 struct tbuf_s {
   _Atomic(capture_rec_t *) recs; /* BUF_RECS records; [0] = chunk header */
-  size_t         n;     /* records in use after the header */
-  atomic_int     busy;  /* 1 while the owner (or the exit flush) uses it */
-  atomic_int     owned; /* 1 while a live thread owns the buffer */
+  size_t                   n;    /* records in use after the header */
+  atomic_int busy;  /* 1 while the owner (or the exit flush) uses it */
+  atomic_int owned; /* 1 while a live thread owns the buffer */
 };
 
-static tbuf_t         g_pool[POOL_MAX];
-static atomic_size_t  g_pool_count;       /* slots ever handed out */
+static tbuf_t               g_pool[POOL_MAX];
+static atomic_size_t        g_pool_count; /* slots ever handed out */
 static atomic_uint_fast64_t g_seq = 1;    /* next seq (0 marks headers) */
-static int            g_fd = -1;          /* the raw log, O_APPEND */
-static atomic_int     g_init_state;       /* 0 none, 1 running, 2 done */
-static bool           g_enabled;          /* ALLOCSIM_CAPTURE_DIR was set */
-static atomic_int     g_final;            /* destructor ran: write direct */
-static struct timespec g_t0;              /* CLOCK_MONOTONIC at init */
-static uint64_t       g_sample_ns;        /* sampler period, 0 = none */
-static char           g_dir[512];         /* ALLOCSIM_CAPTURE_DIR */
-static pthread_key_t  g_key;              /* thread-exit hook */
-static void          *g_stack;            /* sampler stack */
-static atomic_int     g_sampler_stop;
+static int                  g_fd = -1;    /* the raw log, O_APPEND */
+static atomic_int           g_init_state; /* 0 none, 1 running, 2 done */
+static bool                 g_enabled;    /* ALLOCSIM_CAPTURE_DIR was set */
+static atomic_int           g_final;      /* destructor ran: write direct */
+static struct timespec      g_t0;         /* CLOCK_MONOTONIC at init */
+static uint64_t             g_sample_ns;  /* sampler period, 0 = none */
+static char                 g_dir[512];   /* ALLOCSIM_CAPTURE_DIR */
+static pthread_key_t        g_key;        /* thread-exit hook */
+static void                *g_stack;      /* sampler stack */
+static atomic_int           g_sampler_stop;
 
 typedef struct tls_s tls_t;
 struct tls_s {
-  tbuf_t *buf;        /* this thread's buffer, NULL until first record */
-  int     tid;        /* cached gettid(), 0 = unknown */
-  int     in_record;  /* set while this thread appends to its buffer */
-  int     in_domain;  /* set inside a CPython domain wrapper */
-  int     internal;   /* set while the library calls into libc itself */
-  int     resolving;  /* set during dlsym: serve from the boot buffer */
+  tbuf_t *buf;          /* this thread's buffer, NULL until first record */
+  int     tid;          /* cached gettid(), 0 = unknown */
+  int     in_record;    /* set while this thread appends to its buffer */
+  int     in_domain;    /* set inside a CPython domain wrapper */
+  int     internal;     /* set while the library calls into libc itself */
+  int     resolving;    /* set during dlsym: serve from the boot buffer */
   int     initializing; /* set while this thread runs ensure_init */
 };
 static TLS tls_t t_self;
@@ -175,7 +175,8 @@ static void resolve_symbols(void) {
   t_self.resolving = 0;
 }
 
-/* ---- Raw log -------------------------------------------------------------- */
+/* ---- Raw log --------------------------------------------------------------
+ */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -249,17 +250,18 @@ static tbuf_t *buf_acquire(void) {
   return &g_pool[i];
 }
 
-/* ---- Recording ------------------------------------------------------------ */
+/* ---- Recording ------------------------------------------------------------
+ */
 
 /* Appends op (plus label records for marks) to the thread's buffer.  Called
  * with all fields but seq, t_ns and tid filled in rec. */
 static void emit(capture_rec_t *rec, const char *label, size_t label_len) {
-  if (!g_enabled || atomic_load_explicit(&g_init_state,
-                                          memory_order_acquire) != 2)
+  if (!g_enabled ||
+      atomic_load_explicit(&g_init_state, memory_order_acquire) != 2)
     return;
-  size_t nlab = label ? (label_len + CAPTURE_LABEL_BYTES_PER_REC - 1) /
+  size_t        nlab = label ? (label_len + CAPTURE_LABEL_BYTES_PER_REC - 1) /
                             CAPTURE_LABEL_BYTES_PER_REC
-                      : 0;
+                             : 0;
   capture_rec_t lab[2];
   if (nlab > 2)
     nlab = 2, label_len = 2 * CAPTURE_LABEL_BYTES_PER_REC;
@@ -323,8 +325,8 @@ static void emit(capture_rec_t *rec, const char *label, size_t label_len) {
 
 static void record(uint8_t op, uint8_t domain, uint64_t a, uint64_t b,
                    uint64_t c, uint8_t flags) {
-  capture_rec_t r = {.a = a, .b = b, .c = c, .op = op, .domain = domain,
-                     .flags = flags};
+  capture_rec_t r = {
+      .a = a, .b = b, .c = c, .op = op, .domain = domain, .flags = flags};
   emit(&r, NULL, 0);
 }
 
@@ -341,7 +343,8 @@ static void on_thread_exit(void *arg) {
   t_self.buf = NULL;
 }
 
-/* ---- RSS and sampler ------------------------------------------------------ */
+/* ---- RSS and sampler ------------------------------------------------------
+ */
 
 /* Rss of /proc/self/smaps_rollup in bytes (exact: it walks the page tables;
  * models-spec F.6), 0 if unreadable. */
@@ -370,13 +373,13 @@ static uint64_t read_rss(void) {
 /* Resident bytes of the library's own mappings (buffers, sampler stack and
  * the touched part of the bootstrap buffer), counted with mincore. */
 static uint64_t own_rss(void) {
-  size_t         page = (size_t)getauxval(AT_PAGESZ);
-  unsigned char  vec[STACK_BYTES / 4096];
-  uint64_t       total = 0;
-  size_t         count = atomic_load(&g_pool_count);
+  size_t        page = (size_t)getauxval(AT_PAGESZ);
+  unsigned char vec[STACK_BYTES / 4096];
+  uint64_t      total = 0;
+  size_t        count = atomic_load(&g_pool_count);
   for (size_t i = 0; i <= count && i <= POOL_MAX; i++) {
-    void  *base = i < count ? (void *)atomic_load_explicit(
-                                  &g_pool[i].recs, memory_order_acquire)
+    void  *base = i < count ? (void *)atomic_load_explicit(&g_pool[i].recs,
+                                                           memory_order_acquire)
                             : g_stack;
     size_t len = i < count ? BUF_BYTES : STACK_BYTES;
     if (base == NULL || len / page > sizeof vec)
@@ -462,7 +465,8 @@ static void start_sampler(void) {
   t_self.internal--;
 }
 
-/* ---- Initialisation and fork ---------------------------------------------- */
+/* ---- Initialisation and fork ----------------------------------------------
+ */
 
 static size_t put_u64(char *p, uint64_t v) {
   char   tmp[24];
@@ -491,14 +495,14 @@ static void log_open(void) {
     path[n++] = '.';
     n += put_u64(path + n, gen);
     path[n] = '\0';
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
-                  0644);
+    int fd =
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST)
       continue;
     g_fd = fd;
     if (fd < 0)
       return;
-    capture_rec_t  h[2];
+    capture_rec_t   h[2];
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     chunk_header(&h[0], 1);
@@ -547,8 +551,7 @@ static void atfork_child(void) {
 static atomic_int g_resolve_state; /* 0 none, 1 running, 2 done */
 
 static void ensure_resolved(void) {
-  if (LIKELY(atomic_load_explicit(&g_resolve_state, memory_order_acquire) ==
-             2))
+  if (LIKELY(atomic_load_explicit(&g_resolve_state, memory_order_acquire) == 2))
     return;
   int expect = 0;
   if (atomic_compare_exchange_strong(&g_resolve_state, &expect, 1)) {
@@ -630,7 +633,8 @@ __attribute__((destructor)) static void capture_dtor(void) {
   }
 }
 
-/* ---- The malloc family ---------------------------------------------------- */
+/* ---- The malloc family ----------------------------------------------------
+ */
 
 /* True when this call must only be forwarded: the library's own calls, and
  * libc calls made by pymalloc inside a domain wrapper (the wrapper records
@@ -801,7 +805,8 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   return real_execve(path, argv, envp);
 }
 
-/* ---- CPython domains ------------------------------------------------------ */
+/* ---- CPython domains ------------------------------------------------------
+ */
 
 /* CPython 3.11 Include/cpython/pymem.h: PyMemAllocatorEx, and the domain
  * numbers PYMEM_DOMAIN_RAW 0, MEM 1, OBJ 2 (the same as trace_domain_t). */
@@ -908,8 +913,10 @@ EXPORT int allocsim_hook_python(void) {
   }
   for (int d = 1; d <= 2; d++) {
     get(d, &g_py_orig[d]);
-    pymem_alloc_t w = {.ctx = &g_py_orig[d], .malloc = py_malloc,
-                       .calloc = py_calloc, .realloc = py_realloc,
+    pymem_alloc_t w = {.ctx = &g_py_orig[d],
+                       .malloc = py_malloc,
+                       .calloc = py_calloc,
+                       .realloc = py_realloc,
                        .free = py_free};
     set(d, &w);
   }
@@ -918,7 +925,8 @@ EXPORT int allocsim_hook_python(void) {
   return 1;
 }
 
-/* ---- Marks ---------------------------------------------------------------- */
+/* ---- Marks ----------------------------------------------------------------
+ */
 
 /* Records a mark carrying the measured RSS read just before it, so the
  * converter emits the mark and its rss event at the same time. */
