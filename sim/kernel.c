@@ -27,9 +27,21 @@
  * and its VMA is RW, i.e. when a write to it changes nothing.  mprotect and
  * madvise keep the fast bits exact, so a touch whose pages are all fast
  * (the common case: a model writing into memory it wrote before) is one
- * cached hash lookup and one mask test, with no VMA lookup at all.  Any
- * other touch takes the slow path, which validates the whole range against
- * the VMA tree first (so a failed touch changes nothing) and then applies.
+ * probe of a direct-mapped chunk cache and one mask test, with no VMA
+ * lookup at all.  Any other touch takes the slow path, which validates the
+ * whole range against the VMA tree first (so a failed AS_EINVAL touch
+ * changes nothing; only an AS_ENOMEM from the host can leave a prefix of the
+ * range resident, with every counter still exact) and then applies.
+ *
+ * Decisions the header leaves open:
+ *   - mmap with an alignment behaves like the over-map-and-trim allocators
+ *     do (jemalloc pages_map, mimalloc): the gap must hold length + align -
+ *     page, and the mapping is the highest aligned range in it.  glibc's
+ *     new_heap over-maps 2 * HEAP_MAX_SIZE and keeps the lowest aligned
+ *     part; the two agree unless the gap's end is itself aligned.
+ *   - A hole in the range of mprotect or madvise is AS_EINVAL (a model bug)
+ *     and changes nothing; Linux returns ENOMEM.  munmap accepts holes.
+ *   - mmap_top is rounded down and brk_start up to the page size.
  *
  * Left out: file mappings, stack guard gaps, khugepaged collapse (models-spec
  * F.5), page-table lifetime (a THP fault is taken when the 2 MiB block holds
@@ -72,6 +84,7 @@
 #define NODE_RESERVE   8    /* nodes any single operation may need */
 #define SLOT_EMPTY     UINT64_MAX
 #define CACHE_SLOTS    256 /* chunk cache: 512 MiB of blocks, 4 KiB */
+#define CHUNK_KEEP     256 /* released chunks kept for reuse */
 
 typedef struct inode_s inode_t;
 /* One interval [start, end) of a treap.  Invariants: start < end, both
@@ -143,6 +156,7 @@ struct sim_kernel_s {
   unsigned  slot_bits;  /* log2(slot_cap) */
   slot_t    cache[CACHE_SLOTS]; /* direct-mapped cache of the table */
   chunk_t  *chunk_free; /* recycled chunks (linked through key field) */
+  size_t    chunk_nfree; /* chunks on chunk_free, at most CHUNK_KEEP */
 
   slab_t  *slabs;      /* node pool storage */
   inode_t *node_free;  /* free nodes, linked through left */
@@ -566,6 +580,7 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
   chunk_t *c = k->chunk_free;
   if (c != NULL) {
     k->chunk_free = (chunk_t *)(uintptr_t)c->key;
+    k->chunk_nfree--;
   } else if ((c = malloc(sizeof *c)) == NULL) {
     return as_err_set(err, AS_ENOMEM,
                       "kernel: cannot allocate residency for block 0x%" PRIx64,
@@ -615,8 +630,14 @@ static void chunk_release(sim_kernel_t *k, chunk_t *c) {
     e->key   = SLOT_EMPTY;
     e->chunk = NULL;
   }
-  c->key        = (uint64_t)(uintptr_t)k->chunk_free;
-  k->chunk_free = c;
+  /* Keep a few for the next faults; memory follows the touched pages. */
+  if (k->chunk_nfree < CHUNK_KEEP) {
+    c->key        = (uint64_t)(uintptr_t)k->chunk_free;
+    k->chunk_free = c;
+    k->chunk_nfree++;
+  } else {
+    free(c);
+  }
 }
 
 /* Shrinks a table that fell below 1/8 load, after a bulk release (never
