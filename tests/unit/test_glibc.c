@@ -251,6 +251,13 @@ static void tcache_holds_seven_then_fastbin(void **state) {
     fre(&f, i);
   assert_int_equal(glibc_inspect_tcache_count(f.m, 0, 32), 7);
   assert_int_equal(glibc_inspect_fastbin_count(f.m, 0, 32), 1);
+  /* 120 B is the largest fastbin request: chunk 128 = global_max_fast. */
+  for (uint64_t i = 40; i < 49; i++)
+    mal(&f, i, 120);
+  for (uint64_t i = 40; i < 48; i++)
+    fre(&f, i);
+  assert_int_equal(glibc_inspect_tcache_count(f.m, 0, 128), 7);
+  assert_int_equal(glibc_inspect_fastbin_count(f.m, 0, 128), 1);
   /* 200 B requests (chunk 208 > 128) skip the fastbins: 8th to unsorted. */
   for (uint64_t i = 10; i < 19; i++)
     mal(&f, i, 200);
@@ -301,6 +308,37 @@ static void fastbin_chunks_coalesce_only_on_consolidate(void **state) {
     ;
   mal(&f, 5, 200); /* nb 208: smallbin 224 is split? 224-208 < 32: whole */
   assert_int_equal(addr_of(&f, 5), a);
+  fx_close(&f);
+}
+
+/* malloc.c:4018-4042: a small request splits the last remainder when it is
+ * the only unsorted chunk, even though a better fit (the 64-byte chunk in
+ * smallbin 4) exists; fastbins are off (mxfast=0) to keep 64 in the bins. */
+static void small_requests_split_the_last_remainder(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "mxfast=0");
+  for (uint64_t i = 0; i < 7; i++) { /* tcache fillers for 64 and 320 */
+    mal(&f, 10 + i, 50);
+    mal(&f, 20 + i, 300);
+  }
+  mal(&f, 0, 50); /* c: chunk 64 */
+  mal(&f, 1, 16);
+  mal(&f, 2, 300); /* a: chunk 320 */
+  mal(&f, 3, 16);
+  uint64_t c = addr_of(&f, 0), a = addr_of(&f, 2);
+  for (uint64_t i = 0; i < 7; i++) {
+    fre(&f, 10 + i);
+    fre(&f, 20 + i);
+  }
+  fre(&f, 0);
+  fre(&f, 2);
+  mal(&f, 4, 200); /* nb 208: c and a are binned, a is split */
+  assert_int_equal(addr_of(&f, 4), a);
+  mal(&f, 5, 40); /* nb 48: from the last remainder, not from c */
+  assert_int_equal(addr_of(&f, 5), a + 208);
+  mal(&f, 6, 40); /* the remainder (64) is binned now: exact-ish fit */
+  assert_true(addr_of(&f, 6) == c || addr_of(&f, 6) == a + 256);
   fx_close(&f);
 }
 
@@ -360,6 +398,25 @@ static void malloc_trim_releases_interior_pages(void **state) {
   mal(&f, 2, 90000);
   assert_int_equal(addr_of(&f, 2), c);
   assert_true(sim_kernel_is_resident(f.k, first));
+  fx_close(&f);
+}
+
+/* The first 48 bytes of a free chunk are kept even when they straddle a
+ * page boundary (malloc.c:5057-5059 uses sizeof (struct malloc_chunk)). */
+static void malloc_trim_keeps_48_header_bytes(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, NULL);
+  uint64_t b0 = brk_now(&f);
+  mal(&f, 0, 3400);   /* chunk 3408 after the 656-byte tcache struct */
+  mal(&f, 1, 100000); /* starts at page offset 4064 */
+  mal(&f, 2, 16);
+  uint64_t c = addr_of(&f, 1);
+  assert_int_equal(c, b0 + 4064);
+  fre(&f, 1);
+  trim(&f, 0);
+  assert_true(sim_kernel_is_resident(f.k, b0 + 4096)); /* bytes 32..47 */
+  assert_false(sim_kernel_is_resident(f.k, b0 + 8192));
   fx_close(&f);
 }
 
@@ -700,8 +757,10 @@ int main(void) {
       cmocka_unit_test(free_all_trims_brk_keeping_top_pad),
       cmocka_unit_test(tcache_holds_seven_then_fastbin),
       cmocka_unit_test(fastbin_chunks_coalesce_only_on_consolidate),
+      cmocka_unit_test(small_requests_split_the_last_remainder),
       cmocka_unit_test(version_243_has_16_tcache_slots_and_no_fastbins),
       cmocka_unit_test(malloc_trim_releases_interior_pages),
+      cmocka_unit_test(malloc_trim_keeps_48_header_bytes),
       cmocka_unit_test(malloc_trim_leaves_tcache_chunks),
       cmocka_unit_test(calloc_leaves_fresh_memory_untouched),
       cmocka_unit_test(thirty_threads_on_two_cpus_make_16_arenas),
