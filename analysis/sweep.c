@@ -48,6 +48,26 @@ static bool is_page_size(const char *name) {
   return same_name(name, "page_size");
 }
 
+static bool is_mmap_offset(const char *name) {
+  return same_name(name, "mmap_offset");
+}
+
+/* Axes that configure the kernel rather than the workload. */
+static bool is_kernel_axis(const char *name) {
+  return is_page_size(name) || is_mmap_offset(name);
+}
+
+static bool parse_mmap_offset(const char *v, uint64_t *out) {
+  char *end;
+  errno                = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || *end || end == v || v[0] == '-' || x % 4096 != 0 ||
+      x >= (UINT64_C(1) << 30))
+    return false;
+  *out = x;
+  return true;
+}
+
 static const workload_option_t *find_option(const workload_def_t *wl,
                                             const char *name) {
   for (const workload_option_t *o = wl->options; o->name; o++)
@@ -88,9 +108,9 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
   memcpy(out->name, spec, nlen);
   out->name[nlen] = '\0';
   const workload_option_t *opt = find_option(wl, out->name);
-  if (!is_page_size(out->name) && opt == NULL) {
+  if (!is_kernel_axis(out->name) && opt == NULL) {
     char known[512];
-    size_t used = (size_t)snprintf(known, sizeof known, "page_size");
+    size_t used = (size_t)snprintf(known, sizeof known, "page_size, mmap_offset");
     for (const workload_option_t *o = wl->options; o->name; o++)
       if (strcmp(o->name, "seed") != 0 && used < sizeof known)
         used += (size_t)snprintf(known + used, sizeof known - used, ", %s",
@@ -106,7 +126,8 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
   if (opt != NULL)
     snprintf(out->name, sizeof out->name, "%s", opt->name);
   else
-    snprintf(out->name, sizeof out->name, "page_size");
+    snprintf(out->name, sizeof out->name, "%s",
+             is_page_size(out->name) ? "page_size" : "mmap_offset");
 
   size_t n = 1;
   for (const char *c = eq + 1; *c; c++)
@@ -132,6 +153,13 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
     if (is_page_size(out->name) && !parse_page_size(out->values[i], &ps)) {
       as_err_set(err, AS_EUSAGE,
                  "--vary page_size expects 4096, 16384 or 65536, got '%s'",
+                 out->values[i]);
+      goto fail;
+    }
+    if (is_mmap_offset(out->name) && !parse_mmap_offset(out->values[i], &ps)) {
+      as_err_set(err, AS_EUSAGE,
+                 "--vary mmap_offset expects a multiple of 4096 below 1 GiB, "
+                 "got '%s'",
                  out->values[i]);
       goto fail;
     }
@@ -260,6 +288,8 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
       rest /= c->axes[a].count;
       if (is_page_size(c->axes[a].name))
         parse_page_size(base.values[a], &base.page_size);
+      if (is_mmap_offset(c->axes[a].name))
+        parse_mmap_offset(base.values[a], &base.mmap_offset);
     }
     unsigned ns = seeded(c, &base) ? seeds : 1;
     for (unsigned s = 0; s < ns; s++) {
@@ -382,6 +412,14 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
 
   sim_kernel_config_t kcfg = c->kernel;
   kcfg.page_size           = p->page_size;
+  if (p->mmap_offset != 0) {
+    if (kcfg.mmap_top == 0) {
+      sim_kernel_config_t def;
+      sim_kernel_config_default(&def);
+      kcfg.mmap_top = def.mmap_top;
+    }
+    kcfg.mmap_top -= p->mmap_offset;
+  }
   trace_source_t  *src     = NULL;
   sim_session_t    sess;
   bool             have_session = false;
@@ -565,15 +603,16 @@ void sweep_point_json(const sweep_config_t *c, const sweep_point_t *p,
   size_t used = 0;
   APPEND("{");
   for (size_t a = 0; a < c->naxes; a++) {
-    if (is_page_size(c->axes[a].name))
+    if (is_kernel_axis(c->axes[a].name))
       continue;
     used = json_str(buf, len, used, c->axes[a].name);
     APPEND(":");
     used = json_value(buf, len, used, p->values[a]);
     APPEND(",");
   }
-  APPEND("\"page_size\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"args\":", p->page_size,
-         p->seed);
+  APPEND("\"page_size\":%" PRIu64 ",\"mmap_offset\":%" PRIu64
+         ",\"seed\":%" PRIu64 ",\"args\":",
+         p->page_size, p->mmap_offset, p->seed);
   used = json_str(buf, len, used, p->args);
   if (p->have_formula)
     APPEND(",\"formula_sd_bytes\":%.17g", p->formula_sd_bytes);

@@ -42,7 +42,11 @@ struct sweep_axis_s {
 };
 
 /* Parses "name=v1,v2,..." for workload wl.  name is one of wl's options
- * ('_' and '-' are interchangeable) or page_size (4096, 16384, 65536).
+ * ('_' and '-' are interchangeable), page_size (4096, 16384, 65536), or
+ * mmap_offset: bytes (a multiple of 4096 below 1 GiB) by which the
+ * simulated kernel's mmap_top is lowered, i.e. a different address-space
+ * layout, as ASLR gives each real run (it decides which pymalloc arenas are
+ * 16 KiB aligned).
  * AS_EUSAGE naming the axis for an unknown name, an empty value or a page
  * size the kernel does not support.  Free with sweep_axis_free. */
 as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
@@ -78,6 +82,7 @@ struct sweep_point_s {
   uint64_t    seed;                     /* 0 when the point is unseeded */
   const char *values[SWEEP_MAX_AXES];   /* this point's value on each axis */
   uint64_t    page_size;                /* OS page, bytes */
+  uint64_t    mmap_offset;              /* mmap_top lowered by, bytes */
   char        args[512];                /* workload arguments, as for
                                            `allocsim run WORKLOAD ...` */
   /* Results (valid when status is AS_OK). */

@@ -94,8 +94,15 @@ def main():
                     help="model spec (default: the file's #@ model)")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
-    files = a.files or sorted(glob.glob(os.path.join(
-        root, "data", "measured", "survivors-*.trace")))
+    files = a.files or glob.glob(os.path.join(
+        root, "data", "measured", "survivors-*.trace"))
+
+    def order(path):
+        m = read_measured(path)[0].get("workload", "").split()
+        o = dict(zip(m[1::2], m[2::2]))
+        return (int(o.get("--size", 0)), o.get("--pattern", ""),
+                float(o.get("--fraction", 0)), "--reuse-size" in o)
+    files = sorted(files, key=order)
     if not files:
         sys.exit("compare_survivors.py: no measured files")
 
@@ -134,13 +141,18 @@ def main():
             m_align = "?"
         s_align = (f"{pt['arenas_peak'] - pt['unaligned_peak']}/"
                    f"{pt['arenas_peak']}" if "arenas_peak" in pt else "?")
-        rows.append(dict(case=describe(opts), file=os.path.basename(path),
+        if "--reuse-size" in opts:
+            opts_case = describe(opts) + " (reuse run)"
+        else:
+            opts_case = describe(opts)
+        rows.append(dict(case=opts_case, file=os.path.basename(path),
                          measured=m_kept, simulated=s_kept, formula=f_kept,
                          sd=f_sd,
                          m_arenas=(ma - ms) if ma is not None and ms is not None
                          else None,
                          s_arenas=pt.get("arenas_pinned"),
                          align=f"{m_align} / {s_align}",
+                         layout=meta.get("layout_pinned_runs", "-"),
                          m_peak=(marks["peak"] - marks["start"]) / MIB,
                          s_peak=pt["rss_peak_bytes"] / MIB))
         if "after_reuse" in marks:
@@ -154,14 +166,15 @@ def main():
           " formula - meas | new arenas at after, measured / simulated |"
           " aligned arenas at peak, measured / simulated |"
           " peak measured / simulated |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     se, fe, fn = 0.0, 0.0, 0
     for r in rows:
         ferr = "-" if r["formula"] is None else f"{r['formula'] - r['measured']:+.2f}"
         fcol = "-" if r["formula"] is None else f"{r['formula']:.2f} ({r['sd']:.2f})"
         print(f"| {r['case']} | {r['measured']:.2f} | {r['simulated']:.2f} |"
               f" {fcol} | {r['simulated'] - r['measured']:+.2f} | {ferr} |"
-              f" {r['m_arenas']} / {r['s_arenas']} | {r['align']} |"
+              f" {r['m_arenas']} / {r['s_arenas']} | {r['layout']} |"
+              f" {r['align']} |"
               f" {r['m_peak']:.2f} / {r['s_peak']:.2f} |")
         se += abs(r["simulated"] - r["measured"])
         if r["formula"] is not None:

@@ -179,6 +179,30 @@ def build(n, size):
     return objs
 
 
+def arena_layout(objs, flags):
+    """Where the objects really went: split the build, in allocation order,
+    into runs whose blocks sit in the same or the next 16 KiB pool (id() is
+    the address); a new arena (or another arena's free pool) starts a new
+    run.  Returns (runs, runs holding a survivor, Counter of run lengths).
+    A run of 16065 objects is an unaligned 64 B arena (63 pools), 16320 an
+    aligned one (64 pools); the pinned count given this layout should equal
+    the new arenas measured at `after`, whatever the model's layout."""
+    from collections import Counter
+    sizes, pinned = Counter(), 0
+    prev, start, hit = None, 0, False
+    for i, o in enumerate(objs):
+        pool = id(o) >> 14
+        if prev is not None and pool != prev and pool != prev + 1:
+            sizes[i - start] += 1
+            pinned += hit
+            start, hit = i, False
+        hit = hit or flags[i]
+        prev = pool
+    sizes[len(objs) - start] += 1
+    pinned += hit
+    return sum(sizes.values()), pinned, sizes
+
+
 def select(objs, flags):
     keep = []
     app = keep.append
@@ -257,6 +281,8 @@ def main():
     mark("start")
     objs = build(n, size)
     mark("peak")
+    # After the peak reading; it only churns int temporaries.
+    layout = arena_layout(objs, flags) if size <= 512 else None
     keep = select(objs, flags)
     del objs  # list_dealloc: items backwards, then ob_item
     gc.collect()
@@ -304,6 +330,12 @@ def main():
         ("fillers", f"{nfill} objects of {size} bytes" if a.fill
          else "none (--no-fill)"),
     ]
+    if layout is not None:
+        runs, lpinned, sizes = layout
+        meta.append(("layout_runs", str(runs)))
+        meta.append(("layout_pinned_runs", str(lpinned)))
+        meta.append(("layout_run_sizes", " ".join(
+            f"{k}x{v}" for k, v in sizes.most_common(12))))
     for label, arenas, unaligned, unused in pstats:
         meta.append((f"pymalloc_{label}",
                      f"arenas={arenas} unaligned={unaligned} "
