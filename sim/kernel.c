@@ -383,16 +383,29 @@ static void fix_path(inode_t *t, sim_addr_t key) {
  * and owner (always the case in the gap tree).  An absorbed neighbour is
  * grown in place and n goes back to the pool. */
 static void itree_insert(sim_kernel_t *k, itree_t *tr, inode_t *n) {
-  inode_t *p = n->start > 0 ? itree_find(tr, n->start - 1) : NULL;
-  inode_t *s = itree_find(tr, n->end);
-  if (p != NULL && (p->prot != n->prot || p->owner != n->owner)) {
+  /* One descent finds both neighbours: the last interval starting below n
+   * and the first starting above it. */
+  inode_t *p = NULL, *s = NULL;
+  for (inode_t *t = tr->root; t != NULL;) {
+    assert(t->start != n->start);
+    if (t->start < n->start) {
+      p = t;
+      t = t->right;
+    } else {
+      s = t;
+      t = t->left;
+    }
+  }
+  assert(p == NULL || p->end <= n->start);
+  assert(s == NULL || s->start >= n->end);
+  if (p != NULL && (p->end != n->start || p->prot != n->prot ||
+                    p->owner != n->owner)) {
     p = NULL;
   }
-  if (s != NULL && (s->prot != n->prot || s->owner != n->owner)) {
+  if (s != NULL && (s->start != n->end || s->prot != n->prot ||
+                    s->owner != n->owner)) {
     s = NULL;
   }
-  assert(p == NULL || p->end == n->start);
-  assert(s == NULL || s->start == n->end);
   if (p != NULL) {
     sim_addr_t end = n->end;
     if (s != NULL) {
