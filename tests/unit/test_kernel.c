@@ -189,6 +189,42 @@ static void mmap_is_topdown_and_alignment_is_honoured(uint64_t P) {
 }
 PAGE_TESTS(mmap_is_topdown_and_alignment_is_honoured)
 
+static void mmap_without_a_big_enough_gap_is_enomem(uint64_t P) {
+  /* A tiny layout: mmap may use [64 KiB, 4 MiB), brk starts at 1 MiB. */
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.page_size       = P;
+  cfg.mmap_top        = 4 * MIB;
+  cfg.brk_start       = 1 * MIB;
+  sim_kernel_t *k     = new_kernel_cfg(&cfg);
+  as_err_t      err   = {0};
+  sim_addr_t    a     = 7;
+  sim_addr_t    below = 4 * MIB - 64 * KIB;
+  assert_int_equal(sim_kernel_mmap(k, 4 * MIB, 0, SIM_PROT_RW,
+                                   SIM_OWNER_IDEAL, &a, &err),
+                   AS_ENOMEM);
+  assert_int_equal(a, 0);
+  assert_non_null(strstr(err.msg, "no gap"));
+  assert_int_equal(map(k, below, 0, SIM_PROT_NONE, SIM_OWNER_IDEAL),
+                   64 * KIB);
+  assert_int_equal(sim_kernel_mmap(k, P, 0, SIM_PROT_RW, SIM_OWNER_IDEAL, &a,
+                                   &err),
+                   AS_ENOMEM);
+  /* The heap sits inside the reservation: brk cannot grow. */
+  assert_int_equal(sim_kernel_brk(k, 1 * MIB + 1, &err), AS_ENOMEM);
+  assert_int_equal(sim_kernel_mapped_bytes(k), below);
+  check(k);
+  sim_kernel_destroy(k);
+
+  /* brk_start must lie below mmap_top. */
+  cfg.brk_start = 4 * MIB;
+  k             = (sim_kernel_t *)1;
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_EINVAL);
+  assert_null(k);
+  assert_non_null(strstr(err.msg, "brk_start"));
+}
+PAGE_TESTS(mmap_without_a_big_enough_gap_is_enomem)
+
 static void freed_hole_is_reused_topdown(uint64_t P) {
   sim_kernel_t *k = new_kernel(P, false, false);
   sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
@@ -792,6 +828,7 @@ int main(void) {
       cmocka_unit_test(only_4k_16k_64k_pages_are_accepted),
       PAGE_ENTRIES(touch_counts_partial_and_spanning_pages),
       PAGE_ENTRIES(mmap_is_topdown_and_alignment_is_honoured),
+      PAGE_ENTRIES(mmap_without_a_big_enough_gap_is_enomem),
       PAGE_ENTRIES(freed_hole_is_reused_topdown),
       PAGE_ENTRIES(munmap_drops_residency),
       PAGE_ENTRIES(dontneed_drops_at_once_and_free_waits_for_reclaim),
