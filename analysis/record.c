@@ -775,6 +775,7 @@ struct conv_s {
   tidmap_t                th;
   uint64_t                main_tid;
   uint64_t                last_t;
+  const capture_rec_t    *base;   /* the mapped log, for byte offsets */
 };
 
 static as_status_t conv_emit(conv_t *c, trace_event_t *ev, as_err_t *err) {
@@ -832,9 +833,11 @@ static void label_copy(char *out, const capture_rec_t *labs, size_t n) {
   out[len] = '\0';
 }
 
-/* Converts one merged record (with its label records). */
+/* Converts one merged record with its nlabs label records (nlabs is what
+ * the chunk really holds, which a damaged log may make less than extra). */
 static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
-                               const capture_rec_t *labs, as_err_t *err) {
+                               const capture_rec_t *labs, size_t nlabs,
+                               as_err_t *err) {
   trace_event_t ev;
   memset(&ev, 0, sizeof ev);
   ev.t_ns = r->t_ns;
@@ -933,14 +936,14 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
     return conv_emit(c, &ev, err);
   case CAPTURE_OP_MARK: {
     char label[TRACE_LABEL_MAX + 1];
-    label_copy(label, labs, r->extra);
+    label_copy(label, labs, nlabs);
     ev.op = TRACE_MARK;
     ev.label = label;
     if ((rc = conv_emit(c, &ev, err)) != AS_OK)
       return rc;
     capture_rec_t rss = *r;
     rss.op = CAPTURE_OP_RSS;
-    return conv_record(c, &rss, NULL, err);
+    return conv_record(c, &rss, NULL, 0, err);
   }
   case CAPTURE_OP_THREAD_EXIT: {
     uint64_t v;
@@ -955,8 +958,9 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
   }
   default:
     return as_err_set(err, AS_EFORMAT,
-                      "%s: record seq %" PRIu64 ": unknown op %u", c->raw_path,
-                      r->seq, r->op);
+                      "%s: offset %zu: expected a record op 2..12, got %u",
+                      c->raw_path,
+                      (size_t)(r - c->base) * sizeof(capture_rec_t), r->op);
   }
 }
 
@@ -1029,6 +1033,7 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   }
   st->pid = recs[1].a;
   c.main_tid = recs[1].tid;
+  c.base = recs;
 
   /* Pass 1: index chunks, gather provenance and the baseline sample. */
   trace_meta_t tm;
@@ -1119,7 +1124,7 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
     if (k->pos + 1 + nl > k->n)
       nl = k->n - k->pos - 1;
     if (r->op != CAPTURE_OP_LABEL &&
-        (rc = conv_record(&c, r, r + 1, err)) != AS_OK)
+        (rc = conv_record(&c, r, r + 1, nl, err)) != AS_OK)
       goto done;
     k->pos += 1 + nl;
     if (k->pos >= k->n)
@@ -1132,8 +1137,11 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
 
 done:
   if (c.w != NULL) {
+    /* A half-written trace would look like a short capture: remove it. */
     as_err_t ignore;
     trace_writer_close(c.w, &ignore);
+    if (strcmp(out_path, "-") != 0)
+      unlink(out_path);
   }
   if (map != MAP_FAILED)
     munmap(map, size);

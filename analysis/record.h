@@ -97,7 +97,8 @@ struct record_convert_stats_s {
  * the converter adds pid, baseline_rss_bytes, capture_overhead_bytes and
  * python when known).  Addresses become dense ids, lowest free id first.
  * rss events carry measured RSS minus the library's own resident bytes.
- * A malformed log fails with AS_EFORMAT naming the file and byte offset. */
+ * A malformed log fails with AS_EFORMAT naming the file and byte offset,
+ * and leaves no output file behind. */
 as_status_t record_capture_convert(const char *raw_path, const char *out_path,
                                    const trace_meta_t     *meta,
                                    record_convert_stats_t *st, as_err_t *err);
