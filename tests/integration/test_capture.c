@@ -25,6 +25,7 @@
 #include "analysis/compare.h"
 #include "analysis/record.h"
 #include "analysis/store.h"
+#include "traces/capture/capture_log.h"
 #include "traces/trace_io.h"
 
 #define LIB   ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
@@ -308,6 +309,34 @@ static void fork_child_writes_its_own_trace(void **state) {
   free(c.v);
 }
 
+static bool has_malloc_of(const trace_t *t, uint64_t size) {
+  for (size_t i = 0; i < t->n; i++)
+    if (t->v[i].e.op == TRACE_MALLOC && t->v[i].e.size == size)
+      return true;
+  return false;
+}
+
+static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
+  (void)state;
+  char *const             argv[] = {PROGS "execer", NULL};
+  record_capture_result_t res;
+  trace_t                 t, first;
+  capture("execer", argv, 0, &res, &t);
+  assert_true(has_malloc_of(&t, 9002));
+  assert_false(has_malloc_of(&t, 9001));
+  find_mark(&t, "second");
+  assert_int_equal(res.nextra, 1);
+  /* OUT.PID.EXT for generation 0 of the same pid. */
+  assert_non_null(strstr(res.extra_path[0], "/execer."));
+  read_trace(res.extra_path[0], &first);
+  assert_true(has_malloc_of(&first, 9001)); /* flushed by execve */
+  find_mark(&first, "first");
+  assert_false(has_malloc_of(&first, 9002));
+  assert_int_equal(res.extra[0].pid, res.main.pid);
+  free(t.v);
+  free(first.v);
+}
+
 static void sampler_records_rss_while_the_program_sleeps(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "idle_sampler", NULL};
@@ -510,6 +539,50 @@ static void convert_rejects_a_file_that_is_not_a_capture_log(void **state) {
   assert_non_null(strstr(err.msg, "raw.bogus: offset 0"));
 }
 
+static void convert_names_the_offset_of_a_bad_record(void **state) {
+  (void)state;
+  char path[300], out[300];
+  snprintf(path, sizeof path, "%s/raw.badop", g_dir);
+  snprintf(out, sizeof out, "%s/badop.trace", g_dir);
+  capture_rec_t r[5];
+  memset(r, 0, sizeof r);
+  r[0].seq = CAPTURE_CHUNK_MAGIC; /* file header chunk */
+  r[0].a = 1;
+  r[1].seq = CAPTURE_LOG_MAGIC;
+  r[1].op = CAPTURE_OP_FILE_HEADER;
+  r[1].a = 77;
+  r[1].tid = 77;
+  r[2].seq = CAPTURE_CHUNK_MAGIC; /* a chunk of two records */
+  r[2].a = 2;
+  r[3].seq = 1;
+  r[3].op = CAPTURE_OP_MALLOC;
+  r[3].a = 0x1000;
+  r[3].b = 24;
+  r[3].tid = 77;
+  r[4].seq = 2;
+  r[4].op = 99; /* no such op */
+  r[4].tid = 77;
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(r, sizeof r[0], 5, f), 5);
+  fclose(f);
+  record_convert_stats_t st;
+  as_err_t               err = {0};
+  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "raw.badop: offset 192: expected a record op"));
+  assert_int_not_equal(access(out, F_OK), 0); /* no half-written trace */
+  /* The same log without the bad record converts: one malloc. */
+  r[2].a = 1;
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(r, sizeof r[0], 4, f), 4);
+  fclose(f);
+  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err), AS_OK);
+  assert_int_equal(st.alloc_events, 1);
+  assert_int_equal(st.pid, 77);
+}
+
 static void sha256_matches_the_fips_test_vectors(void **state) {
   (void)state;
   char out[65];
@@ -688,12 +761,14 @@ int main(void) {
       cmocka_unit_test(aligned_family_keeps_alignment_and_early_calloc),
       cmocka_unit_test(threads_record_every_free_after_its_malloc),
       cmocka_unit_test(fork_child_writes_its_own_trace),
+      cmocka_unit_test(exec_keeps_the_last_image_as_the_commands_trace),
       cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(convert_rejects_a_file_that_is_not_a_capture_log),
+      cmocka_unit_test(convert_names_the_offset_of_a_bad_record),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
       cmocka_unit_test(libc_spec_follows_env_knobs_and_tunables),
       cmocka_unit_test(series_stats_fit_a_line_exactly),

@@ -1,0 +1,26 @@
+/* tests/integration/capture_progs/execer.c -- exec: the first image
+ * allocates 9001 bytes and execve()s itself with argument "second", whose
+ * image allocates 9002 bytes.  The command's trace is the last image; the
+ * first image's records were flushed by the execve wrapper. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocsim_mark.h"
+
+extern char **environ;
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "second") == 0) {
+    void *q = malloc(9002);
+    free(q);
+    ALLOCSIM_MARK("second");
+    return 0;
+  }
+  void *p = malloc(9001);
+  ALLOCSIM_MARK("first");
+  char *const args[] = {argv[0], "second", NULL};
+  execve("/proc/self/exe", args, environ);
+  free(p);
+  return 1; /* exec failed */
+}
