@@ -26,7 +26,17 @@
  * all boundary tags are used for: finding neighbours to coalesce.  Bin lists
  * are glibc's circular doubly linked lists, with one head record per bin per
  * arena, so insertion and search order are glibc's, including the large-bin
- * nextsize skip list.  The object id of a trace indexes obj[] -> record.
+ * nextsize skip list; a sorted array of each large bin's size groups finds
+ * the same group as glibc's skip-list walk by binary search.  The object id
+ * of a trace indexes obj[] -> record.  Per event the work is O(1) except
+ * glibc's own loops (unsorted scan, consolidation, mtrim) and O(log n)
+ * large-bin searches.
+ *
+ * Arenas: arena_get2's limit, free_list reuse and reused_arena follow
+ * arena.c exactly; since a replay has no lock contention, reused_arena's
+ * trylock (arena.c:876) always succeeds on next_to_use, so full arenas are
+ * handed out round-robin along the ring main -> newest -> ... -> oldest.
+ * ncpus stands for __get_nprocs() (default 2, the measured machine).
  *
  * Page touches (first write makes a page resident, models-spec F.1): the
  * program writes every byte it requests (malloc, memalign, realloc growth);
@@ -36,10 +46,11 @@
  *
  * Sections
  *   Constants and options          Records and bins
- *   Kernel helpers                 Threads, tcache, arenas
- *   sysmalloc, systrim, heap_trim  _int_free, malloc_consolidate
- *   _int_malloc                    Public entry points (malloc ... trim)
- *   Model interface
+ *   Large-bin index                Kernel helpers
+ *   Threads, tcache, arenas        sysmalloc, systrim, heap_trim
+ *   _int_free, malloc_consolidate  _int_malloc
+ *   Public entry points            Model interface
+ *   Introspection (models/glibc.h)
  */
 #include "glibc.h"
 
@@ -52,9 +63,9 @@
 /* ---- Constants and options --------------------------------------------- */
 
 #define SIZE_SZ          UINT64_C(8)  /* malloc.c: INTERNAL_SIZE_T on x86-64 */
-#define MALLOC_ALIGNMENT UINT64_C(16) /* sysdeps/x86/malloc-alignment.h */
+#define MALLOC_ALIGNMENT UINT64_C(16) /* sysdeps/generic/malloc-alignment.h:27 */
 #define MALLOC_ALIGN_MASK (MALLOC_ALIGNMENT - 1)
-#define CHUNK_HDR_SZ     (2 * SIZE_SZ) /* malloc.c:1299 */
+#define CHUNK_HDR_SZ     (2 * SIZE_SZ) /* malloc.c:1295 */
 #define MINSIZE          UINT64_C(32)  /* malloc.c:1312 MIN_CHUNK_SIZE 32 */
 #define NBINS            128           /* malloc.c:1570 */
 #define NSMALLBINS       64            /* malloc.c:1571 */
@@ -239,7 +250,7 @@ struct glibc_model_s {
   uint64_t      page;          /* GLRO(dl_pagesize) */
   glibc_version_t version;
 
-  /* mp_ (malloc.c:1860-1900) */
+  /* mp_ (struct malloc_par, malloc.c:1868-1926; defaults 1929-1946) */
   uint64_t mmap_threshold;
   uint64_t trim_threshold;
   uint64_t top_pad;
@@ -375,7 +386,7 @@ static uint64_t align_down(uint64_t x, uint64_t a) {
   return x & ~(a - 1);
 }
 
-/* malloc.c:1713-1716 */
+/* malloc.c:1713-1716 idx2block, idx2bit, mark_bin */
 static void mark_bin(garena_t *av, unsigned i) {
   av->binmap[i >> 5] |= 1u << (i & 31);
 }
@@ -556,7 +567,7 @@ static int tc_index(const glibc_model_t *g, uint64_t nb) {
   return idx < g->tcache_bins ? (int)idx : -1;
 }
 
-/* The bin _int_malloc may stash into for nb (malloc.c:3856, 3918, 3977:
+/* The bin _int_malloc may stash into for nb (malloc.c:3860, 3918, 3980:
  * tc_idx < mp_.tcache_bins; g242:4056, 4116, 4178: < tcache_small_bins). */
 static int tc_stash_index(const glibc_model_t *g, uint64_t nb) {
   uint64_t idx = (nb - MINSIZE + MALLOC_ALIGN_MASK) / MALLOC_ALIGNMENT;
@@ -1279,7 +1290,7 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
 }
 
 /* Splits a chunk taken from a bin; the remainder goes to the front of the
- * unsorted list (malloc.c:4208-4231, 4304-4336). */
+ * unsorted list (malloc.c:4206-4232, 4310-4336). */
 static void split_to_unsorted(glibc_model_t *g, int32_t ai, uint32_t victim,
                               uint64_t nb, bool advertise) {
   uint32_t rem = split(g, victim, nb);
@@ -1396,7 +1407,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         return victim;
       }
       place_in_bin(g, av, victim);
-      /* 4154-4163: tcache_unsorted_limit is 0 (no limit) by default. */
+      /* 4150-4157: tcache_unsorted_limit is 0 (no limit) by default. */
       if (++iters >= MAX_ITERS)
         break;
     }
@@ -1445,7 +1456,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       i            = (block << 5) + (unsigned)__builtin_ctz(map);
       uint32_t bin = av->bins + i;
       victim       = C(bin)->bk;
-      if (victim == bin) { /* 4282-4289: false alarm, clear the bit */
+      if (victim == bin) { /* 4285-4290: false alarm, clear the bit */
         av->binmap[block] &= ~(1u << (i & 31));
         i++;
         continue;

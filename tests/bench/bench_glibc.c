@@ -8,7 +8,8 @@
  * to the model (no trace decoding), so the rate is the model plus the
  * simulated kernel.  Both wall and CPU time are reported: on a shared
  * machine the CPU rate is the comparable one.  Not a test: run it from a Release build,
- *   build/tests/bench_glibc [events] [live] [threads] [options]
+ *   build/tests/bench_glibc [events] [live] [threads] [options] [small]
+ * With a fifth argument "small" sizes are 16 B-4 KiB only (60/40).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,8 +39,10 @@ static uint64_t below(uint64_t n) {
   return ((rnd() >> 32) * n) >> 32;
 }
 
+static int small_only;
+
 static uint64_t pick_size(void) {
-  uint64_t r = below(100);
+  uint64_t r = below(small_only ? 90 : 100);
   if (r < 60)
     return 16 + below(241);
   if (r < 90)
@@ -53,7 +56,8 @@ int main(int argc, char **argv) {
   uint64_t    n       = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000u;
   uint64_t    live    = argc > 2 ? strtoull(argv[2], NULL, 10) : 100000u;
   uint32_t    threads = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 1;
-  const char *opts    = argc > 4 ? argv[4] : NULL;
+  const char *opts    = argc > 4 && argv[4][0] ? argv[4] : NULL;
+  small_only          = argc > 5 && strcmp(argv[5], "small") == 0;
   if (live == 0 || threads == 0) {
     fprintf(stderr, "bench_glibc: live and threads must be positive\n");
     return 2;
