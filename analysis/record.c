@@ -517,6 +517,13 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
     if ((rc = samples_push(&smp, &pending, err)) != AS_OK)
       goto done;
   }
+  if (info->marks == info->marks_without_rss && info->measured == 0) {
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s: no rss events: a measured run needs measured RSS "
+                    "(rss lines, or a capture)",
+                    path);
+    goto done;
+  }
 
   /* The trace is stored by absolute path, or relative to the store's
    * directory when it lies below it, so a store shipped with its traces
@@ -775,7 +782,7 @@ struct conv_s {
   tidmap_t                th;
   uint64_t                main_tid;
   uint64_t                last_t;
-  const capture_rec_t    *base;   /* the mapped log, for byte offsets */
+  const capture_rec_t    *base; /* the mapped log, for byte offsets */
 };
 
 static as_status_t conv_emit(conv_t *c, trace_event_t *ev, as_err_t *err) {
@@ -957,10 +964,9 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
     return AS_OK;
   }
   default:
-    return as_err_set(err, AS_EFORMAT,
-                      "%s: offset %zu: expected a record op 2..12, got %u",
-                      c->raw_path,
-                      (size_t)(r - c->base) * sizeof(capture_rec_t), r->op);
+    return as_err_set(
+        err, AS_EFORMAT, "%s: offset %zu: expected a record op 2..12, got %u",
+        c->raw_path, (size_t)(r - c->base) * sizeof(capture_rec_t), r->op);
   }
 }
 

@@ -55,7 +55,8 @@ struct record_info_s {
  * its path and SHA-256: relative to the store's directory when the trace
  * lies below it, else absolute.  command is the command line stored when
  * the trace has no "command" provenance.  Bad traces fail with the reader's
- * message (file and position); nothing is stored then. */
+ * message (file and position), a trace without rss events with AS_EFORMAT;
+ * nothing is stored then. */
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err);

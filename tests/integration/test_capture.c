@@ -518,6 +518,10 @@ static void record_rejects_a_bad_trace_naming_its_line(void **state) {
   assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
                    AS_EFORMAT);
   assert_non_null(strstr(err.msg, "bad.trace:3"));
+  write_file(path, "allocsim-trace 1\n0 0 malloc 0 16\n1 0 mark m\n");
+  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "bad.trace: no rss events"));
   store_close(s);
 }
 
@@ -570,7 +574,8 @@ static void convert_names_the_offset_of_a_bad_record(void **state) {
   as_err_t               err = {0};
   assert_int_equal(record_capture_convert(path, out, NULL, &st, &err),
                    AS_EFORMAT);
-  assert_non_null(strstr(err.msg, "raw.badop: offset 192: expected a record op"));
+  assert_non_null(
+      strstr(err.msg, "raw.badop: offset 192: expected a record op"));
   assert_int_not_equal(access(out, F_OK), 0); /* no half-written trace */
   /* The same log without the bad record converts: one malloc. */
   r[2].a = 1;
