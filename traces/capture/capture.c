@@ -499,6 +499,15 @@ static void log_open(void) {
         open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST)
       continue;
+    if (fd >= 0) {
+      /* Move the log to a high descriptor so a program that closes or
+       * reuses low descriptors is unlikely to hit it. */
+      int hi = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+      if (hi >= 0) {
+        close(fd);
+        fd = hi;
+      }
+    }
     g_fd = fd;
     if (fd < 0)
       return;
