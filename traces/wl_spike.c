@@ -1,5 +1,5 @@
 /* traces/wl_spike.c -- the `spike` workload: seed 001's load spike, as the
- * allocation requests CPython 3.11 makes for it.
+ * allocation requests CPython 3.11 (or, with --python 3.14, 3.14) makes.
  *
  * The Python program (scripts/measure/spike.py runs exactly this; seed 001,
  * "Reproduce retained memory", with the shared splitmix64 size rule instead
@@ -61,6 +61,19 @@
  *     lists (listobject.c:121-131, from the top of the array).
  *   Because the script calls gc.collect() before `start`, every free list is
  *   empty when the trace begins.
+ * --python 3.14 (CPython 3.14.7, tcchen2026/cpython-3.14@b494531) changes two
+ * things and nothing else that this program reaches:
+ *   - sizeof(PyASCIIObject) is 40: wstr is gone (Include/cpython/
+ *     unicodeobject.h; sys.getsizeof("") == 41 since 3.12), so each string
+ *     asks for 8 bytes less (Objects/unicodeobject.c:1391, :1424);
+ *   - gc.collect() clears the float free list before the tuple lists
+ *     (Python/gc.c:1492-1496 → _PyObject_ClearFreeLists, Objects/object.c:
+ *     926-934: floats, tuples[0..19], lists).
+ *   The free-list limits are the same (Include/internal/
+ *   pycore_freelist_state.h:12-18: tuples 2000, lists 80, floats 100), as
+ *   are list_resize (Objects/listobject.c:133-138), the tuple's 56 bytes and
+ *   list_dealloc's backward order (:555-567).  3.14 inlines comprehensions
+ *   (PEP 709), which changes no request made here.
  * Left out, deliberately: the loop's temporary ints (range items and the
  * PRNG arithmetic; each is freed before the next is made, so they recycle
  * one or two pymalloc blocks), the temporary [None] of the threaded build
@@ -102,8 +115,10 @@ uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min,
   return min + z % (max - min + 1);
 }
 
-uint64_t spike_str_request(uint64_t len) {
-  return SPIKE_ASCII_HEADER + len + 1; /* unicodeobject.c:1425 */
+uint64_t spike_str_request(spike_python_t py, uint64_t len) {
+  /* 3.11 unicodeobject.c:1425; 3.14 :1424 (same expression). */
+  return (py == SPIKE_PY314 ? SPIKE_ASCII_HEADER_314 : SPIKE_ASCII_HEADER) +
+         len + 1;
 }
 
 uint64_t spike_list_capacity(uint64_t allocated, uint64_t old_size,
@@ -143,7 +158,8 @@ typedef struct spike_src_s spike_src_t;
 struct spike_src_s {
   trace_source_t base; /* must be first */
 
-  uint64_t count, min, max, keep_every, seed, threads, slice, tuple_ns;
+  uint64_t       count, min, max, keep_every, seed, threads, slice, tuple_ns;
+  spike_python_t python;
 
   spike_phase_t phase;
   uint64_t      t_ns;   /* virtual clock */
@@ -234,7 +250,7 @@ static void emit_mark(spike_src_t *s, const char *label) {
 static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
   uint64_t len = spike_str_len(s->seed, i, s->min, s->max);
   s->str_id[i] = emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
-                             spike_str_request(len));
+                             spike_str_request(s->python, len));
   s->flt_id[i] = s->nfloat_fl > 0
                      ? s->float_fl[--s->nfloat_fl]
                      : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
@@ -354,9 +370,14 @@ static void step(spike_src_t *s) {
       s->list_fl[s->nlist_fl++] = s->data_list; /* free list was empty */
       s->phase = PH_GC;
       break;
-    case PH_GC: /* clear_freelists: tuples, floats, lists; 8 per step */
+    case PH_GC: /* clear the free lists, in the version's order */
       while (s->npending + 1 < SPIKE_PENDING_MAX / 2) {
-        if (s->ntuple_fl > 0)
+        /* 3.11: tuples, floats, lists; 3.14: floats first (object.c:
+         * 930-934). */
+        bool floats_first = s->python == SPIKE_PY314;
+        if (floats_first && s->nfloat_fl > 0)
+          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+        else if (s->ntuple_fl > 0)
           emit_free(s, 0, TRACE_DOMAIN_OBJ, s->tuple_fl[--s->ntuple_fl]);
         else if (s->nfloat_fl > 0)
           emit_free(s, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
@@ -431,6 +452,7 @@ static const workload_option_t spike_options[] = {
     {"slice", "4000",
      "tuples per GIL turn when threaded (5 ms switch interval / 1.25 us)"},
     {"tuple-ns", "1250", "virtual ns per tuple (seed 001: 0.20 s / 160,000)"},
+    {"python", "3.11", "CPython whose requests to emit: 3.11 or 3.14"},
     {NULL, NULL, NULL},
 };
 
@@ -467,6 +489,15 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
     if (rc != AS_OK)
       return rc;
   }
+  spike_python_t py;
+  if (strcmp(values[8], "3.11") == 0)
+    py = SPIKE_PY311;
+  else if (strcmp(values[8], "3.14") == 0)
+    py = SPIKE_PY314;
+  else
+    return as_err_set(err, AS_EUSAGE,
+                      "spike: --python must be 3.11 or 3.14, got '%s'",
+                      values[8]);
   if (v[1] > v[2])
     return as_err_set(err, AS_EUSAGE,
                       "spike: --min (%" PRIu64 ") exceeds --max (%" PRIu64 ")",
@@ -483,6 +514,7 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   s->base.methods = &spike_methods;
   s->count = v[0], s->min = v[1], s->max = v[2], s->keep_every = v[3];
   s->seed = v[4], s->threads = v[5], s->slice = v[6], s->tuple_ns = v[7];
+  s->python = py;
   s->phase = PH_START;
   /* Live objects peak below 3 per tuple plus 4; every id is freed at most
    * once before it is reused, so the free-id stack needs no more. */
@@ -508,15 +540,17 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   char args[256];
   snprintf(args, sizeof args,
            "spike --count %" PRIu64 " --min %" PRIu64 " --max %" PRIu64
-           " --keep-every %" PRIu64 " --seed %" PRIu64 " --threads %" PRIu64,
-           s->count, s->min, s->max, s->keep_every, s->seed, s->threads);
+           " --keep-every %" PRIu64 " --seed %" PRIu64 " --threads %" PRIu64
+           " --python %s",
+           s->count, s->min, s->max, s->keep_every, s->seed, s->threads,
+           py == SPIKE_PY314 ? "3.14" : "3.11");
   snprintf(s->base.name, sizeof s->base.name, "%s", args);
   as_status_t rc = trace_meta_set(&s->base.meta, "kind", "workload", err);
   if (rc == AS_OK)
     rc = trace_meta_set(&s->base.meta, "workload", args, err);
   if (rc == AS_OK)
-    rc = trace_meta_set(&s->base.meta, "generator",
-                        "traces/wl_spike.c (CPython 3.11 requests)", err);
+    rc = trace_meta_set(&s->base.meta, "generator", "traces/wl_spike.c",
+                        err);
   if (rc != AS_OK) {
     spike_close(&s->base);
     return rc;

@@ -13,8 +13,9 @@
 
 #include "workload.h"
 
-/* CPython 3.11 request sizes, 64-bit (sources in traces/wl_spike.c). */
-#define SPIKE_ASCII_HEADER 48 /* sizeof(PyASCIIObject) */
+/* CPython request sizes, 64-bit (sources in traces/wl_spike.c). */
+#define SPIKE_ASCII_HEADER     48 /* 3.11 sizeof(PyASCIIObject) */
+#define SPIKE_ASCII_HEADER_314 40 /* 3.14: wstr removed in 3.12 */
 #define SPIKE_FLOAT_SIZE   24 /* sizeof(PyFloatObject) */
 #define SPIKE_TUPLE2_SIZE  56 /* PyGC_Head 16 + tuple 24 + 2 items * 8 */
 #define SPIKE_LIST_SIZE    56 /* PyGC_Head 16 + sizeof(PyListObject) 40 */
@@ -22,9 +23,12 @@
 /* Length of tuple i's string under the shared rule. */
 uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min, uint64_t max);
 
-/* Bytes PyUnicode_New requests for an ASCII string of len characters:
- * sizeof(PyASCIIObject) + len + 1. */
-uint64_t spike_str_request(uint64_t len);
+/* The CPython version whose requests the workload emits (--python). */
+typedef enum spike_python_e { SPIKE_PY311, SPIKE_PY314 } spike_python_t;
+
+/* Bytes PyUnicode_New requests for an ASCII string of len characters under
+ * py: sizeof(PyASCIIObject) + len + 1. */
+uint64_t spike_str_request(spike_python_t py, uint64_t len);
 
 /* Capacity (in items) list_resize chooses when a list of old_size items
  * with capacity allocated must hold new_size; returns allocated itself when

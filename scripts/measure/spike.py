@@ -145,9 +145,12 @@ def main():
 
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
                    if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")
+    # --python names the CPython whose requests traces/wl_spike.c emits
+    # (3.11 or 3.14; other versions are refused there, not guessed).
     workload = ("spike --count %d --min %d --max %d --keep-every %d "
-                "--seed %d --threads %d" % (count, a.min, a.max,
-                                            a.keep_every, seed, a.threads))
+                "--seed %d --threads %d --python %d.%d"
+                % (count, a.min, a.max, a.keep_every, seed, a.threads,
+                   sys.version_info[0], sys.version_info[1]))
     meta = [
         ("kind", "measured"),
         ("workload", workload),

@@ -35,9 +35,12 @@ typedef struct tally_s {
   uint64_t nstr;
   uint64_t last_t_ns;
   bool     time_ok, ids_ok;
+  bool     mem_freed;          /* the data list's ob_item was freed */
+  uint64_t first_gc_free_size; /* size of the first free after that */
 } tally_t;
 
 static unsigned char live_map[MAX_IDS];
+static uint64_t      size_of[MAX_IDS]; /* size of the live object by id */
 
 /* Opens workload name with argv and consumes it, checking as it goes that
  * times never decrease, that mallocs name dead ids and frees live ones. */
@@ -73,6 +76,7 @@ static void run_tally(const char *name, int argc, char **argv, tally_t *t) {
         break;
       }
       live_map[ev.id] = 1;
+      size_of[ev.id]  = ev.size;
       t->mallocs[ev.domain]++;
       if (++t->live > t->peak_live)
         t->peak_live = t->live;
@@ -98,6 +102,10 @@ static void run_tally(const char *name, int argc, char **argv, tally_t *t) {
       live_map[ev.id] = 0;
       t->live--;
       t->frees++;
+      if (t->mem_freed && t->first_gc_free_size == 0)
+        t->first_gc_free_size = size_of[ev.id];
+      if (ev.domain == TRACE_DOMAIN_MEM)
+        t->mem_freed = true;
       break;
     case TRACE_TRIM:
       t->trims++;
@@ -127,8 +135,10 @@ static void run_tally(const char *name, int argc, char **argv, tally_t *t) {
 static void str_request_is_ascii_header_plus_length_plus_nul(void **state) {
   (void)state;
   /* sizeof(PyASCIIObject) 48 + 600 + 1: sys.getsizeof("x" * 600) == 649. */
-  assert_int_equal(spike_str_request(600), 649);
-  assert_int_equal(spike_str_request(4000), 4049);
+  assert_int_equal(spike_str_request(SPIKE_PY311, 600), 649);
+  assert_int_equal(spike_str_request(SPIKE_PY311, 4000), 4049);
+  /* 3.14: sys.getsizeof("") == 41, so "x" * 600 asks for 641. */
+  assert_int_equal(spike_str_request(SPIKE_PY314, 600), 641);
 }
 
 static void str_lengths_match_the_python_script(void **state) {
@@ -200,6 +210,38 @@ static void spike_strings_total_the_python_scripts_bytes(void **state) {
   assert_true(t.ids_ok);
   /* Ids are recycled, never above the peak number of live objects. */
   assert_true(t.max_id < t.peak_live);
+}
+
+static void spike_python_314_strings_are_eight_bytes_smaller(void **state) {
+  (void)state;
+  char   *argv[] = {"--count", "160000", "--python", "3.14"};
+  tally_t t;
+  run_tally("spike", 4, argv, &t);
+  /* 375,064,420 - 8 x 160,000. */
+  assert_int_equal(t.str_bytes, 373784420);
+}
+
+static void gc_clears_tuples_first_in_311_and_floats_first_in_314(
+    void **state) {
+  (void)state;
+  char   *v311[] = {"--count", "1000"};
+  char   *v314[] = {"--count", "1000", "--python", "3.14"};
+  tally_t t;
+  run_tally("spike", 2, v311, &t);
+  assert_int_equal(t.first_gc_free_size, SPIKE_TUPLE2_SIZE);
+  run_tally("spike", 4, v314, &t);
+  assert_int_equal(t.first_gc_free_size, SPIKE_FLOAT_SIZE);
+  assert_int_equal(t.frees, 2942); /* the same frees, in another order */
+}
+
+static void spike_rejects_an_unknown_python(void **state) {
+  (void)state;
+  char           *argv[] = {"--python", "3.12"};
+  trace_source_t *src    = NULL;
+  as_err_t        err    = {0};
+  assert_int_equal(workload_open_argv(&workload_spike, 2, argv, &src, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "--python must be 3.11 or 3.14"));
 }
 
 static void spike_threads_build_their_own_index_ranges(void **state) {
@@ -352,6 +394,9 @@ int main(void) {
       cmocka_unit_test(list_growth_follows_cpython_pattern),
       cmocka_unit_test(spike_emits_exact_counts_for_a_thousand_tuples),
       cmocka_unit_test(spike_strings_total_the_python_scripts_bytes),
+      cmocka_unit_test(spike_python_314_strings_are_eight_bytes_smaller),
+      cmocka_unit_test(gc_clears_tuples_first_in_311_and_floats_first_in_314),
+      cmocka_unit_test(spike_rejects_an_unknown_python),
       cmocka_unit_test(spike_threads_build_their_own_index_ranges),
       cmocka_unit_test(spike_threaded_and_single_draw_the_same_bytes),
       cmocka_unit_test(spike_rejects_min_above_max_naming_both),

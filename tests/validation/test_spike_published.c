@@ -16,12 +16,12 @@
  * take from a measurement on this machine (scripts/measure/baseline.py),
  * and also show the miss that a 21 MiB start gives.
  *
- * Model.  The workload emits CPython 3.11's requests (traces/wl_spike.c), so
- * it runs with cpython:version=3.11.  Seed 001 measured Python 3.14, whose
- * str header is 8 bytes smaller (PyASCIIObject lost wstr in 3.12); that
- * shifts each string's chunk by 0 or 16 bytes, about 0.3% of the peak,
- * well inside the tolerance.  The published machine's CPU count is unknown;
- * ncpus=2 (this machine) only matters for the 16-thread arena cap.
+ * Model.  Seed 001 measured Python 3.14, so the published rows replay
+ * `spike --python 3.14` (3.14's 40-byte str header and free-list clearing
+ * order) on cpython:version=3.14; the runs measured here used CPython 3.11.2
+ * and replay --python 3.11 on cpython:version=3.11, as their provenance
+ * says.  The published machine's CPU count is unknown; ncpus=2 (this
+ * machine) only matters for the 16-thread arena cap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,8 +95,11 @@ static void simulate(const char *args, const char *model_spec,
 
 /* ---- Published figures (seed 001) --------------------------------------- */
 
-/* Seed 001's table, MiB: start, peak, after free, after malloc_trim(0). */
+/* Seed 001's table, MiB: start, peak, after free, after malloc_trim(0).
+ * Seed 001 ran Python 3.14, so its rows replay 3.14's requests. */
 #define PUB_START 21.0
+#define PUB_SPIKE "spike --python 3.14"
+#define PUB_MODEL "cpython:version=3.14"
 
 /* Checks the first n of peak, after_free, after_trim against pub[0..n). */
 static void assert_published(const marks_t *sim, const double *pub, int n,
@@ -117,7 +120,7 @@ static void defaults_match_published_within_ten_percent(void **state) {
   (void)state;
   static const double pub[3] = {396, 395, 57};
   marks_t             m;
-  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2", &m);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2", &m);
   assert_published(&m, pub, 3, "defaults");
 }
 
@@ -127,7 +130,7 @@ static void mmap_threshold_512_matches_published_peak_and_after_free(
   /* after_trim is checked separately below: the model misses it. */
   static const double pub[2] = {508, 265};
   marks_t             m;
-  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2,mmap_threshold=512",
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
            &m);
   assert_published(&m, pub, 2, "MALLOC_MMAP_THRESHOLD_=512");
 }
@@ -137,8 +140,8 @@ static void mmap_threshold_512_matches_published_peak_and_after_free(
 static double baseline_mib(const char *variant);
 
 /* A recorded miss with a 21 MiB start: with MALLOC_MMAP_THRESHOLD_=512 the
- * model predicts 21 + 32.2 = 53.2 MiB after malloc_trim(0) where seed 001
- * published 61 (-12.8%), while on this machine it predicts the measured
+ * model predicts 21 + 32.3 = 53.3 MiB after malloc_trim(0) where seed 001
+ * published 61 (-12.7%), while on this machine it predicts the measured
  * after_trim within 0.3 MiB (test below).  The cause is the baseline: with
  * the threshold at 512 the interpreter's own allocations over 512 bytes each
  * take a page, so that run did not start at 21 MiB (seed 001 does not
@@ -148,7 +151,7 @@ static void mmap_threshold_512_with_a_21_mib_start_misses_after_trim(
     void **state) {
   (void)state;
   marks_t m;
-  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2,mmap_threshold=512",
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
            &m);
   double predicted = PUB_START + (double)m.rss[3] / (double)MIB;
   double err       = (predicted - 61.0) / 61.0;
@@ -170,7 +173,7 @@ static void mmap_threshold_512_matches_published_with_measured_start_shift(
   double shift = baseline_mib("mmap512") - baseline_mib("default");
   assert_true(shift > 5.0 && shift < 7.0); /* 6.0 MiB when recorded */
   marks_t m;
-  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2,mmap_threshold=512",
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
            &m);
   for (int i = 0; i < 3; i++) {
     double predicted =
@@ -186,7 +189,7 @@ static void sixteen_threads_match_published_within_ten_percent(void **state) {
   (void)state;
   static const double pub[3] = {396, 396, 58};
   marks_t             m;
-  simulate("spike --threads 16", "cpython:version=3.11", "glibc:ncpus=2", &m);
+  simulate(PUB_SPIKE " --threads 16", PUB_MODEL, "glibc:ncpus=2", &m);
   assert_published(&m, pub, 3, "16 threads");
 }
 
@@ -194,7 +197,7 @@ static void arena_max_2_with_sixteen_threads_matches_published(void **state) {
   (void)state;
   static const double pub[3] = {396, 396, 57};
   marks_t             m;
-  simulate("spike --threads 16", "cpython:version=3.11",
+  simulate(PUB_SPIKE " --threads 16", PUB_MODEL,
            "glibc:ncpus=2,arena_max=2", &m);
   assert_published(&m, pub, 3, "16 threads, MALLOC_ARENA_MAX=2");
 }
@@ -203,7 +206,7 @@ static void trim_threshold_131072_matches_published(void **state) {
   (void)state;
   static const double pub[3] = {396, 395, 57};
   marks_t             m;
-  simulate("spike", "cpython:version=3.11",
+  simulate(PUB_SPIKE, PUB_MODEL,
            "glibc:ncpus=2,trim_threshold=131072", &m);
   assert_published(&m, pub, 3, "MALLOC_TRIM_THRESHOLD_=131072");
 }
@@ -213,10 +216,10 @@ static void arena_max_and_trim_threshold_change_nothing(void **state) {
   /* Seed 001: "made no measurable difference here".  Within 1% of the
    * default peak at every mark. */
   marks_t base, arenas, trim;
-  simulate("spike", "cpython:version=3.11", "glibc:ncpus=2", &base);
-  simulate("spike --threads 16", "cpython:version=3.11",
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2", &base);
+  simulate(PUB_SPIKE " --threads 16", PUB_MODEL,
            "glibc:ncpus=2,arena_max=2", &arenas);
-  simulate("spike", "cpython:version=3.11",
+  simulate(PUB_SPIKE, PUB_MODEL,
            "glibc:ncpus=2,trim_threshold=131072", &trim);
   int64_t tol = (int64_t)base.rss[1] / 100;
   for (int i = 1; i < 4; i++) {
