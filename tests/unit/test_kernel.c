@@ -547,9 +547,20 @@ PAGE_TESTS(without_thp_a_write_faults_one_page)
 
 /* ---- Scale -------------------------------------------------------------- */
 
+/* This process's resident bytes (Linux /proc/self/statm field 2). */
+static uint64_t own_rss_bytes(void) {
+  unsigned long long size = 0, resident = 0;
+  FILE              *f    = fopen("/proc/self/statm", "r");
+  assert_non_null(f);
+  assert_int_equal(fscanf(f, "%llu %llu", &size, &resident), 2);
+  fclose(f);
+  return (uint64_t)resident * 4096;
+}
+
 static void terabyte_reservation_costs_nothing(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, true, false);
-  as_err_t      err = {0};
+  uint64_t      own0 = own_rss_bytes();
+  sim_kernel_t *k    = new_kernel(P, true, false);
+  as_err_t      err  = {0};
   sim_addr_t    a   = map(k, TIB, GIB, SIM_PROT_NONE, SIM_OWNER_JEMALLOC);
   assert_int_equal(a % GIB, 0);
   assert_int_equal(sim_kernel_mapped_bytes(k), TIB);
@@ -562,6 +573,9 @@ static void terabyte_reservation_costs_nothing(uint64_t P) {
   ok(sim_kernel_mprotect(k, a, TIB, SIM_PROT_NONE, &err), &err);
   ok(sim_kernel_madvise(k, a, TIB, SIM_MADV_FREE, &err), &err);
   assert_int_equal(sim_kernel_lazyfree_bytes(k), MIB);
+  /* Dense residency (even one bit per 4 KiB page) would be 32 MiB here. */
+  uint64_t own1 = own_rss_bytes();
+  assert_true(own1 < own0 + 8 * MIB);
   ok(sim_kernel_munmap(k, a, TIB, &err), &err);
   assert_int_equal(sim_kernel_rss_bytes(k), 0);
   assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
