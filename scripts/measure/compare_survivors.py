@@ -164,6 +164,7 @@ def main():
 
     print("| case | measured kept | simulated | formula (sd) | sim - meas |"
           " formula - meas | new arenas at after, measured / simulated |"
+          " pinned given the measured layout |"
           " aligned arenas at peak, measured / simulated |"
           " peak measured / simulated |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
