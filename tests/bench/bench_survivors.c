@@ -46,7 +46,10 @@ static int open_wl(int argc, char **argv, trace_source_t **src) {
 }
 
 int main(int argc, char **argv) {
+  /* ALLOCSIM_BENCH_MODEL / ALLOCSIM_BENCH_LIBC pick the model and the
+   * composition's libc (e.g. ideal, to see what the glibc model costs). */
   const char *model = getenv("ALLOCSIM_BENCH_MODEL");
+  const char *libc  = getenv("ALLOCSIM_BENCH_LIBC");
   if (model == NULL)
     model = "cpython:version=3.11";
   trace_source_t *src;
@@ -67,7 +70,7 @@ int main(int argc, char **argv) {
   if (open_wl(argc, argv, &src))
     return 1;
   sim_session_t sess;
-  if (sim_session_open(model, NULL, NULL, &sess, &err) != AS_OK) {
+  if (sim_session_open(model, libc, NULL, &sess, &err) != AS_OK) {
     fprintf(stderr, "bench_survivors: %s\n", err.msg);
     return 1;
   }
