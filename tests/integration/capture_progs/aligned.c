@@ -1,6 +1,8 @@
 /* tests/integration/capture_progs/aligned.c -- the memalign family, calloc,
- * malloc_trim, and a calloc from a constructor that runs before main (the
- * capture library may still be resolving its symbols then). */
+ * malloc_trim, and a calloc from a constructor that runs before main (after
+ * the preloaded library's own constructor, which initialises it; calls that
+ * come earlier still, from ld.so and libc start-up, resolve the real
+ * functions on first use). */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
