@@ -343,6 +343,50 @@ static void sixteen_threads_track_this_machine_within_ten_percent(
   assert_measured("spike-threads16-arenamax2-r1.trace", 10);
 }
 
+/* The one gap above 1 MiB on this machine, explained.  Under
+ * MALLOC_MMAP_THRESHOLD_=512 the interpreter already holds mmapped chunks at
+ * `start` (spike.py records mallinfo2().hblks as mmapped_chunks_at_start:
+ * 632), and they count against M_MMAP_MAX = 65536 (glibc 2.36 malloc.c:
+ * sysmalloc, n_mmaps < n_mmaps_max) exactly as the workload's do, so 632
+ * more strings than simulated land in the heap: less at the peak (a heap
+ * chunk is smaller than a page), more after the free (heap chunks between
+ * survivors stay).  The simulation starts with no mmapped chunk; lowering
+ * its mmap_max by the recorded count stands in for them here (only here:
+ * the run did not set M_MMAP_MAX).  The after_free error then falls from
+ * about -1.6 MiB to about -0.3 MiB, the size of the residual at every other
+ * mark and variant. */
+static void interpreter_mmaps_explain_the_mmap512_after_free_gap(
+    void **state) {
+  (void)state;
+  measured_t meas;
+  marks_t    plain, adjusted;
+  read_measured("spike-mmap512-r1.trace", &meas);
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/measured/spike-mmap512-r1.trace",
+           ALLOCSIM_SOURCE_DIR);
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(path, &src, &err), AS_OK);
+  const char *n = trace_meta_get(&src->meta, "mmapped_chunks_at_start");
+  assert_non_null(n);
+  unsigned long chunks = strtoul(n, NULL, 10);
+  trace_source_close(src);
+  assert_true(chunks > 0 && chunks < 65536);
+  char libc[320];
+  snprintf(libc, sizeof libc, "%s,mmap_max=%lu", meas.libc, 65536 - chunks);
+  simulate(meas.workload, meas.model, meas.libc, &plain);
+  simulate(meas.workload, meas.model, libc, &adjusted);
+  double base = (double)meas.m.rss[0];
+  double e_plain =
+      (base + (double)plain.rss[2] - (double)meas.m.rss[2]) / (double)MIB;
+  double e_adj =
+      (base + (double)adjusted.rss[2] - (double)meas.m.rss[2]) / (double)MIB;
+  if (!(e_plain < -1.0 && e_adj > -0.5 && e_adj < 0.5))
+    fail_msg("after_free error %+.2f MiB plain, %+.2f MiB with %lu "
+             "pre-existing mmapped chunks",
+             e_plain, e_adj, chunks);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults_match_published_within_ten_percent),
@@ -358,6 +402,7 @@ int main(void) {
       cmocka_unit_test(mmap_threshold_512_tracks_this_machine),
       cmocka_unit_test(trim_threshold_tracks_this_machine),
       cmocka_unit_test(sixteen_threads_track_this_machine_within_ten_percent),
+      cmocka_unit_test(interpreter_mmaps_explain_the_mmap512_after_free_gap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
