@@ -742,7 +742,7 @@ static void random_churn_keeps_invariants(void **state) {
     assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP), 0);
     /* What stays: thread-arena tops below trim_threshold (malloc_trim does
      * not trim them), top_pad, and pages pinned by the main thread's
-     * tcache chunks; a few MiB, against hundreds at the peak. */
+     * tcache chunks: a few MiB (glibc keeps them too). */
     assert_true(sim_kernel_rss_bytes(f.k) < 16 * MiB);
     fx_close(&f);
   }
