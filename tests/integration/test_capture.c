@@ -316,9 +316,7 @@ static bool has_malloc_of(const trace_t *t, uint64_t size) {
   return false;
 }
 
-static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
-  (void)state;
-  char *const             argv[] = {PROGS "execer", NULL};
+static void check_exec(char *const *argv) {
   record_capture_result_t res;
   trace_t                 t, first;
   capture("execer", argv, 0, &res, &t);
@@ -329,12 +327,20 @@ static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
   /* OUT.PID.EXT for generation 0 of the same pid. */
   assert_non_null(strstr(res.extra_path[0], "/execer."));
   read_trace(res.extra_path[0], &first);
-  assert_true(has_malloc_of(&first, 9001)); /* flushed by execve */
+  assert_true(has_malloc_of(&first, 9001)); /* flushed by the wrapper */
   find_mark(&first, "first");
   assert_false(has_malloc_of(&first, 9002));
   assert_int_equal(res.extra[0].pid, res.main.pid);
   free(t.v);
   free(first.v);
+}
+
+static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
+  (void)state;
+  char *const via_execve[] = {PROGS "execer", NULL};
+  check_exec(via_execve);
+  char *const via_execv[] = {PROGS "execer", "execv", NULL};
+  check_exec(via_execv);
 }
 
 static void sampler_records_rss_while_the_program_sleeps(void **state) {

@@ -27,10 +27,10 @@
  *     converter.
  *   - exec: LD_PRELOAD and ALLOCSIM_CAPTURE_DIR stay in the environment, so
  *     the new image loads the library again and writes raw.PID.N with the
- *     next free N.  execve is wrapped to flush the calling thread's buffer
- *     first; other threads' unflushed records are lost with the old image
- *     (exec kills them anyway).  The execv/execvp family inside glibc calls
- *     execve internally, bypassing the wrapper: their last buffer is lost.
+ *     next free N.  execve, execv, execvp and execvpe are wrapped to flush
+ *     the calling thread's buffer first; other threads' unflushed records
+ *     are lost with the old image (exec kills them anyway).  The execl
+ *     family (variadic) is not wrapped: its last buffer is lost.
  *   - _exit() and fatal signals skip the destructor: unflushed records of
  *     such a process are lost.
  *
@@ -129,6 +129,9 @@ static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static int (*real_malloc_trim)(size_t);
 static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
 
 /* ---- Bootstrap ----------------------------------------------------------- */
 
@@ -172,6 +175,11 @@ static void resolve_symbols(void) {
   real_malloc_trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
   real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(
       RTLD_NEXT, "execve");
+  real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");
+  real_execvp =
+      (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execvp");
+  real_execvpe = (int (*)(const char *, char *const[], char *const[]))dlsym(
+      RTLD_NEXT, "execvpe");
   t_self.resolving = 0;
 }
 
@@ -801,17 +809,52 @@ EXPORT int malloc_trim(size_t pad) {
   return rc;
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+/* Before the image is replaced: a last RSS sample and this thread's buffer
+ * written out (other threads' unflushed records die with the image). */
+static void before_exec(void) {
   ensure_init();
-  if (real_execve == NULL) {
-    errno = ENOSYS;
-    return -1;
-  }
   if (g_enabled) {
     sample_rss();
     atfork_prepare(); /* flushes this thread's buffer */
   }
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  before_exec();
+  if (real_execve == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
   return real_execve(path, argv, envp);
+}
+
+/* glibc's execv/execvp/execvpe call execve internally, past the wrapper
+ * above, so they are wrapped too; the execl family is not. */
+EXPORT int execv(const char *path, char *const argv[]) {
+  before_exec();
+  if (real_execv == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real_execv(path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) {
+  before_exec();
+  if (real_execvp == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real_execvp(file, argv);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  before_exec();
+  if (real_execvpe == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real_execvpe(file, argv, envp);
 }
 
 /* ---- CPython domains ------------------------------------------------------

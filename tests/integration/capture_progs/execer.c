@@ -1,7 +1,8 @@
 /* tests/integration/capture_progs/execer.c -- exec: the first image
- * allocates 9001 bytes and execve()s itself with argument "second", whose
- * image allocates 9002 bytes.  The command's trace is the last image; the
- * first image's records were flushed by the execve wrapper. */
+ * allocates 9001 bytes and execs itself with argument "second" (through
+ * execve, or execv when run as `execer execv`), whose image allocates 9002
+ * bytes.  The command's trace is the last image; the first image's records
+ * were flushed by the exec wrapper. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +21,10 @@ int main(int argc, char **argv) {
   void *p = malloc(9001);
   ALLOCSIM_MARK("first");
   char *const args[] = {argv[0], "second", NULL};
-  execve("/proc/self/exe", args, environ);
+  if (argc > 1 && strcmp(argv[1], "execv") == 0)
+    execv("/proc/self/exe", args);
+  else
+    execve("/proc/self/exe", args, environ);
   free(p);
   return 1; /* exec failed */
 }
