@@ -367,6 +367,42 @@ static void version_243_has_16_tcache_slots_and_no_fastbins(void **state) {
   fx_close(&f);
 }
 
+/* g242:1935 and 3474: 2.42 admits chunks < tcache_max_bytes = 1032, so the
+ * 1040-byte bin (requests 1017-1032) is unused; master fixed the bound
+ * (gmaster:1834, 1041).  With tcache_max raised, 2.42's large bins return
+ * the first chunk >= nb (g242:3262-3273), master only an exact size
+ * (gmaster:3104-3115). */
+static void tcache_bounds_and_large_bins_follow_the_version(void **state) {
+  (void)state;
+  static const char *const opts[] = {"version=2.36", "version=2.42",
+                                     "version=2.43"};
+  for (int v = 0; v < 3; v++) {
+    fx_t f;
+    fx_open(&f, opts[v]);
+    mal(&f, 0, 1032);
+    mal(&f, 1, 16);
+    fre(&f, 0);
+    assert_int_equal(glibc_inspect_tcache_count(f.m, 0, 1040), v != 1);
+    fx_close(&f);
+  }
+  for (int v = 1; v < 3; v++) {
+    fx_t f;
+    fx_open(&f, v == 1 ? "version=2.42,tcache_max=65536"
+                       : "version=2.43,tcache_max=65536");
+    mal(&f, 0, 3000); /* chunk 3008, large tcache bin 65 */
+    mal(&f, 1, 16);
+    uint64_t a = addr_of(&f, 0);
+    fre(&f, 0);
+    assert_int_equal(glibc_inspect_tcache_count(f.m, 0, 3008), 1);
+    mal(&f, 2, 2500); /* nb 2512: same bin, smaller */
+    if (v == 1)
+      assert_int_equal(addr_of(&f, 2), a); /* 2.42: first >= nb */
+    else
+      assert_int_not_equal(addr_of(&f, 2), a); /* master: exact only */
+    fx_close(&f);
+  }
+}
+
 /* ---- malloc_trim --------------------------------------------------------- */
 
 /* malloc.c:5044-5080: mtrim releases the whole pages inside a free chunk
@@ -784,6 +820,7 @@ int main(void) {
       cmocka_unit_test(fastbin_chunks_coalesce_only_on_consolidate),
       cmocka_unit_test(small_requests_split_the_last_remainder),
       cmocka_unit_test(version_243_has_16_tcache_slots_and_no_fastbins),
+      cmocka_unit_test(tcache_bounds_and_large_bins_follow_the_version),
       cmocka_unit_test(malloc_trim_releases_interior_pages),
       cmocka_unit_test(malloc_trim_keeps_48_header_bytes),
       cmocka_unit_test(malloc_trim_leaves_tcache_chunks),
