@@ -1456,8 +1456,10 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
       if (sscanf(e->d_name, "raw.%llu.%u", &p, &gen) != 2 ||
           (p == (unsigned long long)pid && gen == main_gen))
         continue;
-      if (res->nextra == RECORD_CAPTURE_MAX_EXTRA)
-        break;
+      if (res->nextra == RECORD_CAPTURE_MAX_EXTRA) {
+        res->nskipped++; /* counted and reported, not converted */
+        continue;
+      }
       char raw[PATH_MAX];
       fmt_into(raw, sizeof raw, "%s/%s", dir, e->d_name);
       size_t x = res->nextra++;

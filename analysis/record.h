@@ -123,6 +123,7 @@ struct record_capture_result_s {
   double                 wall_s;    /* the command's wall time */
   record_convert_stats_t main;      /* the command's own process */
   size_t                 nextra;    /* forked / exec'd processes */
+  size_t                 nskipped;  /* more of them, not converted */
   char                   extra_path[RECORD_CAPTURE_MAX_EXTRA][512];
   record_convert_stats_t extra[RECORD_CAPTURE_MAX_EXTRA];
   trace_meta_t           meta;         /* provenance written to the trace */
@@ -137,7 +138,9 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err);
 /* Runs o->argv with LD_PRELOAD'd capture (and, for CPython, PYTHONPATH
  * pointing at sitecustomize.py), waits for it, and converts its raw logs:
  * the command's process (the last image its pid exec'd) to o->out_path,
- * other processes and earlier images (fork, exec) to OUT.PID[.N].EXT.
+ * other processes and earlier images (fork, exec) to OUT.PID[.N].EXT, the
+ * first RECORD_CAPTURE_MAX_EXTRA of them (the rest are counted in
+ * nskipped).
  * Provenance: command, machine, kernel, page_size, libc, python, env knobs
  * (env.NAME), capture settings.  A command that cannot be started is AS_EINVAL;
  * its non-zero exit is not an error (see exit_code). */

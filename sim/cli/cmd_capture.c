@@ -105,6 +105,10 @@ static int capture_run(int argc, char **argv) {
   report_stats(out, &res->main);
   for (size_t k = 0; k < res->nextra; k++)
     report_stats(res->extra_path[k], &res->extra[k]);
+  if (res->nskipped > 0)
+    printf("%zu more processes were captured but not converted (limit %d; "
+           "use --keep-raw to keep their raw logs)\n",
+           res->nskipped, RECORD_CAPTURE_MAX_EXTRA);
   if (keep_raw)
     printf("raw logs kept in %s\n", res->raw_dir);
 
