@@ -1141,8 +1141,9 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   C(bck)->fd  = p;
   C(fwd)->bk  = p;
   C(p)->state = CS_BINNED;
-  w_head(g, p);
-  w_links(g, p);
+  /* set_head (size at +8) and the links (+16..) are one contiguous write. */
+  touch(g, C(p)->addr + SIZE_SZ,
+        SIZE_SZ + (in_smallbin_range(C(p)->size) ? 2 : 4) * SIZE_SZ);
   w_foot(g, p);
 }
 
