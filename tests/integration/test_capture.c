@@ -594,6 +594,81 @@ static void convert_names_the_offset_of_a_bad_record(void **state) {
   assert_int_equal(st.pid, 77);
 }
 
+/* A raw log of n mallocs at distinct addresses, all freed in a shuffled
+ * order, then n / 2 mallocs reusing addresses in another order. */
+static void convert_maps_addresses_to_lowest_free_ids(void **state) {
+  (void)state;
+  enum { N = 20000 };
+  char path[300], out[300];
+  snprintf(path, sizeof path, "%s/raw.ids", g_dir);
+  snprintf(out, sizeof out, "%s/ids.trace", g_dir);
+  size_t         nrec = 3 + 2 * N + N / 2;
+  capture_rec_t *r = calloc(nrec, sizeof *r);
+  uint64_t      *perm = malloc(N * sizeof *perm);
+  assert_non_null(r);
+  assert_non_null(perm);
+  r[0].seq = CAPTURE_CHUNK_MAGIC;
+  r[0].a = 1;
+  r[1].seq = CAPTURE_LOG_MAGIC;
+  r[1].op = CAPTURE_OP_FILE_HEADER;
+  r[1].a = r[1].tid = 5;
+  r[2].seq = CAPTURE_CHUNK_MAGIC;
+  r[2].a = nrec - 3;
+  for (uint64_t i = 0; i < N; i++)
+    perm[i] = i;
+  uint64_t x = 88172645463325252ull; /* xorshift64, fixed seed */
+  for (uint64_t i = N - 1; i > 0; i--) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    uint64_t j = x % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  size_t k = 3;
+  for (uint64_t i = 0; i < N; i++, k++) /* malloc i at 0x100000 + 64 i */
+    r[k] = (capture_rec_t){.seq = k,
+                           .t_ns = k,
+                           .a = 0x100000 + 64 * i,
+                           .b = 32,
+                           .tid = 5,
+                           .op = CAPTURE_OP_MALLOC};
+  for (uint64_t i = 0; i < N; i++, k++)
+    r[k] = (capture_rec_t){.seq = k,
+                           .t_ns = k,
+                           .a = 0x100000 + 64 * perm[i],
+                           .tid = 5,
+                           .op = CAPTURE_OP_FREE};
+  for (uint64_t i = 0; i < N / 2; i++, k++)
+    r[k] = (capture_rec_t){.seq = k,
+                           .t_ns = k,
+                           .a = 0x100000 + 64 * perm[N - 1 - i],
+                           .b = 48,
+                           .tid = 5,
+                           .op = CAPTURE_OP_MALLOC};
+  assert_int_equal(k, nrec);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(r, sizeof *r, nrec, f), nrec);
+  fclose(f);
+  record_convert_stats_t st;
+  as_err_t               err = {0};
+  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err), AS_OK);
+  assert_int_equal(st.unmatched_frees, 0);
+  assert_int_equal(st.missed_frees, 0);
+  assert_int_equal(st.max_live_ids, N);
+  trace_t t;
+  read_trace(out, &t);
+  assert_int_equal(t.n, nrec - 3);
+  for (uint64_t i = 0; i < N; i++) {
+    assert_int_equal(t.v[i].e.id, i);           /* fresh ids in order */
+    assert_int_equal(t.v[N + i].e.id, perm[i]); /* id of that address */
+  }
+  for (uint64_t i = 0; i < N / 2; i++)
+    assert_int_equal(t.v[2 * N + i].e.id, i); /* lowest free first */
+  free(t.v);
+  free(perm);
+  free(r);
+}
+
 static void sha256_matches_the_fips_test_vectors(void **state) {
   (void)state;
   char out[65];
@@ -780,6 +855,7 @@ int main(void) {
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(convert_rejects_a_file_that_is_not_a_capture_log),
       cmocka_unit_test(convert_names_the_offset_of_a_bad_record),
+      cmocka_unit_test(convert_maps_addresses_to_lowest_free_ids),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
       cmocka_unit_test(libc_spec_follows_env_knobs_and_tunables),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
