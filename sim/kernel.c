@@ -42,6 +42,18 @@
  *   - A hole in the range of mprotect or madvise is AS_EINVAL (a model bug)
  *     and changes nothing; Linux returns ENOMEM.  munmap accepts holes.
  *   - mmap_top is rounded down and brk_start up to the page size.
+ *   - mremap (Linux 6.1 mm/mremap.c SYSCALL_DEFINE5(mremap)) asks the old
+ *     range to lie in one node even when shrinking; Linux shrinks by
+ *     munmapping the tail without a VMA lookup (do_mas_munmap), and so would
+ *     accept a range over holes.  Linux's EFAULT for a range outside one VMA
+ *     (vma_to_resize) is AS_EINVAL here, like every other model bug.  Two
+ *     adjacent RW nodes of different owners are one Linux VMA; a range over
+ *     both is refused here, and a grow of the lower one moves where Linux
+ *     would also move it (the range does not end at vm_end).
+ *   - A mremap move places the new range as mmap(length) without alignment
+ *     would, then moves residency page by page: O(resident pages moved).
+ *     The chunks and table slots the move may need are reserved first, so
+ *     a host AS_ENOMEM happens before anything changes.
  *
  * Left out: file mappings, stack guard gaps, khugepaged collapse (models-spec
  * F.5), page-table lifetime (a THP fault is taken when the 2 MiB block holds
@@ -807,6 +819,135 @@ static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   table_maybe_shrink(k);
 }
 
+/* Makes room for n new chunks: table slots (so chunk_create cannot resize
+ * the table, which would also replace scan_keys) and recycled chunks (so it
+ * cannot fail).  Nothing observable changes. */
+static as_status_t chunks_reserve(sim_kernel_t *k, size_t n, as_err_t *err) {
+  unsigned bits = k->slot_bits;
+  while ((k->slot_count + n) * 2 > ((size_t)1 << bits)) {
+    bits++;
+  }
+  if (bits != k->slot_bits) {
+    as_status_t st = table_resize(k, bits, err);
+    if (st != AS_OK) {
+      return st;
+    }
+  }
+  while (k->chunk_nfree < n) {
+    chunk_t *c = malloc(sizeof *c);
+    if (c == NULL) {
+      return as_err_set(err, AS_ENOMEM,
+                        "kernel: cannot allocate residency for %zu blocks", n);
+    }
+    c->key = (uint64_t)(uintptr_t)k->chunk_free;
+    k->chunk_free = c;
+    k->chunk_nfree++;
+  }
+  return AS_OK;
+}
+
+/* Gives back what chunks_reserve took beyond the usual bounds. */
+static void chunks_unreserve(sim_kernel_t *k) {
+  while (k->chunk_nfree > CHUNK_KEEP) {
+    chunk_t *c = k->chunk_free;
+    k->chunk_free = (chunk_t *)(uintptr_t)c->key;
+    k->chunk_nfree--;
+    free(c);
+  }
+  table_maybe_shrink(k);
+}
+
+/* The most chunks chunks_move can create for a source of len bytes at a:
+ * each source chunk's pages land in at most two destination blocks. */
+static size_t chunks_move_need(const sim_kernel_t *k, sim_addr_t a,
+                               uint64_t len) {
+  uint64_t blocks = ((a + len - 1) >> CHUNK_SHIFT) - (a >> CHUNK_SHIFT) + 1;
+  return 2 * (size_t)(blocks < k->slot_count ? blocks : k->slot_count);
+}
+
+/* Moves the residency of [a, a + len) to [d, d + len): both page-aligned,
+ * disjoint, the destination mapped with no resident page (it was a gap).
+ * Linux 6.1 mm/mremap.c move_page_tables -> move_ptes (or move_huge_pmd /
+ * move_normal_pmd) moves the page-table entries: the pages are not copied
+ * or faulted, keep their dirty state (so a lazyfree page stays lazyfree:
+ * MADV_FREE's state is the clean PTE and the page's LRU, models-spec F.3),
+ * and MM_ANONPAGES does not change.  A THP moves as its 4 KiB-granular
+ * residency bits.  rw: the destination is RW, so non-lazy pages are fast.
+ * Needs chunks_reserve(k, chunks_move_need(k, a, len)) first. */
+static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
+                        uint64_t len, int rw) {
+  if (len == 0 || k->slot_count == 0) {
+    return;
+  }
+  uint64_t first = a >> CHUNK_SHIFT, last = (a + len - 1) >> CHUNK_SHIFT;
+  size_t   nkeys = 0;
+  int      scan = last - first >= k->slot_count;
+  if (scan) {
+    /* Collect first: releasing a chunk reorders the table.  The reserve
+     * guarantees no resize replaces scan_keys while we create chunks. */
+    for (size_t i = 0; i < k->slot_cap; i++) {
+      uint64_t key = k->slots[i].key;
+      if (key != SLOT_EMPTY && key >= first && key <= last) {
+        k->scan_keys[nkeys++] = key;
+      }
+    }
+  }
+  uint64_t n = scan ? nkeys : last - first + 1;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t key = scan ? k->scan_keys[i] : first + i;
+    chunk_t *c = chunk_lookup(k, key);
+    if (c == NULL) {
+      continue;
+    }
+    sim_addr_t base = key << CHUNK_SHIFT;
+    sim_addr_t lo = base > a ? base : a, hi = base + CHUNK_BYTES;
+    hi = hi < a + len ? hi : a + len;
+    uint64_t mask[CHUNK_WORDS];
+    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
+               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift));
+    chunk_t *t = NULL; /* destination chunk of the last page */
+    uint32_t moved = 0;
+    for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+      uint64_t sel = c->resident[w] & mask[w];
+      for (uint64_t m = sel; m != 0; m &= m - 1) {
+        unsigned   p = w * 64 + (unsigned)__builtin_ctzll(m);
+        sim_addr_t to = d + (base + ((sim_addr_t)p << k->page_shift) - a);
+        uint64_t   tk = to >> CHUNK_SHIFT;
+        if (t == NULL || t->key != tk) {
+          t = chunk_lookup(k, tk);
+          if (t == NULL) {
+            as_status_t st = chunk_create(k, tk, &t, NULL);
+            assert(st == AS_OK && "chunks_reserve was not called");
+            (void)st;
+          }
+        }
+        unsigned q = (unsigned)((to & (CHUNK_BYTES - 1)) >> k->page_shift);
+        unsigned qw = q >> 6;
+        uint64_t qb = UINT64_C(1) << (q & 63);
+        assert(!(t->resident[qw] & qb));
+        t->resident[qw] |= qb;
+        if ((c->lazy[w] >> (p & 63)) & 1) {
+          t->lazy[qw] |= qb;
+        } else if (rw) {
+          t->fast[qw] |= qb;
+        }
+        t->owner[q] = c->owner[p];
+        t->nresident++;
+        moved++;
+      }
+      /* Destination pages never fall in the source range, so clearing
+       * after the word's walk loses nothing even when t == c. */
+      c->resident[w] &= ~sel;
+      c->lazy[w] &= ~sel;
+      c->fast[w] &= ~sel;
+    }
+    c->nresident -= moved;
+    if (c->nresident == 0) {
+      chunk_release(k, c);
+    }
+  }
+}
+
 /* ---- Address-space operations ------------------------------------------- */
 
 static sim_addr_t page_down(const sim_kernel_t *k, sim_addr_t x) {
@@ -1247,6 +1388,92 @@ as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
     return st;
   }
   unmap_range(k, addr, end);
+  return AS_OK;
+}
+
+as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
+                              uint64_t old_length, uint64_t new_length,
+                              sim_addr_t *new_addr_out, as_err_t *err) {
+  *new_addr_out = 0;
+  sim_addr_t  end;
+  as_status_t st = check_range(k, "mremap", addr, old_length, &end, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  /* Linux 6.1 mm/mremap.c SYSCALL_DEFINE5(mremap): new_len = PAGE_ALIGN;
+   * 0 is EINVAL.  vma_to_resize: old_len 0 on a private mapping is EINVAL
+   * (it would "duplicate" the mapping). */
+  uint64_t new_len = page_round_len(k, new_length);
+  if (old_length == 0 || new_length == 0 || new_len == 0) {
+    return as_err_set(err, AS_EINVAL,
+                      "mremap [0x%" PRIx64 ", +%" PRIu64 ") to %" PRIu64
+                      " bytes: a length is zero or too large",
+                      addr, old_length, new_length);
+  }
+  /* vma_to_resize: vma_lookup(addr) (EFAULT if none) and "We can't remap
+   * across vm area boundaries" (old_len > vm_end - addr is EFAULT). */
+  inode_t *v = itree_find(&k->vmas, addr);
+  if (v == NULL || end > v->end) {
+    return as_err_set(
+        err, AS_EINVAL, "mremap [0x%" PRIx64 ", 0x%" PRIx64 "): %s", addr, end,
+        v == NULL ? "the start is not mapped" : "not inside one mapping");
+  }
+  sim_prot_t  prot = (sim_prot_t)v->prot;
+  sim_owner_t owner = (sim_owner_t)v->owner;
+  sim_addr_t  v_end = v->end;
+  uint64_t    old_len = end - addr;
+  if ((st = pool_reserve(k, err)) != AS_OK) {
+    return st;
+  }
+  if (new_len <= old_len) {
+    /* SYSCALL_DEFINE5(mremap): "Always allow a shrinking remap: that just
+     * unmaps the unnecessary pages" (do_mas_munmap of the tail). */
+    if (new_len < old_len) {
+      unmap_range(k, addr + new_len, end);
+    }
+    *new_addr_out = addr;
+    return AS_OK;
+  }
+  /* SYSCALL_DEFINE5(mremap): "old_len exactly to the end of the area" and
+   * vma_expandable: no VMA in [vm_end, vm_end + delta) (find_vma_intersection)
+   * and get_unmapped_area(MAP_FIXED) accepts the end, i.e. it is within
+   * TASK_SIZE.  mmap_base plays no part: a mapping may grow above it. */
+  if (end == v_end && new_len <= k->limit - addr) {
+    sim_addr_t new_end = addr + new_len;
+    inode_t   *next = itree_first_end_after(&k->vmas, end);
+    if (next == NULL || next->start >= new_end) {
+      /* The extension merges with the mapping (vma_merge / vma_adjust). */
+      map_range(k, end, new_end, prot, owner);
+      *new_addr_out = addr;
+      return AS_OK;
+    }
+  }
+  /* MREMAP_MAYMOVE: new_addr = get_unmapped_area(NULL-file, 0, new_len, ...)
+   * with the old VMA still mapped -- anonymous, so no alignment beyond the
+   * page (Linux 6.1 arch/x86/kernel/sys_x86_64.c
+   * arch_get_unmapped_area_topdown sets align_mask only for a file). */
+  inode_t *g = itree_highest_fit(&k->gaps, new_len);
+  if (g == NULL) {
+    return as_err_set(err, AS_ENOMEM,
+                      "mremap [0x%" PRIx64 ", 0x%" PRIx64 ") to %" PRIu64
+                      " bytes: no gap of %" PRIu64 " bytes below 0x%" PRIx64,
+                      addr, end, new_length, new_len, k->top);
+  }
+  /* The reserve changes no tree, so g stays valid. */
+  if ((st = chunks_reserve(k, chunks_move_need(k, addr, old_len), err)) !=
+      AS_OK) {
+    chunks_unreserve(k);
+    return st;
+  }
+  sim_addr_t d = g->end - new_len;
+  /* move_vma: copy_vma makes the new_len VMA at new_addr, move_page_tables
+   * carries old_len of page tables over, then do_munmap(old_addr, old_len)
+   * unmaps the old range, whose pages have already left. */
+  map_range(k, d, d + new_len, prot, owner);
+  chunks_move(k, addr, d, old_len, prot == SIM_PROT_RW);
+  gaps_give(k, itree_extract(k, &k->vmas, addr, end));
+  chunks_unreserve(k);
+  *new_addr_out = d;
   return AS_OK;
 }
 

@@ -19,6 +19,10 @@
  *     unmapped_area_topdown does, so freed holes are reused by later maps.
  *   - With thp set, a write fault in a 2 MiB-aligned range lying wholly in one
  *     RW mapping makes all of that range resident (do_huge_pmd_anonymous_page).
+ *   - mremap shrinks by unmapping the tail, grows in place when the range
+ *     after the mapping is free, and otherwise moves the mapping: the pages
+ *     go along with their residency (Linux 6.1 mm/mremap.c move_page_tables),
+ *     so a move changes no counter.
  * Memory use is proportional to mappings plus touched pages: reserving
  * terabytes of address space costs nothing.
  */
@@ -103,6 +107,28 @@ as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
 /* Unmaps every page in the range (holes are fine, as in Linux). */
 as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
                               uint64_t length, as_err_t *err);
+
+/* mremap(addr, old_length, new_length, MREMAP_MAYMOVE) of one whole mapping
+ * (or its prefix), as glibc 2.36 malloc/malloc.c mremap_chunk calls it for
+ * the realloc of an mmapped chunk.  Lengths round up to whole OS pages, and
+ * [addr, addr + old_length) must lie within one mapping (one prot and owner;
+ * any part of one is accepted, as Linux accepts any part of one VMA).
+ *   - Shrinking unmaps the tail, whose residency drops.
+ *   - Growing extends the mapping in place when the old range ends where the
+ *     mapping ends and the range after it is unmapped (up to the end of the
+ *     address space, not only up to mmap_top).
+ *   - Otherwise the mapping moves to the range mmap would pick for
+ *     new_length (top-down first fit, chosen while the old range is still
+ *     mapped): resident and lazyfree pages keep their state and owner, RSS
+ *     does not change, and the old range becomes free.
+ * The grown part is not resident until written.  Same prot and owner as the
+ * old mapping.  AS_EINVAL (naming the range) for an unaligned addr, a zero
+ * length or a range that is not inside one mapping; AS_ENOMEM if a move finds
+ * no gap.  A failure changes nothing and sets *new_addr_out to 0.
+ * *new_addr_out receives the (possibly new) address. */
+as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
+                              uint64_t old_length, uint64_t new_length,
+                              sim_addr_t *new_addr_out, as_err_t *err);
 
 /* Changes protection; every page of the range must be mapped.  Going to
  * PROT_NONE keeps residency (mprotect frees nothing, models-spec rule 2). */

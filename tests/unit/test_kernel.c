@@ -2,7 +2,8 @@
  *
  * Each behaviour is a function of the page size P and runs three times
  * (4, 16 and 64 KiB); PAGE_TESTS makes the three cmocka entries.  The last
- * tests drive random operations against a byte-per-page reference model.
+ * tests drive random operations (with and without mremap) against a
+ * byte-per-page reference model.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +75,14 @@ static void touch(sim_kernel_t *k, sim_addr_t a, uint64_t len) {
 static void madv(sim_kernel_t *k, sim_addr_t a, uint64_t len, sim_madv_t adv) {
   as_err_t err = {0};
   ok(sim_kernel_madvise(k, a, len, adv, &err), &err);
+}
+
+static sim_addr_t remap(sim_kernel_t *k, sim_addr_t a, uint64_t old_len,
+                        uint64_t new_len) {
+  sim_addr_t to = 0;
+  as_err_t   err = {0};
+  ok(sim_kernel_mremap(k, a, old_len, new_len, &to, &err), &err);
+  return to;
 }
 
 #define PAGE_TESTS(name)                                                       \
@@ -380,6 +389,321 @@ static void brk_grows_shrinks_and_stops_at_a_mapping(uint64_t P) {
   sim_kernel_destroy(k);
 }
 PAGE_TESTS(brk_grows_shrinks_and_stops_at_a_mapping)
+
+/* ---- mremap ------------------------------------------------------------- */
+
+static void mremap_shrink_drops_tail_residency(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    o = map(k, 2 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  touch(k, o, 2 * P);
+  touch(k, a, 8 * P);
+  madv(k, a + 2 * P, P, SIM_MADV_FREE); /* kept: stays lazyfree */
+  madv(k, a + 6 * P, P, SIM_MADV_FREE); /* in the tail: goes */
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 2 * P);
+  /* 3 pages and a byte: Linux PAGE_ALIGNs new_len to 4 pages. */
+  assert_int_equal(remap(k, a, 8 * P, 3 * P + 1), a);
+  check(k);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 4 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 2 * P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 6 * P);
+  assert_true(sim_kernel_is_resident(k, a + 3 * P));
+  assert_false(sim_kernel_is_resident(k, a + 4 * P));
+  as_err_t err = {0};
+  assert_int_equal(sim_kernel_touch(k, a + 4 * P, 1, &err), AS_EINVAL);
+  /* The same size changes nothing. */
+  assert_int_equal(remap(k, a, 4 * P, 4 * P), a);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  /* The freed tail is a hole the next mmap of its size fills. */
+  assert_int_equal(map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP),
+                   a + 4 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_shrink_drops_tail_residency)
+
+static void mremap_grows_in_place_when_the_next_range_is_free(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  sim_addr_t    b = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  sim_addr_t    c = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  assert_int_equal(b, a - 4 * P);
+  assert_int_equal(c, b - 4 * P);
+  ok(sim_kernel_munmap(k, a, 4 * P, &err), &err);
+  touch(k, b, 4 * P);
+  assert_int_equal(remap(k, b, 4 * P, 6 * P), b); /* into a's old range */
+  check(k);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 10 * P);
+  assert_false(sim_kernel_is_resident(k, b + 4 * P)); /* the tail: unwritten */
+  touch(k, b + 5 * P, 1);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 5 * P);
+  /* The topmost mapping grows past mmap_top: Linux's vma_expandable only
+   * asks for no VMA in the way and TASK_SIZE. */
+  assert_int_equal(remap(k, b, 6 * P, 9 * P), b);
+  assert_int_equal(b + 9 * P, (0x7ffff7ff9000 & ~(P - 1)) + P);
+  touch(k, b + 9 * P - 1, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
+  check(k);
+  /* Growing a prefix never happens in place (Linux: old_len must reach
+   * vm_end): the rest of the mapping is in the way. */
+  touch(k, c, P);
+  sim_addr_t c2 = remap(k, c, 2 * P, 3 * P);
+  assert_int_not_equal(c2, c);
+  assert_int_equal(c2, c - 3 * P);
+  assert_true(sim_kernel_is_resident(k, c2));
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_grows_in_place_when_the_next_range_is_free)
+
+static void mremap_moves_when_blocked_and_keeps_residency(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    b = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  touch(k, a, P);
+  touch(k, b, P);
+  touch(k, b + 2 * P, 2 * P);
+  madv(k, b + 3 * P, P, SIM_MADV_FREE);
+  uint64_t rss = sim_kernel_rss_bytes(k);
+  assert_int_equal(rss, 4 * P);
+  /* a sits right above b: the grow must move, top-down first fit. */
+  sim_addr_t d = remap(k, b, 4 * P, 16 * P);
+  check(k);
+  assert_int_not_equal(d, b);
+  assert_int_equal(d, b - 16 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), rss);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 3 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), P);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 20 * P);
+  assert_true(sim_kernel_is_resident(k, d));
+  assert_false(sim_kernel_is_resident(k, d + P));
+  assert_true(sim_kernel_is_resident(k, d + 2 * P));
+  assert_true(sim_kernel_is_resident(k, d + 3 * P));
+  assert_false(sim_kernel_is_resident(k, d + 4 * P)); /* the grown tail */
+  /* The old range is free: writes fault, and the next mmap reuses it. */
+  assert_false(sim_kernel_is_resident(k, b));
+  assert_int_equal(sim_kernel_touch(k, b, 1, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  /* Moved pages are writable in place: a rewrite of a non-lazy one changes
+   * nothing, a write to the tail faults one page. */
+  touch(k, d + 2 * P, P);
+  assert_int_equal(sim_kernel_rss_bytes(k), rss);
+  touch(k, d + 15 * P, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), rss + P);
+  assert_int_equal(map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_IDEAL), b);
+  check(k);
+  /* The moved lazyfree page is still lazyfree: reclaim takes it. */
+  sim_kernel_reclaim_lazyfree(k);
+  assert_false(sim_kernel_is_resident(k, d + 3 * P));
+  assert_int_equal(sim_kernel_rss_bytes(k), rss);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_moves_when_blocked_and_keeps_residency)
+
+static void mremap_moved_lazyfree_page_rewritten_survives(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  sim_addr_t    b = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  (void)a; /* a and b merge: b is a prefix of one mapping, so it moves */
+  touch(k, b, 4 * P);
+  madv(k, b, 4 * P, SIM_MADV_FREE);
+  sim_addr_t d = remap(k, b, 4 * P, 5 * P);
+  assert_int_not_equal(d, b);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 4 * P);
+  check(k);
+  touch(k, d + P, 1); /* dirty again: no longer lazyfree */
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 3 * P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
+  sim_kernel_reclaim_lazyfree(k);
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  assert_true(sim_kernel_is_resident(k, d + P));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_moved_lazyfree_page_rewritten_survives)
+
+static void mremap_moves_prot_none_residency_and_thp_blocks(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  /* A THP-backed mapping: one write fills its first 2 MiB block. */
+  sim_addr_t x = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  ok(sim_kernel_mmap_fixed(k, x + 4 * MIB, P, SIM_PROT_RW, SIM_OWNER_METADATA,
+                           &err),
+     &err); /* blocks in-place growth */
+  touch(k, x + 1, 1);
+  touch(k, x + 4 * MIB, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB + P);
+  /* The gap above the blocker is under 2 MiB, so the new range ends at x
+   * and its blocks are offset by a page: the 2 MiB of residency moves page
+   * by page across a block boundary. */
+  sim_addr_t d = remap(k, x, 4 * MIB, 4 * MIB + P);
+  assert_int_equal(d, x - 4 * MIB - P);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB + P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_JEMALLOC), 2 * MIB);
+  assert_true(sim_kernel_is_resident(k, d));
+  assert_true(sim_kernel_is_resident(k, d + 2 * MIB - P));
+  assert_false(sim_kernel_is_resident(k, d + 2 * MIB));
+  check(k);
+
+  /* PROT_NONE pages stay resident through a move and stay unwritable. */
+  sim_addr_t z = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_HEAP);
+  touch(k, z, 2 * P);
+  ok(sim_kernel_mprotect(k, z, 4 * P, SIM_PROT_NONE, &err), &err);
+  ok(sim_kernel_mmap_fixed(k, z + 4 * P, P, SIM_PROT_RW, SIM_OWNER_IDEAL, &err),
+     &err);
+  sim_addr_t z2 = remap(k, z, 4 * P, 8 * P);
+  assert_int_not_equal(z2, z);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_HEAP), 2 * P);
+  assert_true(sim_kernel_is_resident(k, z2 + P));
+  assert_int_equal(sim_kernel_touch(k, z2, 1, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "PROT_NONE"));
+  check(k);
+  ok(sim_kernel_mprotect(k, z2, 8 * P, SIM_PROT_RW, &err), &err);
+  touch(k, z2, 2 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_HEAP), 2 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_moves_prot_none_residency_and_thp_blocks)
+
+static void mremap_errors_change_nothing(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    to = 7;
+  sim_addr_t    a = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    b = map(k, 4 * P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  touch(k, b, 8 * P); /* b and a, both owners */
+  char want[64];
+  snprintf(want, sizeof want, "0x%" PRIx64, b);
+  /* Across two mappings (one Linux VMA, two owners here). */
+  assert_int_equal(sim_kernel_mremap(k, b, 8 * P, 16 * P, &to, &err),
+                   AS_EINVAL);
+  assert_int_equal(to, 0);
+  assert_non_null(strstr(err.msg, want));
+  assert_non_null(strstr(err.msg, "not inside one mapping"));
+  assert_int_equal(sim_kernel_mremap(k, b, 5 * P, 2 * P, &to, &err), AS_EINVAL);
+  /* Unmapped start, unaligned start, zero lengths. */
+  assert_int_equal(sim_kernel_mremap(k, b - P, P, 2 * P, &to, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "not mapped"));
+  assert_int_equal(sim_kernel_mremap(k, b + 1, P, 2 * P, &to, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_mremap(k, b, 0, 2 * P, &to, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_mremap(k, b, P, 0, &to, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_mremap(k, b, P, UINT64_MAX, &to, &err),
+                   AS_EINVAL);
+  /* A protection change splits a mapping (Linux: mprotect splits the VMA). */
+  ok(sim_kernel_mprotect(k, a + 2 * P, P, SIM_PROT_NONE, &err), &err);
+  assert_int_equal(sim_kernel_mremap(k, a, 3 * P, 5 * P, &to, &err), AS_EINVAL);
+  assert_int_equal(sim_kernel_rss_bytes(k), 8 * P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 8 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 4 * P);
+  check(k);
+  sim_kernel_destroy(k);
+
+  /* No gap: a tiny layout, [64 KiB, 4 MiB) for mmap. */
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.page_size = P;
+  cfg.mmap_top = 4 * MIB;
+  cfg.brk_start = 1 * MIB;
+  k = new_kernel_cfg(&cfg);
+  sim_addr_t c = map(k, 2 * MIB, 0, SIM_PROT_RW, SIM_OWNER_IDEAL);
+  sim_addr_t e = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_IDEAL);
+  assert_int_equal(e, c - P);
+  touch(k, e, P);
+  to = 7;
+  assert_int_equal(sim_kernel_mremap(k, e, P, 3 * MIB, &to, &err), AS_ENOMEM);
+  assert_int_equal(to, 0);
+  assert_non_null(strstr(err.msg, "no gap"));
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  assert_int_equal(sim_kernel_mapped_bytes(k), 2 * MIB + P);
+  assert_true(sim_kernel_is_resident(k, e));
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_errors_change_nothing)
+
+static void mremap_realloc_chain_moves_many_blocks(uint64_t P) {
+  /* glibc realloc growing a buffer written in full each time, alternately
+   * blocked (a move) and free to grow (in place): RSS stays the written
+   * size, up to 4095 pages spread over many 2 MiB blocks.  mmap_top is
+   * low enough to leave 256 MiB above it for the growth in place. */
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.page_size = P;
+  cfg.mmap_top = 0x700000000000;
+  sim_kernel_t *k = new_kernel_cfg(&cfg);
+  as_err_t      err = {0};
+  sim_addr_t    a = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  uint64_t      len = P;
+  for (int i = 0; i < 12; i++) {
+    touch(k, a, len);
+    uint64_t n = 2 * len + P;
+    if (i % 2 == 0) {
+      ok(sim_kernel_mmap_fixed(k, a + len, P, SIM_PROT_RW, SIM_OWNER_METADATA,
+                               &err),
+         &err);
+    } else {
+      ok(sim_kernel_munmap(k, a + len, n - len, &err), &err);
+    }
+    sim_addr_t to = remap(k, a, len, n);
+    if (i % 2 == 0) {
+      assert_int_not_equal(to, a);
+    } else {
+      assert_int_equal(to, a);
+    }
+    assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), len);
+    assert_true(sim_kernel_is_resident(k, to + len - P));
+    assert_false(sim_kernel_is_resident(k, to + len));
+    check(k);
+    a = to;
+    len = n;
+  }
+  assert_int_equal(sim_kernel_rss_bytes(k), (len - P) / 2);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_realloc_chain_moves_many_blocks)
+
+static void mremap_of_a_huge_reservation_visits_only_its_chunks(uint64_t P) {
+  /* 1 TiB is 2^19 blocks: the move must walk the residency table, not the
+   * blocks (the scan path of chunks_move). */
+  sim_kernel_t *k = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  sim_addr_t    a = map(k, TIB, GIB, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  sim_addr_t    top = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_BASELINE);
+  ok(sim_kernel_mmap_fixed(k, a + TIB, P, SIM_PROT_NONE, SIM_OWNER_METADATA,
+                           &err),
+     &err);                       /* blocks in-place growth */
+  touch(k, a + 512 * GIB + P, 1); /* two THP blocks */
+  touch(k, a + 512 * GIB + 2 * MIB + 3 * P, P);
+  madv(k, a + 512 * GIB + 2 * MIB + 3 * P, P, SIM_MADV_FREE);
+  touch(k, top, 1);
+  uint64_t rss = sim_kernel_rss_bytes(k);
+  assert_int_equal(rss, 4 * MIB + P);
+  sim_addr_t d = remap(k, a, TIB, TIB + GIB);
+  assert_int_not_equal(d, a);
+  assert_int_equal(sim_kernel_rss_bytes(k), rss);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_JEMALLOC), 4 * MIB);
+  assert_true(sim_kernel_is_resident(k, d + 512 * GIB + 2 * MIB - P));
+  assert_true(sim_kernel_is_resident(k, d + 512 * GIB + 2 * MIB + 3 * P));
+  assert_false(sim_kernel_is_resident(k, a + 512 * GIB));
+  /* Writable at the new address; the rewrite ends the lazyfree state. */
+  touch(k, d + 512 * GIB + 2 * MIB + 3 * P, 1);
+  assert_int_equal(sim_kernel_lazyfree_bytes(k), 0);
+  assert_int_equal(sim_kernel_mapped_bytes(k), TIB + GIB + 2 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_of_a_huge_reservation_visits_only_its_chunks)
 
 /* ---- Protection --------------------------------------------------------- */
 
@@ -688,8 +1012,19 @@ static void compare(const sim_kernel_t *k, const ref_t *r, sim_addr_t base) {
   }
 }
 
+/* Whether page p belongs to the same mapping as page q (which is mapped):
+ * the kernel merges equal neighbours, so a run of equal pages is one. */
+static bool ref_same(const ref_t *r, uint64_t p, uint64_t q) {
+  return (r->flags[p] & R_MAPPED) &&
+         (r->flags[p] & R_RW) == (r->flags[q] & R_RW) &&
+         r->owner[p] == r->owner[q];
+}
+
+/* with_mremap adds mremap to the operations (op 100-109); without it the
+ * random stream is what it always was. */
 static void random_operations_match_the_reference(uint64_t P, bool thp,
-                                                  bool pressure,
+                                                  bool          pressure,
+                                                  bool          with_mremap,
                                                   unsigned long seed) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
@@ -718,7 +1053,7 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
     sim_addr_t  a   = base + p0 * P;
     as_err_t    err = {0};
     as_status_t st;
-    unsigned    op    = (unsigned)gsl_rng_uniform_int(rng, 100);
+    unsigned op = (unsigned)gsl_rng_uniform_int(rng, with_mremap ? 110 : 100);
     unsigned    owner = (unsigned)gsl_rng_uniform_int(rng, 3);
     bool all_mapped = true, all_rw = true;
     for (uint64_t p = p0; p < p0 + len; p++) {
@@ -797,6 +1132,64 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
           r->flags[p] |= R_LAZY;
         }
       }
+    } else if (op >= 100) { /* mremap(MREMAP_MAYMOVE) */
+      /* Mostly a range inside one mapping, often reaching its end (glibc
+       * remaps whole mappings), sometimes any range; half the new lengths
+       * grow a little, so growth in place is common. */
+      uint64_t olen = len, rend = p0;
+      while (rend < W && (r->flags[p0] & R_MAPPED) && ref_same(r, rend, p0)) {
+        rend++;
+      }
+      double u = gsl_rng_uniform(rng);
+      if (rend > p0 && u < 0.4) {
+        olen = rend - p0;
+      } else if (rend > p0 && u < 0.8) {
+        olen = 1 + gsl_rng_uniform_int(rng, rend - p0);
+      }
+      uint64_t   nlen = gsl_rng_uniform(rng) < 0.5
+                            ? olen + 1 + gsl_rng_uniform_int(rng, 8)
+                            : 1 + gsl_rng_uniform_int(rng, 64);
+      bool       valid = p0 + olen <= rend;
+      sim_addr_t below = 0, got = 0;
+      long       at = ref_place(r, base, nlen, 1, &below);
+      st = sim_kernel_mremap(k, a, olen * P, nlen * P, &got, &err);
+      assert_int_equal(st, valid ? AS_OK : AS_EINVAL);
+      if (valid && nlen <= olen) { /* shrink: the tail is unmapped */
+        assert_int_equal(got, a);
+        memset(r->flags + p0 + nlen, 0, olen - nlen);
+      } else if (valid) {
+        /* In place if the range reaches the mapping's end and what follows
+         * is free; above the window nothing is ever mapped. */
+        bool in_place = p0 + olen == rend;
+        for (uint64_t p = rend; in_place && p < p0 + nlen && p < W; p++) {
+          in_place = !(r->flags[p] & R_MAPPED);
+        }
+        uint8_t rw = r->flags[p0] & R_RW, own = r->owner[p0];
+        if (in_place) {
+          assert_int_equal(got, a);
+          for (uint64_t p = rend; p < p0 + nlen && p < W; p++) {
+            r->flags[p] = (uint8_t)(R_MAPPED | rw);
+            r->owner[p] = own;
+          }
+          if (p0 + nlen > W) { /* keep the world inside the window */
+            ok(sim_kernel_munmap(k, base + W * P, (p0 + nlen - W) * P, &err),
+               &err);
+          }
+        } else if (at < 0) { /* moved below the window: drop it there */
+          assert_int_equal(got, below);
+          ok(sim_kernel_munmap(k, got, nlen * P, &err), &err);
+          memset(r->flags + p0, 0, olen);
+        } else { /* moved: pages keep residency, lazyfree and owner */
+          uint64_t d = (uint64_t)at;
+          assert_int_equal(got, base + d * P);
+          for (uint64_t i = 0; i < nlen; i++) {
+            r->flags[d + i] = (uint8_t)(i < olen ? r->flags[p0 + i]
+                                                 : (uint8_t)(R_MAPPED | rw));
+            r->owner[d + i] = own;
+          }
+          memset(r->flags + p0, 0, olen);
+        }
+      }
     } else { /* reclaim */
       sim_kernel_reclaim_lazyfree(k);
       for (uint64_t p = 0; p < W; p++) {
@@ -823,19 +1216,34 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
 }
 
 static void random_operations_match_the_reference_plain(uint64_t P) {
-  random_operations_match_the_reference(P, false, false, 42);
+  random_operations_match_the_reference(P, false, false, false, 42);
 }
 PAGE_TESTS(random_operations_match_the_reference_plain)
 
 static void random_operations_match_the_reference_with_thp(uint64_t P) {
-  random_operations_match_the_reference(P, true, false, 43);
+  random_operations_match_the_reference(P, true, false, false, 43);
 }
 PAGE_TESTS(random_operations_match_the_reference_with_thp)
 
 static void random_operations_match_the_reference_under_pressure(uint64_t P) {
-  random_operations_match_the_reference(P, true, true, 44);
+  random_operations_match_the_reference(P, true, true, false, 44);
 }
 PAGE_TESTS(random_operations_match_the_reference_under_pressure)
+
+static void random_mremap_matches_the_reference_plain(uint64_t P) {
+  random_operations_match_the_reference(P, false, false, true, 45);
+}
+PAGE_TESTS(random_mremap_matches_the_reference_plain)
+
+static void random_mremap_matches_the_reference_with_thp(uint64_t P) {
+  random_operations_match_the_reference(P, true, false, true, 46);
+}
+PAGE_TESTS(random_mremap_matches_the_reference_with_thp)
+
+static void random_mremap_matches_the_reference_under_pressure(uint64_t P) {
+  random_operations_match_the_reference(P, true, true, true, 47);
+}
+PAGE_TESTS(random_mremap_matches_the_reference_under_pressure)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -849,6 +1257,14 @@ int main(void) {
       PAGE_ENTRIES(madv_free_under_memory_pressure_drops_at_once),
       PAGE_ENTRIES(rewritten_lazyfree_page_survives_reclaim),
       PAGE_ENTRIES(brk_grows_shrinks_and_stops_at_a_mapping),
+      PAGE_ENTRIES(mremap_shrink_drops_tail_residency),
+      PAGE_ENTRIES(mremap_grows_in_place_when_the_next_range_is_free),
+      PAGE_ENTRIES(mremap_moves_when_blocked_and_keeps_residency),
+      PAGE_ENTRIES(mremap_moved_lazyfree_page_rewritten_survives),
+      PAGE_ENTRIES(mremap_moves_prot_none_residency_and_thp_blocks),
+      PAGE_ENTRIES(mremap_errors_change_nothing),
+      PAGE_ENTRIES(mremap_realloc_chain_moves_many_blocks),
+      PAGE_ENTRIES(mremap_of_a_huge_reservation_visits_only_its_chunks),
       PAGE_ENTRIES(prot_none_reservation_costs_no_rss_and_rejects_writes),
       PAGE_ENTRIES(mprotect_rw_then_touch_and_back),
       PAGE_ENTRIES(mmap_fixed_replaces_residency_and_owner),
@@ -860,6 +1276,9 @@ int main(void) {
       PAGE_ENTRIES(random_operations_match_the_reference_plain),
       PAGE_ENTRIES(random_operations_match_the_reference_with_thp),
       PAGE_ENTRIES(random_operations_match_the_reference_under_pressure),
+      PAGE_ENTRIES(random_mremap_matches_the_reference_plain),
+      PAGE_ENTRIES(random_mremap_matches_the_reference_with_thp),
+      PAGE_ENTRIES(random_mremap_matches_the_reference_under_pressure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
