@@ -62,12 +62,12 @@ static void lab_event(lab_src_t *s, trace_event_t *ev, trace_op_t op,
                       uint32_t thread, uint64_t id, uint64_t size,
                       const char *label) {
   memset(ev, 0, sizeof *ev);
-  ev->t_ns   = s->t_ns;
-  ev->op     = (uint8_t)op;
+  ev->t_ns = s->t_ns;
+  ev->op = (uint8_t)op;
   ev->thread = thread;
-  ev->id     = id;
-  ev->size   = size;
-  ev->label  = label;
+  ev->id = id;
+  ev->size = size;
+  ev->label = label;
   ev->domain = TRACE_DOMAIN_RAW;
   if (op == TRACE_MALLOC || op == TRACE_FREE)
     s->t_ns += LAB_EVENT_NS;
@@ -200,7 +200,7 @@ static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
       s->pc = s->iterations > 0 ? 2 : 3, s->i = 0;
     return AS_OK;
   case 2: {
-    uint64_t pair   = s->i / 2;
+    uint64_t pair = s->i / 2;
     uint32_t thread = (uint32_t)(pair % s->threads + 1);
     if (s->i % 2 == 0)
       lab_event(s, ev, TRACE_MALLOC, thread, thread, s->size, NULL);
@@ -250,16 +250,16 @@ static void lab_close(trace_source_t *src) {
 }
 
 static const trace_source_methods_t lab_methods = {
-    .next  = lab_next,
+    .next = lab_next,
     .close = lab_close,
 };
 
 /* Parses a decimal u64 in [lo, hi], naming workload and option on error. */
-static as_status_t lab_parse(const char *wl, const char *name,
-                             const char *text, uint64_t lo, uint64_t hi,
-                             uint64_t *out, as_err_t *err) {
+static as_status_t lab_parse(const char *wl, const char *name, const char *text,
+                             uint64_t lo, uint64_t hi, uint64_t *out,
+                             as_err_t *err) {
   char *end = NULL;
-  errno     = 0;
+  errno = 0;
   if (text != NULL && text[0] >= '0' && text[0] <= '9') {
     unsigned long long v = strtoull(text, &end, 10);
     if (errno == 0 && *end == '\0' && v >= lo && v <= hi) {
@@ -276,12 +276,12 @@ static as_status_t lab_parse(const char *wl, const char *name,
 /* Allocates the source, sets its name and provenance from args. */
 static as_status_t lab_new(lab_kind_t kind, const char *args, lab_src_t **out,
                            as_err_t *err) {
-  *out         = NULL;
+  *out = NULL;
   lab_src_t *s = calloc(1, sizeof *s);
   if (s == NULL)
     return as_err_set(err, AS_ENOMEM, "%s: out of memory", args);
   s->base.methods = &lab_methods;
-  s->kind         = kind;
+  s->kind = kind;
   snprintf(s->base.name, sizeof s->base.name, "%s", args);
   as_status_t rc = trace_meta_set(&s->base.meta, "kind", "workload", err);
   if (rc == AS_OK)
@@ -305,8 +305,8 @@ static const workload_option_t lab_brk_options[] = {
     {NULL, NULL, NULL},
 };
 
-static as_status_t lab_brk_open(const char *const *values,
-                                trace_source_t **out, as_err_t *err) {
+static as_status_t lab_brk_open(const char *const *values, trace_source_t **out,
+                                as_err_t *err) {
   uint64_t    count = 0, size = 0;
   as_status_t rc;
   *out = NULL;
@@ -337,8 +337,8 @@ static as_status_t lab_mmap_open(const char *const *values,
   uint64_t    size = 0, repeat = 0;
   as_status_t rc;
   *out = NULL;
-  if ((rc = lab_parse("lab-mmap-threshold", "size", values[0], 1,
-                      LAB_MAX_SIZE, &size, err)) != AS_OK ||
+  if ((rc = lab_parse("lab-mmap-threshold", "size", values[0], 1, LAB_MAX_SIZE,
+                      &size, err)) != AS_OK ||
       (rc = lab_parse("lab-mmap-threshold", "repeat", values[1], 1,
                       LAB_MAX_COUNT, &repeat, err)) != AS_OK)
     return rc;
@@ -388,22 +388,22 @@ static as_status_t lab_arenas_open(const char *const *values,
 }
 
 const workload_def_t workload_lab_brk = {
-    .name    = "lab-brk",
+    .name = "lab-brk",
     .summary = "seed 003 lab 3: the brk heap that refuses to shrink",
     .options = lab_brk_options,
-    .open    = lab_brk_open,
+    .open = lab_brk_open,
 };
 
 const workload_def_t workload_lab_mmap_threshold = {
-    .name    = "lab-mmap-threshold",
+    .name = "lab-mmap-threshold",
     .summary = "seed 003 lab 4: the dynamic mmap threshold learns 4 MiB",
     .options = lab_mmap_options,
-    .open    = lab_mmap_open,
+    .open = lab_mmap_open,
 };
 
 const workload_def_t workload_lab_arenas = {
-    .name    = "lab-arenas",
+    .name = "lab-arenas",
     .summary = "seed 003 lab 5: arena multiplication with 64 threads",
     .options = lab_arenas_options,
-    .open    = lab_arenas_open,
+    .open = lab_arenas_open,
 };

@@ -104,13 +104,12 @@
 #define SPIKE_TUPLE_FREELIST 2000 /* pycore_tuple.h:44 PyTuple_MAXFREELIST */
 #define SPIKE_LIST_FREELIST  80   /* pycore_list.h:28 PyList_MAXFREELIST */
 #define SPIKE_PTR_SIZE       8    /* sizeof(PyObject *) on 64-bit */
-#define SPIKE_TRIM_NS        UINT64_C(30000000) /* seed 001: ~30 ms */
+#define SPIKE_TRIM_NS        UINT64_C(30000000)  /* seed 001: ~30 ms */
 #define SPIKE_MAX_COUNT      UINT64_C(100000000) /* ids fit in uint32_t */
 
 /* ---- Size rules --------------------------------------------------------- */
 
-uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min,
-                       uint64_t max) {
+uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min, uint64_t max) {
   uint64_t z = survivors_splitmix64_at(seed, i);
   return min + z % (max - min + 1);
 }
@@ -128,8 +127,8 @@ uint64_t spike_list_capacity(uint64_t allocated, uint64_t old_size,
   if (allocated >= new_size && new_size >= (allocated >> 1))
     return allocated;
   uint64_t cap = (new_size + (new_size >> 3) + 6) & ~UINT64_C(3); /* :70 */
-  if (new_size - old_size > cap - new_size)                          /* :74 */
-    cap = (new_size + 3) & ~UINT64_C(3);                             /* :75 */
+  if (new_size - old_size > cap - new_size)                       /* :74 */
+    cap = (new_size + 3) & ~UINT64_C(3);                          /* :75 */
   if (new_size == 0)
     cap = 0;
   return cap;
@@ -208,35 +207,35 @@ static trace_event_t *push(spike_src_t *s, trace_op_t op, uint32_t thread) {
     abort(); /* a phase step emits at most a handful; a bug otherwise */
   trace_event_t *ev = &s->pending[s->npending++];
   memset(ev, 0, sizeof *ev);
-  ev->t_ns   = s->t_ns;
-  ev->op     = (uint8_t)op;
+  ev->t_ns = s->t_ns;
+  ev->op = (uint8_t)op;
   ev->thread = thread;
   return ev;
 }
 
-static uint32_t emit_malloc(spike_src_t *s, uint32_t thread,
-                            trace_domain_t dom, uint64_t size) {
+static uint32_t emit_malloc(spike_src_t *s, uint32_t thread, trace_domain_t dom,
+                            uint64_t size) {
   uint32_t       id = take_id(s);
   trace_event_t *ev = push(s, TRACE_MALLOC, thread);
-  ev->id            = id;
-  ev->size          = size;
-  ev->domain        = (uint8_t)dom;
+  ev->id = id;
+  ev->size = size;
+  ev->domain = (uint8_t)dom;
   return id;
 }
 
 static void emit_realloc(spike_src_t *s, uint32_t thread, uint32_t id,
                          uint64_t size) {
   trace_event_t *ev = push(s, TRACE_REALLOC, thread);
-  ev->id            = id;
-  ev->size          = size;
-  ev->domain        = TRACE_DOMAIN_MEM;
+  ev->id = id;
+  ev->size = size;
+  ev->domain = TRACE_DOMAIN_MEM;
 }
 
 static void emit_free(spike_src_t *s, uint32_t thread, trace_domain_t dom,
                       uint32_t id) {
   trace_event_t *ev = push(s, TRACE_FREE, thread);
-  ev->id            = id;
-  ev->domain        = (uint8_t)dom;
+  ev->id = id;
+  ev->domain = (uint8_t)dom;
   s->free_ids[s->nfree++] = id;
 }
 
@@ -251,21 +250,19 @@ static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
   uint64_t len = spike_str_len(s->seed, i, s->min, s->max);
   s->str_id[i] = emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
                              spike_str_request(s->python, len));
-  s->flt_id[i] = s->nfloat_fl > 0
-                     ? s->float_fl[--s->nfloat_fl]
-                     : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
-                                   SPIKE_FLOAT_SIZE);
-  s->tup_id[i] = s->ntuple_fl > 0
-                     ? s->tuple_fl[--s->ntuple_fl]
-                     : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
-                                   SPIKE_TUPLE2_SIZE);
+  s->flt_id[i] = s->nfloat_fl > 0 ? s->float_fl[--s->nfloat_fl]
+                                  : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                                SPIKE_FLOAT_SIZE);
+  s->tup_id[i] = s->ntuple_fl > 0 ? s->tuple_fl[--s->ntuple_fl]
+                                  : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                                SPIKE_TUPLE2_SIZE);
   if (s->threads == 1) { /* LIST_APPEND → list_resize(len + 1) */
-    uint64_t cap = spike_list_capacity(s->data_alloc, s->data_len,
-                                       s->data_len + 1);
+    uint64_t cap =
+        spike_list_capacity(s->data_alloc, s->data_len, s->data_len + 1);
     if (cap != s->data_alloc) {
       if (!s->data_items_live) {
-        s->data_items = emit_malloc(s, thread, TRACE_DOMAIN_MEM,
-                                    cap * SPIKE_PTR_SIZE);
+        s->data_items =
+            emit_malloc(s, thread, TRACE_DOMAIN_MEM, cap * SPIKE_PTR_SIZE);
         s->data_items_live = true;
       } else {
         emit_realloc(s, thread, s->data_items, cap * SPIKE_PTR_SIZE);
@@ -320,13 +317,13 @@ static void step(spike_src_t *s) {
     case PH_SETUP:
       s->data_list = emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
       if (s->threads > 1) { /* data = [None] * count */
-        s->data_items = emit_malloc(s, 0, TRACE_DOMAIN_MEM,
-                                    s->count * SPIKE_PTR_SIZE);
+        s->data_items =
+            emit_malloc(s, 0, TRACE_DOMAIN_MEM, s->count * SPIKE_PTR_SIZE);
         s->data_items_live = true;
         s->data_alloc = s->data_len = s->count;
       }
       s->cursor = 0;
-      s->phase  = PH_BUILD;
+      s->phase = PH_BUILD;
       break;
     case PH_BUILD:
       if (s->threads == 1) {
@@ -351,7 +348,7 @@ static void step(spike_src_t *s) {
       emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
       emit_malloc(s, 0, TRACE_DOMAIN_MEM, nsurv * SPIKE_PTR_SIZE);
       s->cursor = s->count;
-      s->phase  = PH_DEALLOC;
+      s->phase = PH_DEALLOC;
       break;
     }
     case PH_DEALLOC:
@@ -436,7 +433,7 @@ static void spike_close(trace_source_t *src) {
 }
 
 static const trace_source_methods_t spike_methods = {
-    .next  = spike_next,
+    .next = spike_next,
     .close = spike_close,
 };
 
@@ -460,7 +457,7 @@ static const workload_option_t spike_options[] = {
 static as_status_t parse_u64(const char *text, const char *name, uint64_t lo,
                              uint64_t hi, uint64_t *out, as_err_t *err) {
   char *end = NULL;
-  errno     = 0;
+  errno = 0;
   if (text == NULL || text[0] < '0' || text[0] > '9')
     goto bad;
   unsigned long long v = strtoull(text, &end, 10);
@@ -478,14 +475,14 @@ bad:
 static as_status_t spike_open(const char *const *values, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
-  uint64_t v[8];
+  uint64_t              v[8];
   static const uint64_t lo[8] = {1, 1, 1, 1, 0, 1, 1, 0};
-  static const uint64_t hi[8] = {SPIKE_MAX_COUNT, UINT32_MAX, UINT32_MAX,
-                                 SPIKE_MAX_COUNT, UINT64_MAX, 1024,
-                                 SPIKE_MAX_COUNT, UINT64_C(1000000000)};
+  static const uint64_t hi[8] = {
+      SPIKE_MAX_COUNT, UINT32_MAX, UINT32_MAX,      SPIKE_MAX_COUNT,
+      UINT64_MAX,      1024,       SPIKE_MAX_COUNT, UINT64_C(1000000000)};
   for (int i = 0; i < 8; i++) {
-    as_status_t rc = parse_u64(values[i], spike_options[i].name, lo[i], hi[i],
-                               &v[i], err);
+    as_status_t rc =
+        parse_u64(values[i], spike_options[i].name, lo[i], hi[i], &v[i], err);
     if (rc != AS_OK)
       return rc;
   }
@@ -519,21 +516,21 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   /* Live objects peak below 3 per tuple plus 4; every id is freed at most
    * once before it is reused, so the free-id stack needs no more. */
   size_t nids = (size_t)(3 * s->count + 8);
-  s->str_id   = malloc((size_t)s->count * sizeof *s->str_id);
-  s->flt_id   = malloc((size_t)s->count * sizeof *s->flt_id);
-  s->tup_id   = malloc((size_t)s->count * sizeof *s->tup_id);
+  s->str_id = malloc((size_t)s->count * sizeof *s->str_id);
+  s->flt_id = malloc((size_t)s->count * sizeof *s->flt_id);
+  s->tup_id = malloc((size_t)s->count * sizeof *s->tup_id);
   s->free_ids = malloc(nids * sizeof *s->free_ids);
-  s->th_next  = calloc((size_t)s->threads, sizeof *s->th_next);
-  s->th_end   = calloc((size_t)s->threads, sizeof *s->th_end);
+  s->th_next = calloc((size_t)s->threads, sizeof *s->th_next);
+  s->th_end = calloc((size_t)s->threads, sizeof *s->th_end);
   if (!s->str_id || !s->flt_id || !s->tup_id || !s->free_ids || !s->th_next ||
       !s->th_end) {
     spike_close(&s->base);
-    return as_err_set(err, AS_ENOMEM, "spike: out of memory for %" PRIu64
-                      " tuples", v[0]);
+    return as_err_set(err, AS_ENOMEM,
+                      "spike: out of memory for %" PRIu64 " tuples", v[0]);
   }
   for (uint64_t k = 0; k < s->threads; k++) {
     s->th_next[k] = k * s->count / s->threads;
-    s->th_end[k]  = (k + 1) * s->count / s->threads;
+    s->th_end[k] = (k + 1) * s->count / s->threads;
   }
   s->threads_left = s->threads;
 
@@ -549,8 +546,7 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   if (rc == AS_OK)
     rc = trace_meta_set(&s->base.meta, "workload", args, err);
   if (rc == AS_OK)
-    rc = trace_meta_set(&s->base.meta, "generator", "traces/wl_spike.c",
-                        err);
+    rc = trace_meta_set(&s->base.meta, "generator", "traces/wl_spike.c", err);
   if (rc != AS_OK) {
     spike_close(&s->base);
     return rc;
@@ -560,9 +556,9 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
 }
 
 const workload_def_t workload_spike = {
-    .name    = "spike",
+    .name = "spike",
     .summary = "seed 001's load spike: (str, float) tuples, keep 2%, "
                "gc.collect, malloc_trim(0)",
     .options = spike_options,
-    .open    = spike_open,
+    .open = spike_open,
 };

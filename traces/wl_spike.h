@@ -16,9 +16,9 @@
 /* CPython request sizes, 64-bit (sources in traces/wl_spike.c). */
 #define SPIKE_ASCII_HEADER     48 /* 3.11 sizeof(PyASCIIObject) */
 #define SPIKE_ASCII_HEADER_314 40 /* 3.14: wstr removed in 3.12 */
-#define SPIKE_FLOAT_SIZE   24 /* sizeof(PyFloatObject) */
-#define SPIKE_TUPLE2_SIZE  56 /* PyGC_Head 16 + tuple 24 + 2 items * 8 */
-#define SPIKE_LIST_SIZE    56 /* PyGC_Head 16 + sizeof(PyListObject) 40 */
+#define SPIKE_FLOAT_SIZE       24 /* sizeof(PyFloatObject) */
+#define SPIKE_TUPLE2_SIZE      56 /* PyGC_Head 16 + tuple 24 + 2 items * 8 */
+#define SPIKE_LIST_SIZE        56 /* PyGC_Head 16 + sizeof(PyListObject) 40 */
 
 /* Length of tuple i's string under the shared rule. */
 uint64_t spike_str_len(uint64_t seed, uint64_t i, uint64_t min, uint64_t max);

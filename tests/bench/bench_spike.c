@@ -24,8 +24,8 @@ static double now_s(void) {
 
 static trace_source_t *open_spike(const char *threads) {
   char           *argv[] = {"--threads", (char *)threads};
-  trace_source_t *src    = NULL;
-  as_err_t        err    = {0};
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
   if (workload_open_argv(&workload_spike, 2, argv, &src, &err) != AS_OK) {
     fprintf(stderr, "bench_spike: %s\n", err.msg);
     exit(1);
@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
     trace_source_t *src = open_spike(threads);
     trace_event_t   ev;
     as_err_t        err = {0};
-    uint64_t        n   = 0;
-    double          t0  = now_s();
+    uint64_t        n = 0;
+    double          t0 = now_s();
     while (trace_source_next(src, &ev, &err) == AS_OK)
       n++;
     double dt = now_s() - t0;
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_spike: %s\n", err.msg);
       return 1;
     }
-    src                     = open_spike(threads);
+    src = open_spike(threads);
     sim_engine_config_t cfg = {0};
     sim_run_result_t    res;
     t0 = now_s();

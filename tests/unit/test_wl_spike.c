@@ -28,9 +28,9 @@
 typedef struct tally_s {
   uint64_t events, mallocs[TRACE_DOMAIN_COUNT], reallocs, frees, trims;
   uint64_t thread_starts, thread_exits, live, peak_live, max_id;
-  uint64_t str_bytes; /* obj-domain mallocs of more than 512 bytes */
-  char     marks[256]; /* labels joined by ',' */
-  int64_t  trim_after_mark; /* index in marks of the mark before a trim */
+  uint64_t str_bytes;           /* obj-domain mallocs of more than 512 bytes */
+  char     marks[256];          /* labels joined by ',' */
+  int64_t  trim_after_mark;     /* index in marks of the mark before a trim */
   uint64_t thread_of_str[4096]; /* thread of the n-th str malloc */
   uint64_t nstr;
   uint64_t last_t_ns;
@@ -61,7 +61,7 @@ static void run_tally(const char *name, int argc, char **argv, tally_t *t) {
   memset(live_map, 0, sizeof live_map);
   t->time_ok = t->ids_ok = true;
   t->trim_after_mark = -1;
-  int nmarks = 0;
+  int           nmarks = 0;
   trace_event_t ev;
   as_status_t   rc;
   while ((rc = trace_source_next(src, &ev, &err)) == AS_OK) {
@@ -76,7 +76,7 @@ static void run_tally(const char *name, int argc, char **argv, tally_t *t) {
         break;
       }
       live_map[ev.id] = 1;
-      size_of[ev.id]  = ev.size;
+      size_of[ev.id] = ev.size;
       t->mallocs[ev.domain]++;
       if (++t->live > t->peak_live)
         t->peak_live = t->live;
@@ -157,7 +157,7 @@ static void list_growth_follows_cpython_pattern(void **state) {
    * 64, 76, ..." */
   static const uint64_t want[] = {4, 8, 16, 24, 32, 40, 52, 64, 76};
   uint64_t              cap = 0, len = 0;
-  size_t                k   = 0;
+  size_t                k = 0;
   while (k < sizeof want / sizeof want[0]) {
     uint64_t c = spike_list_capacity(cap, len, len + 1);
     if (c != cap)
@@ -221,8 +221,8 @@ static void spike_python_314_strings_are_eight_bytes_smaller(void **state) {
   assert_int_equal(t.str_bytes, 373784420);
 }
 
-static void gc_clears_tuples_first_in_311_and_floats_first_in_314(
-    void **state) {
+static void
+gc_clears_tuples_first_in_311_and_floats_first_in_314(void **state) {
   (void)state;
   char   *v311[] = {"--count", "1000"};
   char   *v314[] = {"--count", "1000", "--python", "3.14"};
@@ -237,8 +237,8 @@ static void gc_clears_tuples_first_in_311_and_floats_first_in_314(
 static void spike_rejects_an_unknown_python(void **state) {
   (void)state;
   char           *argv[] = {"--python", "3.12"};
-  trace_source_t *src    = NULL;
-  as_err_t        err    = {0};
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
   assert_int_equal(workload_open_argv(&workload_spike, 2, argv, &src, &err),
                    AS_EUSAGE);
   assert_non_null(strstr(err.msg, "--python must be 3.11 or 3.14"));
@@ -279,8 +279,8 @@ static void spike_threaded_and_single_draw_the_same_bytes(void **state) {
 static void spike_rejects_min_above_max_naming_both(void **state) {
   (void)state;
   char           *argv[] = {"--min", "5000"};
-  trace_source_t *src    = NULL;
-  as_err_t        err    = {0};
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
   assert_int_equal(workload_open_argv(&workload_spike, 2, argv, &src, &err),
                    AS_EUSAGE);
   assert_null(src);
@@ -290,8 +290,8 @@ static void spike_rejects_min_above_max_naming_both(void **state) {
 static void spike_rejects_zero_threads(void **state) {
   (void)state;
   char           *argv[] = {"--threads", "0"};
-  trace_source_t *src    = NULL;
-  as_err_t        err    = {0};
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
   assert_int_equal(workload_open_argv(&workload_spike, 2, argv, &src, &err),
                    AS_EUSAGE);
   assert_non_null(strstr(err.msg, "--threads"));
@@ -307,7 +307,7 @@ static void sequence(const workload_def_t *def, int argc, char **argv,
   assert_int_equal(workload_open_argv(def, argc, argv, &src, &err), AS_OK);
   trace_event_t ev;
   size_t        n = 0;
-  out[0]          = '\0';
+  out[0] = '\0';
   while (trace_source_next(src, &ev, &err) == AS_OK) {
     const char *op = trace_op_name((trace_op_t)ev.op);
     if (ev.op == TRACE_MARK)
@@ -370,11 +370,10 @@ static void lab_arenas_control_starts_threads_without_mallocs(void **state) {
 static void lab_arenas_rejects_more_than_1024_threads(void **state) {
   (void)state;
   char           *argv[] = {"--threads", "1025"};
-  trace_source_t *src    = NULL;
-  as_err_t        err    = {0};
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
   assert_int_equal(
-      workload_open_argv(&workload_lab_arenas, 2, argv, &src, &err),
-      AS_EUSAGE);
+      workload_open_argv(&workload_lab_arenas, 2, argv, &src, &err), AS_EUSAGE);
   assert_non_null(strstr(err.msg, "lab-arenas: --threads"));
 }
 

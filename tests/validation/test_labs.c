@@ -56,17 +56,16 @@ typedef struct marks_s {
   sim_addr_t     brk0;
 } marks_t;
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   (void)err;
   marks_t *m = user;
   if (s->kind != SIM_SAMPLE_MARK || m->n >= MAX_MARKS)
     return AS_OK;
   snprintf(m->label[m->n], sizeof m->label[0], "%s", s->label);
-  m->rss[m->n]  = s->rss_bytes;
+  m->rss[m->n] = s->rss_bytes;
   m->heap[m->n] = s->owner_bytes[SIM_OWNER_LIBC_HEAP];
   m->mmap[m->n] = s->owner_bytes[SIM_OWNER_LIBC_MMAP];
-  m->brk[m->n]  = sim_kernel_brk_current(m->session->kernel) - m->brk0;
+  m->brk[m->n] = sim_kernel_brk_current(m->session->kernel) - m->brk0;
   m->n++;
   return AS_OK;
 }
@@ -91,14 +90,14 @@ static void simulate(const char *args, const char *model_spec, marks_t *m) {
     fail_msg("%s: %s", model_spec, err.msg);
   memset(m, 0, sizeof *m);
   m->session = &session;
-  m->brk0    = sim_kernel_brk_current(session.kernel);
+  m->brk0 = sim_kernel_brk_current(session.kernel);
   sim_engine_config_t cfg = {.on_sample = on_sample, .user = m};
   sim_run_result_t    res;
   if (sim_engine_run(&cfg, &session, src, &res, &err) != AS_OK)
     fail_msg("%s on %s: %s", args, model_spec, err.msg);
   model_stats_t st;
   model_stats(session.model, &st);
-  m->arenas  = st.arenas;
+  m->arenas = st.arenas;
   m->session = NULL;
   trace_source_close(src);
   sim_session_close(&session);
@@ -119,8 +118,7 @@ static size_t mark_index(const marks_t *m, const char *label) {
 /* Reads the measured marks of data/measured/<file>: label -> rss. */
 static void measured(const char *file, marks_t *m) {
   char path[512];
-  snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR,
-           file);
+  snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR, file);
   trace_source_t *src = NULL;
   as_err_t        err = {0};
   if (trace_open(path, &src, &err) != AS_OK)
@@ -258,7 +256,7 @@ static void measured_arena_counts_are_sixteen_eight_one(void **state) {
   static const char *const files[3] = {"lab-arenas-r1.trace",
                                        "lab-arenas-arenamax8-r1.trace",
                                        "lab-arenas-arenamax1-r1.trace"};
-  static const char *const want[3]  = {"16", "8", "1"};
+  static const char *const want[3] = {"16", "8", "1"};
   for (int i = 0; i < 3; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR,
@@ -287,8 +285,8 @@ static int64_t measured_median_running(const char *variant) {
   for (int i = 1; i < 7; i++) /* insertion sort */
     for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
       int64_t t = v[j];
-      v[j]      = v[j - 1];
-      v[j - 1]  = t;
+      v[j] = v[j - 1];
+      v[j - 1] = t;
     }
   return v[3];
 }
@@ -299,14 +297,14 @@ static int64_t measured_median_running(const char *variant) {
  * arenas' cost is the median of a setting minus the control's median.  That
  * must match the simulated RSS at `running` within 10% of the 16-arena
  * figure (the threaded target). */
-static void arena_rss_over_the_thread_control_matches_measurement(
-    void **state) {
+static void
+arena_rss_over_the_thread_control_matches_measurement(void **state) {
   (void)state;
   static const char *const variant[3] = {"lab-arenas", "lab-arenas-arenamax8",
                                          "lab-arenas-arenamax1"};
-  static const char *const spec[3]    = {"glibc:ncpus=2",
-                                         "glibc:ncpus=2,arena_max=8",
-                                         "glibc:ncpus=2,arena_max=1"};
+  static const char *const spec[3] = {"glibc:ncpus=2",
+                                      "glibc:ncpus=2,arena_max=8",
+                                      "glibc:ncpus=2,arena_max=1"};
   int64_t control = measured_median_running("lab-arenas-control");
   int64_t meas[3], sim[3];
   for (int i = 0; i < 3; i++) {
@@ -322,8 +320,8 @@ static void arena_rss_over_the_thread_control_matches_measurement(
     if (e > tol || e < -tol)
       fail_msg("%s: simulated %lld bytes, measured over control %lld (error "
                "%lld > %lld)",
-               variant[i], (long long)sim[i], (long long)meas[i],
-               (long long)e, (long long)tol);
+               variant[i], (long long)sim[i], (long long)meas[i], (long long)e,
+               (long long)tol);
   }
   /* And the ordering the lab is about: more arenas, more memory. */
   assert_true(meas[0] > meas[1] && meas[1] > meas[2]);

@@ -49,8 +49,7 @@ typedef struct marks_s {
   uint64_t rss[MAX_MARKS];
 } marks_t;
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   (void)err;
   marks_t *m = user;
   if (s->kind == SIM_SAMPLE_MARK && m->n < MAX_MARKS) {
@@ -108,11 +107,10 @@ static void assert_published(const marks_t *sim, const double *pub, int n,
   assert_int_equal(sim->rss[0], 0);
   for (int i = 0; i < n; i++) {
     double predicted = PUB_START + (double)sim->rss[i + 1] / (double)MIB;
-    double err       = predicted - pub[i];
+    double err = predicted - pub[i];
     if (err > 0.10 * pub[i] || err < -0.10 * pub[i])
-      fail_msg("%s %s: predicted %.1f MiB, published %.0f MiB (%+.1f%%)",
-               what, sim->label[i + 1], predicted, pub[i],
-               100.0 * err / pub[i]);
+      fail_msg("%s %s: predicted %.1f MiB, published %.0f MiB (%+.1f%%)", what,
+               sim->label[i + 1], predicted, pub[i], 100.0 * err / pub[i]);
   }
 }
 
@@ -124,14 +122,13 @@ static void defaults_match_published_within_ten_percent(void **state) {
   assert_published(&m, pub, 3, "defaults");
 }
 
-static void mmap_threshold_512_matches_published_peak_and_after_free(
-    void **state) {
+static void
+mmap_threshold_512_matches_published_peak_and_after_free(void **state) {
   (void)state;
   /* after_trim is checked separately below: the model misses it. */
   static const double pub[2] = {508, 265};
   marks_t             m;
-  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
-           &m);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512", &m);
   assert_published(&m, pub, 2, "MALLOC_MMAP_THRESHOLD_=512");
 }
 
@@ -147,14 +144,13 @@ static double baseline_mib(const char *variant);
  * take a page, so that run did not start at 21 MiB (seed 001 does not
  * publish its start).  This test fails if the error leaves [-15%, -10%],
  * i.e. when the model or the workload changes and the docs need updating. */
-static void mmap_threshold_512_with_a_21_mib_start_misses_after_trim(
-    void **state) {
+static void
+mmap_threshold_512_with_a_21_mib_start_misses_after_trim(void **state) {
   (void)state;
   marks_t m;
-  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
-           &m);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512", &m);
   double predicted = PUB_START + (double)m.rss[3] / (double)MIB;
-  double err       = (predicted - 61.0) / 61.0;
+  double err = (predicted - 61.0) / 61.0;
   if (err < -0.15 || err > -0.10)
     fail_msg("after_trim: predicted %.1f MiB against published 61: %+.1f%%; "
              "update docs/glibc-validation.md",
@@ -166,18 +162,16 @@ static void mmap_threshold_512_with_a_21_mib_start_misses_after_trim(
  * 26.3 MiB with the threshold at 512 (scripts/measure/baseline.py), so the
  * 512 row starts at 21 + 6.0 MiB.  Every figure is then within 10%.  The
  * shift was measured on CPython 3.11.2, the published run was 3.14. */
-static void mmap_threshold_512_matches_published_with_measured_start_shift(
-    void **state) {
+static void
+mmap_threshold_512_matches_published_with_measured_start_shift(void **state) {
   (void)state;
   static const double pub[3] = {508, 265, 61};
-  double shift = baseline_mib("mmap512") - baseline_mib("default");
+  double              shift = baseline_mib("mmap512") - baseline_mib("default");
   assert_true(shift > 5.0 && shift < 7.0); /* 5.9-6.0 MiB when recorded */
   marks_t m;
-  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512",
-           &m);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,mmap_threshold=512", &m);
   for (int i = 0; i < 3; i++) {
-    double predicted =
-        PUB_START + shift + (double)m.rss[i + 1] / (double)MIB;
+    double predicted = PUB_START + shift + (double)m.rss[i + 1] / (double)MIB;
     double err = (predicted - pub[i]) / pub[i];
     if (err > 0.10 || err < -0.10)
       fail_msg("%s: predicted %.1f MiB, published %.0f (%+.1f%%)",
@@ -197,8 +191,8 @@ static void arena_max_2_with_sixteen_threads_matches_published(void **state) {
   (void)state;
   static const double pub[3] = {396, 396, 57};
   marks_t             m;
-  simulate(PUB_SPIKE " --threads 16", PUB_MODEL,
-           "glibc:ncpus=2,arena_max=2", &m);
+  simulate(PUB_SPIKE " --threads 16", PUB_MODEL, "glibc:ncpus=2,arena_max=2",
+           &m);
   assert_published(&m, pub, 3, "16 threads, MALLOC_ARENA_MAX=2");
 }
 
@@ -206,8 +200,7 @@ static void trim_threshold_131072_matches_published(void **state) {
   (void)state;
   static const double pub[3] = {396, 395, 57};
   marks_t             m;
-  simulate(PUB_SPIKE, PUB_MODEL,
-           "glibc:ncpus=2,trim_threshold=131072", &m);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,trim_threshold=131072", &m);
   assert_published(&m, pub, 3, "MALLOC_TRIM_THRESHOLD_=131072");
 }
 
@@ -217,10 +210,9 @@ static void arena_max_and_trim_threshold_change_nothing(void **state) {
    * default peak at every mark. */
   marks_t base, arenas, trim;
   simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2", &base);
-  simulate(PUB_SPIKE " --threads 16", PUB_MODEL,
-           "glibc:ncpus=2,arena_max=2", &arenas);
-  simulate(PUB_SPIKE, PUB_MODEL,
-           "glibc:ncpus=2,trim_threshold=131072", &trim);
+  simulate(PUB_SPIKE " --threads 16", PUB_MODEL, "glibc:ncpus=2,arena_max=2",
+           &arenas);
+  simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2,trim_threshold=131072", &trim);
   int64_t tol = (int64_t)base.rss[1] / 100;
   for (int i = 1; i < 4; i++) {
     int64_t da = (int64_t)arenas.rss[i] - (int64_t)base.rss[i];
@@ -241,8 +233,7 @@ typedef struct measured_s {
 
 static trace_source_t *open_measured(const char *file) {
   char path[512];
-  snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR,
-           file);
+  snprintf(path, sizeof path, "%s/data/measured/%s", ALLOCSIM_SOURCE_DIR, file);
   trace_source_t *src = NULL;
   as_err_t        err = {0};
   if (trace_open(path, &src, &err) != AS_OK)
@@ -273,9 +264,8 @@ static void read_measured(const char *file, measured_t *out) {
   trace_source_t *src = open_measured(file);
   memset(out, 0, sizeof *out);
   const char *keys[3] = {"workload", "model", "libc"};
-  char       *dst[3]  = {out->workload, out->model, out->libc};
-  size_t      len[3]  = {sizeof out->workload, sizeof out->model,
-                         sizeof out->libc};
+  char       *dst[3] = {out->workload, out->model, out->libc};
+  size_t len[3] = {sizeof out->workload, sizeof out->model, sizeof out->libc};
   for (int i = 0; i < 3; i++) {
     const char *v = trace_meta_get(&src->meta, keys[i]);
     if (v == NULL)
@@ -311,7 +301,7 @@ static void assert_measured(const char *file, int pct) {
   for (size_t i = 0; i < sim.n; i++) {
     assert_string_equal(meas.m.label[i], sim.label[i]);
     double predicted = (double)(meas.m.rss[0] + sim.rss[i]);
-    double err       = predicted - (double)meas.m.rss[i];
+    double err = predicted - (double)meas.m.rss[i];
     if (err > (double)pct / 100 * (double)peak ||
         err < -(double)pct / 100 * (double)peak)
       fail_msg("%s %s: predicted %.1f MiB, measured %.1f MiB, error %+.1f "
@@ -336,8 +326,8 @@ static void trim_threshold_tracks_this_machine(void **state) {
   assert_measured("spike-trim131072-r1.trace", 5);
 }
 
-static void sixteen_threads_track_this_machine_within_ten_percent(
-    void **state) {
+static void
+sixteen_threads_track_this_machine_within_ten_percent(void **state) {
   (void)state;
   assert_measured("spike-threads16-r1.trace", 10);
   assert_measured("spike-threads16-arenamax2-r1.trace", 10);
@@ -355,8 +345,7 @@ static void sixteen_threads_track_this_machine_within_ten_percent(
  * the run did not set M_MMAP_MAX).  The after_free error then falls from
  * about -1.6 MiB to about -0.3 MiB, the size of the residual at every other
  * mark and variant. */
-static void interpreter_mmaps_explain_the_mmap512_after_free_gap(
-    void **state) {
+static void interpreter_mmaps_explain_the_mmap512_after_free_gap(void **state) {
   (void)state;
   measured_t meas;
   marks_t    plain, adjusted;
@@ -390,8 +379,10 @@ static void interpreter_mmaps_explain_the_mmap512_after_free_gap(
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults_match_published_within_ten_percent),
-      cmocka_unit_test(mmap_threshold_512_matches_published_peak_and_after_free),
-      cmocka_unit_test(mmap_threshold_512_with_a_21_mib_start_misses_after_trim),
+      cmocka_unit_test(
+          mmap_threshold_512_matches_published_peak_and_after_free),
+      cmocka_unit_test(
+          mmap_threshold_512_with_a_21_mib_start_misses_after_trim),
       cmocka_unit_test(
           mmap_threshold_512_matches_published_with_measured_start_shift),
       cmocka_unit_test(sixteen_threads_match_published_within_ten_percent),
