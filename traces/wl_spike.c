@@ -94,6 +94,7 @@
 #include "wl_spike.h"
 #include "wl_survivors.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -162,7 +163,8 @@ struct spike_src_s {
 
   spike_phase_t phase;
   uint64_t      t_ns;   /* virtual clock */
-  uint64_t      cursor; /* build: tuples made; dealloc: next index + 1 */
+  uint64_t      cursor; /* build: tuples made (threaded: threads started);
+                           dealloc: next index + 1 */
 
   /* Per tuple i: the ids of its str, float and tuple. */
   uint32_t *str_id, *flt_id, *tup_id;
@@ -203,8 +205,8 @@ static uint32_t take_id(spike_src_t *s) {
 }
 
 static trace_event_t *push(spike_src_t *s, trace_op_t op, uint32_t thread) {
-  if (s->npending >= SPIKE_PENDING_MAX)
-    abort(); /* a phase step emits at most a handful; a bug otherwise */
+  /* A phase step emits at most 8 events (PH_GC); more is a bug here. */
+  assert(s->npending < SPIKE_PENDING_MAX);
   trace_event_t *ev = &s->pending[s->npending++];
   memset(ev, 0, sizeof *ev);
   ev->t_ns = s->t_ns;
