@@ -17,17 +17,6 @@ echo "== A few survivors pin pymalloc arenas (256 MiB of 64-byte objects, 1 in 1
 "$allocsim" run survivors --size 64 --fraction 0.0001 --seed 1
 echo
 "$allocsim" formula --size 64 --total 256 --fraction 0.0001
-if [ -f data/reference.db ]; then
-  echo
-  echo "== Predicted against measured RSS for the recorded runs in data/reference.db"
-  db=$(mktemp -d)/reference.db
-  cp data/reference.db "$db"
-  "$allocsim" runs --db "$db"
-  measured=$("$allocsim" runs --db "$db" --json | python3 -c '
-import json, sys
-print(" ".join(str(r["id"]) for r in json.load(sys.stdin)["runs"] if r["kind"] == "measured"))')
-  for run in $measured; do
-    echo
-    "$allocsim" compare "$run" --db "$db"
-  done
-fi
+echo
+echo "== Predicted against measured RSS for every recorded run in data/reference.db"
+python3 scripts/compare_all.py "$allocsim" data/reference.db
