@@ -1594,17 +1594,14 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
   int_free(g, ai, p, th, false); /* _int_free_chunk */
 }
 
-/* Gives mapping residency from [from, from+len) to [to, ...): mremap moves
- * page tables, so resident pages stay resident. */
-static void carry_residency(glibc_model_t *g, uint64_t from, uint64_t to,
-                            uint64_t len) {
-  for (uint64_t off = 0; off < len && g->fail == AS_OK; off += g->page)
-    if (sim_kernel_is_resident(g->kernel, from + off))
-      touch(g, to + off, 1);
-}
-
 /* mremap_chunk (malloc.c:3067-3111).  Returns false if glibc would fall
- * back to malloc-copy-free. */
+ * back to malloc-copy-free.  The kernel does what Linux's mremap does: a
+ * shrink unmaps the tail, a grow extends in place when the range above the
+ * mapping is free, and otherwise the mapping moves with its pages' residency
+ * and lazyfree state, so RSS never changes on a move and the old range is
+ * free for the next mmap.  madvise_thp (3097) is a no-op: mp_.thp_pagesize
+ * is 0 (malloc.c:2022) unless the glibc.malloc.hugetlb tunable sets it
+ * (do_set_hugetlb, 5436), and hugetlb tunables are left out. */
 static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
   uint64_t offset   = C(p)->aux;
   uint64_t total    = offset + C(p)->size;
@@ -1612,28 +1609,18 @@ static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
   uint64_t new_size = align_up(nb + offset + SIZE_SZ, g->page); /* 3085 */
   if (new_size == total)                                        /* 3088 */
     return true;
-  if (new_size < total) { /* shrinking mremap unmaps the tail */
-    k_status(g, sim_kernel_munmap(g->kernel, block + new_size,
-                                  total - new_size, &g->ferr));
-  } else {
-    /* Growing: Linux extends in place or moves; the simulated kernel
-     * places a new mapping and the resident pages come along. */
-    sim_addr_t  nm;
-    as_err_t    e;
-    as_status_t rc = sim_kernel_mmap(g->kernel, new_size, 0, SIM_PROT_RW,
-                                     SIM_OWNER_LIBC_MMAP, &nm, &e);
-    if (rc == AS_ENOMEM)
-      return false;
-    if (rc != AS_OK) {
-      g->ferr = e;
-      k_status(g, rc);
-      return true;
-    }
-    carry_residency(g, block, nm, total);
-    k_status(g, sim_kernel_munmap(g->kernel, block, total, &g->ferr));
-    block       = nm;
-    C(p)->addr  = nm + offset;
+  sim_addr_t  cp;
+  as_err_t    e;
+  as_status_t rc = sim_kernel_mremap(g->kernel, block, total, new_size, &cp,
+                                     &e); /* 3091-3092 MREMAP_MAYMOVE */
+  if (rc == AS_ENOMEM)
+    return false; /* 3094-3095 MAP_FAILED: the caller copies */
+  if (rc != AS_OK) {
+    g->ferr = e;
+    k_status(g, rc);
+    return true;
   }
+  C(p)->addr = cp + offset;           /* 3099 */
   g->mmapped_mem += new_size - total; /* 3106-3109 */
   C(p)->size = new_size - offset;
   touch(g, C(p)->addr + SIZE_SZ, SIZE_SZ); /* set_head 3104 */

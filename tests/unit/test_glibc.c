@@ -673,6 +673,120 @@ static void realloc_grows_into_top_in_place(void **state) {
   fx_close(&f);
 }
 
+/* Whether every OS page of [addr, addr + len) is resident. */
+static bool all_resident(fx_t *f, uint64_t addr, uint64_t len) {
+  for (uint64_t off = 0; off < len; off += 4096)
+    if (!sim_kernel_is_resident(f->k, addr + off))
+      return false;
+  return true;
+}
+
+/* malloc.c:3447-3462 and mremap_chunk (3067-3111): realloc of an mmapped
+ * chunk is mremap(MREMAP_MAYMOVE).  Blocked from above, the chunk moves
+ * with its resident pages (RSS unchanged) and its old range is the next
+ * mapping's; with the range above free it grows in place; shrinking unmaps
+ * the tail. */
+static void realloc_mremaps_an_mmapped_chunk(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "mmap_threshold=131072"); /* frozen: frees keep it */
+  mal(&f, 1, 200000);                   /* B: 200704 B at the top */
+  mal(&f, 0, 200000);                   /* A: right below B */
+  uint64_t a = addr_of(&f, 0);
+  assert_int_equal(a + 200704, addr_of(&f, 1));
+  uint64_t rss    = sim_kernel_rss_bytes(f.k);
+  uint64_t mapped = sim_kernel_mapped_bytes(f.k);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   2 * 200704);
+
+  /* 200688 B needs 204800 (ALIGN_UP(200704 + 8, 4096), 3085), but the
+   * program writes nothing past the old 200704: a pure move, placed top-down
+   * below A because B blocks growth. */
+  ev(&f, TRACE_REALLOC, 0, 0, 200688, 0);
+  glibc_chunk_info_t ci;
+  assert_true(glibc_inspect_object(f.m, 0, &ci));
+  assert_true(ci.mmapped);
+  assert_int_equal(ci.size, 204800);
+  uint64_t n = ci.addr;
+  assert_int_equal(n, a - 204800);
+  assert_int_equal(sim_kernel_rss_bytes(f.k), rss);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   2 * 200704);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), mapped + 4096);
+  assert_true(all_resident(&f, n, 200704));
+  assert_false(sim_kernel_is_resident(f.k, n + 200704)); /* never written */
+  for (uint64_t off = 0; off < 200704; off += 4096)
+    assert_false(sim_kernel_is_resident(f.k, a + off));
+
+  /* The old range is free: the next mapping of its size takes it. */
+  mal(&f, 2, 200000);
+  assert_int_equal(addr_of(&f, 2), a);
+
+  /* With B gone the range above C is free: C grows in place, keeping its
+   * 49 written pages; the program writes 200000..300000 (pages 48-73). */
+  fre(&f, 1);
+  ev(&f, TRACE_REALLOC, 0, 2, 300000, 0);
+  assert_true(glibc_inspect_object(f.m, 2, &ci));
+  assert_int_equal(ci.addr, a);
+  assert_int_equal(ci.size, 303104); /* ALIGN_UP(300016 + 8, 4096) */
+  assert_true(all_resident(&f, a, 303104));
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   200704 + 303104);
+
+  /* Shrinking unmaps the tail in place: 25 pages stay. */
+  ev(&f, TRACE_REALLOC, 0, 2, 100000, 0);
+  assert_true(glibc_inspect_object(f.m, 2, &ci));
+  assert_int_equal(ci.addr, a);
+  assert_int_equal(ci.size, 102400);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   200704 + 102400);
+  fx_check(&f);
+  fre(&f, 0);
+  fre(&f, 2);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP), 0);
+  fx_close(&f);
+}
+
+/* With THP, a move carries page tables, so it faults nothing in: only
+ * written pages count at the destination even where a 2 MiB-aligned range
+ * lies wholly in the new mapping (Linux 6.1 mm/mremap.c move_page_tables).
+ * Writing the carried pages anew would fill that range. */
+static void realloc_move_of_mmapped_chunk_faults_in_no_huge_page(
+    void **state) {
+  (void)state;
+  const uint64_t      top = UINT64_C(0x7f0000000000); /* 2 MiB-aligned */
+  fx_t                f;
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.thp      = true;
+  cfg.mmap_top = top;
+  fx_open_cfg(&f, "mmap_threshold=131072", &cfg);
+  /* B: 2 MiB - 12 KiB at the top, so that A's move lands 2 MiB-aligned. */
+  mal(&f, 1, 2 * MiB - 16 * KiB);
+  assert_int_equal(addr_of(&f, 1), top - (2 * MiB - 12 * KiB));
+  /* A: calloc(3 MiB) is 3 MiB + 4 KiB with only its header page written
+   * (no 2 MiB-aligned range around it lies in A). */
+  ev(&f, TRACE_CALLOC, 0, 0, 3 * MiB, 0);
+  uint64_t a = addr_of(&f, 0);
+  assert_int_equal(a, top - 5 * MiB + 8 * KiB);
+  uint64_t b_rss = 2 * MiB - 12 * KiB;
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   b_rss + 4096);
+  /* Growing to 3 MiB + 8 KiB must move (B is above), to top - 8 MiB; the
+   * program writes only the old chunk's last page (bytes 3 MiB..). */
+  ev(&f, TRACE_REALLOC, 0, 0, 3 * MiB + 4 * KiB - 16, 0);
+  glibc_chunk_info_t ci;
+  assert_true(glibc_inspect_object(f.m, 0, &ci));
+  assert_int_equal(ci.addr, top - 8 * MiB);
+  assert_int_equal(ci.size, 3 * MiB + 8 * KiB);
+  assert_true(sim_kernel_is_resident(f.k, ci.addr));
+  assert_false(sim_kernel_is_resident(f.k, ci.addr + 4096));
+  assert_true(sim_kernel_is_resident(f.k, ci.addr + 3 * MiB));
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
+                   b_rss + 2 * 4096);
+  fx_close(&f);
+}
+
 static void memalign_returns_aligned_chunks(void **state) {
   (void)state;
   fx_t f;
@@ -832,6 +946,8 @@ int main(void) {
       cmocka_unit_test(thread_arena_adds_and_drops_heaps),
       cmocka_unit_test(exited_thread_arena_is_reused),
       cmocka_unit_test(realloc_grows_into_top_in_place),
+      cmocka_unit_test(realloc_mremaps_an_mmapped_chunk),
+      cmocka_unit_test(realloc_move_of_mmapped_chunk_faults_in_no_huge_page),
       cmocka_unit_test(memalign_returns_aligned_chunks),
       cmocka_unit_test(random_churn_keeps_invariants),
       cmocka_unit_test(unknown_option_and_bad_values_are_errors),
