@@ -33,16 +33,6 @@
 #include "../traces/workload.h"
 #include "record.h"
 
-/* snprintf that reports truncation instead of leaving it to the compiler's
- * -Wformat-truncation guesses: true if the whole text fit. */
-__attribute__((format(printf, 3, 4))) static bool
-fmt_into(char *buf, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-  return n >= 0 && (size_t)n < len;
-}
 
 /* ---- Statistics -----------------------------------------------------------
  */
@@ -187,14 +177,14 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
     /* A relative trace path is relative to the store's directory. */
     char path[PATH_MAX];
     if (rec->trace_path[0] == '/') {
-      fmt_into(path, sizeof path, "%s", rec->trace_path);
+      as_format_fits(path, sizeof path, "%s", rec->trace_path);
     } else {
       const char *sp = store_path(s);
       const char *slash = strrchr(sp, '/');
       if (slash == NULL)
-        fmt_into(path, sizeof path, "%s", rec->trace_path);
+        as_format_fits(path, sizeof path, "%s", rec->trace_path);
       else
-        fmt_into(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
+        as_format_fits(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
                  rec->trace_path);
     }
     char        sha[65];
@@ -206,7 +196,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                         "%s: SHA-256 %s differs from the %s recorded with run "
                         "%" PRId64 " (the trace changed)",
                         path, sha, rec->trace_sha256, rec->id);
-    fmt_into(desc, desc_len, "%s", path);
+    as_format_fits(desc, desc_len, "%s", path);
     *is_trace = true;
     return trace_open(path, src, err);
   }
@@ -216,7 +206,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                       "run %" PRId64 " has neither a trace nor a 'workload' "
                       "provenance entry to replay",
                       rec->id);
-  fmt_into(desc, desc_len, "%s", wl);
+  as_format_fits(desc, desc_len, "%s", wl);
   char *copy = strdup(wl);
   char *argv[64];
   int   argc = 0;
@@ -235,7 +225,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
     rc = workload_open_argv(def, argc - 1, argv + 1, src, err);
   if (rc != AS_OK && rc != AS_ENOMEM) {
     char msg[sizeof err->msg];
-    fmt_into(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
+    as_format_fits(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
              err->msg);
     rc = as_err_set(err, AS_EINVAL, "%s", msg);
   }
@@ -287,9 +277,9 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
                                     const simlog_t       *sim,
                                     const compare_opts_t *o, as_err_t *err) {
   char off[32], anchor_t[32], mrun[32];
-  fmt_into(off, sizeof off, "%" PRId64, res->offset_bytes);
-  fmt_into(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
-  fmt_into(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
+  as_format_fits(off, sizeof off, "%" PRId64, res->offset_bytes);
+  as_format_fits(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
+  as_format_fits(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
   store_kv_t meta[] = {
       {"kind", "simulated"},
       {"compare_measured_run", mrun},
@@ -319,7 +309,7 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
   sqlite3      *db = store_db(s);
   sqlite3_stmt *st = NULL;
   char          params[1024];
-  fmt_into(params, sizeof params,
+  as_format_fits(params, sizeof params,
            "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
            ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
            "\"%s\"}",
@@ -408,9 +398,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   if (meta_libc != NULL && !is_spec(meta_libc))
     meta_libc = NULL; /* e.g. "glibc 2.36", a version, not a spec */
   if (o->libc != NULL)
-    fmt_into(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
+    as_format_fits(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
   else if (meta_libc != NULL)
-    fmt_into(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
+    as_format_fits(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
   else if ((rc = record_libc_spec(kv_get, &meta, res->libc_spec,
                                   sizeof res->libc_spec, err)) != AS_OK)
     goto done;
@@ -436,11 +426,11 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         memcpy(v, python, vlen);
         v[vlen] = '\0';
         char bar[20];
-        fmt_into(bar, sizeof bar, "|%s|", v);
+        as_format_fits(bar, sizeof bar, "|%s|", v);
         char choices[128];
-        fmt_into(choices, sizeof choices, "|%s|", op->choices);
+        as_format_fits(choices, sizeof choices, "|%s|", op->choices);
         if (strstr(choices, bar) != NULL) {
-          fmt_into(py_model, sizeof py_model, "cpython:version=%s", v);
+          as_format_fits(py_model, sizeof py_model, "cpython:version=%s", v);
           model = py_model;
         }
       }
@@ -450,7 +440,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     model = rec.model;
   if (model == NULL || strcmp(model, "glibc") == 0)
     model = res->libc_spec; /* glibc itself: its knobs are its options */
-  fmt_into(res->model_spec, sizeof res->model_spec, "%s", model);
+  as_format_fits(res->model_spec, sizeof res->model_spec, "%s", model);
 
   sim_kernel_config_t kcfg;
   sim_kernel_config_default(&kcfg);
@@ -464,13 +454,13 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   if ((rc = open_source(s, &rec, &meta, &src, res->source, sizeof res->source,
                         &is_trace, err)) != AS_OK)
     goto done;
-  fmt_into(res->alignment, sizeof res->alignment, "%s",
+  as_format_fits(res->alignment, sizeof res->alignment, "%s",
            is_trace ? "nearest time" : "marks by label");
   if ((rc = sim_session_open(res->model_spec, res->libc_spec, &kcfg, &session,
                              err)) != AS_OK)
     goto done;
   session_open = true;
-  fmt_into(res->model, sizeof res->model, "%s", session.model_desc);
+  as_format_fits(res->model, sizeof res->model, "%s", session.model_desc);
   sim_engine_config_t cfg = {.sample_every_ns = 0,
                              .lenient = true,
                              .on_sample = on_sample,
@@ -524,7 +514,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                     run_id, res->alignment);
     goto done;
   }
-  fmt_into(res->anchor_label, sizeof res->anchor_label, "%s",
+  as_format_fits(res->anchor_label, sizeof res->anchor_label, "%s",
            ms[anchor].kind == SIM_SAMPLE_MARK ? ms[anchor].label : "");
   res->anchor_t_ns = ms[anchor].t_ns;
   res->offset_bytes = (int64_t)ms[anchor].measured_rss_bytes -
@@ -550,7 +540,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                        : (int64_t)sim.v[pair[i]].rss_bytes + res->offset_bytes;
     if (ms[i].kind == SIM_SAMPLE_MARK) {
       compare_mark_t *mk = &res->marks[res->nmarks++];
-      fmt_into(mk->label, sizeof mk->label, "%s", ms[i].label);
+      as_format_fits(mk->label, sizeof mk->label, "%s", ms[i].label);
       mk->t_ns = ms[i].t_ns;
       mk->measured_rss_bytes = ms[i].measured_rss_bytes;
       if (pair[i] != SIZE_MAX) {

@@ -40,16 +40,6 @@
 #include "../traces/capture/capture_log.h"
 #include "../traces/trace_io.h"
 
-/* snprintf that reports truncation instead of leaving it to the compiler's
- * -Wformat-truncation guesses: true if the whole text fit. */
-__attribute__((format(printf, 3, 4))) static bool
-fmt_into(char *buf, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-  return n >= 0 && (size_t)n < len;
-}
 
 extern char **environ;
 
@@ -465,7 +455,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       info->alloc_events++;
       if ((rc = live_apply(&live, &ev, err)) != AS_OK) {
         char msg[sizeof err->msg];
-        fmt_into(msg, sizeof msg, "%.200s: event %" PRIu64 ": %.280s", path,
+        as_format_fits(msg, sizeof msg, "%.200s: event %" PRIu64 ": %.280s", path,
                  info->events, err->msg);
         rc = as_err_set(err, rc, "%s", msg);
         goto done;
@@ -482,7 +472,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       memset(&pending, 0, sizeof pending);
       pending.t_ns = ev.t_ns;
       pending.kind = SIM_SAMPLE_MARK;
-      fmt_into(pending.label, sizeof pending.label, "%s",
+      as_format_fits(pending.label, sizeof pending.label, "%s",
                ev.label ? ev.label : "");
       pending.live_bytes = live.live_bytes;
       have_pending = true;
@@ -534,7 +524,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   bool        has_trace = info->alloc_events > 0;
   if (has_trace) {
     if (realpath(path, abs_path) == NULL)
-      fmt_into(abs_path, sizeof abs_path, "%s", path);
+      as_format_fits(abs_path, sizeof abs_path, "%s", path);
     if (realpath(store_path(s), db_dir) != NULL) {
       char *slash = strrchr(db_dir, '/');
       if (slash != NULL)
@@ -570,7 +560,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   if ((rc = record_libc_spec(meta_get_trace, (void *)m, libc_spec,
                              sizeof libc_spec, err)) != AS_OK) {
     char msg[sizeof err->msg];
-    fmt_into(msg, sizeof msg, "%.200s: provenance: %.280s", path, err->msg);
+    as_format_fits(msg, sizeof msg, "%.200s: provenance: %.280s", path, err->msg);
     rc = as_err_set(err, rc, "%s", msg);
     goto done;
   }
@@ -616,10 +606,10 @@ static const char *knob_lookup(record_meta_get_fn get, void *user,
                                const char *name) {
   char        key[64];
   const char *v;
-  fmt_into(key, sizeof key, "env.%s", name);
+  as_format_fits(key, sizeof key, "env.%s", name);
   if ((v = get(user, key)) != NULL && *v != '\0')
     return v;
-  fmt_into(key, sizeof key, "env_%s", name);
+  as_format_fits(key, sizeof key, "env_%s", name);
   if ((v = get(user, key)) != NULL && *v != '\0')
     return v;
   if ((v = get(user, name)) != NULL && *v != '\0')
@@ -1082,7 +1072,7 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
         if (eq != NULL) {
           *eq = '\0';
           if (strcmp(kv, "python") == 0)
-            fmt_into(st->python, sizeof st->python, "%s", eq + 1);
+            as_format_fits(st->python, sizeof st->python, "%s", eq + 1);
           (void)trace_meta_set(&tm, kv, eq + 1, NULL);
         }
       }
@@ -1097,14 +1087,14 @@ as_status_t record_capture_convert(const char *raw_path, const char *out_path,
   }
   st->baseline_rss_bytes = first_rss;
   char num[32];
-  fmt_into(num, sizeof num, "%" PRIu64, st->pid);
+  as_format_fits(num, sizeof num, "%" PRIu64, st->pid);
   (void)trace_meta_set(&tm, "pid", num, NULL);
   if (first_rss_seq != UINT64_MAX) {
-    fmt_into(num, sizeof num, "%" PRIu64, first_rss);
+    as_format_fits(num, sizeof num, "%" PRIu64, first_rss);
     (void)trace_meta_set(&tm, "baseline_rss_bytes", num, NULL);
   }
   if (recs[1].c != 0 && trace_meta_get(&tm, "page_size") == NULL) {
-    fmt_into(num, sizeof num, "%" PRIu64, recs[1].c);
+    as_format_fits(num, sizeof num, "%" PRIu64, recs[1].c);
     (void)trace_meta_set(&tm, "page_size", num, NULL);
   }
 
@@ -1189,7 +1179,7 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err) {
     if (!readable(env))
       return as_err_set(err, AS_EINVAL,
                         "ALLOCSIM_CAPTURE_LIB=%s: no such readable file", env);
-    fmt_into(buf, len, "%s", env);
+    as_format_fits(buf, len, "%s", env);
     return AS_OK;
   }
   char    exe[PATH_MAX];
@@ -1203,7 +1193,7 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err) {
           "/liballocsim_capture.so", "/../lib/liballocsim_capture.so",
           "/../../traces/capture/liballocsim_capture.so", NULL};
       for (size_t i = 0; rel[i] != NULL; i++) {
-        fmt_into(buf, len, "%s%s", exe, rel[i]);
+        as_format_fits(buf, len, "%s%s", exe, rel[i]);
         if (readable(buf))
           return AS_OK;
       }
@@ -1211,7 +1201,7 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err) {
   }
 #ifdef ALLOCSIM_CAPTURE_BUILD_LIB
   if (readable(ALLOCSIM_CAPTURE_BUILD_LIB)) {
-    fmt_into(buf, len, "%s", ALLOCSIM_CAPTURE_BUILD_LIB);
+    as_format_fits(buf, len, "%s", ALLOCSIM_CAPTURE_BUILD_LIB);
     return AS_OK;
   }
 #endif
@@ -1224,17 +1214,17 @@ as_status_t record_capture_find_lib(char *buf, size_t len, as_err_t *err) {
 /* The directory holding sitecustomize.py: next to the library (the build
  * copies it to LIBDIR/python), else the source tree. */
 static void python_dir(const char *lib, char *buf, size_t len) {
-  fmt_into(buf, len, "%s", lib);
+  as_format_fits(buf, len, "%s", lib);
   char *slash = strrchr(buf, '/');
   if (slash != NULL) {
-    fmt_into(slash, len - (size_t)(slash - buf), "/python");
+    as_format_fits(slash, len - (size_t)(slash - buf), "/python");
     char probe[PATH_MAX];
-    fmt_into(probe, sizeof probe, "%s/sitecustomize.py", buf);
+    as_format_fits(probe, sizeof probe, "%s/sitecustomize.py", buf);
     if (readable(probe))
       return;
   }
 #ifdef ALLOCSIM_CAPTURE_PY_DIR
-  fmt_into(buf, len, "%s", ALLOCSIM_CAPTURE_PY_DIR);
+  as_format_fits(buf, len, "%s", ALLOCSIM_CAPTURE_PY_DIR);
 #else
   buf[0] = '\0';
 #endif
@@ -1249,10 +1239,10 @@ static void secondary_path(const char *out, uint64_t pid, unsigned gen,
     dot = out + strlen(out);
   char tail[32];
   if (gen == 0)
-    fmt_into(tail, sizeof tail, ".%" PRIu64, pid);
+    as_format_fits(tail, sizeof tail, ".%" PRIu64, pid);
   else
-    fmt_into(tail, sizeof tail, ".%" PRIu64 ".%u", pid, gen);
-  fmt_into(buf, len, "%.*s%s%s", (int)(dot - out), out, tail, dot);
+    as_format_fits(tail, sizeof tail, ".%" PRIu64 ".%u", pid, gen);
+  as_format_fits(buf, len, "%.*s%s%s", (int)(dot - out), out, tail, dot);
 }
 
 static void rm_tree(const char *dir) {
@@ -1264,7 +1254,7 @@ static void rm_tree(const char *dir) {
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
-    fmt_into(p, sizeof p, "%s/%s", dir, e->d_name);
+    as_format_fits(p, sizeof p, "%s/%s", dir, e->d_name);
     unlink(p);
   }
   closedir(d);
@@ -1277,8 +1267,8 @@ static void rm_tree(const char *dir) {
 static void meta_put(trace_meta_t *m, const char *k, const char *v) {
   char key[32];
   char val[256];
-  fmt_into(key, sizeof key, "%s", k);
-  fmt_into(val, sizeof val, "%s", v);
+  as_format_fits(key, sizeof key, "%s", k);
+  as_format_fits(val, sizeof val, "%s", v);
   for (char *p = val; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f)
       *p = ' ';
@@ -1308,18 +1298,18 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   char        lib[PATH_MAX];
   as_status_t rc;
   if (o->lib_path != NULL)
-    fmt_into(lib, sizeof lib, "%s", o->lib_path);
+    as_format_fits(lib, sizeof lib, "%s", o->lib_path);
   else if ((rc = record_capture_find_lib(lib, sizeof lib, err)) != AS_OK)
     return rc;
   if (!readable(lib))
     return as_err_set(err, AS_EINVAL, "%s: capture library not readable", lib);
   char abs_lib[PATH_MAX];
   if (realpath(lib, abs_lib) == NULL)
-    fmt_into(abs_lib, sizeof abs_lib, "%s", lib);
+    as_format_fits(abs_lib, sizeof abs_lib, "%s", lib);
 
   const char *tmp = getenv("TMPDIR");
   char        dir[256];
-  fmt_into(dir, sizeof dir, "%s/allocsim-capture-XXXXXX",
+  as_format_fits(dir, sizeof dir, "%s/allocsim-capture-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
   if (mkdtemp(dir) == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
@@ -1341,12 +1331,12 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   python_dir(abs_lib, pydir, sizeof pydir);
   /* The capture library goes first so that RTLD_NEXT finds a preloaded
    * allocator (jemalloc, mimalloc) rather than bypassing it. */
-  fmt_into(e_pre, sizeof e_pre, "LD_PRELOAD=%s%s%s", abs_lib,
+  as_format_fits(e_pre, sizeof e_pre, "LD_PRELOAD=%s%s%s", abs_lib,
            old_pre && *old_pre ? " " : "", old_pre ? old_pre : "");
-  fmt_into(e_dir, sizeof e_dir, "ALLOCSIM_CAPTURE_DIR=%s", dir);
-  fmt_into(e_ns, sizeof e_ns, "ALLOCSIM_CAPTURE_SAMPLE_NS=%" PRIu64,
+  as_format_fits(e_dir, sizeof e_dir, "ALLOCSIM_CAPTURE_DIR=%s", dir);
+  as_format_fits(e_ns, sizeof e_ns, "ALLOCSIM_CAPTURE_SAMPLE_NS=%" PRIu64,
            o->sample_every_ns);
-  fmt_into(e_py, sizeof e_py, "PYTHONPATH=%s%s%s", pydir,
+  as_format_fits(e_py, sizeof e_py, "PYTHONPATH=%s%s%s", pydir,
            old_py && *old_py ? ":" : "", old_py ? old_py : "");
   size_t k = 0;
   for (size_t i = 0; i < nenv; i++)
@@ -1370,17 +1360,17 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   meta_put(m, "source", "allocsim capture");
   meta_put(m, "command", buf);
   if (uname(&u) == 0) {
-    fmt_into(buf, sizeof buf, "%s %s", u.nodename, u.machine);
+    as_format_fits(buf, sizeof buf, "%s %s", u.nodename, u.machine);
     meta_put(m, "machine", buf);
     meta_put(m, "kernel", u.release);
   }
-  fmt_into(buf, sizeof buf, "%ld", sysconf(_SC_PAGESIZE));
+  as_format_fits(buf, sizeof buf, "%ld", sysconf(_SC_PAGESIZE));
   meta_put(m, "page_size", buf);
-  fmt_into(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+  as_format_fits(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
   meta_put(m, "ncpus", buf);
-  fmt_into(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
+  as_format_fits(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
   meta_put(m, "libc", buf);
-  fmt_into(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);
+  as_format_fits(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);
   meta_put(m, "sample_every_ns", buf);
   meta_put(m, "rss_source",
            "/proc/self/smaps_rollup Rss minus capture "
@@ -1390,11 +1380,11 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
     if (eq == NULL || (size_t)(eq - environ[i]) > 24)
       continue;
     char name[32];
-    fmt_into(name, sizeof name, "%.*s", (int)(eq - environ[i]), environ[i]);
+    as_format_fits(name, sizeof name, "%.*s", (int)(eq - environ[i]), environ[i]);
     if (!record_env_knob(name))
       continue;
     char key[40];
-    fmt_into(key, sizeof key, "env.%s", name);
+    as_format_fits(key, sizeof key, "env.%s", name);
     meta_put(m, key, eq + 1);
   }
 
@@ -1418,7 +1408,7 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   res->exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                          : 1;
-  fmt_into(buf, sizeof buf, "%d", res->exit_code);
+  as_format_fits(buf, sizeof buf, "%d", res->exit_code);
   meta_put(m, "exit_code", buf);
 
   /* Convert: the command's own log first, then the others.  The command's
@@ -1427,12 +1417,12 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
   char     main_raw[PATH_MAX];
   unsigned main_gen = 0;
   for (unsigned g = 0; g < 256; g++) {
-    fmt_into(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, g);
+    as_format_fits(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, g);
     if (!readable(main_raw))
       break;
     main_gen = g;
   }
-  fmt_into(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, main_gen);
+  as_format_fits(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, main_gen);
   if (!readable(main_raw)) {
     rc = as_err_set(err, AS_EINVAL,
                     "%s: the command wrote no capture log (a static or "
@@ -1461,7 +1451,7 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
         continue;
       }
       char raw[PATH_MAX];
-      fmt_into(raw, sizeof raw, "%s/%s", dir, e->d_name);
+      as_format_fits(raw, sizeof raw, "%s/%s", dir, e->d_name);
       size_t x = res->nextra++;
       secondary_path(o->out_path, p, gen, res->extra_path[x],
                      sizeof res->extra_path[x]);
@@ -1475,7 +1465,7 @@ as_status_t record_capture_run(const record_capture_opts_t *o,
 
 out:
   if (o->keep_raw)
-    fmt_into(res->raw_dir, sizeof res->raw_dir, "%s", dir);
+    as_format_fits(res->raw_dir, sizeof res->raw_dir, "%s", dir);
   else
     rm_tree(dir);
   return rc;

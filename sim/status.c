@@ -15,6 +15,14 @@ as_status_t as_err_set(as_err_t *err, as_status_t code, const char *fmt, ...) {
   return code;
 }
 
+bool as_format_fits(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+  return n >= 0 && (size_t)n < len;
+}
+
 const char *as_status_name(as_status_t code) {
   static const char *const names[] = {
 #define AS_STATUS_NAME(name, msg) #name,

@@ -7,6 +7,8 @@
 #ifndef ALLOCSIM_STATUS_H
 #define ALLOCSIM_STATUS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define AS_STATUS_MAP(X)                                                       \
@@ -34,6 +36,11 @@ struct as_err_s {
 
 /* Records code and message in *err (if err is not NULL); returns code. */
 as_status_t as_err_set(as_err_t *err, as_status_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* snprintf that reports truncation instead of leaving it to the compiler's
+ * -Wformat-truncation guesses: true if the whole text fit in buf. */
+bool as_format_fits(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Short symbolic name ("EFORMAT") and generic message for a status. */

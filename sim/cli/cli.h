@@ -68,6 +68,9 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             trace_source_t *src, const char *command);
 
+/* Prints s as a JSON string literal (escaped), or null for NULL. */
+void cli_json_string(FILE *out, const char *s);
+
 /* The command line argv joined with spaces (static buffer). */
 const char *cli_command_line(int argc, char **argv);
 

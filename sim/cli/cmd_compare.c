@@ -14,20 +14,6 @@
 #include "../../analysis/compare.h"
 #include "../../analysis/store.h"
 
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
 static void json_num(double v) {
   if (isfinite(v))
     printf("%.17g", v);
@@ -41,16 +27,16 @@ static double mib(double b) {
 
 static void print_json(const compare_result_t *r) {
   printf("{\"run\": %" PRId64 ", \"model\": ", r->measured_run_id);
-  json_str(r->model);
+  cli_json_string(stdout, r->model);
   printf(", \"libc\": ");
-  json_str(r->libc_spec);
+  cli_json_string(stdout, r->libc_spec);
   printf(", \"source\": ");
-  json_str(r->source);
+  cli_json_string(stdout, r->source);
   printf(", \"simulated_run\": %" PRId64 ", \"comparison\": %" PRId64,
          r->simulated_run_id, r->comparison_id);
   printf(", \"baseline\": {\"rule\": \"predicted = simulated + measured(anchor)"
          " - simulated(anchor)\", \"anchor_label\": ");
-  json_str(r->anchor_label);
+  cli_json_string(stdout, r->anchor_label);
   printf(", \"anchor_t_ns\": %" PRIu64 ", \"offset_bytes\": %" PRId64 "}",
          r->anchor_t_ns, r->offset_bytes);
   printf(", \"peak_measured_rss_bytes\": %" PRIu64 ", \"marks\": [",
@@ -58,7 +44,7 @@ static void print_json(const compare_result_t *r) {
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     printf("%s{\"label\": ", i ? ", " : "");
-    json_str(m->label);
+    cli_json_string(stdout, m->label);
     printf(", \"measured_rss_bytes\": %" PRIu64, m->measured_rss_bytes);
     if (isfinite(m->error_pct_of_peak))
       printf(", \"predicted_rss_bytes\": %" PRId64 ", \"error_bytes\": %" PRId64
@@ -71,7 +57,7 @@ static void print_json(const compare_result_t *r) {
     putchar('}');
   }
   printf("], \"series\": {\"alignment\": ");
-  json_str(r->alignment);
+  cli_json_string(stdout, r->alignment);
   printf(", \"points\": %zu, \"mean_abs_error_bytes\": ", r->series.points);
   json_num(r->series.mean_abs_error_bytes);
   printf(", \"max_abs_error_bytes\": ");

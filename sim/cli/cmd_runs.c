@@ -14,24 +14,6 @@
 
 #include "../../analysis/store.h"
 
-static void print_json_string(FILE *out, const char *s) {
-  if (s == NULL) {
-    fputs("null", out);
-    return;
-  }
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
-  fputc('"', out);
-}
-
 typedef struct runs_out_s {
   bool   json;
   size_t count; /* runs printed so far */
@@ -57,23 +39,23 @@ static as_status_t print_run(void *user, const store_run_record_t *r,
   }
   fputs(o->count++ ? ",\n  " : "\n  ", stdout);
   printf("{\"id\": %" PRId64 ", \"kind\": ", r->id);
-  print_json_string(stdout, r->kind);
+  cli_json_string(stdout, r->kind);
   fputs(", \"model\": ", stdout);
-  print_json_string(stdout, r->model);
+  cli_json_string(stdout, r->model);
   fputs(", \"options\": ", stdout);
-  print_json_string(stdout, r->options);
+  cli_json_string(stdout, r->options);
   printf(", \"page_size\": %" PRIu64 ", \"source\": ", r->page_size);
-  print_json_string(stdout, r->source);
+  cli_json_string(stdout, r->source);
   fputs(", \"command\": ", stdout);
-  print_json_string(stdout, r->command);
+  cli_json_string(stdout, r->command);
   fputs(", \"allocsim_version\": ", stdout);
-  print_json_string(stdout, r->allocsim_version);
+  cli_json_string(stdout, r->allocsim_version);
   fputs(", \"created_at\": ", stdout);
-  print_json_string(stdout, r->created_at);
+  cli_json_string(stdout, r->created_at);
   fputs(", \"trace_path\": ", stdout);
-  print_json_string(stdout, r->trace_path);
+  cli_json_string(stdout, r->trace_path);
   fputs(", \"trace_sha256\": ", stdout);
-  print_json_string(stdout, r->trace_sha256);
+  cli_json_string(stdout, r->trace_sha256);
   printf(", \"samples\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
          ", \"peak_measured_rss_bytes\": %" PRIu64 "}",
          r->nsamples, r->peak_rss_bytes, r->peak_measured_rss_bytes);
@@ -113,7 +95,7 @@ static int runs_main(int argc, char **argv) {
   runs_out_t out = {.json = json};
   if (json) {
     fputs("{\"db\": ", stdout);
-    print_json_string(stdout, db);
+    cli_json_string(stdout, db);
     fputs(", \"runs\": [", stdout);
   } else {
     printf("%6s  %-9s  %-24s  %8s  %12s  %s  %s\n", "id", "kind",

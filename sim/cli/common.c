@@ -182,7 +182,11 @@ static const char *kind_name(sim_sample_kind_t k) {
   return names[k];
 }
 
-static void print_json_string(FILE *out, const char *s) {
+void cli_json_string(FILE *out, const char *s) {
+  if (s == NULL) {
+    fputs("null", out);
+    return;
+  }
   fputc('"', out);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -198,7 +202,7 @@ static void print_json_string(FILE *out, const char *s) {
 
 static void print_json_sample(FILE *out, const store_sample_t *s) {
   fprintf(out, "{\"label\": ");
-  print_json_string(out, s->label);
+  cli_json_string(out, s->label);
   fprintf(out,
           ", \"kind\": \"%s\", \"t_ns\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
           ", \"live_bytes\": %" PRIu64,
@@ -219,11 +223,11 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
                        const trace_source_t *src, const sim_run_result_t *r,
                        const sample_log_t *log, int64_t run_id) {
   fprintf(stdout, "{\"model\": ");
-  print_json_string(stdout, s->model->methods->name);
+  cli_json_string(stdout, s->model->methods->name);
   fprintf(stdout, ", \"options\": ");
-  print_json_string(stdout, s->model_desc);
+  cli_json_string(stdout, s->model_desc);
   fprintf(stdout, ", \"source\": ");
-  print_json_string(stdout, src->name);
+  cli_json_string(stdout, src->name);
   fprintf(stdout,
           ", \"page_size\": %" PRIu64 ", \"events\": %" PRIu64
           ", \"peak_rss_bytes\": %" PRIu64 ", \"peak_t_ns\": %" PRIu64
