@@ -92,10 +92,10 @@
  * Sections: size rules, generator state, event emission, phases, options.
  */
 #include "wl_spike.h"
+#include "wl_emit.h"
 #include "wl_survivors.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +152,7 @@ typedef enum spike_phase_e {
   PH_DONE
 } spike_phase_t;
 
+/* PH_GC frees at most SPIKE_PENDING_MAX / 2 - 1 objects per step. */
 #define SPIKE_PENDING_MAX 16
 
 typedef struct spike_src_s spike_src_t;
@@ -162,17 +163,12 @@ struct spike_src_s {
   spike_python_t python;
 
   spike_phase_t phase;
-  uint64_t      t_ns;   /* virtual clock */
+  wl_emit_t     em;     /* clock, id stack, pending events */
   uint64_t      cursor; /* build: tuples made (threaded: threads started);
                            dealloc: next index + 1 */
 
   /* Per tuple i: the ids of its str, float and tuple. */
   uint32_t *str_id, *flt_id, *tup_id;
-
-  /* Freed ids, reused LIFO; ids never used start at next_id. */
-  uint32_t *free_ids;
-  size_t    nfree;
-  uint64_t  next_id;
 
   /* CPython's free lists: ids of objects the allocator still holds. */
   uint32_t float_fl[SPIKE_FLOAT_FREELIST];
@@ -191,72 +187,24 @@ struct spike_src_s {
    * cur_thread is the thread whose slice is running, slice_done its count. */
   uint64_t *th_next, *th_end;
   uint64_t  cur_thread, slice_done, threads_left;
-
-  trace_event_t pending[SPIKE_PENDING_MAX];
-  size_t        npending, ipending;
 };
 
 /* ---- Event emission ----------------------------------------------------- */
 
-static uint32_t take_id(spike_src_t *s) {
-  if (s->nfree > 0)
-    return s->free_ids[--s->nfree];
-  return (uint32_t)s->next_id++;
-}
-
-static trace_event_t *push(spike_src_t *s, trace_op_t op, uint32_t thread) {
-  /* A phase step emits at most 8 events (PH_GC); more is a bug here. */
-  assert(s->npending < SPIKE_PENDING_MAX);
-  trace_event_t *ev = &s->pending[s->npending++];
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = s->t_ns;
-  ev->op = (uint8_t)op;
-  ev->thread = thread;
-  return ev;
-}
-
-static uint32_t emit_malloc(spike_src_t *s, uint32_t thread, trace_domain_t dom,
-                            uint64_t size) {
-  uint32_t       id = take_id(s);
-  trace_event_t *ev = push(s, TRACE_MALLOC, thread);
-  ev->id = id;
-  ev->size = size;
-  ev->domain = (uint8_t)dom;
-  return id;
-}
-
-static void emit_realloc(spike_src_t *s, uint32_t thread, uint32_t id,
-                         uint64_t size) {
-  trace_event_t *ev = push(s, TRACE_REALLOC, thread);
-  ev->id = id;
-  ev->size = size;
-  ev->domain = TRACE_DOMAIN_MEM;
-}
-
-static void emit_free(spike_src_t *s, uint32_t thread, trace_domain_t dom,
-                      uint32_t id) {
-  trace_event_t *ev = push(s, TRACE_FREE, thread);
-  ev->id = id;
-  ev->domain = (uint8_t)dom;
-  s->free_ids[s->nfree++] = id;
-}
-
-static void emit_mark(spike_src_t *s, const char *label) {
-  push(s, TRACE_MARK, 0)->label = label;
-}
+/* take_id, push, emit_* and parse_u64 live in traces/wl_emit.c. */
 
 /* ---- Phases ------------------------------------------------------------- */
 
 /* One tuple of the build, made by thread `thread` (0 = main). */
 static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
   uint64_t len = spike_str_len(s->seed, i, s->min, s->max);
-  s->str_id[i] = emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+  s->str_id[i] = wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
                              spike_str_request(s->python, len));
   s->flt_id[i] = s->nfloat_fl > 0 ? s->float_fl[--s->nfloat_fl]
-                                  : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                  : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
                                                 SPIKE_FLOAT_SIZE);
   s->tup_id[i] = s->ntuple_fl > 0 ? s->tuple_fl[--s->ntuple_fl]
-                                  : emit_malloc(s, thread, TRACE_DOMAIN_OBJ,
+                                  : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
                                                 SPIKE_TUPLE2_SIZE);
   if (s->threads == 1) { /* LIST_APPEND → list_resize(len + 1) */
     uint64_t cap =
@@ -264,16 +212,16 @@ static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
     if (cap != s->data_alloc) {
       if (!s->data_items_live) {
         s->data_items =
-            emit_malloc(s, thread, TRACE_DOMAIN_MEM, cap * SPIKE_PTR_SIZE);
+            wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_MEM, cap * SPIKE_PTR_SIZE);
         s->data_items_live = true;
       } else {
-        emit_realloc(s, thread, s->data_items, cap * SPIKE_PTR_SIZE);
+        wl_emit_realloc(&s->em, thread, TRACE_DOMAIN_MEM, s->data_items, cap * SPIKE_PTR_SIZE);
       }
       s->data_alloc = cap;
     }
     s->data_len++;
   }
-  s->t_ns += s->tuple_ns;
+  s->em.t_ns += s->tuple_ns;
 }
 
 /* Threaded build: one tuple of the running slice, rotating threads. */
@@ -282,7 +230,7 @@ static void build_threaded_step(spike_src_t *s) {
   build_tuple(s, s->th_next[k]++, (uint32_t)(k + 1));
   s->slice_done++;
   if (s->th_next[k] == s->th_end[k]) {
-    push(s, TRACE_THREAD_EXIT, (uint32_t)(k + 1));
+    wl_emit_push(&s->em, TRACE_THREAD_EXIT, (uint32_t)(k + 1));
     s->threads_left--;
     s->slice_done = s->slice;
   }
@@ -299,28 +247,28 @@ static void dealloc_tuple(spike_src_t *s, uint64_t i) {
   if (s->nfloat_fl < SPIKE_FLOAT_FREELIST)
     s->float_fl[s->nfloat_fl++] = s->flt_id[i];
   else
-    emit_free(s, 0, TRACE_DOMAIN_OBJ, s->flt_id[i]);
-  emit_free(s, 0, TRACE_DOMAIN_OBJ, s->str_id[i]);
+    wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->flt_id[i]);
+  wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->str_id[i]);
   if (s->ntuple_fl < SPIKE_TUPLE_FREELIST)
     s->tuple_fl[s->ntuple_fl++] = s->tup_id[i];
   else
-    emit_free(s, 0, TRACE_DOMAIN_OBJ, s->tup_id[i]);
-  s->t_ns += s->tuple_ns;
+    wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->tup_id[i]);
+  s->em.t_ns += s->tuple_ns;
 }
 
 /* Runs the state machine until at least one event is pending or done. */
 static void step(spike_src_t *s) {
-  while (s->npending == 0 && s->phase != PH_DONE) {
+  while (s->em.npending == 0 && s->phase != PH_DONE) {
     switch (s->phase) {
     case PH_START:
-      emit_mark(s, "start");
+      wl_emit_mark(&s->em, "start");
       s->phase = PH_SETUP;
       break;
     case PH_SETUP:
-      s->data_list = emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
+      s->data_list = wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
       if (s->threads > 1) { /* data = [None] * count */
         s->data_items =
-            emit_malloc(s, 0, TRACE_DOMAIN_MEM, s->count * SPIKE_PTR_SIZE);
+            wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_MEM, s->count * SPIKE_PTR_SIZE);
         s->data_items_live = true;
         s->data_alloc = s->data_len = s->count;
       }
@@ -334,7 +282,7 @@ static void step(spike_src_t *s) {
         else
           s->phase = PH_PEAK;
       } else if (s->cursor < s->threads) {
-        push(s, TRACE_THREAD_START, (uint32_t)(++s->cursor));
+        wl_emit_push(&s->em, TRACE_THREAD_START, (uint32_t)(++s->cursor));
       } else if (s->threads_left > 0) {
         build_threaded_step(s);
       } else {
@@ -342,19 +290,19 @@ static void step(spike_src_t *s) {
       }
       break;
     case PH_PEAK:
-      emit_mark(s, "peak");
+      wl_emit_mark(&s->em, "peak");
       s->phase = PH_SLICE;
       break;
     case PH_SLICE: { /* list_subscript → list_new_prealloc(slicelength) */
       uint64_t nsurv = (s->count + s->keep_every - 1) / s->keep_every;
-      emit_malloc(s, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
-      emit_malloc(s, 0, TRACE_DOMAIN_MEM, nsurv * SPIKE_PTR_SIZE);
+      wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
+      wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_MEM, nsurv * SPIKE_PTR_SIZE);
       s->cursor = s->count;
       s->phase = PH_DEALLOC;
       break;
     }
     case PH_DEALLOC:
-      while (s->cursor > 0 && s->npending == 0) {
+      while (s->cursor > 0 && s->em.npending == 0) {
         uint64_t i = --s->cursor;
         if (i % s->keep_every != 0)
           dealloc_tuple(s, i);
@@ -364,24 +312,24 @@ static void step(spike_src_t *s) {
       break;
     case PH_DATA_LIST:
       if (s->data_items_live)
-        emit_free(s, 0, TRACE_DOMAIN_MEM, s->data_items);
+        wl_emit_free(&s->em, 0, TRACE_DOMAIN_MEM, s->data_items);
       s->data_items_live = false;
       s->list_fl[s->nlist_fl++] = s->data_list; /* free list was empty */
       s->phase = PH_GC;
       break;
     case PH_GC: /* clear the free lists, in the version's order */
-      while (s->npending + 1 < SPIKE_PENDING_MAX / 2) {
+      while (s->em.npending + 1 < SPIKE_PENDING_MAX / 2) {
         /* 3.11: tuples, floats, lists; 3.14: floats first (object.c:
          * 930-934). */
         bool floats_first = s->python == SPIKE_PY314;
         if (floats_first && s->nfloat_fl > 0)
-          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
         else if (s->ntuple_fl > 0)
-          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->tuple_fl[--s->ntuple_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->tuple_fl[--s->ntuple_fl]);
         else if (s->nfloat_fl > 0)
-          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
         else if (s->nlist_fl > 0)
-          emit_free(s, 0, TRACE_DOMAIN_OBJ, s->list_fl[--s->nlist_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->list_fl[--s->nlist_fl]);
         else {
           s->phase = PH_AFTER_FREE;
           break;
@@ -389,16 +337,16 @@ static void step(spike_src_t *s) {
       }
       break;
     case PH_AFTER_FREE:
-      emit_mark(s, "after_free");
+      wl_emit_mark(&s->em, "after_free");
       s->phase = PH_TRIM;
       break;
     case PH_TRIM:
-      push(s, TRACE_TRIM, 0)->size = 0;
-      s->t_ns += SPIKE_TRIM_NS;
+      wl_emit_push(&s->em, TRACE_TRIM, 0)->size = 0;
+      s->em.t_ns += SPIKE_TRIM_NS;
       s->phase = PH_AFTER_TRIM;
       break;
     case PH_AFTER_TRIM:
-      emit_mark(s, "after_trim");
+      wl_emit_mark(&s->em, "after_trim");
       s->phase = PH_DONE;
       break;
     case PH_DONE:
@@ -411,14 +359,10 @@ static as_status_t spike_next(trace_source_t *src, trace_event_t *ev,
                               as_err_t *err) {
   (void)err;
   spike_src_t *s = (spike_src_t *)src;
-  if (s->ipending == s->npending) {
-    s->ipending = s->npending = 0;
-    step(s);
-    if (s->npending == 0)
-      return AS_DONE;
-  }
-  *ev = s->pending[s->ipending++];
-  return AS_OK;
+  if (wl_emit_next(&s->em, ev))
+    return AS_OK;
+  step(s);
+  return wl_emit_next(&s->em, ev) ? AS_OK : AS_DONE;
 }
 
 static void spike_close(trace_source_t *src) {
@@ -428,7 +372,7 @@ static void spike_close(trace_source_t *src) {
   free(s->str_id);
   free(s->flt_id);
   free(s->tup_id);
-  free(s->free_ids);
+  free(s->em.free_ids);
   free(s->th_next);
   free(s->th_end);
   free(s);
@@ -455,25 +399,6 @@ static const workload_option_t spike_options[] = {
     {NULL, NULL, NULL},
 };
 
-/* Parses a decimal u64 in [lo, hi] for option row, naming it on error. */
-static as_status_t parse_u64(const char *text, const char *name, uint64_t lo,
-                             uint64_t hi, uint64_t *out, as_err_t *err) {
-  char *end = NULL;
-  errno = 0;
-  if (text == NULL || text[0] < '0' || text[0] > '9')
-    goto bad;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi)
-    goto bad;
-  *out = (uint64_t)v;
-  return AS_OK;
-bad:
-  return as_err_set(err, AS_EUSAGE,
-                    "spike: --%s must be an integer in [%" PRIu64 ", %" PRIu64
-                    "], got '%s'",
-                    name, lo, hi, text ? text : "(null)");
-}
-
 static as_status_t spike_open(const char *const *values, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
@@ -484,7 +409,7 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
       UINT64_MAX,      1024,       SPIKE_MAX_COUNT, UINT64_C(1000000000)};
   for (int i = 0; i < 8; i++) {
     as_status_t rc =
-        parse_u64(values[i], spike_options[i].name, lo[i], hi[i], &v[i], err);
+        wl_parse_u64("spike", values[i], spike_options[i].name, lo[i], hi[i], &v[i], err);
     if (rc != AS_OK)
       return rc;
   }
@@ -521,10 +446,10 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   s->str_id = malloc((size_t)s->count * sizeof *s->str_id);
   s->flt_id = malloc((size_t)s->count * sizeof *s->flt_id);
   s->tup_id = malloc((size_t)s->count * sizeof *s->tup_id);
-  s->free_ids = malloc(nids * sizeof *s->free_ids);
+  s->em.free_ids = malloc(nids * sizeof *s->em.free_ids);
   s->th_next = calloc((size_t)s->threads, sizeof *s->th_next);
   s->th_end = calloc((size_t)s->threads, sizeof *s->th_end);
-  if (!s->str_id || !s->flt_id || !s->tup_id || !s->free_ids || !s->th_next ||
+  if (!s->str_id || !s->flt_id || !s->tup_id || !s->em.free_ids || !s->th_next ||
       !s->th_end) {
     spike_close(&s->base);
     return as_err_set(err, AS_ENOMEM,
