@@ -22,7 +22,8 @@
  * they go to the libc child too, under ids 0..PYMALLOC_RAW_HANDLES-1; the
  * program's ids are shifted up by PYMALLOC_RAW_HANDLES on the way to libc.
  * Each id lives in exactly one child at a time, recorded in a per-id owner
- * byte.  Left out: the radix-tree entry writes (8 bytes per arena, plus one
+ * code of 2 bits (16 per byte: at 4 M live objects the table is 1 MiB, where
+ * a byte per id was 4).  Left out: the radix-tree entry writes (8 bytes per arena, plus one
  * mid-node entry per bottom node) into nodes that libc placed, because the
  * model interface does not expose a child's addresses.  That is at most one
  * OS page per 512 arenas (under 0.001% of the arenas' RSS); the nodes'
@@ -42,7 +43,7 @@
 
 enum { OWNER_NONE = 0, OWNER_PYMALLOC = 1, OWNER_LIBC = 2 };
 
-/* Invariant: owner[id] says which child holds live id; libc holds it under
+/* Invariant: owner_of(id) says which child holds live id; libc holds it under
  * id + PYMALLOC_RAW_HANDLES.  raw_live_* count pymalloc's bookkeeping blocks
  * in libc, which the program did not ask for. */
 typedef struct cpython_model_s cpython_model_t;
@@ -50,8 +51,8 @@ struct cpython_model_s {
   model_t  base;             /* must be first */
   model_t *pymalloc;         /* small obj/mem requests */
   model_t *libc;             /* raw domain, large requests, pymalloc's own */
-  uint8_t *owner;            /* by object id: OWNER_* */
-  uint64_t owner_cap;        /* entries in owner */
+  uint64_t *owner;           /* by object id: OWNER_*, 2 bits each */
+  uint64_t  owner_cap;       /* ids owner covers (a multiple of 32) */
   uint64_t raw_nbytes[PYMALLOC_RAW_HANDLES]; /* size of each raw block */
   uint64_t raw_live_bytes;   /* sum of raw_nbytes */
   uint64_t raw_live_objects; /* raw blocks live in libc */
@@ -119,18 +120,27 @@ static as_status_t grow_owner(cpython_model_t *cm, uint64_t id,
   uint64_t cap = cm->owner_cap ? cm->owner_cap : 4096;
   while (cap <= id)
     cap *= 2;
-  uint8_t *o = realloc(cm->owner, cap);
+  uint64_t *o = realloc(cm->owner, cap / 4);
   if (o == NULL)
     return as_err_set(err, AS_ENOMEM, "cpython: out of memory for %llu ids",
                       (unsigned long long)cap);
-  memset(o + cm->owner_cap, 0, cap - cm->owner_cap);
+  memset((char *)o + cm->owner_cap / 4, 0, (cap - cm->owner_cap) / 4);
   cm->owner     = o;
   cm->owner_cap = cap;
   return AS_OK;
 }
 
-static inline uint8_t owner_of(const cpython_model_t *cm, uint64_t id) {
-  return id < cm->owner_cap ? cm->owner[id] : OWNER_NONE;
+static inline unsigned owner_of(const cpython_model_t *cm, uint64_t id) {
+  return id < cm->owner_cap
+             ? (unsigned)(cm->owner[id / 32] >> (2 * (id % 32))) & 3
+             : OWNER_NONE;
+}
+
+/* Sets the owner of id (id < owner_cap). */
+static inline void set_owner(cpython_model_t *cm, uint64_t id, unsigned o) {
+  unsigned  shift = 2 * (unsigned)(id % 32);
+  uint64_t *w     = &cm->owner[id / 32];
+  *w              = (*w & ~(UINT64_C(3) << shift)) | (uint64_t)o << shift;
 }
 
 /* The event as the libc child sees it: the same, with the id shifted. */
@@ -225,12 +235,12 @@ static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
   if (goes_to_pymalloc(ev)) {
     rc = model_alloc(cm->pymalloc, ev, err);
     if (rc == AS_OK)
-      cm->owner[ev->id] = OWNER_PYMALLOC;
+      set_owner(cm, ev->id, OWNER_PYMALLOC);
   } else {
     trace_event_t le = to_libc(ev);
     rc               = model_alloc(cm->libc, &le, err);
     if (rc == AS_OK)
-      cm->owner[ev->id] = OWNER_LIBC;
+      set_owner(cm, ev->id, OWNER_LIBC);
   }
   return rc;
 }
@@ -256,10 +266,10 @@ static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
     as_status_t rc   = model_alloc(cm->libc, &le, err);
     if (rc != AS_OK)
       return rc;
-    cm->owner[ev->id] = OWNER_LIBC;
-    trace_event_t fe  = *ev; /* prev_size: the pymalloc object's size */
-    fe.op             = TRACE_FREE;
-    fe.size           = 0;
+    set_owner(cm, ev->id, OWNER_LIBC);
+    trace_event_t fe = *ev; /* prev_size: the pymalloc object's size */
+    fe.op            = TRACE_FREE;
+    fe.size          = 0;
     return model_free(cm->pymalloc, &fe, err);
   }
   case OWNER_LIBC: {
@@ -291,7 +301,7 @@ static as_status_t cpython_free(model_t *m, const trace_event_t *ev,
                       (unsigned long long)ev->id);
   }
   if (rc == AS_OK)
-    cm->owner[ev->id] = OWNER_NONE;
+    set_owner(cm, ev->id, OWNER_NONE);
   return rc;
 }
 

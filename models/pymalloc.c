@@ -121,6 +121,7 @@ struct pym_pool_s {
   uint16_t    links_cap;   /* entries allocated in links */
   uint16_t    touched_end; /* bytes from the pool start lying in pages
                               known written (a multiple of the page) */
+  uint8_t     index;       /* position in its arena's pools (0..63) */
 };
 
 /* Host-side twin of struct arena_object (3.11 obmalloc.c:1016-1054), plus
@@ -140,15 +141,19 @@ struct pym_arena_s {
   pym_pool_t  *pools;       /* MAX_POOLS_IN_ARENA host headers, or NULL */
 };
 
-/* Per object id: where its block is.  nbytes == 0 means not live. */
-typedef struct pym_slot_s pym_slot_t;
-struct pym_slot_s {
-  uint32_t arena;  /* index into arenas */
-  uint16_t block;  /* block index in its pool */
-  uint8_t  pool;   /* pool index in its arena (0..63) */
-  uint8_t  pad;    /* unused */
-  uint16_t nbytes; /* requested size, 1..512; 0 = free id */
-};
+/* Per object id: where its block is, packed little-endian in SLOT_BYTES
+ * bytes as arena index << 16 | pool index << 10 | block index.  A pool has
+ * at most NUMBLOCKS(0) = 1020 blocks and an arena 64 pools, so no location
+ * has a block field of 1023 and SLOT_DEAD (all ones) means "not live".  The
+ * requested size is not kept: the engine passes it as ev->prev_size.  Five
+ * bytes, not a struct of 12, because this table is most of the simulator's
+ * memory: one entry per live object (4.2 M for 256 MiB of 64 B objects). */
+#define SLOT_BYTES 5
+#define SLOT_DEAD  ((UINT64_C(1) << (8 * SLOT_BYTES)) - 1)
+/* arenas[] slots a location can name: a 24-bit arena index (16 TiB). */
+#define SLOT_MAX_ARENAS (UINT32_C(1) << 24)
+/* Slots initialised at a time as ids grow (about one 4 KiB page). */
+#define SLOT_INIT_STEP 1024
 
 /* A radix-tree node: which (top, mid) key it serves and its raw handle. */
 typedef struct pym_node_s pym_node_t;
@@ -195,8 +200,9 @@ struct pymalloc_model_s {
   uint64_t     raw_mapped_bytes; /* standalone: RW bytes opened */
 
   /* Objects. */
-  pym_slot_t *ids;     /* by object id */
-  uint64_t    ids_cap; /* entries in ids */
+  uint8_t    *ids;     /* by object id: SLOT_BYTES-byte locations */
+  uint64_t    ids_len; /* entries initialised; ids beyond are not live */
+  uint64_t    ids_cap; /* entries allocated */
   uint64_t    live_bytes;
   uint64_t    live_objects;
   uint64_t    block_bytes; /* sum of block sizes in use */
@@ -422,8 +428,10 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
     assert(pm->usable_arenas == NULL);
     uint32_t numarenas =
         pm->maxarenas ? pm->maxarenas << 1 : INITIAL_ARENA_OBJECTS;
-    if (numarenas <= pm->maxarenas)
-      return as_err_set(err, AS_ENOMEM, "pymalloc: arenas[] overflow");
+    if (numarenas <= pm->maxarenas || numarenas > SLOT_MAX_ARENAS)
+      return as_err_set(err, AS_ENOMEM,
+                        "pymalloc: more than %lu arenas (the model's limit)",
+                        (unsigned long)SLOT_MAX_ARENAS);
     rc = pm->raw.realloc(pm->raw.user, PYMALLOC_RAW_HANDLE_ARENAS,
                          (uint64_t)pm->maxarenas * ARENA_OBJECT_BYTES,
                          (uint64_t)numarenas * ARENA_OBJECT_BYTES, err);
@@ -486,6 +494,7 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
     pym_pool_t *p  = &ao->pools[i];
     p->addr        = ao->first_pool + (sim_addr_t)i * PYMALLOC_POOL_SIZE;
     p->arenaindex  = index;
+    p->index       = (uint8_t)i;
     p->touched_end = 0; /* fresh mapping: nothing written */
     p->szidx       = DUMMY_SIZE_IDX;
     p->ref_count   = 0;
@@ -777,18 +786,60 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm,
 
 /* ---- Model methods ------------------------------------------------------ */
 
+/* Makes id addressable in ids[], initialising entries (to SLOT_DEAD) only
+ * up to just past id: the doubling capacity costs no RSS until used. */
 static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
-  uint64_t cap = pm->ids_cap ? pm->ids_cap : 4096;
-  while (cap <= id)
-    cap *= 2;
-  pym_slot_t *s = realloc(pm->ids, cap * sizeof *s);
-  if (s == NULL)
-    return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
-                      (unsigned long long)cap);
-  memset(s + pm->ids_cap, 0, (cap - pm->ids_cap) * sizeof *s);
-  pm->ids     = s;
-  pm->ids_cap = cap;
+  if (id >= pm->ids_cap) {
+    uint64_t cap = pm->ids_cap ? pm->ids_cap : 4096;
+    while (cap <= id)
+      cap *= 2;
+    uint8_t *s = realloc(pm->ids, cap * SLOT_BYTES);
+    if (s == NULL)
+      return as_err_set(err, AS_ENOMEM,
+                        "pymalloc: out of memory for %llu ids",
+                        (unsigned long long)cap);
+    pm->ids     = s;
+    pm->ids_cap = cap;
+  }
+  uint64_t len = (id / SLOT_INIT_STEP + 1) * SLOT_INIT_STEP;
+  if (len > pm->ids_cap)
+    len = pm->ids_cap;
+  memset(pm->ids + pm->ids_len * SLOT_BYTES, 0xff,
+         (len - pm->ids_len) * SLOT_BYTES);
+  pm->ids_len = len;
   return AS_OK;
+}
+
+/* The location of id, or SLOT_DEAD. */
+static inline uint64_t slot_get(const pymalloc_model_t *pm, uint64_t id) {
+  if (id >= pm->ids_len)
+    return SLOT_DEAD;
+  const uint8_t *p = pm->ids + id * SLOT_BYTES;
+  return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+         (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32;
+}
+
+/* Records loc for id (id < ids_len). */
+static inline void slot_set(pymalloc_model_t *pm, uint64_t id, uint64_t loc) {
+  uint8_t *p = pm->ids + id * SLOT_BYTES;
+  p[0]       = (uint8_t)loc;
+  p[1]       = (uint8_t)(loc >> 8);
+  p[2]       = (uint8_t)(loc >> 16);
+  p[3]       = (uint8_t)(loc >> 24);
+  p[4]       = (uint8_t)(loc >> 32);
+}
+
+static inline uint64_t slot_of(const pym_pool_t *pool, uint32_t b) {
+  return (uint64_t)pool->arenaindex << 16 | (uint64_t)pool->index << 10 | b;
+}
+
+static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm,
+                                    uint64_t loc) {
+  return &pm->arenas[loc >> 16].pools[(loc >> 10) & 63];
+}
+
+static inline uint32_t slot_block(uint64_t loc) {
+  return (uint32_t)(loc & 1023);
 }
 
 static as_status_t pymalloc_create(const model_opts_t *opts,
@@ -834,11 +885,6 @@ static void pymalloc_destroy(model_t *m) {
   free(pm);
 }
 
-static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm,
-                                    const pym_slot_t *s) {
-  return &pm->arenas[s->arena].pools[s->pool];
-}
-
 static as_status_t out_of_range(uint64_t nbytes, as_err_t *err) {
   return as_err_set(err, AS_EINVAL,
                     "pymalloc: request of %llu bytes; pymalloc serves 1..%d "
@@ -858,13 +904,12 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD ||
       ev->op == TRACE_MEMALIGN)
     return out_of_range(nbytes, err);
-  if (ev->id >= pm->ids_cap) {
+  if (ev->id >= pm->ids_len) {
     as_status_t rc = grow_ids(pm, ev->id, err);
     if (rc != AS_OK)
       return rc;
   }
-  pym_slot_t *s = &pm->ids[ev->id];
-  if (s->nbytes != 0)
+  if (slot_get(pm, ev->id) != SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: alloc of live id %llu",
                       (unsigned long long)ev->id);
   pym_pool_t *pool;
@@ -872,10 +917,7 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   as_status_t rc = pym_malloc(pm, nbytes, &pool, &b, err);
   if (rc != AS_OK)
     return rc;
-  s->arena  = pool->arenaindex;
-  s->pool   = (uint8_t)(pool - pm->arenas[pool->arenaindex].pools);
-  s->block  = (uint16_t)b;
-  s->nbytes = (uint16_t)nbytes;
+  slot_set(pm, ev->id, slot_of(pool, b));
   pm->live_bytes += nbytes;
   pm->live_objects++;
   pm->block_bytes += INDEX2SIZE(pool->szidx);
@@ -884,17 +926,17 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
 
 static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
-  pymalloc_model_t *pm = (pymalloc_model_t *)m;
-  if (ev->id >= pm->ids_cap || pm->ids[ev->id].nbytes == 0)
+  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  uint64_t          loc = slot_get(pm, ev->id);
+  if (loc == SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: free of dead id %llu",
                       (unsigned long long)ev->id);
-  pym_slot_t *s    = &pm->ids[ev->id];
-  pym_pool_t *pool = slot_pool(pm, s);
-  pm->live_bytes -= s->nbytes;
+  pym_pool_t *pool = slot_pool(pm, loc);
+  pm->live_bytes -= ev->prev_size;
   pm->live_objects--;
   pm->block_bytes -= INDEX2SIZE(pool->szidx);
-  s->nbytes = 0;
-  return pym_free_block(pm, pool, s->block, err);
+  slot_set(pm, ev->id, SLOT_DEAD);
+  return pym_free_block(pm, pool, slot_block(loc), err);
 }
 
 /* pymalloc_realloc (3.11 obmalloc.c:2301-2358; 3.14 :2637-2696): keep the
@@ -903,20 +945,19 @@ static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
  * (the composition handles that); standalone they are an error. */
 static as_status_t pymalloc_realloc(model_t *m, const trace_event_t *ev,
                                     as_err_t *err) {
-  pymalloc_model_t *pm = (pymalloc_model_t *)m;
-  if (ev->id >= pm->ids_cap || pm->ids[ev->id].nbytes == 0)
+  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  uint64_t          loc = slot_get(pm, ev->id);
+  if (loc == SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: realloc of dead id %llu",
                       (unsigned long long)ev->id);
-  pym_slot_t *s      = &pm->ids[ev->id];
-  pym_pool_t *pool   = slot_pool(pm, s);
+  pym_pool_t *pool   = slot_pool(pm, loc);
   uint64_t    nbytes = ev->size;
   uint64_t    size   = INDEX2SIZE(pool->szidx);
   /* 3.11 :2335-2347; 3.14 :2672-2684 */
   if (nbytes <= size && 4 * nbytes > 3 * size) {
-    pm->live_bytes = pm->live_bytes - s->nbytes + nbytes;
-    s->nbytes      = (uint16_t)nbytes;
-    return pool_write(pm, pool, block_off(pool, s->block), (uint32_t)nbytes,
-                      err);
+    pm->live_bytes = pm->live_bytes - ev->prev_size + nbytes;
+    return pool_write(pm, pool, block_off(pool, slot_block(loc)),
+                      (uint32_t)nbytes, err);
   }
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD)
     return out_of_range(nbytes, err);
@@ -932,13 +973,9 @@ static as_status_t pymalloc_realloc(model_t *m, const trace_event_t *ev,
     return rc;
   pm->block_bytes += INDEX2SIZE(npool->szidx);
   pm->block_bytes -= size;
-  pm->live_bytes = pm->live_bytes - s->nbytes + nbytes;
-  uint32_t ob    = s->block;
-  s->arena       = npool->arenaindex;
-  s->pool        = (uint8_t)(npool - pm->arenas[npool->arenaindex].pools);
-  s->block       = (uint16_t)nb;
-  s->nbytes      = (uint16_t)nbytes;
-  return pym_free_block(pm, pool, ob, err);
+  pm->live_bytes = pm->live_bytes - ev->prev_size + nbytes;
+  slot_set(pm, ev->id, slot_of(npool, nb));
+  return pym_free_block(pm, pool, slot_block(loc), err);
 }
 
 static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
@@ -1045,19 +1082,20 @@ void pymalloc_get_stats(const model_t *m, pymalloc_stats_t *out) {
 
 uint32_t pymalloc_block_size_of(const model_t *m, uint64_t id) {
   assert(m->methods == &model_pymalloc_methods);
-  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
-  if (id >= pm->ids_cap || pm->ids[id].nbytes == 0)
+  const pymalloc_model_t *pm  = (const pymalloc_model_t *)m;
+  uint64_t                loc = slot_get(pm, id);
+  if (loc == SLOT_DEAD)
     return 0;
-  return INDEX2SIZE(slot_pool(pm, &pm->ids[id])->szidx);
+  return INDEX2SIZE(slot_pool(pm, loc)->szidx);
 }
 
 bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr) {
   assert(m->methods == &model_pymalloc_methods);
-  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
-  if (id >= pm->ids_cap || pm->ids[id].nbytes == 0)
+  const pymalloc_model_t *pm  = (const pymalloc_model_t *)m;
+  uint64_t                loc = slot_get(pm, id);
+  if (loc == SLOT_DEAD)
     return false;
-  const pym_slot_t *s = &pm->ids[id];
-  *addr               = block_addr(slot_pool(pm, s), s->block);
+  *addr = block_addr(slot_pool(pm, loc), slot_block(loc));
   return true;
 }
 

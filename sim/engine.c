@@ -8,14 +8,20 @@
  * that reschedules itself without advancing time would otherwise hang).
  * Periodic RSS sampling is one such timer, owned by the engine.
  *
- * The live-object table is a bitmap of live ids beside an array of sizes:
- * ids are dense and recycled by trace writers, so both grow with peak live
- * objects, not with trace length.  The bitmap (1 bit per id) stays in cache
- * where the sizes would not, so validating an event rarely misses; only a
- * free or realloc reads the size.
+ * The live-object table is one uint16 code per id (ids are dense and
+ * recycled by trace writers, so it grows with peak live objects, not with
+ * trace length): 0 means not live, SIZE_BIG means live with the size in a
+ * small open-addressing table keyed by id, and any other code c means live
+ * with size c - 1.  Real programs' objects are almost all under 64 KiB, so
+ * the side table holds the few big ones; 2 bytes per id keep the table in
+ * cache where a bitmap plus a uint64 per id would miss on every free, and
+ * validating an event and reading its size is one load.  Entries are
+ * initialised lazily up to the highest id seen, so the table's resident
+ * memory follows the ids in use, not its doubling capacity.
  */
 #include "engine.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,15 +29,37 @@
  * does not recycle ids would otherwise make replay memory explode. */
 #define SIM_ENGINE_MAX_ID (UINT64_C(1) << 32)
 
+/* Live-table codes (see the file comment). */
+#define SIZE_DEAD 0
+#define SIZE_BIG  UINT16_MAX
+/* Largest size kept in the code itself: c - 1 for c up to SIZE_BIG - 1. */
+#define SIZE_INLINE_MAX ((uint64_t)SIZE_BIG - 2)
+/* Live-table entries initialised at a time: one 4 KiB page of codes. */
+#define LIVE_INIT_STEP 2048
+/* An empty slot of the big-size table; ids are below SIM_ENGINE_MAX_ID. */
+#define BIG_EMPTY UINT64_MAX
+
+/* Sizes above SIZE_INLINE_MAX, by id: linear probing in a power-of-two
+ * table at most half full, deletion by backward shift (no tombstones). */
+typedef struct big_entry_s big_entry_t;
+struct big_entry_s {
+  uint64_t id;   /* BIG_EMPTY: free slot */
+  uint64_t size; /* bytes */
+};
+
 typedef struct engine_state_s engine_state_t;
 struct engine_state_s {
   const sim_engine_config_t *cfg;
   sim_session_t             *s;
   sim_run_result_t          *res;
   uint64_t                   now_ns;
-  uint64_t                  *live_bits; /* bit id set: object id is live */
-  uint64_t                  *sizes;     /* by id: size of a live object */
-  size_t                     live_cap;  /* ids the two tables cover */
+  uint16_t                  *live;      /* by id: SIZE_DEAD, size + 1 or
+                                           SIZE_BIG (file comment) */
+  size_t                     live_len;  /* ids initialised; beyond: dead */
+  size_t                     live_cap;  /* ids allocated */
+  big_entry_t               *big;       /* sizes of SIZE_BIG ids */
+  size_t                     big_cap;   /* slots in big: 0 or a power of 2 */
+  size_t                     big_count; /* slots in use */
   uint64_t                   live_bytes;
   sim_timer_t                sampler;   /* periodic RSS samples */
   uint64_t                   same_instant_fired;
@@ -144,9 +172,73 @@ static as_status_t fire_timers_until(engine_state_t *st, uint64_t until_ns,
 
 /* ---- Live objects ------------------------------------------------------- */
 
+static inline size_t big_home(const engine_state_t *st, uint64_t id) {
+  /* Fibonacci hashing: dense ids spread over the table. */
+  return (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) &
+         (st->big_cap - 1);
+}
+
+/* The slot holding id, or the empty slot where it would go. */
+static size_t big_find(const engine_state_t *st, uint64_t id) {
+  size_t i = big_home(st, id);
+  while (st->big[i].id != id && st->big[i].id != BIG_EMPTY)
+    i = (i + 1) & (st->big_cap - 1);
+  return i;
+}
+
+static uint64_t big_get(const engine_state_t *st, uint64_t id) {
+  size_t i = big_find(st, id);
+  assert(st->big[i].id == id);
+  return st->big[i].size;
+}
+
+/* Records size for id (inserting or replacing). */
+static as_status_t big_put(engine_state_t *st, uint64_t id, uint64_t size,
+                           as_err_t *err) {
+  if (2 * (st->big_count + 1) > st->big_cap) {
+    size_t       cap = st->big_cap ? 2 * st->big_cap : 64;
+    big_entry_t *old = st->big, *nb = malloc(cap * sizeof *nb);
+    if (nb == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for %zu big objects",
+                        st->big_count + 1);
+    for (size_t i = 0; i < cap; i++)
+      nb[i].id = BIG_EMPTY;
+    size_t old_cap = st->big_cap;
+    st->big        = nb;
+    st->big_cap    = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i].id != BIG_EMPTY)
+        st->big[big_find(st, old[i].id)] = old[i];
+    free(old);
+  }
+  size_t i = big_find(st, id);
+  if (st->big[i].id == BIG_EMPTY)
+    st->big_count++;
+  st->big[i] = (big_entry_t){.id = id, .size = size};
+  return AS_OK;
+}
+
+/* Removes id, shifting later members of its probe run back into the hole
+ * (Knuth 6.4 Algorithm R), so lookups never need tombstones. */
+static void big_del(engine_state_t *st, uint64_t id) {
+  size_t mask = st->big_cap - 1, hole = big_find(st, id);
+  assert(st->big[hole].id == id);
+  for (size_t j = (hole + 1) & mask; st->big[j].id != BIG_EMPTY;
+       j = (j + 1) & mask) {
+    /* Entry j may fill the hole unless its home lies cyclically in
+     * (hole, j]: then moving it would put it before its home. */
+    size_t home = big_home(st, st->big[j].id);
+    if (((j - home) & mask) >= ((j - hole) & mask)) {
+      st->big[hole] = st->big[j];
+      hole          = j;
+    }
+  }
+  st->big[hole].id = BIG_EMPTY;
+  st->big_count--;
+}
+
+/* Makes id addressable in the live table (its entry initialised). */
 static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
-  if (id < st->live_cap)
-    return AS_OK;
   if (id >= SIM_ENGINE_MAX_ID)
     return as_err_set(err, AS_EFORMAT,
                       "%s: event %llu: object id %llu is too large (ids must "
@@ -154,29 +246,54 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
                       "trace", (unsigned long long)st->res->events,
                       (unsigned long long)id,
                       (unsigned long long)(SIM_ENGINE_MAX_ID - 1));
-  size_t cap = st->live_cap ? st->live_cap : 4096;
-  while (cap <= id)
-    cap *= 2;
-  uint64_t *bits  = realloc(st->live_bits, cap / 8);
-  uint64_t *sizes = bits ? realloc(st->sizes, cap * sizeof *sizes) : NULL;
-  if (bits != NULL)
-    st->live_bits = bits;
-  if (sizes == NULL)
-    return as_err_set(err, AS_ENOMEM, "out of memory for %zu object ids", cap);
-  memset((char *)bits + st->live_cap / 8, 0, (cap - st->live_cap) / 8);
-  st->sizes    = sizes;
-  st->live_cap = cap;
+  if (id >= st->live_cap) {
+    size_t cap = st->live_cap ? st->live_cap : 4096;
+    while (cap <= id)
+      cap *= 2;
+    /* No memset: a large realloc is an mremap, and entries are zeroed
+     * below only as ids reach them, so untouched capacity costs no RSS. */
+    uint16_t *live = realloc(st->live, cap * sizeof *live);
+    if (live == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for %zu object ids",
+                        cap);
+    st->live     = live;
+    st->live_cap = cap;
+  }
+  size_t len = (id / LIVE_INIT_STEP + 1) * LIVE_INIT_STEP;
+  if (len > st->live_cap)
+    len = st->live_cap;
+  memset(st->live + st->live_len, 0,
+         (len - st->live_len) * sizeof *st->live);
+  st->live_len = len;
   return AS_OK;
 }
 
-static bool is_live(const engine_state_t *st, uint64_t id) {
-  return id < st->live_cap && (st->live_bits[id / 64] >> (id % 64)) & 1;
+/* The code of id: SIZE_DEAD for an id never seen. */
+static inline uint16_t live_code(const engine_state_t *st, uint64_t id) {
+  return id < st->live_len ? st->live[id] : SIZE_DEAD;
 }
 
-static void set_live(engine_state_t *st, uint64_t id, bool live) {
-  uint64_t bit = UINT64_C(1) << (id % 64);
-  st->live_bits[id / 64] = live ? st->live_bits[id / 64] | bit
-                                : st->live_bits[id / 64] & ~bit;
+/* The size of a live id whose code is c. */
+static inline uint64_t live_size(const engine_state_t *st, uint64_t id,
+                                 uint16_t c) {
+  return c == SIZE_BIG ? big_get(st, id) : (uint64_t)c - 1;
+}
+
+/* Records that live id (code old_c, SIZE_DEAD if it was not live) now has
+ * size.  Only a size needing a new big-table slot can fail. */
+static inline as_status_t set_size(engine_state_t *st, uint64_t id,
+                                   uint16_t old_c, uint64_t size,
+                                   as_err_t *err) {
+  if (size <= SIZE_INLINE_MAX) {
+    if (old_c == SIZE_BIG)
+      big_del(st, id);
+    st->live[id] = (uint16_t)(size + 1);
+    return AS_OK;
+  }
+  as_status_t rc = big_put(st, id, size, err);
+  if (rc == AS_OK)
+    st->live[id] = SIZE_BIG;
+  return rc;
 }
 
 /* A free or realloc of a dead id, or an alloc of a live one: an error, or
@@ -200,47 +317,50 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
 
 static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
                                   const trace_event_t *ev, as_err_t *err) {
-  as_status_t rc = ensure_id(st, ev->id, err);
-  if (rc != AS_OK)
-    return rc;
-  if (is_live(st, ev->id))
+  if (ev->id >= st->live_len) {
+    as_status_t rc = ensure_id(st, ev->id, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  if (st->live[ev->id] != SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_double_alloc,
                       "that is already live", err);
-  rc = model_alloc(st->s->model, ev, err);
+  as_status_t rc = model_alloc(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
-  set_live(st, ev->id, true);
-  st->sizes[ev->id] = ev->size;
   st->live_bytes += ev->size;
-  return AS_OK;
+  return set_size(st, ev->id, SIZE_DEAD, ev->size, err);
 }
 
 static as_status_t dispatch_realloc(engine_state_t *st,
                                     const trace_source_t *src,
                                     trace_event_t *ev, as_err_t *err) {
-  if (!is_live(st, ev->id))
+  uint16_t c = live_code(st, ev->id);
+  if (c == SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_bad_realloc,
                       "that is not live", err);
-  ev->prev_size  = st->sizes[ev->id];
+  ev->prev_size  = live_size(st, ev->id, c);
   as_status_t rc = model_realloc(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
-  st->live_bytes    = st->live_bytes - ev->prev_size + ev->size;
-  st->sizes[ev->id] = ev->size;
-  return AS_OK;
+  st->live_bytes = st->live_bytes - ev->prev_size + ev->size;
+  return set_size(st, ev->id, c, ev->size, err);
 }
 
 static as_status_t dispatch_free(engine_state_t *st, const trace_source_t *src,
                                  trace_event_t *ev, as_err_t *err) {
-  if (!is_live(st, ev->id))
+  uint16_t c = live_code(st, ev->id);
+  if (c == SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_bad_free,
                       "that is not live", err);
-  ev->prev_size  = st->sizes[ev->id];
+  ev->prev_size  = live_size(st, ev->id, c);
   as_status_t rc = model_free(st->s->model, ev, err);
   if (rc != AS_OK)
     return rc;
   st->live_bytes -= ev->prev_size;
-  set_live(st, ev->id, false);
+  if (c == SIZE_BIG)
+    big_del(st, ev->id);
+  st->live[ev->id] = SIZE_DEAD;
   return AS_OK;
 }
 
@@ -323,7 +443,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   result->final_t_ns       = st.now_ns;
   if (rc == AS_OK)
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
-  free(st.live_bits);
-  free(st.sizes);
+  free(st.live);
+  free(st.big);
   return rc;
 }
