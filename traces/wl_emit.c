@@ -37,6 +37,16 @@ uint32_t wl_emit_malloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
   return id;
 }
 
+uint32_t wl_emit_calloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
+                        uint64_t size) {
+  uint32_t       id = wl_emit_take_id(e);
+  trace_event_t *ev = wl_emit_push(e, TRACE_CALLOC, thread);
+  ev->id = id;
+  ev->size = size;
+  ev->domain = (uint8_t)dom;
+  return id;
+}
+
 void wl_emit_realloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
                      uint32_t id, uint64_t size) {
   trace_event_t *ev = wl_emit_push(e, TRACE_REALLOC, thread);

@@ -47,6 +47,10 @@ trace_event_t *wl_emit_push(wl_emit_t *e, trace_op_t op, uint32_t thread);
 uint32_t wl_emit_malloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
                         uint64_t size);
 
+/* Pushes a calloc of size (= nmemb * size) bytes; returns its id. */
+uint32_t wl_emit_calloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
+                        uint64_t size);
+
 /* Pushes a realloc of id to size bytes (domain dom). */
 void wl_emit_realloc(wl_emit_t *e, uint32_t thread, trace_domain_t dom,
                      uint32_t id, uint64_t size);

@@ -20,6 +20,7 @@
 #include "wl_survivors.h" /* workload_survivors */
 #include "wl_spike.h"     /* workload_spike */
 #include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
+#include "wl_webworker.h" /* workload_webworker */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
@@ -27,6 +28,7 @@ static const workload_def_t *const registry[] = {
     &workload_lab_brk,
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,
+    &workload_webworker,
 };
 
 const workload_def_t *workload_find(const char *name) {
