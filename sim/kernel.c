@@ -781,6 +781,26 @@ static void chunk_apply(sim_kernel_t *k, chunk_t *c, chunk_op_t op,
   }
 }
 
+/* How many chunk keys a walk over blocks [first, last] visits.  With fewer
+ * blocks than chunks (*scan = 0) it visits every block, key first + i;
+ * otherwise (*scan = 1) the chunks in range, whose keys are collected into
+ * k->scan_keys first, because releasing a chunk reorders the table. */
+static uint64_t keys_to_visit(sim_kernel_t *k, uint64_t first, uint64_t last,
+                              int *scan) {
+  *scan = last - first >= k->slot_count;
+  if (!*scan) {
+    return last - first + 1;
+  }
+  size_t nkeys = 0;
+  for (size_t i = 0; i < k->slot_cap; i++) {
+    uint64_t key = k->slots[i].key;
+    if (key != SLOT_EMPTY && key >= first && key <= last) {
+      k->scan_keys[nkeys++] = key;
+    }
+  }
+  return nkeys;
+}
+
 /* Applies op to the pages of [a, b) (page-aligned) in every existing chunk.
  * Visits min(blocks in range, chunks) entries, so a terabyte-wide range
  * costs a scan of the table, not 2^19 lookups per TiB. */
@@ -791,18 +811,8 @@ static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   }
   uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
   uint64_t mask[CHUNK_WORDS];
-  size_t   nkeys = 0;
-  int      scan  = last - first >= k->slot_count;
-  if (scan) {
-    /* Collect first: releasing a chunk reorders the table. */
-    for (size_t i = 0; i < k->slot_cap; i++) {
-      uint64_t key = k->slots[i].key;
-      if (key != SLOT_EMPTY && key >= first && key <= last) {
-        k->scan_keys[nkeys++] = key;
-      }
-    }
-  }
-  uint64_t n = scan ? nkeys : last - first + 1;
+  int      scan;
+  uint64_t n = keys_to_visit(k, first, last, &scan);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t key = scan ? k->scan_keys[i] : first + i;
     chunk_t *c   = chunk_lookup(k, key);
@@ -880,19 +890,10 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
     return;
   }
   uint64_t first = a >> CHUNK_SHIFT, last = (a + len - 1) >> CHUNK_SHIFT;
-  size_t   nkeys = 0;
-  int      scan = last - first >= k->slot_count;
-  if (scan) {
-    /* Collect first: releasing a chunk reorders the table.  The reserve
-     * guarantees no resize replaces scan_keys while we create chunks. */
-    for (size_t i = 0; i < k->slot_cap; i++) {
-      uint64_t key = k->slots[i].key;
-      if (key != SLOT_EMPTY && key >= first && key <= last) {
-        k->scan_keys[nkeys++] = key;
-      }
-    }
-  }
-  uint64_t n = scan ? nkeys : last - first + 1;
+  int      scan;
+  /* The reserve guarantees no resize replaces scan_keys while we create
+   * chunks. */
+  uint64_t n = keys_to_visit(k, first, last, &scan);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t key = scan ? k->scan_keys[i] : first + i;
     chunk_t *c = chunk_lookup(k, key);
