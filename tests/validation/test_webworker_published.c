@@ -2,7 +2,8 @@
  * under cpython + glibc against seed 004's published glibc rows (tolerance
  * 15%, misses asserted as recorded) and against the runs measured on this
  * machine (data/measured/webworker-*.trace, scripts/measure/webworker.py;
- * tolerance 5% of the measured peak with one thread, 10% threaded).
+ * tolerance 5% of the measured peak with one thread, 10% threaded; the
+ * 64-thread run's after-shrink miss is asserted as recorded).
  *
  * Baseline.  As in test_spike_published.c: the trace starts with nothing
  * allocated, so a predicted absolute figure is the start RSS plus the
@@ -244,10 +245,10 @@ static void read_measured(const char *file, measured_t *out) {
   trace_source_close(src);
 }
 
-/* Simulates a measured run from its own provenance and checks every mark:
- * |measured start + simulated - measured| <= pct% of the measured peak
- * (under_load). */
-static void assert_measured(const char *file, int pct) {
+/* Errors of a measured run's marks against its simulation, as fractions
+ * of the measured peak (under_load): err[i] = (measured start + simulated
+ * - measured) / peak. */
+static void measured_errors(const char *file, double err[NMARKS]) {
   measured_t meas;
   marks_t    sim;
   read_measured(file, &meas);
@@ -257,24 +258,53 @@ static void assert_measured(const char *file, int pct) {
   for (size_t i = 0; i < sim.n; i++) {
     assert_string_equal(meas.m.label[i], sim.label[i]);
     double pred = (double)(meas.m.rss[0] + sim.rss[i]);
-    double err = pred - (double)meas.m.rss[i];
-    if (err > pct / 100.0 * peak || err < -pct / 100.0 * peak)
-      fail_msg("%s %s: predicted %.1f MiB, measured %.1f MiB, error %+.1f "
-               "MiB > %d%% of peak",
-               file, sim.label[i], pred / (double)MIB,
-               (double)meas.m.rss[i] / (double)MIB, err / (double)MIB, pct);
+    err[i] = (pred - (double)meas.m.rss[i]) / peak;
   }
+}
+
+/* Every mark of file within pct% of its measured peak. */
+static void assert_measured(const char *file, int pct) {
+  double err[NMARKS];
+  measured_errors(file, err);
+  for (int i = 0; i < NMARKS; i++)
+    if (err[i] > pct / 100.0 || err[i] < -pct / 100.0)
+      fail_msg("%s %s: error %+.2f%% of the measured peak > %d%%", file,
+               mark_names[i], 100.0 * err[i], pct);
 }
 
 static void one_thread_tracks_this_machine_within_5_percent(void **state) {
   (void)state;
   assert_measured("webworker-threads1-r1.trace", 5);
+  assert_measured("webworker-threads1-r2.trace", 5);
 }
 
+/* 16 threads, both repeats.  The after-shrink figure depends on how the
+ * GIL interleaved the threads: the two measured repeats differ by 7.6 MiB
+ * there, the simulation by 3 MiB between --slice 34 and 39. */
 static void sixteen_threads_track_this_machine_within_10_percent(void **state) {
   (void)state;
   assert_measured("webworker-threads16-r1.trace", 10);
+  assert_measured("webworker-threads16-r2.trace", 10);
   assert_measured("webworker-threads16-arenamax2-r1.trace", 10);
+  assert_measured("webworker-threads16-arenamax2-r2.trace", 10);
+  assert_measured("webworker-threads64-arenamax2-r1.trace", 10);
+}
+
+/* 64 threads with the default 16 arenas here: under load and after the
+ * trim within 5% of the peak, but after the shrink the process held 14
+ * MiB more than simulated (-10.0% of the peak when recorded): a recorded
+ * miss, the local counterpart of the published 64-thread rows (see
+ * docs/webworker.md).  Fails if the error leaves [-15%, -5%]. */
+static void sixty_four_threads_here_hold_more_after_the_shrink(void **state) {
+  (void)state;
+  double err[NMARKS];
+  measured_errors("webworker-threads64-r1.trace", err);
+  assert_true(err[1] > -0.05 && err[1] < 0.05);
+  assert_true(err[4] > -0.05 && err[4] < 0.05);
+  if (err[2] < -0.15 || err[2] > -0.05)
+    fail_msg("after_shrink: error %+.2f%% of peak, outside the recorded "
+             "miss [-15%%, -5%%]; update docs/webworker.md",
+             100.0 * err[2]);
 }
 
 int main(void) {
@@ -285,6 +315,7 @@ int main(void) {
       cmocka_unit_test(qualitative_findings_hold),
       cmocka_unit_test(one_thread_tracks_this_machine_within_5_percent),
       cmocka_unit_test(sixteen_threads_track_this_machine_within_10_percent),
+      cmocka_unit_test(sixty_four_threads_here_hold_more_after_the_shrink),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
