@@ -21,9 +21,11 @@
  * tree's mid and bottom nodes) are PyMem_RawRealloc / PyMem_RawCalloc, so
  * they go to the libc child too, under ids 0..PYMALLOC_RAW_HANDLES-1; the
  * program's ids are shifted up by PYMALLOC_RAW_HANDLES on the way to libc.
- * Each id lives in exactly one child at a time, recorded in a per-id owner
- * code of 2 bits (16 per byte: at 4 M live objects the table is 1 MiB, where
- * a byte per id was 4).  Left out: the radix-tree entry writes (8 bytes per arena, plus one
+ * Each id lives in exactly one child at a time.  pymalloc's own per-id table
+ * says whether it holds an id (pymalloc_free_if_held, pymalloc_block_size_of),
+ * and a bit per id says whether libc does, so an id in neither is dead; the
+ * pymalloc path -- nearly every event of a Python program -- keeps no state
+ * here at all.  Left out: the radix-tree entry writes (8 bytes per arena, plus one
  * mid-node entry per bottom node) into nodes that libc placed, because the
  * model interface does not expose a child's addresses.  That is at most one
  * OS page per 512 arenas (under 0.001% of the arenas' RSS); the nodes'
@@ -41,23 +43,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OWNER_NONE = 0, OWNER_PYMALLOC = 1, OWNER_LIBC = 2 };
-
-/* Invariant: owner_of(id) says which child holds live id; libc holds it under
- * id + PYMALLOC_RAW_HANDLES.  raw_live_* count pymalloc's bookkeeping blocks
- * in libc, which the program did not ask for. */
+/* Invariant: a live id is held by pymalloc, or by libc under id +
+ * PYMALLOC_RAW_HANDLES with its bit set in in_libc, never both.  raw_live_*
+ * count pymalloc's bookkeeping blocks in libc, which the program did not ask
+ * for. */
 typedef struct cpython_model_s cpython_model_t;
 struct cpython_model_s {
   model_t  base;             /* must be first */
   model_t *pymalloc;         /* small obj/mem requests */
   model_t *libc;             /* raw domain, large requests, pymalloc's own */
-  uint64_t *owner;           /* by object id: OWNER_*, 2 bits each */
-  uint64_t  owner_cap;       /* ids owner covers (a multiple of 32) */
+  uint64_t *in_libc;         /* bit by object id: libc holds it */
+  uint64_t  in_libc_cap;     /* ids in_libc covers (a multiple of 64) */
   uint64_t raw_nbytes[PYMALLOC_RAW_HANDLES]; /* size of each raw block */
   uint64_t raw_live_bytes;   /* sum of raw_nbytes */
   uint64_t raw_live_objects; /* raw blocks live in libc */
-  uint64_t now_ns;           /* time of the event being served */
-  uint32_t thread;           /* thread of the event being served */
+  const trace_event_t *serving; /* the event being served: its time and
+                                   thread stamp pymalloc's raw requests */
 };
 
 static const model_option_t cpython_options[] = {
@@ -73,11 +74,11 @@ static as_status_t raw_event(cpython_model_t *cm, trace_op_t op,
                              uint32_t handle, uint64_t prev_nbytes,
                              uint64_t nbytes, as_err_t *err) {
   trace_event_t ev = {
-      .t_ns      = cm->now_ns,
+      .t_ns      = cm->serving->t_ns,
       .id        = handle,
       .size      = nbytes,
       .prev_size = prev_nbytes,
-      .thread = cm->thread,
+      .thread = cm->serving->thread,
       .op     = (uint8_t)op,
       .domain = TRACE_DOMAIN_RAW,
   };
@@ -115,32 +116,33 @@ static as_status_t raw_realloc(void *user, uint32_t handle,
 
 /* ---- Helpers ------------------------------------------------------------ */
 
-static as_status_t grow_owner(cpython_model_t *cm, uint64_t id,
-                              as_err_t *err) {
-  uint64_t cap = cm->owner_cap ? cm->owner_cap : 4096;
-  while (cap <= id)
-    cap *= 2;
-  uint64_t *o = realloc(cm->owner, cap / 4);
-  if (o == NULL)
-    return as_err_set(err, AS_ENOMEM, "cpython: out of memory for %llu ids",
-                      (unsigned long long)cap);
-  memset((char *)o + cm->owner_cap / 4, 0, (cap - cm->owner_cap) / 4);
-  cm->owner     = o;
-  cm->owner_cap = cap;
+/* Records that libc holds id (growing in_libc to cover it). */
+static as_status_t set_in_libc(cpython_model_t *cm, uint64_t id,
+                               as_err_t *err) {
+  if (id >= cm->in_libc_cap) {
+    uint64_t cap = cm->in_libc_cap ? cm->in_libc_cap : 4096;
+    while (cap <= id)
+      cap *= 2;
+    uint64_t *bits = realloc(cm->in_libc, cap / 8);
+    if (bits == NULL)
+      return as_err_set(err, AS_ENOMEM,
+                        "cpython: out of memory for %llu ids",
+                        (unsigned long long)cap);
+    memset((char *)bits + cm->in_libc_cap / 8, 0,
+           (cap - cm->in_libc_cap) / 8);
+    cm->in_libc     = bits;
+    cm->in_libc_cap = cap;
+  }
+  cm->in_libc[id / 64] |= UINT64_C(1) << (id % 64);
   return AS_OK;
 }
 
-static inline unsigned owner_of(const cpython_model_t *cm, uint64_t id) {
-  return id < cm->owner_cap
-             ? (unsigned)(cm->owner[id / 32] >> (2 * (id % 32))) & 3
-             : OWNER_NONE;
+static inline bool held_by_libc(const cpython_model_t *cm, uint64_t id) {
+  return id < cm->in_libc_cap && (cm->in_libc[id / 64] >> (id % 64)) & 1;
 }
 
-/* Sets the owner of id (id < owner_cap). */
-static inline void set_owner(cpython_model_t *cm, uint64_t id, unsigned o) {
-  unsigned  shift = 2 * (unsigned)(id % 32);
-  uint64_t *w     = &cm->owner[id / 32];
-  *w              = (*w & ~(UINT64_C(3) << shift)) | (uint64_t)o << shift;
+static inline void clear_in_libc(cpython_model_t *cm, uint64_t id) {
+  cm->in_libc[id / 64] &= ~(UINT64_C(1) << (id % 64));
 }
 
 /* The event as the libc child sees it: the same, with the id shifted. */
@@ -151,8 +153,7 @@ static inline trace_event_t to_libc(const trace_event_t *ev) {
 }
 
 static inline void note_event(cpython_model_t *cm, const trace_event_t *ev) {
-  cm->now_ns = ev->t_ns;
-  cm->thread = ev->thread;
+  cm->serving = ev;
 }
 
 /* ---- Model methods ------------------------------------------------------ */
@@ -161,7 +162,7 @@ static void cpython_destroy(model_t *m) {
   cpython_model_t *cm = (cpython_model_t *)m;
   model_destroy(cm->pymalloc);
   model_destroy(cm->libc);
-  free(cm->owner);
+  free(cm->in_libc);
   free(cm);
 }
 
@@ -222,37 +223,43 @@ static inline bool goes_to_pymalloc(const trace_event_t *ev) {
          ev->size >= 1 && ev->size <= PYMALLOC_SMALL_REQUEST_THRESHOLD;
 }
 
+/* The libc halves of alloc and free, out of line so that the pymalloc
+ * path, nearly every event of a Python program, needs no stack frame. */
+static __attribute__((noinline)) as_status_t
+libc_alloc(cpython_model_t *cm, const trace_event_t *ev, as_err_t *err) {
+  trace_event_t le = to_libc(ev);
+  as_status_t   rc = model_alloc(cm->libc, &le, err);
+  return rc == AS_OK ? set_in_libc(cm, ev->id, err) : rc;
+}
+
+static __attribute__((noinline)) as_status_t
+libc_free(cpython_model_t *cm, const trace_event_t *ev, as_err_t *err) {
+  if (!held_by_libc(cm, ev->id))
+    return as_err_set(err, AS_EINVAL, "cpython: free of dead id %llu",
+                      (unsigned long long)ev->id);
+  trace_event_t le = to_libc(ev);
+  as_status_t   rc = model_free(cm->libc, &le, err);
+  if (rc == AS_OK)
+    clear_in_libc(cm, ev->id);
+  return rc;
+}
+
 static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
-  if (ev->id >= cm->owner_cap) {
-    as_status_t rc = grow_owner(cm, ev->id, err);
-    if (rc != AS_OK)
-      return rc;
-  }
   note_event(cm, ev);
-  as_status_t rc;
-  if (goes_to_pymalloc(ev)) {
-    rc = model_alloc(cm->pymalloc, ev, err);
-    if (rc == AS_OK)
-      set_owner(cm, ev->id, OWNER_PYMALLOC);
-  } else {
-    trace_event_t le = to_libc(ev);
-    rc               = model_alloc(cm->libc, &le, err);
-    if (rc == AS_OK)
-      set_owner(cm, ev->id, OWNER_LIBC);
-  }
-  return rc;
+  if (goes_to_pymalloc(ev))
+    return model_alloc(cm->pymalloc, ev, err);
+  return libc_alloc(cm, ev, err);
 }
 
 static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
                                    as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   note_event(cm, ev);
-  switch (owner_of(cm, ev->id)) {
-  case OWNER_PYMALLOC: {
+  uint64_t size = pymalloc_block_size_of(cm->pymalloc, ev->id);
+  if (size != 0) {
     uint64_t nbytes = ev->size;
-    uint64_t size   = pymalloc_block_size_of(cm->pymalloc, ev->id);
     /* In place, or a new pymalloc block (3.11 :2335-2351; 3.14
      * :2672-2688). */
     if ((nbytes <= size && 4 * nbytes > 3 * size) ||
@@ -264,45 +271,29 @@ static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
     le.op            = TRACE_MALLOC;
     le.prev_size     = 0;
     as_status_t rc   = model_alloc(cm->libc, &le, err);
+    if (rc == AS_OK)
+      rc = set_in_libc(cm, ev->id, err);
     if (rc != AS_OK)
       return rc;
-    set_owner(cm, ev->id, OWNER_LIBC);
     trace_event_t fe = *ev; /* prev_size: the pymalloc object's size */
     fe.op            = TRACE_FREE;
     fe.size          = 0;
     return model_free(cm->pymalloc, &fe, err);
   }
-  case OWNER_LIBC: {
-    trace_event_t le = to_libc(ev);
-    return model_realloc(cm->libc, &le, err);
-  }
-  default:
+  if (!held_by_libc(cm, ev->id))
     return as_err_set(err, AS_EINVAL, "cpython: realloc of dead id %llu",
                       (unsigned long long)ev->id);
-  }
+  trace_event_t le = to_libc(ev);
+  return model_realloc(cm->libc, &le, err);
 }
 
 static as_status_t cpython_free(model_t *m, const trace_event_t *ev,
                                 as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   note_event(cm, ev);
-  as_status_t rc;
-  switch (owner_of(cm, ev->id)) {
-  case OWNER_PYMALLOC:
-    rc = model_free(cm->pymalloc, ev, err);
-    break;
-  case OWNER_LIBC: {
-    trace_event_t le = to_libc(ev);
-    rc               = model_free(cm->libc, &le, err);
-    break;
-  }
-  default:
-    return as_err_set(err, AS_EINVAL, "cpython: free of dead id %llu",
-                      (unsigned long long)ev->id);
-  }
-  if (rc == AS_OK)
-    set_owner(cm, ev->id, OWNER_NONE);
-  return rc;
+  bool        held;
+  as_status_t rc = pymalloc_free_if_held(cm->pymalloc, ev, &held, err);
+  return held ? rc : libc_free(cm, ev, err);
 }
 
 /* Threads and malloc_trim concern libc only: obmalloc keeps no per-thread

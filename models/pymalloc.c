@@ -893,13 +893,13 @@ static as_status_t out_of_range(uint64_t nbytes, as_err_t *err) {
                     PYMALLOC_SMALL_REQUEST_THRESHOLD);
 }
 
-/* malloc / calloc (PyObject_Malloc, PyObject_Calloc).  calloc's memset
- * (3.11 obmalloc.c:2019; 3.14 :2354) writes the same bytes the program is
- * assumed to write anyway. */
-static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
-                                  as_err_t *err) {
-  pymalloc_model_t *pm     = (pymalloc_model_t *)m;
-  uint64_t          nbytes = ev->size;
+/* malloc / calloc (PyObject_Malloc, PyObject_Calloc), every case.  calloc's
+ * memset (3.11 obmalloc.c:2019; 3.14 :2354) writes the same bytes the
+ * program is assumed to write anyway.  pymalloc_alloc below takes the
+ * common case without calls and sends the rest here. */
+static __attribute__((noinline)) as_status_t
+alloc_any(pymalloc_model_t *pm, const trace_event_t *ev, as_err_t *err) {
+  uint64_t nbytes = ev->size;
   /* 3.11 obmalloc.c:1959-1964; 3.14 :2292-2297 */
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD ||
       ev->op == TRACE_MEMALIGN)
@@ -924,6 +924,91 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   return pool_write(pm, pool, block_off(pool, b), (uint32_t)nbytes, err);
 }
 
+/* The free of held id at loc, every case. */
+static __attribute__((noinline)) as_status_t
+free_any(pymalloc_model_t *pm, const trace_event_t *ev, uint64_t loc,
+         as_err_t *err) {
+  pym_pool_t *pool = slot_pool(pm, loc);
+  pm->live_bytes -= ev->prev_size;
+  pm->live_objects--;
+  pm->block_bytes -= INDEX2SIZE(pool->szidx);
+  slot_set(pm, ev->id, SLOT_DEAD);
+  return pym_free_block(pm, pool, slot_block(loc), err);
+}
+
+/* ---- Fast paths ----------------------------------------------------------
+ * Nearly every allocation pops the head pool of its class and writes only
+ * pages the pool already knows written, and nearly every free leaves its
+ * pool in use.  These two functions do exactly what alloc_any and free_any
+ * do in those cases, with no calls, so they need no stack frame; they test
+ * every condition before changing any state and hand anything else (errors,
+ * a new pool, an emptied pool, a kernel call) to the general path. */
+
+static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
+                                  as_err_t *err) {
+  pymalloc_model_t *pm     = (pymalloc_model_t *)m;
+  uint64_t          nbytes = ev->size;
+  if (nbytes - 1 >= PYMALLOC_SMALL_REQUEST_THRESHOLD ||
+      ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_len ||
+      slot_get(pm, ev->id) != SLOT_DEAD)
+    return alloc_any(pm, ev, err); /* errors; ids not yet in ids[] */
+  uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
+  pym_pool_t *pool  = pm->usedpools[szidx].nextpool;
+  if (pool == &pm->usedpools[szidx])
+    return alloc_any(pm, ev, err); /* allocate_from_new_pool */
+  /* pymalloc_alloc's pop of the free list head, then pymalloc_pool_extend
+   * when the list runs empty (as pym_malloc and pool_extend). */
+  uint32_t b      = pool->freeblock;
+  uint32_t next   = pool->links[b];
+  uint32_t off    = block_off(pool, b);
+  uint32_t end    = off + (uint32_t)nbytes; /* the program's write */
+  bool     extend = next == NO_BLOCK && pool->nextblock < pool->nblocks;
+  if (extend) {
+    next = pool->nextblock;
+    /* the virgin block's link word */
+    uint32_t link_end = block_off(pool, next) + 8;
+    end               = link_end > end ? link_end : end;
+  }
+  if (end > pool->touched_end)
+    return alloc_any(pm, ev, err); /* a write the kernel must see */
+  pool->ref_count++;
+  pool->freeblock = (uint16_t)next;
+  if (extend) {
+    pool->nextblock = (uint16_t)(next + 1);
+    pool->links[next] = NO_BLOCK;
+  } else if (next == NO_BLOCK) { /* full: unlink from usedpools */
+    pool->nextpool->prevpool = pool->prevpool;
+    pool->prevpool->nextpool = pool->nextpool;
+  }
+  slot_set(pm, ev->id, slot_of(pool, b));
+  pm->live_bytes += nbytes;
+  pm->live_objects++;
+  pm->block_bytes += INDEX2SIZE(szidx);
+  return AS_OK;
+}
+
+/* The free of held id at loc. */
+static inline as_status_t free_held(pymalloc_model_t *pm,
+                                    const trace_event_t *ev, uint64_t loc,
+                                    as_err_t *err) {
+  pym_pool_t *pool = slot_pool(pm, loc);
+  uint32_t    b    = slot_block(loc);
+  if (pool->ref_count == 1 || block_off(pool, b) + 8 > pool->touched_end)
+    return free_any(pm, ev, loc, err); /* emptied pool; a kernel call */
+  /* pymalloc_free (as pym_free_block) for a pool that stays in use. */
+  uint32_t lastfree = pool->freeblock;
+  pool->links[b]    = (uint16_t)lastfree;
+  pool->freeblock   = (uint16_t)b;
+  pool->ref_count--;
+  if (lastfree == NO_BLOCK)
+    insert_to_usedpool(pm, pool);
+  slot_set(pm, ev->id, SLOT_DEAD);
+  pm->live_bytes -= ev->prev_size;
+  pm->live_objects--;
+  pm->block_bytes -= INDEX2SIZE(pool->szidx);
+  return AS_OK;
+}
+
 static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   pymalloc_model_t *pm  = (pymalloc_model_t *)m;
@@ -931,12 +1016,7 @@ static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
   if (loc == SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: free of dead id %llu",
                       (unsigned long long)ev->id);
-  pym_pool_t *pool = slot_pool(pm, loc);
-  pm->live_bytes -= ev->prev_size;
-  pm->live_objects--;
-  pm->block_bytes -= INDEX2SIZE(pool->szidx);
-  slot_set(pm, ev->id, SLOT_DEAD);
-  return pym_free_block(pm, pool, slot_block(loc), err);
+  return free_held(pm, ev, loc, err);
 }
 
 /* pymalloc_realloc (3.11 obmalloc.c:2301-2358; 3.14 :2637-2696): keep the
@@ -1097,6 +1177,15 @@ bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr) {
     return false;
   *addr = block_addr(slot_pool(pm, loc), slot_block(loc));
   return true;
+}
+
+as_status_t pymalloc_free_if_held(model_t *m, const trace_event_t *ev,
+                                  bool *held, as_err_t *err) {
+  assert(m->methods == &model_pymalloc_methods);
+  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  uint64_t          loc = slot_get(pm, ev->id);
+  *held                 = loc != SLOT_DEAD;
+  return *held ? free_held(pm, ev, loc, err) : AS_OK;
 }
 
 void pymalloc_set_raw(model_t *m, const pymalloc_raw_t *raw) {

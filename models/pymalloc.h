@@ -119,6 +119,13 @@ struct pymalloc_raw_s {
                        uint64_t len, as_err_t *err);
 };
 
+/* The free event ev (ev->prev_size bytes) if m holds ev->id live: *held is
+ * true and the result is the free's.  Else *held is false, nothing changes
+ * and the result is AS_OK.  The CPython composition's free: one lookup
+ * both routes the free and performs it. */
+as_status_t pymalloc_free_if_held(model_t *m, const trace_event_t *ev,
+                                  bool *held, as_err_t *err);
+
 /* Address of the live object id's block in *addr (true), or false if id
  * is not live in m.  For tests and heap maps. */
 bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr);

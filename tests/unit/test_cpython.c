@@ -211,6 +211,45 @@ static void survivors_pin_arenas_through_the_composition(void **state) {
   fx_close(&f);
 }
 
+/* Each id is in one child at a time and the composition routes its free
+ * and realloc there, including an id reused across children; an id in
+ * neither is refused even though the libc child (ideal) would not notice. */
+static void an_id_goes_back_to_the_child_that_holds_it(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  const uint64_t far = FX_IDS - 1; /* beyond every per-id table so far */
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_RAW, 7, 100), AS_OK);
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 8, 100), AS_OK);
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_MEM, far, 2000), AS_OK);
+  assert_int_equal(libc_stats(&f).live_bytes, RAW_BYTES + 100 + 2000);
+  assert_int_equal(pym_stats(&f).live_bytes, 100);
+  /* realloc of a libc block to a small size stays in libc */
+  assert_int_equal(op(&f, TRACE_REALLOC, TRACE_DOMAIN_RAW, 7, 50), AS_OK);
+  assert_int_equal(libc_stats(&f).live_bytes, RAW_BYTES + 50 + 2000);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_RAW, 7, 0), AS_OK);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_OBJ, 8, 0), AS_OK);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_MEM, far, 0), AS_OK);
+  assert_int_equal(libc_stats(&f).live_bytes, RAW_BYTES);
+  assert_int_equal(pym_stats(&f).live_bytes, 0);
+  /* Dead ids, in range of the tables or not. */
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_RAW, 7, 0), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_OBJ, 8, 0), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_REALLOC, TRACE_DOMAIN_OBJ, 7, 10), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_REALLOC, TRACE_DOMAIN_OBJ, far - 1, 10),
+                   AS_EINVAL);
+  /* Reused the other way round: 7 in pymalloc, 8 in libc. */
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 7, 30), AS_OK);
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_RAW, 8, 30), AS_OK);
+  assert_int_equal(pym_block(&f, 7), 32);
+  assert_int_equal(pym_block(&f, 8), 0);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_OBJ, 8, 0), AS_OK);
+  assert_int_equal(libc_stats(&f).live_bytes, RAW_BYTES);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_RAW, 7, 0), AS_OK);
+  assert_int_equal(pym_stats(&f).live_objects, 0);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(requests_up_to_512_go_to_pymalloc_and_513_to_libc),
@@ -219,6 +258,7 @@ int main(void) {
       cmocka_unit_test(realloc_to_zero_leaves_pymalloc),
       cmocka_unit_test(version_is_forwarded_and_bad_libc_refused),
       cmocka_unit_test(survivors_pin_arenas_through_the_composition),
+      cmocka_unit_test(an_id_goes_back_to_the_child_that_holds_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

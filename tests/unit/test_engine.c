@@ -22,7 +22,19 @@ struct spy_s {
   char               log[1024];   /* "a1@10 T@20 f1@30 ..." */
   uint64_t           rearm_every; /* timer re-arms itself by this much */
   int                rearms_left;
+  /* When want_prev is set: the prev_size every free and realloc should
+   * carry, in event order; mismatches counts those that did not. */
+  const uint64_t    *want_prev;
+  size_t             nwant, seen, mismatches;
 };
+
+static void spy_check_prev(spy_t *s, const trace_event_t *ev) {
+  if (s->want_prev == NULL)
+    return;
+  if (s->seen >= s->nwant || s->want_prev[s->seen] != ev->prev_size)
+    s->mismatches++;
+  s->seen++;
+}
 
 static void spy_note(spy_t *s, const char *what, uint64_t id, uint64_t t) {
   size_t n = strlen(s->log);
@@ -33,19 +45,24 @@ static void spy_note(spy_t *s, const char *what, uint64_t id, uint64_t t) {
 static as_status_t spy_alloc(model_t *m, const trace_event_t *ev,
                              as_err_t *err) {
   (void)err;
-  spy_note((spy_t *)m, "a", ev->id, ev->t_ns);
+  if (((spy_t *)m)->want_prev == NULL)
+    spy_note((spy_t *)m, "a", ev->id, ev->t_ns);
   return AS_OK;
 }
 static as_status_t spy_realloc(model_t *m, const trace_event_t *ev,
                                as_err_t *err) {
   (void)err;
-  spy_note((spy_t *)m, "r", ev->id, ev->t_ns);
+  spy_check_prev((spy_t *)m, ev);
+  if (((spy_t *)m)->want_prev == NULL)
+    spy_note((spy_t *)m, "r", ev->id, ev->t_ns);
   return AS_OK;
 }
 static as_status_t spy_free(model_t *m, const trace_event_t *ev,
                             as_err_t *err) {
   (void)err;
-  spy_note((spy_t *)m, "f", ev->id, ev->t_ns);
+  spy_check_prev((spy_t *)m, ev);
+  if (((spy_t *)m)->want_prev == NULL)
+    spy_note((spy_t *)m, "f", ev->id, ev->t_ns);
   return AS_OK;
 }
 static as_status_t spy_trim(model_t *m, uint64_t pad, uint64_t now,
@@ -219,6 +236,92 @@ static void huge_object_ids_are_refused(void **state) {
   assert_non_null(strstr(err.msg, "too large"));
 }
 
+static void an_id_beyond_the_table_is_not_live(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(1, 3, 8), EV_FREE(2, 1u << 20),
+                         EV_REALLOC(3, 5000, 8), EV_FREE(4, 3)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.lenient = true};
+  assert_int_equal(run(f, evs, 4, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "a3@1 f3@4");
+  assert_int_equal(res.skipped_bad_free, 1);
+  assert_int_equal(res.skipped_bad_realloc, 1);
+}
+
+/* ---- Sizes -------------------------------------------------------------- */
+
+/* Sizes up to 65533 bytes live in the table, larger ones beside it; either
+ * way a free or realloc hands the model the exact size. */
+static void sizes_small_and_big_reach_the_model_exactly(void **state) {
+  fixture_t     *f     = *state;
+  const uint64_t big   = (UINT64_C(1) << 40) + 3;
+  trace_event_t  evs[] = {
+      EV_MALLOC(1, 1, 0),           EV_MALLOC(2, 2, 65533),
+      EV_MALLOC(3, 3, 65534),       EV_MALLOC(4, 4, big),
+      EV_REALLOC(5, 1, 70000),      /* small -> big */
+      EV_REALLOC(6, 3, 10),         /* big -> small */
+      EV_REALLOC(7, 4, big + 1),    /* big -> big */
+      EV_REALLOC(8, 2, 65534),      /* small -> big */
+      EV_FREE(9, 1),                EV_FREE(10, 2),
+      EV_FREE(11, 3),               EV_FREE(12, 4),
+      EV_MALLOC(13, 4, 7),          EV_FREE(14, 4),
+  };
+  /* the prev_size of events 5-12 and 14 */
+  const uint64_t want[] = {0,     65534, big, 65533, 70000,
+                           65534, 10,    big + 1, 7};
+  f->spy.want_prev      = want;
+  f->spy.nwant          = 9;
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, 14, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(f->spy.seen, 9);
+  assert_int_equal(f->spy.mismatches, 0);
+  assert_int_equal(res.final_live_bytes, 0);
+  /* after event 5: ids 1..4 hold 70000, 65533, 65534 and big bytes */
+  assert_int_equal(res.peak_live_bytes, 70000 + 65533 + 65534 + big);
+}
+
+/* Many big objects, freed and reallocated out of order: the side table's
+ * probing, growth and deletion keep every size. */
+static void many_big_objects_keep_their_sizes(void **state) {
+  fixture_t *f = *state;
+  enum { N = 3000 };
+  trace_event_t *evs  = calloc(3 * N, sizeof *evs);
+  uint64_t      *want = calloc(2 * N, sizeof *want);
+  uint64_t       size[N];
+  size_t         ne = 0, nw = 0;
+  assert_non_null(evs);
+  assert_non_null(want);
+  for (uint64_t i = 0; i < N; i++) {
+    /* every third object small, the rest big; ids spread over 0..3N */
+    size[i] = i % 3 == 0 ? i : 100000 + 4096 * i;
+    evs[ne] = (trace_event_t)EV_MALLOC(ne, 3 * i, size[i]);
+    ne++;
+  }
+  for (uint64_t k = 0; k < N; k++) {
+    uint64_t i = (k * 1237) % N; /* a permutation: 1237 is prime to N */
+    if (k % 2 == 0) {
+      want[nw++] = size[i];
+      size[i]    = size[i] % 2 ? 66000 + k : k; /* big <-> small */
+      evs[ne]    = (trace_event_t)EV_REALLOC(ne, 3 * i, size[i]);
+      ne++;
+    }
+    want[nw++] = size[i];
+    evs[ne]    = (trace_event_t)EV_FREE(ne, 3 * i);
+    ne++;
+  }
+  f->spy.want_prev = want;
+  f->spy.nwant     = nw;
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(f->spy.seen, nw);
+  assert_int_equal(f->spy.mismatches, 0);
+  assert_int_equal(res.final_live_bytes, 0);
+  free(evs);
+  free(want);
+}
+
 /* ---- Samples ------------------------------------------------------------ */
 
 typedef struct sample_rec_s sample_rec_t;
@@ -321,6 +424,12 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(huge_object_ids_are_refused, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(an_id_beyond_the_table_is_not_live,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          sizes_small_and_big_reach_the_model_exactly, setup, teardown),
+      cmocka_unit_test_setup_teardown(many_big_objects_keep_their_sizes,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(
           marks_periodic_and_final_samples_carry_live_bytes, setup, teardown),
       cmocka_unit_test_setup_teardown(measured_rss_events_pass_through, setup,

@@ -20,7 +20,7 @@
  * whole number of MiB) above it, the first arena is 16 KiB aligned. */
 #define ALIGNED_TOP UINT64_C(0x7ffff8000000)
 
-#define FX_IDS (1u << 17)
+#define FX_IDS (1u << 20)
 
 typedef struct fx_s fx_t;
 struct fx_s {
@@ -419,6 +419,82 @@ static void requests_outside_1_to_512_are_refused(void **state) {
   fx_close(&f);
 }
 
+/* ---- Object table ------------------------------------------------------- */
+
+/* Every block's location survives the table's packing: arena indexes past
+ * one byte, all 63 pools, the last block of a pool. */
+static void block_locations_hold_past_256_arenas(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  enum { PER_ARENA = 63 * 31, N = 300 * PER_ARENA }; /* 512 B blocks */
+  alloc_range(&f, 0, N, 512);
+  assert_int_equal(stats(&f).arenas_current, 300);
+  for (uint64_t id = 0; id < N; id++) {
+    uint64_t a = addr_of(&f, id), j = id % PER_ARENA;
+    /* pool j / 31 of the arena, block j % 31 of the pool */
+    uint64_t first_pool = a - 48 - (j % 31) * 512 - (j / 31) * POOL;
+    assert_int_equal(first_pool % POOL, 0);
+    if (j != 0)
+      assert_int_equal(a, addr_of(&f, id - j) + (j / 31) * POOL +
+                              (j % 31) * 512);
+    assert_int_equal(pymalloc_block_size_of(f.m, id), 512);
+  }
+  /* Free every other object, then the rest, newest arenas first. */
+  for (uint64_t id = N; id-- > 0;)
+    if (id % 2)
+      assert_int_equal(op(&f, TRACE_FREE, id, 0), AS_OK);
+  assert_int_equal(stats(&f).blocks_in_use, N / 2);
+  for (uint64_t id = N; id-- > 0;)
+    if (id % 2 == 0)
+      assert_int_equal(op(&f, TRACE_FREE, id, 0), AS_OK);
+  assert_int_equal(stats(&f).arenas_current, 1);
+  assert_int_equal(stats(&f).blocks_in_use, 0);
+  fx_close(&f);
+}
+
+/* Ids are dead until allocated, wherever they fall in the table. */
+static void ids_never_allocated_are_dead(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  uint64_t a;
+  assert_int_equal(pymalloc_block_size_of(f.m, 5), 0);
+  assert_false(pymalloc_block_address(f.m, 5, &a));
+  assert_int_equal(op(&f, TRACE_MALLOC, 70000, 64), AS_OK);
+  for (uint64_t id = 0; id < 80000; id++)
+    assert_int_equal(pymalloc_block_size_of(f.m, id), id == 70000 ? 64 : 0);
+  assert_int_equal(op(&f, TRACE_FREE, 69999, 0), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_FREE, 900000, 0), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_REALLOC, 900000, 8), AS_EINVAL);
+  assert_int_equal(op(&f, TRACE_MALLOC, 69999, 64), AS_OK);
+  assert_int_equal(addr_of(&f, 69999), addr_of(&f, 70000) + 64);
+  fx_close(&f);
+}
+
+/* pymalloc_free_if_held frees what pymalloc holds and leaves the rest. */
+static void free_if_held_says_whether_it_freed(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  assert_int_equal(op(&f, TRACE_MALLOC, 3, 100), AS_OK);
+  trace_event_t ev = {.id = 3, .op = TRACE_FREE, .prev_size = 100};
+  bool          held = false;
+  as_err_t      err;
+  assert_int_equal(pymalloc_free_if_held(f.m, &ev, &held, &err), AS_OK);
+  assert_true(held);
+  model_stats_t ms;
+  model_stats(f.m, &ms);
+  assert_int_equal(ms.live_bytes, 0);
+  assert_int_equal(ms.live_objects, 0);
+  assert_int_equal(pymalloc_free_if_held(f.m, &ev, &held, &err), AS_OK);
+  assert_false(held);
+  ev.id = 1u << 30; /* beyond the table */
+  assert_int_equal(pymalloc_free_if_held(f.m, &ev, &held, &err), AS_OK);
+  assert_false(held);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(blocks_per_pool_match_the_spec_table),
@@ -439,6 +515,9 @@ int main(void) {
       cmocka_unit_test(one_survivor_pins_its_arena),
       cmocka_unit_test(realloc_shrinks_in_place_only_above_three_quarters),
       cmocka_unit_test(requests_outside_1_to_512_are_refused),
+      cmocka_unit_test(block_locations_hold_past_256_arenas),
+      cmocka_unit_test(ids_never_allocated_are_dead),
+      cmocka_unit_test(free_if_held_says_whether_it_freed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
