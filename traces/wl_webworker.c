@@ -37,7 +37,9 @@
  * trace renders that as round-robin turns of --slice whole requests
  * (default 25 = 5 ms / 200 us per request, seed 004's 18-20 s for 96,000).
  * webworker.py measures its own request time and records the slice that
- * corresponds to it.
+ * corresponds to it.  --turn-seed N > 0 is a what-if for the scheduling the
+ * rotation leaves out (random next thread, random turn length with the
+ * same mean; docs/webworker.md); measured runs never set it.
  *
  * Requests, with CPython 3.11 sources (shane-mf/cpython-3.11@05e222c) and,
  * where 3.14 differs, 3.14.7 (tcchen2026/cpython-3.14@b494531):
@@ -237,6 +239,9 @@ struct ww_src_s {
   /* Serving: next request index, end of the running phase, which phase
    * (1 or 2), the running thread (0-based) and its requests this turn. */
   uint64_t next_req, phase_end, cur_thread, slice_done;
+  uint64_t turn_seed; /* 0: fixed turns in rotation; else random turns */
+  uint64_t turn_len;  /* requests in the running turn */
+  uint64_t nturns;    /* turns begun, the index of the turn draws */
   int      serve_phase;
 
   /* The request in progress (between stages). */
@@ -446,6 +451,27 @@ static void request_end(ww_src_t *s, uint32_t th) {
   s->em.t_ns += s->request_ns;
 }
 
+/* The GIL goes to the next thread.  --turn-seed 0: the next thread in
+ * rotation for --slice requests.  Otherwise a what-if for the scheduling
+ * the rotation leaves out (the OS picks which waiter wakes; a request's
+ * time varies with its body; a thread blocked on the cache lock yields
+ * early): splitmix64(turn_seed, turn) picks another thread uniformly and a
+ * length uniform in [1, 2 * slice - 1], the same mean. */
+static void next_turn(ww_src_t *s) {
+  s->slice_done = 0;
+  s->nturns++;
+  if (s->turn_seed == 0) {
+    s->cur_thread = (s->cur_thread + 1) % s->threads;
+    s->turn_len = s->slice;
+    return;
+  }
+  uint64_t z = survivors_splitmix64_at(s->turn_seed, s->nturns);
+  if (s->threads > 1)
+    s->cur_thread =
+        (s->cur_thread + 1 + (z >> 32) % (s->threads - 1)) % s->threads;
+  s->turn_len = 1 + (z & UINT32_MAX) % (2 * s->slice - 1);
+}
+
 /* One stage of the running request (or the start of the next). */
 static void serve_step(ww_src_t *s) {
   uint32_t th = (uint32_t)(s->cur_thread + 1);
@@ -466,10 +492,8 @@ static void serve_step(ww_src_t *s) {
   case ST_END:
     request_end(s, th);
     s->stage = ST_BEGIN;
-    if (++s->slice_done >= s->slice) { /* the GIL changes hands */
-      s->slice_done = 0;
-      s->cur_thread = (s->cur_thread + 1) % s->threads;
-    }
+    if (++s->slice_done >= s->turn_len) /* the GIL changes hands */
+      next_turn(s);
     break;
   }
 }
@@ -481,6 +505,7 @@ static void begin_serving(ww_src_t *s, int which, uint64_t n) {
   s->phase_end = s->next_req + n;
   s->cur_thread = 0;
   s->slice_done = 0;
+  s->turn_len = s->slice;
   s->stage = ST_BEGIN;
   s->phase = PH_SERVE;
 }
@@ -593,6 +618,8 @@ static const workload_option_t ww_options[] = {
      "requests per GIL turn (5 ms switch interval / 200 us per request)"},
     {"request-ns", "200000", "virtual ns per request (seed 004: ~19 s/96k)"},
     {"python", "3.11", "CPython whose requests to emit: 3.11 or 3.14"},
+    {"turn-seed", "0",
+     "0: fixed GIL turns in rotation; else seed of random turns (what-if)"},
     {NULL, NULL, NULL},
 };
 
@@ -619,6 +646,11 @@ static as_status_t ww_open(const char *const *values, trace_source_t **out,
     return as_err_set(err, AS_EUSAGE,
                       "webworker: --python must be 3.11 or 3.14, got '%s'",
                       values[7]);
+  uint64_t    turn_seed = 0;
+  as_status_t trc = wl_parse_u64("webworker", values[8], "turn-seed", 0,
+                                 UINT64_MAX, &turn_seed, err);
+  if (trc != AS_OK)
+    return trc;
   if (v[3] > v[2])
     return as_err_set(err, AS_EUSAGE,
                       "webworker: --shrink-mb (%" PRIu64
@@ -633,6 +665,7 @@ static as_status_t ww_open(const char *const *values, trace_source_t **out,
   s->requests = v[1];
   s->cache_bytes_max = v[2] * WW_MIB;
   s->shrink_bytes = v[3] * WW_MIB;
+  s->turn_seed = turn_seed;
   s->cap_bytes = s->cache_bytes_max;
   s->seed = v[4];
   s->slice = v[5];
@@ -664,6 +697,9 @@ static as_status_t ww_open(const char *const *values, trace_source_t **out,
            " --slice %" PRIu64 " --python %s",
            v[0], v[1], v[2], v[3], v[4], v[5],
            py == SPIKE_PY314 ? "3.14" : "3.11");
+  if (turn_seed != 0) /* the default stays out, as measured runs record */
+    snprintf(args + strlen(args), sizeof args - strlen(args),
+             " --turn-seed %" PRIu64, turn_seed);
   snprintf(s->base.name, sizeof s->base.name, "%s", args);
   as_status_t rc = trace_meta_set(&s->base.meta, "kind", "workload", err);
   if (rc == AS_OK)

@@ -283,6 +283,29 @@ static void gil_turns_rotate_over_the_threads(void **state) {
   free(t);
 }
 
+/* --turn-seed (a what-if): random turns still serve every request once,
+ * on every thread, and are reproducible; the default stays out of the
+ * provenance and --turn-seed 0 is the rotation. */
+static void random_turns_serve_every_request_reproducibly(void **state) {
+  (void)state;
+  tally_t *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  run_tally("--requests 400 --threads 4 --slice 3 --turn-seed 7", a);
+  run_tally("--requests 400 --threads 4 --slice 3 --turn-seed 7", b);
+  assert_true(a->ids_ok);
+  uint64_t total = 0;
+  for (int th = 1; th <= 4; th++) {
+    assert_true(a->keys6512_by_thread[th] > 0);
+    assert_int_equal(a->keys6512_by_thread[th], b->keys6512_by_thread[th]);
+    total += a->keys6512_by_thread[th];
+  }
+  assert_int_equal(total, 3 * 600);
+  run_tally("--requests 40 --threads 4 --slice 3 --turn-seed 0", a);
+  assert_int_equal(a->keys6512_by_thread[1], 3 * 18);
+  assert_int_equal(a->keys6512_by_thread[4], 3 * 12);
+  free(a);
+  free(b);
+}
+
 /* With the shrink cap at 0 the main thread empties the cache and phase 2
  * evicts every body it caches at once: only the cache's table and its
  * fast-nodes table stay live. */
@@ -366,6 +389,7 @@ int main(void) {
       cmocka_unit_test(a_request_emits_cpython_311_requests_in_order),
       cmocka_unit_test(python_314_grows_json_in_one_writer),
       cmocka_unit_test(gil_turns_rotate_over_the_threads),
+      cmocka_unit_test(random_turns_serve_every_request_reproducibly),
       cmocka_unit_test(shrinking_to_zero_leaves_only_the_cache_tables),
       cmocka_unit_test(cache_never_exceeds_its_cap),
       cmocka_unit_test(bad_options_are_usage_errors_that_name_them),
