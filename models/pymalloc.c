@@ -45,7 +45,7 @@
  *   Raw allocations (arenas[] vector, radix tree, standalone backend)
  *   Arenas (new_arena, release)
  *   Pools (allocate_from_new_pool, pymalloc_pool_extend, free transitions)
- *   Model methods
+ *   Model methods (the per-id table, general and fast alloc/free paths)
  *   Exported helpers
  */
 #include "pymalloc.h"
@@ -936,13 +936,13 @@ free_any(pymalloc_model_t *pm, const trace_event_t *ev, uint64_t loc,
   return pym_free_block(pm, pool, slot_block(loc), err);
 }
 
-/* ---- Fast paths ----------------------------------------------------------
- * Nearly every allocation pops the head pool of its class and writes only
- * pages the pool already knows written, and nearly every free leaves its
- * pool in use.  These two functions do exactly what alloc_any and free_any
- * do in those cases, with no calls, so they need no stack frame; they test
- * every condition before changing any state and hand anything else (errors,
- * a new pool, an emptied pool, a kernel call) to the general path. */
+/* Fast paths.  Nearly every allocation pops the head pool of its class
+ * and writes only pages the pool already knows written, and nearly every
+ * free leaves its pool in use.  pymalloc_alloc and free_held do exactly
+ * what alloc_any and free_any do in those cases, with no calls, so they
+ * need no stack frame; they test every condition before changing any state
+ * and hand anything else (errors, a new pool, an emptied pool, a kernel
+ * call) to the general path. */
 
 static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
                                   as_err_t *err) {
