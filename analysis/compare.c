@@ -11,7 +11,12 @@
  * follows the run's provenance or the caller; a wrong guess shows up as
  * error, which is the point of comparing.
  *
- * Sections: statistics, provenance, replay, alignment, storing, entry point.
+ * Layouts (compare.h): the replay runs once per layout; each layout is
+ * paired, anchored and (optionally) stored on its own, then the marks and
+ * the series take the mean over layouts, with the min and max per mark.
+ *
+ * Sections: statistics, provenance, replay, alignment, storing, one
+ * layout's replay, entry point.
  */
 #include "compare.h"
 
@@ -28,6 +33,7 @@
 #include <string.h>
 
 #include "../models/model.h"
+#include "../models/pymalloc.h"
 #include "../sim/engine.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
@@ -273,13 +279,19 @@ static size_t occurrence(const store_sample_t *m, size_t i) {
 /* ---- Storing
  * ------------------------------------------------------------------ */
 
+/* Stores layout k's simulated run sim and its comparisons row (the layout's
+ * own offset and statistics), and records their ids in res->layouts[k].
+ * With one layout the rows are what they were before layouts existed. */
 static as_status_t store_comparison(store_t *s, compare_result_t *res,
-                                    const simlog_t       *sim,
+                                    unsigned k, const simlog_t *sim,
                                     const compare_opts_t *o, as_err_t *err) {
-  char off[32], anchor_t[32], mrun[32];
-  as_format_fits(off, sizeof off, "%" PRId64, res->offset_bytes);
+  compare_layout_t *lay = &res->layouts[k];
+  char              off[32], anchor_t[32], mrun[32], mmap_off[32], nlay[16];
+  as_format_fits(off, sizeof off, "%" PRId64, lay->offset_bytes);
   as_format_fits(anchor_t, sizeof anchor_t, "%" PRIu64, res->anchor_t_ns);
   as_format_fits(mrun, sizeof mrun, "%" PRId64, res->measured_run_id);
+  as_format_fits(mmap_off, sizeof mmap_off, "%" PRIu64, lay->mmap_offset_bytes);
+  as_format_fits(nlay, sizeof nlay, "%u", res->nlayouts);
   store_kv_t meta[] = {
       {"kind", "simulated"},
       {"compare_measured_run", mrun},
@@ -289,7 +301,13 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       {"baseline_anchor_label", res->anchor_label},
       {"baseline_anchor_t_ns", anchor_t},
       {"alignment", res->alignment},
+      /* Only with several layouts (below): which one this run is. */
+      {"mmap_offset", mmap_off},
+      {"compare_layouts", nlay},
   };
+  size_t nmeta = sizeof meta / sizeof meta[0];
+  if (res->nlayouts == 1)
+    nmeta -= 2;
   store_run_t run = {
       .kind = "simulated",
       .model = res->model,
@@ -298,23 +316,27 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       .source = res->source,
       .command = o->command ? o->command : "allocsim compare",
       .meta = meta,
-      .meta_count = sizeof meta / sizeof meta[0],
+      .meta_count = nmeta,
   };
   as_status_t rc =
-      store_write_run(s, &run, sim->v, sim->n, &res->simulated_run_id, err);
+      store_write_run(s, &run, sim->v, sim->n, &lay->simulated_run_id, err);
   if (rc != AS_OK)
     return rc;
   if ((rc = store_begin(s, err)) != AS_OK)
     return rc;
   sqlite3      *db = store_db(s);
   sqlite3_stmt *st = NULL;
-  char          params[1024];
+  char          params[1024], layout_params[96] = "";
+  if (res->nlayouts > 1)
+    as_format_fits(layout_params, sizeof layout_params,
+                   ", \"mmap_offset\": %" PRIu64 ", \"layouts\": %u",
+                   lay->mmap_offset_bytes, res->nlayouts);
   as_format_fits(params, sizeof params,
-           "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
-           ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
-           "\"%s\"}",
-           res->alignment, res->offset_bytes, res->anchor_t_ns, res->model_spec,
-           res->libc_spec);
+                 "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
+                 ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
+                 "\"%s\"%s}",
+                 res->alignment, lay->offset_bytes, res->anchor_t_ns,
+                 res->model_spec, res->libc_spec, layout_params);
   int src = sqlite3_prepare_v2(
       db,
       "INSERT INTO comparisons(measured_run_id, simulated_run_id, "
@@ -322,11 +344,11 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       "intercept_bytes, points, params) VALUES (?,?,?,?,?,?,?,?,?)",
       -1, &st, NULL);
   if (src == SQLITE_OK) {
-    const compare_series_t *x = &res->series;
+    const compare_series_t *x = &lay->series;
     double vals[5] = {x->mean_abs_error_bytes, x->max_abs_error_bytes, x->slope,
                       x->r2, x->intercept_bytes};
     sqlite3_bind_int64(st, 1, res->measured_run_id);
-    sqlite3_bind_int64(st, 2, res->simulated_run_id);
+    sqlite3_bind_int64(st, 2, lay->simulated_run_id);
     for (int i = 0; i < 5; i++) {
       if (isfinite(vals[i]))
         sqlite3_bind_double(st, 3 + i, vals[i]);
@@ -347,8 +369,53 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
     return rc;
   }
   sqlite3_finalize(st);
-  res->comparison_id = sqlite3_last_insert_rowid(db);
+  lay->comparison_id = sqlite3_last_insert_rowid(db);
   return store_commit(s, err);
+}
+
+/* ---- One layout's replay
+ * ------------------------------------------------------ */
+
+_Static_assert(COMPARE_LAYOUT_SPAN_BYTES == PYMALLOC_POOL_SIZE,
+               "layouts repeat modulo the pymalloc pool");
+_Static_assert(COMPARE_MAX_LAYOUTS * 4096 == COMPARE_LAYOUT_SPAN_BYTES,
+               "one layout per smallest OS page in the span");
+
+/* Replays the run once on the kernel layout kcfg, appending its samples to
+ * *sim.  Sets res->source, res->model, res->alignment and
+ * res->skipped_events (the same for every layout). */
+static as_status_t replay(store_t *s, const store_run_record_t *rec,
+                          const kvlist_t *meta, const sim_kernel_config_t *kcfg,
+                          compare_result_t *res, simlog_t *sim, bool *is_trace,
+                          as_err_t *err) {
+  trace_source_t *src = NULL;
+  sim_session_t   session;
+  as_status_t     rc = open_source(s, rec, meta, &src, res->source,
+                                   sizeof res->source, is_trace, err);
+  if (rc != AS_OK) {
+    trace_source_close(src);
+    return rc;
+  }
+  as_format_fits(res->alignment, sizeof res->alignment, "%s",
+                 *is_trace ? "nearest time" : "marks by label");
+  rc = sim_session_open(res->model_spec, res->libc_spec, kcfg, &session, err);
+  if (rc != AS_OK) {
+    trace_source_close(src);
+    return rc;
+  }
+  as_format_fits(res->model, sizeof res->model, "%s", session.model_desc);
+  sim_engine_config_t cfg = {.sample_every_ns = 0,
+                             .lenient = true,
+                             .on_sample = on_sample,
+                             .user = sim};
+  sim_run_result_t    r;
+  rc = sim_engine_run(&cfg, &session, src, &r, err);
+  if (rc == AS_OK)
+    res->skipped_events =
+        r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
+  sim_session_close(&session);
+  trace_source_close(src);
+  return rc;
 }
 
 /* ---- Entry point
@@ -369,10 +436,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   store_sample_t    *ms = NULL;
   size_t             nms = 0;
   simlog_t           sim = {0};
-  trace_source_t    *src = NULL;
-  sim_session_t      session;
-  bool               session_open = false;
   double            *xs = NULL, *ys = NULL;
+  size_t            *pair = NULL;
+  int64_t           *pred = NULL; /* [k * nms + i]: layout k, sample i */
+  bool              *has = NULL;  /* pred[k * nms + i] is defined */
   as_status_t        rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
     return rc;
@@ -450,84 +517,132 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     res->page_size = 4096;
   kcfg.page_size = res->page_size;
 
-  bool is_trace;
-  if ((rc = open_source(s, &rec, &meta, &src, res->source, sizeof res->source,
-                        &is_trace, err)) != AS_OK)
-    goto done;
-  as_format_fits(res->alignment, sizeof res->alignment, "%s",
-           is_trace ? "nearest time" : "marks by label");
-  if ((rc = sim_session_open(res->model_spec, res->libc_spec, &kcfg, &session,
-                             err)) != AS_OK)
-    goto done;
-  session_open = true;
-  as_format_fits(res->model, sizeof res->model, "%s", session.model_desc);
-  sim_engine_config_t cfg = {.sample_every_ns = 0,
-                             .lenient = true,
-                             .on_sample = on_sample,
-                             .user = &sim};
-  sim_run_result_t    r;
-  if ((rc = sim_engine_run(&cfg, &session, src, &r, err)) != AS_OK)
-    goto done;
-  res->skipped_events =
-      r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
-  if (sim.n == 0) {
+  /* Layouts: mmap_top lowered by 0, 1, ... OS pages, distinct modulo the
+   * pool (compare.h). */
+  unsigned nlayouts = o->layouts ? o->layouts : 1;
+  uint64_t most = COMPARE_LAYOUT_SPAN_BYTES / res->page_size;
+  if (most < 1)
+    most = 1;
+  if (nlayouts > most) {
     rc = as_err_set(err, AS_EINVAL,
-                    "run %" PRId64 ": the replay produced no "
-                    "samples",
-                    run_id);
+                    "%u layouts asked for, but with %" PRIu64 "-byte OS "
+                    "pages only %" PRIu64 " differ modulo the %d-byte "
+                    "pymalloc pool",
+                    nlayouts, res->page_size, most, COMPARE_LAYOUT_SPAN_BYTES);
     goto done;
   }
+  res->nlayouts = nlayouts;
 
-  /* Pair measured samples with simulated ones. */
-  size_t *pair = malloc((nms ? nms : 1) * sizeof *pair);
-  if (pair == NULL) {
+  for (size_t i = 0; i < nms; i++)
+    if (ms[i].measured_rss_bytes > res->peak_measured_rss_bytes)
+      res->peak_measured_rss_bytes = ms[i].measured_rss_bytes;
+  size_t cells = (nms ? nms : 1) * nlayouts;
+  pair = malloc((nms ? nms : 1) * sizeof *pair);
+  pred = calloc(cells, sizeof *pred);
+  has = calloc(cells, sizeof *has);
+  xs = malloc((nms ? nms : 1) * sizeof *xs);
+  ys = malloc((nms ? nms : 1) * sizeof *ys);
+  if (pair == NULL || pred == NULL || has == NULL || xs == NULL || ys == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
-  for (size_t i = 0; i < nms; i++) {
-    pair[i] = SIZE_MAX;
-    if (ms[i].measured_rss_bytes == 0)
-      continue; /* a mark with no measurement */
-    if (ms[i].measured_rss_bytes > res->peak_measured_rss_bytes)
-      res->peak_measured_rss_bytes = ms[i].measured_rss_bytes;
-    if (is_trace)
-      pair[i] = nearest(&sim, ms[i].t_ns);
-    else if (ms[i].kind == SIM_SAMPLE_MARK)
-      pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
-  }
-  /* The anchor: the mark "hooked" when there is one (a CPython capture:
-   * before it the interpreter allocated through pymalloc arenas the trace
-   * cannot see), else the first measured sample that lines up. */
-  size_t anchor = SIZE_MAX;
-  for (size_t i = 0; i < nms && anchor == SIZE_MAX; i++)
-    if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
-        strcmp(ms[i].label, COMPARE_HOOK_MARK) == 0)
-      anchor = i;
-  for (size_t i = 0; i < nms && anchor == SIZE_MAX; i++)
-    if (pair[i] != SIZE_MAX)
-      anchor = i;
-  if (anchor == SIZE_MAX) {
-    free(pair);
-    rc = as_err_set(err, AS_EINVAL,
-                    "run %" PRId64 ": no measured sample lines up with the "
-                    "replay (%s)",
-                    run_id, res->alignment);
-    goto done;
-  }
-  as_format_fits(res->anchor_label, sizeof res->anchor_label, "%s",
-           ms[anchor].kind == SIM_SAMPLE_MARK ? ms[anchor].label : "");
-  res->anchor_t_ns = ms[anchor].t_ns;
-  res->offset_bytes = (int64_t)ms[anchor].measured_rss_bytes -
-                      (int64_t)sim.v[pair[anchor]].rss_bytes;
 
+  size_t anchor = SIZE_MAX;
+  for (unsigned k = 0; k < nlayouts; k++) {
+    compare_layout_t   *lay = &res->layouts[k];
+    sim_kernel_config_t kc = kcfg;
+    bool                is_trace;
+    lay->mmap_offset_bytes = k * res->page_size;
+    if ((rc = sim_kernel_config_offset_layout(&kc, lay->mmap_offset_bytes,
+                                              err)) != AS_OK ||
+        (rc = replay(s, &rec, &meta, &kc, res, &sim, &is_trace, err)) != AS_OK)
+      goto done;
+    if (sim.n == 0) {
+      rc = as_err_set(err, AS_EINVAL,
+                      "run %" PRId64 ": the replay produced no "
+                      "samples",
+                      run_id);
+      goto done;
+    }
+
+    /* Pair measured samples with simulated ones. */
+    for (size_t i = 0; i < nms; i++) {
+      pair[i] = SIZE_MAX;
+      if (ms[i].measured_rss_bytes == 0)
+        continue; /* a mark with no measurement */
+      if (is_trace)
+        pair[i] = nearest(&sim, ms[i].t_ns);
+      else if (ms[i].kind == SIM_SAMPLE_MARK)
+        pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
+    }
+    /* The anchor: the mark "hooked" when there is one (a CPython capture:
+     * before it the interpreter allocated through pymalloc arenas the trace
+     * cannot see), else the first measured sample that lines up. */
+    size_t a = SIZE_MAX;
+    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
+      if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
+          strcmp(ms[i].label, COMPARE_HOOK_MARK) == 0)
+        a = i;
+    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
+      if (pair[i] != SIZE_MAX)
+        a = i;
+    if (a == SIZE_MAX) {
+      rc = as_err_set(err, AS_EINVAL,
+                      "run %" PRId64 ": no measured sample lines up with the "
+                      "replay (%s)",
+                      run_id, res->alignment);
+      goto done;
+    }
+    if (k == 0) {
+      anchor = a;
+      as_format_fits(res->anchor_label, sizeof res->anchor_label, "%s",
+                     ms[a].kind == SIM_SAMPLE_MARK ? ms[a].label : "");
+      res->anchor_t_ns = ms[a].t_ns;
+    } else if (a != anchor) {
+      /* Samples and marks come from the trace, not the layout, so this
+       * would be an engine bug; refuse rather than mix two baselines. */
+      rc = as_err_set(err, AS_EINVAL,
+                      "run %" PRId64 ": layout %u (mmap_top -%" PRIu64
+                      ") anchors at sample %zu, layout 0 at %zu",
+                      run_id, k, lay->mmap_offset_bytes, a, anchor);
+      goto done;
+    }
+    lay->offset_bytes =
+        (int64_t)ms[a].measured_rss_bytes - (int64_t)sim.v[pair[a]].rss_bytes;
+
+    /* This layout's predictions, and its own statistics. */
+    size_t npts = 0;
+    for (size_t i = 0; i < nms; i++) {
+      if (pair[i] == SIZE_MAX)
+        continue;
+      int64_t p = (int64_t)sim.v[pair[i]].rss_bytes + lay->offset_bytes;
+      pred[k * nms + i] = p;
+      has[k * nms + i] = true;
+      if (ms[i].t_ns >= res->anchor_t_ns) {
+        xs[npts] = (double)ms[i].measured_rss_bytes;
+        ys[npts] = (double)p;
+        npts++;
+      }
+    }
+    compare_series_stats(xs, ys, npts, &lay->series);
+    if (o->store && (rc = store_comparison(s, res, k, &sim, o, err)) != AS_OK)
+      goto done;
+    sim.n = 0; /* the next layout reuses the buffer */
+  }
+  res->simulated_run_id = res->layouts[0].simulated_run_id;
+  res->comparison_id = res->layouts[0].comparison_id;
+  double offset_sum = 0;
+  for (unsigned k = 0; k < nlayouts; k++)
+    offset_sum += (double)res->layouts[k].offset_bytes;
+  double offset_mean = offset_sum / nlayouts;
+  res->offset_bytes = (int64_t)llround(offset_mean);
+
+  /* Marks and the series, from the mean over layouts. */
   size_t nmarks = 0;
   for (size_t i = 0; i < nms; i++)
     nmarks += ms[i].kind == SIM_SAMPLE_MARK;
   res->marks = calloc(nmarks ? nmarks : 1, sizeof *res->marks);
-  xs = malloc((nms ? nms : 1) * sizeof *xs);
-  ys = malloc((nms ? nms : 1) * sizeof *ys);
-  if (res->marks == NULL || xs == NULL || ys == NULL) {
-    free(pair);
+  if (res->marks == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -535,41 +650,54 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   double peak =
       res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;
   for (size_t i = 0; i < nms; i++) {
-    int64_t pred = pair[i] == SIZE_MAX
-                       ? 0
-                       : (int64_t)sim.v[pair[i]].rss_bytes + res->offset_bytes;
+    unsigned n = 0;
+    double   sum = 0;
+    int64_t  lo = INT64_MAX, hi = INT64_MIN;
+    for (unsigned k = 0; k < nlayouts; k++) {
+      if (!has[k * nms + i])
+        continue;
+      int64_t p = pred[k * nms + i];
+      n++;
+      sum += (double)p;
+      lo = p < lo ? p : lo;
+      hi = p > hi ? p : hi;
+    }
+    bool   all = n == nlayouts; /* a sample is predicted by all or none */
+    double mean = all ? sum / nlayouts : 0;
     if (ms[i].kind == SIM_SAMPLE_MARK) {
       compare_mark_t *mk = &res->marks[res->nmarks++];
       as_format_fits(mk->label, sizeof mk->label, "%s", ms[i].label);
       mk->t_ns = ms[i].t_ns;
       mk->measured_rss_bytes = ms[i].measured_rss_bytes;
-      if (pair[i] != SIZE_MAX) {
-        mk->simulated_rss_bytes = sim.v[pair[i]].rss_bytes;
-        mk->predicted_rss_bytes = pred;
-        mk->error_bytes = pred - (int64_t)ms[i].measured_rss_bytes;
+      if (all) {
+        mk->layouts = nlayouts;
+        mk->predicted_rss_bytes = (int64_t)llround(mean);
+        mk->simulated_rss_bytes = (uint64_t)llround(mean - offset_mean);
+        mk->predicted_min_rss_bytes = lo;
+        mk->predicted_max_rss_bytes = hi;
+        for (unsigned k = 0; k < nlayouts; k++)
+          mk->predicted_by_layout[k] = pred[k * nms + i];
+        mk->error_bytes =
+            mk->predicted_rss_bytes - (int64_t)ms[i].measured_rss_bytes;
         mk->error_pct_of_peak = 100.0 * (double)mk->error_bytes / peak;
       } else {
         mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
       }
     }
-    if (pair[i] != SIZE_MAX && ms[i].t_ns >= res->anchor_t_ns) {
+    if (all && ms[i].t_ns >= res->anchor_t_ns) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
-      ys[npts] = (double)pred;
+      ys[npts] = mean;
       npts++;
     }
   }
-  free(pair);
   compare_series_stats(xs, ys, npts, &res->series);
-
-  if (o->store)
-    rc = store_comparison(s, res, &sim, o, err);
 
 done:
   free(xs);
   free(ys);
-  if (session_open)
-    sim_session_close(&session);
-  trace_source_close(src);
+  free(pair);
+  free(pred);
+  free(has);
   free(sim.v);
   free(ms);
   kv_free(&meta);

@@ -19,10 +19,23 @@
  * before it appear in the marks table but not in the series statistics
  * (they measure what the trace cannot explain); the offset is reported.
  *
+ * Layouts: where mmap puts things is randomised by ASLR, and for pymalloc it
+ * decides which arenas are 16 KiB aligned (64 pools instead of 63), so one
+ * replay is one draw.  With opts.layouts = N > 1 the run is replayed N
+ * times, layout k with the simulated mmap_top lowered by k OS pages
+ * (sim_kernel_config_offset_layout, the rule of `sweep --vary
+ * mmap_offset`), k = 0 .. N-1.  Offsets repeat modulo the 16 KiB pool, so
+ * N is at most COMPARE_LAYOUT_SPAN_BYTES / page size (4 with 4 KiB pages, 1
+ * with 16 KiB and 64 KiB pages).  Each layout gets its own baseline offset;
+ * a mark's prediction is the mean over layouts, with the min and max kept,
+ * and the series statistics use the mean.  Layout 0 is the default layout,
+ * so N = 1 is exactly the single replay.
+ *
  * Type map
- *   compare_opts_t    model/libc overrides and where to store
- *   compare_mark_t    one mark: measured, predicted, error
+ *   compare_opts_t    model/libc overrides, layouts and where to store
+ *   compare_mark_t    one mark: measured, predicted (mean, min, max), error
  *   compare_series_t  statistics over aligned (measured, predicted) pairs
+ *   compare_layout_t  one layout's replay: offset, statistics, stored ids
  *   compare_result_t  everything compare_run found
  */
 #ifndef ALLOCSIM_COMPARE_H
@@ -38,6 +51,13 @@
 /* The mark liballocsim_capture.so records when it hooks CPython. */
 #define COMPARE_HOOK_MARK "hooked"
 
+/* Layouts are distinct modulo this span: the pymalloc pool whose alignment
+ * an arena is tested for (3.11 obmalloc.c:973,977: POOL_SIZE, 16 KiB;
+ * models/pymalloc.h PYMALLOC_POOL_SIZE, checked in compare.c). */
+#define COMPARE_LAYOUT_SPAN_BYTES 16384
+/* The most layouts: the span over the smallest OS page (4096). */
+#define COMPARE_MAX_LAYOUTS 4
+
 typedef struct compare_opts_s compare_opts_t;
 struct compare_opts_s {
   const char *model;     /* model spec; NULL: cpython for Python runs, the
@@ -45,7 +65,11 @@ struct compare_opts_s {
   const char *libc;      /* libc spec; NULL: glibc with the run's MALLOC_* /
                             GLIBC_TUNABLES knobs */
   uint64_t    page_size; /* 0: the run's */
-  bool        store;     /* write the simulated run and a comparisons row */
+  unsigned    layouts;   /* address layouts to replay, 1 ..
+                            COMPARE_LAYOUT_SPAN_BYTES / page size;
+                            0 means 1 (the default layout only) */
+  bool        store;     /* write a simulated run and a comparisons row
+                            per layout */
   const char *command;   /* command line stored with the simulated run */
 };
 
@@ -54,10 +78,17 @@ struct compare_mark_s {
   char     label[64];
   uint64_t t_ns; /* the measured run's time */
   uint64_t measured_rss_bytes;
-  uint64_t simulated_rss_bytes; /* before the baseline offset */
-  int64_t  predicted_rss_bytes; /* simulated + offset */
-  int64_t  error_bytes;         /* predicted - measured */
-  double   error_pct_of_peak;   /* 100 * error / peak measured */
+  uint64_t simulated_rss_bytes; /* before the baseline offset; with
+                                   layouts, the mean rounded */
+  int64_t  predicted_rss_bytes; /* simulated + offset; with layouts, the
+                                   mean over them, rounded */
+  int64_t  predicted_min_rss_bytes; /* smallest over layouts */
+  int64_t  predicted_max_rss_bytes; /* largest over layouts */
+  int64_t  predicted_by_layout[COMPARE_MAX_LAYOUTS]; /* [k]: layout k's */
+  unsigned layouts;           /* layouts that predicted this mark: all of
+                                 them, or 0 (error_pct_of_peak is NAN) */
+  int64_t  error_bytes;       /* predicted (mean) - measured */
+  double   error_pct_of_peak; /* 100 * error / peak measured */
 };
 
 typedef struct compare_series_s compare_series_t;
@@ -72,11 +103,21 @@ struct compare_series_s {
                                   variance) */
 };
 
+/* One layout's replay, compared on its own. */
+typedef struct compare_layout_s compare_layout_t;
+struct compare_layout_s {
+  uint64_t         mmap_offset_bytes; /* mmap_top lowered by k pages */
+  int64_t          offset_bytes;      /* this layout's baseline offset */
+  compare_series_t series;            /* its predictions alone */
+  int64_t          simulated_run_id;  /* 0 unless stored */
+  int64_t          comparison_id;     /* 0 unless stored */
+};
+
 typedef struct compare_result_s compare_result_t;
 struct compare_result_s {
   int64_t  measured_run_id;
-  int64_t  simulated_run_id; /* 0 unless stored */
-  int64_t  comparison_id;    /* 0 unless stored */
+  int64_t  simulated_run_id; /* 0 unless stored; layout 0's */
+  int64_t  comparison_id;    /* 0 unless stored; layout 0's */
   char     model[512];       /* model_describe() of the model used */
   char     model_spec[256];  /* as chosen: "cpython" */
   char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
@@ -84,14 +125,17 @@ struct compare_result_s {
   char     alignment[64];    /* "nearest time" or "marks by label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
-  int64_t  offset_bytes; /* the baseline offset */
+  int64_t  offset_bytes; /* the baseline offset (with layouts, the
+                            mean of theirs, rounded) */
   uint64_t page_size;
   uint64_t peak_measured_rss_bytes;
   uint64_t skipped_events; /* bad frees/reallocs the replay
                               skipped (lenient) */
   compare_mark_t  *marks;  /* owned; free with compare_result_free */
   size_t           nmarks;
-  compare_series_t series;
+  compare_series_t series; /* of the mean prediction */
+  unsigned         nlayouts;                     /* >= 1 */
+  compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */
 };
 
 /* Statistics over n aligned pairs (measured[i], predicted[i]): mean and max
@@ -101,10 +145,13 @@ struct compare_result_s {
 void compare_series_stats(const double *measured, const double *predicted,
                           size_t n, compare_series_t *out);
 
-/* Replays measured run run_id of s and compares (see the file comment).
+/* Replays measured run run_id of s and compares (see the file comment),
+ * under o->layouts address layouts.
  * AS_ESTORE for a missing run, AS_EINVAL for a run that is not measured,
- * has nothing to replay, or whose trace no longer matches its SHA-256.
- * With o->store the simulated run and the comparisons row are written in s.
+ * has nothing to replay, or whose trace no longer matches its SHA-256, and
+ * for more layouts than COMPARE_LAYOUT_SPAN_BYTES / page size allows.
+ * With o->store each layout's simulated run and comparisons row (its own
+ * statistics) are written in s.
  * Free res with compare_result_free (also after a failure). */
 as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                         compare_result_t *res, as_err_t *err);

@@ -412,20 +412,15 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
 
   sim_kernel_config_t kcfg = c->kernel;
   kcfg.page_size           = p->page_size;
-  if (p->mmap_offset != 0) {
-    if (kcfg.mmap_top == 0) {
-      sim_kernel_config_t def;
-      sim_kernel_config_default(&def);
-      kcfg.mmap_top = def.mmap_top;
-    }
-    kcfg.mmap_top -= p->mmap_offset;
-  }
   trace_source_t  *src     = NULL;
   sim_session_t    sess;
   bool             have_session = false;
   sim_run_result_t res          = {0};
   double           t0           = now_seconds();
-  as_status_t      rc = workload_open_argv(c->workload, argc, argv, &src, err);
+  /* The same layout rule as `compare --layouts` (sim/kernel.h). */
+  as_status_t rc = sim_kernel_config_offset_layout(&kcfg, p->mmap_offset, err);
+  if (rc == AS_OK)
+    rc = workload_open_argv(c->workload, argc, argv, &src, err);
   if (rc == AS_OK) {
     rc = sim_session_open(c->model, c->libc, &kcfg, &sess, err);
     have_session = rc == AS_OK;

@@ -1192,6 +1192,23 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->brk_start       = DEFAULT_BRK_START;
 }
 
+as_status_t sim_kernel_config_offset_layout(sim_kernel_config_t *cfg,
+                                            uint64_t             offset_bytes,
+                                            as_err_t            *err) {
+  if (offset_bytes == 0)
+    return AS_OK;
+  sim_addr_t top = cfg->mmap_top ? cfg->mmap_top : DEFAULT_MMAP_TOP;
+  /* 4096, the smallest OS page: with larger pages sim_kernel_create rounds
+   * the lowered top down to its page, as the kernel's mmap_base is. */
+  if (offset_bytes % 4096 != 0 || offset_bytes >= top)
+    return as_err_set(err, AS_EINVAL,
+                      "kernel: layout offset %" PRIu64
+                      " is not a multiple of 4096 below mmap_top 0x%" PRIx64,
+                      offset_bytes, top);
+  cfg->mmap_top = top - offset_bytes;
+  return AS_OK;
+}
+
 as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
                               sim_kernel_t **out, as_err_t *err) {
   *out = NULL;

@@ -83,6 +83,18 @@ typedef struct sim_kernel_s sim_kernel_t;
  * Debian 12 (models-spec A.3: all arenas unaligned). */
 void sim_kernel_config_default(sim_kernel_config_t *cfg);
 
+/* Another address-space layout, as ASLR gives each real run: lowers
+ * cfg->mmap_top by offset_bytes (a zero mmap_top, meaning the default, is
+ * first replaced by the default's value; offset 0 changes nothing).  Where
+ * mmap_top sits modulo an allocator's alignment decides, e.g., which
+ * pymalloc arenas are 16 KiB aligned.  Shared by `sweep --vary mmap_offset`
+ * and `compare --layouts` so both mean the same layout by one offset.
+ * AS_EINVAL (cfg unchanged) if offset_bytes is not a multiple of 4096 or
+ * is not below mmap_top; sim_kernel_create checks the rest of the layout. */
+as_status_t sim_kernel_config_offset_layout(sim_kernel_config_t *cfg,
+                                            uint64_t             offset_bytes,
+                                            as_err_t            *err);
+
 /* Creates an empty address space.  Fails with AS_EINVAL for a page size
  * that is not 4096, 16384 or 65536. */
 as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,

@@ -1,8 +1,10 @@
 /* sim/cli/cmd_compare.c -- `allocsim compare RUN --db DB [--model M]
- * [--libc L] [--page-size N] [--no-store] [--json]`: replays a measured run
- * and prints predicted against measured RSS per mark and over the series.
- * The work is compare_run() in analysis/compare.c; the baseline rule is
- * printed with every table because it changes what the numbers mean.
+ * [--libc L] [--page-size N] [--layouts N] [--no-store] [--json]`: replays
+ * a measured run and prints predicted against measured RSS per mark and over
+ * the series.  The work is compare_run() in analysis/compare.c; the baseline
+ * rule is printed with every table because it changes what the numbers mean.
+ * With --layouts 1 (the default) the output is what it was before layouts
+ * existed; the range columns and JSON keys appear only with more.
  */
 #include "cli.h"
 
@@ -23,6 +25,12 @@ static void json_num(double v) {
 
 static double mib(double b) {
   return b / 1048576.0;
+}
+
+/* The measured value lies within the layouts' predictions. */
+static bool inside(const compare_mark_t *m) {
+  int64_t v = (int64_t)m->measured_rss_bytes;
+  return m->predicted_min_rss_bytes <= v && v <= m->predicted_max_rss_bytes;
 }
 
 static void print_json(const compare_result_t *r) {
@@ -54,7 +62,34 @@ static void print_json(const compare_result_t *r) {
       printf(", \"predicted_rss_bytes\": null, \"error_bytes\": null, "
              "\"error_pct_of_peak\": ");
     json_num(m->error_pct_of_peak);
+    if (r->nlayouts > 1) {
+      if (m->layouts > 0)
+        printf(", \"predicted_min_rss_bytes\": %" PRId64
+               ", \"predicted_max_rss_bytes\": %" PRId64
+               ", \"layouts\": %u, \"measured_in_range\": %s",
+               m->predicted_min_rss_bytes, m->predicted_max_rss_bytes,
+               m->layouts, inside(m) ? "true" : "false");
+      else
+        printf(", \"predicted_min_rss_bytes\": null, "
+               "\"predicted_max_rss_bytes\": null, \"layouts\": 0, "
+               "\"measured_in_range\": null");
+    }
     putchar('}');
+  }
+  if (r->nlayouts > 1) {
+    printf("], \"by_layout\": [");
+    for (unsigned k = 0; k < r->nlayouts; k++) {
+      const compare_layout_t *l = &r->layouts[k];
+      printf("%s{\"mmap_offset_bytes\": %" PRIu64 ", \"offset_bytes\": %" PRId64
+             ", \"simulated_run\": %" PRId64 ", \"comparison\": %" PRId64
+             ", \"mean_abs_error_bytes\": ",
+             k ? ", " : "", l->mmap_offset_bytes, l->offset_bytes,
+             l->simulated_run_id, l->comparison_id);
+      json_num(l->series.mean_abs_error_bytes);
+      printf(", \"max_abs_error_bytes\": ");
+      json_num(l->series.max_abs_error_bytes);
+      putchar('}');
+    }
   }
   printf("], \"series\": {\"alignment\": ");
   cli_json_string(stdout, r->alignment);
@@ -71,19 +106,8 @@ static void print_json(const compare_result_t *r) {
   printf("}}\n");
 }
 
-static void print_table(const compare_result_t *r, const char *db) {
-  printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
-         "libc          %s\npage size     %" PRIu64 " bytes\n",
-         r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
-  printf("baseline      predicted = simulated + (measured - simulated) at the "
-         "anchor\n              anchor %s%s%s at t=%.3f ms, offset %+.2f MiB\n",
-         r->anchor_label[0] ? "mark '" : "first measured sample",
-         r->anchor_label, r->anchor_label[0] ? "'" : "",
-         (double)r->anchor_t_ns / 1e6, mib((double)r->offset_bytes));
-  if (r->skipped_events)
-    printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
-           "(baseline objects)\n",
-           r->skipped_events);
+/* The marks table of a single replay. */
+static void print_marks(const compare_result_t *r) {
   printf("\n%-24s %12s %12s %12s %10s\n", "mark", "measured MiB",
          "predicted MiB", "error MiB", "% of peak");
   for (size_t i = 0; i < r->nmarks; i++) {
@@ -97,8 +121,71 @@ static void print_table(const compare_result_t *r, const char *db) {
       printf("%-24.24s %12.2f %12s %12s %10s\n", m->label,
              mib((double)m->measured_rss_bytes), "-", "-", "-");
   }
-  printf("\nseries (%s, %zu points, peak measured %.2f MiB)\n", r->alignment,
+}
+
+/* The marks table with layouts: the mean, the range over layouts, and
+ * whether the measurement falls in it. */
+static void print_layout_marks(const compare_result_t *r) {
+  printf("\n%-24s %12s %12s %19s %10s %10s %7s\n", "mark", "measured MiB",
+         "mean MiB", "min-max MiB", "error MiB", "% of peak", "inside");
+  for (size_t i = 0; i < r->nmarks; i++) {
+    const compare_mark_t *m = &r->marks[i];
+    if (m->layouts > 0) {
+      char range[48];
+      snprintf(range, sizeof range, "%.2f-%.2f",
+               mib((double)m->predicted_min_rss_bytes),
+               mib((double)m->predicted_max_rss_bytes));
+      printf("%-24.24s %12.2f %12.2f %19s %+10.2f %+9.2f%% %7s\n", m->label,
+             mib((double)m->measured_rss_bytes),
+             mib((double)m->predicted_rss_bytes), range,
+             mib((double)m->error_bytes), m->error_pct_of_peak,
+             inside(m) ? "yes" : "no");
+    } else
+      printf("%-24.24s %12.2f %12s %19s %10s %10s %7s\n", m->label,
+             mib((double)m->measured_rss_bytes), "-", "-", "-", "-", "-");
+  }
+}
+
+static void print_table(const compare_result_t *r, const char *db) {
+  printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
+         "libc          %s\npage size     %" PRIu64 " bytes\n",
+         r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
+  if (r->nlayouts > 1) {
+    printf("layouts       %u, mmap_top lowered by", r->nlayouts);
+    for (unsigned k = 0; k < r->nlayouts; k++)
+      printf("%s %" PRIu64, k ? "," : "", r->layouts[k].mmap_offset_bytes);
+    printf(" bytes (distinct modulo the %d-byte pymalloc pool)\n",
+           COMPARE_LAYOUT_SPAN_BYTES);
+  }
+  printf("baseline      predicted = simulated + (measured - simulated) at the "
+         "anchor\n              anchor %s%s%s at t=%.3f ms, offset %+.2f MiB",
+         r->anchor_label[0] ? "mark '" : "first measured sample",
+         r->anchor_label, r->anchor_label[0] ? "'" : "",
+         (double)r->anchor_t_ns / 1e6, mib((double)r->offset_bytes));
+  if (r->nlayouts > 1) {
+    int64_t lo = r->layouts[0].offset_bytes, hi = lo;
+    for (unsigned k = 1; k < r->nlayouts; k++) {
+      lo = r->layouts[k].offset_bytes < lo ? r->layouts[k].offset_bytes : lo;
+      hi = r->layouts[k].offset_bytes > hi ? r->layouts[k].offset_bytes : hi;
+    }
+    if (lo != hi)
+      printf(" (mean; %+.2f to %+.2f MiB by layout)", mib((double)lo),
+             mib((double)hi));
+  }
+  putchar('\n');
+  if (r->skipped_events)
+    printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
+           "(baseline objects)\n",
+           r->skipped_events);
+  if (r->nlayouts > 1)
+    print_layout_marks(r);
+  else
+    print_marks(r);
+  printf("\nseries (%s, %zu points, peak measured %.2f MiB", r->alignment,
          r->series.points, mib((double)r->peak_measured_rss_bytes));
+  if (r->nlayouts > 1)
+    printf(", mean of %u layouts", r->nlayouts);
+  printf(")\n");
   printf("  mean |error|  %.3f MiB\n  max |error|   %.3f MiB\n",
          mib(r->series.mean_abs_error_bytes),
          mib(r->series.max_abs_error_bytes));
@@ -107,7 +194,24 @@ static void print_table(const compare_result_t *r, const char *db) {
            r->series.slope, mib(r->series.intercept_bytes), r->series.r2);
   else
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
-  if (r->simulated_run_id > 0)
+  if (r->nlayouts > 1) {
+    printf("\nby layout (each with its own offset)\n");
+    for (unsigned k = 0; k < r->nlayouts; k++) {
+      const compare_layout_t *l = &r->layouts[k];
+      printf("  mmap_top -%-6" PRIu64 " offset %+.2f MiB, mean |error| %.3f "
+             "MiB, max |error| %.3f MiB",
+             l->mmap_offset_bytes, mib((double)l->offset_bytes),
+             mib(l->series.mean_abs_error_bytes),
+             mib(l->series.max_abs_error_bytes));
+      if (l->simulated_run_id > 0)
+        printf("; stored run %" PRId64 ", comparison %" PRId64,
+               l->simulated_run_id, l->comparison_id);
+      putchar('\n');
+    }
+    if (r->simulated_run_id > 0)
+      printf("\nstored %u simulated runs and comparisons in %s\n", r->nlayouts,
+             db);
+  } else if (r->simulated_run_id > 0)
     printf("\nstored simulated run %" PRId64 " and comparison %" PRId64
            " in %s\n",
            r->simulated_run_id, r->comparison_id, db);
@@ -120,7 +224,8 @@ static int compare_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool        takes = strcmp(a, "--db") == 0 || strcmp(a, "--model") == 0 ||
-                 strcmp(a, "--libc") == 0 || strcmp(a, "--page-size") == 0;
+                 strcmp(a, "--libc") == 0 || strcmp(a, "--page-size") == 0 ||
+                 strcmp(a, "--layouts") == 0;
     if (takes && i + 1 >= argc)
       return cli_usage_error("compare", "%s needs a value", a);
     if (strcmp(a, "--db") == 0)
@@ -137,6 +242,17 @@ static int compare_main(int argc, char **argv) {
                                "--page-size expects 4096, 16384 "
                                "or 65536, got '%s'",
                                v);
+    } else if (strcmp(a, "--layouts") == 0) {
+      const char   *v = argv[++i];
+      char         *e;
+      unsigned long n = strtoul(v, &e, 10);
+      if (*e != '\0' || e == v || v[0] == '-' || n < 1 ||
+          n > COMPARE_MAX_LAYOUTS)
+        return cli_usage_error("compare",
+                               "--layouts expects 1 to %d (the 16 KiB "
+                               "pymalloc pool over the OS page), got '%s'",
+                               COMPARE_MAX_LAYOUTS, v);
+      o.layouts = (unsigned)n;
     } else if (strcmp(a, "--json") == 0)
       json = true;
     else if (strcmp(a, "--no-store") == 0)
@@ -157,6 +273,16 @@ static int compare_main(int argc, char **argv) {
   if (*end != '\0' || id <= 0)
     return cli_usage_error("compare", "expected a positive run id, got '%s'",
                            run_s);
+  if (o.page_size != 0 && o.layouts > 1 &&
+      o.layouts > COMPARE_LAYOUT_SPAN_BYTES / o.page_size)
+    return cli_usage_error("compare",
+                           "--layouts %u: with %" PRIu64 "-byte pages at "
+                           "most %" PRIu64 " layouts differ modulo the "
+                           "16 KiB pymalloc pool",
+                           o.layouts, o.page_size,
+                           o.page_size >= COMPARE_LAYOUT_SPAN_BYTES
+                               ? (uint64_t)1
+                               : COMPARE_LAYOUT_SPAN_BYTES / o.page_size);
   o.command = cli_command_line(argc, argv);
 
   as_err_t         err = {0};
@@ -183,7 +309,8 @@ const cli_command_t cli_cmd_compare = {
     .summary = "replay a measured run; predicted vs measured RSS",
     .usage =
         "usage: allocsim compare RUN --db DB [--model M] [--libc L]\n"
-        "                        [--page-size N] [--no-store] [--json]\n"
+        "                        [--page-size N] [--layouts N] [--no-store]\n"
+        "                        [--json]\n"
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
@@ -209,9 +336,24 @@ const cli_command_t cli_cmd_compare = {
         "run\n"
         "and a comparisons row are stored in DB unless --no-store.\n"
         "\n"
+        "Layouts: ASLR decides where mmap puts things, and so which pymalloc\n"
+        "arenas are 16 KiB aligned (64 pools, not 63).  --layouts N (default\n"
+        "1) replays the run N times with the simulated mmap_top lowered by\n"
+        "0, 1, ..., N-1 OS pages (as sweep --vary mmap_offset); offsets\n"
+        "repeat modulo the 16 KiB pool, so N is at most 16384 / page size\n"
+        "(4 with 4 KiB pages).  Each layout has its own baseline offset;\n"
+        "marks show the mean prediction, its min-max over layouts and\n"
+        "whether the measurement lies inside; the series statistics use the\n"
+        "mean.  Unless --no-store, each layout's simulated run and\n"
+        "comparisons row (its own statistics) are stored.\n"
+        "\n"
         "--json prints {run, model, marks:[{label, measured_rss_bytes,\n"
         "predicted_rss_bytes, error_bytes, error_pct_of_peak}], series:\n"
         "{mean_abs_error_bytes, max_abs_error_bytes, slope, r2, ...}, ...}\n"
+        "With --layouts N > 1, each mark adds predicted_min_rss_bytes,\n"
+        "predicted_max_rss_bytes, layouts and measured_in_range, and\n"
+        "by_layout lists each layout's mmap_offset_bytes, offset_bytes,\n"
+        "simulated_run, comparison and errors.\n"
         "\n"
         "exit codes: 0 compared, 1 bad run/trace/database, 2 usage error\n",
     .run = compare_main,
