@@ -7,7 +7,7 @@
  * the same instant.  A chain of more than SIM_ENGINE_MAX_SAME_INSTANT timers
  * in one instant is an error, never a hang.
  *
- * The engine owns the table of live objects (size and domain by id), so it
+ * The engine owns the table of live objects (their sizes, by id), so it
  * validates every free and realloc and keeps live_bytes; models keep only
  * their own bookkeeping.
  */
