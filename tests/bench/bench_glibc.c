@@ -82,9 +82,13 @@ int main(int argc, char **argv) {
   m->methods = &model_glibc_methods;
   m->opts    = o;
 
-  /* slot -> object id (ids are the slots themselves), 0 size = empty. */
-  uint64_t *size = calloc(live, sizeof *size);
-  if (size == NULL)
+  /* Occupancy of each slot (ids are the slots themselves), one bit per
+   * slot: the bench needs only whether a slot is live, and a bitmap (12.5
+   * KB for 100000 slots) stays in L1/L2 where an array of sizes (800 KB)
+   * missed the cache on most steps and charged the bench's own misses to
+   * the model's rate. */
+  uint64_t *used = calloc((live + 63) / 64, sizeof *used);
+  if (used == NULL)
     return 1;
   for (uint32_t t = 1; t < threads; t++) {
     trace_event_t e = {.op = TRACE_THREAD_START, .thread = t};
@@ -97,20 +101,21 @@ int main(int argc, char **argv) {
     uint64_t      slot = below(live);
     trace_event_t e    = {.id = slot, .thread = (uint32_t)below(threads)};
     as_status_t   rc;
-    if (size[slot] == 0) {
-      e.op       = TRACE_MALLOC;
-      e.size     = pick_size();
-      size[slot] = e.size;
-      rc         = model_alloc(m, &e, &err);
+    uint64_t     *word = &used[slot >> 6];
+    uint64_t      bit  = UINT64_C(1) << (slot & 63);
+    if ((*word & bit) == 0) {
+      e.op   = TRACE_MALLOC;
+      e.size = pick_size();
+      *word |= bit;
+      rc     = model_alloc(m, &e, &err);
     } else if (step % 16 == 0) {
-      e.op       = TRACE_REALLOC;
-      e.size     = pick_size();
-      size[slot] = e.size;
-      rc         = model_realloc(m, &e, &err);
+      e.op   = TRACE_REALLOC;
+      e.size = pick_size();
+      rc     = model_realloc(m, &e, &err);
     } else {
-      e.op       = TRACE_FREE;
-      size[slot] = 0;
-      rc         = model_free(m, &e, &err);
+      e.op   = TRACE_FREE;
+      *word &= ~bit;
+      rc     = model_free(m, &e, &err);
     }
     if (rc != AS_OK) {
       fprintf(stderr, "bench_glibc: step %" PRIu64 ": %s\n", step, err.msg);
@@ -134,7 +139,7 @@ int main(int argc, char **argv) {
          (double)events / dc / 1e6, st.live_objects,
          st.live_bytes, sim_kernel_rss_bytes(k), peak_rss, threads,
          glibc_inspect_narenas(m));
-  free(size);
+  free(used);
   model_destroy(m);
   sim_kernel_destroy(k);
   return 0;
