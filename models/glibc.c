@@ -536,9 +536,18 @@ static void k_status(glibc_model_t *g, as_status_t rc) {
 
 /* ---- Threads, tcache, arenas -------------------------------------------- */
 
-static gthread_t *thread_get(glibc_model_t *g, uint32_t tid) {
-  if (tid < g->nthreads)
+static gthread_t *thread_grow(glibc_model_t *g, uint32_t tid);
+
+/* The thread record for tid, grown on first use.  Every event calls this:
+ * the known-thread case stays inline and the growth out of line. */
+static inline gthread_t *thread_get(glibc_model_t *g, uint32_t tid) {
+  if (__builtin_expect(tid < g->nthreads, 1))
     return &g->threads[tid];
+  return thread_grow(g, tid);
+}
+
+__attribute__((noinline)) static gthread_t *thread_grow(glibc_model_t *g,
+                                                        uint32_t tid) {
   if (tid >= (UINT32_C(1) << 24)) {
     set_fail(g, AS_EINVAL, "thread id above 2^24");
     return NULL;
@@ -1241,6 +1250,7 @@ static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
     g->arenas[ai].fast[i] = NIL;
     while (p != NIL) {
       uint32_t nextp = C(p)->fd;
+      __builtin_prefetch(C(nextp)); /* overlaps merge_chunk's misses */
       C(p)->state    = CS_INUSE;
       merge_chunk(g, ai, p);
       p = nextp;
@@ -1387,6 +1397,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     while ((victim = C(unsorted)->bk) != unsorted) { /* 3990 */
       uint32_t bck  = C(victim)->bk;
       uint64_t size = C(victim)->size;
+      __builtin_prefetch(C(bck)); /* the next victim, while this one is binned */
       /* 4018-4042: last_remainder split for small requests. */
       if (in_smallbin_range(nb) && bck == unsorted &&
           C(victim)->addr == av->last_remainder && size > nb + MINSIZE) {
@@ -1913,9 +1924,17 @@ static as_status_t report(glibc_model_t *g, as_err_t *err) {
   return g->fail;
 }
 
-static bool ensure_obj(glibc_model_t *g, uint64_t id) {
-  if (id < g->obj_cap)
+static bool obj_grow(glibc_model_t *g, uint64_t id);
+
+/* Makes obj[id] addressable; false (with g->fail set) if it cannot. */
+static inline bool ensure_obj(glibc_model_t *g, uint64_t id) {
+  if (__builtin_expect(id < g->obj_cap, 1))
     return true;
+  return obj_grow(g, id);
+}
+
+__attribute__((noinline)) static bool obj_grow(glibc_model_t *g,
+                                               uint64_t id) {
   if (id >= (UINT64_C(1) << 32)) {
     set_fail(g, AS_EINVAL, "object id above 2^32");
     return false;
@@ -1996,6 +2015,14 @@ static as_status_t glibc_free(model_t *m, const trace_event_t *ev,
   if (ev->id >= g->obj_cap || g->obj[ev->id] == NIL)
     return AS_OK; /* freed by realloc(p, 0): free(NULL) is a no-op */
   uint32_t p = g->obj[ev->id];
+  /* A chunk above the fastbin sizes is coalesced unless the tcache takes
+   * it: start fetching its neighbours' records (random places in the
+   * pool) now, so that their misses overlap each other and the work
+   * before merge_chunk instead of coming one after the other. */
+  if (C(p)->size > g->global_max_fast) {
+    __builtin_prefetch(C(C(p)->prev));
+    __builtin_prefetch(C(C(p)->next));
+  }
   release(g, ev->id, p);
   gl_free(g, th, p);
   return g->fail != AS_OK ? report(g, err) : AS_OK;
