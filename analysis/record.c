@@ -14,8 +14,9 @@
  * k-way, would leave thousands of files behind for programs that start many
  * short threads.
  *
- * Sections: SHA-256, small containers, recording traces, libc spec from
- * env knobs, raw log conversion, running a capture.
+ * Sections: SHA-256, recording traces, libc spec from env knobs, raw log
+ * conversion, running a capture.  Addresses become recycled object ids
+ * through traces/addr_ids.h, which the trace importers share.
  */
 #include "record.h"
 
@@ -37,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../traces/addr_ids.h"
 #include "../traces/capture/capture_log.h"
 #include "../traces/trace_io.h"
 
@@ -177,170 +179,6 @@ as_status_t record_sha256_file(const char *path, char out[65], as_err_t *err) {
     return as_err_set(err, AS_EIO, "%s: read error", path);
   sha256_final(&c, out);
   return AS_OK;
-}
-
-/* ---- Small containers --------------------------------------------------- */
-
-/* Lowest-free id allocator: a min-heap of released ids below next. */
-typedef struct idpool_s idpool_t;
-struct idpool_s {
-  uint64_t *heap; /* released ids, min-heap */
-  size_t    n;    /* ids in heap */
-  size_t    cap;  /* capacity of heap */
-  uint64_t  next; /* lowest id never handed out */
-  uint64_t  live; /* ids handed out and not released */
-  uint64_t  peak; /* max live */
-};
-
-static uint64_t idpool_take(idpool_t *p) {
-  uint64_t id;
-  if (p->n == 0) {
-    id = p->next++;
-  } else {
-    id = p->heap[0];
-    uint64_t last = p->heap[--p->n];
-    size_t   i = 0;
-    for (;;) {
-      size_t   l = 2 * i + 1, r = l + 1, m = i;
-      uint64_t mv = last;
-      if (l < p->n && p->heap[l] < mv)
-        m = l, mv = p->heap[l];
-      if (r < p->n && p->heap[r] < mv)
-        m = r;
-      if (m == i)
-        break;
-      p->heap[i] = p->heap[m];
-      i = m;
-    }
-    if (p->n > 0)
-      p->heap[i] = last;
-  }
-  if (++p->live > p->peak)
-    p->peak = p->live;
-  return id;
-}
-
-static bool idpool_give(idpool_t *p, uint64_t id) {
-  if (p->n == p->cap) {
-    size_t    cap = p->cap ? 2 * p->cap : 1024;
-    uint64_t *h = realloc(p->heap, cap * sizeof *h);
-    if (h == NULL)
-      return false;
-    p->heap = h;
-    p->cap = cap;
-  }
-  size_t i = p->n++;
-  while (i > 0 && p->heap[(i - 1) / 2] > id) {
-    p->heap[i] = p->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  p->heap[i] = id;
-  p->live--;
-  return true;
-}
-
-/* Open-addressing map from nonzero 64-bit key to value, linear probing,
- * backward-shift deletion (no tombstones). */
-typedef struct u64map_s u64map_t;
-struct u64map_s {
-  uint64_t *keys; /* 0 = empty */
-  uint64_t *vals;
-  size_t    cap; /* power of two */
-  size_t    n;
-};
-
-static size_t map_hash(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
-}
-
-static bool map_grow(u64map_t *m) {
-  size_t    cap = m->cap ? 2 * m->cap : 4096;
-  uint64_t *keys = calloc(cap, sizeof *keys);
-  uint64_t *vals = malloc(cap * sizeof *vals);
-  if (keys == NULL || vals == NULL) {
-    free(keys);
-    free(vals);
-    return false;
-  }
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i] != 0) {
-      size_t j = map_hash(m->keys[i], cap);
-      while (keys[j] != 0)
-        j = (j + 1) & (cap - 1);
-      keys[j] = m->keys[i];
-      vals[j] = m->vals[i];
-    }
-  free(m->keys);
-  free(m->vals);
-  m->keys = keys;
-  m->vals = vals;
-  m->cap = cap;
-  return true;
-}
-
-static bool map_get(const u64map_t *m, uint64_t k, uint64_t *v) {
-  if (m->cap == 0)
-    return false;
-  for (size_t i = map_hash(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == 0)
-      return false;
-    if (m->keys[i] == k) {
-      *v = m->vals[i];
-      return true;
-    }
-  }
-}
-
-/* Inserts or replaces. */
-static bool map_put(u64map_t *m, uint64_t k, uint64_t v) {
-  if ((m->n + 1) * 2 > m->cap && !map_grow(m))
-    return false;
-  size_t i = map_hash(k, m->cap);
-  while (m->keys[i] != 0 && m->keys[i] != k)
-    i = (i + 1) & (m->cap - 1);
-  if (m->keys[i] == 0)
-    m->n++;
-  m->keys[i] = k;
-  m->vals[i] = v;
-  return true;
-}
-
-static bool map_del(u64map_t *m, uint64_t k, uint64_t *v) {
-  if (m->cap == 0)
-    return false;
-  size_t i = map_hash(k, m->cap);
-  while (m->keys[i] != k) {
-    if (m->keys[i] == 0)
-      return false;
-    i = (i + 1) & (m->cap - 1);
-  }
-  if (v != NULL)
-    *v = m->vals[i];
-  /* Backward shift: pull later members of the cluster into the hole. */
-  size_t hole = i;
-  for (size_t j = (i + 1) & (m->cap - 1); m->keys[j] != 0;
-       j = (j + 1) & (m->cap - 1)) {
-    size_t home = map_hash(m->keys[j], m->cap);
-    bool   movable =
-        hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-    if (movable) {
-      m->keys[hole] = m->keys[j];
-      m->vals[hole] = m->vals[j];
-      hole = j;
-    }
-  }
-  m->keys[hole] = 0;
-  m->n--;
-  return true;
-}
-
-static void map_free(u64map_t *m) {
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
 }
 
 /* ---- Recording traces --------------------------------------------------- */
@@ -721,10 +559,10 @@ struct chunk_s {
 
 typedef struct tidmap_s tidmap_t;
 struct tidmap_s {
-  u64map_t map;  /* kernel tid -> dense thread + 1 */
-  bool    *used; /* dense ids in use */
-  size_t   cap;
-  u64map_t pending; /* kernel tid -> object id in a realloc */
+  addr_ids_map_t map;     /* kernel tid -> dense thread + 1 */
+  bool          *used;    /* dense ids in use */
+  size_t         cap;     /* entries in used */
+  addr_ids_map_t pending; /* kernel tid -> object id in a realloc, + 1 */
 };
 
 /* Dense thread id for tid: 0 for the main thread; others lowest free from 1.
@@ -733,7 +571,7 @@ static bool thread_of(tidmap_t *t, uint64_t tid, uint64_t main_tid,
                       uint32_t *out, bool *fresh) {
   uint64_t v;
   *fresh = false;
-  if (map_get(&t->map, tid, &v)) {
+  if (addr_ids_map_get(&t->map, tid, &v)) {
     *out = (uint32_t)(v - 1);
     return true;
   }
@@ -755,7 +593,7 @@ static bool thread_of(tidmap_t *t, uint64_t tid, uint64_t main_tid,
     t->cap = cap;
   }
   t->used[d] = true;
-  if (!map_put(&t->map, tid, d + 1))
+  if (!addr_ids_map_put(&t->map, tid, d + 1))
     return false;
   *out = (uint32_t)d;
   *fresh = tid != main_tid;
@@ -767,8 +605,7 @@ struct conv_s {
   const char             *raw_path;
   trace_writer_t         *w;
   record_convert_stats_t *st;
-  u64map_t                addr; /* address -> object id */
-  idpool_t                ids;
+  addr_ids_t              ids; /* address -> object id */
   tidmap_t                th;
   uint64_t                main_tid;
   uint64_t                last_t;
@@ -794,7 +631,7 @@ static as_status_t conv_oom(conv_t *c, as_err_t *err) {
 static as_status_t conv_new_object(conv_t *c, trace_event_t *ev, uint64_t a,
                                    as_err_t *err) {
   uint64_t old;
-  if (map_del(&c->addr, a, &old)) {
+  if (addr_ids_remove(&c->ids, a, &old)) {
     c->st->missed_frees++;
     trace_event_t fr = *ev;
     fr.op = TRACE_FREE;
@@ -804,11 +641,8 @@ static as_status_t conv_new_object(conv_t *c, trace_event_t *ev, uint64_t a,
     as_status_t rc = conv_emit(c, &fr, err);
     if (rc != AS_OK)
       return rc;
-    if (!idpool_give(&c->ids, old))
-      return conv_oom(c, err);
   }
-  ev->id = idpool_take(&c->ids);
-  if (!map_put(&c->addr, a, ev->id))
+  if (!addr_ids_add(&c->ids, a, &ev->id))
     return conv_oom(c, err);
   return conv_emit(c, ev, err);
 }
@@ -879,27 +713,25 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
       ev.align = 16; /* invalid alignments fail the call in glibc */
     return conv_new_object(c, &ev, r->a, err);
   case CAPTURE_OP_FREE:
-    if (!map_del(&c->addr, r->a, &id)) {
+    if (!addr_ids_remove(&c->ids, r->a, &id)) {
       c->st->unmatched_frees++;
       return AS_OK;
     }
-    if (!idpool_give(&c->ids, id))
-      return conv_oom(c, err);
     ev.op = TRACE_FREE;
     ev.id = id;
     return conv_emit(c, &ev, err);
   case CAPTURE_OP_REALLOC_BEGIN:
-    if (map_del(&c->addr, r->a, &id)) {
-      if (!map_put(&c->th.pending, r->tid, id + 1))
+    if (addr_ids_detach(&c->ids, r->a, &id)) {
+      if (!addr_ids_map_put(&c->th.pending, r->tid, id + 1))
         return conv_oom(c, err);
     }
     return AS_OK;
   case CAPTURE_OP_REALLOC: {
     uint64_t pend = 0;
-    bool     known = map_del(&c->th.pending, r->tid, &pend);
+    bool     known = addr_ids_map_del(&c->th.pending, r->tid, &pend);
     if (r->flags & CAPTURE_FLAG_FAILED) {
       /* The old block is untouched and still the program's. */
-      if (known && !map_put(&c->addr, r->c, pend - 1))
+      if (known && !addr_ids_attach(&c->ids, r->c, pend - 1))
         return conv_oom(c, err);
       return AS_OK;
     }
@@ -911,7 +743,7 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
     }
     ev.op = TRACE_REALLOC;
     ev.id = pend - 1;
-    if (map_del(&c->addr, r->a, &id)) {
+    if (addr_ids_remove(&c->ids, r->a, &id)) {
       /* The new address was still live: its free was missed. */
       c->st->missed_frees++;
       trace_event_t fr = ev;
@@ -920,10 +752,8 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
       fr.size = 0;
       if ((rc = conv_emit(c, &fr, err)) != AS_OK)
         return rc;
-      if (!idpool_give(&c->ids, id))
-        return conv_oom(c, err);
     }
-    if (!map_put(&c->addr, r->a, ev.id))
+    if (!addr_ids_attach(&c->ids, r->a, ev.id))
       return conv_oom(c, err);
     return conv_emit(c, &ev, err);
   }
@@ -944,7 +774,7 @@ static as_status_t conv_record(conv_t *c, const capture_rec_t *r,
   }
   case CAPTURE_OP_THREAD_EXIT: {
     uint64_t v;
-    if (map_del(&c->th.map, r->tid, &v)) {
+    if (addr_ids_map_del(&c->th.map, r->tid, &v)) {
       c->th.used[v - 1] = false;
       if (r->tid != c->main_tid) {
         ev.op = TRACE_THREAD_EXIT;
@@ -1145,11 +975,10 @@ done:
     close(fd);
   free(ch);
   free(heap);
-  map_free(&c.addr);
-  map_free(&c.th.map);
-  map_free(&c.th.pending);
+  addr_ids_free(&c.ids);
+  addr_ids_map_free(&c.th.map);
+  addr_ids_map_free(&c.th.pending);
   free(c.th.used);
-  free(c.ids.heap);
   return rc;
 }
 

@@ -8,6 +8,7 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_replay,
     &cli_cmd_run,
     &cli_cmd_convert,
+    &cli_cmd_import,
     &cli_cmd_models,
     &cli_cmd_formula,
     &cli_cmd_sweep,

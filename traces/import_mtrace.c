@@ -1,0 +1,440 @@
+/* traces/import_mtrace.c -- glibc mtrace(3) logs into allocsim traces.
+ *
+ * What glibc writes (glibc 2.36, malloc/mtrace-impl.c, which
+ * malloc/malloc-debug.c:77 includes through malloc/mtrace.c:20; mtrace() in
+ * libc itself is a no-op since 2.34, malloc/mtrace.c:46-53, so the program
+ * must run with LD_PRELOAD=libc_malloc_debug.so.0):
+ *   "= Start"                          do_mtrace, line 189
+ *   "= End"                            do_muntrace, line 214
+ *   CALLER "+ %p %#lx"                 malloc, calloc, memalign family and
+ *                                      realloc(NULL, n): lines 110, 132, 151
+ *   CALLER "- %p"                      free (never of NULL, line 91) and
+ *                                      realloc(p, 0) returning NULL: 98, 129
+ *   CALLER "< %p" CALLER "> %p %#lx"   realloc p -> q: lines 135-137, one
+ *                                      locked pair, so the lines are adjacent
+ *   CALLER "! %p %#lx"                 failed realloc (p still live): 127
+ * CALLER (tr_where, lines 38-73) is "" when there is no return address,
+ * "@ [%p] " when dladdr fails, else "@ FILE:(SYM+OFF)[0xREL] " with FILE,
+ * ":" and "(SYM+OFF)" each optional and FILE possibly holding spaces.  So
+ * the caller is whatever lies between "@ " and the line's last "] ".  %p
+ * prints NULL as "(nil)" (a failed malloc is "+ (nil) 0x10"); %#lx prints
+ * 0 as "0" and others as "0x...".
+ *
+ * Semantics.  Each emitted event takes the next tick of a synthetic clock
+ * (no times in the log) on thread 0 in the raw domain.  Addresses map to
+ * dense recycled ids through traces/addr_ids.  A free of an address not
+ * live, or a realloc of one, means the object was allocated before mtrace()
+ * started (glibc's own exit-time __libc_freeres is the usual case): an
+ * error, or with opts.lenient a counted skip (the realloc's '>' becomes a
+ * malloc).  An address allocated again while still live (possible only
+ * when threads race, since glibc logs a free after the block is released)
+ * is likewise an error, or with lenient a free of the old object first.
+ *
+ * Trade-off: lines are read whole with getline (memory grows with the
+ * longest line, i.e. symbol and file names) rather than parsed byte by byte
+ * from a fixed window; mtrace lines are short, and a bound would turn a
+ * long C++ symbol into a spurious error.
+ */
+#include "import_mtrace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr_ids.h"
+
+typedef struct imp_s imp_t;
+struct imp_s {
+  const char            *name;
+  trace_writer_t        *w;
+  import_mtrace_stats_t *st;
+  bool                   lenient;
+  uint64_t               tick_ns;
+  uint64_t               t_ns; /* time of the next event */
+  addr_ids_t             ids;  /* address -> object id */
+};
+
+/* ---- Lexing ------------------------------------------------------------- */
+
+/* Copies s (up to 60 bytes, control bytes as '?') for a message. */
+static const char *quote(const char *s, char buf[72]) {
+  size_t n = 0;
+  for (; s[n] != '\0' && n < 60; n++)
+    buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+  if (s[n] != '\0') {
+    memcpy(buf + n, "...", 3);
+    n += 3;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
+                       const char *got) {
+  char q[72];
+  if (got == NULL)
+    return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s",
+                      im->name, im->st->lines, what, "end of line");
+  return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
+                    im->name, im->st->lines, what, quote(got, q));
+}
+
+/* Parses one field at *p ending at a space or the end of the line:
+ * "(nil)" as 0 when nil_ok, "0", or "0x" and 1-16 hex digits.  Advances *p
+ * past it.  False if malformed. */
+static bool hex_field(const char **p, bool nil_ok, uint64_t *out) {
+  const char *s = *p;
+  if (nil_ok && strncmp(s, "(nil)", 5) == 0 && (s[5] == ' ' || !s[5])) {
+    *out = 0;
+    s += 5;
+  } else if (s[0] == '0' && (s[1] == ' ' || s[1] == '\0')) {
+    *out = 0;
+    s += 1;
+  } else {
+    if (s[0] != '0' || s[1] != 'x')
+      return false;
+    s += 2;
+    uint64_t v = 0;
+    int      nd = 0;
+    for (;; s++, nd++) {
+      int d;
+      if (*s >= '0' && *s <= '9')
+        d = *s - '0';
+      else if (*s >= 'a' && *s <= 'f')
+        d = *s - 'a' + 10;
+      else if (*s >= 'A' && *s <= 'F')
+        d = *s - 'A' + 10; /* glibc writes lowercase; hand edits may not */
+      else
+        break;
+      if (nd == 16)
+        return false;
+      v = v << 4 | (uint64_t)d;
+    }
+    if (nd == 0 || (*s != ' ' && *s != '\0'))
+      return false;
+    *out = v;
+  }
+  *p = s;
+  return true;
+}
+
+/* One record: op is '+', '-', '<', '>' or '!'; addr, and size for the ops
+ * that have one.  Caller prefix removed.  Returns AS_EFORMAT on a bad line. */
+typedef struct rec_s rec_t;
+struct rec_s {
+  uint64_t line; /* where it was read */
+  char     op;
+  uint64_t addr;
+  uint64_t size;
+};
+
+static as_status_t parse_record(imp_t *im, const char *line, rec_t *r,
+                                as_err_t *err) {
+  static const char want[] =
+      "'[@ CALLER] OP ...' with OP '+', '-', '<', '>' or '!' (an mtrace "
+      "record)";
+  const char *s = line;
+  r->line = im->st->lines;
+  if (s[0] == '@' && s[1] == ' ') {
+    const char *close = strrchr(s, ']');
+    if (close == NULL || close[1] != ' ')
+      return bad(im, err, "a caller '@ ...[0xADDR] ' before the op", line);
+    s = close + 2;
+  }
+  if (s[0] == '\0' || strchr("+-<>!", s[0]) == NULL || s[1] != ' ')
+    return bad(im, err, want, s[0] ? s : NULL);
+  r->op = s[0];
+  s += 2;
+  bool nil_ok = r->op != '<' && r->op != '>' && r->op != '!';
+  if (!hex_field(&s, nil_ok, &r->addr))
+    return bad(im, err,
+               nil_ok ? "an address '0x...' or '(nil)'" : "an address '0x...'",
+               *s ? s : NULL);
+  r->size = 0;
+  if (r->op == '+' || r->op == '>' || r->op == '!') {
+    if (*s == ' ')
+      s++;
+    if (!hex_field(&s, false, &r->size))
+      return bad(im, err, "a size '0x...' or '0'", *s ? s : NULL);
+  }
+  if (*s != '\0')
+    return bad(im, err, "end of line", s);
+  return AS_OK;
+}
+
+/* ---- Emitting ----------------------------------------------------------- */
+
+static as_status_t emit(imp_t *im, trace_op_t op, uint64_t id, uint64_t size,
+                        as_err_t *err) {
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.t_ns = im->t_ns;
+  ev.op = (uint8_t)op;
+  ev.id = id;
+  ev.size = size;
+  ev.domain = TRACE_DOMAIN_RAW;
+  im->t_ns += im->tick_ns;
+  im->st->events++;
+  return trace_writer_write(im->w, &ev, err);
+}
+
+static as_status_t oom(imp_t *im, as_err_t *err) {
+  return as_err_set(err, AS_ENOMEM, "%s:%" PRIu64 ": out of memory importing",
+                    im->name, im->st->lines);
+}
+
+/* addr is about to name a new object: it must not be live already. */
+static as_status_t free_if_live(imp_t *im, uint64_t addr, as_err_t *err) {
+  uint64_t id;
+  if (!addr_ids_lookup(&im->ids, addr, &id))
+    return AS_OK;
+  if (!im->lenient)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected an address that is not live, "
+                      "got 0x%" PRIx64 " allocated again without a '-' (a "
+                      "racing free? --lenient frees the old object first)",
+                      im->name, im->st->lines, addr);
+  im->st->reused_live++;
+  addr_ids_remove(&im->ids, addr, NULL);
+  return emit(im, TRACE_FREE, id, 0, err);
+}
+
+static as_status_t do_malloc(imp_t *im, uint64_t addr, uint64_t size,
+                             as_err_t *err) {
+  as_status_t rc = free_if_live(im, addr, err);
+  if (rc != AS_OK)
+    return rc;
+  uint64_t id;
+  if (!addr_ids_add(&im->ids, addr, &id))
+    return oom(im, err);
+  im->st->mallocs++;
+  return emit(im, TRACE_MALLOC, id, size, err);
+}
+
+static as_status_t unmatched(imp_t *im, const rec_t *r, const char *what,
+                             as_err_t *err) {
+  return as_err_set(err, AS_EFORMAT,
+                    "%s:%" PRIu64 ": expected a %s of an address allocated "
+                    "since '= Start', got 0x%" PRIx64 " (allocated before "
+                    "mtrace() started? --lenient skips these)",
+                    im->name, r->line, what, r->addr);
+}
+
+/* ---- Records ------------------------------------------------------------ */
+
+/* Applies r; for '<', pair is the '>' record that follows it. */
+static as_status_t apply(imp_t *im, const rec_t *r, const rec_t *pair,
+                         as_err_t *err) {
+  uint64_t id;
+  switch (r->op) {
+  case '+':
+    if (r->addr == 0) {
+      im->st->failed++; /* malloc returned NULL: nothing allocated */
+      return AS_OK;
+    }
+    return do_malloc(im, r->addr, r->size, err);
+  case '-':
+    if (r->addr == 0) {
+      im->st->null_frees++; /* realloc(NULL, 0) that returned NULL */
+      return AS_OK;
+    }
+    if (!addr_ids_remove(&im->ids, r->addr, &id)) {
+      if (!im->lenient)
+        return unmatched(im, r, "'-' (free)", err);
+      im->st->unmatched_frees++;
+      return AS_OK;
+    }
+    im->st->frees++;
+    return emit(im, TRACE_FREE, id, 0, err);
+  case '!':
+    im->st->failed++; /* the old block stays live and unchanged */
+    return AS_OK;
+  case '<':
+    if (!addr_ids_detach(&im->ids, r->addr, &id)) {
+      if (!im->lenient)
+        return unmatched(im, r, "'<' (realloc)", err);
+      im->st->unmatched_reallocs++;
+      return do_malloc(im, pair->addr, pair->size, err);
+    }
+    if (pair->addr != r->addr) {
+      as_status_t rc = free_if_live(im, pair->addr, err);
+      if (rc != AS_OK) {
+        addr_ids_release(&im->ids, id);
+        return rc;
+      }
+    }
+    if (!addr_ids_attach(&im->ids, pair->addr, id)) {
+      addr_ids_release(&im->ids, id);
+      return oom(im, err);
+    }
+    im->st->reallocs++;
+    return emit(im, TRACE_REALLOC, id, pair->size, err);
+  default:
+    return bad(im, err, "'<' before '>' (a realloc pair)", "> ...");
+  }
+}
+
+/* ---- Driver ------------------------------------------------------------- */
+
+/* Reads the next line into *buf without its "\n" (and "\r"); false at end
+ * of file (or on a read error: ferror tells). */
+static bool next_line(FILE *in, char **buf, size_t *cap, bool *has_nul,
+                      uint64_t *lines) {
+  ssize_t n = getline(buf, cap, in);
+  if (n < 0)
+    return false;
+  (*lines)++;
+  size_t len = (size_t)n;
+  *has_nul = strlen(*buf) != len;
+  if (len > 0 && (*buf)[len - 1] == '\n')
+    (*buf)[--len] = '\0';
+  if (len > 0 && (*buf)[len - 1] == '\r')
+    (*buf)[--len] = '\0';
+  return true;
+}
+
+as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
+                                 const import_mtrace_opts_t *opts,
+                                 import_mtrace_stats_t *st, as_err_t *err) {
+  memset(st, 0, sizeof *st);
+  imp_t im;
+  memset(&im, 0, sizeof im);
+  im.name = name;
+  im.w = w;
+  im.st = st;
+  im.lenient = opts != NULL && opts->lenient;
+  im.tick_ns =
+      opts != NULL && opts->tick_ns ? opts->tick_ns : IMPORT_MTRACE_TICK_NS;
+  char       *buf = NULL;
+  size_t      cap = 0;
+  bool        has_nul = false, started = false;
+  uint64_t    pair_line = 0;
+  rec_t       pending = {0}; /* a '<' waiting for its '>' */
+  as_status_t rc = AS_OK;
+
+  while (rc == AS_OK && next_line(in, &buf, &cap, &has_nul, &st->lines)) {
+    if (has_nul) {
+      rc = bad(&im, err, "text (an mtrace log)", "a NUL byte");
+      break;
+    }
+    if (!started) {
+      if (strcmp(buf, "= Start") != 0)
+        rc = bad(&im, err, "'= Start' (the first line of a glibc mtrace log)",
+                 buf[0] ? buf : NULL);
+      started = true;
+      continue;
+    }
+    if (st->saw_end) {
+      if (buf[0] != '\0')
+        rc = bad(&im, err, "end of file after '= End'", buf);
+      continue;
+    }
+    if (pair_line != 0) {
+      rec_t r;
+      char  what[96];
+      snprintf(what, sizeof what,
+               "'[@ CALLER] > 0xNEW 0xSIZE' completing the realloc on line "
+               "%" PRIu64,
+               pair_line);
+      if ((rc = parse_record(&im, buf, &r, err)) != AS_OK || r.op != '>') {
+        rc = bad(&im, err, what, buf[0] ? buf : NULL);
+        break;
+      }
+      pair_line = 0;
+      rc = apply(&im, &pending, &r, err);
+      continue;
+    }
+    if (buf[0] == '\0')
+      continue; /* glibc writes none; tolerate hand edits */
+    if (strcmp(buf, "= End") == 0) {
+      st->saw_end = true;
+      continue;
+    }
+    if (buf[0] == '=') {
+      rc = bad(&im, err, "'= End' or an mtrace record", buf);
+      break;
+    }
+    rec_t r;
+    if ((rc = parse_record(&im, buf, &r, err)) != AS_OK)
+      break;
+    if (r.op == '<') {
+      pending = r;
+      pair_line = st->lines;
+      continue;
+    }
+    if (r.op == '>') {
+      rc =
+          bad(&im, err, "'+', '-', '<' or '!' ('>' only right after '<')", buf);
+      break;
+    }
+    rc = apply(&im, &r, NULL, err);
+  }
+  if (rc == AS_OK && ferror(in))
+    rc = as_err_set(err, AS_EIO, "%s:%" PRIu64 ": read error: %s", name,
+                    st->lines, strerror(errno));
+  else if (rc == AS_OK && !started)
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s:1: expected '= Start' (the first line of a glibc "
+                    "mtrace log), got end of file",
+                    name);
+  else if (rc == AS_OK && pair_line != 0)
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s:%" PRIu64 ": expected '[@ CALLER] > 0xNEW 0xSIZE' "
+                    "completing the realloc on line %" PRIu64
+                    ", got end of file",
+                    name, st->lines + 1, pair_line);
+  free(buf);
+  st->live_at_end = im.ids.live;
+  st->max_live_ids = im.ids.peak;
+  addr_ids_free(&im.ids);
+  return rc;
+}
+
+as_status_t import_mtrace_file(const char *in_path, const char *out_path,
+                               trace_format_t              fmt,
+                               const import_mtrace_opts_t *opts,
+                               import_mtrace_stats_t *st, as_err_t *err) {
+  memset(st, 0, sizeof *st);
+  bool  is_stdin = strcmp(in_path, "-") == 0;
+  FILE *in = is_stdin ? stdin : fopen(in_path, "r");
+  if (in == NULL)
+    return as_err_set(err, AS_EIO, "%s: %s", in_path, strerror(errno));
+  trace_meta_t meta;
+  memset(&meta, 0, sizeof meta);
+  char input[256];
+  snprintf(input, sizeof input, "%s", in_path); /* truncated if longer */
+  char clock[96];
+  snprintf(clock, sizeof clock, "synthetic, %" PRIu64 " ns per event",
+           opts != NULL && opts->tick_ns ? opts->tick_ns
+                                         : (uint64_t)IMPORT_MTRACE_TICK_NS);
+  as_status_t rc;
+  if ((rc = trace_meta_set(&meta, "source", "mtrace", err)) != AS_OK ||
+      (rc = trace_meta_set(&meta, "input", input, err)) != AS_OK ||
+      (rc = trace_meta_set(&meta, "clock", clock, err)) != AS_OK ||
+      (rc = trace_meta_set(&meta, "threads", "unknown (all on thread 0)",
+                           err)) != AS_OK) {
+    if (!is_stdin)
+      fclose(in);
+    return rc;
+  }
+  trace_writer_t *w;
+  if ((rc = trace_writer_open(out_path, fmt, &meta, &w, err)) != AS_OK) {
+    if (!is_stdin)
+      fclose(in);
+    return rc;
+  }
+  rc = import_mtrace_stream(in, is_stdin ? "<stdin>" : in_path, w, opts, st,
+                            err);
+  if (!is_stdin)
+    fclose(in);
+  as_err_t    close_err = {0};
+  as_status_t crc = trace_writer_close(w, &close_err);
+  if (rc == AS_OK && crc != AS_OK) {
+    rc = crc;
+    *err = close_err;
+  }
+  if (rc != AS_OK && strcmp(out_path, "-") != 0)
+    remove(out_path);
+  return rc;
+}
