@@ -1162,10 +1162,17 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   C(bck)->fd  = p;
   C(fwd)->bk  = p;
   C(p)->state = CS_BINNED;
-  /* set_head (size at +8) and the links (+16..) are one contiguous write. */
-  touch(g, C(p)->addr + SIZE_SZ,
-        SIZE_SZ + (in_smallbin_range(C(p)->size) ? 2 : 4) * SIZE_SZ);
-  w_foot(g, p);
+  /* set_head (size at +8) and the links (+16..) are one contiguous write,
+   * then set_foot at the next chunk.  Residency is per OS page, so when
+   * the header and the footer share a page one touch of the span between
+   * them makes exactly the same page resident as the two writes. */
+  uint64_t head = C(p)->addr + SIZE_SZ, foot = C(p)->addr + C(p)->size;
+  if ((head ^ (foot + SIZE_SZ - 1)) < g->page) {
+    touch(g, head, foot + SIZE_SZ - head);
+    return;
+  }
+  touch(g, head, SIZE_SZ + (in_smallbin_range(C(p)->size) ? 2 : 4) * SIZE_SZ);
+  touch(g, foot, SIZE_SZ);
 }
 
 /* Coalesces chunk p (in use, not in any list) with free neighbours and puts
@@ -1362,6 +1369,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     uint32_t victim = C(bin)->bk;
     if (victim != bin) {
       uint32_t bck = C(victim)->bk;
+      __builtin_prefetch(C(bck)); /* the next chunk the stash takes */
       w_inuse_at(g, victim, nb);
       C(bin)->bk = bck;
       C(bck)->fd = bin;
@@ -1371,6 +1379,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         while (th->tc_count[tci] < g->tcache_count &&
                (tv = C(bin)->bk) != bin) {
           bck = C(tv)->bk;
+          __builtin_prefetch(C(bck));
           w_inuse_at(g, tv, nb);
           C(bin)->bk = bck;
           C(bck)->fd = bin;
