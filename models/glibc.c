@@ -619,12 +619,16 @@ static void tcache_put_large(glibc_model_t *g, gthread_t *th, uint32_t p,
 }
 
 /* tcache_get (malloc.c:3185-3194): pops the head, writes e->key = 0. */
-static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
+static uint32_t tcache_take(glibc_model_t *g, gthread_t *th, int idx) {
   uint32_t p       = th->tc_head[idx];
   th->tc_head[idx] = C(p)->fd;
   th->tc_count[idx]--;
   C(p)->state = CS_INUSE;
   C(p)->fd    = NIL;
+  return p;
+}
+static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
+  uint32_t p = tcache_take(g, th, idx);
   touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
   return p;
 }
@@ -1154,7 +1158,7 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
 
 /* Puts a free chunk at the front of the unsorted list with its header,
  * footer and links written (malloc.c:4623-4638). */
-static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
+static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
   uint32_t bck = av->bins + 1, fwd = C(bck)->fd;
   C(p)->fd    = fwd;
   C(p)->bk    = bck;
@@ -1162,6 +1166,10 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   C(bck)->fd  = p;
   C(fwd)->bk  = p;
   C(p)->state = CS_BINNED;
+}
+
+static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
+  unsorted_link(g, av, p);
   /* set_head (size at +8) and the links (+16..) are one contiguous write,
    * then set_foot at the next chunk.  Residency is per OS page, so when
    * the header and the footer share a page one touch of the span between
@@ -1329,6 +1337,16 @@ static void split_to_unsorted(glibc_model_t *g, int32_t ai, uint32_t victim,
   garena_t *av = &g->arenas[ai];
   if (advertise) /* 4318-4320: only for small requests */
     av->last_remainder = C(rem)->addr;
+  /* The remainder's header, links and footer, then the victim's header:
+   * when all of them fall in one OS page, one touch from the victim's
+   * header to the footer makes that same page resident. */
+  uint64_t lo = C(victim)->addr + SIZE_SZ;
+  uint64_t hi = C(rem)->addr + C(rem)->size + SIZE_SZ;
+  if ((lo ^ (hi - 1)) < g->page) {
+    unsorted_link(g, av, rem);
+    touch(g, lo, hi - lo);
+    return;
+  }
   unsorted_push(g, av, rem);
   w_head(g, victim);
 }
@@ -1559,15 +1577,20 @@ static void tcache_init(glibc_model_t *g, gthread_t *th) {
     touch(g, mem_of(g, p), g->tcache_struct_bytes); /* memset 3258 */
 }
 
-/* __libc_malloc (malloc.c:3279-3341; g242:3467-3495 and __libc_malloc2). */
-static uint32_t gl_malloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
+/* __libc_malloc (malloc.c:3279-3341; g242:3467-3495 and __libc_malloc2).
+ * covered: the caller writes [mem, mem+n) with n > 0 right after, with no
+ * kernel call in between.  tcache_get's e->key write (mem+8..16) lies in
+ * the same 16-byte block as mem, hence on mem's OS page, so it is left to
+ * that write: the same pages become resident with one touch fewer. */
+static uint32_t gl_malloc(glibc_model_t *g, gthread_t *th, uint64_t nb,
+                          bool covered) {
   int idx = tc_index(g, nb);
   if (g->version < GV_242 || idx >= 0) /* 3300 MAYBE_INIT_TCACHE */
     tcache_init(g, th);
   if (idx >= 0 && th->tcache != NIL) {
     if (idx < TCACHE_SMALL_BINS) {
       if (th->tc_count[idx] > 0) /* 3303-3309 */
-        return tcache_get(g, th, idx);
+        return covered ? tcache_take(g, th, idx) : tcache_get(g, th, idx);
     } else {
       uint32_t v = tcache_get_large(g, th, idx, nb); /* g242:3486-3490 */
       if (v != NIL)
@@ -1897,7 +1920,7 @@ static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th,
                             uint64_t alignment, uint64_t bytes) {
   if (alignment <= MALLOC_ALIGNMENT) { /* 3530-3531 */
     uint64_t nb = request2size(bytes);
-    return nb ? gl_malloc(g, th, nb) : NIL;
+    return nb ? gl_malloc(g, th, nb, bytes != 0) : NIL;
   }
   if (alignment < MINSIZE) /* 3534-3535 */
     alignment = MINSIZE;
@@ -2002,7 +2025,7 @@ static as_status_t glibc_alloc(model_t *m, const trace_event_t *ev,
   else if (ev->op == TRACE_MEMALIGN)
     p = gl_memalign(g, th, ev->align, bytes);
   else
-    p = gl_malloc(g, th, nb);
+    p = gl_malloc(g, th, nb, bytes != 0);
   if (p == NIL && g->fail == AS_OK)
     set_fail(g, AS_ENOMEM, "allocation failed");
   if (g->fail != AS_OK)
@@ -2070,7 +2093,7 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
     if (mremap_chunk(g, p, nb) || C(p)->size - SIZE_SZ >= nb) {
       np = p;
     } else {
-      np = gl_malloc(g, th, nb);
+      np = gl_malloc(g, th, nb, false);
       if (np != NIL)
         munmap_chunk(g, p);
     }
@@ -2081,7 +2104,7 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
     np         = int_realloc(g, ai, p, nb, th);
     if (np == NIL && g->fail == AS_OK && ai != 0) {
       /* 3495-3507: try another arena, copy, free the old chunk. */
-      np = gl_malloc(g, th, nb);
+      np = gl_malloc(g, th, nb, false);
       if (np != NIL) /* g242:3682 _int_free_chunk: no tcache */
         int_free(g, ai, p, th, g->version < GV_242);
     }
