@@ -1,5 +1,8 @@
 /* models/options.c -- "knob=value,..." parsing against per-model tables.
  *
+ * Knob names and value forms follow the real allocators' own (glibc 2.36
+ * elf/dl-tunables.list glibc.malloc.*, jemalloc 5.3 MALLOC_CONF, mimalloc
+ * 2.0 src/options.c), so a user's setting carries over verbatim.
  * The table is the single truth for a model's knobs: defaults are parsed
  * with the same code as user input, so a bad default fails loudly in tests
  * instead of silently becoming zero.

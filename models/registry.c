@@ -34,7 +34,9 @@ const model_methods_t *model_find(const char *name) {
 }
 
 const char *model_default_libc(void) {
-  /* CPython's default build forwards to glibc malloc on Debian 12. */
+  /* CPython 3.14 Objects/obmalloc.c:370 PYRAW_ALLOC is MALLOC_ALLOC
+   * (models-spec A.2): the default build forwards to the C library's
+   * malloc, glibc 2.36 on Debian 12. */
   return "glibc";
 }
 
