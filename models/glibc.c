@@ -471,33 +471,43 @@ static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at,
 /* malloc.c:1620-1655 unlink_chunk, including the nextsize skip list.  A
  * bin header's fd_nextsize overlays the next bin's fd (bin_at, 1535-1537),
  * never NULL, so a head that is last in its bin is removed as a group. */
-static void unlink_chunk(glibc_model_t *g, uint32_t p) {
+static void unlink_nextsize(glibc_model_t *g, uint32_t p);
+
+/* The list part inline (every coalesce and bin take runs it); the skip
+ * list of a large bin's group head out of line. */
+static inline void unlink_chunk(glibc_model_t *g, uint32_t p) {
   gchunk_t *P  = C(p);
   uint32_t  fd = P->fd, bk = P->bk;
   C(fd)->bk = bk;
   C(bk)->fd = fd;
-  if (!in_smallbin_range(P->size) && P->fd_ns != NIL) {
-    glindex_t *li = lindex(g, P->arena, P->size);
-    uint32_t   at = lfind_le(li, P->size);
-    if (C(fd)->state != CS_BINHEAD && C(fd)->fd_ns == NIL) {
-      li->v[at].head = fd; /* fd heads the group now */
-      if (P->fd_ns == p) {
-        C(fd)->fd_ns = C(fd)->bk_ns = fd;
-      } else {
-        C(fd)->fd_ns          = P->fd_ns;
-        C(fd)->bk_ns          = P->bk_ns;
-        C(P->fd_ns)->bk_ns    = fd;
-        C(P->bk_ns)->fd_ns    = fd;
-      }
-    } else {
-      C(P->fd_ns)->bk_ns = P->bk_ns;
-      C(P->bk_ns)->fd_ns = P->fd_ns;
-      memmove(&li->v[at], &li->v[at + 1],
-              (size_t)(li->n - at - 1) * sizeof *li->v);
-      li->n--;
-    }
-  }
+  if (!in_smallbin_range(P->size) && P->fd_ns != NIL)
+    unlink_nextsize(g, p);
   P->fd_ns = P->bk_ns = NIL;
+}
+
+__attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
+                                                      uint32_t p) {
+  gchunk_t  *P  = C(p);
+  uint32_t   fd = P->fd;
+  glindex_t *li = lindex(g, P->arena, P->size);
+  uint32_t   at = lfind_le(li, P->size);
+  if (C(fd)->state != CS_BINHEAD && C(fd)->fd_ns == NIL) {
+    li->v[at].head = fd; /* fd heads the group now */
+    if (P->fd_ns == p) {
+      C(fd)->fd_ns = C(fd)->bk_ns = fd;
+    } else {
+      C(fd)->fd_ns       = P->fd_ns;
+      C(fd)->bk_ns       = P->bk_ns;
+      C(P->fd_ns)->bk_ns = fd;
+      C(P->bk_ns)->fd_ns = fd;
+    }
+  } else {
+    C(P->fd_ns)->bk_ns = P->bk_ns;
+    C(P->bk_ns)->fd_ns = P->fd_ns;
+    memmove(&li->v[at], &li->v[at + 1],
+            (size_t)(li->n - at - 1) * sizeof *li->v);
+    li->n--;
+  }
 }
 
 /* ---- Kernel helpers ----------------------------------------------------- */
