@@ -45,7 +45,8 @@ typedef uint64_t sim_addr_t;
   X(JEMALLOC, "jemalloc")                                                      \
   X(MIMALLOC, "mimalloc")                                                      \
   X(IDEAL, "ideal")         /* the ideal model's packed heap */                \
-  X(METADATA, "metadata")   /* allocator bookkeeping outside the above */
+  X(METADATA, "metadata")   /* allocator bookkeeping outside the above */   \
+  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */
 
 typedef enum sim_owner_e {
 #define SIM_OWNER_ENUM(name, str) SIM_OWNER_##name,
