@@ -70,12 +70,13 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- Constants and types ------------------------------------------------ */
 
-#define CHUNK_SHIFT     21 /* one residency chunk covers one 2 MiB block */
+#define CHUNK_SHIFT     SIM_KERNEL_CHUNK_SHIFT /* a chunk covers 2 MiB */
 #define CHUNK_BYTES     ((sim_addr_t)1 << CHUNK_SHIFT)
 #define CHUNK_WORDS     8 /* 512 bits: enough for 4 KiB pages */
 #define CHUNK_MAX_PAGES (CHUNK_WORDS * 64)
@@ -94,8 +95,8 @@
 #define TASK_SIZE_BITS 47
 #define NODE_SLAB      1024 /* tree nodes per pool allocation */
 #define NODE_RESERVE   8    /* nodes any single operation may need */
-#define SLOT_EMPTY     UINT64_MAX
-#define CACHE_SLOTS    256 /* chunk cache: 512 MiB of blocks, 4 KiB */
+#define SLOT_EMPTY     SIM_KERNEL_NO_BLOCK /* UINT64_MAX: no block number */
+#define CACHE_SLOTS    SIM_KERNEL_CACHE_SLOTS /* chunk cache (kernel.h) */
 #define CHUNK_KEEP     256 /* released chunks kept for reuse */
 
 typedef struct inode_s inode_t;
@@ -129,15 +130,21 @@ struct slab_s {
 typedef struct chunk_s chunk_t;
 /* Residency of one 2 MiB block.  Invariants: lazy and fast are subsets of
  * resident; fast == resident & ~lazy & (pages whose VMA is RW); owner[p] is
- * the owner of page p's VMA while p is resident; nresident > 0. */
+ * the owner of page p's VMA while p is resident; nresident > 0.  fast comes
+ * first, so the cache's pointer to it (sim_kernel_cache_entry_t, read by the
+ * inline touch in kernel.h) converts back to the chunk (C17 6.7.2.1p15). */
 struct chunk_s {
+  uint64_t fast[CHUNK_WORDS];     /* a write here changes nothing */
   uint64_t resident[CHUNK_WORDS]; /* page written, counted in RSS */
   uint64_t lazy[CHUNK_WORDS];     /* resident but MADV_FREE'd */
-  uint64_t fast[CHUNK_WORDS];     /* a write here changes nothing */
   uint64_t key;                   /* block number: address >> 21 */
   uint32_t nresident;             /* popcount of resident */
   uint8_t  owner[CHUNK_MAX_PAGES]; /* sim_owner_t of each resident page */
 };
+
+/* kernel.h's inline touch reads the cache entry's fast pointer as the
+ * bitmap of CHUNK_MAX_PAGES bits; chunk_find converts it back. */
+_Static_assert(offsetof(chunk_t, fast) == 0, "fast must open chunk_t");
 
 typedef struct slot_s slot_t;
 struct slot_s {
@@ -146,11 +153,12 @@ struct slot_s {
 };
 
 /* Counters are in OS pages and always equal a recount of the structures
- * (sim_kernel_check_invariants verifies it). */
+ * (sim_kernel_check_invariants verifies it).  h, which kernel.h's inline
+ * functions read, must stay the first member; its invariants are listed at
+ * sim_kernel_head_t. */
 struct sim_kernel_s {
+  sim_kernel_head_t   h;          /* RSS, page size, chunk cache */
   sim_kernel_config_t cfg;        /* as given, with defaults filled in */
-  uint64_t            page_size;  /* bytes */
-  unsigned            page_shift; /* log2(page_size) */
   unsigned            chunk_pages; /* pages per 2 MiB block */
   sim_addr_t          low;        /* lowest address mmap hands out */
   sim_addr_t          top;        /* mmap_top rounded down to a page */
@@ -166,7 +174,6 @@ struct sim_kernel_s {
   size_t    slot_cap;   /* power of two */
   size_t    slot_count; /* chunks in the table */
   unsigned  slot_bits;  /* log2(slot_cap) */
-  slot_t    cache[CACHE_SLOTS]; /* direct-mapped cache of the table */
   chunk_t  *chunk_free; /* recycled chunks (linked through key field) */
   size_t    chunk_nfree; /* chunks on chunk_free, at most CHUNK_KEEP */
 
@@ -176,10 +183,12 @@ struct sim_kernel_s {
   uint64_t prng;       /* xorshift64 state for treap priorities */
 
   uint64_t mapped_bytes;                /* VmSize */
-  uint64_t rss_pages;                   /* resident pages */
   uint64_t lazy_pages;                  /* resident lazyfree pages */
   uint64_t owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
 };
+
+/* kernel.h's inline functions read h through a converted sim_kernel_t *. */
+_Static_assert(offsetof(sim_kernel_t, h) == 0, "h must open sim_kernel_t");
 
 static const char *prot_name(unsigned prot) {
   return prot == SIM_PROT_RW ? "RW" : "PROT_NONE";
@@ -537,14 +546,14 @@ static chunk_t *chunk_lookup(const sim_kernel_t *k, uint64_t key) {
  * working set of up to CACHE_SLOTS blocks (512 MiB) costs no hashing.
  * Chunks never move, so only chunk_release invalidates an entry. */
 static inline chunk_t *chunk_find(sim_kernel_t *k, uint64_t key) {
-  slot_t *e = &k->cache[key & (CACHE_SLOTS - 1)];
+  sim_kernel_cache_entry_t *e = &k->h.cache[key & (CACHE_SLOTS - 1)];
   if (e->key == key) {
-    return e->chunk;
+    return (chunk_t *)(void *)e->fast;
   }
   chunk_t *c = chunk_lookup(k, key);
   if (c != NULL) {
-    e->key   = key;
-    e->chunk = c;
+    e->key  = key;
+    e->fast = c->fast;
   }
   return c;
 }
@@ -618,9 +627,9 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
   c->nresident = 0;
   slot_place(k, key, c);
   k->slot_count++;
-  k->cache[key & (CACHE_SLOTS - 1)].key   = key;
-  k->cache[key & (CACHE_SLOTS - 1)].chunk = c;
-  *out                                    = c;
+  k->h.cache[key & (CACHE_SLOTS - 1)].key  = key;
+  k->h.cache[key & (CACHE_SLOTS - 1)].fast = c->fast;
+  *out                                     = c;
   return AS_OK;
 }
 
@@ -650,10 +659,10 @@ static void chunk_release(sim_kernel_t *k, chunk_t *c) {
   k->slots[i].key   = SLOT_EMPTY;
   k->slots[i].chunk = NULL;
   k->slot_count--;
-  slot_t *e = &k->cache[c->key & (CACHE_SLOTS - 1)];
-  if (e->chunk == c) {
-    e->key   = SLOT_EMPTY;
-    e->chunk = NULL;
+  sim_kernel_cache_entry_t *e = &k->h.cache[c->key & (CACHE_SLOTS - 1)];
+  if (e->fast == c->fast) {
+    e->key  = SLOT_EMPTY;
+    e->fast = NULL;
   }
   /* Keep a few for the next faults; memory follows the touched pages. */
   if (k->chunk_nfree < CHUNK_KEEP) {
@@ -677,6 +686,23 @@ static void table_maybe_shrink(sim_kernel_t *k) {
 }
 
 /* ---- Chunk operations --------------------------------------------------- */
+
+/* The number of set bits.  Without -mpopcnt (the build targets every
+ * x86-64) __builtin_popcountll is a call to libgcc's __popcountdi2; this is
+ * the same bit-parallel sum inline (Hacker's Delight 5-1).  A target
+ * attribute with a CPU check was not taken: the callers already skip zero
+ * words, so what is left is too little to pay for a dispatch. */
+static inline uint64_t popcount64(uint64_t x) {
+#if defined(__POPCNT__)
+  return (uint64_t)__builtin_popcountll(x);
+#else
+  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+  x = (x & UINT64_C(0x3333333333333333)) +
+      ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+  return (x * UINT64_C(0x0101010101010101)) >> 56;
+#endif
+}
 
 /* Sets mask to pages p0..p1 (inclusive) of a chunk. */
 static void mask_range(uint64_t mask[CHUNK_WORDS], unsigned p0, unsigned p1) {
@@ -722,8 +748,8 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
     if (m == 0) {
       continue;
     }
-    lazy_dropped += (uint64_t)__builtin_popcountll(m & c->lazy[w]);
-    dropped += (uint64_t)__builtin_popcountll(m);
+    lazy_dropped += popcount64(m & c->lazy[w]);
+    dropped += popcount64(m);
     c->resident[w] &= ~m;
     c->lazy[w] &= ~m;
     c->fast[w] &= ~m;
@@ -731,7 +757,7 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
       k->owner_pages[c->owner[w * 64 + (unsigned)__builtin_ctzll(m)]]--;
     }
   }
-  k->rss_pages -= dropped;
+  k->h.rss_pages -= dropped;
   k->lazy_pages -= lazy_dropped;
   c->nresident -= (uint32_t)dropped;
   if (c->nresident == 0) {
@@ -746,7 +772,10 @@ static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
                             const uint64_t mask[CHUNK_WORDS]) {
   for (unsigned w = 0; w < CHUNK_WORDS; w++) {
     uint64_t m = c->resident[w] & mask[w] & ~c->lazy[w];
-    k->lazy_pages += (uint64_t)__builtin_popcountll(m);
+    if (m == 0) {
+      continue;
+    }
+    k->lazy_pages += popcount64(m);
     c->lazy[w] |= m;
     c->fast[w] &= ~m;
   }
@@ -822,8 +851,8 @@ static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
     sim_addr_t lo = key << CHUNK_SHIFT, hi = lo + CHUNK_BYTES;
     lo = lo > a ? lo : a;
     hi = hi < b ? hi : b;
-    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
-               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift));
+    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->h.page_shift),
+               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift));
     chunk_apply(k, c, op, mask);
   }
   table_maybe_shrink(k);
@@ -904,15 +933,15 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
     sim_addr_t lo = base > a ? base : a, hi = base + CHUNK_BYTES;
     hi = hi < a + len ? hi : a + len;
     uint64_t mask[CHUNK_WORDS];
-    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
-               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift));
+    mask_range(mask, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->h.page_shift),
+               (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift));
     chunk_t *t = NULL; /* destination chunk of the last page */
     uint32_t moved = 0;
     for (unsigned w = 0; w < CHUNK_WORDS; w++) {
       uint64_t sel = c->resident[w] & mask[w];
       for (uint64_t m = sel; m != 0; m &= m - 1) {
         unsigned   p = w * 64 + (unsigned)__builtin_ctzll(m);
-        sim_addr_t to = d + (base + ((sim_addr_t)p << k->page_shift) - a);
+        sim_addr_t to = d + (base + ((sim_addr_t)p << k->h.page_shift) - a);
         uint64_t   tk = to >> CHUNK_SHIFT;
         if (t == NULL || t->key != tk) {
           t = chunk_lookup(k, tk);
@@ -922,7 +951,7 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
             (void)st;
           }
         }
-        unsigned q = (unsigned)((to & (CHUNK_BYTES - 1)) >> k->page_shift);
+        unsigned q = (unsigned)((to & (CHUNK_BYTES - 1)) >> k->h.page_shift);
         unsigned qw = q >> 6;
         uint64_t qb = UINT64_C(1) << (q & 63);
         assert(!(t->resident[qw] & qb));
@@ -952,12 +981,12 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
 /* ---- Address-space operations ------------------------------------------- */
 
 static sim_addr_t page_down(const sim_kernel_t *k, sim_addr_t x) {
-  return x & ~(k->page_size - 1);
+  return x & ~(k->h.page_size - 1);
 }
 
 /* Rounds a length up to whole pages; 0 if that overflows. */
 static uint64_t page_round_len(const sim_kernel_t *k, uint64_t len) {
-  uint64_t r = (len + k->page_size - 1) & ~(k->page_size - 1);
+  uint64_t r = (len + k->h.page_size - 1) & ~(k->h.page_size - 1);
   return r < len ? 0 : r;
 }
 
@@ -967,11 +996,11 @@ static as_status_t check_range(const sim_kernel_t *k, const char *what,
                                sim_addr_t addr, uint64_t len, sim_addr_t *end,
                                as_err_t *err) {
   uint64_t rlen = page_round_len(k, len);
-  if (addr & (k->page_size - 1)) {
+  if (addr & (k->h.page_size - 1)) {
     return as_err_set(err, AS_EINVAL,
                       "%s at 0x%" PRIx64 ": address is not a multiple of the "
                       "%" PRIu64 "-byte page",
-                      what, addr, k->page_size);
+                      what, addr, k->h.page_size);
   }
   if ((len > 0 && rlen == 0) || addr > k->limit || rlen > k->limit - addr) {
     return as_err_set(err, AS_EINVAL,
@@ -1109,21 +1138,22 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   mask_range(mask, p0, p1);
   inode_t *v   = NULL;
   uint64_t gained = 0;
-  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+  /* Only words p0 / 64 .. p1 / 64 of mask are non-zero. */
+  for (unsigned w = p0 >> 6; w <= p1 >> 6; w++) {
     /* A write makes a lazyfree page dirty again: it stays (models-spec F.3,
      * Linux 6.1 mm/rmap.c try_to_unmap_one keeps dirty lazyfree pages). */
     uint64_t relazy = c->lazy[w] & mask[w];
-    k->lazy_pages -= (uint64_t)__builtin_popcountll(relazy);
+    k->lazy_pages -= popcount64(relazy);
     c->lazy[w] &= ~relazy;
     /* Linux 6.1 mm/memory.c do_anonymous_page: one MM_ANONPAGES per
      * written page (models-spec F.1). */
     uint64_t fresh = mask[w] & ~c->resident[w];
-    gained += (uint64_t)__builtin_popcountll(fresh);
+    gained += popcount64(fresh);
     c->resident[w] |= fresh;
     c->fast[w] |= mask[w];
     for (; fresh != 0; fresh &= fresh - 1) {
       unsigned   p    = w * 64 + (unsigned)__builtin_ctzll(fresh);
-      sim_addr_t addr = base + ((sim_addr_t)p << k->page_shift);
+      sim_addr_t addr = base + ((sim_addr_t)p << k->h.page_shift);
       if (v == NULL || addr < v->start || addr >= v->end) {
         v = itree_find(&k->vmas, addr);
         assert(v != NULL && v->prot == SIM_PROT_RW);
@@ -1133,11 +1163,11 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
     }
   }
   c->nresident += (uint32_t)gained;
-  k->rss_pages += gained;
+  k->h.rss_pages += gained;
   return AS_OK;
 }
 
-/* Out of line, so the fast path in sim_kernel_touch stays a leaf with no
+/* Out of line, so sim_kernel_touch_checked's fast test stays a leaf with no
  * stack frame. */
 __attribute__((noinline)) static as_status_t
 touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
@@ -1148,7 +1178,7 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
                       "the address space 0x%" PRIx64,
                       addr, length, k->limit);
   }
-  sim_addr_t a = page_down(k, addr), b = page_down(k, last) + k->page_size;
+  sim_addr_t a = page_down(k, addr), b = page_down(k, last) + k->h.page_size;
   sim_addr_t bad;
   if (!range_mapped(k, a, b, 1, &bad)) {
     inode_t *v = itree_find(&k->vmas, bad);
@@ -1163,8 +1193,8 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
     lo = lo > a ? lo : a;
     hi = hi < b ? hi : b;
     as_status_t st =
-        touch_block(k, key, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->page_shift),
-                    (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->page_shift),
+        touch_block(k, key, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->h.page_shift),
+                    (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift),
                     err);
     if (st != AS_OK) {
       return st;
@@ -1253,8 +1283,8 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
   k->cfg             = *cfg;
   k->cfg.mmap_top    = top;
   k->cfg.brk_start   = brk;
-  k->page_size       = page;
-  k->page_shift      = shift;
+  k->h.page_size     = page;
+  k->h.page_shift    = shift;
   k->chunk_pages     = (unsigned)(CHUNK_BYTES >> shift);
   k->low             = low;
   k->top             = top;
@@ -1262,7 +1292,8 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
   k->brk_start       = brk;
   k->brk_cur         = brk;
   for (size_t i = 0; i < CACHE_SLOTS; i++) {
-    k->cache[i].key = SLOT_EMPTY;
+    k->h.cache[i].key  = SLOT_EMPTY;
+    k->h.cache[i].fast = NULL;
   }
   k->prng            = UINT64_C(0x2545F4914F6CDD1D);
   as_status_t st     = table_resize(k, 6, err);
@@ -1303,7 +1334,7 @@ void sim_kernel_destroy(sim_kernel_t *k) {
 }
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
-  return k->page_size;
+  return k->h.page_size;
 }
 
 static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
@@ -1333,15 +1364,15 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                       " is not a power of two",
                       length, align);
   }
-  if (align < k->page_size) {
-    align = k->page_size;
+  if (align < k->h.page_size) {
+    align = k->h.page_size;
   }
   /* Alignment is served as allocators get it from Linux: map length +
    * align - page top-down (mm/mmap.c unmapped_area_topdown), keep the
    * aligned part (jemalloc 5.3 src/pages.c os_pages_map / pages_trim).
    * The gap must hold the over-sized request; the result is the highest
    * aligned address in it. */
-  uint64_t need = len + (align - k->page_size);
+  uint64_t need = len + (align - k->h.page_size);
   if (need < len) {
     return as_err_set(err, AS_ENOMEM,
                       "mmap of %" PRIu64 " bytes aligned to %" PRIu64
@@ -1537,8 +1568,8 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
                       ", 0x%" PRIx64 "]",
                       new_break, k->brk_start, k->limit);
   }
-  sim_addr_t  old_end = page_down(k, k->brk_cur + k->page_size - 1);
-  sim_addr_t  new_end = page_down(k, new_break + k->page_size - 1);
+  sim_addr_t  old_end = page_down(k, k->brk_cur + k->h.page_size - 1);
+  sim_addr_t  new_end = page_down(k, new_break + k->h.page_size - 1);
   as_status_t st      = pool_reserve(k, err);
   if (st != AS_OK) {
     return st;
@@ -1548,8 +1579,8 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
      * vm_start_gap(next), i.e. one page must stay free below the next
      * mapping. */
     inode_t *next = itree_first_end_after(&k->vmas, old_end);
-    if (new_end > k->limit - k->page_size ||
-        (next != NULL && new_end + k->page_size > next->start)) {
+    if (new_end > k->limit - k->h.page_size ||
+        (next != NULL && new_end + k->h.page_size > next->start)) {
       return as_err_set(err, AS_ENOMEM,
                         "brk to 0x%" PRIx64 ": collides with the mapping at "
                         "0x%" PRIx64,
@@ -1565,11 +1596,11 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
   return AS_OK;
 }
 
-/* The touch path after a miss in the fast test: zero length, a block not
- * in the cache, several pages words or several blocks. */
-__attribute__((noinline)) static as_status_t
-touch_checked(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
-              as_err_t *err) {
+/* The touch path after a miss in kernel.h's inline fast test: zero length,
+ * a block not in the cache, several bitmap words or several blocks.  A
+ * range in one block that is all fast still costs no VMA lookup. */
+as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
+                                     uint64_t length, as_err_t *err) {
   if (length == 0) {
     return AS_OK;
   }
@@ -1579,34 +1610,12 @@ touch_checked(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
     chunk_t *c = chunk_find(k, key);
     if (c != NULL &&
         bits_all(c->fast,
-                 (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift),
-                 (unsigned)((last & (CHUNK_BYTES - 1)) >> k->page_shift))) {
+                 (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->h.page_shift),
+                 (unsigned)((last & (CHUNK_BYTES - 1)) >> k->h.page_shift))) {
       return AS_OK;
     }
   }
   return touch_slow(k, addr, length, err);
-}
-
-as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
-                             as_err_t *err) {
-  /* The hot path: a cached block, pages within one bitmap word, all fast.
-   * A zero length or a wrapped range fails the last >= addr test or the
-   * same-block test and goes the checked way. */
-  sim_addr_t    last = addr + length - 1;
-  uint64_t      key  = addr >> CHUNK_SHIFT;
-  const slot_t *e    = &k->cache[key & (CACHE_SLOTS - 1)];
-  if (e->key == key && (last >> CHUNK_SHIFT) == key && length != 0 &&
-      last >= addr) {
-    unsigned p0 = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift);
-    unsigned p1 = (unsigned)((last & (CHUNK_BYTES - 1)) >> k->page_shift);
-    if ((p0 >> 6) == (p1 >> 6)) {
-      uint64_t m = (~UINT64_C(0) >> (63 - (p1 - p0))) << (p0 & 63);
-      if ((e->chunk->fast[p0 >> 6] & m) == m) {
-        return AS_OK;
-      }
-    }
-  }
-  return touch_checked(k, addr, length, err);
 }
 
 as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
@@ -1659,18 +1668,14 @@ void sim_kernel_reclaim_lazyfree(sim_kernel_t *k) {
   table_maybe_shrink(k);
 }
 
-uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k) {
-  return k->rss_pages * k->page_size;
-}
-
 uint64_t sim_kernel_rss_owner_bytes(const sim_kernel_t *k, sim_owner_t owner) {
   return (unsigned)owner < SIM_OWNER_COUNT
-             ? k->owner_pages[owner] * k->page_size
+             ? k->owner_pages[owner] * k->h.page_size
              : 0;
 }
 
 uint64_t sim_kernel_lazyfree_bytes(const sim_kernel_t *k) {
-  return k->lazy_pages * k->page_size;
+  return k->lazy_pages * k->h.page_size;
 }
 
 uint64_t sim_kernel_mapped_bytes(const sim_kernel_t *k) {
@@ -1682,7 +1687,7 @@ bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr) {
   if (c == NULL) {
     return false;
   }
-  unsigned p = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->page_shift);
+  unsigned p = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->h.page_shift);
   return (c->resident[p >> 6] >> (p & 63)) & 1;
 }
 
@@ -1727,7 +1732,7 @@ static as_status_t walk_tree(const inode_t *t, walk_t *w, int gaps,
     return st;
   }
   const sim_kernel_t *k = w->k;
-  if (t->start >= t->end || (t->start | t->end) & (k->page_size - 1) ||
+  if (t->start >= t->end || (t->start | t->end) & (k->h.page_size - 1) ||
       (w->count > 0 && t->start < w->prev_end)) {
     return as_err_set(err, AS_EINVAL,
                       "%s: interval [0x%" PRIx64 ", 0x%" PRIx64
@@ -1803,7 +1808,7 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
     }
     uint32_t n = 0;
     for (unsigned p = 0; p < CHUNK_MAX_PAGES; p++) {
-      sim_addr_t addr = (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->page_shift);
+      sim_addr_t addr = (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->h.page_shift);
       unsigned   w = p >> 6;
       uint64_t   bit = UINT64_C(1) << (p & 63);
       int res = (c->resident[w] & bit) != 0, lz = (c->lazy[w] & bit) != 0;
@@ -1849,11 +1854,11 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
     return as_err_set(err, AS_EINVAL, "residency table: %zu chunks, counted %zu",
                       count, k->slot_count);
   }
-  if (rss != k->rss_pages || lazy != k->lazy_pages) {
+  if (rss != k->h.rss_pages || lazy != k->lazy_pages) {
     return as_err_set(err, AS_EINVAL,
                       "rss %" PRIu64 " / lazyfree %" PRIu64
                       " pages, counters say %" PRIu64 " / %" PRIu64,
-                      rss, lazy, k->rss_pages, k->lazy_pages);
+                      rss, lazy, k->h.rss_pages, k->lazy_pages);
   }
   for (unsigned o = 0; o < SIM_OWNER_COUNT; o++) {
     if (owners[o] != k->owner_pages[o]) {

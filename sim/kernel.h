@@ -5,7 +5,9 @@
  *   sim_addr_t           a virtual address (64-bit, never dereferenced)
  *   sim_owner_t          who a mapping belongs to; RSS is broken down by it
  *   sim_kernel_config_t  page size, THP, memory pressure, address layout
- *   sim_kernel_t         the address space (opaque)
+ *   sim_kernel_t         the address space (opaque but for its head)
+ *   sim_kernel_head_t    the first member of sim_kernel_t: what the inline
+ *                        touch and RSS functions at the end of this file read
  *
  * Rules this file implements (Linux 6.1, shared/models-spec.md section F):
  *   - A page becomes resident on its first *write* (sim_kernel_touch); read
@@ -78,6 +80,42 @@ struct sim_kernel_config_s {
 };
 
 typedef struct sim_kernel_s sim_kernel_t;
+
+/* The part of sim_kernel_t that this header's inline functions read, so that
+ * the common touch (pages already resident, RW and not lazyfree) and the RSS
+ * read after every event cost no function call.  It is the first member of
+ * struct sim_kernel_s, so a sim_kernel_t * converts to a sim_kernel_head_t *.
+ * Only sim/kernel.c writes it; everything else in sim_kernel_t stays opaque.
+ * Invariants, true whenever no kernel function is running:
+ *   - rss_pages * page_size is RSS in bytes (sim_kernel_rss_bytes), and
+ *     page_size == 1 << page_shift.
+ *   - cache is a direct-mapped cache of the 2 MiB blocks holding a resident
+ *     page: cache[key % SIM_KERNEL_CACHE_SLOTS] is either empty (key
+ *     SIM_KERNEL_NO_BLOCK, which no block number equals) or block key's
+ *     entry, whose fast bitmap has bit p set exactly when OS page p of the
+ *     block is resident, not lazyfree and in an RW mapping -- when a write to
+ *     it changes nothing.  A block may be missing from the cache, but an
+ *     entry is never stale: releasing a block's residency empties its entry,
+ *     and faults, munmap, madvise and mprotect keep fast exact.
+ * The alternative not taken, an exported touch with a cheaper body, still
+ * pays a call per touch: several per event in the glibc model. */
+#define SIM_KERNEL_CHUNK_SHIFT 21         /* one cache entry covers 2 MiB */
+#define SIM_KERNEL_CACHE_SLOTS 256        /* 512 MiB of blocks, 4 KiB pages */
+#define SIM_KERNEL_NO_BLOCK    UINT64_MAX /* key of an empty cache entry */
+
+typedef struct sim_kernel_cache_entry_s sim_kernel_cache_entry_t;
+struct sim_kernel_cache_entry_s {
+  uint64_t  key;  /* block number (address >> 21) or SIM_KERNEL_NO_BLOCK */
+  uint64_t *fast; /* the block's fast bitmap (bit per OS page), or NULL */
+};
+
+typedef struct sim_kernel_head_s sim_kernel_head_t;
+struct sim_kernel_head_s {
+  uint64_t                 rss_pages;  /* resident OS pages */
+  uint64_t                 page_size;  /* bytes: 4096, 16384 or 65536 */
+  unsigned                 page_shift; /* log2(page_size) */
+  sim_kernel_cache_entry_t cache[SIM_KERNEL_CACHE_SLOTS]; /* by key % slots */
+};
 
 /* Fills *cfg with 4 KiB pages, no THP, no pressure and the default layout.
  * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
@@ -156,10 +194,16 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
                            as_err_t *err);
 
 /* A write to [addr, addr+length): each page becomes resident (and stops
- * being lazyfree).  The hot path of every model.  AS_EINVAL (naming the
- * address) if a page is unmapped or PROT_NONE: that is a model bug. */
-as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
-                             as_err_t *err);
+ * being lazyfree).  The hot path of every model, inline at the end of this
+ * file.  AS_EINVAL (naming the address) if a page is unmapped or PROT_NONE:
+ * that is a model bug. */
+static inline as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr,
+                                           uint64_t length, as_err_t *err);
+
+/* sim_kernel_touch without its inline fast test, which calls this when the
+ * test fails: same contract.  Models call sim_kernel_touch. */
+as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
+                                     uint64_t length, as_err_t *err);
 
 /* madvise over whole pages of the range; the range must be mapped. */
 as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
@@ -169,8 +213,9 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
 /* Memory pressure now: every lazyfree page is reclaimed. */
 void sim_kernel_reclaim_lazyfree(sim_kernel_t *k);
 
-/* Counters, exact at every instant. */
-uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k);
+/* Counters, exact at every instant.  sim_kernel_rss_bytes is inline (the
+ * engine reads it after every event). */
+static inline uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k);
 uint64_t sim_kernel_rss_owner_bytes(const sim_kernel_t *k, sim_owner_t owner);
 uint64_t sim_kernel_lazyfree_bytes(const sim_kernel_t *k);
 uint64_t sim_kernel_mapped_bytes(const sim_kernel_t *k); /* VmSize */
@@ -181,5 +226,38 @@ bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr);
 /* Walks every internal structure and checks the counters; AS_OK or
  * AS_EINVAL with the first inconsistency.  Expensive: tests only. */
 as_status_t sim_kernel_check_invariants(const sim_kernel_t *k, as_err_t *err);
+
+/* ---- Inline functions --------------------------------------------------- */
+
+static inline uint64_t sim_kernel_rss_bytes(const sim_kernel_t *k) {
+  const sim_kernel_head_t *h = (const sim_kernel_head_t *)(const void *)k;
+  return h->rss_pages * h->page_size;
+}
+
+static inline as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr,
+                                           uint64_t length, as_err_t *err) {
+  /* The common touch: a cached block, pages within one 64-page word of its
+   * fast bitmap, all fast -- nothing to do.  The range must end inside the
+   * block: the unsigned test length - 1 < blk - off also fails for a zero
+   * length (length - 1 wraps to UINT64_MAX), and such touches, like every
+   * other miss, go the checked way. */
+  const sim_kernel_head_t        *h = (const sim_kernel_head_t *)(void *)k;
+  const uint64_t                  blk = (uint64_t)1 << SIM_KERNEL_CHUNK_SHIFT;
+  uint64_t                        key = addr >> SIM_KERNEL_CHUNK_SHIFT;
+  uint64_t                        off = addr & (blk - 1);
+  const sim_kernel_cache_entry_t *e =
+      &h->cache[key & (SIM_KERNEL_CACHE_SLOTS - 1)];
+  if (e->key == key && length - 1 < blk - off) {
+    unsigned p0 = (unsigned)(off >> h->page_shift);
+    unsigned p1 = (unsigned)((off + length - 1) >> h->page_shift);
+    if ((p0 >> 6) == (p1 >> 6)) {
+      uint64_t m = (~UINT64_C(0) >> (63 - (p1 - p0))) << (p0 & 63);
+      if ((e->fast[p0 >> 6] & m) == m) {
+        return AS_OK;
+      }
+    }
+  }
+  return sim_kernel_touch_checked(k, addr, length, err);
+}
 
 #endif
