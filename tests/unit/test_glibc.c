@@ -548,9 +548,9 @@ static void thread_heap_reserves_64mib_and_commits_132kib(void **state) {
   fx_t f;
   fx_open(&f, NULL);
   mal(&f, 0, 16);
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0); /* maps its stack */
   uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
   uint64_t rss0    = sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP);
-  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
   ev(&f, TRACE_MALLOC, 1, 1, 16, 0);
   assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 64 * MiB);
   assert_int_equal(glibc_inspect_heap_size(f.m, 1), 135168);
@@ -923,6 +923,117 @@ static void unknown_option_and_bad_values_are_errors(void **state) {
   sim_kernel_destroy(k);
 }
 
+/* ---- nptl thread stacks ------------------------------------------------ */
+
+#define STACK_BLOCK (8 * MiB + 4 * KiB) /* stacksize + guard page */
+
+static uint64_t stack_rss(fx_t *f) {
+  return sim_kernel_rss_owner_bytes(f->k, SIM_OWNER_THREAD_STACK);
+}
+
+/* allocatestack.c:332-397: 8 MiB + a PROT_NONE guard page; the TCB page
+ * and one frame page (stacktop is 4224 bytes below the top) are resident,
+ * as measured (8 KiB per thread).  The main thread maps nothing. */
+static void thread_start_maps_an_8mib_stack(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, NULL);
+  uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
+  ev(&f, TRACE_THREAD_START, 0, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), mapped0);
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, STACK_BLOCK);
+  assert_int_equal(stack_rss(&f), 8 * KiB);
+  assert_int_equal(sim_kernel_rss_bytes(f.k), 8 * KiB);
+  fx_close(&f);
+}
+
+/* get_cached_stack (allocatestack.c:58-143): an exited thread's stack is
+ * reused with its resident pages; nothing is mapped or unmapped. */
+static void exit_then_start_reuses_the_cached_stack(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, NULL);
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  uint64_t mapped = sim_kernel_mapped_bytes(f.k);
+  ev(&f, TRACE_THREAD_EXIT, 1, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), mapped);
+  assert_int_equal(stack_rss(&f), 8 * KiB);
+  ev(&f, TRACE_THREAD_START, 2, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), mapped);
+  assert_int_equal(stack_rss(&f), 8 * KiB);
+  /* A reused thread id counts as the old thread's exit. */
+  ev(&f, TRACE_THREAD_START, 2, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), mapped);
+  assert_int_equal(stack_rss(&f), 8 * KiB);
+  fx_close(&f);
+}
+
+/* nptl-stack.c:23,56-107: the cache keeps at most 40 MiB; five 8 MiB +
+ * 4 KiB blocks are 41,963,520 bytes > 41,943,040, so four stay (measured:
+ * six joined threads leave four 8 MiB stacks, 32 KiB resident). */
+static void stack_cache_keeps_forty_mib(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, NULL);
+  uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
+  for (uint32_t t = 1; t <= 6; t++)
+    ev(&f, TRACE_THREAD_START, t, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 6 * STACK_BLOCK);
+  assert_int_equal(stack_rss(&f), 6 * 8 * KiB);
+  for (uint32_t t = 1; t <= 6; t++)
+    ev(&f, TRACE_THREAD_EXIT, t, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 4 * STACK_BLOCK);
+  assert_int_equal(stack_rss(&f), 4 * 8 * KiB);
+  ev(&f, TRACE_THREAD_START, 7, 0, 0, 0); /* from the cache */
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 4 * STACK_BLOCK);
+  assert_int_equal(stack_rss(&f), 4 * 8 * KiB);
+  fx_close(&f);
+}
+
+/* stack_size and thread_stack_pages; a deep thread's pages more than
+ * PTHREAD_STACK_MIN below start_thread's frame are dropped at exit
+ * (advise_stack_range, allocatestack.c:186-207): 6 pages stay, as
+ * measured for a thread that wrote 40,000 bytes of stack. */
+static void stack_options(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "stack_size=64K,thread_stack_pages=3");
+  uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 68 * KiB);
+  assert_int_equal(stack_rss(&f), 16 * KiB); /* TCB page + 3 frame pages */
+  fx_close(&f);
+
+  fx_open(&f, "thread_stack_pages=10");
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(stack_rss(&f), 44 * KiB);
+  ev(&f, TRACE_THREAD_EXIT, 1, 0, 0, 0);
+  assert_int_equal(stack_rss(&f), 24 * KiB);
+  fx_close(&f);
+
+  fx_open(&f, "thread_stack_pages=0");
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(stack_rss(&f), 4 * KiB); /* the TCB page only */
+  fx_close(&f);
+
+  /* pthread_early_init.h:46-50: below a page + static TLS + 4096. */
+  as_err_t            err = {0};
+  model_opts_t        o;
+  sim_kernel_t       *k;
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = k};
+  model_t    *m = NULL;
+  assert_int_equal(model_opts_parse("glibc", model_glibc_methods.options,
+                                    "stack_size=8K", &o, &err),
+                   AS_OK);
+  assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "stack_size"));
+  sim_kernel_destroy(k);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(first_malloc_grows_brk_by_135168),
@@ -942,6 +1053,10 @@ int main(void) {
       cmocka_unit_test(thirty_threads_on_two_cpus_make_16_arenas),
       cmocka_unit_test(arena_max_two_caps_sixteen_threads),
       cmocka_unit_test(thread_heap_reserves_64mib_and_commits_132kib),
+      cmocka_unit_test(thread_start_maps_an_8mib_stack),
+      cmocka_unit_test(exit_then_start_reuses_the_cached_stack),
+      cmocka_unit_test(stack_cache_keeps_forty_mib),
+      cmocka_unit_test(stack_options),
       cmocka_unit_test(thread_heap_shrinks_with_madvise),
       cmocka_unit_test(thread_arena_adds_and_drops_heaps),
       cmocka_unit_test(exited_thread_arena_is_reused),
