@@ -213,29 +213,13 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                       "provenance entry to replay",
                       rec->id);
   as_format_fits(desc, desc_len, "%s", wl);
-  char *copy = strdup(wl);
-  char *argv[64];
-  int   argc = 0;
-  if (copy == NULL)
-    return as_err_set(err, AS_ENOMEM, "out of memory");
-  for (char *tok = strtok(copy, " \t"); tok != NULL && argc < 64;
-       tok = strtok(NULL, " \t"))
-    argv[argc++] = tok;
-  as_status_t           rc;
-  const workload_def_t *def = argc > 0 ? workload_find(argv[0]) : NULL;
-  if (def == NULL)
-    rc = as_err_set(err, AS_EINVAL,
-                    "run %" PRId64 ": workload '%s' is not a known workload",
-                    rec->id, argc > 0 ? argv[0] : "");
-  else
-    rc = workload_open_argv(def, argc - 1, argv + 1, src, err);
+  as_status_t rc = workload_open_line(wl, src, err);
   if (rc != AS_OK && rc != AS_ENOMEM) {
     char msg[sizeof err->msg];
     as_format_fits(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
-             err->msg);
+                   err->msg);
     rc = as_err_set(err, AS_EINVAL, "%s", msg);
   }
-  free(copy);
   return rc;
 }
 

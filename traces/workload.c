@@ -123,3 +123,26 @@ done:
   free(values);
   return rc;
 }
+
+as_status_t workload_open_line(const char *line, trace_source_t **out,
+                               as_err_t *err) {
+  enum { MAX_WORDS = 64 };
+  char *copy = strdup(line);
+  char *argv[MAX_WORDS];
+  int   argc = 0;
+  *out       = NULL;
+  if (copy == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  for (char *tok = strtok(copy, " \t"); tok != NULL && argc < MAX_WORDS;
+       tok = strtok(NULL, " \t"))
+    argv[argc++] = tok;
+  const workload_def_t *def = argc > 0 ? workload_find(argv[0]) : NULL;
+  as_status_t           rc;
+  if (def == NULL)
+    rc = as_err_set(err, AS_EUSAGE, "'%s' is not a known workload",
+                    argc > 0 ? argv[0] : "");
+  else
+    rc = workload_open_argv(def, argc - 1, argv + 1, out, err);
+  free(copy);
+  return rc;
+}

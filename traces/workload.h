@@ -40,4 +40,11 @@ as_status_t workload_open_argv(const workload_def_t *def, int argc,
                                char **argv, trace_source_t **out,
                                as_err_t *err);
 
+/* Opens a workload from one line: its name, then its options, separated by
+ * spaces or tabs ("survivors --size 64 --fraction 1e-4"), the form runs
+ * record as their 'workload' provenance.  An unknown name is AS_EUSAGE
+ * naming it; option errors are as for workload_open_argv. */
+as_status_t workload_open_line(const char *line, trace_source_t **out,
+                               as_err_t *err);
+
 #endif

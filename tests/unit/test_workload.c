@@ -336,6 +336,24 @@ static void settle_phase_idles_in_50ms_steps_before_after(void **state) {
   assert_true(after_t > 120000000);
 }
 
+static void open_line_finds_the_workload_and_its_options(void **state) {
+  (void)state;
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  assert_int_equal(
+      workload_open_line("survivors\t--size 512  --total 1", &src, &err),
+      AS_OK);
+  assert_non_null(strstr(src->name, "--size 512 --total 1"));
+  trace_source_close(src);
+  assert_int_equal(workload_open_line("survivor --size 64", &src, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg, "'survivor' is not a known workload");
+  assert_null(src);
+  assert_int_equal(workload_open_line("survivors --sise 64", &src, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "unknown option '--sise'"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
@@ -353,6 +371,7 @@ int main(void) {
       cmocka_unit_test(random_run_frees_exactly_the_non_survivors),
       cmocka_unit_test(reuse_phase_recycles_the_lowest_free_ids),
       cmocka_unit_test(settle_phase_idles_in_50ms_steps_before_after),
+      cmocka_unit_test(open_line_finds_the_workload_and_its_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,18 +63,10 @@ static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
  * model_spec with libc_spec and fills *m with its five marks. */
 static void simulate(const char *args, const char *model_spec,
                      const char *libc_spec, marks_t *m) {
-  char  buf[256];
-  char *argv[24];
-  int   argc = 0;
-  snprintf(buf, sizeof buf, "%s", args);
-  for (char *tok = strtok(buf, " "); tok && argc < 24; tok = strtok(NULL, " "))
-    argv[argc++] = tok;
-  const workload_def_t *def = workload_find(argv[0]);
-  assert_non_null(def);
   trace_source_t *src = NULL;
   as_err_t        err = {0};
-  assert_int_equal(workload_open_argv(def, argc - 1, argv + 1, &src, &err),
-                   AS_OK);
+  if (workload_open_line(args, &src, &err) != AS_OK)
+    fail_msg("%s: %s", args, err.msg);
   sim_session_t session;
   if (sim_session_open(model_spec, libc_spec, NULL, &session, &err) != AS_OK)
     fail_msg("%s --libc %s: %s", model_spec, libc_spec, err.msg);
