@@ -34,7 +34,8 @@
 
 #include "../models/model.h"
 #include "../models/pymalloc.h"
-#include "../sim/engine.h"
+#include "../engine/engine.h"
+#include "../sim/sha256.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 #include "record.h"
@@ -194,7 +195,7 @@ static as_status_t open_source(store_t *s, const store_run_record_t *rec,
                  rec->trace_path);
     }
     char        sha[65];
-    as_status_t rc = record_sha256_file(path, sha, err);
+    as_status_t rc = as_sha256_file(path, sha, err);
     if (rc != AS_OK)
       return rc;
     if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)

@@ -52,7 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/engine.h"
+#include "../engine/engine.h"
 #include "../sim/status.h"
 
 #define STORE_SCHEMA_VERSION 1

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "../models/pymalloc.h"
-#include "../sim/engine.h"
+#include "../engine/engine.h"
 #include "formula.h"
 
 /* ---- Axes and values ---------------------------------------------------- */

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh build
-allocsim=build/sim/cli/allocsim
+allocsim=build/cli/allocsim
 
 echo "== The bundled example trace against the ideal lower bound and glibc"
 "$allocsim" replay data/example.trace --model ideal

@@ -24,7 +24,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 case $build in /*) ;; *) build=$here/$build ;; esac
-allocsim=$build/sim/cli/allocsim
+allocsim=$build/cli/allocsim
 progs=$build/tests/integration/capture_progs
 db=$here/data/reference.db
 caps=$here/data/captures

@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-ALLOCSIM=$BUILD/sim/cli/allocsim
+ALLOCSIM=$BUILD/cli/allocsim
 PUBLISHED=$BUILD/tests/test_survivors_published
 for f in "$ALLOCSIM" "$PUBLISHED"; do
   [ -x "$f" ] || { echo "validate_survivors.sh: $f: not built (cmake --build $BUILD)" >&2; exit 1; }

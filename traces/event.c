@@ -6,6 +6,7 @@
  */
 #include "event.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 static const char *const op_names[TRACE_OP_COUNT] = {
@@ -87,4 +88,60 @@ as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
   }
   memcpy(m->value[i], value, vlen + 1);
   return AS_OK;
+}
+
+as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
+                                 const char *name, uint64_t index,
+                                 as_err_t *err) {
+  if (ev->op >= TRACE_OP_COUNT)
+    return as_err_set(err, AS_EINVAL, "%s: event %" PRIu64 ": unknown op %u",
+                      name, index, ev->op);
+  if (ev->t_ns < prev_t_ns)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: event %" PRIu64 ": time %" PRIu64
+                      " ns is before the previous event's %" PRIu64 " ns",
+                      name, index, ev->t_ns, prev_t_ns);
+  switch ((trace_op_t)ev->op) {
+  case TRACE_MEMALIGN:
+    if (ev->align == 0 || (ev->align & (ev->align - 1)) != 0)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": memalign align %" PRIu64 " is not a power of two",
+                        name, index, ev->align);
+    /* fall through */
+  case TRACE_MALLOC:
+  case TRACE_CALLOC:
+  case TRACE_REALLOC:
+  case TRACE_FREE:
+    if (ev->domain >= TRACE_DOMAIN_COUNT)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": unknown domain %u", name,
+                        index, ev->domain);
+    break;
+  case TRACE_MARK: {
+    const char *l = ev->label != NULL ? ev->label : "";
+    size_t      n = strlen(l);
+    if (n > TRACE_LABEL_MAX)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": label '%.40s...' is %zu bytes, expected at most %d",
+                        name, index, l, n, TRACE_LABEL_MAX);
+    for (size_t i = 0; i < n; i++) {
+      if ((unsigned char)l[i] < 0x20 && l[i] != '\t')
+        return as_err_set(err, AS_EINVAL,
+                          "%s: event %" PRIu64
+                          ": label has control byte 0x%02x at %zu",
+                          name, index, (unsigned char)l[i], i);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  return AS_OK;
+}
+
+bool trace_op_is_alloc(uint8_t op) {
+  return op == TRACE_MALLOC || op == TRACE_CALLOC || op == TRACE_REALLOC ||
+         op == TRACE_MEMALIGN || op == TRACE_FREE;
 }

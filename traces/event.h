@@ -82,6 +82,22 @@ const char *trace_meta_get(const trace_meta_t *m, const char *key);
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
                            as_err_t *err);
 
+/* Longest mark label, in bytes, that either format carries. */
+#define TRACE_LABEL_MAX 63
+
+/* Checks an event a writer is given, index being its 0-based position and
+ * prev_t_ns the previous event's time (0 before the first): op and domain in
+ * range, time non-decreasing, memalign align a power of two, a mark label at
+ * most TRACE_LABEL_MAX bytes with no control bytes but tab.  Fields the op
+ * does not use are ignored (not written; readers return 0 / NULL for them).
+ * AS_EINVAL with "NAME: event N: ..." otherwise. */
+as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
+                                 const char *name, uint64_t index,
+                                 as_err_t *err);
+
+/* Whether op is a malloc-family call or free (an event on an object). */
+bool trace_op_is_alloc(uint8_t op);
+
 /* ---- Streams ------------------------------------------------------------ */
 
 typedef struct trace_source_s trace_source_t;

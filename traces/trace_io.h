@@ -15,9 +15,6 @@
 
 #include "event.h"
 
-/* Longest mark label, in bytes, that either format carries. */
-#define TRACE_LABEL_MAX 63
-
 typedef enum trace_format_e {
   TRACE_FORMAT_TEXT,
   TRACE_FORMAT_BINARY
@@ -64,14 +61,5 @@ as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
                                             trace_writer_t **out,
                                             as_err_t *err);
 
-/* Checks an event a writer is given, index being its 0-based position and
- * prev_t_ns the previous event's time (0 before the first): op and domain in
- * range, time non-decreasing, memalign align a power of two, a mark label at
- * most TRACE_LABEL_MAX bytes with no control bytes but tab.  Fields the op
- * does not use are ignored (not written; readers return 0 / NULL for them).
- * AS_EINVAL with "NAME: event N: ..." otherwise. */
-as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
-                                 const char *name, uint64_t index,
-                                 as_err_t *err);
 
 #endif

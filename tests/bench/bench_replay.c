@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sim/engine.h"
+#include "engine/engine.h"
 #include "traces/trace_io.h"
 
 #define LIVE_SLOTS 65536 /* bounded live set: memory must not follow N */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "sim/engine.h"
+#include "engine/engine.h"
 #include "traces/wl_spike.h"
 #include "traces/workload.h"
 

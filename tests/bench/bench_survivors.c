@@ -16,7 +16,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "sim/engine.h"
+#include "engine/engine.h"
 #include "traces/workload.h"
 
 #define MIB 1048576.0

@@ -3,7 +3,7 @@
  *
  * The capture tests run the small programs in capture_progs/ (built by
  * traces/capture/CMakeLists.txt) and a Python snippet under
- * liballocsim_capture.so via record_capture_run(), then read the trace back
+ * liballocsim_capture.so via capture_run(), then read the trace back
  * and check it event by event against what the program did.  Programs mark
  * "begin" and "end" so start-up allocations of the C runtime stay out of
  * the exact comparisons.
@@ -24,6 +24,8 @@
 
 #include "analysis/compare.h"
 #include "analysis/record.h"
+#include "sim/sha256.h"
+#include "traces/capture_run.h"
 #include "analysis/store.h"
 #include "traces/capture/capture_log.h"
 #include "traces/trace_io.h"
@@ -95,15 +97,15 @@ static void read_trace(const char *path, trace_t *t) {
 
 /* Captures argv into DIR/name.trace. */
 static void capture(const char *name, char *const *argv, uint64_t every_ns,
-                    record_capture_result_t *res, trace_t *t) {
+                    capture_result_t *res, trace_t *t) {
   char out[512];
   snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
-  record_capture_opts_t o = {.argv = argv,
+  capture_opts_t o = {.argv = argv,
                              .out_path = out,
                              .sample_every_ns = every_ns,
                              .lib_path = LIB};
   as_err_t              err = {0};
-  as_status_t           rc = record_capture_run(&o, res, &err);
+  as_status_t           rc = capture_run(&o, res, &err);
   if (rc != AS_OK)
     fail_msg("capture %s: %s", name, err.msg);
   assert_int_equal(res->exit_code, 0);
@@ -144,7 +146,7 @@ static void expect(const trace_event_t *e, trace_op_t op, uint64_t size,
 static void realloc_chain_is_recorded_event_by_event(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "realloc_chain", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("realloc_chain", argv, 0, &res, &t);
   trace_event_t e[16];
@@ -178,7 +180,7 @@ static void realloc_chain_is_recorded_event_by_event(void **state) {
 static void aligned_family_keeps_alignment_and_early_calloc(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "aligned", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("aligned", argv, 0, &res, &t);
   /* The constructor's calloc(3, 111) ran before main. */
@@ -211,7 +213,7 @@ static void aligned_family_keeps_alignment_and_early_calloc(void **state) {
 static void threads_record_every_free_after_its_malloc(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "threads", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("threads", argv, 0, &res, &t);
   assert_int_equal(res.main.unmatched_frees, 0);
@@ -278,7 +280,7 @@ static void threads_record_every_free_after_its_malloc(void **state) {
 static void fork_child_writes_its_own_trace(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "forker", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t, c;
   capture("forker", argv, 0, &res, &t);
   assert_int_equal(res.nextra, 1);
@@ -317,7 +319,7 @@ static bool has_malloc_of(const trace_t *t, uint64_t size) {
 }
 
 static void check_exec(char *const *argv) {
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t, first;
   capture("execer", argv, 0, &res, &t);
   assert_true(has_malloc_of(&t, 9002));
@@ -346,7 +348,7 @@ static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
 static void sampler_records_rss_while_the_program_sleeps(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "idle_sampler", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("idle_sampler", argv, 10000000, &res, &t);
   size_t a = find_mark(&t, "touched"), b = find_mark(&t, "freed");
@@ -364,7 +366,7 @@ static void
 marks_from_a_signal_handler_interleave_without_damage(void **state) {
   (void)state;
   char *const             argv[] = {PROGS "signals", NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("signals", argv, 0, &res, &t);
   size_t   a = find_mark(&t, "begin"), b = find_mark(&t, "end");
@@ -409,7 +411,7 @@ static void python_domains_are_recorded_once_with_their_domain(void **state) {
                                                 "del x\n"
                                                 "m(b'c')\n",
                                     NULL};
-  record_capture_result_t res;
+  capture_result_t res;
   trace_t                 t;
   capture("python", argv, 0, &res, &t);
   const char *py = trace_meta_get(&t.meta, "python");
@@ -542,9 +544,9 @@ static void convert_rejects_a_file_that_is_not_a_capture_log(void **state) {
   assert_non_null(f);
   fwrite(junk, 1, sizeof junk, f);
   fclose(f);
-  record_convert_stats_t st;
+  capture_convert_stats_t st;
   as_err_t               err = {0};
-  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err),
+  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
                    AS_EFORMAT);
   assert_non_null(strstr(err.msg, "raw.bogus: offset 0"));
 }
@@ -576,9 +578,9 @@ static void convert_names_the_offset_of_a_bad_record(void **state) {
   assert_non_null(f);
   assert_int_equal(fwrite(r, sizeof r[0], 5, f), 5);
   fclose(f);
-  record_convert_stats_t st;
+  capture_convert_stats_t st;
   as_err_t               err = {0};
-  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err),
+  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
                    AS_EFORMAT);
   assert_non_null(
       strstr(err.msg, "raw.badop: offset 192: expected a record op"));
@@ -589,7 +591,7 @@ static void convert_names_the_offset_of_a_bad_record(void **state) {
   assert_non_null(f);
   assert_int_equal(fwrite(r, sizeof r[0], 4, f), 4);
   fclose(f);
-  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err), AS_OK);
+  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
   assert_int_equal(st.alloc_events, 1);
   assert_int_equal(st.pid, 77);
 }
@@ -649,9 +651,9 @@ static void convert_maps_addresses_to_lowest_free_ids(void **state) {
   assert_non_null(f);
   assert_int_equal(fwrite(r, sizeof *r, nrec, f), nrec);
   fclose(f);
-  record_convert_stats_t st;
+  capture_convert_stats_t st;
   as_err_t               err = {0};
-  assert_int_equal(record_capture_convert(path, out, NULL, &st, &err), AS_OK);
+  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
   assert_int_equal(st.unmatched_frees, 0);
   assert_int_equal(st.missed_frees, 0);
   assert_int_equal(st.max_live_ids, N);
@@ -672,11 +674,11 @@ static void convert_maps_addresses_to_lowest_free_ids(void **state) {
 static void sha256_matches_the_fips_test_vectors(void **state) {
   (void)state;
   char out[65];
-  record_sha256_hex("abc", 3, out);
+  as_sha256_hex("abc", 3, out);
   assert_string_equal(
       out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  record_sha256_hex(two, strlen(two), out);
+  as_sha256_hex(two, strlen(two), out);
   assert_string_equal(
       out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }

@@ -2,7 +2,7 @@
  * store: `replay --db` writes a simulated run that the store API reads back,
  * and `runs` lists it with the same numbers.
  *
- * Runs the built binary (ALLOCSIM_BINARY_DIR/sim/cli/allocsim), so build the
+ * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
  */
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 
 #include "analysis/store.h"
 
-#define ALLOCSIM ALLOCSIM_BINARY_DIR "/sim/cli/allocsim"
+#define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
 #define EXAMPLE  ALLOCSIM_SOURCE_DIR "/data/example.trace"
 
 typedef struct fixture_s {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "sim/engine.h"
+#include "engine/engine.h"
 #include "traces/trace_io.h"
 
 #define EXAMPLE ALLOCSIM_SOURCE_DIR "/data/example.trace"

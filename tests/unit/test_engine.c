@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "sim/engine.h"
+#include "engine/engine.h"
 #include "tests/helpers/array_source.h"
 
 /* ---- Spy model ---------------------------------------------------------- */

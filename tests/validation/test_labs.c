@@ -33,7 +33,7 @@
 
 #include <cmocka.h>
 
-#include "../../sim/engine.h"
+#include "../../engine/engine.h"
 #include "../../traces/trace_io.h"
 #include "../../traces/workload.h"
 

@@ -1,4 +1,4 @@
-/* sim/cli/cli.h -- the allocsim command line: one file per subcommand
+/* cli/cli.h -- the allocsim command line: one file per subcommand
  * (cmd_<name>.c defining cli_cmd_<name>), registered in main.c's table.
  *
  * Exit codes are stable: 0 success, 1 bad input (a file, trace, database or
@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../engine.h"
-#include "../status.h"
+#include "../engine/engine.h"
+#include "../sim/status.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
 

@@ -1,4 +1,4 @@
-/* sim/cli/common.c -- what the subcommands share: errors and exit codes,
+/* cli/common.c -- what the subcommands share: errors and exit codes,
  * value parsing, the simulation options every simulating command takes, and
  * running a source against a model and reporting it as a table, JSON or CSV,
  * optionally stored as a simulated run.
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/store.h"
-#include "../../models/options.h"
+#include "../analysis/store.h"
+#include "../models/options.h"
 
 /* ---- Errors ------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* sim/cli/cmd_compare.c -- `allocsim compare RUN --db DB [--model M]
+/* cli/cmd_compare.c -- `allocsim compare RUN --db DB [--model M]
  * [--libc L] [--page-size N] [--layouts N] [--no-store] [--json]`: replays
  * a measured run and prints predicted against measured RSS per mark and over
  * the series.  The work is compare_run() in analysis/compare.c; the baseline
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/compare.h"
-#include "../../analysis/store.h"
+#include "../analysis/compare.h"
+#include "../analysis/store.h"
 
 static void json_num(double v) {
   if (isfinite(v))

@@ -1,4 +1,4 @@
-/* sim/cli/cmd_record.c -- `allocsim record FILE --db DB`: stores a trace
+/* cli/cmd_record.c -- `allocsim record FILE --db DB`: stores a trace
  * that carries measured RSS (a measured-run file, a capture) as a run of
  * kind measured.  The work is record_trace_file() in analysis/record.c,
  * which `allocsim capture --db` shares.
@@ -8,8 +8,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "../../analysis/record.h"
-#include "../../analysis/store.h"
+#include "../analysis/record.h"
+#include "../analysis/store.h"
 
 static int record_run(int argc, char **argv) {
   const char *db = NULL, *file = NULL;

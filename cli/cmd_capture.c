@@ -1,9 +1,9 @@
-/* sim/cli/cmd_capture.c -- `allocsim capture [-o TRACE] [--db DB]
+/* cli/cmd_capture.c -- `allocsim capture [-o TRACE] [--db DB]
  * [--sample-every 10ms] -- COMMAND [ARGS...]`: runs COMMAND under
  * liballocsim_capture.so, converts what it recorded into a trace and
  * optionally stores it as a measured run.
  *
- * The work is in analysis/record.c (record_capture_run, which the
+ * The work is in traces/capture_run.c (capture_run, which the
  * integration test calls directly); this file parses options and reports.
  */
 #include "cli.h"
@@ -13,10 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../analysis/record.h"
-#include "../../analysis/store.h"
+#include "../analysis/record.h"
+#include "../traces/capture_run.h"
+#include "../analysis/store.h"
 
-static void report_stats(const char *path, const record_convert_stats_t *st) {
+static void report_stats(const char *path, const capture_convert_stats_t *st) {
   printf("%s: pid %" PRIu64 ", %" PRIu64 " events (%" PRIu64
          " allocation events), %" PRIu64 " threads, peak %" PRIu64
          " live objects\n",
@@ -41,7 +42,7 @@ static void report_stats(const char *path, const record_convert_stats_t *st) {
            st->python);
 }
 
-static int capture_run(int argc, char **argv) {
+static int cmd_capture_main(int argc, char **argv) {
   const char *out = NULL, *db = NULL;
   uint64_t    every_ns = 10000000; /* 10 ms */
   bool        keep_raw = false;
@@ -86,17 +87,17 @@ static int capture_run(int argc, char **argv) {
              (int)getpid());
     out = default_out;
   }
-  record_capture_opts_t    o = {.argv = argv + i,
+  capture_opts_t    o = {.argv = argv + i,
                                 .out_path = out,
                                 .sample_every_ns = every_ns,
                                 .keep_raw = keep_raw};
-  record_capture_result_t *res = malloc(sizeof *res);
+  capture_result_t *res = malloc(sizeof *res);
   as_err_t                 err = {0};
   if (res == NULL) {
     as_err_set(&err, AS_ENOMEM, "out of memory");
     return cli_fail("capture", &err);
   }
-  if (record_capture_run(&o, res, &err) != AS_OK) {
+  if (capture_run(&o, res, &err) != AS_OK) {
     free(res);
     return cli_fail("capture", &err);
   }
@@ -108,7 +109,7 @@ static int capture_run(int argc, char **argv) {
   if (res->nskipped > 0)
     printf("%zu more processes were captured but not converted (limit %d; "
            "use --keep-raw to keep their raw logs)\n",
-           res->nskipped, RECORD_CAPTURE_MAX_EXTRA);
+           res->nskipped, CAPTURE_MAX_EXTRA);
   if (keep_raw)
     printf("raw logs kept in %s\n", res->raw_dir);
 
@@ -175,5 +176,5 @@ const cli_command_t cli_cmd_capture = {
         "exit codes: 0 captured (whatever COMMAND returned), 1 capture "
         "failed,\n"
         "2 usage error\n",
-    .run = capture_run,
+    .run = cmd_capture_main,
 };

@@ -1,4 +1,4 @@
-/* sim/cli/cmd_models.c -- `allocsim models`: every model with its options,
+/* cli/cmd_models.c -- `allocsim models`: every model with its options,
  * defaults and the source each default comes from, generated from the
  * models' own option tables. */
 #include "cli.h"

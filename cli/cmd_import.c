@@ -1,4 +1,4 @@
-/* sim/cli/cmd_import.c -- `allocsim import FORMAT FILE -o OUT`: logs other
+/* cli/cmd_import.c -- `allocsim import FORMAT FILE -o OUT`: logs other
  * tools wrote, translated into allocsim traces.
  *
  * FORMAT names the tool (only "mtrace" so far; heaptrack's data file is the
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../traces/import_mtrace.h"
+#include "../traces/import_mtrace.h"
 
 static int import_mtrace(int argc, char **argv) {
   const char          *in = NULL, *out = NULL;

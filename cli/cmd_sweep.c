@@ -1,4 +1,4 @@
-/* sim/cli/cmd_sweep.c -- `allocsim sweep WORKLOAD --vary NAME=V,...`: run a
+/* cli/cmd_sweep.c -- `allocsim sweep WORKLOAD --vary NAME=V,...`: run a
  * workload over a grid of parameters and seeds, in parallel, print kept
  * memory beside the formula, and store every point (analysis/sweep.h). */
 #include "cli.h"
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/store.h"
-#include "../../analysis/sweep.h"
+#include "../analysis/store.h"
+#include "../analysis/sweep.h"
 
 #define MIB 1048576.0
 

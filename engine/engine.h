@@ -1,4 +1,4 @@
-/* sim/engine.h -- the discrete-event engine: replays a trace source against
+/* engine/engine.h -- the discrete-event engine: replays a trace source against
  * a model, merging trace events with the timers models schedule, and samples
  * RSS at every mark, every sample_every_ns of virtual time and at the end.
  *
@@ -19,8 +19,8 @@
 
 #include "../models/model.h"
 #include "../traces/event.h"
-#include "event_queue.h"
-#include "kernel.h"
+#include "../sim/event_queue.h"
+#include "../sim/kernel.h"
 
 #define SIM_ENGINE_MAX_SAME_INSTANT 100000
 

@@ -1,11 +1,11 @@
-/* sim/cli/cmd_run.c -- `allocsim run WORKLOAD`: a synthetic workload
+/* cli/cmd_run.c -- `allocsim run WORKLOAD`: a synthetic workload
  * against a model, reported exactly like replay. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../traces/workload.h"
+#include "../traces/workload.h"
 
 static void list_workloads(FILE *out) {
   size_t                        n;

@@ -1,4 +1,4 @@
-/* sim/cli/cmd_runs.c -- `allocsim runs`: the runs in a store, one line each
+/* cli/cmd_runs.c -- `allocsim runs`: the runs in a store, one line each
  * (or one JSON object), so a run id can be picked for compare and report.
  *
  * It only reads: a path that does not exist is an error rather than a new
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../analysis/store.h"
+#include "../analysis/store.h"
 
 typedef struct runs_out_s {
   bool   json;

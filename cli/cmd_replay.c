@@ -1,10 +1,10 @@
-/* sim/cli/cmd_replay.c -- `allocsim replay TRACE`: a trace file against a
+/* cli/cmd_replay.c -- `allocsim replay TRACE`: a trace file against a
  * model. */
 #include "cli.h"
 
 #include <string.h>
 
-#include "../../traces/trace_io.h"
+#include "../traces/trace_io.h"
 
 #define SIM_OPTIONS_HELP                                                       \
   "  --model SPEC        model and options, e.g. glibc:arena_max=2 (see\n"     \

@@ -1,4 +1,4 @@
-/* sim/engine.c -- replays a trace source against a model on a virtual clock.
+/* engine/engine.c -- replays a trace source against a model on a virtual clock.
  *
  * Ordering rule (tested in tests/unit/test_engine.c): before a trace event
  * stamped t is dispatched, every timer due at or before t fires, in (due,

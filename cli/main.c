@@ -1,4 +1,4 @@
-/* sim/cli/main.c -- `allocsim <subcommand>`: the table of subcommands. */
+/* cli/main.c -- `allocsim <subcommand>`: the table of subcommands. */
 #include "cli.h"
 
 #include <gsl/gsl_errno.h>

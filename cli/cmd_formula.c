@@ -1,4 +1,4 @@
-/* sim/cli/cmd_formula.c -- `allocsim formula`: expected memory kept by
+/* cli/cmd_formula.c -- `allocsim formula`: expected memory kept by
  * survivors, from the (1 - p)^k formula (analysis/formula.h). */
 #include "cli.h"
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/formula.h"
+#include "../analysis/formula.h"
 
 #define MIB 1048576.0
 

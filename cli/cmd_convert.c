@@ -1,4 +1,4 @@
-/* sim/cli/cmd_convert.c -- `allocsim convert IN OUT`: a trace from one
+/* cli/cmd_convert.c -- `allocsim convert IN OUT`: a trace from one
  * format to the other (or the same one, which canonicalises text).
  *
  * The input format is detected from its first bytes; the output format comes
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../traces/trace_io.h"
+#include "../traces/trace_io.h"
 
 static int convert_main(int argc, char **argv) {
   const char    *in = NULL, *out = NULL, *format = NULL;
