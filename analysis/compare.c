@@ -139,16 +139,6 @@ static void kv_free(kvlist_t *l) {
   memset(l, 0, sizeof *l);
 }
 
-/* True if s looks like "name[:options]" for a registered model. */
-static bool is_spec(const char *s) {
-  char   name[64];
-  size_t n = strcspn(s, ":");
-  if (n == 0 || n >= sizeof name || strpbrk(s, " \t") != NULL)
-    return false;
-  memcpy(name, s, n);
-  name[n] = '\0';
-  return model_find(name) != NULL;
-}
 
 /* ---- Replay -----------------------------------------------------------------
  */
@@ -437,61 +427,19 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       (rc = store_read_samples(s, run_id, &ms, &nms, err)) != AS_OK)
     goto done;
 
-  /* Model and libc: the caller's, else the run's own "model" / "libc"
-   * provenance when it is a spec of a registered model (measurement
-   * scripts write "model=cpython:version=3.11", "libc=glibc:arena_max=1"),
-   * else derived from the environment the run was measured in. */
-  const char *python = kv_get(&meta, "python");
-  bool        is_python = python != NULL && *python != '\0';
-  const char *meta_model = kv_get(&meta, "model");
-  const char *meta_libc = kv_get(&meta, "libc");
-  if (meta_model != NULL && !is_spec(meta_model))
-    meta_model = NULL;
-  if (meta_libc != NULL && !is_spec(meta_libc))
-    meta_libc = NULL; /* e.g. "glibc 2.36", a version, not a spec */
+  /* Model and libc: the caller's, else the run's (record_run_specs).  For
+   * a run predicted by its libc model alone, --libc names the model. */
+  char run_model[sizeof res->model_spec];
+  if ((rc = record_run_specs(kv_get, &meta, run_model, sizeof run_model,
+                             res->libc_spec, sizeof res->libc_spec, err)) !=
+      AS_OK)
+    goto done;
+  bool libc_alone = strcmp(run_model, res->libc_spec) == 0;
   if (o->libc != NULL)
     as_format_fits(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
-  else if (meta_libc != NULL)
-    as_format_fits(res->libc_spec, sizeof res->libc_spec, "%s", meta_libc);
-  else if ((rc = record_libc_spec(kv_get, &meta, res->libc_spec,
-                                  sizeof res->libc_spec, err)) != AS_OK)
-    goto done;
-  const char *model = o->model;
-  if (model == NULL && meta_model != NULL)
-    model = meta_model;
-  char py_model[64];
-  if (model == NULL && is_python) {
-    /* The CPython geometry follows the version that ran: "3.11.2" ->
-     * cpython:version=3.11 when the model has that version. */
-    const model_methods_t *cp = model_find("cpython");
-    model = "cpython";
-    size_t      mm = strspn(python, "0123456789.");
-    const char *dot2 = memchr(python, '.', mm);
-    dot2 =
-        dot2 ? memchr(dot2 + 1, '.', mm - (size_t)(dot2 + 1 - python)) : NULL;
-    size_t vlen = dot2 ? (size_t)(dot2 - python) : mm;
-    for (const model_option_t *op = cp ? cp->options : NULL;
-         op != NULL && op->name != NULL; op++)
-      if (strcmp(op->name, "version") == 0 && op->choices != NULL && vlen > 0 &&
-          vlen < 16) {
-        char v[16];
-        memcpy(v, python, vlen);
-        v[vlen] = '\0';
-        char bar[20];
-        as_format_fits(bar, sizeof bar, "|%s|", v);
-        char choices[128];
-        as_format_fits(choices, sizeof choices, "|%s|", op->choices);
-        if (strstr(choices, bar) != NULL) {
-          as_format_fits(py_model, sizeof py_model, "cpython:version=%s", v);
-          model = py_model;
-        }
-      }
-  }
-  if (model == NULL && strcmp(rec.model, "glibc") != 0 &&
-      model_find(rec.model) != NULL)
-    model = rec.model;
-  if (model == NULL || strcmp(model, "glibc") == 0)
-    model = res->libc_spec; /* glibc itself: its knobs are its options */
+  const char *model = o->model != NULL ? o->model
+                      : libc_alone     ? res->libc_spec
+                                       : run_model;
   as_format_fits(res->model_spec, sizeof res->model_spec, "%s", model);
 
   sim_kernel_config_t kcfg;

@@ -85,26 +85,6 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
   return AS_OK;
 }
 
-/* The model a measured run is described by: an LD_PRELOAD'd allocator if
- * the provenance names one, else cpython for Python runs, else glibc. */
-static const char *measured_model(const trace_meta_t *m) {
-  const char *pre = trace_meta_get(m, "env.LD_PRELOAD");
-  if (pre == NULL)
-    pre = trace_meta_get(m, "LD_PRELOAD");
-  if (pre != NULL && strstr(pre, "jemalloc") != NULL)
-    return "jemalloc";
-  if (pre != NULL && strstr(pre, "mimalloc") != NULL)
-    return "mimalloc";
-  if (trace_meta_get(m, "allocator") != NULL)
-    return trace_meta_get(m, "allocator");
-  if (trace_meta_get(m, "model") != NULL && *trace_meta_get(m, "model"))
-    return trace_meta_get(m, "model");
-  if (trace_meta_get(m, "python") != NULL &&
-      trace_meta_get(m, "python")[0] != '\0')
-    return "cpython";
-  return "glibc";
-}
-
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err) {
@@ -227,9 +207,10 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   if (trace_meta_get(m, "kind") == NULL)
     kv[nkv++] = (store_kv_t){"kind", "measured"};
 
-  char libc_spec[256];
-  if ((rc = record_libc_spec(meta_get_trace, (void *)m, libc_spec,
-                             sizeof libc_spec, err)) != AS_OK) {
+  char libc_spec[256], model_spec[256];
+  if ((rc = record_run_specs(meta_get_trace, (void *)m, model_spec,
+                             sizeof model_spec, libc_spec, sizeof libc_spec,
+                             err)) != AS_OK) {
     char msg[sizeof err->msg];
     as_format_fits(msg, sizeof msg, "%.200s: provenance: %.280s", path, err->msg);
     rc = as_err_set(err, rc, "%s", msg);
@@ -251,7 +232,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   const char *cmd = trace_meta_get(m, "command");
   store_run_t run = {
       .kind = "measured",
-      .model = measured_model(m),
+      .model = model_spec,
       .options = libc_spec,
       .page_size = page_size,
       .source = path,
@@ -270,112 +251,37 @@ done:
   trace_source_close(src);
   return rc;
 }
-/* ---- libc spec from env knobs ------------------------------------------- */
+/* ---- Which model predicts a run ---------------------------------------- */
 
-static const char *knob_lookup(record_meta_get_fn get, void *user,
-                               const char *name) {
-  char        key[64];
-  const char *v;
-  as_format_fits(key, sizeof key, "env.%s", name);
-  if ((v = get(user, key)) != NULL && *v != '\0')
-    return v;
-  as_format_fits(key, sizeof key, "env_%s", name);
-  if ((v = get(user, key)) != NULL && *v != '\0')
-    return v;
-  if ((v = get(user, name)) != NULL && *v != '\0')
-    return v;
-  return NULL;
+/* True if s looks like "name[:options]" for a registered model. */
+static bool is_spec(const char *s) {
+  char name[64];
+  if (s == NULL)
+    return false;
+  size_t n = strcspn(s, ":");
+  if (n == 0 || n >= sizeof name || strpbrk(s, " \t") != NULL)
+    return false;
+  memcpy(name, s, n);
+  name[n] = '\0';
+  return model_find(name) != NULL;
 }
 
-/* NAME's value in a "malloc_env" entry ("MALLOC_ARENA_MAX=1 MALLOC_...=2",
- * as the measurement scripts write it) into buf, or NULL. */
-static const char *malloc_env_lookup(record_meta_get_fn get, void *user,
-                                     const char *name, char *buf, size_t len) {
-  const char *env = get(user, "malloc_env");
-  size_t      nl = strlen(name);
-  for (const char *p = env; p != NULL && *p != '\0';) {
-    p += strspn(p, " ,;");
-    size_t tok = strcspn(p, " ,;");
-    if (tok > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
-      size_t n = tok - nl - 1 < len - 1 ? tok - nl - 1 : len - 1;
-      memcpy(buf, p + nl + 1, n);
-      buf[n] = '\0';
-      return buf;
-    }
-    p += tok;
-  }
-  return NULL;
-}
-
-as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
-                             size_t len, as_err_t *err) {
-  static const struct {
-    const char *env;     /* mallopt environment variable */
-    const char *tunable; /* GLIBC_TUNABLES name */
-    const char *knob;    /* glibc model option */
-  } knobs[] = {
-      /* glibc 2.36 malloc/arena.c and elf/dl-tunables.list: the env
-       * variables and tunables that set these four mallopt parameters. */
-      {"MALLOC_ARENA_MAX", "glibc.malloc.arena_max", "arena_max"},
-      {"MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold",
-       "mmap_threshold"},
-      {"MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold",
-       "trim_threshold"},
-      {"MALLOC_TOP_PAD_", "glibc.malloc.top_pad", "top_pad"},
-  };
-  const char *tun = knob_lookup(get, user, "GLIBC_TUNABLES");
-  size_t      used = (size_t)snprintf(buf, len, "glibc");
-  bool        first = true;
-  const char *ncpus = get(user, "ncpus");
-  if (ncpus != NULL && *ncpus != '\0') {
-    /* The machine's CPU count sets glibc's default arena limit (8 * cores,
-     * glibc 2.36 malloc/arena.c arena_get2 NARENAS_FROM_NCORES). */
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(ncpus, &end, 10);
-    if (end == ncpus || *end != '\0' || errno != 0 || n == 0)
-      return as_err_set(err, AS_EINVAL,
-                        "ncpus: expected a positive number, got '%s'", ncpus);
-    used += (size_t)snprintf(buf + used, len > used ? len - used : 0,
-                             ":ncpus=%llu", n);
-    first = false;
-  }
-  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-    char        tv[64];
-    const char *v = knob_lookup(get, user, knobs[i].env);
-    if (v == NULL)
-      v = malloc_env_lookup(get, user, knobs[i].env, tv, sizeof tv);
-    if (v == NULL && tun != NULL) {
-      /* GLIBC_TUNABLES=a=1:b=2; later settings win, as in glibc. */
-      size_t      tl = strlen(knobs[i].tunable);
-      const char *p = tun;
-      while ((p = strstr(p, knobs[i].tunable)) != NULL) {
-        if ((p == tun || p[-1] == ':') && p[tl] == '=') {
-          size_t n = strcspn(p + tl + 1, ":");
-          if (n >= sizeof tv)
-            n = sizeof tv - 1;
-          memcpy(tv, p + tl + 1, n);
-          tv[n] = '\0';
-          v = tv;
-        }
-        p += tl;
-      }
-    }
-    if (v == NULL)
-      continue;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 0);
-    if (end == v || *end != '\0' || errno != 0 || v[0] == '-')
-      return as_err_set(err, AS_EINVAL,
-                        "%s: expected a non-negative number, got '%s'",
-                        knobs[i].env, v);
-    used += (size_t)snprintf(buf + (used < len ? used : len),
-                             used < len ? len - used : 0, "%s%s=%llu",
-                             first ? ":" : ",", knobs[i].knob, n);
-    first = false;
-  }
-  if (used >= len)
-    return as_err_set(err, AS_EINVAL, "libc spec longer than %zu bytes", len);
+as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
+                             size_t model_len, char *libc, size_t libc_len,
+                             as_err_t *err) {
+  as_status_t rc = model_specs_for_run(get, user, model, model_len, libc,
+                                       libc_len, err);
+  if (rc != AS_OK)
+    return rc;
+  const char *meta_model = get(user, "model");
+  const char *meta_libc  = get(user, "libc"); /* or "glibc 2.36": no spec */
+  if (meta_libc != NULL && is_spec(meta_libc) &&
+      !as_format_fits(libc, libc_len, "%s", meta_libc))
+    return as_err_set(err, AS_EINVAL, "libc spec longer than %zu bytes",
+                      libc_len);
+  if (meta_model != NULL && is_spec(meta_model) &&
+      !as_format_fits(model, model_len, "%s", meta_model))
+    return as_err_set(err, AS_EINVAL, "model spec longer than %zu bytes",
+                      model_len);
   return AS_OK;
 }

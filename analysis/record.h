@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../sim/status.h"
+#include "../models/env.h"
 #include "../traces/event.h"
 #include "store.h"
 
@@ -49,17 +50,14 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err);
 
-/* The libc model spec ("glibc:arena_max=2,mmap_threshold=65536") implied
- * by environment knobs recorded in provenance.  get(user, key) returns the
- * value of a key or NULL; keys are tried as "env.NAME", "env_NAME" and
- * "NAME" for MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
- * MALLOC_TOP_PAD_ and GLIBC_TUNABLES's glibc.malloc.{arena_max,
- * mmap_threshold,trim_threshold,top_pad}; a "malloc_env" entry ("NAME=V
- * NAME=V") is read too, and "ncpus" becomes the model's ncpus.  Writes
- * "glibc" when none is set.  AS_EINVAL if a knob's value is not a number or buf
- * is too small. */
-typedef const char *(*record_meta_get_fn)(void *user, const char *key);
-as_status_t record_libc_spec(record_meta_get_fn get, void *user, char *buf,
-                             size_t len, as_err_t *err);
+/* The model and libc specs that predict a recorded run whose provenance
+ * get(user, key) returns: the run's own "model" and "libc" provenance when
+ * they are specs of registered models (measurement scripts write
+ * "model=cpython:version=3.11", "libc=glibc:arena_max=1"), else what its
+ * environment implies (models/env.h model_specs_for_run).  AS_EINVAL with
+ * the reason (a malformed knob, a preloaded allocator no model covers). */
+as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
+                             size_t model_len, char *libc, size_t libc_len,
+                             as_err_t *err);
 
 #endif

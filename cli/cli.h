@@ -49,7 +49,9 @@ struct cli_sim_opts_s {
   const char         *libc;            /* spec or NULL */
   sim_kernel_config_t kernel;          /* page size, thp, pressure */
   uint64_t            sample_every_ns; /* 0 = marks only */
+  uint64_t            settle_ns;       /* clock runs on after the trace */
   bool                lenient;
+  bool                strict;          /* unknown-notion events are errors */
   bool                json;
   bool                csv;             /* time series as CSV */
   const char         *db;              /* store path or NULL */

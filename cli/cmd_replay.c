@@ -14,7 +14,11 @@
   "  --thp               2 MiB transparent huge pages on first write\n"        \
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
+  "  --settle T          run the clock on for T after the last event, so\n"  \
+  "                      pending timers (decay, purge) fire (10s)\n"          \
   "  --lenient           count and skip frees/reallocs of dead objects\n"      \
+  "  --strict            purge/option/touch events the model has no notion\n" \
+  "                      of are errors (default: counted and skipped)\n"     \
   "  --db FILE           store the simulated run in this SQLite store\n"       \
   "  --json              print one JSON object instead of the table\n"         \
   "  --csv               print every sample as CSV instead of the table\n"

@@ -114,6 +114,8 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     return o->csv = true, 1;
   if (strcmp(a, "--lenient") == 0)
     return o->lenient = true, 1;
+  if (strcmp(a, "--strict") == 0)
+    return o->strict = true, 1;
   if (strcmp(a, "--thp") == 0)
     return o->kernel.thp = true, 1;
   if (strcmp(a, "--memory-pressure") == 0)
@@ -134,6 +136,14 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
          o->kernel.page_size != 65536))
       return cli_usage_error(cmd, "--page-size expects 4096, 16384 or 65536, "
                                   "got '%s'", v), -1;
+    return 1;
+  }
+  if (opt_is(a, "--settle")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!cli_parse_duration_ns(v, &o->settle_ns))
+      return cli_usage_error(cmd, "--settle expects a duration such as 10s "
+                                  "or 500ms, got '%s'", v), -1;
     return 1;
   }
   if (opt_is(a, "--sample-every")) {
@@ -241,6 +251,16 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
           ", \"double_alloc\": %" PRIu64 "}",
           r->skipped_bad_free, r->skipped_bad_realloc,
           r->skipped_double_alloc);
+  fprintf(stdout,
+          ", \"ignored_events\": %" PRIu64 ", \"unwritten_allocs\": %" PRIu64,
+          r->ignored_events, r->unwritten_allocs);
+  model_counter_t c[128];
+  size_t          nc = model_counters(s->model, c, 128);
+  fprintf(stdout, ", \"counters\": {");
+  for (size_t k = 0; k < nc && k < 128; k++)
+    fprintf(stdout, "%s\"%s\": %" PRIu64, k ? ", " : "", c[k].name,
+            c[k].value);
+  fputc('}', stdout);
   if (run_id > 0)
     fprintf(stdout, ", \"run_id\": %" PRId64, run_id);
   for (int pass = 0; pass < 2; pass++) {
@@ -317,6 +337,14 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
     printf("skipped    %" PRIu64 " bad frees, %" PRIu64 " bad reallocs, %" PRIu64
            " allocs of live ids (--lenient)\n",
            r->skipped_bad_free, r->skipped_bad_realloc, r->skipped_double_alloc);
+  if (r->ignored_events)
+    printf("ignored    %" PRIu64 " purge/option/touch events model %s has no "
+           "notion of (--strict makes them errors)\n",
+           r->ignored_events, s->model->methods->name);
+  if (r->unwritten_allocs)
+    printf("unwritten  %" PRIu64 " allocations written only where the trace's "
+           "touch events say\n",
+           r->unwritten_allocs);
   if (run_id > 0)
     printf("stored     run %" PRId64 " in %s\n", run_id, o->db);
 }
@@ -361,7 +389,9 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   if (rc != AS_OK)
     return cli_fail(cmd, &err);
   sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
+                             .settle_ns       = o->settle_ns,
                              .lenient         = o->lenient,
+                             .strict          = o->strict,
                              .on_sample       = log_sample,
                              .user            = &log};
   rc = sim_engine_run(&cfg, &session, src, &result, &err);

@@ -22,6 +22,8 @@
 #include "engine.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +66,7 @@ struct engine_state_s {
   size_t                     big_cap;   /* slots in big: 0 or a power of 2 */
   size_t                     big_count; /* slots in use */
   uint64_t                   live_bytes;
+  uint64_t                   touch_threshold; /* 0: everything written */
   sim_timer_t                sampler;   /* periodic RSS samples */
   uint64_t                   same_instant_fired;
   uint64_t                   same_instant_ns;
@@ -323,8 +326,16 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
 
 /* ---- Dispatch ----------------------------------------------------------- */
 
+/* An allocation the trace's touch events cover (see engine.h). */
+static inline void flag_unwritten(engine_state_t *st, trace_event_t *ev) {
+  if (st->touch_threshold != 0 && ev->size >= st->touch_threshold) {
+    ev->flags |= TRACE_FLAG_UNWRITTEN;
+    st->res->unwritten_allocs++;
+  }
+}
+
 static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
-                                  const trace_event_t *ev, as_err_t *err) {
+                                  trace_event_t *ev, as_err_t *err) {
   if (ev->id >= st->live_len) {
     as_status_t rc = ensure_id(st, ev->id, err);
     if (rc != AS_OK)
@@ -333,6 +344,7 @@ static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
   if (st->live[ev->id] != SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_double_alloc,
                       "that is already live", err);
+  flag_unwritten(st, ev);
   as_status_t rc = model_alloc(st->model, ev, err);
   if (rc != AS_OK)
     return rc;
@@ -349,6 +361,7 @@ static as_status_t dispatch_realloc(engine_state_t *st,
     return bad_object(st, src, ev, &st->res->skipped_bad_realloc,
                       "that is not live", err);
   ev->prev_size  = live_size(st, ev->id, c);
+  flag_unwritten(st, ev);
   as_status_t rc = model_realloc(st->model, ev, err);
   if (rc != AS_OK)
     return rc;
@@ -371,6 +384,72 @@ static as_status_t dispatch_free(engine_state_t *st, const trace_source_t *src,
   if (c == SIZE_BIG)
     big_del(st, ev->id);
   st->live[ev->id] = SIZE_DEAD;
+  return AS_OK;
+}
+
+/* A purge, option or touch event the model has no notion of: an error
+ * under strict, else counted. */
+static as_status_t no_notion(engine_state_t *st, const trace_source_t *src,
+                             const trace_event_t *ev, as_err_t *err) {
+  if (!st->cfg->strict) {
+    st->res->ignored_events++;
+    return AS_OK;
+  }
+  return as_err_set(err, AS_EINVAL,
+                    "%s: event %llu (t=%llu ns): model %s has no notion of "
+                    "%s events (without --strict they are counted and "
+                    "skipped)",
+                    src->name, (unsigned long long)st->res->events,
+                    (unsigned long long)ev->t_ns, st->model->methods->name,
+                    trace_op_name(ev->op));
+}
+
+/* The program wrote [offset, offset + size) of a live object. */
+static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
+                                  const trace_event_t *ev, as_err_t *err) {
+  uint16_t c = live_code(st, ev->id);
+  if (c == SIZE_DEAD)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: event %llu (t=%llu ns): touch of object %llu "
+                      "that is not live",
+                      src->name, (unsigned long long)st->res->events,
+                      (unsigned long long)ev->t_ns,
+                      (unsigned long long)ev->id);
+  uint64_t size = live_size(st, ev->id, c);
+  if (ev->offset > size || ev->size > size - ev->offset)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: event %llu (t=%llu ns): touch of bytes %llu..%llu "
+                      "of object %llu, which has %llu bytes",
+                      src->name, (unsigned long long)st->res->events,
+                      (unsigned long long)ev->t_ns,
+                      (unsigned long long)ev->offset,
+                      (unsigned long long)(ev->offset + ev->size),
+                      (unsigned long long)ev->id, (unsigned long long)size);
+  if (!model_has_locate(st->model))
+    return no_notion(st, src, ev, err);
+  sim_addr_t addr;
+  if (!model_locate(st->model, ev->id, &addr))
+    return as_err_set(err, AS_EINVAL,
+                      "%s: event %llu: model %s does not place live object "
+                      "%llu (a model bug)",
+                      src->name, (unsigned long long)st->res->events,
+                      st->model->methods->name, (unsigned long long)ev->id);
+  return sim_kernel_touch(st->kernel, addr + ev->offset, ev->size, err);
+}
+
+static as_status_t dispatch_option(engine_state_t *st,
+                                   const trace_source_t *src,
+                                   const trace_event_t *ev, as_err_t *err) {
+  if (!model_has_set_option(st->model))
+    return no_notion(st, src, ev, err);
+  as_status_t rc = model_set_option(st->model, ev->label, (int64_t)ev->size,
+                                    ev->t_ns, err);
+  if (rc != AS_OK) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%.100s: event %llu: %.300s", src->name,
+             (unsigned long long)st->res->events, err->msg);
+    return as_err_set(err, rc, "%s", msg);
+  }
   return AS_OK;
 }
 
@@ -403,6 +482,14 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return model_trim(st->model, ev->size, ev->t_ns, err);
   case TRACE_RSS:
     return emit_sample(st, SIM_SAMPLE_MEASURED, NULL, ev->size, err);
+  case TRACE_PURGE:
+    if (!model_has_purge(st->model))
+      return no_notion(st, src, ev, err);
+    return model_purge(st->model, ev, err);
+  case TRACE_OPTION:
+    return dispatch_option(st, src, ev, err);
+  case TRACE_TOUCH:
+    return dispatch_touch(st, src, ev, err);
   case TRACE_FREE: /* handled above */
   case TRACE_OP_COUNT:
     break;
@@ -438,6 +525,39 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
   return rc == AS_DONE ? AS_OK : rc;
 }
 
+/* touch_threshold provenance of src into st (0 when absent). */
+static as_status_t read_touch_threshold(engine_state_t *st,
+                                        const trace_source_t *src,
+                                        as_err_t *err) {
+  const char *v = trace_meta_get(&src->meta, "touch_threshold");
+  if (v == NULL)
+    return AS_OK;
+  uint64_t page = sim_kernel_page_size(st->kernel);
+  char    *end;
+  errno         = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < page)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: provenance touch_threshold: expected bytes, at "
+                      "least the OS page size %llu, got '%s'",
+                      src->name, (unsigned long long)page, v);
+  st->touch_threshold = n;
+  return AS_OK;
+}
+
+/* Runs the clock on for cfg->settle_ns after the last event. */
+static as_status_t settle(engine_state_t *st, as_err_t *err) {
+  uint64_t until = st->now_ns + st->cfg->settle_ns;
+  if (until < st->now_ns)
+    return as_err_set(err, AS_EINVAL,
+                      "settling %llu ns past t=%llu ns overflows the clock",
+                      (unsigned long long)st->cfg->settle_ns,
+                      (unsigned long long)st->now_ns);
+  as_status_t rc = fire_timers_until(st, until, err);
+  st->now_ns     = until;
+  return rc;
+}
+
 as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                            trace_source_t *src, sim_run_result_t *result,
                            as_err_t *err) {
@@ -454,7 +574,11 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
     rc = sim_event_queue_push(s->timers, &st.sampler, cfg->sample_every_ns,
                               err);
   if (rc == AS_OK)
+    rc = read_touch_threshold(&st, src, err);
+  if (rc == AS_OK)
     rc = replay(&st, src, err);
+  if (rc == AS_OK && cfg->settle_ns > 0)
+    rc = settle(&st, err);
   sim_event_queue_cancel(s->timers, &st.sampler);
   result->final_rss_bytes  = sim_kernel_rss_bytes(s->kernel);
   result->final_live_bytes = st.live_bytes;

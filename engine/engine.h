@@ -8,8 +8,18 @@
  * in one instant is an error, never a hang.
  *
  * The engine owns the table of live objects (their sizes, by id), so it
- * validates every free and realloc and keeps live_bytes; models keep only
- * their own bookkeeping.
+ * validates every free, realloc and touch and keeps live_bytes; models keep
+ * only their own bookkeeping.
+ *
+ * Unwritten allocations.  A trace whose provenance has touch_threshold=N
+ * says that allocations of N bytes or more were not necessarily written:
+ * the engine flags them TRACE_FLAG_UNWRITTEN for the model, and applies the
+ * trace's touch events to the pages of the object they name (found with
+ * model_locate).  N must be at least the simulated OS page size.
+ *
+ * Settling.  After the last event the clock runs on for settle_ns: timers
+ * due in that stretch fire (decay epochs, background purges) and periodic
+ * samples continue, as if the program sat idle.
  */
 #ifndef ALLOCSIM_ENGINE_H
 #define ALLOCSIM_ENGINE_H
@@ -49,7 +59,12 @@ typedef as_status_t (*sim_sample_fn)(void *user, const sim_sample_t *s,
 typedef struct sim_engine_config_s sim_engine_config_t;
 struct sim_engine_config_s {
   uint64_t      sample_every_ns; /* 0: no periodic samples */
+  uint64_t      settle_ns;       /* the clock runs on this long after the
+                                    last event, firing timers and sampling */
   bool          lenient;         /* count and skip bad frees and reallocs */
+  bool          strict;          /* purge, option and touch events the model
+                                    has no notion of are errors, not counted
+                                    no-ops */
   sim_sample_fn on_sample;       /* may be NULL */
   void         *user;            /* passed to on_sample */
 };
@@ -67,6 +82,9 @@ struct sim_run_result_s {
   uint64_t skipped_bad_free;    /* lenient only: free of a dead id */
   uint64_t skipped_bad_realloc; /* lenient only: realloc of a dead id */
   uint64_t skipped_double_alloc;/* lenient only: alloc of a live id */
+  uint64_t ignored_events;      /* purge, option or touch events the model
+                                   has no notion of (not under strict) */
+  uint64_t unwritten_allocs;    /* allocations left to touch events */
 };
 
 /* A kernel, a timer queue and a model built together, torn down together. */

@@ -61,12 +61,15 @@ struct cpython_model_s {
                                    thread stamp pymalloc's raw requests */
 };
 
+#define CPYTHON_OPTIONS(X)  \
+  X(CO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python", \
+    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c", \
+    "CPython version; forwarded to pymalloc")
+
+enum cpython_option_e { CPYTHON_OPTIONS(MODEL_OPTION_KEY) CO_COUNT };
+
 static const model_option_t cpython_options[] = {
-    {"version", OPT_ENUM, "3.14", "", "3.11|3.14",
-     "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c",
-     "CPython version; forwarded to pymalloc"},
-    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
-};
+    CPYTHON_OPTIONS(MODEL_OPTION_ROW){0}};
 
 /* ---- pymalloc's raw allocations, routed to libc ------------------------- */
 
@@ -194,7 +197,7 @@ static as_status_t cpython_create(const model_opts_t *opts,
 
   char assign[32];
   snprintf(assign, sizeof assign, "version=%s",
-           model_opts_text(opts, "version"));
+           model_opt_text(opts, CO_VERSION));
   model_opts_t popts;
   rc = model_opts_parse("pymalloc", model_pymalloc_methods.options, assign,
                         &popts, err);
@@ -310,6 +313,40 @@ static as_status_t cpython_trim(model_t *m, uint64_t pad, uint64_t now_ns,
   return model_trim(cm->libc, pad, now_ns, err);
 }
 
+static bool cpython_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  if (model_locate(cm->pymalloc, id, addr))
+    return true;
+  return held_by_libc(cm, id) &&
+         model_locate(cm->libc, id + PYMALLOC_RAW_HANDLES, addr);
+}
+
+/* Purges and run-time options are the libc allocator's (mallctl, mallopt,
+ * mi_collect); obmalloc has neither. */
+static as_status_t cpython_purge(model_t *m, const trace_event_t *ev,
+                                 as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  if (!model_has_purge(cm->libc))
+    return as_err_set(err, AS_EINVAL, "%s: no purge (libc model %s)",
+                      m->methods->name, cm->libc->methods->name);
+  return model_purge(cm->libc, ev, err);
+}
+
+static as_status_t cpython_set_option(model_t *m, const char *name,
+                                      int64_t value, uint64_t now_ns,
+                                      as_err_t *err) {
+  cpython_model_t *cm = (cpython_model_t *)m;
+  return model_set_option(cm->libc, name, value, now_ns, err);
+}
+
+static size_t cpython_counters(const model_t *m, model_counter_t *out,
+                               size_t cap) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  size_t                 n  = model_counters(cm->pymalloc, out, cap);
+  return n + model_counters(cm->libc, n < cap ? out + n : NULL,
+                            n < cap ? cap - n : 0);
+}
+
 static void cpython_stats(const model_t *m, model_stats_t *out) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
   model_stats_t          p, l;
@@ -336,6 +373,10 @@ const model_methods_t model_cpython_methods = {
     .thread  = cpython_thread,
     .trim    = cpython_trim,
     .stats   = cpython_stats,
+    .locate     = cpython_locate,
+    .purge      = cpython_purge,
+    .set_option = cpython_set_option,
+    .counters   = cpython_counters,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

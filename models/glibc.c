@@ -116,58 +116,77 @@ typedef enum glibc_version_e {
   GV_243  /* master 04e750e75b: no fastbins, tcache count 16 */
 } glibc_version_t;
 
+/* Environment spellings: glibc 2.36 elf/dl-tunables.list, the glibc.malloc
+ * tunables and their env_alias names (MALLOC_ARENA_MAX, MALLOC_ARENA_TEST,
+ * MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_,
+ * MALLOC_MMAP_MAX_). */
+#define GLIBC_OPTIONS(X)                                                       \
+  X(GO_ARENA_MAX, "arena_max", OPT_U64, "0", "", NULL,                         \
+    "MALLOC_ARENA_MAX GLIBC_TUNABLES:glibc.malloc.arena_max",                  \
+    "glibc 2.36 malloc/arena.c:936 mp_.arena_max; 0 = 8*ncpus "               \
+    "(arena.c:938-947)",                                                       \
+    "most arenas (M_ARENA_MAX, MALLOC_ARENA_MAX)")                             \
+  X(GO_ARENA_TEST, "arena_test", OPT_U64, "8", "", NULL,                       \
+    "MALLOC_ARENA_TEST GLIBC_TUNABLES:glibc.malloc.arena_test",                \
+    "glibc 2.36 malloc/malloc.c:1935 NARENAS_FROM_NCORES(1) = 8 on 64-bit",    \
+    "arenas created before the limit is computed (M_ARENA_TEST)")              \
+  X(GO_MMAP_THRESHOLD, "mmap_threshold", OPT_BYTES, "131072", "bytes", NULL,   \
+    "MALLOC_MMAP_THRESHOLD_ GLIBC_TUNABLES:glibc.malloc.mmap_threshold",       \
+    "glibc 2.36 malloc/malloc.c:961,1071 DEFAULT_MMAP_THRESHOLD_MIN",          \
+    "chunks >= this are mmapped; setting it freezes the dynamic threshold")    \
+  X(GO_TRIM_THRESHOLD, "trim_threshold", OPT_BYTES, "131072", "bytes", NULL,   \
+    "MALLOC_TRIM_THRESHOLD_ GLIBC_TUNABLES:glibc.malloc.trim_threshold",       \
+    "glibc 2.36 malloc/malloc.c:919 DEFAULT_TRIM_THRESHOLD",                   \
+    "top size that triggers systrim on free; setting it freezes thresholds")   \
+  X(GO_TOP_PAD, "top_pad", OPT_BYTES, "131072", "bytes", NULL,                 \
+    "MALLOC_TOP_PAD_ GLIBC_TUNABLES:glibc.malloc.top_pad",                     \
+    "glibc 2.36 sysdeps/generic/malloc-machine.h:37-38 DEFAULT_TOP_PAD "      \
+    "(malloc.c:952's 0 is preempted by that earlier definition)",             \
+    "extra bytes per brk/heap growth and kept by trims")                       \
+  X(GO_MMAP_MAX, "mmap_max", OPT_U64, "65536", "", NULL,                       \
+    "MALLOC_MMAP_MAX_ GLIBC_TUNABLES:glibc.malloc.mmap_max",                   \
+    "glibc 2.36 malloc/malloc.c:1088 DEFAULT_MMAP_MAX",                        \
+    "most simultaneous mmapped chunks; setting it freezes thresholds")         \
+  X(GO_MXFAST, "mxfast", OPT_BYTES, "128", "bytes", NULL,                      \
+    "GLIBC_TUNABLES:glibc.malloc.mxfast",                                      \
+    "glibc 2.36 malloc/malloc.c:852 DEFAULT_MXFAST 64*SIZE_SZ/4",              \
+    "largest fastbin request (<= 160); ignored by version=2.43")               \
+  X(GO_TCACHE_COUNT, "tcache_count", OPT_U64, "7", "", NULL,                   \
+    "GLIBC_TUNABLES:glibc.malloc.tcache_count",                                \
+    "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "      \
+    "gmaster:317; used when version=2.43 and not set)",                       \
+    "chunks per tcache bin (<= 65535)")                                        \
+  X(GO_TCACHE_MAX, "tcache_max", OPT_BYTES, "1032", "bytes", NULL,             \
+    "GLIBC_TUNABLES:glibc.malloc.tcache_max",                                  \
+    "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "   \
+    "up to 4 MiB when raised",                                                 \
+    "largest request the tcache holds")                                        \
+  X(GO_VERSION, "version", OPT_ENUM, "2.36", "", "2.36|2.41|2.42|2.43", NULL,  \
+    "glibc tags glibc-2.36 (Debian 12), glibc-2.41, glibc-2.42; 2.43 = "      \
+    "master 04e750e75b",                                                       \
+    "glibc release whose behaviour to model")                                  \
+  X(GO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
+    "glibc 2.36 malloc/arena.c:940 __get_nprocs (Debian backport "            \
+    "8e99cc76a2); 2 = nproc of the machine the validation runs were "         \
+    "measured on",                                                             \
+    "online CPUs: the arena limit is 8*ncpus")                                 \
+  X(GO_STACK_SIZE, "stack_size", OPT_BYTES, "8388608", "bytes", NULL, NULL,    \
+    "glibc 2.36 sysdeps/nptl/pthread_early_init.h:33-53: RLIMIT_STACK "       \
+    "rounded up to a page (8 MiB: ulimit -s on the measured machine)",        \
+    "thread stack size (pthread_attr_setstacksize or ulimit -s); the "        \
+    "mapping adds one guard page")                                             \
+  X(GO_THREAD_STACK_PAGES, "thread_stack_pages", OPT_U64, "1", "", NULL, NULL, \
+    "measured: a thread running a function leaves 2 resident OS pages "       \
+    "(TCB page + 1 frame page) on Debian 2.36 x86-64 (docs/glibc-"            \
+    "validation.md Lab 5)",                                                    \
+    "OS pages of the program's own stack frames per thread, below the "       \
+    "TCB and static TLS; a trace does not record this (1 = the minimum "      \
+    "any thread that runs a function writes)")
+
+enum glibc_option_e { GLIBC_OPTIONS(MODEL_OPTION_KEY) GO_COUNT };
+
 static const model_option_t glibc_options[] = {
-    {"arena_max", OPT_U64, "0", "", NULL,
-     "glibc 2.36 malloc/arena.c:936 mp_.arena_max; 0 = 8*ncpus (arena.c:938-947)",
-     "most arenas (M_ARENA_MAX, MALLOC_ARENA_MAX)"},
-    {"arena_test", OPT_U64, "8", "", NULL,
-     "glibc 2.36 malloc/malloc.c:1935 NARENAS_FROM_NCORES(1) = 8 on 64-bit",
-     "arenas created before the limit is computed (M_ARENA_TEST)"},
-    {"mmap_threshold", OPT_BYTES, "131072", "bytes", NULL,
-     "glibc 2.36 malloc/malloc.c:961,1071 DEFAULT_MMAP_THRESHOLD_MIN",
-     "chunks >= this are mmapped; setting it freezes the dynamic threshold"},
-    {"trim_threshold", OPT_BYTES, "131072", "bytes", NULL,
-     "glibc 2.36 malloc/malloc.c:919 DEFAULT_TRIM_THRESHOLD",
-     "top size that triggers systrim on free; setting it freezes thresholds"},
-    {"top_pad", OPT_BYTES, "131072", "bytes", NULL,
-     "glibc 2.36 sysdeps/generic/malloc-machine.h:37-38 DEFAULT_TOP_PAD "
-     "(malloc.c:952 says 0 but is preempted; models-spec B.1)",
-     "extra bytes per brk/heap growth and kept by trims"},
-    {"mmap_max", OPT_U64, "65536", "", NULL,
-     "glibc 2.36 malloc/malloc.c:1088 DEFAULT_MMAP_MAX",
-     "most simultaneous mmapped chunks; setting it freezes thresholds"},
-    {"mxfast", OPT_BYTES, "128", "bytes", NULL,
-     "glibc 2.36 malloc/malloc.c:852 DEFAULT_MXFAST 64*SIZE_SZ/4",
-     "largest fastbin request (<= 160); ignored by version=2.43"},
-    {"tcache_count", OPT_U64, "7", "", NULL,
-     "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "
-     "gmaster:317; used when version=2.43 and not set)",
-     "chunks per tcache bin (<= 65535)"},
-    {"tcache_max", OPT_BYTES, "1032", "bytes", NULL,
-     "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "
-     "up to 4 MiB when raised",
-     "largest request the tcache holds"},
-    {"version", OPT_ENUM, "2.36", "", "2.36|2.41|2.42|2.43",
-     "models-spec B.11; 2.43 = master 04e750e75b",
-     "glibc release whose behaviour to model"},
-    {"ncpus", OPT_U64, "2", "", NULL,
-     "arena.c:940 __get_nprocs (Debian backport 8e99cc76a2); the measured "
-     "machine had 2 CPUs (models-spec G)",
-     "online CPUs: the arena limit is 8*ncpus"},
-    {"stack_size", OPT_BYTES, "8388608", "bytes", NULL,
-     "glibc 2.36 sysdeps/nptl/pthread_early_init.h:33-53: RLIMIT_STACK "
-     "rounded up to a page (8 MiB: ulimit -s on the measured machine)",
-     "thread stack size (pthread_attr_setstacksize or ulimit -s); the "
-     "mapping adds one guard page"},
-    {"thread_stack_pages", OPT_U64, "1", "", NULL,
-     "measured: a thread running a function leaves 2 resident OS pages "
-     "(TCB page + 1 frame page) on Debian 2.36 x86-64 (docs/glibc-"
-     "validation.md Lab 5)",
-     "OS pages of the program's own stack frames per thread, below the "
-     "TCB and static TLS; a trace does not record this (1 = the minimum "
-     "any thread that runs a function writes)"},
-    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
-};
+    GLIBC_OPTIONS(MODEL_OPTION_ROW){0}};
 
 /* ---- Records and bins --------------------------------------------------- */
 
@@ -2082,7 +2101,7 @@ static as_status_t glibc_alloc(model_t *m, const trace_event_t *ev,
   if (g->fail != AS_OK)
     return report(g, err);
   adopt(g, ev->id, p, bytes);
-  if (ev->op != TRACE_CALLOC)
+  if (ev->op != TRACE_CALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     touch(g, mem_of(g, p), bytes);
   return g->fail != AS_OK ? report(g, err) : AS_OK;
 }
@@ -2165,9 +2184,13 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
   if (g->fail != AS_OK)
     return report(g, err);
   adopt(g, ev->id, np, bytes);
+  /* A chunk that moved gets the old contents by memcpy (3472, 3501); one
+   * that mremap moved keeps its record (np == p) and its pages.  Growth is
+   * the program's to write. */
+  uint64_t kept = bytes < old_req ? bytes : old_req;
   if (np != p)
-    touch(g, mem_of(g, np), bytes); /* memcpy + the program's writes */
-  else if (bytes > old_req)
+    touch(g, mem_of(g, np), kept);
+  if (bytes > old_req && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     touch(g, mem_of(g, np) + old_req, bytes - old_req);
   return g->fail != AS_OK ? report(g, err) : AS_OK;
 }
@@ -2364,6 +2387,122 @@ static void glibc_destroy(model_t *m) {
   free(g);
 }
 
+/* set_max_fast (malloc.c:1791-1793); master has no fastbins. */
+static void set_max_fast(glibc_model_t *g, uint64_t mxfast) {
+  g->global_max_fast = g->version >= GV_243 ? 0
+                       : mxfast <= MALLOC_ALIGN_MASK - SIZE_SZ
+                           ? MINSIZE / 2
+                           : (mxfast + SIZE_SZ) & ~MALLOC_ALIGN_MASK;
+}
+
+/* ---- Run-time options, counters, locate -------------------------------- */
+
+/* __libc_mallopt (malloc.c:5446-5512): the main arena is consolidated
+ * first (5459-5461), then the parameter's do_set_* (5308-5431) runs;
+ * negative values wrap to huge size_t values (5463-5467).  Every mallopt
+ * parameter but M_MXFAST and the arena pair freezes the dynamic
+ * thresholds. */
+static as_status_t glibc_set_option(model_t *m, const char *name,
+                                    int64_t value, uint64_t now_ns,
+                                    as_err_t *err) {
+  glibc_model_t *g = (glibc_model_t *)m;
+  (void)now_ns;
+  if (g->fail != AS_OK)
+    return report(g, err);
+  int      key = model_option_find(glibc_options, name, strlen(name));
+  uint64_t v   = (uint64_t)value;
+  switch (key) {
+  case GO_MXFAST:
+  case GO_TRIM_THRESHOLD:
+  case GO_TOP_PAD:
+  case GO_MMAP_THRESHOLD:
+  case GO_MMAP_MAX:
+  case GO_ARENA_TEST:
+  case GO_ARENA_MAX:
+    break;
+  default:
+    return as_err_set(err, AS_EINVAL,
+                      "glibc: option %s cannot change at run time (mallopt "
+                      "sets mxfast, trim_threshold, top_pad, mmap_threshold, "
+                      "mmap_max, arena_test, arena_max)",
+                      name);
+  }
+  malloc_consolidate(g, 0);
+  switch (key) {
+  case GO_MXFAST: /* do_set_mxfast 5419-5428: refused above MAX_FAST_SIZE */
+    if (v <= MAX_FAST_SIZE)
+      set_max_fast(g, v);
+    break;
+  case GO_TRIM_THRESHOLD:
+    g->trim_threshold   = v;
+    g->no_dyn_threshold = true;
+    break;
+  case GO_TOP_PAD:
+    g->top_pad          = v;
+    g->no_dyn_threshold = true;
+    break;
+  case GO_MMAP_THRESHOLD:
+    g->mmap_threshold   = v;
+    g->no_dyn_threshold = true;
+    break;
+  case GO_MMAP_MAX: /* an int32_t: a negative limit allows no mapping */
+    g->n_mmaps_max      = value < 0 ? 0 : v;
+    g->no_dyn_threshold = true;
+    break;
+  case GO_ARENA_TEST: /* 5494-5497: only positive values */
+    if (value > 0)
+      g->arena_test = v;
+    break;
+  case GO_ARENA_MAX:
+    if (value > 0)
+      g->arena_max = v;
+    break;
+  }
+  return g->fail != AS_OK ? report(g, err) : AS_OK;
+}
+
+static bool glibc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  const glibc_model_t *g = (const glibc_model_t *)m;
+  if (id >= g->obj_cap || g->obj[id] == NIL)
+    return false;
+  *addr = g->ch[g->obj[id]].addr + CHUNK_HDR_SZ;
+  return true;
+}
+
+static size_t glibc_counters(const model_t *m, model_counter_t *out,
+                             size_t cap) {
+  const glibc_model_t *g = (const glibc_model_t *)m;
+  uint64_t by_state[CS_BINHEAD + 1] = {0}, system = 0;
+  for (uint32_t i = 1; i < g->nch; i++)
+    if (g->ch[i].state <= CS_BINHEAD)
+      by_state[g->ch[i].state] += g->ch[i].size;
+  for (uint32_t i = 0; i < g->narenas; i++)
+    system += g->arenas[i].system_mem;
+  size_t n = 0;
+#define PUT(name, v, unit, help)                                               \
+  n = model_counter_put(out, n, cap, "glibc", name, v, unit, help)
+  PUT("arenas", g->narenas, "count", "arenas created, main_arena included");
+  PUT("heaps", g->heaps_live, "count", "64 MiB thread-arena heaps mapped");
+  PUT("system_bytes", system, "bytes", "heap bytes obtained from the kernel");
+  PUT("top_bytes", by_state[CS_TOP], "bytes",
+      "free bytes in arenas' top chunks (trimmable at the end of a heap)");
+  PUT("binned_bytes", by_state[CS_BINNED], "bytes",
+      "free chunks in unsorted, small and large bins (interior free)");
+  PUT("fastbin_bytes", by_state[CS_FAST], "bytes", "chunks in fastbins");
+  PUT("tcache_bytes", by_state[CS_TCACHE], "bytes",
+      "chunks held in per-thread caches");
+  PUT("mmapped_chunks", g->n_mmaps, "count", "chunks with their own mapping");
+  PUT("mmapped_bytes", g->mmapped_mem, "bytes", "bytes of mmapped chunks");
+  PUT("mmap_threshold", g->mmap_threshold, "bytes",
+      "current (possibly dynamic) mmap threshold");
+  PUT("trim_threshold", g->trim_threshold, "bytes",
+      "current (possibly dynamic) trim threshold");
+  PUT("threads", g->nthreads, "count", "threads seen");
+#undef PUT
+  return n;
+}
+
+
 static as_status_t glibc_create(const model_opts_t *opts,
                                 const model_ctx_t *ctx, model_t **out,
                                 as_err_t *err) {
@@ -2373,24 +2512,24 @@ static as_status_t glibc_create(const model_opts_t *opts,
     return as_err_set(err, AS_ENOMEM, "glibc: out of memory");
   g->kernel  = ctx->kernel;
   g->page    = sim_kernel_page_size(ctx->kernel);
-  g->version = (glibc_version_t)model_opts_i64(opts, "version");
-  g->mmap_threshold = model_opts_u64(opts, "mmap_threshold");
-  g->trim_threshold = model_opts_u64(opts, "trim_threshold");
-  g->top_pad        = model_opts_u64(opts, "top_pad");
-  g->n_mmaps_max    = model_opts_u64(opts, "mmap_max");
+  g->version = (glibc_version_t)model_opt_i64(opts, GO_VERSION);
+  g->mmap_threshold = model_opt_u64(opts, GO_MMAP_THRESHOLD);
+  g->trim_threshold = model_opt_u64(opts, GO_TRIM_THRESHOLD);
+  g->top_pad        = model_opt_u64(opts, GO_TOP_PAD);
+  g->n_mmaps_max    = model_opt_u64(opts, GO_MMAP_MAX);
   /* malloc.c:5308-5346: setting any of these freezes the thresholds. */
-  g->no_dyn_threshold = model_opts_was_set(opts, "mmap_threshold") ||
-                        model_opts_was_set(opts, "trim_threshold") ||
-                        model_opts_was_set(opts, "top_pad") ||
-                        model_opts_was_set(opts, "mmap_max");
-  g->arena_test = model_opts_u64(opts, "arena_test");
-  g->arena_max  = model_opts_u64(opts, "arena_max");
-  g->ncpus      = model_opts_u64(opts, "ncpus");
-  g->thread_stack_pages = model_opts_u64(opts, "thread_stack_pages");
+  g->no_dyn_threshold = model_opt_was_set(opts, GO_MMAP_THRESHOLD) ||
+                        model_opt_was_set(opts, GO_TRIM_THRESHOLD) ||
+                        model_opt_was_set(opts, GO_TOP_PAD) ||
+                        model_opt_was_set(opts, GO_MMAP_MAX);
+  g->arena_test = model_opt_u64(opts, GO_ARENA_TEST);
+  g->arena_max  = model_opt_u64(opts, GO_ARENA_MAX);
+  g->ncpus      = model_opt_u64(opts, GO_NCPUS);
+  g->thread_stack_pages = model_opt_u64(opts, GO_THREAD_STACK_PAGES);
   /* pthread_early_init.h:52: rounded up to a page; allocatestack.c:332
    * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
   g->stack_size =
-      (model_opts_u64(opts, "stack_size") + g->page - 1) & ~(g->page - 1);
+      (model_opt_u64(opts, GO_STACK_SIZE) + g->page - 1) & ~(g->page - 1);
   /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL */
   if (g->stack_size <
           g->page + NPTL_TLS_STATIC_BYTES + NPTL_MINIMAL_REST_STACK ||
@@ -2404,28 +2543,23 @@ static as_status_t glibc_create(const model_opts_t *opts,
     goto fail;
   }
 
-  uint64_t mxfast = model_opts_u64(opts, "mxfast");
+  uint64_t mxfast = model_opt_u64(opts, GO_MXFAST);
   if (mxfast > MAX_FAST_SIZE) { /* do_set_mxfast (5413-5421) */
     as_err_set(err, AS_EINVAL, "glibc: mxfast=%" PRIu64 " above %" PRIu64,
                mxfast, MAX_FAST_SIZE);
     goto fail;
   }
-  /* set_max_fast (malloc.c:1791-1793); master has no fastbins. */
-  g->global_max_fast =
-      g->version >= GV_243 ? 0
-      : mxfast <= MALLOC_ALIGN_MASK - SIZE_SZ
-          ? MINSIZE / 2
-          : (mxfast + SIZE_SZ) & ~MALLOC_ALIGN_MASK;
+  set_max_fast(g, mxfast);
 
-  g->tcache_count = model_opts_u64(opts, "tcache_count");
-  if (g->version >= GV_243 && !model_opts_was_set(opts, "tcache_count"))
+  g->tcache_count = model_opt_u64(opts, GO_TCACHE_COUNT);
+  if (g->version >= GV_243 && !model_opt_was_set(opts, GO_TCACHE_COUNT))
     g->tcache_count = 16; /* gmaster:317 TCACHE_FILL_COUNT */
   if (g->tcache_count > MAX_TCACHE_COUNT) { /* do_set_tcache_count 5392 */
     as_err_set(err, AS_EINVAL, "glibc: tcache_count=%" PRIu64 " above 65535",
                g->tcache_count);
     goto fail;
   }
-  uint64_t tmax = model_opts_u64(opts, "tcache_max");
+  uint64_t tmax = model_opt_u64(opts, GO_TCACHE_MAX);
   uint64_t tnb  = request2size(tmax);
   if (g->version < GV_242) { /* do_set_tcache_max (5379-5389) */
     if (tmax > MAX_TCACHE_SIZE) {
@@ -2440,7 +2574,7 @@ static as_status_t glibc_create(const model_opts_t *opts,
     /* g242:5590-5610, gmaster:5081-5102 */
     g->tcache_small_bins = TCACHE_SMALL_BINS;
     g->tcache_max_bytes  = g->version >= GV_243 ? 1040 + 1 : 1032;
-    if (model_opts_was_set(opts, "tcache_max")) {
+    if (model_opt_was_set(opts, GO_TCACHE_MAX)) {
       /* csize2tidx, then large_csize2tidx when 2.42's nb exceeds
        * MAX_TCACHE_SMALL_SIZE (g242:5598) or master's index passes the
        * small bins (gmaster:5089). */
@@ -2511,6 +2645,9 @@ const model_methods_t model_glibc_methods = {
     .thread  = glibc_thread,
     .trim    = glibc_trim,
     .stats   = glibc_stats,
+    .locate     = glibc_locate,
+    .set_option = glibc_set_option,
+    .counters   = glibc_counters,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

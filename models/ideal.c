@@ -25,9 +25,7 @@ struct ideal_model_s {
   uint64_t      live_objects;
 };
 
-static const model_option_t ideal_options[] = {
-    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
-};
+static const model_option_t ideal_options[] = {{0}};
 
 static as_status_t ideal_create(const model_opts_t *opts,
                                 const model_ctx_t *ctx, model_t **out,

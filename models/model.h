@@ -7,15 +7,31 @@
  *   model_methods_t  the vtable: name, option table, create ... destroy
  *   model_t          an instance; every model's state begins with it
  *   model_ctx_t      what a model is bound to: kernel, timer queue, libc spec
- *   model_stats_t    what a model reports besides RSS
+ *   model_stats_t    what every model reports besides RSS
+ *   model_counter_t  a named counter only some models have (explain, sweeps)
+ *   model_region_t   one region of a heap map (model_walk)
  *
  * A model owns bookkeeping only, never payload bytes.  It maps, touches and
  * releases pages through the kernel, and schedules clocked work (decay,
- * purge deadlines) as sim_timer_t's embedded in its own structs.
+ * purge deadlines) as sim_timer_t's embedded in its own structs; it may
+ * also act on the event that triggers its policy (jemalloc's ticks,
+ * mimalloc's purge on a later free), since every call carries the time.
+ *
+ * Writes.  The program writes every byte it allocates (malloc, memalign,
+ * realloc growth) unless the event has TRACE_FLAG_UNWRITTEN: then the model
+ * writes only what the allocator itself writes (headers, free-list links,
+ * memset of reused memory for calloc) and the engine applies the trace's
+ * touch events through model_locate.  calloc of memory fresh from the
+ * kernel is zero already and is never written by the allocator.
+ *
+ * Names.  A model's counters are named "<model>.<counter>" (glibc.arenas,
+ * pymalloc.arenas_pinned), so a composition reports its children's as they
+ * are and callers look a counter up by name, never a model by its name.
  */
 #ifndef ALLOCSIM_MODEL_H
 #define ALLOCSIM_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +61,45 @@ struct model_stats_s {
   uint64_t free_bytes;    /* held by the allocator, free to the program */
 };
 
+/* A named counter.  name is "<model>.<counter>"; unit is "bytes", "pages",
+ * "count", ...; help is one line. */
+typedef struct model_counter_s model_counter_t;
+struct model_counter_s {
+  char        name[48];
+  uint64_t    value;
+  const char *unit;
+  const char *help;
+};
+
+/* A heap-map region.  level 0 is an allocator's top-level unit (pymalloc
+ * arena, glibc heap or mmapped chunk, jemalloc extent, mimalloc segment);
+ * level 1 a unit inside it (pool, chunk, slab, page).  Whether its pages
+ * are resident is the kernel's to say (sim_kernel_is_resident). */
+typedef enum model_region_state_e {
+  MODEL_REGION_LIVE,      /* holds the program's objects */
+  MODEL_REGION_FREE,      /* free, kept by the allocator */
+  MODEL_REGION_CACHED,    /* free, in a per-thread or size-class cache */
+  MODEL_REGION_RELEASED,  /* free, its pages given back (purged, trimmed) */
+  MODEL_REGION_RESERVED,  /* address space without access (PROT_NONE) */
+  MODEL_REGION_METADATA   /* the allocator's own bookkeeping */
+} model_region_state_t;
+
+typedef struct model_region_s model_region_t;
+struct model_region_s {
+  sim_addr_t  addr;
+  uint64_t    bytes;
+  uint64_t    live_bytes;   /* the program's bytes in it */
+  uint64_t    live_objects; /* the program's objects in it */
+  const char *kind;         /* "arena", "pool", "heap", "chunk", ... */
+  uint8_t     level;        /* 0 or 1 (above) */
+  uint8_t     state;        /* model_region_state_t */
+};
+
+/* Called for each region, level-0 regions before the level-1 regions
+ * inside them; a non-OK return stops the walk and is returned. */
+typedef as_status_t (*model_region_fn)(void *user, const model_region_t *r,
+                                       as_err_t *err);
+
 /* Every model's private state begins with this header. */
 struct model_s {
   const model_methods_t *methods; /* always the first field */
@@ -55,6 +110,9 @@ struct model_methods_s {
   const char           *name;    /* as on the command line: "glibc" */
   const char           *summary; /* one line for `allocsim models` */
   const model_option_t *options; /* table ending in a row with name NULL */
+  const char           *preload; /* file name prefix of the library that
+                                    LD_PRELOAD puts in place for this model
+                                    ("libjemalloc"), or NULL */
 
   /* Builds an instance bound to ctx from parsed options. */
   as_status_t (*create)(const model_opts_t *opts, const model_ctx_t *ctx,
@@ -76,6 +134,29 @@ struct model_methods_s {
                       as_err_t *err);
 
   void (*stats)(const model_t *m, model_stats_t *out);
+
+  /* Optional: where the live object id's payload starts, for touch
+   * events; false if id is not live in m.  NULL: the model places no
+   * objects (ideal), and the engine counts touch events as ignored. */
+  bool (*locate)(const model_t *m, uint64_t id, sim_addr_t *addr);
+
+  /* Optional (may be NULL): a purge event (trace_purge_kind_t in ev->size,
+   * arena or TRACE_ALL_ARENAS in ev->id).  NULL: the model has no such
+   * notion; the engine counts the event (an error under --strict). */
+  as_status_t (*purge)(model_t *m, const trace_event_t *ev, as_err_t *err);
+  /* Optional: a run-time option change (mallopt, mallctl write) of the
+   * model's own knob name to value.  A knob the model cannot change at run
+   * time is AS_EINVAL naming it.  NULL: counted as for purge. */
+  as_status_t (*set_option)(model_t *m, const char *name, int64_t value,
+                            uint64_t now_ns, as_err_t *err);
+  /* Optional: fills up to cap counters, returns how many the model has. */
+  size_t (*counters)(const model_t *m, model_counter_t *out, size_t cap);
+  /* Optional: walks the heap map (model_region_t). */
+  as_status_t (*walk)(const model_t *m, model_region_fn fn, void *user,
+                      as_err_t *err);
+  /* Optional: bytes a request of size in domain really gets
+   * (malloc_usable_size), for the size-class lab; 0 = not modelled. */
+  uint64_t (*usable_size)(const model_t *m, uint64_t size, uint8_t domain);
 };
 
 /* ---- Registry ----------------------------------------------------------- */
@@ -117,6 +198,39 @@ static inline as_status_t model_trim(model_t *m, uint64_t pad, uint64_t now_ns,
 static inline void model_stats(const model_t *m, model_stats_t *out) {
   m->methods->stats(m, out);
 }
+static inline bool model_locate(const model_t *m, uint64_t id,
+                                sim_addr_t *addr) {
+  return m->methods->locate != NULL && m->methods->locate(m, id, addr);
+}
+static inline bool model_has_locate(const model_t *m) {
+  return m->methods->locate != NULL;
+}
+/* Whether the model has the notion of purge events / run-time options. */
+static inline bool model_has_purge(const model_t *m) {
+  return m->methods->purge != NULL;
+}
+static inline bool model_has_set_option(const model_t *m) {
+  return m->methods->set_option != NULL;
+}
+/* A purge event; AS_OK doing nothing when the model has no such notion. */
+static inline as_status_t model_purge(model_t *m, const trace_event_t *ev,
+                                      as_err_t *err) {
+  return m->methods->purge ? m->methods->purge(m, ev, err) : AS_OK;
+}
+/* A run-time option change; AS_EINVAL when the model has no such notion. */
+as_status_t model_set_option(model_t *m, const char *name, int64_t value,
+                             uint64_t now_ns, as_err_t *err);
+/* The model's counters (none when it has no counters slot). */
+static inline size_t model_counters(const model_t *m, model_counter_t *out,
+                                    size_t cap) {
+  return m->methods->counters ? m->methods->counters(m, out, cap) : 0;
+}
+/* The counter called name; false if the model has none of that name. */
+bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
+/* Appends a counter "<prefix>.<name>" to out if n < cap; returns n + 1. */
+size_t model_counter_put(model_counter_t *out, size_t n, size_t cap,
+                         const char *prefix, const char *name, uint64_t value,
+                         const char *unit, const char *help);
 void model_destroy(model_t *m);
 /* "glibc:arena_max=2,..." with every option's effective value. */
 void model_describe(const model_t *m, char *buf, size_t len);

@@ -160,6 +160,32 @@ static as_status_t unknown_option(const char *model,
                     model, (int)klen, k, used ? known : "none");
 }
 
+int model_option_find(const model_option_t *table, const char *name,
+                      size_t len) {
+  for (int i = 0; table != NULL && table[i].name != NULL; i++)
+    if (word_eq(name, len, table[i].name))
+      return i;
+  return -1;
+}
+
+as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
+                           const char *value, size_t len, as_err_t *err) {
+  assert(key >= 0 && (size_t)key < o->count);
+  int64_t     num;
+  as_status_t rc = set_value(model, &o->table[key], value, len, &num, err);
+  if (rc != AS_OK)
+    return rc;
+  if (len >= sizeof o->text[key])
+    return as_err_set(err, AS_EUSAGE,
+                      "%s: option %s: value '%.*s' is longer than %zu bytes",
+                      model, o->table[key].name, (int)len, value,
+                      sizeof o->text[key] - 1);
+  o->num[key] = num;
+  o->set[key] = true;
+  snprintf(o->text[key], sizeof o->text[key], "%.*s", (int)len, value);
+  return AS_OK;
+}
+
 static as_status_t apply_one(const char *model, model_opts_t *o,
                              const char *item, size_t len, as_err_t *err) {
   const char *eq = memchr(item, '=', len);
@@ -167,18 +193,13 @@ static as_status_t apply_one(const char *model, model_opts_t *o,
     return as_err_set(err, AS_EUSAGE, "%s: expected key=value, got '%.*s'",
                       model, (int)len, item);
   size_t klen = (size_t)(eq - item);
-  for (size_t i = 0; i < o->count; i++) {
-    if (!word_eq(item, klen, o->table[i].name))
-      continue;
-    size_t      vlen = len - klen - 1;
-    as_status_t rc   = set_value(model, &o->table[i], eq + 1, vlen, &o->num[i], err);
-    if (rc != AS_OK)
-      return rc;
-    o->set[i] = true;
-    snprintf(o->text[i], sizeof o->text[i], "%.*s", (int)vlen, eq + 1);
-    return AS_OK;
-  }
-  return unknown_option(model, o->table, item, klen, err);
+  int    key  = model_option_find(o->table, item, klen);
+  if (key < 0)
+    return unknown_option(model, o->table, item, klen, err);
+  if (o->set[key])
+    return as_err_set(err, AS_EUSAGE, "%s: option %.*s is given twice",
+                      model, (int)klen, item);
+  return model_opts_set(model, o, key, eq + 1, len - klen - 1, err);
 }
 
 as_status_t model_opts_parse(const char *model, const model_option_t *table,
@@ -209,28 +230,28 @@ as_status_t model_opts_parse(const char *model, const model_option_t *table,
   return AS_OK;
 }
 
-static size_t row_index(const model_opts_t *o, const char *name) {
-  for (size_t i = 0; i < o->count; i++)
-    if (strcmp(o->table[i].name, name) == 0)
-      return i;
-  assert(!"option name not in the model's table");
-  return 0;
+/* key as an index; keys come from the model's own enum, so one outside
+ * its table is a programmer error. */
+static size_t row(const model_opts_t *o, int key) {
+  (void)o;
+  assert(key >= 0 && (size_t)key < o->count);
+  return (size_t)key;
 }
 
-int64_t model_opts_i64(const model_opts_t *o, const char *name) {
-  return o->num[row_index(o, name)];
+int64_t model_opt_i64(const model_opts_t *o, int key) {
+  return o->num[row(o, key)];
 }
-uint64_t model_opts_u64(const model_opts_t *o, const char *name) {
-  return (uint64_t)o->num[row_index(o, name)];
+uint64_t model_opt_u64(const model_opts_t *o, int key) {
+  return (uint64_t)o->num[row(o, key)];
 }
-bool model_opts_bool(const model_opts_t *o, const char *name) {
-  return o->num[row_index(o, name)] != 0;
+bool model_opt_bool(const model_opts_t *o, int key) {
+  return o->num[row(o, key)] != 0;
 }
-const char *model_opts_text(const model_opts_t *o, const char *name) {
-  return o->text[row_index(o, name)];
+const char *model_opt_text(const model_opts_t *o, int key) {
+  return o->text[row(o, key)];
 }
-bool model_opts_was_set(const model_opts_t *o, const char *name) {
-  return o->set[row_index(o, name)];
+bool model_opt_was_set(const model_opts_t *o, int key) {
+  return o->set[row(o, key)];
 }
 
 void model_opts_format(const model_opts_t *o, char *buf, size_t len) {

@@ -208,12 +208,15 @@ struct pymalloc_model_s {
   uint64_t    block_bytes; /* sum of block sizes in use */
 };
 
+#define PYMALLOC_OPTIONS(X)  \
+  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python", \
+    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)", \
+    "CPython version whose obmalloc is modelled")
+
+enum pymalloc_option_e { PYMALLOC_OPTIONS(MODEL_OPTION_KEY) PO_COUNT };
+
 static const model_option_t pymalloc_options[] = {
-    {"version", OPT_ENUM, "3.14", "", "3.11|3.14",
-     "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)",
-     "CPython version whose obmalloc is modelled"},
-    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
-};
+    PYMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
 
 /* Marks [off, off+len) of pool written.  Below touched_end nothing new can
  * become resident (see the file comment), so the kernel is not called. */
@@ -853,7 +856,7 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->base.opts    = *opts;
   pm->kernel       = ctx->kernel;
   pm->page_mask    = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
-  pm->version      = model_opts_i64(opts, "version") == 0 ? 311 : 314;
+  pm->version      = model_opt_i64(opts, PO_VERSION) == 0 ? 311 : 314;
   for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
     /* usedpools[] starts as empty circular lists (3.11 :1164-1195). */
     pm->usedpools[i].nextpool = &pm->usedpools[i];
@@ -1069,6 +1072,38 @@ static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
   out->free_bytes   = arena_b - pm->block_bytes;
 }
 
+static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  return pymalloc_block_address(m, id, addr);
+}
+
+static size_t pymalloc_counters(const model_t *m, model_counter_t *out,
+                                size_t cap) {
+  pymalloc_stats_t st;
+  pymalloc_get_stats(m, &st);
+  size_t n = 0;
+#define PUT(name, v, unit, help)                                               \
+  n = model_counter_put(out, n, cap, "pymalloc", name, v, unit, help)
+  PUT("arenas", st.arenas_current, "count", "1 MiB arenas mapped now");
+  PUT("arenas_pinned", st.arenas_pinned, "count",
+      "arenas kept mapped by at least one used pool");
+  PUT("arenas_empty", st.arenas_empty, "count",
+      "arenas with every pool free, kept by the release rule");
+  PUT("arenas_unaligned", st.arenas_unaligned, "count",
+      "arenas with 63 usable pools (not 16 KiB aligned)");
+  PUT("arenas_reclaimed", st.arenas_reclaimed, "count", "arenas munmapped");
+  PUT("arenas_highwater", st.arenas_highwater, "count", "most arenas at once");
+  PUT("pools_used", st.pools_used, "count", "pools holding blocks");
+  PUT("pools_full", st.pools_full, "count", "pools with no free block");
+  PUT("pools_free", st.pools_free, "count", "carved pools now empty");
+  PUT("pools_uncarved", st.pools_uncarved, "count",
+      "pools of mapped arenas never used");
+  PUT("blocks_in_use", st.blocks_in_use, "count", "live blocks");
+  PUT("block_bytes_in_use", st.block_bytes_in_use, "bytes",
+      "live blocks times their size class");
+#undef PUT
+  return n;
+}
+
 const model_methods_t model_pymalloc_methods = {
     .name    = "pymalloc",
     .summary = "CPython obmalloc: 1 MiB arenas, 16 KiB pools, 32 classes",
@@ -1081,6 +1116,8 @@ const model_methods_t model_pymalloc_methods = {
     .thread  = NULL, /* obmalloc has no per-thread state (GIL build) */
     .trim    = NULL, /* malloc_trim is glibc's; obmalloc never trims */
     .stats   = pymalloc_model_stats,
+    .locate   = pymalloc_locate,
+    .counters = pymalloc_counters,
 };
 
 /* ---- Exported helpers --------------------------------------------------- */

@@ -34,9 +34,9 @@ const model_methods_t *model_find(const char *name) {
 }
 
 const char *model_default_libc(void) {
-  /* CPython 3.14 Objects/obmalloc.c:370 PYRAW_ALLOC is MALLOC_ALLOC
-   * (models-spec A.2): the default build forwards to the C library's
-   * malloc, glibc 2.36 on Debian 12. */
+  /* CPython 3.14 Objects/obmalloc.c:370 PYRAW_ALLOC is MALLOC_ALLOC: the
+   * default build forwards to the C library's malloc, glibc 2.36 on
+   * Debian 12. */
   return "glibc";
 }
 
@@ -86,4 +86,41 @@ void model_describe(const model_t *m, char *buf, size_t len) {
   char opts[400];
   model_opts_format(&m->opts, opts, sizeof opts);
   snprintf(buf, len, "%s%s%s", m->methods->name, opts[0] ? ":" : "", opts);
+}
+
+as_status_t model_set_option(model_t *m, const char *name, int64_t value,
+                             uint64_t now_ns, as_err_t *err) {
+  if (m->methods->set_option == NULL)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: no option can change at run time (option %s)",
+                      m->methods->name, name);
+  return m->methods->set_option(m, name, value, now_ns, err);
+}
+
+/* ---- Counters ----------------------------------------------------------- */
+
+/* Enough for any model's counters, compositions included. */
+#define MODEL_COUNTERS_MAX 128
+
+bool model_counter_get(const model_t *m, const char *name, uint64_t *value) {
+  model_counter_t c[MODEL_COUNTERS_MAX];
+  size_t          n = model_counters(m, c, MODEL_COUNTERS_MAX);
+  for (size_t i = 0; i < n && i < MODEL_COUNTERS_MAX; i++)
+    if (strcmp(c[i].name, name) == 0) {
+      *value = c[i].value;
+      return true;
+    }
+  return false;
+}
+
+size_t model_counter_put(model_counter_t *out, size_t n, size_t cap,
+                         const char *prefix, const char *name, uint64_t value,
+                         const char *unit, const char *help) {
+  if (n < cap) {
+    snprintf(out[n].name, sizeof out[n].name, "%s.%s", prefix, name);
+    out[n].value = value;
+    out[n].unit  = unit;
+    out[n].help  = help;
+  }
+  return n + 1;
 }

@@ -27,23 +27,30 @@
  *   records until an end record (byte 0x0F) or end of file at a record
  *   boundary; bytes after an end record are ignored.
  *
- *   record = B [dt] [thread] [id] [align] [size] [label]
+ *   record = B [dt] [thread] [id] [align] [offset] [size] [label] [value]
  *     B bits 0-3  op: 0 malloc, 1 calloc, 2 realloc, 3 memalign, 4 free,
  *                 5 thread_start, 6 thread_exit, 7 mark, 8 idle, 9 trim,
- *                 10 rss; 15 with bits 4-7 clear = end record
+ *                 10 rss, 11 purge, 12 option, 13 touch; 15 with bits 4-7
+ *                 clear = end record
  *     B bits 4-5  domain (0 raw, 1 mem, 2 obj) for ops 0-4; 0 for others
  *     B bit 6     SAME_THREAD: thread equals the previous record's (0 at the
  *                 start); thread field omitted
  *     B bit 7     ZERO_DT: time equals the previous record's; dt omitted
  *     dt          time minus the previous record's time (0 at the start), ns
  *     thread      thread id, below 2^32
- *     id          ops 0-4: zigzag(id - previous id) modulo 2^64, where the
- *                 previous id is that of the last record of ops 0-4 (0 at
- *                 the start); zigzag(d) = (d << 1) ^ (d >> 63), d signed
+ *     id          ops 0-4 and 13: zigzag(id - previous id) modulo 2^64,
+ *                 where the previous id is that of the last record of ops
+ *                 0-4 or 13 (0 at the start); zigzag(d) = (d << 1) ^
+ *                 (d >> 63), d signed; op 11: the arena, plain (2^64 - 1 =
+ *                 all arenas)
  *     align       op 3: log2(align), below 64
- *     size        ops 0-3: bytes; 8 idle: ns; 9 trim: pad; 10 rss: bytes
- *     label       op 7: length (<= 63) then that many bytes, none of them a
- *                 control byte other than tab
+ *     offset      op 13: first byte written, from the object's start
+ *     size        ops 0-3: bytes; 8 idle: ns; 9 trim: pad; 10 rss: bytes;
+ *                 11 purge: kind (0 all, 1 decay, 2 tcache); 13: length > 0
+ *     label       ops 7 and 12: length (<= 63) then that many bytes, none
+ *                 of them a control byte other than tab (op 12: a knob
+ *                 name, [a-z0-9_.])
+ *     value       op 12: zigzag(value), the option's signed value
  *
  * Fields an op does not use are not stored and read back as 0 / NULL.
  * Typical malloc/free records take 3-5 bytes.  Alternatives not taken: a
@@ -79,7 +86,9 @@ _Static_assert(TRACE_MALLOC == 0 && TRACE_CALLOC == 1 && TRACE_REALLOC == 2 &&
                    TRACE_MEMALIGN == 3 && TRACE_FREE == 4 &&
                    TRACE_THREAD_START == 5 && TRACE_THREAD_EXIT == 6 &&
                    TRACE_MARK == 7 && TRACE_IDLE == 8 && TRACE_TRIM == 9 &&
-                   TRACE_RSS == 10 && TRACE_OP_COUNT == 11,
+                   TRACE_RSS == 10 && TRACE_PURGE == 11 &&
+                   TRACE_OPTION == 12 && TRACE_TOUCH == 13 &&
+                   TRACE_OP_COUNT == 14,
                "binary op codes are fixed by the file format");
 
 #define LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -233,7 +242,7 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   unsigned       op = b & 0x0f;
   unsigned       domain = (b >> BIN_DOMAIN_SHIFT) & 3;
   uint64_t       v;
-  if (UNLIKELY(op > TRACE_RSS || (domain != 0 && op > TRACE_FREE) ||
+  if (UNLIKELY(op >= TRACE_OP_COUNT || (domain != 0 && op > TRACE_FREE) ||
                domain == 3)) {
     rc = b == BIN_OP_END ? DEC_END : DEC_BAD_OP;
     goto fail;
@@ -274,7 +283,9 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   ev->id = 0;
   ev->size = 0;
   ev->align = 0;
+  ev->offset = 0;
   ev->prev_size = 0;
+  ev->flags = 0;
   ev->label = NULL;
   if (op <= TRACE_FREE) {
     GET("id", v);
@@ -310,9 +321,9 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
       }
       GET("size", ev->size);
     }
-  } else if (op >= TRACE_IDLE) {
+  } else if (op >= TRACE_IDLE && op <= TRACE_RSS) {
     GET("size", ev->size);
-  } else if (op == TRACE_MARK) {
+  } else if (op == TRACE_MARK || op == TRACE_OPTION) {
     GET("label length", v);
     if (UNLIKELY(v > TRACE_LABEL_MAX)) {
       snprintf(s->detail, sizeof s->detail,
@@ -336,10 +347,45 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
         goto fail;
       }
     }
+    if (op == TRACE_OPTION && !trace_option_name_ok((const char *)p, v)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected an option name of 1-%d bytes of [a-z0-9_.]",
+               TRACE_LABEL_MAX);
+      rc = DEC_RANGE;
+      goto fail;
+    }
     memcpy(s->label, p, (size_t)v);
     s->label[v] = '\0';
     p += v;
     ev->label = s->label;
+    if (op == TRACE_OPTION) {
+      GET("value", v);
+      ev->size = (v >> 1) ^ (0 - (v & 1)); /* un-zigzag */
+    }
+  } else if (op == TRACE_PURGE) {
+    GET("arena", ev->id);
+    GET("purge kind", ev->size);
+    if (UNLIKELY(ev->size >= TRACE_PURGE_COUNT)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected a purge kind 0-%d, got %" PRIu64,
+               TRACE_PURGE_COUNT - 1, ev->size);
+      rc = DEC_RANGE;
+      goto fail;
+    }
+  } else if (op == TRACE_TOUCH) {
+    GET("id", v);
+    s->prev_id += (v >> 1) ^ (0 - (v & 1));
+    ev->id = s->prev_id;
+    GET("offset", ev->offset);
+    GET("length", ev->size);
+    if (UNLIKELY(ev->size == 0 || ev->offset + ev->size < ev->offset)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected a touch length above 0 ending below 2^64, got "
+               "%" PRIu64 " at offset %" PRIu64,
+               ev->size, ev->offset);
+      rc = DEC_RANGE;
+      goto fail;
+    }
   }
   s->prev_t_ns = t;
   s->prev_thread = thread;
@@ -373,7 +419,7 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
   case DEC_BAD_OP:
     return as_err_set(err, AS_EFORMAT,
                       "%s: byte offset %" PRIu64
-                      ": unknown op byte 0x%02x, expected an op 0-10 with "
+                      ": unknown op byte 0x%02x, expected an op 0-13 with "
                       "domain bits only on ops 0-4, or 0x0f",
                       name, rec, *s->p);
   case DEC_RANGE:
@@ -629,14 +675,27 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
       p = put_varint(p, (uint64_t)__builtin_ctzll(ev->align));
     if (op != TRACE_FREE)
       p = put_varint(p, ev->size);
-  } else if (op >= TRACE_IDLE) {
+  } else if (op >= TRACE_IDLE && op <= TRACE_RSS) {
     p = put_varint(p, ev->size);
-  } else if (op == TRACE_MARK) {
+  } else if (op == TRACE_MARK || op == TRACE_OPTION) {
     const char *l = ev->label != NULL ? ev->label : "";
     size_t      n = strlen(l); /* <= TRACE_LABEL_MAX, validated */
     *p++ = (uint8_t)n;
     memcpy(p, l, n);
     p += n;
+    if (op == TRACE_OPTION) {
+      uint64_t v = ev->size; /* int64_t as written, zigzagged */
+      p = put_varint(p, (v << 1) ^ (0 - (v >> 63)));
+    }
+  } else if (op == TRACE_PURGE) {
+    p = put_varint(p, ev->id);
+    p = put_varint(p, ev->size);
+  } else if (op == TRACE_TOUCH) {
+    uint64_t d = ev->id - w->prev_id;
+    p = put_varint(p, (d << 1) ^ (0 - (d >> 63)));
+    w->prev_id = ev->id;
+    p = put_varint(p, ev->offset);
+    p = put_varint(p, ev->size);
   }
   w->len = (size_t)(p - w->buf);
   w->prev_t_ns = ev->t_ns;

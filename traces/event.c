@@ -18,6 +18,12 @@ static const char *const op_names[TRACE_OP_COUNT] = {
 static const char *const domain_names[TRACE_DOMAIN_COUNT] = {"raw", "mem",
                                                              "obj"};
 
+static const char *const purge_names[TRACE_PURGE_COUNT] = {
+#define TRACE_PURGE_STR(name, str) str,
+    TRACE_PURGE_MAP(TRACE_PURGE_STR)
+#undef TRACE_PURGE_STR
+};
+
 const char *trace_op_name(trace_op_t op) {
   return (unsigned)op < TRACE_OP_COUNT ? op_names[op] : NULL;
 }
@@ -49,6 +55,30 @@ bool trace_domain_parse(const char *s, size_t len, trace_domain_t *out) {
     }
   }
   return false;
+}
+
+const char *trace_purge_name(trace_purge_kind_t k) {
+  return (unsigned)k < TRACE_PURGE_COUNT ? purge_names[k] : NULL;
+}
+
+bool trace_purge_parse(const char *s, size_t len, trace_purge_kind_t *out) {
+  for (unsigned i = 0; i < TRACE_PURGE_COUNT; i++) {
+    if (token_is(s, len, purge_names[i])) {
+      *out = (trace_purge_kind_t)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool trace_option_name_ok(const char *s, size_t len) {
+  if (len == 0 || len > TRACE_LABEL_MAX)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+          s[i] == '_' || s[i] == '.'))
+      return false;
+  return true;
 }
 
 /* ---- Provenance --------------------------------------------------------- */
@@ -135,6 +165,30 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
     }
     break;
   }
+  case TRACE_PURGE:
+    if (ev->size >= TRACE_PURGE_COUNT)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": unknown purge kind %" PRIu64,
+                        name, index, ev->size);
+    break;
+  case TRACE_OPTION: {
+    const char *l = ev->label != NULL ? ev->label : "";
+    if (!trace_option_name_ok(l, strlen(l)))
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": option name '%.40s' is not 1-%d bytes of "
+                        "[a-z0-9_.]",
+                        name, index, l, TRACE_LABEL_MAX);
+    break;
+  }
+  case TRACE_TOUCH:
+    if (ev->size == 0 || ev->offset + ev->size < ev->offset)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": touch of %" PRIu64
+                        " bytes at offset %" PRIu64
+                        " (expected a non-empty range below 2^64)",
+                        name, index, ev->size, ev->offset);
+    break;
   default:
     break;
   }

@@ -27,7 +27,10 @@
   X(MARK, "mark")         /* named phase point: label */                       \
   X(IDLE, "idle")         /* size = duration in ns with no activity */         \
   X(TRIM, "trim")         /* malloc_trim(pad): size = pad */                   \
-  X(RSS, "rss")           /* a measured RSS sample: size = bytes */
+  X(RSS, "rss")           /* a measured RSS sample: size = bytes */        \
+  X(PURGE, "purge")       /* size = trace_purge_kind_t, id = arena */      \
+  X(OPTION, "option")     /* label = knob name, size = (int64_t) value */  \
+  X(TOUCH, "touch")       /* id's bytes [offset, offset+size) written */
 
 typedef enum trace_op_e {
 #define TRACE_OP_ENUM(name, str) TRACE_##name,
@@ -44,19 +47,51 @@ typedef enum trace_domain_e {
   TRACE_DOMAIN_COUNT
 } trace_domain_t;
 
+/* What a purge event asks of the allocator (docs/trace-format.md).
+ *   all     return every free page now: jemalloc arena.<i>.purge,
+ *           mimalloc mi_collect(true), gperftools ReleaseFreeMemory()
+ *   decay   run the clock-driven policy now: jemalloc arena.<i>.decay,
+ *           mimalloc mi_collect(false)
+ *   tcache  flush the calling thread's cache: jemalloc thread.tcache.flush */
+#define TRACE_PURGE_MAP(X)                                                     \
+  X(ALL, "all")                                                                \
+  X(DECAY, "decay")                                                            \
+  X(TCACHE, "tcache")
+
+typedef enum trace_purge_kind_e {
+#define TRACE_PURGE_ENUM(name, str) TRACE_PURGE_##name,
+  TRACE_PURGE_MAP(TRACE_PURGE_ENUM)
+#undef TRACE_PURGE_ENUM
+      TRACE_PURGE_COUNT
+} trace_purge_kind_t;
+
+/* A purge event's id when it names no single arena (jemalloc's
+ * MALLCTL_ARENAS_ALL). */
+#define TRACE_ALL_ARENAS UINT64_MAX
+
+/* Event flags, set by the engine for models; never stored in trace files. */
+#define TRACE_FLAG_UNWRITTEN 0x01 /* the program does not write this
+                                     allocation's payload now: its writes
+                                     arrive as touch events (a trace with
+                                     touch_threshold provenance) */
+
 typedef struct trace_event_s trace_event_t;
 struct trace_event_s {
   uint64_t    t_ns;   /* virtual time, non-decreasing along a trace */
   uint64_t    id;     /* object id (alloc ops, free) */
   uint64_t    size;   /* bytes; idle: ns; trim: pad; rss: bytes */
   uint64_t    align;  /* memalign only: a power of two; else 0 */
+  uint64_t    offset; /* touch only: first byte written, from the object's
+                         start */
   uint64_t    prev_size; /* free, realloc: the object's size before the
                             event, set by the engine for models; never
                             stored in trace files */
   uint32_t    thread; /* thread id, 0 = main thread */
   uint8_t     op;     /* trace_op_t */
   uint8_t     domain; /* trace_domain_t */
-  const char *label;  /* mark only; owned by the source, valid until next */
+  uint8_t     flags;  /* TRACE_FLAG_*, set by the engine */
+  const char *label;  /* mark, option; owned by the source, valid until
+                         the next event */
 };
 
 /* "malloc", "free", ...; NULL for an out-of-range op. */
@@ -66,6 +101,13 @@ bool trace_op_parse(const char *s, size_t len, trace_op_t *out);
 /* "raw", "mem", "obj". */
 const char *trace_domain_name(trace_domain_t d);
 bool        trace_domain_parse(const char *s, size_t len, trace_domain_t *out);
+/* "all", "decay", "tcache"; NULL for an out-of-range kind. */
+const char *trace_purge_name(trace_purge_kind_t k);
+bool        trace_purge_parse(const char *s, size_t len,
+                              trace_purge_kind_t *out);
+/* Whether s (len bytes) is a knob name an option event may carry: 1 to
+ * TRACE_LABEL_MAX bytes of [a-z0-9_.]. */
+bool trace_option_name_ok(const char *s, size_t len);
 
 /* Provenance carried in a trace's header: ordered key/value strings, e.g.
  * machine, kernel, page_size, command, baseline_rss_bytes. */
@@ -95,7 +137,8 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
                                  const char *name, uint64_t index,
                                  as_err_t *err);
 
-/* Whether op is a malloc-family call or free (an event on an object). */
+/* Whether op is a malloc-family call or free (an event on an object; touch
+ * names an object but allocates nothing). */
 bool trace_op_is_alloc(uint8_t op);
 
 /* ---- Streams ------------------------------------------------------------ */

@@ -20,6 +20,11 @@
  *              | "idle" WS TIME            (duration)
  *              | "trim" WS SIZE            (pad)
  *              | "rss" WS SIZE             (measured bytes)
+ *              | "purge" WS KIND [WS ARENA] (KIND = all|decay|tcache;
+ *                                           ARENA digits, default all)
+ *              | "option" WS NAME WS VALUE (NAME = 1-63 of [a-z0-9_.];
+ *                                           VALUE = ["-"] SIZE, |v| < 2^63)
+ *              | "touch" WS ID WS OFFSET WS LENGTH  (SIZEs; LENGTH > 0)
  *   TIME       = digits | number unit,  unit = ns|us|ms|s; number = digits
  *                ["." digits]; the value must be a whole number of ns < 2^64
  *   SIZE       = digits | number suffix, suffix = K|KiB|M|MiB|G|GiB (1024^n)
@@ -358,6 +363,36 @@ static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
   return fail_got(s, err, what, tok, len);
 }
 
+/* ["-"] SIZE into *out, within int64_t. */
+static as_status_t take_i64(text_src_t *s, cursor_t *c, const char *field,
+                            int64_t *out, as_err_t *err) {
+  skip_ws(c);
+  bool neg = c->p < c->end && *c->p == '-';
+  if (neg)
+    c->p++;
+  uint64_t v;
+  as_status_t rc = take_u64(s, c, field, size_units,
+                            neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX,
+                            &v, err);
+  if (rc != AS_OK)
+    return rc;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return AS_OK;
+}
+
+/* An option event's knob name into s->label. */
+static as_status_t take_option_name(text_src_t *s, cursor_t *c,
+                                    as_err_t *err) {
+  const char *tok;
+  size_t      len;
+  if (!next_token(c, &tok, &len) || !trace_option_name_ok(tok, len))
+    return fail_got(s, err, "an option NAME (1-63 bytes of a-z, 0-9, _ .)",
+                    tok, tok ? len : 0);
+  memcpy(s->label, tok, len);
+  s->label[len] = '\0';
+  return AS_OK;
+}
+
 /* A byte allowed in an unquoted label. */
 static bool label_bare_byte(unsigned char b) {
   return (b > 0x20 && b < 0x7f && b != '"' && b != '#' && b != '\\') ||
@@ -462,7 +497,7 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
   trace_op_t  op;
   static const char op_what[] =
       "an op (malloc, calloc, realloc, memalign, free, thread_start, "
-      "thread_exit, mark, idle, trim, rss)";
+      "thread_exit, mark, idle, trim, rss, purge, option, touch)";
   if (!next_token(c, &tok, &len))
     return fail_got(s, err, op_what, NULL, 0);
   if (!trace_op_parse(tok, len, &op))
@@ -517,6 +552,50 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
     if (rc != AS_OK)
       return rc;
     break;
+  case TRACE_PURGE: {
+    trace_purge_kind_t k;
+    if (!next_token(c, &tok, &len) || !trace_purge_parse(tok, len, &k))
+      return fail_got(s, err, "a purge KIND (all, decay, tcache)", tok,
+                      tok ? len : 0);
+    ev->size = k;
+    ev->id = TRACE_ALL_ARENAS;
+    cursor_t peek = *c;
+    if (next_token(&peek, &tok, &len)) {
+      rc = take_u64(s, c, "ARENA", NULL, UINT32_MAX, &ev->id, err);
+      if (rc != AS_OK)
+        return rc;
+    }
+    break;
+  }
+  case TRACE_OPTION: {
+    int64_t value;
+    if ((rc = take_option_name(s, c, err)) != AS_OK)
+      return rc;
+    if ((rc = take_i64(s, c, "VALUE", &value, err)) != AS_OK)
+      return rc;
+    ev->label = s->label;
+    ev->size = (uint64_t)value;
+    break;
+  }
+  case TRACE_TOUCH: {
+    if ((rc = take_u64(s, c, "ID", NULL, UINT64_MAX, &ev->id, err)) != AS_OK)
+      return rc;
+    rc = take_u64(s, c, "OFFSET", size_units, UINT64_MAX, &ev->offset, err);
+    if (rc != AS_OK)
+      return rc;
+    const char *l_tok = c->p;
+    rc = take_u64(s, c, "LENGTH", size_units, UINT64_MAX - ev->offset,
+                  &ev->size, err);
+    if (rc != AS_OK)
+      return rc;
+    if (ev->size == 0) {
+      while (is_ws(*l_tok))
+        l_tok++;
+      return fail_got(s, err, "LENGTH above 0", l_tok,
+                      (size_t)(c->p - l_tok));
+    }
+    break;
+  }
   case TRACE_OP_COUNT:
     break;
   }
@@ -838,6 +917,32 @@ static as_status_t text_write(trace_writer_t *w, const trace_event_t *ev,
   case TRACE_IDLE:
   case TRACE_TRIM:
   case TRACE_RSS:
+    *p++ = ' ';
+    p = put_u64(p, ev->size);
+    break;
+  case TRACE_PURGE:
+    *p++ = ' ';
+    p = put_str(p, trace_purge_name((trace_purge_kind_t)ev->size));
+    if (ev->id != TRACE_ALL_ARENAS) {
+      *p++ = ' ';
+      p = put_u64(p, ev->id);
+    }
+    break;
+  case TRACE_OPTION: {
+    int64_t v = (int64_t)ev->size;
+    *p++ = ' ';
+    p = put_str(p, ev->label);
+    *p++ = ' ';
+    if (v < 0)
+      *p++ = '-';
+    p = put_u64(p, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    break;
+  }
+  case TRACE_TOUCH:
+    *p++ = ' ';
+    p = put_u64(p, ev->id);
+    *p++ = ' ';
+    p = put_u64(p, ev->offset);
     *p++ = ' ';
     p = put_u64(p, ev->size);
     break;

@@ -683,41 +683,6 @@ static void sha256_matches_the_fips_test_vectors(void **state) {
       out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-typedef struct kv2_s {
-  const char *k[4];
-  const char *v[4];
-} kv2_t;
-
-static const char *kv2_get(void *user, const char *key) {
-  kv2_t *m = user;
-  for (int i = 0; i < 4 && m->k[i]; i++)
-    if (strcmp(m->k[i], key) == 0)
-      return m->v[i];
-  return NULL;
-}
-
-static void libc_spec_follows_env_knobs_and_tunables(void **state) {
-  (void)state;
-  char     buf[256];
-  as_err_t err = {0};
-  kv2_t    m = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
-                {"2",
-                 "glibc.malloc.trim_threshold=0:glibc.malloc."
-                    "mmap_threshold=65536",
-                 NULL}};
-  assert_int_equal(record_libc_spec(kv2_get, &m, buf, sizeof buf, &err), AS_OK);
-  assert_string_equal(buf, "glibc:arena_max=2,mmap_threshold=65536,"
-                           "trim_threshold=0");
-  kv2_t none = {{NULL}, {NULL}};
-  assert_int_equal(record_libc_spec(kv2_get, &none, buf, sizeof buf, &err),
-                   AS_OK);
-  assert_string_equal(buf, "glibc");
-  kv2_t bad = {{"MALLOC_TOP_PAD_", NULL}, {"lots", NULL}};
-  assert_int_equal(record_libc_spec(kv2_get, &bad, buf, sizeof buf, &err),
-                   AS_EINVAL);
-  assert_non_null(strstr(err.msg, "MALLOC_TOP_PAD_"));
-}
-
 static void series_stats_fit_a_line_exactly(void **state) {
   (void)state;
   double           x[] = {1, 2, 3, 4}, y[] = {2, 4, 6, 8};
@@ -859,7 +824,6 @@ int main(void) {
       cmocka_unit_test(convert_names_the_offset_of_a_bad_record),
       cmocka_unit_test(convert_maps_addresses_to_lowest_free_ids),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
-      cmocka_unit_test(libc_spec_follows_env_knobs_and_tunables),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
       cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
       cmocka_unit_test(compare_anchors_a_cpython_capture_at_the_hook),

@@ -11,92 +11,7 @@
 
 #include "engine/engine.h"
 #include "tests/helpers/array_source.h"
-
-/* ---- Spy model ---------------------------------------------------------- */
-
-typedef struct spy_s spy_t;
-struct spy_s {
-  model_t            base;
-  sim_event_queue_t *timers;
-  sim_timer_t        timer;
-  char               log[1024];   /* "a1@10 T@20 f1@30 ..." */
-  uint64_t           rearm_every; /* timer re-arms itself by this much */
-  int                rearms_left;
-  /* When want_prev is set: the prev_size every free and realloc should
-   * carry, in event order; mismatches counts those that did not. */
-  const uint64_t    *want_prev;
-  size_t             nwant, seen, mismatches;
-};
-
-static void spy_check_prev(spy_t *s, const trace_event_t *ev) {
-  if (s->want_prev == NULL)
-    return;
-  if (s->seen >= s->nwant || s->want_prev[s->seen] != ev->prev_size)
-    s->mismatches++;
-  s->seen++;
-}
-
-static void spy_note(spy_t *s, const char *what, uint64_t id, uint64_t t) {
-  size_t n = strlen(s->log);
-  snprintf(s->log + n, sizeof s->log - n, "%s%s%llu@%llu", n ? " " : "",
-           what, (unsigned long long)id, (unsigned long long)t);
-}
-
-static as_status_t spy_alloc(model_t *m, const trace_event_t *ev,
-                             as_err_t *err) {
-  (void)err;
-  if (((spy_t *)m)->want_prev == NULL)
-    spy_note((spy_t *)m, "a", ev->id, ev->t_ns);
-  return AS_OK;
-}
-static as_status_t spy_realloc(model_t *m, const trace_event_t *ev,
-                               as_err_t *err) {
-  (void)err;
-  spy_check_prev((spy_t *)m, ev);
-  if (((spy_t *)m)->want_prev == NULL)
-    spy_note((spy_t *)m, "r", ev->id, ev->t_ns);
-  return AS_OK;
-}
-static as_status_t spy_free(model_t *m, const trace_event_t *ev,
-                            as_err_t *err) {
-  (void)err;
-  spy_check_prev((spy_t *)m, ev);
-  if (((spy_t *)m)->want_prev == NULL)
-    spy_note((spy_t *)m, "f", ev->id, ev->t_ns);
-  return AS_OK;
-}
-static as_status_t spy_trim(model_t *m, uint64_t pad, uint64_t now,
-                            as_err_t *err) {
-  (void)err;
-  spy_note((spy_t *)m, "trim", pad, now);
-  return AS_OK;
-}
-static void spy_stats(const model_t *m, model_stats_t *out) {
-  (void)m;
-  memset(out, 0, sizeof *out);
-}
-static void spy_destroy(model_t *m) {
-  (void)m;
-}
-
-static as_status_t spy_fire(sim_timer_t *t, uint64_t now, as_err_t *err) {
-  spy_t *s = SIM_CONTAINER_OF(t, spy_t, timer);
-  spy_note(s, "T", 0, now);
-  if (s->rearms_left-- > 0)
-    return sim_event_queue_push(s->timers, t, now + s->rearm_every, err);
-  return AS_OK;
-}
-
-static const model_methods_t spy_methods = {
-    .name    = "spy",
-    .summary = "records calls",
-    .alloc   = spy_alloc,
-    .realloc = spy_realloc,
-    .free    = spy_free,
-    .trim    = spy_trim,
-    .stats   = spy_stats,
-    .destroy = spy_destroy,
-};
+#include "tests/helpers/spy_model.h"
 
 typedef struct fixture_s fixture_t;
 struct fixture_s {
@@ -106,22 +21,14 @@ struct fixture_s {
 
 static int setup(void **state) {
   fixture_t *f = calloc(1, sizeof *f);
-  assert_int_equal(sim_kernel_create(&(sim_kernel_config_t){.page_size = 4096},
-                                     &f->session.kernel, NULL),
-                   AS_OK);
-  assert_int_equal(sim_event_queue_create(&f->session.timers, NULL), AS_OK);
-  f->spy.base.methods = &spy_methods;
-  f->spy.timers       = f->session.timers;
-  sim_timer_init(&f->spy.timer, spy_fire);
-  f->session.model = &f->spy.base;
-  *state           = f;
+  assert_int_equal(spy_session_open(&f->session, &f->spy, NULL), AS_OK);
+  *state = f;
   return 0;
 }
 
 static int teardown(void **state) {
   fixture_t *f = *state;
-  sim_event_queue_destroy(f->session.timers);
-  sim_kernel_destroy(f->session.kernel);
+  spy_session_close(&f->session);
   free(f);
   return 0;
 }
@@ -195,6 +102,111 @@ static void zero_delay_timer_chain_is_an_error_not_a_hang(void **state) {
   sim_event_queue_push(f->session.timers, &f->spy.timer, 5, NULL);
   assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "timers fired at t=5 ns"));
+}
+
+
+static void settle_fires_timers_after_the_last_event(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.settle_ns = 100, .sample_every_ns = 50};
+  f->spy.rearm_every      = 40;
+  f->spy.rearms_left      = 10;
+  sim_event_queue_push(f->session.timers, &f->spy.timer, 11, NULL);
+  assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "a1@10 T0@11 T0@51 T0@91");
+  assert_int_equal(res.final_t_ns, 110);
+}
+
+/* ---- Purge, option and touch events ------------------------------------- */
+
+static void purge_and_option_events_reach_the_model(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {
+      {.t_ns = 5, .op = TRACE_PURGE, .size = TRACE_PURGE_DECAY},
+      {.t_ns = 6, .op = TRACE_OPTION, .label = "decay_ms", .size = 1000}};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, 2, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "P1@5 O1000@6");
+  trace_event_t bad[] = {
+      {.t_ns = 7, .op = TRACE_OPTION, .label = "arena_max", .size = 2}};
+  as_err_t err = {0};
+  assert_int_equal(run(f, bad, 1, &cfg, &res, &err), AS_EINVAL);
+  assert_string_equal(err.msg,
+                      "array: event 0: spy: no run-time option arena_max");
+}
+
+static void events_a_model_has_no_notion_of_are_counted_or_strict(
+    void **state) {
+  fixture_t            *f = *state;
+  model_methods_t       plain = spy_methods;
+  plain.purge                 = NULL;
+  f->spy.base.methods         = &plain;
+  trace_event_t evs[] = {{.t_ns = 5, .op = TRACE_PURGE, .size = 0}};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(res.ignored_events, 1);
+  cfg.strict   = true;
+  as_err_t err = {0};
+  assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "model spy has no notion of purge"));
+}
+
+static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {EV_MALLOC(0, 3, 1 << 20),
+                         {.t_ns = 1, .op = TRACE_TOUCH, .id = 3,
+                          .offset = 4096 + 10, .size = 8192}};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  array_source_t      src;
+  array_source_init(&src, evs, 2);
+  trace_meta_set(&src.base.meta, "touch_threshold", "4096", NULL);
+  assert_int_equal(
+      sim_engine_run(&cfg, &f->session, &src.base, &res, NULL), AS_OK);
+  assert_int_equal(f->spy.last_flags, TRACE_FLAG_UNWRITTEN);
+  assert_int_equal(res.unwritten_allocs, 1);
+  /* bytes 4106..12297 of the object: OS pages 1, 2 and 3 */
+  sim_addr_t base = f->spy.region + 3 * SPY_SLOT;
+  assert_false(sim_kernel_is_resident(f->session.kernel, base));
+  for (int p = 1; p <= 3; p++)
+    assert_true(sim_kernel_is_resident(f->session.kernel, base + p * 4096));
+  assert_false(sim_kernel_is_resident(f->session.kernel, base + 4 * 4096));
+  assert_int_equal(res.final_rss_bytes, 3 * 4096);
+}
+
+static void a_touch_outside_its_object_is_refused(void **state) {
+  fixture_t    *f     = *state;
+  trace_event_t evs[] = {
+      EV_MALLOC(0, 3, 100),
+      {.t_ns = 1, .op = TRACE_TOUCH, .id = 3, .offset = 64, .size = 64},
+      {.t_ns = 2, .op = TRACE_TOUCH, .id = 4, .offset = 0, .size = 1}};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  as_err_t            err = {0};
+  assert_int_equal(run(f, evs, 2, &cfg, &res, &err), AS_EFORMAT);
+  assert_string_equal(err.msg, "array: event 1 (t=1 ns): touch of bytes "
+                               "64..128 of object 3, which has 100 bytes");
+  trace_event_t dead[] = {EV_MALLOC(0, 5, 100), evs[2]};
+  assert_int_equal(run(f, dead, 2, &cfg, &res, &err), AS_EFORMAT);
+  assert_string_equal(err.msg, "array: event 1 (t=2 ns): touch of object 4 "
+                               "that is not live");
+}
+
+static void a_touch_threshold_below_a_page_is_refused(void **state) {
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(0, 1, 8)};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  array_source_t      src;
+  as_err_t            err = {0};
+  array_source_init(&src, evs, 1);
+  trace_meta_set(&src.base.meta, "touch_threshold", "512", NULL);
+  assert_int_equal(sim_engine_run(&cfg, &f->session, &src.base, &res, &err),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "touch_threshold"));
 }
 
 /* ---- Validation --------------------------------------------------------- */
@@ -408,6 +420,19 @@ static void ideal_rss_is_live_bytes_rounded_up_to_pages(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          settle_fires_timers_after_the_last_event, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          purge_and_option_events_reach_the_model, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          events_a_model_has_no_notion_of_are_counted_or_strict, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          touch_makes_the_named_pages_of_an_object_resident, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_touch_outside_its_object_is_refused,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_touch_threshold_below_a_page_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(
           timer_due_at_t_fires_before_the_event_stamped_t, setup, teardown),
       cmocka_unit_test_setup_teardown(timers_after_the_last_event_do_not_fire,

@@ -10,25 +10,30 @@
 #include "models/model.h"
 #include "models/options.h"
 
-static const model_option_t table[] = {
-    {"arena_max", OPT_U64, "0", "", NULL, "test", "arenas"},
-    {"mmap_threshold", OPT_BYTES, "128K", "bytes", NULL, "test", "threshold"},
-    {"dirty_decay_ms", OPT_I64, "10000", "ms", NULL, "test", "decay"},
-    {"background_thread", OPT_BOOL, "false", "", NULL, "test", "bg"},
-    {"version", OPT_ENUM, "3.14", "", "3.11|3.14", "test", "version"},
-    {NULL, OPT_U64, NULL, NULL, NULL, NULL, NULL},
-};
+#define TEST_OPTIONS(X)                                                        \
+  X(T_ARENA_MAX, "arena_max", OPT_U64, "0", "", NULL, NULL, "test", "arenas")  \
+  X(T_MMAP_THRESHOLD, "mmap_threshold", OPT_BYTES, "128K", "bytes", NULL,     \
+    NULL, "test", "threshold")                                                 \
+  X(T_DECAY, "dirty_decay_ms", OPT_I64, "10000", "ms", NULL, NULL, "test",    \
+    "decay")                                                                   \
+  X(T_BG, "background_thread", OPT_BOOL, "false", "", NULL, NULL, "test",     \
+    "bg")                                                                      \
+  X(T_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", NULL, "test",    \
+    "version")
+
+enum { TEST_OPTIONS(MODEL_OPTION_KEY) T_COUNT };
+static const model_option_t table[] = {TEST_OPTIONS(MODEL_OPTION_ROW){0}};
 
 static void defaults_come_from_the_table(void **state) {
   (void)state;
   model_opts_t o;
   assert_int_equal(model_opts_parse("m", table, NULL, &o, NULL), AS_OK);
-  assert_int_equal(model_opts_u64(&o, "arena_max"), 0);
-  assert_int_equal(model_opts_u64(&o, "mmap_threshold"), 131072);
-  assert_int_equal(model_opts_i64(&o, "dirty_decay_ms"), 10000);
-  assert_false(model_opts_bool(&o, "background_thread"));
-  assert_int_equal(model_opts_i64(&o, "version"), 1);
-  assert_false(model_opts_was_set(&o, "arena_max"));
+  assert_int_equal(model_opt_u64(&o, T_ARENA_MAX), 0);
+  assert_int_equal(model_opt_u64(&o, T_MMAP_THRESHOLD), 131072);
+  assert_int_equal(model_opt_i64(&o, T_DECAY), 10000);
+  assert_false(model_opt_bool(&o, T_BG));
+  assert_int_equal(model_opt_i64(&o, T_VERSION), 1);
+  assert_false(model_opt_was_set(&o, T_ARENA_MAX));
 }
 
 static void assignments_override_defaults(void **state) {
@@ -40,13 +45,13 @@ static void assignments_override_defaults(void **state) {
                                     "version=3.11",
                                     &o, NULL),
                    AS_OK);
-  assert_int_equal(model_opts_u64(&o, "arena_max"), 2);
-  assert_int_equal(model_opts_u64(&o, "mmap_threshold"), 1048576);
-  assert_int_equal(model_opts_i64(&o, "dirty_decay_ms"), -1);
-  assert_true(model_opts_bool(&o, "background_thread"));
-  assert_int_equal(model_opts_i64(&o, "version"), 0);
-  assert_string_equal(model_opts_text(&o, "version"), "3.11");
-  assert_true(model_opts_was_set(&o, "arena_max"));
+  assert_int_equal(model_opt_u64(&o, T_ARENA_MAX), 2);
+  assert_int_equal(model_opt_u64(&o, T_MMAP_THRESHOLD), 1048576);
+  assert_int_equal(model_opt_i64(&o, T_DECAY), -1);
+  assert_true(model_opt_bool(&o, T_BG));
+  assert_int_equal(model_opt_i64(&o, T_VERSION), 0);
+  assert_string_equal(model_opt_text(&o, T_VERSION), "3.11");
+  assert_true(model_opt_was_set(&o, T_ARENA_MAX));
 }
 
 static void unknown_option_lists_the_known_ones(void **state) {
@@ -58,6 +63,16 @@ static void unknown_option_lists_the_known_ones(void **state) {
   assert_string_equal(err.msg, "glibc: unknown option 'arena_mx' (known: "
                                "arena_max, mmap_threshold, dirty_decay_ms, "
                                "background_thread, version)");
+}
+
+static void a_repeated_option_is_an_error(void **state) {
+  (void)state;
+  model_opts_t o;
+  as_err_t     err = {0};
+  assert_int_equal(
+      model_opts_parse("m", table, "arena_max=1,arena_max=2", &o, &err),
+      AS_EUSAGE);
+  assert_string_equal(err.msg, "m: option arena_max is given twice");
 }
 
 static void malformed_values_name_what_was_expected(void **state) {
@@ -123,9 +138,9 @@ static void unknown_model_lists_the_known_ones(void **state) {
   (void)state;
   model_t *m;
   as_err_t err = {0};
-  assert_int_equal(model_create_from_spec("tcmalloc", NULL, &m, &err),
+  assert_int_equal(model_create_from_spec("hoard", NULL, &m, &err),
                    AS_EUSAGE);
-  assert_non_null(strstr(err.msg, "unknown model 'tcmalloc' (known: ideal"));
+  assert_non_null(strstr(err.msg, "unknown model 'hoard' (known: ideal"));
 }
 
 int main(void) {
@@ -133,6 +148,7 @@ int main(void) {
       cmocka_unit_test(defaults_come_from_the_table),
       cmocka_unit_test(assignments_override_defaults),
       cmocka_unit_test(unknown_option_lists_the_known_ones),
+      cmocka_unit_test(a_repeated_option_is_an_error),
       cmocka_unit_test(malformed_values_name_what_was_expected),
       cmocka_unit_test(format_lists_every_effective_value),
       cmocka_unit_test(byte_suffixes_are_powers_of_1024),

@@ -128,6 +128,12 @@ static const char every_op_canonical[] =
     "3000000000 4294967295 memalign 18446744073709551615 4096 1073741824 "
     "obj\n"
     "3000000000 0 realloc 5 2147483648 mem\n"
+    "3000000000 0 purge decay\n"
+    "3000000000 0 purge tcache 4294967295\n"
+    "3000000000 2 option mmap_threshold 65536\n"
+    "3000000000 0 option dirty_decay_ms -9223372036854775808\n"
+    "3000000000 0 touch 5 4096 8192\n"
+    "3000000000 0 touch 18446744073709551615 0 1\n"
     "3000000000 0 free 0 mem\n"
     "3000000000 0 mark \"tab\there\"\n"
     "18446744073709551615 4294967295 rss 18446744073709551615\n";
@@ -250,18 +256,30 @@ static void malformed_headers_name_their_offset(void **state) {
 
 static void unknown_op_bytes_are_rejected(void **state) {
   (void)state;
-  expect_error(HDR "\xC5\x0B", HDR_LEN + 2,
-               "t.astrace: byte offset 12: unknown op byte 0x0b, expected an "
-               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+  expect_error(HDR "\xC5\x0E", HDR_LEN + 2,
+               "t.astrace: byte offset 12: unknown op byte 0x0e, expected an "
+               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
   expect_error(HDR "\x17", HDR_LEN + 1, /* domain bits on a mark */
                "t.astrace: byte offset 11: unknown op byte 0x17, expected an "
-               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
   expect_error(HDR "\x30", HDR_LEN + 1, /* domain 3 */
                "t.astrace: byte offset 11: unknown op byte 0x30, expected an "
-               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
   expect_error(HDR "\x4F", HDR_LEN + 1, /* end with a flag */
                "t.astrace: byte offset 11: unknown op byte 0x4f, expected an "
-               "op 0-10 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
+}
+
+static void new_op_fields_out_of_range_are_rejected(void **state) {
+  (void)state;
+  expect_error(HDR "\xCB\x00\x03", HDR_LEN + 3, /* purge kind 3 */
+               "t.astrace: byte offset 13: expected a purge kind 0-2, got 3");
+  expect_error(HDR "\xCD\x02\x00\x00", HDR_LEN + 4, /* touch length 0 */
+               "t.astrace: byte offset 14: expected a touch length above 0 "
+               "ending below 2^64, got 0 at offset 0");
+  expect_error(HDR "\xCC\x01X\x02", HDR_LEN + 4, /* option "X" */
+               "t.astrace: byte offset 13: expected an option name of 1-63 "
+               "bytes of [a-z0-9_.]");
 }
 
 static void varint_overflow_names_the_field(void **state) {
@@ -520,13 +538,13 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
   b.data = realloc(b.data, b.len + 300);
   assert_non_null(b.data);
   memset(b.data + bad, 0x45, 300); /* thread_start, same thread */
-  b.data[bad] = 0x0C;
+  b.data[bad] = 0x0E;
   b.len += 299;
   assert_true(bad > 256 * 1024);
   char msg[160];
   snprintf(msg, sizeof msg,
-           "t.astrace: byte offset %zu: unknown op byte 0x0c, expected an op "
-           "0-10 with domain bits only on ops 0-4, or 0x0f",
+           "t.astrace: byte offset %zu: unknown op byte 0x0e, expected an op "
+           "0-13 with domain bits only on ops 0-4, or 0x0f",
            bad);
   size_t   n;
   as_err_t err;
@@ -615,6 +633,7 @@ int main(void) {
       cmocka_unit_test(unsupported_version_is_reported_at_offset_8),
       cmocka_unit_test(malformed_headers_name_their_offset),
       cmocka_unit_test(unknown_op_bytes_are_rejected),
+      cmocka_unit_test(new_op_fields_out_of_range_are_rejected),
       cmocka_unit_test(varint_overflow_names_the_field),
       cmocka_unit_test(out_of_range_fields_are_rejected),
       cmocka_unit_test(truncated_record_names_record_and_field_offsets),

@@ -111,6 +111,11 @@ static const char every_op[] =
     "3s 7 mark \"\"\n"
     "3s 4294967295 memalign 18446744073709551615 4K 1G obj\n"
     "3s 0 realloc 5 2GiB mem\n"
+    "3s 0 purge decay\n"
+    "3s 0 purge all 3 # arena 3\n"
+    "3s 2 option mmap_threshold 64K\n"
+    "3s 0 option dirty_decay_ms -1\n"
+    "3s 0 touch 5 4K 8K\n"
     "3s 0 free 3 mem\n";
 
 static const char every_op_canonical[] =
@@ -137,6 +142,11 @@ static const char every_op_canonical[] =
     "3000000000 4294967295 memalign 18446744073709551615 4096 1073741824 "
     "obj\n"
     "3000000000 0 realloc 5 2147483648 mem\n"
+    "3000000000 0 purge decay\n"
+    "3000000000 0 purge all 3\n"
+    "3000000000 2 option mmap_threshold 65536\n"
+    "3000000000 0 option dirty_decay_ms -1\n"
+    "3000000000 0 touch 5 4096 8192\n"
     "3000000000 0 free 3 mem\n";
 
 static void every_field_parses_to_its_exact_value(void **state) {
@@ -173,6 +183,12 @@ static void every_field_parses_to_its_exact_value(void **state) {
        TRACE_DOMAIN_OBJ, NULL},
       {3000000000u, 5, 2147483648u, 0, 0, TRACE_REALLOC, TRACE_DOMAIN_MEM,
        NULL},
+      {3000000000u, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY, 0, 0, TRACE_PURGE, 0,
+       NULL},
+      {3000000000u, 3, TRACE_PURGE_ALL, 0, 0, TRACE_PURGE, 0, NULL},
+      {3000000000u, 0, 65536, 0, 2, TRACE_OPTION, 0, "mmap_threshold"},
+      {3000000000u, 0, (uint64_t)-1, 0, 0, TRACE_OPTION, 0, "dirty_decay_ms"},
+      {3000000000u, 5, 8192, 0, 0, TRACE_TOUCH, 0, NULL}, /* offset 4096 */
       {3000000000u, 3, 0, 0, 0, TRACE_FREE, TRACE_DOMAIN_MEM, NULL},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -183,6 +199,7 @@ static void every_field_parses_to_its_exact_value(void **state) {
     assert_int_equal(ev.id, want[i].id);
     assert_int_equal(ev.size, want[i].size);
     assert_int_equal(ev.align, want[i].align);
+    assert_int_equal(ev.offset, want[i].op == TRACE_TOUCH ? 4096 : 0);
     assert_int_equal(ev.domain, want[i].domain);
     if (want[i].label == NULL)
       assert_null(ev.label);
@@ -280,7 +297,7 @@ static void unknown_op_lists_the_known_ones(void **state) {
   expect_error(H "# c\n\n0 0 mallco 1 64\n",
                "t.trace:4: expected an op (malloc, calloc, realloc, "
                "memalign, free, thread_start, thread_exit, mark, idle, trim, "
-               "rss), got 'mallco'");
+               "rss, purge, option, touch), got 'mallco'");
 }
 
 static void malformed_numbers_are_rejected(void **state) {
@@ -345,7 +362,8 @@ static void missing_fields_say_what_was_expected(void **state) {
                "t.trace:2: expected ID (a decimal integer), got end of line");
   expect_error(H "0 0\n", "t.trace:2: expected an op (malloc, calloc, "
                           "realloc, memalign, free, thread_start, "
-                          "thread_exit, mark, idle, trim, rss), got end of "
+                          "thread_exit, mark, idle, trim, rss, purge, option, "
+                          "touch), got end of "
                           "line");
   expect_error(H "0\n",
                "t.trace:2: expected THREAD (a decimal integer), got end of "
@@ -358,6 +376,23 @@ static void missing_fields_say_what_was_expected(void **state) {
   expect_error(H "0 0 idle\n", "t.trace:2: expected DURATION (integer ns, or "
                                "a number with unit ns/us/ms/s), got end of "
                                "line");
+}
+
+static void new_ops_reject_malformed_arguments(void **state) {
+  (void)state;
+  expect_error(H "0 0 purge soon\n",
+               "t.trace:2: expected a purge KIND (all, decay, tcache), got "
+               "'soon'");
+  expect_error(H "0 0 option MMAP 5\n",
+               "t.trace:2: expected an option NAME (1-63 bytes of a-z, 0-9, "
+               "_ .), got 'MMAP'");
+  expect_error(H "0 0 option mmap_threshold\n",
+               "t.trace:2: expected VALUE (integer bytes, or a number with "
+               "suffix K/KiB/M/MiB/G/GiB), got end of line");
+  expect_error(H "0 0 touch 1 0 0\n",
+               "t.trace:2: expected LENGTH above 0, got '0'");
+  expect_error(H "0 0 touch 1 18446744073709551615 2\n",
+               "t.trace:2: expected LENGTH no larger than 0, got '2'");
 }
 
 static void extra_fields_are_rejected(void **state) {
@@ -641,6 +676,7 @@ int main(void) {
       cmocka_unit_test(malformed_numbers_are_rejected),
       cmocka_unit_test(numbers_beyond_their_range_overflow),
       cmocka_unit_test(missing_fields_say_what_was_expected),
+      cmocka_unit_test(new_ops_reject_malformed_arguments),
       cmocka_unit_test(extra_fields_are_rejected),
       cmocka_unit_test(time_going_backwards_is_an_error_on_its_line),
       cmocka_unit_test(memalign_needs_a_power_of_two),

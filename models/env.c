@@ -1,0 +1,254 @@
+/* models/env.c -- from a recorded run's environment to model specs.
+ *
+ * Everything model-specific comes from the registry: a model's preload
+ * name says which LD_PRELOAD'd library it models, and its option rows'
+ * environment spellings say which variables set which knob.  This file
+ * only knows how the list variables are spelled.
+ */
+#include "env.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../sim/status.h"
+
+/* Variables that hold several knobs.  Later settings win in both, as in
+ * the libraries (glibc 2.36 elf/dl-tunables.c parse_tunables walks the
+ * string in order; jemalloc 5.3.0 src/jemalloc.c malloc_conf_init_helper
+ * applies each key:value of malloc_conf_next in order). */
+static const struct {
+  const char *var;      /* variable name */
+  char        item_sep; /* between settings */
+  char        kv_sep;   /* between a setting's key and value */
+} list_vars[] = {
+    {"GLIBC_TUNABLES", ':', '='},
+    {"MALLOC_CONF", ',', ':'},
+};
+
+/* The value of environment variable name in the run, or NULL. */
+static const char *env_value(model_env_get_fn get, void *user,
+                             const char *name, char *buf, size_t len) {
+  char        key[96];
+  const char *v;
+  snprintf(key, sizeof key, "env.%s", name);
+  if ((v = get(user, key)) != NULL && *v != '\0')
+    return v;
+  snprintf(key, sizeof key, "env_%s", name);
+  if ((v = get(user, key)) != NULL && *v != '\0')
+    return v;
+  if ((v = get(user, name)) != NULL && *v != '\0')
+    return v;
+  const char *env = get(user, "malloc_env");
+  size_t      nl  = strlen(name);
+  for (const char *p = env; p != NULL && *p != '\0';) {
+    p += strspn(p, " ,;");
+    size_t tok = strcspn(p, " ,;");
+    if (tok > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+      size_t n = tok - nl - 1 < len - 1 ? tok - nl - 1 : len - 1;
+      memcpy(buf, p + nl + 1, n);
+      buf[n] = '\0';
+      return buf;
+    }
+    p += tok;
+  }
+  return NULL;
+}
+
+/* key's value in the list variable list_vars[i], the last one set. */
+static const char *list_value(model_env_get_fn get, void *user, size_t i,
+                              const char *key, char *buf, size_t len) {
+  char        whole[512];
+  const char *v = env_value(get, user, list_vars[i].var, whole, sizeof whole);
+  const char *found = NULL;
+  size_t      found_len = 0, kl = strlen(key);
+  for (const char *p = v; p != NULL && *p != '\0';) {
+    size_t item = strcspn(p, (char[]){list_vars[i].item_sep, '\0'});
+    if (item > kl && strncmp(p, key, kl) == 0 && p[kl] == list_vars[i].kv_sep) {
+      found     = p + kl + 1;
+      found_len = item - kl - 1;
+    }
+    p += item;
+    if (*p != '\0')
+      p++;
+  }
+  if (found == NULL)
+    return NULL;
+  if (found_len >= len)
+    found_len = len - 1;
+  memcpy(buf, found, found_len);
+  buf[found_len] = '\0';
+  return buf;
+}
+
+/* The value of one spelling (see models/options.h), or NULL. */
+static const char *spelling_value(model_env_get_fn get, void *user,
+                                  const char *sp, size_t sl, char *buf,
+                                  size_t len) {
+  char name[96];
+  if (sl >= sizeof name)
+    return NULL;
+  memcpy(name, sp, sl);
+  name[sl] = '\0';
+  char *colon = strchr(name, ':');
+  if (colon == NULL)
+    return env_value(get, user, name, buf, len);
+  *colon = '\0';
+  if (strcmp(name, "meta") == 0) {
+    const char *v = get(user, colon + 1);
+    return v != NULL && *v != '\0' ? v : NULL;
+  }
+  for (size_t i = 0; i < sizeof list_vars / sizeof list_vars[0]; i++)
+    if (strcmp(name, list_vars[i].var) == 0)
+      return list_value(get, user, i, colon + 1, buf, len);
+  return NULL;
+}
+
+/* For an OPT_ENUM row: the choice v names, exactly or as a longer version
+ * ("3.11.2" -> "3.11"); NULL if none. */
+static const char *enum_choice(const model_option_t *row, const char *v,
+                               char *buf, size_t len) {
+  for (const char *p = row->choices; p != NULL && *p != '\0';) {
+    size_t n = strcspn(p, "|");
+    if (strncmp(v, p, n) == 0 && (v[n] == '\0' || v[n] == '.') && n < len) {
+      memcpy(buf, p, n);
+      buf[n] = '\0';
+      return buf;
+    }
+    p += n;
+    if (*p == '|')
+      p++;
+  }
+  return NULL;
+}
+
+/* The last spelling of row that the environment sets, or NULL; *which
+ * receives that spelling for messages. */
+static const char *row_value(const model_option_t *row, model_env_get_fn get,
+                             void *user, char *buf, size_t len, char *which,
+                             size_t wlen) {
+  const char *found = NULL;
+  for (const char *p = row->env; p != NULL && *p != '\0';) {
+    p += strspn(p, " ");
+    size_t      n = strcspn(p, " ");
+    const char *v = n ? spelling_value(get, user, p, n, buf, len) : NULL;
+    if (v != NULL) {
+      found = v;
+      snprintf(which, wlen, "%.*s", (int)n, p);
+      if (v != buf) { /* keep it: the next lookup reuses buf */
+        snprintf(buf, len, "%s", v);
+        found = buf;
+      }
+    }
+    p += n;
+  }
+  return found;
+}
+
+as_status_t model_spec_from_env(const model_methods_t *methods,
+                                model_env_get_fn get, void *user, char *buf,
+                                size_t len, as_err_t *err) {
+  model_opts_t opts;
+  as_status_t  rc = model_opts_parse(methods->name, methods->options, NULL,
+                                     &opts, err);
+  if (rc != AS_OK)
+    return rc;
+  size_t used = (size_t)snprintf(buf, len, "%s", methods->name);
+  bool   first = true;
+  for (size_t i = 0; i < opts.count && used < len; i++) {
+    const model_option_t *row = &methods->options[i];
+    char                  v[128], which[96], pick[32];
+    const char *value = row_value(row, get, user, v, sizeof v, which,
+                                  sizeof which);
+    if (value == NULL)
+      continue;
+    if (row->kind == OPT_ENUM) {
+      const char *c = enum_choice(row, value, pick, sizeof pick);
+      if (c == NULL)
+        return as_err_set(err, AS_EINVAL,
+                          "%s=%s: %s knob %s expects one of %s", which,
+                          value, methods->name, row->name, row->choices);
+      value = c;
+    }
+    as_err_t why;
+    if (model_opts_set(methods->name, &opts, (int)i, value, strlen(value),
+                       &why) != AS_OK)
+      return as_err_set(err, AS_EINVAL, "%s=%s: %s", which, value, why.msg);
+    used += (size_t)snprintf(buf + used, len - used, "%s%s=%s",
+                             first ? ":" : ",", row->name, value);
+    first = false;
+  }
+  if (used >= len)
+    return as_err_set(err, AS_EINVAL, "%s spec longer than %zu bytes",
+                      methods->name, len);
+  return AS_OK;
+}
+
+/* Whether the library path p (n bytes) names an allocator by its file
+ * name: "lib...malloc..." or "lib...alloc...". */
+static bool looks_like_allocator(const char *p, size_t n) {
+  const char *base = p;
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == '/')
+      base = p + i + 1;
+  size_t bn = n - (size_t)(base - p);
+  for (size_t i = 0; i + 5 <= bn; i++)
+    if (strncmp(base + i, "alloc", 5) == 0)
+      return strncmp(base, "liballocsim", 11) != 0;
+  return false;
+}
+
+as_status_t model_preloaded(model_env_get_fn get, void *user,
+                            const model_methods_t **out, as_err_t *err) {
+  char        buf[512];
+  const char *pre = env_value(get, user, "LD_PRELOAD", buf, sizeof buf);
+  size_t      nmodels;
+  const model_methods_t *const *reg = model_registry(&nmodels);
+  *out = NULL;
+  for (const char *p = pre; p != NULL && *p != '\0';) {
+    p += strspn(p, " :");
+    size_t n = strcspn(p, " :");
+    if (n == 0)
+      break;
+    const char *base = p;
+    for (size_t i = 0; i < n; i++)
+      if (p[i] == '/')
+        base = p + i + 1;
+    for (size_t m = 0; m < nmodels && *out == NULL; m++) {
+      const char *want = reg[m]->preload;
+      if (want != NULL && strncmp(base, want, strlen(want)) == 0)
+        *out = reg[m];
+    }
+    if (*out != NULL)
+      return AS_OK;
+    if (looks_like_allocator(p, n))
+      return as_err_set(err, AS_EINVAL,
+                        "LD_PRELOAD=%.*s: an allocator allocsim does not "
+                        "model; pass --model (allocsim models lists them)",
+                        (int)n, p);
+    p += n;
+  }
+  return AS_OK;
+}
+
+as_status_t model_specs_for_run(model_env_get_fn get, void *user, char *model,
+                                size_t model_len, char *libc, size_t libc_len,
+                                as_err_t *err) {
+  const model_methods_t *libc_methods;
+  as_status_t            rc = model_preloaded(get, user, &libc_methods, err);
+  if (rc != AS_OK)
+    return rc;
+  if (libc_methods == NULL)
+    libc_methods = model_find(model_default_libc());
+  if ((rc = model_spec_from_env(libc_methods, get, user, libc, libc_len,
+                                err)) != AS_OK)
+    return rc;
+  const char *python = get(user, "python");
+  const model_methods_t *cpython = model_find("cpython");
+  if (python != NULL && *python != '\0' && cpython != NULL)
+    return model_spec_from_env(cpython, get, user, model, model_len, err);
+  if (snprintf(model, model_len, "%s", libc) >= (int)model_len)
+    return as_err_set(err, AS_EINVAL, "model spec longer than %zu bytes",
+                      model_len);
+  return AS_OK;
+}

@@ -1,0 +1,132 @@
+/* tests/unit/test_env.c -- from a recorded run's environment to model
+ * specs (models/env.c) and the run-level precedence (analysis/record.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/record.h"
+#include "models/env.h"
+
+/* A run's provenance: up to 6 key/value pairs. */
+typedef struct kv_s {
+  const char *k[6];
+  const char *v[6];
+} kv_t;
+
+static const char *kv_get(void *user, const char *key) {
+  kv_t *m = user;
+  for (int i = 0; i < 6 && m->k[i]; i++)
+    if (strcmp(m->k[i], key) == 0)
+      return m->v[i];
+  return NULL;
+}
+
+static void glibc_knobs_come_from_env_aliases_and_tunables(void **state) {
+  (void)state;
+  char     buf[256];
+  as_err_t err = {0};
+  kv_t     m   = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
+                  {"2",
+                   "glibc.malloc.trim_threshold=0:glibc.malloc."
+                   "mmap_threshold=65536",
+                   NULL}};
+  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &m, buf,
+                                       sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "glibc:arena_max=2,mmap_threshold=65536,"
+                           "trim_threshold=0");
+  kv_t none = {{NULL}, {NULL}};
+  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &none,
+                                       buf, sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "glibc");
+}
+
+static void later_tunables_win_and_meta_keys_are_read(void **state) {
+  (void)state;
+  char     buf[256];
+  as_err_t err = {0};
+  kv_t     m   = {{"GLIBC_TUNABLES", "ncpus", "malloc_env", NULL},
+                  {"glibc.malloc.top_pad=1:glibc.malloc.top_pad=4096", "4",
+                   "MALLOC_MMAP_MAX_=7 OTHER=1", NULL}};
+  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &m, buf,
+                                       sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "glibc:top_pad=4096,mmap_max=7,ncpus=4");
+}
+
+static void a_malformed_knob_names_the_variable(void **state) {
+  (void)state;
+  char     buf[256];
+  as_err_t err = {0};
+  kv_t     bad = {{"MALLOC_TOP_PAD_", NULL}, {"lots", NULL}};
+  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &bad, buf,
+                                       sizeof buf, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "MALLOC_TOP_PAD_=lots"));
+}
+
+static void a_python_run_is_cpython_of_its_version(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     m   = {{"python", "env.MALLOC_ARENA_MAX", NULL},
+                  {"3.11.2", "1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &m, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "cpython:version=3.11");
+  assert_string_equal(libc, "glibc:arena_max=1");
+  kv_t c = {{"env.MALLOC_ARENA_MAX", NULL}, {"1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &c, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "glibc:arena_max=1");
+}
+
+static void an_unmodelled_preloaded_allocator_is_an_error(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     m   = {{"env.LD_PRELOAD", NULL},
+                  {"/usr/lib/libhoard_malloc.so", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &m, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "libhoard_malloc.so"));
+  assert_non_null(strstr(err.msg, "--model"));
+  kv_t other = {{"env.LD_PRELOAD", NULL}, {"/usr/lib/libfaketime.so.1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &other, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "glibc");
+}
+
+static void a_runs_own_spec_provenance_wins(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     m   = {{"python", "model", "libc", NULL},
+                  {"3.11.2", "cpython:version=3.14", "glibc 2.36", NULL}};
+  assert_int_equal(record_run_specs(kv_get, &m, model, sizeof model, libc,
+                                    sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "cpython:version=3.14");
+  assert_string_equal(libc, "glibc"); /* "glibc 2.36" is not a spec */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(glibc_knobs_come_from_env_aliases_and_tunables),
+      cmocka_unit_test(later_tunables_win_and_meta_keys_are_read),
+      cmocka_unit_test(a_malformed_knob_names_the_variable),
+      cmocka_unit_test(a_python_run_is_cpython_of_its_version),
+      cmocka_unit_test(an_unmodelled_preloaded_allocator_is_an_error),
+      cmocka_unit_test(a_runs_own_spec_provenance_wins),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
