@@ -185,6 +185,7 @@ struct sim_kernel_s {
   uint64_t mapped_bytes;                /* VmSize */
   uint64_t lazy_pages;                  /* resident lazyfree pages */
   uint64_t owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
+  sim_kernel_calls_t calls;             /* system calls and faults */
 };
 
 /* kernel.h's inline functions read h through a converted sim_kernel_t *. */
@@ -1164,6 +1165,7 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   }
   c->nresident += (uint32_t)gained;
   k->h.rss_pages += gained;
+  k->calls.faults += gained;
   return AS_OK;
 }
 
@@ -1349,6 +1351,7 @@ static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
 as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err) {
+  k->calls.mmap++;
   *addr_out      = 0;
   as_status_t st = check_prot_owner("mmap", prot, owner, err);
   if (st != AS_OK) {
@@ -1399,6 +1402,7 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
 as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
                                   uint64_t length, sim_prot_t prot,
                                   sim_owner_t owner, as_err_t *err) {
+  k->calls.mmap++;
   sim_addr_t  end;
   as_status_t st = check_prot_owner("mmap_fixed", prot, owner, err);
   if (st == AS_OK) {
@@ -1423,6 +1427,7 @@ as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
 
 as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
                               uint64_t length, as_err_t *err) {
+  k->calls.munmap++;
   sim_addr_t  end;
   as_status_t st = check_range(k, "munmap", addr, length, &end, err);
   if (st != AS_OK) {
@@ -1443,6 +1448,7 @@ as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
 as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
                               uint64_t old_length, uint64_t new_length,
                               sim_addr_t *new_addr_out, as_err_t *err) {
+  k->calls.mremap++;
   *new_addr_out = 0;
   sim_addr_t  end;
   as_status_t st = check_range(k, "mremap", addr, old_length, &end, err);
@@ -1529,6 +1535,7 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
 as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
                                 uint64_t length, sim_prot_t prot,
                                 as_err_t *err) {
+  k->calls.mprotect++;
   sim_addr_t  end, hole;
   as_status_t st = check_prot_owner("mprotect", prot, SIM_OWNER_BASELINE, err);
   if (st == AS_OK) {
@@ -1562,6 +1569,7 @@ sim_addr_t sim_kernel_brk_current(const sim_kernel_t *k) {
 
 as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
                            as_err_t *err) {
+  k->calls.brk++;
   if (new_break < k->brk_start || new_break > k->limit) {
     return as_err_set(err, AS_EINVAL,
                       "brk to 0x%" PRIx64 ": outside [0x%" PRIx64
@@ -1621,6 +1629,7 @@ as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
 as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
                                uint64_t length, sim_madv_t advice,
                                as_err_t *err) {
+  k->calls.madvise++;
   sim_addr_t  end, hole;
   as_status_t st = check_range(k, "madvise", addr, length, &end, err);
   if (st != AS_OK || addr == end) {
@@ -1672,6 +1681,10 @@ uint64_t sim_kernel_rss_owner_bytes(const sim_kernel_t *k, sim_owner_t owner) {
   return (unsigned)owner < SIM_OWNER_COUNT
              ? k->owner_pages[owner] * k->h.page_size
              : 0;
+}
+
+void sim_kernel_calls(const sim_kernel_t *k, sim_kernel_calls_t *out) {
+  *out = k->calls;
 }
 
 uint64_t sim_kernel_lazyfree_bytes(const sim_kernel_t *k) {

@@ -9,7 +9,8 @@
  *   sim_kernel_head_t    the first member of sim_kernel_t: what the inline
  *                        touch and RSS functions at the end of this file read
  *
- * Rules this file implements (Linux 6.1, shared/models-spec.md section F):
+ * Rules this file implements (Linux 6.1, mm/memory.c, mm/mmap.c,
+ * mm/madvise.c, mm/mremap.c, mm/mprotect.c):
  *   - A page becomes resident on its first *write* (sim_kernel_touch); read
  *     faults map the zero page and are not counted, so there is no "read".
  *   - munmap, brk shrink, MADV_DONTNEED and mmap(MAP_FIXED) over a range drop
@@ -119,7 +120,7 @@ struct sim_kernel_head_s {
 
 /* Fills *cfg with 4 KiB pages, no THP, no pressure and the default layout.
  * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
- * Debian 12 (models-spec A.3: all arenas unaligned). */
+ * Debian 12 (every pymalloc arena unaligned, read from id() of objects). */
 void sim_kernel_config_default(sim_kernel_config_t *cfg);
 
 /* Another address-space layout, as ASLR gives each real run: lowers
@@ -182,7 +183,8 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
                               sim_addr_t *new_addr_out, as_err_t *err);
 
 /* Changes protection; every page of the range must be mapped.  Going to
- * PROT_NONE keeps residency (mprotect frees nothing, models-spec rule 2). */
+ * PROT_NONE keeps residency (mprotect frees nothing: Linux 6.1
+ * mm/mprotect.c changes protection bits only). */
 as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
                                 uint64_t length, sim_prot_t prot,
                                 as_err_t *err);
@@ -212,6 +214,22 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
 
 /* Memory pressure now: every lazyfree page is reclaimed. */
 void sim_kernel_reclaim_lazyfree(sim_kernel_t *k);
+
+/* System calls the models made, and page faults, since creation: the cost
+ * side of a retention policy (a purge that returns memory pays madvise
+ * calls now and faults when the memory is used again). */
+typedef struct sim_kernel_calls_s sim_kernel_calls_t;
+struct sim_kernel_calls_s {
+  uint64_t mmap;     /* sim_kernel_mmap and mmap_fixed calls */
+  uint64_t munmap;
+  uint64_t mremap;
+  uint64_t mprotect;
+  uint64_t brk;
+  uint64_t madvise;  /* MADV_DONTNEED and MADV_FREE */
+  uint64_t faults;   /* OS pages made resident by a write (with THP, the
+                        pages a huge-page fault fills count one each) */
+};
+void sim_kernel_calls(const sim_kernel_t *k, sim_kernel_calls_t *out);
 
 /* Counters, exact at every instant.  sim_kernel_rss_bytes is inline (the
  * engine reads it after every event). */
