@@ -325,15 +325,10 @@ typedef struct run_ctx_s {
   sim_session_t *s;
 } run_ctx_t;
 
-/* pymalloc's statistics for pymalloc and cpython models; false if the
- * model has no pymalloc. */
-static bool pym_stats(const model_t *m, pymalloc_stats_t *st) {
-  if (strcmp(m->methods->name, "cpython") == 0)
-    m = cpython_pymalloc_child(m);
-  if (m == NULL || strcmp(m->methods->name, "pymalloc") != 0)
-    return false;
-  pymalloc_get_stats(m, st);
-  return true;
+/* Counter name of *model, or -1 when the model has no such counter. */
+static int64_t counter_or_none(const model_t *m, const char *name) {
+  uint64_t v;
+  return model_counter_get(m, name, &v) ? (int64_t)v : -1;
 }
 
 static as_status_t on_sample(void *user, const sim_sample_t *smp,
@@ -349,12 +344,12 @@ static as_status_t on_sample(void *user, const sim_sample_t *smp,
     sweep_mark_t *mk = &p->marks[p->nmarks++];
     snprintf(mk->label, sizeof mk->label, "%s", smp->label ? smp->label : "");
     mk->rss_bytes = smp->rss_bytes;
-    pymalloc_stats_t st;
-    if (strcmp(mk->label, "after") == 0 && pym_stats(ctx->s->model, &st))
-      p->arenas_pinned = (int64_t)st.arenas_pinned;
-    if (strcmp(mk->label, "peak") == 0 && pym_stats(ctx->s->model, &st)) {
-      p->arenas_peak    = (int64_t)st.arenas_current;
-      p->unaligned_peak = (int64_t)st.arenas_unaligned;
+    const model_t *m = ctx->s->model;
+    if (strcmp(mk->label, "after") == 0)
+      p->arenas_pinned = counter_or_none(m, "pymalloc.arenas_pinned");
+    if (strcmp(mk->label, "peak") == 0) {
+      p->arenas_peak    = counter_or_none(m, "pymalloc.arenas");
+      p->unaligned_peak = counter_or_none(m, "pymalloc.arenas_unaligned");
     }
   }
   return AS_OK;
@@ -362,7 +357,8 @@ static as_status_t on_sample(void *user, const sim_sample_t *smp,
 
 /* The formula for a survivors point, if the workload is survivors and the
  * model's unit is one the formula knows. */
-static void point_formula(const sweep_config_t *c, sweep_point_t *p) {
+static void point_formula(const sweep_config_t *c, sweep_point_t *p,
+                          uint64_t page_bytes) {
   if (!is_survivors(c))
     return;
   formula_input_t in = {0};
@@ -377,12 +373,7 @@ static void point_formula(const sweep_config_t *c, sweep_point_t *p) {
     return;
   /* mmap returns 16 KiB-aligned arenas only with OS pages >= 16 KiB. */
   in.arena_aligned = p->page_size >= PYMALLOC_POOL_SIZE;
-  /* Models whose unit is a mimalloc page: 64 KiB small pages (mimalloc 2.x
-   * include/mimalloc/types.h: MI_SMALL_PAGE_SHIFT = MI_SEGMENT_SLICE_SHIFT
-   * = 13 + MI_INTPTR_SHIFT = 16 on 64-bit). */
-  if (strncmp(c->model, "mimalloc", 8) == 0 ||
-      strncmp(c->model, "cpython-ft", 10) == 0)
-    in.page_bytes = 65536;
+  in.page_bytes = page_bytes; /* the model's formula unit (model.h) */
   formula_result_t r;
   if (formula_survivors(&in, &r, NULL) == AS_OK) {
     p->have_formula       = true;
@@ -425,7 +416,9 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     rc = sim_session_open(c->model, c->libc, &kcfg, &sess, err);
     have_session = rc == AS_OK;
   }
+  uint64_t page_bytes = 0;
   if (rc == AS_OK) {
+    page_bytes = sess.model->methods->formula_page_bytes;
     snprintf(p->model_desc, sizeof p->model_desc, "%s", sess.model_desc);
     run_ctx_t           ctx = {.p = p, .s = &sess};
     sim_engine_config_t ecfg = {.on_sample = on_sample, .user = &ctx};
@@ -448,7 +441,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     p->have_kept  = true;
     p->kept_bytes = (int64_t)after - (int64_t)start;
   }
-  point_formula(c, p);
+  point_formula(c, p, page_bytes);
   return AS_OK;
 }
 

@@ -113,6 +113,10 @@ struct model_methods_s {
   const char           *preload; /* file name prefix of the library that
                                     LD_PRELOAD puts in place for this model
                                     ("libjemalloc"), or NULL */
+  uint64_t              formula_page_bytes; /* the unit the survivors
+                                    formula counts: 0 = a pymalloc arena of
+                                    pools, else the size of the allocator
+                                    page one survivor pins (mimalloc) */
 
   /* Builds an instance bound to ctx from parsed options. */
   as_status_t (*create)(const model_opts_t *opts, const model_ctx_t *ctx,
