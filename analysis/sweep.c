@@ -30,6 +30,7 @@
 
 #include "../models/pymalloc.h"
 #include "../engine/engine.h"
+#include "../sim/units.h"
 #include "formula.h"
 
 /* ---- Axes and values ---------------------------------------------------- */
@@ -83,15 +84,6 @@ void sweep_axis_free(sweep_axis_t *a) {
   memset(a, 0, sizeof *a);
 }
 
-static bool parse_page_size(const char *v, uint64_t *out) {
-  char *end;
-  errno                = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end || end == v || (x != 4096 && x != 16384 && x != 65536))
-    return false;
-  *out = x;
-  return true;
-}
 
 as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
                              sweep_axis_t *out, as_err_t *err) {
@@ -150,9 +142,10 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
       goto fail;
     }
     out->count++;
-    if (is_page_size(out->name) && !parse_page_size(out->values[i], &ps)) {
+    if (is_page_size(out->name) && !as_parse_page_size(out->values[i], &ps)) {
       as_err_set(err, AS_EUSAGE,
-                 "--vary page_size expects 4096, 16384 or 65536, got '%s'",
+                 "--vary page_size expects 4096, 16384 or 65536 (4K, 16K, "
+                 "64K), got '%s'",
                  out->values[i]);
       goto fail;
     }
@@ -287,7 +280,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
       base.values[a] = c->axes[a].values[rest % c->axes[a].count];
       rest /= c->axes[a].count;
       if (is_page_size(c->axes[a].name))
-        parse_page_size(base.values[a], &base.page_size);
+        as_parse_page_size(base.values[a], &base.page_size);
       if (is_mmap_offset(c->axes[a].name))
         parse_mmap_offset(base.values[a], &base.mmap_offset);
     }

@@ -15,6 +15,7 @@
 
 #include "../engine/engine.h"
 #include "../sim/status.h"
+#include "../sim/units.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
 
@@ -35,10 +36,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* True if argv has -h or --help; prints cmd's usage then. */
 bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 
-/* Parses "123", "4K", "16KiB", "1M" ... into bytes; false if malformed. */
-bool cli_parse_bytes(const char *s, uint64_t *out);
-/* Parses "100", "10ms", "2.5s", "1us", "5ns" into ns; false if malformed. */
-bool cli_parse_duration_ns(const char *s, uint64_t *out);
+
+/* If argv[*i] is the option name, as "--name VALUE" or "--name=VALUE",
+ * sets *value, advances *i past it and returns 1; returns 0 for any other
+ * argument, and -1 after printing a usage error when the value is
+ * missing.  Every subcommand parses its valued options through this, so
+ * both spellings work everywhere. */
+int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+                  const char *name, const char **value);
 
 /* ---- Running a source against a model and reporting it ----------------- */
 

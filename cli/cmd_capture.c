@@ -65,7 +65,7 @@ static int cmd_capture_main(int argc, char **argv) {
       const char *v = argv[++i];
       if (strcmp(v, "0") == 0)
         every_ns = 0;
-      else if (!cli_parse_duration_ns(v, &every_ns) || every_ns == 0)
+      else if (!as_parse_duration_ns(v, &every_ns) || every_ns == 0)
         return cli_usage_error("capture",
                                "--sample-every expects a duration "
                                "such as 10ms, or 0, got '%s'",

@@ -222,31 +222,29 @@ static int compare_main(int argc, char **argv) {
   compare_opts_t o = {.store = true};
   bool           json = false;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool        takes = strcmp(a, "--db") == 0 || strcmp(a, "--model") == 0 ||
-                 strcmp(a, "--libc") == 0 || strcmp(a, "--page-size") == 0 ||
-                 strcmp(a, "--layouts") == 0;
-    if (takes && i + 1 >= argc)
-      return cli_usage_error("compare", "%s needs a value", a);
-    if (strcmp(a, "--db") == 0)
-      db = argv[++i];
-    else if (strcmp(a, "--model") == 0)
-      o.model = argv[++i];
-    else if (strcmp(a, "--libc") == 0)
-      o.libc = argv[++i];
-    else if (strcmp(a, "--page-size") == 0) {
-      const char *v = argv[++i];
-      if (!cli_parse_bytes(v, &o.page_size) ||
-          (o.page_size != 4096 && o.page_size != 16384 && o.page_size != 65536))
+    const char *a = argv[i], *v;
+    int         took;
+    if ((took = cli_opt_value("compare", argc, argv, &i, "--db", &db)) ||
+        (took = cli_opt_value("compare", argc, argv, &i, "--model",
+                              &o.model)) ||
+        (took = cli_opt_value("compare", argc, argv, &i, "--libc", &o.libc))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+    } else if ((took = cli_opt_value("compare", argc, argv, &i, "--page-size",
+                                     &v)) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (!as_parse_page_size(v, &o.page_size))
         return cli_usage_error("compare",
                                "--page-size expects 4096, 16384 "
-                               "or 65536, got '%s'",
+                               "or 65536 (4K, 16K, 64K), got '%s'",
                                v);
-    } else if (strcmp(a, "--layouts") == 0) {
-      const char   *v = argv[++i];
-      char         *e;
-      unsigned long n = strtoul(v, &e, 10);
-      if (*e != '\0' || e == v || v[0] == '-' || n < 1 ||
+    } else if ((took = cli_opt_value("compare", argc, argv, &i, "--layouts",
+                                     &v)) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      uint64_t n;
+      if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK || n < 1 ||
           n > COMPARE_MAX_LAYOUTS)
         return cli_usage_error("compare",
                                "--layouts expects 1 to %d (the 16 KiB "

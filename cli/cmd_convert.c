@@ -18,15 +18,14 @@
 static int convert_main(int argc, char **argv) {
   const char    *in = NULL, *out = NULL, *format = NULL;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--format") == 0) {
-      if (i + 1 == argc)
-        return cli_usage_error("convert", "--format needs a value: text or "
-                                          "binary");
-      format = argv[++i];
-    } else if (strncmp(a, "--format=", 9) == 0) {
-      format = a + 9;
-    } else if (a[0] == '-' && strcmp(a, "-") != 0) {
+    const char *a    = argv[i];
+    int         took = cli_opt_value("convert", argc, argv, &i, "--format",
+                                     &format);
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took)
+      continue;
+    if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("convert", "unknown option '%s'", a);
     } else if (in == NULL) {
       in = a;

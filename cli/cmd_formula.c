@@ -14,22 +14,6 @@
 
 /* The value of "--name value" or "--name=value" at argv[*i], or NULL after
  * printing a usage error. */
-static const char *take_value(int argc, char **argv, int *i) {
-  const char *eq = strchr(argv[*i], '=');
-  if (eq != NULL)
-    return eq + 1;
-  if (*i + 1 >= argc) {
-    cli_usage_error("formula", "%s needs a value", argv[*i]);
-    return NULL;
-  }
-  return argv[++*i];
-}
-
-static bool is_opt(const char *arg, const char *name) {
-  size_t n = strlen(name);
-  return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
 static int bad_value(const char *opt, const char *expected, const char *got) {
   fprintf(stderr, "allocsim formula: %s expects %s, got '%s'\n", opt, expected,
           got);
@@ -62,38 +46,45 @@ static int formula_main(int argc, char **argv) {
       json = true;
       continue;
     }
-    if (!(is_opt(a, "--size") || is_opt(a, "--total") ||
-          is_opt(a, "--fraction") || is_opt(a, "--pattern") ||
-          is_opt(a, "--every") || is_opt(a, "--page-bytes") ||
-          is_opt(a, "--os-page")))
+    static const char *const valued[] = {"--size",    "--total",
+                                         "--fraction", "--pattern",
+                                         "--every",   "--page-bytes",
+                                         "--page-size"};
+    const char *opt = NULL;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0] && !opt; k++) {
+      int took = cli_opt_value("formula", argc, argv, &i, valued[k], &v);
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (took)
+        opt = valued[k];
+    }
+    if (opt == NULL)
       return cli_usage_error("formula", "unknown option '%s'", a);
-    if ((v = take_value(argc, argv, &i)) == NULL)
-      return CLI_EXIT_USAGE;
-    if (is_opt(a, "--size")) {
-      if (!cli_parse_bytes(v, &in.size_bytes) || in.size_bytes == 0)
+    if (strcmp(opt, "--size") == 0) {
+      if (!as_parse_bytes(v, &in.size_bytes) || in.size_bytes == 0)
         return bad_value("--size", "a size in bytes such as 64", v);
-    } else if (is_opt(a, "--total")) {
+    } else if (strcmp(opt, "--total") == 0) {
       if (!parse_num(v, 1e-6, 1048576, &d))
         return bad_value("--total", "MiB in (0, 1048576]", v);
       in.total_bytes = (uint64_t)(d * MIB);
-    } else if (is_opt(a, "--fraction")) {
+    } else if (strcmp(opt, "--fraction") == 0) {
       if (!parse_num(v, 0, 1, &in.fraction))
         return bad_value("--fraction", "a number in [0, 1]", v);
-    } else if (is_opt(a, "--pattern")) {
+    } else if (strcmp(opt, "--pattern") == 0) {
       if (!survivors_pattern_parse(v, &in.pattern))
         return bad_value("--pattern", "random, stride or oldest", v);
-    } else if (is_opt(a, "--every")) {
+    } else if (strcmp(opt, "--every") == 0) {
       if (!parse_num(v, 1, 1e18, &d) || d != floor(d))
         return bad_value("--every", "an integer >= 1", v);
       in.every = (uint64_t)d;
-    } else if (is_opt(a, "--page-bytes")) {
-      if (!cli_parse_bytes(v, &in.page_bytes) || in.page_bytes == 0)
+    } else if (strcmp(opt, "--page-bytes") == 0) {
+      if (!as_parse_bytes(v, &in.page_bytes) || in.page_bytes == 0)
         return bad_value("--page-bytes", "a page size such as 65536 or 64K",
                          v);
     } else {
-      if (!cli_parse_bytes(v, &os_page) ||
-          (os_page != 4096 && os_page != 16384 && os_page != 65536))
-        return bad_value("--os-page", "4096, 16384 or 65536", v);
+      if (!as_parse_page_size(v, &os_page))
+        return bad_value("--page-size", "4096, 16384 or 65536 (4K, 16K, 64K)",
+                         v);
     }
   }
   /* An arena is 16 KiB aligned (64 pools) only if mmap returns addresses
@@ -157,13 +148,13 @@ const cli_command_t cli_cmd_formula = {
     .usage =
         "usage: allocsim formula [--size BYTES] [--total MIB] [--fraction P]\n"
         "                        [--pattern random|stride|oldest] [--every N]\n"
-        "                        [--page-bytes N] [--os-page N] [--json]\n\n"
+        "                        [--page-bytes N] [--page-size N] [--json]\n\n"
         "Objects of --size bytes (default 64) filling --total MiB (256) are\n"
         "allocated in order; a fraction P (1e-4) survives.  An allocation\n"
         "unit of k objects is released only if none survived, so\n"
         "  kept = n (1 - (1 - P)^k) unit_bytes,  n = objects / k,\n"
         "with the binomial standard deviation.  By default the unit is a\n"
-        "pymalloc arena: k = usable pools (63, or 64 with --os-page 16384 or\n"
+        "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 or\n"
         "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
         "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n",

@@ -19,10 +19,11 @@ static int import_mtrace(int argc, char **argv) {
   import_mtrace_opts_t opts = {.lenient = false, .tick_ns = 0};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-      if (i + 1 == argc)
-        return cli_usage_error("import", "%s needs a file name", a);
-      out = argv[++i];
+    int         took;
+    if ((took = cli_opt_value("import", argc, argv, &i, "-o", &out)) ||
+        (took = cli_opt_value("import", argc, argv, &i, "--output", &out))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
     } else if (strcmp(a, "--lenient") == 0) {
       opts.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {

@@ -15,13 +15,12 @@ static int record_run(int argc, char **argv) {
   const char *db = NULL, *file = NULL;
   bool        json = false;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--db") == 0) {
-      if (i + 1 >= argc)
-        return cli_usage_error("record", "--db needs a file");
-      db = argv[++i];
-    } else if (strncmp(argv[i], "--db=", 5) == 0) {
-      db = argv[i] + 5;
-    } else if (strcmp(argv[i], "--json") == 0) {
+    int took = cli_opt_value("record", argc, argv, &i, "--db", &db);
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took)
+      continue;
+    if (strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return cli_usage_error("record", "unknown option '%s'", argv[i]);

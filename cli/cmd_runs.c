@@ -66,15 +66,14 @@ static int runs_main(int argc, char **argv) {
   const char *db   = NULL;
   bool        json = false;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
+    const char *a    = argv[i];
+    int         took = cli_opt_value("runs", argc, argv, &i, "--db", &db);
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took)
+      continue;
     if (strcmp(a, "--json") == 0) {
       json = true;
-    } else if (strcmp(a, "--db") == 0) {
-      if (i + 1 >= argc)
-        return cli_usage_error("runs", "--db needs a value");
-      db = argv[++i];
-    } else if (strncmp(a, "--db=", 5) == 0) {
-      db = a + 5;
     } else {
       return cli_usage_error("runs", "unexpected argument '%s'", a);
     }

@@ -151,20 +151,6 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
   }
 }
 
-static const char *value_after(int argc, char **argv, int *i) {
-  const char *eq = strchr(argv[*i], '=');
-  if (eq != NULL)
-    return eq + 1;
-  if (*i + 1 >= argc)
-    return NULL;
-  return argv[++*i];
-}
-
-static bool opt_is(const char *arg, const char *name) {
-  size_t n = strlen(name);
-  return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
 static bool parse_uint(const char *s, unsigned lo, unsigned hi,
                        unsigned *out) {
   char *end;
@@ -201,11 +187,28 @@ static int sweep_main(int argc, char **argv) {
       code = cli_usage_error("sweep", "expected an option, got '%s'", a);
       break;
     }
-    if ((v = value_after(argc, argv, &i)) == NULL) {
-      code = cli_usage_error("sweep", "%s needs a value", a);
+    const char *name = NULL;
+    static const char *const own[] = {"--vary", "--seeds", "--jobs"};
+    for (size_t k = 0; k < sizeof own / sizeof own[0] && name == NULL; k++)
+      if ((took = cli_opt_value("sweep", argc, argv, &i, own[k], &v)) != 0)
+        name = own[k];
+    if (took < 0) {
+      code = CLI_EXIT_USAGE;
       break;
     }
-    if (opt_is(a, "--vary")) {
+    if (name == NULL) {
+      /* A workload option held fixed: --name=value or --name value. */
+      const char *eq = strchr(a, '=');
+      if (eq != NULL)
+        v = eq + 1;
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else {
+        code = cli_usage_error("sweep", "%s needs a value", a);
+        break;
+      }
+    }
+    if (name != NULL && strcmp(name, "--vary") == 0) {
       if (c.naxes == SWEEP_MAX_AXES) {
         code = cli_usage_error("sweep", "at most %d --vary axes",
                                SWEEP_MAX_AXES);
@@ -216,14 +219,14 @@ static int sweep_main(int argc, char **argv) {
         break;
       }
       c.naxes++;
-    } else if (opt_is(a, "--seeds")) {
+    } else if (name != NULL && strcmp(name, "--seeds") == 0) {
       if (!parse_uint(v, 1, 1000, &c.seeds)) {
         fprintf(stderr, "allocsim sweep: --seeds expects an integer in "
                         "1..1000, got '%s'\n",
                 v);
         code = CLI_EXIT_INPUT;
       }
-    } else if (opt_is(a, "--jobs")) {
+    } else if (name != NULL && strcmp(name, "--jobs") == 0) {
       if (!parse_uint(v, 1, 1024, &c.jobs)) {
         fprintf(stderr, "allocsim sweep: --jobs expects an integer in "
                         "1..1024, got '%s'\n",

@@ -47,30 +47,6 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv) {
 
 /* ---- Parsing ------------------------------------------------------------ */
 
-bool cli_parse_bytes(const char *s, uint64_t *out) {
-  return opt_parse_bytes(s, strlen(s), out);
-}
-
-bool cli_parse_duration_ns(const char *s, uint64_t *out) {
-  static const struct {
-    const char *unit;
-    double      ns;
-  } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
-  char  *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0 || v != v)
-    return false;
-  for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
-    if (strcmp(end, units[u].unit) == 0) {
-      double ns = v * units[u].ns;
-      if (ns > 1.8e19 || (units[u].ns == 1 && ns != (double)(uint64_t)ns))
-        return false;
-      *out = (uint64_t)(ns + 0.5);
-      return true;
-    }
-  return false;
-}
-
 const char *cli_command_line(int argc, char **argv) {
   static char line[2048];
   size_t      used = (size_t)snprintf(line, sizeof line, "allocsim");
@@ -104,6 +80,14 @@ static bool opt_is(const char *arg, const char *name) {
   return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+                  const char *name, const char **value) {
+  if (!opt_is(argv[*i], name))
+    return 0;
+  *value = value_of(cmd, argc, argv, i);
+  return *value != NULL ? 1 : -1;
+}
+
 int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i) {
   const char *a = argv[*i];
@@ -131,9 +115,7 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
   if (opt_is(a, "--page-size")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
-    if (!cli_parse_bytes(v, &o->kernel.page_size) ||
-        (o->kernel.page_size != 4096 && o->kernel.page_size != 16384 &&
-         o->kernel.page_size != 65536))
+    if (!as_parse_page_size(v, &o->kernel.page_size))
       return cli_usage_error(cmd, "--page-size expects 4096, 16384 or 65536, "
                                   "got '%s'", v), -1;
     return 1;
@@ -141,7 +123,7 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
   if (opt_is(a, "--settle")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
-    if (!cli_parse_duration_ns(v, &o->settle_ns))
+    if (!as_parse_duration_ns(v, &o->settle_ns))
       return cli_usage_error(cmd, "--settle expects a duration such as 10s "
                                   "or 500ms, got '%s'", v), -1;
     return 1;
@@ -149,7 +131,7 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
   if (opt_is(a, "--sample-every")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
-    if (!cli_parse_duration_ns(v, &o->sample_every_ns) ||
+    if (!as_parse_duration_ns(v, &o->sample_every_ns) ||
         o->sample_every_ns == 0)
       return cli_usage_error(cmd, "--sample-every expects a duration such as "
                                   "10ms or 1s, got '%s'", v), -1;

@@ -9,39 +9,14 @@
  */
 #include "options.h"
 
+#include "../sim/units.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-bool opt_parse_bytes(const char *s, size_t len, uint64_t *out) {
-  static const struct {
-    const char *suffix;
-    unsigned    shift;
-  } units[] = {{"", 0},    {"K", 10},  {"KiB", 10}, {"M", 20},
-               {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"B", 0}};
-  size_t   i = 0;
-  uint64_t v = 0;
-  if (len == 0 || !isdigit((unsigned char)s[0]))
-    return false;
-  for (; i < len && isdigit((unsigned char)s[i]); i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10)
-      return false;
-    v = v * 10 + d;
-  }
-  for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
-    size_t sl = strlen(units[u].suffix);
-    if (sl == len - i && strncmp(s + i, units[u].suffix, sl) == 0) {
-      if (units[u].shift && v > (UINT64_MAX >> units[u].shift))
-        return false;
-      *out = v << units[u].shift;
-      return true;
-    }
-  }
-  return false;
-}
 
 static bool parse_i64(const char *s, size_t len, int64_t *out) {
   bool     neg = len > 0 && s[0] == '-';
@@ -120,7 +95,7 @@ static as_status_t set_value(const char *model, const model_option_t *row,
   switch (row->kind) {
   case OPT_U64:
   case OPT_BYTES:
-    ok = opt_parse_bytes(v, len, &u) && u <= (uint64_t)INT64_MAX &&
+    ok = as_parse_number(v, len, as_size_units, &u) == AS_NUM_OK && u <= (uint64_t)INT64_MAX &&
          (row->kind == OPT_BYTES || strspn(v, "0123456789") == len);
     *num = (int64_t)u;
     break;

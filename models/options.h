@@ -97,8 +97,4 @@ as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
 /* "k=v,k=v" for every row, in table order. */
 void model_opts_format(const model_opts_t *o, char *buf, size_t len);
 
-/* Parses a byte count with optional suffix (K, KiB, M, MiB, G, GiB; powers
- * of 1024) into *out; false if malformed or overflowing. */
-bool opt_parse_bytes(const char *s, size_t len, uint64_t *out);
-
 #endif

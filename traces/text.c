@@ -54,9 +54,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/units.h"
 #include "trace_io.h"
 
-__extension__ typedef unsigned __int128 u128;
 
 #define TEXT_HEADER       "allocsim-trace"
 #define TEXT_VERSION      1
@@ -65,96 +65,6 @@ __extension__ typedef unsigned __int128 u128;
 #define TEXT_GOT_MAX      60                    /* bytes quoted in errors */
 
 /* ---- Number parsing ----------------------------------------------------- */
-
-typedef struct unit_s {
-  const char *suffix;
-  uint64_t    mult;
-} unit_t;
-
-static const unit_t time_units[] = {
-    {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {NULL, 0}};
-static const unit_t size_units[] = {
-    {"K", 1024},      {"KiB", 1024},           {"M", 1024 * 1024},
-    {"MiB", 1048576}, {"G", 1073741824},       {"GiB", 1073741824},
-    {NULL, 0}};
-
-typedef enum num_rc_e {
-  NUM_OK,
-  NUM_MALFORMED,
-  NUM_OVERFLOW,
-  NUM_FRACTION
-} num_rc_t;
-
-#define LIKELY_OK(rc) __builtin_expect((rc) == NUM_OK, 1)
-
-static bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-/* Parses digits ["." digits] [unit] from units (units NULL: digits only).
- * A fraction needs a unit; the result must be a whole number below 2^64. */
-static num_rc_t parse_number(const char *s, size_t len, const unit_t *units,
-                             uint64_t *out) {
-  size_t i = 0;
-  u128   ip = 0;
-  bool   big = false;
-  while (i < len && is_digit(s[i])) {
-    ip = ip * 10 + (unsigned)(s[i] - '0');
-    if (ip > UINT64_MAX) {
-      big = true;
-      ip = (u128)UINT64_MAX + 1; /* keep scanning, stay bounded */
-    }
-    i++;
-  }
-  if (i == 0)
-    return NUM_MALFORMED;
-  uint64_t frac = 0;
-  unsigned fdigits = 0;
-  bool     has_frac = false;
-  if (i < len && s[i] == '.') {
-    has_frac = true;
-    size_t start = ++i;
-    while (i < len && is_digit(s[i]))
-      i++;
-    if (i == start)
-      return NUM_MALFORMED;
-    size_t stop = i;
-    while (stop > start && s[stop - 1] == '0')
-      stop--; /* trailing zeros change nothing */
-    if (stop - start > 19)
-      return NUM_FRACTION;
-    for (size_t k = start; k < stop; k++)
-      frac = frac * 10 + (unsigned)(s[k] - '0');
-    fdigits = (unsigned)(stop - start);
-  }
-  uint64_t mult = 1;
-  if (i < len) {
-    if (units == NULL)
-      return NUM_MALFORMED;
-    const unit_t *u = units;
-    while (u->suffix != NULL &&
-           !(strlen(u->suffix) == len - i && memcmp(u->suffix, s + i, len - i) == 0))
-      u++;
-    if (u->suffix == NULL)
-      return NUM_MALFORMED;
-    mult = u->mult;
-  } else if (has_frac) {
-    return NUM_MALFORMED; /* "1.5" has no unit to scale it by */
-  }
-  if (big)
-    return NUM_OVERFLOW;
-  u128 pow10 = 1;
-  for (unsigned k = 0; k < fdigits; k++)
-    pow10 *= 10;
-  u128 fnum = (u128)frac * mult;
-  if (fnum % pow10 != 0)
-    return NUM_FRACTION;
-  u128 total = ip * mult + fnum / pow10;
-  if (total > UINT64_MAX)
-    return NUM_OVERFLOW;
-  *out = (uint64_t)total;
-  return NUM_OK;
-}
 
 /* ---- Source state ------------------------------------------------------- */
 
@@ -316,17 +226,17 @@ static as_status_t take_time(text_src_t *s, cursor_t *c, const char *field,
                              uint64_t *out, as_err_t *err) {
   const char *tok;
   size_t      len;
-  num_rc_t    rc = NUM_MALFORMED;
+  as_num_rc_t    rc = AS_NUM_MALFORMED;
   if (next_token(c, &tok, &len)) {
-    rc = parse_number(tok, len, time_units, out);
-    if (LIKELY_OK(rc))
+    rc = as_parse_number(tok, len, as_time_units, out);
+    if (rc == AS_NUM_OK)
       return AS_OK;
   }
   /* Messages are built only on failure: this runs for every field. */
   char what[160];
-  if (rc == NUM_OVERFLOW)
+  if (rc == AS_NUM_OVERFLOW)
     snprintf(what, sizeof what, "%s below 2^64 ns", field);
-  else if (rc == NUM_FRACTION)
+  else if (rc == AS_NUM_FRACTION)
     snprintf(what, sizeof what, "%s to be a whole number of ns", field);
   else
     snprintf(what, sizeof what,
@@ -337,22 +247,22 @@ static as_status_t take_time(text_src_t *s, cursor_t *c, const char *field,
 /* Parses a SIZE field (with suffixes) or, when units is NULL, a plain
  * integer field; max bounds the value (THREAD). */
 static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
-                            const unit_t *units, uint64_t max, uint64_t *out,
+                            const as_unit_t *units, uint64_t max, uint64_t *out,
                             as_err_t *err) {
   const char *tok;
   size_t      len;
-  num_rc_t    rc = NUM_MALFORMED;
+  as_num_rc_t    rc = AS_NUM_MALFORMED;
   if (next_token(c, &tok, &len)) {
-    rc = parse_number(tok, len, units, out);
-    if (rc == NUM_OK && *out > max)
-      rc = NUM_OVERFLOW;
-    if (LIKELY_OK(rc))
+    rc = as_parse_number(tok, len, units, out);
+    if (rc == AS_NUM_OK && *out > max)
+      rc = AS_NUM_OVERFLOW;
+    if (rc == AS_NUM_OK)
       return AS_OK;
   }
   char what[160];
-  if (rc == NUM_OVERFLOW)
+  if (rc == AS_NUM_OVERFLOW)
     snprintf(what, sizeof what, "%s no larger than %" PRIu64, field, max);
-  else if (rc == NUM_FRACTION)
+  else if (rc == AS_NUM_FRACTION)
     snprintf(what, sizeof what, "%s to be a whole number of bytes", field);
   else if (units != NULL)
     snprintf(what, sizeof what,
@@ -371,7 +281,7 @@ static as_status_t take_i64(text_src_t *s, cursor_t *c, const char *field,
   if (neg)
     c->p++;
   uint64_t v;
-  as_status_t rc = take_u64(s, c, field, size_units,
+  as_status_t rc = take_u64(s, c, field, as_size_units,
                             neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX,
                             &v, err);
   if (rc != AS_OK)
@@ -512,7 +422,7 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
       return rc;
     if (op == TRACE_MEMALIGN) {
       const char *a_tok = c->p;
-      rc = take_u64(s, c, "ALIGN", size_units, UINT64_MAX, &ev->align, err);
+      rc = take_u64(s, c, "ALIGN", as_size_units, UINT64_MAX, &ev->align, err);
       if (rc != AS_OK)
         return rc;
       if (ev->align == 0 || (ev->align & (ev->align - 1)) != 0) {
@@ -522,7 +432,7 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
                         (size_t)(c->p - a_tok));
       }
     }
-    rc = take_u64(s, c, "SIZE", size_units, UINT64_MAX, &ev->size, err);
+    rc = take_u64(s, c, "SIZE", as_size_units, UINT64_MAX, &ev->size, err);
     if (rc != AS_OK)
       return rc;
     return take_domain(s, c, ev, err);
@@ -543,12 +453,12 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
       return rc;
     break;
   case TRACE_TRIM:
-    rc = take_u64(s, c, "PAD", size_units, UINT64_MAX, &ev->size, err);
+    rc = take_u64(s, c, "PAD", as_size_units, UINT64_MAX, &ev->size, err);
     if (rc != AS_OK)
       return rc;
     break;
   case TRACE_RSS:
-    rc = take_u64(s, c, "BYTES", size_units, UINT64_MAX, &ev->size, err);
+    rc = take_u64(s, c, "BYTES", as_size_units, UINT64_MAX, &ev->size, err);
     if (rc != AS_OK)
       return rc;
     break;
@@ -580,11 +490,11 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
   case TRACE_TOUCH: {
     if ((rc = take_u64(s, c, "ID", NULL, UINT64_MAX, &ev->id, err)) != AS_OK)
       return rc;
-    rc = take_u64(s, c, "OFFSET", size_units, UINT64_MAX, &ev->offset, err);
+    rc = take_u64(s, c, "OFFSET", as_size_units, UINT64_MAX, &ev->offset, err);
     if (rc != AS_OK)
       return rc;
     const char *l_tok = c->p;
-    rc = take_u64(s, c, "LENGTH", size_units, UINT64_MAX - ev->offset,
+    rc = take_u64(s, c, "LENGTH", as_size_units, UINT64_MAX - ev->offset,
                   &ev->size, err);
     if (rc != AS_OK)
       return rc;
@@ -755,10 +665,10 @@ static as_status_t read_header(text_src_t *s, as_err_t *err) {
   if (!next_token(&c, &tok, &len))
     return fail_got(s, err, "a version after 'allocsim-trace'", NULL, 0);
   uint64_t v;
-  num_rc_t nrc = parse_number(tok, len, NULL, &v);
-  if (nrc == NUM_MALFORMED)
+  as_num_rc_t nrc = as_parse_number(tok, len, NULL, &v);
+  if (nrc == AS_NUM_MALFORMED)
     return fail_got(s, err, "a version number", tok, len);
-  if (nrc != NUM_OK || v != TEXT_VERSION)
+  if (nrc != AS_NUM_OK || v != TEXT_VERSION)
     return fail(s, err, "unsupported version %.*s, expected %d",
                 (int)(len > TEXT_GOT_MAX ? TEXT_GOT_MAX : len), tok,
                 TEXT_VERSION);

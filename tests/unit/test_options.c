@@ -9,6 +9,7 @@
 
 #include "models/model.h"
 #include "models/options.h"
+#include "sim/units.h"
 
 #define TEST_OPTIONS(X)                                                        \
   X(T_ARENA_MAX, "arena_max", OPT_U64, "0", "", NULL, NULL, "test", "arenas")  \
@@ -110,12 +111,22 @@ static void format_lists_every_effective_value(void **state) {
 static void byte_suffixes_are_powers_of_1024(void **state) {
   (void)state;
   uint64_t v;
-  assert_true(opt_parse_bytes("4KiB", 4, &v));
+  assert_true(as_parse_bytes("4KiB", &v));
   assert_int_equal(v, 4096);
-  assert_true(opt_parse_bytes("2G", 2, &v));
+  assert_true(as_parse_bytes("2G", &v));
   assert_int_equal(v, UINT64_C(2147483648));
-  assert_false(opt_parse_bytes("4kb", 3, &v));
-  assert_false(opt_parse_bytes("", 0, &v));
+  assert_false(as_parse_bytes("4kb", &v));
+  assert_false(as_parse_bytes("", &v));
+  assert_true(as_parse_bytes("1.5K", &v));
+  assert_int_equal(v, 1536);
+  assert_false(as_parse_bytes("1.0001K", &v)); /* not whole bytes */
+  assert_true(as_parse_duration_ns("2.5s", &v));
+  assert_int_equal(v, 2500000000u);
+  assert_true(as_parse_duration_ns("100", &v));
+  assert_int_equal(v, 100);
+  assert_true(as_parse_page_size("16K", &v));
+  assert_int_equal(v, 16384);
+  assert_false(as_parse_page_size("8K", &v));
 }
 
 static void every_registered_model_parses_its_own_defaults(void **state) {
