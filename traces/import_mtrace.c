@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "addr_ids.h"
+#include "../sim/cost.h"
 
 typedef struct imp_s imp_t;
 struct imp_s {
@@ -174,7 +175,10 @@ static as_status_t emit(imp_t *im, trace_op_t op, uint64_t id, uint64_t size,
   ev.id = id;
   ev.size = size;
   ev.domain = TRACE_DOMAIN_RAW;
-  im->t_ns += im->tick_ns;
+  im->t_ns += im->tick_ns         ? im->tick_ns
+               : op == TRACE_FREE ? sim_cost_measured.free_ns
+                                  : sim_cost_c_alloc_ns(&sim_cost_measured,
+                                                        size);
   im->st->events++;
   return trace_writer_write(im->w, &ev, err);
 }
@@ -304,8 +308,7 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   im.w = w;
   im.st = st;
   im.lenient = opts != NULL && opts->lenient;
-  im.tick_ns =
-      opts != NULL && opts->tick_ns ? opts->tick_ns : IMPORT_MTRACE_TICK_NS;
+  im.tick_ns = opts != NULL ? opts->tick_ns : 0;
   char       *buf = NULL;
   size_t      cap = 0;
   bool        has_nul = false, started = false;
@@ -405,9 +408,12 @@ as_status_t import_mtrace_file(const char *in_path, const char *out_path,
   char input[256];
   snprintf(input, sizeof input, "%s", in_path); /* truncated if longer */
   char clock[96];
-  snprintf(clock, sizeof clock, "synthetic, %" PRIu64 " ns per event",
-           opts != NULL && opts->tick_ns ? opts->tick_ns
-                                         : (uint64_t)IMPORT_MTRACE_TICK_NS);
+  if (opts != NULL && opts->tick_ns)
+    snprintf(clock, sizeof clock, "synthetic, %" PRIu64 " ns per event",
+             opts->tick_ns);
+  else
+    snprintf(clock, sizeof clock,
+             "synthetic, the cost model's C malloc and free times");
   as_status_t rc;
   if ((rc = trace_meta_set(&meta, "source", "mtrace", err)) != AS_OK ||
       (rc = trace_meta_set(&meta, "input", input, err)) != AS_OK ||

@@ -18,13 +18,11 @@
 
 #include "trace_io.h"
 
-/* Default synthetic clock step: virtual ns between consecutive events. */
-#define IMPORT_MTRACE_TICK_NS 100
-
 typedef struct import_mtrace_opts_s import_mtrace_opts_t;
 struct import_mtrace_opts_s {
   bool     lenient; /* skip and count unmatched frees / reallocs */
-  uint64_t tick_ns; /* synthetic clock step; 0 = IMPORT_MTRACE_TICK_NS */
+  uint64_t tick_ns; /* synthetic clock step per event; 0 = the cost
+                       model's C malloc (with writes) and free times */
 };
 
 /* What an import saw.  The unmatched_* and reused_live counts stay 0 unless

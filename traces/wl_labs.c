@@ -24,12 +24,13 @@
  * chunk i; the other labs reuse id 0 (lab 4) or the thread's id (lab 5),
  * since each holds at most one buffer at a time.
  *
- * Virtual time: 1 us per malloc or free, the order of the lab_brk program's
- * allocation phase on this machine (1,000 x 1 KiB in about 1.1 ms, written
- * page faults included; data/measured/lab-brk.trace).  No glibc behaviour
- * depends on time; the cost only spaces the marks.
+ * Virtual time: the cost model's C malloc with the program writing the
+ * block, and its free (sim/cost.h sim_cost_c_alloc_ns, free_ns).  No glibc
+ * behaviour depends on time; the cost only spaces the marks.
  */
 #include "wl_labs.h"
+
+#include "../sim/cost.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LAB_EVENT_NS 1000 /* see the header comment */
 
 typedef enum lab_kind_e { LAB_BRK, LAB_MMAP, LAB_ARENAS } lab_kind_t;
 
@@ -69,8 +69,10 @@ static void lab_event(lab_src_t *s, trace_event_t *ev, trace_op_t op,
   ev->size = size;
   ev->label = label;
   ev->domain = TRACE_DOMAIN_RAW;
-  if (op == TRACE_MALLOC || op == TRACE_FREE)
-    s->t_ns += LAB_EVENT_NS;
+  if (op == TRACE_MALLOC)
+    s->t_ns += sim_cost_c_alloc_ns(&sim_cost_measured, size);
+  else if (op == TRACE_FREE)
+    s->t_ns += sim_cost_measured.free_ns;
 }
 
 /* ---- lab-brk ------------------------------------------------------------ */

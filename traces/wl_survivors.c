@@ -39,8 +39,10 @@
  * free phase take the lowest free id (freed build objects in ascending
  * order, then never-used ids), so ids stay below the peak live count.
  *
- * Virtual time: an allocation or realloc costs 50 ns, a free 20 ns, and a
- * mark 1 us (reading RSS), so marks have distinct times.  The optional
+ * Virtual time: an allocation or realloc costs what creating a small
+ * CPython object costs, a free what dropping one costs (sim/cost.h
+ * python_alloc_ns, python_free_ns: measured), and a mark 1 us (reading
+ * RSS), so marks have distinct times.  The optional
  * settle phase (--settle-ms) is an idle stretch in 50 ms steps with one
  * small allocation and free per step, standing in for the study's "waits
  * 2.5 s while doing some light allocation".  It is off by default because it
@@ -51,6 +53,8 @@
  */
 #include "workload.h"
 #include "wl_survivors.h"
+
+#include "../sim/cost.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -113,8 +117,8 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 #define ID_LIST_MAIN  0 /* the objects list, then the reuse list */
 #define ID_LIST_KEEP  1 /* the survivors list */
 #define ID_FIRST_OBJ  2 /* object i has id ID_FIRST_OBJ + i */
-#define COST_ALLOC_NS 50
-#define COST_FREE_NS  20
+#define COST_ALLOC_NS sim_cost_measured.python_alloc_ns
+#define COST_FREE_NS  sim_cost_measured.python_free_ns
 #define COST_MARK_NS  1000
 #define SETTLE_STEP_NS UINT64_C(50000000) /* 50 ms, one light allocation */
 #define SETTLE_OBJ_BYTES 56               /* sys.getsizeof([]) on 3.11 */

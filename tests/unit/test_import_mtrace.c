@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "sim/cost.h"
 #include "traces/import_mtrace.h"
 #include "traces/trace_io.h"
 
@@ -56,7 +57,8 @@ static as_status_t import_text(const char *log, size_t len, bool lenient,
                                char **out) {
   FILE *f = len > 0 ? fmemopen((void *)log, len, "r") : fopen("/dev/null", "r");
   assert_non_null(f);
-  return import_file(f, "h.log", lenient, 0, st, err, out);
+  /* 100 ns per event: these tests check the events, not the cost model */
+  return import_file(f, "h.log", lenient, 100, st, err, out);
 }
 
 static FILE *open_data(const char *file) {
@@ -168,7 +170,7 @@ static void real_glibc_log_imports_to_exact_events(void **state) {
   as_err_t              err;
   char                 *out;
   assert_int_equal(import_file(open_data("mtrace_small.log"), "small.log",
-                               false, 0, &st, &err, &out),
+                               false, 100, &st, &err, &out),
                    AS_OK);
   assert_string_equal(out,
                       HEADER "0 0 malloc 0 100\n"
@@ -210,18 +212,22 @@ static void import_file_writes_provenance_and_binary(void **state) {
   assert_string_equal(trace_meta_get(&src->meta, "source"), "mtrace");
   assert_string_equal(trace_meta_get(&src->meta, "input"), in);
   assert_string_equal(trace_meta_get(&src->meta, "clock"),
-                      "synthetic, 100 ns per event");
+                      "synthetic, the cost model's C malloc and free times");
+  /* The clock advances by the cost model: a malloc and its writes, or a
+   * free, per event. */
   trace_event_t ev;
-  uint64_t      n = 0, last_t = 0;
+  uint64_t      n = 0, want_t = 0;
   as_status_t   rc;
   while ((rc = trace_source_next(src, &ev, &err)) == AS_OK) {
     assert_int_equal(ev.thread, 0);
-    last_t = ev.t_ns;
+    assert_int_equal(ev.t_ns, want_t);
+    want_t += ev.op == TRACE_FREE
+                  ? sim_cost_measured.free_ns
+                  : sim_cost_c_alloc_ns(&sim_cost_measured, ev.size);
     n++;
   }
   assert_int_equal(rc, AS_DONE);
   assert_int_equal(n, 14);
-  assert_int_equal(last_t, 1300);
   trace_source_close(src);
 
   /* A failed import leaves no output behind. */
@@ -265,7 +271,7 @@ static void unmatched_free_is_an_error_naming_its_line(void **state) {
 
   /* The real log fails at its realloc of a block from before mtrace(). */
   assert_int_equal(import_file(open_data("mtrace_unmatched.log"),
-                               "unmatched.log", false, 0, &st, &err, &out),
+                               "unmatched.log", false, 100, &st, &err, &out),
                    AS_EFORMAT);
   assert_string_equal(err.msg,
                       "unmatched.log:3: expected a '<' (realloc) of an "
@@ -285,7 +291,7 @@ static void lenient_counts_and_skips_unmatched_frees(void **state) {
   as_err_t              err;
   char                 *out;
   assert_int_equal(import_file(open_data("mtrace_unmatched.log"),
-                               "unmatched.log", true, 0, &st, &err, &out),
+                               "unmatched.log", true, 100, &st, &err, &out),
                    AS_OK);
   assert_string_equal(out, HEADER "0 0 malloc 0 1000\n"
                                   "100 0 malloc 1 600\n" /* realloc(early) */
