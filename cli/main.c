@@ -4,6 +4,8 @@
 #include <gsl/gsl_errno.h>
 #include <string.h>
 
+#include "cli_version.h"
+
 static const cli_command_t *const commands[] = {
     &cli_cmd_replay,
     &cli_cmd_run,
@@ -41,7 +43,7 @@ int main(int argc, char **argv) {
     return CLI_EXIT_OK;
   }
   if (strcmp(argv[1], "--version") == 0) {
-    printf("allocsim %s\n", ALLOCSIM_VERSION);
+    printf("allocsim %s (commit %s)\n", ALLOCSIM_VERSION, ALLOCSIM_COMMIT);
     return CLI_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -55,7 +55,9 @@ as_status_t capture_find_lib(char *buf, size_t len, as_err_t *err) {
     if (slash != NULL) {
       *slash = '\0';
       static const char *const rel[] = {
-          "/liballocsim_capture.so", "/../lib/liballocsim_capture.so",
+          "/liballocsim_capture.so", "/../lib/allocsim/liballocsim_capture.so",
+          "/../lib64/allocsim/liballocsim_capture.so",
+          "/../lib/liballocsim_capture.so",
           "/../../traces/capture/liballocsim_capture.so", NULL};
       for (size_t i = 0; rel[i] != NULL; i++) {
         as_format_fits(buf, len, "%s%s", exe, rel[i]);
@@ -237,6 +239,7 @@ as_status_t capture_run(const capture_opts_t *o,
   meta_put(m, "libc", buf);
   as_format_fits(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);
   meta_put(m, "sample_every_ns", buf);
+  meta_put(m, "capture_lib", abs_lib);
   meta_put(m, "rss_source",
            "/proc/self/smaps_rollup Rss minus capture "
            "library's own resident bytes");
