@@ -2,7 +2,8 @@
 # targets link PRIVATE, so they never leak to consumers or third-party code.
 add_library(allocsim_options INTERFACE)
 target_compile_options(allocsim_options INTERFACE
-  -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+  -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+  -Wmissing-prototypes -Wconversion
   $<$<BOOL:${ALLOCSIM_WERROR}>:-Werror>)
 target_compile_definitions(allocsim_options INTERFACE
   _GNU_SOURCE ALLOCSIM_VERSION="${PROJECT_VERSION}")

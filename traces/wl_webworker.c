@@ -189,7 +189,7 @@ static uint64_t digits(uint64_t j) {
 uint64_t webworker_json_len(void) {
   uint64_t n = 2;
   for (uint64_t j = 0; j < WEBWORKER_DICT_ITEMS; j++)
-    n += (j ? 2 : 0) + 10 + 2 + digits(j);
+    n += (j ? 2u : 0u) + 10 + 2 + digits(j);
   return n;
 }
 

@@ -171,7 +171,7 @@ static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
   /* bytes 4106..12297 of the object: OS pages 1, 2 and 3 */
   sim_addr_t base = f->spy.region + 3 * SPY_SLOT;
   assert_false(sim_kernel_is_resident(f->session.kernel, base));
-  for (int p = 1; p <= 3; p++)
+  for (uint64_t p = 1; p <= 3; p++)
     assert_true(sim_kernel_is_resident(f->session.kernel, base + p * 4096));
   assert_false(sim_kernel_is_resident(f->session.kernel, base + 4 * 4096));
   assert_int_equal(res.final_rss_bytes, 3 * 4096);
