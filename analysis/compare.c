@@ -143,24 +143,10 @@ static void kv_free(kvlist_t *l) {
 /* ---- Replay -----------------------------------------------------------------
  */
 
-typedef struct simlog_s simlog_t;
-struct simlog_s {
-  store_sample_t *v;
-  size_t          n, cap;
-};
+typedef store_samples_t simlog_t; /* one replay's samples */
 
 static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
-  simlog_t *l = user;
-  if (l->n == l->cap) {
-    size_t          cap = l->cap ? 2 * l->cap : 256;
-    store_sample_t *v = realloc(l->v, cap * sizeof *v);
-    if (v == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
-    l->v = v;
-    l->cap = cap;
-  }
-  store_sample_from_sim(&l->v[l->n++], s);
-  return AS_OK;
+  return store_samples_push_sim(user, s, err);
 }
 
 /* Opens the run's trace (checking its SHA-256) or its workload. */
@@ -631,7 +617,7 @@ done:
   free(pair);
   free(pred);
   free(has);
-  free(sim.v);
+  store_samples_free(&sim);
   free(ms);
   kv_free(&meta);
   store_run_record_free(&rec);

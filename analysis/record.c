@@ -21,26 +21,6 @@
 
 /* ---- Recording traces --------------------------------------------------- */
 
-typedef struct samples_s samples_t;
-struct samples_s {
-  store_sample_t *v;
-  size_t          n, cap;
-};
-
-static as_status_t samples_push(samples_t *s, const store_sample_t *x,
-                                as_err_t *err) {
-  if (s->n == s->cap) {
-    size_t          cap = s->cap ? 2 * s->cap : 256;
-    store_sample_t *v = realloc(s->v, cap * sizeof *v);
-    if (v == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
-    s->v = v;
-    s->cap = cap;
-  }
-  s->v[s->n++] = *x;
-  return AS_OK;
-}
-
 static const char *meta_get_trace(void *user, const char *key) {
   return trace_meta_get(user, key);
 }
@@ -90,7 +70,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               record_info_t *info, as_err_t *err) {
   memset(info, 0, sizeof *info);
   trace_source_t *src = NULL;
-  samples_t       smp = {0};
+  store_samples_t smp = {0};
   livetab_t       live = {0};
   store_kv_t     *kv = NULL;
   as_status_t     rc = trace_open(path, &src, err);
@@ -115,7 +95,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
     if (have_pending && !(ev.op == TRACE_RSS && ev.t_ns == pending.t_ns)) {
       info->marks_without_rss++;
       info->marks++;
-      if ((rc = samples_push(&smp, &pending, err)) != AS_OK)
+      if ((rc = store_samples_push(&smp, &pending, err)) != AS_OK)
         goto done;
       have_pending = false;
     }
@@ -134,7 +114,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
         pending.measured_rss_bytes = ev.size;
         pending.live_bytes = live.live_bytes;
         info->marks++;
-        if ((rc = samples_push(&smp, &pending, err)) != AS_OK)
+        if ((rc = store_samples_push(&smp, &pending, err)) != AS_OK)
           goto done;
         have_pending = false;
       } else {
@@ -145,7 +125,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
         m.measured_rss_bytes = ev.size;
         m.live_bytes = live.live_bytes;
         info->measured++;
-        if ((rc = samples_push(&smp, &m, err)) != AS_OK)
+        if ((rc = store_samples_push(&smp, &m, err)) != AS_OK)
           goto done;
       }
     }
@@ -155,7 +135,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   if (have_pending) {
     info->marks_without_rss++;
     info->marks++;
-    if ((rc = samples_push(&smp, &pending, err)) != AS_OK)
+    if ((rc = store_samples_push(&smp, &pending, err)) != AS_OK)
       goto done;
   }
   if (info->marks == info->marks_without_rss && info->measured == 0) {
@@ -246,7 +226,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
 
 done:
   free(kv);
-  free(smp.v);
+  store_samples_free(&smp);
   free(live.size);
   trace_source_close(src);
   return rc;

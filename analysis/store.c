@@ -26,6 +26,8 @@
  */
 #include "store.h"
 
+#include "../sim/grow.h"
+
 #include <assert.h>
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -524,6 +526,29 @@ void store_sample_from_sim(store_sample_t *out, const sim_sample_t *in) {
     memcpy(out->label, in->label, n);
     out->label[n] = '\0';
   }
+}
+
+as_status_t store_samples_push(store_samples_t *s, const store_sample_t *x,
+                               as_err_t *err) {
+  store_sample_t *v = as_grow(s->v, &s->cap, s->n + 1, sizeof *v, 256);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory for %zu samples",
+                      s->n + 1);
+  s->v        = v;
+  s->v[s->n++] = *x;
+  return AS_OK;
+}
+
+as_status_t store_samples_push_sim(store_samples_t *s, const sim_sample_t *x,
+                                   as_err_t *err) {
+  store_sample_t one;
+  store_sample_from_sim(&one, x);
+  return store_samples_push(s, &one, err);
+}
+
+void store_samples_free(store_samples_t *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
 }
 
 /* The three statements of a run's body, prepared once per write. */

@@ -110,6 +110,21 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
 /* Copies a sim_sample_t into a store_sample_t (label truncated to 63). */
 void store_sample_from_sim(store_sample_t *out, const sim_sample_t *in);
 
+/* A growing list of samples (what a run will store). */
+typedef struct store_samples_s store_samples_t;
+struct store_samples_s {
+  store_sample_t *v;
+  size_t          n, cap;
+};
+/* Appends a copy of x; AS_ENOMEM (list unchanged) if memory runs out. */
+as_status_t store_samples_push(store_samples_t *s, const store_sample_t *x,
+                               as_err_t *err);
+/* Appends sim sample x (store_sample_from_sim). */
+as_status_t store_samples_push_sim(store_samples_t *s, const sim_sample_t *x,
+                                   as_err_t *err);
+/* Frees the list's storage and empties it. */
+void store_samples_free(store_samples_t *s);
+
 /* Reads back a run's samples in order (caller frees *out with free()).
  * AS_ESTORE if there is no such run; a run with no samples gives *out NULL
  * and *count 0. */

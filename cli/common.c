@@ -142,26 +142,9 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
 
 /* ---- Simulate and report ------------------------------------------------ */
 
-typedef struct sample_log_s sample_log_t;
-struct sample_log_s {
-  store_sample_t *samples;
-  size_t          count;
-  size_t          cap;
-};
-
 static as_status_t log_sample(void *user, const sim_sample_t *s,
                               as_err_t *err) {
-  sample_log_t *log = user;
-  if (log->count == log->cap) {
-    size_t          cap = log->cap ? log->cap * 2 : 64;
-    store_sample_t *n   = realloc(log->samples, cap * sizeof *n);
-    if (n == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
-    log->samples = n;
-    log->cap     = cap;
-  }
-  store_sample_from_sim(&log->samples[log->count++], s);
-  return AS_OK;
+  return store_samples_push_sim(user, s, err);
 }
 
 static double mib(uint64_t bytes) {
@@ -213,7 +196,7 @@ static void print_json_sample(FILE *out, const store_sample_t *s) {
 
 static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
                        const trace_source_t *src, const sim_run_result_t *r,
-                       const sample_log_t *log, int64_t run_id) {
+                       const store_samples_t *log, int64_t run_id) {
   fprintf(stdout, "{\"model\": ");
   cli_json_string(stdout, s->model->methods->name);
   fprintf(stdout, ", \"options\": ");
@@ -247,25 +230,25 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
     fprintf(stdout, ", \"run_id\": %" PRId64, run_id);
   for (int pass = 0; pass < 2; pass++) {
     fprintf(stdout, ", \"%s\": [", pass == 0 ? "marks" : "samples");
-    for (size_t i = 0, n = 0; i < log->count; i++) {
-      bool is_mark = log->samples[i].kind == SIM_SAMPLE_MARK;
+    for (size_t i = 0, n = 0; i < log->n; i++) {
+      bool is_mark = log->v[i].kind == SIM_SAMPLE_MARK;
       if (is_mark != (pass == 0))
         continue;
       fputs(n++ ? ", " : "", stdout);
-      print_json_sample(stdout, &log->samples[i]);
+      print_json_sample(stdout, &log->v[i]);
     }
     fputc(']', stdout);
   }
   fputs("}\n", stdout);
 }
 
-static void print_csv(const sample_log_t *log) {
+static void print_csv(const store_samples_t *log) {
   printf("kind,label,t_ns,rss_bytes,live_bytes,measured_rss_bytes");
   for (int o = 0; o < SIM_OWNER_COUNT; o++)
     printf(",%s_bytes", sim_owner_name((sim_owner_t)o));
   putchar('\n');
-  for (size_t i = 0; i < log->count; i++) {
-    const store_sample_t *s = &log->samples[i];
+  for (size_t i = 0; i < log->n; i++) {
+    const store_sample_t *s = &log->v[i];
     printf("%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
            kind_name(s->kind), s->label, s->t_ns, s->rss_bytes, s->live_bytes,
            s->measured_rss_bytes);
@@ -276,16 +259,16 @@ static void print_csv(const sample_log_t *log) {
 }
 
 /* The owners with any RSS at any sample: the table shows only those. */
-static void used_owners(const sample_log_t *log, bool used[SIM_OWNER_COUNT]) {
+static void used_owners(const store_samples_t *log, bool used[SIM_OWNER_COUNT]) {
   memset(used, 0, SIM_OWNER_COUNT * sizeof used[0]);
-  for (size_t i = 0; i < log->count; i++)
+  for (size_t i = 0; i < log->n; i++)
     for (int o = 0; o < SIM_OWNER_COUNT; o++)
-      used[o] = used[o] || log->samples[i].owner_bytes[o] != 0;
+      used[o] = used[o] || log->v[i].owner_bytes[o] != 0;
 }
 
 static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
                         const trace_source_t *src, const sim_run_result_t *r,
-                        const sample_log_t *log, int64_t run_id) {
+                        const store_samples_t *log, int64_t run_id) {
   bool used[SIM_OWNER_COUNT];
   used_owners(log, used);
   printf("source     %s\nmodel      %s\npage size  %" PRIu64
@@ -297,8 +280,8 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
     if (used[k])
       printf(" %10.10s", sim_owner_name((sim_owner_t)k));
   printf("\n");
-  for (size_t i = 0; i < log->count; i++) {
-    const store_sample_t *x = &log->samples[i];
+  for (size_t i = 0; i < log->n; i++) {
+    const store_sample_t *x = &log->v[i];
     printf("%-8s %-16.16s %12.3f %10.2f %10.2f", kind_name(x->kind),
            x->kind == SIM_SAMPLE_MEASURED ? "(measured)" : x->label,
            (double)x->t_ns / 1e6,
@@ -334,7 +317,7 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
 static as_status_t store_simulated(const cli_sim_opts_t *o,
                                    const sim_session_t *s,
                                    const trace_source_t *src,
-                                   const sample_log_t *log,
+                                   const store_samples_t *log,
                                    const char *command, int64_t *run_id,
                                    as_err_t *err) {
   store_t    *st;
@@ -354,7 +337,7 @@ static as_status_t store_simulated(const cli_sim_opts_t *o,
       .meta       = meta,
       .meta_count = src->meta.count,
   };
-  rc = store_write_run(st, &run, log->samples, log->count, run_id, err);
+  rc = store_write_run(st, &run, log->v, log->n, run_id, err);
   store_close(st);
   return rc;
 }
@@ -364,7 +347,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   as_err_t         err = {0};
   sim_session_t    session;
   sim_run_result_t result;
-  sample_log_t     log    = {0};
+  store_samples_t     log    = {0};
   int64_t          run_id = 0;
   as_status_t rc = sim_session_open(o->model, o->libc, &o->kernel, &session,
                                     &err);
@@ -387,7 +370,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     else
       print_table(&session, o, src, &result, &log, run_id);
   }
-  free(log.samples);
+  store_samples_free(&log);
   sim_session_close(&session);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail(cmd, &err);
 }

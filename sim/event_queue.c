@@ -13,6 +13,8 @@
  */
 #include "event_queue.h"
 
+#include "grow.h"
+
 #include <assert.h>
 #include <stdlib.h>
 
@@ -138,15 +140,14 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
     return AS_OK;
   }
   if (q->size == q->capacity) {
-    size_t        cap  = q->capacity ? 2 * q->capacity : 16;
-    sim_timer_t **heap = realloc(q->heap, cap * sizeof *heap);
+    sim_timer_t **heap =
+        as_grow(q->heap, &q->capacity, q->size + 1, sizeof *heap, 16);
     if (heap == NULL) {
       return as_err_set(err, AS_ENOMEM,
-                        "event queue: cannot grow the heap to %zu timers",
-                        cap);
+                        "event queue: cannot grow the heap past %zu timers",
+                        q->size);
     }
-    q->heap     = heap;
-    q->capacity = cap;
+    q->heap = heap;
   }
   t->due_ns = due_ns;
   t->seq    = q->next_seq++;

@@ -8,6 +8,8 @@
  */
 #include "addr_ids.h"
 
+#include "../sim/grow.h"
+
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,12 +139,11 @@ static bool pool_take(addr_ids_t *p, uint64_t *out) {
   uint64_t id;
   if (p->n == 0) {
     if (p->next == p->heap_cap) {
-      size_t    cap = p->heap_cap ? 2 * p->heap_cap : 1024;
-      uint64_t *h = realloc(p->heap, cap * sizeof *h);
+      uint64_t *h = as_grow(p->heap, &p->heap_cap, p->next + 1, sizeof *h,
+                            1024);
       if (h == NULL)
         return false;
       p->heap = h;
-      p->heap_cap = cap;
     }
     id = p->next++;
   } else {
