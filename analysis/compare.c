@@ -39,6 +39,7 @@
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 #include "record.h"
+#include "runsrc.h"
 
 
 /* ---- Statistics -----------------------------------------------------------
@@ -85,61 +86,6 @@ void compare_series_stats(const double *measured, const double *predicted,
   out->r2 = tss > 0 ? 1.0 - sumsq / tss : NAN;
 }
 
-/* ---- Provenance -----------------------------------------------------------
- */
-
-typedef struct kvlist_s kvlist_t;
-struct kvlist_s {
-  char **key;
-  char **value;
-  size_t n, cap;
-};
-
-static as_status_t kv_collect(void *user, const char *key, const char *value,
-                              as_err_t *err) {
-  kvlist_t *l = user;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 32;
-    char **k = realloc(l->key, cap * sizeof *k);
-    if (k == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory");
-    l->key = k;
-    char **v = realloc(l->value, cap * sizeof *v);
-    if (v == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory");
-    l->value = v;
-    l->cap = cap;
-  }
-  l->key[l->n] = strdup(key);
-  l->value[l->n] = strdup(value ? value : "");
-  if (l->key[l->n] == NULL || l->value[l->n] == NULL) {
-    free(l->key[l->n]);
-    free(l->value[l->n]);
-    return as_err_set(err, AS_ENOMEM, "out of memory");
-  }
-  l->n++;
-  return AS_OK;
-}
-
-static const char *kv_get(void *user, const char *key) {
-  const kvlist_t *l = user;
-  for (size_t i = 0; i < l->n; i++)
-    if (strcmp(l->key[i], key) == 0)
-      return l->value[i];
-  return NULL;
-}
-
-static void kv_free(kvlist_t *l) {
-  for (size_t i = 0; i < l->n; i++) {
-    free(l->key[i]);
-    free(l->value[i]);
-  }
-  free(l->key);
-  free(l->value);
-  memset(l, 0, sizeof *l);
-}
-
-
 /* ---- Replay -----------------------------------------------------------------
  */
 
@@ -147,57 +93,6 @@ typedef store_samples_t simlog_t; /* one replay's samples */
 
 static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   return store_samples_push_sim(user, s, err);
-}
-
-/* Opens the run's trace (checking its SHA-256) or its workload. */
-static as_status_t open_source(store_t *s, const store_run_record_t *rec,
-                               const kvlist_t *meta, trace_source_t **src,
-                               char *desc, size_t desc_len, bool *is_trace,
-                               as_err_t *err) {
-  *src = NULL;
-  *is_trace = false;
-  if (rec->trace_path != NULL) {
-    /* A relative trace path is relative to the store's directory. */
-    char path[PATH_MAX];
-    if (rec->trace_path[0] == '/') {
-      as_format_fits(path, sizeof path, "%s", rec->trace_path);
-    } else {
-      const char *sp = store_path(s);
-      const char *slash = strrchr(sp, '/');
-      if (slash == NULL)
-        as_format_fits(path, sizeof path, "%s", rec->trace_path);
-      else
-        as_format_fits(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
-                 rec->trace_path);
-    }
-    char        sha[65];
-    as_status_t rc = as_sha256_file(path, sha, err);
-    if (rc != AS_OK)
-      return rc;
-    if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)
-      return as_err_set(err, AS_EINVAL,
-                        "%s: SHA-256 %s differs from the %s recorded with run "
-                        "%" PRId64 " (the trace changed)",
-                        path, sha, rec->trace_sha256, rec->id);
-    as_format_fits(desc, desc_len, "%s", path);
-    *is_trace = true;
-    return trace_open(path, src, err);
-  }
-  const char *wl = kv_get((void *)meta, "workload");
-  if (wl == NULL || *wl == '\0')
-    return as_err_set(err, AS_EINVAL,
-                      "run %" PRId64 " has neither a trace nor a 'workload' "
-                      "provenance entry to replay",
-                      rec->id);
-  as_format_fits(desc, desc_len, "%s", wl);
-  as_status_t rc = workload_open_line(wl, src, err);
-  if (rc != AS_OK && rc != AS_ENOMEM) {
-    char msg[sizeof err->msg];
-    as_format_fits(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
-                   err->msg);
-    rc = as_err_set(err, AS_EINVAL, "%s", msg);
-  }
-  return rc;
 }
 
 /* ---- Alignment
@@ -346,12 +241,12 @@ _Static_assert(COMPARE_MAX_LAYOUTS * 4096 == COMPARE_LAYOUT_SPAN_BYTES,
  * *sim.  Sets res->source, res->model, res->alignment and
  * res->skipped_events (the same for every layout). */
 static as_status_t replay(store_t *s, const store_run_record_t *rec,
-                          const kvlist_t *meta, const sim_kernel_config_t *kcfg,
+                          const run_meta_t *meta, const sim_kernel_config_t *kcfg,
                           compare_result_t *res, simlog_t *sim, bool *is_trace,
                           as_err_t *err) {
   trace_source_t *src = NULL;
   sim_session_t   session;
-  as_status_t     rc = open_source(s, rec, meta, &src, res->source,
+  as_status_t     rc = run_open_source(s, rec, meta, &src, res->source,
                                    sizeof res->source, is_trace, err);
   if (rc != AS_OK) {
     trace_source_close(src);
@@ -393,7 +288,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   memset(res, 0, sizeof *res);
   res->measured_run_id = run_id;
   store_run_record_t rec;
-  kvlist_t           meta = {0};
+  run_meta_t           meta = {0};
   store_sample_t    *ms = NULL;
   size_t             nms = 0;
   simlog_t           sim = {0};
@@ -409,14 +304,14 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                     store_path(s), run_id, rec.kind);
     goto done;
   }
-  if ((rc = store_list_meta(s, run_id, kv_collect, &meta, err)) != AS_OK ||
+  if ((rc = run_meta_read(s, run_id, &meta, err)) != AS_OK ||
       (rc = store_read_samples(s, run_id, &ms, &nms, err)) != AS_OK)
     goto done;
 
   /* Model and libc: the caller's, else the run's (record_run_specs).  For
    * a run predicted by its libc model alone, --libc names the model. */
   char run_model[sizeof res->model_spec];
-  if ((rc = record_run_specs(kv_get, &meta, run_model, sizeof run_model,
+  if ((rc = record_run_specs(run_meta_get, &meta, run_model, sizeof run_model,
                              res->libc_spec, sizeof res->libc_spec, err)) !=
       AS_OK)
     goto done;
@@ -619,7 +514,7 @@ done:
   free(has);
   store_samples_free(&sim);
   free(ms);
-  kv_free(&meta);
+  run_meta_free(&meta);
   store_run_record_free(&rec);
   return rc;
 }

@@ -347,6 +347,15 @@ static size_t cpython_counters(const model_t *m, model_counter_t *out,
                             n < cap ? cap - n : 0);
 }
 
+/* The heap map is the children's: pymalloc's arenas, then libc's heaps
+ * (which hold pymalloc's own arenas[] vector and radix nodes too). */
+static as_status_t cpython_walk(const model_t *m, model_region_fn fn,
+                                void *user, as_err_t *err) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  as_status_t            rc = model_walk(cm->pymalloc, fn, user, err);
+  return rc == AS_OK ? model_walk(cm->libc, fn, user, err) : rc;
+}
+
 static void cpython_stats(const model_t *m, model_stats_t *out) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
   model_stats_t          p, l;
@@ -377,6 +386,7 @@ const model_methods_t model_cpython_methods = {
     .purge      = cpython_purge,
     .set_option = cpython_set_option,
     .counters   = cpython_counters,
+    .walk       = cpython_walk,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

@@ -2387,6 +2387,200 @@ static void glibc_destroy(model_t *m) {
   free(g);
 }
 
+/* ---- Heap map (walk) and mechanisms ------------------------------------ */
+
+/* Why glibc holds each kind of region (explain).  The rules are the ones
+ * this file implements, cited at the functions named. */
+static const model_mechanism_t glibc_mechanisms[] = {
+    {"glibc.in_use", "chunks the program holds",
+     "each object is a chunk with an 8-byte size header, rounded up to 16 "
+     "bytes (request2size)",
+     "freeing the objects", true},
+    {"glibc.mmapped", "mmapped chunks the program holds",
+     "requests at or above the mmap threshold get their own mapping "
+     "(sysmalloc), returned to the kernel by free",
+     "freeing the objects", true},
+    {"glibc.tcache", "chunks in per-thread caches (tcache)",
+     "free() keeps up to tcache_count chunks of each small size per thread "
+     "for reuse; to the arena they are still in use (_int_free, tcache_put)",
+     "nothing but reuse or the thread's exit: malloc_trim does not flush "
+     "tcaches", false},
+    {"glibc.fastbin", "chunks in fastbins",
+     "small freed chunks are kept unmerged in fastbins (_int_free) until a "
+     "large request or a trim consolidates them",
+     "malloc_trim(0) (malloc_consolidate, then madvise of whole free pages)",
+     false},
+    {"glibc.binned", "free chunks inside the heap",
+     "a heap gives back only its top; free chunks below a live chunk stay "
+     "(systrim, heap_trim)",
+     "malloc_trim(0): madvise(MADV_DONTNEED) of the whole pages inside free "
+     "chunks (mtrim)",
+     false},
+    {"glibc.top", "the free top of a heap",
+     "the top is trimmed on free only when it exceeds trim_threshold, and a "
+     "trim keeps top_pad (systrim, heap_trim)",
+     "malloc_trim(0), or a lower trim_threshold / top_pad", false},
+    {"glibc.metadata", "glibc's own bookkeeping",
+     "arena state (malloc_state), heap headers (heap_info), tcache structs "
+     "and fenceposts",
+     "nothing while the arena exists", false},
+    {"glibc.thread_stack", "stacks of running threads",
+     "nptl maps an 8 MiB stack per thread (allocate_stack); its resident "
+     "pages are the thread's frames, TCB and TLS",
+     "the threads' exit", true},
+    {"glibc.stack_cache", "stacks of exited threads in nptl's cache",
+     "up to 40 MiB of exited threads' stacks are kept for reuse "
+     "(nptl-stack.c __nptl_free_stacks)",
+     "nothing: the cache is trimmed only beyond 40 MiB", false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+static const char *chunk_mechanism(const gchunk_t *c) {
+  switch ((gstate_t)c->state) {
+  case CS_INUSE:
+    return c->user ? "glibc.in_use" : "glibc.metadata";
+  case CS_TCACHE:
+    return "glibc.tcache";
+  case CS_FAST:
+    return "glibc.fastbin";
+  case CS_BINNED:
+    return "glibc.binned";
+  case CS_TOP:
+    return "glibc.top";
+  case CS_MMAP:
+    return "glibc.mmapped";
+  case CS_FENCE:
+  case CS_DEAD:
+  case CS_BINHEAD:
+    break;
+  }
+  return "glibc.metadata";
+}
+
+static uint8_t chunk_state(const gchunk_t *c) {
+  switch ((gstate_t)c->state) {
+  case CS_INUSE:
+    return c->user ? MODEL_REGION_LIVE : MODEL_REGION_METADATA;
+  case CS_MMAP:
+    return MODEL_REGION_LIVE;
+  case CS_TCACHE:
+  case CS_FAST:
+    return MODEL_REGION_CACHED;
+  case CS_BINNED:
+  case CS_TOP:
+    return MODEL_REGION_FREE;
+  default:
+    return MODEL_REGION_METADATA;
+  }
+}
+
+/* One contiguous region (brk heap or thread heap) from start to the end of
+ * chunk last: the region, the bookkeeping before its first chunk, then
+ * every chunk in address order. */
+static as_status_t walk_region(const glibc_model_t *g, const char *kind,
+                               uint64_t start, uint32_t last,
+                               model_region_fn fn, void *user,
+                               as_err_t *err) {
+  uint32_t first = last;
+  while (g->ch[first].prev != NIL)
+    first = g->ch[first].prev;
+  model_region_t r = {.addr  = start,
+                      .bytes = g->ch[last].addr + g->ch[last].size - start,
+                      .kind  = kind};
+  for (uint32_t p = first; p != NIL; p = g->ch[p].next)
+    if (g->ch[p].state == CS_INUSE && g->ch[p].user) {
+      r.live_bytes += g->ch[p].req;
+      r.live_objects++;
+    }
+  as_status_t rc = fn(user, &r, err);
+  if (rc == AS_OK && g->ch[first].addr > start)
+    rc = fn(user,
+            &(model_region_t){.addr      = start,
+                              .bytes     = g->ch[first].addr - start,
+                              .kind      = "header",
+                              .mechanism = "glibc.metadata",
+                              .level     = 1,
+                              .state     = MODEL_REGION_METADATA},
+            err);
+  for (uint32_t p = first; p != NIL && rc == AS_OK; p = g->ch[p].next) {
+    const gchunk_t *c    = &g->ch[p];
+    bool            live = c->state == CS_INUSE && c->user;
+    rc = fn(user,
+            &(model_region_t){.addr         = c->addr,
+                              .bytes        = c->size,
+                              .live_bytes   = live ? c->req : 0,
+                              .live_objects = live ? 1 : 0,
+                              .kind         = "chunk",
+                              .mechanism    = chunk_mechanism(c),
+                              .level        = 1,
+                              .state        = chunk_state(c)},
+            err);
+  }
+  return rc;
+}
+
+/* A region that is one unit (mmapped chunk, thread stack): level 0 and
+ * its one level-1 region. */
+static as_status_t walk_single(model_region_t r, model_region_fn fn,
+                               void *user, as_err_t *err) {
+  const char *mech = r.mechanism;
+  r.mechanism      = NULL;
+  r.level          = 0;
+  as_status_t rc   = fn(user, &r, err);
+  r.mechanism      = mech;
+  r.level          = 1;
+  return rc == AS_OK ? fn(user, &r, err) : rc;
+}
+
+static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
+                              void *user, as_err_t *err) {
+  const glibc_model_t *g  = (const glibc_model_t *)m;
+  as_status_t          rc = AS_OK;
+  for (uint32_t a = 0; a < g->narenas && rc == AS_OK; a++) {
+    const garena_t *av = &g->arenas[a];
+    if (av->top == NIL)
+      continue;
+    if (a == 0) {
+      rc = walk_region(g, "brk heap", g->sbrk_base, av->top, fn, user, err);
+      continue;
+    }
+    uint32_t last = av->top;
+    for (int32_t h = av->heap; h >= 0 && rc == AS_OK; h = g->heaps[h].prev) {
+      rc   = walk_region(g, "heap", g->heaps[h].addr, last, fn, user, err);
+      last = g->heaps[h].prev_fence;
+    }
+  }
+  for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
+    const gchunk_t *c = &g->ch[p];
+    if (c->state == CS_MMAP)
+      rc = walk_single((model_region_t){.addr         = c->addr - c->aux,
+                                        .bytes        = c->size + c->aux,
+                                        .live_bytes   = c->req,
+                                        .live_objects = 1,
+                                        .kind         = "mmapped chunk",
+                                        .mechanism    = "glibc.mmapped",
+                                        .state        = MODEL_REGION_LIVE},
+                       fn, user, err);
+  }
+  for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
+    if (g->threads[t].stack_addr != 0)
+      rc = walk_single(
+          (model_region_t){.addr      = g->threads[t].stack_addr,
+                           .bytes     = g->threads[t].stack_bytes,
+                           .kind      = "thread stack",
+                           .mechanism = "glibc.thread_stack",
+                           .state     = MODEL_REGION_LIVE},
+          fn, user, err);
+  for (uint32_t i = 0; i < g->nstack_cache && rc == AS_OK; i++)
+    rc = walk_single((model_region_t){.addr      = g->stack_cache[i].addr,
+                                      .bytes     = g->stack_cache[i].bytes,
+                                      .kind      = "cached stack",
+                                      .mechanism = "glibc.stack_cache",
+                                      .state     = MODEL_REGION_CACHED},
+                     fn, user, err);
+  return rc;
+}
+
 /* set_max_fast (malloc.c:1791-1793); master has no fastbins. */
 static void set_max_fast(glibc_model_t *g, uint64_t mxfast) {
   g->global_max_fast = g->version >= GV_243 ? 0
@@ -2648,6 +2842,8 @@ const model_methods_t model_glibc_methods = {
     .locate     = glibc_locate,
     .set_option = glibc_set_option,
     .counters   = glibc_counters,
+    .walk       = glibc_walk,
+    .mechanisms = glibc_mechanisms,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

@@ -91,12 +91,29 @@ struct model_region_s {
   uint64_t    live_bytes;   /* the program's bytes in it */
   uint64_t    live_objects; /* the program's objects in it */
   const char *kind;         /* "arena", "pool", "heap", "chunk", ... */
+  const char *mechanism;    /* level 1: why its bytes are held, a key of
+                               the model's mechanisms table ("glibc.top");
+                               level 0: NULL */
   uint8_t     level;        /* 0 or 1 (above) */
   uint8_t     state;        /* model_region_state_t */
 };
 
+/* Why an allocator holds memory, for explain: level-1 regions name one of
+ * these.  Level-1 regions never overlap, so resident bytes attributed to
+ * them, plus what no region covers, add up to RSS. */
+typedef struct model_mechanism_s model_mechanism_t;
+struct model_mechanism_s {
+  const char *key;         /* "glibc.binned" */
+  const char *label;       /* "free chunks inside the heap" */
+  const char *why;         /* one sentence: why the allocator keeps it */
+  const char *released_by; /* what would give it back, or "nothing" */
+  bool        live;        /* holds the program's objects (live bytes and
+                              their overhead), not free memory */
+};
+
 /* Called for each region, level-0 regions before the level-1 regions
- * inside them; a non-OK return stops the walk and is returned. */
+ * inside them, in address order within a level-0 region; a non-OK return
+ * stops the walk and is returned. */
 typedef as_status_t (*model_region_fn)(void *user, const model_region_t *r,
                                        as_err_t *err);
 
@@ -113,6 +130,9 @@ struct model_methods_s {
   const char           *preload; /* file name prefix of the library that
                                     LD_PRELOAD puts in place for this model
                                     ("libjemalloc"), or NULL */
+  const model_mechanism_t *mechanisms; /* what walk's regions name; ends
+                                    with a row whose key is NULL; NULL if
+                                    the model has no walk */
   uint64_t              formula_page_bytes; /* the unit the survivors
                                     formula counts: 0 = a pymalloc arena of
                                     pools, else the size of the allocator
@@ -229,6 +249,15 @@ static inline size_t model_counters(const model_t *m, model_counter_t *out,
                                     size_t cap) {
   return m->methods->counters ? m->methods->counters(m, out, cap) : 0;
 }
+/* Walks m's heap map; AS_OK with no call when the model has no walk. */
+static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
+                                     void *user, as_err_t *err) {
+  return m->methods->walk ? m->methods->walk(m, fn, user, err) : AS_OK;
+}
+/* The mechanism row called key ("glibc.top"), from whichever registered
+ * model declares it, or NULL.  Keys carry their model's name, so a
+ * composition's regions find their children's rows. */
+const model_mechanism_t *model_mechanism_find(const char *key);
 /* The counter called name; false if the model has none of that name. */
 bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
 /* Appends a counter "<prefix>.<name>" to out if n < cap; returns n + 1. */

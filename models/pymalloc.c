@@ -1076,6 +1076,84 @@ static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   return pymalloc_block_address(m, id, addr);
 }
 
+/* Why obmalloc holds each kind of region (explain). */
+static const model_mechanism_t pymalloc_mechanisms[] = {
+    {"pymalloc.used_pool", "pools holding live objects",
+     "a pool serves one size class; its free blocks wait for objects of that "
+     "size (pymalloc_alloc)",
+     "freeing every object in the pool", true},
+    {"pymalloc.pinned_arena", "empty pools in arenas that still hold objects",
+     "obmalloc returns a 1 MiB arena to the kernel only when every pool in it "
+     "is empty (pymalloc_free, bpo-37257 rule); one live object pins it",
+     "nothing short of freeing the last objects in the arena; malloc_trim "
+     "cannot release pymalloc arenas",
+     false},
+    {"pymalloc.empty_arena", "an empty arena kept for reuse",
+     "obmalloc keeps one wholly empty arena instead of unmapping it when it "
+     "is the only usable one (bpo-37257)",
+     "nothing: the next allocation of a new arena reuses it", false},
+    {"pymalloc.header", "arena space outside the pools",
+     "an arena that mmap does not align to 16 KiB loses the partial pool at "
+     "its start (new_arena)",
+     "nothing", false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+/* One arena: its region, the unaligned head, then its pools in order. */
+static as_status_t walk_arena(const pym_arena_t *ao, model_region_fn fn,
+                              void *user, as_err_t *err) {
+  model_region_t r = {.addr = ao->address, .bytes = PYMALLOC_ARENA_SIZE,
+                      .kind = "arena"};
+  uint32_t used = 0;
+  for (uint32_t j = 0; j < ao->ncarved; j++)
+    if (ao->pools[j].ref_count > 0) {
+      used++;
+      r.live_objects += ao->pools[j].ref_count;
+      r.live_bytes +=
+          (uint64_t)ao->pools[j].ref_count * INDEX2SIZE(ao->pools[j].szidx);
+    }
+  as_status_t rc = fn(user, &r, err);
+  if (rc == AS_OK && ao->first_pool > ao->address)
+    rc = fn(user,
+            &(model_region_t){.addr      = ao->address,
+                              .bytes     = ao->first_pool - ao->address,
+                              .kind      = "unaligned head",
+                              .mechanism = "pymalloc.header",
+                              .level     = 1,
+                              .state     = MODEL_REGION_METADATA},
+            err);
+  for (uint32_t j = 0; j < ao->ntotalpools && rc == AS_OK; j++) {
+    const pym_pool_t *pool   = j < ao->ncarved ? &ao->pools[j] : NULL;
+    bool              in_use = pool != NULL && pool->ref_count > 0;
+    model_region_t    q      = {
+                   .addr  = ao->first_pool + (uint64_t)j * PYMALLOC_POOL_SIZE,
+                   .bytes = PYMALLOC_POOL_SIZE,
+                   .kind  = pool == NULL ? "uncarved pool" : "pool",
+                   .level = 1};
+    if (in_use) {
+      q.live_objects = pool->ref_count;
+      q.live_bytes   = (uint64_t)pool->ref_count * INDEX2SIZE(pool->szidx);
+      q.mechanism    = "pymalloc.used_pool";
+      q.state        = MODEL_REGION_LIVE;
+    } else {
+      q.mechanism = used > 0 ? "pymalloc.pinned_arena" : "pymalloc.empty_arena";
+      q.state     = MODEL_REGION_FREE;
+    }
+    rc = fn(user, &q, err);
+  }
+  return rc;
+}
+
+static as_status_t pymalloc_walk(const model_t *m, model_region_fn fn,
+                                 void *user, as_err_t *err) {
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  as_status_t             rc = AS_OK;
+  for (uint32_t i = 0; i < pm->maxarenas && rc == AS_OK; i++)
+    if (pm->arenas[i].address != 0)
+      rc = walk_arena(&pm->arenas[i], fn, user, err);
+  return rc;
+}
+
 static size_t pymalloc_counters(const model_t *m, model_counter_t *out,
                                 size_t cap) {
   pymalloc_stats_t st;
@@ -1116,8 +1194,10 @@ const model_methods_t model_pymalloc_methods = {
     .thread  = NULL, /* obmalloc has no per-thread state (GIL build) */
     .trim    = NULL, /* malloc_trim is glibc's; obmalloc never trims */
     .stats   = pymalloc_model_stats,
-    .locate   = pymalloc_locate,
-    .counters = pymalloc_counters,
+    .locate     = pymalloc_locate,
+    .counters   = pymalloc_counters,
+    .walk       = pymalloc_walk,
+    .mechanisms = pymalloc_mechanisms,
 };
 
 /* ---- Exported helpers --------------------------------------------------- */

@@ -97,6 +97,17 @@ as_status_t model_set_option(model_t *m, const char *name, int64_t value,
   return m->methods->set_option(m, name, value, now_ns, err);
 }
 
+const model_mechanism_t *model_mechanism_find(const char *key) {
+  size_t                        n;
+  const model_methods_t *const *all = model_registry(&n);
+  for (size_t i = 0; i < n; i++)
+    for (const model_mechanism_t *row = all[i]->mechanisms;
+         row != NULL && row->key != NULL; row++)
+      if (strcmp(row->key, key) == 0)
+        return row;
+  return NULL;
+}
+
 /* ---- Counters ----------------------------------------------------------- */
 
 /* Enough for any model's counters, compositions included. */

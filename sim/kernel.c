@@ -1704,6 +1704,20 @@ bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr) {
   return (c->resident[p >> 6] >> (p & 63)) & 1;
 }
 
+bool sim_kernel_resident_owner(const sim_kernel_t *k, sim_addr_t addr,
+                               sim_owner_t *owner) {
+  const chunk_t *c = chunk_lookup(k, addr >> CHUNK_SHIFT);
+  if (c == NULL) {
+    return false;
+  }
+  unsigned p = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->h.page_shift);
+  if (!((c->resident[p >> 6] >> (p & 63)) & 1)) {
+    return false;
+  }
+  *owner = (sim_owner_t)c->owner[p];
+  return true;
+}
+
 /* ---- Invariant checker -------------------------------------------------- */
 
 typedef struct walk_s walk_t;

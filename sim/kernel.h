@@ -240,6 +240,10 @@ uint64_t sim_kernel_mapped_bytes(const sim_kernel_t *k); /* VmSize */
 
 /* Whether the page holding addr is resident (for tests and heap maps). */
 bool sim_kernel_is_resident(const sim_kernel_t *k, sim_addr_t addr);
+/* Whether it is, and then its owner (*owner untouched otherwise): how
+ * explain attributes each resident page. */
+bool sim_kernel_resident_owner(const sim_kernel_t *k, sim_addr_t addr,
+                               sim_owner_t *owner);
 
 /* Walks every internal structure and checks the counters; AS_OK or
  * AS_EINVAL with the first inconsistency.  Expensive: tests only. */

@@ -1,0 +1,122 @@
+/* analysis/runsrc.c -- a recorded run as something to replay: its
+ * provenance and its trace (checked by SHA-256) or workload.  compare and
+ * explain both start from a run id. */
+#include "runsrc.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/sha256.h"
+#include "../traces/trace_io.h"
+#include "../traces/workload.h"
+
+
+
+static as_status_t meta_collect(void *user, const char *key, const char *value,
+                              as_err_t *err) {
+  run_meta_t *l = user;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 32;
+    char **k = realloc(l->key, cap * sizeof *k);
+    if (k == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory");
+    l->key = k;
+    char **v = realloc(l->value, cap * sizeof *v);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory");
+    l->value = v;
+    l->cap = cap;
+  }
+  l->key[l->n] = strdup(key);
+  l->value[l->n] = strdup(value ? value : "");
+  if (l->key[l->n] == NULL || l->value[l->n] == NULL) {
+    free(l->key[l->n]);
+    free(l->value[l->n]);
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  }
+  l->n++;
+  return AS_OK;
+}
+
+const char *run_meta_get(void *user, const char *key) {
+  const run_meta_t *l = user;
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->key[i], key) == 0)
+      return l->value[i];
+  return NULL;
+}
+
+void run_meta_free(run_meta_t *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->key[i]);
+    free(l->value[i]);
+  }
+  free(l->key);
+  free(l->value);
+  memset(l, 0, sizeof *l);
+}
+
+
+
+as_status_t run_meta_read(store_t *s, int64_t run_id, run_meta_t *out,
+                          as_err_t *err) {
+  memset(out, 0, sizeof *out);
+  as_status_t rc = store_list_meta(s, run_id, meta_collect, out, err);
+  if (rc != AS_OK)
+    run_meta_free(out);
+  return rc;
+}
+
+/* Opens the run's trace (checking its SHA-256) or its workload. */
+as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
+                               const run_meta_t *meta, trace_source_t **src,
+                               char *desc, size_t desc_len, bool *is_trace,
+                               as_err_t *err) {
+  *src = NULL;
+  *is_trace = false;
+  if (rec->trace_path != NULL) {
+    /* A relative trace path is relative to the store's directory. */
+    char path[PATH_MAX];
+    if (rec->trace_path[0] == '/') {
+      as_format_fits(path, sizeof path, "%s", rec->trace_path);
+    } else {
+      const char *sp = store_path(s);
+      const char *slash = strrchr(sp, '/');
+      if (slash == NULL)
+        as_format_fits(path, sizeof path, "%s", rec->trace_path);
+      else
+        as_format_fits(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
+                 rec->trace_path);
+    }
+    char        sha[65];
+    as_status_t rc = as_sha256_file(path, sha, err);
+    if (rc != AS_OK)
+      return rc;
+    if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: SHA-256 %s differs from the %s recorded with run "
+                        "%" PRId64 " (the trace changed)",
+                        path, sha, rec->trace_sha256, rec->id);
+    as_format_fits(desc, desc_len, "%s", path);
+    *is_trace = true;
+    return trace_open(path, src, err);
+  }
+  const char *wl = run_meta_get((void *)meta, "workload");
+  if (wl == NULL || *wl == '\0')
+    return as_err_set(err, AS_EINVAL,
+                      "run %" PRId64 " has neither a trace nor a 'workload' "
+                      "provenance entry to replay",
+                      rec->id);
+  as_format_fits(desc, desc_len, "%s", wl);
+  as_status_t rc = workload_open_line(wl, src, err);
+  if (rc != AS_OK && rc != AS_ENOMEM) {
+    char msg[sizeof err->msg];
+    as_format_fits(msg, sizeof msg, "run %" PRId64 " workload: %.400s", rec->id,
+                   err->msg);
+    rc = as_err_set(err, AS_EINVAL, "%s", msg);
+  }
+  return rc;
+}
+
