@@ -93,5 +93,6 @@ extern const cli_command_t cli_cmd_capture;
 extern const cli_command_t cli_cmd_record;
 extern const cli_command_t cli_cmd_compare;
 extern const cli_command_t cli_cmd_import;
+extern const cli_command_t cli_cmd_explain;
 
 #endif

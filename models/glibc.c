@@ -2393,44 +2393,45 @@ static void glibc_destroy(model_t *m) {
  * this file implements, cited at the functions named. */
 static const model_mechanism_t glibc_mechanisms[] = {
     {"glibc.in_use", "chunks the program holds",
-     "each object is a chunk with an 8-byte size header, rounded up to 16 "
-     "bytes (request2size)",
+     "Each object is a chunk with an 8-byte size header, rounded up to 16 "
+     "bytes (request2size).",
      "freeing the objects", true},
     {"glibc.mmapped", "mmapped chunks the program holds",
-     "requests at or above the mmap threshold get their own mapping "
-     "(sysmalloc), returned to the kernel by free",
+     "Requests at or above the mmap threshold get a mapping of their own "
+     "(sysmalloc), returned to the kernel by free.",
      "freeing the objects", true},
     {"glibc.tcache", "chunks in per-thread caches (tcache)",
      "free() keeps up to tcache_count chunks of each small size per thread "
-     "for reuse; to the arena they are still in use (_int_free, tcache_put)",
-     "nothing but reuse or the thread's exit: malloc_trim does not flush "
-     "tcaches", false},
+     "for reuse; to the arena they are still in use (tcache_put).",
+     "nothing but reuse or the thread's exit (malloc_trim does not flush "
+     "tcaches)",
+     false},
     {"glibc.fastbin", "chunks in fastbins",
-     "small freed chunks are kept unmerged in fastbins (_int_free) until a "
-     "large request or a trim consolidates them",
-     "malloc_trim(0) (malloc_consolidate, then madvise of whole free pages)",
+     "Small freed chunks stay unmerged in fastbins (_int_free) until a large "
+     "request or a trim consolidates them.",
+     "malloc_trim(0), which consolidates them and returns whole free pages",
      false},
     {"glibc.binned", "free chunks inside the heap",
-     "a heap gives back only its top; free chunks below a live chunk stay "
-     "(systrim, heap_trim)",
-     "malloc_trim(0): madvise(MADV_DONTNEED) of the whole pages inside free "
+     "A heap gives memory back only from its top; free chunks below a live "
+     "chunk stay (systrim, heap_trim).",
+     "malloc_trim(0), which madvises away the whole pages inside free "
      "chunks (mtrim)",
      false},
     {"glibc.top", "the free top of a heap",
-     "the top is trimmed on free only when it exceeds trim_threshold, and a "
-     "trim keeps top_pad (systrim, heap_trim)",
-     "malloc_trim(0), or a lower trim_threshold / top_pad", false},
+     "The top is trimmed on free only beyond trim_threshold, and a trim "
+     "keeps top_pad (systrim, heap_trim).",
+     "malloc_trim(0), or a lower trim_threshold and top_pad", false},
     {"glibc.metadata", "glibc's own bookkeeping",
-     "arena state (malloc_state), heap headers (heap_info), tcache structs "
-     "and fenceposts",
+     "Arena state (malloc_state), heap headers (heap_info), tcache structs "
+     "and fenceposts live inside the heaps.",
      "nothing while the arena exists", false},
     {"glibc.thread_stack", "stacks of running threads",
-     "nptl maps an 8 MiB stack per thread (allocate_stack); its resident "
-     "pages are the thread's frames, TCB and TLS",
+     "nptl maps a stack per thread (allocate_stack); its resident pages are "
+     "the thread's frames, TCB and TLS.",
      "the threads' exit", true},
     {"glibc.stack_cache", "stacks of exited threads in nptl's cache",
-     "up to 40 MiB of exited threads' stacks are kept for reuse "
-     "(nptl-stack.c __nptl_free_stacks)",
+     "Up to 40 MiB of exited threads' stacks are kept for reuse "
+     "(__nptl_free_stacks).",
      "nothing: the cache is trimmed only beyond 40 MiB", false},
     {NULL, NULL, NULL, NULL, false},
 };

@@ -1079,22 +1079,23 @@ static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
 /* Why obmalloc holds each kind of region (explain). */
 static const model_mechanism_t pymalloc_mechanisms[] = {
     {"pymalloc.used_pool", "pools holding live objects",
-     "a pool serves one size class; its free blocks wait for objects of that "
-     "size (pymalloc_alloc)",
+     "A 16 KiB pool serves one size class; its free blocks wait for objects "
+     "of that size (pymalloc_alloc).",
      "freeing every object in the pool", true},
     {"pymalloc.pinned_arena", "empty pools in arenas that still hold objects",
-     "obmalloc returns a 1 MiB arena to the kernel only when every pool in it "
-     "is empty (pymalloc_free, bpo-37257 rule); one live object pins it",
-     "nothing short of freeing the last objects in the arena; malloc_trim "
-     "cannot release pymalloc arenas",
+     "obmalloc returns a 1 MiB arena to the kernel only when every pool in "
+     "it is empty (pymalloc_free), so one live object pins a whole arena.",
+     "nothing short of freeing the last objects in each arena "
+     "(malloc_trim cannot release pymalloc arenas; PYTHONMALLOC=malloc "
+     "avoids arenas altogether)",
      false},
     {"pymalloc.empty_arena", "an empty arena kept for reuse",
-     "obmalloc keeps one wholly empty arena instead of unmapping it when it "
-     "is the only usable one (bpo-37257)",
-     "nothing: the next allocation of a new arena reuses it", false},
+     "obmalloc keeps one wholly empty arena when it is the only usable one "
+     "instead of unmapping it (bpo-37257).",
+     "nothing: the next arena needed reuses it", false},
     {"pymalloc.header", "arena space outside the pools",
-     "an arena that mmap does not align to 16 KiB loses the partial pool at "
-     "its start (new_arena)",
+     "An arena that mmap does not align to 16 KiB loses the partial pool at "
+     "its start (new_arena).",
      "nothing", false},
     {NULL, NULL, NULL, NULL, false},
 };

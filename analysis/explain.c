@@ -1,0 +1,319 @@
+/* analysis/explain.c -- attributing RSS to what holds it (see explain.h).
+ *
+ * Trade-off: attribution walks every region the model reports and tests
+ * each OS page it covers, O(regions + pages); a heap of a few hundred MiB
+ * takes milliseconds, and explain runs at one or two instants, not per
+ * event.  Keeping per-mechanism page counts inside every model would be
+ * faster and duplicate what the walk already knows.
+ */
+#include "explain.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MECHS 32
+#define MIB       (1024.0 * 1024.0)
+
+typedef struct mech_acc_s mech_acc_t;
+struct mech_acc_s {
+  const char *key;        /* the region's mechanism key */
+  const char *unit_kind;  /* kind of the first top-level unit seen */
+  uint64_t    resident;   /* resident bytes of its regions */
+  uint64_t    live;       /* live bytes in them, capped at resident */
+  uint64_t    objects;    /* live objects in (live) or pinning (free) */
+  uint64_t    units;      /* top-level units it appears in */
+  uint64_t    last_unit;  /* the unit counted last, to count each once */
+};
+
+typedef struct attr_s attr_t;
+struct attr_s {
+  const sim_kernel_t *k;
+  uint64_t            page;
+  uint64_t            unit;         /* 1-based index of the current unit */
+  uint64_t            unit_objects; /* its live objects */
+  const char         *unit_kind;
+  mech_acc_t          mech[MAX_MECHS];
+  size_t              nmech;
+  uint64_t            covered[SIM_OWNER_COUNT]; /* by the page's owner */
+};
+
+static mech_acc_t *mech_of(attr_t *a, const char *key, as_err_t *err) {
+  for (size_t i = 0; i < a->nmech; i++)
+    if (strcmp(a->mech[i].key, key) == 0)
+      return &a->mech[i];
+  if (a->nmech == MAX_MECHS) {
+    as_err_set(err, AS_EINVAL, "explain: more than %d mechanisms", MAX_MECHS);
+    return NULL;
+  }
+  a->mech[a->nmech] = (mech_acc_t){.key = key, .unit_kind = a->unit_kind};
+  return &a->mech[a->nmech++];
+}
+
+/* Resident bytes of [addr, addr + bytes), noting each page's owner. */
+static uint64_t resident_bytes(attr_t *a, sim_addr_t addr, uint64_t bytes) {
+  uint64_t   total = 0;
+  sim_addr_t end   = addr + bytes;
+  for (sim_addr_t p = addr & ~(a->page - 1); p < end; p += a->page) {
+    sim_owner_t owner;
+    if (!sim_kernel_resident_owner(a->k, p, &owner))
+      continue;
+    sim_addr_t lo = p > addr ? p : addr;
+    sim_addr_t hi = p + a->page < end ? p + a->page : end;
+    total += hi - lo;
+    a->covered[owner] += hi - lo;
+  }
+  return total;
+}
+
+static as_status_t on_region(void *user, const model_region_t *r,
+                             as_err_t *err) {
+  attr_t *a = user;
+  if (r->level == 0) {
+    a->unit++;
+    a->unit_objects = r->live_objects;
+    a->unit_kind    = r->kind;
+    return AS_OK;
+  }
+  const char *key = r->mechanism ? r->mechanism : "unknown";
+  mech_acc_t *m   = mech_of(a, key, err);
+  if (m == NULL)
+    return err->code;
+  uint64_t res = resident_bytes(a, r->addr, r->bytes);
+  m->resident += res;
+  m->live += r->live_bytes < res ? r->live_bytes : res;
+  if (r->state == MODEL_REGION_LIVE)
+    m->objects += r->live_objects;
+  if (m->last_unit != a->unit) {
+    m->last_unit = a->unit;
+    m->units++;
+    if (r->state != MODEL_REGION_LIVE)
+      m->objects += a->unit_objects; /* the objects pinning this unit */
+  }
+  return AS_OK;
+}
+
+static explain_item_t *add_item(explain_result_t *out, const char *key,
+                                uint64_t bytes) {
+  if (bytes == 0 || out->nitems == EXPLAIN_MAX_ITEMS)
+    return NULL;
+  explain_item_t *it = &out->items[out->nitems++];
+  memset(it, 0, sizeof *it);
+  snprintf(it->mechanism, sizeof it->mechanism, "%s", key);
+  it->bytes = bytes;
+  return it;
+}
+
+/* "3 arenas", "1 heap": a count with its unit kind. */
+static void units_text(char *buf, size_t len, uint64_t n, const char *kind) {
+  snprintf(buf, len, "%" PRIu64 " %s%s", n, kind ? kind : "region",
+           n == 1 ? "" : "s");
+}
+
+static void mechanism_items(explain_result_t *out, const mech_acc_t *m) {
+  const model_mechanism_t *row = model_mechanism_find(m->key);
+  char                     units[64], key[48];
+  units_text(units, sizeof units, m->units, m->unit_kind);
+  const char *label = row ? row->label : m->key;
+  const char *why   = row ? row->why : "The model names no reason.";
+  if (row == NULL || row->live) {
+    snprintf(key, sizeof key, "%s.live", m->key);
+    explain_item_t *it = add_item(out, key, m->live);
+    if (it != NULL) {
+      it->live    = true;
+      it->objects = m->objects;
+      it->units   = m->units;
+      snprintf(it->sentence, sizeof it->sentence,
+               "%.2f MiB: the program's %" PRIu64
+               " live objects, in %s (%s).",
+               (double)m->live / MIB, m->objects, label, units);
+    }
+    snprintf(key, sizeof key, "%s.overhead", m->key);
+    it = add_item(out, key, m->resident - m->live);
+    if (it != NULL) {
+      it->objects = m->objects;
+      it->units   = m->units;
+      snprintf(it->sentence, sizeof it->sentence,
+               "%.2f MiB: the allocator's overhead on those objects. %s",
+               (double)(m->resident - m->live) / MIB, why);
+    }
+    return;
+  }
+  explain_item_t *it = add_item(out, m->key, m->resident);
+  if (it == NULL)
+    return;
+  it->objects    = m->objects;
+  it->units      = m->units;
+  it->releasable = strncmp(row->released_by, "nothing", 7) != 0;
+  char pinned[128] = "";
+  if (m->objects > 0 && m->units > 1)
+    snprintf(pinned, sizeof pinned,
+             ", where %" PRIu64 " live objects remain (%.1f per %s)",
+             m->objects, (double)m->objects / (double)m->units,
+             m->unit_kind ? m->unit_kind : "region");
+  else if (m->objects > 0)
+    snprintf(pinned, sizeof pinned, ", where %" PRIu64 " live object%s remain",
+             m->objects, m->objects == 1 ? "" : "s");
+  snprintf(it->sentence, sizeof it->sentence,
+           "%.2f MiB: %s in %s%s. %s Released by: %s.",
+           (double)m->resident / MIB, label, units, pinned, why,
+           row->released_by);
+}
+
+/* Resident bytes no region covers, by the page's owner. */
+static void owner_items(explain_result_t *out, const attr_t *a) {
+  for (int o = 0; o < SIM_OWNER_COUNT; o++) {
+    uint64_t owner_rss = sim_kernel_rss_owner_bytes(a->k, (sim_owner_t)o);
+    uint64_t rest = owner_rss > a->covered[o] ? owner_rss - a->covered[o] : 0;
+    char     key[48];
+    snprintf(key, sizeof key, "owner.%s", sim_owner_name((sim_owner_t)o));
+    explain_item_t *it = add_item(out, key, rest);
+    if (it == NULL)
+      continue;
+    if (o == SIM_OWNER_BASELINE)
+      snprintf(it->sentence, sizeof it->sentence,
+               "%.2f MiB is the program itself before the trace began (code, "
+               "libraries, an interpreter's start-up); no allocator policy "
+               "returns it.",
+               (double)rest / MIB);
+    else
+      snprintf(it->sentence, sizeof it->sentence,
+               "%.2f MiB of %s pages lie outside every region the model "
+               "describes (its own bookkeeping or a model with no heap "
+               "map).",
+               (double)rest / MIB, sim_owner_name((sim_owner_t)o));
+  }
+}
+
+static int by_bytes_desc(const void *x, const void *y) {
+  const explain_item_t *a = x, *b = y;
+  return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
+}
+
+as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
+                        explain_result_t *out, as_err_t *err) {
+  attr_t *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return as_err_set(err, AS_ENOMEM, "explain: out of memory");
+  a->k    = s->kernel;
+  a->page = sim_kernel_page_size(s->kernel);
+  as_status_t rc = model_walk(s->model, on_region, a, err);
+  if (rc == AS_OK) {
+    out->rss_bytes  = sim_kernel_rss_bytes(s->kernel);
+    out->live_bytes = live_bytes;
+    out->nitems     = 0;
+    for (size_t i = 0; i < a->nmech; i++)
+      mechanism_items(out, &a->mech[i]);
+    owner_items(out, a);
+    qsort(out->items, out->nitems, sizeof out->items[0], by_bytes_desc);
+  }
+  free(a);
+  return rc;
+}
+
+/* ---- Replaying to the instants explained -------------------------------- */
+
+typedef struct pass_s pass_t;
+struct pass_s {
+  const explain_opts_t *o;
+  const sim_session_t  *s;
+  const char           *want;      /* explain at the first mark so named */
+  explain_result_t     *out;       /* where */
+  bool                  done;      /* explained already */
+  uint64_t              best_gap;  /* pass 1: widest RSS - live gap */
+  char                  best[64];  /* at this mark */
+  uint64_t              best_t_ns; /* ... stamped then */
+  char                  marks[512]; /* labels seen, for messages */
+};
+
+static as_status_t pass_sample(void *user, const sim_sample_t *smp,
+                               as_err_t *err) {
+  pass_t *p = user;
+  if (smp->kind != SIM_SAMPLE_MARK)
+    return AS_OK;
+  const char *label = smp->label ? smp->label : "";
+  size_t      used  = strlen(p->marks);
+  if (strstr(p->marks, label) == NULL && used + strlen(label) + 3 <
+                                              sizeof p->marks)
+    snprintf(p->marks + used, sizeof p->marks - used, "%s%s",
+             used ? ", " : "", label);
+  uint64_t gap =
+      smp->rss_bytes > smp->live_bytes ? smp->rss_bytes - smp->live_bytes : 0;
+  if (gap > p->best_gap || p->best[0] == '\0') {
+    p->best_gap  = gap;
+    p->best_t_ns = smp->t_ns;
+    snprintf(p->best, sizeof p->best, "%s", label);
+  }
+  if (p->want != NULL && !p->done && strcmp(label, p->want) == 0) {
+    p->done = true;
+    snprintf(p->out->label, sizeof p->out->label, "%s", label);
+    p->out->t_ns = smp->t_ns;
+    return explain_now(p->s, smp->live_bytes, p->out, err);
+  }
+  return AS_OK;
+}
+
+/* One replay; explains at the mark p->want, or at the end if want is
+ * NULL (then into end). */
+static as_status_t replay(const explain_opts_t *o, explain_open_fn open,
+                          void *user, pass_t *p, explain_result_t *end,
+                          char *model_desc, size_t desc_len, as_err_t *err) {
+  trace_source_t *src = NULL;
+  sim_session_t   s;
+  as_status_t     rc = open(user, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = sim_session_open(o->model, o->libc, &o->kernel, &s, err);
+  if (rc != AS_OK) {
+    trace_source_close(src);
+    return rc;
+  }
+  snprintf(model_desc, desc_len, "%s", s.model_desc);
+  p->s                    = &s;
+  sim_engine_config_t cfg = {
+      .lenient = o->lenient, .on_sample = pass_sample, .user = p};
+  sim_run_result_t r;
+  rc = sim_engine_run(&cfg, &s, src, &r, err);
+  if (rc == AS_OK && end != NULL) {
+    snprintf(end->label, sizeof end->label, "end");
+    end->t_ns = r.final_t_ns;
+    rc        = explain_now(&s, r.final_live_bytes, end, err);
+  }
+  sim_session_close(&s);
+  trace_source_close(src);
+  return rc;
+}
+
+as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
+                          void *user, explain_result_t out[2], size_t *n,
+                          char *model_desc, size_t desc_len, as_err_t *err) {
+  *n       = 0;
+  pass_t p = {.o = o, .want = o->at, .out = &out[0]};
+  as_status_t rc = replay(o, open, user, &p, o->at ? NULL : &out[0],
+                          model_desc, desc_len, err);
+  if (rc != AS_OK)
+    return rc;
+  if (o->at != NULL) {
+    if (!p.done)
+      return as_err_set(err, AS_EINVAL,
+                        "explain: --at %s: the trace has no such mark (marks: "
+                        "%s)",
+                        o->at, p.marks[0] ? p.marks : "none");
+    *n = 1;
+    return AS_OK;
+  }
+  *n = 1;
+  if (p.best[0] == '\0')
+    return AS_OK; /* no marks: the end only */
+  if (p.best_t_ns == out[0].t_ns) {
+    /* The widest gap is at a mark of the last instant: one explanation. */
+    snprintf(out[0].label, sizeof out[0].label, "%s", p.best);
+    return AS_OK;
+  }
+  pass_t q = {.o = o, .want = p.best, .out = &out[1]};
+  rc       = replay(o, open, user, &q, NULL, model_desc, desc_len, err);
+  if (rc == AS_OK && q.done)
+    *n = 2;
+  return rc;
+}

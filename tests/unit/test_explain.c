@@ -1,0 +1,150 @@
+/* tests/unit/test_explain.c -- explain attributes every resident byte to a
+ * mechanism, so the items add up to RSS, and names the right mechanism for
+ * memory glibc and pymalloc are known to keep. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/explain.h"
+#include "tests/helpers/array_source.h"
+
+typedef struct fixture_s fixture_t;
+struct fixture_s {
+  const trace_event_t *evs;
+  size_t               n;
+  array_source_t       src;
+};
+
+static as_status_t open_array(void *user, trace_source_t **src,
+                              as_err_t *err) {
+  (void)err;
+  fixture_t *f = user;
+  array_source_init(&f->src, f->evs, f->n);
+  *src = &f->src.base;
+  return AS_OK;
+}
+
+static uint64_t bytes_of(const explain_result_t *r, const char *mech) {
+  for (size_t i = 0; i < r->nitems; i++)
+    if (strcmp(r->items[i].mechanism, mech) == 0)
+      return r->items[i].bytes;
+  return 0;
+}
+
+static const explain_item_t *item(const explain_result_t *r,
+                                  const char *mech) {
+  for (size_t i = 0; i < r->nitems; i++)
+    if (strcmp(r->items[i].mechanism, mech) == 0)
+      return &r->items[i];
+  return NULL;
+}
+
+static void assert_adds_up(const explain_result_t *r) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < r->nitems; i++)
+    sum += r->items[i].bytes;
+  assert_int_equal(sum, r->rss_bytes);
+}
+
+static void explain_at(const trace_event_t *evs, size_t n, const char *model,
+                       const char *at, explain_result_t *r) {
+  fixture_t      f = {.evs = evs, .n = n};
+  explain_opts_t o = {.at = at, .model = model};
+  sim_kernel_config_default(&o.kernel);
+  explain_result_t out[2];
+  size_t           got;
+  char             desc[512];
+  as_err_t         err = {0};
+  assert_int_equal(
+      explain_trace(&o, open_array, &f, out, &got, desc, sizeof desc, &err),
+      AS_OK);
+  assert_int_equal(got, 1);
+  *r = out[0];
+}
+
+/* A 64 KiB buffer freed below a live 1 KiB survivor: its pages stay as a
+ * free chunk inside the heap until malloc_trim returns them. */
+static void a_freed_buffer_below_a_survivor_is_a_binned_chunk(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 65536), EV_MALLOC(1, 2, 1000), EV_FREE(2, 1),
+      EV_MARK(3, "after_free"),
+      {.t_ns = 4, .op = TRACE_TRIM, .size = 0}, EV_MARK(5, "after_trim")};
+  explain_result_t r;
+  explain_at(evs, 6, "glibc", "after_free", &r);
+  assert_adds_up(&r);
+  /* 64 KiB + the chunk header, on the resident pages: at least 64 KiB. */
+  assert_true(bytes_of(&r, "glibc.binned") >= 65536);
+  const explain_item_t *b = item(&r, "glibc.binned");
+  assert_non_null(b);
+  assert_int_equal(b->objects, 1); /* the survivor pins the heap */
+  assert_true(b->releasable);
+  assert_true(strstr(b->sentence, "malloc_trim(0)") != NULL);
+  assert_int_equal(bytes_of(&r, "glibc.in_use.live"), 1000);
+
+  explain_result_t t;
+  explain_at(evs, 6, "glibc", "after_trim", &t);
+  assert_adds_up(&t);
+  /* The trim returned the whole pages inside the free chunk. */
+  assert_true(bytes_of(&t, "glibc.binned") < 8192);
+}
+
+/* 10,000 64-byte objects, all freed but one: the survivor pins its arena's
+ * empty pools. */
+static void one_survivor_pins_a_pymalloc_arena(void **state) {
+  (void)state;
+  enum { N = 10000 };
+  static trace_event_t evs[2 * N + 1];
+  size_t               n = 0;
+  for (uint64_t i = 0; i < N; i++)
+    evs[n++] = (trace_event_t){.t_ns = i, .op = TRACE_MALLOC, .id = i,
+                               .size = 64, .domain = TRACE_DOMAIN_OBJ};
+  for (uint64_t i = 1; i < N; i++)
+    evs[n++] = (trace_event_t){.t_ns = N + i, .op = TRACE_FREE, .id = i,
+                               .domain = TRACE_DOMAIN_OBJ};
+  evs[n++] = (trace_event_t)EV_MARK(3 * N, "after");
+  explain_result_t r;
+  explain_at(evs, n, "cpython", "after", &r);
+  assert_adds_up(&r);
+  const explain_item_t *p = item(&r, "pymalloc.pinned_arena");
+  assert_non_null(p);
+  assert_int_equal(p->objects, 1);
+  assert_int_equal(p->units, 1);
+  /* 10,000 x 64 B filled 40 pools; all but the survivor's are empty and
+   * resident. */
+  assert_true(p->bytes >= 38 * 16384);
+  assert_false(p->releasable);
+  assert_int_equal(bytes_of(&r, "pymalloc.used_pool.live"), 64);
+}
+
+static void an_unknown_mark_lists_the_marks(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {EV_MALLOC(0, 1, 100), EV_MARK(1, "peak"),
+                               EV_FREE(2, 1), EV_MARK(3, "after")};
+  fixture_t        f = {.evs = evs, .n = 4};
+  explain_opts_t   o = {.at = "aftr", .model = "glibc"};
+  explain_result_t out[2];
+  size_t           n;
+  char             desc[512];
+  as_err_t         err = {0};
+  sim_kernel_config_default(&o.kernel);
+  assert_int_equal(
+      explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, &err),
+      AS_EINVAL);
+  assert_string_equal(err.msg, "explain: --at aftr: the trace has no such "
+                               "mark (marks: peak, after)");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
+      cmocka_unit_test(one_survivor_pins_a_pymalloc_arena),
+      cmocka_unit_test(an_unknown_mark_lists_the_marks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
