@@ -16,6 +16,7 @@
 #include "../engine/engine.h"
 #include "../sim/status.h"
 #include "../sim/units.h"
+#include "../traces/insert.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
 
@@ -57,6 +58,8 @@ struct cli_sim_opts_s {
   uint64_t            settle_ns;       /* clock runs on after the trace */
   bool                lenient;
   bool                strict;          /* unknown-notion events are errors */
+  trace_insert_t      inserts[TRACE_INSERT_MAX]; /* --insert EVENT@WHEN */
+  size_t              ninserts;
   bool                json;
   bool                csv;             /* time series as CSV */
   const char         *db;              /* store path or NULL */
@@ -69,9 +72,10 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i);
 void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);
 
-/* Runs src against o->model, prints the table (or JSON / CSV), stores a
- * simulated run when o->db is set.  command is the command line for the
- * store.  Returns an exit code. */
+/* Runs src against o->model (with o's --insert events), prints the table
+ * (or JSON / CSV), stores a simulated run when o->db is set, and closes
+ * src.  command is the command line for the store.  Returns an exit
+ * code. */
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             trace_source_t *src, const char *command);
 

@@ -17,6 +17,8 @@
   "  --settle T          run the clock on for T after the last event, so\n"  \
   "                      pending timers (decay, purge) fire (10s)\n"          \
   "  --lenient           count and skip frees/reallocs of dead objects\n"      \
+  "  --insert EVENT@WHEN add trim[:PAD] or purge[:KIND] before every mark\n" \
+  "                      WHEN, or at every:DURATION (trim@after_free)\n"      \
   "  --strict            purge/option/touch events the model has no notion\n" \
   "                      of are errors (default: counted and skipped)\n"     \
   "  --db FILE           store the simulated run in this SQLite store\n"       \
@@ -48,7 +50,6 @@ static int replay_main(int argc, char **argv) {
     return cli_fail("replay", &err);
   int code = cli_simulate_and_report("replay", &o, src,
                                      cli_command_line(argc, argv));
-  trace_source_close(src);
   return code;
 }
 

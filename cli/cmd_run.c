@@ -51,7 +51,6 @@ static int run_main(int argc, char **argv) {
     code = cli_fail("run", &err);
   else {
     code = cli_simulate_and_report("run", &o, src, cli_command_line(argc, argv));
-    trace_source_close(src);
   }
   free(rest);
   return code;

@@ -120,6 +120,18 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                                   "got '%s'", v), -1;
     return 1;
   }
+  if (opt_is(a, "--insert")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    as_err_t e = {0};
+    if (o->ninserts == TRACE_INSERT_MAX)
+      return cli_usage_error(cmd, "at most %d --insert options",
+                             TRACE_INSERT_MAX), -1;
+    if (trace_insert_parse(v, &o->inserts[o->ninserts], &e) != AS_OK)
+      return cli_fail(cmd, &e), -1;
+    o->ninserts++;
+    return 1;
+  }
   if (opt_is(a, "--settle")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
@@ -342,17 +354,41 @@ static as_status_t store_simulated(const cli_sim_opts_t *o,
   return rc;
 }
 
+/* An insert the model cannot take: a trim for a model without malloc_trim
+ * or a purge for one without purges. */
+static as_status_t check_inserts(const cli_sim_opts_t *o, const model_t *m,
+                                 as_err_t *err) {
+  for (size_t i = 0; i < o->ninserts; i++) {
+    bool trim = o->inserts[i].op == TRACE_TRIM;
+    if (trim ? m->methods->trim == NULL : !model_has_purge(m))
+      return as_err_set(err, AS_EUSAGE,
+                        "--insert %s: model %s has no %s",
+                        trim ? "trim" : "purge", m->methods->name,
+                        trim ? "malloc_trim" : "purge");
+  }
+  return AS_OK;
+}
+
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             trace_source_t *src, const char *command) {
   as_err_t         err = {0};
   sim_session_t    session;
   sim_run_result_t result;
-  store_samples_t     log    = {0};
+  store_samples_t  log    = {0};
   int64_t          run_id = 0;
   as_status_t rc = sim_session_open(o->model, o->libc, &o->kernel, &session,
                                     &err);
-  if (rc != AS_OK)
+  if (rc != AS_OK) {
+    trace_source_close(src);
     return cli_fail(cmd, &err);
+  }
+  if ((rc = check_inserts(o, session.model, &err)) == AS_OK && o->ninserts)
+    rc = trace_insert_wrap(src, o->inserts, o->ninserts, &src, &err);
+  if (rc != AS_OK) {
+    trace_source_close(src); /* NULL when a failed wrap closed it */
+    sim_session_close(&session);
+    return cli_fail(cmd, &err);
+  }
   sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
                              .settle_ns       = o->settle_ns,
                              .lenient         = o->lenient,
@@ -360,6 +396,11 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                              .on_sample       = log_sample,
                              .user            = &log};
   rc = sim_engine_run(&cfg, &session, src, &result, &err);
+  const char *missing;
+  if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(src, &missing))
+    rc = as_err_set(&err, AS_EINVAL,
+                    "--insert ...@%s: %s has no mark '%s'", missing,
+                    src->name, missing);
   if (rc == AS_OK && o->db != NULL)
     rc = store_simulated(o, &session, src, &log, command, &run_id, &err);
   if (rc == AS_OK) {
@@ -372,5 +413,6 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   }
   store_samples_free(&log);
   sim_session_close(&session);
+  trace_source_close(src);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail(cmd, &err);
 }

@@ -1,0 +1,181 @@
+/* traces/insert.c -- a source that adds trims and purges to another (see
+ * insert.h).  Inserted events take the time and thread of the event they
+ * precede (a mark), or the period boundary (periodic ones, on thread 0). */
+#include "insert.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/units.h"
+
+typedef struct insert_src_s insert_src_t;
+struct insert_src_s {
+  trace_source_t  base; /* must be first */
+  trace_source_t *inner;
+  trace_insert_t  ins[TRACE_INSERT_MAX];
+  size_t          n;
+  uint64_t        next_due[TRACE_INSERT_MAX]; /* periodic: next time */
+  trace_event_t   held;     /* an inner event waiting behind inserts */
+  bool            holding;
+  size_t          mark_next; /* next insert to try before held (a mark) */
+  bool            fired[TRACE_INSERT_MAX];
+  bool            started;
+};
+
+as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
+                               as_err_t *err) {
+  memset(out, 0, sizeof *out);
+  const char *at = strchr(spec, '@');
+  if (at == NULL || at == spec || at[1] == '\0')
+    return as_err_set(err, AS_EUSAGE,
+                      "--insert expects EVENT@MARK or EVENT@every:DURATION "
+                      "(e.g. trim@after_free), got '%s'",
+                      spec);
+  char   event[32];
+  size_t elen = (size_t)(at - spec);
+  if (elen >= sizeof event)
+    return as_err_set(err, AS_EUSAGE, "--insert: unknown event in '%s'", spec);
+  memcpy(event, spec, elen);
+  event[elen] = '\0';
+  char *colon = strchr(event, ':');
+  if (colon != NULL)
+    *colon++ = '\0';
+  if (strcmp(event, "trim") == 0) {
+    out->op = TRACE_TRIM;
+    if (colon != NULL && !as_parse_bytes(colon, &out->size))
+      return as_err_set(err, AS_EUSAGE,
+                        "--insert: trim:PAD expects a size, got '%s'", colon);
+  } else if (strcmp(event, "purge") == 0) {
+    trace_purge_kind_t k = TRACE_PURGE_ALL;
+    if (colon != NULL && !trace_purge_parse(colon, strlen(colon), &k))
+      return as_err_set(err, AS_EUSAGE,
+                        "--insert: purge:KIND expects all, decay or tcache, "
+                        "got '%s'",
+                        colon);
+    out->op   = TRACE_PURGE;
+    out->size = k;
+  } else {
+    return as_err_set(err, AS_EUSAGE,
+                      "--insert: unknown event '%s' (expected trim, "
+                      "trim:PAD, purge or purge:KIND)",
+                      event);
+  }
+  const char *when = at + 1;
+  if (strncmp(when, "every:", 6) == 0) {
+    if (!as_parse_duration_ns(when + 6, &out->every_ns) || out->every_ns == 0)
+      return as_err_set(err, AS_EUSAGE,
+                        "--insert: every:DURATION expects a duration such as "
+                        "1s, got '%s'",
+                        when + 6);
+    return AS_OK;
+  }
+  if (strlen(when) > TRACE_LABEL_MAX)
+    return as_err_set(err, AS_EUSAGE,
+                      "--insert: a mark label has at most %d bytes, got '%s'",
+                      TRACE_LABEL_MAX, when);
+  snprintf(out->mark, sizeof out->mark, "%s", when);
+  return AS_OK;
+}
+
+static void make_event(const trace_insert_t *ins, uint64_t t_ns,
+                       uint32_t thread, trace_event_t *ev) {
+  memset(ev, 0, sizeof *ev);
+  ev->t_ns   = t_ns;
+  ev->thread = thread;
+  ev->op     = (uint8_t)ins->op;
+  ev->size   = ins->size;
+  ev->id     = ins->op == TRACE_PURGE ? TRACE_ALL_ARENAS : 0;
+}
+
+/* A periodic insert due at or before t, or -1. */
+static int due_periodic(insert_src_t *s, uint64_t t) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->ins[i].every_ns != 0 && s->next_due[i] <= t)
+      return (int)i;
+  return -1;
+}
+
+static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
+                               as_err_t *err) {
+  insert_src_t *s = (insert_src_t *)src;
+  if (!s->holding) {
+    as_status_t rc = trace_source_next(s->inner, &s->held, err);
+    if (rc != AS_OK)
+      return rc;
+    s->holding   = true;
+    s->mark_next = 0;
+    if (!s->started) {
+      s->started = true;
+      for (size_t i = 0; i < s->n; i++)
+        s->next_due[i] = s->held.t_ns + s->ins[i].every_ns;
+    }
+  }
+  int p = due_periodic(s, s->held.t_ns);
+  if (p >= 0) {
+    make_event(&s->ins[p], s->next_due[p], 0, ev);
+    s->next_due[p] += s->ins[p].every_ns;
+    return AS_OK;
+  }
+  if (s->held.op == TRACE_MARK) {
+    for (; s->mark_next < s->n; s->mark_next++) {
+      const trace_insert_t *ins = &s->ins[s->mark_next];
+      if (ins->every_ns == 0 && s->held.label != NULL &&
+          strcmp(ins->mark, s->held.label) == 0) {
+        make_event(ins, s->held.t_ns, s->held.thread, ev);
+        s->fired[s->mark_next] = true;
+        s->mark_next++;
+        return AS_OK;
+      }
+    }
+  }
+  *ev        = s->held;
+  s->holding = false;
+  return AS_OK;
+}
+
+static void insert_close(trace_source_t *src) {
+  insert_src_t *s = (insert_src_t *)src;
+  trace_source_close(s->inner);
+  free(s);
+}
+
+static const trace_source_methods_t insert_methods = {
+    .next  = insert_next,
+    .close = insert_close,
+};
+
+as_status_t trace_insert_wrap(trace_source_t *inner,
+                              const trace_insert_t *inserts, size_t n,
+                              trace_source_t **out, as_err_t *err) {
+  *out = NULL;
+  if (n > TRACE_INSERT_MAX) {
+    trace_source_close(inner);
+    return as_err_set(err, AS_EUSAGE, "at most %d --insert options",
+                      TRACE_INSERT_MAX);
+  }
+  insert_src_t *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    trace_source_close(inner);
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  }
+  s->base.methods = &insert_methods;
+  s->base.meta    = inner->meta;
+  snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
+  s->inner = inner;
+  memcpy(s->ins, inserts, n * sizeof *inserts);
+  s->n = n;
+  *out = &s->base;
+  return AS_OK;
+}
+
+bool trace_insert_all_fired(const trace_source_t *wrapped, const char **mark) {
+  const insert_src_t *s = (const insert_src_t *)wrapped;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->ins[i].every_ns == 0 && !s->fired[i]) {
+      *mark = s->ins[i].mark;
+      return false;
+    }
+  return true;
+}
