@@ -271,8 +271,10 @@ static as_status_t replay(const explain_opts_t *o, explain_open_fn open,
   }
   snprintf(model_desc, desc_len, "%s", s.model_desc);
   p->s                    = &s;
-  sim_engine_config_t cfg = {
-      .lenient = o->lenient, .on_sample = pass_sample, .user = p};
+  sim_engine_config_t cfg = {.settle_ns = o->settle_ns,
+                             .lenient   = o->lenient,
+                             .on_sample = pass_sample,
+                             .user      = p};
   sim_run_result_t r;
   rc = sim_engine_run(&cfg, &s, src, &r, err);
   if (rc == AS_OK && end != NULL) {

@@ -61,6 +61,7 @@ struct explain_opts_s {
   const char         *model;  /* model spec */
   const char         *libc;   /* libc spec or NULL */
   sim_kernel_config_t kernel;
+  uint64_t            settle_ns; /* run the clock on after the trace */
   bool                lenient;
 };
 

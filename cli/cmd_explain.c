@@ -5,54 +5,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../analysis/explain.h"
-#include "../analysis/record.h"
-#include "../analysis/runsrc.h"
-#include "../traces/trace_io.h"
 
 #define MIB (1024.0 * 1024.0)
-
-/* Where the events come from: a trace file or a recorded run. */
-typedef struct explain_src_s explain_src_t;
-struct explain_src_s {
-  const char        *path;   /* trace file, or NULL */
-  store_t           *store;  /* recorded run's store, or NULL */
-  store_run_record_t rec;
-  run_meta_t         meta;
-  char               desc[512];
-};
-
-static as_status_t open_src(void *user, trace_source_t **src, as_err_t *err) {
-  explain_src_t *e = user;
-  if (e->path != NULL)
-    return trace_open(e->path, src, err);
-  bool is_trace;
-  return run_open_source(e->store, &e->rec, &e->meta, src, e->desc,
-                         sizeof e->desc, &is_trace, err);
-}
-
-static const char *trace_meta_lookup(void *user, const char *key) {
-  return trace_meta_get(user, key);
-}
-
-/* The model and libc specs the source implies (the run's or the trace's
- * provenance), unless given. */
-static as_status_t default_specs(explain_src_t *e, char *model, size_t mlen,
-                                 char *libc, size_t llen, as_err_t *err) {
-  if (e->store != NULL)
-    return record_run_specs(run_meta_get, &e->meta, model, mlen, libc, llen,
-                            err);
-  trace_source_t *src;
-  as_status_t     rc = trace_open(e->path, &src, err);
-  if (rc != AS_OK)
-    return rc;
-  rc = record_run_specs(trace_meta_lookup, &src->meta, model, mlen, libc,
-                        llen, err);
-  trace_source_close(src);
-  return rc;
-}
 
 static void print_json(const char *source, const char *model,
                        const explain_result_t *r, size_t n) {
@@ -108,7 +64,7 @@ static void print_text(const char *source, const char *model,
 
 static int explain_main(int argc, char **argv) {
   explain_opts_t o = {0};
-  explain_src_t  e = {0};
+  cli_target_t   e = {0};
   const char    *db = NULL, *what = NULL, *v;
   bool           json = false;
   sim_kernel_config_default(&o.kernel);
@@ -146,28 +102,11 @@ static int explain_main(int argc, char **argv) {
     return cli_usage_error("explain", "which trace or run? give a file, or "
                                       "a run id with --db");
   as_err_t err = {0};
-  char     *end;
-  long long run_id = strtoll(what, &end, 10);
-  if (db != NULL && *end == '\0' && run_id > 0) {
-    as_status_t rc = access(db, F_OK) == 0
-                         ? store_open(db, &e.store, &err)
-                         : as_err_set(&err, AS_EINVAL, "%s: no such store", db);
-    if (rc == AS_OK)
-      rc = store_read_run(e.store, run_id, &e.rec, &err);
-    if (rc == AS_OK)
-      rc = run_meta_read(e.store, run_id, &e.meta, &err);
-    if (rc != AS_OK) {
-      int code = cli_fail("explain", &err);
-      run_meta_free(&e.meta);
-      store_close(e.store);
-      return code;
-    }
-  } else {
-    e.path = what;
-  }
+  if (cli_target_open(&e, what, db, &err) != AS_OK)
+    return cli_fail("explain", &err);
   char        model[512], libc[256], desc[512];
-  as_status_t rc = default_specs(&e, model, sizeof model, libc, sizeof libc,
-                                 &err);
+  as_status_t rc =
+      cli_target_specs(&e, model, sizeof model, libc, sizeof libc, &err);
   explain_result_t *r = calloc(2, sizeof *r);
   size_t            n = 0;
   if (r == NULL)
@@ -177,19 +116,18 @@ static int explain_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_trace(&o, open_src, &e, r, &n, desc, sizeof desc, &err);
+    rc = explain_trace(&o, cli_target_source, &e, r, &n, desc, sizeof desc,
+                       &err);
   }
   if (rc == AS_OK) {
-    const char *source = e.path ? e.path : e.desc;
+    const char *source = cli_target_name(&e);
     if (json)
       print_json(source, desc, r, n);
     else
       print_text(source, desc, r, n);
   }
   free(r);
-  run_meta_free(&e.meta);
-  if (e.store != NULL)
-    store_close(e.store);
+  cli_target_close(&e);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail("explain", &err);
 }
 

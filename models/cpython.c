@@ -59,12 +59,18 @@ struct cpython_model_s {
   uint64_t raw_live_objects; /* raw blocks live in libc */
   const trace_event_t *serving; /* the event being served: its time and
                                    thread stamp pymalloc's raw requests */
+  bool      use_pymalloc;    /* false: PYTHONMALLOC=malloc */
 };
 
 #define CPYTHON_OPTIONS(X)  \
   X(CO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python", \
     "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c", \
-    "CPython version; forwarded to pymalloc")
+    "CPython version; forwarded to pymalloc") \
+  X(CO_PYTHONMALLOC, "pythonmalloc", OPT_ENUM, "pymalloc", "", \
+    "pymalloc|malloc", "PYTHONMALLOC", \
+    "CPython 3.11.2 Objects/obmalloc.c:346-355 _PyMem_SetupAllocators: " \
+    "PYTHONMALLOC=malloc makes the mem and obj domains malloc", \
+    "malloc: every domain goes to libc (PYTHONMALLOC=malloc), no arenas")
 
 enum cpython_option_e { CPYTHON_OPTIONS(MODEL_OPTION_KEY) CO_COUNT };
 
@@ -176,8 +182,9 @@ static as_status_t cpython_create(const model_opts_t *opts,
   cpython_model_t *cm = calloc(1, sizeof *cm);
   if (cm == NULL)
     return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
-  cm->base.methods = &model_cpython_methods;
-  cm->base.opts    = *opts;
+  cm->base.methods  = &model_cpython_methods;
+  cm->base.opts     = *opts;
+  cm->use_pymalloc  = model_opt_i64(opts, CO_PYTHONMALLOC) == 0;
 
   as_status_t rc;
   const char *libc_spec = ctx->libc_spec ? ctx->libc_spec
@@ -221,9 +228,11 @@ fail:
   return rc;
 }
 
-static inline bool goes_to_pymalloc(const trace_event_t *ev) {
-  return ev->domain != TRACE_DOMAIN_RAW && ev->op != TRACE_MEMALIGN &&
-         ev->size >= 1 && ev->size <= PYMALLOC_SMALL_REQUEST_THRESHOLD;
+static inline bool goes_to_pymalloc(const cpython_model_t *cm,
+                                    const trace_event_t *ev) {
+  return cm->use_pymalloc && ev->domain != TRACE_DOMAIN_RAW &&
+         ev->op != TRACE_MEMALIGN && ev->size >= 1 &&
+         ev->size <= PYMALLOC_SMALL_REQUEST_THRESHOLD;
 }
 
 /* The libc halves of alloc and free, out of line so that the pymalloc
@@ -251,7 +260,7 @@ static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   note_event(cm, ev);
-  if (goes_to_pymalloc(ev))
+  if (goes_to_pymalloc(cm, ev))
     return model_alloc(cm->pymalloc, ev, err);
   return libc_alloc(cm, ev, err);
 }
@@ -374,6 +383,7 @@ const model_methods_t model_cpython_methods = {
     .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
                "the rest to libc",
     .options = cpython_options,
+    .composition = true,
     .create  = cpython_create,
     .destroy = cpython_destroy,
     .alloc   = cpython_alloc,

@@ -26,18 +26,25 @@ static const struct {
     {"MALLOC_CONF", ',', ':'},
 };
 
+/* A recorded value that says the variable was not set: empty, or what the
+ * measurement scripts write for it ("(unset)", "(none)"). */
+static bool set_value(const char *v) {
+  return v != NULL && *v != '\0' && strcmp(v, "(unset)") != 0 &&
+         strcmp(v, "(none)") != 0;
+}
+
 /* The value of environment variable name in the run, or NULL. */
 static const char *env_value(model_env_get_fn get, void *user,
                              const char *name, char *buf, size_t len) {
   char        key[96];
   const char *v;
   snprintf(key, sizeof key, "env.%s", name);
-  if ((v = get(user, key)) != NULL && *v != '\0')
+  if (set_value(v = get(user, key)))
     return v;
   snprintf(key, sizeof key, "env_%s", name);
-  if ((v = get(user, key)) != NULL && *v != '\0')
+  if (set_value(v = get(user, key)))
     return v;
-  if ((v = get(user, name)) != NULL && *v != '\0')
+  if (set_value(v = get(user, name)))
     return v;
   const char *env = get(user, "malloc_env");
   size_t      nl  = strlen(name);

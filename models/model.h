@@ -127,6 +127,8 @@ struct model_methods_s {
   const char           *name;    /* as on the command line: "glibc" */
   const char           *summary; /* one line for `allocsim models` */
   const model_option_t *options; /* table ending in a row with name NULL */
+  bool                  composition; /* forwards (some) requests to the
+                                    libc model of ctx->libc_spec */
   const char           *preload; /* file name prefix of the library that
                                     LD_PRELOAD puts in place for this model
                                     ("libjemalloc"), or NULL */

@@ -1,0 +1,322 @@
+/* analysis/advise.c -- remedies simulated and ranked (see advise.h).
+ *
+ * The remedy table names, for each change a user can make, the allocator
+ * it applies to, how it changes the simulation and how the user makes it.
+ * Which remedies apply is decided by trying them: a model that is not
+ * registered, or an option a model does not have, makes the session fail
+ * to open with AS_EUSAGE, and that remedy is left out, so models added
+ * later bring their remedies into play by existing.
+ */
+#include "advise.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/cost.h"
+#include "../traces/insert.h"
+
+typedef enum remedy_kind_e {
+  RK_INSERT,     /* arg: an --insert spec, MARK standing for the mark */
+  RK_LIBC_OPTS,  /* arg: options added to the libc model */
+  RK_MODEL_OPTS, /* arg: options added to the top model */
+  RK_LIBC_SWAP   /* arg: another libc model spec */
+} remedy_kind_t;
+
+typedef struct remedy_row_s remedy_row_t;
+struct remedy_row_s {
+  const char   *libc; /* applies when the libc model is this (NULL: any) */
+  const char   *top;  /* ... and the top model is this (NULL: any) */
+  remedy_kind_t kind;
+  const char   *arg;
+  const char   *name; /* MARK stands for the mark */
+  const char   *env;  /* what the user does */
+  const char   *also; /* an --insert spec combined with the change, or NULL */
+};
+
+static const remedy_row_t remedy_rows[] = {
+    {"glibc", NULL, RK_INSERT, "trim@MARK", "malloc_trim(0) at MARK",
+     "call malloc_trim(0) there (Python: ctypes.CDLL(None).malloc_trim(0))", NULL},
+    {"glibc", NULL, RK_INSERT, "trim@every:1s", "malloc_trim(0) every second",
+     "a thread that calls malloc_trim(0) once a second", NULL},
+    {"glibc", NULL, RK_LIBC_OPTS, "arena_max=2", "MALLOC_ARENA_MAX=2",
+     "MALLOC_ARENA_MAX=2", NULL},
+    {"glibc", NULL, RK_LIBC_OPTS, "arena_max=1", "MALLOC_ARENA_MAX=1",
+     "MALLOC_ARENA_MAX=1", NULL},
+    {"glibc", NULL, RK_LIBC_OPTS, "mmap_threshold=65536",
+     "MALLOC_MMAP_THRESHOLD_=65536", "MALLOC_MMAP_THRESHOLD_=65536", NULL},
+    {"glibc", NULL, RK_LIBC_OPTS, "trim_threshold=131072",
+     "MALLOC_TRIM_THRESHOLD_=131072",
+     "MALLOC_TRIM_THRESHOLD_=131072 (also freezes the dynamic thresholds)", NULL},
+    {NULL, "cpython", RK_MODEL_OPTS, "pythonmalloc=malloc",
+     "PYTHONMALLOC=malloc", "PYTHONMALLOC=malloc", NULL},
+    {"glibc", "cpython", RK_MODEL_OPTS, "pythonmalloc=malloc",
+     "PYTHONMALLOC=malloc + malloc_trim(0) at MARK",
+     "PYTHONMALLOC=malloc, and call malloc_trim(0) there", "trim@MARK"},
+    {NULL, NULL, RK_LIBC_SWAP, "jemalloc", "jemalloc, defaults",
+     "LD_PRELOAD=libjemalloc.so.2", NULL},
+    {NULL, NULL, RK_LIBC_SWAP, "jemalloc:dirty_decay_ms=0,muzzy_decay_ms=0",
+     "jemalloc, immediate decay",
+     "LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:0,"
+     "muzzy_decay_ms:0", NULL},
+    {NULL, NULL, RK_LIBC_SWAP, "jemalloc:background_thread=true",
+     "jemalloc, background threads",
+     "LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=background_thread:true", NULL},
+    {NULL, NULL, RK_LIBC_SWAP, "mimalloc", "mimalloc, defaults",
+     "LD_PRELOAD=libmimalloc.so.2", NULL},
+    {NULL, NULL, RK_LIBC_SWAP, "mimalloc:purge_delay=0",
+     "mimalloc, immediate purge",
+     "LD_PRELOAD=libmimalloc.so.2 MIMALLOC_PURGE_DELAY=0", NULL},
+    {NULL, NULL, RK_LIBC_SWAP, "tcmalloc", "tcmalloc, defaults",
+     "LD_PRELOAD=libtcmalloc_minimal.so.4", NULL},
+    {"jemalloc", NULL, RK_INSERT, "purge@MARK", "jemalloc purge at MARK",
+     "mallctl(\"arena.4096.purge\", ...) there", NULL},
+    {"jemalloc", NULL, RK_LIBC_OPTS, "dirty_decay_ms=1000",
+     "dirty_decay_ms=1000", "MALLOC_CONF=dirty_decay_ms:1000", NULL},
+    {"mimalloc", NULL, RK_INSERT, "purge@MARK", "mi_collect(true) at MARK",
+     "call mi_collect(true) there", NULL},
+    {"tcmalloc", NULL, RK_INSERT, "purge@MARK", "ReleaseFreeMemory at MARK",
+     "call MallocExtension_ReleaseFreeMemory() there", NULL},
+};
+
+/* ---- Specs -------------------------------------------------------------- */
+
+/* The model name of spec (up to ':') into buf. */
+static void spec_name(const char *spec, char *buf, size_t len) {
+  size_t n = strcspn(spec, ":");
+  snprintf(buf, len, "%.*s", (int)n, spec);
+}
+
+/* Whether the "k=v,k=v" list sets the key of klen bytes at key. */
+static bool has_key(const char *list, const char *key, size_t klen) {
+  for (const char *a = list; *a != '\0';) {
+    size_t ak = strcspn(a, "=,");
+    if (ak == klen && strncmp(a, key, klen) == 0)
+      return true;
+    a += strcspn(a, ",");
+    a += *a == ',';
+  }
+  return false;
+}
+
+/* spec with the options in add ("k=v,k=v"), replacing any already set. */
+static bool spec_with(const char *spec, const char *add, char *out,
+                      size_t len) {
+  char name[64];
+  spec_name(spec, name, sizeof name);
+  size_t      used = (size_t)snprintf(out, len, "%s:%s", name, add);
+  const char *p    = strchr(spec, ':');
+  for (p = p ? p + 1 : NULL; p != NULL && *p != '\0' && used < len;) {
+    size_t item = strcspn(p, ",");
+    if (item > 0 && !has_key(add, p, strcspn(p, "=,")))
+      used += (size_t)snprintf(out + used, len - used, ",%.*s", (int)item, p);
+    p += item;
+    p += *p == ',';
+  }
+  return used < len;
+}
+
+/* ---- One simulation ----------------------------------------------------- */
+
+typedef struct probe_s probe_t;
+struct probe_s {
+  const char *mark;     /* RSS at its first occurrence */
+  bool        seen;
+  uint64_t    rss;
+  uint64_t    best_gap; /* widest RSS - live gap at a mark */
+  char        best[64];
+};
+
+static as_status_t probe_sample(void *user, const sim_sample_t *s,
+                                as_err_t *err) {
+  (void)err;
+  probe_t *p = user;
+  if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
+    return AS_OK;
+  uint64_t gap = s->rss_bytes > s->live_bytes ? s->rss_bytes - s->live_bytes
+                                              : 0;
+  if (p->best[0] == '\0' || gap > p->best_gap) {
+    p->best_gap = gap;
+    snprintf(p->best, sizeof p->best, "%s", s->label);
+  }
+  if (p->mark != NULL && !p->seen && strcmp(s->label, p->mark) == 0) {
+    p->seen = true;
+    p->rss  = s->rss_bytes;
+  }
+  return AS_OK;
+}
+
+static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
+                            void *user, const char *model, const char *libc,
+                            const trace_insert_t *ins, size_t nins,
+                            probe_t *probe, advise_outcome_t *out,
+                            as_err_t *err) {
+  trace_source_t *src;
+  sim_session_t   s;
+  as_status_t     rc = sim_session_open(model, libc, &o->kernel, &s, err);
+  if (rc != AS_OK)
+    return rc;
+  if ((rc = open(user, &src, err)) == AS_OK && nins > 0)
+    rc = trace_insert_wrap(src, ins, nins, &src, err);
+  if (rc != AS_OK) {
+    sim_session_close(&s);
+    return rc;
+  }
+  sim_engine_config_t cfg = {.settle_ns = o->settle_ns,
+                             .lenient   = o->lenient,
+                             .on_sample = probe_sample,
+                             .user      = probe};
+  sim_run_result_t    r;
+  rc = sim_engine_run(&cfg, &s, src, &r, err);
+  if (rc == AS_OK) {
+    sim_kernel_calls_t c;
+    sim_kernel_calls(s.kernel, &c);
+    out->rss_at_mark = probe->seen ? probe->rss : r.final_rss_bytes;
+    out->rss_at_end  = r.final_rss_bytes;
+    out->peak_rss    = r.peak_rss_bytes;
+    out->syscalls =
+        c.mmap + c.munmap + c.mremap + c.mprotect + c.brk + c.madvise;
+    out->faults  = c.faults;
+    out->cost_ns = sim_cost_kernel_ns(&sim_cost_measured, &c);
+  }
+  trace_source_close(src);
+  sim_session_close(&s);
+  return rc;
+}
+
+/* ---- Remedies ----------------------------------------------------------- */
+
+/* s with every "MARK" replaced by mark. */
+static void fill_mark(const char *s, const char *mark, char *out, size_t len) {
+  size_t used = 0;
+  out[0]      = '\0';
+  while (*s != '\0' && used + 1 < len) {
+    if (strncmp(s, "MARK", 4) == 0) {
+      used += (size_t)snprintf(out + used, len - used, "%s", mark);
+      s += 4;
+    } else {
+      out[used++] = *s++;
+      out[used]   = '\0';
+    }
+  }
+}
+
+/* Sets r's specs for row on top of the baseline; false if the row does not
+ * apply to this baseline. */
+static bool remedy_specs(const remedy_row_t *row, bool composed,
+                         const char *model, const char *libc,
+                         advise_remedy_t *r) {
+  char top[64], lib[64], swap[64];
+  spec_name(model, top, sizeof top);
+  spec_name(composed ? libc : model, lib, sizeof lib);
+  if ((row->libc != NULL && strcmp(row->libc, lib) != 0) ||
+      (row->top != NULL && strcmp(row->top, top) != 0))
+    return false;
+  snprintf(r->model, sizeof r->model, "%s", model);
+  snprintf(r->libc, sizeof r->libc, "%s", libc);
+  char *target     = composed ? r->libc : r->model;
+  size_t target_len = composed ? sizeof r->libc : sizeof r->model;
+  switch (row->kind) {
+  case RK_INSERT:
+    return true;
+  case RK_LIBC_OPTS:
+    return spec_with(composed ? libc : model, row->arg, target, target_len);
+  case RK_MODEL_OPTS:
+    return spec_with(model, row->arg, r->model, sizeof r->model);
+  case RK_LIBC_SWAP:
+    spec_name(row->arg, swap, sizeof swap);
+    if (strcmp(swap, lib) == 0)
+      return false; /* already that allocator */
+    snprintf(target, target_len, "%s", row->arg);
+    return true;
+  }
+  return false;
+}
+
+static void rank(advise_result_t *out) {
+  for (size_t i = 1; i < out->n; i++)
+    for (size_t j = i; j > 0; j--) {
+      advise_remedy_t *a = &out->remedies[j - 1], *b = &out->remedies[j];
+      bool swap = a->ok != b->ok ? b->ok
+                                 : a->saving_at_mark < b->saving_at_mark;
+      if (!swap)
+        break;
+      advise_remedy_t t = *a;
+      *a                = *b;
+      *b                = t;
+    }
+}
+
+as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
+                         void *user, advise_result_t *out, as_err_t *err) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->model, sizeof out->model, "%s", o->model);
+  snprintf(out->libc, sizeof out->libc, "%s", o->libc ? o->libc : "");
+  probe_t     probe = {.mark = o->at};
+  as_status_t rc    = simulate(o, open, user, o->model, o->libc, NULL, 0,
+                               &probe, &out->baseline, err);
+  if (rc != AS_OK)
+    return rc;
+  if (o->at != NULL && !probe.seen)
+    return as_err_set(err, AS_EINVAL, "advise: --at %s: the trace has no "
+                                      "such mark", o->at);
+  const char *mark = o->at ? o->at : probe.best[0] ? probe.best : NULL;
+  snprintf(out->mark, sizeof out->mark, "%s", mark ? mark : "end");
+  if (mark != NULL && o->at == NULL) { /* measure the baseline at it */
+    probe_t again = {.mark = mark};
+    rc = simulate(o, open, user, o->model, o->libc, NULL, 0, &again,
+                  &out->baseline, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  const model_methods_t *top_methods;
+  char                   top[64];
+  spec_name(o->model, top, sizeof top);
+  top_methods   = model_find(top);
+  bool composed = top_methods != NULL && top_methods->composition;
+  for (size_t i = 0; i < sizeof remedy_rows / sizeof remedy_rows[0] &&
+                     out->n < ADVISE_MAX_REMEDIES;
+       i++) {
+    const remedy_row_t *row = &remedy_rows[i];
+    advise_remedy_t    *r   = &out->remedies[out->n];
+    memset(r, 0, sizeof *r);
+    if (!remedy_specs(row, composed, o->model, o->libc ? o->libc : "", r))
+      continue;
+    fill_mark(row->name, out->mark, r->name, sizeof r->name);
+    fill_mark(row->env, out->mark, r->env_or_call, sizeof r->env_or_call);
+    trace_insert_t ins;
+    size_t         nins   = 0;
+    as_err_t       e      = {0};
+    const char    *insert = row->kind == RK_INSERT ? row->arg : row->also;
+    if (insert != NULL) {
+      char spec[128];
+      if (mark == NULL && strstr(insert, "MARK") != NULL)
+        continue; /* no mark to insert at */
+      fill_mark(insert, out->mark, spec, sizeof spec);
+      if (trace_insert_parse(spec, &ins, &e) != AS_OK)
+        continue;
+      nins = 1;
+    }
+    probe_t p = {.mark = mark};
+    rc = simulate(o, open, user, r->model, composed ? r->libc : NULL, &ins,
+                  nins, &p, &r->out, &e);
+    if (rc == AS_EUSAGE)
+      continue; /* not registered, or an option the model lacks */
+    out->n++;
+    r->ok = rc == AS_OK;
+    if (!r->ok) {
+      snprintf(r->error, sizeof r->error, "%s", e.msg);
+      continue;
+    }
+    const advise_outcome_t *b = &out->baseline;
+    r->saving_at_mark = (int64_t)b->rss_at_mark - (int64_t)r->out.rss_at_mark;
+    r->saving_at_end  = (int64_t)b->rss_at_end - (int64_t)r->out.rss_at_end;
+    r->saving_at_peak = (int64_t)b->peak_rss - (int64_t)r->out.peak_rss;
+    r->extra_syscalls = (int64_t)r->out.syscalls - (int64_t)b->syscalls;
+    r->extra_faults   = (int64_t)r->out.faults - (int64_t)b->faults;
+    r->extra_cost_ns  = (int64_t)r->out.cost_ns - (int64_t)b->cost_ns;
+  }
+  rank(out);
+  return AS_OK;
+}

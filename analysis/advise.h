@@ -1,0 +1,68 @@
+/* analysis/advise.h -- remedies simulated, not guessed: re-run a trace with
+ * each change a user could make (call malloc_trim, set an allocator knob,
+ * switch PYTHONMALLOC, preload another allocator) and rank them by the
+ * memory they save at a mark, with what they cost.
+ *
+ * A remedy is one of: events inserted into the trace (trim or purge at the
+ * mark or periodically), options added to the libc model or the top model,
+ * or another libc model.  Remedies that do not apply (an option the model
+ * lacks, a model that is not registered) are left out of the ranking;
+ * remedies that fail to simulate are reported with their error.
+ */
+#ifndef ALLOCSIM_ADVISE_H
+#define ALLOCSIM_ADVISE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "explain.h"
+
+#define ADVISE_MAX_REMEDIES 32
+
+typedef struct advise_outcome_s advise_outcome_t;
+struct advise_outcome_s {
+  uint64_t rss_at_mark;  /* RSS at the mark's first occurrence */
+  uint64_t rss_at_end;
+  uint64_t peak_rss;
+  uint64_t syscalls;     /* mmap+munmap+mremap+mprotect+brk+madvise */
+  uint64_t faults;       /* pages made resident */
+  uint64_t cost_ns;      /* the cost model's price of those */
+};
+
+typedef struct advise_remedy_s advise_remedy_t;
+struct advise_remedy_s {
+  char             name[96];        /* "malloc_trim(0) at after_free" */
+  char             env_or_call[160]; /* what the user does */
+  char             model[512];      /* the spec simulated */
+  char             libc[256];
+  bool             ok;              /* simulated */
+  char             error[512];      /* why not, when !ok */
+  advise_outcome_t out;
+  int64_t          saving_at_mark;  /* baseline - remedy, bytes */
+  int64_t          saving_at_end;
+  int64_t          saving_at_peak;
+  int64_t          extra_syscalls;
+  int64_t          extra_faults;
+  int64_t          extra_cost_ns;
+};
+
+typedef struct advise_result_s advise_result_t;
+struct advise_result_s {
+  char             mark[64];  /* the mark remedies are judged at */
+  char             model[512];
+  char             libc[256];
+  advise_outcome_t baseline;
+  size_t           n;         /* remedies, ranked: best saving at the mark
+                                 first, failed ones last */
+  advise_remedy_t  remedies[ADVISE_MAX_REMEDIES];
+};
+
+/* Simulates the baseline (o->model, o->libc) and every applicable remedy
+ * on the source open() gives, judged at o->at (or, if NULL, the mark with
+ * the largest RSS - live gap).  A trace with no marks is judged at its
+ * end. */
+as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
+                         void *user, advise_result_t *out, as_err_t *err);
+
+#endif

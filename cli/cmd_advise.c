@@ -1,0 +1,188 @@
+/* cli/cmd_advise.c -- `allocsim advise TRACE|RUN`: every remedy that applies,
+ * simulated and ranked by the memory it saves (analysis/advise.h). */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/advise.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static void print_json(const char *source, const advise_result_t *r) {
+  printf("{\"source\": ");
+  cli_json_string(stdout, source);
+  printf(", \"model\": ");
+  cli_json_string(stdout, r->model);
+  printf(", \"libc\": ");
+  cli_json_string(stdout, r->libc);
+  printf(", \"mark\": ");
+  cli_json_string(stdout, r->mark);
+  printf(", \"baseline\": {\"rss_bytes_at_mark\": %" PRIu64
+         ", \"rss_bytes_at_end\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
+         "}, \"remedies\": [",
+         r->baseline.rss_at_mark, r->baseline.rss_at_end, r->baseline.peak_rss);
+  for (size_t i = 0; i < r->n; i++) {
+    const advise_remedy_t *x = &r->remedies[i];
+    printf("%s{\"name\": ", i ? ", " : "");
+    cli_json_string(stdout, x->name);
+    printf(", \"env_or_call\": ");
+    cli_json_string(stdout, x->env_or_call);
+    printf(", \"model\": ");
+    cli_json_string(stdout, x->model);
+    printf(", \"libc\": ");
+    cli_json_string(stdout, x->libc);
+    if (!x->ok) {
+      printf(", \"ok\": false, \"error\": ");
+      cli_json_string(stdout, x->error);
+      printf("}");
+      continue;
+    }
+    printf(", \"ok\": true, \"saving_bytes_at_mark\": %" PRId64
+           ", \"saving_bytes_at_end\": %" PRId64
+           ", \"saving_bytes_at_peak\": %" PRId64
+           ", \"extra_syscalls\": %" PRId64 ", \"extra_faults\": %" PRId64
+           ", \"extra_cost_ns\": %" PRId64 "}",
+           x->saving_at_mark, x->saving_at_end, x->saving_at_peak,
+           x->extra_syscalls, x->extra_faults, x->extra_cost_ns);
+  }
+  printf("]}\n");
+}
+
+static void print_text(const char *source, const advise_result_t *r) {
+  const advise_outcome_t *b = &r->baseline;
+  printf("source     %s\nmodel      %s\n", source, r->model);
+  if (r->libc[0])
+    printf("libc       %s\n", r->libc);
+  printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n\n",
+         r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
+         (double)b->peak_rss / MIB);
+  printf("%4s  %-44s %10s %7s %10s %10s %9s %9s %9s\n", "rank", "remedy",
+         "saving MiB", "of RSS", "at end", "at peak", "+syscalls",
+         "+faults", "+cost ms");
+  for (size_t i = 0; i < r->n; i++) {
+    const advise_remedy_t *x = &r->remedies[i];
+    if (!x->ok) {
+      printf("%4s  %-44.44s failed: %s\n", "-", x->name, x->error);
+      continue;
+    }
+    printf("%4zu  %-44.44s %10.2f %6.1f%% %10.2f %10.2f %9" PRId64
+           " %9" PRId64 " %9.2f\n",
+           i + 1, x->name, (double)x->saving_at_mark / MIB,
+           b->rss_at_mark ? 100.0 * (double)x->saving_at_mark /
+                                (double)b->rss_at_mark
+                          : 0.0,
+           (double)x->saving_at_end / MIB, (double)x->saving_at_peak / MIB,
+           x->extra_syscalls, x->extra_faults, (double)x->extra_cost_ns / 1e6);
+  }
+  printf("\nhow:\n");
+  for (size_t i = 0; i < r->n; i++)
+    if (r->remedies[i].ok)
+      printf("  %-44.44s %s\n", r->remedies[i].name,
+             r->remedies[i].env_or_call);
+}
+
+static int advise_main(int argc, char **argv) {
+  explain_opts_t o = {0};
+  cli_target_t   t = {0};
+  const char    *db = NULL, *what = NULL, *v;
+  bool           json = false;
+  sim_kernel_config_default(&o.kernel);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int         took;
+    if ((took = cli_opt_value("advise", argc, argv, &i, "--db", &db)) ||
+        (took = cli_opt_value("advise", argc, argv, &i, "--model",
+                              &o.model)) ||
+        (took = cli_opt_value("advise", argc, argv, &i, "--libc", &o.libc)) ||
+        (took = cli_opt_value("advise", argc, argv, &i, "--at", &o.at))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+    } else if ((took = cli_opt_value("advise", argc, argv, &i, "--page-size",
+                                     &v)) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (!as_parse_page_size(v, &o.kernel.page_size))
+        return cli_usage_error("advise", "--page-size expects 4096, 16384 "
+                                         "or 65536, got '%s'", v);
+    } else if ((took = cli_opt_value("advise", argc, argv, &i, "--settle",
+                                     &v)) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (!as_parse_duration_ns(v, &o.settle_ns))
+        return cli_usage_error("advise", "--settle expects a duration such "
+                                         "as 10s, got '%s'", v);
+    } else if (strcmp(a, "--json") == 0) {
+      json = true;
+    } else if (strcmp(a, "--lenient") == 0) {
+      o.lenient = true;
+    } else if (a[0] == '-' && strcmp(a, "-") != 0) {
+      return cli_usage_error("advise", "unknown option '%s'", a);
+    } else if (what == NULL) {
+      what = a;
+    } else {
+      return cli_usage_error("advise", "one trace or run at a time, got "
+                                       "'%s' too", a);
+    }
+  }
+  if (what == NULL)
+    return cli_usage_error("advise", "which trace or run? give a file, or a "
+                                     "run id with --db");
+  as_err_t         err = {0};
+  advise_result_t *r   = calloc(1, sizeof *r);
+  char             model[512], libc[256];
+  as_status_t      rc = r == NULL ? as_err_set(&err, AS_ENOMEM, "out of memory")
+                                  : cli_target_open(&t, what, db, &err);
+  if (rc == AS_OK)
+    rc = cli_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
+  if (rc == AS_OK) {
+    if (o.model == NULL)
+      o.model = model;
+    if (o.libc == NULL)
+      o.libc = libc;
+    rc = advise_trace(&o, cli_target_source, &t, r, &err);
+  }
+  if (rc == AS_OK) {
+    if (json)
+      print_json(cli_target_name(&t), r);
+    else
+      print_text(cli_target_name(&t), r);
+  }
+  free(r);
+  cli_target_close(&t);
+  return rc == AS_OK ? CLI_EXIT_OK : cli_fail("advise", &err);
+}
+
+const cli_command_t cli_cmd_advise = {
+    .name    = "advise",
+    .summary = "simulate every remedy that applies and rank them",
+    .usage =
+        "usage: allocsim advise TRACE|RUN [--db FILE] [--model SPEC]\n"
+        "                       [--libc SPEC] [--at MARK] [--settle T]\n"
+        "                       [--page-size N] [--lenient] [--json]\n\n"
+        "Replays a trace (or the recorded run RUN of the store --db) as it\n"
+        "is, then once per remedy that applies to its allocator: calling\n"
+        "malloc_trim(0) at the mark or every second, MALLOC_ARENA_MAX=1/2,\n"
+        "the mmap and trim thresholds, PYTHONMALLOC=malloc, preloading\n"
+        "jemalloc, mimalloc or tcmalloc with default and aggressive settings,\n"
+        "their purges and decay knobs.  Ranks them by the RSS they save at\n"
+        "the mark, and reports the saving at the end and at the peak and\n"
+        "the cost: extra system calls, page faults and their time in the\n"
+        "cost model.  Without --at, the mark where RSS exceeds live bytes\n"
+        "the most.\n\n"
+        "options:\n"
+        "  --db FILE       the store holding run RUN\n"
+        "  --model SPEC    model (default: what the provenance implies)\n"
+        "  --libc SPEC     the libc model of a composition\n"
+        "  --at MARK       judge the remedies at this mark\n"
+        "  --settle T      run the clock on after the trace (decay policies)\n"
+        "  --page-size N   OS page size: 4096, 16384 or 65536\n"
+        "  --lenient       count and skip frees of dead objects\n"
+        "  --json          {\"mark\", \"remedies\": [{\"name\", "
+        "\"env_or_call\",\n"
+        "                  \"saving_bytes_at_mark\", \"saving_bytes_at_end\",\n"
+        "                  \"saving_bytes_at_peak\", \"extra_syscalls\",\n"
+        "                  \"extra_faults\", ...}]}, best first\n",
+    .run = advise_main,
+};
