@@ -234,13 +234,28 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
   return false;
 }
 
+/* Whether b ranks above a: it simulated and a did not; else it is one
+ * change and a combines two (single changes first: a user tries one thing
+ * at a time); else it saves more at the mark by more than 1% of the
+ * baseline RSS; else, within that margin, it costs less. */
+static bool ranks_above(const advise_remedy_t *b, const advise_remedy_t *a,
+                        uint64_t baseline_rss) {
+  if (a->ok != b->ok)
+    return b->ok;
+  if (a->changes != b->changes)
+    return b->changes < a->changes;
+  int64_t margin = (int64_t)(baseline_rss / 100);
+  int64_t diff   = b->saving_at_mark - a->saving_at_mark;
+  if (diff > margin || diff < -margin)
+    return diff > 0;
+  return b->extra_cost_ns < a->extra_cost_ns;
+}
+
 static void rank(advise_result_t *out) {
   for (size_t i = 1; i < out->n; i++)
     for (size_t j = i; j > 0; j--) {
       advise_remedy_t *a = &out->remedies[j - 1], *b = &out->remedies[j];
-      bool swap = a->ok != b->ok ? b->ok
-                                 : a->saving_at_mark < b->saving_at_mark;
-      if (!swap)
+      if (!ranks_above(b, a, out->baseline.rss_at_mark))
         break;
       advise_remedy_t t = *a;
       *a                = *b;
@@ -304,7 +319,8 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
     if (rc == AS_EUSAGE)
       continue; /* not registered, or an option the model lacks */
     out->n++;
-    r->ok = rc == AS_OK;
+    r->changes = row->also != NULL ? 2 : 1;
+    r->ok      = rc == AS_OK;
     if (!r->ok) {
       snprintf(r->error, sizeof r->error, "%s", e.msg);
       continue;

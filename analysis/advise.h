@@ -36,6 +36,7 @@ struct advise_remedy_s {
   char             env_or_call[160]; /* what the user does */
   char             model[512];      /* the spec simulated */
   char             libc[256];
+  unsigned         changes;         /* 1, or 2 for a combined remedy */
   bool             ok;              /* simulated */
   char             error[512];      /* why not, when !ok */
   advise_outcome_t out;
@@ -53,8 +54,10 @@ struct advise_result_s {
   char             model[512];
   char             libc[256];
   advise_outcome_t baseline;
-  size_t           n;         /* remedies, ranked: best saving at the mark
-                                 first, failed ones last */
+  size_t           n;         /* remedies, ranked: single changes before
+                                 combinations, each by saving at the mark
+                                 (within 1% of RSS of each other the
+                                 cheaper first); failed ones last */
   advise_remedy_t  remedies[ADVISE_MAX_REMEDIES];
 };
 

@@ -35,4 +35,30 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
                             char *desc, size_t desc_len, bool *is_trace,
                             as_err_t *err);
 
+/* A trace file, or run RUN of a store: what explain, advise and report
+ * work on. */
+typedef struct replay_target_s replay_target_t;
+struct replay_target_s {
+  const char        *path;  /* trace file, or NULL for a run */
+  store_t           *store; /* the run's store, or NULL */
+  store_run_record_t rec;
+  run_meta_t         meta;
+  char               desc[512]; /* what a run replays */
+};
+/* what is a run id when db is given and it is a positive number, else a
+ * trace path.  AS_EINVAL for a store that does not exist or a run it does
+ * not hold.  Close with replay_target_close, also after a failure. */
+as_status_t replay_target_open(replay_target_t *t, const char *what,
+                               const char *db, as_err_t *err);
+/* Opens (again) the target's events (an explain_open_fn). */
+as_status_t replay_target_source(void *user, trace_source_t **src,
+                                 as_err_t *err);
+/* The model and libc specs its provenance implies (as compare picks). */
+as_status_t replay_target_specs(replay_target_t *t, char *model,
+                                size_t model_len, char *libc, size_t libc_len,
+                                as_err_t *err);
+void        replay_target_close(replay_target_t *t);
+/* The name messages use for the target. */
+const char *replay_target_name(const replay_target_t *t);
+
 #endif

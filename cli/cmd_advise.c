@@ -85,7 +85,7 @@ static void print_text(const char *source, const advise_result_t *r) {
 
 static int advise_main(int argc, char **argv) {
   explain_opts_t o = {0};
-  cli_target_t   t = {0};
+  replay_target_t   t = {0};
   const char    *db = NULL, *what = NULL, *v;
   bool           json = false;
   sim_kernel_config_default(&o.kernel);
@@ -133,24 +133,24 @@ static int advise_main(int argc, char **argv) {
   advise_result_t *r   = calloc(1, sizeof *r);
   char             model[512], libc[256];
   as_status_t      rc = r == NULL ? as_err_set(&err, AS_ENOMEM, "out of memory")
-                                  : cli_target_open(&t, what, db, &err);
+                                  : replay_target_open(&t, what, db, &err);
   if (rc == AS_OK)
-    rc = cli_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
+    rc = replay_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
   if (rc == AS_OK) {
     if (o.model == NULL)
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = advise_trace(&o, cli_target_source, &t, r, &err);
+    rc = advise_trace(&o, replay_target_source, &t, r, &err);
   }
   if (rc == AS_OK) {
     if (json)
-      print_json(cli_target_name(&t), r);
+      print_json(replay_target_name(&t), r);
     else
-      print_text(cli_target_name(&t), r);
+      print_text(replay_target_name(&t), r);
   }
   free(r);
-  cli_target_close(&t);
+  replay_target_close(&t);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail("advise", &err);
 }
 
@@ -166,7 +166,8 @@ const cli_command_t cli_cmd_advise = {
         "malloc_trim(0) at the mark or every second, MALLOC_ARENA_MAX=1/2,\n"
         "the mmap and trim thresholds, PYTHONMALLOC=malloc, preloading\n"
         "jemalloc, mimalloc or tcmalloc with default and aggressive settings,\n"
-        "their purges and decay knobs.  Ranks them by the RSS they save at\n"
+        "their purges and decay knobs.  Ranks single changes, then\n"
+        "combinations, each by the RSS they save at\n"
         "the mark, and reports the saving at the end and at the peak and\n"
         "the cost: extra system calls, page faults and their time in the\n"
         "cost model.  Without --at, the mark where RSS exceeds live bytes\n"

@@ -64,7 +64,7 @@ static void print_text(const char *source, const char *model,
 
 static int explain_main(int argc, char **argv) {
   explain_opts_t o = {0};
-  cli_target_t   e = {0};
+  replay_target_t   e = {0};
   const char    *db = NULL, *what = NULL, *v;
   bool           json = false;
   sim_kernel_config_default(&o.kernel);
@@ -102,11 +102,11 @@ static int explain_main(int argc, char **argv) {
     return cli_usage_error("explain", "which trace or run? give a file, or "
                                       "a run id with --db");
   as_err_t err = {0};
-  if (cli_target_open(&e, what, db, &err) != AS_OK)
+  if (replay_target_open(&e, what, db, &err) != AS_OK)
     return cli_fail("explain", &err);
   char        model[512], libc[256], desc[512];
   as_status_t rc =
-      cli_target_specs(&e, model, sizeof model, libc, sizeof libc, &err);
+      replay_target_specs(&e, model, sizeof model, libc, sizeof libc, &err);
   explain_result_t *r = calloc(2, sizeof *r);
   size_t            n = 0;
   if (r == NULL)
@@ -116,18 +116,18 @@ static int explain_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_trace(&o, cli_target_source, &e, r, &n, desc, sizeof desc,
+    rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
                        &err);
   }
   if (rc == AS_OK) {
-    const char *source = cli_target_name(&e);
+    const char *source = replay_target_name(&e);
     if (json)
       print_json(source, desc, r, n);
     else
       print_text(source, desc, r, n);
   }
   free(r);
-  cli_target_close(&e);
+  replay_target_close(&e);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail("explain", &err);
 }
 

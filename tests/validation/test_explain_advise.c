@@ -1,0 +1,194 @@
+/* tests/validation/test_explain_advise.c -- explain and advise against the
+ * runs measured on this machine (data/reference.db):
+ *   - the load-spike runs (CPython 3.11.2, glibc 2.36, measured by
+ *     scripts/measure/spike.py): at `after_free`, explain names what holds
+ *     at least 95% of the retained memory, and advise ranks
+ *     malloc_trim(0) first with a saving within 5% of the saving the
+ *     program measured when it really trimmed (after_free - after_trim);
+ *   - a survivors run (512 B objects, 1 in 1,000 kept): explain names the
+ *     pinned pymalloc arenas first, advise predicts that malloc_trim saves
+ *     under 1% there, and that PYTHONMALLOC=malloc changes it (its figure
+ *     is asserted as simulated: no measured run of the remedy exists yet).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/advise.h"
+#include "analysis/runsrc.h"
+
+#define REFDB ALLOCSIM_SOURCE_DIR "/data/reference.db"
+
+typedef struct find_s find_t;
+struct find_s {
+  const char *source_has; /* a substring of the run's source */
+  int64_t     ids[8];
+  size_t      n;
+};
+
+static as_status_t find_run(void *user, const store_run_record_t *rec,
+                            as_err_t *err) {
+  (void)err;
+  find_t *f = user;
+  if (strcmp(rec->kind, "measured") == 0 && f->n < 8 &&
+      strstr(rec->source, f->source_has) != NULL)
+    f->ids[f->n++] = rec->id;
+  return AS_OK;
+}
+
+static size_t runs_with(const char *source_has, int64_t ids[8]) {
+  store_t *s;
+  find_t   f = {.source_has = source_has};
+  assert_int_equal(store_open(REFDB, &s, NULL), AS_OK);
+  assert_int_equal(store_list_runs(s, find_run, &f, NULL), AS_OK);
+  store_close(s);
+  memcpy(ids, f.ids, sizeof f.ids);
+  return f.n;
+}
+
+/* Opens run id as a replay target with the model its provenance implies. */
+static void open_target(int64_t id, replay_target_t *t, explain_opts_t *o,
+                        char *model, char *libc) {
+  char num[32];
+  snprintf(num, sizeof num, "%lld", (long long)id);
+  assert_int_equal(replay_target_open(t, num, REFDB, NULL), AS_OK);
+  assert_int_equal(replay_target_specs(t, model, 512, libc, 256, NULL), AS_OK);
+  memset(o, 0, sizeof *o);
+  o->model = model;
+  o->libc  = libc;
+  sim_kernel_config_default(&o->kernel);
+}
+
+/* The measured RSS at the first mark called label. */
+static uint64_t measured_at(int64_t id, const char *label) {
+  store_t        *s;
+  store_sample_t *v;
+  size_t          n;
+  assert_int_equal(store_open(REFDB, &s, NULL), AS_OK);
+  assert_int_equal(store_read_samples(s, id, &v, &n, NULL), AS_OK);
+  uint64_t rss = 0;
+  for (size_t i = 0; i < n && rss == 0; i++)
+    if (v[i].kind == SIM_SAMPLE_MARK && strcmp(v[i].label, label) == 0)
+      rss = v[i].measured_rss_bytes;
+  free(v);
+  store_close(s);
+  assert_true(rss > 0);
+  return rss;
+}
+
+/* Bytes of the retained memory explain names: everything but the live
+ * objects, their overhead and the pages outside any region. */
+static void retained_named(const explain_result_t *r, uint64_t *retained,
+                           uint64_t *named) {
+  *retained = *named = 0;
+  for (size_t i = 0; i < r->nitems; i++) {
+    const explain_item_t *it = &r->items[i];
+    bool owner = strncmp(it->mechanism, "owner.", 6) == 0;
+    if (it->live || strstr(it->mechanism, ".overhead") != NULL ||
+        strcmp(it->mechanism, "owner.baseline") == 0)
+      continue;
+    *retained += it->bytes;
+    if (!owner)
+      *named += it->bytes;
+  }
+}
+
+static void spike_trim_is_ranked_first_and_predicted(void **state) {
+  (void)state;
+  int64_t ids[8];
+  size_t  n = runs_with("measured/spike-default-r", ids);
+  assert_int_equal(n, 3);
+  for (size_t k = 0; k < n; k++) {
+    replay_target_t t;
+    explain_opts_t  o;
+    char            model[512], libc[256], desc[512];
+    open_target(ids[k], &t, &o, model, libc);
+    o.at = "after_free";
+
+    explain_result_t ex[2];
+    size_t           nex;
+    assert_int_equal(explain_trace(&o, replay_target_source, &t, ex, &nex,
+                                   desc, sizeof desc, NULL),
+                     AS_OK);
+    uint64_t retained, named;
+    retained_named(&ex[0], &retained, &named);
+    printf("run %lld: explain names %.1f%% of %.1f MiB retained\n",
+           (long long)ids[k], 100.0 * (double)named / (double)retained,
+           (double)retained / 1048576.0);
+    assert_true((double)named >= 0.95 * (double)retained);
+
+    advise_result_t *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    assert_int_equal(advise_trace(&o, replay_target_source, &t, r, NULL),
+                     AS_OK);
+    assert_true(r->n > 0);
+    assert_string_equal(r->remedies[0].name, "malloc_trim(0) at after_free");
+    double measured = (double)measured_at(ids[k], "after_free") -
+                      (double)measured_at(ids[k], "after_trim");
+    double predicted = (double)r->remedies[0].saving_at_mark;
+    printf("run %lld: trim saves %.2f MiB predicted, %.2f MiB measured\n",
+           (long long)ids[k], predicted / 1048576.0, measured / 1048576.0);
+    assert_true(predicted > 0.95 * measured && predicted < 1.05 * measured);
+    free(r);
+    replay_target_close(&t);
+  }
+}
+
+static void survivors_pinned_arenas_and_pythonmalloc(void **state) {
+  (void)state;
+  int64_t ids[8];
+  assert_int_equal(runs_with("measured/survivors-s512-random-1e-3", ids), 1);
+  replay_target_t t;
+  explain_opts_t  o;
+  char            model[512], libc[256], desc[512];
+  open_target(ids[0], &t, &o, model, libc);
+  o.at = "after";
+
+  explain_result_t ex[2];
+  size_t           nex;
+  assert_int_equal(explain_trace(&o, replay_target_source, &t, ex, &nex, desc,
+                                 sizeof desc, NULL),
+                   AS_OK);
+  assert_string_equal(ex[0].items[0].mechanism, "pymalloc.pinned_arena");
+  assert_true(ex[0].items[0].bytes > ex[0].rss_bytes / 2);
+
+  advise_result_t *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  assert_int_equal(advise_trace(&o, replay_target_source, &t, r, NULL),
+                   AS_OK);
+  const advise_remedy_t *trim = NULL, *pm = NULL;
+  for (size_t i = 0; i < r->n; i++) {
+    if (strcmp(r->remedies[i].name, "malloc_trim(0) at after") == 0)
+      trim = &r->remedies[i];
+    if (strcmp(r->remedies[i].name, "PYTHONMALLOC=malloc") == 0)
+      pm = &r->remedies[i];
+  }
+  assert_non_null(trim);
+  assert_non_null(pm);
+  assert_true(trim->ok && pm->ok);
+  assert_true((double)trim->saving_at_mark <
+              0.01 * (double)r->baseline.rss_at_mark);
+  /* Without arenas, glibc keeps the survivors' heap fragmented: as
+   * simulated, PYTHONMALLOC=malloc alone holds 27 MiB more (not measured
+   * here yet: asserted as simulated, to notice a change). */
+  printf("PYTHONMALLOC=malloc saves %.2f MiB at after\n",
+         (double)pm->saving_at_mark / 1048576.0);
+  assert_true(pm->saving_at_mark < -20 * 1048576LL &&
+              pm->saving_at_mark > -35 * 1048576LL);
+  free(r);
+  replay_target_close(&t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(spike_trim_is_ranked_first_and_predicted),
+      cmocka_unit_test(survivors_pinned_arenas_and_pythonmalloc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
