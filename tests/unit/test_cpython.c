@@ -174,7 +174,7 @@ static void version_is_forwarded_and_bad_libc_refused(void **state) {
   model_describe(cpython_pymalloc_child(f.m), buf, sizeof buf);
   assert_string_equal(buf, "pymalloc:version=3.11");
   model_describe(f.m, buf, sizeof buf);
-  assert_string_equal(buf, "cpython:version=3.11");
+  assert_string_equal(buf, "cpython:version=3.11,pythonmalloc=pymalloc");
   assert_int_equal(model_trim(f.m, 0, 0, NULL), AS_OK);
   fx_close(&f);
 
@@ -189,6 +189,21 @@ static void version_is_forwarded_and_bad_libc_refused(void **state) {
                    AS_EUSAGE);
   assert_null(m);
   sim_kernel_destroy(k);
+}
+
+static void pythonmalloc_malloc_sends_every_domain_to_libc(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open_spec(&f, "cpython:pythonmalloc=malloc");
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 0, 64), AS_OK);
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_MEM, 1, 512), AS_OK);
+  assert_int_equal(op(&f, TRACE_REALLOC, TRACE_DOMAIN_OBJ, 0, 32), AS_OK);
+  /* No arena is ever made, so none of pymalloc's own raw blocks either. */
+  assert_int_equal(pym_stats(&f).live_objects, 0);
+  assert_int_equal(libc_stats(&f).live_objects, 2);
+  assert_int_equal(op(&f, TRACE_FREE, TRACE_DOMAIN_OBJ, 0, 0), AS_OK);
+  assert_int_equal(libc_stats(&f).live_objects, 1);
+  fx_close(&f);
 }
 
 static void survivors_pin_arenas_through_the_composition(void **state) {
@@ -257,6 +272,7 @@ int main(void) {
       cmocka_unit_test(a_growing_mem_block_moves_from_pymalloc_to_libc),
       cmocka_unit_test(realloc_to_zero_leaves_pymalloc),
       cmocka_unit_test(version_is_forwarded_and_bad_libc_refused),
+      cmocka_unit_test(pythonmalloc_malloc_sends_every_domain_to_libc),
       cmocka_unit_test(survivors_pin_arenas_through_the_composition),
       cmocka_unit_test(an_id_goes_back_to_the_child_that_holds_it),
   };
