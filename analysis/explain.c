@@ -212,19 +212,15 @@ as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
   return rc;
 }
 
-/* ---- Replaying to the instants explained -------------------------------- */
+/* ---- Replaying to an instant ------------------------------------------- */
 
 typedef struct pass_s pass_t;
 struct pass_s {
-  const explain_opts_t *o;
-  const sim_session_t  *s;
-  const char           *want;      /* explain at the first mark so named */
-  explain_result_t     *out;       /* where */
-  bool                  done;      /* explained already */
-  uint64_t              best_gap;  /* pass 1: widest RSS - live gap */
-  char                  best[64];  /* at this mark */
-  uint64_t              best_t_ns; /* ... stamped then */
-  char                  marks[512]; /* labels seen, for messages */
+  const sim_session_t *s;
+  const char          *want;  /* call fn at the first mark so named */
+  explain_at_fn        fn;
+  void                *fn_user;
+  explain_marks_t     *marks;
 };
 
 static as_status_t pass_sample(void *user, const sim_sample_t *smp,
@@ -232,36 +228,36 @@ static as_status_t pass_sample(void *user, const sim_sample_t *smp,
   pass_t *p = user;
   if (smp->kind != SIM_SAMPLE_MARK)
     return AS_OK;
-  const char *label = smp->label ? smp->label : "";
-  size_t      used  = strlen(p->marks);
-  if (strstr(p->marks, label) == NULL && used + strlen(label) + 3 <
-                                              sizeof p->marks)
-    snprintf(p->marks + used, sizeof p->marks - used, "%s%s",
-             used ? ", " : "", label);
+  const char      *label = smp->label ? smp->label : "";
+  explain_marks_t *m     = p->marks;
+  bool             known = false;
+  for (size_t i = 0; i < m->n; i++)
+    known |= strcmp(m->label[i], label) == 0;
+  if (!known && m->n < EXPLAIN_MAX_MARKS)
+    snprintf(m->label[m->n++], sizeof m->label[0], "%s", label);
   uint64_t gap =
       smp->rss_bytes > smp->live_bytes ? smp->rss_bytes - smp->live_bytes : 0;
-  if (gap > p->best_gap || p->best[0] == '\0') {
-    p->best_gap  = gap;
-    p->best_t_ns = smp->t_ns;
-    snprintf(p->best, sizeof p->best, "%s", label);
+  if (gap > m->best_gap || m->best[0] == '\0') {
+    m->best_gap  = gap;
+    m->best_t_ns = smp->t_ns;
+    snprintf(m->best, sizeof m->best, "%s", label);
   }
-  if (p->want != NULL && !p->done && strcmp(label, p->want) == 0) {
-    p->done = true;
-    snprintf(p->out->label, sizeof p->out->label, "%s", label);
-    p->out->t_ns = smp->t_ns;
-    return explain_now(p->s, smp->live_bytes, p->out, err);
+  if (p->want != NULL && !m->found && strcmp(label, p->want) == 0) {
+    m->found = true;
+    return p->fn(p->fn_user, p->s, smp, err);
   }
   return AS_OK;
 }
 
-/* One replay; explains at the mark p->want, or at the end if want is
- * NULL (then into end). */
-static as_status_t replay(const explain_opts_t *o, explain_open_fn open,
-                          void *user, pass_t *p, explain_result_t *end,
-                          char *model_desc, size_t desc_len, as_err_t *err) {
+as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
+                              void *user, const char *mark, explain_at_fn fn,
+                              void *fn_user, explain_marks_t *marks,
+                              char *model_desc, size_t desc_len,
+                              as_err_t *err) {
   trace_source_t *src = NULL;
   sim_session_t   s;
-  as_status_t     rc = open(user, &src, err);
+  memset(marks, 0, sizeof *marks);
+  as_status_t rc = open(user, &src, err);
   if (rc != AS_OK)
     return rc;
   rc = sim_session_open(o->model, o->libc, &o->kernel, &s, err);
@@ -269,53 +265,75 @@ static as_status_t replay(const explain_opts_t *o, explain_open_fn open,
     trace_source_close(src);
     return rc;
   }
-  snprintf(model_desc, desc_len, "%s", s.model_desc);
-  p->s                    = &s;
+  if (model_desc != NULL)
+    snprintf(model_desc, desc_len, "%s", s.model_desc);
+  pass_t p = {.s = &s, .want = mark, .fn = fn, .fn_user = fn_user,
+              .marks = marks};
   sim_engine_config_t cfg = {.settle_ns = o->settle_ns,
                              .lenient   = o->lenient,
                              .on_sample = pass_sample,
-                             .user      = p};
+                             .user      = &p};
   sim_run_result_t r;
   rc = sim_engine_run(&cfg, &s, src, &r, err);
-  if (rc == AS_OK && end != NULL) {
-    snprintf(end->label, sizeof end->label, "end");
-    end->t_ns = r.final_t_ns;
-    rc        = explain_now(&s, r.final_live_bytes, end, err);
+  if (rc == AS_OK && mark == NULL) {
+    sim_sample_t end = {.t_ns       = r.final_t_ns,
+                        .kind       = SIM_SAMPLE_FINAL,
+                        .label      = "end",
+                        .rss_bytes  = r.final_rss_bytes,
+                        .live_bytes = r.final_live_bytes};
+    rc = fn(fn_user, &s, &end, err);
+  }
+  if (rc == AS_OK && mark != NULL && !marks->found) {
+    char list[EXPLAIN_MAX_MARKS * 66] = "";
+    for (size_t i = 0, used = 0; i < marks->n && used < sizeof list; i++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
+                               i ? ", " : "", marks->label[i]);
+    rc = as_err_set(err, AS_EINVAL, "mark %s: the trace has no such mark "
+                                    "(marks: %.300s)",
+                    mark, marks->n ? list : "none");
   }
   sim_session_close(&s);
   trace_source_close(src);
   return rc;
 }
 
+/* ---- Explaining --------------------------------------------------------- */
+
+static as_status_t explain_here(void *user, const sim_session_t *s,
+                                const sim_sample_t *at, as_err_t *err) {
+  explain_result_t *out = user;
+  snprintf(out->label, sizeof out->label, "%s", at->label ? at->label : "end");
+  out->t_ns = at->t_ns;
+  return explain_now(s, at->live_bytes, out, err);
+}
+
 as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
                           void *user, explain_result_t out[2], size_t *n,
                           char *model_desc, size_t desc_len, as_err_t *err) {
-  *n       = 0;
-  pass_t p = {.o = o, .want = o->at, .out = &out[0]};
-  as_status_t rc = replay(o, open, user, &p, o->at ? NULL : &out[0],
-                          model_desc, desc_len, err);
-  if (rc != AS_OK)
+  explain_marks_t marks;
+  *n             = 0;
+  as_status_t rc = explain_replay_at(o, open, user, o->at, explain_here,
+                                     &out[0], &marks, model_desc, desc_len,
+                                     err);
+  if (rc != AS_OK) {
+    if (o->at != NULL && !marks.found) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "explain: --at %.400s", err->msg + 5);
+      rc = as_err_set(err, rc, "%s", msg);
+    }
     return rc;
-  if (o->at != NULL) {
-    if (!p.done)
-      return as_err_set(err, AS_EINVAL,
-                        "explain: --at %s: the trace has no such mark (marks: "
-                        "%s)",
-                        o->at, p.marks[0] ? p.marks : "none");
-    *n = 1;
-    return AS_OK;
   }
   *n = 1;
-  if (p.best[0] == '\0')
-    return AS_OK; /* no marks: the end only */
-  if (p.best_t_ns == out[0].t_ns) {
+  if (o->at != NULL || marks.best[0] == '\0')
+    return AS_OK;
+  if (marks.best_t_ns == out[0].t_ns) {
     /* The widest gap is at a mark of the last instant: one explanation. */
-    snprintf(out[0].label, sizeof out[0].label, "%s", p.best);
+    snprintf(out[0].label, sizeof out[0].label, "%s", marks.best);
     return AS_OK;
   }
-  pass_t q = {.o = o, .want = p.best, .out = &out[1]};
-  rc       = replay(o, open, user, &q, NULL, model_desc, desc_len, err);
-  if (rc == AS_OK && q.done)
+  rc = explain_replay_at(o, open, user, marks.best, explain_here, &out[1],
+                         &marks, model_desc, desc_len, err);
+  if (rc == AS_OK)
     *n = 2;
   return rc;
 }

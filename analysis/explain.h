@@ -69,6 +69,35 @@ struct explain_opts_s {
 typedef as_status_t (*explain_open_fn)(void *user, trace_source_t **src,
                                        as_err_t *err);
 
+/* Marks a replay saw: their labels (each once), and the mark with the
+ * widest gap between RSS and live bytes. */
+#define EXPLAIN_MAX_MARKS 32
+typedef struct explain_marks_s explain_marks_t;
+struct explain_marks_s {
+  size_t   n;
+  char     label[EXPLAIN_MAX_MARKS][64];
+  char     best[64];
+  uint64_t best_gap;
+  uint64_t best_t_ns;
+  bool     found; /* the mark asked for was reached */
+};
+
+/* Called with the session as it is at the chosen instant (a mark sample,
+ * or the end with label "end"). */
+typedef as_status_t (*explain_at_fn)(void *user, const sim_session_t *s,
+                                     const sim_sample_t *at, as_err_t *err);
+
+/* Replays the source once and calls fn at the first mark called mark, or
+ * at the end when mark is NULL; *marks receives what the replay saw.  A
+ * mark the trace lacks is AS_EINVAL listing the marks.  model_desc (may be
+ * NULL) receives the model's description.  explain, map and report build
+ * on it. */
+as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
+                              void *user, const char *mark, explain_at_fn fn,
+                              void *fn_user, explain_marks_t *marks,
+                              char *model_desc, size_t desc_len,
+                              as_err_t *err);
+
 /* Replays the source and explains the chosen instants: with --at, that
  * mark (its first occurrence); else the end and, when it is not the end,
  * the mark with the largest gap between RSS and live bytes (found by a
