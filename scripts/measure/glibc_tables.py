@@ -8,7 +8,7 @@ the file's provenance with its model and libc spec and aligns marks by label
 (predicted = simulated + measured(start) - simulated(start)).  Prints
 markdown: one row per variant and mark, with the measured and predicted RSS
 of repeat 1, the error as % of the measured peak, and the largest |error|
-over all repeats of the variant.  Also prints the published (seed 001)
+over all repeats of the variant.  Also prints the published (load-spike study)
 comparison (spike --python 3.14 on cpython:version=3.14), with start =
 21 MiB and with the start shift measured by baseline.py.
 
@@ -25,7 +25,7 @@ import tempfile
 
 MIB = 1024.0 * 1024.0
 
-# Seed 001's table: variant -> (peak, after_free, after_trim), MiB; start 21.
+# The load-spike study's table: variant -> (peak, after_free, after_trim), MiB; start 21.
 PUBLISHED = {
     "default": (396, 395, 57),
     "threads16": (396, 396, 58),
@@ -121,7 +121,7 @@ def main():
           " start shift | error % | simulated delta MiB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for v, pub in PUBLISHED.items():
-        # Seed 001 ran Python 3.14: replay 3.14's requests on the 3.14 model.
+        # The load-spike study ran Python 3.14: replay 3.14's requests on the 3.14 model.
         args = [allocsim, "run", "spike", "--python", "3.14"]
         if v.startswith("threads16"):
             args += ["--threads", "16"]
