@@ -3,7 +3,8 @@
 what the load-spike study's guide imports (asyncio, tracemalloc, ctypes, gc,
 random).
 
-The load-spike study (docs/studies.md) publishes one start figure (21 MiB, defaults) but its
+The load-spike study (docs/studies.md) publishes one start figure (21 MiB,
+defaults) but its
 MALLOC_MMAP_THRESHOLD_=512 row starts from a different, unpublished
 baseline: with the threshold at 512 every startup allocation over 512 bytes
 takes its own page.  This script measures that shift on this machine so the

@@ -25,7 +25,8 @@ import tempfile
 
 MIB = 1024.0 * 1024.0
 
-# The load-spike study's table: variant -> (peak, after_free, after_trim), MiB; start 21.
+# The load-spike study's table: variant -> (peak, after_free, after_trim),
+# MiB; start 21.
 PUBLISHED = {
     "default": (396, 395, 57),
     "threads16": (396, 396, 58),
@@ -121,7 +122,8 @@ def main():
           " start shift | error % | simulated delta MiB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for v, pub in PUBLISHED.items():
-        # The load-spike study ran Python 3.14: replay 3.14's requests on the 3.14 model.
+        # The load-spike study ran Python 3.14: replay 3.14's requests on the
+        # 3.14 model.
         args = [allocsim, "run", "spike", "--python", "3.14"]
         if v.startswith("threads16"):
             args += ["--threads", "16"]

@@ -8,7 +8,8 @@ workload allocates exactly the sizes measured here), keeps every KEEP-th
 tuple, frees the rest, runs gc.collect(), then malloc_trim(0) through ctypes.
 At each mark it reads the exact RSS from /proc/self/smaps_rollup (Linux
 6.1.170: VmRSS under-reports by up to 64 page faults per thread,
-mm/memory.c:198; smaps_rollup walks the page tables, fs/proc/task_mmu.c:768) and writes an allocsim measured-run file:
+mm/memory.c:198; smaps_rollup walks the page tables, fs/proc/task_mmu.c:768)
+and writes an allocsim measured-run file:
 
     allocsim-trace 1
     #@ kind=measured
@@ -65,7 +66,8 @@ def rss_bytes():
     raise RuntimeError("no Rss: line in /proc/self/smaps_rollup")
 
 
-GLIBC_ENV = [  # env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+# env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+GLIBC_ENV = [
     ("MALLOC_ARENA_MAX", "arena_max"),
     ("MALLOC_ARENA_TEST", "arena_test"),
     ("MALLOC_MMAP_THRESHOLD_", "mmap_threshold"),

@@ -97,7 +97,8 @@ def rss_bytes():
     raise RuntimeError("no Rss: line in /proc/self/smaps_rollup")
 
 
-GLIBC_ENV = [  # env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+# env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+GLIBC_ENV = [
     ("MALLOC_ARENA_MAX", "arena_max"),
     ("MALLOC_ARENA_TEST", "arena_test"),
     ("MALLOC_MMAP_THRESHOLD_", "mmap_threshold"),

@@ -1,6 +1,7 @@
 /* scripts/measure/labs/lab_common.h -- measured-run output for the C labs.
  *
- * Each lab program (section 20 of the allocator course notes) marks its phases and writes an
+ * Each lab program (section 20 of the allocator course notes) marks its
+ * phases and writes an
  * allocsim measured-run file: "allocsim-trace 1", "#@ key=value" provenance,
  * then "T 0 mark LABEL" / "T 0 rss BYTES" pairs.  Nothing here calls malloc:
  * the RSS reader uses open/read into a static buffer and the output is
