@@ -8,7 +8,8 @@
  * function of the exact placement of every chunk, so this file keeps every
  * chunk's address and size and replays glibc's search order exactly.  Line
  * citations are to glibc 2.36 (tag glibc-2.36, the version in Debian 12)
- * unless marked g241 / g242 / gmaster (master 04e750e75b, the 2.43 tree).
+ * unless marked g241 / g242 / gmaster (master 04e750e75b, the 2.43 tree);
+ * docs/models/glibc.md summarises the rules, omissions and validation.
  *
  * What it leaves out (deliberately): payload bytes; lock contention (a replay
  * has none, so reused_arena's trylock always succeeds on the first arena it
