@@ -62,6 +62,7 @@ class Allocsim:
         self.reference = os.path.join(root, "data", "reference.db")
         self._published_db = None
         self._compared = {}
+        self.defaults = {}
 
     def json(self, *args):
         r = subprocess.run([self.binary] + list(args), cwd=self.root,
@@ -298,6 +299,77 @@ def t_measured_webworker(ctx):
     return table(["setup", "mark", "measured MiB", "predicted MiB",
                   "error MiB", "error % of peak", "max over repeats"],
                  variant_rows(ctx, WEBWORKER_VARIANTS), "llrrrrr")
+
+
+def model_brief(ctx, spec):
+    """spec without the knobs that are at their defaults (as `allocsim
+    models NAME` lists them), so a table shows what a replay changed."""
+    name, _, opts = spec.partition(":")
+    if not opts:
+        return spec
+    if name not in ctx.defaults:
+        r = subprocess.run([ctx.binary, "models", name], capture_output=True,
+                           text=True, check=True)
+        ctx.defaults[name] = dict(re.findall(r"^  (\S+)\s+default (\S+)",
+                                             r.stdout, re.M))
+    kept = [kv for kv in opts.split(",")
+            if ctx.defaults[name].get(kv.partition("=")[0]) !=
+            kv.partition("=")[2]]
+    return name + (":" + ",".join(kept) if kept else "")
+
+
+def replayable_runs(ctx):
+    """[(run id, source)] of measured runs that have something to replay:
+    a trace or a 'workload' provenance entry (interpreter baselines have
+    neither)."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        rows = c.execute(
+            "SELECT r.id, r.source FROM runs r WHERE r.kind='measured' AND "
+            "(r.trace_path IS NOT NULL OR EXISTS (SELECT 1 FROM run_meta m "
+            "WHERE m.run_id = r.id AND m.key = 'workload')) "
+            "ORDER BY r.id").fetchall()
+    return rows
+
+
+def t_measured_all(ctx):
+    """One row per measured configuration (repeats grouped)."""
+    runs = replayable_runs(ctx)
+    cmps = compare_all(ctx, runs)
+    groups = {}
+    for (run, source), c in zip(runs, cmps):
+        stem = re.sub(r"(-r\d+)?\.(astrace|trace)$", "",
+                      os.path.basename(source))
+        groups.setdefault(stem, []).append((run, c))
+    rows = []
+    for stem, members in groups.items():
+        ids = [r for r, _ in members]
+        span = ("%d" % ids[0] if len(ids) == 1
+                else "%d–%d" % (ids[0], ids[-1]))
+        worst, label = 0.0, ""
+        for _, c in members:
+            for m in c["marks"]:
+                if m.get("predicted_rss_bytes") is None:
+                    continue
+                if abs(m["error_pct_of_peak"]) > abs(worst) or not label:
+                    worst, label = m["error_pct_of_peak"], m["label"]
+        series = [c["series"] for _, c in members]
+        r2 = [x["r2"] for x in series if x.get("r2") is not None]
+        first = members[0][1]
+        shown = (first["libc"] if first["model"].partition(":")[0] ==
+                 first["libc"].partition(":")[0] else
+                 model_brief(ctx, first["model"]))
+        rows.append((span, stem, shown,
+                     mib(max(c["peak_measured_rss_bytes"]
+                             for _, c in members)),
+                     "%+.2f (%s)" % (worst, label),
+                     "%.2f" % (statistics.mean(
+                         x["mean_abs_error_bytes"] for x in series) / MIB),
+                     "%.2f" % (max(x["max_abs_error_bytes"]
+                                   for x in series) / MIB),
+                     "%.3f" % min(r2) if r2 else "n/a"))
+    return table(["runs", "measured", "model as replayed", "peak MiB",
+                  "worst mark error, % of peak (mark)", "mean abs err MiB",
+                  "max abs err MiB", "R² (lowest)"], rows, "llllrrrr")
 
 
 # ---- Measured survivors runs -----------------------------------------------
@@ -589,6 +661,7 @@ ORDER = {"spike": SPIKE_ORDER, "webworker": WEBWORKER_ORDER[:3]}
 
 TABLES = {
     "measured-summary": t_measured_summary,
+    "measured-all": t_measured_all,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
     "measured-survivors": t_measured_survivors,
