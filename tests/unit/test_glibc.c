@@ -856,7 +856,8 @@ static void random_churn_keeps_invariants(void **state) {
         trace_op_t op  = opk == 0   ? TRACE_CALLOC
                          : opk == 1 ? TRACE_MEMALIGN
                                     : TRACE_MALLOC;
-        ev(&f, op, tid, id, sz, op == TRACE_MEMALIGN ? 64 << NEXT(8) : 0);
+        ev(&f, op, tid, id, sz,
+           op == TRACE_MEMALIGN ? UINT64_C(64) << NEXT(8) : 0);
         size[id]  = sz;
         owner[id] = tid;
       } else if (NEXT(5) == 0) {
