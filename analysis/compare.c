@@ -309,13 +309,18 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     goto done;
 
   /* Model and libc: the caller's, else the run's (record_run_specs).  For
-   * a run predicted by its libc model alone, --libc names the model. */
+   * a run predicted by its libc model alone ("model=glibc" beside
+   * "libc=glibc:arena_max=1", as the C labs record it), the libc spec is the
+   * model, knobs included, and --libc names the model. */
   char run_model[sizeof res->model_spec];
   if ((rc = record_run_specs(run_meta_get, &meta, run_model, sizeof run_model,
                              res->libc_spec, sizeof res->libc_spec, err)) !=
       AS_OK)
     goto done;
-  bool libc_alone = strcmp(run_model, res->libc_spec) == 0;
+  size_t name_len   = strcspn(res->libc_spec, ":");
+  bool   libc_alone = strcmp(run_model, res->libc_spec) == 0 ||
+                    (strlen(run_model) == name_len &&
+                     strncmp(run_model, res->libc_spec, name_len) == 0);
   if (o->libc != NULL)
     as_format_fits(res->libc_spec, sizeof res->libc_spec, "%s", o->libc);
   const char *model = o->model != NULL ? o->model

@@ -9,7 +9,7 @@
  * chunk's address and size and replays glibc's search order exactly.  Line
  * citations are to glibc 2.36 (tag glibc-2.36, the version in Debian 12)
  * unless marked g241 / g242 / gmaster (master 04e750e75b, the 2.43 tree);
- * models-spec B has the summary.
+ * docs/models/glibc.md summarises the rules, omissions and validation.
  *
  * What it leaves out (deliberately): payload bytes; lock contention (a replay
  * has none, so reused_arena's trylock always succeeds on the first arena it
@@ -38,7 +38,8 @@
  * handed out round-robin along the ring main -> newest -> ... -> oldest.
  * ncpus stands for __get_nprocs() (default 2, the measured machine).
  *
- * Page touches (first write makes a page resident, models-spec F.1): the
+ * Page touches (first write makes a page resident: Linux 6.1.170
+ * mm/memory.c:4227 do_anonymous_page counts MM_ANONPAGES on a write): the
  * program writes every byte it requests (malloc, memalign, realloc growth);
  * calloc writes nothing itself beyond glibc's memset; glibc writes headers
  * (size at chunk+8), footers (prev_size at next chunk), free-list links

@@ -63,7 +63,8 @@ static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
       return rc;
   } else if (need < im->resident_pages) {
     /* Linux 6.1 mm/madvise.c: MADV_DONTNEED zaps the pages and RSS drops at
-     * once (models-spec F.2), the cheapest way any allocator returns them. */
+     * once (6.1.170 mm/memory.c:1450 zap_pte_range), the cheapest way any
+     * allocator returns them. */
     sim_addr_t  from = im->region + need * im->page_size;
     as_status_t rc   = sim_kernel_madvise(
         im->kernel, from, (im->resident_pages - need) * im->page_size,

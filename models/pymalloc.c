@@ -3,7 +3,9 @@
  * are reused, kept exactly as obmalloc keeps them, minus the payload.
  *
  * Why: a process's pymalloc RSS is decided by which arenas stay mapped and
- * which pages of their pools were ever written (shared/models-spec.md A.11).
+ * which pages of their pools were ever written: pool pages are never given
+ * back, and an arena is munmapped only when all its pools are empty
+ * (CPython 3.11.2 Objects/obmalloc.c:2096-2140).
  * Both follow deterministically from the request sequence, so this file
  * replays obmalloc's bookkeeping step for step -- usedpools front insertion,
  * pool free lists LIFO then bump carving, arenas' freepools LIFO then
@@ -22,10 +24,11 @@
  *     PyMem_RawMalloc.  Standalone they are an error; models/cpython.c routes
  *     them to the libc model.
  * 3.11 and 3.14 run the same algorithms byte for byte (a normalised diff of
- * new_arena .. _PyObject_Realloc shows only the OMState parameter; models-spec
- * A.10), so `version` selects citations and provenance, not behaviour.
+ * new_arena .. _PyObject_Realloc of 3.11.2 and 3.14.7 shows only the OMState
+ * parameter), so `version` selects citations and provenance, not behaviour.
  *
- * Page touches (models-spec A.4, A.11):
+ * Page touches (3.11.2 obmalloc.c:1881-1936 carve and init, :1790-1806
+ * pymalloc_pool_extend, :2241-2243 free):
  *   - carving a pool writes its 48-byte header (arenaindex, szidx, links);
  *   - the program writes every byte it asked for, so a block handed out is
  *     written over [block, block + nbytes); calloc's memset is the same;
@@ -253,7 +256,7 @@ static inline uint32_t block_off(const pym_pool_t *pool, uint32_t b) {
  * opened (mprotect RW) as needed: the vector at its start, the nodes from
  * STANDALONE_NODES_AT up.  The reservation is a whole number of MiB, so it
  * moves arenas down without changing their alignment (the kernel's default
- * layout gives unaligned arenas, as measured; models-spec A.3 item 4);
+ * layout gives unaligned arenas, as measured; 3.11.2 obmalloc.c:1670-1674);
  * mapping each block separately would have shifted every arena by a page. */
 #define STANDALONE_RESERVE  (UINT64_C(1) << 30)
 #define STANDALONE_NODES_AT (UINT64_C(1) << 29)
@@ -274,7 +277,8 @@ static as_status_t standalone_reserve(pymalloc_model_t *pm, as_err_t *err) {
 }
 
 /* PyMem_RawCalloc of a radix node: fresh zero memory, untouched until
- * written (as glibc's mmapped calloc chunks are, models-spec A.3 item 5). */
+ * written (as glibc's mmapped calloc chunks are: glibc 2.36
+ * malloc/malloc.c:3707-3712 returns them without a memset). */
 static as_status_t standalone_calloc(void *user, uint32_t handle,
                                      uint64_t nbytes, as_err_t *err) {
   pymalloc_model_t *pm  = user;

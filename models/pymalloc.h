@@ -13,7 +13,8 @@
  * constants the model uses, and for models/cpython.c, which routes pymalloc's
  * bookkeeping allocations (the arenas[] vector and radix-tree nodes) to the
  * libc model.  Constants are identical in CPython 3.11 and 3.14 on 64-bit
- * (shared/models-spec.md A.1, A.10).
+ * (CPython 3.11.2 Objects/obmalloc.c:879-1064; 3.14.7
+ * Include/internal/pycore_obmalloc.h:132-317).
  */
 #ifndef ALLOCSIM_PYMALLOC_H
 #define ALLOCSIM_PYMALLOC_H

@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/validate_survivors.sh -- validate the survivors workload and the
-# CPython model: against the published study (seed 000), and against runs
+# CPython model: against the published survivors study, and against runs
 # measured on this machine (data/measured/survivors-*.trace).
 #
 # usage: scripts/validate_survivors.sh [--measure] [--build DIR] [--db FILE]
@@ -48,7 +48,7 @@ if [ $MEASURE = 1 ]; then
   run s64-random-1e-2-reuse128 --size 64 --fraction 1e-2 --seed 1 --reuse-size 128 --reuse-total 256
 fi
 
-echo "## Published study (seed 000) vs simulation (CPython 3.14 model) vs formula"
+echo "## Published survivors study vs simulation (CPython 3.14 model) vs formula"
 echo
 nice "$PUBLISHED" | grep '^|'
 echo

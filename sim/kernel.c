@@ -55,8 +55,8 @@
  *     The chunks and table slots the move may need are reserved first, so
  *     a host AS_ENOMEM happens before anything changes.
  *
- * Left out: file mappings, stack guard gaps, khugepaged collapse (models-spec
- * F.5), page-table lifetime (a THP fault is taken when the 2 MiB block holds
+ * Left out: file mappings, stack guard gaps, khugepaged collapse (Linux
+ * 6.1.170 mm/khugepaged.c hpage_collapse_scan_pmd:1133), page-table lifetime (a THP fault is taken when the 2 MiB block holds
  * no resident page, which is Linux's pmd_none except after a partial zap
  * left a page table behind), and the PMD size of 16/64 KiB-page kernels
  * (32 MiB / 512 MiB on arm64): the header's contract is 2 MiB at every page
@@ -82,8 +82,9 @@
 #define CHUNK_MAX_PAGES (CHUNK_WORDS * 64)
 /* Linux 6.1 x86-64 arch/x86/include/asm/pgtable_types.h: PMD_SIZE = 2 MiB */
 #define THP_BYTES CHUNK_BYTES
-/* Measured CPython 3.11 / Debian 12 layout (models-spec A.3): not 16 KiB
- * aligned on purpose. */
+/* Measured CPython 3.11 / Debian 12 layout: pymalloc's first arena was not
+ * 16 KiB aligned, so it lost a pool (CPython 3.11.2 Objects/obmalloc.c:
+ * 1670-1674); not 16 KiB aligned on purpose. */
 #define DEFAULT_MMAP_TOP  ((sim_addr_t)0x7ffff7ff9000)
 #define DEFAULT_BRK_START ((sim_addr_t)0x555555559000)
 /* Linux 6.1 mm/mmap.c generic_get_unmapped_area_topdown: low_limit =
@@ -739,7 +740,7 @@ static inline int bits_all(const uint64_t *bm, unsigned p0, unsigned p1) {
 }
 
 /* Drops residency of the pages in mask (Linux 6.1 mm/memory.c
- * zap_pte_range: rss[mm_counter(page)]-- per zapped page, models-spec F.2).
+ * zap_pte_range: rss[mm_counter(page)]-- per zapped page, 6.1.170 :1450).
  * May release c. */
 static void chunk_drop(sim_kernel_t *k, chunk_t *c,
                        const uint64_t mask[CHUNK_WORDS]) {
@@ -768,7 +769,7 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
 
 /* MADV_FREE: resident pages in mask become lazyfree and keep counting in
  * RSS (Linux 6.1 mm/madvise.c madvise_free_pte_range leaves MM_ANONPAGES
- * alone, models-spec F.3). */
+ * alone; 6.1.170 mm/madvise.c:595-716). */
 static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
                             const uint64_t mask[CHUNK_WORDS]) {
   for (unsigned w = 0; w < CHUNK_WORDS; w++) {
@@ -910,7 +911,8 @@ static size_t chunks_move_need(const sim_kernel_t *k, sim_addr_t a,
  * Linux 6.1 mm/mremap.c move_page_tables -> move_ptes (or move_huge_pmd /
  * move_normal_pmd) moves the page-table entries: the pages are not copied
  * or faulted, keep their dirty state (so a lazyfree page stays lazyfree:
- * MADV_FREE's state is the clean PTE and the page's LRU, models-spec F.3),
+ * MADV_FREE's state is the clean PTE and the page's LRU, 6.1.170
+ * mm/madvise.c:595-716),
  * and MM_ANONPAGES does not change.  A THP moves as its 4 KiB-granular
  * residency bits.  rw: the destination is RW, so non-lazy pages are fast.
  * Needs chunks_reserve(k, chunks_move_need(k, a, len)) first. */
@@ -1125,7 +1127,8 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   if (c == NULL) {
     /* Linux 6.1 mm/memory.c __handle_mm_fault: on pmd_none, create_huge_pmd
      * first; mm/huge_memory.c do_huge_pmd_anonymous_page then adds
-     * HPAGE_PMD_NR pages at once (models-spec F.1). */
+     * HPAGE_PMD_NR pages at once (6.1.170 mm/memory.c:5141,
+     * mm/huge_memory.c:715). */
     int thp = k->cfg.thp && block_is_rw(k, base);
     as_status_t st = chunk_create(k, key, &c, err);
     if (st != AS_OK) {
@@ -1141,13 +1144,13 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   uint64_t gained = 0;
   /* Only words p0 / 64 .. p1 / 64 of mask are non-zero. */
   for (unsigned w = p0 >> 6; w <= p1 >> 6; w++) {
-    /* A write makes a lazyfree page dirty again: it stays (models-spec F.3,
-     * Linux 6.1 mm/rmap.c try_to_unmap_one keeps dirty lazyfree pages). */
+    /* A write makes a lazyfree page dirty again: it stays (Linux 6.1.170
+     * mm/rmap.c:1692-1708 try_to_unmap_one keeps dirty lazyfree pages). */
     uint64_t relazy = c->lazy[w] & mask[w];
     k->lazy_pages -= popcount64(relazy);
     c->lazy[w] &= ~relazy;
     /* Linux 6.1 mm/memory.c do_anonymous_page: one MM_ANONPAGES per
-     * written page (models-spec F.1). */
+     * written page (6.1.170 mm/memory.c:4227). */
     uint64_t fresh = mask[w] & ~c->resident[w];
     gained += popcount64(fresh);
     c->resident[w] |= fresh;
@@ -1556,8 +1559,9 @@ as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
     return st;
   }
   reprotect(k, itree_extract(k, &k->vmas, addr, end), prot);
-  /* Residency is untouched either way (models-spec F.4: mprotect frees
-   * nothing and faults nothing in); only the fast bits follow prot. */
+  /* Residency is untouched either way (Linux 6.1 mm/mprotect.c
+   * mprotect_fixup changes protections only: it frees nothing and faults
+   * nothing in); only the fast bits follow prot. */
   chunks_in_range(k, addr, end,
                   prot == SIM_PROT_RW ? CHUNK_PROT_RW : CHUNK_PROT_NONE);
   return AS_OK;
@@ -1596,8 +1600,8 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
     }
     map_range(k, old_end, new_end, SIM_PROT_RW, SIM_OWNER_LIBC_HEAP);
   } else if (new_end < old_end) {
-    /* Linux 6.1 mm/mmap.c brk -> do_brk_munmap: shrinking unmaps
-     * (models-spec F.4). */
+    /* Linux 6.1.170 mm/mmap.c:237 brk -> do_brk_munmap (:3064): shrinking
+     * unmaps. */
     unmap_range(k, new_end, old_end);
   }
   k->brk_cur = new_break;
@@ -1647,8 +1651,9 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
   }
   if (advice == SIM_MADV_DONTNEED || k->cfg.memory_pressure) {
     /* DONTNEED: Linux 6.1 mm/madvise.c madvise_dontneed_single_vma ->
-     * zap_page_range (models-spec F.2).  FREE under pressure: reclaim
-     * discards the clean lazyfree pages at once (mm/rmap.c:1672-1702). */
+     * zap_page_range (6.1.170 mm/madvise.c:793).  FREE under pressure:
+     * reclaim discards the clean lazyfree pages at once (6.1.170
+     * mm/rmap.c:1668-1698). */
     chunks_in_range(k, addr, end, CHUNK_DROP);
   } else {
     chunks_in_range(k, addr, end, CHUNK_LAZY);
@@ -1658,7 +1663,7 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
 
 void sim_kernel_reclaim_lazyfree(sim_kernel_t *k) {
   /* Linux 6.1 mm/rmap.c try_to_unmap_one: a clean lazyfree page is
-   * discarded and MM_ANONPAGES drops (models-spec F.3). */
+   * discarded and MM_ANONPAGES drops (6.1.170 mm/rmap.c:1692-1697). */
   if (k->lazy_pages == 0) {
     return;
   }

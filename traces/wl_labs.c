@@ -1,7 +1,8 @@
-/* traces/wl_labs.c -- labs 3, 4 and 5 of seed 003 section 20 ("Allocators:
- * brk, mmap, and the four programs between you and the kernel") as
- * workloads, each the exact allocation sequence of its C program under
- * scripts/measure/labs/ (plain C: every request is in the raw domain).
+/* traces/wl_labs.c -- labs 3, 4 and 5 of the allocator course notes
+ * ("Allocators: brk, mmap, and the four programs between you and the
+ * kernel", section 20; docs/studies.md) as workloads, each the exact
+ * allocation sequence of its C program under scripts/measure/labs/ (plain
+ * C: every request is in the raw domain).
  *
  *   lab-brk (lab 3, "Make the brk heap refuse to shrink"): "malloc 1000
  *     chunks of 1 KiB, free all but the last, call malloc_trim(0), and watch
@@ -302,8 +303,8 @@ static as_status_t lab_new(lab_kind_t kind, const char *args, lab_src_t **out,
 #define LAB_MAX_SIZE  (UINT64_C(1) << 40)
 
 static const workload_option_t lab_brk_options[] = {
-    {"count", "1000", "chunks allocated (seed 003 lab 3: 1000)"},
-    {"size", "1024", "bytes per chunk (seed 003 lab 3: 1 KiB)"},
+    {"count", "1000", "chunks allocated (course notes lab 3: 1000)"},
+    {"size", "1024", "bytes per chunk (course notes lab 3: 1 KiB)"},
     {NULL, NULL, NULL},
 };
 
@@ -329,7 +330,7 @@ static as_status_t lab_brk_open(const char *const *values, trace_source_t **out,
 }
 
 static const workload_option_t lab_mmap_options[] = {
-    {"size", "4194304", "bytes per buffer (seed 003 lab 4: 4 MiB)"},
+    {"size", "4194304", "bytes per buffer (course notes lab 4: 4 MiB)"},
     {"repeat", "100", "allocate/free pairs after the first (lab 4: 100)"},
     {NULL, NULL, NULL},
 };
@@ -357,10 +358,10 @@ static as_status_t lab_mmap_open(const char *const *values,
 }
 
 static const workload_option_t lab_arenas_options[] = {
-    {"threads", "64", "threads, all alive at once (seed 003 lab 5: 64)"},
+    {"threads", "64", "threads, all alive at once (course notes lab 5: 64)"},
     {"iterations", "1000",
      "malloc/free pairs per thread (0: the threads-only control)"},
-    {"size", "1024", "bytes per malloc (seed 003 lab 5: 1024)"},
+    {"size", "1024", "bytes per malloc (course notes lab 5: 1024)"},
     {NULL, NULL, NULL},
 };
 
@@ -391,21 +392,21 @@ static as_status_t lab_arenas_open(const char *const *values,
 
 const workload_def_t workload_lab_brk = {
     .name = "lab-brk",
-    .summary = "seed 003 lab 3: the brk heap that refuses to shrink",
+    .summary = "course notes lab 3: the brk heap that refuses to shrink",
     .options = lab_brk_options,
     .open = lab_brk_open,
 };
 
 const workload_def_t workload_lab_mmap_threshold = {
     .name = "lab-mmap-threshold",
-    .summary = "seed 003 lab 4: the dynamic mmap threshold learns 4 MiB",
+    .summary = "course notes lab 4: the dynamic mmap threshold learns 4 MiB",
     .options = lab_mmap_options,
     .open = lab_mmap_open,
 };
 
 const workload_def_t workload_lab_arenas = {
     .name = "lab-arenas",
-    .summary = "seed 003 lab 5: arena multiplication with 64 threads",
+    .summary = "course notes lab 5: arena multiplication with 64 threads",
     .options = lab_arenas_options,
     .open = lab_arenas_open,
 };

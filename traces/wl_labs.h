@@ -1,4 +1,5 @@
-/* traces/wl_labs.h -- the teaching labs of seed 003 section 20 as workloads:
+/* traces/wl_labs.h -- the labs of the allocator course notes (section 20;
+ * docs/studies.md) as workloads:
  * `lab-brk` (lab 3), `lab-mmap-threshold` (lab 4), `lab-arenas` (lab 5).
  *
  * Each replays the malloc/free/trim sequence of the matching C program under

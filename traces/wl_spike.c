@@ -1,7 +1,8 @@
-/* traces/wl_spike.c -- the `spike` workload: seed 001's load spike, as the
+/* traces/wl_spike.c -- the `spike` workload: the load-spike study's spike
+ * (docs/studies.md), as the
  * allocation requests CPython 3.11 (or, with --python 3.14, 3.14) makes.
  *
- * The Python program (scripts/measure/spike.py runs exactly this; seed 001,
+ * The Python program (scripts/measure/spike.py runs exactly this; the study's
  * "Reproduce retained memory", with the shared splitmix64 size rule instead
  * of random.Random so that both sides draw the same lengths):
  *
@@ -27,7 +28,8 @@
  *     :1425).  sizeof(PyASCIIObject) is 48 on 64-bit (Include/cpython/
  *     unicodeobject.h:146-206: ob_base 16, length 8, hash 8, state 4 padded
  *     to 8, wstr 8; sys.getsizeof("") == 49 on 3.11).  Every length here is
- *     over 512 bytes, so cpython hands them to libc (models-spec A.2).
+ *     over 512 bytes, so cpython hands them to libc (3.11.2
+ *     Objects/obmalloc.c:1962, :2002).
  *   - The float is PyFloat_FromDouble (Objects/floatobject.c:136-156): it
  *     pops the float free list, else PyObject_Malloc(sizeof(PyFloatObject))
  *     = 24 bytes.  float dealloc (:255-272) pushes onto the free list while
@@ -84,10 +86,10 @@
  *
  * Object ids are recycled LIFO from a stack of freed ids, so they stay below
  * the peak live count.  Virtual time: each tuple costs --tuple-ns (default
- * 1250 ns = seed 001's 0.20 s build / 160,000 tuples), in the build and in
- * the teardown alike (the teardown was not timed by the seed; using the same
+ * 1250 ns = the study's 0.20 s build / 160,000 tuples), in the build and in
+ * the teardown alike (the teardown was not timed by the study; using the same
  * cost is a simplification that only matters for clocked models); trim
- * takes 30 ms (seed 001: "brought it down to 57 MiB in about 30 ms").
+ * takes 30 ms (the study: "brought it down to 57 MiB in about 30 ms").
  *
  * Sections: size rules, generator state, event emission, phases, options.
  */
@@ -105,7 +107,7 @@
 #define SPIKE_TUPLE_FREELIST 2000 /* pycore_tuple.h:44 PyTuple_MAXFREELIST */
 #define SPIKE_LIST_FREELIST  80   /* pycore_list.h:28 PyList_MAXFREELIST */
 #define SPIKE_PTR_SIZE       8    /* sizeof(PyObject *) on 64-bit */
-#define SPIKE_TRIM_NS        UINT64_C(30000000)  /* seed 001: ~30 ms */
+#define SPIKE_TRIM_NS        UINT64_C(30000000)  /* the study: ~30 ms */
 #define SPIKE_MAX_COUNT      UINT64_C(100000000) /* ids fit in uint32_t */
 
 /* ---- Size rules --------------------------------------------------------- */
@@ -386,15 +388,15 @@ static const trace_source_methods_t spike_methods = {
 /* ---- Options ------------------------------------------------------------ */
 
 static const workload_option_t spike_options[] = {
-    {"count", "160000", "tuples built (seed 001: 160,000)"},
-    {"min", "600", "shortest string, characters (seed 001: 600)"},
-    {"max", "4000", "longest string, characters (seed 001: 4,000)"},
-    {"keep-every", "50", "keep tuples 0, k, 2k, ... (seed 001: 2% = 50)"},
+    {"count", "160000", "tuples built (load-spike study: 160,000)"},
+    {"min", "600", "shortest string, characters (the study: 600)"},
+    {"max", "4000", "longest string, characters (the study: 4,000)"},
+    {"keep-every", "50", "keep tuples 0, k, 2k, ... (the study: 2% = 50)"},
     {"seed", "1", "splitmix64 seed for string lengths"},
-    {"threads", "1", "threads sharing the build (seed 001 also ran 16)"},
+    {"threads", "1", "threads sharing the build (the study also ran 16)"},
     {"slice", "4000",
      "tuples per GIL turn when threaded (5 ms switch interval / 1.25 us)"},
-    {"tuple-ns", "1250", "virtual ns per tuple (seed 001: 0.20 s / 160,000)"},
+    {"tuple-ns", "1250", "virtual ns per tuple (study: 0.20 s / 160,000)"},
     {"python", "3.11", "CPython whose requests to emit: 3.11 or 3.14"},
     {NULL, NULL, NULL},
 };
@@ -484,7 +486,7 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
 
 const workload_def_t workload_spike = {
     .name = "spike",
-    .summary = "seed 001's load spike: (str, float) tuples, keep 2%, "
+    .summary = "the load-spike study: (str, float) tuples, keep 2%, "
                "gc.collect, malloc_trim(0)",
     .options = spike_options,
     .open = spike_open,

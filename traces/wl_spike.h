@@ -1,4 +1,4 @@
-/* traces/wl_spike.h -- the `spike` workload (seed 001's load spike) and the
+/* traces/wl_spike.h -- the `spike` workload (the load-spike study) and the
  * rules it shares with scripts/measure/spike.py and the tests.
  *
  * String lengths use the splitmix64 rule of traces/wl_survivors.h: tuple i

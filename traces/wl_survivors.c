@@ -1,9 +1,10 @@
 /* traces/wl_survivors.c -- the `survivors` workload: build many small
  * Python objects, keep a few, free the rest, optionally allocate again.
  *
- * It reproduces the experiment of shared/seeds/000 ("A few survivors keep
- * Python's freed memory") as the allocation requests CPython 3.11 makes for
- * this Python program (scripts/measure/survivors.py runs the same program):
+ * It reproduces the experiment of the survivors study ("A few survivors keep
+ * Python's freed memory", docs/studies.md) as the allocation requests
+ * CPython 3.11 makes for this Python program (scripts/measure/survivors.py
+ * runs the same program):
  *
  *     keep_flags = [survivor rule for i in range(n)]        # before `start`
  *     objs = []; for _ in range(n): objs.append(os.urandom(size - 33))
@@ -47,7 +48,8 @@
  * small allocation and free per step, standing in for the study's "waits
  * 2.5 s while doing some light allocation".  It is off by default because it
  * cannot change RSS under pymalloc or glibc: neither releases memory on a
- * clock (models-spec rule 3), pymalloc frees arenas only inside free(), and
+ * clock (neither starts a thread or timer: glibc 2.36 trims only inside
+ * free and malloc_trim), pymalloc frees arenas only inside free(), and
  * the light allocations land in pools the survivors already pin.  It matters
  * only for models with purge deadlines (mimalloc), where it is worth enabling.
  */
@@ -538,7 +540,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
 const workload_def_t workload_survivors = {
     .name    = "survivors",
     .summary = "build small Python objects, keep a few, free the rest "
-               "(seed 000)",
+               "(the survivors study)",
     .options = survivors_options,
     .open    = survivors_open,
 };

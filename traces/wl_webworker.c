@@ -1,9 +1,9 @@
-/* traces/wl_webworker.c -- the `webworker` workload: seed 004's threaded
- * fake web worker, as the allocation requests CPython 3.11 (or, with
- * --python 3.14, 3.14) makes for it.
+/* traces/wl_webworker.c -- the `webworker` workload: the webworker study's
+ * threaded fake web worker (docs/studies.md), as the allocation requests
+ * CPython 3.11 (or, with --python 3.14, 3.14) makes for it.
  *
  * The Python program (scripts/measure/webworker.py runs exactly this; the
- * seed publishes only a description, so the program is ours):
+ * study publishes only a description, so the program is ours):
  *
  *     KEYS = ["field%03d" % j for j in range(200)]
  *     cache = collections.OrderedDict(); cache_bytes = 0     # shared LRU
@@ -27,15 +27,15 @@
  *     time.sleep(12)                                        # mark after_idle
  *     malloc_trim(0)                                        # mark after_trim
  *
- * Caps are in MiB (--cache-mb 100 = 100 * 2^20 bytes of len(body)); seed 004
+ * Caps are in MiB (--cache-mb 100 = 100 * 2^20 bytes of len(body)); the study
  * reads /proc/self/status, whose "kB" are KiB, so its MB are taken as MiB.
  * Threads: T worker threads (ids 1..T) even when T = 1, so a single worker
- * allocates from a thread arena as in the seed's thread pool; the main
+ * allocates from a thread arena as in the study's thread pool; the main
  * thread (id 0) only shrinks the cache.  All T start before the first
  * request (webworker.py parks them at a barrier).  The GIL hands the
  * interpreter to another thread after sys.getswitchinterval() = 5 ms; the
  * trace renders that as round-robin turns of --slice whole requests
- * (default 25 = 5 ms / 200 us per request, seed 004's 18-20 s for 96,000).
+ * (default 25 = 5 ms / 200 us per request, the study's 18-20 s for 96,000).
  * webworker.py measures its own request time and records the slice that
  * corresponds to it.  --turn-seed N > 0 is a what-if for the scheduling the
  * rotation leaves out (random next thread, random turn length with the
@@ -127,7 +127,7 @@
 #define WW_NODE_SIZE  UINT64_C(32)  /* _ODictNode: key, hash, next, prev */
 #define WW_PTR_SIZE   UINT64_C(8)   /* sizeof(PyObject *) */
 #define WW_KEYS_HDR   UINT64_C(32)  /* sizeof(PyDictKeysObject), 64-bit */
-#define WW_IDLE_NS    UINT64_C(12000000000) /* seed 004: 12 s idle */
+#define WW_IDLE_NS    UINT64_C(12000000000) /* the study: 12 s idle */
 #define WW_MIB        (UINT64_C(1) << 20)
 #define WW_MAX_REQ    UINT64_C(50000000) /* ids fit in uint32_t */
 #define WW_NONE       UINT32_MAX
@@ -609,14 +609,14 @@ static const trace_source_methods_t ww_methods = {
 /* ---- Options ------------------------------------------------------------ */
 
 static const workload_option_t ww_options[] = {
-    {"threads", "1", "worker threads serving requests (seed 004: 1-64)"},
+    {"threads", "1", "worker threads serving requests (the study: 1-64)"},
     {"requests", "96000", "phase-1 requests; phase 2 serves half as many"},
     {"cache-mb", "100", "cache cap in phase 1, MiB of body bytes"},
     {"shrink-mb", "10", "cache cap after the shrink, MiB"},
     {"seed", "1", "splitmix64 seed for body sizes and cache choices"},
     {"slice", "25",
      "requests per GIL turn (5 ms switch interval / 200 us per request)"},
-    {"request-ns", "200000", "virtual ns per request (seed 004: ~19 s/96k)"},
+    {"request-ns", "200000", "virtual ns per request (study: ~19 s/96k)"},
     {"python", "3.11", "CPython whose requests to emit: 3.11 or 3.14"},
     {"turn-seed", "0",
      "0: fixed GIL turns in rotation; else seed of random turns (what-if)"},
@@ -717,7 +717,7 @@ static as_status_t ww_open(const char *const *values, trace_source_t **out,
 
 const workload_def_t workload_webworker = {
     .name = "webworker",
-    .summary = "seed 004's threaded web worker: bodies, json round trips, "
+    .summary = "the webworker study: bodies, json round trips, "
                "a 100 MiB LRU cache shrunk to 10, idle, malloc_trim(0)",
     .options = ww_options,
     .open = ww_open,

@@ -1,6 +1,6 @@
-/* traces/wl_webworker.h -- the `webworker` workload (seed 004's threaded
- * fake web worker) and the rules it shares with scripts/measure/webworker.py
- * and the tests.
+/* traces/wl_webworker.h -- the `webworker` workload (the webworker study's
+ * threaded fake web worker) and the rules it shares with
+ * scripts/measure/webworker.py and the tests.
  *
  * Random draws use the splitmix64 rule of traces/wl_survivors.h, three
  * outputs per request: request i (0-based, counted over both phases) draws
@@ -21,15 +21,15 @@
 
 #include "workload.h"
 
-/* Body sizes: lognormal, median 4 KiB, sigma 1.0, capped at 1 MiB (seed
- * 004: "lognormal sizes, median about 4 KB, capped at 1 MB"; the seed gives
+/* Body sizes: lognormal, median 4 KiB, sigma 1.0, capped at 1 MiB (the
+ * study: "lognormal sizes, median about 4 KB, capped at 1 MB"; it gives
  * no spread, sigma = 1 is our choice).  At least 2 bytes: b"x" * 1 is b"x"
  * itself (bytes_repeat returns its operand), b"x" * 0 the empty singleton. */
 #define WEBWORKER_BODY_MEDIAN 4096.0
 #define WEBWORKER_BODY_SIGMA  1.0
 #define WEBWORKER_BODY_MIN    UINT64_C(2)
 #define WEBWORKER_BODY_MAX    (UINT64_C(1) << 20)
-#define WEBWORKER_CACHE_PROB  0.3 /* seed 004: "with probability 0.3" */
+#define WEBWORKER_CACHE_PROB  0.3 /* the study: "with probability 0.3" */
 
 /* The dict each request round-trips through json: 200 items. */
 #define WEBWORKER_DICT_ITEMS 200

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """scripts/measure/baseline.py -- RSS of an idle interpreter that imported
-what seed 001's guide imports (asyncio, tracemalloc, ctypes, gc, random).
+what the load-spike study's guide imports (asyncio, tracemalloc, ctypes, gc,
+random).
 
-Seed 001 publishes one start figure (21 MiB, defaults) but its
+The load-spike study (docs/studies.md) publishes one start figure (21 MiB,
+defaults) but its
 MALLOC_MMAP_THRESHOLD_=512 row starts from a different, unpublished
 baseline: with the threshold at 512 every startup allocation over 512 bytes
 takes its own page.  This script measures that shift on this machine so the
@@ -13,7 +15,7 @@ measured-run file with a single mark, `start`, and its RSS (exact, from
 Usage: baseline.py --out FILE
 """
 import argparse
-import asyncio  # noqa: F401  (imported for its footprint, as in seed 001)
+import asyncio  # noqa: F401  (imported for its footprint, as in the study)
 import ctypes  # noqa: F401
 import gc
 import os

@@ -1,8 +1,8 @@
 #!/bin/sh
-# scripts/measure/run_spike.sh -- records the seed-001 load-spike variants on
+# scripts/measure/run_spike.sh -- records the load-spike study's variants on
 # this machine into data/measured/ (spike.py does the work).
 #
-# Variants (seed 001's table): defaults; 16 threads; 16 threads with
+# Variants (the study's table): defaults; 16 threads; 16 threads with
 # MALLOC_ARENA_MAX=2; MALLOC_MMAP_THRESHOLD_=512; MALLOC_TRIM_THRESHOLD_=131072.
 # Each runs REPEATS times (default 3) as spike-<variant>-r<k>.trace.
 # Usage: scripts/measure/run_spike.sh [OUTDIR [REPEATS [PYTHON]]]
@@ -29,7 +29,7 @@ while [ "$k" -le "$repeats" ]; do
     $clean $envs nice "$py" "$here/spike.py" $args \
       --out "$out/spike-$v-r$k.trace"
   done
-  # The interpreter's own footprint with seed 001's imports, with and without
+  # The interpreter's own footprint with the study's imports, with and without
   # the 512-byte threshold (docs/glibc-validation.md, "baseline").
   $clean nice "$py" "$here/baseline.py" --out "$out/baseline-default-r$k.trace"
   $clean MALLOC_MMAP_THRESHOLD_=512 nice "$py" "$here/baseline.py" \

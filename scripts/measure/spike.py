@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""scripts/measure/spike.py -- the load-spike experiment of seed 001, for real.
+"""scripts/measure/spike.py -- the load-spike study's experiment,
+run for real.
 
 Builds COUNT (str, float) tuples whose string lengths come from the shared
 splitmix64 rule (traces/wl_spike.c implements the same rule, so the simulated
 workload allocates exactly the sizes measured here), keeps every KEEP-th
 tuple, frees the rest, runs gc.collect(), then malloc_trim(0) through ctypes.
-At each mark it reads the exact RSS from /proc/self/smaps_rollup (models-spec
-F.6: VmRSS under-reports by up to 64 pages per thread; smaps_rollup walks the
-page tables) and writes an allocsim measured-run file:
+At each mark it reads the exact RSS from /proc/self/smaps_rollup (Linux
+6.1.170: VmRSS under-reports by up to 64 page faults per thread,
+mm/memory.c:198; smaps_rollup walks the page tables, fs/proc/task_mmu.c:768)
+and writes an allocsim measured-run file:
 
     allocsim-trace 1
     #@ kind=measured
@@ -17,7 +19,7 @@ page tables) and writes an allocsim measured-run file:
     T 0 rss BYTES
     ...
 
-Single-threaded, the build is the seed's list comprehension.  With --threads
+Single-threaded, the build is the study's list comprehension.  With --threads
 T > 1 the main thread preallocates `data = [None] * count` and T threads fill
 contiguous index ranges (thread k: [k*count//T, (k+1)*count//T)); traces/
 wl_spike.c replays the same structure.  All threads wait at a barrier before
@@ -64,7 +66,8 @@ def rss_bytes():
     raise RuntimeError("no Rss: line in /proc/self/smaps_rollup")
 
 
-GLIBC_ENV = [  # env name -> glibc model knob (models-spec B.10)
+# env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+GLIBC_ENV = [
     ("MALLOC_ARENA_MAX", "arena_max"),
     ("MALLOC_ARENA_TEST", "arena_test"),
     ("MALLOC_MMAP_THRESHOLD_", "mmap_threshold"),
@@ -123,7 +126,7 @@ def main():
     mark("start")
     build_start = time.monotonic_ns()
     if a.threads == 1:
-        # The seed's shape: one list comprehension, appends grow the list.
+        # The study's shape: one list comprehension, appends grow the list.
         data = [one(i) for i in range(count)]
     else:
         data = [None] * count

@@ -6,7 +6,7 @@ Runs in CPython exactly the program that `allocsim run survivors` models
 sys.getsizeof is --size, keep the survivors chosen by the same splitmix64
 rule, delete the rest and the list, optionally allocate again, and read RSS
 from /proc/self/smaps_rollup (exact; statm/VmRSS lag by up to 64 pages per
-thread on Linux 6.1, models-spec F.6) at every mark.
+thread on Linux 6.1, mm/memory.c:198 TASK_RSS_EVENTS_THRESH) at every mark.
 
 Writes a measured-run file: an allocsim text trace with provenance (#@
 lines, kind=measured, workload=<the `allocsim run` workload arguments>),

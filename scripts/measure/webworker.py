@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/measure/webworker.py -- seed 004's threaded fake web worker, for real.
+"""scripts/measure/webworker.py -- the webworker study's threaded fake
+web worker, run for real.
 
 T worker threads serve requests from a shared counter.  Each request makes a
 body (b"x" * n, n from the shared splitmix64 rule), builds a 200-item dict,
@@ -96,7 +97,8 @@ def rss_bytes():
     raise RuntimeError("no Rss: line in /proc/self/smaps_rollup")
 
 
-GLIBC_ENV = [  # env name -> glibc model knob (models-spec B.10)
+# env name -> glibc model knob (glibc 2.36 elf/dl-tunables.list env_alias)
+GLIBC_ENV = [
     ("MALLOC_ARENA_MAX", "arena_max"),
     ("MALLOC_ARENA_TEST", "arena_test"),
     ("MALLOC_MMAP_THRESHOLD_", "mmap_threshold"),

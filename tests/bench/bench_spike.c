@@ -2,7 +2,8 @@
  * the generator alone, and the generator replayed under cpython + glibc.
  *
  * Times are process CPU time, so a busy machine skews them less.  Each
- * figure is the best of REPEATS runs (default 3) of seed 001's spike
+ * figure is the best of REPEATS runs (default 3) of the load-spike study's
+ * spike
  * (160,000 tuples, about 950,000 events).  Not a test: run it from a
  * Release build,
  *   build/tests/bench_spike [threads [repeats]]

@@ -1,6 +1,7 @@
 /* tests/unit/test_formula.c -- the (1 - p)^k survivor formula
  * (analysis/formula.c).  Expected values were computed independently in
- * Python (math.expm1, math.log1p) from the geometry in models-spec A.1.
+ * Python (math.expm1, math.log1p) from pymalloc's geometry (CPython 3.11.2
+ * Objects/obmalloc.c:879-1064).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,10 +1,10 @@
 /* tests/validation/test_labs.c -- the expected effect of labs 3, 4 and 5 of
- * seed 003 section 20, asserted against the glibc model, and the model's
- * prediction against the lab programs measured on this machine
- * (data/measured/lab-*.trace, recorded by scripts/measure/labs/run.sh on
- * glibc 2.36-9+deb12u14, 2 CPUs).
+ * the allocator course notes (section 20), asserted against the glibc model,
+ * and the model's prediction against the lab programs measured on this machine
+ * (data/measured/lab-*.trace, recorded by scripts/measure/labs/run.sh on glibc
+ * 2.36-9+deb12u14, 2 CPUs).
  *
- * Expected effects, each derived from glibc 2.36 source (models-spec B):
+ * Expected effects, each derived from glibc 2.36 source:
  *   lab 3  brk cannot shrink below a live chunk: free() trims only the top
  *          (systrim, malloc.c:2971-3031) and the last chunk sits just below
  *          top; malloc_trim(0) releases the interior pages with MADV_DONTNEED
@@ -164,7 +164,8 @@ static void brk_shrinks_once_the_last_chunk_is_freed(void **state) {
   marks_t m;
   simulate("lab-brk --count 1000 --size 1024", "glibc:ncpus=2", &m);
   /* The free-time trim leaves top_pad (128 KiB) plus under a page above
-   * the 7 tcache'd chunks (models-spec B.5, measured keepcost 134080). */
+   * the 7 tcache'd chunks (systrim, malloc.c:2971-3031; Debian 12's glibc
+   * measured keepcost 134080). */
   assert_true(BRK(&m, "freed_last") < 256 * KIB);
   assert_true(BRK(&m, "freed_last") >= 128 * KIB);
   /* malloc_trim(0) then trims to the page above the tcache struct (656

@@ -1,22 +1,22 @@
 /* tests/validation/test_spike_published.c -- the `spike` workload under
- * cpython + glibc against seed 001's published figures (tolerance 10%) and
- * against the runs measured on this machine (data/measured/spike-*.trace,
- * recorded by scripts/measure/run_spike.sh; tolerance 5% of the measured
- * peak single-threaded, 10% threaded).
+ * cpython + glibc against the load-spike study's published figures (tolerance
+ * 10%) and against the runs measured on this machine
+ * (data/measured/spike-*.trace, recorded by scripts/measure/run_spike.sh;
+ * tolerance 5% of the measured peak single-threaded, 10% threaded).
  *
  * Baseline.  The simulation's RSS counts only what the trace allocates; the
- * interpreter and its imports (21 MiB in seed 001, about 11.5 MiB for
+ * interpreter and its imports (21 MiB in the study, about 11.5 MiB for
  * python3.11 here) are not in the trace.  The engine has no baseline option
  * yet, so these tests do not invent one: a predicted absolute figure is the
  * *measured* RSS at `start` plus the simulated RSS, and the published start
  * (21 MiB) is used the same way.  Equivalently, simulated deltas from start
- * are compared with measured deltas from start.  Seed 001 publishes only the
+ * are compared with measured deltas from start.  The study publishes only the
  * default run's start; its MALLOC_MMAP_THRESHOLD_=512 run started higher
  * (startup allocations over 512 bytes take a page each), which the tests
  * take from a measurement on this machine (scripts/measure/baseline.py),
  * and also show the miss that a 21 MiB start gives.
  *
- * Model.  Seed 001 measured Python 3.14, so the published rows replay
+ * Model.  The study measured Python 3.14, so the published rows replay
  * `spike --python 3.14` (3.14's 40-byte str header and free-list clearing
  * order) on cpython:version=3.14; the runs measured here used CPython 3.11.2
  * and replay --python 3.11 on cpython:version=3.11, as their provenance
@@ -84,10 +84,10 @@ static void simulate(const char *args, const char *model_spec,
   assert_string_equal(m->label[3], "after_trim");
 }
 
-/* ---- Published figures (seed 001) --------------------------------------- */
+/* ---- Published figures (the load-spike study) ---------------------------- */
 
-/* Seed 001's table, MiB: start, peak, after free, after malloc_trim(0).
- * Seed 001 ran Python 3.14, so its rows replay 3.14's requests. */
+/* The study's table, MiB: start, peak, after free, after malloc_trim(0).
+ * The study ran Python 3.14, so its rows replay 3.14's requests. */
 #define PUB_START 21.0
 #define PUB_SPIKE "spike --python 3.14"
 #define PUB_MODEL "cpython:version=3.14"
@@ -129,11 +129,11 @@ mmap_threshold_512_matches_published_peak_and_after_free(void **state) {
 static double baseline_mib(const char *variant);
 
 /* A recorded miss with a 21 MiB start: with MALLOC_MMAP_THRESHOLD_=512 the
- * model predicts 21 + 32.3 = 53.3 MiB after malloc_trim(0) where seed 001
+ * model predicts 21 + 32.3 = 53.3 MiB after malloc_trim(0) where the study
  * published 61 (-12.7%), while on this machine it predicts the measured
  * after_trim within 0.3 MiB (test below).  The cause is the baseline: with
  * the threshold at 512 the interpreter's own allocations over 512 bytes each
- * take a page, so that run did not start at 21 MiB (seed 001 does not
+ * take a page, so that run did not start at 21 MiB (the study does not
  * publish its start).  This test fails if the error leaves [-15%, -10%],
  * i.e. when the model or the workload changes and the docs need updating. */
 static void
@@ -150,7 +150,7 @@ mmap_threshold_512_with_a_21_mib_start_misses_after_trim(void **state) {
 }
 
 /* The same row with the start shift measured here: an interpreter that
- * imported what seed 001's guide imports sits at 20.4 MiB by default and
+ * imported what the study's guide imports sits at 20.4 MiB by default and
  * 26.3 MiB with the threshold at 512 (scripts/measure/baseline.py), so the
  * 512 row starts at 21 + 6.0 MiB.  Every figure is then within 10%.  The
  * shift was measured on CPython 3.11.2, the published run was 3.14. */
@@ -198,7 +198,7 @@ static void trim_threshold_131072_matches_published(void **state) {
 
 static void arena_max_and_trim_threshold_change_nothing(void **state) {
   (void)state;
-  /* Seed 001: "made no measurable difference here".  Within 1% of the
+  /* The study: "made no measurable difference here".  Within 1% of the
    * default peak at every mark. */
   marks_t base, arenas, trim;
   simulate(PUB_SPIKE, PUB_MODEL, "glibc:ncpus=2", &base);

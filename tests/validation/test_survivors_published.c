@@ -1,8 +1,8 @@
-/* tests/validation/test_survivors_published.c -- the survivors workload on
- * the CPython model against the numbers published in shared/seeds/000
- * ("A few survivors keep Python's freed memory": CPython 3.14.8, default
- * build, Linux arm64, 4 KiB pages; 256 MiB of bytes objects; kept = RSS
- * above the start, after the rest is freed).
+/* tests/validation/test_survivors_published.c -- the survivors workload on the
+ * CPython model against the numbers published in the survivors study
+ * (docs/studies.md; "A few survivors keep Python's freed memory": CPython
+ * 3.14.8, default build, Linux arm64, 4 KiB pages; 256 MiB of bytes objects;
+ * kept = RSS above the start, after the rest is freed).
  *
  * Tolerances.  For random survivors the number of pinned arenas is
  * binomial (formula.h), sd sigma = sqrt(n q (1 - q)) MiB.  The study

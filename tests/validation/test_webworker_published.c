@@ -1,21 +1,22 @@
 /* tests/validation/test_webworker_published.c -- the `webworker` workload
- * under cpython + glibc against seed 004's published glibc rows (tolerance
- * 15%, misses asserted as recorded) and against the runs measured on this
- * machine (data/measured/webworker-*.trace, scripts/measure/webworker.py;
- * tolerance 5% of the measured peak with one thread, 10% threaded; the
- * 64-thread run's after-shrink miss is asserted as recorded).
+ * under cpython + glibc against the webworker study's published glibc rows
+ * (tolerance 15%, misses asserted as recorded) and against the runs measured
+ * on this machine (data/measured/webworker-*.trace,
+ * scripts/measure/webworker.py; tolerance 5% of the measured peak with one
+ * thread, 10% threaded; the 64-thread run's after-shrink miss is asserted as
+ * recorded).
  *
  * Baseline.  As in test_spike_published.c: the trace starts with nothing
  * allocated, so a predicted absolute figure is the start RSS plus the
- * simulated RSS.  Seed 004's start is "14 MB" (the interpreter alone); a
+ * simulated RSS.  The study's start is "14 MB" (the interpreter alone); a
  * measured run's start is its own `start` sample.
  *
- * Units.  Seed 004 reads /proc/self/status, whose "kB" are KiB; we take its
+ * Units.  The study reads /proc/self/status, whose "kB" are KiB; we take its
  * MB as MiB (the usual kB / 1024) and its cache caps likewise (100 MB =
  * 100 MiB of body bytes, webworker --cache-mb).  docs/webworker.md shows
  * what reading them as 10^6 bytes would change.
  *
- * Model.  Seed 004 ran CPython 3.14.8 on glibc 2.41 with 4 vCPUs: its rows
+ * Model.  The study ran CPython 3.14.8 on glibc 2.41 with 4 vCPUs: its rows
  * replay `webworker --python 3.14` on cpython:version=3.14 with
  * glibc:version=2.41,ncpus=4.  The runs here used CPython 3.11.2 on glibc
  * 2.36 with 2 CPUs and replay what their provenance says.
@@ -82,7 +83,7 @@ static void simulate(const char *args, const char *model_spec,
     assert_string_equal(m->label[i], mark_names[i]);
 }
 
-/* ---- Published figures (seed 004) --------------------------------------- */
+/* ---- Published figures (the webworker study) ----------------------------- */
 
 #define PUB_START 14.0 /* "The interpreter alone starts at 14 MB" */
 #define PUB_WL    "webworker --python 3.14"
@@ -174,7 +175,7 @@ static void arena_max_2_matches_after_idle_and_trim(void **state) {
   assert_miss(&m, &rows[2], 0, -0.25, -0.15);
 }
 
-/* The seed's qualitative findings, which the model reproduces:
+/* The study's qualitative findings, which the model reproduces:
  *  - glibc gives nothing back on its own: after_idle equals after_shrink
  *    ("within 4 KB ... in every glibc run"; here exactly);
  *  - malloc_trim(0) releases most of what is held after the shrink (93 of

@@ -355,7 +355,8 @@ static void on_thread_exit(void *arg) {
  */
 
 /* Rss of /proc/self/smaps_rollup in bytes (exact: it walks the page tables;
- * models-spec F.6), 0 if unreadable. */
+ * Linux 6.1.170 fs/proc/task_mmu.c:768 smap_gather_stats; VmRSS lags by up
+ * to 64 page faults per thread, mm/memory.c:198), 0 if unreadable. */
 static uint64_t read_rss(void) {
   char buf[2048];
   int  fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);

@@ -1,4 +1,5 @@
-/* scripts/measure/labs/lab_arenas.c -- lab 5 of seed 003 section 20:
+/* scripts/measure/labs/lab_arenas.c -- lab 5 of the allocator course notes
+ * (section 20):
  * multiply your arenas.
  *
  * "Run 64 threads each doing malloc(1024)/free in a loop ... Compare RSS at

@@ -1,5 +1,5 @@
-/* scripts/measure/labs/lab_brk.c -- lab 3 of seed 003 section 20: make the
- * brk heap refuse to shrink.
+/* scripts/measure/labs/lab_brk.c -- lab 3 of the allocator course notes
+ * (section 20): make the brk heap refuse to shrink.
  *
  * "In C: malloc 1000 chunks of 1 KiB, free all but the last, call
  * malloc_trim(0), and watch RSS.  Then free the last one and trim again."

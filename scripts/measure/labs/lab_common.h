@@ -1,13 +1,14 @@
 /* scripts/measure/labs/lab_common.h -- measured-run output for the C labs.
  *
- * Each lab program (section 20 of seed 003) marks its phases and writes an
- * allocsim measured-run file: "allocsim-trace 1", "#@ key=value" provenance,
- * then "T 0 mark LABEL" / "T 0 rss BYTES" pairs.  Nothing here calls malloc:
- * the RSS reader uses open/read into a static buffer and the output is
- * formatted into a static buffer written with write(2) at the end, so the
- * heap the lab observes holds only the lab's own allocations.  RSS comes from
- * /proc/self/smaps_rollup, which walks the page tables and is exact
- * (shared/models-spec.md F.6); VmRSS would lag by up to 64 pages per thread.
+ * Each lab program (section 20 of the allocator course notes) marks its phases
+ * and writes an allocsim measured-run file: "allocsim-trace 1", "#@ key=value"
+ * provenance, then "T 0 mark LABEL" / "T 0 rss BYTES" pairs.  Nothing here
+ * calls malloc: the RSS reader uses open/read into a static buffer and the
+ * output is formatted into a static buffer written with write(2) at the end,
+ * so the heap the lab observes holds only the lab's own allocations.  RSS
+ * comes from /proc/self/smaps_rollup, which walks the page tables and is exact
+ * (Linux 6.1.170 fs/proc/task_mmu.c:768 smap_gather_stats); VmRSS would lag by
+ * up to 64 page faults per thread (mm/memory.c:198 TASK_RSS_EVENTS_THRESH).
  */
 #ifndef LAB_COMMON_H
 #define LAB_COMMON_H

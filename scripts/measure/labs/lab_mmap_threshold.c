@@ -1,4 +1,5 @@
-/* scripts/measure/labs/lab_mmap_threshold.c -- lab 4 of seed 003 section 20:
+/* scripts/measure/labs/lab_mmap_threshold.c -- lab 4 of the allocator course
+ * notes (section 20):
  * trigger the dynamic mmap threshold.
  *
  * "Allocate and free a 4 MiB buffer once, then allocate and free 100 more and

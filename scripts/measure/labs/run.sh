@@ -1,5 +1,6 @@
 #!/bin/sh
-# scripts/measure/labs/run.sh -- builds the C labs of seed 003 section 20 and
+# scripts/measure/labs/run.sh -- builds the C labs of the allocator course
+# notes (section 20) and
 # records measured-run files for every variant in data/measured/.
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR]   (default data/measured)
