@@ -331,8 +331,10 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
     snprintf(out[0].label, sizeof out[0].label, "%s", marks.best);
     return AS_OK;
   }
-  rc = explain_replay_at(o, open, user, marks.best, explain_here, &out[1],
-                         &marks, model_desc, desc_len, err);
+  char best[sizeof marks.best]; /* marks is rewritten by the replay */
+  memcpy(best, marks.best, sizeof best);
+  rc = explain_replay_at(o, open, user, best, explain_here, &out[1], &marks,
+                         model_desc, desc_len, err);
   if (rc == AS_OK)
     *n = 2;
   return rc;

@@ -147,11 +147,12 @@ as_status_t replay_target_open(replay_target_t *t, const char *what, const char 
 as_status_t replay_target_source(void *user, trace_source_t **src,
                               as_err_t *err) {
   replay_target_t *t = user;
-  if (t->path != NULL)
+  if (t->path != NULL) {
+    t->is_trace = true;
     return trace_open(t->path, src, err);
-  bool is_trace;
+  }
   return run_open_source(t->store, &t->rec, &t->meta, src, t->desc,
-                         sizeof t->desc, &is_trace, err);
+                         sizeof t->desc, &t->is_trace, err);
 }
 
 static const char *trace_meta_lookup(void *user, const char *key) {

@@ -44,6 +44,8 @@ struct replay_target_s {
   store_run_record_t rec;
   run_meta_t         meta;
   char               desc[512]; /* what a run replays */
+  bool               is_trace;  /* it replays a trace file (set once its
+                                   source was opened), not a workload */
 };
 /* what is a run id when db is given and it is a positive number, else a
  * trace path.  AS_EINVAL for a store that does not exist or a run it does

@@ -3,7 +3,8 @@
 # if any is missing, then configures and builds into build/ (or $1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(build-essential cmake pkg-config libgsl-dev libsqlite3-dev libcmocka-dev python3)
+packages=(build-essential cmake pkg-config libgsl-dev libsqlite3-dev libcmocka-dev python3
+  gnuplot-nox chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -122,6 +122,29 @@ static void one_survivor_pins_a_pymalloc_arena(void **state) {
   assert_int_equal(bytes_of(&r, "pymalloc.used_pool.live"), 64);
 }
 
+/* Without --at: the end, and the mark where RSS exceeds live bytes most
+ * (a replay rewrites the marks it found, so the label must be kept). */
+static void the_widest_gap_mark_is_explained_without_at(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MARK(0, "start"),    EV_MALLOC(1, 1, 65536), EV_MALLOC(2, 2, 100),
+      EV_MARK(3, "peak"),     EV_FREE(4, 1),          EV_MARK(5, "after"),
+      EV_FREE(6, 2),          EV_MALLOC(7, 3, 8)};
+  fixture_t        f = {.evs = evs, .n = 8};
+  explain_opts_t   o = {.model = "glibc"};
+  explain_result_t out[2];
+  size_t           n;
+  char             desc[512];
+  sim_kernel_config_default(&o.kernel);
+  assert_int_equal(
+      explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, NULL),
+      AS_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].label, "end");
+  assert_string_equal(out[1].label, "after");
+  assert_adds_up(&out[1]);
+}
+
 static void an_unknown_mark_lists_the_marks(void **state) {
   (void)state;
   const trace_event_t evs[] = {EV_MALLOC(0, 1, 100), EV_MARK(1, "peak"),
@@ -144,6 +167,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
       cmocka_unit_test(one_survivor_pins_a_pymalloc_arena),
+      cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,741 @@
+/* analysis/report.c -- HTML reports with gnuplot plots (see report.h).
+ *
+ * Sections: plot workspace (temporary directory, gnuplot runs), a replay's
+ * data (series, marks, heap maps, explain, advise), the page, sweeps.
+ *
+ * The page is written to a temporary file beside the target and renamed
+ * over it, so a failed report leaves the target as it was.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "advise.h"
+#include "heapmap.h"
+
+extern char **environ;
+
+#define MIB            (1024.0 * 1024.0)
+#define REPORT_SAMPLES 600 /* points of the RSS series */
+#define REPORT_MAPS    6   /* heap maps: the first marks */
+#define MAP_CELLS      64
+
+/* ---- Plot workspace ----------------------------------------------------- */
+
+typedef struct plots_s plots_t;
+struct plots_s {
+  char        dir[256];    /* temporary directory */
+  const char *gnuplot;
+  const char *png_dir;
+  char       *svg[16];     /* inlined plots, in page order */
+  char        svg_id[16][32];
+  size_t      n;
+};
+
+static void plots_free(plots_t *p) {
+  for (size_t i = 0; i < p->n; i++)
+    free(p->svg[i]);
+  if (p->dir[0] != '\0') {
+    char cmd[300];
+    /* Only files this report wrote live there. */
+    snprintf(cmd, sizeof cmd, "%s", p->dir);
+    const char *names[] = {"series.dat", "marks.dat", "plot.gp", "plot.log",
+                           "plot.svg", "map.dat", "sweep.dat", "measured.dat",
+                           "formula.dat"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+      char f[320];
+      snprintf(f, sizeof f, "%s/%s", p->dir, names[i]);
+      unlink(f);
+    }
+    rmdir(cmd);
+  }
+}
+
+static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
+                              as_err_t *err) {
+  memset(p, 0, sizeof *p);
+  p->gnuplot = ro->gnuplot ? ro->gnuplot : "gnuplot";
+  p->png_dir = ro->png_dir;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(p->dir, sizeof p->dir, "%s/allocsim-report-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(p->dir) == NULL) {
+    p->dir[0] = '\0';
+    return as_err_set(err, AS_EIO, "report: cannot create a temporary "
+                                   "directory: %s", strerror(errno));
+  }
+  return AS_OK;
+}
+
+static FILE *plots_file(const plots_t *p, const char *name, as_err_t *err) {
+  char path[320];
+  snprintf(path, sizeof path, "%s/%s", p->dir, name);
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    as_err_set(err, AS_EIO, "report: %s: %s", path, strerror(errno));
+  return f;
+}
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char  *buf = malloc(cap);
+  while (buf != NULL) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1)
+      break;
+    char *nb = realloc(buf, cap *= 2);
+    if (nb == NULL) {
+      free(buf);
+      buf = NULL;
+    }
+    buf = nb;
+  }
+  fclose(f);
+  if (buf != NULL)
+    buf[n] = '\0';
+  return buf;
+}
+
+static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
+  char script[320], log[320];
+  snprintf(script, sizeof script, "%s/plot.gp", p->dir);
+  snprintf(log, sizeof log, "%s/plot.log", p->dir);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  char *argv[] = {(char *)p->gnuplot, script, NULL};
+  pid_t pid;
+  int   rc = posix_spawnp(&pid, p->gnuplot, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return as_err_set(err, AS_EINVAL,
+                      "report: cannot run %s: %s (install gnuplot, e.g. "
+                      "apt-get install gnuplot-nox)",
+                      p->gnuplot, strerror(rc));
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    char *msg = read_all(log);
+    as_err_set(err, AS_EINVAL, "report: gnuplot failed: %.300s",
+               msg ? msg : "");
+    free(msg);
+    return AS_EINVAL;
+  }
+  return AS_OK;
+}
+
+/* Runs the plot script body (which plots to the current output) once for
+ * SVG, inlined as plot id, and once for PNG into png_dir when asked. */
+static as_status_t plot(plots_t *p, const char *id, const char *body,
+                        as_err_t *err) {
+  for (int png = 0; png < 2; png++) {
+    if (png && p->png_dir == NULL)
+      break;
+    FILE *f = plots_file(p, "plot.gp", err);
+    if (f == NULL)
+      return err->code;
+    if (png)
+      fprintf(f, "set terminal pngcairo size 1000,420 font 'sans,10'\n"
+                 "set output '%s/%s.png'\n",
+              p->png_dir, id);
+    else
+      fprintf(f, "set terminal svg size 1000,420 dynamic font 'sans,11' "
+                 "name '%s'\nset output '%s/plot.svg'\n",
+              id, p->dir);
+    /* noenhanced: labels such as after_free are text, not subscripts. */
+    fprintf(f, "set termoption noenhanced\ncd '%s'\n%s\n", p->dir, body);
+    if (fclose(f) != 0)
+      return as_err_set(err, AS_EIO, "report: cannot write the plot script");
+    as_status_t rc = run_gnuplot(p, err);
+    if (rc != AS_OK)
+      return rc;
+    if (!png) {
+      char path[320];
+      snprintf(path, sizeof path, "%s/plot.svg", p->dir);
+      if (p->n == sizeof p->svg / sizeof p->svg[0])
+        return as_err_set(err, AS_EINVAL, "report: too many plots");
+      if ((p->svg[p->n] = read_all(path)) == NULL)
+        return as_err_set(err, AS_EIO, "report: gnuplot wrote no %s", path);
+      snprintf(p->svg_id[p->n], sizeof p->svg_id[0], "%s", id);
+      p->n++;
+    }
+  }
+  return AS_OK;
+}
+
+/* ---- A replay's data ---------------------------------------------------- */
+
+typedef struct series_s series_t;
+struct series_s {
+  store_samples_t s;           /* periodic, mark and final samples */
+  uint64_t        end_ns;      /* the replay's end */
+  char            marks[REPORT_MAPS][64]; /* distinct mark labels */
+  size_t          nmarks;
+};
+
+static as_status_t series_sample(void *user, const sim_sample_t *smp,
+                                 as_err_t *err) {
+  series_t *se = user;
+  if (smp->kind == SIM_SAMPLE_MARK && smp->label != NULL) {
+    bool known = false;
+    for (size_t i = 0; i < se->nmarks; i++)
+      known |= strcmp(se->marks[i], smp->label) == 0;
+    if (!known && se->nmarks < REPORT_MAPS)
+      snprintf(se->marks[se->nmarks++], sizeof se->marks[0], "%s",
+               smp->label);
+  }
+  return store_samples_push_sim(&se->s, smp, err);
+}
+
+/* Replays once without samples to learn the duration, then with a sample
+ * period that gives about REPORT_SAMPLES points. */
+static as_status_t collect_series(const explain_opts_t *o, explain_open_fn open,
+                                  void *user, series_t *se, char *model_desc,
+                                  size_t desc_len, as_err_t *err) {
+  for (int pass = 0; pass < 2; pass++) {
+    trace_source_t *src;
+    sim_session_t   s;
+    as_status_t     rc = open(user, &src, err);
+    if (rc != AS_OK)
+      return rc;
+    if ((rc = sim_session_open(o->model, o->libc, &o->kernel, &s, err)) !=
+        AS_OK) {
+      trace_source_close(src);
+      return rc;
+    }
+    snprintf(model_desc, desc_len, "%s", s.model_desc);
+    store_samples_free(&se->s);
+    se->nmarks = 0;
+    sim_engine_config_t cfg = {
+        .sample_every_ns = pass ? se->end_ns / REPORT_SAMPLES + 1 : 0,
+        .settle_ns       = o->settle_ns,
+        .lenient         = o->lenient,
+        .on_sample       = series_sample,
+        .user            = se};
+    sim_run_result_t r;
+    rc = sim_engine_run(&cfg, &s, src, &r, err);
+    se->end_ns = r.final_t_ns;
+    sim_session_close(&s);
+    trace_source_close(src);
+    if (rc != AS_OK)
+      return rc;
+  }
+  return AS_OK;
+}
+
+static void html_escape(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else if (*s == '&')
+      fputs("&amp;", f);
+    else if (*s == '"')
+      fputs("&quot;", f);
+    else
+      fputc(*s, f);
+  }
+}
+
+/* gnuplot string literal contents: no quotes or backslashes. */
+static void gp_text(char *out, size_t len, const char *s) {
+  size_t n = 0;
+  for (; *s && n + 1 < len; s++)
+    out[n++] = (*s == '\'' || *s == '\\' || *s == '"') ? '_' : *s;
+  out[n] = '\0';
+}
+
+/* The simulated time of the k-th mark called label, or -1. */
+static double sim_mark_time(const series_t *se, const char *label, size_t k) {
+  for (size_t i = 0; i < se->s.n; i++)
+    if (se->s.v[i].kind == SIM_SAMPLE_MARK &&
+        strcmp(se->s.v[i].label, label) == 0 && k-- == 0)
+      return (double)se->s.v[i].t_ns / 1e9;
+  return -1;
+}
+
+/* Measured samples on the simulation's time axis: a trace's timestamps are
+ * the measured run's own clock; a workload's are virtual, so there only
+ * the marks are placed, at the simulated time of the same mark. */
+static void write_measured(FILE *f, const series_t *se,
+                           const store_sample_t *m, size_t nm,
+                           bool same_clock) {
+  for (size_t i = 0; i < nm; i++) {
+    if (m[i].measured_rss_bytes == 0)
+      continue;
+    double t = (double)m[i].t_ns / 1e9;
+    if (!same_clock) {
+      if (m[i].kind != SIM_SAMPLE_MARK)
+        continue;
+      size_t k = 0;
+      for (size_t j = 0; j < i; j++)
+        k += m[j].kind == SIM_SAMPLE_MARK &&
+             strcmp(m[j].label, m[i].label) == 0;
+      if ((t = sim_mark_time(se, m[i].label, k)) < 0)
+        continue;
+    }
+    fprintf(f, "%.9f %.4f\n", t, (double)m[i].measured_rss_bytes / MIB);
+  }
+}
+
+static as_status_t plot_series(plots_t *p, const series_t *se,
+                               const store_sample_t *measured, size_t nm,
+                               bool same_clock, as_err_t *err) {
+  FILE *f = plots_file(p, "series.dat", err);
+  if (f == NULL)
+    return err->code;
+  fprintf(f, "# t_s rss_MiB live_MiB");
+  for (int o = 0; o < SIM_OWNER_COUNT; o++)
+    fprintf(f, " %s", sim_owner_name((sim_owner_t)o));
+  fprintf(f, "\n");
+  for (size_t i = 0; i < se->s.n; i++) {
+    const store_sample_t *x = &se->s.v[i];
+    fprintf(f, "%.9f %.4f %.4f", (double)x->t_ns / 1e9,
+            (double)x->rss_bytes / MIB, (double)x->live_bytes / MIB);
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      fprintf(f, " %.4f", (double)x->owner_bytes[o] / MIB);
+    fprintf(f, "\n");
+  }
+  fclose(f);
+  if ((f = plots_file(p, "measured.dat", err)) == NULL)
+    return err->code;
+  fprintf(f, "# t_s measured_MiB\n");
+  write_measured(f, se, measured, nm, same_clock);
+  fprintf(f, "\n"); /* gnuplot needs a line even with no points */
+  fclose(f);
+
+  /* Marks as labelled vertical lines. */
+  char   body[8192];
+  size_t used = 0;
+  used += (size_t)snprintf(body, sizeof body,
+                           "set xlabel 'virtual time (s)'\n"
+                           "set ylabel 'MiB'\nset key outside right top\n"
+                           "set grid\nset yrange [0:*]\n");
+  for (size_t i = 0; i < se->s.n && used < sizeof body; i++) {
+    const store_sample_t *x = &se->s.v[i];
+    if (x->kind != SIM_SAMPLE_MARK)
+      continue;
+    char lbl[64];
+    gp_text(lbl, sizeof lbl, x->label);
+    used += (size_t)snprintf(
+        body + used, sizeof body - used,
+        "set arrow from %.9f, graph 0 to %.9f, graph 1 nohead dt 3 lc "
+        "'gray'\nset label '%s' at %.9f, graph 0.97 rotate by 90 right "
+        "font ',8'\n",
+        (double)x->t_ns / 1e9, (double)x->t_ns / 1e9, lbl,
+        (double)x->t_ns / 1e9);
+  }
+  snprintf(body + used, sizeof body - used,
+           "set title 'RSS over time'\n"
+           "plot 'series.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' "
+           "title 'predicted RSS', "
+           "'series.dat' using 1:3 with lines lw 1 lc rgb '#2ca02c' "
+           "title 'live bytes', "
+           "'measured.dat' using 1:2 with points pt 7 ps 0.5 "
+           "lc rgb '#d62728' title 'measured RSS'\n");
+  as_status_t rc = plot(p, "rss", body, err);
+  if (rc != AS_OK)
+    return rc;
+
+  /* Owners stacked: each curve is the sum of its owner and those before. */
+  used = (size_t)snprintf(body, sizeof body,
+                          "set xlabel 'virtual time (s)'\nset ylabel 'MiB'\n"
+                          "set key outside right top\nset grid\n"
+                          "set yrange [0:*]\n"
+                          "set title 'RSS by owner (stacked)'\nplot ");
+  char sum[512] = "0";
+  for (int o = 0; o < SIM_OWNER_COUNT; o++) {
+    char next[512];
+    snprintf(next, sizeof next, "%s+$%d", sum, 4 + o);
+    used += (size_t)snprintf(
+        body + used, sizeof body - used,
+        "%s'series.dat' using 1:(%s):(%s) with filledcurves fs solid 0.6 "
+        "title '%s'",
+        o ? ", " : "", sum, next, sim_owner_name((sim_owner_t)o));
+    snprintf(sum, sizeof sum, "%s", next);
+  }
+  snprintf(body + used, sizeof body - used, "\n");
+  return plot(p, "owners", body, err);
+}
+
+/* A heap map as an image: rows are units, columns cells, colour class. */
+static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
+                            const char *label, as_err_t *err) {
+  FILE *f = plots_file(p, "map.dat", err);
+  if (f == NULL)
+    return err->code;
+  size_t rows = m->nrows ? m->nrows : 1;
+  for (size_t r = 0; r < rows; r++) {
+    for (size_t c = 0; c < m->ncells; c++)
+      fprintf(f, "%s%d", c ? " " : "",
+              m->nrows ? m->rows[r].cell[c] : HEAPMAP_RELEASED);
+    fprintf(f, "\n");
+  }
+  fclose(f);
+  char lbl[64], body[2048];
+  gp_text(lbl, sizeof lbl, label);
+  snprintf(body, sizeof body,
+           "set title 'heap map at %s: %zu units x %zu cells'\n"
+           "set palette maxcolors 5\n"
+           "set palette defined (0 '#2ca02c', 1 '#ffbf00', 2 '#d62728', "
+           "3 '#1f77b4', 4 '#e8e8e8')\n"
+           "set cbrange [-0.5:4.5]\nset rmargin 16\n"
+           "set cbtics ('live' 0, 'cached' 1, 'free' 2, 'meta' 3, "
+           "'not resident' 4)\n"
+           "set xlabel 'cell (equal parts of the unit)'\n"
+           "set ylabel 'unit (arena, heap, mapping), in walk order'\n"
+           "set xrange [-0.5:%zu.5]\nset yrange [%zu.5:-0.5]\n"
+           "plot 'map.dat' matrix with image title 'heap map'\n",
+           lbl, m->nrows, m->ncells, m->ncells - 1, rows - 1);
+  return plot(p, id, body, err);
+}
+
+typedef struct map_at_s map_at_t;
+struct map_at_s {
+  heapmap_t *m;
+};
+
+static as_status_t map_here(void *user, const sim_session_t *s,
+                            const sim_sample_t *at, as_err_t *err) {
+  (void)at;
+  return heapmap_build(s, MAP_CELLS, user, err);
+}
+
+/* ---- The page ----------------------------------------------------------- */
+
+static void page_head(FILE *f, const char *title) {
+  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             "<title>");
+  html_escape(f, title);
+  fprintf(f, "</title>\n<style>\n"
+             "body{font-family:sans-serif;margin:2em;max-width:1100px}\n"
+             "table{border-collapse:collapse;margin:1em 0}\n"
+             "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;"
+             "vertical-align:top}\n"
+             "td.n{text-align:right;white-space:nowrap}\n"
+             "figure{margin:1em 0}\n"
+             "</style></head><body>\n<h1>");
+  html_escape(f, title);
+  fprintf(f, "</h1>\n");
+}
+
+static void page_plot(FILE *f, const plots_t *p, const char *id,
+                      const char *caption) {
+  for (size_t i = 0; i < p->n; i++) {
+    if (strcmp(p->svg_id[i], id) != 0)
+      continue;
+    const char *svg = strstr(p->svg[i], "<svg");
+    fprintf(f, "<figure id=\"plot-%s\">%s<figcaption>", id,
+            svg ? svg : p->svg[i]);
+    html_escape(f, caption);
+    fprintf(f, "</figcaption></figure>\n");
+  }
+}
+
+static void page_explain(FILE *f, const explain_result_t *r) {
+  fprintf(f, "<h2>What holds memory at %s</h2>\n<p>RSS %.2f MiB, live "
+             "%.2f MiB; the rows add up to RSS.</p>\n<table><tr><th>MiB</th>"
+             "<th>of RSS</th><th>what holds it</th></tr>\n",
+          strcmp(r->label, "end") == 0 ? "the end" : r->label,
+          (double)r->rss_bytes / MIB, (double)r->live_bytes / MIB);
+  for (size_t i = 0; i < r->nitems; i++) {
+    fprintf(f, "<tr><td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td><td>",
+            (double)r->items[i].bytes / MIB,
+            r->rss_bytes ? 100.0 * (double)r->items[i].bytes /
+                               (double)r->rss_bytes
+                         : 0.0);
+    html_escape(f, r->items[i].sentence);
+    fprintf(f, "</td></tr>\n");
+  }
+  fprintf(f, "</table>\n");
+}
+
+static void page_advise(FILE *f, const advise_result_t *a) {
+  fprintf(f, "<h2>What would release it</h2>\n<p>Each remedy simulated; "
+             "savings at mark <b>");
+  html_escape(f, a->mark);
+  fprintf(f, "</b> (RSS %.2f MiB), at the end and at the peak.</p>\n<table>"
+             "<tr><th>remedy</th><th>saving MiB</th><th>at end</th>"
+             "<th>at peak</th><th>+syscalls</th><th>+faults</th>"
+             "<th>how</th></tr>\n",
+          (double)a->baseline.rss_at_mark / MIB);
+  for (size_t i = 0; i < a->n; i++) {
+    const advise_remedy_t *r = &a->remedies[i];
+    if (!r->ok)
+      continue;
+    fprintf(f, "<tr><td>");
+    html_escape(f, r->name);
+    fprintf(f, "</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
+               "<td class=\"n\">%.2f</td><td class=\"n\">%" PRId64
+               "</td><td class=\"n\">%" PRId64 "</td><td>",
+            (double)r->saving_at_mark / MIB, (double)r->saving_at_end / MIB,
+            (double)r->saving_at_peak / MIB, r->extra_syscalls,
+            r->extra_faults);
+    html_escape(f, r->env_or_call);
+    fprintf(f, "</td></tr>\n");
+  }
+  fprintf(f, "</table>\n");
+}
+
+/* Opens a temporary file beside path; *tmp receives its name. */
+static FILE *open_beside(const char *path, char *tmp, size_t len,
+                         as_err_t *err) {
+  snprintf(tmp, len, "%s.tmpXXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    as_err_set(err, AS_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return NULL;
+  }
+  fchmod(fd, 0644);
+  FILE *f = fdopen(fd, "w");
+  if (f == NULL) {
+    close(fd);
+    unlink(tmp);
+    as_err_set(err, AS_EIO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  return f;
+}
+
+static as_status_t close_beside(FILE *f, const char *tmp, const char *path,
+                                as_err_t *err) {
+  bool bad = ferror(f) != 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return as_err_set(err, AS_EIO, "%s: cannot write: %s", path,
+                      strerror(errno));
+  }
+  return AS_OK;
+}
+
+/* Everything a replay report shows, gathered before the page is written. */
+typedef struct replay_data_s replay_data_t;
+struct replay_data_s {
+  series_t         se;
+  heapmap_t        maps[REPORT_MAPS];
+  explain_result_t ex[2];
+  size_t           nex;
+  advise_result_t  adv;
+  char             model[512];
+};
+
+static as_status_t gather(const explain_opts_t *o, explain_open_fn open,
+                          void *user, plots_t *p, replay_data_t *d,
+                          const store_sample_t *measured, size_t nm,
+                          bool same_clock, as_err_t *err) {
+  as_status_t rc =
+      collect_series(o, open, user, &d->se, d->model, sizeof d->model, err);
+  if (rc == AS_OK)
+    rc = plot_series(p, &d->se, measured, nm, same_clock, err);
+  for (size_t i = 0; i < d->se.nmarks && rc == AS_OK; i++) {
+    explain_marks_t marks;
+    char            id[32];
+    rc = explain_replay_at(o, open, user, d->se.marks[i], map_here,
+                           &d->maps[i], &marks, NULL, 0, err);
+    snprintf(id, sizeof id, "map%zu", i);
+    if (rc == AS_OK && d->maps[i].nrows > 0)
+      rc = plot_map(p, &d->maps[i], id, d->se.marks[i], err);
+  }
+  char desc[512];
+  if (rc == AS_OK)
+    rc = explain_trace(o, open, user, d->ex, &d->nex, desc, sizeof desc, err);
+  if (rc == AS_OK)
+    rc = advise_trace(o, open, user, &d->adv, err);
+  return rc;
+}
+
+as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
+                          explain_open_fn open, void *user,
+                          const store_sample_t *measured, size_t nmeasured,
+                          bool same_clock, const char *source_name,
+                          as_err_t *err) {
+  plots_t        p;
+  replay_data_t *d  = calloc(1, sizeof *d);
+  as_status_t    rc = d == NULL ? as_err_set(err, AS_ENOMEM, "out of memory")
+                                : plots_open(&p, ro, err);
+  if (rc != AS_OK) {
+    free(d);
+    return rc;
+  }
+  rc = gather(o, open, user, &p, d, measured, nmeasured, same_clock, err);
+  char  tmp[1100];
+  FILE *f = rc == AS_OK ? open_beside(ro->out_html, tmp, sizeof tmp, err)
+                        : NULL;
+  if (rc == AS_OK && f == NULL)
+    rc = err->code;
+  if (rc == AS_OK) {
+    page_head(f, ro->title ? ro->title : "allocsim report");
+    fprintf(f, "<p>source <code>");
+    html_escape(f, source_name);
+    fprintf(f, "</code><br>model <code>");
+    html_escape(f, d->model);
+    fprintf(f, "</code></p>\n");
+    page_plot(f, &p, "rss", "Predicted RSS and live bytes over virtual time, "
+                            "measured RSS where the run recorded it; dotted "
+                            "lines are the marks.");
+    page_plot(f, &p, "owners", "RSS split by who holds the pages: the "
+                               "program's baseline, each allocator, "
+                               "metadata, thread stacks.");
+    for (size_t i = 0; i < d->nex; i++)
+      page_explain(f, &d->ex[i]);
+    page_advise(f, &d->adv);
+    fprintf(f, "<h2>Heap maps</h2>\n");
+    for (size_t i = 0; i < d->se.nmarks; i++) {
+      char id[32], cap[160];
+      snprintf(id, sizeof id, "map%zu", i);
+      snprintf(cap, sizeof cap, "Heap map at mark %s: one row per arena, "
+                                "heap or mapping; green live, amber cached, "
+                                "red free but resident, blue metadata, grey "
+                                "not resident.",
+               d->se.marks[i]);
+      page_plot(f, &p, id, cap);
+    }
+    fprintf(f, "</body></html>\n");
+    rc = close_beside(f, tmp, ro->out_html, err);
+  }
+  for (size_t i = 0; i < REPORT_MAPS; i++)
+    heapmap_free(&d->maps[i]);
+  store_samples_free(&d->se.s);
+  free(d);
+  plots_free(&p);
+  return rc;
+}
+
+/* ---- Sweeps ------------------------------------------------------------- */
+
+/* Writes sweep.dat (size page fraction kept formula, simulated points) and
+ * measured.dat (size fraction kept, measured survivors runs). */
+static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
+                              size_t *npoints, as_err_t *err) {
+  sqlite3      *db = store_db(s);
+  sqlite3_stmt *st = NULL;
+  FILE         *f  = plots_file(p, "sweep.dat", err);
+  if (f == NULL)
+    return err->code;
+  int rc = sqlite3_prepare_v2(
+      db,
+      "SELECT json_extract(params_json, '$.size'), page_size, "
+      "json_extract(params_json, '$.fraction'), simulated_kept_bytes, "
+      "formula_kept_bytes FROM sweep_points WHERE sweep_id = ?1 AND "
+      "simulated_kept_bytes IS NOT NULL ORDER BY 1, 2, 3",
+      -1, &st, NULL);
+  *npoints = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, sweep_id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      double frac = sqlite3_column_double(st, 2);
+      if (frac <= 0)
+        continue; /* a log axis: fraction 0 has no place on it */
+      fprintf(f, "%lld %lld %.10g %.4f %.4f\n",
+              (long long)sqlite3_column_int64(st, 0),
+              (long long)sqlite3_column_int64(st, 1), frac,
+              sqlite3_column_double(st, 3) / MIB,
+              sqlite3_column_type(st, 4) == SQLITE_NULL
+                  ? NAN
+                  : sqlite3_column_double(st, 4) / MIB);
+      (*npoints)++;
+    }
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(st);
+  fclose(f);
+  if (rc != SQLITE_OK)
+    return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
+                      store_path(s), sweep_id, sqlite3_errmsg(db));
+  /* Measured survivors runs: kept = RSS(after) - RSS(start). */
+  if ((f = plots_file(p, "measured.dat", err)) == NULL)
+    return err->code;
+  rc = sqlite3_prepare_v2(
+      db,
+      "SELECT m.value, "
+      "(SELECT measured_rss_bytes FROM samples WHERE run_id = r.id AND "
+      " label = 'after' LIMIT 1) - "
+      "(SELECT measured_rss_bytes FROM samples WHERE run_id = r.id AND "
+      " label = 'start' LIMIT 1) FROM runs r JOIN run_meta m ON "
+      "m.run_id = r.id AND m.key = 'workload' WHERE r.kind = 'measured' "
+      "AND m.value LIKE 'survivors %'",
+      -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const char *wl = (const char *)sqlite3_column_text(st, 0);
+      const char *sz = wl ? strstr(wl, "--size ") : NULL;
+      const char *fr = wl ? strstr(wl, "--fraction ") : NULL;
+      if (sz == NULL || fr == NULL ||
+          sqlite3_column_type(st, 1) == SQLITE_NULL)
+        continue;
+      fprintf(f, "%lld %.10g %.4f\n", atoll(sz + 7), strtod(fr + 11, NULL),
+              sqlite3_column_double(st, 1) / MIB);
+    }
+  }
+  sqlite3_finalize(st);
+  fprintf(f, "\n");
+  fclose(f);
+  return AS_OK;
+}
+
+as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
+                         as_err_t *err) {
+  plots_t     p;
+  size_t      n = 0;
+  as_status_t rc = plots_open(&p, ro, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = sweep_data(&p, s, sweep_id, &n, err);
+  if (rc == AS_OK && n == 0)
+    rc = as_err_set(err, AS_EINVAL,
+                    "%s: sweep %" PRId64 " has no point with a survivor "
+                    "fraction above 0 and a kept figure to plot",
+                    store_path(s), sweep_id);
+  if (rc == AS_OK)
+    rc = plot(&p, "sweep",
+              "set logscale x\nset xlabel 'survivor fraction'\n"
+              "set ylabel 'kept MiB (RSS after - RSS at start)'\n"
+              "set key outside right top\nset grid\n"
+              "set title 'kept memory against survivor fraction'\n"
+              "plot 'sweep.dat' using 3:4:1 with points pt 7 ps 0.8 "
+              "lc variable title 'simulated (colour: object size)', "
+              "'sweep.dat' using 3:5 smooth unique with lines lw 2 "
+              "lc rgb '#555555' title 'formula (1 - p)^k', "
+              "'measured.dat' using 2:3 with points pt 4 ps 1.2 "
+              "lc rgb '#d62728' title 'measured'\n",
+              err);
+  char  tmp[1100];
+  FILE *f = rc == AS_OK ? open_beside(ro->out_html, tmp, sizeof tmp, err)
+                        : NULL;
+  if (rc == AS_OK && f == NULL)
+    rc = err->code;
+  if (rc == AS_OK) {
+    page_head(f, ro->title ? ro->title : "allocsim sweep report");
+    fprintf(f, "<p>sweep %" PRId64 " of <code>", sweep_id);
+    html_escape(f, store_path(s));
+    fprintf(f, "</code>: %zu points.</p>\n", n);
+    page_plot(f, &p, "sweep", "Kept memory after freeing all but a fraction "
+                              "of the objects: each simulated point, the "
+                              "(1 - p)^k formula, and the survivors runs "
+                              "measured on a real machine that the store "
+                              "holds.");
+    fprintf(f, "</body></html>\n");
+    rc = close_beside(f, tmp, ro->out_html, err);
+  }
+  plots_free(&p);
+  return rc;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/integration/test_report.sh -- allocsim report as a person sees it:
+# builds the three kinds of report (a trace file, a recorded run with
+# measurements, a sweep), opens each in headless Chromium with the network
+# off, and fails on a console error, a failed request or a plot without its
+# expected series; keeps a screenshot of each page beside the build
+# (BUILD/test-artifacts/report-*.png) and checks the pages load nothing.
+#   usage: test_report.sh BUILD_DIR SOURCE_DIR
+# Exit 77 (ctest: skipped) when gnuplot or chromium is not installed.
+set -euo pipefail
+build=$1 src=$2
+bin=$build/cli/allocsim
+for tool in gnuplot chromium; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+art=$build/test-artifacts
+mkdir -p "$art"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$bin" report "$src/data/example.trace" --model glibc -o "$work/trace.html" \
+  --png "$work" 2>/dev/null || fail "report of a trace"
+"$bin" report 40 --db "$src/data/reference.db" -o "$work/run.html" \
+  2>/dev/null || fail "report of a recorded run"
+"$bin" sweep survivors --vary fraction=1e-4,1e-3,1e-2 --size 512 \
+  --db "$work/sweep.db" >/dev/null 2>&1 || fail "sweep"
+# The measured survivors runs of this machine, beside the sweep's points.
+for t in "$src"/data/measured/survivors-s512-*.trace; do
+  "$bin" record "$t" --db "$work/sweep.db" >/dev/null || fail "record $t"
+done
+"$bin" report sweep:1 --db "$work/sweep.db" -o "$work/sweep.html" \
+  2>/dev/null || fail "report of a sweep"
+for png in rss owners; do
+  [ -s "$work/$png.png" ] || fail "--png wrote no $png.png"
+done
+ls "$work"/map*.png >/dev/null 2>&1 || fail "--png wrote no heap map"
+
+# A report path in a missing directory is refused before any work.
+if "$bin" report "$src/data/example.trace" -o "$work/nodir/x.html" 2>"$work/err"; then
+  fail "a report into a missing directory succeeded"
+fi
+grep -q "no such directory" "$work/err" || fail "missing-directory message: $(cat "$work/err")"
+
+# Nothing in a page may point outside it.
+for page in trace run sweep; do
+  if grep -Eo '(src|href)="(https?:)?//[^"]*' "$work/$page.html" | grep -q .; then
+    fail "$page.html refers to the network"
+  fi
+done
+
+chrome() { # chrome PAGE ARGS...: headless, network off, fresh profile
+  local page=$1; shift
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic \
+    --no-first-run --disable-background-networking --disable-component-update \
+    --disable-sync --user-data-dir="$work/profile-$page" \
+    --proxy-server=127.0.0.1:9 --enable-logging=stderr --v=0 \
+    "$@" "file://$work/$page.html"
+}
+
+check_page() { # check_page PAGE SERIES...
+  local page=$1; shift
+  chrome "$page" --dump-dom >"$work/$page.dom" 2>"$work/$page.log" ||
+    fail "chromium could not load $page.html"
+  if grep -E 'CONSOLE|Uncaught|net::ERR_' "$work/$page.log"; then
+    fail "$page.html: console error or failed request"
+  fi
+  for series in "$@"; do
+    grep -qF ">$series</text>" "$work/$page.dom" ||
+      fail "$page.html: no plot series '$series' in the rendered page"
+  done
+  chrome "$page" --window-size=1200,2400 --screenshot="$art/report-$page.png" \
+    >/dev/null 2>&1 || fail "screenshot of $page.html"
+  [ -s "$art/report-$page.png" ] || fail "empty screenshot of $page.html"
+}
+
+check_page trace "predicted RSS" "live bytes" "libc_heap" "heap map"
+check_page run "predicted RSS" "measured RSS" "pymalloc" "heap map"
+check_page sweep "simulated (colour: object size)" "formula (1 - p)^k" "measured"
+grep -q "What holds memory" "$work/run.dom" || fail "run.html has no explain table"
+grep -q "What would release it" "$work/run.dom" || fail "run.html has no remedies"
+echo "report test passed; screenshots in $art"
