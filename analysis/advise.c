@@ -185,6 +185,12 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
   return rc;
 }
 
+static as_status_t no_op_at(void *user, const sim_session_t *s,
+                            const sim_sample_t *at, as_err_t *err) {
+  (void)user, (void)s, (void)at, (void)err;
+  return AS_OK;
+}
+
 /* ---- Remedies ----------------------------------------------------------- */
 
 /* s with every "MARK" replaced by mark. */
@@ -236,18 +242,14 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
 
 /* Whether b ranks above a: it simulated and a did not; else it is one
  * change and a combines two (single changes first: a user tries one thing
- * at a time); else it saves more at the mark by more than 1% of the
- * baseline RSS; else, within that margin, it costs less. */
-static bool ranks_above(const advise_remedy_t *b, const advise_remedy_t *a,
-                        uint64_t baseline_rss) {
+ * at a time); else it saves more at the mark; else it costs less. */
+static bool ranks_above(const advise_remedy_t *b, const advise_remedy_t *a) {
   if (a->ok != b->ok)
     return b->ok;
   if (a->changes != b->changes)
     return b->changes < a->changes;
-  int64_t margin = (int64_t)(baseline_rss / 100);
-  int64_t diff   = b->saving_at_mark - a->saving_at_mark;
-  if (diff > margin || diff < -margin)
-    return diff > 0;
+  if (a->saving_at_mark != b->saving_at_mark)
+    return b->saving_at_mark > a->saving_at_mark;
   return b->extra_cost_ns < a->extra_cost_ns;
 }
 
@@ -255,7 +257,7 @@ static void rank(advise_result_t *out) {
   for (size_t i = 1; i < out->n; i++)
     for (size_t j = i; j > 0; j--) {
       advise_remedy_t *a = &out->remedies[j - 1], *b = &out->remedies[j];
-      if (!ranks_above(b, a, out->baseline.rss_at_mark))
+      if (!ranks_above(b, a))
         break;
       advise_remedy_t t = *a;
       *a                = *b;
@@ -273,9 +275,16 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
                                &probe, &out->baseline, err);
   if (rc != AS_OK)
     return rc;
-  if (o->at != NULL && !probe.seen)
-    return as_err_set(err, AS_EINVAL, "advise: --at %s: the trace has no "
-                                      "such mark", o->at);
+  if (o->at != NULL && !probe.seen) {
+    /* The marks, for the message: a replay that lists them. */
+    explain_marks_t marks;
+    char            desc[8];
+    rc = explain_replay_at(o, open, user, o->at, no_op_at, NULL, &marks, desc,
+                           sizeof desc, err);
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "--at %.400s", err->msg + 5);
+    return as_err_set(err, rc != AS_OK ? rc : AS_EINVAL, "%s", msg);
+  }
   const char *mark = o->at ? o->at : probe.best[0] ? probe.best : NULL;
   snprintf(out->mark, sizeof out->mark, "%s", mark ? mark : "end");
   if (mark != NULL && o->at == NULL) { /* measure the baseline at it */

@@ -56,8 +56,8 @@ struct advise_result_s {
   advise_outcome_t baseline;
   size_t           n;         /* remedies, ranked: single changes before
                                  combinations, each by saving at the mark
-                                 (within 1% of RSS of each other the
-                                 cheaper first); failed ones last */
+                                 (equal savings: the cheaper first);
+                                 failed ones last */
   advise_remedy_t  remedies[ADVISE_MAX_REMEDIES];
 };
 

@@ -318,7 +318,7 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
   if (rc != AS_OK) {
     if (o->at != NULL && !marks.found) {
       char msg[sizeof err->msg];
-      snprintf(msg, sizeof msg, "explain: --at %.400s", err->msg + 5);
+      snprintf(msg, sizeof msg, "--at %.400s", err->msg + 5);
       rc = as_err_set(err, rc, "%s", msg);
     }
     return rc;

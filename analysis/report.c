@@ -297,10 +297,31 @@ static void write_measured(FILE *f, const series_t *se,
   }
 }
 
+/* compare's baseline rule: predicted = simulated + (measured - simulated)
+ * at the first mark that has a measured RSS (the program and interpreter
+ * before the trace, which no trace explains).  0 without one. */
+static double baseline_mib(const series_t *se, const store_sample_t *m,
+                           size_t nm, char *anchor, size_t len) {
+  for (size_t i = 0; i < nm; i++) {
+    if (m[i].kind != SIM_SAMPLE_MARK || m[i].measured_rss_bytes == 0)
+      continue;
+    for (size_t j = 0; j < se->s.n; j++)
+      if (se->s.v[j].kind == SIM_SAMPLE_MARK &&
+          strcmp(se->s.v[j].label, m[i].label) == 0) {
+        snprintf(anchor, len, "%s", m[i].label);
+        return ((double)m[i].measured_rss_bytes -
+                (double)se->s.v[j].rss_bytes) / MIB;
+      }
+  }
+  return 0;
+}
+
 static as_status_t plot_series(plots_t *p, const series_t *se,
                                const store_sample_t *measured, size_t nm,
                                bool same_clock, as_err_t *err) {
-  FILE *f = plots_file(p, "series.dat", err);
+  char   anchor[64] = "";
+  double base = baseline_mib(se, measured, nm, anchor, sizeof anchor);
+  FILE  *f    = plots_file(p, "series.dat", err);
   if (f == NULL)
     return err->code;
   fprintf(f, "# t_s rss_MiB live_MiB");
@@ -310,7 +331,7 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   for (size_t i = 0; i < se->s.n; i++) {
     const store_sample_t *x = &se->s.v[i];
     fprintf(f, "%.9f %.4f %.4f", (double)x->t_ns / 1e9,
-            (double)x->rss_bytes / MIB, (double)x->live_bytes / MIB);
+            (double)x->rss_bytes / MIB + base, (double)x->live_bytes / MIB);
     for (int o = 0; o < SIM_OWNER_COUNT; o++)
       fprintf(f, " %.4f", (double)x->owner_bytes[o] / MIB);
     fprintf(f, "\n");
@@ -344,14 +365,22 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
         (double)x->t_ns / 1e9, (double)x->t_ns / 1e9, lbl,
         (double)x->t_ns / 1e9);
   }
+  char title[160] = "predicted RSS";
+  if (anchor[0] != '\0') {
+    char a[64];
+    gp_text(a, sizeof a, anchor);
+    snprintf(title, sizeof title,
+             "predicted RSS (+%.2f MiB measured at %s)", base, a);
+  }
   snprintf(body + used, sizeof body - used,
            "set title 'RSS over time'\n"
            "plot 'series.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' "
-           "title 'predicted RSS', "
+           "title '%s', "
            "'series.dat' using 1:3 with lines lw 1 lc rgb '#2ca02c' "
            "title 'live bytes', "
            "'measured.dat' using 1:2 with points pt 7 ps 0.5 "
-           "lc rgb '#d62728' title 'measured RSS'\n");
+           "lc rgb '#d62728' title 'measured RSS'\n",
+           title);
   as_status_t rc = plot(p, "rss", body, err);
   if (rc != AS_OK)
     return rc;

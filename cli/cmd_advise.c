@@ -53,7 +53,7 @@ static void print_json(const char *source, const advise_result_t *r) {
 static void print_text(const char *source, const advise_result_t *r) {
   const advise_outcome_t *b = &r->baseline;
   printf("source     %s\nmodel      %s\n", source, r->model);
-  if (r->libc[0])
+  if (r->libc[0] && strcmp(r->libc, r->model) != 0)
     printf("libc       %s\n", r->libc);
   printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n\n",
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,

@@ -75,7 +75,7 @@ check_page() { # check_page PAGE SERIES...
 }
 
 check_page trace "predicted RSS" "live bytes" "libc_heap" "heap map"
-check_page run "predicted RSS" "measured RSS" "pymalloc" "heap map"
+check_page run "predicted RSS (+11.48 MiB measured at start)" "measured RSS" "pymalloc" "heap map"
 check_page sweep "simulated (colour: object size)" "formula (1 - p)^k" "measured"
 grep -q "What holds memory" "$work/run.dom" || fail "run.html has no explain table"
 grep -q "What would release it" "$work/run.dom" || fail "run.html has no remedies"

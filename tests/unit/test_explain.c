@@ -159,8 +159,8 @@ static void an_unknown_mark_lists_the_marks(void **state) {
   assert_int_equal(
       explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, &err),
       AS_EINVAL);
-  assert_string_equal(err.msg, "explain: --at aftr: the trace has no such "
-                               "mark (marks: peak, after)");
+  assert_string_equal(err.msg, "--at aftr: the trace has no such mark "
+                               "(marks: peak, after)");
 }
 
 int main(void) {
