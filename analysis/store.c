@@ -138,6 +138,47 @@ static const char SCHEMA_V1[] =
     "CREATE INDEX comparisons_measured ON comparisons(measured_run_id);\n"
     "CREATE INDEX comparisons_simulated ON comparisons(simulated_run_id);\n";
 
+/* Schema v2, applied on top of v1 (to a new store, and to a v1 store when
+ * it is opened): identities that survive copying a run or sweep into
+ * another store (uid), the state of a sweep and the key of each point, so
+ * sweeps can be sharded, resumed and merged (analysis/sweep.h, db merge),
+ * and views that give a sweep's points their parameters as columns and
+ * their seed aggregates.  Old sweeps keep state 'unknown'. */
+static const char SCHEMA_V2[] =
+    "ALTER TABLE runs ADD COLUMN uid TEXT;\n"
+    "UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;\n"
+    "CREATE UNIQUE INDEX runs_uid ON runs(uid);\n"
+    "ALTER TABLE sweeps ADD COLUMN uid TEXT;\n"
+    "UPDATE sweeps SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;\n"
+    "CREATE UNIQUE INDEX sweeps_uid ON sweeps(uid);\n"
+    "ALTER TABLE sweeps ADD COLUMN spec_key TEXT;\n"
+    "ALTER TABLE sweeps ADD COLUMN state TEXT NOT NULL DEFAULT 'unknown'\n"
+    "  CHECK(state IN ('running','complete','interrupted','unknown'));\n"
+    "ALTER TABLE sweeps ADD COLUMN total_points INTEGER;\n"
+    "ALTER TABLE sweeps ADD COLUMN shard TEXT;\n"
+    "ALTER TABLE sweeps ADD COLUMN host TEXT;\n"
+    "ALTER TABLE sweeps ADD COLUMN pid INTEGER;\n"
+    "ALTER TABLE sweeps ADD COLUMN finished_at TEXT;\n"
+    "ALTER TABLE sweeps ADD COLUMN allocsim_version TEXT;\n"
+    "CREATE INDEX sweeps_spec ON sweeps(spec_key);\n"
+    "ALTER TABLE sweep_points ADD COLUMN key TEXT;\n"
+    "CREATE INDEX sweep_points_key ON sweep_points(key);\n"
+    "CREATE VIEW sweep_point_params AS\n"
+    "  SELECT p.sweep_id, p.point, p.seed, p.key, j.key AS name,\n"
+    "         j.value AS value\n"
+    "  FROM sweep_points p, json_each(p.params_json) j;\n"
+    "CREATE VIEW sweep_seed_stats AS\n"
+    "  SELECT sweep_id, point, count(*) AS n,\n"
+    "         avg(simulated_kept_bytes) AS mean_kept_bytes,\n"
+    "         CASE WHEN count(*) > 1 THEN sqrt(max(0,\n"
+    "           (sum(simulated_kept_bytes * simulated_kept_bytes)\n"
+    "            - sum(simulated_kept_bytes) * avg(simulated_kept_bytes))\n"
+    "           / (count(*) - 1))) END AS sd_kept_bytes,\n"
+    "         avg(formula_kept_bytes) AS formula_kept_bytes,\n"
+    "         min(params_json) AS params_json\n"
+    "  FROM sweep_points WHERE simulated_kept_bytes IS NOT NULL\n"
+    "  GROUP BY sweep_id, point;\n";
+
 /* ---- Helpers ------------------------------------------------------------ */
 
 struct store_s {
@@ -321,7 +362,8 @@ static as_status_t create_schema(store_t *s, as_err_t *err) {
     snprintf(sql, sizeof sql, "PRAGMA application_id = %d;",
              STORE_APPLICATION_ID);
     if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(s->db, SCHEMA_V1, NULL, NULL, NULL) != SQLITE_OK)
+        sqlite3_exec(s->db, SCHEMA_V1, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(s->db, SCHEMA_V2, NULL, NULL, NULL) != SQLITE_OK)
       rc = db_fail(s, err, "creating the schema");
     if (rc == AS_OK) {
       sqlite3_stmt *st;
@@ -342,12 +384,38 @@ static as_status_t create_schema(store_t *s, as_err_t *err) {
   return store_commit(s, err);
 }
 
+/* A v1 store becomes v2 (SCHEMA_V2) in one transaction, re-checked under
+ * the write lock in case another process upgraded it meanwhile. */
+static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
+  as_status_t rc = store_begin(s, err);
+  if (rc != AS_OK)
+    return rc;
+  int64_t version = 0;
+  rc = query_int(s, "SELECT coalesce(max(version), 0) FROM schema_version",
+                 &version, err);
+  if (rc == AS_OK && version == 1 &&
+      (sqlite3_exec(s->db, SCHEMA_V2, NULL, NULL, NULL) != SQLITE_OK ||
+       sqlite3_exec(s->db, "UPDATE schema_version SET version = 2", NULL,
+                    NULL, NULL) != SQLITE_OK))
+    rc = db_fail(s, err, "upgrading the store to schema 2");
+  if (rc != AS_OK) {
+    store_rollback(s);
+    return rc;
+  }
+  return store_commit(s, err);
+}
+
 static as_status_t check_version(store_t *s, as_err_t *err) {
   int64_t     version = 0;
   as_status_t rc      = query_int(
       s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
   if (rc != AS_OK)
     return rc;
+  if (version == 1) {
+    if ((rc = upgrade_v1(s, err)) != AS_OK)
+      return rc;
+    version = 2;
+  }
   if (version > STORE_SCHEMA_VERSION)
     return as_err_set(err, AS_ESTORE,
                       "%s: store schema %" PRId64
@@ -569,8 +637,9 @@ static as_status_t insert_run_row(store_t *s, const store_run_t *run,
   as_status_t   rc = prepare(
       s,
       "INSERT INTO runs(kind, model, options, page_size, source, command,"
-      " allocsim_version, trace_path, trace_sha256)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+      " allocsim_version, trace_path, trace_sha256, uid)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+      " lower(hex(randomblob(16))))",
       &st, err);
   if (rc != AS_OK)
     return rc;

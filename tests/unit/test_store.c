@@ -196,7 +196,7 @@ static void created_store_keeps_runs_samples_and_meta_after_reopen(
   store_close(s);
 }
 
-static void new_store_is_marked_wal_and_schema_version_one(void **state) {
+static void new_store_is_marked_wal_and_schema_version_two(void **state) {
   fixture_t *f = *state;
   store_close(open_ok(f->path));
 
@@ -218,7 +218,7 @@ static void new_store_is_marked_wal_and_schema_version_one(void **state) {
                                       -1, &st, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  assert_int_equal(sqlite3_column_int64(st, 0), 1);
+  assert_int_equal(sqlite3_column_int64(st, 0), 2);
   assert_int_equal(sqlite3_step(st), SQLITE_DONE);
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -236,7 +236,7 @@ static void empty_existing_file_becomes_a_store(void **state) {
 static void newer_schema_is_refused_naming_both_versions(void **state) {
   fixture_t *f = *state;
   store_close(open_ok(f->path));
-  raw_exec(f->path, "UPDATE schema_version SET version = 2");
+  raw_exec(f->path, "UPDATE schema_version SET version = 3");
 
   store_t *s   = (store_t *)&s; /* must be reset to NULL */
   as_err_t err = {0};
@@ -245,8 +245,30 @@ static void newer_schema_is_refused_naming_both_versions(void **state) {
   assert_int_equal(err.code, AS_ESTORE);
   char want[256];
   expected_msg(want, sizeof want, f->path,
-               "store schema 2 is newer than this allocsim (1)");
+               "store schema 3 is newer than this allocsim (2)");
   assert_string_equal(err.msg, want);
+}
+
+/* A v1 store (as shipped before schema 2) is upgraded on open: its runs
+ * keep their ids and get a uid, and the sweep views exist. */
+static void a_version_one_store_is_upgraded_in_place(void **state) {
+  fixture_t *f = *state;
+  raw_exec(f->path,
+           "PRAGMA application_id = 1097624659;"
+           "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+           "INSERT INTO schema_version VALUES (1);"
+           "CREATE TABLE runs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL);"
+           "INSERT INTO runs(id, kind) VALUES (7, 'measured');"
+           "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, workload TEXT);"
+           "CREATE TABLE sweep_points(sweep_id INTEGER, point INTEGER, "
+           "seed INTEGER, params_json TEXT, simulated_kept_bytes INTEGER, "
+           "formula_kept_bytes REAL);");
+  store_close(open_ok(f->path));
+  assert_int_equal(count_rows(f->path, "runs WHERE id = 7 AND "
+                                       "length(uid) = 32"),
+                   1);
+  assert_int_equal(count_rows(f->path, "schema_version WHERE version = 2"), 1);
+  assert_int_equal(count_rows(f->path, "sweep_seed_stats"), 0);
 }
 
 static void foreign_sqlite_file_is_refused_and_left_unchanged(void **state) {
@@ -835,9 +857,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
       T(created_store_keeps_runs_samples_and_meta_after_reopen),
-      T(new_store_is_marked_wal_and_schema_version_one),
+      T(new_store_is_marked_wal_and_schema_version_two),
       T(empty_existing_file_becomes_a_store),
       T(newer_schema_is_refused_naming_both_versions),
+      T(a_version_one_store_is_upgraded_in_place),
       T(foreign_sqlite_file_is_refused_and_left_unchanged),
       T(our_application_id_without_schema_version_is_refused),
       T(garbage_file_is_refused_as_not_a_database),
