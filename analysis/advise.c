@@ -82,41 +82,6 @@ static const remedy_row_t remedy_rows[] = {
 
 /* ---- Specs -------------------------------------------------------------- */
 
-/* The model name of spec (up to ':') into buf. */
-static void spec_name(const char *spec, char *buf, size_t len) {
-  size_t n = strcspn(spec, ":");
-  snprintf(buf, len, "%.*s", (int)n, spec);
-}
-
-/* Whether the "k=v,k=v" list sets the key of klen bytes at key. */
-static bool has_key(const char *list, const char *key, size_t klen) {
-  for (const char *a = list; *a != '\0';) {
-    size_t ak = strcspn(a, "=,");
-    if (ak == klen && strncmp(a, key, klen) == 0)
-      return true;
-    a += strcspn(a, ",");
-    a += *a == ',';
-  }
-  return false;
-}
-
-/* spec with the options in add ("k=v,k=v"), replacing any already set. */
-static bool spec_with(const char *spec, const char *add, char *out,
-                      size_t len) {
-  char name[64];
-  spec_name(spec, name, sizeof name);
-  size_t      used = (size_t)snprintf(out, len, "%s:%s", name, add);
-  const char *p    = strchr(spec, ':');
-  for (p = p ? p + 1 : NULL; p != NULL && *p != '\0' && used < len;) {
-    size_t item = strcspn(p, ",");
-    if (item > 0 && !has_key(add, p, strcspn(p, "=,")))
-      used += (size_t)snprintf(out + used, len - used, ",%.*s", (int)item, p);
-    p += item;
-    p += *p == ',';
-  }
-  return used < len;
-}
-
 /* ---- One simulation ----------------------------------------------------- */
 
 typedef struct probe_s probe_t;
@@ -214,8 +179,8 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
                          const char *model, const char *libc,
                          advise_remedy_t *r) {
   char top[64], lib[64], swap[64];
-  spec_name(model, top, sizeof top);
-  spec_name(composed ? libc : model, lib, sizeof lib);
+  model_spec_name(model, top, sizeof top);
+  model_spec_name(composed ? libc : model, lib, sizeof lib);
   if ((row->libc != NULL && strcmp(row->libc, lib) != 0) ||
       (row->top != NULL && strcmp(row->top, top) != 0))
     return false;
@@ -227,11 +192,11 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
   case RK_INSERT:
     return true;
   case RK_LIBC_OPTS:
-    return spec_with(composed ? libc : model, row->arg, target, target_len);
+    return model_spec_with(composed ? libc : model, row->arg, target, target_len);
   case RK_MODEL_OPTS:
-    return spec_with(model, row->arg, r->model, sizeof r->model);
+    return model_spec_with(model, row->arg, r->model, sizeof r->model);
   case RK_LIBC_SWAP:
-    spec_name(row->arg, swap, sizeof swap);
+    model_spec_name(row->arg, swap, sizeof swap);
     if (strcmp(swap, lib) == 0)
       return false; /* already that allocator */
     snprintf(target, target_len, "%s", row->arg);
@@ -296,7 +261,7 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
   }
   const model_methods_t *top_methods;
   char                   top[64];
-  spec_name(o->model, top, sizeof top);
+  model_spec_name(o->model, top, sizeof top);
   top_methods   = model_find(top);
   bool composed = top_methods != NULL && top_methods->composition;
   for (size_t i = 0; i < sizeof remedy_rows / sizeof remedy_rows[0] &&

@@ -30,6 +30,8 @@
 
 #include "../models/pymalloc.h"
 #include "../engine/engine.h"
+#include "../traces/trace_io.h"
+#include "../sim/sha256.h"
 #include "../sim/units.h"
 #include "formula.h"
 
@@ -77,6 +79,52 @@ static const workload_option_t *find_option(const workload_def_t *wl,
   return NULL;
 }
 
+/* "model" and "libc" axes take model specs. */
+static bool is_spec_axis(const char *name) {
+  return strcmp(name, "model") == 0 || strcmp(name, "libc") == 0;
+}
+
+/* name is MODEL.OPTION: *m and *row receive the model and the option's row
+ * (*m NULL when name has no dot).  AS_EUSAGE when the model is not
+ * registered (*m NULL) or has no such option (*m set). */
+static as_status_t is_model_option(const char *name,
+                                   const model_methods_t **m, int *row) {
+  const char *dot = strchr(name, '.');
+  *m              = NULL;
+  if (dot == NULL)
+    return AS_OK;
+  char model[48];
+  snprintf(model, sizeof model, "%.*s", (int)(dot - name), name);
+  if ((*m = model_find(model)) == NULL)
+    return AS_EUSAGE;
+  *row = model_option_find((*m)->options, dot + 1, strlen(dot + 1));
+  return *row < 0 ? AS_EUSAGE : AS_OK;
+}
+
+static as_status_t check_option_value(const model_methods_t *m, int row,
+                                      const char *v, as_err_t *err) {
+  model_opts_t o;
+  as_status_t  rc = model_opts_parse(m->name, m->options, NULL, &o, err);
+  if (rc == AS_OK)
+    rc = model_opts_set(m->name, &o, row, v, strlen(v), err);
+  return rc;
+}
+
+/* A model axis value names a registered model with valid options. */
+static as_status_t check_spec(const char *axis, const char *spec,
+                              as_err_t *err) {
+  char name[64];
+  model_spec_name(spec, name, sizeof name);
+  const model_methods_t *m = model_find(name);
+  if (m == NULL)
+    return as_err_set(err, AS_EUSAGE, "--vary %s: unknown model '%s'", axis,
+                      name);
+  const char  *colon = strchr(spec, ':');
+  model_opts_t o;
+  return model_opts_parse(name, m->options, colon ? colon + 1 : NULL, &o,
+                          err);
+}
+
 void sweep_axis_free(sweep_axis_t *a) {
   for (size_t i = 0; i < a->count; i++)
     free(a->values[i]);
@@ -99,16 +147,30 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
     return as_err_set(err, AS_EUSAGE, "--vary: name too long in '%s'", spec);
   memcpy(out->name, spec, nlen);
   out->name[nlen] = '\0';
-  const workload_option_t *opt = find_option(wl, out->name);
-  if (!is_kernel_axis(out->name) && opt == NULL) {
-    char known[512];
-    size_t used = (size_t)snprintf(known, sizeof known, "page_size, mmap_offset");
-    for (const workload_option_t *o = wl->options; o->name; o++)
+  const workload_option_t *opt = wl ? find_option(wl, out->name) : NULL;
+  const model_methods_t   *opt_model = NULL;
+  int                      opt_row   = -1;
+  if (is_model_option(out->name, &opt_model, &opt_row) != AS_OK) {
+    as_status_t rc = as_err_set(
+        err, AS_EUSAGE, "--vary %s: %s", out->name,
+        opt_model == NULL ? "no registered model of that name"
+                          : "that model has no such option (allocsim models)");
+    memset(out, 0, sizeof *out);
+    return rc;
+  }
+  if (!is_kernel_axis(out->name) && !is_spec_axis(out->name) &&
+      opt_model == NULL && opt == NULL) {
+    char   known[512];
+    size_t used = (size_t)snprintf(known, sizeof known,
+                                   "page_size, mmap_offset, model, libc, "
+                                   "MODEL.OPTION");
+    for (const workload_option_t *o = wl ? wl->options : NULL; o && o->name;
+         o++)
       if (strcmp(o->name, "seed") != 0 && used < sizeof known)
         used += (size_t)snprintf(known + used, sizeof known - used, ", %s",
                                  o->name);
     as_err_set(err, AS_EUSAGE, "--vary: %s has no parameter '%s' (known: %s)",
-               wl->name, out->name, known);
+               wl ? wl->name : "a trace sweep", out->name, known);
     memset(out, 0, sizeof *out);
     return AS_EUSAGE;
   }
@@ -117,7 +179,7 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
                       "--vary: vary seeds with --seeds N, not --vary seed");
   if (opt != NULL)
     snprintf(out->name, sizeof out->name, "%s", opt->name);
-  else
+  else if (is_kernel_axis(out->name))
     snprintf(out->name, sizeof out->name, "%s",
              is_page_size(out->name) ? "page_size" : "mmap_offset");
 
@@ -149,6 +211,12 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
                  out->values[i]);
       goto fail;
     }
+    if (opt_model != NULL &&
+        check_option_value(opt_model, opt_row, out->values[i], err) != AS_OK)
+      goto fail;
+    if (is_spec_axis(out->name) &&
+        check_spec(out->name, out->values[i], err) != AS_OK)
+      goto fail;
     if (is_mmap_offset(out->name) && !parse_mmap_offset(out->values[i], &ps)) {
       as_err_set(err, AS_EUSAGE,
                  "--vary mmap_offset expects a multiple of 4096 below 1 GiB, "
@@ -191,7 +259,7 @@ bool sweep_point_mark(const sweep_point_t *p, const char *label,
 /* ---- Expansion ---------------------------------------------------------- */
 
 static bool is_survivors(const sweep_config_t *c) {
-  return strcmp(c->workload->name, "survivors") == 0;
+  return c->workload != NULL && strcmp(c->workload->name, "survivors") == 0;
 }
 
 /* Whether point p takes a seed: the workload has --seed, and for survivors
@@ -250,8 +318,153 @@ static void point_args_text(sweep_point_t *p, int argc, char **argv) {
 
 #define ARGV_MAX (2 * SWEEP_MAX_FIXED + 2 * SWEEP_MAX_AXES + 2)
 
+/* The point's model and libc specs: the model and libc axes (else the
+ * config's), with each MODEL.OPTION axis value added to whichever of the
+ * two is that model.  A composition's libc is its libc spec or the default
+ * libc model. */
+static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
+                               as_err_t *err) {
+  const char *model = c->model, *libc = c->libc;
+  for (size_t a = 0; a < c->naxes; a++) {
+    if (strcmp(c->axes[a].name, "model") == 0)
+      model = p->values[a];
+    if (strcmp(c->axes[a].name, "libc") == 0)
+      libc = p->values[a];
+  }
+  char name[64], lname[64];
+  model_spec_name(model, name, sizeof name);
+  const model_methods_t *m = model_find(name);
+  bool composed = m != NULL && m->composition;
+  snprintf(p->model, sizeof p->model, "%s", model);
+  snprintf(p->libc, sizeof p->libc, "%s",
+           composed ? (libc ? libc : model_default_libc()) : "");
+  model_spec_name(p->libc, lname, sizeof lname);
+  for (size_t a = 0; a < c->naxes; a++) {
+    const char *dot = strchr(c->axes[a].name, '.');
+    if (dot == NULL)
+      continue;
+    size_t nl = (size_t)(dot - c->axes[a].name);
+    char   add[128], tmp[384];
+    snprintf(add, sizeof add, "%s=%s", dot + 1, p->values[a]);
+    char  *target = NULL;
+    size_t tlen   = 0;
+    if (strlen(name) == nl && strncmp(name, c->axes[a].name, nl) == 0)
+      target = p->model, tlen = sizeof p->model;
+    else if (composed && strlen(lname) == nl &&
+             strncmp(lname, c->axes[a].name, nl) == 0)
+      target = p->libc, tlen = sizeof p->libc;
+    if (target == NULL)
+      continue; /* that model is not simulated at this point */
+    if (!model_spec_with(target, add, tmp, sizeof tmp) ||
+        strlen(tmp) >= tlen)
+      return as_err_set(err, AS_EUSAGE, "sweep: model spec too long");
+    snprintf(target, tlen, "%s", tmp);
+  }
+  return AS_OK;
+}
+
+/* The point's key: the SHA-256 of what decides its result. */
+static void point_key(const sweep_config_t *c, sweep_point_t *p,
+                      const char *trace_sha) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "allocsim-sweep-point-1|%s|%s|model=%s|libc=%s|page=%" PRIu64
+           "|offset=%" PRIu64 "|seed=%" PRIu64,
+           p->trace ? "trace" : c->workload->name,
+           p->trace ? trace_sha : p->args, p->model, p->libc, p->page_size,
+           p->mmap_offset, p->seed);
+  as_sha256_hex(text, strlen(text), p->key);
+}
+
+static int by_key(const void *a, const void *b) {
+  const sweep_point_t *const *x = a, *const *y = b;
+  int c = strcmp((*x)->key, (*y)->key);
+  return c ? c : (*x < *y ? -1 : *x > *y);
+}
+
+/* Drops points whose key an earlier point has, keeping the order; writes
+ * the spec key (the SHA-256 of the sorted distinct keys). */
+static as_status_t dedupe(sweep_point_t *pts, size_t *n, char spec_key[65],
+                          as_err_t *err) {
+  sweep_point_t **by = malloc((*n ? *n : 1) * sizeof *by);
+  bool           *dup = calloc(*n ? *n : 1, sizeof *dup);
+  char           *keys = malloc(*n * 64 + 1);
+  if (by == NULL || dup == NULL || keys == NULL) {
+    free(by), free(dup), free(keys);
+    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+  }
+  for (size_t i = 0; i < *n; i++)
+    by[i] = &pts[i];
+  qsort(by, *n, sizeof *by, by_key);
+  size_t used = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (i > 0 && strcmp(by[i]->key, by[i - 1]->key) == 0) {
+      dup[by[i] - pts] = true; /* the earlier one sorted first */
+      continue;
+    }
+    memcpy(keys + used, by[i]->key, 64);
+    used += 64;
+  }
+  keys[used] = '\0';
+  if (spec_key != NULL)
+    as_sha256_hex(keys, used, spec_key);
+  size_t k = 0;
+  for (size_t i = 0; i < *n; i++)
+    if (!dup[i])
+      pts[k++] = pts[i];
+  *n = k;
+  free(by), free(dup), free(keys);
+  return AS_OK;
+}
+
+/* The grid's point g: its axis values, page size and layout. */
+static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
+  memset(p, 0, sizeof *p);
+  p->point     = g;
+  p->page_size = c->kernel.page_size;
+  size_t rest  = g;
+  for (size_t a = c->naxes; a-- > 0;) {
+    p->values[a] = c->axes[a].values[rest % c->axes[a].count];
+    rest /= c->axes[a].count;
+    if (is_page_size(c->axes[a].name))
+      as_parse_page_size(p->values[a], &p->page_size);
+    if (is_mmap_offset(c->axes[a].name))
+      parse_mmap_offset(p->values[a], &p->mmap_offset);
+  }
+}
+
+/* Fills one point of the workload or trace t (NULL: the workload) and,
+ * for the first seed, checks that its workload and model open. */
+static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
+                              const char *trace, const char *trace_sha,
+                              bool first_seed, as_err_t *err) {
+  p->trace = trace;
+  if (trace != NULL) {
+    snprintf(p->args, sizeof p->args, "%s", trace);
+  } else {
+    char  storage[ARGV_MAX][128];
+    char *argv[ARGV_MAX];
+    int   argc = point_argv(c, p, storage, argv);
+    point_args_text(p, argc, argv);
+    if (first_seed) {
+      trace_source_t *src;
+      as_status_t rc = workload_open_argv(c->workload, argc, argv, &src, err);
+      if (rc != AS_OK)
+        return rc;
+      trace_source_close(src);
+    }
+  }
+  as_status_t rc = point_specs(c, p, err);
+  if (rc == AS_OK && first_seed)
+    rc = check_spec("model", p->model, err);
+  if (rc == AS_OK && first_seed && p->libc[0] != '\0')
+    rc = check_spec("libc", p->libc, err);
+  point_key(c, p, trace_sha);
+  return rc;
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
-                         size_t *count, as_err_t *err) {
+                         size_t *count, char spec_key[65], as_err_t *err) {
   *out   = NULL;
   *count = 0;
   size_t grid = 1;
@@ -259,56 +472,66 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     if (c->axes[a].count == 0 || grid > SIZE_MAX / c->axes[a].count)
       return as_err_set(err, AS_EUSAGE, "sweep: axis %s is empty or too big",
                         c->axes[a].name);
+    for (size_t b = 0; b < a; b++)
+      if (strcmp(c->axes[a].name, c->axes[b].name) == 0)
+        return as_err_set(err, AS_EUSAGE,
+                          "sweep: --vary %s is given twice (list every value "
+                          "in one --vary)",
+                          c->axes[a].name);
     grid *= c->axes[a].count;
   }
-  unsigned seeds = c->seeds ? c->seeds : 1;
-  if (grid > 1000000 / seeds)
+  size_t   sources = c->workload ? 1 : c->ntraces;
+  unsigned seeds   = c->seeds ? c->seeds : 1;
+  if (sources == 0)
+    return as_err_set(err, AS_EUSAGE, "sweep: no workload and no trace");
+  if (grid > 1000000 / seeds / sources)
     return as_err_set(err, AS_EUSAGE,
-                      "sweep: %zu grid points x %u seeds is more than a "
-                      "million runs",
-                      grid, seeds);
-  sweep_point_t *pts = calloc(grid * seeds, sizeof *pts);
+                      "sweep: %zu sources x %zu grid points x %u seeds is "
+                      "more than a million runs",
+                      sources, grid, seeds);
+  sweep_point_t *pts = calloc(sources * grid * seeds, sizeof *pts);
   if (pts == NULL)
     return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
-  size_t n = 0;
-  for (size_t g = 0; g < grid; g++) {
-    sweep_point_t base = {0};
-    base.point         = g;
-    base.page_size     = c->kernel.page_size;
-    size_t rest        = g;
-    for (size_t a = c->naxes; a-- > 0;) {
-      base.values[a] = c->axes[a].values[rest % c->axes[a].count];
-      rest /= c->axes[a].count;
-      if (is_page_size(c->axes[a].name))
-        as_parse_page_size(base.values[a], &base.page_size);
-      if (is_mmap_offset(c->axes[a].name))
-        parse_mmap_offset(base.values[a], &base.mmap_offset);
-    }
-    unsigned ns = seeded(c, &base) ? seeds : 1;
-    for (unsigned s = 0; s < ns; s++) {
-      sweep_point_t *p = &pts[n++];
-      *p               = base;
-      p->seed          = seeded(c, &base) ? s + 1 : 0;
-      char  storage[ARGV_MAX][128];
-      char *argv[ARGV_MAX];
-      int   argc = point_argv(c, p, storage, argv);
-      point_args_text(p, argc, argv);
-      if (s == 0) {
-        /* Open the workload once per grid point: bad values fail now. */
-        trace_source_t *src;
-        as_status_t     rc =
-            workload_open_argv(c->workload, argc, argv, &src, err);
-        if (rc != AS_OK) {
-          free(pts);
-          return rc;
-        }
-        trace_source_close(src);
+  size_t      n  = 0;
+  as_status_t rc = AS_OK;
+  for (size_t t = 0; t < sources && rc == AS_OK; t++) {
+    const char *trace = c->workload ? NULL : c->traces[t];
+    char        sha[65] = "";
+    if (trace != NULL && (rc = as_sha256_file(trace, sha, err)) != AS_OK)
+      break;
+    for (size_t g = 0; g < grid && rc == AS_OK; g++) {
+      sweep_point_t base;
+      grid_point(c, g, &base);
+      bool     has_seed = trace == NULL && seeded(c, &base);
+      unsigned ns       = has_seed ? seeds : 1;
+      for (unsigned k = 0; k < ns && rc == AS_OK; k++) {
+        sweep_point_t *p = &pts[n++];
+        *p               = base;
+        p->point         = t * grid + g;
+        p->seed          = has_seed ? k + 1 : 0;
+        rc               = fill_point(c, p, trace, sha, k == 0, err);
       }
     }
+  }
+  if (rc == AS_OK)
+    rc = dedupe(pts, &n, spec_key, err);
+  if (rc != AS_OK) {
+    free(pts);
+    return rc;
   }
   *out   = pts;
   *count = n;
   return AS_OK;
+}
+
+size_t sweep_shard(sweep_point_t *points, size_t n, unsigned index,
+                   unsigned count) {
+  if (count <= 1)
+    return n;
+  size_t k = 0;
+  for (size_t i = index; i < n; i += count)
+    points[k++] = points[i];
+  return k;
 }
 
 /* ---- Running a point ---------------------------------------------------- */
@@ -392,7 +615,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
   p->error[0]                    = '\0';
   char  storage[ARGV_MAX][128];
   char *argv[ARGV_MAX];
-  int   argc = point_argv(c, p, storage, argv);
+  int   argc = p->trace ? 0 : point_argv(c, p, storage, argv);
 
   sim_kernel_config_t kcfg = c->kernel;
   kcfg.page_size           = p->page_size;
@@ -404,9 +627,11 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
   /* The same layout rule as `compare --layouts` (sim/kernel.h). */
   as_status_t rc = sim_kernel_config_offset_layout(&kcfg, p->mmap_offset, err);
   if (rc == AS_OK)
-    rc = workload_open_argv(c->workload, argc, argv, &src, err);
+    rc = p->trace ? trace_open(p->trace, &src, err)
+                  : workload_open_argv(c->workload, argc, argv, &src, err);
   if (rc == AS_OK) {
-    rc = sim_session_open(c->model, c->libc, &kcfg, &sess, err);
+    rc = sim_session_open(p->model, p->libc[0] ? p->libc : NULL, &kcfg, &sess,
+                          err);
     have_session = rc == AS_OK;
   }
   uint64_t page_bytes = 0;
@@ -456,9 +681,12 @@ static void *worker(void *arg) {
   pool_t *pool = arg;
   for (;;) {
     pthread_mutex_lock(&pool->mu);
-    size_t i = pool->stop ? pool->n : pool->next;
+    bool   stop = pool->stop || (pool->c->stop && *pool->c->stop);
+    size_t i    = stop ? pool->n : pool->next;
     if (i < pool->n)
       pool->next++;
+    else
+      pthread_cond_signal(&pool->cv); /* wake the reporter to see the end */
     pthread_mutex_unlock(&pool->mu);
     if (i >= pool->n)
       return NULL;
@@ -482,7 +710,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
     jobs = n ? (unsigned)n : 1;
   as_status_t rc = AS_OK;
   if (jobs <= 1) {
-    for (size_t i = 0; i < n && rc == AS_OK; i++) {
+    for (size_t i = 0; i < n && rc == AS_OK && !(c->stop && *c->stop); i++) {
       sweep_run_point(c, &points[i], NULL);
       rc = done(user, &points[i], i + 1, n, err);
     }
@@ -511,11 +739,14 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
   size_t reported = 0;
   pthread_mutex_lock(&pool.mu);
   for (;;) {
-    size_t expected = pool.stop ? pool.next : n;
+    bool   stop     = pool.stop || (c->stop && *c->stop);
+    size_t expected = stop ? pool.next : n;
     if (reported >= expected)
       break;
-    while (reported == pool.ndone)
+    if (reported == pool.ndone) {
       pthread_cond_wait(&pool.cv, &pool.mu);
+      continue;
+    }
     size_t i = pool.done[reported++];
     pthread_mutex_unlock(&pool.mu);
     as_status_t drc =
@@ -595,15 +826,20 @@ void sweep_point_json(const sweep_config_t *c, const sweep_point_t *p,
          ",\"seed\":%" PRIu64 ",\"args\":",
          p->page_size, p->mmap_offset, p->seed);
   used = json_str(buf, len, used, p->args);
+  APPEND(",\"model_spec\":");
+  used = json_str(buf, len, used, p->model);
+  if (p->libc[0] != '\0') {
+    APPEND(",\"libc_spec\":");
+    used = json_str(buf, len, used, p->libc);
+  }
   if (p->have_formula)
     APPEND(",\"formula_sd_bytes\":%.17g", p->formula_sd_bytes);
   APPEND("}");
 }
 
-as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
-                              int64_t *sweep_id, as_err_t *err) {
-  char   buf[8192];
-  size_t len = sizeof buf, used = 0;
+/* The sweep's parameters as stored in sweeps.params (JSON). */
+static bool sweep_params_json(const sweep_config_t *c, char *buf, size_t len) {
+  size_t used = 0;
   APPEND("{\"vary\":{");
   for (size_t a = 0; a < c->naxes; a++) {
     used = json_str(buf, len, used, c->axes[a].name);
@@ -621,7 +857,12 @@ as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
     used = json_value(buf, len, used, c->fixed_value[f]);
     APPEND(f + 1 < c->nfixed ? "," : "");
   }
-  APPEND("},\"seeds\":%u,\"model\":", c->seeds ? c->seeds : 1);
+  APPEND("},\"traces\":[");
+  for (size_t t = 0; t < c->ntraces; t++) {
+    used = json_str(buf, len, used, c->traces[t]);
+    APPEND(t + 1 < c->ntraces ? "," : "");
+  }
+  APPEND("],\"seeds\":%u,\"model\":", c->seeds ? c->seeds : 1);
   used = json_str(buf, len, used, c->model);
   APPEND(",\"libc\":");
   if (c->libc)
@@ -630,32 +871,154 @@ as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
     APPEND("null");
   APPEND(",\"page_size\":%" PRIu64 ",\"thp\":%s}", c->kernel.page_size,
          c->kernel.thp ? "true" : "false");
-  if (used >= len)
-    return as_err_set(err, AS_EINVAL, "sweep: parameters too long to store");
+  return used < len;
+}
 
+/* Prepares sql on s's database; AS_ESTORE naming what on failure. */
+static as_status_t prepare_sql(store_t *s, const char *sql, const char *what,
+                               sqlite3_stmt **st, as_err_t *err) {
+  if (sqlite3_prepare_v2(store_db(s), sql, -1, st, NULL) == SQLITE_OK)
+    return AS_OK;
+  *st = NULL;
+  return as_err_set(err, AS_ESTORE, "%s: %s: %s", store_path(s), what,
+                    sqlite3_errmsg(store_db(s)));
+}
+
+/* Steps a write statement to its end and finalizes it. */
+static as_status_t step_done(store_t *s, sqlite3_stmt *st, const char *what,
+                             as_err_t *err) {
+  as_status_t rc = AS_OK;
+  if (sqlite3_step(st) != SQLITE_DONE)
+    rc = as_err_set(err, AS_ESTORE, "%s: %s: %s", store_path(s), what,
+                    sqlite3_errmsg(store_db(s)));
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The latest sweep with spec key and shard, or 0. */
+static int64_t latest_sweep(store_t *s, const char *spec_key,
+                            const char *shard) {
+  sqlite3_stmt *st = NULL;
+  int64_t       id = 0;
+  if (prepare_sql(s,
+                  "SELECT max(id) FROM sweeps WHERE spec_key = ?1 AND "
+                  "coalesce(shard, '') = ?2",
+                  "finding the sweep", &st, NULL) == AS_OK) {
+    sqlite3_bind_text(st, 1, spec_key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, shard ? shard : "", -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW)
+      id = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  return id;
+}
+
+/* Writes a new sweeps row; *id receives it. */
+static as_status_t insert_sweep(store_t *s, const sweep_config_t *c,
+                                const sweep_store_info_t *info,
+                                const char *params, const char *host,
+                                int64_t *id, as_err_t *err) {
+  sqlite3_stmt *st;
+  as_status_t   rc = prepare_sql(
+      s,
+      "INSERT INTO sweeps(workload, params, spec_key, state, total_points, "
+      "shard, host, pid, allocsim_version, uid) VALUES(?1, ?2, ?3, "
+      "'running', ?4, ?5, ?6, ?7, ?8, lower(hex(randomblob(16))))",
+      "recording the sweep", &st, err);
+  if (rc != AS_OK)
+    return rc;
+  sqlite3_bind_text(st, 1, c->workload ? c->workload->name : "trace", -1,
+                    SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, params, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, info->spec_key, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 4, (sqlite3_int64)info->total_points);
+  if (info->shard)
+    sqlite3_bind_text(st, 5, info->shard, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 6, host, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 7, getpid());
+  sqlite3_bind_text(st, 8, ALLOCSIM_VERSION, -1, SQLITE_STATIC);
+  rc  = step_done(s, st, "recording the sweep", err);
+  *id = sqlite3_last_insert_rowid(store_db(s));
+  return rc;
+}
+
+as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
+                              const sweep_store_info_t *info,
+                              int64_t *sweep_id, as_err_t *err) {
+  char params[8192], host[256] = "";
+  if (!sweep_params_json(c, params, sizeof params))
+    return as_err_set(err, AS_EINVAL, "sweep: parameters too long to store");
+  gethostname(host, sizeof host - 1);
   as_status_t rc = store_begin(s, err);
   if (rc != AS_OK)
     return rc;
-  sqlite3      *db   = store_db(s);
-  sqlite3_stmt *stmt = NULL;
-  int           src  = sqlite3_prepare_v2(
-      db, "INSERT INTO sweeps(workload, params) VALUES(?1, ?2)", -1, &stmt,
-      NULL);
-  if (src == SQLITE_OK) {
-    sqlite3_bind_text(stmt, 1, c->workload->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(stmt, 2, buf, -1, SQLITE_TRANSIENT);
-    src = sqlite3_step(stmt) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+  int64_t id = info->resume ? latest_sweep(s, info->spec_key, info->shard) : 0;
+  if (id != 0) {
+    sqlite3_stmt *st;
+    rc = prepare_sql(s,
+                     "UPDATE sweeps SET state = 'running', host = ?1, "
+                     "pid = ?2, finished_at = NULL WHERE id = ?3",
+                     "resuming the sweep", &st, err);
+    if (rc == AS_OK) {
+      sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(st, 2, getpid());
+      sqlite3_bind_int64(st, 3, id);
+      rc = step_done(s, st, "resuming the sweep", err);
+    }
+  } else {
+    rc = insert_sweep(s, c, info, params, host, &id, err);
   }
-  if (src != SQLITE_OK) {
-    rc = as_err_set(err, AS_ESTORE, "%s: cannot record the sweep: %s",
-                    store_path(s), sqlite3_errmsg(db));
-    sqlite3_finalize(stmt);
+  if (rc != AS_OK) {
     store_rollback(s);
     return rc;
   }
-  *sweep_id = sqlite3_last_insert_rowid(db);
-  sqlite3_finalize(stmt);
+  *sweep_id = id;
   return store_commit(s, err);
+}
+
+as_status_t sweep_store_finish(store_t *s, int64_t sweep_id, const char *state,
+                               as_err_t *err) {
+  as_status_t rc = store_begin(s, err);
+  sqlite3_stmt *st;
+  if (rc == AS_OK)
+    rc = prepare_sql(s,
+                     "UPDATE sweeps SET state = ?1, pid = NULL, finished_at = "
+                     "strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?2",
+                     "finishing the sweep", &st, err);
+  if (rc == AS_OK) {
+    sqlite3_bind_text(st, 1, state, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, sweep_id);
+    rc = step_done(s, st, "finishing the sweep", err);
+  }
+  if (rc != AS_OK) {
+    store_rollback(s);
+    return rc;
+  }
+  return store_commit(s, err);
+}
+
+as_status_t sweep_skip_done(store_t *s, const char *spec_key,
+                            sweep_point_t *points, size_t *n, as_err_t *err) {
+  sqlite3_stmt *st = NULL;
+  int           rc = sqlite3_prepare_v2(
+      store_db(s),
+      "SELECT 1 FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id "
+      "WHERE w.spec_key = ?1 AND p.key = ?2 AND p.run_id IS NOT NULL LIMIT 1",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return as_err_set(err, AS_ESTORE, "%s: %s", store_path(s),
+                      sqlite3_errmsg(store_db(s)));
+  size_t k = 0;
+  for (size_t i = 0; i < *n; i++) {
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, spec_key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, points[i].key, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW)
+      points[k++] = points[i];
+  }
+  sqlite3_finalize(st);
+  *n = k;
+  return AS_OK;
 }
 
 as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
@@ -664,75 +1027,62 @@ as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
   char params[2048];
   sweep_point_json(c, p, params, sizeof params);
   char source[600], sid[32], pt[32], seed[32];
-  snprintf(source, sizeof source, "%s %s", c->workload->name, p->args);
+  snprintf(source, sizeof source, "%s %s",
+           p->trace ? "trace" : c->workload->name, p->args);
   snprintf(sid, sizeof sid, "%" PRId64, sweep_id);
   snprintf(pt, sizeof pt, "%" PRIu64, p->point);
   snprintf(seed, sizeof seed, "%" PRIu64, p->seed);
-  int64_t    run_id = 0;
-  bool       have_run = false;
-  as_status_t rc;
+  int64_t     run_id = 0;
+  as_status_t rc     = store_begin(s, err);
+  if (rc != AS_OK)
+    return rc;
   if (p->status == AS_OK) {
     store_kv_t  meta[] = {{"sweep_id", sid},
                           {"sweep_point", pt},
                           {"sweep_seed", seed},
-                          {"workload", source}};
+                          {"sweep_point_key", p->key},
+                          {p->trace ? "trace" : "workload", source}};
     store_run_t run    = {.kind       = "simulated",
                           .model      = p->model_desc,
-                          .options    = c->libc,
+                          .options    = p->libc[0] ? p->libc : NULL,
                           .page_size  = p->page_size,
                           .source     = source,
                           .command    = c->command ? c->command : "sweep",
                           .meta       = meta,
                           .meta_count = sizeof meta / sizeof meta[0]};
     rc = store_write_run(s, &run, p->samples, p->nsamples, &run_id, err);
-    if (rc != AS_OK)
-      return rc;
-    have_run = true;
   }
-  if ((rc = store_begin(s, err)) != AS_OK)
-    return rc;
-  sqlite3      *db   = store_db(s);
   sqlite3_stmt *stmt = NULL;
-  int           src  = sqlite3_prepare_v2(
-      db,
-      "INSERT INTO sweep_points(sweep_id, point, seed, params_json, model, "
-      "page_size, simulated_kept_bytes, formula_kept_bytes, arenas_pinned, "
-      "run_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-      -1, &stmt, NULL);
-  if (src == SQLITE_OK) {
+  if (rc == AS_OK)
+    rc = prepare_sql(
+        s,
+        "INSERT OR REPLACE INTO sweep_points(sweep_id, point, seed, "
+        "params_json, model, page_size, simulated_kept_bytes, "
+        "formula_kept_bytes, arenas_pinned, run_id, key) VALUES(?1, ?2, ?3, "
+        "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "recording a sweep point", &stmt, err);
+  if (rc == AS_OK) {
     sqlite3_bind_int64(stmt, 1, sweep_id);
     sqlite3_bind_int64(stmt, 2, (sqlite3_int64)p->point);
     sqlite3_bind_int64(stmt, 3, (sqlite3_int64)p->seed);
     sqlite3_bind_text(stmt, 4, params, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(stmt, 5, p->model_desc[0] ? p->model_desc : c->model,
+    sqlite3_bind_text(stmt, 5, p->model_desc[0] ? p->model_desc : p->model,
                       -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(stmt, 6, (sqlite3_int64)p->page_size);
     if (p->status == AS_OK && p->have_kept)
       sqlite3_bind_int64(stmt, 7, p->kept_bytes);
-    else
-      sqlite3_bind_null(stmt, 7);
     if (p->have_formula)
       sqlite3_bind_double(stmt, 8, p->formula_kept_bytes);
-    else
-      sqlite3_bind_null(stmt, 8);
     if (p->status == AS_OK && p->arenas_pinned >= 0)
       sqlite3_bind_int64(stmt, 9, p->arenas_pinned);
-    else
-      sqlite3_bind_null(stmt, 9);
-    if (have_run)
+    if (p->status == AS_OK)
       sqlite3_bind_int64(stmt, 10, run_id);
-    else
-      sqlite3_bind_null(stmt, 10);
-    src = sqlite3_step(stmt) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    sqlite3_bind_text(stmt, 11, p->key, -1, SQLITE_TRANSIENT);
+    rc = step_done(s, stmt, "recording a sweep point", err);
   }
-  if (src != SQLITE_OK) {
-    rc = as_err_set(err, AS_ESTORE, "%s: cannot record sweep point %" PRIu64
-                                    ": %s",
-                    store_path(s), p->point, sqlite3_errmsg(db));
-    sqlite3_finalize(stmt);
+  if (rc != AS_OK) {
     store_rollback(s);
     return rc;
   }
-  sqlite3_finalize(stmt);
   return store_commit(s, err);
 }

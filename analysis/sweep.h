@@ -1,11 +1,23 @@
-/* analysis/sweep.h -- parameter sweeps: run a workload at every point of a
- * grid (several seeds each), against a model, and store kept memory beside
- * the formula's prediction.
+/* analysis/sweep.h -- parameter sweeps: run a workload or trace files at
+ * every point of a grid (several seeds each), against models, and store
+ * kept memory beside the formula's prediction.
  *
  * Type map
- *   sweep_axis_t    one varied parameter: a workload option or page_size
- *   sweep_config_t  workload, axes, fixed options, seeds, model, jobs
+ *   sweep_axis_t    one varied parameter: a workload option, page_size,
+ *                   mmap_offset, model, libc, or a model option
+ *                   ("glibc.arena_max")
+ *   sweep_config_t  workload or traces, axes, fixed options, seeds, model,
+ *                   libc, jobs
  *   sweep_point_t   one point of the grid: its parameters and results
+ *
+ * Identity.  Every point has a key: the SHA-256 of everything that decides
+ * its result (the workload and its arguments, or the trace's SHA-256; the
+ * model and libc specs; page size, layout offset and seed), so points that
+ * are the same simulation are one point (a model option axis does not
+ * multiply points of another model), and a sweep has a spec key, the
+ * SHA-256 of its points' keys.  Shards of one sweep share the spec key;
+ * --resume skips the points whose key a sweep with that spec key already
+ * completed; merging stores matches points by key.
  *
  * A point is one simulation (sim_session_open + sim_engine_run) with its own
  * session, so points run in parallel on worker threads.  Results come back
@@ -21,6 +33,7 @@
 #ifndef ALLOCSIM_SWEEP_H
 #define ALLOCSIM_SWEEP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,29 +46,36 @@
 #define SWEEP_MAX_AXES   8
 #define SWEEP_MAX_FIXED  16
 #define SWEEP_MAX_MARKS  8
+#define SWEEP_MAX_TRACES 64
 
 typedef struct sweep_axis_s sweep_axis_t;
 struct sweep_axis_s {
-  char   name[32]; /* workload option ("fraction") or "page_size" */
+  char   name[48]; /* workload option ("fraction"), "page_size",
+                      "mmap_offset", "model", "libc" or "<model>.<option>" */
   size_t count;    /* values, >= 1 */
   char **values;   /* owned copies, as typed */
 };
 
-/* Parses "name=v1,v2,..." for workload wl.  name is one of wl's options
- * ('_' and '-' are interchangeable), page_size (4096, 16384, 65536), or
- * mmap_offset: bytes (a multiple of 4096 below 1 GiB) by which the
- * simulated kernel's mmap_top is lowered, i.e. a different address-space
- * layout, as ASLR gives each real run (it decides which pymalloc arenas are
- * 16 KiB aligned).
- * AS_EUSAGE naming the axis for an unknown name, an empty value or a page
- * size the kernel does not support.  Free with sweep_axis_free. */
+/* Parses "name=v1,v2,..." for workload wl (NULL for trace sweeps).  name
+ * is one of wl's options ('_' and '-' are interchangeable), page_size
+ * (4096, 16384, 65536, 16K ...), mmap_offset: bytes (a multiple of 4096
+ * below 1 GiB) by which the simulated kernel's mmap_top is lowered, i.e. a
+ * different address-space layout, as ASLR gives each real run (it decides
+ * which pymalloc arenas are 16 KiB aligned); model or libc (model specs,
+ * "glibc:arena_max=2"); or MODEL.OPTION, an option of a registered model
+ * ("glibc.arena_max=1,2,8"), which applies to the points whose model or
+ * libc is that model and to no other.
+ * AS_EUSAGE naming the axis for an unknown name, an empty value, a value
+ * the option or kernel refuses.  Free with sweep_axis_free. */
 as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
                              sweep_axis_t *out, as_err_t *err);
 void        sweep_axis_free(sweep_axis_t *a);
 
 typedef struct sweep_config_s sweep_config_t;
 struct sweep_config_s {
-  const workload_def_t *workload;
+  const workload_def_t *workload; /* NULL when the sweep replays traces */
+  const char           *traces[SWEEP_MAX_TRACES]; /* trace files */
+  size_t                ntraces;
   sweep_axis_t          axes[SWEEP_MAX_AXES]; /* last varies fastest */
   size_t                naxes;
   const char *fixed_name[SWEEP_MAX_FIXED];  /* workload options held fixed */
@@ -66,6 +86,8 @@ struct sweep_config_s {
   const char *libc;     /* libc spec or NULL */
   sim_kernel_config_t kernel; /* page_size is the default for points */
   unsigned    jobs;     /* worker threads; 0 = online cores */
+  volatile sig_atomic_t *stop; /* set (by a signal handler): start no new
+                                  point; may be NULL */
   const char *command;  /* the command line, stored with each run */
 };
 
@@ -84,7 +106,12 @@ struct sweep_point_s {
   uint64_t    page_size;                /* OS page, bytes */
   uint64_t    mmap_offset;              /* mmap_top lowered by, bytes */
   char        args[512];                /* workload arguments, as for
-                                           `allocsim run WORKLOAD ...` */
+                                           `allocsim run WORKLOAD ...`, or
+                                           the trace file */
+  const char *trace;                    /* the trace file, or NULL */
+  char        model[384];               /* the model spec simulated */
+  char        libc[256];                /* the libc spec, "" for default */
+  char        key[65];                  /* the point's key (file comment) */
   /* Results (valid when status is AS_OK). */
   as_status_t  status;
   char         error[512];
@@ -111,11 +138,24 @@ struct sweep_point_s {
 bool sweep_point_mark(const sweep_point_t *p, const char *label,
                       uint64_t *rss_bytes);
 
-/* Expands c into its points (grid x seeds); *out is freed with free().
- * Checks every point's workload arguments by opening the workload once, so
- * a bad value fails here, naming the option, before anything runs. */
+/* Expands c into its points (traces x grid x seeds, without duplicate
+ * keys, in a deterministic order); *out is freed with free().  Checks every
+ * point's workload arguments by opening the workload once, and its model
+ * spec by parsing it, so a bad value fails here, naming the option, before
+ * anything runs.  spec_key (may be NULL) receives the sweep's spec key. */
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
-                         size_t *count, as_err_t *err);
+                         size_t *count, char spec_key[65], as_err_t *err);
+
+/* Keeps the points of shard index of count (every count-th point from
+ * index, in expansion order), moving them to the front; returns how many. */
+size_t sweep_shard(sweep_point_t *points, size_t n, unsigned index,
+                   unsigned count);
+
+/* Removes the points whose key a sweep of store s with spec key spec_key
+ * completed (stored with its run), moving the rest to the front; *n
+ * receives how many are left. */
+as_status_t sweep_skip_done(store_t *s, const char *spec_key,
+                            sweep_point_t *points, size_t *n, as_err_t *err);
 
 /* Runs one point; safe to call from several threads at once.  A failed
  * simulation is recorded in p->status / p->error and also returned. */
@@ -135,13 +175,30 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
                       size_t n, sweep_done_fn done, void *user,
                       as_err_t *err);
 
-/* Writes the sweeps row (workload, JSON of axes, fixed options, seeds,
- * model) and returns its id. */
+/* How a sweep is recorded: its spec key, how many points it has in all,
+ * its shard ("2/8", or NULL), and whether to continue the latest sweep of
+ * the same spec key and shard (resume) instead of starting another. */
+typedef struct sweep_store_info_s sweep_store_info_t;
+struct sweep_store_info_s {
+  const char *spec_key;
+  size_t      total_points; /* before sharding */
+  const char *shard;
+  bool        resume;
+};
+
+/* Writes (or, resuming, reopens) the sweeps row (workload, JSON of axes,
+ * fixed options, seeds, model; spec key, shard, host, pid, state
+ * 'running') and returns its id. */
 as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
+                              const sweep_store_info_t *info,
                               int64_t *sweep_id, as_err_t *err);
-/* Writes point p: its simulated run (mark samples, provenance) and its
- * sweep_points row.  params_json holds the axes' values, page_size, seed,
- * the workload arguments and, for survivors, formula_sd_bytes. */
+/* Records how the sweep ended: state "complete" or "interrupted". */
+as_status_t sweep_store_finish(store_t *s, int64_t sweep_id, const char *state,
+                               as_err_t *err);
+/* Writes point p in one transaction: its simulated run (mark samples,
+ * provenance) and its sweep_points row, so a kill leaves the point whole
+ * or absent.  params_json holds the axes' values, page_size, seed, the
+ * workload arguments and, for survivors, formula_sd_bytes. */
 as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
                               const sweep_config_t *c, const sweep_point_t *p,
                               as_err_t *err);

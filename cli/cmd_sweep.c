@@ -4,6 +4,10 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <time.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +22,17 @@ typedef struct sweep_cli_s {
   store_t              *store;
   int64_t               sweep_id;
   size_t                failed;
+  double                t0;       /* when the sweep started */
+  bool                  progress; /* a progress line on stderr */
 } sweep_cli_t;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(sweep_cli_t *sc, size_t ndone, size_t total);
 
 static void describe_point(const sweep_config_t *c, const sweep_point_t *p,
                            char *buf, size_t len) {
@@ -39,17 +53,10 @@ static as_status_t on_done(void *user, sweep_point_t *p, size_t ndone,
   describe_point(sc->c, p, what, sizeof what);
   if (p->status != AS_OK) {
     sc->failed++;
-    fprintf(stderr, "[%zu/%zu] %s: failed: %s\n", ndone, total, what,
-            p->error);
-  } else {
-    fprintf(stderr, "[%zu/%zu] %s: kept %.2f MiB", ndone, total, what,
-            (double)p->kept_bytes / MIB);
-    if (p->have_formula)
-      fprintf(stderr, " (formula %.2f +- %.2f)",
-              p->formula_kept_bytes / MIB, p->formula_sd_bytes / MIB);
-    fprintf(stderr, ", %" PRIu64 " events in %.2f s\n", p->events,
-            p->seconds);
+    fprintf(stderr, "%s[%zu/%zu] %s: failed: %s\n", sc->progress ? "\n" : "",
+            ndone, total, what, p->error);
   }
+  progress(sc, ndone, total);
   if (sc->store != NULL)
     return sweep_store_point(sc->store, sc->sweep_id, sc->c, p, err);
   return AS_OK;
@@ -153,172 +160,445 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
 
 static bool parse_uint(const char *s, unsigned lo, unsigned hi,
                        unsigned *out) {
-  char *end;
-  errno           = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (end == s || *end || errno || s[0] == '-' || v < lo || v > hi)
+  uint64_t v;
+  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK || v < lo ||
+      v > hi)
     return false;
   *out = (unsigned)v;
   return true;
 }
 
-static int sweep_main(int argc, char **argv) {
-  if (argc < 2 || argv[1][0] == '-')
-    return cli_usage_error("sweep", "which workload? (e.g. survivors)");
-  const workload_def_t *wl = workload_find(argv[1]);
-  if (wl == NULL)
-    return cli_usage_error("sweep", "unknown workload '%s'", argv[1]);
+/* ---- Interruption -------------------------------------------------------- */
 
-  cli_sim_opts_t o;
-  cli_sim_opts_default(&o, "cpython");
-  sweep_config_t c = {.workload = wl, .seeds = 1};
-  int            code = CLI_EXIT_OK;
-  as_err_t       err  = {0};
-  for (int i = 2; i < argc && code == CLI_EXIT_OK; i++) {
-    const char *a = argv[i], *v;
-    int         took = cli_sim_opts_take(&o, "sweep", argc, argv, &i);
-    if (took < 0) {
-      code = CLI_EXIT_USAGE;
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+/* SIGINT and SIGTERM stop the sweep between points: running points finish
+ * and are stored, the sweep is recorded as interrupted. */
+static void catch_stop_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- Spec files ---------------------------------------------------------- */
+
+/* Reads a sweep spec file into argv words, as if typed before the command
+ * line's own options (file comment of cli_cmd_sweep's usage).  The words
+ * are strdup'd into words[]; *n counts them. */
+static as_status_t read_spec(const char *path, char **words, int *n, int cap,
+                             as_err_t *err) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return as_err_set(err, AS_EINVAL, "%s: cannot open: %s", path,
+                      strerror(errno));
+  char        line[1024];
+  unsigned    lineno = 0;
+  as_status_t rc     = AS_OK;
+  while (rc == AS_OK && fgets(line, sizeof line, f) != NULL) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash != NULL)
+      *hash = '\0';
+    char *k = line + strspn(line, " \t");
+    char *eq = strchr(k, '=');
+    if (*k == '\0' || *k == '\n')
+      continue;
+    if (eq == NULL) {
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected KEY = VALUE", path,
+                      lineno);
       break;
     }
+    char *v = eq + 1;
+    *eq     = '\0';
+    v += strspn(v, " \t");
+    v[strcspn(v, " \t\r\n")] = '\0';
+    for (char *e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--)
+      *e = '\0';
+    char key[64], name[64];
+    if (sscanf(k, "%63s %63s", key, name) == 2 &&
+        (strcmp(key, "vary") == 0 || strcmp(key, "set") == 0)) {
+      char buf[1200];
+      if (*n + 2 > cap) {
+        rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
+                        lineno);
+        break;
+      }
+      if (strcmp(key, "vary") == 0) {
+        words[(*n)++] = strdup("--vary");
+        snprintf(buf, sizeof buf, "%s=%s", name, v);
+      } else {
+        snprintf(buf, sizeof buf, "--%s", name);
+        words[(*n)++] = strdup(buf);
+        snprintf(buf, sizeof buf, "%s", v);
+      }
+      words[(*n)++] = strdup(buf);
+      continue;
+    }
+    static const char *const keys[] = {"workload", "trace", "model",
+                                       "libc",     "seeds", "jobs",
+                                       "page_size", "page-size"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+      known |= strcmp(k, keys[i]) == 0;
+    if (!known || *v == '\0') {
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected workload, trace, model, libc, seeds, "
+                      "jobs, page_size, 'vary NAME' or 'set NAME' with a "
+                      "value, got '%s'",
+                      path, lineno, k);
+      break;
+    }
+    if (*n + 2 > cap) {
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
+                      lineno);
+      break;
+    }
+    char opt[80];
+    bool positional = strcmp(k, "workload") == 0 || strcmp(k, "trace") == 0;
+    snprintf(opt, sizeof opt, "--%s", strcmp(k, "page_size") ? k : "page-size");
+    if (!positional)
+      words[(*n)++] = strdup(opt);
+    words[(*n)++] = strdup(v);
+  }
+  fclose(f);
+  return rc;
+}
+
+/* ---- Status -------------------------------------------------------------- */
+
+/* Whether process pid is alive on this host. */
+static bool alive_here(const char *host, int64_t pid) {
+  char me[256] = "";
+  gethostname(me, sizeof me - 1);
+  return host != NULL && strcmp(host, me) == 0 && pid > 0 &&
+         kill((pid_t)pid, 0) == 0;
+}
+
+static int sweep_status(const char *db) {
+  as_err_t err = {0};
+  store_t *s;
+  if (access(db, F_OK) != 0) {
+    as_err_set(&err, AS_EINVAL, "%s: no such store", db);
+    return cli_fail("sweep", &err);
+  }
+  if (store_open(db, &s, &err) != AS_OK)
+    return cli_fail("sweep", &err);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(
+      store_db(s),
+      "SELECT w.id, w.workload, w.state, w.total_points, w.shard, w.host, "
+      "w.pid, w.created_at, coalesce(w.finished_at, ''), "
+      "substr(coalesce(w.spec_key, ''), 1, 12), "
+      "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
+      " p.run_id IS NOT NULL), "
+      "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
+      " p.run_id IS NULL) FROM sweeps w ORDER BY w.id",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) {
+    as_err_set(&err, AS_ESTORE, "%s: %s", db, sqlite3_errmsg(store_db(s)));
+    store_close(s);
+    return cli_fail("sweep", &err);
+  }
+  printf("%5s  %-10s %-28s %7s %7s %6s  %-7s %-12s %s\n", "sweep", "workload",
+         "state", "done", "failed", "total", "shard", "spec", "started");
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char *state = (const char *)sqlite3_column_text(st, 2);
+    const char *host  = (const char *)sqlite3_column_text(st, 5);
+    char        shown[64];
+    snprintf(shown, sizeof shown, "%s", state ? state : "?");
+    if (state != NULL && strcmp(state, "running") == 0 &&
+        !alive_here(host, sqlite3_column_int64(st, 6)))
+      snprintf(shown, sizeof shown, "interrupted (no process)");
+    const char *shard = (const char *)sqlite3_column_text(st, 4);
+    printf("%5lld  %-10s %-28s %7lld %7lld %6lld  %-7s %-12s %s\n",
+           (long long)sqlite3_column_int64(st, 0),
+           (const char *)sqlite3_column_text(st, 1), shown,
+           (long long)sqlite3_column_int64(st, 10),
+           (long long)sqlite3_column_int64(st, 11),
+           (long long)sqlite3_column_int64(st, 3), shard ? shard : "-",
+           (const char *)sqlite3_column_text(st, 9),
+           (const char *)sqlite3_column_text(st, 7));
+  }
+  sqlite3_finalize(st);
+  store_close(s);
+  return CLI_EXIT_OK;
+}
+
+/* ---- The sweep ----------------------------------------------------------- */
+
+typedef struct sweep_args_s sweep_args_t;
+struct sweep_args_s {
+  cli_sim_opts_t o;
+  sweep_config_t c;
+  unsigned       shard_index, shard_count;
+  bool           resume, quiet, status;
+  char          *spec_words[512];
+  int            nspec;
+};
+
+/* One option or source of the sweep command line; *i past it.  Returns an
+ * exit code, or -1 to go on. */
+static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
+                    as_err_t *err) {
+  const char *a = argv[*i], *v;
+  int         took = cli_sim_opts_take(&x->o, "sweep", argc, argv, i);
+  if (took < 0)
+    return CLI_EXIT_USAGE;
+  if (took)
+    return -1;
+  if (strcmp(a, "--resume") == 0)
+    return x->resume = true, -1;
+  if (strcmp(a, "--quiet") == 0)
+    return x->quiet = true, -1;
+  if (strcmp(a, "--status") == 0)
+    return x->status = true, -1;
+  if (a[0] != '-') { /* a source: a workload name or trace files */
+    if (x->c.workload == NULL && x->c.ntraces == 0 && workload_find(a)) {
+      x->c.workload = workload_find(a);
+      return -1;
+    }
+    if (access(a, R_OK) != 0)
+      return cli_usage_error("sweep", "'%s' is neither a workload nor a "
+                                      "readable trace file", a);
+    if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES)
+      return cli_usage_error("sweep", "a sweep takes one workload or up to "
+                                      "%d trace files, got '%s' too",
+                             SWEEP_MAX_TRACES, a);
+    x->c.traces[x->c.ntraces++] = a;
+    return -1;
+  }
+  if ((took = cli_opt_value("sweep", argc, argv, i, "--shard", &v)) != 0) {
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    unsigned idx, cnt;
+    char     tail;
+    if (sscanf(v, "%u/%u%c", &idx, &cnt, &tail) != 2 || cnt == 0 ||
+        idx >= cnt)
+      return cli_usage_error("sweep", "--shard expects I/N with 0 <= I < N, "
+                                      "got '%s'", v);
+    x->shard_index = idx;
+    x->shard_count = cnt;
+    return -1;
+  }
+  if ((took = cli_opt_value("sweep", argc, argv, i, "--vary", &v)) != 0) {
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (x->c.naxes == SWEEP_MAX_AXES)
+      return cli_usage_error("sweep", "at most %d --vary axes",
+                             SWEEP_MAX_AXES);
+    if (sweep_axis_parse(x->c.workload, v, &x->c.axes[x->c.naxes], err) !=
+        AS_OK)
+      return cli_fail("sweep", err);
+    x->c.naxes++;
+    return -1;
+  }
+  if ((took = cli_opt_value("sweep", argc, argv, i, "--seeds", &v)) != 0) {
+    if (took < 0 || !parse_uint(v, 1, 1000, &x->c.seeds))
+      return cli_usage_error("sweep", "--seeds expects 1 to 1000");
+    return -1;
+  }
+  if ((took = cli_opt_value("sweep", argc, argv, i, "--jobs", &v)) != 0) {
+    if (took < 0 || !parse_uint(v, 1, 1024, &x->c.jobs))
+      return cli_usage_error("sweep", "--jobs expects 1 to 1024");
+    return -1;
+  }
+  if (strncmp(a, "--", 2) != 0 || x->c.workload == NULL)
+    return cli_usage_error("sweep", "unknown option '%s'", a);
+  /* A workload option held fixed: --name=value or --name value. */
+  const char *eq = strchr(a, '=');
+  if (eq != NULL)
+    v = eq + 1;
+  else if (*i + 1 < argc)
+    v = argv[++*i];
+  else
+    return cli_usage_error("sweep", "%s needs a value", a);
+  if (x->c.nfixed == SWEEP_MAX_FIXED)
+    return cli_usage_error("sweep", "too many fixed options");
+  size_t nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+  for (size_t f = 0; f < x->c.nfixed; f++)
+    if (strlen(x->c.fixed_name[f]) == nlen &&
+        strncmp(x->c.fixed_name[f], a + 2, nlen) == 0)
+      return cli_usage_error("sweep", "--%.*s is given twice", (int)nlen,
+                             a + 2);
+  if ((x->c.fixed_name[x->c.nfixed] = strndup(a + 2, nlen)) == NULL)
+    return CLI_EXIT_INPUT;
+  x->c.fixed_value[x->c.nfixed++] = v;
+  return -1;
+}
+
+/* Parses the spec file (--spec, first) and the command line into x. */
+static int parse_sweep_args(sweep_args_t *x, int argc, char **argv,
+                            as_err_t *err) {
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    int took = cli_opt_value("sweep", argc, argv, &i, "--spec", &v);
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took && read_spec(v, x->spec_words + 1, &x->nspec, 510, err) != AS_OK)
+      return cli_fail("sweep", err);
+  }
+  x->spec_words[0] = "sweep";
+  for (int i = 1; i <= x->nspec; i++) {
+    int code = take_arg(x, x->nspec + 1, x->spec_words, &i, err);
+    if (code >= 0)
+      return code;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    int         took = cli_opt_value("sweep", argc, argv, &i, "--spec", &v);
     if (took)
       continue;
-    if (strncmp(a, "--", 2) != 0) {
-      code = cli_usage_error("sweep", "expected an option, got '%s'", a);
-      break;
-    }
-    const char *name = NULL;
-    static const char *const own[] = {"--vary", "--seeds", "--jobs"};
-    for (size_t k = 0; k < sizeof own / sizeof own[0] && name == NULL; k++)
-      if ((took = cli_opt_value("sweep", argc, argv, &i, own[k], &v)) != 0)
-        name = own[k];
-    if (took < 0) {
-      code = CLI_EXIT_USAGE;
-      break;
-    }
-    if (name == NULL) {
-      /* A workload option held fixed: --name=value or --name value. */
-      const char *eq = strchr(a, '=');
-      if (eq != NULL)
-        v = eq + 1;
-      else if (i + 1 < argc)
-        v = argv[++i];
-      else {
-        code = cli_usage_error("sweep", "%s needs a value", a);
-        break;
-      }
-    }
-    if (name != NULL && strcmp(name, "--vary") == 0) {
-      if (c.naxes == SWEEP_MAX_AXES) {
-        code = cli_usage_error("sweep", "at most %d --vary axes",
-                               SWEEP_MAX_AXES);
-        break;
-      }
-      if (sweep_axis_parse(wl, v, &c.axes[c.naxes], &err) != AS_OK) {
-        code = cli_fail("sweep", &err);
-        break;
-      }
-      c.naxes++;
-    } else if (name != NULL && strcmp(name, "--seeds") == 0) {
-      if (!parse_uint(v, 1, 1000, &c.seeds)) {
-        fprintf(stderr, "allocsim sweep: --seeds expects an integer in "
-                        "1..1000, got '%s'\n",
-                v);
-        code = CLI_EXIT_INPUT;
-      }
-    } else if (name != NULL && strcmp(name, "--jobs") == 0) {
-      if (!parse_uint(v, 1, 1024, &c.jobs)) {
-        fprintf(stderr, "allocsim sweep: --jobs expects an integer in "
-                        "1..1024, got '%s'\n",
-                v);
-        code = CLI_EXIT_INPUT;
-      }
-    } else {
-      /* A workload option held fixed; the workload checks name and value. */
-      if (c.nfixed == SWEEP_MAX_FIXED) {
-        code = cli_usage_error("sweep", "too many fixed options");
-        break;
-      }
-      const char *eq   = strchr(a, '=');
-      size_t      nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-      c.fixed_name[c.nfixed]  = strndup(a + 2, nlen);
-      c.fixed_value[c.nfixed] = v;
-      if (c.fixed_name[c.nfixed] == NULL) {
-        code = CLI_EXIT_INPUT;
-        break;
-      }
-      c.nfixed++;
-    }
+    int code = take_arg(x, argc, argv, &i, err);
+    if (code >= 0)
+      return code;
   }
-  for (size_t f = 0; code == CLI_EXIT_OK && f < c.nfixed; f++)
-    for (size_t a = 0; a < c.naxes; a++)
-      if (strcmp(c.fixed_name[f], c.axes[a].name) == 0) {
-        code = cli_usage_error("sweep", "--%s is both fixed and varied",
-                               c.fixed_name[f]);
-        break;
-      }
-  if (code == CLI_EXIT_OK && c.naxes == 0)
-    code = cli_usage_error("sweep", "nothing to vary: give --vary NAME=V,...");
-  c.model   = o.model;
-  c.libc    = o.libc;
-  c.kernel  = o.kernel;
-  c.command = cli_command_line(argc, argv);
+  return -1;
+}
 
-  sweep_point_t *pts   = NULL;
-  size_t         npts  = 0;
-  sweep_cli_t    sc    = {.c = &c};
-  if (code == CLI_EXIT_OK && sweep_expand(&c, &pts, &npts, &err) != AS_OK)
+/* Progress on stderr when it is a terminal: points, rate and ETA. */
+static void progress(sweep_cli_t *sc, size_t ndone, size_t total) {
+  if (!sc->progress)
+    return;
+  double el = now_s() - sc->t0;
+  double rate = el > 0 ? (double)ndone / el : 0;
+  fprintf(stderr, "\r[%zu/%zu] %.1f points/s, ETA %.0f s   ", ndone, total,
+          rate, rate > 0 ? (double)(total - ndone) / rate : 0);
+  if (ndone == total)
+    fputc('\n', stderr);
+}
+
+static int sweep_main(int argc, char **argv) {
+  sweep_args_t x;
+  memset(&x, 0, sizeof x);
+  cli_sim_opts_default(&x.o, "cpython");
+  x.c.seeds = 1;
+  as_err_t err  = {0};
+  int      code = parse_sweep_args(&x, argc, argv, &err);
+  if (code < 0 && x.status)
+    code = x.o.db ? sweep_status(x.o.db)
+                  : cli_usage_error("sweep", "--status needs --db FILE");
+  if (code < 0 && x.c.workload == NULL && x.c.ntraces == 0)
+    code = cli_usage_error("sweep", "which workload or traces? (e.g. "
+                                    "survivors, or trace files)");
+  for (size_t f = 0; code < 0 && f < x.c.nfixed; f++)
+    for (size_t a = 0; a < x.c.naxes && code < 0; a++)
+      if (strcmp(x.c.fixed_name[f], x.c.axes[a].name) == 0)
+        code = cli_usage_error("sweep", "--%s is both fixed and varied",
+                               x.c.fixed_name[f]);
+  if (code < 0 && x.c.naxes == 0 && x.c.ntraces == 0)
+    code = cli_usage_error("sweep", "nothing to vary: give --vary NAME=V,...");
+  if (code < 0 && x.resume && x.o.db == NULL)
+    code = cli_usage_error("sweep", "--resume needs --db FILE");
+  x.c.model   = x.o.model;
+  x.c.libc    = x.o.libc;
+  x.c.kernel  = x.o.kernel;
+  x.c.command = cli_command_line(argc, argv);
+
+  sweep_point_t *pts = NULL;
+  size_t         total = 0, npts = 0;
+  char           spec_key[65] = "", shard[32] = "";
+  sweep_cli_t    sc = {.c = &x.c, .t0 = now_s(),
+                       .progress = !x.quiet && isatty(STDERR_FILENO)};
+  if (code < 0 && sweep_expand(&x.c, &pts, &total, spec_key, &err) != AS_OK)
     code = cli_fail("sweep", &err);
-  if (code == CLI_EXIT_OK && o.db != NULL &&
-      (store_open(o.db, &sc.store, &err) != AS_OK ||
-       sweep_store_begin(sc.store, &c, &sc.sweep_id, &err) != AS_OK))
-    code = cli_fail("sweep", &err);
-  if (code == CLI_EXIT_OK) {
-    fprintf(stderr, "sweep: %zu points on %s%s%s\n", npts, c.model,
-            c.libc ? " with " : "", c.libc ? c.libc : "");
-    if (sweep_run(&c, pts, npts, on_done, &sc, &err) != AS_OK)
+  npts = sweep_shard(pts, total, x.shard_index, x.shard_count);
+  if (x.shard_count > 1)
+    snprintf(shard, sizeof shard, "%u/%u", x.shard_index, x.shard_count);
+  if (code < 0 && x.o.db != NULL) {
+    sweep_store_info_t info = {.spec_key     = spec_key,
+                               .total_points = total,
+                               .shard        = shard[0] ? shard : NULL,
+                               .resume       = x.resume};
+    if (store_open(x.o.db, &sc.store, &err) != AS_OK ||
+        (x.resume && sweep_skip_done(sc.store, spec_key, pts, &npts,
+                                     &err) != AS_OK) ||
+        sweep_store_begin(sc.store, &x.c, &info, &sc.sweep_id, &err) != AS_OK)
+      code = cli_fail("sweep", &err);
+  }
+  if (code < 0) {
+    if (!x.quiet)
+      fprintf(stderr, "sweep: %zu points%s%s (spec %.12s)\n", npts,
+              shard[0] ? " in shard " : "", shard, spec_key);
+    catch_stop_signals();
+    x.c.stop = &g_stop;
+    if (sweep_run(&x.c, pts, npts, on_done, &sc, &err) != AS_OK)
       code = cli_fail("sweep", &err);
     else {
-      print_results(&c, pts, npts, o.csv, o.json, sc.sweep_id);
-      if (sc.failed)
-        code = CLI_EXIT_INPUT;
-      if (sc.store)
-        fprintf(stderr, "sweep: stored as sweep %" PRId64 " in %s\n",
-                sc.sweep_id, o.db);
+      print_results(&x.c, pts, npts, x.o.csv, x.o.json, sc.sweep_id);
+      code = g_stop ? 130 : sc.failed ? CLI_EXIT_INPUT : CLI_EXIT_OK;
+      if (g_stop)
+        fprintf(stderr, "sweep: interrupted; --resume continues it\n");
     }
+    if (sc.store != NULL &&
+        sweep_store_finish(sc.store, sc.sweep_id,
+                           g_stop || code == CLI_EXIT_USAGE ? "interrupted"
+                                                            : "complete",
+                           &err) != AS_OK)
+      code = cli_fail("sweep", &err);
+    if (sc.store != NULL && !x.quiet)
+      fprintf(stderr, "sweep: stored as sweep %" PRId64 " in %s\n",
+              sc.sweep_id, x.o.db);
   }
   store_close(sc.store);
   free(pts);
-  for (size_t a = 0; a < c.naxes; a++)
-    sweep_axis_free(&c.axes[a]);
-  for (size_t f = 0; f < c.nfixed; f++)
-    free((char *)c.fixed_name[f]);
+  for (size_t a = 0; a < x.c.naxes; a++)
+    sweep_axis_free(&x.c.axes[a]);
+  for (size_t f = 0; f < x.c.nfixed; f++)
+    free((char *)x.c.fixed_name[f]);
+  for (int i = 1; i <= x.nspec; i++)
+    free(x.spec_words[i]);
   return code;
 }
 
 const cli_command_t cli_cmd_sweep = {
     .name    = "sweep",
-    .summary = "run a workload over a grid of parameters and seeds",
+    .summary = "run a workload or traces over a grid of parameters and seeds",
     .usage =
-        "usage: allocsim sweep WORKLOAD --vary NAME=V1,V2,... [--vary ...]\n"
-        "                      [--seeds N] [--jobs N] [--db FILE]\n"
-        "                      [--csv | --json] [--model M] [--libc L]\n"
-        "                      [--page-size N] [--thp] [--OPTION VALUE ...]\n\n"
-        "Runs WORKLOAD at every combination of the --vary values (NAME is a\n"
-        "workload option such as fraction, size, pattern, every, total,\n"
-        "reuse-size; page_size for the simulated OS page; mmap_offset, bytes\n"
-        "by which the simulated mmap_top is lowered: another address-space\n"
-        "layout, as ASLR gives each real run), with seeds\n"
-        "1..N (--seeds, default 1) where the workload is seeded (survivors:\n"
-        "random pattern only).  Other --OPTION VALUE pairs are workload\n"
-        "options held fixed (e.g. --total 64).  For each point: kept =\n"
-        "RSS(after) - RSS(start), the (1 - p)^k formula, pymalloc arenas\n"
-        "still pinned, peak RSS and (with --reuse-size) growth after reuse.\n"
-        "--jobs N runs N points at once on worker threads, each with its\n"
-        "own session (default: the number of online cores).  --db stores a\n"
-        "sweeps row, one simulated run per point and its sweep_points row.\n"
-        "Progress goes to stderr; the table (or CSV, JSON) to stdout.\n"
-        "Exit 1 if any point failed.\n\n"
+        "usage: allocsim sweep WORKLOAD|TRACE... --vary NAME=V1,V2,...\n"
+        "                      [--vary ...] [--seeds N] [--jobs N]\n"
+        "                      [--db FILE] [--shard I/N] [--resume]\n"
+        "                      [--spec FILE] [--quiet] [--csv | --json]\n"
+        "                      [--model M] [--libc L] [--page-size N]\n"
+        "                      [--OPTION VALUE ...]\n"
+        "       allocsim sweep --status --db FILE\n\n"
+        "Runs WORKLOAD (or each TRACE file) at every combination of the\n"
+        "--vary values, with seeds 1..N (--seeds, default 1) where the\n"
+        "workload is seeded (survivors: random pattern only).  NAME is:\n"
+        "  a workload option       fraction, size, pattern, every, total ...\n"
+        "  page_size               the simulated OS page (4K, 16K, 64K)\n"
+        "  mmap_offset             bytes by which mmap_top is lowered: another\n"
+        "                          address layout, as ASLR gives each run\n"
+        "  model, libc             model specs (glibc, jemalloc:narenas=2)\n"
+        "  MODEL.OPTION            an option of a model (glibc.arena_max); it\n"
+        "                          applies only where that model is simulated\n"
+        "Other --OPTION VALUE pairs are workload options held fixed (--total\n"
+        "64).  Each point has a key (SHA-256 of what decides its result);\n"
+        "points with equal keys run once.  For each point: kept = RSS(after)\n"
+        "- RSS(start), the (1 - p)^k formula, pymalloc arenas still pinned,\n"
+        "peak RSS.  --jobs N runs N points at once (default: online cores).\n"
+        "--db stores a sweeps row, then each point (its simulated run and its\n"
+        "sweep_points row) in one transaction; SIGINT or SIGTERM stops after\n"
+        "the running points and records the sweep as interrupted (exit 130).\n\n"
+        "  --shard I/N    run every N-th point from the I-th (0 <= I < N), for\n"
+        "                 GNU parallel or a Slurm array; merge the stores with\n"
+        "                 allocsim db merge\n"
+        "  --resume       skip the points a sweep with the same spec key\n"
+        "                 already stored in --db, continuing that sweep\n"
+        "  --status       list the store's sweeps: state, points done/failed\n"
+        "  --spec FILE    read settings from FILE first, one per line:\n"
+        "                 workload = NAME | trace = PATH | model = SPEC |\n"
+        "                 libc = SPEC | seeds = N | jobs = N | page_size = N |\n"
+        "                 vary NAME = V1,V2 | set OPTION = VALUE   (# comments)\n"
+        "  --quiet        no progress line (none when stderr is not a terminal)\n"
+        "The table (or CSV, JSON) goes to stdout.  Exit 1 if a point failed.\n\n"
         "example: allocsim sweep survivors --vary fraction=1e-5,1e-4 \\\n"
         "           --vary size=64,512 --seeds 3 --db sweeps.db\n",
     .run = sweep_main,

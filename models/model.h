@@ -199,6 +199,13 @@ const char *model_default_libc(void);
 as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
                                    model_t **out, as_err_t *err);
 
+/* The model name of spec (up to ':') into buf. */
+void model_spec_name(const char *spec, char *buf, size_t len);
+/* spec with the options in add ("k=v,k=v") into out, replacing any that
+ * spec already sets; false if out is too small. */
+bool model_spec_with(const char *spec, const char *add, char *out,
+                     size_t len);
+
 /* ---- Dispatch wrappers (call sites use only these) ---------------------- */
 
 static inline as_status_t model_alloc(model_t *m, const trace_event_t *ev,

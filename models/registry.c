@@ -108,6 +108,41 @@ const model_mechanism_t *model_mechanism_find(const char *key) {
   return NULL;
 }
 
+/* The model name of spec (up to ':') into buf. */
+void model_spec_name(const char *spec, char *buf, size_t len) {
+  size_t n = strcspn(spec, ":");
+  snprintf(buf, len, "%.*s", (int)n, spec);
+}
+
+/* Whether the "k=v,k=v" list sets the key of klen bytes at key. */
+static bool has_key(const char *list, const char *key, size_t klen) {
+  for (const char *a = list; *a != '\0';) {
+    size_t ak = strcspn(a, "=,");
+    if (ak == klen && strncmp(a, key, klen) == 0)
+      return true;
+    a += strcspn(a, ",");
+    a += *a == ',';
+  }
+  return false;
+}
+
+/* spec with the options in add ("k=v,k=v"), replacing any already set. */
+bool model_spec_with(const char *spec, const char *add, char *out,
+                      size_t len) {
+  char name[64];
+  model_spec_name(spec, name, sizeof name);
+  size_t      used = (size_t)snprintf(out, len, "%s:%s", name, add);
+  const char *p    = strchr(spec, ':');
+  for (p = p ? p + 1 : NULL; p != NULL && *p != '\0' && used < len;) {
+    size_t item = strcspn(p, ",");
+    if (item > 0 && !has_key(add, p, strcspn(p, "=,")))
+      used += (size_t)snprintf(out + used, len - used, ",%.*s", (int)item, p);
+    p += item;
+    p += *p == ',';
+  }
+  return used < len;
+}
+
 /* ---- Counters ----------------------------------------------------------- */
 
 /* Enough for any model's counters, compositions included. */

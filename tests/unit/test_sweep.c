@@ -79,7 +79,7 @@ static void grid_times_seeds_only_for_random_points(void **state) {
   sweep_point_t *pts;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
   /* random: 2 sizes x 3 seeds; stride: 2 sizes, unseeded. */
   assert_int_equal(n, 8);
   assert_string_equal(pts[0].values[0], "random");
@@ -104,7 +104,7 @@ static void bad_point_values_fail_before_anything_runs(void **state) {
   sweep_point_t *pts;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_EUSAGE);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EUSAGE);
   assert_non_null(strstr(err.msg, "--size"));
   free_axes(&c);
 }
@@ -118,7 +118,7 @@ static void a_point_reports_marks_kept_formula_and_pinned_arenas(
   sweep_point_t *pts;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
   assert_int_equal(n, 2);
   for (size_t i = 0; i < n; i++)
     assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
@@ -169,7 +169,7 @@ static void mmap_offset_moves_the_layout_and_keeps_results_in_the_point(
   sweep_point_t *pts;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
   assert_int_equal(n, 2);
   assert_int_equal(pts[1].mmap_offset, 8192);
   for (size_t i = 0; i < n; i++)
@@ -193,8 +193,8 @@ static void threads_give_the_same_results_as_one_at_a_time(void **state) {
   sweep_point_t *a, *b;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &a, &n, &err), AS_OK);
-  assert_int_equal(sweep_expand(&c, &b, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &a, &n, NULL, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &b, &n, NULL, &err), AS_OK);
   seen_t s1 = {0}, s2 = {0};
   c.jobs    = 1;
   assert_int_equal(sweep_run(&c, a, n, count_done, &s1, &err), AS_OK);
@@ -229,9 +229,10 @@ static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   as_err_t       err = {0};
   store_t       *s;
   int64_t        sweep_id;
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
   assert_int_equal(store_open(path, &s, &err), AS_OK);
-  assert_int_equal(sweep_store_begin(s, &c, &sweep_id, &err), AS_OK);
+  sweep_store_info_t info = {.spec_key = "k", .total_points = n};
+  assert_int_equal(sweep_store_begin(s, &c, &info, &sweep_id, &err), AS_OK);
   for (size_t i = 0; i < n; i++) {
     assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
     assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err),

@@ -72,7 +72,7 @@ static void run_case(const case_t *k, double *mean, double *sd_seeds,
   sweep_point_t *pts;
   size_t         n;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&c, &pts, &n, &err), AS_OK);
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
   /* The seeds run on two worker threads (each its own session). */
   assert_int_equal(sweep_run(&c, pts, n, collect, NULL, &err), AS_OK);
   double sum = 0, sum2 = 0;
