@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "analysis/merge.h"
 #include "analysis/sweep.h"
 
 static void base_config(sweep_config_t *c) {
@@ -275,6 +276,236 @@ static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   unlink(aux);
 }
 
+/* A temporary store path (store_open creates the file). */
+static void temp_store_path(char *path, size_t len, const char *tag) {
+  snprintf(path, len, "/tmp/allocsim-test-%s-%d.db", tag, (int)getpid());
+  unlink(path);
+}
+
+static void remove_store(const char *path) {
+  char aux[256];
+  unlink(path);
+  snprintf(aux, sizeof aux, "%s-wal", path);
+  unlink(aux);
+  snprintf(aux, sizeof aux, "%s-shm", path);
+  unlink(aux);
+}
+
+static int64_t count_rows(const char *path, const char *sql) {
+  sqlite3      *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+static void exec_sql(const char *path, const char *sql) {
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+static void model_option_axes_do_not_multiply_other_models(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  add_axis(&c, "model=cpython,ideal");
+  add_axis(&c, "cpython.version=3.11,3.14");
+  sweep_point_t *pts;
+  size_t         n;
+  char           key_a[65], key_b[65];
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, key_a, &err), AS_OK);
+  /* cpython: 2 versions; ideal: one point, whatever the version axis. */
+  assert_int_equal(n, 3);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      assert_string_not_equal(pts[i].key, pts[j].key);
+  assert_non_null(strstr(pts[1].model, "version=3.14"));
+  assert_string_equal(pts[2].model, "ideal");
+  free(pts);
+  /* The same sweep expands to the same keys; another grid to another. */
+  assert_int_equal(sweep_expand(&c, &pts, &n, key_b, &err), AS_OK);
+  assert_string_equal(key_a, key_b);
+  free(pts);
+  sweep_axis_free(&c.axes[1]);
+  c.naxes = 1;
+  add_axis(&c, "cpython.version=3.11");
+  assert_int_equal(sweep_expand(&c, &pts, &n, key_b, &err), AS_OK);
+  assert_int_equal(n, 2);
+  assert_string_not_equal(key_a, key_b);
+  free(pts);
+  free_axes(&c);
+}
+
+static void shards_partition_the_points(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  c.seeds = 2;
+  add_axis(&c, "fraction=1e-4,1e-3,1e-2");
+  add_axis(&c, "size=64,512");
+  sweep_point_t *all, *part;
+  size_t         n, m;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &all, &n, NULL, &err), AS_OK);
+  assert_int_equal(n, 12);
+  unsigned seen[12] = {0};
+  for (unsigned shard = 0; shard < 5; shard++) {
+    assert_int_equal(sweep_expand(&c, &part, &m, NULL, &err), AS_OK);
+    size_t k = sweep_shard(part, m, shard, 5);
+    assert_true(k == 2 || k == 3);
+    for (size_t i = 0; i < k; i++)
+      for (size_t j = 0; j < n; j++)
+        if (strcmp(part[i].key, all[j].key) == 0)
+          seen[j]++;
+    free(part);
+  }
+  for (size_t j = 0; j < n; j++)
+    assert_int_equal(seen[j], 1);
+  free(all);
+  free_axes(&c);
+}
+
+/* Runs the points of c (shard index/count, or all when count is 0) into the
+ * store at path as one sweep; resume skips what the store completed. */
+static size_t run_sweep_into(const sweep_config_t *c, const char *path,
+                             unsigned index, unsigned count, bool resume,
+                             size_t stop_after) {
+  sweep_point_t *pts;
+  size_t         n;
+  char           spec_key[65];
+  as_err_t       err = {0};
+  store_t       *s;
+  int64_t        id;
+  char           shard[32];
+  assert_int_equal(sweep_expand(c, &pts, &n, spec_key, &err), AS_OK);
+  size_t total = n;
+  if (count > 0) {
+    n = sweep_shard(pts, n, index, count);
+    snprintf(shard, sizeof shard, "%u/%u", index, count);
+  }
+  assert_int_equal(store_open(path, &s, &err), AS_OK);
+  if (resume)
+    assert_int_equal(sweep_skip_done(s, spec_key, pts, &n, &err), AS_OK);
+  sweep_store_info_t info = {.spec_key     = spec_key,
+                             .total_points = total,
+                             .shard        = count > 0 ? shard : NULL,
+                             .resume       = resume};
+  assert_int_equal(sweep_store_begin(s, c, &info, &id, &err), AS_OK);
+  size_t ran = 0;
+  for (size_t i = 0; i < n && ran < stop_after; i++, ran++) {
+    assert_int_equal(sweep_run_point(c, &pts[i], &err), AS_OK);
+    assert_int_equal(sweep_store_point(s, id, c, &pts[i], &err), AS_OK);
+  }
+  assert_int_equal(sweep_store_finish(s, id,
+                                      ran == n ? "complete" : "interrupted",
+                                      &err),
+                   AS_OK);
+  store_close(s);
+  free(pts);
+  return ran;
+}
+
+static const char POINTS_DIGEST[] =
+    "SELECT group_concat(key || ':' || simulated_kept_bytes, ',') FROM "
+    "(SELECT key, simulated_kept_bytes FROM sweep_points ORDER BY key)";
+
+static char *points_digest(const char *path) {
+  sqlite3      *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, POINTS_DIGEST, -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  char *d = strdup((const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return d;
+}
+
+static void resume_runs_only_what_an_interrupted_sweep_left(void **state) {
+  (void)state;
+  char path[128];
+  temp_store_path(path, sizeof path, "resume");
+  sweep_config_t c;
+  base_config(&c);
+  add_axis(&c, "fraction=1e-4,1e-3,1e-2,1e-1");
+  assert_int_equal(run_sweep_into(&c, path, 0, 0, false, 3), 3);
+  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps "
+                                    "WHERE state = 'interrupted'"),
+                   1);
+  assert_int_equal(run_sweep_into(&c, path, 0, 0, true, SIZE_MAX), 1);
+  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweep_points"), 4);
+  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps"), 1);
+  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps "
+                                    "WHERE state = 'complete'"),
+                   1);
+  /* Resuming a complete sweep runs nothing. */
+  assert_int_equal(run_sweep_into(&c, path, 0, 0, true, SIZE_MAX), 0);
+  free_axes(&c);
+  remove_store(path);
+}
+
+static void merged_shards_equal_the_unsharded_sweep(void **state) {
+  (void)state;
+  char whole[128], a[128], b[128], out[128];
+  temp_store_path(whole, sizeof whole, "whole");
+  temp_store_path(a, sizeof a, "shard0");
+  temp_store_path(b, sizeof b, "shard1");
+  temp_store_path(out, sizeof out, "merged");
+  sweep_config_t c;
+  base_config(&c);
+  add_axis(&c, "fraction=1e-3,1e-2,1e-1");
+  run_sweep_into(&c, whole, 0, 0, false, SIZE_MAX);
+  run_sweep_into(&c, a, 0, 2, false, SIZE_MAX);
+  run_sweep_into(&c, b, 1, 2, false, SIZE_MAX);
+  store_t            *s;
+  store_merge_stats_t st;
+  as_err_t            err = {0};
+  assert_int_equal(store_open(out, &s, &err), AS_OK);
+  assert_int_equal(store_merge(s, a, &st, &err), AS_OK);
+  assert_int_equal(st.points, 2);
+  assert_int_equal(store_merge(s, b, &st, &err), AS_OK);
+  assert_int_equal(st.points, 1);
+  assert_int_equal(store_merge(s, b, &st, &err), AS_OK); /* idempotent */
+  assert_int_equal(st.runs + st.sweeps + st.points, 0);
+  store_close(s);
+  char *dw = points_digest(whole), *dm = points_digest(out);
+  assert_string_equal(dw, dm);
+  free(dw);
+  free(dm);
+
+  /* A point of the same key with other results: refused, nothing written. */
+  exec_sql(whole, "UPDATE sweep_points SET simulated_kept_bytes = "
+                  "simulated_kept_bytes + 4096 WHERE point = 1");
+  int64_t runs_before = count_rows(out, "SELECT count(*) FROM runs");
+  assert_int_equal(store_open(out, &s, &err), AS_OK);
+  assert_int_equal(store_merge(s, whole, &st, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "other results"));
+  store_close(s);
+  assert_int_equal(count_rows(out, "SELECT count(*) FROM runs"), runs_before);
+
+  /* Another schema version: refused. */
+  exec_sql(a, "UPDATE schema_version SET version = 1");
+  assert_int_equal(store_open(out, &s, &err), AS_OK);
+  assert_int_equal(store_merge(s, a, &st, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "schema"));
+  store_close(s);
+  free_axes(&c);
+  remove_store(whole);
+  remove_store(a);
+  remove_store(b);
+  remove_store(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(axes_parse_values_and_reject_unknown_names),
@@ -285,6 +516,10 @@ int main(void) {
           mmap_offset_moves_the_layout_and_keeps_results_in_the_point),
       cmocka_unit_test(threads_give_the_same_results_as_one_at_a_time),
       cmocka_unit_test(stored_sweep_has_one_row_and_a_run_per_point),
+      cmocka_unit_test(model_option_axes_do_not_multiply_other_models),
+      cmocka_unit_test(shards_partition_the_points),
+      cmocka_unit_test(resume_runs_only_what_an_interrupted_sweep_left),
+      cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
