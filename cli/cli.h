@@ -94,6 +94,8 @@ extern const cli_command_t cli_cmd_convert;
 extern const cli_command_t cli_cmd_models;
 extern const cli_command_t cli_cmd_runs;
 extern const cli_command_t cli_cmd_formula;
+/* `formula --validate` (cmd_formula_validate.c). */
+int formula_validate_main(int argc, char **argv);
 extern const cli_command_t cli_cmd_sweep;
 extern const cli_command_t cli_cmd_capture;
 extern const cli_command_t cli_cmd_record;

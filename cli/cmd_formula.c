@@ -32,6 +32,9 @@ static bool parse_num(const char *s, double lo, double hi, double *out) {
 }
 
 static int formula_main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--validate") == 0)
+      return formula_validate_main(argc, argv);
   formula_input_t in = {.size_bytes  = 64,
                         .total_bytes = UINT64_C(256) << 20,
                         .pattern     = SURVIVORS_RANDOM,
@@ -149,7 +152,8 @@ const cli_command_t cli_cmd_formula = {
     .usage =
         "usage: allocsim formula [--size BYTES] [--total MIB] [--fraction P]\n"
         "                        [--pattern random|stride|oldest] [--every N]\n"
-        "                        [--page-bytes N] [--page-size N] [--json]\n\n"
+        "                        [--page-bytes N] [--page-size N] [--json]\n"
+        "       allocsim formula --validate --db STORE [--layouts N] [--json]\n\n"
         "Objects of --size bytes (default 64) filling --total MiB (256) are\n"
         "allocated in order; a fraction P (1e-4) survives.  An allocation\n"
         "unit of k objects is released only if none survived, so\n"
@@ -158,6 +162,12 @@ const cli_command_t cli_cmd_formula = {
         "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 or\n"
         "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
-        "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n",
+        "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n\n"
+        "--validate takes every measured survivors run in STORE (the shipped\n"
+        "data/reference.db and any you recorded), replays it as compare does\n"
+        "(--layouts N address layouts, default 1) and shows, per run, kept\n"
+        "memory measured, simulated and by the formula; per model, object\n"
+        "size and page size, k fitted to the measurements by nonlinear least\n"
+        "squares with a 95%% confidence interval, beside k from geometry.\n",
     .run = formula_main,
 };

@@ -3,6 +3,7 @@
  * Python (math.expm1, math.log1p) from pymalloc's geometry (CPython 3.11.2
  * Objects/obmalloc.c:879-1064).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "analysis/formula.h"
+#include "analysis/formula_validate.h"
 
 #define MIB 1048576.0
 
@@ -154,6 +156,33 @@ static void inputs_outside_the_formula_are_errors_naming_the_field(
   assert_non_null(strstr(err.msg, "holds no object"));
 }
 
+/* Points drawn from the formula at a known k with 1 % multiplicative noise:
+ * the fit recovers k within its interval, and the interval is narrow. */
+static void fit_recovers_a_known_k_within_its_interval(void **state) {
+  (void)state;
+  const double k_true = 16065, unit = 1048576, objects = 4194304;
+  const double fraction[] = {1e-5, 3e-5, 1e-4, 3e-4, 1e-3};
+  const double noise[]    = {1.01, 0.99, 1.004, 0.996, 1.0};
+  double       obj[5], measured[5];
+  for (size_t i = 0; i < 5; i++) {
+    obj[i] = objects;
+    measured[i] =
+        noise[i] * objects / k_true * (1 - pow(1 - fraction[i], k_true)) * unit;
+  }
+  double k, lo, hi;
+  assert_true(fv_fit_k(fraction, obj, measured, 5, unit, 12000, &k, &lo, &hi));
+  assert_true(lo < k_true && k_true < hi);
+  assert_true(fabs(k - k_true) / k_true < 0.02);
+  assert_true((hi - lo) / k_true < 0.10);
+  /* Exact data: k to 1e-6, whatever the start. */
+  for (size_t i = 0; i < 5; i++)
+    measured[i] /= noise[i];
+  assert_true(fv_fit_k(fraction, obj, measured, 5, unit, 40000, &k, &lo, &hi));
+  assert_true(fabs(k - k_true) / k_true < 1e-6);
+  /* One point is not a fit. */
+  assert_false(fv_fit_k(fraction, obj, measured, 1, unit, 16000, &k, &lo, &hi));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(k_is_63_pools_times_numblocks_for_unaligned_arenas),
@@ -166,6 +195,7 @@ int main(void) {
       cmocka_unit_test(oldest_pins_only_the_arenas_they_fill),
       cmocka_unit_test(edge_fractions_keep_nothing_or_everything),
       cmocka_unit_test(inputs_outside_the_formula_are_errors_naming_the_field),
+      cmocka_unit_test(fit_recovers_a_known_k_within_its_interval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
