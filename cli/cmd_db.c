@@ -2,10 +2,14 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "../analysis/merge.h"
+#include "../analysis/sweep_rows.h"
 
 static int db_merge(int argc, char **argv) {
   if (argc < 4)
@@ -37,23 +41,150 @@ static int db_merge(int argc, char **argv) {
   return code;
 }
 
+typedef enum { ROWS_TEXT, ROWS_CSV, ROWS_JSON } rows_format_t;
+
+/* A CSV field: quoted when it holds a comma, quote or newline. */
+static void csv_field(const char *v) {
+  if (!strpbrk(v, ",\"\n")) {
+    fputs(v, stdout);
+    return;
+  }
+  putchar('"');
+  for (; *v; v++) {
+    if (*v == '"')
+      putchar('"');
+    putchar(*v);
+  }
+  putchar('"');
+}
+
+/* Text columns are as wide as their widest value (a first pass). */
+#define ROWS_MAX_COLS 64
+static void column_widths(sqlite3_stmt *st, int ncol, int *width) {
+  for (int c = 0; c < ncol; c++)
+    width[c] = (int)strlen(sqlite3_column_name(st, c));
+  while (sqlite3_step(st) == SQLITE_ROW)
+    for (int c = 0; c < ncol; c++) {
+      const char *v = (const char *)sqlite3_column_text(st, c);
+      int         n = v ? (int)strlen(v) : 1;
+      width[c]      = n > width[c] ? n : width[c];
+    }
+  sqlite3_reset(st);
+}
+
+static void print_value(sqlite3_stmt *st, int c, rows_format_t f,
+                        int width) {
+  const char *v    = (const char *)sqlite3_column_text(st, c);
+  int         type = sqlite3_column_type(st, c);
+  if (f == ROWS_JSON) {
+    if (type == SQLITE_NULL)
+      fputs("null", stdout);
+    else if (type == SQLITE_TEXT)
+      cli_json_string(stdout, v);
+    else
+      fputs(v, stdout);
+  } else if (f == ROWS_CSV)
+    csv_field(v ? v : "");
+  else
+    printf("%*s", width, v ? v : "-");
+}
+
+/* Prints every row of st: a table, CSV with a header, or a JSON array of
+ * objects keyed by column name. */
+static void print_rows(sqlite3_stmt *st, rows_format_t f) {
+  int ncol = sqlite3_column_count(st), width[ROWS_MAX_COLS] = {0};
+  ncol     = ncol < ROWS_MAX_COLS ? ncol : ROWS_MAX_COLS;
+  if (f == ROWS_TEXT)
+    column_widths(st, ncol, width);
+  for (int c = 0; f != ROWS_JSON && c < ncol; c++) {
+    if (f == ROWS_CSV)
+      printf(c ? ",%s" : "%s", sqlite3_column_name(st, c));
+    else
+      printf(c ? " %*s" : "%*s", width[c], sqlite3_column_name(st, c));
+  }
+  printf(f == ROWS_JSON ? "[" : "\n");
+  for (size_t row = 0; sqlite3_step(st) == SQLITE_ROW; row++) {
+    if (f == ROWS_JSON)
+      printf(row ? ",{" : "{");
+    for (int c = 0; c < ncol; c++) {
+      if (f == ROWS_JSON) {
+        printf(c ? "," : "");
+        cli_json_string(stdout, sqlite3_column_name(st, c));
+        putchar(':');
+      } else if (c)
+        putchar(f == ROWS_CSV ? ',' : ' ');
+      print_value(st, c, f, width[c]);
+    }
+    printf(f == ROWS_JSON ? "}" : "\n");
+  }
+  if (f == ROWS_JSON)
+    printf("]\n");
+}
+
+static int db_points(int argc, char **argv) {
+  if (argc < 3)
+    return cli_usage_error("db", "points needs a STORE");
+  const char   *db = argv[2], *v;
+  int64_t       sweep_id = 0;
+  rows_format_t format   = ROWS_TEXT;
+  for (int i = 3; i < argc; i++) {
+    int took;
+    if (strcmp(argv[i], "--csv") == 0)
+      format = ROWS_CSV;
+    else if (strcmp(argv[i], "--json") == 0)
+      format = ROWS_JSON;
+    else if ((took = cli_opt_value("db", argc, argv, &i, "--sweep", &v))) {
+      char *end;
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      sweep_id = strtoll(v, &end, 10);
+      if (*end || end == v || sweep_id < 1)
+        return cli_usage_error("db", "--sweep expects a sweep id, got '%s'",
+                               v);
+    } else
+      return cli_usage_error("db", "points: unknown option '%s'", argv[i]);
+  }
+  as_err_t err = {0};
+  if (access(db, R_OK) != 0) {
+    as_err_set(&err, AS_EINVAL, "%s: no such store", db);
+    return cli_fail("db", &err);
+  }
+  store_t      *s;
+  sqlite3_stmt *st = NULL;
+  as_status_t   rc = store_open(db, &s, &err);
+  if (rc != AS_OK)
+    return cli_fail("db", &err);
+  rc = sweep_rows_prepare(s, sweep_id, &st, &err);
+  if (rc == AS_OK)
+    print_rows(st, format);
+  sqlite3_finalize(st);
+  store_close(s);
+  return rc == AS_OK ? CLI_EXIT_OK : cli_fail("db", &err);
+}
+
 static int db_main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "merge") == 0)
     return db_merge(argc, argv);
-  return cli_usage_error("db", "expected a subcommand: merge");
+  if (argc >= 2 && strcmp(argv[1], "points") == 0)
+    return db_points(argc, argv);
+  return cli_usage_error("db", "expected a subcommand: merge or points");
 }
 
 const cli_command_t cli_cmd_db = {
     .name    = "db",
-    .summary = "store maintenance: merge stores",
+    .summary = "stores: merge them, list a sweep's points",
     .usage =
-        "usage: allocsim db merge OUT IN [IN...]\n\n"
+        "usage: allocsim db merge OUT IN [IN...]\n"
+        "       allocsim db points STORE [--sweep ID] [--csv | --json]\n\n"
         "Copies every run, sweep and sweep point of each IN store into OUT\n"
         "(created if missing), each IN in one transaction: the stores of\n"
         "sweep shards become one.  Idempotent: runs and sweeps already in\n"
         "OUT (same uid) and sweep points with the same key and results are\n"
         "not copied again.  A point whose key OUT holds with other results,\n"
         "or an IN of another schema version, is refused and nothing of that\n"
-        "IN is written.\n",
+        "IN is written.\n\n"
+        "points prints one row per point of a sweep (default: the latest),\n"
+        "its varied parameters as columns, then seed, page size, model,\n"
+        "kept and formula bytes, pinned arenas, its run and key.\n",
     .run = db_main,
 };

@@ -1,0 +1,81 @@
+/* analysis/sweep_rows.c -- a stored sweep as a table (see sweep_rows.h). */
+#include "sweep_rows.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+static as_status_t db_error(store_t *s, as_err_t *err) {
+  return as_err_set(err, AS_ESTORE, "%s: %s", store_path(s),
+                    sqlite3_errmsg(store_db(s)));
+}
+
+/* Checks that sweep *id exists, or sets *id to the latest when it is 0. */
+static as_status_t find_sweep(store_t *s, int64_t *id, as_err_t *err) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(store_db(s),
+                         "SELECT id FROM sweeps WHERE ?1 = 0 OR id = ?1 "
+                         "ORDER BY id DESC LIMIT 1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_error(s, err);
+  sqlite3_bind_int64(st, 1, *id);
+  as_status_t rc = AS_OK;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    *id = sqlite3_column_int64(st, 0);
+  else if (*id)
+    rc = as_err_set(err, AS_EINVAL, "%s: no sweep %" PRId64, store_path(s),
+                    *id);
+  else
+    rc = as_err_set(err, AS_EINVAL, "%s: no sweeps", store_path(s));
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Appends ", json_extract(p.params_json, '$."NAME"') AS "NAME"" for each
+ * axis of sweep id, with the quotes of NAME doubled. */
+static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
+                                as_err_t *err) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(store_db(s),
+                         "SELECT j.key FROM sweeps w, "
+                         "json_each(w.params, '$.vary') j WHERE w.id = ?1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_error(s, err);
+  sqlite3_bind_int64(st, 1, id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    sqlite3_str_appendf(sql,
+                        ", json_extract(p.params_json, '$.\"%w\"') AS \"%w\"",
+                        name, name);
+  }
+  sqlite3_finalize(st);
+  return AS_OK;
+}
+
+as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
+                               struct sqlite3_stmt **st, as_err_t *err) {
+  *st            = NULL;
+  as_status_t rc = find_sweep(s, &sweep_id, err);
+  if (rc != AS_OK)
+    return rc;
+  sqlite3_str *sql = sqlite3_str_new(store_db(s));
+  sqlite3_str_appendall(sql, "SELECT p.point");
+  rc = axis_columns(s, sweep_id, sql, err);
+  sqlite3_str_appendf(
+      sql,
+      ", p.seed, p.page_size, p.model, p.simulated_kept_bytes AS kept_bytes,"
+      " p.formula_kept_bytes, p.arenas_pinned, p.run_id, p.key"
+      " FROM sweep_points p WHERE p.sweep_id = %lld ORDER BY p.point, p.seed",
+      (long long)sweep_id);
+  char *text = sqlite3_str_finish(sql);
+  if (rc == AS_OK && !text)
+    rc = as_err_set(err, AS_ENOMEM, "out of memory for a query");
+  if (rc == AS_OK &&
+      sqlite3_prepare_v2(store_db(s), text, -1, st, NULL) != SQLITE_OK)
+    rc = db_error(s, err);
+  sqlite3_free(text);
+  return rc;
+}
