@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# tests/integration/test_sweep_shards.sh ALLOCSIM -- the GNU parallel recipe
-# of docs/store.md run as documented (4 shards, then allocsim db merge), and
-# a sweep killed with SIGKILL up to 50 times and resumed each time; both
-# stores must equal the unsharded sweep point for point (key, kept bytes,
-# formula, pinned arenas, model, page size).
+# tests/integration/test_sweep_shards.sh ALLOCSIM SOURCE_DIR -- the GNU
+# parallel recipe of docs/store.md run as documented (4 shards, then allocsim
+# db merge), and a sweep killed with SIGKILL up to 50 times and resumed each
+# time; both stores must equal the unsharded sweep point for point (key,
+# kept bytes, formula, pinned arenas, model, page size).  Then every ```sql
+# query of docs/store.md runs without error, and returns rows on the sweep's
+# store or on a copy of data/reference.db with one comparison in it.
 set -euo pipefail
 allocsim="$(realpath "$1")"
+src="$(realpath "$2")"
 work="$(mktemp -d /tmp/allocsim-shards.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -62,3 +65,25 @@ done
 digest killed.db > killed.txt
 diff -u whole.txt killed.txt || { echo "killed and resumed sweep differs from the unsharded one"; exit 1; }
 echo "ok: 4 GNU parallel shards merged and a sweep killed $kills times then resumed equal the unsharded 36 points"
+
+# The queries of docs/store.md.
+cp -r "$src/data" data
+run="$(sqlite3 data/reference.db "SELECT id FROM runs WHERE kind = 'measured'
+        AND source LIKE '%survivors-s64-random-1e-3.trace'")"
+"$allocsim" compare "$run" --db data/reference.db > /dev/null
+python3 - "$src/docs/store.md" whole.db data/reference.db <<'PY'
+import re, sqlite3, sys
+doc, stores = sys.argv[1], sys.argv[2:]
+queries = re.findall(r"^```sql\n(.*?)^```", open(doc).read(), re.M | re.S)
+assert len(queries) >= 5, f"{doc}: {len(queries)} sql blocks, expected 5 or more"
+for q in queries:
+    rows = 0
+    for store in stores:
+        try:
+            rows += len(sqlite3.connect(store).execute(q).fetchall())
+        except sqlite3.Error as e:
+            sys.exit(f"{doc}: query fails on {store}: {e}\n{q}")
+    if rows == 0:
+        sys.exit(f"{doc}: query returns no rows on {stores}:\n{q}")
+print(f"ok: {len(queries)} queries of docs/store.md")
+PY
