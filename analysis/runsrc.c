@@ -155,7 +155,7 @@ as_status_t replay_target_source(void *user, trace_source_t **src,
                          sizeof t->desc, &t->is_trace, err);
 }
 
-static const char *trace_meta_lookup(void *user, const char *key) {
+const char *trace_meta_lookup(void *user, const char *key) {
   return trace_meta_get(user, key);
 }
 

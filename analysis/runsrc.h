@@ -25,6 +25,9 @@ as_status_t run_meta_read(store_t *s, int64_t run_id, run_meta_t *out,
  * so record_run_specs can read it). */
 const char *run_meta_get(void *user, const char *key);
 void        run_meta_free(run_meta_t *m);
+/* The value of key in the trace_meta_t (a trace's header) at user, or
+ * NULL: a model_env_get_fn over a trace's provenance. */
+const char *trace_meta_lookup(void *user, const char *key);
 
 /* Opens the run's trace, checking its SHA-256 against the one recorded (a
  * relative path is relative to the store's directory), else the workload

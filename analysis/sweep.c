@@ -32,12 +32,22 @@
 #include "../engine/engine.h"
 #include "../traces/trace_io.h"
 #include "../sim/sha256.h"
+#include "record.h"
+#include "runsrc.h"
 #include "../sim/units.h"
 #include "formula.h"
 
 /* ---- Axes and values ---------------------------------------------------- */
 
 /* Whether a and b name the same option, '_' and '-' being the same. */
+
+/* The model and libc a trace's provenance implies ("" for libc: the
+ * model's default). */
+typedef struct trace_specs_s trace_specs_t;
+struct trace_specs_s {
+  char model[256];
+  char libc[256];
+};
 static bool same_name(const char *a, const char *b) {
   for (; *a && *b; a++, b++) {
     char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
@@ -323,8 +333,11 @@ static void point_args_text(sweep_point_t *p, int argc, char **argv) {
  * two is that model.  A composition's libc is its libc spec or the default
  * libc model. */
 static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
-                               as_err_t *err) {
-  const char *model = c->model, *libc = c->libc;
+                               const trace_specs_t *ts, as_err_t *err) {
+  const char *model = c->model ? c->model : ts->model;
+  const char *libc  = c->libc || c->model ? c->libc
+                      : ts->libc[0]       ? ts->libc
+                                          : NULL;
   for (size_t a = 0; a < c->naxes; a++) {
     if (strcmp(c->axes[a].name, "model") == 0)
       model = p->values[a];
@@ -437,7 +450,8 @@ static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
  * for the first seed, checks that its workload and model open. */
 static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
                               const char *trace, const char *trace_sha,
-                              bool first_seed, as_err_t *err) {
+                              const trace_specs_t *ts, bool first_seed,
+                              as_err_t *err) {
   p->trace = trace;
   if (trace != NULL) {
     snprintf(p->args, sizeof p->args, "%s", trace);
@@ -454,12 +468,39 @@ static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
       trace_source_close(src);
     }
   }
-  as_status_t rc = point_specs(c, p, err);
+  as_status_t rc = point_specs(c, p, ts, err);
   if (rc == AS_OK && first_seed)
     rc = check_spec("model", p->model, err);
   if (rc == AS_OK && first_seed && p->libc[0] != '\0')
     rc = check_spec("libc", p->libc, err);
   point_key(c, p, trace_sha);
+  return rc;
+}
+
+/* Checks that trace has an allocation to replay (a measured-run file, marks
+ * and measured RSS only, would report zeros), and reads the model and libc
+ * specs its provenance implies into *ts, for sweeps without --model. */
+static as_status_t open_trace_source(const char *trace, trace_specs_t *ts,
+                                     as_err_t *err) {
+  trace_source_t *src;
+  as_status_t     rc = trace_open(trace, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = record_run_specs(trace_meta_lookup, &src->meta, ts->model,
+                        sizeof ts->model, ts->libc, sizeof ts->libc, err);
+  trace_event_t ev;
+  bool          alloc = false;
+  while (rc == AS_OK && !alloc &&
+         (rc = trace_source_next(src, &ev, err)) == AS_OK)
+    alloc = ev.op == TRACE_MALLOC || ev.op == TRACE_CALLOC ||
+            ev.op == TRACE_MEMALIGN || ev.op == TRACE_REALLOC;
+  trace_source_close(src);
+  if (rc == AS_DONE)
+    rc = as_err_set(err, AS_EINVAL,
+                    "%s: no allocation to replay (a measured-run file? "
+                    "sweep the workload its header names, or record it and "
+                    "use compare)",
+                    trace);
   return rc;
 }
 
@@ -495,9 +536,11 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   size_t      n  = 0;
   as_status_t rc = AS_OK;
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
-    const char *trace = c->workload ? NULL : c->traces[t];
-    char        sha[65] = "";
-    if (trace != NULL && (rc = as_sha256_file(trace, sha, err)) != AS_OK)
+    const char   *trace   = c->workload ? NULL : c->traces[t];
+    char          sha[65] = "";
+    trace_specs_t ts      = {"", ""};
+    if (trace != NULL && ((rc = open_trace_source(trace, &ts, err)) != AS_OK ||
+                          (rc = as_sha256_file(trace, sha, err)) != AS_OK))
       break;
     for (size_t g = 0; g < grid && rc == AS_OK; g++) {
       sweep_point_t base;
@@ -509,7 +552,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
         *p               = base;
         p->point         = t * grid + g;
         p->seed          = has_seed ? k + 1 : 0;
-        rc               = fill_point(c, p, trace, sha, k == 0, err);
+        rc = fill_point(c, p, trace, sha, &ts, k == 0, err);
       }
     }
   }
@@ -863,7 +906,10 @@ static bool sweep_params_json(const sweep_config_t *c, char *buf, size_t len) {
     APPEND(t + 1 < c->ntraces ? "," : "");
   }
   APPEND("],\"seeds\":%u,\"model\":", c->seeds ? c->seeds : 1);
-  used = json_str(buf, len, used, c->model);
+  if (c->model) /* NULL: each trace's own (see point_specs) */
+    used = json_str(buf, len, used, c->model);
+  else
+    APPEND("null");
   APPEND(",\"libc\":");
   if (c->libc)
     used = json_str(buf, len, used, c->libc);

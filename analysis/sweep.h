@@ -82,7 +82,9 @@ struct sweep_config_s {
   const char *fixed_value[SWEEP_MAX_FIXED];
   size_t      nfixed;
   unsigned    seeds;    /* seeds 1..seeds for seeded points */
-  const char *model;    /* model spec, e.g. "cpython:version=3.11" */
+  const char *model;    /* model spec, e.g. "cpython:version=3.11"; NULL
+                           for traces: the one each trace's provenance
+                           implies (record_run_specs) */
   const char *libc;     /* libc spec or NULL */
   sim_kernel_config_t kernel; /* page_size is the default for points */
   unsigned    jobs;     /* worker threads; 0 = online cores */

@@ -77,18 +77,33 @@ static const char *mib(char *buf, bool have, double bytes) {
   return buf;
 }
 
+/* RSS at the end of the point's run (its final sample). */
+static bool point_final_rss(const sweep_point_t *p, uint64_t *rss) {
+  for (size_t i = p->nsamples; i-- > 0;)
+    if (p->samples[i].kind == SIM_SAMPLE_FINAL) {
+      *rss = p->samples[i].rss_bytes;
+      return true;
+    }
+  return false;
+}
+
 static void print_results(const sweep_config_t *c, sweep_point_t *pts,
                           size_t n, bool csv, bool json, int64_t sweep_id) {
   qsort(pts, n, sizeof *pts, cmp_points);
   if (json) {
-    printf("{\"sweep_id\":%" PRId64 ",\"workload\":\"%s\",\"points\":[",
-           sweep_id, c->workload->name);
+    printf("{\"sweep_id\":%" PRId64 ",\"workload\":", sweep_id);
+    if (c->workload)
+      cli_json_string(stdout, c->workload->name);
+    else
+      printf("null");
+    printf(",\"points\":[");
     for (size_t i = 0; i < n; i++) {
       const sweep_point_t *p = &pts[i];
       char                 params[2048];
       sweep_point_json(c, p, params, sizeof params);
-      uint64_t peak = 0, after = 0, reuse = 0;
+      uint64_t peak = 0, after = 0, reuse = 0, final = 0;
       bool     hp = sweep_point_mark(p, "peak", &peak);
+      bool     hf = point_final_rss(p, &final);
       bool     ha = sweep_point_mark(p, "after", &after);
       bool     hr = sweep_point_mark(p, "after_reuse", &reuse);
       printf("%s{\"point\":%" PRIu64 ",\"seed\":%" PRIu64
@@ -104,6 +119,9 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
         printf(",\"arenas_pinned\":%" PRId64, p->arenas_pinned);
       if (hp)
         printf(",\"rss_peak_bytes\":%" PRIu64, peak);
+      if (hf)
+        printf(",\"final_rss_bytes\":%" PRIu64, final);
+      printf(",\"peak_rss_bytes\":%" PRIu64, p->peak_rss_bytes);
       if (p->arenas_peak >= 0)
         printf(",\"arenas_peak\":%" PRId64 ",\"unaligned_peak\":%" PRId64,
                p->arenas_peak, p->unaligned_peak);
@@ -122,19 +140,22 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     for (size_t a = 0; a < c->naxes; a++)
       printf(",%s", c->axes[a].name);
     printf(",seed,kept_mib,formula_mib,formula_sd_mib,arenas_pinned,"
-           "peak_mib,reuse_growth_mib,events,seconds\n");
+           "peak_mib,final_mib,reuse_growth_mib,events,seconds\n");
   } else {
     printf("%5s", "point");
     for (size_t a = 0; a < c->naxes; a++)
       printf(" %10s", c->axes[a].name);
-    printf(" %4s %10s %10s %8s %7s %10s %10s\n", "seed", "kept_MiB",
-           "formula", "sd", "pinned", "peak_MiB", "reuse+MiB");
+    printf(" %4s %10s %10s %8s %7s %10s %10s %10s\n", "seed", "kept_MiB",
+           "formula", "sd", "pinned", "peak_MiB", "final_MiB", "reuse+MiB");
   }
   for (size_t i = 0; i < n; i++) {
     const sweep_point_t *p = &pts[i];
-    char                 b1[32], b2[32], b3[32], b4[32], b5[32], pin[32];
-    uint64_t             peak = 0, after = 0, reuse = 0;
-    bool                 hp = sweep_point_mark(p, "peak", &peak);
+    char     b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], pin[32];
+    uint64_t peak = 0, after = 0, reuse = 0, final = 0;
+    /* The workload's "peak" mark where it has one, else the run's peak. */
+    bool     hp = sweep_point_mark(p, "peak", &peak);
+    bool     hf = point_final_rss(p, &final);
+    peak        = hp ? peak : p->peak_rss_bytes;
     bool                 ha = sweep_point_mark(p, "after", &after);
     bool                 hr = sweep_point_mark(p, "after_reuse", &reuse);
     bool                 ok = p->status == AS_OK;
@@ -143,12 +164,13 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     for (size_t a = 0; a < c->naxes; a++)
       printf(csv ? ",%s" : " %10s", p->values[a]);
     printf(csv ? ",%" PRIu64 : " %4" PRIu64, p->seed);
-    printf(csv ? ",%s,%s,%s,%s,%s,%s" : " %10s %10s %8s %7s %10s %10s",
+    printf(csv ? ",%s,%s,%s,%s,%s,%s,%s"
+               : " %10s %10s %8s %7s %10s %10s %10s",
            mib(b1, ok && p->have_kept, (double)p->kept_bytes),
            mib(b2, p->have_formula, p->formula_kept_bytes),
            mib(b3, p->have_formula, p->formula_sd_bytes),
            ok && p->arenas_pinned >= 0 ? pin : "-",
-           mib(b4, ok && hp, (double)peak),
+           mib(b4, ok, (double)peak), mib(b6, ok && hf, (double)final),
            mib(b5, ok && ha && hr, (double)reuse - (double)after));
     if (csv)
       printf("%s%" PRIu64 "%s%.3f", sep, p->events, sep, p->seconds);
@@ -478,7 +500,9 @@ static void progress(sweep_cli_t *sc, size_t ndone, size_t total) {
 static int sweep_main(int argc, char **argv) {
   sweep_args_t x;
   memset(&x, 0, sizeof x);
-  cli_sim_opts_default(&x.o, "cpython");
+  /* No default model yet: a workload sweep gets cpython, a trace sweep
+   * what each trace's provenance implies (as replay targets do). */
+  cli_sim_opts_default(&x.o, NULL);
   x.c.seeds = 1;
   as_err_t err  = {0};
   int      code = parse_sweep_args(&x, argc, argv, &err);
@@ -497,7 +521,9 @@ static int sweep_main(int argc, char **argv) {
     code = cli_usage_error("sweep", "nothing to vary: give --vary NAME=V,...");
   if (code < 0 && x.resume && x.o.db == NULL)
     code = cli_usage_error("sweep", "--resume needs --db FILE");
-  x.c.model   = x.o.model;
+  x.c.model   = x.o.model || x.c.workload ? x.o.model : NULL;
+  if (x.c.workload && !x.c.model)
+    x.c.model = "cpython";
   x.c.libc    = x.o.libc;
   x.c.kernel  = x.o.kernel;
   x.c.command = cli_command_line(argc, argv);
@@ -579,11 +605,16 @@ const cli_command_t cli_cmd_sweep = {
         "  model, libc             model specs (glibc, jemalloc:narenas=2)\n"
         "  MODEL.OPTION            an option of a model (glibc.arena_max); it\n"
         "                          applies only where that model is simulated\n"
-        "Other --OPTION VALUE pairs are workload options held fixed (--total\n"
-        "64).  Each point has a key (SHA-256 of what decides its result);\n"
-        "points with equal keys run once.  For each point: kept = RSS(after)\n"
-        "- RSS(start), the (1 - p)^k formula, pymalloc arenas still pinned,\n"
-        "peak RSS.  --jobs N runs N points at once (default: online cores).\n"
+        "--model defaults to cpython for a workload; a trace file is\n"
+        "replayed against the model its provenance implies (as compare\n"
+        "picks: cpython for Python captures, else glibc with the run's\n"
+        "knobs).  A trace with no allocation (a measured-run file) is an\n"
+        "error.  Other --OPTION VALUE pairs are workload options held\n"
+        "fixed (--total 64).  Each point has a key (SHA-256 of what\n"
+        "decides its result); points with equal keys run once.  For each\n"
+        "point: kept = RSS(after) - RSS(start), the (1 - p)^k formula,\n"
+        "pymalloc arenas still pinned, peak and final RSS.  --jobs N runs\n"
+        "N points at once (default: online cores).\n"
         "--db stores a sweeps row, then each point (its simulated run and its\n"
         "sweep_points row) in one transaction; SIGINT or SIGTERM stops after\n"
         "the running points and records the sweep as interrupted (exit 130).\n\n"

@@ -506,6 +506,36 @@ static void merged_shards_equal_the_unsharded_sweep(void **state) {
   remove_store(out);
 }
 
+static void trace_sweeps_take_the_model_their_provenance_implies(void **state) {
+  (void)state;
+  sweep_config_t c;
+  memset(&c, 0, sizeof c);
+  sim_kernel_config_default(&c.kernel);
+  c.seeds     = 1;
+  c.jobs      = 1;
+  c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/captures/c-churn.astrace";
+  c.traces[1] = ALLOCSIM_SOURCE_DIR "/data/captures/python-survivors.astrace";
+  c.ntraces   = 2;
+  add_axis(&c, "page_size=4096");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  assert_int_equal(n, 2);
+  /* A C program's capture: glibc; a Python one: cpython over glibc. */
+  assert_true(strncmp(pts[0].model, "glibc", 5) == 0);
+  assert_true(strncmp(pts[1].model, "cpython", 7) == 0);
+  assert_int_equal(sweep_run_point(&c, &pts[0], &err), AS_OK);
+  assert_true(pts[0].peak_rss_bytes > 0);
+  free(pts);
+  /* A measured-run file has nothing to replay. */
+  c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/measured/spike-default-r1.trace";
+  c.ntraces   = 1;
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "no allocation to replay"));
+  free_axes(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(axes_parse_values_and_reject_unknown_names),
@@ -520,6 +550,7 @@ int main(void) {
       cmocka_unit_test(shards_partition_the_points),
       cmocka_unit_test(resume_runs_only_what_an_interrupted_sweep_left),
       cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
+      cmocka_unit_test(trace_sweeps_take_the_model_their_provenance_implies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
