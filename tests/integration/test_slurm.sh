@@ -6,6 +6,7 @@
 # must equal the unsharded sweep point for point.  Exit 77 (skipped, reason
 # on stdout) only where the daemons cannot run: not installed, or not root.
 set -euo pipefail
+. "$(dirname "$0")/sweep_fixture.sh"
 allocsim="$(realpath "$1")"
 src="$(realpath "$2")"
 for b in munged slurmctld slurmd sbatch sinfo scontrol; do
@@ -88,13 +89,7 @@ for _ in $(seq 1 60); do
 done
 [ "$state" = idle ] || fail "the one-node Slurm cluster did not come up (node state '$state')"
 
-cat > sweep.spec <<'SPEC'
-workload = survivors
-set total = 64
-vary fraction = 1e-4,1e-3,1e-2,1e-1
-vary size = 64,256,512
-seeds = 3
-SPEC
+write_sweep_spec sweep.spec
 "$allocsim" sweep --spec sweep.spec --db whole.db --quiet > /dev/null
 
 sbatch --wait --array=0-3 --export=ALL,SPEC=sweep.spec,ALLOCSIM="$allocsim" \
@@ -102,11 +97,6 @@ sbatch --wait --array=0-3 --export=ALL,SPEC=sweep.spec,ALLOCSIM="$allocsim" \
   || fail "the job array failed: $(cat sbatch.out allocsim-sweep-*.out 2> /dev/null)"
 "$allocsim" db merge merged.db part-0.db part-1.db part-2.db part-3.db > /dev/null
 
-digest() {
-  sqlite3 "$1" "SELECT key, simulated_kept_bytes, formula_kept_bytes,
-                       arenas_pinned, model, page_size
-                FROM sweep_points ORDER BY key"
-}
 digest whole.db > whole.txt
 digest merged.db > merged.txt
 [ "$(wc -l < whole.txt)" -eq 36 ] || fail "unsharded: $(wc -l < whole.txt) points, expected 36"

@@ -7,27 +7,15 @@
 # query of docs/store.md runs without error, and returns rows on the sweep's
 # store or on a copy of data/reference.db with one comparison in it.
 set -euo pipefail
+. "$(dirname "$0")/sweep_fixture.sh"
 allocsim="$(realpath "$1")"
 src="$(realpath "$2")"
 work="$(mktemp -d /tmp/allocsim-shards.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-cat > spec.txt <<'SPEC'
-# survivors: 4 fractions x 3 sizes x 3 seeds = 36 points
-workload = survivors
-set total = 64
-vary fraction = 1e-4,1e-3,1e-2,1e-1
-vary size = 64,256,512
-seeds = 3
-jobs = 1
-SPEC
+write_sweep_spec spec.txt
 
-digest() {
-  sqlite3 "$1" "SELECT key, simulated_kept_bytes, formula_kept_bytes,
-                       arenas_pinned, model, page_size
-                FROM sweep_points ORDER BY key"
-}
 
 "$allocsim" sweep --spec spec.txt --db whole.db --quiet > /dev/null
 digest whole.db > whole.txt

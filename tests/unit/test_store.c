@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/helpers/sql_helpers.h"
 #include <sqlite3.h>
 
 #include "analysis/store.h"
@@ -107,30 +109,6 @@ static void three_samples(store_sample_t out[3]) {
   out[2].live_bytes                        = 0;
   out[2].measured_rss_bytes                = 0;
   out[2].owner_bytes[SIM_OWNER_METADATA]   = 4096;
-}
-
-static int64_t count_rows(const char *path, const char *table) {
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-  sqlite3_stmt *st = NULL;
-  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  int64_t n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
-
-static void raw_exec(const char *path, const char *sql) {
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  char *msg = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-    fail_msg("%s: %s", sql, msg);
-  sqlite3_close(db);
 }
 
 static void expected_msg(char *buf, size_t len, const char *path,

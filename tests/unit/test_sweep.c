@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/helpers/sql_helpers.h"
 #include <sqlite3.h>
 
 #include "analysis/merge.h"
@@ -291,26 +293,6 @@ static void remove_store(const char *path) {
   unlink(aux);
 }
 
-static int64_t count_rows(const char *path, const char *sql) {
-  sqlite3      *db;
-  sqlite3_stmt *st;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  int64_t n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
-
-static void exec_sql(const char *path, const char *sql) {
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(db);
-}
-
 static void model_option_axes_do_not_multiply_other_models(void **state) {
   (void)state;
   sweep_config_t c;
@@ -439,13 +421,13 @@ static void resume_runs_only_what_an_interrupted_sweep_left(void **state) {
   base_config(&c);
   add_axis(&c, "fraction=1e-4,1e-3,1e-2,1e-1");
   assert_int_equal(run_sweep_into(&c, path, 0, 0, false, 3), 3);
-  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps "
+  assert_int_equal(count_rows(path, "sweeps "
                                     "WHERE state = 'interrupted'"),
                    1);
   assert_int_equal(run_sweep_into(&c, path, 0, 0, true, SIZE_MAX), 1);
-  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweep_points"), 4);
-  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps"), 1);
-  assert_int_equal(count_rows(path, "SELECT count(*) FROM sweeps "
+  assert_int_equal(count_rows(path, "sweep_points"), 4);
+  assert_int_equal(count_rows(path, "sweeps"), 1);
+  assert_int_equal(count_rows(path, "sweeps "
                                     "WHERE state = 'complete'"),
                    1);
   /* Resuming a complete sweep runs nothing. */
@@ -484,17 +466,17 @@ static void merged_shards_equal_the_unsharded_sweep(void **state) {
   free(dm);
 
   /* A point of the same key with other results: refused, nothing written. */
-  exec_sql(whole, "UPDATE sweep_points SET simulated_kept_bytes = "
+  raw_exec(whole, "UPDATE sweep_points SET simulated_kept_bytes = "
                   "simulated_kept_bytes + 4096 WHERE point = 1");
-  int64_t runs_before = count_rows(out, "SELECT count(*) FROM runs");
+  int64_t runs_before = count_rows(out, "runs");
   assert_int_equal(store_open(out, &s, &err), AS_OK);
   assert_int_equal(store_merge(s, whole, &st, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "other results"));
   store_close(s);
-  assert_int_equal(count_rows(out, "SELECT count(*) FROM runs"), runs_before);
+  assert_int_equal(count_rows(out, "runs"), runs_before);
 
   /* Another schema version: refused. */
-  exec_sql(a, "UPDATE schema_version SET version = 1");
+  raw_exec(a, "UPDATE schema_version SET version = 1");
   assert_int_equal(store_open(out, &s, &err), AS_OK);
   assert_int_equal(store_merge(s, a, &st, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "schema"));
