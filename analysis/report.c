@@ -393,8 +393,12 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
                           "set title 'RSS by owner (stacked)'\nplot ");
   char sum[512] = "0";
   for (int o = 0; o < SIM_OWNER_COUNT; o++) {
+    /* sum grows by "+$NN" per owner, far below the buffer; the check keeps
+     * a change of SIM_OWNER_COUNT from truncating silently. */
     char next[512];
-    snprintf(next, sizeof next, "%s+$%d", sum, 4 + o);
+    int  n = snprintf(next, sizeof next, "%s+$%d", sum, 4 + o);
+    if (n < 0 || (size_t)n >= sizeof next)
+      return as_err_set(err, AS_EINVAL, "report: too many owners to stack");
     used += (size_t)snprintf(
         body + used, sizeof body - used,
         "%s'series.dat' using 1:(%s):(%s) with filledcurves fs solid 0.6 "
@@ -629,7 +633,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     page_advise(f, &d->adv);
     fprintf(f, "<h2>Heap maps</h2>\n");
     for (size_t i = 0; i < d->se.nmarks; i++) {
-      char id[32], cap[160];
+      char id[32], cap[256]; /* 120-byte text + a label of up to 63 */
       snprintf(id, sizeof id, "map%zu", i);
       snprintf(cap, sizeof cap, "Heap map at mark %s: one row per arena, "
                                 "heap or mapping; green live, amber cached, "
