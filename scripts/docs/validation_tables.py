@@ -209,7 +209,9 @@ SUMMARY_GROUPS = [
     ("lab 3 (brk heap), lab 4 (mmap threshold)",
      r"measured/lab-(brk|mmap-threshold)"),
     ("capture of a Python script / a C churn program", r"^captures/"),
-    ("survivors, 512 B", r"measured/survivors-s512-"),
+    ("survivors, 512 B", r"measured/survivors-s512-(?!.*pythonmalloc)"),
+    ("survivors, 512 B, PYTHONMALLOC=malloc",
+     r"measured/survivors-.*-pythonmalloc-malloc-r"),
     ("survivors, 64 B", r"measured/survivors-s64-"),
     ("webworker, 1 thread", r"measured/webworker-threads1-"),
     ("webworker, 16 threads (arena_max unset / 2)",
@@ -418,8 +420,13 @@ def mark_of(cmp, label):
     raise KeyError(label)
 
 
+# The pymalloc runs: those under PYTHONMALLOC=malloc have no arenas for
+# the formula (they are in the summary and the per-run tables).
+PYMALLOC_SURVIVORS = r"measured/survivors-(?!.*pythonmalloc-malloc)"
+
+
 def t_measured_survivors(ctx):
-    runs = measured_runs(ctx, r"measured/survivors-")
+    runs = measured_runs(ctx, PYMALLOC_SURVIVORS)
     metas = [run_meta(ctx, r) for r, _ in runs]
     cmps = compare_all(ctx, runs, "--layouts", "4")
     one = compare_all(ctx, runs)
@@ -468,7 +475,7 @@ def t_measured_survivors(ctx):
 def t_measured_survivors_growth(ctx):
     """Reuse growth (after_reuse - after) and peak (peak - start) of the
     measured survivors runs, measured against simulated."""
-    runs = measured_runs(ctx, r"measured/survivors-")
+    runs = measured_runs(ctx, PYMALLOC_SURVIVORS)
     rows = []
     for (run, _), c in zip(runs, compare_all(ctx, runs)):
         case, opt = survivors_case(run_meta(ctx, run))
