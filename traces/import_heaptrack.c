@@ -183,14 +183,7 @@ static as_status_t emit(ht_t *h, trace_op_t op, uint64_t id, uint64_t size,
       return rc;
     h->started = true;
   }
-  trace_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  ev.t_ns = h->t_ns;
-  ev.op = (uint8_t)op;
-  ev.id = id;
-  ev.size = size;
-  h->st->events++;
-  return trace_writer_write(h->w, &ev, err);
+  return import_emit(h->w, h->t_ns, op, id, size, &h->st->events, err);
 }
 
 static as_status_t set_kind(ht_t *h, ht_kind_t k, const char *line,
@@ -565,15 +558,9 @@ as_status_t import_heaptrack_stream(FILE *in, const char *name,
   return rc;
 }
 
-typedef struct file_job_s file_job_t;
-struct file_job_s {
-  const import_heaptrack_opts_t *opts;
-  import_heaptrack_stats_t      *st;
-};
-
 static as_status_t run_stream(FILE *in, const char *name, trace_writer_t *w,
                               trace_meta_t *meta, void *user, as_err_t *err) {
-  file_job_t *job = user;
+  import_job_t *job = user;
   return import_heaptrack_stream(in, name, w, meta, job->opts, job->st, err);
 }
 
@@ -584,6 +571,6 @@ as_status_t import_heaptrack_file(const char *in_path, const char *out_path,
   memset(st, 0, sizeof *st);
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
-  file_job_t job = {opts, st};
+  import_job_t job = {opts, st};
   return import_run_file(in_path, out_path, fmt, &meta, run_stream, &job, err);
 }

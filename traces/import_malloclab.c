@@ -108,15 +108,9 @@ static as_status_t take_int(lab_t *l, int64_t lo, int64_t hi, const char *what,
 
 static as_status_t emit(lab_t *l, trace_op_t op, uint64_t id, uint64_t size,
                         as_err_t *err) {
-  trace_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  ev.t_ns = l->t_ns;
-  ev.op = (uint8_t)op;
-  ev.id = id;
-  ev.size = size;
+  uint64_t t = l->t_ns;
   l->t_ns += import_tick_ns(l->tick_ns, op, size);
-  l->st->events++;
-  return trace_writer_write(l->w, &ev, err);
+  return import_emit(l->w, t, op, id, size, &l->st->events, err);
 }
 
 static as_status_t oom(lab_t *l, as_err_t *err) {
@@ -302,15 +296,9 @@ as_status_t import_malloclab_stream(FILE *in, const char *name,
   return rc;
 }
 
-typedef struct file_job_s file_job_t;
-struct file_job_s {
-  const import_malloclab_opts_t *opts;
-  import_malloclab_stats_t      *st;
-};
-
 static as_status_t run_stream(FILE *in, const char *name, trace_writer_t *w,
                               trace_meta_t *meta, void *user, as_err_t *err) {
-  file_job_t *job = user;
+  import_job_t *job = user;
   return import_malloclab_stream(in, name, w, meta, job->opts, job->st, err);
 }
 
@@ -321,6 +309,6 @@ as_status_t import_malloclab_file(const char *in_path, const char *out_path,
   memset(st, 0, sizeof *st);
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
-  file_job_t job = {opts, st};
+  import_job_t job = {opts, st};
   return import_run_file(in_path, out_path, fmt, &meta, run_stream, &job, err);
 }

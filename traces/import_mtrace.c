@@ -157,16 +157,9 @@ static as_status_t parse_record(imp_t *im, const char *line, rec_t *r,
 
 static as_status_t emit(imp_t *im, trace_op_t op, uint64_t id, uint64_t size,
                         as_err_t *err) {
-  trace_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  ev.t_ns = im->t_ns;
-  ev.op = (uint8_t)op;
-  ev.id = id;
-  ev.size = size;
-  ev.domain = TRACE_DOMAIN_RAW;
+  uint64_t t = im->t_ns;
   im->t_ns += import_tick_ns(im->tick_ns, op, size);
-  im->st->events++;
-  return trace_writer_write(im->w, &ev, err);
+  return import_emit(im->w, t, op, id, size, &im->st->events, err);
 }
 
 static as_status_t oom(imp_t *im, as_err_t *err) {
@@ -416,16 +409,10 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   return rc;
 }
 
-typedef struct file_job_s file_job_t;
-struct file_job_s {
-  const import_mtrace_opts_t *opts;
-  import_mtrace_stats_t      *st;
-};
-
 /* The log carries no provenance of its own: meta was filled in before. */
 static as_status_t run_stream(FILE *in, const char *name, trace_writer_t *w,
                               trace_meta_t *meta, void *user, as_err_t *err) {
-  file_job_t *job = user;
+  import_job_t *job = user;
   (void)meta;
   return import_mtrace_stream(in, name, w, job->opts, job->st, err);
 }
@@ -452,6 +439,6 @@ as_status_t import_mtrace_file(const char *in_path, const char *out_path,
       (rc = trace_meta_set(&meta, "unrecorded", "malloc_trim, threads",
                            err)) != AS_OK)
     return rc;
-  file_job_t job = {opts, st};
+  import_job_t job = {opts, st};
   return import_run_file(in_path, out_path, fmt, &meta, run_stream, &job, err);
 }

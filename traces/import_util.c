@@ -37,6 +37,20 @@ uint64_t import_tick_ns(uint64_t tick_ns, trace_op_t op, uint64_t size) {
   return sim_cost_c_alloc_ns(&sim_cost_measured, size);
 }
 
+as_status_t import_emit(trace_writer_t *w, uint64_t t_ns, trace_op_t op,
+                        uint64_t id, uint64_t size, uint64_t *events,
+                        as_err_t *err) {
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.t_ns = t_ns;
+  ev.op = (uint8_t)op;
+  ev.id = id;
+  ev.size = size;
+  ev.domain = TRACE_DOMAIN_RAW;
+  (*events)++;
+  return trace_writer_write(w, &ev, err);
+}
+
 /* ---- Inserted events ---------------------------------------------------- */
 
 static as_status_t inserts_push(import_inserts_t *ins,

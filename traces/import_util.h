@@ -31,6 +31,20 @@ const char *import_quote(const char *s, char buf[72]);
  * size bytes that the program then writes. */
 uint64_t import_tick_ns(uint64_t tick_ns, trace_op_t op, uint64_t size);
 
+/* Writes an event of op on object id (size bytes) at t_ns on thread 0 in
+ * the raw domain to w, counting it in *events. */
+as_status_t import_emit(trace_writer_t *w, uint64_t t_ns, trace_op_t op,
+                        uint64_t id, uint64_t size, uint64_t *events,
+                        as_err_t *err);
+
+/* What the file drivers below pass an importer's stream function: its
+ * options and statistics, typed by the importer. */
+typedef struct import_job_s import_job_t;
+struct import_job_s {
+  const void *opts;
+  void       *st;
+};
+
 /* ---- Inserted events ------------------------------------------------------
  * A log that does not record malloc_trim (mtrace, heaptrack) or marks can
  * have them restored by the user: each insert is emitted after input line
