@@ -122,7 +122,8 @@ struct compare_result_s {
   char     model_spec[256];  /* as chosen: "cpython" */
   char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
   char     source[512];      /* trace path or workload */
-  char     alignment[64];    /* "nearest time" or "marks by label" */
+  char     alignment[64];    /* "rss events in order" or "marks by
+                                 label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
   int64_t  offset_bytes; /* the baseline offset (with layouts, the

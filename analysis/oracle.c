@@ -17,14 +17,12 @@
 #include <gnu/libc-version.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -191,6 +189,7 @@ static void set_op(oracle_op_t *op, oracle_op_code_t code,
   op->id = ev->id;
   op->size = size;
   op->aux = aux;
+  op->t_ns = ev->t_ns;
 }
 
 /* An allocation, realloc, free or touch: checked against the live ids. */
@@ -256,8 +255,8 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     op->id = w->marks++;
     break;
   case TRACE_IDLE:
-    set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)((double)ev->size * w->idle_scale),
-           0);
+    set_op(op, ORACLE_OP_IDLE, ev,
+           (uint64_t)((double)ev->size * w->idle_scale), ev->size);
     break;
   case TRACE_TRIM:
     set_op(op, ORACLE_OP_TRIM, ev, ev->size, 0);
@@ -402,14 +401,12 @@ static as_status_t plan_trace(const char *path, const char *workload,
 
 typedef struct child_s child_t;
 struct child_s {
-  pid_t              pid;
-  int                ops_fd;     /* we write ops here */
-  int                results_fd; /* and read results here */
-  int                progress_fd;
-  oracle_progress_t *progress;
+  pid_t pid;
+  int   ops_fd;     /* we write ops here */
+  int   results_fd; /* and read results here */
 };
 
-/* fd moved above the fds the child gets (1, 3, 4, 5), so that none of
+/* fd moved above the fds the child gets (1, 3, 4), so that none of
  * the spawn's dup2s overwrites another's source; -1 stays -1. */
 static int high_fd(int fd) {
   if (fd < 0)
@@ -465,24 +462,17 @@ static void child_close(child_t *c) {
     close(c->ops_fd);
   if (c->results_fd >= 0)
     close(c->results_fd);
-  if (c->progress != NULL && c->progress != MAP_FAILED)
-    munmap(c->progress, sizeof *c->progress);
-  if (c->progress_fd >= 0)
-    close(c->progress_fd);
-  c->ops_fd = c->results_fd = c->progress_fd = -1;
-  c->progress = NULL;
+  c->ops_fd = c->results_fd = -1;
 }
 
 static as_status_t child_start(const char *replayer, const char *preload,
                                const oracle_opts_t *o, child_t *c,
                                as_err_t *err) {
   memset(c, 0, sizeof *c);
-  c->ops_fd = c->results_fd = c->progress_fd = -1;
+  c->ops_fd = c->results_fd = -1;
   int ops[2] = {-1, -1}, res[2] = {-1, -1};
-  c->progress_fd = high_fd(memfd_create("allocsim-oracle", MFD_CLOEXEC));
   int devnull = high_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
-  if (high_pipe(ops) != 0 || high_pipe(res) != 0 || c->progress_fd < 0 ||
-      devnull < 0 || ftruncate(c->progress_fd, 4096) != 0) {
+  if (high_pipe(ops) != 0 || high_pipe(res) != 0 || devnull < 0) {
     as_status_t rc = as_err_set(err, AS_EIO, "oracle: pipes: %s",
                                 strerror(errno));
     for (int i = 0; i < 2; i++) {
@@ -496,20 +486,16 @@ static as_status_t child_start(const char *replayer, const char *preload,
     child_close(c);
     return rc;
   }
-  c->progress = mmap(NULL, sizeof *c->progress, PROT_READ | PROT_WRITE,
-                     MAP_SHARED, c->progress_fd, 0);
   char   preload_var[PATH_MAX + 16];
   char **env = child_env(preload, o, preload_var, sizeof preload_var);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, ops[0], ORACLE_FD_OPS);
   posix_spawn_file_actions_adddup2(&fa, res[1], ORACLE_FD_RESULTS);
-  posix_spawn_file_actions_adddup2(&fa, c->progress_fd, ORACLE_FD_PROGRESS);
   posix_spawn_file_actions_adddup2(&fa, devnull, STDOUT_FILENO);
   char *argv[] = {(char *)replayer, NULL};
-  int   e = c->progress == MAP_FAILED ? errno
-            : env == NULL              ? ENOMEM
-                          : posix_spawn(&c->pid, replayer, &fa, NULL, argv, env);
+  int e = env == NULL ? ENOMEM
+                      : posix_spawn(&c->pid, replayer, &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
   close(ops[0]);
@@ -592,6 +578,7 @@ static void *feed_main(void *arg) {
     f->rc = AS_OK;
     memset(&op, 0, sizeof op);
     op.code = ORACLE_OP_END; /* thread 0: the main thread finishes */
+    op.t_ns = UINT64_MAX;
     if (alive && feed_put(f, &op, sizeof op))
       feed_flush(f);
   }
@@ -608,23 +595,6 @@ static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The child's RSS from its smaps_rollup (protocol.h ORACLE_RSS_FIELD);
- * false if it is gone. */
-static bool child_rss(pid_t pid, uint64_t *out) {
-  char path[64], buf[4096];
-  as_format_fits(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return false;
-  buf[n] = '\0';
-  *out = oracle_rss_parse(buf);
-  return *out != UINT64_MAX;
 }
 
 typedef struct collect_s collect_t;
@@ -649,11 +619,24 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     k->ready = true;
     break;
   case ORACLE_R_MARK:
-    if (res->a < r->nmarks)
+    if (res->a < r->nmarks) {
       r->marks[res->a].rss_bytes = net(k, res->b);
+      r->marks[res->a].gross_bytes = res->b;
+    }
     break;
+  case ORACLE_R_SAMPLE: {
+    oracle_sample_t *v = as_grow(r->samples, &k->samples_cap,
+                                 r->nsamples + 1, sizeof *v, 256);
+    if (v == NULL)
+      break; /* fewer samples; the marks still tell */
+    r->samples = v;
+    v[r->nsamples++] = (oracle_sample_t){res->a, res->c, net(k, res->b),
+                                         res->b};
+    break;
+  }
   case ORACLE_R_DONE:
     r->final_rss_bytes = net(k, res->a);
+    r->final_gross_bytes = res->a;
     r->unsupported = res->b;
     k->done = true;
     break;
@@ -664,64 +647,35 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
   }
 }
 
-static void take_sample(collect_t *k, const child_t *c) {
-  uint64_t rss;
-  if (!child_rss(c->pid, &rss))
-    return;
-  oracle_run_t    *r = k->r;
-  oracle_sample_t *v = as_grow(r->samples, &k->samples_cap, r->nsamples + 1,
-                               sizeof *v, 256);
-  if (v == NULL)
-    return; /* fewer samples; the marks still tell */
-  r->samples = v;
-  v[r->nsamples++] = (oracle_sample_t){c->progress->ops_done, net(k, rss)};
-}
-
-/* Reads results until the child is done or gone, sampling its RSS every
- * sample_every_ns in between. */
-static void collect(collect_t *k, const child_t *c, uint64_t every_ns) {
+/* Reads results until the child is done or gone. */
+static void collect(collect_t *k, const child_t *c) {
   unsigned char buf[sizeof(oracle_result_t) * 16];
   size_t        have = 0;
-  uint64_t      next = now_ns() + every_ns;
   while (!k->done) {
-    int timeout = -1;
-    if (every_ns > 0) {
-      uint64_t t = now_ns();
-      timeout = t >= next ? 0 : (int)((next - t + 999999) / 1000000);
+    ssize_t n = read(c->results_fd, buf + have, sizeof buf - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* the child closed its end */
+    have += (size_t)n;
+    size_t off = 0;
+    for (; have - off >= sizeof(oracle_result_t);
+         off += sizeof(oracle_result_t)) {
+      oracle_result_t res;
+      memcpy(&res, buf + off, sizeof res);
+      on_result(k, &res);
     }
-    struct pollfd pfd = {c->results_fd, POLLIN, 0};
-    int           pr = poll(&pfd, 1, timeout);
-    if (pr < 0 && errno != EINTR)
-      break;
-    if (pr > 0) {
-      ssize_t n = read(c->results_fd, buf + have, sizeof buf - have);
-      if (n <= 0 && !(n < 0 && errno == EINTR))
-        break; /* the child closed its end */
-      have += n > 0 ? (size_t)n : 0;
-      size_t off = 0;
-      for (; have - off >= sizeof(oracle_result_t);
-           off += sizeof(oracle_result_t)) {
-        oracle_result_t res;
-        memcpy(&res, buf + off, sizeof res);
-        on_result(k, &res);
-      }
-      memmove(buf, buf + off, have - off);
-      have -= off;
-    }
-    if (every_ns > 0 && k->ready && !k->done && now_ns() >= next) {
-      take_sample(k, c);
-      next += every_ns;
-      if (next < now_ns())
-        next = now_ns() + every_ns;
-    }
+    memmove(buf, buf + off, have - off);
+    have -= off;
   }
 }
 
 /* ---- The output: pass 3 --------------------------------------------------
  * The trace again, rss events dropped, the measurements written as rss
- * events: 0 before the first call (the baseline, by definition), each mark's
- * right after it, each periodic sample after the op the child had finished
- * when it was taken, the final RSS after the last event. */
+ * events of the RSS as measured: the baseline before the first call, each
+ * mark's right after it, each periodic sample after the op the child had
+ * finished when it was taken, the final RSS after the last event.  The
+ * peak is worked out on the net figures as they go by. */
 
 static as_status_t meta_put(trace_meta_t *m, const char *key, const char *v,
                             as_err_t *err) {
@@ -770,8 +724,9 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
 }
 
 static as_status_t output_meta(const trace_source_t *src, const char *input,
-                               const oracle_opts_t *o, const oracle_run_t *r,
-                               trace_meta_t *m, as_err_t *err) {
+                               const char *workload, const oracle_opts_t *o,
+                               const oracle_run_t *r, trace_meta_t *m,
+                               as_err_t *err) {
   memset(m, 0, sizeof *m);
   struct utsname u;
   char           buf[512];
@@ -782,6 +737,7 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (rc = meta_put(m, "source", "allocsim oracle", err)) != AS_OK ||
       (rc = meta_put(m, "oracle_input", input, err)) != AS_OK ||
       (was && (rc = meta_put(m, "input_source", was, err)) != AS_OK) ||
+      (workload && (rc = meta_put(m, "workload", workload, err)) != AS_OK) ||
       (tt && (rc = meta_put(m, "touch_threshold", tt, err)) != AS_OK) ||
       (o->command && (rc = meta_put(m, "command", o->command, err)) != AS_OK))
     return rc;
@@ -816,12 +772,13 @@ struct out_s {
   trace_writer_t *w; /* NULL: only the peak is worked out */
   oracle_run_t   *r;
   size_t          next_sample;
+  bool            marks_only; /* a workload: compare regenerates its calls */
 };
 
-static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t rss,
-                           as_err_t *err) {
-  if (rss > x->r->peak_rss_bytes) {
-    x->r->peak_rss_bytes = rss;
+static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
+                           uint64_t gross, as_err_t *err) {
+  if (net > x->r->peak_rss_bytes) {
+    x->r->peak_rss_bytes = net;
     x->r->peak_t_ns = t_ns;
   }
   if (x->w == NULL)
@@ -830,7 +787,7 @@ static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t rss,
   memset(&ev, 0, sizeof ev);
   ev.t_ns = t_ns;
   ev.op = TRACE_RSS;
-  ev.size = rss;
+  ev.size = gross;
   return trace_writer_write(x->w, &ev, err);
 }
 
@@ -839,12 +796,18 @@ static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t rss,
 static as_status_t out_event(out_t *x, const trace_event_t *ev,
                              uint64_t ops_done, uint64_t mark,
                              as_err_t *err) {
-  as_status_t rc = x->w ? trace_writer_write(x->w, ev, err) : AS_OK;
+  as_status_t rc = x->w && (!x->marks_only || ev->op == TRACE_MARK)
+                       ? trace_writer_write(x->w, ev, err)
+                       : AS_OK;
   if (rc == AS_OK && ev->op == TRACE_MARK && mark < x->r->nmarks)
-    rc = out_rss(x, ev->t_ns, x->r->marks[mark].rss_bytes, err);
+    rc = out_rss(x, ev->t_ns, x->r->marks[mark].rss_bytes,
+                 x->r->marks[mark].gross_bytes, err);
   while (rc == AS_OK && x->next_sample < x->r->nsamples &&
-         x->r->samples[x->next_sample].ops_done <= ops_done)
-    rc = out_rss(x, ev->t_ns, x->r->samples[x->next_sample++].rss_bytes, err);
+         x->r->samples[x->next_sample].ops_done <= ops_done) {
+    const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
+    rc = out_rss(x, smp->t_ns > ev->t_ns ? smp->t_ns : ev->t_ns,
+                 smp->rss_bytes, smp->gross_bytes, err);
+  }
   return rc;
 }
 
@@ -856,13 +819,13 @@ static as_status_t write_output(const char *path, const char *workload,
   if (rc != AS_OK)
     return rc;
   walk_t       w;
-  out_t        x = {NULL, r, 0};
+  out_t        x = {NULL, r, 0, workload != NULL};
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
                  workload ? workload : path);
   if ((rc = walk_init(&w, src, o, err)) == AS_OK && o->out_path != NULL &&
-      (rc = output_meta(src, input, o, r, &meta, err)) == AS_OK)
+      (rc = output_meta(src, input, workload, o, r, &meta, err)) == AS_OK)
     rc = trace_writer_open(o->out_path, trace_format_from_path(o->out_path),
                            &meta, &x.w, err);
   trace_event_t ev;
@@ -872,14 +835,15 @@ static as_status_t write_output(const char *path, const char *workload,
   while (rc == AS_OK && (rc = trace_source_next(src, &ev, err)) == AS_OK) {
     if ((rc = walk_event(&w, &ev, &op, &send, err)) != AS_OK || !send)
       continue;
-    if (first && (rc = out_rss(&x, ev.t_ns, 0, err)) != AS_OK)
+    if (first &&
+        (rc = out_rss(&x, ev.t_ns, 0, r->baseline_rss_bytes, err)) != AS_OK)
       break;
     first = false;
     t = ev.t_ns;
     rc = out_event(&x, &ev, w.ops, w.marks - (ev.op == TRACE_MARK), err);
   }
   if (rc == AS_DONE)
-    rc = out_rss(&x, t, r->final_rss_bytes, err);
+    rc = out_rss(&x, t, r->final_rss_bytes, r->final_gross_bytes, err);
   if (x.w != NULL) {
     as_err_t    cerr = {0};
     as_status_t crc = trace_writer_close(x.w, &cerr);
@@ -1006,7 +970,7 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
   f->fd = c.ops_fd;
   c.ops_fd = -1; /* the feeder closes it */
   f->hello = (oracle_hello_t){ORACLE_MAGIC, (uint32_t)o->allocator, 0,
-                              plan.ids, plan.ops};
+                              plan.ids, plan.ops, o->sample_every_ns};
   uint64_t  t0 = now_ns();
   pthread_t feeder;
   if (pthread_create(&feeder, NULL, feed_main, f) != 0) {
@@ -1018,7 +982,7 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     return as_err_set(err, AS_ENOMEM, "cannot start the feeding thread");
   }
   collect_t k = {.r = r};
-  collect(&k, &c, o->sample_every_ns);
+  collect(&k, &c);
   rc = child_wait(&c, &k, r, o->allocator, err);
   pthread_join(feeder, NULL);
   r->wall_s = (double)(now_ns() - t0) / 1e9;

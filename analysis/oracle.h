@@ -4,9 +4,9 @@
  * `allocsim oracle` runs traces/oracle/replayer.c in a child process
  * (glibc as the system's, jemalloc, mimalloc or tcmalloc through LD_PRELOAD
  * of Debian's libraries or --lib, musl through the replayer built with
- * musl-gcc), feeds it the trace's calls, reads RSS at every mark (the
- * child, from its own /proc/self/smaps_rollup) and every sample_every_ns
- * (this process, from the child's), and writes the trace again with those
+ * musl-gcc), feeds it the trace's calls, has it read its RSS (its own
+ * /proc/self/smaps_rollup) at every mark and every sample_every_ns between
+ * two calls, and writes the trace again with those
  * measurements as rss events, so that `allocsim record` stores it and
  * `compare` predicts it like any captured run.
  *
@@ -55,14 +55,17 @@ struct oracle_opts_s {
 typedef struct oracle_mark_s oracle_mark_t;
 struct oracle_mark_s {
   char     label[64];
-  uint64_t t_ns;      /* the trace's time of the mark */
-  uint64_t rss_bytes; /* net of the baseline (0 if below it) */
+  uint64_t t_ns;        /* the trace's time of the mark */
+  uint64_t rss_bytes;   /* net of the baseline (0 if below it) */
+  uint64_t gross_bytes; /* as measured */
 };
 
 typedef struct oracle_sample_s oracle_sample_t;
 struct oracle_sample_s {
-  uint64_t ops_done;  /* ops the child had finished */
-  uint64_t rss_bytes; /* net */
+  uint64_t ops_done;    /* ops the child had finished */
+  uint64_t t_ns;        /* the trace's time then */
+  uint64_t rss_bytes;   /* net */
+  uint64_t gross_bytes; /* as measured */
 };
 
 typedef struct oracle_run_s oracle_run_t;
@@ -72,6 +75,7 @@ struct oracle_run_s {
   char             preload[512];  /* LD_PRELOAD given, "" for none */
   uint64_t         baseline_rss_bytes;
   uint64_t         final_rss_bytes; /* net */
+  uint64_t         final_gross_bytes;
   uint64_t         peak_rss_bytes;  /* net: largest mark, sample or final */
   uint64_t         peak_t_ns;
   uint64_t         final_t_ns;

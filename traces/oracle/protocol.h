@@ -9,12 +9,15 @@
  * Channels (file descriptors the replayer inherits):
  *   ORACLE_FD_OPS       parent -> replayer: an oracle_hello_t, then
  *                       oracle_op_t records; an option op is followed by
- *                       ORACLE_NAME_RECORDS records holding its name
+ *                       ORACLE_NAME_MAX bytes holding its name
  *   ORACLE_FD_RESULTS   replayer -> parent: oracle_result_t records
- *   ORACLE_FD_PROGRESS  a shared page (oracle_progress_t) the replayer
- *                       updates after every op, so the parent's RSS samples
- *                       can be placed in the trace
  * Both ends run on one machine: records are native-endian structs.
+ *
+ * Samples.  The replayer reads its own RSS every sample_every_ns between
+ * two calls (it looks at the clock every ORACLE_CLOCK_EVERY calls), so a
+ * sample is the state after a known call, never one caught half-done, and
+ * it sleeps idles in slices, sampling between them, so what an allocator's
+ * background thread returns while the program idles is seen.
  */
 #ifndef ALLOCSIM_ORACLE_PROTOCOL_H
 #define ALLOCSIM_ORACLE_PROTOCOL_H
@@ -24,7 +27,9 @@
 
 #define ORACLE_FD_OPS 3
 #define ORACLE_FD_RESULTS 4
-#define ORACLE_FD_PROGRESS 5
+
+/* Calls between two looks at the clock for a periodic sample. */
+#define ORACLE_CLOCK_EVERY 32
 
 #define ORACLE_MAGIC UINT64_C(0x315243524f534c41) /* "ALSORCR1" */
 
@@ -53,6 +58,7 @@ struct oracle_hello_s {
   uint32_t pad;
   uint64_t ids;       /* object ids the trace uses (its peak id + 1) */
   uint64_t ops;       /* ops that follow, ORACLE_OP_END excluded */
+  uint64_t sample_every_ns; /* 0: marks only */
 };
 
 typedef enum oracle_op_code_e {
@@ -64,7 +70,8 @@ typedef enum oracle_op_code_e {
   ORACLE_OP_THREAD_START,
   ORACLE_OP_THREAD_EXIT,
   ORACLE_OP_MARK,     /* id = the mark's number, from 0 */
-  ORACLE_OP_IDLE,     /* size = ns to sleep (already scaled) */
+  ORACLE_OP_IDLE,     /* size = ns to sleep (already scaled), aux = the
+                         idle's duration in the trace */
   ORACLE_OP_TRIM,     /* size = pad */
   ORACLE_OP_PURGE,    /* size = oracle_purge_t, aux = arena or
                          ORACLE_ALL_ARENAS */
@@ -85,32 +92,27 @@ struct oracle_op_s {
   uint64_t id;
   uint64_t size;
   uint64_t aux;
+  uint64_t t_ns;   /* the trace's time of the event */
 };
 
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
-#define ORACLE_NAME_RECORDS (ORACLE_NAME_MAX / sizeof(oracle_op_t))
 
 typedef enum oracle_result_kind_e {
-  ORACLE_R_READY, /* a = baseline RSS bytes; text = the library that
-                     provides malloc */
-  ORACLE_R_MARK,  /* a = mark number, b = RSS bytes */
-  ORACLE_R_DONE,  /* a = final RSS bytes, b = ops without a counterpart
-                     in this allocator (counted, as the engine does) */
-  ORACLE_R_ERROR  /* text = the message, a = op index */
+  ORACLE_R_READY,  /* a = baseline RSS bytes; text = the library that
+                      provides malloc */
+  ORACLE_R_MARK,   /* a = mark number, b = RSS bytes */
+  ORACLE_R_SAMPLE, /* a = calls done, b = RSS bytes, c = the trace's time */
+  ORACLE_R_DONE,   /* a = final RSS bytes, b = ops without a counterpart
+                      in this allocator (counted, as the engine does) */
+  ORACLE_R_ERROR   /* text = the message, a = op index */
 } oracle_result_kind_t;
 
 typedef struct oracle_result_s oracle_result_t;
 struct oracle_result_s {
   uint32_t kind; /* oracle_result_kind_t */
   uint32_t pad;
-  uint64_t a, b;
-  char     text[232];
-};
-
-/* What the replayer has done so far, on the shared page. */
-typedef struct oracle_progress_s oracle_progress_t;
-struct oracle_progress_s {
-  volatile uint64_t ops_done;
+  uint64_t a, b, c;
+  char     text[224];
 };
 
 /* ---- RSS ------------------------------------------------------------------

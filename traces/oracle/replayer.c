@@ -9,8 +9,8 @@
  *    preloaded allocator's own functions are looked up with dlsym (a failed
  *    lookup would malloc its error text).
  *  - Everything it needs is touched before the baseline is read: the
- *    object table (ids x 8 bytes), the input buffer, the thread slots, the
- *    page the parent reads progress from.  Net RSS = RSS - that baseline.
+ *    object table (ids x 8 bytes), the input buffer, the thread slots.
+ *    Net RSS = RSS - that baseline.
  *  - Each trace thread is a real thread (default attributes: the stack
  *    glibc's nptl gives any thread), created at its first op, joined when
  *    the next op runs after its exit.  One baton orders everything: the
@@ -63,13 +63,14 @@ static void write_all(int fd, const void *p, size_t n) {
   }
 }
 
-static void send_result(uint32_t kind, uint64_t a, uint64_t b,
+static void send_result(uint32_t kind, uint64_t a, uint64_t b, uint64_t c,
                         const char *text) {
   oracle_result_t r;
   memset(&r, 0, sizeof r);
   r.kind = kind;
   r.a = a;
   r.b = b;
+  r.c = c;
   if (text != NULL) {
     size_t n = strlen(text);
     memcpy(r.text, text, n < sizeof r.text - 1 ? n : sizeof r.text - 1);
@@ -104,7 +105,7 @@ static void fail(const char *what, uint64_t value) {
   msg[0] = '\0';
   put_str(msg, sizeof msg, &n, what);
   put_u64(msg, sizeof msg, &n, value);
-  send_result(ORACLE_R_ERROR, ops_done, 0, msg);
+  send_result(ORACLE_R_ERROR, ops_done, 0, 0, msg);
   _exit(2);
 }
 
@@ -387,6 +388,46 @@ static void sleep_ns(uint64_t ns) {
     ;
 }
 
+/* ---- Periodic samples ----------------------------------------------------- */
+
+static uint64_t next_sample_ns; /* monotonic time of the next sample */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A sample now, after `done` calls, stamped with the trace's time t_ns, if
+ * one is due. */
+static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
+  if (hello.sample_every_ns == 0 || now < next_sample_ns)
+    return;
+  send_result(ORACLE_R_SAMPLE, done, rss_now(), t_ns, NULL);
+  next_sample_ns += hello.sample_every_ns;
+  if (next_sample_ns <= now)
+    next_sample_ns = now + hello.sample_every_ns;
+}
+
+/* An idle: slept in slices up to the next sample, each sample stamped at
+ * the point of the idle's span in the trace it stands for, and counted
+ * after the idle (so that it follows the idle event in the trace). */
+static void idle(const oracle_op_t *op) {
+  uint64_t start = mono_ns(), end = start + op->size;
+  for (uint64_t now = start; now < end; now = mono_ns()) {
+    uint64_t until = end;
+    if (hello.sample_every_ns != 0 && next_sample_ns < until)
+      until = next_sample_ns > now ? next_sample_ns : now;
+    sleep_ns(until - now);
+    now = mono_ns();
+    uint64_t done = now - start < op->size ? now - start : op->size;
+    sample_if_due(now, ops_done + 1,
+                  op->t_ns + (uint64_t)((double)op->aux *
+                                             (double)done /
+                                             (double)op->size));
+  }
+}
+
 static char cur_name[ORACLE_NAME_MAX];
 
 static void execute(const oracle_op_t *op) {
@@ -409,10 +450,10 @@ static void execute(const oracle_op_t *op) {
     fill((char *)objs[op->id] + op->aux, op->size);
     break;
   case ORACLE_OP_MARK:
-    send_result(ORACLE_R_MARK, op->id, rss_now(), NULL);
+    send_result(ORACLE_R_MARK, op->id, rss_now(), 0, NULL);
     break;
   case ORACLE_OP_IDLE:
-    sleep_ns(op->size);
+    idle(op);
     break;
   case ORACLE_OP_TRIM:
 #ifndef ORACLE_STATIC
@@ -444,11 +485,10 @@ struct slot_s {
   sem_t        go;
 };
 
-static slot_t             slots[ORACLE_MAX_THREADS];
-static size_t             nslots = 1; /* slot 0: the main thread, trace 0 */
-static oracle_progress_t *progress;
-static oracle_op_t        cur;
-static bool               have_cur;
+static slot_t      slots[ORACLE_MAX_THREADS];
+static size_t      nslots = 1; /* slot 0: the main thread, trace 0 */
+static oracle_op_t cur;
+static bool        have_cur;
 
 static void run(slot_t *me);
 
@@ -522,7 +562,7 @@ static void pass_baton(const slot_t *me) {
 }
 
 static void finish(void) {
-  send_result(ORACLE_R_DONE, rss_now(), unsupported, NULL);
+  send_result(ORACLE_R_DONE, rss_now(), unsupported, 0, NULL);
   _exit(0);
 }
 
@@ -542,7 +582,9 @@ static void run(slot_t *me) {
     if (cur.code == ORACLE_OP_END)
       finish();
     execute(&cur);
-    progress->ops_done = ++ops_done;
+    ++ops_done;
+    if (ops_done % ORACLE_CLOCK_EVERY == 0)
+      sample_if_due(mono_ns(), ops_done, cur.t_ns);
     if (cur.code == ORACLE_OP_THREAD_EXIT && me != &slots[0]) {
       me->state = SLOT_EXITED; /* the next op's thread joins it */
       next_op();
@@ -558,11 +600,6 @@ int main(void) {
   if (!read_exact(&hello, sizeof hello) || hello.magic != ORACLE_MAGIC ||
       hello.allocator >= ORACLE_ALLOCATOR_COUNT)
     fail("expected the oracle's hello on fd 3; allocator ", hello.allocator);
-  progress = mmap(NULL, sizeof *progress, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  ORACLE_FD_PROGRESS, 0);
-  if (progress == MAP_FAILED)
-    fail("cannot map the progress page (fd 5), errno ", (uint64_t)errno);
-  progress->ops_done = 0;
   size_t table = (size_t)(hello.ids ? hello.ids : 1) * sizeof *objs;
   objs = mmap(NULL, table, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
               -1, 0);
@@ -583,7 +620,8 @@ int main(void) {
   if (sem_init(&slots[0].go, 0, 0) != 0)
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
-  send_result(ORACLE_R_READY, rss_now(), 0, library);
+  send_result(ORACLE_R_READY, rss_now(), 0, 0, library);
+  next_sample_ns = mono_ns() + hello.sample_every_ns;
   run(&slots[0]);
   finish();
   return 0;
