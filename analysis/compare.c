@@ -272,8 +272,11 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
 
 void compare_result_free(compare_result_t *res) {
   free(res->marks);
+  free(res->points);
   res->marks = NULL;
   res->nmarks = 0;
+  res->points = NULL;
+  res->npoints = 0;
 }
 
 as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
@@ -461,7 +464,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   for (size_t i = 0; i < nms; i++)
     nmarks += ms[i].kind == SIM_SAMPLE_MARK;
   res->marks = calloc(nmarks ? nmarks : 1, sizeof *res->marks);
-  if (res->marks == NULL) {
+  res->points = calloc(nms ? nms : 1, sizeof *res->points);
+  if (res->marks == NULL || res->points == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -507,6 +511,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
       npts++;
+      res->points[res->npoints++] = (compare_point_t){
+          ms[i].t_ns, ms[i].measured_rss_bytes, (int64_t)llround(mean)};
     }
   }
   compare_series_stats(xs, ys, npts, &res->series);

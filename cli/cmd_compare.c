@@ -103,7 +103,12 @@ static void print_json(const compare_result_t *r) {
   json_num(r->series.intercept_bytes);
   printf(", \"r2\": ");
   json_num(r->series.r2);
-  printf("}}\n");
+  printf(", \"samples\": [");
+  for (size_t i = 0; i < r->npoints; i++)
+    printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRId64 "]", i ? ", " : "",
+           r->points[i].t_ns, r->points[i].measured_rss_bytes,
+           r->points[i].predicted_rss_bytes);
+  printf("]}}\n");
 }
 
 /* The marks table of a single replay. */

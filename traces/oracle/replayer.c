@@ -19,7 +19,9 @@
  *    order, cross-thread frees included, each on its recorded thread.
  *  - The program writes what it allocates (memset of the whole block, of
  *    realloc's growth, of touch ranges), except allocations the trace marks
- *    unwritten.
+ *    unwritten and calloc's: a calloc'd block reads as zero and the models
+ *    take it that the program relies on that, so only what calloc itself
+ *    zeroes is written (models/glibc.c glibc_alloc, and every model).
  *  - Marks read RSS (protocol.h: smaps_rollup's resident anonymous bytes)
  *    at the mark, with every earlier
  *    call done.  Idle ops sleep for real (the parent scales them).  At the
@@ -367,7 +369,7 @@ static void do_alloc(const oracle_op_t *op) {
   if (p == NULL && op->size > 0)
     fail("the allocator returned NULL for bytes ", op->size);
   objs[op->id] = p;
-  if (!(op->flags & ORACLE_F_UNWRITTEN))
+  if (!(op->flags & ORACLE_F_UNWRITTEN) && op->code != ORACLE_OP_CALLOC)
     fill(p, op->size);
 }
 
