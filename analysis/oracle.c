@@ -32,6 +32,7 @@
 #include "../sim/grow.h"
 #include "../sim/units.h"
 #include "../traces/addr_ids.h"
+#include "../traces/import_util.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
@@ -679,9 +680,7 @@ static void collect(collect_t *k, const child_t *c) {
 
 static as_status_t meta_put(trace_meta_t *m, const char *key, const char *v,
                             as_err_t *err) {
-  char value[256];
-  as_format_fits(value, sizeof value, "%s", v); /* cut to fit */
-  return trace_meta_set(m, key, value, err);
+  return import_meta_put(m, key, v, err); /* cut and cleaned to fit */
 }
 
 static as_status_t meta_u64(trace_meta_t *m, const char *key, uint64_t v,

@@ -13,6 +13,7 @@
 #include "../analysis/oracle.h"
 #include "../analysis/record.h"
 #include "../analysis/store.h"
+#include "../models/model.h"
 
 typedef struct oracle_args_s oracle_args_t;
 struct oracle_args_s {
@@ -186,7 +187,12 @@ static int oracle_main(int argc, char **argv) {
     return cli_fail("oracle", &err);
   }
   int64_t run_id = 0;
-  if (a.db != NULL) {
+  if (a.db != NULL && model_find(oracle_allocator_name(a.o.allocator)) == NULL) {
+    /* record would predict it with another allocator's model */
+    fprintf(stderr, "allocsim oracle: not recorded in %s: no %s model is "
+            "registered (record %s once one is)\n", a.db,
+            oracle_allocator_name(a.o.allocator), a.o.out_path);
+  } else if (a.db != NULL) {
     store_t      *s;
     record_info_t info;
     if (store_open(a.db, &s, &err) != AS_OK ||
@@ -248,7 +254,8 @@ const cli_command_t cli_cmd_oracle = {
         "  -o, --output OUT    write the trace with the measurements as rss\n"
         "                      events (.astrace: binary)\n"
         "  --db DB             store OUT as a measured run (then `allocsim\n"
-        "                      compare RUN --db DB` predicts it)\n"
+        "                      compare RUN --db DB` predicts it); not for an\n"
+        "                      allocator no registered model covers\n"
         "  --json              {\"allocator\", \"peak_rss_bytes\", \"marks\": "
         "[{\"label\",\n"
         "                      \"t_ns\", \"rss_bytes\"}], ...}\n"

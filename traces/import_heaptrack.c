@@ -147,9 +147,7 @@ static as_status_t meta_put(ht_t *h, const char *key, const char *value,
                             as_err_t *err) {
   if (h->meta == NULL || h->started)
     return AS_OK; /* the header is written: too late */
-  char v[256];
-  snprintf(v, sizeof v, "%s", value); /* command lines are cut to fit */
-  return trace_meta_set(h->meta, key, v, err);
+  return import_meta_put(h->meta, key, value, err);
 }
 
 static as_status_t meta_header(ht_t *h, as_err_t *err) {

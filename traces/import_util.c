@@ -29,6 +29,23 @@ const char *import_quote(const char *s, char buf[72]) {
   return buf;
 }
 
+as_status_t import_meta_put(trace_meta_t *m, const char *key,
+                            const char *value, as_err_t *err) {
+  char v[256];
+  while (*value == ' ' || *value == '\t')
+    value++;
+  size_t n = 0;
+  for (; value[n] != '\0' && n < sizeof v - 1; n++)
+    v[n] = ((unsigned char)value[n] < 0x20 && value[n] != '\t') ||
+                   value[n] == 0x7f
+               ? '?'
+               : value[n];
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    n--;
+  v[n] = '\0';
+  return trace_meta_set(m, key, v, err);
+}
+
 uint64_t import_tick_ns(uint64_t tick_ns, trace_op_t op, uint64_t size) {
   if (tick_ns != 0)
     return tick_ns;

@@ -24,6 +24,12 @@
  * "..." when cut; returns buf. */
 const char *import_quote(const char *s, char buf[72]);
 
+/* Sets provenance key to value as any trace format can carry it back: cut
+ * to 255 bytes, control bytes (but tab) as '?', surrounding spaces
+ * dropped (a command line or path read from another tool's file). */
+as_status_t import_meta_put(trace_meta_t *m, const char *key,
+                            const char *value, as_err_t *err);
+
 /* ---- Clock -------------------------------------------------------------- */
 
 /* How far a synthetic clock advances after an event of op and size: tick_ns

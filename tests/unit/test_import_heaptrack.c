@@ -230,6 +230,34 @@ static void unrecorded_calls_leave_signs(void **state) {
   free(out);
 }
 
+/* A command line heaptrack read from /proc/self/cmdline may hold any byte;
+ * the provenance keeps what a trace can carry back (found by fuzzing). */
+static void control_bytes_in_the_command_are_cleaned(void **state) {
+  (void)state;
+  static const char text[] = "v 10400 3\nX  ./p\x05q\x7f \t\nI 1000 1\n"
+                             "a 10 1\n+ 0\n";
+  size_t len = 0;
+  char  *out = NULL;
+  FILE  *mem = open_memstream(&out, &len);
+  FILE  *in = fmemopen((void *)text, sizeof text - 1, "r");
+  trace_meta_t meta;
+  memset(&meta, 0, sizeof meta);
+  trace_writer_t *w;
+  as_err_t        err = {0};
+  assert_int_equal(import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT,
+                                             &meta, &w, &err),
+                   AS_OK);
+  import_heaptrack_stats_t st;
+  assert_int_equal(import_heaptrack_stream(in, "h.txt", w, &meta, NULL, &st,
+                                           &err),
+                   AS_OK);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  fclose(in);
+  assert_string_equal(trace_meta_get(&meta, "command"), "./p?q?");
+  assert_non_null(strstr(out, "#@ command=./p?q?\n"));
+  free(out);
+}
+
 /* --assume-trim-at and a marks file put events after the input line they
  * name, at the clock reached there; "end" after the last. */
 static void inserted_events_land_after_their_line(void **state) {
@@ -469,7 +497,9 @@ static void live_heaptrack_run_imports(void **state) {
     as_err_t                 err = {0};
     assert_int_equal(import_path(path, NULL, &st, &src, &err), AS_OK);
     assert_int_equal(st.raw, raw);
-    assert_true(st.rss_samples >= 10); /* 160 ms of pauses, 10 ms timer */
+    /* 160 ms of pauses and a 10 ms timer; a loaded machine delays the
+     * timer thread, so only one sample is certain. */
+    assert_true(st.rss_samples >= 1);
     uint64_t n3000, nrss;
     scan(src, 3000, &n3000, &nrss);
     assert_int_equal(n3000, 200);
@@ -484,6 +514,7 @@ int main(void) {
       cmocka_unit_test(interpreted_file_imports_to_exact_events),
       cmocka_unit_test(raw_file_imports_to_exact_events),
       cmocka_unit_test(unrecorded_calls_leave_signs),
+      cmocka_unit_test(control_bytes_in_the_command_are_cleaned),
       cmocka_unit_test(inserted_events_land_after_their_line),
       cmocka_unit_test(bad_marks_files_are_refused),
       cmocka_unit_test(bad_input_is_refused_with_place_and_expectation),

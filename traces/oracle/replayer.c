@@ -401,14 +401,20 @@ static uint64_t mono_ns(void) {
 }
 
 /* A sample now, after `done` calls, stamped with the trace's time t_ns, if
- * one is due. */
+ * one is due.  Reading smaps_rollup walks the page tables, which takes
+ * milliseconds for hundreds of MiB (and longer on a loaded machine), so the
+ * next sample waits at least four reads' time: sampling takes at most a
+ * fifth of the replay. */
 static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
   if (hello.sample_every_ns == 0 || now < next_sample_ns)
     return;
   send_result(ORACLE_R_SAMPLE, done, rss_now(), t_ns, NULL);
+  uint64_t after = mono_ns(), gap = 4 * (after - now);
   next_sample_ns += hello.sample_every_ns;
-  if (next_sample_ns <= now)
-    next_sample_ns = now + hello.sample_every_ns;
+  if (next_sample_ns < after + gap)
+    next_sample_ns = after + (gap > hello.sample_every_ns
+                                  ? gap
+                                  : hello.sample_every_ns);
 }
 
 /* An idle: slept in slices up to the next sample, each sample stamped at

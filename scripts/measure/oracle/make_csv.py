@@ -2,7 +2,8 @@
 real-program traces of the oracle's validation (sqlite3 imports it, gzip
 and xz compress it).
 
-Usage: make_csv.py OUT [ROWS]   (default 20000 rows, about 1.3 MB)
+Usage: make_csv.py OUT [ROWS]   (default 20000 rows, about 1.3 MB; run.py
+       uses 8000)
 """
 import sys
 
