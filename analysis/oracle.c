@@ -32,6 +32,7 @@
 #include "../sim/grow.h"
 #include "../sim/units.h"
 #include "../traces/addr_ids.h"
+#include "../traces/helper_path.h"
 #include "../traces/import_util.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
@@ -75,53 +76,28 @@ void oracle_default_lib(oracle_allocator_t a, char *buf, size_t len) {
 
 as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
                                  as_err_t *err) {
+  static const char *const rel[] = {"", "/../lib/allocsim",
+                                    "/../lib64/allocsim", "/../traces/oracle",
+                                    NULL};
   bool        musl = a == ORACLE_MUSL;
   const char *file = musl ? "allocsim-replayer-musl" : "allocsim-replayer";
-  const char *env = getenv(musl ? "ALLOCSIM_REPLAYER_MUSL"
-                                : "ALLOCSIM_REPLAYER");
-  if (env != NULL && *env != '\0') {
-    if (access(env, X_OK) != 0)
-      return as_err_set(err, AS_EINVAL, "%s=%s: not an executable file",
-                        musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER",
-                        env);
-    as_format_fits(buf, len, "%s", env);
-    return AS_OK;
-  }
-  char    exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash != NULL) {
-      *slash = '\0';
-      static const char *const rel[] = {"", "/../lib/allocsim",
-                                        "/../lib64/allocsim",
-                                        "/../traces/oracle", NULL};
-      for (size_t i = 0; rel[i] != NULL; i++) {
-        as_format_fits(buf, len, "%s%s/%s", exe, rel[i], file);
-        if (access(buf, X_OK) == 0)
-          return AS_OK;
-      }
-    }
-  }
+  char        built[PATH_MAX] = "";
 #ifdef ALLOCSIM_REPLAYER_BUILD_DIR
-  as_format_fits(buf, len, "%s/%s", ALLOCSIM_REPLAYER_BUILD_DIR, file);
-  if (access(buf, X_OK) == 0)
-    return AS_OK;
+  as_format_fits(built, sizeof built, "%s/%s", ALLOCSIM_REPLAYER_BUILD_DIR,
+                 file);
 #endif
-  buf[0] = '\0';
+  as_status_t rc = helper_path_find(
+      musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER", file, rel,
+      built[0] ? built : NULL, X_OK, buf, len, err);
 #ifndef ALLOCSIM_HAVE_MUSL_GCC
-  if (musl)
+  if (rc != AS_OK && musl && getenv("ALLOCSIM_REPLAYER_MUSL") == NULL)
     return as_err_set(err, AS_EINVAL,
                       "musl: no %s (musl-gcc was not found when allocsim was "
                       "built; install musl-tools and rebuild, or set "
                       "ALLOCSIM_REPLAYER_MUSL)",
                       file);
 #endif
-  return as_err_set(err, AS_EINVAL,
-                    "cannot find %s beside allocsim or in its build tree "
-                    "(set %s)",
-                    file, musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER");
+  return rc;
 }
 
 /* ---- Sources ------------------------------------------------------------ */

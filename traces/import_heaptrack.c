@@ -86,25 +86,8 @@ static bool hex_fields(const char *s, int n, uint64_t *out,
     if (*s != ' ')
       return false;
     s++;
-    uint64_t v = 0;
-    int      nd = 0;
-    for (;; s++, nd++) {
-      int d;
-      if (*s >= '0' && *s <= '9')
-        d = *s - '0';
-      else if (*s >= 'a' && *s <= 'f')
-        d = *s - 'a' + 10;
-      else if (*s >= 'A' && *s <= 'F')
-        d = *s - 'A' + 10;
-      else
-        break;
-      if (nd == 16)
-        return false;
-      v = v << 4 | (uint64_t)d;
-    }
-    if (nd == 0)
+    if (!import_hex(&s, &out[i]))
       return false;
-    out[i] = v;
   }
   if (rest != NULL)
     *rest = s;

@@ -84,26 +84,9 @@ static bool hex_field(const char **p, bool nil_ok, uint64_t *out) {
   } else {
     if (s[0] != '0' || s[1] != 'x')
       return false;
-    s += 2;
-    uint64_t v = 0;
-    int      nd = 0;
-    for (;; s++, nd++) {
-      int d;
-      if (*s >= '0' && *s <= '9')
-        d = *s - '0';
-      else if (*s >= 'a' && *s <= 'f')
-        d = *s - 'a' + 10;
-      else if (*s >= 'A' && *s <= 'F')
-        d = *s - 'A' + 10; /* glibc writes lowercase; hand edits may not */
-      else
-        break;
-      if (nd == 16)
-        return false;
-      v = v << 4 | (uint64_t)d;
-    }
-    if (nd == 0 || (*s != ' ' && *s != '\0'))
+    s += 2; /* glibc writes lowercase digits; hand edits may not */
+    if (!import_hex(&s, out) || (*s != ' ' && *s != '\0'))
       return false;
-    *out = v;
   }
   *p = s;
   return true;

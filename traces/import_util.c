@@ -29,6 +29,31 @@ const char *import_quote(const char *s, char buf[72]) {
   return buf;
 }
 
+bool import_hex(const char **p, uint64_t *out) {
+  const char *s = *p;
+  uint64_t    v = 0;
+  int         nd = 0;
+  for (;; s++, nd++) {
+    int d;
+    if (*s >= '0' && *s <= '9')
+      d = *s - '0';
+    else if (*s >= 'a' && *s <= 'f')
+      d = *s - 'a' + 10;
+    else if (*s >= 'A' && *s <= 'F')
+      d = *s - 'A' + 10;
+    else
+      break;
+    if (nd == 16)
+      return false;
+    v = v << 4 | (uint64_t)d;
+  }
+  if (nd == 0)
+    return false;
+  *out = v;
+  *p = s;
+  return true;
+}
+
 as_status_t import_meta_put(trace_meta_t *m, const char *key,
                             const char *value, as_err_t *err) {
   char v[256];

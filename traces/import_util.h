@@ -24,6 +24,10 @@
  * "..." when cut; returns buf. */
 const char *import_quote(const char *s, char buf[72]);
 
+/* Parses 1 to 16 hex digits (either case) at *p into *out and advances *p
+ * past them; false (nothing advanced) if there are none or more than 16. */
+bool import_hex(const char **p, uint64_t *out);
+
 /* Sets provenance key to value as any trace format can carry it back: cut
  * to 255 bytes, control bytes (but tab) as '?', surrounding spaces
  * dropped (a command line or path read from another tool's file). */
