@@ -1,0 +1,131 @@
+/* scripts/measure/mimalloc/burst.c -- a burst, then idle: does the freed
+ * memory come back, and what makes it come back?
+ *
+ * COUNT blocks of SIZE bytes are allocated and written in full (allocsim
+ * assumes programs write what they allocate), all freed, then the program
+ * waits IDLE seconds doing one of:
+ *   none       nothing at all;
+ *   unrelated  every EVERY ms, malloc + write + free of 100,000 bytes (a size
+ *              class the burst did not use: mimalloc needs a medium page);
+ *   same       every EVERY ms, malloc + write + free of SIZE bytes (reuses the
+ *              burst's size class).
+ * RSS is sampled every EVERY ms.  Then mi_collect(false), 0.5 s of samples,
+ * mi_collect(true), 0.5 s of samples (on another allocator these steps only
+ * mark the time).  Marks: start, allocated, freed, idle_end, collected,
+ * collected_force, end.
+ *
+ * Usage: burst OUT [--size S] [--count N] [--activity none|unrelated|same]
+ *                  [--idle-s SECONDS] [--every-ms MS] [--events]
+ * Defaults: 4096 20000 none 12 100.  --events also writes OUT.events with
+ * every malloc/free and its time (ns since start), for replay.
+ */
+#include "mi_measure.h"
+
+#define UNRELATED_SIZE 100000
+#define MAX_COUNT      1000000
+
+static void *blocks[MAX_COUNT];
+
+static void usage(void) {
+  fprintf(stderr, "usage: burst OUT [--size S] [--count N] "
+                  "[--activity none|unrelated|same] [--idle-s SECONDS] "
+                  "[--every-ms MS] [--events]\n");
+  exit(2);
+}
+
+/* malloc + full write of size bytes as object id, recorded. */
+static void *alloc_written(uint64_t id, size_t size) {
+  void *p = malloc(size);
+  if (p == NULL)
+    mm_die("burst: out of memory\n");
+  mm_event('m', id, size);
+  memset(p, 0xA5, size);
+  mm_escape(p);
+  return p;
+}
+
+static void free_recorded(uint64_t id, void *p) {
+  mm_event('f', id, 0);
+  free(p);
+}
+
+/* Samples every every_ns until end_ns; activity before each sample. */
+static void idle_phase(const char *activity, size_t size, long long every_ns,
+                       long long end_ns) {
+  for (long long t = mm_elapsed_ns() + every_ns; t <= end_ns; t += every_ns) {
+    mm_sleep_until(t);
+    if (strcmp(activity, "unrelated") == 0)
+      free_recorded(0, alloc_written(0, UNRELATED_SIZE));
+    else if (strcmp(activity, "same") == 0)
+      free_recorded(0, alloc_written(0, size));
+    mm_sample();
+  }
+}
+
+static void samples_for(long long every_ns, long long dur_ns) {
+  idle_phase("none", 0, every_ns, mm_elapsed_ns() + dur_ns);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    usage();
+  size_t      size = 4096;
+  long        count = 20000;
+  const char *activity = "none";
+  double      idle_s = 12;
+  long        every_ms = 100;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--events") == 0)
+      mm_record_events = true;
+    else if (i + 1 >= argc)
+      usage();
+    else if (strcmp(argv[i], "--size") == 0)
+      size = (size_t)atol(argv[++i]);
+    else if (strcmp(argv[i], "--count") == 0)
+      count = atol(argv[++i]);
+    else if (strcmp(argv[i], "--activity") == 0)
+      activity = argv[++i];
+    else if (strcmp(argv[i], "--idle-s") == 0)
+      idle_s = atof(argv[++i]);
+    else if (strcmp(argv[i], "--every-ms") == 0)
+      every_ms = atol(argv[++i]);
+    else
+      usage();
+  }
+  if (size < 1 || count < 1 || count > MAX_COUNT || every_ms < 1 ||
+      idle_s < 0 ||
+      (strcmp(activity, "none") != 0 && strcmp(activity, "unrelated") != 0 &&
+       strcmp(activity, "same") != 0))
+    usage();
+  char workload[256];
+  snprintf(workload, sizeof workload,
+           "lab-purge --size %zu --count %ld --activity %s --idle %gs "
+           "--every %ldms",
+           size, count, activity, idle_s, every_ms);
+  memset(blocks, 0, (size_t)count * sizeof blocks[0]);
+  mm_begin(argc, argv, workload);
+  const long long every_ns = every_ms * 1000000LL;
+
+  mm_mark("start");
+  for (long i = 0; i < count; i++)
+    blocks[i] = alloc_written((uint64_t)i, size);
+  mm_mark("allocated");
+  for (long i = 0; i < count; i++)
+    free_recorded((uint64_t)i, blocks[i]);
+  mm_mark("freed");
+  idle_phase(activity, size, every_ns,
+             mm_elapsed_ns() + (long long)(idle_s * 1e9));
+  mm_mark("idle_end");
+  mm_event('c', 0, 0);
+  if (mm_mi_collect(false))
+    mm_bodyf("# mi_collect(false)\n");
+  mm_mark("collected");
+  samples_for(every_ns, 500000000LL);
+  mm_event('c', 1, 0);
+  if (mm_mi_collect(true))
+    mm_bodyf("# mi_collect(true)\n");
+  mm_mark("collected_force");
+  samples_for(every_ns, 500000000LL);
+  mm_mark("end");
+  mm_finish(argv[1]);
+}
