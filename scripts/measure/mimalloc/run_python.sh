@@ -4,7 +4,7 @@
 # mimalloc, at 1 and 16 threads, default options and immediate purge.
 #
 # Usage: scripts/measure/mimalloc/run_python.sh LIB VERSION [OUTDIR [REPEATS [PYTHON]]]
-#   LIB, VERSION as for run_burst.sh.  Files: OUTDIR/{spike,webworker}-
+#   LIB, VERSION as for run_c.sh.  Files: OUTDIR/{spike,webworker}-
 #   mimalloc-VERSION-threadsT-PURGE-rK.trace.
 # The measurement scripts record glibc's knobs only, so this wrapper adds the
 # allocator's provenance after the header: env.LD_PRELOAD, every MIMALLOC_*
