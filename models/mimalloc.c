@@ -169,6 +169,9 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
   memset(g, 0, sizeof *g);
   g->slices_offset = 264;
   g->info_slices = 1; /* segment.c:335-357 */
+  g->off_bsize = 28; /* offsetof(mi_page_t, xblock_size) in 209/212 */
+  g->len_bsize = 4;
+  g->off_links = 56; /* offsetof(mi_page_t, next), prev at 64 */
   g->min_extend = 4;  /* 209 page.c:590 */
   switch (v) {
   case MV_209:
@@ -188,6 +191,9 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
   case MV_217:
     g->page_struct = 96;
     g->zero_prefix = 176;
+    g->off_bsize = 40; /* 217 block_size is a size_t */
+    g->len_bsize = 8;
+    g->off_links = 72;
     g->min_commit = MI_SLICE_SIZE; /* 217 types.h:372 */
     g->retire_cycles = 16;
     g->retire_any_size = true; /* 217 page.c:455-458 */
@@ -582,7 +588,8 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   /* the library's static data that the model writes: segment map, arena
    * descriptors (RSS only when first written) */
   enter(m, 0, err);
-  m->static_area = mi_os_alloc(m, 64 * MI_KIB, 4096);
+  kfail(m, sim_kernel_mmap(m->kernel, 64 * MI_KIB, 4096, SIM_PROT_RW,
+                           SIM_OWNER_METADATA, &m->static_area, err));
   if (m->fail != AS_OK) {
     as_status_t fail = leave(m, err);
     free(m->cache);

@@ -58,7 +58,10 @@ typedef enum mi_version_e {
 #define MI_BIN_FULL       (MI_BIN_HUGE + 1)
 #define MI_BINS           (MI_BIN_FULL + 1)
 #define MI_SEGMENT_BIN_MAX 35                     /* 209 types.h:578 */
-#define MI_MAX_SLICE_OFFSET 15 /* back offsets kept, 209 types.h:180 */
+/* Back offsets kept for a page's first slices: MI_ALIGNMENT_MAX (segment/2,
+ * 209 types.h:187) / slice - 1 = 255 (:178; its comment "15" is stale;
+ * 212 types.h:196, 217 :213). */
+#define MI_MAX_SLICE_OFFSET 255
 #define MI_COMMIT_WORDS   (MI_SLICES_PER_SEG / 64) /* commit mask words */
 
 /* What changes between versions, filled by mi_geometry(). */
@@ -66,6 +69,9 @@ typedef struct mi_geom_s mi_geom_t;
 struct mi_geom_s {
   /* v2 segments */
   uint32_t page_struct;   /* sizeof(mi_page_t): the slice entry */
+  uint32_t off_bsize;     /* offsetof xblock_size (209/212) / block_size */
+  uint32_t len_bsize;     /* its size: 4 / 8 (217) */
+  uint32_t off_links;     /* offsetof next; prev follows (16 bytes) */
   uint32_t slices_offset; /* offsetof(mi_segment_t, slices) */
   uint32_t zero_prefix;   /* offsetof(mi_segment_t, next): memset start */
   uint64_t min_commit;    /* MI_MINIMAL_COMMIT_SIZE */

@@ -29,15 +29,16 @@ static const uint32_t bin_words[MI_BIN_HUGE] = {
 
 static unsigned bsr64(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
 
-/* mi_bin (page-queue.c:56-93): exact words up to 8, then four bins per
- * doubling; above the medium (2.x) or large (3.x) maximum, the huge bin.
- * The maximum is passed in words. */
+/* mi_bin (page-queue.c:56-93): 8 bytes, then even word counts up to 64
+ * bytes (MI_ALIGN2W: MI_MAX_ALIGN_SIZE 16 is two words on x86-64,
+ * page-queue.c:20-27), then four bins per doubling; above the medium (2.x)
+ * or large (3.x) maximum, the huge bin.  The maximum is passed in words. */
 static uint8_t bin_of(uint64_t size, uint64_t max_wsize) {
   uint64_t w = (size + 7) / 8; /* _mi_wsize_from_size */
   if (w <= 1)
     return 1;
   if (w <= 8)
-    return (uint8_t)w;
+    return (uint8_t)((w + 1) & ~UINT64_C(1));
   if (w > max_wsize)
     return MI_BIN_HUGE;
   w--;

@@ -61,17 +61,32 @@ static uint32_t mask_count(const uint64_t *m) {
 
 /* ---- Kernel wrappers ----------------------------------------------------- */
 
-static void touch_entry(mi_model_t *m, const mseg_t *s, uint32_t idx) {
-  mi_touch(m, s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct,
-           m->g.page_struct);
+/* Writes to a slice entry (the mi_page_t of the slice), field by field:
+ * an entry can straddle two OS pages of the segment header, so which
+ * fields are written decides which pages become resident. */
+static void touch_field(mi_model_t *m, const mseg_t *s, uint32_t idx,
+                        uint32_t off, uint32_t len) {
+  mi_touch(m,
+           s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct +
+               off,
+           len);
 }
 
-static void touch_entries(mi_model_t *m, const mseg_t *s, uint32_t idx,
-                          uint32_t n) {
-  if (n != 0)
-    mi_touch(m,
-             s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct,
-             (uint64_t)n * m->g.page_struct);
+/* slice_count and slice_offset (the first 8 bytes). */
+static void touch_counts(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, 0, 8);
+}
+
+/* slice_count, slice_offset and the block size that marks free/used. */
+static void touch_span_mark(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, 0, 8);
+  touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+}
+
+/* The span queue links (next, prev) and the block size. */
+static void touch_links(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+  touch_field(m, s, idx, m->g.off_links, 16);
 }
 
 /* ---- Span queues (segment.c:177-235) ------------------------------------ */
@@ -96,6 +111,7 @@ static void spanq_push(mi_model_t *m, uint32_t tld, uint32_t seg,
                        uint32_t idx) {
   mspanq_t *q = &m->tlds[tld].spans[slice_bin(SL(m, seg, idx)->count)];
   mslice_t *sl = SL(m, seg, idx);
+  touch_links(m, S(m, seg), idx);
   sl->qprev_seg = NONE;
   sl->qnext_seg = q->first_seg;
   sl->qnext_slice = q->first_slice;
@@ -117,6 +133,7 @@ static void spanq_delete(mi_model_t *m, uint32_t tld, uint32_t bin,
                          uint32_t seg, uint32_t idx) {
   mspanq_t *q = &m->tlds[tld].spans[bin];
   mslice_t *sl = SL(m, seg, idx);
+  touch_links(m, S(m, seg), idx);
   if (sl->qprev_seg != NONE) {
     mslice_t *pv = SL(m, sl->qprev_seg, sl->qprev_slice);
     pv->qnext_seg = sl->qnext_seg;
@@ -192,6 +209,9 @@ void mi_segment_page_layout(mi_model_t *m, uint32_t page) {
   }
   p->start = pstart + off;
   p->reserved = (uint32_t)((psize - off) / bsize);
+  /* mi_page_init, the queue push and the first malloc write the page's
+   * fields: all of its slice entry (page.c:649-695) */
+  touch_field(m, S(m, p->seg), p->slice_index, 0, m->g.page_struct);
 }
 
 /* ---- Commit and purge (segment.c:412-570; 212 segment.c:413-591) -------- */
@@ -362,7 +382,7 @@ static void span_free(mi_model_t *m, uint32_t seg, uint32_t idx,
   mslice_t *sl = &s->slices[idx];
   sl->count = count;
   sl->offset = 0;
-  touch_entry(m, s, idx);
+  touch_counts(m, s, idx);
   if (count > 1) {
     uint32_t last = idx + count - 1;
     if (m->version == MV_217 && last > s->slice_entries)
@@ -371,16 +391,18 @@ static void span_free(mi_model_t *m, uint32_t seg, uint32_t idx,
     ls->count = 0;
     ls->offset = count - 1;
     ls->state = 0;
-    touch_entry(m, s, last);
+    touch_span_mark(m, s, last);
   }
   if (allow_purge)
     schedule_purge(m, seg, s->base + (uint64_t)idx * MI_SLICE_SIZE,
                    (uint64_t)count * MI_SLICE_SIZE);
   s = S(m, seg);
-  if (queued)
+  if (queued) {
     spanq_push(m, s->tld, seg, idx);
-  else
+  } else {
     s->slices[idx].state = 0;
+    touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+  }
 }
 
 /* mi_segment_span_free_coalesce (:628-673): merge with free neighbours. */
@@ -426,12 +448,14 @@ static uint32_t span_allocate(mi_model_t *m, uint32_t seg, uint32_t idx,
     extra = MI_MAX_SLICE_OFFSET;
   if (idx + extra >= s->slice_entries)
     extra = s->slice_entries - idx - 1;
+  touch_span_mark(m, s, idx);
+  touch_field(m, s, idx, 8, 1); /* is_reset, is_committed (:720-721) */
   for (uint32_t i = 1; i <= extra; i++) {
     s->slices[idx + i].offset = i;
     s->slices[idx + i].count = 0;
     s->slices[idx + i].state = 1;
+    touch_span_mark(m, s, idx + i);
   }
-  touch_entries(m, s, idx, extra + 1);
   uint32_t last = idx + count - 1;
   if (last > s->slice_entries)
     last = s->slice_entries;
@@ -439,7 +463,7 @@ static uint32_t span_allocate(mi_model_t *m, uint32_t seg, uint32_t idx,
     s->slices[last].offset = last - idx;
     s->slices[last].count = 0;
     s->slices[last].state = 1;
-    touch_entry(m, s, last);
+    touch_span_mark(m, s, last);
   }
   s->used++;
   uint32_t page = mi_page_new(m);
@@ -933,13 +957,23 @@ static void segment_free(mi_model_t *m, uint32_t seg) {
 static uint32_t page_clear(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   uint32_t seg = p->seg, idx = p->slice_index;
-  if (m->page_reset) /* page_reset option: MADV_FREE the page area */
-    mi_madvise_free(m, p->start,
-                    (uint64_t)p->reserved * p->block_size);
+  if (m->page_reset) {
+    /* page_reset option (:994-1000): _mi_os_reset of the page area, pages
+     * aligned inward (os.c:1021-1025), with MADV_FREE (os.c:1047-1056) */
+    sim_addr_t lo = (p->start + 4095) & ~UINT64_C(4095);
+    sim_addr_t hi =
+        (p->slice_start + (uint64_t)p->slice_count * MI_SLICE_SIZE) &
+        ~UINT64_C(4095);
+    if (hi > lo)
+      mi_madvise_free(m, lo, hi - lo);
+  }
   mi_page_release(m, page);
   mseg_t *s = S(m, seg);
   s->slices[idx].page = 0;
   s->slices[idx].state = 1;
+  /* memset of the page fields from `capacity` on, then xblock_size = 1
+   * (:1002-1006) */
+  touch_field(m, s, idx, 10, m->g.page_struct - 10);
   uint32_t r = span_free_coalesce(m, seg, idx);
   S(m, seg)->used--;
   return r;
