@@ -305,6 +305,14 @@ static void child_snapshot(dsnap_t *s, uint64_t step) {
   s->total_pages = new_mapping_pages();
 }
 
+/* dlsym's object pointer as a function pointer (POSIX guarantees the
+ * conversion; ISO C does not, so copy the bits). */
+#define LOAD_SYM(fn, h, name)                                                  \
+  do {                                                                         \
+    void *sym_ = dlsym(h, name);                                               \
+    memcpy(&(fn), &sym_, sizeof(fn));                                          \
+  } while (0)
+
 static int diff_child(const char *spec) {
   const char *lib = getenv(LIB_ENV);
   if (lib == NULL || *lib == '\0')
@@ -312,11 +320,16 @@ static int diff_child(const char *spec) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL)
     return 7;
-  fn_malloc  mmalloc = (fn_malloc)dlsym(h, "mi_malloc");
-  fn_calloc  mcalloc = (fn_calloc)dlsym(h, "mi_calloc");
-  fn_realloc mrealloc = (fn_realloc)dlsym(h, "mi_realloc");
-  fn_free    mfree = (fn_free)dlsym(h, "mi_free");
-  fn_collect mcollect = (fn_collect)dlsym(h, "mi_collect");
+  fn_malloc  mmalloc;
+  fn_calloc  mcalloc;
+  fn_realloc mrealloc;
+  fn_free    mfree;
+  fn_collect mcollect;
+  LOAD_SYM(mmalloc, h, "mi_malloc");
+  LOAD_SYM(mcalloc, h, "mi_calloc");
+  LOAD_SYM(mrealloc, h, "mi_realloc");
+  LOAD_SYM(mfree, h, "mi_free");
+  LOAD_SYM(mcollect, h, "mi_collect");
   if (!mmalloc || !mcalloc || !mrealloc || !mfree || !mcollect)
     return 7;
   if (!find_zero_pfn())
@@ -619,7 +632,8 @@ static void require_real_mimalloc(void) {
                   "libmimalloc2.0, or set " LIB_ENV ")\n", lib);
     skip();
   }
-  fn_version v = (fn_version)dlsym(h, "mi_version");
+  fn_version v;
+  LOAD_SYM(v, h, "mi_version");
   int        ver = v ? v() : 0;
   dlclose(h);
   if (ver != 209) {
