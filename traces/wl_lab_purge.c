@@ -1,0 +1,252 @@
+/* traces/wl_lab_purge.c -- the purge lab: a burst, then idle, then an
+ * explicit collect; does freed memory come back, and what makes it?
+ *
+ * The exact sequence of scripts/measure/mimalloc/burst.c: COUNT blocks of
+ * SIZE bytes allocated and written, all freed, then IDLE with one of
+ *   none       nothing;
+ *   unrelated  every EVERY, malloc + write + free of 100,000 bytes (a size
+ *              the burst did not use: mimalloc needs a new medium page);
+ *   same       every EVERY, malloc + write + free of SIZE bytes;
+ * then mi_collect(false) (a `purge decay` event), 500 ms, mi_collect(true)
+ * (`purge all`), 500 ms.  Marks: start, allocated, freed, idle_end,
+ * collected, collected_force, end.
+ *
+ * Run it under purge delays 0 / default / long (`--model
+ * mimalloc:purge_delay=0`, ...) with and without activity: allocators that
+ * purge only when something triggers it (mimalloc, jemalloc without a
+ * background thread) keep the burst's memory through an idle stretch
+ * whatever the delay, and give it back on the first trigger after it
+ * expires; docs/models/mimalloc.md shows the grid.
+ *
+ * Virtual time.  The burst and the frees take --alloc-time and --free-time
+ * when given (the measured program records its own), else the cost model's
+ * C malloc with the write and free (sim/cost.h); the activity runs every
+ * EVERY after the `freed` mark, as the program's absolute deadlines do.
+ */
+#include "wl_lab_purge.h"
+
+#include "../sim/cost.h"
+#include "../sim/units.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNRELATED_SIZE   UINT64_C(100000) /* burst.c UNRELATED_SIZE */
+#define AFTER_COLLECT_NS (UINT64_C(500) * 1000000) /* burst.c 0.5 s */
+#define MAX_COUNT        UINT64_C(100000000)
+
+typedef enum activity_e { ACT_NONE, ACT_UNRELATED, ACT_SAME } activity_t;
+static const char *const activity_names[] = {"none", "unrelated", "same"};
+
+/* Program steps, in order. */
+typedef enum step_e {
+  ST_START, ST_ALLOC, ST_ALLOCATED, ST_FREE, ST_FREED, ST_IDLE,
+  ST_IDLE_END, ST_COLLECT, ST_COLLECTED, ST_COLLECT_FORCE,
+  ST_COLLECTED_FORCE, ST_END, ST_DONE
+} step_t;
+
+typedef struct purge_src_s purge_src_t;
+struct purge_src_s {
+  trace_source_t base; /* must be first */
+  uint64_t       size, count, idle_ns, every_ns;
+  uint64_t       alloc_ns, free_ns; /* whole phases; 0 = cost model */
+  activity_t     activity;
+  step_t         step;
+  uint64_t       i;        /* loop counter within a step */
+  uint64_t       t_ns;
+  uint64_t       freed_ns; /* the freed mark's time */
+  uint64_t       phase0;   /* start of the current timed phase */
+};
+
+static void put(purge_src_t *s, trace_event_t *ev, trace_op_t op, uint64_t id,
+                uint64_t size, const char *label) {
+  memset(ev, 0, sizeof *ev);
+  ev->t_ns = s->t_ns;
+  ev->op = (uint8_t)op;
+  ev->id = id;
+  ev->size = size;
+  ev->label = label;
+  ev->domain = TRACE_DOMAIN_RAW;
+}
+
+/* The time of event i of n in a phase lasting total ns that began at
+ * phase0 (evenly spread), or the cost model's pace when total is 0. */
+static uint64_t phase_time(const purge_src_t *s, uint64_t total, uint64_t i,
+                           uint64_t n, uint64_t cost_each) {
+  if (total == 0)
+    return s->phase0 + i * cost_each;
+  return s->phase0 + total * i / n;
+}
+
+static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
+                              as_err_t *err) {
+  (void)err;
+  purge_src_t *s = (purge_src_t *)src;
+  uint64_t     act = s->activity == ACT_SAME ? s->size : UNRELATED_SIZE;
+  switch (s->step) {
+  case ST_START:
+    put(s, ev, TRACE_MARK, 0, 0, "start");
+    s->step = ST_ALLOC, s->i = 0, s->phase0 = s->t_ns;
+    return AS_OK;
+  case ST_ALLOC:
+    s->t_ns = phase_time(s, s->alloc_ns, s->i, s->count,
+                         sim_cost_c_alloc_ns(&sim_cost_measured, s->size));
+    put(s, ev, TRACE_MALLOC, s->i, s->size, NULL);
+    if (++s->i == s->count) {
+      s->step = ST_ALLOCATED;
+      s->t_ns = s->alloc_ns ? s->phase0 + s->alloc_ns
+                            : s->t_ns + sim_cost_c_alloc_ns(&sim_cost_measured,
+                                                            s->size);
+    }
+    return AS_OK;
+  case ST_ALLOCATED:
+    put(s, ev, TRACE_MARK, 0, 0, "allocated");
+    s->step = ST_FREE, s->i = 0, s->phase0 = s->t_ns;
+    return AS_OK;
+  case ST_FREE:
+    s->t_ns = phase_time(s, s->free_ns, s->i, s->count,
+                         sim_cost_measured.free_ns);
+    put(s, ev, TRACE_FREE, s->i, 0, NULL);
+    if (++s->i == s->count) {
+      s->step = ST_FREED;
+      s->t_ns = s->free_ns ? s->phase0 + s->free_ns
+                           : s->t_ns + sim_cost_measured.free_ns;
+    }
+    return AS_OK;
+  case ST_FREED:
+    put(s, ev, TRACE_MARK, 0, 0, "freed");
+    s->freed_ns = s->t_ns;
+    s->step = ST_IDLE, s->i = 0;
+    return AS_OK;
+  case ST_IDLE: {
+    /* the k-th activity at freed + k * every (absolute deadlines); its
+     * malloc, then its free one cost-model step later */
+    uint64_t k = s->i / 2 + 1;
+    uint64_t due = s->freed_ns + k * s->every_ns;
+    if (s->activity == ACT_NONE || due > s->freed_ns + s->idle_ns) {
+      if (s->t_ns < s->freed_ns + s->idle_ns)
+        s->t_ns = s->freed_ns + s->idle_ns;
+      s->step = ST_IDLE_END;
+      return purge_next(src, ev, err);
+    }
+    if (s->i % 2 == 0) {
+      s->t_ns = due;
+      put(s, ev, TRACE_MALLOC, 0, act, NULL);
+    } else {
+      s->t_ns = due + sim_cost_c_alloc_ns(&sim_cost_measured, act);
+      put(s, ev, TRACE_FREE, 0, 0, NULL);
+    }
+    s->i++;
+    return AS_OK;
+  }
+  case ST_IDLE_END:
+    put(s, ev, TRACE_MARK, 0, 0, "idle_end");
+    s->step = ST_COLLECT;
+    return AS_OK;
+  case ST_COLLECT:
+    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY, NULL);
+    s->step = ST_COLLECTED;
+    return AS_OK;
+  case ST_COLLECTED:
+    put(s, ev, TRACE_MARK, 0, 0, "collected");
+    s->t_ns += AFTER_COLLECT_NS;
+    s->step = ST_COLLECT_FORCE;
+    return AS_OK;
+  case ST_COLLECT_FORCE:
+    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
+    s->step = ST_COLLECTED_FORCE;
+    return AS_OK;
+  case ST_COLLECTED_FORCE:
+    put(s, ev, TRACE_MARK, 0, 0, "collected_force");
+    s->t_ns += AFTER_COLLECT_NS;
+    s->step = ST_END;
+    return AS_OK;
+  case ST_END:
+    put(s, ev, TRACE_MARK, 0, 0, "end");
+    s->step = ST_DONE;
+    return AS_OK;
+  default:
+    return AS_DONE;
+  }
+}
+
+static void purge_close(trace_source_t *src) { free(src); }
+
+static const trace_source_methods_t purge_methods = {purge_next, purge_close};
+
+static const workload_option_t purge_options[] = {
+    {"size", "4096", "bytes per block of the burst"},
+    {"count", "20000", "blocks in the burst"},
+    {"activity", "none", "during the idle: none | unrelated | same"},
+    {"idle", "12s", "idle time after the frees"},
+    {"every", "100ms", "period of the activity"},
+    {"alloc-time", "0", "duration of the allocations (0: the cost model)"},
+    {"free-time", "0", "duration of the frees (0: the cost model)"},
+    {NULL, NULL, NULL},
+};
+
+static as_status_t bad(const char *name, const char *expect, const char *text,
+                       as_err_t *err) {
+  return as_err_set(err, AS_EUSAGE, "lab-purge: --%s must be %s, got '%s'",
+                    name, expect, text ? text : "(null)");
+}
+
+static as_status_t purge_open(const char *const *values, trace_source_t **out,
+                              as_err_t *err) {
+  *out = NULL;
+  purge_src_t s = {0};
+  if (!as_parse_bytes(values[0], &s.size) || s.size == 0)
+    return bad("size", "a size of at least 1 byte", values[0], err);
+  if (as_parse_number(values[1], strlen(values[1]), NULL, &s.count) !=
+          AS_NUM_OK ||
+      s.count == 0 || s.count > MAX_COUNT)
+    return bad("count", "an integer in [1, 100000000]", values[1], err);
+  int a = 0;
+  while (a < 3 && strcmp(values[2], activity_names[a]) != 0)
+    a++;
+  if (a == 3)
+    return bad("activity", "none, unrelated or same", values[2], err);
+  s.activity = (activity_t)a;
+  if (!as_parse_duration_ns(values[3], &s.idle_ns))
+    return bad("idle", "a duration (12s, 500ms)", values[3], err);
+  if (!as_parse_duration_ns(values[4], &s.every_ns) || s.every_ns == 0)
+    return bad("every", "a positive duration", values[4], err);
+  if (!as_parse_duration_ns(values[5], &s.alloc_ns))
+    return bad("alloc-time", "a duration", values[5], err);
+  if (!as_parse_duration_ns(values[6], &s.free_ns))
+    return bad("free-time", "a duration", values[6], err);
+  purge_src_t *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return as_err_set(err, AS_ENOMEM, "lab-purge: out of memory");
+  *p = s;
+  p->base.methods = &purge_methods;
+  snprintf(p->base.name, sizeof p->base.name,
+           "lab-purge --size %" PRIu64 " --count %" PRIu64
+           " --activity %s --idle %s --every %s --alloc-time %s"
+           " --free-time %s",
+           p->size, p->count, activity_names[a], values[3], values[4],
+           values[5], values[6]);
+  as_status_t rc = trace_meta_set(&p->base.meta, "kind", "workload", err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&p->base.meta, "workload", p->base.name, err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&p->base.meta, "generator", "traces/wl_lab_purge.c",
+                        err);
+  if (rc != AS_OK) {
+    free(p);
+    return rc;
+  }
+  *out = &p->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_lab_purge = {
+    .name = "lab-purge",
+    .summary = "a burst, idle with or without activity, then collects: "
+               "purges need a trigger",
+    .options = purge_options,
+    .open = purge_open,
+};
