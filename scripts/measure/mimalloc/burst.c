@@ -14,6 +14,10 @@
  * mark the time).  Marks: start, allocated, freed, idle_end, collected,
  * collected_force, end.
  *
+ * The measured-run file's workload is `lab-purge` (traces/wl_lab_purge.c)
+ * with this run's measured allocation and free times, so that `allocsim
+ * compare` replays the same sequence on the same clock.
+ *
  * Usage: burst OUT [--size S] [--count N] [--activity none|unrelated|same]
  *                  [--idle-s SECONDS] [--every-ms MS] [--events]
  * Defaults: 4096 20000 none 12 100.  --events also writes OUT.events with
@@ -97,22 +101,26 @@ int main(int argc, char **argv) {
       (strcmp(activity, "none") != 0 && strcmp(activity, "unrelated") != 0 &&
        strcmp(activity, "same") != 0))
     usage();
-  char workload[256];
-  snprintf(workload, sizeof workload,
-           "lab-purge --size %zu --count %ld --activity %s --idle %gs "
-           "--every %ldms",
-           size, count, activity, idle_s, every_ms);
   memset(blocks, 0, (size_t)count * sizeof blocks[0]);
-  mm_begin(argc, argv, workload);
+  mm_begin(argc, argv, NULL);
   const long long every_ns = every_ms * 1000000LL;
 
+  long long t0 = mm_elapsed_ns();
   mm_mark("start");
   for (long i = 0; i < count; i++)
     blocks[i] = alloc_written((uint64_t)i, size);
+  long long t1 = mm_elapsed_ns();
   mm_mark("allocated");
   for (long i = 0; i < count; i++)
     free_recorded((uint64_t)i, blocks[i]);
+  long long t2 = mm_elapsed_ns();
   mm_mark("freed");
+  /* the allocsim workload of this run, with its measured phase times */
+  mm_meta_set("workload",
+              "lab-purge --size %zu --count %ld --activity %s --idle %lldms "
+              "--every %ldms --alloc-time %lldns --free-time %lldns",
+              size, count, activity, (long long)(idle_s * 1000), every_ms,
+              t1 - t0, t2 - t1);
   idle_phase(activity, size, every_ns,
              mm_elapsed_ns() + (long long)(idle_s * 1e9));
   mm_mark("idle_end");

@@ -1,90 +1,97 @@
 /* scripts/measure/mimalloc/churn.c -- the churn program of the jemalloc
- * issue, measured under any preloaded allocator.
+ * issue under a preloaded mimalloc: fragmentation after churn, and what an
+ * explicit collect returns.
  *
- * 150,000 x 512 B, 100,000 x 1 KiB and 50,000 x 2 KiB, interleaved in groups
- * of six (512, 1024, 512, 2048, 512, 1024), each written in full; of each
- * size, every 20th allocation is kept (the 1st, 21st, ... of that size; a
- * rule on the global index would keep only 512-byte objects, since 20 and 6
- * share a factor) and the others are freed in allocation order; then IDLE seconds with RSS every EVERY ms and nothing else; then the
- * allocator's explicit purge: mi_collect(true) under mimalloc, malloc_trim(0)
- * otherwise; then 1 s more of samples.  Marks: start, allocated, freed,
- * idle_end, purged, end.
+ * The sequence of scripts/measure/jemalloc/je_churn.c (the allocsim
+ * workload `churn-purge`): 150,000 x 512 B, 100,000 x 1 KiB and 50,000 x
+ * 2 KiB objects in a shuffled order (Fisher-Yates driven by splitmix64 from
+ * SEED), each written in full; every KEEP_EVERY-th object in allocation
+ * order is kept, the others freed in allocation order; IDLE seconds of
+ * nothing with RSS every 100 ms; then the point where jemalloc flushes its
+ * thread cache (mimalloc has none: a mark only) and mi_collect(true) (or
+ * malloc_trim(0) when the process does not run on mimalloc).
+ * Marks: start, allocated, freed, idle_end, tcache_flushed, purged.
  *
- * Usage: churn OUT [--idle-s SECONDS] [--every-ms MS] [--events]
- * Defaults: 10 100.  --events writes OUT.events (see mi_measure.h).
+ * Usage: churn OUT [SEED [IDLE_S [KEEP_EVERY]]]   (defaults 1 10 20)
  */
 #include "mi_measure.h"
 
 #include <malloc.h>
 
-#define COUNT 300000
+#define N_512     150000
+#define N_1K      100000
+#define N_2K      50000
+#define N_ALL     (N_512 + N_1K + N_2K)
+#define SAMPLE_NS 100000000LL
 
-static void *objs[COUNT];
-static bool  keep[COUNT];
-static const size_t group_sizes[6] = {512, 1024, 512, 2048, 512, 1024};
+static void          *objs[N_ALL];
+static unsigned short sizes[N_ALL];
 
-static void usage(void) {
-  fprintf(stderr, "usage: churn OUT [--idle-s SECONDS] [--every-ms MS] "
-                  "[--events]\n");
-  exit(2);
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
 }
 
-static void samples_until(long long every_ns, long long end_ns) {
-  for (long long t = mm_elapsed_ns() + every_ns; t <= end_ns; t += every_ns) {
-    mm_sleep_until(t);
-    mm_sample();
+/* The three counts in a shuffled order: for i from N_ALL-1 down to 1, swap
+ * i with splitmix64() % (i + 1). */
+static void shuffle_sizes(uint64_t seed) {
+  size_t k = 0;
+  for (size_t i = 0; i < N_512; i++)
+    sizes[k++] = 512;
+  for (size_t i = 0; i < N_1K; i++)
+    sizes[k++] = 1024;
+  for (size_t i = 0; i < N_2K; i++)
+    sizes[k++] = 2048;
+  uint64_t state = seed;
+  for (size_t i = N_ALL - 1; i > 0; i--) {
+    size_t         j = (size_t)(splitmix64(&state) % (i + 1));
+    unsigned short t = sizes[i];
+    sizes[i] = sizes[j];
+    sizes[j] = t;
   }
 }
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    usage();
-  double idle_s = 10;
-  long   every_ms = 100;
-  for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--events") == 0)
-      mm_record_events = true;
-    else if (i + 1 >= argc)
-      usage();
-    else if (strcmp(argv[i], "--idle-s") == 0)
-      idle_s = atof(argv[++i]);
-    else if (strcmp(argv[i], "--every-ms") == 0)
-      every_ms = atol(argv[++i]);
-    else
-      usage();
-  }
-  if (idle_s < 0 || every_ms < 1)
-    usage();
-  char workload[128];
-  snprintf(workload, sizeof workload, "churn --idle %gs --every %ldms", idle_s,
-           every_ms);
+    return 2;
+  long seed = argc > 2 ? atol(argv[2]) : 1;
+  long idle_s = argc > 3 ? atol(argv[3]) : 10;
+  long keep_every = argc > 4 ? atol(argv[4]) : 20;
+  if (seed < 0 || idle_s < 0 || keep_every < 1)
+    return 2;
+  char workload[160];
+  snprintf(workload, sizeof workload,
+           "churn-purge --seed %ld --idle-s %ld --keep-every %ld", seed,
+           idle_s, keep_every);
   memset(objs, 0, sizeof objs);
-  memset(keep, 0, sizeof keep);
   mm_begin(argc, argv, workload);
-  const long long every_ns = every_ms * 1000000LL;
+  shuffle_sizes((uint64_t)seed);
 
-  uint64_t per_size[3] = {0, 0, 0}; /* allocations so far of 512, 1K, 2K */
   mm_mark("start");
-  for (uint64_t i = 0; i < COUNT; i++) {
-    size_t size = group_sizes[i % 6];
-    uint64_t *k = &per_size[size == 512 ? 0 : size == 1024 ? 1 : 2];
-    keep[i] = (*k)++ % 20 == 0;
-    objs[i] = malloc(size);
+  for (size_t i = 0; i < N_ALL; i++) {
+    objs[i] = malloc(sizes[i]);
     if (objs[i] == NULL)
       mm_die("churn: out of memory\n");
-    mm_event('m', i, size);
-    memset(objs[i], 0xA5, size);
+    mm_event('m', i, sizes[i]);
+    memset(objs[i], 0xA5, sizes[i]);
     mm_escape(objs[i]);
   }
   mm_mark("allocated");
-  for (uint64_t i = 0; i < COUNT; i++)
-    if (!keep[i]) {
+  for (size_t i = 0; i < N_ALL; i++)
+    if (i % (size_t)keep_every != 0) {
       mm_event('f', i, 0);
       free(objs[i]);
     }
   mm_mark("freed");
-  samples_until(every_ns, mm_elapsed_ns() + (long long)(idle_s * 1e9));
+  long long end = mm_elapsed_ns() + idle_s * 1000000000LL;
+  for (long long t = mm_elapsed_ns() + SAMPLE_NS; t <= end; t += SAMPLE_NS) {
+    mm_sleep_until(t);
+    mm_sample();
+  }
   mm_mark("idle_end");
+  mm_mark("tcache_flushed");
   mm_event('c', 1, 0);
   if (mm_mi_collect(true))
     mm_bodyf("# mi_collect(true)\n");
@@ -93,7 +100,5 @@ int main(int argc, char **argv) {
     mm_bodyf("# malloc_trim(0)\n");
   }
   mm_mark("purged");
-  samples_until(every_ns, mm_elapsed_ns() + 1000000000LL);
-  mm_mark("end");
   mm_finish(argv[1]);
 }

@@ -188,7 +188,8 @@ static bool mm_mi_collect(bool force) {
 }
 
 /* Provenance shared by every program: machine, kernel, page size, libc,
- * mimalloc version (mi_version(), e.g. 209), LD_PRELOAD and MIMALLOC_*. */
+ * mimalloc version (mi_version() 209 written as 2.0.9, the model's version
+ * spelling), LD_PRELOAD and MIMALLOC_*. */
 static void mm_begin(int argc, char **argv, const char *workload) {
   memset(mm_body, 0, sizeof mm_body);
   memset(mm_meta, 0, sizeof mm_meta);
@@ -199,7 +200,8 @@ static void mm_begin(int argc, char **argv, const char *workload) {
   struct utsname u;
   uname(&u);
   mm_meta_set("kind", "measured");
-  mm_meta_set("workload", "%s", workload);
+  if (workload != NULL) /* NULL: the program sets it when it knows it */
+    mm_meta_set("workload", "%s", workload);
   char   cmd[512];
   size_t n = 0;
   cmd[0] = '\0';
@@ -214,7 +216,7 @@ static void mm_begin(int argc, char **argv, const char *workload) {
   mm_meta_set("glibc", "glibc-%s", gnu_get_libc_version());
   int v = mm_mi_version();
   if (v != 0)
-    mm_meta_set("mimalloc_version", "%d", v);
+    mm_meta_set("mimalloc_version", "%d.%d.%d", v / 100, v / 10 % 10, v % 10);
   const char *pre = getenv("LD_PRELOAD");
   mm_meta_set("env.LD_PRELOAD", "%s", pre ? pre : "");
   extern char **environ;

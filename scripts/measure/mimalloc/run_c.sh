@@ -50,5 +50,5 @@ for purge in default immediate; do
   f=$out/churn-$version-$purge.trace
   echo "== $f" >&2
   # shellcheck disable=SC2086
-  env $clean $envs LD_PRELOAD="$lib" nice "$bin/churn" "$f" $extra >/dev/null
+  env $clean $envs LD_PRELOAD="$lib" nice "$bin/churn" "$f" >/dev/null
 done

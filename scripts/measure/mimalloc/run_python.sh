@@ -8,7 +8,8 @@
 #   mimalloc-VERSION-threadsT-PURGE-rK.trace.
 # The measurement scripts record glibc's knobs only, so this wrapper adds the
 # allocator's provenance after the header: env.LD_PRELOAD, every MIMALLOC_*
-# setting as env.NAME, and mimalloc_version (mi_version() in the process).
+# setting as env.NAME, and mimalloc_version (mi_version() in the process,
+# 209 written 2.0.9).
 # Runs under nice: the machine is shared.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,7 @@ case $version in
 esac
 clean=$(env | sed -n 's/^\(MIMALLOC_[A-Za-z_]*\|MALLOC_[A-Za-z_]*\)=.*/-u \1/p' | tr '\n' ' ')
 miver=$(LD_PRELOAD="$lib" "$py" -c \
-  'import ctypes; print(ctypes.CDLL(None).mi_version())')
+  'import ctypes; v = ctypes.CDLL(None).mi_version(); print("%d.%d.%d" % (v // 100, v // 10 % 10, v % 10))')
 
 # add_provenance FILE ENVS: inserts the allocator's #@ lines after line 1.
 add_provenance() {
