@@ -905,6 +905,8 @@ as_status_t mimalloc_heap_new(mi_model_t *m, uint32_t thread, uint8_t tag,
   enter(m, now_ns, err);
   uint32_t tld = tld_get(m, thread, true);
   *out = tld != 0 ? heap_new(m, tld, tag) : 0;
+  if (tag != 0)
+    m->heap_tags = true;
   return leave(m, err);
 }
 
@@ -944,14 +946,50 @@ as_status_t mimalloc_free(mi_model_t *m, const trace_event_t *ev,
   return mimalloc_free_ev(&m->base, ev, err);
 }
 
+static as_status_t heap_live(const mi_model_t *m, mi_heap_ref_t heap,
+                             as_err_t *err) {
+  if (heap == 0 || heap >= m->heaps_n || !m->heaps[heap].live)
+    return as_err_set(err, AS_EINVAL, "mimalloc: no heap %u", heap);
+  return AS_OK;
+}
+
 as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap,
                                   bool force, uint64_t now_ns,
                                   as_err_t *err) {
-  if (heap == 0 || heap >= m->heaps_n || !m->heaps[heap].live)
-    return as_err_set(err, AS_EINVAL, "mimalloc: no heap %u", heap);
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
   enter(m, now_ns, err);
   mi_heap_collect_ex(m, heap, force ? MI_FORCE : MI_NORMAL);
   return leave(m, err);
+}
+
+as_status_t mimalloc_heap_abandon(mi_model_t *m, mi_heap_ref_t heap,
+                                  uint64_t now_ns, as_err_t *err) {
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, now_ns, err);
+  mi_heap_abandon_all(m, heap);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_heap_visit(mi_model_t *m, mi_heap_ref_t heap,
+                                uint64_t now_ns, as_err_t *err) {
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, now_ns, err);
+  mi_heap_visit_pages(m, heap);
+  return leave(m, err);
+}
+
+bool mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].in_full;
+}
+
+void mimalloc_page_unfull(mi_model_t *m, mi_page_ref_t p) {
+  mi_page_unfull(m, p);
 }
 
 bool mimalloc_page_all_free(const mi_model_t *m, mi_page_ref_t p) {

@@ -313,6 +313,7 @@ struct mi_model_s {
   /* hooks (mimalloc.h) */
   mi_hooks_t     hooks;
   bool           has_hooks;
+  bool           heap_tags; /* a heap with a non-zero tag exists */
   /* counters */
   uint64_t       purges, purged_bytes, segments_live, pages_live;
   uint64_t       collects;
@@ -344,6 +345,10 @@ void     mi_page_init(mi_model_t *m, uint32_t heap, uint32_t page,
                       uint64_t block_size);
 void     mi_page_extend_free(mi_model_t *m, uint32_t page);
 void     mi_page_free_collect(mi_model_t *m, uint32_t page, bool force);
+void     mi_page_unfull(mi_model_t *m, uint32_t page);
+void     mi_heap_visit_pages(mi_model_t *m, uint32_t heap);
+/* The composition's page_event hook, if any (mimalloc.h). */
+void     mi_hook_page_event(mi_model_t *m, uint32_t page, mi_page_event_t what);
 void     mi_pq_push(mi_model_t *m, uint32_t heap, uint32_t bin,
                     uint32_t page);
 void     mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin,

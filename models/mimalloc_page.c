@@ -207,9 +207,9 @@ static void pq_move_to_front(mi_model_t *m, uint32_t heap, uint32_t bin,
 
 /* ---- Free lists --------------------------------------------------------- */
 
-static void hook_reused(mi_model_t *m, uint32_t page) {
-  if (m->has_hooks && m->hooks.page_reused != NULL)
-    m->hooks.page_reused(m->hooks.ctx, m, page);
+void mi_hook_page_event(mi_model_t *m, uint32_t page, mi_page_event_t what) {
+  if (m->has_hooks && m->hooks.page_event != NULL)
+    m->hooks.page_event(m->hooks.ctx, m, page, what);
 }
 
 /* Moves the thread-free stack onto local_free: local = thread_free ++
@@ -248,12 +248,12 @@ void mi_page_free_collect(mi_model_t *m, uint32_t page, bool force) {
   mpage_t *p = P(m, page);
   uint32_t was_used = p->used;
   thread_free_collect(m, p);
-  /* CPython's page.c:216-222: a page emptied by other threads loses its
-   * QSBR goal (upstream has no such step; the hook is optional). */
-  if (p->used == 0 && was_used != 0)
-    hook_reused(m, page);
+  if (p->used == 0 && was_used != 0) /* CPython page.c:216-222 */
+    mi_hook_page_event(m, page, MI_PAGE_MT_EMPTIED);
   if (p->local_n == 0)
     return;
+  mi_hook_page_event(m, page, MI_PAGE_LOCAL_COLLECTED); /* 3.13.5 :227-229 */
+  p = P(m, page);
   if (p->free_n == 0) {
     local_to_free(p);
     p->free_is_zero = false;
@@ -357,12 +357,14 @@ void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
   }
 }
 
-/* Upstream frees an empty page here; CPython lets QSBR keep it. */
-static void page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
+/* Upstream frees an empty page here; CPython lets QSBR keep it.  Whether
+ * the page was freed. */
+static bool page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
   if (m->has_hooks && m->hooks.page_maybe_free != NULL &&
       m->hooks.page_maybe_free(m->hooks.ctx, m, page, force))
-    return;
+    return false;
   mi_page_free(m, page, force);
+  return true;
 }
 
 /* _mi_page_retire (page.c:418-457; 212 :432-469; 217 :454-468; 301
@@ -372,6 +374,8 @@ static void page_retire(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   if (m->version == MV_343 && p->retire_expire != 0)
     return; /* 343 page.c:437: already retired */
+  mi_hook_page_event(m, page, MI_PAGE_REUSED); /* CPython page.c:468 */
+  p = P(m, page);
   uint32_t bin = mi_page_queue_bin(m, p);
   bool     small_enough =
       m->g.retire_any_size || p->block_size <= MI_MEDIUM_OBJ_MAX;
@@ -423,12 +427,11 @@ static void heap_collect_retired(mi_model_t *m, uint32_t heap, bool force) {
 }
 
 /* _mi_page_unfull (page.c:337-349): back to the END of its bin queue. */
-static void page_unfull(mi_model_t *m, uint32_t page) {
+void mi_page_unfull(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   if (!p->in_full)
     return;
   pq_move(m, p->heap, p->bin, MI_BIN_FULL, page);
-  hook_reused(m, page); /* CPython page.c:394-400 */
 }
 
 /* v3 _mi_page_abandon (301 page.c:247-259). */
@@ -498,7 +501,7 @@ static uint32_t find_free_ex2(mi_model_t *m, uint32_t heap, uint32_t bin,
       page = find_free_ex2(m, heap, bin, false);
   } else {
     P(m, page)->retire_expire = 0;
-    hook_reused(m, page); /* CPython page.c:795 */
+    mi_hook_page_event(m, page, MI_PAGE_REUSED); /* CPython page.c:795 */
   }
   return page;
 }
@@ -565,7 +568,7 @@ static uint32_t find_free_page(mi_model_t *m, uint32_t heap, uint32_t bin) {
     mi_page_free_collect(m, page, false);
     if (immediate_available(P(m, page))) {
       P(m, page)->retire_expire = 0;
-      hook_reused(m, page); /* CPython page.c:821 */
+      mi_hook_page_event(m, page, MI_PAGE_REUSED); /* CPython page.c:821 */
       return page;
     }
   }
@@ -688,7 +691,7 @@ static void free_local(mi_model_t *m, uint32_t page, uint32_t block) {
   if (p->used == 0)
     page_retire(m, page);
   else if (p->in_full)
-    page_unfull(m, page);
+    mi_page_unfull(m, page);
 }
 
 static void tfree_push(mi_model_t *m, mpage_t *p, uint32_t block) {
@@ -835,23 +838,30 @@ uint32_t mi_heap_by_tag(mi_model_t *m, uint32_t heap, uint8_t tag) {
   return 0;
 }
 
-/* mi_heap_page_collect (heap.c:88-104; 217 heap.c:93-109). */
+/* _mi_page_abandon (page.c:366-392; 301 page.c:247-259). */
+static void page_abandon(mi_model_t *m, uint32_t page) {
+  if (MI_IS_V3(m->version)) {
+    page_abandon3(m, page);
+    return;
+  }
+  mi_hook_page_event(m, page, MI_PAGE_ABANDONED); /* CPython page.c:394 */
+  mpage_t *p = P(m, page);
+  mi_pq_remove(m, p->heap, mi_page_queue_bin(m, p), page);
+  P(m, page)->heap = 0;
+  mi_segment_page_abandon(m, page);
+}
+
+/* mi_heap_page_collect (heap.c:88-104; 217 heap.c:93-109; CPython
+ * heap.c:96-111 asks page_maybe_free and abandons a page it keeps). */
 static void heap_page_collect(mi_model_t *m, uint32_t page, int kind) {
   if (m->version == MV_217 && kind == MI_FORCE)
     mi_segment_collect(m, P(m, page)->seg, true); /* 217 heap.c:98-102 */
   mi_page_free_collect(m, page, kind >= MI_FORCE);
-  mpage_t *p = P(m, page);
-  if (page_all_free(p)) {
-    mi_page_free(m, page, kind >= MI_FORCE);
+  if (page_all_free(P(m, page))) {
+    if (!page_maybe_free(m, page, kind >= MI_FORCE) && kind == MI_ABANDON)
+      page_abandon(m, page);
   } else if (kind == MI_ABANDON) {
-    if (MI_IS_V3(m->version)) {
-      page_abandon3(m, page);
-    } else {
-      /* _mi_page_abandon (page.c:366-392) */
-      mi_pq_remove(m, p->heap, mi_page_queue_bin(m, p), page);
-      P(m, page)->heap = 0;
-      mi_segment_page_abandon(m, page);
-    }
+    page_abandon(m, page);
   }
 }
 
@@ -902,6 +912,16 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
     mi_arenas2_collect(m, kind == MI_FORCE);
     break;
   }
+}
+
+/* mi_heap_visit_blocks' effect on the heap's pages: each gets
+ * _mi_page_free_collect(page, true) (212 heap.c:517 in
+ * mi_heap_area_visit_blocks; CPython heap.c:645-646 _mi_heap_area_init). */
+void mi_heap_visit_pages(mi_model_t *m, uint32_t heap) {
+  for (uint32_t bin = 0; bin <= MI_BIN_FULL; bin++)
+    for (uint32_t pg = H(m, heap)->pages[bin].first; pg != 0;
+         pg = P(m, pg)->next)
+      mi_page_free_collect(m, pg, true);
 }
 
 /* A thread's pages at its exit (_mi_heap_collect_abandon, heap.c:172). */

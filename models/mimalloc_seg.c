@@ -1086,6 +1086,13 @@ void mi_segment_page_abandon(mi_model_t *m, uint32_t page) {
     segment_abandon(m, seg);
 }
 
+/* CPython's _PyMem_mi_page_is_safe_to_free (segment.c:1283, 1361): an
+ * all-free page whose QSBR goal has not been reached stays. */
+static bool safe_to_free(mi_model_t *m, uint32_t page) {
+  return !m->has_hooks || m->hooks.page_safe_to_free == NULL ||
+         m->hooks.page_safe_to_free(m->hooks.ctx, m, page);
+}
+
 static bool page_has_any_available(const mpage_t *p) {
   return p->used < p->reserved || p->tfree_n != 0;
 }
@@ -1101,7 +1108,7 @@ static bool segment_check_free(mi_model_t *m, uint32_t seg,
       uint32_t page = sl->page;
       mi_page_free_collect(m, page, false);
       mpage_t *p = P(m, page);
-      if (p->used == 0) {
+      if (p->used == 0 && safe_to_free(m, page)) { /* CPython :1283 */
         S(m, seg)->abandoned--;
         i = page_clear(m, page);
         if (S(m, seg)->slices[i].count >= slices_needed)
@@ -1133,8 +1140,8 @@ static uint32_t segment_reclaim(mi_model_t *m, uint32_t seg, uint32_t heap,
       uint32_t page = sl->page;
       S(m, seg)->abandoned--;
       uint32_t target = heap;
-      if (m->version != MV_209 && m->version != MV_212)
-        target = mi_heap_by_tag(m, heap, P(m, page)->tag); /* 217 */
+      if (m->version == MV_217 || m->heap_tags) /* 217 :1217, CPython :1350 */
+        target = mi_heap_by_tag(m, heap, P(m, page)->tag);
       if (target == 0)
         target = heap;
       mpage_t *p = P(m, page);
@@ -1142,12 +1149,11 @@ static uint32_t segment_reclaim(mi_model_t *m, uint32_t seg, uint32_t heap,
       p->delayed = MI_USE_DELAYED_FREE;
       mi_page_free_collect(m, page, false);
       p = P(m, page);
-      if (p->used == 0) {
+      if (p->used == 0 && safe_to_free(m, page)) { /* CPython :1361 */
         i = page_clear(m, page);
       } else {
         mi_pq_push(m, target, mi_page_queue_bin(m, p), page); /* page.c:246 */
-        if (m->has_hooks && m->hooks.page_reused != NULL)
-          m->hooks.page_reused(m->hooks.ctx, m, page);
+        mi_hook_page_event(m, page, MI_PAGE_RECLAIMED); /* CPython page.c:277 */
         p = P(m, page);
         if (requested == p->block_size && page_has_any_available(p) &&
             target == heap && right)

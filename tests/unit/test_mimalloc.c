@@ -349,8 +349,26 @@ static void thread_exit_abandons_segments(void **state) {
 
 typedef struct hook_log_s hook_log_t;
 struct hook_log_s {
-  int maybe_free, kept;
+  int           maybe_free, kept;
+  int           events[MI_PAGE_RECLAIMED + 1];
+  mi_page_ref_t last[MI_PAGE_RECLAIMED + 1]; /* page of the latest event */
+  bool          unsafe_tag1; /* page_safe_to_free refuses tag-1 pages */
+  int           safe_asked;
 };
+
+static void log_event(void *ctx, mi_model_t *m, mi_page_ref_t p,
+                      mi_page_event_t what) {
+  hook_log_t *h = ctx;
+  (void)m;
+  h->events[what]++;
+  h->last[what] = p;
+}
+
+static bool safe_unless_tag1(void *ctx, mi_model_t *m, mi_page_ref_t p) {
+  hook_log_t *h = ctx;
+  h->safe_asked++;
+  return !(h->unsafe_tag1 && mimalloc_page_tag(m, p) == 1);
+}
 
 static bool keep_page(void *ctx, mi_model_t *m, mi_page_ref_t p, bool force) {
   hook_log_t *h = ctx;
@@ -391,10 +409,81 @@ static void heaps_and_hooks_for_compositions(void **state) {
   /* each heap's only page is retired, not freed: no hook yet */
   assert_int_equal(log.maybe_free, 0);
   assert_int_equal(mimalloc_heap_collect(m, h1, true, 0, &err), AS_OK);
-  assert_int_equal(log.maybe_free, 1);
-  assert_int_equal(log.kept, 1);
+  /* asked at _mi_heap_collect_retired and again at the page visit */
+  assert_int_equal(log.maybe_free, 2);
+  assert_int_equal(log.kept, 2);
+  uint64_t pages = counter(f, "mimalloc.pages");
+  /* the backing heap's page is not the hook's to keep */
+  assert_int_equal(mimalloc_heap_collect(m, h0, true, 0, &err), AS_OK);
+  assert_int_equal(counter(f, "mimalloc.pages"), pages - 1);
   mimalloc_set_hooks(m, NULL);
   fx_close(f);
+}
+
+/* Thread 1's two heaps (tags 0 and 1) abandon a page each; thread 0 frees
+ * every block; thread 2 reclaims the segment.  The tag-1 page, which the
+ * composition says is not safe to free yet, goes to thread 2's tag-1 heap
+ * instead of being freed; without that hook both pages are freed. */
+static int reclaim_with_hooks(bool hooks_on, hook_log_t *log,
+                              mi_page_ref_t *kept_heap_page,
+                              mi_heap_ref_t *t2_tag1) {
+  fx_t       *f = fx_open("mimalloc:version=2.1.2");
+  mi_model_t *m = (mi_model_t *)f->m;
+  as_err_t    err = {0};
+  mi_hooks_t  hooks = {.ctx = log, .page_event = log_event,
+                       .page_safe_to_free = safe_unless_tag1};
+  log->unsafe_tag1 = true;
+  if (hooks_on)
+    mimalloc_set_hooks(m, &hooks);
+  mi_heap_ref_t h0, h1, g1;
+  assert_int_equal(mimalloc_thread_heap(m, 1, 0, &h0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_new(m, 1, 1, 0, &h1, &err), AS_OK);
+  for (uint64_t i = 0; i < 4; i++) {
+    trace_event_t e = {.op = TRACE_MALLOC, .thread = 1, .id = i,
+                       .size = 1000};
+    assert_int_equal(mimalloc_heap_alloc(m, i < 2 ? h0 : h1, &e, &err),
+                     AS_OK);
+  }
+  assert_int_equal(mimalloc_heap_abandon(m, h0, 0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_abandon(m, h1, 0, &err), AS_OK);
+  thread_exit(f, 1);
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 1);
+  for (uint64_t i = 0; i < 4; i++) {
+    trace_event_t e = {.op = TRACE_FREE, .thread = 0, .id = i,
+                       .prev_size = 1000};
+    assert_int_equal(mimalloc_free(m, &e, &err), AS_OK);
+  }
+  mi_heap_ref_t g0;
+  assert_int_equal(mimalloc_thread_heap(m, 2, 0, &g0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_new(m, 2, 1, 0, &g1, &err), AS_OK);
+  trace_event_t e = {.op = TRACE_MALLOC, .thread = 2, .id = 10,
+                     .size = 1000};
+  assert_int_equal(mimalloc_heap_alloc(m, g0, &e, &err), AS_OK);
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 0);
+  int pages = (int)counter(f, "mimalloc.pages");
+  if (hooks_on)
+    *kept_heap_page = mimalloc_page_heap(m, log->last[MI_PAGE_RECLAIMED]);
+  *t2_tag1 = g1;
+  mimalloc_set_hooks(m, NULL);
+  fx_close(f);
+  return pages;
+}
+
+static void abandon_and_reclaim_follow_tags_and_hooks(void **state) {
+  (void)state;
+  hook_log_t    log = {0};
+  mi_page_ref_t kept_in = 0;
+  mi_heap_ref_t g1 = 0;
+  int with = reclaim_with_hooks(true, &log, &kept_in, &g1);
+  assert_int_equal(log.events[MI_PAGE_ABANDONED], 2);
+  assert_int_equal(log.events[MI_PAGE_RECLAIMED], 1);
+  assert_true(log.safe_asked >= 2);
+  assert_int_equal(kept_in, g1); /* reclaimed by tag into thread 2 */
+  hook_log_t    none = {0};
+  int without = reclaim_with_hooks(false, &none, &kept_in, &g1);
+  assert_int_equal(none.events[MI_PAGE_ABANDONED], 0);
+  /* the kept page is the one difference: thread 2's new page + it */
+  assert_int_equal(with, without + 1);
 }
 
 int main(void) {
@@ -412,6 +501,7 @@ int main(void) {
       cmocka_unit_test(v301_purges_once_then_waits_for_a_collect),
       cmocka_unit_test(thread_exit_abandons_segments),
       cmocka_unit_test(heaps_and_hooks_for_compositions),
+      cmocka_unit_test(abandon_and_reclaim_follow_tags_and_hooks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
