@@ -1008,6 +1008,18 @@ uint64_t mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p) {
   return (uint64_t)m->pages[p].slice_count * MI_SLICE_SIZE;
 }
 
+mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id) {
+  return id < m->obj_cap ? m->obj_page[id] : 0;
+}
+
+uint64_t mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].block_size;
+}
+
+uint64_t mimalloc_page_blocks(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].reserved;
+}
+
 uint64_t *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p) {
   return &m->pages[p].user;
 }

@@ -121,6 +121,11 @@ bool          mimalloc_page_all_free(const mi_model_t *m, mi_page_ref_t p);
 mi_heap_ref_t mimalloc_page_heap(const mi_model_t *m, mi_page_ref_t p);
 uint8_t       mimalloc_page_tag(const mi_model_t *m, mi_page_ref_t p);
 uint64_t      mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p);
+/* The page holding live object id, 0 if none; the page's block size and
+ * the blocks it can hold (page->reserved). */
+mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id);
+uint64_t      mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p);
+uint64_t      mimalloc_page_blocks(const mi_model_t *m, mi_page_ref_t p);
 /* Whether the page is in its heap's full queue, and _mi_page_unfull
  * (CPython 3.14.4+ obmalloc.c:178-180 unfulls a page it defers). */
 bool          mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p);
