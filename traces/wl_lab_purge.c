@@ -9,7 +9,10 @@
  *   same       every EVERY, malloc + write + free of SIZE bytes;
  * then mi_collect(false) (a `purge decay` event), 500 ms, mi_collect(true)
  * (`purge all`), 500 ms.  Marks: start, allocated, freed, idle_end,
- * collected, collected_force, end.
+ * collected, collected_force, end, and `tick` every EVERY from freed to
+ * idle_end (after that step's activity) and through each 500 ms, where the
+ * program samples RSS: compare pairs ticks by occurrence, so every sample of
+ * a measured run is checked.
  *
  * Run it under purge delays 0 / default / long (`--model
  * mimalloc:purge_delay=0`, ...) with and without activity: allocators that
@@ -44,8 +47,8 @@ static const char *const activity_names[] = {"none", "unrelated", "same"};
 /* Program steps, in order. */
 typedef enum step_e {
   ST_START, ST_ALLOC, ST_ALLOCATED, ST_FREE, ST_FREED, ST_IDLE,
-  ST_IDLE_END, ST_COLLECT, ST_COLLECTED, ST_COLLECT_FORCE,
-  ST_COLLECTED_FORCE, ST_END, ST_DONE
+  ST_IDLE_END, ST_COLLECT, ST_COLLECTED, ST_WAIT1, ST_COLLECT_FORCE,
+  ST_COLLECTED_FORCE, ST_WAIT2, ST_END, ST_DONE
 } step_t;
 
 typedef struct purge_src_s purge_src_t;
@@ -57,7 +60,7 @@ struct purge_src_s {
   step_t         step;
   uint64_t       i;        /* loop counter within a step */
   uint64_t       t_ns;
-  uint64_t       freed_ns; /* the freed mark's time */
+  uint64_t       from_ns;  /* start of the current ticking phase */
   uint64_t       phase0;   /* start of the current timed phase */
 };
 
@@ -79,6 +82,45 @@ static uint64_t phase_time(const purge_src_t *s, uint64_t total, uint64_t i,
   if (total == 0)
     return s->phase0 + i * cost_each;
   return s->phase0 + total * i / n;
+}
+
+static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
+                              as_err_t *err);
+
+/* One event of a phase lasting dur_ns from s->from_ns: at from + k *
+ * every (k = 1, 2, ... while within the phase; absolute deadlines, as the
+ * program sleeps) the activity's malloc, its free one cost-model step
+ * later, then a tick mark.  At the end, the clock moves to the phase's end
+ * and the step to `next`, whose event is returned. */
+static as_status_t tick_phase(purge_src_t *s, trace_event_t *ev,
+                              uint64_t dur_ns, activity_t activity,
+                              uint64_t act_size, step_t next) {
+  uint64_t per = activity == ACT_NONE ? 1 : 3; /* events per tick */
+  uint64_t k = s->i / per + 1;
+  uint64_t due = s->from_ns + k * s->every_ns;
+  if (due > s->from_ns + dur_ns) {
+    if (s->t_ns < s->from_ns + dur_ns)
+      s->t_ns = s->from_ns + dur_ns;
+    s->step = next;
+    return purge_next(&s->base, ev, NULL);
+  }
+  switch (s->i % per + (per == 1 ? 2 : 0)) {
+  case 0:
+    s->t_ns = due;
+    put(s, ev, TRACE_MALLOC, 0, act_size, NULL);
+    break;
+  case 1:
+    s->t_ns = due + sim_cost_c_alloc_ns(&sim_cost_measured, act_size);
+    put(s, ev, TRACE_FREE, 0, 0, NULL);
+    break;
+  default:
+    if (s->t_ns < due)
+      s->t_ns = due;
+    put(s, ev, TRACE_MARK, 0, 0, "tick");
+    break;
+  }
+  s->i++;
+  return AS_OK;
 }
 
 static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
@@ -118,30 +160,11 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return AS_OK;
   case ST_FREED:
     put(s, ev, TRACE_MARK, 0, 0, "freed");
-    s->freed_ns = s->t_ns;
+    s->from_ns = s->t_ns;
     s->step = ST_IDLE, s->i = 0;
     return AS_OK;
-  case ST_IDLE: {
-    /* the k-th activity at freed + k * every (absolute deadlines); its
-     * malloc, then its free one cost-model step later */
-    uint64_t k = s->i / 2 + 1;
-    uint64_t due = s->freed_ns + k * s->every_ns;
-    if (s->activity == ACT_NONE || due > s->freed_ns + s->idle_ns) {
-      if (s->t_ns < s->freed_ns + s->idle_ns)
-        s->t_ns = s->freed_ns + s->idle_ns;
-      s->step = ST_IDLE_END;
-      return purge_next(src, ev, err);
-    }
-    if (s->i % 2 == 0) {
-      s->t_ns = due;
-      put(s, ev, TRACE_MALLOC, 0, act, NULL);
-    } else {
-      s->t_ns = due + sim_cost_c_alloc_ns(&sim_cost_measured, act);
-      put(s, ev, TRACE_FREE, 0, 0, NULL);
-    }
-    s->i++;
-    return AS_OK;
-  }
+  case ST_IDLE:
+    return tick_phase(s, ev, s->idle_ns, s->activity, act, ST_IDLE_END);
   case ST_IDLE_END:
     put(s, ev, TRACE_MARK, 0, 0, "idle_end");
     s->step = ST_COLLECT;
@@ -152,18 +175,22 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return AS_OK;
   case ST_COLLECTED:
     put(s, ev, TRACE_MARK, 0, 0, "collected");
-    s->t_ns += AFTER_COLLECT_NS;
-    s->step = ST_COLLECT_FORCE;
+    s->from_ns = s->t_ns;
+    s->step = ST_WAIT1, s->i = 0;
     return AS_OK;
+  case ST_WAIT1:
+    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, ST_COLLECT_FORCE);
   case ST_COLLECT_FORCE:
     put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
     s->step = ST_COLLECTED_FORCE;
     return AS_OK;
   case ST_COLLECTED_FORCE:
     put(s, ev, TRACE_MARK, 0, 0, "collected_force");
-    s->t_ns += AFTER_COLLECT_NS;
-    s->step = ST_END;
+    s->from_ns = s->t_ns;
+    s->step = ST_WAIT2, s->i = 0;
     return AS_OK;
+  case ST_WAIT2:
+    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, ST_END);
   case ST_END:
     put(s, ev, TRACE_MARK, 0, 0, "end");
     s->step = ST_DONE;
