@@ -12,7 +12,8 @@
  * RSS is sampled every EVERY ms.  Then mi_collect(false), 0.5 s of samples,
  * mi_collect(true), 0.5 s of samples (on another allocator these steps only
  * mark the time).  Marks: start, allocated, freed, idle_end, collected,
- * collected_force, end.
+ * collected_force, end; each periodic sample is a mark `tick`, which the
+ * workload emits at the same times, so compare checks every sample.
  *
  * The measured-run file's workload is `lab-purge` (traces/wl_lab_purge.c)
  * with this run's measured allocation and free times, so that `allocsim
@@ -62,7 +63,7 @@ static void idle_phase(const char *activity, size_t size, long long every_ns,
       free_recorded(0, alloc_written(0, UNRELATED_SIZE));
     else if (strcmp(activity, "same") == 0)
       free_recorded(0, alloc_written(0, size));
-    mm_sample();
+    mm_mark("tick");
   }
 }
 

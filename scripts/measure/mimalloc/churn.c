@@ -2,8 +2,9 @@
  * issue under a preloaded mimalloc: fragmentation after churn, and what an
  * explicit collect returns.
  *
- * The sequence of scripts/measure/jemalloc/je_churn.c (the allocsim
- * workload `churn-purge`): 150,000 x 512 B, 100,000 x 1 KiB and 50,000 x
+ * The sequence of the allocsim workload `churn-purge`
+ * (traces/wl_churn_purge.c; scripts/measure/jemalloc/je_churn.c runs it
+ * under jemalloc), recording its measured allocation and free times: 150,000 x 512 B, 100,000 x 1 KiB and 50,000 x
  * 2 KiB objects in a shuffled order (Fisher-Yates driven by splitmix64 from
  * SEED), each written in full; every KEEP_EVERY-th object in allocation
  * order is kept, the others freed in allocation order; IDLE seconds of
@@ -61,14 +62,11 @@ int main(int argc, char **argv) {
   long keep_every = argc > 4 ? atol(argv[4]) : 20;
   if (seed < 0 || idle_s < 0 || keep_every < 1)
     return 2;
-  char workload[160];
-  snprintf(workload, sizeof workload,
-           "churn-purge --seed %ld --idle-s %ld --keep-every %ld", seed,
-           idle_s, keep_every);
   memset(objs, 0, sizeof objs);
-  mm_begin(argc, argv, workload);
+  mm_begin(argc, argv, NULL);
   shuffle_sizes((uint64_t)seed);
 
+  long long t0 = mm_elapsed_ns();
   mm_mark("start");
   for (size_t i = 0; i < N_ALL; i++) {
     objs[i] = malloc(sizes[i]);
@@ -78,13 +76,20 @@ int main(int argc, char **argv) {
     memset(objs[i], 0xA5, sizes[i]);
     mm_escape(objs[i]);
   }
+  long long t1 = mm_elapsed_ns();
   mm_mark("allocated");
   for (size_t i = 0; i < N_ALL; i++)
     if (i % (size_t)keep_every != 0) {
       mm_event('f', i, 0);
       free(objs[i]);
     }
+  long long t2 = mm_elapsed_ns();
   mm_mark("freed");
+  /* the allocsim workload of this run, with its measured phase times */
+  mm_meta_set("workload",
+              "churn-purge --seed %ld --idle %lds --keep-every %ld "
+              "--alloc-time %lldns --free-time %lldns",
+              seed, idle_s, keep_every, t1 - t0, t2 - t1);
   long long end = mm_elapsed_ns() + idle_s * 1000000000LL;
   for (long long t = mm_elapsed_ns() + SAMPLE_NS; t <= end; t += SAMPLE_NS) {
     mm_sleep_until(t);

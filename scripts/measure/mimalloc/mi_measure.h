@@ -150,7 +150,7 @@ static void mm_sample_at(long long t) {
     mm_bodyf("# anon_huge=%lld lazyfree=%lld\n", r.anon_huge, r.lazyfree);
 }
 
-static void mm_sample(void) { mm_sample_at(mm_elapsed_ns()); }
+static inline void mm_sample(void) { mm_sample_at(mm_elapsed_ns()); }
 
 static void mm_mark(const char *label) {
   long long t = mm_elapsed_ns();
