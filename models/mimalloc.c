@@ -480,22 +480,18 @@ static bool ensure_objects(mi_model_t *m, uint64_t id) {
   uint64_t cap = m->obj_cap ? m->obj_cap : 4096;
   while (cap <= id)
     cap *= 2;
-  uint32_t *np = realloc(m->obj_page, cap * sizeof *np);
-  if (np == NULL)
+  mobj_t *n = realloc(m->objs, cap * sizeof *n);
+  if (n == NULL)
     return false;
-  m->obj_page = np;
-  uint32_t *nb = realloc(m->obj_block, cap * sizeof *nb);
-  if (nb == NULL)
-    return false;
-  m->obj_block = nb;
-  memset(np + m->obj_cap, 0, (cap - m->obj_cap) * sizeof *np);
+  memset(n + m->obj_cap, 0, (cap - m->obj_cap) * sizeof *n);
+  m->objs = n;
   m->obj_cap = cap;
   return true;
 }
 
 static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
-  const mpage_t *p = &m->pages[m->obj_page[id]];
-  return p->start + (uint64_t)m->obj_block[id] * p->block_size;
+  const mpage_t *p = &m->pages[m->objs[id].page];
+  return p->start + (uint64_t)m->objs[id].block * p->block_size;
 }
 
 /* Entry bookkeeping: the clock, the error sink. */
@@ -529,8 +525,8 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   uint32_t page, block;
   if (!mi_malloc(m, heap, req, &page, &block))
     return;
-  m->obj_page[ev->id] = page;
-  m->obj_block[ev->id] = block;
+  m->objs[ev->id].page = page;
+  m->objs[ev->id].block = block;
   mpage_t   *p = P(m, page);
   sim_addr_t a = p->start + (uint64_t)block * p->block_size;
   if (align > 16)
@@ -550,9 +546,9 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
 
 static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
                         uint64_t size) {
-  uint32_t page = m->obj_page[id];
-  uint32_t block = m->obj_block[id];
-  m->obj_page[id] = 0;
+  uint32_t page = m->objs[id].page;
+  uint32_t block = m->objs[id].block;
+  m->objs[id].page = 0;
   m->live_bytes -= size;
   m->live_objects--;
   mi_free_block(m, tld, page, block);
@@ -613,8 +609,7 @@ static void mimalloc_destroy(model_t *mm) {
   free(m->heaps);
   free(m->tlds);
   free(m->tld_of_thread);
-  free(m->obj_page);
-  free(m->obj_block);
+  free(m->objs);
   mi_segs_destroy(m);
   mi_arenas3_destroy(m);
   free(m);
@@ -648,7 +643,7 @@ static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
 static void realloc_object(mi_model_t *m, uint32_t heap,
                            const trace_event_t *ev) {
   uint64_t   old = ev->prev_size;
-  mpage_t   *p = P(m, m->obj_page[ev->id]);
+  mpage_t   *p = P(m, m->objs[ev->id].page);
   uint64_t   usable = p->block_size;
   sim_addr_t a = obj_addr(m, ev->id);
   if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
@@ -658,7 +653,7 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
     return;
   }
   uint32_t tld = H(m, heap)->tld;
-  uint32_t opage = m->obj_page[ev->id], oblock = m->obj_block[ev->id];
+  uint32_t opage = m->objs[ev->id].page, oblock = m->objs[ev->id].block;
   uint32_t page, block;
   if (!mi_malloc(m, heap, ev->size, &page, &block))
     return;
@@ -668,8 +663,8 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   mi_touch(m, na, copy);
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);
-  m->obj_page[ev->id] = page;
-  m->obj_block[ev->id] = block;
+  m->objs[ev->id].page = page;
+  m->objs[ev->id].block = block;
   m->live_bytes += ev->size - old;
   mi_free_block(m, tld, opage, oblock);
 }
@@ -764,7 +759,7 @@ static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
 
 static bool mimalloc_locate(const model_t *mm, uint64_t id, sim_addr_t *addr) {
   const mi_model_t *m = (const mi_model_t *)mm;
-  if (id >= m->obj_cap || m->obj_page[id] == 0)
+  if (id >= m->obj_cap || m->objs[id].page == 0)
     return false;
   *addr = obj_addr(m, id);
   return true;
@@ -1009,7 +1004,7 @@ uint64_t mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p) {
 }
 
 mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id) {
-  return id < m->obj_cap ? m->obj_page[id] : 0;
+  return id < m->obj_cap ? m->objs[id].page : 0;
 }
 
 uint64_t mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p) {

@@ -250,6 +250,13 @@ struct marena3_s {
   uint32_t   search_hint; /* chunk_max_accessed */
 };
 
+/* Where a live object is: its page (0: not live) and block index. */
+typedef struct mobj_s mobj_t;
+struct mobj_s {
+  uint32_t page;
+  uint32_t block;
+};
+
 struct mi_model_s {
   model_t        base;
   sim_kernel_t  *kernel;
@@ -291,8 +298,7 @@ struct mi_model_s {
   uint32_t       abandoned, abandoned_visited; /* 2.x lists */
   uint64_t       abandoned_count;
   /* objects */
-  uint32_t      *obj_page;
-  uint32_t      *obj_block;
+  mobj_t        *objs;     /* by object id: one cache line read per free */
   uint64_t       obj_cap;
   uint64_t       live_bytes, live_objects;
   /* 209 segment cache */

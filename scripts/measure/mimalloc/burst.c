@@ -12,8 +12,9 @@
  * RSS is sampled every EVERY ms.  Then mi_collect(false), 0.5 s of samples,
  * mi_collect(true), 0.5 s of samples (on another allocator these steps only
  * mark the time).  Marks: start, allocated, freed, idle_end, collected,
- * collected_force, end; each periodic sample is a mark `tick`, which the
- * workload emits at the same times, so compare checks every sample.
+ * collected_force, end; each periodic sample is a mark (idle_tick,
+ * collect_tick, force_tick by phase), which the workload emits at the same
+ * times, so compare pairs and checks every sample.
  *
  * The measured-run file's workload is `lab-purge` (traces/wl_lab_purge.c)
  * with this run's measured allocation and free times, so that `allocsim
@@ -54,21 +55,22 @@ static void free_recorded(uint64_t id, void *p) {
   free(p);
 }
 
-/* Samples every every_ns until end_ns; activity before each sample. */
-static void idle_phase(const char *activity, size_t size, long long every_ns,
-                       long long end_ns) {
-  for (long long t = mm_elapsed_ns() + every_ns; t <= end_ns; t += every_ns) {
-    mm_sleep_until(t);
+/* A phase of dur_ns from from_ns (ns since start): at from + k * every_ns
+ * for k = 1, 2, ... within it, the activity, then an RSS sample as a mark
+ * named tick (absolute deadlines, so samples do not drift and their number
+ * is dur / every, as the workload's). */
+static void ticking_phase(const char *activity, size_t size, long long from_ns,
+                          long long every_ns, long long dur_ns,
+                          const char *tick) {
+  for (long long k = 1; k * every_ns <= dur_ns; k++) {
+    mm_sleep_until(from_ns + k * every_ns);
     if (strcmp(activity, "unrelated") == 0)
       free_recorded(0, alloc_written(0, UNRELATED_SIZE));
     else if (strcmp(activity, "same") == 0)
       free_recorded(0, alloc_written(0, size));
-    mm_mark("tick");
+    mm_mark(tick);
   }
-}
-
-static void samples_for(long long every_ns, long long dur_ns) {
-  idle_phase("none", 0, every_ns, mm_elapsed_ns() + dur_ns);
+  mm_sleep_until(from_ns + dur_ns);
 }
 
 int main(int argc, char **argv) {
@@ -122,19 +124,21 @@ int main(int argc, char **argv) {
               "--every %ldms --alloc-time %lldns --free-time %lldns",
               size, count, activity, (long long)(idle_s * 1000), every_ms,
               t1 - t0, t2 - t1);
-  idle_phase(activity, size, every_ns,
-             mm_elapsed_ns() + (long long)(idle_s * 1e9));
+  ticking_phase(activity, size, t2, every_ns, (long long)(idle_s * 1e9),
+                "idle_tick");
   mm_mark("idle_end");
   mm_event('c', 0, 0);
   if (mm_mi_collect(false))
     mm_bodyf("# mi_collect(false)\n");
+  long long t3 = mm_elapsed_ns();
   mm_mark("collected");
-  samples_for(every_ns, 500000000LL);
+  ticking_phase("none", 0, t3, every_ns, 500000000LL, "collect_tick");
   mm_event('c', 1, 0);
   if (mm_mi_collect(true))
     mm_bodyf("# mi_collect(true)\n");
+  long long t4 = mm_elapsed_ns();
   mm_mark("collected_force");
-  samples_for(every_ns, 500000000LL);
+  ticking_phase("none", 0, t4, every_ns, 500000000LL, "force_tick");
   mm_mark("end");
   mm_finish(argv[1]);
 }

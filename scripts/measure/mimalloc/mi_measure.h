@@ -3,8 +3,8 @@
  *
  * A run writes an allocsim measured-run file: "allocsim-trace 1", "#@ key=
  * value" provenance, then "T 0 mark LABEL" / "T 0 rss BYTES" lines, and
- * optionally every malloc/free the program made as trace events (--events),
- * so a run can be replayed call for call.  Nothing here allocates: output
+ * optionally every malloc/free/mi_collect the program made as trace events
+ * merged in (--events), so the run replays call for call at its own times.  Nothing here allocates: output
  * goes to static buffers written once with write(2) at the end, so the heap
  * the program observes holds only its own allocations.  The buffers are
  * written in full before the first mark, so their pages do not appear as
@@ -42,7 +42,7 @@ static size_t    mm_body_len;
 static long long mm_t0_ns;
 
 /* Events recorded with --events: op 'm' malloc, 'f' free, 'c' mi_collect
- * (id 1 = force). */
+ * (id 1 = force), written as purge all / purge decay. */
 typedef struct mm_event_s {
   long long t_ns;
   uint64_t  id;
@@ -230,36 +230,55 @@ static void mm_begin(int argc, char **argv, const char *workload) {
   mm_meta_set("rss_source", "/proc/self/smaps_rollup Rss");
 }
 
-/* Writes the measured-run file (and the events, if recorded) and exits. */
-static void mm_finish(const char *path) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    mm_die("mi_measure: cannot create the output file\n");
-  static const char head[] = "allocsim-trace 1\n";
-  if (write(fd, head, sizeof head - 1) < 0 ||
-      write(fd, mm_meta, mm_meta_len) < 0 ||
-      write(fd, mm_body, mm_body_len) < 0)
-    mm_die("mi_measure: write failed\n");
-  close(fd);
-  if (mm_record_events) {
-    char evpath[4096];
-    snprintf(evpath, sizeof evpath, "%s.events", path);
-    FILE *f = fopen(evpath, "w");
-    if (f == NULL)
-      mm_die("mi_measure: cannot create the events file\n");
-    for (size_t i = 0; i < mm_nevents; i++) {
-      const mm_event_t *e = &mm_events[i];
-      if (e->op == 'm')
-        fprintf(f, "%lld 0 malloc %llu %llu\n", e->t_ns,
-                (unsigned long long)e->id, (unsigned long long)e->size);
-      else if (e->op == 'f')
-        fprintf(f, "%lld 0 free %llu\n", e->t_ns, (unsigned long long)e->id);
-      else
-        fprintf(f, "# %lld 0 mi_collect %s\n", e->t_ns,
-                e->id ? "true" : "false");
+/* Writes one recorded event as a trace line. */
+static int mm_event_line(char *buf, size_t len, const mm_event_t *e) {
+  if (e->op == 'm')
+    return snprintf(buf, len, "%lld 0 malloc %llu %llu\n", e->t_ns,
+                    (unsigned long long)e->id, (unsigned long long)e->size);
+  if (e->op == 'f')
+    return snprintf(buf, len, "%lld 0 free %llu\n", e->t_ns,
+                    (unsigned long long)e->id);
+  return snprintf(buf, len, "%lld 0 purge %s\n", e->t_ns,
+                  e->id ? "all" : "decay"); /* mi_collect(force) */
+}
+
+/* Writes the body, and with --events every recorded call merged into it in
+ * time order (a call before a mark or sample of the same time), so the file
+ * is a trace that replays call for call against the measured samples. */
+static void mm_write_body(FILE *f) {
+  size_t      ev = 0;
+  const char *line = mm_body, *end = mm_body + mm_body_len;
+  char        buf[128];
+  while (line < end) {
+    const char *nl = memchr(line, '\n', (size_t)(end - line));
+    size_t      n = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
+    if (line[0] != '#') {
+      long long t = strtoll(line, NULL, 10);
+      for (; ev < mm_nevents && mm_events[ev].t_ns <= t; ev++)
+        if (mm_event_line(buf, sizeof buf, &mm_events[ev]) > 0)
+          fputs(buf, f);
     }
-    fclose(f);
+    fwrite(line, 1, n, f);
+    line += n;
   }
+  for (; ev < mm_nevents; ev++)
+    if (mm_event_line(buf, sizeof buf, &mm_events[ev]) > 0)
+      fputs(buf, f);
+}
+
+/* Writes the measured-run file and exits.  The output is written after the
+ * last sample, so stdio's buffers no longer matter. */
+static void mm_finish(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    mm_die("mi_measure: cannot create the output file\n");
+  fputs("allocsim-trace 1\n", f);
+  fwrite(mm_meta, 1, mm_meta_len, f);
+  if (mm_record_events)
+    fputs("#@ events=every malloc, free and mi_collect of the program\n", f);
+  mm_write_body(f);
+  if (fclose(f) != 0)
+    mm_die("mi_measure: write failed\n");
   (void)!write(1, mm_body, mm_body_len);
   exit(0);
 }

@@ -9,7 +9,7 @@
 # The measurement scripts record glibc's knobs only, so this wrapper adds the
 # allocator's provenance after the header: env.LD_PRELOAD, every MIMALLOC_*
 # setting as env.NAME, and mimalloc_version (mi_version() in the process,
-# 209 written 2.0.9).
+# 209 written 2.0.9), and removes their libc=glibc line.
 # Runs under nice: the machine is shared.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,8 +30,11 @@ clean=$(env | sed -n 's/^\(MIMALLOC_[A-Za-z_]*\|MALLOC_[A-Za-z_]*\)=.*/-u \1/p' 
 miver=$(LD_PRELOAD="$lib" "$py" -c \
   'import ctypes; v = ctypes.CDLL(None).mi_version(); print("%d.%d.%d" % (v // 100, v // 10 % 10, v % 10))')
 
-# add_provenance FILE ENVS: inserts the allocator's #@ lines after line 1.
+# add_provenance FILE ENVS: inserts the allocator's #@ lines after line 1
+# and drops the script's libc=glibc spec, so that the run's model is picked
+# from LD_PRELOAD, mimalloc_version and the MIMALLOC_* settings.
 add_provenance() {
+  sed -i '/^#@ libc=/d' "$1"
   {
     echo "#@ env.LD_PRELOAD=$lib"
     echo "#@ mimalloc_version=$miver"
