@@ -440,7 +440,7 @@ static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
   return id;
 }
 
-/* Thread exit (_mi_thread_done -> _mi_heap_done, 209 init.c:293-340):
+/* Thread exit (_mi_thread_done -> _mi_heap_done, 209 init.c:296-346):
  * other heaps of the thread are deleted into the backing heap, whose pages
  * are collected and the rest abandoned; the thread data goes back. */
 static void thread_done(mi_model_t *m, uint32_t tld) {

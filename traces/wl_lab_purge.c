@@ -9,9 +9,10 @@
  *   same       every EVERY, malloc + write + free of SIZE bytes;
  * then mi_collect(false) (a `purge decay` event), 500 ms, mi_collect(true)
  * (`purge all`), 500 ms.  Marks: start, allocated, freed, idle_end,
- * collected, collected_force, end, and `tick` every EVERY from freed to
- * idle_end (after that step's activity) and through each 500 ms, where the
- * program samples RSS: compare pairs ticks by occurrence, so every sample of
+ * collected, collected_force, end, and a tick every EVERY where the program
+ * samples RSS: idle_tick from freed to idle_end (after that step's
+ * activity), collect_tick and force_tick through the 500 ms after each
+ * collect.  compare pairs marks by label and occurrence, so every sample of
  * a measured run is checked.
  *
  * Run it under purge delays 0 / default / long (`--model
@@ -90,11 +91,12 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
 /* One event of a phase lasting dur_ns from s->from_ns: at from + k *
  * every (k = 1, 2, ... while within the phase; absolute deadlines, as the
  * program sleeps) the activity's malloc, its free one cost-model step
- * later, then a tick mark.  At the end, the clock moves to the phase's end
+ * later, then the mark `tick`.  At the end, the clock moves to the phase's end
  * and the step to `next`, whose event is returned. */
 static as_status_t tick_phase(purge_src_t *s, trace_event_t *ev,
                               uint64_t dur_ns, activity_t activity,
-                              uint64_t act_size, step_t next) {
+                              uint64_t act_size, const char *tick,
+                              step_t next) {
   uint64_t per = activity == ACT_NONE ? 1 : 3; /* events per tick */
   uint64_t k = s->i / per + 1;
   uint64_t due = s->from_ns + k * s->every_ns;
@@ -116,7 +118,7 @@ static as_status_t tick_phase(purge_src_t *s, trace_event_t *ev,
   default:
     if (s->t_ns < due)
       s->t_ns = due;
-    put(s, ev, TRACE_MARK, 0, 0, "tick");
+    put(s, ev, TRACE_MARK, 0, 0, tick);
     break;
   }
   s->i++;
@@ -164,7 +166,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     s->step = ST_IDLE, s->i = 0;
     return AS_OK;
   case ST_IDLE:
-    return tick_phase(s, ev, s->idle_ns, s->activity, act, ST_IDLE_END);
+    return tick_phase(s, ev, s->idle_ns, s->activity, act, "idle_tick",
+                      ST_IDLE_END);
   case ST_IDLE_END:
     put(s, ev, TRACE_MARK, 0, 0, "idle_end");
     s->step = ST_COLLECT;
@@ -179,7 +182,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     s->step = ST_WAIT1, s->i = 0;
     return AS_OK;
   case ST_WAIT1:
-    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, ST_COLLECT_FORCE);
+    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, "collect_tick",
+                      ST_COLLECT_FORCE);
   case ST_COLLECT_FORCE:
     put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
     s->step = ST_COLLECTED_FORCE;
@@ -190,7 +194,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     s->step = ST_WAIT2, s->i = 0;
     return AS_OK;
   case ST_WAIT2:
-    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, ST_END);
+    return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, "force_tick",
+                      ST_END);
   case ST_END:
     put(s, ev, TRACE_MARK, 0, 0, "end");
     s->step = ST_DONE;
