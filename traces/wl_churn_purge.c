@@ -25,6 +25,7 @@
 
 #include "../sim/cost.h"
 #include "../sim/units.h"
+#include "wl_emit.h"
 #include "wl_survivors.h"
 
 #include <inttypes.h>
@@ -51,17 +52,6 @@ struct churn_src_s {
   uint64_t       i, freed; /* allocation index; frees made */
   uint64_t       t_ns, phase0;
 };
-
-static void put(churn_src_t *s, trace_event_t *ev, trace_op_t op, uint64_t id,
-                uint64_t size, const char *label) {
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = s->t_ns;
-  ev->op = (uint8_t)op;
-  ev->id = id;
-  ev->size = size;
-  ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
-}
 
 /* The programs' shuffle of the three counts. */
 static void shuffle_sizes(uint16_t *sizes, uint64_t seed) {
@@ -93,14 +83,14 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
   churn_src_t *s = (churn_src_t *)src;
   switch (s->step) {
   case CS_START:
-    put(s, ev, TRACE_MARK, 0, 0, "start");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "start");
     s->step = CS_ALLOC, s->i = 0, s->phase0 = s->t_ns;
     return AS_OK;
   case CS_ALLOC: {
     uint64_t size = s->sizes[s->i];
     s->t_ns = at(s, s->alloc_ns, s->i, N_ALL,
                  sim_cost_c_alloc_ns(&sim_cost_measured, 1024));
-    put(s, ev, TRACE_MALLOC, s->i, size, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_MALLOC, s->i, size, NULL);
     if (++s->i == N_ALL) {
       s->step = CS_ALLOCATED;
       s->t_ns = s->phase0 + (s->alloc_ns ? s->alloc_ns
@@ -111,7 +101,7 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
     return AS_OK;
   }
   case CS_ALLOCATED:
-    put(s, ev, TRACE_MARK, 0, 0, "allocated");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "allocated");
     s->step = CS_FREE, s->i = 0, s->phase0 = s->t_ns;
     return AS_OK;
   case CS_FREE: {
@@ -125,33 +115,33 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
       return churn_next(src, ev, err);
     }
     s->t_ns = at(s, s->free_ns, s->freed, n, sim_cost_measured.free_ns);
-    put(s, ev, TRACE_FREE, s->i, 0, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_FREE, s->i, 0, NULL);
     s->i++, s->freed++;
     return AS_OK;
   }
   case CS_FREED:
-    put(s, ev, TRACE_MARK, 0, 0, "freed");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "freed");
     s->t_ns += s->idle_ns;
     s->step = CS_IDLE_END;
     return AS_OK;
   case CS_IDLE_END:
-    put(s, ev, TRACE_MARK, 0, 0, "idle_end");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "idle_end");
     s->step = CS_FLUSH;
     return AS_OK;
   case CS_FLUSH:
-    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_TCACHE, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_TCACHE, NULL);
     s->step = CS_FLUSHED;
     return AS_OK;
   case CS_FLUSHED:
-    put(s, ev, TRACE_MARK, 0, 0, "tcache_flushed");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "tcache_flushed");
     s->step = CS_PURGE;
     return AS_OK;
   case CS_PURGE:
-    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
     s->step = CS_PURGED;
     return AS_OK;
   case CS_PURGED:
-    put(s, ev, TRACE_MARK, 0, 0, "purged");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "purged");
     s->step = CS_DONE;
     return AS_OK;
   default:
@@ -177,29 +167,23 @@ static const workload_option_t churn_options[] = {
     {NULL, NULL, NULL},
 };
 
-static as_status_t bad(const char *name, const char *expect, const char *text,
-                       as_err_t *err) {
-  return as_err_set(err, AS_EUSAGE, "churn-purge: --%s must be %s, got '%s'",
-                    name, expect, text ? text : "(null)");
-}
-
 static as_status_t churn_open(const char *const *values, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
   churn_src_t s = {0};
   if (as_parse_number(values[0], strlen(values[0]), NULL, &s.seed) !=
       AS_NUM_OK)
-    return bad("seed", "a non-negative integer", values[0], err);
+    return wl_bad_option("churn-purge", "seed", "a non-negative integer", values[0], err);
   if (!as_parse_duration_ns(values[1], &s.idle_ns))
-    return bad("idle", "a duration (10s, 500ms)", values[1], err);
+    return wl_bad_option("churn-purge", "idle", "a duration (10s, 500ms)", values[1], err);
   if (as_parse_number(values[2], strlen(values[2]), NULL, &s.keep_every) !=
           AS_NUM_OK ||
       s.keep_every == 0)
-    return bad("keep-every", "a positive integer", values[2], err);
+    return wl_bad_option("churn-purge", "keep-every", "a positive integer", values[2], err);
   if (!as_parse_duration_ns(values[3], &s.alloc_ns))
-    return bad("alloc-time", "a duration", values[3], err);
+    return wl_bad_option("churn-purge", "alloc-time", "a duration", values[3], err);
   if (!as_parse_duration_ns(values[4], &s.free_ns))
-    return bad("free-time", "a duration", values[4], err);
+    return wl_bad_option("churn-purge", "free-time", "a duration", values[4], err);
   churn_src_t *p = calloc(1, sizeof *p);
   uint16_t    *sizes = malloc(N_ALL * sizeof *sizes);
   if (p == NULL || sizes == NULL) {
@@ -215,12 +199,7 @@ static as_status_t churn_open(const char *const *values, trace_source_t **out,
            "churn-purge --seed %" PRIu64 " --idle %s --keep-every %" PRIu64
            " --alloc-time %s --free-time %s",
            p->seed, values[1], p->keep_every, values[3], values[4]);
-  as_status_t rc = trace_meta_set(&p->base.meta, "kind", "workload", err);
-  if (rc == AS_OK)
-    rc = trace_meta_set(&p->base.meta, "workload", p->base.name, err);
-  if (rc == AS_OK)
-    rc = trace_meta_set(&p->base.meta, "generator",
-                        "traces/wl_churn_purge.c", err);
+  as_status_t rc = wl_describe(&p->base, "traces/wl_churn_purge.c", err);
   if (rc != AS_OK) {
     churn_close(&p->base);
     return rc;

@@ -31,6 +31,7 @@
 
 #include "../sim/cost.h"
 #include "../sim/units.h"
+#include "wl_emit.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -65,17 +66,6 @@ struct purge_src_s {
   uint64_t       phase0;   /* start of the current timed phase */
 };
 
-static void put(purge_src_t *s, trace_event_t *ev, trace_op_t op, uint64_t id,
-                uint64_t size, const char *label) {
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = s->t_ns;
-  ev->op = (uint8_t)op;
-  ev->id = id;
-  ev->size = size;
-  ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
-}
-
 /* The time of event i of n in a phase lasting total ns that began at
  * phase0 (evenly spread), or the cost model's pace when total is 0. */
 static uint64_t phase_time(const purge_src_t *s, uint64_t total, uint64_t i,
@@ -109,16 +99,16 @@ static as_status_t tick_phase(purge_src_t *s, trace_event_t *ev,
   switch (s->i % per + (per == 1 ? 2 : 0)) {
   case 0:
     s->t_ns = due;
-    put(s, ev, TRACE_MALLOC, 0, act_size, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_MALLOC, 0, act_size, NULL);
     break;
   case 1:
     s->t_ns = due + sim_cost_c_alloc_ns(&sim_cost_measured, act_size);
-    put(s, ev, TRACE_FREE, 0, 0, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_FREE, 0, 0, NULL);
     break;
   default:
     if (s->t_ns < due)
       s->t_ns = due;
-    put(s, ev, TRACE_MARK, 0, 0, tick);
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, tick);
     break;
   }
   s->i++;
@@ -132,13 +122,13 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
   uint64_t     act = s->activity == ACT_SAME ? s->size : UNRELATED_SIZE;
   switch (s->step) {
   case ST_START:
-    put(s, ev, TRACE_MARK, 0, 0, "start");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "start");
     s->step = ST_ALLOC, s->i = 0, s->phase0 = s->t_ns;
     return AS_OK;
   case ST_ALLOC:
     s->t_ns = phase_time(s, s->alloc_ns, s->i, s->count,
                          sim_cost_c_alloc_ns(&sim_cost_measured, s->size));
-    put(s, ev, TRACE_MALLOC, s->i, s->size, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_MALLOC, s->i, s->size, NULL);
     if (++s->i == s->count) {
       s->step = ST_ALLOCATED;
       s->t_ns = s->alloc_ns ? s->phase0 + s->alloc_ns
@@ -147,13 +137,13 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     }
     return AS_OK;
   case ST_ALLOCATED:
-    put(s, ev, TRACE_MARK, 0, 0, "allocated");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "allocated");
     s->step = ST_FREE, s->i = 0, s->phase0 = s->t_ns;
     return AS_OK;
   case ST_FREE:
     s->t_ns = phase_time(s, s->free_ns, s->i, s->count,
                          sim_cost_measured.free_ns);
-    put(s, ev, TRACE_FREE, s->i, 0, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_FREE, s->i, 0, NULL);
     if (++s->i == s->count) {
       s->step = ST_FREED;
       s->t_ns = s->free_ns ? s->phase0 + s->free_ns
@@ -161,7 +151,7 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     }
     return AS_OK;
   case ST_FREED:
-    put(s, ev, TRACE_MARK, 0, 0, "freed");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "freed");
     s->from_ns = s->t_ns;
     s->step = ST_IDLE, s->i = 0;
     return AS_OK;
@@ -169,15 +159,15 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return tick_phase(s, ev, s->idle_ns, s->activity, act, "idle_tick",
                       ST_IDLE_END);
   case ST_IDLE_END:
-    put(s, ev, TRACE_MARK, 0, 0, "idle_end");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "idle_end");
     s->step = ST_COLLECT;
     return AS_OK;
   case ST_COLLECT:
-    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY, NULL);
     s->step = ST_COLLECTED;
     return AS_OK;
   case ST_COLLECTED:
-    put(s, ev, TRACE_MARK, 0, 0, "collected");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "collected");
     s->from_ns = s->t_ns;
     s->step = ST_WAIT1, s->i = 0;
     return AS_OK;
@@ -185,11 +175,11 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, "collect_tick",
                       ST_COLLECT_FORCE);
   case ST_COLLECT_FORCE:
-    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
     s->step = ST_COLLECTED_FORCE;
     return AS_OK;
   case ST_COLLECTED_FORCE:
-    put(s, ev, TRACE_MARK, 0, 0, "collected_force");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "collected_force");
     s->from_ns = s->t_ns;
     s->step = ST_WAIT2, s->i = 0;
     return AS_OK;
@@ -197,7 +187,7 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, "force_tick",
                       ST_END);
   case ST_END:
-    put(s, ev, TRACE_MARK, 0, 0, "end");
+    wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "end");
     s->step = ST_DONE;
     return AS_OK;
   default:
@@ -220,36 +210,30 @@ static const workload_option_t purge_options[] = {
     {NULL, NULL, NULL},
 };
 
-static as_status_t bad(const char *name, const char *expect, const char *text,
-                       as_err_t *err) {
-  return as_err_set(err, AS_EUSAGE, "lab-purge: --%s must be %s, got '%s'",
-                    name, expect, text ? text : "(null)");
-}
-
 static as_status_t purge_open(const char *const *values, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
   purge_src_t s = {0};
   if (!as_parse_bytes(values[0], &s.size) || s.size == 0)
-    return bad("size", "a size of at least 1 byte", values[0], err);
+    return wl_bad_option("lab-purge", "size", "a size of at least 1 byte", values[0], err);
   if (as_parse_number(values[1], strlen(values[1]), NULL, &s.count) !=
           AS_NUM_OK ||
       s.count == 0 || s.count > MAX_COUNT)
-    return bad("count", "an integer in [1, 100000000]", values[1], err);
+    return wl_bad_option("lab-purge", "count", "an integer in [1, 100000000]", values[1], err);
   int a = 0;
   while (a < 3 && strcmp(values[2], activity_names[a]) != 0)
     a++;
   if (a == 3)
-    return bad("activity", "none, unrelated or same", values[2], err);
+    return wl_bad_option("lab-purge", "activity", "none, unrelated or same", values[2], err);
   s.activity = (activity_t)a;
   if (!as_parse_duration_ns(values[3], &s.idle_ns))
-    return bad("idle", "a duration (12s, 500ms)", values[3], err);
+    return wl_bad_option("lab-purge", "idle", "a duration (12s, 500ms)", values[3], err);
   if (!as_parse_duration_ns(values[4], &s.every_ns) || s.every_ns == 0)
-    return bad("every", "a positive duration", values[4], err);
+    return wl_bad_option("lab-purge", "every", "a positive duration", values[4], err);
   if (!as_parse_duration_ns(values[5], &s.alloc_ns))
-    return bad("alloc-time", "a duration", values[5], err);
+    return wl_bad_option("lab-purge", "alloc-time", "a duration", values[5], err);
   if (!as_parse_duration_ns(values[6], &s.free_ns))
-    return bad("free-time", "a duration", values[6], err);
+    return wl_bad_option("lab-purge", "free-time", "a duration", values[6], err);
   purge_src_t *p = calloc(1, sizeof *p);
   if (p == NULL)
     return as_err_set(err, AS_ENOMEM, "lab-purge: out of memory");
@@ -261,12 +245,7 @@ static as_status_t purge_open(const char *const *values, trace_source_t **out,
            " --free-time %s",
            p->size, p->count, activity_names[a], values[3], values[4],
            values[5], values[6]);
-  as_status_t rc = trace_meta_set(&p->base.meta, "kind", "workload", err);
-  if (rc == AS_OK)
-    rc = trace_meta_set(&p->base.meta, "workload", p->base.name, err);
-  if (rc == AS_OK)
-    rc = trace_meta_set(&p->base.meta, "generator", "traces/wl_lab_purge.c",
-                        err);
+  as_status_t rc = wl_describe(&p->base, "traces/wl_lab_purge.c", err);
   if (rc != AS_OK) {
     free(p);
     return rc;
