@@ -105,6 +105,11 @@ int main(int argc, char **argv) {
        strcmp(activity, "same") != 0))
     usage();
   memset(blocks, 0, (size_t)count * sizeof blocks[0]);
+  /* the burst, its frees, the activity (two per period) and two collects */
+  mm_events_cap = (size_t)count * 2 +
+                  2 * (size_t)(idle_s * 1000 / (double)every_ms) + 16;
+  if (mm_events_cap > MM_EVENTS_MAX)
+    usage();
   mm_begin(argc, argv, NULL);
   const long long every_ns = every_ms * 1000000LL;
 

@@ -4,14 +4,16 @@
  * A run writes an allocsim measured-run file: "allocsim-trace 1", "#@ key=
  * value" provenance, then "T 0 mark LABEL" / "T 0 rss BYTES" lines, and
  * optionally every malloc/free/mi_collect the program made as trace events
- * merged in (--events), so the run replays call for call at its own times.  Nothing here allocates: output
- * goes to static buffers written once with write(2) at the end, so the heap
- * the program observes holds only its own allocations.  The buffers are
- * written in full before the first mark, so their pages do not appear as
- * heap growth.  RSS is the "Rss:" line of /proc/self/smaps_rollup, which
+ * merged in (--events), so the run replays call for call at its own times.
+ * Nothing allocates while the program measures: marks, samples and events
+ * go to static buffers, written out (with stdio) only after the last
+ * sample.  The buffers are written in full before the first mark, so their
+ * pages do not appear as heap growth; of the event buffer only the entries
+ * the program says it needs (mm_events_cap), so it does not inflate the
+ * measured peak.  RSS is the "Rss:" line of /proc/self/smaps_rollup, which
  * walks the page tables and is exact (VmRSS lags by up to 64 pages per
  * thread); "AnonHugePages:" and "LazyFree:" are recorded in comments, since
- * mimalloc 3.0 madvises its arenas MADV_HUGEPAGE and MADV_FREE pages stay in
+ * mimalloc 3.x madvises its arenas MADV_HUGEPAGE and MADV_FREE pages stay in
  * Rss.
  *
  * The allocator is whatever the process runs on (LD_PRELOAD): mimalloc's
@@ -52,7 +54,8 @@ typedef struct mm_event_s {
 #define MM_EVENTS_MAX 1200000
 static mm_event_t mm_events[MM_EVENTS_MAX];
 static size_t     mm_nevents;
-static bool       mm_record_events;
+static size_t     mm_events_cap;    /* entries made resident by mm_begin */
+static bool       mm_record_events; /* set mm_events_cap with it */
 
 static void mm_die(const char *msg) {
   (void)!write(2, msg, strlen(msg));
@@ -161,7 +164,7 @@ static void mm_mark(const char *label) {
 static void mm_event(char op, uint64_t id, uint64_t size) {
   if (!mm_record_events)
     return;
-  if (mm_nevents == MM_EVENTS_MAX)
+  if (mm_nevents == mm_events_cap)
     mm_die("mi_measure: event buffer full\n");
   mm_events[mm_nevents++] =
       (mm_event_t){.t_ns = mm_elapsed_ns(), .id = id, .size = size, .op = op};
@@ -194,7 +197,7 @@ static void mm_begin(int argc, char **argv, const char *workload) {
   memset(mm_body, 0, sizeof mm_body);
   memset(mm_meta, 0, sizeof mm_meta);
   if (mm_record_events)
-    memset(mm_events, 0, sizeof mm_events);
+    memset(mm_events, 0, mm_events_cap * sizeof mm_events[0]);
   (void)mm_read_rss();
   mm_t0_ns = mm_now_ns();
   struct utsname u;
