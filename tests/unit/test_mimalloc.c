@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "models/env.h"
 #include "models/mimalloc.h"
 #include "models/model.h"
 #include "sim/kernel.h"
@@ -486,6 +487,52 @@ static void abandon_and_reclaim_follow_tags_and_hooks(void **state) {
   assert_int_equal(with, without + 1);
 }
 
+/* ---- A recorded run's environment (models/env.c) ------------------------ */
+
+typedef struct kv_s {
+  const char *k[6];
+  const char *v[6];
+} kv_t;
+
+static const char *kv_get(void *user, const char *key) {
+  kv_t *m = user;
+  for (int i = 0; i < 6 && m->k[i]; i++)
+    if (strcmp(m->k[i], key) == 0)
+      return m->v[i];
+  return NULL;
+}
+
+/* compare's choice for a run: the preloaded libmimalloc, its recorded
+ * version and MIMALLOC_* settings; a Python run gets it as its libc. */
+static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     c = {{"env.LD_PRELOAD", "mimalloc_version",
+                 "env.MIMALLOC_PURGE_DELAY", NULL},
+                {"/opt/mi/libmimalloc.so.2.1", "2.1.2", "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &c, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.1.2,purge_delay=0");
+  kv_t py = {{"python", "env.LD_PRELOAD", "mimalloc_version",
+              "env.MIMALLOC_DECOMMIT_DELAY", NULL},
+             {"3.11.2", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "2.0.9",
+              "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &py, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "cpython:version=3.11");
+  assert_string_equal(libc, "mimalloc:version=2.0.9,decommit_delay=0");
+  /* a version the model does not have names the choices */
+  kv_t odd = {{"env.LD_PRELOAD", "mimalloc_version", NULL},
+              {"libmimalloc.so.2", "2.1.5", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &odd, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_name_the_versions_spelling),
@@ -502,6 +549,7 @@ int main(void) {
       cmocka_unit_test(thread_exit_abandons_segments),
       cmocka_unit_test(heaps_and_hooks_for_compositions),
       cmocka_unit_test(abandon_and_reclaim_follow_tags_and_hooks),
+      cmocka_unit_test(a_preloaded_mimalloc_run_is_replayed_on_mimalloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
