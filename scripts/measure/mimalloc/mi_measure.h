@@ -191,8 +191,8 @@ static bool mm_mi_collect(bool force) {
 }
 
 /* Provenance shared by every program: machine, kernel, page size, libc,
- * mimalloc version (mi_version() 209 written as 2.0.9, the model's version
- * spelling), LD_PRELOAD and MIMALLOC_*. */
+ * mimalloc version (mi_version() 209 written as 2.0.9, 30403 as 3.4.3: the
+ * model's version spelling), LD_PRELOAD and MIMALLOC_*. */
 static void mm_begin(int argc, char **argv, const char *workload) {
   memset(mm_body, 0, sizeof mm_body);
   memset(mm_meta, 0, sizeof mm_meta);
@@ -217,8 +217,17 @@ static void mm_begin(int argc, char **argv, const char *workload) {
   mm_meta_set("kernel", "%s", u.release);
   mm_meta_set("page_size", "%ld", sysconf(_SC_PAGESIZE));
   mm_meta_set("glibc", "glibc-%s", gnu_get_libc_version());
+  /* MI_MALLOC_VERSION, include/mimalloc.h:11 at each tag: 209 = 2.0.9,
+   * 301 = 3.0.1; 3010 = 3.0.10, 3206 = 3.2.6; from 2.3.0 and 3.3.0 two
+   * digits each, 30403 = 3.4.3 */
   int v = mm_mi_version();
-  if (v != 0)
+  if (v >= 10000)
+    mm_meta_set("mimalloc_version", "%d.%d.%d", v / 10000, v / 100 % 100,
+                v % 100);
+  else if (v >= 1000)
+    mm_meta_set("mimalloc_version", "%d.%d.%d", v / 1000, v / 100 % 10,
+                v % 100);
+  else if (v != 0)
     mm_meta_set("mimalloc_version", "%d.%d.%d", v / 100, v / 10 % 10, v % 10);
   const char *pre = getenv("LD_PRELOAD");
   mm_meta_set("env.LD_PRELOAD", "%s", pre ? pre : "");

@@ -9,7 +9,8 @@
 # The measurement scripts record glibc's knobs only, so this wrapper adds the
 # allocator's provenance after the header: env.LD_PRELOAD, every MIMALLOC_*
 # setting as env.NAME, and mimalloc_version (mi_version() in the process,
-# 209 written 2.0.9), and removes their libc=glibc line.
+# decoded as scripts/measure/mimalloc/mi_measure.h does: 209 = 2.0.9,
+# 3206 = 3.2.6, 30403 = 3.4.3), and removes their libc=glibc line.
 # Runs under nice: the machine is shared.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +29,7 @@ case $version in
 esac
 clean=$(env | sed -n 's/^\(MIMALLOC_[A-Za-z_]*\|MALLOC_[A-Za-z_]*\)=.*/-u \1/p' | tr '\n' ' ')
 miver=$(LD_PRELOAD="$lib" "$py" -c \
-  'import ctypes; v = ctypes.CDLL(None).mi_version(); print("%d.%d.%d" % (v // 100, v // 10 % 10, v % 10))')
+  'import ctypes; v = ctypes.CDLL(None).mi_version(); print("%d.%d.%d" % ((v // 10000, v // 100 % 100, v % 100) if v >= 10000 else (v // 1000, v // 100 % 10, v % 100) if v >= 1000 else (v // 100, v // 10 % 10, v % 10)))')
 
 # add_provenance FILE ENVS: inserts the allocator's #@ lines after line 1
 # and drops the script's libc=glibc spec, so that the run's model is picked
