@@ -662,6 +662,11 @@ static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
 
 #define ARENA_BLOCK     MI_SEGMENT_SIZE /* MI_ARENA_BLOCK_SIZE (arena.c:37) */
 #define ARENA_MIN_OBJ   (ARENA_BLOCK / 2) /* :38 */
+/* The arena descriptor: sizeof(mi_arena_t) (arena.c:42-59, about 150
+ * bytes) and 4 bitmaps of one 8-byte field for a 1 GiB arena; written
+ * within one OS page either way. */
+#define ARENA2_META_BYTES 192
+#define MI_OS_PAGE        4096 /* _mi_os_good_alloc_size of it (os.c) */
 
 /* mi_arena_purge_delay (arena.c:428-431). */
 static int64_t arena_purge_delay(const mi_model_t *m) {
@@ -693,9 +698,19 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
   }
   a->purge = a->inuse + a->blocks;
   a->dirty = a->purge + a->blocks;
-  /* the arena descriptor lands in mimalloc's static area
-   * (mi_arena_meta_zalloc, arena.c:174-183) */
-  mi_touch(m, m->static_area, 64);
+  /* The arena descriptor, mi_arena_t and 4 one-field bitmaps
+   * (mi_manage_os_memory_ex2, arena.c:758-763): 2.1.7 puts it in
+   * mimalloc's static area (217 arena.c:182, aligned to
+   * MI_MAX_ALIGN_SIZE); 2.1.2 asks the static area for MI_ALIGNMENT_MAX
+   * (16 MiB) alignment, which never fits its 8 KiB (arena.c:144, 157, 178),
+   * so the descriptor gets an OS mapping of its own (:181). */
+  if (m->version == MV_212) {
+    sim_addr_t meta = mi_os_alloc(m, MI_OS_PAGE, 0);
+    if (meta != 0)
+      mi_touch(m, meta, ARENA2_META_BYTES);
+  } else {
+    mi_touch(m, m->static_area, ARENA2_META_BYTES);
+  }
   return ++m->arenas2_n;
 }
 

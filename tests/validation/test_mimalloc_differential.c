@@ -1,6 +1,7 @@
 /* tests/validation/test_mimalloc_differential.c -- the mimalloc model
  * against the real mimalloc 2.0.9 of this machine (Debian 12's
- * libmimalloc2.0), page by page.
+ * libmimalloc2.0) and, when built by hand, 2.1.2 (CPython's copy), page by
+ * page.
  *
  * One seeded sequence of malloc / calloc / realloc / free calls, with
  * mi_collect(false) and mi_collect(true) now and then, runs twice:
@@ -28,8 +29,9 @@
  * (docs/models/mimalloc.md) and in tests/unit/test_mimalloc.c.
  *
  * Requirements: the library at ALLOCSIM_MIMALLOC_LIB_2_0_9, else
- * /usr/lib/x86_64-linux-gnu/libmimalloc.so.2, reporting mi_version() 209
- * (otherwise the test skips, saying why); Linux (/proc); frame numbers in
+ * /usr/lib/x86_64-linux-gnu/libmimalloc.so.2, reporting mi_version() 209,
+ * and for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212
+ * (otherwise the tests skip, saying why); Linux (/proc); frame numbers in
  * /proc/self/pagemap (root or CAP_SYS_ADMIN; otherwise it skips); no
  * AddressSanitizer (it skips).
  */
@@ -70,8 +72,23 @@
 #endif
 
 #define CHILD_ENV   "ALLOCSIM_MI_DIFF_CHILD"
-#define LIB_ENV     "ALLOCSIM_MIMALLOC_LIB_2_0_9"
-#define DEFAULT_LIB "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+#define CHILD_LIB   "ALLOCSIM_MI_DIFF_LIB" /* the library, for the child */
+
+/* The libraries compared: Debian's 2.0.9 where it is installed, and a
+ * 2.1.2 built by hand from upstream's tag (docs/models/mimalloc.md) when
+ * its path is in the environment variable. */
+typedef struct dlib_s {
+  const char *version;     /* the model's version option */
+  int         mi_version;  /* what the library's mi_version() returns */
+  const char *env;         /* variable naming the library */
+  const char *default_lib; /* NULL: only from env */
+} dlib_t;
+
+static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
+                               "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"};
+static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
+                               NULL};
+static char lib_path[4096]; /* the library of the current test */
 #define SEG         (UINT64_C(32) << 20)
 #define SEG_PAGES   (SEG / 4096)
 
@@ -314,9 +331,9 @@ static void child_snapshot(dsnap_t *s, uint64_t step) {
   } while (0)
 
 static int diff_child(const char *spec) {
-  const char *lib = getenv(LIB_ENV);
-  if (lib == NULL || *lib == '\0')
-    lib = DEFAULT_LIB;
+  const char *lib = getenv(CHILD_LIB);
+  if (lib == NULL)
+    return 7;
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL)
     return 7;
@@ -388,15 +405,17 @@ static int diff_child(const char *spec) {
 /* ---- Parent -------------------------------------------------------------- */
 
 typedef struct dcfg_s {
-  const char *name;
-  uint64_t    seed;
-  const char *env[3];   /* MIMALLOC_* for the child */
-  const char *options;  /* the model's */
+  const char   *name;
+  uint64_t      seed;
+  const char   *env[3];  /* MIMALLOC_* for the child */
+  const char   *options; /* the model's */
+  const dlib_t *lib;
 } dcfg_t;
 
 static int env_is_mimalloc(const char *e) {
   return strncmp(e, "MIMALLOC_", 9) == 0 || strncmp(e, "LD_PRELOAD=", 11) == 0 ||
-         strncmp(e, CHILD_ENV "=", sizeof CHILD_ENV) == 0;
+         strncmp(e, CHILD_ENV "=", sizeof CHILD_ENV) == 0 ||
+         strncmp(e, CHILD_LIB "=", sizeof CHILD_LIB) == 0;
 }
 
 static const char *child_error(int rc) {
@@ -422,9 +441,11 @@ static void run_real(const dcfg_t *cfg) {
   for (size_t i = 0; i < nenv; i++)
     if (!env_is_mimalloc(environ[i]))
       envp[k++] = environ[i];
-  char spec[64];
+  char spec[64], libvar[sizeof lib_path + 32];
   snprintf(spec, sizeof spec, CHILD_ENV "=%" PRIu64, cfg->seed);
   envp[k++] = spec;
+  snprintf(libvar, sizeof libvar, CHILD_LIB "=%s", lib_path);
+  envp[k++] = libvar;
   for (int i = 0; i < 3 && cfg->env[i] != NULL; i++)
     envp[k++] = (char *)(uintptr_t)cfg->env[i];
   envp[k] = NULL;
@@ -502,7 +523,7 @@ static void run_model(const dcfg_t *cfg) {
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = k, .timers = NULL, .libc_spec = NULL};
   char        spec[256];
-  snprintf(spec, sizeof spec, "mimalloc:version=2.0.9%s%s",
+  snprintf(spec, sizeof spec, "mimalloc:version=%s%s%s", cfg->lib->version,
            cfg->options ? "," : "", cfg->options ? cfg->options : "");
   model_t *m = NULL;
   if (model_create_from_spec(spec, &ctx, &m, &err) != AS_OK)
@@ -619,25 +640,32 @@ static void differential(const dcfg_t *cfg) {
   }
 }
 
-/* Skips unless the library is there and is 2.0.9. */
-static void require_real_mimalloc(void) {
+/* Skips unless the library is there and is the version lib says. */
+static void require_real_mimalloc(const dlib_t *lib) {
   if (DIFF_ASAN)
     skip(); /* AddressSanitizer's own mappings confuse the maps diff */
-  const char *lib = getenv(LIB_ENV);
-  if (lib == NULL || *lib == '\0')
-    lib = DEFAULT_LIB;
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  const char *path = getenv(lib->env);
+  if (path == NULL || *path == '\0')
+    path = lib->default_lib;
+  if (path == NULL) {
+    print_message("skipped: set %s to a libmimalloc.so of upstream tag "
+                  "v%s built as docs/models/mimalloc.md says\n",
+                  lib->env, lib->version);
+    skip();
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
-    print_message("skipped: %s not loadable (Debian 12: apt-get install "
-                  "libmimalloc2.0, or set " LIB_ENV ")\n", lib);
+    print_message("skipped: %s not loadable (%s; Debian 12: apt-get install "
+                  "libmimalloc2.0)\n", path, lib->env);
     skip();
   }
   fn_version v;
   LOAD_SYM(v, h, "mi_version");
   int        ver = v ? v() : 0;
   dlclose(h);
-  if (ver != 209) {
-    print_message("skipped: %s is mimalloc %d, not 209\n", lib, ver);
+  if (ver != lib->mi_version) {
+    print_message("skipped: %s is mimalloc %d, not %d\n", path, ver,
+                  lib->mi_version);
     skip();
   }
   if (!find_zero_pfn()) {
@@ -646,37 +674,59 @@ static void require_real_mimalloc(void) {
     skip();
   }
   close(pagemap_fd);
+  snprintf(lib_path, sizeof lib_path, "%s", path);
 }
 
 static void immediate_purge(void **state) {
   (void)state;
-  require_real_mimalloc();
+  require_real_mimalloc(&lib_209);
   dcfg_t c = {"decommit_delay=0", 11,
               {"MIMALLOC_DECOMMIT_DELAY=0",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0", NULL},
-              "decommit_delay=0,segment_decommit_delay=0"};
+              "decommit_delay=0,segment_decommit_delay=0", &lib_209};
   differential(&c);
 }
 
 static void never_purge(void **state) {
   (void)state;
-  require_real_mimalloc();
+  require_real_mimalloc(&lib_209);
   dcfg_t c = {"decommit_delay=10000000", 23,
               {"MIMALLOC_DECOMMIT_DELAY=10000000",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=10000000", NULL},
-              "decommit_delay=10000000,segment_decommit_delay=10000000"};
+              "decommit_delay=10000000,segment_decommit_delay=10000000",
+              &lib_209};
   differential(&c);
 }
 
 static void page_reset(void **state) {
   (void)state;
-  require_real_mimalloc();
+  require_real_mimalloc(&lib_209);
   dcfg_t c = {"page_reset=1", 37,
               {"MIMALLOC_PAGE_RESET=1", "MIMALLOC_DECOMMIT_DELAY=0",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0"},
-              "page_reset=1,decommit_delay=0,segment_decommit_delay=0"};
+              "page_reset=1,decommit_delay=0,segment_decommit_delay=0",
+              &lib_209};
   differential(&c);
 }
+
+/* 2.1.2, CPython's copy: segments from arenas, purge_delay spelling. */
+static void v212_immediate_purge(void **state) {
+  (void)state;
+  require_real_mimalloc(&lib_212);
+  dcfg_t c = {"2.1.2 purge_delay=0", 11, {"MIMALLOC_PURGE_DELAY=0", NULL},
+              "purge_delay=0", &lib_212};
+  differential(&c);
+}
+
+static void v212_never_purge(void **state) {
+  (void)state;
+  require_real_mimalloc(&lib_212);
+  dcfg_t c = {"2.1.2 purge_delay=10000000", 23,
+              {"MIMALLOC_PURGE_DELAY=10000000", NULL},
+              "purge_delay=10000000", &lib_212};
+  differential(&c);
+}
+
 
 int main(void) {
   const char *child = getenv(CHILD_ENV);
@@ -686,6 +736,8 @@ int main(void) {
       cmocka_unit_test(immediate_purge),
       cmocka_unit_test(never_purge),
       cmocka_unit_test(page_reset),
+      cmocka_unit_test(v212_immediate_purge),
+      cmocka_unit_test(v212_never_purge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
