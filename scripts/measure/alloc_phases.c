@@ -4,15 +4,20 @@
  * musl-gcc, where liballocsim_capture.so cannot be preloaded).
  *
  *   alloc_phases burst --out FILE [--count N] [--keep-every K] [--seed S]
- *                      [--idle-ms T] [--sample-ms P] [--props FILE]
- *   alloc_phases churn --out FILE [--count N] [--props FILE]
- *   alloc_phases bounce --out FILE [--count N] [--size B] [--props FILE]
+ *                      [--idle-ms T] [--rounds R] [COMMON]
+ *   alloc_phases churn --out FILE [--count N] [COMMON]
+ *   alloc_phases bounce --out FILE [--count N] [--size B] [COMMON]
+ *   COMMON: [--sample-ms P] [--props FILE] [--note KEY=VALUE]...
  *
  * burst: COUNT objects whose sizes come from splitmix64 (90% 16-1024 bytes,
  *   9% 1025-16384, 1% 16385-524288; every byte written), then all but every
  *   KEEP-th freed in allocation order, then IDLE milliseconds of sleep, then
  *   the allocator's release call, then the survivors freed.  Marks: start,
- *   peak, after_free, after_idle, after_release, end.
+ *   peak, after_free, after_idle, after_release, end.  With --rounds R the
+ *   burst and free repeat R times with the next COUNT sizes of the sequence,
+ *   each round freeing the previous round's survivors after its own free
+ *   (mark after_rounds): R * (peak - survivors) bytes pass through free,
+ *   enough to reach tcmalloc's first incremental scavenge (2 GiB of pages).
  * churn: the capture test program's sequence (tests/integration/
  *   capture_progs/churn.c): COUNT blocks of 16 + (i*37 mod 2049) bytes,
  *   every 100th kept, the rest freed, the release call, survivors freed.
@@ -38,7 +43,9 @@
  *
  * Output: an allocsim text trace (docs/trace-format.md) with `#@`
  * provenance (kind=measured, the command, machine, kernel, page size, libc,
- * allocator, env.LD_PRELOAD and every TCMALLOC_* variable), every event the
+ * allocator, env.LD_PRELOAD and every TCMALLOC_* variable, each --note as
+ * a key of its own: the runner records what the program cannot know, such
+ * as musl's version), every event the
  * workload made (thread 0, object id = index in its table), idle stretches,
  * marks and rss samples.  With --props, under tcmalloc, a tab-separated file
  * of MallocExtension numeric properties at every mark.
@@ -176,6 +183,9 @@ typedef struct rec_s {
 
 #define MAX_RECS  (UINT64_C(8) << 20)
 #define MAX_MARKS 16
+#define MAX_NOTES 8
+static const char *notes[MAX_NOTES];
+static int         nnotes;
 static rec_t      *recs;
 static uint64_t    nrecs;
 static const char *labels[MAX_MARKS];
@@ -321,29 +331,41 @@ static size_t burst_size(uint64_t seed, uint64_t i) {
 
 typedef struct args_s {
   const char *mode, *out, *props;
-  uint64_t    count, keep_every, seed, idle_ms, size;
+  uint64_t    count, keep_every, seed, idle_ms, size, rounds;
 } args_t;
 
 static void run_burst(const args_t *a) {
-  uint64_t ops = 0;
+  uint64_t ops = 0, n = a->count;
   phase("start");
-  for (uint64_t i = 0; i < a->count; i++, ops++) {
-    objs[i] = do_malloc(i, burst_size(a->seed, i));
-    maybe_sample(ops);
-  }
-  phase("peak");
-  for (uint64_t i = 0; i < a->count; i++, ops++)
-    if (i % a->keep_every != 0) {
-      do_free(i, objs[i]);
+  for (uint64_t r = 0; r < a->rounds; r++) {
+    uint64_t base = (r % 2) * n; /* two halves of the table: this round's
+                                    burst and the last round's survivors */
+    for (uint64_t i = 0; i < n; i++, ops++) {
+      objs[base + i] = do_malloc(base + i, burst_size(a->seed, r * n + i));
       maybe_sample(ops);
     }
-  phase("after_free");
+    if (r == 0)
+      phase("peak");
+    for (uint64_t i = 0; i < n; i++, ops++)
+      if (i % a->keep_every != 0) {
+        do_free(base + i, objs[base + i]);
+        maybe_sample(ops);
+      }
+    if (r > 0) /* the previous round's survivors */
+      for (uint64_t i = 0; i < n; i += a->keep_every)
+        do_free((n - base) + i, objs[(n - base) + i]);
+    if (r == 0)
+      phase("after_free");
+  }
+  if (a->rounds > 1)
+    phase("after_rounds");
   idle_ms(a->idle_ms);
   phase("after_idle");
   release();
   phase("after_release");
-  for (uint64_t i = 0; i < a->count; i += a->keep_every)
-    do_free(i, objs[i]);
+  uint64_t base = ((a->rounds - 1) % 2) * n;
+  for (uint64_t i = 0; i < n; i += a->keep_every)
+    do_free(base + i, objs[base + i]);
   phase("end");
 }
 
@@ -442,6 +464,11 @@ static void write_trace(const args_t *a, int argc, char **argv) {
       out_str(&o, *e);
       out_str(&o, "\n");
     }
+  for (int i = 0; i < nnotes; i++) {
+    out_str(&o, "#@ ");
+    out_str(&o, notes[i]);
+    out_str(&o, "\n");
+  }
   meta(&o, "rss_source", "/proc/self/smaps_rollup Rss minus own buffers");
   meta_u64(&o, "sample_every_ns", sample_every_ns);
   meta_u64(&o, "own_buffers_max_bytes", overhead_max);
@@ -499,13 +526,13 @@ static void usage(void) {
   static const char msg[] =
       "usage: alloc_phases burst|churn|bounce --out FILE [--count N] "
       "[--keep-every K] [--seed S] [--idle-ms T] [--sample-ms P] "
-      "[--size B] [--props FILE]\n";
+      "[--size B] [--rounds R] [--props FILE] [--note KEY=VALUE]\n";
   (void)!write(2, msg, sizeof msg - 1);
   _exit(2);
 }
 
 int main(int argc, char **argv) {
-  args_t a = {NULL, NULL, NULL, 0, 10, 1, 2000, 5000};
+  args_t a = {NULL, NULL, NULL, 0, 10, 1, 2000, 5000, 1};
   if (argc < 2)
     usage();
   a.mode = argv[1];
@@ -529,12 +556,17 @@ int main(int argc, char **argv) {
       sample_every_ns = num_arg(v) * 1000000u;
     else if (strcmp(k, "--size") == 0)
       a.size = num_arg(v);
+    else if (strcmp(k, "--rounds") == 0)
+      a.rounds = num_arg(v);
+    else if (strcmp(k, "--note") == 0 && nnotes < MAX_NOTES &&
+             strchr(v, '=') != NULL && strchr(v, '=') != v)
+      notes[nnotes++] = v;
     else
       usage();
   }
   int burst = strcmp(a.mode, "burst") == 0, churn = strcmp(a.mode, "churn") == 0;
   if ((!burst && !churn && strcmp(a.mode, "bounce") != 0) || a.out == NULL ||
-      a.keep_every == 0 || sample_every_ns == 0)
+      a.keep_every == 0 || a.rounds == 0 || sample_every_ns == 0)
     usage();
   if (a.count == 0)
     a.count = burst ? 40000 : churn ? 200000 : 100000;
@@ -545,7 +577,7 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   t0_ns      = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   recs       = map_bytes(MAX_RECS * sizeof *recs);
-  objs_bytes = (size_t)a.count * sizeof *objs;
+  objs_bytes = (size_t)a.count * (a.rounds > 1 ? 2 : 1) * sizeof *objs;
   objs       = map_bytes(objs_bytes);
   tc_getprop = (getprop_fn)dlsym(RTLD_DEFAULT,
                                  "MallocExtension_GetNumericProperty");
