@@ -63,6 +63,8 @@
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <gnu/libc-version.h>
+#else
+#include <link.h>
 #endif
 
 extern char **environ;
@@ -417,6 +419,69 @@ static void meta_u64(outbuf_t *o, const char *key, uint64_t v) {
   out_str(o, "\n");
 }
 
+#ifndef __GLIBC__
+/* musl's dynamic linker donates the partial pages around every RW PT_LOAD
+ * (minus RELRO) of the program and libc.so to mallocng (musl 1.2.3
+ * ldso/dynlink.c:541-562, 1886-1887; src/malloc/mallocng/donate.c): the
+ * heap then starts with single-slot groups there.  Static programs donate
+ * nothing.  This records each donated gap's byte count after the 16-byte
+ * alignment donate() applies, in donation order, so a replay can start
+ * from the same heap. */
+typedef struct gaps_s {
+  outbuf_t *o;
+  int       n, dynamic;
+} gaps_t;
+
+static void gap(gaps_t *g, uintptr_t a, uintptr_t b, uintptr_t rs,
+                uintptr_t re) {
+  if (a >= rs && a < re)
+    a = re;
+  if (b >= rs && b < re)
+    b = rs;
+  if (a >= b)
+    return;
+  a += -a & 15;
+  b -= b & 15;
+  if (b <= a)
+    return;
+  out_str(g->o, g->n++ ? "," : "");
+  out_u64(g->o, b - a);
+}
+
+static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
+  gaps_t   *g  = arg;
+  uintptr_t rs = 0, re = 0;
+  (void)size;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_INTERP)
+      g->dynamic = 1;
+    if (ph->p_type == PT_GNU_RELRO) {
+      rs = ph->p_vaddr & -(uintptr_t)4096;
+      re = (ph->p_vaddr + ph->p_memsz) & -(uintptr_t)4096;
+    }
+  }
+  if (!g->dynamic)
+    return 1; /* a static program: nothing is donated */
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_R | PF_W)) != (PF_R | PF_W))
+      continue;
+    gap(g, ph->p_vaddr & -(uintptr_t)4096, ph->p_vaddr, rs, re);
+    gap(g, ph->p_vaddr + ph->p_memsz,
+        (ph->p_vaddr + ph->p_memsz + 4095) & -(uintptr_t)4096, rs, re);
+  }
+  return 0;
+}
+
+static void meta_donated_gaps(outbuf_t *o) {
+  gaps_t g = {o, 0, 0};
+  out_str(o, "#@ musl_donated_gaps=");
+  dl_iterate_phdr(gaps_of, &g);
+  out_str(o, "\n");
+}
+#endif
+
 static const char *libc_name(void) {
 #ifdef __GLIBC__
   static char buf[64];
@@ -456,6 +521,9 @@ static void write_trace(const args_t *a, int argc, char **argv) {
                                             : "glibc");
 #else
                                             : "musl");
+#endif
+#ifndef __GLIBC__
+  meta_donated_gaps(&o);
 #endif
   for (char **e = environ; *e != NULL; e++)
     if (strncmp(*e, "LD_PRELOAD=", 11) == 0 ||
