@@ -43,7 +43,8 @@
  *
  * Output: an allocsim text trace (docs/trace-format.md) with `#@`
  * provenance (kind=measured, the command, machine, kernel, page size, libc,
- * allocator, env.LD_PRELOAD and every TCMALLOC_* variable, each --note as
+ * allocator, env.LD_PRELOAD, the TCMALLOC_* and MALLOC_* variables as
+ * malloc_env, each --note as
  * a key of its own: the runner records what the program cannot know, such
  * as musl's version), every event the
  * workload made (thread 0, object id = index in its table), idle stretches,
@@ -499,12 +500,29 @@ static void write_trace(const args_t *a, int argc, char **argv) {
   uname(&u);
   out_str(&o, "allocsim-trace 1\n");
   meta(&o, "kind", "measured");
-  out_str(&o, "#@ command=");
+  /* The command as a rerun needs it, within the 255 bytes a provenance
+   * value may have: the program's base name, and neither the notes (keys
+   * of their own) nor the props file. */
+  char   cmd[256];
+  size_t used = 0;
   for (int i = 0; i < argc; i++) {
-    out_str(&o, i ? " " : "");
-    out_str(&o, argv[i]);
+    const char *a = argv[i];
+    if (i == 0 && strrchr(a, '/') != NULL)
+      a = strrchr(a, '/') + 1;
+    if (i > 0 && (strcmp(a, "--note") == 0 || strcmp(a, "--props") == 0)) {
+      i++;
+      continue;
+    }
+    size_t n = strlen(a);
+    if (used + n + 2 > sizeof cmd)
+      die("command line longer than a provenance value (255 bytes)");
+    if (used > 0)
+      cmd[used++] = ' ';
+    memcpy(cmd + used, a, n);
+    used += n;
   }
-  out_str(&o, "\n");
+  cmd[used] = '\0';
+  meta(&o, "command", cmd);
   meta(&o, "program", a->mode);
   out_str(&o, "#@ machine=");
   out_str(&o, u.nodename);
@@ -516,6 +534,9 @@ static void write_trace(const args_t *a, int argc, char **argv) {
   meta(&o, "kernel", u.release);
   meta_u64(&o, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
   meta(&o, "libc", libc_name());
+#ifndef __GLIBC__
+  meta(&o, "model", "musl"); /* the C library's allocator is the model */
+#endif
   meta(&o, "allocator", tc_getprop != NULL ? "tcmalloc"
 #ifdef __GLIBC__
                                             : "glibc");
@@ -525,9 +546,19 @@ static void write_trace(const args_t *a, int argc, char **argv) {
 #ifndef __GLIBC__
   meta_donated_gaps(&o);
 #endif
+  /* LD_PRELOAD as env.LD_PRELOAD; the allocator's variables together in
+   * malloc_env ("NAME=V NAME=V", as spike.py writes it): provenance keys
+   * stop at 31 bytes, and TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES is longer. */
+  out_str(&o, "#@ malloc_env=");
+  int nenv = 0;
   for (char **e = environ; *e != NULL; e++)
-    if (strncmp(*e, "LD_PRELOAD=", 11) == 0 ||
-        strncmp(*e, "TCMALLOC_", 9) == 0 || strncmp(*e, "MALLOC_", 7) == 0) {
+    if (strncmp(*e, "TCMALLOC_", 9) == 0 || strncmp(*e, "MALLOC_", 7) == 0) {
+      out_str(&o, nenv++ ? " " : "");
+      out_str(&o, *e);
+    }
+  out_str(&o, nenv ? "\n" : "(none)\n");
+  for (char **e = environ; *e != NULL; e++)
+    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) {
       out_str(&o, "#@ env.");
       out_str(&o, *e);
       out_str(&o, "\n");
