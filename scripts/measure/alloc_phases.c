@@ -29,7 +29,9 @@
  * The release call: MallocExtension_ReleaseFreeMemory() when the process
  * runs tcmalloc (trace op `purge all`), else malloc_trim(0) when the libc
  * has it (glibc; trace op `trim 0`), else nothing (musl has no trim).
- * Both are looked up with dlsym, so one source builds for every libc.
+ * Both are looked up with dlsym, so one source builds for every libc; a
+ * musl build never calls dlsym, whose failed lookups malloc their error
+ * message there.
  *
  * Measured RSS is Rss from /proc/self/smaps_rollup (exact: it walks the page
  * tables), read at every mark and every SAMPLE milliseconds (checked every
@@ -301,6 +303,7 @@ static void phase(const char *label) {
 
 /* The allocator's release call, recorded as the trace op it is. */
 static void release(void) {
+#ifdef __GLIBC__
   void (*tc_release)(void) =
       (void (*)(void))dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory");
   int (*trim)(size_t) = (int (*)(size_t))dlsym(RTLD_DEFAULT, "malloc_trim");
@@ -311,6 +314,9 @@ static void release(void) {
     push(OP_TRIM, 0, 0);
     trim(0);
   }
+#endif
+  /* musl: no malloc_trim, and no dlsym either: a failed lookup mallocs its
+   * error message (musl 1.2.3 src/ldso/dlerror.c:42-67). */
 }
 
 /* ---- Workloads ---------------------------------------------------------- */
@@ -421,37 +427,32 @@ static void meta_u64(outbuf_t *o, const char *key, uint64_t v) {
 }
 
 #ifndef __GLIBC__
-/* musl's dynamic linker donates the partial pages around every RW PT_LOAD
- * (minus RELRO) of the program and libc.so to mallocng (musl 1.2.3
- * ldso/dynlink.c:541-562, 1886-1887; src/malloc/mallocng/donate.c): the
- * heap then starts with single-slot groups there.  Static programs donate
- * nothing.  This records each donated gap's byte count after the 16-byte
- * alignment donate() applies, in donation order, so a replay can start
- * from the same heap. */
+/* musl's dynamic linker donates the partial pages before and after every
+ * RW PT_LOAD (minus RELRO) of the program and of libc.so to mallocng (musl
+ * 1.2.3 ldso/dynlink.c:541-562, 1886-1887; src/malloc/mallocng/donate.c):
+ * the heap then starts with single-slot groups there.  Static programs
+ * donate nothing.  This records each gap's bytes after the 16-byte
+ * alignment donate() applies, as musl_gap_{program,libc}_{head,tail}, so a
+ * replay can start from the same heap (the musl model's options). */
 typedef struct gaps_s {
-  outbuf_t *o;
-  int       n, dynamic;
+  uint64_t bytes[2][2]; /* [object][head, tail] */
+  int      obj, dynamic;
 } gaps_t;
 
-static void gap(gaps_t *g, uintptr_t a, uintptr_t b, uintptr_t rs,
-                uintptr_t re) {
+static uint64_t gap(uintptr_t a, uintptr_t b, uintptr_t rs, uintptr_t re) {
   if (a >= rs && a < re)
     a = re;
   if (b >= rs && b < re)
     b = rs;
-  if (a >= b)
-    return;
   a += -a & 15;
   b -= b & 15;
-  if (b <= a)
-    return;
-  out_str(g->o, g->n++ ? "," : "");
-  out_u64(g->o, b - a);
+  return a < b ? b - a : 0;
 }
 
 static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
   gaps_t   *g  = arg;
   uintptr_t rs = 0, re = 0;
+  int       rw = 0;
   (void)size;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -464,22 +465,29 @@ static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
   }
   if (!g->dynamic)
     return 1; /* a static program: nothing is donated */
-  for (int i = 0; i < info->dlpi_phnum; i++) {
+  for (int i = 0; i < info->dlpi_phnum && g->obj < 2; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_R | PF_W)) != (PF_R | PF_W))
       continue;
-    gap(g, ph->p_vaddr & -(uintptr_t)4096, ph->p_vaddr, rs, re);
-    gap(g, ph->p_vaddr + ph->p_memsz,
-        (ph->p_vaddr + ph->p_memsz + 4095) & -(uintptr_t)4096, rs, re);
+    uintptr_t end = ph->p_vaddr + ph->p_memsz;
+    g->bytes[g->obj][0] += gap(ph->p_vaddr & -(uintptr_t)4096, ph->p_vaddr,
+                              rs, re);
+    g->bytes[g->obj][1] += gap(end, (end + 4095) & -(uintptr_t)4096, rs, re);
+    rw = 1;
   }
+  g->obj += rw; /* the program, then libc.so (the vdso has no RW load) */
   return 0;
 }
 
+static void meta_u64(outbuf_t *o, const char *key, uint64_t v);
+
 static void meta_donated_gaps(outbuf_t *o) {
-  gaps_t g = {o, 0, 0};
-  out_str(o, "#@ musl_donated_gaps=");
+  gaps_t g = {{{0}}, 0, 0};
   dl_iterate_phdr(gaps_of, &g);
-  out_str(o, "\n");
+  meta_u64(o, "musl_gap_program_head", g.bytes[0][0]);
+  meta_u64(o, "musl_gap_program_tail", g.bytes[0][1]);
+  meta_u64(o, "musl_gap_libc_head", g.bytes[1][0]);
+  meta_u64(o, "musl_gap_libc_tail", g.bytes[1][1]);
 }
 #endif
 
@@ -678,8 +686,10 @@ int main(int argc, char **argv) {
   recs       = map_bytes(MAX_RECS * sizeof *recs);
   objs_bytes = (size_t)a.count * (a.rounds > 1 ? 2 : 1) * sizeof *objs;
   objs       = map_bytes(objs_bytes);
+#ifdef __GLIBC__
   tc_getprop = (getprop_fn)dlsym(RTLD_DEFAULT,
                                  "MallocExtension_GetNumericProperty");
+#endif
   if (a.props != NULL && tc_getprop != NULL) {
     props_out = (outbuf_t){map_bytes(1u << 20), 0, 1u << 20};
     out_str(&props_out, "mark");
