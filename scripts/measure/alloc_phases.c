@@ -481,13 +481,27 @@ static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static void meta_u64(outbuf_t *o, const char *key, uint64_t v);
 
+/* The gaps, and the model spec that starts from them (a spec in `model`
+ * is taken as it is, so the gaps are spelled out in it too). */
 static void meta_donated_gaps(outbuf_t *o) {
+  static const char *const names[2][2] = {
+      {"gap_program_head", "gap_program_tail"},
+      {"gap_libc_head", "gap_libc_tail"}};
   gaps_t g = {{{0}}, 0, 0};
   dl_iterate_phdr(gaps_of, &g);
-  meta_u64(o, "musl_gap_program_head", g.bytes[0][0]);
-  meta_u64(o, "musl_gap_program_tail", g.bytes[0][1]);
-  meta_u64(o, "musl_gap_libc_head", g.bytes[1][0]);
-  meta_u64(o, "musl_gap_libc_tail", g.bytes[1][1]);
+  out_str(o, "#@ model=musl");
+  for (int k = 0; k < 4; k++) {
+    out_str(o, k ? "," : ":");
+    out_str(o, names[k / 2][k % 2]);
+    out_str(o, "=");
+    out_u64(o, g.bytes[k / 2][k % 2]);
+  }
+  out_str(o, "\n");
+  for (int k = 0; k < 4; k++) {
+    char key[40] = "musl_";
+    strcat(key, names[k / 2][k % 2]);
+    meta_u64(o, key, g.bytes[k / 2][k % 2]);
+  }
 }
 #endif
 
@@ -542,9 +556,6 @@ static void write_trace(const args_t *a, int argc, char **argv) {
   meta(&o, "kernel", u.release);
   meta_u64(&o, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
   meta(&o, "libc", libc_name());
-#ifndef __GLIBC__
-  meta(&o, "model", "musl"); /* the C library's allocator is the model */
-#endif
   meta(&o, "allocator", tc_getprop != NULL ? "tcmalloc"
 #ifdef __GLIBC__
                                             : "glibc");
