@@ -23,9 +23,10 @@
  * pages that were never written read as zero and stay untouched).  free
  * releases the whole pages inside a freed slot of a multi-slot group with
  * MADV_FREE (free.c:117-127), which keeps them in RSS until memory
- * pressure.  Where a slot's header bytes hold data of an earlier occupant
- * (a nested group in a reused slot), the offset cycling of enframe
- * (meta.h:204) cannot be known; such slots are taken as fresh.
+ * pressure.  Where an object starts in its slot depends on the header bytes
+ * an earlier occupant of that memory left (enframe, meta.h:204): the model
+ * keeps the bytes the allocator wrote; bytes the program wrote are unknown
+ * and read as zero (Header bytes, below).
  *
  * Left out (deliberately): threads (one lock; a replay has no contention,
  * and mallocng has no per-thread state); malloc replaced by the program
@@ -36,7 +37,8 @@
  *
  * Sections
  *   Constants and options        Records
- *   Kernel helpers               Meta records and areas
+ *   Kernel helpers               Header bytes
+ *   Meta records and areas
  *   Slots (enframe)              Groups and slots (allocation)
  *   Freeing                      Entry points
  *   Model interface
@@ -103,9 +105,8 @@ static const model_option_t musl_options[] = {MUSL_OPTIONS(MODEL_OPTION_ROW){0}}
 /* ---- Records ------------------------------------------------------------ */
 
 /* struct meta (meta.h:24-32) plus what the group header holds
- * (active_idx, meta.h:17-22) and what the slots' header bytes say about
- * offset cycling: off_seen has bit i when slot i's first header byte is
- * nonzero, off_state[i] is then the 16-bit offset field there. */
+ * (active_idx, meta.h:17-22), the host slot of a nested group, and the
+ * mapping it lives in (top) with that mapping's header-byte records. */
 typedef struct mmeta_s {
   uint32_t   prev, next; /* active list; next == NONE: not queued */
   sim_addr_t mem;        /* the group (struct group) */
@@ -115,10 +116,28 @@ typedef struct mmeta_s {
   uint32_t   host;       /* nested: the group whose slot holds it */
   uint8_t    host_slot;
   bool       in_use;
-  uint32_t   off_seen;
-  uint16_t   off_state[32];
+  uint32_t   top;        /* the mapped group or chunk holding it; NONE for
+                            donated memory (never unmapped) */
+  uint32_t   hdr_head;   /* top only: its header records (hdr_t list) */
   sim_addr_t addr;       /* this record's place in a meta area */
 } mmeta_t;
+
+/* Header bytes.  enframe decides where an object starts in its slot from
+ * the three bytes before the slot (meta.h:204: p[-3] and the 16-bit field
+ * at p-2), which hold whatever was last written there: by the allocator
+ * (a header, a free, an end marker) or by the program.  For every 16-byte
+ * aligned address A whose bytes A-3..A-1 the allocator wrote, a record
+ * keeps them; every other address reads as zero -- fresh from mmap, or
+ * program data, which the model does not know (the stated approximation).
+ * A mapping's records go when it is unmapped. */
+typedef struct hdr_s {
+  sim_addr_t key;
+  uint32_t   hnext; /* bucket chain */
+  uint32_t   mnext; /* the mapping's list */
+  uint16_t   u16;   /* the 16-bit field at A-2 */
+  uint8_t    b;     /* the byte at A-3 */
+  uint8_t    live;
+} hdr_t;
 
 /* A live object: its group, slot and start within the slot. */
 typedef struct mobj_s {
@@ -156,6 +175,12 @@ typedef struct musl_model_s {
   uint64_t obj_cap;
   uint64_t live_bytes, live_objects;
   uint64_t mapped_groups, mapped_chunks, mapped_bytes;
+
+  hdr_t    *hdr;      /* records; index 0 unused */
+  uint32_t  nhdr, caphdr, free_hdr;
+  uint32_t *bucket;   /* heads of the chains, by hash */
+  uint32_t  nbucket;  /* a power of two */
+  uint32_t  live_hdr;
 } musl_model_t;
 
 #define MT(ms, i) (&(ms)->mt[i])
@@ -218,6 +243,155 @@ static sim_addr_t map(musl_model_t *ms, uint64_t len, sim_prot_t prot) {
 static void unmap(musl_model_t *ms, sim_addr_t a, uint64_t len) {
   as_err_t e;
   kcheck(ms, sim_kernel_munmap(ms->kernel, a, len, &e), &e);
+}
+
+/* ---- Header bytes --------------------------------------------------------- */
+
+static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
+  return (uint32_t)(((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 32) &
+         (ms->nbucket - 1);
+}
+
+static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
+  if (ms->nbucket == 0)
+    return NONE;
+  for (uint32_t i = ms->bucket[hdr_hash(ms, a)]; i != NONE; i = ms->hdr[i].hnext)
+    if (ms->hdr[i].key == a)
+      return i;
+  return NONE;
+}
+
+/* The bytes before a would-be slot start; false: all zero. */
+static bool hdr_get(const musl_model_t *ms, sim_addr_t a, uint8_t *b,
+                    uint16_t *u16) {
+  uint32_t i = hdr_find(ms, a);
+  if (i == NONE)
+    return false;
+  *b   = ms->hdr[i].b;
+  *u16 = ms->hdr[i].u16;
+  return true;
+}
+
+static bool hdr_rehash(musl_model_t *ms) {
+  uint32_t  n  = ms->nbucket ? ms->nbucket * 2 : 1024;
+  uint32_t *bk = malloc(n * sizeof *bk);
+  if (bk == NULL)
+    return false;
+  for (uint32_t i = 0; i < n; i++)
+    bk[i] = NONE;
+  free(ms->bucket);
+  ms->bucket  = bk;
+  ms->nbucket = n;
+  for (uint32_t i = 1; i < ms->nhdr; i++)
+    if (ms->hdr[i].live) {
+      uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+      ms->hdr[i].hnext = bk[h];
+      bk[h]            = i;
+    }
+  return true;
+}
+
+/* Records bytes A-3..A-1 of the mapping top (NONE: never unmapped). */
+static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
+                    uint16_t u16) {
+  uint32_t i = hdr_find(ms, a);
+  if (i == NONE) {
+    if (ms->live_hdr + 1 > ms->nbucket && !hdr_rehash(ms)) {
+      set_fail(ms, AS_ENOMEM, "out of memory for header records");
+      return;
+    }
+    if (ms->free_hdr != NONE) {
+      i            = ms->free_hdr;
+      ms->free_hdr = ms->hdr[i].hnext;
+    } else {
+      if (ms->nhdr == 0)
+        ms->nhdr = 1;
+      if (ms->nhdr >= ms->caphdr) {
+        uint32_t cap = ms->caphdr ? ms->caphdr * 2 : 1024;
+        hdr_t   *p   = realloc(ms->hdr, cap * sizeof *p);
+        if (p == NULL) {
+          set_fail(ms, AS_ENOMEM, "out of memory for header records");
+          return;
+        }
+        ms->hdr    = p;
+        ms->caphdr = cap;
+      }
+      i = ms->nhdr++;
+    }
+    uint32_t h   = hdr_hash(ms, a);
+    ms->hdr[i]   = (hdr_t){a, ms->bucket[h], NONE, 0, 0, 1};
+    ms->bucket[h] = i;
+    ms->live_hdr++;
+    if (top != NONE) {
+      ms->hdr[i].mnext     = ms->mt[top].hdr_head;
+      ms->mt[top].hdr_head = i;
+    }
+  }
+  ms->hdr[i].b   = b;
+  ms->hdr[i].u16 = u16;
+}
+
+static void hdr_unlink(musl_model_t *ms, uint32_t i) {
+  uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
+  while (*pp != i)
+    pp = &ms->hdr[*pp].hnext;
+  *pp              = ms->hdr[i].hnext;
+  ms->hdr[i].live  = 0;
+  ms->hdr[i].hnext = ms->free_hdr;
+  ms->free_hdr     = i;
+  ms->live_hdr--;
+}
+
+/* A one-byte write of zero at x (end markers, meta.h:187): a record's
+ * bytes go to zero where it covers x. */
+static void hdr_zero_byte(musl_model_t *ms, sim_addr_t x) {
+  unsigned k = (unsigned)(x & 15);
+  if (k < 13)
+    return;
+  uint32_t i = hdr_find(ms, (x | 15) + 1);
+  if (i == NONE)
+    return;
+  if (k == 13)
+    ms->hdr[i].b = 0;
+  else
+    ms->hdr[i].u16 &= k == 14 ? 0xff00 : 0x00ff;
+}
+
+/* calloc's memset of [p, p + n): the records inside read zero now. */
+static void hdr_zero_range(musl_model_t *ms, sim_addr_t p, uint64_t n) {
+  if (ms->live_hdr == 0)
+    return;
+  for (sim_addr_t a = (p + 3 + 15) & ~(sim_addr_t)15; a <= p + n; a += 16) {
+    uint32_t i = hdr_find(ms, a);
+    if (i != NONE)
+      ms->hdr[i].b = 0, ms->hdr[i].u16 = 0;
+  }
+}
+
+/* munmap of top's mapping: its records go (a new mapping reads zero). */
+static void hdr_drop(musl_model_t *ms, uint32_t top) {
+  for (uint32_t i = ms->mt[top].hdr_head, next; i != NONE; i = next) {
+    next = ms->hdr[i].mnext;
+    if (ms->hdr[i].live)
+      hdr_unlink(ms, i);
+  }
+  ms->mt[top].hdr_head = NONE;
+}
+
+/* mremap moved top's mapping by delta: its records move with it. */
+static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
+  for (uint32_t i = ms->mt[top].hdr_head; i != NONE; i = ms->hdr[i].mnext) {
+    if (!ms->hdr[i].live)
+      continue;
+    uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
+    while (*pp != i)
+      pp = &ms->hdr[*pp].hnext;
+    *pp              = ms->hdr[i].hnext;
+    ms->hdr[i].key  += (uint64_t)delta;
+    uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+    ms->hdr[i].hnext = ms->bucket[h];
+    ms->bucket[h]    = i;
+  }
 }
 
 /* ---- Meta records and areas --------------------------------------------- */
@@ -366,30 +540,41 @@ static sim_addr_t slot_start(const mmeta_t *g, unsigned idx) {
   return g->mem + UNIT + get_stride(g) * idx;
 }
 
-/* set_size (meta.h:184-194): the byte after the object, and a 32-bit
- * count at the slot's end when 5 or more bytes are left over. */
+/* set_size (meta.h:184-194): a zero byte after the object, and a 32-bit
+ * count at the slot's end when 5 or more bytes are left over; p[-3] keeps
+ * the slot index and gets the reserved count (at most 5) above it. */
 static void set_size(musl_model_t *ms, sim_addr_t p, sim_addr_t end,
                      uint64_t n) {
   uint64_t reserved = end - p - n;
-  if (reserved)
+  if (reserved) {
     touch(ms, end - reserved, 1);
-  if (reserved >= 5)
+    hdr_zero_byte(ms, end - reserved);
+  }
+  if (reserved >= 5) {
     touch(ms, end - 5, 5);
+    reserved = 5;
+  }
   touch(ms, p - 3, 1);
+  uint32_t i = hdr_find(ms, p);
+  if (i != NONE)
+    ms->hdr[i].b = (uint8_t)((ms->hdr[i].b & 31) + (reserved << 5));
 }
 
-/* enframe (meta.h:196-227): the offset within the slot cycles on reuse
- * (the slot's header says where the last object was), starting from the
- * mmap counter; header bytes before the object. */
+/* enframe (meta.h:196-227): where the object starts in the slot cycles on
+ * reuse -- one unit past the last start the slot's header records, or the
+ * mmap counter for a header that reads zero -- within the slack. */
 static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
                         uint64_t n, unsigned ctr) {
   mmeta_t   *g      = MT(ms, m);
+  uint32_t   top    = g->top;
   uint64_t   stride = get_stride(g);
   uint64_t   slack  = (stride - IB - n) / UNIT;
   sim_addr_t p      = slot_start(g, idx);
   sim_addr_t end    = p + stride - IB;
-  uint64_t   off = ((g->off_seen >> idx) & 1 ? g->off_state[idx] + 1u : ctr) &
-                 255;
+  uint8_t    b      = 0;
+  uint16_t   u16    = 0;
+  hdr_get(ms, p, &b, &u16);
+  uint64_t off = (b ? u16 + 1u : ctr) & 255;
   if (off > slack) {
     uint64_t mk = slack;
     mk |= mk >> 1;
@@ -401,11 +586,11 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
   }
   touch(ms, p - 4, 4);
   if (off) { /* the offset kept in the slot's own header */
-    g->off_seen |= 1u << idx;
-    g->off_state[idx] = (uint16_t)off;
+    hdr_put(ms, top, p, 7 << 5, (uint16_t)off);
     p += UNIT * off;
     touch(ms, p - 4, 4);
   }
+  hdr_put(ms, top, p, (uint8_t)idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
   set_size(ms, p, end, n);
   return (uint32_t)(UNIT * off);
 }
@@ -595,6 +780,9 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
         enframe(ms, host, (unsigned)idx, (uint64_t)UNIT * size_classes[j] - IB,
                 ms->mmap_counter);
     p = slot_start(MT(ms, host), (unsigned)idx) + off;
+    uint32_t h = hdr_find(ms, p); /* p[-3] |= 6 << 5: a group lives here */
+    if (h != NONE)
+      ms->hdr[h].b = (uint8_t)((ms->hdr[h].b & 31) | (6 << 5));
     /* p[UNIT+i*size-4] = 0 for i = 0..cnt: a byte in every slot */
     touch(ms, p + UNIT - 4, (uint64_t)cnt * size + 1);
     active_idx = cnt - 1;
@@ -611,6 +799,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   g->maplen     = maplen;
   g->host       = host;
   g->host_slot  = (uint8_t)host_slot;
+  g->top        = maplen ? m : MT(ms, host)->top;
   touch(ms, p, 9); /* the group header: meta pointer, active_idx */
   return m;
 }
@@ -667,18 +856,14 @@ static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
   if (g->maplen) {
     step_seq(ms);
     record_seq(ms, sc);
+    hdr_drop(ms, m); /* the mapping goes: its header bytes with it */
     mi.base  = g->mem;
     mi.len   = (uint64_t)g->maplen * 4096;
     mi.chunk = sc == SC_MAPPED;
   } else {
     uint32_t host = g->host;
     unsigned idx  = g->host_slot;
-    touch(ms, g->mem, 8); /* g->mem->meta = 0 */
-    /* the host slot's header still holds enframe's offset field */
-    mmeta_t *h = MT(ms, host);
-    h->off_seen |= 1u << idx;
-    h->off_state[idx] =
-        (uint16_t)((g->mem - (h->mem + UNIT)) / UNIT);
+    touch(ms, g->mem, 8); /* g->mem->meta = 0; the host slot's header stays */
     mi = nontrivial_free(ms, host, idx);
   }
   free_meta(ms, m);
@@ -716,10 +901,7 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   sim_addr_t p      = start + o->off;
   uint32_t   self = 1u << idx, all = (2u << g->last_idx) - 1;
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
-  if (o->off == 0) {
-    g->off_seen |= self;
-    g->off_state[idx] = 0;
-  }
+  hdr_put(ms, g->top, p, 255, 0);
   /* whole pages inside the slot go back lazily, unless the group is a
    * single slot about to be unmapped */
   if ((((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
@@ -775,6 +957,7 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, unsigned *idx,
     g->freeable  = 1;
     g->sizeclass = SC_MAPPED;
     g->maplen    = (uint32_t)((needed + 4095) / 4096);
+    g->top       = m;
     touch(ms, p, 8);
     ms->mmap_counter++;
     ms->mapped_chunks++;
@@ -852,11 +1035,12 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
   sim_addr_t end   = start + get_stride(g) - IB;
   if (adj) {
     p += adj;
+    uint64_t units = (p - (g->mem + UNIT)) / UNIT;
     touch(ms, p - 8, 8); /* the new header (or its 32-bit offset) */
+    hdr_put(ms, g->top, p, (uint8_t)*idx, units <= 0xffff ? (uint16_t)units : 0);
     set_size(ms, p, end, len);
     touch(ms, start - 3, 3); /* the slot's header: where the object is */
-    g->off_seen |= 1u << *idx;
-    g->off_state[*idx] = (uint16_t)((p - start) / UNIT);
+    hdr_put(ms, g->top, start, 7 << 5, (uint16_t)((p - start) / UNIT));
     *off = (uint32_t)(p - start);
   } else {
     set_size(ms, p, end, len);
@@ -893,6 +1077,9 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
                 &e))
       return false;
     ms->mapped_bytes = ms->mapped_bytes - (uint64_t)g->maplen * 4096 + needed;
+    if (mem != g->mem)
+      hdr_move(ms, o->meta, (int64_t)(mem - g->mem));
+    g         = MT(ms, o->meta);
     g->mem    = mem;
     g->maplen = (uint32_t)(needed / 4096);
     p         = g->mem + UNIT + base;
@@ -940,7 +1127,8 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
     g->freeable   = 0;
     g->sizeclass  = (uint8_t)sc;
     g->maplen     = 0;
-    g->off_seen   = 1; /* mem[UNIT-3] = 255, offset field 0 */
+    g->top        = NONE; /* the program's own data: never unmapped */
+    hdr_put(ms, NONE, a + UNIT, 255, 0); /* mem[UNIT-3] = 255 */
     queue(ms, &ms->active[sc], m);
     a += need;
   }
@@ -993,8 +1181,10 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
   ms->live_bytes += ev->size;
   ms->live_objects++;
   if (ev->op == TRACE_CALLOC) {
-    if (!is_allzero(MT(ms, g)))
+    if (!is_allzero(MT(ms, g))) {
       calloc_clear(ms, obj_addr(ms, o), ev->size);
+      hdr_zero_range(ms, obj_addr(ms, o), ev->size);
+    }
   } else if (!(ev->flags & TRACE_FLAG_UNWRITTEN)) {
     touch(ms, obj_addr(ms, o), ev->size);
   }
@@ -1140,6 +1330,8 @@ static void ms_destroy(model_t *m) {
     return;
   free(ms->mt);
   free(ms->obj);
+  free(ms->hdr);
+  free(ms->bucket);
   free(ms);
 }
 
@@ -1230,12 +1422,22 @@ size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap) {
         c->ngroups++;
         g = ms->mt[g].next;
       } while (g != h);
-    if (c->usage || c->ngroups)
+    if (c->usage || c->ngroups || c->bounces)
       n++;
   }
   return n;
 }
 
-uint32_t musl_mmap_counter(const model_t *m) {
-  return ((const musl_model_t *)m)->mmap_counter;
+void musl_context(const model_t *m, musl_context_t *out) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  out->mmap_counter      = ms->mmap_counter;
+  out->seq               = ms->seq;
+  out->meta_areas        = (uint32_t)ms->meta_areas;
+  out->free_metas        = 0;
+  uint32_t h = ms->free_meta_head, g = h;
+  if (h != NONE)
+    do {
+      out->free_metas++;
+      g = ms->mt[g].next;
+    } while (g != h);
 }

@@ -30,11 +30,18 @@ typedef struct musl_class_state_s {
   musl_group_state_t group[MUSL_INSPECT_GROUPS];
 } musl_class_state_t;
 
-/* Fills up to cap entries for the classes that have slots or groups, in
- * class order; returns how many it filled. */
+/* Fills up to cap entries for the classes that have slots, groups or a
+ * bounce count, in class order; returns how many it filled. */
 size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap);
 
-/* ctx.mmap_counter. */
-uint32_t musl_mmap_counter(const model_t *m);
+/* The counters of struct malloc_context and its lists. */
+typedef struct musl_context_s {
+  uint32_t mmap_counter;
+  uint32_t seq;
+  uint32_t meta_areas; /* 4 KiB pages of meta records */
+  uint32_t free_metas; /* records on the free_meta queue */
+} musl_context_t;
+
+void musl_context(const model_t *m, musl_context_t *out);
 
 #endif

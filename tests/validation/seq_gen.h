@@ -6,7 +6,8 @@
  * exactly the sequence.
  *
  * Call `step` depends only on the seed, the mix and the calls before it: a
- * dead id is allocated (malloc, 1 in 10 calloc, 1 in 10 aligned), a live
+ * dead id is allocated (malloc, 1 in 10 calloc, 1 in 10 aligned to a power
+ * of two from 16 to 2^max_align_log2), a live
  * one reallocated (1 in 5) or freed; every purge_every calls a purge (the
  * allocator's release call, where it has one).
  */
@@ -37,6 +38,7 @@ typedef struct seq_gen_s {
   seq_mix_t mix;
   uint32_t  nids;        /* ids used: 0 .. nids-1 */
   uint32_t  purge_every; /* 0: never */
+  uint32_t  max_align_log2; /* aligned calls use 16 .. 2^max_align_log2 */
   uint64_t  size[SEQ_MAX_IDS]; /* live request size; 0 = not live */
 } seq_gen_t;
 
@@ -47,13 +49,19 @@ typedef struct seq_call_s {
   uint64_t prev_size; /* realloc, free: the size being replaced */
 } seq_call_t;
 
+/* max_align_log2 (4 .. 16): where the placement of a mapping is random
+ * (ASLR), an alignment above the page makes the outcome depend on it. */
 static inline void seq_init(seq_gen_t *g, uint64_t seed, seq_mix_t mix,
-                            uint32_t nids, uint32_t purge_every) {
+                            uint32_t nids, uint32_t purge_every,
+                            uint32_t max_align_log2) {
   memset(g, 0, sizeof *g);
-  g->rng         = seed;
-  g->mix         = mix;
-  g->nids        = nids <= SEQ_MAX_IDS ? nids : SEQ_MAX_IDS;
-  g->purge_every = purge_every;
+  g->rng            = seed;
+  g->mix            = mix;
+  g->nids           = nids <= SEQ_MAX_IDS ? nids : SEQ_MAX_IDS;
+  g->purge_every    = purge_every;
+  g->max_align_log2 = max_align_log2 < 4    ? 4
+                      : max_align_log2 > 16 ? 16
+                                            : max_align_log2;
 }
 
 /* A 64-bit LCG (Knuth's MMIX constants); the high half, modulo bound. */
@@ -90,7 +98,7 @@ static inline void seq_next(seq_gen_t *g, uint64_t step, seq_call_t *c) {
     c->op   = kind == 0 ? SEQ_CALLOC : kind == 1 ? SEQ_MEMALIGN : SEQ_MALLOC;
     c->size = seq_size(g);
     if (c->op == SEQ_MEMALIGN)
-      c->align = UINT64_C(16) << seq_below(g, 13); /* 16 B .. 64 KiB */
+      c->align = UINT64_C(16) << seq_below(g, g->max_align_log2 - 3);
     g->size[c->id] = c->size;
   } else if (seq_below(g, 5) == 0) {
     c->op          = SEQ_REALLOC;

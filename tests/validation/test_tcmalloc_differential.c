@@ -172,7 +172,7 @@ static int diff_child(const char *spec) {
              &purge) != 6 ||
       every == 0 || steps / every + 1 > MAX_SNAPS)
     return 2;
-  seq_init(&g, seed, (seq_mix_t)mix, nids, purge);
+  seq_init(&g, seed, (seq_mix_t)mix, nids, purge, 16);
   out.start_brk = start_brk();
   size_t n = 0;
   child_snap(get, &snaps[n++]);
@@ -263,7 +263,7 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
   model_ctx_t ctx = {k, NULL, NULL};
   if (model_create_from_spec(spec, &ctx, &m, &err) != AS_OK)
     fail_msg("%s: %s", spec, err.msg);
-  seq_init(&g, cfg->seed, cfg->mix, cfg->nids, cfg->purge_every);
+  seq_init(&g, cfg->seed, cfg->mix, cfg->nids, cfg->purge_every, 16);
   size_t n = 0;
   model_snap(m, &snaps[n++]);
   for (uint64_t step = 0; step < cfg->steps; step++) {
