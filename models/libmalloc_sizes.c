@@ -41,7 +41,7 @@ static unsigned xzm_bin(uint64_t size) {
     return (unsigned)((size + 15) / 16 - 1);
   size--;
   int msb = 63 - __builtin_clzll(size);
-  return (unsigned)(((msb << 2) + ((size >> (msb - 2)) & 0x3)) - 20);
+  return (unsigned)msb * 4 + (unsigned)((size >> (msb - 2)) & 0x3) - 20;
 }
 
 /* xzm_good_size (xzone_malloc.c:5333-5344). */

@@ -700,7 +700,9 @@ static int alloc_slot(musl_model_t *ms, int sc, uint64_t req);
 /* alloc_group (malloc.c:174-284). */
 static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   uint64_t size = (uint64_t)UNIT * size_classes[sc];
-  int      i = 0, cnt, active_idx;
+  int      i = 0;
+  uint64_t cnt;
+  int64_t  active_idx;
   uint32_t m = alloc_meta(ms);
   if (m == NONE)
     return NONE;
@@ -716,9 +718,9 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     /* the largest count that fits a power of two, halved while the class
      * has few slots yet */
     cnt = med_cnt_tab[sc & 3];
-    while (!(cnt & 1) && 4u * (uint64_t)cnt > usage)
+    while (!(cnt & 1) && 4 * cnt > usage)
       cnt >>= 1;
-    while (size * (uint64_t)cnt >= 65536 * UNIT)
+    while (size * cnt >= 65536 * UNIT)
       cnt >>= 1;
   }
   if (cnt == 1 && size * cnt + UNIT <= PGSZ / 2)
@@ -730,7 +732,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     step_seq(ms);
     if (!(sc & 1) && sc < 32)
       usage += ms->usage_by_class[sc + 1];
-    if (4u * (uint64_t)cnt > usage && !nosmall) {
+    if (4 * cnt > usage && !nosmall) {
       if ((sc & 3) == 1 && size * cnt > 8 * PGSZ)
         cnt = 2;
       else if ((sc & 3) == 2 && size * cnt > 4 * PGSZ)
@@ -747,7 +749,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     if (!nosmall && cnt <= 7) {
       req += IB + UNIT;
       req += -req & (PGSZ - 1);
-      if (req < size + UNIT || (req >= 4 * PGSZ && 2u * (uint64_t)cnt > usage)) {
+      if (req < size + UNIT || (req >= 4 * PGSZ && 2 * cnt > usage)) {
         cnt    = 1;
         needed = req;
       }
@@ -761,9 +763,9 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     ms->mmap_counter++;
     ms->mapped_groups++;
     ms->mapped_bytes += needed;
-    active_idx = (int)((4096 - UNIT) / size) - 1;
-    if (active_idx > cnt - 1)
-      active_idx = cnt - 1;
+    active_idx = (int64_t)((4096 - UNIT) / size) - 1;
+    if (active_idx > (int64_t)cnt - 1)
+      active_idx = (int64_t)cnt - 1;
     if (active_idx < 0)
       active_idx = 0;
   } else {
@@ -784,13 +786,13 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     if (h != NONE)
       ms->hdr[h].b = (uint8_t)((ms->hdr[h].b & 31) | (6 << 5));
     /* p[UNIT+i*size-4] = 0 for i = 0..cnt: a byte in every slot */
-    touch(ms, p + UNIT - 4, (uint64_t)cnt * size + 1);
-    active_idx = cnt - 1;
+    touch(ms, p + UNIT - 4, cnt * size + 1);
+    active_idx = (int64_t)cnt - 1;
   }
-  ms->usage_by_class[sc] += (uint64_t)cnt;
+  ms->usage_by_class[sc] += cnt;
   mmeta_t *g    = MT(ms, m);
   g->avail_mask = (2u << active_idx) - 1;
-  g->freed_mask = (2u << (cnt - 1)) - 1 - g->avail_mask;
+  g->freed_mask = (uint32_t)((2u << (cnt - 1)) - 1) - g->avail_mask;
   g->mem        = p;
   g->active_idx = (uint8_t)active_idx;
   g->last_idx   = (uint8_t)(cnt - 1);

@@ -2115,7 +2115,7 @@ static void tc_destroy(model_t *m) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t == NULL)
     return;
-  for (uint32_t i = 0; i < t->nsp; i++)
+  for (uint32_t i = 0; t->sp != NULL && i < t->nsp; i++)
     free(t->sp[i].stack);
   free(t->sp);
   for (uint64_t i = 0; i < t->pm.cap; i++)

@@ -29,7 +29,7 @@ typedef struct child_result_s {
   int    spawn_err; /* posix_spawn's error, else 0 */
 } child_result_t;
 
-static bool spawn_env_dropped(const char *e, const char *const *drop) {
+static inline bool spawn_env_dropped(const char *e, const char *const *drop) {
   for (; drop != NULL && *drop != NULL; drop++)
     if (strncmp(e, *drop, strlen(*drop)) == 0)
       return true;
@@ -37,7 +37,7 @@ static bool spawn_env_dropped(const char *e, const char *const *drop) {
 }
 
 /* Runs path with argv; reads up to want bytes of its stdout into buf. */
-static child_result_t spawn_child(const char *path, char *const argv[],
+static inline child_result_t spawn_child(const char *path, char *const argv[],
                                   const char *const drop[],
                                   const char *const extra[], void *buf,
                                   size_t want) {

@@ -153,12 +153,17 @@ static int diff_child(const char *spec) {
   tsnap_t        *snaps = out.snap;
   static uint64_t sizes[NSIZES];
   static seq_gen_t g;
-  getprop_fn get = (getprop_fn)dlsym(RTLD_DEFAULT,
-                                     "MallocExtension_GetNumericProperty");
-  void (*release)(void) =
-      (void (*)(void))dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory");
-  size_t (*nallocx)(size_t, int) =
-      (size_t(*)(size_t, int))dlsym(RTLD_DEFAULT, "nallocx");
+  /* dlsym's object pointers become function pointers by memcpy (POSIX
+   * guarantees the representation; ISO C has no cast for it). */
+  getprop_fn get;
+  void (*release)(void);
+  size_t (*nallocx)(size_t, int);
+  void *sym = dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
+  memcpy(&get, &sym, sizeof get);
+  sym = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory");
+  memcpy(&release, &sym, sizeof release);
+  sym = dlsym(RTLD_DEFAULT, "nallocx");
+  memcpy(&nallocx, &sym, sizeof nallocx);
   if (get == NULL || release == NULL || nallocx == NULL)
     return 5;
   if (strcmp(spec, "nallocx") == 0) {
