@@ -119,23 +119,28 @@ typedef struct mmeta_s {
   uint32_t   top;        /* the mapped group or chunk holding it; NONE for
                             donated memory (never unmapped) */
   uint32_t   hdr_head;   /* top only: its header records (hdr_t list) */
+  uint32_t   hdr_seen;   /* bit i: slot i's header byte p[-3] is nonzero */
+  uint16_t   hdr_off[32]; /* slot i's 16-bit field at p-2 */
   sim_addr_t addr;       /* this record's place in a meta area */
 } mmeta_t;
 
 /* Header bytes.  enframe decides where an object starts in its slot from
  * the three bytes before the slot (meta.h:204: p[-3] and the 16-bit field
- * at p-2), which hold whatever was last written there: by the allocator
- * (a header, a free, an end marker) or by the program.  For every 16-byte
- * aligned address A whose bytes A-3..A-1 the allocator wrote, a record
- * keeps them; every other address reads as zero -- fresh from mmap, or
- * program data, which the model does not know (the stated approximation).
- * A mapping's records go when it is unmapped. */
+ * at p-2), which hold whatever was last written there.  A group keeps its
+ * slots' header bytes in its record (hdr_seen, hdr_off); when a nested
+ * group dies, they stay in its host's memory, so they go into a record
+ * per address (hdr_t), which the next group with a slot there takes back.
+ * Bytes the program wrote, and the allocator's other writes into the
+ * middle of a slot (an offset object's own header, end markers), are not
+ * kept: they read as zero, as memory fresh from mmap does (the stated
+ * approximation).  A mapping's records go when it is unmapped. */
 typedef struct hdr_s {
   sim_addr_t key;
-  uint32_t   hnext; /* bucket chain */
-  uint32_t   mnext; /* the mapping's list */
-  uint16_t   u16;   /* the 16-bit field at A-2 */
-  uint8_t    b;     /* the byte at A-3 */
+  uint32_t   hnext;        /* bucket chain */
+  uint32_t   mnext, mprev; /* the mapping's list (doubly linked) */
+  uint32_t   top;          /* the mapping, NONE: not on a list */
+  uint16_t   u16;          /* the 16-bit field at A-2 */
+  uint8_t    b;            /* the byte at A-3 */
   uint8_t    live;
 } hdr_t;
 
@@ -247,9 +252,10 @@ static void unmap(musl_model_t *ms, sim_addr_t a, uint64_t len) {
 
 /* ---- Header bytes --------------------------------------------------------- */
 
+/* Fibonacci hashing: the top bits of the product. */
 static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
-  return (uint32_t)(((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 32) &
-         (ms->nbucket - 1);
+  return (uint32_t)(((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >>
+                    (64 - __builtin_ctz(ms->nbucket)));
 }
 
 static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
@@ -259,17 +265,6 @@ static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
     if (ms->hdr[i].key == a)
       return i;
   return NONE;
-}
-
-/* The bytes before a would-be slot start; false: all zero. */
-static bool hdr_get(const musl_model_t *ms, sim_addr_t a, uint8_t *b,
-                    uint16_t *u16) {
-  uint32_t i = hdr_find(ms, a);
-  if (i == NONE)
-    return false;
-  *b   = ms->hdr[i].b;
-  *u16 = ms->hdr[i].u16;
-  return true;
 }
 
 static bool hdr_rehash(musl_model_t *ms) {
@@ -318,12 +313,15 @@ static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
       }
       i = ms->nhdr++;
     }
-    uint32_t h   = hdr_hash(ms, a);
-    ms->hdr[i]   = (hdr_t){a, ms->bucket[h], NONE, 0, 0, 1};
+    uint32_t h    = hdr_hash(ms, a);
+    ms->hdr[i]    = (hdr_t){a, ms->bucket[h], NONE, NONE, top, 0, 0, 1};
     ms->bucket[h] = i;
     ms->live_hdr++;
     if (top != NONE) {
-      ms->hdr[i].mnext     = ms->mt[top].hdr_head;
+      uint32_t head        = ms->mt[top].hdr_head;
+      ms->hdr[i].mnext     = head;
+      if (head != NONE)
+        ms->hdr[head].mprev = i;
       ms->mt[top].hdr_head = i;
     }
   }
@@ -331,30 +329,25 @@ static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
   ms->hdr[i].u16 = u16;
 }
 
+/* Takes record i off its chain and its mapping's list, onto the free list. */
 static void hdr_unlink(musl_model_t *ms, uint32_t i) {
-  uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
+  hdr_t    *r  = &ms->hdr[i];
+  uint32_t *pp = &ms->bucket[hdr_hash(ms, r->key)];
   while (*pp != i)
     pp = &ms->hdr[*pp].hnext;
-  *pp              = ms->hdr[i].hnext;
+  *pp = r->hnext;
+  if (r->top != NONE) {
+    if (r->mprev != NONE)
+      ms->hdr[r->mprev].mnext = r->mnext;
+    else
+      ms->mt[r->top].hdr_head = r->mnext;
+    if (r->mnext != NONE)
+      ms->hdr[r->mnext].mprev = r->mprev;
+  }
   ms->hdr[i].live  = 0;
   ms->hdr[i].hnext = ms->free_hdr;
   ms->free_hdr     = i;
   ms->live_hdr--;
-}
-
-/* A one-byte write of zero at x (end markers, meta.h:187): a record's
- * bytes go to zero where it covers x. */
-static void hdr_zero_byte(musl_model_t *ms, sim_addr_t x) {
-  unsigned k = (unsigned)(x & 15);
-  if (k < 13)
-    return;
-  uint32_t i = hdr_find(ms, (x | 15) + 1);
-  if (i == NONE)
-    return;
-  if (k == 13)
-    ms->hdr[i].b = 0;
-  else
-    ms->hdr[i].u16 &= k == 14 ? 0xff00 : 0x00ff;
 }
 
 /* calloc's memset of [p, p + n): the records inside read zero now. */
@@ -370,19 +363,13 @@ static void hdr_zero_range(musl_model_t *ms, sim_addr_t p, uint64_t n) {
 
 /* munmap of top's mapping: its records go (a new mapping reads zero). */
 static void hdr_drop(musl_model_t *ms, uint32_t top) {
-  for (uint32_t i = ms->mt[top].hdr_head, next; i != NONE; i = next) {
-    next = ms->hdr[i].mnext;
-    if (ms->hdr[i].live)
-      hdr_unlink(ms, i);
-  }
-  ms->mt[top].hdr_head = NONE;
+  while (ms->mt[top].hdr_head != NONE)
+    hdr_unlink(ms, ms->mt[top].hdr_head);
 }
 
 /* mremap moved top's mapping by delta: its records move with it. */
 static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
   for (uint32_t i = ms->mt[top].hdr_head; i != NONE; i = ms->hdr[i].mnext) {
-    if (!ms->hdr[i].live)
-      continue;
     uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
     while (*pp != i)
       pp = &ms->hdr[*pp].hnext;
@@ -543,38 +530,30 @@ static sim_addr_t slot_start(const mmeta_t *g, unsigned idx) {
 /* set_size (meta.h:184-194): a zero byte after the object, and a 32-bit
  * count at the slot's end when 5 or more bytes are left over; p[-3] keeps
  * the slot index and gets the reserved count (at most 5) above it. */
+/* (enframe writes the same bytes its own way, merging them with the
+ * header and the program's writes.) */
 static void set_size(musl_model_t *ms, sim_addr_t p, sim_addr_t end,
                      uint64_t n) {
   uint64_t reserved = end - p - n;
-  if (reserved) {
+  if (reserved)
     touch(ms, end - reserved, 1);
-    hdr_zero_byte(ms, end - reserved);
-  }
-  if (reserved >= 5) {
+  if (reserved >= 5)
     touch(ms, end - 5, 5);
-    reserved = 5;
-  }
   touch(ms, p - 3, 1);
-  uint32_t i = hdr_find(ms, p);
-  if (i != NONE)
-    ms->hdr[i].b = (uint8_t)((ms->hdr[i].b & 31) + (reserved << 5));
 }
 
 /* enframe (meta.h:196-227): where the object starts in the slot cycles on
  * reuse -- one unit past the last start the slot's header records, or the
  * mmap counter for a header that reads zero -- within the slack. */
 static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
-                        uint64_t n, unsigned ctr) {
+                        uint64_t n, unsigned ctr, bool written) {
   mmeta_t   *g      = MT(ms, m);
-  uint32_t   top    = g->top;
   uint64_t   stride = get_stride(g);
   uint64_t   slack  = (stride - IB - n) / UNIT;
   sim_addr_t p      = slot_start(g, idx);
   sim_addr_t end    = p + stride - IB;
-  uint8_t    b      = 0;
-  uint16_t   u16    = 0;
-  hdr_get(ms, p, &b, &u16);
-  uint64_t off = (b ? u16 + 1u : ctr) & 255;
+  uint32_t   bit    = 1u << idx;
+  uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_off[idx] + 1u : ctr) & 255;
   if (off > slack) {
     uint64_t mk = slack;
     mk |= mk >> 1;
@@ -584,15 +563,55 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
     if (off > slack)
       off -= slack + 1;
   }
-  touch(ms, p - 4, 4);
+  uint64_t reserved = end - p - UNIT * off - n;
   if (off) { /* the offset kept in the slot's own header */
-    hdr_put(ms, top, p, 7 << 5, (uint16_t)off);
-    p += UNIT * off;
     touch(ms, p - 4, 4);
+    g->hdr_seen |= bit;
+    g->hdr_off[idx] = (uint16_t)off;
+    p += UNIT * off;
+  } else { /* p[-3] = idx + (reserved, at most 5) << 5 */
+    g->hdr_seen = idx || reserved ? g->hdr_seen | bit : g->hdr_seen & ~bit;
+    g->hdr_off[idx] = (uint16_t)((p - (g->mem + UNIT)) / UNIT);
   }
-  hdr_put(ms, top, p, (uint8_t)idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
-  set_size(ms, p, end, n);
+  /* The header before the object, the program's bytes if it writes them,
+   * and set_size's zero byte after them, as one write where they meet. */
+  if (written) {
+    touch(ms, p - 4, 4 + n + (reserved ? 1 : 0));
+  } else {
+    touch(ms, p - 4, 4);
+    if (reserved)
+      touch(ms, p + n, 1);
+  }
+  if (reserved >= 5)
+    touch(ms, end - 5, 5);
   return (uint32_t)(UNIT * off);
+}
+
+/* A nested group is born in a slot of its host: its slots' header bytes
+ * are whatever a group that died there left (hdr_t records, taken back). */
+static void adopt_headers(musl_model_t *ms, uint32_t m) {
+  mmeta_t *g = MT(ms, m);
+  if (ms->live_hdr == 0)
+    return;
+  for (unsigned i = 0; i <= g->last_idx; i++) {
+    sim_addr_t a = slot_start(g, i);
+    uint32_t   r = hdr_find(ms, a);
+    if (r == NONE)
+      continue;
+    if (ms->hdr[r].b)
+      g->hdr_seen |= 1u << i;
+    g->hdr_off[i] = ms->hdr[r].u16;
+    hdr_unlink(ms, r);
+  }
+}
+
+/* A nested group dies: its slots' header bytes stay in the host's memory. */
+static void leave_headers(musl_model_t *ms, uint32_t m) {
+  const mmeta_t *g = MT(ms, m);
+  for (unsigned i = 0; i <= g->last_idx; i++)
+    if ((g->hdr_seen >> i) & 1 || g->hdr_off[i])
+      hdr_put(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
+              g->hdr_off[i]);
 }
 
 /* ---- Groups and slots (allocation) -------------------------------------- */
@@ -780,11 +799,10 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     host_slot = idx;
     uint32_t off =
         enframe(ms, host, (unsigned)idx, (uint64_t)UNIT * size_classes[j] - IB,
-                ms->mmap_counter);
+                ms->mmap_counter, false);
     p = slot_start(MT(ms, host), (unsigned)idx) + off;
-    uint32_t h = hdr_find(ms, p); /* p[-3] |= 6 << 5: a group lives here */
-    if (h != NONE)
-      ms->hdr[h].b = (uint8_t)((ms->hdr[h].b & 31) | (6 << 5));
+    /* p[-3] |= 6 << 5: a group lives here (the header reads nonzero) */
+    MT(ms, host)->hdr_seen |= 1u << idx;
     /* p[UNIT+i*size-4] = 0 for i = 0..cnt: a byte in every slot */
     touch(ms, p + UNIT - 4, cnt * size + 1);
     active_idx = (int64_t)cnt - 1;
@@ -803,6 +821,8 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   g->host_slot  = (uint8_t)host_slot;
   g->top        = maplen ? m : MT(ms, host)->top;
   touch(ms, p, 9); /* the group header: meta pointer, active_idx */
+  if (!maplen)
+    adopt_headers(ms, m);
   return m;
 }
 
@@ -866,6 +886,7 @@ static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
     uint32_t host = g->host;
     unsigned idx  = g->host_slot;
     touch(ms, g->mem, 8); /* g->mem->meta = 0; the host slot's header stays */
+    leave_headers(ms, m);
     mi = nontrivial_free(ms, host, idx);
   }
   free_meta(ms, m);
@@ -903,7 +924,10 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   sim_addr_t p      = start + o->off;
   uint32_t   self = 1u << idx, all = (2u << g->last_idx) - 1;
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
-  hdr_put(ms, g->top, p, 255, 0);
+  if (o->off == 0) {
+    g->hdr_seen |= self;
+    g->hdr_off[idx] = 0;
+  }
   /* whole pages inside the slot go back lazily, unless the group is a
    * single slot about to be unmapped */
   if ((((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
@@ -936,8 +960,8 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
 
 /* malloc (malloc.c:299-380); returns the meta, *idx and the object's
  * offset in its slot. */
-static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, unsigned *idx,
-                            uint32_t *off) {
+static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
+                            unsigned *idx, uint32_t *off) {
   uint32_t m;
   int      sc;
   if (n >= SIZE_MAX / 2 - 4096) {
@@ -965,7 +989,7 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, unsigned *idx,
     ms->mapped_chunks++;
     ms->mapped_bytes += (uint64_t)g->maplen * 4096;
     *idx = 0;
-    *off = enframe(ms, m, 0, n, ms->mmap_counter);
+    *off = enframe(ms, m, 0, n, ms->mmap_counter, written);
     return m;
   }
   sc = size_to_class(n);
@@ -993,7 +1017,7 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, unsigned *idx,
     m    = ms->active[sc];
     *idx = (unsigned)i;
   }
-  *off = enframe(ms, m, *idx, n, ms->mmap_counter);
+  *off = enframe(ms, m, *idx, n, ms->mmap_counter, written);
   return m;
 }
 
@@ -1027,7 +1051,7 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
                              unsigned *idx, uint32_t *off) {
   if (align <= UNIT)
     align = UNIT;
-  uint32_t m = musl_malloc(ms, len + align - UNIT, idx, off);
+  uint32_t m = musl_malloc(ms, len + align - UNIT, false, idx, off);
   if (m == NONE)
     return NONE;
   mmeta_t   *g     = MT(ms, m);
@@ -1037,12 +1061,11 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
   sim_addr_t end   = start + get_stride(g) - IB;
   if (adj) {
     p += adj;
-    uint64_t units = (p - (g->mem + UNIT)) / UNIT;
     touch(ms, p - 8, 8); /* the new header (or its 32-bit offset) */
-    hdr_put(ms, g->top, p, (uint8_t)*idx, units <= 0xffff ? (uint16_t)units : 0);
     set_size(ms, p, end, len);
     touch(ms, start - 3, 3); /* the slot's header: where the object is */
-    hdr_put(ms, g->top, start, 7 << 5, (uint16_t)((p - start) / UNIT));
+    g->hdr_seen |= 1u << *idx;
+    g->hdr_off[*idx] = (uint16_t)((p - start) / UNIT);
     *off = (uint32_t)(p - start);
   } else {
     set_size(ms, p, end, len);
@@ -1095,13 +1118,14 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
   mobj_t fresh;
   unsigned idx;
   uint32_t off;
-  fresh.meta = musl_malloc(ms, n, &idx, &off);
+  /* memcpy of the old bytes, then the program's growth */
+  fresh.meta = musl_malloc(ms, n, written || n <= prev, &idx, &off);
   if (fresh.meta == NONE)
     return false;
   fresh.slot = (uint8_t)idx;
   fresh.off  = off;
-  sim_addr_t q = slot_start(MT(ms, fresh.meta), idx) + off;
-  touch(ms, q, written ? n : (n < prev ? n : prev)); /* memcpy + growth */
+  if (!written && n > prev)
+    touch(ms, slot_start(MT(ms, fresh.meta), idx) + off, prev);
   musl_free_obj(ms, o);
   *o = fresh;
   return true;
@@ -1130,7 +1154,7 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
     g->sizeclass  = (uint8_t)sc;
     g->maplen     = 0;
     g->top        = NONE; /* the program's own data: never unmapped */
-    hdr_put(ms, NONE, a + UNIT, 255, 0); /* mem[UNIT-3] = 255 */
+    g->hdr_seen   = 1; /* mem[UNIT-3] = 255, offset field 0 */
     queue(ms, &ms->active[sc], m);
     a += need;
   }
@@ -1170,9 +1194,11 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
     return report(ms, err);
   unsigned idx;
   uint32_t off;
-  uint32_t g = ev->op == TRACE_MEMALIGN
-                   ? musl_aligned(ms, ev->align, ev->size, &idx, &off)
-                   : musl_malloc(ms, ev->size, &idx, &off);
+  /* a malloc's payload is written with its header (enframe) */
+  bool     written = ev->op == TRACE_MALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN);
+  uint32_t g       = ev->op == TRACE_MEMALIGN
+                         ? musl_aligned(ms, ev->align, ev->size, &idx, &off)
+                         : musl_malloc(ms, ev->size, written, &idx, &off);
   if (g == NONE) {
     if (ms->fail == AS_OK)
       set_fail(ms, AS_ENOMEM, "out of memory");
@@ -1187,7 +1213,7 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
       calloc_clear(ms, obj_addr(ms, o), ev->size);
       hdr_zero_range(ms, obj_addr(ms, o), ev->size);
     }
-  } else if (!(ev->flags & TRACE_FLAG_UNWRITTEN)) {
+  } else if (ev->op == TRACE_MEMALIGN && !(ev->flags & TRACE_FLAG_UNWRITTEN)) {
     touch(ms, obj_addr(ms, o), ev->size);
   }
   return ms->fail != AS_OK ? report(ms, err) : AS_OK;
@@ -1275,6 +1301,9 @@ static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
       "size classes keeping their last group (bounce counter >= 100)");
   PUT("mmap_counter", ms->mmap_counter, "count",
       "mappings made so far (ctx.mmap_counter)");
+  PUT("header_records", ms->live_hdr, "count",
+      "slot header bytes the model remembers (enframe's offset cycling)");
+  PUT("header_buckets", ms->nbucket, "count", "their hash table's size");
 #undef PUT
   return n;
 }
