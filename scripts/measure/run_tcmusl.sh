@@ -20,6 +20,9 @@
 #                           incremental scavenge; run once, props kept)
 #   churn-tcmalloc, churn-musl   the capture test program's sequence
 #   bounce-musl             1000 x malloc(5000)/free (mallocng bounce counter)
+#   cycle-tcmalloc, cycle-tcmalloc-rate10
+#                           1200 x malloc(2 MiB)/free: past the 2^18-page
+#                           countdown before tcmalloc's first scavenge
 #   spike-tcmalloc-t1, spike-tcmalloc-t16        scripts/measure/spike.py
 #   webworker-tcmalloc-t1, webworker-tcmalloc-t16  scripts/measure/webworker.py
 # For bounce-musl it also counts the mmap and munmap calls with strace, if
@@ -81,6 +84,10 @@ while [ "$k" -le "$reps" ]; do
     --note "libc_version=$muslver" --note link=dynamic
   run bounce-musl "$k" "$out/bin/alloc_phases_musl" bounce --count 1000 \
     --size 5000 --note "libc_version=$muslver" --note link=dynamic
+  run cycle-tcmalloc "$k" env LD_PRELOAD=$tc "$b" bounce --count 1200 \
+    --size 2097152 --note "allocator_version=$tcver"
+  run cycle-tcmalloc-rate10 "$k" env LD_PRELOAD=$tc TCMALLOC_RELEASE_RATE=10 \
+    "$b" bounce --count 1200 --size 2097152 --note "allocator_version=$tcver"
   for t in 1 16; do
     echo "== spike-tcmalloc-t$t r$k" >&2
     $n env LD_PRELOAD=$tc "$py" "$here/spike.py" --threads "$t" \
