@@ -173,6 +173,24 @@ static uint64_t resident_bytes(void *p, size_t len) {
   return total;
 }
 
+/* The initial program break, field 47 of /proc/self/stat (proc(5)): ASLR
+ * places it, and where a heap starts decides, for tcmalloc, how many 2 GiB
+ * stretches of address space (each a 2 MiB pagemap leaf) it touches. */
+static uint64_t start_brk(void) {
+  static char buf[4096];
+  int         fd = open("/proc/self/stat", O_RDONLY);
+  ssize_t     n  = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n]        = '\0';
+  const char *p = strrchr(buf, ')');
+  for (int field = 2; p != NULL && field < 47; field++)
+    p = strchr(p + 1, ' ');
+  return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 /* ---- Event records ---------------------------------------------------- */
 
 enum op_e { OP_MALLOC, OP_CALLOC, OP_FREE, OP_MARK, OP_RSS, OP_IDLE,
@@ -555,6 +573,7 @@ static void write_trace(const args_t *a, int argc, char **argv) {
   out_str(&o, " cpus\n");
   meta(&o, "kernel", u.release);
   meta_u64(&o, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
+  meta_u64(&o, "start_brk", start_brk());
   meta(&o, "libc", libc_name());
   meta(&o, "allocator", tc_getprop != NULL ? "tcmalloc"
 #ifdef __GLIBC__

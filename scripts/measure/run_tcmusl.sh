@@ -25,6 +25,8 @@
 #                           countdown before tcmalloc's first scavenge
 #   spike-tcmalloc-t1, spike-tcmalloc-t16        scripts/measure/spike.py
 #   webworker-tcmalloc-t1, webworker-tcmalloc-t16  scripts/measure/webworker.py
+# ONLY=REGEX in the environment runs just the names it matches (grep -E),
+# e.g. ONLY='^(burst|churn|cycle)-tcmalloc' for the C runs under tcmalloc.
 # For bounce-musl it also counts the mmap and munmap calls with strace, if
 # strace is installed (OUTDIR/bounce-musl.syscalls).
 set -eu
@@ -53,10 +55,14 @@ muslver="musl-$(pkgver musl)"
 n=nice
 command -v nice >/dev/null || n=
 
+only=${ONLY:-.}
+wanted() { printf '%s\n' "$1" | grep -Eq -- "$only"; }
+
 # run NAME REPEAT [env VAR=VALUE...] PROGRAM ARGS...
 run() {
   name=$1 k=$2
   shift 2
+  wanted "$name" || return 0
   echo "== $name r$k" >&2
   $n "$@" --out "$out/$name-r$k.trace" --props "$out/$name-r$k.props"
 }
@@ -89,23 +95,25 @@ while [ "$k" -le "$reps" ]; do
   run cycle-tcmalloc-rate10 "$k" env LD_PRELOAD=$tc TCMALLOC_RELEASE_RATE=10 \
     "$b" bounce --count 1200 --size 2097152 --note "allocator_version=$tcver"
   for t in 1 16; do
-    echo "== spike-tcmalloc-t$t r$k" >&2
-    $n env LD_PRELOAD=$tc "$py" "$here/spike.py" --threads "$t" \
-      --out "$out/spike-tcmalloc-t$t-r$k.trace"
-    echo "== webworker-tcmalloc-t$t r$k" >&2
-    $n env LD_PRELOAD=$tc "$py" "$here/webworker.py" --threads "$t" \
-      --out "$out/webworker-tcmalloc-t$t-r$k.trace"
+    for w in spike webworker; do
+      wanted "$w-tcmalloc-t$t" || continue
+      echo "== $w-tcmalloc-t$t r$k" >&2
+      $n env LD_PRELOAD=$tc "$py" "$here/$w.py" --threads "$t" \
+        --out "$out/$w-tcmalloc-t$t-r$k.trace"
+    done
   done
   k=$((k + 1))
 done
 
-echo "== rounds-tcmalloc" >&2
-$n env LD_PRELOAD=$tc "$out/bin/alloc_phases" burst --count 40000 \
-  --keep-every 10 --seed 1 --idle-ms 200 --rounds 64 \
-  --note "allocator_version=$tcver" --out "$out/rounds-tcmalloc.trace" \
-  --props "$out/rounds-tcmalloc.props"
+if wanted rounds-tcmalloc; then
+  echo "== rounds-tcmalloc" >&2
+  $n env LD_PRELOAD=$tc "$out/bin/alloc_phases" burst --count 40000 \
+    --keep-every 10 --seed 1 --idle-ms 200 --rounds 64 \
+    --note "allocator_version=$tcver" --out "$out/rounds-tcmalloc.trace" \
+    --props "$out/rounds-tcmalloc.props"
+fi
 
-if command -v strace >/dev/null; then
+if wanted bounce-musl-strace && command -v strace >/dev/null; then
   strace -f -e trace=mmap,munmap -o "$out/bounce-musl.strace" \
     "$out/bin/alloc_phases_musl" bounce --count 1000 --size 5000 \
     --out "$out/bounce-musl-strace.trace"
