@@ -260,7 +260,7 @@ def variant_rows(ctx, variants):
     runs = {}
     for stem, _ in variants:
         runs[stem] = measured_runs(
-            ctx, r"measured/%s(-r\d+)?\.a?trace$" % re.escape(stem))
+            ctx, r"measured/%s(-r\d+)?\.(?:as)?trace$" % re.escape(stem))
     flat = [r for stem, _ in variants for r in runs[stem]]
     cmps = dict(zip([r[0] for r in flat], compare_all(ctx, flat)))
     rows = []
