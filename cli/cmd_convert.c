@@ -4,8 +4,10 @@
  * The input format is detected from its first bytes; the output format comes
  * from --format or else from OUT's name (.astrace is binary).  Events stream
  * through one at a time, so traces of any length convert in constant memory.
- * On failure a partly written OUT is removed, so no half trace is left that
- * looks complete (a binary trace cut at a record boundary reads cleanly).
+ * OUT is written whole or not at all: on failure it keeps what it held
+ * before (trace_writer_discard), so no half trace is left that looks
+ * complete, and a device such as /dev/null is written in place, never
+ * removed.
  */
 #include "cli.h"
 
@@ -71,17 +73,12 @@ static int convert_main(int argc, char **argv) {
     count++;
   }
   trace_source_close(src);
-  as_err_t close_err = {0};
-  as_status_t crc = trace_writer_close(w, &close_err);
-  if (rc == AS_DONE && crc != AS_OK) {
-    rc = crc;
-    err = close_err;
-  }
   if (rc != AS_DONE) {
-    if (strcmp(out, "-") != 0)
-      remove(out);
+    trace_writer_discard(w);
     return cli_fail("convert", &err);
   }
+  if (trace_writer_close(w, &err) != AS_OK)
+    return cli_fail("convert", &err);
   fprintf(stderr, "allocsim convert: %" PRIu64 " events, %s -> %s (%s)\n",
           count, in, out, fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
   return CLI_EXIT_OK;

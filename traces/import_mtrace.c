@@ -434,13 +434,9 @@ as_status_t import_mtrace_file(const char *in_path, const char *out_path,
                             err);
   if (!is_stdin)
     fclose(in);
-  as_err_t    close_err = {0};
-  as_status_t crc = trace_writer_close(w, &close_err);
-  if (rc == AS_OK && crc != AS_OK) {
-    rc = crc;
-    *err = close_err;
+  if (rc != AS_OK) {
+    trace_writer_discard(w); /* out_path keeps what it held */
+    return rc;
   }
-  if (rc != AS_OK && strcmp(out_path, "-") != 0)
-    remove(out_path);
-  return rc;
+  return trace_writer_close(w, err);
 }
