@@ -378,6 +378,12 @@ static void cpython_stats(const model_t *m, model_stats_t *out) {
   out->free_bytes   = p.free_bytes + l.free_bytes;
 }
 
+static as_status_t cpython_check(const model_t *m, as_err_t *err) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  as_status_t            rc = model_check(cm->pymalloc, err);
+  return rc != AS_OK ? rc : model_check(cm->libc, err);
+}
+
 const model_methods_t model_cpython_methods = {
     .name    = "cpython",
     .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
@@ -397,6 +403,7 @@ const model_methods_t model_cpython_methods = {
     .set_option = cpython_set_option,
     .counters   = cpython_counters,
     .walk       = cpython_walk,
+    .check      = cpython_check,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

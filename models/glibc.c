@@ -2851,6 +2851,7 @@ const model_methods_t model_glibc_methods = {
     .counters   = glibc_counters,
     .walk       = glibc_walk,
     .mechanisms = glibc_mechanisms,
+    .check      = glibc_check_invariants,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

@@ -183,6 +183,12 @@ struct model_methods_s {
   /* Optional: bytes a request of size in domain really gets
    * (malloc_usable_size), for the size-class lab; 0 = not modelled. */
   uint64_t (*usable_size)(const model_t *m, uint64_t size, uint8_t domain);
+  /* Optional (may be NULL): walks the model's whole state and checks its
+   * invariants (lists, counters, what it says is resident against the
+   * kernel); AS_OK, or AS_EINVAL naming the first broken one.  Expensive:
+   * for tests and the model fuzz target (tests/fuzz/fuzz_models.c), which
+   * call it on every model in the registry. */
+  as_status_t (*check)(const model_t *m, as_err_t *err);
 };
 
 /* ---- Registry ----------------------------------------------------------- */
@@ -273,6 +279,9 @@ bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
 size_t model_counter_put(model_counter_t *out, size_t n, size_t cap,
                          const char *prefix, const char *name, uint64_t value,
                          const char *unit, const char *help);
+static inline as_status_t model_check(const model_t *m, as_err_t *err) {
+  return m->methods->check ? m->methods->check(m, err) : AS_OK;
+}
 void model_destroy(model_t *m);
 /* "glibc:arena_max=2,..." with every option's effective value. */
 void model_describe(const model_t *m, char *buf, size_t len);
