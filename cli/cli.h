@@ -55,7 +55,8 @@ typedef struct cli_sim_opts_s cli_sim_opts_t;
 struct cli_sim_opts_s {
   const char         *model;           /* spec; default "ideal" or cpython */
   const char         *libc;            /* spec or NULL */
-  sim_kernel_config_t kernel;          /* page size, thp, pressure */
+  sim_kernel_config_t kernel;          /* page size, thp, pressure; its
+                                          max_memory_bytes is --max-memory */
   uint64_t            sample_every_ns; /* 0 = marks only */
   uint64_t            settle_ns;       /* clock runs on after the trace */
   bool                lenient;

@@ -14,6 +14,7 @@
 
 #include "../analysis/store.h"
 #include "../models/options.h"
+#include "../sim/host.h"
 
 /* ---- Errors ------------------------------------------------------------- */
 
@@ -61,6 +62,7 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
   memset(o, 0, sizeof *o);
   o->model = default_model;
   sim_kernel_config_default(&o->kernel);
+  o->kernel.max_memory_bytes = sim_host_default_max_memory();
 }
 
 static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
@@ -140,6 +142,16 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                                   "or 500ms, got '%s'", v), -1;
     return 1;
   }
+  if (opt_is(a, "--max-memory")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!as_parse_bytes(v, &o->kernel.max_memory_bytes) ||
+        o->kernel.max_memory_bytes < (UINT64_C(1) << 20))
+      return cli_usage_error(cmd, "--max-memory expects a size of at least "
+                                  "1MiB such as 512MiB or 8GiB, got '%s'",
+                                  v), -1;
+    return 1;
+  }
   if (opt_is(a, "--sample-every")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
@@ -153,6 +165,12 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
 }
 
 /* ---- Simulate and report ------------------------------------------------ */
+
+/* The samples a run may keep: a quarter of --max-memory, the rest being
+ * the simulation's; 0 (no bound) without one. */
+static uint64_t max_samples(uint64_t max_memory) {
+  return max_memory / 4 / sizeof(store_sample_t);
+}
 
 static as_status_t log_sample(void *user, const sim_sample_t *s,
                               as_err_t *err) {
@@ -389,12 +407,15 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     sim_session_close(&session);
     return cli_fail(cmd, &err);
   }
-  sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
-                             .settle_ns       = o->settle_ns,
-                             .lenient         = o->lenient,
-                             .strict          = o->strict,
-                             .on_sample       = log_sample,
-                             .user            = &log};
+  sim_engine_config_t cfg = {.sample_every_ns  = o->sample_every_ns,
+                             .settle_ns        = o->settle_ns,
+                             .lenient          = o->lenient,
+                             .strict           = o->strict,
+                             .on_sample        = log_sample,
+                             .user             = &log,
+                             .max_memory_bytes = o->kernel.max_memory_bytes,
+                             .max_samples =
+                                 max_samples(o->kernel.max_memory_bytes)};
   rc = sim_engine_run(&cfg, &session, src, &result, &err);
   const char *missing;
   if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(src, &missing))

@@ -1225,6 +1225,51 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
   return AS_OK;
 }
 
+/* Blocks first..last that hold no resident page yet: a lookup per block,
+ * or a scan of the table when there are fewer chunks than blocks. */
+static uint64_t blocks_without_chunk(const sim_kernel_t *k, uint64_t first,
+                                     uint64_t last) {
+  uint64_t blocks = last - first + 1, with = 0;
+  if (blocks <= k->slot_count) {
+    for (uint64_t key = first; key <= last; key++) {
+      with += chunk_lookup(k, key) != NULL;
+    }
+  } else {
+    for (size_t i = 0; i < k->slot_cap; i++) {
+      uint64_t key = k->slots[i].key;
+      with += key != SLOT_EMPTY && key >= first && key <= last;
+    }
+  }
+  return blocks - with;
+}
+
+/* AS_ENOMEM if making [a, b) resident would take the residency
+ * bookkeeping over cfg.max_memory_bytes: checked before anything changes,
+ * so that one huge write is refused at once instead of growing the
+ * simulator until the machine runs out. */
+static as_status_t check_budget(const sim_kernel_t *k, sim_addr_t a,
+                                sim_addr_t b, as_err_t *err) {
+  uint64_t max = k->cfg.max_memory_bytes;
+  uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
+  uint64_t cap = max / SIM_KERNEL_BYTES_PER_BLOCK;
+  if (max == 0 || k->slot_count + (last - first + 1) <= cap) {
+    return AS_OK;
+  }
+  uint64_t fresh = blocks_without_chunk(k, first, last);
+  if (k->slot_count + fresh <= cap) {
+    return AS_OK;
+  }
+  return as_err_set(err, AS_ENOMEM,
+                    "writing [0x%" PRIx64 ", 0x%" PRIx64 ") makes %" PRIu64
+                    " more 2 MiB blocks resident; with the %zu resident now "
+                    "they need %" PRIu64 " MiB of simulator memory (%d "
+                    "bytes each), over the limit of %" PRIu64
+                    " MiB (--max-memory)",
+                    a, b, fresh, k->slot_count,
+                    (k->slot_count + fresh) * SIM_KERNEL_BYTES_PER_BLOCK >> 20,
+                    SIM_KERNEL_BYTES_PER_BLOCK, max >> 20);
+}
+
 /* Out of line, so sim_kernel_touch_checked's fast test stays a leaf with no
  * stack frame. */
 __attribute__((noinline)) static as_status_t
@@ -1244,6 +1289,10 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
                       "touch [0x%" PRIx64 ", +%" PRIu64 "): page 0x%" PRIx64
                       " is %s",
                       addr, length, bad, v ? "PROT_NONE" : "not mapped");
+  }
+  as_status_t budget = check_budget(k, a, b, err);
+  if (budget != AS_OK) {
+    return budget;
   }
   for (uint64_t key = a >> CHUNK_SHIFT; key <= (b - 1) >> CHUNK_SHIFT;
        key++) {
@@ -1278,6 +1327,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->memory_pressure = false;
   cfg->mmap_top        = DEFAULT_MMAP_TOP;
   cfg->brk_start       = DEFAULT_BRK_START;
+  cfg->max_memory_bytes = 0;
 }
 
 as_status_t sim_kernel_config_offset_layout(sim_kernel_config_t *cfg,
@@ -1389,6 +1439,10 @@ void sim_kernel_destroy(sim_kernel_t *k) {
   free(k->slots);
   free(k->scan_keys);
   free(k);
+}
+
+uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k) {
+  return k->limit;
 }
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
