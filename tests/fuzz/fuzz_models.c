@@ -24,6 +24,12 @@
  *   - the model's live bytes and objects equal the trace's.
  * Each model runs the trace twice and must give the same peak and final
  * RSS: the models are deterministic.
+ *
+ * To turn a failing input into a trace file and a command line:
+ *   FUZZ_MODELS_DUMP=DIR build-fuzz/tests/fuzz/fuzz_models INPUT
+ * writes DIR/fuzz.trace (the whole trace, pymalloc's copy as
+ * DIR/fuzz-pymalloc.trace) and DIR/specs.txt (one `allocsim replay` line
+ * per model, with the drawn kernel options).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -33,6 +39,7 @@
 
 #include "engine/engine.h"
 #include "tests/helpers/array_source.h"
+#include "traces/trace_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -348,6 +355,41 @@ static void choose_spec(const model_methods_t *m, bytes_t *b,
   snprintf(spec, len, "%s", m->name);
 }
 
+/* FUZZ_MODELS_DUMP: the trace as text and the replay command lines. */
+static void dump(const char *dir, const gen_t *g, const char *libc,
+                 const sim_kernel_config_t *kcfg,
+                 const model_methods_t *const *models, char specs[][600],
+                 size_t nmodels) {
+  static const char *const names[] = {"fuzz", "fuzz-pymalloc"};
+  for (int v = 0; v < 2; v++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.trace", dir, names[v]);
+    trace_writer_t *w;
+    as_err_t        err = {0};
+    if (trace_writer_open(path, TRACE_FORMAT_TEXT, NULL, &w, &err) != AS_OK)
+      abort();
+    const trace_event_t *ev = scoped(g, v ? "pymalloc" : "");
+    for (size_t i = 0; i < g->n; i++)
+      if (trace_writer_write(w, &ev[i], &err) != AS_OK)
+        abort();
+    if (trace_writer_close(w, &err) != AS_OK)
+      abort();
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/specs.txt", dir);
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    abort();
+  for (size_t i = 0; i < nmodels; i++)
+    fprintf(f,
+            "allocsim replay %s.trace --model '%s' --libc '%s' --page-size "
+            "%" PRIu64 "%s%s\n",
+            strcmp(models[i]->name, "pymalloc") ? "fuzz" : "fuzz-pymalloc",
+            specs[i], libc, kcfg->page_size, kcfg->thp ? " --thp" : "",
+            kcfg->memory_pressure ? " --memory-pressure" : "");
+  fclose(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static gen_t g; /* 40 KB: off the stack */
   bytes_t      b = {data, size};
@@ -371,6 +413,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < nmodels; i++)
     choose_spec(models[i], &b, libc, &kcfg, specs[i], sizeof specs[i]);
   generate(&g, &b);
+  const char *dump_dir = getenv("FUZZ_MODELS_DUMP");
+  if (dump_dir != NULL)
+    dump(dump_dir, &g, libc, &kcfg, models, specs, nmodels);
 
   for (size_t i = 0; i < nmodels; i++) {
     sim_run_result_t a = run_once(&g, models[i], specs[i], libc, &kcfg);

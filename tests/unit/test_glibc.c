@@ -1071,7 +1071,23 @@ static void stack_options(void **state) {
                    AS_OK);
   assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "stack_size"));
+
+  /* Frame pages fit between the guard page and the page below the TCB:
+   * a 64 KiB stack (16 pages) holds 15, since the static TLS (4224 bytes)
+   * reaches into the second page from the top.  16 used to be accepted
+   * and its lowest frame page written on the PROT_NONE guard (found by
+   * tests/fuzz/fuzz_models.c). */
+  assert_int_equal(model_opts_parse("glibc", model_glibc_methods.options,
+                                    "stack_size=64K,thread_stack_pages=16",
+                                    &o, &err),
+                   AS_OK);
+  assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "thread_stack_pages=16"));
   sim_kernel_destroy(k);
+  fx_open(&f, "stack_size=64K,thread_stack_pages=15");
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(stack_rss(&f), 64 * KiB); /* TCB page + 15 frame pages */
+  fx_close(&f);
 }
 
 int main(void) {
