@@ -17,6 +17,7 @@ if(ALLOCSIM_FUZZ)
   endif()
   target_compile_options(allocsim_options INTERFACE
     -fsanitize=fuzzer-no-link,address,undefined
+    -fsanitize-coverage-ignorelist=${PROJECT_SOURCE_DIR}/tests/fuzz/coverage-ignorelist.txt
     -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
   target_link_options(allocsim_options INTERFACE -fsanitize=address,undefined)
 elseif(ALLOCSIM_SANITIZE)

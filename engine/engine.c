@@ -547,10 +547,12 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return model_trim(st->model, ev->size, ev->t_ns, err);
   case TRACE_RSS:
     return emit_sample(st, SIM_SAMPLE_MEASURED, NULL, ev->size, err);
-  case TRACE_PURGE:
-    if (!model_has_purge(st->model))
-      return no_notion(st, src, ev, err);
-    return model_purge(st->model, ev, err);
+  case TRACE_PURGE: {
+    as_status_t rc = model_has_purge(st->model)
+                         ? model_purge(st->model, ev, err)
+                         : AS_DONE;
+    return rc == AS_DONE ? no_notion(st, src, ev, err) : rc;
+  }
   case TRACE_OPTION:
     return dispatch_option(st, src, ev, err);
   case TRACE_TOUCH:

@@ -140,5 +140,5 @@ const model_methods_t model_ideal_methods = {
     .thread  = NULL,
     .trim    = NULL,
     .stats   = ideal_stats,
-    .check      = ideal_check,
+    .check   = ideal_check,
 };

@@ -168,7 +168,9 @@ struct model_methods_s {
 
   /* Optional (may be NULL): a purge event (trace_purge_kind_t in ev->size,
    * arena or TRACE_ALL_ARENAS in ev->id).  NULL: the model has no such
-   * notion; the engine counts the event (an error under --strict). */
+   * notion; the engine counts the event (an error under --strict).  A slot
+   * may return AS_DONE to say the same for this instance (a composition
+   * whose libc child has no purge), with the same effect. */
   as_status_t (*purge)(model_t *m, const trace_event_t *ev, as_err_t *err);
   /* Optional: a run-time option change (mallopt, mallctl write) of the
    * model's own knob name to value.  A knob the model cannot change at run

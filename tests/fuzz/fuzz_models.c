@@ -6,10 +6,15 @@
  * recycled lowest first, frees and reallocs of live objects only, each
  * object freed in the domain it was allocated in, memalign with power-of-two
  * alignments, events only on started threads, and threads 1..7 started and
- * exited in turn.  Sizes run from 0 to 48 MiB, with idles, trims, marks and
- * measured-RSS events between.  So any failure is a bug: a model or the
- * engine refusing a valid trace, a broken invariant, a crash or a sanitizer
- * report.
+ * exited in turn.  Sizes run from 0 to 48 MiB, with idles, trims, marks,
+ * measured-RSS events, purges (all arenas or arena 0), run-time option
+ * changes and touches of live objects' bytes between; half the traces
+ * declare a touch_threshold, so their large allocations are written only
+ * by touches.  An option event names a knob the replaying model changes at
+ * run time (probed once per model: every knob name any registered model
+ * declares, tried on a fresh instance), or becomes a mark for a model that
+ * has none.  So any failure is a bug: a model or the engine refusing a
+ * valid trace, a broken invariant, a crash or a sanitizer report.
  *
  * Every model the registry lists is run (new models are covered the day
  * they are registered), each with an option set drawn from its own option
@@ -17,7 +22,7 @@
  * candidates), on a kernel with a fuzzed page size, THP and memory
  * pressure.  A drawn option set the model refuses (a value out of range)
  * is replaced by the defaults, so every model runs on every input.  At
- * every mark -- one is inserted every MARK_EVERY events -- the target checks:
+ * every mark -- one is inserted every MARK_EVERY (32) events -- the target checks:
  *   - sim_kernel_check_invariants (counters against a recount);
  *   - model_check, the model's own invariant checker when it has one;
  *   - RSS is the sum of its owners' parts and at most the mapped bytes;
@@ -27,9 +32,9 @@
  *
  * To turn a failing input into a trace file and a command line:
  *   FUZZ_MODELS_DUMP=DIR build-fuzz/tests/fuzz/fuzz_models INPUT
- * writes DIR/fuzz.trace (the whole trace, pymalloc's copy as
- * DIR/fuzz-pymalloc.trace) and DIR/specs.txt (one `allocsim replay` line
- * per model, with the drawn kernel options).
+ * writes DIR/MODEL.trace (the trace as that model replays it) and
+ * DIR/specs.txt (one `allocsim replay` line per model, with the drawn
+ * kernel options).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -46,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_EVENTS  512
 #define MAX_LIVE    128 /* ids 0..MAX_LIVE-1 */
 #define MAX_THREADS 8   /* thread 0 always runs */
-#define MARK_EVERY  16
+#define MARK_EVERY  32
 #define MIB         (UINT64_C(1) << 20)
 
 /* ---- Bytes to choices --------------------------------------------------- */
@@ -100,9 +105,15 @@ struct gen_s {
   uint64_t      t;
   bool          live[MAX_LIVE];
   uint8_t       domain[MAX_LIVE];
+  uint64_t      size[MAX_LIVE];
   size_t        nlive;
   bool          running[MAX_THREADS];
+  uint64_t      touch_threshold; /* provenance; 0: none */
 };
+
+/* An option event's knob is chosen per model (scoped): the generator
+ * leaves this label and the choice in id. */
+static const char option_placeholder[] = "?";
 
 static const char *const mark_labels[] = {"m0", "m1", "m2", "m3"};
 
@@ -152,13 +163,36 @@ static void gen_alloc(gen_t *g, bytes_t *b) {
     e.align = UINT64_C(1) << (3 + below(b, 19)); /* 8 B .. 2 MiB */
   g->live[id]   = true;
   g->domain[id] = e.domain;
+  g->size[id]   = e.size;
   g->nlive++;
   emit(g, e);
 }
 
+/* Bytes [offset, offset + length) of a live object, written by the
+ * program (a touch event). */
+static void gen_touch(gen_t *g, bytes_t *b, int id) {
+  uint64_t size = g->size[id];
+  uint64_t off  = below(b, size + 1);
+  emit(g, (trace_event_t){.op     = TRACE_TOUCH,
+                          .id     = (uint64_t)id,
+                          .offset = off,
+                          .size   = below(b, size - off + 1),
+                          .thread = some_thread(g, b)});
+}
+
+static uint64_t option_value(bytes_t *b) {
+  static const int64_t values[] = {0, 1, 2, 16, 64, 128, 4096, 65536,
+                                   131072, 1 << 20, 32 << 20, -1};
+  return (uint64_t)values[below(b, sizeof values / sizeof values[0])];
+}
+
 static void generate(gen_t *g, bytes_t *b) {
+  static const uint64_t thresholds[] = {65536, 1 << 20, 4 << 20};
   memset(g, 0, sizeof *g);
   g->running[0] = true;
+  unsigned th   = byte(b);
+  if (th & 1) /* at least a page (the engine's rule): 64 KiB is any page */
+    g->touch_threshold = thresholds[(th >> 1) % 3];
   while (g->n < MAX_EVENTS - 1 && (b->n > 0 || g->n < 8)) {
     unsigned dt = byte(b);
     g->t += dt < 200 ? dt % 4 : (uint64_t)dt << (dt % 24);
@@ -173,19 +207,35 @@ static void generate(gen_t *g, bytes_t *b) {
                               .id     = (uint64_t)id,
                               .thread = some_thread(g, b),
                               .domain = g->domain[id]});
-    } else if (k < 26 && (id = some_live(g, b)) >= 0) {
+    } else if (k < 25 && (id = some_live(g, b)) >= 0) {
+      g->size[id] = fuzz_size(b);
       emit(g, (trace_event_t){.op     = TRACE_REALLOC,
                               .id     = (uint64_t)id,
-                              .size   = fuzz_size(b),
+                              .size   = g->size[id],
                               .thread = some_thread(g, b),
                               .domain = g->domain[id]});
-    } else if (k < 28) {
+    } else if (k < 27 && (id = some_live(g, b)) >= 0) {
+      gen_touch(g, b, id);
+    } else if (k == 27) {
+      unsigned x = byte(b);
+      if (x & 1)
+        emit(g, (trace_event_t){.op     = TRACE_PURGE,
+                                .size   = (x >> 1) % TRACE_PURGE_COUNT,
+                                .id     = x & 8 ? 0 : TRACE_ALL_ARENAS,
+                                .thread = some_thread(g, b)});
+      else
+        emit(g, (trace_event_t){.op     = TRACE_OPTION,
+                                .label  = option_placeholder,
+                                .id     = byte(b),
+                                .size   = option_value(b),
+                                .thread = some_thread(g, b)});
+    } else if (k < 29) {
       uint32_t t = 1 + (uint32_t)below(b, MAX_THREADS - 1);
       g->running[t] = !g->running[t];
       emit(g, (trace_event_t){.op     = g->running[t] ? TRACE_THREAD_START
                                                       : TRACE_THREAD_EXIT,
                               .thread = t});
-    } else if (k == 28) {
+    } else if (k == 29 && (byte(b) & 1)) {
       emit(g, (trace_event_t){.op     = TRACE_TRIM,
                               .size   = below(b, 1 << 20),
                               .thread = some_thread(g, b)});
@@ -204,25 +254,85 @@ static void generate(gen_t *g, bytes_t *b) {
                                   .label = "end"};
 }
 
-/* The trace as a model whose scope is narrower sees it.  Every full
- * allocator model must take every valid trace; the one exception is the
- * standalone pymalloc model, a building block of the cpython composition,
- * which serves only requests of 1..512 bytes and no memalign (its header:
- * "use the cpython model to route the rest to libc"), so its copy has
- * sizes folded into that range and memaligns as mallocs. */
-static const trace_event_t *scoped(const gen_t *g, const char *model) {
+/* The knob names model m changes at run time: every name any registered
+ * model declares, tried with its default value on a fresh instance of m
+ * (a composition forwards its libc's).  Computed once per model. */
+typedef struct knobs_s knobs_t;
+struct knobs_s {
+  const model_methods_t *m;
+  const char            *name[64];
+  size_t                 n;
+};
+
+static const knobs_t *runtime_knobs(const model_methods_t *m) {
+  static knobs_t cache[16];
+  static size_t  ncache;
+  for (size_t i = 0; i < ncache; i++)
+    if (cache[i].m == m)
+      return &cache[i];
+  if (ncache == sizeof cache / sizeof cache[0])
+    abort();
+  knobs_t *k = &cache[ncache++];
+  k->m       = m;
+  size_t                        nmodels;
+  const model_methods_t *const *all = model_registry(&nmodels);
+  for (size_t i = 0; i < nmodels; i++)
+    for (const model_option_t *o = all[i]->options; o->name != NULL; o++) {
+      char   *end;
+      int64_t v = strtoll(o->default_value, &end, 10);
+      bool    seen = false;
+      for (size_t j = 0; j < k->n; j++)
+        seen = seen || strcmp(k->name[j], o->name) == 0;
+      if (seen || *end != '\0' || k->n == sizeof k->name / sizeof k->name[0])
+        continue;
+      sim_session_t s;
+      as_err_t      err = {0};
+      if (sim_session_open(m->name, NULL, NULL, &s, &err) != AS_OK)
+        abort();
+      if (model_set_option(s.model, o->name, v, 0, &err) == AS_OK)
+        k->name[k->n++] = o->name;
+      sim_session_close(&s);
+    }
+  return k;
+}
+
+/* The trace as model m replays it.  Option events get a knob m changes at
+ * run time (or become marks when it has none).  The standalone pymalloc
+ * model, a building block of the cpython composition, serves only requests
+ * of 1..512 bytes and no memalign (its header: "use the cpython model to
+ * route the rest to libc"), so its copy has sizes folded into that range,
+ * memaligns as mallocs and touches clipped to the folded sizes.  Every
+ * full allocator model must take every valid trace. */
+static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m) {
   static trace_event_t copy[MAX_EVENTS];
-  if (strcmp(model, "pymalloc") != 0)
-    return g->ev;
+  uint64_t             size[MAX_LIVE] = {0};
+  bool                 small  = strcmp(m->name, "pymalloc") == 0;
+  const knobs_t       *knobs  = runtime_knobs(m);
   for (size_t i = 0; i < g->n; i++) {
-    copy[i] = g->ev[i];
+    copy[i]          = g->ev[i];
     trace_event_t *e = &copy[i];
+    if (e->op == TRACE_OPTION) {
+      if (knobs->n == 0)
+        *e = (trace_event_t){.t_ns = e->t_ns, .op = TRACE_MARK,
+                             .label = "option"};
+      else
+        e->label = knobs->name[e->id % knobs->n], e->id = 0;
+      continue;
+    }
+    if (!small)
+      continue;
     if (e->op == TRACE_MEMALIGN) {
       e->op    = TRACE_MALLOC;
       e->align = 0;
     }
-    if (trace_op_is_alloc(e->op) && e->op != TRACE_FREE)
-      e->size = 1 + e->size % 512;
+    if (e->op == TRACE_MALLOC || e->op == TRACE_CALLOC ||
+        e->op == TRACE_REALLOC)
+      e->size = size[e->id] = 1 + e->size % 512;
+    if (e->op == TRACE_TOUCH) {
+      uint64_t max = size[e->id];
+      e->offset    = e->offset > max ? max : e->offset;
+      e->size      = e->size > max - e->offset ? max - e->offset : e->size;
+    }
   }
   return copy;
 }
@@ -327,7 +437,13 @@ static sim_run_result_t run_once(const gen_t *g, const model_methods_t *m,
   check_t             c   = {.s = &s, .spec = spec};
   sim_engine_config_t cfg = {.on_sample = check_at_mark, .user = &c};
   array_source_t      src;
-  array_source_init(&src, scoped(g, m->name), g->n);
+  array_source_init(&src, scoped(g, m), g->n);
+  if (g->touch_threshold != 0) {
+    char v[32];
+    snprintf(v, sizeof v, "%" PRIu64, g->touch_threshold);
+    if (trace_meta_set(&src.base.meta, "touch_threshold", v, &err) != AS_OK)
+      abort();
+  }
   sim_run_result_t res;
   if (sim_engine_run(&cfg, &s, &src.base, &res, &err) != AS_OK)
     fail(&c, "run", err.msg);
@@ -355,38 +471,41 @@ static void choose_spec(const model_methods_t *m, bytes_t *b,
   snprintf(spec, len, "%s", m->name);
 }
 
-/* FUZZ_MODELS_DUMP: the trace as text and the replay command lines. */
+/* FUZZ_MODELS_DUMP: each model's trace as text and its replay line. */
 static void dump(const char *dir, const gen_t *g, const char *libc,
                  const sim_kernel_config_t *kcfg,
                  const model_methods_t *const *models, char specs[][600],
                  size_t nmodels) {
-  static const char *const names[] = {"fuzz", "fuzz-pymalloc"};
-  for (int v = 0; v < 2; v++) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s.trace", dir, names[v]);
-    trace_writer_t *w;
-    as_err_t        err = {0};
-    if (trace_writer_open(path, TRACE_FORMAT_TEXT, NULL, &w, &err) != AS_OK)
-      abort();
-    const trace_event_t *ev = scoped(g, v ? "pymalloc" : "");
-    for (size_t i = 0; i < g->n; i++)
-      if (trace_writer_write(w, &ev[i], &err) != AS_OK)
-        abort();
-    if (trace_writer_close(w, &err) != AS_OK)
-      abort();
-  }
   char path[4200];
   snprintf(path, sizeof path, "%s/specs.txt", dir);
   FILE *f = fopen(path, "w");
   if (f == NULL)
     abort();
-  for (size_t i = 0; i < nmodels; i++)
+  trace_meta_t meta = {0};
+  char         v[32];
+  snprintf(v, sizeof v, "%" PRIu64, g->touch_threshold);
+  if (g->touch_threshold != 0 &&
+      trace_meta_set(&meta, "touch_threshold", v, NULL) != AS_OK)
+    abort();
+  for (size_t i = 0; i < nmodels; i++) {
+    snprintf(path, sizeof path, "%s/%s.trace", dir, models[i]->name);
+    trace_writer_t *w;
+    as_err_t        err = {0};
+    if (trace_writer_open(path, TRACE_FORMAT_TEXT, &meta, &w, &err) != AS_OK)
+      abort();
+    const trace_event_t *ev = scoped(g, models[i]);
+    for (size_t e = 0; e < g->n; e++)
+      if (trace_writer_write(w, &ev[e], &err) != AS_OK)
+        abort();
+    if (trace_writer_close(w, &err) != AS_OK)
+      abort();
     fprintf(f,
             "allocsim replay %s.trace --model '%s' --libc '%s' --page-size "
             "%" PRIu64 "%s%s\n",
-            strcmp(models[i]->name, "pymalloc") ? "fuzz" : "fuzz-pymalloc",
-            specs[i], libc, kcfg->page_size, kcfg->thp ? " --thp" : "",
+            models[i]->name, specs[i], libc, kcfg->page_size,
+            kcfg->thp ? " --thp" : "",
             kcfg->memory_pressure ? " --memory-pressure" : "");
+  }
   fclose(f);
 }
 
