@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/grow.h"
 #include "../sim/host.h"
 #include "../traces/workload.h"
 
@@ -73,6 +74,10 @@ struct engine_state_s {
   uint64_t                   touch_threshold; /* 0: everything written */
   sim_timer_t                sampler;   /* periodic RSS samples */
   uint64_t                   samples; /* emitted so far */
+  uint32_t                  *running;   /* threads started and not exited,
+                                           ascending */
+  size_t                     nrunning;
+  size_t                     running_cap;
   uint64_t                   same_instant_fired;
   uint64_t                   same_instant_ns;
 };
@@ -363,6 +368,54 @@ static as_status_t check_samples(const engine_state_t *st, uint64_t until_ns,
                     every, until_ns, due, st->samples, max);
 }
 
+/* ---- Threads ------------------------------------------------------------ */
+
+/* Index of thread t in st->running, or where it would go. */
+static size_t running_find(const engine_state_t *st, uint32_t t) {
+  size_t lo = 0, hi = st->nrunning;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (st->running[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* thread_start of a thread not running, thread_exit of one that is: a
+ * thread started twice, or ending without having started (thread 0, the
+ * main thread, never does), is a malformed trace.  Only these two events
+ * look at the set, so other events pay nothing for it. */
+static as_status_t dispatch_thread(engine_state_t *st, trace_event_t *ev,
+                                   as_err_t *err) {
+  size_t i       = running_find(st, ev->thread);
+  bool   running = i < st->nrunning && st->running[i] == ev->thread;
+  bool   start   = ev->op == TRACE_THREAD_START;
+  if (start == running || (start && ev->thread == 0))
+    return as_err_set(err, AS_EFORMAT,
+                      start ? "thread_start of thread %" PRIu32 ", which is "
+                              "already running"
+                            : "thread_exit of thread %" PRIu32 ", which is "
+                              "not running (no thread_start before it)",
+                      ev->thread);
+  if (start) {
+    uint32_t *v = as_grow(st->running, &st->running_cap, st->nrunning + 1,
+                          sizeof *v, 16);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for threads");
+    st->running = v;
+    memmove(v + i + 1, v + i, (st->nrunning - i) * sizeof *v);
+    v[i] = ev->thread;
+    st->nrunning++;
+  } else {
+    memmove(st->running + i, st->running + i + 1,
+            (st->nrunning - i - 1) * sizeof *st->running);
+    st->nrunning--;
+  }
+  return model_thread(st->model, ev, err);
+}
+
 /* ---- Dispatch ----------------------------------------------------------- */
 
 /* An allocation the trace's touch events cover (see engine.h). */
@@ -526,7 +579,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return dispatch_realloc(st, src, ev, err);
   case TRACE_THREAD_START:
   case TRACE_THREAD_EXIT:
-    return model_thread(st->model, ev, err);
+    return dispatch_thread(st, ev, err);
   case TRACE_MARK:
     return emit_sample(st, SIM_SAMPLE_MARK, ev->label, 0, err);
   case TRACE_IDLE: {
@@ -733,5 +786,6 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
   free(st.live);
   free(st.big);
+  free(st.running);
   return rc;
 }
