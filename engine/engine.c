@@ -631,11 +631,12 @@ static void locate_error(const engine_state_t *st, const trace_source_t *src,
     return;
   char msg[sizeof err->msg];
   memcpy(msg, err->msg, sizeof msg);
-  snprintf(err->msg, sizeof err->msg,
-           "%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s): %s", src->name,
-           st->res->events, ev->t_ns,
-           trace_op_name(ev->op) ? trace_op_name(ev->op) : "?",
-           msg[0] ? msg : as_status_message(err->code));
+  /* A message that does not fit is cut: the position comes first. */
+  (void)as_format_fits(err->msg, sizeof err->msg,
+                       "%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s): %s",
+                       src->name, st->res->events, ev->t_ns,
+                       trace_op_name(ev->op) ? trace_op_name(ev->op) : "?",
+                       msg[0] ? msg : as_status_message(err->code));
 }
 
 /* AS_ENOMEM if the simulator's own memory is over the bound. */
