@@ -29,12 +29,14 @@
 #include "../sim/grow.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef ALLOCSIM_VERSION
 #error "ALLOCSIM_VERSION must be defined by the build (allocsim_options)"
@@ -466,6 +468,19 @@ static as_status_t set_wal(store_t *s, as_err_t *err) {
   return rc;
 }
 
+as_status_t store_open_existing(const char *path, store_t **out,
+                                as_err_t *err) {
+  *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return as_err_set(err, AS_EIO, "%s: no such store (%s)", path,
+                      strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    return as_err_set(err, AS_EIO, "%s: not a store (%s)", path,
+                      S_ISDIR(sb.st_mode) ? "a directory" : "not a file");
+  return store_open(path, out, err);
+}
+
 as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   assert(path != NULL && out != NULL);
   *out       = NULL;
@@ -504,6 +519,10 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
     goto fail;
   }
   rc = identify(s, &kind, err);
+  /* A newer schema is refused before anything is written (the switch to
+   * WAL below would rewrite the file's header). */
+  if (rc == AS_OK && kind == STORE_FILE_OURS)
+    rc = check_version(s, err);
   store_rollback(s); /* ends the read transaction */
   if (rc != AS_OK)
     goto fail;
@@ -523,8 +542,6 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
     rc = exec_pragma(s, "PRAGMA foreign_keys = ON", err);
   if (rc == AS_OK)
     rc = exec_pragma(s, "PRAGMA synchronous = NORMAL", err);
-  if (rc == AS_OK)
-    rc = check_version(s, err);
   if (rc != AS_OK)
     goto fail;
   *out = s;

@@ -80,6 +80,15 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
+  /* A --db that is not a store is refused before the program runs, not
+   * after it (a missing one is created when the capture is stored). */
+  if (db != NULL && access(db, F_OK) == 0) {
+    store_t *s = NULL;
+    as_err_t e = {0};
+    if (store_open_existing(db, &s, &e) != AS_OK)
+      return cli_fail("capture", &e);
+    store_close(s);
+  }
 
   char default_out[64];
   if (out == NULL) {

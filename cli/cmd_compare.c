@@ -286,7 +286,7 @@ static int compare_main(int argc, char **argv) {
   as_err_t         err = {0};
   store_t         *s = NULL;
   compare_result_t res;
-  if (store_open(db, &s, &err) != AS_OK)
+  if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("compare", &err);
   as_status_t rc = compare_run(s, id, &o, &res, &err);
   store_close(s);
