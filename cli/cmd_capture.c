@@ -182,8 +182,7 @@ const cli_command_t cli_cmd_capture = {
         "where the build put it.  Measured RSS has the library's own resident\n"
         "bytes subtracted.  See docs/capture.md.\n"
         "\n"
-        "exit codes: 0 captured (whatever COMMAND returned), 1 capture "
-        "failed,\n"
-        "2 usage error\n",
+        "The exit code is 0 when the capture worked, whatever COMMAND\n"
+        "returned (its code is printed).\n",
     .run = cmd_capture_main,
 };

@@ -351,8 +351,6 @@ const cli_command_t cli_cmd_compare = {
         "With --layouts N > 1, each mark adds predicted_min_rss_bytes,\n"
         "predicted_max_rss_bytes, layouts and measured_in_range, and\n"
         "by_layout lists each layout's mmap_offset_bytes, offset_bytes,\n"
-        "simulated_run, comparison and errors.\n"
-        "\n"
-        "exit codes: 0 compared, 1 bad run/trace/database, 2 usage error\n",
+        "simulated_run, comparison and errors.\n",
     .run = compare_main,
 };

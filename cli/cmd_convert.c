@@ -96,7 +96,6 @@ const cli_command_t cli_cmd_convert = {
                "text to binary and back reproduces canonical text exactly.\n"
                "A count of events goes to stderr.\n\n"
                "options:\n"
-               "  --format F   text or binary (default: from OUT's name)\n"
-               "\nexit codes: 0 converted, 1 bad input, 2 usage error\n",
+               "  --format F   text or binary (default: from OUT's name)\n",
     .run     = convert_main,
 };

@@ -91,7 +91,6 @@ const cli_command_t cli_cmd_import = {
         "options:\n"
         "  -o, --output OUT  the trace to write\n"
         "  --lenient         skip (and count) frees of unknown addresses,\n"
-        "                    import reallocs of them as mallocs\n"
-        "\nexit codes: 0 imported, 1 bad input, 2 usage error\n",
+        "                    import reallocs of them as mallocs\n",
     .run = import_main,
 };

@@ -40,6 +40,7 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv) {
       break;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(cmd->usage, stdout);
+      fputs(CLI_EXIT_HELP, stdout);
       return true;
     }
   }
@@ -90,10 +91,36 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
   return *value != NULL ? 1 : -1;
 }
 
+/* Shared options that may be given once; bit k of o->given is
+ * once_options[k] (--json and --csv first: bits 0 and 1). */
+static const char *const once_options[] = {
+    "--json",   "--csv",       "--lenient",     "--strict",
+    "--thp",    "--memory-pressure", "--model", "--libc",
+    "--db",     "--page-size", "--settle",      "--max-memory",
+    "--sample-every"};
+
+/* -1 after a usage error if a is a once-only option already given (or
+ * --json with --csv), else 0 (marking it given). */
+static int take_once(cli_sim_opts_t *o, const char *cmd, const char *a) {
+  for (unsigned k = 0; k < sizeof once_options / sizeof once_options[0]; k++) {
+    if (!opt_is(a, once_options[k]))
+      continue;
+    if (o->given & (1u << k))
+      return cli_usage_error(cmd, "%s given twice", once_options[k]), -1;
+    o->given |= 1u << k;
+    break;
+  }
+  if ((o->given & 3u) == 3u)
+    return cli_usage_error(cmd, "--json and --csv exclude each other"), -1;
+  return 0;
+}
+
 int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i) {
   const char *a = argv[*i];
   const char *v;
+  if (take_once(o, cmd, a) < 0)
+    return -1;
   if (strcmp(a, "--json") == 0)
     return o->json = true, 1;
   if (strcmp(a, "--csv") == 0)

@@ -33,8 +33,8 @@ static void print_help(FILE *out) {
                "traces\nagainst models of real allocators.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-  fprintf(out, "\n`allocsim <command> --help` describes each command.\n"
-               "exit codes: 0 success, 1 bad input, 2 usage error\n");
+  fprintf(out, "\n`allocsim <command> --help` describes each command.\n%s",
+          CLI_EXIT_HELP);
 }
 
 /* Every byte a command printed must reach stdout: a full disk or a closed
