@@ -15,6 +15,7 @@
 #include "../analysis/store.h"
 #include "../models/options.h"
 #include "../sim/host.h"
+#include "../traces/trace_io.h"
 
 /* ---- Errors ------------------------------------------------------------- */
 
@@ -444,6 +445,11 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                              .max_samples =
                                  max_samples(o->kernel.max_memory_bytes)};
   rc = sim_engine_run(&cfg, &session, src, &result, &err);
+  if (rc == AS_OK && trace_truncated(src) != NULL)
+    fprintf(stderr,
+            "allocsim %s: warning: %s: %s; replayed the events before it "
+            "(--lenient)\n",
+            cmd, src->name, trace_truncated(src));
   const char *missing;
   if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(src, &missing))
     rc = as_err_set(&err, AS_EINVAL,

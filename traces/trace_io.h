@@ -42,6 +42,16 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
  * before.  A writer on a stream is closed as usual.  NULL is a no-op. */
 void trace_writer_discard(trace_writer_t *w);
 
+/* A binary trace ends with an end record and a trailer (event count and
+ * checksum); one cut short -- at a record boundary, inside a record or in
+ * its trailer -- is an AS_EFORMAT error naming the byte offset.  After
+ * trace_set_lenient(src, true) such a trace is read to its last whole
+ * record instead, and trace_truncated(src) then says why it ended (for a
+ * warning); NULL for a whole trace.  Other sources ignore both: a text
+ * trace ends at its last line. */
+void        trace_set_lenient(trace_source_t *src, bool lenient);
+const char *trace_truncated(const trace_source_t *src);
+
 /* The format a file name implies: .astrace is binary, anything else text. */
 trace_format_t trace_format_from_path(const char *path);
 
