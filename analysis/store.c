@@ -407,6 +407,20 @@ static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
   return store_commit(s, err);
 }
 
+/* The part of check_version that writes nothing: a schema newer than this
+ * allocsim's, refused while the file is still untouched. */
+static as_status_t refuse_newer(store_t *s, as_err_t *err) {
+  int64_t     version = 0;
+  as_status_t rc      = query_int(
+      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
+  if (rc == AS_OK && version > STORE_SCHEMA_VERSION)
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: store schema %" PRId64
+                    " is newer than this allocsim (%d)",
+                    s->path, version, STORE_SCHEMA_VERSION);
+  return rc;
+}
+
 static as_status_t check_version(store_t *s, as_err_t *err) {
   int64_t     version = 0;
   as_status_t rc      = query_int(
@@ -522,7 +536,7 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   /* A newer schema is refused before anything is written (the switch to
    * WAL below would rewrite the file's header). */
   if (rc == AS_OK && kind == STORE_FILE_OURS)
-    rc = check_version(s, err);
+    rc = refuse_newer(s, err);
   store_rollback(s); /* ends the read transaction */
   if (rc != AS_OK)
     goto fail;
@@ -542,6 +556,8 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
     rc = exec_pragma(s, "PRAGMA foreign_keys = ON", err);
   if (rc == AS_OK)
     rc = exec_pragma(s, "PRAGMA synchronous = NORMAL", err);
+  if (rc == AS_OK)
+    rc = check_version(s, err);
   if (rc != AS_OK)
     goto fail;
   *out = s;
