@@ -31,12 +31,14 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef ALLOCSIM_VERSION
 #error "ALLOCSIM_VERSION must be defined by the build (allocsim_options)"
@@ -407,6 +409,36 @@ static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
   return store_commit(s, err);
 }
 
+/* "file:" and path, percent-encoded where a URI needs it, with
+ * ?immutable=1; false if it does not fit. */
+static bool store_uri(const char *path, char *out, size_t len) {
+  size_t used = (size_t)snprintf(out, len, "file:");
+  for (const char *p = path; *p != '\0'; p++) {
+    if (used + 4 >= len)
+      return false;
+    unsigned char c = (unsigned char)*p;
+    if (c == '%' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f)
+      used += (size_t)snprintf(out + used, len - used, "%%%02X", c);
+    else
+      out[used++] = (char)c;
+  }
+  return as_format_fits(out + used, len - used, "?immutable=1");
+}
+
+/* A store that cannot be upgraded (read-only) must already have the
+ * current schema. */
+static as_status_t refuse_older(store_t *s, as_err_t *err) {
+  int64_t     version = 0;
+  as_status_t rc      = query_int(
+      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
+  if (rc == AS_OK && version != STORE_SCHEMA_VERSION)
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: store schema %" PRId64 " needs an upgrade to %d, "
+                    "but the file may not be written",
+                    s->path, version, STORE_SCHEMA_VERSION);
+  return rc;
+}
+
 /* The part of check_version that writes nothing: a schema newer than this
  * allocsim's, refused while the file is still untouched. */
 static as_status_t refuse_newer(store_t *s, as_err_t *err) {
@@ -512,10 +544,21 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   memcpy(s->path, path, n);
 
   as_status_t rc;
+  /* A store we may not write (read-only, or immutable even to root) is
+   * opened read-only and immutable: readers work, writers fail naming it,
+   * and SQLite leaves no -wal and -shm files beside it (a WAL database
+   * opened any other way would). */
+  bool readonly = access(path, F_OK) == 0 && access(path, W_OK) != 0;
+  char uri[PATH_MAX * 3 + 32];
+  if (readonly && !store_uri(path, uri, sizeof uri)) {
+    rc = as_err_set(err, AS_ESTORE, "%s: path too long", path);
+    goto fail;
+  }
   /* NOMUTEX: a store_t is used by one thread at a time (parallel writers
    * each open their own), so SQLite's per-call mutex is pure cost. */
-  if (sqlite3_open_v2(path, &s->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+  if (sqlite3_open_v2(readonly ? uri : path, &s->db,
+                      (readonly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                                : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                           SQLITE_OPEN_NOMUTEX,
                       NULL) != SQLITE_OK) {
     rc = s->db != NULL ? db_fail(s, err, NULL)
@@ -543,6 +586,19 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   if (kind == STORE_FILE_FOREIGN) {
     rc = not_ours(s, err);
     goto fail;
+  }
+  if (readonly) {
+    /* Nothing may change: no schema, no WAL switch, no upgrade. */
+    if (kind == STORE_FILE_EMPTY)
+      rc = as_err_set(err, AS_ESTORE,
+                      "%s: cannot make a store of a file we may not write",
+                      path);
+    else
+      rc = refuse_older(s, err);
+    if (rc != AS_OK)
+      goto fail;
+    *out = s;
+    return AS_OK;
   }
   /* Only now that the file is ours (or empty) may we change it.  The schema
    * is created first (in the default journal mode, under the write lock),
