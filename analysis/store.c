@@ -425,13 +425,25 @@ static bool store_uri(const char *path, char *out, size_t len) {
   return as_format_fits(out + used, len - used, "?immutable=1");
 }
 
-/* A store that cannot be upgraded (read-only) must already have the
- * current schema. */
-static as_status_t refuse_older(store_t *s, as_err_t *err) {
-  int64_t     version = 0;
-  as_status_t rc      = query_int(
-      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
-  if (rc == AS_OK && version != STORE_SCHEMA_VERSION)
+static as_status_t schema_version(store_t *s, int64_t *version,
+                                  as_err_t *err) {
+  *version = 0;
+  return query_int(s, "SELECT coalesce(max(version), 0) FROM schema_version",
+                   version, err);
+}
+
+/* The checks that write nothing, made while the file is still untouched: a
+ * schema newer than this allocsim's is refused, and so is, in a store we
+ * may not write (readonly), one that would need an upgrade. */
+static as_status_t refuse_version(store_t *s, bool readonly, as_err_t *err) {
+  int64_t     version;
+  as_status_t rc = schema_version(s, &version, err);
+  if (rc == AS_OK && version > STORE_SCHEMA_VERSION)
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: store schema %" PRId64
+                    " is newer than this allocsim (%d)",
+                    s->path, version, STORE_SCHEMA_VERSION);
+  else if (rc == AS_OK && readonly && version != STORE_SCHEMA_VERSION)
     rc = as_err_set(err, AS_ESTORE,
                     "%s: store schema %" PRId64 " needs an upgrade to %d, "
                     "but the file may not be written",
@@ -439,24 +451,9 @@ static as_status_t refuse_older(store_t *s, as_err_t *err) {
   return rc;
 }
 
-/* The part of check_version that writes nothing: a schema newer than this
- * allocsim's, refused while the file is still untouched. */
-static as_status_t refuse_newer(store_t *s, as_err_t *err) {
-  int64_t     version = 0;
-  as_status_t rc      = query_int(
-      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
-  if (rc == AS_OK && version > STORE_SCHEMA_VERSION)
-    rc = as_err_set(err, AS_ESTORE,
-                    "%s: store schema %" PRId64
-                    " is newer than this allocsim (%d)",
-                    s->path, version, STORE_SCHEMA_VERSION);
-  return rc;
-}
-
 static as_status_t check_version(store_t *s, as_err_t *err) {
-  int64_t     version = 0;
-  as_status_t rc      = query_int(
-      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
+  int64_t     version;
+  as_status_t rc = schema_version(s, &version, err);
   if (rc != AS_OK)
     return rc;
   if (version == 1) {
@@ -579,7 +576,7 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   /* A newer schema is refused before anything is written (the switch to
    * WAL below would rewrite the file's header). */
   if (rc == AS_OK && kind == STORE_FILE_OURS)
-    rc = refuse_newer(s, err);
+    rc = refuse_version(s, readonly, err);
   store_rollback(s); /* ends the read transaction */
   if (rc != AS_OK)
     goto fail;
@@ -589,14 +586,12 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   }
   if (readonly) {
     /* Nothing may change: no schema, no WAL switch, no upgrade. */
-    if (kind == STORE_FILE_EMPTY)
+    if (kind == STORE_FILE_EMPTY) {
       rc = as_err_set(err, AS_ESTORE,
                       "%s: cannot make a store of a file we may not write",
                       path);
-    else
-      rc = refuse_older(s, err);
-    if (rc != AS_OK)
       goto fail;
+    }
     *out = s;
     return AS_OK;
   }

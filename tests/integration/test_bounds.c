@@ -17,21 +17,19 @@
 #include <cmocka.h>
 
 #include "../helpers/run_cli.h"
+#include "../helpers/scratch.h"
 
 static char dir[64];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/allocsim-test-bounds-XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  scratch_make(dir, sizeof dir, "bounds");
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  scratch_remove(dir);
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../helpers/run_cli.h"
+#include "../helpers/scratch.h"
 
 #define EXAMPLE ALLOCSIM_SOURCE_DIR "/data/example.trace"
 #define MTRACE_UNMATCHED ALLOCSIM_SOURCE_DIR "/tests/data/mtrace_unmatched.log"
@@ -31,17 +32,14 @@ struct fixture_s {
 static int setup(void **state) {
   fixture_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
-  snprintf(f->dir, sizeof f->dir, "/tmp/allocsim-test-outputs-XXXXXX");
-  assert_non_null(mkdtemp(f->dir));
+  scratch_make(f->dir, sizeof f->dir, "outputs");
   *state = f;
   return 0;
 }
 
 static int teardown(void **state) {
   fixture_t *f = *state;
-  char       cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-  assert_int_equal(system(cmd), 0);
+  scratch_remove(f->dir);
   free(f);
   return 0;
 }
@@ -62,16 +60,8 @@ static void path_in(const fixture_t *f, const char *name, char *buf,
   snprintf(buf, len, "%s/%s", f->dir, name);
 }
 
-/* Number of directory entries (besides . and ..) in f->dir. */
 static int entries(const fixture_t *f) {
-  DIR *d = opendir(f->dir);
-  assert_non_null(d);
-  int            n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-  closedir(d);
-  return n;
+  return scratch_entries(f->dir);
 }
 
 /* A trace whose second event has a misspelt op: fails on line 3. */

@@ -16,21 +16,19 @@
 #include <cmocka.h>
 
 #include "sim/atomic_file.h"
+#include "tests/helpers/scratch.h"
 
 static char dir[64];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/allocsim-test-atomic-XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  scratch_make(dir, sizeof dir, "atomic");
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  scratch_remove(dir);
   return 0;
 }
 
@@ -44,14 +42,7 @@ static void read_all(const char *path, char *buf, size_t len) {
 }
 
 static int entries(void) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int            n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-  closedir(d);
-  return n;
+  return scratch_entries(dir);
 }
 
 static void target_changes_only_on_commit(void **state) {
