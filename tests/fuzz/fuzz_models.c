@@ -169,14 +169,17 @@ static void gen_alloc(gen_t *g, bytes_t *b) {
 }
 
 /* Bytes [offset, offset + length) of a live object, written by the
- * program (a touch event). */
+ * program (a touch event): length at least 1 (the formats' rule), so only
+ * objects of at least one byte are touched. */
 static void gen_touch(gen_t *g, bytes_t *b, int id) {
   uint64_t size = g->size[id];
-  uint64_t off  = below(b, size + 1);
+  if (size == 0)
+    return;
+  uint64_t off = below(b, size);
   emit(g, (trace_event_t){.op     = TRACE_TOUCH,
                           .id     = (uint64_t)id,
                           .offset = off,
-                          .size   = below(b, size - off + 1),
+                          .size   = 1 + below(b, size - off),
                           .thread = some_thread(g, b)});
 }
 
@@ -329,8 +332,8 @@ static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m) {
         e->op == TRACE_REALLOC)
       e->size = size[e->id] = 1 + e->size % 512;
     if (e->op == TRACE_TOUCH) {
-      uint64_t max = size[e->id];
-      e->offset    = e->offset > max ? max : e->offset;
+      uint64_t max = size[e->id]; /* >= 1 */
+      e->offset    = e->offset >= max ? max - 1 : e->offset;
       e->size      = e->size > max - e->offset ? max - e->offset : e->size;
     }
   }
