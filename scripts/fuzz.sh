@@ -42,6 +42,25 @@ seed() {
       done ;;
     fuzz_import_mtrace)
       cp tests/data/mtrace_*.log "$dir"/ ;;
+    fuzz_import_heaptrack)
+      # The compressed files, and their text where the tools exist.
+      for f in tests/data/heaptrack/*.zst tests/data/heaptrack/*.gz; do
+        cp "$f" "$dir"/
+        case "$f" in
+          *.zst) tool=zstd ;;
+          *) tool=gzip ;;
+        esac
+        if command -v "$tool" >/dev/null; then
+          "$tool" -dc "$f" >"$dir/$(basename "$f").txt"
+        fi
+      done ;;
+    fuzz_import_malloclab)
+      # One small request file in each layout the importer reads (2002: heap
+      # hint, ids, ops, weight; Autolab: weight, ids, ops, ignore-ranges).
+      printf '20000\n3\n6\n1\na 0 2040\na 1 2040\nf 1\na 2 48\nr 0 4072\nf 0\n' \
+        >"$dir/2002.rep"
+      printf '0 4 8 0\nf -1\nr 0 10\nr 0 0\nf 0\na 1 100\na 1 200\na 3 16\nr 2 5\n' \
+        >"$dir/autolab.rep" ;;
   esac
 }
 
