@@ -78,8 +78,12 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
   if (rc != AS_OK)
     return rc;
   rc = methods->create(&opts, ctx, out, err);
+  /* create() refuses option values it cannot take (AS_EINVAL): a bad
+   * option on the command line, so a usage error like an unknown knob. */
+  if (rc == AS_EINVAL && err != NULL)
+    err->code = AS_EUSAGE;
   if (rc != AS_OK)
-    return rc;
+    return rc == AS_EINVAL ? AS_EUSAGE : rc;
   (*out)->methods = methods;
   /* A model may store effective values itself (mimalloc's defaults differ
    * by version); otherwise the parsed options are its provenance. */
