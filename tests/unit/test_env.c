@@ -119,6 +119,27 @@ static void a_runs_own_spec_provenance_wins(void **state) {
   assert_string_equal(libc, "glibc"); /* "glibc 2.36" is not a spec */
 }
 
+/* The oracle's musl replayer records libc=musl: a C program's model is its
+ * libc, so musl predicts it, not the environment's glibc; a Python run
+ * keeps cpython over that libc. */
+static void a_c_programs_provenance_libc_is_its_model(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     c   = {{"libc", NULL}, {"musl", NULL}};
+  assert_int_equal(record_run_specs(kv_get, &c, model, sizeof model, libc,
+                                    sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "musl");
+  assert_string_equal(libc, "musl");
+  kv_t py = {{"python", "libc", NULL}, {"3.11.2", "musl", NULL}};
+  assert_int_equal(record_run_specs(kv_get, &py, model, sizeof model, libc,
+                                    sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(libc, "musl");
+  assert_non_null(strstr(model, "cpython"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(glibc_knobs_come_from_env_aliases_and_tunables),
@@ -127,6 +148,7 @@ int main(void) {
       cmocka_unit_test(a_python_run_is_cpython_of_its_version),
       cmocka_unit_test(an_unmodelled_preloaded_allocator_is_an_error),
       cmocka_unit_test(a_runs_own_spec_provenance_wins),
+      cmocka_unit_test(a_c_programs_provenance_libc_is_its_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

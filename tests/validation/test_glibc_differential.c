@@ -65,16 +65,7 @@
 #include "models/glibc.h"
 #include "sim/kernel.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DIFF_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DIFF_ASAN 1
-#endif
-#endif
-#ifndef DIFF_ASAN
-#define DIFF_ASAN 0
-#endif
+#include "../helpers/asan.h"
 
 #define CHILD_ENV "ALLOCSIM_GLIBC_DIFF_CHILD"
 

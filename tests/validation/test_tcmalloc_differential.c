@@ -54,16 +54,7 @@
 #include "seq_gen.h"
 #include "sim/kernel.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DIFF_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DIFF_ASAN 1
-#endif
-#endif
-#ifndef DIFF_ASAN
-#define DIFF_ASAN 0
-#endif
+#include "../helpers/asan.h"
 
 #define CHILD_ENV "ALLOCSIM_TCMALLOC_DIFF_CHILD"
 #define TCMALLOC_LIB "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
