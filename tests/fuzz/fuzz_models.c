@@ -257,45 +257,67 @@ static void generate(gen_t *g, bytes_t *b) {
                                   .label = "end"};
 }
 
-/* The knob names model m changes at run time: every name any registered
- * model declares, tried with its default value on a fresh instance of m
- * (a composition forwards its libc's).  Computed once per model. */
+/* The knob names a model changes at run time: its own options and, for a
+ * composition, its libc's, each tried with its default value on a session
+ * of the spec (the version decides which spellings exist).  A refusal may
+ * leave a model failed, so the session is opened again after one.
+ * Computed once per spec and libc, the last few kept. */
 typedef struct knobs_s knobs_t;
 struct knobs_s {
-  const model_methods_t *m;
-  const char            *name[64];
-  size_t                 n;
+  char        key[1216]; /* spec, a newline, libc */
+  const char *name[64];
+  size_t      n;
 };
 
-static const knobs_t *runtime_knobs(const model_methods_t *m) {
-  static knobs_t cache[16];
-  static size_t  ncache;
-  for (size_t i = 0; i < ncache; i++)
-    if (cache[i].m == m)
-      return &cache[i];
-  if (ncache == sizeof cache / sizeof cache[0])
-    abort();
-  knobs_t *k = &cache[ncache++];
-  k->m       = m;
-  size_t                        nmodels;
-  const model_methods_t *const *all = model_registry(&nmodels);
-  for (size_t i = 0; i < nmodels; i++)
-    for (const model_option_t *o = all[i]->options; o->name != NULL; o++) {
-      char   *end;
-      int64_t v = strtoll(o->default_value, &end, 10);
-      bool    seen = false;
-      for (size_t j = 0; j < k->n; j++)
-        seen = seen || strcmp(k->name[j], o->name) == 0;
-      if (seen || *end != '\0' || k->n == sizeof k->name / sizeof k->name[0])
-        continue;
-      sim_session_t s;
-      as_err_t      err = {0};
-      if (sim_session_open(m->name, NULL, NULL, &s, &err) != AS_OK)
-        abort();
-      if (model_set_option(s.model, o->name, v, 0, &err) == AS_OK)
-        k->name[k->n++] = o->name;
-      sim_session_close(&s);
+static void open_or_abort(const char *spec, const char *libc,
+                          const sim_kernel_config_t *kcfg, sim_session_t *s) {
+  as_err_t err = {0};
+  if (sim_session_open(spec, libc, kcfg, s, &err) != AS_OK)
+    abort(); /* only called with specs that opened before */
+}
+
+/* Adds the rows of opts that s's model changes at run time to k. */
+static void try_knobs(knobs_t *k, const model_option_t *opts,
+                      const char *spec, const char *libc,
+                      const sim_kernel_config_t *kcfg, sim_session_t *s) {
+  for (const model_option_t *o = opts; o->name != NULL; o++) {
+    char   *end;
+    int64_t v = strtoll(o->default_value, &end, 10);
+    if (*end != '\0' || k->n == sizeof k->name / sizeof k->name[0])
+      continue;
+    as_err_t err = {0};
+    if (model_set_option(s->model, o->name, v, 0, &err) == AS_OK) {
+      k->name[k->n++] = o->name;
+    } else {
+      sim_session_close(s);
+      open_or_abort(spec, libc, kcfg, s);
     }
+  }
+}
+
+static const knobs_t *runtime_knobs(const model_methods_t *m,
+                                    const char *spec, const char *libc,
+                                    const sim_kernel_config_t *kcfg) {
+  static knobs_t cache[8];
+  static size_t  next;
+  char           key[sizeof cache[0].key];
+  snprintf(key, sizeof key, "%s\n%s", spec, libc ? libc : "");
+  for (size_t i = 0; i < sizeof cache / sizeof cache[0]; i++)
+    if (strcmp(cache[i].key, key) == 0)
+      return &cache[i];
+  knobs_t *k = &cache[next++ % (sizeof cache / sizeof cache[0])];
+  memcpy(k->key, key, sizeof key);
+  k->n = 0;
+  sim_session_t s;
+  open_or_abort(spec, libc, kcfg, &s);
+  try_knobs(k, m->options, spec, libc, kcfg, &s);
+  if (m->composition) {
+    char name[64];
+    snprintf(name, sizeof name, "%s", libc ? libc : model_default_libc());
+    name[strcspn(name, ":")] = '\0';
+    try_knobs(k, model_find(name)->options, spec, libc, kcfg, &s);
+  }
+  sim_session_close(&s);
   return k;
 }
 
@@ -306,11 +328,13 @@ static const knobs_t *runtime_knobs(const model_methods_t *m) {
  * route the rest to libc"), so its copy has sizes folded into that range,
  * memaligns as mallocs and touches clipped to the folded sizes.  Every
  * full allocator model must take every valid trace. */
-static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m) {
+static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
+                                   const char *spec, const char *libc,
+                                   const sim_kernel_config_t *kcfg) {
   static trace_event_t copy[MAX_EVENTS];
   uint64_t             size[MAX_LIVE] = {0};
   bool                 small  = strcmp(m->name, "pymalloc") == 0;
-  const knobs_t       *knobs  = runtime_knobs(m);
+  const knobs_t       *knobs  = runtime_knobs(m, spec, libc, kcfg);
   for (size_t i = 0; i < g->n; i++) {
     copy[i]          = g->ev[i];
     trace_event_t *e = &copy[i];
@@ -440,7 +464,7 @@ static sim_run_result_t run_once(const gen_t *g, const model_methods_t *m,
   check_t             c   = {.s = &s, .spec = spec};
   sim_engine_config_t cfg = {.on_sample = check_at_mark, .user = &c};
   array_source_t      src;
-  array_source_init(&src, scoped(g, m), g->n);
+  array_source_init(&src, scoped(g, m, spec, libc, kcfg), g->n);
   if (g->touch_threshold != 0) {
     char v[32];
     snprintf(v, sizeof v, "%" PRIu64, g->touch_threshold);
@@ -496,7 +520,7 @@ static void dump(const char *dir, const gen_t *g, const char *libc,
     as_err_t        err = {0};
     if (trace_writer_open(path, TRACE_FORMAT_TEXT, &meta, &w, &err) != AS_OK)
       abort();
-    const trace_event_t *ev = scoped(g, models[i]);
+    const trace_event_t *ev = scoped(g, models[i], specs[i], libc, kcfg);
     for (size_t e = 0; e < g->n; e++)
       if (trace_writer_write(w, &ev[e], &err) != AS_OK)
         abort();
