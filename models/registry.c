@@ -14,6 +14,9 @@ extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
 extern const model_methods_t model_mimalloc_methods;
+extern const model_methods_t model_tcmalloc_methods;
+extern const model_methods_t model_musl_methods;
+extern const model_methods_t model_libmalloc_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
@@ -21,6 +24,9 @@ static const model_methods_t *const registry[] = {
     &model_pymalloc_methods,
     &model_cpython_methods,
     &model_mimalloc_methods,
+    &model_tcmalloc_methods,
+    &model_musl_methods,
+    &model_libmalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {

@@ -49,7 +49,9 @@ typedef uint64_t sim_addr_t;
   X(MIMALLOC, "mimalloc")                                                      \
   X(IDEAL, "ideal")         /* the ideal model's packed heap */                \
   X(METADATA, "metadata")   /* allocator bookkeeping outside the above */   \
-  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */
+  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */    \
+  X(TCMALLOC, "tcmalloc")   /* gperftools page heap mapped with mmap */       \
+  X(MUSL, "musl")           /* musl mallocng groups and mapped chunks */
 
 typedef enum sim_owner_e {
 #define SIM_OWNER_ENUM(name, str) SIM_OWNER_##name,
