@@ -819,16 +819,11 @@ static as_status_t write_output(const char *path, const char *workload,
   }
   if (rc == AS_DONE)
     rc = out_rss(&x, t, r->final_rss_bytes, r->final_gross_bytes, err);
-  if (x.w != NULL) {
-    as_err_t    cerr = {0};
-    as_status_t crc = trace_writer_close(x.w, &cerr);
-    if (rc == AS_OK && crc != AS_OK) {
-      rc = crc;
-      *err = cerr;
-    }
-    if (rc != AS_OK)
-      remove(o->out_path);
-  }
+  /* A failure keeps what out_path held before (trace_writer_discard). */
+  if (x.w != NULL && rc == AS_OK)
+    rc = trace_writer_close(x.w, err);
+  else if (x.w != NULL)
+    trace_writer_discard(x.w);
   free(w.live);
   trace_source_close(src);
   return rc;
