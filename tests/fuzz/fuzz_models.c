@@ -266,7 +266,8 @@ static void generate(gen_t *g, bytes_t *b) {
  * composition, its libc's, each tried with its default value on a session
  * of the spec (the version decides which spellings exist).  A refusal may
  * leave a model failed, so the session is opened again after one.
- * Computed once per spec and libc, the last few kept. */
+ * Computed once per model and version (its own and its libc's), the last
+ * few kept. */
 typedef struct knobs_s knobs_t;
 struct knobs_s {
   char        key[1216]; /* spec, a newline, libc */
@@ -300,13 +301,25 @@ static void try_knobs(knobs_t *k, const model_option_t *opts,
   }
 }
 
+/* The version=V option of spec ("" if none): which spellings a model
+ * changes at run time depends on it alone, so the knobs are kept by it. */
+static const char *version_of(const char *spec, char *buf, size_t len) {
+  const char *v = strstr(spec, "version=");
+  size_t      n = v == NULL ? 0 : strcspn(v, ",");
+  snprintf(buf, len, "%.*s", (int)n, v == NULL ? "" : v);
+  return buf;
+}
+
 static const knobs_t *runtime_knobs(const model_methods_t *m,
                                     const char *spec, const char *libc,
                                     const sim_kernel_config_t *kcfg) {
-  static knobs_t cache[8];
+  static knobs_t cache[32];
   static size_t  next;
   char           key[sizeof cache[0].key];
-  snprintf(key, sizeof key, "%s\n%s", spec, libc ? libc : "");
+  char           mine[64], theirs[64];
+  snprintf(key, sizeof key, "%s %s\n%s", m->name,
+           version_of(spec, mine, sizeof mine),
+           version_of(libc ? libc : "", theirs, sizeof theirs));
   for (size_t i = 0; i < sizeof cache / sizeof cache[0]; i++)
     if (strcmp(cache[i].key, key) == 0)
       return &cache[i];
