@@ -231,10 +231,19 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     set_op(op, ORACLE_OP_MARK, ev, 0, 0);
     op->id = w->marks++;
     break;
-  case TRACE_IDLE:
-    set_op(op, ORACLE_OP_IDLE, ev,
-           (uint64_t)((double)ev->size * w->idle_scale), ev->size);
+  case TRACE_IDLE: {
+    /* A sleep of 2^64 ns or more (an idle near the clock's end times
+     * --idle-scale) has no uint64_t; converting it would be undefined. */
+    double sleep_ns = (double)ev->size * w->idle_scale;
+    if (sleep_ns >= 18446744073709551616.0)
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: event %" PRIu64 ": an idle of %" PRIu64
+                        " ns times --idle-scale %g does not fit a 64-bit "
+                        "clock",
+                        w->name, w->events, ev->size, w->idle_scale);
+    set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)sleep_ns, ev->size);
     break;
+  }
   case TRACE_TRIM:
     set_op(op, ORACLE_OP_TRIM, ev, ev->size, 0);
     break;
