@@ -231,10 +231,19 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     set_op(op, ORACLE_OP_MARK, ev, 0, 0);
     op->id = w->marks++;
     break;
-  case TRACE_IDLE:
-    set_op(op, ORACLE_OP_IDLE, ev,
-           (uint64_t)((double)ev->size * w->idle_scale), ev->size);
+  case TRACE_IDLE: {
+    /* A sleep of 2^64 ns or more (an idle near the clock's end times
+     * --idle-scale) has no uint64_t; converting it would be undefined. */
+    double sleep_ns = (double)ev->size * w->idle_scale;
+    if (sleep_ns >= 18446744073709551616.0)
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: event %" PRIu64 ": an idle of %" PRIu64
+                        " ns times --idle-scale %g does not fit a 64-bit "
+                        "clock",
+                        w->name, w->events, ev->size, w->idle_scale);
+    set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)sleep_ns, ev->size);
     break;
+  }
   case TRACE_TRIM:
     set_op(op, ORACLE_OP_TRIM, ev, ev->size, 0);
     break;
@@ -819,16 +828,11 @@ static as_status_t write_output(const char *path, const char *workload,
   }
   if (rc == AS_DONE)
     rc = out_rss(&x, t, r->final_rss_bytes, r->final_gross_bytes, err);
-  if (x.w != NULL) {
-    as_err_t    cerr = {0};
-    as_status_t crc = trace_writer_close(x.w, &cerr);
-    if (rc == AS_OK && crc != AS_OK) {
-      rc = crc;
-      *err = cerr;
-    }
-    if (rc != AS_OK)
-      remove(o->out_path);
-  }
+  /* A failure keeps what out_path held before (trace_writer_discard). */
+  if (x.w != NULL && rc == AS_OK)
+    rc = trace_writer_close(x.w, err);
+  else if (x.w != NULL)
+    trace_writer_discard(x.w);
   free(w.live);
   trace_source_close(src);
   return rc;

@@ -524,6 +524,40 @@ as_status_t store_open_existing(const char *path, store_t **out,
   return store_open(path, out, err);
 }
 
+as_status_t store_check_writable(const char *path, as_err_t *err) {
+  if (access(path, F_OK) == 0) {
+    store_t    *s;
+    as_status_t rc = store_open_existing(path, &s, err);
+    if (rc == AS_OK)
+      store_close(s);
+    return rc;
+  }
+  char        dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+             path);
+  if (access(dir, W_OK | X_OK) != 0)
+    return as_err_set(err, AS_EIO, "%s: cannot create the store: %s: %s",
+                      path, dir, strerror(errno));
+  return AS_OK;
+}
+
+void store_discard_new(const char *path, bool created_by_us) {
+  static const char *const sidecars[] = {"", "-journal", "-wal", "-shm"};
+  if (!created_by_us)
+    return;
+  for (size_t i = 0; i < sizeof sidecars / sizeof *sidecars; i++) {
+    char        p[PATH_MAX];
+    struct stat sb;
+    if (snprintf(p, sizeof p, "%s%s", path, sidecars[i]) < (int)sizeof p &&
+        lstat(p, &sb) == 0 && S_ISREG(sb.st_mode))
+      unlink(p);
+  }
+}
+
 as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   assert(path != NULL && out != NULL);
   *out       = NULL;

@@ -56,8 +56,10 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 /* If argv[*i] is the option name, as "--name VALUE" or "--name=VALUE",
  * sets *value, advances *i past it and returns 1; returns 0 for any other
  * argument, and -1 after printing a usage error when the value is
- * missing.  Every subcommand parses its valued options through this, so
- * both spellings work everywhere. */
+ * missing or the option was given before (all but --vary, --insert,
+ * --assume-trim-at and --env, which add an item each time).  Every
+ * subcommand parses its valued options through this, so both spellings
+ * work everywhere. */
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value);
 

@@ -80,15 +80,13 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
-  /* A --db that is not a store is refused before the program runs, not
-   * after it (a missing one is created when the capture is stored). */
-  if (db != NULL && access(db, F_OK) == 0) {
-    store_t *s = NULL;
-    as_err_t e = {0};
-    if (store_open_existing(db, &s, &e) != AS_OK)
-      return cli_fail("capture", &e);
-    store_close(s);
-  }
+  /* A --db that is not a store, or cannot be created, is refused before
+   * the program runs, not after it (a missing one is created when the
+   * capture is stored). */
+  as_err_t db_err = {0};
+  bool     db_existed = db != NULL && access(db, F_OK) == 0;
+  if (db != NULL && store_check_writable(db, &db_err) != AS_OK)
+    return cli_fail("capture", &db_err);
 
   char default_out[64];
   if (out == NULL) {
@@ -142,6 +140,9 @@ static int cmd_capture_main(int argc, char **argv) {
         record_trace_file(s, out, cli_command_line(argc, argv), extra,
                           sizeof extra / sizeof extra[0], &info,
                           &err) != AS_OK) {
+      store_close(s);
+      s = NULL;
+      store_discard_new(db, !db_existed);
       rc = cli_fail("capture", &err);
     } else {
       printf("stored as measured run %" PRId64 " in %s (%" PRIu64

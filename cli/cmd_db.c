@@ -25,8 +25,11 @@ static int db_merge(int argc, char **argv) {
     }
   }
   store_t *s;
-  if (store_open(out, &s, &err) != AS_OK)
+  bool     existed = access(out, F_OK) == 0;
+  if (store_open(out, &s, &err) != AS_OK) {
+    store_discard_new(out, !existed);
     return cli_fail("db", &err);
+  }
   int code = CLI_EXIT_OK;
   for (int i = 3; i < argc && code == CLI_EXIT_OK; i++) {
     store_merge_stats_t st;
@@ -38,6 +41,11 @@ static int db_merge(int argc, char **argv) {
              argv[i], st.runs, st.sweeps, st.points);
   }
   store_close(s);
+  /* A new OUT is kept only whole: each IN merges in its own transaction,
+   * so a failed IN leaves an existing OUT with the INs before it (merging
+   * them again adds nothing), and a new one not at all. */
+  if (code != CLI_EXIT_OK)
+    store_discard_new(out, !existed);
   return code;
 }
 

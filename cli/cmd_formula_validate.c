@@ -144,7 +144,9 @@ int formula_validate_main(int argc, char **argv) {
                                      &v)) != 0) {
       char         *end;
       unsigned long n = took < 0 ? 0 : strtoul(v, &end, 10);
-      if (took < 0 || *v == '-' || *end || n < 1 || n > 4)
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (*v == '-' || *end || n < 1 || n > 4)
         return cli_usage_error("formula", "--layouts expects 1 to 4");
       layouts = (unsigned)n;
     } else

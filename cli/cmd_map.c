@@ -110,17 +110,23 @@ static int map_main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("map", argc, argv, &i, "--cells", &v))) {
       uint64_t n;
-      if (took < 0 || as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK ||
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK ||
           n < 8 || n > HEAPMAP_MAX_CELLS)
         return cli_usage_error("map", "--cells expects 8 to %d",
                                HEAPMAP_MAX_CELLS);
       j.ncells = n;
     } else if ((took = cli_opt_value("map", argc, argv, &i, "--rows", &v))) {
-      if (took < 0 || as_parse_number(v, strlen(v), NULL, &rows) != AS_NUM_OK)
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (as_parse_number(v, strlen(v), NULL, &rows) != AS_NUM_OK)
         return cli_usage_error("map", "--rows expects a number");
     } else if ((took = cli_opt_value("map", argc, argv, &i, "--page-size",
                                      &v))) {
-      if (took < 0 || !as_parse_page_size(v, &o.kernel.page_size))
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (!as_parse_page_size(v, &o.kernel.page_size))
         return cli_usage_error("map", "--page-size expects 4096, 16384 or "
                                       "65536");
     } else if (strcmp(a, "--json") == 0) {

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../analysis/record.h"
 #include "../analysis/store.h"
@@ -39,13 +40,18 @@ static int record_run(int argc, char **argv) {
   as_err_t      err = {0};
   store_t      *s = NULL;
   record_info_t info;
-  if (store_open(db, &s, &err) != AS_OK)
+  bool existed = access(db, F_OK) == 0;
+  if (store_open(db, &s, &err) != AS_OK) {
+    store_discard_new(db, !existed);
     return cli_fail("record", &err);
+  }
   as_status_t rc = record_trace_file(s, file, cli_command_line(argc, argv),
                                      NULL, 0, &info, &err);
   store_close(s);
-  if (rc != AS_OK)
+  if (rc != AS_OK) {
+    store_discard_new(db, !existed); /* a failure leaves no new store */
     return cli_fail("record", &err);
+  }
   if (json) {
     printf("{\"run\": %" PRId64 ", \"events\": %" PRIu64
            ", \"alloc_events\": %" PRIu64 ", \"marks\": %" PRIu64

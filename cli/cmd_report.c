@@ -70,11 +70,15 @@ static int report_main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("report", argc, argv, &i, "--settle",
                                      &v))) {
-      if (took < 0 || !as_parse_duration_ns(v, &o.settle_ns))
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (!as_parse_duration_ns(v, &o.settle_ns))
         return cli_usage_error("report", "--settle expects a duration");
     } else if ((took = cli_opt_value("report", argc, argv, &i, "--page-size",
                                      &v))) {
-      if (took < 0 || !as_parse_page_size(v, &o.kernel.page_size))
+      if (took < 0) /* cli_opt_value said why */
+        return CLI_EXIT_USAGE;
+      if (!as_parse_page_size(v, &o.kernel.page_size))
         return cli_usage_error("report", "--page-size expects 4096, 16384 "
                                          "or 65536");
     } else if (strcmp(a, "--lenient") == 0) {

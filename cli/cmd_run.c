@@ -20,13 +20,15 @@ static void list_workloads(FILE *out) {
 }
 
 static int run_main(int argc, char **argv) {
-  if (argc < 2 || argv[1][0] == '-') {
+  if (argc < 2) { /* `allocsim run` alone lists them, as README says */
     list_workloads(stderr);
     return cli_usage_error("run", "which workload?");
   }
-  const workload_def_t *def = workload_find(argv[1]);
+  const workload_def_t *def =
+      argv[1][0] == '-' ? NULL : workload_find(argv[1]);
   if (def == NULL) {
-    /* One line, as every error: the names, not the whole table. */
+    /* One line, as every error: the names, not the whole table (which
+     * --help prints). */
     size_t                        n;
     const workload_def_t *const *defs = workload_registry(&n);
     char                          known[512] = "";
@@ -34,6 +36,9 @@ static int run_main(int argc, char **argv) {
     for (size_t k = 0; k < n && used < sizeof known; k++)
       used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
                                k ? ", " : "", defs[k]->name);
+    if (argv[1][0] == '-')
+      return cli_usage_error("run", "expected a WORKLOAD before '%s' (%s)",
+                             argv[1], known);
     return cli_usage_error("run", "unknown workload '%s' (known: %s)",
                            argv[1], known);
   }

@@ -423,12 +423,16 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
     return -1;
   }
   if ((took = cli_opt_value("sweep", argc, argv, i, "--seeds", &v)) != 0) {
-    if (took < 0 || !parse_uint(v, 1, 1000, &x->c.seeds))
+    if (took < 0) /* cli_opt_value said why */
+      return CLI_EXIT_USAGE;
+    if (!parse_uint(v, 1, 1000, &x->c.seeds))
       return cli_usage_error("sweep", "--seeds expects 1 to 1000");
     return -1;
   }
   if ((took = cli_opt_value("sweep", argc, argv, i, "--jobs", &v)) != 0) {
-    if (took < 0 || !parse_uint(v, 1, 1024, &x->c.jobs))
+    if (took < 0) /* cli_opt_value said why */
+      return CLI_EXIT_USAGE;
+    if (!parse_uint(v, 1, 1024, &x->c.jobs))
       return cli_usage_error("sweep", "--jobs expects 1 to 1024");
     return -1;
   }

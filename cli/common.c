@@ -84,10 +84,27 @@ static bool opt_is(const char *arg, const char *name) {
   return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+/* Valued options that add one more item each time (a sweep axis, an
+ * inserted event, a trim, an environment variable); every other valued
+ * option may be given once. */
+static const char *const repeatable_options[] = {"--vary", "--insert",
+                                                 "--assume-trim-at", "--env"};
+
+static bool opt_repeatable(const char *name) {
+  for (size_t k = 0;
+       k < sizeof repeatable_options / sizeof repeatable_options[0]; k++)
+    if (strcmp(name, repeatable_options[k]) == 0)
+      return true;
+  return false;
+}
+
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   if (!opt_is(argv[*i], name))
     return 0;
+  for (int j = 1; j < *i && !opt_repeatable(name); j++)
+    if (opt_is(argv[j], name))
+      return cli_usage_error(cmd, "%s given twice", name), -1;
   *value = value_of(cmd, argc, argv, i);
   return *value != NULL ? 1 : -1;
 }

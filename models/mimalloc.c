@@ -717,6 +717,10 @@ static as_status_t mimalloc_set_option(model_t *mm, const char *name,
     return as_err_set(err, AS_EINVAL,
                       "mimalloc: option '%s' cannot change at run time",
                       name);
+  /* A yes/no option is on for any value but 0: mi_option_is_enabled is
+   * mi_option_get(option) != 0 (v2.0.9 src/options.c:154-156). */
+  if (mimalloc_options[key].kind == OPT_BOOL)
+    value = value != 0;
   char text[32];
   snprintf(text, sizeof text, "%" PRId64, value);
   model_opts_t o = m->base.opts;

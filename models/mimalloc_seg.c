@@ -968,6 +968,18 @@ static void segment_free(mi_model_t *m, uint32_t seg) {
 
 /* ---- Page free (segment.c:985-1035) -------------------------------------- */
 
+/* Areas are aligned inward to the OS page (v2.0.9 src/os.c:890-906
+ * mi_os_page_align_areax), _mi_os_page_size() being sysconf(_SC_PAGESIZE)
+ * (os.c:278-283): the simulated kernel's page, 4 to 64 KiB. */
+static sim_addr_t os_page_up(const mi_model_t *m, sim_addr_t a) {
+  uint64_t page = sim_kernel_page_size(m->kernel);
+  return (a + page - 1) & ~(page - 1);
+}
+
+static sim_addr_t os_page_down(const mi_model_t *m, sim_addr_t a) {
+  return a & ~(sim_kernel_page_size(m->kernel) - 1);
+}
+
 /* mi_segment_page_clear (:985-1015): returns the (coalesced) span index. */
 static uint32_t page_clear(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
@@ -975,10 +987,9 @@ static uint32_t page_clear(mi_model_t *m, uint32_t page) {
   if (m->page_reset) {
     /* page_reset option (:994-1000): _mi_os_reset of the page area, pages
      * aligned inward (os.c:1021-1025), with MADV_FREE (os.c:1047-1056) */
-    sim_addr_t lo = (p->start + 4095) & ~UINT64_C(4095);
-    sim_addr_t hi =
-        (p->slice_start + (uint64_t)p->slice_count * MI_SLICE_SIZE) &
-        ~UINT64_C(4095);
+    sim_addr_t lo = os_page_up(m, p->start);
+    sim_addr_t hi = os_page_down(
+        m, p->slice_start + (uint64_t)p->slice_count * MI_SLICE_SIZE);
     if (hi > lo)
       mi_madvise_free(m, lo, hi - lo);
   }
@@ -1017,8 +1028,8 @@ void mi_huge_page_reset(mi_model_t *m, uint32_t page) {
   mseg_t  *s = S(m, p->seg);
   if (!s->allow_decommit)
     return;
-  sim_addr_t lo = (p->start + 8 + 4095) & ~UINT64_C(4095);
-  sim_addr_t hi = (p->start + p->block_size) & ~UINT64_C(4095);
+  sim_addr_t lo = os_page_up(m, p->start + 8);
+  sim_addr_t hi = os_page_down(m, p->start + p->block_size);
   if (hi > lo)
     mi_madvise_dontneed(m, lo, hi - lo);
 }

@@ -28,7 +28,11 @@
  *   - RSS is the sum of its owners' parts and at most the mapped bytes;
  *   - the model's live bytes and objects equal the trace's.
  * Each model runs the trace twice and must give the same peak and final
- * RSS: the models are deterministic.
+ * RSS: the models are deterministic.  The one error a valid trace may end
+ * in is AS_ENOMEM, an allocator out of memory under the drawn options
+ * (tcmalloc's heap_limit_mb, where the real one returns NULL); then both
+ * runs must stop at the same event.  A model whose defaults this kernel
+ * refuses (tcmalloc's 8 KiB page under 64 KiB OS pages) sits it out.
  *
  * To turn a failing input into a trace file and a command line:
  *   FUZZ_MODELS_DUMP=DIR build-fuzz/tests/fuzz/fuzz_models INPUT
@@ -124,7 +128,8 @@ static void emit(gen_t *g, trace_event_t e) {
   g->ev[g->n++] = e;
   if (e.op == TRACE_IDLE)
     g->t += e.size;
-  if (g->n % MARK_EVERY == MARK_EVERY - 1 && g->n < MAX_EVENTS)
+  /* the last slot is the closing mark's */
+  if (g->n % MARK_EVERY == MARK_EVERY - 1 && g->n < MAX_EVENTS - 1)
     g->ev[g->n++] = (trace_event_t){.t_ns  = g->t,
                                     .op    = TRACE_MARK,
                                     .label = mark_labels[g->n % 4]};
@@ -257,45 +262,80 @@ static void generate(gen_t *g, bytes_t *b) {
                                   .label = "end"};
 }
 
-/* The knob names model m changes at run time: every name any registered
- * model declares, tried with its default value on a fresh instance of m
- * (a composition forwards its libc's).  Computed once per model. */
+/* The knob names a model changes at run time: its own options and, for a
+ * composition, its libc's, each tried with its default value on a session
+ * of the spec (the version decides which spellings exist).  A refusal may
+ * leave a model failed, so the session is opened again after one.
+ * Computed once per model and version (its own and its libc's), the last
+ * few kept. */
 typedef struct knobs_s knobs_t;
 struct knobs_s {
-  const model_methods_t *m;
-  const char            *name[64];
-  size_t                 n;
+  char        key[1216]; /* spec, a newline, libc */
+  const char *name[64];
+  size_t      n;
 };
 
-static const knobs_t *runtime_knobs(const model_methods_t *m) {
-  static knobs_t cache[16];
-  static size_t  ncache;
-  for (size_t i = 0; i < ncache; i++)
-    if (cache[i].m == m)
-      return &cache[i];
-  if (ncache == sizeof cache / sizeof cache[0])
-    abort();
-  knobs_t *k = &cache[ncache++];
-  k->m       = m;
-  size_t                        nmodels;
-  const model_methods_t *const *all = model_registry(&nmodels);
-  for (size_t i = 0; i < nmodels; i++)
-    for (const model_option_t *o = all[i]->options; o->name != NULL; o++) {
-      char   *end;
-      int64_t v = strtoll(o->default_value, &end, 10);
-      bool    seen = false;
-      for (size_t j = 0; j < k->n; j++)
-        seen = seen || strcmp(k->name[j], o->name) == 0;
-      if (seen || *end != '\0' || k->n == sizeof k->name / sizeof k->name[0])
-        continue;
-      sim_session_t s;
-      as_err_t      err = {0};
-      if (sim_session_open(m->name, NULL, NULL, &s, &err) != AS_OK)
-        abort();
-      if (model_set_option(s.model, o->name, v, 0, &err) == AS_OK)
-        k->name[k->n++] = o->name;
-      sim_session_close(&s);
+static void open_or_abort(const char *spec, const char *libc,
+                          const sim_kernel_config_t *kcfg, sim_session_t *s) {
+  as_err_t err = {0};
+  if (sim_session_open(spec, libc, kcfg, s, &err) != AS_OK)
+    abort(); /* only called with specs that opened before */
+}
+
+/* Adds the rows of opts that s's model changes at run time to k. */
+static void try_knobs(knobs_t *k, const model_option_t *opts,
+                      const char *spec, const char *libc,
+                      const sim_kernel_config_t *kcfg, sim_session_t *s) {
+  for (const model_option_t *o = opts; o->name != NULL; o++) {
+    char   *end;
+    int64_t v = strtoll(o->default_value, &end, 10);
+    if (*end != '\0' || k->n == sizeof k->name / sizeof k->name[0])
+      continue;
+    as_err_t err = {0};
+    if (model_set_option(s->model, o->name, v, 0, &err) == AS_OK) {
+      k->name[k->n++] = o->name;
+    } else {
+      sim_session_close(s);
+      open_or_abort(spec, libc, kcfg, s);
     }
+  }
+}
+
+/* The version=V option of spec ("" if none): which spellings a model
+ * changes at run time depends on it alone, so the knobs are kept by it. */
+static const char *version_of(const char *spec, char *buf, size_t len) {
+  const char *v = strstr(spec, "version=");
+  size_t      n = v == NULL ? 0 : strcspn(v, ",");
+  snprintf(buf, len, "%.*s", (int)n, v == NULL ? "" : v);
+  return buf;
+}
+
+static const knobs_t *runtime_knobs(const model_methods_t *m,
+                                    const char *spec, const char *libc,
+                                    const sim_kernel_config_t *kcfg) {
+  static knobs_t cache[32];
+  static size_t  next;
+  char           key[sizeof cache[0].key];
+  char           mine[64], theirs[64];
+  snprintf(key, sizeof key, "%s %s\n%s", m->name,
+           version_of(spec, mine, sizeof mine),
+           version_of(libc ? libc : "", theirs, sizeof theirs));
+  for (size_t i = 0; i < sizeof cache / sizeof cache[0]; i++)
+    if (strcmp(cache[i].key, key) == 0)
+      return &cache[i];
+  knobs_t *k = &cache[next++ % (sizeof cache / sizeof cache[0])];
+  memcpy(k->key, key, sizeof key);
+  k->n = 0;
+  sim_session_t s;
+  open_or_abort(spec, libc, kcfg, &s);
+  try_knobs(k, m->options, spec, libc, kcfg, &s);
+  if (m->composition) {
+    char name[64];
+    snprintf(name, sizeof name, "%s", libc ? libc : model_default_libc());
+    name[strcspn(name, ":")] = '\0';
+    try_knobs(k, model_find(name)->options, spec, libc, kcfg, &s);
+  }
+  sim_session_close(&s);
   return k;
 }
 
@@ -306,11 +346,13 @@ static const knobs_t *runtime_knobs(const model_methods_t *m) {
  * route the rest to libc"), so its copy has sizes folded into that range,
  * memaligns as mallocs and touches clipped to the folded sizes.  Every
  * full allocator model must take every valid trace. */
-static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m) {
+static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
+                                   const char *spec, const char *libc,
+                                   const sim_kernel_config_t *kcfg) {
   static trace_event_t copy[MAX_EVENTS];
   uint64_t             size[MAX_LIVE] = {0};
   bool                 small  = strcmp(m->name, "pymalloc") == 0;
-  const knobs_t       *knobs  = runtime_knobs(m);
+  const knobs_t       *knobs  = runtime_knobs(m, spec, libc, kcfg);
   for (size_t i = 0; i < g->n; i++) {
     copy[i]          = g->ev[i];
     trace_event_t *e = &copy[i];
@@ -440,7 +482,7 @@ static sim_run_result_t run_once(const gen_t *g, const model_methods_t *m,
   check_t             c   = {.s = &s, .spec = spec};
   sim_engine_config_t cfg = {.on_sample = check_at_mark, .user = &c};
   array_source_t      src;
-  array_source_init(&src, scoped(g, m), g->n);
+  array_source_init(&src, scoped(g, m, spec, libc, kcfg), g->n);
   if (g->touch_threshold != 0) {
     char v[32];
     snprintf(v, sizeof v, "%" PRIu64, g->touch_threshold);
@@ -448,30 +490,44 @@ static sim_run_result_t run_once(const gen_t *g, const model_methods_t *m,
       abort();
   }
   sim_run_result_t res;
-  if (sim_engine_run(&cfg, &s, &src.base, &res, &err) != AS_OK)
+  as_status_t      rc = sim_engine_run(&cfg, &s, &src.base, &res, &err);
+  if (rc != AS_OK && rc != AS_ENOMEM)
     fail(&c, "run", err.msg);
   sim_session_close(&s);
   return res;
 }
 
-/* spec with the drawn options if the model takes them, else its defaults. */
+/* True if spec opens on kcfg; false if it is refused as a bad option or
+ * value (anything else is a failure). */
+static bool spec_opens(const char *spec, const char *libc,
+                       const sim_kernel_config_t *kcfg) {
+  sim_session_t s;
+  as_err_t      err = {0};
+  if (sim_session_open(spec, libc, kcfg, &s, &err) == AS_OK) {
+    sim_session_close(&s);
+    return true;
+  }
+  if (err.code != AS_EUSAGE && err.code != AS_EINVAL) {
+    fprintf(stderr, "fuzz_models: %s: %s\n", spec, err.msg);
+    abort();
+  }
+  return false;
+}
+
+/* spec with the drawn options if the model takes them, else its defaults;
+ * empty if the model takes neither on this kernel (tcmalloc's 8 KiB page
+ * under a 64 KiB OS page), so it sits this input out. */
 static void choose_spec(const model_methods_t *m, bytes_t *b,
                         const char *libc, const sim_kernel_config_t *kcfg,
                         char *spec, size_t len) {
   char opts[512];
   fuzz_options(b, m->options, opts, sizeof opts);
   snprintf(spec, len, "%s%s%s", m->name, opts[0] ? ":" : "", opts);
-  sim_session_t s;
-  as_err_t      err = {0};
-  if (sim_session_open(spec, libc, kcfg, &s, &err) == AS_OK) {
-    sim_session_close(&s);
+  if (spec_opens(spec, libc, kcfg))
     return;
-  }
-  if (err.code != AS_EUSAGE && err.code != AS_EINVAL) {
-    fprintf(stderr, "fuzz_models: %s: %s\n", spec, err.msg);
-    abort();
-  }
   snprintf(spec, len, "%s", m->name);
+  if (!spec_opens(spec, libc, kcfg))
+    spec[0] = '\0';
 }
 
 /* FUZZ_MODELS_DUMP: each model's trace as text and its replay line. */
@@ -491,12 +547,14 @@ static void dump(const char *dir, const gen_t *g, const char *libc,
       trace_meta_set(&meta, "touch_threshold", v, NULL) != AS_OK)
     abort();
   for (size_t i = 0; i < nmodels; i++) {
+    if (specs[i][0] == '\0')
+      continue;
     snprintf(path, sizeof path, "%s/%s.trace", dir, models[i]->name);
     trace_writer_t *w;
     as_err_t        err = {0};
     if (trace_writer_open(path, TRACE_FORMAT_TEXT, &meta, &w, &err) != AS_OK)
       abort();
-    const trace_event_t *ev = scoped(g, models[i]);
+    const trace_event_t *ev = scoped(g, models[i], specs[i], libc, kcfg);
     for (size_t e = 0; e < g->n; e++)
       if (trace_writer_write(w, &ev[e], &err) != AS_OK)
         abort();
@@ -540,10 +598,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dump(dump_dir, &g, libc, &kcfg, models, specs, nmodels);
 
   for (size_t i = 0; i < nmodels; i++) {
+    if (specs[i][0] == '\0')
+      continue;
     sim_run_result_t a = run_once(&g, models[i], specs[i], libc, &kcfg);
     sim_run_result_t r = run_once(&g, models[i], specs[i], libc, &kcfg);
     if (a.peak_rss_bytes != r.peak_rss_bytes ||
-        a.final_rss_bytes != r.final_rss_bytes) {
+        a.final_rss_bytes != r.final_rss_bytes || a.events != r.events) {
       fprintf(stderr, "fuzz_models: %s: two runs differ\n", specs[i]);
       abort();
     }

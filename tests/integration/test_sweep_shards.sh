@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/integration/test_sweep_shards.sh ALLOCSIM SOURCE_DIR -- the GNU
 # parallel recipe of docs/store.md run as documented (4 shards, then allocsim
-# db merge), and a sweep killed with SIGKILL up to 50 times and resumed each
-# time; both stores must equal the unsharded sweep point for point (key,
-# kept bytes, formula, pinned arenas, model, page size).  Then every ```sql
+# db merge), and sweeps killed with SIGKILL 50 times, checked consistent
+# after each kill and resumed; the stores must equal the unsharded sweep
+# point for point (key, kept bytes, formula, pinned arenas, model, page
+# size).  Then every ```sql
 # query of docs/store.md runs without error, and returns rows on the sweep's
 # store or on a copy of data/reference.db with one comparison in it.
 set -euo pipefail
@@ -30,30 +31,61 @@ parallel --halt now,fail=1 "$allocsim" sweep --spec spec.txt \
 digest merged.db > merged.txt
 diff -u whole.txt merged.txt || { echo "GNU parallel shards merged differ from the unsharded sweep"; exit 1; }
 
-# Kill -9 at random moments, resume each time.
-kills=0
-for attempt in $(seq 1 50); do
-  "$allocsim" sweep --spec spec.txt --db killed.db --resume --quiet > /dev/null &
+# Kill -9 at random moments, 50 times, resuming each time.  After every
+# kill the store must be consistent: SQLite's own checks pass, no sweep run
+# lacks its point and no point names a missing run (a point is one
+# transaction), and the sweep shows as interrupted.  A sweep that finishes
+# between two kills is compared with the unsharded one and the next attempt
+# starts a new store, until 50 kills were made.
+consistent() {
+  [ -f "$1" ] || return 0
+  [ "$(sqlite3 "$1" 'PRAGMA integrity_check')" = ok ] \
+    || { echo "$1: integrity_check failed after a kill"; return 1; }
+  [ -z "$(sqlite3 "$1" 'PRAGMA foreign_key_check')" ] \
+    || { echo "$1: foreign_key_check failed after a kill"; return 1; }
+  [ "$(sqlite3 "$1" "SELECT count(*) FROM sqlite_master WHERE name = 'sweeps'")" -eq 1 ] \
+    || return 0 # killed before the schema was made
+  local half
+  half="$(sqlite3 "$1" "SELECT
+      (SELECT count(*) FROM run_meta WHERE key = 'sweep_id' AND run_id NOT IN
+         (SELECT run_id FROM sweep_points WHERE run_id IS NOT NULL)) +
+      (SELECT count(*) FROM sweep_points WHERE run_id IS NOT NULL AND run_id
+         NOT IN (SELECT id FROM runs))")"
+  [ "$half" -eq 0 ] || { echo "$1: $half half-written points after a kill"; return 1; }
+  [ "$(sqlite3 "$1" 'SELECT count(*) FROM sweeps')" -eq 0 ] \
+    || "$allocsim" sweep --status --db "$1" | grep -qE 'interrupted \(no process\)|complete' \
+    || { echo "a killed sweep does not show as interrupted:"; "$allocsim" sweep --status --db "$1"; return 1; }
+}
+resumed_equal() {
+  "$allocsim" sweep --status --db "$1" | tail -n +2 | grep -qv 'complete' \
+    && { echo "after resuming, a sweep is not complete:"; "$allocsim" sweep --status --db "$1"; return 1; }
+  digest "$1" > "$1.txt"
+  diff -u whole.txt "$1.txt" || { echo "$1: killed and resumed sweep differs from the unsharded one"; return 1; }
+}
+kills=0 stores=1 attempts=0
+store=killed1.db
+while [ "$kills" -lt 50 ]; do
+  attempts=$((attempts + 1))
+  [ "$attempts" -le 400 ] || { echo "50 kills not reached in 400 attempts"; exit 1; }
+  "$allocsim" sweep --spec spec.txt --db "$store" --resume --quiet > /dev/null &
   pid=$!
-  sleep "0.$((RANDOM % 6 + 1))"
+  sleep "0.$((RANDOM % 5))$((RANDOM % 10))"
   kill -9 "$pid" 2>/dev/null || true
   rc=0
   { wait "$pid"; } 2>/dev/null || rc=$?
-  [ "$rc" -eq 0 ] && break # finished before the kill
+  if [ "$rc" -eq 0 ]; then # finished before the kill
+    resumed_equal "$store" || exit 1
+    stores=$((stores + 1))
+    store="killed$stores.db"
+    continue
+  fi
   [ "$rc" -eq 137 ] || { echo "sweep exited $rc"; exit 1; }
   kills=$((kills + 1))
-  # (killed before it stored its sweeps row, it has nothing to show; killed
-  # between recording the sweep complete and exiting, it shows complete)
-  [ "$(sqlite3 killed.db 'SELECT count(*) FROM sweeps' 2>/dev/null || echo 0)" -eq 0 ] \
-    || "$allocsim" sweep --status --db killed.db | grep -qE 'interrupted \(no process\)|complete' \
-    || { echo "a killed sweep does not show as interrupted:"; "$allocsim" sweep --status --db killed.db; exit 1; }
+  consistent "$store" || exit 1
 done
-"$allocsim" sweep --spec spec.txt --db killed.db --resume --quiet > /dev/null
-"$allocsim" sweep --status --db killed.db | tail -n +2 | grep -qv 'complete' \
-  && { echo "after resuming, a sweep is not complete:"; "$allocsim" sweep --status --db killed.db; exit 1; }
-digest killed.db > killed.txt
-diff -u whole.txt killed.txt || { echo "killed and resumed sweep differs from the unsharded one"; exit 1; }
-echo "ok: 4 GNU parallel shards merged and a sweep killed $kills times then resumed equal the unsharded 36 points"
+"$allocsim" sweep --spec spec.txt --db "$store" --resume --quiet > /dev/null
+resumed_equal "$store" || exit 1
+echo "ok: 4 GNU parallel shards merged and sweeps killed $kills times (in $stores stores, each resumed to the end) equal the unsharded 36 points"
 
 # The queries of docs/store.md.
 cp -r "$src/data" data
