@@ -915,8 +915,11 @@ static uint64_t release_at_least(tcmalloc_model_t *t, uint64_t num_pages);
 
 /* EnsureLimit (page_heap.cc:521-543). */
 static bool ensure_limit(tcmalloc_model_t *t, uint64_t n, bool with_release) {
-  uint64_t mb    = t->flags_ready ? t->heap_limit_mb : 0;
-  uint64_t limit = (mb * 1024 * 1024) >> t->page_shift;
+  /* FLAGS_tcmalloc_heap_limit_mb is an int64 (page_heap.cc:55): a size_t
+   * set above INT64_MAX reads negative and shifts arithmetically. */
+  int64_t  mb    = t->flags_ready ? (int64_t)t->heap_limit_mb : 0;
+  uint64_t limit = (uint64_t)((int64_t)((uint64_t)mb * 1024 * 1024) >>
+                              t->page_shift);
   if (limit == 0)
     return true;
   uint64_t taken = t->system_taken >> t->page_shift;
@@ -1942,17 +1945,16 @@ static as_status_t tc_purge(model_t *m, const trace_event_t *ev,
   return t->fail != AS_OK ? report(t, err) : AS_OK;
 }
 
-/* MallocExtension::SetNumericProperty (tcmalloc.cc:843-863) and
- * SetMemoryReleaseRate (912-914). */
+/* MallocExtension::SetNumericProperty (tcmalloc.cc:848-868) takes a size_t,
+ * so a negative value is what the program passed cast to size_t (-1 is
+ * SIZE_MAX); SetMemoryReleaseRate (912-914) takes a double, and a rate at or
+ * below 1e-6 disables releasing (page_heap.cc:442-446). */
 static as_status_t tc_set_option(model_t *m, const char *name, int64_t value,
                                  uint64_t now_ns, as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   (void)now_ns;
   if (t->fail != AS_OK)
     return report(t, err);
-  if (value < 0)
-    return as_err_set(err, AS_EINVAL, "tcmalloc: option %s: %" PRId64
-                      " is negative", name, value);
   switch (model_option_find(tcmalloc_options, name, strlen(name))) {
   case TO_RELEASE_RATE:
     t->release_rate = (double)value;

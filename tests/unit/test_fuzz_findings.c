@@ -14,6 +14,10 @@
  *    mi_collect(false)) has no gperftools counterpart; the tcmalloc model
  *    failed the run instead of leaving it to the engine, which counts such
  *    events (an error only under --strict), as for a model without purge.
+ * 4. gperftools' SetNumericProperty takes a size_t and SetMemoryReleaseRate
+ *    a double, so a program may pass -1 (SIZE_MAX: for heap_limit_mb an
+ *    int64 flag that reads negative, no limit; for release_rate, releasing
+ *    off).  The tcmalloc model refused a negative value and failed the run.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -195,12 +199,36 @@ static void tcmalloc_counts_a_decay_purge(void **state) {
   assert_non_null(strstr(err.msg, "no notion of purge"));
 }
 
+static void tcmalloc_takes_minus_one_as_gperftools_does(void **state) {
+  (void)state;
+  const trace_event_t events[] = {
+      {.t_ns = 0, .op = TRACE_OPTION, .label = "heap_limit_mb",
+       .size = (uint64_t)-1},
+      {.t_ns = 1, .op = TRACE_OPTION, .label = "release_rate",
+       .size = (uint64_t)-1},
+      {.t_ns = 2, .op = TRACE_OPTION, .label = "max_total_thread_cache_bytes",
+       .size = (uint64_t)-1},
+      EV_MALLOC(10, 0, 64 << 20),
+      EV_FREE(20, 0),
+      EV_MARK(30, "end"),
+  };
+  size_t           n = sizeof events / sizeof *events;
+  sim_run_result_t res;
+  as_err_t         err = {0};
+  if (replay_status("tcmalloc", true, events, n, &res, &err) != AS_OK)
+    fail_msg("tcmalloc: %s", err.msg);
+  assert_int_equal(res.events, n);
+  /* No limit and no release: the 64 MiB span stays mapped and counted. */
+  assert_true(res.peak_rss_bytes >= UINT64_C(64) << 20);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(huge_block_freed_by_another_thread),
       cmocka_unit_test(page_reset_on_every_page_size),
       cmocka_unit_test(a_yes_no_option_is_on_for_any_value_but_zero),
       cmocka_unit_test(tcmalloc_counts_a_decay_purge),
+      cmocka_unit_test(tcmalloc_takes_minus_one_as_gperftools_does),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
