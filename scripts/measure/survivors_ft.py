@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""scripts/measure/survivors_ft.py -- the survivors experiment on a
+free-threaded CPython (3.13t / 3.14t), run for real.
+
+The same program as scripts/measure/survivors.py (whose survivor rule and
+RSS reader it imports), adapted to the free-threaded build, where every
+object lives in a per-thread mimalloc heap and emptied pages are parked
+until a QSBR grace period has passed (CPython Objects/obmalloc.c
+_PyMem_mi_page_maybe_free):
+
+    objs = [os.urandom(size - sys.getsizeof(b"")) for each object]  # peak
+    keep = [o for o, f in zip(objs, flags) if f]
+    del objs; gc.collect()                                          # freed
+    for --settle-ms: every 50 ms either nothing (--idle) or the light
+        allocation survivors.py does ([None] * 4 and {}), RSS every 100 ms
+                                                                    # after
+    optional reuse: --reuse-size bytes objects or --reuse-tuples     # after_reuse
+
+Differences from survivors.py, all because of the build:
+  - The bytes header is larger (ob_tid, ob_ref_local, ob_ref_shared): the
+    payload is size - sys.getsizeof(b"") so that sys.getsizeof, i.e. the
+    PyObject_Malloc request, is still --size.
+  - No pymalloc filling or pymalloc stats (there is no pymalloc).
+  - An RSS sample every 100 ms during the settle phase (rss lines between
+    the marks), since the question is when, if ever, memory comes back.
+  - Provenance records the MIMALLOC_* environment, Py_GIL_DISABLED and
+    whether the GIL is actually off at run time.
+
+RSS is read from /proc/self/smaps_rollup (exact).  Writes a measured-run
+file: an allocsim text trace with #@ provenance, `T 0 mark LABEL` + `T 0 rss
+BYTES` at marks and `T 0 rss BYTES` for the periodic samples.
+"""
+import argparse
+import gc
+import itertools
+import os
+import platform
+import sys
+import sysconfig
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from survivors import (MIB, libc_version, read_rss, select,  # noqa: E402
+                       survivor_flags)
+
+SETTLE_STEP_S = 0.05   # the light allocation's period, as in survivors.py
+SAMPLE_EVERY_NS = 100_000_000
+
+
+def build(n, size):
+    """n distinct bytes objects whose sys.getsizeof is size."""
+    objs = []
+    app = objs.append
+    urandom = os.urandom
+    k = size - sys.getsizeof(b"")
+    for _ in itertools.repeat(None, n):
+        app(urandom(k))
+    return objs
+
+
+def build_tuples(n):
+    """n distinct 1-tuples of None (GC objects: the GC heap, not the object
+    heap); BUILD_TUPLE makes a new tuple each time and creates no int."""
+    objs = []
+    app = objs.append
+    x = None
+    for _ in itertools.repeat(None, n):
+        app((x,))
+    return objs
+
+
+def page_layout(objs, flags):
+    """Where the objects really went: the 64 KiB mimalloc pages (slices) and
+    32 MiB segments their addresses (id()) fall in.  Returns (pages, pages
+    holding a survivor, segments, Counter of objects per page): the pinned
+    count is what the page formula predicts for this very layout."""
+    from collections import Counter
+    per_page = Counter(id(o) >> 16 for o in objs)
+    pinned = {id(o) >> 16 for o, f in zip(objs, flags) if f}
+    segments = {p >> 9 for p in per_page}
+    return len(per_page), len(pinned), len(segments), Counter(per_page.values())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", default="64")
+    ap.add_argument("--total", default="256", help="MiB")
+    ap.add_argument("--pattern", default="random")
+    ap.add_argument("--fraction", default="1e-4")
+    ap.add_argument("--every", default="1000")
+    ap.add_argument("--seed", default="1")
+    ap.add_argument("--settle-ms", default="2500",
+                    help="time between the free and the `after` mark")
+    ap.add_argument("--idle", action="store_true",
+                    help="sleep through the settle phase, allocating nothing")
+    ap.add_argument("--reuse-size", default="0")
+    ap.add_argument("--reuse-total", default="256", help="MiB")
+    ap.add_argument("--reuse-tuples", default="0",
+                    help="number of 1-tuples to allocate after `after`")
+    ap.add_argument("--layout", action="store_true",
+                    help="record the page/segment layout of the objects "
+                         "(allocates temporaries before the free)")
+    ap.add_argument("--out", required=True, help="measured-run file to write")
+    a = ap.parse_args()
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise SystemExit("survivors_ft.py: this interpreter is not a "
+                         "free-threaded build (Py_GIL_DISABLED is not set); "
+                         "use scripts/measure/survivors.py")
+    size, seed, every = int(a.size), int(a.seed), int(a.every)
+    total_mib, fraction = float(a.total), float(a.fraction)
+    settle_ms = int(a.settle_ms)
+    reuse_size, reuse_mib = int(a.reuse_size), float(a.reuse_total)
+    reuse_tuples = int(a.reuse_tuples)
+    base = sys.getsizeof(b"")
+    if size < base + 2 or (reuse_size and reuse_size < base + 2):
+        raise SystemExit(f"survivors_ft.py: --size and --reuse-size expect "
+                         f"at least {base + 2} (a 2-byte bytes object here)")
+    if settle_ms < 0:
+        raise SystemExit("survivors_ft.py: --settle-ms expects a "
+                         "non-negative number of milliseconds")
+    n = int(total_mib * MIB) // size
+    m = int(reuse_mib * MIB) // reuse_size if reuse_size else 0
+
+    wl = ["survivors", "--size", a.size, "--total", a.total,
+          "--pattern", a.pattern]
+    if a.pattern == "stride":
+        wl += ["--every", a.every]
+    else:
+        wl += ["--fraction", a.fraction]
+    if a.pattern == "random":
+        wl += ["--seed", a.seed]
+    if reuse_size:
+        wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
+    wl += ["--settle-ms", a.settle_ms]
+
+    flags = survivor_flags(n, a.pattern, fraction, every, seed)
+    kept_count = flags.count(1)
+    samples = []  # (t_ns, label or None, rss)
+    gc.collect()
+    t0 = time.monotonic_ns()
+
+    def sample(label=None):
+        samples.append((time.monotonic_ns() - t0, label, read_rss()))
+
+    sample("start")
+    objs = build(n, size)
+    sample("peak")
+    # After the peak reading; its temporaries (ints, a dict) are freed into
+    # the heaps before `freed`, so it is opt-in and recorded.
+    layout = page_layout(objs, flags) if a.layout else None
+    keep = select(objs, flags)
+    del objs  # list_dealloc: items backwards, then the item array
+    gc.collect()
+    sample("freed")
+    t_end = time.monotonic_ns() + settle_ms * 1_000_000
+    next_sample = time.monotonic_ns() + SAMPLE_EVERY_NS
+    while True:
+        now = time.monotonic_ns()
+        if now >= t_end:
+            break
+        if not a.idle:
+            junk = [None] * 4, {}
+            del junk
+        time.sleep(min(SETTLE_STEP_S, (t_end - now) / 1e9))
+        if time.monotonic_ns() >= next_sample:
+            sample()
+            next_sample += SAMPLE_EVERY_NS
+    sample("after")
+    if m:
+        objs2 = build(m, reuse_size)
+        sample("after_reuse")
+        del objs2
+    elif reuse_tuples:
+        objs2 = build_tuples(reuse_tuples)
+        sample("after_reuse")
+        del objs2
+    assert len(keep) == kept_count
+
+    with open("/proc/sys/kernel/hostname") as f:
+        host = f.read().strip()
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.read().strip()
+    except OSError:
+        thp = "unknown"
+    gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+    ver = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}"
+    meta = [
+        ("kind", "measured"),
+        ("workload", " ".join(wl)),
+        ("model", f"cpython:build=ft,version={ver}"),
+        ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
+        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
+        ("kernel", platform.release()),
+        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
+        ("python", platform.python_version()),
+        ("python_build", " ".join(platform.python_build())),
+        ("py_gil_disabled", str(sysconfig.get_config_var("Py_GIL_DISABLED"))),
+        ("gil_enabled_at_run", str(gil)),
+        ("libc", libc_version()),
+        ("mimalloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
+                                  if k.startswith("MIMALLOC_")) or "(none)"),
+        ("settle", "idle" if a.idle else "light allocation every 50 ms"),
+        ("thp", thp),
+        ("rss_source", "/proc/self/smaps_rollup Rss"),
+        ("baseline_rss_bytes", str(samples[0][2])),
+        ("objects", str(n)),
+        ("survivors", str(kept_count)),
+        ("bytes_header", str(base)),
+    ]
+    if layout is not None:
+        pages, pinned, segments, per_page = layout
+        meta.append(("layout_pages", str(pages)))
+        meta.append(("layout_pinned_pages", str(pinned)))
+        meta.append(("layout_segments", str(segments)))
+        meta.append(("layout_objects_per_page", " ".join(
+            f"{k}x{v}" for k, v in per_page.most_common(6))))
+    if reuse_tuples:
+        meta.append(("reuse_tuples", str(reuse_tuples)))
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("allocsim-trace 1\n")
+        for k, v in meta:
+            f.write(f"#@ {k}={v[:250]}\n")
+        for t, label, rss in samples:
+            if label is not None:
+                f.write(f"{t} 0 mark {label}\n")
+            f.write(f"{t} 0 rss {rss}\n")
+    os.replace(tmp, a.out)
+    start = samples[0][2]
+    for t, label, rss in samples:
+        if label is not None:
+            print(f"{label:12s} {t / 1e9:8.2f} s {rss / MIB:10.2f} MiB  "
+                  f"{(rss - start) / MIB:+10.2f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
