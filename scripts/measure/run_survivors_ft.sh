@@ -7,7 +7,10 @@
 # Cases (the study's free-threaded findings, docs/models/cpython-ft.md):
 #   kept-<size>-<fraction>-<delay>   build 256 MiB of <size>-byte bytes, keep
 #        <fraction> at random (seed 1), free, gc.collect(), 2.5 s of light
-#        allocation; delay = default | purge0 (MIMALLOC_PURGE_DELAY=0)
+#        allocation (mark after), then one 256 KiB bytes object, whose
+#        large-page allocation runs CPython's QSBR page collect (after_alloc);
+#        delay = default | purge0 (MIMALLOC_PURGE_DELAY=0); with the page
+#        layout of the objects (--layout)
 #   idle-<size>-<delay>              the same with fraction 0 and a silent
 #        2.5 s (no allocation at all)
 #   tuples-<delay>                   fraction 0 of 64 B, then 256 MiB of
@@ -41,8 +44,9 @@ k=1
 while [ "$k" -le "$repeats" ]; do
   for delay in default purge0; do
     for size in 64 512; do
-      for fraction in 0 1e-4 1e-3; do
-        run "kept-$size-$fraction-$delay" $delay --size $size --fraction $fraction --seed 1
+      for fraction in 0 1e-4 1e-3 1e-2; do
+        run "kept-$size-$fraction-$delay" $delay --size $size --fraction $fraction --seed 1 \
+          --alloc-after 262144 --layout
       done
       run "idle-$size-$delay" $delay --size $size --fraction 0 --idle
     done

@@ -14,6 +14,7 @@ _PyMem_mi_page_maybe_free):
     for --settle-ms: every 50 ms either nothing (--idle) or the light
         allocation survivors.py does ([None] * 4 and {}), RSS every 100 ms
                                                                     # after
+    optional: one bytes object of --alloc-after bytes               # after_alloc
     optional reuse: --reuse-size bytes objects or --reuse-tuples     # after_reuse
 
 Differences from survivors.py, all because of the build:
@@ -58,6 +59,29 @@ def build(n, size):
     return objs
 
 
+def tuple_maker(size):
+    """A function returning a new tuple of Nones whose sys.getsizeof (the
+    GC-heap request in the free-threaded build, which has no GC header) is
+    size: BUILD_TUPLE of k names, so no temporary is allocated."""
+    k = (size - sys.getsizeof(())) // 8
+    mk = eval("lambda x: (" + "x, " * k + ")")
+    if k < 1 or sys.getsizeof(mk(None)) != size:
+        raise SystemExit(f"survivors_ft.py: no tuple has sys.getsizeof "
+                         f"{size} here (empty tuple: {sys.getsizeof(())}, "
+                         f"+8 per item)")
+    return mk
+
+
+def build_tuple_objects(n, size):
+    """n distinct tuples of getsizeof size (the GC heap)."""
+    mk = tuple_maker(size)
+    objs = []
+    app = objs.append
+    for _ in itertools.repeat(None, n):
+        app(mk(None))
+    return objs
+
+
 def build_tuples(n):
     """n distinct 1-tuples of None (GC objects: the GC heap, not the object
     heap); BUILD_TUPLE makes a new tuple each time and creates no int."""
@@ -84,6 +108,9 @@ def page_layout(objs, flags):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="64")
+    ap.add_argument("--kind", default="bytes", choices=("bytes", "tuple"),
+                    help="bytes: the object heap (the study); tuple: the GC "
+                         "heap, whose pages the cyclic GC visits")
     ap.add_argument("--total", default="256", help="MiB")
     ap.add_argument("--pattern", default="random")
     ap.add_argument("--fraction", default="1e-4")
@@ -93,6 +120,11 @@ def main():
                     help="time between the free and the `after` mark")
     ap.add_argument("--idle", action="store_true",
                     help="sleep through the settle phase, allocating nothing")
+    ap.add_argument("--alloc-after", default="0",
+                    help="after `after`, allocate one bytes object of this "
+                         "size (> 128 KiB: a large page of the object heap, "
+                         "whose allocation runs the QSBR page collect) and "
+                         "mark `after_alloc` 200 ms later")
     ap.add_argument("--reuse-size", default="0")
     ap.add_argument("--reuse-total", default="256", help="MiB")
     ap.add_argument("--reuse-tuples", default="0",
@@ -112,8 +144,11 @@ def main():
     settle_ms = int(a.settle_ms)
     reuse_size, reuse_mib = int(a.reuse_size), float(a.reuse_total)
     reuse_tuples = int(a.reuse_tuples)
+    alloc_after = int(a.alloc_after)
     base = sys.getsizeof(b"")
-    if size < base + 2 or (reuse_size and reuse_size < base + 2):
+    if a.kind == "tuple":
+        tuple_maker(size)  # checks the size before anything is measured
+    elif size < base + 2 or (reuse_size and reuse_size < base + 2):
         raise SystemExit(f"survivors_ft.py: --size and --reuse-size expect "
                          f"at least {base + 2} (a 2-byte bytes object here)")
     if settle_ms < 0:
@@ -133,6 +168,8 @@ def main():
     if reuse_size:
         wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
     wl += ["--settle-ms", a.settle_ms]
+    if int(a.alloc_after):
+        wl += ["--alloc-after", a.alloc_after]
 
     flags = survivor_flags(n, a.pattern, fraction, every, seed)
     kept_count = flags.count(1)
@@ -144,7 +181,7 @@ def main():
         samples.append((time.monotonic_ns() - t0, label, read_rss()))
 
     sample("start")
-    objs = build(n, size)
+    objs = build(n, size) if a.kind == "bytes" else build_tuple_objects(n, size)
     sample("peak")
     # After the peak reading; its temporaries (ints, a dict) are freed into
     # the heaps before `freed`, so it is opt-in and recorded.
@@ -167,6 +204,11 @@ def main():
             sample()
             next_sample += SAMPLE_EVERY_NS
     sample("after")
+    if alloc_after:
+        big = bytes(alloc_after)
+        time.sleep(0.2)
+        sample("after_alloc")
+        del big
     if m:
         objs2 = build(m, reuse_size)
         sample("after_reuse")
@@ -208,6 +250,7 @@ def main():
         ("objects", str(n)),
         ("survivors", str(kept_count)),
         ("bytes_header", str(base)),
+        ("object_kind", a.kind),
     ]
     if layout is not None:
         pages, pinned, segments, per_page = layout
