@@ -15,6 +15,9 @@
 #        2.5 s (no allocation at all)
 #   tuples-<delay>                   fraction 0 of 64 B, then 256 MiB of
 #        56-byte (sys.getsizeof) 1-tuples (another heap); tuples-fresh-<delay> the tuples alone
+#   gctuple-<delay>                  256 MiB of 64-byte tuples (the GC heap),
+#        freed, gc.collect() (the collector visits the GC heap's pages), then
+#        the 256 KiB trigger: the pre-3.14.4 page leak (gh-145615) shows here
 #   long-<delay>                     fraction 0 of 64 B, then 600 s of light
 #        allocation every 50 ms, RSS every 100 ms (only with LONG=1)
 # Usage: scripts/measure/run_survivors_ft.sh PYTHON [OUTDIR [REPEATS]]
@@ -52,6 +55,8 @@ while [ "$k" -le "$repeats" ]; do
     done
     run "tuples-$delay" $delay --size 64 --fraction 0 --reuse-tuples 4793490
     run "tuples-fresh-$delay" $delay --size 64 --total 0 --reuse-tuples 4793490
+    run "gctuple-$delay" $delay --kind tuple --size 64 --fraction 0 \
+      --settle-ms 500 --alloc-after 262144
     if [ "${LONG:-0}" = 1 ]; then
       run "long-$delay" $delay --size 64 --fraction 0 --settle-ms 600000
     fi
