@@ -52,6 +52,25 @@
  * free and malloc_trim), pymalloc frees arenas only inside free(), and
  * the light allocations land in pools the survivors already pin.  It matters
  * only for models with purge deadlines (mimalloc), where it is worth enabling.
+ *
+ * --build ft makes the requests of CPython's free-threaded build instead
+ * (CPython 3.14.7 / 3.13.5; docs/models/cpython-ft.md):
+ *   - The list never reallocs its item array: list_resize allocates a new
+ *     _PyListArray, PyMem_Malloc(8 + new_allocated * 8) (the `allocated`
+ *     header and the slots; Objects/listobject.c:36-47), copies, and frees
+ *     the old array at once, the list being owned by its thread
+ *     (:146-169, free_list_items :58-73).  The same growth formula
+ *     (:140-143).  The two arrays of a list alternate between two ids.
+ *   - The interpreter already holds a page of the light objects' class: a
+ *     running interpreter has pages of every common class in each heap, so
+ *     the light allocation never needs a fresh page (measured on 3.14.7t:
+ *     with MIMALLOC_PURGE_DELAY=0 nothing comes back during it).  One such
+ *     object is allocated before `start` and lives to the end.
+ * --alloc-after N (either build) allocates one object of N bytes after
+ * `after`, waits 200 ms and marks `after_alloc`: the study's "once the
+ * program allocated again".  Under build=ft an object of more than 128 KiB
+ * is a large page of the object heap, whose allocation runs CPython's
+ * collect of parked pages (Objects/mimalloc/page.c:915).
  */
 #include "workload.h"
 #include "wl_survivors.h"
@@ -118,21 +137,29 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 
 #define ID_LIST_MAIN  0 /* the objects list, then the reuse list */
 #define ID_LIST_KEEP  1 /* the survivors list */
-#define ID_FIRST_OBJ  2 /* object i has id ID_FIRST_OBJ + i */
+#define ID_FIRST_OBJ  2 /* object i has id first_obj + i: this, ... */
+#define ID_FT_MAIN_ALT 2 /* build=ft: the lists' second arrays and the */
+#define ID_FT_KEEP_ALT 3 /* interpreter's light object; objects from 5 */
+#define ID_FT_WARM     4
+#define ID_FT_FIRST_OBJ 5
+#define FT_LIST_HEADER 8  /* _PyListArray.allocated (listobject.c:31-34) */
+#define ALLOC_AFTER_WAIT_NS UINT64_C(200000000) /* survivors_ft.py's 200 ms */
 #define COST_ALLOC_NS sim_cost_measured.python_alloc_ns
 #define COST_FREE_NS  sim_cost_measured.python_free_ns
 #define COST_MARK_NS  1000
 #define SETTLE_STEP_NS UINT64_C(50000000) /* 50 ms, one light allocation */
 #define SETTLE_OBJ_BYTES 56               /* sys.getsizeof([]) on 3.11 */
-#define PENDING_MAX   4
+#define PENDING_MAX   5
 
 typedef enum phase_e {
+  PH_WARM,
   PH_START,
   PH_BUILD,
   PH_SELECT,
   PH_FREE,
   PH_SETTLE,
   PH_AFTER,
+  PH_ALLOC_AFTER,
   PH_REUSE,
   PH_DONE
 } phase_t;
@@ -140,6 +167,7 @@ typedef enum phase_e {
 /* A CPython list's ob_item as list_resize keeps it. */
 typedef struct pylist_s {
   uint64_t id;        /* object id of ob_item */
+  uint64_t alt_id;    /* build=ft: the id the next array takes */
   uint64_t size;      /* Py_SIZE */
   uint64_t allocated; /* slots; 0 while ob_item is NULL */
 } pylist_t;
@@ -152,6 +180,9 @@ typedef struct survivors_src_s {
   uint64_t reuse_size_bytes;  /* 0: no reuse phase */
   uint64_t reuse_nobjects;
   uint64_t settle_ns;         /* remaining settle time */
+  uint64_t alloc_after;       /* bytes of the after-allocation, 0: none */
+  bool     ft;                /* --build ft */
+  uint64_t first_obj;         /* id of object 0 */
   phase_t  phase;
   uint64_t i;                 /* position in the current phase */
   uint64_t t_ns;              /* virtual clock */
@@ -183,6 +214,19 @@ static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain,
                                 : COST_ALLOC_NS;
 }
 
+/* build=ft list_resize (3.14.7 listobject.c:146-169): a new array under
+ * the list's other id, then the old one freed. */
+static void ft_list_grow(survivors_src_t *s, pylist_t *l,
+                         uint64_t new_allocated) {
+  emit(s, TRACE_MALLOC, TRACE_DOMAIN_MEM, l->alt_id,
+       FT_LIST_HEADER + new_allocated * 8, NULL);
+  if (l->allocated != 0)
+    emit(s, TRACE_FREE, TRACE_DOMAIN_MEM, l->id, 0, NULL);
+  uint64_t id = l->id;
+  l->id       = l->alt_id;
+  l->alt_id   = id;
+}
+
 /* append(): Objects/listobject.c list_resize (:44-96) when full. */
 static void list_append(survivors_src_t *s, pylist_t *l) {
   if (l->allocated > l->size) {
@@ -195,9 +239,13 @@ static void list_append(survivors_src_t *s, pylist_t *l) {
   /* listobject.c:74-75: no over-allocation for a jump past it. */
   if (newsize - l->size > new_allocated - newsize)
     new_allocated = (newsize + 3) & ~UINT64_C(3);
-  /* listobject.c:80-81: PyMem_Realloc(ob_item, new_allocated * 8). */
-  emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC, TRACE_DOMAIN_MEM,
-       l->id, new_allocated * 8, NULL);
+  if (s->ft) {
+    ft_list_grow(s, l, new_allocated);
+  } else {
+    /* listobject.c:80-81: PyMem_Realloc(ob_item, new_allocated * 8). */
+    emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC,
+         TRACE_DOMAIN_MEM, l->id, new_allocated * 8, NULL);
+  }
   l->allocated = new_allocated;
   l->size      = newsize;
 }
@@ -224,13 +272,19 @@ static uint64_t take_id(survivors_src_t *s) {
          survivors_is_kept(&s->rule, s->next_free_obj))
     s->next_free_obj++;
   if (s->next_free_obj < s->nobjects)
-    return ID_FIRST_OBJ + s->next_free_obj++;
+    return s->first_obj + s->next_free_obj++;
   return s->fresh_id++;
 }
 
 /* Generates the next step's events into s->pending. */
 static void step(survivors_src_t *s) {
   switch (s->phase) {
+  case PH_WARM:
+    /* build=ft: the interpreter's own object of the light class. */
+    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FT_WARM, SETTLE_OBJ_BYTES,
+         NULL);
+    s->phase = PH_START;
+    return;
   case PH_START:
     emit(s, TRACE_MARK, 0, 0, 0, "start");
     s->phase = PH_BUILD;
@@ -239,7 +293,7 @@ static void step(survivors_src_t *s) {
   case PH_BUILD:
     if (s->i < s->nobjects) {
       /* os.urandom(n) is evaluated before append() runs. */
-      emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FIRST_OBJ + s->i,
+      emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, s->first_obj + s->i,
            s->size_bytes, NULL);
       list_append(s, &s->main);
       s->i++;
@@ -288,7 +342,7 @@ static void step(survivors_src_t *s) {
     while (s->i > 0) {
       uint64_t j = --s->i;
       if (!survivors_is_kept(&s->rule, j)) {
-        emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, ID_FIRST_OBJ + j, 0, NULL);
+        emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, s->first_obj + j, 0, NULL);
         return;
       }
     }
@@ -309,9 +363,21 @@ static void step(survivors_src_t *s) {
   }
   case PH_AFTER:
     emit(s, TRACE_MARK, 0, 0, 0, "after");
-    s->phase = s->reuse_nobjects ? PH_REUSE : PH_DONE;
+    s->phase = s->alloc_after     ? PH_ALLOC_AFTER
+               : s->reuse_nobjects ? PH_REUSE
+                                   : PH_DONE;
     s->i     = 0;
     return;
+  case PH_ALLOC_AFTER: {
+    uint64_t id = take_id(s);
+    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id, s->alloc_after, NULL);
+    emit(s, TRACE_IDLE, 0, 0, ALLOC_AFTER_WAIT_NS, NULL);
+    emit(s, TRACE_MARK, 0, 0, 0, "after_alloc");
+    emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, id, 0, NULL);
+    s->returned[s->nreturned++] = id;
+    s->phase = s->reuse_nobjects ? PH_REUSE : PH_DONE;
+    return;
+  }
   case PH_REUSE:
     if (s->i < s->reuse_nobjects) {
       emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, take_id(s), s->reuse_size_bytes,
@@ -342,7 +408,7 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
           *ev = (trace_event_t){.t_ns   = s->t_ns,
                                 .op     = TRACE_FREE,
                                 .domain = TRACE_DOMAIN_OBJ,
-                                .id     = ID_FIRST_OBJ + j};
+                                .id     = s->first_obj + j};
           s->t_ns += COST_FREE_NS;
           return AS_OK;
         }
@@ -352,7 +418,7 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
       *ev = (trace_event_t){.t_ns   = s->t_ns,
                             .op     = TRACE_MALLOC,
                             .domain = TRACE_DOMAIN_OBJ,
-                            .id     = ID_FIRST_OBJ + s->i,
+                            .id     = s->first_obj + s->i,
                             .size   = s->size_bytes};
       s->t_ns += COST_ALLOC_NS;
       s->main.size++;
@@ -391,6 +457,8 @@ enum {
   OPT_REUSE_SIZE,
   OPT_REUSE_TOTAL,
   OPT_SETTLE_MS,
+  OPT_BUILD,
+  OPT_ALLOC_AFTER,
   OPT_COUNT
 };
 
@@ -409,6 +477,12 @@ static const workload_option_t survivors_options[] = {
     [OPT_REUSE_TOTAL] = {"reuse-total", "256", "MiB to allocate in reuse"},
     [OPT_SETTLE_MS]   = {"settle-ms", "0",
                          "idle with light allocation before `after`, ms"},
+    [OPT_BUILD]       = {"build", "default",
+                         "CPython build whose requests are made: default or "
+                         "ft (free-threaded)"},
+    [OPT_ALLOC_AFTER] = {"alloc-after", "0",
+                         "after `after`, one object of this many bytes and "
+                         "the mark after_alloc 200 ms later (0: no)"},
     [OPT_COUNT]       = {NULL, NULL, NULL},
 };
 
@@ -454,7 +528,8 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                                   as_err_t *err) {
   *out = NULL;
   /* Zeroed: each is set by its parser before use (gcc -O2 cannot see it). */
-  uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0;
+  uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0,
+           alloc_after = 0;
   double   total_mib = 0, fraction = 0, reuse_mib = 0;
   survivors_pattern_t pattern;
   as_status_t         rc;
@@ -471,8 +546,15 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
       (rc = parse_double("reuse-total", v[OPT_REUSE_TOTAL], 0, MAX_TOTAL, true,
                          &reuse_mib, err)) ||
       (rc = parse_u64("settle-ms", v[OPT_SETTLE_MS], 0, UINT64_C(86400000),
-                      &settle_ms, err)))
+                      &settle_ms, err)) ||
+      (rc = parse_u64("alloc-after", v[OPT_ALLOC_AFTER], 0, MAX_SIZE,
+                      &alloc_after, err)))
     return rc;
+  bool ft = strcmp(v[OPT_BUILD], "ft") == 0;
+  if (!ft && strcmp(v[OPT_BUILD], "default") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --build expects default or ft, got '%s'",
+                      v[OPT_BUILD]);
   if (!survivors_pattern_parse(v[OPT_PATTERN], &pattern))
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --pattern expects random, stride or oldest, "
@@ -508,16 +590,25 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                                     (uint64_t)(reuse_mib * MIB), reuse_size)
                               : 0;
   s->settle_ns          = settle_ms * UINT64_C(1000000);
-  s->phase              = PH_START;
+  s->alloc_after        = alloc_after;
+  s->ft                 = ft;
+  s->first_obj          = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
+  s->phase              = ft ? PH_WARM : PH_START;
   s->main.id            = ID_LIST_MAIN;
+  s->main.alt_id        = ID_FT_MAIN_ALT;
   s->keep.id            = ID_LIST_KEEP;
-  s->fresh_id           = ID_FIRST_OBJ + n;
+  s->keep.alt_id        = ID_FT_KEEP_ALT;
+  s->fresh_id           = s->first_obj + n;
 
   size_t used = (size_t)snprintf(s->base.name, sizeof s->base.name,
                                  "survivors");
+  /* Every option of the study's program; the later ones only when set, so
+   * the names of default-build runs stay as recorded. */
   for (int o = 0; o < OPT_COUNT && used < sizeof s->base.name; o++)
-    used += (size_t)snprintf(s->base.name + used, sizeof s->base.name - used,
-                             " --%s %s", survivors_options[o].name, v[o]);
+    if (o < OPT_BUILD || strcmp(v[o], survivors_options[o].default_value))
+      used += (size_t)snprintf(s->base.name + used,
+                               sizeof s->base.name - used, " --%s %s",
+                               survivors_options[o].name, v[o]);
   if (used >= sizeof s->base.name) {
     free(s);
     return as_err_set(err, AS_EUSAGE,

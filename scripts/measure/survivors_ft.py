@@ -157,7 +157,7 @@ def main():
     n = int(total_mib * MIB) // size
     m = int(reuse_mib * MIB) // reuse_size if reuse_size else 0
 
-    wl = ["survivors", "--size", a.size, "--total", a.total,
+    wl = ["survivors", "--build", "ft", "--size", a.size, "--total", a.total,
           "--pattern", a.pattern]
     if a.pattern == "stride":
         wl += ["--every", a.every]
