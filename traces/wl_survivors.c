@@ -66,6 +66,15 @@
  *     the light allocation never needs a fresh page (measured on 3.14.7t:
  *     with MIMALLOC_PURGE_DELAY=0 nothing comes back during it).  One such
  *     object is allocated before `start` and lives to the end.
+ *   - After `del objs` the program runs gc.collect(), which in this build
+ *     advances the QSBR write sequence and visits the GC heaps' pages
+ *     (Python/gc_free_threading.c:413-435, 950-969): an `option gc_collect`
+ *     event, which the free-threaded model takes as the collector's run.
+ *   - --kind tuple builds GC objects instead of bytes: tuples of Nones whose
+ *     sys.getsizeof is --size, allocated in the GC heap
+ *     (pycore_object_alloc.h:16-28), which the trace says with `option
+ *     object_heap 2` before the build and `option object_heap 1` after it
+ *     (--size is the request, sys.getsizeof: 56 for a 1-tuple in 3.14t).
  * --alloc-after N (either build) allocates one object of N bytes after
  * `after`, waits 200 ms and marks `after_alloc`: the study's "once the
  * program allocated again".  Under build=ft an object of more than 128 KiB
@@ -142,6 +151,8 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 #define ID_FT_KEEP_ALT 3 /* interpreter's light object; objects from 5 */
 #define ID_FT_WARM     4
 #define ID_FT_FIRST_OBJ 5
+#define FT_HEAP_OBJECT 1 /* _Py_MIMALLOC_HEAP_OBJECT, pycore_mimalloc.h */
+#define FT_HEAP_GC     2 /* _Py_MIMALLOC_HEAP_GC */
 #define FT_LIST_HEADER 8  /* _PyListArray.allocated (listobject.c:31-34) */
 #define ALLOC_AFTER_WAIT_NS UINT64_C(200000000) /* survivors_ft.py's 200 ms */
 #define COST_ALLOC_NS sim_cost_measured.python_alloc_ns
@@ -157,6 +168,7 @@ typedef enum phase_e {
   PH_BUILD,
   PH_SELECT,
   PH_FREE,
+  PH_GC,
   PH_SETTLE,
   PH_AFTER,
   PH_ALLOC_AFTER,
@@ -182,6 +194,7 @@ typedef struct survivors_src_s {
   uint64_t settle_ns;         /* remaining settle time */
   uint64_t alloc_after;       /* bytes of the after-allocation, 0: none */
   bool     ft;                /* --build ft */
+  bool     gc_objects;        /* --kind tuple (build=ft) */
   uint64_t first_obj;         /* id of object 0 */
   phase_t  phase;
   uint64_t i;                 /* position in the current phase */
@@ -212,6 +225,12 @@ static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain,
              : op == TRACE_MARK ? COST_MARK_NS
              : op == TRACE_IDLE ? size
                                 : COST_ALLOC_NS;
+}
+
+/* An option event: a knob of the free-threaded model (cpython_ft.c). */
+static void emit_option(survivors_src_t *s, const char *name, int64_t value) {
+  emit(s, TRACE_OPTION, 0, 0, (uint64_t)value, name);
+  s->t_ns -= COST_ALLOC_NS; /* a thread-state store, no allocation */
 }
 
 /* build=ft list_resize (3.14.7 listobject.c:146-169): a new array under
@@ -287,6 +306,8 @@ static void step(survivors_src_t *s) {
     return;
   case PH_START:
     emit(s, TRACE_MARK, 0, 0, 0, "start");
+    if (s->gc_objects)
+      emit_option(s, "object_heap", FT_HEAP_GC);
     s->phase = PH_BUILD;
     s->i     = 0;
     return;
@@ -299,6 +320,8 @@ static void step(survivors_src_t *s) {
       s->i++;
       return;
     }
+    if (s->gc_objects)
+      emit_option(s, "object_heap", FT_HEAP_OBJECT);
     emit(s, TRACE_MARK, 0, 0, 0, "peak");
     s->phase = PH_SELECT;
     s->i     = 0;
@@ -347,6 +370,10 @@ static void step(survivors_src_t *s) {
       }
     }
     list_free(s, &s->main);
+    s->phase = s->ft ? PH_GC : s->settle_ns ? PH_SETTLE : PH_AFTER;
+    return;
+  case PH_GC:
+    emit_option(s, "gc_collect", 1);
     s->phase = s->settle_ns ? PH_SETTLE : PH_AFTER;
     return;
   case PH_SETTLE: {
@@ -459,6 +486,7 @@ enum {
   OPT_SETTLE_MS,
   OPT_BUILD,
   OPT_ALLOC_AFTER,
+  OPT_KIND,
   OPT_COUNT
 };
 
@@ -483,6 +511,9 @@ static const workload_option_t survivors_options[] = {
     [OPT_ALLOC_AFTER] = {"alloc-after", "0",
                          "after `after`, one object of this many bytes and "
                          "the mark after_alloc 200 ms later (0: no)"},
+    [OPT_KIND]        = {"kind", "bytes",
+                         "bytes, or tuple: GC objects in the GC heap "
+                         "(--build ft only)"},
     [OPT_COUNT]       = {NULL, NULL, NULL},
 };
 
@@ -555,6 +586,15 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --build expects default or ft, got '%s'",
                       v[OPT_BUILD]);
+  bool gc_objects = strcmp(v[OPT_KIND], "tuple") == 0;
+  if (!gc_objects && strcmp(v[OPT_KIND], "bytes") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --kind expects bytes or tuple, got '%s'",
+                      v[OPT_KIND]);
+  if (gc_objects && !ft)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --kind tuple needs --build ft (the heap of "
+                      "GC objects is the free-threaded build's)");
   if (!survivors_pattern_parse(v[OPT_PATTERN], &pattern))
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --pattern expects random, stride or oldest, "
@@ -592,6 +632,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
   s->settle_ns          = settle_ms * UINT64_C(1000000);
   s->alloc_after        = alloc_after;
   s->ft                 = ft;
+  s->gc_objects         = gc_objects;
   s->first_obj          = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
   s->phase              = ft ? PH_WARM : PH_START;
   s->main.id            = ID_LIST_MAIN;

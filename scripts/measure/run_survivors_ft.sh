@@ -15,6 +15,8 @@
 #        2.5 s (no allocation at all)
 #   tuples-<delay>                   fraction 0 of 64 B, then 256 MiB of
 #        56-byte (sys.getsizeof) 1-tuples (another heap); tuples-fresh-<delay> the tuples alone
+#        (the survivors workload has no tuple reuse phase: these two are
+#        compared with each other, not replayed)
 #   gctuple-<delay>                  256 MiB of 64-byte tuples (the GC heap),
 #        freed, gc.collect() (the collector visits the GC heap's pages), then
 #        the 256 KiB trigger: the pre-3.14.4 page leak (gh-145615) shows here

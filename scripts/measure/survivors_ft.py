@@ -24,7 +24,8 @@ Differences from survivors.py, all because of the build:
   - No pymalloc filling or pymalloc stats (there is no pymalloc).
   - An RSS sample every 100 ms during the settle phase (rss lines between
     the marks), since the question is when, if ever, memory comes back.
-  - Provenance records the MIMALLOC_* environment, Py_GIL_DISABLED and
+  - Provenance records build=ft, the MIMALLOC_* environment (malloc_env,
+    which `allocsim record` maps to the model's knobs), Py_GIL_DISABLED and
     whether the GIL is actually off at run time.
 
 RSS is read from /proc/self/smaps_rollup (exact).  Writes a measured-run
@@ -159,6 +160,8 @@ def main():
 
     wl = ["survivors", "--build", "ft", "--size", a.size, "--total", a.total,
           "--pattern", a.pattern]
+    if a.kind == "tuple":
+        wl += ["--kind", "tuple"]
     if a.pattern == "stride":
         wl += ["--every", a.every]
     else:
@@ -231,7 +234,7 @@ def main():
     meta = [
         ("kind", "measured"),
         ("workload", " ".join(wl)),
-        ("model", f"cpython:build=ft,version={ver}"),
+        ("build", "ft"),
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
         ("kernel", platform.release()),
@@ -241,8 +244,10 @@ def main():
         ("py_gil_disabled", str(sysconfig.get_config_var("Py_GIL_DISABLED"))),
         ("gil_enabled_at_run", str(gil)),
         ("libc", libc_version()),
-        ("mimalloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
-                                  if k.startswith("MIMALLOC_")) or "(none)"),
+        ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
+                                if k.startswith(("MIMALLOC_", "MALLOC_",
+                                                 "GLIBC_TUNABLES")))
+         or "(none)"),
         ("settle", "idle" if a.idle else "light allocation every 50 ms"),
         ("thp", thp),
         ("rss_source", "/proc/self/smaps_rollup Rss"),

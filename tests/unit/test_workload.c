@@ -435,6 +435,45 @@ static void alloc_after_allocates_once_and_marks_200ms_later(void **state) {
                       "survivors: --build expects default or ft, got 'nogil'");
 }
 
+/* build=ft: the study's gc.collect() after the free, and --kind tuple's
+ * heap switch around the build, as option events. */
+static void ft_options_switch_heap_and_report_the_gc(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--build ft --kind tuple --size 56 --total 0.01 "
+                             "--fraction 0",
+                             &src, &err),
+                   AS_OK);
+  trace_event_t ev;
+  char          seq[8][24];
+  int           n = 0;
+  uint64_t      gc_at = 0, last_free = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_OPTION && n < 8)
+      snprintf(seq[n++], 24, "%s=%d", ev.label, (int)ev.size);
+    if (ev.op == TRACE_MARK && n < 8)
+      snprintf(seq[n++], 24, "%s", ev.label);
+    if (ev.op == TRACE_OPTION && strcmp(ev.label, "gc_collect") == 0)
+      gc_at = ev.t_ns;
+    if (ev.op == TRACE_FREE)
+      last_free = ev.t_ns;
+  }
+  trace_source_close(src);
+  assert_int_equal(n, 6);
+  assert_string_equal(seq[0], "start");
+  assert_string_equal(seq[1], "object_heap=2");
+  assert_string_equal(seq[2], "object_heap=1");
+  assert_string_equal(seq[3], "peak");
+  assert_string_equal(seq[4], "gc_collect=1");
+  assert_string_equal(seq[5], "after");
+  assert_true(gc_at >= last_free);
+  assert_int_equal(open_args("--kind tuple", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --kind tuple needs --build ft "
+                               "(the heap of GC objects is the free-threaded "
+                               "build's)");
+}
+
 static void open_line_finds_the_workload_and_its_options(void **state) {
   (void)state;
   trace_source_t *src = NULL;
@@ -473,6 +512,7 @@ int main(void) {
       cmocka_unit_test(ft_list_grows_by_new_array_then_free_of_the_old),
       cmocka_unit_test(ft_objects_start_at_id_5_and_are_freed_backwards),
       cmocka_unit_test(alloc_after_allocates_once_and_marks_200ms_later),
+      cmocka_unit_test(ft_options_switch_heap_and_report_the_gc),
       cmocka_unit_test(open_line_finds_the_workload_and_its_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
