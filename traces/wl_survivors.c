@@ -74,7 +74,10 @@
  *     sys.getsizeof is --size, allocated in the GC heap
  *     (pycore_object_alloc.h:16-28), which the trace says with `option
  *     object_heap 2` before the build and `option object_heap 1` after it
- *     (--size is the request, sys.getsizeof: 56 for a 1-tuple in 3.14t).
+ *     (--size is the request, sys.getsizeof: 56 for a 1-tuple in 3.14t);
+ *     --reuse-kind tuple does the same for the reuse phase (the study's
+ *     "256 MiB of tuples, a different kind of object that lives in a
+ *     separate mimalloc heap").
  * --alloc-after N (either build) allocates one object of N bytes after
  * `after`, waits 200 ms and marks `after_alloc`: the study's "once the
  * program allocated again".  Under build=ft an object of more than 128 KiB
@@ -195,6 +198,7 @@ typedef struct survivors_src_s {
   uint64_t alloc_after;       /* bytes of the after-allocation, 0: none */
   bool     ft;                /* --build ft */
   bool     gc_objects;        /* --kind tuple (build=ft) */
+  bool     gc_reuse;          /* --reuse-kind tuple (build=ft) */
   uint64_t first_obj;         /* id of object 0 */
   phase_t  phase;
   uint64_t i;                 /* position in the current phase */
@@ -406,6 +410,8 @@ static void step(survivors_src_t *s) {
     return;
   }
   case PH_REUSE:
+    if (s->gc_reuse && s->i == 0)
+      emit_option(s, "object_heap", FT_HEAP_GC);
     if (s->i < s->reuse_nobjects) {
       emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, take_id(s), s->reuse_size_bytes,
            NULL);
@@ -413,6 +419,8 @@ static void step(survivors_src_t *s) {
       s->i++;
       return;
     }
+    if (s->gc_reuse)
+      emit_option(s, "object_heap", FT_HEAP_OBJECT);
     emit(s, TRACE_MARK, 0, 0, 0, "after_reuse");
     s->phase = PH_DONE;
     return;
@@ -487,6 +495,7 @@ enum {
   OPT_BUILD,
   OPT_ALLOC_AFTER,
   OPT_KIND,
+  OPT_REUSE_KIND,
   OPT_COUNT
 };
 
@@ -513,6 +522,9 @@ static const workload_option_t survivors_options[] = {
                          "the mark after_alloc 200 ms later (0: no)"},
     [OPT_KIND]        = {"kind", "bytes",
                          "bytes, or tuple: GC objects in the GC heap "
+                         "(--build ft only)"},
+    [OPT_REUSE_KIND]  = {"reuse-kind", "bytes",
+                         "what the reuse phase allocates: bytes or tuple "
                          "(--build ft only)"},
     [OPT_COUNT]       = {NULL, NULL, NULL},
 };
@@ -591,10 +603,17 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --kind expects bytes or tuple, got '%s'",
                       v[OPT_KIND]);
-  if (gc_objects && !ft)
+  bool gc_reuse = strcmp(v[OPT_REUSE_KIND], "tuple") == 0;
+  if (!gc_reuse && strcmp(v[OPT_REUSE_KIND], "bytes") != 0)
     return as_err_set(err, AS_EUSAGE,
-                      "survivors: --kind tuple needs --build ft (the heap of "
-                      "GC objects is the free-threaded build's)");
+                      "survivors: --reuse-kind expects bytes or tuple, got "
+                      "'%s'",
+                      v[OPT_REUSE_KIND]);
+  if ((gc_objects || gc_reuse) && !ft)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --%s tuple needs --build ft (the heap of "
+                      "GC objects is the free-threaded build's)",
+                      gc_objects ? "kind" : "reuse-kind");
   if (!survivors_pattern_parse(v[OPT_PATTERN], &pattern))
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --pattern expects random, stride or oldest, "
@@ -633,6 +652,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
   s->alloc_after        = alloc_after;
   s->ft                 = ft;
   s->gc_objects         = gc_objects;
+  s->gc_reuse           = gc_reuse;
   s->first_obj          = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
   s->phase              = ft ? PH_WARM : PH_START;
   s->main.id            = ID_LIST_MAIN;

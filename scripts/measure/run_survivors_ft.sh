@@ -15,8 +15,6 @@
 #        2.5 s (no allocation at all)
 #   tuples-<delay>                   fraction 0 of 64 B, then 256 MiB of
 #        56-byte (sys.getsizeof) 1-tuples (another heap); tuples-fresh-<delay> the tuples alone
-#        (the survivors workload has no tuple reuse phase: these two are
-#        compared with each other, not replayed)
 #   gctuple-<delay>                  256 MiB of 64-byte tuples (the GC heap),
 #        freed, gc.collect() (the collector visits the GC heap's pages), then
 #        the 256 KiB trigger: the pre-3.14.4 page leak (gh-145615) shows here
@@ -55,8 +53,10 @@ while [ "$k" -le "$repeats" ]; do
       done
       run "idle-$size-$delay" $delay --size $size --fraction 0 --idle
     done
-    run "tuples-$delay" $delay --size 64 --fraction 0 --reuse-tuples 4793490
-    run "tuples-fresh-$delay" $delay --size 64 --total 0 --reuse-tuples 4793490
+    run "tuples-$delay" $delay --size 64 --fraction 0 --reuse-kind tuple \
+      --reuse-size 56 --reuse-total 256
+    run "tuples-fresh-$delay" $delay --size 64 --total 0.001 --fraction 0 \
+      --reuse-kind tuple --reuse-size 56 --reuse-total 256
     run "gctuple-$delay" $delay --kind tuple --size 64 --fraction 0 \
       --settle-ms 500 --alloc-after 262144
     if [ "${LONG:-0}" = 1 ]; then

@@ -15,7 +15,8 @@ _PyMem_mi_page_maybe_free):
         allocation survivors.py does ([None] * 4 and {}), RSS every 100 ms
                                                                     # after
     optional: one bytes object of --alloc-after bytes               # after_alloc
-    optional reuse: --reuse-size bytes objects or --reuse-tuples     # after_reuse
+    optional reuse: --reuse-total MiB of --reuse-size bytes objects,
+        or tuples with --reuse-kind tuple                           # after_reuse
 
 Differences from survivors.py, all because of the build:
   - The bytes header is larger (ob_tid, ob_ref_local, ob_ref_shared): the
@@ -83,17 +84,6 @@ def build_tuple_objects(n, size):
     return objs
 
 
-def build_tuples(n):
-    """n distinct 1-tuples of None (GC objects: the GC heap, not the object
-    heap); BUILD_TUPLE makes a new tuple each time and creates no int."""
-    objs = []
-    app = objs.append
-    x = None
-    for _ in itertools.repeat(None, n):
-        app((x,))
-    return objs
-
-
 def page_layout(objs, flags):
     """Where the objects really went: the 64 KiB mimalloc pages (slices) and
     32 MiB segments their addresses (id()) fall in.  Returns (pages, pages
@@ -128,8 +118,10 @@ def main():
                          "mark `after_alloc` 200 ms later")
     ap.add_argument("--reuse-size", default="0")
     ap.add_argument("--reuse-total", default="256", help="MiB")
-    ap.add_argument("--reuse-tuples", default="0",
-                    help="number of 1-tuples to allocate after `after`")
+    ap.add_argument("--reuse-kind", default="bytes",
+                    choices=("bytes", "tuple"),
+                    help="what the reuse phase allocates: bytes, or tuples "
+                         "(the GC heap), --reuse-total MiB of --reuse-size")
     ap.add_argument("--layout", action="store_true",
                     help="record the page/segment layout of the objects "
                          "(allocates temporaries before the free)")
@@ -144,12 +136,14 @@ def main():
     total_mib, fraction = float(a.total), float(a.fraction)
     settle_ms = int(a.settle_ms)
     reuse_size, reuse_mib = int(a.reuse_size), float(a.reuse_total)
-    reuse_tuples = int(a.reuse_tuples)
     alloc_after = int(a.alloc_after)
     base = sys.getsizeof(b"")
     if a.kind == "tuple":
-        tuple_maker(size)  # checks the size before anything is measured
-    elif size < base + 2 or (reuse_size and reuse_size < base + 2):
+        tuple_maker(size)  # checks the sizes before anything is measured
+    if reuse_size and a.reuse_kind == "tuple":
+        tuple_maker(reuse_size)
+    if (a.kind == "bytes" and size < base + 2) or \
+            (reuse_size and a.reuse_kind == "bytes" and reuse_size < base + 2):
         raise SystemExit(f"survivors_ft.py: --size and --reuse-size expect "
                          f"at least {base + 2} (a 2-byte bytes object here)")
     if settle_ms < 0:
@@ -170,6 +164,8 @@ def main():
         wl += ["--seed", a.seed]
     if reuse_size:
         wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
+        if a.reuse_kind == "tuple":
+            wl += ["--reuse-kind", "tuple"]
     wl += ["--settle-ms", a.settle_ms]
     if int(a.alloc_after):
         wl += ["--alloc-after", a.alloc_after]
@@ -213,11 +209,8 @@ def main():
         sample("after_alloc")
         del big
     if m:
-        objs2 = build(m, reuse_size)
-        sample("after_reuse")
-        del objs2
-    elif reuse_tuples:
-        objs2 = build_tuples(reuse_tuples)
+        objs2 = (build(m, reuse_size) if a.reuse_kind == "bytes"
+                 else build_tuple_objects(m, reuse_size))
         sample("after_reuse")
         del objs2
     assert len(keep) == kept_count
@@ -264,8 +257,6 @@ def main():
         meta.append(("layout_segments", str(segments)))
         meta.append(("layout_objects_per_page", " ".join(
             f"{k}x{v}" for k, v in per_page.most_common(6))))
-    if reuse_tuples:
-        meta.append(("reuse_tuples", str(reuse_tuples)))
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         f.write("allocsim-trace 1\n")
