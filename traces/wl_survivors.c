@@ -563,6 +563,17 @@ static as_status_t parse_double(const char *opt, const char *v, double lo,
   return AS_OK;
 }
 
+/* bytes or tuple; *tuple says which. */
+static as_status_t parse_kind(const char *opt, const char *v, bool *tuple,
+                              as_err_t *err) {
+  *tuple = strcmp(v, "tuple") == 0;
+  if (!*tuple && strcmp(v, "bytes") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --%s expects bytes or tuple, got '%s'", opt,
+                      v);
+  return AS_OK;
+}
+
 #define MIB        1048576.0
 #define MAX_SIZE   (UINT64_C(1) << 30)
 #define MAX_TOTAL  (1048576.0) /* MiB: 1 TiB of objects */
@@ -598,17 +609,10 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --build expects default or ft, got '%s'",
                       v[OPT_BUILD]);
-  bool gc_objects = strcmp(v[OPT_KIND], "tuple") == 0;
-  if (!gc_objects && strcmp(v[OPT_KIND], "bytes") != 0)
-    return as_err_set(err, AS_EUSAGE,
-                      "survivors: --kind expects bytes or tuple, got '%s'",
-                      v[OPT_KIND]);
-  bool gc_reuse = strcmp(v[OPT_REUSE_KIND], "tuple") == 0;
-  if (!gc_reuse && strcmp(v[OPT_REUSE_KIND], "bytes") != 0)
-    return as_err_set(err, AS_EUSAGE,
-                      "survivors: --reuse-kind expects bytes or tuple, got "
-                      "'%s'",
-                      v[OPT_REUSE_KIND]);
+  bool gc_objects = false, gc_reuse = false;
+  if ((rc = parse_kind("kind", v[OPT_KIND], &gc_objects, err)) ||
+      (rc = parse_kind("reuse-kind", v[OPT_REUSE_KIND], &gc_reuse, err)))
+    return rc;
   if ((gc_objects || gc_reuse) && !ft)
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --%s tuple needs --build ft (the heap of "

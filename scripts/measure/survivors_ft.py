@@ -43,8 +43,8 @@ import sysconfig
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from survivors import (MIB, libc_version, read_rss, select,  # noqa: E402
-                       survivor_flags)
+from survivors import (MIB, machine_meta, read_rss,  # noqa: E402
+                       select, survivor_flags, workload_words, write_run)
 
 SETTLE_STEP_S = 0.05   # the light allocation's period, as in survivors.py
 SAMPLE_EVERY_NS = 100_000_000
@@ -152,20 +152,11 @@ def main():
     n = int(total_mib * MIB) // size
     m = int(reuse_mib * MIB) // reuse_size if reuse_size else 0
 
-    wl = ["survivors", "--build", "ft", "--size", a.size, "--total", a.total,
-          "--pattern", a.pattern]
+    wl = ["survivors", "--build", "ft"] + workload_words(a)
     if a.kind == "tuple":
         wl += ["--kind", "tuple"]
-    if a.pattern == "stride":
-        wl += ["--every", a.every]
-    else:
-        wl += ["--fraction", a.fraction]
-    if a.pattern == "random":
-        wl += ["--seed", a.seed]
-    if reuse_size:
-        wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
-        if a.reuse_kind == "tuple":
-            wl += ["--reuse-kind", "tuple"]
+    if reuse_size and a.reuse_kind == "tuple":
+        wl += ["--reuse-kind", "tuple"]
     wl += ["--settle-ms", a.settle_ms]
     if int(a.alloc_after):
         wl += ["--alloc-after", a.alloc_after]
@@ -215,35 +206,20 @@ def main():
         del objs2
     assert len(keep) == kept_count
 
-    with open("/proc/sys/kernel/hostname") as f:
-        host = f.read().strip()
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            thp = f.read().strip()
-    except OSError:
-        thp = "unknown"
     gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
-    ver = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}"
     meta = [
         ("kind", "measured"),
         ("workload", " ".join(wl)),
         ("build", "ft"),
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
-        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
-        ("kernel", platform.release()),
-        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
-        ("python", platform.python_version()),
-        ("python_build", " ".join(platform.python_build())),
+    ] + machine_meta() + [
         ("py_gil_disabled", str(sysconfig.get_config_var("Py_GIL_DISABLED"))),
         ("gil_enabled_at_run", str(gil)),
-        ("libc", libc_version()),
         ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                                 if k.startswith(("MIMALLOC_", "MALLOC_",
                                                  "GLIBC_TUNABLES")))
          or "(none)"),
         ("settle", "idle" if a.idle else "light allocation every 50 ms"),
-        ("thp", thp),
-        ("rss_source", "/proc/self/smaps_rollup Rss"),
         ("baseline_rss_bytes", str(samples[0][2])),
         ("objects", str(n)),
         ("survivors", str(kept_count)),
@@ -257,16 +233,7 @@ def main():
         meta.append(("layout_segments", str(segments)))
         meta.append(("layout_objects_per_page", " ".join(
             f"{k}x{v}" for k, v in per_page.most_common(6))))
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("allocsim-trace 1\n")
-        for k, v in meta:
-            f.write(f"#@ {k}={v[:250]}\n")
-        for t, label, rss in samples:
-            if label is not None:
-                f.write(f"{t} 0 mark {label}\n")
-            f.write(f"{t} 0 rss {rss}\n")
-    os.replace(tmp, a.out)
+    write_run(a.out, meta, samples)
     start = samples[0][2]
     for t, label, rss in samples:
         if label is not None:
