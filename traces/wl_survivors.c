@@ -42,7 +42,8 @@
  *
  * Virtual time: an allocation or realloc costs what creating a small
  * CPython object costs, a free what dropping one costs (sim/cost.h
- * python_alloc_ns, python_free_ns: measured), and a mark 1 us (reading
+ * python_alloc_ns, python_free_ns: measured; or --alloc-ns / --free-ns,
+ * which a measured run sets to its own pace), and a mark 1 us (reading
  * RSS), so marks have distinct times.  The optional
  * settle phase (--settle-ms) is an idle stretch in 50 ms steps with one
  * small allocation and free per step, standing in for the study's "waits
@@ -158,8 +159,6 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 #define FT_HEAP_GC     2 /* _Py_MIMALLOC_HEAP_GC */
 #define FT_LIST_HEADER 8  /* _PyListArray.allocated (listobject.c:31-34) */
 #define ALLOC_AFTER_WAIT_NS UINT64_C(200000000) /* survivors_ft.py's 200 ms */
-#define COST_ALLOC_NS sim_cost_measured.python_alloc_ns
-#define COST_FREE_NS  sim_cost_measured.python_free_ns
 #define COST_MARK_NS  1000
 #define SETTLE_STEP_NS UINT64_C(50000000) /* 50 ms, one light allocation */
 #define SETTLE_OBJ_BYTES 56               /* sys.getsizeof([]) on 3.11 */
@@ -200,6 +199,7 @@ typedef struct survivors_src_s {
   bool     gc_objects;        /* --kind tuple (build=ft) */
   bool     gc_reuse;          /* --reuse-kind tuple (build=ft) */
   uint64_t first_obj;         /* id of object 0 */
+  uint64_t alloc_ns, free_ns; /* virtual time per object made / dropped */
   phase_t  phase;
   uint64_t i;                 /* position in the current phase */
   uint64_t t_ns;              /* virtual clock */
@@ -225,16 +225,16 @@ static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain,
   ev->id     = id;
   ev->size   = size;
   ev->label  = label;
-  s->t_ns += op == TRACE_FREE   ? COST_FREE_NS
+  s->t_ns += op == TRACE_FREE   ? s->free_ns
              : op == TRACE_MARK ? COST_MARK_NS
              : op == TRACE_IDLE ? size
-                                : COST_ALLOC_NS;
+                                : s->alloc_ns;
 }
 
 /* An option event: a knob of the free-threaded model (cpython_ft.c). */
 static void emit_option(survivors_src_t *s, const char *name, int64_t value) {
   emit(s, TRACE_OPTION, 0, 0, (uint64_t)value, name);
-  s->t_ns -= COST_ALLOC_NS; /* a thread-state store, no allocation */
+  s->t_ns -= s->alloc_ns; /* a thread-state store, no allocation */
 }
 
 /* build=ft list_resize (3.14.7 listobject.c:146-169): a new array under
@@ -444,7 +444,7 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
                                 .op     = TRACE_FREE,
                                 .domain = TRACE_DOMAIN_OBJ,
                                 .id     = s->first_obj + j};
-          s->t_ns += COST_FREE_NS;
+          s->t_ns += s->free_ns;
           return AS_OK;
         }
       }
@@ -455,7 +455,7 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
                             .domain = TRACE_DOMAIN_OBJ,
                             .id     = s->first_obj + s->i,
                             .size   = s->size_bytes};
-      s->t_ns += COST_ALLOC_NS;
+      s->t_ns += s->alloc_ns;
       s->main.size++;
       s->i++;
       return AS_OK;
@@ -496,6 +496,8 @@ enum {
   OPT_ALLOC_AFTER,
   OPT_KIND,
   OPT_REUSE_KIND,
+  OPT_ALLOC_NS,
+  OPT_FREE_NS,
   OPT_COUNT
 };
 
@@ -526,6 +528,12 @@ static const workload_option_t survivors_options[] = {
     [OPT_REUSE_KIND]  = {"reuse-kind", "bytes",
                          "what the reuse phase allocates: bytes or tuple "
                          "(--build ft only)"},
+    [OPT_ALLOC_NS]    = {"alloc-ns", "0",
+                         "virtual ns per object made (0: the cost model's; "
+                         "a measured run gives its own)"},
+    [OPT_FREE_NS]     = {"free-ns", "0",
+                         "virtual ns per object dropped (0: the cost "
+                         "model's)"},
     [OPT_COUNT]       = {NULL, NULL, NULL},
 };
 
@@ -583,7 +591,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
   *out = NULL;
   /* Zeroed: each is set by its parser before use (gcc -O2 cannot see it). */
   uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0,
-           alloc_after = 0;
+           alloc_after = 0, alloc_ns = 0, free_ns = 0;
   double   total_mib = 0, fraction = 0, reuse_mib = 0;
   survivors_pattern_t pattern;
   as_status_t         rc;
@@ -602,7 +610,11 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
       (rc = parse_u64("settle-ms", v[OPT_SETTLE_MS], 0, UINT64_C(86400000),
                       &settle_ms, err)) ||
       (rc = parse_u64("alloc-after", v[OPT_ALLOC_AFTER], 0, MAX_SIZE,
-                      &alloc_after, err)))
+                      &alloc_after, err)) ||
+      (rc = parse_u64("alloc-ns", v[OPT_ALLOC_NS], 0, UINT64_C(1000000000),
+                      &alloc_ns, err)) ||
+      (rc = parse_u64("free-ns", v[OPT_FREE_NS], 0, UINT64_C(1000000000),
+                      &free_ns, err)))
     return rc;
   bool ft = strcmp(v[OPT_BUILD], "ft") == 0;
   if (!ft && strcmp(v[OPT_BUILD], "default") != 0)
@@ -654,6 +666,11 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                               : 0;
   s->settle_ns          = settle_ms * UINT64_C(1000000);
   s->alloc_after        = alloc_after;
+  /* How fast CPython makes and drops an object: measured (sim/cost.h), or
+   * the measured run's own pace, which decides which purge delays expire
+   * while the list grows. */
+  s->alloc_ns = alloc_ns ? alloc_ns : sim_cost_measured.python_alloc_ns;
+  s->free_ns  = free_ns ? free_ns : sim_cost_measured.python_free_ns;
   s->ft                 = ft;
   s->gc_objects         = gc_objects;
   s->gc_reuse           = gc_reuse;

@@ -171,13 +171,17 @@ def main():
         samples.append((time.monotonic_ns() - t0, label, read_rss()))
 
     sample("start")
+    t_build = time.monotonic_ns()
     objs = build(n, size) if a.kind == "bytes" else build_tuple_objects(n, size)
+    t_build = time.monotonic_ns() - t_build
     sample("peak")
     # After the peak reading; its temporaries (ints, a dict) are freed into
     # the heaps before `freed`, so it is opt-in and recorded.
     layout = page_layout(objs, flags) if a.layout else None
     keep = select(objs, flags)
+    t_del = time.monotonic_ns()
     del objs  # list_dealloc: items backwards, then the item array
+    t_del = time.monotonic_ns() - t_del
     gc.collect()
     sample("freed")
     t_end = time.monotonic_ns() + settle_ms * 1_000_000
@@ -206,6 +210,11 @@ def main():
         del objs2
     assert len(keep) == kept_count
 
+    # This run's own pace, so that a replay's purge delays expire where
+    # this run's did (which of the list's old arrays get purged).
+    if n:
+        wl += ["--alloc-ns", str(max(1, round(t_build / n))),
+               "--free-ns", str(max(1, round(t_del / max(1, n - kept_count))))]
     gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
     meta = [
         ("kind", "measured"),

@@ -474,6 +474,23 @@ static void ft_options_switch_heap_and_report_the_gc(void **state) {
                                "build's)");
 }
 
+/* --alloc-ns / --free-ns set the pace (a measured run's own). */
+static void alloc_ns_and_free_ns_set_the_clock(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--total 0.1 --pattern stride --every 1000000 --alloc-ns 1000 "
+          "--free-ns 100",
+          &t, 1 << 20);
+  /* 1,638 objects made at 1 us, list growth included: peak >= 1.638 ms. */
+  assert_string_equal(t.mark_labels[1], "peak");
+  assert_true(t.mark_t[1] >= 1638 * 1000);
+  assert_true(t.mark_t[1] < 1638 * 1000 + 60 * 1000 + 1000);
+  /* 1,637 frees at 100 ns between peak and after. */
+  assert_true(t.mark_t[2] - t.mark_t[1] >= 1637 * 100);
+  assert_true(t.mark_t[2] - t.mark_t[1] < 1637 * 100 + 20 * 1000);
+  free(t.freed);
+}
+
 static void open_line_finds_the_workload_and_its_options(void **state) {
   (void)state;
   trace_source_t *src = NULL;
@@ -513,6 +530,7 @@ int main(void) {
       cmocka_unit_test(ft_objects_start_at_id_5_and_are_freed_backwards),
       cmocka_unit_test(alloc_after_allocates_once_and_marks_200ms_later),
       cmocka_unit_test(ft_options_switch_heap_and_report_the_gc),
+      cmocka_unit_test(alloc_ns_and_free_ns_set_the_clock),
       cmocka_unit_test(open_line_finds_the_workload_and_its_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
