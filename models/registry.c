@@ -13,12 +13,14 @@ extern const model_methods_t model_ideal_methods;
 extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
+extern const model_methods_t model_mimalloc_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
     &model_glibc_methods,
     &model_pymalloc_methods,
     &model_cpython_methods,
+    &model_mimalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {
@@ -73,7 +75,10 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
   if (rc != AS_OK)
     return rc;
   (*out)->methods = methods;
-  (*out)->opts    = opts;
+  /* A model may store effective values itself (mimalloc's defaults differ
+   * by version); otherwise the parsed options are its provenance. */
+  if ((*out)->opts.table == NULL)
+    (*out)->opts = opts;
   return AS_OK;
 }
 

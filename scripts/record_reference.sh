@@ -10,7 +10,9 @@
 #        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
 #          (CPython: obj/mem domains), n = 50000;
 #        - the C program capture_progs/churn, n = 50000;
-#   2. every measured-run file in data/measured/*.trace (`allocsim record`);
+#   2. every measured-run file in data/measured/*.trace, and the binary
+#      traces with measured RSS in data/measured/*.astrace (`allocsim
+#      record`);
 #   3. heaptrack's records of real programs, data/imported/*.astrace, and
 #      the oracle's runs, data/oracle/* (both made by
 #      scripts/measure/oracle/run.py); an oracle run of an allocator that no
@@ -52,7 +54,7 @@ echo "== captures" >&2
   --sample-every 10ms -- "$progs/churn" 50000 >&2
 
 echo "== measured-run files" >&2
-for f in measured/*.trace; do
+for f in measured/*.trace measured/*.astrace; do
   [ -e "$f" ] || continue
   "$allocsim" record "$f" --db "$db" >/dev/null
   echo "recorded $f" >&2
