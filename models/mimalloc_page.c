@@ -361,8 +361,13 @@ void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
  * the page was freed. */
 static bool page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
   if (m->has_hooks && m->hooks.page_maybe_free != NULL &&
-      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force))
+      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force)) {
+    /* A kept page is no longer a retired one: CPython's hook sets
+     * retire_expire = 0 (3.14.7 Objects/obmalloc.c:183), so
+     * _mi_heap_collect_retired does not offer it again. */
+    P(m, page)->retire_expire = 0;
     return false;
+  }
   mi_page_free(m, page, force);
   return true;
 }

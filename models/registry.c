@@ -74,7 +74,11 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
   rc = methods->create(&opts, ctx, out, err);
   if (rc != AS_OK)
     return rc;
-  (*out)->methods = methods;
+  /* A model may be one of several variants behind its name (cpython's
+   * build=ft) and set its own methods; otherwise they are the registered
+   * ones. */
+  if ((*out)->methods == NULL)
+    (*out)->methods = methods;
   /* A model may store effective values itself (mimalloc's defaults differ
    * by version); otherwise the parsed options are its provenance. */
   if ((*out)->opts.table == NULL)
