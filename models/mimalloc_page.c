@@ -887,9 +887,9 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
   bool main_backing = m->tlds[tld].thread == 0 &&
                       m->tlds[tld].heap_backing == heap;
   m->collects++;
-  heap_collect_hook(m, heap); /* CPython heap.c:163 */
   if (MI_IS_V3(m->version)) {
     heap_collect_retired(m, heap, force);
+    heap_collect_hook(m, heap);
     heap_visit_collect(m, heap, kind);
     mi_arenas3_collect(m, kind == MI_FORCE, true, tld); /* 301 heap.c:124 */
     return;
@@ -903,6 +903,9 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
         P(m, pg)->delayed = MI_NEVER_DELAYED_FREE;
   heap_delayed_free(m, heap);
   heap_collect_retired(m, heap, force);
+  /* CPython's QSBR collect comes after the retired pages, which may park
+   * pages on the thread's list (3.14.7 heap.c:159-163; 3.13.5 :156-160). */
+  heap_collect_hook(m, heap);
   heap_visit_collect(m, heap, kind);
   mi_abandoned_collect(m, heap, kind == MI_FORCE);
   switch (m->version) {

@@ -333,6 +333,44 @@ static void thread_exit_abandons_the_four_heaps(void **state) {
   fx_close(&f);
 }
 
+/* Pages a thread's exit left parked are freed by a later exit: the later
+ * thread parks its retired page first, so its QSBR collect polls (CPython
+ * heap.c:159-163 runs it after _mi_heap_collect_retired) and the
+ * abandoned-segment collect then finds the earlier goals reached. */
+static void a_later_exit_frees_pages_an_earlier_exit_left(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "cpython:build=ft");
+  for (uint32_t th = 1; th <= 2; th++)
+    assert_int_equal(
+        ev_on(&f, th, TRACE_THREAD_START, TRACE_DOMAIN_RAW, 0, 0), AS_OK);
+  /* Thread 2 empties its only page of the class: retired, not parked. */
+  uint64_t id = 10 * PAGE64;
+  for (uint64_t i = 0; i < 10; i++)
+    assert_int_equal(
+        ev_on(&f, 2, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id + i, 64), AS_OK);
+  for (uint64_t i = 0; i < 10; i++)
+    assert_int_equal(ev_on(&f, 2, TRACE_FREE, TRACE_DOMAIN_OBJ, id + i, 0),
+                     AS_OK);
+  assert_int_equal(counter(&f, "cpython.parked_pages"), 0);
+  for (uint64_t i = 0; i < 3 * PAGE64; i++)
+    assert_int_equal(
+        ev_on(&f, 1, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 1 + i, 64), AS_OK);
+  for (uint64_t i = 3 * PAGE64; i > 1; i--)
+    assert_int_equal(ev_on(&f, 1, TRACE_FREE, TRACE_DOMAIN_OBJ, i, 0), AS_OK);
+  assert_int_equal(ev_on(&f, 1, TRACE_THREAD_EXIT, TRACE_DOMAIN_RAW, 0, 0),
+                   AS_OK);
+  /* Object 1's page and thread 1's two emptied ones, whose goals nobody
+   * has seen reached, plus thread 2's retired page. */
+  assert_int_equal(counter(&f, "mimalloc.pages"), 4);
+  assert_int_equal(ev_on(&f, 2, TRACE_THREAD_EXIT, TRACE_DOMAIN_RAW, 0, 0),
+                   AS_OK);
+  /* Thread 1's two empty pages are gone; object 1's page and thread 2's
+   * own (its goal is not reached yet) stay. */
+  assert_int_equal(counter(&f, "mimalloc.pages"), 2);
+  fx_close(&f);
+}
+
 /* ---- Options ------------------------------------------------------------- */
 
 static void options_name_what_is_wrong(void **state) {
@@ -393,6 +431,7 @@ int main(void) {
       cmocka_unit_test(version_3130_advances_at_every_tenth_park),
       cmocka_unit_test(the_gc_leaks_parked_gc_pages_before_3144),
       cmocka_unit_test(thread_exit_abandons_the_four_heaps),
+      cmocka_unit_test(a_later_exit_frees_pages_an_earlier_exit_left),
       cmocka_unit_test(options_name_what_is_wrong),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
