@@ -68,7 +68,8 @@ struct mi_hooks_s {
                           bool force);
   /* Called where CPython calls _PyMem_mi_heap_collect_qsbr: no page with
    * room in mi_page_queue_find_free_ex (page.c:784), before a large or
-   * huge allocation (page.c:915) and at heap collect (heap.c:163). */
+   * huge allocation (page.c:915) and at heap collect after the retired
+   * pages (heap.c:159-163). */
   void (*heap_collect)(void *ctx, mi_model_t *m, mi_heap_ref_t heap);
   /* The page events above; NULL: nothing. */
   void (*page_event)(void *ctx, mi_model_t *m, mi_page_ref_t page,

@@ -1064,17 +1064,17 @@ def t_figures_survivors_ft(ctx):
 FT_RUNS = r"measured/survivors-ft"
 
 
-def t_cpython_ft_measured(ctx):
-    """Every free-threaded survivors run measured here, replayed: each
-    mark's measured and predicted RSS above the start and the error as %
-    of the run's measured peak."""
-    runs = measured_runs(ctx, FT_RUNS)
+def ft_measured_table(ctx, pattern, prefix, labels, first):
+    """Measured free-threaded runs replayed: each mark's measured and
+    predicted RSS above the start and the error as % of the run's measured
+    peak (bold beyond 5 %); a repeat after the first keeps its -rN."""
+    runs = measured_runs(ctx, pattern)
     rows = []
     for (run, source), c in zip(runs, compare_all(ctx, runs)):
-        stem = re.sub(r"(-r\d+)?\.trace$", "", os.path.basename(source))
+        stem = re.sub(r"(-r1)?\.trace$", "", os.path.basename(source))
         start = mark_of(c, "start")
         cells = []
-        for label in ("peak", "after", "after_alloc", "after_reuse"):
+        for label in labels:
             m = next((x for x in c["marks"] if x["label"] == label), None)
             if m is None:
                 cells.append("")
@@ -1084,10 +1084,25 @@ def t_cpython_ft_measured(ctx):
                 mib(m["predicted_rss_bytes"] - start["measured_rss_bytes"]),
                 bold_if(pct(m["error_pct_of_peak"]),
                         abs(m["error_pct_of_peak"]) > 5)))
-        rows.append([stem.replace("survivors-ft", "")] + cells)
-    return table(["run (3.14.7t here)", "peak: measured → predicted MiB "
-                  "(error, % of peak)", "after", "after_alloc",
-                  "after_reuse"], rows, "lrrrr")
+        rows.append([stem.replace(prefix, "")] + cells)
+    heads = ["%s: measured → predicted MiB (error, %% of peak)" % labels[0]]
+    return table([first] + heads + list(labels[1:]), rows,
+                 "l" + "r" * len(labels))
+
+
+def t_cpython_ft_measured(ctx):
+    """Every free-threaded survivors run measured here, replayed."""
+    return ft_measured_table(ctx, FT_RUNS, "survivors-ft",
+                             ("peak", "after", "after_alloc", "after_reuse"),
+                             "run (3.14.7t here)")
+
+
+def t_cpython_ft_webworker_measured(ctx):
+    """The webworker program run here on 3.14.7t (webworker.py through
+    run_webworker_ft.sh), replayed on cpython:build=ft."""
+    return ft_measured_table(ctx, r"measured/webworker-ft", "webworker-ft",
+                             ("under_load", "after_shrink", "after_idle"),
+                             "run (interpreter, threads, purge delay)")
 
 
 def t_cpython_ft_formula(ctx):
@@ -1177,6 +1192,7 @@ TABLES = {
     "cpython-ft-measured": t_cpython_ft_measured,
     "cpython-ft-formula": t_cpython_ft_formula,
     "cpython-ft-webworker": t_cpython_ft_webworker,
+    "cpython-ft-webworker-measured": t_cpython_ft_webworker_measured,
     "figures-survivors-ft": t_figures_survivors_ft,
 }
 
