@@ -221,7 +221,7 @@ def main():
     switch_ns = sys.getswitchinterval() * 1e9
     slice_ = max(1, round(switch_ns / req_ns))
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith(("MALLOC_", "MIMALLOC_"))
+                   if k.startswith(("MALLOC_", "MIMALLOC_", "TCMALLOC_"))
                    or k == "GLIBC_TUNABLES")
     # A free-threaded interpreter (Py_GIL_DISABLED) serves mem and obj from
     # its own mimalloc heaps: the cpython model's build=ft, which reads the
@@ -236,7 +236,8 @@ def main():
         ("workload", workload),
         ("model", "cpython:version=%d.%d%s" % (sys.version_info[:2]
                                                + (",build=ft" if ft else "",))),
-        ("libc", libc_spec()),
+    ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
+         if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),
