@@ -1108,8 +1108,9 @@ FT_RUNS = r"measured/survivors-ft"
 def ft_measured_table(ctx, pattern, prefix, labels, first):
     """Measured free-threaded runs replayed: each mark's measured and
     predicted RSS above the start and the error as % of the run's measured
-    peak (bold beyond 5 %); a repeat after the first keeps its -rN."""
-    runs = measured_runs(ctx, pattern)
+    peak (bold beyond 5 %); a repeat after the first keeps its -rN.  Rows
+    in source order, whatever order the runs were recorded in."""
+    runs = sorted(measured_runs(ctx, pattern), key=lambda r: r[1])
     rows = []
     for (run, source), c in zip(runs, compare_all(ctx, runs)):
         stem = re.sub(r"(-r1)?\.trace$", "", os.path.basename(source))
