@@ -578,6 +578,12 @@ static as_status_t ft_walk(const model_t *m, model_region_fn fn, void *user,
   return rc == AS_OK ? model_walk(fm->libc, fn, user, err) : rc;
 }
 
+static as_status_t ft_check(const model_t *m, as_err_t *err) {
+  const ft_model_t *fm = (const ft_model_t *)m;
+  as_status_t       rc = model_check(fm->mibase, err);
+  return rc != AS_OK ? rc : model_check(fm->libc, err);
+}
+
 static void ft_stats(const model_t *m, model_stats_t *out) {
   const ft_model_t *fm = (const ft_model_t *)m;
   model_stats_t     a, b;
@@ -622,6 +628,7 @@ static const model_methods_t model_cpython_ft_methods = {
     .set_option  = ft_set_option,
     .counters    = ft_counters,
     .walk        = ft_walk,
+    .check       = ft_check,
 };
 
 mi_model_t *cpython_ft_mimalloc(const model_t *m) {

@@ -368,6 +368,8 @@ static void a_later_exit_frees_pages_an_earlier_exit_left(void **state) {
   /* Thread 1's two empty pages are gone; object 1's page and thread 2's
    * own (its goal is not reached yet) stay. */
   assert_int_equal(counter(&f, "mimalloc.pages"), 2);
+  as_err_t err;
+  assert_int_equal(model_check(f.m, &err), AS_OK); /* the children's checks */
   fx_close(&f);
 }
 
