@@ -493,3 +493,61 @@ void mi_arenas3_destroy(mi_model_t *m) {
   }
   free(m->arenas3);
 }
+
+/* ---- Heap map ------------------------------------------------------------ */
+
+/* An arena: level 0, its info slices, then its pages and free runs in
+ * address order, the runs split by the purge bitmap. */
+static as_status_t walk_arena(const mi_model_t *m, uint32_t ai,
+                              const mi_walker_t *w) {
+  const marena3_t *a = &m->arenas3[ai];
+  model_region_t   r = {.addr         = a->base,
+                        .bytes        = (uint64_t)a->slices * MI_SLICE_SIZE,
+                        .live_bytes   = w->unit_live[2 * (ai + 1)],
+                        .live_objects = w->unit_live[2 * (ai + 1) + 1],
+                        .kind         = "arena",
+                        .state        = MODEL_REGION_LIVE};
+  as_status_t rc = w->fn(w->user, &r, w->err);
+  if (rc == AS_OK)
+    rc = mi_walk_emit(w, a->base, (uint64_t)a->info_slices * MI_SLICE_SIZE,
+                      "arena info", MI_MECH_META, 1, MODEL_REGION_METADATA);
+  for (uint32_t i = a->info_slices; i < a->slices && rc == AS_OK;) {
+    if (a->page_at[i] != 0) {
+      rc = mi_walk_page(m, a->page_at[i], w);
+      i += m->pages[a->page_at[i]].slice_count;
+      continue;
+    }
+    uint32_t j = i + 1;
+    while (j < a->slices && a->page_at[j] == 0)
+      j++;
+    rc = mi_walk_free_slices(w, a->base, i, j, a->purge, NULL);
+    i = j;
+  }
+  return rc;
+}
+
+/* Arenas, pages mapped from the OS on their own (above 32 MiB), and the
+ * page map. */
+as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w) {
+  as_status_t rc = AS_OK;
+  for (uint32_t ai = 0; ai < m->arenas3_n && rc == AS_OK; ai++)
+    rc = walk_arena(m, ai, w);
+  for (uint32_t i = 1; i < m->pages_n && rc == AS_OK; i++) {
+    const mpage_t *p = &m->pages[i];
+    if (!p->live || p->seg != 0)
+      continue;
+    model_region_t r = {.addr         = p->slice_start,
+                        .bytes        = (uint64_t)p->slice_count * MI_SLICE_SIZE,
+                        .live_bytes   = (uint64_t)p->used * p->block_size,
+                        .live_objects = p->used,
+                        .kind         = "OS page",
+                        .state        = MODEL_REGION_LIVE};
+    rc = w->fn(w->user, &r, w->err);
+    if (rc == AS_OK)
+      rc = mi_walk_page(m, i, w);
+  }
+  if (m->page_map != 0 && rc == AS_OK)
+    rc = mi_walk_unit(w, m->page_map, 128 * MI_MIB, "page map", MI_MECH_META,
+                      MODEL_REGION_METADATA);
+  return rc;
+}
