@@ -89,7 +89,7 @@ static const remedy_row_t remedy_rows[] = {
     /* mimalloc purges freed pages only when the program later touches the
      * same segment or calls mi_collect (models/mimalloc.c): no purge delay,
      * or a collect where the program goes idle.  Of the two delay rows
-     * only the version's own spelling opens (2.0.9 v2.0.9 src/options.c:87
+     * only the version's own spelling opens (2.0.9 v2.0.9 src/options.c:88
      * decommit_delay, 2.1+ purge_delay). */
     {"mimalloc", NULL, RK_LIBC_OPTS, "decommit_delay=0",
      "MIMALLOC_DECOMMIT_DELAY=0", "MIMALLOC_DECOMMIT_DELAY=0", NULL},

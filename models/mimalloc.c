@@ -41,70 +41,95 @@
 /* ---- Options and versions ----------------------------------------------- */
 
 /* Rows valid only for some versions say so in their help; create() refuses
- * a row the version does not have, naming that version's spelling. */
+ * a row the version does not have, naming that version's spelling.  The
+ * environment spellings are the ones each version reads (mi_option_init,
+ * 209 src/options.c:575-589: MIMALLOC_<name>, else the legacy name of
+ * MI_OPTION_LEGACY, listed first here so that the name wins), each guarded
+ * by the versions that read it: a version ignores the others' names. */
+#define MI_ENV_209  "?version=2.0.9"
+#define MI_ENV_21X  "?version=2.1.2|2.1.7"
+#define MI_ENV_2X   "?version=2.0.9|2.1.2|2.1.7"
+#define MI_ENV_21UP "?version=2.1.2|2.1.7|3.0.1|3.4.3"
+#define MI_ENV_3X   "?version=3.0.1|3.4.3"
 #define MIMALLOC_OPTIONS(X)                                                    \
-  X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                             \
+  X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                              \
     "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3", "meta:mimalloc_version",                  \
-    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",        \
-    "mimalloc version (mi_version() of the run)")                             \
-  X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,           \
-    "MIMALLOC_DECOMMIT_DELAY", "v2.0.9 src/options.c:87",                     \
-    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")   \
-  X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",    \
-    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY", "v2.0.9 src/options.c:96",        \
-    "2.0.9: extra delay per further free into the segment")                   \
-  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",     \
-    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY",                            \
-    "v2.0.9 src/options.c:95", "2.0.9: delay for segments in the cache")      \
-  X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,             \
-    "MIMALLOC_ALLOW_DECOMMIT", "v2.0.9 src/options.c:94",                     \
-    "2.0.9: decommit freed memory at all")                                    \
-  X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "", \
-    NULL, "MIMALLOC_ABANDONED_PAGE_DECOMMIT", "v2.0.9 src/options.c:78",      \
-    "2.0.9: decommit at once when a thread abandons a segment")               \
-  X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                 \
-    "MIMALLOC_PURGE_DELAY",                                                    \
-    "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",  \
-    "2.1+: delay before freed memory is purged; 0 = at once, <0 = never")     \
-  X(MO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,    \
-    "MIMALLOC_PURGE_EXTEND_DELAY", "v2.1.2 src/options.c:92",                 \
-    "2.1+: extra delay per further free into the segment")                    \
-  X(MO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,           \
-    "MIMALLOC_PURGE_DECOMMITS", "v2.1.2 src/options.c:64",                    \
+    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",         \
+    "mimalloc version (mi_version() of the run)")                              \
+  X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,            \
+    "MIMALLOC_RESET_DELAY" MI_ENV_209 " MIMALLOC_DECOMMIT_DELAY" MI_ENV_209,   \
+    "v2.0.9 src/options.c:88",                                                 \
+    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")    \
+  X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",     \
+    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY" MI_ENV_209,                         \
+    "v2.0.9 src/options.c:97",                                                 \
+    "2.0.9: extra delay per further free into the segment")                    \
+  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",       \
+    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_209,                  \
+    "v2.0.9 src/options.c:96", "2.0.9: delay for segments in the cache")       \
+  X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,              \
+    "MIMALLOC_ALLOW_DECOMMIT" MI_ENV_209, "v2.0.9 src/options.c:95",           \
+    "2.0.9: decommit freed memory at all")                                     \
+  X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "",  \
+    NULL,                                                                      \
+    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_209                                 \
+    " MIMALLOC_ABANDONED_PAGE_DECOMMIT" MI_ENV_209,                            \
+    "v2.0.9 src/options.c:79",                                                 \
+    "2.0.9: decommit at once when a thread abandons a segment")                \
+  X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                  \
+    "MIMALLOC_RESET_DELAY" MI_ENV_21UP " MIMALLOC_PURGE_DELAY" MI_ENV_21UP,    \
+    "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",    \
+    "2.1+: delay before freed memory is purged; 0 = at once, <0 = never")      \
+  X(MO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,     \
+    "MIMALLOC_DECOMMIT_EXTEND_DELAY?version=2.1.2|2.1.7|3.0.1"                 \
+    " MIMALLOC_PURGE_EXTEND_DELAY?version=2.1.2|2.1.7|3.0.1",                  \
+    "v2.1.2 src/options.c:92 (3.4.3: deprecated_purge_extend_delay, :150)",    \
+    "2.1+: extra delay per further free into the segment")                     \
+  X(MO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,            \
+    "MIMALLOC_RESET_DECOMMITS" MI_ENV_21UP                                     \
+    " MIMALLOC_PURGE_DECOMMITS" MI_ENV_21UP,                                   \
+    "v2.1.2 src/options.c:64",                                                 \
     "2.1+: purge with MADV_DONTNEED (0: MADV_FREE, RSS stays until pressure)") \
-  X(MO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,         \
-    "MIMALLOC_ARENA_PURGE_MULT",                                               \
-    "v2.1.2 src/options.c:91 (10); v3.0.1 :156 (1)",                          \
-    "2.1+: arena purge delay = purge_delay times this")                       \
-  X(MO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL, \
-    "MIMALLOC_ABANDONED_PAGE_PURGE", "v2.1.2 src/options.c:71",               \
-    "2.1: purge at once when a thread abandons a segment")                    \
-  X(MO_EAGER_COMMIT, "eager_commit", OPT_BOOL, "1", "", NULL,                 \
-    "MIMALLOC_EAGER_COMMIT", "v2.0.9 src/options.c:69",                       \
-    "2.x: commit segments whole (commit is RSS-neutral; decides the mask)")   \
-  X(MO_EAGER_COMMIT_DELAY, "eager_commit_delay", OPT_I64, "1", "", NULL,      \
-    "MIMALLOC_EAGER_COMMIT_DELAY", "v2.0.9 src/options.c:86",                 \
-    "2.x: first segments of a thread committed lazily once threads exist")    \
-  X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                     \
-    "MIMALLOC_PAGE_RESET", "v2.0.9 src/options.c:77",                         \
-    "2.x: MADV_FREE a page's memory when it is freed")                        \
-  X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,    \
-    "MIMALLOC_MAX_SEGMENT_RECLAIM", "v2.0.9 src/options.c:93 (8); v2.1.7 "    \
-    ":84 (10, a percentage)", "2.x: abandoned segments visited per reclaim")  \
-  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,           \
-    "MIMALLOC_RECLAIM_ON_FREE MIMALLOC_PAGE_RECLAIM_ON_FREE "                 \
-    "MIMALLOC_ABANDONED_RECLAIM_ON_FREE",                                      \
-    "v3.0.1 src/options.c:171 (1); v3.4.3 :165 (0)",                          \
-    "3.x: a free into an abandoned page reclaims it")                         \
-  X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,          \
-    "MIMALLOC_PAGE_FULL_RETAIN", "v3.0.1 src/options.c:173",                  \
-    "3.x: full pages kept in a queue before they are abandoned")              \
-  X(MO_PAGE_MAX_CANDIDATES, "page_max_candidates", OPT_I64, "4", "", NULL,    \
-    "MIMALLOC_PAGE_MAX_CANDIDATES", "v3.0.1 src/options.c:174",               \
-    "3.x: pages compared when looking for room")                              \
-  X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,        \
-    "MIMALLOC_GENERIC_COLLECT",                                                \
-    "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                \
+  X(MO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,          \
+    "MIMALLOC_ARENA_PURGE_MULT" MI_ENV_21UP,                                   \
+    "v2.1.2 src/options.c:91 (10); v3.0.1 :156 (1)",                           \
+    "2.1+: arena purge delay = purge_delay times this")                        \
+  X(MO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL,  \
+    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_21X                                 \
+    " MIMALLOC_ABANDONED_PAGE_PURGE" MI_ENV_21X,                               \
+    "v2.1.2 src/options.c:71",                                                 \
+    "2.1: purge at once when a thread abandons a segment")                     \
+  X(MO_EAGER_COMMIT, "eager_commit", OPT_BOOL, "1", "", NULL,                  \
+    "MIMALLOC_EAGER_COMMIT" MI_ENV_2X, "v2.0.9 src/options.c:70",              \
+    "2.x: commit segments whole (commit is RSS-neutral; decides the mask)")    \
+  X(MO_EAGER_COMMIT_DELAY, "eager_commit_delay", OPT_I64, "1", "", NULL,       \
+    "MIMALLOC_EAGER_COMMIT_DELAY" MI_ENV_2X, "v2.0.9 src/options.c:86",        \
+    "2.x: first segments of a thread committed lazily once threads exist")     \
+  X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                      \
+    "MIMALLOC_PAGE_RESET" MI_ENV_209,                                          \
+    "v2.0.9 src/options.c:78 (2.1: deprecated_page_reset, unused, :70)",       \
+    "2.0.9: MADV_FREE a page's memory when it is freed")                       \
+  X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,     \
+    "MIMALLOC_MAX_SEGMENT_RECLAIM" MI_ENV_2X,                                  \
+    "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage)",              \
+    "2.x: abandoned segments visited per reclaim")                             \
+  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,            \
+    "MIMALLOC_ABANDONED_RECLAIM_ON_FREE?version=2.1.7|3.0.1|3.4.3"             \
+    " MIMALLOC_RECLAIM_ON_FREE?version=3.0.1"                                  \
+    " MIMALLOC_PAGE_RECLAIM_ON_FREE?version=3.4.3",                            \
+    "v2.1.7 src/options.c:93 (1); v3.0.1 :172 (1); v3.4.3 :165 (0)",           \
+    "3.x: a free into an abandoned page reclaims it")                          \
+  X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,           \
+    "MIMALLOC_PAGE_FULL_RETAIN" MI_ENV_3X,                                     \
+    "v3.0.1 src/options.c:173; v3.4.3 :166",                                   \
+    "3.x: full pages kept in a queue before they are abandoned")               \
+  X(MO_PAGE_MAX_CANDIDATES, "page_max_candidates", OPT_I64, "4", "", NULL,     \
+    "MIMALLOC_PAGE_MAX_CANDIDATES" MI_ENV_3X,                                  \
+    "v3.0.1 src/options.c:174; v3.4.3 :167",                                   \
+    "3.x: pages compared when looking for room")                               \
+  X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,         \
+    "MIMALLOC_GENERIC_COLLECT?version=3.4.3",                                  \
+    "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                 \
     "3.x: collect retired pages every N generic allocations")
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
@@ -137,7 +162,7 @@ static const row_scope_t row_scopes[] = {
     {MO_ABANDONED_PAGE_PURGE, V21X, "abandoned_page_decommit"},
     {MO_EAGER_COMMIT, V209 | V21X, NULL},
     {MO_EAGER_COMMIT_DELAY, V209 | V21X, NULL},
-    {MO_PAGE_RESET, V209 | V21X, NULL},
+    {MO_PAGE_RESET, V209, NULL},
     {MO_MAX_SEGMENT_RECLAIM, V209 | V21X, NULL},
     {MO_RECLAIM_ON_FREE, (1u << MV_217) | V3X, NULL},
     {MO_PAGE_FULL_RETAIN, V3X, NULL},

@@ -552,6 +552,38 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
                    AS_OK);
   assert_string_equal(model, "cpython:version=3.11");
   assert_string_equal(libc, "mimalloc:version=2.0.9,decommit_delay=0");
+  /* each version reads its own names (and legacy names) only: 2.0.9
+   * ignores MIMALLOC_PURGE_DELAY and reads MIMALLOC_RESET_DELAY; for 2.1.2
+   * MIMALLOC_PURGE_DELAY wins over the legacy MIMALLOC_RESET_DELAY
+   * (mi_option_init, 209 src/options.c:575-589) */
+  kv_t v209 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_PURGE_DELAY", "env.MIMALLOC_PAGE_RECLAIM_ON_FREE",
+                NULL},
+               {"libmimalloc.so.2", "2.0.9", "0", "1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.0.9");
+  v209.k[2] = "env.MIMALLOC_RESET_DELAY";
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.0.9,decommit_delay=0");
+  kv_t v212 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_RESET_DELAY", "env.MIMALLOC_PURGE_DELAY", NULL},
+               {"libmimalloc.so.2.1", "2.1.2", "50", "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v212, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.1.2,purge_delay=0");
+  kv_t v343 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_RECLAIM_ON_FREE",
+                "env.MIMALLOC_PAGE_RECLAIM_ON_FREE", NULL},
+               {"libmimalloc.so.3", "3.4.3", "0", "1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v343, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=3.4.3,reclaim_on_free=1");
   /* a version the model does not have names the choices */
   kv_t odd = {{"env.LD_PRELOAD", "mimalloc_version", NULL},
               {"libmimalloc.so.2", "2.1.5", NULL}};
