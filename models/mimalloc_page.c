@@ -357,12 +357,16 @@ void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
   }
 }
 
-/* Upstream frees an empty page here; CPython lets QSBR keep it.  Whether
- * the page was freed. */
+/* Upstream frees an empty page here; CPython lets QSBR keep it, and a
+ * kept page is no longer retired (CPython 3.14.7 Objects/obmalloc.c:183,
+ * 3.13.5 :140 `page->retire_expire = 0`), so collect_retired does not ask
+ * for it again.  Whether the page was freed. */
 static bool page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
   if (m->has_hooks && m->hooks.page_maybe_free != NULL &&
-      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force))
+      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force)) {
+    P(m, page)->retire_expire = 0;
     return false;
+  }
   mi_page_free(m, page, force);
   return true;
 }
