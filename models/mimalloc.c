@@ -23,8 +23,7 @@
  * as an over-allocation with the object at the first aligned address, as
  * mi_heap_malloc_zero_aligned_at_generic does, without its small-size fast
  * path); 3.x's exact free-slice search inside a 64-bit bitmap field and
- * 3.4.3's separated page metadata and transparent huge pages (see
- * docs/models/mimalloc.md).
+ * 3.4.3's separated page metadata (see docs/models/mimalloc.md).
  *
  * Sections
  *   Options and versions        Kernel helpers
@@ -130,7 +129,10 @@
   X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,         \
     "MIMALLOC_GENERIC_COLLECT?version=3.4.3",                                  \
     "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                 \
-    "3.x: collect retired pages every N generic allocations")
+    "3.x: collect retired pages every N generic allocations")             \
+  X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                       \
+    "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",          \
+    "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
@@ -168,6 +170,7 @@ static const row_scope_t row_scopes[] = {
     {MO_PAGE_FULL_RETAIN, V3X, NULL},
     {MO_PAGE_MAX_CANDIDATES, V3X, NULL},
     {MO_GENERIC_COLLECT, 1u << MV_343, NULL},
+    {MO_ALLOW_THP, 1u << MV_343, NULL},
 };
 
 /* Version defaults that differ from the rows' (2.0.9 / 2.1) defaults. */
@@ -320,6 +323,7 @@ static void read_options(mi_model_t *m, const model_opts_t *o) {
     m->page_full_retain = 32; /* mi_option_get_clamp(-1, 32), heap.c:180 */
   m->generic_collect = model_opt_i64(o, MO_GENERIC_COLLECT);
   m->max_candidates = model_opt_i64(o, MO_PAGE_MAX_CANDIDATES);
+  m->allow_thp = m->version == MV_343 && model_opt_bool(o, MO_ALLOW_THP);
 }
 
 /* ---- Kernel helpers ----------------------------------------------------- */

@@ -71,7 +71,17 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   memset(a, 0, sizeof *a);
   a->slices = (uint32_t)(size / MI_SLICE_SIZE);
   a->info_slices = info_slices(a->slices);
-  a->base = mi_os_alloc(m, size, MI_SLICE_SIZE);
+  /* 343 aligns an OS allocation of at least 8 x 2 MiB to 2 MiB (os.c:
+   * 304-308; prim.c:341-355 maps it at an aligned hint) and madvises a
+   * committed one MADV_HUGEPAGE when allow_thp (prim.c:456-464): on a
+   * THP=madvise system the arena's 2 MiB blocks fault in whole, its info
+   * block included (measured here: 22 MiB of AnonHugePages at the peak of
+   * a 20,000 x 1,000 B burst; 3.0.1, which does neither, none). */
+  bool huge = m->version == MV_343 && size >= 16 * MI_MIB;
+  a->base = mi_os_alloc(m, size, huge ? 2 * MI_MIB : MI_SLICE_SIZE);
+  if (huge && m->allow_thp && a->base != 0 && m->fail == AS_OK)
+    m->fail = sim_kernel_madvise(m->kernel, a->base, size, SIM_MADV_HUGEPAGE,
+                                 m->err);
   size_t ns = a->slices;
   a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
   a->page_at = calloc(ns, sizeof *a->page_at);

@@ -287,6 +287,7 @@ struct mi_model_s {
   int64_t        page_full_retain;
   int64_t        generic_collect;
   int64_t        max_candidates;
+  bool           allow_thp;      /* 3.4.3: arenas get MADV_HUGEPAGE */
   /* records */
   mpage_t       *pages;
   uint32_t       pages_n, pages_cap, pages_free; /* free records chain

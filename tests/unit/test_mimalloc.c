@@ -605,6 +605,24 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
   assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
 }
 
+/* 3.4.3 madvises its 2 MiB-aligned arenas MADV_HUGEPAGE (343 os.c:304-308,
+ * prim/unix/prim.c:456-464): under THP=madvise, the kernel default, the
+ * first object faults in the arena's first 2 MiB block whole; not with
+ * allow_thp=0, and not in 3.0.1. */
+static void v343_arenas_get_huge_pages(void **state) {
+  (void)state;
+  const char *const spec[] = {"mimalloc:version=3.4.3",
+                              "mimalloc:version=3.4.3,allow_thp=0",
+                              "mimalloc:version=3.0.1"};
+  for (size_t i = 0; i < 3; i++) {
+    fx_t *f = fx_open(spec[i]);
+    mal(f, 0, 1000);
+    if ((rss(f) >= 2 * MiB) != (i == 0))
+      fail_msg("%s: RSS %" PRIu64 " after one object", spec[i], rss(f));
+    fx_close(f);
+  }
+}
+
 /* ---- Heap map ------------------------------------------------------------ */
 
 typedef struct map_acc_s map_acc_t;
@@ -718,6 +736,7 @@ int main(void) {
       cmocka_unit_test(options_name_the_versions_spelling),
       cmocka_unit_test(version_defaults_are_provenance),
       cmocka_unit_test(provenance_spec_opens_again),
+      cmocka_unit_test(v343_arenas_get_huge_pages),
       cmocka_unit_test(heap_map_covers_every_resident_byte),
       cmocka_unit_test(freed_segments_stay_on_the_map),
       cmocka_unit_test(usable_sizes_follow_the_bins),
