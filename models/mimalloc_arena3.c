@@ -546,8 +546,9 @@ as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w) {
     const mpage_t *p = &m->pages[i];
     if (!p->live || p->seg != 0)
       continue;
+    uint64_t       bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE;
     model_region_t r = {.addr         = p->slice_start,
-                        .bytes        = (uint64_t)p->slice_count * MI_SLICE_SIZE,
+                        .bytes        = bytes,
                         .live_bytes   = (uint64_t)p->used * p->block_size,
                         .live_objects = p->used,
                         .kind         = "OS page",

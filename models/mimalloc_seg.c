@@ -1317,7 +1317,7 @@ uint64_t mi_segs_awaiting_purge(const mi_model_t *m) {
   return n;
 }
 
-/* ---- Heap map -------------------------------------------------------------- */
+/* ---- Heap map ------------------------------------------------------------ */
 
 /* A live segment: level 0, its info slices, then its spans in address
  * order (a page, or a free span split by its purge-mask bits). */
