@@ -62,8 +62,10 @@ struct mi_hooks_s {
    * :509 and heap.c:101 call _PyMem_mi_page_maybe_free there).  Return true
    * to keep the page (deferred: the composition frees it later with
    * mimalloc_page_free()), false to have it freed now.  NULL: freed.
-   * mi_heap_collect asks twice for a retired page (collect_retired, then
-   * the page visit), as CPython's does. */
+   * A kept page's retire_expire is reset, as CPython's hook does
+   * (Objects/obmalloc.c:183 in 3.14.7, :140 in 3.13.5).  mi_heap_collect
+   * asks twice for a retired page (collect_retired, then the page visit),
+   * as CPython's does. */
   bool (*page_maybe_free)(void *ctx, mi_model_t *m, mi_page_ref_t page,
                           bool force);
   /* Called where CPython calls _PyMem_mi_heap_collect_qsbr: no page with

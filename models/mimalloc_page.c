@@ -357,14 +357,13 @@ void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
   }
 }
 
-/* Upstream frees an empty page here; CPython lets QSBR keep it.  Whether
- * the page was freed. */
+/* Upstream frees an empty page here; CPython lets QSBR keep it, and a
+ * kept page is no longer retired (CPython 3.14.7 Objects/obmalloc.c:183,
+ * 3.13.5 :140 `page->retire_expire = 0`), so collect_retired does not ask
+ * for it again.  Whether the page was freed. */
 static bool page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
   if (m->has_hooks && m->hooks.page_maybe_free != NULL &&
       m->hooks.page_maybe_free(m->hooks.ctx, m, page, force)) {
-    /* A kept page is no longer a retired one: CPython's hook sets
-     * retire_expire = 0 (3.14.7 Objects/obmalloc.c:183), so
-     * _mi_heap_collect_retired does not offer it again. */
     P(m, page)->retire_expire = 0;
     return false;
   }
