@@ -73,17 +73,35 @@ static const remedy_row_t remedy_rows[] = {
      "LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=background_thread:true", NULL},
     {NULL, NULL, RK_LIBC_SWAP, "mimalloc", "mimalloc, defaults",
      "LD_PRELOAD=libmimalloc.so.2", NULL},
-    {NULL, NULL, RK_LIBC_SWAP, "mimalloc:purge_delay=0",
-     "mimalloc, immediate purge",
-     "LD_PRELOAD=libmimalloc.so.2 MIMALLOC_PURGE_DELAY=0", NULL},
+    /* Debian 12's libmimalloc.so.2 is 2.0.9 (the model's default), which
+     * reads MIMALLOC_DECOMMIT_DELAY; 2.1 renamed it purge_delay (v2.1.2
+     * src/options.c:78) and 2.0.9 ignores that name. */
+    {NULL, NULL, RK_LIBC_SWAP, "mimalloc:decommit_delay=0",
+     "mimalloc, immediate decommit",
+     "LD_PRELOAD=libmimalloc.so.2 MIMALLOC_DECOMMIT_DELAY=0 (mimalloc 2.0.9; "
+     "MIMALLOC_PURGE_DELAY=0 from 2.1)", NULL},
     {NULL, NULL, RK_LIBC_SWAP, "tcmalloc", "tcmalloc, defaults",
      "LD_PRELOAD=libtcmalloc_minimal.so.4", NULL},
     {"jemalloc", NULL, RK_INSERT, "purge@MARK", "jemalloc purge at MARK",
      "mallctl(\"arena.4096.purge\", ...) there", NULL},
     {"jemalloc", NULL, RK_LIBC_OPTS, "dirty_decay_ms=1000",
      "dirty_decay_ms=1000", "MALLOC_CONF=dirty_decay_ms:1000", NULL},
+    /* mimalloc purges freed pages only when the program later touches the
+     * same segment or calls mi_collect (models/mimalloc.c): no purge delay,
+     * or a collect where the program goes idle.  Of the two delay rows
+     * only the version's own spelling opens (2.0.9 v2.0.9 src/options.c:88
+     * decommit_delay, 2.1+ purge_delay). */
+    {"mimalloc", NULL, RK_LIBC_OPTS, "decommit_delay=0",
+     "MIMALLOC_DECOMMIT_DELAY=0", "MIMALLOC_DECOMMIT_DELAY=0", NULL},
+    {"mimalloc", NULL, RK_LIBC_OPTS, "purge_delay=0",
+     "MIMALLOC_PURGE_DELAY=0", "MIMALLOC_PURGE_DELAY=0", NULL},
+    {"mimalloc", NULL, RK_INSERT, "purge:decay@MARK",
+     "mi_collect(false) at MARK", "call mi_collect(false) there", NULL},
     {"mimalloc", NULL, RK_INSERT, "purge@MARK", "mi_collect(true) at MARK",
      "call mi_collect(true) there", NULL},
+    {"mimalloc", NULL, RK_INSERT, "purge:decay@every:1s",
+     "mi_collect(false) every second",
+     "call mi_collect(false) once a second on the main thread", NULL},
     {"tcmalloc", NULL, RK_INSERT, "purge@MARK", "ReleaseFreeMemory at MARK",
      "call MallocExtension_ReleaseFreeMemory() there", NULL},
 };

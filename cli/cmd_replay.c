@@ -12,6 +12,8 @@
   "  --libc SPEC         the libc model a composition (cpython) forwards to\n" \
   "  --page-size N       OS page size: 4096, 16384 or 65536 (default 4096)\n"  \
   "  --thp               2 MiB transparent huge pages on first write\n"        \
+  "                      everywhere (THP=always; without it only where the\n"  \
+  "                      allocator madvises MADV_HUGEPAGE, THP=madvise)\n"    \
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
   "  --settle T          run the clock on for T after the last event, so\n"  \

@@ -37,6 +37,8 @@
  *   Model methods
  */
 #include "model.h"
+#include "cpython.h"
+#include "idset.h"
 #include "pymalloc.h"
 
 #include <stdio.h>
@@ -52,8 +54,7 @@ struct cpython_model_s {
   model_t  base;             /* must be first */
   model_t *pymalloc;         /* small obj/mem requests */
   model_t *libc;             /* raw domain, large requests, pymalloc's own */
-  uint64_t *in_libc;         /* bit by object id: libc holds it */
-  uint64_t  in_libc_cap;     /* ids in_libc covers (a multiple of 64) */
+  idset_t   in_libc;         /* bit by object id: libc holds it */
   uint64_t raw_nbytes[PYMALLOC_RAW_HANDLES]; /* size of each raw block */
   uint64_t raw_live_bytes;   /* sum of raw_nbytes */
   uint64_t raw_live_objects; /* raw blocks live in libc */
@@ -62,17 +63,6 @@ struct cpython_model_s {
   bool      use_pymalloc;    /* false: PYTHONMALLOC=malloc */
 };
 
-#define CPYTHON_OPTIONS(X)  \
-  X(CO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python", \
-    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c", \
-    "CPython version; forwarded to pymalloc") \
-  X(CO_PYTHONMALLOC, "pythonmalloc", OPT_ENUM, "pymalloc", "", \
-    "pymalloc|malloc", "PYTHONMALLOC", \
-    "CPython 3.11.2 Objects/obmalloc.c:346-355 _PyMem_SetupAllocators: " \
-    "PYTHONMALLOC=malloc makes the mem and obj domains malloc", \
-    "malloc: every domain goes to libc (PYTHONMALLOC=malloc), no arenas")
-
-enum cpython_option_e { CPYTHON_OPTIONS(MODEL_OPTION_KEY) CO_COUNT };
 
 static const model_option_t cpython_options[] = {
     CPYTHON_OPTIONS(MODEL_OPTION_ROW){0}};
@@ -125,33 +115,21 @@ static as_status_t raw_realloc(void *user, uint32_t handle,
 
 /* ---- Helpers ------------------------------------------------------------ */
 
-/* Records that libc holds id (growing in_libc to cover it). */
+/* Records that libc holds id. */
 static as_status_t set_in_libc(cpython_model_t *cm, uint64_t id,
                                as_err_t *err) {
-  if (id >= cm->in_libc_cap) {
-    uint64_t cap = cm->in_libc_cap ? cm->in_libc_cap : 4096;
-    while (cap <= id)
-      cap *= 2;
-    uint64_t *bits = realloc(cm->in_libc, cap / 8);
-    if (bits == NULL)
-      return as_err_set(err, AS_ENOMEM,
-                        "cpython: out of memory for %llu ids",
-                        (unsigned long long)cap);
-    memset((char *)bits + cm->in_libc_cap / 8, 0,
-           (cap - cm->in_libc_cap) / 8);
-    cm->in_libc     = bits;
-    cm->in_libc_cap = cap;
-  }
-  cm->in_libc[id / 64] |= UINT64_C(1) << (id % 64);
+  if (!idset_add(&cm->in_libc, id))
+    return as_err_set(err, AS_ENOMEM, "cpython: out of memory for id %llu",
+                      (unsigned long long)id);
   return AS_OK;
 }
 
 static inline bool held_by_libc(const cpython_model_t *cm, uint64_t id) {
-  return id < cm->in_libc_cap && (cm->in_libc[id / 64] >> (id % 64)) & 1;
+  return idset_has(&cm->in_libc, id);
 }
 
 static inline void clear_in_libc(cpython_model_t *cm, uint64_t id) {
-  cm->in_libc[id / 64] &= ~(UINT64_C(1) << (id % 64));
+  idset_del(&cm->in_libc, id);
 }
 
 /* The event as the libc child sees it: the same, with the id shifted. */
@@ -171,19 +149,52 @@ static void cpython_destroy(model_t *m) {
   cpython_model_t *cm = (cpython_model_t *)m;
   model_destroy(cm->pymalloc);
   model_destroy(cm->libc);
-  free(cm->in_libc);
+  idset_free(&cm->in_libc);
   free(cm);
 }
 
 static as_status_t cpython_create(const model_opts_t *opts,
                                   const model_ctx_t *ctx, model_t **out,
                                   as_err_t *err) {
-  *out                = NULL;
+  *out = NULL;
+  if (model_opt_i64(opts, CO_BUILD) == 1)
+    return cpython_ft_create(opts, ctx, out, err);
+  /* The default build has no mimalloc of its own.  Over a preloaded
+   * mimalloc the MIMALLOC_* variables of a recorded run are that library's
+   * (the libc spec carries them from the same environment), so they are
+   * accepted and left to it; anywhere else they are a mistake. */
+  const char *libc_name = ctx->libc_spec ? ctx->libc_spec
+                                         : model_default_libc();
+  bool libc_is_mimalloc = strncmp(libc_name, "mimalloc", 8) == 0 &&
+                          (libc_name[8] == '\0' || libc_name[8] == ':');
+  for (int k = CO_FIRST_MIMALLOC; k < CO_COUNT && !libc_is_mimalloc; k++)
+    if (model_opt_was_set(opts, k))
+      return as_err_set(err, AS_EUSAGE,
+                        "cpython: %s is a mimalloc knob of build=ft; the "
+                        "default build has no mimalloc",
+                        opts->table[k].name);
+  /* pymalloc models 3.11 and 3.14; a 3.14 micro release is 3.14. */
+  const char *version = model_opt_text(opts, CO_VERSION);
+  char        minor[8];
+  snprintf(minor, sizeof minor, "%.4s", version);
+  if (strcmp(minor, "3.11") != 0 && strcmp(minor, "3.14") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "cpython: build=default models versions 3.11 and 3.14, "
+                      "not %s",
+                      version);
+  if (model_opt_i64(opts, CO_PYTHONMALLOC) == 2)
+    return as_err_set(err, AS_EUSAGE,
+                      "cpython: pythonmalloc=mimalloc is modelled for "
+                      "build=ft only (the default build's PYTHONMALLOC="
+                      "mimalloc uses mimalloc's default heap, not modelled)");
   cpython_model_t *cm = calloc(1, sizeof *cm);
   if (cm == NULL)
     return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
   cm->base.methods  = &model_cpython_methods;
   cm->base.opts     = *opts;
+  /* The default build's provenance is its own knobs (cpython.h: build and
+   * the mimalloc knobs come after them). */
+  cm->base.opts.count = CO_BUILD;
   cm->use_pymalloc  = model_opt_i64(opts, CO_PYTHONMALLOC) == 0;
 
   as_status_t rc;
@@ -203,8 +214,7 @@ static as_status_t cpython_create(const model_opts_t *opts,
     goto fail;
 
   char assign[32];
-  snprintf(assign, sizeof assign, "version=%s",
-           model_opt_text(opts, CO_VERSION));
+  snprintf(assign, sizeof assign, "version=%s", minor);
   model_opts_t popts;
   rc = model_opts_parse("pymalloc", model_pymalloc_methods.options, assign,
                         &popts, err);

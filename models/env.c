@@ -129,16 +129,40 @@ static const char *enum_choice(const model_option_t *row, const char *v,
   return NULL;
 }
 
-/* The last spelling of row that the environment sets, or NULL; *which
- * receives that spelling for messages. */
-static const char *row_value(const model_option_t *row, model_env_get_fn get,
-                             void *user, char *buf, size_t len, char *which,
-                             size_t wlen) {
+/* Whether a spelling's condition "KEY=A|B" (after its '?', cl bytes)
+ * holds: row KEY's value so far is one of the choices. */
+static bool condition_holds(const model_opts_t *o, const char *c, size_t cl) {
+  size_t kl = strcspn(c, "=");
+  if (kl >= cl)
+    return false;
+  int key = model_option_find(o->table, c, kl);
+  if (key < 0)
+    return false;
+  const char *want = o->text[key];
+  size_t      wl   = strlen(want);
+  for (const char *p = c + kl + 1; p < c + cl;) {
+    size_t n = strcspn(p, "|");
+    if (p + n > c + cl)
+      n = (size_t)(c + cl - p);
+    if (n == wl && strncmp(p, want, n) == 0)
+      return true;
+    p += n + 1;
+  }
+  return false;
+}
+
+/* The last spelling of row that the environment sets and whose condition
+ * holds, or NULL; *which receives that spelling for messages. */
+static const char *row_value(const model_option_t *row, const model_opts_t *o,
+                             model_env_get_fn get, void *user, char *buf,
+                             size_t len, char *which, size_t wlen) {
   const char *found = NULL;
   for (const char *p = row->env; p != NULL && *p != '\0';) {
     p += strspn(p, " ");
-    size_t      n = strcspn(p, " ");
-    const char *v = n ? spelling_value(get, user, p, n, buf, len) : NULL;
+    size_t tok = strcspn(p, " ");
+    size_t n   = strcspn(p, "? "); /* the spelling, before any '?' */
+    bool   ok  = n == tok || condition_holds(o, p + n + 1, tok - n - 1);
+    const char *v = ok && n ? spelling_value(get, user, p, n, buf, len) : NULL;
     if (v != NULL) {
       found = v;
       snprintf(which, wlen, "%.*s", (int)n, p);
@@ -147,7 +171,7 @@ static const char *row_value(const model_option_t *row, model_env_get_fn get,
         found = buf;
       }
     }
-    p += n;
+    p += tok;
   }
   return found;
 }
@@ -165,7 +189,7 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   for (size_t i = 0; i < opts.count && used < len; i++) {
     const model_option_t *row = &methods->options[i];
     char                  v[128], which[96], pick[32];
-    const char *value = row_value(row, get, user, v, sizeof v, which,
+    const char *value = row_value(row, &opts, get, user, v, sizeof v, which,
                                   sizeof which);
     if (value == NULL)
       continue;

@@ -23,8 +23,7 @@
  * as an over-allocation with the object at the first aligned address, as
  * mi_heap_malloc_zero_aligned_at_generic does, without its small-size fast
  * path); 3.x's exact free-slice search inside a 64-bit bitmap field and
- * 3.4.3's separated page metadata and transparent huge pages (see
- * docs/models/mimalloc.md).
+ * 3.4.3's separated page metadata (see docs/models/mimalloc.md).
  *
  * Sections
  *   Options and versions        Kernel helpers
@@ -41,71 +40,99 @@
 /* ---- Options and versions ----------------------------------------------- */
 
 /* Rows valid only for some versions say so in their help; create() refuses
- * a row the version does not have, naming that version's spelling. */
+ * a row the version does not have, naming that version's spelling.  The
+ * environment spellings are the ones each version reads (mi_option_init,
+ * 209 src/options.c:575-589: MIMALLOC_<name>, else the legacy name of
+ * MI_OPTION_LEGACY, listed first here so that the name wins), each guarded
+ * by the versions that read it: a version ignores the others' names. */
+#define MI_ENV_209  "?version=2.0.9"
+#define MI_ENV_21X  "?version=2.1.2|2.1.7"
+#define MI_ENV_2X   "?version=2.0.9|2.1.2|2.1.7"
+#define MI_ENV_21UP "?version=2.1.2|2.1.7|3.0.1|3.4.3"
+#define MI_ENV_3X   "?version=3.0.1|3.4.3"
 #define MIMALLOC_OPTIONS(X)                                                    \
-  X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                             \
+  X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                              \
     "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3", "meta:mimalloc_version",                  \
-    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",        \
-    "mimalloc version (mi_version() of the run)")                             \
-  X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,           \
-    "MIMALLOC_DECOMMIT_DELAY", "v2.0.9 src/options.c:87",                     \
-    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")   \
-  X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",    \
-    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY", "v2.0.9 src/options.c:96",        \
-    "2.0.9: extra delay per further free into the segment")                   \
-  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",     \
-    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY",                            \
-    "v2.0.9 src/options.c:95", "2.0.9: delay for segments in the cache")      \
-  X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,             \
-    "MIMALLOC_ALLOW_DECOMMIT", "v2.0.9 src/options.c:94",                     \
-    "2.0.9: decommit freed memory at all")                                    \
-  X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "", \
-    NULL, "MIMALLOC_ABANDONED_PAGE_DECOMMIT", "v2.0.9 src/options.c:78",      \
-    "2.0.9: decommit at once when a thread abandons a segment")               \
-  X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                 \
-    "MIMALLOC_PURGE_DELAY",                                                    \
-    "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",  \
-    "2.1+: delay before freed memory is purged; 0 = at once, <0 = never")     \
-  X(MO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,    \
-    "MIMALLOC_PURGE_EXTEND_DELAY", "v2.1.2 src/options.c:92",                 \
-    "2.1+: extra delay per further free into the segment")                    \
-  X(MO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,           \
-    "MIMALLOC_PURGE_DECOMMITS", "v2.1.2 src/options.c:64",                    \
+    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",         \
+    "mimalloc version (mi_version() of the run)")                              \
+  X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,            \
+    "MIMALLOC_RESET_DELAY" MI_ENV_209 " MIMALLOC_DECOMMIT_DELAY" MI_ENV_209,   \
+    "v2.0.9 src/options.c:88",                                                 \
+    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")    \
+  X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",     \
+    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY" MI_ENV_209,                         \
+    "v2.0.9 src/options.c:97",                                                 \
+    "2.0.9: extra delay per further free into the segment")                    \
+  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",       \
+    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_209,                  \
+    "v2.0.9 src/options.c:96", "2.0.9: delay for segments in the cache")       \
+  X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,              \
+    "MIMALLOC_ALLOW_DECOMMIT" MI_ENV_209, "v2.0.9 src/options.c:95",           \
+    "2.0.9: decommit freed memory at all")                                     \
+  X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "",  \
+    NULL,                                                                      \
+    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_209                                 \
+    " MIMALLOC_ABANDONED_PAGE_DECOMMIT" MI_ENV_209,                            \
+    "v2.0.9 src/options.c:79",                                                 \
+    "2.0.9: decommit at once when a thread abandons a segment")                \
+  X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                  \
+    "MIMALLOC_RESET_DELAY" MI_ENV_21UP " MIMALLOC_PURGE_DELAY" MI_ENV_21UP,    \
+    "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",    \
+    "2.1+: delay before freed memory is purged; 0 = at once, <0 = never")      \
+  X(MO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,     \
+    "MIMALLOC_DECOMMIT_EXTEND_DELAY?version=2.1.2|2.1.7|3.0.1"                 \
+    " MIMALLOC_PURGE_EXTEND_DELAY?version=2.1.2|2.1.7|3.0.1",                  \
+    "v2.1.2 src/options.c:92 (3.4.3: deprecated_purge_extend_delay, :150)",    \
+    "2.1+: extra delay per further free into the segment")                     \
+  X(MO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,            \
+    "MIMALLOC_RESET_DECOMMITS" MI_ENV_21UP                                     \
+    " MIMALLOC_PURGE_DECOMMITS" MI_ENV_21UP,                                   \
+    "v2.1.2 src/options.c:64",                                                 \
     "2.1+: purge with MADV_DONTNEED (0: MADV_FREE, RSS stays until pressure)") \
-  X(MO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,         \
-    "MIMALLOC_ARENA_PURGE_MULT",                                               \
-    "v2.1.2 src/options.c:91 (10); v3.0.1 :156 (1)",                          \
-    "2.1+: arena purge delay = purge_delay times this")                       \
-  X(MO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL, \
-    "MIMALLOC_ABANDONED_PAGE_PURGE", "v2.1.2 src/options.c:71",               \
-    "2.1: purge at once when a thread abandons a segment")                    \
-  X(MO_EAGER_COMMIT, "eager_commit", OPT_BOOL, "1", "", NULL,                 \
-    "MIMALLOC_EAGER_COMMIT", "v2.0.9 src/options.c:69",                       \
-    "2.x: commit segments whole (commit is RSS-neutral; decides the mask)")   \
-  X(MO_EAGER_COMMIT_DELAY, "eager_commit_delay", OPT_I64, "1", "", NULL,      \
-    "MIMALLOC_EAGER_COMMIT_DELAY", "v2.0.9 src/options.c:86",                 \
-    "2.x: first segments of a thread committed lazily once threads exist")    \
-  X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                     \
-    "MIMALLOC_PAGE_RESET", "v2.0.9 src/options.c:77",                         \
-    "2.x: MADV_FREE a page's memory when it is freed")                        \
-  X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,    \
-    "MIMALLOC_MAX_SEGMENT_RECLAIM", "v2.0.9 src/options.c:93 (8); v2.1.7 "    \
-    ":84 (10, a percentage)", "2.x: abandoned segments visited per reclaim")  \
-  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,           \
-    "MIMALLOC_RECLAIM_ON_FREE MIMALLOC_PAGE_RECLAIM_ON_FREE "                 \
-    "MIMALLOC_ABANDONED_RECLAIM_ON_FREE",                                      \
-    "v3.0.1 src/options.c:171 (1); v3.4.3 :165 (0)",                          \
-    "3.x: a free into an abandoned page reclaims it")                         \
-  X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,          \
-    "MIMALLOC_PAGE_FULL_RETAIN", "v3.0.1 src/options.c:173",                  \
-    "3.x: full pages kept in a queue before they are abandoned")              \
-  X(MO_PAGE_MAX_CANDIDATES, "page_max_candidates", OPT_I64, "4", "", NULL,    \
-    "MIMALLOC_PAGE_MAX_CANDIDATES", "v3.0.1 src/options.c:174",               \
-    "3.x: pages compared when looking for room")                              \
-  X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,        \
-    "MIMALLOC_GENERIC_COLLECT",                                                \
-    "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                \
-    "3.x: collect retired pages every N generic allocations")
+  X(MO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,          \
+    "MIMALLOC_ARENA_PURGE_MULT" MI_ENV_21UP,                                   \
+    "v2.1.2 src/options.c:91 (10); v3.0.1 :156 (1)",                           \
+    "2.1+: arena purge delay = purge_delay times this")                        \
+  X(MO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL,  \
+    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_21X                                 \
+    " MIMALLOC_ABANDONED_PAGE_PURGE" MI_ENV_21X,                               \
+    "v2.1.2 src/options.c:71",                                                 \
+    "2.1: purge at once when a thread abandons a segment")                     \
+  X(MO_EAGER_COMMIT, "eager_commit", OPT_BOOL, "1", "", NULL,                  \
+    "MIMALLOC_EAGER_COMMIT" MI_ENV_2X, "v2.0.9 src/options.c:70",              \
+    "2.x: commit segments whole (commit is RSS-neutral; decides the mask)")    \
+  X(MO_EAGER_COMMIT_DELAY, "eager_commit_delay", OPT_I64, "1", "", NULL,       \
+    "MIMALLOC_EAGER_COMMIT_DELAY" MI_ENV_2X, "v2.0.9 src/options.c:86",        \
+    "2.x: first segments of a thread committed lazily once threads exist")     \
+  X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                      \
+    "MIMALLOC_PAGE_RESET" MI_ENV_209,                                          \
+    "v2.0.9 src/options.c:78 (2.1: deprecated_page_reset, unused, :70)",       \
+    "2.0.9: MADV_FREE a page's memory when it is freed")                       \
+  X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,     \
+    "MIMALLOC_MAX_SEGMENT_RECLAIM" MI_ENV_2X,                                  \
+    "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage)",              \
+    "2.x: abandoned segments visited per reclaim")                             \
+  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,            \
+    "MIMALLOC_ABANDONED_RECLAIM_ON_FREE?version=2.1.7|3.0.1|3.4.3"             \
+    " MIMALLOC_RECLAIM_ON_FREE?version=3.0.1"                                  \
+    " MIMALLOC_PAGE_RECLAIM_ON_FREE?version=3.4.3",                            \
+    "v2.1.7 src/options.c:93 (1); v3.0.1 :172 (1); v3.4.3 :165 (0)",           \
+    "3.x: a free into an abandoned page reclaims it")                          \
+  X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,           \
+    "MIMALLOC_PAGE_FULL_RETAIN" MI_ENV_3X,                                     \
+    "v3.0.1 src/options.c:173; v3.4.3 :166",                                   \
+    "3.x: full pages kept in a queue before they are abandoned")               \
+  X(MO_PAGE_MAX_CANDIDATES, "page_max_candidates", OPT_I64, "4", "", NULL,     \
+    "MIMALLOC_PAGE_MAX_CANDIDATES" MI_ENV_3X,                                  \
+    "v3.0.1 src/options.c:174; v3.4.3 :167",                                   \
+    "3.x: pages compared when looking for room")                               \
+  X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,         \
+    "MIMALLOC_GENERIC_COLLECT?version=3.4.3",                                  \
+    "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                 \
+    "3.x: collect retired pages every N generic allocations")             \
+  X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                       \
+    "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",          \
+    "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
@@ -137,12 +164,13 @@ static const row_scope_t row_scopes[] = {
     {MO_ABANDONED_PAGE_PURGE, V21X, "abandoned_page_decommit"},
     {MO_EAGER_COMMIT, V209 | V21X, NULL},
     {MO_EAGER_COMMIT_DELAY, V209 | V21X, NULL},
-    {MO_PAGE_RESET, V209 | V21X, NULL},
+    {MO_PAGE_RESET, V209, NULL},
     {MO_MAX_SEGMENT_RECLAIM, V209 | V21X, NULL},
     {MO_RECLAIM_ON_FREE, (1u << MV_217) | V3X, NULL},
     {MO_PAGE_FULL_RETAIN, V3X, NULL},
     {MO_PAGE_MAX_CANDIDATES, V3X, NULL},
     {MO_GENERIC_COLLECT, 1u << MV_343, NULL},
+    {MO_ALLOW_THP, 1u << MV_343, NULL},
 };
 
 /* Version defaults that differ from the rows' (2.0.9 / 2.1) defaults. */
@@ -246,6 +274,31 @@ static void apply_version_default(model_opts_t *o, mi_version_t v, int key) {
   snprintf(o->text[key], sizeof o->text[key], "%s", d);
 }
 
+static bool row_applies(mi_version_t v, int key) {
+  for (size_t i = 0; i < sizeof row_scopes / sizeof row_scopes[0]; i++)
+    if (row_scopes[i].key == key)
+      return (row_scopes[i].versions & (1u << v)) != 0;
+  return true;
+}
+
+/* base.opts: the version's own rows with their effective values, the
+ * provenance of a run (model_describe), valid as a spec again. */
+static void publish_options(mi_model_t *m) {
+  model_opts_t *o = &m->base.opts;
+  memset(o, 0, sizeof *o);
+  o->table = m->shown;
+  for (int k = 0; k < MO_COUNT; k++) {
+    if (!row_applies(m->version, k))
+      continue;
+    m->shown[o->count] = mimalloc_options[k];
+    o->num[o->count] = m->opts.num[k];
+    o->set[o->count] = m->opts.set[k];
+    memcpy(o->text[o->count], m->opts.text[k], sizeof o->text[0]);
+    o->count++;
+  }
+  memset(&m->shown[o->count], 0, sizeof m->shown[0]);
+}
+
 static void read_options(mi_model_t *m, const model_opts_t *o) {
   bool v209 = m->version == MV_209;
   m->purge_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_DELAY : MO_PURGE_DELAY);
@@ -270,6 +323,7 @@ static void read_options(mi_model_t *m, const model_opts_t *o) {
     m->page_full_retain = 32; /* mi_option_get_clamp(-1, 32), heap.c:180 */
   m->generic_collect = model_opt_i64(o, MO_GENERIC_COLLECT);
   m->max_candidates = model_opt_i64(o, MO_PAGE_MAX_CANDIDATES);
+  m->allow_thp = m->version == MV_343 && model_opt_bool(o, MO_ALLOW_THP);
 }
 
 /* ---- Kernel helpers ----------------------------------------------------- */
@@ -569,10 +623,11 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   m->kernel = ctx->kernel;
   m->version = v;
   mi_geometry(v, &m->g);
-  m->base.opts = *opts;
+  m->opts = *opts;
   for (int k = 0; k < MO_COUNT; k++)
-    apply_version_default(&m->base.opts, v, k);
-  read_options(m, &m->base.opts);
+    apply_version_default(&m->opts, v, k);
+  read_options(m, &m->opts);
+  publish_options(m);
   m->threads_live = 1; /* thread_count starts at 1 (209 init.c) */
   if (v == MV_209) {
     m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
@@ -723,15 +778,16 @@ static as_status_t mimalloc_set_option(model_t *mm, const char *name,
     value = value != 0;
   char text[32];
   snprintf(text, sizeof text, "%" PRId64, value);
-  model_opts_t o = m->base.opts;
+  model_opts_t o = m->opts;
   as_status_t  rc = model_opts_set("mimalloc", &o, key, text, strlen(text),
                                    err);
   if (rc == AS_OK)
     rc = check_rows(m->version, &o, err);
   if (rc != AS_OK)
     return rc;
-  m->base.opts = o;
-  read_options(m, &m->base.opts);
+  m->opts = o;
+  read_options(m, &m->opts);
+  publish_options(m);
   return AS_OK;
 }
 
@@ -793,67 +849,167 @@ static void mimalloc_stats(const model_t *mm, model_stats_t *out) {
   }
 }
 
-static as_status_t walk_page(const mi_model_t *m, const mpage_t *p,
-                             model_region_fn fn, void *user, as_err_t *err) {
-  model_region_t r = {0};
-  r.addr = p->slice_start;
-  r.bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE;
-  r.live_objects = p->used;
-  r.live_bytes = (uint64_t)p->used * p->block_size;
-  r.kind = "page";
-  r.level = 1;
-  r.state = p->used ? MODEL_REGION_LIVE : MODEL_REGION_CACHED;
-  (void)m;
-  return fn(user, &r, err);
+/* ---- Heap map (walk) and mechanisms ------------------------------------- */
+
+/* Why mimalloc holds each kind of region (explain), by the rules the
+ * model's files implement and cite. */
+static const model_mechanism_t mimalloc_mechanisms[] = {
+    {MI_MECH_IN_USE, "pages holding the program's objects",
+     "Objects live in 64 KiB pages (512 KiB for medium sizes) of one size "
+     "class each; a page's free blocks serve only that size, and only the "
+     "thread that owns the page (mi_find_page).",
+     "freeing the objects", true},
+    {MI_MECH_ABANDONED, "pages no heap owns (abandoned)",
+     "A thread that exits with live objects abandons their pages "
+     "(_mi_page_abandon), and 3.x also abandons a heap's full pages beyond "
+     "page_full_retain (mi_page_to_full); their free blocks serve no "
+     "allocation until a thread reclaims the segment (2.x) or finds the "
+     "page in its arena's abandoned map (3.x).",
+     "freeing the objects, or a reclaim", true},
+    {MI_MECH_EMPTY, "empty pages kept in their size class (retired)",
+     "A page that empties while it is the only page of its size class is "
+     "kept for retire_expire (1 + 8 in 2.0.9, 16 from 2.1) rounds of "
+     "_mi_heap_collect_retired, which run when an allocation finds no free "
+     "block in its size class (_mi_page_retire).",
+     "allocations that need a new page, or mi_collect", false},
+    {MI_MECH_PENDING, "freed pages awaiting their purge",
+     "A freed page's slices are purged purge_delay (decommit_delay in "
+     "2.0.9) after the free, but only when the program later frees into or "
+     "allocates from the same segment (v3: frees a page anywhere) or calls "
+     "mi_collect: never on a timer, so an idle program keeps them "
+     "(mi_segment_schedule_purge, mi_arena_schedule_purge).",
+     "a later free or page allocation in the same segment, mi_collect, or "
+     "MIMALLOC_PURGE_DELAY=0 (MIMALLOC_DECOMMIT_DELAY=0 in 2.0.9)",
+     false},
+    {MI_MECH_FREE, "free slices not scheduled for purge",
+     "Free slices outside the purge mask: purged already or never written, "
+     "or written and then unscheduled when a neighbouring page was "
+     "committed (2.0.9 commits 1 MiB around a page, mi_segment_commitx) "
+     "or with purging off (purge_delay < 0).",
+     "freeing a neighbouring page, which schedules the merged span again",
+     false},
+    {MI_MECH_CACHE, "free segments in 2.0.9's segment cache",
+     "2.0.9 keeps whole free 32 MiB segments in a process-wide cache "
+     "(_mi_segment_cache_push) and decommits them segment_decommit_delay "
+     "(500 ms) later, but only on a later cache push or a collect.",
+     "another segment freed after the delay, or mi_collect", false},
+    {MI_MECH_ARENA, "freed segments' arena blocks (2.1)",
+     "2.1 returns a free segment to its 1 GiB arena and purges it "
+     "purge_delay x arena_purge_mult (100 ms) later, but only when another "
+     "segment is freed or on mi_collect(true) from the main thread "
+     "(_mi_arena_free, mi_arenas_try_purge).",
+     "another segment freed after the delay, or mi_collect(true)", false},
+    {MI_MECH_META, "mimalloc's own bookkeeping",
+     "Segment headers (one slice entry per 64 KiB), arena bitmaps, 3.x page "
+     "infos and page map, each thread's heap and tld, and the library's "
+     "static data.",
+     "nothing while the segments, arenas and threads exist", false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr,
+                         uint64_t bytes, const char *kind, const char *mech,
+                         uint8_t level, uint8_t state) {
+  model_region_t r = {.addr      = addr,
+                      .bytes     = bytes,
+                      .kind      = kind,
+                      .mechanism = level == 0 ? NULL : mech,
+                      .level     = level,
+                      .state     = state};
+  return bytes == 0 ? AS_OK : w->fn(w->user, &r, w->err);
 }
 
-/* Heap map: 2.x segments (level 0) and their pages, or 3.x arenas and
- * their pages. */
+as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr,
+                         uint64_t bytes, const char *kind, const char *mech,
+                         uint8_t state) {
+  as_status_t rc = mi_walk_emit(w, addr, bytes, kind, NULL, 0, state);
+  return rc == AS_OK ? mi_walk_emit(w, addr, bytes, kind, mech, 1, state) : rc;
+}
+
+/* Live bytes count whole blocks: the model keeps no request sizes. */
+as_status_t mi_walk_page(const mi_model_t *m, uint32_t page,
+                         const mi_walker_t *w) {
+  const mpage_t *p = &m->pages[page];
+  model_region_t r = {.addr         = p->slice_start,
+                      .bytes        = (uint64_t)p->slice_count * MI_SLICE_SIZE,
+                      .live_bytes   = (uint64_t)p->used * p->block_size,
+                      .live_objects = p->used,
+                      .kind         = "page",
+                      .level        = 1};
+  if (p->used == 0) {
+    r.mechanism = MI_MECH_EMPTY;
+    r.state     = MODEL_REGION_CACHED;
+  } else {
+    r.mechanism = p->heap == 0 ? MI_MECH_ABANDONED : MI_MECH_IN_USE;
+    r.state     = MODEL_REGION_LIVE;
+  }
+  return w->fn(w->user, &r, w->err);
+}
+
+static bool slice_pending(const uint8_t *pending, const uint64_t *mask,
+                          uint32_t i) {
+  return pending != NULL ? pending[i] != 0 : (mask[i >> 6] >> (i & 63)) & 1;
+}
+
+as_status_t mi_walk_free_slices(const mi_walker_t *w, sim_addr_t base,
+                                uint32_t from, uint32_t to,
+                                const uint8_t *pending, const uint64_t *mask) {
+  as_status_t rc = AS_OK;
+  while (from < to && rc == AS_OK) {
+    bool     on = slice_pending(pending, mask, from);
+    uint32_t end = from + 1;
+    while (end < to && slice_pending(pending, mask, end) == on)
+      end++;
+    rc = mi_walk_emit(w, base + (uint64_t)from * MI_SLICE_SIZE,
+                      (uint64_t)(end - from) * MI_SLICE_SIZE, "free slices",
+                      on ? MI_MECH_PENDING : MI_MECH_FREE, 1,
+                      MODEL_REGION_FREE);
+    from = end;
+  }
+  return rc;
+}
+
+/* Thread data (live threads' and the cache's) and the static data. */
+static as_status_t walk_thread_data(const mi_model_t *m,
+                                    const mi_walker_t *w) {
+  as_status_t rc = AS_OK;
+  for (uint32_t t = 1; t < m->tlds_n && rc == AS_OK; t++)
+    if (m->tlds[t].live && m->tlds[t].data != 0)
+      rc = mi_walk_unit(w, m->tlds[t].data, 8192, "thread data", MI_MECH_META,
+                        MODEL_REGION_METADATA);
+  for (int i = 0; i < 8 && rc == AS_OK; i++)
+    if (m->td_cache[i] != 0)
+      rc = mi_walk_unit(w, m->td_cache[i], 8192, "cached thread data",
+                        MI_MECH_META, MODEL_REGION_METADATA);
+  if (rc == AS_OK)
+    rc = mi_walk_unit(w, m->static_area, 64 * MI_KIB, "static data",
+                      MI_MECH_META, MODEL_REGION_METADATA);
+  return rc;
+}
+
+/* Heap map: 2.x segments with their pages and free spans, or 3.x arenas
+ * with theirs, then what lies outside them. */
 static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
                                  void *user, as_err_t *err) {
-  const mi_model_t *m = (const mi_model_t *)mm;
-  if (!MI_IS_V3(m->version)) {
-    for (uint32_t s = 1; s < m->segs_n; s++) {
-      const mseg_t *sg = &m->segs[s];
-      if (!sg->live)
-        continue;
-      model_region_t r = {0};
-      r.addr = sg->base;
-      r.bytes = sg->size;
-      r.kind = sg->kind == MI_SEG_HUGE ? "huge segment" : "segment";
-      r.state = sg->used ? MODEL_REGION_LIVE : MODEL_REGION_FREE;
-      as_status_t rc = fn(user, &r, err);
-      if (rc != AS_OK)
-        return rc;
-      for (uint32_t i = 0; i < sg->slice_entries; i++) {
-        uint32_t pg = sg->slices[i].page;
-        if (pg == 0 || sg->slices[i].state < 2)
-          continue;
-        rc = walk_page(m, &m->pages[pg], fn, user, err);
-        if (rc != AS_OK)
-          return rc;
-      }
+  const mi_model_t *m     = (const mi_model_t *)mm;
+  bool              v3    = MI_IS_V3(m->version);
+  size_t            units = (v3 ? m->arenas3_n : m->segs_n) + 1u;
+  uint64_t         *live  = calloc(2 * units, sizeof *live);
+  if (live == NULL)
+    return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
+  for (uint32_t i = 1; i < m->pages_n; i++) {
+    const mpage_t *p = &m->pages[i];
+    if (p->live && p->seg < units) {
+      live[2 * p->seg] += (uint64_t)p->used * p->block_size;
+      live[2 * p->seg + 1] += p->used;
     }
-    return AS_OK;
   }
-  for (uint32_t a = 0; a < m->arenas3_n; a++) {
-    const marena3_t *ar = &m->arenas3[a];
-    model_region_t   r = {0};
-    r.addr = ar->base;
-    r.bytes = (uint64_t)ar->slices * MI_SLICE_SIZE;
-    r.kind = "arena";
-    r.state = MODEL_REGION_LIVE;
-    as_status_t rc = fn(user, &r, err);
-    if (rc != AS_OK)
-      return rc;
-    for (uint32_t i = 0; i < ar->slices; i++)
-      if (ar->page_at[i] != 0) {
-        rc = walk_page(m, &m->pages[ar->page_at[i]], fn, user, err);
-        if (rc != AS_OK)
-          return rc;
-      }
-  }
-  return AS_OK;
+  mi_walker_t w  = {.fn = fn, .user = user, .err = err, .unit_live = live};
+  as_status_t rc = v3 ? mi_arenas3_walk(m, &w) : mi_segs_walk(m, &w);
+  if (rc == AS_OK)
+    rc = walk_thread_data(m, &w);
+  free(live);
+  return rc;
 }
 
 const model_methods_t model_mimalloc_methods = {
@@ -862,6 +1018,7 @@ const model_methods_t model_mimalloc_methods = {
                "of 64 KiB pages, delayed purge run only by later activity",
     .options = mimalloc_options,
     .preload = "libmimalloc",
+    .mechanisms = mimalloc_mechanisms,
     .create = mimalloc_create,
     .destroy = mimalloc_destroy,
     .alloc = mimalloc_alloc,

@@ -62,13 +62,16 @@ struct mi_hooks_s {
    * :509 and heap.c:101 call _PyMem_mi_page_maybe_free there).  Return true
    * to keep the page (deferred: the composition frees it later with
    * mimalloc_page_free()), false to have it freed now.  NULL: freed.
-   * mi_heap_collect asks twice for a retired page (collect_retired, then
-   * the page visit), as CPython's does. */
+   * A kept page's retire_expire is reset, as CPython's hook does
+   * (Objects/obmalloc.c:183 in 3.14.7, :140 in 3.13.5).  mi_heap_collect
+   * asks twice for a retired page (collect_retired, then the page visit),
+   * as CPython's does. */
   bool (*page_maybe_free)(void *ctx, mi_model_t *m, mi_page_ref_t page,
                           bool force);
   /* Called where CPython calls _PyMem_mi_heap_collect_qsbr: no page with
    * room in mi_page_queue_find_free_ex (page.c:784), before a large or
-   * huge allocation (page.c:915) and at heap collect (heap.c:163). */
+   * huge allocation (page.c:915) and at heap collect after the retired
+   * pages (heap.c:159-163). */
   void (*heap_collect)(void *ctx, mi_model_t *m, mi_heap_ref_t heap);
   /* The page events above; NULL: nothing. */
   void (*page_event)(void *ctx, mi_model_t *m, mi_page_ref_t page,

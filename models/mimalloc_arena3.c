@@ -71,7 +71,17 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   memset(a, 0, sizeof *a);
   a->slices = (uint32_t)(size / MI_SLICE_SIZE);
   a->info_slices = info_slices(a->slices);
-  a->base = mi_os_alloc(m, size, MI_SLICE_SIZE);
+  /* 343 aligns an OS allocation of at least 8 x 2 MiB to 2 MiB (os.c:
+   * 304-308; prim.c:341-355 maps it at an aligned hint) and madvises a
+   * committed one MADV_HUGEPAGE when allow_thp (prim.c:456-464): on a
+   * THP=madvise system the arena's 2 MiB blocks fault in whole, its info
+   * block included (measured here: 22 MiB of AnonHugePages at the peak of
+   * a 20,000 x 1,000 B burst; 3.0.1, which does neither, none). */
+  bool huge = m->version == MV_343 && size >= 16 * MI_MIB;
+  a->base = mi_os_alloc(m, size, huge ? 2 * MI_MIB : MI_SLICE_SIZE);
+  if (huge && m->allow_thp && a->base != 0 && m->fail == AS_OK)
+    m->fail = sim_kernel_madvise(m->kernel, a->base, size, SIM_MADV_HUGEPAGE,
+                                 m->err);
   size_t ns = a->slices;
   a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
   a->page_at = calloc(ns, sizeof *a->page_at);
@@ -492,4 +502,63 @@ void mi_arenas3_destroy(mi_model_t *m) {
     free(m->arenas3[a].page_at);
   }
   free(m->arenas3);
+}
+
+/* ---- Heap map ------------------------------------------------------------ */
+
+/* An arena: level 0, its info slices, then its pages and free runs in
+ * address order, the runs split by the purge bitmap. */
+static as_status_t walk_arena(const mi_model_t *m, uint32_t ai,
+                              const mi_walker_t *w) {
+  const marena3_t *a = &m->arenas3[ai];
+  model_region_t   r = {.addr         = a->base,
+                        .bytes        = (uint64_t)a->slices * MI_SLICE_SIZE,
+                        .live_bytes   = w->unit_live[2 * (ai + 1)],
+                        .live_objects = w->unit_live[2 * (ai + 1) + 1],
+                        .kind         = "arena",
+                        .state        = MODEL_REGION_LIVE};
+  as_status_t rc = w->fn(w->user, &r, w->err);
+  if (rc == AS_OK)
+    rc = mi_walk_emit(w, a->base, (uint64_t)a->info_slices * MI_SLICE_SIZE,
+                      "arena info", MI_MECH_META, 1, MODEL_REGION_METADATA);
+  for (uint32_t i = a->info_slices; i < a->slices && rc == AS_OK;) {
+    if (a->page_at[i] != 0) {
+      rc = mi_walk_page(m, a->page_at[i], w);
+      i += m->pages[a->page_at[i]].slice_count;
+      continue;
+    }
+    uint32_t j = i + 1;
+    while (j < a->slices && a->page_at[j] == 0)
+      j++;
+    rc = mi_walk_free_slices(w, a->base, i, j, a->purge, NULL);
+    i = j;
+  }
+  return rc;
+}
+
+/* Arenas, pages mapped from the OS on their own (above 32 MiB), and the
+ * page map. */
+as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w) {
+  as_status_t rc = AS_OK;
+  for (uint32_t ai = 0; ai < m->arenas3_n && rc == AS_OK; ai++)
+    rc = walk_arena(m, ai, w);
+  for (uint32_t i = 1; i < m->pages_n && rc == AS_OK; i++) {
+    const mpage_t *p = &m->pages[i];
+    if (!p->live || p->seg != 0)
+      continue;
+    uint64_t       bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE;
+    model_region_t r = {.addr         = p->slice_start,
+                        .bytes        = bytes,
+                        .live_bytes   = (uint64_t)p->used * p->block_size,
+                        .live_objects = p->used,
+                        .kind         = "OS page",
+                        .state        = MODEL_REGION_LIVE};
+    rc = w->fn(w->user, &r, w->err);
+    if (rc == AS_OK)
+      rc = mi_walk_page(m, i, w);
+  }
+  if (m->page_map != 0 && rc == AS_OK)
+    rc = mi_walk_unit(w, m->page_map, 128 * MI_MIB, "page map", MI_MECH_META,
+                      MODEL_REGION_METADATA);
+  return rc;
 }

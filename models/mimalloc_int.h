@@ -233,6 +233,7 @@ struct marena2_s {
   uint32_t   blocks;
   int64_t    purge_expire;
   uint8_t   *inuse, *purge, *dirty; /* one byte per block */
+  sim_addr_t meta;   /* 2.1.2: the descriptor's own OS page, else 0 */
 };
 
 typedef struct marena3_s marena3_t; /* 3.x arena of 64 KiB slices */
@@ -266,6 +267,10 @@ struct mi_model_s {
   as_status_t    fail;         /* first kernel failure inside a call */
   int64_t        now;          /* ms, the current event's clock */
   uint64_t       now_ns;
+  /* options: every row (by MO_ key), and the rows of this version alone
+   * as base.opts, so the spec a run reports can be given back */
+  model_opts_t   opts;
+  model_option_t shown[MODEL_OPTS_MAX + 1];
   /* options (effective values) */
   int64_t        purge_delay;    /* decommit_delay (209) / purge_delay */
   int64_t        extend_delay;   /* decommit_extend_delay / purge_extend */
@@ -282,6 +287,7 @@ struct mi_model_s {
   int64_t        page_full_retain;
   int64_t        generic_collect;
   int64_t        max_candidates;
+  bool           allow_thp;      /* 3.4.3: arenas get MADV_HUGEPAGE */
   /* records */
   mpage_t       *pages;
   uint32_t       pages_n, pages_cap, pages_free; /* free records chain
@@ -400,6 +406,48 @@ void     mi_arenas3_collect(mi_model_t *m, bool force, bool visit_all,
                             uint32_t tld);
 void     mi_arenas3_destroy(mi_model_t *m);
 uint64_t mi_arenas3_awaiting_purge(const mi_model_t *m);
+
+/* ---- Heap map (the walk in mimalloc.c) --------------------------------- */
+
+/* Mechanism keys of the walk's level-1 regions; mimalloc.c's table says
+ * what each means. */
+#define MI_MECH_IN_USE    "mimalloc.in_use"
+#define MI_MECH_ABANDONED "mimalloc.abandoned"
+#define MI_MECH_EMPTY     "mimalloc.empty_page"
+#define MI_MECH_PENDING   "mimalloc.awaiting_purge"
+#define MI_MECH_FREE      "mimalloc.free_slices"
+#define MI_MECH_CACHE     "mimalloc.segment_cache"
+#define MI_MECH_ARENA     "mimalloc.arena_free"
+#define MI_MECH_META      "mimalloc.metadata"
+
+typedef struct mi_walker_s mi_walker_t;
+struct mi_walker_s {
+  model_region_fn fn;
+  void           *user;
+  as_err_t       *err;
+  const uint64_t *unit_live; /* per 2.x segment / 3.x arena + 1: live
+                                bytes, then live objects */
+};
+
+/* Reports one region. */
+as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr,
+                         uint64_t bytes, const char *kind, const char *mech,
+                         uint8_t level, uint8_t state);
+/* A unit that is one region: level 0 and its one level-1 region. */
+as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr,
+                         uint64_t bytes, const char *kind, const char *mech,
+                         uint8_t state);
+/* A page as a level-1 region (its slices, blocks and mechanism). */
+as_status_t mi_walk_page(const mi_model_t *m, uint32_t page,
+                         const mi_walker_t *w);
+/* Free slices [from, to) of a unit at base as level-1 regions, split
+ * where pending (one byte per slice, or NULL with mask: one bit per slice)
+ * changes between scheduled for purge and not. */
+as_status_t mi_walk_free_slices(const mi_walker_t *w, sim_addr_t base,
+                                uint32_t from, uint32_t to,
+                                const uint8_t *pending, const uint64_t *mask);
+as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w);
+as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w);
 
 static inline mpage_t *P(mi_model_t *m, uint32_t id) { return &m->pages[id]; }
 static inline mheap_t *H(mi_model_t *m, uint32_t id) { return &m->heaps[id]; }

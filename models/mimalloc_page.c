@@ -357,12 +357,16 @@ void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
   }
 }
 
-/* Upstream frees an empty page here; CPython lets QSBR keep it.  Whether
- * the page was freed. */
+/* Upstream frees an empty page here; CPython lets QSBR keep it, and a
+ * kept page is no longer retired (CPython 3.14.7 Objects/obmalloc.c:183,
+ * 3.13.5 :140 `page->retire_expire = 0`), so collect_retired does not ask
+ * for it again.  Whether the page was freed. */
 static bool page_maybe_free(mi_model_t *m, uint32_t page, bool force) {
   if (m->has_hooks && m->hooks.page_maybe_free != NULL &&
-      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force))
+      m->hooks.page_maybe_free(m->hooks.ctx, m, page, force)) {
+    P(m, page)->retire_expire = 0;
     return false;
+  }
   mi_page_free(m, page, force);
   return true;
 }
@@ -882,9 +886,9 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
   bool main_backing = m->tlds[tld].thread == 0 &&
                       m->tlds[tld].heap_backing == heap;
   m->collects++;
-  heap_collect_hook(m, heap); /* CPython heap.c:163 */
   if (MI_IS_V3(m->version)) {
     heap_collect_retired(m, heap, force);
+    heap_collect_hook(m, heap);
     heap_visit_collect(m, heap, kind);
     mi_arenas3_collect(m, kind == MI_FORCE, true, tld); /* 301 heap.c:124 */
     return;
@@ -898,6 +902,9 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
         P(m, pg)->delayed = MI_NEVER_DELAYED_FREE;
   heap_delayed_free(m, heap);
   heap_collect_retired(m, heap, force);
+  /* CPython's QSBR collect comes after the retired pages, which may park
+   * pages on the thread's list (3.14.7 heap.c:159-163; 3.13.5 :156-160). */
+  heap_collect_hook(m, heap);
   heap_visit_collect(m, heap, kind);
   mi_abandoned_collect(m, heap, kind == MI_FORCE);
   switch (m->version) {

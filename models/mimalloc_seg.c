@@ -706,6 +706,7 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
    * so the descriptor gets an OS mapping of its own (:181). */
   if (m->version == MV_212) {
     sim_addr_t meta = mi_os_alloc(m, MI_OS_PAGE, 0);
+    m->arenas2[m->arenas2_n].meta = meta;
     if (meta != 0)
       mi_touch(m, meta, ARENA2_META_BYTES);
   } else {
@@ -1325,6 +1326,68 @@ uint64_t mi_segs_awaiting_purge(const mi_model_t *m) {
       if (m->arenas2[a].purge[b])
         n += ARENA_BLOCK;
   return n;
+}
+
+/* ---- Heap map ------------------------------------------------------------ */
+
+/* A live segment: level 0, its info slices, then its spans in address
+ * order (a page, or a free span split by its purge-mask bits). */
+static as_status_t walk_segment(const mi_model_t *m, uint32_t seg,
+                                const mi_walker_t *w) {
+  const mseg_t  *s = &m->segs[seg];
+  model_region_t r = {.addr         = s->base,
+                      .bytes        = s->size,
+                      .live_bytes   = w->unit_live[2 * seg],
+                      .live_objects = w->unit_live[2 * seg + 1],
+                      .kind = s->kind == MI_SEG_HUGE ? "huge segment"
+                                                     : "segment",
+                      .state = s->used ? MODEL_REGION_LIVE
+                                       : MODEL_REGION_FREE};
+  as_status_t rc = w->fn(w->user, &r, w->err);
+  if (rc == AS_OK)
+    rc = mi_walk_emit(w, s->base, info_size(m), "segment info", MI_MECH_META,
+                      1, MODEL_REGION_METADATA);
+  for (uint32_t i = m->g.info_slices; i < s->segment_slices && rc == AS_OK;) {
+    const mslice_t *sl = i < s->slice_entries ? &s->slices[i] : NULL;
+    if (sl != NULL && sl->state >= 2 && sl->page != 0) {
+      rc = mi_walk_page(m, sl->page, w);
+      i += m->pages[sl->page].slice_count;
+      continue;
+    }
+    uint32_t n = sl != NULL && sl->count != 0 ? sl->count : 1;
+    if (i + n > s->segment_slices)
+      n = s->segment_slices - i;
+    rc = mi_walk_free_slices(w, s->base, i, i + n, NULL, s->decommit);
+    i += n;
+  }
+  return rc;
+}
+
+/* Segments, then 2.0.9's cached segments or 2.1's freed arena blocks
+ * (ever used, not in use), then 2.1.2's arena descriptors. */
+as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w) {
+  as_status_t rc = AS_OK;
+  for (uint32_t i = 1; i < m->segs_n && rc == AS_OK; i++)
+    if (m->segs[i].live)
+      rc = walk_segment(m, i, w);
+  for (uint32_t i = 0; m->cache != NULL && i < MI_CACHE_MAX && rc == AS_OK;
+       i++)
+    if (m->cache[i].inuse)
+      rc = mi_walk_unit(w, m->cache[i].base, MI_SEGMENT_SIZE,
+                        "cached segment", MI_MECH_CACHE, MODEL_REGION_CACHED);
+  for (uint32_t a = 0; a < m->arenas2_n && rc == AS_OK; a++) {
+    const marena2_t *ar = &m->arenas2[a];
+    for (uint32_t b = 0; b < ar->blocks && rc == AS_OK; b++) {
+      if (ar->inuse[b] || !ar->dirty[b])
+        continue;
+      rc = mi_walk_unit(w, ar->base + (uint64_t)b * ARENA_BLOCK, ARENA_BLOCK,
+                        "freed arena block", MI_MECH_ARENA, MODEL_REGION_FREE);
+    }
+    if (ar->meta != 0 && rc == AS_OK)
+      rc = mi_walk_unit(w, ar->meta, MI_OS_PAGE, "arena descriptor",
+                        MI_MECH_META, MODEL_REGION_METADATA);
+  }
+  return rc;
 }
 
 void mi_segs_destroy(mi_model_t *m) {

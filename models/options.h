@@ -21,6 +21,10 @@
  *   LIST:key    key inside a list variable: GLIBC_TUNABLES (k=v:k=v) or
  *               MALLOC_CONF (k:v,k:v)
  *   meta:key    a provenance key of the recorded run (ncpus)
+ * Any of them may end in "?KEY=A|B": read only when row KEY, as read so far
+ * (rows are read in table order), is A or B -- a library version that
+ * knows the variable (mimalloc 2.0.9 reads MIMALLOC_DECOMMIT_DELAY, 2.1+
+ * MIMALLOC_PURGE_DELAY, each ignoring the other).
  */
 #ifndef ALLOCSIM_OPTIONS_H
 #define ALLOCSIM_OPTIONS_H

@@ -84,7 +84,11 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
     err->code = AS_EUSAGE;
   if (rc != AS_OK)
     return rc == AS_EINVAL ? AS_EUSAGE : rc;
-  (*out)->methods = methods;
+  /* A model may be one of several variants behind its name (cpython's
+   * build=ft) and set its own methods; otherwise they are the registered
+   * ones. */
+  if ((*out)->methods == NULL)
+    (*out)->methods = methods;
   /* A model may store effective values itself (mimalloc's defaults differ
    * by version); otherwise the parsed options are its provenance. */
   if ((*out)->opts.table == NULL)

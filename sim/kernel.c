@@ -68,6 +68,8 @@
  */
 #include "kernel.h"
 
+#include "grow.h"
+
 #include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -182,6 +184,9 @@ struct sim_kernel_s {
   inode_t *node_free;  /* free nodes, linked through left */
   size_t   node_nfree; /* nodes on node_free */
   uint64_t prng;       /* xorshift64 state for treap priorities */
+
+  sim_addr_t (*advised)[2]; /* MADV_HUGEPAGE ranges [start, end) */
+  size_t      nadvised, advised_cap;
 
   uint64_t mapped_bytes;                /* VmSize */
   uint64_t lazy_pages;                  /* resident lazyfree pages */
@@ -1132,10 +1137,67 @@ static void gaps_give(sim_kernel_t *k, inode_t *t) {
   }
 }
 
+/* ---- Huge-page advice (MADV_HUGEPAGE ranges) ------------------------- */
+
+/* Whether THP applies to the 2 MiB block at base: THP=always, or
+ * THP=madvise and one MADV_HUGEPAGE range holds the block (Linux 6.1
+ * mm/huge_memory.c hugepage_vma_check: VM_HUGEPAGE under madvise). */
+static int block_wants_thp(const sim_kernel_t *k, sim_addr_t base) {
+  if (k->cfg.thp) {
+    return 1;
+  }
+  for (size_t i = 0; k->cfg.thp_madvise && i < k->nadvised; i++) {
+    if (k->advised[i][0] <= base && base + THP_BYTES <= k->advised[i][1]) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Forgets the advice on [a, b) (munmap, or before new advice): the
+ * ranges stay disjoint, so at most one is split, into the spare slot
+ * advised_add keeps. */
+static void unadvise(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  for (size_t i = 0; i < k->nadvised;) {
+    sim_addr_t s = k->advised[i][0], e = k->advised[i][1];
+    if (e <= a || s >= b) {
+      i++;
+    } else if (s < a && e > b) { /* the hole splits it in two */
+      k->advised[k->nadvised][0]   = b;
+      k->advised[k->nadvised++][1] = e;
+      k->advised[i++][1]           = a;
+    } else if (s < a) {
+      k->advised[i++][1] = a;
+    } else if (e > b) {
+      k->advised[i++][0] = b;
+    } else {
+      k->nadvised--;
+      k->advised[i][0] = k->advised[k->nadvised][0];
+      k->advised[i][1] = k->advised[k->nadvised][1];
+    }
+  }
+}
+
+/* Adds [a, b) to the MADV_HUGEPAGE ranges, keeping a spare slot. */
+static as_status_t advise_huge(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                               as_err_t *err) {
+  unadvise(k, a, b);
+  sim_addr_t(*v)[2] = as_grow(k->advised, &k->advised_cap, k->nadvised + 2,
+                              sizeof k->advised[0], 8);
+  if (v == NULL) {
+    return as_err_set(err, AS_ENOMEM, "madvise: out of memory");
+  }
+  k->advised                   = v;
+  k->advised[k->nadvised][0]   = a;
+  k->advised[k->nadvised++][1] = b;
+  return AS_OK;
+}
+
 /* Unmaps every page of [a, b): residency first, then the VMAs (Linux 6.1
  * mm/mmap.c do_mas_align_munmap: unmap_region zaps, then the VMAs go).
  * Uses up to two reserved nodes. */
 static void unmap_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  unadvise(k, a, b);
   chunks_in_range(k, a, b, CHUNK_DROP);
   gaps_give(k, itree_extract(k, &k->vmas, a, b));
 }
@@ -1174,7 +1236,7 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
      * first; mm/huge_memory.c do_huge_pmd_anonymous_page then adds
      * HPAGE_PMD_NR pages at once (6.1.170 mm/memory.c:5141,
      * mm/huge_memory.c:715). */
-    int thp = k->cfg.thp && block_is_rw(k, base);
+    int thp = block_wants_thp(k, base) && block_is_rw(k, base);
     as_status_t st = chunk_create(k, key, &c, err);
     if (st != AS_OK) {
       return st;
@@ -1324,6 +1386,7 @@ const char *sim_owner_name(sim_owner_t owner) {
 void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->page_size       = 4096;
   cfg->thp             = false;
+  cfg->thp_madvise     = true;
   cfg->memory_pressure = false;
   cfg->mmap_top        = DEFAULT_MMAP_TOP;
   cfg->brk_start       = DEFAULT_BRK_START;
@@ -1438,6 +1501,7 @@ void sim_kernel_destroy(sim_kernel_t *k) {
   }
   free(k->slots);
   free(k->scan_keys);
+  free(k->advised);
   free(k);
 }
 
@@ -1746,7 +1810,8 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
   if (st != AS_OK || addr == end) {
     return st;
   }
-  if (advice != SIM_MADV_DONTNEED && advice != SIM_MADV_FREE) {
+  if (advice != SIM_MADV_DONTNEED && advice != SIM_MADV_FREE &&
+      advice != SIM_MADV_HUGEPAGE) {
     return as_err_set(err, AS_EINVAL, "madvise at 0x%" PRIx64 ": advice %d",
                       addr, (int)advice);
   }
@@ -1755,6 +1820,11 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
                       "madvise [0x%" PRIx64 ", 0x%" PRIx64 "): 0x%" PRIx64
                       " is not mapped",
                       addr, end, hole);
+  }
+  if (advice == SIM_MADV_HUGEPAGE) {
+    /* Linux 6.1 mm/madvise.c madvise_behavior -> hugepage_madvise: the
+     * VMAs get VM_HUGEPAGE; nothing becomes resident. */
+    return advise_huge(k, addr, end, err);
   }
   if (advice == SIM_MADV_DONTNEED || k->cfg.memory_pressure) {
     /* DONTNEED: Linux 6.1 mm/madvise.c madvise_dontneed_single_vma ->

@@ -22,6 +22,12 @@
  *     unmapped_area_topdown does, so freed holes are reused by later maps.
  *   - With thp set, a write fault in a 2 MiB-aligned range lying wholly in one
  *     RW mapping makes all of that range resident (do_huge_pmd_anonymous_page).
+ *     With thp_madvise, the same inside one range given MADV_HUGEPAGE
+ *     (Linux 6.1 mm/khugepaged.c hugepage_madvise sets VM_HUGEPAGE, which
+ *     hugepage_vma_check accepts under THP=madvise); munmap drops the
+ *     advice, mremap does not carry it (Linux does; no model needs it).
+ *     A later DONTNEED of part of such a block drops those pages only, as
+ *     Linux splits the huge page (zap_huge_pmd -> __split_huge_pmd).
  *   - mremap shrinks by unmapping the tail, grows in place when the range
  *     after the mapping is free, and otherwise moves the mapping: the pages
  *     go along with their residency (Linux 6.1 mm/mremap.c move_page_tables),
@@ -70,13 +76,18 @@ typedef enum sim_prot_e {
 
 typedef enum sim_madv_e {
   SIM_MADV_DONTNEED, /* drop residency now (mm/madvise.c zap) */
-  SIM_MADV_FREE      /* lazyfree: stays resident until pressure or rewrite */
+  SIM_MADV_FREE,     /* lazyfree: stays resident until pressure or rewrite */
+  SIM_MADV_HUGEPAGE  /* THP wanted in the range (thp_madvise below) */
 } sim_madv_t;
 
 typedef struct sim_kernel_config_s sim_kernel_config_t;
 struct sim_kernel_config_s {
   uint64_t   page_size;       /* bytes: 4096, 16384 or 65536 */
   bool       thp;             /* 2 MiB THP on write fault, like THP=always */
+  bool       thp_madvise;     /* ... only inside MADV_HUGEPAGE ranges, like
+                                 THP=madvise (Debian's default); on by
+                                 default: no model asks for it but where the
+                                 real allocator does */
   bool       memory_pressure; /* MADV_FREE pages are reclaimed at once */
   sim_addr_t mmap_top;        /* highest address mmap hands out; 0: default */
   sim_addr_t brk_start;       /* initial program break; 0: default */
@@ -129,7 +140,8 @@ struct sim_kernel_head_s {
   sim_kernel_cache_entry_t cache[SIM_KERNEL_CACHE_SLOTS]; /* by key % slots */
 };
 
-/* Fills *cfg with 4 KiB pages, no THP, no pressure and the default layout.
+/* Fills *cfg with 4 KiB pages, THP only where advised (thp_madvise), no
+ * pressure and the default layout.
  * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
  * Debian 12 (every pymalloc arena unaligned, read from id() of objects). */
 void sim_kernel_config_default(sim_kernel_config_t *cfg);

@@ -42,7 +42,8 @@
  *
  * Virtual time: an allocation or realloc costs what creating a small
  * CPython object costs, a free what dropping one costs (sim/cost.h
- * python_alloc_ns, python_free_ns: measured), and a mark 1 us (reading
+ * python_alloc_ns, python_free_ns: measured; or --alloc-ns / --free-ns,
+ * which a measured run sets to its own pace), and a mark 1 us (reading
  * RSS), so marks have distinct times.  The optional
  * settle phase (--settle-ms) is an idle stretch in 50 ms steps with one
  * small allocation and free per step, standing in for the study's "waits
@@ -52,6 +53,37 @@
  * free and malloc_trim), pymalloc frees arenas only inside free(), and
  * the light allocations land in pools the survivors already pin.  It matters
  * only for models with purge deadlines (mimalloc), where it is worth enabling.
+ *
+ * --build ft makes the requests of CPython's free-threaded build instead
+ * (CPython 3.14.7 / 3.13.5; docs/models/cpython-ft.md):
+ *   - The list never reallocs its item array: list_resize allocates a new
+ *     _PyListArray, PyMem_Malloc(8 + new_allocated * 8) (the `allocated`
+ *     header and the slots; Objects/listobject.c:36-47), copies, and frees
+ *     the old array at once, the list being owned by its thread
+ *     (:146-169, free_list_items :58-73).  The same growth formula
+ *     (:140-143).  The two arrays of a list alternate between two ids.
+ *   - The interpreter already holds a page of the light objects' class: a
+ *     running interpreter has pages of every common class in each heap, so
+ *     the light allocation never needs a fresh page (measured on 3.14.7t:
+ *     with MIMALLOC_PURGE_DELAY=0 nothing comes back during it).  One such
+ *     object is allocated before `start` and lives to the end.
+ *   - After `del objs` the program runs gc.collect(), which in this build
+ *     advances the QSBR write sequence and visits the GC heaps' pages
+ *     (Python/gc_free_threading.c:413-435, 950-969): an `option gc_collect`
+ *     event, which the free-threaded model takes as the collector's run.
+ *   - --kind tuple builds GC objects instead of bytes: tuples of Nones whose
+ *     sys.getsizeof is --size, allocated in the GC heap
+ *     (pycore_object_alloc.h:16-28), which the trace says with `option
+ *     object_heap 2` before the build and `option object_heap 1` after it
+ *     (--size is the request, sys.getsizeof: 56 for a 1-tuple in 3.14t);
+ *     --reuse-kind tuple does the same for the reuse phase (the study's
+ *     "256 MiB of tuples, a different kind of object that lives in a
+ *     separate mimalloc heap").
+ * --alloc-after N (either build) allocates one object of N bytes after
+ * `after`, waits 200 ms and marks `after_alloc`: the study's "once the
+ * program allocated again".  Under build=ft an object of more than 128 KiB
+ * is a large page of the object heap, whose allocation runs CPython's
+ * collect of parked pages (Objects/mimalloc/page.c:915).
  */
 #include "workload.h"
 #include "wl_survivors.h"
@@ -118,21 +150,30 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 
 #define ID_LIST_MAIN  0 /* the objects list, then the reuse list */
 #define ID_LIST_KEEP  1 /* the survivors list */
-#define ID_FIRST_OBJ  2 /* object i has id ID_FIRST_OBJ + i */
-#define COST_ALLOC_NS sim_cost_measured.python_alloc_ns
-#define COST_FREE_NS  sim_cost_measured.python_free_ns
+#define ID_FIRST_OBJ  2 /* object i has id first_obj + i: this, ... */
+#define ID_FT_MAIN_ALT 2 /* build=ft: the lists' second arrays and the */
+#define ID_FT_KEEP_ALT 3 /* interpreter's light object; objects from 5 */
+#define ID_FT_WARM     4
+#define ID_FT_FIRST_OBJ 5
+#define FT_HEAP_OBJECT 1 /* _Py_MIMALLOC_HEAP_OBJECT, pycore_mimalloc.h */
+#define FT_HEAP_GC     2 /* _Py_MIMALLOC_HEAP_GC */
+#define FT_LIST_HEADER 8  /* _PyListArray.allocated (listobject.c:31-34) */
+#define ALLOC_AFTER_WAIT_NS UINT64_C(200000000) /* survivors_ft.py's 200 ms */
 #define COST_MARK_NS  1000
 #define SETTLE_STEP_NS UINT64_C(50000000) /* 50 ms, one light allocation */
 #define SETTLE_OBJ_BYTES 56               /* sys.getsizeof([]) on 3.11 */
-#define PENDING_MAX   4
+#define PENDING_MAX   5
 
 typedef enum phase_e {
+  PH_WARM,
   PH_START,
   PH_BUILD,
   PH_SELECT,
   PH_FREE,
+  PH_GC,
   PH_SETTLE,
   PH_AFTER,
+  PH_ALLOC_AFTER,
   PH_REUSE,
   PH_DONE
 } phase_t;
@@ -140,6 +181,7 @@ typedef enum phase_e {
 /* A CPython list's ob_item as list_resize keeps it. */
 typedef struct pylist_s {
   uint64_t id;        /* object id of ob_item */
+  uint64_t alt_id;    /* build=ft: the id the next array takes */
   uint64_t size;      /* Py_SIZE */
   uint64_t allocated; /* slots; 0 while ob_item is NULL */
 } pylist_t;
@@ -152,6 +194,12 @@ typedef struct survivors_src_s {
   uint64_t reuse_size_bytes;  /* 0: no reuse phase */
   uint64_t reuse_nobjects;
   uint64_t settle_ns;         /* remaining settle time */
+  uint64_t alloc_after;       /* bytes of the after-allocation, 0: none */
+  bool     ft;                /* --build ft */
+  bool     gc_objects;        /* --kind tuple (build=ft) */
+  bool     gc_reuse;          /* --reuse-kind tuple (build=ft) */
+  uint64_t first_obj;         /* id of object 0 */
+  uint64_t alloc_ns, free_ns; /* virtual time per object made / dropped */
   phase_t  phase;
   uint64_t i;                 /* position in the current phase */
   uint64_t t_ns;              /* virtual clock */
@@ -177,10 +225,29 @@ static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain,
   ev->id     = id;
   ev->size   = size;
   ev->label  = label;
-  s->t_ns += op == TRACE_FREE   ? COST_FREE_NS
+  s->t_ns += op == TRACE_FREE   ? s->free_ns
              : op == TRACE_MARK ? COST_MARK_NS
              : op == TRACE_IDLE ? size
-                                : COST_ALLOC_NS;
+                                : s->alloc_ns;
+}
+
+/* An option event: a knob of the free-threaded model (cpython_ft.c). */
+static void emit_option(survivors_src_t *s, const char *name, int64_t value) {
+  emit(s, TRACE_OPTION, 0, 0, (uint64_t)value, name);
+  s->t_ns -= s->alloc_ns; /* a thread-state store, no allocation */
+}
+
+/* build=ft list_resize (3.14.7 listobject.c:146-169): a new array under
+ * the list's other id, then the old one freed. */
+static void ft_list_grow(survivors_src_t *s, pylist_t *l,
+                         uint64_t new_allocated) {
+  emit(s, TRACE_MALLOC, TRACE_DOMAIN_MEM, l->alt_id,
+       FT_LIST_HEADER + new_allocated * 8, NULL);
+  if (l->allocated != 0)
+    emit(s, TRACE_FREE, TRACE_DOMAIN_MEM, l->id, 0, NULL);
+  uint64_t id = l->id;
+  l->id       = l->alt_id;
+  l->alt_id   = id;
 }
 
 /* append(): Objects/listobject.c list_resize (:44-96) when full. */
@@ -195,9 +262,13 @@ static void list_append(survivors_src_t *s, pylist_t *l) {
   /* listobject.c:74-75: no over-allocation for a jump past it. */
   if (newsize - l->size > new_allocated - newsize)
     new_allocated = (newsize + 3) & ~UINT64_C(3);
-  /* listobject.c:80-81: PyMem_Realloc(ob_item, new_allocated * 8). */
-  emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC, TRACE_DOMAIN_MEM,
-       l->id, new_allocated * 8, NULL);
+  if (s->ft) {
+    ft_list_grow(s, l, new_allocated);
+  } else {
+    /* listobject.c:80-81: PyMem_Realloc(ob_item, new_allocated * 8). */
+    emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC,
+         TRACE_DOMAIN_MEM, l->id, new_allocated * 8, NULL);
+  }
   l->allocated = new_allocated;
   l->size      = newsize;
 }
@@ -224,27 +295,37 @@ static uint64_t take_id(survivors_src_t *s) {
          survivors_is_kept(&s->rule, s->next_free_obj))
     s->next_free_obj++;
   if (s->next_free_obj < s->nobjects)
-    return ID_FIRST_OBJ + s->next_free_obj++;
+    return s->first_obj + s->next_free_obj++;
   return s->fresh_id++;
 }
 
 /* Generates the next step's events into s->pending. */
 static void step(survivors_src_t *s) {
   switch (s->phase) {
+  case PH_WARM:
+    /* build=ft: the interpreter's own object of the light class. */
+    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FT_WARM, SETTLE_OBJ_BYTES,
+         NULL);
+    s->phase = PH_START;
+    return;
   case PH_START:
     emit(s, TRACE_MARK, 0, 0, 0, "start");
+    if (s->gc_objects)
+      emit_option(s, "object_heap", FT_HEAP_GC);
     s->phase = PH_BUILD;
     s->i     = 0;
     return;
   case PH_BUILD:
     if (s->i < s->nobjects) {
       /* os.urandom(n) is evaluated before append() runs. */
-      emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FIRST_OBJ + s->i,
+      emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, s->first_obj + s->i,
            s->size_bytes, NULL);
       list_append(s, &s->main);
       s->i++;
       return;
     }
+    if (s->gc_objects)
+      emit_option(s, "object_heap", FT_HEAP_OBJECT);
     emit(s, TRACE_MARK, 0, 0, 0, "peak");
     s->phase = PH_SELECT;
     s->i     = 0;
@@ -288,11 +369,15 @@ static void step(survivors_src_t *s) {
     while (s->i > 0) {
       uint64_t j = --s->i;
       if (!survivors_is_kept(&s->rule, j)) {
-        emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, ID_FIRST_OBJ + j, 0, NULL);
+        emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, s->first_obj + j, 0, NULL);
         return;
       }
     }
     list_free(s, &s->main);
+    s->phase = s->ft ? PH_GC : s->settle_ns ? PH_SETTLE : PH_AFTER;
+    return;
+  case PH_GC:
+    emit_option(s, "gc_collect", 1);
     s->phase = s->settle_ns ? PH_SETTLE : PH_AFTER;
     return;
   case PH_SETTLE: {
@@ -309,10 +394,24 @@ static void step(survivors_src_t *s) {
   }
   case PH_AFTER:
     emit(s, TRACE_MARK, 0, 0, 0, "after");
-    s->phase = s->reuse_nobjects ? PH_REUSE : PH_DONE;
+    s->phase = s->alloc_after     ? PH_ALLOC_AFTER
+               : s->reuse_nobjects ? PH_REUSE
+                                   : PH_DONE;
     s->i     = 0;
     return;
+  case PH_ALLOC_AFTER: {
+    uint64_t id = take_id(s);
+    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id, s->alloc_after, NULL);
+    emit(s, TRACE_IDLE, 0, 0, ALLOC_AFTER_WAIT_NS, NULL);
+    emit(s, TRACE_MARK, 0, 0, 0, "after_alloc");
+    emit(s, TRACE_FREE, TRACE_DOMAIN_OBJ, id, 0, NULL);
+    s->returned[s->nreturned++] = id;
+    s->phase = s->reuse_nobjects ? PH_REUSE : PH_DONE;
+    return;
+  }
   case PH_REUSE:
+    if (s->gc_reuse && s->i == 0)
+      emit_option(s, "object_heap", FT_HEAP_GC);
     if (s->i < s->reuse_nobjects) {
       emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, take_id(s), s->reuse_size_bytes,
            NULL);
@@ -320,6 +419,8 @@ static void step(survivors_src_t *s) {
       s->i++;
       return;
     }
+    if (s->gc_reuse)
+      emit_option(s, "object_heap", FT_HEAP_OBJECT);
     emit(s, TRACE_MARK, 0, 0, 0, "after_reuse");
     s->phase = PH_DONE;
     return;
@@ -342,8 +443,8 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
           *ev = (trace_event_t){.t_ns   = s->t_ns,
                                 .op     = TRACE_FREE,
                                 .domain = TRACE_DOMAIN_OBJ,
-                                .id     = ID_FIRST_OBJ + j};
-          s->t_ns += COST_FREE_NS;
+                                .id     = s->first_obj + j};
+          s->t_ns += s->free_ns;
           return AS_OK;
         }
       }
@@ -352,9 +453,9 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
       *ev = (trace_event_t){.t_ns   = s->t_ns,
                             .op     = TRACE_MALLOC,
                             .domain = TRACE_DOMAIN_OBJ,
-                            .id     = ID_FIRST_OBJ + s->i,
+                            .id     = s->first_obj + s->i,
                             .size   = s->size_bytes};
-      s->t_ns += COST_ALLOC_NS;
+      s->t_ns += s->alloc_ns;
       s->main.size++;
       s->i++;
       return AS_OK;
@@ -391,6 +492,12 @@ enum {
   OPT_REUSE_SIZE,
   OPT_REUSE_TOTAL,
   OPT_SETTLE_MS,
+  OPT_BUILD,
+  OPT_ALLOC_AFTER,
+  OPT_KIND,
+  OPT_REUSE_KIND,
+  OPT_ALLOC_NS,
+  OPT_FREE_NS,
   OPT_COUNT
 };
 
@@ -409,6 +516,24 @@ static const workload_option_t survivors_options[] = {
     [OPT_REUSE_TOTAL] = {"reuse-total", "256", "MiB to allocate in reuse"},
     [OPT_SETTLE_MS]   = {"settle-ms", "0",
                          "idle with light allocation before `after`, ms"},
+    [OPT_BUILD]       = {"build", "default",
+                         "CPython build whose requests are made: default or "
+                         "ft (free-threaded)"},
+    [OPT_ALLOC_AFTER] = {"alloc-after", "0",
+                         "after `after`, one object of this many bytes and "
+                         "the mark after_alloc 200 ms later (0: no)"},
+    [OPT_KIND]        = {"kind", "bytes",
+                         "bytes, or tuple: GC objects in the GC heap "
+                         "(--build ft only)"},
+    [OPT_REUSE_KIND]  = {"reuse-kind", "bytes",
+                         "what the reuse phase allocates: bytes or tuple "
+                         "(--build ft only)"},
+    [OPT_ALLOC_NS]    = {"alloc-ns", "0",
+                         "virtual ns per object made (0: the cost model's; "
+                         "a measured run gives its own)"},
+    [OPT_FREE_NS]     = {"free-ns", "0",
+                         "virtual ns per object dropped (0: the cost "
+                         "model's)"},
     [OPT_COUNT]       = {NULL, NULL, NULL},
 };
 
@@ -446,6 +571,17 @@ static as_status_t parse_double(const char *opt, const char *v, double lo,
   return AS_OK;
 }
 
+/* bytes or tuple; *tuple says which. */
+static as_status_t parse_kind(const char *opt, const char *v, bool *tuple,
+                              as_err_t *err) {
+  *tuple = strcmp(v, "tuple") == 0;
+  if (!*tuple && strcmp(v, "bytes") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --%s expects bytes or tuple, got '%s'", opt,
+                      v);
+  return AS_OK;
+}
+
 #define MIB        1048576.0
 #define MAX_SIZE   (UINT64_C(1) << 30)
 #define MAX_TOTAL  (1048576.0) /* MiB: 1 TiB of objects */
@@ -454,7 +590,8 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                                   as_err_t *err) {
   *out = NULL;
   /* Zeroed: each is set by its parser before use (gcc -O2 cannot see it). */
-  uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0;
+  uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0,
+           alloc_after = 0, alloc_ns = 0, free_ns = 0;
   double   total_mib = 0, fraction = 0, reuse_mib = 0;
   survivors_pattern_t pattern;
   as_status_t         rc;
@@ -471,8 +608,28 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
       (rc = parse_double("reuse-total", v[OPT_REUSE_TOTAL], 0, MAX_TOTAL, true,
                          &reuse_mib, err)) ||
       (rc = parse_u64("settle-ms", v[OPT_SETTLE_MS], 0, UINT64_C(86400000),
-                      &settle_ms, err)))
+                      &settle_ms, err)) ||
+      (rc = parse_u64("alloc-after", v[OPT_ALLOC_AFTER], 0, MAX_SIZE,
+                      &alloc_after, err)) ||
+      (rc = parse_u64("alloc-ns", v[OPT_ALLOC_NS], 0, UINT64_C(1000000000),
+                      &alloc_ns, err)) ||
+      (rc = parse_u64("free-ns", v[OPT_FREE_NS], 0, UINT64_C(1000000000),
+                      &free_ns, err)))
     return rc;
+  bool ft = strcmp(v[OPT_BUILD], "ft") == 0;
+  if (!ft && strcmp(v[OPT_BUILD], "default") != 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --build expects default or ft, got '%s'",
+                      v[OPT_BUILD]);
+  bool gc_objects = false, gc_reuse = false;
+  if ((rc = parse_kind("kind", v[OPT_KIND], &gc_objects, err)) ||
+      (rc = parse_kind("reuse-kind", v[OPT_REUSE_KIND], &gc_reuse, err)))
+    return rc;
+  if ((gc_objects || gc_reuse) && !ft)
+    return as_err_set(err, AS_EUSAGE,
+                      "survivors: --%s tuple needs --build ft (the heap of "
+                      "GC objects is the free-threaded build's)",
+                      gc_objects ? "kind" : "reuse-kind");
   if (!survivors_pattern_parse(v[OPT_PATTERN], &pattern))
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --pattern expects random, stride or oldest, "
@@ -508,16 +665,32 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                                     (uint64_t)(reuse_mib * MIB), reuse_size)
                               : 0;
   s->settle_ns          = settle_ms * UINT64_C(1000000);
-  s->phase              = PH_START;
+  s->alloc_after        = alloc_after;
+  /* How fast CPython makes and drops an object: measured (sim/cost.h), or
+   * the measured run's own pace, which decides which purge delays expire
+   * while the list grows. */
+  s->alloc_ns = alloc_ns ? alloc_ns : sim_cost_measured.python_alloc_ns;
+  s->free_ns  = free_ns ? free_ns : sim_cost_measured.python_free_ns;
+  s->ft                 = ft;
+  s->gc_objects         = gc_objects;
+  s->gc_reuse           = gc_reuse;
+  s->first_obj          = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
+  s->phase              = ft ? PH_WARM : PH_START;
   s->main.id            = ID_LIST_MAIN;
+  s->main.alt_id        = ID_FT_MAIN_ALT;
   s->keep.id            = ID_LIST_KEEP;
-  s->fresh_id           = ID_FIRST_OBJ + n;
+  s->keep.alt_id        = ID_FT_KEEP_ALT;
+  s->fresh_id           = s->first_obj + n;
 
   size_t used = (size_t)snprintf(s->base.name, sizeof s->base.name,
                                  "survivors");
+  /* Every option of the study's program; the later ones only when set, so
+   * the names of default-build runs stay as recorded. */
   for (int o = 0; o < OPT_COUNT && used < sizeof s->base.name; o++)
-    used += (size_t)snprintf(s->base.name + used, sizeof s->base.name - used,
-                             " --%s %s", survivors_options[o].name, v[o]);
+    if (o < OPT_BUILD || strcmp(v[o], survivors_options[o].default_value))
+      used += (size_t)snprintf(s->base.name + used,
+                               sizeof s->base.name - used, " --%s %s",
+                               survivors_options[o].name, v[o]);
   if (used >= sizeof s->base.name) {
     free(s);
     return as_err_set(err, AS_EUSAGE,

@@ -464,8 +464,9 @@ def mark_of(cmp, label):
 
 
 # The pymalloc runs: those under PYTHONMALLOC=malloc have no arenas for
-# the formula (they are in the summary and the per-run tables).
-PYMALLOC_SURVIVORS = r"measured/survivors-(?!.*pythonmalloc-malloc)"
+# the formula (they are in the summary and the per-run tables); the
+# free-threaded runs (survivors-ft*) have their own tables.
+PYMALLOC_SURVIVORS = r"measured/survivors-(?!ft|.*pythonmalloc-malloc)"
 
 
 def t_measured_survivors(ctx):
@@ -1006,6 +1007,209 @@ def t_heaptrack_imports(ctx):
                   "error at the end, MiB (% of peak)", "mean abs err MiB",
                   "single-threaded C"], rows, "lrrrrrl")
 
+
+# ---- The free-threaded build (docs/models/cpython-ft.md) --------------------
+
+FT_PUBLISHED = ["survivors-ft-default", "survivors-ft-idle-purge0",
+                "survivors-ft-purge0-512-random-1e-3", "survivors-ft-long",
+                "survivors-ft-tuples"]
+FT_RANGE_GRID = [(size, frac) for size in ("64", "512")
+                 for frac in ("0", "1e-4", "1e-3")]
+
+
+def ft_kept(ctx, wl, model, mark, seeds):
+    """Mean and sd over seeds of RSS(mark) - RSS(start), MiB, of `allocsim
+    run` with the workload words wl on model."""
+    vals = []
+    for seed in seeds:
+        r = ctx.json("run", *wl, "--seed", str(seed), "--model", model,
+                     "--json")
+        rss = {m["label"]: m["rss_bytes"] for m in r["marks"]}
+        vals.append((rss[mark] - rss["start"]) / MIB)
+    return (statistics.mean(vals),
+            statistics.stdev(vals) if len(vals) > 1 else 0.0)
+
+
+def ft_opts(wl):
+    return dict(zip(wl[1::2], wl[2::2]))
+
+
+def ft_published_rows(ctx, stem):
+    path = os.path.join(ctx.root, "data", "published", stem + ".trace")
+    meta, marks = provenance(path), published_marks(path)
+    label, pub = marks[-1]
+    wl, model, check = meta["workload"].split(), meta["model"], meta["check"]
+    if check == "range":
+        hi = int(meta["range_high"])
+        rows = []
+        for size, frac in FT_RANGE_GRID:
+            w = wl + ["--size", size, "--fraction", frac]
+            seeds = range(1, SURVIVOR_SEEDS + 1) if frac != "0" else [1]
+            mean, sd = ft_kept(ctx, w, model, label, seeds)
+            err = 0.0 if pub <= mean <= hi else 100 * (
+                (mean - pub) / pub if mean < pub else (mean - hi) / hi)
+            rows.append(("default, %s B, random %s" % (size, frac),
+                         "%d–%d" % (pub, hi), "%.1f (%.1f)" % (mean, sd),
+                         bold_if(pct(err, 0), abs(err) > 10),
+                         "10%% outside %d–%d" % (pub, hi),
+                         bold_if("met" if abs(err) <= 10 else "missed",
+                                 abs(err) > 10)))
+        return rows
+    opt = ft_opts(wl)
+    seeds = range(1, SURVIVOR_SEEDS + 1) if float(
+        opt.get("--fraction", "1e-4")) > 0 else [1]
+    mean, sd = ft_kept(ctx, wl, model, label, seeds)
+    shown, err_text, met = "%d" % pub, "–", None
+    if check == "reuse_diff":
+        base, _ = ft_kept(ctx, meta["baseline_workload"].split(), model,
+                          label, [1])
+        mean -= base
+        shown, tol, met = "within about %d" % pub, "≤ %d" % pub, mean <= pub
+    elif check == "all":
+        shown, tol, met = "all (about %d)" % pub, "≥ %d" % (pub - 6), \
+            mean >= pub - 6
+    else:
+        err = 100 * (mean - pub) / pub
+        err_text = bold_if(pct(err, 0), abs(err) > 10)
+        tol, met = "±10%", abs(err) <= 10
+        if check == "binomial":
+            f = ctx.json("formula", "--allocator", "mimalloc", "--version",
+                         "2.1.2", "--size", opt["--size"], "--fraction",
+                         opt["--fraction"], "--json")
+            t = 3 * f["sd_mib"] * math.sqrt(2.0 / 3.0) + 2
+            tol = "±10%%; binomial ±%.1f around the formula %.1f: %s" % (
+                t, f["kept_mib"], "yes" if abs(mean - pub) <= t else "no")
+    return [(meta["setup"].replace("free-threaded, ", ""), shown,
+             "%.1f (%.1f)" % (mean, sd), err_text, tol,
+             bold_if("met" if met else "missed", not met))]
+
+
+def t_cpython_ft_published(ctx):
+    rows = [r for rs in ctx.map(lambda s: ft_published_rows(ctx, s),
+                                FT_PUBLISHED) for r in rs]
+    return table(["case (survivors study, 3.14.8t)", "published MiB",
+                  "simulated MiB (mean of seeds, sd)", "error",
+                  "tolerance", "target"], rows, "lrrrll")
+
+
+def t_figures_survivors_ft(ctx):
+    rows = []
+    for stem in FT_PUBLISHED:
+        path = os.path.join(ctx.root, "data", "published", stem + ".trace")
+        meta = provenance(path)
+        rows.append((meta["setup"].replace("free-threaded, ", ""),
+                     published_marks(path)[-1][1], meta["quote"]))
+    return table(["case", "MiB", "the study's words"], rows, "lrl")
+
+
+FT_RUNS = r"measured/survivors-ft"
+
+
+def ft_measured_table(ctx, pattern, prefix, labels, first):
+    """Measured free-threaded runs replayed: each mark's measured and
+    predicted RSS above the start and the error as % of the run's measured
+    peak (bold beyond 5 %); a repeat after the first keeps its -rN.  Rows
+    in source order, whatever order the runs were recorded in."""
+    runs = sorted(measured_runs(ctx, pattern), key=lambda r: r[1])
+    rows = []
+    for (run, source), c in zip(runs, compare_all(ctx, runs)):
+        stem = re.sub(r"(-r1)?\.trace$", "", os.path.basename(source))
+        start = mark_of(c, "start")
+        cells = []
+        for label in labels:
+            m = next((x for x in c["marks"] if x["label"] == label), None)
+            if m is None:
+                cells.append("")
+                continue
+            cells.append("%s → %s (%s)" % (
+                mib(m["measured_rss_bytes"] - start["measured_rss_bytes"]),
+                mib(m["predicted_rss_bytes"] - start["measured_rss_bytes"]),
+                bold_if(pct(m["error_pct_of_peak"]),
+                        abs(m["error_pct_of_peak"]) > 5)))
+        rows.append([stem.replace(prefix, "")] + cells)
+    heads = ["%s: measured → predicted MiB (error, %% of peak)" % labels[0]]
+    return table([first] + heads + list(labels[1:]), rows,
+                 "l" + "r" * len(labels))
+
+
+def t_cpython_ft_measured(ctx):
+    """Every free-threaded survivors run measured here, replayed."""
+    return ft_measured_table(ctx, FT_RUNS, "survivors-ft",
+                             ("peak", "after", "after_alloc", "after_reuse"),
+                             "run (3.14.7t here)")
+
+
+def t_cpython_ft_webworker_measured(ctx):
+    """The webworker program run here on 3.14.7t (webworker.py through
+    run_webworker_ft.sh), replayed on cpython:build=ft."""
+    return ft_measured_table(ctx, r"measured/webworker-ft", "webworker-ft",
+                             ("under_load", "after_shrink", "after_idle"),
+                             "run (interpreter, threads, purge delay)")
+
+
+def t_cpython_ft_formula(ctx):
+    """MIMALLOC_PURGE_DELAY=0 runs measured here with the page layout the
+    objects really had: pinned pages x 64 KiB against the kept memory
+    measured after the trigger, the simulation and the formula."""
+    rows = []
+    for run, source in measured_runs(ctx, r"measured/survivors-ft[0-9.]*-"
+                                          r"kept-.*-purge0"):
+        meta = run_meta(ctx, run)
+        if "layout_pinned_pages" not in meta:
+            continue
+        wl = meta["workload"].split()
+        opt = ft_opts(wl)
+        if float(opt["--fraction"]) == 0:
+            continue
+        c = ctx.compare_many([run], ctx.reference)[0]
+        start, at = mark_of(c, "start"), mark_of(c, "after_alloc")
+        f = ctx.json("formula", "--allocator", "mimalloc", "--version",
+                     "2.1.2", "--size", opt["--size"], "--fraction",
+                     opt["--fraction"], "--json")
+        ver = re.search(r"survivors-ft([0-9.]+)-", source).group(1)
+        rows.append(("%s B, %s, %st" % (opt["--size"], opt["--fraction"], ver),
+                     meta["layout_pinned_pages"],
+                     mib(int(meta["layout_pinned_pages"]) * 65536),
+                     mib(at["measured_rss_bytes"] - start["measured_rss_bytes"]),
+                     mib(at["predicted_rss_bytes"] -
+                         start["measured_rss_bytes"]),
+                     "%.1f (%.1f)" % (f["kept_mib"], f["sd_mib"])))
+    return table(["256 MiB, seed 1, interpreter", "pages pinned (measured layout)",
+                  "pinned × 64 KiB MiB", "kept, measured MiB",
+                  "kept, simulated MiB", "formula MiB (sd)"], rows,
+                 "lrrrrr")
+
+
+FT_WEBWORKER = ["webworker-ft-threads1", "webworker-ft-threads64"]
+
+
+def ft_webworker_row(ctx, stem):
+    """A published free-threaded webworker row against the workload on
+    cpython:build=ft, with the study's 18-25 MiB interpreter start."""
+    path = os.path.join(ctx.root, "data", "published", stem + ".trace")
+    meta, marks = provenance(path), dict(published_marks(path))
+    r = ctx.json("run", *meta["workload"].split(), "--model", meta["model"],
+                 "--json")
+    sim = {m["label"]: m["rss_bytes"] / MIB for m in r["marks"]}
+    cells = []
+    for label in ("under_load", "after_idle"):
+        pub = marks[label]
+        lo = sim[label] - sim["start"] + MI_START_MIB[0]
+        hi = sim[label] - sim["start"] + MI_START_MIB[1]
+        elo, ehi = 100 * (lo - pub) / pub, 100 * (hi - pub) / pub
+        miss = min(abs(elo), abs(ehi)) > 10 and elo * ehi > 0
+        cells.append("%d → %.0f–%.0f (%s … %s)" % (
+            pub, lo, hi, bold_if(pct(elo, 0), miss),
+            bold_if(pct(ehi, 0), miss)))
+    return [meta["setup"]] + cells
+
+
+def t_cpython_ft_webworker(ctx):
+    rows = ctx.map(lambda s: ft_webworker_row(ctx, s), FT_WEBWORKER)
+    return table(["setup (webworker study, 3.14.8t)",
+                  "under load: published → predicted MiB (error)",
+                  "after shrink + 12 s idle"], rows, "lrr")
+
 TABLES = {
     "measured-summary": t_measured_summary,
     "measured-all": t_measured_all,
@@ -1028,6 +1232,12 @@ TABLES = {
     "mimalloc-published": t_mimalloc_published,
     "mimalloc-formula": t_mimalloc_formula,
     "mimalloc-lab-purge": t_mimalloc_lab_purge,
+    "cpython-ft-published": t_cpython_ft_published,
+    "cpython-ft-measured": t_cpython_ft_measured,
+    "cpython-ft-formula": t_cpython_ft_formula,
+    "cpython-ft-webworker": t_cpython_ft_webworker,
+    "cpython-ft-webworker-measured": t_cpython_ft_webworker_measured,
+    "figures-survivors-ft": t_figures_survivors_ft,
 }
 
 

@@ -212,6 +212,59 @@ def select(objs, flags):
     return keep
 
 
+def workload_words(a):
+    """The workload exactly as `allocsim run survivors` takes it: the options
+    that matter for this pattern, spelled as given (survivors_ft.py adds its
+    own)."""
+    wl = ["--size", a.size, "--total", a.total, "--pattern", a.pattern]
+    if a.pattern == "stride":
+        wl += ["--every", a.every]
+    else:
+        wl += ["--fraction", a.fraction]
+    if a.pattern == "random":
+        wl += ["--seed", a.seed]
+    if int(a.reuse_size):
+        wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
+    return wl
+
+
+def machine_meta():
+    """Provenance of this machine and interpreter: [(key, value)]."""
+    with open("/proc/sys/kernel/hostname") as f:
+        host = f.read().strip()
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.read().strip()
+    except OSError:
+        thp = "unknown"
+    return [
+        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
+        ("kernel", platform.release()),
+        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
+        ("python", platform.python_version()),
+        ("python_build", " ".join(platform.python_build())),
+        ("libc", libc_version()),
+        ("thp", thp),
+        ("rss_source", "/proc/self/smaps_rollup Rss"),
+    ]
+
+
+def write_run(path, meta, samples):
+    """A measured-run file: the provenance, then per sample (t_ns, label or
+    None for a periodic sample, rss) a mark line if labelled and an rss
+    line."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("allocsim-trace 1\n")
+        for k, v in meta:
+            f.write(f"#@ {k}={v[:250]}\n")
+        for t, label, rss in samples:
+            if label is not None:
+                f.write(f"{t} 0 mark {label}\n")
+            f.write(f"{t} 0 rss {rss}\n")
+    os.replace(tmp, path)
+
+
 def libc_version():
     name, ver = platform.libc_ver()
     return f"{name} {ver}".strip() or "unknown"
@@ -243,18 +296,7 @@ def main():
     n = int(total_mib * MIB) // size
     m = int(reuse_mib * MIB) // reuse_size if reuse_size else 0
 
-    # The workload exactly as `allocsim run` takes it: the options that
-    # matter for this pattern, spelled as given.
-    wl = ["survivors", "--size", a.size, "--total", a.total,
-          "--pattern", a.pattern]
-    if a.pattern == "stride":
-        wl += ["--every", a.every]
-    else:
-        wl += ["--fraction", a.fraction]
-    if a.pattern == "random":
-        wl += ["--seed", a.seed]
-    if reuse_size:
-        wl += ["--reuse-size", a.reuse_size, "--reuse-total", a.reuse_total]
+    wl = ["survivors"] + workload_words(a)
     if settle_ms:
         wl += ["--settle-ms", a.settle_ms]
 
@@ -299,31 +341,17 @@ def main():
     assert len(keep) == kept_count
     nfill = sum(sum(o is not None for o in f) for f in fillers)
 
-    with open("/proc/sys/kernel/hostname") as f:
-        host = f.read().strip()
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            thp = f.read().strip()
-    except OSError:
-        thp = "unknown"
     meta = [
         ("kind", "measured"),
         ("workload", " ".join(wl)),
         ("model", f"cpython:version={sys.version_info[0]}."
                   f"{sys.version_info[1]}"),
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
-        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
-        ("kernel", platform.release()),
-        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
-        ("python", platform.python_version()),
-        ("python_build", " ".join(platform.python_build())),
-        ("libc", libc_version()),
+    ] + machine_meta() + [
         ("PYTHONMALLOC", os.environ.get("PYTHONMALLOC", "(unset)")),
         ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                                 if k.startswith(("MALLOC_", "GLIBC_TUNABLES")))
          or "(none)"),
-        ("thp", thp),
-        ("rss_source", "/proc/self/smaps_rollup Rss"),
         ("baseline_rss_bytes", str(samples[0][2])),
         ("objects", str(n)),
         ("survivors", str(kept_count)),
@@ -340,14 +368,7 @@ def main():
         meta.append((f"pymalloc_{label}",
                      f"arenas={arenas} unaligned={unaligned} "
                      f"unused_pools={unused}"))
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("allocsim-trace 1\n")
-        for k, v in meta:
-            f.write(f"#@ {k}={v[:250]}\n")
-        for t, label, rss in samples:
-            f.write(f"{t} 0 mark {label}\n{t} 0 rss {rss}\n")
-    os.replace(tmp, a.out)
+    write_run(a.out, meta, samples)
     start = samples[0][2]
     for t, label, rss in samples:
         print(f"{label:12s} {rss / MIB:10.2f} MiB  {(rss - start) / MIB:+10.2f}",

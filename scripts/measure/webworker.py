@@ -31,7 +31,8 @@ granularity.
 
 Usage: webworker.py --out FILE [--threads T --requests N --cache-mb C
                                  --shrink-mb S --seed K --idle-s 12]
-MALLOC_* environment variables are read by glibc; this script records them.
+MALLOC_* environment variables are read by glibc, MIMALLOC_* by a
+free-threaded interpreter's mimalloc; this script records them.
 Run it under `nice`: the machine is shared.
 """
 
@@ -45,6 +46,7 @@ import math
 import os
 import platform
 import sys
+import sysconfig
 import threading
 import time
 
@@ -219,8 +221,12 @@ def main():
     switch_ns = sys.getswitchinterval() * 1e9
     slice_ = max(1, round(switch_ns / req_ns))
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith(("MALLOC_", "TCMALLOC_"))
+                   if k.startswith(("MALLOC_", "MIMALLOC_", "TCMALLOC_"))
                    or k == "GLIBC_TUNABLES")
+    # A free-threaded interpreter (Py_GIL_DISABLED) serves mem and obj from
+    # its own mimalloc heaps: the cpython model's build=ft, which reads the
+    # MIMALLOC_* settings recorded in malloc_env.
+    ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     workload = ("webworker --threads %d --requests %d --cache-mb %d "
                 "--shrink-mb %d --seed %d --slice %d --python %d.%d"
                 % (T, n1, a.cache_mb, a.shrink_mb, a.seed, slice_,
@@ -228,7 +234,8 @@ def main():
     meta = [
         ("kind", "measured"),
         ("workload", workload),
-        ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
+        ("model", "cpython:version=%d.%d%s" % (sys.version_info[:2]
+                                               + (",build=ft" if ft else "",))),
     ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
          if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),

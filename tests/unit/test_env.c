@@ -140,6 +140,43 @@ static void a_c_programs_provenance_libc_is_its_model(void **state) {
   assert_non_null(strstr(model, "cpython"));
 }
 
+/* A spelling ending in "?KEY=A|B" is read only when row KEY (read before
+ * it) is A or B; of the spellings read, the last set wins, so a legacy
+ * name listed first loses to the name. */
+static void a_spelling_can_depend_on_an_earlier_row(void **state) {
+  (void)state;
+  static const model_option_t rows[] = {
+      {"version", OPT_ENUM, "1", "", "1|2", "meta:lib_version", "", ""},
+      {"delay", OPT_I64, "10", "ms", NULL,
+       "OLD_DELAY?version=1 LEGACY_DELAY?version=2 NEW_DELAY?version=2", "",
+       ""},
+      {0}};
+  const model_methods_t methods = {.name = "demo", .options = rows};
+  char     buf[128];
+  as_err_t err = {0};
+  kv_t     v1 = {{"lib_version", "env.NEW_DELAY", "env.OLD_DELAY", NULL},
+                 {"1", "0", "5", NULL}};
+  assert_int_equal(
+      model_spec_from_env(&methods, kv_get, &v1, buf, sizeof buf, &err), AS_OK);
+  assert_string_equal(buf, "demo:version=1,delay=5");
+  kv_t v2 = {{"lib_version", "env.NEW_DELAY", "env.OLD_DELAY",
+              "env.LEGACY_DELAY", NULL},
+             {"2", "0", "5", "7", NULL}};
+  assert_int_equal(
+      model_spec_from_env(&methods, kv_get, &v2, buf, sizeof buf, &err), AS_OK);
+  assert_string_equal(buf, "demo:version=2,delay=0");
+  kv_t legacy = {{"lib_version", "env.LEGACY_DELAY", NULL}, {"2", "7", NULL}};
+  assert_int_equal(model_spec_from_env(&methods, kv_get, &legacy, buf,
+                                       sizeof buf, &err),
+                   AS_OK);
+  assert_string_equal(buf, "demo:version=2,delay=7");
+  kv_t none = {{"env.NEW_DELAY", NULL}, {"0", NULL}}; /* version 1 */
+  assert_int_equal(
+      model_spec_from_env(&methods, kv_get, &none, buf, sizeof buf, &err),
+      AS_OK);
+  assert_string_equal(buf, "demo");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(glibc_knobs_come_from_env_aliases_and_tunables),
@@ -149,6 +186,7 @@ int main(void) {
       cmocka_unit_test(an_unmodelled_preloaded_allocator_is_an_error),
       cmocka_unit_test(a_runs_own_spec_provenance_wins),
       cmocka_unit_test(a_c_programs_provenance_libc_is_its_model),
+      cmocka_unit_test(a_spelling_can_depend_on_an_earlier_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -904,6 +904,50 @@ static void without_thp_a_write_faults_one_page(uint64_t P) {
 }
 PAGE_TESTS(without_thp_a_write_faults_one_page)
 
+/* THP=madvise (the default config): a block wholly inside a MADV_HUGEPAGE
+ * range fills on its first write, one outside it does not; munmap drops
+ * the advice, and thp_madvise off ignores it. */
+static void madvise_hugepage_fills_advised_blocks_only(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    x   = map(k, 8 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  sim_kernel_calls_t c;
+  madv(k, x + 2 * MIB, 4 * MIB, SIM_MADV_HUGEPAGE);
+  sim_kernel_calls(k, &c);
+  assert_int_equal(c.madvise, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 0);
+  touch(k, x + 100, 1); /* not advised */
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  touch(k, x + 3 * MIB, 1); /* advised */
+  assert_int_equal(sim_kernel_rss_bytes(k), P + 2 * MIB);
+  /* a partial zap splits the huge page: only those pages go */
+  madv(k, x + 2 * MIB, 64 * 1024, SIM_MADV_DONTNEED);
+  assert_int_equal(sim_kernel_rss_bytes(k), P + 2 * MIB - 64 * 1024);
+  /* unmapping the advised middle and mapping it again forgets the advice;
+   * the part of the range left mapped keeps it */
+  ok(sim_kernel_munmap(k, x + 4 * MIB, 2 * MIB, &err), &err);
+  ok(sim_kernel_mmap_fixed(k, x + 4 * MIB, 2 * MIB, SIM_PROT_RW,
+                           SIM_OWNER_MIMALLOC, &err),
+     &err);
+  touch(k, x + 4 * MIB, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * P + 2 * MIB - 64 * 1024);
+  check(k);
+  sim_kernel_destroy(k);
+
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  assert_true(cfg.thp_madvise);
+  cfg.page_size   = P;
+  cfg.thp_madvise = false;
+  k               = new_kernel_cfg(&cfg);
+  x = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  madv(k, x, 4 * MIB, SIM_MADV_HUGEPAGE);
+  touch(k, x, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), P);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(madvise_hugepage_fills_advised_blocks_only)
+
 /* ---- Scale -------------------------------------------------------------- */
 
 /* This process's resident bytes (Linux /proc/self/statm field 2). */
@@ -1307,6 +1351,7 @@ int main(void) {
       PAGE_ENTRIES(runs_over_several_owners_are_counted_per_page),
       PAGE_ENTRIES(thp_fills_a_whole_rw_block_on_first_write),
       PAGE_ENTRIES(without_thp_a_write_faults_one_page),
+      PAGE_ENTRIES(madvise_hugepage_fills_advised_blocks_only),
       PAGE_ENTRIES(terabyte_reservation_costs_nothing),
       PAGE_ENTRIES(many_small_mappings_are_placed_and_freed_exactly),
       PAGE_ENTRIES(random_operations_match_the_reference_plain),

@@ -178,6 +178,34 @@ static void version_defaults_are_provenance(void **state) {
   }
 }
 
+/* The spec a run reports (model_describe) holds the version's rows only,
+ * so it can be given back as --model: 2.0.9's spelling decommit_delay, not
+ * 2.1's purge_delay, and the other way round. */
+static void provenance_spec_opens_again(void **state) {
+  (void)state;
+  const char *const v[][3] = {{"2.0.9", "decommit_delay=25,", "purge_delay"},
+                              {"2.1.2", "purge_delay=10,", "decommit_delay"},
+                              {"2.1.7", "purge_delay=10,", "decommit_delay"},
+                              {"3.0.1", "purge_delay=2500,", "eager_commit"},
+                              {"3.4.3", "generic_collect=10000", "page_reset"}};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    char spec[64], d[1024], again[1024];
+    snprintf(spec, sizeof spec, "mimalloc:version=%s,page_full_retain=%s",
+             v[i][0], i >= 3 ? "3" : "2");
+    if (i < 3) /* page_full_retain is 3.x only */
+      snprintf(spec, sizeof spec, "mimalloc:version=%s", v[i][0]);
+    fx_t *f = fx_open(spec);
+    model_describe(f->m, d, sizeof d);
+    if (strstr(d, v[i][1]) == NULL || strstr(d, v[i][2]) != NULL)
+      fail_msg("%s: %s", v[i][0], d);
+    fx_t *g = fx_open(d);
+    model_describe(g->m, again, sizeof again);
+    assert_string_equal(d, again);
+    fx_close(g);
+    fx_close(f);
+  }
+}
+
 /* mi_usable_size: the bin's size; two-word bins below 64 bytes
  * (MI_ALIGN2W), 12.5% steps above. */
 static void usable_sizes_follow_the_bins(void **state) {
@@ -413,6 +441,18 @@ static void heaps_and_hooks_for_compositions(void **state) {
   /* asked at _mi_heap_collect_retired and again at the page visit */
   assert_int_equal(log.maybe_free, 2);
   assert_int_equal(log.kept, 2);
+  /* a kept page is no longer retired (CPython Objects/obmalloc.c:183):
+   * with pages of 100 B and 4000 B retired around its bin, the next collect
+   * asks for it only at the page visit, for the other two twice */
+  for (uint64_t i = 200; i < 202; i++) {
+    uint64_t      size = i == 200 ? 100 : 4000;
+    trace_event_t a = {.op = TRACE_MALLOC, .id = i, .size = size};
+    assert_int_equal(mimalloc_heap_alloc(m, h1, &a, &err), AS_OK);
+    trace_event_t d = {.op = TRACE_FREE, .id = i, .prev_size = size};
+    assert_int_equal(mimalloc_free(m, &d, &err), AS_OK);
+  }
+  assert_int_equal(mimalloc_heap_collect(m, h1, true, 0, &err), AS_OK);
+  assert_int_equal(log.maybe_free, 2 + 5);
   uint64_t pages = counter(f, "mimalloc.pages");
   /* the backing heap's page is not the hook's to keep */
   assert_int_equal(mimalloc_heap_collect(m, h0, true, 0, &err), AS_OK);
@@ -524,6 +564,38 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
                    AS_OK);
   assert_string_equal(model, "cpython:version=3.11");
   assert_string_equal(libc, "mimalloc:version=2.0.9,decommit_delay=0");
+  /* each version reads its own names (and legacy names) only: 2.0.9
+   * ignores MIMALLOC_PURGE_DELAY and reads MIMALLOC_RESET_DELAY; for 2.1.2
+   * MIMALLOC_PURGE_DELAY wins over the legacy MIMALLOC_RESET_DELAY
+   * (mi_option_init, 209 src/options.c:575-589) */
+  kv_t v209 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_PURGE_DELAY", "env.MIMALLOC_PAGE_RECLAIM_ON_FREE",
+                NULL},
+               {"libmimalloc.so.2", "2.0.9", "0", "1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.0.9");
+  v209.k[2] = "env.MIMALLOC_RESET_DELAY";
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.0.9,decommit_delay=0");
+  kv_t v212 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_RESET_DELAY", "env.MIMALLOC_PURGE_DELAY", NULL},
+               {"libmimalloc.so.2.1", "2.1.2", "50", "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v212, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.1.2,purge_delay=0");
+  kv_t v343 = {{"env.LD_PRELOAD", "mimalloc_version",
+                "env.MIMALLOC_RECLAIM_ON_FREE",
+                "env.MIMALLOC_PAGE_RECLAIM_ON_FREE", NULL},
+               {"libmimalloc.so.3", "3.4.3", "0", "1", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &v343, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=3.4.3,reclaim_on_free=1");
   /* a version the model does not have names the choices */
   kv_t odd = {{"env.LD_PRELOAD", "mimalloc_version", NULL},
               {"libmimalloc.so.2", "2.1.5", NULL}};
@@ -533,10 +605,140 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
   assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
 }
 
+/* 3.4.3 madvises its 2 MiB-aligned arenas MADV_HUGEPAGE (343 os.c:304-308,
+ * prim/unix/prim.c:456-464): under THP=madvise, the kernel default, the
+ * first object faults in the arena's first 2 MiB block whole; not with
+ * allow_thp=0, and not in 3.0.1. */
+static void v343_arenas_get_huge_pages(void **state) {
+  (void)state;
+  const char *const spec[] = {"mimalloc:version=3.4.3",
+                              "mimalloc:version=3.4.3,allow_thp=0",
+                              "mimalloc:version=3.0.1"};
+  for (size_t i = 0; i < 3; i++) {
+    fx_t *f = fx_open(spec[i]);
+    mal(f, 0, 1000);
+    if ((rss(f) >= 2 * MiB) != (i == 0))
+      fail_msg("%s: RSS %" PRIu64 " after one object", spec[i], rss(f));
+    fx_close(f);
+  }
+}
+
+/* ---- Heap map ------------------------------------------------------------ */
+
+typedef struct map_acc_s map_acc_t;
+struct map_acc_s {
+  const sim_kernel_t *k;
+  sim_addr_t          unit_lo, unit_hi, last_end;
+  uint64_t            resident, pending, live_objects, units;
+};
+
+static uint64_t resident_in(const sim_kernel_t *k, sim_addr_t a, uint64_t n) {
+  uint64_t r = 0;
+  for (sim_addr_t p = a; p < a + n; p += 4096) {
+    sim_owner_t owner;
+    if (sim_kernel_resident_owner(k, p, &owner))
+      r += 4096;
+  }
+  return r;
+}
+
+static as_status_t map_region(void *user, const model_region_t *r,
+                              as_err_t *err) {
+  (void)err;
+  map_acc_t *a = user;
+  if (r->level == 0) {
+    assert_null(r->mechanism);
+    a->unit_lo = a->last_end = r->addr;
+    a->unit_hi = r->addr + r->bytes;
+    a->units++;
+    return AS_OK;
+  }
+  /* inside its unit, in address order, not overlapping, a known reason */
+  assert_true(r->addr >= a->last_end && r->addr + r->bytes <= a->unit_hi);
+  a->last_end = r->addr + r->bytes;
+  assert_non_null(model_mechanism_find(r->mechanism));
+  a->resident += resident_in(a->k, r->addr, r->bytes);
+  if (strcmp(r->mechanism, "mimalloc.awaiting_purge") == 0)
+    a->pending += r->bytes;
+  if (model_mechanism_find(r->mechanism)->live)
+    a->live_objects += r->live_objects;
+  return AS_OK;
+}
+
+static map_acc_t map_of(const fx_t *f) {
+  map_acc_t a = {.k = f->k};
+  as_err_t  err = {0};
+  assert_int_equal(model_walk(f->m, map_region, &a, &err), AS_OK);
+  return a;
+}
+
+/* For explain and map: the walk's level-1 regions cover every resident
+ * byte once, the slices awaiting a purge are the counter's, and the pages
+ * in use or abandoned hold the live objects.  A burst of 1,000-byte objects, every
+ * other one freed, then all of one half: freed pages wait for their purge. */
+static void heap_map_covers_every_resident_byte(void **state) {
+  (void)state;
+  const char *const versions[] = {"2.0.9", "2.1.2", "2.1.7", "3.0.1",
+                                  "3.4.3"};
+  for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "mimalloc:version=%s", versions[v]);
+    fx_t *f = fx_open(spec);
+    for (uint64_t i = 0; i < 20000; i++)
+      mal(f, i, 1000);
+    f->t += MS;
+    for (uint64_t i = 0; i < 20000; i++)
+      if (i % 2 == 1 || i < 10000)
+        fre(f, i);
+    map_acc_t a = map_of(f);
+    if (a.resident != rss(f))
+      fail_msg("%s: regions hold %" PRIu64 " resident bytes, RSS %" PRIu64,
+               versions[v], a.resident, rss(f));
+    uint64_t awaiting = counter(f, "mimalloc.pages_awaiting_purge");
+    if (a.pending != awaiting || a.pending < 4 * MiB)
+      fail_msg("%s: %" PRIu64 " bytes awaiting purge, counter %" PRIu64,
+               versions[v], a.pending, awaiting);
+    assert_int_equal(a.live_objects, 5000);
+    f->t += 1000 * MS;
+    collect(f, true);
+    a = map_of(f);
+    assert_int_equal(a.resident, rss(f));
+    if (a.pending != counter(f, "mimalloc.pages_awaiting_purge"))
+      fail_msg("%s after mi_collect(true): %" PRIu64 " bytes awaiting purge",
+               versions[v], a.pending);
+    fx_close(f);
+  }
+}
+
+/* Freed whole segments: 2.0.9 caches them, 2.1 returns them to the arena;
+ * both are regions of their own until a collect purges them. */
+static void freed_segments_stay_on_the_map(void **state) {
+  (void)state;
+  const char *const spec[] = {"mimalloc:version=2.0.9",
+                              "mimalloc:version=2.1.2"};
+  for (size_t v = 0; v < 2; v++) {
+    fx_t *f = fx_open(spec[v]);
+    for (uint64_t i = 0; i < 20000; i++) /* 78 MiB: three segments */
+      mal(f, i, 4096);
+    f->t += MS;
+    for (uint64_t i = 0; i < 20000; i++)
+      fre(f, i);
+    map_acc_t a = map_of(f);
+    assert_int_equal(a.resident, rss(f));
+    assert_true(rss(f) > 40 * MiB); /* nothing ran the purges */
+    assert_true(a.units >= 3);
+    fx_close(f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_name_the_versions_spelling),
       cmocka_unit_test(version_defaults_are_provenance),
+      cmocka_unit_test(provenance_spec_opens_again),
+      cmocka_unit_test(v343_arenas_get_huge_pages),
+      cmocka_unit_test(heap_map_covers_every_resident_byte),
+      cmocka_unit_test(freed_segments_stay_on_the_map),
       cmocka_unit_test(usable_sizes_follow_the_bins),
       cmocka_unit_test(idle_never_purges),
       cmocka_unit_test(immediate_purge_returns_at_once),

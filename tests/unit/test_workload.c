@@ -336,6 +336,161 @@ static void settle_phase_idles_in_50ms_steps_before_after(void **state) {
   assert_true(after_t > 120000000);
 }
 
+/* build=ft: no realloc; each growth mallocs 8 + 8 * slots under the list's
+ * other id and then frees the old array (3.14.7 listobject.c:146-169). */
+static void ft_list_grows_by_new_array_then_free_of_the_old(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--build ft --total 0.01 --pattern stride "
+                             "--every 1000000",
+                             &src, &err),
+                   AS_OK);
+  trace_event_t ev;
+  uint64_t      mallocs[8], frees[8], sizes[8], nm = 0, nf = 0;
+  uint64_t      reallocs = 0, warm_t = UINT64_MAX, start_t = 0;
+  bool          building = false;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_MARK && strcmp(ev.label, "start") == 0)
+      building = true, start_t = ev.t_ns;
+    if (ev.op == TRACE_MARK && strcmp(ev.label, "peak") == 0)
+      building = false;
+    if (ev.op == TRACE_MALLOC && ev.id == 4)
+      warm_t = ev.t_ns;
+    reallocs += ev.op == TRACE_REALLOC;
+    if (!building || ev.domain != TRACE_DOMAIN_MEM)
+      continue;
+    if (ev.op == TRACE_MALLOC && nm < 8)
+      sizes[nm] = ev.size, mallocs[nm++] = ev.id;
+    if (ev.op == TRACE_FREE && nf < 8)
+      frees[nf++] = ev.id;
+  }
+  trace_source_close(src);
+  assert_int_equal(reallocs, 0);
+  /* The interpreter's light object exists before `start`. */
+  assert_true(warm_t < start_t);
+  /* Slots 4, 8, 16, 24, 32: arrays of 8 + 8 * slots, ids 2, 0, 2, 0, ... */
+  assert_int_equal(sizes[0], 8 + 4 * 8);
+  assert_int_equal(sizes[1], 8 + 8 * 8);
+  assert_int_equal(sizes[2], 8 + 16 * 8);
+  assert_int_equal(mallocs[0], 2);
+  assert_int_equal(mallocs[1], 0);
+  assert_int_equal(mallocs[2], 2);
+  assert_int_equal(frees[0], 2); /* the first array, after the second */
+  assert_int_equal(frees[1], 0);
+  assert_true(nf == nm - 1 || nf == 8);
+}
+
+static void ft_objects_start_at_id_5_and_are_freed_backwards(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--build ft --total 0.01 --pattern stride --every 1000000", &t,
+          1 << 20);
+  /* 163 objects of 64 B in 0.01 MiB; object 0 survives (stride). */
+  assert_int_equal(t.obj_mallocs, 163 + 1); /* + the light object */
+  assert_int_equal(t.obj_frees, 162);
+  assert_int_equal(t.first_free_id, 5 + 162);
+  assert_int_equal(t.last_free_id, 5 + 1);
+  assert_true(t.times_ok);
+  free(t.freed);
+}
+
+static void alloc_after_allocates_once_and_marks_200ms_later(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--total 0.01 --alloc-after 262144 "
+                             "--reuse-size 64 --reuse-total 0.001",
+                             &src, &err),
+                   AS_OK);
+  assert_non_null(strstr(src->name, "--settle-ms 0 --alloc-after 262144"));
+  assert_null(strstr(src->name, "--build"));
+  trace_event_t ev;
+  uint64_t      after_t = 0, big_t = 0, mark_t = 0, big_id = 0, freed_t = 0;
+  char          labels[5][16];
+  int           nl = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_MARK) {
+      snprintf(labels[nl++ % 5], 16, "%s", ev.label);
+      if (strcmp(ev.label, "after") == 0)
+        after_t = ev.t_ns;
+      if (strcmp(ev.label, "after_alloc") == 0)
+        mark_t = ev.t_ns;
+    }
+    if (ev.op == TRACE_MALLOC && ev.size == 262144)
+      big_t = ev.t_ns, big_id = ev.id;
+    if (ev.op == TRACE_FREE && big_id != 0 && ev.id == big_id)
+      freed_t = ev.t_ns;
+  }
+  trace_source_close(src);
+  assert_int_equal(nl, 5);
+  assert_string_equal(labels[2], "after");
+  assert_string_equal(labels[3], "after_alloc");
+  assert_string_equal(labels[4], "after_reuse");
+  assert_true(after_t < big_t);
+  assert_true(mark_t >= big_t + 200000000);
+  assert_true(freed_t >= mark_t);
+  assert_int_equal(open_args("--build nogil", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg,
+                      "survivors: --build expects default or ft, got 'nogil'");
+}
+
+/* build=ft: the study's gc.collect() after the free, and --kind tuple's
+ * heap switch around the build, as option events. */
+static void ft_options_switch_heap_and_report_the_gc(void **state) {
+  (void)state;
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(open_args("--build ft --kind tuple --size 56 --total 0.01 "
+                             "--fraction 0",
+                             &src, &err),
+                   AS_OK);
+  trace_event_t ev;
+  char          seq[8][24];
+  int           n = 0;
+  uint64_t      gc_at = 0, last_free = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_OPTION && n < 8)
+      snprintf(seq[n++], 24, "%s=%d", ev.label, (int)ev.size);
+    if (ev.op == TRACE_MARK && n < 8)
+      snprintf(seq[n++], 24, "%s", ev.label);
+    if (ev.op == TRACE_OPTION && strcmp(ev.label, "gc_collect") == 0)
+      gc_at = ev.t_ns;
+    if (ev.op == TRACE_FREE)
+      last_free = ev.t_ns;
+  }
+  trace_source_close(src);
+  assert_int_equal(n, 6);
+  assert_string_equal(seq[0], "start");
+  assert_string_equal(seq[1], "object_heap=2");
+  assert_string_equal(seq[2], "object_heap=1");
+  assert_string_equal(seq[3], "peak");
+  assert_string_equal(seq[4], "gc_collect=1");
+  assert_string_equal(seq[5], "after");
+  assert_true(gc_at >= last_free);
+  assert_int_equal(open_args("--kind tuple", &src, &err), AS_EUSAGE);
+  assert_string_equal(err.msg, "survivors: --kind tuple needs --build ft "
+                               "(the heap of GC objects is the free-threaded "
+                               "build's)");
+}
+
+/* --alloc-ns / --free-ns set the pace (a measured run's own). */
+static void alloc_ns_and_free_ns_set_the_clock(void **state) {
+  (void)state;
+  tally_t t;
+  run_all("--total 0.1 --pattern stride --every 1000000 --alloc-ns 1000 "
+          "--free-ns 100",
+          &t, 1 << 20);
+  /* 1,638 objects made at 1 us, list growth included: peak >= 1.638 ms. */
+  assert_string_equal(t.mark_labels[1], "peak");
+  assert_true(t.mark_t[1] >= 1638 * 1000);
+  assert_true(t.mark_t[1] < 1638 * 1000 + 60 * 1000 + 1000);
+  /* 1,637 frees at 100 ns between peak and after. */
+  assert_true(t.mark_t[2] - t.mark_t[1] >= 1637 * 100);
+  assert_true(t.mark_t[2] - t.mark_t[1] < 1637 * 100 + 20 * 1000);
+  free(t.freed);
+}
+
 static void open_line_finds_the_workload_and_its_options(void **state) {
   (void)state;
   trace_source_t *src = NULL;
@@ -371,6 +526,11 @@ int main(void) {
       cmocka_unit_test(random_run_frees_exactly_the_non_survivors),
       cmocka_unit_test(reuse_phase_recycles_the_lowest_free_ids),
       cmocka_unit_test(settle_phase_idles_in_50ms_steps_before_after),
+      cmocka_unit_test(ft_list_grows_by_new_array_then_free_of_the_old),
+      cmocka_unit_test(ft_objects_start_at_id_5_and_are_freed_backwards),
+      cmocka_unit_test(alloc_after_allocates_once_and_marks_200ms_later),
+      cmocka_unit_test(ft_options_switch_heap_and_report_the_gc),
+      cmocka_unit_test(alloc_ns_and_free_ns_set_the_clock),
       cmocka_unit_test(open_line_finds_the_workload_and_its_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
