@@ -13,12 +13,14 @@ extern const model_methods_t model_ideal_methods;
 extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
+extern const model_methods_t model_jemalloc_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
     &model_glibc_methods,
     &model_pymalloc_methods,
     &model_cpython_methods,
+    &model_jemalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {
