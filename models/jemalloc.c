@@ -109,6 +109,14 @@
     "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "     \
     "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",       \
     "seed of the decay epochs' jitter")                                        \
+  X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,  \
+    NULL,                                                                      \
+    "measured: the first malloc of every process that preloads Debian's "     \
+    "libjemalloc2, which links libstdc++ (jemalloc_cpp): GCC 12 libsupc++/"   \
+    "eh_alloc.cc's emergency pool, 64 x 1024 + 64 x 112 bytes, kept for the "  \
+    "process's life",                                                          \
+    "bytes malloc'ed before the program starts (0: none, as when jemalloc "    \
+    "is dlopen'ed)")                                                           \
   NPTL_STACK_OPTIONS(X, JO_STACK_SIZE, JO_THREAD_STACK_PAGES)
 
 enum jemalloc_option_e { JEMALLOC_OPTIONS(MODEL_OPTION_KEY) JO_COUNT };
@@ -1631,6 +1639,17 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   je_thread_t *th = NULL;
   if (rc == AS_OK)
     rc = thread_init(jm, 0, true, false, &th, err);
+  uint64_t startup = model_opt_u64(opts, JO_STARTUP_MALLOC);
+  if (rc == AS_OK && startup > 0) { /* eh_alloc.cc pool::pool() writes the
+                                       free list head: 16 bytes */
+    je_obj_t pool;
+    uint64_t usize = s2u(jm, startup);
+    rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &pool, err);
+    if (rc == AS_OK)
+      rc = touch(jm, obj_addr(jm, &pool), 16, err);
+    if (rc == AS_OK)
+      rc = alloc_event(jm, th, usize, err);
+  }
   if (rc != AS_OK) {
     jemalloc_destroy(&jm->base);
     return rc;

@@ -21,6 +21,7 @@
 #include "wl_spike.h"     /* workload_spike */
 #include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
 #include "wl_webworker.h" /* workload_webworker */
+#include "wl_jemalloc.h"  /* workload_decay, _churn_purge, _lab_decay */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
@@ -29,6 +30,9 @@ static const workload_def_t *const registry[] = {
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,
     &workload_webworker,
+    &workload_decay,
+    &workload_churn_purge,
+    &workload_lab_decay,
 };
 
 const workload_def_t *workload_find(const char *name) {

@@ -512,7 +512,8 @@ static void run_model(const dcfg_t *cfg, dsnap_t *snaps) {
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   assert_int_equal(sim_event_queue_create(&q, &err), AS_OK);
   char spec[256];
-  snprintf(spec, sizeof spec, "jemalloc:%s", cfg->model);
+  /* dlopen'ed, jemalloc does not serve libstdc++'s startup pool */
+  snprintf(spec, sizeof spec, "jemalloc:startup_malloc=0,%s", cfg->model);
   model_ctx_t ctx = {.kernel = k, .timers = q};
   model_t    *m;
   if (model_create_from_spec(spec, &ctx, &m, &err) != AS_OK)

@@ -9,7 +9,8 @@
  * then the thread cache is flushed (mallctl "thread.tcache.flush") and every
  * arena purged (mallctl "arena.4096.purge", 4096 = MALLCTL_ARENAS_ALL).
  *
- * Marks: start, allocated, freed, idle_end, tcache_flushed, purged.  After
+ * Marks: start, allocated, freed, s1 ... s(10 * IDLE_S) every 100 ms,
+ * idle_end, tcache_flushed, purged.  After
  * every sample a "# je" comment carries jemalloc's statistics (je_common.h).
  *
  * Usage: je_churn OUT [SEED [IDLE_S [KEEP_EVERY]]]   (defaults 1 10 20)
@@ -59,15 +60,12 @@ int main(int argc, char **argv) {
   long keep_every = argc > 4 ? atol(argv[4]) : 20;
   if (seed < 0 || idle_s < 0 || keep_every < 1)
     return 2;
-  char workload[160];
-  snprintf(workload, sizeof workload,
-           "churn-purge --seed %ld --idle-s %ld --keep-every %ld", seed,
-           idle_s, keep_every);
-  je_begin(argc, argv, workload);
+  je_begin(argc, argv, NULL); /* the workload needs the phase durations */
   memset(objs, 0, sizeof objs);
   shuffle_sizes((uint64_t)seed);
 
   je_mark("start");
+  long long t_start = lab_now_ns();
   for (size_t i = 0; i < N_ALL; i++) {
     objs[i] = malloc(sizes[i]);
     if (objs[i] == NULL)
@@ -75,10 +73,13 @@ int main(int argc, char **argv) {
     memset(objs[i], 0xA5, sizes[i]);
     lab_escape(objs[i]);
   }
+  long long t_alloc = lab_now_ns();
   je_mark("allocated");
+  long long t_free0 = lab_now_ns();
   for (size_t i = 0; i < N_ALL; i++)
     if (i % (size_t)keep_every != 0)
       free(objs[i]);
+  long long t_free = lab_now_ns();
   je_mark("freed");
   long long t_freed = lab_now_ns() - lab_t0_ns;
   for (long k = 1; k <= idle_s * 10; k++) {
@@ -87,7 +88,7 @@ int main(int argc, char **argv) {
                           (long)(abs_ns % 1000000000LL)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
       ;
-    je_sample();
+    je_sample(k);
   }
   je_mark("idle_end");
   if (je_ctl_void("thread.tcache.flush") != 0 && je_mallctl != NULL)
@@ -96,5 +97,9 @@ int main(int argc, char **argv) {
   if (je_ctl_void("arena.4096.purge") != 0 && je_mallctl != NULL)
     return 1;
   je_mark("purged");
+  lab_meta_set("workload",
+               "churn-purge --seed %ld --idle-s %ld --keep-every %ld "
+               "--alloc-time %lldns --free-time %lldns",
+               seed, idle_s, keep_every, t_alloc - t_start, t_free - t_free0);
   lab_finish(argv[1]);
 }

@@ -3,8 +3,9 @@
  *
  * Builds on ../labs/lab_common.h (static output buffers, RSS from
  * /proc/self/smaps_rollup, marks) but records jemalloc's provenance: the
- * preloaded library, MALLOC_CONF, jemalloc's version and effective options
- * (read through mallctl), and after each sample a comment line with
+ * environment that selected it (env.LD_PRELOAD, env.MALLOC_CONF: the keys
+ * models/env.c reads to pick the model), jemalloc's version and effective
+ * options (read through mallctl), and after each sample a comment line with
  * jemalloc's own statistics:
  *
  *   # je t=NS active=B resident=B mapped=B retained=B metadata=B
@@ -109,16 +110,16 @@ static __attribute__((unused)) void je_mark(const char *label) {
   je_note_stats(t);
 }
 
-/* An unlabelled RSS sample (the 100 ms series) and the statistics. */
-static __attribute__((unused)) void je_sample(void) {
-  long long t = lab_now_ns() - lab_t0_ns;
-  lab_body("%lld 0 rss %lld\n", t, lab_rss_bytes());
-  je_note_stats(t);
+/* Sample k of the 100 ms series: the mark "sK", RSS and the statistics
+ * (the workloads emit the same marks, so runs compare sample by sample). */
+static __attribute__((unused)) void je_sample(long k) {
+  char label[24];
+  snprintf(label, sizeof label, "s%ld", k);
+  je_mark(label);
 }
 
-/* Provenance for a jemalloc run: as lab_begin, but the model is jemalloc
- * with the options read back from the library, and the environment that
- * selected it (LD_PRELOAD, MALLOC_CONF) is recorded verbatim. */
+/* Provenance for a jemalloc run: as lab_begin, but no model or libc spec
+ * (the environment decides), and jemalloc's own view of its options. */
 static void je_begin(int argc, char **argv, const char *workload) {
   struct utsname u;
   memset(lab_out, 0, sizeof lab_out);
@@ -138,18 +139,24 @@ static void je_begin(int argc, char **argv, const char *workload) {
     n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "",
                           argv[i]);
   lab_meta_set("command", "%s", cmd);
+  /* The environment that chose the allocator and its knobs, under the keys
+   * allocsim capture writes (models/env.c reads env.NAME). */
   const char *pre = getenv("LD_PRELOAD");
   const char *conf = getenv("MALLOC_CONF");
-  lab_meta_set("ld_preload", "%s", pre ? pre : "(none)");
-  lab_meta_set("malloc_conf", "%s", conf ? conf : "(none)");
+  if (pre != NULL)
+    lab_meta_set("env.LD_PRELOAD", "%s", pre);
+  if (conf != NULL)
+    lab_meta_set("env.MALLOC_CONF", "%s", conf);
+  lab_meta_set("ncpus", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
   if (je_mallctl != NULL) {
     const char *ver = NULL;
     size_t      sz = sizeof ver;
     if (je_mallctl("version", &ver, &sz, NULL, 0) != 0)
       ver = "?";
     lab_meta_set("jemalloc", "%s", ver);
-    lab_meta_set("model",
-                 "jemalloc:narenas=%u,dirty_decay_ms=%lld,muzzy_decay_ms=%lld,"
+    /* What the library reports it runs with (opt.*), for the reader. */
+    lab_meta_set("jemalloc_opts",
+                 "narenas=%u,dirty_decay_ms=%lld,muzzy_decay_ms=%lld,"
                  "background_thread=%s,max_background_threads=%llu,"
                  "retain=%s,oversize_threshold=%llu,tcache=%s,"
                  "tcache_max=%llu",
@@ -162,8 +169,6 @@ static void je_begin(int argc, char **argv, const char *workload) {
                  (unsigned long long)je_read_u64("opt.oversize_threshold"),
                  je_read_bool("opt.tcache") ? "true" : "false",
                  (unsigned long long)je_read_u64("opt.tcache_max"));
-  } else {
-    lab_meta_set("model", "glibc");
   }
   lab_meta_set("machine", "%s %s, %ld cpus", u.nodename, u.machine,
                sysconf(_SC_NPROCESSORS_ONLN));

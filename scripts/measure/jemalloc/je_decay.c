@@ -10,8 +10,8 @@
  *         larger than the thread cache moves objects between the cache and
  *         the arena, which is what ticks jemalloc's decay clock (a malloc
  *         served from the thread cache does not).  The number of bursts in
- *         each 100 ms interval goes into a "# busy" comment, their mean rate
- *         into the provenance (busy_batches_per_s).
+ *         each 100 ms interval goes into a "# busy" comment, their mean
+ *         pace into the workload's --batch-every.
  *
  * Decay settings come from MALLOC_CONF (dirty_decay_ms, background_thread,
  * ...), read by jemalloc; the program records what jemalloc reports.  Marks:
@@ -77,15 +77,19 @@ int main(int argc, char **argv) {
   memset(tiny, 0, sizeof tiny);
 
   je_mark("start");
+  long long t_start = lab_now_ns();
   for (long i = 0; i < count; i++) {
     objs[i] = malloc((size_t)size);
     if (objs[i] == NULL)
       return 1;
     fill(objs[i], (size_t)size);
   }
+  long long t_alloc = lab_now_ns();
   je_mark("allocated");
+  long long t_free0 = lab_now_ns();
   for (long i = 0; i < count; i++)
     free(objs[i]);
+  long long t_free = lab_now_ns();
   je_mark("freed");
 
   long long t_freed = lab_now_ns() - lab_t0_ns;
@@ -109,18 +113,18 @@ int main(int argc, char **argv) {
         fill(tiny[k - 1], 16);
       }
     }
-    je_sample();
+    je_sample(k);
   }
   je_mark("end");
-  if (busy)
-    lab_meta_set("workload",
-                 "decay --count %ld --size %ld --after busy --seconds %ld "
-                 "--batch %ld --batch-rate %.1f",
-                 count, size, seconds, batch,
-                 (double)total_batches / (double)seconds);
-  else
-    lab_meta_set("workload",
-                 "decay --count %ld --size %ld --after %s --seconds %ld",
-                 count, size, mode, seconds);
+  /* The phases' measured durations (and the bursts' pace) time the
+   * workload's calls. */
+  long long every = total_batches ? seconds * 1000000000LL / total_batches
+                                  : 0;
+  lab_meta_set("workload",
+               "decay --count %ld --size %ld --after %s --seconds %ld "
+               "--batch %ld --batch-every %lldns --alloc-time %lldns "
+               "--free-time %lldns",
+               count, size, mode, seconds, batch, every, t_alloc - t_start,
+               t_free - t_free0);
   lab_finish(argv[1]);
 }

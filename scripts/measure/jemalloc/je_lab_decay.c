@@ -10,7 +10,8 @@
  * bursts go on, and frees them.  It runs for SECONDS.  The allocsim
  * workload `lab-decay` emits the same requests at the same times.
  *
- * Measured every 100 ms: RSS (an rss event) and the cost side as a comment
+ * Measured every 100 ms: the mark sK with RSS, and the cost side as a
+ * comment
  *   # cost t=NS minflt=N burst_p50_ns=N burst_p99_ns=N bursts=N
  *          nmadvise=N pdirty=P
  * (minor faults from getrusage since start; the burst latencies of the
@@ -131,7 +132,8 @@ int main(int argc, char **argv) {
     }
     if ((k + 1) % per_sample == 0) {
       long long t = lab_now_ns() - lab_t0_ns;
-      lab_body("%lld 0 rss %lld\n", t, lab_rss_bytes());
+      lab_body("%lld 0 mark s%ld\n%lld 0 rss %lld\n", t, (k + 1) / per_sample,
+               t, lab_rss_bytes());
       qsort(lat, (size_t)nlat, sizeof lat[0], cmp_ll);
       je_epoch();
       lab_body("# cost t=%lld minflt=%ld burst_p50_ns=%lld burst_p99_ns=%lld "

@@ -90,10 +90,14 @@ run_churn() {
   done
 }
 
-# The Python scripts record MALLOC_* but not the preload that selected the
-# allocator; add it as provenance right after the header line.
+# The Python scripts record MALLOC_* in one malloc_env list but not the
+# preload that selected the allocator; add both as env.NAME provenance (the
+# keys allocsim capture writes) right after the header line.
 tag_preload() {
-  grep -q '^#@ ld_preload=' "$1" || sed -i "1a #@ ld_preload=$lib" "$1"
+  grep -q '^#@ env.LD_PRELOAD=' "$1" || sed -i "1a #@ env.LD_PRELOAD=$lib" "$1"
+  if [ -n "${2:-}" ] && ! grep -q '^#@ env.MALLOC_CONF=' "$1"; then
+    sed -i "1a #@ env.MALLOC_CONF=$2" "$1"
+  fi
 }
 
 run_spike() {
@@ -122,7 +126,8 @@ run_webworker() {
     echo "== webworker jemalloc background_thread t64 r$k" >&2
     je "background_thread:true" "$py" "$root/scripts/measure/webworker.py" \
       --threads 64 --out "$out/webworker-jemalloc-bg-t64-r$k.trace"
-    tag_preload "$out/webworker-jemalloc-bg-t64-r$k.trace"
+    tag_preload "$out/webworker-jemalloc-bg-t64-r$k.trace" \
+      background_thread:true
     k=$((k + 1))
   done
 }
