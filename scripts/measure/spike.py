@@ -83,6 +83,20 @@ class MallInfo2(ctypes.Structure):
         "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
+def preload_meta():
+    """The libc spec, unless LD_PRELOAD put another allocator in place: then
+    the environment that chose it (env.LD_PRELOAD, env.MALLOC_CONF, the
+    keys allocsim capture writes) and the CPU count, from which allocsim
+    picks that allocator's model (models/env.c)."""
+    pre = os.environ.get("LD_PRELOAD")
+    if not pre:
+        return [("libc", libc_spec())]
+    meta = [("env.LD_PRELOAD", pre), ("ncpus", str(os.cpu_count()))]
+    if "MALLOC_CONF" in os.environ:
+        meta.append(("env.MALLOC_CONF", os.environ["MALLOC_CONF"]))
+    return meta
+
+
 def libc_spec():
     knobs = ["ncpus=%d" % os.cpu_count()]
     for env, knob in GLIBC_ENV:
@@ -170,7 +184,7 @@ def main():
         ("kind", "measured"),
         ("workload", workload),
         ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
-        ("libc", libc_spec()),
+    ] + preload_meta() + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),

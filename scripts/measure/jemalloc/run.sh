@@ -90,14 +90,11 @@ run_churn() {
   done
 }
 
-# The Python scripts record MALLOC_* in one malloc_env list but not the
-# preload that selected the allocator; add both as env.NAME provenance (the
-# keys allocsim capture writes) right after the header line.
+# The Python scripts record the preload and MALLOC_CONF themselves
+# (env.LD_PRELOAD, env.MALLOC_CONF); this checks that they did.
 tag_preload() {
-  grep -q '^#@ env.LD_PRELOAD=' "$1" || sed -i "1a #@ env.LD_PRELOAD=$lib" "$1"
-  if [ -n "${2:-}" ] && ! grep -q '^#@ env.MALLOC_CONF=' "$1"; then
-    sed -i "1a #@ env.MALLOC_CONF=$2" "$1"
-  fi
+  grep -q '^#@ env.LD_PRELOAD=' "$1" ||
+    { echo "run.sh: $1 does not record LD_PRELOAD" >&2; exit 1; }
 }
 
 run_spike() {
@@ -126,8 +123,7 @@ run_webworker() {
     echo "== webworker jemalloc background_thread t64 r$k" >&2
     je "background_thread:true" "$py" "$root/scripts/measure/webworker.py" \
       --threads 64 --out "$out/webworker-jemalloc-bg-t64-r$k.trace"
-    tag_preload "$out/webworker-jemalloc-bg-t64-r$k.trace" \
-      background_thread:true
+    tag_preload "$out/webworker-jemalloc-bg-t64-r$k.trace"
     k=$((k + 1))
   done
 }
