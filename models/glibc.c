@@ -2423,17 +2423,17 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
                        fn, user, err);
   }
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
-    if (g->threads[t].stack_addr != 0)
+    if (g->threads[t].stack.addr != 0)
       rc = walk_single(
-          (model_region_t){.addr      = g->threads[t].stack_addr,
-                           .bytes     = g->threads[t].stack_bytes,
+          (model_region_t){.addr      = g->threads[t].stack.addr,
+                           .bytes     = g->threads[t].stack.bytes,
                            .kind      = "thread stack",
                            .mechanism = "glibc.thread_stack",
                            .state     = MODEL_REGION_LIVE},
           fn, user, err);
-  for (uint32_t i = 0; i < g->nstack_cache && rc == AS_OK; i++)
-    rc = walk_single((model_region_t){.addr      = g->stack_cache[i].addr,
-                                      .bytes     = g->stack_cache[i].bytes,
+  for (uint32_t i = 0; i < g->nptl.ncache && rc == AS_OK; i++)
+    rc = walk_single((model_region_t){.addr      = g->nptl.cache[i].addr,
+                                      .bytes     = g->nptl.cache[i].bytes,
                                       .kind      = "cached stack",
                                       .mechanism = "glibc.stack_cache",
                                       .state     = MODEL_REGION_CACHED},
