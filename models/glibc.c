@@ -2423,21 +2423,9 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
                        fn, user, err);
   }
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
-    if (g->threads[t].stack.addr != 0)
-      rc = walk_single(
-          (model_region_t){.addr      = g->threads[t].stack.addr,
-                           .bytes     = g->threads[t].stack.bytes,
-                           .kind      = "thread stack",
-                           .mechanism = "glibc.thread_stack",
-                           .state     = MODEL_REGION_LIVE},
-          fn, user, err);
-  for (uint32_t i = 0; i < g->nptl.ncache && rc == AS_OK; i++)
-    rc = walk_single((model_region_t){.addr      = g->nptl.cache[i].addr,
-                                      .bytes     = g->nptl.cache[i].bytes,
-                                      .kind      = "cached stack",
-                                      .mechanism = "glibc.stack_cache",
-                                      .state     = MODEL_REGION_CACHED},
-                     fn, user, err);
+    rc = nptl_stack_walk(&g->threads[t].stack, fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&g->nptl, fn, user, err);
   return rc;
 }
 

@@ -1307,11 +1307,9 @@ static as_status_t jemalloc_purge(model_t *m, const trace_event_t *ev,
   }
   bool all = ev->size == TRACE_PURGE_ALL;
   if (ev->id != TRACE_ALL_ARENAS && ev->id >= jm->narenas_total)
-    return done(jm, as_err_set(err, AS_EINVAL,
-                               "jemalloc: purge of arena %" PRIu64
-                               ": arenas are 0..%u",
-                               ev->id, jm->narenas_total - 1),
-                err);
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: purge of arena %" PRIu64 ": arenas are 0..%u",
+                      ev->id, jm->narenas_total - 1); /* the model goes on */
   for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++)
     if (jm->arenas[i] != NULL && (ev->id == TRACE_ALL_ARENAS || ev->id == i))
       rc = je_arena_decay(jm, jm->arenas[i], false, all, err);
@@ -1439,37 +1437,300 @@ static size_t jemalloc_counters(const model_t *m, model_counter_t *out,
   return n;
 }
 
+/* ---- Heap map (model_walk) ----------------------------------------------- */
+
+static const model_mechanism_t jemalloc_mechanisms[] = {
+    {"jemalloc.small", "small objects in slabs",
+     "Requests up to 14 KiB get a region of their size class in a slab of "
+     "a few pages holding a whole number of regions (arena_malloc_small, "
+     "bin_infos).",
+     "freeing the objects", true},
+    {"jemalloc.large", "large objects in extents of their own",
+     "Larger requests get whole pages plus one page of padding, the object "
+     "placed at a random cache line of the first page (large_palloc, "
+     "sz_large_pad).",
+     "freeing the objects", true},
+    {"jemalloc.tcache", "freed objects in per-thread caches (tcache)",
+     "free() keeps up to ncached_max objects of each size class up to "
+     "tcache_max (32 KiB) in the calling thread's cache; to the arena they "
+     "are still allocated (tcache_dalloc_small, tcache_dalloc_large).",
+     "the cache's GC (every 64 KiB the thread allocates, 3/4 of a bin's "
+     "unused part), the thread's exit, or mallctl(\"thread.tcache.flush\")",
+     false},
+    {"jemalloc.slab_free", "free regions in slabs that hold objects",
+     "A slab goes back to the arena's extents only when every region in it "
+     "is free (arena_dalloc_bin_locked_step), so one live object pins the "
+     "slab's pages.",
+     "nothing short of freeing the last objects in each slab", false},
+    {"jemalloc.dirty", "freed extents awaiting decay (dirty)",
+     "Freed pages stay resident and are purged over dirty_decay_ms (10 s, a "
+     "200-step smootherstep curve); decay advances only on allocator ticks "
+     "(about one arena-level event in 1000) or in background threads, so an "
+     "idle process purges nothing (arena_decay).",
+     "allocation activity or background_thread:true (decay), "
+     "dirty_decay_ms:0, or mallctl(\"arena.<i>.purge\")",
+     false},
+    {"jemalloc.muzzy", "extents given MADV_FREE (muzzy)",
+     "With muzzy_decay_ms above 0 decay first marks pages MADV_FREE; the "
+     "kernel counts them in RSS until memory pressure takes them "
+     "(pac_decay_stashed).",
+     "memory pressure, muzzy decay (MADV_DONTNEED), or "
+     "mallctl(\"arena.<i>.purge\")",
+     false},
+    {"jemalloc.retained", "purged address space kept mapped (retained)",
+     "With retain (Linux's default) purged extents keep their address "
+     "space for reuse and growth (extent_grow_retained); it is not "
+     "resident.",
+     "nothing needed: not resident", false},
+    {"jemalloc.metadata", "jemalloc's own bookkeeping",
+     "Arena structs, a 128-byte edata_t per extent and the rtree leaves "
+     "mapping pages to extents come from base blocks that are never "
+     "returned (base_alloc); thread caches' pointer stacks are internal "
+     "allocations in arena 0.",
+     "nothing while the process runs (a thread cache's stack at the "
+     "thread's exit)",
+     false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+/* What the walk needs beyond the extents: which regions and extents sit
+ * in thread caches and which extents hold tcache stacks. */
+typedef struct je_walk_s je_walk_t;
+struct je_walk_s {
+  const jemalloc_model_t *jm;
+  uint64_t (*cached)[JE_SLAB_WORDS]; /* per slab record: region cached */
+  uint8_t  *flag;                    /* per extent: WALK_CACHED / _INTERNAL */
+  uint64_t *order;                   /* live extent ids sorted by address */
+  size_t    n;
+  model_region_fn fn;
+  void           *user;
+};
+#define WALK_CACHED   1
+#define WALK_INTERNAL 2
+
+static int by_addr(const void *x, const void *y, void *ctx) {
+  const jemalloc_model_t *jm = ctx;
+  uint64_t a = E(jm, *(const uint64_t *)x)->addr;
+  uint64_t b = E(jm, *(const uint64_t *)y)->addr;
+  return a < b ? -1 : a > b;
+}
+
+typedef enum { REG_FREE, REG_CACHED, REG_LIVE } reg_class_t;
+
+static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
+                             unsigned r) {
+  uint64_t bit = UINT64_C(1) << (r % 64);
+  if (w->jm->slab_bits[x->slab][r / 64] & bit)
+    return REG_FREE; /* bit set = region free */
+  return w->cached[x->slab][r / 64] & bit ? REG_CACHED : REG_LIVE;
+}
+
+/* A slab's regions as runs of one class each, then its unused tail. */
+static as_status_t walk_slab(const je_walk_t *w, const je_ext_t *x,
+                             as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  uint64_t                size = jm->index2size[x->binind];
+  uint32_t                nregs = jm->bin_nregs[x->binind];
+  static const char *const mech[] = {"jemalloc.slab_free", "jemalloc.tcache",
+                                     "jemalloc.small"};
+  static const uint8_t     state[] = {MODEL_REGION_FREE, MODEL_REGION_CACHED,
+                                      MODEL_REGION_LIVE};
+  for (uint32_t r = 0; r < nregs;) {
+    reg_class_t c = reg_class(w, x, r);
+    uint32_t    end = r + 1;
+    while (end < nregs && reg_class(w, x, end) == c)
+      end++;
+    model_region_t q = {.addr = x->addr + r * size,
+                        .bytes = (end - r) * size,
+                        .kind = "regions",
+                        .mechanism = mech[c],
+                        .level = 1,
+                        .state = state[c]};
+    if (c == REG_LIVE) {
+      q.live_objects = end - r;
+      q.live_bytes = q.bytes;
+    }
+    as_status_t rc = w->fn(w->user, &q, err);
+    if (rc != AS_OK)
+      return rc;
+    r = end;
+  }
+  uint64_t used = nregs * size;
+  if (used == x->size)
+    return AS_OK;
+  return w->fn(w->user,
+               &(model_region_t){.addr = x->addr + used,
+                                 .bytes = x->size - used,
+                                 .kind = "slab tail",
+                                 .mechanism = "jemalloc.slab_free",
+                                 .level = 1,
+                                 .state = MODEL_REGION_FREE},
+               err);
+}
+
+static as_status_t walk_extent(const je_walk_t *w, uint32_t e, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  const je_ext_t         *x = E(jm, e);
+  model_region_t          q = {.addr = x->addr, .bytes = x->size, .level = 1};
+  switch (x->state) {
+  case JE_ACTIVE:
+    if (x->slab)
+      return walk_slab(w, x, err);
+    if (w->flag[e] & WALK_INTERNAL) {
+      q.kind = "tcache stack";
+      q.mechanism = "jemalloc.metadata";
+      q.state = MODEL_REGION_METADATA;
+    } else if (w->flag[e] & WALK_CACHED) {
+      q.kind = "large";
+      q.mechanism = "jemalloc.tcache";
+      q.state = MODEL_REGION_CACHED;
+    } else {
+      q.kind = "large";
+      q.mechanism = "jemalloc.large";
+      q.state = MODEL_REGION_LIVE;
+      q.live_objects = 1;
+      q.live_bytes = jm->index2size[x->szind];
+    }
+    break;
+  case JE_DIRTY:
+    q.kind = "dirty extent";
+    q.mechanism = "jemalloc.dirty";
+    q.state = MODEL_REGION_FREE;
+    break;
+  case JE_MUZZY:
+    q.kind = "muzzy extent";
+    q.mechanism = "jemalloc.muzzy";
+    q.state = MODEL_REGION_FREE;
+    break;
+  default:
+    q.kind = "retained extent";
+    q.mechanism = "jemalloc.retained";
+    q.state = MODEL_REGION_RELEASED;
+    break;
+  }
+  return w->fn(w->user, &q, err);
+}
+
+/* Live objects in extent e (the unit's pinning count). */
+static uint64_t extent_objects(const je_walk_t *w, uint32_t e) {
+  const je_ext_t *x = E(w->jm, e);
+  if (x->state != JE_ACTIVE || (w->flag[e] & (WALK_CACHED | WALK_INTERNAL)))
+    return 0;
+  if (!x->slab)
+    return 1;
+  uint64_t n = 0;
+  for (uint32_t r = 0; r < w->jm->bin_nregs[x->binind]; r++)
+    n += reg_class(w, x, r) == REG_LIVE;
+  return n;
+}
+
+/* Whether extent order[i] starts a mapping: a head extent (extent_grow,
+ * extent_alloc_wrapper mark one per mmap), or one not adjoining its
+ * predecessor in the same arena (retain:false unmaps heads). */
+static bool starts_unit(const je_walk_t *w, size_t i) {
+  const je_ext_t *x = E(w->jm, w->order[i]);
+  if (i == 0 || x->is_head)
+    return true;
+  const je_ext_t *p = E(w->jm, w->order[i - 1]);
+  return p->addr + p->size != x->addr || p->arena != x->arena;
+}
+
+static as_status_t walk_extents(je_walk_t *w, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  for (size_t i = 0; i < w->n;) {
+    size_t         end = i + 1;
+    model_region_t u = {.addr = E(jm, w->order[i])->addr, .kind = "mapping"};
+    while (end < w->n && !starts_unit(w, end))
+      end++;
+    for (size_t k = i; k < end; k++) {
+      const je_ext_t *x = E(jm, w->order[k]);
+      u.bytes += x->size;
+      u.live_objects += extent_objects(w, (uint32_t)w->order[k]);
+      if (x->state == JE_ACTIVE && x->slab)
+        u.live_bytes += (jm->bin_nregs[x->binind] - x->nfree) *
+                        jm->index2size[x->binind];
+      else if (x->state == JE_ACTIVE && !(w->flag[w->order[k]] &
+                                          (WALK_CACHED | WALK_INTERNAL)))
+        u.live_bytes += jm->index2size[x->szind];
+    }
+    as_status_t rc = w->fn(w->user, &u, err);
+    for (size_t k = i; k < end && rc == AS_OK; k++)
+      rc = walk_extent(w, (uint32_t)w->order[k], err);
+    if (rc != AS_OK)
+      return rc;
+    i = end;
+  }
+  return AS_OK;
+}
+
+/* Each arena's base blocks: one unit each, all metadata. */
+static as_status_t walk_bases(const je_walk_t *w, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  as_status_t             rc = AS_OK;
+  for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++) {
+    const je_arena_t *a = jm->arenas[i];
+    for (uint32_t k = 0; a != NULL && k < a->base.nblocks && rc == AS_OK;
+         k++) {
+      model_region_t q = {.addr = a->base.blocks[k].addr,
+                          .bytes = a->base.blocks[k].size,
+                          .kind = "base block"};
+      rc = w->fn(w->user, &q, err);
+      q.mechanism = "jemalloc.metadata";
+      q.level = 1;
+      q.state = MODEL_REGION_METADATA;
+      if (rc == AS_OK)
+        rc = w->fn(w->user, &q, err);
+    }
+  }
+  return rc;
+}
+
+/* Units: each mapping of extents (in address order, with its slabs'
+ * regions, large objects and free extents), each base block, then the
+ * threads' stacks and nptl's stack cache. */
 static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
                                  void *user, as_err_t *err) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
-  for (uint32_t e = 1; e < jm->next_ext; e++) {
-    const je_ext_t *x = E(jm, e);
-    if (x->state > JE_RETAINED)
+  je_walk_t w = {.jm = jm, .fn = fn, .user = user};
+  w.cached = calloc(jm->next_slab + 1, sizeof *w.cached);
+  w.flag = calloc(jm->next_ext + 1, 1);
+  w.order = malloc(((size_t)jm->next_ext + 1) * sizeof *w.order);
+  as_status_t rc = AS_OK;
+  if (w.cached == NULL || w.flag == NULL || w.order == NULL)
+    rc = as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (walk)");
+  for (size_t t = 0; rc == AS_OK && t < jm->threads_cap; t++) {
+    const je_thread_t *th = &jm->threads[t];
+    if (th->cbins == NULL)
       continue;
-    model_region_t r = {.addr = x->addr, .bytes = x->size, .level = 0};
-    switch (x->state) {
-    case JE_ACTIVE:
-      r.kind = x->slab ? "slab" : "large";
-      r.state = MODEL_REGION_LIVE;
-      break;
-    case JE_DIRTY:
-      r.kind = "dirty";
-      r.state = MODEL_REGION_FREE;
-      break;
-    case JE_MUZZY:
-      r.kind = "muzzy";
-      r.state = MODEL_REGION_FREE;
-      break;
-    default:
-      r.kind = "retained";
-      r.state = MODEL_REGION_RELEASED;
-      break;
-    }
-    as_status_t rc = fn(user, &r, err);
-    if (rc != AS_OK)
-      return rc;
+    w.flag[th->tcache_ext] |= WALK_INTERNAL;
+    for (unsigned i = 0; i < jm->nhbins; i++)
+      for (unsigned k = 0; k < th->cbins[i].n; k++) {
+        uint64_t item = th->cbins[i].slot[k];
+        uint32_t e = (uint32_t)(item >> 16);
+        unsigned r = (unsigned)(item & 0xffff);
+        if (i < jm->nbins)
+          w.cached[E(jm, e)->slab][r / 64] |= UINT64_C(1) << (r % 64);
+        else
+          w.flag[e] |= WALK_CACHED;
+      }
   }
-  return AS_OK;
+  for (uint32_t e = 1; rc == AS_OK && e < jm->next_ext; e++)
+    if (E(jm, e)->state <= JE_RETAINED)
+      w.order[w.n++] = e;
+  if (rc == AS_OK) {
+    qsort_r(w.order, w.n, sizeof *w.order, by_addr, (void *)jm);
+    rc = walk_extents(&w, err);
+  }
+  if (rc == AS_OK)
+    rc = walk_bases(&w, err);
+  for (size_t t = 0; rc == AS_OK && t < jm->threads_cap; t++)
+    rc = nptl_stack_walk(&jm->threads[t].stack, fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&jm->nptl, fn, user, err);
+  free(w.cached);
+  free(w.flag);
+  free(w.order);
+  return rc;
 }
 
 static void jemalloc_destroy(model_t *m) {
@@ -1676,6 +1937,7 @@ const model_methods_t model_jemalloc_methods = {
     .set_option = jemalloc_set_option,
     .counters = jemalloc_counters,
     .walk = jemalloc_walk,
+    .mechanisms = jemalloc_mechanisms,
     .usable_size = jemalloc_usable_size,
 };
 

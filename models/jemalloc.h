@@ -57,8 +57,9 @@ int32_t jemalloc_inspect_thread_arena(const model_t *m, uint32_t tid);
 /* Regions of usable size usize in thread tid's cache. */
 uint32_t jemalloc_inspect_tcache_count(const model_t *m, uint32_t tid,
                                        uint64_t usize);
-/* Slab geometry of the size class of usize: pages per slab, regions per
- * slab and cache bin slots (0, 0, 0 for a large class). */
+/* Slab geometry of the size class of usize: pages per slab and regions
+ * per slab (0 for a large class), and its cache bin's slots (0 above
+ * tcache_max). */
 void jemalloc_inspect_bin(const model_t *m, uint64_t usize, uint32_t *pages,
                           uint32_t *nregs, uint32_t *ncached_max);
 /* Slabs of size class binind in arena: stats.arenas.<i>.bins.<j>.curslabs

@@ -38,19 +38,24 @@ static as_status_t base_touch(jemalloc_model_t *jm, uint64_t addr,
   return size ? sim_kernel_touch(jm->kernel, addr, size, err) : AS_OK;
 }
 
-static as_status_t avail_push(je_base_t *b, uint64_t addr, uint64_t size,
-                              uint64_t sn, as_err_t *err) {
-  if (b->navail == b->avail_cap) {
-    size_t          cap = b->avail_cap;
-    je_base_free_t *v = as_grow(b->avail, &cap, (size_t)b->navail + 1,
-                                sizeof *v, 4);
+static as_status_t list_push(je_base_free_t **list, uint32_t *n,
+                             uint32_t *cap, je_base_free_t f, as_err_t *err) {
+  if (*n == *cap) {
+    size_t          c = *cap;
+    je_base_free_t *v = as_grow(*list, &c, (size_t)*n + 1, sizeof *v, 4);
     if (v == NULL)
       return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (base)");
-    b->avail = v;
-    b->avail_cap = (uint32_t)cap;
+    *list = v;
+    *cap = (uint32_t)c;
   }
-  b->avail[b->navail++] = (je_base_free_t){addr, size, sn};
+  (*list)[(*n)++] = f;
   return AS_OK;
+}
+
+static as_status_t avail_push(je_base_t *b, uint64_t addr, uint64_t size,
+                              uint64_t sn, as_err_t *err) {
+  return list_push(&b->avail, &b->navail, &b->avail_cap,
+                   (je_base_free_t){addr, size, sn}, err);
 }
 
 /* base_block_alloc (base.c:243-301): a block large enough for the header
@@ -73,6 +78,9 @@ static as_status_t block_alloc(jemalloc_model_t *jm, je_base_t *b,
   as_status_t rc = sim_kernel_mmap(jm->kernel, block, huge, SIM_PROT_RW,
                                    SIM_OWNER_METADATA, &addr, err);
   if (rc != AS_OK)
+    return rc;
+  if ((rc = list_push(&b->blocks, &b->nblocks, &b->blocks_cap,
+                      (je_base_free_t){addr, block, 0}, err)) != AS_OK)
     return rc;
   b->pind_last = je_psz2ind(jm, block);
   b->mapped += block;
@@ -142,7 +150,9 @@ as_status_t je_base_alloc(jemalloc_model_t *jm, je_base_t *b, uint32_t ind,
 
 void je_base_fini(je_base_t *b) {
   free(b->avail);
+  free(b->blocks);
   b->avail = NULL;
+  b->blocks = NULL;
 }
 
 as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err) {

@@ -6,7 +6,8 @@
  *                      first-fit search, split, coalesce, retained growth,
  *                      purging, decay epochs and background threads
  *   jemalloc_base.c    base (metadata) allocation and the rtree leaves
- * Nothing outside these files includes it; tests use models/jemalloc.h.
+ * Nothing outside these files includes it but tests/unit/test_jemalloc.c,
+ * which checks the geometry and tables; other code uses models/jemalloc.h.
  *
  * Citations are to jemalloc tag 5.3.0 (github:jemalloc/jemalloc), the
  * version Debian 12 ships as libjemalloc2 5.3.0-1, whose build options
@@ -135,6 +136,8 @@ typedef struct je_base_s je_base_t;
 struct je_base_s {
   je_base_free_t *avail;
   uint32_t        navail, avail_cap;
+  je_base_free_t *blocks;      /* every block mapped, for the heap map */
+  uint32_t        nblocks, blocks_cap;
   uint32_t        pind_last;   /* psz index of the last block */
   uint64_t        sn_next;
   uint64_t        allocated, resident, mapped; /* base_stats_get */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../sim/kernel.h"
+#include "model.h"
 
 /* The option rows, under the including model's keys. */
 #define NPTL_STACK_OPTIONS(X, KEY_STACK_SIZE, KEY_STACK_PAGES)                 \
@@ -65,5 +66,14 @@ as_status_t nptl_stack_acquire(nptl_stacks_t *ns, nptl_stack_t *st,
  * st->addr 0); *st is cleared. */
 as_status_t nptl_stack_release(nptl_stacks_t *ns, nptl_stack_t *st,
                                as_err_t *err);
+
+/* The heap map of a running thread's stack (mechanism glibc.thread_stack)
+ * and of the stack cache (glibc.stack_cache): each block a level-0 unit
+ * with one level-1 region (model_walk).  The mechanism rows are in the
+ * glibc model's table: nptl is glibc's, whatever malloc the program uses. */
+as_status_t nptl_stack_walk(const nptl_stack_t *st, model_region_fn fn,
+                            void *user, as_err_t *err);
+as_status_t nptl_stacks_walk_cache(const nptl_stacks_t *ns, model_region_fn fn,
+                                   void *user, as_err_t *err);
 
 #endif
