@@ -10,6 +10,8 @@
 #        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
 #          (CPython: obj/mem domains), n = 50000;
 #        - the C program capture_progs/churn, n = 50000;
+#        - spike.py and webworker.py (reduced) under Debian's libjemalloc2
+#          through LD_PRELOAD, 1 and 16 threads;
 #   2. every measured-run file in data/measured/*.trace (`allocsim record`).
 # Then it prints `allocsim compare` for every run (not stored: comparisons
 # depend on the model version, the reference holds measurements only).
@@ -45,6 +47,23 @@ echo "== captures" >&2
   "$here/tests/integration/capture_progs/survivors.py" 50000 100 >&2
 "$allocsim" capture -o captures/c-churn.astrace --db "$db" \
   --sample-every 10ms -- "$progs/churn" 50000 >&2
+# Python preloading Debian's libjemalloc2 (docs/models/jemalloc.md): the
+# spike and webworker scripts, reduced, at 1 and 16 threads.
+je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -e "$je" ]; then
+  for t in 1 16; do
+    LD_PRELOAD=$je "$allocsim" capture \
+      -o captures/python-spike-jemalloc-t$t.astrace --db "$db" \
+      --sample-every 10ms -- /usr/bin/python3 \
+      "$here/scripts/measure/spike.py" --out "$tmp/spike.trace" \
+      --count 10000 --threads $t >&2
+    LD_PRELOAD=$je "$allocsim" capture \
+      -o captures/python-webworker-jemalloc-t$t.astrace --db "$db" \
+      --sample-every 10ms -- /usr/bin/python3 \
+      "$here/scripts/measure/webworker.py" --out "$tmp/webworker.trace" \
+      --requests 200 --cache-mb 4 --shrink-mb 1 --idle-s 2 --threads $t >&2
+  done
+fi
 
 echo "== measured-run files" >&2
 for f in measured/*.trace; do

@@ -124,7 +124,14 @@ def main():
     samples = []  # (t_ns, label, rss); appended to a preallocated-size list
     t0 = time.monotonic_ns()
 
+    try:  # under `allocsim capture` the marks go into the capture too
+        capture_mark = ctypes.CDLL(None).allocsim_mark
+    except AttributeError:
+        capture_mark = None
+
     def mark(label):
+        if capture_mark is not None:
+            capture_mark(label.encode())
         samples.append((time.monotonic_ns() - t0, label, rss_bytes()))
 
     def one(i):
