@@ -2379,19 +2379,6 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
   return rc;
 }
 
-/* A region that is one unit (mmapped chunk, thread stack): level 0 and
- * its one level-1 region. */
-static as_status_t walk_single(model_region_t r, model_region_fn fn,
-                               void *user, as_err_t *err) {
-  const char *mech = r.mechanism;
-  r.mechanism      = NULL;
-  r.level          = 0;
-  as_status_t rc   = fn(user, &r, err);
-  r.mechanism      = mech;
-  r.level          = 1;
-  return rc == AS_OK ? fn(user, &r, err) : rc;
-}
-
 static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
                               void *user, as_err_t *err) {
   const glibc_model_t *g  = (const glibc_model_t *)m;
@@ -2413,14 +2400,14 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
   for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
     const gchunk_t *c = &g->ch[p];
     if (c->state == CS_MMAP)
-      rc = walk_single((model_region_t){.addr         = c->addr - c->aux,
-                                        .bytes        = c->size + c->aux,
-                                        .live_bytes   = c->req,
-                                        .live_objects = 1,
-                                        .kind         = "mmapped chunk",
-                                        .mechanism    = "glibc.mmapped",
-                                        .state        = MODEL_REGION_LIVE},
-                       fn, user, err);
+      rc = model_walk_single((model_region_t){.addr         = c->addr - c->aux,
+                                              .bytes        = c->size + c->aux,
+                                              .live_bytes   = c->req,
+                                              .live_objects = 1,
+                                              .kind         = "mmapped chunk",
+                                              .mechanism    = "glibc.mmapped",
+                                              .state        = MODEL_REGION_LIVE},
+                             fn, user, err);
   }
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
     rc = nptl_stack_walk(&g->threads[t].stack, fn, user, err);

@@ -149,6 +149,15 @@ static as_status_t done(jemalloc_model_t *jm, as_status_t rc, as_err_t *err) {
   return AS_OK;
 }
 
+/* Every entry point starts here: a failed model stays failed (the same
+ * error again), else the model's clock moves to the event's time. */
+static as_status_t enter(jemalloc_model_t *jm, uint64_t t_ns, as_err_t *err) {
+  if (jm->fail != AS_OK)
+    return report(jm, err);
+  jm->now_ns = t_ns;
+  return AS_OK;
+}
+
 as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what) {
   (void)jm;
   return as_err_set(err, AS_EINVAL, "jemalloc: model inconsistency: %s",
@@ -1066,9 +1075,8 @@ static as_status_t program_writes(jemalloc_model_t *jm,
 static as_status_t jemalloc_alloc(model_t *m, const trace_event_t *ev,
                                   as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = ev->t_ns;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
   je_thread_t *th;
   as_status_t  rc = thread_of(jm, ev->thread, false, &th, err);
   if (rc == AS_OK)
@@ -1095,9 +1103,8 @@ static as_status_t jemalloc_alloc(model_t *m, const trace_event_t *ev,
 static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = ev->t_ns;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
   if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
       jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* freed by realloc(p, 0) */
     jm->objs[ev->id].pad = 0;
@@ -1153,9 +1160,8 @@ static as_status_t large_resize(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
                                     as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = ev->t_ns;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
   if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
       jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* realloc(NULL, n): malloc */
     trace_event_t as_malloc = *ev;
@@ -1263,9 +1269,8 @@ static as_status_t thread_exit(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t jemalloc_thread(model_t *m, const trace_event_t *ev,
                                    as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = ev->t_ns;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
   je_thread_t *th;
   as_status_t  rc = thread_slot(jm, ev->thread, &th, err);
   if (rc != AS_OK)
@@ -1294,9 +1299,8 @@ static as_status_t jemalloc_thread(model_t *m, const trace_event_t *ev,
 static as_status_t jemalloc_purge(model_t *m, const trace_event_t *ev,
                                   as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = ev->t_ns;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
   as_status_t rc = AS_OK;
   if (ev->size == TRACE_PURGE_TCACHE) {
     je_thread_t *th;
@@ -1322,9 +1326,8 @@ static as_status_t jemalloc_set_option(model_t *m, const char *name,
                                        int64_t value, uint64_t now_ns,
                                        as_err_t *err) {
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
-  if (jm->fail != AS_OK)
-    return report(jm, err);
-  jm->now_ns = now_ns;
+  if (enter(jm, now_ns, err) != AS_OK)
+    return jm->fail;
   bool dirty = strcmp(name, "dirty_decay_ms") == 0;
   if (!dirty && strcmp(name, "muzzy_decay_ms") != 0)
     return as_err_set(err, AS_EINVAL,
@@ -1671,15 +1674,12 @@ static as_status_t walk_bases(const je_walk_t *w, as_err_t *err) {
     const je_arena_t *a = jm->arenas[i];
     for (uint32_t k = 0; a != NULL && k < a->base.nblocks && rc == AS_OK;
          k++) {
-      model_region_t q = {.addr = a->base.blocks[k].addr,
-                          .bytes = a->base.blocks[k].size,
-                          .kind = "base block"};
-      rc = w->fn(w->user, &q, err);
-      q.mechanism = "jemalloc.metadata";
-      q.level = 1;
-      q.state = MODEL_REGION_METADATA;
-      if (rc == AS_OK)
-        rc = w->fn(w->user, &q, err);
+      rc = model_walk_single((model_region_t){.addr = a->base.blocks[k].addr,
+                                              .bytes = a->base.blocks[k].size,
+                                              .kind = "base block",
+                                              .mechanism = "jemalloc.metadata",
+                                              .state = MODEL_REGION_METADATA},
+                             w->fn, w->user, err);
     }
   }
   return rc;

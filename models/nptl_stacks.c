@@ -162,38 +162,27 @@ as_status_t nptl_stack_release(nptl_stacks_t *ns, nptl_stack_t *st,
   return AS_OK;
 }
 
-static as_status_t walk_block(model_region_t r, model_region_fn fn,
-                              void *user, as_err_t *err) {
-  const char *mech = r.mechanism;
-  r.mechanism      = NULL;
-  r.level          = 0;
-  as_status_t rc   = fn(user, &r, err);
-  r.mechanism      = mech;
-  r.level          = 1;
-  return rc == AS_OK ? fn(user, &r, err) : rc;
-}
-
 as_status_t nptl_stack_walk(const nptl_stack_t *st, model_region_fn fn,
                             void *user, as_err_t *err) {
   if (st->addr == 0)
     return AS_OK;
-  return walk_block((model_region_t){.addr      = st->addr,
-                                     .bytes     = st->bytes,
-                                     .kind      = "thread stack",
-                                     .mechanism = "glibc.thread_stack",
-                                     .state     = MODEL_REGION_LIVE},
-                    fn, user, err);
+  return model_walk_single((model_region_t){.addr      = st->addr,
+                                            .bytes     = st->bytes,
+                                            .kind      = "thread stack",
+                                            .mechanism = "glibc.thread_stack",
+                                            .state     = MODEL_REGION_LIVE},
+                           fn, user, err);
 }
 
 as_status_t nptl_stacks_walk_cache(const nptl_stacks_t *ns, model_region_fn fn,
                                    void *user, as_err_t *err) {
   as_status_t rc = AS_OK;
   for (uint32_t i = 0; i < ns->ncache && rc == AS_OK; i++)
-    rc = walk_block((model_region_t){.addr      = ns->cache[i].addr,
-                                     .bytes     = ns->cache[i].bytes,
-                                     .kind      = "cached stack",
-                                     .mechanism = "glibc.stack_cache",
-                                     .state     = MODEL_REGION_CACHED},
-                    fn, user, err);
+    rc = model_walk_single((model_region_t){.addr      = ns->cache[i].addr,
+                                            .bytes     = ns->cache[i].bytes,
+                                            .kind      = "cached stack",
+                                            .mechanism = "glibc.stack_cache",
+                                            .state     = MODEL_REGION_CACHED},
+                           fn, user, err);
   return rc;
 }

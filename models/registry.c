@@ -145,6 +145,17 @@ bool model_spec_with(const char *spec, const char *add, char *out,
   return used < len;
 }
 
+as_status_t model_walk_single(model_region_t r, model_region_fn fn,
+                              void *user, as_err_t *err) {
+  const char *mech = r.mechanism;
+  r.mechanism      = NULL;
+  r.level          = 0;
+  as_status_t rc   = fn(user, &r, err);
+  r.mechanism      = mech;
+  r.level          = 1;
+  return rc == AS_OK ? fn(user, &r, err) : rc;
+}
+
 /* ---- Counters ----------------------------------------------------------- */
 
 /* Enough for any model's counters, compositions included. */
