@@ -14,6 +14,7 @@ extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
 extern const model_methods_t model_jemalloc_methods;
+extern const model_methods_t model_mimalloc_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
@@ -21,6 +22,7 @@ static const model_methods_t *const registry[] = {
     &model_pymalloc_methods,
     &model_cpython_methods,
     &model_jemalloc_methods,
+    &model_mimalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {
@@ -75,7 +77,10 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
   if (rc != AS_OK)
     return rc;
   (*out)->methods = methods;
-  (*out)->opts    = opts;
+  /* A model may store effective values itself (mimalloc's defaults differ
+   * by version); otherwise the parsed options are its provenance. */
+  if ((*out)->opts.table == NULL)
+    (*out)->opts = opts;
   return AS_OK;
 }
 

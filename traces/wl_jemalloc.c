@@ -1,5 +1,5 @@
 /* traces/wl_jemalloc.c -- the workloads of scripts/measure/jemalloc/ (see
- * wl_jemalloc.h): decay, churn-purge and lab-decay.
+ * wl_jemalloc.h): decay and lab-decay.
  *
  * Every program writes each byte it allocates (memset), as the simulator
  * assumes, and runs on one thread.  Times: the program's own clock where
@@ -30,7 +30,7 @@
 
 /* ---- Common -------------------------------------------------------------- */
 
-typedef enum jwl_kind_e { JWL_DECAY, JWL_CHURN, JWL_LAB } jwl_kind_t;
+typedef enum jwl_kind_e { JWL_DECAY, JWL_LAB } jwl_kind_t;
 typedef enum jwl_after_e { AFTER_IDLE, AFTER_TINY, AFTER_BUSY } jwl_after_t;
 
 typedef struct jwl_src_s jwl_src_t;
@@ -45,9 +45,6 @@ struct jwl_src_s {
   uint64_t    alloc_ns, free_ns; /* phase durations, 0 = cost model */
   jwl_after_t after;
   uint64_t    t_freed, batch_no;
-  /* churn-purge */
-  uint16_t *sizes;
-  uint64_t  keep_every, idle_s;
   /* lab-decay */
   uint64_t period_ns, burst, spike, spike_every, hold, nperiods, rng;
   int64_t  spike_free_at;
@@ -91,7 +88,6 @@ static uint64_t splitmix64(uint64_t *state) {
 
 static void jwl_close(trace_source_t *src) {
   jwl_src_t *s = (jwl_src_t *)src;
-  free(s->sizes);
   free(s);
 }
 
@@ -162,85 +158,6 @@ static as_status_t decay_next(jwl_src_t *s, trace_event_t *ev) {
   }
   case 6:
     mark(s, ev, "end");
-    s->pc++;
-    return AS_OK;
-  default:
-    return AS_DONE;
-  }
-}
-
-/* ---- churn-purge (je_churn.c) --------------------------------------------
- * 150,000 x 512 B, 100,000 x 1 KiB, 50,000 x 2 KiB in an order shuffled by
- * Fisher-Yates from splitmix64(SEED); start; the mallocs; allocated; every
- * object whose index is not a multiple of KEEP_EVERY freed in order; freed;
- * samples s1 .. s(10 * IDLE_S) every 100 ms; idle_end; a tcache flush
- * (thread.tcache.flush); tcache_flushed; a purge of every arena
- * (arena.4096.purge); purged. */
-
-#define CHURN_N512 150000
-#define CHURN_N1K  100000
-#define CHURN_N2K  50000
-#define CHURN_N    (CHURN_N512 + CHURN_N1K + CHURN_N2K)
-
-static as_status_t churn_next(jwl_src_t *s, trace_event_t *ev) {
-  switch (s->pc) {
-  case 0:
-    mark(s, ev, "start");
-    s->pc++;
-    return AS_OK;
-  case 1:
-    put(s, ev, TRACE_MALLOC, s->i, s->sizes[s->i], NULL);
-    s->t_ns += s->alloc_ns ? s->alloc_ns / CHURN_N
-                           : alloc_cost(s->sizes[s->i]);
-    if (++s->i == CHURN_N)
-      s->pc++, s->i = 0;
-    return AS_OK;
-  case 2:
-    mark(s, ev, "allocated");
-    s->pc++;
-    return AS_OK;
-  case 3:
-    while (s->i < CHURN_N && s->i % s->keep_every == 0)
-      s->i++;
-    if (s->i < CHURN_N) {
-      put(s, ev, TRACE_FREE, s->i++, 0, NULL);
-      s->t_ns += s->free_ns ? s->free_ns / CHURN_N : sim_cost_measured.free_ns;
-      return AS_OK;
-    }
-    s->pc++;
-    /* fall through */
-  case 4:
-    mark(s, ev, "freed");
-    s->t_freed = s->t_ns;
-    s->pc++, s->k = 1;
-    return AS_OK;
-  case 5:
-    if (s->k <= 10 * s->idle_s) {
-      s->t_ns = s->t_freed + s->k * SAMPLE_NS;
-      sample_mark(s, ev);
-      s->k++;
-      return AS_OK;
-    }
-    s->pc++;
-    /* fall through */
-  case 6:
-    mark(s, ev, "idle_end");
-    s->pc++;
-    return AS_OK;
-  case 7:
-    put(s, ev, TRACE_PURGE, 0, TRACE_PURGE_TCACHE, NULL);
-    s->pc++;
-    return AS_OK;
-  case 8:
-    mark(s, ev, "tcache_flushed");
-    s->pc++;
-    return AS_OK;
-  case 9:
-    put(s, ev, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
-    s->pc++;
-    return AS_OK;
-  case 10:
-    mark(s, ev, "purged");
     s->pc++;
     return AS_OK;
   default:
@@ -355,8 +272,6 @@ static as_status_t jwl_next(trace_source_t *src, trace_event_t *ev,
   switch (s->kind) {
   case JWL_DECAY:
     return decay_next(s, ev);
-  case JWL_CHURN:
-    return churn_next(s, ev);
   default:
     return lab_next(s, ev);
   }
@@ -474,60 +389,6 @@ static as_status_t decay_open(const char *const *v, trace_source_t **out,
   return AS_OK;
 }
 
-static const workload_option_t churn_options[] = {
-    {"seed", "1", "splitmix64 seed of the shuffled order"},
-    {"idle-s", "10", "seconds of idle before the purge"},
-    {"keep-every", "20", "every n-th object (in allocation order) is kept"},
-    {"alloc-time", "0", "duration of the allocation phase (0: cost model)"},
-    {"free-time", "0", "duration of the free phase (0: cost model)"},
-    {NULL, NULL, NULL},
-};
-
-static as_status_t churn_open(const char *const *v, trace_source_t **out,
-                              as_err_t *err) {
-  uint64_t    seed = 0, idle = 0, keep = 0, at = 0, ft = 0;
-  as_status_t rc;
-  *out = NULL;
-  const char *wl = "churn-purge";
-  if ((rc = parse_u64(wl, "seed", v[0], 0, UINT64_MAX, &seed, err)) ||
-      (rc = parse_u64(wl, "idle-s", v[1], 0, 86400, &idle, err)) ||
-      (rc = parse_u64(wl, "keep-every", v[2], 1, CHURN_N, &keep, err)) ||
-      (rc = parse_time(wl, "alloc-time", v[3], &at, err)) ||
-      (rc = parse_time(wl, "free-time", v[4], &ft, err)))
-    return rc;
-  char args[256];
-  snprintf(args, sizeof args,
-           "churn-purge --seed %" PRIu64 " --idle-s %" PRIu64
-           " --keep-every %" PRIu64 " --alloc-time %" PRIu64
-           "ns --free-time %" PRIu64 "ns",
-           seed, idle, keep, at, ft);
-  jwl_src_t *s;
-  if ((rc = jwl_new(JWL_CHURN, args, &s, err)) != AS_OK)
-    return rc;
-  s->sizes = malloc(CHURN_N * sizeof *s->sizes);
-  if (s->sizes == NULL) {
-    jwl_close(&s->base);
-    return as_err_set(err, AS_ENOMEM, "churn-purge: out of memory");
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < CHURN_N512; i++)
-    s->sizes[k++] = 512;
-  for (size_t i = 0; i < CHURN_N1K; i++)
-    s->sizes[k++] = 1024;
-  for (size_t i = 0; i < CHURN_N2K; i++)
-    s->sizes[k++] = 2048;
-  uint64_t state = seed;
-  for (size_t i = CHURN_N - 1; i > 0; i--) {
-    size_t   j = (size_t)(splitmix64(&state) % (i + 1));
-    uint16_t t = s->sizes[i];
-    s->sizes[i] = s->sizes[j];
-    s->sizes[j] = t;
-  }
-  s->idle_s = idle, s->keep_every = keep, s->alloc_ns = at, s->free_ns = ft;
-  *out = &s->base;
-  return AS_OK;
-}
-
 static const workload_option_t lab_options[] = {
     {"seconds", "20", "how long the service runs"},
     {"period-ms", "50", "ms between request bursts (divides 100)"},
@@ -582,14 +443,6 @@ const workload_def_t workload_decay = {
                "jemalloc returns pages",
     .options = decay_options,
     .open = decay_open,
-};
-
-const workload_def_t workload_churn_purge = {
-    .name = "churn-purge",
-    .summary = "512 B-2 KiB churn keeping 1 in 20, idle, tcache flush, "
-               "arena purge",
-    .options = churn_options,
-    .open = churn_open,
 };
 
 const workload_def_t workload_lab_decay = {

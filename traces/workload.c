@@ -21,7 +21,9 @@
 #include "wl_spike.h"     /* workload_spike */
 #include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
 #include "wl_webworker.h" /* workload_webworker */
-#include "wl_jemalloc.h"  /* workload_decay, _churn_purge, _lab_decay */
+#include "wl_jemalloc.h"  /* workload_decay, _lab_decay */
+#include "wl_lab_purge.h" /* workload_lab_purge */
+#include "wl_churn_purge.h" /* workload_churn_purge */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
@@ -31,8 +33,9 @@ static const workload_def_t *const registry[] = {
     &workload_lab_arenas,
     &workload_webworker,
     &workload_decay,
-    &workload_churn_purge,
     &workload_lab_decay,
+    &workload_lab_purge,
+    &workload_churn_purge,
 };
 
 const workload_def_t *workload_find(const char *name) {

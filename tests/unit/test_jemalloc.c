@@ -549,7 +549,7 @@ static void the_heap_map_accounts_for_rss(void **state) {
   (void)state;
   sim_session_t s;
   marks_t       m;
-  run_workload("jemalloc", "churn-purge --idle-s 1", 0, &m, &s);
+  run_workload("jemalloc", "churn-purge --idle 1s", 0, &m, &s);
   walk_check_t w = {.ok = true};
   as_err_t     err = {0};
   assert_int_equal(model_walk(s.model, check_region, &w, &err), AS_OK);
@@ -562,7 +562,7 @@ static void the_heap_map_accounts_for_rss(void **state) {
   assert_true(w.live_bytes >= st.live_bytes);
   explain_result_t *x = calloc(1, sizeof *x);
   assert_non_null(x);
-  assert_int_equal(explain_now(&s, st.live_bytes, x, &err), AS_OK);
+  assert_int_equal(explain_now(&s, st.live_bytes, NULL, x, &err), AS_OK);
   uint64_t sum = 0;
   for (size_t i = 0; i < x->nitems; i++)
     sum += x->items[i].bytes;

@@ -98,8 +98,8 @@ int main(int argc, char **argv) {
     return 1;
   je_mark("purged");
   lab_meta_set("workload",
-               "churn-purge --seed %ld --idle-s %ld --keep-every %ld "
-               "--alloc-time %lldns --free-time %lldns",
+               "churn-purge --seed %ld --idle %lds --keep-every %ld "
+               "--alloc-time %lldns --free-time %lldns --sample-every 100ms",
                seed, idle_s, keep_every, t_alloc - t_start, t_free - t_free0);
   lab_finish(argv[1]);
 }
