@@ -841,6 +841,72 @@ def t_jemalloc_published(ctx):
 
 
 
+def mark_rss(ctx, run, label):
+    """Measured RSS of run at the first mark called label, bytes."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        row = c.execute("SELECT measured_rss_bytes FROM samples WHERE "
+                        "run_id=? AND kind='mark' AND label=? ORDER BY seq "
+                        "LIMIT 1", (run, label)).fetchone()
+    return row[0]
+
+
+def grown(ctx, run, label):
+    """RSS at label less RSS at start (processes start differently)."""
+    return mark_rss(ctx, run, label) - mark_rss(ctx, run, "start")
+
+
+# (runs advised, remedy, judged at, runs made with the remedy or None: the
+# same runs' own later mark, measured saving from ...)
+JEMALLOC_ADVICE = [
+    (r"measured/spike-default-r", "jemalloc, defaults", "after_free",
+     r"measured/spike-jemalloc-r"),
+    (r"measured/je-decay-idle-d10000\.", "jemalloc, immediate decay",
+     "freed", r"measured/je-decay-idle-d0\."),
+    (r"measured/je-decay-idle-d10000\.", "dirty_decay_ms=1000", "end",
+     r"measured/je-decay-idle-d1000\."),
+    (r"measured/je-churn-r", "jemalloc purge at idle_end", "idle_end",
+     None),
+]
+
+
+def t_jemalloc_advise(ctx):
+    """advise's jemalloc remedies against runs made with them: the saving
+    it predicts at the judged mark, and the saving measured (the advised
+    run's growth from start less the growth of the runs made with the
+    remedy; for the purge, the same runs' RSS at idle_end less at
+    purged)."""
+    rows = []
+    for base_re, name, mark, with_re in JEMALLOC_ADVICE:
+        base = measured_runs(ctx, base_re)
+        outs = ctx.map(lambda r: ctx.json("advise", str(r[0]), "--db",
+                                          ctx.reference, "--at", mark,
+                                          "--json"), base)
+        pred = [next(x for x in o["remedies"] if x["name"] == name)
+                ["saving_bytes_at_mark"] for o in outs]
+        if with_re is None:
+            meas = [mark_rss(ctx, r, mark) - mark_rss(ctx, r, "purged")
+                    for r, _ in base]
+            made = "the same runs' purged mark"
+        else:
+            other = [r for r, _ in measured_runs(ctx, with_re)]
+            after = statistics.mean(grown(ctx, r, mark) for r in other)
+            meas = [grown(ctx, r, mark) - after for r, _ in base]
+            made = "%s (%d)" % (stem_of(measured_runs(ctx, with_re)[0][1]),
+                                len(other))
+        growth = statistics.mean(grown(ctx, r, mark) for r, _ in base)
+        scale = abs(statistics.mean(meas))
+        if scale < 0.05 * growth:
+            scale = growth  # nothing saved: the error against the growth
+        err = max(abs(p - m) for p, m in zip(pred, meas)) / scale * 100
+        rows.append((stem_of(base[0][1]) + " (%d)" % len(base), name, mark,
+                     "%.2f" % (statistics.mean(pred) / MIB),
+                     "%.2f" % (statistics.mean(meas) / MIB), made,
+                     bold_if("%.1f" % err, err > 5)))
+    return table(["advised run", "remedy", "judged at", "predicted MiB",
+                  "measured MiB", "measured with the remedy",
+                  "worst error, % of the saving (of the growth if nil)"],
+                 rows, "lllrrlr")
+
 # ---- mimalloc (docs/models/mimalloc.md) ------------------------------------
 
 MI_RUNS = r"measured/(burst|churn|spike-mimalloc|webworker-mimalloc)-"
@@ -1156,6 +1222,7 @@ TABLES = {
     "jemalloc-measured": t_jemalloc_measured,
     "jemalloc-purge-timing": t_jemalloc_purge_timing,
     "jemalloc-published": t_jemalloc_published,
+    "jemalloc-advise": t_jemalloc_advise,
     "oracle-workloads": t_oracle_workloads,
     "oracle-traces": t_oracle_traces,
     "heaptrack-imports": t_heaptrack_imports,
