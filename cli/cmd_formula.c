@@ -12,12 +12,10 @@
 
 #define MIB 1048576.0
 
-/* The value of "--name value" or "--name=value" at argv[*i], or NULL after
- * printing a usage error. */
+/* A bad option value: a usage error (exit 2), as for every command. */
 static int bad_value(const char *opt, const char *expected, const char *got) {
-  fprintf(stderr, "allocsim formula: %s expects %s, got '%s'\n", opt, expected,
-          got);
-  return CLI_EXIT_INPUT;
+  return cli_usage_error("formula", "%s expects %s, got '%s'", opt, expected,
+                         got);
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out) {
@@ -115,9 +113,10 @@ static int formula_main(int argc, char **argv) {
   formula_result_t r;
   as_err_t         err = {0};
   if (formula_survivors(&in, &r, &err) != AS_OK) {
-    /* The message already starts with "formula: ". */
+    /* Every input is an option: a combination the formula cannot take is
+     * a usage error.  The message already starts with "formula: ". */
     fprintf(stderr, "allocsim %s\n", err.msg);
-    return CLI_EXIT_INPUT;
+    return err.code == AS_ENOMEM ? CLI_EXIT_INPUT : CLI_EXIT_USAGE;
   }
 
   bool        pages = in.page_bytes != 0 || in.mimalloc != NULL;

@@ -1032,10 +1032,15 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
           C(old_top)->state = CS_INUSE;
           w_head(g, old_top);
         } else {
+          /* 2661-2664: the whole old top is the fencepost; its size word
+           * says keep + 16, so the footer and the second fencepost's head
+           * are written at keep + 16 .. keep + 32, inside the old top (the
+           * record keeps the full size, which can end where the heap's RW
+           * part ends). */
           fence              = old_top;
           C(fence)->state    = CS_FENCE;
           w_head(g, fence);
-          w_foot(g, fence);
+          touch(g, C(fence)->addr + keep + CHUNK_HDR_SZ, 2 * SIZE_SZ);
         }
         g->heaps[nh].prev_fence = fence;
         if (keep >= MINSIZE)
@@ -2667,6 +2672,7 @@ const model_methods_t model_glibc_methods = {
     .counters   = glibc_counters,
     .walk       = glibc_walk,
     .mechanisms = glibc_mechanisms,
+    .check      = glibc_check_invariants,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

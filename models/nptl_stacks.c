@@ -21,6 +21,17 @@
 #define NPTL_STACK_MIN           16384 /* bits/pthread_stack_min.h:20 */
 #define NPTL_STACK_CACHE_MAXSIZE (UINT64_C(40) << 20) /* nptl-stack.c:23 */
 
+/* How many frame pages nptl_stack_acquire can write in a stack of
+ * stack_size bytes: from the page holding stacktop - 1 down to the first
+ * page above the guard page (offsets from the block's start, guard
+ * included). */
+static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page) {
+  uint64_t block    = stack_size + page;
+  uint64_t stacktop = block - NPTL_TLS_STATIC_BYTES;
+  uint64_t highest  = (stacktop - 1) & ~(page - 1);
+  return highest < page ? 0 : (highest - page) / page + 1;
+}
+
 as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
                              uint64_t stack_size, uint64_t thread_stack_pages,
                              const char *model, as_err_t *err) {
@@ -31,10 +42,13 @@ as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
   /* pthread_early_init.h:52: rounded up to a page; allocatestack.c:332
    * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
   ns->stack_size = (stack_size + ns->page - 1) & ~(ns->page - 1);
-  /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL */
+  /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL.
+   * The frame pages (nptl_stack_acquire) run down from the page holding
+   * stacktop - 1 and must stay above the guard page: with the static TLS
+   * over a page, that leaves one page fewer than the stack has. */
   if (ns->stack_size <
           ns->page + NPTL_TLS_STATIC_BYTES + NPTL_MINIMAL_REST_STACK ||
-      thread_stack_pages > ns->stack_size / ns->page)
+      thread_stack_pages > frame_pages_fit(ns->stack_size, ns->page))
     return as_err_set(err, AS_EINVAL,
                       "%s: stack_size=%" PRIu64
                       " with thread_stack_pages=%" PRIu64

@@ -229,6 +229,9 @@ SUMMARY_GROUPS = [
      "threads, decay lab at 1000 / 10000 ms, webworker's thread exits)",
      r"measured/(je-(decay-.*bg|decay-busy-d(1000|10000)|churn-bg|"
      r"lab-decay-d(1000|10000))|webworker-jemalloc)"),
+    ("tcmalloc: C burst/churn/cycle, CPython spike and webworker (1, 16 "
+     "threads)", r"measured/tcmalloc-"),
+    ("musl: C burst (dynamic, static), churn, bounce", r"measured/musl-"),
 ]
 
 
@@ -268,7 +271,7 @@ def variant_rows(ctx, variants):
     runs = {}
     for stem, _ in variants:
         runs[stem] = measured_runs(
-            ctx, r"measured/%s(-r\d+)?\.trace$" % re.escape(stem))
+            ctx, r"measured/%s(-r\d+)?\.(?:as)?trace$" % re.escape(stem))
     flat = [r for stem, _ in variants for r in runs[stem]]
     cmps = dict(zip([r[0] for r in flat], compare_all(ctx, flat)))
     rows = []
@@ -310,6 +313,44 @@ def t_measured_webworker(ctx):
     return table(["setup", "mark", "measured MiB", "predicted MiB",
                   "error MiB", "error % of peak", "max over repeats"],
                  variant_rows(ctx, WEBWORKER_VARIANTS), "llrrrrr")
+
+
+# gperftools tcmalloc and musl mallocng (docs/models/tcmalloc.md, musl.md):
+# scripts/measure/alloc_phases.c (a C program that records its own trace)
+# under LD_PRELOAD=libtcmalloc_minimal.so.4 or built with musl-gcc, and the
+# Python spike and webworker with tcmalloc preloaded.
+TCMALLOC_VARIANTS = [
+    ("tcmalloc-burst", "burst/free/idle"),
+    ("tcmalloc-burst-rate10", "burst, TCMALLOC_RELEASE_RATE=10"),
+    ("tcmalloc-burst-aggressive", "burst, TCMALLOC_AGGRESSIVE_DECOMMIT=1"),
+    ("tcmalloc-burst-tc1m", "burst, thread caches 1 MiB"),
+    ("tcmalloc-churn", "churn"),
+    ("tcmalloc-cycle", "2 MiB malloc/free x 1200"),
+    ("tcmalloc-cycle-rate10", "2 MiB x 1200, TCMALLOC_RELEASE_RATE=10"),
+    ("tcmalloc-spike-threads1", "spike (CPython), 1 thread"),
+    ("tcmalloc-spike-threads16", "spike (CPython), 16 threads"),
+    ("tcmalloc-webworker-threads1", "webworker (CPython), 1 thread"),
+    ("tcmalloc-webworker-threads16", "webworker (CPython), 16 threads"),
+]
+
+MUSL_VARIANTS = [
+    ("musl-burst", "burst/free/idle, dynamic"),
+    ("musl-burst-static", "burst/free/idle, static"),
+    ("musl-churn", "churn"),
+    ("musl-bounce", "malloc(5000)/free x 1000"),
+]
+
+
+def t_measured_tcmalloc(ctx):
+    return table(["run", "mark", "measured MiB", "predicted MiB",
+                  "error MiB", "error % of peak", "max over repeats"],
+                 variant_rows(ctx, TCMALLOC_VARIANTS), "llrrrrr")
+
+
+def t_measured_musl(ctx):
+    return table(["run", "mark", "measured MiB", "predicted MiB",
+                  "error MiB", "error % of peak", "max over repeats"],
+                 variant_rows(ctx, MUSL_VARIANTS), "llrrrrr")
 
 
 def model_brief(ctx, spec):
@@ -1217,6 +1258,8 @@ TABLES = {
     "measured-all": t_measured_all,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
+    "measured-tcmalloc": t_measured_tcmalloc,
+    "measured-musl": t_measured_musl,
     "measured-survivors": t_measured_survivors,
     "measured-survivors-growth": t_measured_survivors_growth,
     "published-spike": t_published_spike,

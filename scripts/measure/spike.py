@@ -180,7 +180,8 @@ def main():
     assert len(survivors) == (count + a.keep_every - 1) // a.keep_every
 
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")
+                   if k.startswith(("MALLOC_", "TCMALLOC_"))
+                   or k == "GLIBC_TUNABLES")
     # --python names the CPython whose requests traces/wl_spike.c emits
     # (3.11 or 3.14; other versions are refused there, not guessed).
     workload = ("spike --count %d --min %d --max %d --keep-every %d "

@@ -233,7 +233,8 @@ def main():
     switch_ns = sys.getswitchinterval() * 1e9
     slice_ = max(1, round(switch_ns / req_ns))
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")
+                   if k.startswith(("MALLOC_", "TCMALLOC_"))
+                   or k == "GLIBC_TUNABLES")
     workload = ("webworker --threads %d --requests %d --cache-mb %d "
                 "--shrink-mb %d --seed %d --slice %d --python %d.%d"
                 % (T, n1, a.cache_mb, a.shrink_mb, a.seed, slice_,
