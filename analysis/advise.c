@@ -221,12 +221,21 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
     return model_spec_with(composed ? libc : model, row->arg, target, target_len);
   case RK_MODEL_OPTS:
     return model_spec_with(model, row->arg, r->model, sizeof r->model);
-  case RK_LIBC_SWAP:
+  case RK_LIBC_SWAP: {
     model_spec_name(row->arg, swap, sizeof swap);
-    if (strcmp(swap, lib) == 0)
-      return false; /* already that allocator */
-    snprintf(target, target_len, "%s", row->arg);
-    return true;
+    if (strcmp(swap, lib) != 0) {
+      snprintf(target, target_len, "%s", row->arg);
+      return true;
+    }
+    /* Already that allocator: the row's settings, if it has any and the
+     * baseline does not run with them already (a jemalloc run gets
+     * "immediate decay" as MALLOC_CONF, not as a swap). */
+    const char *opts = strchr(row->arg, ':');
+    const char *base = composed ? libc : model;
+    return opts != NULL &&
+           model_spec_with(base, opts + 1, target, target_len) &&
+           strcmp(target, base) != 0;
+  }
   }
   return false;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "../analysis/store.h"
+#include "../models/model.h"
 
 typedef struct runs_out_s {
   bool   json;
@@ -26,14 +27,33 @@ static uint64_t shown_peak(const store_run_record_t *r) {
                                           : r->peak_rss_bytes;
 }
 
+/* The model as compare replays the run: a composition of a measured run
+ * names the libc model under it when that is not the default (cpython over
+ * jemalloc for a Python run that preloaded libjemalloc). */
+static void shown_model(const store_run_record_t *r, char *buf, size_t len) {
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(r->model, ":"), r->model);
+  const model_methods_t *mm = model_find(name);
+  const char            *libc = r->options;
+  size_t                 n = libc ? strcspn(libc, ":") : 0;
+  const char            *def = model_default_libc();
+  if (strcmp(r->kind, "measured") == 0 && mm != NULL && mm->composition &&
+      libc != NULL && n > 0 && (strlen(def) != n || strncmp(libc, def, n)))
+    snprintf(buf, len, "%s over %s", r->model, libc);
+  else
+    snprintf(buf, len, "%s", r->model);
+}
+
 static as_status_t print_run(void *user, const store_run_record_t *r,
                              as_err_t *err) {
   (void)err;
   runs_out_t *o = user;
   if (!o->json) {
+    char model[512];
+    shown_model(r, model, sizeof model);
     printf("%6" PRId64 "  %-9s  %-24s  %8" PRIu64 "  %12.2f  %s  %s\n", r->id,
            r->kind, r->created_at, r->nsamples,
-           (double)shown_peak(r) / (1024.0 * 1024.0), r->model, r->source);
+           (double)shown_peak(r) / (1024.0 * 1024.0), model, r->source);
     o->count++;
     return AS_OK;
   }

@@ -21,9 +21,12 @@ static const struct {
   const char *var;      /* variable name */
   char        item_sep; /* between settings */
   char        kv_sep;   /* between a setting's key and value */
+  bool        strict;   /* every key must be one the model reads: a knob
+                           left at its default would predict another run
+                           (GLIBC_TUNABLES also carries ld.so's tunables) */
 } list_vars[] = {
-    {"GLIBC_TUNABLES", ':', '='},
-    {"MALLOC_CONF", ',', ':'},
+    {"GLIBC_TUNABLES", ':', '=', false},
+    {"MALLOC_CONF", ',', ':', true},
 };
 
 /* A recorded value that says the variable was not set: empty, or what the
@@ -176,9 +179,64 @@ static const char *row_value(const model_option_t *row, const model_opts_t *o,
   return found;
 }
 
+/* Whether methods has a row spelled "VAR:key" for the key (kl bytes). */
+static bool reads_list_key(const model_methods_t *methods, const char *var,
+                           const char *key, size_t kl) {
+  size_t vl = strlen(var);
+  for (const model_option_t *row = methods->options; row->name; row++)
+    for (const char *p = row->env; p != NULL && *p != '\0';) {
+      p += strspn(p, " ");
+      size_t n = strcspn(p, " ");
+      if (n == vl + 1 + kl && strncmp(p, var, vl) == 0 && p[vl] == ':' &&
+          strncmp(p + vl + 1, key, kl) == 0)
+        return true;
+      p += n;
+    }
+  return false;
+}
+
+/* A strict list variable that the model reads (some row spells "VAR:")
+ * must hold only keys it reads: AS_EINVAL naming the first other key. */
+static as_status_t check_list_keys(const model_methods_t *methods,
+                                   model_env_get_fn get, void *user,
+                                   as_err_t *err) {
+  for (size_t i = 0; i < sizeof list_vars / sizeof list_vars[0]; i++) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s:", list_vars[i].var);
+    bool reads = false;
+    for (const model_option_t *row = methods->options; row->name && !reads;
+         row++)
+      reads = row->env != NULL && strstr(row->env, prefix) != NULL;
+    if (!list_vars[i].strict || !reads)
+      continue;
+    char        whole[512];
+    const char *v = env_value(get, user, list_vars[i].var, whole,
+                              sizeof whole);
+    for (const char *p = v; p != NULL && *p != '\0';) {
+      size_t item = strcspn(p, (char[]){list_vars[i].item_sep, '\0'});
+      size_t kl = strcspn(p, (char[]){list_vars[i].kv_sep, '\0'});
+      if (kl > item)
+        kl = item;
+      if (item > 0 && !reads_list_key(methods, list_vars[i].var, p, kl))
+        return as_err_set(err, AS_EINVAL,
+                          "%s=%s: key '%.*s' is not modelled by %s (its "
+                          "knobs: see `allocsim models`); give --model to "
+                          "replay without it",
+                          list_vars[i].var, v, (int)kl, p, methods->name);
+      p += item;
+      if (*p != '\0')
+        p++;
+    }
+  }
+  return AS_OK;
+}
+
 as_status_t model_spec_from_env(const model_methods_t *methods,
                                 model_env_get_fn get, void *user, char *buf,
                                 size_t len, as_err_t *err) {
+  as_status_t rc0 = check_list_keys(methods, get, user, err);
+  if (rc0 != AS_OK)
+    return rc0;
   model_opts_t opts;
   as_status_t  rc = model_opts_parse(methods->name, methods->options, NULL,
                                      &opts, err);

@@ -54,6 +54,7 @@
  *   Introspection (models/glibc.h)
  */
 #include "glibc.h"
+#include "nptl_stacks.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -93,19 +94,6 @@
 #define TCACHE_LARGE_BINS 12   /* g242:295 "Up to 4M chunks" */
 #define TCACHE_ALL_BINS  (TCACHE_SMALL_BINS + TCACHE_LARGE_BINS)
 
-/* nptl thread stacks, glibc 2.36 x86-64.  NPTL_TCB_BYTES = sizeof (struct
- * pthread) = TLS_TCB_SIZE (sysdeps/x86_64/nptl/tls.h:110), measured on
- * Debian 2.36-9+deb12u14 as stack top - pthread_self () in a thread.
- * NPTL_TLS_STATIC_BYTES = __nptl_tls_static_size_for_stack () (nptl/
- * nptl-stack.h:56-59: GLRO (dl_tls_static_size) rounded to its 64-byte
- * alignment; it includes the TCB and the static TLS surplus), measured as
- * 4224 with _dl_get_tls_static_info in a program linked like the labs
- * (libc only); a program loading modules with more static TLS has more. */
-#define NPTL_TCB_BYTES           2368
-#define NPTL_TLS_STATIC_BYTES    4224
-#define NPTL_MINIMAL_REST_STACK  4096  /* allocatestack.c:45 */
-#define NPTL_STACK_MIN           16384 /* bits/pthread_stack_min.h:20 */
-#define NPTL_STACK_CACHE_MAXSIZE (UINT64_C(40) << 20) /* nptl-stack.c:23 */
 #define MAX_TCACHE_COUNT UINT64_C(65535) /* malloc.c:332 UINT16_MAX */
 /* malloc.c:310,313 tidx2usize(63) = 63*16 + 32 - 8: the largest request. */
 #define MAX_TCACHE_SIZE  UINT64_C(1032)
@@ -171,18 +159,7 @@ typedef enum glibc_version_e {
     "8e99cc76a2); 2 = nproc of the machine the validation runs were "         \
     "measured on",                                                             \
     "online CPUs: the arena limit is 8*ncpus")                                 \
-  X(GO_STACK_SIZE, "stack_size", OPT_BYTES, "8388608", "bytes", NULL, NULL,    \
-    "glibc 2.36 sysdeps/nptl/pthread_early_init.h:33-53: RLIMIT_STACK "       \
-    "rounded up to a page (8 MiB: ulimit -s on the measured machine)",        \
-    "thread stack size (pthread_attr_setstacksize or ulimit -s); the "        \
-    "mapping adds one guard page")                                             \
-  X(GO_THREAD_STACK_PAGES, "thread_stack_pages", OPT_U64, "1", "", NULL, NULL, \
-    "measured: a thread running a function leaves 2 resident OS pages "       \
-    "(TCB page + 1 frame page) on Debian 2.36 x86-64 (docs/glibc-"            \
-    "validation.md Lab 5)",                                                    \
-    "OS pages of the program's own stack frames per thread, below the "       \
-    "TCB and static TLS; a trace does not record this (1 = the minimum "      \
-    "any thread that runs a function writes)")
+  NPTL_STACK_OPTIONS(X, GO_STACK_SIZE, GO_THREAD_STACK_PAGES)
 
 enum glibc_option_e { GLIBC_OPTIONS(MODEL_OPTION_KEY) GO_COUNT };
 
@@ -287,15 +264,8 @@ struct gthread_s {
   uint32_t tcache;       /* record of the tcache struct, NIL = NULL */
   uint32_t tc_head[TCACHE_ALL_BINS];  /* entries[] */
   uint16_t tc_count[TCACHE_ALL_BINS]; /* counts[] */
-  uint64_t stack_addr;   /* nptl stack block (stackblock), 0 = none */
-  uint64_t stack_bytes;  /* stackblock_size, guard included */
+  nptl_stack_t stack;    /* nptl stack block, addr 0 = none */
 };
-
-/* An exited thread's stack in the nptl stack cache (GL (dl_stack_cache)). */
-typedef struct gstack_s {
-  uint64_t addr;  /* stackblock */
-  uint64_t bytes; /* stackblock_size */
-} gstack_t;
 
 typedef struct glibc_model_s glibc_model_t;
 struct glibc_model_s {
@@ -339,11 +309,7 @@ struct glibc_model_s {
   uint32_t   nthreads;
 
   /* nptl thread stacks (nptl/allocatestack.c, nptl/nptl-stack.c) */
-  uint64_t  stack_size;         /* __default_pthread_attr stacksize */
-  uint64_t  thread_stack_pages; /* the program's own frames, OS pages */
-  gstack_t *stack_cache;        /* oldest first; the list head is the end */
-  uint32_t  nstack_cache, stack_cache_cap;
-  uint64_t  stack_cache_actsize; /* GL (dl_stack_cache_actsize) */
+  nptl_stacks_t nptl;           /* thread stacks and their cache */
 
   gchunk_t *ch;
   uint32_t  nch, ch_cap;
@@ -2203,133 +2169,15 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
 
 /* ---- nptl thread stacks ------------------------------------------------ */
 
-/* allocate_stack (nptl/allocatestack.c:214-573) for a default attribute:
- * the block is stacksize plus a guard page (332-350), taken from the stack
- * cache by get_cached_stack (58-143: the first exact size match from the
- * list head, i.e. the most recently cached, else the smallest larger one
- * unless it is over 4 times the size) or mmapped PROT_NONE (366) with all
- * but the low guard page made writable (guard_position 148-158,
- * setup_stack_prot 163-181, called at 389-397).
- * struct pthread sits at the top (377-380, TLS_TCB_AT_TP, sysdeps/x86_64/
- * nptl/tls.h:110) and is written at creation (400-420, 533-555), and the
- * static TLS init images just below it (_dl_allocate_tls, elf/dl-tls.c:
- * 630-636, into _dl_allocate_tls_init 527-610: memcpy/memset per module;
- * allocatestack.c:140 again for a cached stack).  The thread's frames start at
- * stacktop = pd + 1 - the static TLS size (allocatestack.c:562-565).  The TCB
- * and the used static TLS share the top OS page; stacktop is 128 bytes below
- * it, so the first frame page is the second page from the top (measured: 8 KiB
- * resident per thread). */
-/* How many frame pages stack_acquire can write in a stack of stack_size
- * bytes: from the page holding stacktop - 1 down to the first page above
- * the guard page (offsets from the block's start, guard included). */
-static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page) {
-  uint64_t block    = stack_size + page;
-  uint64_t stacktop = block - NPTL_TLS_STATIC_BYTES;
-  uint64_t highest  = (stacktop - 1) & ~(page - 1);
-  return highest < page ? 0 : (highest - page) / page + 1;
-}
-
+/* models/nptl_stacks.c does the work; a failure stops the model. */
 static void stack_acquire(glibc_model_t *g, gthread_t *th) {
-  if (g->fail != AS_OK)
-    return;
-  uint64_t size = g->stack_size + g->page; /* default guardsize: a page
-                                              (pthread_early_init.h:54) */
-  uint64_t addr = 0;
-  int64_t  best = -1;
-  for (uint32_t i = g->nstack_cache; i-- > 0;) { /* list head first */
-    uint64_t b = g->stack_cache[i].bytes;
-    if (b >= size && (best < 0 || b < g->stack_cache[best].bytes)) {
-      best = i;
-      if (b == size)
-        break;
-    }
-  }
-  if (best >= 0 && g->stack_cache[best].bytes <= 4 * size) {
-    addr = g->stack_cache[best].addr;
-    size = g->stack_cache[best].bytes;
-    g->stack_cache_actsize -= size;
-    memmove(&g->stack_cache[best], &g->stack_cache[best + 1],
-            (size_t)(g->nstack_cache - (uint32_t)best - 1) *
-                sizeof *g->stack_cache);
-    g->nstack_cache--;
-  } else {
-    as_status_t rc = sim_kernel_mmap(g->kernel, size, g->page, SIM_PROT_NONE,
-                                     SIM_OWNER_THREAD_STACK, &addr, &g->ferr);
-    if (rc == AS_OK)
-      rc = sim_kernel_mprotect(g->kernel, addr + g->page, size - g->page,
-                               SIM_PROT_RW, &g->ferr);
-    if (rc != AS_OK) {
-      g->fail = rc;
-      return;
-    }
-  }
-  th->stack_addr = addr;
-  th->stack_bytes = size;
-  uint64_t top = addr + size;
-  uint64_t stacktop = top - NPTL_TLS_STATIC_BYTES;
-  touch(g, top - NPTL_TCB_BYTES, NPTL_TCB_BYTES); /* TCB + static TLS */
-  if (g->thread_stack_pages > 0) {
-    uint64_t lo = ((stacktop - 1) & ~(g->page - 1)) -
-                  (g->thread_stack_pages - 1) * g->page;
-    touch(g, lo, stacktop - lo); /* the thread's own frames */
-  }
+  if (g->fail == AS_OK)
+    g->fail = nptl_stack_acquire(&g->nptl, &th->stack, &g->ferr);
 }
 
-/* Thread exit and join: start_thread's advise_stack_range (nptl/
- * pthread_create.c:550-552, allocatestack.c:186-207) drops everything more
- * than PTHREAD_STACK_MIN (16384, sysdeps/unix/sysv/linux/bits/
- * pthread_stack_min.h:20) below the exiting frame, then __nptl_deallocate_
- * stack (nptl-stack.c:109-128) queues the block at the cache's list head
- * (queue_stack, 94-107) with its resident pages, and __nptl_free_stacks
- * (56-90) unmaps from the list tail (oldest) until the cache holds at most
- * __nptl_stack_cache_maxsize = 40 MiB (nptl-stack.c:23).  The trace has no
- * join, so exit stands for both. */
 static void stack_release(glibc_model_t *g, gthread_t *th) {
-  if (th->stack_addr == 0 || g->fail != AS_OK)
-    return;
-  uint64_t addr = th->stack_addr, size = th->stack_bytes;
-  th->stack_addr = th->stack_bytes = 0;
-  uint64_t sp_page = (addr + size - NPTL_TLS_STATIC_BYTES - 1) &
-                     ~(g->page - 1); /* start_thread's frame */
-  uint64_t    freesize = sp_page - addr;
-  as_status_t rc = AS_OK;
-  if (freesize > NPTL_STACK_MIN + g->page) /* the guard page is never
-                                              resident */
-    rc = sim_kernel_madvise(g->kernel, addr + g->page,
-                            freesize - NPTL_STACK_MIN - g->page,
-                            SIM_MADV_DONTNEED, &g->ferr);
-  if (rc == AS_OK && g->nstack_cache == g->stack_cache_cap) {
-    uint32_t  n = g->stack_cache_cap ? 2 * g->stack_cache_cap : 8;
-    gstack_t *c = realloc(g->stack_cache, (size_t)n * sizeof *c);
-    if (c == NULL) {
-      set_fail(g, AS_ENOMEM, "out of memory for the stack cache");
-      return;
-    }
-    g->stack_cache = c;
-    g->stack_cache_cap = n;
-  }
-  if (rc != AS_OK) {
-    g->fail = rc;
-    return;
-  }
-  g->stack_cache[g->nstack_cache++] = (gstack_t){addr, size};
-  g->stack_cache_actsize += size;
-  uint32_t drop = 0; /* __nptl_free_stacks from the oldest */
-  while (g->stack_cache_actsize > NPTL_STACK_CACHE_MAXSIZE &&
-         drop < g->nstack_cache) {
-    gstack_t *s = &g->stack_cache[drop++];
-    g->stack_cache_actsize -= s->bytes;
-    rc = sim_kernel_munmap(g->kernel, s->addr, s->bytes, &g->ferr);
-    if (rc != AS_OK) {
-      g->fail = rc;
-      return;
-    }
-  }
-  if (drop > 0) {
-    g->nstack_cache -= drop;
-    memmove(g->stack_cache, g->stack_cache + drop,
-            (size_t)g->nstack_cache * sizeof *g->stack_cache);
-  }
+  if (g->fail == AS_OK)
+    g->fail = nptl_stack_release(&g->nptl, &th->stack, &g->ferr);
 }
 
 static as_status_t glibc_thread(model_t *m, const trace_event_t *ev,
@@ -2399,7 +2247,7 @@ static void glibc_destroy(model_t *m) {
   free(g->arenas);
   free(g->heaps);
   free(g->threads);
-  free(g->stack_cache);
+  nptl_stacks_fini(&g->nptl);
   free(g);
 }
 
@@ -2536,19 +2384,6 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
   return rc;
 }
 
-/* A region that is one unit (mmapped chunk, thread stack): level 0 and
- * its one level-1 region. */
-static as_status_t walk_single(model_region_t r, model_region_fn fn,
-                               void *user, as_err_t *err) {
-  const char *mech = r.mechanism;
-  r.mechanism      = NULL;
-  r.level          = 0;
-  as_status_t rc   = fn(user, &r, err);
-  r.mechanism      = mech;
-  r.level          = 1;
-  return rc == AS_OK ? fn(user, &r, err) : rc;
-}
-
 static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
                               void *user, as_err_t *err) {
   const glibc_model_t *g  = (const glibc_model_t *)m;
@@ -2570,31 +2405,19 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
   for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
     const gchunk_t *c = &g->ch[p];
     if (c->state == CS_MMAP)
-      rc = walk_single((model_region_t){.addr         = c->addr - c->aux,
-                                        .bytes        = c->size + c->aux,
-                                        .live_bytes   = c->req,
-                                        .live_objects = 1,
-                                        .kind         = "mmapped chunk",
-                                        .mechanism    = "glibc.mmapped",
-                                        .state        = MODEL_REGION_LIVE},
-                       fn, user, err);
+      rc = model_walk_single((model_region_t){.addr         = c->addr - c->aux,
+                                              .bytes        = c->size + c->aux,
+                                              .live_bytes   = c->req,
+                                              .live_objects = 1,
+                                              .kind         = "mmapped chunk",
+                                              .mechanism    = "glibc.mmapped",
+                                              .state        = MODEL_REGION_LIVE},
+                             fn, user, err);
   }
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
-    if (g->threads[t].stack_addr != 0)
-      rc = walk_single(
-          (model_region_t){.addr      = g->threads[t].stack_addr,
-                           .bytes     = g->threads[t].stack_bytes,
-                           .kind      = "thread stack",
-                           .mechanism = "glibc.thread_stack",
-                           .state     = MODEL_REGION_LIVE},
-          fn, user, err);
-  for (uint32_t i = 0; i < g->nstack_cache && rc == AS_OK; i++)
-    rc = walk_single((model_region_t){.addr      = g->stack_cache[i].addr,
-                                      .bytes     = g->stack_cache[i].bytes,
-                                      .kind      = "cached stack",
-                                      .mechanism = "glibc.stack_cache",
-                                      .state     = MODEL_REGION_CACHED},
-                     fn, user, err);
+    rc = nptl_stack_walk(&g->threads[t].stack, fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&g->nptl, fn, user, err);
   return rc;
 }
 
@@ -2736,26 +2559,11 @@ static as_status_t glibc_create(const model_opts_t *opts,
   g->arena_test = model_opt_u64(opts, GO_ARENA_TEST);
   g->arena_max  = model_opt_u64(opts, GO_ARENA_MAX);
   g->ncpus      = model_opt_u64(opts, GO_NCPUS);
-  g->thread_stack_pages = model_opt_u64(opts, GO_THREAD_STACK_PAGES);
-  /* pthread_early_init.h:52: rounded up to a page; allocatestack.c:332
-   * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
-  g->stack_size =
-      (model_opt_u64(opts, GO_STACK_SIZE) + g->page - 1) & ~(g->page - 1);
-  /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL.
-   * The frame pages (stack_acquire) run down from the page holding
-   * stacktop - 1 and must stay above the guard page: with the static TLS
-   * over a page, that leaves one page fewer than the stack has. */
-  if (g->stack_size <
-          g->page + NPTL_TLS_STATIC_BYTES + NPTL_MINIMAL_REST_STACK ||
-      g->thread_stack_pages > frame_pages_fit(g->stack_size, g->page)) {
-    as_err_set(err, AS_EINVAL,
-               "glibc: stack_size=%" PRIu64 " with thread_stack_pages=%" PRIu64
-               ": the stack must hold a page, the TCB and static TLS (%u "
-               "bytes), 4096 bytes more and the frame pages",
-               g->stack_size, g->thread_stack_pages,
-               (unsigned)NPTL_TLS_STATIC_BYTES);
+  if (nptl_stacks_init(&g->nptl, ctx->kernel,
+                       model_opt_u64(opts, GO_STACK_SIZE),
+                       model_opt_u64(opts, GO_THREAD_STACK_PAGES), "glibc",
+                       err) != AS_OK)
     goto fail;
-  }
 
   uint64_t mxfast = model_opt_u64(opts, GO_MXFAST);
   if (mxfast > MAX_FAST_SIZE) { /* do_set_mxfast (5413-5421) */

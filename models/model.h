@@ -266,6 +266,12 @@ static inline size_t model_counters(const model_t *m, model_counter_t *out,
                                     size_t cap) {
   return m->methods->counters ? m->methods->counters(m, out, cap) : 0;
 }
+/* A region that is a unit by itself (an mmapped chunk, a thread stack, a
+ * metadata block): fn sees r as the level-0 unit, without its mechanism,
+ * then as the unit's one level-1 region. */
+as_status_t model_walk_single(model_region_t r, model_region_fn fn, void *user,
+                              as_err_t *err);
+
 /* Walks m's heap map; AS_OK with no call when the model has no walk. */
 static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
                                      void *user, as_err_t *err) {

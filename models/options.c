@@ -192,9 +192,14 @@ as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
 
 static as_status_t apply_one(const char *model, model_opts_t *o,
                              const char *item, size_t len, as_err_t *err) {
+  /* key=value, or key:value as MALLOC_CONF spells it (jemalloc 5.3.0
+   * src/jemalloc.c malloc_conf_next splits at ':') */
   const char *eq = memchr(item, '=', len);
   if (eq == NULL)
-    return as_err_set(err, AS_EUSAGE, "%s: expected key=value, got '%.*s'",
+    eq = memchr(item, ':', len);
+  if (eq == NULL)
+    return as_err_set(err, AS_EUSAGE,
+                      "%s: expected key=value (or key:value), got '%.*s'",
                       model, (int)len, item);
   size_t klen = (size_t)(eq - item);
   int    key  = model_option_find(o->table, item, klen);

@@ -76,7 +76,7 @@ struct model_opts_s {
 };
 
 /* Fills *out with table's defaults, then applies "k=v,k=v" (may be NULL or
- * empty).  model names the model in error messages.  A key given twice is
+ * empty; "k:v,k:v", MALLOC_CONF's spelling, is accepted too).  model names the model in error messages.  A key given twice is
  * an error (AS_EUSAGE naming it), as is an unknown key (listing the known
  * ones) or a malformed value (saying what the row expects). */
 as_status_t model_opts_parse(const char *model, const model_option_t *table,

@@ -13,6 +13,7 @@ extern const model_methods_t model_ideal_methods;
 extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
+extern const model_methods_t model_jemalloc_methods;
 extern const model_methods_t model_mimalloc_methods;
 extern const model_methods_t model_tcmalloc_methods;
 extern const model_methods_t model_musl_methods;
@@ -23,6 +24,7 @@ static const model_methods_t *const registry[] = {
     &model_glibc_methods,
     &model_pymalloc_methods,
     &model_cpython_methods,
+    &model_jemalloc_methods,
     &model_mimalloc_methods,
     &model_tcmalloc_methods,
     &model_musl_methods,
@@ -160,6 +162,17 @@ bool model_spec_with(const char *spec, const char *add, char *out,
     p += *p == ',';
   }
   return used < len;
+}
+
+as_status_t model_walk_single(model_region_t r, model_region_fn fn,
+                              void *user, as_err_t *err) {
+  const char *mech = r.mechanism;
+  r.mechanism      = NULL;
+  r.level          = 0;
+  as_status_t rc   = fn(user, &r, err);
+  r.mechanism      = mech;
+  r.level          = 1;
+  return rc == AS_OK ? fn(user, &r, err) : rc;
 }
 
 /* ---- Counters ----------------------------------------------------------- */

@@ -11,6 +11,8 @@
 #          (CPython: obj/mem domains), n = 50000;
 #        - the C program capture_progs/churn, n = 50000, on glibc and with
 #          gperftools tcmalloc preloaded;
+#        - spike.py and webworker.py (reduced) under Debian's libjemalloc2
+#          through LD_PRELOAD, 1 and 16 threads;
 #   2. every measured-run file in data/measured/*.trace and *.astrace
 #      (`allocsim record`; the binary ones carry every event of a C program
 #      that recorded its own trace, scripts/measure/alloc_phases.c);
@@ -59,6 +61,23 @@ tc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 if [ -e "$tc" ]; then
   LD_PRELOAD=$tc "$allocsim" capture -o captures/c-churn-tcmalloc.astrace \
     --db "$db" --sample-every 10ms -- "$progs/churn" 50000 >&2
+fi
+# Python preloading Debian's libjemalloc2 (docs/models/jemalloc.md): the
+# spike and webworker scripts, reduced, at 1 and 16 threads.
+je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -e "$je" ]; then
+  for t in 1 16; do
+    LD_PRELOAD=$je "$allocsim" capture \
+      -o captures/python-spike-jemalloc-t$t.astrace --db "$db" \
+      --sample-every 10ms -- /usr/bin/python3 \
+      "$here/scripts/measure/spike.py" --out "$tmp/spike.trace" \
+      --count 10000 --threads $t >&2
+    LD_PRELOAD=$je "$allocsim" capture \
+      -o captures/python-webworker-jemalloc-t$t.astrace --db "$db" \
+      --sample-every 10ms -- /usr/bin/python3 \
+      "$here/scripts/measure/webworker.py" --out "$tmp/webworker.trace" \
+      --requests 200 --cache-mb 4 --shrink-mb 1 --idle-s 2 --threads $t >&2
+  done
 fi
 
 echo "== measured-run files" >&2

@@ -1573,6 +1573,23 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
   return AS_OK;
 }
 
+as_status_t sim_kernel_mmap_hint(sim_kernel_t *k, sim_addr_t hint,
+                                 uint64_t length, sim_prot_t prot,
+                                 sim_owner_t owner, sim_addr_t *addr_out,
+                                 as_err_t *err) {
+  uint64_t len = page_round_len(k, length);
+  if ((hint & (k->h.page_size - 1)) == 0 && len != 0 && hint + len > hint) {
+    const inode_t *g = itree_find(&k->gaps, hint);
+    if (g != NULL && hint + len <= g->end) {
+      as_status_t st = sim_kernel_mmap_fixed(k, hint, len, prot, owner, err);
+      if (st == AS_OK)
+        *addr_out = hint;
+      return st;
+    }
+  }
+  return sim_kernel_mmap(k, length, 0, prot, owner, addr_out, err);
+}
+
 as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
                                   uint64_t length, sim_prot_t prot,
                                   sim_owner_t owner, as_err_t *err) {

@@ -176,6 +176,17 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err);
 
+/* mmap(hint, length) without MAP_FIXED: the hint is taken when the
+ * page-aligned range [hint, hint + length) is unmapped and below mmap_top
+ * (Linux 6.1 mm/mmap.c generic_get_unmapped_area_topdown tries the hint
+ * first), else placement is sim_kernel_mmap's (no alignment).  jemalloc
+ * grows an extent in place this way under retain:false (src/extent.c
+ * :127-131, src/pages.c:112-163).  *addr_out receives the address. */
+as_status_t sim_kernel_mmap_hint(sim_kernel_t *k, sim_addr_t hint,
+                                 uint64_t length, sim_prot_t prot,
+                                 sim_owner_t owner, sim_addr_t *addr_out,
+                                 as_err_t *err);
+
 /* mmap(MAP_FIXED): replaces whatever was mapped in [addr, addr+length);
  * pages there lose residency. addr must be page-aligned. */
 as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,

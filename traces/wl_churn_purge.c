@@ -10,12 +10,15 @@
  *     (seed, 0), (seed, 1), ... of traces/wl_survivors.h), each written;
  *   - every KEEP-EVERY-th object in allocation order is kept, the others
  *     freed in allocation order;
- *   - IDLE of nothing, then a `purge tcache` event (jemalloc's
+ *   - IDLE of nothing (with SAMPLE-EVERY > 0, the marks s1, s2, ... at
+ *     freed + k * SAMPLE-EVERY up to the end of the idle: je_churn.c samples
+ *     its RSS every 100 ms), then a `purge tcache` event (jemalloc's
  *     thread.tcache.flush; nothing for allocators without a thread cache)
  *     and a `purge all` event (jemalloc's arena.<all>.purge, mimalloc's
  *     mi_collect(true); glibc has no such event and takes malloc_trim(0) as
  *     `trim`, which is what the programs call without jemalloc or mimalloc).
- * Marks: start, allocated, freed, idle_end, tcache_flushed, purged.
+ * Marks: start, allocated, freed, [s1 .. sN,] idle_end, tcache_flushed,
+ * purged.
  *
  * Virtual time: the allocations and the frees take --alloc-time and
  * --free-time when given (the measured programs record theirs), else the
@@ -39,18 +42,20 @@
 #define N_ALL (N_512 + N_1K + N_2K)
 
 typedef enum churn_step_e {
-  CS_START, CS_ALLOC, CS_ALLOCATED, CS_FREE, CS_FREED, CS_IDLE_END,
+  CS_START, CS_ALLOC, CS_ALLOCATED, CS_FREE, CS_FREED, CS_SAMPLE, CS_IDLE_END,
   CS_FLUSH, CS_FLUSHED, CS_PURGE, CS_PURGED, CS_DONE
 } churn_step_t;
 
 typedef struct churn_src_s churn_src_t;
 struct churn_src_s {
   trace_source_t base; /* must be first */
-  uint64_t       seed, keep_every, idle_ns, alloc_ns, free_ns;
+  uint64_t       seed, keep_every, idle_ns, alloc_ns, free_ns, sample_ns;
   uint16_t      *sizes; /* N_ALL sizes in allocation order */
   churn_step_t   step;
   uint64_t       i, freed; /* allocation index; frees made */
   uint64_t       t_ns, phase0;
+  uint64_t       k;         /* the next idle sample */
+  char           label[24]; /* its mark, "sK" */
 };
 
 /* The programs' shuffle of the three counts. */
@@ -121,9 +126,19 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
   }
   case CS_FREED:
     wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "freed");
-    s->t_ns += s->idle_ns;
-    s->step = CS_IDLE_END;
+    s->phase0 = s->t_ns, s->k = 1;
+    s->step = CS_SAMPLE;
     return AS_OK;
+  case CS_SAMPLE:
+    if (s->sample_ns > 0 && s->k * s->sample_ns <= s->idle_ns) {
+      s->t_ns = s->phase0 + s->k * s->sample_ns;
+      snprintf(s->label, sizeof s->label, "s%" PRIu64, s->k++);
+      wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, s->label);
+      return AS_OK;
+    }
+    s->t_ns = s->phase0 + s->idle_ns;
+    s->step = CS_IDLE_END;
+    return churn_next(src, ev, err);
   case CS_IDLE_END:
     wl_event_set(ev, s->t_ns, TRACE_MARK, 0, 0, "idle_end");
     s->step = CS_FLUSH;
@@ -164,6 +179,7 @@ static const workload_option_t churn_options[] = {
     {"keep-every", "20", "keep every Nth object in allocation order"},
     {"alloc-time", "0", "duration of the allocations (0: the cost model)"},
     {"free-time", "0", "duration of the frees (0: the cost model)"},
+    {"sample-every", "0", "a mark sK every so often in the idle (0: none)"},
     {NULL, NULL, NULL},
 };
 
@@ -184,6 +200,8 @@ static as_status_t churn_open(const char *const *values, trace_source_t **out,
     return wl_bad_option("churn-purge", "alloc-time", "a duration", values[3], err);
   if (!as_parse_duration_ns(values[4], &s.free_ns))
     return wl_bad_option("churn-purge", "free-time", "a duration", values[4], err);
+  if (!as_parse_duration_ns(values[5], &s.sample_ns))
+    return wl_bad_option("churn-purge", "sample-every", "a duration (100ms, 0)", values[5], err);
   churn_src_t *p = calloc(1, sizeof *p);
   uint16_t    *sizes = malloc(N_ALL * sizeof *sizes);
   if (p == NULL || sizes == NULL) {
@@ -197,8 +215,10 @@ static as_status_t churn_open(const char *const *values, trace_source_t **out,
   p->base.methods = &churn_methods;
   snprintf(p->base.name, sizeof p->base.name,
            "churn-purge --seed %" PRIu64 " --idle %s --keep-every %" PRIu64
-           " --alloc-time %s --free-time %s",
-           p->seed, values[1], p->keep_every, values[3], values[4]);
+           " --alloc-time %s --free-time %s%s%s",
+           p->seed, values[1], p->keep_every, values[3], values[4],
+           p->sample_ns ? " --sample-every " : "",
+           p->sample_ns ? values[5] : "");
   as_status_t rc = wl_describe(&p->base, "traces/wl_churn_purge.c", err);
   if (rc != AS_OK) {
     churn_close(&p->base);

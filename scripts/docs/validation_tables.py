@@ -208,7 +208,8 @@ SUMMARY_GROUPS = [
     ("spike, mmap_threshold=512", r"measured/spike-mmap512-r"),
     ("lab 3 (brk heap), lab 4 (mmap threshold)",
      r"measured/lab-(brk|mmap-threshold)"),
-    ("capture of a Python script / a C churn program", r"^captures/"),
+    ("capture of a Python script / a C churn program",
+     r"^captures/(?!python-.*-jemalloc)"),
     ("survivors, 512 B", r"measured/survivors-s512-(?!.*pythonmalloc)"),
     ("survivors, 512 B, PYTHONMALLOC=malloc",
      r"measured/survivors-.*-pythonmalloc-malloc-r"),
@@ -220,6 +221,14 @@ SUMMARY_GROUPS = [
      r"measured/webworker-threads64-"),
     ("lab 5 (64 threads, arena_max unset / 8 / 1, control)",
      r"measured/lab-arenas-"),
+    ("jemalloc: decay 0 / -1, idle and tiny mallocs at 1000 / 10000 ms, "
+     "churn and purge, decay lab at 0 / -1, spike, captures",
+     r"measured/(je-(decay-(idle|tiny)-d|decay-busy-d(-1|0)\.|churn-r|"
+     r"lab-decay-d(-1|0)-)|spike-jemalloc)|captures/python-.*-jemalloc"),
+    ("jemalloc: purges timed by seeds or threads (busy decay, background "
+     "threads, decay lab at 1000 / 10000 ms, webworker's thread exits)",
+     r"measured/(je-(decay-.*bg|decay-busy-d(1000|10000)|churn-bg|"
+     r"lab-decay-d(1000|10000))|webworker-jemalloc)"),
     ("tcmalloc: C burst/churn/cycle, CPython spike and webworker (1, 16 "
      "threads)", r"measured/tcmalloc-"),
     ("musl: C burst (dynamic, static), churn, bounce", r"measured/musl-"),
@@ -707,6 +716,244 @@ def t_figures_survivors(ctx):
         rows.append((meta["setup"], shown))
     return table(["case", "published MiB"], rows, "lr")
 
+
+# ---- jemalloc (docs/models/jemalloc.md) -------------------------------------
+
+JEMALLOC_RUNS = (r"^(measured/(je-|spike-jemalloc|webworker-jemalloc)|"
+                 r"captures/python-.*-jemalloc)")
+
+
+def stem_of(source):
+    return re.sub(r"(-r\d+)?\.(astrace|trace)$", "", os.path.basename(source))
+
+
+def jemalloc_groups(ctx):
+    """[(stem, [(run, compare)])] of the jemalloc runs, in run order."""
+    runs = measured_runs(ctx, JEMALLOC_RUNS)
+    groups = {}
+    for (run, source), c in zip(runs, compare_all(ctx, runs)):
+        groups.setdefault(stem_of(source), []).append((run, c))
+    return list(groups.items())
+
+
+def t_jemalloc_measured(ctx):
+    """Every jemalloc configuration measured here: the worst sample, and
+    how many samples (marks and 100 ms samples, over all repeats) lie
+    within 5 % of the run's measured peak."""
+    rows = []
+    for stem, members in jemalloc_groups(ctx):
+        pts = [m for _, c in members for m in c["marks"]
+               if m.get("predicted_rss_bytes") is not None]
+        worst = max(pts, key=lambda m: abs(m["error_pct_of_peak"]))
+        within = sum(abs(m["error_pct_of_peak"]) <= 5 for m in pts)
+        first = members[0][1]
+        spec = first["libc"] if first["model"].startswith("cpython") \
+            else first["model"]
+        rows.append((stem, len(members), model_brief(ctx, spec),
+                     mib(max(c["peak_measured_rss_bytes"]
+                             for _, c in members)),
+                     bold_if("%+.2f (%s)" % (worst["error_pct_of_peak"],
+                                             worst["label"]),
+                             abs(worst["error_pct_of_peak"]) > 5),
+                     "%d / %d" % (within, len(pts)),
+                     "%.2f" % (statistics.mean(
+                         c["series"]["mean_abs_error_bytes"]
+                         for _, c in members) / MIB)))
+    return table(["measured", "runs", "model as replayed", "peak MiB",
+                  "worst error, % of peak (sample)",
+                  "samples within 5 % of peak", "mean abs err MiB"],
+                 rows, "lrlrrrr")
+
+
+def purge_time(marks, key):
+    """Seconds after 'freed' at which RSS (key) first fell half-way from
+    its value at 'freed' to its lowest later value, or None when it fell by
+    less than 10 % of the peak (no purge)."""
+    labels = [m["label"] for m in marks]
+    if "freed" not in labels:
+        return None
+    i = labels.index("freed")
+    after = [m for m in marks[i:] if m.get(key) is not None]
+    top, low = after[0][key], min(m[key] for m in after)
+    peak = max(m[key] for m in marks if m.get(key) is not None)
+    if top - low < 0.1 * peak:
+        return None
+    for m in after:
+        k = re.match(r"s(\d+)$", m["label"])
+        if k and m[key] <= top - (top - low) / 2:
+            return int(k.group(1)) / 10.0
+    return None
+
+
+def fmt_t(t):
+    return "none" if t is None else "%.1f" % t
+
+
+# The tsd and decay_t addresses that seed a thread's tick counter and the
+# epochs' jitter differ from run to run under ASLR (docs/models/jemalloc.md):
+# the model is run with these seeds, the defaults shifted by k pages.
+SEED_SHIFTS = [4096 * k for k in range(8)]
+
+
+def t_jemalloc_purge_timing(ctx):
+    """When the freed memory went back, for the runs whose timing depends
+    on the decay clock, the tick counter or background threads: each
+    measured run, the model with its default seeds, and the model over
+    the seeds a run can have."""
+    model_brief(ctx, "jemalloc:prng_seed=0")  # reads the defaults
+    d = ctx.defaults["jemalloc"]
+    prng0, jitter0 = int(d["prng_seed"]), int(d["jitter_seed"])
+    rows, jobs = [], []
+    for stem, members in jemalloc_groups(ctx):
+        if not re.search(r"je-(decay-.*-(bg\d+|d1000|d10000)|churn)", stem):
+            continue
+        run = members[0][0]
+        workload = run_meta(ctx, run)["workload"].split()
+        spec = members[0][1]["model"]
+        # A busy loop ticks the decay clock all the time, so the seeds move
+        # its purges by less than a sample; its 100 M-event replays are the
+        # runs' own (default seeds), not eight more.
+        futs = [] if "-busy-" in stem else [ctx.pool.submit(
+            ctx.json, "run", *workload, "--model",
+            "%s,prng_seed=%d,jitter_seed=%d" % (
+                re.sub(r",?(prng|jitter)_seed=\d+", "", spec),
+                prng0 + k, jitter0 + k), "--settle", "0", "--json")
+            for k in SEED_SHIFTS]
+        jobs.append((stem, members, futs))
+    for stem, members, futs in jobs:
+        meas = [purge_time(c["marks"], "measured_rss_bytes")
+                for _, c in members]
+        replays = [purge_time(c["marks"], "predicted_rss_bytes")
+                   for _, c in members]
+        dflt = sorted(set(fmt_t(t) for t in replays))
+        seeded = ([purge_time(f.result()["marks"], "rss_bytes") for f in futs]
+                  if futs else replays)
+        known = [t for t in seeded if t is not None]
+        span = ("none" if not known else
+                "%.1f–%.1f" % (min(known), max(known)) if len(known) > 1
+                else "%.1f" % known[0])
+        if None in seeded and known:
+            span += ", none"
+        inside = all((t is None and None in seeded) or
+                     (t is not None and known and
+                      min(known) - 0.1 <= t <= max(known) + 0.1)
+                     for t in meas)
+        rows.append((stem, ", ".join(fmt_t(t) for t in meas),
+                     ", ".join(dflt), span,
+                     "yes" if inside else "**no**"))
+    return table(["measured", "half purged, s after the free (each run)",
+                  "model, default seeds", "model over %d seeds (busy: "
+                  "the default's)" % len(SEED_SHIFTS),
+                  "every measured run inside"],
+                 rows, "lllll")
+
+
+JEMALLOC_PUBLISHED = [
+    ("webworker-jemalloc-threads1", 1, ""),
+    ("webworker-jemalloc-threads64", 64, ""),
+    ("webworker-jemalloc-bg-threads64", 64, ",background_thread=true")]
+
+
+def t_jemalloc_published(ctx):
+    """The webworker study's jemalloc rows: the study gives no start RSS
+    for them, only that the interpreter starts at 18 to 25 MB under other
+    allocators, so predicted = simulated growth + 18..25 MiB.  Its machine
+    had 4 vCPUs (16 arenas); its jemalloc's page size is not given (12 =
+    4 KiB as configure picks on a 4 KiB build host, 16 = 64 KiB as some
+    arm64 builds use)."""
+    jobs = []
+    for stem, threads, knobs in JEMALLOC_PUBLISHED:
+        for lg in (12, 16):
+            spec = "jemalloc:ncpus=4,lg_page=%d%s" % (lg, knobs)
+            jobs.append((stem, lg, ctx.pool.submit(
+                ctx.json, "run", "webworker", "--python", "3.14",
+                "--threads", str(threads), "--libc", spec, "--settle", "0",
+                "--json")))
+    rows = []
+    for stem, lg, fut in jobs:
+        path = os.path.join(ctx.root, "data", "published", stem + ".trace")
+        meta, pub = provenance(path), dict(published_marks(path))
+        sim = {m["label"]: m["rss_bytes"] / MIB for m in fut.result()["marks"]}
+        cells = [meta["setup"], "%d" % lg]
+        for label in ("under_load", "after_idle"):
+            lo, hi = sim[label] + 18, sim[label] + 25
+            e_lo = 100 * (lo - pub[label]) / pub[label]
+            e_hi = 100 * (hi - pub[label]) / pub[label]
+            miss = min(abs(e_lo), abs(e_hi)) > 10 and e_lo * e_hi > 0
+            cells += ["%d" % pub[label], "%.0f–%.0f" % (lo, hi),
+                      bold_if("%+.0f to %+.0f %%" % (e_lo, e_hi), miss)]
+        rows.append(cells)
+    return table(["setup (webworker study)", "lg_page", "under load MB",
+                  "predicted", "error", "after shrink + 12 s idle MB",
+                  "predicted", "error"], rows, "lrrrrrrr")
+
+
+
+def mark_rss(ctx, run, label):
+    """Measured RSS of run at the first mark called label, bytes."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        row = c.execute("SELECT measured_rss_bytes FROM samples WHERE "
+                        "run_id=? AND kind='mark' AND label=? ORDER BY seq "
+                        "LIMIT 1", (run, label)).fetchone()
+    return row[0]
+
+
+def grown(ctx, run, label):
+    """RSS at label less RSS at start (processes start differently)."""
+    return mark_rss(ctx, run, label) - mark_rss(ctx, run, "start")
+
+
+# (runs advised, remedy, judged at, runs made with the remedy or None: the
+# same runs' own later mark, measured saving from ...)
+JEMALLOC_ADVICE = [
+    (r"measured/spike-default-r", "jemalloc, defaults", "after_free",
+     r"measured/spike-jemalloc-r"),
+    (r"measured/je-decay-idle-d10000\.", "jemalloc, immediate decay",
+     "freed", r"measured/je-decay-idle-d0\."),
+    (r"measured/je-decay-idle-d10000\.", "dirty_decay_ms=1000", "end",
+     r"measured/je-decay-idle-d1000\."),
+    (r"measured/je-churn-r", "jemalloc purge at idle_end", "idle_end",
+     None),
+]
+
+
+def t_jemalloc_advise(ctx):
+    """advise's jemalloc remedies against runs made with them: the saving
+    it predicts at the judged mark, and the saving measured (the advised
+    run's growth from start less the growth of the runs made with the
+    remedy; for the purge, the same runs' RSS at idle_end less at
+    purged)."""
+    rows = []
+    for base_re, name, mark, with_re in JEMALLOC_ADVICE:
+        base = measured_runs(ctx, base_re)
+        outs = ctx.map(lambda r: ctx.json("advise", str(r[0]), "--db",
+                                          ctx.reference, "--at", mark,
+                                          "--json"), base)
+        pred = [next(x for x in o["remedies"] if x["name"] == name)
+                ["saving_bytes_at_mark"] for o in outs]
+        if with_re is None:
+            meas = [mark_rss(ctx, r, mark) - mark_rss(ctx, r, "purged")
+                    for r, _ in base]
+            made = "the same runs' purged mark"
+        else:
+            other = [r for r, _ in measured_runs(ctx, with_re)]
+            after = statistics.mean(grown(ctx, r, mark) for r in other)
+            meas = [grown(ctx, r, mark) - after for r, _ in base]
+            made = "%s (%d)" % (stem_of(measured_runs(ctx, with_re)[0][1]),
+                                len(other))
+        growth = statistics.mean(grown(ctx, r, mark) for r, _ in base)
+        scale = abs(statistics.mean(meas))
+        if scale < 0.05 * growth:
+            scale = growth  # nothing saved: the error against the growth
+        err = max(abs(p - m) for p, m in zip(pred, meas)) / scale * 100
+        rows.append((stem_of(base[0][1]) + " (%d)" % len(base), name, mark,
+                     "%.2f" % (statistics.mean(pred) / MIB),
+                     "%.2f" % (statistics.mean(meas) / MIB), made,
+                     bold_if("%.1f" % err, err > 5)))
+    return table(["advised run", "remedy", "judged at", "predicted MiB",
+                  "measured MiB", "measured with the remedy",
+                  "worst error, % of the saving (of the growth if nil)"],
+                 rows, "lllrrlr")
 
 # ---- mimalloc (docs/models/mimalloc.md) ------------------------------------
 
@@ -1225,6 +1472,10 @@ TABLES = {
     "figures-spike": t_figures_spike,
     "figures-webworker": t_figures_webworker,
     "figures-survivors": t_figures_survivors,
+    "jemalloc-measured": t_jemalloc_measured,
+    "jemalloc-purge-timing": t_jemalloc_purge_timing,
+    "jemalloc-published": t_jemalloc_published,
+    "jemalloc-advise": t_jemalloc_advise,
     "oracle-workloads": t_oracle_workloads,
     "oracle-traces": t_oracle_traces,
     "heaptrack-imports": t_heaptrack_imports,
@@ -1283,6 +1534,8 @@ def main():
     ap.add_argument("--root", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="",
+                    help="tables not to make (comma-separated)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true")
@@ -1303,9 +1556,13 @@ def main():
             print("%-22s %s" % (name, ", ".join(used.get(name, ["(unused)"]))))
         return 0
     names = [n for n in a.only.split(",") if n] or list(TABLES)
-    for n in names:
-        if n not in TABLES:
-            sys.exit("validation_tables.py: --only: unknown table '%s'" % n)
+    skip = [n for n in a.skip.split(",") if n]
+    for opt, listed in (("--only", names), ("--skip", skip)):
+        for n in listed:
+            if n not in TABLES:
+                sys.exit("validation_tables.py: %s: unknown table '%s'"
+                         % (opt, n))
+    names = [n for n in names if n not in skip]
     ctx = Allocsim(os.path.abspath(a.allocsim), root, max(1, a.jobs))
     made = {n: TABLES[n](ctx) for n in names}
     if not (a.write or a.check):
@@ -1313,7 +1570,8 @@ def main():
             print("<!-- %s -->\n%s\n" % (n, made[n]))
         return 0
     differ = 0
-    for p, text in files.items():
+    for p in files:
+        text = open(p).read()  # as it is now: edits made while tables ran
         new = replace(text, made)
         if new == text:
             continue

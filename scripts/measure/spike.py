@@ -83,6 +83,20 @@ class MallInfo2(ctypes.Structure):
         "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
+def preload_meta():
+    """The libc spec, unless LD_PRELOAD put another allocator in place: then
+    the environment that chose it (env.LD_PRELOAD, env.MALLOC_CONF, the
+    keys allocsim capture writes) and the CPU count, from which allocsim
+    picks that allocator's model (models/env.c)."""
+    pre = os.environ.get("LD_PRELOAD")
+    if not pre:
+        return [("libc", libc_spec())]
+    meta = [("env.LD_PRELOAD", pre), ("ncpus", str(os.cpu_count()))]
+    if "MALLOC_CONF" in os.environ:
+        meta.append(("env.MALLOC_CONF", os.environ["MALLOC_CONF"]))
+    return meta
+
+
 def libc_spec():
     knobs = ["ncpus=%d" % os.cpu_count()]
     for env, knob in GLIBC_ENV:
@@ -110,7 +124,14 @@ def main():
     samples = []  # (t_ns, label, rss); appended to a preallocated-size list
     t0 = time.monotonic_ns()
 
+    try:  # under `allocsim capture` the marks go into the capture too
+        capture_mark = ctypes.CDLL(None).allocsim_mark
+    except AttributeError:
+        capture_mark = None
+
     def mark(label):
+        if capture_mark is not None:
+            capture_mark(label.encode())
         samples.append((time.monotonic_ns() - t0, label, rss_bytes()))
 
     def one(i):
@@ -171,8 +192,7 @@ def main():
         ("kind", "measured"),
         ("workload", workload),
         ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
-    ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
-         if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
+    ] + preload_meta() + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),

@@ -109,6 +109,20 @@ GLIBC_ENV = [
 ]
 
 
+def preload_meta():
+    """The libc spec, unless LD_PRELOAD put another allocator in place: then
+    the environment that chose it (env.LD_PRELOAD, env.MALLOC_CONF, the
+    keys allocsim capture writes) and the CPU count, from which allocsim
+    picks that allocator's model (models/env.c)."""
+    pre = os.environ.get("LD_PRELOAD")
+    if not pre:
+        return [("libc", libc_spec())]
+    meta = [("env.LD_PRELOAD", pre), ("ncpus", str(os.cpu_count()))]
+    if "MALLOC_CONF" in os.environ:
+        meta.append(("env.MALLOC_CONF", os.environ["MALLOC_CONF"]))
+    return meta
+
+
 def libc_spec():
     knobs = ["ncpus=%d" % os.cpu_count()]
     for env, knob in GLIBC_ENV:
@@ -236,8 +250,7 @@ def main():
         ("workload", workload),
         ("model", "cpython:version=%d.%d%s" % (sys.version_info[:2]
                                                + (",build=ft" if ft else "",))),
-    ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
-         if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
+    ] + preload_meta() + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),

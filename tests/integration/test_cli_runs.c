@@ -127,12 +127,45 @@ static void runs_refuses_a_missing_store_and_a_missing_db_option(
   assert_int_equal(allocsim(out, sizeof out, "runs --db"), 2);
 }
 
+/* A Python run that preloaded libjemalloc (its recorded environment):
+ * runs shows the model compare replays it on, cpython over jemalloc with
+ * the run's MALLOC_CONF, and compare picks that by itself. */
+static void a_preloaded_run_is_listed_with_the_model_compare_uses(
+    void **state) {
+  fixture_t *f = *state;
+  char       trace[160], args[512], out[4096];
+  snprintf(trace, sizeof trace, "%s.out", f->db); /* removed by teardown */
+  FILE *t = fopen(trace, "w");
+  assert_non_null(t);
+  fputs("allocsim-trace 1\n"
+        "#@ kind=measured\n"
+        "#@ python=3.11.2\n"
+        "#@ env.LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"
+        "#@ env.MALLOC_CONF=dirty_decay_ms:1000\n"
+        "#@ workload=spike --count 1000\n"
+        "0 0 mark start\n0 0 rss 14MiB\n0 0 mark peak\n0 0 rss 17MiB\n",
+        t);
+  assert_int_equal(fclose(t), 0);
+  snprintf(args, sizeof args, "record %s --db %s", trace, f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  snprintf(args, sizeof args, "runs --db %s", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(
+      strstr(out, "cpython:version=3.11 over jemalloc:dirty_decay_ms=1000"));
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "libc          jemalloc:dirty_decay_ms=1000"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
           replayed_run_is_stored_and_listed_with_its_peak, setup, teardown),
       cmocka_unit_test_setup_teardown(
           runs_refuses_a_missing_store_and_a_missing_db_option, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

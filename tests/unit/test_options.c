@@ -90,11 +90,22 @@ static void malformed_values_name_what_was_expected(void **state) {
                       "m: option version expects 3.11|3.14, got '3.12'");
   assert_int_equal(model_opts_parse("m", table, "arena_max", &o, &err),
                    AS_EUSAGE);
-  assert_string_equal(err.msg, "m: expected key=value, got 'arena_max'");
+  assert_string_equal(err.msg, "m: expected key=value (or key:value), got 'arena_max'");
   assert_int_equal(
       model_opts_parse("m", table, "mmap_threshold=99999999999999999999", &o,
                        &err),
       AS_EUSAGE);
+}
+
+/* MALLOC_CONF spells a setting key:value (jemalloc 5.3.0 src/jemalloc.c
+ * malloc_conf_next); the same string is accepted after --model. */
+static void malloc_conf_spelling_is_accepted(void **state) {
+  (void)state;
+  model_opts_t o;
+  assert_int_equal(
+      model_opts_parse("m", table, "arena_max:2,dirty_decay_ms=0", &o, NULL),
+      AS_OK);
+  assert_int_equal(model_opt_u64(&o, 0), 2);
 }
 
 static void format_lists_every_effective_value(void **state) {
@@ -185,6 +196,7 @@ int main(void) {
       cmocka_unit_test(unknown_option_lists_the_known_ones),
       cmocka_unit_test(a_repeated_option_is_an_error),
       cmocka_unit_test(malformed_values_name_what_was_expected),
+      cmocka_unit_test(malloc_conf_spelling_is_accepted),
       cmocka_unit_test(format_lists_every_effective_value),
       cmocka_unit_test(byte_suffixes_are_powers_of_1024),
       cmocka_unit_test(decimals_parse_exactly),

@@ -140,6 +140,17 @@ static void churn_purge_follows_the_churn_programs(void **state) {
   assert_int_equal(t.frees, 200000);
   assert_int_equal(t.label_t[1], 2000 * MS);
   assert_int_equal(t.label_t[2], 3000 * MS);
+  /* je_churn.c's 100 ms samples of the idle: s1 .. s10 in a 1 s idle, the
+   * last one at idle_end */
+  run("churn-purge --idle 1s --sample-every 100ms", &t);
+  assert_int_equal(t.nlabels, 16);
+  assert_string_equal(t.labels[3], "s1");
+  assert_int_equal(t.label_t[3] - t.label_t[2], 100 * MS);
+  assert_string_equal(t.labels[12], "s10");
+  assert_string_equal(t.labels[13], "idle_end");
+  assert_int_equal(t.label_t[13], t.label_t[12]);
+  assert_int_equal(t.label_t[13] - t.label_t[2], 1000 * MS);
+  assert_true(t.monotone);
 }
 
 static void bad_options_name_the_option(void **state) {
@@ -155,6 +166,9 @@ static void bad_options_name_the_option(void **state) {
        "churn-purge: --keep-every must be a positive integer, got '0'"},
       {"churn-purge --idle soon",
        "churn-purge: --idle must be a duration (10s, 500ms), got 'soon'"},
+      {"churn-purge --sample-every often",
+       "churn-purge: --sample-every must be a duration (100ms, 0), got "
+       "'often'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     trace_source_t *src = NULL;

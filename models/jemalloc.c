@@ -1,0 +1,2135 @@
+/* models/jemalloc.c -- jemalloc 5.3.0 (Debian 12: libjemalloc2 5.3.0-1),
+ * as a preloaded malloc: size classes, arenas chosen per thread, thread
+ * caches, slabs of small regions, large extents, the huge arena, and --
+ * in jemalloc_extent.c -- extent caches with decay and background threads,
+ * and -- in jemalloc_base.c -- its metadata.
+ *
+ * Why: jemalloc keeps freed pages as "dirty" extents and returns them on a
+ * clock (dirty_decay_ms, 10 s by default) that advances only when the
+ * program calls into the allocator: about one arena-level operation in a
+ * thousand runs the decay (thread-cache hits never do).  An idle process
+ * therefore keeps everything, a busy one returns memory along a smooth
+ * curve, dirty_decay_ms:0 returns each freed extent at once with one
+ * madvise, and background threads purge on their own timers.  Which pages
+ * stay resident depends on exact placement: lowest slab and region first,
+ * first-fit extents by age and address, per-thread caches and arenas.
+ *
+ * Citations are to tag 5.3.0 of github:jemalloc/jemalloc; the rules and
+ * what is left out are in docs/models/jemalloc.md.
+ *
+ * Page touches: jemalloc never writes into the memory it hands out (slab
+ * bitmaps and free lists live in its metadata), so a region's pages become
+ * resident when the program writes them; calloc memsets a small region
+ * (tcache_inlines.h:74-78) and zeroes a recycled large extent with
+ * MADV_DONTNEED (ehooks.c:231-245).  A large object starts at a random
+ * 64-byte multiple inside its first page (cache-oblivious, one extra page
+ * per large extent: arena_inlines_b.h:426-452, sz.c:110).
+ *
+ * Sections
+ *   Options                       Size classes
+ *   Arenas                        Threads and arena choice
+ *   Slabs and bins                Thread cache
+ *   Large objects                 Allocation entry points
+ *   Model interface               Introspection (models/jemalloc.h)
+ */
+#include "jemalloc_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/grow.h"
+
+#define E(jm, e) (&(jm)->ext[(e)])
+
+/* ---- Options ------------------------------------------------------------- */
+
+#define JEMALLOC_OPTIONS(X)                                                    \
+  X(JO_NARENAS, "narenas", OPT_U64, "0", "", NULL, "MALLOC_CONF:narenas",      \
+    "jemalloc 5.3.0 src/jemalloc.c:1975-1993 malloc_narenas_default: "        \
+    "0 = 4 * ncpus (opt_narenas_ratio 4, :153) when ncpus > 1, else 1",       \
+    "automatic arenas for application threads")                                \
+  X(JO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
+    "jemalloc 5.3.0 src/jemalloc.c:717-760 malloc_ncpus (CPU_COUNT of "       \
+    "sched_getaffinity); 2 = the machine the validation runs were measured "  \
+    "on",                                                                      \
+    "CPUs jemalloc sees: narenas = 4 * ncpus")                                 \
+  X(JO_DIRTY_DECAY_MS, "dirty_decay_ms", OPT_I64, "10000", "ms", NULL,         \
+    "MALLOC_CONF:dirty_decay_ms",                                              \
+    "jemalloc 5.3.0 include/jemalloc/internal/arena_types.h:7 "               \
+    "DIRTY_DECAY_MS_DEFAULT; range src/jemalloc.c:1312-1315",                 \
+    "time freed pages stay resident before MADV_DONTNEED (-1 never, 0 at "    \
+    "once)")                                                                   \
+  X(JO_MUZZY_DECAY_MS, "muzzy_decay_ms", OPT_I64, "0", "ms", NULL,             \
+    "MALLOC_CONF:muzzy_decay_ms",                                              \
+    "jemalloc 5.3.0 arena_types.h:8 MUZZY_DECAY_MS_DEFAULT (0 since 5.2.0)",  \
+    "time MADV_FREE'd pages wait before MADV_DONTNEED (0: no lazy step)")     \
+  X(JO_BACKGROUND_THREAD, "background_thread", OPT_BOOL, "false", "", NULL,    \
+    "MALLOC_CONF:background_thread",                                           \
+    "jemalloc 5.3.0 src/background_thread.c:12-14 "                           \
+    "BACKGROUND_THREAD_DEFAULT",                                               \
+    "purge from background threads on their own timers")                       \
+  X(JO_MAX_BG_THREADS, "max_background_threads", OPT_U64, "4", "", NULL,       \
+    "MALLOC_CONF:max_background_threads",                                      \
+    "jemalloc 5.3.0 src/background_thread.c:781-784, "                        \
+    "background_thread_structs.h DEFAULT_NUM_BACKGROUND_THREAD 4",            \
+    "background threads; thread i serves arenas i, i + max, ...")             \
+  X(JO_RETAIN, "retain", OPT_BOOL, "true", "", NULL, "MALLOC_CONF:retain",     \
+    "jemalloc 5.3.0 src/extent_mmap.c:10-16, configure.ac:700-702 (64-bit)",  \
+    "keep purged address space (MADV_DONTNEED) instead of munmap")            \
+  X(JO_OVERSIZE_THRESHOLD, "oversize_threshold", OPT_BYTES, "8388608",         \
+    "bytes", NULL, "MALLOC_CONF:oversize_threshold",                           \
+    "jemalloc 5.3.0 arena_types.h:42 OVERSIZE_THRESHOLD_DEFAULT; 0 disables "  \
+    "(arena.c:1745-1763)",                                                     \
+    "requests this large go to the huge arena, purged at once")               \
+  X(JO_TCACHE, "tcache", OPT_BOOL, "true", "", NULL, "MALLOC_CONF:tcache",     \
+    "jemalloc 5.3.0 src/tcache.c:13 opt_tcache", "per-thread caches")          \
+  X(JO_TCACHE_MAX, "tcache_max", OPT_BYTES, "32768", "bytes", NULL,            \
+    "MALLOC_CONF:tcache_max",                                                  \
+    "jemalloc 5.3.0 src/tcache.c:16 opt_tcache_max; at most 8 MiB "           \
+    "(tcache_types.h:30-31, src/jemalloc.c:1374-1376)",                       \
+    "largest size class the thread cache holds")                               \
+  X(JO_LG_TCACHE_MAX, "lg_tcache_max", OPT_I64, "-1", "", NULL,                \
+    "MALLOC_CONF:lg_tcache_max",                                               \
+    "jemalloc 5.3.0 src/jemalloc.c:1377-1391: tcache_max = 1 << value, "      \
+    "clipped to 23; -1 = not set (tcache_max applies)",                        \
+    "tcache_max as a power of two (the older spelling)")                       \
+  X(JO_LG_PAGE, "lg_page", OPT_U64, "12", "", NULL, NULL,                      \
+    "configure --with-lg-page: 12 in Debian's amd64 build (LG_PAGE, "         \
+    "jemalloc_internal_defs.h)",                                               \
+    "log2 of jemalloc's page; must be at least the OS page")                   \
+  X(JO_PRNG_SEED, "prng_seed", OPT_U64, "140737354006784", "", NULL, NULL,     \
+    "jemalloc 5.3.0 src/tsd.c:222-232: a thread's prng state starts at its "   \
+    "tsd's address (random under ASLR); thread t uses seed + 8192 * t",        \
+    "seed of the decay tickers and cache-oblivious offsets")                   \
+  X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL,       \
+    NULL,                                                                      \
+    "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "     \
+    "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",       \
+    "seed of the decay epochs' jitter")                                        \
+  X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,  \
+    NULL,                                                                      \
+    "measured: the first malloc of every process that preloads Debian's "     \
+    "libjemalloc2, which links libstdc++ (jemalloc_cpp): GCC 12 libsupc++/"   \
+    "eh_alloc.cc's emergency pool, 64 x 1024 + 64 x 112 bytes, kept for the "  \
+    "process's life",                                                          \
+    "bytes malloc'ed before the program starts (0: none, as when jemalloc "    \
+    "is dlopen'ed)")                                                           \
+  NPTL_STACK_OPTIONS(X, JO_STACK_SIZE, JO_THREAD_STACK_PAGES)
+
+enum jemalloc_option_e { JEMALLOC_OPTIONS(MODEL_OPTION_KEY) JO_COUNT };
+
+static const model_option_t jemalloc_options[] = {
+    JEMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+static as_status_t report(jemalloc_model_t *jm, as_err_t *err) {
+  if (err != NULL) {
+    if (jm->ferr.msg[0] != '\0')
+      *err = jm->ferr;
+    else
+      as_err_set(err, jm->fail, "jemalloc: %s", as_status_message(jm->fail));
+    err->code = jm->fail;
+  }
+  return jm->fail;
+}
+
+/* Every entry point ends here: a failure stops the model for good. */
+static as_status_t done(jemalloc_model_t *jm, as_status_t rc, as_err_t *err) {
+  if (rc != AS_OK && jm->fail == AS_OK) {
+    jm->fail = rc;
+    if (err != NULL && err != &jm->ferr)
+      jm->ferr = *err;
+  }
+  if (jm->fail != AS_OK)
+    return report(jm, err);
+  return AS_OK;
+}
+
+/* Every entry point starts here: a failed model stays failed (the same
+ * error again), else the model's clock moves to the event's time. */
+static as_status_t enter(jemalloc_model_t *jm, uint64_t t_ns, as_err_t *err) {
+  if (jm->fail != AS_OK)
+    return report(jm, err);
+  jm->now_ns = t_ns;
+  return AS_OK;
+}
+
+as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what) {
+  (void)jm;
+  return as_err_set(err, AS_EINVAL, "jemalloc: model inconsistency: %s",
+                    what);
+}
+
+static as_status_t touch(jemalloc_model_t *jm, uint64_t addr, uint64_t len,
+                         as_err_t *err) {
+  return len ? sim_kernel_touch(jm->kernel, addr, len, err) : AS_OK;
+}
+
+static uint64_t ceil_to(uint64_t x, uint64_t a) {
+  return (x + a - 1) & ~(a - 1);
+}
+
+static unsigned lg_floor(uint64_t x) {
+  return 63 - (unsigned)__builtin_clzll(x);
+}
+
+/* ---- Size classes (src/sc.c, src/sz.c) ---------------------------------- */
+
+/* slab_size (sc.c:22-51): the least page multiple holding whole regions. */
+static uint64_t slab_pages(uint64_t page, uint64_t reg) {
+  uint64_t try_size = page, try_nregs = try_size / reg, perfect = 0;
+  for (;;) {
+    perfect = try_size;
+    uint64_t perfect_nregs = try_nregs;
+    try_size += page;
+    try_nregs = try_size / reg;
+    if (perfect == perfect_nregs * reg)
+      return perfect / page;
+  }
+}
+
+/* tcache_ncached_max_compute (tcache.c:991-1047) with the default
+ * tcache_nslots_small_min 20, _max 200, lg_tcache_nslots_mul 1,
+ * tcache_nslots_large 20 (tcache.c:19-31). */
+static uint16_t ncached_max_of(const jemalloc_model_t *jm, unsigned i) {
+  if (i >= jm->nbins)
+    return 20;
+  uint32_t c = jm->bin_nregs[i] << 1;
+  if (c % 2 != 0)
+    c++;
+  return (uint16_t)(c <= 20 ? 20 : c <= 200 ? c : 200);
+}
+
+/* size_classes (sc.c:85-253): tiny classes below the quantum (8), a first
+ * group 16, 32, 48, 64, then four classes per doubling up to 7 * 2^60;
+ * bins below PAGE << SC_LG_NGROUP (sc.c:70); page-size classes are the
+ * multiples of PAGE (sc.c:66). */
+static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
+  const unsigned ptr_bits = 64, ngroup = 1u << JE_LG_NGROUP;
+  unsigned       n = 0, lg_base = JE_LG_TINY_MIN, lg_delta = lg_base;
+  unsigned       ndelta = 0, ntiny = 0;
+  uint64_t       page = jm->page;
+  while (lg_base < JE_LG_QUANTUM) { /* tiny (:112-132) */
+    jm->index2size[n++] = UINT64_C(1) << lg_base;
+    ntiny++;
+    lg_delta = lg_base;
+    lg_base++;
+  }
+  if (ntiny != 0) { /* the first non-tiny pseudo group (:134-154) */
+    lg_base--;
+    ndelta = 1;
+    jm->index2size[n++] = (UINT64_C(1) << lg_base) +
+                          ((uint64_t)ndelta << lg_delta);
+    lg_base++;
+    lg_delta++;
+  }
+  while (ndelta < ngroup) { /* :155-167 */
+    jm->index2size[n++] = (UINT64_C(1) << lg_base) +
+                          ((uint64_t)ndelta << lg_delta);
+    ndelta++;
+  }
+  for (lg_base += JE_LG_NGROUP; lg_base < ptr_bits - 1;
+       lg_base++, lg_delta++) { /* :169-210 */
+    unsigned limit = lg_base == ptr_bits - 2 ? ngroup - 1 : ngroup;
+    for (ndelta = 1; ndelta <= limit; ndelta++) {
+      if (n == JE_MAX_SIZES)
+        return as_err_set(err, AS_EINVAL, "jemalloc: too many size classes");
+      jm->index2size[n++] = (UINT64_C(1) << lg_base) +
+                            ((uint64_t)ndelta << lg_delta);
+    }
+  }
+  jm->nsizes = n;
+  jm->nbins = 0;
+  jm->npsizes = 0;
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t sz = jm->index2size[i];
+    if (sz < page << JE_LG_NGROUP) {
+      if (jm->nbins == JE_MAX_BINS)
+        return as_err_set(err, AS_EINVAL, "jemalloc: too many bins");
+      jm->bin_slab_size[jm->nbins] = slab_pages(page, sz) * page;
+      jm->bin_nregs[jm->nbins] =
+          (uint32_t)(jm->bin_slab_size[jm->nbins] / sz);
+      jm->nbins++;
+    }
+    if (sz % page == 0) {
+      if (jm->npsizes == JE_MAX_PSIZES)
+        return as_err_set(err, AS_EINVAL, "jemalloc: too many page sizes");
+      jm->pind2sz[jm->npsizes++] = sz;
+    }
+  }
+  jm->small_maxclass = jm->index2size[jm->nbins - 1];
+  jm->large_minclass = page << JE_LG_NGROUP;
+  jm->large_maxclass = jm->index2size[n - 1];
+  jm->pind2sz[jm->npsizes] = jm->large_maxclass + page; /* sz.c:67-69 */
+  jm->lookup_maxclass = 4096; /* sc.h SC_LG_MAX_LOOKUP 12 */
+  for (uint64_t s = 0, i = 0; s <= jm->lookup_maxclass; s += 8) {
+    while (jm->index2size[i] < s)
+      i++;
+    jm->lookup[s / 8] = (uint8_t)i;
+  }
+  return AS_OK;
+}
+
+unsigned je_size2index(const jemalloc_model_t *jm, uint64_t size) {
+  if (size <= jm->lookup_maxclass)
+    return jm->lookup[(size + 7) / 8];
+  unsigned lo = 0, hi = jm->nsizes; /* first class >= size */
+  while (lo < hi) {
+    unsigned mid = (lo + hi) / 2;
+    if (jm->index2size[mid] < size)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+unsigned je_psz2ind(const jemalloc_model_t *jm, uint64_t psz) {
+  if (psz > jm->large_maxclass)
+    return jm->npsizes;
+  unsigned lo = 0, hi = jm->npsizes;
+  while (lo < hi) {
+    unsigned mid = (lo + hi) / 2;
+    if (jm->pind2sz[mid] < psz)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static uint64_t s2u(const jemalloc_model_t *jm, uint64_t size) {
+  return jm->index2size[je_size2index(jm, size ? size : 1)];
+}
+
+/* sz_sa2u (include/.../sz.h:313-366). */
+static uint64_t sa2u(const jemalloc_model_t *jm, uint64_t size,
+                     uint64_t alignment) {
+  if (size <= jm->small_maxclass && alignment <= jm->page) {
+    uint64_t usize = s2u(jm, ceil_to(size, alignment));
+    if (usize < jm->large_minclass)
+      return usize;
+  }
+  return size <= jm->large_minclass ? jm->large_minclass : s2u(jm, size);
+}
+
+/* The smoothstep table (smoothstep.h, generated by "smoothstep.sh smoother
+ * 200 24 3 15"): h[s-1] = floor(2^24 * (6x^5 - 15x^4 + 10x^3)), x = s/200,
+ * exact in integers; and the geometric ticker's table (ticker.c:23-32 from
+ * ticker.py): round(-61 * ln((i+1)/64)). */
+static void tables_init(jemalloc_model_t *jm) {
+  /* 200^5 * (6x^5 - 15x^4 + 10x^3) <= 200^5, so num << 24 < 2^63 */
+  const uint64_t den = UINT64_C(200) * 200 * 200 * 200 * 200;
+  for (uint64_t s = 1; s <= JE_NSTEPS; s++) {
+    uint64_t num = 6 * s * s * s * s * s + 400000 * s * s * s -
+                   3000 * s * s * s * s;
+    jm->h_steps[s - 1] = (num << JE_BFP) / den;
+  }
+  for (unsigned i = 0; i < 64; i++)
+    jm->ticker_table[i] = (uint8_t)lround(-61.0 * log((i + 1) / 64.0));
+}
+
+/* ---- Arenas -------------------------------------------------------------- */
+
+as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind,
+                            as_err_t *err) {
+  je_arena_t *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (arena)");
+  jm->arenas[ind] = a;
+  a->ind = ind;
+  a->bins = calloc(jm->nbins, sizeof *a->bins);
+  if (a->bins == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (bins)");
+  as_status_t rc;
+  if ((rc = je_eset_init(jm, &a->dirty, JE_DIRTY, true, err)) != AS_OK ||
+      (rc = je_eset_init(jm, &a->muzzy, JE_MUZZY, false, err)) != AS_OK ||
+      (rc = je_eset_init(jm, &a->retained, JE_RETAINED, false, err)) != AS_OK)
+    return rc;
+  /* base_new (base.c:345-403): the first block holds base_t; then the
+   * arena (arena.c:1608-1612: sizeof (arena_t) + bins, CACHELINE). */
+  sim_addr_t addr;
+  if ((rc = je_base_alloc(jm, &a->base, ind, JE_SIZEOF_BASE, JE_CACHELINE,
+                          true, &addr, err)) != AS_OK ||
+      (rc = je_base_alloc(jm, &a->base, ind,
+                          JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins,
+                          JE_CACHELINE, true, &addr, err)) != AS_OK)
+    return rc;
+  /* exp_grow_init (exp_grow.c:5-8): from HUGEPAGE, no limit */
+  a->exp_next = je_psz2ind(jm, UINT64_C(1) << JE_LG_HUGEPAGE);
+  a->exp_limit = je_psz2ind(jm, jm->large_maxclass);
+  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, jm->now_ns,
+                jm->jitter_seed + 2 * (uint64_t)ind);
+  je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, jm->now_ns,
+                jm->jitter_seed + 2 * (uint64_t)ind + 1);
+  return AS_OK;
+}
+
+static void arena_destroy(jemalloc_model_t *jm, je_arena_t *a) {
+  if (a == NULL)
+    return;
+  if (a->bins != NULL)
+    for (unsigned i = 0; i < jm->nbins; i++)
+      je_heap_fini(&a->bins[i].nonfull);
+  free(a->bins);
+  je_eset_fini(jm, &a->dirty);
+  je_eset_fini(jm, &a->muzzy);
+  je_eset_fini(jm, &a->retained);
+  je_base_fini(&a->base);
+  free(a);
+}
+
+/* arena_choose_huge (arena.c:1711-1743): created on first use, with its
+ * decays set to 0 when the defaults are positive; no background thread of
+ * its own (jemalloc.c:421-437). */
+static as_status_t huge_arena(jemalloc_model_t *jm, je_arena_t **out,
+                              as_err_t *err) {
+  if (jm->arenas[jm->huge_ind] == NULL) {
+    as_status_t rc = je_arena_create(jm, jm->huge_ind, err);
+    if (rc != AS_OK)
+      return rc;
+    je_arena_t *a = jm->arenas[jm->huge_ind];
+    if (jm->dirty_decay_ms > 0 &&
+        (rc = je_decay_ms_set(jm, a, true, 0, err)) != AS_OK)
+      return rc;
+    if (jm->muzzy_decay_ms > 0 &&
+        (rc = je_decay_ms_set(jm, a, false, 0, err)) != AS_OK)
+      return rc;
+  }
+  *out = jm->arenas[jm->huge_ind];
+  return AS_OK;
+}
+
+/* ---- Threads and arena choice -------------------------------------------- */
+
+static as_status_t thread_slot(jemalloc_model_t *jm, uint32_t tid,
+                               je_thread_t **out, as_err_t *err) {
+  *out = NULL;
+  if (tid >= jm->threads_cap) {
+    size_t       cap = jm->threads_cap;
+    je_thread_t *t = as_grow(jm->threads, &cap, (size_t)tid + 1, sizeof *t,
+                             8);
+    if (t == NULL)
+      return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (threads)");
+    memset(t + jm->threads_cap, 0, (cap - jm->threads_cap) * sizeof *t);
+    jm->threads = t;
+    jm->threads_cap = cap;
+  }
+  *out = &jm->threads[tid];
+  return AS_OK;
+}
+
+/* arena_choose_hard (src/jemalloc.c:503-614), done separately for
+ * application (j = 0) and internal (j = 1) bindings: the lowest-index
+ * arena with the fewest threads, or a new arena at the first free index
+ * when that one already has threads. */
+static as_status_t choose_arena(jemalloc_model_t *jm, je_thread_t *th,
+                                as_err_t *err) {
+  uint32_t choose[2] = {0, 0}, first_null = jm->narenas_auto;
+  bool     created[2] = {false, false};
+  for (uint32_t i = 1; i < jm->narenas_auto; i++) {
+    if (jm->arenas[i] != NULL) {
+      for (int j = 0; j < 2; j++)
+        if (jm->arenas[i]->nthreads[j] < jm->arenas[choose[j]]->nthreads[j])
+          choose[j] = i;
+    } else if (first_null == jm->narenas_auto) {
+      first_null = i;
+    }
+  }
+  for (int j = 0; j < 2; j++) {
+    if (jm->narenas_auto > 1 &&
+        jm->arenas[choose[j]]->nthreads[j] != 0 &&
+        first_null != jm->narenas_auto) {
+      choose[j] = first_null;
+      if (jm->arenas[first_null] == NULL) {
+        as_status_t rc = je_arena_create(jm, first_null, err);
+        if (rc != AS_OK)
+          return rc;
+        created[j] = true;
+      }
+    }
+    jm->arenas[choose[j]]->nthreads[j]++;
+  }
+  th->arena = choose[0];
+  th->iarena = choose[1];
+  th->bound = true;
+  for (int j = 0; j < 2; j++)
+    if (created[j]) {
+      as_status_t rc = je_bg_create(jm, choose[j], err);
+      if (rc != AS_OK)
+        return rc;
+    }
+  return AS_OK;
+}
+
+static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
+                               as_err_t *err);
+
+/* arena_choose (jemalloc_internal_inlines_b.h:32-84): the thread's arena,
+ * bound on first use. */
+static as_status_t thread_arena(jemalloc_model_t *jm, je_thread_t *th,
+                                je_arena_t **out, as_err_t *err) {
+  if (!th->bound) {
+    as_status_t rc = choose_arena(jm, th, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  *out = jm->arenas[th->arena];
+  return AS_OK;
+}
+
+/* tsd_data_init (tsd.c:235-246): the prng and decay ticker, then the
+ * thread cache (tsd_tcache_data_init, tcache.c:709-752: its stacks in
+ * arena 0, then arena_choose -- except for the thread that initialises
+ * malloc, whose cache is lent arena 0 and which binds an arena at its first
+ * allocation that needs one, :733-744). */
+static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
+                               bool init_thread, bool minimal,
+                               je_thread_t **out, as_err_t *err) {
+  as_status_t rc = thread_slot(jm, tid, out, err);
+  if (rc != AS_OK)
+    return rc;
+  je_thread_t *th = *out;
+  if (th->tsd == JE_TSD_NOMINAL || (minimal && th->tsd == JE_TSD_MINIMAL))
+    return AS_OK;
+  if (th->tsd == JE_TSD_UNINIT)
+    th->tick = JE_DECAY_NTICKS; /* TSD_INITIALIZER: TICKER_GEOM_INIT
+                                   (tsd.h:112-113, ticker.h:127) */
+  /* tsd_prng_state_init (tsd.c:222-232) at both transitions */
+  th->prng = jm->prng_seed + UINT64_C(8192) * tid;
+  if (minimal) { /* tsd_data_init_nocleanup (tsd.c:258-276): no tcache */
+    th->tsd = JE_TSD_MINIMAL;
+    return AS_OK;
+  }
+  th->tsd = JE_TSD_NOMINAL;
+  th->alloc_last = th->alloc_bytes; /* te_init (thread_event.c:305-330) */
+  th->dalloc_last = th->dalloc_bytes;
+  if (!jm->tcache_enabled)
+    return AS_OK;
+  if ((rc = tcache_init(jm, th, err)) != AS_OK || init_thread)
+    return rc;
+  return choose_arena(jm, th, err);
+}
+
+/* The thread serving a call; its tsd comes alive on its first call: fully
+ * for anything but free, which only sets up a minimal tsd without a
+ * thread cache (free_default, src/jemalloc.c:2996-3027; tsd_fetch_slow,
+ * tsd.c:278-325). */
+static as_status_t thread_of(jemalloc_model_t *jm, uint32_t tid, bool minimal,
+                             je_thread_t **out, as_err_t *err) {
+  if (tid < jm->threads_cap && !jm->threads[tid].exited &&
+      (jm->threads[tid].tsd == JE_TSD_NOMINAL ||
+       (minimal && jm->threads[tid].tsd == JE_TSD_MINIMAL))) {
+    *out = &jm->threads[tid];
+    return AS_OK;
+  }
+  if (tid < jm->threads_cap && jm->threads[tid].exited) {
+    /* a reused id: a new thread */
+    nptl_stack_t st = jm->threads[tid].stack;
+    memset(&jm->threads[tid], 0, sizeof jm->threads[tid]);
+    jm->threads[tid].stack = st;
+  }
+  return thread_init(jm, tid, false, minimal, out, err);
+}
+
+/* ---- Slabs and bins (src/arena.c) ---------------------------------------- */
+
+static uint64_t *slab_bits(jemalloc_model_t *jm, uint32_t e) {
+  return jm->slab_bits[E(jm, e)->slab];
+}
+
+static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
+                                 unsigned binind, as_err_t *err) {
+  uint32_t s = jm->slab_free;
+  if (s != 0) {
+    jm->slab_free = (uint32_t)jm->slab_bits[s][0];
+  } else {
+    if (jm->next_slab >= jm->slab_cap) {
+      size_t cap = jm->slab_cap;
+      uint64_t(*v)[JE_SLAB_WORDS] =
+          as_grow(jm->slab_bits, &cap, (size_t)jm->next_slab + 1, sizeof *v,
+                  1024);
+      if (v == NULL || cap > UINT32_MAX)
+        return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (slabs)");
+      jm->slab_bits = v;
+      jm->slab_cap = (uint32_t)cap;
+    }
+    s = jm->next_slab++;
+  }
+  /* bitmap_init (bitmap.c), all free: bit set = region free */
+  uint32_t nregs = jm->bin_nregs[binind];
+  for (unsigned w = 0; w < JE_SLAB_WORDS; w++) {
+    uint32_t lo = w * 64;
+    jm->slab_bits[s][w] = nregs >= lo + 64 ? ~UINT64_C(0)
+                          : nregs > lo     ? (UINT64_C(1) << (nregs - lo)) - 1
+                                           : 0;
+  }
+  je_ext_t *x = E(jm, e);
+  x->slab = s;
+  x->binind = (uint8_t)binind;
+  x->nfree = (uint16_t)nregs;
+  return AS_OK;
+}
+
+static void slab_data_free(jemalloc_model_t *jm, uint32_t e) {
+  uint32_t s = E(jm, e)->slab;
+  jm->slab_bits[s][0] = jm->slab_free;
+  jm->slab_free = s;
+  E(jm, e)->slab = 0;
+}
+
+/* arena_slab_alloc (arena.c:831-862). */
+static as_status_t slab_alloc(jemalloc_model_t *jm, je_arena_t *a,
+                              unsigned binind, uint32_t *out, as_err_t *err) {
+  as_status_t rc = je_pa_alloc(jm, a, jm->bin_slab_size[binind], jm->page,
+                               true, false, out, err);
+  return rc == AS_OK ? slab_data_new(jm, *out, binind, err) : rc;
+}
+
+/* bitmap_sfu: the lowest free region. */
+static unsigned slab_take(jemalloc_model_t *jm, uint32_t e) {
+  uint64_t *b = slab_bits(jm, e);
+  unsigned  w = 0;
+  while (b[w] == 0)
+    w++;
+  unsigned bit = (unsigned)__builtin_ctzll(b[w]);
+  b[w] &= b[w] - 1;
+  E(jm, e)->nfree--;
+  return w * 64 + bit;
+}
+
+/* arena_bin_refill_slabcur_no_fresh_slab (arena.c:894-910). */
+static bool bin_refill_slabcur(jemalloc_model_t *jm, je_bin_t *bin) {
+  uint32_t e = je_heap_first(&bin->nonfull);
+  if (e != JE_NONE)
+    je_heap_remove(jm, &bin->nonfull, e);
+  bin->slabcur = e;
+  return e == JE_NONE;
+}
+
+/* arena_bin_lower_slab (arena.c:1317-1342). */
+static as_status_t bin_lower_slab(jemalloc_model_t *jm, je_bin_t *bin,
+                                  uint32_t e, as_err_t *err) {
+  if (bin->slabcur != JE_NONE && je_snad_cmp(jm, bin->slabcur, e) > 0) {
+    uint32_t old = bin->slabcur;
+    bin->slabcur = e;
+    if (E(jm, old)->nfree > 0)
+      return je_heap_insert(jm, &bin->nonfull, old, err);
+    return AS_OK; /* full: untracked in automatic arenas (:607-619) */
+  }
+  return je_heap_insert(jm, &bin->nonfull, e, err);
+}
+
+/* arena_dalloc_bin_locked_step (arena_inlines_b.h:503-532): frees region
+ * reg; *empty is set when the slab must go back to the arena. */
+static as_status_t bin_dalloc_step(jemalloc_model_t *jm, je_arena_t *a,
+                                   uint32_t e, unsigned reg, bool *empty,
+                                   as_err_t *err) {
+  je_ext_t *x = E(jm, e);
+  je_bin_t *bin = &a->bins[x->binind];
+  slab_bits(jm, e)[reg / 64] |= UINT64_C(1) << (reg % 64);
+  x->nfree++;
+  *empty = false;
+  if (x->nfree == jm->bin_nregs[x->binind]) {
+    /* arena_dissociate_bin_slab (:1295-1315) */
+    if (bin->slabcur == e)
+      bin->slabcur = JE_NONE;
+    else if (jm->bin_nregs[x->binind] > 1)
+      je_heap_remove(jm, &bin->nonfull, e);
+    *empty = true;
+  } else if (x->nfree == 1 && bin->slabcur != e) {
+    return bin_lower_slab(jm, bin, e, err);
+  }
+  return AS_OK;
+}
+
+/* arena_slab_dalloc (arena.c:568-575). */
+static as_status_t slab_dalloc(jemalloc_model_t *jm, uint32_t e,
+                               as_err_t *err) {
+  je_arena_t *a = jm->arenas[E(jm, e)->arena];
+  slab_data_free(jm, e);
+  as_status_t rc = je_pa_dalloc(jm, a, e, err);
+  return rc == AS_OK ? je_bg_inactivity_check(jm, a) : rc;
+}
+
+/* arena_cache_bin_fill_small (arena.c:928-1053) without contention: regions
+ * from slabcur (lowest first), then from the lowest non-full slab, then
+ * from fresh slabs; one tick at the end.  Regions go to out[]. */
+static as_status_t bin_fill(jemalloc_model_t *jm, je_thread_t *th,
+                            je_arena_t *a, unsigned binind, unsigned nfill,
+                            uint64_t *out, as_err_t *err) {
+  je_bin_t   *bin = &a->bins[binind];
+  unsigned    filled = 0;
+  as_status_t rc;
+  while (filled < nfill) {
+    uint32_t cur = bin->slabcur;
+    if (cur != JE_NONE && E(jm, cur)->nfree > 0) {
+      while (filled < nfill && E(jm, cur)->nfree > 0)
+        out[filled++] = ((uint64_t)cur << 16) | slab_take(jm, cur);
+      continue;
+    }
+    if (!bin_refill_slabcur(jm, bin))
+      continue;
+    uint32_t fresh;
+    if ((rc = slab_alloc(jm, a, binind, &fresh, err)) != AS_OK)
+      return rc;
+    bin->slabcur = fresh;
+  }
+  return je_decay_ticks(jm, th, a, 1, err);
+}
+
+/* arena_malloc_small (arena.c:1142-1189): without a thread cache. */
+static as_status_t bin_malloc(jemalloc_model_t *jm, je_thread_t *th,
+                              je_arena_t *a, unsigned binind, uint64_t *out,
+                              as_err_t *err) {
+  je_bin_t *bin = &a->bins[binind];
+  if ((bin->slabcur == JE_NONE || E(jm, bin->slabcur)->nfree == 0) &&
+      bin_refill_slabcur(jm, bin)) {
+    uint32_t    fresh;
+    as_status_t rc = slab_alloc(jm, a, binind, &fresh, err);
+    if (rc != AS_OK)
+      return rc;
+    bin->slabcur = fresh;
+  }
+  *out = ((uint64_t)bin->slabcur << 16) | slab_take(jm, bin->slabcur);
+  return je_decay_ticks(jm, th, a, 1, err);
+}
+
+/* ---- Thread cache (src/tcache.c, include/.../cache_bin.h) --------------- */
+
+/* The stack slots of cache bin i lie at [empty - max * 8, empty) in the
+ * thread's stack allocation (cache_bin_init, cache_bin.c:62-88); a fill or
+ * free writes the slots below the deepest one written so far. */
+static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th,
+                              unsigned i, as_err_t *err) {
+  je_cbin_t *cb = &th->cbins[i];
+  if (cb->n <= cb->deepest)
+    return AS_OK;
+  uint64_t empty = E(jm, th->tcache_ext)->addr + 8;
+  for (unsigned k = 0; k <= i; k++)
+    empty += (uint64_t)th->cbins[k].max * 8;
+  as_status_t rc = touch(jm, empty - (uint64_t)cb->n * 8,
+                         (uint64_t)(cb->n - cb->deepest) * 8, err);
+  cb->deepest = cb->n;
+  return rc;
+}
+
+static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
+                                je_arena_t *a, uint64_t usize,
+                                uint64_t alignment, bool zero, bool internal,
+                                uint32_t *out, as_err_t *err);
+
+static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
+                               as_err_t *err) {
+  th->cbins = calloc(jm->nhbins, sizeof *th->cbins);
+  uint64_t *slots = calloc(jm->tcache_stack_bytes / 8, sizeof *slots);
+  if (th->cbins == NULL || slots == NULL) {
+    free(slots);
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (tcache)");
+  }
+  uint64_t off = 0;
+  for (unsigned i = 0; i < jm->nhbins; i++) {
+    th->cbins[i].slot = slots + off;
+    th->cbins[i].max = jm->ncached_max[i];
+    th->cbins[i].lg_fill_div = 1; /* tcache.c:675 */
+    off += jm->ncached_max[i];
+  }
+  /* ipallocztm (tcache.c:717-719): sz_sa2u(stack bytes, PAGE), zeroed,
+   * internal, from arena 0 */
+  uint64_t    usize = sa2u(jm, jm->tcache_stack_bytes, jm->page);
+  as_status_t rc = large_palloc(jm, th, jm->arenas[0], usize, jm->page, true,
+                                true, &th->tcache_ext, err);
+  if (rc != AS_OK)
+    return rc;
+  /* the junk words at both ends (cache_bin.c:35-60) */
+  uint64_t base = E(jm, th->tcache_ext)->addr;
+  if ((rc = touch(jm, base, 8, err)) != AS_OK)
+    return rc;
+  return touch(jm, base + jm->tcache_stack_bytes - 8, 8, err);
+}
+
+static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                uint32_t e, bool internal, as_err_t *err);
+
+/* tcache_bin_flush_impl (tcache.c:309-503) for the oldest n items of bin i
+ * (slots [0, n), handed over newest first): passes by owning arena; small
+ * regions return to their slabs, slabs emptied are freed after all passes;
+ * each pass ticks its arena once per item. */
+static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
+                                    unsigned i, unsigned nflush,
+                                    as_err_t *err) {
+  je_cbin_t *cb = &th->cbins[i];
+  bool       small = i < jm->nbins;
+  uint64_t   item[1024], *items = nflush <= 1024 ? item
+                                                 : malloc(nflush * sizeof *items);
+  uint32_t   slab[1024], *slabs = nflush <= 1024 ? slab
+                                                 : malloc(nflush * sizeof *slabs);
+  if (items == NULL || slabs == NULL) {
+    if (items != item)
+      free(items);
+    if (slabs != slab)
+      free(slabs);
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (flush)");
+  }
+  for (unsigned k = 0; k < nflush; k++)
+    items[k] = cb->slot[nflush - 1 - k];
+  memmove(cb->slot, cb->slot + nflush, (size_t)(cb->n - nflush) * 8);
+  cb->n = (uint16_t)(cb->n - nflush);
+  if (cb->n < cb->low_water) /* cache_bin_low_water_adjust */
+    cb->low_water = cb->n;
+  unsigned    nslabs = 0, n = nflush;
+  as_status_t rc = AS_OK;
+  while (n > 0 && rc == AS_OK) {
+    uint32_t    cur = E(jm, (uint32_t)(items[0] >> 16))->arena;
+    je_arena_t *a = jm->arenas[cur];
+    unsigned    ndeferred = 0;
+    for (unsigned k = 0; k < n && rc == AS_OK; k++) {
+      uint32_t e = (uint32_t)(items[k] >> 16);
+      if (E(jm, e)->arena != cur) {
+        items[ndeferred++] = items[k];
+        continue;
+      }
+      if (small) {
+        bool empty;
+        rc = bin_dalloc_step(jm, a, e, (unsigned)(items[k] & 0xFFFF), &empty,
+                             err);
+        if (empty)
+          slabs[nslabs++] = e;
+      } else {
+        rc = large_dalloc(jm, NULL, e, false, err);
+      }
+    }
+    if (rc == AS_OK)
+      rc = je_decay_ticks(jm, th, a, n - ndeferred, err);
+    n = ndeferred;
+  }
+  for (unsigned k = 0; k < nslabs && rc == AS_OK; k++)
+    rc = slab_dalloc(jm, slabs[k], err);
+  if (items != item)
+    free(items);
+  if (slabs != slab)
+    free(slabs);
+  return rc;
+}
+
+/* tcache_event (tcache.c:176-215): one bin per 64 KiB allocated or freed,
+ * round robin: flush three quarters of its low water and halve its fill,
+ * or double the fill of a bin refilled since the last look. */
+static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
+                             as_err_t *err) {
+  if (th->cbins == NULL)
+    return AS_OK;
+  unsigned    i = th->next_gc_bin;
+  je_cbin_t  *cb = &th->cbins[i];
+  as_status_t rc = AS_OK;
+  unsigned    lw = cb->low_water;
+  if (lw > 0) {
+    if (i < jm->nbins) { /* tcache_gc_small :123-157 */
+      unsigned nflush = lw - (lw >> 2);
+      rc = tcache_flush_bin(jm, th, i, nflush, err);
+      if ((cb->max >> (cb->lg_fill_div + 1)) >= 1)
+        cb->lg_fill_div++;
+    } else { /* tcache_gc_large :162-172 */
+      rc = tcache_flush_bin(jm, th, i, lw - (lw >> 2), err);
+    }
+  } else if (i < jm->nbins && cb->refilled) {
+    if (cb->lg_fill_div > 1)
+      cb->lg_fill_div--;
+    cb->refilled = false;
+  }
+  cb->low_water = cb->n;
+  th->next_gc_bin = (i + 1 == jm->nhbins) ? 0 : i + 1;
+  return rc;
+}
+
+/* thread_alloc_event / thread_dalloc_event (thread_event.h:292-299,
+ * thread_event.c:235-290): the GC runs when a thread's allocated (or
+ * deallocated) bytes reach 64 KiB past the last event. */
+static as_status_t alloc_event(jemalloc_model_t *jm, je_thread_t *th,
+                               uint64_t usize, as_err_t *err) {
+  th->alloc_bytes += usize;
+  if (th->alloc_bytes - th->alloc_last < JE_GC_INCR_BYTES)
+    return AS_OK;
+  th->alloc_last = th->alloc_bytes;
+  return tcache_gc(jm, th, err);
+}
+
+static as_status_t dalloc_event(jemalloc_model_t *jm, je_thread_t *th,
+                                uint64_t usize, as_err_t *err) {
+  th->dalloc_bytes += usize;
+  if (th->tsd != JE_TSD_NOMINAL) /* events wait (thread_event.c:243-244) */
+    return AS_OK;
+  if (th->dalloc_bytes - th->dalloc_last < JE_GC_INCR_BYTES)
+    return AS_OK;
+  th->dalloc_last = th->dalloc_bytes;
+  return tcache_gc(jm, th, err);
+}
+
+/* tcache_alloc_small (tcache_inlines.h:44-83): pop, else fill
+ * ncached_max >> lg_fill_div regions (tcache_alloc_small_hard, tcache.c:
+ * 229-245) and pop. */
+static as_status_t tcache_alloc_small(jemalloc_model_t *jm, je_thread_t *th,
+                                      unsigned binind, uint64_t *out,
+                                      as_err_t *err) {
+  je_cbin_t *cb = &th->cbins[binind];
+  if (cb->n == 0) {
+    unsigned    nfill = (unsigned)cb->max >> cb->lg_fill_div;
+    uint64_t    got[512];
+    je_arena_t *a;
+    as_status_t rc = thread_arena(jm, th, &a, err);
+    if (rc == AS_OK)
+      rc = bin_fill(jm, th, a, binind, nfill, got, err);
+    if (rc != AS_OK)
+      return rc;
+    for (unsigned k = 0; k < nfill; k++) /* lowest region on top */
+      cb->slot[nfill - 1 - k] = got[k];
+    cb->n = (uint16_t)nfill;
+    cb->refilled = true;
+    if ((rc = cbin_touch(jm, th, binind, err)) != AS_OK)
+      return rc;
+  }
+  *out = cb->slot[--cb->n];
+  if (cb->n < cb->low_water)
+    cb->low_water = cb->n;
+  return AS_OK;
+}
+
+/* tcache_dalloc_small / _large (tcache_inlines.h:124-172): push; a full
+ * bin first flushes down to half of its slots. */
+static as_status_t tcache_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                 unsigned binind, uint64_t item,
+                                 as_err_t *err) {
+  je_cbin_t *cb = &th->cbins[binind];
+  if (cb->n == cb->max) {
+    as_status_t rc = tcache_flush_bin(jm, th, binind, cb->n - (cb->max >> 1),
+                                      err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  cb->slot[cb->n++] = item;
+  return cbin_touch(jm, th, binind, err);
+}
+
+/* tcache_flush_cache (tcache.c:783-799): every bin to empty. */
+static as_status_t tcache_flush_all(jemalloc_model_t *jm, je_thread_t *th,
+                                    as_err_t *err) {
+  as_status_t rc = AS_OK;
+  for (unsigned i = 0; i < jm->nhbins && rc == AS_OK && th->cbins; i++)
+    if (th->cbins[i].n > 0)
+      rc = tcache_flush_bin(jm, th, i, th->cbins[i].n, err);
+  return rc;
+}
+
+/* ---- Large objects (src/large.c) ----------------------------------------- */
+
+/* arena_choose_maybe_huge (arena_inlines_b.h:21-39). */
+static as_status_t large_arena(jemalloc_model_t *jm, je_thread_t *th,
+                               uint64_t usize, je_arena_t **out,
+                               as_err_t *err) {
+  if (jm->huge_enabled && usize >= jm->oversize_threshold)
+    return huge_arena(jm, out, err);
+  return thread_arena(jm, th, out, err);
+}
+
+/* large_palloc (large.c:21-53) with arena_extent_alloc_large (arena.c:330-
+ * 356): usize + one page of padding, the object at a random 64-byte
+ * multiple of the first page when the alignment allows (drawn from the
+ * thread's prng, arena_inlines_b.h:426-452); one tick. */
+static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
+                                je_arena_t *a, uint64_t usize,
+                                uint64_t alignment, bool zero, bool internal,
+                                uint32_t *out, as_err_t *err) {
+  as_status_t rc = je_pa_alloc(jm, a, usize + jm->large_pad, alignment, false,
+                               zero, out, err);
+  if (rc != AS_OK)
+    return rc;
+  je_ext_t *x = E(jm, *out);
+  x->szind = (uint8_t)je_size2index(jm, usize);
+  x->offset = 0;
+  if (jm->large_pad != 0 && alignment < jm->page) {
+    uint64_t cl = alignment < JE_CACHELINE ? JE_CACHELINE : alignment;
+    unsigned lg_range = jm->lg_page - lg_floor(cl);
+    uint64_t r = je_prng_lg_range(&th->prng, lg_range);
+    E(jm, *out)->offset = (uint32_t)(r << (jm->lg_page - lg_range));
+  }
+  if (internal)
+    a->internal += usize;
+  return je_decay_ticks(jm, th, a, 1, err);
+}
+
+/* large_dalloc (large.c:270-276): back to the arena's dirty extents, then
+ * arena_handle_deferred_work; th NULL inside a tcache flush (the flush
+ * ticks per pass). */
+static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                uint32_t e, bool internal, as_err_t *err) {
+  je_arena_t *a = jm->arenas[E(jm, e)->arena];
+  if (internal)
+    a->internal -= jm->index2size[E(jm, e)->szind];
+  as_status_t rc = je_pa_dalloc(jm, a, e, err);
+  if (rc == AS_OK)
+    rc = je_bg_inactivity_check(jm, a);
+  if (rc == AS_OK && th != NULL)
+    rc = je_decay_ticks(jm, th, a, 1, err);
+  return rc;
+}
+
+/* ---- Allocation entry points -------------------------------------------- */
+
+static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
+  if (id < jm->objs_cap)
+    return AS_OK;
+  size_t    cap = jm->objs_cap;
+  je_obj_t *v = as_grow(jm->objs, &cap, (size_t)id + 1, sizeof *v, 4096);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
+  memset(v + jm->objs_cap, 0, (cap - jm->objs_cap) * sizeof *v);
+  jm->objs = v;
+  jm->objs_cap = cap;
+  return AS_OK;
+}
+
+static uint64_t obj_addr(const jemalloc_model_t *jm, const je_obj_t *o) {
+  const je_ext_t *x = E(jm, o->ext);
+  return x->slab ? x->addr + (uint64_t)o->reg * jm->index2size[o->szind]
+                 : x->addr + x->offset;
+}
+
+/* Allocates usize for th: arena_malloc (arena_inlines_b.h:145-163) for
+ * malloc, calloc and realloc, arena_palloc (arena.c:1209-1235) for
+ * memalign (small: the same cache; large: never the cache, with alignment
+ * above CACHELINE placed by large_palloc).  *o receives where it is. */
+static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
+                             uint64_t usize, uint64_t alignment, bool aligned,
+                             bool zero, je_obj_t *o, as_err_t *err) {
+  unsigned    ind = je_size2index(jm, usize);
+  bool        cached = th->cbins != NULL && ind < jm->nhbins && !aligned;
+  as_status_t rc;
+  o->szind = (uint8_t)ind;
+  o->reg = 0;
+  if (usize <= jm->small_maxclass) {
+    uint64_t    item;
+    je_arena_t *a;
+    if (th->cbins != NULL && ind < jm->nhbins)
+      rc = tcache_alloc_small(jm, th, ind, &item, err);
+    else if ((rc = thread_arena(jm, th, &a, err)) == AS_OK)
+      rc = bin_malloc(jm, th, a, ind, &item, err);
+    if (rc != AS_OK)
+      return rc;
+    o->ext = (uint32_t)(item >> 16);
+    o->reg = (uint16_t)(item & 0xFFFF);
+    return zero ? touch(jm, obj_addr(jm, o), usize, err) : AS_OK;
+  }
+  if (cached && th->cbins[ind].n > 0) { /* tcache_alloc_large :85-120 */
+    je_cbin_t *cb = &th->cbins[ind];
+    o->ext = (uint32_t)(cb->slot[--cb->n] >> 16);
+    if (cb->n < cb->low_water)
+      cb->low_water = cb->n;
+    if (zero) /* memset of the usable size (tcache_inlines.h:112-116) */
+      return touch(jm, obj_addr(jm, o), usize, err);
+    return AS_OK;
+  }
+  /* A cache miss allocates in the thread's arena (tcache_inlines.h:
+   * 100-110); otherwise arena_choose_maybe_huge picks. */
+  je_arena_t *a;
+  rc = cached ? thread_arena(jm, th, &a, err)
+              : large_arena(jm, th, usize, &a, err);
+  if (rc != AS_OK)
+    return rc;
+  uint32_t e;
+  rc = large_palloc(jm, th, a, usize, alignment, zero, false, &e, err);
+  o->ext = e;
+  return rc;
+}
+
+/* Frees object o for th: tcache when there is a bin for it, else straight
+ * to the arena (arena_dalloc_small / large_dalloc, which tick). */
+static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                             const je_obj_t *o, as_err_t *err) {
+  unsigned ind = o->szind;
+  if (th->cbins != NULL && ind < jm->nhbins)
+    return tcache_dalloc(jm, th, ind, ((uint64_t)o->ext << 16) | o->reg, err);
+  je_arena_t *a = jm->arenas[E(jm, o->ext)->arena];
+  if (E(jm, o->ext)->slab) {
+    bool        empty;
+    as_status_t rc = bin_dalloc_step(jm, a, o->ext, o->reg, &empty, err);
+    if (rc == AS_OK && empty)
+      rc = slab_dalloc(jm, o->ext, err);
+    return rc == AS_OK ? je_decay_ticks(jm, th, a, 1, err) : rc;
+  }
+  return large_dalloc(jm, th, o->ext, false, err);
+}
+
+/* The program's writes to [addr, addr + len) of a new or grown object. */
+static as_status_t program_writes(jemalloc_model_t *jm,
+                                  const trace_event_t *ev, uint64_t addr,
+                                  uint64_t len, as_err_t *err) {
+  if (ev->flags & TRACE_FLAG_UNWRITTEN)
+    return AS_OK;
+  return touch(jm, addr, len, err);
+}
+
+static as_status_t jemalloc_alloc(model_t *m, const trace_event_t *ev,
+                                  as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
+  je_thread_t *th;
+  as_status_t  rc = thread_of(jm, ev->thread, false, &th, err);
+  if (rc == AS_OK)
+    rc = obj_slot(jm, ev->id, err);
+  if (rc != AS_OK)
+    return done(jm, rc, err);
+  uint64_t align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
+  uint64_t usize = align ? sa2u(jm, ev->size, align) : s2u(jm, ev->size);
+  je_obj_t o;
+  rc = je_malloc(jm, th, usize, align > JE_CACHELINE ? align : JE_CACHELINE,
+                 align != 0, ev->op == TRACE_CALLOC, &o, err);
+  if (rc == AS_OK) {
+    o.pad = 0;
+    jm->objs[ev->id] = o;
+    jm->live_bytes += ev->size;
+    jm->live_objects++;
+    rc = program_writes(jm, ev, obj_addr(jm, &o), ev->size, err);
+  }
+  if (rc == AS_OK)
+    rc = alloc_event(jm, th, usize, err);
+  return done(jm, rc, err);
+}
+
+static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
+                                 as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
+  if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
+      jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* freed by realloc(p, 0) */
+    jm->objs[ev->id].pad = 0;
+    return AS_OK;
+  }
+  if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
+    return done(jm, je_bug(jm, err, "free of an object the model never "
+                                    "placed"), err);
+  je_thread_t *th;
+  as_status_t  rc = thread_of(jm, ev->thread, true, &th, err);
+  je_obj_t     o = jm->objs[ev->id];
+  jm->objs[ev->id].ext = JE_NONE;
+  jm->live_bytes -= ev->prev_size;
+  jm->live_objects--;
+  if (rc == AS_OK)
+    rc = je_dalloc(jm, th, &o, err);
+  if (rc == AS_OK)
+    rc = dalloc_event(jm, th, jm->index2size[o.szind], err);
+  return done(jm, rc, err);
+}
+
+/* large_ralloc_no_move (large.c:130-173) for old and new large: expand in
+ * place, keep, or shrink in place; *moved when none applies. */
+static as_status_t large_resize(jemalloc_model_t *jm, je_thread_t *th,
+                                je_obj_t *o, uint64_t usize, bool *moved,
+                                as_err_t *err) {
+  uint32_t    e = o->ext;
+  je_arena_t *a = jm->arenas[E(jm, e)->arena];
+  uint64_t    old = jm->index2size[o->szind];
+  bool        ok = true;
+  as_status_t rc = AS_OK;
+  if (usize > old)
+    rc = je_pa_expand(jm, a, e, usize + jm->large_pad, false, &ok, err);
+  else if (usize < old) {
+    rc = je_pa_shrink(jm, a, e, usize + jm->large_pad, &ok, err);
+    if (rc == AS_OK && ok)
+      rc = je_bg_inactivity_check(jm, a);
+  }
+  if (rc != AS_OK)
+    return rc;
+  *moved = !ok;
+  if (ok) {
+    o->szind = (uint8_t)je_size2index(jm, usize);
+    E(jm, e)->szind = o->szind;
+    rc = je_decay_ticks(jm, th, a, 1, err);
+  }
+  return rc;
+}
+
+/* do_rallocx (src/jemalloc.c:3493-3571) -> arena_ralloc (arena.c:1457-
+ * 1508): same small class stays (one tick); large to large resizes in
+ * place when it can; anything else moves: malloc, copy, free. */
+static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
+                                    as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
+  if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
+      jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* realloc(NULL, n): malloc */
+    trace_event_t as_malloc = *ev;
+    as_malloc.op = TRACE_MALLOC;
+    jm->objs[ev->id].pad = 0;
+    return jemalloc_alloc(m, &as_malloc, err);
+  }
+  if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
+    return done(jm, je_bug(jm, err, "realloc of an object the model never "
+                                    "placed"), err);
+  je_thread_t *th;
+  as_status_t  rc = thread_of(jm, ev->thread, false, &th, err);
+  if (rc != AS_OK)
+    return done(jm, rc, err);
+  je_obj_t *o = &jm->objs[ev->id];
+  if (ev->size == 0) {
+    /* do_realloc_nonnull_zero (jemalloc.c:3582-3620), zero_realloc:free
+     * by default: a free; the trace keeps the id live with size 0. */
+    je_obj_t old = *o;
+    o->ext = JE_NONE;
+    o->pad = JE_OBJ_ZERO;
+    jm->live_bytes -= ev->prev_size;
+    jm->live_objects--;
+    rc = je_dalloc(jm, th, &old, err);
+    if (rc == AS_OK)
+      rc = dalloc_event(jm, th, jm->index2size[old.szind], err);
+    return done(jm, rc, err);
+  }
+  uint64_t  old_usize = jm->index2size[o->szind];
+  uint64_t  usize = s2u(jm, ev->size);
+  bool      moved = true;
+  if (usize <= jm->small_maxclass && old_usize <= jm->small_maxclass &&
+      je_size2index(jm, usize) == o->szind) {
+    moved = false; /* arena_ralloc_no_move :1408-1423 */
+    rc = je_decay_ticks(jm, th, jm->arenas[E(jm, o->ext)->arena], 1, err);
+  } else if (old_usize >= jm->large_minclass &&
+             usize >= jm->large_minclass) {
+    rc = large_resize(jm, th, o, usize, &moved, err);
+  }
+  uint64_t grow_from = ev->prev_size < ev->size ? ev->prev_size : ev->size;
+  if (rc == AS_OK && moved) {
+    je_obj_t old = *o, nu;
+    /* large to large moves without the tcache (large_ralloc_move_helper,
+     * large.c:175-182); otherwise arena_ralloc_move_helper */
+    if (old_usize >= jm->large_minclass && usize >= jm->large_minclass) {
+      je_arena_t *a;
+      uint32_t    e = JE_NONE;
+      rc = large_arena(jm, th, usize, &a, err);
+      if (rc == AS_OK)
+        rc = large_palloc(jm, th, a, usize, JE_CACHELINE, false, false, &e,
+                          err);
+      nu = (je_obj_t){.ext = e, .szind = (uint8_t)je_size2index(jm, usize)};
+    } else {
+      rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &nu, err);
+    }
+    if (rc == AS_OK) { /* the copy writes the kept prefix */
+      *o = nu;
+      rc = touch(jm, obj_addr(jm, o), grow_from, err);
+    }
+    if (rc == AS_OK)
+      rc = je_dalloc(jm, th, &old, err);
+  }
+  if (rc == AS_OK && ev->size > grow_from)
+    rc = program_writes(jm, ev, obj_addr(jm, o) + grow_from,
+                        ev->size - grow_from, err);
+  jm->live_bytes = jm->live_bytes - ev->prev_size + ev->size;
+  if (rc == AS_OK)
+    rc = alloc_event(jm, th, usize, err);
+  if (rc == AS_OK)
+    rc = dalloc_event(jm, th, old_usize, err);
+  return done(jm, rc, err);
+}
+
+/* tsd_do_data_cleanup (tsd.c:378-385): unbind (arena_unbind, jemalloc.c:
+ * 488-501), then tcache_destroy (tcache.c:807-840): flush everything, free
+ * the stacks, decay arena 0 and the thread's arena -- all of it when no
+ * thread is left on it and there are no background threads. */
+static as_status_t thread_exit(jemalloc_model_t *jm, je_thread_t *th,
+                               as_err_t *err) {
+  as_status_t rc = AS_OK;
+  if (th->bound) {
+    jm->arenas[th->arena]->nthreads[0]--;
+    jm->arenas[th->iarena]->nthreads[1]--;
+  }
+  if (th->cbins != NULL) {
+    rc = tcache_flush_all(jm, th, err);
+    if (rc == AS_OK)
+      rc = large_dalloc(jm, th, th->tcache_ext, true, err);
+    if (rc == AS_OK)
+      rc = je_arena_decay(jm, jm->arenas[0], false, false, err);
+    /* the cache's arena: arena 0 if the thread never bound one */
+    je_arena_t *a = jm->arenas[th->bound ? th->arena : 0];
+    if (rc == AS_OK)
+      rc = je_arena_decay(jm, a, false,
+                          a->nthreads[0] == 0 && !jm->background_thread, err);
+    free(th->cbins[0].slot);
+    free(th->cbins);
+    th->cbins = NULL;
+  }
+  th->bound = false;
+  th->exited = true;
+  return rc;
+}
+
+static as_status_t jemalloc_thread(model_t *m, const trace_event_t *ev,
+                                   as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
+  je_thread_t *th;
+  as_status_t  rc = thread_slot(jm, ev->thread, &th, err);
+  if (rc != AS_OK)
+    return done(jm, rc, err);
+  if (ev->op == TRACE_THREAD_START && ev->thread != 0) {
+    if (th->tsd != JE_TSD_UNINIT && !th->exited) /* a reused id */
+      rc = thread_exit(jm, th, err);
+    if (rc == AS_OK)
+      rc = nptl_stack_release(&jm->nptl, &th->stack, err);
+    memset(th, 0, sizeof *th);
+    if (rc == AS_OK)
+      rc = nptl_stack_acquire(&jm->nptl, &th->stack, err);
+  } else if (ev->op == TRACE_THREAD_EXIT) {
+    if (th->tsd != JE_TSD_UNINIT && !th->exited)
+      rc = thread_exit(jm, th, err);
+    if (rc == AS_OK)
+      rc = nptl_stack_release(&jm->nptl, &th->stack, err);
+  }
+  return done(jm, rc, err);
+}
+
+/* ---- Model interface ----------------------------------------------------- */
+
+/* mallctl arena.<i>.purge (all) / arena.<i>.decay (ctl.c:2533-2578) and
+ * thread.tcache.flush. */
+static as_status_t jemalloc_purge(model_t *m, const trace_event_t *ev,
+                                  as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, ev->t_ns, err) != AS_OK)
+    return jm->fail;
+  as_status_t rc = AS_OK;
+  if (ev->size == TRACE_PURGE_TCACHE) {
+    je_thread_t *th;
+    rc = thread_of(jm, ev->thread, false, &th, err);
+    if (rc == AS_OK)
+      rc = tcache_flush_all(jm, th, err);
+    return done(jm, rc, err);
+  }
+  bool all = ev->size == TRACE_PURGE_ALL;
+  if (ev->id != TRACE_ALL_ARENAS && ev->id >= jm->narenas_total)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: purge of arena %" PRIu64 ": arenas are 0..%u",
+                      ev->id, jm->narenas_total - 1); /* the model goes on */
+  for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++)
+    if (jm->arenas[i] != NULL && (ev->id == TRACE_ALL_ARENAS || ev->id == i))
+      rc = je_arena_decay(jm, jm->arenas[i], false, all, err);
+  return done(jm, rc, err);
+}
+
+/* arena.<i>.dirty_decay_ms / muzzy_decay_ms writes for every arena, and
+ * arenas.*_decay_ms for arenas created later (ctl.c, pac_decay_ms_set). */
+static as_status_t jemalloc_set_option(model_t *m, const char *name,
+                                       int64_t value, uint64_t now_ns,
+                                       as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (enter(jm, now_ns, err) != AS_OK)
+    return jm->fail;
+  bool dirty = strcmp(name, "dirty_decay_ms") == 0;
+  if (!dirty && strcmp(name, "muzzy_decay_ms") != 0)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: option %s cannot change at run time (only "
+                      "dirty_decay_ms and muzzy_decay_ms can)",
+                      name);
+  if (value < -1)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: %s=%" PRId64 ": expected -1 or more", name,
+                      value);
+  if (dirty)
+    jm->dirty_decay_ms = value;
+  else
+    jm->muzzy_decay_ms = value;
+  as_status_t rc = AS_OK;
+  for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++)
+    if (jm->arenas[i] != NULL && !(jm->huge_enabled && i == jm->huge_ind))
+      rc = je_decay_ms_set(jm, jm->arenas[i], dirty, value, err);
+  return done(jm, rc, err);
+}
+
+static bool jemalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
+  if (id >= jm->objs_cap || jm->objs[id].ext == JE_NONE)
+    return false;
+  *addr = obj_addr(jm, &jm->objs[id]);
+  return true;
+}
+
+static uint64_t jemalloc_usable_size(const model_t *m, uint64_t size,
+                                     uint8_t domain) {
+  (void)domain;
+  return s2u((const jemalloc_model_t *)m, size);
+}
+
+static uint64_t tcache_bytes(const jemalloc_model_t *jm) {
+  uint64_t b = 0;
+  for (size_t t = 0; t < jm->threads_cap; t++)
+    if (jm->threads[t].cbins != NULL)
+      for (unsigned i = 0; i < jm->nhbins; i++)
+        b += (uint64_t)jm->threads[t].cbins[i].n * jm->index2size[i];
+  return b;
+}
+
+static void jemalloc_stats(const model_t *m, model_stats_t *out) {
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
+  jemalloc_totals_t       t;
+  jemalloc_inspect_totals(m, &t);
+  uint64_t free_pages = 0, nextents = 0;
+  for (uint32_t i = 0; i < jm->narenas_total; i++) {
+    const je_arena_t *a = jm->arenas[i];
+    if (a == NULL)
+      continue;
+    free_pages += a->dirty.npages + a->muzzy.npages;
+    nextents += a->dirty.nextents + a->muzzy.nextents + a->retained.nextents;
+  }
+  out->live_bytes = jm->live_bytes;
+  out->live_objects = jm->live_objects;
+  out->mapped_bytes = t.mapped + t.retained;
+  out->arenas = jm->nrecords;
+  (void)nextents;
+  out->free_bytes = (free_pages << jm->lg_page) + tcache_bytes(jm);
+}
+
+static size_t jemalloc_counters(const model_t *m, model_counter_t *out,
+                                size_t cap) {
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
+  jemalloc_totals_t       t;
+  jemalloc_inspect_totals(m, &t);
+  uint64_t dirty = 0, muzzy = 0, npurge = 0, nmadvise = 0, purged = 0;
+  uint64_t arenas = 0, runs = 0;
+  for (uint32_t i = 0; i < jm->narenas_total; i++) {
+    const je_arena_t *a = jm->arenas[i];
+    if (a == NULL)
+      continue;
+    arenas++;
+    dirty += a->dirty.npages;
+    muzzy += a->muzzy.npages;
+    npurge += a->decay_dirty.npurge + a->decay_muzzy.npurge;
+    nmadvise += a->decay_dirty.nmadvise + a->decay_muzzy.nmadvise;
+    purged += a->decay_dirty.purged + a->decay_muzzy.purged;
+  }
+  for (uint32_t i = 0; jm->bg != NULL && i < jm->max_bg_threads; i++)
+    runs += jm->bg[i].runs;
+  size_t n = 0;
+  const char *p = "jemalloc";
+  n = model_counter_put(out, n, cap, p, "active_bytes", t.active, "bytes",
+                        "pages of active extents (stats.active)");
+  n = model_counter_put(out, n, cap, p, "dirty_bytes", dirty << jm->lg_page,
+                        "bytes", "freed, still resident, awaiting decay");
+  n = model_counter_put(out, n, cap, p, "muzzy_bytes", muzzy << jm->lg_page,
+                        "bytes", "MADV_FREE'd, awaiting muzzy decay");
+  n = model_counter_put(out, n, cap, p, "retained_bytes", t.retained,
+                        "bytes", "purged address space kept (retain)");
+  n = model_counter_put(out, n, cap, p, "metadata_bytes", t.metadata,
+                        "bytes", "base allocations (stats.metadata)");
+  n = model_counter_put(out, n, cap, p, "tcache_bytes", tcache_bytes(jm),
+                        "bytes", "regions held in thread caches");
+  n = model_counter_put(out, n, cap, p, "arenas", arenas, "count",
+                        "arenas created (the huge arena included)");
+  n = model_counter_put(out, n, cap, p, "purges", npurge, "count",
+                        "decay purge passes (dirty_npurge + muzzy_npurge)");
+  n = model_counter_put(out, n, cap, p, "madvise_extents", nmadvise,
+                        "count", "extents purged (one madvise each)");
+  n = model_counter_put(out, n, cap, p, "purged_bytes",
+                        purged << jm->lg_page, "bytes",
+                        "pages purged since start");
+  n = model_counter_put(out, n, cap, p, "bg_runs", runs, "count",
+                        "background thread wakeups");
+  return n;
+}
+
+/* ---- Heap map (model_walk) ----------------------------------------------- */
+
+static const model_mechanism_t jemalloc_mechanisms[] = {
+    {"jemalloc.small", "small objects in slabs",
+     "Requests up to 14 KiB get a region of their size class in a slab of "
+     "a few pages holding a whole number of regions (arena_malloc_small, "
+     "bin_infos).",
+     "freeing the objects", true},
+    {"jemalloc.large", "large objects in extents of their own",
+     "Larger requests get whole pages plus one page of padding, the object "
+     "placed at a random cache line of the first page (large_palloc, "
+     "sz_large_pad).",
+     "freeing the objects", true},
+    {"jemalloc.tcache", "freed objects in per-thread caches (tcache)",
+     "free() keeps up to ncached_max objects of each size class up to "
+     "tcache_max (32 KiB) in the calling thread's cache; to the arena they "
+     "are still allocated (tcache_dalloc_small, tcache_dalloc_large).",
+     "the cache's GC (every 64 KiB the thread allocates, 3/4 of a bin's "
+     "unused part), the thread's exit, or mallctl(\"thread.tcache.flush\")",
+     false},
+    {"jemalloc.slab_free", "free regions in slabs that hold objects",
+     "A slab goes back to the arena's extents only when every region in it "
+     "is free (arena_dalloc_bin_locked_step), so one live object pins the "
+     "slab's pages.",
+     "nothing short of freeing the last objects in each slab", false},
+    {"jemalloc.dirty", "freed extents awaiting decay (dirty)",
+     "Freed pages stay resident and are purged over dirty_decay_ms (10 s, a "
+     "200-step smootherstep curve); decay advances only on allocator ticks "
+     "(about one arena-level event in 1000) or in background threads, so an "
+     "idle process purges nothing (arena_decay).",
+     "allocation activity or background_thread:true (decay), "
+     "dirty_decay_ms:0, or mallctl(\"arena.<i>.purge\")",
+     false},
+    {"jemalloc.muzzy", "extents given MADV_FREE (muzzy)",
+     "With muzzy_decay_ms above 0 decay first marks pages MADV_FREE; the "
+     "kernel counts them in RSS until memory pressure takes them "
+     "(pac_decay_stashed).",
+     "memory pressure, muzzy decay (MADV_DONTNEED), or "
+     "mallctl(\"arena.<i>.purge\")",
+     false},
+    {"jemalloc.retained", "purged address space kept mapped (retained)",
+     "With retain (Linux's default) purged extents keep their address "
+     "space for reuse and growth (extent_grow_retained); it is not "
+     "resident.",
+     "nothing needed: not resident", false},
+    {"jemalloc.metadata", "jemalloc's own bookkeeping",
+     "Arena structs, a 128-byte edata_t per extent and the rtree leaves "
+     "mapping pages to extents come from base blocks that are never "
+     "returned (base_alloc); thread caches' pointer stacks are internal "
+     "allocations in arena 0.",
+     "nothing while the process runs (a thread cache's stack at the "
+     "thread's exit)",
+     false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+/* What the walk needs beyond the extents: which regions and extents sit
+ * in thread caches and which extents hold tcache stacks. */
+typedef struct je_walk_s je_walk_t;
+struct je_walk_s {
+  const jemalloc_model_t *jm;
+  uint64_t (*cached)[JE_SLAB_WORDS]; /* per slab record: region cached */
+  uint8_t  *flag;                    /* per extent: WALK_CACHED / _INTERNAL */
+  uint64_t *order;                   /* live extent ids sorted by address */
+  size_t    n;
+  model_region_fn fn;
+  void           *user;
+};
+#define WALK_CACHED   1
+#define WALK_INTERNAL 2
+
+static int by_addr(const void *x, const void *y, void *ctx) {
+  const jemalloc_model_t *jm = ctx;
+  uint64_t a = E(jm, *(const uint64_t *)x)->addr;
+  uint64_t b = E(jm, *(const uint64_t *)y)->addr;
+  return a < b ? -1 : a > b;
+}
+
+typedef enum { REG_FREE, REG_CACHED, REG_LIVE } reg_class_t;
+
+static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
+                             unsigned r) {
+  uint64_t bit = UINT64_C(1) << (r % 64);
+  if (w->jm->slab_bits[x->slab][r / 64] & bit)
+    return REG_FREE; /* bit set = region free */
+  return w->cached[x->slab][r / 64] & bit ? REG_CACHED : REG_LIVE;
+}
+
+/* A slab's regions as runs of one class each, then its unused tail. */
+static as_status_t walk_slab(const je_walk_t *w, const je_ext_t *x,
+                             as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  uint64_t                size = jm->index2size[x->binind];
+  uint32_t                nregs = jm->bin_nregs[x->binind];
+  static const char *const mech[] = {"jemalloc.slab_free", "jemalloc.tcache",
+                                     "jemalloc.small"};
+  static const uint8_t     state[] = {MODEL_REGION_FREE, MODEL_REGION_CACHED,
+                                      MODEL_REGION_LIVE};
+  for (uint32_t r = 0; r < nregs;) {
+    reg_class_t c = reg_class(w, x, r);
+    uint32_t    end = r + 1;
+    while (end < nregs && reg_class(w, x, end) == c)
+      end++;
+    model_region_t q = {.addr = x->addr + r * size,
+                        .bytes = (end - r) * size,
+                        .kind = "regions",
+                        .mechanism = mech[c],
+                        .level = 1,
+                        .state = state[c]};
+    if (c == REG_LIVE) {
+      q.live_objects = end - r;
+      q.live_bytes = q.bytes;
+    }
+    as_status_t rc = w->fn(w->user, &q, err);
+    if (rc != AS_OK)
+      return rc;
+    r = end;
+  }
+  uint64_t used = nregs * size;
+  if (used == x->size)
+    return AS_OK;
+  return w->fn(w->user,
+               &(model_region_t){.addr = x->addr + used,
+                                 .bytes = x->size - used,
+                                 .kind = "slab tail",
+                                 .mechanism = "jemalloc.slab_free",
+                                 .level = 1,
+                                 .state = MODEL_REGION_FREE},
+               err);
+}
+
+static as_status_t walk_extent(const je_walk_t *w, uint32_t e, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  const je_ext_t         *x = E(jm, e);
+  model_region_t          q = {.addr = x->addr, .bytes = x->size, .level = 1};
+  switch (x->state) {
+  case JE_ACTIVE:
+    if (x->slab)
+      return walk_slab(w, x, err);
+    if (w->flag[e] & WALK_INTERNAL) {
+      q.kind = "tcache stack";
+      q.mechanism = "jemalloc.metadata";
+      q.state = MODEL_REGION_METADATA;
+    } else if (w->flag[e] & WALK_CACHED) {
+      q.kind = "large";
+      q.mechanism = "jemalloc.tcache";
+      q.state = MODEL_REGION_CACHED;
+    } else {
+      q.kind = "large";
+      q.mechanism = "jemalloc.large";
+      q.state = MODEL_REGION_LIVE;
+      q.live_objects = 1;
+      q.live_bytes = jm->index2size[x->szind];
+    }
+    break;
+  case JE_DIRTY:
+    q.kind = "dirty extent";
+    q.mechanism = "jemalloc.dirty";
+    q.state = MODEL_REGION_FREE;
+    break;
+  case JE_MUZZY:
+    q.kind = "muzzy extent";
+    q.mechanism = "jemalloc.muzzy";
+    q.state = MODEL_REGION_FREE;
+    break;
+  default:
+    q.kind = "retained extent";
+    q.mechanism = "jemalloc.retained";
+    q.state = MODEL_REGION_RELEASED;
+    break;
+  }
+  return w->fn(w->user, &q, err);
+}
+
+/* Live objects in extent e (the unit's pinning count). */
+static uint64_t extent_objects(const je_walk_t *w, uint32_t e) {
+  const je_ext_t *x = E(w->jm, e);
+  if (x->state != JE_ACTIVE || (w->flag[e] & (WALK_CACHED | WALK_INTERNAL)))
+    return 0;
+  if (!x->slab)
+    return 1;
+  uint64_t n = 0;
+  for (uint32_t r = 0; r < w->jm->bin_nregs[x->binind]; r++)
+    n += reg_class(w, x, r) == REG_LIVE;
+  return n;
+}
+
+/* Whether extent order[i] starts a mapping: a head extent (extent_grow,
+ * extent_alloc_wrapper mark one per mmap), or one not adjoining its
+ * predecessor in the same arena (retain:false unmaps heads). */
+static bool starts_unit(const je_walk_t *w, size_t i) {
+  const je_ext_t *x = E(w->jm, w->order[i]);
+  if (i == 0 || x->is_head)
+    return true;
+  const je_ext_t *p = E(w->jm, w->order[i - 1]);
+  return p->addr + p->size != x->addr || p->arena != x->arena;
+}
+
+static as_status_t walk_extents(je_walk_t *w, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  for (size_t i = 0; i < w->n;) {
+    size_t         end = i + 1;
+    model_region_t u = {.addr = E(jm, w->order[i])->addr, .kind = "mapping"};
+    while (end < w->n && !starts_unit(w, end))
+      end++;
+    for (size_t k = i; k < end; k++) {
+      const je_ext_t *x = E(jm, w->order[k]);
+      u.bytes += x->size;
+      u.live_objects += extent_objects(w, (uint32_t)w->order[k]);
+      if (x->state == JE_ACTIVE && x->slab)
+        u.live_bytes += (jm->bin_nregs[x->binind] - x->nfree) *
+                        jm->index2size[x->binind];
+      else if (x->state == JE_ACTIVE && !(w->flag[w->order[k]] &
+                                          (WALK_CACHED | WALK_INTERNAL)))
+        u.live_bytes += jm->index2size[x->szind];
+    }
+    as_status_t rc = w->fn(w->user, &u, err);
+    for (size_t k = i; k < end && rc == AS_OK; k++)
+      rc = walk_extent(w, (uint32_t)w->order[k], err);
+    if (rc != AS_OK)
+      return rc;
+    i = end;
+  }
+  return AS_OK;
+}
+
+/* Each arena's base blocks: one unit each, all metadata. */
+static as_status_t walk_bases(const je_walk_t *w, as_err_t *err) {
+  const jemalloc_model_t *jm = w->jm;
+  as_status_t             rc = AS_OK;
+  for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++) {
+    const je_arena_t *a = jm->arenas[i];
+    for (uint32_t k = 0; a != NULL && k < a->base.nblocks && rc == AS_OK;
+         k++) {
+      rc = model_walk_single((model_region_t){.addr = a->base.blocks[k].addr,
+                                              .bytes = a->base.blocks[k].size,
+                                              .kind = "base block",
+                                              .mechanism = "jemalloc.metadata",
+                                              .state = MODEL_REGION_METADATA},
+                             w->fn, w->user, err);
+    }
+  }
+  return rc;
+}
+
+/* Units: each mapping of extents (in address order, with its slabs'
+ * regions, large objects and free extents), each base block, then the
+ * threads' stacks and nptl's stack cache. */
+static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
+                                 void *user, as_err_t *err) {
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
+  je_walk_t w = {.jm = jm, .fn = fn, .user = user};
+  w.cached = calloc(jm->next_slab + 1, sizeof *w.cached);
+  w.flag = calloc(jm->next_ext + 1, 1);
+  w.order = malloc(((size_t)jm->next_ext + 1) * sizeof *w.order);
+  as_status_t rc = AS_OK;
+  if (w.cached == NULL || w.flag == NULL || w.order == NULL)
+    rc = as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (walk)");
+  for (size_t t = 0; rc == AS_OK && t < jm->threads_cap; t++) {
+    const je_thread_t *th = &jm->threads[t];
+    if (th->cbins == NULL)
+      continue;
+    w.flag[th->tcache_ext] |= WALK_INTERNAL;
+    for (unsigned i = 0; i < jm->nhbins; i++)
+      for (unsigned k = 0; k < th->cbins[i].n; k++) {
+        uint64_t item = th->cbins[i].slot[k];
+        uint32_t e = (uint32_t)(item >> 16);
+        unsigned r = (unsigned)(item & 0xffff);
+        if (i < jm->nbins)
+          w.cached[E(jm, e)->slab][r / 64] |= UINT64_C(1) << (r % 64);
+        else
+          w.flag[e] |= WALK_CACHED;
+      }
+  }
+  for (uint32_t e = 1; rc == AS_OK && e < jm->next_ext; e++)
+    if (E(jm, e)->state <= JE_RETAINED)
+      w.order[w.n++] = e;
+  if (rc == AS_OK) {
+    qsort_r(w.order, w.n, sizeof *w.order, by_addr, (void *)jm);
+    rc = walk_extents(&w, err);
+  }
+  if (rc == AS_OK)
+    rc = walk_bases(&w, err);
+  for (size_t t = 0; rc == AS_OK && t < jm->threads_cap; t++)
+    rc = nptl_stack_walk(&jm->threads[t].stack, fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&jm->nptl, fn, user, err);
+  free(w.cached);
+  free(w.flag);
+  free(w.order);
+  return rc;
+}
+
+static void jemalloc_destroy(model_t *m) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (jm == NULL)
+    return;
+  for (uint32_t i = 0; jm->arenas != NULL && i < jm->narenas_total; i++)
+    arena_destroy(jm, jm->arenas[i]);
+  for (size_t t = 0; t < jm->threads_cap; t++)
+    if (jm->threads[t].cbins != NULL) {
+      free(jm->threads[t].cbins[0].slot);
+      free(jm->threads[t].cbins);
+    }
+  if (jm->bg != NULL)
+    for (uint32_t i = 0; i < jm->max_bg_threads; i++)
+      sim_event_queue_cancel(jm->timers, &jm->bg[i].timer);
+  free(jm->bg);
+  free(jm->arenas);
+  free(jm->threads);
+  free(jm->ext);
+  free(jm->slab_bits);
+  free(jm->emap.key);
+  free(jm->emap.val);
+  free(jm->objs);
+  free(jm->leaf_key);
+  free(jm->leaf_addr);
+  nptl_stacks_fini(&jm->nptl);
+  free(jm);
+}
+
+/* Options with their ranges (src/jemalloc.c malloc_conf_init_helper). */
+static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
+                                as_err_t *err) {
+  uint64_t ncpus = model_opt_u64(o, JO_NCPUS);
+  uint64_t narenas = model_opt_u64(o, JO_NARENAS);
+  int64_t  dd = model_opt_i64(o, JO_DIRTY_DECAY_MS);
+  int64_t  md = model_opt_i64(o, JO_MUZZY_DECAY_MS);
+  uint64_t lg_page = model_opt_u64(o, JO_LG_PAGE);
+  if (ncpus < 1)
+    return as_err_set(err, AS_EINVAL, "jemalloc: ncpus=0: expected 1 or more");
+  if (narenas > 4095) /* MALLOCX_ARENA_LIMIT - 1 (jemalloc.c:2067-2072) */
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: narenas=%" PRIu64 ": expected 0..4095",
+                      narenas);
+  /* decay_ms_valid (decay.c:63-73): -1 .. NSTIME_SEC_MAX * 1000 */
+  if (dd < -1 || md < -1)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: %s=%" PRId64 ": expected -1 (never), 0 "
+                      "(at once) or a positive number of ms",
+                      dd < -1 ? "dirty_decay_ms" : "muzzy_decay_ms",
+                      dd < -1 ? dd : md);
+  if (lg_page < 12 || lg_page > 16 || (UINT64_C(1) << lg_page) < jm->os_page)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: lg_page=%" PRIu64 ": expected 12..16 and a "
+                      "page of at least the OS page (%" PRIu64 " bytes; "
+                      "src/pages.c pages_boot refuses a larger OS page)",
+                      lg_page, jm->os_page);
+  uint64_t max_bg = model_opt_u64(o, JO_MAX_BG_THREADS);
+  if (max_bg < 1 || max_bg > 4096)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: max_background_threads=%" PRIu64
+                      ": expected 1..4096",
+                      max_bg);
+  jm->lg_page = (unsigned)lg_page;
+  jm->page = UINT64_C(1) << lg_page;
+  jm->large_pad = jm->page; /* cache_oblivious (sz.c:110) */
+  jm->narenas_auto = narenas != 0 ? (uint32_t)narenas
+                     : ncpus > 1  ? (uint32_t)(ncpus * 4)
+                                  : 1;
+  jm->dirty_decay_ms = dd;
+  jm->muzzy_decay_ms = md;
+  jm->background_thread = model_opt_bool(o, JO_BACKGROUND_THREAD);
+  jm->max_bg_threads = (uint32_t)max_bg;
+  jm->retain = model_opt_bool(o, JO_RETAIN);
+  jm->tcache_enabled = model_opt_bool(o, JO_TCACHE);
+  jm->prng_seed = model_opt_u64(o, JO_PRNG_SEED);
+  jm->jitter_seed = model_opt_u64(o, JO_JITTER_SEED);
+  uint64_t tmax = model_opt_u64(o, JO_TCACHE_MAX);
+  int64_t  lg_tmax = model_opt_i64(o, JO_LG_TCACHE_MAX);
+  if (lg_tmax >= 0)
+    tmax = UINT64_C(1) << (lg_tmax > 23 ? 23 : lg_tmax);
+  if (tmax > (UINT64_C(1) << 23)) /* clipped (jemalloc.c:1374-1376) */
+    tmax = UINT64_C(1) << 23;
+  jm->tcache_maxclass = tmax;
+  jm->oversize_threshold = model_opt_u64(o, JO_OVERSIZE_THRESHOLD);
+  return AS_OK;
+}
+
+static as_status_t geometry_init(jemalloc_model_t *jm, as_err_t *err) {
+  as_status_t rc = size_classes_init(jm, err);
+  if (rc != AS_OK)
+    return rc;
+  tables_init(jm);
+  /* tcache_boot (tcache.c:1049-1083): tcache_maxclass = sz_s2u(opt) */
+  jm->tcache_maxclass = jm->tcache_maxclass ? s2u(jm, jm->tcache_maxclass)
+                                            : 0;
+  jm->nhbins = jm->tcache_maxclass ? je_size2index(jm, jm->tcache_maxclass) + 1
+                                   : 0;
+  if (jm->nhbins > jm->nbins && jm->nhbins > JE_MAX_SIZES)
+    return as_err_set(err, AS_EINVAL, "jemalloc: tcache_max too large");
+  uint64_t slots = 0;
+  for (unsigned i = 0; i < jm->nhbins; i++) {
+    jm->ncached_max[i] = ncached_max_of(jm, i);
+    slots += jm->ncached_max[i];
+  }
+  /* cache_bin_info_compute_alloc (cache_bin.c:14-33): two spare slots */
+  jm->tcache_stack_bytes = 8 * (slots + 2);
+  if (jm->nhbins == 0)
+    jm->tcache_enabled = false;
+  /* arena_init_huge (arena.c:1745-1763) */
+  uint64_t ot = jm->oversize_threshold;
+  jm->huge_enabled = ot >= jm->large_minclass && ot <= jm->large_maxclass;
+  if (!jm->huge_enabled)
+    jm->oversize_threshold = jm->large_maxclass + jm->page;
+  jm->narenas_total = jm->narenas_auto + (jm->huge_enabled ? 1 : 0);
+  jm->huge_ind = jm->narenas_auto;
+  return AS_OK;
+}
+
+static as_status_t jemalloc_create(const model_opts_t *opts,
+                                   const model_ctx_t *ctx, model_t **out,
+                                   as_err_t *err) {
+  *out = NULL;
+  jemalloc_model_t *jm = calloc(1, sizeof *jm);
+  if (jm == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory");
+  jm->kernel = ctx->kernel;
+  jm->timers = ctx->timers;
+  jm->os_page = sim_kernel_page_size(ctx->kernel);
+  jm->next_ext = 1; /* id 0 is "none" */
+  jm->next_slab = 1;
+  as_status_t rc = read_options(jm, opts, err);
+  if (rc == AS_OK)
+    rc = geometry_init(jm, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_init(&jm->nptl, ctx->kernel,
+                          model_opt_u64(opts, JO_STACK_SIZE),
+                          model_opt_u64(opts, JO_THREAD_STACK_PAGES),
+                          "jemalloc", err);
+  if (rc == AS_OK) {
+    jm->arenas = calloc(jm->narenas_total, sizeof *jm->arenas);
+    jm->bg = calloc(jm->max_bg_threads, sizeof *jm->bg);
+    if (jm->arenas == NULL || jm->bg == NULL)
+      rc = as_err_set(err, AS_ENOMEM, "jemalloc: out of memory");
+  }
+  /* malloc_init_hard_a0_locked (jemalloc.c:1764-1923): b0 and arena 0,
+   * tcache_bin_info (tcache.c:1063-1068); background_thread_boot1 (:775-
+   * 818) allocates the info array whether or not threads are enabled. */
+  sim_addr_t addr;
+  if (rc == AS_OK)
+    rc = je_arena_create(jm, 0, err);
+  if (rc == AS_OK)
+    rc = je_base_alloc(jm, &jm->arenas[0]->base, 0,
+                       2 * (uint64_t)(jm->nhbins > jm->nbins ? jm->nhbins
+                                                             : jm->nbins),
+                       JE_CACHELINE, true, &addr, err);
+  if (rc == AS_OK)
+    rc = je_base_alloc(jm, &jm->arenas[0]->base, 0,
+                       JE_SIZEOF_BG_INFO * (uint64_t)jm->max_bg_threads,
+                       JE_CACHELINE, true, &addr, err);
+  for (uint32_t i = 0; rc == AS_OK && i < jm->max_bg_threads; i++)
+    je_bg_init(jm, &jm->bg[i], i);
+  if (rc == AS_OK)
+    rc = je_bg_create(jm, 0, err); /* malloc_init_hard (:2168-2180) */
+  /* The main thread has called malloc before the trace starts: its tsd,
+   * tcache and arena 0 binding exist. */
+  je_thread_t *th = NULL;
+  if (rc == AS_OK)
+    rc = thread_init(jm, 0, true, false, &th, err);
+  uint64_t startup = model_opt_u64(opts, JO_STARTUP_MALLOC);
+  if (rc == AS_OK && startup > 0) { /* eh_alloc.cc pool::pool() writes the
+                                       free list head: 16 bytes */
+    je_obj_t pool;
+    uint64_t usize = s2u(jm, startup);
+    rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &pool, err);
+    if (rc == AS_OK)
+      rc = touch(jm, obj_addr(jm, &pool), 16, err);
+    if (rc == AS_OK)
+      rc = alloc_event(jm, th, usize, err);
+  }
+  if (rc != AS_OK) {
+    jemalloc_destroy(&jm->base);
+    return rc;
+  }
+  *out = &jm->base;
+  return AS_OK;
+}
+
+const model_methods_t model_jemalloc_methods = {
+    .name = "jemalloc",
+    .summary = "jemalloc 5.3.0 (Debian 12): arenas, tcache, slabs, extents, "
+               "decay, background threads",
+    .options = jemalloc_options,
+    .preload = "libjemalloc",
+    .create = jemalloc_create,
+    .destroy = jemalloc_destroy,
+    .alloc = jemalloc_alloc,
+    .realloc = jemalloc_realloc,
+    .free = jemalloc_free,
+    .thread = jemalloc_thread,
+    .stats = jemalloc_stats,
+    .locate = jemalloc_locate,
+    .purge = jemalloc_purge,
+    .set_option = jemalloc_set_option,
+    .counters = jemalloc_counters,
+    .walk = jemalloc_walk,
+    .mechanisms = jemalloc_mechanisms,
+    .usable_size = jemalloc_usable_size,
+};
+
+/* ---- Introspection (models/jemalloc.h) ----------------------------------- */
+
+static const jemalloc_model_t *as_je(const model_t *m) {
+  return m->methods == &model_jemalloc_methods ? (const jemalloc_model_t *)m
+                                               : NULL;
+}
+
+uint32_t jemalloc_inspect_narenas(const model_t *m) {
+  const jemalloc_model_t *jm = as_je(m);
+  return jm ? jm->narenas_total : 0;
+}
+
+bool jemalloc_inspect_arena(const model_t *m, uint32_t ind,
+                            jemalloc_arena_info_t *out) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || ind >= jm->narenas_total || jm->arenas[ind] == NULL)
+    return false;
+  const je_arena_t *a = jm->arenas[ind];
+  memset(out, 0, sizeof *out);
+  out->nthreads = a->nthreads[0];
+  out->pactive = a->nactive;
+  out->pdirty = a->dirty.npages;
+  out->pmuzzy = a->muzzy.npages;
+  out->retained = a->retained.npages << jm->lg_page;
+  out->mapped = a->base.mapped + a->pac_mapped;
+  out->resident = a->base.resident +
+                  ((a->nactive + a->dirty.npages) << jm->lg_page);
+  out->base = a->base.allocated;
+  out->internal = a->internal;
+  out->dirty_npurge = a->decay_dirty.npurge;
+  out->dirty_nmadvise = a->decay_dirty.nmadvise;
+  out->dirty_purged = a->decay_dirty.purged;
+  out->muzzy_npurge = a->decay_muzzy.npurge;
+  out->muzzy_nmadvise = a->decay_muzzy.nmadvise;
+  out->muzzy_purged = a->decay_muzzy.purged;
+  out->dirty_decay_ms = a->decay_dirty.ms;
+  out->muzzy_decay_ms = a->decay_muzzy.ms;
+  for (uint32_t e = 1; e < jm->next_ext; e++) {
+    const je_ext_t *x = E(jm, e);
+    if (x->state == JE_ACTIVE && x->arena == ind && !x->slab)
+      out->large_allocated += jm->index2size[x->szind];
+  }
+  return true;
+}
+
+bool jemalloc_inspect_bin_stats(const model_t *m, uint32_t arena,
+                                unsigned binind, uint64_t *curslabs,
+                                uint64_t *curregs, uint64_t *nonfull_slabs) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || arena >= jm->narenas_total ||
+      jm->arenas[arena] == NULL || binind >= jm->nbins)
+    return false;
+  *curslabs = *curregs = 0;
+  for (uint32_t e = 1; e < jm->next_ext; e++) {
+    const je_ext_t *x = E(jm, e);
+    if (x->state == JE_ACTIVE && x->arena == arena && x->slab &&
+        x->binind == binind) {
+      (*curslabs)++;
+      *curregs += jm->bin_nregs[binind] - x->nfree;
+    }
+  }
+  *nonfull_slabs = jm->arenas[arena]->bins[binind].nonfull.n;
+  return true;
+}
+
+void jemalloc_inspect_totals(const model_t *m, jemalloc_totals_t *out) {
+  memset(out, 0, sizeof *out);
+  const jemalloc_model_t *jm = as_je(m);
+  for (uint32_t i = 0; jm != NULL && i < jm->narenas_total; i++) {
+    jemalloc_arena_info_t a;
+    if (!jemalloc_inspect_arena(m, i, &a))
+      continue;
+    out->active += a.pactive << jm->lg_page;
+    out->resident += a.resident;
+    out->mapped += a.mapped;
+    out->retained += a.retained;
+    out->metadata += a.base + a.internal;
+  }
+}
+
+bool jemalloc_inspect_object(const model_t *m, uint64_t id, uint64_t *addr,
+                             uint64_t *usize, uint32_t *arena) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || id >= jm->objs_cap || jm->objs[id].ext == JE_NONE)
+    return false;
+  *addr = obj_addr(jm, &jm->objs[id]);
+  *usize = jm->index2size[jm->objs[id].szind];
+  *arena = E(jm, jm->objs[id].ext)->arena;
+  return true;
+}
+
+int32_t jemalloc_inspect_thread_arena(const model_t *m, uint32_t tid) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || tid >= jm->threads_cap || !jm->threads[tid].bound)
+    return -1;
+  return (int32_t)jm->threads[tid].arena;
+}
+
+uint32_t jemalloc_inspect_tcache_count(const model_t *m, uint32_t tid,
+                                       uint64_t usize) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || tid >= jm->threads_cap || jm->threads[tid].cbins == NULL)
+    return 0;
+  unsigned i = je_size2index(jm, usize);
+  return i < jm->nhbins ? jm->threads[tid].cbins[i].n : 0;
+}
+
+void jemalloc_inspect_bin(const model_t *m, uint64_t usize, uint32_t *pages,
+                          uint32_t *nregs, uint32_t *ncached_max) {
+  const jemalloc_model_t *jm = as_je(m);
+  *pages = *nregs = *ncached_max = 0;
+  if (jm == NULL)
+    return;
+  unsigned i = je_size2index(jm, usize);
+  if (i < jm->nbins) {
+    *pages = (uint32_t)(jm->bin_slab_size[i] >> jm->lg_page);
+    *nregs = jm->bin_nregs[i];
+  }
+  if (i < jm->nhbins)
+    *ncached_max = jm->ncached_max[i];
+}
+
+bool jemalloc_inspect_bg(const model_t *m, uint32_t ind, uint64_t *wakeup_ns,
+                         uint64_t *runs) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL || !jm->background_thread || ind >= jm->max_bg_threads ||
+      !jm->bg[ind].started)
+    return false;
+  *wakeup_ns = jm->bg[ind].indefinite ? UINT64_MAX : jm->bg[ind].wakeup_ns;
+  *runs = jm->bg[ind].runs;
+  return true;
+}
+
+/* Heap order of every slot against its parent. */
+static bool heap_ok(const jemalloc_model_t *jm, const je_heap_t *h) {
+  for (uint32_t i = 0; i < h->n; i++) {
+    if (E(jm, h->a[i])->heap_pos != i)
+      return false;
+    if (i > 0 && je_snad_cmp(jm, h->a[(i - 1) / 2], h->a[i]) > 0)
+      return false;
+  }
+  return true;
+}
+
+as_status_t jemalloc_check_invariants(const model_t *m, as_err_t *err) {
+  const jemalloc_model_t *jm = as_je(m);
+  if (jm == NULL)
+    return as_err_set(err, AS_EINVAL, "not a jemalloc model");
+  for (uint32_t i = 0; i < jm->narenas_total; i++) {
+    const je_arena_t *a = jm->arenas[i];
+    if (a == NULL)
+      continue;
+    uint64_t active = 0, pages[4] = {0}, count[4] = {0};
+    for (uint32_t e = 1; e < jm->next_ext; e++) {
+      const je_ext_t *x = E(jm, e);
+      if (x->state > JE_RETAINED || x->arena != i)
+        continue;
+      if (x->state == JE_ACTIVE)
+        active += x->size >> jm->lg_page;
+      pages[x->state] += x->size >> jm->lg_page;
+      count[x->state]++;
+    }
+    const je_eset_t *sets[3] = {&a->dirty, &a->muzzy, &a->retained};
+    for (int s = 0; s < 3; s++) {
+      uint64_t n = 0, lru_pages = 0;
+      for (uint32_t e = sets[s]->lru_head; e != JE_NONE; e = E(jm, e)->lru_next)
+        n++, lru_pages += E(jm, e)->size >> jm->lg_page;
+      if (n != sets[s]->nextents || lru_pages != sets[s]->npages ||
+          n != count[s + 1] || lru_pages != pages[s + 1])
+        return as_err_set(err, AS_EINVAL,
+                          "arena %u eset %d: %" PRIu64 " extents / %" PRIu64
+                          " pages listed, counters %" PRIu64 " / %" PRIu64
+                          ", records %" PRIu64 " / %" PRIu64,
+                          i, s, n, lru_pages, sets[s]->nextents,
+                          sets[s]->npages, count[s + 1], pages[s + 1]);
+      for (unsigned b = 0; b <= jm->npsizes; b++)
+        if (!heap_ok(jm, &sets[s]->bins[b]))
+          return as_err_set(err, AS_EINVAL, "arena %u eset %d bin %u: heap "
+                            "out of order", i, s, b);
+    }
+    if (active != a->nactive)
+      return as_err_set(err, AS_EINVAL,
+                        "arena %u: active extents hold %" PRIu64
+                        " pages, nactive %" PRIu64,
+                        i, active, a->nactive);
+    for (unsigned b = 0; b < jm->nbins; b++)
+      if (!heap_ok(jm, &a->bins[b].nonfull))
+        return as_err_set(err, AS_EINVAL, "arena %u bin %u: nonfull heap out "
+                          "of order", i, b);
+  }
+  return AS_OK;
+}

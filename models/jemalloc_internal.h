@@ -1,0 +1,371 @@
+/* models/jemalloc_internal.h -- the jemalloc 5.3.0 model's state, shared by
+ * its three files:
+ *   jemalloc.c         options, size classes, threads, thread caches, bins,
+ *                      slabs, large objects, the model interface
+ *   jemalloc_extent.c  extents: ecaches (dirty / muzzy / retained), the
+ *                      first-fit search, split, coalesce, retained growth,
+ *                      purging, decay epochs and background threads
+ *   jemalloc_base.c    base (metadata) allocation and the rtree leaves
+ * Nothing outside these files includes it but tests/unit/test_jemalloc.c,
+ * which checks the geometry and tables; other code uses models/jemalloc.h.
+ *
+ * Citations are to jemalloc tag 5.3.0 (github:jemalloc/jemalloc), the
+ * version Debian 12 ships as libjemalloc2 5.3.0-1, whose build options
+ * (cache_oblivious, retain, 48-bit virtual addresses, LG_PAGE 12) the model
+ * assumes; docs/models/jemalloc.md has the rules and what is left out.
+ */
+#ifndef ALLOCSIM_JEMALLOC_INTERNAL_H
+#define ALLOCSIM_JEMALLOC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../sim/event_queue.h"
+#include "../sim/kernel.h"
+#include "jemalloc.h"
+#include "nptl_stacks.h"
+
+/* ---- Constants ----------------------------------------------------------- */
+
+#define JE_LG_QUANTUM   4   /* include/jemalloc/internal/quantum.h: x86-64 */
+#define JE_LG_TINY_MIN  3   /* include/jemalloc/internal/sc.h:183 */
+#define JE_LG_NGROUP    2   /* sc.h:196 SC_LG_NGROUP */
+#define JE_LG_HUGEPAGE  21  /* configure: 2 MiB on x86-64 */
+#define JE_LG_VADDR     48  /* Debian's build (configure --with-lg-vaddr) */
+#define JE_MAX_SIZES    256 /* 232 size classes with 4 KiB pages (sc.h) */
+#define JE_MAX_BINS     64  /* 36 bins with 4 KiB pages */
+#define JE_MAX_PSIZES   256 /* 199 page-size classes with 4 KiB pages */
+#define JE_SLAB_WORDS   8   /* region bitmap words: nregs <= 512 */
+#define JE_NSTEPS       200 /* smoothstep.h:27 SMOOTHSTEP_NSTEPS */
+#define JE_BFP          24  /* smoothstep.h:28 SMOOTHSTEP_BFP */
+#define JE_NONE         0u  /* extent id 0: no extent */
+#define JE_NO_POS       UINT32_MAX
+/* arena_types.h:10 ARENA_DECAY_NTICKS_PER_UPDATE */
+#define JE_DECAY_NTICKS 1000
+/* arena_externs.h:15 ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD */
+#define JE_DEFERRED_PURGE_NPAGES 1024
+/* background_thread.c:117 BACKGROUND_THREAD_MIN_INTERVAL_NS */
+#define JE_BG_MIN_INTERVAL_NS UINT64_C(100000000)
+#define JE_UNBOUNDED UINT64_MAX /* decay.h:6 DECAY_UNBOUNDED_TIME_TO_PURGE */
+/* tcache.c:37 opt_tcache_gc_incr_bytes; peak_event.c:15 PEAK_EVENT_WAIT is
+ * the same, so both thread events fire on the same allocation. */
+#define JE_GC_INCR_BYTES UINT64_C(65536)
+/* Sizes of jemalloc's own structures in Debian's build (measured with
+ * sizeof on the tag configured as Debian's: --enable-prof
+ * --with-lg-vaddr=48; the statistics of that build equal the .so's). */
+#define JE_SIZEOF_ARENA      78952 /* arena_t */
+#define JE_SIZEOF_BIN        224   /* bin_t, one shard per class */
+#define JE_SIZEOF_EDATA      128   /* edata_t (EDATA_ALIGNMENT 128) */
+#define JE_SIZEOF_BASE       3912  /* base_t */
+#define JE_SIZEOF_BLOCK      144   /* base_block_t */
+#define JE_SIZEOF_BG_INFO    208   /* background_thread_info_t */
+#define JE_CACHELINE         64
+
+typedef enum je_state_e {
+  JE_ACTIVE, JE_DIRTY, JE_MUZZY, JE_RETAINED /* edata.h extent_state_t */
+} je_state_t;
+
+/* ---- Records ------------------------------------------------------------- */
+
+/* An extent (edata_t): a run of pages in one arena.  Active extents are
+ * slabs or large objects; inactive ones sit in one of the arena's ecaches. */
+typedef struct je_ext_s je_ext_t;
+struct je_ext_s {
+  uint64_t addr;     /* base, page aligned */
+  uint64_t size;     /* bytes, a multiple of the page */
+  uint64_t sn;       /* serial number: its mapping's age (extent.c:50) */
+  uint32_t heap_pos; /* slot in an eset bin heap or a bin's nonfull heap */
+  uint32_t lru_prev, lru_next; /* the eset's LRU list */
+  uint32_t slab;     /* slab bitmap record, 0 = not a slab */
+  uint32_t offset;   /* large: the object's cache-oblivious offset */
+  uint32_t next_free;/* pool free list */
+  uint16_t arena;
+  uint16_t nfree;    /* slab: free regions */
+  uint8_t  state;    /* je_state_t */
+  uint8_t  binind;   /* slab: size class */
+  uint8_t  is_head;  /* first extent of a mapping (EXTENT_IS_HEAD) */
+  uint8_t  zeroed;   /* known zero (fresh mmap, or purged) */
+  uint8_t  szind;    /* large: size class of the object */
+};
+
+/* A min-heap of extent ids ordered by (sn, addr) (edata_snad_comp,
+ * include/jemalloc/internal/edata.h:663-680); each extent keeps its slot. */
+typedef struct je_heap_s je_heap_t;
+struct je_heap_s {
+  uint32_t *a;
+  uint32_t  n, cap;
+};
+
+/* eset_t (src/eset.c): extents of one state by page-size class, plus the
+ * LRU order eviction follows. */
+typedef struct je_eset_s je_eset_t;
+struct je_eset_s {
+  je_heap_t *bins;        /* npsizes + 1 heaps */
+  uint64_t  *nonempty;    /* bit per bin (fb_* in eset.c) */
+  uint32_t   lru_head, lru_tail;
+  uint64_t   npages;
+  uint64_t   nextents;
+  uint8_t    state;
+  bool       delay_coalesce; /* dirty only (pac.c:49-50) */
+};
+
+/* decay_t (include/jemalloc/internal/decay.h, src/decay.c). */
+typedef struct je_decay_s je_decay_t;
+struct je_decay_s {
+  int64_t  ms;           /* -1 never, 0 at once, > 0 smoothly */
+  uint64_t interval_ns;  /* ms * 1e6 / 200 */
+  uint64_t epoch_ns;
+  uint64_t deadline_ns;
+  uint64_t jitter_state;
+  uint64_t nunpurged;
+  uint64_t npages_limit;
+  uint64_t backlog[JE_NSTEPS];
+  /* Statistics (pac_decay_stats_t). */
+  uint64_t npurge, nmadvise, purged;
+};
+
+/* Base allocator (src/base.c): bump allocation in blocks of 2 MiB and up.
+ * A block's unused tail is a free extent in avail[] (edata_heap by size
+ * class); few exist at a time, so a short list stands for the heaps. */
+typedef struct je_base_free_s je_base_free_t;
+struct je_base_free_s {
+  uint64_t addr, size, sn;
+};
+
+typedef struct je_base_s je_base_t;
+struct je_base_s {
+  je_base_free_t *avail;
+  uint32_t        navail, avail_cap;
+  je_base_free_t *blocks;      /* every block mapped, for the heap map */
+  uint32_t        nblocks, blocks_cap;
+  uint32_t        pind_last;   /* psz index of the last block */
+  uint64_t        sn_next;
+  uint64_t        allocated, resident, mapped; /* base_stats_get */
+  uint64_t        edata_avail; /* edata_cache: recycled edata_t's */
+};
+
+/* bin_t (include/jemalloc/internal/bin.h). */
+typedef struct je_bin_s je_bin_t;
+struct je_bin_s {
+  uint32_t  slabcur;
+  je_heap_t nonfull;
+};
+
+/* arena_t, reduced to what decides placement and residency. */
+typedef struct je_arena_s je_arena_t;
+struct je_arena_s {
+  uint32_t   ind;
+  uint32_t   nthreads[2];  /* application, internal (arena.c:1584-1597) */
+  je_bin_t  *bins;         /* nbins */
+  je_eset_t  dirty, muzzy, retained;
+  uint32_t   exp_next, exp_limit; /* exp_grow_t (exp_grow.h) */
+  uint64_t   sn_next;
+  je_decay_t decay_dirty, decay_muzzy;
+  uint64_t   nactive;      /* pages (pa_shard_t nactive) */
+  uint64_t   pac_mapped;   /* bytes (pac_stats_t pac_mapped) */
+  uint64_t   internal;     /* bytes of internal allocations (tcache stacks) */
+  je_base_t  base;
+};
+
+/* One cache bin: a stack of cached regions, oldest at [0], newest at
+ * [n - 1] (cache_bin.h's stack grows down; this is its mirror image). */
+typedef struct je_cbin_s je_cbin_t;
+struct je_cbin_s {
+  uint64_t *slot;      /* ncached_max entries: (extent id << 16) | region */
+  uint16_t  n, low_water, max;
+  uint8_t   lg_fill_div;
+  bool      refilled;
+  uint16_t  deepest;   /* slots ever written: the stack pages touched */
+};
+
+/* tsd_state_t (include/jemalloc/internal/tsd.h:200-215), reduced. */
+typedef enum je_tsd_state_e {
+  JE_TSD_UNINIT,  /* never called jemalloc */
+  JE_TSD_MINIMAL, /* only freed: no thread cache, no arena */
+  JE_TSD_NOMINAL  /* fully initialised */
+} je_tsd_state_t;
+
+typedef struct je_thread_s je_thread_t;
+struct je_thread_s {
+  uint8_t    tsd;         /* je_tsd_state_t */
+  bool       exited;
+  bool       bound;       /* arena chosen (arena_choose_hard) */
+  uint32_t   arena, iarena;
+  je_cbin_t *cbins;       /* nhbins, NULL until the tcache exists */
+  uint32_t   tcache_ext;  /* the stack allocation's extent in arena 0 */
+  uint32_t   next_gc_bin;
+  uint64_t   alloc_bytes, alloc_last;   /* thread_allocated, last event */
+  uint64_t   dalloc_bytes, dalloc_last;
+  uint64_t   prng;        /* tsd prng_state (tsd.c:222-232) */
+  int32_t    tick;        /* tsd arena_decay_ticker (ticker_geom_t) */
+  nptl_stack_t stack;
+};
+
+/* A live object of the trace: where its region or large extent is. */
+typedef struct je_obj_s je_obj_t;
+struct je_obj_s {
+  uint32_t ext;   /* JE_NONE: not live here */
+  uint16_t reg;   /* region index in a slab */
+  uint8_t  szind; /* size class */
+  uint8_t  pad;   /* JE_OBJ_ZERO: freed by realloc(p, 0), id still live */
+};
+#define JE_OBJ_ZERO 1
+
+/* background_thread_info_t (background_thread_structs.h), one per thread
+ * index; sleeping is an engine timer. */
+typedef struct je_bg_s je_bg_t;
+struct je_bg_s {
+  sim_timer_t timer;
+  struct jemalloc_model_s *jm;
+  uint32_t    ind;
+  bool        started;
+  bool        indefinite;   /* BACKGROUND_THREAD_INDEFINITE_SLEEP */
+  uint64_t    wakeup_ns;    /* next_wakeup when not indefinite */
+  uint64_t    npages_to_purge_new;
+  uint64_t    runs;         /* tot_n_runs */
+};
+
+/* emap: page number -> extent id for the first and last page of every
+ * registered extent (what emap_register_boundary writes into the rtree);
+ * linear probing with backward-shift deletion. */
+typedef struct je_emap_s je_emap_t;
+struct je_emap_s {
+  uint64_t *key;  /* page number + 1, 0 = empty */
+  uint32_t *val;
+  uint64_t  cap, n;
+};
+
+typedef struct jemalloc_model_s jemalloc_model_t;
+struct jemalloc_model_s {
+  model_t            base; /* must be first */
+  sim_kernel_t      *kernel;
+  sim_event_queue_t *timers;
+  as_status_t        fail;   /* first failure inside a timer, or AS_OK */
+  as_err_t           ferr;
+
+  /* Options. */
+  uint32_t narenas_auto;   /* opt.narenas or 4 * ncpus */
+  int64_t  dirty_decay_ms, muzzy_decay_ms;
+  bool     background_thread;
+  uint32_t max_bg_threads;
+  bool     retain;
+  uint64_t oversize_threshold; /* 0: no huge arena */
+  bool     tcache_enabled;
+  uint64_t tcache_maxclass;
+  uint64_t prng_seed, jitter_seed;
+
+  /* Geometry. */
+  uint64_t page;           /* jemalloc's PAGE (1 << lg_page) */
+  unsigned lg_page;
+  uint64_t os_page;        /* the simulated kernel's page */
+  uint64_t large_pad;      /* sz_large_pad: PAGE (cache_oblivious) */
+  unsigned nsizes, nbins, npsizes, nhbins;
+  uint64_t index2size[JE_MAX_SIZES];
+  uint64_t pind2sz[JE_MAX_PSIZES + 1];
+  uint64_t small_maxclass, large_minclass, large_maxclass, lookup_maxclass;
+  uint8_t  lookup[4096 / 8 + 1];      /* size2index for <= lookup_maxclass */
+  uint32_t bin_nregs[JE_MAX_BINS];
+  uint64_t bin_slab_size[JE_MAX_BINS];
+  uint16_t ncached_max[JE_MAX_SIZES]; /* per tcache bin (< nhbins) */
+  uint64_t tcache_stack_bytes;        /* cache_bin_info_compute_alloc */
+  uint64_t h_steps[JE_NSTEPS];        /* smoothstep.h */
+  uint8_t  ticker_table[64];          /* ticker.c:23-32 */
+
+  /* State. */
+  je_arena_t **arenas;      /* narenas_total slots, NULL until created */
+  uint32_t     narenas_total, huge_ind;
+  bool         huge_enabled;
+  je_thread_t *threads;
+  size_t       threads_cap;
+  je_ext_t    *ext;         /* extent pool, [0] unused */
+  uint32_t     next_ext, ext_cap, ext_free;
+  uint64_t   (*slab_bits)[JE_SLAB_WORDS];
+  uint32_t     next_slab, slab_cap, slab_free;
+  je_emap_t    emap;
+  je_obj_t    *objs;
+  size_t       objs_cap;
+  je_bg_t     *bg;          /* max_bg_threads, when background_thread */
+  uint64_t     nrecords;    /* extent records alive */
+  sim_addr_t  *leaf_addr;   /* rtree leaves by key (1 GiB of VA each) */
+  uint64_t    *leaf_key;
+  uint32_t     nleaves, leaves_cap;
+  uint64_t     live_bytes, live_objects;
+  uint64_t     now_ns;      /* time of the event being served */
+  nptl_stacks_t nptl;
+};
+
+/* ---- jemalloc.c ---------------------------------------------------------- */
+
+/* sz_size2index / sz_index2size / sz_psz2ind (include/.../sz.h). */
+unsigned je_size2index(const jemalloc_model_t *jm, uint64_t size);
+unsigned je_psz2ind(const jemalloc_model_t *jm, uint64_t psz);
+/* Creates arena ind (arena_new, arena.c:1599-1709). */
+as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind,
+                            as_err_t *err);
+/* Records an inconsistency as the model's failure. */
+as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what);
+
+/* ---- jemalloc_extent.c --------------------------------------------------- */
+
+as_status_t je_eset_init(jemalloc_model_t *jm, je_eset_t *s, je_state_t st,
+                         bool delay_coalesce, as_err_t *err);
+void        je_eset_fini(jemalloc_model_t *jm, je_eset_t *s);
+void        je_heap_fini(je_heap_t *h);
+as_status_t je_heap_insert(jemalloc_model_t *jm, je_heap_t *h, uint32_t e,
+                           as_err_t *err);
+void        je_heap_remove(jemalloc_model_t *jm, je_heap_t *h, uint32_t e);
+uint32_t    je_heap_first(const je_heap_t *h);
+int         je_snad_cmp(const jemalloc_model_t *jm, uint32_t a, uint32_t b);
+void        je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
+                          uint64_t now_ns, uint64_t jitter_seed);
+
+/* pa_alloc (pa.c:122-154): an active extent of size bytes (a multiple of
+ * the page), or AS_ENOMEM. */
+as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
+                        uint64_t alignment, bool slab, bool zero,
+                        uint32_t *out, as_err_t *err);
+/* pa_dalloc (pa.c:206-221) followed by arena_handle_deferred_work
+ * (arena.c:216-224). */
+as_status_t je_pa_dalloc(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
+                         as_err_t *err);
+/* In-place large resize (pac_expand_impl / pac_shrink_impl); *done false
+ * when it could not. */
+as_status_t je_pa_expand(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
+                         uint64_t new_size, bool zero, bool *done,
+                         as_err_t *err);
+as_status_t je_pa_shrink(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
+                         uint64_t new_size, bool *done, as_err_t *err);
+/* arena_decay (arena.c:476-490). */
+as_status_t je_arena_decay(jemalloc_model_t *jm, je_arena_t *a, bool is_bg,
+                           bool all, as_err_t *err);
+/* arena_decay_ticks (arena_inlines_b.h:118-138). */
+as_status_t je_decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
+                           je_arena_t *a, unsigned nticks, as_err_t *err);
+/* Background threads (background_thread.c). */
+as_status_t je_bg_create(jemalloc_model_t *jm, uint32_t arena_ind,
+                         as_err_t *err);
+void        je_bg_init(jemalloc_model_t *jm, je_bg_t *bg, uint32_t ind);
+/* arena_background_thread_inactivity_check (arena.c:200-214). */
+as_status_t je_bg_inactivity_check(jemalloc_model_t *jm, je_arena_t *a);
+/* Changes an arena's decay time (pac_decay_ms_set, pac.c:520-547). */
+as_status_t je_decay_ms_set(jemalloc_model_t *jm, je_arena_t *a, bool dirty,
+                            int64_t ms, as_err_t *err);
+uint64_t    je_prng_lg_range(uint64_t *state, unsigned lg_range);
+
+/* ---- jemalloc_base.c ----------------------------------------------------- */
+
+/* base_alloc (base.c:435-480) in arena a's base, touching the structure's
+ * pages (every structure jemalloc allocates there is written at creation). */
+as_status_t je_base_alloc(jemalloc_model_t *jm, je_base_t *b, uint32_t ind,
+                          uint64_t size, uint64_t alignment, bool touch,
+                          sim_addr_t *out, as_err_t *err);
+void        je_base_fini(je_base_t *b);
+/* edata_cache_get / _put (edata_cache.c:22-42). */
+as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err);
+void        je_edata_put(je_arena_t *a);
+/* The rtree leaf entries for [addr, addr + size) are written (emap
+ * registration): the leaf's pages holding them become resident. */
+as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr,
+                           uint64_t npages, as_err_t *err);
+
+#endif

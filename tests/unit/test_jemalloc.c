@@ -1,0 +1,598 @@
+/* tests/unit/test_jemalloc.c -- the jemalloc 5.3.0 model (models/jemalloc.c):
+ * its geometry and tables against the library's, the decay policies on the
+ * measurement programs' workloads, the huge arena, threads, purge and option
+ * events, option and MALLOC_CONF errors, the environment mapping, the
+ * cpython composition and the heap map.
+ *
+ * Geometry figures were read from Debian's libjemalloc2 5.3.0-1 through
+ * mallctl (arenas.nbins, arenas.nhbins, arenas.nlextents, arenas.bin.<i>.
+ * size / slab_size / nregs) and malloc_usable_size on the measured machine;
+ * ncached_max follows tcache.c:961-1006 tcache_ncached_max_compute, which
+ * mallctl does not expose.  tests/validation/test_jemalloc_differential.c
+ * checks the model call for call against the library itself.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../analysis/explain.h"
+#include "../../engine/engine.h"
+#include "../../models/env.h"
+#include "../../models/jemalloc.h"
+#include "../../models/jemalloc_internal.h"
+#include "../../traces/workload.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+#define MAX_MARKS 200
+
+typedef struct marks_s marks_t;
+struct marks_s {
+  char     label[MAX_MARKS][16];
+  uint64_t rss[MAX_MARKS];
+  size_t   n;
+};
+
+static as_status_t on_sample(void *user, const sim_sample_t *s,
+                             as_err_t *err) {
+  (void)err;
+  marks_t *m = user;
+  if (s->kind == SIM_SAMPLE_MARK && m->n < MAX_MARKS) {
+    snprintf(m->label[m->n], sizeof m->label[0], "%s", s->label);
+    m->rss[m->n++] = s->rss_bytes;
+  }
+  return AS_OK;
+}
+
+static uint64_t mark_rss(const marks_t *m, const char *label) {
+  for (size_t i = 0; i < m->n; i++)
+    if (strcmp(m->label[i], label) == 0)
+      return m->rss[i];
+  fail_msg("no mark %s", label);
+  return 0;
+}
+
+static uint64_t counter(const model_t *m, const char *name) {
+  model_counter_t c[64];
+  size_t          n = model_counters(m, c, 64);
+  for (size_t i = 0; i < n && i < 64; i++)
+    if (strcmp(c[i].name, name) == 0)
+      return c[i].value;
+  fail_msg("no counter %s", name);
+  return 0;
+}
+
+static void open_session(const char *model, const char *libc,
+                         sim_session_t *s) {
+  as_err_t err = {0};
+  if (sim_session_open(model, libc, NULL, s, &err) != AS_OK)
+    fail_msg("%s: %s", model, err.msg);
+}
+
+/* Runs workload line on model (settle: clock run on after the end) and
+ * keeps the session open for inspection. */
+static void run_workload(const char *model, const char *line,
+                         uint64_t settle_ns, marks_t *marks,
+                         sim_session_t *s) {
+  as_err_t        err = {0};
+  trace_source_t *src = NULL;
+  open_session(model, NULL, s);
+  assert_int_equal(workload_open_line(line, &src, &err), AS_OK);
+  memset(marks, 0, sizeof *marks);
+  sim_engine_config_t cfg = {.settle_ns = settle_ns,
+                             .on_sample = on_sample,
+                             .user = marks};
+  sim_run_result_t    res;
+  if (sim_engine_run(&cfg, s, src, &res, &err) != AS_OK)
+    fail_msg("%s on %s: %s", line, model, err.msg);
+  trace_source_close(src);
+  assert_int_equal(jemalloc_check_invariants(s->model, &err), AS_OK);
+}
+
+static void ev(model_t *m, trace_op_t op, uint32_t thread, uint64_t id,
+               uint64_t size, uint64_t t_ns) {
+  trace_event_t e = {.t_ns = t_ns, .op = op, .thread = thread, .id = id,
+                     .size = size, .prev_size = size};
+  as_err_t      err = {0};
+  as_status_t   rc;
+  switch (op) {
+  case TRACE_MALLOC:
+    rc = model_alloc(m, &e, &err);
+    break;
+  case TRACE_FREE:
+    rc = model_free(m, &e, &err);
+    break;
+  default:
+    rc = model_thread(m, &e, &err);
+    break;
+  }
+  if (rc != AS_OK)
+    fail_msg("event %d: %s", (int)op, err.msg);
+}
+
+static const jemalloc_model_t *je(const sim_session_t *s) {
+  assert_ptr_equal(s->model->methods, &model_jemalloc_methods);
+  return (const jemalloc_model_t *)s->model;
+}
+
+/* ---- Geometry and tables ------------------------------------------------- */
+
+static void size_classes_and_bins_are_the_librarys(void **state) {
+  (void)state;
+  sim_session_t s;
+  open_session("jemalloc", NULL, &s);
+  const jemalloc_model_t *jm = je(&s);
+  /* arenas.nbins 36, arenas.nhbins 41 (tcache_max 32 KiB), nlextents 196 */
+  assert_int_equal(jm->nbins, 36);
+  assert_int_equal(jm->nhbins, 41);
+  assert_int_equal(jm->nsizes, 36 + 196);
+  assert_int_equal(jm->npsizes, 199);
+  static const uint64_t usable[][2] = {
+      {1, 8},         {9, 16},        {129, 160},     {14337, 16384},
+      {16385, 20480}, {100000, 114688}};
+  for (size_t i = 0; i < sizeof usable / sizeof usable[0]; i++)
+    assert_int_equal(s.model->methods->usable_size(s.model, usable[i][0],
+                                                   TRACE_DOMAIN_RAW),
+                     usable[i][1]);
+  /* size, slab pages, nregs, ncached_max */
+  static const uint32_t bins[][4] = {
+      {8, 1, 512, 200},  {48, 3, 256, 200}, {64, 1, 64, 128},
+      {112, 7, 256, 200}, {512, 1, 8, 20},  {4096, 1, 1, 20},
+      {14336, 7, 2, 20}, {16384, 0, 0, 20}, {65536, 0, 0, 0}};
+  for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
+    uint32_t pages, nregs, ncached;
+    jemalloc_inspect_bin(s.model, bins[i][0], &pages, &nregs, &ncached);
+    assert_int_equal(pages, bins[i][1]);
+    assert_int_equal(nregs, bins[i][2]);
+    assert_int_equal(ncached, bins[i][3]);
+  }
+  /* large bins of the cache: opt_tcache_nslots_large (tcache.c:30) */
+  assert_int_equal(jm->ncached_max[36], 20);
+  assert_int_equal(jm->ncached_max[40], 20);
+  sim_session_close(&s);
+}
+
+/* smoothstep.h:31-230 (STEP 1, 50, 100, 150, 199, 200) and ticker.c:23-32
+ * in full. */
+static void decay_tables_are_upstreams(void **state) {
+  (void)state;
+  sim_session_t s;
+  open_session("jemalloc", NULL, &s);
+  const jemalloc_model_t *jm = je(&s);
+  assert_int_equal(jm->h_steps[0], 0x14);
+  assert_int_equal(jm->h_steps[49], 0x1a8000);
+  assert_int_equal(jm->h_steps[99], 0x800000);
+  assert_int_equal(jm->h_steps[149], 0xe58000);
+  assert_int_equal(jm->h_steps[198], 0xffffeb);
+  assert_int_equal(jm->h_steps[199], 0x1000000);
+  static const uint8_t ticker[64] = {
+      254, 211, 187, 169, 156, 144, 135, 127, 120, 113, 107, 102, 97,
+      93,  89,  85,  81,  77,  74,  71,  68,  65,  62,  60,  57,  55,
+      53,  50,  48,  46,  44,  42,  40,  39,  37,  35,  33,  32,  30,
+      29,  27,  26,  24,  23,  21,  20,  19,  18,  16,  15,  14,  13,
+      12,  10,  9,   8,   7,   6,   5,   4,   3,   2,   1,   0};
+  assert_memory_equal(jm->ticker_table, ticker, sizeof ticker);
+  sim_session_close(&s);
+}
+
+/* ---- Decay --------------------------------------------------------------- */
+
+/* Decay advances only inside ticks (arena_decay_ticks): a process that
+ * frees 80 MiB and then allocates nothing keeps it all, at any decay time
+ * (measured: 12 s idle, RSS unchanged at 1000 and 10000 ms). */
+static void an_idle_process_keeps_its_dirty_pages(void **state) {
+  (void)state;
+  static const char *const specs[] = {"jemalloc",
+                                      "jemalloc:dirty_decay_ms=1000"};
+  for (size_t i = 0; i < 2; i++) {
+    sim_session_t s;
+    marks_t       m;
+    run_workload(specs[i], "decay --after idle --seconds 12", 0, &m, &s);
+    assert_true(mark_rss(&m, "freed") > 78 * MIB);
+    assert_int_equal(mark_rss(&m, "s120"), mark_rss(&m, "freed"));
+    assert_int_equal(counter(s.model, "jemalloc.purges"), 0);
+    sim_session_close(&s);
+  }
+}
+
+/* dirty_decay_ms:0 purges every freed extent at once, one madvise each
+ * (measured: 19,981 madvise calls, RSS 7.5 MiB right after the free with
+ * the program's own 4.6 MiB). */
+static void immediate_decay_purges_at_the_free(void **state) {
+  (void)state;
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc:dirty_decay_ms=0", "decay --after idle --seconds 1",
+               0, &m, &s);
+  assert_true(mark_rss(&m, "allocated") > 80 * MIB);
+  assert_true(mark_rss(&m, "freed") < 4 * MIB);
+  assert_int_equal(counter(s.model, "jemalloc.madvise_extents"), 19981);
+  assert_int_equal(counter(s.model, "jemalloc.dirty_bytes"), 0);
+  sim_session_close(&s);
+}
+
+/* dirty_decay_ms:-1 never purges, even while busy. */
+static void decay_never_keeps_everything(void **state) {
+  (void)state;
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc:dirty_decay_ms=-1",
+               "decay --after busy --seconds 3 --batch-every 5ms", 0, &m, &s);
+  assert_true(mark_rss(&m, "s30") >= mark_rss(&m, "freed"));
+  assert_int_equal(counter(s.model, "jemalloc.purges"), 0);
+  sim_session_close(&s);
+}
+
+/* A busy process walks the smootherstep curve: little in the first
+ * second, most of it by 8 s (measured at 10000 ms: 84.0 MiB at 0.5 s, 43.8
+ * at 5 s, 7.8 at 8 s, the program's 4.6 MiB included), never rising.  One
+ * burst every 5 ms still ticks every 50 ms epoch (and keeps the test fast
+ * under sanitizers). */
+static void busy_allocation_walks_the_decay_curve(void **state) {
+  (void)state;
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc", "decay --after busy --seconds 10 --batch-every 5ms",
+               0, &m, &s);
+  uint64_t prev = mark_rss(&m, "freed");
+  for (int k = 1; k <= 100; k++) {
+    char label[16];
+    snprintf(label, sizeof label, "s%d", k);
+    uint64_t r = mark_rss(&m, label);
+    assert_true(r <= prev + 64 * 1024); /* the busy loop's own objects */
+    prev = r;
+  }
+  assert_true(mark_rss(&m, "s5") > 75 * MIB);
+  assert_true(mark_rss(&m, "s50") > 20 * MIB && mark_rss(&m, "s50") < 60 * MIB);
+  assert_true(mark_rss(&m, "s90") < 8 * MIB);
+  sim_session_close(&s);
+}
+
+/* background_thread:true purges an idle process from its own timers
+ * (measured at 1000 ms: done 1.1 to 1.8 s after the free over 5 runs). */
+static void background_threads_purge_an_idle_process(void **state) {
+  (void)state;
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc:background_thread=true,dirty_decay_ms=1000",
+               "decay --after idle --seconds 3", 0, &m, &s);
+  assert_true(mark_rss(&m, "s5") > 75 * MIB);
+  assert_true(mark_rss(&m, "s20") < 4 * MIB);
+  assert_true(counter(s.model, "jemalloc.bg_runs") > 0);
+  uint64_t wake, runs;
+  assert_true(jemalloc_inspect_bg(s.model, 0, &wake, &runs));
+  assert_true(runs > 0);
+  sim_session_close(&s);
+}
+
+/* ---- Arenas, threads, events --------------------------------------------- */
+
+/* Requests of oversize_threshold (8 MiB) and up go to the huge arena,
+ * whose dirty decay is 0 (arena_init_huge, arena.c:1745-1763): freed, they
+ * leave no dirty pages. */
+static void huge_requests_are_purged_at_once(void **state) {
+  (void)state;
+  sim_session_t s;
+  open_session("jemalloc:ncpus=2", NULL, &s);
+  uint32_t huge = jemalloc_inspect_narenas(s.model) - 1;
+  assert_int_equal(huge, 8); /* 4 x 2 CPUs automatic arenas, then huge */
+  uint64_t rss0 = sim_kernel_rss_bytes(s.kernel);
+  ev(s.model, TRACE_MALLOC, 0, 1, 16 * MIB, 1);
+  uint64_t addr, usize;
+  uint32_t arena;
+  assert_true(jemalloc_inspect_object(s.model, 1, &addr, &usize, &arena));
+  assert_int_equal(arena, huge);
+  assert_true(sim_kernel_rss_bytes(s.kernel) > rss0 + 15 * MIB);
+  ev(s.model, TRACE_FREE, 0, 1, 16 * MIB, 2);
+  jemalloc_arena_info_t info;
+  assert_true(jemalloc_inspect_arena(s.model, huge, &info));
+  assert_int_equal(info.pdirty, 0);
+  assert_int_equal(info.dirty_decay_ms, 0);
+  assert_true(info.dirty_purged > 0);
+  assert_true(sim_kernel_rss_bytes(s.kernel) < rss0 + MIB);
+  /* 1 MiB stays in arena 0's dirty extents */
+  ev(s.model, TRACE_MALLOC, 0, 2, MIB, 3);
+  ev(s.model, TRACE_FREE, 0, 2, MIB, 4);
+  assert_true(jemalloc_inspect_arena(s.model, 0, &info));
+  assert_true(info.pdirty >= 256);
+  sim_session_close(&s);
+}
+
+/* The main thread is on arena 0; new threads take new arenas while
+ * indexes remain (arena_choose_hard); a thread's exit flushes its cache. */
+static void threads_get_arenas_and_exit_flushes_their_cache(void **state) {
+  (void)state;
+  sim_session_t s;
+  open_session("jemalloc:ncpus=2", NULL, &s);
+  ev(s.model, TRACE_MALLOC, 0, 100, 64, 1);
+  assert_int_equal(jemalloc_inspect_thread_arena(s.model, 0), 0);
+  ev(s.model, TRACE_THREAD_START, 1, 0, 0, 2);
+  ev(s.model, TRACE_THREAD_START, 2, 0, 0, 3);
+  for (uint64_t i = 0; i < 10; i++) {
+    ev(s.model, TRACE_MALLOC, 1, 1 + i, 64, 10 + i);
+    ev(s.model, TRACE_MALLOC, 2, 20 + i, 64, 10 + i);
+  }
+  assert_int_equal(jemalloc_inspect_thread_arena(s.model, 1), 1);
+  assert_int_equal(jemalloc_inspect_thread_arena(s.model, 2), 2);
+  for (uint64_t i = 0; i < 10; i++)
+    ev(s.model, TRACE_FREE, 1, 1 + i, 64, 30 + i);
+  /* a fill took ncached_max / 2 = 64 regions of 64 bytes; all cached now */
+  assert_int_equal(jemalloc_inspect_tcache_count(s.model, 1, 64), 64);
+  uint64_t slabs, regs, nonfull;
+  assert_true(jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs,
+                                         &nonfull));
+  assert_int_equal(regs, 64);
+  ev(s.model, TRACE_THREAD_EXIT, 1, 0, 0, 50);
+  assert_true(jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs,
+                                         &nonfull));
+  assert_int_equal(regs, 0);
+  jemalloc_arena_info_t info;
+  assert_true(jemalloc_inspect_arena(s.model, 1, &info));
+  assert_int_equal(info.nthreads, 0);
+  sim_session_close(&s);
+}
+
+static as_status_t purge(model_t *m, uint64_t kind, uint64_t arena,
+                         as_err_t *err) {
+  trace_event_t e = {.t_ns = 100, .op = TRACE_PURGE, .size = kind,
+                     .id = arena};
+  return model_purge(m, &e, err);
+}
+
+/* arena.<i>.purge empties the dirty extents; thread.tcache.flush the
+ * calling thread's cache. */
+static void purge_events(void **state) {
+  (void)state;
+  sim_session_t s;
+  as_err_t      err = {0};
+  open_session("jemalloc:ncpus=2", NULL, &s);
+  for (uint64_t i = 0; i < 100; i++) /* 64 KiB: above tcache_max */
+    ev(s.model, TRACE_MALLOC, 0, 1 + i, 65536, 1 + i);
+  for (uint64_t i = 0; i < 10; i++)
+    ev(s.model, TRACE_MALLOC, 0, 200 + i, 1024, 200 + i);
+  for (uint64_t i = 0; i < 100; i++)
+    ev(s.model, TRACE_FREE, 0, 1 + i, 65536, 300 + i);
+  for (uint64_t i = 0; i < 10; i++)
+    ev(s.model, TRACE_FREE, 0, 200 + i, 1024, 400 + i);
+  jemalloc_arena_info_t info;
+  assert_true(jemalloc_inspect_arena(s.model, 0, &info));
+  assert_true(info.pdirty >= 100 * 17);
+  assert_true(jemalloc_inspect_tcache_count(s.model, 0, 1024) > 0);
+  uint64_t rss = sim_kernel_rss_bytes(s.kernel);
+  assert_int_equal(purge(s.model, TRACE_PURGE_ALL, 0, &err), AS_OK);
+  assert_true(jemalloc_inspect_arena(s.model, 0, &info));
+  assert_int_equal(info.pdirty, 0);
+  assert_true(sim_kernel_rss_bytes(s.kernel) + 6 * MIB < rss);
+  assert_int_equal(purge(s.model, TRACE_PURGE_TCACHE, 0, &err), AS_OK);
+  assert_int_equal(jemalloc_inspect_tcache_count(s.model, 0, 1024), 0);
+  assert_int_equal(purge(s.model, TRACE_PURGE_ALL, 99, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "arenas are 0..8"));
+  assert_int_equal(purge(s.model, TRACE_PURGE_DECAY, TRACE_ALL_ARENAS, &err),
+                   AS_OK);
+  sim_session_close(&s);
+}
+
+/* mallctl arena.<i>.dirty_decay_ms writes: 0 purges what is dirty now;
+ * other knobs cannot change at run time. */
+static void decay_time_changes_at_run_time(void **state) {
+  (void)state;
+  sim_session_t s;
+  as_err_t      err = {0};
+  open_session("jemalloc", NULL, &s);
+  ev(s.model, TRACE_MALLOC, 0, 1, MIB, 1);
+  ev(s.model, TRACE_FREE, 0, 1, MIB, 2);
+  jemalloc_arena_info_t info;
+  assert_true(jemalloc_inspect_arena(s.model, 0, &info));
+  assert_true(info.pdirty > 0);
+  assert_int_equal(model_set_option(s.model, "dirty_decay_ms", 0, 3, &err),
+                   AS_OK);
+  assert_true(jemalloc_inspect_arena(s.model, 0, &info));
+  assert_int_equal(info.pdirty, 0);
+  assert_int_equal(info.dirty_decay_ms, 0);
+  assert_int_equal(model_set_option(s.model, "narenas", 2, 4, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "narenas cannot change at run time"));
+  assert_int_equal(model_set_option(s.model, "muzzy_decay_ms", -5, 4, &err),
+                   AS_EINVAL);
+  sim_session_close(&s);
+}
+
+/* ---- Options and the environment ----------------------------------------- */
+
+static void bad_options_name_the_key_and_the_range(void **state) {
+  (void)state;
+  sim_session_t s;
+  as_err_t      err = {0};
+  /* a value create() refuses is a usage error of the spec (engine.c) */
+  assert_int_equal(
+      sim_session_open("jemalloc:dirty_decay_ms=-2", NULL, NULL, &s, &err),
+      AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "dirty_decay_ms=-2: expected -1"));
+  assert_int_equal(sim_session_open("jemalloc:narenas=5000", NULL, NULL, &s,
+                                    &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "narenas=5000: expected 0..4095"));
+  assert_int_equal(sim_session_open("jemalloc:max_background_threads=0", NULL,
+                                    NULL, &s, &err),
+                   AS_EUSAGE);
+  assert_int_equal(sim_session_open("jemalloc:dirty_decay_ms=soon", NULL,
+                                    NULL, &s, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "dirty_decay_ms expects an integer"));
+  assert_int_equal(
+      sim_session_open("jemalloc:percpu_arena=percpu", NULL, NULL, &s, &err),
+      AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "unknown option 'percpu_arena'"));
+  /* MALLOC_CONF's own spelling */
+  open_session("jemalloc:narenas:2,dirty_decay_ms:0", NULL, &s);
+  assert_int_equal(jemalloc_inspect_narenas(s.model), 3);
+  assert_int_equal(je(&s)->dirty_decay_ms, 0);
+  sim_session_close(&s);
+}
+
+typedef struct kv_s kv_t;
+struct kv_s {
+  const char *k[6], *v[6];
+};
+
+static const char *kv_get(void *user, const char *key) {
+  kv_t *m = user;
+  for (int i = 0; i < 6 && m->k[i]; i++)
+    if (strcmp(m->k[i], key) == 0)
+      return m->v[i];
+  return NULL;
+}
+
+/* A run that preloads libjemalloc is replayed on jemalloc with its
+ * MALLOC_CONF; a Python run on cpython over jemalloc; a MALLOC_CONF key the
+ * model does not read is an error, not a silent default. */
+static void the_environment_picks_jemalloc(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     run = {{"env.LD_PRELOAD", "env.MALLOC_CONF", "ncpus", NULL},
+                  {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                   "background_thread:true,dirty_decay_ms:1000", "4", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model,
+                      "jemalloc:ncpus=4,dirty_decay_ms=1000,background_"
+                      "thread=true");
+  run.k[3] = "python";
+  run.v[3] = "3.11.2";
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "cpython:version=3.11");
+  assert_string_equal(libc, "jemalloc:ncpus=4,dirty_decay_ms=1000,"
+                            "background_thread=true");
+  run.v[1] = "dirty_decay_ms:1000,stats_print:true";
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "key 'stats_print' is not modelled"));
+  run.v[1] = "dirty_decay_ms:lots";
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "dirty_decay_ms expects an integer"));
+}
+
+/* cpython --libc jemalloc: pymalloc keeps objects up to 512 bytes, the rest
+ * and the raw domain go to jemalloc. */
+static void cpython_over_jemalloc(void **state) {
+  (void)state;
+  sim_session_t s;
+  as_err_t      err = {0};
+  open_session("cpython:version=3.11", "jemalloc", &s);
+  /* the first object makes pymalloc's first arena: the arena_object table
+   * and address_in_range's radix tree nodes are raw-domain allocations,
+   * so jemalloc's; later small objects stay in the arena */
+  trace_event_t small = {.t_ns = 1, .op = TRACE_MALLOC, .id = 1, .size = 100,
+                         .domain = TRACE_DOMAIN_OBJ};
+  assert_int_equal(model_alloc(s.model, &small, &err), AS_OK);
+  uint64_t before = counter(s.model, "jemalloc.active_bytes");
+  small.id = 2;
+  assert_int_equal(model_alloc(s.model, &small, &err), AS_OK);
+  assert_int_equal(counter(s.model, "jemalloc.active_bytes"), before);
+  for (uint64_t i = 0; i < 200; i++) {
+    trace_event_t big = {.t_ns = 2 + i, .op = TRACE_MALLOC, .id = 10 + i,
+                         .size = 100000, .domain = TRACE_DOMAIN_OBJ};
+    assert_int_equal(model_alloc(s.model, &big, &err), AS_OK);
+  }
+  assert_true(counter(s.model, "jemalloc.active_bytes") >=
+              before + 200 * 114688);
+  sim_session_close(&s);
+}
+
+/* ---- Heap map ------------------------------------------------------------ */
+
+typedef struct walk_check_s walk_check_t;
+struct walk_check_s {
+  sim_addr_t unit_end, last_end;
+  uint64_t   live_bytes, units, regions;
+  bool       ok;
+};
+
+static as_status_t check_region(void *user, const model_region_t *r,
+                                as_err_t *err) {
+  (void)err;
+  walk_check_t *w = user;
+  if (r->level == 0) {
+    w->units++;
+    w->unit_end = r->addr + r->bytes;
+    w->last_end = r->addr;
+    return AS_OK;
+  }
+  w->regions++;
+  if (r->addr < w->last_end || r->addr + r->bytes > w->unit_end ||
+      r->mechanism == NULL || model_mechanism_find(r->mechanism) == NULL)
+    w->ok = false;
+  w->last_end = r->addr + r->bytes;
+  if (r->state == MODEL_REGION_LIVE)
+    w->live_bytes += r->live_bytes;
+  return AS_OK;
+}
+
+/* The churn program mid-way: regions nest in their mappings in address
+ * order, name known mechanisms, hold the live bytes, and explain's items
+ * add up to RSS. */
+static void the_heap_map_accounts_for_rss(void **state) {
+  (void)state;
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc", "churn-purge --idle 1s", 0, &m, &s);
+  walk_check_t w = {.ok = true};
+  as_err_t     err = {0};
+  assert_int_equal(model_walk(s.model, check_region, &w, &err), AS_OK);
+  assert_true(w.ok);
+  assert_true(w.units > 10 && w.regions > 1000);
+  model_stats_t st;
+  model_stats(s.model, &st);
+  /* live bytes in slabs and large extents, plus libstdc++'s startup pool
+   * (72704 bytes in a 73728-byte large class) and the thread stacks */
+  assert_true(w.live_bytes >= st.live_bytes);
+  explain_result_t *x = calloc(1, sizeof *x);
+  assert_non_null(x);
+  assert_int_equal(explain_now(&s, st.live_bytes, NULL, x, &err), AS_OK);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < x->nitems; i++)
+    sum += x->items[i].bytes;
+  assert_int_equal(sum, x->rss_bytes);
+  bool slab_free = false;
+  for (size_t i = 0; i < x->nitems; i++)
+    slab_free |= strcmp(x->items[i].mechanism, "jemalloc.slab_free") == 0;
+  assert_true(slab_free); /* 1 in 20 kept pins most slabs */
+  free(x);
+  sim_session_close(&s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(size_classes_and_bins_are_the_librarys),
+      cmocka_unit_test(decay_tables_are_upstreams),
+      cmocka_unit_test(an_idle_process_keeps_its_dirty_pages),
+      cmocka_unit_test(immediate_decay_purges_at_the_free),
+      cmocka_unit_test(decay_never_keeps_everything),
+      cmocka_unit_test(busy_allocation_walks_the_decay_curve),
+      cmocka_unit_test(background_threads_purge_an_idle_process),
+      cmocka_unit_test(huge_requests_are_purged_at_once),
+      cmocka_unit_test(threads_get_arenas_and_exit_flushes_their_cache),
+      cmocka_unit_test(purge_events),
+      cmocka_unit_test(decay_time_changes_at_run_time),
+      cmocka_unit_test(bad_options_name_the_key_and_the_range),
+      cmocka_unit_test(the_environment_picks_jemalloc),
+      cmocka_unit_test(cpython_over_jemalloc),
+      cmocka_unit_test(the_heap_map_accounts_for_rss),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
