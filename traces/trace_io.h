@@ -32,6 +32,14 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
                               const trace_meta_t *meta, trace_writer_t **out,
                               as_err_t *err);
 
+/* Replaces the value of provenance key in the header of the trace at path,
+ * in place: value must have the length of the value it replaces (so a
+ * writer can declare "truncated=1" first and say "0" once it knows).
+ * AS_EFORMAT naming path if the header has no such key or the lengths
+ * differ, AS_EIO if the file cannot be read or written. */
+as_status_t trace_patch_meta(const char *path, const char *key,
+                             const char *value, as_err_t *err);
+
 /* The format a file name implies: .astrace is binary, anything else text. */
 trace_format_t trace_format_from_path(const char *path);
 

@@ -27,7 +27,6 @@
 #include "sim/sha256.h"
 #include "traces/capture_run.h"
 #include "analysis/store.h"
-#include "traces/capture/capture_log.h"
 #include "traces/trace_io.h"
 
 #define LIB   ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
@@ -533,144 +532,6 @@ static void record_rejects_a_bad_trace_naming_its_line(void **state) {
   store_close(s);
 }
 
-static void convert_rejects_a_file_that_is_not_a_capture_log(void **state) {
-  (void)state;
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.bogus", g_dir);
-  snprintf(out, sizeof out, "%s/bogus.trace", g_dir);
-  char junk[200];
-  memset(junk, 'x', sizeof junk);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fwrite(junk, 1, sizeof junk, f);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
-                   AS_EFORMAT);
-  assert_non_null(strstr(err.msg, "raw.bogus: offset 0"));
-}
-
-static void convert_names_the_offset_of_a_bad_record(void **state) {
-  (void)state;
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.badop", g_dir);
-  snprintf(out, sizeof out, "%s/badop.trace", g_dir);
-  capture_rec_t r[5];
-  memset(r, 0, sizeof r);
-  r[0].seq = CAPTURE_CHUNK_MAGIC; /* file header chunk */
-  r[0].a = 1;
-  r[1].seq = CAPTURE_LOG_MAGIC;
-  r[1].op = CAPTURE_OP_FILE_HEADER;
-  r[1].a = 77;
-  r[1].tid = 77;
-  r[2].seq = CAPTURE_CHUNK_MAGIC; /* a chunk of two records */
-  r[2].a = 2;
-  r[3].seq = 1;
-  r[3].op = CAPTURE_OP_MALLOC;
-  r[3].a = 0x1000;
-  r[3].b = 24;
-  r[3].tid = 77;
-  r[4].seq = 2;
-  r[4].op = 99; /* no such op */
-  r[4].tid = 77;
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof r[0], 5, f), 5);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
-                   AS_EFORMAT);
-  assert_non_null(
-      strstr(err.msg, "raw.badop: offset 192: expected a record op"));
-  assert_int_not_equal(access(out, F_OK), 0); /* no half-written trace */
-  /* The same log without the bad record converts: one malloc. */
-  r[2].a = 1;
-  f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof r[0], 4, f), 4);
-  fclose(f);
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
-  assert_int_equal(st.alloc_events, 1);
-  assert_int_equal(st.pid, 77);
-}
-
-/* A raw log of n mallocs at distinct addresses, all freed in a shuffled
- * order, then n / 2 mallocs reusing addresses in another order. */
-static void convert_maps_addresses_to_lowest_free_ids(void **state) {
-  (void)state;
-  enum { N = 20000 };
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.ids", g_dir);
-  snprintf(out, sizeof out, "%s/ids.trace", g_dir);
-  size_t         nrec = 3 + 2 * N + N / 2;
-  capture_rec_t *r = calloc(nrec, sizeof *r);
-  uint64_t      *perm = malloc(N * sizeof *perm);
-  assert_non_null(r);
-  assert_non_null(perm);
-  r[0].seq = CAPTURE_CHUNK_MAGIC;
-  r[0].a = 1;
-  r[1].seq = CAPTURE_LOG_MAGIC;
-  r[1].op = CAPTURE_OP_FILE_HEADER;
-  r[1].a = r[1].tid = 5;
-  r[2].seq = CAPTURE_CHUNK_MAGIC;
-  r[2].a = nrec - 3;
-  for (uint64_t i = 0; i < N; i++)
-    perm[i] = i;
-  uint64_t x = 88172645463325252ull; /* xorshift64, fixed seed */
-  for (uint64_t i = N - 1; i > 0; i--) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    uint64_t j = x % (i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
-  size_t k = 3;
-  for (uint64_t i = 0; i < N; i++, k++) /* malloc i at 0x100000 + 64 i */
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * i,
-                           .b = 32,
-                           .tid = 5,
-                           .op = CAPTURE_OP_MALLOC};
-  for (uint64_t i = 0; i < N; i++, k++)
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * perm[i],
-                           .tid = 5,
-                           .op = CAPTURE_OP_FREE};
-  for (uint64_t i = 0; i < N / 2; i++, k++)
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * perm[N - 1 - i],
-                           .b = 48,
-                           .tid = 5,
-                           .op = CAPTURE_OP_MALLOC};
-  assert_int_equal(k, nrec);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof *r, nrec, f), nrec);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
-  assert_int_equal(st.unmatched_frees, 0);
-  assert_int_equal(st.missed_frees, 0);
-  assert_int_equal(st.max_live_ids, N);
-  trace_t t;
-  read_trace(out, &t);
-  assert_int_equal(t.n, nrec - 3);
-  for (uint64_t i = 0; i < N; i++) {
-    assert_int_equal(t.v[i].e.id, i);           /* fresh ids in order */
-    assert_int_equal(t.v[N + i].e.id, perm[i]); /* id of that address */
-  }
-  for (uint64_t i = 0; i < N / 2; i++)
-    assert_int_equal(t.v[2 * N + i].e.id, i); /* lowest free first */
-  free(t.v);
-  free(perm);
-  free(r);
-}
-
 static void sha256_matches_the_fips_test_vectors(void **state) {
   (void)state;
   char out[65];
@@ -820,9 +681,6 @@ int main(void) {
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
-      cmocka_unit_test(convert_rejects_a_file_that_is_not_a_capture_log),
-      cmocka_unit_test(convert_names_the_offset_of_a_bad_record),
-      cmocka_unit_test(convert_maps_addresses_to_lowest_free_ids),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
       cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
