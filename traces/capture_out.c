@@ -31,39 +31,65 @@ void capture_guard_init(capture_guard_t *g, const char *out_path,
   g->unchecked = CAPTURE_GUARD_CHECK_BYTES; /* check at the first write */
 }
 
-/* Whether len more bytes may be written: the limit, then free space. */
-static capture_guard_trip_t guard_check(capture_guard_t *g, size_t len) {
-  if (g->max_bytes != 0 && g->written + len > g->max_bytes) {
-    as_format_fits(g->detail, sizeof g->detail,
-                   "the traces reached --max-trace-bytes %" PRIu64 " bytes",
-                   g->max_bytes);
-    return CAPTURE_GUARD_LIMIT;
-  }
-  if (g->unchecked + len < CAPTURE_GUARD_CHECK_BYTES)
-    return CAPTURE_GUARD_OK;
+static uint64_t free_bytes(const capture_guard_t *g, bool *known) {
   struct statvfs v;
-  if (statvfs(g->dir, &v) != 0)
-    return CAPTURE_GUARD_OK; /* unknown: the write itself will tell */
-  uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
-  g->free_at_check = avail;
-  g->unchecked = 0;
-  if (avail < g->min_free + len + CAPTURE_GUARD_CHECK_BYTES) {
+  *known = statvfs(g->dir, &v) == 0;
+  return *known ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+}
+
+capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
+                                        unsigned open_traces) {
+  if (g->tripped != CAPTURE_GUARD_OK)
+    return g->tripped;
+  uint64_t margin = (uint64_t)(open_traces + 1) * CAPTURE_GUARD_MARGIN;
+  if (g->max_bytes != 0 && g->written + margin > g->max_bytes) {
     as_format_fits(g->detail, sizeof g->detail,
-                   "%s has %.1f MiB free, the guard keeps %.1f MiB", g->dir,
-                   (double)avail / 1048576.0,
+                   "the traces reached --max-trace-bytes %" PRIu64
+                   " bytes (less the room to close them)",
+                   g->max_bytes);
+    return g->tripped = CAPTURE_GUARD_LIMIT;
+  }
+  if (g->unchecked < CAPTURE_GUARD_CHECK_BYTES)
+    return CAPTURE_GUARD_OK;
+  bool     known;
+  uint64_t avail = free_bytes(g, &known);
+  g->unchecked = 0;
+  if (!known)
+    return CAPTURE_GUARD_OK; /* the writes themselves will tell */
+  g->free_at_check = avail;
+  if (avail < g->min_free + margin + CAPTURE_GUARD_CHECK_BYTES) {
+    as_format_fits(g->detail, sizeof g->detail,
+                   "%s has %.1f MiB free, the guard keeps %.1f MiB "
+                   "(--min-free)",
+                   g->dir, (double)avail / 1048576.0,
                    (double)g->min_free / 1048576.0);
-    return CAPTURE_GUARD_DISK;
+    return g->tripped = CAPTURE_GUARD_DISK;
   }
   return CAPTURE_GUARD_OK;
 }
 
+as_status_t capture_guard_check_start(capture_guard_t *g, as_err_t *err) {
+  bool     known;
+  uint64_t avail = free_bytes(g, &known);
+  if (known && avail < g->min_free + CAPTURE_GUARD_CHECK_BYTES)
+    return as_err_set(err, AS_EIO,
+                      "%s has %.1f MiB free; the disk guard keeps %.1f MiB "
+                      "(--min-free): not starting",
+                      g->dir, (double)avail / 1048576.0,
+                      (double)g->min_free / 1048576.0);
+  return AS_OK;
+}
+
+/* A write past --max-trace-bytes is refused: the traces stay within it. */
 static ssize_t out_write(void *cookie, const char *buf, size_t len) {
   out_t           *o = cookie;
   capture_guard_t *g = o->g;
-  if (g->tripped == CAPTURE_GUARD_OK)
-    g->tripped = guard_check(g, len);
-  if (g->tripped != CAPTURE_GUARD_OK) {
-    errno = g->tripped == CAPTURE_GUARD_LIMIT ? EFBIG : ENOSPC;
+  if (g->max_bytes != 0 && g->written + len > g->max_bytes) {
+    as_format_fits(g->detail, sizeof g->detail,
+                   "the traces reached --max-trace-bytes %" PRIu64 " bytes",
+                   g->max_bytes);
+    g->tripped = CAPTURE_GUARD_LIMIT;
+    errno = EFBIG;
     return -1;
   }
   size_t done = 0;

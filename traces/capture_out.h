@@ -3,6 +3,11 @@
  * the file system's free space is checked every CAPTURE_GUARD_CHECK_BYTES,
  * so recording stops cleanly, with a reason, before the disk fills.
  *
+ * Two levels: capture_guard_poll, called between messages, stops early
+ * enough (CAPTURE_GUARD_MARGIN per open trace) that every trace can still
+ * be closed whole (its last buffer and end record); a write past
+ * --max-trace-bytes all the same is refused outright.
+ *
  * A binary trace goes out unbuffered (the writer's own 256 KiB buffer ends
  * at a record boundary), so a trace whose writer stopped -- the guard, or
  * allocsim capture killed -- ends at a record boundary and stays readable.
@@ -16,6 +21,9 @@
 #include "trace_io.h"
 
 #define CAPTURE_GUARD_CHECK_BYTES ((uint64_t)16 << 20)
+/* Room a trace may still need after recording stops: the binary writer's
+ * buffer, its end record, and one message's events. */
+#define CAPTURE_GUARD_MARGIN ((uint64_t)320 << 10)
 
 typedef enum capture_guard_trip_e {
   CAPTURE_GUARD_OK,
@@ -39,6 +47,16 @@ struct capture_guard_s {
 /* Sets up a guard for traces written under the directory of out_path. */
 void capture_guard_init(capture_guard_t *g, const char *out_path,
                         uint64_t max_bytes, uint64_t min_free);
+
+/* Whether recording must stop now, with open traces still to close:
+ * sets and returns g->tripped (checks free space every
+ * CAPTURE_GUARD_CHECK_BYTES written). */
+capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
+                                        unsigned open_traces);
+
+/* AS_EIO with the reason if the file system already has less free space
+ * than the guard keeps (a capture would stop at once). */
+as_status_t capture_guard_check_start(capture_guard_t *g, as_err_t *err);
 
 /* Creates path (truncating it) as a stream whose writes go through g.
  * AS_EIO naming path if it cannot be created. */

@@ -427,11 +427,15 @@ static void send_ctl(int fd, uint8_t type) {
   (void)send(fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* Connections stay in accept order: the images of one pid say HELLO in
+ * exec order, and the command's trace must be the last of them. */
 static void conn_close(run_t *r, size_t i) {
   conn_t *c = &r->conns[i];
   close_trace(r, c);
   close(c->fd);
-  r->conns[i] = r->conns[--r->nconns];
+  memmove(&r->conns[i], &r->conns[i + 1],
+          (r->nconns - i - 1) * sizeof r->conns[0]);
+  r->nconns--;
 }
 
 /* Detaches connection i: the process runs on untraced. */
@@ -489,9 +493,20 @@ static bool on_message(run_t *r, conn_t *c, const uint8_t *msg, size_t len) {
   return true;
 }
 
-/* Reads what connection i has; false if it closed (and was removed). */
+static unsigned open_traces(const run_t *r) {
+  unsigned n = 0;
+  for (size_t i = 0; i < r->nconns; i++)
+    n += r->conns[i].s != NULL;
+  return n;
+}
+
+/* Reads what connection i has; false if it closed (and was removed).  The
+ * guard is asked after every message, so it stops with room to spare. */
 static bool conn_read(run_t *r, size_t i, uint8_t *buf) {
   for (int k = 0; k < READS_PER_PASS; k++) {
+    if (r->stopping ||
+        capture_guard_poll(&r->guard, open_traces(r)) != CAPTURE_GUARD_OK)
+      return true;
     conn_t *c = &r->conns[i];
     ssize_t n = recv(c->fd, buf, CAPTURE_MSG_MAX + 64, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -613,11 +628,17 @@ static as_status_t loop(run_t *r, as_err_t *err) {
       on_signal(r, &si);
     if (p[1].revents & POLLIN)
       accept_all(r);
-    /* Connections in reverse: a closed one is replaced by the last. */
-    for (size_t i = n; i-- > 0;)
-      if (i < r->nconns && (p[2 + i].revents & (POLLIN | POLLHUP | POLLERR)))
-        conn_read(r, i, buf);
-    if (r->guard.tripped != CAPTURE_GUARD_OK && !r->stopping)
+    /* In accept order; a closed connection shifts the rest down, and the
+     * poll entries with them. */
+    for (size_t i = 0, j = 0; j < n && i < r->nconns; j++) {
+      if (r->conns[i].fd != p[2 + j].fd)
+        continue; /* removed by stop_all */
+      if (!(p[2 + j].revents & (POLLIN | POLLHUP | POLLERR)) ||
+          conn_read(r, i, buf))
+        i++;
+    }
+    if (!r->stopping && capture_guard_poll(&r->guard, open_traces(r)) !=
+                            CAPTURE_GUARD_OK)
       stop_all(r);
     forward_when_flushed(r);
   }
@@ -851,6 +872,8 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
   struct timespec t0, t1;
   if ((rc = listen_on(dir, sock, sizeof sock, &r->lfd, err)) != AS_OK ||
       (rc = build_env(&env, abs_lib, pydir, sock, o, err)) != AS_OK)
+    goto out;
+  if ((rc = capture_guard_check_start(&r->guard, err)) != AS_OK)
     goto out;
   r->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (r->sfd < 0) {

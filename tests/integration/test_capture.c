@@ -24,6 +24,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/record.h"
+#include "engine/engine.h"
 #include "sim/sha256.h"
 #include "traces/capture_run.h"
 #include "analysis/store.h"
@@ -94,21 +95,31 @@ static void read_trace(const char *path, trace_t *t) {
   trace_source_close(src);
 }
 
-/* Captures argv into DIR/name.trace. */
-static void capture(const char *name, char *const *argv, uint64_t every_ns,
-                    capture_result_t *res, trace_t *t) {
+/* Captures argv into DIR/name.trace with touch records for allocations of
+ * touch bytes or more (0: none); the command must exit with status. */
+static void capture_full(const char *name, char *const *argv,
+                         uint64_t every_ns, uint64_t touch, int status,
+                         capture_result_t *res, trace_t *t) {
   char out[512];
   snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
   capture_opts_t o = {.argv = argv,
-                             .out_path = out,
-                             .sample_every_ns = every_ns,
-                             .lib_path = LIB};
-  as_err_t              err = {0};
-  as_status_t           rc = capture_run(&o, res, &err);
+                      .out_path = out,
+                      .sample_every_ns = every_ns,
+                      .touch_threshold = touch,
+                      .lib_path = LIB};
+  as_err_t    err = {0};
+  as_status_t rc = capture_run(&o, res, &err);
   if (rc != AS_OK)
     fail_msg("capture %s: %s", name, err.msg);
-  assert_int_equal(res->exit_code, 0);
+  assert_int_equal(res->exit_code, status);
   read_trace(out, t);
+}
+
+/* Captures argv into DIR/name.trace, without touch records (so the events
+ * between marks are the program's calls and nothing else). */
+static void capture(const char *name, char *const *argv, uint64_t every_ns,
+                    capture_result_t *res, trace_t *t) {
+  capture_full(name, argv, every_ns, 0, 0, res, t);
 }
 
 static size_t find_mark(const trace_t *t, const char *label) {
@@ -342,6 +353,144 @@ static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
   check_exec(via_execve);
   char *const via_execv[] = {PROGS "execer", "execv", NULL};
   check_exec(via_execv);
+  char *const via_execl[] = {PROGS "execer", "execl", NULL};
+  check_exec(via_execl);
+}
+
+/* Simulated RSS at the marks begin, written, calloc of a replay. */
+typedef struct mark_rss_s mark_rss_t;
+struct mark_rss_s {
+  uint64_t rss[3];
+};
+
+static as_status_t on_mark(void *user, const sim_sample_t *s, as_err_t *err) {
+  (void)err;
+  mark_rss_t        *m = user;
+  const char *const names[3] = {"begin", "written", "calloc"};
+  for (int i = 0; i < 3; i++)
+    if (s->kind == SIM_SAMPLE_MARK && strcmp(s->label, names[i]) == 0)
+      m->rss[i] = s->rss_bytes;
+  return AS_OK;
+}
+
+static void replay_marks(const char *path, const char *model, mark_rss_t *m) {
+  trace_source_t *src = NULL;
+  sim_session_t   s;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(path, &src, &err), AS_OK);
+  if (sim_session_open(model, NULL, NULL, &s, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  sim_engine_config_t cfg = {.on_sample = on_mark, .user = m};
+  sim_run_result_t    r;
+  if (sim_engine_run(&cfg, &s, src, &r, &err) != AS_OK)
+    fail_msg("replay: %s", err.msg);
+  sim_session_close(&s);
+  trace_source_close(src);
+}
+
+static void dlsym_lookups_on_libcs_handle_are_recorded(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "dlsym_paths", NULL};
+  capture_result_t res;
+  trace_t          t;
+  /* Exit 0: RTLD_NEXT, puts, mallctl and dlsym itself behaved (see the
+   * program). */
+  capture("dlsym_paths", argv, 0, &res, &t);
+  trace_event_t e[16];
+  size_t        n = between(&t, "begin", "end", e, 16);
+  assert_int_equal(n, 5);
+  expect(&e[0], TRACE_MALLOC, 7007, 0);
+  expect(&e[1], TRACE_FREE, 0, 0);
+  assert_int_equal(e[1].id, e[0].id);
+  expect(&e[2], TRACE_TRIM, 0, 0);
+  expect(&e[3], TRACE_TRIM, 64, 0);
+  assert_int_equal(e[4].op, TRACE_OPTION);
+  assert_int_equal((int64_t)e[4].size, 65536);
+  size_t k = find_mark(&t, "end") - 1;
+  while (t.v[k].e.op != TRACE_OPTION)
+    k--;
+  assert_string_equal(t.v[k].label, "mmap_threshold");
+  assert_int_equal(res.main.trims, 2);
+  assert_int_equal(res.main.option_events, 1);
+  free(t.v);
+}
+
+static void main_is_marked_for_the_baseline(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "realloc_chain", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture("main_mark", argv, 0, &res, &t);
+  size_t m = find_mark(&t, "main");
+  assert_true(m < find_mark(&t, "begin"));
+  assert_int_equal(t.v[m + 1].e.op, TRACE_RSS);
+  assert_true(t.v[m + 1].e.size > 0);
+  free(t.v);
+}
+
+static void underscore_exit_flushes_and_keeps_the_status(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "exiter", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("exiter", argv, 0, 0, 3, &res, &t);
+  size_t b = find_mark(&t, "begin");
+  bool   seen = false;
+  for (size_t i = b; i < t.n; i++)
+    seen = seen || (t.v[i].e.op == TRACE_MALLOC && t.v[i].e.size == 5005);
+  assert_true(seen);
+  assert_true(res.main.said_bye);
+  assert_false(res.truncated);
+  assert_string_equal(trace_meta_get(&t.meta, "truncated"), "0");
+  free(t.v);
+}
+
+/* Pages of the 64 MiB block written by the program: [8 MiB, 16 MiB), plus
+ * at most the two pages the range shares with its neighbours; and the
+ * first page of each block, which holds glibc's chunk header. */
+static void touch_records_cover_the_written_pages_only(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "touch", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("touch", argv, 0, 4096, 0, &res, &t);
+  assert_string_equal(trace_meta_get(&t.meta, "touch_threshold"), "4096");
+  size_t   b = find_mark(&t, "begin"), w = find_mark(&t, "written");
+  size_t   c = find_mark(&t, "calloc"), e = find_mark(&t, "end");
+  uint64_t big = UINT64_MAX, zero = UINT64_MAX, touched = 0, lo = UINT64_MAX,
+           hi = 0;
+  for (size_t i = b; i < e; i++) {
+    const trace_event_t *x = &t.v[i].e;
+    if (x->op == TRACE_MALLOC && x->size == 64u << 20)
+      big = x->id;
+    if (x->op == TRACE_CALLOC && x->size == 16u << 20)
+      zero = x->id;
+    if (x->op == TRACE_TOUCH && x->offset == 0 && x->size <= 4096)
+      continue; /* the header's page */
+    if (x->op == TRACE_TOUCH) {
+      assert_true(x->id == big); /* nothing else was written */
+      assert_true(i < w);        /* found by the mark's probe */
+      touched += x->size;
+      lo = x->offset < lo ? x->offset : lo;
+      hi = x->offset + x->size > hi ? x->offset + x->size : hi;
+    }
+  }
+  assert_true(big != UINT64_MAX && zero != UINT64_MAX);
+  assert_true(touched >= 8u << 20 && touched <= (8u << 20) + 8192);
+  assert_true(lo >= (8u << 20) - 4096 && hi <= (16u << 20) + 4096);
+  assert_true(c > w);
+  assert_int_equal(res.main.dropped_touches, 0);
+  free(t.v);
+
+  /* Replayed, the glibc model maps the 64 MiB but makes 8 MiB resident;
+   * the 16 MiB calloc adds nothing. */
+  char out[512];
+  snprintf(out, sizeof out, "%s/touch.trace", g_dir);
+  mark_rss_t m = {0};
+  replay_marks(out, "glibc", &m);
+  int64_t grown = (int64_t)m.rss[1] - (int64_t)m.rss[0];
+  assert_true(grown >= (8 << 20) && grown <= (8 << 20) + (64 << 10));
+  assert_true(m.rss[2] - m.rss[1] <= (64 << 10));
 }
 
 static void sampler_records_rss_while_the_program_sleeps(void **state) {
@@ -677,6 +826,10 @@ int main(void) {
       cmocka_unit_test(fork_child_writes_its_own_trace),
       cmocka_unit_test(exec_keeps_the_last_image_as_the_commands_trace),
       cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
+      cmocka_unit_test(dlsym_lookups_on_libcs_handle_are_recorded),
+      cmocka_unit_test(main_is_marked_for_the_baseline),
+      cmocka_unit_test(underscore_exit_flushes_and_keeps_the_status),
+      cmocka_unit_test(touch_records_cover_the_written_pages_only),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(record_pairs_marks_with_their_rss),

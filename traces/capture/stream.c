@@ -366,7 +366,8 @@ void capture_stream_flush_all(uint8_t then_msg) {
 void capture_stream_thread_exit(void *arg) {
   tbuf_t   *b = arg;
   cap_rec_t r = {.op = CAPTURE_OP_THREAD_EXIT};
-  capture_emit(&r);
+  if (t_self.internal == 0) /* the flusher is not one of the program's */
+    capture_emit(&r);
   if (b != NULL && busy_take(b, BUSY_WAIT_NS)) {
     buf_send(b);
     atomic_store(&b->busy, 0);
