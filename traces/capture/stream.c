@@ -489,26 +489,36 @@ static uint64_t ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
-/* A control message from `allocsim capture`, or its going away. */
+/* Control messages from `allocsim capture`, or its going away.  A peer
+ * that closes with our chunks unread leaves ECONNRESET pending, which recv
+ * reports before the messages still queued (a DETACH among them), so
+ * reading goes on past it until the queue is empty. */
 static void control(void) {
-  capture_msg_hdr_t h;
-  ssize_t n = recv(g_fd, &h, sizeof h, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR))
-    return;
-  if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_FLUSH) {
-    sweep(CAPTURE_MSG_FLUSHED, false);
-    return;
+  for (int resets = 0; resets < 4;) {
+    capture_msg_hdr_t h;
+    ssize_t           n = recv(g_fd, &h, sizeof h, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n < 0 && errno == ECONNRESET) {
+      resets++;
+      continue;
+    }
+    if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_FLUSH) {
+      sweep(CAPTURE_MSG_FLUSHED, false);
+      continue;
+    }
+    if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_DETACH) {
+      atomic_store(&g_detached, 1);
+      stop_recording();
+      atomic_store(&g_flusher_stop, 1);
+      return;
+    }
+    break; /* closed (0), or an error */
   }
-  if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_DETACH) {
-    atomic_store(&g_detached, 1);
-    stop_recording();
-    atomic_store(&g_flusher_stop, 1);
-    return;
-  }
-  if (!atomic_load(&g_detached)) {
-    /* Closed without a detach: `allocsim capture` was killed. */
-    kill(getpid(), SIGKILL);
-  }
+  if (!atomic_load(&g_detached))
+    kill(getpid(), SIGKILL); /* `allocsim capture` was killed */
   atomic_store(&g_flusher_stop, 1);
 }
 
