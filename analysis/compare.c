@@ -1,11 +1,11 @@
 /* analysis/compare.c -- replays a measured run and compares predicted with
  * measured RSS, at marks and over the time series (rule in compare.h).
  *
- * Alignment: a trace replay reproduces the run's own clock, so every
- * measured sample is paired with the simulated sample nearest in time (the
- * engine emits one at every rss and mark event, so the times coincide).  A
- * synthetic workload has its own virtual clock, unrelated to the measured
- * wall clock, so only marks are paired, by label and occurrence.
+ * Alignment: a trace replay emits a simulated sample at every rss and mark
+ * event of the trace, so measured samples are paired with the replay's
+ * samples of the same events, in order (compare.h).  A synthetic workload
+ * has its own virtual clock, unrelated to the measured wall clock, so only
+ * marks are paired, by label and occurrence.
  *
  * Not done here: choosing between several plausible models.  The model
  * follows the run's provenance or the caller; a wrong guess shows up as
@@ -23,6 +23,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_sort.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -45,10 +46,60 @@
 /* ---- Statistics -----------------------------------------------------------
  */
 
+const char *compare_max_note_text(compare_max_note_t n) {
+  switch (n) {
+  case COMPARE_MAX_STEEP:
+    return "one sample apart on a steep change";
+  case COMPARE_MAX_RELEASE:
+    return "next to a trim or purge (RSS moving while read)";
+  case COMPARE_MAX_PLAIN:
+    break;
+  }
+  return "";
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether curve a changes steeply around point k -- its neighbours k-1 and
+ * k+1 (at an end: k and its one neighbour) differ by at least half of
+ * err -- and v, the other curve's value at k, lies within that change (by
+ * tol): the two curves are one sample apart there. */
+static bool one_sample_apart(const double *a, size_t n, size_t k, double v,
+                             double err, double tol) {
+  if (n < 2)
+    return false;
+  double x = k > 0 ? a[k - 1] : a[k], y = k + 1 < n ? a[k + 1] : a[k];
+  double lo = fmin(x, y), hi = fmax(x, y);
+  return hi - lo >= err / 2 && v >= lo - tol && v <= hi + tol;
+}
+
+/* Why pair k, the largest error, is off: a release beside it, or the two
+ * curves one sample apart on a steep change. */
+static compare_max_note_t max_note(const double *measured,
+                                   const double *predicted,
+                                   const bool *release, size_t n, size_t k,
+                                   double typical) {
+  if (release != NULL &&
+      ((k > 0 && release[k - 1]) || (k + 1 < n && release[k])))
+    return COMPARE_MAX_RELEASE;
+  double err = fabs(predicted[k] - measured[k]);
+  if (one_sample_apart(predicted, n, k, measured[k], err, typical) ||
+      one_sample_apart(measured, n, k, predicted[k], err, typical))
+    return COMPARE_MAX_STEEP;
+  return COMPARE_MAX_PLAIN;
+}
+
 void compare_series_stats(const double *measured, const double *predicted,
-                          size_t n, compare_series_t *out) {
+                          const uint64_t *t_ns, const bool *release, size_t n,
+                          compare_series_t *out) {
+  memset(out, 0, sizeof *out);
   out->points = n;
   out->mean_abs_error_bytes = NAN;
+  out->median_abs_error_bytes = NAN;
+  out->p95_abs_error_bytes = NAN;
   out->max_abs_error_bytes = NAN;
   out->slope = NAN;
   out->intercept_bytes = NAN;
@@ -58,14 +109,23 @@ void compare_series_stats(const double *measured, const double *predicted,
   double *abs_err = malloc(n * sizeof *abs_err);
   if (abs_err == NULL)
     return;
-  double max = 0;
+  size_t kmax = 0;
   for (size_t i = 0; i < n; i++) {
     abs_err[i] = fabs(predicted[i] - measured[i]);
-    if (abs_err[i] > max)
-      max = abs_err[i];
+    if (abs_err[i] > abs_err[kmax])
+      kmax = i;
   }
   out->mean_abs_error_bytes = gsl_stats_mean(abs_err, 1, n);
-  out->max_abs_error_bytes = max;
+  out->max_abs_error_bytes = abs_err[kmax];
+  out->max_error_t_ns = t_ns != NULL ? t_ns[kmax] : 0;
+  qsort(abs_err, n, sizeof *abs_err, cmp_double);
+  out->median_abs_error_bytes = gsl_stats_median_from_sorted_data(abs_err, 1, n);
+  out->p95_abs_error_bytes =
+      gsl_stats_quantile_from_sorted_data(abs_err, 1, n, 0.95);
+  out->max_note = out->max_abs_error_bytes > 2 * out->median_abs_error_bytes
+                      ? max_note(measured, predicted, release, n, kmax,
+                                 out->median_abs_error_bytes)
+                      : COMPARE_MAX_PLAIN;
   free(abs_err);
   if (n < 3)
     return;
@@ -89,30 +149,127 @@ void compare_series_stats(const double *measured, const double *predicted,
 /* ---- Replay -----------------------------------------------------------------
  */
 
-typedef store_samples_t simlog_t; /* one replay's samples */
+/* One replay's samples; release[i]: a trim or purge came between sample
+ * i - 1 and sample i. */
+typedef struct simlog_s simlog_t;
+struct simlog_s {
+  store_sample_t *v;
+  bool           *release;
+  size_t          n, cap;
+  bool            release_pending;
+  uint64_t        peak_rss_bytes; /* the replay's, between samples too */
+};
 
 static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
-  return store_samples_push_sim(user, s, err);
+  simlog_t *l = user;
+  if (l->n == l->cap) {
+    size_t          cap = l->cap ? 2 * l->cap : 256;
+    store_sample_t *v = realloc(l->v, cap * sizeof *v);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    l->v = v;
+    bool *r = realloc(l->release, cap * sizeof *r);
+    if (r == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    l->release = r;
+    l->cap = cap;
+  }
+  l->release[l->n] = l->release_pending;
+  l->release_pending = false;
+  store_sample_from_sim(&l->v[l->n++], s);
+  return AS_OK;
 }
+
+static void simlog_free(simlog_t *l) {
+  free(l->v);
+  free(l->release);
+  memset(l, 0, sizeof *l);
+}
+
+/* A source that passes a trace through, noting trims and purges in the
+ * simulated samples (what moved RSS between two samples). */
+typedef struct watch_src_s watch_src_t;
+struct watch_src_s {
+  trace_source_t  base; /* must be first */
+  trace_source_t *inner;
+  simlog_t       *log;
+};
+
+static as_status_t watch_next(trace_source_t *src, trace_event_t *ev,
+                              as_err_t *err) {
+  watch_src_t *w = (watch_src_t *)src;
+  as_status_t  rc = trace_source_next(w->inner, ev, err);
+  if (rc == AS_OK && (ev->op == TRACE_TRIM || ev->op == TRACE_PURGE))
+    w->log->release_pending = true;
+  return rc;
+}
+
+static void watch_close(trace_source_t *src) {
+  (void)src; /* the watched source is closed by its opener */
+}
+
+static const trace_source_methods_t watch_methods = {.next = watch_next,
+                                                     .close = watch_close};
 
 /* ---- Alignment
  * ---------------------------------------------------------------- */
 
-/* Index of the simulated sample nearest to t (samples are in time order). */
-static size_t nearest(const simlog_t *sim, uint64_t t) {
-  size_t lo = 0, hi = sim->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (sim->v[mid].t_ns < t)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* Pairs the measured samples of a trace with the replay's samples of the
+ * same events, in order: a mark with the mark, its rss (the next event, at
+ * the same time; analysis/record.c merges the two) skipped, any other rss
+ * with the next rss.  pair[i] = SIZE_MAX for a mark with no measurement. */
+static void pair_in_order(const store_sample_t *ms, size_t nms,
+                          const simlog_t *sim, size_t *pair) {
+  size_t j = 0;
+  for (size_t i = 0; i < nms; i++) {
+    pair[i] = SIZE_MAX;
+    bool mark = ms[i].kind == SIM_SAMPLE_MARK;
+    sim_sample_kind_t want = mark ? SIM_SAMPLE_MARK : SIM_SAMPLE_MEASURED;
+    while (j < sim->n && sim->v[j].kind != want)
+      j++;
+    if (j == sim->n)
+      return;
+    size_t at = j++;
+    if (mark && ms[i].measured_rss_bytes != 0 && j < sim->n &&
+        sim->v[j].kind == SIM_SAMPLE_MEASURED &&
+        sim->v[j].t_ns == sim->v[at].t_ns)
+      j++;
+    if (ms[i].measured_rss_bytes != 0)
+      pair[i] = at;
   }
-  if (lo == sim->n)
-    return sim->n - 1;
-  if (lo > 0 && t - sim->v[lo - 1].t_ns < sim->v[lo].t_ns - t)
-    return lo - 1;
-  return lo;
+}
+
+/* rel[i]: a trim or purge came between measured sample i and the next one
+ * paired after it. */
+static void releases_between(const simlog_t *sim, const size_t *pair,
+                             size_t nms, bool *rel) {
+  size_t prev = SIZE_MAX;
+  for (size_t i = 0; i < nms; i++) {
+    rel[i] = false;
+    if (pair[i] == SIZE_MAX)
+      continue;
+    if (prev != SIZE_MAX)
+      for (size_t j = pair[prev] + 1; j <= pair[i] && j < sim->n; j++)
+        rel[prev] = rel[prev] || sim->release[j];
+    prev = i;
+  }
+}
+
+/* The anchor (compare.h): the first of the preferred marks the run has,
+ * else the first measured sample that lines up; SIZE_MAX if none. */
+static size_t find_anchor(const store_sample_t *ms, size_t nms,
+                          const size_t *pair) {
+  static const char *const prefer[] = {COMPARE_PY_MAIN_MARK, COMPARE_MAIN_MARK,
+                                       COMPARE_HOOK_MARK};
+  for (size_t k = 0; k < sizeof prefer / sizeof prefer[0]; k++)
+    for (size_t i = 0; i < nms; i++)
+      if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
+          strcmp(ms[i].label, prefer[k]) == 0)
+        return i;
+  for (size_t i = 0; i < nms; i++)
+    if (pair[i] != SIZE_MAX)
+      return i;
+  return SIZE_MAX;
 }
 
 /* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
@@ -253,7 +410,7 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
     return rc;
   }
   as_format_fits(res->alignment, sizeof res->alignment, "%s",
-                 *is_trace ? "nearest time" : "marks by label");
+                 *is_trace ? "event order" : "marks by label");
   rc = sim_session_open(res->model_spec, res->libc_spec, kcfg, &session, err);
   if (rc != AS_OK) {
     trace_source_close(src);
@@ -265,10 +422,14 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
                              .on_sample = on_sample,
                              .user = sim};
   sim_run_result_t    r;
-  rc = sim_engine_run(&cfg, &session, src, &r, err);
-  if (rc == AS_OK)
+  watch_src_t         w = {.base = *src, .inner = src, .log = sim};
+  w.base.methods = &watch_methods;
+  rc = sim_engine_run(&cfg, &session, &w.base, &r, err);
+  if (rc == AS_OK) {
     res->skipped_events =
         r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
+    sim->peak_rss_bytes = r.peak_rss_bytes;
+  }
   sim_session_close(&session);
   trace_source_close(src);
   return rc;
@@ -296,6 +457,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   size_t            *pair = NULL;
   int64_t           *pred = NULL; /* [k * nms + i]: layout k, sample i */
   bool              *has = NULL;  /* pred[k * nms + i] is defined */
+  uint64_t          *ts = NULL;   /* the series' times */
+  bool              *rel = NULL;  /* the series' releases after a point */
+  bool              *rel_after = NULL; /* by measured sample */
+  double             peak_pred_sum = 0;
   as_status_t        rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
     return rc;
@@ -357,11 +522,15 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       res->peak_measured_rss_bytes = ms[i].measured_rss_bytes;
   size_t cells = (nms ? nms : 1) * nlayouts;
   pair = malloc((nms ? nms : 1) * sizeof *pair);
+  ts = malloc((nms ? nms : 1) * sizeof *ts);
+  rel = malloc((nms ? nms : 1) * sizeof *rel);
+  rel_after = malloc((nms ? nms : 1) * sizeof *rel_after);
   pred = calloc(cells, sizeof *pred);
   has = calloc(cells, sizeof *has);
   xs = malloc((nms ? nms : 1) * sizeof *xs);
   ys = malloc((nms ? nms : 1) * sizeof *ys);
-  if (pair == NULL || pred == NULL || has == NULL || xs == NULL || ys == NULL) {
+  if (pair == NULL || pred == NULL || has == NULL || xs == NULL ||
+      ys == NULL || ts == NULL || rel == NULL || rel_after == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -385,26 +554,15 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     }
 
     /* Pair measured samples with simulated ones. */
-    for (size_t i = 0; i < nms; i++) {
-      pair[i] = SIZE_MAX;
-      if (ms[i].measured_rss_bytes == 0)
-        continue; /* a mark with no measurement */
-      if (is_trace)
-        pair[i] = nearest(&sim, ms[i].t_ns);
-      else if (ms[i].kind == SIM_SAMPLE_MARK)
-        pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
-    }
-    /* The anchor: the mark "hooked" when there is one (a CPython capture:
-     * before it the interpreter allocated through pymalloc arenas the trace
-     * cannot see), else the first measured sample that lines up. */
-    size_t a = SIZE_MAX;
-    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
-      if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
-          strcmp(ms[i].label, COMPARE_HOOK_MARK) == 0)
-        a = i;
-    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
-      if (pair[i] != SIZE_MAX)
-        a = i;
+    if (is_trace)
+      pair_in_order(ms, nms, &sim, pair);
+    else
+      for (size_t i = 0; i < nms; i++)
+        pair[i] = ms[i].measured_rss_bytes != 0 &&
+                          ms[i].kind == SIM_SAMPLE_MARK
+                      ? sim_mark(&sim, ms[i].label, occurrence(ms, i))
+                      : SIZE_MAX;
+    size_t a = find_anchor(ms, nms, pair);
     if (a == SIZE_MAX) {
       rc = as_err_set(err, AS_EINVAL,
                       "run %" PRId64 ": no measured sample lines up with the "
@@ -431,19 +589,24 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
 
     /* This layout's predictions, and its own statistics. */
     size_t npts = 0;
+    if (k == 0)
+      releases_between(&sim, pair, nms, rel_after);
     for (size_t i = 0; i < nms; i++) {
       if (pair[i] == SIZE_MAX)
         continue;
       int64_t p = (int64_t)sim.v[pair[i]].rss_bytes + lay->offset_bytes;
       pred[k * nms + i] = p;
       has[k * nms + i] = true;
-      if (ms[i].t_ns >= res->anchor_t_ns) {
+      if (i >= anchor) {
         xs[npts] = (double)ms[i].measured_rss_bytes;
         ys[npts] = (double)p;
+        ts[npts] = ms[i].t_ns;
+        rel[npts] = rel_after[i];
         npts++;
       }
     }
-    compare_series_stats(xs, ys, npts, &lay->series);
+    compare_series_stats(xs, ys, ts, rel, npts, &lay->series);
+    peak_pred_sum += (double)sim.peak_rss_bytes + (double)lay->offset_bytes;
     if (o->store && (rc = store_comparison(s, res, k, &sim, o, err)) != AS_OK)
       goto done;
     sim.n = 0; /* the next layout reuses the buffer */
@@ -503,21 +666,31 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
       }
     }
-    if (all && ms[i].t_ns >= res->anchor_t_ns) {
+    if (all && i >= anchor) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
+      ts[npts] = ms[i].t_ns;
+      rel[npts] = rel_after[i];
       npts++;
     }
+    if (all && ms[i].measured_rss_bytes != 0) {
+      res->final_measured_rss_bytes = ms[i].measured_rss_bytes;
+      res->final_predicted_rss_bytes = (int64_t)llround(mean);
+    }
   }
-  compare_series_stats(xs, ys, npts, &res->series);
+  compare_series_stats(xs, ys, ts, rel, npts, &res->series);
+  res->peak_predicted_rss_bytes = (int64_t)llround(peak_pred_sum / nlayouts);
 
 done:
   free(xs);
   free(ys);
+  free(ts);
+  free(rel);
+  free(rel_after);
   free(pair);
   free(pred);
   free(has);
-  store_samples_free(&sim);
+  simlog_free(&sim);
   free(ms);
   run_meta_free(&meta);
   store_run_record_free(&rec);

@@ -10,14 +10,25 @@
  * stacks), which no trace explains.  So
  *     predicted(t) = simulated(t) + offset,
  *     offset       = measured(anchor) - simulated(anchor),
- * where the anchor is the mark COMPARE_HOOK_MARK ("hooked") if the run has
- * one -- a CPython capture, whose interpreter allocated through pymalloc
- * arenas the trace cannot see until the domain hook was installed -- and
- * otherwise the run's first sample with a measured value (for a C capture,
- * the library's first RSS reading at start-up; for a measured-run file, its
- * first mark).  The error at the anchor is zero by construction; samples
- * before it appear in the marks table but not in the series statistics
- * (they measure what the trace cannot explain); the offset is reported.
+ * the start-up offset, reported on its own and never counted as model
+ * error.  The anchor is the first of these marks the run has:
+ *   "__main__"  a CPython capture at the end of interpreter start-up (the
+ *               recorder marks it when CPython starts the program);
+ *   "main"      a C capture at entry to main(), after ld.so mapped the
+ *               libraries and the runtime ran its constructors;
+ *   "hooked"    a CPython capture from before "__main__" existed: where
+ *               the domain hook was installed (the interpreter allocated
+ *               through pymalloc arenas the trace cannot see until then);
+ * and otherwise the run's first sample with a measured value (a
+ * measured-run file's first mark).  The error at the anchor is zero by
+ * construction; samples before it appear in the marks table but not in the
+ * series statistics (they measure what the trace cannot explain).
+ *
+ * Pairing: a trace replay emits a simulated sample at every mark and rss
+ * event of the trace, so the k-th measured sample is paired with the
+ * simulated sample of the same event, in trace order -- aligned by the
+ * events between samples, not by their times or indexes.  A workload has
+ * its own virtual clock: only marks are paired, by label and occurrence.
  *
  * Layouts: where mmap puts things is randomised by ASLR, and for pymalloc it
  * decides which arenas are 16 KiB aligned (64 pools instead of 63), so one
@@ -48,8 +59,11 @@
 #include "../sim/status.h"
 #include "store.h"
 
-/* The mark liballocsim_capture.so records when it hooks CPython. */
-#define COMPARE_HOOK_MARK "hooked"
+/* Marks liballocsim_capture.so records, in the order compare prefers them
+ * as the anchor: CPython's end of start-up, C's main(), the CPython hook. */
+#define COMPARE_PY_MAIN_MARK "__main__"
+#define COMPARE_MAIN_MARK    "main"
+#define COMPARE_HOOK_MARK    "hooked"
 
 /* Layouts are distinct modulo this span: the pymalloc pool whose alignment
  * an arena is tested for (3.11 obmalloc.c:973,977: POOL_SIZE, 16 KiB;
@@ -91,16 +105,34 @@ struct compare_mark_s {
   double   error_pct_of_peak; /* 100 * error / peak measured */
 };
 
+/* What stands behind the largest error of a series. */
+typedef enum compare_max_note_e {
+  COMPARE_MAX_PLAIN,   /* nothing found: the model's */
+  COMPARE_MAX_STEEP,   /* the curves are one sample apart on a steep
+                          change: the measured value lies between the
+                          predictions at the neighbouring samples, or the
+                          prediction between the neighbouring measurements */
+  COMPARE_MAX_RELEASE  /* a trim or purge lies between this sample and a
+                          neighbour: RSS was moving while it was read */
+} compare_max_note_t;
+
+/* "", "one sample apart on a steep change", "next to a trim or purge". */
+const char *compare_max_note_text(compare_max_note_t n);
+
 typedef struct compare_series_s compare_series_t;
 struct compare_series_s {
-  size_t points;               /* aligned pairs at or after the anchor */
-  double mean_abs_error_bytes; /* NAN if points == 0 */
-  double max_abs_error_bytes;  /* NAN if points == 0 */
-  double slope;                /* predicted on measured; NAN if undefined */
-  double intercept_bytes;      /* NAN if undefined */
-  double r2;                   /* 1 - SSres/SStot of predicted; NAN if
-                                  undefined (fewer than 3 points, or no
-                                  variance) */
+  size_t   points;                 /* aligned pairs at or after the anchor */
+  double   mean_abs_error_bytes;   /* NAN if points == 0 */
+  double   median_abs_error_bytes; /* NAN if points == 0 */
+  double   p95_abs_error_bytes;    /* 95th percentile; NAN if points == 0 */
+  double   max_abs_error_bytes;    /* NAN if points == 0 */
+  uint64_t max_error_t_ns;         /* when the largest error was measured */
+  compare_max_note_t max_note;     /* what stands behind it */
+  double   slope;                  /* predicted on measured; NAN if undefined */
+  double   intercept_bytes;        /* NAN if undefined */
+  double   r2;                     /* 1 - SSres/SStot of predicted; NAN if
+                                      undefined (fewer than 3 points, or no
+                                      variance) */
 };
 
 /* One layout's replay, compared on its own. */
@@ -122,13 +154,17 @@ struct compare_result_s {
   char     model_spec[256];  /* as chosen: "cpython" */
   char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
   char     source[512];      /* trace path or workload */
-  char     alignment[64];    /* "nearest time" or "marks by label" */
+  char     alignment[64];    /* "event order" or "marks by label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
-  int64_t  offset_bytes; /* the baseline offset (with layouts, the
-                            mean of theirs, rounded) */
+  int64_t  offset_bytes; /* the start-up offset (with layouts, the mean
+                            of theirs, rounded) */
   uint64_t page_size;
   uint64_t peak_measured_rss_bytes;
+  uint64_t final_measured_rss_bytes; /* the last measured sample */
+  int64_t  peak_predicted_rss_bytes; /* the replay's peak + offset (mean
+                                        over layouts) */
+  int64_t  final_predicted_rss_bytes; /* at the last measured sample */
   uint64_t skipped_events; /* bad frees/reallocs the replay
                               skipped (lenient) */
   compare_mark_t  *marks;  /* owned; free with compare_result_free */
@@ -138,12 +174,17 @@ struct compare_result_s {
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */
 };
 
-/* Statistics over n aligned pairs (measured[i], predicted[i]): mean and max
- * absolute error, and the least-squares fit predicted = intercept + slope *
- * measured with its R^2 (GSL gsl_fit_linear, gsl_stats_mean).  Never fails:
- * undefined values are NAN. */
+/* Statistics over n aligned pairs (measured[i], predicted[i]) taken at
+ * t_ns[i] (may be NULL: times 0): mean, median, 95th percentile and max
+ * absolute error with the time of the max and what stands behind it
+ * (release[i], may be NULL: a trim or purge lies between pair i and pair
+ * i + 1), and the least-squares fit predicted = intercept + slope *
+ * measured with its R^2 (GSL gsl_fit_linear, gsl_stats_mean,
+ * gsl_stats_median_from_sorted_data, gsl_stats_quantile_from_sorted_data).
+ * Never fails: undefined values are NAN. */
 void compare_series_stats(const double *measured, const double *predicted,
-                          size_t n, compare_series_t *out);
+                          const uint64_t *t_ns, const bool *release, size_t n,
+                          compare_series_t *out);
 
 /* Replays measured run run_id of s and compares (see the file comment),
  * under o->layouts address layouts.

@@ -45,10 +45,15 @@ static void print_json(const compare_result_t *r) {
   printf(", \"baseline\": {\"rule\": \"predicted = simulated + measured(anchor)"
          " - simulated(anchor)\", \"anchor_label\": ");
   cli_json_string(stdout, r->anchor_label);
-  printf(", \"anchor_t_ns\": %" PRIu64 ", \"offset_bytes\": %" PRId64 "}",
-         r->anchor_t_ns, r->offset_bytes);
-  printf(", \"peak_measured_rss_bytes\": %" PRIu64 ", \"marks\": [",
-         r->peak_measured_rss_bytes);
+  printf(", \"anchor_t_ns\": %" PRIu64 ", \"offset_bytes\": %" PRId64
+         ", \"startup_offset_bytes\": %" PRId64 "}",
+         r->anchor_t_ns, r->offset_bytes, r->offset_bytes);
+  printf(", \"peak_measured_rss_bytes\": %" PRIu64
+         ", \"peak_predicted_rss_bytes\": %" PRId64
+         ", \"final_measured_rss_bytes\": %" PRIu64
+         ", \"final_predicted_rss_bytes\": %" PRId64 ", \"marks\": [",
+         r->peak_measured_rss_bytes, r->peak_predicted_rss_bytes,
+         r->final_measured_rss_bytes, r->final_predicted_rss_bytes);
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     printf("%s{\"label\": ", i ? ", " : "");
@@ -95,8 +100,15 @@ static void print_json(const compare_result_t *r) {
   cli_json_string(stdout, r->alignment);
   printf(", \"points\": %zu, \"mean_abs_error_bytes\": ", r->series.points);
   json_num(r->series.mean_abs_error_bytes);
+  printf(", \"median_abs_error_bytes\": ");
+  json_num(r->series.median_abs_error_bytes);
+  printf(", \"p95_abs_error_bytes\": ");
+  json_num(r->series.p95_abs_error_bytes);
   printf(", \"max_abs_error_bytes\": ");
   json_num(r->series.max_abs_error_bytes);
+  printf(", \"max_error_t_ns\": %" PRIu64 ", \"max_error_note\": ",
+         r->series.max_error_t_ns);
+  cli_json_string(stdout, compare_max_note_text(r->series.max_note));
   printf(", \"slope\": ");
   json_num(r->series.slope);
   printf(", \"intercept_bytes\": ");
@@ -158,7 +170,9 @@ static void print_table(const compare_result_t *r, const char *db) {
            COMPARE_LAYOUT_SPAN_BYTES);
   }
   printf("baseline      predicted = simulated + (measured - simulated) at the "
-         "anchor\n              anchor %s%s%s at t=%.3f ms, offset %+.2f MiB",
+         "anchor\n              anchor %s%s%s at t=%.3f ms\n"
+         "start-up      offset %+.2f MiB (what the program holds outside the "
+         "trace at the anchor; not model error)",
          r->anchor_label[0] ? "mark '" : "first measured sample",
          r->anchor_label, r->anchor_label[0] ? "'" : "",
          (double)r->anchor_t_ns / 1e6, mib((double)r->offset_bytes));
@@ -186,9 +200,21 @@ static void print_table(const compare_result_t *r, const char *db) {
   if (r->nlayouts > 1)
     printf(", mean of %u layouts", r->nlayouts);
   printf(")\n");
-  printf("  mean |error|  %.3f MiB\n  max |error|   %.3f MiB\n",
-         mib(r->series.mean_abs_error_bytes),
-         mib(r->series.max_abs_error_bytes));
+  printf("  |error|       median %.3f MiB, p95 %.3f MiB, mean %.3f MiB\n",
+         mib(r->series.median_abs_error_bytes),
+         mib(r->series.p95_abs_error_bytes),
+         mib(r->series.mean_abs_error_bytes));
+  printf("  max |error|   %.3f MiB at t=%.3f ms%s%s\n",
+         mib(r->series.max_abs_error_bytes),
+         (double)r->series.max_error_t_ns / 1e6,
+         r->series.max_note != COMPARE_MAX_PLAIN ? ": " : "",
+         compare_max_note_text(r->series.max_note));
+  printf("  peak          measured %.2f MiB, predicted %.2f MiB\n"
+         "  final         measured %.2f MiB, predicted %.2f MiB\n",
+         mib((double)r->peak_measured_rss_bytes),
+         mib((double)r->peak_predicted_rss_bytes),
+         mib((double)r->final_measured_rss_bytes),
+         mib((double)r->final_predicted_rss_bytes));
   if (isfinite(r->series.slope))
     printf("  fit           predicted = %.4f * measured %+.3f MiB, R^2 %.4f\n",
            r->series.slope, mib(r->series.intercept_bytes), r->series.r2);
@@ -312,8 +338,14 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
-        "every mark and over the time series (aligned by nearest time for a\n"
-        "trace, by mark label for a workload).\n"
+        "every mark and over the time series (a trace's samples paired with\n"
+        "the replay's at the same events, a workload's marks by label).\n"
+        "The baseline is anchored at the mark '__main__' (CPython: end of\n"
+        "start-up), 'main' (C: entry to main), 'hooked', or the first\n"
+        "sample; the start-up offset is reported apart from the error.\n"
+        "The series gives median, p95 and max |error|, the time of the max\n"
+        "and whether it sits on a steep change one sample apart or next to\n"
+        "a trim or purge.\n"
         "\n"
         "Model: --model, else cpython for Python runs, else the LD_PRELOAD'd\n"
         "allocator if modelled, else glibc.  libc: --libc, else glibc with "

@@ -243,7 +243,8 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
   return AS_OK;
 }
 
-static void provenance(const capture_opts_t *o, trace_meta_t *m) {
+static void provenance(const capture_opts_t *o, const char *abs_lib,
+                       trace_meta_t *m) {
   struct utsname u;
   char           buf[1024];
   join_argv(o->argv, buf, sizeof buf);
@@ -866,7 +867,7 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGHUP);
   sigprocmask(SIG_BLOCK, &mask, &old);
-  provenance(o, &res->meta);
+  provenance(o, abs_lib, &res->meta);
   if ((rc = make_dir(dir, sizeof dir, err)) != AS_OK)
     goto restore;
   struct timespec t0, t1;

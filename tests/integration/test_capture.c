@@ -696,17 +696,40 @@ static void sha256_matches_the_fips_test_vectors(void **state) {
 static void series_stats_fit_a_line_exactly(void **state) {
   (void)state;
   double           x[] = {1, 2, 3, 4}, y[] = {2, 4, 6, 8};
+  uint64_t         t[] = {10, 20, 30, 40};
   compare_series_t s;
-  compare_series_stats(x, y, 4, &s);
+  compare_series_stats(x, y, t, NULL, 4, &s);
   assert_int_equal(s.points, 4);
   assert_near(s.mean_abs_error_bytes, 2.5, 1e-12);
+  assert_near(s.median_abs_error_bytes, 2.5, 1e-12);
+  assert_near(s.p95_abs_error_bytes, 3.85, 1e-12); /* 3 + 0.85 * (4 - 3) */
   assert_near(s.max_abs_error_bytes, 4.0, 1e-12);
+  assert_int_equal(s.max_error_t_ns, 40);
   assert_near(s.slope, 2.0, 1e-12);
   assert_near(s.intercept_bytes, 0.0, 1e-12);
   assert_near(s.r2, 1.0, 1e-12);
-  compare_series_stats(x, y, 2, &s); /* too few points for a fit */
+  compare_series_stats(x, y, NULL, NULL, 2, &s); /* too few points to fit */
   assert_true(isnan(s.slope));
   assert_near(s.mean_abs_error_bytes, 1.5, 1e-12);
+}
+
+/* The largest error is explained when it sits on a steep drop the two
+ * curves cross one sample apart, or next to a trim; a lone spike is not. */
+static void series_max_says_what_stands_behind_it(void **state) {
+  (void)state;
+  double           pred[] = {100, 100, 10, 10, 10};
+  double           lag[] = {100, 100.5, 99.5, 10.5, 10};
+  bool             trim[] = {false, true, false, false, false};
+  compare_series_t s;
+  compare_series_stats(lag, pred, NULL, NULL, 5, &s);
+  assert_near(s.max_abs_error_bytes, 89.5, 1e-12);
+  assert_int_equal(s.max_note, COMPARE_MAX_STEEP);
+  compare_series_stats(lag, pred, NULL, trim, 5, &s);
+  assert_int_equal(s.max_note, COMPARE_MAX_RELEASE);
+  double spike[] = {100, 100, 40, 100, 100};
+  double flat[] = {100, 100.5, 100, 99.5, 100};
+  compare_series_stats(flat, spike, NULL, NULL, 5, &s);
+  assert_int_equal(s.max_note, COMPARE_MAX_PLAIN);
 }
 
 static const char compare_file[] = "allocsim-trace 1\n"
@@ -836,6 +859,7 @@ int main(void) {
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
+      cmocka_unit_test(series_max_says_what_stands_behind_it),
       cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
       cmocka_unit_test(compare_anchors_a_cpython_capture_at_the_hook),
   };
