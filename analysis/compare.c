@@ -503,10 +503,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
 
   /* Layouts: mmap_top lowered by 0, 1, ... OS pages, distinct modulo the
    * pool (compare.h). */
-  unsigned nlayouts = o->layouts ? o->layouts : 1;
   uint64_t most = COMPARE_LAYOUT_SPAN_BYTES / res->page_size;
   if (most < 1)
     most = 1;
+  unsigned nlayouts = o->layouts ? o->layouts : (unsigned)most;
   if (nlayouts > most) {
     rc = as_err_set(err, AS_EINVAL,
                     "%u layouts asked for, but with %" PRIu64 "-byte OS "

@@ -32,8 +32,9 @@
  *
  * Layouts: where mmap puts things is randomised by ASLR, and for pymalloc it
  * decides which arenas are 16 KiB aligned (64 pools instead of 63), so one
- * replay is one draw.  With opts.layouts = N > 1 the run is replayed N
- * times, layout k with the simulated mmap_top lowered by k OS pages
+ * replay is one draw.  By default, and with opts.layouts = N > 1, the run
+ * is replayed N times, layout k with the simulated mmap_top lowered by k OS
+ * pages
  * (sim_kernel_config_offset_layout, the rule of `sweep --vary
  * mmap_offset`), k = 0 .. N-1.  Offsets repeat modulo the 16 KiB pool, so
  * N is at most COMPARE_LAYOUT_SPAN_BYTES / page size (4 with 4 KiB pages, 1
@@ -81,7 +82,8 @@ struct compare_opts_s {
   uint64_t    page_size; /* 0: the run's */
   unsigned    layouts;   /* address layouts to replay, 1 ..
                             COMPARE_LAYOUT_SPAN_BYTES / page size;
-                            0 means 1 (the default layout only) */
+                            0: all of them (4 with 4 KiB pages); 1: the
+                            default layout only */
   bool        store;     /* write a simulated run and a comparisons row
                             per layout */
   const char *command;   /* command line stored with the simulated run */

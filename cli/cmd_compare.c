@@ -3,8 +3,9 @@
  * a measured run and prints predicted against measured RSS per mark and over
  * the series.  The work is compare_run() in analysis/compare.c; the baseline
  * rule is printed with every table because it changes what the numbers mean.
- * With --layouts 1 (the default) the output is what it was before layouts
- * existed; the range columns and JSON keys appear only with more.
+ * By default every layout that differs is replayed (4 with 4 KiB pages);
+ * with --layouts 1 the output is a single replay's, without the range
+ * columns and JSON keys.
  */
 #include "cli.h"
 
@@ -357,18 +358,17 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Baseline: measured RSS includes the program's baseline (interpreter,\n"
         "libraries), which no trace explains.  predicted = simulated +\n"
-        "measured(anchor) - simulated(anchor), the anchor being the mark\n"
-        "'hooked' of a CPython capture, else the run's first measured sample;\n"
-        "the offset is printed.\n"
+        "measured(anchor) - simulated(anchor), the start-up offset, printed\n"
+        "apart from the error.\n"
         "\n"
-        "Statistics: mean and max |error|, and the least-squares fit of\n"
+        "Statistics: median, p95, mean and max |error|, and the fit of\n"
         "predicted on measured (slope, intercept, R^2; GSL).  The simulated "
         "run\n"
         "and a comparisons row are stored in DB unless --no-store.\n"
         "\n"
         "Layouts: ASLR decides where mmap puts things, and so which pymalloc\n"
         "arenas are 16 KiB aligned (64 pools, not 63).  --layouts N (default\n"
-        "1) replays the run N times with the simulated mmap_top lowered by\n"
+        "all: 4) replays the run N times with the simulated mmap_top lowered by\n"
         "0, 1, ..., N-1 OS pages (as sweep --vary mmap_offset); offsets\n"
         "repeat modulo the 16 KiB pool, so N is at most 16384 / page size\n"
         "(4 with 4 KiB pages).  Each layout has its own baseline offset;\n"

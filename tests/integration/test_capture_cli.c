@@ -270,14 +270,15 @@ static void disk_guard_stops_before_the_disk_fills(void **state) {
   struct statvfs v;
   assert_int_equal(statvfs(g_dir, &v), 0);
   unsigned long long avail = (unsigned long long)v.f_bavail * v.f_frsize;
-  char               min_free[64], out[300];
-  /* 48 MiB of room: the guard looks every 16 MiB written and keeps a
-   * margin, so it trips after 16 to 32 MiB of trace. */
-  snprintf(min_free, sizeof min_free, "%llu", avail - (48ull << 20));
+  char               min_free[64], out[300], pidfile[300];
+  snprintf(pidfile, sizeof pidfile, "%s/guard.pid", g_dir);
+  /* 24 MiB of room: the guard looks every 16 MiB written and keeps a
+   * margin, so it trips after 16 MiB of trace. */
+  snprintf(min_free, sizeof min_free, "%llu", avail - (24ull << 20));
   snprintf(out, sizeof out, "%s/guard.astrace", g_dir);
   char *const args[] = {"-o",          out, "--min-free", min_free,
                         "--touch-threshold", "0", "--", PROGS "sleeper",
-                        "/dev/null",   "20", NULL};
+                        pidfile,       "60", NULL};
   /* sleeper's ticks make 4000 events every 5 ms: 16 MiB in a few s. */
   pid_t cap = start("guard", args);
   int   rc = finish(cap);
