@@ -255,6 +255,13 @@ static void releases_between(const simlog_t *sim, const size_t *pair,
   }
 }
 
+/* Growth of what no allocator holds from the anchor to measured sample i
+ * (0 for runs that did not measure it: compare.h). */
+static int64_t other_growth(const store_sample_t *ms, size_t i, size_t anchor) {
+  return (int64_t)ms[i].owner_bytes[SIM_OWNER_BASELINE] -
+         (int64_t)ms[anchor].owner_bytes[SIM_OWNER_BASELINE];
+}
+
 /* The anchor (compare.h): the first of the preferred marks the run has,
  * else the first measured sample that lines up; SIZE_MAX if none. */
 static size_t find_anchor(const store_sample_t *ms, size_t nms,
@@ -458,6 +465,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   int64_t           *pred = NULL; /* [k * nms + i]: layout k, sample i */
   bool              *has = NULL;  /* pred[k * nms + i] is defined */
   uint64_t          *ts = NULL;   /* the series' times */
+  double            *ys_alloc = NULL; /* predicted + other growth */
   bool              *rel = NULL;  /* the series' releases after a point */
   bool              *rel_after = NULL; /* by measured sample */
   double             peak_pred_sum = 0;
@@ -523,6 +531,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   size_t cells = (nms ? nms : 1) * nlayouts;
   pair = malloc((nms ? nms : 1) * sizeof *pair);
   ts = malloc((nms ? nms : 1) * sizeof *ts);
+  ys_alloc = malloc((nms ? nms : 1) * sizeof *ys_alloc);
   rel = malloc((nms ? nms : 1) * sizeof *rel);
   rel_after = malloc((nms ? nms : 1) * sizeof *rel_after);
   pred = calloc(cells, sizeof *pred);
@@ -530,7 +539,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   xs = malloc((nms ? nms : 1) * sizeof *xs);
   ys = malloc((nms ? nms : 1) * sizeof *ys);
   if (pair == NULL || pred == NULL || has == NULL || xs == NULL ||
-      ys == NULL || ts == NULL || rel == NULL || rel_after == NULL) {
+      ys == NULL || ts == NULL || rel == NULL || rel_after == NULL ||
+      ys_alloc == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -628,6 +638,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
+  for (size_t i = 0; i < nms; i++)
+    res->has_other =
+        res->has_other || ms[i].owner_bytes[SIM_OWNER_BASELINE] != 0;
   size_t npts = 0; /* the series starts at the anchor */
   double peak =
       res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;
@@ -662,6 +675,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         mk->error_bytes =
             mk->predicted_rss_bytes - (int64_t)ms[i].measured_rss_bytes;
         mk->error_pct_of_peak = 100.0 * (double)mk->error_bytes / peak;
+        mk->other_growth_bytes = other_growth(ms, i, anchor);
+        mk->allocator_error_bytes = mk->error_bytes + mk->other_growth_bytes;
+        mk->allocator_error_pct_of_peak =
+            100.0 * (double)mk->allocator_error_bytes / peak;
       } else {
         mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
       }
@@ -669,6 +686,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     if (all && i >= anchor) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
+      ys_alloc[npts] = mean + (double)other_growth(ms, i, anchor);
       ts[npts] = ms[i].t_ns;
       rel[npts] = rel_after[i];
       npts++;
@@ -676,15 +694,18 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     if (all && ms[i].measured_rss_bytes != 0) {
       res->final_measured_rss_bytes = ms[i].measured_rss_bytes;
       res->final_predicted_rss_bytes = (int64_t)llround(mean);
+      res->final_other_growth_bytes = other_growth(ms, i, anchor);
     }
   }
   compare_series_stats(xs, ys, ts, rel, npts, &res->series);
   res->peak_predicted_rss_bytes = (int64_t)llround(peak_pred_sum / nlayouts);
+  compare_series_stats(xs, ys_alloc, ts, rel, npts, &res->allocator_series);
 
 done:
   free(xs);
   free(ys);
   free(ts);
+  free(ys_alloc);
   free(rel);
   free(rel_after);
   free(pair);

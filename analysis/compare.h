@@ -24,6 +24,14 @@
  * construction; samples before it appear in the marks table but not in the
  * series statistics (they measure what the trace cannot explain).
  *
+ * Memory no allocator holds: a capture also measures, at every sample, the
+ * resident bytes of program and library images, static data, the main
+ * stack and the program's own file mmaps (traces/capture/memmap.c; stored
+ * as the measured samples' owner "baseline").  Their growth after the
+ * anchor is no model's to predict; compare reports it per mark and a
+ * second error, the allocator error = predicted + that growth - measured,
+ * with its own series statistics.  The plain error stays the headline.
+ *
  * Pairing: a trace replay emits a simulated sample at every mark and rss
  * event of the trace, so the k-th measured sample is paired with the
  * simulated sample of the same event, in trace order -- aligned by the
@@ -105,6 +113,11 @@ struct compare_mark_s {
                                  them, or 0 (error_pct_of_peak is NAN) */
   int64_t  error_bytes;       /* predicted (mean) - measured */
   double   error_pct_of_peak; /* 100 * error / peak measured */
+  int64_t  other_growth_bytes;  /* capture: measured bytes no allocator
+                                   holds, minus those at the anchor */
+  int64_t  allocator_error_bytes; /* error + other_growth: the model's
+                                     error on allocator memory alone */
+  double   allocator_error_pct_of_peak;
 };
 
 /* What stands behind the largest error of a series. */
@@ -172,6 +185,12 @@ struct compare_result_s {
   compare_mark_t  *marks;  /* owned; free with compare_result_free */
   size_t           nmarks;
   compare_series_t series; /* of the mean prediction */
+  bool             has_other; /* a capture that measured what no
+                                 allocator holds (images, static data,
+                                 stacks, file mmaps) */
+  compare_series_t allocator_series; /* of predicted + other growth: the
+                                        model's error on allocator memory */
+  int64_t          final_other_growth_bytes; /* at the last sample */
   unsigned         nlayouts;                     /* >= 1 */
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */
 };

@@ -127,8 +127,8 @@ static int store_run(FILE *f, const char *db, const char *out,
     nextra--; /* python is last: only when the hook saw it */
   int rc = CLI_EXIT_OK;
   if (store_open(db, &s, &err) != AS_OK ||
-      record_trace_file(s, out, cli_command_line(argc, argv), extra, nextra,
-                        &info, &err) != AS_OK) {
+      record_capture_file(s, out, cli_command_line(argc, argv), extra, nextra,
+                          m->other, m->nother, &info, &err) != AS_OK) {
     rc = cli_fail("capture", &err);
   } else {
     fprintf(f,
@@ -251,6 +251,8 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (sf != stderr)
     fclose(sf);
+  if (res != NULL)
+    capture_result_free(res);
   free(res);
   return rc;
 }

@@ -68,6 +68,13 @@ static void print_json(const compare_result_t *r) {
       printf(", \"predicted_rss_bytes\": null, \"error_bytes\": null, "
              "\"error_pct_of_peak\": ");
     json_num(m->error_pct_of_peak);
+    if (r->has_other && isfinite(m->error_pct_of_peak)) {
+      printf(", \"other_growth_bytes\": %" PRId64
+             ", \"allocator_error_bytes\": %" PRId64
+             ", \"allocator_error_pct_of_peak\": ",
+             m->other_growth_bytes, m->allocator_error_bytes);
+      json_num(m->allocator_error_pct_of_peak);
+    }
     if (r->nlayouts > 1) {
       if (m->layouts > 0)
         printf(", \"predicted_min_rss_bytes\": %" PRId64
@@ -116,31 +123,78 @@ static void print_json(const compare_result_t *r) {
   json_num(r->series.intercept_bytes);
   printf(", \"r2\": ");
   json_num(r->series.r2);
-  printf("}}\n");
+  putchar('}');
+  if (r->has_other) {
+    const compare_series_t *a = &r->allocator_series;
+    printf(", \"allocator_series\": {\"points\": %zu, "
+           "\"median_abs_error_bytes\": ",
+           a->points);
+    json_num(a->median_abs_error_bytes);
+    printf(", \"p95_abs_error_bytes\": ");
+    json_num(a->p95_abs_error_bytes);
+    printf(", \"mean_abs_error_bytes\": ");
+    json_num(a->mean_abs_error_bytes);
+    printf(", \"max_abs_error_bytes\": ");
+    json_num(a->max_abs_error_bytes);
+    printf(", \"max_error_t_ns\": %" PRIu64
+           ", \"final_other_growth_bytes\": %" PRId64 "}",
+           a->max_error_t_ns, r->final_other_growth_bytes);
+  }
+  printf("}\n");
+}
+
+/* The allocator-error columns of a capture (compare.h), or nothing. */
+static void other_cols(const compare_result_t *r, const compare_mark_t *m,
+                       bool header) {
+  if (!r->has_other)
+    return;
+  if (header)
+    printf(" %11s %11s", "other+ MiB", "alloc err %");
+  else if (isfinite(m->error_pct_of_peak))
+    printf(" %+11.2f %+10.2f%%", mib((double)m->other_growth_bytes),
+           m->allocator_error_pct_of_peak);
+  else
+    printf(" %11s %11s", "-", "-");
+}
+
+/* Whether every layout predicted every mark alike (a model whose
+ * prediction does not depend on the layout). */
+static bool layouts_agree(const compare_result_t *r) {
+  for (size_t i = 0; i < r->nmarks; i++)
+    if (r->marks[i].predicted_min_rss_bytes !=
+        r->marks[i].predicted_max_rss_bytes)
+      return false;
+  return true;
 }
 
 /* The marks table of a single replay. */
 static void print_marks(const compare_result_t *r) {
-  printf("\n%-24s %12s %12s %12s %10s\n", "mark", "measured MiB",
+  printf("\n%-24s %12s %12s %12s %10s", "mark", "measured MiB",
          "predicted MiB", "error MiB", "% of peak");
+  other_cols(r, NULL, true);
+  putchar('\n');
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     if (isfinite(m->error_pct_of_peak))
-      printf("%-24.24s %12.2f %12.2f %+12.2f %+9.2f%%\n", m->label,
+      printf("%-24.24s %12.2f %12.2f %+12.2f %+9.2f%%", m->label,
              mib((double)m->measured_rss_bytes),
              mib((double)m->predicted_rss_bytes), mib((double)m->error_bytes),
              m->error_pct_of_peak);
     else
-      printf("%-24.24s %12.2f %12s %12s %10s\n", m->label,
+      printf("%-24.24s %12.2f %12s %12s %10s", m->label,
              mib((double)m->measured_rss_bytes), "-", "-", "-");
+    other_cols(r, m, false);
+    putchar('\n');
   }
 }
 
 /* The marks table with layouts: the mean, the range over layouts, and
  * whether the measurement falls in it. */
 static void print_layout_marks(const compare_result_t *r) {
-  printf("\n%-24s %12s %12s %19s %10s %10s %7s\n", "mark", "measured MiB",
+  printf("\n%-24s %12s %12s %19s %10s %10s %7s", "mark", "measured MiB",
          "mean MiB", "min-max MiB", "error MiB", "% of peak", "inside");
+  other_cols(r, NULL, true);
+  putchar('\n');
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     if (m->layouts > 0) {
@@ -148,14 +202,16 @@ static void print_layout_marks(const compare_result_t *r) {
       snprintf(range, sizeof range, "%.2f-%.2f",
                mib((double)m->predicted_min_rss_bytes),
                mib((double)m->predicted_max_rss_bytes));
-      printf("%-24.24s %12.2f %12.2f %19s %+10.2f %+9.2f%% %7s\n", m->label,
+      printf("%-24.24s %12.2f %12.2f %19s %+10.2f %+9.2f%% %7s", m->label,
              mib((double)m->measured_rss_bytes),
              mib((double)m->predicted_rss_bytes), range,
              mib((double)m->error_bytes), m->error_pct_of_peak,
              inside(m) ? "yes" : "no");
     } else
-      printf("%-24.24s %12.2f %12s %19s %10s %10s %7s\n", m->label,
+      printf("%-24.24s %12.2f %12s %19s %10s %10s %7s", m->label,
              mib((double)m->measured_rss_bytes), "-", "-", "-", "-", "-");
+    other_cols(r, m, false);
+    putchar('\n');
   }
 }
 
@@ -192,7 +248,12 @@ static void print_table(const compare_result_t *r, const char *db) {
     printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
            "(baseline objects)\n",
            r->skipped_events);
-  if (r->nlayouts > 1)
+  bool agree = r->nlayouts > 1 && layouts_agree(r);
+  if (agree)
+    printf("layouts       all %u predict every mark alike (the model does "
+           "not depend on the address layout here)\n",
+           r->nlayouts);
+  if (r->nlayouts > 1 && !agree)
     print_layout_marks(r);
   else
     print_marks(r);
@@ -221,7 +282,17 @@ static void print_table(const compare_result_t *r, const char *db) {
            r->series.slope, mib(r->series.intercept_bytes), r->series.r2);
   else
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
-  if (r->nlayouts > 1) {
+  if (r->has_other)
+    printf("  other         memory no allocator holds (images, static data, "
+           "the main stack, file mmaps) grew %+.2f MiB from the anchor to "
+           "the end, measured\n"
+           "  allocator     |error| median %.3f MiB, p95 %.3f MiB, max %.3f "
+           "MiB, that growth added to the prediction\n",
+           mib((double)r->final_other_growth_bytes),
+           mib(r->allocator_series.median_abs_error_bytes),
+           mib(r->allocator_series.p95_abs_error_bytes),
+           mib(r->allocator_series.max_abs_error_bytes));
+  if (r->nlayouts > 1 && !agree) {
     printf("\nby layout (each with its own offset)\n");
     for (unsigned k = 0; k < r->nlayouts; k++) {
       const compare_layout_t *l = &r->layouts[k];
@@ -239,9 +310,9 @@ static void print_table(const compare_result_t *r, const char *db) {
       printf("\nstored %u simulated runs and comparisons in %s\n", r->nlayouts,
              db);
   } else if (r->simulated_run_id > 0)
-    printf("\nstored simulated run %" PRId64 " and comparison %" PRId64
-           " in %s\n",
-           r->simulated_run_id, r->comparison_id, db);
+    printf("\nstored %u simulated run(s), first %" PRId64 ", and "
+           "comparison(s), first %" PRId64 ", in %s\n",
+           r->nlayouts, r->simulated_run_id, r->comparison_id, db);
 }
 
 static int compare_main(int argc, char **argv) {

@@ -44,6 +44,12 @@ struct capture_stats_s {
   uint64_t max_live_ids;       /* peak number of live objects */
   uint64_t pid, ppid;          /* of the process that sent the stream */
   uint64_t touch_threshold;    /* as the recorder used it; 0 = off */
+  uint64_t other_baseline_bytes; /* no allocator holds: first sample */
+  uint64_t other_final_bytes;  /* and last */
+  uint64_t *other;             /* per rss event written: resident bytes no
+                                  allocator holds (owned: free it, or
+                                  capture_result_free) */
+  size_t   nother;
   bool     said_bye;           /* BYE or EXEC came: a clean end */
   bool     said_exec;          /* EXEC was the last word */
   char     python[32];         /* CPython version the hook saw, or "" */

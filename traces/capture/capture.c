@@ -83,28 +83,35 @@ uint64_t capture_now_ns(void) {
   return v < 0 ? 0 : (uint64_t)v;
 }
 
-/* Rss of /proc/self/smaps_rollup in bytes: it walks the page tables, so it
- * is exact where VmRSS lags by up to 64 pages per thread. */
-uint64_t capture_read_rss(void) {
-  char buf[2048];
-  int  fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  const char *p = strstr(buf, "\nRss:");
+/* A "Name:   N kB" field of smaps_rollup text, in bytes (0 if absent). */
+static uint64_t rollup_field(const char *buf, const char *name) {
+  const char *p = strstr(buf, name);
   if (p == NULL)
     return 0;
-  p += 5;
+  p += strlen(name);
   while (*p == ' ' || *p == '\t')
     p++;
   uint64_t kb = 0;
   while (*p >= '0' && *p <= '9')
     kb = kb * 10 + (uint64_t)(*p++ - '0');
   return kb * 1024;
+}
+
+/* Rss and Anonymous of /proc/self/smaps_rollup: it walks the page tables,
+ * so it is exact where VmRSS lags by up to 64 pages per thread. */
+void capture_read_rss(uint64_t *rss, uint64_t *anon) {
+  char buf[2048];
+  *rss = *anon = 0;
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  *rss = rollup_field(buf, "\nRss:");
+  *anon = rollup_field(buf, "\nAnonymous:");
 }
 
 uint64_t capture_resident(const void *base, size_t len) {
@@ -150,6 +157,7 @@ static void atfork_child(void) {
   t_self.tid = 0;
   g_pid = (int)getpid();
   clock_gettime(CLOCK_MONOTONIC, &g_t0);
+  capture_memmap_open(); /* the parent's pagemap describes the parent */
   capture_stream_atfork_child();
   sample_now();
 }
@@ -191,6 +199,7 @@ void capture_ensure_init(void) {
     t_self.internal++;
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     t_self.internal--;
+    capture_memmap_open();
     capture_stream_open();
   }
   t_self.initializing = 0;

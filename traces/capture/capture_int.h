@@ -8,6 +8,7 @@
  *              watermarks, control messages)
  *   touch.c    the table of large allocations and their resident pages
  *   resolve.c  the real functions, dlsym/dlvsym, allocator extensions
+ *   memmap.c   what of measured RSS no allocator holds
  *
  * Rules every file keeps, and why:
  *   - Never allocate through the allocator being traced: buffers, tables
@@ -91,7 +92,6 @@ void capture_resolve(void);
 bool  capture_is_boot(const void *p);
 void *capture_boot_alloc(size_t n);
 size_t capture_boot_size(const void *p);
-size_t capture_boot_used(void);
 
 /* ---- State (capture.c) --------------------------------------------------- */
 
@@ -105,8 +105,15 @@ extern size_t     g_page;       /* OS page size */
 void capture_ensure_init(void);
 int  capture_tid(void);
 uint64_t capture_now_ns(void);
-/* Rss of /proc/self/smaps_rollup in bytes, 0 if unreadable. */
-uint64_t capture_read_rss(void);
+/* Rss and Anonymous of /proc/self/smaps_rollup in bytes (0 if
+ * unreadable). */
+void capture_read_rss(uint64_t *rss, uint64_t *anon);
+
+/* memmap.c: opens /proc/self/pagemap (again after a fork); the anonymous
+ * resident bytes of the program's writable segments and main stack, and of
+ * this library's writable segments. */
+void capture_memmap_open(void);
+void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
 /* Resident bytes of [base, base + len) (mincore). */
 uint64_t capture_resident(const void *base, size_t len);
 
@@ -133,7 +140,7 @@ void capture_stream_thread_exit(void *buf);
 void capture_stream_start_flusher(void);
 void capture_stream_atfork_prepare(void);
 void capture_stream_atfork_child(void);
-/* Resident bytes of the library's own mappings. */
+/* Resident bytes of the library's own mappings (not its static data). */
 uint64_t capture_own_rss(void);
 
 /* ---- Large allocations (touch.c) ----------------------------------------- */

@@ -96,9 +96,12 @@ enum capture_op_e {
                             which stays the program's), size */
   CAPTURE_OP_FREE,       /* addr */
   CAPTURE_OP_TRIM,       /* pad, malloc_trim's return value */
-  CAPTURE_OP_MARK,       /* rss, own, label length, label bytes */
+  CAPTURE_OP_MARK,       /* rss, own, other, label length, label bytes */
   CAPTURE_OP_META,       /* length, "key=value" bytes: provenance */
-  CAPTURE_OP_RSS,        /* rss, own: a periodic sample */
+  CAPTURE_OP_RSS,        /* rss, own, other: a periodic sample.  rss is
+                            smaps_rollup's Rss; own the recorder's resident
+                            bytes; other those no allocator holds
+                            (memmap.c) */
   CAPTURE_OP_THREAD_EXIT, /* none: the thread's last record */
   CAPTURE_OP_TOUCH,      /* addr: the allocation, offset, length: pages
                             found resident that were not reported before */
@@ -179,9 +182,10 @@ static inline int capture_get_varint(const uint8_t **pp, const uint8_t *end,
 /* ---- Encoding (the recorder; tests) -------------------------------------- */
 
 /* One record before encoding.  Fields by op (capture_op_e): addr for the
- * allocation ops, FREE and TOUCH; x = size / pad / rss / offset / purge
- * kind; y = alignment / trim result / own bytes / length / arena / option
- * value; text = MARK label, META "key=value", OPTION name. */
+ * allocation ops, FREE and TOUCH, and "other" for RSS and MARK; x = size /
+ * pad / rss / offset / purge kind; y = alignment / trim result / own bytes
+ * / length / arena / option value; text = MARK label, META "key=value",
+ * OPTION name. */
 typedef struct cap_rec_s cap_rec_t;
 struct cap_rec_s {
   uint8_t     op, domain, failed;
@@ -241,13 +245,17 @@ static inline uint8_t *capture_encode(uint8_t *p, capture_enc_t *e,
   case CAPTURE_OP_FREE:
     return capture_put_addr(p, e, r->addr);
   case CAPTURE_OP_TRIM:
-  case CAPTURE_OP_RSS:
   case CAPTURE_OP_PURGE:
     p = capture_put_varint(p, r->x);
     return capture_put_varint(p, r->y);
+  case CAPTURE_OP_RSS:
+    p = capture_put_varint(p, r->x);
+    p = capture_put_varint(p, r->y);
+    return capture_put_varint(p, r->addr);
   case CAPTURE_OP_MARK:
     p = capture_put_varint(p, r->x);
     p = capture_put_varint(p, r->y);
+    p = capture_put_varint(p, r->addr);
     return capture_put_text(p, r->text, r->text_len);
   case CAPTURE_OP_META:
     return capture_put_text(p, r->text, r->text_len);

@@ -61,11 +61,6 @@ size_t capture_boot_size(const void *p) {
   return n;
 }
 
-size_t capture_boot_used(void) {
-  size_t n = atomic_load(&g_boot_used);
-  return n < BOOT_BYTES ? n : BOOT_BYTES;
-}
-
 /* ---- libc's dlsym from its symbol table ------------------------------------ */
 
 typedef struct elf_find_s elf_find_t;

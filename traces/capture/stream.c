@@ -286,13 +286,16 @@ static bool sample_once(uint8_t op, const char *label, size_t len,
     atomic_fetch_add(&g_direct_inflight, 1);
   uint64_t seq = take_seq();
   uint64_t t = capture_now_ns();
-  uint64_t rss = capture_read_rss();
-  uint64_t own = capture_own_rss();
+  uint64_t rss, anon, static_anon, own_static;
+  capture_read_rss(&rss, &anon);
+  capture_memmap_static(&static_anon, &own_static);
+  uint64_t own = capture_own_rss() + own_static;
+  uint64_t file = rss > anon ? rss - anon : 0;
   bool ok = force || (atomic_load(&g_gate_count) == 0 &&
                       atomic_load(&g_gate_gen) == gen0);
   if (ok) {
-    cap_rec_t r = {.op = op, .x = rss, .y = own, .text = label,
-                   .text_len = len};
+    cap_rec_t r = {.op = op, .x = rss, .y = own, .addr = file + static_anon,
+                   .text = label, .text_len = len};
     if (b != NULL)
       append(b, &r, seq, t);
     else
@@ -479,8 +482,7 @@ uint64_t capture_own_rss(void) {
   }
   if (g_stack != NULL)
     total += capture_resident(g_stack, STACK_BYTES);
-  total += (capture_boot_used() + g_page - 1) / g_page * g_page;
-  return total + capture_touch_own_rss();
+  return total + capture_touch_own_rss(); /* static data: memmap.c */
 }
 
 /* ---- The flusher thread ----------------------------------------------------- */
