@@ -157,7 +157,6 @@ struct simlog_s {
   bool           *release;
   size_t          n, cap;
   bool            release_pending;
-  uint64_t        peak_rss_bytes; /* the replay's, between samples too */
 };
 
 static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
@@ -435,7 +434,6 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
   if (rc == AS_OK) {
     res->skipped_events =
         r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
-    sim->peak_rss_bytes = r.peak_rss_bytes;
   }
   sim_session_close(&session);
   trace_source_close(src);
@@ -468,7 +466,6 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   double            *ys_alloc = NULL; /* predicted + other growth */
   bool              *rel = NULL;  /* the series' releases after a point */
   bool              *rel_after = NULL; /* by measured sample */
-  double             peak_pred_sum = 0;
   as_status_t        rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
     return rc;
@@ -616,7 +613,6 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       }
     }
     compare_series_stats(xs, ys, ts, rel, npts, &lay->series);
-    peak_pred_sum += (double)sim.peak_rss_bytes + (double)lay->offset_bytes;
     if (o->store && (rc = store_comparison(s, res, k, &sim, o, err)) != AS_OK)
       goto done;
     sim.n = 0; /* the next layout reuses the buffer */
@@ -698,7 +694,12 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     }
   }
   compare_series_stats(xs, ys, ts, rel, npts, &res->series);
-  res->peak_predicted_rss_bytes = (int64_t)llround(peak_pred_sum / nlayouts);
+  /* The predicted peak where the measured one was looked for: at the
+   * measured samples (the replay's own peak may fall between them). */
+  res->peak_predicted_rss_bytes = 0;
+  for (size_t i = 0; i < npts; i++)
+    if (ys[i] > (double)res->peak_predicted_rss_bytes)
+      res->peak_predicted_rss_bytes = (int64_t)llround(ys[i]);
   compare_series_stats(xs, ys_alloc, ts, rel, npts, &res->allocator_series);
 
 done:

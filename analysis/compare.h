@@ -177,8 +177,9 @@ struct compare_result_s {
   uint64_t page_size;
   uint64_t peak_measured_rss_bytes;
   uint64_t final_measured_rss_bytes; /* the last measured sample */
-  int64_t  peak_predicted_rss_bytes; /* the replay's peak + offset (mean
-                                        over layouts) */
+  int64_t  peak_predicted_rss_bytes; /* the largest (mean) prediction
+                                        at a measured sample from the
+                                        anchor on */
   int64_t  final_predicted_rss_bytes; /* at the last measured sample */
   uint64_t skipped_events; /* bad frees/reallocs the replay
                               skipped (lenient) */

@@ -59,7 +59,8 @@ static void print_json(const compare_result_t *r) {
     const compare_mark_t *m = &r->marks[i];
     printf("%s{\"label\": ", i ? ", " : "");
     cli_json_string(stdout, m->label);
-    printf(", \"measured_rss_bytes\": %" PRIu64, m->measured_rss_bytes);
+    printf(", \"t_ns\": %" PRIu64 ", \"measured_rss_bytes\": %" PRIu64,
+           m->t_ns, m->measured_rss_bytes);
     if (isfinite(m->error_pct_of_peak))
       printf(", \"predicted_rss_bytes\": %" PRId64 ", \"error_bytes\": %" PRId64
              ", \"error_pct_of_peak\": ",

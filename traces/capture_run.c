@@ -387,6 +387,8 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
     as_format_fits(v, sizeof v, "%" PRIu64, h->touch_threshold);
     meta_put(&m, "touch_threshold", v);
   }
+  if (h->exe[0] != '\0')
+    meta_put(&m, "exe", h->exe);
   if (!is_main)
     meta_put(&m, "parent_trace", r->o->out_path);
   meta_put(&m, "truncated", "1"); /* "0" once the stream ends cleanly */

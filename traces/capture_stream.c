@@ -40,10 +40,17 @@ struct crec_s {
 
 typedef struct chunk_s chunk_t;
 struct chunk_s {
-  crec_t *rec;
-  size_t  n, pos;
-  char   *text;
+  crec_t  *rec;
+  size_t   n, pos;
+  char    *text;
+  size_t   rec_cap, text_cap; /* kept when the chunk is reused */
+  uint32_t tid;
+  chunk_t *next; /* the same thread's next chunk (a queue) */
 };
+
+/* Chunks whose arrays are reused: a capture decodes one per message, and
+ * fresh memory would cost a page fault every few records. */
+#define SPARE_CHUNKS 64
 
 typedef struct tidmap_s tidmap_t;
 struct tidmap_s {
@@ -68,6 +75,9 @@ struct capture_stream_s {
   uint64_t        released; /* every record below this was written */
   chunk_t       **heap;
   size_t          nheap, heap_cap;
+  chunk_t        *spare[SPARE_CHUNKS];
+  size_t          nspare;
+  addr_ids_map_t  tails;    /* tid -> its queue's last chunk */
   size_t          held;     /* records in the heap's chunks */
   size_t          other_cap; /* of st.other */
   bool            have_sample;
@@ -418,12 +428,16 @@ static as_status_t decode_chunk(capture_stream_t *s, const uint8_t *msg,
                                 size_t len, uint32_t tid, chunk_t *ch,
                                 as_err_t *err) {
   const uint8_t *p = msg + sizeof(capture_msg_hdr_t), *end = msg + len;
-  size_t         cap = 0, text_used = 0;
+  size_t         text_used = 0;
   uint64_t       seq = 0, t = 0, addr = 0;
-  memset(ch, 0, sizeof *ch);
-  ch->text = malloc(len); /* labels are shorter than their records */
-  if (ch->text == NULL)
-    return oom(s, err);
+  ch->n = ch->pos = 0;
+  if (ch->text_cap < len) { /* labels are shorter than their records */
+    char *text = realloc(ch->text, len);
+    if (text == NULL)
+      return oom(s, err);
+    ch->text = text;
+    ch->text_cap = len;
+  }
   const char *what = "record";
   while (p < end) {
     const uint8_t *at = p;
@@ -505,22 +519,17 @@ static as_status_t decode_chunk(capture_stream_t *s, const uint8_t *msg,
       break;
     }
 #undef GET
-    if (ch->n == cap) {
-      cap = cap ? 2 * cap : 256;
+    if (ch->n == ch->rec_cap) {
+      size_t  cap = ch->rec_cap ? 2 * ch->rec_cap : 1024;
       crec_t *nr = realloc(ch->rec, cap * sizeof *nr);
-      if (nr == NULL) {
-        free(ch->rec);
-        free(ch->text);
+      if (nr == NULL)
         return oom(s, err);
-      }
       ch->rec = nr;
+      ch->rec_cap = cap;
     }
     ch->rec[ch->n++] = r;
     continue;
   bad:
-    free(ch->rec);
-    free(ch->text);
-    ch->rec = NULL;
     return as_err_set(err, AS_EFORMAT,
                       "%s: message %" PRIu64 " (chunk of tid %u): byte "
                       "offset %zu: bad %s",
@@ -562,23 +571,42 @@ static void heap_up(capture_stream_t *s, size_t i) {
   }
 }
 
-static void chunk_free(chunk_t *c) {
+static void chunk_destroy(chunk_t *c) {
   free(c->rec);
   free(c->text);
   free(c);
 }
 
-/* Writes the heap's smallest record and moves past it. */
+/* A chunk to decode into: a spare one, or a new one (NULL: no memory). */
+static chunk_t *chunk_get(capture_stream_t *s) {
+  return s->nspare > 0 ? s->spare[--s->nspare] : calloc(1, sizeof(chunk_t));
+}
+
+/* Done with c: kept for reuse, or freed. */
+static void chunk_free_in(capture_stream_t *s, chunk_t *c) {
+  if (s->nspare < SPARE_CHUNKS)
+    s->spare[s->nspare++] = c;
+  else
+    chunk_destroy(c);
+}
+
+/* Writes the heap's smallest record and moves past it.  The heap holds
+ * one queue head per thread: a thread's chunks carry increasing seqs, so
+ * the next chunk of a queue takes its head's place when that runs out. */
 static as_status_t release_one(capture_stream_t *s, as_err_t *err) {
   chunk_t      *c = s->heap[0];
   const crec_t *r = &c->rec[c->pos++];
   s->held--;
   as_status_t rc = conv_record(s, r, c->text + r->text_off, err);
   if (c->pos == c->n) {
-    chunk_free(c);
-    s->heap[0] = s->heap[--s->nheap];
+    uint64_t tail;
+    if (addr_ids_map_get(&s->tails, c->tid, &tail) &&
+        tail == (uint64_t)(uintptr_t)c)
+      addr_ids_map_del(&s->tails, c->tid, NULL);
+    s->heap[0] = c->next != NULL ? c->next : s->heap[--s->nheap];
+    chunk_free_in(s, c);
   }
-  if (s->nheap > 0)
+  if (s->nheap > 1)
     heap_down(s, 0);
   return rc;
 }
@@ -595,6 +623,38 @@ static as_status_t release_below(capture_stream_t *s, uint64_t w,
   return AS_OK;
 }
 
+/* Puts c behind its thread's queue when it continues it, else into the
+ * heap as a queue of its own (a thread's first chunk, or a record a signal
+ * handler sent ahead of its thread's buffer). */
+static as_status_t queue_chunk(capture_stream_t *s, chunk_t *c,
+                               as_err_t *err) {
+  uint64_t v;
+  bool     has_tail = addr_ids_map_get(&s->tails, c->tid, &v);
+  chunk_t *tail = has_tail ? (chunk_t *)(uintptr_t)v : NULL;
+  s->held += c->n - c->pos;
+  c->next = NULL;
+  if (tail != NULL && tail->rec[tail->n - 1].seq < c->rec[c->pos].seq) {
+    tail->next = c;
+    if (!addr_ids_map_put(&s->tails, c->tid, (uint64_t)(uintptr_t)c))
+      return oom(s, err);
+    return AS_OK;
+  }
+  if (s->nheap == s->heap_cap) {
+    size_t    cap = s->heap_cap ? 2 * s->heap_cap : 64;
+    chunk_t **h = realloc(s->heap, cap * sizeof *h);
+    if (h == NULL)
+      return oom(s, err);
+    s->heap = h;
+    s->heap_cap = cap;
+  }
+  s->heap[s->nheap++] = c;
+  heap_up(s, s->nheap - 1);
+  if (tail == NULL &&
+      !addr_ids_map_put(&s->tails, c->tid, (uint64_t)(uintptr_t)c))
+    return oom(s, err);
+  return AS_OK;
+}
+
 static as_status_t add_chunk(capture_stream_t *s, chunk_t *c, as_err_t *err) {
   /* Records below what was released already come too late for the order:
    * written now, counted. */
@@ -603,34 +663,23 @@ static as_status_t add_chunk(capture_stream_t *s, chunk_t *c, as_err_t *err) {
     s->st.late_records++;
     as_status_t rc = conv_record(s, r, c->text + r->text_off, err);
     if (rc != AS_OK) {
-      chunk_free(c);
+      chunk_free_in(s, c);
       return rc;
     }
   }
   if (c->pos == c->n) {
-    chunk_free(c);
+    chunk_free_in(s, c);
     return AS_OK;
   }
-  if (s->nheap == s->heap_cap) {
-    size_t    cap = s->heap_cap ? 2 * s->heap_cap : 64;
-    chunk_t **h = realloc(s->heap, cap * sizeof *h);
-    if (h == NULL) {
-      chunk_free(c);
-      return oom(s, err);
-    }
-    s->heap = h;
-    s->heap_cap = cap;
-  }
-  s->held += c->n - c->pos;
-  s->heap[s->nheap++] = c;
-  heap_up(s, s->nheap - 1);
+  as_status_t rc = queue_chunk(s, c, err);
+  if (rc != AS_OK)
+    return rc;
   /* A window that no watermark drains (a stuck thread) must not grow
    * without bound: the oldest half goes out now. */
   if (s->held > WINDOW_MAX_RECORDS) {
     while (s->held > WINDOW_MAX_RECORDS / 2) {
-      uint64_t    seq = head_seq(s->heap[0]);
-      as_status_t rc = release_one(s, err);
-      if (rc != AS_OK)
+      uint64_t seq = head_seq(s->heap[0]);
+      if ((rc = release_one(s, err)) != AS_OK)
         return rc;
       s->st.late_records++;
       if (seq + 1 > s->released)
@@ -689,17 +738,14 @@ as_status_t capture_stream_feed(capture_stream_t *s, const void *msg,
   s->st.said_exec = false;
   switch (h.type) {
   case CAPTURE_MSG_CHUNK: {
-    chunk_t *c = malloc(sizeof *c);
+    chunk_t *c = chunk_get(s);
     if (c == NULL)
       return oom(s, err);
     as_status_t rc = decode_chunk(s, msg, len, h.aux, c, err);
-    if (rc != AS_OK) {
-      free(c);
+    c->tid = h.aux;
+    if (rc != AS_OK || c->n == 0) {
+      chunk_free_in(s, c);
       return rc;
-    }
-    if (c->n == 0) {
-      chunk_free(c);
-      return AS_OK;
     }
     return add_chunk(s, c, err);
   }
@@ -737,7 +783,13 @@ as_status_t capture_stream_close(capture_stream_t *s, capture_stats_t *st,
                                  as_err_t *err) {
   as_status_t rc = release_below(s, UINT64_MAX, err);
   while (s->nheap > 0)
-    chunk_free(s->heap[--s->nheap]);
+    for (chunk_t *c = s->heap[--s->nheap], *nx; c != NULL; c = nx) {
+      nx = c->next;
+      chunk_destroy(c);
+    }
+  addr_ids_map_free(&s->tails);
+  while (s->nspare > 0)
+    chunk_destroy(s->spare[--s->nspare]);
   s->st.max_live_ids = s->ids.peak;
   as_err_t    werr = {0};
   as_status_t wrc = trace_writer_close(s->w, &werr);

@@ -105,6 +105,8 @@ extern size_t     g_page;       /* OS page size */
 void capture_ensure_init(void);
 int  capture_tid(void);
 uint64_t capture_now_ns(void);
+/* The flusher measures the TSC's scale from time to time (capture.c). */
+void capture_clock_calibrate(void);
 /* Rss and Anonymous of /proc/self/smaps_rollup in bytes (0 if
  * unreadable). */
 void capture_read_rss(uint64_t *rss, uint64_t *anon);

@@ -558,6 +558,7 @@ static void *flusher_main(void *arg) {
     }
     if (now >= next_flush) {
       sweep(0, false);
+      capture_clock_calibrate();
       next_flush = now + FLUSH_NS;
     }
   }
