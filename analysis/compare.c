@@ -207,8 +207,13 @@ static void watch_close(trace_source_t *src) {
   (void)src; /* the watched source is closed by its opener */
 }
 
+static void watch_where(const trace_source_t *src, char *buf, size_t len) {
+  trace_source_where(((const watch_src_t *)src)->inner, buf, len);
+}
+
 static const trace_source_methods_t watch_methods = {.next = watch_next,
-                                                     .close = watch_close};
+                                                     .close = watch_close,
+                                                     .where = watch_where};
 
 /* ---- Alignment
  * ---------------------------------------------------------------- */
