@@ -220,7 +220,8 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
          r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
-  if (r->nlayouts > 1) {
+  bool agree = r->nlayouts > 1 && layouts_agree(r);
+  if (r->nlayouts > 1 && !agree) {
     printf("layouts       %u, mmap_top lowered by", r->nlayouts);
     for (unsigned k = 0; k < r->nlayouts; k++)
       printf("%s %" PRIu64, k ? "," : "", r->layouts[k].mmap_offset_bytes);
@@ -249,11 +250,10 @@ static void print_table(const compare_result_t *r, const char *db) {
     printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
            "(baseline objects)\n",
            r->skipped_events);
-  bool agree = r->nlayouts > 1 && layouts_agree(r);
   if (agree)
-    printf("layouts       all %u predict every mark alike (the model does "
-           "not depend on the address layout here)\n",
-           r->nlayouts);
+    printf("layouts       all %u (mmap_top lowered by 0..%u pages) predict "
+           "every mark alike\n",
+           r->nlayouts, r->nlayouts - 1);
   if (r->nlayouts > 1 && !agree)
     print_layout_marks(r);
   else

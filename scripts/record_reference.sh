@@ -10,7 +10,10 @@
 #        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
 #          (CPython: obj/mem domains), n = 50000;
 #        - the C program capture_progs/churn, n = 50000;
-#   2. every measured-run file in data/measured/*.trace (`allocsim record`).
+#   2. every measured-run file in data/measured/*.trace (`allocsim record`);
+#   3. ten real programs (sqlite3, gzip, sort, git, tar, perl, xz, a shell
+#      chain and two CPython scripts) captured by
+#      scripts/measure/real_programs.py, traces in data/captures/.
 # Then it prints `allocsim compare` for every run (not stored: comparisons
 # depend on the model version, the reference holds measurements only).
 #
@@ -52,6 +55,10 @@ for f in measured/*.trace; do
   "$allocsim" record "$f" --db "$db" >/dev/null
   echo "recorded $f" >&2
 done
+
+echo "== real programs (scripts/measure/real_programs.py)" >&2
+/usr/bin/python3 "$here/scripts/measure/real_programs.py" "$allocsim" \
+  --db "$db" --traces "$caps" --work "$tmp/programs" >&2
 
 echo "== compare (not stored; runs without a trace or workload, such as"\
      "interpreter baselines, are reported and skipped)" >&2

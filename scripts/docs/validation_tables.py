@@ -372,6 +372,62 @@ def t_measured_all(ctx):
                   "max abs err MiB", "R² (lowest)"], rows, "llllrrrr")
 
 
+# ---- Real programs captured -------------------------------------------------
+
+def program_runs(ctx):
+    """[(run id, meta)] of the runs scripts/measure/real_programs.py stored,
+    in its order (meta 'program_order', then the process)."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        ids = [r for (r,) in c.execute(
+            "SELECT run_id FROM run_meta WHERE key='program' ORDER BY run_id")]
+    runs = [(r, run_meta(ctx, r)) for r in ids]
+    return sorted(runs, key=lambda x: (int(x[1].get("program_order", 0)), x[0]))
+
+
+def t_capture_programs(ctx):
+    """Ten real programs captured and compared (docs/capture.md)."""
+    runs = program_runs(ctx)
+    cmps = ctx.compare_many([r for r, _ in runs], ctx.reference)
+    rows = []
+    for (run, meta), c in zip(runs, cmps):
+        pk = c["peak_measured_rss_bytes"] or 1
+        after = [m for m in c["marks"] if m.get("predicted_rss_bytes")
+                 is not None and m["t_ns"] > c["baseline"]["anchor_t_ns"]]
+        worst = max(after, key=lambda m: abs(m["error_bytes"]), default=None)
+        s, a = c["series"], c.get("allocator_series")
+        events = int(meta.get("program_events", 0))
+        tbytes = int(meta.get("capture_trace_bytes", 0))
+        slow = ("%.1f× (%.1f×)" % (float(meta["capture_cpu_s"]) /
+                                   float(meta["plain_cpu_s"]),
+                                   float(meta["capture_wall_s"]) /
+                                   float(meta["plain_wall_s"]))
+                if "plain_cpu_s" in meta else "–")
+        note = " (%s)" % s["max_error_note"] if s["max_error_note"] else ""
+        alloc_worst = max((m["allocator_error_pct_of_peak"] for m in after
+                           if "allocator_error_pct_of_peak" in m),
+                          key=abs, default=None)
+        rows.append((
+            meta["program"], meta.get("program_process", ""),
+            "%d" % events,
+            "%.1f" % (tbytes / events) if events and tbytes else "–",
+            slow,
+            "%s → %s" % (mib(pk, 2), mib(c["peak_predicted_rss_bytes"], 2)),
+            ("%s (%s)" % (pct(100 * worst["error_bytes"] / pk, 2),
+                          worst["label"]) if worst else "– (anchor only)"),
+            "%.2f / %.2f%s" % (100 * s["median_abs_error_bytes"] / pk,
+                               100 * s["max_abs_error_bytes"] / pk, note),
+            "%+.2f" % (a["final_other_growth_bytes"] / MIB) if a else "–",
+            ("%.2f / %s" % (100 * a["median_abs_error_bytes"] / pk,
+                            pct(alloc_worst, 2) if alloc_worst is not None
+                            else "–") if a else "–")))
+    return table(["program", "process", "events", "trace bytes/event",
+                  "slowdown CPU (wall)", "peak MiB measured → predicted",
+                  "worst mark, % of peak", "series median / max |error|, % "
+                  "of peak", "other growth MiB",
+                  "allocator error median / worst mark, % of peak"], rows,
+                 "llrrrrrrrr")
+
+
 # ---- Measured survivors runs -----------------------------------------------
 
 def survivors_case(source_meta):
@@ -662,6 +718,7 @@ ORDER = {"spike": SPIKE_ORDER, "webworker": WEBWORKER_ORDER[:3]}
 TABLES = {
     "measured-summary": t_measured_summary,
     "measured-all": t_measured_all,
+    "capture-programs": t_capture_programs,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
     "measured-survivors": t_measured_survivors,

@@ -23,7 +23,9 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -105,16 +107,30 @@ def reset(name, work):
             os.unlink(idx)
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_plain(name, cmd, work):
-    """One run without capture, timed (the allocsim module, which does
-    nothing outside a capture, on PYTHONPATH as a user would have it)."""
+    """One run without capture: (wall s, CPU s).  The allocsim module, which
+    does nothing outside a capture, is on PYTHONPATH as a user would have
+    it."""
     reset(name, work)
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..",
                                                    "traces", "capture"))
-    t0 = time.monotonic()
+    c0, t0 = children_cpu(), time.monotonic()
     subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL,
                    env=env)
-    return time.monotonic() - t0
+    return time.monotonic() - t0, children_cpu() - c0
+
+
+def store_meta(db, run, kv):
+    """Adds what this script measured to a run's provenance (run_meta)."""
+    with sqlite3.connect(db) as c:
+        c.executemany("INSERT OR REPLACE INTO run_meta(run_id, key, value) "
+                      "VALUES (?, ?, ?)",
+                      [(run, k, str(v)) for k, v in kv.items()])
 
 
 def allocsim_json(allocsim, *args):
@@ -168,12 +184,12 @@ def capture(allocsim, db, traces, work, name, cmd):
     reset(name, work)
     out = os.path.join(traces, name + ".astrace")
     summary = os.path.join(os.path.abspath(work), name + ".summary")
-    t0 = time.monotonic()
+    c0, t0 = children_cpu(), time.monotonic()
     done = subprocess.run([allocsim, "capture", "-o", out, "--db", db,
                            "--summary", summary, "--", *cmd], cwd=work,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True)
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, children_cpu() - c0
     if done.returncode != 0:
         raise RuntimeError("capture %s: %s" % (name, done.stderr.strip()))
     text = open(summary).read()
@@ -186,7 +202,7 @@ def capture(allocsim, db, traces, work, name, cmd):
         procs.append((m.group(1), int(m.group(2))))
     result = [(os.path.basename(cmd[0]), run, out,
                {"events": procs[0][1], "trace_bytes": stats["trace_bytes"],
-                "capture_s": wall})]
+                "capture_s": wall, "capture_cpu_s": cpu})]
     # Other processes: renamed to NAME-EXE.astrace (their pids change from
     # run to run), recorded, compared on their own.
     for path, events in procs[1:]:
@@ -246,16 +262,24 @@ def main():
     prepare(a.work)
     only = set(a.only.split(",")) if a.only else None
     rows = []
-    for name, what, cmd in PROGRAMS:
+    for order, (name, what, cmd) in enumerate(PROGRAMS):
         if only and name not in only:
             continue
-        plain = run_plain(name, cmd, a.work)
+        plain, plain_cpu = run_plain(name, cmd, a.work)
         for proc, run, trace, stats in capture(allocsim, db, traces, a.work,
                                                name, cmd):
+            main_proc = proc == os.path.basename(cmd[0])
+            meta = {"program": name, "program_order": order,
+                    "program_process": proc,
+                    "program_events": stats["events"]}
+            if main_proc:
+                meta.update(plain_wall_s="%.6f" % plain,
+                            plain_cpu_s="%.6f" % plain_cpu,
+                            capture_cpu_s="%.6f" % stats["capture_cpu_s"])
+            store_meta(db, run, meta)
             c = allocsim_json(allocsim, "compare", str(run), "--db", db,
                               "--no-store")
-            stats["plain_s"] = plain if proc == os.path.basename(cmd[0]) \
-                else None
+            stats["plain_s"] = plain if main_proc else None
             r = summarize(c, name, proc, dict(stats, run=run,
                                               trace=os.path.basename(trace),
                                               what=what))
