@@ -321,6 +321,60 @@ static void output_is_the_commands_own(void **state) {
   assert_contains(buf, "command exited with 3");
 }
 
+/* A command that exits non-zero is still recorded, with its status. */
+static void nonzero_exit_is_recorded_with_its_status(void **state) {
+  (void)state;
+  char out[300], db[300], cmd[700], buf[64];
+  snprintf(out, sizeof out, "%s/exit3.trace", g_dir);
+  snprintf(db, sizeof db, "%s/exit3.db", g_dir);
+  char *const args[] = {"-o", out, "--db", db, "--", PROGS "exiter", NULL};
+  assert_int_equal(finish(start("exit3", args)), 0);
+  snprintf(cmd, sizeof cmd,
+           "sqlite3 '%s' \"SELECT value FROM run_meta WHERE key='exit_code'\"",
+           db);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  assert_non_null(fgets(buf, sizeof buf, p));
+  pclose(p);
+  assert_string_equal(buf, "3\n");
+}
+
+/* With jemalloc or mimalloc preloaded, their purge calls become purge
+ * events (reached through ctypes, that is dlsym). */
+static void allocator_purges_are_recorded(void **state) {
+  (void)state;
+  const char *je = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  if (access(je, R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char out[300], text[8192];
+  snprintf(out, sizeof out, "%s/je.trace", g_dir);
+  setenv("LD_PRELOAD", je, 1);
+  char *const args[] = {
+      "-o", out, "--", "/usr/bin/python3", "-c",
+      "import ctypes\n"
+      "lib = ctypes.CDLL(None)\n"
+      "lib.mallctl(b'arena.4096.purge', None, None, None, 0)\n"
+      "lib.mallctl(b'thread.tcache.flush', None, None, None, 0)\n",
+      NULL};
+  pid_t pid = start("je", args);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(finish(pid), 0);
+  read_file(out, text, sizeof text);
+  assert_contains(text, "#@ env.LD_PRELOAD=");
+  /* The trace is text: its events end the file. */
+  FILE *f = fopen(out, "r");
+  assert_non_null(f);
+  int  all = 0, tcache = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    all += strstr(line, " purge all") != NULL;
+    tcache += strstr(line, " purge tcache") != NULL;
+  }
+  fclose(f);
+  assert_int_equal(all, 1);
+  assert_int_equal(tcache, 1);
+}
+
 /* Python: the allocsim module's mark, sys._debugmallocstats() under
  * capture, and a trim through ctypes.CDLL("libc.so.6"). */
 static void python_marks_stats_and_libc_trim(void **state) {
@@ -373,6 +427,8 @@ int main(void) {
       cmocka_unit_test(max_trace_bytes_stops_recording_cleanly),
       cmocka_unit_test(disk_guard_stops_before_the_disk_fills),
       cmocka_unit_test(output_is_the_commands_own),
+      cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
+      cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
