@@ -160,8 +160,8 @@ static void a_point_is_the_mean_over_layouts(void **state) {
   sweep_point_t *p1, *p4;
   size_t         n1, n4;
   as_err_t       err = {0};
-  assert_int_equal(sweep_expand(&one, &p1, &n1, &err), AS_OK);
-  assert_int_equal(sweep_expand(&all, &p4, &n4, &err), AS_OK);
+  assert_int_equal(sweep_expand(&one, &p1, &n1, NULL, &err), AS_OK);
+  assert_int_equal(sweep_expand(&all, &p4, &n4, NULL, &err), AS_OK);
   assert_int_equal(n1, 4);
   assert_int_equal(n4, 1);
   int64_t sum = 0, lo = INT64_MAX, hi = INT64_MIN;
