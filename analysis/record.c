@@ -229,7 +229,7 @@ as_status_t record_capture_file(store_t *s, const char *path,
       .model = model_spec,
       .options = libc_spec,
       .page_size = page_size,
-      .source = path,
+      .source = has_trace ? stored_path : path, /* as the trace is found */
       .command = cmd ? cmd : (command ? command : ""),
       .trace_path = has_trace ? stored_path : NULL,
       .trace_sha256 = has_trace ? info->sha256 : NULL,
