@@ -44,6 +44,14 @@ static const remedy_row_t remedy_rows[] = {
      "MALLOC_ARENA_MAX=2", NULL},
     {"glibc", NULL, RK_LIBC_OPTS, "arena_max=1", "MALLOC_ARENA_MAX=1",
      "MALLOC_ARENA_MAX=1", NULL},
+    /* A ladder of mmap thresholds: requests at or above it are mmapped
+     * (glibc 2.36 malloc/malloc.c:2573-2592 in sysmalloc) and unmapped at
+     * free (munmap_chunk, 3036-3063), at the price of a page-rounded
+     * mapping each; which step pays depends on the program's sizes. */
+    {"glibc", NULL, RK_LIBC_OPTS, "mmap_threshold=512",
+     "MALLOC_MMAP_THRESHOLD_=512", "MALLOC_MMAP_THRESHOLD_=512", NULL},
+    {"glibc", NULL, RK_LIBC_OPTS, "mmap_threshold=4096",
+     "MALLOC_MMAP_THRESHOLD_=4096", "MALLOC_MMAP_THRESHOLD_=4096", NULL},
     {"glibc", NULL, RK_LIBC_OPTS, "mmap_threshold=65536",
      "MALLOC_MMAP_THRESHOLD_=65536", "MALLOC_MMAP_THRESHOLD_=65536", NULL},
     {"glibc", NULL, RK_LIBC_OPTS, "trim_threshold=131072",

@@ -1,11 +1,14 @@
 /* analysis/compare.c -- replays a measured run and compares predicted with
  * measured RSS, at marks and over the time series (rule in compare.h).
  *
- * Alignment: a trace replay emits a simulated sample at every rss and mark
- * event of the trace, so measured samples are paired with the replay's
- * samples of the same events, in order (compare.h).  A synthetic workload
- * has its own virtual clock, unrelated to the measured wall clock, so only
- * marks are paired, by label and occurrence.
+ * Alignment: a trace replay goes through the run's own rss events, and the
+ * engine emits a sample at each, so the k-th measured sample (each comes
+ * from one rss event: record.h) is paired with the simulated sample of the
+ * k-th rss event.  Pairing by order, not by time, keeps samples that share
+ * a timestamp apart (a heaptrack import's events between two 10 ms ticks,
+ * an oracle's samples taken while one call ran).  A synthetic workload has
+ * its own virtual clock, unrelated to the measured wall clock, so only marks
+ * are paired, by label and occurrence.
  *
  * Not done here: choosing between several plausible models.  The model
  * follows the run's provenance or the caller; a wrong guess shows up as
@@ -218,29 +221,11 @@ static const trace_source_methods_t watch_methods = {.next = watch_next,
 /* ---- Alignment
  * ---------------------------------------------------------------- */
 
-/* Pairs the measured samples of a trace with the replay's samples of the
- * same events, in order: a mark with the mark, its rss (the next event, at
- * the same time; analysis/record.c merges the two) skipped, any other rss
- * with the next rss.  pair[i] = SIZE_MAX for a mark with no measurement. */
-static void pair_in_order(const store_sample_t *ms, size_t nms,
-                          const simlog_t *sim, size_t *pair) {
-  size_t j = 0;
-  for (size_t i = 0; i < nms; i++) {
-    pair[i] = SIZE_MAX;
-    bool mark = ms[i].kind == SIM_SAMPLE_MARK;
-    sim_sample_kind_t want = mark ? SIM_SAMPLE_MARK : SIM_SAMPLE_MEASURED;
-    while (j < sim->n && sim->v[j].kind != want)
-      j++;
-    if (j == sim->n)
-      return;
-    size_t at = j++;
-    if (mark && ms[i].measured_rss_bytes != 0 && j < sim->n &&
-        sim->v[j].kind == SIM_SAMPLE_MEASURED &&
-        sim->v[j].t_ns == sim->v[at].t_ns)
-      j++;
-    if (ms[i].measured_rss_bytes != 0)
-      pair[i] = at;
-  }
+/* Whether measured sample m came from an rss event: every measured-kind
+ * sample, and a mark that had one (record.h). */
+static bool from_rss_event(const store_sample_t *m) {
+  return m->kind == SIM_SAMPLE_MEASURED ||
+         (m->kind == SIM_SAMPLE_MARK && m->measured_rss_bytes != 0);
 }
 
 /* rel[i]: a trim or purge came between measured sample i and the next one
@@ -298,6 +283,28 @@ static size_t occurrence(const store_sample_t *m, size_t i) {
   for (size_t j = 0; j < i; j++)
     k += m[j].kind == SIM_SAMPLE_MARK && strcmp(m[j].label, m[i].label) == 0;
   return k;
+}
+
+/* Pairs measured samples with simulated ones: a trace's samples of rss
+ * events with the replay's samples of the same rss events, in order (one
+ * scan: they are in trace order), a workload's marks by label and
+ * occurrence.  pair[i] = SIZE_MAX for a sample with no measurement. */
+static void pair_samples(const store_sample_t *ms, size_t nms,
+                         const simlog_t *sim, bool is_trace, size_t *pair) {
+  size_t scan = 0;
+  for (size_t i = 0; i < nms; i++) {
+    pair[i] = SIZE_MAX;
+    if (is_trace && from_rss_event(&ms[i])) {
+      while (scan < sim->n && sim->v[scan].kind != SIM_SAMPLE_MEASURED)
+        scan++;
+      if (scan < sim->n)
+        pair[i] = scan++;
+    } else if (!is_trace && ms[i].kind == SIM_SAMPLE_MARK) {
+      pair[i] = sim_mark(sim, ms[i].label, occurrence(ms, i));
+    }
+    if (ms[i].measured_rss_bytes == 0)
+      pair[i] = SIZE_MAX;
+  }
 }
 
 /* ---- Storing
@@ -421,7 +428,7 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
     return rc;
   }
   as_format_fits(res->alignment, sizeof res->alignment, "%s",
-                 *is_trace ? "event order" : "marks by label");
+                 *is_trace ? "rss events in order" : "marks by label");
   rc = sim_session_open(res->model_spec, res->libc_spec, kcfg, &session, err);
   if (rc != AS_OK) {
     trace_source_close(src);
@@ -450,8 +457,11 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
 
 void compare_result_free(compare_result_t *res) {
   free(res->marks);
+  free(res->points);
   res->marks = NULL;
   res->nmarks = 0;
+  res->points = NULL;
+  res->npoints = 0;
 }
 
 as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
@@ -566,14 +576,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     }
 
     /* Pair measured samples with simulated ones. */
-    if (is_trace)
-      pair_in_order(ms, nms, &sim, pair);
-    else
-      for (size_t i = 0; i < nms; i++)
-        pair[i] = ms[i].measured_rss_bytes != 0 &&
-                          ms[i].kind == SIM_SAMPLE_MARK
-                      ? sim_mark(&sim, ms[i].label, occurrence(ms, i))
-                      : SIZE_MAX;
+    pair_samples(ms, nms, &sim, is_trace, pair);
     size_t a = find_anchor(ms, nms, pair);
     if (a == SIZE_MAX) {
       rc = as_err_set(err, AS_EINVAL,
@@ -635,7 +638,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   for (size_t i = 0; i < nms; i++)
     nmarks += ms[i].kind == SIM_SAMPLE_MARK;
   res->marks = calloc(nmarks ? nmarks : 1, sizeof *res->marks);
-  if (res->marks == NULL) {
+  res->points = calloc(nms ? nms : 1, sizeof *res->points);
+  if (res->marks == NULL || res->points == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -691,6 +695,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       ts[npts] = ms[i].t_ns;
       rel[npts] = rel_after[i];
       npts++;
+      res->points[res->npoints++] = (compare_point_t){
+          ms[i].t_ns, ms[i].measured_rss_bytes, (int64_t)llround(mean)};
     }
     if (all && ms[i].measured_rss_bytes != 0) {
       res->final_measured_rss_bytes = ms[i].measured_rss_bytes;

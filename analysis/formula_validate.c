@@ -19,6 +19,8 @@
 #include "../sim/grow.h"
 #include "compare.h"
 #include "formula.h"
+#include "record.h"
+#include "runsrc.h"
 
 /* ------------------------------------------------------------------ fit */
 
@@ -240,11 +242,32 @@ static as_status_t evaluate_formula(fv_point_t *p, as_err_t *err) {
   return AS_OK;
 }
 
+/* The model that predicts the run, as compare picks it from provenance
+ * (so PYTHONMALLOC=malloc shows as pythonmalloc=malloc); *covered is false
+ * when that model has no unit the formula knows. */
+static as_status_t effective_model(store_t *s, fv_point_t *p, bool *covered,
+                                   as_err_t *err) {
+  run_meta_t  meta = {0};
+  char        libc[256];
+  as_status_t rc = run_meta_read(s, p->run_id, &meta, err);
+  if (rc == AS_OK)
+    rc = record_run_specs(run_meta_get, &meta, p->model, sizeof p->model,
+                          libc, sizeof libc, err);
+  run_meta_free(&meta);
+  *covered = strstr(p->model, "pythonmalloc=malloc") == NULL;
+  return rc;
+}
+
+/* Measured survivors runs of a program; not `allocsim oracle`'s replays of
+ * the workload's calls on an allocator alone (provenance source "allocsim
+ * oracle"), which have no pymalloc for the formula to describe. */
 static const char RUNS_SQL[] =
     "SELECT r.id, r.model, r.page_size, r.source, m.value FROM runs r "
     "JOIN run_meta m ON m.run_id = r.id AND m.key = 'workload' "
     "WHERE r.kind = 'measured' AND "
-    "(m.value = 'survivors' OR m.value LIKE 'survivors %') ORDER BY r.id";
+    "(m.value = 'survivors' OR m.value LIKE 'survivors %') AND NOT EXISTS "
+    "(SELECT 1 FROM run_meta o WHERE o.run_id = r.id AND o.key = 'source' "
+    "AND o.value = 'allocsim oracle') ORDER BY r.id";
 
 /* One measured survivors run: a point, or a skip with the reason. */
 static as_status_t add_run(store_t *s, unsigned layouts, sqlite3_stmt *st,
@@ -259,8 +282,16 @@ static as_status_t add_run(store_t *s, unsigned layouts, sqlite3_stmt *st,
   if (!parse_workload((const char *)sqlite3_column_text(st, 4), &p, why,
                       sizeof why))
     return skip(r, p.run_id, err, "%s", why);
-  as_err_t    ferr = {0};
-  as_status_t rc   = evaluate_formula(&p, &ferr);
+  bool        covered = true;
+  as_status_t rc      = effective_model(s, &p, &covered, err);
+  if (rc != AS_OK)
+    return rc;
+  if (!covered)
+    return skip(r, p.run_id, err,
+                "%s: no pymalloc arenas, the formula does not apply",
+                p.model);
+  as_err_t ferr = {0};
+  rc            = evaluate_formula(&p, &ferr);
   if (rc != AS_OK)
     return skip(r, p.run_id, err, "%s", ferr.msg);
   bool have;

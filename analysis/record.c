@@ -260,21 +260,41 @@ static bool is_spec(const char *s) {
   return model_find(name) != NULL;
 }
 
+/* The provenance spec over the one the environment implies: the same
+ * model keeps the environment's knobs (PYTHONMALLOC=malloc,
+ * MALLOC_ARENA_MAX) unless the provenance sets them itself; another model
+ * replaces it.  False if out is too small. */
+static bool spec_over_env(const char *env_spec, const char *meta_spec,
+                          char *out, size_t len) {
+  char env_name[64], meta_name[64];
+  model_spec_name(env_spec, env_name, sizeof env_name);
+  model_spec_name(meta_spec, meta_name, sizeof meta_name);
+  const char *opts = strchr(meta_spec, ':');
+  if (strcmp(env_name, meta_name) != 0)
+    return as_format_fits(out, len, "%s", meta_spec);
+  if (opts == NULL || opts[1] == '\0')
+    return as_format_fits(out, len, "%s", env_spec);
+  return model_spec_with(env_spec, opts + 1, out, len);
+}
+
 as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
                              size_t model_len, char *libc, size_t libc_len,
                              as_err_t *err) {
-  as_status_t rc = model_specs_for_run(get, user, model, model_len, libc,
-                                       libc_len, err);
+  char        env_model[512], env_libc[512];
+  as_status_t rc = model_specs_for_run(get, user, env_model, sizeof env_model,
+                                       env_libc, sizeof env_libc, err);
   if (rc != AS_OK)
     return rc;
   const char *meta_model = get(user, "model");
   const char *meta_libc  = get(user, "libc"); /* or "glibc 2.36": no spec */
-  if (meta_libc != NULL && is_spec(meta_libc) &&
-      !as_format_fits(libc, libc_len, "%s", meta_libc))
+  if (!(is_spec(meta_libc)
+            ? spec_over_env(env_libc, meta_libc, libc, libc_len)
+            : as_format_fits(libc, libc_len, "%s", env_libc)))
     return as_err_set(err, AS_EINVAL, "libc spec longer than %zu bytes",
                       libc_len);
-  if (meta_model != NULL && is_spec(meta_model) &&
-      !as_format_fits(model, model_len, "%s", meta_model))
+  if (!(is_spec(meta_model)
+            ? spec_over_env(env_model, meta_model, model, model_len)
+            : as_format_fits(model, model_len, "%s", env_model)))
     return as_err_set(err, AS_EINVAL, "model spec longer than %zu bytes",
                       model_len);
   return AS_OK;

@@ -142,5 +142,6 @@ extern const cli_command_t cli_cmd_advise;
 extern const cli_command_t cli_cmd_map;
 extern const cli_command_t cli_cmd_report;
 extern const cli_command_t cli_cmd_db;
+extern const cli_command_t cli_cmd_oracle;
 
 #endif

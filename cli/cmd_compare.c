@@ -124,7 +124,12 @@ static void print_json(const compare_result_t *r) {
   json_num(r->series.intercept_bytes);
   printf(", \"r2\": ");
   json_num(r->series.r2);
-  putchar('}');
+  printf(", \"samples\": [");
+  for (size_t i = 0; i < r->npoints; i++)
+    printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRId64 "]", i ? ", " : "",
+           r->points[i].t_ns, r->points[i].measured_rss_bytes,
+           r->points[i].predicted_rss_bytes);
+  printf("]}");
   if (r->has_other) {
     const compare_series_t *a = &r->allocator_series;
     printf(", \"allocator_series\": {\"points\": %zu, "
@@ -411,8 +416,8 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
-        "every mark and over the time series (a trace's samples paired with\n"
-        "the replay's at the same events, a workload's marks by label).\n"
+        "every mark and over the time series (a trace's rss events in order\n"
+        "for a trace, marks by label for a workload).\n"
         "The baseline is anchored at the mark '__main__' (CPython: end of\n"
         "start-up), 'main' (C: entry to main), 'hooked', or the first\n"
         "sample; the start-up offset is reported apart from the error.\n"

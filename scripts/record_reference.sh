@@ -13,7 +13,12 @@
 #   2. every measured-run file in data/measured/*.trace (`allocsim record`);
 #   3. ten real programs (sqlite3, gzip, sort, git, tar, perl, xz, a shell
 #      chain and two CPython scripts) captured by
-#      scripts/measure/real_programs.py, traces in data/captures/.
+#      scripts/measure/real_programs.py, traces in data/captures/;
+#   4. heaptrack's records of real programs, data/imported/*.astrace, and
+#      the oracle's runs, data/oracle/* (both made by
+#      scripts/measure/oracle/run.py); an oracle run of an allocator that no
+#      registered model covers cannot be recorded yet and is skipped with a
+#      line saying so.
 # Then it prints `allocsim compare` for every run (not stored: comparisons
 # depend on the model version, the reference holds measurements only).
 #
@@ -59,6 +64,25 @@ done
 echo "== real programs (scripts/measure/real_programs.py)" >&2
 /usr/bin/python3 "$here/scripts/measure/real_programs.py" "$allocsim" \
   --db "$db" --traces "$caps" --work "$tmp/programs" >&2
+
+echo "== heaptrack imports and oracle runs" >&2
+for f in imported/*.astrace oracle/*.trace oracle/*.astrace; do
+  [ -e "$f" ] || continue
+  case $f in
+    oracle/*--*)
+      a=${f#oracle/}
+      a=${a%%--*}
+      if ! "$allocsim" models "$a" >/dev/null 2>&1; then
+        echo "skipped $f: no $a model is registered yet" >&2
+        continue
+      fi ;;
+  esac
+  if "$allocsim" record "$f" --db "$db" >/dev/null 2>"$tmp/record.err"; then
+    echo "recorded $f" >&2
+  else
+    echo "skipped $f: $(cat "$tmp/record.err")" >&2
+  fi
+done
 
 echo "== compare (not stored; runs without a trace or workload, such as"\
      "interpreter baselines, are reported and skipped)" >&2

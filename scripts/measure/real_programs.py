@@ -40,7 +40,7 @@ PROGRAMS = [
      "ctypes.CDLL(\"libc.so.6\")", [PY, os.path.join(PROGS, "py_trim.py")]),
     ("py-threads", "CPython: 4 threads build and drop lists of dicts",
      [PY, os.path.join(PROGS, "py_threads.py")]),
-    ("sqlite3", "sqlite3 importing a 60,000-row CSV",
+    ("sqlite3", "sqlite3 importing a 15,000-row CSV",
      ["sqlite3", "import.db", ".import --csv data.csv t"]),
     ("gzip", "gzip of a 38 MB text file", ["gzip", "-kf", "lines.txt"]),
     ("sort", "sort of 1,000,000 lines (38 MB)",
@@ -48,9 +48,9 @@ PROGRAMS = [
     ("git", "git add of 2,000 files in a new repository",
      ["git", "-C", "repo", "add", "-A"]),
     ("tar", "tar of 300 files (13 MB)", ["tar", "-cf", "tree.tar", "tree"]),
-    ("perl", "perl building a hash of 150,000 keys",
+    ("perl", "perl building a hash of 40,000 keys",
      ["perl", "-e", "my %h; $h{\"key$_\"} = \"v\" x ($_ % 50) for "
-      "1..150000; print scalar(keys %h), \"\\n\";"]),
+      "1..40000; print scalar(keys %h), \"\\n\";"]),
     ("xz-T2", "xz -T2: threaded compression of the 38 MB file",
      ["xz", "-T2", "-6", "-kf", "lines.txt"]),
     ("sh-chain", "sh runs sort then gzip (fork + exec)",
@@ -72,7 +72,7 @@ def prepare(work):
         r = random.Random(2)
         with open(csv, "w") as f:
             f.write("id,name,value,note\n")
-            for i in range(60000):
+            for i in range(15000):
                 f.write("%d,name%d,%f,%s\n" % (i, r.randint(0, 1 << 30),
                                                r.random() * 1000,
                                                "n" * r.randint(0, 30)))

@@ -2,7 +2,7 @@
 # gives memory back the way the webworker study recommends, through
 # ctypes.CDLL("libc.so.6").malloc_trim(0) (libc's own handle: the call a
 # preloaded recorder misses unless it wraps dlsym).  A load spike of
-# 60,000 strings of 600-4,000 bytes, 2% kept, then a trim.
+# 15,000 strings of 600-4,000 bytes, 2% kept, then a trim.
 import ctypes
 import random
 
@@ -10,7 +10,7 @@ from allocsim import mark
 
 rng = random.Random(1)
 mark("start")
-spike = ["x" * rng.randint(600, 4000) for _ in range(60000)]
+spike = ["x" * rng.randint(600, 4000) for _ in range(15000)]
 mark("peak")
 kept = spike[::50]
 del spike
