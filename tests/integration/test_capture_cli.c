@@ -346,6 +346,11 @@ static void allocator_purges_are_recorded(void **state) {
   const char *je = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
   if (access(je, R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0)
     skip();
+#if defined(__SANITIZE_ADDRESS__)
+  /* allocsim itself starts with the LD_PRELOAD set here, and ASan refuses
+   * to run when a preloaded library comes before its runtime. */
+  skip();
+#endif
   char out[300], text[8192];
   snprintf(out, sizeof out, "%s/je.trace", g_dir);
   setenv("LD_PRELOAD", je, 1);
