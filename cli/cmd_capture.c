@@ -218,6 +218,15 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
+  /* A --db that is not a store is refused before the program runs, not
+   * after it (a missing one is created when the capture is stored). */
+  if (db != NULL && access(db, F_OK) == 0) {
+    store_t *s = NULL;
+    as_err_t e = {0};
+    if (store_open_existing(db, &s, &e) != AS_OK)
+      return cli_fail("capture", &e);
+    store_close(s);
+  }
 
   char default_out[64];
   if (out == NULL) {
@@ -301,8 +310,8 @@ const cli_command_t cli_cmd_capture = {
         "The library is found via $ALLOCSIM_CAPTURE_LIB, next to allocsim, or\n"
         "where the build put it.  See docs/capture.md.\n"
         "\n"
-        "exit codes: 0 captured (whatever COMMAND returned; its status is in\n"
-        "the summary and the run), 1 capture failed, 2 usage error, 128+N\n"
-        "interrupted by signal N\n",
+        "The exit code is 0 when the capture worked, whatever COMMAND\n"
+        "returned (its code is in the summary and the run), and 128+N when\n"
+        "allocsim capture was interrupted by signal N.\n",
     .run = cmd_capture_main,
 };

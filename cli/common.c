@@ -15,6 +15,8 @@
 #include "../analysis/compare.h"
 #include "../analysis/store.h"
 #include "../models/options.h"
+#include "../sim/host.h"
+#include "../traces/trace_io.h"
 
 /* ---- Errors ------------------------------------------------------------- */
 
@@ -40,6 +42,7 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv) {
       break;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(cmd->usage, stdout);
+      fputs(CLI_EXIT_HELP, stdout);
       return true;
     }
   }
@@ -62,6 +65,7 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
   memset(o, 0, sizeof *o);
   o->model = default_model;
   sim_kernel_config_default(&o->kernel);
+  o->kernel.max_memory_bytes = sim_host_default_max_memory();
 }
 
 static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
@@ -89,10 +93,36 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
   return *value != NULL ? 1 : -1;
 }
 
+/* Shared options that may be given once; bit k of o->given is
+ * once_options[k] (--json and --csv first: bits 0 and 1). */
+static const char *const once_options[] = {
+    "--json",   "--csv",       "--lenient",     "--strict",
+    "--thp",    "--memory-pressure", "--model", "--libc",
+    "--db",     "--page-size", "--settle",      "--max-memory",
+    "--sample-every", "--layouts"};
+
+/* -1 after a usage error if a is a once-only option already given (or
+ * --json with --csv), else 0 (marking it given). */
+static int take_once(cli_sim_opts_t *o, const char *cmd, const char *a) {
+  for (unsigned k = 0; k < sizeof once_options / sizeof once_options[0]; k++) {
+    if (!opt_is(a, once_options[k]))
+      continue;
+    if (o->given & (1u << k))
+      return cli_usage_error(cmd, "%s given twice", once_options[k]), -1;
+    o->given |= 1u << k;
+    break;
+  }
+  if ((o->given & 3u) == 3u)
+    return cli_usage_error(cmd, "--json and --csv exclude each other"), -1;
+  return 0;
+}
+
 int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i) {
   const char *a = argv[*i];
   const char *v;
+  if (take_once(o, cmd, a) < 0)
+    return -1;
   if (strcmp(a, "--json") == 0)
     return o->json = true, 1;
   if (strcmp(a, "--csv") == 0)
@@ -152,6 +182,16 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     o->layouts = (unsigned)n;
     return 1;
   }
+  if (opt_is(a, "--max-memory")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!as_parse_bytes(v, &o->kernel.max_memory_bytes) ||
+        o->kernel.max_memory_bytes < (UINT64_C(1) << 20))
+      return cli_usage_error(cmd, "--max-memory expects a size of at least "
+                                  "1MiB such as 512MiB or 8GiB, got '%s'",
+                                  v), -1;
+    return 1;
+  }
   if (opt_is(a, "--sample-every")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
@@ -165,6 +205,12 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
 }
 
 /* ---- Simulate and report ------------------------------------------------ */
+
+/* The samples a run may keep: a quarter of --max-memory, the rest being
+ * the simulation's; 0 (no bound) without one. */
+static uint64_t max_samples(uint64_t max_memory) {
+  return max_memory / 4 / sizeof(store_sample_t);
+}
 
 static as_status_t log_sample(void *user, const sim_sample_t *s,
                               as_err_t *err) {
@@ -437,8 +483,9 @@ static as_status_t check_inserts(const cli_sim_opts_t *o, const model_t *m,
 
 /* Layout k's replay: its samples into *log and its results into *r.  The
  * session and source stay open for the caller (layout 0's report). */
-static as_status_t replay_layout(const cli_sim_opts_t *o, unsigned k,
-                                 cli_source_open_fn open, void *user,
+static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
+                                 unsigned k, cli_source_open_fn open,
+                                 void *user,
                                  sim_session_t *session, trace_source_t **src,
                                  store_samples_t *log, sim_run_result_t *r,
                                  as_err_t *err) {
@@ -453,14 +500,24 @@ static as_status_t replay_layout(const cli_sim_opts_t *o, unsigned k,
   if ((rc = check_inserts(o, session->model, err)) == AS_OK &&
       (rc = open(user, src, err)) == AS_OK && o->ninserts)
     rc = trace_insert_wrap(*src, o->inserts, o->ninserts, src, err);
-  sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
-                             .settle_ns       = o->settle_ns,
-                             .lenient         = o->lenient,
-                             .strict          = o->strict,
-                             .on_sample       = log_sample,
-                             .user            = log};
+  if (rc == AS_OK)
+    trace_set_lenient(*src, o->lenient); /* a cut binary trace: to its end */
+  sim_engine_config_t cfg = {.sample_every_ns  = o->sample_every_ns,
+                             .settle_ns        = o->settle_ns,
+                             .lenient          = o->lenient,
+                             .strict           = o->strict,
+                             .on_sample        = log_sample,
+                             .user             = log,
+                             .max_memory_bytes = o->kernel.max_memory_bytes,
+                             .max_samples =
+                                 max_samples(o->kernel.max_memory_bytes)};
   if (rc == AS_OK)
     rc = sim_engine_run(&cfg, session, *src, r, err);
+  if (rc == AS_OK && k == 0 && trace_truncated(*src) != NULL)
+    fprintf(stderr,
+            "allocsim %s: warning: %s: %s; replayed the events before it "
+            "(--lenient)\n",
+            cmd, (*src)->name, trace_truncated(*src));
   const char *missing;
   if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(*src, &missing))
     rc = as_err_set(err, AS_EINVAL, "--insert ...@%s: %s has no mark '%s'",
@@ -542,7 +599,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     return cli_fail(cmd, &err);
   }
   layout_range_t lr = {.n = n};
-  as_status_t    rc = replay_layout(o, 0, open, user, &session, &src, &log,
+  as_status_t    rc = replay_layout(cmd, o, 0, open, user, &session, &src, &log,
                                     &result, &err);
   if (rc == AS_OK && n > 1) {
     lr.lo = malloc((log.n ? log.n : 1) * sizeof *lr.lo);
@@ -559,7 +616,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   for (unsigned k = 1; rc == AS_OK && k < n; k++) {
     sim_session_t s1;
     one.n = 0;
-    rc = replay_layout(o, k, open, user, &s1, &src1, &one, &r1, &err);
+    rc = replay_layout(cmd, o, k, open, user, &s1, &src1, &one, &r1, &err);
     if (rc != AS_OK)
       break;
     rc = accumulate(k, &one, &r1, &log, &result, &lr, &err);
