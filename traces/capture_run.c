@@ -375,6 +375,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
     as_format_fits(v, sizeof v, "%" PRIu64, h->touch_threshold);
     meta_put(&m, "touch_threshold", v);
   }
+  if (h->mimalloc_version != 0) {
+    capture_mimalloc_version(h->mimalloc_version, v, sizeof v);
+    meta_put(&m, "mimalloc_version", v);
+  }
   if (h->exe[0] != '\0')
     meta_put(&m, "exe", h->exe);
   if (!is_main)

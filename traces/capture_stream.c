@@ -119,6 +119,18 @@ void capture_python_version(uint64_t hex, char *buf, size_t len) {
     as_format_fits(buf, len, "%u.%u.%u%s%u", major, minor, micro, tag, serial);
 }
 
+void capture_mimalloc_version(uint32_t v, char *buf, size_t len) {
+  /* MI_MALLOC_VERSION, include/mimalloc.h:11: 209 = 2.0.9 (major, minor,
+   * patch a digit each, v2.0.9), 3010 = 3.0.10 (two-digit patch, v3.0.10),
+   * 30403 = 3.4.3 (two digits each after the major, v3.4.3). */
+  if (v >= 10000)
+    as_format_fits(buf, len, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+  else if (v >= 1000)
+    as_format_fits(buf, len, "%u.%u.%u", v / 1000, v / 100 % 10, v % 100);
+  else
+    as_format_fits(buf, len, "%u.%u.%u", v / 100, v / 10 % 10, v % 10);
+}
+
 /* ---- Threads -------------------------------------------------------------- */
 
 /* Dense thread id for tid: 0 for the main thread; others lowest free from 1.

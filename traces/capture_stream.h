@@ -67,6 +67,10 @@ as_status_t capture_hello_decode(const void *msg, size_t len, const char *name,
  * level and serial: "3.13.0rc1"). */
 void capture_python_version(uint64_t hex, char *buf, size_t len);
 
+/* "2.0.9" for mimalloc's mi_version() 209, "3.0.10" for 3010, "3.4.3" for
+ * 30403 (the spelling the mimalloc model's version option takes). */
+void capture_mimalloc_version(uint32_t v, char *buf, size_t len);
+
 /* A converter for the stream that said *hello, writing its trace to out
  * (which it takes over and closes) in format, with provenance meta; name is
  * what messages call the stream. */

@@ -386,6 +386,27 @@ static void allocator_purges_are_recorded(void **state) {
   assert_int_equal(tcache, 1);
 }
 
+/* With mimalloc preloaded the trace says which mimalloc (mi_version()), so
+ * compare replays that version's model (Debian 12: 2.0.9). */
+static void mimalloc_version_is_recorded(void **state) {
+  (void)state;
+  const char *mi = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
+  if (access(mi, R_OK) != 0)
+    skip();
+#if defined(__SANITIZE_ADDRESS__)
+  skip(); /* as above: ASan refuses a library preloaded before it */
+#endif
+  char out[300], text[8192];
+  snprintf(out, sizeof out, "%s/mi.trace", g_dir);
+  setenv("LD_PRELOAD", mi, 1);
+  char *const args[] = {"-o", out, "--", PROGS "exiter", NULL};
+  pid_t       pid = start("mi", args);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(finish(pid), 0);
+  read_file(out, text, sizeof text);
+  assert_contains(text, "#@ mimalloc_version=2.0.9\n");
+}
+
 /* Python: the allocsim module's mark, sys._debugmallocstats() under
  * capture, and a trim through ctypes.CDLL("libc.so.6"). */
 static void python_marks_stats_and_libc_trim(void **state) {
@@ -440,6 +461,7 @@ int main(void) {
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(allocator_purges_are_recorded),
+      cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -309,6 +309,22 @@ static void python_versions_read_like_python(void **state) {
   assert_string_equal(v, "3.14.0a3");
 }
 
+/* MI_MALLOC_VERSION as the mimalloc tags define it (include/mimalloc.h). */
+static void mimalloc_versions_read_like_their_tags(void **state) {
+  (void)state;
+  char v[32];
+  capture_mimalloc_version(209, v, sizeof v);
+  assert_string_equal(v, "2.0.9");
+  capture_mimalloc_version(212, v, sizeof v);
+  assert_string_equal(v, "2.1.2");
+  capture_mimalloc_version(3010, v, sizeof v);
+  assert_string_equal(v, "3.0.10");
+  capture_mimalloc_version(3206, v, sizeof v);
+  assert_string_equal(v, "3.2.6");
+  capture_mimalloc_version(30403, v, sizeof v);
+  assert_string_equal(v, "3.4.3");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(threads_merge_by_seq_under_watermarks),
@@ -317,6 +333,7 @@ int main(void) {
       cmocka_unit_test(realloc_and_touch_follow_the_object),
       cmocka_unit_test(bad_messages_are_refused_with_their_offset),
       cmocka_unit_test(python_versions_read_like_python),
+      cmocka_unit_test(mimalloc_versions_read_like_their_tags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

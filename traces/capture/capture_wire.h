@@ -52,7 +52,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 2
+#define CAPTURE_WIRE_VERSION 3
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -83,6 +83,9 @@ struct capture_hello_s {
   uint32_t pid, ppid;
   uint32_t main_tid; /* the thread that loaded the library */
   uint32_t page_size;
+  uint32_t mimalloc_version; /* mi_version() when libmimalloc is loaded
+                                (MI_MALLOC_VERSION: 209 = 2.0.9), else 0 */
+  uint32_t zero2;
   char     exe[128]; /* /proc/self/exe, cut */
 };
 

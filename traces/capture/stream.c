@@ -390,6 +390,19 @@ static uint64_t python_version_hex(void) {
   return v != NULL ? *v : 0;
 }
 
+/* mimalloc's mi_version() when the preloaded allocator is mimalloc
+ * (mimalloc 2.0 include/mimalloc.h: int mi_version(void)), else 0; the
+ * mimalloc model takes its version from the trace. */
+static uint32_t mimalloc_version(void) {
+  void *sym = g_real.dlsym ? g_real.dlsym(RTLD_DEFAULT, "mi_version") : NULL;
+  if (sym == NULL)
+    return 0;
+  int (*version)(void);
+  memcpy(&version, &sym, sizeof version); /* object to function pointer */
+  int v = version();
+  return v > 0 ? (uint32_t)v : 0;
+}
+
 bool capture_stream_open(void) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -430,6 +443,7 @@ bool capture_stream_open(void) {
   h.ppid = (uint32_t)getppid();
   h.main_tid = (uint32_t)capture_tid();
   h.page_size = (uint32_t)g_page;
+  h.mimalloc_version = mimalloc_version();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
   if (n < 0)
     n = 0;
