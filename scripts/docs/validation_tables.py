@@ -426,7 +426,8 @@ def program_runs(ctx):
     in its order (meta 'program_order', then the process)."""
     with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
         ids = [r for (r,) in c.execute(
-            "SELECT run_id FROM run_meta WHERE key='program' ORDER BY run_id")]
+            "SELECT run_id FROM run_meta WHERE key='program_order' "
+            "ORDER BY run_id")]
     runs = [(r, run_meta(ctx, r)) for r in ids]
     return sorted(runs, key=lambda x: (int(x[1].get("program_order", 0)), x[0]))
 
