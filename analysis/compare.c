@@ -26,6 +26,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_sort.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -48,10 +49,60 @@
 /* ---- Statistics -----------------------------------------------------------
  */
 
+const char *compare_max_note_text(compare_max_note_t n) {
+  switch (n) {
+  case COMPARE_MAX_STEEP:
+    return "one sample apart on a steep change";
+  case COMPARE_MAX_RELEASE:
+    return "next to a trim or purge (RSS moving while read)";
+  case COMPARE_MAX_PLAIN:
+    break;
+  }
+  return "";
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether curve a changes steeply around point k -- its neighbours k-1 and
+ * k+1 (at an end: k and its one neighbour) differ by at least half of
+ * err -- and v, the other curve's value at k, lies within that change (by
+ * tol): the two curves are one sample apart there. */
+static bool one_sample_apart(const double *a, size_t n, size_t k, double v,
+                             double err, double tol) {
+  if (n < 2)
+    return false;
+  double x = k > 0 ? a[k - 1] : a[k], y = k + 1 < n ? a[k + 1] : a[k];
+  double lo = fmin(x, y), hi = fmax(x, y);
+  return hi - lo >= err / 2 && v >= lo - tol && v <= hi + tol;
+}
+
+/* Why pair k, the largest error, is off: a release beside it, or the two
+ * curves one sample apart on a steep change. */
+static compare_max_note_t max_note(const double *measured,
+                                   const double *predicted,
+                                   const bool *release, size_t n, size_t k,
+                                   double typical) {
+  if (release != NULL &&
+      ((k > 0 && release[k - 1]) || (k + 1 < n && release[k])))
+    return COMPARE_MAX_RELEASE;
+  double err = fabs(predicted[k] - measured[k]);
+  if (one_sample_apart(predicted, n, k, measured[k], err, typical) ||
+      one_sample_apart(measured, n, k, predicted[k], err, typical))
+    return COMPARE_MAX_STEEP;
+  return COMPARE_MAX_PLAIN;
+}
+
 void compare_series_stats(const double *measured, const double *predicted,
-                          size_t n, compare_series_t *out) {
+                          const uint64_t *t_ns, const bool *release, size_t n,
+                          compare_series_t *out) {
+  memset(out, 0, sizeof *out);
   out->points = n;
   out->mean_abs_error_bytes = NAN;
+  out->median_abs_error_bytes = NAN;
+  out->p95_abs_error_bytes = NAN;
   out->max_abs_error_bytes = NAN;
   out->slope = NAN;
   out->intercept_bytes = NAN;
@@ -61,14 +112,23 @@ void compare_series_stats(const double *measured, const double *predicted,
   double *abs_err = malloc(n * sizeof *abs_err);
   if (abs_err == NULL)
     return;
-  double max = 0;
+  size_t kmax = 0;
   for (size_t i = 0; i < n; i++) {
     abs_err[i] = fabs(predicted[i] - measured[i]);
-    if (abs_err[i] > max)
-      max = abs_err[i];
+    if (abs_err[i] > abs_err[kmax])
+      kmax = i;
   }
   out->mean_abs_error_bytes = gsl_stats_mean(abs_err, 1, n);
-  out->max_abs_error_bytes = max;
+  out->max_abs_error_bytes = abs_err[kmax];
+  out->max_error_t_ns = t_ns != NULL ? t_ns[kmax] : 0;
+  qsort(abs_err, n, sizeof *abs_err, cmp_double);
+  out->median_abs_error_bytes = gsl_stats_median_from_sorted_data(abs_err, 1, n);
+  out->p95_abs_error_bytes =
+      gsl_stats_quantile_from_sorted_data(abs_err, 1, n, 0.95);
+  out->max_note = out->max_abs_error_bytes > 2 * out->median_abs_error_bytes
+                      ? max_note(measured, predicted, release, n, kmax,
+                                 out->median_abs_error_bytes)
+                      : COMPARE_MAX_PLAIN;
   free(abs_err);
   if (n < 3)
     return;
@@ -92,11 +152,71 @@ void compare_series_stats(const double *measured, const double *predicted,
 /* ---- Replay -----------------------------------------------------------------
  */
 
-typedef store_samples_t simlog_t; /* one replay's samples */
+/* One replay's samples; release[i]: a trim or purge came between sample
+ * i - 1 and sample i. */
+typedef struct simlog_s simlog_t;
+struct simlog_s {
+  store_sample_t *v;
+  bool           *release;
+  size_t          n, cap;
+  bool            release_pending;
+};
 
 static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
-  return store_samples_push_sim(user, s, err);
+  simlog_t *l = user;
+  if (l->n == l->cap) {
+    size_t          cap = l->cap ? 2 * l->cap : 256;
+    store_sample_t *v = realloc(l->v, cap * sizeof *v);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    l->v = v;
+    bool *r = realloc(l->release, cap * sizeof *r);
+    if (r == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for samples");
+    l->release = r;
+    l->cap = cap;
+  }
+  l->release[l->n] = l->release_pending;
+  l->release_pending = false;
+  store_sample_from_sim(&l->v[l->n++], s);
+  return AS_OK;
 }
+
+static void simlog_free(simlog_t *l) {
+  free(l->v);
+  free(l->release);
+  memset(l, 0, sizeof *l);
+}
+
+/* A source that passes a trace through, noting trims and purges in the
+ * simulated samples (what moved RSS between two samples). */
+typedef struct watch_src_s watch_src_t;
+struct watch_src_s {
+  trace_source_t  base; /* must be first */
+  trace_source_t *inner;
+  simlog_t       *log;
+};
+
+static as_status_t watch_next(trace_source_t *src, trace_event_t *ev,
+                              as_err_t *err) {
+  watch_src_t *w = (watch_src_t *)src;
+  as_status_t  rc = trace_source_next(w->inner, ev, err);
+  if (rc == AS_OK && (ev->op == TRACE_TRIM || ev->op == TRACE_PURGE))
+    w->log->release_pending = true;
+  return rc;
+}
+
+static void watch_close(trace_source_t *src) {
+  (void)src; /* the watched source is closed by its opener */
+}
+
+static void watch_where(const trace_source_t *src, char *buf, size_t len) {
+  trace_source_where(((const watch_src_t *)src)->inner, buf, len);
+}
+
+static const trace_source_methods_t watch_methods = {.next = watch_next,
+                                                     .close = watch_close,
+                                                     .where = watch_where};
 
 /* ---- Alignment
  * ---------------------------------------------------------------- */
@@ -106,6 +226,46 @@ static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
 static bool from_rss_event(const store_sample_t *m) {
   return m->kind == SIM_SAMPLE_MEASURED ||
          (m->kind == SIM_SAMPLE_MARK && m->measured_rss_bytes != 0);
+}
+
+/* rel[i]: a trim or purge came between measured sample i and the next one
+ * paired after it. */
+static void releases_between(const simlog_t *sim, const size_t *pair,
+                             size_t nms, bool *rel) {
+  size_t prev = SIZE_MAX;
+  for (size_t i = 0; i < nms; i++) {
+    rel[i] = false;
+    if (pair[i] == SIZE_MAX)
+      continue;
+    if (prev != SIZE_MAX)
+      for (size_t j = pair[prev] + 1; j <= pair[i] && j < sim->n; j++)
+        rel[prev] = rel[prev] || sim->release[j];
+    prev = i;
+  }
+}
+
+/* Growth of what no allocator holds from the anchor to measured sample i
+ * (0 for runs that did not measure it: compare.h). */
+static int64_t other_growth(const store_sample_t *ms, size_t i, size_t anchor) {
+  return (int64_t)ms[i].owner_bytes[SIM_OWNER_BASELINE] -
+         (int64_t)ms[anchor].owner_bytes[SIM_OWNER_BASELINE];
+}
+
+/* The anchor (compare.h): the first of the preferred marks the run has,
+ * else the first measured sample that lines up; SIZE_MAX if none. */
+static size_t find_anchor(const store_sample_t *ms, size_t nms,
+                          const size_t *pair) {
+  static const char *const prefer[] = {COMPARE_PY_MAIN_MARK, COMPARE_MAIN_MARK,
+                                       COMPARE_HOOK_MARK};
+  for (size_t k = 0; k < sizeof prefer / sizeof prefer[0]; k++)
+    for (size_t i = 0; i < nms; i++)
+      if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
+          strcmp(ms[i].label, prefer[k]) == 0)
+        return i;
+  for (size_t i = 0; i < nms; i++)
+    if (pair[i] != SIZE_MAX)
+      return i;
+  return SIZE_MAX;
 }
 
 /* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
@@ -123,6 +283,28 @@ static size_t occurrence(const store_sample_t *m, size_t i) {
   for (size_t j = 0; j < i; j++)
     k += m[j].kind == SIM_SAMPLE_MARK && strcmp(m[j].label, m[i].label) == 0;
   return k;
+}
+
+/* Pairs measured samples with simulated ones: a trace's samples of rss
+ * events with the replay's samples of the same rss events, in order (one
+ * scan: they are in trace order), a workload's marks by label and
+ * occurrence.  pair[i] = SIZE_MAX for a sample with no measurement. */
+static void pair_samples(const store_sample_t *ms, size_t nms,
+                         const simlog_t *sim, bool is_trace, size_t *pair) {
+  size_t scan = 0;
+  for (size_t i = 0; i < nms; i++) {
+    pair[i] = SIZE_MAX;
+    if (is_trace && from_rss_event(&ms[i])) {
+      while (scan < sim->n && sim->v[scan].kind != SIM_SAMPLE_MEASURED)
+        scan++;
+      if (scan < sim->n)
+        pair[i] = scan++;
+    } else if (!is_trace && ms[i].kind == SIM_SAMPLE_MARK) {
+      pair[i] = sim_mark(sim, ms[i].label, occurrence(ms, i));
+    }
+    if (ms[i].measured_rss_bytes == 0)
+      pair[i] = SIZE_MAX;
+  }
 }
 
 /* ---- Storing
@@ -258,10 +440,13 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
                              .on_sample = on_sample,
                              .user = sim};
   sim_run_result_t    r;
-  rc = sim_engine_run(&cfg, &session, src, &r, err);
-  if (rc == AS_OK)
+  watch_src_t         w = {.base = *src, .inner = src, .log = sim};
+  w.base.methods = &watch_methods;
+  rc = sim_engine_run(&cfg, &session, &w.base, &r, err);
+  if (rc == AS_OK) {
     res->skipped_events =
         r.skipped_bad_free + r.skipped_bad_realloc + r.skipped_double_alloc;
+  }
   sim_session_close(&session);
   trace_source_close(src);
   return rc;
@@ -292,6 +477,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   size_t            *pair = NULL;
   int64_t           *pred = NULL; /* [k * nms + i]: layout k, sample i */
   bool              *has = NULL;  /* pred[k * nms + i] is defined */
+  uint64_t          *ts = NULL;   /* the series' times */
+  double            *ys_alloc = NULL; /* predicted + other growth */
+  bool              *rel = NULL;  /* the series' releases after a point */
+  bool              *rel_after = NULL; /* by measured sample */
   as_status_t        rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
     return rc;
@@ -344,10 +533,10 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
 
   /* Layouts: mmap_top lowered by 0, 1, ... OS pages, distinct modulo the
    * pool (compare.h). */
-  unsigned nlayouts = o->layouts ? o->layouts : 1;
   uint64_t most = COMPARE_LAYOUT_SPAN_BYTES / res->page_size;
   if (most < 1)
     most = 1;
+  unsigned nlayouts = o->layouts ? o->layouts : (unsigned)most;
   if (nlayouts > most) {
     rc = as_err_set(err, AS_EINVAL,
                     "%u layouts asked for, but with %" PRIu64 "-byte OS "
@@ -363,11 +552,17 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       res->peak_measured_rss_bytes = ms[i].measured_rss_bytes;
   size_t cells = (nms ? nms : 1) * nlayouts;
   pair = malloc((nms ? nms : 1) * sizeof *pair);
+  ts = malloc((nms ? nms : 1) * sizeof *ts);
+  ys_alloc = malloc((nms ? nms : 1) * sizeof *ys_alloc);
+  rel = malloc((nms ? nms : 1) * sizeof *rel);
+  rel_after = malloc((nms ? nms : 1) * sizeof *rel_after);
   pred = calloc(cells, sizeof *pred);
   has = calloc(cells, sizeof *has);
   xs = malloc((nms ? nms : 1) * sizeof *xs);
   ys = malloc((nms ? nms : 1) * sizeof *ys);
-  if (pair == NULL || pred == NULL || has == NULL || xs == NULL || ys == NULL) {
+  if (pair == NULL || pred == NULL || has == NULL || xs == NULL ||
+      ys == NULL || ts == NULL || rel == NULL || rel_after == NULL ||
+      ys_alloc == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -390,34 +585,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       goto done;
     }
 
-    /* Pair measured samples with simulated ones.  The simulated samples of
-     * rss events are in trace order, so one scan pairs them all; a zero
-     * measurement (a mark without one) pairs with nothing. */
-    size_t scan = 0;
-    for (size_t i = 0; i < nms; i++) {
-      pair[i] = SIZE_MAX;
-      if (is_trace && from_rss_event(&ms[i])) {
-        while (scan < sim.n && sim.v[scan].kind != SIM_SAMPLE_MEASURED)
-          scan++;
-        if (scan < sim.n)
-          pair[i] = scan++;
-      } else if (!is_trace && ms[i].kind == SIM_SAMPLE_MARK) {
-        pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
-      }
-      if (ms[i].measured_rss_bytes == 0)
-        pair[i] = SIZE_MAX;
-    }
-    /* The anchor: the mark "hooked" when there is one (a CPython capture:
-     * before it the interpreter allocated through pymalloc arenas the trace
-     * cannot see), else the first measured sample that lines up. */
-    size_t a = SIZE_MAX;
-    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
-      if (pair[i] != SIZE_MAX && ms[i].kind == SIM_SAMPLE_MARK &&
-          strcmp(ms[i].label, COMPARE_HOOK_MARK) == 0)
-        a = i;
-    for (size_t i = 0; i < nms && a == SIZE_MAX; i++)
-      if (pair[i] != SIZE_MAX)
-        a = i;
+    /* Pair measured samples with simulated ones. */
+    pair_samples(ms, nms, &sim, is_trace, pair);
+    size_t a = find_anchor(ms, nms, pair);
     if (a == SIZE_MAX) {
       rc = as_err_set(err, AS_EINVAL,
                       "run %" PRId64 ": no measured sample lines up with the "
@@ -444,19 +614,23 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
 
     /* This layout's predictions, and its own statistics. */
     size_t npts = 0;
+    if (k == 0)
+      releases_between(&sim, pair, nms, rel_after);
     for (size_t i = 0; i < nms; i++) {
       if (pair[i] == SIZE_MAX)
         continue;
       int64_t p = (int64_t)sim.v[pair[i]].rss_bytes + lay->offset_bytes;
       pred[k * nms + i] = p;
       has[k * nms + i] = true;
-      if (ms[i].t_ns >= res->anchor_t_ns) {
+      if (i >= anchor) {
         xs[npts] = (double)ms[i].measured_rss_bytes;
         ys[npts] = (double)p;
+        ts[npts] = ms[i].t_ns;
+        rel[npts] = rel_after[i];
         npts++;
       }
     }
-    compare_series_stats(xs, ys, npts, &lay->series);
+    compare_series_stats(xs, ys, ts, rel, npts, &lay->series);
     if (o->store && (rc = store_comparison(s, res, k, &sim, o, err)) != AS_OK)
       goto done;
     sim.n = 0; /* the next layout reuses the buffer */
@@ -479,6 +653,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
+  for (size_t i = 0; i < nms; i++)
+    res->has_other =
+        res->has_other || ms[i].owner_bytes[SIM_OWNER_BASELINE] != 0;
   size_t npts = 0; /* the series starts at the anchor */
   double peak =
       res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;
@@ -513,27 +690,50 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
         mk->error_bytes =
             mk->predicted_rss_bytes - (int64_t)ms[i].measured_rss_bytes;
         mk->error_pct_of_peak = 100.0 * (double)mk->error_bytes / peak;
+        mk->other_growth_bytes = other_growth(ms, i, anchor);
+        mk->allocator_error_bytes = mk->error_bytes + mk->other_growth_bytes;
+        mk->allocator_error_pct_of_peak =
+            100.0 * (double)mk->allocator_error_bytes / peak;
       } else {
         mk->error_pct_of_peak = NAN; /* unmatched or unmeasured */
       }
     }
-    if (all && ms[i].t_ns >= res->anchor_t_ns) {
+    if (all && i >= anchor) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
+      ys_alloc[npts] = mean + (double)other_growth(ms, i, anchor);
+      ts[npts] = ms[i].t_ns;
+      rel[npts] = rel_after[i];
       npts++;
       res->points[res->npoints++] = (compare_point_t){
           ms[i].t_ns, ms[i].measured_rss_bytes, (int64_t)llround(mean)};
     }
+    if (all && ms[i].measured_rss_bytes != 0) {
+      res->final_measured_rss_bytes = ms[i].measured_rss_bytes;
+      res->final_predicted_rss_bytes = (int64_t)llround(mean);
+      res->final_other_growth_bytes = other_growth(ms, i, anchor);
+    }
   }
-  compare_series_stats(xs, ys, npts, &res->series);
+  compare_series_stats(xs, ys, ts, rel, npts, &res->series);
+  /* The predicted peak where the measured one was looked for: at the
+   * measured samples (the replay's own peak may fall between them). */
+  res->peak_predicted_rss_bytes = 0;
+  for (size_t i = 0; i < npts; i++)
+    if (ys[i] > (double)res->peak_predicted_rss_bytes)
+      res->peak_predicted_rss_bytes = (int64_t)llround(ys[i]);
+  compare_series_stats(xs, ys_alloc, ts, rel, npts, &res->allocator_series);
 
 done:
   free(xs);
   free(ys);
+  free(ts);
+  free(ys_alloc);
+  free(rel);
+  free(rel_after);
   free(pair);
   free(pred);
   free(has);
-  store_samples_free(&sim);
+  simlog_free(&sim);
   free(ms);
   run_meta_free(&meta);
   store_run_record_free(&rec);

@@ -10,19 +10,39 @@
  * stacks), which no trace explains.  So
  *     predicted(t) = simulated(t) + offset,
  *     offset       = measured(anchor) - simulated(anchor),
- * where the anchor is the mark COMPARE_HOOK_MARK ("hooked") if the run has
- * one -- a CPython capture, whose interpreter allocated through pymalloc
- * arenas the trace cannot see until the domain hook was installed -- and
- * otherwise the run's first sample with a measured value (for a C capture,
- * the library's first RSS reading at start-up; for a measured-run file, its
- * first mark).  The error at the anchor is zero by construction; samples
- * before it appear in the marks table but not in the series statistics
- * (they measure what the trace cannot explain); the offset is reported.
+ * the start-up offset, reported on its own and never counted as model
+ * error.  The anchor is the first of these marks the run has:
+ *   "__main__"  a CPython capture at the end of interpreter start-up (the
+ *               recorder marks it when CPython starts the program);
+ *   "main"      a C capture at entry to main(), after ld.so mapped the
+ *               libraries and the runtime ran its constructors;
+ *   "hooked"    a CPython capture from before "__main__" existed: where
+ *               the domain hook was installed (the interpreter allocated
+ *               through pymalloc arenas the trace cannot see until then);
+ * and otherwise the run's first sample with a measured value (a
+ * measured-run file's first mark).  The error at the anchor is zero by
+ * construction; samples before it appear in the marks table but not in the
+ * series statistics (they measure what the trace cannot explain).
+ *
+ * Memory no allocator holds: a capture also measures, at every sample, the
+ * resident bytes of program and library images, static data, the main
+ * stack and the program's own file mmaps (traces/capture/memmap.c; stored
+ * as the measured samples' owner "baseline").  Their growth after the
+ * anchor is no model's to predict; compare reports it per mark and a
+ * second error, the allocator error = predicted + that growth - measured,
+ * with its own series statistics.  The plain error stays the headline.
+ *
+ * Pairing: a trace replay emits a simulated sample at every mark and rss
+ * event of the trace, so the k-th measured sample is paired with the
+ * simulated sample of the same event, in trace order -- aligned by the
+ * events between samples, not by their times or indexes.  A workload has
+ * its own virtual clock: only marks are paired, by label and occurrence.
  *
  * Layouts: where mmap puts things is randomised by ASLR, and for pymalloc it
  * decides which arenas are 16 KiB aligned (64 pools instead of 63), so one
- * replay is one draw.  With opts.layouts = N > 1 the run is replayed N
- * times, layout k with the simulated mmap_top lowered by k OS pages
+ * replay is one draw.  By default, and with opts.layouts = N > 1, the run
+ * is replayed N times, layout k with the simulated mmap_top lowered by k OS
+ * pages
  * (sim_kernel_config_offset_layout, the rule of `sweep --vary
  * mmap_offset`), k = 0 .. N-1.  Offsets repeat modulo the 16 KiB pool, so
  * N is at most COMPARE_LAYOUT_SPAN_BYTES / page size (4 with 4 KiB pages, 1
@@ -49,8 +69,11 @@
 #include "../sim/status.h"
 #include "store.h"
 
-/* The mark liballocsim_capture.so records when it hooks CPython. */
-#define COMPARE_HOOK_MARK "hooked"
+/* Marks liballocsim_capture.so records, in the order compare prefers them
+ * as the anchor: CPython's end of start-up, C's main(), the CPython hook. */
+#define COMPARE_PY_MAIN_MARK "__main__"
+#define COMPARE_MAIN_MARK    "main"
+#define COMPARE_HOOK_MARK    "hooked"
 
 /* Layouts are distinct modulo this span: the pymalloc pool whose alignment
  * an arena is tested for (3.11 obmalloc.c:973,977: POOL_SIZE, 16 KiB;
@@ -68,7 +91,8 @@ struct compare_opts_s {
   uint64_t    page_size; /* 0: the run's */
   unsigned    layouts;   /* address layouts to replay, 1 ..
                             COMPARE_LAYOUT_SPAN_BYTES / page size;
-                            0 means 1 (the default layout only) */
+                            0: all of them (4 with 4 KiB pages); 1: the
+                            default layout only */
   bool        store;     /* write a simulated run and a comparisons row
                             per layout */
   const char *command;   /* command line stored with the simulated run */
@@ -90,18 +114,41 @@ struct compare_mark_s {
                                  them, or 0 (error_pct_of_peak is NAN) */
   int64_t  error_bytes;       /* predicted (mean) - measured */
   double   error_pct_of_peak; /* 100 * error / peak measured */
+  int64_t  other_growth_bytes;  /* capture: measured bytes no allocator
+                                   holds, minus those at the anchor */
+  int64_t  allocator_error_bytes; /* error + other_growth: the model's
+                                     error on allocator memory alone */
+  double   allocator_error_pct_of_peak;
 };
+
+/* What stands behind the largest error of a series. */
+typedef enum compare_max_note_e {
+  COMPARE_MAX_PLAIN,   /* nothing found: the model's */
+  COMPARE_MAX_STEEP,   /* the curves are one sample apart on a steep
+                          change: the measured value lies between the
+                          predictions at the neighbouring samples, or the
+                          prediction between the neighbouring measurements */
+  COMPARE_MAX_RELEASE  /* a trim or purge lies between this sample and a
+                          neighbour: RSS was moving while it was read */
+} compare_max_note_t;
+
+/* "", "one sample apart on a steep change", "next to a trim or purge". */
+const char *compare_max_note_text(compare_max_note_t n);
 
 typedef struct compare_series_s compare_series_t;
 struct compare_series_s {
-  size_t points;               /* aligned pairs at or after the anchor */
-  double mean_abs_error_bytes; /* NAN if points == 0 */
-  double max_abs_error_bytes;  /* NAN if points == 0 */
-  double slope;                /* predicted on measured; NAN if undefined */
-  double intercept_bytes;      /* NAN if undefined */
-  double r2;                   /* 1 - SSres/SStot of predicted; NAN if
-                                  undefined (fewer than 3 points, or no
-                                  variance) */
+  size_t   points;                 /* aligned pairs at or after the anchor */
+  double   mean_abs_error_bytes;   /* NAN if points == 0 */
+  double   median_abs_error_bytes; /* NAN if points == 0 */
+  double   p95_abs_error_bytes;    /* 95th percentile; NAN if points == 0 */
+  double   max_abs_error_bytes;    /* NAN if points == 0 */
+  uint64_t max_error_t_ns;         /* when the largest error was measured */
+  compare_max_note_t max_note;     /* what stands behind it */
+  double   slope;                  /* predicted on measured; NAN if undefined */
+  double   intercept_bytes;        /* NAN if undefined */
+  double   r2;                     /* 1 - SSres/SStot of predicted; NAN if
+                                      undefined (fewer than 3 points, or no
+                                      variance) */
 };
 
 /* One layout's replay, compared on its own. */
@@ -135,27 +182,43 @@ struct compare_result_s {
                                  label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
-  int64_t  offset_bytes; /* the baseline offset (with layouts, the
-                            mean of theirs, rounded) */
+  int64_t  offset_bytes; /* the start-up offset (with layouts, the mean
+                            of theirs, rounded) */
   uint64_t page_size;
   uint64_t peak_measured_rss_bytes;
+  uint64_t final_measured_rss_bytes; /* the last measured sample */
+  int64_t  peak_predicted_rss_bytes; /* the largest (mean) prediction
+                                        at a measured sample from the
+                                        anchor on */
+  int64_t  final_predicted_rss_bytes; /* at the last measured sample */
   uint64_t skipped_events; /* bad frees/reallocs the replay
                               skipped (lenient) */
   compare_mark_t  *marks;  /* owned; free with compare_result_free */
   size_t           nmarks;
   compare_series_t series; /* of the mean prediction */
+  bool             has_other; /* a capture that measured what no
+                                 allocator holds (images, static data,
+                                 stacks, file mmaps) */
+  compare_series_t allocator_series; /* of predicted + other growth: the
+                                        model's error on allocator memory */
+  int64_t          final_other_growth_bytes; /* at the last sample */
   compare_point_t *points; /* owned: the series, in order */
   size_t           npoints;
   unsigned         nlayouts;                     /* >= 1 */
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */
 };
 
-/* Statistics over n aligned pairs (measured[i], predicted[i]): mean and max
- * absolute error, and the least-squares fit predicted = intercept + slope *
- * measured with its R^2 (GSL gsl_fit_linear, gsl_stats_mean).  Never fails:
- * undefined values are NAN. */
+/* Statistics over n aligned pairs (measured[i], predicted[i]) taken at
+ * t_ns[i] (may be NULL: times 0): mean, median, 95th percentile and max
+ * absolute error with the time of the max and what stands behind it
+ * (release[i], may be NULL: a trim or purge lies between pair i and pair
+ * i + 1), and the least-squares fit predicted = intercept + slope *
+ * measured with its R^2 (GSL gsl_fit_linear, gsl_stats_mean,
+ * gsl_stats_median_from_sorted_data, gsl_stats_quantile_from_sorted_data).
+ * Never fails: undefined values are NAN. */
 void compare_series_stats(const double *measured, const double *predicted,
-                          size_t n, compare_series_t *out);
+                          const uint64_t *t_ns, const bool *release, size_t n,
+                          compare_series_t *out);
 
 /* Replays measured run run_id of s and compares (see the file comment),
  * under o->layouts address layouts.

@@ -68,7 +68,17 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err) {
+  return record_capture_file(s, path, command, extra, nextra, NULL, 0, info,
+                             err);
+}
+
+as_status_t record_capture_file(store_t *s, const char *path,
+                                const char *command, const store_kv_t *extra,
+                                size_t nextra, const uint64_t *other,
+                                size_t nother, record_info_t *info,
+                                as_err_t *err) {
   memset(info, 0, sizeof *info);
+  size_t          nrss = 0; /* rss events seen: other[] is by rss event */
   trace_source_t *src = NULL;
   store_samples_t smp = {0};
   livetab_t       live = {0};
@@ -110,8 +120,11 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
     } else if (ev.op == TRACE_RSS) {
       if (ev.size > info->peak_measured_rss_bytes)
         info->peak_measured_rss_bytes = ev.size;
+      uint64_t other_bytes = nrss < nother ? other[nrss] : 0;
+      nrss++;
       if (have_pending) {
         pending.measured_rss_bytes = ev.size;
+        pending.owner_bytes[SIM_OWNER_BASELINE] = other_bytes;
         pending.live_bytes = live.live_bytes;
         info->marks++;
         if ((rc = store_samples_push(&smp, &pending, err)) != AS_OK)
@@ -123,6 +136,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
         m.t_ns = ev.t_ns;
         m.kind = SIM_SAMPLE_MEASURED;
         m.measured_rss_bytes = ev.size;
+        m.owner_bytes[SIM_OWNER_BASELINE] = other_bytes;
         m.live_bytes = live.live_bytes;
         info->measured++;
         if ((rc = store_samples_push(&smp, &m, err)) != AS_OK)
@@ -215,7 +229,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       .model = model_spec,
       .options = libc_spec,
       .page_size = page_size,
-      .source = path,
+      .source = has_trace ? stored_path : path, /* as the trace is found */
       .command = cmd ? cmd : (command ? command : ""),
       .trace_path = has_trace ? stored_path : NULL,
       .trace_sha256 = has_trace ? info->sha256 : NULL,

@@ -377,15 +377,23 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
 }
 
 /* The point's key: the SHA-256 of what decides its result. */
+static unsigned layouts_for(const sweep_config_t *c, const sweep_point_t *p);
+
+/* The point's key: the SHA-256 of what decides its result (the number of
+ * layouts averaged only when above 1, so single-layout keys are those of
+ * sweeps made before layouts were averaged). */
 static void point_key(const sweep_config_t *c, sweep_point_t *p,
                       const char *trace_sha) {
-  char text[2048];
+  char     text[2048], lay[32] = "";
+  unsigned n = layouts_for(c, p);
+  if (n > 1)
+    snprintf(lay, sizeof lay, "|layouts=%u", n);
   snprintf(text, sizeof text,
            "allocsim-sweep-point-1|%s|%s|model=%s|libc=%s|page=%" PRIu64
-           "|offset=%" PRIu64 "|seed=%" PRIu64,
+           "|offset=%" PRIu64 "|seed=%" PRIu64 "%s",
            p->trace ? "trace" : c->workload->name,
            p->trace ? trace_sha : p->args, p->model, p->libc, p->page_size,
-           p->mmap_offset, p->seed);
+           p->mmap_offset, p->seed, lay);
   as_sha256_hex(text, strlen(text), p->key);
 }
 
@@ -647,11 +655,9 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
-                            as_err_t *err) {
-  as_err_t local = {0};
-  if (err == NULL)
-    err = &local;
+/* Runs point p on the layout with mmap_top lowered by mmap_offset. */
+static as_status_t run_layout(const sweep_config_t *c, sweep_point_t *p,
+                              uint64_t mmap_offset, as_err_t *err) {
   p->nmarks = p->nsamples = 0;
   p->arenas_pinned = p->arenas_peak = p->unaligned_peak = -1;
   p->have_kept = p->have_formula = false;
@@ -668,7 +674,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
   sim_run_result_t res          = {0};
   double           t0           = now_seconds();
   /* The same layout rule as `compare --layouts` (sim/kernel.h). */
-  as_status_t rc = sim_kernel_config_offset_layout(&kcfg, p->mmap_offset, err);
+  as_status_t rc = sim_kernel_config_offset_layout(&kcfg, mmap_offset, err);
   if (rc == AS_OK)
     rc = p->trace ? trace_open(p->trace, &src, err)
                   : workload_open_argv(c->workload, argc, argv, &src, err);
@@ -704,8 +710,103 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     p->have_kept  = true;
     p->kept_bytes = (int64_t)after - (int64_t)start;
   }
+  p->kept_min_bytes = p->kept_max_bytes = p->kept_bytes;
   point_formula(c, p, page_bytes);
   return AS_OK;
+}
+
+/* The layouts point p is averaged over (sweep_config_t.layouts). */
+static unsigned layouts_for(const sweep_config_t *c, const sweep_point_t *p) {
+  for (size_t a = 0; a < c->naxes; a++)
+    if (is_mmap_offset(c->axes[a].name))
+      return 1;
+  if (c->layouts != 0)
+    return c->layouts;
+  uint64_t n = PYMALLOC_POOL_SIZE / p->page_size;
+  return n < 1 ? 1 : (unsigned)n;
+}
+
+static int64_t mean_i64(int64_t sum, unsigned n) {
+  return (int64_t)llround((double)sum / n);
+}
+
+/* Adds layout q's results to the sums in acc (marks and samples: RSS and
+ * owners; counters; peak); false if its samples do not line up. */
+static bool add_layout(sweep_point_t *acc, const sweep_point_t *q) {
+  if (q->nmarks != acc->nmarks || q->nsamples != acc->nsamples)
+    return false;
+  for (size_t i = 0; i < q->nmarks; i++)
+    acc->marks[i].rss_bytes += q->marks[i].rss_bytes;
+  for (size_t i = 0; i < q->nsamples; i++) {
+    acc->samples[i].rss_bytes += q->samples[i].rss_bytes;
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      acc->samples[i].owner_bytes[o] += q->samples[i].owner_bytes[o];
+  }
+  acc->arenas_pinned += q->arenas_pinned;
+  acc->arenas_peak += q->arenas_peak;
+  acc->unaligned_peak += q->unaligned_peak;
+  acc->peak_rss_bytes += q->peak_rss_bytes;
+  acc->seconds += q->seconds;
+  if (q->kept_bytes < acc->kept_min_bytes)
+    acc->kept_min_bytes = q->kept_bytes;
+  if (q->kept_bytes > acc->kept_max_bytes)
+    acc->kept_max_bytes = q->kept_bytes;
+  return true;
+}
+
+static void take_means(sweep_point_t *p, unsigned n) {
+  for (size_t i = 0; i < p->nmarks; i++)
+    p->marks[i].rss_bytes = (p->marks[i].rss_bytes + n / 2) / n;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    p->samples[i].rss_bytes = (p->samples[i].rss_bytes + n / 2) / n;
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      p->samples[i].owner_bytes[o] = (p->samples[i].owner_bytes[o] + n / 2) / n;
+  }
+  /* Counters are -1 where the model has none: then -n / n stays -1. */
+  p->arenas_pinned = mean_i64(p->arenas_pinned, n);
+  p->arenas_peak = mean_i64(p->arenas_peak, n);
+  p->unaligned_peak = mean_i64(p->unaligned_peak, n);
+  p->peak_rss_bytes = (p->peak_rss_bytes + n / 2) / n;
+  uint64_t start, after;
+  if (p->have_kept && sweep_point_mark(p, "start", &start) &&
+      sweep_point_mark(p, "after", &after))
+    p->kept_bytes = (int64_t)after - (int64_t)start;
+}
+
+as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
+                            as_err_t *err) {
+  as_err_t local = {0};
+  if (err == NULL)
+    err = &local;
+  unsigned    n = layouts_for(c, p);
+  as_status_t rc = run_layout(c, p, p->mmap_offset, err);
+  p->layouts = 1;
+  if (rc != AS_OK || n == 1)
+    return rc;
+  sweep_point_t *q = malloc(sizeof *q);
+  if (q == NULL) {
+    p->status = as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return p->status;
+  }
+  for (unsigned k = 1; k < n && rc == AS_OK; k++) {
+    *q = *p;
+    rc = run_layout(c, q, p->mmap_offset + k * p->page_size, err);
+    if (rc == AS_OK && !add_layout(p, q))
+      rc = as_err_set(err, AS_EINVAL,
+                      "layout %u gave other marks than layout 0 (an engine "
+                      "bug)",
+                      k);
+    if (rc != AS_OK) {
+      p->status = rc;
+      snprintf(p->error, sizeof p->error, "%s", err->msg);
+    }
+  }
+  free(q);
+  if (rc == AS_OK) {
+    take_means(p, n);
+    p->layouts = n;
+  }
+  return rc;
 }
 
 /* ---- Worker threads ----------------------------------------------------- */
@@ -868,8 +969,13 @@ void sweep_point_json(const sweep_config_t *c, const sweep_point_t *p,
     APPEND(",");
   }
   APPEND("\"page_size\":%" PRIu64 ",\"mmap_offset\":%" PRIu64
-         ",\"seed\":%" PRIu64 ",\"args\":",
+         ",\"seed\":%" PRIu64 ",",
          p->page_size, p->mmap_offset, p->seed);
+  if (p->layouts > 1)
+    APPEND("\"layouts\":%u,\"kept_min_bytes\":%" PRId64
+           ",\"kept_max_bytes\":%" PRId64 ",",
+           p->layouts, p->kept_min_bytes, p->kept_max_bytes);
+  APPEND("\"args\":");
   used = json_str(buf, len, used, p->args);
   APPEND(",\"model_spec\":");
   used = json_str(buf, len, used, p->model);

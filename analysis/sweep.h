@@ -19,8 +19,12 @@
  * --resume skips the points whose key a sweep with that spec key already
  * completed; merging stores matches points by key.
  *
- * A point is one simulation (sim_session_open + sim_engine_run) with its own
- * session, so points run in parallel on worker threads.  Results come back
+ * A point is one simulation (sim_session_open + sim_engine_run) per address
+ * layout, each with its own session, so points run in parallel on worker
+ * threads.  Where ASLR puts mmaps decides which pymalloc arenas are pool
+ * aligned, so a point is the mean over layouts (mmap_top lowered by 0 ..
+ * N-1 OS pages, the rule of `compare --layouts`), with kept's min-max; N is
+ * part of the point's key when it is above 1.  Results come back
  * to the calling thread, which reports and stores them one at a time (the
  * store is never touched by workers).  Every point is stored as a simulated
  * run (its mark samples) and a sweep_points row, in point order of
@@ -88,6 +92,10 @@ struct sweep_config_s {
   const char *libc;     /* libc spec or NULL */
   sim_kernel_config_t kernel; /* page_size is the default for points */
   unsigned    jobs;     /* worker threads; 0 = online cores */
+  unsigned    layouts;  /* address layouts per point, averaged (0: all
+                           that differ for the page size, 4 with 4 KiB
+                           pages; 1 with an mmap_offset axis, which sets
+                           them itself) */
   volatile sig_atomic_t *stop; /* set (by a signal handler): start no new
                                   point; may be NULL */
   const char *command;  /* the command line, stored with each run */
@@ -132,6 +140,11 @@ struct sweep_point_s {
   uint64_t     events;
   uint64_t     peak_rss_bytes;
   double       seconds;                 /* wall time of the simulation */
+  unsigned     layouts;                 /* replays averaged (compare.h): RSS,
+                                           kept and the arena counts are
+                                           their means */
+  int64_t      kept_min_bytes;          /* kept over the layouts */
+  int64_t      kept_max_bytes;
   store_sample_t samples[SWEEP_MAX_MARKS + 1]; /* marks and final */
   size_t         nsamples;
 };

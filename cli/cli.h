@@ -63,6 +63,32 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value);
 
+/* ---- The trace or recorded run a command works on ---------------------- */
+
+/* A trace file, or run RUN of a store (explain, advise, report). */
+typedef struct cli_target_s cli_target_t;
+struct cli_target_s {
+  const char        *path;  /* trace file, or NULL for a run */
+  store_t           *store; /* the run's store, or NULL */
+  store_run_record_t rec;
+  run_meta_t         meta;
+  char               desc[512]; /* what a run replays */
+};
+/* what is a run id when db is given and it is a positive number, else a
+ * trace path.  AS_EINVAL for a store that does not exist or a run it does
+ * not hold.  Close with cli_target_close, also after a failure. */
+as_status_t cli_target_open(cli_target_t *t, const char *what, const char *db,
+                            as_err_t *err);
+/* Opens (again) the target's events (an explain_open_fn). */
+as_status_t cli_target_source(void *user, trace_source_t **src,
+                              as_err_t *err);
+/* The model and libc specs its provenance implies (as compare picks). */
+as_status_t cli_target_specs(cli_target_t *t, char *model, size_t model_len,
+                             char *libc, size_t libc_len, as_err_t *err);
+void        cli_target_close(cli_target_t *t);
+/* The name messages use for the target. */
+const char *cli_target_name(const cli_target_t *t);
+
 /* ---- Running a source against a model and reporting it ----------------- */
 
 /* Options shared by replay, run and compare. */
@@ -81,6 +107,9 @@ struct cli_sim_opts_s {
   bool                json;
   bool                csv;             /* time series as CSV */
   const char         *db;              /* store path or NULL */
+  unsigned            layouts;         /* address layouts to replay (0: all
+                                          that differ for the page size;
+                                          1: the default layout only) */
   unsigned            given;           /* options taken, a bit each (common.c
                                           once_options) */
 };
@@ -93,12 +122,19 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i);
 void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);
 
-/* Runs src against o->model (with o's --insert events), prints the table
- * (or JSON / CSV), stores a simulated run when o->db is set, and closes
- * src.  command is the command line for the store.  Returns an exit
- * code. */
+/* Opens (again) the source a command simulates: once per layout. */
+typedef as_status_t (*cli_source_open_fn)(void *user, trace_source_t **src,
+                                          as_err_t *err);
+
+/* Runs the source open() gives against o->model (with o's --insert
+ * events) under o->layouts address layouts (analysis/compare.h: mmap_top
+ * lowered by 0 .. N-1 OS pages, what ASLR varies), prints the table (or
+ * JSON / CSV) of the mean over layouts with each sample's min-max, and
+ * stores the mean as a simulated run when o->db is set.  command is the
+ * command line for the store.  Returns an exit code. */
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
-                            trace_source_t *src, const char *command);
+                            cli_source_open_fn open, void *user,
+                            const char *command);
 
 /* Prints s as a JSON string literal (escaped), or null for NULL. */
 void cli_json_string(FILE *out, const char *s);

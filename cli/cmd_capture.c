@@ -1,10 +1,12 @@
-/* cli/cmd_capture.c -- `allocsim capture [-o TRACE] [--db DB]
- * [--sample-every 10ms] -- COMMAND [ARGS...]`: runs COMMAND under
- * liballocsim_capture.so, converts what it recorded into a trace and
- * optionally stores it as a measured run.
+/* cli/cmd_capture.c -- `allocsim capture [options] -- COMMAND [ARGS...]`:
+ * runs COMMAND under liballocsim_capture.so, writes its trace and
+ * optionally stores it as a measured run; `allocsim capture --cleanup`
+ * removes what killed captures left in $TMPDIR.
  *
- * The work is in traces/capture_run.c (capture_run, which the
- * integration test calls directly); this file parses options and reports.
+ * The work is in traces/capture_run.c (capture_run, which the integration
+ * test calls directly); this file parses options and reports.  The summary
+ * goes to stderr (or --summary FILE): the command's own stdout and stderr
+ * are its alone.
  */
 #include "cli.h"
 
@@ -14,64 +16,205 @@
 #include <unistd.h>
 
 #include "../analysis/record.h"
-#include "../traces/capture_run.h"
 #include "../analysis/store.h"
+#include "../sim/units.h"
+#include "../traces/capture_run.h"
 
-static void report_stats(const char *path, const capture_convert_stats_t *st) {
-  printf("%s: pid %" PRIu64 ", %" PRIu64 " events (%" PRIu64
-         " allocation events), %" PRIu64 " threads, peak %" PRIu64
-         " live objects\n",
-         path, st->pid, st->events, st->alloc_events, st->threads + 1,
-         st->max_live_ids);
-  printf("  measured RSS: baseline %.2f MiB, peak %.2f MiB (capture's own "
-         "resident bytes, up to %.2f MiB, subtracted)\n",
-         (double)st->baseline_rss_bytes / 1048576.0,
-         (double)st->peak_rss_bytes / 1048576.0,
-         (double)st->overhead_max_bytes / 1048576.0);
+static double mib(uint64_t b) {
+  return (double)b / 1048576.0;
+}
+
+static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
+  fprintf(f,
+          "%s: pid %" PRIu64 ", %" PRIu64 " events (%" PRIu64
+          " allocation, %" PRIu64 " touch), %" PRIu64
+          " threads, peak %" PRIu64 " live objects\n",
+          path, st->pid, st->events, st->alloc_events, st->touch_events,
+          st->threads + 1, st->max_live_ids);
+  fprintf(f,
+          "  measured RSS: baseline %.2f MiB, peak %.2f MiB, final %.2f MiB "
+          "(the recorder's own resident bytes, up to %.2f MiB, subtracted)\n",
+          mib(st->baseline_rss_bytes), mib(st->peak_rss_bytes),
+          mib(st->final_rss_bytes), mib(st->overhead_max_bytes));
+  if (st->trims || st->purge_events || st->option_events)
+    fprintf(f,
+            "  %" PRIu64 " malloc_trim, %" PRIu64 " purge, %" PRIu64
+            " option (mallopt, mallctl) events\n",
+            st->trims, st->purge_events, st->option_events);
   if (st->unmatched_frees || st->unmatched_reallocs || st->missed_frees ||
-      st->truncated_records)
-    printf("  anomalies: %" PRIu64 " frees and %" PRIu64
-           " reallocs of unknown addresses (allocated before capture or in "
-           "the parent), %" PRIu64 " missed frees, %" PRIu64
-           " records lost at a cut-off log end\n",
-           st->unmatched_frees, st->unmatched_reallocs, st->missed_frees,
-           st->truncated_records);
+      st->dropped_touches || st->late_records)
+    fprintf(f,
+            "  anomalies: %" PRIu64 " frees and %" PRIu64
+            " reallocs of unknown addresses (allocated before capture or in "
+            "the parent), %" PRIu64 " missed frees, %" PRIu64
+            " touches of dead objects dropped, %" PRIu64
+            " records out of the merge window\n",
+            st->unmatched_frees, st->unmatched_reallocs, st->missed_frees,
+            st->dropped_touches, st->late_records);
   if (st->python[0])
-    printf("  CPython %s: obj/mem domains recorded after the mark 'hooked'; "
-           "earlier allocations are baseline\n",
-           st->python);
+    fprintf(f,
+            "  CPython %s: obj/mem domains recorded after the mark 'hooked'; "
+            "earlier allocations are baseline\n",
+            st->python);
+}
+
+static void report(FILE *f, const char *out, const capture_result_t *res) {
+  fprintf(f, "allocsim capture: command exited with %d after %.3f s\n",
+          res->exit_code, res->wall_s);
+  if (res->end == CAPTURE_END_SIGNAL)
+    fprintf(f,
+            "allocsim capture: interrupted by signal %d, forwarded to the "
+            "command after the recorder flushed\n",
+            res->signal);
+  else if (res->end != CAPTURE_END_COMPLETE)
+    fprintf(f, "allocsim capture: recording ended: %s%s%s\n",
+            capture_end_name(res->end), res->message[0] ? ": " : "",
+            res->message);
+  if (res->truncated)
+    fprintf(f, "allocsim capture: the trace misses events at its end and is "
+               "marked truncated=1\n");
+  report_stats(f, out, &res->main);
+  for (size_t k = 0; k < res->nextra; k++)
+    report_stats(f, res->extra_path[k], &res->extra[k]);
+  if (res->nskipped > 0)
+    fprintf(f,
+            "%zu more processes ran under capture but were not traced "
+            "(limit %d)\n",
+            res->nskipped, CAPTURE_MAX_EXTRA);
+  fprintf(f, "trace bytes written: %" PRIu64 " (%.2f per event)\n",
+          res->trace_bytes,
+          res->main.events ? (double)res->trace_bytes / (double)res->main.events
+                           : 0.0);
+}
+
+/* Stores the capture as a measured run with its counters as run meta. */
+static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
+                     const capture_result_t *res, int argc, char **argv) {
+  store_t      *s = NULL;
+  record_info_t info;
+  as_err_t      err = {0};
+  char          v[13][40];
+  const capture_stats_t *m = &res->main;
+  snprintf(v[0], sizeof v[0], "%d", res->exit_code);
+  snprintf(v[1], sizeof v[1], "%s", capture_end_name(res->end));
+  snprintf(v[2], sizeof v[2], "%" PRIu64, m->unmatched_frees);
+  snprintf(v[3], sizeof v[3], "%" PRIu64, m->missed_frees);
+  snprintf(v[4], sizeof v[4], "%" PRIu64, m->overhead_max_bytes);
+  snprintf(v[5], sizeof v[5], "%.6f", res->wall_s);
+  snprintf(v[6], sizeof v[6], "%zu", res->nextra + res->nskipped);
+  snprintf(v[7], sizeof v[7], "%" PRIu64, res->trace_bytes);
+  snprintf(v[8], sizeof v[8], "%" PRIu64, m->baseline_rss_bytes);
+  snprintf(v[9], sizeof v[9], "%" PRIu64, m->dropped_touches);
+  snprintf(v[10], sizeof v[10], "%" PRIu64, m->late_records);
+  snprintf(v[11], sizeof v[11], "%d", res->signal);
+  snprintf(v[12], sizeof v[12], "%" PRIu64, m->unmatched_reallocs);
+  store_kv_t extra[] = {
+      {"exit_code", v[0]},
+      {"capture_end", v[1]},
+      {"capture_unmatched_frees", v[2]},
+      {"capture_unmatched_reallocs", v[12]},
+      {"capture_missed_frees", v[3]},
+      {"capture_overhead_bytes", v[4]},
+      {"capture_wall_s", v[5]},
+      {"capture_other_processes", v[6]},
+      {"capture_trace_bytes", v[7]},
+      {"baseline_rss_bytes", v[8]},
+      {"capture_dropped_touches", v[9]},
+      {"capture_late_records", v[10]},
+      {"capture_signal", v[11]},
+      {"python", m->python},
+  };
+  size_t nextra = sizeof extra / sizeof extra[0];
+  if (m->python[0] == '\0')
+    nextra--; /* python is last: only when the hook saw it */
+  int rc = CLI_EXIT_OK;
+  if (store_open(db, &s, &err) != AS_OK ||
+      record_capture_file(s, out, cli_command_line(argc, argv), extra, nextra,
+                          m->other, m->nother, &info, &err) != AS_OK) {
+    store_close(s);
+    s = NULL;
+    store_discard_new(db, !db_existed);
+    rc = cli_fail("capture", &err);
+  } else {
+    fprintf(f,
+            "stored as measured run %" PRId64 " in %s (%" PRIu64
+            " mark samples, %" PRIu64 " periodic samples)\n",
+            info.run_id, db, info.marks, info.measured);
+  }
+  store_close(s);
+  return rc;
+}
+
+static int size_opt(const char *name, const char *v, uint64_t *out) {
+  if (!as_parse_bytes(v, out))
+    return cli_usage_error("capture", "%s expects a size such as 4096, 64K "
+                                      "or 2GiB, got '%s'",
+                           name, v);
+  return 0;
+}
+
+static int cleanup(void) {
+  unsigned removed;
+  as_err_t err = {0};
+  if (capture_cleanup(&removed, &err) != AS_OK)
+    return cli_fail("capture", &err);
+  fprintf(stderr, "allocsim capture: removed %u leftover capture "
+                  "directories\n",
+          removed);
+  return CLI_EXIT_OK;
 }
 
 static int cmd_capture_main(int argc, char **argv) {
-  const char *out = NULL, *db = NULL;
-  uint64_t    every_ns = 10000000; /* 10 ms */
-  bool        keep_raw = false;
-  int         i = 1;
+  const char    *out = NULL, *db = NULL, *summary = NULL, *v;
+  capture_opts_t o = {.sample_every_ns = 10000000, /* 10 ms */
+                      .touch_threshold = (uint64_t)sysconf(_SC_PAGESIZE)};
+  int            i = 1, t;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {
       i++;
       break;
     }
-    if ((strcmp(a, "-o") == 0 || strcmp(a, "--db") == 0 ||
-         strcmp(a, "--sample-every") == 0) &&
-        i + 1 >= argc)
-      return cli_usage_error("capture", "%s needs a value", a);
-    if (strcmp(a, "-o") == 0) {
-      out = argv[++i];
-    } else if (strcmp(a, "--db") == 0) {
-      db = argv[++i];
-    } else if (strcmp(a, "--sample-every") == 0) {
-      const char *v = argv[++i];
+    if (strcmp(a, "--cleanup") == 0)
+      return cleanup();
+    if ((t = cli_opt_value("capture", argc, argv, &i, "-o", &out)) ||
+        (t = cli_opt_value("capture", argc, argv, &i, "--db", &db)) ||
+        (t = cli_opt_value("capture", argc, argv, &i, "--summary",
+                           &summary))) {
+      if (t < 0)
+        return CLI_EXIT_USAGE;
+    } else if ((t = cli_opt_value("capture", argc, argv, &i, "--sample-every",
+                                  &v))) {
+      if (t < 0)
+        return CLI_EXIT_USAGE;
       if (strcmp(v, "0") == 0)
-        every_ns = 0;
-      else if (!as_parse_duration_ns(v, &every_ns) || every_ns == 0)
+        o.sample_every_ns = 0;
+      else if (!as_parse_duration_ns(v, &o.sample_every_ns) ||
+               o.sample_every_ns == 0)
         return cli_usage_error("capture",
                                "--sample-every expects a duration "
                                "such as 10ms, or 0, got '%s'",
                                v);
-    } else if (strcmp(a, "--keep-raw") == 0) {
-      keep_raw = true;
+    } else if ((t = cli_opt_value("capture", argc, argv, &i,
+                                  "--touch-threshold", &v))) {
+      if (t < 0 || size_opt("--touch-threshold", v, &o.touch_threshold))
+        return CLI_EXIT_USAGE;
+      uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+      if (o.touch_threshold != 0 && o.touch_threshold < page)
+        return cli_usage_error("capture",
+                               "--touch-threshold expects 0 (off) or at "
+                               "least the page size %" PRIu64 ", got '%s'",
+                               page, v);
+    } else if ((t = cli_opt_value("capture", argc, argv, &i,
+                                  "--max-trace-bytes", &v))) {
+      if (t < 0 || size_opt("--max-trace-bytes", v, &o.max_trace_bytes))
+        return CLI_EXIT_USAGE;
+    } else if ((t = cli_opt_value("capture", argc, argv, &i, "--min-free",
+                                  &v))) {
+      if (t < 0 || size_opt("--min-free", v, &o.min_free_bytes))
+        return CLI_EXIT_USAGE;
+      if (o.min_free_bytes == 0)
+        return cli_usage_error("capture", "--min-free expects more than 0");
     } else if (a[0] == '-') {
       return cli_usage_error("capture", "unknown option '%s'", a);
     } else {
@@ -94,63 +237,34 @@ static int cmd_capture_main(int argc, char **argv) {
              (int)getpid());
     out = default_out;
   }
-  capture_opts_t    o = {.argv = argv + i,
-                                .out_path = out,
-                                .sample_every_ns = every_ns,
-                                .keep_raw = keep_raw};
+  FILE *sf = stderr;
+  if (summary != NULL && (sf = fopen(summary, "w")) == NULL) {
+    as_err_t err;
+    as_err_set(&err, AS_EIO, "%s: cannot create", summary);
+    return cli_fail("capture", &err);
+  }
+  o.argv = argv + i;
+  o.out_path = out;
   capture_result_t *res = malloc(sizeof *res);
-  as_err_t                 err = {0};
+  as_err_t          err = {0};
+  int               rc = CLI_EXIT_OK;
   if (res == NULL) {
     as_err_set(&err, AS_ENOMEM, "out of memory");
-    return cli_fail("capture", &err);
+    rc = cli_fail("capture", &err);
+  } else if (capture_run(&o, res, &err) != AS_OK) {
+    rc = cli_fail("capture", &err);
+  } else {
+    report(sf, out, res);
+    if (db != NULL)
+      rc = store_run(sf, db, db_existed, out, res, argc, argv);
+    /* An interrupted capture exits the way an interrupted command does. */
+    if (rc == CLI_EXIT_OK && res->end == CAPTURE_END_SIGNAL)
+      rc = 128 + res->signal;
   }
-  if (capture_run(&o, res, &err) != AS_OK) {
-    free(res);
-    return cli_fail("capture", &err);
-  }
-  fprintf(stderr, "allocsim capture: command exited with %d after %.3f s\n",
-          res->exit_code, res->wall_s);
-  report_stats(out, &res->main);
-  for (size_t k = 0; k < res->nextra; k++)
-    report_stats(res->extra_path[k], &res->extra[k]);
-  if (res->nskipped > 0)
-    printf("%zu more processes were captured but not converted (limit %d; "
-           "use --keep-raw to keep their raw logs)\n",
-           res->nskipped, CAPTURE_MAX_EXTRA);
-  if (keep_raw)
-    printf("raw logs kept in %s\n", res->raw_dir);
-
-  int rc = CLI_EXIT_OK;
-  if (db != NULL) {
-    store_t      *s = NULL;
-    record_info_t info;
-    char          v[6][32];
-    snprintf(v[0], sizeof v[0], "%" PRIu64, res->main.unmatched_frees);
-    snprintf(v[1], sizeof v[1], "%" PRIu64, res->main.unmatched_reallocs);
-    snprintf(v[2], sizeof v[2], "%" PRIu64, res->main.missed_frees);
-    snprintf(v[3], sizeof v[3], "%" PRIu64, res->main.overhead_max_bytes);
-    snprintf(v[4], sizeof v[4], "%.6f", res->wall_s);
-    snprintf(v[5], sizeof v[5], "%zu", res->nextra);
-    store_kv_t extra[] = {
-        {"capture_unmatched_frees", v[0]}, {"capture_unmatched_reallocs", v[1]},
-        {"capture_missed_frees", v[2]},    {"capture_overhead_bytes", v[3]},
-        {"capture_wall_s", v[4]},          {"capture_other_processes", v[5]},
-    };
-    if (store_open(db, &s, &err) != AS_OK ||
-        record_trace_file(s, out, cli_command_line(argc, argv), extra,
-                          sizeof extra / sizeof extra[0], &info,
-                          &err) != AS_OK) {
-      store_close(s);
-      s = NULL;
-      store_discard_new(db, !db_existed);
-      rc = cli_fail("capture", &err);
-    } else {
-      printf("stored as measured run %" PRId64 " in %s (%" PRIu64
-             " mark samples, %" PRIu64 " periodic samples)\n",
-             info.run_id, db, info.marks, info.measured);
-    }
-    store_close(s);
-  }
+  if (sf != stderr)
+    fclose(sf);
+  if (res != NULL)
+    capture_result_free(res);
   free(res);
   return rc;
 }
@@ -160,30 +274,47 @@ const cli_command_t cli_cmd_capture = {
     .summary = "run a program under the malloc recorder; write its trace",
     .usage =
         "usage: allocsim capture [-o TRACE] [--db DB] [--sample-every 10ms]\n"
-        "                        [--keep-raw] -- COMMAND [ARGS...]\n"
+        "                        [--touch-threshold 4K] [--max-trace-bytes N]\n"
+        "                        [--min-free 1G] [--summary FILE]\n"
+        "                        -- COMMAND [ARGS...]\n"
+        "       allocsim capture --cleanup\n"
         "\n"
         "Runs COMMAND with LD_PRELOAD=liballocsim_capture.so, which records\n"
-        "malloc, calloc, realloc, free, the memalign family and malloc_trim\n"
-        "of every thread in one happens-before-consistent order, measured RSS\n"
-        "(/proc/self/smaps_rollup) every --sample-every and at each mark\n"
-        "(allocsim_mark(\"label\") from C via allocsim_mark.h, or\n"
-        "ctypes.CDLL(None).allocsim_mark(b\"label\") from Python).  For\n"
-        "CPython the obj and mem domains are recorded too (sitecustomize.py).\n"
+        "malloc, calloc, realloc, free, the memalign family, malloc_trim,\n"
+        "mallopt and (with jemalloc, mimalloc or tcmalloc preloaded) their\n"
+        "purge calls, however reached (dlsym too), of every thread in one\n"
+        "happens-before-consistent order; which pages of large allocations\n"
+        "the program wrote (touch events); measured RSS\n"
+        "(/proc/self/smaps_rollup) every --sample-every and at each mark:\n"
+        "allocsim_mark(\"label\") from C via allocsim_mark.h, or\n"
+        "`from allocsim import mark; mark(\"label\")` from Python.  For\n"
+        "CPython the obj and mem domains are recorded too.  The recorder\n"
+        "streams to this process, which writes the trace: no raw log.\n"
         "\n"
         "options:\n"
-        "  -o TRACE            output (default capture-PID.astrace; .astrace "
-        "is\n"
-        "                      binary, anything else text).  Forked children\n"
-        "                      and exec'd images go to TRACE.PID[.N].EXT\n"
-        "  --db DB             also store the capture as a measured run\n"
-        "  --sample-every D    RSS sampling period (10ms; 0 = marks only)\n"
-        "  --keep-raw          keep the raw logs (their directory is printed)\n"
+        "  -o TRACE             output (default capture-PID.astrace; .astrace\n"
+        "                       is binary, anything else text).  Forked\n"
+        "                       children and exec'd images go to\n"
+        "                       TRACE.PID[.N].EXT\n"
+        "  --db DB              also store the capture as a measured run\n"
+        "  --sample-every D     RSS sampling period (10ms; 0 = marks only)\n"
+        "  --touch-threshold N  record written pages of allocations of N\n"
+        "                       bytes or more (default one page; 0 = off:\n"
+        "                       every allocation counts as written)\n"
+        "  --max-trace-bytes N  stop recording before the traces exceed N\n"
+        "  --min-free N         stop recording before the trace's file\n"
+        "                       system has less than N free (default 1G)\n"
+        "  --summary FILE       write the summary there, not to stderr\n"
+        "  --cleanup            remove leftovers of killed captures\n"
         "\n"
+        "SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND after the\n"
+        "recorder flushed; the trace keeps everything flushed and says\n"
+        "truncated=1.  If allocsim capture is killed, COMMAND dies with it.\n"
         "The library is found via $ALLOCSIM_CAPTURE_LIB, next to allocsim, or\n"
-        "where the build put it.  Measured RSS has the library's own resident\n"
-        "bytes subtracted.  See docs/capture.md.\n"
+        "where the build put it.  See docs/capture.md.\n"
         "\n"
         "The exit code is 0 when the capture worked, whatever COMMAND\n"
-        "returned (its code is printed).\n",
+        "returned (its code is in the summary and the run), and 128+N when\n"
+        "allocsim capture was interrupted by signal N.\n",
     .run = cmd_capture_main,
 };

@@ -3,8 +3,9 @@
  * a measured run and prints predicted against measured RSS per mark and over
  * the series.  The work is compare_run() in analysis/compare.c; the baseline
  * rule is printed with every table because it changes what the numbers mean.
- * With --layouts 1 (the default) the output is what it was before layouts
- * existed; the range columns and JSON keys appear only with more.
+ * By default every layout that differs is replayed (4 with 4 KiB pages);
+ * with --layouts 1 the output is a single replay's, without the range
+ * columns and JSON keys.
  */
 #include "cli.h"
 
@@ -45,15 +46,21 @@ static void print_json(const compare_result_t *r) {
   printf(", \"baseline\": {\"rule\": \"predicted = simulated + measured(anchor)"
          " - simulated(anchor)\", \"anchor_label\": ");
   cli_json_string(stdout, r->anchor_label);
-  printf(", \"anchor_t_ns\": %" PRIu64 ", \"offset_bytes\": %" PRId64 "}",
-         r->anchor_t_ns, r->offset_bytes);
-  printf(", \"peak_measured_rss_bytes\": %" PRIu64 ", \"marks\": [",
-         r->peak_measured_rss_bytes);
+  printf(", \"anchor_t_ns\": %" PRIu64 ", \"offset_bytes\": %" PRId64
+         ", \"startup_offset_bytes\": %" PRId64 "}",
+         r->anchor_t_ns, r->offset_bytes, r->offset_bytes);
+  printf(", \"peak_measured_rss_bytes\": %" PRIu64
+         ", \"peak_predicted_rss_bytes\": %" PRId64
+         ", \"final_measured_rss_bytes\": %" PRIu64
+         ", \"final_predicted_rss_bytes\": %" PRId64 ", \"marks\": [",
+         r->peak_measured_rss_bytes, r->peak_predicted_rss_bytes,
+         r->final_measured_rss_bytes, r->final_predicted_rss_bytes);
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     printf("%s{\"label\": ", i ? ", " : "");
     cli_json_string(stdout, m->label);
-    printf(", \"measured_rss_bytes\": %" PRIu64, m->measured_rss_bytes);
+    printf(", \"t_ns\": %" PRIu64 ", \"measured_rss_bytes\": %" PRIu64,
+           m->t_ns, m->measured_rss_bytes);
     if (isfinite(m->error_pct_of_peak))
       printf(", \"predicted_rss_bytes\": %" PRId64 ", \"error_bytes\": %" PRId64
              ", \"error_pct_of_peak\": ",
@@ -62,6 +69,13 @@ static void print_json(const compare_result_t *r) {
       printf(", \"predicted_rss_bytes\": null, \"error_bytes\": null, "
              "\"error_pct_of_peak\": ");
     json_num(m->error_pct_of_peak);
+    if (r->has_other && isfinite(m->error_pct_of_peak)) {
+      printf(", \"other_growth_bytes\": %" PRId64
+             ", \"allocator_error_bytes\": %" PRId64
+             ", \"allocator_error_pct_of_peak\": ",
+             m->other_growth_bytes, m->allocator_error_bytes);
+      json_num(m->allocator_error_pct_of_peak);
+    }
     if (r->nlayouts > 1) {
       if (m->layouts > 0)
         printf(", \"predicted_min_rss_bytes\": %" PRId64
@@ -95,8 +109,15 @@ static void print_json(const compare_result_t *r) {
   cli_json_string(stdout, r->alignment);
   printf(", \"points\": %zu, \"mean_abs_error_bytes\": ", r->series.points);
   json_num(r->series.mean_abs_error_bytes);
+  printf(", \"median_abs_error_bytes\": ");
+  json_num(r->series.median_abs_error_bytes);
+  printf(", \"p95_abs_error_bytes\": ");
+  json_num(r->series.p95_abs_error_bytes);
   printf(", \"max_abs_error_bytes\": ");
   json_num(r->series.max_abs_error_bytes);
+  printf(", \"max_error_t_ns\": %" PRIu64 ", \"max_error_note\": ",
+         r->series.max_error_t_ns);
+  cli_json_string(stdout, compare_max_note_text(r->series.max_note));
   printf(", \"slope\": ");
   json_num(r->series.slope);
   printf(", \"intercept_bytes\": ");
@@ -108,31 +129,78 @@ static void print_json(const compare_result_t *r) {
     printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRId64 "]", i ? ", " : "",
            r->points[i].t_ns, r->points[i].measured_rss_bytes,
            r->points[i].predicted_rss_bytes);
-  printf("]}}\n");
+  printf("]}");
+  if (r->has_other) {
+    const compare_series_t *a = &r->allocator_series;
+    printf(", \"allocator_series\": {\"points\": %zu, "
+           "\"median_abs_error_bytes\": ",
+           a->points);
+    json_num(a->median_abs_error_bytes);
+    printf(", \"p95_abs_error_bytes\": ");
+    json_num(a->p95_abs_error_bytes);
+    printf(", \"mean_abs_error_bytes\": ");
+    json_num(a->mean_abs_error_bytes);
+    printf(", \"max_abs_error_bytes\": ");
+    json_num(a->max_abs_error_bytes);
+    printf(", \"max_error_t_ns\": %" PRIu64
+           ", \"final_other_growth_bytes\": %" PRId64 "}",
+           a->max_error_t_ns, r->final_other_growth_bytes);
+  }
+  printf("}\n");
+}
+
+/* The allocator-error columns of a capture (compare.h), or nothing. */
+static void other_cols(const compare_result_t *r, const compare_mark_t *m,
+                       bool header) {
+  if (!r->has_other)
+    return;
+  if (header)
+    printf(" %11s %11s", "other+ MiB", "alloc err %");
+  else if (isfinite(m->error_pct_of_peak))
+    printf(" %+11.2f %+10.2f%%", mib((double)m->other_growth_bytes),
+           m->allocator_error_pct_of_peak);
+  else
+    printf(" %11s %11s", "-", "-");
+}
+
+/* Whether every layout predicted every mark alike (a model whose
+ * prediction does not depend on the layout). */
+static bool layouts_agree(const compare_result_t *r) {
+  for (size_t i = 0; i < r->nmarks; i++)
+    if (r->marks[i].predicted_min_rss_bytes !=
+        r->marks[i].predicted_max_rss_bytes)
+      return false;
+  return true;
 }
 
 /* The marks table of a single replay. */
 static void print_marks(const compare_result_t *r) {
-  printf("\n%-24s %12s %12s %12s %10s\n", "mark", "measured MiB",
+  printf("\n%-24s %12s %12s %12s %10s", "mark", "measured MiB",
          "predicted MiB", "error MiB", "% of peak");
+  other_cols(r, NULL, true);
+  putchar('\n');
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     if (isfinite(m->error_pct_of_peak))
-      printf("%-24.24s %12.2f %12.2f %+12.2f %+9.2f%%\n", m->label,
+      printf("%-24.24s %12.2f %12.2f %+12.2f %+9.2f%%", m->label,
              mib((double)m->measured_rss_bytes),
              mib((double)m->predicted_rss_bytes), mib((double)m->error_bytes),
              m->error_pct_of_peak);
     else
-      printf("%-24.24s %12.2f %12s %12s %10s\n", m->label,
+      printf("%-24.24s %12.2f %12s %12s %10s", m->label,
              mib((double)m->measured_rss_bytes), "-", "-", "-");
+    other_cols(r, m, false);
+    putchar('\n');
   }
 }
 
 /* The marks table with layouts: the mean, the range over layouts, and
  * whether the measurement falls in it. */
 static void print_layout_marks(const compare_result_t *r) {
-  printf("\n%-24s %12s %12s %19s %10s %10s %7s\n", "mark", "measured MiB",
+  printf("\n%-24s %12s %12s %19s %10s %10s %7s", "mark", "measured MiB",
          "mean MiB", "min-max MiB", "error MiB", "% of peak", "inside");
+  other_cols(r, NULL, true);
+  putchar('\n');
   for (size_t i = 0; i < r->nmarks; i++) {
     const compare_mark_t *m = &r->marks[i];
     if (m->layouts > 0) {
@@ -140,14 +208,16 @@ static void print_layout_marks(const compare_result_t *r) {
       snprintf(range, sizeof range, "%.2f-%.2f",
                mib((double)m->predicted_min_rss_bytes),
                mib((double)m->predicted_max_rss_bytes));
-      printf("%-24.24s %12.2f %12.2f %19s %+10.2f %+9.2f%% %7s\n", m->label,
+      printf("%-24.24s %12.2f %12.2f %19s %+10.2f %+9.2f%% %7s", m->label,
              mib((double)m->measured_rss_bytes),
              mib((double)m->predicted_rss_bytes), range,
              mib((double)m->error_bytes), m->error_pct_of_peak,
              inside(m) ? "yes" : "no");
     } else
-      printf("%-24.24s %12.2f %12s %19s %10s %10s %7s\n", m->label,
+      printf("%-24.24s %12.2f %12s %19s %10s %10s %7s", m->label,
              mib((double)m->measured_rss_bytes), "-", "-", "-", "-", "-");
+    other_cols(r, m, false);
+    putchar('\n');
   }
 }
 
@@ -155,7 +225,8 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
          r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
-  if (r->nlayouts > 1) {
+  bool agree = r->nlayouts > 1 && layouts_agree(r);
+  if (r->nlayouts > 1 && !agree) {
     printf("layouts       %u, mmap_top lowered by", r->nlayouts);
     for (unsigned k = 0; k < r->nlayouts; k++)
       printf("%s %" PRIu64, k ? "," : "", r->layouts[k].mmap_offset_bytes);
@@ -163,7 +234,9 @@ static void print_table(const compare_result_t *r, const char *db) {
            COMPARE_LAYOUT_SPAN_BYTES);
   }
   printf("baseline      predicted = simulated + (measured - simulated) at the "
-         "anchor\n              anchor %s%s%s at t=%.3f ms, offset %+.2f MiB",
+         "anchor\n              anchor %s%s%s at t=%.3f ms\n"
+         "start-up      offset %+.2f MiB (what the program holds outside the "
+         "trace at the anchor; not model error)",
          r->anchor_label[0] ? "mark '" : "first measured sample",
          r->anchor_label, r->anchor_label[0] ? "'" : "",
          (double)r->anchor_t_ns / 1e6, mib((double)r->offset_bytes));
@@ -182,7 +255,11 @@ static void print_table(const compare_result_t *r, const char *db) {
     printf("skipped       %" PRIu64 " frees/reallocs of unknown objects "
            "(baseline objects)\n",
            r->skipped_events);
-  if (r->nlayouts > 1)
+  if (agree)
+    printf("layouts       all %u (mmap_top lowered by 0..%u pages) predict "
+           "every mark alike\n",
+           r->nlayouts, r->nlayouts - 1);
+  if (r->nlayouts > 1 && !agree)
     print_layout_marks(r);
   else
     print_marks(r);
@@ -191,15 +268,37 @@ static void print_table(const compare_result_t *r, const char *db) {
   if (r->nlayouts > 1)
     printf(", mean of %u layouts", r->nlayouts);
   printf(")\n");
-  printf("  mean |error|  %.3f MiB\n  max |error|   %.3f MiB\n",
-         mib(r->series.mean_abs_error_bytes),
-         mib(r->series.max_abs_error_bytes));
+  printf("  |error|       median %.3f MiB, p95 %.3f MiB, mean %.3f MiB\n",
+         mib(r->series.median_abs_error_bytes),
+         mib(r->series.p95_abs_error_bytes),
+         mib(r->series.mean_abs_error_bytes));
+  printf("  max |error|   %.3f MiB at t=%.3f ms%s%s\n",
+         mib(r->series.max_abs_error_bytes),
+         (double)r->series.max_error_t_ns / 1e6,
+         r->series.max_note != COMPARE_MAX_PLAIN ? ": " : "",
+         compare_max_note_text(r->series.max_note));
+  printf("  peak          measured %.2f MiB, predicted %.2f MiB\n"
+         "  final         measured %.2f MiB, predicted %.2f MiB\n",
+         mib((double)r->peak_measured_rss_bytes),
+         mib((double)r->peak_predicted_rss_bytes),
+         mib((double)r->final_measured_rss_bytes),
+         mib((double)r->final_predicted_rss_bytes));
   if (isfinite(r->series.slope))
     printf("  fit           predicted = %.4f * measured %+.3f MiB, R^2 %.4f\n",
            r->series.slope, mib(r->series.intercept_bytes), r->series.r2);
   else
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
-  if (r->nlayouts > 1) {
+  if (r->has_other)
+    printf("  other         memory no allocator holds (images, static data, "
+           "the main stack, file mmaps) grew %+.2f MiB from the anchor to "
+           "the end, measured\n"
+           "  allocator     |error| median %.3f MiB, p95 %.3f MiB, max %.3f "
+           "MiB, that growth added to the prediction\n",
+           mib((double)r->final_other_growth_bytes),
+           mib(r->allocator_series.median_abs_error_bytes),
+           mib(r->allocator_series.p95_abs_error_bytes),
+           mib(r->allocator_series.max_abs_error_bytes));
+  if (r->nlayouts > 1 && !agree) {
     printf("\nby layout (each with its own offset)\n");
     for (unsigned k = 0; k < r->nlayouts; k++) {
       const compare_layout_t *l = &r->layouts[k];
@@ -217,9 +316,9 @@ static void print_table(const compare_result_t *r, const char *db) {
       printf("\nstored %u simulated runs and comparisons in %s\n", r->nlayouts,
              db);
   } else if (r->simulated_run_id > 0)
-    printf("\nstored simulated run %" PRId64 " and comparison %" PRId64
-           " in %s\n",
-           r->simulated_run_id, r->comparison_id, db);
+    printf("\nstored %u simulated run(s), first %" PRId64 ", and "
+           "comparison(s), first %" PRId64 ", in %s\n",
+           r->nlayouts, r->simulated_run_id, r->comparison_id, db);
 }
 
 static int compare_main(int argc, char **argv) {
@@ -319,6 +418,12 @@ const cli_command_t cli_cmd_compare = {
         "'workload' provenance) and compares predicted with measured RSS at\n"
         "every mark and over the time series (a trace's rss events in order\n"
         "for a trace, marks by label for a workload).\n"
+        "The baseline is anchored at the mark '__main__' (CPython: end of\n"
+        "start-up), 'main' (C: entry to main), 'hooked', or the first\n"
+        "sample; the start-up offset is reported apart from the error.\n"
+        "The series gives median, p95 and max |error|, the time of the max\n"
+        "and whether it sits on a steep change one sample apart or next to\n"
+        "a trim or purge.\n"
         "\n"
         "Model: --model, else cpython for Python runs, else the LD_PRELOAD'd\n"
         "allocator if modelled, else glibc.  libc: --libc, else glibc with "
@@ -330,18 +435,17 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Baseline: measured RSS includes the program's baseline (interpreter,\n"
         "libraries), which no trace explains.  predicted = simulated +\n"
-        "measured(anchor) - simulated(anchor), the anchor being the mark\n"
-        "'hooked' of a CPython capture, else the run's first measured sample;\n"
-        "the offset is printed.\n"
+        "measured(anchor) - simulated(anchor), the start-up offset, printed\n"
+        "apart from the error.\n"
         "\n"
-        "Statistics: mean and max |error|, and the least-squares fit of\n"
+        "Statistics: median, p95, mean and max |error|, and the fit of\n"
         "predicted on measured (slope, intercept, R^2; GSL).  The simulated "
         "run\n"
         "and a comparisons row are stored in DB unless --no-store.\n"
         "\n"
         "Layouts: ASLR decides where mmap puts things, and so which pymalloc\n"
         "arenas are 16 KiB aligned (64 pools, not 63).  --layouts N (default\n"
-        "1) replays the run N times with the simulated mmap_top lowered by\n"
+        "all: 4) replays the run N times with the simulated mmap_top lowered by\n"
         "0, 1, ..., N-1 OS pages (as sweep --vary mmap_offset); offsets\n"
         "repeat modulo the 16 KiB pool, so N is at most 16384 / page size\n"
         "(4 with 4 KiB pages).  Each layout has its own baseline offset;\n"

@@ -27,9 +27,18 @@
   "                      WHEN, or at every:DURATION (trim@after_free)\n"      \
   "  --strict            purge/option/touch events the model has no notion\n" \
   "                      of are errors (default: counted and skipped)\n"     \
-  "  --db FILE           store the simulated run in this SQLite store\n"       \
+  "  --layouts N         address layouts to replay and average (default:\n"  \
+  "                      all that differ, 4 with 4 KiB pages: where ASLR\n"  \
+  "                      puts mmaps decides which pymalloc arenas are\n"     \
+  "                      pool-aligned); 1 = the default layout only\n"       \
+  "  --db FILE           store the simulated run (the mean) in a store\n"   \
   "  --json              print one JSON object instead of the table\n"         \
   "  --csv               print every sample as CSV instead of the table\n"
+
+static as_status_t open_trace(void *user, trace_source_t **src,
+                              as_err_t *err) {
+  return trace_open(user, src, err);
+}
 
 static int replay_main(int argc, char **argv) {
   cli_sim_opts_t o;
@@ -50,14 +59,15 @@ static int replay_main(int argc, char **argv) {
   }
   if (path == NULL)
     return cli_usage_error("replay", "which trace? give a file name");
-  as_err_t        err = {0};
-  trace_source_t *src;
-  if (trace_open(path, &src, &err) != AS_OK)
-    return cli_fail("replay", &err);
-  trace_set_lenient(src, o.lenient); /* a cut binary trace: to its end */
-  int code = cli_simulate_and_report("replay", &o, src,
-                                     cli_command_line(argc, argv));
-  return code;
+  if (strcmp(path, "-") == 0) {
+    if (o.layouts > 1)
+      return cli_usage_error("replay", "--layouts %u: stdin can be read "
+                                       "only once; give a file",
+                             o.layouts);
+    o.layouts = 1;
+  }
+  return cli_simulate_and_report("replay", &o, open_trace, (void *)path,
+                                 cli_command_line(argc, argv));
 }
 
 const cli_command_t cli_cmd_replay = {

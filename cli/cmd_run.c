@@ -19,6 +19,20 @@ static void list_workloads(FILE *out) {
   }
 }
 
+/* What a workload is opened from, once per layout. */
+typedef struct workload_args_s workload_args_t;
+struct workload_args_s {
+  const workload_def_t *def;
+  int                   nrest;
+  char                **rest;
+};
+
+static as_status_t open_workload(void *user, trace_source_t **src,
+                                 as_err_t *err) {
+  workload_args_t *w = user;
+  return workload_open_argv(w->def, w->nrest, w->rest, src, err);
+}
+
 static int run_main(int argc, char **argv) {
   if (argc < 2) { /* `allocsim run` alone lists them, as README says */
     list_workloads(stderr);
@@ -57,14 +71,9 @@ static int run_main(int argc, char **argv) {
     if (!took)
       rest[nrest++] = argv[i];
   }
-  as_err_t        err = {0};
-  trace_source_t *src;
-  int             code;
-  if (workload_open_argv(def, nrest, rest, &src, &err) != AS_OK)
-    code = cli_fail("run", &err);
-  else {
-    code = cli_simulate_and_report("run", &o, src, cli_command_line(argc, argv));
-  }
+  workload_args_t wa = {def, nrest, rest};
+  int code = cli_simulate_and_report("run", &o, open_workload, &wa,
+                                     cli_command_line(argc, argv));
   free(rest);
   return code;
 }

@@ -112,6 +112,10 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
              p->status == AS_OK ? "true" : "false", params);
       if (p->have_kept)
         printf(",\"kept_bytes\":%" PRId64, p->kept_bytes);
+      if (p->have_kept && p->layouts > 1)
+        printf(",\"layouts\":%u,\"kept_min_bytes\":%" PRId64
+               ",\"kept_max_bytes\":%" PRId64,
+               p->layouts, p->kept_min_bytes, p->kept_max_bytes);
       if (p->have_formula)
         printf(",\"formula_kept_bytes\":%.17g,\"formula_sd_bytes\":%.17g",
                p->formula_kept_bytes, p->formula_sd_bytes);
@@ -139,18 +143,21 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     printf("point");
     for (size_t a = 0; a < c->naxes; a++)
       printf(",%s", c->axes[a].name);
-    printf(",seed,kept_mib,formula_mib,formula_sd_mib,arenas_pinned,"
-           "peak_mib,final_mib,reuse_growth_mib,events,seconds\n");
+    printf(",seed,kept_mib,kept_min_mib,kept_max_mib,formula_mib,"
+           "formula_sd_mib,arenas_pinned,peak_mib,final_mib,"
+           "reuse_growth_mib,events,seconds\n");
   } else {
     printf("%5s", "point");
     for (size_t a = 0; a < c->naxes; a++)
       printf(" %10s", c->axes[a].name);
-    printf(" %4s %10s %10s %8s %7s %10s %10s %10s\n", "seed", "kept_MiB",
-           "formula", "sd", "pinned", "peak_MiB", "final_MiB", "reuse+MiB");
+    printf(" %4s %10s %15s %10s %8s %7s %10s %10s %10s\n", "seed",
+           "kept_MiB", "kept_range", "formula", "sd", "pinned", "peak_MiB",
+           "final_MiB", "reuse+MiB");
   }
   for (size_t i = 0; i < n; i++) {
     const sweep_point_t *p = &pts[i];
     char     b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], pin[32];
+    char     lo[32], hi[32], range[80];
     uint64_t peak = 0, after = 0, reuse = 0, final = 0;
     /* The workload's "peak" mark where it has one, else the run's peak. */
     bool     hp = sweep_point_mark(p, "peak", &peak);
@@ -164,9 +171,16 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     for (size_t a = 0; a < c->naxes; a++)
       printf(csv ? ",%s" : " %10s", p->values[a]);
     printf(csv ? ",%" PRIu64 : " %4" PRIu64, p->seed);
-    printf(csv ? ",%s,%s,%s,%s,%s,%s,%s"
-               : " %10s %10s %8s %7s %10s %10s %10s",
-           mib(b1, ok && p->have_kept, (double)p->kept_bytes),
+    bool ranged = ok && p->have_kept;
+    mib(lo, ranged, (double)p->kept_min_bytes);
+    mib(hi, ranged, (double)p->kept_max_bytes);
+    snprintf(range, sizeof range, "%s-%s", lo, hi);
+    mib(b1, ranged, (double)p->kept_bytes);
+    if (csv)
+      printf(",%s,%s,%s", b1, lo, hi);
+    else
+      printf(" %10s %15s", b1, ranged ? range : "-");
+    printf(csv ? ",%s,%s,%s,%s,%s,%s" : " %10s %8s %7s %10s %10s %10s",
            mib(b2, p->have_formula, p->formula_kept_bytes),
            mib(b3, p->have_formula, p->formula_sd_bytes),
            ok && p->arenas_pinned >= 0 ? pin : "-",
@@ -548,6 +562,7 @@ static int sweep_main(int argc, char **argv) {
   }
   x.c.libc    = x.o.libc;
   x.c.kernel  = x.o.kernel;
+  x.c.layouts = x.o.layouts;
   x.c.command = cli_command_line(argc, argv);
 
   sweep_point_t *pts = NULL;
@@ -612,6 +627,7 @@ const cli_command_t cli_cmd_sweep = {
     .usage =
         "usage: allocsim sweep WORKLOAD|TRACE... --vary NAME=V1,V2,...\n"
         "                      [--vary ...] [--seeds N] [--jobs N]\n"
+        "                      [--layouts N]\n"
         "                      [--db FILE] [--shard I/N] [--resume]\n"
         "                      [--spec FILE] [--quiet] [--csv | --json]\n"
         "                      [--model M] [--libc L] [--page-size N]\n"
@@ -637,6 +653,9 @@ const cli_command_t cli_cmd_sweep = {
         "point: kept = RSS(after) - RSS(start), the (1 - p)^k formula,\n"
         "pymalloc arenas still pinned, peak and final RSS.  --jobs N runs\n"
         "N points at once (default: online cores).\n"
+        "Each point is the mean over address layouts (--layouts N, default\n"
+        "all that differ: 4 with 4 KiB pages; kept_range is their min-max;\n"
+        "1 for the default layout only, as with --vary mmap_offset).\n"
         "--db stores a sweeps row, then each point (its simulated run and its\n"
         "sweep_points row) in one transaction; SIGINT or SIGTERM stops after\n"
         "the running points and records the sweep as interrupted (exit 130).\n\n"

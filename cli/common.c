@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/compare.h"
 #include "../analysis/store.h"
 #include "../models/options.h"
 #include "../sim/host.h"
@@ -115,7 +116,7 @@ static const char *const once_options[] = {
     "--json",   "--csv",       "--lenient",     "--strict",
     "--thp",    "--memory-pressure", "--model", "--libc",
     "--db",     "--page-size", "--settle",      "--max-memory",
-    "--sample-every"};
+    "--sample-every", "--layouts"};
 
 /* -1 after a usage error if a is a once-only option already given (or
  * --json with --csv), else 0 (marking it given). */
@@ -187,6 +188,17 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                                   "or 500ms, got '%s'", v), -1;
     return 1;
   }
+  if (opt_is(a, "--layouts")) {
+    uint64_t n;
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK || n < 1 ||
+        n > COMPARE_MAX_LAYOUTS)
+      return cli_usage_error(cmd, "--layouts expects 1 to %d, got '%s'",
+                             COMPARE_MAX_LAYOUTS, v), -1;
+    o->layouts = (unsigned)n;
+    return 1;
+  }
   if (opt_is(a, "--max-memory")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
@@ -250,13 +262,26 @@ void cli_json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-static void print_json_sample(FILE *out, const store_sample_t *s) {
+/* What several layouts add to a report: each sample's rss range, and the
+ * peak's and final's.  n == 1: a single replay, reported as before. */
+typedef struct layout_range_s layout_range_t;
+struct layout_range_s {
+  unsigned  n;
+  uint64_t *lo, *hi; /* per sample */
+  uint64_t  peak_lo, peak_hi, final_lo, final_hi;
+};
+
+static void print_json_sample(FILE *out, const store_sample_t *s,
+                              const layout_range_t *lr, size_t i) {
   fprintf(out, "{\"label\": ");
   cli_json_string(out, s->label);
   fprintf(out,
           ", \"kind\": \"%s\", \"t_ns\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
           ", \"live_bytes\": %" PRIu64,
           kind_name(s->kind), s->t_ns, s->rss_bytes, s->live_bytes);
+  if (lr->n > 1)
+    fprintf(out, ", \"rss_min_bytes\": %" PRIu64 ", \"rss_max_bytes\": %" PRIu64,
+            lr->lo[i], lr->hi[i]);
   if (s->kind == SIM_SAMPLE_MEASURED || s->measured_rss_bytes)
     fprintf(out, ", \"measured_rss_bytes\": %" PRIu64, s->measured_rss_bytes);
   fprintf(out, ", \"owners\": {");
@@ -271,7 +296,8 @@ static void print_json_sample(FILE *out, const store_sample_t *s) {
 
 static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
                        const trace_source_t *src, const sim_run_result_t *r,
-                       const store_samples_t *log, int64_t run_id) {
+                       const store_samples_t *log, const layout_range_t *lr,
+                       int64_t run_id) {
   fprintf(stdout, "{\"model\": ");
   cli_json_string(stdout, s->model->methods->name);
   fprintf(stdout, ", \"options\": ");
@@ -279,13 +305,20 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
   fprintf(stdout, ", \"source\": ");
   cli_json_string(stdout, src->name);
   fprintf(stdout,
-          ", \"page_size\": %" PRIu64 ", \"events\": %" PRIu64
+          ", \"page_size\": %" PRIu64 ", \"layouts\": %u, \"events\": %" PRIu64
           ", \"peak_rss_bytes\": %" PRIu64 ", \"peak_t_ns\": %" PRIu64
           ", \"peak_live_bytes\": %" PRIu64 ", \"final_rss_bytes\": %" PRIu64
           ", \"final_live_bytes\": %" PRIu64 ", \"final_t_ns\": %" PRIu64,
-          o->kernel.page_size, r->events, r->peak_rss_bytes, r->peak_t_ns,
-          r->peak_live_bytes, r->final_rss_bytes, r->final_live_bytes,
-          r->final_t_ns);
+          o->kernel.page_size, lr->n, r->events, r->peak_rss_bytes,
+          r->peak_t_ns, r->peak_live_bytes, r->final_rss_bytes,
+          r->final_live_bytes, r->final_t_ns);
+  if (lr->n > 1)
+    fprintf(stdout,
+            ", \"peak_rss_min_bytes\": %" PRIu64
+            ", \"peak_rss_max_bytes\": %" PRIu64
+            ", \"final_rss_min_bytes\": %" PRIu64
+            ", \"final_rss_max_bytes\": %" PRIu64,
+            lr->peak_lo, lr->peak_hi, lr->final_lo, lr->final_hi);
   fprintf(stdout,
           ", \"skipped\": {\"bad_free\": %" PRIu64 ", \"bad_realloc\": %" PRIu64
           ", \"double_alloc\": %" PRIu64 "}",
@@ -310,15 +343,17 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
       if (is_mark != (pass == 0))
         continue;
       fputs(n++ ? ", " : "", stdout);
-      print_json_sample(stdout, &log->v[i]);
+      print_json_sample(stdout, &log->v[i], lr, i);
     }
     fputc(']', stdout);
   }
   fputs("}\n", stdout);
 }
 
-static void print_csv(const store_samples_t *log) {
+static void print_csv(const store_samples_t *log, const layout_range_t *lr) {
   printf("kind,label,t_ns,rss_bytes,live_bytes,measured_rss_bytes");
+  if (lr->n > 1)
+    printf(",rss_min_bytes,rss_max_bytes");
   for (int o = 0; o < SIM_OWNER_COUNT; o++)
     printf(",%s_bytes", sim_owner_name((sim_owner_t)o));
   putchar('\n');
@@ -327,6 +362,8 @@ static void print_csv(const store_samples_t *log) {
     printf("%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
            kind_name(s->kind), s->label, s->t_ns, s->rss_bytes, s->live_bytes,
            s->measured_rss_bytes);
+    if (lr->n > 1)
+      printf(",%" PRIu64 ",%" PRIu64, lr->lo[i], lr->hi[i]);
     for (int o = 0; o < SIM_OWNER_COUNT; o++)
       printf(",%" PRIu64, s->owner_bytes[o]);
     putchar('\n');
@@ -341,19 +378,34 @@ static void used_owners(const store_samples_t *log, bool used[SIM_OWNER_COUNT]) 
       used[o] = used[o] || log->v[i].owner_bytes[o] != 0;
 }
 
+static void print_range(uint64_t lo, uint64_t hi) {
+  if (lo != hi)
+    printf(" (%.2f-%.2f over layouts)", mib(lo), mib(hi));
+}
+
 static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
                         const trace_source_t *src, const sim_run_result_t *r,
-                        const store_samples_t *log, int64_t run_id) {
+                        const store_samples_t *log, const layout_range_t *lr,
+                        int64_t run_id) {
   bool used[SIM_OWNER_COUNT];
   used_owners(log, used);
   printf("source     %s\nmodel      %s\npage size  %" PRIu64
-         " bytes\nevents     %" PRIu64 "\n\n",
+         " bytes\nevents     %" PRIu64 "\n",
          src->name, s->model_desc, o->kernel.page_size, r->events);
-  printf("%-8s %-16s %12s %10s %10s", "kind", "label", "t (ms)", "rss MiB",
+  if (lr->n > 1)
+    printf("layouts    %u (mmap_top lowered by 0..%u pages, as ASLR varies "
+           "it): mean, and min-max where they differ\n",
+           lr->n, lr->n - 1);
+  printf("\n%-8s %-16s %12s %10s %10s", "kind", "label", "t (ms)", "rss MiB",
          "live MiB");
   for (int k = 0; k < SIM_OWNER_COUNT; k++)
     if (used[k])
       printf(" %10.10s", sim_owner_name((sim_owner_t)k));
+  bool ranged = false;
+  for (size_t i = 0; lr->n > 1 && i < log->n; i++)
+    ranged = ranged || lr->lo[i] != lr->hi[i];
+  if (ranged)
+    printf(" %15s", "rss min-max");
   printf("\n");
   for (size_t i = 0; i < log->n; i++) {
     const store_sample_t *x = &log->v[i];
@@ -366,13 +418,22 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
     for (int k = 0; k < SIM_OWNER_COUNT; k++)
       if (used[k])
         printf(" %10.2f", mib(x->owner_bytes[k]));
+    if (ranged) {
+      char range[32];
+      snprintf(range, sizeof range, "%.2f-%.2f", mib(lr->lo[i]),
+               mib(lr->hi[i]));
+      printf(" %15s", range);
+    }
     printf("\n");
   }
-  printf("\npeak rss   %.2f MiB at t=%.3f ms (peak live %.2f MiB)\n",
+  printf("\npeak rss   %.2f MiB at t=%.3f ms (peak live %.2f MiB)",
          mib(r->peak_rss_bytes), (double)r->peak_t_ns / 1e6,
          mib(r->peak_live_bytes));
-  printf("final rss  %.2f MiB (live %.2f MiB)\n", mib(r->final_rss_bytes),
+  print_range(lr->peak_lo, lr->peak_hi);
+  printf("\nfinal rss  %.2f MiB (live %.2f MiB)", mib(r->final_rss_bytes),
          mib(r->final_live_bytes));
+  print_range(lr->final_lo, lr->final_hi);
+  printf("\n");
   if (r->skipped_bad_free || r->skipped_bad_realloc || r->skipped_double_alloc)
     printf("skipped    %" PRIu64 " bad frees, %" PRIu64 " bad reallocs, %" PRIu64
            " allocs of live ids (--lenient)\n",
@@ -392,16 +453,21 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
 static as_status_t store_simulated(const cli_sim_opts_t *o,
                                    const sim_session_t *s,
                                    const trace_source_t *src,
-                                   const store_samples_t *log,
+                                   const store_samples_t *log, unsigned layouts,
                                    const char *command, int64_t *run_id,
                                    as_err_t *err) {
   store_t    *st;
   as_status_t rc = store_open(o->db, &st, err);
   if (rc != AS_OK)
     return rc;
-  store_kv_t meta[TRACE_META_MAX];
+  store_kv_t meta[TRACE_META_MAX + 1];
+  char       nl[16];
+  size_t     nmeta = 0;
   for (size_t i = 0; i < src->meta.count; i++)
-    meta[i] = (store_kv_t){src->meta.key[i], src->meta.value[i]};
+    if (strcmp(src->meta.key[i], "layouts") != 0)
+      meta[nmeta++] = (store_kv_t){src->meta.key[i], src->meta.value[i]};
+  snprintf(nl, sizeof nl, "%u", layouts);
+  meta[nmeta++] = (store_kv_t){"layouts", nl}; /* rss: their mean */
   store_run_t run = {
       .kind       = "simulated",
       .model      = s->model_desc,
@@ -410,7 +476,7 @@ static as_status_t store_simulated(const cli_sim_opts_t *o,
       .source     = src->name,
       .command    = command,
       .meta       = meta,
-      .meta_count = src->meta.count,
+      .meta_count = nmeta,
   };
   rc = store_write_run(st, &run, log->v, log->n, run_id, err);
   store_close(st);
@@ -432,58 +498,167 @@ static as_status_t check_inserts(const cli_sim_opts_t *o, const model_t *m,
   return AS_OK;
 }
 
-int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
-                            trace_source_t *src, const char *command) {
-  as_err_t         err = {0};
-  sim_session_t    session;
-  sim_run_result_t result;
-  store_samples_t  log    = {0};
-  int64_t          run_id = 0;
-  as_status_t rc = sim_session_open(o->model, o->libc, &o->kernel, &session,
-                                    &err);
-  if (rc != AS_OK) {
-    trace_source_close(src);
-    return cli_fail(cmd, &err);
-  }
-  if ((rc = check_inserts(o, session.model, &err)) == AS_OK && o->ninserts)
-    rc = trace_insert_wrap(src, o->inserts, o->ninserts, &src, &err);
-  if (rc != AS_OK) {
-    trace_source_close(src); /* NULL when a failed wrap closed it */
-    sim_session_close(&session);
-    return cli_fail(cmd, &err);
-  }
+/* Layout k's replay: its samples into *log and its results into *r.  The
+ * session and source stay open for the caller (layout 0's report). */
+static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
+                                 unsigned k, cli_source_open_fn open,
+                                 void *user,
+                                 sim_session_t *session, trace_source_t **src,
+                                 store_samples_t *log, sim_run_result_t *r,
+                                 as_err_t *err) {
+  sim_kernel_config_t kc = o->kernel;
+  *src = NULL;
+  as_status_t rc =
+      sim_kernel_config_offset_layout(&kc, (uint64_t)k * kc.page_size, err);
+  if (rc != AS_OK)
+    return rc;
+  if ((rc = sim_session_open(o->model, o->libc, &kc, session, err)) != AS_OK)
+    return rc;
+  if ((rc = check_inserts(o, session->model, err)) == AS_OK &&
+      (rc = open(user, src, err)) == AS_OK && o->ninserts)
+    rc = trace_insert_wrap(*src, o->inserts, o->ninserts, src, err);
+  if (rc == AS_OK)
+    trace_set_lenient(*src, o->lenient); /* a cut binary trace: to its end */
   sim_engine_config_t cfg = {.sample_every_ns  = o->sample_every_ns,
                              .settle_ns        = o->settle_ns,
                              .lenient          = o->lenient,
                              .strict           = o->strict,
                              .on_sample        = log_sample,
-                             .user             = &log,
+                             .user             = log,
                              .max_memory_bytes = o->kernel.max_memory_bytes,
                              .max_samples =
                                  max_samples(o->kernel.max_memory_bytes)};
-  rc = sim_engine_run(&cfg, &session, src, &result, &err);
-  if (rc == AS_OK && trace_truncated(src) != NULL)
+  if (rc == AS_OK)
+    rc = sim_engine_run(&cfg, session, *src, r, err);
+  if (rc == AS_OK && k == 0 && trace_truncated(*src) != NULL)
     fprintf(stderr,
             "allocsim %s: warning: %s: %s; replayed the events before it "
             "(--lenient)\n",
-            cmd, src->name, trace_truncated(src));
+            cmd, (*src)->name, trace_truncated(*src));
   const char *missing;
-  if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(src, &missing))
-    rc = as_err_set(&err, AS_EINVAL,
-                    "--insert ...@%s: %s has no mark '%s'", missing,
-                    src->name, missing);
+  if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(*src, &missing))
+    rc = as_err_set(err, AS_EINVAL, "--insert ...@%s: %s has no mark '%s'",
+                    missing, (*src)->name, missing);
+  if (rc != AS_OK) {
+    trace_source_close(*src); /* NULL when a failed wrap closed it */
+    *src = NULL;
+    sim_session_close(session);
+  }
+  return rc;
+}
+
+static void range_note(uint64_t v, uint64_t *lo, uint64_t *hi, bool first) {
+  *lo = first || v < *lo ? v : *lo;
+  *hi = first || v > *hi ? v : *hi;
+}
+
+/* Adds layout k's samples and results into the running sums (acc holds
+ * sums of rss and owner bytes; the mean is taken at the end). */
+static as_status_t accumulate(unsigned k, const store_samples_t *one,
+                              const sim_run_result_t *r1, store_samples_t *acc,
+                              sim_run_result_t *racc, layout_range_t *lr,
+                              as_err_t *err) {
+  if (one->n != acc->n)
+    return as_err_set(err, AS_EINVAL,
+                      "layout %u produced %zu samples, layout 0 %zu (an "
+                      "engine bug)",
+                      k, one->n, acc->n);
+  for (size_t i = 0; i < one->n; i++) {
+    store_sample_t *a = &acc->v[i];
+    range_note(one->v[i].rss_bytes, &lr->lo[i], &lr->hi[i], false);
+    a->rss_bytes += one->v[i].rss_bytes;
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      a->owner_bytes[o] += one->v[i].owner_bytes[o];
+  }
+  range_note(r1->peak_rss_bytes, &lr->peak_lo, &lr->peak_hi, false);
+  range_note(r1->final_rss_bytes, &lr->final_lo, &lr->final_hi, false);
+  racc->peak_rss_bytes += r1->peak_rss_bytes;
+  racc->final_rss_bytes += r1->final_rss_bytes;
+  return AS_OK;
+}
+
+static void take_means(unsigned n, store_samples_t *acc, sim_run_result_t *r) {
+  for (size_t i = 0; i < acc->n; i++) {
+    store_sample_t *a = &acc->v[i];
+    a->rss_bytes = (a->rss_bytes + n / 2) / n;
+    for (int o = 0; o < SIM_OWNER_COUNT; o++)
+      a->owner_bytes[o] = (a->owner_bytes[o] + n / 2) / n;
+  }
+  r->peak_rss_bytes = (r->peak_rss_bytes + n / 2) / n;
+  r->final_rss_bytes = (r->final_rss_bytes + n / 2) / n;
+}
+
+/* The layouts a command replays: o->layouts, else every one that differs
+ * modulo the pymalloc pool for the page size. */
+static unsigned layouts_of(const cli_sim_opts_t *o) {
+  if (o->layouts != 0)
+    return o->layouts;
+  uint64_t n = COMPARE_LAYOUT_SPAN_BYTES / o->kernel.page_size;
+  return n < 1 ? 1 : (unsigned)n;
+}
+
+int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
+                            cli_source_open_fn open, void *user,
+                            const char *command) {
+  as_err_t         err = {0};
+  sim_session_t    session;
+  sim_run_result_t result, r1;
+  store_samples_t  log = {0}, one = {0};
+  trace_source_t  *src = NULL, *src1 = NULL;
+  int64_t          run_id = 0;
+  unsigned         n = layouts_of(o);
+  if (n > 1 && (uint64_t)n * o->kernel.page_size > COMPARE_LAYOUT_SPAN_BYTES) {
+    as_err_set(&err, AS_EUSAGE,
+               "--layouts %u: with %" PRIu64 "-byte pages at most %" PRIu64
+               " layouts differ",
+               n, o->kernel.page_size,
+               COMPARE_LAYOUT_SPAN_BYTES / o->kernel.page_size);
+    return cli_fail(cmd, &err);
+  }
+  layout_range_t lr = {.n = n};
+  as_status_t    rc = replay_layout(cmd, o, 0, open, user, &session, &src, &log,
+                                    &result, &err);
+  if (rc == AS_OK && n > 1) {
+    lr.lo = malloc((log.n ? log.n : 1) * sizeof *lr.lo);
+    lr.hi = malloc((log.n ? log.n : 1) * sizeof *lr.hi);
+    if (lr.lo == NULL || lr.hi == NULL)
+      rc = as_err_set(&err, AS_ENOMEM, "out of memory for samples");
+    for (size_t i = 0; rc == AS_OK && i < log.n; i++)
+      lr.lo[i] = lr.hi[i] = log.v[i].rss_bytes;
+  }
+  if (rc == AS_OK) {
+    range_note(result.peak_rss_bytes, &lr.peak_lo, &lr.peak_hi, true);
+    range_note(result.final_rss_bytes, &lr.final_lo, &lr.final_hi, true);
+  }
+  for (unsigned k = 1; rc == AS_OK && k < n; k++) {
+    sim_session_t s1;
+    one.n = 0;
+    rc = replay_layout(cmd, o, k, open, user, &s1, &src1, &one, &r1, &err);
+    if (rc != AS_OK)
+      break;
+    rc = accumulate(k, &one, &r1, &log, &result, &lr, &err);
+    trace_source_close(src1);
+    sim_session_close(&s1);
+  }
+  if (rc == AS_OK && n > 1)
+    take_means(n, &log, &result);
   if (rc == AS_OK && o->db != NULL)
-    rc = store_simulated(o, &session, src, &log, command, &run_id, &err);
+    rc = store_simulated(o, &session, src, &log, n, command, &run_id, &err);
   if (rc == AS_OK) {
     if (o->json)
-      print_json(&session, o, src, &result, &log, run_id);
+      print_json(&session, o, src, &result, &log, &lr, run_id);
     else if (o->csv)
-      print_csv(&log);
+      print_csv(&log, &lr);
     else
-      print_table(&session, o, src, &result, &log, run_id);
+      print_table(&session, o, src, &result, &log, &lr, run_id);
+  }
+  if (src != NULL) {
+    trace_source_close(src);
+    sim_session_close(&session);
   }
   store_samples_free(&log);
-  sim_session_close(&session);
-  trace_source_close(src);
+  store_samples_free(&one);
+  free(lr.lo);
+  free(lr.hi);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail(cmd, &err);
 }

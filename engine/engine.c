@@ -332,6 +332,13 @@ static inline as_status_t set_size(engine_state_t *st, uint64_t id,
   return rc;
 }
 
+/* ": line 12" / ": byte offset 345" for src's last event, or "". */
+static void event_where(const trace_source_t *src, char *buf, size_t len) {
+  char at[40];
+  trace_source_where(src, at, sizeof at);
+  snprintf(buf, len, "%s%s", at[0] ? ": " : "", at);
+}
+
 /* A free or realloc of a dead id, or an alloc of a live one: an error, or
  * counted and skipped under --lenient.  Returns AS_DONE when skipped. */
 static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
@@ -341,10 +348,12 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
     (*counter)++;
     return AS_DONE;
   }
+  char where[48];
+  event_where(src, where, sizeof where);
   return as_err_set(err, AS_EFORMAT,
-                    "%s: event %llu (t=%llu ns): %s of object %llu %s "
+                    "%s%s: event %llu (t=%llu ns): %s of object %llu %s "
                     "(use --lenient to count and skip such events)",
-                    src->name, (unsigned long long)st->res->events,
+                    src->name, where, (unsigned long long)st->res->events,
                     (unsigned long long)ev->t_ns, trace_op_name(ev->op),
                     (unsigned long long)ev->id, what);
 }
@@ -519,19 +528,21 @@ static as_status_t no_notion(engine_state_t *st, const trace_source_t *src,
 static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
                                   const trace_event_t *ev, as_err_t *err) {
   uint16_t c = live_code(st, ev->id);
+  char     where[48];
+  event_where(src, where, sizeof where);
   if (c == SIZE_DEAD)
     return as_err_set(err, AS_EFORMAT,
-                      "%s: event %llu (t=%llu ns): touch of object %llu "
+                      "%s%s: event %llu (t=%llu ns): touch of object %llu "
                       "that is not live",
-                      src->name, (unsigned long long)st->res->events,
+                      src->name, where, (unsigned long long)st->res->events,
                       (unsigned long long)ev->t_ns,
                       (unsigned long long)ev->id);
   uint64_t size = live_size(st, ev->id, c);
   if (ev->offset > size || ev->size > size - ev->offset)
     return as_err_set(err, AS_EFORMAT,
-                      "%s: event %llu (t=%llu ns): touch of bytes %llu..%llu "
+                      "%s%s: event %llu (t=%llu ns): touch of bytes %llu..%llu "
                       "of object %llu, which has %llu bytes",
-                      src->name, (unsigned long long)st->res->events,
+                      src->name, where, (unsigned long long)st->res->events,
                       (unsigned long long)ev->t_ns,
                       (unsigned long long)ev->offset,
                       (unsigned long long)(ev->offset + ev->size),

@@ -16,7 +16,10 @@
 #   2. every measured-run file in data/measured/*.trace and *.astrace
 #      (`allocsim record`; the binary ones carry every event of a C program
 #      that recorded its own trace, scripts/measure/alloc_phases.c);
-#   3. heaptrack's records of real programs, data/imported/*.astrace, and
+#   3. ten real programs (sqlite3, gzip, sort, git, tar, perl, xz, a shell
+#      chain and two CPython scripts) captured by
+#      scripts/measure/real_programs.py, traces in data/captures/;
+#   4. heaptrack's records of real programs, data/imported/*.astrace, and
 #      the oracle's runs, data/oracle/* (both made by
 #      scripts/measure/oracle/run.py); an oracle run of an allocator that no
 #      registered model covers cannot be recorded yet and is skipped with a
@@ -86,6 +89,10 @@ for f in measured/*.trace measured/*.astrace; do
   "$allocsim" record "$f" --db "$db" >/dev/null
   echo "recorded $f" >&2
 done
+
+echo "== real programs (scripts/measure/real_programs.py)" >&2
+/usr/bin/python3 "$here/scripts/measure/real_programs.py" "$allocsim" \
+  --db "$db" --traces "$caps" --work "$tmp/programs" >&2
 
 echo "== heaptrack imports and oracle runs" >&2
 for f in imported/*.astrace oracle/*.trace oracle/*.astrace; do

@@ -24,26 +24,19 @@ static size_t map_hash(uint64_t k, size_t cap) {
 }
 
 static bool map_grow(addr_ids_map_t *m) {
-  size_t    cap = m->cap ? 2 * m->cap : 4096;
-  uint64_t *keys = calloc(cap, sizeof *keys);
-  uint64_t *vals = malloc(cap * sizeof *vals);
-  if (keys == NULL || vals == NULL) {
-    free(keys);
-    free(vals);
+  size_t           cap = m->cap ? 2 * m->cap : 4096;
+  addr_ids_slot_t *slot = calloc(cap, sizeof *slot);
+  if (slot == NULL)
     return false;
-  }
   for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i] != 0) {
-      size_t j = map_hash(m->keys[i], cap);
-      while (keys[j] != 0)
+    if (m->slot[i].key != 0) {
+      size_t j = map_hash(m->slot[i].key, cap);
+      while (slot[j].key != 0)
         j = (j + 1) & (cap - 1);
-      keys[j] = m->keys[i];
-      vals[j] = m->vals[i];
+      slot[j] = m->slot[i];
     }
-  free(m->keys);
-  free(m->vals);
-  m->keys = keys;
-  m->vals = vals;
+  free(m->slot);
+  m->slot = slot;
   m->cap = cap;
   return true;
 }
@@ -57,10 +50,10 @@ bool addr_ids_map_get(const addr_ids_map_t *m, uint64_t k, uint64_t *v) {
   if (m->cap == 0)
     return false;
   for (size_t i = map_hash(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == 0)
+    if (m->slot[i].key == 0)
       return false;
-    if (m->keys[i] == k) {
-      *v = m->vals[i];
+    if (m->slot[i].key == k) {
+      *v = m->slot[i].val;
       return true;
     }
   }
@@ -75,12 +68,12 @@ bool addr_ids_map_put(addr_ids_map_t *m, uint64_t k, uint64_t v) {
   if ((m->n + 1) * 2 > m->cap && !map_grow(m))
     return false;
   size_t i = map_hash(k, m->cap);
-  while (m->keys[i] != 0 && m->keys[i] != k)
+  while (m->slot[i].key != 0 && m->slot[i].key != k)
     i = (i + 1) & (m->cap - 1);
-  if (m->keys[i] == 0)
+  if (m->slot[i].key == 0)
     m->n++;
-  m->keys[i] = k;
-  m->vals[i] = v;
+  m->slot[i].key = k;
+  m->slot[i].val = v;
   return true;
 }
 
@@ -96,27 +89,26 @@ bool addr_ids_map_del(addr_ids_map_t *m, uint64_t k, uint64_t *v) {
   if (m->cap == 0)
     return false;
   size_t i = map_hash(k, m->cap);
-  while (m->keys[i] != k) {
-    if (m->keys[i] == 0)
+  while (m->slot[i].key != k) {
+    if (m->slot[i].key == 0)
       return false;
     i = (i + 1) & (m->cap - 1);
   }
   if (v != NULL)
-    *v = m->vals[i];
+    *v = m->slot[i].val;
   /* Backward shift: pull later members of the cluster into the hole. */
   size_t hole = i;
-  for (size_t j = (i + 1) & (m->cap - 1); m->keys[j] != 0;
+  for (size_t j = (i + 1) & (m->cap - 1); m->slot[j].key != 0;
        j = (j + 1) & (m->cap - 1)) {
-    size_t home = map_hash(m->keys[j], m->cap);
+    size_t home = map_hash(m->slot[j].key, m->cap);
     bool   movable =
         hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
     if (movable) {
-      m->keys[hole] = m->keys[j];
-      m->vals[hole] = m->vals[j];
+      m->slot[hole] = m->slot[j];
       hole = j;
     }
   }
-  m->keys[hole] = 0;
+  m->slot[hole].key = 0;
   m->n--;
   return true;
 }
@@ -126,8 +118,7 @@ size_t addr_ids_map_count(const addr_ids_map_t *m) {
 }
 
 void addr_ids_map_free(addr_ids_map_t *m) {
-  free(m->keys);
-  free(m->vals);
+  free(m->slot);
   memset(m, 0, sizeof *m);
 }
 

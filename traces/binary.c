@@ -261,6 +261,7 @@ typedef struct bin_src_s {
   uint64_t       prev_t_ns;  /* time of the last record */
   uint64_t       prev_id;    /* id of the last record with an id */
   uint32_t       prev_thread;
+  uint64_t       last_off;   /* byte offset of the last record returned */
   as_err_t       failure;    /* sticky error */
   const char    *field;      /* what a failed decode was reading */
   const uint8_t *err_at;     /* where the failed field starts */
@@ -585,6 +586,7 @@ static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
                             as_err_t *err) {
   bin_src_t *s = (bin_src_t *)src;
   if (LIKELY((size_t)(s->end - s->p) >= BIN_RECORD_MAX)) {
+    s->last_off = offset_of(s, s->p);
     dec_rc_t rc = decode(s, ev, false);
     if (LIKELY(rc == DEC_OK)) {
       s->records++;
@@ -618,6 +620,7 @@ static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
              offset_of(s, s->p), s->records);
     return cut_short(s, msg, err);
   }
+  s->last_off = offset_of(s, s->p);
   dec_rc_t rc = decode(s, ev, true);
   if (rc == DEC_OK) {
     s->records++;
@@ -645,9 +648,14 @@ static void bin_close(trace_source_t *src) {
   free(s);
 }
 
+static void bin_where(const trace_source_t *src, char *buf, size_t len) {
+  snprintf(buf, len, "byte offset %" PRIu64, ((const bin_src_t *)src)->last_off);
+}
+
 static const trace_source_methods_t bin_source_methods = {
     .next = bin_next,
     .close = bin_close,
+    .where = bin_where,
 };
 
 void trace_set_lenient(trace_source_t *src, bool lenient) {

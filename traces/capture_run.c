@@ -1,5 +1,18 @@
 /* traces/capture_run.c -- runs a command under liballocsim_capture.so and
- * converts the raw logs it leaves into traces with provenance.
+ * writes the traces its processes stream (capture_run.h).
+ *
+ * One process, one loop: poll() over a signalfd (SIGCHLD, and the signals
+ * to forward), the listening socket, and one SOCK_SEQPACKET connection per
+ * process image.  The first message of a connection (HELLO) says which
+ * process it is; its trace file is opened then (the command's own image
+ * writes to -o; when that pid execs, the file moves to OUT.PID.N.EXT and
+ * the new image takes -o), and every later message goes to its converter
+ * (capture_stream.c).  Temporary files are a socket and an owner file in
+ * $TMPDIR/allocsim-capture-XXXXXX; a capture killed before removing them
+ * leaves them for the next one (capture_cleanup).
+ *
+ * Sections: environment and provenance, traces, connections, signals and
+ * stopping, the loop, entry points.
  */
 #include "capture_run.h"
 
@@ -7,20 +20,39 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <spawn.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "capture_out.h"
+
 extern char **environ;
 
+/* After the command exits, processes it left running get this long to end
+ * before they are detached and run on untraced. */
+#define LINGER_NS ((uint64_t)2000000000)
+/* How long a forwarded signal waits for the recorders to flush. */
+#define FLUSH_WAIT_NS ((uint64_t)1000000000)
+/* Messages read from one connection per pass, so none starves the rest. */
+#define READS_PER_PASS 64
+#define MAX_TRACES (1 + CAPTURE_MAX_EXTRA)
+
+/* ---- Environment and provenance ------------------------------------------ */
 
 bool capture_env_knob(const char *name) {
   static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", "TCMALLOC_",
@@ -87,6 +119,7 @@ static void secondary_path(const char *out, uint64_t pid, unsigned gen,
   as_format_fits(buf, len, "%.*s%s%s", (int)(dot - out), out, tail, dot);
 }
 
+/* Removes dir and the files in it (a capture's socket and owner file). */
 static void rm_tree(const char *dir) {
   DIR *d = opendir(dir);
   if (d == NULL)
@@ -132,69 +165,61 @@ static void join_argv(char *const *argv, char *buf, size_t len) {
   }
 }
 
-as_status_t capture_run(const capture_opts_t *o,
-                               capture_result_t *res, as_err_t *err) {
-  memset(res, 0, sizeof *res);
-  if (o->argv == NULL || o->argv[0] == NULL)
-    return as_err_set(err, AS_EUSAGE, "no command to capture");
-  char        lib[PATH_MAX];
-  as_status_t rc;
-  if (o->lib_path != NULL)
-    as_format_fits(lib, sizeof lib, "%s", o->lib_path);
-  else if ((rc = capture_find_lib(lib, sizeof lib, err)) != AS_OK)
-    return rc;
-  if (!readable(lib))
-    return as_err_set(err, AS_EINVAL, "%s: capture library not readable", lib);
-  char abs_lib[PATH_MAX];
-  if (realpath(lib, abs_lib) == NULL)
-    as_format_fits(abs_lib, sizeof abs_lib, "%s", lib);
 
-  const char *tmp = getenv("TMPDIR");
-  char        dir[256];
-  as_format_fits(dir, sizeof dir, "%s/allocsim-capture-XXXXXX",
-           tmp && *tmp ? tmp : "/tmp");
-  if (mkdtemp(dir) == NULL)
-    return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
-                      strerror(errno));
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
-  /* Environment: ours plus the capture settings. */
+/* The environment the command runs in: ours, minus earlier capture
+ * settings, plus LD_PRELOAD (the recorder first, so that RTLD_NEXT finds a
+ * preloaded allocator rather than bypassing it), PYTHONPATH and the
+ * ALLOCSIM_CAPTURE_* settings.  Strings live in *store. */
+typedef struct env_s env_t;
+struct env_s {
+  char **envp;
+  char   pre[PATH_MAX * 2], sock[160], ns[64], touch[64], py[PATH_MAX * 2];
+};
+
+static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
+                             const char *sock, const capture_opts_t *o,
+                             as_err_t *err) {
   size_t nenv = 0;
   while (environ[nenv] != NULL)
     nenv++;
-  char **envp = calloc(nenv + 8, sizeof *envp);
-  char   e_pre[PATH_MAX * 2], e_dir[300], e_ns[64], e_py[PATH_MAX * 2];
-  char   pydir[PATH_MAX];
-  if (envp == NULL) {
-    rm_tree(dir);
+  e->envp = calloc(nenv + 8, sizeof *e->envp);
+  if (e->envp == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory");
-  }
   const char *old_pre = getenv("LD_PRELOAD");
   const char *old_py = getenv("PYTHONPATH");
-  python_dir(abs_lib, pydir, sizeof pydir);
-  /* The capture library goes first so that RTLD_NEXT finds a preloaded
-   * allocator (jemalloc, mimalloc) rather than bypassing it. */
-  as_format_fits(e_pre, sizeof e_pre, "LD_PRELOAD=%s%s%s", abs_lib,
-           old_pre && *old_pre ? " " : "", old_pre ? old_pre : "");
-  as_format_fits(e_dir, sizeof e_dir, "ALLOCSIM_CAPTURE_DIR=%s", dir);
-  as_format_fits(e_ns, sizeof e_ns, "ALLOCSIM_CAPTURE_SAMPLE_NS=%" PRIu64,
-           o->sample_every_ns);
-  as_format_fits(e_py, sizeof e_py, "PYTHONPATH=%s%s%s", pydir,
-           old_py && *old_py ? ":" : "", old_py ? old_py : "");
+  as_format_fits(e->pre, sizeof e->pre, "LD_PRELOAD=%s%s%s", lib,
+                 old_pre && *old_pre ? " " : "", old_pre ? old_pre : "");
+  as_format_fits(e->sock, sizeof e->sock, "ALLOCSIM_CAPTURE_SOCK=%s", sock);
+  as_format_fits(e->ns, sizeof e->ns, "ALLOCSIM_CAPTURE_SAMPLE_NS=%" PRIu64,
+                 o->sample_every_ns);
+  as_format_fits(e->touch, sizeof e->touch, "ALLOCSIM_CAPTURE_TOUCH=%" PRIu64,
+                 o->touch_threshold);
+  as_format_fits(e->py, sizeof e->py, "PYTHONPATH=%s%s%s", pydir,
+                 old_py && *old_py ? ":" : "", old_py ? old_py : "");
   size_t k = 0;
   for (size_t i = 0; i < nenv; i++)
     if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
         strncmp(environ[i], "PYTHONPATH=", 11) != 0 &&
         strncmp(environ[i], "ALLOCSIM_CAPTURE_", 17) != 0)
-      envp[k++] = environ[i];
-  envp[k++] = e_pre;
-  envp[k++] = e_dir;
-  envp[k++] = e_ns;
+      e->envp[k++] = environ[i];
+  e->envp[k++] = e->pre;
+  e->envp[k++] = e->sock;
+  e->envp[k++] = e->ns;
+  e->envp[k++] = e->touch;
   if (pydir[0] != '\0')
-    envp[k++] = e_py;
-  envp[k] = NULL;
+    e->envp[k++] = e->py;
+  e->envp[k] = NULL;
+  return AS_OK;
+}
 
-  /* Provenance. */
-  trace_meta_t  *m = &res->meta;
+static void provenance(const capture_opts_t *o, const char *abs_lib,
+                       trace_meta_t *m) {
   struct utsname u;
   char           buf[1024];
   join_argv(o->argv, buf, sizeof buf);
@@ -223,12 +248,13 @@ as_status_t capture_run(const capture_opts_t *o,
    * "NAME=VALUE ...", which models/env.c reads too. */
   char   long_env[256] = "";
   size_t long_len      = 0;
-  for (size_t i = 0; i < nenv; i++) {
+  for (size_t i = 0; environ[i] != NULL; i++) {
     const char *eq = strchr(environ[i], '=');
     if (eq == NULL || (size_t)(eq - environ[i]) > 64)
       continue;
     char name[72];
-    as_format_fits(name, sizeof name, "%.*s", (int)(eq - environ[i]), environ[i]);
+    as_format_fits(name, sizeof name, "%.*s", (int)(eq - environ[i]),
+                   environ[i]);
     if (!capture_env_knob(name))
       continue;
     if (strlen(name) <= 24) {
@@ -243,87 +269,662 @@ as_status_t capture_run(const capture_opts_t *o,
   }
   if (long_len > 0)
     meta_put(m, "malloc_env", long_env);
+}
 
-  /* Run. */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  pid_t pid;
-  int   serr = posix_spawnp(&pid, o->argv[0], NULL, NULL, o->argv, envp);
-  free(envp);
-  if (serr != 0) {
-    rm_tree(dir);
-    return as_err_set(err, AS_EINVAL, "%s: cannot run: %s", o->argv[0],
-                      strerror(serr));
+/* ---- Traces ---------------------------------------------------------------- */
+
+/* One trace file: a process image's. */
+typedef struct trace_rec_s trace_rec_t;
+struct trace_rec_s {
+  char            path[512];
+  uint64_t        pid;
+  unsigned        gen;      /* exec generation of the pid */
+  bool            is_main;  /* the command's pid */
+  bool            open;     /* its connection still streams */
+  bool            stopped;  /* detached, interrupted or cut: truncated */
+  bool            failed;   /* its stream was malformed */
+  capture_stats_t st;
+};
+
+typedef struct conn_s conn_t;
+struct conn_s {
+  int               fd;
+  bool              hello;  /* HELLO seen */
+  bool              flushed; /* FLUSHED after our CTL_FLUSH */
+  capture_stream_t *s;      /* NULL: not traced (too many, or stopped) */
+  int               trace;  /* index into run_t.traces, -1 if none */
+};
+
+typedef struct run_s run_t;
+struct run_s {
+  const capture_opts_t *o;
+  capture_result_t     *res;
+  capture_guard_t       guard;
+  pid_t                 child;
+  bool                  child_done;
+  uint64_t              child_end_ns;
+  int                   status;
+  int                   lfd, sfd;
+  conn_t               *conns;
+  size_t                nconns, conn_cap;
+  trace_rec_t           traces[MAX_TRACES];
+  size_t                ntraces;
+  int                   main_trace; /* the command's latest image, or -1 */
+  bool                  stopping;   /* recording stopped: detach all */
+  int                   forward_sig;  /* to send once flushed */
+  uint64_t              forward_by_ns;
+  as_err_t              stream_err; /* the first malformed stream */
+};
+
+static trace_format_t out_format(const run_t *r) {
+  return trace_format_from_path(r->o->out_path);
+}
+
+/* Images of pid seen before this one. */
+static unsigned generation(const run_t *r, uint64_t pid) {
+  unsigned g = 0;
+  for (size_t i = 0; i < r->ntraces; i++)
+    g += r->traces[i].pid == pid;
+  return g;
+}
+
+/* The new image of the command's pid takes -o; the one before moves to its
+ * OUT.PID.N.EXT name (an open file keeps its descriptor). */
+static void shift_main(run_t *r, trace_rec_t *t) {
+  if (r->main_trace >= 0) {
+    trace_rec_t *old = &r->traces[r->main_trace];
+    char         moved[512];
+    secondary_path(r->o->out_path, old->pid, old->gen, moved, sizeof moved);
+    if (rename(old->path, moved) == 0)
+      as_format_fits(old->path, sizeof old->path, "%s", moved);
+    old->is_main = false;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  as_format_fits(t->path, sizeof t->path, "%s", r->o->out_path);
+  t->is_main = true;
+  r->main_trace = (int)(t - r->traces);
+}
+
+/* Opens the trace of the process that said h on c. */
+static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
+                              as_err_t *err) {
+  bool is_main = h->pid == (uint32_t)r->child;
+  if (r->stopping || (!is_main && r->ntraces >= MAX_TRACES - 1) ||
+      r->ntraces >= MAX_TRACES) {
+    r->res->nskipped++;
+    return AS_OK; /* not traced: detached below */
+  }
+  trace_rec_t *t = &r->traces[r->ntraces++];
+  memset(t, 0, sizeof *t);
+  t->pid = h->pid;
+  t->gen = generation(r, h->pid) - 1;
+  t->open = true;
+  if (is_main)
+    shift_main(r, t);
+  else
+    secondary_path(r->o->out_path, t->pid, t->gen, t->path, sizeof t->path);
+
+  trace_meta_t m = r->res->meta;
+  char         v[64];
+  as_format_fits(v, sizeof v, "%" PRIu32, h->pid);
+  meta_put(&m, "pid", v);
+  if (h->python_hex != 0) {
+    capture_python_version(h->python_hex, v, sizeof v);
+    meta_put(&m, "python", v);
+  }
+  if (h->touch_threshold != 0) {
+    as_format_fits(v, sizeof v, "%" PRIu64, h->touch_threshold);
+    meta_put(&m, "touch_threshold", v);
+  }
+  if (h->mimalloc_version != 0) {
+    capture_mimalloc_version(h->mimalloc_version, v, sizeof v);
+    meta_put(&m, "mimalloc_version", v);
+  }
+  if (h->exe[0] != '\0')
+    meta_put(&m, "exe", h->exe);
+  if (!is_main)
+    meta_put(&m, "parent_trace", r->o->out_path);
+  meta_put(&m, "truncated", "1"); /* "0" once the stream ends cleanly */
+
+  FILE       *f;
+  char        name[600];
+  as_status_t rc = capture_out_open(&r->guard, t->path, out_format(r), &f, err);
+  if (rc != AS_OK)
+    return rc;
+  as_format_fits(name, sizeof name, "%s", t->path);
+  rc = capture_stream_open(h, f, name, out_format(r), &m, &c->s, err);
+  if (rc == AS_OK)
+    c->trace = (int)(t - r->traces);
+  return rc;
+}
+
+/* Ends c's stream: everything held is written, the trace closed, and its
+ * header says whether it is complete. */
+static void close_trace(run_t *r, conn_t *c) {
+  if (c->s == NULL)
+    return;
+  trace_rec_t *t = &r->traces[c->trace];
+  as_err_t     err = {0};
+  if (capture_stream_close(c->s, &t->st, &err) != AS_OK && !t->stopped &&
+      r->guard.tripped == CAPTURE_GUARD_OK)
+    t->failed = true;
+  c->s = NULL;
+  t->open = false;
+  bool complete = t->st.said_bye && !t->stopped && !t->failed &&
+                  r->guard.tripped == CAPTURE_GUARD_OK;
+  if (complete)
+    trace_patch_meta(t->path, "truncated", "0", NULL);
+}
+
+/* ---- Connections ------------------------------------------------------------- */
+
+static void send_ctl(int fd, uint8_t type) {
+  capture_msg_hdr_t h = {.type = type, .version = CAPTURE_WIRE_VERSION};
+  (void)send(fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Connections stay in accept order: the images of one pid say HELLO in
+ * exec order, and the command's trace must be the last of them. */
+static void conn_close(run_t *r, size_t i) {
+  conn_t *c = &r->conns[i];
+  close_trace(r, c);
+  close(c->fd);
+  memmove(&r->conns[i], &r->conns[i + 1],
+          (r->nconns - i - 1) * sizeof r->conns[0]);
+  r->nconns--;
+}
+
+/* Detaches connection i: the process runs on untraced. */
+static void conn_detach(run_t *r, size_t i) {
+  conn_t *c = &r->conns[i];
+  send_ctl(c->fd, CAPTURE_CTL_DETACH);
+  if (c->s != NULL)
+    r->traces[c->trace].stopped = true;
+  conn_close(r, i);
+}
+
+static void accept_all(run_t *r) {
+  for (;;) {
+    int fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+      return;
+    if (r->nconns == r->conn_cap) {
+      size_t  cap = r->conn_cap ? 2 * r->conn_cap : 16;
+      conn_t *v = realloc(r->conns, cap * sizeof *v);
+      if (v == NULL) {
+        close(fd);
+        return;
+      }
+      r->conns = v;
+      r->conn_cap = cap;
+    }
+    r->conns[r->nconns++] = (conn_t){.fd = fd, .trace = -1};
+  }
+}
+
+/* Handles one message of connection c; false if c must be dropped. */
+static bool on_message(run_t *r, conn_t *c, const uint8_t *msg, size_t len) {
+  as_err_t err = {0};
+  if (!c->hello) {
+    capture_hello_t h;
+    c->hello = true;
+    if (capture_hello_decode(msg, len, "capture stream", &h, &err) != AS_OK ||
+        open_trace(r, c, &h, &err) != AS_OK) {
+      if (r->stream_err.code == AS_OK)
+        r->stream_err = err;
+      return false;
+    }
+    return c->s != NULL;
+  }
+  if (len >= 1 && msg[0] == CAPTURE_MSG_FLUSHED)
+    c->flushed = true;
+  if (c->s == NULL)
+    return true;
+  if (capture_stream_feed(c->s, msg, len, &err) != AS_OK) {
+    r->traces[c->trace].failed = true;
+    if (r->stream_err.code == AS_OK)
+      r->stream_err = err;
+    return false;
+  }
+  return true;
+}
+
+static unsigned open_traces(const run_t *r) {
+  unsigned n = 0;
+  for (size_t i = 0; i < r->nconns; i++)
+    n += r->conns[i].s != NULL;
+  return n;
+}
+
+/* Reads what connection i has; false if it closed (and was removed).  The
+ * guard is asked after every message, so it stops with room to spare. */
+static bool conn_read(run_t *r, size_t i, uint8_t *buf) {
+  for (int k = 0; k < READS_PER_PASS; k++) {
+    if (r->stopping ||
+        capture_guard_poll(&r->guard, open_traces(r)) != CAPTURE_GUARD_OK)
+      return true;
+    conn_t *c = &r->conns[i];
+    ssize_t n = recv(c->fd, buf, CAPTURE_MSG_MAX + 64, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      return true;
+    if (n <= 0) {
+      conn_close(r, i);
+      return false;
+    }
+    if (!on_message(r, c, buf, (size_t)n)) {
+      conn_detach(r, i);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- Signals and stopping ---------------------------------------------------- */
+
+/* Recording stops (the guard): every process is detached and runs on. */
+static void stop_all(run_t *r) {
+  r->stopping = true;
+  while (r->nconns > 0)
+    conn_detach(r, r->nconns - 1);
+}
+
+static void on_signal(run_t *r, const struct signalfd_siginfo *si) {
+  if (si->ssi_signo == SIGCHLD) {
+    int   status;
+    pid_t p;
+    while ((p = waitpid(r->child, &status, WNOHANG)) > 0) {
+      r->status = status;
+      r->child_done = true;
+      r->child_end_ns = now_ns();
+    }
+    return;
+  }
+  if (r->res->end != CAPTURE_END_SIGNAL) {
+    r->res->end = CAPTURE_END_SIGNAL;
+    r->res->signal = (int)si->ssi_signo;
+  }
+  /* A terminal's ^C reaches the command's process group itself (si_code
+   * SI_KERNEL); a kill(1) of allocsim capture must be passed on, after the
+   * recorders flushed what they hold. */
+  if (si->ssi_code == SI_KERNEL || r->child_done)
+    return;
+  if (r->forward_sig != 0) {
+    kill(r->child, (int)si->ssi_signo); /* asked twice: no more waiting */
+    return;
+  }
+  for (size_t i = 0; i < r->nconns; i++) {
+    r->conns[i].flushed = false;
+    send_ctl(r->conns[i].fd, CAPTURE_CTL_FLUSH);
+  }
+  r->forward_sig = (int)si->ssi_signo;
+  r->forward_by_ns = now_ns() + FLUSH_WAIT_NS;
+}
+
+/* Forwards a pending signal once every recorder flushed, or time is up. */
+static void forward_when_flushed(run_t *r) {
+  if (r->forward_sig <= 0)
+    return;
+  bool all = true;
+  for (size_t i = 0; i < r->nconns; i++)
+    all = all && (r->conns[i].flushed || !r->conns[i].hello);
+  if (all || now_ns() >= r->forward_by_ns) {
+    kill(r->child, r->forward_sig);
+    r->forward_sig = -1; /* forwarded */
+  }
+}
+
+/* ---- The loop ----------------------------------------------------------------- */
+
+static int poll_timeout_ms(const run_t *r) {
+  uint64_t now = now_ns(), due = UINT64_MAX;
+  if (r->forward_sig > 0)
+    due = r->forward_by_ns;
+  if (r->child_done && r->child_end_ns + LINGER_NS < due)
+    due = r->child_end_ns + LINGER_NS;
+  if (due == UINT64_MAX)
+    return 1000;
+  return due > now ? (int)((due - now + 999999) / 1000000) : 0;
+}
+
+static as_status_t loop(run_t *r, as_err_t *err) {
+  uint8_t       *buf = malloc(CAPTURE_MSG_MAX + 64);
+  struct pollfd *p = NULL;
+  size_t         pcap = 0;
+  if (buf == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  for (;;) {
+    if (r->child_done && r->nconns == 0)
+      break;
+    if (r->child_done && now_ns() >= r->child_end_ns + LINGER_NS) {
+      if (r->nconns > 0 && r->res->end == CAPTURE_END_COMPLETE)
+        r->res->end = CAPTURE_END_OUTLIVED;
+      stop_all(r);
+      break;
+    }
+    if (pcap < r->nconns + 2) {
+      pcap = r->nconns + 18;
+      struct pollfd *np = realloc(p, pcap * sizeof *np);
+      if (np == NULL) {
+        free(p);
+        free(buf);
+        return as_err_set(err, AS_ENOMEM, "out of memory");
+      }
+      p = np;
+    }
+    p[0] = (struct pollfd){.fd = r->sfd, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
+    size_t n = r->nconns;
+    for (size_t i = 0; i < n; i++)
+      p[2 + i] = (struct pollfd){.fd = r->conns[i].fd, .events = POLLIN};
+    if (poll(p, 2 + n, poll_timeout_ms(r)) < 0 && errno != EINTR)
+      break;
+    struct signalfd_siginfo si;
+    if ((p[0].revents & POLLIN) &&
+        read(r->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      on_signal(r, &si);
+    if (p[1].revents & POLLIN)
+      accept_all(r);
+    /* In accept order; a closed connection shifts the rest down, and the
+     * poll entries with them. */
+    for (size_t i = 0, j = 0; j < n && i < r->nconns; j++) {
+      if (r->conns[i].fd != p[2 + j].fd)
+        continue; /* removed by stop_all */
+      if (!(p[2 + j].revents & (POLLIN | POLLHUP | POLLERR)) ||
+          conn_read(r, i, buf))
+        i++;
+    }
+    if (!r->stopping && capture_guard_poll(&r->guard, open_traces(r)) !=
+                            CAPTURE_GUARD_OK)
+      stop_all(r);
+    forward_when_flushed(r);
+  }
+  free(p);
+  free(buf);
+  return AS_OK;
+}
+
+/* ---- Entry points ------------------------------------------------------------- */
+
+void capture_result_free(capture_result_t *res) {
+  free(res->main.other);
+  res->main.other = NULL;
+  for (size_t k = 0; k < res->nextra; k++) {
+    free(res->extra[k].other);
+    res->extra[k].other = NULL;
+  }
+}
+
+const char *capture_end_name(capture_end_t e) {
+  static const char *const names[] = {"complete", "died",     "signal",
+                                      "disk-guard", "max-trace-bytes",
+                                      "outlived", "error"};
+  return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
+}
+
+/* Writes "PID STARTTIME" of this process: capture_cleanup tells a live
+ * capture's directory from a dead one's by it (pids are reused). */
+static uint64_t start_time_of(pid_t pid) {
+  char path[64], buf[1024];
+  as_format_fits(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+  unsigned long long v = 0;
+  /* Field 22, starttime: the 20th after the comm's closing parenthesis. */
+  for (int field = 2; p != NULL && field < 22; field++)
+    p = strchr(p + 1, ' ');
+  if (p != NULL)
+    v = strtoull(p + 1, NULL, 10);
+  return v;
+}
+
+static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {
+  const char *tmp = getenv("TMPDIR");
+  as_format_fits(dir, len, "%s/allocsim-capture-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(dir) == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
+                      strerror(errno));
+  char owner[PATH_MAX];
+  as_format_fits(owner, sizeof owner, "%s/owner", dir);
+  FILE *f = fopen(owner, "w");
+  if (f != NULL) {
+    fprintf(f, "%d %" PRIu64 "\n", (int)getpid(), start_time_of(getpid()));
+    fclose(f);
+  }
+  return AS_OK;
+}
+
+as_status_t capture_cleanup(unsigned *removed, as_err_t *err) {
+  const char *tmp = getenv("TMPDIR");
+  const char *base = tmp && *tmp ? tmp : "/tmp";
+  *removed = 0;
+  DIR *d = opendir(base);
+  if (d == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot read: %s", base,
+                      strerror(errno));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, "allocsim-capture-", 17) != 0)
+      continue;
+    char dir[PATH_MAX], owner[PATH_MAX];
+    as_format_fits(dir, sizeof dir, "%s/%s", base, e->d_name);
+    as_format_fits(owner, sizeof owner, "%s/owner", dir);
+    FILE       *f = fopen(owner, "r");
+    int         pid = 0;
+    uint64_t    start = 0;
+    struct stat sb;
+    if (f != NULL) {
+      if (fscanf(f, "%d %" SCNu64, &pid, &start) != 2)
+        pid = 0;
+      fclose(f);
+    } else if (stat(dir, &sb) != 0 || time(NULL) - sb.st_mtime < 60) {
+      continue; /* being created, or not ours to judge yet */
+    }
+    if (pid > 0 && start_time_of(pid) == start && start != 0)
+      continue; /* its capture is still running */
+    rm_tree(dir);
+    (*removed)++;
+  }
+  closedir(d);
+  return AS_OK;
+}
+
+static as_status_t listen_on(const char *dir, char *path, size_t len, int *fd,
+                             as_err_t *err) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (!as_format_fits(path, len, "%s/sock", dir) ||
+      strlen(path) >= sizeof a.sun_path)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: socket path too long (set TMPDIR to a shorter "
+                      "directory)",
+                      path);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  *fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      listen(*fd, 128) != 0)
+    return as_err_set(err, AS_EIO, "%s: cannot listen: %s", path,
+                      strerror(errno));
+  return AS_OK;
+}
+
+/* Starts the command: it dies with this process (PR_SET_PDEATHSIG), and a
+ * failed exec comes back as errno through a close-on-exec pipe. */
+static as_status_t spawn(run_t *r, char *const *envp, const sigset_t *mask,
+                         as_err_t *err) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0)
+    return as_err_set(err, AS_EIO, "pipe: %s", strerror(errno));
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return as_err_set(err, AS_EIO, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    close(pipefd[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127); /* the parent died before prctl */
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    execvpe(r->o->argv[0], r->o->argv, envp);
+    int e = errno;
+    (void)write(pipefd[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(pipefd[1]);
+  int     e = 0;
+  ssize_t n;
+  while ((n = read(pipefd[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  close(pipefd[0]);
+  r->child = pid;
+  if (n == (ssize_t)sizeof e) {
+    waitpid(pid, NULL, 0);
+    return as_err_set(err, AS_EINVAL, "%s: cannot run: %s", r->o->argv[0],
+                      strerror(e));
+  }
+  return AS_OK;
+}
+
+/* Fills res from the traces once the loop is over. */
+static void collect(run_t *r) {
+  capture_result_t *res = r->res;
+  for (size_t i = 0; i < r->ntraces; i++) {
+    trace_rec_t *t = &r->traces[i];
+    bool trunc = !t->st.said_bye || t->stopped || t->failed ||
+                 r->guard.tripped != CAPTURE_GUARD_OK ||
+                 res->end == CAPTURE_END_SIGNAL;
+    if (t->failed && res->end == CAPTURE_END_COMPLETE)
+      res->end = CAPTURE_END_ERROR;
+    else if (!t->st.said_bye && res->end == CAPTURE_END_COMPLETE)
+      res->end = CAPTURE_END_DIED;
+    if ((int)i == r->main_trace) {
+      res->have_main = true;
+      res->main = t->st;
+      res->truncated = trunc;
+    } else if (res->nextra < CAPTURE_MAX_EXTRA) {
+      as_format_fits(res->extra_path[res->nextra],
+                     sizeof res->extra_path[0], "%s", t->path);
+      res->extra[res->nextra++] = t->st;
+    } else {
+      free(t->st.other);
+    }
+    t->st.other = NULL; /* res owns it now */
+  }
+  if (r->guard.tripped == CAPTURE_GUARD_DISK)
+    res->end = CAPTURE_END_DISK;
+  else if (r->guard.tripped == CAPTURE_GUARD_LIMIT)
+    res->end = CAPTURE_END_LIMIT;
+  else if (r->guard.tripped == CAPTURE_GUARD_IO)
+    res->end = CAPTURE_END_ERROR;
+  if (r->guard.tripped != CAPTURE_GUARD_OK)
+    as_format_fits(res->message, sizeof res->message,
+                   "recording stopped: %s", r->guard.detail);
+  else if (r->stream_err.code != AS_OK)
+    as_format_fits(res->message, sizeof res->message, "%s",
+                   r->stream_err.msg);
+  res->trace_bytes = r->guard.written;
+  res->exit_code = WIFEXITED(r->status)     ? WEXITSTATUS(r->status)
+                   : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
+                                            : 1;
+}
+
+as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
+                        as_err_t *err) {
+  memset(res, 0, sizeof *res);
+  if (o->argv == NULL || o->argv[0] == NULL)
+    return as_err_set(err, AS_EUSAGE, "no command to capture");
+  if (strcmp(o->out_path, "-") == 0)
+    return as_err_set(err, AS_EUSAGE,
+                      "-o -: a capture's trace must go to a file (the "
+                      "command's own output goes to stdout)");
+  char        lib[PATH_MAX], abs_lib[PATH_MAX], pydir[PATH_MAX];
+  as_status_t rc;
+  if (o->lib_path != NULL)
+    as_format_fits(lib, sizeof lib, "%s", o->lib_path);
+  else if ((rc = capture_find_lib(lib, sizeof lib, err)) != AS_OK)
+    return rc;
+  if (!readable(lib))
+    return as_err_set(err, AS_EINVAL, "%s: capture library not readable", lib);
+  if (realpath(lib, abs_lib) == NULL)
+    as_format_fits(abs_lib, sizeof abs_lib, "%s", lib);
+  python_dir(abs_lib, pydir, sizeof pydir);
+
+  unsigned stale;
+  (void)capture_cleanup(&stale, NULL);
+  run_t *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  r->o = o;
+  r->res = res;
+  r->lfd = r->sfd = -1;
+  r->main_trace = -1;
+  capture_guard_init(&r->guard, o->out_path, o->max_trace_bytes,
+                     o->min_free_bytes ? o->min_free_bytes
+                                       : CAPTURE_MIN_FREE_DEFAULT);
+  char     dir[256], sock[300];
+  env_t    env = {0};
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, &old);
+  provenance(o, abs_lib, &res->meta);
+  if ((rc = make_dir(dir, sizeof dir, err)) != AS_OK)
+    goto restore;
+  struct timespec t0, t1;
+  if ((rc = listen_on(dir, sock, sizeof sock, &r->lfd, err)) != AS_OK ||
+      (rc = build_env(&env, abs_lib, pydir, sock, o, err)) != AS_OK)
+    goto out;
+  if ((rc = capture_guard_check_start(&r->guard, err)) != AS_OK)
+    goto out;
+  r->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (r->sfd < 0) {
+    rc = as_err_set(err, AS_EIO, "signalfd: %s", strerror(errno));
+    goto out;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if ((rc = spawn(r, env.envp, &old, err)) != AS_OK)
+    goto out;
+  rc = loop(r, err);
+  if (!r->child_done) {
+    /* The loop failed: the command must not outlive the capture. */
+    kill(r->child, SIGKILL);
+    waitpid(r->child, &r->status, 0);
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   res->wall_s =
       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  res->exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
-                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                         : 1;
-  as_format_fits(buf, sizeof buf, "%d", res->exit_code);
-  meta_put(m, "exit_code", buf);
-
-  /* Convert: the command's own log first, then the others.  The command's
-   * process is its pid's last image: a wrapper (shell script, pyenv shim)
-   * that execs the real program leaves raw.PID.0 .. raw.PID.N behind. */
-  char     main_raw[PATH_MAX];
-  unsigned main_gen = 0;
-  for (unsigned g = 0; g < 256; g++) {
-    as_format_fits(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, g);
-    if (!readable(main_raw))
-      break;
-    main_gen = g;
-  }
-  as_format_fits(main_raw, sizeof main_raw, "%s/raw.%d.%u", dir, (int)pid, main_gen);
-  if (!readable(main_raw)) {
+  stop_all(r);
+  collect(r);
+  if (rc == AS_OK && !res->have_main)
     rc = as_err_set(err, AS_EINVAL,
-                    "%s: the command wrote no capture log (a static or "
+                    "%s: the command sent no capture stream (a static or "
                     "setuid binary ignores LD_PRELOAD; a script's "
                     "interpreter must be dynamic)",
                     o->argv[0]);
-    goto out;
-  }
-  if ((rc = capture_convert(main_raw, o->out_path, m, &res->main,
-                                   err)) != AS_OK)
-    goto out;
-  if (res->main.python[0] != '\0')
-    meta_put(m, "python", res->main.python);
-
-  DIR *d = opendir(dir);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && rc == AS_OK) {
-      unsigned long long p = 0;
-      unsigned           gen = 0;
-      if (sscanf(e->d_name, "raw.%llu.%u", &p, &gen) != 2 ||
-          (p == (unsigned long long)pid && gen == main_gen))
-        continue;
-      if (res->nextra == CAPTURE_MAX_EXTRA) {
-        res->nskipped++; /* counted and reported, not converted */
-        continue;
-      }
-      char raw[PATH_MAX];
-      as_format_fits(raw, sizeof raw, "%s/%s", dir, e->d_name);
-      size_t x = res->nextra++;
-      secondary_path(o->out_path, p, gen, res->extra_path[x],
-                     sizeof res->extra_path[x]);
-      trace_meta_t sm = *m;
-      meta_put(&sm, "parent_trace", o->out_path);
-      rc = capture_convert(raw, res->extra_path[x], &sm, &res->extra[x],
-                                  err);
-    }
-    closedir(d);
-  }
-
+  if (rc != AS_OK)
+    capture_result_free(res);
 out:
-  if (o->keep_raw)
-    as_format_fits(res->raw_dir, sizeof res->raw_dir, "%s", dir);
-  else
-    rm_tree(dir);
+  if (r->lfd >= 0)
+    close(r->lfd);
+  if (r->sfd >= 0)
+    close(r->sfd);
+  rm_tree(dir);
+restore:
+  {
+    /* Signals that arrived while blocked are not to be replayed on us. */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&mask, NULL, &zero) > 0) {
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  free(env.envp);
+  free(r->conns);
+  free(r);
   return rc;
 }
-

@@ -150,6 +150,9 @@ struct trace_source_methods_s {
    * whose message names the file and line or byte offset. */
   as_status_t (*next)(trace_source_t *src, trace_event_t *ev, as_err_t *err);
   void (*close)(trace_source_t *src); /* frees src */
+  /* Where the last event next() returned sits in the file: "line 12",
+   * "byte offset 345".  NULL for sources that are not files. */
+  void (*where)(const trace_source_t *src, char *buf, size_t len);
 };
 struct trace_source_s {
   const trace_source_methods_t *methods; /* must be first */
@@ -160,6 +163,14 @@ struct trace_source_s {
 static inline as_status_t trace_source_next(trace_source_t *src,
                                             trace_event_t *ev, as_err_t *err) {
   return src->methods->next(src, ev, err);
+}
+/* src's where() into buf, or "" when it has none. */
+static inline void trace_source_where(const trace_source_t *src, char *buf,
+                                      size_t len) {
+  if (len > 0)
+    buf[0] = '\0';
+  if (src->methods->where != NULL)
+    src->methods->where(src, buf, len);
 }
 static inline void trace_source_close(trace_source_t *src) {
   if (src != NULL)

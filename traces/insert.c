@@ -141,9 +141,14 @@ static void insert_close(trace_source_t *src) {
   free(s);
 }
 
+static void insert_where(const trace_source_t *src, char *buf, size_t len) {
+  trace_source_where(((const insert_src_t *)src)->inner, buf, len);
+}
+
 static const trace_source_methods_t insert_methods = {
     .next  = insert_next,
     .close = insert_close,
+    .where = insert_where,
 };
 
 as_status_t trace_insert_wrap(trace_source_t *inner,

@@ -640,9 +640,14 @@ static void text_close(trace_source_t *src) {
   free(s);
 }
 
+static void text_where(const trace_source_t *src, char *buf, size_t len) {
+  snprintf(buf, len, "line %" PRIu64, ((const text_src_t *)src)->line);
+}
+
 static const trace_source_methods_t text_source_methods = {
     .next = text_next,
     .close = text_close,
+    .where = text_where,
 };
 
 /* Reads the header line and the provenance block, leaving the first event

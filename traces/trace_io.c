@@ -9,9 +9,11 @@
  * reader rather than seeking back, so stdin and pipes work too.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../sim/atomic_file.h"
 
@@ -143,4 +145,87 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
   }
   *out = &fw->base;
   return AS_OK;
+}
+
+
+/* ---- Patching a header value ----------------------------------------- */
+
+/* Offset of key's value in a binary header (binary.c: magic, u16 version,
+ * then klen key vlen value pairs as varints, klen 0 ending them), or -1. */
+static long binary_value_at(const unsigned char *h, size_t n, const char *key,
+                            size_t *vlen) {
+  size_t i = MAGIC_LEN + 2, kl = strlen(key);
+  while (i < n && h[i] != 0) {
+    uint64_t len[2];
+    size_t   at[2];
+    for (int k = 0; k < 2; k++) {
+      len[k] = 0;
+      for (unsigned shift = 0; i < n && shift < 64; shift += 7) {
+        len[k] |= (uint64_t)(h[i] & 0x7f) << shift;
+        if (h[i++] < 0x80)
+          break;
+      }
+      at[k] = i;
+      if (len[k] > n - i)
+        return -1;
+      i += (size_t)len[k];
+    }
+    if (len[0] == kl && memcmp(h + at[0], key, kl) == 0) {
+      *vlen = (size_t)len[1];
+      return (long)at[1];
+    }
+  }
+  return -1;
+}
+
+/* Offset of key's value in a text header ("#@ key=value" lines, as
+ * text.c writes them, before the first event), or -1. */
+static long text_value_at(const unsigned char *h, size_t n, const char *key,
+                          size_t *vlen) {
+  size_t kl = strlen(key);
+  for (size_t i = 0; i < n;) {
+    const unsigned char *nl = memchr(h + i, '\n', n - i);
+    size_t               end = nl ? (size_t)(nl - h) : n;
+    if (end - i > 3 + kl && memcmp(h + i, "#@ ", 3) == 0 &&
+        memcmp(h + i + 3, key, kl) == 0 && h[i + 3 + kl] == '=') {
+      *vlen = end - (i + 4 + kl);
+      return (long)(i + 4 + kl);
+    }
+    if (i > 0 && h[i] != '#')
+      break; /* the first event: the header is over */
+    i = end + 1;
+  }
+  return -1;
+}
+
+as_status_t trace_patch_meta(const char *path, const char *key,
+                             const char *value, as_err_t *err) {
+  /* A header is at most 32 pairs of 1 + 31 + 2 + 255 bytes. */
+  unsigned char h[16384];
+  int           fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+  ssize_t     n = pread(fd, h, sizeof h, 0);
+  size_t      vlen = 0;
+  long        at = -1;
+  as_status_t rc = AS_OK;
+  if (n >= MAGIC_LEN && memcmp(h, "ASTRACE", MAGIC_LEN) == 0)
+    at = binary_value_at(h, (size_t)n, key, &vlen);
+  else if (n > 0)
+    at = text_value_at(h, (size_t)n, key, &vlen);
+  if (n < 0)
+    rc = as_err_set(err, AS_EIO, "%s: read error: %s", path, strerror(errno));
+  else if (at < 0)
+    rc = as_err_set(err, AS_EFORMAT, "%s: no provenance key '%s' to update",
+                    path, key);
+  else if (vlen != strlen(value))
+    rc = as_err_set(err, AS_EFORMAT,
+                    "%s: provenance %s has %zu bytes, the new value %zu",
+                    path, key, vlen, strlen(value));
+  else if (pwrite(fd, value, vlen, at) != (ssize_t)vlen)
+    rc = as_err_set(err, AS_EIO, "%s: write error: %s", path,
+                    strerror(errno));
+  close(fd);
+  return rc;
 }

@@ -37,6 +37,14 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
                               const trace_meta_t *meta, trace_writer_t **out,
                               as_err_t *err);
 
+/* Replaces the value of provenance key in the header of the trace at path,
+ * in place: value must have the length of the value it replaces (so a
+ * writer can declare "truncated=1" first and say "0" once it knows).
+ * AS_EFORMAT naming path if the header has no such key or the lengths
+ * differ, AS_EIO if the file cannot be read or written. */
+as_status_t trace_patch_meta(const char *path, const char *key,
+                             const char *value, as_err_t *err);
+
 /* Closes w without making its output the file's contents (for a failed
  * conversion): a path opened by trace_writer_open keeps what it held
  * before.  A writer on a stream is closed as usual.  NULL is a no-op. */

@@ -170,8 +170,8 @@ static void churn_close(trace_source_t *src) {
   free(s);
 }
 
-static const trace_source_methods_t churn_methods = {churn_next,
-                                                     churn_close};
+static const trace_source_methods_t churn_methods = {.next = churn_next,
+                                                     .close = churn_close};
 
 static const workload_option_t churn_options[] = {
     {"seed", "1", "seed of the shuffle"},

@@ -197,7 +197,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
 
 static void purge_close(trace_source_t *src) { free(src); }
 
-static const trace_source_methods_t purge_methods = {purge_next, purge_close};
+static const trace_source_methods_t purge_methods = {.next = purge_next,
+                                                     .close = purge_close};
 
 static const workload_option_t purge_options[] = {
     {"size", "4096", "bytes per block of the burst"},

@@ -34,8 +34,19 @@
  * thread (id 0) only shrinks the cache.  All T start before the first
  * request (webworker.py parks them at a barrier).  The GIL hands the
  * interpreter to another thread after sys.getswitchinterval() = 5 ms; the
- * trace renders that as round-robin turns of --slice whole requests
- * (default 25 = 5 ms / 200 us per request, the study's 18-20 s for 96,000).
+ * trace renders that as round-robin turns of --slice requests (default 25 =
+ * 5 ms / 200 us per request, the study's 18-20 s for 96,000).  The interval
+ * does not end on a request boundary: a waiting thread's timed wait runs
+ * out (3.11 Python/ceval_gil.h:229-254) and the running one drops the GIL
+ * at its next bytecode boundary (Python/ceval.c:1741-1748, :1196-1201),
+ * inside a request.  So a turn's last request is cut after its allocations
+ * (body, dict, dumps, loads, cache insert and evictions) and before its
+ * frees: its thread keeps those temporaries until its next turn, when it
+ * frees them before its next request.  With more threads than arenas
+ * (64 threads, 8 * ncpus arenas) the threads sharing an arena allocate
+ * around each other's held temporaries; with one arena per thread the cut
+ * changes nothing.  The real cut falls anywhere in the request; this one,
+ * the latest, holds the most.
  * webworker.py measures its own request time and records the slice that
  * corresponds to it.  --turn-seed N > 0 is a what-if for the scheduling the
  * rotation leaves out (random next thread, random turn length with the
@@ -83,6 +94,16 @@
  *     before PyDict_SetItem(rval, key, value), so the memo and the result
  *     grow in step, memo first; after the scan the memo's table is freed
  *     (3.11 PyDict_Clear, :1159; 3.14 a per-call dict, Py_DECREF).
+ *     Around the scan, JSONDecoder.decode matches WHITESPACE twice, at 0
+ *     and after the value (3.11 Lib/json/decoder.py:337-338; 3.14
+ *     :345-346).  Each match is an SRE state: state_init's mark array,
+ *     PyMem_New of groups * 2 = 0 pointers (3.11 Modules/_sre/sre.c:422;
+ *     3.14 :550), then data_stack_grow's PyMem_Realloc(NULL, minsize +
+ *     minsize/4 + 1024) for the first match context (3.11 :208-223; 3.14
+ *     :251-261), minsize = sizeof(SRE(match_context)) = 56 on 64-bit
+ *     (sre_lib.h:512-525): 1094 bytes, a libc request; state_fini frees the
+ *     stack, then the marks (3.11 :485-494).  A 1104-byte chunk is beyond
+ *     glibc's tcache, so each match takes and returns heap memory.
  *   - cache[i] = body on the C OrderedDict (Objects/odictobject.c):
  *     the dict insert (int keys: general entries, 24 bytes), then
  *     _odict_add_new_node (:665-700), whose _odict_get_index rebuilds the
@@ -132,6 +153,8 @@
 #define WW_MAX_REQ    UINT64_C(50000000) /* ids fit in uint32_t */
 #define WW_NONE       UINT32_MAX
 #define WW_ACCU_ITEMS (4 * WEBWORKER_DICT_ITEMS + 1) /* 3.11 fragments */
+#define WW_SRE_CTX    UINT64_C(56) /* sizeof(SRE(match_context)), 64-bit */
+#define WW_SRE_STACK  (WW_SRE_CTX + WW_SRE_CTX / 4 + 1024) /* sre.c:215 */
 
 /* ---- Size rules --------------------------------------------------------- */
 
@@ -213,6 +236,15 @@ typedef enum ww_phase_e {
 /* Stages of one request: up to the cache insert, evictions, the end. */
 typedef enum ww_stage_e { ST_BEGIN, ST_EVICT, ST_END } ww_stage_t;
 
+/* A request whose thread lost the GIL before its end: what request_end
+ * frees (see the turns above). */
+typedef struct ww_held_s {
+  bool     held;
+  uint64_t body_len;
+  uint32_t body, d_keys, json, d2_keys;
+  bool     cached;
+} ww_held_t;
+
 /* A dict's keys table as insertdict/dictresize see it.  log2 == 0: the
  * shared empty table (Py_EMPTY_KEYS), nothing allocated. */
 typedef struct pydict_s {
@@ -249,6 +281,8 @@ struct ww_src_s {
   uint64_t   req, body_len;
   uint32_t   body, d_keys, json, d2_keys;
   bool       cached;
+  ww_held_t *held; /* per worker thread (0-based) */
+  uint64_t   release_cursor; /* phase end: threads whose held request ended */
 
   /* The cache: a FIFO ring over request slots (each request is cached at
    * most once), its dict table and the OrderedDict's fast-nodes table. */
@@ -401,15 +435,26 @@ static uint32_t dumps_314(ww_src_t *s, uint32_t th) {
   return buf;
 }
 
-/* json.loads(s): memo and result grow in step; the memo's table goes. */
+/* One WHITESPACE.match: the SRE state's marks and data stack. */
+static void whitespace_match(ww_src_t *s, uint32_t th) {
+  uint32_t marks = wl_emit_malloc(&s->em, th, TRACE_DOMAIN_MEM, 0);
+  uint32_t stack = wl_emit_malloc(&s->em, th, TRACE_DOMAIN_MEM, WW_SRE_STACK);
+  wl_emit_free(&s->em, th, TRACE_DOMAIN_MEM, stack);
+  wl_emit_free(&s->em, th, TRACE_DOMAIN_MEM, marks);
+}
+
+/* json.loads(s): a whitespace match, memo and result grow in step, the
+ * memo's table goes, another whitespace match. */
 static uint32_t loads(ww_src_t *s, uint32_t th) {
   pydict_t memo = {.keys = WW_NONE, .unicode = true};
   pydict_t rval = {.keys = WW_NONE, .unicode = true};
+  whitespace_match(s, th);
   for (int j = 0; j < WEBWORKER_DICT_ITEMS; j++) {
     dict_insert(s, th, &memo, NULL);
     dict_insert(s, th, &rval, NULL);
   }
   dict_release(s, th, &memo);
+  whitespace_match(s, th);
   return rval.keys;
 }
 
@@ -472,11 +517,34 @@ static void next_turn(ww_src_t *s) {
   s->turn_len = 1 + (z & UINT32_MAX) % (2 * s->slice - 1);
 }
 
+/* The running request's thread loses the GIL before its end. */
+static void hold_request(ww_src_t *s) {
+  s->held[s->cur_thread] = (ww_held_t){true,    s->body_len, s->body,
+                                       s->d_keys, s->json,   s->d2_keys,
+                                       s->cached};
+}
+
+/* Thread t (0-based) ends the request it held, if any. */
+static void end_held_request(ww_src_t *s, uint64_t t) {
+  ww_held_t *h = &s->held[t];
+  if (!h->held)
+    return;
+  s->body_len = h->body_len;
+  s->body = h->body;
+  s->d_keys = h->d_keys;
+  s->json = h->json;
+  s->d2_keys = h->d2_keys;
+  s->cached = h->cached;
+  request_end(s, (uint32_t)(t + 1));
+  h->held = false;
+}
+
 /* One stage of the running request (or the start of the next). */
 static void serve_step(ww_src_t *s) {
   uint32_t th = (uint32_t)(s->cur_thread + 1);
   switch (s->stage) {
   case ST_BEGIN:
+    end_held_request(s, s->cur_thread);
     s->req = s->next_req++;
     request_begin(s, th);
     s->stage = ST_EVICT;
@@ -486,8 +554,14 @@ static void serve_step(ww_src_t *s) {
     while (s->c_bytes > s->cap_bytes &&
            s->em.npending + 8 < WL_EMIT_PENDING_MAX)
       cache_evict_oldest(s, th);
-    if (s->c_bytes <= s->cap_bytes)
-      s->stage = ST_END;
+    if (s->c_bytes > s->cap_bytes)
+      break;
+    s->stage = ST_END;
+    if (s->threads > 1 && s->slice_done + 1 >= s->turn_len) {
+      hold_request(s); /* the interval ran out inside the request */
+      s->stage = ST_BEGIN;
+      next_turn(s);
+    }
     break;
   case ST_END:
     request_end(s, th);
@@ -502,6 +576,7 @@ static void serve_step(ww_src_t *s) {
 
 static void begin_serving(ww_src_t *s, int which, uint64_t n) {
   s->serve_phase = which;
+  s->release_cursor = 0;
   s->phase_end = s->next_req + n;
   s->cur_thread = 0;
   s->slice_done = 0;
@@ -526,10 +601,16 @@ static void step(ww_src_t *s) {
         begin_serving(s, 1, s->requests);
       break;
     case PH_SERVE:
-      if (s->stage == ST_BEGIN && s->next_req == s->phase_end)
-        s->phase = s->serve_phase == 1 ? PH_UNDER_LOAD : PH_EXIT;
-      else
+      if (s->stage == ST_BEGIN && s->next_req == s->phase_end) {
+        /* Every thread ends its held request before the barrier. */
+        while (s->release_cursor < s->threads &&
+               s->em.npending + 8 < WL_EMIT_PENDING_MAX)
+          end_held_request(s, s->release_cursor++);
+        if (s->release_cursor == s->threads)
+          s->phase = s->serve_phase == 1 ? PH_UNDER_LOAD : PH_EXIT;
+      } else {
         serve_step(s);
+      }
       if (s->phase == PH_EXIT)
         s->cursor = 0;
       break;
@@ -598,6 +679,7 @@ static void ww_close(trace_source_t *src) {
   free(s->c_int);
   free(s->c_node);
   free(s->c_len);
+  free(s->held);
   free(s);
 }
 
@@ -675,15 +757,18 @@ static as_status_t ww_open(const char *const *values, trace_source_t **out,
   s->phase = PH_START;
   s->cdict.keys = WW_NONE;
   s->fast_nodes = WW_NONE;
-  /* Live objects: three per cached request at most, plus the request in
-   * progress (a handful) and the cache's two tables. */
+  /* Live objects: three per cached request at most, plus the requests in
+   * progress (a handful per thread) and the cache's two tables. */
   size_t total = (size_t)(s->requests + s->requests / 2);
-  s->em.free_ids = malloc((3 * total + 64) * sizeof *s->em.free_ids);
+  s->em.free_ids = malloc((3 * total + 8 * (size_t)s->threads + 64) *
+                          sizeof *s->em.free_ids);
+  s->held = calloc((size_t)s->threads, sizeof *s->held);
   s->c_body = malloc(total * sizeof *s->c_body);
   s->c_int = malloc(total * sizeof *s->c_int);
   s->c_node = malloc(total * sizeof *s->c_node);
   s->c_len = malloc(total * sizeof *s->c_len);
-  if (!s->em.free_ids || !s->c_body || !s->c_int || !s->c_node || !s->c_len) {
+  if (!s->em.free_ids || !s->c_body || !s->c_int || !s->c_node || !s->c_len ||
+      !s->held) {
     ww_close(&s->base);
     return as_err_set(err, AS_ENOMEM,
                       "webworker: out of memory for %" PRIu64 " requests",

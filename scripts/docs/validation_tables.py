@@ -208,8 +208,9 @@ SUMMARY_GROUPS = [
     ("spike, mmap_threshold=512", r"measured/spike-mmap512-r"),
     ("lab 3 (brk heap), lab 4 (mmap threshold)",
      r"measured/lab-(brk|mmap-threshold)"),
+    # The ten real programs have their own table (docs/capture.md).
     ("capture of a Python script / a C churn program",
-     r"^captures/(?!python-.*-jemalloc)"),
+     r"^captures/(python-survivors|c-churn|c-churn-tcmalloc)\.astrace$"),
     ("survivors, 512 B", r"measured/survivors-s512-(?!.*pythonmalloc)"),
     ("survivors, 512 B, PYTHONMALLOC=malloc",
      r"measured/survivors-.*-pythonmalloc-malloc-r"),
@@ -424,6 +425,63 @@ def t_measured_all(ctx):
     return table(["runs", "measured", "model as replayed", "peak MiB",
                   "worst mark error, % of peak (mark)", "mean abs err MiB",
                   "max abs err MiB", "R² (lowest)"], rows, "llllrrrr")
+
+
+# ---- Real programs captured -------------------------------------------------
+
+def program_runs(ctx):
+    """[(run id, meta)] of the runs scripts/measure/real_programs.py stored,
+    in its order (meta 'program_order', then the process)."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        ids = [r for (r,) in c.execute(
+            "SELECT run_id FROM run_meta WHERE key='program_order' "
+            "ORDER BY run_id")]
+    runs = [(r, run_meta(ctx, r)) for r in ids]
+    return sorted(runs, key=lambda x: (int(x[1].get("program_order", 0)), x[0]))
+
+
+def t_capture_programs(ctx):
+    """Ten real programs captured and compared (docs/capture.md)."""
+    runs = program_runs(ctx)
+    cmps = ctx.compare_many([r for r, _ in runs], ctx.reference)
+    rows = []
+    for (run, meta), c in zip(runs, cmps):
+        pk = c["peak_measured_rss_bytes"] or 1
+        after = [m for m in c["marks"] if m.get("predicted_rss_bytes")
+                 is not None and m["t_ns"] > c["baseline"]["anchor_t_ns"]]
+        worst = max(after, key=lambda m: abs(m["error_bytes"]), default=None)
+        s, a = c["series"], c.get("allocator_series")
+        events = int(meta.get("program_events", 0))
+        tbytes = int(meta.get("capture_trace_bytes", 0))
+        slow = ("%.1f× (%.1f×)" % (float(meta["capture_cpu_s"]) /
+                                   float(meta["plain_cpu_s"]),
+                                   float(meta["capture_wall_s"]) /
+                                   float(meta["plain_wall_s"]))
+                if "plain_cpu_s" in meta else "–")
+        note = " (%s)" % s["max_error_note"] if s["max_error_note"] else ""
+        alloc_worst = max((m["allocator_error_pct_of_peak"] for m in after
+                           if "allocator_error_pct_of_peak" in m),
+                          key=abs, default=None)
+        rows.append((
+            meta["program"], meta.get("program_process", ""),
+            "%d" % events,
+            "%.1f" % (tbytes / events) if events and tbytes else "–",
+            slow,
+            "%s → %s" % (mib(pk, 2), mib(c["peak_predicted_rss_bytes"], 2)),
+            ("%s (%s)" % (pct(100 * worst["error_bytes"] / pk, 2),
+                          worst["label"]) if worst else "– (anchor only)"),
+            "%.2f / %.2f%s" % (100 * s["median_abs_error_bytes"] / pk,
+                               100 * s["max_abs_error_bytes"] / pk, note),
+            "%+.2f" % (a["final_other_growth_bytes"] / MIB) if a else "–",
+            ("%.2f / %s" % (100 * a["median_abs_error_bytes"] / pk,
+                            pct(alloc_worst, 2) if alloc_worst is not None
+                            else "–") if a else "–")))
+    return table(["program", "process", "events", "trace bytes/event",
+                  "slowdown CPU (wall)", "peak MiB measured → predicted",
+                  "worst mark, % of peak", "series median / max |error|, % "
+                  "of peak", "other growth MiB",
+                  "allocator error median / worst mark, % of peak"], rows,
+                 "llrrrrrrrr")
 
 
 # ---- Measured survivors runs -----------------------------------------------
@@ -1460,6 +1518,7 @@ def t_cpython_ft_webworker(ctx):
 TABLES = {
     "measured-summary": t_measured_summary,
     "measured-all": t_measured_all,
+    "capture-programs": t_capture_programs,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
     "measured-tcmalloc": t_measured_tcmalloc,

@@ -50,6 +50,12 @@ import sysconfig
 import threading
 import time
 
+try:  # marks for `allocsim capture` (traces/capture/allocsim.py)
+    from allocsim import mark as capture_mark
+except ImportError:
+    def capture_mark(label):
+        pass
+
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
 INV53 = 1.0 / 9007199254740992.0  # 2^-53
@@ -202,6 +208,7 @@ def main():
 
     def mark(label):
         samples.append((time.monotonic_ns() - t0, label, rss_bytes()))
+        capture_mark(label)  # the same point in a capture's trace
 
     threads = [threading.Thread(target=worker) for _ in range(T)]
     for t in threads:

@@ -24,10 +24,10 @@
 
 #include "analysis/compare.h"
 #include "analysis/record.h"
+#include "engine/engine.h"
 #include "sim/sha256.h"
 #include "traces/capture_run.h"
 #include "analysis/store.h"
-#include "traces/capture/capture_log.h"
 #include "traces/trace_io.h"
 
 #define LIB   ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
@@ -95,21 +95,32 @@ static void read_trace(const char *path, trace_t *t) {
   trace_source_close(src);
 }
 
-/* Captures argv into DIR/name.trace. */
-static void capture(const char *name, char *const *argv, uint64_t every_ns,
-                    capture_result_t *res, trace_t *t) {
+/* Captures argv into DIR/name.trace with touch records for allocations of
+ * touch bytes or more (0: none); the command must exit with status. */
+static void capture_full(const char *name, char *const *argv,
+                         uint64_t every_ns, uint64_t touch, int status,
+                         capture_result_t *res, trace_t *t) {
   char out[512];
   snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
   capture_opts_t o = {.argv = argv,
-                             .out_path = out,
-                             .sample_every_ns = every_ns,
-                             .lib_path = LIB};
-  as_err_t              err = {0};
-  as_status_t           rc = capture_run(&o, res, &err);
+                      .out_path = out,
+                      .sample_every_ns = every_ns,
+                      .touch_threshold = touch,
+                      .lib_path = LIB};
+  as_err_t    err = {0};
+  as_status_t rc = capture_run(&o, res, &err);
   if (rc != AS_OK)
     fail_msg("capture %s: %s", name, err.msg);
-  assert_int_equal(res->exit_code, 0);
+  capture_result_free(res); /* the tests use its counts only */
+  assert_int_equal(res->exit_code, status);
   read_trace(out, t);
+}
+
+/* Captures argv into DIR/name.trace, without touch records (so the events
+ * between marks are the program's calls and nothing else). */
+static void capture(const char *name, char *const *argv, uint64_t every_ns,
+                    capture_result_t *res, trace_t *t) {
+  capture_full(name, argv, every_ns, 0, 0, res, t);
 }
 
 static size_t find_mark(const trace_t *t, const char *label) {
@@ -343,6 +354,144 @@ static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
   check_exec(via_execve);
   char *const via_execv[] = {PROGS "execer", "execv", NULL};
   check_exec(via_execv);
+  char *const via_execl[] = {PROGS "execer", "execl", NULL};
+  check_exec(via_execl);
+}
+
+/* Simulated RSS at the marks begin, written, calloc of a replay. */
+typedef struct mark_rss_s mark_rss_t;
+struct mark_rss_s {
+  uint64_t rss[3];
+};
+
+static as_status_t on_mark(void *user, const sim_sample_t *s, as_err_t *err) {
+  (void)err;
+  mark_rss_t        *m = user;
+  const char *const names[3] = {"begin", "written", "calloc"};
+  for (int i = 0; i < 3; i++)
+    if (s->kind == SIM_SAMPLE_MARK && strcmp(s->label, names[i]) == 0)
+      m->rss[i] = s->rss_bytes;
+  return AS_OK;
+}
+
+static void replay_marks(const char *path, const char *model, mark_rss_t *m) {
+  trace_source_t *src = NULL;
+  sim_session_t   s;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(path, &src, &err), AS_OK);
+  if (sim_session_open(model, NULL, NULL, &s, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  sim_engine_config_t cfg = {.on_sample = on_mark, .user = m};
+  sim_run_result_t    r;
+  if (sim_engine_run(&cfg, &s, src, &r, &err) != AS_OK)
+    fail_msg("replay: %s", err.msg);
+  sim_session_close(&s);
+  trace_source_close(src);
+}
+
+static void dlsym_lookups_on_libcs_handle_are_recorded(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "dlsym_paths", NULL};
+  capture_result_t res;
+  trace_t          t;
+  /* Exit 0: RTLD_NEXT, puts, mallctl and dlsym itself behaved (see the
+   * program). */
+  capture("dlsym_paths", argv, 0, &res, &t);
+  trace_event_t e[16];
+  size_t        n = between(&t, "begin", "end", e, 16);
+  assert_int_equal(n, 5);
+  expect(&e[0], TRACE_MALLOC, 7007, 0);
+  expect(&e[1], TRACE_FREE, 0, 0);
+  assert_int_equal(e[1].id, e[0].id);
+  expect(&e[2], TRACE_TRIM, 0, 0);
+  expect(&e[3], TRACE_TRIM, 64, 0);
+  assert_int_equal(e[4].op, TRACE_OPTION);
+  assert_int_equal((int64_t)e[4].size, 65536);
+  size_t k = find_mark(&t, "end") - 1;
+  while (t.v[k].e.op != TRACE_OPTION)
+    k--;
+  assert_string_equal(t.v[k].label, "mmap_threshold");
+  assert_int_equal(res.main.trims, 2);
+  assert_int_equal(res.main.option_events, 1);
+  free(t.v);
+}
+
+static void main_is_marked_for_the_baseline(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "realloc_chain", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture("main_mark", argv, 0, &res, &t);
+  size_t m = find_mark(&t, "main");
+  assert_true(m < find_mark(&t, "begin"));
+  assert_int_equal(t.v[m + 1].e.op, TRACE_RSS);
+  assert_true(t.v[m + 1].e.size > 0);
+  free(t.v);
+}
+
+static void underscore_exit_flushes_and_keeps_the_status(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "exiter", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("exiter", argv, 0, 0, 3, &res, &t);
+  size_t b = find_mark(&t, "begin");
+  bool   seen = false;
+  for (size_t i = b; i < t.n; i++)
+    seen = seen || (t.v[i].e.op == TRACE_MALLOC && t.v[i].e.size == 5005);
+  assert_true(seen);
+  assert_true(res.main.said_bye);
+  assert_false(res.truncated);
+  assert_string_equal(trace_meta_get(&t.meta, "truncated"), "0");
+  free(t.v);
+}
+
+/* Pages of the 64 MiB block written by the program: [8 MiB, 16 MiB), plus
+ * at most the two pages the range shares with its neighbours; and the
+ * first page of each block, which holds glibc's chunk header. */
+static void touch_records_cover_the_written_pages_only(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "touch", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("touch", argv, 0, 4096, 0, &res, &t);
+  assert_string_equal(trace_meta_get(&t.meta, "touch_threshold"), "4096");
+  size_t   b = find_mark(&t, "begin"), w = find_mark(&t, "written");
+  size_t   c = find_mark(&t, "calloc"), e = find_mark(&t, "end");
+  uint64_t big = UINT64_MAX, zero = UINT64_MAX, touched = 0, lo = UINT64_MAX,
+           hi = 0;
+  for (size_t i = b; i < e; i++) {
+    const trace_event_t *x = &t.v[i].e;
+    if (x->op == TRACE_MALLOC && x->size == 64u << 20)
+      big = x->id;
+    if (x->op == TRACE_CALLOC && x->size == 16u << 20)
+      zero = x->id;
+    if (x->op == TRACE_TOUCH && x->offset == 0 && x->size <= 4096)
+      continue; /* the header's page */
+    if (x->op == TRACE_TOUCH) {
+      assert_true(x->id == big); /* nothing else was written */
+      assert_true(i < w);        /* found by the mark's probe */
+      touched += x->size;
+      lo = x->offset < lo ? x->offset : lo;
+      hi = x->offset + x->size > hi ? x->offset + x->size : hi;
+    }
+  }
+  assert_true(big != UINT64_MAX && zero != UINT64_MAX);
+  assert_true(touched >= 8u << 20 && touched <= (8u << 20) + 8192);
+  assert_true(lo >= (8u << 20) - 4096 && hi <= (16u << 20) + 4096);
+  assert_true(c > w);
+  assert_int_equal(res.main.dropped_touches, 0);
+  free(t.v);
+
+  /* Replayed, the glibc model maps the 64 MiB but makes 8 MiB resident;
+   * the 16 MiB calloc adds nothing. */
+  char out[512];
+  snprintf(out, sizeof out, "%s/touch.trace", g_dir);
+  mark_rss_t m = {0};
+  replay_marks(out, "glibc", &m);
+  int64_t grown = (int64_t)m.rss[1] - (int64_t)m.rss[0];
+  assert_true(grown >= (8 << 20) && grown <= (8 << 20) + (64 << 10));
+  assert_true(m.rss[2] - m.rss[1] <= (64 << 10));
 }
 
 static void sampler_records_rss_while_the_program_sleeps(void **state) {
@@ -533,144 +682,6 @@ static void record_rejects_a_bad_trace_naming_its_line(void **state) {
   store_close(s);
 }
 
-static void convert_rejects_a_file_that_is_not_a_capture_log(void **state) {
-  (void)state;
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.bogus", g_dir);
-  snprintf(out, sizeof out, "%s/bogus.trace", g_dir);
-  char junk[200];
-  memset(junk, 'x', sizeof junk);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fwrite(junk, 1, sizeof junk, f);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
-                   AS_EFORMAT);
-  assert_non_null(strstr(err.msg, "raw.bogus: offset 0"));
-}
-
-static void convert_names_the_offset_of_a_bad_record(void **state) {
-  (void)state;
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.badop", g_dir);
-  snprintf(out, sizeof out, "%s/badop.trace", g_dir);
-  capture_rec_t r[5];
-  memset(r, 0, sizeof r);
-  r[0].seq = CAPTURE_CHUNK_MAGIC; /* file header chunk */
-  r[0].a = 1;
-  r[1].seq = CAPTURE_LOG_MAGIC;
-  r[1].op = CAPTURE_OP_FILE_HEADER;
-  r[1].a = 77;
-  r[1].tid = 77;
-  r[2].seq = CAPTURE_CHUNK_MAGIC; /* a chunk of two records */
-  r[2].a = 2;
-  r[3].seq = 1;
-  r[3].op = CAPTURE_OP_MALLOC;
-  r[3].a = 0x1000;
-  r[3].b = 24;
-  r[3].tid = 77;
-  r[4].seq = 2;
-  r[4].op = 99; /* no such op */
-  r[4].tid = 77;
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof r[0], 5, f), 5);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err),
-                   AS_EFORMAT);
-  assert_non_null(
-      strstr(err.msg, "raw.badop: offset 192: expected a record op"));
-  assert_int_not_equal(access(out, F_OK), 0); /* no half-written trace */
-  /* The same log without the bad record converts: one malloc. */
-  r[2].a = 1;
-  f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof r[0], 4, f), 4);
-  fclose(f);
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
-  assert_int_equal(st.alloc_events, 1);
-  assert_int_equal(st.pid, 77);
-}
-
-/* A raw log of n mallocs at distinct addresses, all freed in a shuffled
- * order, then n / 2 mallocs reusing addresses in another order. */
-static void convert_maps_addresses_to_lowest_free_ids(void **state) {
-  (void)state;
-  enum { N = 20000 };
-  char path[300], out[300];
-  snprintf(path, sizeof path, "%s/raw.ids", g_dir);
-  snprintf(out, sizeof out, "%s/ids.trace", g_dir);
-  size_t         nrec = 3 + 2 * N + N / 2;
-  capture_rec_t *r = calloc(nrec, sizeof *r);
-  uint64_t      *perm = malloc(N * sizeof *perm);
-  assert_non_null(r);
-  assert_non_null(perm);
-  r[0].seq = CAPTURE_CHUNK_MAGIC;
-  r[0].a = 1;
-  r[1].seq = CAPTURE_LOG_MAGIC;
-  r[1].op = CAPTURE_OP_FILE_HEADER;
-  r[1].a = r[1].tid = 5;
-  r[2].seq = CAPTURE_CHUNK_MAGIC;
-  r[2].a = nrec - 3;
-  for (uint64_t i = 0; i < N; i++)
-    perm[i] = i;
-  uint64_t x = 88172645463325252ull; /* xorshift64, fixed seed */
-  for (uint64_t i = N - 1; i > 0; i--) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    uint64_t j = x % (i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
-  size_t k = 3;
-  for (uint64_t i = 0; i < N; i++, k++) /* malloc i at 0x100000 + 64 i */
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * i,
-                           .b = 32,
-                           .tid = 5,
-                           .op = CAPTURE_OP_MALLOC};
-  for (uint64_t i = 0; i < N; i++, k++)
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * perm[i],
-                           .tid = 5,
-                           .op = CAPTURE_OP_FREE};
-  for (uint64_t i = 0; i < N / 2; i++, k++)
-    r[k] = (capture_rec_t){.seq = k,
-                           .t_ns = k,
-                           .a = 0x100000 + 64 * perm[N - 1 - i],
-                           .b = 48,
-                           .tid = 5,
-                           .op = CAPTURE_OP_MALLOC};
-  assert_int_equal(k, nrec);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(r, sizeof *r, nrec, f), nrec);
-  fclose(f);
-  capture_convert_stats_t st;
-  as_err_t               err = {0};
-  assert_int_equal(capture_convert(path, out, NULL, &st, &err), AS_OK);
-  assert_int_equal(st.unmatched_frees, 0);
-  assert_int_equal(st.missed_frees, 0);
-  assert_int_equal(st.max_live_ids, N);
-  trace_t t;
-  read_trace(out, &t);
-  assert_int_equal(t.n, nrec - 3);
-  for (uint64_t i = 0; i < N; i++) {
-    assert_int_equal(t.v[i].e.id, i);           /* fresh ids in order */
-    assert_int_equal(t.v[N + i].e.id, perm[i]); /* id of that address */
-  }
-  for (uint64_t i = 0; i < N / 2; i++)
-    assert_int_equal(t.v[2 * N + i].e.id, i); /* lowest free first */
-  free(t.v);
-  free(perm);
-  free(r);
-}
-
 static void sha256_matches_the_fips_test_vectors(void **state) {
   (void)state;
   char out[65];
@@ -686,17 +697,40 @@ static void sha256_matches_the_fips_test_vectors(void **state) {
 static void series_stats_fit_a_line_exactly(void **state) {
   (void)state;
   double           x[] = {1, 2, 3, 4}, y[] = {2, 4, 6, 8};
+  uint64_t         t[] = {10, 20, 30, 40};
   compare_series_t s;
-  compare_series_stats(x, y, 4, &s);
+  compare_series_stats(x, y, t, NULL, 4, &s);
   assert_int_equal(s.points, 4);
   assert_near(s.mean_abs_error_bytes, 2.5, 1e-12);
+  assert_near(s.median_abs_error_bytes, 2.5, 1e-12);
+  assert_near(s.p95_abs_error_bytes, 3.85, 1e-12); /* 3 + 0.85 * (4 - 3) */
   assert_near(s.max_abs_error_bytes, 4.0, 1e-12);
+  assert_int_equal(s.max_error_t_ns, 40);
   assert_near(s.slope, 2.0, 1e-12);
   assert_near(s.intercept_bytes, 0.0, 1e-12);
   assert_near(s.r2, 1.0, 1e-12);
-  compare_series_stats(x, y, 2, &s); /* too few points for a fit */
+  compare_series_stats(x, y, NULL, NULL, 2, &s); /* too few points to fit */
   assert_true(isnan(s.slope));
   assert_near(s.mean_abs_error_bytes, 1.5, 1e-12);
+}
+
+/* The largest error is explained when it sits on a steep drop the two
+ * curves cross one sample apart, or next to a trim; a lone spike is not. */
+static void series_max_says_what_stands_behind_it(void **state) {
+  (void)state;
+  double           pred[] = {100, 100, 10, 10, 10};
+  double           lag[] = {100, 100.5, 99.5, 10.5, 10};
+  bool             trim[] = {false, true, false, false, false};
+  compare_series_t s;
+  compare_series_stats(lag, pred, NULL, NULL, 5, &s);
+  assert_near(s.max_abs_error_bytes, 89.5, 1e-12);
+  assert_int_equal(s.max_note, COMPARE_MAX_STEEP);
+  compare_series_stats(lag, pred, NULL, trim, 5, &s);
+  assert_int_equal(s.max_note, COMPARE_MAX_RELEASE);
+  double spike[] = {100, 100, 40, 100, 100};
+  double flat[] = {100, 100.5, 100, 99.5, 100};
+  compare_series_stats(flat, spike, NULL, NULL, 5, &s);
+  assert_int_equal(s.max_note, COMPARE_MAX_PLAIN);
 }
 
 static const char compare_file[] = "allocsim-trace 1\n"
@@ -816,15 +850,17 @@ int main(void) {
       cmocka_unit_test(fork_child_writes_its_own_trace),
       cmocka_unit_test(exec_keeps_the_last_image_as_the_commands_trace),
       cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
+      cmocka_unit_test(dlsym_lookups_on_libcs_handle_are_recorded),
+      cmocka_unit_test(main_is_marked_for_the_baseline),
+      cmocka_unit_test(underscore_exit_flushes_and_keeps_the_status),
+      cmocka_unit_test(touch_records_cover_the_written_pages_only),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
-      cmocka_unit_test(convert_rejects_a_file_that_is_not_a_capture_log),
-      cmocka_unit_test(convert_names_the_offset_of_a_bad_record),
-      cmocka_unit_test(convert_maps_addresses_to_lowest_free_ids),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),
       cmocka_unit_test(series_stats_fit_a_line_exactly),
+      cmocka_unit_test(series_max_says_what_stands_behind_it),
       cmocka_unit_test(compare_applies_the_baseline_rule_and_stores_the_result),
       cmocka_unit_test(compare_anchors_a_cpython_capture_at_the_hook),
   };

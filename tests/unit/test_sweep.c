@@ -24,6 +24,7 @@ static void base_config(sweep_config_t *c) {
   c->model    = "cpython:version=3.11";
   c->seeds    = 1;
   c->jobs     = 1;
+  c->layouts  = 1; /* the single-layout values these tests assert */
   sim_kernel_config_default(&c->kernel);
   c->fixed_name[0]  = "total";
   c->fixed_value[0] = "1";
@@ -142,6 +143,44 @@ static void a_point_reports_marks_kept_formula_and_pinned_arenas(
   assert_int_equal(pts[0].nsamples, 4); /* three marks and the final */
   free(pts);
   free_axes(&c);
+}
+
+/* By default a point is the mean over the 4 layouts of 4 KiB pages: the
+ * same as averaging the 4 mmap_offset points of a single-layout sweep. */
+static void a_point_is_the_mean_over_layouts(void **state) {
+  (void)state;
+  sweep_config_t one, all;
+  base_config(&one);
+  add_axis(&one, "mmap_offset=0,4096,8192,12288");
+  base_config(&all);
+  all.layouts = 0;
+  const char *fixed = "fraction=0.001";
+  add_axis(&one, fixed);
+  add_axis(&all, fixed);
+  sweep_point_t *p1, *p4;
+  size_t         n1, n4;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&one, &p1, &n1, NULL, &err), AS_OK);
+  assert_int_equal(sweep_expand(&all, &p4, &n4, NULL, &err), AS_OK);
+  assert_int_equal(n1, 4);
+  assert_int_equal(n4, 1);
+  int64_t sum = 0, lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < n1; i++) {
+    assert_int_equal(sweep_run_point(&one, &p1[i], &err), AS_OK);
+    assert_int_equal(p1[i].layouts, 1);
+    sum += p1[i].kept_bytes;
+    lo = p1[i].kept_bytes < lo ? p1[i].kept_bytes : lo;
+    hi = p1[i].kept_bytes > hi ? p1[i].kept_bytes : hi;
+  }
+  assert_int_equal(sweep_run_point(&all, &p4[0], &err), AS_OK);
+  assert_int_equal(p4[0].layouts, 4);
+  assert_true(llabs(p4[0].kept_bytes - sum / 4) <= 4096); /* rounding */
+  assert_int_equal(p4[0].kept_min_bytes, lo);
+  assert_int_equal(p4[0].kept_max_bytes, hi);
+  free(p1);
+  free(p4);
+  free_axes(&one);
+  free_axes(&all);
 }
 
 typedef struct seen_s {
@@ -524,6 +563,7 @@ int main(void) {
       cmocka_unit_test(grid_times_seeds_only_for_random_points),
       cmocka_unit_test(bad_point_values_fail_before_anything_runs),
       cmocka_unit_test(a_point_reports_marks_kept_formula_and_pinned_arenas),
+      cmocka_unit_test(a_point_is_the_mean_over_layouts),
       cmocka_unit_test(
           mmap_offset_moves_the_layout_and_keeps_results_in_the_point),
       cmocka_unit_test(threads_give_the_same_results_as_one_at_a_time),

@@ -178,18 +178,19 @@ static void dict_tables_have_cpython_sizes(void **state) {
  *   uncached request, 3.11: body 1 + d's table chain 11 (6 mallocs 208 ..
  *   6512, 5 frees; the 8-slot table is free-listed) + dumps 30 (accu list:
  *   1 malloc + 25 reallocs to 860 slots, the items calloc and its free, the
- *   joined str, the list's free) + loads 23 (two chains of 11, the memo's
- *   table freed) + end 4 (d, s, d2, body) = 69;
- *   the cached request: 69 - 1 (body stays) + 3 (cache table 160 B, fast
- *   nodes 64 B, node 32 B; request 2 is a small-int key) = 71;
- *   plus 5 marks, thread start and exit, idle, trim = 9.  Total 218. */
+ *   joined str, the list's free) + loads 31 (a whitespace match: marks
+ *   0 B, data stack 1094 B, both freed; two chains of 11, the memo's table
+ *   freed; another match) + end 4 (d, s, d2, body) = 77;
+ *   the cached request: 77 - 1 (body stays) + 3 (cache table 160 B, fast
+ *   nodes 64 B, node 32 B; request 2 is a small-int key) = 79;
+ *   plus 5 marks, thread start and exit, idle, trim = 9.  Total 242. */
 static void a_request_emits_cpython_311_requests_in_order(void **state) {
   (void)state;
   tally_t *t = malloc(sizeof *t);
   run_tally("--requests 2", t);
   assert_true(t->time_ok);
   assert_true(t->ids_ok);
-  assert_int_equal(t->events, 218);
+  assert_int_equal(t->events, 242);
   assert_string_equal(t->marks,
                       "start,under_load,after_shrink,after_idle,after_trim");
   assert_int_equal(t->thread_starts, 1);
@@ -229,28 +230,39 @@ static void a_request_emits_cpython_311_requests_in_order(void **state) {
   assert_int_equal(ev[40].size, 3339);
   assert_int_equal(ev[41].op, TRACE_FREE);
   assert_int_equal(ev[41].id, ev[12].id);
-  /* loads: memo then result, both 208 first; the memo's 6512 freed. */
-  assert_int_equal(ev[42].size, 208);
-  assert_int_equal(ev[43].size, 208);
-  assert_int_equal(ev[64].op, TRACE_FREE);
+  /* loads: WHITESPACE.match (the SRE marks, PyMem_Malloc(0), and its data
+   * stack, 56 + 14 + 1024 bytes, freed in that order's reverse) ... */
+  assert_int_equal(ev[42].op, TRACE_MALLOC);
+  assert_int_equal(ev[42].domain, TRACE_DOMAIN_MEM);
+  assert_int_equal(ev[42].size, 0);
+  assert_int_equal(ev[43].size, 1094);
+  assert_int_equal(ev[44].op, TRACE_FREE);
+  assert_int_equal(ev[44].id, ev[43].id);
+  assert_int_equal(ev[45].id, ev[42].id);
+  /* ... memo then result, both 208 first; the memo's 6512 freed; the
+   * second match. */
+  assert_int_equal(ev[46].size, 208);
+  assert_int_equal(ev[47].size, 208);
+  assert_int_equal(ev[68].op, TRACE_FREE);
+  assert_int_equal(ev[70].size, 1094);
   /* The request ends with d, s, d2 and the body freed. */
-  assert_int_equal(ev[65].id, ev[10].id);
-  assert_int_equal(ev[66].id, ev[40].id);
-  assert_int_equal(ev[68].id, ev[0].id);
+  assert_int_equal(ev[73].id, ev[10].id);
+  assert_int_equal(ev[74].id, ev[40].id);
+  assert_int_equal(ev[76].id, ev[0].id);
   free(t);
 }
 
 /* 3.14: the json string grows in one PyUnicodeWriter: 23 allocations
  * (1 + n/4 over-allocation each time; 42 bytes first = 40 + 1 + 1) and a
  * final shrink to 40 + 3290 + 1 = 3331, so dumps is 24 events and an
- * uncached request 63; d's tables are PyMem (mem domain).  Total 218 - 3 *
- * (30 - 24) = 200. */
+ * uncached request 71; d's tables are PyMem (mem domain).  Total 242 - 3 *
+ * (30 - 24) = 224. */
 static void python_314_grows_json_in_one_writer(void **state) {
   (void)state;
   tally_t *t = malloc(sizeof *t);
   run_tally("--requests 2 --python 3.14", t);
   assert_true(t->ids_ok);
-  assert_int_equal(t->events, 200);
+  assert_int_equal(t->events, 224);
   const trace_event_t *ev = &t->log[2];
   assert_int_equal(ev[1].domain, TRACE_DOMAIN_MEM);
   assert_int_equal(ev[12].op, TRACE_MALLOC);
@@ -280,6 +292,37 @@ static void gil_turns_rotate_over_the_threads(void **state) {
   assert_int_equal(t->keys6512_by_thread[2], 3 * 16);
   assert_int_equal(t->keys6512_by_thread[3], 3 * 14);
   assert_int_equal(t->keys6512_by_thread[4], 3 * 12);
+  free(t);
+}
+
+/* The switch interval runs out inside a turn's last request: thread 1 serves
+ * requests 0, 1 and 2 and loses the GIL after request 2's allocations, so
+ * when thread 2 first allocates, request 2's d and d2 tables (6,512 bytes
+ * each) are still live; thread 1 frees them before its next request, and
+ * at the end of the phase nothing of a request is held. */
+static void a_turn_ends_inside_its_last_request(void **state) {
+  (void)state;
+  tally_t *t = malloc(sizeof *t);
+  run_tally("--requests 40 --threads 4 --slice 3", t);
+  assert_true(t->ids_ok);
+  uint64_t live6512[8] = {0};
+  int      at_switch = -1;
+  unsigned char big[MAX_IDS] = {0};
+  for (size_t i = 0; i < t->nlog && at_switch < 0; i++) {
+    const trace_event_t *ev = &t->log[i];
+    if (ev->thread == 2 && ev->op == TRACE_MALLOC)
+      at_switch = (int)live6512[1];
+    else if (ev->op == TRACE_MALLOC && ev->size == 6512) {
+      big[ev->id] = 1;
+      live6512[ev->thread]++;
+    } else if (ev->op == TRACE_FREE && big[ev->id]) {
+      big[ev->id] = 0;
+      live6512[ev->thread]--;
+    }
+  }
+  assert_int_equal(at_switch, 2);
+  /* Only the cache's body, int, node and two tables outlive the phase. */
+  assert_int_equal(t->keys6512_by_thread[1], 3 * 18);
   free(t);
 }
 
@@ -389,6 +432,7 @@ int main(void) {
       cmocka_unit_test(a_request_emits_cpython_311_requests_in_order),
       cmocka_unit_test(python_314_grows_json_in_one_writer),
       cmocka_unit_test(gil_turns_rotate_over_the_threads),
+      cmocka_unit_test(a_turn_ends_inside_its_last_request),
       cmocka_unit_test(random_turns_serve_every_request_reproducibly),
       cmocka_unit_test(shrinking_to_zero_leaves_only_the_cache_tables),
       cmocka_unit_test(cache_never_exceeds_its_cap),

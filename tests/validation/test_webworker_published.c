@@ -3,8 +3,8 @@
  * (tolerance 15%, misses asserted as recorded) and against the runs measured
  * on this machine (data/measured/webworker-*.trace,
  * scripts/measure/webworker.py; tolerance 5% of the measured peak with one
- * thread, 10% threaded; the 64-thread run's after-shrink miss is asserted as
- * recorded).
+ * thread and at 64 threads, 10% at 16 threads, whose two repeats differ
+ * by 6% of the peak after the shrink).
  *
  * Baseline.  As in test_spike_published.c: the trace starts with nothing
  * allocated, so a predicted absolute figure is the start RSS plus the
@@ -150,11 +150,11 @@ static void one_thread_matches_published_within_15_percent(void **state) {
     assert_within(&m, &rows[0], c);
 }
 
-/* 64 threads: after shrink + idle within 15% (-11%); under load and after
- * trim are recorded misses (-37%, -35% when recorded): the model holds
- * 16 MiB more than one thread under load and 18 MiB more after the trim,
+/* 64 threads: after shrink + idle within 15% (-7%); under load and after
+ * trim are recorded misses (-34%, -30% when recorded): the model holds
+ * 21 MiB more than one thread under load and 22 MiB more after the trim,
  * the published runs 86 and 46.  See docs/webworker.md for the analysis;
- * the same model tracks 16 threads on this machine within 3%. */
+ * the same model tracks 64 threads on this machine within 2%. */
 static void sixty_four_threads_miss_under_load_and_after_trim(void **state) {
   (void)state;
   marks_t m;
@@ -280,24 +280,18 @@ static void sixteen_threads_track_this_machine_within_10_percent(void **state) {
   assert_measured("webworker-threads16-r2.trace", 10);
   assert_measured("webworker-threads16-arenamax2-r1.trace", 10);
   assert_measured("webworker-threads16-arenamax2-r2.trace", 10);
-  assert_measured("webworker-threads64-arenamax2-r1.trace", 10);
 }
 
-/* 64 threads with the default 16 arenas here: under load and after the
- * trim within 5% of the peak, but after the shrink the process held 14
- * MiB more than simulated (-10.0% of the peak when recorded): a recorded
- * miss, the local counterpart of the published 64-thread rows (see
- * docs/webworker.md).  Fails if the error leaves [-15%, -5%]. */
-static void sixty_four_threads_here_hold_more_after_the_shrink(void **state) {
+/* 64 threads on the default 16 arenas here, 4 threads to an arena: every
+ * mark within 5% of the peak (-1.4% under load, -0.5% after the shrink
+ * when recorded).  Before the workload cut a turn inside its last request
+ * and made json.loads's two whitespace matches, the after-shrink error was
+ * -10.0% (docs/webworker.md). */
+static void sixty_four_threads_track_this_machine_within_5_percent(
+    void **state) {
   (void)state;
-  double err[NMARKS];
-  measured_errors("webworker-threads64-r1.trace", err);
-  assert_true(err[1] > -0.05 && err[1] < 0.05);
-  assert_true(err[4] > -0.05 && err[4] < 0.05);
-  if (err[2] < -0.15 || err[2] > -0.05)
-    fail_msg("after_shrink: error %+.2f%% of peak, outside the recorded "
-             "miss [-15%%, -5%%]; update docs/webworker.md",
-             100.0 * err[2]);
+  assert_measured("webworker-threads64-r1.trace", 5);
+  assert_measured("webworker-threads64-arenamax2-r1.trace", 5);
 }
 
 int main(void) {
@@ -308,7 +302,7 @@ int main(void) {
       cmocka_unit_test(qualitative_findings_hold),
       cmocka_unit_test(one_thread_tracks_this_machine_within_5_percent),
       cmocka_unit_test(sixteen_threads_track_this_machine_within_10_percent),
-      cmocka_unit_test(sixty_four_threads_here_hold_more_after_the_shrink),
+      cmocka_unit_test(sixty_four_threads_track_this_machine_within_5_percent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

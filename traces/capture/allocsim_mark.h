@@ -7,7 +7,11 @@
  * the preloaded library defines it: it records a mark event followed by the
  * measured RSS (/proc/self/smaps_rollup) at the same instant.
  *
- * Python: ctypes.CDLL(None).allocsim_mark(b"peak") (only under capture).
+ * Python: `from allocsim import mark; mark("peak")` (traces/capture/
+ * allocsim.py, on PYTHONPATH under capture; a no-op outside one).
+ *
+ * The recorder also marks "main" at entry to main() and, for CPython,
+ * "hooked" and "__main__" (docs/capture.md).
  */
 #ifndef ALLOCSIM_MARK_H
 #define ALLOCSIM_MARK_H

@@ -3,10 +3,13 @@
 #
 # It asks the preloaded liballocsim_capture.so to wrap CPython's mem and obj
 # allocator domains (PyMem_SetAllocator around the real pymalloc, so the
-# measured RSS is still pymalloc's) and then runs the sitecustomize module
-# this one shadows, if there is one (Debian ships one).  Everything the
-# interpreter allocated before this point is the measured baseline; the
-# trace shows where with the mark "hooked".
+# measured RSS is still pymalloc's), which also marks "__main__" when the
+# interpreter starts the program (an audit hook on cpython.run_*), and makes
+# sys._debugmallocstats() work under capture (it prints nothing unless the
+# obj domain is pymalloc's own, so the hook is lifted around it).  Then it
+# runs the sitecustomize module this one shadows, if there is one (Debian
+# ships one).  Everything the interpreter allocated before the hook is the
+# measured baseline; the trace shows where with the mark "hooked".
 #
 # Not hooked: python -S (no site), python -I / -E (PYTHONPATH ignored).
 import os
@@ -14,16 +17,31 @@ import sys
 
 
 def _allocsim_hook():
-    if not os.environ.get("ALLOCSIM_CAPTURE_DIR"):
+    if not os.environ.get("ALLOCSIM_CAPTURE_SOCK"):
         return
     try:
         import ctypes
         lib = ctypes.CDLL(None)
         hook = lib.allocsim_hook_python
+        unhook = lib.allocsim_unhook_python
     except (OSError, AttributeError, ImportError):
         return
     hook.restype = ctypes.c_int
-    hook()
+    unhook.restype = ctypes.c_int
+    if not hook():
+        return
+    stats = getattr(sys, "_debugmallocstats", None)
+    if stats is None:
+        return
+
+    def _debugmallocstats():
+        unhook()
+        try:
+            stats()
+        finally:
+            hook()
+
+    sys._debugmallocstats = _debugmallocstats
 
 
 def _chain():

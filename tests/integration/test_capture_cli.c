@@ -1,0 +1,468 @@
+/* tests/integration/test_capture_cli.c -- `allocsim capture` as a user runs
+ * it: interrupted by each signal, killed, stopped by the disk guard and
+ * --max-trace-bytes, its leftovers cleaned up, and the command's own
+ * output left alone.
+ *
+ * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim) on the programs
+ * in capture_progs/ with TMPDIR pointing into this test's directory, so
+ * leftovers can be counted.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <cmocka.h>
+
+#include "traces/trace_io.h"
+
+#define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
+#define LIB      ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
+#define PROGS    ALLOCSIM_BINARY_DIR "/tests/integration/capture_progs/"
+
+static char g_dir[128], g_tmp[160];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(g_dir, sizeof g_dir, "/tmp/allocsim-test-capture-cli-XXXXXX");
+  if (mkdtemp(g_dir) == NULL)
+    return -1;
+  snprintf(g_tmp, sizeof g_tmp, "%s/tmp", g_dir);
+  return mkdir(g_tmp, 0700);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* Starts `allocsim capture ARGS...` with stdout and stderr to files in the
+ * test directory; returns its pid. */
+static pid_t start(const char *name, char *const *args) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char out[300], err[300];
+    snprintf(out, sizeof out, "%s/%s.stdout", g_dir, name);
+    snprintf(err, sizeof err, "%s/%s.stderr", g_dir, name);
+    if (freopen(out, "w", stdout) == NULL || freopen(err, "w", stderr) == NULL)
+      _exit(126);
+    setenv("TMPDIR", g_tmp, 1);
+    setenv("ALLOCSIM_CAPTURE_LIB", LIB, 1);
+    char *argv[32] = {ALLOCSIM, "capture"};
+    size_t n = 2;
+    for (size_t i = 0; args[i] != NULL && n < 31; i++)
+      argv[n++] = args[i];
+    argv[n] = NULL;
+    execv(ALLOCSIM, argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int finish(pid_t pid) {
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status))
+    return -WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+static void read_file(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  buf[0] = '\0';
+  if (f == NULL)
+    return;
+  size_t n = fread(buf, 1, len - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* Waits up to 10 s for the sleeper's pid file: "PID CHILDPID". */
+static void wait_pids(const char *pidfile, int *pid, int *child) {
+  char buf[64];
+  for (int i = 0; i < 1000; i++) {
+    read_file(pidfile, buf, sizeof buf);
+    if (sscanf(buf, "%d %d", pid, child) == 2)
+      return;
+    sleep_ms(10);
+  }
+  fail_msg("%s never appeared", pidfile);
+}
+
+/* Fails, showing text, unless it contains needle. */
+static void assert_contains(const char *text, const char *needle) {
+  if (strstr(text, needle) == NULL)
+    fail_msg("expected '%s' in:\n%s", needle, text);
+}
+
+static bool gone(int pid) {
+  for (int i = 0; i < 500; i++) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+      return true;
+    /* A zombie is gone too: its parent, the capture, may not reap yet. */
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    read_file(path, st, sizeof st);
+    const char *p = strrchr(st, ')');
+    if (p != NULL && p[1] == ' ' && p[2] == 'Z')
+      return true;
+    sleep_ms(10);
+  }
+  return false;
+}
+
+typedef struct seen_s seen_t;
+struct seen_s {
+  uint64_t events, ticks, mallocs;
+  char     truncated[8];
+  as_status_t rc;
+  bool     cut; /* ended without its trailer: read leniently to its end */
+};
+
+/* Reads a trace to its end (to its last whole record if it was cut short):
+ * counts, the truncated flag, how it ended. */
+static void scan(const char *path, seen_t *s) {
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  memset(s, 0, sizeof *s);
+  if (trace_open(path, &src, &err) != AS_OK)
+    fail_msg("%s", err.msg);
+  const char *t = trace_meta_get(&src->meta, "truncated");
+  snprintf(s->truncated, sizeof s->truncated, "%s", t ? t : "");
+  trace_set_lenient(src, true);
+  trace_event_t ev;
+  while ((s->rc = trace_source_next(src, &ev, &err)) == AS_OK) {
+    s->events++;
+    s->ticks += ev.op == TRACE_MARK && strcmp(ev.label, "tick") == 0;
+    s->mallocs += ev.op == TRACE_MALLOC;
+  }
+  s->cut = trace_truncated(src) != NULL;
+  trace_source_close(src);
+}
+
+/* SIGINT, SIGTERM or SIGHUP to allocsim capture: forwarded after a flush,
+ * the command dies of it, the capture exits 128 + N with the trace marked
+ * truncated and holding the ticks it saw. */
+static void interrupt_with(int sig) {
+  char pidfile[300], out[300], name[32];
+  snprintf(name, sizeof name, "sig%d", sig);
+  snprintf(pidfile, sizeof pidfile, "%s/%s.pid", g_dir, name);
+  snprintf(out, sizeof out, "%s/%s.astrace", g_dir, name);
+  char *const args[] = {"-o", out, "--", PROGS "sleeper", pidfile, "30", NULL};
+  pid_t       cap = start(name, args);
+  int         pid, child;
+  wait_pids(pidfile, &pid, &child);
+  sleep_ms(400);
+  assert_int_equal(kill(cap, sig), 0);
+  assert_int_equal(finish(cap), 128 + sig);
+  assert_true(gone(pid));
+  seen_t s;
+  scan(out, &s);
+  assert_int_equal(s.rc, AS_DONE);
+  assert_string_equal(s.truncated, "1");
+  assert_false(s.cut); /* closed whole, with its trailer */
+  assert_true(s.ticks >= 10); /* 400 ms of 5 ms ticks, flushed */
+  char err[4096], path[300];
+  snprintf(path, sizeof path, "%s/%s.stderr", g_dir, name);
+  read_file(path, err, sizeof err);
+  assert_contains(err, "interrupted by signal");
+}
+
+static void sigint_is_forwarded_and_the_trace_kept(void **state) {
+  (void)state;
+  interrupt_with(SIGINT);
+}
+
+static void sigterm_is_forwarded_and_the_trace_kept(void **state) {
+  (void)state;
+  interrupt_with(SIGTERM);
+}
+
+static void sighup_is_forwarded_and_the_trace_kept(void **state) {
+  (void)state;
+  interrupt_with(SIGHUP);
+}
+
+static unsigned leftovers(void) {
+  DIR *d = opendir(g_tmp);
+  assert_non_null(d);
+  unsigned       n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    n += strncmp(e->d_name, "allocsim-capture-", 17) == 0;
+  closedir(d);
+  return n;
+}
+
+/* SIGKILL of allocsim capture: the command and its forked child die with
+ * it, the trace so far reads to a record boundary, and the temporary
+ * directory left behind goes with --cleanup. */
+static void sigkill_takes_the_command_along(void **state) {
+  (void)state;
+  char pidfile[300], out[300];
+  snprintf(pidfile, sizeof pidfile, "%s/kill.pid", g_dir);
+  snprintf(out, sizeof out, "%s/kill.astrace", g_dir);
+  char *const args[] = {"-o",    out,  "--", PROGS "sleeper",
+                        pidfile, "30", "fork", NULL};
+  pid_t       cap = start("kill", args);
+  int         pid, child;
+  wait_pids(pidfile, &pid, &child);
+  sleep_ms(1500); /* past the writer's first 256 KiB */
+  assert_int_equal(kill(cap, SIGKILL), 0);
+  assert_int_equal(finish(cap), -SIGKILL);
+  assert_true(gone(pid));
+  assert_true(gone(child));
+  seen_t s;
+  scan(out, &s);
+  assert_int_equal(s.rc, AS_DONE);
+  assert_string_equal(s.truncated, "1");
+  assert_true(s.cut); /* no trailer: read with --lenient to its last record */
+  assert_true(s.mallocs > 0);
+  assert_int_equal(leftovers(), 1);
+  char *const clean[] = {"--cleanup", NULL};
+  assert_int_equal(finish(start("cleanup", clean)), 0);
+  assert_int_equal(leftovers(), 0);
+}
+
+/* --max-trace-bytes stops recording with room to close the trace whole;
+ * the command runs on to its end (exit 0). */
+static void max_trace_bytes_stops_recording_cleanly(void **state) {
+  (void)state;
+  char out[300];
+  snprintf(out, sizeof out, "%s/limit.astrace", g_dir);
+  char *const args[] = {"-o", out, "--max-trace-bytes", "1M", "--",
+                        PROGS "churn", "200000", NULL};
+  assert_int_equal(finish(start("limit", args)), 0);
+  struct stat st;
+  assert_int_equal(stat(out, &st), 0);
+  assert_true(st.st_size <= (1 << 20));
+  assert_true(st.st_size > (1 << 19));
+  seen_t s;
+  scan(out, &s);
+  assert_int_equal(s.rc, AS_DONE);
+  assert_string_equal(s.truncated, "1");
+  char err[8192], path[300];
+  snprintf(path, sizeof path, "%s/limit.stderr", g_dir);
+  read_file(path, err, sizeof err);
+  assert_contains(err, "max-trace-bytes");
+  assert_contains(err, "command exited with 0");
+}
+
+/* The disk guard: with --min-free just under what the file system has,
+ * recording stops after a few MiB; with more than it has, the capture
+ * does not start. */
+static void disk_guard_stops_before_the_disk_fills(void **state) {
+  (void)state;
+  struct statvfs v;
+  assert_int_equal(statvfs(g_dir, &v), 0);
+  unsigned long long avail = (unsigned long long)v.f_bavail * v.f_frsize;
+  char               min_free[64], out[300], pidfile[300];
+  snprintf(pidfile, sizeof pidfile, "%s/guard.pid", g_dir);
+  /* 24 MiB of room: the guard looks every 16 MiB written and keeps a
+   * margin, so it trips after 16 MiB of trace. */
+  snprintf(min_free, sizeof min_free, "%llu", avail - (24ull << 20));
+  snprintf(out, sizeof out, "%s/guard.astrace", g_dir);
+  char *const args[] = {"-o",          out, "--min-free", min_free,
+                        "--touch-threshold", "0", "--", PROGS "sleeper",
+                        pidfile,       "60", NULL};
+  /* sleeper's ticks make 4000 events every 5 ms: 16 MiB in a few s. */
+  pid_t cap = start("guard", args);
+  int   rc = finish(cap);
+  assert_int_equal(rc, 0);
+  seen_t s;
+  scan(out, &s);
+  assert_int_equal(s.rc, AS_DONE);
+  assert_string_equal(s.truncated, "1");
+  char err[8192], path[300];
+  snprintf(path, sizeof path, "%s/guard.stderr", g_dir);
+  read_file(path, err, sizeof err);
+  assert_contains(err, "disk-guard");
+  unlink(out);
+
+  char *const none[] = {"-o", out, "--min-free", "1000T", "--", PROGS "churn",
+                        NULL};
+  assert_int_equal(finish(start("noroom", none)), 1);
+  snprintf(path, sizeof path, "%s/noroom.stderr", g_dir);
+  read_file(path, err, sizeof err);
+  assert_contains(err, "not starting");
+}
+
+/* The command's stdout is its own (the summary goes to stderr or
+ * --summary), and its exit status is kept. */
+static void output_is_the_commands_own(void **state) {
+  (void)state;
+  char out[300], summary[300], buf[4096], path[300];
+  snprintf(out, sizeof out, "%s/echo.trace", g_dir);
+  snprintf(summary, sizeof summary, "%s/echo.summary", g_dir);
+  char *const args[] = {"-o",  out,  "--summary", summary, "--",
+                        "/bin/sh", "-c", "echo hello; exit 3", NULL};
+  assert_int_equal(finish(start("echo", args)), 0);
+  snprintf(path, sizeof path, "%s/echo.stdout", g_dir);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "hello\n");
+  snprintf(path, sizeof path, "%s/echo.stderr", g_dir);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "");
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf, "command exited with 3");
+}
+
+/* A command that exits non-zero is still recorded, with its status. */
+static void nonzero_exit_is_recorded_with_its_status(void **state) {
+  (void)state;
+  char out[300], db[300], cmd[700], buf[64];
+  snprintf(out, sizeof out, "%s/exit3.trace", g_dir);
+  snprintf(db, sizeof db, "%s/exit3.db", g_dir);
+  char *const args[] = {"-o", out, "--db", db, "--", PROGS "exiter", NULL};
+  assert_int_equal(finish(start("exit3", args)), 0);
+  snprintf(cmd, sizeof cmd,
+           "sqlite3 '%s' \"SELECT value FROM run_meta WHERE key='exit_code'\"",
+           db);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  assert_non_null(fgets(buf, sizeof buf, p));
+  pclose(p);
+  assert_string_equal(buf, "3\n");
+}
+
+/* With jemalloc or mimalloc preloaded, their purge calls become purge
+ * events (reached through ctypes, that is dlsym). */
+static void allocator_purges_are_recorded(void **state) {
+  (void)state;
+  const char *je = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  if (access(je, R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0)
+    skip();
+#if defined(__SANITIZE_ADDRESS__)
+  /* allocsim itself starts with the LD_PRELOAD set here, and ASan refuses
+   * to run when a preloaded library comes before its runtime. */
+  skip();
+#endif
+  char out[300], text[8192];
+  snprintf(out, sizeof out, "%s/je.trace", g_dir);
+  setenv("LD_PRELOAD", je, 1);
+  char *const args[] = {
+      "-o", out, "--", "/usr/bin/python3", "-c",
+      "import ctypes\n"
+      "lib = ctypes.CDLL(None)\n"
+      "lib.mallctl(b'arena.4096.purge', None, None, None, 0)\n"
+      "lib.mallctl(b'thread.tcache.flush', None, None, None, 0)\n",
+      NULL};
+  pid_t pid = start("je", args);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(finish(pid), 0);
+  read_file(out, text, sizeof text);
+  assert_contains(text, "#@ env.LD_PRELOAD=");
+  /* The trace is text: its events end the file. */
+  FILE *f = fopen(out, "r");
+  assert_non_null(f);
+  int  all = 0, tcache = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    all += strstr(line, " purge all") != NULL;
+    tcache += strstr(line, " purge tcache") != NULL;
+  }
+  fclose(f);
+  assert_int_equal(all, 1);
+  assert_int_equal(tcache, 1);
+}
+
+/* With mimalloc preloaded the trace says which mimalloc (mi_version()), so
+ * compare replays that version's model (Debian 12: 2.0.9). */
+static void mimalloc_version_is_recorded(void **state) {
+  (void)state;
+  const char *mi = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
+  if (access(mi, R_OK) != 0)
+    skip();
+#if defined(__SANITIZE_ADDRESS__)
+  skip(); /* as above: ASan refuses a library preloaded before it */
+#endif
+  char out[300], text[8192];
+  snprintf(out, sizeof out, "%s/mi.trace", g_dir);
+  setenv("LD_PRELOAD", mi, 1);
+  char *const args[] = {"-o", out, "--", PROGS "exiter", NULL};
+  pid_t       pid = start("mi", args);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(finish(pid), 0);
+  read_file(out, text, sizeof text);
+  assert_contains(text, "#@ mimalloc_version=2.0.9\n");
+}
+
+/* Python: the allocsim module's mark, sys._debugmallocstats() under
+ * capture, and a trim through ctypes.CDLL("libc.so.6"). */
+static void python_marks_stats_and_libc_trim(void **state) {
+  (void)state;
+  if (access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char out[300], buf[65536], path[300];
+  snprintf(out, sizeof out, "%s/py.trace", g_dir);
+  char *const args[] = {
+      "-o", out, "--", "/usr/bin/python3", "-c",
+      "import ctypes, sys\n"
+      "from allocsim import mark\n"
+      "mark('before')\n"
+      "x = [bytes(1000) for _ in range(1000)]\n"
+      "del x\n"
+      "ctypes.CDLL('libc.so.6').malloc_trim(0)\n"
+      "mark(b'after')\n"
+      "sys._debugmallocstats()\n"
+      "print('done')\n",
+      NULL};
+  assert_int_equal(finish(start("py", args)), 0);
+  snprintf(path, sizeof path, "%s/py.stdout", g_dir);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "done\n");
+  snprintf(path, sizeof path, "%s/py.stderr", g_dir);
+  read_file(path, buf, sizeof buf);
+  assert_contains(buf, "Small block threshold");
+  trace_source_t *src = NULL;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  trace_event_t ev;
+  int           stage = 0, trims = 0;
+  const char   *order[] = {"main", "hooked", "__main__", "before", "after"};
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op == TRACE_MARK && stage < 5 && strcmp(ev.label, order[stage]) == 0)
+      stage++;
+    trims += ev.op == TRACE_TRIM && stage == 4;
+  }
+  trace_source_close(src);
+  assert_int_equal(stage, 5);
+  assert_int_equal(trims, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sigint_is_forwarded_and_the_trace_kept),
+      cmocka_unit_test(sigterm_is_forwarded_and_the_trace_kept),
+      cmocka_unit_test(sighup_is_forwarded_and_the_trace_kept),
+      cmocka_unit_test(sigkill_takes_the_command_along),
+      cmocka_unit_test(max_trace_bytes_stops_recording_cleanly),
+      cmocka_unit_test(disk_guard_stops_before_the_disk_fills),
+      cmocka_unit_test(output_is_the_commands_own),
+      cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
+      cmocka_unit_test(allocator_purges_are_recorded),
+      cmocka_unit_test(mimalloc_version_is_recorded),
+      cmocka_unit_test(python_marks_stats_and_libc_trim),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

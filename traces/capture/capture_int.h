@@ -1,0 +1,168 @@
+/* traces/capture/capture_int.h -- what the files of liballocsim_capture.so
+ * share: per-thread state, the real functions, the recording calls.
+ *
+ *   capture.c  start-up, fork and exec, the malloc family, CPython domains,
+ *              marks, main()
+ *   stream.c   per-thread buffers, the wire encoding, the connection to
+ *              `allocsim capture`, the flusher thread (RSS samples,
+ *              watermarks, control messages)
+ *   touch.c    the table of large allocations and their resident pages
+ *   resolve.c  the real functions, dlsym/dlvsym, allocator extensions
+ *   memmap.c   what of measured RSS no allocator holds
+ *
+ * Rules every file keeps, and why:
+ *   - Never allocate through the allocator being traced: buffers, tables
+ *     and the flusher's stack are mmap'd; no stdio, no getenv after start.
+ *   - The hot path calls only async-signal-safe functions (clock_gettime,
+ *     send, atomics), so a signal handler that allocates in the middle of a
+ *     record gets its own one-record message instead of a torn buffer.
+ */
+#ifndef ALLOCSIM_CAPTURE_INT_H
+#define ALLOCSIM_CAPTURE_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture_wire.h"
+
+#define EXPORT      __attribute__((visibility("default")))
+#define TLS         __thread __attribute__((tls_model("initial-exec")))
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+typedef struct tbuf_s tbuf_t;
+
+/* Per-thread flags.  in_record guards a record being appended; in_domain
+ * marks calls made inside a CPython domain wrapper (recorded once there);
+ * internal marks the library's own calls into libc; in_table guards the
+ * large-allocation table against a signal handler of the same thread. */
+typedef struct tls_s tls_t;
+struct tls_s {
+  tbuf_t *buf;          /* this thread's buffer, NULL until first record */
+  int     tid;          /* cached gettid(), 0 = unknown */
+  int     in_record;
+  int     in_domain;
+  int     internal;
+  int     resolving;    /* inside the first dlsym: serve from boot buffer */
+  int     initializing; /* inside capture_ensure_init */
+  int     exited;       /* past the thread-exit hook: write directly */
+  int     in_table;
+};
+extern TLS tls_t t_self;
+
+/* ---- Real functions (resolve.c) ----------------------------------------- */
+
+typedef struct real_fns_s real_fns_t;
+struct real_fns_s {
+  void *(*malloc)(size_t);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void (*free)(void *);
+  void *(*memalign)(size_t, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  int (*malloc_trim)(size_t);
+  int (*mallopt)(int, int);
+  int (*execve)(const char *, char *const[], char *const[]);
+  int (*execv)(const char *, char *const[]);
+  int (*execvp)(const char *, char *const[]);
+  int (*execvpe)(const char *, char *const[], char *const[]);
+  void (*exit_now)(int); /* _exit */
+  void (*exit_now2)(int); /* _Exit */
+  int (*libc_start_main)(int (*)(int, char **, char **), int, char **,
+                         void (*)(void), void (*)(void), void (*)(void),
+                         void *);
+  /* Allocator extensions, NULL unless such an allocator is loaded. */
+  int (*mallctl)(const char *, void *, size_t *, void *, size_t);
+  void (*mi_collect)(_Bool);
+  void (*release_free_memory)(void); /* MallocExtension_ReleaseFreeMemory */
+  /* libc's own, found by ELF lookup (resolve.c). */
+  void *(*dlsym)(void *, const char *);
+  void *(*dlvsym)(void *, const char *, const char *);
+};
+extern real_fns_t g_real;
+
+/* Resolves g_real (once; the first caller does it, others wait). */
+void capture_resolve(void);
+/* The bootstrap allocator for calls made while dlsym runs. */
+bool  capture_is_boot(const void *p);
+void *capture_boot_alloc(size_t n);
+size_t capture_boot_size(const void *p);
+
+/* ---- State (capture.c) --------------------------------------------------- */
+
+extern atomic_int g_init_state; /* 0 none, 1 running, 2 done */
+extern atomic_int g_recording;  /* 1 while records are sent */
+extern int        g_pid;        /* this process (vfork children differ) */
+extern uint64_t   g_sample_ns;  /* RSS sampling period, 0 = marks only */
+extern uint64_t   g_touch_threshold; /* bytes; 0 = no touch records */
+extern size_t     g_page;       /* OS page size */
+
+void capture_ensure_init(void);
+int  capture_tid(void);
+uint64_t capture_now_ns(void);
+/* The flusher measures the TSC's scale from time to time (capture.c). */
+void capture_clock_calibrate(void);
+/* Rss and Anonymous of /proc/self/smaps_rollup in bytes (0 if
+ * unreadable). */
+void capture_read_rss(uint64_t *rss, uint64_t *anon);
+
+/* memmap.c: opens /proc/self/pagemap (again after a fork); the anonymous
+ * resident bytes of the program's writable segments and main stack, and of
+ * this library's writable segments. */
+void capture_memmap_open(void);
+void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
+/* Resident bytes of [base, base + len) (mincore). */
+uint64_t capture_resident(const void *base, size_t len);
+
+/* ---- Recording (stream.c) ------------------------------------------------ */
+
+/* Appends r to the calling thread's buffer (or sends it on its own). */
+void capture_emit(const cap_rec_t *r);
+/* Emits a MARK or RSS record whose RSS is read after its seq is taken, so
+ * a release that starts during the read is ordered after it; waits while a
+ * call that moves RSS (trim, free of a large block) is in flight, up to a
+ * bound (capture_gate_*). */
+void capture_emit_sample(uint8_t op, const char *label, size_t len);
+
+/* RSS-moving calls: the sampler does not read RSS while one runs. */
+void capture_gate_enter(void);
+void capture_gate_leave(void);
+
+/* Connects to `allocsim capture` and says hello; false if not possible. */
+bool capture_stream_open(void);
+/* Sends every buffer and a watermark; then BYE, EXEC or nothing. */
+void capture_stream_flush_all(uint8_t then_msg);
+/* The calling thread is exiting: its last record and buffer go out. */
+void capture_stream_thread_exit(void *buf);
+void capture_stream_start_flusher(void);
+void capture_stream_atfork_prepare(void);
+void capture_stream_atfork_child(void);
+/* Resident bytes of the library's own mappings (not its static data). */
+uint64_t capture_own_rss(void);
+
+/* ---- Large allocations (touch.c) ----------------------------------------- */
+
+/* A new allocation [addr, addr + size); the first written_prefix bytes
+ * count as written already (realloc copied them). */
+void capture_touch_track(uint64_t addr, uint64_t size, uint64_t written_prefix);
+/* addr is being released: its newly resident pages are reported and it is
+ * forgotten.  Returns its size, or 0 if it was not tracked. */
+uint64_t capture_touch_release(uint64_t addr);
+/* Reports newly resident pages of every tracked allocation (at marks and
+ * RSS samples). */
+void capture_touch_probe_all(void);
+/* Whether an allocation of size bytes is tracked. */
+static inline bool capture_touch_wants(uint64_t size) {
+  return g_touch_threshold != 0 && size >= g_touch_threshold;
+}
+void capture_touch_atfork_prepare(void);
+void capture_touch_atfork_parent(void);
+void capture_touch_atfork_child(void);
+uint64_t capture_touch_own_rss(void);
+
+#endif
