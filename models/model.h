@@ -267,6 +267,8 @@ static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
  * model declares it, or NULL.  Keys carry their model's name, so a
  * composition's regions find their children's rows. */
 const model_mechanism_t *model_mechanism_find(const char *key);
+/* The most counters a model (or a composition of models) reports. */
+#define MODEL_COUNTERS_MAX 128
 /* The counter called name; false if the model has none of that name. */
 bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
 /* Appends a counter "<prefix>.<name>" to out if n < cap; returns n + 1. */

@@ -19,6 +19,10 @@
  *     pair per thread per round, as concurrent threads would interleave.
  *     Marks: start, running (every thread done, all still alive), joined.
  *     --iterations 0 is the lab program's control run: threads, no malloc.
+ *     --hold N adds what the lab's loop lacks, a working set per thread:
+ *     after the loop the threads take turns (as handlers of a pool serve
+ *     requests one after another), each mallocing N blocks and freeing all
+ *     but the last, which the program keeps to the end (a cache entry).
  *
  * The programs write every byte they allocate (memset), which is what the
  * simulator assumes of every allocation.  Object ids: lab-brk uses id i for
@@ -52,6 +56,7 @@ struct lab_src_s {
   uint64_t       repeat;     /* lab-mmap-threshold: allocations after first */
   uint64_t       threads;    /* lab-arenas */
   uint64_t       iterations; /* lab-arenas: malloc/free pairs per thread */
+  uint64_t       hold;       /* lab-arenas: blocks of each thread's burst */
   uint64_t       pc;         /* which step of the program comes next */
   uint64_t       i;          /* loop counter of the current step */
   uint64_t       t_ns;
@@ -189,8 +194,10 @@ static as_status_t lab_mmap_next(lab_src_t *s, trace_event_t *ev) {
 /* ---- lab-arenas --------------------------------------------------------- */
 
 /* Steps: start; thread_start 1..T; rounds of (malloc, free) per thread;
- * running; thread_exit 1..T; joined.  i counts within a step; in the loop
- * step, i = (round * T + thread index) * 2 + (0 malloc | 1 free). */
+ * the bursts, thread by thread; running; thread_exit 1..T; joined.  i
+ * counts within a step; in the loop step, i = (round * T + thread index) *
+ * 2 + (0 malloc | 1 free); in the burst step, i = (thread index) * 2 *
+ * hold + j, the first hold being mallocs and the next hold - 1 frees. */
 static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
   switch (s->pc) {
   case 0:
@@ -210,19 +217,35 @@ static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
     else
       lab_event(s, ev, TRACE_FREE, thread, thread, 0, NULL);
     if (++s->i == 2 * s->threads * s->iterations)
-      s->pc++;
+      s->pc++, s->i = 0;
     return AS_OK;
   }
-  case 3:
+  case 3: /* the bursts: thread t mallocs hold blocks, frees all but the
+             last, which lives to the end; ids above the loop's */
+    if (s->hold > 0) {
+      uint64_t per = 2 * s->hold - 1, t = s->i / per, j = s->i % per;
+      uint64_t base = s->threads + 1 + t * s->hold;
+      uint32_t thread = (uint32_t)(t + 1);
+      if (j < s->hold)
+        lab_event(s, ev, TRACE_MALLOC, thread, base + j, s->size, NULL);
+      else
+        lab_event(s, ev, TRACE_FREE, thread, base + j - s->hold, 0, NULL);
+      if (++s->i == s->threads * per)
+        s->pc++, s->i = 0;
+      return AS_OK;
+    }
+    s->pc++, s->i = 0;
+    /* fall through */
+  case 4:
     lab_event(s, ev, TRACE_MARK, 0, 0, 0, "running");
     s->pc++, s->i = 0;
     return AS_OK;
-  case 4:
+  case 5:
     lab_event(s, ev, TRACE_THREAD_EXIT, (uint32_t)(s->i + 1), 0, 0, NULL);
     if (++s->i == s->threads)
       s->pc++;
     return AS_OK;
-  case 5:
+  case 6:
     lab_event(s, ev, TRACE_MARK, 0, 0, 0, "joined");
     s->pc++;
     return AS_OK;
@@ -362,12 +385,15 @@ static const workload_option_t lab_arenas_options[] = {
     {"iterations", "1000",
      "malloc/free pairs per thread (0: the threads-only control)"},
     {"size", "1024", "bytes per malloc (course notes lab 5: 1024)"},
+    {"hold", "0",
+     "then each thread in turn mallocs this many blocks and frees all but "
+     "the last, which lives to the end (0: none)"},
     {NULL, NULL, NULL},
 };
 
 static as_status_t lab_arenas_open(const char *const *values,
                                    trace_source_t **out, as_err_t *err) {
-  uint64_t    threads = 0, iterations = 0, size = 0;
+  uint64_t    threads = 0, iterations = 0, size = 0, hold = 0;
   as_status_t rc;
   *out = NULL;
   if ((rc = lab_parse("lab-arenas", "threads", values[0], 1, 1024, &threads,
@@ -375,17 +401,24 @@ static as_status_t lab_arenas_open(const char *const *values,
       (rc = lab_parse("lab-arenas", "iterations", values[1], 0, LAB_MAX_COUNT,
                       &iterations, err)) != AS_OK ||
       (rc = lab_parse("lab-arenas", "size", values[2], 1, LAB_MAX_SIZE, &size,
-                      err)) != AS_OK)
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-arenas", "hold", values[3], 0,
+                      LAB_MAX_COUNT / threads, &hold, err)) != AS_OK)
     return rc;
-  char args[160];
-  snprintf(args, sizeof args,
-           "lab-arenas --threads %" PRIu64 " --iterations %" PRIu64
-           " --size %" PRIu64,
-           threads, iterations, size);
+  char args[192];
+  int  n = snprintf(args, sizeof args,
+                    "lab-arenas --threads %" PRIu64 " --iterations %" PRIu64
+                    " --size %" PRIu64,
+                    threads, iterations, size);
+  /* Spelled only when set, so runs recorded before it existed keep their
+   * workload line. */
+  if (hold > 0)
+    snprintf(args + n, sizeof args - (size_t)n, " --hold %" PRIu64, hold);
   lab_src_t *s;
   if ((rc = lab_new(LAB_ARENAS, args, &s, err)) != AS_OK)
     return rc;
   s->threads = threads, s->iterations = iterations, s->size = size;
+  s->hold = hold;
   *out = &s->base;
   return AS_OK;
 }

@@ -219,7 +219,9 @@ SUMMARY_GROUPS = [
     ("webworker, 64 threads (arena_max unset / 2)",
      r"measured/webworker-threads64-"),
     ("lab 5 (64 threads, arena_max unset / 8 / 1, control)",
-     r"measured/lab-arenas-"),
+     r"measured/lab-arenas-(?!hold)"),
+    ("lab 5 with a working set per thread (arena_max unset / 8 / 1)",
+     r"measured/lab-arenas-hold"),
 ]
 
 
@@ -250,6 +252,9 @@ SPIKE_LAB_VARIANTS = [
     ("lab-arenas-arenamax8", "lab 5, MALLOC_ARENA_MAX=8"),
     ("lab-arenas-arenamax1", "lab 5, MALLOC_ARENA_MAX=1"),
     ("lab-arenas-control", "lab 5, control (threads, no malloc)"),
+    ("lab-arenas-hold1000", "lab 5, working set, 16 arenas"),
+    ("lab-arenas-hold1000-arenamax8", "lab 5, working set, MALLOC_ARENA_MAX=8"),
+    ("lab-arenas-hold1000-arenamax1", "lab 5, working set, MALLOC_ARENA_MAX=1"),
 ]
 
 

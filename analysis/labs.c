@@ -1,0 +1,243 @@
+/* analysis/labs.c -- the lab table: the exercises of the allocator course
+ * notes (section 20), in course order, as data for analysis/lab.c.
+ *
+ * Every variant is a workload (traces/wl_labs.c, traces/wl_survivors.c) or
+ * a trace, replayed against a model spec, and the real program that makes
+ * the same requests on a Linux machine (scripts/measure/labs/, built into
+ * the labs directory by CMake).  The texts state mechanisms and the source
+ * constants behind them; figures come from the run, never from the text.
+ * Each lab's page under docs/course/ has the measured results and the
+ * model lines that implement the mechanism.
+ */
+#include "lab.h"
+
+#include <stddef.h>
+
+/* ---- brk: the heap that refuses to shrink ------------------------------- */
+
+static const char *const glibc_only[] = {"glibc", NULL};
+
+static const lab_def_t lab_brk = {
+    .name  = "brk",
+    .title = "the brk heap refuses to shrink",
+    .notes = "section 20 lab 3; sections 2.1 and 6.1",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "glibc's main heap is one region that grows and shrinks at its top "
+        "with brk.  free() gives memory back only from the top, and only "
+        "once the free top chunk exceeds trim_threshold (128 KiB); "
+        "malloc_trim(0) also drops the resident pages of free chunks inside "
+        "the heap (MADV_DONTNEED), without moving brk.",
+    .question =
+        "A C program mallocs 1000 chunks of 1 KiB, frees all but the last "
+        "and calls malloc_trim(0); then it frees the last and trims again.  "
+        "After the first trim, is RSS back near zero?  Has the heap (brk) "
+        "shrunk?  What does freeing the last chunk change?",
+    .models   = glibc_only,
+    .counters = (const char *const[]){"kernel.brk_bytes", "glibc.top_bytes",
+                                      "glibc.binned_bytes",
+                                      "glibc.tcache_bytes", NULL},
+    .notice =
+        "freed_but_last keeps every page: the live last chunk sits just "
+        "below the top chunk, so no free ever reaches the top and brk "
+        "stays.  trimmed_but_last drops RSS to a few pages, yet brk only "
+        "loses the free top above the last chunk: malloc_trim(0) released "
+        "the free pages inside the heap (mtrim, MADV_DONTNEED) but cannot "
+        "lower the break past a live chunk.  "
+        "freed_last merges everything above the 7 tcache'd chunks into top, "
+        "and that free trims the heap down to top_pad (128 KiB) above them; "
+        "trimmed_all trims the pad too.  RSS and brk are two different "
+        "questions: the first is what the kernel counts, the second what "
+        "the allocator could ever give back by shrinking.",
+    .doc = "docs/course/brk.md",
+    .variants =
+        {
+            {.label    = "",
+             .workload = "lab-brk --count 1000 --size 1024",
+             .model    = "glibc",
+             .marks    = "allocated freed_but_last trimmed_but_last "
+                         "freed_last trimmed_all",
+             .map_at   = "freed_but_last trimmed_but_last",
+             .program  = "lab_brk",
+             .args     = "{out}",
+             .recorded = "measured/lab-brk.trace"},
+            {0},
+        },
+};
+
+/* ---- mmap-threshold: the threshold that learns -------------------------- */
+
+static const lab_def_t lab_mmap_threshold = {
+    .name  = "mmap-threshold",
+    .title = "the dynamic mmap threshold learns a buffer size",
+    .notes = "section 20 lab 4; section 2.3",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "A request at or above mmap_threshold (128 KiB at start) gets its "
+        "own mapping, which free() unmaps at once.  Freeing such a chunk "
+        "(up to 32 MiB) raises mmap_threshold to its size and "
+        "trim_threshold to twice that, so the next buffer of that size "
+        "comes from the heap and stays resident after free.  Setting "
+        "MALLOC_MMAP_THRESHOLD_ freezes both thresholds.",
+    .question =
+        "A program allocates and frees a 4 MiB buffer, then does it 100 "
+        "times more.  Where does the first buffer come from, and where the "
+        "second?  What is RSS after the second free, and after the 100?  "
+        "What changes with MALLOC_MMAP_THRESHOLD_=131072?",
+    .models   = glibc_only,
+    .counters = (const char *const[]){"glibc.mmap_threshold",
+                                      "glibc.trim_threshold",
+                                      "glibc.mmapped_bytes", "glibc.top_bytes",
+                                      "kernel.page_faults", NULL},
+    .notice =
+        "The first buffer is mmapped (mmapped_bytes) and its free returns "
+        "RSS to the start; that free also moved mmap_threshold to 4 MiB "
+        "and trim_threshold to 8 MiB.  The second buffer is therefore "
+        "carved from the brk heap, and after its free the 4 MiB top chunk "
+        "is below the new trim threshold: RSS stays 4 MiB higher for the "
+        "rest of the program, while each of the other 99 reuses the same "
+        "pages.  With the threshold set, every buffer is a mapping again "
+        "and RSS returns after each free -- at the price of a munmap and "
+        "1024 page faults per buffer.",
+    .doc = "docs/course/mmap-threshold.md",
+    .variants =
+        {
+            {.label    = "dynamic threshold",
+             .workload = "lab-mmap-threshold --size 4194304 --repeat 100",
+             .model    = "glibc",
+             .marks    = "first_alloc first_free second_alloc second_free "
+                         "repeat_done",
+             .map_at   = "first_alloc second_alloc second_free",
+             .program  = "lab_mmap_threshold",
+             .args     = "{out}",
+             .recorded = "measured/lab-mmap-threshold.trace"},
+            {.label    = "MALLOC_MMAP_THRESHOLD_=131072",
+             .workload = "lab-mmap-threshold --size 4194304 --repeat 100",
+             .model    = "glibc:mmap_threshold=131072",
+             .marks    = "first_alloc first_free second_alloc second_free "
+                         "repeat_done",
+             .program  = "lab_mmap_threshold",
+             .args     = "{out}",
+             .env      = "MALLOC_MMAP_THRESHOLD_=131072",
+             .recorded = "measured/lab-mmap-threshold-mmap131072.trace"},
+            {0},
+        },
+};
+
+/* ---- arenas: 64 threads -------------------------------------------------- */
+
+#define ARENAS_LOOP "lab-arenas --threads 64 --iterations 1000 --size 1024"
+#define ARENAS_HOLD                                                            \
+  "lab-arenas --threads 64 --iterations 0 --size 1024 --hold 1000"
+
+static const lab_def_t lab_arenas = {
+    .name  = "arenas",
+    .title = "arenas multiply with threads",
+    .notes = "section 20 lab 5; section 5",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "glibc gives each thread that mallocs its own arena (a 64 MiB "
+        "reserved heap, committed as it grows) until the arena count "
+        "passes arena_test (8); then the cap is 8 x ncpus in glibc "
+        "2.36-2.43, or MALLOC_ARENA_MAX, and further threads share arenas "
+        "round-robin.  Each arena keeps its own free memory, so what "
+        "threads leave behind is multiplied by the number of arenas.",
+    .question =
+        "64 threads, all alive, on this 2-CPU machine.  First each does the "
+        "notes' loop, malloc(1024)/free 1000 times; then, in a second "
+        "program, each in turn mallocs 1000 blocks of 1 KiB and frees all "
+        "but the last.  How many arenas do MALLOC_ARENA_MAX unset, 8 and 1 "
+        "give?  Predict RSS in both programs, while the threads run and "
+        "after they exit.",
+    .table =
+        "glibc arena cap (arena_get2, once narenas > arena_test = 8):\n"
+        "  2.36 (Debian 12)  8 x ncpus   malloc/arena.c:938-947\n"
+        "  2.39, 2.41        8 x ncpus   malloc/arena.c:832-841\n"
+        "  2.42              8 x ncpus   malloc/arena.c:816-825\n"
+        "  master 04e750e75b 8 x ncpus   malloc/arena.c:822-831 (2026-01-20)\n"
+        "  2.44 per the course notes: max(ncpus, 8) -- in no glibc source\n"
+        "       available here; on 2 CPUs it would be the arena_max=8 rows",
+    .models   = glibc_only,
+    .counters = (const char *const[]){"glibc.arenas", "glibc.heaps",
+                                      "glibc.binned_bytes", NULL},
+    .notice =
+        "The arena count follows the cap exactly: 16 (8 x 2 CPUs), 8, 1.  "
+        "In the loop RSS barely follows it: a thread holds one 1 KiB block "
+        "at a time, so an arena costs its heap header, its malloc_state "
+        "and the first thread's tcache, a couple of pages, and most of the "
+        "RSS is the 64 thread stacks.  With a working set the trap "
+        "appears: each arena keeps about one burst (1 MiB) of free chunks "
+        "below the last block its threads kept (binned), so RSS is close "
+        "to arenas x 1 MiB -- 16, 8 or 1 MiB for the same 64 live KiB -- "
+        "and it stays after the threads exit, since their arenas go to "
+        "glibc's free list with their pages.  The folklore's "
+        "MALLOC_ARENA_MAX=2 saves what the threads leave behind, times the "
+        "arenas it removes; it costs lock contention, which a simulation "
+        "does not see.",
+    .doc = "docs/course/arenas.md",
+    .variants =
+        {
+            {.label    = "loop, MALLOC_ARENA_MAX unset",
+             .workload = ARENAS_LOOP,
+             .model    = "glibc",
+             .marks    = "running joined",
+             .program  = "lab_arenas",
+             .args     = "{out}",
+             .recorded = "measured/lab-arenas-r1.trace"},
+            {.label    = "loop, MALLOC_ARENA_MAX=8",
+             .workload = ARENAS_LOOP,
+             .model    = "glibc:arena_max=8",
+             .marks    = "running joined",
+             .program  = "lab_arenas",
+             .args     = "{out}",
+             .env      = "MALLOC_ARENA_MAX=8",
+             .recorded = "measured/lab-arenas-arenamax8-r1.trace"},
+            {.label    = "loop, MALLOC_ARENA_MAX=1",
+             .workload = ARENAS_LOOP,
+             .model    = "glibc:arena_max=1",
+             .marks    = "running joined",
+             .program  = "lab_arenas",
+             .args     = "{out}",
+             .env      = "MALLOC_ARENA_MAX=1",
+             .recorded = "measured/lab-arenas-arenamax1-r1.trace"},
+            {.label    = "working set, MALLOC_ARENA_MAX unset",
+             .workload = ARENAS_HOLD,
+             .model    = "glibc",
+             .marks    = "running joined",
+             .map_at   = "joined",
+             .program  = "lab_arenas",
+             .args     = "{out} 64 0 1024 1000",
+             .recorded = "measured/lab-arenas-hold1000-r1.trace"},
+            {.label    = "working set, MALLOC_ARENA_MAX=8",
+             .workload = ARENAS_HOLD,
+             .model    = "glibc:arena_max=8",
+             .marks    = "running joined",
+             .program  = "lab_arenas",
+             .args     = "{out} 64 0 1024 1000",
+             .env      = "MALLOC_ARENA_MAX=8",
+             .recorded = "measured/lab-arenas-hold1000-arenamax8-r1.trace"},
+            {.label    = "working set, MALLOC_ARENA_MAX=1",
+             .workload = ARENAS_HOLD,
+             .model    = "glibc:arena_max=1",
+             .marks    = "running joined",
+             .map_at   = "joined",
+             .program  = "lab_arenas",
+             .args     = "{out} 64 0 1024 1000",
+             .env      = "MALLOC_ARENA_MAX=1",
+             .recorded = "measured/lab-arenas-hold1000-arenamax1-r1.trace"},
+            {0},
+        },
+};
+
+/* ---- The registry -------------------------------------------------------- */
+
+static const lab_def_t *const lab_table[] = {
+    &lab_brk,
+    &lab_mmap_threshold,
+    &lab_arenas,
+};
+
+const lab_def_t *const *lab_registry(size_t *count) {
+  *count = sizeof lab_table / sizeof lab_table[0];
+  return lab_table;
+}
