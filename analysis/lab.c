@@ -5,9 +5,11 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/grow.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
@@ -62,6 +64,142 @@ size_t lab_missing_models(const lab_def_t *def, char *buf, size_t len) {
       n++;
     }
   return n;
+}
+
+/* ---- Ladders ------------------------------------------------------------ */
+
+/* Appends (request, usable) when usable differs from the last rung's. */
+static as_status_t ladder_add(lab_ladder_t *l, uint64_t request,
+                              uint64_t usable, as_err_t *err) {
+  if (l->n > 0 && l->rung[l->n - 1].usable == usable)
+    return AS_OK;
+  if (l->n > 0 && request <= l->rung[l->n - 1].request)
+    return as_err_set(err, AS_EINVAL,
+                      "ladder: request %" PRIu64 " after %" PRIu64
+                      " (requests must ascend)",
+                      request, l->rung[l->n - 1].request);
+  lab_rung_t *r = as_grow(l->rung, &l->cap, l->n + 1, sizeof *r, 256);
+  if (r == NULL)
+    return as_err_set(err, AS_ENOMEM, "ladder: out of memory");
+  l->rung        = r;
+  l->rung[l->n++] = (lab_rung_t){request, usable};
+  return AS_OK;
+}
+
+uint64_t lab_ladder_usable(const lab_ladder_t *l, uint64_t request) {
+  if (l->n == 0 || request < l->rung[0].request || request > LAB_LADDER_MAX)
+    return 0;
+  size_t lo = 0, hi = l->n; /* the last rung with rung.request <= request */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->rung[mid].request <= request)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return l->rung[lo].usable;
+}
+
+static void ladder_finish(lab_ladder_t *l) {
+  double waste = 0;
+  for (uint64_t n = 1; n <= 1024; n++)
+    waste += (double)lab_ladder_usable(l, n) - (double)n;
+  l->mean_waste_1k = waste / 1024.0;
+}
+
+bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
+                        lab_segment_t *out) {
+  size_t i = *pos;
+  if (i >= l->n)
+    return false;
+  size_t   j    = i;
+  uint64_t step = i + 1 < l->n ? l->rung[i + 1].usable - l->rung[i].usable : 0;
+  if (i + 1 < l->n && l->rung[i + 1].usable > l->rung[i].usable)
+    while (j + 1 < l->n && l->rung[j + 1].usable > l->rung[j].usable &&
+           l->rung[j + 1].usable - l->rung[j].usable == step)
+      j++;
+  else
+    step = 0;
+  out->request_first = l->rung[i].request;
+  out->request_last  = j + 1 < l->n ? l->rung[j + 1].request - 1
+                                    : LAB_LADDER_MAX;
+  out->usable_first  = l->rung[i].usable;
+  out->usable_last   = l->rung[j].usable;
+  out->step          = j > i ? step : 0;
+  out->classes       = j - i + 1;
+  *pos               = j + 1;
+  return true;
+}
+
+/* The model's ladder, fresh: before any request changes its state (a
+ * freed mmapped chunk moves glibc's threshold).  A composition answers for
+ * PyObject_Malloc, the others for malloc. */
+static as_status_t model_ladder(const sim_session_t *s, lab_ladder_t *l,
+                                as_err_t *err) {
+  uint8_t domain = s->model->methods->composition ? TRACE_DOMAIN_OBJ
+                                                  : TRACE_DOMAIN_RAW;
+  if (s->model->methods->usable_size == NULL)
+    return AS_OK;
+  for (uint64_t n = 1; n <= LAB_LADDER_MAX; n++) {
+    as_status_t rc = ladder_add(l, n, model_usable_size(s->model, n, domain),
+                                err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  ladder_finish(l);
+  return AS_OK;
+}
+
+/* path's "request usable" lines ('#' starts a comment). */
+static as_status_t read_ladder(const char *path, lab_ladder_t *l,
+                               as_err_t *err) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return as_err_set(err, AS_EINVAL, "%s: cannot open the ladder the lab "
+                      "program writes", path);
+  char        line[256];
+  as_status_t rc = AS_OK;
+  for (unsigned lineno = 1; rc == AS_OK && fgets(line, sizeof line, f);
+       lineno++) {
+    unsigned long long req, usable;
+    char               extra;
+    if (line[0] == '#' || line[0] == '\n')
+      continue;
+    if (sscanf(line, "%llu %llu %c", &req, &usable, &extra) != 2)
+      rc = as_err_set(err, AS_EINVAL, "%s:%u: expected 'request usable'",
+                      path, lineno);
+    else
+      rc = ladder_add(l, req, usable, err);
+  }
+  fclose(f);
+  if (rc == AS_OK && (l->n == 0 || l->rung[0].request != 1))
+    rc = as_err_set(err, AS_EINVAL, "%s: the ladder must start at request 1",
+                    path);
+  if (rc == AS_OK)
+    ladder_finish(l);
+  return rc;
+}
+
+/* The first request (from 1 to the end of b's sweep) a and b disagree on;
+ * 0 when they agree. */
+static uint64_t ladder_first_difference(const lab_ladder_t *a,
+                                        const lab_ladder_t *b) {
+  size_t i = 0, k = 0;
+  while (i < a->n || k < b->n) {
+    uint64_t ra = i < a->n ? a->rung[i].request : UINT64_MAX;
+    uint64_t rb = k < b->n ? b->rung[k].request : UINT64_MAX;
+    uint64_t r  = ra < rb ? ra : rb;
+    if (lab_ladder_usable(a, r) != lab_ladder_usable(b, r))
+      return r;
+    i += ra == r;
+    k += rb == r;
+  }
+  return 0;
+}
+
+static void ladder_free(lab_ladder_t *l) {
+  free(l->rung);
+  memset(l, 0, sizeof *l);
 }
 
 /* ---- Simulating --------------------------------------------------------- */
@@ -222,6 +360,12 @@ static as_status_t simulate_variant(const lab_def_t *def, size_t vi,
     return rc;
   }
   snprintf(vr->model_desc, sizeof vr->model_desc, "%s", s.model_desc);
+  if (def->kind == LAB_SIZES && (rc = model_ladder(&s, &vr->ladder, err)) !=
+                                    AS_OK) {
+    sim_session_close(&s);
+    trace_source_close(src);
+    return rc;
+  }
   lab_pass_t p = {.def     = def,
                   .v       = v,
                   .vi      = vi,
@@ -354,6 +498,16 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
                       "where measured and simulated are anchored)",
                       paths[i], vr->anchor);
   }
+  if (rc == AS_OK && r->def->kind == LAB_SIZES) {
+    char path[1024];
+    if (!as_format_fits(path, sizeof path, "%s.ladder", paths[0]))
+      rc = as_err_set(err, AS_EINVAL, "%s: path too long", paths[0]);
+    else
+      rc = read_ladder(path, &vr->measured_ladder, err);
+    if (rc == AS_OK)
+      vr->ladder_diff =
+          ladder_first_difference(&vr->ladder, &vr->measured_ladder);
+  }
   if (rc == AS_OK) {
     median_at(runs, n, vr->anchor, &anchor);
     vr->baseline      = (int64_t)anchor - (int64_t)vr->anchor_sim_rss;
@@ -374,8 +528,36 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
   return rc;
 }
 
+as_status_t lab_attach_recorded(lab_result_t *r, size_t vi,
+                                const char *source_dir, as_err_t *err) {
+  const char *rec = r->def->variants[vi].recorded;
+  if (rec == NULL || !r->variants[vi].ran)
+    return AS_OK;
+  char pattern[1024];
+  if (!as_format_fits(pattern, sizeof pattern, "%s/data/%s", source_dir, rec))
+    return as_err_set(err, AS_EINVAL, "%s/data/%s: path too long", source_dir,
+                      rec);
+  glob_t g;
+  int    grc = glob(pattern, 0, NULL, &g);
+  if (grc == GLOB_NOMATCH)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: no recorded run (scripts/measure/labs/run.sh "
+                      "records them)",
+                      pattern);
+  if (grc != 0)
+    return as_err_set(err, AS_ENOMEM, "%s: glob failed", pattern);
+  size_t      n = g.gl_pathc < LAB_MAX_RUNS ? g.gl_pathc : LAB_MAX_RUNS;
+  as_status_t rc =
+      lab_attach_measured(r, vi, (const char *const *)g.gl_pathv, n, err);
+  globfree(&g);
+  return rc;
+}
+
 void lab_result_free(lab_result_t *r) {
-  for (size_t i = 0; i < LAB_MAX_VARIANTS; i++)
+  for (size_t i = 0; i < LAB_MAX_VARIANTS; i++) {
     for (size_t k = 0; k < LAB_MAX_MAPS; k++)
       heapmap_free(&r->variants[i].map[k]);
+    ladder_free(&r->variants[i].ladder);
+    ladder_free(&r->variants[i].measured_ladder);
+  }
 }

@@ -52,8 +52,11 @@ struct lab_variant_s {
   const char *env;     /* NAME=VALUE ... set for the program (others of
                           the allocators' knobs are unset) */
   const char *preload; /* model whose library LD_PRELOAD loads, or NULL */
-  const char *recorded; /* the measured run of the repository for it
-                           (data/measured/...), or NULL */
+  const char *library; /* that library's file-name prefix when it is not
+                          the model's preload ("libtcmalloc_minimal") */
+  const char *recorded; /* the measured runs of the repository for it, a
+                           glob pattern under data/ ("measured/lab-arenas-
+                           r*.trace": repeated runs), or NULL */
 };
 
 typedef enum lab_kind_e {
@@ -115,6 +118,33 @@ struct lab_step_s {
                              program itself, which no trace describes) */
 };
 
+/* A size-class ladder: the requests at which the usable size changes, and
+ * the usable size from there on (malloc_usable_size of 1..LAB_LADDER_MAX). */
+#define LAB_LADDER_MAX (UINT64_C(256) << 10) /* the notes' section 8 sweep */
+typedef struct lab_rung_s lab_rung_t;
+struct lab_rung_s {
+  uint64_t request; /* the first request of the class */
+  uint64_t usable;  /* what it and the requests up to the next rung get */
+};
+typedef struct lab_ladder_s lab_ladder_t;
+struct lab_ladder_s {
+  size_t      n, cap;
+  lab_rung_t *rung;          /* ascending requests, rung[0].request == 1 */
+  double      mean_waste_1k; /* mean usable - request over 1..1024 */
+};
+/* A run of classes a constant step apart: requests first..last get
+ * usable_first, usable_first + step, ... usable_last. */
+typedef struct lab_segment_s lab_segment_t;
+struct lab_segment_s {
+  uint64_t request_first, request_last;
+  uint64_t usable_first, usable_last, step, classes;
+};
+/* The i-th segment of l from *pos on (pos starts at 0); false at the end. */
+bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
+                        lab_segment_t *out);
+/* The usable size l gives request (0 above the sweep). */
+uint64_t lab_ladder_usable(const lab_ladder_t *l, uint64_t request);
+
 typedef struct lab_variant_result_s lab_variant_result_t;
 struct lab_variant_result_s {
   bool      ran;            /* false: a model is missing */
@@ -127,6 +157,10 @@ struct lab_variant_result_s {
   size_t    nmaps;
   char      map_label[LAB_MAX_MAPS][64]; /* the mark of each map */
   heapmap_t map[LAB_MAX_MAPS];
+  lab_ladder_t ladder;          /* LAB_SIZES: the model's */
+  lab_ladder_t measured_ladder; /* LAB_SIZES: the program's (n = 0: none) */
+  uint64_t  ladder_diff;        /* first request whose usable size the two
+                                   disagree on, 0 when they agree */
   bool      measured;
   size_t    measured_runs;        /* files the medians are over */
   char      measured_source[512]; /* the (first) measured-run file */
@@ -155,7 +189,9 @@ struct lab_opts_s {
 as_status_t lab_simulate(const lab_def_t *def, const lab_opts_t *o,
                          lab_result_t *out, as_err_t *err);
 /* Reads the n measured-run files paths[] (marks, each followed by its rss:
- * repeated runs of one variant) as the measurement of variant vi and fills
+ * repeated runs of one variant; for LAB_SIZES also paths[0] + ".ladder",
+ * "request usable" lines written by the program, compared with the model's
+ * ladder) as the measurement of variant vi and fills
  * its steps' measured fields with the median over the runs that have the
  * mark; a step whose mark no file has stays unmeasured.  The baseline is
  * the median measured RSS at the run's first mark minus the simulated one
@@ -163,6 +199,12 @@ as_status_t lab_simulate(const lab_def_t *def, const lab_opts_t *o,
 as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
                                 const char *const *paths, size_t n,
                                 as_err_t *err);
+/* Attaches the repository's measurement of variant vi: the files matching
+ * its `recorded` pattern under source_dir/data/ (sorted; at most
+ * LAB_MAX_RUNS).  AS_OK with nothing attached when the variant has none or
+ * did not run. */
+as_status_t lab_attach_recorded(lab_result_t *r, size_t vi,
+                                const char *source_dir, as_err_t *err);
 void lab_result_free(lab_result_t *r);
 
 #endif

@@ -13,9 +13,89 @@
 
 #include <stddef.h>
 
-/* ---- brk: the heap that refuses to shrink ------------------------------- */
-
 static const char *const glibc_only[] = {"glibc", NULL};
+
+/* ---- sizes: usable size against request ---------------------------------- */
+
+#define SIZES_C   "lab-sizes --min 1 --max 4096 --domain raw"
+#define SIZES_OBJ "lab-sizes --min 1 --max 4096 --domain obj"
+
+static const lab_def_t lab_sizes = {
+    .name  = "sizes",
+    .title = "size classes: what a request really gets",
+    .notes = "section 20 lab 1; sections 3.2 and 8",
+    .kind  = LAB_SIZES,
+    .shows =
+        "Every allocator rounds a request up to a class: glibc to a chunk "
+        "of request + 8 bytes rounded to 16 (at least 32), of which all but "
+        "the 8-byte header is usable; pymalloc to a multiple of 16 up to "
+        "512 bytes, above which libc serves it; the size-class allocators "
+        "(jemalloc, tcmalloc, mimalloc) to a ladder whose "
+        "step doubles as the sizes do.  Holding one object of every size "
+        "from 1 to 4096 bytes shows what the rounding costs in RSS.",
+    .question =
+        "What does malloc(1) give on glibc, and why that number?  Where "
+        "does each allocator's step (quantum) double?  What does "
+        "malloc(1025) get on each?  Which allocator wastes the least on "
+        "requests of 1 to 1024 bytes, and which holds one object of every "
+        "size from 1 to 4096 bytes in the least RSS?",
+    .models   = (const char *const[]){"glibc", "cpython", "jemalloc",
+                                      "mimalloc", "tcmalloc", NULL},
+    .notice =
+        "glibc's ladder is one arithmetic run, 24 + 16k, from malloc(1) "
+        "(a 32-byte chunk, 24 usable: the next chunk's prev_size word is "
+        "the last 8) up to the mmap threshold, then whole pages: it never "
+        "doubles, and its cost is the 8-byte header on every object.  "
+        "pymalloc has 32 classes 16 bytes apart and no header, and hands "
+        "everything above 512 bytes to glibc.  The size-class allocators "
+        "double their step every few classes, so a request just past a "
+        "power of two (1025) pays the most.  The mean waste is small for "
+        "all of them; which allocator holds the objects in less RSS "
+        "depends as much on pages and metadata as on the classes.",
+    .doc = "docs/course/sizes.md",
+    .variants =
+        {
+            {.label    = "glibc",
+             .workload = SIZES_C,
+             .model    = "glibc",
+             .marks    = "held",
+             .program  = "lab_sizes",
+             .args     = "{out}",
+             .recorded = "measured/lab-sizes-glibc.trace"},
+            {.label    = "pymalloc (CPython)",
+             .workload = SIZES_OBJ,
+             .model    = "cpython:version=3.11",
+             .marks    = "held"},
+            {.label    = "jemalloc",
+             .workload = SIZES_C,
+             .model    = "jemalloc",
+             .marks    = "held",
+             .program  = "lab_sizes",
+             .args     = "{out}",
+             .preload  = "jemalloc",
+             .recorded = "measured/lab-sizes-jemalloc.trace"},
+            {.label    = "mimalloc",
+             .workload = SIZES_C,
+             .model    = "mimalloc",
+             .marks    = "held",
+             .program  = "lab_sizes",
+             .args     = "{out}",
+             .preload  = "mimalloc",
+             .recorded = "measured/lab-sizes-mimalloc.trace"},
+            {.label    = "tcmalloc",
+             .workload = SIZES_C,
+             .model    = "tcmalloc",
+             .marks    = "held",
+             .program  = "lab_sizes",
+             .args     = "{out}",
+             .preload  = "tcmalloc",
+             .library  = "libtcmalloc_minimal",
+             .recorded = "measured/lab-sizes-tcmalloc.trace"},
+            {0},
+        },
+};
+
+/* ---- brk: the heap that refuses to shrink ------------------------------- */
 
 static const lab_def_t lab_brk = {
     .name  = "brk",
@@ -183,7 +263,7 @@ static const lab_def_t lab_arenas = {
              .marks    = "running joined",
              .program  = "lab_arenas",
              .args     = "{out}",
-             .recorded = "measured/lab-arenas-r1.trace"},
+             .recorded = "measured/lab-arenas-r*.trace"},
             {.label    = "loop, MALLOC_ARENA_MAX=8",
              .workload = ARENAS_LOOP,
              .model    = "glibc:arena_max=8",
@@ -191,7 +271,7 @@ static const lab_def_t lab_arenas = {
              .program  = "lab_arenas",
              .args     = "{out}",
              .env      = "MALLOC_ARENA_MAX=8",
-             .recorded = "measured/lab-arenas-arenamax8-r1.trace"},
+             .recorded = "measured/lab-arenas-arenamax8-r*.trace"},
             {.label    = "loop, MALLOC_ARENA_MAX=1",
              .workload = ARENAS_LOOP,
              .model    = "glibc:arena_max=1",
@@ -199,7 +279,7 @@ static const lab_def_t lab_arenas = {
              .program  = "lab_arenas",
              .args     = "{out}",
              .env      = "MALLOC_ARENA_MAX=1",
-             .recorded = "measured/lab-arenas-arenamax1-r1.trace"},
+             .recorded = "measured/lab-arenas-arenamax1-r*.trace"},
             {.label    = "working set, MALLOC_ARENA_MAX unset",
              .workload = ARENAS_HOLD,
              .model    = "glibc",
@@ -207,7 +287,7 @@ static const lab_def_t lab_arenas = {
              .map_at   = "joined",
              .program  = "lab_arenas",
              .args     = "{out} 64 0 1024 1000",
-             .recorded = "measured/lab-arenas-hold1000-r1.trace"},
+             .recorded = "measured/lab-arenas-hold1000-r*.trace"},
             {.label    = "working set, MALLOC_ARENA_MAX=8",
              .workload = ARENAS_HOLD,
              .model    = "glibc:arena_max=8",
@@ -215,7 +295,7 @@ static const lab_def_t lab_arenas = {
              .program  = "lab_arenas",
              .args     = "{out} 64 0 1024 1000",
              .env      = "MALLOC_ARENA_MAX=8",
-             .recorded = "measured/lab-arenas-hold1000-arenamax8-r1.trace"},
+             .recorded = "measured/lab-arenas-hold1000-arenamax8-r*.trace"},
             {.label    = "working set, MALLOC_ARENA_MAX=1",
              .workload = ARENAS_HOLD,
              .model    = "glibc:arena_max=1",
@@ -224,7 +304,7 @@ static const lab_def_t lab_arenas = {
              .program  = "lab_arenas",
              .args     = "{out} 64 0 1024 1000",
              .env      = "MALLOC_ARENA_MAX=1",
-             .recorded = "measured/lab-arenas-hold1000-arenamax1-r1.trace"},
+             .recorded = "measured/lab-arenas-hold1000-arenamax1-r*.trace"},
             {0},
         },
 };
@@ -232,6 +312,7 @@ static const lab_def_t lab_arenas = {
 /* ---- The registry -------------------------------------------------------- */
 
 static const lab_def_t *const lab_table[] = {
+    &lab_sizes,
     &lab_brk,
     &lab_mmap_threshold,
     &lab_arenas,

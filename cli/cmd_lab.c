@@ -18,7 +18,7 @@
 
 typedef struct lab_cli_s lab_cli_t;
 struct lab_cli_s {
-  bool          json, measure, map, color;
+  bool          json, measure, recorded, map, color;
   uint64_t      repeat;   /* measured runs per variant */
   uint64_t      cells;    /* heap map cells per row */
   uint64_t      rows;     /* heap map rows printed */
@@ -69,6 +69,16 @@ static void print_models(FILE *out, const lab_def_t *def, const char *sep) {
     fprintf(out, "%s%s", i ? sep : "", def->models[i]);
 }
 
+/* def's models as a JSON array of strings. */
+static void print_models_json(const lab_def_t *def) {
+  printf("[");
+  for (size_t k = 0; def->models[k] != NULL; k++) {
+    printf("%s", k ? ", " : "");
+    cli_json_string(stdout, def->models[k]);
+  }
+  printf("]");
+}
+
 /* ---- The list ----------------------------------------------------------- */
 
 static int list_labs(bool json) {
@@ -83,29 +93,22 @@ static int list_labs(bool json) {
       cli_json_string(stdout, labs[i]->name);
       printf(", \"title\": ");
       cli_json_string(stdout, labs[i]->title);
-      printf(", \"models\": [");
-      for (size_t k = 0; labs[i]->models[k] != NULL; k++) {
-        printf("%s", k ? ", " : "");
-        cli_json_string(stdout, labs[i]->models[k]);
-      }
-      printf("], \"missing_models\": ");
+      printf(", \"models\": ");
+      print_models_json(labs[i]);
+      printf(", \"missing_models\": ");
       cli_json_string(stdout, missing);
       printf("}");
     }
     printf("]\n");
     return CLI_EXIT_OK;
   }
-  printf("%-16s %-30s %s\n", "lab", "models", "title");
   for (size_t i = 0; i < n; i++) {
-    char models[128] = "", missing[256];
-    size_t used = 0;
-    for (size_t k = 0; labs[i]->models[k] != NULL; k++)
-      used += (size_t)snprintf(models + used, sizeof models - used, "%s%s",
-                               k ? "," : "", labs[i]->models[k]);
+    char   missing[256];
     size_t nmissing = lab_missing_models(labs[i], missing, sizeof missing);
-    printf("%-16s %-30s %s%s%s%s\n", labs[i]->name, models, labs[i]->title,
-           nmissing ? " (needs " : "", nmissing ? missing : "",
-           nmissing ? ")" : "");
+    printf("%-16s %s [", labs[i]->name, labs[i]->title);
+    print_models(stdout, labs[i], ", ");
+    printf("]%s%s%s\n", nmissing ? " (no model yet: " : "",
+           nmissing ? missing : "", nmissing ? ")" : "");
   }
   printf("\n`allocsim lab NAME` runs one; docs/course/ has a page for each.\n");
   return CLI_EXIT_OK;
@@ -271,6 +274,64 @@ static void print_maps(const lab_result_t *r, const lab_cli_t *o) {
   }
 }
 
+/* "1..131048" with K/M suffixes for whole KiB. */
+static void print_ladder_table(const lab_result_t *r) {
+  const lab_def_t *def = r->def;
+  printf("\nsize classes: malloc_usable_size of every request from 1 B to "
+         "%" PRIu64 " KiB\n",
+         LAB_LADDER_MAX >> 10);
+  printf("%-30s %8s %10s %13s %15s  %s\n", "allocator", "classes",
+         "malloc(1)", "malloc(1025)", "waste 1..1024", "measured ladder");
+  for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
+    const lab_variant_result_t *vr = &r->variants[vi];
+    if (!vr->ran)
+      continue;
+    const lab_ladder_t *l = &vr->ladder;
+    if (l->n == 0) {
+      printf("%-30s (the model does not say: no usable_size)\n",
+             def->variants[vi].label);
+      continue;
+    }
+    char meas[96] = "-";
+    if (vr->measured_ladder.n > 0 && vr->ladder_diff == 0)
+      snprintf(meas, sizeof meas, "the same");
+    else if (vr->measured_ladder.n > 0)
+      snprintf(meas, sizeof meas,
+               "differs from %" PRIu64 ": %" PRIu64 " measured, %" PRIu64
+               " simulated",
+               vr->ladder_diff,
+               lab_ladder_usable(&vr->measured_ladder, vr->ladder_diff),
+               lab_ladder_usable(l, vr->ladder_diff));
+    printf("%-30s %8zu %10" PRIu64 " %13" PRIu64 " %13.1f B  %s\n",
+           def->variants[vi].label, l->n, lab_ladder_usable(l, 1),
+           lab_ladder_usable(l, 1025), l->mean_waste_1k, meas);
+  }
+  printf("\nladders: requests -> usable sizes, in runs a constant step "
+         "apart\n");
+  for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
+    const lab_variant_result_t *vr = &r->variants[vi];
+    if (!vr->ran || vr->ladder.n == 0)
+      continue;
+    printf("%s\n", def->variants[vi].label);
+    size_t        pos = 0;
+    lab_segment_t g;
+    while (lab_ladder_segment(&vr->ladder, &pos, &g)) {
+      char req[40], use[40];
+      snprintf(req, sizeof req, "%" PRIu64 "..%" PRIu64, g.request_first,
+               g.request_last);
+      if (g.classes == 1)
+        snprintf(use, sizeof use, "%" PRIu64, g.usable_first);
+      else
+        snprintf(use, sizeof use, "%" PRIu64 "..%" PRIu64, g.usable_first,
+                 g.usable_last);
+      printf("  %-18s -> %-18s", req, use);
+      if (g.classes > 1)
+        printf(" step %" PRIu64 " (%" PRIu64 " classes)", g.step, g.classes);
+      printf("\n");
+    }
+  }
+}
+
 static bool any_measured(const lab_result_t *r) {
   for (size_t i = 0; i < LAB_MAX_VARIANTS; i++)
     if (r->variants[i].measured)
@@ -299,10 +360,44 @@ static void print_report(const lab_result_t *r, const lab_cli_t *o) {
   printf("\n");
   if (r->nsteps > 0)
     print_steps(r, any_measured(r));
+  if (def->kind == LAB_SIZES)
+    print_ladder_table(r);
   if (o->map)
     print_maps(r, o);
   printf("\nwhat to notice\n");
   print_para(def->notice, 2);
+}
+
+/* l as [[request, usable], ...]: the rungs. */
+static void print_ladder_json(const lab_ladder_t *l) {
+  printf("[");
+  for (size_t i = 0; i < l->n; i++)
+    printf("%s[%" PRIu64 ", %" PRIu64 "]", i ? ", " : "", l->rung[i].request,
+           l->rung[i].usable);
+  printf("]");
+}
+
+/* "ladders": one object per variant that has a model ladder. */
+static void print_ladders_json(const lab_result_t *r) {
+  const lab_def_t *def = r->def;
+  printf(", \"ladders\": [");
+  for (size_t vi = 0, k = 0; vi < lab_variant_count(def); vi++) {
+    const lab_variant_result_t *vr = &r->variants[vi];
+    if (!vr->ran || vr->ladder.n == 0)
+      continue;
+    printf("%s{\"variant\": ", k++ ? ", " : "");
+    cli_json_string(stdout, def->variants[vi].label);
+    printf(", \"mean_waste_1_1024\": %.3f, \"rungs\": ",
+           vr->ladder.mean_waste_1k);
+    print_ladder_json(&vr->ladder);
+    if (vr->measured_ladder.n > 0) {
+      printf(", \"measured_rungs\": ");
+      print_ladder_json(&vr->measured_ladder);
+      printf(", \"first_difference\": %" PRIu64, vr->ladder_diff);
+    }
+    printf("}");
+  }
+  printf("]");
 }
 
 static void print_json(const lab_result_t *r) {
@@ -315,9 +410,9 @@ static void print_json(const lab_result_t *r) {
   cli_json_string(stdout, def->title);
   printf(", \"question\": ");
   cli_json_string(stdout, def->question);
-  printf(", \"models\": [");
-  print_models(stdout, def, ", ");
-  printf("], \"missing_models\": ");
+  printf(", \"models\": ");
+  print_models_json(def);
+  printf(", \"missing_models\": ");
   cli_json_string(stdout, missing);
   printf(", \"steps\": [");
   for (size_t i = 0; i < r->nsteps; i++) {
@@ -349,7 +444,10 @@ static void print_json(const lab_result_t *r) {
       }
     printf("}}");
   }
-  printf("], \"notice\": ");
+  printf("]");
+  if (def->kind == LAB_SIZES)
+    print_ladders_json(r);
+  printf(", \"notice\": ");
   cli_json_string(stdout, def->notice);
   printf("}\n");
 }
@@ -368,8 +466,11 @@ static int run_lab(const lab_def_t *def, const lab_cli_t *o) {
   as_status_t rc = lab_simulate(def, &opts, r, &err);
   for (size_t vi = 0; rc == AS_OK && o->measure && vi < lab_variant_count(def);
        vi++)
-    if (r->variants[vi].ran)
+    if (r->variants[vi].ran && def->variants[vi].program != NULL)
       rc = measure_variant(r, vi, o, &err);
+  for (size_t vi = 0; rc == AS_OK && o->recorded && vi < lab_variant_count(def);
+       vi++)
+    rc = lab_attach_recorded(r, vi, ALLOCSIM_SOURCE_DIR, &err);
   if (rc == AS_OK) {
     if (o->json)
       print_json(r);
@@ -414,6 +515,8 @@ static int lab_main(int argc, char **argv) {
       o.json = true;
     } else if (strcmp(a, "--measure") == 0) {
       o.measure = true;
+    } else if (strcmp(a, "--recorded") == 0) {
+      o.recorded = true;
     } else if (strcmp(a, "--no-map") == 0) {
       o.map = false;
     } else if (strcmp(a, "--no-color") == 0) {
@@ -426,6 +529,8 @@ static int lab_main(int argc, char **argv) {
       return cli_usage_error("lab", "one lab at a time, got '%s' too", a);
     }
   }
+  if (o.measure && o.recorded)
+    return cli_usage_error("lab", "--measure or --recorded, not both");
   if (o.save_dir != NULL) {
     struct stat st;
     if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -454,7 +559,8 @@ const cli_command_t cli_cmd_lab = {
     .summary = "the course: each lab of the allocator notes, simulated",
     .usage =
         "usage: allocsim lab [NAME] [--measure [--repeat N] [--save DIR]\n"
-        "                    [--python PATH]] [--no-map] [--cells N]\n"
+        "                    [--python PATH] | --recorded] [--no-map]\n"
+        "                    [--cells N]\n"
         "                    [--rows N] [--no-color] [--json]\n\n"
         "Without NAME, lists the labs of the allocator course notes\n"
         "(section 20) with the models each needs.  With NAME, prints what\n"
@@ -470,6 +576,10 @@ const cli_command_t cli_cmd_lab = {
         "                simulated; predicted = simulated + the difference\n"
         "                at the run's first mark (the program itself)\n"
         "  --repeat N    measured runs per variant, median (default 1)\n"
+        "  --recorded    print the repository's measurements of the lab\n"
+        "                programs (data/measured/, made on Linux by\n"
+        "                scripts/measure/labs/run.sh) next to simulated,\n"
+        "                running nothing: for machines without Linux\n"
         "  --save DIR    keep the measured-run files in DIR (for\n"
         "                `allocsim record`)\n"
         "  --python PATH interpreter of the Python labs (default python3)\n"

@@ -80,18 +80,19 @@ static bool allocator_knob(const char *e) {
 
 /* The library LD_PRELOAD loads for model name: a file "<prefix>.so*" in a
  * system library directory. */
-static as_status_t find_preload(const char *model, char *buf, size_t len,
-                                as_err_t *err) {
+static as_status_t find_preload(const char *model, const char *library,
+                                char *buf, size_t len, as_err_t *err) {
   const model_methods_t *mm = model_find(model);
-  if (mm == NULL || mm->preload == NULL)
+  if (mm == NULL || (mm->preload == NULL && library == NULL))
     return as_err_set(err, AS_EINVAL,
                       "model %s names no library to preload", model);
+  const char *prefix = library ? library : mm->preload;
   static const char *const dirs[] = {
       "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
       "/lib/x86_64-linux-gnu",     "/usr/lib64",
       "/usr/lib",                  "/usr/local/lib",
       NULL};
-  size_t plen = strlen(mm->preload);
+  size_t plen = strlen(prefix);
   for (size_t d = 0; dirs[d] != NULL; d++) {
     DIR *dir = opendir(dirs[d]);
     if (dir == NULL)
@@ -99,7 +100,7 @@ static as_status_t find_preload(const char *model, char *buf, size_t len,
     const struct dirent *e;
     char                 best[NAME_MAX + 1] = "";
     while ((e = readdir(dir)) != NULL)
-      if (strncmp(e->d_name, mm->preload, plen) == 0 &&
+      if (strncmp(e->d_name, prefix, plen) == 0 &&
           strncmp(e->d_name + plen, ".so", 3) == 0 &&
           (best[0] == '\0' || strlen(e->d_name) < strlen(best)))
         snprintf(best, sizeof best, "%s", e->d_name);
@@ -110,7 +111,7 @@ static as_status_t find_preload(const char *model, char *buf, size_t len,
   return as_err_set(err, AS_EINVAL,
                     "no %s.so* in the system library directories: install "
                     "it to measure under %s",
-                    mm->preload, model);
+                    prefix, model);
 }
 
 /* Splits words (space-separated) into argv[*argc...], replacing the word
@@ -180,7 +181,8 @@ as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
                       "set ALLOCSIM_LABS_DIR)",
                       prog);
   if (v->preload != NULL &&
-      (rc = find_preload(v->preload, preload, sizeof preload, err)) != AS_OK)
+      (rc = find_preload(v->preload, v->library, preload, sizeof preload,
+                         err)) != AS_OK)
     return rc;
 
   static char args_store[LAB_MAX_ARGS][PATH_MAX];

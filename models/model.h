@@ -258,6 +258,13 @@ static inline size_t model_counters(const model_t *m, model_counter_t *out,
                                     size_t cap) {
   return m->methods->counters ? m->methods->counters(m, out, cap) : 0;
 }
+/* malloc_usable_size of a fresh request of size bytes in domain; 0 when
+ * the model does not say (no usable_size slot) or declines the request. */
+static inline uint64_t model_usable_size(const model_t *m, uint64_t size,
+                                         uint8_t domain) {
+  return m->methods->usable_size ? m->methods->usable_size(m, size, domain)
+                                 : 0;
+}
 /* Walks m's heap map; AS_OK with no call when the model has no walk. */
 static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
                                      void *user, as_err_t *err) {

@@ -1,4 +1,4 @@
-/* traces/wl_labs.c -- labs 3, 4 and 5 of the allocator course notes
+/* traces/wl_labs.c -- labs 1, 3, 4 and 5 of the allocator course notes
  * ("Allocators: brk, mmap, and the four programs between you and the
  * kernel", section 20; docs/studies.md) as workloads, each the exact
  * allocation sequence of its C program under scripts/measure/labs/ (plain
@@ -24,6 +24,11 @@
  *     requests one after another), each mallocing N blocks and freeing all
  *     but the last, which the program keeps to the end (a cache entry).
  *
+ *   lab-sizes (lab 1, "Enumerate your allocator's size classes"): one
+ *     object of every size from --min to --max, held at once, then freed
+ *     in the same order: RSS counts what the size classes round up.
+ *     Marks: start, held, freed.
+ *
  * The programs write every byte they allocate (memset), which is what the
  * simulator assumes of every allocation.  Object ids: lab-brk uses id i for
  * chunk i; the other labs reuse id 0 (lab 4) or the thread's id (lab 5),
@@ -45,7 +50,7 @@
 #include <string.h>
 
 
-typedef enum lab_kind_e { LAB_BRK, LAB_MMAP, LAB_ARENAS } lab_kind_t;
+typedef enum lab_kind_e { LAB_BRK, LAB_MMAP, LAB_ARENAS, LAB_SIZES } lab_kind_t;
 
 typedef struct lab_src_s lab_src_t;
 struct lab_src_s {
@@ -57,6 +62,8 @@ struct lab_src_s {
   uint64_t       threads;    /* lab-arenas */
   uint64_t       iterations; /* lab-arenas: malloc/free pairs per thread */
   uint64_t       hold;       /* lab-arenas: blocks of each thread's burst */
+  uint64_t       min;        /* lab-sizes: the smallest request */
+  uint8_t        domain;     /* lab-sizes: the requests' domain */
   uint64_t       pc;         /* which step of the program comes next */
   uint64_t       i;          /* loop counter of the current step */
   uint64_t       t_ns;
@@ -74,7 +81,7 @@ static void lab_event(lab_src_t *s, trace_event_t *ev, trace_op_t op,
   ev->id = id;
   ev->size = size;
   ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
+  ev->domain = s->domain;
   if (op == TRACE_MALLOC)
     s->t_ns += sim_cost_c_alloc_ns(&sim_cost_measured, size);
   else if (op == TRACE_FREE)
@@ -254,6 +261,39 @@ static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
   }
 }
 
+/* ---- lab-sizes ---------------------------------------------------------- */
+
+/* start; one malloc of every size min..size (id = size), each written;
+ * held; the frees in the same order; freed. */
+static as_status_t lab_sizes_next(lab_src_t *s, trace_event_t *ev) {
+  switch (s->pc) {
+  case 0:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "start");
+    s->pc++, s->i = s->min;
+    return AS_OK;
+  case 1:
+    lab_event(s, ev, TRACE_MALLOC, 0, s->i, s->i, NULL);
+    if (s->i++ == s->size)
+      s->pc++;
+    return AS_OK;
+  case 2:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "held");
+    s->pc++, s->i = s->min;
+    return AS_OK;
+  case 3:
+    lab_event(s, ev, TRACE_FREE, 0, s->i, 0, NULL);
+    if (s->i++ == s->size)
+      s->pc++;
+    return AS_OK;
+  case 4:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "freed");
+    s->pc++;
+    return AS_OK;
+  default:
+    return AS_DONE;
+  }
+}
+
 /* ---- Sources and options ------------------------------------------------ */
 
 static as_status_t lab_next(trace_source_t *src, trace_event_t *ev,
@@ -267,6 +307,8 @@ static as_status_t lab_next(trace_source_t *src, trace_event_t *ev,
     return lab_mmap_next(s, ev);
   case LAB_ARENAS:
     return lab_arenas_next(s, ev);
+  case LAB_SIZES:
+    return lab_sizes_next(s, ev);
   }
   return AS_DONE;
 }
@@ -422,6 +464,52 @@ static as_status_t lab_arenas_open(const char *const *values,
   *out = &s->base;
   return AS_OK;
 }
+
+static const workload_option_t lab_sizes_options[] = {
+    {"min", "1", "the smallest request, bytes"},
+    {"max", "4096", "the largest request, bytes (one of every size)"},
+    {"domain", "raw",
+     "raw (C malloc) or obj (PyObject_Malloc, for the cpython model)"},
+    {NULL, NULL, NULL},
+};
+
+static as_status_t lab_sizes_open(const char *const *values,
+                                  trace_source_t **out, as_err_t *err) {
+  uint64_t    min = 0, max = 0;
+  as_status_t rc;
+  *out = NULL;
+  if ((rc = lab_parse("lab-sizes", "min", values[0], 1, LAB_MAX_COUNT, &min,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-sizes", "max", values[1], min, LAB_MAX_COUNT, &max,
+                      err)) != AS_OK)
+    return rc;
+  uint8_t domain;
+  if (strcmp(values[2], "raw") == 0)
+    domain = TRACE_DOMAIN_RAW;
+  else if (strcmp(values[2], "obj") == 0)
+    domain = TRACE_DOMAIN_OBJ;
+  else
+    return as_err_set(err, AS_EUSAGE,
+                      "lab-sizes: --domain must be raw or obj, got '%s'",
+                      values[2]);
+  char args[128];
+  snprintf(args, sizeof args,
+           "lab-sizes --min %" PRIu64 " --max %" PRIu64 " --domain %s", min,
+           max, values[2]);
+  lab_src_t *s;
+  if ((rc = lab_new(LAB_SIZES, args, &s, err)) != AS_OK)
+    return rc;
+  s->min = min, s->size = max, s->domain = domain;
+  *out = &s->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_lab_sizes = {
+    .name    = "lab-sizes",
+    .summary = "course notes lab 1: one object of every size, held",
+    .options = lab_sizes_options,
+    .open    = lab_sizes_open,
+};
 
 const workload_def_t workload_lab_brk = {
     .name = "lab-brk",

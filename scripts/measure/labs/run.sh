@@ -6,8 +6,8 @@
 # runs too.
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR [PART...]]
-#   OUTDIR defaults to data/measured; PARTs (default all): brk mmap arenas
-#   arenas-hold
+#   OUTDIR defaults to data/measured; PARTs (default all): sizes brk mmap
+#   arenas arenas-hold
 # $ALLOCSIM_LABS_DIR overrides build/labs.  Runs under nice: the machine is
 # shared.
 set -eu
@@ -15,15 +15,28 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 out=${1:-$root/data/measured}
 [ $# -gt 0 ] && shift
-parts=${*:-brk mmap arenas arenas-hold}
+parts=${*:-sizes brk mmap arenas arenas-hold}
 want() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
 bin=${ALLOCSIM_LABS_DIR:-$root/build/labs}
-for lab in lab_brk lab_mmap_threshold lab_arenas; do
+for lab in lab_sizes lab_brk lab_mmap_threshold lab_arenas; do
   [ -x "$bin/$lab" ] || { echo "run.sh: no $bin/$lab: build first" >&2; exit 1; }
 done
 mkdir -p "$out"
 # env -u makes "unset" explicit even if the caller exported a MALLOC_* knob.
 clean="env -u MALLOC_ARENA_MAX -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ -u MALLOC_TOP_PAD_ -u MALLOC_ARENA_TEST -u GLIBC_TUNABLES"
+# Lab 1 under glibc and under each allocator installed here (its ladder
+# goes to FILE.ladder beside the measured run).
+if want sizes; then
+  $clean nice "$bin/lab_sizes" "$out/lab-sizes-glibc.trace" >/dev/null
+  for lib in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2 \
+             tcmalloc:libtcmalloc_minimal.so.4; do
+    name=${lib%%:*}
+    path=$(ldconfig -p | awk -v l="${lib#*:}" '$1 == l {print $NF; exit}')
+    [ -n "$path" ] || { echo "run.sh: no ${lib#*:}: lab-sizes-$name skipped" >&2; continue; }
+    $clean LD_PRELOAD="$path" nice "$bin/lab_sizes" \
+      "$out/lab-sizes-$name.trace" >/dev/null
+  done
+fi
 want brk && $clean nice "$bin/lab_brk" "$out/lab-brk.trace" >/dev/null
 if want mmap; then
   $clean nice "$bin/lab_mmap_threshold" "$out/lab-mmap-threshold.trace" \
@@ -56,7 +69,7 @@ for k in 1 2 3 4 5 6 7; do
   $clean MALLOC_ARENA_MAX=1 nice "$bin/lab_arenas" \
     "$out/lab-arenas-hold1000-arenamax1-r$k.trace" $hold >/dev/null
 done
-for f in lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
+for f in lab-sizes-glibc lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
          lab-arenas-r1 lab-arenas-arenamax8-r1 lab-arenas-arenamax1-r1 \
          lab-arenas-hold1000-r1 lab-arenas-hold1000-arenamax8-r1 \
          lab-arenas-hold1000-arenamax1-r1; do
