@@ -1,11 +1,14 @@
 /* analysis/compare.c -- replays a measured run and compares predicted with
  * measured RSS, at marks and over the time series (rule in compare.h).
  *
- * Alignment: a trace replay reproduces the run's own clock, so every
- * measured sample is paired with the simulated sample nearest in time (the
- * engine emits one at every rss and mark event, so the times coincide).  A
- * synthetic workload has its own virtual clock, unrelated to the measured
- * wall clock, so only marks are paired, by label and occurrence.
+ * Alignment: a trace replay goes through the run's own rss events, and the
+ * engine emits a sample at each, so the k-th measured sample (each comes
+ * from one rss event: record.h) is paired with the simulated sample of the
+ * k-th rss event.  Pairing by order, not by time, keeps samples that share
+ * a timestamp apart (a heaptrack import's events between two 10 ms ticks,
+ * an oracle's samples taken while one call ran).  A synthetic workload has
+ * its own virtual clock, unrelated to the measured wall clock, so only marks
+ * are paired, by label and occurrence.
  *
  * Not done here: choosing between several plausible models.  The model
  * follows the run's provenance or the caller; a wrong guess shows up as
@@ -98,21 +101,11 @@ static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
 /* ---- Alignment
  * ---------------------------------------------------------------- */
 
-/* Index of the simulated sample nearest to t (samples are in time order). */
-static size_t nearest(const simlog_t *sim, uint64_t t) {
-  size_t lo = 0, hi = sim->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (sim->v[mid].t_ns < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == sim->n)
-    return sim->n - 1;
-  if (lo > 0 && t - sim->v[lo - 1].t_ns < sim->v[lo].t_ns - t)
-    return lo - 1;
-  return lo;
+/* Whether measured sample m came from an rss event: every measured-kind
+ * sample, and a mark that had one (record.h). */
+static bool from_rss_event(const store_sample_t *m) {
+  return m->kind == SIM_SAMPLE_MEASURED ||
+         (m->kind == SIM_SAMPLE_MARK && m->measured_rss_bytes != 0);
 }
 
 /* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
@@ -253,7 +246,7 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
     return rc;
   }
   as_format_fits(res->alignment, sizeof res->alignment, "%s",
-                 *is_trace ? "nearest time" : "marks by label");
+                 *is_trace ? "rss events in order" : "marks by label");
   rc = sim_session_open(res->model_spec, res->libc_spec, kcfg, &session, err);
   if (rc != AS_OK) {
     trace_source_close(src);
@@ -279,8 +272,11 @@ static as_status_t replay(store_t *s, const store_run_record_t *rec,
 
 void compare_result_free(compare_result_t *res) {
   free(res->marks);
+  free(res->points);
   res->marks = NULL;
   res->nmarks = 0;
+  res->points = NULL;
+  res->npoints = 0;
 }
 
 as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
@@ -384,15 +380,22 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       goto done;
     }
 
-    /* Pair measured samples with simulated ones. */
+    /* Pair measured samples with simulated ones.  The simulated samples of
+     * rss events are in trace order, so one scan pairs them all; a zero
+     * measurement (a mark without one) pairs with nothing. */
+    size_t scan = 0;
     for (size_t i = 0; i < nms; i++) {
       pair[i] = SIZE_MAX;
-      if (ms[i].measured_rss_bytes == 0)
-        continue; /* a mark with no measurement */
-      if (is_trace)
-        pair[i] = nearest(&sim, ms[i].t_ns);
-      else if (ms[i].kind == SIM_SAMPLE_MARK)
+      if (is_trace && from_rss_event(&ms[i])) {
+        while (scan < sim.n && sim.v[scan].kind != SIM_SAMPLE_MEASURED)
+          scan++;
+        if (scan < sim.n)
+          pair[i] = scan++;
+      } else if (!is_trace && ms[i].kind == SIM_SAMPLE_MARK) {
         pair[i] = sim_mark(&sim, ms[i].label, occurrence(ms, i));
+      }
+      if (ms[i].measured_rss_bytes == 0)
+        pair[i] = SIZE_MAX;
     }
     /* The anchor: the mark "hooked" when there is one (a CPython capture:
      * before it the interpreter allocated through pymalloc arenas the trace
@@ -461,7 +464,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   for (size_t i = 0; i < nms; i++)
     nmarks += ms[i].kind == SIM_SAMPLE_MARK;
   res->marks = calloc(nmarks ? nmarks : 1, sizeof *res->marks);
-  if (res->marks == NULL) {
+  res->points = calloc(nms ? nms : 1, sizeof *res->points);
+  if (res->marks == NULL || res->points == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -507,6 +511,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
       npts++;
+      res->points[res->npoints++] = (compare_point_t){
+          ms[i].t_ns, ms[i].measured_rss_bytes, (int64_t)llround(mean)};
     }
   }
   compare_series_stats(xs, ys, npts, &res->series);

@@ -35,6 +35,7 @@
  *   compare_opts_t    model/libc overrides, layouts and where to store
  *   compare_mark_t    one mark: measured, predicted (mean, min, max), error
  *   compare_series_t  statistics over aligned (measured, predicted) pairs
+ *   compare_point_t   one aligned pair of the series
  *   compare_layout_t  one layout's replay: offset, statistics, stored ids
  *   compare_result_t  everything compare_run found
  */
@@ -104,6 +105,14 @@ struct compare_series_s {
 };
 
 /* One layout's replay, compared on its own. */
+/* One aligned sample of the series (from the anchor on). */
+typedef struct compare_point_s compare_point_t;
+struct compare_point_s {
+  uint64_t t_ns;
+  uint64_t measured_rss_bytes;
+  int64_t  predicted_rss_bytes; /* with layouts, the mean, rounded */
+};
+
 typedef struct compare_layout_s compare_layout_t;
 struct compare_layout_s {
   uint64_t         mmap_offset_bytes; /* mmap_top lowered by k pages */
@@ -122,7 +131,8 @@ struct compare_result_s {
   char     model_spec[256];  /* as chosen: "cpython" */
   char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
   char     source[512];      /* trace path or workload */
-  char     alignment[64];    /* "nearest time" or "marks by label" */
+  char     alignment[64];    /* "rss events in order" or "marks by
+                                 label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
   int64_t  offset_bytes; /* the baseline offset (with layouts, the
@@ -134,6 +144,8 @@ struct compare_result_s {
   compare_mark_t  *marks;  /* owned; free with compare_result_free */
   size_t           nmarks;
   compare_series_t series; /* of the mean prediction */
+  compare_point_t *points; /* owned: the series, in order */
+  size_t           npoints;
   unsigned         nlayouts;                     /* >= 1 */
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */
 };

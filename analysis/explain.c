@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/grow.h"
+#include "../traces/phases.h"
+
 #define MAX_MECHS 32
 #define MIB       (1024.0 * 1024.0)
 
@@ -25,6 +28,23 @@ struct mech_acc_s {
   uint64_t    objects;    /* live objects in (live) or pinning (free) */
   uint64_t    units;      /* top-level units it appears in */
   uint64_t    last_unit;  /* the unit counted last, to count each once */
+  uint64_t    phase[TRACE_PHASES_MAX]; /* objects of its units, by the
+                                          phase they were allocated in */
+};
+
+/* Live objects by top-level unit (arena, heap) and allocation phase. */
+typedef struct unit_phases_s unit_phases_t;
+typedef struct unit_s unit_t;
+struct unit_s {
+  sim_addr_t addr;
+  uint64_t   bytes;
+};
+struct unit_phases_s {
+  const trace_source_t *tracker; /* traces/phases.h */
+  const model_t        *model;
+  unit_t               *unit;    /* ascending addresses */
+  size_t                nunits, cap, nphases;
+  uint64_t             *count;   /* [unit * nphases + phase] */
 };
 
 typedef struct attr_s attr_t;
@@ -34,6 +54,8 @@ struct attr_s {
   uint64_t            unit;         /* 1-based index of the current unit */
   uint64_t            unit_objects; /* its live objects */
   const char         *unit_kind;
+  const uint64_t     *unit_phases;  /* the current unit's row, or NULL */
+  const unit_phases_t *phases;      /* objects by unit and phase, or NULL */
   mech_acc_t          mech[MAX_MECHS];
   size_t              nmech;
   uint64_t            covered[SIM_OWNER_COUNT]; /* by the page's owner */
@@ -67,6 +89,112 @@ static uint64_t resident_bytes(attr_t *a, sim_addr_t addr, uint64_t bytes) {
   return total;
 }
 
+/* ---- Objects by unit and allocation phase ------------------------------ */
+
+static as_status_t collect_unit(void *user, const model_region_t *r,
+                                as_err_t *err) {
+  unit_phases_t *u = user;
+  if (r->level != 0)
+    return AS_OK;
+  unit_t *v = as_grow(u->unit, &u->cap, u->nunits + 1, sizeof *v, 64);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "explain: out of memory");
+  u->unit              = v;
+  u->unit[u->nunits++] = (unit_t){r->addr, r->bytes};
+  return AS_OK;
+}
+
+static int by_addr(const void *x, const void *y) {
+  const unit_t *a = x, *b = y;
+  return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The unit holding addr, or SIZE_MAX. */
+static size_t unit_at(const unit_phases_t *u, sim_addr_t addr) {
+  size_t lo = 0, hi = u->nunits;
+  while (lo < hi) { /* first unit starting above addr */
+    size_t mid = lo + (hi - lo) / 2;
+    if (u->unit[mid].addr <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0 || addr >= u->unit[lo - 1].addr + u->unit[lo - 1].bytes)
+    return SIZE_MAX;
+  return lo - 1;
+}
+
+static const uint64_t *unit_row(const unit_phases_t *u, sim_addr_t addr) {
+  size_t i = u ? unit_at(u, addr) : SIZE_MAX;
+  return i == SIZE_MAX ? NULL : &u->count[i * u->nphases];
+}
+
+static as_status_t count_object(void *user, uint64_t id, size_t phase,
+                                as_err_t *err) {
+  (void)err;
+  unit_phases_t *u = user;
+  sim_addr_t     addr;
+  size_t         i = model_locate(u->model, id, &addr) ? unit_at(u, addr)
+                                                       : SIZE_MAX;
+  if (i != SIZE_MAX)
+    u->count[i * u->nphases + phase]++;
+  return AS_OK;
+}
+
+/* Counts the live objects of tracker by the unit that holds them and the
+ * phase they were allocated in; false (nothing to say) when the model
+ * cannot locate objects. */
+static as_status_t unit_phases_build(const sim_session_t *s,
+                                     const trace_source_t *tracker,
+                                     unit_phases_t *u, bool *built,
+                                     as_err_t *err) {
+  *built = false;
+  memset(u, 0, sizeof *u);
+  if (tracker == NULL || !model_has_locate(s->model))
+    return AS_OK;
+  u->tracker     = tracker;
+  u->model       = s->model;
+  u->nphases     = trace_phases_count(tracker);
+  as_status_t rc = model_walk(s->model, collect_unit, u, err);
+  if (rc != AS_OK)
+    return rc;
+  qsort(u->unit, u->nunits, sizeof *u->unit, by_addr);
+  u->count = calloc(u->nunits * u->nphases + 1, sizeof *u->count);
+  if (u->count == NULL)
+    return as_err_set(err, AS_ENOMEM, "explain: out of memory");
+  rc     = trace_phases_each_live(tracker, count_object, u, err);
+  *built = rc == AS_OK;
+  return rc;
+}
+
+static void unit_phases_free(unit_phases_t *u) {
+  free(u->unit);
+  free(u->count);
+}
+
+/* "after mark build (4078), before any mark (12)": the phases of the
+ * objects, largest first, at most three; "" when there are none. */
+static void phases_text(char *buf, size_t len, const unit_phases_t *u,
+                        const uint64_t *phase) {
+  bool   used[TRACE_PHASES_MAX] = {false};
+  size_t n                      = 0;
+  buf[0]                        = '\0';
+  for (size_t k = 0; u && k < 3; k++) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < u->nphases; i++)
+      if (!used[i] && phase[i] > 0 && (best == SIZE_MAX || phase[i] > phase[best]))
+        best = i;
+    if (best == SIZE_MAX)
+      break;
+    used[best] = true;
+    const char *label = trace_phases_label(u->tracker, best);
+    n += (size_t)snprintf(buf + n, n < len ? len - n : 0,
+                          best ? "%safter mark %s (%" PRIu64 ")"
+                               : "%s%s (%" PRIu64 ")",
+                          k ? ", " : "", label, phase[best]);
+  }
+}
+
 static as_status_t on_region(void *user, const model_region_t *r,
                              as_err_t *err) {
   attr_t *a = user;
@@ -74,6 +202,7 @@ static as_status_t on_region(void *user, const model_region_t *r,
     a->unit++;
     a->unit_objects = r->live_objects;
     a->unit_kind    = r->kind;
+    a->unit_phases  = unit_row(a->phases, r->addr);
     return AS_OK;
   }
   const char *key = r->mechanism ? r->mechanism : "unknown";
@@ -90,6 +219,8 @@ static as_status_t on_region(void *user, const model_region_t *r,
     m->units++;
     if (r->state != MODEL_REGION_LIVE)
       m->objects += a->unit_objects; /* the objects pinning this unit */
+    for (size_t i = 0; a->unit_phases && i < a->phases->nphases; i++)
+      m->phase[i] += a->unit_phases[i];
   }
   return AS_OK;
 }
@@ -111,7 +242,20 @@ static void units_text(char *buf, size_t len, uint64_t n, const char *kind) {
            n == 1 ? "" : "s");
 }
 
-static void mechanism_items(explain_result_t *out, const mech_acc_t *m) {
+/* Appends the phases of m's objects to item it (sentence and field). */
+static void note_phases(explain_item_t *it, const mech_acc_t *m,
+                        const unit_phases_t *u, const char *whose) {
+  if (it == NULL || u == NULL)
+    return;
+  phases_text(it->allocated_in, sizeof it->allocated_in, u, m->phase);
+  size_t n = strlen(it->sentence);
+  if (it->allocated_in[0] != '\0' && n < sizeof it->sentence)
+    snprintf(it->sentence + n, sizeof it->sentence - n,
+             " %s allocated %s.", whose, it->allocated_in);
+}
+
+static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
+                            const unit_phases_t *u) {
   const model_mechanism_t *row = model_mechanism_find(m->key);
   char                     units[64], key[48];
   units_text(units, sizeof units, m->units, m->unit_kind);
@@ -128,6 +272,7 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m) {
                "%.2f MiB: the program's %" PRIu64
                " live objects, in %s (%s).",
                (double)m->live / MIB, m->objects, label, units);
+      note_phases(it, m, u, "They were");
     }
     snprintf(key, sizeof key, "%s.overhead", m->key);
     it = add_item(out, key, m->resident - m->live);
@@ -159,6 +304,8 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m) {
            "%.2f MiB: %s in %s%s. %s Released by: %s.",
            (double)m->resident / MIB, label, units, pinned, why,
            row->released_by);
+  if (m->objects > 0)
+    note_phases(it, m, u, "The objects that remain were");
 }
 
 /* Resident bytes no region covers, by the page's owner. */
@@ -192,22 +339,29 @@ static int by_bytes_desc(const void *x, const void *y) {
 }
 
 as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
-                        explain_result_t *out, as_err_t *err) {
-  attr_t *a = calloc(1, sizeof *a);
+                        const trace_source_t *tracker, explain_result_t *out,
+                        as_err_t *err) {
+  attr_t       *a = calloc(1, sizeof *a);
+  unit_phases_t u;
+  bool          have_phases = false;
   if (a == NULL)
     return as_err_set(err, AS_ENOMEM, "explain: out of memory");
-  a->k    = s->kernel;
-  a->page = sim_kernel_page_size(s->kernel);
-  as_status_t rc = model_walk(s->model, on_region, a, err);
+  a->k           = s->kernel;
+  a->page        = sim_kernel_page_size(s->kernel);
+  as_status_t rc = unit_phases_build(s, tracker, &u, &have_phases, err);
+  a->phases      = have_phases ? &u : NULL;
+  if (rc == AS_OK)
+    rc = model_walk(s->model, on_region, a, err);
   if (rc == AS_OK) {
     out->rss_bytes  = sim_kernel_rss_bytes(s->kernel);
     out->live_bytes = live_bytes;
     out->nitems     = 0;
     for (size_t i = 0; i < a->nmech; i++)
-      mechanism_items(out, &a->mech[i]);
+      mechanism_items(out, &a->mech[i], a->phases);
     owner_items(out, a);
     qsort(out->items, out->nitems, sizeof out->items[0], by_bytes_desc);
   }
+  unit_phases_free(&u);
   free(a);
   return rc;
 }
@@ -299,22 +453,45 @@ as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
 
 /* ---- Explaining --------------------------------------------------------- */
 
+/* One explanation: the caller's source wrapped in a phase tracker
+ * (traces/phases.h) as it is opened, so the result can say when the
+ * objects were allocated. */
+typedef struct explain_job_s explain_job_t;
+struct explain_job_s {
+  explain_open_fn   open;
+  void             *user;
+  trace_source_t   *tracker; /* the open source, closed by the replay */
+  explain_result_t *out;
+};
+
+static as_status_t open_tracked(void *user, trace_source_t **src,
+                                as_err_t *err) {
+  explain_job_t *j  = user;
+  as_status_t    rc = j->open(j->user, src, err);
+  if (rc == AS_OK)
+    rc = trace_phases_wrap(*src, src, err);
+  j->tracker = rc == AS_OK ? *src : NULL;
+  return rc;
+}
+
 static as_status_t explain_here(void *user, const sim_session_t *s,
                                 const sim_sample_t *at, as_err_t *err) {
-  explain_result_t *out = user;
+  explain_job_t    *j   = user;
+  explain_result_t *out = j->out;
   snprintf(out->label, sizeof out->label, "%s", at->label ? at->label : "end");
   out->t_ns = at->t_ns;
-  return explain_now(s, at->live_bytes, out, err);
+  return explain_now(s, at->live_bytes, j->tracker, out, err);
 }
 
 as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
                           void *user, explain_result_t out[2], size_t *n,
                           char *model_desc, size_t desc_len, as_err_t *err) {
   explain_marks_t marks;
-  *n             = 0;
-  as_status_t rc = explain_replay_at(o, open, user, o->at, explain_here,
-                                     &out[0], &marks, model_desc, desc_len,
-                                     err);
+  explain_job_t   job = {.open = open, .user = user, .out = &out[0]};
+  *n                  = 0;
+  as_status_t rc = explain_replay_at(o, open_tracked, &job, o->at,
+                                     explain_here, &job, &marks, model_desc,
+                                     desc_len, err);
   if (rc != AS_OK) {
     if (o->at != NULL && !marks.found) {
       char msg[sizeof err->msg];
@@ -333,8 +510,9 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
   }
   char best[sizeof marks.best]; /* marks is rewritten by the replay */
   memcpy(best, marks.best, sizeof best);
-  rc = explain_replay_at(o, open, user, best, explain_here, &out[1], &marks,
-                         model_desc, desc_len, err);
+  job.out = &out[1];
+  rc      = explain_replay_at(o, open_tracked, &job, best, explain_here, &job,
+                              &marks, model_desc, desc_len, err);
   if (rc == AS_OK)
     *n = 2;
   return rc;

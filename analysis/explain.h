@@ -35,7 +35,12 @@ struct explain_item_s {
   uint64_t units;         /* top-level units (arenas, heaps) involved */
   bool     live;          /* the program's own bytes */
   bool     releasable;    /* a policy or call could give it back */
-  char     sentence[640]; /* one plain sentence */
+  char     sentence[768]; /* one plain sentence (and where known, when
+                             its objects were allocated) */
+  char     allocated_in[192]; /* when its objects were allocated, by
+                                 phase, largest first: "after mark build
+                                 (4078), before any mark (12)"; "" if
+                                 unknown */
 };
 
 typedef struct explain_result_s explain_result_t;
@@ -49,9 +54,12 @@ struct explain_result_s {
 };
 
 /* Attributes the current RSS of session s (live_bytes: the program's, as
- * the engine counts them) into *out. */
+ * the engine counts them) into *out.  tracker, the replayed source wrapped
+ * by trace_phases_wrap (or NULL), tells each item the phases its objects
+ * were allocated in, for models that can locate objects. */
 as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
-                        explain_result_t *out, as_err_t *err);
+                        const trace_source_t *tracker, explain_result_t *out,
+                        as_err_t *err);
 
 /* What explain_trace explains. */
 typedef struct explain_opts_s explain_opts_t;

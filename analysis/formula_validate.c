@@ -258,11 +258,16 @@ static as_status_t effective_model(store_t *s, fv_point_t *p, bool *covered,
   return rc;
 }
 
+/* Measured survivors runs of a program; not `allocsim oracle`'s replays of
+ * the workload's calls on an allocator alone (provenance source "allocsim
+ * oracle"), which have no pymalloc for the formula to describe. */
 static const char RUNS_SQL[] =
     "SELECT r.id, r.model, r.page_size, r.source, m.value FROM runs r "
     "JOIN run_meta m ON m.run_id = r.id AND m.key = 'workload' "
     "WHERE r.kind = 'measured' AND "
-    "(m.value = 'survivors' OR m.value LIKE 'survivors %') ORDER BY r.id";
+    "(m.value = 'survivors' OR m.value LIKE 'survivors %') AND NOT EXISTS "
+    "(SELECT 1 FROM run_meta o WHERE o.run_id = r.id AND o.key = 'source' "
+    "AND o.value = 'allocsim oracle') ORDER BY r.id";
 
 /* One measured survivors run: a point, or a skip with the reason. */
 static as_status_t add_run(store_t *s, unsigned layouts, sqlite3_stmt *st,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "advise.h"
+#include "formula_validate.h"
 #include "heapmap.h"
 
 extern char **environ;
@@ -694,35 +695,54 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
                       store_path(s), sweep_id, sqlite3_errmsg(db));
-  /* Measured survivors runs: kept = RSS(after) - RSS(start). */
-  if ((f = plots_file(p, "measured.dat", err)) == NULL)
+  return AS_OK;
+}
+
+/* measured.dat (size fraction kept): the measured survivors runs the
+ * formula covers, as formula --validate selects and replays them. */
+static as_status_t measured_data(plots_t *p, const fv_result_t *fv,
+                                 as_err_t *err) {
+  FILE *f = plots_file(p, "measured.dat", err);
+  if (f == NULL)
     return err->code;
-  rc = sqlite3_prepare_v2(
-      db,
-      "SELECT m.value, "
-      "(SELECT measured_rss_bytes FROM samples WHERE run_id = r.id AND "
-      " label = 'after' LIMIT 1) - "
-      "(SELECT measured_rss_bytes FROM samples WHERE run_id = r.id AND "
-      " label = 'start' LIMIT 1) FROM runs r JOIN run_meta m ON "
-      "m.run_id = r.id AND m.key = 'workload' WHERE r.kind = 'measured' "
-      "AND m.value LIKE 'survivors %'",
-      -1, &st, NULL);
-  if (rc == SQLITE_OK) {
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      const char *wl = (const char *)sqlite3_column_text(st, 0);
-      const char *sz = wl ? strstr(wl, "--size ") : NULL;
-      const char *fr = wl ? strstr(wl, "--fraction ") : NULL;
-      if (sz == NULL || fr == NULL ||
-          sqlite3_column_type(st, 1) == SQLITE_NULL)
-        continue;
-      fprintf(f, "%lld %.10g %.4f\n", atoll(sz + 7), strtod(fr + 11, NULL),
-              sqlite3_column_double(st, 1) / MIB);
-    }
-  }
-  sqlite3_finalize(st);
+  for (size_t i = 0; i < fv->npoints; i++)
+    if (fv->points[i].pattern == SURVIVORS_RANDOM)
+      fprintf(f, "%" PRIu64 " %.10g %.4f\n", fv->points[i].size_bytes,
+              fv->points[i].fraction, fv->points[i].measured_kept_bytes / MIB);
   fprintf(f, "\n");
   fclose(f);
   return AS_OK;
+}
+
+/* The formula against the recorded runs (formula --validate), a table. */
+static void page_validation(FILE *f, const fv_result_t *fv) {
+  if (fv->ngroups == 0)
+    return;
+  fprintf(f, "<h2>The formula against the recorded runs</h2>\n<p>For each "
+             "model, object size and page size, the objects per arena k "
+             "fitted to the measured runs (nonlinear least squares, 95%% "
+             "interval) beside k from the allocator's geometry, and the rms "
+             "error of the formula and of the simulation against the "
+             "measurements (<code>allocsim formula --validate</code>).</p>\n"
+             "<table><tr><th>model</th><th>size</th><th>page</th>"
+             "<th>runs</th><th>k geometry</th><th>k fitted (95%% CI)</th>"
+             "<th>rms formula MiB</th><th>rms simulation MiB</th></tr>\n");
+  for (size_t g = 0; g < fv->ngroups; g++) {
+    const fv_group_t *q = &fv->groups[g];
+    fprintf(f, "<tr><td>");
+    html_escape(f, q->model);
+    fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%zu</td>"
+               "<td>%" PRIu64 "</td>",
+            q->size_bytes, q->page_size, q->npoints, q->k_geometry);
+    if (q->fitted)
+      fprintf(f, "<td>%.0f (%.0f &ndash; %.0f)</td>", q->k_fit, q->k_lo,
+              q->k_hi);
+    else
+      fprintf(f, "<td>&ndash;</td>");
+    fprintf(f, "<td>%.2f</td><td>%.2f</td></tr>\n", q->rms_formula_bytes / MIB,
+            q->rms_simulated_bytes / MIB);
+  }
+  fprintf(f, "</table>\n");
 }
 
 as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
@@ -732,7 +752,12 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
   as_status_t rc = plots_open(&p, ro, err);
   if (rc != AS_OK)
     return rc;
-  rc = sweep_data(&p, s, sweep_id, &n, err);
+  fv_result_t fv = {0};
+  rc             = sweep_data(&p, s, sweep_id, &n, err);
+  if (rc == AS_OK)
+    rc = formula_validate(s, 1, &fv, err);
+  if (rc == AS_OK)
+    rc = measured_data(&p, &fv, err);
   if (rc == AS_OK && n == 0)
     rc = as_err_set(err, AS_EINVAL,
                     "%s: sweep %" PRId64 " has no point with a survivor "
@@ -766,9 +791,11 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
                               "(1 - p)^k formula, and the survivors runs "
                               "measured on a real machine that the store "
                               "holds.");
+    page_validation(f, &fv);
     fprintf(f, "</body></html>\n");
     rc = close_beside(f, tmp, ro->out_html, err);
   }
+  fv_result_free(&fv);
   plots_free(&p);
   return rc;
 }

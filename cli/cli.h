@@ -128,5 +128,6 @@ extern const cli_command_t cli_cmd_map;
 extern const cli_command_t cli_cmd_report;
 extern const cli_command_t cli_cmd_db;
 extern const cli_command_t cli_cmd_lab;
+extern const cli_command_t cli_cmd_oracle;
 
 #endif

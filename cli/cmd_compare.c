@@ -103,7 +103,12 @@ static void print_json(const compare_result_t *r) {
   json_num(r->series.intercept_bytes);
   printf(", \"r2\": ");
   json_num(r->series.r2);
-  printf("}}\n");
+  printf(", \"samples\": [");
+  for (size_t i = 0; i < r->npoints; i++)
+    printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRId64 "]", i ? ", " : "",
+           r->points[i].t_ns, r->points[i].measured_rss_bytes,
+           r->points[i].predicted_rss_bytes);
+  printf("]}}\n");
 }
 
 /* The marks table of a single replay. */
@@ -312,8 +317,8 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
-        "every mark and over the time series (aligned by nearest time for a\n"
-        "trace, by mark label for a workload).\n"
+        "every mark and over the time series (a trace's rss events in order\n"
+        "for a trace, marks by label for a workload).\n"
         "\n"
         "Model: --model, else cpython for Python runs, else the LD_PRELOAD'd\n"
         "allocator if modelled, else glibc.  libc: --libc, else glibc with "

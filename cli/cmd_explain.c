@@ -33,6 +33,8 @@ static void print_json(const char *source, const char *model,
              it->bytes, it->objects, it->units, it->live ? "true" : "false",
              it->releasable ? "true" : "false");
       cli_json_string(stdout, it->sentence);
+      printf(", \"allocated_in\": ");
+      cli_json_string(stdout, it->allocated_in);
       printf("}");
     }
     printf("]}");
@@ -143,9 +145,10 @@ const cli_command_t cli_cmd_explain = {
         "live objects, the allocator's overhead on them, and free memory by\n"
         "the mechanism that keeps it (a free chunk below a live one, a\n"
         "pymalloc arena pinned by a few objects, a tcache, ...), with the\n"
-        "objects pinning it and what would release it.  The items add up to\n"
-        "RSS.  Without --at: the end, and the mark where RSS exceeds live\n"
-        "bytes the most.\n\n"
+        "objects pinning it, the phases they were allocated in (after which\n"
+        "mark), and what would release it.  The items add up to RSS.\n"
+        "Without --at: the end, and the mark where RSS exceeds live bytes\n"
+        "the most.\n\n"
         "options:\n"
         "  --db FILE       the store holding run RUN\n"
         "  --model SPEC    model (default: what the trace's or run's\n"
@@ -158,7 +161,7 @@ const cli_command_t cli_cmd_explain = {
         "\"live_bytes\",\n"
         "                  \"items\": [{\"mechanism\", \"bytes\", "
         "\"objects\",\n"
-        "                  \"sentence\", ...}]}]}; items' bytes add up to "
-        "rss_bytes\n",
+        "                  \"sentence\", \"allocated_in\", ...}]}]}; items'\n"
+        "                  bytes add up to rss_bytes\n",
     .run = explain_main,
 };

@@ -1,10 +1,16 @@
-# cmake/AllocsimDeps.cmake -- GSL::gsl, SQLite3::SQLite3, cmocka::cmocka.
+# cmake/AllocsimDeps.cmake -- GSL::gsl, SQLite3::SQLite3, cmocka::cmocka,
+# and the decompressors for imported logs: PkgConfig::ZSTD, ZLIB::ZLIB.
 find_package(GSL 2.6 REQUIRED)
 find_package(SQLite3 REQUIRED)
 if(NOT TARGET SQLite3::SQLite3)
   add_library(SQLite3::SQLite3 ALIAS SQLite::SQLite3)
 endif()
 find_package(Threads REQUIRED)
+# heaptrack compresses its data files with zstd, or gzip without it
+# (traces/compressed.c); Debian's libzstd-dev ships a pkg-config file only.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+find_package(ZLIB REQUIRED)
 if(BUILD_TESTING)
   # cmocka >= 1.1.6 exports cmocka::cmocka; Debian 12 ships 1.1.5, whose
   # config file only sets CMOCKA_INCLUDE_DIR / CMOCKA_LIBRARIES.

@@ -10,7 +10,12 @@
 #        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
 #          (CPython: obj/mem domains), n = 50000;
 #        - the C program capture_progs/churn, n = 50000;
-#   2. every measured-run file in data/measured/*.trace (`allocsim record`).
+#   2. every measured-run file in data/measured/*.trace (`allocsim record`);
+#   3. heaptrack's records of real programs, data/imported/*.astrace, and
+#      the oracle's runs, data/oracle/* (both made by
+#      scripts/measure/oracle/run.py); an oracle run of an allocator that no
+#      registered model covers cannot be recorded yet and is skipped with a
+#      line saying so.
 # Then it prints `allocsim compare` for every run (not stored: comparisons
 # depend on the model version, the reference holds measurements only).
 #
@@ -51,6 +56,25 @@ for f in measured/*.trace; do
   [ -e "$f" ] || continue
   "$allocsim" record "$f" --db "$db" >/dev/null
   echo "recorded $f" >&2
+done
+
+echo "== heaptrack imports and oracle runs" >&2
+for f in imported/*.astrace oracle/*.trace oracle/*.astrace; do
+  [ -e "$f" ] || continue
+  case $f in
+    oracle/*--*)
+      a=${f#oracle/}
+      a=${a%%--*}
+      if ! "$allocsim" models "$a" >/dev/null 2>&1; then
+        echo "skipped $f: no $a model is registered yet" >&2
+        continue
+      fi ;;
+  esac
+  if "$allocsim" record "$f" --db "$db" >/dev/null 2>"$tmp/record.err"; then
+    echo "recorded $f" >&2
+  else
+    echo "skipped $f: $(cat "$tmp/record.err")" >&2
+  fi
 done
 
 echo "== compare (not stored; runs without a trace or workload, such as"\

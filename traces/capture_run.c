@@ -3,6 +3,8 @@
  */
 #include "capture_run.h"
 
+#include "helper_path.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
@@ -39,43 +41,15 @@ static bool readable(const char *p) {
 }
 
 as_status_t capture_find_lib(char *buf, size_t len, as_err_t *err) {
-  const char *env = getenv("ALLOCSIM_CAPTURE_LIB");
-  if (env != NULL && *env != '\0') {
-    if (!readable(env))
-      return as_err_set(err, AS_EINVAL,
-                        "ALLOCSIM_CAPTURE_LIB=%s: no such readable file", env);
-    as_format_fits(buf, len, "%s", env);
-    return AS_OK;
-  }
-  char    exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash != NULL) {
-      *slash = '\0';
-      static const char *const rel[] = {
-          "/liballocsim_capture.so", "/../lib/allocsim/liballocsim_capture.so",
-          "/../lib64/allocsim/liballocsim_capture.so",
-          "/../lib/liballocsim_capture.so",
-          "/../../traces/capture/liballocsim_capture.so", NULL};
-      for (size_t i = 0; rel[i] != NULL; i++) {
-        as_format_fits(buf, len, "%s%s", exe, rel[i]);
-        if (readable(buf))
-          return AS_OK;
-      }
-    }
-  }
+  static const char *const rel[] = {"", "/../lib/allocsim", "/../lib64/allocsim",
+                                    "/../lib", "/../../traces/capture", NULL};
 #ifdef ALLOCSIM_CAPTURE_BUILD_LIB
-  if (readable(ALLOCSIM_CAPTURE_BUILD_LIB)) {
-    as_format_fits(buf, len, "%s", ALLOCSIM_CAPTURE_BUILD_LIB);
-    return AS_OK;
-  }
+  const char *built = ALLOCSIM_CAPTURE_BUILD_LIB;
+#else
+  const char *built = NULL;
 #endif
-  buf[0] = '\0';
-  return as_err_set(err, AS_EINVAL,
-                    "cannot find liballocsim_capture.so: set "
-                    "ALLOCSIM_CAPTURE_LIB, or install it next to allocsim");
+  return helper_path_find("ALLOCSIM_CAPTURE_LIB", "liballocsim_capture.so",
+                          rel, built, R_OK, buf, len, err);
 }
 
 /* The directory holding sitecustomize.py: next to the library (the build

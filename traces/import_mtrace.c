@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "addr_ids.h"
-#include "../sim/cost.h"
+#include "import_util.h"
 
 typedef struct imp_s imp_t;
 struct imp_s {
@@ -54,22 +54,11 @@ struct imp_s {
   uint64_t               tick_ns;
   uint64_t               t_ns; /* time of the next event */
   addr_ids_t             ids;  /* address -> object id */
+  import_inserts_t      *inserts;
+  uint64_t               main_heap; /* first small block's address, or 0 */
 };
 
 /* ---- Lexing ------------------------------------------------------------- */
-
-/* Copies s (up to 60 bytes, control bytes as '?') for a message. */
-static const char *quote(const char *s, char buf[72]) {
-  size_t n = 0;
-  for (; s[n] != '\0' && n < 60; n++)
-    buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
-  if (s[n] != '\0') {
-    memcpy(buf + n, "...", 3);
-    n += 3;
-  }
-  buf[n] = '\0';
-  return buf;
-}
 
 static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
                        const char *got) {
@@ -78,7 +67,7 @@ static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
     return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s",
                       im->name, im->st->lines, what, "end of line");
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
-                    im->name, im->st->lines, what, quote(got, q));
+                    im->name, im->st->lines, what, import_quote(got, q));
 }
 
 /* Parses one field at *p ending at a space or the end of the line:
@@ -95,26 +84,9 @@ static bool hex_field(const char **p, bool nil_ok, uint64_t *out) {
   } else {
     if (s[0] != '0' || s[1] != 'x')
       return false;
-    s += 2;
-    uint64_t v = 0;
-    int      nd = 0;
-    for (;; s++, nd++) {
-      int d;
-      if (*s >= '0' && *s <= '9')
-        d = *s - '0';
-      else if (*s >= 'a' && *s <= 'f')
-        d = *s - 'a' + 10;
-      else if (*s >= 'A' && *s <= 'F')
-        d = *s - 'A' + 10; /* glibc writes lowercase; hand edits may not */
-      else
-        break;
-      if (nd == 16)
-        return false;
-      v = v << 4 | (uint64_t)d;
-    }
-    if (nd == 0 || (*s != ' ' && *s != '\0'))
+    s += 2; /* glibc writes lowercase digits; hand edits may not */
+    if (!import_hex(&s, out) || (*s != ' ' && *s != '\0'))
       return false;
-    *out = v;
   }
   *p = s;
   return true;
@@ -168,19 +140,9 @@ static as_status_t parse_record(imp_t *im, const char *line, rec_t *r,
 
 static as_status_t emit(imp_t *im, trace_op_t op, uint64_t id, uint64_t size,
                         as_err_t *err) {
-  trace_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  ev.t_ns = im->t_ns;
-  ev.op = (uint8_t)op;
-  ev.id = id;
-  ev.size = size;
-  ev.domain = TRACE_DOMAIN_RAW;
-  im->t_ns += im->tick_ns         ? im->tick_ns
-               : op == TRACE_FREE ? sim_cost_measured.free_ns
-                                  : sim_cost_c_alloc_ns(&sim_cost_measured,
-                                                        size);
-  im->st->events++;
-  return trace_writer_write(im->w, &ev, err);
+  uint64_t t = im->t_ns;
+  im->t_ns += import_tick_ns(im->tick_ns, op, size);
+  return import_emit(im->w, t, op, id, size, &im->st->events, err);
 }
 
 static as_status_t oom(imp_t *im, as_err_t *err) {
@@ -204,8 +166,25 @@ static as_status_t free_if_live(imp_t *im, uint64_t addr, as_err_t *err) {
   return emit(im, TRACE_FREE, id, 0, err);
 }
 
+/* A small block far from the first one came from another arena, i.e.
+ * another thread (import_mtrace.h). */
+static void note_arena(imp_t *im, uint64_t addr, uint64_t size) {
+  if (size >= (UINT64_C(128) << 10))
+    return;
+  if (im->main_heap == 0) {
+    im->main_heap = addr;
+    return;
+  }
+  uint64_t d = addr > im->main_heap ? addr - im->main_heap
+                                    : im->main_heap - addr;
+  if (d > IMPORT_MTRACE_ARENA_DISTANCE &&
+      im->st->other_arena_blocks++ == 0)
+    im->st->first_other_arena_line = im->st->lines;
+}
+
 static as_status_t do_malloc(imp_t *im, uint64_t addr, uint64_t size,
                              as_err_t *err) {
+  note_arena(im, addr, size);
   as_status_t rc = free_if_live(im, addr, err);
   if (rc != AS_OK)
     return rc;
@@ -272,6 +251,7 @@ static as_status_t apply(imp_t *im, const rec_t *r, const rec_t *pair,
       addr_ids_release(&im->ids, id);
       return oom(im, err);
     }
+    note_arena(im, pair->addr, pair->size);
     im->st->reallocs++;
     return emit(im, TRACE_REALLOC, id, pair->size, err);
   default:
@@ -298,6 +278,19 @@ static bool next_line(FILE *in, char **buf, size_t *cap, bool *has_nul,
   return true;
 }
 
+/* Writes the inserts due after the lines read so far (all of them at the
+ * end), unless a realloc pair is open. */
+static as_status_t inserts_due(imp_t *im, uint64_t line, bool pair_open,
+                               as_err_t *err) {
+  if (im->inserts == NULL || pair_open)
+    return AS_OK;
+  uint64_t    before = im->st->inserted;
+  as_status_t rc = import_inserts_emit(im->inserts, line, im->t_ns, im->w,
+                                       &im->st->inserted, err);
+  im->st->events += im->st->inserted - before;
+  return rc;
+}
+
 as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
                                  const import_mtrace_opts_t *opts,
                                  import_mtrace_stats_t *st, as_err_t *err) {
@@ -309,6 +302,7 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   im.st = st;
   im.lenient = opts != NULL && opts->lenient;
   im.tick_ns = opts != NULL ? opts->tick_ns : 0;
+  im.inserts = opts != NULL ? opts->inserts : NULL;
   char       *buf = NULL;
   size_t      cap = 0;
   bool        has_nul = false, started = false;
@@ -316,7 +310,9 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   rec_t       pending = {0}; /* a '<' waiting for its '>' */
   as_status_t rc = AS_OK;
 
-  while (rc == AS_OK && next_line(in, &buf, &cap, &has_nul, &st->lines)) {
+  while (rc == AS_OK &&
+         (rc = inserts_due(&im, st->lines, pair_line != 0, err)) == AS_OK &&
+         next_line(in, &buf, &cap, &has_nul, &st->lines)) {
     if (has_nul) {
       rc = bad(&im, err, "text (an mtrace log)", "a NUL byte");
       break;
@@ -387,6 +383,8 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
                     "completing the realloc on line %" PRIu64
                     ", got end of file",
                     name, st->lines + 1, pair_line);
+  if (rc == AS_OK)
+    rc = inserts_due(&im, IMPORT_AT_END, false, err);
   free(buf);
   st->live_at_end = im.ids.live;
   st->max_live_ids = im.ids.peak;
@@ -394,19 +392,21 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   return rc;
 }
 
+/* The log carries no provenance of its own: meta was filled in before. */
+static as_status_t run_stream(FILE *in, const char *name, trace_writer_t *w,
+                              trace_meta_t *meta, void *user, as_err_t *err) {
+  import_job_t *job = user;
+  (void)meta;
+  return import_mtrace_stream(in, name, w, job->opts, job->st, err);
+}
+
 as_status_t import_mtrace_file(const char *in_path, const char *out_path,
                                trace_format_t              fmt,
                                const import_mtrace_opts_t *opts,
                                import_mtrace_stats_t *st, as_err_t *err) {
   memset(st, 0, sizeof *st);
-  bool  is_stdin = strcmp(in_path, "-") == 0;
-  FILE *in = is_stdin ? stdin : fopen(in_path, "r");
-  if (in == NULL)
-    return as_err_set(err, AS_EIO, "%s: %s", in_path, strerror(errno));
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
-  char input[256];
-  snprintf(input, sizeof input, "%s", in_path); /* truncated if longer */
   char clock[96];
   if (opts != NULL && opts->tick_ns)
     snprintf(clock, sizeof clock, "synthetic, %" PRIu64 " ns per event",
@@ -416,31 +416,12 @@ as_status_t import_mtrace_file(const char *in_path, const char *out_path,
              "synthetic, the cost model's C malloc and free times");
   as_status_t rc;
   if ((rc = trace_meta_set(&meta, "source", "mtrace", err)) != AS_OK ||
-      (rc = trace_meta_set(&meta, "input", input, err)) != AS_OK ||
       (rc = trace_meta_set(&meta, "clock", clock, err)) != AS_OK ||
       (rc = trace_meta_set(&meta, "threads", "unknown (all on thread 0)",
-                           err)) != AS_OK) {
-    if (!is_stdin)
-      fclose(in);
+                           err)) != AS_OK ||
+      (rc = trace_meta_set(&meta, "unrecorded", "malloc_trim, threads",
+                           err)) != AS_OK)
     return rc;
-  }
-  trace_writer_t *w;
-  if ((rc = trace_writer_open(out_path, fmt, &meta, &w, err)) != AS_OK) {
-    if (!is_stdin)
-      fclose(in);
-    return rc;
-  }
-  rc = import_mtrace_stream(in, is_stdin ? "<stdin>" : in_path, w, opts, st,
-                            err);
-  if (!is_stdin)
-    fclose(in);
-  as_err_t    close_err = {0};
-  as_status_t crc = trace_writer_close(w, &close_err);
-  if (rc == AS_OK && crc != AS_OK) {
-    rc = crc;
-    *err = close_err;
-  }
-  if (rc != AS_OK && strcmp(out_path, "-") != 0)
-    remove(out_path);
-  return rc;
+  import_job_t job = {opts, st};
+  return import_run_file(in_path, out_path, fmt, &meta, run_stream, &job, err);
 }

@@ -8,6 +8,16 @@
  * aligned_alloc, valloc and pvalloc as '+' like malloc, so they all import
  * as malloc: the alignment and calloc's zeroing are not in the log.
  * Grammar, semantics and errors: docs/trace-format.md, "Importing".
+ *
+ * What the log does not record, so the import cannot reproduce: malloc_trim
+ * (glibc 2.36 malloc/mtrace-impl.c hooks malloc, free, realloc and the
+ * memalign family only) and threads.  A user restores trims and marks with
+ * opts.inserts (an --assume-trim-at position or a marks file,
+ * traces/import_util.h).  Threads leave a sign the importer counts: a
+ * block smaller than glibc's smallest mmap threshold (128 KiB,
+ * malloc/malloc.c:1002 DEFAULT_MMAP_THRESHOLD_MIN) far from the main heap
+ * came from another thread's arena (heaps are mmap'd HEAP_MAX_SIZE-aligned
+ * regions, arena.c:445-525, nowhere near the brk heap).
  */
 #ifndef ALLOCSIM_IMPORT_MTRACE_H
 #define ALLOCSIM_IMPORT_MTRACE_H
@@ -16,13 +26,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "import_util.h"
 #include "trace_io.h"
+
+/* Smaller blocks farther than this from the log's first small block are
+ * counted as another arena's: the brk heap and the mmap area lie
+ * terabytes apart on x86-64 Linux, a heap spans at most what was brk'd. */
+#define IMPORT_MTRACE_ARENA_DISTANCE (UINT64_C(1) << 30)
 
 typedef struct import_mtrace_opts_s import_mtrace_opts_t;
 struct import_mtrace_opts_s {
   bool     lenient; /* skip and count unmatched frees / reallocs */
   uint64_t tick_ns; /* synthetic clock step per event; 0 = the cost
                        model's C malloc (with writes) and free times */
+  import_inserts_t *inserts; /* events to insert after log lines (sorted
+                                by import_inserts_sort); may be NULL */
 };
 
 /* What an import saw.  The unmatched_* and reused_live counts stay 0 unless
@@ -44,6 +62,10 @@ struct import_mtrace_stats_s {
                                   live; its old object was freed first */
   uint64_t live_at_end;        /* objects never freed */
   uint64_t max_live_ids;       /* peak live objects = ids used */
+  uint64_t inserted;           /* events from opts.inserts */
+  uint64_t other_arena_blocks; /* blocks < 128 KiB far from the main heap:
+                                  allocated by other threads */
+  uint64_t first_other_arena_line; /* where the first of them was, or 0 */
   bool     saw_end;            /* the log has its '= End' line */
 };
 

@@ -328,14 +328,16 @@ def model_brief(ctx, spec):
 def replayable_runs(ctx):
     """[(run id, source)] of measured runs that have something to replay:
     a trace or a 'workload' provenance entry (interpreter baselines have
-    neither)."""
+    neither).  The oracle's runs and heaptrack's imports have tables of
+    their own (docs/validation.md)."""
     with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
         rows = c.execute(
             "SELECT r.id, r.source FROM runs r WHERE r.kind='measured' AND "
             "(r.trace_path IS NOT NULL OR EXISTS (SELECT 1 FROM run_meta m "
             "WHERE m.run_id = r.id AND m.key = 'workload')) "
             "ORDER BY r.id").fetchall()
-    return rows
+    return [(i, src) for i, src in rows
+            if not re.search(r"(^|/)(oracle|imported)/", src)]
 
 
 def t_measured_all(ctx):
@@ -671,6 +673,157 @@ def t_figures_survivors(ctx):
 
 ORDER = {"spike": SPIKE_ORDER, "webworker": WEBWORKER_ORDER[:3]}
 
+
+# ---- The oracle (docs/validation.md) ----------------------------------------
+# data/oracle/ALLOCATOR--CASE.trace|.astrace: `allocsim oracle` runs made by
+# scripts/measure/oracle/run.py; data/imported/NAME.astrace: heaptrack's
+# records of real programs.  A run of an allocator no registered model
+# covers cannot be recorded (record refuses to guess a model), so its cell
+# says so until the model lands and record_reference.sh records it.
+
+ORACLE_ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "musl"]
+ORACLE_WORKLOADS = [
+    ("lab-brk", "lab-brk (lab 3)"),
+    ("lab-mmap-threshold", "lab-mmap-threshold (lab 4)"),
+    ("lab-arenas", "lab-arenas (lab 5, 64 threads)"),
+    ("lab-arenas-control", "lab-arenas --iterations 0"),
+    ("spike", "spike"),
+    ("spike-threads16", "spike --threads 16"),
+    ("webworker", "webworker --requests 20000"),
+    ("webworker-threads16", "webworker --threads 16 --requests 20000"),
+    ("survivors-64", "survivors --total 64"),
+    ("survivors-512", "survivors --total 64 --size 512"),
+]
+ORACLE_TRACES = [
+    ("python-json-regex", "CPython json/regex, heaptrack import"),
+    ("sqlite3-import-csv", "sqlite3 importing a CSV, heaptrack import"),
+    ("gzip", "gzip -9, heaptrack import"),
+    ("xz-threads2", "xz -T2, heaptrack import"),
+    ("git-log", "git log --stat, heaptrack import"),
+    ("python-json-regex.mtrace", "CPython json/regex, mtrace import"),
+    ("sqlite3-import-csv.mtrace", "sqlite3 importing a CSV, mtrace import"),
+    ("git-log.mtrace", "git log --stat, mtrace import"),
+    ("churn", "churn (written here), heaptrack import"),
+    ("churn.mtrace", "churn (written here), mtrace import"),
+    ("random-1", "random, 1 thread (seed 1)"),
+    ("random-2", "random, 1 thread (seed 2)"),
+    ("random-3", "random, 3 threads (seed 3)"),
+    ("random-4", "random, 4 threads (seed 4)"),
+]
+ORACLE_TARGET_PCT = 1.0
+
+
+def oracle_files(ctx):
+    """{(allocator, case): source path as record stores it} of
+    data/oracle/."""
+    out = {}
+    for p in glob.glob(os.path.join(ctx.root, "data", "oracle", "*--*")):
+        a, _, case = os.path.basename(p).partition("--")
+        out[(a, re.sub(r"\.(astrace|trace)$", "", case))] = p
+    return out
+
+
+def oracle_compare(ctx, files):
+    """{(allocator, case): compare} of the recorded runs among files."""
+    runs = dict((os.path.basename(src), i)
+                for i, src in measured_runs(ctx, r"(^|/)oracle/"))
+    keys = [k for k, p in files.items() if os.path.basename(p) in runs]
+    futures = [ctx.compare_future(runs[os.path.basename(files[k])],
+                                  ctx.reference) for k in keys]
+    return dict(zip(keys, [f.result() for f in futures]))
+
+
+def net_peak(cmp):
+    """The oracle's peak net of its baseline (compare's anchor offset)."""
+    return cmp["peak_measured_rss_bytes"] - cmp["baseline"]["offset_bytes"]
+
+
+def oracle_worst(cmp):
+    """Largest |predicted - measured| at the marks and over the series
+    samples, bytes."""
+    errs = [abs(m["error_bytes"]) for m in cmp["marks"]
+            if m.get("error_bytes") is not None]
+    errs += [abs(p - m) for _, m, p in cmp["series"]["samples"]]
+    return max(errs) if errs else 0
+
+
+def oracle_cell(files, cmps, key):
+    installed = any(a == key[0] for a, _ in files)
+    if not installed:
+        return "not installed"
+    if key not in cmps:
+        return "no model yet"  # run.py replays traces on modelled ones
+    c = cmps[key]
+    w = 100.0 * oracle_worst(c) / max(1, net_peak(c))
+    return bold_if("%.2f%%" % w, w > ORACLE_TARGET_PCT)
+
+
+def oracle_rows(ctx, cases):
+    files = oracle_files(ctx)
+    cmps = oracle_compare(ctx, files)
+    rows = []
+    for case, label in cases:
+        if not any((a, case) in files for a in ORACLE_ALLOCATORS):
+            continue
+        peak = cmps.get(("glibc", case))
+        rows.append([label, mib(net_peak(peak), 2) if peak else "–"] +
+                    [oracle_cell(files, cmps, (a, case))
+                     for a in ORACLE_ALLOCATORS])
+    return table(["case", "glibc oracle peak MiB"] + ORACLE_ALLOCATORS, rows,
+                 "lr" + "r" * len(ORACLE_ALLOCATORS))
+
+
+def t_oracle_workloads(ctx):
+    return oracle_rows(ctx, ORACLE_WORKLOADS)
+
+
+def t_oracle_traces(ctx):
+    return oracle_rows(ctx, ORACLE_TRACES)
+
+
+HEAPTRACK_IMPORTS = [
+    ("python-json-regex", "CPython json/regex (PYTHONMALLOC=malloc)", False),
+    ("sqlite3-import-csv", "sqlite3 importing a CSV", True),
+    ("gzip", "gzip -9", True),
+    ("xz-threads2", "xz -T2 (two threads)", False),
+    ("git-log", "git log --stat", True),
+    ("churn", "churn (capture_progs, written here: malloc only)", True),
+]
+HEAPTRACK_TARGET_PCT = 2.0
+
+
+def t_heaptrack_imports(ctx):
+    """heaptrack's own RSS against the glibc model's prediction of the
+    imported trace (compare's baseline rule), at heaptrack's peak sample and
+    its last one, as % of the measured peak; target 2% for single-threaded
+    C programs."""
+    runs = dict((re.sub(r"\.astrace$", "", os.path.basename(src)), i)
+                for i, src in measured_runs(ctx, r"(^|/)imported/"))
+    names = [n for n, _, _ in HEAPTRACK_IMPORTS if n in runs]
+    cmps = dict(zip(names, ctx.compare_many([runs[n] for n in names],
+                                            ctx.reference)))
+    rows = []
+    for name, label, c_program in HEAPTRACK_IMPORTS:
+        if name not in cmps:
+            continue
+        c = cmps[name]
+        pts = c["series"]["samples"]
+        peak = max(pts, key=lambda p: p[1])
+        end = pts[-1]
+        top = float(c["peak_measured_rss_bytes"])
+        cells = []
+        for _, m, p in (peak, end):
+            e = 100.0 * (p - m) / top
+            cells.append(bold_if("%+.2f (%s)" % ((p - m) / MIB, pct(e, 2)),
+                                 c_program and abs(e) > HEAPTRACK_TARGET_PCT))
+        rows.append((label, mib(top, 2), len(pts), cells[0], cells[1],
+                     "%.2f" % (c["series"]["mean_abs_error_bytes"] / MIB),
+                     "yes" if c_program else "no"))
+    return table(["program", "heaptrack peak MiB", "samples",
+                  "error at the peak, MiB (% of peak)",
+                  "error at the end, MiB (% of peak)", "mean abs err MiB",
+                  "single-threaded C"], rows, "lrrrrrl")
+
 TABLES = {
     "measured-summary": t_measured_summary,
     "measured-all": t_measured_all,
@@ -684,6 +837,9 @@ TABLES = {
     "figures-spike": t_figures_spike,
     "figures-webworker": t_figures_webworker,
     "figures-survivors": t_figures_survivors,
+    "oracle-workloads": t_oracle_workloads,
+    "oracle-traces": t_oracle_traces,
+    "heaptrack-imports": t_heaptrack_imports,
 }
 
 

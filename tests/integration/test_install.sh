@@ -4,7 +4,8 @@
 # --version names the commit, a man page per subcommand and the bash
 # completion are in place, and a capture run from the installed binary
 # finds the installed preload library (not the build tree's) and writes a
-# trace that the installed binary replays.
+# trace that the installed binary replays, and an oracle run finds the
+# installed replayer.
 #   usage: test_install.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -42,4 +43,10 @@ env -u ALLOCSIM_CAPTURE_LIB "$bin" capture -o run.astrace -- "${prog[@]}" \
 grep -aq "capture_lib.*$prefix/lib[^/]*/allocsim/liballocsim_capture.so" run.astrace ||
   fail "capture did not use the installed library: $(grep -a capture_lib run.astrace | head -c 300)"
 "$bin" replay run.astrace --model glibc >/dev/null || fail "replay of the capture failed"
+
+# The oracle from the installed tree: its replayer from lib/allocsim.
+env -u ALLOCSIM_REPLAYER "$bin" oracle run.astrace --sample-every 0 \
+  >oracle.out 2>&1 || fail "oracle failed: $(cat oracle.out)"
+grep -q "^replayer   $prefix/bin/../lib[^/]*/allocsim/allocsim-replayer" oracle.out ||
+  fail "oracle did not use the installed replayer: $(grep replayer oracle.out)"
 echo "install test passed: $prefix"

@@ -79,4 +79,6 @@ check_page run "predicted RSS (+11.48 MiB measured at start)" "measured RSS" "py
 check_page sweep "simulated (colour: object size)" "formula (1 - p)^k" "measured"
 grep -q "What holds memory" "$work/run.dom" || fail "run.html has no explain table"
 grep -q "What would release it" "$work/run.dom" || fail "run.html has no remedies"
+grep -q "The formula against the recorded runs" "$work/sweep.dom" ||
+  fail "sweep.html has no formula validation table"
 echo "report test passed; screenshots in $art"

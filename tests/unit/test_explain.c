@@ -163,12 +163,39 @@ static void an_unknown_mark_lists_the_marks(void **state) {
                                "(marks: peak, after)");
 }
 
+/* Live objects are told by the phase (the mark before them) they were
+ * allocated in; a realloc keeps its object's phase; freed ones drop out. */
+static void objects_are_told_by_the_phase_they_were_allocated_in(
+    void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 100),      EV_MARK(1, "build"),
+      EV_MALLOC(2, 2, 100),      EV_MALLOC(3, 3, 100),
+      EV_MALLOC(4, 4, 100),      EV_MALLOC(5, 5, 100),
+      EV_MARK(6, "serve"),       EV_MALLOC(7, 6, 100),
+      EV_MALLOC(8, 7, 100),      EV_FREE(9, 5),
+      EV_REALLOC(10, 2, 200),    EV_MARK(11, "done")};
+  explain_result_t r;
+  explain_at(evs, sizeof evs / sizeof evs[0], "glibc", "done", &r);
+  const explain_item_t *live = NULL;
+  for (size_t i = 0; i < r.nitems; i++)
+    if (r.items[i].live)
+      live = &r.items[i];
+  assert_non_null(live);
+  assert_int_equal(live->objects, 6);
+  assert_string_equal(live->allocated_in,
+                      "after mark build (3), after mark serve (2), "
+                      "before any mark (1)");
+  assert_non_null(strstr(live->sentence, "allocated after mark build (3)"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
       cmocka_unit_test(one_survivor_pins_a_pymalloc_arena),
       cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
+      cmocka_unit_test(objects_are_told_by_the_phase_they_were_allocated_in),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

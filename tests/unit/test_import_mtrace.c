@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -194,6 +195,80 @@ static void real_glibc_log_imports_to_exact_events(void **state) {
   free(out);
 }
 
+/* tests/data/mtrace_threads.log, from (built with -rdynamic -fno-builtin):
+ *   static void *work(void *arg) { void *p = malloc(100); free(p);
+ *                                  return malloc(200); }
+ *   mtrace(); a = malloc(64); pthread_create(&t, NULL, work, NULL);
+ *   pthread_join(t, &r); free(r); free(a); muntrace();
+ * The thread's two blocks come from its own arena, a mapped heap far from
+ * the brk heap: the sign that the log had threads it does not record (the
+ * 288-byte block is ld.so's DTV for the new thread, from the main arena). */
+static void blocks_of_other_arenas_are_counted(void **state) {
+  (void)state;
+  import_mtrace_stats_t st;
+  as_err_t              err;
+  char                 *out;
+  assert_int_equal(import_file(open_data("mtrace_threads.log"), "t.log", false,
+                               100, &st, &err, &out),
+                   AS_OK);
+  assert_int_equal(st.mallocs, 4);
+  assert_int_equal(st.other_arena_blocks, 2);
+  assert_int_equal(st.first_other_arena_line, 4);
+  free(out);
+  static const char one_arena[] = "= Start\n+ 0x55be165c84a0 0x64\n"
+                                  "+ 0x7f74e8420010 0x30d40\n"; /* mmap'd */
+  assert_int_equal(import_text(one_arena, strlen(one_arena), false, &st, &err,
+                               &out),
+                   AS_OK);
+  assert_int_equal(st.other_arena_blocks, 0);
+  free(out);
+}
+
+/* A trim the log cannot show, restored after a given line and at the end;
+ * none lands between the two halves of a realloc pair. */
+static void inserted_trims_follow_their_lines(void **state) {
+  (void)state;
+  static const char log[] = "= Start\n"
+                            "+ 0x1000 0x10\n"
+                            "< 0x1000\n"
+                            "> 0x2000 0x20\n"
+                            "- 0x2000\n"
+                            "= End\n";
+  import_inserts_t ins = {0};
+  as_err_t         err = {0};
+  assert_int_equal(import_inserts_add_trim(&ins, 3, &err), AS_OK);
+  assert_int_equal(import_inserts_add_trim(&ins, IMPORT_AT_END, &err), AS_OK);
+  assert_int_equal(import_inserts_add_trim(&ins, 2, &err), AS_OK);
+  import_inserts_sort(&ins);
+  FILE *f = fmemopen((void *)log, strlen(log), "r");
+  assert_non_null(f);
+  size_t len = 0;
+  char  *out = NULL;
+  FILE  *mem = open_memstream(&out, &len);
+  trace_meta_t meta;
+  memset(&meta, 0, sizeof meta);
+  trace_writer_t *w;
+  assert_int_equal(
+      trace_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT, &meta, &w, &err),
+      AS_OK);
+  import_mtrace_opts_t  o = {.tick_ns = 100, .inserts = &ins};
+  import_mtrace_stats_t st;
+  assert_int_equal(import_mtrace_stream(f, "h.log", w, &o, &st, &err), AS_OK);
+  assert_int_equal(trace_writer_close(w, &err), AS_OK);
+  fclose(f);
+  assert_string_equal(out, HEADER "0 0 malloc 0 16\n"
+                                  "100 0 trim 0\n"      /* after line 2 */
+                                  "100 0 realloc 0 32\n"
+                                  "200 0 trim 0\n"      /* line 3's, once the
+                                                          pair is whole */
+                                  "200 0 free 0\n"
+                                  "300 0 trim 0\n");
+  assert_int_equal(st.inserted, 3);
+  assert_int_equal(st.events, 6);
+  import_inserts_free(&ins);
+  free(out);
+}
+
 static void import_file_writes_provenance_and_binary(void **state) {
   (void)state;
   char in[512], out[] = "/tmp/test_import_mtrace_XXXXXX.astrace";
@@ -230,7 +305,9 @@ static void import_file_writes_provenance_and_binary(void **state) {
   assert_int_equal(n, 14);
   trace_source_close(src);
 
-  /* A failed import leaves no output behind. */
+  /* A failed import leaves the output as it was: here the trace above. */
+  struct stat before, after;
+  assert_int_equal(stat(out, &before), 0);
   static const char bad_log[] = "= Start\n- 0x10\n";
   char              bad_in[] = "/tmp/test_import_mtrace_XXXXXX.log";
   fd = mkstemps(bad_in, 4);
@@ -241,7 +318,9 @@ static void import_file_writes_provenance_and_binary(void **state) {
   assert_int_equal(
       import_mtrace_file(bad_in, out, TRACE_FORMAT_BINARY, NULL, &st, &err),
       AS_EFORMAT);
-  assert_int_equal(access(out, F_OK), -1);
+  assert_int_equal(stat(out, &after), 0);
+  assert_int_equal(after.st_size, before.st_size);
+  assert_int_equal(after.st_ino, before.st_ino); /* not even rewritten */
   unlink(bad_in);
 }
 
@@ -389,6 +468,8 @@ int main(void) {
       cmocka_unit_test(hand_written_log_imports_to_exact_events),
       cmocka_unit_test(tick_sets_the_synthetic_clock),
       cmocka_unit_test(real_glibc_log_imports_to_exact_events),
+      cmocka_unit_test(blocks_of_other_arenas_are_counted),
+      cmocka_unit_test(inserted_trims_follow_their_lines),
       cmocka_unit_test(import_file_writes_provenance_and_binary),
       cmocka_unit_test(unmatched_free_is_an_error_naming_its_line),
       cmocka_unit_test(lenient_counts_and_skips_unmatched_frees),

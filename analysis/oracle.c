@@ -1,0 +1,973 @@
+/* analysis/oracle.c -- replaying a trace on a real allocator in a child
+ * process and writing what it measured as a measured run (oracle.h).
+ *
+ * The trace is read three times, each through walk_event so that every
+ * pass makes the same decisions: a plan (ids, threads, marks, and every bad
+ * event refused before anything runs), the feed (a thread writing ops to
+ * the child's pipe while this thread samples RSS), and the output (the
+ * trace again, with the measurements as rss events).
+ *
+ * Sections: allocators and paths, sources, walking, the child, the output,
+ * entry point.
+ */
+#include "oracle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../models/model.h"
+#include "../sim/grow.h"
+#include "../sim/units.h"
+#include "../traces/addr_ids.h"
+#include "../traces/helper_path.h"
+#include "../traces/import_util.h"
+#include "../traces/trace_io.h"
+#include "../traces/workload.h"
+
+extern char **environ;
+
+/* ---- Allocators and paths ----------------------------------------------- */
+
+bool oracle_allocator_parse(const char *s, oracle_allocator_t *out) {
+  for (unsigned a = 0; a < ORACLE_ALLOCATOR_COUNT; a++)
+    if (strcmp(s, oracle_allocator_name((oracle_allocator_t)a)) == 0) {
+      *out = (oracle_allocator_t)a;
+      return true;
+    }
+  return false;
+}
+
+/* Debian 12's files: libjemalloc2 5.3.0, libmimalloc2.0 2.0.9,
+ * libtcmalloc-minimal4 2.10 (gperftools). */
+void oracle_default_lib(oracle_allocator_t a, char *buf, size_t len) {
+  static const char *const file[ORACLE_ALLOCATOR_COUNT] = {
+      NULL, "libjemalloc.so.2", "libmimalloc.so.2", "libtcmalloc_minimal.so.4",
+      NULL};
+  if ((unsigned)a >= ORACLE_ALLOCATOR_COUNT || file[a] == NULL) {
+    buf[0] = '\0';
+    return;
+  }
+#ifdef ALLOCSIM_MULTIARCH
+  as_format_fits(buf, len, "/usr/lib/%s/%s", ALLOCSIM_MULTIARCH, file[a]);
+  if (access(buf, R_OK) == 0)
+    return;
+#endif
+  as_format_fits(buf, len, "/usr/lib/%s", file[a]);
+  if (access(buf, R_OK) == 0)
+    return;
+#ifdef ALLOCSIM_MULTIARCH
+  /* Report the Debian path, the one a package would install. */
+  as_format_fits(buf, len, "/usr/lib/%s/%s", ALLOCSIM_MULTIARCH, file[a]);
+#endif
+}
+
+as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
+                                 as_err_t *err) {
+  static const char *const rel[] = {"", "/../lib/allocsim",
+                                    "/../lib64/allocsim", "/../traces/oracle",
+                                    NULL};
+  bool        musl = a == ORACLE_MUSL;
+  const char *file = musl ? "allocsim-replayer-musl" : "allocsim-replayer";
+  char        built[PATH_MAX] = "";
+#ifdef ALLOCSIM_REPLAYER_BUILD_DIR
+  as_format_fits(built, sizeof built, "%s/%s", ALLOCSIM_REPLAYER_BUILD_DIR,
+                 file);
+#endif
+  as_status_t rc = helper_path_find(
+      musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER", file, rel,
+      built[0] ? built : NULL, X_OK, buf, len, err);
+#ifndef ALLOCSIM_HAVE_MUSL_GCC
+  if (rc != AS_OK && musl && getenv("ALLOCSIM_REPLAYER_MUSL") == NULL)
+    return as_err_set(err, AS_EINVAL,
+                      "musl: no %s (musl-gcc was not found when allocsim was "
+                      "built; install musl-tools and rebuild, or set "
+                      "ALLOCSIM_REPLAYER_MUSL)",
+                      file);
+#endif
+  return rc;
+}
+
+/* ---- Sources ------------------------------------------------------------ */
+
+static as_status_t open_source(const char *path, const char *workload,
+                               trace_source_t **src, as_err_t *err) {
+  if (workload != NULL)
+    return workload_open_line(workload, src, err);
+  return trace_open(path, src, err);
+}
+
+/* ---- Walking ---------------------------------------------------------------
+ * One pass over the trace: what each event becomes for the child.  Every
+ * pass walks with a fresh walk_t and so decides alike. */
+
+typedef struct walk_s walk_t;
+struct walk_s {
+  const char        *name;
+  oracle_allocator_t allocator;
+  bool               lenient;
+  double             idle_scale;
+  uint64_t           touch_threshold; /* 0: every allocation written */
+  uint64_t          *live;            /* [id]: size + 1, 0 = dead */
+  size_t             live_cap;
+  uint64_t           events, ops, skipped, marks;
+  uint64_t           ids;             /* highest id used + 1 */
+};
+
+static as_status_t walk_bad(walk_t *w, const trace_event_t *ev,
+                            const char *what, bool *send, as_err_t *err) {
+  if (w->lenient) {
+    w->skipped++;
+    *send = false;
+    return AS_OK;
+  }
+  return as_err_set(err, AS_EFORMAT,
+                    "%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s %s "
+                    "(--lenient skips such events)",
+                    w->name, w->events, ev->t_ns, trace_op_name(ev->op), what);
+}
+
+static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
+                             as_err_t *err) {
+  if (ev->id >= ((uint64_t)1 << 40))
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: event %" PRIu64 ": object id %" PRIu64 " is not "
+                      "dense (ids must be recycled)",
+                      w->name, w->events, ev->id);
+  if (ev->id < w->live_cap)
+    return AS_OK;
+  size_t    old = w->live_cap;
+  uint64_t *v = as_grow(w->live, &w->live_cap, (size_t)ev->id + 1,
+                        sizeof *v, 1024);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory for live objects");
+  memset(v + old, 0, (w->live_cap - old) * sizeof *v);
+  w->live = v;
+  return AS_OK;
+}
+
+static void set_op(oracle_op_t *op, oracle_op_code_t code,
+                   const trace_event_t *ev, uint64_t size, uint64_t aux) {
+  memset(op, 0, sizeof *op);
+  op->code = (uint8_t)code;
+  op->thread = ev->thread;
+  op->id = ev->id;
+  op->size = size;
+  op->aux = aux;
+  op->t_ns = ev->t_ns;
+}
+
+/* An allocation, realloc, free or touch: checked against the live ids. */
+static as_status_t walk_object(walk_t *w, const trace_event_t *ev,
+                               oracle_op_t *op, bool *send, as_err_t *err) {
+  as_status_t rc = live_slot(w, ev, err);
+  if (rc != AS_OK)
+    return rc;
+  uint64_t *slot = &w->live[ev->id];
+  bool      live = *slot != 0;
+  uint64_t  size = live ? *slot - 1 : 0;
+  bool      unwritten = w->touch_threshold != 0 &&
+                   ev->size >= w->touch_threshold;
+  switch ((trace_op_t)ev->op) {
+  case TRACE_FREE:
+    if (!live)
+      return walk_bad(w, ev, "of an object that is not live", send, err);
+    set_op(op, ORACLE_OP_FREE, ev, 0, 0);
+    *slot = 0;
+    break;
+  case TRACE_REALLOC:
+    if (!live)
+      return walk_bad(w, ev, "of an object that is not live", send, err);
+    set_op(op, ORACLE_OP_REALLOC, ev, ev->size, size);
+    *slot = ev->size + 1;
+    break;
+  case TRACE_TOUCH:
+    if (!live || ev->offset > size || ev->size > size - ev->offset)
+      return walk_bad(w, ev, "outside a live object", send, err);
+    set_op(op, ORACLE_OP_TOUCH, ev, ev->size, ev->offset);
+    unwritten = false;
+    break;
+  default:
+    if (live)
+      return walk_bad(w, ev, "of an object that is already live", send, err);
+    set_op(op,
+           ev->op == TRACE_CALLOC     ? ORACLE_OP_CALLOC
+           : ev->op == TRACE_MEMALIGN ? ORACLE_OP_MEMALIGN
+                                      : ORACLE_OP_MALLOC,
+           ev, ev->size, ev->op == TRACE_MEMALIGN ? ev->align : 0);
+    *slot = ev->size + 1;
+  }
+  if (unwritten && ev->op != TRACE_FREE)
+    op->flags |= ORACLE_F_UNWRITTEN;
+  if (ev->id + 1 > w->ids)
+    w->ids = ev->id + 1;
+  return AS_OK;
+}
+
+/* What ev becomes: *send true and *op filled, or *send false (an rss
+ * event, which the oracle measures anew, or one skipped by lenient). */
+static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
+                              oracle_op_t *op, bool *send, as_err_t *err) {
+  w->events++;
+  *send = true;
+  as_status_t rc = AS_OK;
+  switch ((trace_op_t)ev->op) {
+  case TRACE_RSS:
+    *send = false;
+    return AS_OK;
+  case TRACE_MARK:
+    set_op(op, ORACLE_OP_MARK, ev, 0, 0);
+    op->id = w->marks++;
+    break;
+  case TRACE_IDLE:
+    set_op(op, ORACLE_OP_IDLE, ev,
+           (uint64_t)((double)ev->size * w->idle_scale), ev->size);
+    break;
+  case TRACE_TRIM:
+    set_op(op, ORACLE_OP_TRIM, ev, ev->size, 0);
+    break;
+  case TRACE_PURGE:
+    set_op(op, ORACLE_OP_PURGE, ev, ev->size,
+           ev->id == TRACE_ALL_ARENAS ? ORACLE_ALL_ARENAS : ev->id);
+    op->id = 0;
+    break;
+  case TRACE_OPTION:
+    if (oracle_option_find(w->allocator, ev->label) == NULL) {
+      char what[160];
+      as_format_fits(what, sizeof what, "'%s': %s has no call for it",
+                     ev->label, oracle_allocator_name(w->allocator));
+      return walk_bad(w, ev, what, send, err);
+    }
+    set_op(op, ORACLE_OP_OPTION, ev, ev->size, 0);
+    break;
+  case TRACE_THREAD_START:
+  case TRACE_THREAD_EXIT:
+    set_op(op, ev->op == TRACE_THREAD_START ? ORACLE_OP_THREAD_START
+                                            : ORACLE_OP_THREAD_EXIT,
+           ev, 0, 0);
+    op->id = 0;
+    break;
+  default:
+    rc = walk_object(w, ev, op, send, err);
+  }
+  if (rc == AS_OK && *send)
+    w->ops++;
+  return rc;
+}
+
+static as_status_t walk_init(walk_t *w, const trace_source_t *src,
+                             const oracle_opts_t *o, as_err_t *err) {
+  memset(w, 0, sizeof *w);
+  w->name = src->name;
+  w->allocator = o->allocator;
+  w->lenient = o->lenient;
+  w->idle_scale = o->idle_scale;
+  const char *tt = trace_meta_get(&src->meta, "touch_threshold");
+  if (tt != NULL && !as_parse_bytes(tt, &w->touch_threshold))
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: provenance touch_threshold: expected bytes, got "
+                      "'%s'",
+                      src->name, tt);
+  return AS_OK;
+}
+
+/* ---- The plan: pass 1 ---------------------------------------------------
+ * Everything the child needs to know first (ids for its table), every bad
+ * event refused, the marks' labels, and the threads alive at once. */
+
+typedef struct plan_s plan_t;
+struct plan_s {
+  uint64_t       ids, ops, events;
+  size_t         marks_cap;
+  addr_ids_map_t alive;   /* trace thread + 1 -> 1 while it runs */
+  uint64_t       threads; /* distinct trace threads seen */
+  addr_ids_map_t seen;
+};
+
+static as_status_t plan_mark(plan_t *p, oracle_run_t *r,
+                             const trace_event_t *ev, as_err_t *err) {
+  oracle_mark_t *v = as_grow(r->marks, &p->marks_cap, r->nmarks + 1,
+                             sizeof *v, 16);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory for marks");
+  r->marks = v;
+  oracle_mark_t *m = &v[r->nmarks++];
+  memset(m, 0, sizeof *m);
+  as_format_fits(m->label, sizeof m->label, "%s", ev->label ? ev->label : "");
+  m->t_ns = ev->t_ns;
+  return AS_OK;
+}
+
+static as_status_t plan_thread(plan_t *p, const trace_source_t *src,
+                               const trace_event_t *ev, as_err_t *err) {
+  uint64_t key = (uint64_t)ev->thread + 1, v;
+  if (!addr_ids_map_get(&p->seen, key, &v)) {
+    if (!addr_ids_map_put(&p->seen, key, 1))
+      return as_err_set(err, AS_ENOMEM, "out of memory for threads");
+    p->threads++;
+  }
+  if (ev->op == TRACE_THREAD_EXIT && ev->thread != 0) {
+    addr_ids_map_del(&p->alive, key, NULL);
+    return AS_OK;
+  }
+  if (addr_ids_map_get(&p->alive, key, &v))
+    return AS_OK;
+  if (!addr_ids_map_put(&p->alive, key, 1))
+    return as_err_set(err, AS_ENOMEM, "out of memory for threads");
+  if (addr_ids_map_count(&p->alive) > ORACLE_MAX_THREADS)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: event %" PRIu64 ": more than %d threads alive at "
+                      "once, the most the replayer runs",
+                      src->name, p->events, ORACLE_MAX_THREADS);
+  return AS_OK;
+}
+
+static as_status_t plan_trace(const char *path, const char *workload,
+                              const oracle_opts_t *o, plan_t *p,
+                              oracle_run_t *r, as_err_t *err) {
+  trace_source_t *src;
+  as_status_t     rc = open_source(path, workload, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  walk_t w;
+  if ((rc = walk_init(&w, src, o, err)) != AS_OK) {
+    trace_source_close(src);
+    return rc;
+  }
+  trace_event_t ev;
+  oracle_op_t   op;
+  bool          send;
+  while ((rc = trace_source_next(src, &ev, err)) == AS_OK) {
+    if ((rc = walk_event(&w, &ev, &op, &send, err)) != AS_OK)
+      break;
+    p->events = w.events;
+    if (!send)
+      continue;
+    if (ev.op == TRACE_MARK && (rc = plan_mark(p, r, &ev, err)) != AS_OK)
+      break;
+    if ((rc = plan_thread(p, src, &ev, err)) != AS_OK)
+      break;
+    r->final_t_ns = ev.t_ns;
+  }
+  if (rc == AS_DONE)
+    rc = AS_OK;
+  p->ids = w.ids;
+  p->ops = w.ops;
+  r->events = w.events;
+  r->ops = w.ops;
+  r->skipped = w.skipped;
+  r->threads = p->threads;
+  free(w.live);
+  trace_source_close(src);
+  return rc;
+}
+
+/* ---- The child ----------------------------------------------------------- */
+
+typedef struct child_s child_t;
+struct child_s {
+  pid_t pid;
+  int   ops_fd;     /* we write ops here */
+  int   results_fd; /* and read results here */
+};
+
+/* fd moved above the fds the child gets (1, 3, 4), so that none of
+ * the spawn's dup2s overwrites another's source; -1 stays -1. */
+static int high_fd(int fd) {
+  if (fd < 0)
+    return -1;
+  int h = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  close(fd);
+  return h;
+}
+
+static int high_pipe(int fds[2]) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0)
+    return -1;
+  fds[0] = high_fd(p[0]);
+  fds[1] = high_fd(p[1]);
+  return fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
+}
+
+/* The child's environment: ours without LD_PRELOAD, then the preload and
+ * the user's NAME=VALUE (which win over ours). */
+static char **child_env(const char *preload, const oracle_opts_t *o,
+                        char *preload_var, size_t preload_len) {
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **env = calloc(n + o->nenv + 2, sizeof *env);
+  if (env == NULL)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
+      continue;
+    bool overridden = false;
+    for (size_t j = 0; j < o->nenv && !overridden; j++) {
+      size_t len = strcspn(o->env[j], "=");
+      overridden = strncmp(environ[i], o->env[j], len + 1) == 0;
+    }
+    if (!overridden)
+      env[k++] = environ[i];
+  }
+  if (preload[0] != '\0') {
+    as_format_fits(preload_var, preload_len, "LD_PRELOAD=%s", preload);
+    env[k++] = preload_var;
+  }
+  for (size_t j = 0; j < o->nenv; j++)
+    env[k++] = (char *)o->env[j];
+  env[k] = NULL;
+  return env;
+}
+
+static void child_close(child_t *c) {
+  if (c->ops_fd >= 0)
+    close(c->ops_fd);
+  if (c->results_fd >= 0)
+    close(c->results_fd);
+  c->ops_fd = c->results_fd = -1;
+}
+
+static as_status_t child_start(const char *replayer, const char *preload,
+                               const oracle_opts_t *o, child_t *c,
+                               as_err_t *err) {
+  memset(c, 0, sizeof *c);
+  c->ops_fd = c->results_fd = -1;
+  int ops[2] = {-1, -1}, res[2] = {-1, -1};
+  int devnull = high_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (high_pipe(ops) != 0 || high_pipe(res) != 0 || devnull < 0) {
+    as_status_t rc = as_err_set(err, AS_EIO, "oracle: pipes: %s",
+                                strerror(errno));
+    for (int i = 0; i < 2; i++) {
+      if (ops[i] >= 0)
+        close(ops[i]);
+      if (res[i] >= 0)
+        close(res[i]);
+    }
+    if (devnull >= 0)
+      close(devnull);
+    child_close(c);
+    return rc;
+  }
+  char   preload_var[PATH_MAX + 16];
+  char **env = child_env(preload, o, preload_var, sizeof preload_var);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, ops[0], ORACLE_FD_OPS);
+  posix_spawn_file_actions_adddup2(&fa, res[1], ORACLE_FD_RESULTS);
+  posix_spawn_file_actions_adddup2(&fa, devnull, STDOUT_FILENO);
+  char *argv[] = {(char *)replayer, NULL};
+  int e = env == NULL ? ENOMEM
+                      : posix_spawn(&c->pid, replayer, &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  free(env);
+  close(ops[0]);
+  close(res[1]);
+  close(devnull);
+  c->ops_fd = ops[1];
+  c->results_fd = res[0];
+  if (e != 0) {
+    child_close(c);
+    return as_err_set(err, AS_EINVAL, "%s: cannot start: %s", replayer,
+                      strerror(e));
+  }
+  return AS_OK;
+}
+
+/* ---- The feed: pass 2, in its own thread --------------------------------- */
+
+typedef struct feed_s feed_t;
+struct feed_s {
+  const char          *path, *workload;
+  const oracle_opts_t *o;
+  int                  fd;
+  oracle_hello_t       hello;
+  as_status_t          rc;
+  as_err_t             err;
+  unsigned char        buf[1 << 16];
+  size_t               used;
+};
+
+static bool feed_flush(feed_t *f) {
+  size_t off = 0;
+  while (off < f->used) {
+    ssize_t n = write(f->fd, f->buf + off, f->used - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false; /* the child is gone; its result says why */
+    off += (size_t)n;
+  }
+  f->used = 0;
+  return true;
+}
+
+static bool feed_put(feed_t *f, const void *p, size_t n) {
+  if (f->used + n > sizeof f->buf && !feed_flush(f))
+    return false;
+  memcpy(f->buf + f->used, p, n);
+  f->used += n;
+  return true;
+}
+
+static void *feed_main(void *arg) {
+  feed_t  *f = arg;
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE); /* a dead child: EPIPE, not a signal */
+  pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+  trace_source_t *src = NULL;
+  walk_t          w = {0};
+  f->rc = open_source(f->path, f->workload, &src, &f->err);
+  if (f->rc == AS_OK)
+    f->rc = walk_init(&w, src, f->o, &f->err);
+  bool alive = f->rc == AS_OK && feed_put(f, &f->hello, sizeof f->hello);
+  trace_event_t ev;
+  oracle_op_t   op;
+  bool          send;
+  while (alive && (f->rc = trace_source_next(src, &ev, &f->err)) == AS_OK) {
+    if ((f->rc = walk_event(&w, &ev, &op, &send, &f->err)) != AS_OK)
+      break;
+    if (!send)
+      continue;
+    alive = feed_put(f, &op, sizeof op);
+    if (alive && op.code == ORACLE_OP_OPTION) {
+      char name[ORACLE_NAME_MAX] = {0};
+      as_format_fits(name, sizeof name, "%s", ev.label);
+      alive = feed_put(f, name, sizeof name);
+    }
+  }
+  if (f->rc == AS_DONE) {
+    f->rc = AS_OK;
+    memset(&op, 0, sizeof op);
+    op.code = ORACLE_OP_END; /* thread 0: the main thread finishes */
+    op.t_ns = UINT64_MAX;
+    if (alive && feed_put(f, &op, sizeof op))
+      feed_flush(f);
+  }
+  free(w.live);
+  trace_source_close(src);
+  close(f->fd); /* end of the stream */
+  f->fd = -1;
+  return NULL;
+}
+
+/* ---- Collecting: RSS and results ----------------------------------------- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct collect_s collect_t;
+struct collect_s {
+  oracle_run_t *r;
+  size_t        samples_cap;
+  bool          ready, done;
+  char          error[232];
+  uint64_t      error_op;
+};
+
+static uint64_t net(const collect_t *k, uint64_t rss) {
+  return rss > k->r->baseline_rss_bytes ? rss - k->r->baseline_rss_bytes : 0;
+}
+
+static void on_result(collect_t *k, const oracle_result_t *res) {
+  oracle_run_t *r = k->r;
+  switch (res->kind) {
+  case ORACLE_R_READY:
+    r->baseline_rss_bytes = res->a;
+    as_format_fits(r->library, sizeof r->library, "%.231s", res->text);
+    k->ready = true;
+    break;
+  case ORACLE_R_MARK:
+    if (res->a < r->nmarks) {
+      r->marks[res->a].rss_bytes = net(k, res->b);
+      r->marks[res->a].gross_bytes = res->b;
+    }
+    break;
+  case ORACLE_R_SAMPLE: {
+    oracle_sample_t *v = as_grow(r->samples, &k->samples_cap,
+                                 r->nsamples + 1, sizeof *v, 256);
+    if (v == NULL)
+      break; /* fewer samples; the marks still tell */
+    r->samples = v;
+    v[r->nsamples++] = (oracle_sample_t){res->a, res->c, net(k, res->b),
+                                         res->b};
+    break;
+  }
+  case ORACLE_R_DONE:
+    r->final_rss_bytes = net(k, res->a);
+    r->final_gross_bytes = res->a;
+    r->unsupported = res->b;
+    k->done = true;
+    break;
+  default:
+    as_format_fits(k->error, sizeof k->error, "%.231s", res->text);
+    k->error_op = res->a;
+    k->done = true;
+  }
+}
+
+/* Reads results until the child is done or gone. */
+static void collect(collect_t *k, const child_t *c) {
+  unsigned char buf[sizeof(oracle_result_t) * 16];
+  size_t        have = 0;
+  while (!k->done) {
+    ssize_t n = read(c->results_fd, buf + have, sizeof buf - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* the child closed its end */
+    have += (size_t)n;
+    size_t off = 0;
+    for (; have - off >= sizeof(oracle_result_t);
+         off += sizeof(oracle_result_t)) {
+      oracle_result_t res;
+      memcpy(&res, buf + off, sizeof res);
+      on_result(k, &res);
+    }
+    memmove(buf, buf + off, have - off);
+    have -= off;
+  }
+}
+
+/* ---- The output: pass 3 --------------------------------------------------
+ * The trace again, rss events dropped, the measurements written as rss
+ * events of the RSS as measured: the baseline before the first call, each
+ * mark's right after it, each periodic sample after the op the child had
+ * finished when it was taken, the final RSS after the last event.  The
+ * peak is worked out on the net figures as they go by. */
+
+static as_status_t meta_put(trace_meta_t *m, const char *key, const char *v,
+                            as_err_t *err) {
+  return import_meta_put(m, key, v, err); /* cut and cleaned to fit */
+}
+
+static as_status_t meta_u64(trace_meta_t *m, const char *key, uint64_t v,
+                            as_err_t *err) {
+  char buf[32];
+  as_format_fits(buf, sizeof buf, "%" PRIu64, v);
+  return trace_meta_set(m, key, buf, err);
+}
+
+/* The allocator the oracle ran, for record and compare: LD_PRELOAD picks
+ * the model of a preloaded allocator (models/env.h), --env knobs its
+ * options, "model"/"libc" name musl's when that model is registered. */
+static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
+                                  const oracle_run_t *r, as_err_t *err) {
+  as_status_t rc;
+  if ((rc = meta_put(m, "allocator", oracle_allocator_name(o->allocator),
+                     err)) != AS_OK ||
+      (rc = meta_put(m, "allocator_library", r->library, err)) != AS_OK)
+    return rc;
+  if (r->preload[0] != '\0' &&
+      (rc = meta_put(m, "env.LD_PRELOAD", r->preload, err)) != AS_OK)
+    return rc;
+  for (size_t i = 0; i < o->nenv; i++) {
+    size_t len = strcspn(o->env[i], "=");
+    char   key[32];
+    if (!as_format_fits(key, sizeof key, "env.%.*s", (int)len, o->env[i]))
+      return as_err_set(err, AS_EINVAL, "--env %s: name too long", o->env[i]);
+    if ((rc = meta_put(m, key, o->env[i] + len + 1, err)) != AS_OK)
+      return rc;
+  }
+  char libc[64];
+  as_format_fits(libc, sizeof libc, "glibc %s", gnu_get_libc_version());
+  if (o->allocator == ORACLE_MUSL) {
+    bool modelled = model_find("musl") != NULL;
+    as_format_fits(libc, sizeof libc, "musl");
+    if (modelled && (rc = meta_put(m, "model", "musl", err)) != AS_OK)
+      return rc;
+  }
+  return meta_put(m, "libc", libc, err);
+}
+
+static as_status_t output_meta(const trace_source_t *src, const char *input,
+                               const char *workload, const oracle_opts_t *o,
+                               const oracle_run_t *r, trace_meta_t *m,
+                               as_err_t *err) {
+  memset(m, 0, sizeof *m);
+  struct utsname u;
+  char           buf[512];
+  as_status_t    rc;
+  const char    *tt = trace_meta_get(&src->meta, "touch_threshold");
+  const char    *was = trace_meta_get(&src->meta, "source");
+  if ((rc = meta_put(m, "kind", "measured", err)) != AS_OK ||
+      (rc = meta_put(m, "source", "allocsim oracle", err)) != AS_OK ||
+      (rc = meta_put(m, "oracle_input", input, err)) != AS_OK ||
+      (was && (rc = meta_put(m, "input_source", was, err)) != AS_OK) ||
+      (workload && (rc = meta_put(m, "workload", workload, err)) != AS_OK) ||
+      (tt && (rc = meta_put(m, "touch_threshold", tt, err)) != AS_OK) ||
+      (o->command && (rc = meta_put(m, "command", o->command, err)) != AS_OK))
+    return rc;
+  if (uname(&u) == 0) {
+    as_format_fits(buf, sizeof buf, "%s %s", u.nodename, u.machine);
+    if ((rc = meta_put(m, "machine", buf, err)) != AS_OK ||
+        (rc = meta_put(m, "kernel", u.release, err)) != AS_OK)
+      return rc;
+  }
+  if ((rc = meta_u64(m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE),
+                     err)) != AS_OK ||
+      (rc = meta_u64(m, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),
+                     err)) != AS_OK ||
+      (rc = meta_allocator(m, o, r, err)) != AS_OK ||
+      (rc = meta_put(m, "replayer", r->replayer, err)) != AS_OK ||
+      (rc = meta_u64(m, "baseline_rss_bytes", r->baseline_rss_bytes, err)) !=
+          AS_OK ||
+      (rc = meta_put(m, "rss_source",
+                     "/proc/PID/smaps_rollup Anonymous of the replayer minus "
+                     "its baseline (before the first call)",
+                     err)) != AS_OK ||
+      (rc = meta_u64(m, "sample_every_ns", o->sample_every_ns, err)) !=
+          AS_OK ||
+      (rc = meta_u64(m, "oracle_unsupported", r->unsupported, err)) != AS_OK)
+    return rc;
+  as_format_fits(buf, sizeof buf, "%g", o->idle_scale);
+  return meta_put(m, "idle_scale", buf, err);
+}
+
+typedef struct out_s out_t;
+struct out_s {
+  trace_writer_t *w; /* NULL: only the peak is worked out */
+  oracle_run_t   *r;
+  size_t          next_sample;
+  bool            marks_only; /* a workload: compare regenerates its calls */
+};
+
+static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
+                           uint64_t gross, as_err_t *err) {
+  if (net > x->r->peak_rss_bytes) {
+    x->r->peak_rss_bytes = net;
+    x->r->peak_t_ns = t_ns;
+  }
+  if (x->w == NULL)
+    return AS_OK;
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.t_ns = t_ns;
+  ev.op = TRACE_RSS;
+  ev.size = gross;
+  return trace_writer_write(x->w, &ev, err);
+}
+
+/* Writes ev and the measurements that follow it (ops_done: ops finished
+ * with it). */
+static as_status_t out_event(out_t *x, const trace_event_t *ev,
+                             uint64_t ops_done, uint64_t mark,
+                             as_err_t *err) {
+  as_status_t rc = x->w && (!x->marks_only || ev->op == TRACE_MARK)
+                       ? trace_writer_write(x->w, ev, err)
+                       : AS_OK;
+  if (rc == AS_OK && ev->op == TRACE_MARK && mark < x->r->nmarks)
+    rc = out_rss(x, ev->t_ns, x->r->marks[mark].rss_bytes,
+                 x->r->marks[mark].gross_bytes, err);
+  while (rc == AS_OK && x->next_sample < x->r->nsamples &&
+         x->r->samples[x->next_sample].ops_done <= ops_done) {
+    const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
+    rc = out_rss(x, smp->t_ns > ev->t_ns ? smp->t_ns : ev->t_ns,
+                 smp->rss_bytes, smp->gross_bytes, err);
+  }
+  return rc;
+}
+
+static as_status_t write_output(const char *path, const char *workload,
+                                const oracle_opts_t *o, oracle_run_t *r,
+                                as_err_t *err) {
+  trace_source_t *src;
+  as_status_t     rc = open_source(path, workload, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  walk_t       w;
+  out_t        x = {NULL, r, 0, workload != NULL};
+  trace_meta_t meta;
+  char         input[300];
+  as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
+                 workload ? workload : path);
+  if ((rc = walk_init(&w, src, o, err)) == AS_OK && o->out_path != NULL &&
+      (rc = output_meta(src, input, workload, o, r, &meta, err)) == AS_OK)
+    rc = trace_writer_open(o->out_path, trace_format_from_path(o->out_path),
+                           &meta, &x.w, err);
+  trace_event_t ev;
+  oracle_op_t   op;
+  bool          send, first = true;
+  uint64_t      t = 0;
+  while (rc == AS_OK && (rc = trace_source_next(src, &ev, err)) == AS_OK) {
+    if ((rc = walk_event(&w, &ev, &op, &send, err)) != AS_OK || !send)
+      continue;
+    if (first &&
+        (rc = out_rss(&x, ev.t_ns, 0, r->baseline_rss_bytes, err)) != AS_OK)
+      break;
+    first = false;
+    t = ev.t_ns;
+    rc = out_event(&x, &ev, w.ops, w.marks - (ev.op == TRACE_MARK), err);
+  }
+  if (rc == AS_DONE)
+    rc = out_rss(&x, t, r->final_rss_bytes, r->final_gross_bytes, err);
+  if (x.w != NULL) {
+    as_err_t    cerr = {0};
+    as_status_t crc = trace_writer_close(x.w, &cerr);
+    if (rc == AS_OK && crc != AS_OK) {
+      rc = crc;
+      *err = cerr;
+    }
+    if (rc != AS_OK)
+      remove(o->out_path);
+  }
+  free(w.live);
+  trace_source_close(src);
+  return rc;
+}
+
+/* ---- Entry point --------------------------------------------------------- */
+
+void oracle_run_free(oracle_run_t *r) {
+  free(r->marks);
+  free(r->samples);
+  memset(r, 0, sizeof *r);
+}
+
+/* The library LD_PRELOAD will load, checked readable; "" for none. */
+static as_status_t choose_preload(const oracle_opts_t *o, oracle_run_t *r,
+                                  as_err_t *err) {
+  if (o->allocator == ORACLE_MUSL) {
+    if (o->lib != NULL)
+      return as_err_set(err, AS_EUSAGE,
+                        "--lib: musl is the replayer's own libc (built with "
+                        "musl-gcc), nothing to preload");
+    r->preload[0] = '\0';
+    return AS_OK;
+  }
+  if (o->lib != NULL)
+    as_format_fits(r->preload, sizeof r->preload, "%s", o->lib);
+  else
+    oracle_default_lib(o->allocator, r->preload, sizeof r->preload);
+  if (r->preload[0] == '\0' || access(r->preload, R_OK) == 0)
+    return AS_OK;
+  static const char *const pkg[ORACLE_ALLOCATOR_COUNT] = {
+      "", "libjemalloc2", "libmimalloc2.0", "libtcmalloc-minimal4", ""};
+  return as_err_set(err, AS_EINVAL,
+                    "cannot load %s: %s: %s (install %s, or give --lib PATH)",
+                    oracle_allocator_name(o->allocator), r->preload,
+                    strerror(errno),
+                    pkg[o->allocator][0] ? pkg[o->allocator] : "it");
+}
+
+/* The replayer's malloc must come from the preloaded library (ld.so only
+ * warns when a preload fails, and runs on with glibc's). */
+static bool preload_took(const oracle_run_t *r) {
+  if (r->preload[0] == '\0')
+    return true;
+  char want[PATH_MAX], got[PATH_MAX];
+  if (realpath(r->preload, want) == NULL || realpath(r->library, got) == NULL)
+    return strcmp(r->preload, r->library) == 0;
+  return strcmp(want, got) == 0;
+}
+
+/* Waits for the child; its failure as an error unless it finished. */
+static as_status_t child_wait(child_t *c, const collect_t *k,
+                              const oracle_run_t *r, oracle_allocator_t a,
+                              as_err_t *err) {
+  if (!k->done || k->error[0] != '\0' || (k->ready && !preload_took(r)))
+    kill(c->pid, SIGKILL);
+  int status = 0;
+  while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (k->ready && !preload_took(r))
+    return as_err_set(err, AS_EINVAL,
+                      "cannot load %s: LD_PRELOAD=%s did not replace malloc "
+                      "(the replayer's malloc comes from %s)",
+                      oracle_allocator_name(a), r->preload,
+                      r->library);
+  if (k->error[0] != '\0')
+    return as_err_set(err, AS_EIO, "%s: the replayer failed at op %" PRIu64
+                      ": %s", r->replayer, k->error_op, k->error);
+  if (!k->done) {
+    if (WIFSIGNALED(status))
+      return as_err_set(err, AS_EIO, "%s: the replayer died of signal %d "
+                        "(%s)", r->replayer, WTERMSIG(status),
+                        strsignal(WTERMSIG(status)));
+    return as_err_set(err, AS_EIO, "%s: the replayer exited with status %d "
+                      "before finishing", r->replayer,
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return AS_OK;
+}
+
+as_status_t oracle_run(const char *trace_path, const char *workload,
+                       const oracle_opts_t *o, oracle_run_t *r,
+                       as_err_t *err) {
+  memset(r, 0, sizeof *r);
+  as_status_t rc = choose_preload(o, r, err);
+  if (rc != AS_OK)
+    return rc;
+  if (o->replayer != NULL)
+    as_format_fits(r->replayer, sizeof r->replayer, "%s", o->replayer);
+  else if ((rc = oracle_find_replayer(o->allocator, r->replayer,
+                                      sizeof r->replayer, err)) != AS_OK)
+    return rc;
+  plan_t plan;
+  memset(&plan, 0, sizeof plan);
+  rc = plan_trace(trace_path, workload, o, &plan, r, err);
+  addr_ids_map_free(&plan.alive);
+  addr_ids_map_free(&plan.seen);
+  if (rc != AS_OK)
+    return rc;
+
+  child_t c;
+  if ((rc = child_start(r->replayer, r->preload, o, &c, err)) != AS_OK)
+    return rc;
+  feed_t *f = calloc(1, sizeof *f);
+  if (f == NULL) {
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, NULL, 0);
+    child_close(&c);
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  }
+  f->path = trace_path;
+  f->workload = workload;
+  f->o = o;
+  f->fd = c.ops_fd;
+  c.ops_fd = -1; /* the feeder closes it */
+  f->hello = (oracle_hello_t){ORACLE_MAGIC, (uint32_t)o->allocator, 0,
+                              plan.ids, plan.ops, o->sample_every_ns};
+  uint64_t  t0 = now_ns();
+  pthread_t feeder;
+  if (pthread_create(&feeder, NULL, feed_main, f) != 0) {
+    close(f->fd);
+    free(f);
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, NULL, 0);
+    child_close(&c);
+    return as_err_set(err, AS_ENOMEM, "cannot start the feeding thread");
+  }
+  collect_t k = {.r = r};
+  collect(&k, &c);
+  rc = child_wait(&c, &k, r, o->allocator, err);
+  pthread_join(feeder, NULL);
+  r->wall_s = (double)(now_ns() - t0) / 1e9;
+  if (rc == AS_OK && f->rc != AS_OK) {
+    rc = f->rc;
+    *err = f->err;
+  }
+  free(f);
+  child_close(&c);
+  if (rc == AS_OK)
+    rc = write_output(trace_path, workload, o, r, err);
+  return rc;
+}

@@ -1,0 +1,120 @@
+/* analysis/oracle.h -- the oracle: a trace replayed on a real allocator,
+ * measured, and written as a measured run.
+ *
+ * `allocsim oracle` runs traces/oracle/replayer.c in a child process
+ * (glibc as the system's, jemalloc, mimalloc or tcmalloc through LD_PRELOAD
+ * of Debian's libraries or --lib, musl through the replayer built with
+ * musl-gcc), feeds it the trace's calls, has it read its RSS (its own
+ * /proc/self/smaps_rollup) at every mark and every sample_every_ns between
+ * two calls, and writes the trace again with those
+ * measurements as rss events, so that `allocsim record` stores it and
+ * `compare` predicts it like any captured run.
+ *
+ * Baseline.  The child reads its RSS once it has mapped and touched all it
+ * needs (its code and libraries, the object table of ids x 8 bytes, its
+ * buffers) and before the trace's first call; every figure here is net of
+ * that baseline, so it reads like a replay of the matching model, which
+ * starts from nothing.  What the baseline cannot take out: an allocator's
+ * own start-up before main (a preloaded library's constructor, such as
+ * gperftools' TCMallocGuard) lands in the baseline, and allocator code
+ * pages first run after it land in the figures.
+ *
+ * Type map
+ *   oracle_opts_t    which allocator, how to run, where to write
+ *   oracle_mark_t    RSS at one mark
+ *   oracle_sample_t  one periodic sample
+ *   oracle_run_t     what a run measured
+ */
+#ifndef ALLOCSIM_ORACLE_H
+#define ALLOCSIM_ORACLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/status.h"
+#include "../traces/oracle/protocol.h"
+
+#define ORACLE_MAX_ENV 8
+
+typedef struct oracle_opts_s oracle_opts_t;
+struct oracle_opts_s {
+  oracle_allocator_t allocator;
+  const char        *lib;      /* library to preload; NULL: Debian's */
+  const char        *replayer; /* NULL: oracle_find_replayer */
+  const char        *env[ORACLE_MAX_ENV]; /* NAME=VALUE for the child */
+  size_t             nenv;
+  double             idle_scale;      /* real sleep = idle x this (>= 0) */
+  uint64_t           sample_every_ns; /* 0: marks only */
+  bool               lenient;  /* skip frees/reallocs of dead ids, allocs of
+                                  live ones, options with no counterpart */
+  const char        *out_path; /* the measured trace to write, or NULL */
+  const char        *command;  /* the command line, for provenance */
+};
+
+typedef struct oracle_mark_s oracle_mark_t;
+struct oracle_mark_s {
+  char     label[64];
+  uint64_t t_ns;        /* the trace's time of the mark */
+  uint64_t rss_bytes;   /* net of the baseline (0 if below it) */
+  uint64_t gross_bytes; /* as measured */
+};
+
+typedef struct oracle_sample_s oracle_sample_t;
+struct oracle_sample_s {
+  uint64_t ops_done;    /* ops the child had finished */
+  uint64_t t_ns;        /* the trace's time then */
+  uint64_t rss_bytes;   /* net */
+  uint64_t gross_bytes; /* as measured */
+};
+
+typedef struct oracle_run_s oracle_run_t;
+struct oracle_run_s {
+  char             library[232];  /* where the child's malloc came from */
+  char             replayer[512];
+  char             preload[512];  /* LD_PRELOAD given, "" for none */
+  uint64_t         baseline_rss_bytes;
+  uint64_t         final_rss_bytes; /* net */
+  uint64_t         final_gross_bytes;
+  uint64_t         peak_rss_bytes;  /* net: largest mark, sample or final */
+  uint64_t         peak_t_ns;
+  uint64_t         final_t_ns;
+  uint64_t         events;      /* trace events read */
+  uint64_t         ops;         /* calls sent to the child */
+  uint64_t         skipped;     /* lenient: events left out */
+  uint64_t         unsupported; /* purges/trims with no counterpart here */
+  uint64_t         threads;     /* trace threads seen */
+  double           wall_s;
+  oracle_mark_t   *marks;
+  size_t           nmarks;
+  oracle_sample_t *samples;
+  size_t           nsamples;
+};
+
+/* Parses "glibc", "jemalloc", ...; false if unknown. */
+bool oracle_allocator_parse(const char *s, oracle_allocator_t *out);
+
+/* The library LD_PRELOAD loads for allocator a when --lib is not given
+ * (Debian 12's package files), written to buf; "" for glibc and musl. */
+void oracle_default_lib(oracle_allocator_t a, char *buf, size_t len);
+
+/* Finds the replayer for allocator a (allocsim-replayer, or
+ * allocsim-replayer-musl): $ALLOCSIM_REPLAYER (or _MUSL), beside the
+ * running binary, in lib/allocsim below its prefix, in the build tree.
+ * AS_EINVAL naming what was looked for (for musl: that musl-gcc was not
+ * found when the build ran, if so). */
+as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
+                                 as_err_t *err);
+
+/* Replays the trace at trace_path (or, when workload is not NULL, the
+ * workload that line opens) on the real allocator and fills *r; with
+ * o->out_path writes the measured trace there.  Bad events fail before the
+ * child starts (AS_EFORMAT naming the event) unless o->lenient; an
+ * allocator that cannot be loaded is AS_EINVAL naming the path tried; a
+ * failure in the child is AS_EIO with its message. */
+as_status_t oracle_run(const char *trace_path, const char *workload,
+                       const oracle_opts_t *o, oracle_run_t *r,
+                       as_err_t *err);
+void        oracle_run_free(oracle_run_t *r);
+
+#endif

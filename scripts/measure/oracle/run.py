@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""scripts/measure/oracle/run.py -- the measurements behind the oracle's
+validation (docs/validation.md), rerunnable on any Debian 12 machine.
+
+  run.py [--build DIR] [--only STEP,...] [--jobs N]
+
+Steps (all by default), each writing under data/:
+  imports    heaptrack --raw on five real programs nobody here wrote
+             (CPython json/regex with PYTHONMALLOC=malloc, sqlite3 importing
+             a CSV, gzip, xz with two threads, git log) and on the churn
+             program of tests/integration/capture_progs, imported with
+             `allocsim import heaptrack` into data/imported/NAME.astrace:
+             measured runs whose RSS is heaptrack's; and glibc mtrace logs
+             of three of them (a constructor shim starts mtrace(), since the
+             programs never call it), imported with --lenient into
+             data/imported/NAME.mtrace.astrace (no RSS: oracle inputs)
+  workloads  `allocsim oracle --workload` of the synthetic workloads and
+             labs on every installed allocator (glibc, jemalloc, mimalloc,
+             tcmalloc, musl): data/oracle/ALLOCATOR--CASE.trace, the marks
+             only (compare regenerates the workload's calls and pairs
+             marks by label, so periodic samples would only add bytes)
+  traces     `allocsim oracle` of the imported traces and of random valid
+             traces (random_trace.py, seeds 1-4) on every allocator that has
+             a registered model: data/oracle/ALLOCATOR--CASE.astrace (the
+             trace again with the measurements)
+
+Then scripts/record_reference.sh records data/imported/ and data/oracle/
+with the rest, and scripts/docs/validation_tables.py builds the tables
+from the store.  Everything runs with nice; allocators that are not
+installed are skipped with a line saying so.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "musl"]
+
+# name -> allocsim oracle --workload LINE
+WORKLOADS = [
+    ("lab-brk", "lab-brk"),
+    ("lab-mmap-threshold", "lab-mmap-threshold"),
+    ("lab-arenas", "lab-arenas"),
+    ("lab-arenas-control", "lab-arenas --iterations 0"),
+    ("spike", "spike"),
+    ("spike-threads16", "spike --threads 16"),
+    ("webworker", "webworker --requests 20000"),
+    ("webworker-threads16", "webworker --threads 16 --requests 20000"),
+    ("survivors-64", "survivors --total 64"),
+    ("survivors-512", "survivors --total 64 --size 512"),
+]
+
+# Random traces: (name, seed, events, threads).
+RANDOM = [("random-1", 1, 20000, 1), ("random-2", 2, 20000, 1),
+          ("random-3", 3, 20000, 3), ("random-4", 4, 20000, 4)]
+
+# A commit of this repository for git log: fixed, so the run repeats.
+GIT_COMMIT = "da46d07"
+
+
+def log(msg):
+    print("run.py: " + msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, env=None, stdout=subprocess.DEVNULL, cwd=None):
+    full = ["nice"] + cmd
+    r = subprocess.run(full, env=env, stdout=stdout, stderr=subprocess.PIPE,
+                       text=True, cwd=cwd)
+    if r.returncode != 0:
+        sys.exit("run.py: %s: exit %d: %s" % (" ".join(cmd), r.returncode,
+                                              r.stderr.strip()[-800:]))
+    return r
+
+
+class Ctx:
+    def __init__(self, build):
+        self.allocsim = os.path.join(build, "cli", "allocsim")
+        if not os.access(self.allocsim, os.X_OK):
+            sys.exit("run.py: %s is not built" % self.allocsim)
+        self.build = build
+        self.tmp = tempfile.mkdtemp(prefix="allocsim-oracle-run.")
+        self.imported = os.path.join(ROOT, "data", "imported")
+        self.oracle = os.path.join(ROOT, "data", "oracle")
+        os.makedirs(self.imported, exist_ok=True)
+        os.makedirs(self.oracle, exist_ok=True)
+        self.mtraces = os.path.join(self.tmp, "mtrace")
+        os.makedirs(self.mtraces)
+        self.csv = os.path.join(self.tmp, "data.csv")
+        run([sys.executable, os.path.join(HERE, "make_csv.py"), self.csv,
+             "8000"])
+
+    def programs(self):
+        """(name, argv, extra environment) of the real programs."""
+        py = os.path.join(HERE, "py_json_regex.py")
+        return [
+            ("python-json-regex", ["/usr/bin/python3", py, "1500"],
+             {"PYTHONMALLOC": "malloc"}),
+            ("sqlite3-import-csv",
+             ["/usr/bin/sqlite3", ":memory:", "-cmd", ".mode csv", "-cmd",
+              ".import %s t" % self.csv,
+              "SELECT count(*), sum(length(note)) FROM t;"], {}),
+            ("gzip", ["/usr/bin/gzip", "-9", "-c", self.csv], {}),
+            ("xz-threads2", ["/usr/bin/xz", "-T2", "-6", "-c", self.csv], {}),
+            ("git-log", ["/usr/bin/git", "-C", ROOT, "--no-pager", "log",
+                         "--stat", "-n", "100", GIT_COMMIT], {}),
+            # Written here, the control: malloc and free only, no memory
+            # outside malloc but its stack and code.
+            ("churn", [os.path.join(self.build, "tests", "integration",
+                                    "capture_progs", "churn"), "50000"], {}),
+        ]
+
+
+def step_imports(ctx, heaptrack):
+    """heaptrack imports into data/imported (when heaptrack is true), and
+    mtrace imports into the scratch directory (always: the traces step
+    replays them)."""
+    if heaptrack and shutil.which("heaptrack") is None:
+        log("heaptrack not installed: heaptrack imports skipped")
+        heaptrack = False
+    for name, argv, extra in ctx.programs() if heaptrack else []:
+        env = dict(os.environ, **extra)
+        out = os.path.join(ctx.tmp, name)
+        run(["heaptrack", "--raw", "-o", out] + argv, env=env)
+        trace = os.path.join(ctx.imported, name + ".astrace")
+        run([ctx.allocsim, "import", "heaptrack", out + ".raw.zst", "-o",
+             trace])
+        log("imported %s" % trace)
+    shim = os.path.join(ctx.tmp, "mtrace_start.so")
+    run(["cc", "-shared", "-fPIC", "-O1", "-o", shim,
+         os.path.join(HERE, "mtrace_start.c")])
+    for name, argv, extra in ctx.programs():
+        if name not in ("python-json-regex", "sqlite3-import-csv", "git-log",
+                        "churn"):
+            continue
+        log_path = os.path.join(ctx.tmp, name + ".mtrace")
+        env = dict(os.environ, MALLOC_TRACE=log_path,
+                   LD_PRELOAD="libc_malloc_debug.so.0 " + shim, **extra)
+        run(argv, env=env)
+        trace = os.path.join(ctx.mtraces, name + ".mtrace.astrace")
+        run([ctx.allocsim, "import", "mtrace", log_path, "--lenient", "-o",
+             trace])
+        log("imported %s" % trace)
+
+
+def installed(ctx, allocator):
+    """Whether allocsim oracle can run this allocator here (a probe)."""
+    r = subprocess.run([ctx.allocsim, "oracle", "--workload", "lab-brk",
+                        "--allocator", allocator, "--sample-every", "0"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        log("%s: skipped: %s" % (allocator, r.stderr.strip()))
+    return r.returncode == 0
+
+
+def modelled(ctx, allocator):
+    return subprocess.run([ctx.allocsim, "models", allocator],
+                          capture_output=True).returncode == 0
+
+
+def step_workloads(ctx, allocators):
+    for a in allocators:
+        for name, line in WORKLOADS:
+            out = os.path.join(ctx.oracle, "%s--%s.trace" % (a, name))
+            run([ctx.allocsim, "oracle", "--workload", line, "--allocator", a,
+                 "--idle-scale", "0", "--sample-every", "0", "-o", out])
+            log("measured %s" % out)
+
+
+def trace_inputs(ctx):
+    """(name, path) of the traces the oracle replays: the imports and the
+    random traces (written to the scratch directory)."""
+    out = []
+    for d in (ctx.imported, ctx.mtraces):
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".astrace"):
+                out.append((f[:-len(".astrace")], os.path.join(d, f)))
+    for name, seed, events, threads in RANDOM:
+        path = os.path.join(ctx.tmp, name + ".trace")
+        run([sys.executable, os.path.join(HERE, "random_trace.py"), path,
+             str(seed), str(events), str(threads)])
+        out.append((name, path))
+    return out
+
+
+def step_traces(ctx, allocators):
+    for a in allocators:
+        if not modelled(ctx, a):
+            log("%s: no registered model yet: traces skipped" % a)
+            continue
+        for name, path in trace_inputs(ctx):
+            out = os.path.join(ctx.oracle, "%s--%s.astrace" % (a, name))
+            run([ctx.allocsim, "oracle", path, "--allocator", a,
+                 "--idle-scale", "0", "--lenient", "-o", out])
+            log("measured %s" % out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--only", default="imports,workloads,traces")
+    args = ap.parse_args()
+    ctx = Ctx(os.path.abspath(args.build))
+    steps = args.only.split(",")
+    try:
+        step_imports(ctx, "imports" in steps)
+        allocators = [a for a in ALLOCATORS
+                      if ("workloads" in steps or "traces" in steps)
+                      and installed(ctx, a)]
+        if "workloads" in steps:
+            step_workloads(ctx, allocators)
+        if "traces" in steps:
+            step_traces(ctx, allocators)
+    finally:
+        shutil.rmtree(ctx.tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

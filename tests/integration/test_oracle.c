@@ -1,0 +1,417 @@
+/* tests/integration/test_oracle.c -- `allocsim oracle` (analysis/oracle.c
+ * and traces/oracle/replayer.c) on this machine's real allocators.
+ *
+ * The glibc tests are exact: the replay of a lab whose RSS is known (the
+ * brk lab: 1000 KiB chunks, every page written, trimmed in two steps) must
+ * give the same bytes at every mark as the measurements docs/glibc-
+ * validation.md records for glibc 2.36 and as the glibc model, which is
+ * checked call for call against it.  The tests also check what the oracle
+ * promises: a measured trace that record and compare accept (error 0 at
+ * every mark), threads replayed as threads (the 64-thread lab, within the
+ * DTVs pthread_create callocs, which the workload does not emit), option,
+ * purge, touch and idle events applied, bad events refused before anything
+ * runs, and an allocator that cannot be loaded refused naming the path.
+ * jemalloc, mimalloc, tcmalloc and musl run when installed (skipped
+ * otherwise).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analysis/compare.h"
+#include "analysis/oracle.h"
+#include "analysis/record.h"
+#include "analysis/store.h"
+#include "engine/engine.h"
+#include "traces/trace_io.h"
+#include "traces/workload.h"
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static void default_opts(oracle_opts_t *o, oracle_allocator_t a) {
+  memset(o, 0, sizeof *o);
+  o->allocator = a;
+  o->idle_scale = 1.0;
+  o->sample_every_ns = 10000000;
+}
+
+/* A text trace in a new temporary file; returns its path (static). */
+static const char *write_trace(const char *text) {
+  static char path[64];
+  strcpy(path, "/tmp/allocsim-oracle-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  size_t n = strlen(text);
+  assert_int_equal(write(fd, text, n), (ssize_t)n);
+  close(fd);
+  return path;
+}
+
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
+  (void)err;
+  uint64_t *marks = user;
+  if (s->kind == SIM_SAMPLE_MARK)
+    marks[++marks[0]] = s->rss_bytes;
+  return AS_OK;
+}
+
+/* The glibc model's RSS at each mark of the trace or workload, in
+ * marks[1..marks[0]]. */
+static void model_marks(const char *path, const char *workload,
+                        uint64_t *marks) {
+  trace_source_t *src;
+  as_err_t        err = {0};
+  assert_int_equal(workload ? workload_open_line(workload, &src, &err)
+                            : trace_open(path, &src, &err),
+                   AS_OK);
+  sim_session_t s;
+  assert_int_equal(sim_session_open("glibc", NULL, NULL, &s, &err), AS_OK);
+  marks[0] = 0;
+  sim_engine_config_t cfg = {.on_sample = on_sample, .user = marks};
+  sim_run_result_t    r;
+  assert_int_equal(sim_engine_run(&cfg, &s, src, &r, &err), AS_OK);
+  sim_session_close(&s);
+  trace_source_close(src);
+}
+
+static bool have_lib(oracle_allocator_t a) {
+  char lib[512];
+  oracle_default_lib(a, lib, sizeof lib);
+  return lib[0] != '\0' && access(lib, R_OK) == 0;
+}
+
+/* The 200,000-byte block, four 64 KiB ones and 1000 bytes live at 'peak'
+ * (data/example.trace). */
+#define EXAMPLE_PEAK_LIVE (200000 + 4 * 65536 + 1000)
+
+/* ---- glibc: exact ---------------------------------------------------------*/
+
+/* The brk lab: what glibc 2.36 does here, byte for byte, and what the
+ * model says. */
+static void brk_lab_replays_to_the_known_rss(void **state) {
+  (void)state;
+  static const uint64_t known[] = {0, 1044480, 1044480, 16384, 8192, 8192};
+  oracle_opts_t         o;
+  default_opts(&o, ORACLE_GLIBC);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(NULL, "lab-brk", &o, &r, &err), AS_OK);
+  assert_int_equal(r.nmarks, 6);
+  uint64_t model[16];
+  model_marks(NULL, "lab-brk", model);
+  assert_int_equal(model[0], 6);
+  for (size_t i = 0; i < 6; i++) {
+    assert_int_equal(r.marks[i].rss_bytes, known[i]);
+    assert_int_equal(r.marks[i].rss_bytes, model[i + 1]);
+  }
+  assert_string_equal(r.marks[3].label, "trimmed_but_last");
+  assert_int_equal(r.peak_rss_bytes, 1044480);
+  assert_int_equal(r.threads, 1);
+  assert_true(r.baseline_rss_bytes > 0);
+  assert_true(strstr(r.library, "libc.so") != NULL);
+  oracle_run_free(&r);
+}
+
+/* The measured trace records as a measured run, and compare predicts it
+ * with no error at any mark. */
+static void measured_trace_records_and_compares(void **state) {
+  (void)state;
+  char dir[] = "/tmp/allocsim-oracle-db-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char out[128], db[128], in[512];
+  snprintf(out, sizeof out, "%s/run.astrace", dir);
+  snprintf(db, sizeof db, "%s/runs.db", dir);
+  snprintf(in, sizeof in, "%s/data/example.trace", ALLOCSIM_SOURCE_DIR);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  o.out_path = out;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(in, NULL, &o, &r, &err), AS_OK);
+  trace_source_t *src;
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  assert_string_equal(trace_meta_get(&src->meta, "source"), "allocsim oracle");
+  assert_string_equal(trace_meta_get(&src->meta, "allocator"), "glibc");
+  assert_non_null(trace_meta_get(&src->meta, "baseline_rss_bytes"));
+  trace_source_close(src);
+  store_t      *s;
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, out, "test", NULL, 0, &info, &err),
+                   AS_OK);
+  assert_int_equal(info.marks, 5);
+  assert_int_equal(info.marks_without_rss, 0);
+  compare_opts_t   co = {.model = "glibc", .layouts = 1};
+  compare_result_t cr;
+  assert_int_equal(compare_run(s, info.run_id, &co, &cr, &err), AS_OK);
+  assert_int_equal(cr.nmarks, 5);
+  for (size_t i = 0; i < cr.nmarks; i++)
+    assert_int_equal(cr.marks[i].error_bytes, 0);
+  /* The stored run holds RSS as measured; compare's anchor takes the
+   * baseline off again. */
+  assert_int_equal(cr.peak_measured_rss_bytes,
+                   r.peak_rss_bytes + r.baseline_rss_bytes);
+  assert_int_equal(cr.offset_bytes, (int64_t)r.baseline_rss_bytes);
+  compare_result_free(&cr);
+  store_close(s);
+  oracle_run_free(&r);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Each trace thread on a thread of its own: the 64-thread lab leaves the
+ * model's thread stacks and arenas, plus the DTV pthread_create callocs in
+ * the main arena for each thread (272 bytes, glibc 2.36 elf/dl-tls.c
+ * allocate_dtv), which the workload does not emit: at most five pages. */
+static void threads_replay_on_threads(void **state) {
+  (void)state;
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(NULL, "lab-arenas", &o, &r, &err), AS_OK);
+  assert_int_equal(r.threads, 65);
+  uint64_t model[8];
+  model_marks(NULL, "lab-arenas", model);
+  assert_int_equal(model[0], r.nmarks);
+  for (size_t i = 1; i < r.nmarks; i++) {
+    assert_true(r.marks[i].rss_bytes >= model[i + 1]);
+    assert_true(r.marks[i].rss_bytes - model[i + 1] <= 5 * 4096);
+  }
+  oracle_run_free(&r);
+}
+
+/* mallopt through an option event, touch events for unwritten blocks, and
+ * an idle slept for real (scaled): the model agrees byte for byte. */
+static void option_touch_and_idle_events_apply(void **state) {
+  (void)state;
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "#@ touch_threshold=65536\n"
+                                 "0 0 mark start\n"
+                                 "1 0 option mmap_threshold 1048576\n"
+                                 "2 0 malloc 0 524288\n"
+                                 "3 0 malloc 1 2097152\n"
+                                 "4 0 touch 1 0 65536\n"
+                                 "5 0 mark held\n"
+                                 "6 0 idle 200ms\n"
+                                 "200000007 0 free 0\n"
+                                 "200000008 0 mark freed\n");
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  o.idle_scale = 0.5;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  uint64_t model[8];
+  model_marks(path, NULL, model);
+  assert_int_equal(model[0], 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(r.marks[i].rss_bytes, model[i + 1]);
+  /* The 512 KiB block went to the heap (threshold raised), unwritten like
+   * the 2 MiB one of which 64 KiB were touched: little is resident. */
+  assert_true(r.marks[1].rss_bytes < 160 * 1024);
+  assert_true(r.wall_s >= 0.1);
+  oracle_run_free(&r);
+  unlink(path);
+}
+
+/* Bad events are refused before anything runs, naming the event; with
+ * lenient they are skipped and counted. */
+static void bad_events_are_refused_or_skipped(void **state) {
+  (void)state;
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "0 0 malloc 0 100\n"
+                                 "1 0 free 0\n"
+                                 "2 0 free 0\n"
+                                 "3 0 option no_such_knob 1\n"
+                                 "4 0 mark end\n");
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_EFORMAT);
+  char want[256];
+  snprintf(want, sizeof want, "%s: event 3 (t=2 ns): free of an object that "
+           "is not live (--lenient skips such events)", path);
+  assert_string_equal(err.msg, want);
+  oracle_run_free(&r);
+  o.lenient = true;
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  assert_int_equal(r.skipped, 2);
+  assert_int_equal(r.ops, 3);
+  oracle_run_free(&r);
+  unlink(path);
+}
+
+/* An allocator that cannot be loaded is refused naming the path tried; a
+ * library that loads but does not replace malloc too. */
+static void unloadable_allocators_are_refused(void **state) {
+  (void)state;
+  char in[512];
+  snprintf(in, sizeof in, "%s/data/example.trace", ALLOCSIM_SOURCE_DIR);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  o.lib = "/nonexistent/libjemalloc.so.2";
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(in, NULL, &o, &r, &err), AS_EINVAL);
+  assert_string_equal(err.msg, "cannot load jemalloc: /nonexistent/"
+                               "libjemalloc.so.2: No such file or directory "
+                               "(install libjemalloc2, or give --lib PATH)");
+  oracle_run_free(&r);
+  char libm[256];
+  snprintf(libm, sizeof libm, "/lib/%s/libm.so.6",
+#ifdef __x86_64__
+           "x86_64-linux-gnu"
+#else
+           "aarch64-linux-gnu"
+#endif
+  );
+  if (access(libm, R_OK) == 0) {
+    o.lib = libm;
+    assert_int_equal(oracle_run(in, NULL, &o, &r, &err), AS_EINVAL);
+    assert_non_null(strstr(err.msg, "did not replace malloc"));
+    oracle_run_free(&r);
+  }
+  o.lib = NULL;
+  o.allocator = ORACLE_GLIBC;
+  o.replayer = "/nonexistent/allocsim-replayer";
+  assert_int_equal(oracle_run(in, NULL, &o, &r, &err), AS_EINVAL);
+  assert_string_equal(err.msg, "/nonexistent/allocsim-replayer: cannot "
+                               "start: No such file or directory");
+  oracle_run_free(&r);
+}
+
+/* ---- The other allocators, when installed --------------------------------*/
+
+static void run_example(oracle_allocator_t a) {
+  char in[512];
+  snprintf(in, sizeof in, "%s/data/example.trace", ALLOCSIM_SOURCE_DIR);
+  oracle_opts_t o;
+  default_opts(&o, a);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(in, NULL, &o, &r, &err), AS_OK);
+  assert_int_equal(r.nmarks, 5);
+  assert_string_equal(r.marks[1].label, "peak");
+  /* Every byte live at the peak was written; no allocator here keeps more
+   * than a few MiB on top for 450 KiB. */
+  assert_true(r.marks[1].rss_bytes >= EXAMPLE_PEAK_LIVE);
+  assert_true(r.marks[1].rss_bytes < EXAMPLE_PEAK_LIVE + (4u << 20));
+  oracle_run_free(&r);
+}
+
+static void preloaded_allocators_replay(void **state) {
+  (void)state;
+  static const oracle_allocator_t preloaded[] = {
+      ORACLE_JEMALLOC, ORACLE_MIMALLOC, ORACLE_TCMALLOC};
+  int ran = 0;
+  for (size_t i = 0; i < 3; i++)
+    if (have_lib(preloaded[i])) {
+      run_example(preloaded[i]);
+      ran++;
+    }
+  if (ran == 0)
+    skip();
+}
+
+/* jemalloc's purge and decay option events go through mallctl: with decay
+ * off the freed 4 MiB leaves at once; with it at 10 s, purge all does it. */
+static void jemalloc_purge_and_decay_options_apply(void **state) {
+  (void)state;
+  if (!have_lib(ORACLE_JEMALLOC))
+    skip();
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "0 0 option dirty_decay_ms 10000\n"
+                                 "0 0 option muzzy_decay_ms 0\n"
+                                 "1 0 malloc 0 4194304\n"
+                                 "2 0 free 0\n"
+                                 "3 0 mark freed\n"
+                                 "4 0 purge all\n"
+                                 "5 0 mark purged\n");
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  assert_true(r.marks[0].rss_bytes >= 4194304);
+  assert_true(r.marks[1].rss_bytes < 1048576);
+  assert_int_equal(r.unsupported, 0);
+  oracle_run_free(&r);
+  unlink(path);
+}
+
+static void musl_replays_when_built(void **state) {
+  (void)state;
+  char     buf[512];
+  as_err_t err = {0};
+  if (oracle_find_replayer(ORACLE_MUSL, buf, sizeof buf, &err) != AS_OK) {
+    print_message("%s: skipped\n", err.msg);
+    skip();
+  }
+  run_example(ORACLE_MUSL);
+}
+
+/* ---- The command line ----------------------------------------------------*/
+
+#define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
+
+/* Runs "allocsim ARGS"; stdout and stderr (2>&1) into out; the exit code. */
+static int allocsim(char *out, size_t len, const char *args) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s %s 2>&1", ALLOCSIM, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Usage errors exit 2 naming the option; --json keeps its contract. */
+static void command_line_contract(void **state) {
+  (void)state;
+  char out[8192];
+  assert_int_equal(allocsim(out, sizeof out, "oracle x.trace --allocator "
+                            "hoard"), 2);
+  assert_non_null(strstr(out, "--allocator expects glibc, jemalloc, "
+                              "mimalloc, tcmalloc or musl, got 'hoard'"));
+  assert_int_equal(allocsim(out, sizeof out, "oracle x.trace --db r.db"), 2);
+  assert_non_null(strstr(out, "--db needs -o OUT"));
+  assert_int_equal(allocsim(out, sizeof out, "oracle"), 2);
+  assert_int_equal(allocsim(out, sizeof out, "oracle --env NOEQUALS x"), 2);
+  assert_int_equal(allocsim(out, sizeof out, "oracle /nonexistent.trace"), 1);
+  assert_int_equal(allocsim(out, sizeof out, "oracle --workload=lab-brk "
+                            "--sample-every=0 --json"),
+                   0);
+  assert_non_null(strstr(out, "{\"allocator\": \"glibc\", "));
+  assert_non_null(strstr(out, "\"peak_rss_bytes\": 1044480, "));
+  assert_non_null(strstr(out, "{\"label\": \"trimmed_but_last\", "
+                              "\"t_ns\": "));
+  assert_non_null(strstr(out, "\"rss_bytes\": 16384}"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(command_line_contract),
+      cmocka_unit_test(brk_lab_replays_to_the_known_rss),
+      cmocka_unit_test(measured_trace_records_and_compares),
+      cmocka_unit_test(threads_replay_on_threads),
+      cmocka_unit_test(option_touch_and_idle_events_apply),
+      cmocka_unit_test(bad_events_are_refused_or_skipped),
+      cmocka_unit_test(unloadable_allocators_are_refused),
+      cmocka_unit_test(preloaded_allocators_replay),
+      cmocka_unit_test(jemalloc_purge_and_decay_options_apply),
+      cmocka_unit_test(musl_replays_when_built),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,417 @@
+/* traces/import_util.c -- helpers every importer uses: message quoting,
+ * the cost-model clock, user-inserted events, the deferred writer and the
+ * file driver (contracts in import_util.h).
+ */
+#include "import_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/cost.h"
+#include "../sim/grow.h"
+#include "../sim/units.h"
+#include "compressed.h"
+
+/* ---- Messages and clock ------------------------------------------------- */
+
+const char *import_quote(const char *s, char buf[72]) {
+  size_t n = 0;
+  for (; s[n] != '\0' && n < 60; n++)
+    buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+  if (s[n] != '\0') {
+    memcpy(buf + n, "...", 3);
+    n += 3;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+bool import_hex(const char **p, uint64_t *out) {
+  const char *s = *p;
+  uint64_t    v = 0;
+  int         nd = 0;
+  for (;; s++, nd++) {
+    int d;
+    if (*s >= '0' && *s <= '9')
+      d = *s - '0';
+    else if (*s >= 'a' && *s <= 'f')
+      d = *s - 'a' + 10;
+    else if (*s >= 'A' && *s <= 'F')
+      d = *s - 'A' + 10;
+    else
+      break;
+    if (nd == 16)
+      return false;
+    v = v << 4 | (uint64_t)d;
+  }
+  if (nd == 0)
+    return false;
+  *out = v;
+  *p = s;
+  return true;
+}
+
+as_status_t import_meta_put(trace_meta_t *m, const char *key,
+                            const char *value, as_err_t *err) {
+  char v[256];
+  while (*value == ' ' || *value == '\t')
+    value++;
+  size_t n = 0;
+  for (; value[n] != '\0' && n < sizeof v - 1; n++)
+    v[n] = ((unsigned char)value[n] < 0x20 && value[n] != '\t') ||
+                   value[n] == 0x7f
+               ? '?'
+               : value[n];
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    n--;
+  v[n] = '\0';
+  return trace_meta_set(m, key, v, err);
+}
+
+uint64_t import_tick_ns(uint64_t tick_ns, trace_op_t op, uint64_t size) {
+  if (tick_ns != 0)
+    return tick_ns;
+  if (op == TRACE_FREE)
+    return sim_cost_measured.free_ns;
+  return sim_cost_c_alloc_ns(&sim_cost_measured, size);
+}
+
+as_status_t import_emit(trace_writer_t *w, uint64_t t_ns, trace_op_t op,
+                        uint64_t id, uint64_t size, uint64_t *events,
+                        as_err_t *err) {
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.t_ns = t_ns;
+  ev.op = (uint8_t)op;
+  ev.id = id;
+  ev.size = size;
+  ev.domain = TRACE_DOMAIN_RAW;
+  (*events)++;
+  return trace_writer_write(w, &ev, err);
+}
+
+/* ---- Inserted events ---------------------------------------------------- */
+
+static as_status_t inserts_push(import_inserts_t *ins,
+                                const import_insert_t *x, as_err_t *err) {
+  import_insert_t *v = as_grow(ins->v, &ins->cap, ins->n + 1, sizeof *v, 8);
+  if (v == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory for inserted events");
+  ins->v = v;
+  v[ins->n] = *x;
+  v[ins->n].order = ins->n;
+  ins->n++;
+  return AS_OK;
+}
+
+as_status_t import_inserts_add_trim(import_inserts_t *ins, uint64_t line,
+                                    as_err_t *err) {
+  import_insert_t x;
+  memset(&x, 0, sizeof x);
+  x.after_line = line;
+  x.op = TRACE_TRIM;
+  return inserts_push(ins, &x, err);
+}
+
+bool import_parse_at(const char *s, uint64_t *line) {
+  if (strcmp(s, "end") == 0) {
+    *line = IMPORT_AT_END;
+    return true;
+  }
+  uint64_t v;
+  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK)
+    return false;
+  *line = v;
+  return true;
+}
+
+/* Splits the next whitespace-separated word off *p into buf (NUL-ended);
+ * false if there is none or it does not fit. */
+static bool next_word(char **p, char *buf, size_t len) {
+  char *s = *p;
+  while (*s == ' ' || *s == '\t')
+    s++;
+  size_t n = strcspn(s, " \t");
+  if (n == 0 || n >= len)
+    return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  *p = s + n;
+  return true;
+}
+
+static as_status_t marks_bad(const char *path, uint64_t line, const char *what,
+                             const char *got, as_err_t *err) {
+  char q[72];
+  return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s%s%s",
+                    path, line, what, got ? "'" : "",
+                    got ? import_quote(got, q) : "end of line", got ? "'" : "");
+}
+
+/* One marks-file line (comment and blank lines already skipped). */
+static as_status_t marks_line(import_inserts_t *ins, const char *path,
+                              uint64_t lineno, char *s, as_err_t *err) {
+  char            at[32], op[16], arg[128];
+  import_insert_t x;
+  memset(&x, 0, sizeof x);
+  char *p = s;
+  if (!next_word(&p, at, sizeof at) || !import_parse_at(at, &x.after_line))
+    return marks_bad(path, lineno, "an input line number or 'end'", s, err);
+  while (*p == ' ' || *p == '\t')
+    p++;
+  char *op_at = p;
+  if (!next_word(&p, op, sizeof op))
+    return marks_bad(path, lineno, "'mark', 'trim' or 'idle' after the line",
+                     NULL, err);
+  while (*p == ' ' || *p == '\t')
+    p++;
+  size_t n = strlen(p);
+  while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+    p[--n] = '\0';
+  if (strcmp(op, "mark") == 0) {
+    x.op = TRACE_MARK;
+    bool ok = n > 0 && n <= TRACE_LABEL_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+      ok = (unsigned char)p[i] >= 0x20 && p[i] != 0x7f;
+    if (!ok) {
+      char what[64];
+      snprintf(what, sizeof what, "a label of 1 to %d printable bytes",
+               TRACE_LABEL_MAX);
+      return marks_bad(path, lineno, what, n ? p : NULL, err);
+    }
+    memcpy(x.label, p, n + 1);
+  } else if (strcmp(op, "trim") == 0) {
+    char *args = p;
+    x.op = TRACE_TRIM;
+    if (n > 0 && (!next_word(&p, arg, sizeof arg) || *p != '\0' ||
+                  !as_parse_bytes(arg, &x.size)))
+      return marks_bad(path, lineno, "a pad in bytes ('0', '128K') or nothing",
+                       args, err);
+  } else if (strcmp(op, "idle") == 0) {
+    char *args = p;
+    x.op = TRACE_IDLE;
+    if (!next_word(&p, arg, sizeof arg) || *p != '\0' ||
+        !as_parse_duration_ns(arg, &x.size))
+      return marks_bad(path, lineno, "a duration ('10ms', '2s')",
+                       n ? args : NULL, err);
+  } else {
+    return marks_bad(path, lineno, "'mark', 'trim' or 'idle'", op_at, err);
+  }
+  return inserts_push(ins, &x, err);
+}
+
+as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
+                                as_err_t *err) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return as_err_set(err, AS_EIO, "%s: %s", path, strerror(errno));
+  char       *buf = NULL;
+  size_t      cap = 0;
+  uint64_t    lineno = 0;
+  as_status_t rc = AS_OK;
+  ssize_t     len;
+  while (rc == AS_OK && (len = getline(&buf, &cap, f)) >= 0) {
+    lineno++;
+    if (strlen(buf) != (size_t)len) {
+      rc = marks_bad(path, lineno, "text", "a NUL byte", err);
+      break;
+    }
+    buf[strcspn(buf, "\r\n")] = '\0';
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+      s++;
+    if (*s == '\0' || *s == '#')
+      continue;
+    rc = marks_line(ins, path, lineno, s, err);
+  }
+  if (rc == AS_OK && ferror(f))
+    rc = as_err_set(err, AS_EIO, "%s: read error: %s", path, strerror(errno));
+  free(buf);
+  fclose(f);
+  return rc;
+}
+
+static int insert_cmp(const void *a, const void *b) {
+  const import_insert_t *x = a, *y = b;
+  if (x->after_line != y->after_line)
+    return x->after_line < y->after_line ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void import_inserts_sort(import_inserts_t *ins) {
+  if (ins->n > 1)
+    qsort(ins->v, ins->n, sizeof *ins->v, insert_cmp);
+  ins->next = 0;
+}
+
+as_status_t import_inserts_emit(import_inserts_t *ins, uint64_t line,
+                                uint64_t t_ns, trace_writer_t *w,
+                                uint64_t *emitted, as_err_t *err) {
+  while (ins->next < ins->n && ins->v[ins->next].after_line <= line) {
+    const import_insert_t *x = &ins->v[ins->next++];
+    trace_event_t          ev;
+    memset(&ev, 0, sizeof ev);
+    ev.t_ns = t_ns;
+    ev.op = x->op;
+    ev.size = x->size;
+    ev.label = x->op == TRACE_MARK ? x->label : NULL;
+    as_status_t rc = trace_writer_write(w, &ev, err);
+    if (rc != AS_OK)
+      return rc;
+    (*emitted)++;
+  }
+  return AS_OK;
+}
+
+void import_inserts_free(import_inserts_t *ins) {
+  free(ins->v);
+  memset(ins, 0, sizeof *ins);
+}
+
+/* ---- Deferred writer ---------------------------------------------------- */
+
+typedef struct deferred_s deferred_t;
+struct deferred_s {
+  trace_writer_t  base; /* must be first */
+  trace_writer_t *real; /* NULL until the first event */
+  trace_meta_t   *meta;
+  trace_format_t  fmt;
+  FILE           *f;    /* the stream form: not yet handed over */
+  char            name[256];
+  char           *path; /* the file form */
+};
+
+static as_status_t deferred_start(deferred_t *d, as_err_t *err) {
+  if (d->real != NULL)
+    return AS_OK;
+  if (d->f != NULL) {
+    FILE *f = d->f;
+    d->f = NULL; /* trace_writer_open_stream owns it from here */
+    return trace_writer_open_stream(f, d->name, d->fmt, d->meta, &d->real,
+                                    err);
+  }
+  return trace_writer_open(d->path, d->fmt, d->meta, &d->real, err);
+}
+
+static as_status_t deferred_write(trace_writer_t *w, const trace_event_t *ev,
+                                  as_err_t *err) {
+  deferred_t *d = (deferred_t *)w;
+  as_status_t rc = deferred_start(d, err);
+  return rc != AS_OK ? rc : trace_writer_write(d->real, ev, err);
+}
+
+static as_status_t deferred_close(trace_writer_t *w, as_err_t *err) {
+  deferred_t *d = (deferred_t *)w;
+  as_status_t rc = deferred_start(d, err);
+  if (d->real != NULL) {
+    as_err_t    cerr = {0};
+    as_status_t crc = trace_writer_close(d->real, &cerr);
+    if (rc == AS_OK && crc != AS_OK) {
+      rc = crc;
+      if (err != NULL)
+        *err = cerr;
+    }
+  }
+  if (d->f != NULL && d->f != stdout)
+    fclose(d->f);
+  free(d->path);
+  free(d);
+  return rc;
+}
+
+/* Drops the output of a failed import: the real writer is closed if it was
+ * ever started, and true returned (the caller removes the file); false when
+ * nothing was created. */
+static bool deferred_discard(trace_writer_t *w) {
+  deferred_t *d       = (deferred_t *)w;
+  bool        created = d->real != NULL;
+  if (d->real != NULL) {
+    as_err_t ignored = {0};
+    trace_writer_close(d->real, &ignored);
+    d->real = NULL;
+  }
+  if (d->f != NULL && d->f != stdout)
+    fclose(d->f);
+  d->f = NULL;
+  free(d->path);
+  free(d);
+  return created;
+}
+
+static const trace_writer_methods_t deferred_methods = {
+    .write = deferred_write,
+    .close = deferred_close,
+};
+
+static as_status_t deferred_new(FILE *f, const char *name, const char *path,
+                                trace_format_t fmt, trace_meta_t *meta,
+                                trace_writer_t **out, as_err_t *err) {
+  *out = NULL;
+  deferred_t *d = calloc(1, sizeof *d);
+  if (d == NULL || (path != NULL && (d->path = strdup(path)) == NULL)) {
+    free(d);
+    if (f != NULL && f != stdout)
+      fclose(f);
+    return as_err_set(err, AS_ENOMEM, "out of memory for a writer");
+  }
+  d->base.methods = &deferred_methods;
+  d->meta = meta;
+  d->fmt = fmt;
+  d->f = f;
+  snprintf(d->name, sizeof d->name, "%s", name ? name : path);
+  *out = &d->base;
+  return AS_OK;
+}
+
+as_status_t import_writer_open(const char *path, trace_format_t fmt,
+                               trace_meta_t *meta, trace_writer_t **out,
+                               as_err_t *err) {
+  return deferred_new(NULL, NULL, path, fmt, meta, out, err);
+}
+
+as_status_t import_writer_open_stream(FILE *f, const char *name,
+                                      trace_format_t fmt, trace_meta_t *meta,
+                                      trace_writer_t **out, as_err_t *err) {
+  return deferred_new(f, name, NULL, fmt, meta, out, err);
+}
+
+/* ---- Driver ------------------------------------------------------------- */
+
+as_status_t import_run_file(const char *in_path, const char *out_path,
+                            trace_format_t fmt, trace_meta_t *meta,
+                            import_stream_fn fn, void *user, as_err_t *err) {
+  cfile_t    *in;
+  as_status_t rc = cfile_open(in_path, &in, err);
+  if (rc != AS_OK)
+    return rc;
+  char input[256];
+  snprintf(input, sizeof input, "%s", in_path); /* truncated if longer */
+  if ((rc = trace_meta_set(meta, "input", input, err)) != AS_OK ||
+      (cfile_kind(in) != CFILE_PLAIN &&
+       (rc = trace_meta_set(meta, "compression",
+                            cfile_kind_name(cfile_kind(in)), err)) != AS_OK)) {
+    cfile_close(in);
+    return rc;
+  }
+  trace_writer_t *w;
+  if ((rc = import_writer_open(out_path, fmt, meta, &w, err)) != AS_OK) {
+    cfile_close(in);
+    return rc;
+  }
+  const char *name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
+  rc = fn(cfile_stream(in), name, w, meta, user, err);
+  if (rc != AS_OK && cfile_status(in, NULL) != AS_OK)
+    rc = cfile_status(in, err);
+  cfile_close(in);
+  bool created = true;
+  if (rc == AS_OK)
+    rc = trace_writer_close(w, err);
+  else
+    created = deferred_discard(w);
+  if (rc != AS_OK && created && strcmp(out_path, "-") != 0)
+    remove(out_path);
+  return rc;
+}

@@ -1,0 +1,636 @@
+/* traces/oracle/replayer.c -- allocsim-replayer, the child of `allocsim
+ * oracle`: replays a trace's calls on the real allocator of this process
+ * (glibc, or one LD_PRELOAD put in its place, or musl when built with
+ * musl-gcc) and reports RSS at every mark.  Protocol: protocol.h.
+ *
+ * What it does to be measured and not measure itself:
+ *  - It never allocates with malloc outside the trace's calls: no stdio,
+ *    its tables are mmap'd, messages are formatted by hand, and only the
+ *    preloaded allocator's own functions are looked up with dlsym (a failed
+ *    lookup would malloc its error text).
+ *  - Everything it needs is touched before the baseline is read: the
+ *    object table (ids x 8 bytes), the input buffer, the thread slots.
+ *    Net RSS = RSS - that baseline.
+ *  - Each trace thread is a real thread (default attributes: the stack
+ *    glibc's nptl gives any thread), created at its first op, joined when
+ *    the next op runs after its exit.  One baton orders everything: the
+ *    thread holding it reads the next op, runs it if it is its own, else
+ *    wakes the op's thread and sleeps.  So the calls run exactly in trace
+ *    order, cross-thread frees included, each on its recorded thread.
+ *  - The program writes what it allocates (memset of the whole block, of
+ *    realloc's growth, of touch ranges), except allocations the trace marks
+ *    unwritten and calloc's: a calloc'd block reads as zero and the models
+ *    take it that the program relies on that, so only what calloc itself
+ *    zeroes is written (models/glibc.c glibc_alloc, and every model).
+ *  - Marks read RSS (protocol.h: smaps_rollup's resident anonymous bytes)
+ *    at the mark, with every earlier
+ *    call done.  Idle ops sleep for real (the parent scales them).  At the
+ *    end the final RSS is reported and the process leaves with _exit, so no
+ *    allocator destructor runs.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#ifndef ORACLE_STATIC
+#include <dlfcn.h>
+#endif
+
+#include "protocol.h"
+
+/* ---- Output, errors ----------------------------------------------------- */
+
+static void write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      _exit(3); /* the parent is gone */
+    c += w;
+    n -= (size_t)w;
+  }
+}
+
+static void send_result(uint32_t kind, uint64_t a, uint64_t b, uint64_t c,
+                        const char *text) {
+  oracle_result_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = kind;
+  r.a = a;
+  r.b = b;
+  r.c = c;
+  if (text != NULL) {
+    size_t n = strlen(text);
+    memcpy(r.text, text, n < sizeof r.text - 1 ? n : sizeof r.text - 1);
+  }
+  write_all(ORACLE_FD_RESULTS, &r, sizeof r);
+}
+
+/* Appends the decimal v to buf at *n (no snprintf: it may allocate). */
+static void put_u64(char *buf, size_t cap, size_t *n, uint64_t v) {
+  char   d[24];
+  size_t k = 0;
+  do
+    d[k++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  while (k > 0 && *n + 1 < cap)
+    buf[(*n)++] = d[--k];
+  buf[*n] = '\0';
+}
+
+static void put_str(char *buf, size_t cap, size_t *n, const char *s) {
+  while (*s && *n + 1 < cap)
+    buf[(*n)++] = *s++;
+  buf[*n] = '\0';
+}
+
+static uint64_t ops_done;
+
+/* Reports "op N: WHAT VALUE" and leaves. */
+static void fail(const char *what, uint64_t value) {
+  char   msg[200];
+  size_t n = 0;
+  msg[0] = '\0';
+  put_str(msg, sizeof msg, &n, what);
+  put_u64(msg, sizeof msg, &n, value);
+  send_result(ORACLE_R_ERROR, ops_done, 0, 0, msg);
+  _exit(2);
+}
+
+/* ---- RSS ---------------------------------------------------------------- */
+
+static char rss_buf[4096]; /* only the baton holder reads RSS */
+
+/* Resident anonymous bytes (protocol.h ORACLE_RSS_FIELD). */
+static uint64_t rss_now(void) {
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail("cannot open /proc/self/smaps_rollup, errno ", (uint64_t)errno);
+  size_t  n = 0;
+  ssize_t r;
+  while (n < sizeof rss_buf - 1 &&
+         (r = read(fd, rss_buf + n, sizeof rss_buf - 1 - n)) != 0) {
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      fail("cannot read /proc/self/smaps_rollup, errno ", (uint64_t)errno);
+    n += (size_t)r;
+  }
+  close(fd);
+  rss_buf[n] = '\0';
+  uint64_t rss = oracle_rss_parse(rss_buf);
+  if (rss == UINT64_MAX)
+    fail("no Anonymous line in /proc/self/smaps_rollup, bytes read ", n);
+  return rss;
+}
+
+/* ---- Input -------------------------------------------------------------- */
+
+static unsigned char inbuf[1 << 16];
+static size_t        in_len, in_pos;
+
+static bool read_exact(void *dst, size_t n) {
+  unsigned char *d = dst;
+  while (n > 0) {
+    if (in_pos == in_len) {
+      ssize_t r = read(ORACLE_FD_OPS, inbuf, sizeof inbuf);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        return false;
+      in_len = (size_t)r;
+      in_pos = 0;
+    }
+    size_t k = in_len - in_pos < n ? in_len - in_pos : n;
+    memcpy(d, inbuf + in_pos, k);
+    in_pos += k;
+    d += k;
+    n -= k;
+  }
+  return true;
+}
+
+/* ---- The allocator's extra calls ---------------------------------------- */
+
+typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
+typedef void (*mi_collect_fn)(bool);
+typedef void (*mi_option_set_fn)(int, long);
+typedef int (*mi_version_fn)(void);
+typedef void (*void_fn)(void);
+typedef int (*tc_setprop_fn)(const char *, size_t);
+
+static oracle_hello_t   hello;
+static mallctl_fn       je_mallctl;
+static mi_collect_fn    mi_collect_p;
+static mi_option_set_fn mi_option_set_p;
+static int              mi_version_v;
+static void_fn          tc_release;
+static tc_setprop_fn    tc_setprop;
+static uint64_t         unsupported; /* ops without a counterpart here */
+static char             library[200] = "musl (static)";
+
+#ifndef ORACLE_STATIC
+/* dlsym's object pointer into a function pointer: copied, since ISO C has
+ * no conversion between the two (POSIX guarantees the representation). */
+#define LOOKUP(fp, name)                                                       \
+  do {                                                                         \
+    void *sym_ = dlsym(RTLD_DEFAULT, name);                                    \
+    memcpy(&(fp), &sym_, sizeof(fp));                                          \
+  } while (0)
+
+/* Only the chosen allocator's symbols: they exist, so no lookup fails. */
+static void resolve(void) {
+  void   *m = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info info;
+  if (m != NULL && dladdr(m, &info) != 0 && info.dli_fname != NULL) {
+    size_t n = 0;
+    put_str(library, sizeof library, &n, info.dli_fname);
+  }
+  mi_version_fn version = NULL;
+  switch (hello.allocator) {
+  case ORACLE_JEMALLOC:
+    LOOKUP(je_mallctl, "mallctl");
+    break;
+  case ORACLE_MIMALLOC:
+    LOOKUP(mi_collect_p, "mi_collect");
+    LOOKUP(mi_option_set_p, "mi_option_set");
+    LOOKUP(version, "mi_version");
+    mi_version_v = version != NULL ? version() : 0;
+    break;
+  case ORACLE_TCMALLOC:
+    LOOKUP(tc_release, "MallocExtension_ReleaseFreeMemory");
+    LOOKUP(tc_setprop, "MallocExtension_SetNumericProperty");
+    break;
+  default:
+    break;
+  }
+}
+#else
+static void resolve(void) {}
+#endif
+
+/* "arena.<i>.<what>" for jemalloc's mallctl. */
+static void arena_ctl(char *buf, size_t cap, uint64_t arena,
+                      const char *what) {
+  size_t n = 0;
+  buf[0] = '\0';
+  put_str(buf, cap, &n, "arena.");
+  put_u64(buf, cap, &n, arena == ORACLE_ALL_ARENAS ? 4096 : arena);
+  put_str(buf, cap, &n, ".");
+  put_str(buf, cap, &n, what);
+}
+
+/* MALLCTL_ARENAS_ALL is 4096: jemalloc 5.3.0
+ * include/jemalloc/jemalloc_macros.h.in:47. */
+static void apply_purge(uint64_t kind, uint64_t arena) {
+  char name[64];
+  if (!oracle_purge_supported((oracle_allocator_t)hello.allocator,
+                              (unsigned)kind)) {
+    unsupported++;
+    return;
+  }
+  switch (hello.allocator) {
+  case ORACLE_JEMALLOC:
+    if (je_mallctl == NULL)
+      fail("jemalloc without mallctl: purge at op ", ops_done);
+    if (kind == ORACLE_PURGE_TCACHE) {
+      je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+      return;
+    }
+    arena_ctl(name, sizeof name, arena,
+              kind == ORACLE_PURGE_ALL ? "purge" : "decay");
+    if (je_mallctl(name, NULL, NULL, NULL, 0) != 0)
+      fail("mallctl arena.<i>.purge/decay failed for arena ", arena);
+    return;
+  case ORACLE_MIMALLOC:
+    if (mi_collect_p == NULL)
+      fail("mimalloc without mi_collect: purge at op ", ops_done);
+    mi_collect_p(kind == ORACLE_PURGE_ALL);
+    return;
+  case ORACLE_TCMALLOC:
+    if (tc_release == NULL)
+      fail("tcmalloc without MallocExtension_ReleaseFreeMemory: op ",
+           ops_done);
+    tc_release();
+    return;
+  default:
+    unsupported++;
+  }
+}
+
+static void je_decay(const char *knob, int64_t value) {
+  ssize_t v = (ssize_t)value;
+  char    name[80];
+  size_t  n = 0;
+  name[0] = '\0';
+  put_str(name, sizeof name, &n, "arenas.");
+  put_str(name, sizeof name, &n, knob);
+  if (je_mallctl(name, NULL, NULL, &v, sizeof v) != 0)
+    fail("mallctl arenas.<decay> refused the value (as unsigned) ",
+         (uint64_t)value);
+  unsigned narenas = 0;
+  size_t   len = sizeof narenas;
+  if (je_mallctl("arenas.narenas", &narenas, &len, NULL, 0) != 0)
+    fail("mallctl arenas.narenas failed at op ", ops_done);
+  for (unsigned i = 0; i < narenas; i++) {
+    arena_ctl(name, sizeof name, i, knob);
+    je_mallctl(name, NULL, NULL, &v, sizeof v); /* EFAULT: not created */
+  }
+}
+
+static void apply_option(const char *name, int64_t value) {
+  const oracle_option_t *o =
+      oracle_option_find((oracle_allocator_t)hello.allocator, name);
+  if (o == NULL) {
+    unsupported++;
+    return;
+  }
+  switch (o->call) {
+  case ORACLE_CALL_MALLOPT:
+#ifndef ORACLE_STATIC
+    if (mallopt(o->param, (int)value) != 1)
+      fail("mallopt refused the value (as unsigned) ", (uint64_t)value);
+#endif
+    return;
+  case ORACLE_CALL_JE_DECAY:
+    if (je_mallctl == NULL)
+      fail("jemalloc without mallctl: option at op ", ops_done);
+    je_decay(o->target, value);
+    return;
+  case ORACLE_CALL_JE_BOOL: {
+    bool b = value != 0;
+    if (je_mallctl == NULL ||
+        je_mallctl(o->target, NULL, NULL, &b, sizeof b) != 0)
+      fail("mallctl background_thread failed at op ", ops_done);
+    return;
+  }
+  case ORACLE_CALL_MI_OPTION:
+    if (mi_option_set_p == NULL || mi_version_v / 100 != 2 ||
+        mi_version_v / 10 % 10 != 0)
+      fail("mimalloc option events are mapped for 2.0.x (mi_option_t of "
+           "v2.0.9); this library's mi_version() is ",
+           (uint64_t)mi_version_v);
+    mi_option_set_p(o->param, (long)value);
+    return;
+  case ORACLE_CALL_TC_PROPERTY:
+    if (tc_setprop == NULL || !tc_setprop(o->target, (size_t)value))
+      fail("MallocExtension_SetNumericProperty refused op ", ops_done);
+    return;
+  default:
+    unsupported++;
+  }
+}
+
+/* ---- Calls -------------------------------------------------------------- */
+
+static void **objs; /* id -> the block the allocator returned */
+
+static void fill(void *p, uint64_t n) {
+  if (n > 0)
+    memset(p, 0xa5, (size_t)n);
+}
+
+static void check_id(const oracle_op_t *op) {
+  if (op->id >= hello.ids)
+    fail("object id beyond the table: ", op->id);
+}
+
+static void do_alloc(const oracle_op_t *op) {
+  check_id(op);
+  void *p = NULL;
+  switch (op->code) {
+  case ORACLE_OP_CALLOC:
+    p = calloc(1, (size_t)op->size);
+    break;
+  case ORACLE_OP_MEMALIGN:
+    /* Alignments below a pointer's are plain mallocs in every allocator
+     * here (glibc _mid_memalign: alignment <= MALLOC_ALIGNMENT). */
+    if (op->aux < sizeof(void *) || posix_memalign(&p, (size_t)op->aux,
+                                                   (size_t)op->size) != 0)
+      p = op->aux < sizeof(void *) ? malloc((size_t)op->size) : NULL;
+    break;
+  default:
+    p = malloc((size_t)op->size);
+  }
+  if (p == NULL && op->size > 0)
+    fail("the allocator returned NULL for bytes ", op->size);
+  objs[op->id] = p;
+  if (!(op->flags & ORACLE_F_UNWRITTEN) && op->code != ORACLE_OP_CALLOC)
+    fill(p, op->size);
+}
+
+static void do_realloc(const oracle_op_t *op) {
+  check_id(op);
+  void *p = realloc(objs[op->id], (size_t)op->size);
+  if (p == NULL && op->size > 0)
+    fail("realloc returned NULL for bytes ", op->size);
+  objs[op->id] = p;
+  if (!(op->flags & ORACLE_F_UNWRITTEN) && op->size > op->aux)
+    fill((char *)p + op->aux, op->size - op->aux);
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u),
+                        (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* ---- Periodic samples ----------------------------------------------------- */
+
+static uint64_t next_sample_ns; /* monotonic time of the next sample */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A sample now, after `done` calls, stamped with the trace's time t_ns, if
+ * one is due.  Reading smaps_rollup walks the page tables, which takes
+ * milliseconds for hundreds of MiB (and longer on a loaded machine), so the
+ * next sample waits at least four reads' time: sampling takes at most a
+ * fifth of the replay. */
+static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
+  if (hello.sample_every_ns == 0 || now < next_sample_ns)
+    return;
+  send_result(ORACLE_R_SAMPLE, done, rss_now(), t_ns, NULL);
+  uint64_t after = mono_ns(), gap = 4 * (after - now);
+  next_sample_ns += hello.sample_every_ns;
+  if (next_sample_ns < after + gap)
+    next_sample_ns = after + (gap > hello.sample_every_ns
+                                  ? gap
+                                  : hello.sample_every_ns);
+}
+
+/* An idle: slept in slices up to the next sample, each sample stamped at
+ * the point of the idle's span in the trace it stands for, and counted
+ * after the idle (so that it follows the idle event in the trace). */
+static void idle(const oracle_op_t *op) {
+  uint64_t start = mono_ns(), end = start + op->size;
+  for (uint64_t now = start; now < end; now = mono_ns()) {
+    uint64_t until = end;
+    if (hello.sample_every_ns != 0 && next_sample_ns < until)
+      until = next_sample_ns > now ? next_sample_ns : now;
+    sleep_ns(until - now);
+    now = mono_ns();
+    uint64_t done = now - start < op->size ? now - start : op->size;
+    sample_if_due(now, ops_done + 1,
+                  op->t_ns + (uint64_t)((double)op->aux *
+                                             (double)done /
+                                             (double)op->size));
+  }
+}
+
+static char cur_name[ORACLE_NAME_MAX];
+
+static void execute(const oracle_op_t *op) {
+  switch (op->code) {
+  case ORACLE_OP_MALLOC:
+  case ORACLE_OP_CALLOC:
+  case ORACLE_OP_MEMALIGN:
+    do_alloc(op);
+    break;
+  case ORACLE_OP_REALLOC:
+    do_realloc(op);
+    break;
+  case ORACLE_OP_FREE:
+    check_id(op);
+    free(objs[op->id]);
+    objs[op->id] = NULL;
+    break;
+  case ORACLE_OP_TOUCH:
+    check_id(op);
+    fill((char *)objs[op->id] + op->aux, op->size);
+    break;
+  case ORACLE_OP_MARK:
+    send_result(ORACLE_R_MARK, op->id, rss_now(), 0, NULL);
+    break;
+  case ORACLE_OP_IDLE:
+    idle(op);
+    break;
+  case ORACLE_OP_TRIM:
+#ifndef ORACLE_STATIC
+    malloc_trim((size_t)op->size); /* glibc's, as the program would call */
+#else
+    unsupported++;
+#endif
+    break;
+  case ORACLE_OP_PURGE:
+    apply_purge(op->size, op->aux);
+    break;
+  case ORACLE_OP_OPTION:
+    apply_option(cur_name, (int64_t)op->size);
+    break;
+  default: /* thread start and exit: the thread itself */
+    break;
+  }
+}
+
+/* ---- Threads and the baton ---------------------------------------------- */
+
+typedef enum slot_state_e { SLOT_FREE, SLOT_LIVE, SLOT_EXITED } slot_state_t;
+
+typedef struct slot_s slot_t;
+struct slot_s {
+  uint32_t     tid;
+  slot_state_t state;
+  pthread_t    th;
+  sem_t        go;
+};
+
+static slot_t      slots[ORACLE_MAX_THREADS];
+static size_t      nslots = 1; /* slot 0: the main thread, trace 0 */
+static oracle_op_t cur;
+static bool        have_cur;
+
+static void run(slot_t *me);
+
+static void *thread_main(void *arg) {
+  slot_t *me = arg;
+  while (sem_wait(&me->go) != 0)
+    ;
+  run(me);
+  return NULL;
+}
+
+/* The live slot of trace thread tid, or NULL. */
+static slot_t *slot_find(uint32_t tid) {
+  for (size_t i = 0; i < nslots; i++)
+    if (slots[i].state == SLOT_LIVE && slots[i].tid == tid)
+      return &slots[i];
+  return NULL;
+}
+
+/* A new thread for trace thread tid.  Only the main thread creates
+ * threads, as a program's main thread would: pthread_create's frames then
+ * land on the main stack, not on the stacks the trace's threads measure. */
+static slot_t *slot_create(uint32_t tid) {
+  slot_t *spare = NULL;
+  for (size_t i = 1; i < nslots && spare == NULL; i++)
+    if (slots[i].state == SLOT_FREE)
+      spare = &slots[i];
+  if (spare == NULL) {
+    if (nslots == ORACLE_MAX_THREADS)
+      fail("more trace threads alive at once than the replayer holds: ",
+           ORACLE_MAX_THREADS);
+    spare = &slots[nslots++];
+  }
+  spare->tid = tid;
+  spare->state = SLOT_LIVE;
+  if (sem_init(&spare->go, 0, 0) != 0)
+    fail("sem_init failed, errno ", (uint64_t)errno);
+  int e = pthread_create(&spare->th, NULL, thread_main, spare);
+  if (e != 0)
+    fail("pthread_create failed, error ", (uint64_t)e);
+  return spare;
+}
+
+/* Joins the threads that have exited (the next op runs after them). */
+static void reap(void) {
+  for (size_t i = 1; i < nslots; i++)
+    if (slots[i].state == SLOT_EXITED) {
+      pthread_join(slots[i].th, NULL);
+      sem_destroy(&slots[i].go);
+      slots[i].state = SLOT_FREE;
+    }
+}
+
+static void next_op(void) {
+  if (!read_exact(&cur, sizeof cur))
+    fail("the op stream ended early, ops done ", ops_done);
+  if (cur.code == ORACLE_OP_OPTION &&
+      (!read_exact(cur_name, sizeof cur_name) ||
+       cur_name[sizeof cur_name - 1] != '\0'))
+    fail("a malformed option name at op ", ops_done);
+  have_cur = true;
+}
+
+/* Wakes the owner of the current op; an owner yet to be created is the
+ * main thread's to create, so another thread wakes the main one. */
+static void pass_baton(const slot_t *me) {
+  slot_t *owner = slot_find(cur.thread);
+  if (owner == NULL)
+    owner = me == &slots[0] ? slot_create(cur.thread) : &slots[0];
+  sem_post(&owner->go);
+}
+
+static void finish(void) {
+  send_result(ORACLE_R_DONE, rss_now(), unsupported, 0, NULL);
+  _exit(0);
+}
+
+/* Runs ops while they are this thread's; passes the baton otherwise. */
+static void run(slot_t *me) {
+  for (;;) {
+    if (!have_cur)
+      next_op();
+    if (cur.thread != me->tid || me->state != SLOT_LIVE) {
+      pass_baton(me);
+      while (sem_wait(&me->go) != 0)
+        ;
+      continue;
+    }
+    reap();
+    have_cur = false;
+    if (cur.code == ORACLE_OP_END)
+      finish();
+    execute(&cur);
+    ++ops_done;
+    if (ops_done % ORACLE_CLOCK_EVERY == 0)
+      sample_if_due(mono_ns(), ops_done, cur.t_ns);
+    if (cur.code == ORACLE_OP_THREAD_EXIT && me != &slots[0]) {
+      me->state = SLOT_EXITED; /* the next op's thread joins it */
+      next_op();
+      pass_baton(me);
+      return;
+    }
+  }
+}
+
+/* ---- Start -------------------------------------------------------------- */
+
+int main(void) {
+  if (!read_exact(&hello, sizeof hello) || hello.magic != ORACLE_MAGIC ||
+      hello.allocator >= ORACLE_ALLOCATOR_COUNT)
+    fail("expected the oracle's hello on fd 3; allocator ", hello.allocator);
+  size_t table = (size_t)(hello.ids ? hello.ids : 1) * sizeof *objs;
+  objs = mmap(NULL, table, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+              -1, 0);
+  if (objs == MAP_FAILED)
+    fail("cannot map the object table, bytes ", table);
+#ifdef MADV_NOHUGEPAGE
+  madvise(objs, table, MADV_NOHUGEPAGE); /* its size must not vary */
+#endif
+  memset(objs, 0, table); /* resident now, so in the baseline */
+  memset(slots, 0, sizeof slots);
+  memset(rss_buf, 0, sizeof rss_buf);
+  /* inbuf: written by the read of the hello, and holding the first ops */
+  for (size_t i = in_len; i < sizeof inbuf; i += 4096)
+    inbuf[i] = 0;
+  resolve();
+  slots[0].state = SLOT_LIVE;
+  slots[0].tid = 0;
+  if (sem_init(&slots[0].go, 0, 0) != 0)
+    fail("sem_init failed, errno ", (uint64_t)errno);
+  (void)rss_now(); /* open/read paths warm */
+  send_result(ORACLE_R_READY, rss_now(), 0, 0, library);
+  next_sample_ns = mono_ns() + hello.sample_every_ns;
+  run(&slots[0]);
+  finish();
+  return 0;
+}
