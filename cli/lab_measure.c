@@ -10,6 +10,7 @@
  * system's library directories by the model's preload prefix.
  */
 #include "cli.h"
+#include "../traces/helper_path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,44 +27,33 @@ extern char **environ;
 #define LAB_MAX_ARGS 32
 #define LAB_MAX_ENV  512
 
-static bool executable(const char *p) {
-  return access(p, X_OK) == 0;
-}
-
+/* The labs directory: $ALLOCSIM_LABS_DIR, else where lab_brk is beside the
+ * binary (the build tree: build/cli/allocsim -> build/labs; an installed
+ * tree: bin/allocsim -> lib/allocsim/labs), else the build's. */
 as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err) {
+  static const char *const rel[] = {"/../labs", "/../lib/allocsim/labs",
+                                    "/../lib64/allocsim/labs", NULL};
   const char *env = getenv("ALLOCSIM_LABS_DIR");
   if (env != NULL && *env != '\0') {
     if (!as_format_fits(buf, len, "%s", env))
       return as_err_set(err, AS_EINVAL, "ALLOCSIM_LABS_DIR: path too long");
     return AS_OK;
   }
-  char    exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n]      = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash != NULL) {
-      *slash = '\0';
-      /* the build tree (build/cli/allocsim -> build/labs), then an
-       * installed tree (bin/allocsim -> lib/allocsim/labs) */
-      static const char *const rel[] = {"/../labs", "/../lib/allocsim/labs",
-                                        "/../lib64/allocsim/labs", NULL};
-      for (size_t i = 0; rel[i] != NULL; i++) {
-        char probe[PATH_MAX];
-        if (as_format_fits(buf, len, "%s%s", exe, rel[i]) &&
-            as_format_fits(probe, sizeof probe, "%s/lab_brk", buf) &&
-            executable(probe))
-          return AS_OK;
-      }
-    }
-  }
 #ifdef ALLOCSIM_LABS_BUILD_DIR
-  if (as_format_fits(buf, len, "%s", ALLOCSIM_LABS_BUILD_DIR))
-    return AS_OK;
+  const char *build = ALLOCSIM_LABS_BUILD_DIR "/lab_brk";
+#else
+  const char *build = NULL;
 #endif
-  return as_err_set(err, AS_EINVAL,
-                    "cannot find the lab programs: build the labs target, "
-                    "or set ALLOCSIM_LABS_DIR");
+  as_status_t rc = helper_path_find("ALLOCSIM_LABS_DIR", "lab_brk", rel,
+                                    build, X_OK, buf, len, err);
+  if (rc != AS_OK)
+    return as_err_set(err, AS_EINVAL,
+                      "cannot find the lab programs: build the labs target, "
+                      "or set ALLOCSIM_LABS_DIR");
+  char *slash = strrchr(buf, '/');
+  if (slash != NULL)
+    *slash = '\0';
+  return AS_OK;
 }
 
 /* Whether the environment entry e ("NAME=value") is an allocator knob the
