@@ -423,8 +423,26 @@ static const measured_marks_t *find_mark(const measured_marks_t *m,
   return NULL;
 }
 
-static as_status_t read_measured(const char *path, measured_marks_t *m,
-                                 char *note, size_t note_len, as_err_t *err) {
+/* The values of keys (NULL-terminated, may be NULL) in meta as
+ * "key=value" lines into buf. */
+static void measured_meta(const trace_meta_t *meta, const char *const *keys,
+                          char *buf, size_t len) {
+  size_t used = 0;
+  buf[0]      = '\0';
+  for (size_t k = 0; keys != NULL && keys[k] != NULL; k++) {
+    const char *v = trace_meta_get(meta, keys[k]);
+    if (v == NULL || used >= len)
+      continue;
+    int n = snprintf(buf + used, len - used, "%s=%s\n", keys[k], v);
+    used += n > 0 ? (size_t)n : 0;
+  }
+}
+
+/* Reads path's marks and rss into m; when vr is not NULL, also its note
+ * (machine, libc) and the values of keys. */
+static as_status_t read_measured(const char *path, const char *const *keys,
+                                 measured_marks_t *m, lab_variant_result_t *vr,
+                                 as_err_t *err) {
   trace_source_t *src = NULL;
   as_status_t     rc  = trace_open(path, &src, err);
   if (rc != AS_OK)
@@ -450,8 +468,13 @@ static as_status_t read_measured(const char *path, measured_marks_t *m,
   const char *libc    = trace_meta_get(&src->meta, "glibc");
   if (libc == NULL)
     libc = trace_meta_get(&src->meta, "libc");
-  snprintf(note, note_len, "%s%s%s", machine ? machine : "",
-           machine && libc ? ", " : "", libc ? libc : "");
+  if (vr != NULL) {
+    snprintf(vr->measured_note, sizeof vr->measured_note, "%s%s%s",
+             machine ? machine : "", machine && libc ? ", " : "",
+             libc ? libc : "");
+    measured_meta(&src->meta, keys, vr->measured_meta,
+                  sizeof vr->measured_meta);
+  }
   trace_source_close(src);
   return rc;
 }
@@ -490,8 +513,8 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
   as_status_t rc = AS_OK;
   uint64_t    anchor = 0;
   for (size_t i = 0; i < n && rc == AS_OK; i++) {
-    rc = read_measured(paths[i], &runs[i], vr->measured_note,
-                       sizeof vr->measured_note, err);
+    rc = read_measured(paths[i], r->def->measured_keys, &runs[i],
+                       i == 0 ? vr : NULL, err);
     if (rc == AS_OK && find_mark(&runs[i], vr->anchor, &anchor) == NULL)
       rc = as_err_set(err, AS_EINVAL,
                       "%s: no mark '%s' with its rss (the run's first mark, "

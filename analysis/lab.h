@@ -81,6 +81,10 @@ struct lab_def_s {
                                    break above its start), kernel.page_faults,
                                    kernel.mmap_calls, kernel.munmap_calls,
                                    kernel.madvise_calls */
+  const char *const  *measured_keys; /* provenance keys of a measured run
+                                   shown with it, NULL-terminated (the
+                                   program's own view: "arenas",
+                                   "pymalloc_after"), or NULL */
   const char         *notice;   /* what to notice (a paragraph) */
   const char         *doc;      /* its page under docs/course/ */
   lab_variant_t       variants[LAB_MAX_VARIANTS]; /* ends at label NULL */
@@ -165,6 +169,8 @@ struct lab_variant_result_s {
   size_t    measured_runs;        /* files the medians are over */
   char      measured_source[512]; /* the (first) measured-run file */
   char      measured_note[256];   /* provenance worth printing */
+  char      measured_meta[512];   /* the def's measured_keys of the first
+                                     run, "key=value" lines */
 };
 
 typedef struct lab_result_s lab_result_t;

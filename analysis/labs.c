@@ -309,6 +309,73 @@ static const lab_def_t lab_arenas = {
         },
 };
 
+/* ---- pin: one object pins an arena --------------------------------------- */
+
+/* 1,000,000 bytes objects of sys.getsizeof 64 (64,000,000 bytes: 61.035...
+ * MiB exactly), built by scripts/measure/survivors.py; 100 survive. */
+#define PIN_OBJECTS "--size 64 --total 61.03515625"
+#define PIN_STRIDE  PIN_OBJECTS " --pattern stride --every 10000"
+#define PIN_OLDEST  PIN_OBJECTS " --pattern oldest --fraction 1e-4"
+
+static const lab_def_t lab_pin = {
+    .name  = "pin",
+    .title = "one object pins an arena",
+    .notes = "section 20 lab 8; section 13.4",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "pymalloc carves 1 MiB arenas into 16 KiB pools of one size class "
+        "and gives an arena back to the kernel (munmap) only when every "
+        "pool in it is empty.  One live 64-byte object keeps its whole "
+        "arena mapped and, with it, every page the arena's other objects "
+        "ever wrote.  Which objects survive decides the RSS, not how many.",
+    .question =
+        "CPython builds 1,000,000 objects of 64 bytes (61 MiB), then drops "
+        "all but 100.  Keep every 10,000th, or keep the first 100: how many "
+        "arenas remain in each case, and how much of the 61 MiB stays "
+        "resident?  Would malloc_trim(0) help?",
+    .models   = (const char *const[]){"cpython", NULL},
+    .counters = (const char *const[]){"pymalloc.arenas",
+                                      "pymalloc.arenas_pinned",
+                                      "pymalloc.pools_used",
+                                      "pymalloc.blocks_in_use", NULL},
+    .measured_keys = (const char *const[]){"pymalloc_start", "pymalloc_peak",
+                                           "pymalloc_after", NULL},
+    .notice =
+        "Kept every 10,000th, the 100 survivors sit in 100 different pools "
+        "spread over every arena the objects filled, so no arena empties: "
+        "all of them stay mapped and RSS after the drop is almost the peak, "
+        "for 6.4 KB of live objects.  Kept first, the same 100 objects fill "
+        "one pool of the first arena and every other arena is freed but the "
+        "last empty one, which pymalloc keeps for the next allocation "
+        "(3.11 Objects/obmalloc.c:2096, bpo-37257).  The "
+        "measured counts (sys._debugmallocstats, as the program records "
+        "them) include the arenas the interpreter had at start.  "
+        "malloc_trim(0) cannot help: to glibc each arena is one live 1 MiB "
+        "mapping.  What helps is placement: allocate what lives long "
+        "together and early.",
+    .doc = "docs/course/pin.md",
+    .variants =
+        {
+            {.label    = "keep every 10,000th",
+             .workload = "survivors " PIN_STRIDE,
+             .model    = "cpython:version=3.11",
+             .marks    = "peak after",
+             .map_at   = "after",
+             .program  = "survivors.py",
+             .args     = PIN_STRIDE " --out {out}",
+             .recorded = "measured/lab-pin-stride-r*.trace"},
+            {.label    = "keep the first 100",
+             .workload = "survivors " PIN_OLDEST,
+             .model    = "cpython:version=3.11",
+             .marks    = "peak after",
+             .map_at   = "after",
+             .program  = "survivors.py",
+             .args     = PIN_OLDEST " --out {out}",
+             .recorded = "measured/lab-pin-oldest-r*.trace"},
+            {0},
+        },
+};
+
 /* ---- The registry -------------------------------------------------------- */
 
 static const lab_def_t *const lab_table[] = {
@@ -316,6 +383,7 @@ static const lab_def_t *const lab_table[] = {
     &lab_brk,
     &lab_mmap_threshold,
     &lab_arenas,
+    &lab_pin,
 };
 
 const lab_def_t *const *lab_registry(size_t *count) {

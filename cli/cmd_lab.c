@@ -258,6 +258,8 @@ static void print_variant_lines(const lab_result_t *r) {
              "simulated %+.2f MiB, the difference at '%s'\n",
              v->program, vr->measured_runs, vr->measured_runs == 1 ? "" : "s",
              vr->measured_note, (double)vr->baseline / MIB, vr->anchor);
+    if (vr->measured && vr->measured_meta[0] != '\0')
+      print_lines(vr->measured_meta, 6);
   }
 }
 
@@ -400,6 +402,34 @@ static void print_ladders_json(const lab_result_t *r) {
   printf("]");
 }
 
+/* "measured_provenance": {variant: {key: value}} for the measured variants
+ * with any of the lab's measured_keys. */
+static void print_measured_meta_json(const lab_result_t *r) {
+  const lab_def_t *def = r->def;
+  printf(", \"measured_provenance\": {");
+  for (size_t vi = 0, k = 0; vi < lab_variant_count(def); vi++) {
+    const char *p = r->variants[vi].measured_meta;
+    if (!r->variants[vi].measured || *p == '\0')
+      continue;
+    printf("%s", k++ ? ", " : "");
+    cli_json_string(stdout, def->variants[vi].label);
+    printf(": {");
+    for (size_t n = 0; *p != '\0'; n++) {
+      size_t line = strcspn(p, "\n"), key = strcspn(p, "=");
+      char   buf[512];
+      snprintf(buf, sizeof buf, "%.*s", (int)key, p);
+      printf("%s", n ? ", " : "");
+      cli_json_string(stdout, buf);
+      snprintf(buf, sizeof buf, "%.*s", (int)(line - key - 1), p + key + 1);
+      printf(": ");
+      cli_json_string(stdout, buf);
+      p += line + (p[line] == '\n');
+    }
+    printf("}");
+  }
+  printf("}");
+}
+
 static void print_json(const lab_result_t *r) {
   const lab_def_t *def = r->def;
   char             missing[256];
@@ -445,6 +475,7 @@ static void print_json(const lab_result_t *r) {
     printf("}}");
   }
   printf("]");
+  print_measured_meta_json(r);
   if (def->kind == LAB_SIZES)
     print_ladders_json(r);
   printf(", \"notice\": ");

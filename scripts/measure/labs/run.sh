@@ -7,7 +7,7 @@
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR [PART...]]
 #   OUTDIR defaults to data/measured; PARTs (default all): sizes brk mmap
-#   arenas arenas-hold
+#   arenas arenas-hold pin
 # $ALLOCSIM_LABS_DIR overrides build/labs.  Runs under nice: the machine is
 # shared.
 set -eu
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 out=${1:-$root/data/measured}
 [ $# -gt 0 ] && shift
-parts=${*:-sizes brk mmap arenas arenas-hold}
+parts=${*:-sizes brk mmap arenas arenas-hold pin}
 want() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
 bin=${ALLOCSIM_LABS_DIR:-$root/build/labs}
 for lab in lab_sizes lab_brk lab_mmap_threshold lab_arenas; do
@@ -68,6 +68,18 @@ for k in 1 2 3 4 5 6 7; do
     "$out/lab-arenas-hold1000-arenamax8-r$k.trace" $hold >/dev/null
   $clean MALLOC_ARENA_MAX=1 nice "$bin/lab_arenas" \
     "$out/lab-arenas-hold1000-arenamax1-r$k.trace" $hold >/dev/null
+done
+# Lab 8 (pin): the survivors study's program with the lab's numbers,
+# 1,000,000 objects of 64 B, 100 kept by stride or oldest; 5 runs each.
+pin="--size 64 --total 61.03515625"
+for k in 1 2 3 4 5; do
+  want pin || break
+  $clean -u PYTHONMALLOC nice python3 "$bin/survivors.py" $pin \
+    --pattern stride --every 10000 --out "$out/lab-pin-stride-r$k.trace" \
+    >/dev/null 2>&1
+  $clean -u PYTHONMALLOC nice python3 "$bin/survivors.py" $pin \
+    --pattern oldest --fraction 1e-4 --out "$out/lab-pin-oldest-r$k.trace" \
+    >/dev/null 2>&1
 done
 for f in lab-sizes-glibc lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
          lab-arenas-r1 lab-arenas-arenamax8-r1 lab-arenas-arenamax1-r1 \

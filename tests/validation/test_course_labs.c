@@ -1,8 +1,10 @@
-/* tests/validation/test_lab_recorded.c -- every lab of `allocsim lab`
+/* tests/validation/test_course_labs.c -- every lab of `allocsim lab`
  * against the repository's measurements of its real program
  * (data/measured/, recorded on this machine by scripts/measure/labs/run.sh:
- * glibc 2.36-9+deb12u14, Linux 6.18, 2 CPUs), as `allocsim lab NAME
- * --recorded` prints them, and the size-class lab's ladders.
+ * glibc 2.36-9+deb12u14, CPython 3.11.7, Linux 6.18, 2 CPUs), as `allocsim
+ * lab NAME --recorded` prints them; and the headline of each lab that
+ * tests/validation/test_labs.c (brk, mmap-threshold, arenas) does not
+ * cover, asserted on the simulation.
  *
  * For each lab and each variant whose model this build has and that names
  * recorded runs, the prediction (simulated RSS + the measured RSS at the
@@ -14,7 +16,14 @@
  *   arenas: 64 KiB while the threads run (the 64-KiB steps between
  *     identical runs), 256 KiB once they are joined: the simulation misses
  *     'joined' by 0.14 to 0.20 MiB low in all six variants, the same amount
- *     with 1 or 16 arenas, so it is the threads' exit, not the arenas.
+ *     with 1 or 16 arenas, so it is the threads' exit, not the arenas;
+ *   pin: 768 KiB (peak is 0.4 to 0.6 MiB high in both variants, from one
+ *     recording to the next; the survivors study's 64-byte runs show
+ *     +0.40 MiB at peak too), and 1.25 MiB at 'after' of
+ *     "keep the first 100": simulated 2.20 MiB above start, measured
+ *     2.9 to 3.2, a miss of 0.73 to 1.03 MiB low (median of 5 runs, two
+ *     recordings) that the survivors study's 'oldest' runs show too
+ *     (docs/store.md, +1.07 MiB); "keep every 10,000th" is within 0.16.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,9 +39,13 @@
 
 #define KIB INT64_C(1024)
 
-static int64_t tolerance(const char *lab, const char *mark) {
+static int64_t tolerance(const char *lab, const char *label,
+                         const char *mark) {
   if (strcmp(lab, "arenas") == 0 && strcmp(mark, "joined") == 0)
     return 256 * KIB;
+  if (strcmp(lab, "pin") == 0)
+    return strcmp(label, "keep the first 100: after") == 0 ? 1280 * KIB
+                                                           : 768 * KIB;
   return 64 * KIB;
 }
 
@@ -79,7 +92,7 @@ static void every_lab_predicts_its_recorded_runs(void **state) {
       if (!st->measured)
         continue;
       int64_t e = (int64_t)st->predicted_rss - (int64_t)st->measured_rss;
-      int64_t tol = tolerance(r->def->name, st->mark);
+      int64_t tol = tolerance(r->def->name, st->label, st->mark);
       print_message("%-15s %-40s predicted %8.2f MiB measured %8.2f MiB "
                     "error %+6.2f MiB\n",
                     r->def->name, st->label,
@@ -97,8 +110,8 @@ static void every_lab_predicts_its_recorded_runs(void **state) {
     }
     release(r);
   }
-  /* sizes 1 + brk 5 + mmap-threshold 10 + arenas 12 steps at least. */
-  assert_true(checked >= 28);
+  /* sizes 1 + brk 5 + mmap-threshold 10 + arenas 12 + pin 4 steps. */
+  assert_true(checked >= 32);
 }
 
 /* ---- The size-class lab --------------------------------------------------- */
@@ -167,11 +180,58 @@ static void pymalloc_ladder_ends_at_512(void **state) {
   release(r);
 }
 
+/* ---- The pin lab ---------------------------------------------------------- */
+
+static const lab_step_t *step(const lab_result_t *r, const char *label) {
+  for (size_t i = 0; i < r->nsteps; i++)
+    if (strcmp(r->steps[i].label, label) == 0)
+      return &r->steps[i];
+  fail_msg("lab %s: no step '%s'", r->def->name, label);
+  return NULL;
+}
+
+static uint64_t counter(const lab_result_t *r, const lab_step_t *st,
+                        const char *name) {
+  for (size_t c = 0; r->def->counters[c] != NULL; c++)
+    if (strcmp(r->def->counters[c], name) == 0 && st->has_counter[c])
+      return st->counter[c];
+  fail_msg("step %s: no counter %s", st->label, name);
+  return 0;
+}
+
+/* 1,000,000 objects of 64 bytes fill 62 arenas (1 MiB, 63 or 64 pools of
+ * 16 KiB, 255 blocks of 64 B per pool: 3922 pools); 100 survive.  Every
+ * 10,000th is in its own pool, 1 to 2 per arena: no arena frees (an arena
+ * is freed only when all its pools are, obmalloc.c:2096), RSS stays at 88%
+ * of the peak.  The first 100 fill one pool; every other arena frees but
+ * the last, which pymalloc keeps: 2 arenas, 3% of the peak. */
+static void one_object_pins_an_arena(void **state) {
+  (void)state;
+  lab_result_t     *r        = simulate("pin");
+  const lab_step_t *peak     = step(r, "keep every 10,000th: peak");
+  const lab_step_t *stride   = step(r, "keep every 10,000th: after");
+  const lab_step_t *oldest   = step(r, "keep the first 100: after");
+  uint64_t          arenas   = counter(r, peak, "pymalloc.arenas");
+  assert_int_equal(arenas, 62);
+  assert_int_equal(counter(r, stride, "pymalloc.arenas"), arenas);
+  assert_int_equal(counter(r, stride, "pymalloc.arenas_pinned"), arenas);
+  assert_int_equal(counter(r, stride, "pymalloc.pools_used"), 100);
+  assert_int_equal(counter(r, oldest, "pymalloc.arenas"), 2);
+  assert_int_equal(counter(r, oldest, "pymalloc.arenas_pinned"), 1);
+  assert_int_equal(counter(r, oldest, "pymalloc.blocks_in_use"), 100);
+  assert_true((double)stride->sim_rss > 0.85 * (double)peak->sim_rss);
+  assert_true((double)oldest->sim_rss < 0.05 * (double)peak->sim_rss);
+  /* The same 100 live objects in both. */
+  assert_int_equal(stride->sim_live, oldest->sim_live);
+  release(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_lab_predicts_its_recorded_runs),
       cmocka_unit_test(glibc_ladder_is_the_machines),
       cmocka_unit_test(pymalloc_ladder_ends_at_512),
+      cmocka_unit_test(one_object_pins_an_arena),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
