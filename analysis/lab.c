@@ -411,7 +411,53 @@ struct measured_marks_s {
   char     label[LAB_MAX_STEPS][64];
   uint64_t rss[LAB_MAX_STEPS];
   bool     has_rss[LAB_MAX_STEPS];
+  double   value[LAB_MAX_MEASURED][LAB_MAX_STEPS]; /* measured_columns */
+  bool     has_value[LAB_MAX_MEASURED][LAB_MAX_STEPS];
 };
+
+/* The value of mark in a column's provenance "MARK:NUMBER MARK:NUMBER ...";
+ * false when the mark is not there or its number does not parse. */
+static bool column_value(const char *list, const char *mark, double *out) {
+  size_t mlen = strlen(mark);
+  for (const char *p = list; *p != '\0';) {
+    p += strspn(p, " ");
+    size_t word = strcspn(p, " ");
+    if (word > mlen && strncmp(p, mark, mlen) == 0 && p[mlen] == ':') {
+      char *end;
+      *out = strtod(p + mlen + 1, &end);
+      return end == p + word && end != p + mlen + 1;
+    }
+    p += word;
+  }
+  return false;
+}
+
+/* Reads every column's value at every mark of m from meta. */
+static void read_columns(const trace_meta_t *meta, const char *const *columns,
+                         measured_marks_t *m) {
+  for (size_t c = 0; columns != NULL && columns[c] != NULL &&
+                     c < LAB_MAX_MEASURED;
+       c++) {
+    const char *list = trace_meta_get(meta, columns[c]);
+    for (size_t i = 0; list != NULL && i < m->n; i++)
+      m->has_value[c][i] = column_value(list, m->label[i], &m->value[c][i]);
+  }
+}
+
+/* The least of the runs' values of column c at label; false when none has
+ * it. */
+static bool least_value_at(const measured_marks_t *runs, size_t n, size_t c,
+                           const char *label, double *out) {
+  bool any = false;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < runs[i].n; k++)
+      if (runs[i].has_value[c][k] && strcmp(runs[i].label[k], label) == 0 &&
+          (!any || runs[i].value[c][k] < *out)) {
+        *out = runs[i].value[c][k];
+        any  = true;
+      }
+  return any;
+}
 
 static const measured_marks_t *find_mark(const measured_marks_t *m,
                                          const char *label, uint64_t *rss) {
@@ -440,7 +486,7 @@ static void measured_meta(const trace_meta_t *meta, const char *const *keys,
 
 /* Reads path's marks and rss into m; when vr is not NULL, also its note
  * (machine, libc) and the values of keys. */
-static as_status_t read_measured(const char *path, const char *const *keys,
+static as_status_t read_measured(const char *path, const lab_def_t *def,
                                  measured_marks_t *m, lab_variant_result_t *vr,
                                  as_err_t *err) {
   trace_source_t *src = NULL;
@@ -472,9 +518,10 @@ static as_status_t read_measured(const char *path, const char *const *keys,
     snprintf(vr->measured_note, sizeof vr->measured_note, "%s%s%s",
              machine ? machine : "", machine && libc ? ", " : "",
              libc ? libc : "");
-    measured_meta(&src->meta, keys, vr->measured_meta,
+    measured_meta(&src->meta, def->measured_keys, vr->measured_meta,
                   sizeof vr->measured_meta);
   }
+  read_columns(&src->meta, def->measured_columns, m);
   trace_source_close(src);
   return rc;
 }
@@ -513,7 +560,7 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
   as_status_t rc = AS_OK;
   uint64_t    anchor = 0;
   for (size_t i = 0; i < n && rc == AS_OK; i++) {
-    rc = read_measured(paths[i], r->def->measured_keys, &runs[i],
+    rc = read_measured(paths[i], r->def, &runs[i],
                        i == 0 ? vr : NULL, err);
     if (rc == AS_OK && find_mark(&runs[i], vr->anchor, &anchor) == NULL)
       rc = as_err_set(err, AS_EINVAL,
@@ -545,6 +592,9 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
         continue;
       st->measured      = true;
       st->predicted_rss = (uint64_t)((int64_t)st->sim_rss + vr->baseline);
+      for (size_t c = 0; c < LAB_MAX_MEASURED; c++)
+        st->has_measured_value[c] =
+            least_value_at(runs, n, c, st->mark, &st->measured_value[c]);
     }
   }
   free(runs);

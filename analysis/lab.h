@@ -28,6 +28,7 @@
 #define LAB_MAX_VARIANTS 8
 #define LAB_MAX_STEPS    64
 #define LAB_MAX_COUNTERS 6
+#define LAB_MAX_MEASURED 2 /* measured-only columns */
 #define LAB_MAX_MAPS     3
 #define LAB_MAX_RUNS     15 /* measured runs of one variant (--repeat) */
 
@@ -85,6 +86,13 @@ struct lab_def_s {
                                    shown with it, NULL-terminated (the
                                    program's own view: "arenas",
                                    "pymalloc_after"), or NULL */
+  const char *const  *measured_columns; /* quantities per mark that only
+                                   the real program measures (time, its
+                                   allocator's own counts), at most
+                                   LAB_MAX_MEASURED, NULL-terminated: the
+                                   provenance "<column>=MARK:NUMBER ...",
+                                   the least over the runs, each shown as
+                                   a column; or NULL */
   const char         *notice;   /* what to notice (a paragraph) */
   const char         *doc;      /* its page under docs/course/ */
   lab_variant_t       variants[LAB_MAX_VARIANTS]; /* ends at label NULL */
@@ -120,6 +128,8 @@ struct lab_step_s {
   uint64_t predicted_rss; /* sim_rss + the variant's baseline: measured
                              minus simulated at the run's first mark (the
                              program itself, which no trace describes) */
+  bool     has_measured_value[LAB_MAX_MEASURED]; /* measured_columns */
+  double   measured_value[LAB_MAX_MEASURED];
 };
 
 /* A size-class ladder: the requests at which the usable size changes, and

@@ -202,6 +202,16 @@ static void print_steps(const lab_result_t *r, bool measured) {
   printf(" %10s", "live MiB");
   for (size_t c = 0; c < nc; c++)
     printf(" %*s", cw[c], head[c]);
+  size_t nv = 0;
+  char   vhead[LAB_MAX_MEASURED][48];
+  int    vw[LAB_MAX_MEASURED];
+  for (; measured && def->measured_columns != NULL &&
+         def->measured_columns[nv] != NULL && nv < LAB_MAX_MEASURED;
+       nv++) {
+    snprintf(vhead[nv], sizeof vhead[nv], "meas %s", def->measured_columns[nv]);
+    vw[nv] = (int)strlen(vhead[nv]) > 10 ? (int)strlen(vhead[nv]) : 10;
+    printf(" %*s", vw[nv], vhead[nv]);
+  }
   printf("\n");
   for (size_t i = 0; i < r->nsteps; i++) {
     const lab_step_t *st = &r->steps[i];
@@ -226,6 +236,11 @@ static void print_steps(const lab_result_t *r, bool measured) {
       else
         printf(" %*" PRIu64, cw[c], st->counter[c]);
     }
+    for (size_t c = 0; c < nv; c++)
+      if (st->has_measured_value[c])
+        printf(" %*.1f", vw[c], st->measured_value[c]);
+      else
+        printf(" %*s", vw[c], "-");
     printf("\n");
   }
 }
@@ -462,6 +477,14 @@ static void print_json(const lab_result_t *r) {
       printf(", \"measured_rss_bytes\": %" PRIu64
              ", \"predicted_rss_bytes\": %" PRIu64,
              st->measured_rss, st->predicted_rss);
+    for (size_t c = 0; c < LAB_MAX_MEASURED; c++)
+      if (st->has_measured_value[c]) {
+        char key[64];
+        snprintf(key, sizeof key, "measured_%s", def->measured_columns[c]);
+        printf(", ");
+        cli_json_string(stdout, key);
+        printf(": %.3f", st->measured_value[c]);
+      }
     printf(", \"counters\": {");
     for (size_t c = 0, k = 0; def->counters != NULL &&
                               def->counters[c] != NULL &&

@@ -1,8 +1,9 @@
-/* traces/wl_labs.c -- labs 1, 3, 4 and 5 of the allocator course notes
+/* traces/wl_labs.c -- labs 1 to 5 of the allocator course notes
  * ("Allocators: brk, mmap, and the four programs between you and the
  * kernel", section 20; docs/studies.md) as workloads, each the exact
- * allocation sequence of its C program under scripts/measure/labs/ (plain
- * C: every request is in the raw domain).
+ * allocation sequence of its program under scripts/measure/labs/ (C
+ * programs: requests in the raw domain; lab-cliff is a Python program,
+ * PyObject_Malloc requests in the object domain).
  *
  *   lab-brk (lab 3, "Make the brk heap refuse to shrink"): "malloc 1000
  *     chunks of 1 KiB, free all but the last, call malloc_trim(0), and watch
@@ -23,6 +24,10 @@
  *     after the loop the threads take turns (as handlers of a pool serve
  *     requests one after another), each mallocing N blocks and freeing all
  *     but the last, which the program keeps to the end (a cache entry).
+ *
+ *   lab-cliff (lab 2, "Find your 512-byte cliff"): for each size from
+ *     --min to --max in steps of --step, --count Python objects of that
+ *     size (PyObject_Malloc requests) held, marked "<size>B", then freed.
  *
  *   lab-sizes (lab 1, "Enumerate your allocator's size classes"): one
  *     object of every size from --min to --max, held at once, then freed
@@ -50,7 +55,13 @@
 #include <string.h>
 
 
-typedef enum lab_kind_e { LAB_BRK, LAB_MMAP, LAB_ARENAS, LAB_SIZES } lab_kind_t;
+typedef enum lab_kind_e {
+  LAB_BRK,
+  LAB_MMAP,
+  LAB_ARENAS,
+  LAB_SIZES,
+  LAB_CLIFF
+} lab_kind_t;
 
 typedef struct lab_src_s lab_src_t;
 struct lab_src_s {
@@ -62,8 +73,10 @@ struct lab_src_s {
   uint64_t       threads;    /* lab-arenas */
   uint64_t       iterations; /* lab-arenas: malloc/free pairs per thread */
   uint64_t       hold;       /* lab-arenas: blocks of each thread's burst */
-  uint64_t       min;        /* lab-sizes: the smallest request */
+  uint64_t       min;        /* lab-sizes, lab-cliff: the smallest request */
+  uint64_t       step;       /* lab-cliff: bytes between two sizes */
   uint8_t        domain;     /* lab-sizes: the requests' domain */
+  char           mark[32];   /* lab-cliff: the current mark's label */
   uint64_t       pc;         /* which step of the program comes next */
   uint64_t       i;          /* loop counter of the current step */
   uint64_t       t_ns;
@@ -294,6 +307,39 @@ static as_status_t lab_sizes_next(lab_src_t *s, trace_event_t *ev) {
   }
 }
 
+/* ---- lab-cliff ---------------------------------------------------------- */
+
+/* For each size: count mallocs (ids 0..count-1), the mark "<size>B", the
+ * frees; then the next size. */
+static as_status_t lab_cliff_next(lab_src_t *s, trace_event_t *ev) {
+  switch (s->pc) {
+  case 0:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "start");
+    s->pc++, s->i = 0;
+    return AS_OK;
+  case 1:
+    lab_event(s, ev, TRACE_MALLOC, 0, s->i, s->min, NULL);
+    if (++s->i == s->count)
+      s->pc++;
+    return AS_OK;
+  case 2:
+    snprintf(s->mark, sizeof s->mark, "%" PRIu64 "B", s->min);
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, s->mark);
+    s->pc++, s->i = 0;
+    return AS_OK;
+  case 3:
+    lab_event(s, ev, TRACE_FREE, 0, s->i, 0, NULL);
+    if (++s->i < s->count)
+      return AS_OK;
+    s->i = 0;
+    s->min += s->step;
+    s->pc = s->min <= s->size ? 1 : 4;
+    return AS_OK;
+  default:
+    return AS_DONE;
+  }
+}
+
 /* ---- Sources and options ------------------------------------------------ */
 
 static as_status_t lab_next(trace_source_t *src, trace_event_t *ev,
@@ -309,6 +355,8 @@ static as_status_t lab_next(trace_source_t *src, trace_event_t *ev,
     return lab_arenas_next(s, ev);
   case LAB_SIZES:
     return lab_sizes_next(s, ev);
+  case LAB_CLIFF:
+    return lab_cliff_next(s, ev);
   }
   return AS_DONE;
 }
@@ -509,6 +557,49 @@ const workload_def_t workload_lab_sizes = {
     .summary = "course notes lab 1: one object of every size, held",
     .options = lab_sizes_options,
     .open    = lab_sizes_open,
+};
+
+static const workload_option_t lab_cliff_options[] = {
+    {"min", "456", "the smallest object, bytes (sys.getsizeof)"},
+    {"max", "544", "the largest object, bytes"},
+    {"step", "8", "bytes between two sizes"},
+    {"count", "1000", "objects of each size held at its mark"},
+    {NULL, NULL, NULL},
+};
+
+static as_status_t lab_cliff_open(const char *const *values,
+                                  trace_source_t **out, as_err_t *err) {
+  uint64_t    min = 0, max = 0, step = 0, count = 0;
+  as_status_t rc;
+  *out = NULL;
+  if ((rc = lab_parse("lab-cliff", "min", values[0], 1, LAB_MAX_SIZE, &min,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "max", values[1], min, LAB_MAX_SIZE, &max,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "step", values[2], 1, LAB_MAX_SIZE, &step,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "count", values[3], 1, LAB_MAX_COUNT,
+                      &count, err)) != AS_OK)
+    return rc;
+  char args[128];
+  snprintf(args, sizeof args,
+           "lab-cliff --min %" PRIu64 " --max %" PRIu64 " --step %" PRIu64
+           " --count %" PRIu64,
+           min, max, step, count);
+  lab_src_t *s;
+  if ((rc = lab_new(LAB_CLIFF, args, &s, err)) != AS_OK)
+    return rc;
+  s->min = min, s->size = max, s->step = step, s->count = count;
+  s->domain = TRACE_DOMAIN_OBJ;
+  *out = &s->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_lab_cliff = {
+    .name    = "lab-cliff",
+    .summary = "course notes lab 2: Python objects either side of 512 bytes",
+    .options = lab_cliff_options,
+    .open    = lab_cliff_open,
 };
 
 const workload_def_t workload_lab_brk = {

@@ -19,13 +19,14 @@
 
 #include "wl_survivors.h" /* workload_survivors */
 #include "wl_spike.h"     /* workload_spike */
-#include "wl_labs.h"      /* workload_lab_sizes, _brk, _mmap_threshold, _arenas */
+#include "wl_labs.h"      /* workload_lab_sizes, _cliff, _brk, ... */
 #include "wl_webworker.h" /* workload_webworker */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
     &workload_spike,
     &workload_lab_sizes,
+    &workload_lab_cliff,
     &workload_lab_brk,
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,

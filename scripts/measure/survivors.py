@@ -100,7 +100,7 @@ def read_rss():
 
 def mallocstats():
     """sys._debugmallocstats() parsed: arenas, unaligned, unused pools and
-    per-class avail blocks.  Its output goes to stderr (C stdio); catch it
+    per-class blocks in use and avail blocks.  Its output goes to stderr (C stdio); catch it
     in a memfd so nothing is printed."""
     mfd = os.memfd_create("mallocstats")
     saved = os.dup(2)
@@ -118,11 +118,13 @@ def mallocstats():
             break
         chunks.append(b)
     os.close(mfd)
-    st = {"avail": {}, "arenas": 0, "unused_pools": 0, "unaligned": 0}
+    st = {"avail": {}, "inuse": {}, "arenas": 0, "unused_pools": 0,
+          "unaligned": 0}
     for line in b"".join(chunks).decode().splitlines():
         f = line.split()
         if len(f) == 5 and f[0].isdigit() and f[1].isdigit():
             st["avail"][int(f[1])] = int(f[4].replace(",", ""))
+            st["inuse"][int(f[1])] = int(f[3].replace(",", ""))
         elif line.startswith("# arenas allocated current"):
             st["arenas"] = int(f[-1].replace(",", ""))
         elif "unused pools * 16384" in line:
@@ -217,6 +219,50 @@ def libc_version():
     return f"{name} {ver}".strip() or "unknown"
 
 
+def run_meta(workload):
+    """The provenance every measured Python run carries: what ran, where,
+    with which interpreter, libc and allocator environment."""
+    with open("/proc/sys/kernel/hostname") as f:
+        host = f.read().strip()
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.read().strip()
+    except OSError:
+        thp = "unknown"
+    return [
+        ("kind", "measured"),
+        ("workload", workload),
+        ("model", f"cpython:version={sys.version_info[0]}."
+                  f"{sys.version_info[1]}"),
+        ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
+        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
+        ("kernel", platform.release()),
+        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
+        ("python", platform.python_version()),
+        ("python_build", " ".join(platform.python_build())),
+        ("libc", libc_version()),
+        ("PYTHONMALLOC", os.environ.get("PYTHONMALLOC", "(unset)")),
+        ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
+                                if k.startswith(("MALLOC_", "GLIBC_TUNABLES")))
+         or "(none)"),
+        ("thp", thp),
+        ("rss_source", "/proc/self/smaps_rollup Rss"),
+    ]
+
+
+def write_run(path, meta, samples):
+    """The measured-run file: provenance, then each (t, label, rss) sample
+    as a mark and its rss; written to a temporary file and renamed."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("allocsim-trace 1\n")
+        for k, v in meta:
+            f.write(f"#@ {k}={v[:250]}\n")
+        for t, label, rss in samples:
+            f.write(f"{t} 0 mark {label}\n{t} 0 rss {rss}\n")
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="64")
@@ -299,31 +345,7 @@ def main():
     assert len(keep) == kept_count
     nfill = sum(sum(o is not None for o in f) for f in fillers)
 
-    with open("/proc/sys/kernel/hostname") as f:
-        host = f.read().strip()
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            thp = f.read().strip()
-    except OSError:
-        thp = "unknown"
-    meta = [
-        ("kind", "measured"),
-        ("workload", " ".join(wl)),
-        ("model", f"cpython:version={sys.version_info[0]}."
-                  f"{sys.version_info[1]}"),
-        ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
-        ("machine", f"{host} {platform.machine()}, {os.cpu_count()} cpus"),
-        ("kernel", platform.release()),
-        ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
-        ("python", platform.python_version()),
-        ("python_build", " ".join(platform.python_build())),
-        ("libc", libc_version()),
-        ("PYTHONMALLOC", os.environ.get("PYTHONMALLOC", "(unset)")),
-        ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
-                                if k.startswith(("MALLOC_", "GLIBC_TUNABLES")))
-         or "(none)"),
-        ("thp", thp),
-        ("rss_source", "/proc/self/smaps_rollup Rss"),
+    meta = run_meta(" ".join(wl)) + [
         ("baseline_rss_bytes", str(samples[0][2])),
         ("objects", str(n)),
         ("survivors", str(kept_count)),
@@ -340,14 +362,7 @@ def main():
         meta.append((f"pymalloc_{label}",
                      f"arenas={arenas} unaligned={unaligned} "
                      f"unused_pools={unused}"))
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("allocsim-trace 1\n")
-        for k, v in meta:
-            f.write(f"#@ {k}={v[:250]}\n")
-        for t, label, rss in samples:
-            f.write(f"{t} 0 mark {label}\n{t} 0 rss {rss}\n")
-    os.replace(tmp, a.out)
+    write_run(a.out, meta, samples)
     start = samples[0][2]
     for t, label, rss in samples:
         print(f"{label:12s} {rss / MIB:10.2f} MiB  {(rss - start) / MIB:+10.2f}",

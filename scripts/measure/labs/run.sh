@@ -7,7 +7,7 @@
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR [PART...]]
 #   OUTDIR defaults to data/measured; PARTs (default all): sizes brk mmap
-#   arenas arenas-hold pin
+#   arenas arenas-hold pin cliff
 # $ALLOCSIM_LABS_DIR overrides build/labs.  Runs under nice: the machine is
 # shared.
 set -eu
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 out=${1:-$root/data/measured}
 [ $# -gt 0 ] && shift
-parts=${*:-sizes brk mmap arenas arenas-hold pin}
+parts=${*:-sizes brk mmap arenas arenas-hold pin cliff}
 want() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
 bin=${ALLOCSIM_LABS_DIR:-$root/build/labs}
 for lab in lab_sizes lab_brk lab_mmap_threshold lab_arenas; do
@@ -80,6 +80,15 @@ for k in 1 2 3 4 5; do
   $clean -u PYTHONMALLOC nice python3 "$bin/survivors.py" $pin \
     --pattern oldest --fraction 1e-4 --out "$out/lab-pin-oldest-r$k.trace" \
     >/dev/null 2>&1
+done
+# Lab 2 (cliff): tuples either side of 512 bytes under each PYTHONMALLOC;
+# 3 runs each (the time column takes the least over them).
+for k in 1 2 3; do
+  want cliff || break
+  for pm in pymalloc malloc; do
+    $clean PYTHONMALLOC=$pm nice python3 "$bin/lab_cliff.py" \
+      --out "$out/lab-cliff-$pm-r$k.trace" >/dev/null
+  done
 done
 for f in lab-sizes-glibc lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
          lab-arenas-r1 lab-arenas-arenamax8-r1 lab-arenas-arenamax1-r1 \
