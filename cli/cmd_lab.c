@@ -18,7 +18,7 @@
 
 typedef struct lab_cli_s lab_cli_t;
 struct lab_cli_s {
-  bool          json, measure, recorded, map, color;
+  bool          json, measure, recorded, results, map, color;
   uint64_t      repeat;   /* measured runs per variant */
   uint64_t      cells;    /* heap map cells per row */
   uint64_t      rows;     /* heap map rows printed */
@@ -265,6 +265,8 @@ static void print_variant_lines(const lab_result_t *r) {
     }
     char version[32];
     desc_version(vr->model_desc, version, sizeof version);
+    if (strstr(v->model, version) != NULL) /* the spec says it already */
+      version[0] = '\0';
     printf("  %s%s%s on %s%s%s%s%s\n", v->label, v->label[0] ? ": " : "", what,
            v->model, v->libc ? " over " : "", v->libc ? v->libc : "",
            version[0] ? " " : "", version);
@@ -369,10 +371,14 @@ static void print_intro(const lab_def_t *def) {
   }
 }
 
+/* The whole lab, or with --results only what ran and its figures. */
 static void print_report(const lab_result_t *r, const lab_cli_t *o) {
   const lab_def_t *def = r->def;
-  print_intro(def);
-  printf("\nsimulated\n");
+  if (!o->results) {
+    print_intro(def);
+    printf("\n");
+  }
+  printf("simulated\n");
   print_variant_lines(r);
   printf("\n");
   if (r->nsteps > 0)
@@ -381,8 +387,10 @@ static void print_report(const lab_result_t *r, const lab_cli_t *o) {
     print_ladder_table(r);
   if (o->map)
     print_maps(r, o);
-  printf("\nwhat to notice\n");
-  print_para(def->notice, 2);
+  if (!o->results) {
+    printf("\nwhat to notice\n");
+    print_para(def->notice, 2);
+  }
 }
 
 /* l as [[request, usable], ...]: the rungs. */
@@ -571,6 +579,8 @@ static int lab_main(int argc, char **argv) {
       o.measure = true;
     } else if (strcmp(a, "--recorded") == 0) {
       o.recorded = true;
+    } else if (strcmp(a, "--results") == 0) {
+      o.results = true;
     } else if (strcmp(a, "--no-map") == 0) {
       o.map = false;
     } else if (strcmp(a, "--no-color") == 0) {
@@ -613,8 +623,8 @@ const cli_command_t cli_cmd_lab = {
     .summary = "the course: each lab of the allocator notes, simulated",
     .usage =
         "usage: allocsim lab [NAME] [--measure [--repeat N] [--save DIR]\n"
-        "                    [--python PATH] | --recorded] [--no-map]\n"
-        "                    [--cells N]\n"
+        "                    [--python PATH] | --recorded] [--results]\n"
+        "                    [--no-map] [--cells N]\n"
         "                    [--rows N] [--no-color] [--json]\n\n"
         "Without NAME, lists the labs of the allocator course notes\n"
         "(section 20) with the models each needs.  With NAME, prints what\n"
@@ -637,6 +647,8 @@ const cli_command_t cli_cmd_lab = {
         "  --save DIR    keep the measured-run files in DIR (for\n"
         "                `allocsim record`)\n"
         "  --python PATH interpreter of the Python labs (default python3)\n"
+        "  --results     only the runs and their figures: no question,\n"
+        "                no notes (docs/course/ pages show these)\n"
         "  --no-map      no heap maps\n"
         "  --cells N     heap map cells per row, 8 to 128 (default 48)\n"
         "  --rows N      heap map rows printed (default 12)\n"

@@ -37,9 +37,9 @@ for s in d["steps"]:
     assert s["label"] and s["simulated_rss_bytes"] > 0, s
     if "measured_rss_bytes" in s:
         measured += 1
-        # the repository's runs are predicted within 256 KiB (the arenas
-        # lab's 'joined' miss; test_lab_recorded.c has the tolerances)
-        assert abs(s["predicted_rss_bytes"] - s["measured_rss_bytes"]) <= 256 << 10, s
+        # the repository's runs are predicted within 1.25 MiB (the largest,
+        # stated miss; tests/validation/test_course_labs.c has each lab's)
+        assert abs(s["predicted_rss_bytes"] - s["measured_rss_bytes"]) <= 1280 << 10, s
 assert measured > 0, "no recorded measurement attached"
 PY
 done
