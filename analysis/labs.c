@@ -30,7 +30,7 @@ static const lab_def_t lab_sizes = {
         "of request + 8 bytes rounded to 16 (at least 32), of which all but "
         "the 8-byte header is usable; pymalloc to a multiple of 16 up to "
         "512 bytes, above which libc serves it; the size-class allocators "
-        "(jemalloc, tcmalloc, mimalloc) to a ladder whose "
+        "(jemalloc, tcmalloc, mimalloc, and macOS libmalloc, whose ladder the notes measured: a size-class table only, no heap) to a ladder whose "
         "step doubles as the sizes do.  Holding one object of every size "
         "from 1 to 4096 bytes shows what the rounding costs in RSS.",
     .question =
@@ -40,7 +40,8 @@ static const lab_def_t lab_sizes = {
         "requests of 1 to 1024 bytes, and which holds one object of every "
         "size from 1 to 4096 bytes in the least RSS?",
     .models   = (const char *const[]){"glibc", "cpython", "jemalloc",
-                                      "mimalloc", "tcmalloc", NULL},
+                                      "mimalloc", "tcmalloc", "libmalloc",
+                                      NULL},
     .notice =
         "glibc's ladder is one arithmetic run, 24 + 16k, from malloc(1) "
         "(a 32-byte chunk, 24 usable: the next chunk's prev_size word is "
@@ -91,6 +92,10 @@ static const lab_def_t lab_sizes = {
              .preload  = "tcmalloc",
              .library  = "libtcmalloc_minimal",
              .recorded = "measured/lab-sizes-tcmalloc.trace"},
+            {.label    = "macOS libmalloc (table only)",
+             .workload = SIZES_C,
+             .model    = "libmalloc",
+             .marks    = "held"},
             {0},
         },
 };
@@ -441,6 +446,94 @@ static const lab_def_t lab_pin = {
         },
 };
 
+/* ---- compare: one workload, four allocators ------------------------------- */
+
+/* The load-spike study's program (scripts/measure/spike.py), single
+ * threaded, as its measured runs under each allocator recorded it. */
+#define COMPARE_SPIKE                                                        \
+  "spike --count 160000 --min 600 --max 4000 --keep-every 50 --seed 1 "   \
+  "--threads 1 --python 3.11"
+
+static const lab_def_t lab_compare = {
+    .name  = "compare",
+    .title = "compare all four: one workload, four allocators",
+    .notes = "section 20 lab 9; sections 11.4 and 12.3",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "The same CPython program under glibc and, through LD_PRELOAD, "
+        "under tcmalloc, mimalloc and jemalloc: the load-spike study's "
+        "160,000 (str, float) tuples of 600 to 4000 characters, every 50th "
+        "kept, the rest freed, gc.collect(), then malloc_trim(0).  Objects "
+        "above 512 bytes are libc's, so the strings meet the allocator "
+        "under test; pymalloc keeps the small ones in every variant.",
+    .question =
+        "Which allocator holds the least at the peak, after the frees, and "
+        "after malloc_trim(0)?  Which of them does malloc_trim change, and "
+        "why?  Would the ranking hold for a workload that keeps most of "
+        "what it allocates, or that frees its objects slowly?",
+    .models   = (const char *const[]){"cpython", "glibc", "tcmalloc",
+                                      "mimalloc", "jemalloc", NULL},
+    .counters = (const char *const[]){"kernel.page_faults",
+                                      "kernel.munmap_calls",
+                                      "kernel.madvise_calls", NULL},
+    .notice =
+        "The allocators differ most after the frees, not at the peak: the "
+        "live data is the same, what differs is what each keeps of the "
+        "freed 340 MiB and when it gives it back.  glibc keeps it in its "
+        "heap (a survivor every 50 tuples pins the pages around it) until "
+        "malloc_trim(0) releases the free pages inside the heap; "
+        "malloc_trim is glibc's, so under the others it changes nothing "
+        "and what they return depends on their own clocks and thresholds "
+        "(page heap release rate, purge delays, decay).  The kernel "
+        "counters are the other side of the trade: memory given back is "
+        "faulted in again if reused.  The notes' warning holds here too: "
+        "this is one workload, with one shape of survivors and no reuse; "
+        "a program that keeps most of what it allocates, or churns one "
+        "size, can rank the four differently, so measure yours.",
+    .doc = "docs/course/compare.md",
+    .variants =
+        {
+            {.label    = "glibc",
+             .workload = COMPARE_SPIKE,
+             .model    = "cpython:version=3.11",
+             .libc     = "glibc",
+             .marks    = "peak after_free after_trim",
+             .program  = "spike.py",
+             .args     = "--out {out}",
+             .recorded = "measured/spike-default-r*.trace"},
+            {.label    = "tcmalloc",
+             .workload = COMPARE_SPIKE,
+             .model    = "cpython:version=3.11",
+             .libc     = "tcmalloc",
+             .marks    = "peak after_free after_trim",
+             .program  = "spike.py",
+             .args     = "--out {out}",
+             .preload  = "tcmalloc",
+             .library  = "libtcmalloc_minimal",
+             .recorded = "measured/tcmalloc-spike-threads1-r*.trace"},
+            {.label    = "mimalloc",
+             .workload = COMPARE_SPIKE,
+             .model    = "cpython:version=3.11",
+             .libc     = "mimalloc:version=2.0.9",
+             .marks    = "peak after_free after_trim",
+             .program  = "spike.py",
+             .args     = "--out {out}",
+             .preload  = "mimalloc",
+             .recorded =
+                 "measured/spike-mimalloc-2.0.9-threads1-default-r*.trace"},
+            {.label    = "jemalloc",
+             .workload = COMPARE_SPIKE,
+             .model    = "cpython:version=3.11",
+             .libc     = "jemalloc",
+             .marks    = "peak after_free after_trim",
+             .program  = "spike.py",
+             .args     = "--out {out}",
+             .preload  = "jemalloc",
+             .recorded = "measured/lab-compare-jemalloc-r*.trace"},
+            {0},
+        },
+};
+
 /* ---- The registry -------------------------------------------------------- */
 
 static const lab_def_t *const lab_table[] = {
@@ -450,6 +543,7 @@ static const lab_def_t *const lab_table[] = {
     &lab_mmap_threshold,
     &lab_arenas,
     &lab_pin,
+    &lab_compare,
 };
 
 const lab_def_t *const *lab_registry(size_t *count) {

@@ -7,7 +7,7 @@
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR [PART...]]
 #   OUTDIR defaults to data/measured; PARTs (default all): sizes brk mmap
-#   arenas arenas-hold pin cliff
+#   arenas arenas-hold pin cliff compare
 # $ALLOCSIM_LABS_DIR overrides build/labs.  Runs under nice: the machine is
 # shared.
 set -eu
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 out=${1:-$root/data/measured}
 [ $# -gt 0 ] && shift
-parts=${*:-sizes brk mmap arenas arenas-hold pin cliff}
+parts=${*:-sizes brk mmap arenas arenas-hold pin cliff compare}
 want() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
 bin=${ALLOCSIM_LABS_DIR:-$root/build/labs}
 for lab in lab_sizes lab_brk lab_mmap_threshold lab_arenas; do
@@ -89,6 +89,16 @@ for k in 1 2 3; do
     $clean PYTHONMALLOC=$pm nice python3 "$bin/lab_cliff.py" \
       --out "$out/lab-cliff-$pm-r$k.trace" >/dev/null
   done
+done
+# Lab 9 (compare): the load-spike study's program under jemalloc, 3 runs;
+# its runs under glibc, tcmalloc and mimalloc are the study's own
+# (scripts/measure/run_spike.sh, run_tcmusl.sh, mimalloc/).
+for k in 1 2 3; do
+  want compare || break
+  path=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" {print $NF; exit}')
+  [ -n "$path" ] || { echo "run.sh: no libjemalloc.so.2: compare skipped" >&2; break; }
+  $clean -u PYTHONMALLOC LD_PRELOAD="$path" nice python3 "$bin/spike.py" \
+    --out "$out/lab-compare-jemalloc-r$k.trace" >/dev/null 2>&1
 done
 for f in lab-sizes-glibc lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
          lab-arenas-r1 lab-arenas-arenamax8-r1 lab-arenas-arenamax1-r1 \
