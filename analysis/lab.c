@@ -295,7 +295,8 @@ static as_status_t on_sample(void *user, const sim_sample_t *s,
   lab_pass_t *p = user;
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
-  if (!p->anchored) {
+  if (!p->anchored &&
+      (p->v->anchor == NULL || strcmp(p->v->anchor, s->label) == 0)) {
     snprintf(p->vr->anchor, sizeof p->vr->anchor, "%s", s->label);
     p->vr->anchor_sim_rss = s->rss_bytes;
     p->anchored           = true;

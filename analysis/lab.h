@@ -43,6 +43,10 @@ struct lab_variant_s {
   const char *libc;     /* libc spec of a composition, or NULL */
   const char *marks;    /* marks reported as steps, space-separated;
                            NULL = every mark of the run */
+  const char *anchor;   /* the mark where measured and simulated are
+                           anchored (NULL: the run's first; a capture's
+                           first is `hooked`, which the program does not
+                           measure) */
   const char *map_at;   /* marks whose heap map is drawn (at most
                            LAB_MAX_MAPS, space-separated), or NULL */
   /* The real program (--measure): a file of the labs directory (a C

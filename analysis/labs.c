@@ -446,6 +446,54 @@ static const lab_def_t lab_pin = {
         },
 };
 
+/* ---- leak: what tracemalloc cannot see ------------------------------------ */
+
+static const lab_def_t lab_leak = {
+    .name  = "leak",
+    .title = "a leak in C that tracemalloc cannot see",
+    .notes = "section 20 lab 7; sections 17.1 and 17.3",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "tracemalloc traces CPython's allocator domains (PyMem_*, "
+        "PyObject_*) and nothing else.  Memory a C extension takes with "
+        "malloc is invisible to it.  The lab's program leaks 50 MiB "
+        "through libc's malloc (ctypes, as an extension would), 10 MiB a "
+        "round, with tracemalloc on; `allocsim capture` interposes malloc "
+        "itself and records every block.  The simulation replays the "
+        "capture of that program (data/captures/lab-leak.astrace), in "
+        "place of the notes' jeprof.",
+    .question =
+        "After five rounds, how much does tracemalloc report, how much "
+        "does RSS grow, and how much live memory does the capture hold?  "
+        "What does tracemalloc count at all?",
+    .models   = (const char *const[]){"cpython", NULL},
+    .counters = (const char *const[]){"glibc.system_bytes",
+                                      "pymalloc.block_bytes_in_use", NULL},
+    .measured_columns = (const char *const[]){"tracemalloc_kib", NULL},
+    .notice =
+        "The capture's live bytes grow by 10 MiB a round and the "
+        "simulated RSS with them, in glibc's heap (system bytes), as the "
+        "measured RSS does.  tracemalloc reports a few KiB: the Python "
+        "int objects that hold the pointers, not the blocks they point "
+        "to.  A leak in an extension's own allocations is found by "
+        "interposing malloc (allocsim capture, heaptrack, jemalloc's "
+        "profiler), never by tracemalloc; `allocsim explain` on the "
+        "capture attributes the live bytes to the raw domain.",
+    .doc = "docs/course/leak.md",
+    .variants =
+        {
+            {.label    = "",
+             .trace    = "captures/lab-leak.astrace",
+             .model    = "cpython:version=3.11",
+             .marks    = "start leak_10 leak_20 leak_30 leak_40 leak_50",
+             .anchor   = "start",
+             .program  = "lab_leak.py",
+             .args     = "--out {out}",
+             .recorded = "measured/lab-leak-r*.trace"},
+            {0},
+        },
+};
+
 /* ---- compare: one workload, four allocators ------------------------------- */
 
 /* The load-spike study's program (scripts/measure/spike.py), single
@@ -542,6 +590,7 @@ static const lab_def_t *const lab_table[] = {
     &lab_brk,
     &lab_mmap_threshold,
     &lab_arenas,
+    &lab_leak,
     &lab_pin,
     &lab_compare,
 };

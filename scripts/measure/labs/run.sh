@@ -7,7 +7,7 @@
 #
 # Usage: scripts/measure/labs/run.sh [OUTDIR [PART...]]
 #   OUTDIR defaults to data/measured; PARTs (default all): sizes brk mmap
-#   arenas arenas-hold pin cliff compare
+#   arenas arenas-hold pin cliff compare leak
 # $ALLOCSIM_LABS_DIR overrides build/labs.  Runs under nice: the machine is
 # shared.
 set -eu
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 out=${1:-$root/data/measured}
 [ $# -gt 0 ] && shift
-parts=${*:-sizes brk mmap arenas arenas-hold pin cliff compare}
+parts=${*:-sizes brk mmap arenas arenas-hold pin cliff compare leak}
 want() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
 bin=${ALLOCSIM_LABS_DIR:-$root/build/labs}
 for lab in lab_sizes lab_brk lab_mmap_threshold lab_arenas; do
@@ -100,6 +100,18 @@ for k in 1 2 3; do
   $clean -u PYTHONMALLOC LD_PRELOAD="$path" nice python3 "$bin/spike.py" \
     --out "$out/lab-compare-jemalloc-r$k.trace" >/dev/null 2>&1
 done
+# Lab 7 (leak): 3 measured runs (RSS and tracemalloc's count), and the
+# capture `allocsim lab leak` replays, made with the system interpreter
+# (a pyenv shim would run dozens of processes under the capture).
+if want leak; then
+  for k in 1 2 3; do
+    $clean -u PYTHONMALLOC nice python3 "$bin/lab_leak.py" \
+      --out "$out/lab-leak-r$k.trace" 2>/dev/null
+  done
+  $clean -u PYTHONMALLOC nice "$root/build/cli/allocsim" capture \
+    -o "$out/../captures/lab-leak.astrace" -- /usr/bin/python3 \
+    "$bin/lab_leak.py" >/dev/null 2>&1
+fi
 for f in lab-sizes-glibc lab-brk lab-mmap-threshold lab-mmap-threshold-mmap131072 \
          lab-arenas-r1 lab-arenas-arenamax8-r1 lab-arenas-arenamax1-r1 \
          lab-arenas-hold1000-r1 lab-arenas-hold1000-arenamax8-r1 \
