@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/cost.h"
 #include "../sim/grow.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
@@ -252,6 +253,9 @@ static bool kernel_counter(const lab_pass_t *p, const char *name,
     *value = calls.munmap;
   } else if (strcmp(name, "kernel.madvise_calls") == 0) {
     *value = calls.madvise;
+  } else if (strcmp(name, "kernel.cost_us") == 0) {
+    /* the latency proxy: what the calls and faults so far cost */
+    *value = sim_cost_kernel_ns(&sim_cost_measured, &calls) / 1000;
   } else {
     return false;
   }
@@ -406,14 +410,18 @@ as_status_t lab_simulate(const lab_def_t *def, const lab_opts_t *o,
 /* ---- Measurements ------------------------------------------------------- */
 
 /* Measured RSS at the first occurrence of each mark of a measured run. */
+/* Marks a measured-run file may have: a program that marks every sample
+ * (the decay lab's 120 idle ticks) has more marks than a lab has steps. */
+#define MEASURED_MAX_MARKS 1024
+
 typedef struct measured_marks_s measured_marks_t;
 struct measured_marks_s {
   size_t   n;
-  char     label[LAB_MAX_STEPS][64];
-  uint64_t rss[LAB_MAX_STEPS];
-  bool     has_rss[LAB_MAX_STEPS];
-  double   value[LAB_MAX_MEASURED][LAB_MAX_STEPS]; /* measured_columns */
-  bool     has_value[LAB_MAX_MEASURED][LAB_MAX_STEPS];
+  char     label[MEASURED_MAX_MARKS][64];
+  uint64_t rss[MEASURED_MAX_MARKS];
+  bool     has_rss[MEASURED_MAX_MARKS];
+  double   value[LAB_MAX_MEASURED][MEASURED_MAX_MARKS]; /* measured_columns */
+  bool     has_value[LAB_MAX_MEASURED][MEASURED_MAX_MARKS];
 };
 
 /* The value of mark in a column's provenance "MARK:NUMBER MARK:NUMBER ...";
@@ -498,7 +506,7 @@ static as_status_t read_measured(const char *path, const lab_def_t *def,
   bool          last_was_mark = false;
   trace_event_t ev;
   while ((rc = trace_source_next(src, &ev, err)) == AS_OK) {
-    if (ev.op == TRACE_MARK && m->n < LAB_MAX_STEPS) {
+    if (ev.op == TRACE_MARK && m->n < MEASURED_MAX_MARKS) {
       snprintf(m->label[m->n++], sizeof m->label[0], "%s", ev.label);
       last_was_mark = true;
       continue;

@@ -85,7 +85,9 @@ struct lab_def_s {
                                    kernel's: kernel.brk_bytes (the program
                                    break above its start), kernel.page_faults,
                                    kernel.mmap_calls, kernel.munmap_calls,
-                                   kernel.madvise_calls */
+                                   kernel.madvise_calls, kernel.cost_us (the
+                                   calls and faults priced by sim/cost.h's
+                                   measured cost model, microseconds) */
   const char *const  *measured_keys; /* provenance keys of a measured run
                                    shown with it, NULL-terminated (the
                                    program's own view: "arenas",

@@ -446,6 +446,99 @@ static const lab_def_t lab_pin = {
         },
 };
 
+/* ---- decay: returning memory by the clock --------------------------------- */
+
+/* The mimalloc study's burst program (scripts/measure/mimalloc/burst.c):
+ * 20,000 blocks of 4 KiB written and freed, 12 s idle with no activity or
+ * one malloc/free of the same size every 100 ms, then mi_collect(false)
+ * and mi_collect(true).  Each variant's allocation and free times are its
+ * recorded run's, so the simulated clock is the measured one. */
+#define DECAY_BURST "lab-purge --size 4096 --count 20000 --idle 12000ms --every 100ms"
+#define DECAY_MARKS "allocated freed idle_end collected collected_force"
+
+static const lab_def_t lab_decay = {
+    .name  = "decay",
+    .title = "the decay trade-off: memory returned by the clock",
+    .notes = "section 20 lab 6; sections 6.2 and 9.2",
+    .kind  = LAB_REPLAY,
+    .shows =
+        "glibc returns memory by shape (the top of a heap, a trim); "
+        "jemalloc, tcmalloc and mimalloc return it by clock: freed pages "
+        "wait a delay (jemalloc's dirty_decay_ms, mimalloc's "
+        "decommit_delay, 2.1+ purge_delay) before they are given back, so "
+        "a burst that comes again finds them still there.  A delay of 0 "
+        "gives them back at once and pays a page fault per page when they "
+        "are needed again.  Here mimalloc 2.0.9 (Debian 12's), 80 MiB "
+        "allocated and freed, then 12 s of idle (jemalloc's decay, the "
+        "notes' version of this lab, needs a jemalloc model).",
+    .question =
+        "After the free, how much of the 80 MiB does mimalloc keep with its "
+        "default delay (25 ms) and with MIMALLOC_DECOMMIT_DELAY=0?  Does "
+        "12 s of idle with no allocation at all give anything back?  What "
+        "does one small malloc every 100 ms change?  What does the fast "
+        "return cost?",
+    .models   = (const char *const[]){"mimalloc", NULL},
+    .counters = (const char *const[]){"mimalloc.purges",
+                                      "kernel.madvise_calls",
+                                      "kernel.page_faults", "kernel.cost_us",
+                                      NULL},
+    .notice =
+        "With the default delay nothing comes back at the free: the delay "
+        "starts a clock that only mimalloc's own later work reads, and 12 s "
+        "of idle keep all 80 MiB, with or without a same-size malloc every "
+        "100 ms (it reuses one page and purges nothing else); "
+        "mi_collect purges them.  "
+        "With the delay at 0 every freed page is purged at the free: RSS "
+        "falls at once, for madvise calls on the free path that the cost "
+        "column prices, and a burst that came again would fault every page "
+        "back in.  That is the trade jemalloc's dirty_decay_ms makes too "
+        "(0, 1000, 10000, -1 for never): RSS against time spent in the "
+        "kernel, chosen per workload.",
+    .doc = "docs/course/decay.md",
+    .variants =
+        {
+            {.label    = "idle, default delay",
+             .workload = DECAY_BURST " --activity none --alloc-time "
+                         "602540332ns --free-time 360163349ns",
+             .model    = "mimalloc:version=2.0.9",
+             .marks    = DECAY_MARKS,
+             .program  = "lab_burst",
+             .args     = "{out} --size 4096 --activity none",
+             .preload  = "mimalloc",
+             .recorded = "measured/burst-2.0.9-4096-none-default.astrace"},
+            {.label    = "idle, MIMALLOC_DECOMMIT_DELAY=0",
+             .workload = DECAY_BURST " --activity none --alloc-time "
+                         "461202842ns --free-time 202231707ns",
+             .model    = "mimalloc:version=2.0.9,decommit_delay=0",
+             .marks    = DECAY_MARKS,
+             .program  = "lab_burst",
+             .args     = "{out} --size 4096 --activity none",
+             .env      = "MIMALLOC_DECOMMIT_DELAY=0",
+             .preload  = "mimalloc",
+             .recorded = "measured/burst-2.0.9-4096-none-immediate.trace"},
+            {.label    = "same-size activity, default delay",
+             .workload = DECAY_BURST " --activity same --alloc-time "
+                         "1313732798ns --free-time 417255786ns",
+             .model    = "mimalloc:version=2.0.9",
+             .marks    = DECAY_MARKS,
+             .program  = "lab_burst",
+             .args     = "{out} --size 4096 --activity same",
+             .preload  = "mimalloc",
+             .recorded = "measured/burst-2.0.9-4096-same-default.astrace"},
+            {.label    = "same-size activity, MIMALLOC_DECOMMIT_DELAY=0",
+             .workload = DECAY_BURST " --activity same --alloc-time "
+                         "375443708ns --free-time 323056281ns",
+             .model    = "mimalloc:version=2.0.9,decommit_delay=0",
+             .marks    = DECAY_MARKS,
+             .program  = "lab_burst",
+             .args     = "{out} --size 4096 --activity same",
+             .env      = "MIMALLOC_DECOMMIT_DELAY=0",
+             .preload  = "mimalloc",
+             .recorded = "measured/burst-2.0.9-4096-same-immediate.trace"},
+            {0},
+        },
+};
+
 /* ---- leak: what tracemalloc cannot see ------------------------------------ */
 
 static const lab_def_t lab_leak = {
@@ -590,6 +683,7 @@ static const lab_def_t *const lab_table[] = {
     &lab_brk,
     &lab_mmap_threshold,
     &lab_arenas,
+    &lab_decay,
     &lab_leak,
     &lab_pin,
     &lab_compare,
