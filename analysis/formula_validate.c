@@ -163,8 +163,10 @@ static bool parse_workload(const char *w, fv_point_t *p, char *why,
     if (ok && strcmp(tok, "--size") == 0)
       ok = parse_u64(val, &p->size_bytes);
     else if (ok && strcmp(tok, "--total") == 0) {
-      ok             = parse_u64(val, &u) && u < (UINT64_C(1) << 40);
-      p->total_bytes = u << 20;
+      /* MiB, fractions allowed, as traces/wl_survivors.c reads it */
+      double mib     = strtod(val, &end);
+      ok             = end != val && *end == '\0' && mib > 0 && mib < 0x1p40;
+      p->total_bytes = ok ? (uint64_t)(mib * 1048576.0) : 0;
     } else if (ok && strcmp(tok, "--pattern") == 0)
       ok = survivors_pattern_parse(val, &p->pattern);
     else if (ok && strcmp(tok, "--fraction") == 0) {

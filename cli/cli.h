@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/heapmap.h"
+#include "../analysis/lab.h"
 #include "../analysis/runsrc.h"
 #include "../analysis/store.h"
 #include "../engine/engine.h"
@@ -136,6 +138,25 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             cli_source_open_fn open, void *user,
                             const char *command);
 
+/* Prints the heap map m: a legend with each class's bytes, then at most
+ * max_rows rows of glyphs (ANSI colours when color). */
+void cli_heapmap_print(FILE *out, const heapmap_t *m, size_t max_rows,
+                       bool color);
+
+/* ---- Lab programs (cli/lab_measure.c) ---------------------------------- */
+
+typedef struct cli_lab_env_s cli_lab_env_t;
+struct cli_lab_env_s {
+  const char *python; /* interpreter of the Python labs */
+};
+/* The directory of the lab programs: $ALLOCSIM_LABS_DIR, else beside the
+ * binary (build tree or installed), else where the build put them. */
+as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err);
+/* Runs variant v's real program so that it writes the measured-run file
+ * out; an exit status other than 0 is an error naming the program. */
+as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
+                            const char *out, as_err_t *err);
+
 /* Prints s as a JSON string literal (escaped), or null for NULL. */
 void cli_json_string(FILE *out, const char *s);
 
@@ -161,6 +182,7 @@ extern const cli_command_t cli_cmd_advise;
 extern const cli_command_t cli_cmd_map;
 extern const cli_command_t cli_cmd_report;
 extern const cli_command_t cli_cmd_db;
+extern const cli_command_t cli_cmd_lab;
 extern const cli_command_t cli_cmd_oracle;
 
 #endif

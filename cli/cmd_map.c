@@ -12,11 +12,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* Glyph and ANSI colour of each heapmap_class_t. */
-static const char *const glyph[HEAPMAP_CLASSES] = {"█", "▓", "▒", "▞", "·"};
-static const char *const colour[HEAPMAP_CLASSES] = {
-    "\033[32m", "\033[33m", "\033[31m", "\033[34m", "\033[2m"};
-
 typedef struct map_job_s map_job_t;
 struct map_job_s {
   size_t    ncells;
@@ -41,24 +36,7 @@ static void print_map(const map_job_t *j, const char *source,
   printf("source     %s\nmodel      %s\n", source, model);
   printf("at         %s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n", j->label,
          (double)j->t_ns / 1e6, (double)j->rss / MIB, (double)j->live / MIB);
-  printf("legend    ");
-  for (int k = 0; k < HEAPMAP_CLASSES; k++)
-    printf(" %s%s%s %s %.2f MiB", color ? colour[k] : "", glyph[k],
-           color ? "\033[0m" : "", heapmap_class_name((heapmap_class_t)k),
-           (double)m->class_bytes[k] / MIB);
-  printf("\n\n");
-  for (size_t r = 0; r < m->nrows && r < max_rows; r++) {
-    const heapmap_row_t *row = &m->rows[r];
-    printf("%-14.14s %#14" PRIx64 " %9.2f MiB %8" PRIu64 " obj ", row->kind,
-           row->addr, (double)row->bytes / MIB, row->live_objects);
-    for (size_t c = 0; c < m->ncells; c++)
-      printf("%s%s", color ? colour[row->cell[c]] : "", glyph[row->cell[c]]);
-    printf("%s\n", color ? "\033[0m" : "");
-  }
-  if (m->nrows > max_rows)
-    printf("... %zu more rows (--rows N shows more)\n", m->nrows - max_rows);
-  if (m->nrows == 0)
-    printf("(the model draws no heap map)\n");
+  cli_heapmap_print(stdout, m, max_rows, color);
 }
 
 static void print_json(const map_job_t *j, const char *source,

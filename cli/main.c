@@ -23,6 +23,7 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_advise,
     &cli_cmd_map,
     &cli_cmd_report,
+    &cli_cmd_lab,
     &cli_cmd_oracle,
     &cli_cmd_runs,
     &cli_cmd_db,

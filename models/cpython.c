@@ -376,6 +376,17 @@ static as_status_t cpython_set_option(model_t *m, const char *name,
   return model_set_option(cm->libc, name, value, now_ns, err);
 }
 
+/* Routed as an allocation of that domain would be (goes_to_pymalloc): a
+ * pymalloc size class, else what libc gives. */
+static uint64_t cpython_usable_size(const model_t *m, uint64_t size,
+                                    uint8_t domain) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  trace_event_t ev = {.op = TRACE_MALLOC, .domain = domain, .size = size};
+  if (goes_to_pymalloc(cm, &ev))
+    return model_usable_size(cm->pymalloc, size, domain);
+  return model_usable_size(cm->libc, size, TRACE_DOMAIN_RAW);
+}
+
 static size_t cpython_counters(const model_t *m, model_counter_t *out,
                                size_t cap) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
@@ -430,6 +441,7 @@ const model_methods_t model_cpython_methods = {
     .purge      = cpython_purge,
     .set_option = cpython_set_option,
     .counters   = cpython_counters,
+    .usable_size = cpython_usable_size,
     .walk       = cpython_walk,
     .check      = cpython_check,
 };

@@ -2503,6 +2503,26 @@ static bool glibc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   return true;
 }
 
+/* malloc_usable_size of a fresh request of size bytes (musable,
+ * malloc.c:5120-5131, with memsize at 1459-1462): a heap chunk has
+ * request2size(size) - CHUNK_HDR_SZ + SIZE_SZ usable bytes (the next
+ * chunk's prev_size field is the last word), an mmapped chunk its page-
+ * rounded size less CHUNK_HDR_SZ.  A request at or above the current
+ * (possibly dynamic) mmap threshold is mmapped, as sysmalloc takes it when
+ * no bin or top can serve it (malloc.c:2573-2592): the state of a fresh
+ * heap, which is what the size-class lab asks about. */
+static uint64_t glibc_usable_size(const model_t *m, uint64_t size,
+                                  uint8_t domain) {
+  (void)domain;
+  const glibc_model_t *g  = (const glibc_model_t *)m;
+  uint64_t             nb = request2size(size);
+  if (nb == 0)
+    return 0;
+  if (nb >= g->mmap_threshold && g->n_mmaps < g->n_mmaps_max)
+    return mmap_chunk_size(g, nb) - CHUNK_HDR_SZ;
+  return nb - CHUNK_HDR_SZ + SIZE_SZ;
+}
+
 static size_t glibc_counters(const model_t *m, model_counter_t *out,
                              size_t cap) {
   const glibc_model_t *g = (const glibc_model_t *)m;
@@ -2670,6 +2690,7 @@ const model_methods_t model_glibc_methods = {
     .locate     = glibc_locate,
     .set_option = glibc_set_option,
     .counters   = glibc_counters,
+    .usable_size = glibc_usable_size,
     .walk       = glibc_walk,
     .mechanisms = glibc_mechanisms,
     .check      = glibc_check_invariants,

@@ -272,6 +272,14 @@ static inline size_t model_counters(const model_t *m, model_counter_t *out,
 as_status_t model_walk_single(model_region_t r, model_region_fn fn, void *user,
                               as_err_t *err);
 
+/* malloc_usable_size of a fresh request of size bytes in domain; 0 when
+ * the model does not say (no usable_size slot) or declines the request. */
+static inline uint64_t model_usable_size(const model_t *m, uint64_t size,
+                                         uint8_t domain) {
+  return m->methods->usable_size ? m->methods->usable_size(m, size, domain)
+                                 : 0;
+}
+
 /* Walks m's heap map; AS_OK with no call when the model has no walk. */
 static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
                                      void *user, as_err_t *err) {
@@ -281,6 +289,8 @@ static inline as_status_t model_walk(const model_t *m, model_region_fn fn,
  * model declares it, or NULL.  Keys carry their model's name, so a
  * composition's regions find their children's rows. */
 const model_mechanism_t *model_mechanism_find(const char *key);
+/* The most counters a model (or a composition of models) reports. */
+#define MODEL_COUNTERS_MAX 128
 /* The counter called name; false if the model has none of that name. */
 bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
 /* Appends a counter "<prefix>.<name>" to out if n < cap; returns n + 1. */

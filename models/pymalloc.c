@@ -1159,6 +1159,17 @@ static as_status_t pymalloc_walk(const model_t *m, model_region_fn fn,
   return rc;
 }
 
+/* The block a request of 1..512 bytes gets: its size class (3.11
+ * obmalloc.c:1966 size = (nbytes - 1) >> ALIGNMENT_SHIFT, INDEX2SIZE);
+ * 0 for what pymalloc declines (0 bytes, above 512: libc's). */
+static uint64_t pymalloc_usable_size(const model_t *m, uint64_t size,
+                                     uint8_t domain) {
+  (void)m, (void)domain;
+  if (size == 0 || size > PYMALLOC_SMALL_REQUEST_THRESHOLD)
+    return 0;
+  return INDEX2SIZE(pymalloc_size_class(size));
+}
+
 static size_t pymalloc_counters(const model_t *m, model_counter_t *out,
                                 size_t cap) {
   pymalloc_stats_t st;
@@ -1201,6 +1212,7 @@ const model_methods_t model_pymalloc_methods = {
     .stats   = pymalloc_model_stats,
     .locate     = pymalloc_locate,
     .counters   = pymalloc_counters,
+    .usable_size = pymalloc_usable_size,
     .walk       = pymalloc_walk,
     .mechanisms = pymalloc_mechanisms,
 };

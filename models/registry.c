@@ -177,9 +177,6 @@ as_status_t model_walk_single(model_region_t r, model_region_fn fn,
 
 /* ---- Counters ----------------------------------------------------------- */
 
-/* Enough for any model's counters, compositions included. */
-#define MODEL_COUNTERS_MAX 128
-
 bool model_counter_get(const model_t *m, const char *name, uint64_t *value) {
   model_counter_t c[MODEL_COUNTERS_MAX];
   size_t          n = model_counters(m, c, MODEL_COUNTERS_MAX);

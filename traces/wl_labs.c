@@ -1,8 +1,9 @@
-/* traces/wl_labs.c -- labs 3, 4 and 5 of the allocator course notes
+/* traces/wl_labs.c -- labs 1 to 5 of the allocator course notes
  * ("Allocators: brk, mmap, and the four programs between you and the
  * kernel", section 20; docs/studies.md) as workloads, each the exact
- * allocation sequence of its C program under scripts/measure/labs/ (plain
- * C: every request is in the raw domain).
+ * allocation sequence of its program under scripts/measure/labs/ (C
+ * programs: requests in the raw domain; lab-cliff is a Python program,
+ * PyObject_Malloc requests in the object domain).
  *
  *   lab-brk (lab 3, "Make the brk heap refuse to shrink"): "malloc 1000
  *     chunks of 1 KiB, free all but the last, call malloc_trim(0), and watch
@@ -19,6 +20,19 @@
  *     pair per thread per round, as concurrent threads would interleave.
  *     Marks: start, running (every thread done, all still alive), joined.
  *     --iterations 0 is the lab program's control run: threads, no malloc.
+ *     --hold N adds what the lab's loop lacks, a working set per thread:
+ *     after the loop the threads take turns (as handlers of a pool serve
+ *     requests one after another), each mallocing N blocks and freeing all
+ *     but the last, which the program keeps to the end (a cache entry).
+ *
+ *   lab-cliff (lab 2, "Find your 512-byte cliff"): for each size from
+ *     --min to --max in steps of --step, --count Python objects of that
+ *     size (PyObject_Malloc requests) held, marked "<size>B", then freed.
+ *
+ *   lab-sizes (lab 1, "Enumerate your allocator's size classes"): one
+ *     object of every size from --min to --max, held at once, then freed
+ *     in the same order: RSS counts what the size classes round up.
+ *     Marks: start, held, freed.
  *
  * The programs write every byte they allocate (memset), which is what the
  * simulator assumes of every allocation.  Object ids: lab-brk uses id i for
@@ -41,7 +55,13 @@
 #include <string.h>
 
 
-typedef enum lab_kind_e { LAB_BRK, LAB_MMAP, LAB_ARENAS } lab_kind_t;
+typedef enum lab_kind_e {
+  LAB_BRK,
+  LAB_MMAP,
+  LAB_ARENAS,
+  LAB_SIZES,
+  LAB_CLIFF
+} lab_kind_t;
 
 typedef struct lab_src_s lab_src_t;
 struct lab_src_s {
@@ -52,6 +72,11 @@ struct lab_src_s {
   uint64_t       repeat;     /* lab-mmap-threshold: allocations after first */
   uint64_t       threads;    /* lab-arenas */
   uint64_t       iterations; /* lab-arenas: malloc/free pairs per thread */
+  uint64_t       hold;       /* lab-arenas: blocks of each thread's burst */
+  uint64_t       min;        /* lab-sizes, lab-cliff: the smallest request */
+  uint64_t       step;       /* lab-cliff: bytes between two sizes */
+  uint8_t        domain;     /* lab-sizes: the requests' domain */
+  char           mark[32];   /* lab-cliff: the current mark's label */
   uint64_t       pc;         /* which step of the program comes next */
   uint64_t       i;          /* loop counter of the current step */
   uint64_t       t_ns;
@@ -69,7 +94,7 @@ static void lab_event(lab_src_t *s, trace_event_t *ev, trace_op_t op,
   ev->id = id;
   ev->size = size;
   ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
+  ev->domain = s->domain;
   if (op == TRACE_MALLOC)
     s->t_ns += sim_cost_c_alloc_ns(&sim_cost_measured, size);
   else if (op == TRACE_FREE)
@@ -189,8 +214,10 @@ static as_status_t lab_mmap_next(lab_src_t *s, trace_event_t *ev) {
 /* ---- lab-arenas --------------------------------------------------------- */
 
 /* Steps: start; thread_start 1..T; rounds of (malloc, free) per thread;
- * running; thread_exit 1..T; joined.  i counts within a step; in the loop
- * step, i = (round * T + thread index) * 2 + (0 malloc | 1 free). */
+ * the bursts, thread by thread; running; thread_exit 1..T; joined.  i
+ * counts within a step; in the loop step, i = (round * T + thread index) *
+ * 2 + (0 malloc | 1 free); in the burst step, i = (thread index) * 2 *
+ * hold + j, the first hold being mallocs and the next hold - 1 frees. */
 static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
   switch (s->pc) {
   case 0:
@@ -210,21 +237,103 @@ static as_status_t lab_arenas_next(lab_src_t *s, trace_event_t *ev) {
     else
       lab_event(s, ev, TRACE_FREE, thread, thread, 0, NULL);
     if (++s->i == 2 * s->threads * s->iterations)
-      s->pc++;
+      s->pc++, s->i = 0;
     return AS_OK;
   }
-  case 3:
+  case 3: /* the bursts: thread t mallocs hold blocks, frees all but the
+             last, which lives to the end; ids above the loop's */
+    if (s->hold > 0) {
+      uint64_t per = 2 * s->hold - 1, t = s->i / per, j = s->i % per;
+      uint64_t base = s->threads + 1 + t * s->hold;
+      uint32_t thread = (uint32_t)(t + 1);
+      if (j < s->hold)
+        lab_event(s, ev, TRACE_MALLOC, thread, base + j, s->size, NULL);
+      else
+        lab_event(s, ev, TRACE_FREE, thread, base + j - s->hold, 0, NULL);
+      if (++s->i == s->threads * per)
+        s->pc++, s->i = 0;
+      return AS_OK;
+    }
+    s->pc++, s->i = 0;
+    /* fall through */
+  case 4:
     lab_event(s, ev, TRACE_MARK, 0, 0, 0, "running");
     s->pc++, s->i = 0;
     return AS_OK;
-  case 4:
+  case 5:
     lab_event(s, ev, TRACE_THREAD_EXIT, (uint32_t)(s->i + 1), 0, 0, NULL);
     if (++s->i == s->threads)
       s->pc++;
     return AS_OK;
-  case 5:
+  case 6:
     lab_event(s, ev, TRACE_MARK, 0, 0, 0, "joined");
     s->pc++;
+    return AS_OK;
+  default:
+    return AS_DONE;
+  }
+}
+
+/* ---- lab-sizes ---------------------------------------------------------- */
+
+/* start; one malloc of every size min..size (id = size), each written;
+ * held; the frees in the same order; freed. */
+static as_status_t lab_sizes_next(lab_src_t *s, trace_event_t *ev) {
+  switch (s->pc) {
+  case 0:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "start");
+    s->pc++, s->i = s->min;
+    return AS_OK;
+  case 1:
+    lab_event(s, ev, TRACE_MALLOC, 0, s->i, s->i, NULL);
+    if (s->i++ == s->size)
+      s->pc++;
+    return AS_OK;
+  case 2:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "held");
+    s->pc++, s->i = s->min;
+    return AS_OK;
+  case 3:
+    lab_event(s, ev, TRACE_FREE, 0, s->i, 0, NULL);
+    if (s->i++ == s->size)
+      s->pc++;
+    return AS_OK;
+  case 4:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "freed");
+    s->pc++;
+    return AS_OK;
+  default:
+    return AS_DONE;
+  }
+}
+
+/* ---- lab-cliff ---------------------------------------------------------- */
+
+/* For each size: count mallocs (ids 0..count-1), the mark "<size>B", the
+ * frees; then the next size. */
+static as_status_t lab_cliff_next(lab_src_t *s, trace_event_t *ev) {
+  switch (s->pc) {
+  case 0:
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, "start");
+    s->pc++, s->i = 0;
+    return AS_OK;
+  case 1:
+    lab_event(s, ev, TRACE_MALLOC, 0, s->i, s->min, NULL);
+    if (++s->i == s->count)
+      s->pc++;
+    return AS_OK;
+  case 2:
+    snprintf(s->mark, sizeof s->mark, "%" PRIu64 "B", s->min);
+    lab_event(s, ev, TRACE_MARK, 0, 0, 0, s->mark);
+    s->pc++, s->i = 0;
+    return AS_OK;
+  case 3:
+    lab_event(s, ev, TRACE_FREE, 0, s->i, 0, NULL);
+    if (++s->i < s->count)
+      return AS_OK;
+    s->i = 0;
+    s->min += s->step;
+    s->pc = s->min <= s->size ? 1 : 4;
     return AS_OK;
   default:
     return AS_DONE;
@@ -244,6 +353,10 @@ static as_status_t lab_next(trace_source_t *src, trace_event_t *ev,
     return lab_mmap_next(s, ev);
   case LAB_ARENAS:
     return lab_arenas_next(s, ev);
+  case LAB_SIZES:
+    return lab_sizes_next(s, ev);
+  case LAB_CLIFF:
+    return lab_cliff_next(s, ev);
   }
   return AS_DONE;
 }
@@ -362,12 +475,15 @@ static const workload_option_t lab_arenas_options[] = {
     {"iterations", "1000",
      "malloc/free pairs per thread (0: the threads-only control)"},
     {"size", "1024", "bytes per malloc (course notes lab 5: 1024)"},
+    {"hold", "0",
+     "then each thread in turn mallocs this many blocks and frees all but "
+     "the last, which lives to the end (0: none)"},
     {NULL, NULL, NULL},
 };
 
 static as_status_t lab_arenas_open(const char *const *values,
                                    trace_source_t **out, as_err_t *err) {
-  uint64_t    threads = 0, iterations = 0, size = 0;
+  uint64_t    threads = 0, iterations = 0, size = 0, hold = 0;
   as_status_t rc;
   *out = NULL;
   if ((rc = lab_parse("lab-arenas", "threads", values[0], 1, 1024, &threads,
@@ -375,20 +491,116 @@ static as_status_t lab_arenas_open(const char *const *values,
       (rc = lab_parse("lab-arenas", "iterations", values[1], 0, LAB_MAX_COUNT,
                       &iterations, err)) != AS_OK ||
       (rc = lab_parse("lab-arenas", "size", values[2], 1, LAB_MAX_SIZE, &size,
-                      err)) != AS_OK)
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-arenas", "hold", values[3], 0,
+                      LAB_MAX_COUNT / threads, &hold, err)) != AS_OK)
     return rc;
-  char args[160];
-  snprintf(args, sizeof args,
-           "lab-arenas --threads %" PRIu64 " --iterations %" PRIu64
-           " --size %" PRIu64,
-           threads, iterations, size);
+  char args[192];
+  int  n = snprintf(args, sizeof args,
+                    "lab-arenas --threads %" PRIu64 " --iterations %" PRIu64
+                    " --size %" PRIu64,
+                    threads, iterations, size);
+  /* Spelled only when set, so runs recorded before it existed keep their
+   * workload line. */
+  if (hold > 0)
+    snprintf(args + n, sizeof args - (size_t)n, " --hold %" PRIu64, hold);
   lab_src_t *s;
   if ((rc = lab_new(LAB_ARENAS, args, &s, err)) != AS_OK)
     return rc;
   s->threads = threads, s->iterations = iterations, s->size = size;
+  s->hold = hold;
   *out = &s->base;
   return AS_OK;
 }
+
+static const workload_option_t lab_sizes_options[] = {
+    {"min", "1", "the smallest request, bytes"},
+    {"max", "4096", "the largest request, bytes (one of every size)"},
+    {"domain", "raw",
+     "raw (C malloc) or obj (PyObject_Malloc, for the cpython model)"},
+    {NULL, NULL, NULL},
+};
+
+static as_status_t lab_sizes_open(const char *const *values,
+                                  trace_source_t **out, as_err_t *err) {
+  uint64_t    min = 0, max = 0;
+  as_status_t rc;
+  *out = NULL;
+  if ((rc = lab_parse("lab-sizes", "min", values[0], 1, LAB_MAX_COUNT, &min,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-sizes", "max", values[1], min, LAB_MAX_COUNT, &max,
+                      err)) != AS_OK)
+    return rc;
+  uint8_t domain;
+  if (strcmp(values[2], "raw") == 0)
+    domain = TRACE_DOMAIN_RAW;
+  else if (strcmp(values[2], "obj") == 0)
+    domain = TRACE_DOMAIN_OBJ;
+  else
+    return as_err_set(err, AS_EUSAGE,
+                      "lab-sizes: --domain must be raw or obj, got '%s'",
+                      values[2]);
+  char args[128];
+  snprintf(args, sizeof args,
+           "lab-sizes --min %" PRIu64 " --max %" PRIu64 " --domain %s", min,
+           max, values[2]);
+  lab_src_t *s;
+  if ((rc = lab_new(LAB_SIZES, args, &s, err)) != AS_OK)
+    return rc;
+  s->min = min, s->size = max, s->domain = domain;
+  *out = &s->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_lab_sizes = {
+    .name    = "lab-sizes",
+    .summary = "course notes lab 1: one object of every size, held",
+    .options = lab_sizes_options,
+    .open    = lab_sizes_open,
+};
+
+static const workload_option_t lab_cliff_options[] = {
+    {"min", "456", "the smallest object, bytes (sys.getsizeof)"},
+    {"max", "544", "the largest object, bytes"},
+    {"step", "8", "bytes between two sizes"},
+    {"count", "1000", "objects of each size held at its mark"},
+    {NULL, NULL, NULL},
+};
+
+static as_status_t lab_cliff_open(const char *const *values,
+                                  trace_source_t **out, as_err_t *err) {
+  uint64_t    min = 0, max = 0, step = 0, count = 0;
+  as_status_t rc;
+  *out = NULL;
+  if ((rc = lab_parse("lab-cliff", "min", values[0], 1, LAB_MAX_SIZE, &min,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "max", values[1], min, LAB_MAX_SIZE, &max,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "step", values[2], 1, LAB_MAX_SIZE, &step,
+                      err)) != AS_OK ||
+      (rc = lab_parse("lab-cliff", "count", values[3], 1, LAB_MAX_COUNT,
+                      &count, err)) != AS_OK)
+    return rc;
+  char args[128];
+  snprintf(args, sizeof args,
+           "lab-cliff --min %" PRIu64 " --max %" PRIu64 " --step %" PRIu64
+           " --count %" PRIu64,
+           min, max, step, count);
+  lab_src_t *s;
+  if ((rc = lab_new(LAB_CLIFF, args, &s, err)) != AS_OK)
+    return rc;
+  s->min = min, s->size = max, s->step = step, s->count = count;
+  s->domain = TRACE_DOMAIN_OBJ;
+  *out = &s->base;
+  return AS_OK;
+}
+
+const workload_def_t workload_lab_cliff = {
+    .name    = "lab-cliff",
+    .summary = "course notes lab 2: Python objects either side of 512 bytes",
+    .options = lab_cliff_options,
+    .open    = lab_cliff_open,
+};
 
 const workload_def_t workload_lab_brk = {
     .name = "lab-brk",

@@ -19,7 +19,7 @@
 
 #include "wl_survivors.h" /* workload_survivors */
 #include "wl_spike.h"     /* workload_spike */
-#include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
+#include "wl_labs.h"      /* workload_lab_sizes, _cliff, _brk, ... */
 #include "wl_webworker.h" /* workload_webworker */
 #include "wl_jemalloc.h"  /* workload_decay, _lab_decay */
 #include "wl_lab_purge.h" /* workload_lab_purge */
@@ -28,6 +28,8 @@
 static const workload_def_t *const registry[] = {
     &workload_survivors,
     &workload_spike,
+    &workload_lab_sizes,
+    &workload_lab_cliff,
     &workload_lab_brk,
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,

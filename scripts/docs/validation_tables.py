@@ -221,7 +221,7 @@ SUMMARY_GROUPS = [
     ("webworker, 64 threads (arena_max unset / 2)",
      r"measured/webworker-threads64-"),
     ("lab 5 (64 threads, arena_max unset / 8 / 1, control)",
-     r"measured/lab-arenas-"),
+     r"measured/lab-arenas-(?!hold)"),
     ("jemalloc: decay 0 / -1, idle and tiny mallocs at 1000 / 10000 ms, "
      "churn and purge, decay lab at 0 / -1, spike, captures",
      r"measured/(je-(decay-(idle|tiny)-d|decay-busy-d(-1|0)\.|churn-r|"
@@ -230,6 +230,14 @@ SUMMARY_GROUPS = [
      "threads, decay lab at 1000 / 10000 ms, webworker's thread exits)",
      r"measured/(je-(decay-.*bg|decay-busy-d(1000|10000)|churn-bg|"
      r"lab-decay-d(1000|10000))|webworker-jemalloc)"),
+    ("lab 5 with a working set per thread (arena_max unset / 8 / 1)",
+     r"measured/lab-arenas-hold"),
+    ("lab 1, size classes (glibc, mimalloc, tcmalloc)",
+     r"measured/lab-sizes-"),
+    ("lab 2, the 512-byte cliff (PYTHONMALLOC pymalloc / malloc)",
+     r"measured/lab-cliff-"),
+    ("lab 8, pin an arena (every 10,000th / first 100 kept)",
+     r"measured/lab-pin-"),
     ("tcmalloc: C burst/churn/cycle, CPython spike and webworker (1, 16 "
      "threads)", r"measured/tcmalloc-"),
     ("musl: C burst (dynamic, static), churn, bounce", r"measured/musl-"),
@@ -263,6 +271,9 @@ SPIKE_LAB_VARIANTS = [
     ("lab-arenas-arenamax8", "lab 5, MALLOC_ARENA_MAX=8"),
     ("lab-arenas-arenamax1", "lab 5, MALLOC_ARENA_MAX=1"),
     ("lab-arenas-control", "lab 5, control (threads, no malloc)"),
+    ("lab-arenas-hold1000", "lab 5, working set, 16 arenas"),
+    ("lab-arenas-hold1000-arenamax8", "lab 5, working set, MALLOC_ARENA_MAX=8"),
+    ("lab-arenas-hold1000-arenamax1", "lab 5, working set, MALLOC_ARENA_MAX=1"),
 ]
 
 

@@ -100,7 +100,7 @@ def read_rss():
 
 def mallocstats():
     """sys._debugmallocstats() parsed: arenas, unaligned, unused pools and
-    per-class avail blocks.  Its output goes to stderr (C stdio); catch it
+    per-class blocks in use and avail blocks.  Its output goes to stderr (C stdio); catch it
     in a memfd so nothing is printed."""
     mfd = os.memfd_create("mallocstats")
     saved = os.dup(2)
@@ -118,11 +118,13 @@ def mallocstats():
             break
         chunks.append(b)
     os.close(mfd)
-    st = {"avail": {}, "arenas": 0, "unused_pools": 0, "unaligned": 0}
+    st = {"avail": {}, "inuse": {}, "arenas": 0, "unused_pools": 0,
+          "unaligned": 0}
     for line in b"".join(chunks).decode().splitlines():
         f = line.split()
         if len(f) == 5 and f[0].isdigit() and f[1].isdigit():
             st["avail"][int(f[1])] = int(f[4].replace(",", ""))
+            st["inuse"][int(f[1])] = int(f[3].replace(",", ""))
         elif line.startswith("# arenas allocated current"):
             st["arenas"] = int(f[-1].replace(",", ""))
         elif "unused pools * 16384" in line:
@@ -270,6 +272,36 @@ def libc_version():
     return f"{name} {ver}".strip() or "unknown"
 
 
+def run_meta(workload):
+    """The provenance every measured Python run carries: what ran, where,
+    with which interpreter, libc and allocator environment."""
+    return [
+        ("kind", "measured"),
+        ("workload", workload),
+        ("model", f"cpython:version={sys.version_info[0]}."
+                  f"{sys.version_info[1]}"),
+        ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
+    ] + machine_meta() + [
+        ("PYTHONMALLOC", os.environ.get("PYTHONMALLOC", "(unset)")),
+        ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
+                                if k.startswith(("MALLOC_", "GLIBC_TUNABLES")))
+         or "(none)"),
+    ]
+
+
+def write_run(path, meta, samples):
+    """The measured-run file: provenance, then each (t, label, rss) sample
+    as a mark and its rss; written to a temporary file and renamed."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("allocsim-trace 1\n")
+        for k, v in meta:
+            f.write(f"#@ {k}={v[:250]}\n")
+        for t, label, rss in samples:
+            f.write(f"{t} 0 mark {label}\n{t} 0 rss {rss}\n")
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="64")
@@ -341,17 +373,7 @@ def main():
     assert len(keep) == kept_count
     nfill = sum(sum(o is not None for o in f) for f in fillers)
 
-    meta = [
-        ("kind", "measured"),
-        ("workload", " ".join(wl)),
-        ("model", f"cpython:version={sys.version_info[0]}."
-                  f"{sys.version_info[1]}"),
-        ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
-    ] + machine_meta() + [
-        ("PYTHONMALLOC", os.environ.get("PYTHONMALLOC", "(unset)")),
-        ("malloc_env", " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
-                                if k.startswith(("MALLOC_", "GLIBC_TUNABLES")))
-         or "(none)"),
+    meta = run_meta(" ".join(wl)) + [
         ("baseline_rss_bytes", str(samples[0][2])),
         ("objects", str(n)),
         ("survivors", str(kept_count)),

@@ -131,7 +131,14 @@ static void lab_begin(int argc, char **argv, const char *workload) {
     n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "",
                           argv[i]);
   lab_meta_set("command", "%s", cmd);
-  lab_meta_set("model", "glibc");
+  /* Under LD_PRELOAD the run is the preloaded allocator's: its provenance
+   * says so (allocsim picks the model from the library's name) and claims
+   * no glibc spec, whose knobs would not apply. */
+  const char *preload = getenv("LD_PRELOAD");
+  if (preload != NULL && *preload != '\0')
+    lab_meta_set("LD_PRELOAD", "%s", preload);
+  else
+    lab_meta_set("model", "glibc");
   char spec[256];
   size_t s = (size_t)snprintf(spec, sizeof spec, "glibc:ncpus=%ld",
                               sysconf(_SC_NPROCESSORS_ONLN));
@@ -153,7 +160,8 @@ static void lab_begin(int argc, char **argv, const char *workload) {
     e += (size_t)snprintf(envs + e, sizeof envs - e, "%s%s=%s", e ? " " : "",
                           env[i][0], v);
   }
-  lab_meta_set("libc", "%s", spec);
+  if (preload == NULL || *preload == '\0')
+    lab_meta_set("libc", "%s", spec);
   lab_meta_set("machine", "%s %s, %ld cpus", u.nodename, u.machine,
                sysconf(_SC_NPROCESSORS_ONLN));
   lab_meta_set("kernel", "%s", u.release);
