@@ -21,6 +21,7 @@
 #include "wl_spike.h"     /* workload_spike */
 #include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
 #include "wl_webworker.h" /* workload_webworker */
+#include "wl_churn.h"     /* workload_churn */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
@@ -29,6 +30,7 @@ static const workload_def_t *const registry[] = {
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,
     &workload_webworker,
+    &workload_churn,
 };
 
 const workload_def_t *workload_find(const char *name) {
