@@ -55,6 +55,8 @@
  */
 #include "glibc.h"
 
+#include "../sim/reserve.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -345,12 +347,14 @@ struct glibc_model_s {
   uint32_t  nstack_cache, stack_cache_cap;
   uint64_t  stack_cache_actsize; /* GL (dl_stack_cache_actsize) */
 
-  gchunk_t *ch;
-  uint32_t  nch, ch_cap;
+  gchunk_t *ch;             /* ch_res.base: records never move */
+  uint32_t  nch, ch_cap;    /* records in use / committed */
   uint32_t  recycled;       /* recycle list through fd */
+  as_reserve_t ch_res;
 
-  uint32_t *obj;            /* object id -> record */
-  uint64_t  obj_cap;
+  uint32_t *obj;            /* object id -> record (obj_res.base) */
+  uint64_t  obj_cap;        /* ids committed */
+  as_reserve_t obj_res;
 
   uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
 
@@ -368,15 +372,12 @@ static void set_fail(glibc_model_t *g, as_status_t code, const char *what) {
   }
 }
 
-/* The record pool, aligned to a cache line so that each 64-byte record
- * is exactly one line: with malloc's 16-byte alignment three records in
- * four straddled two lines, and a chunk or neighbour lookup (the model's
- * dominant cost: records are visited in random order) missed twice.
- * Growth copies instead of realloc, which would not keep the alignment. */
+/* The record pool: reserved address space (sim/reserve.h), page-aligned,
+ * so each 64-byte record is exactly one cache line (a chunk or neighbour
+ * lookup, the model's dominant cost, misses once), and grown by committing
+ * more of it: records never move and are never copied. */
 _Static_assert(sizeof(gchunk_t) == 64, "a chunk record is one cache line");
-static gchunk_t *pool_alloc(uint32_t cap) {
-  return aligned_alloc(64, (size_t)cap * sizeof(gchunk_t));
-}
+#define MAX_RECORDS (UINT32_MAX / 2) /* 32-bit indices, NIL = 0 */
 
 static uint32_t rec_new(glibc_model_t *g) {
   uint32_t i;
@@ -385,20 +386,16 @@ static uint32_t rec_new(glibc_model_t *g) {
     g->recycled = C(i)->fd;
   } else {
     if (g->nch == g->ch_cap) {
-      uint32_t cap = g->ch_cap ? g->ch_cap * 2 : 4096;
-      if (cap < g->ch_cap || cap > UINT32_MAX / 2) {
+      if (g->nch >= MAX_RECORDS) {
         set_fail(g, AS_ENOMEM, "more than 2^31 chunk records");
         return NIL;
       }
-      gchunk_t *n = pool_alloc(cap);
-      if (n == NULL) {
+      if (as_reserve_need(&g->ch_res, (size_t)g->nch + 1) == NULL) {
         set_fail(g, AS_ENOMEM, "out of memory for chunk records");
         return NIL;
       }
-      memcpy(n, g->ch, (size_t)g->nch * sizeof *n);
-      free(g->ch);
-      g->ch     = n;
-      g->ch_cap = cap;
+      size_t cap = g->ch_res.committed / sizeof(gchunk_t);
+      g->ch_cap  = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
     }
     i = g->nch++;
   }
@@ -2042,17 +2039,12 @@ __attribute__((noinline)) static bool obj_grow(glibc_model_t *g,
     set_fail(g, AS_EINVAL, "object id above 2^32");
     return false;
   }
-  uint64_t cap = g->obj_cap ? g->obj_cap : 1024;
-  while (cap <= id)
-    cap *= 2;
-  uint32_t *o = realloc(g->obj, (size_t)cap * sizeof *o);
-  if (o == NULL) {
+  /* Reserved: fresh entries read as NIL (0) and the table never moves. */
+  if (as_reserve_need(&g->obj_res, (size_t)id + 1) == NULL) {
     set_fail(g, AS_ENOMEM, "out of memory for the object table");
     return false;
   }
-  memset(o + g->obj_cap, 0, (size_t)(cap - g->obj_cap) * sizeof *o);
-  g->obj     = o;
-  g->obj_cap = cap;
+  g->obj_cap = g->obj_res.committed / sizeof *g->obj;
   return true;
 }
 
@@ -2379,8 +2371,8 @@ static void glibc_destroy(model_t *m) {
   for (uint32_t a = 0; a < g->narenas; a++)
     for (unsigned i = 0; i < NBINS - NSMALLBINS; i++)
       free(g->arenas[a].lidx[i].v);
-  free(g->ch);
-  free(g->obj);
+  as_reserve_free(&g->ch_res);
+  as_reserve_free(&g->obj_res);
   free(g->arenas);
   free(g->heaps);
   free(g->threads);
@@ -2798,13 +2790,17 @@ static as_status_t glibc_create(const model_opts_t *opts,
   g->malloc_state_sz =
       g->version >= GV_243 ? MALLOC_STATE_SZ_MASTER : MALLOC_STATE_SZ_236;
 
-  g->ch_cap = 4096;
-  g->ch     = pool_alloc(g->ch_cap);
-  if (g->ch == NULL) {
-    as_err_set(err, AS_ENOMEM, "glibc: out of memory");
+  if (as_reserve_init(&g->ch_res, sizeof(gchunk_t), MAX_RECORDS) != AS_OK ||
+      as_reserve_init(&g->obj_res, sizeof *g->obj, UINT64_C(1) << 32) !=
+          AS_OK ||
+      as_reserve_need(&g->ch_res, 1) == NULL) {
+    as_err_set(err, AS_ENOMEM, "glibc: out of memory (address space for "
+                               "its record pool and object table)");
     goto fail;
   }
-  memset(&g->ch[0], 0, sizeof g->ch[0]);
+  g->ch     = (gchunk_t *)g->ch_res.base;
+  g->obj    = (uint32_t *)g->obj_res.base;
+  g->ch_cap = (uint32_t)(g->ch_res.committed / sizeof(gchunk_t));
   g->nch       = 1; /* record 0 is NIL */
   g->free_list = -1;
   if (arena_alloc(g) != 0) /* main_arena */
