@@ -331,6 +331,16 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       res->page_size != 65536)
     res->page_size = 4096;
   kcfg.page_size = res->page_size;
+  /* The measured process's initial break, when its provenance has it
+   * (start_brk, from /proc/self/stat): the heap then starts where it did,
+   * which decides which 2 GiB stretches tcmalloc's pagemap covers. */
+  const char *sb = run_meta_get(&meta, "start_brk");
+  if (sb != NULL) {
+    char              *end;
+    unsigned long long v = strtoull(sb, &end, 10);
+    if (*end == '\0' && v > 0 && v < kcfg.mmap_top)
+      kcfg.brk_start = v;
+  }
 
   /* Layouts: mmap_top lowered by 0, 1, ... OS pages, distinct modulo the
    * pool (compare.h). */

@@ -9,8 +9,50 @@
 #include "formula.h"
 
 #include <math.h>
+#include <stdio.h>
 
+#include "../models/mimalloc.h"
 #include "../models/pymalloc.h"
+#include "../sim/kernel.h"
+
+as_status_t formula_mimalloc_page(const char *version, uint64_t size,
+                                  uint64_t *page_bytes, uint64_t *block_bytes,
+                                  uint64_t *blocks, as_err_t *err) {
+  char spec[64];
+  if (snprintf(spec, sizeof spec, "mimalloc:version=%s", version) >=
+      (int)sizeof spec)
+    return as_err_set(err, AS_EINVAL, "formula: mimalloc version '%.20s...' "
+                      "is too long", version);
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  sim_kernel_t *k = NULL;
+  model_t      *m = NULL;
+  as_status_t   rc = sim_kernel_create(&cfg, &k, err);
+  if (rc != AS_OK)
+    return rc;
+  model_ctx_t ctx = {.kernel = k};
+  as_err_t    why = {0};
+  if (model_create_from_spec(spec, &ctx, &m, &why) != AS_OK)
+    rc = as_err_set(err, AS_EINVAL, "formula: %s", why.msg);
+  if (rc == AS_OK) {
+    trace_event_t ev = {.op = TRACE_MALLOC, .id = 0, .size = size};
+    if ((rc = model_alloc(m, &ev, err)) == AS_OK) {
+      const mi_model_t *mm = (const mi_model_t *)m;
+      mi_page_ref_t     p  = mimalloc_object_page(mm, 0);
+      *page_bytes  = mimalloc_page_bytes(mm, p);
+      *block_bytes = mimalloc_page_block_size(mm, p);
+      *blocks      = mimalloc_page_blocks(mm, p);
+      if (*blocks < 2)
+        rc = as_err_set(err, AS_EINVAL,
+                        "formula: %llu-byte objects get a page of their own "
+                        "in mimalloc %s",
+                        (unsigned long long)size, version);
+    }
+    model_destroy(m);
+  }
+  sim_kernel_destroy(k);
+  return rc;
+}
 
 uint64_t formula_mimalloc_bin_size(uint64_t size) {
   /* mimalloc src/page-queue.c mi_bin (v2.1.2 as vendored in CPython 3.14,
@@ -54,7 +96,7 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
                       "bytes",
                       (unsigned long long)in->total_bytes,
                       (unsigned long long)in->size_bytes);
-  if (in->page_bytes == 0) {
+  if (in->page_bytes == 0 && in->mimalloc == NULL) {
     pymalloc_geometry_t g;
     if (!pymalloc_geometry(in->size_bytes, in->arena_aligned, &g))
       return as_err_set(err, AS_EINVAL,
@@ -67,6 +109,12 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
     r.pools       = g.pools_per_arena;
     r.k           = g.blocks_per_arena;
     r.unit_bytes  = PYMALLOC_ARENA_SIZE;
+  } else if (in->mimalloc != NULL) {
+    as_status_t rc = formula_mimalloc_page(in->mimalloc, in->size_bytes,
+                                           &r.unit_bytes, &r.block_bytes,
+                                           &r.k, err);
+    if (rc != AS_OK)
+      return rc;
   } else {
     r.block_bytes = formula_mimalloc_bin_size(in->size_bytes);
     if (r.block_bytes == 0 || r.block_bytes > in->page_bytes)
@@ -108,6 +156,7 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
   }
   }
   r.kept_bytes = r.pinned * (double)r.unit_bytes;
+  r.all_bytes  = r.units * (double)r.unit_bytes;
   *out         = r;
   return AS_OK;
 }

@@ -13,7 +13,10 @@
  * arena that is not 16 KiB aligned, 64 otherwise) times NUMBLOCKS for the
  * size class, both from models/pymalloc.h (the constants the model uses);
  * for pages it is page_bytes / block size, the block size being the
- * mimalloc bin the request falls in.
+ * mimalloc bin the request falls in, or, for a mimalloc version, the blocks
+ * the model's page of that size class holds.  For mimalloc the formula
+ * gives the memory kept once every empty page is purged; until a purge runs
+ * (it needs a trigger, docs/models/mimalloc.md) all units stay resident.
  *
  * Stride and oldest patterns are deterministic, so their sd is 0: every
  * m-th object pins every unit when m <= k and one unit per survivor
@@ -42,6 +45,9 @@ struct formula_input_s {
   bool                arena_aligned; /* pymalloc: arenas 16 KiB aligned
                                         (64 pools), as with OS pages of
                                         16 KiB or more; else 63 pools */
+  const char         *mimalloc;      /* NULL, or a mimalloc model version:
+                                        the unit is the page that version
+                                        gives the size (page_bytes unused) */
 };
 
 typedef struct formula_result_s formula_result_t;
@@ -56,6 +62,9 @@ struct formula_result_s {
   double   q;              /* probability that a unit is pinned */
   double   pinned;         /* expected units pinned */
   double   kept_bytes;     /* expected kept memory */
+  double   all_bytes;      /* every unit (units * unit_bytes): what stays
+                              resident when freed units are not returned
+                              (mimalloc with no purge after the frees) */
   double   sd_bytes;       /* its standard deviation (0: deterministic) */
 };
 
@@ -65,6 +74,21 @@ struct formula_result_s {
  * a fraction outside [0, 1], every 0, or no object at all. */
 as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
                               as_err_t *err);
+
+/* The mimalloc version `allocsim formula --allocator mimalloc` uses unless
+ * told: the one CPython 3.13/3.14's free-threaded build vendors
+ * (Include/internal/mimalloc/mimalloc.h MI_MALLOC_VERSION 212). */
+#define FORMULA_MIMALLOC_VERSION "2.1.2"
+
+/* The page the mimalloc model of version gives a request of size bytes:
+ * its bytes, block size and blocks (the model lays out one, so nothing is
+ * restated: 2.x small pages of 64 KiB hold blocks up to 16 KiB after a
+ * start offset of up to 3 blocks, medium pages of 512 KiB up to 128 KiB;
+ * 3.x pages begin with their page info).  AS_EINVAL naming the version or
+ * the size when there is no such page. */
+as_status_t formula_mimalloc_page(const char *version, uint64_t size,
+                                  uint64_t *page_bytes, uint64_t *block_bytes,
+                                  uint64_t *blocks, as_err_t *err);
 
 /* mimalloc's block size for a request of size bytes (1 .. 512 KiB): the
  * largest size of its bin (src/page-queue.c mi_bin, 2-word alignment as on

@@ -278,6 +278,15 @@ as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
             : as_format_fits(libc, libc_len, "%s", env_libc)))
     return as_err_set(err, AS_EINVAL, "libc spec longer than %zu bytes",
                       libc_len);
+  /* A C program's model is its libc (env_model names the same model as
+   * env_libc), so a provenance libc such as "musl" (an oracle replay, a
+   * musl-gcc build) is its model too. */
+  char env_model_name[64], env_libc_name[64];
+  model_spec_name(env_model, env_model_name, sizeof env_model_name);
+  model_spec_name(env_libc, env_libc_name, sizeof env_libc_name);
+  if (!is_spec(meta_model) && is_spec(meta_libc) &&
+      strcmp(env_model_name, env_libc_name) == 0)
+    meta_model = libc;
   if (!(is_spec(meta_model)
             ? spec_over_env(env_model, meta_model, model, model_len)
             : as_format_fits(model, model_len, "%s", env_model)))

@@ -3,10 +3,13 @@
  * Sections: plot workspace (temporary directory, gnuplot runs), a replay's
  * data (series, marks, heap maps, explain, advise), the page, sweeps.
  *
- * The page is written to a temporary file beside the target and renamed
- * over it, so a failed report leaves the target as it was.
+ * The page is written whole or not at all (sim/atomic_file.h): a failed
+ * report leaves the target as it was, and a device such as /dev/null is
+ * written in place, never replaced.
  */
 #include "report.h"
+
+#include "../sim/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -530,37 +533,6 @@ static void page_advise(FILE *f, const advise_result_t *a) {
   fprintf(f, "</table>\n");
 }
 
-/* Opens a temporary file beside path; *tmp receives its name. */
-static FILE *open_beside(const char *path, char *tmp, size_t len,
-                         as_err_t *err) {
-  snprintf(tmp, len, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    as_err_set(err, AS_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return NULL;
-  }
-  fchmod(fd, 0644);
-  FILE *f = fdopen(fd, "w");
-  if (f == NULL) {
-    close(fd);
-    unlink(tmp);
-    as_err_set(err, AS_EIO, "%s: cannot write: %s", path, strerror(errno));
-  }
-  return f;
-}
-
-static as_status_t close_beside(FILE *f, const char *tmp, const char *path,
-                                as_err_t *err) {
-  bool bad = ferror(f) != 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return as_err_set(err, AS_EIO, "%s: cannot write: %s", path,
-                      strerror(errno));
-  }
-  return AS_OK;
-}
-
 /* Everything a replay report shows, gathered before the page is written. */
 typedef struct replay_data_s replay_data_t;
 struct replay_data_s {
@@ -611,12 +583,11 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     return rc;
   }
   rc = gather(o, open, user, &p, d, measured, nmeasured, same_clock, err);
-  char  tmp[1100];
-  FILE *f = rc == AS_OK ? open_beside(ro->out_html, tmp, sizeof tmp, err)
-                        : NULL;
-  if (rc == AS_OK && f == NULL)
-    rc = err->code;
+  atomic_file_t out;
+  if (rc == AS_OK)
+    rc = atomic_file_open(&out, ro->out_html, err);
   if (rc == AS_OK) {
+    FILE *f = out.f;
     page_head(f, ro->title ? ro->title : "allocsim report");
     fprintf(f, "<p>source <code>");
     html_escape(f, source_name);
@@ -644,7 +615,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
       page_plot(f, &p, id, cap);
     }
     fprintf(f, "</body></html>\n");
-    rc = close_beside(f, tmp, ro->out_html, err);
+    rc = atomic_file_commit(&out, err);
   }
   for (size_t i = 0; i < REPORT_MAPS; i++)
     heapmap_free(&d->maps[i]);
@@ -776,12 +747,11 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
               "'measured.dat' using 2:3 with points pt 4 ps 1.2 "
               "lc rgb '#d62728' title 'measured'\n",
               err);
-  char  tmp[1100];
-  FILE *f = rc == AS_OK ? open_beside(ro->out_html, tmp, sizeof tmp, err)
-                        : NULL;
-  if (rc == AS_OK && f == NULL)
-    rc = err->code;
+  atomic_file_t out;
+  if (rc == AS_OK)
+    rc = atomic_file_open(&out, ro->out_html, err);
   if (rc == AS_OK) {
+    FILE *f = out.f;
     page_head(f, ro->title ? ro->title : "allocsim sweep report");
     fprintf(f, "<p>sweep %" PRId64 " of <code>", sweep_id);
     html_escape(f, store_path(s));
@@ -793,7 +763,7 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
                               "holds.");
     page_validation(f, &fv);
     fprintf(f, "</body></html>\n");
-    rc = close_beside(f, tmp, ro->out_html, err);
+    rc = atomic_file_commit(&out, err);
   }
   fv_result_free(&fv);
   plots_free(&p);

@@ -177,6 +177,7 @@ as_status_t replay_target_specs(replay_target_t *t, char *model, size_t model_le
 void replay_target_close(replay_target_t *t) {
   store_run_record_free(&t->rec);
   run_meta_free(&t->meta);
+  store_run_record_free(&t->rec);
   if (t->store != NULL)
     store_close(t->store);
   t->store = NULL;

@@ -29,12 +29,16 @@
 #include "../sim/grow.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef ALLOCSIM_VERSION
 #error "ALLOCSIM_VERSION must be defined by the build (allocsim_options)"
@@ -405,10 +409,51 @@ static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
   return store_commit(s, err);
 }
 
+/* "file:" and path, percent-encoded where a URI needs it, with
+ * ?immutable=1; false if it does not fit. */
+static bool store_uri(const char *path, char *out, size_t len) {
+  size_t used = (size_t)snprintf(out, len, "file:");
+  for (const char *p = path; *p != '\0'; p++) {
+    if (used + 4 >= len)
+      return false;
+    unsigned char c = (unsigned char)*p;
+    if (c == '%' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f)
+      used += (size_t)snprintf(out + used, len - used, "%%%02X", c);
+    else
+      out[used++] = (char)c;
+  }
+  return as_format_fits(out + used, len - used, "?immutable=1");
+}
+
+static as_status_t schema_version(store_t *s, int64_t *version,
+                                  as_err_t *err) {
+  *version = 0;
+  return query_int(s, "SELECT coalesce(max(version), 0) FROM schema_version",
+                   version, err);
+}
+
+/* The checks that write nothing, made while the file is still untouched: a
+ * schema newer than this allocsim's is refused, and so is, in a store we
+ * may not write (readonly), one that would need an upgrade. */
+static as_status_t refuse_version(store_t *s, bool readonly, as_err_t *err) {
+  int64_t     version;
+  as_status_t rc = schema_version(s, &version, err);
+  if (rc == AS_OK && version > STORE_SCHEMA_VERSION)
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: store schema %" PRId64
+                    " is newer than this allocsim (%d)",
+                    s->path, version, STORE_SCHEMA_VERSION);
+  else if (rc == AS_OK && readonly && version != STORE_SCHEMA_VERSION)
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: store schema %" PRId64 " needs an upgrade to %d, "
+                    "but the file may not be written",
+                    s->path, version, STORE_SCHEMA_VERSION);
+  return rc;
+}
+
 static as_status_t check_version(store_t *s, as_err_t *err) {
-  int64_t     version = 0;
-  as_status_t rc      = query_int(
-      s, "SELECT coalesce(max(version), 0) FROM schema_version", &version, err);
+  int64_t     version;
+  as_status_t rc = schema_version(s, &version, err);
   if (rc != AS_OK)
     return rc;
   if (version == 1) {
@@ -466,6 +511,19 @@ static as_status_t set_wal(store_t *s, as_err_t *err) {
   return rc;
 }
 
+as_status_t store_open_existing(const char *path, store_t **out,
+                                as_err_t *err) {
+  *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return as_err_set(err, AS_EIO, "%s: no such store (%s)", path,
+                      strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    return as_err_set(err, AS_EIO, "%s: not a store (%s)", path,
+                      S_ISDIR(sb.st_mode) ? "a directory" : "not a file");
+  return store_open(path, out, err);
+}
+
 as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   assert(path != NULL && out != NULL);
   *out       = NULL;
@@ -483,10 +541,21 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   memcpy(s->path, path, n);
 
   as_status_t rc;
+  /* A store we may not write (read-only, or immutable even to root) is
+   * opened read-only and immutable: readers work, writers fail naming it,
+   * and SQLite leaves no -wal and -shm files beside it (a WAL database
+   * opened any other way would). */
+  bool readonly = access(path, F_OK) == 0 && access(path, W_OK) != 0;
+  char uri[PATH_MAX * 3 + 32];
+  if (readonly && !store_uri(path, uri, sizeof uri)) {
+    rc = as_err_set(err, AS_ESTORE, "%s: path too long", path);
+    goto fail;
+  }
   /* NOMUTEX: a store_t is used by one thread at a time (parallel writers
    * each open their own), so SQLite's per-call mutex is pure cost. */
-  if (sqlite3_open_v2(path, &s->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+  if (sqlite3_open_v2(readonly ? uri : path, &s->db,
+                      (readonly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                                : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                           SQLITE_OPEN_NOMUTEX,
                       NULL) != SQLITE_OK) {
     rc = s->db != NULL ? db_fail(s, err, NULL)
@@ -504,12 +573,27 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
     goto fail;
   }
   rc = identify(s, &kind, err);
+  /* A newer schema is refused before anything is written (the switch to
+   * WAL below would rewrite the file's header). */
+  if (rc == AS_OK && kind == STORE_FILE_OURS)
+    rc = refuse_version(s, readonly, err);
   store_rollback(s); /* ends the read transaction */
   if (rc != AS_OK)
     goto fail;
   if (kind == STORE_FILE_FOREIGN) {
     rc = not_ours(s, err);
     goto fail;
+  }
+  if (readonly) {
+    /* Nothing may change: no schema, no WAL switch, no upgrade. */
+    if (kind == STORE_FILE_EMPTY) {
+      rc = as_err_set(err, AS_ESTORE,
+                      "%s: cannot make a store of a file we may not write",
+                      path);
+      goto fail;
+    }
+    *out = s;
+    return AS_OK;
   }
   /* Only now that the file is ours (or empty) may we change it.  The schema
    * is created first (in the default journal mode, under the write lock),

@@ -63,6 +63,12 @@ typedef struct store_s store_t;
  * with a message naming the file) a database of a newer schema, or one that
  * is not an allocsim store. */
 as_status_t store_open(const char *path, store_t **out, as_err_t *err);
+/* store_open of a store that must exist already: a missing path (or a
+ * directory) is AS_EIO naming it, and nothing is created, for commands
+ * that read a store (runs, compare, and capture's check before it runs the
+ * program). */
+as_status_t store_open_existing(const char *path, store_t **out,
+                                as_err_t *err);
 void        store_close(store_t *s);
 
 typedef struct store_kv_s store_kv_t;

@@ -682,7 +682,9 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     page_bytes = sess.model->methods->formula_page_bytes;
     snprintf(p->model_desc, sizeof p->model_desc, "%s", sess.model_desc);
     run_ctx_t           ctx = {.p = p, .s = &sess};
-    sim_engine_config_t ecfg = {.on_sample = on_sample, .user = &ctx};
+    sim_engine_config_t ecfg = {.on_sample        = on_sample,
+                                .user             = &ctx,
+                                .max_memory_bytes = kcfg.max_memory_bytes};
     rc = sim_engine_run(&ecfg, &sess, src, &res, err);
   }
   p->seconds        = now_seconds() - t0;

@@ -1,8 +1,14 @@
 /* cli/cli.h -- the allocsim command line: one file per subcommand
  * (cmd_<name>.c defining cli_cmd_<name>), registered in main.c's table.
  *
- * Exit codes are stable: 0 success, 1 bad input (a file, trace, database or
- * value that is wrong), 2 usage error (unknown subcommand or option).  Every
+ * Exit codes are stable and the same for every subcommand (CLI_EXIT_HELP,
+ * printed after every --help): 0 success; 1 bad input or a failed run (a
+ * file, trace, log or store that is wrong, unreadable or unwritable, a
+ * model error, a limit such as --max-memory); 2 usage (an unknown
+ * subcommand or option, a missing argument or value, a value malformed or
+ * out of range for its option -- model and workload options included --,
+ * options given twice or that exclude each other).  Errors go through
+ * cli_fail (by status: AS_EUSAGE is 2) or cli_usage_error (2).  Every
  * subcommand answers --help on stdout with exit 0.  Human tables go to
  * stdout, --json prints one JSON object to stdout, progress goes to stderr.
  */
@@ -21,6 +27,13 @@
 #include "../traces/insert.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
+
+/* The exit-code rule, as every --help ends. */
+#define CLI_EXIT_HELP                                                          \
+  "\nexit codes: 0 success; 1 bad input or failed run (a file, trace, log\n" \
+  "or store that is wrong or unreadable, a model error, a limit such as\n"    \
+  "--max-memory); 2 usage error (an unknown or malformed option, a value\n"   \
+  "out of range, an option given twice, options that exclude each other)\n"
 
 typedef struct cli_command_s cli_command_t;
 struct cli_command_s {
@@ -55,7 +68,8 @@ typedef struct cli_sim_opts_s cli_sim_opts_t;
 struct cli_sim_opts_s {
   const char         *model;           /* spec; default "ideal" or cpython */
   const char         *libc;            /* spec or NULL */
-  sim_kernel_config_t kernel;          /* page size, thp, pressure */
+  sim_kernel_config_t kernel;          /* page size, thp, pressure; its
+                                          max_memory_bytes is --max-memory */
   uint64_t            sample_every_ns; /* 0 = marks only */
   uint64_t            settle_ns;       /* clock runs on after the trace */
   bool                lenient;
@@ -65,11 +79,14 @@ struct cli_sim_opts_s {
   bool                json;
   bool                csv;             /* time series as CSV */
   const char         *db;              /* store path or NULL */
+  unsigned            given;           /* options taken, a bit each (common.c
+                                          once_options) */
 };
 
 /* Consumes a shared option at argv[*i] (advancing *i past its value) and
  * returns 1, returns 0 if argv[*i] is not one, or -1 after printing a usage
- * error for a bad value. */
+ * error for a bad value, an option given twice (all but --insert) or
+ * --json with --csv. */
 int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i);
 void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);

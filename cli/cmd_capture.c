@@ -80,6 +80,15 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
+  /* A --db that is not a store is refused before the program runs, not
+   * after it (a missing one is created when the capture is stored). */
+  if (db != NULL && access(db, F_OK) == 0) {
+    store_t *s = NULL;
+    as_err_t e = {0};
+    if (store_open_existing(db, &s, &e) != AS_OK)
+      return cli_fail("capture", &e);
+    store_close(s);
+  }
 
   char default_out[64];
   if (out == NULL) {
@@ -173,8 +182,7 @@ const cli_command_t cli_cmd_capture = {
         "where the build put it.  Measured RSS has the library's own resident\n"
         "bytes subtracted.  See docs/capture.md.\n"
         "\n"
-        "exit codes: 0 captured (whatever COMMAND returned), 1 capture "
-        "failed,\n"
-        "2 usage error\n",
+        "The exit code is 0 when the capture worked, whatever COMMAND\n"
+        "returned (its code is printed).\n",
     .run = cmd_capture_main,
 };

@@ -291,7 +291,7 @@ static int compare_main(int argc, char **argv) {
   as_err_t         err = {0};
   store_t         *s = NULL;
   compare_result_t res;
-  if (store_open(db, &s, &err) != AS_OK)
+  if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("compare", &err);
   as_status_t rc = compare_run(s, id, &o, &res, &err);
   store_close(s);
@@ -356,8 +356,6 @@ const cli_command_t cli_cmd_compare = {
         "With --layouts N > 1, each mark adds predicted_min_rss_bytes,\n"
         "predicted_max_rss_bytes, layouts and measured_in_range, and\n"
         "by_layout lists each layout's mmap_offset_bytes, offset_bytes,\n"
-        "simulated_run, comparison and errors.\n"
-        "\n"
-        "exit codes: 0 compared, 1 bad run/trace/database, 2 usage error\n",
+        "simulated_run, comparison and errors.\n",
     .run = compare_main,
 };

@@ -6,8 +6,10 @@
  * The input format is detected from its first bytes; the output format comes
  * from --format or else from OUT's name (.astrace is binary).  Events stream
  * through one at a time, so traces of any length convert in constant memory.
- * On failure a partly written OUT is removed, so no half trace is left that
- * looks complete (a binary trace cut at a record boundary reads cleanly).
+ * OUT is written whole or not at all: on failure it keeps what it held
+ * before (trace_writer_discard), so no half trace is left that looks
+ * complete, and a device such as /dev/null is written in place, never
+ * removed.
  */
 #include "cli.h"
 
@@ -20,8 +22,13 @@
 
 static int convert_main(int argc, char **argv) {
   const char    *in = NULL, *out = NULL, *format = NULL, *workload = NULL;
+  bool           lenient = false;
   for (int i = 1; i < argc; i++) {
     const char *a    = argv[i];
+    if (strcmp(a, "--lenient") == 0) {
+      lenient = true;
+      continue;
+    }
     int         took = cli_opt_value("convert", argc, argv, &i, "--format",
                                      &format);
     if (took == 0)
@@ -69,6 +76,7 @@ static int convert_main(int argc, char **argv) {
   if ((workload != NULL ? workload_open_line(workload, &src, &err)
                         : trace_open(in, &src, &err)) != AS_OK)
     return cli_fail("convert", &err);
+  trace_set_lenient(src, lenient);
   trace_writer_t *w;
   if (trace_writer_open(out, fmt, &src->meta, &w, &err) != AS_OK) {
     trace_source_close(src);
@@ -84,27 +92,32 @@ static int convert_main(int argc, char **argv) {
       break;
     count++;
   }
+  char cut[256] = "";
+  if (trace_truncated(src) != NULL)
+    snprintf(cut, sizeof cut, "%s", trace_truncated(src));
   trace_source_close(src);
-  as_err_t close_err = {0};
-  as_status_t crc = trace_writer_close(w, &close_err);
-  if (rc == AS_DONE && crc != AS_OK) {
-    rc = crc;
-    err = close_err;
-  }
   if (rc != AS_DONE) {
-    if (strcmp(out, "-") != 0)
-      remove(out);
+    trace_writer_discard(w);
     return cli_fail("convert", &err);
   }
+  if (trace_writer_close(w, &err) != AS_OK)
+    return cli_fail("convert", &err);
+  if (cut[0] != '\0')
+    fprintf(stderr,
+            "allocsim convert: warning: %s: %s; converted the events before "
+            "it (--lenient)\n",
+            in, cut);
   fprintf(stderr, "allocsim convert: %" PRIu64 " events, %s -> %s (%s)\n",
-          count, in != NULL ? in : src_name, out, fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
+          count, in != NULL ? in : src_name, out,
+          fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
   return CLI_EXIT_OK;
 }
 
 const cli_command_t cli_cmd_convert = {
     .name    = "convert",
     .summary = "convert a trace between the text and binary formats",
-    .usage   = "usage: allocsim convert IN OUT [--format text|binary]\n"
+    .usage   = "usage: allocsim convert IN OUT [--format text|binary] "
+               "[--lenient]\n"
                "       allocsim convert --workload LINE OUT [--format ...]\n\n"
                "Reads IN (text or binary, detected from its first bytes; -\n"
                "for stdin) and writes OUT (- for stdout) in the format\n"
@@ -115,8 +128,10 @@ const cli_command_t cli_cmd_convert = {
                "A count of events goes to stderr.\n\n"
                "options:\n"
                "  --format F        text or binary (default: from OUT's name)\n"
+               "  --lenient         read a binary trace cut short (no end\n"
+               "                    record or trailer) to its last whole\n"
+               "                    record, with a warning, instead of failing\n"
                "  --workload LINE   write a workload's events instead of IN's\n"
-               "                    ('churn --live 50000'; see allocsim run)\n"
-               "\nexit codes: 0 converted, 1 bad input, 2 usage error\n",
+               "                    ('churn --live 50000'; see allocsim run)\n",
     .run     = convert_main,
 };

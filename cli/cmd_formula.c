@@ -12,12 +12,10 @@
 
 #define MIB 1048576.0
 
-/* The value of "--name value" or "--name=value" at argv[*i], or NULL after
- * printing a usage error. */
+/* A bad option value: a usage error (exit 2), as for every command. */
 static int bad_value(const char *opt, const char *expected, const char *got) {
-  fprintf(stderr, "allocsim formula: %s expects %s, got '%s'\n", opt, expected,
-          got);
-  return CLI_EXIT_INPUT;
+  return cli_usage_error("formula", "%s expects %s, got '%s'", opt, expected,
+                         got);
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out) {
@@ -40,8 +38,10 @@ static int formula_main(int argc, char **argv) {
                         .pattern     = SURVIVORS_RANDOM,
                         .fraction    = 1e-4,
                         .every       = 1000};
-  uint64_t os_page = 4096;
-  bool     json    = false;
+  uint64_t    os_page    = 4096;
+  bool        json       = false;
+  bool        mimalloc   = false;
+  const char *mi_version = FORMULA_MIMALLOC_VERSION;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double      d;
@@ -52,7 +52,8 @@ static int formula_main(int argc, char **argv) {
     static const char *const valued[] = {"--size",    "--total",
                                          "--fraction", "--pattern",
                                          "--every",   "--page-bytes",
-                                         "--page-size"};
+                                         "--page-size", "--allocator",
+                                         "--version"};
     const char *opt = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0] && !opt; k++) {
       int took = cli_opt_value("formula", argc, argv, &i, valued[k], &v);
@@ -84,6 +85,12 @@ static int formula_main(int argc, char **argv) {
       if (!as_parse_bytes(v, &in.page_bytes) || in.page_bytes == 0)
         return bad_value("--page-bytes", "a page size such as 65536 or 64K",
                          v);
+    } else if (strcmp(opt, "--allocator") == 0) {
+      if (strcmp(v, "mimalloc") != 0 && strcmp(v, "pymalloc") != 0)
+        return bad_value("--allocator", "pymalloc or mimalloc", v);
+      mimalloc = strcmp(v, "mimalloc") == 0;
+    } else if (strcmp(opt, "--version") == 0) {
+      mi_version = v;
     } else {
       if (!as_parse_page_size(v, &os_page))
         return bad_value("--page-size", "4096, 16384 or 65536 (4K, 16K, 64K)",
@@ -95,16 +102,25 @@ static int formula_main(int argc, char **argv) {
    * with 4 KiB pages the survivors study's arenas had 63, as had CPython
    * 3.11's on Debian 12 (3.11.2 Objects/obmalloc.c:1670-1674). */
   in.arena_aligned = os_page >= 16384;
+  if (mimalloc) {
+    if (in.page_bytes != 0)
+      return cli_usage_error("formula", "--page-bytes and --allocator "
+                             "mimalloc exclude each other (the model "
+                             "chooses the page)");
+    in.mimalloc = mi_version;
+  }
 
   formula_result_t r;
   as_err_t         err = {0};
   if (formula_survivors(&in, &r, &err) != AS_OK) {
-    /* The message already starts with "formula: ". */
+    /* Every input is an option: a combination the formula cannot take is
+     * a usage error.  The message already starts with "formula: ". */
     fprintf(stderr, "allocsim %s\n", err.msg);
-    return CLI_EXIT_INPUT;
+    return err.code == AS_ENOMEM ? CLI_EXIT_INPUT : CLI_EXIT_USAGE;
   }
 
-  const char *unit = in.page_bytes ? "page" : "arena";
+  bool        pages = in.page_bytes != 0 || in.mimalloc != NULL;
+  const char *unit  = pages ? "page" : "arena";
   if (json) {
     printf("{\"size_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
            ",\"pattern\":\"%s\",\"fraction\":%.17g,\"every\":%" PRIu64
@@ -112,11 +128,13 @@ static int formula_main(int argc, char **argv) {
            ",\"block_bytes\":%" PRIu64 ",\"objects\":%" PRIu64
            ",\"k\":%" PRIu64 ",\"units\":%.17g,\"q\":%.17g,\"pinned\":%.17g,"
            "\"kept_bytes\":%.17g,\"sd_bytes\":%.17g,\"kept_mib\":%.6f,"
-           "\"sd_mib\":%.6f}\n",
+           "\"sd_mib\":%.6f,\"all_units_bytes\":%.17g%s%s%s}\n",
            in.size_bytes, in.total_bytes, survivors_pattern_name(in.pattern),
            in.fraction, in.every, unit, r.unit_bytes, r.block_bytes,
            r.objects, r.k, r.units, r.q, r.pinned, r.kept_bytes, r.sd_bytes,
-           r.kept_bytes / MIB, r.sd_bytes / MIB);
+           r.kept_bytes / MIB, r.sd_bytes / MIB, r.all_bytes,
+           in.mimalloc ? ",\"mimalloc_version\":\"" : "",
+           in.mimalloc ? in.mimalloc : "", in.mimalloc ? "\"" : "");
     return CLI_EXIT_OK;
   }
   printf("survivors formula: %.6g MiB of %" PRIu64 "-byte objects, ",
@@ -126,7 +144,11 @@ static int formula_main(int argc, char **argv) {
   else
     printf("%s %.6g survive\n", survivors_pattern_name(in.pattern),
            in.fraction);
-  if (in.page_bytes)
+  if (in.mimalloc)
+    printf("  unit             mimalloc %s page of %" PRIu64 " bytes, %" PRIu64
+           " blocks of %" PRIu64 " bytes\n",
+           in.mimalloc, r.unit_bytes, r.k, r.block_bytes);
+  else if (in.page_bytes)
     printf("  unit             page of %" PRIu64 " bytes, %" PRIu64
            "-byte blocks\n",
            r.unit_bytes, r.block_bytes);
@@ -136,13 +158,18 @@ static int formula_main(int argc, char **argv) {
            r.pools, r.per_pool, r.block_bytes);
   printf("  objects          %" PRIu64 "\n", r.objects);
   printf("  k                %" PRIu64 " objects per %s\n", r.k, unit);
-  printf("  %-16s %.2f\n", in.page_bytes ? "pages" : "arenas", r.units);
-  printf("  %-16s %.6f\n", in.page_bytes ? "P(page pinned)" : "P(arena pinned)",
+  printf("  %-16s %.2f\n", pages ? "pages" : "arenas", r.units);
+  printf("  %-16s %.6f\n", pages ? "P(page pinned)" : "P(arena pinned)",
          r.q);
-  printf("  %-16s %.2f\n", in.page_bytes ? "pages pinned" : "arenas pinned",
+  printf("  %-16s %.2f\n", pages ? "pages pinned" : "arenas pinned",
          r.pinned);
-  printf("  expected kept    %.2f MiB\n", r.kept_bytes / MIB);
+  printf("  expected kept    %.2f MiB%s\n", r.kept_bytes / MIB,
+         in.mimalloc ? " (once every empty page is purged)" : "");
   printf("  std dev          %.2f MiB\n", r.sd_bytes / MIB);
+  if (in.mimalloc)
+    printf("  without a purge  %.2f MiB (every page stays resident until a "
+           "purge runs)\n",
+           r.all_bytes / MIB);
   return CLI_EXIT_OK;
 }
 
@@ -152,7 +179,9 @@ const cli_command_t cli_cmd_formula = {
     .usage =
         "usage: allocsim formula [--size BYTES] [--total MIB] [--fraction P]\n"
         "                        [--pattern random|stride|oldest] [--every N]\n"
-        "                        [--page-bytes N] [--page-size N] [--json]\n"
+        "                        [--page-bytes N] [--page-size N]\n"
+        "                        [--allocator pymalloc|mimalloc] "
+        "[--version V] [--json]\n"
         "       allocsim formula --validate --db STORE [--layouts N] [--json]\n\n"
         "Objects of --size bytes (default 64) filling --total MiB (256) are\n"
         "allocated in order; a fraction P (1e-4) survives.  An allocation\n"
@@ -162,7 +191,15 @@ const cli_command_t cli_cmd_formula = {
         "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 or\n"
         "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
-        "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n\n"
+        "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n"
+        "--allocator mimalloc takes the page that the mimalloc model of\n"
+        "--version (default " FORMULA_MIMALLOC_VERSION ", the copy CPython's "
+        "free-threaded build\n"
+        "vendors) gives the size: 64 KiB small pages for blocks up to 16 KiB,\n"
+        "512 KiB medium pages above; k = the blocks a page holds after its\n"
+        "start offset.  That is what is kept once every empty page is\n"
+        "purged; 'without a purge' is every page, what stays resident while\n"
+        "no purge runs (mimalloc purges only when something triggers it).\n\n"
         "--validate takes every measured survivors run in STORE (the shipped\n"
         "data/reference.db and any you recorded), replays it as compare does\n"
         "(--layouts N address layouts, default 1) and shows, per run, kept\n"

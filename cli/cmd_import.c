@@ -282,7 +282,6 @@ const cli_command_t cli_cmd_import = {
         "                          'AT idle DURATION' ('#' comments)\n"
         "  --lenient               (mtrace) skip and count frees of unknown\n"
         "                          addresses, import reallocs of them as\n"
-        "                          mallocs\n"
-        "\nexit codes: 0 imported, 1 bad input, 2 usage error\n",
+        "                          mallocs\n",
     .run = import_main,
 };

@@ -259,8 +259,6 @@ const cli_command_t cli_cmd_oracle = {
         "                      allocator no registered model covers\n"
         "  --json              {\"allocator\", \"peak_rss_bytes\", \"marks\": "
         "[{\"label\",\n"
-        "                      \"t_ns\", \"rss_bytes\"}], ...}\n"
-        "\nexit codes: 0 replayed, 1 bad input or the allocator cannot be\n"
-        "loaded or failed, 2 usage error\n",
+        "                      \"t_ns\", \"rss_bytes\"}], ...}\n",
     .run = oracle_main,
 };

@@ -91,8 +91,6 @@ const cli_command_t cli_cmd_record = {
         "\n"
         "options:\n"
         "  --db DB        the store (created if missing)\n"
-        "  --json         print the result as one JSON object\n"
-        "\n"
-        "exit codes: 0 stored, 1 bad trace or database, 2 usage error\n",
+        "  --json         print the result as one JSON object\n",
     .run = record_run,
 };

@@ -16,7 +16,11 @@
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
   "  --settle T          run the clock on for T after the last event, so\n"  \
   "                      pending timers (decay, purge) fire (10s)\n"          \
-  "  --lenient           count and skip frees/reallocs of dead objects\n"      \
+  "  --max-memory SIZE   the simulator's own memory bound (default: half of\n" \
+  "                      physical memory); larger runs are refused\n"        \
+  "  --lenient           count and skip frees/reallocs of dead objects, and\n" \
+  "                      read a binary trace cut short to its last whole\n"  \
+  "                      record (with a warning)\n"                          \
   "  --insert EVENT@WHEN add trim[:PAD] or purge[:KIND] before every mark\n" \
   "                      WHEN, or at every:DURATION (trim@after_free)\n"      \
   "  --strict            purge/option/touch events the model has no notion\n" \
@@ -48,6 +52,7 @@ static int replay_main(int argc, char **argv) {
   trace_source_t *src;
   if (trace_open(path, &src, &err) != AS_OK)
     return cli_fail("replay", &err);
+  trace_set_lenient(src, o.lenient); /* a cut binary trace: to its end */
   int code = cli_simulate_and_report("replay", &o, src,
                                      cli_command_line(argc, argv));
   return code;

@@ -26,8 +26,16 @@ static int run_main(int argc, char **argv) {
   }
   const workload_def_t *def = workload_find(argv[1]);
   if (def == NULL) {
-    list_workloads(stderr);
-    return cli_usage_error("run", "unknown workload '%s'", argv[1]);
+    /* One line, as every error: the names, not the whole table. */
+    size_t                        n;
+    const workload_def_t *const *defs = workload_registry(&n);
+    char                          known[512] = "";
+    size_t                        used       = 0;
+    for (size_t k = 0; k < n && used < sizeof known; k++)
+      used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+                               k ? ", " : "", defs[k]->name);
+    return cli_usage_error("run", "unknown workload '%s' (known: %s)",
+                           argv[1], known);
   }
   cli_sim_opts_t o;
   cli_sim_opts_default(&o, "cpython");
@@ -65,6 +73,7 @@ const cli_command_t cli_cmd_run = {
                "cpython (pymalloc + the libc model).  `allocsim run` alone\n"
                "lists the workloads and their options.\n\noptions: as for\n"
                "`allocsim replay` (--model, --libc, --page-size, --thp,\n"
-               "--memory-pressure, --sample-every, --db, --json, --csv).\n",
+               "--memory-pressure, --sample-every, --max-memory, --db,\n"
+               "--json, --csv).\n",
     .run     = run_main,
 };

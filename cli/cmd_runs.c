@@ -81,14 +81,9 @@ static int runs_main(int argc, char **argv) {
   if (db == NULL || db[0] == '\0')
     return cli_usage_error("runs", "--db FILE is required");
 
-  as_err_t    err = {0};
-  struct stat sb;
-  if (stat(db, &sb) != 0) {
-    as_err_set(&err, AS_EIO, "%s: no such store", db);
-    return cli_fail("runs", &err);
-  }
-  store_t *s = NULL;
-  if (store_open(db, &s, &err) != AS_OK)
+  as_err_t err = {0};
+  store_t *s   = NULL;
+  if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("runs", &err);
 
   runs_out_t out = {.json = json};

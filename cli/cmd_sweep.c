@@ -521,9 +521,27 @@ static int sweep_main(int argc, char **argv) {
     code = cli_usage_error("sweep", "nothing to vary: give --vary NAME=V,...");
   if (code < 0 && x.resume && x.o.db == NULL)
     code = cli_usage_error("sweep", "--resume needs --db FILE");
+  /* Options replay and run take that a sweep has no use for: refused, not
+   * silently ignored (a sweep records marks only). */
+  if (code < 0 && (x.o.sample_every_ns != 0 || x.o.lenient))
+    code = cli_usage_error("sweep", "%s is not a sweep option (sweeps record "
+                                    "marks only)",
+                           x.o.sample_every_ns ? "--sample-every"
+                                               : "--lenient");
   x.c.model   = x.o.model || x.c.workload ? x.o.model : NULL;
   if (x.c.workload && !x.c.model)
     x.c.model = "cpython";
+  /* A model spec is checked once, before any point: a bad one used to
+   * fail every point, and exit 1.  (Trace sweeps without --model take each
+   * trace's own model.) */
+  sim_session_t probe;
+  if (code < 0 && x.c.model != NULL) {
+    if (sim_session_open(x.c.model, x.o.libc, &x.o.kernel, &probe, &err) !=
+        AS_OK)
+      code = cli_fail("sweep", &err);
+    else
+      sim_session_close(&probe);
+  }
   x.c.libc    = x.o.libc;
   x.c.kernel  = x.o.kernel;
   x.c.command = cli_command_line(argc, argv);

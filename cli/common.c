@@ -14,6 +14,8 @@
 
 #include "../analysis/store.h"
 #include "../models/options.h"
+#include "../sim/host.h"
+#include "../traces/trace_io.h"
 
 /* ---- Errors ------------------------------------------------------------- */
 
@@ -39,6 +41,7 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv) {
       break;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(cmd->usage, stdout);
+      fputs(CLI_EXIT_HELP, stdout);
       return true;
     }
   }
@@ -61,6 +64,7 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
   memset(o, 0, sizeof *o);
   o->model = default_model;
   sim_kernel_config_default(&o->kernel);
+  o->kernel.max_memory_bytes = sim_host_default_max_memory();
 }
 
 static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
@@ -88,10 +92,36 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
   return *value != NULL ? 1 : -1;
 }
 
+/* Shared options that may be given once; bit k of o->given is
+ * once_options[k] (--json and --csv first: bits 0 and 1). */
+static const char *const once_options[] = {
+    "--json",   "--csv",       "--lenient",     "--strict",
+    "--thp",    "--memory-pressure", "--model", "--libc",
+    "--db",     "--page-size", "--settle",      "--max-memory",
+    "--sample-every"};
+
+/* -1 after a usage error if a is a once-only option already given (or
+ * --json with --csv), else 0 (marking it given). */
+static int take_once(cli_sim_opts_t *o, const char *cmd, const char *a) {
+  for (unsigned k = 0; k < sizeof once_options / sizeof once_options[0]; k++) {
+    if (!opt_is(a, once_options[k]))
+      continue;
+    if (o->given & (1u << k))
+      return cli_usage_error(cmd, "%s given twice", once_options[k]), -1;
+    o->given |= 1u << k;
+    break;
+  }
+  if ((o->given & 3u) == 3u)
+    return cli_usage_error(cmd, "--json and --csv exclude each other"), -1;
+  return 0;
+}
+
 int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                       char **argv, int *i) {
   const char *a = argv[*i];
   const char *v;
+  if (take_once(o, cmd, a) < 0)
+    return -1;
   if (strcmp(a, "--json") == 0)
     return o->json = true, 1;
   if (strcmp(a, "--csv") == 0)
@@ -140,6 +170,16 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
                                   "or 500ms, got '%s'", v), -1;
     return 1;
   }
+  if (opt_is(a, "--max-memory")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (!as_parse_bytes(v, &o->kernel.max_memory_bytes) ||
+        o->kernel.max_memory_bytes < (UINT64_C(1) << 20))
+      return cli_usage_error(cmd, "--max-memory expects a size of at least "
+                                  "1MiB such as 512MiB or 8GiB, got '%s'",
+                                  v), -1;
+    return 1;
+  }
   if (opt_is(a, "--sample-every")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
@@ -153,6 +193,12 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
 }
 
 /* ---- Simulate and report ------------------------------------------------ */
+
+/* The samples a run may keep: a quarter of --max-memory, the rest being
+ * the simulation's; 0 (no bound) without one. */
+static uint64_t max_samples(uint64_t max_memory) {
+  return max_memory / 4 / sizeof(store_sample_t);
+}
 
 static as_status_t log_sample(void *user, const sim_sample_t *s,
                               as_err_t *err) {
@@ -389,13 +435,21 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     sim_session_close(&session);
     return cli_fail(cmd, &err);
   }
-  sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
-                             .settle_ns       = o->settle_ns,
-                             .lenient         = o->lenient,
-                             .strict          = o->strict,
-                             .on_sample       = log_sample,
-                             .user            = &log};
+  sim_engine_config_t cfg = {.sample_every_ns  = o->sample_every_ns,
+                             .settle_ns        = o->settle_ns,
+                             .lenient          = o->lenient,
+                             .strict           = o->strict,
+                             .on_sample        = log_sample,
+                             .user             = &log,
+                             .max_memory_bytes = o->kernel.max_memory_bytes,
+                             .max_samples =
+                                 max_samples(o->kernel.max_memory_bytes)};
   rc = sim_engine_run(&cfg, &session, src, &result, &err);
+  if (rc == AS_OK && trace_truncated(src) != NULL)
+    fprintf(stderr,
+            "allocsim %s: warning: %s: %s; replayed the events before it "
+            "(--lenient)\n",
+            cmd, src->name, trace_truncated(src));
   const char *missing;
   if (rc == AS_OK && o->ninserts && !trace_insert_all_fired(src, &missing))
     rc = as_err_set(&err, AS_EINVAL,

@@ -1,7 +1,9 @@
 /* cli/main.c -- `allocsim <subcommand>`: the table of subcommands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <gsl/gsl_errno.h>
+#include <stdio_ext.h>
 #include <string.h>
 
 #include "cli_version.h"
@@ -32,13 +34,30 @@ static void print_help(FILE *out) {
                "traces\nagainst models of real allocators.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-  fprintf(out, "\n`allocsim <command> --help` describes each command.\n"
-               "exit codes: 0 success, 1 bad input, 2 usage error\n");
+  fprintf(out, "\n`allocsim <command> --help` describes each command.\n%s",
+          CLI_EXIT_HELP);
 }
 
-int main(int argc, char **argv) {
-  /* GSL's default handler aborts; every GSL return value is checked. */
-  gsl_set_error_handler_off();
+/* Every byte a command printed must reach stdout: a full disk or a closed
+ * stdout turns a 0 into 1 with a one-line message, never a silent loss.  As
+ * gnulib's close_stream does, a closed stdout that was never written to
+ * (EBADF with nothing pending) is not an error. */
+static int close_stdout(const char *cmd, int code) {
+  bool pending = __fpending(stdout) > 0;
+  bool failed  = ferror(stdout) != 0;
+  errno        = 0;
+  int  e       = 0;
+  if (fclose(stdout) != 0)
+    e = errno;
+  if (failed || (e != 0 && (pending || e != EBADF))) {
+    fprintf(stderr, "allocsim%s%s: write error on stdout: %s\n",
+            cmd ? " " : "", cmd ? cmd : "", strerror(e ? e : EIO));
+    return code == CLI_EXIT_OK ? CLI_EXIT_INPUT : code;
+  }
+  return code;
+}
+
+static int dispatch(int argc, char **argv, const char **cmd) {
   if (argc < 2) {
     print_help(stderr);
     return CLI_EXIT_USAGE;
@@ -54,6 +73,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i]->name) == 0) {
+      *cmd = commands[i]->name;
       if (cli_wants_help(commands[i], argc - 1, argv + 1))
         return CLI_EXIT_OK;
       return commands[i]->run(argc - 1, argv + 1);
@@ -61,4 +81,12 @@ int main(int argc, char **argv) {
   fprintf(stderr, "allocsim: unknown command '%s' (try allocsim --help)\n",
           argv[1]);
   return CLI_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  /* GSL's default handler aborts; every GSL return value is checked. */
+  gsl_set_error_handler_off();
+  const char *cmd  = NULL;
+  int         code = dispatch(argc, argv, &cmd);
+  return close_stdout(cmd, code);
 }

@@ -23,9 +23,14 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../sim/grow.h"
+#include "../sim/host.h"
+#include "../traces/workload.h"
 
 /* Ids beyond this are refused: the table is indexed by id, and a trace that
  * does not recycle ids would otherwise make replay memory explode. */
@@ -68,6 +73,11 @@ struct engine_state_s {
   uint64_t                   live_bytes;
   uint64_t                   touch_threshold; /* 0: everything written */
   sim_timer_t                sampler;   /* periodic RSS samples */
+  uint64_t                   samples; /* emitted so far */
+  uint32_t                  *running;   /* threads started and not exited,
+                                           ascending */
+  size_t                     nrunning;
+  size_t                     running_cap;
   uint64_t                   same_instant_fired;
   uint64_t                   same_instant_ns;
 };
@@ -112,6 +122,13 @@ static as_status_t emit_sample(engine_state_t *st, sim_sample_kind_t kind,
                                as_err_t *err) {
   if (st->cfg->on_sample == NULL)
     return AS_OK;
+  if (st->cfg->max_samples != 0 && st->samples >= st->cfg->max_samples)
+    return as_err_set(err, AS_ENOMEM,
+                      "more than %" PRIu64 " samples, the most --max-memory "
+                      "leaves room for; raise --max-memory or sample less "
+                      "often (--sample-every)",
+                      st->cfg->max_samples);
+  st->samples++;
   sim_sample_t smp = {
       .t_ns               = st->now_ns,
       .kind               = kind,
@@ -130,8 +147,8 @@ static as_status_t sampler_fire(sim_timer_t *self, uint64_t now_ns,
                                 as_err_t *err) {
   engine_state_t *st = SIM_CONTAINER_OF(self, engine_state_t, sampler);
   as_status_t     rc = emit_sample(st, SIM_SAMPLE_PERIODIC, NULL, 0, err);
-  if (rc != AS_OK)
-    return rc;
+  if (rc != AS_OK || now_ns > UINT64_MAX - st->cfg->sample_every_ns)
+    return rc; /* the clock ends at 2^64 - 1 ns: no sample after it */
   return sim_event_queue_push(st->timers, self,
                               now_ns + st->cfg->sample_every_ns, err);
 }
@@ -252,15 +269,23 @@ static void big_del(engine_state_t *st, uint64_t id) {
 static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
   if (id >= SIM_ENGINE_MAX_ID)
     return as_err_set(err, AS_EFORMAT,
-                      "%s: event %llu: object id %llu is too large (ids must "
-                      "be dense and recycled; max %llu)",
-                      "trace", (unsigned long long)st->res->events,
+                      "object id %llu is too large (ids must be dense and "
+                      "recycled; max %llu)",
                       (unsigned long long)id,
                       (unsigned long long)(SIM_ENGINE_MAX_ID - 1));
   if (id >= st->live_cap) {
     size_t cap = st->live_cap ? st->live_cap : 4096;
     while (cap <= id)
       cap *= 2;
+    uint64_t max = st->cfg->max_memory_bytes;
+    if (max != 0 && cap * sizeof *st->live > max)
+      return as_err_set(err, AS_ENOMEM,
+                        "object id %" PRIu64 " needs a table of %zu ids "
+                        "(%zu MiB), over the simulator memory limit of "
+                        "%" PRIu64 " MiB (--max-memory); ids should be dense "
+                        "and recycled",
+                        id, cap,
+                        cap * sizeof *st->live >> 20, max >> 20);
     /* No memset: a large realloc is an mremap, and entries are zeroed
      * below only as ids reach them, so untouched capacity costs no RSS. */
     uint16_t *live = realloc(st->live, cap * sizeof *live);
@@ -324,6 +349,73 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
                     (unsigned long long)ev->id, what);
 }
 
+/* Refuses, before any of them is taken, the periodic samples that moving
+ * the clock to until_ns would take once they pass cfg->max_samples. */
+static as_status_t check_samples(const engine_state_t *st, uint64_t until_ns,
+                                 as_err_t *err) {
+  uint64_t every = st->cfg->sample_every_ns, max = st->cfg->max_samples;
+  if (every == 0 || max == 0 || st->cfg->on_sample == NULL ||
+      st->sampler.heap_idx == SIM_TIMER_IDLE || st->sampler.due_ns > until_ns)
+    return AS_OK;
+  uint64_t due = (until_ns - st->sampler.due_ns) / every + 1;
+  if (due <= max - (st->samples < max ? st->samples : max))
+    return AS_OK;
+  return as_err_set(err, AS_ENOMEM,
+                    "--sample-every %" PRIu64 " ns up to t=%" PRIu64 " ns "
+                    "makes %" PRIu64 " more samples after %" PRIu64 ", over "
+                    "the %" PRIu64 " that --max-memory leaves room for; "
+                    "raise --max-memory or sample less often",
+                    every, until_ns, due, st->samples, max);
+}
+
+/* ---- Threads ------------------------------------------------------------ */
+
+/* Index of thread t in st->running, or where it would go. */
+static size_t running_find(const engine_state_t *st, uint32_t t) {
+  size_t lo = 0, hi = st->nrunning;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (st->running[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* thread_start of a thread not running, thread_exit of one that is: a
+ * thread started twice, or ending without having started (thread 0, the
+ * main thread, never does), is a malformed trace.  Only these two events
+ * look at the set, so other events pay nothing for it. */
+static as_status_t dispatch_thread(engine_state_t *st, trace_event_t *ev,
+                                   as_err_t *err) {
+  size_t i       = running_find(st, ev->thread);
+  bool   running = i < st->nrunning && st->running[i] == ev->thread;
+  bool   start   = ev->op == TRACE_THREAD_START;
+  if (start == running || (start && ev->thread == 0))
+    return as_err_set(err, AS_EFORMAT,
+                      start ? "thread_start of thread %" PRIu32 ", which is "
+                              "already running"
+                            : "thread_exit of thread %" PRIu32 ", which is "
+                              "not running (no thread_start before it)",
+                      ev->thread);
+  if (start) {
+    uint32_t *v = as_grow(st->running, &st->running_cap, st->nrunning + 1,
+                          sizeof *v, 16);
+    if (v == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for threads");
+    st->running = v;
+    memmove(v + i + 1, v + i, (st->nrunning - i) * sizeof *v);
+    v[i] = ev->thread;
+    st->nrunning++;
+  } else {
+    memmove(st->running + i, st->running + i + 1,
+            (st->nrunning - i - 1) * sizeof *st->running);
+    st->nrunning--;
+  }
+  return model_thread(st->model, ev, err);
+}
+
 /* ---- Dispatch ----------------------------------------------------------- */
 
 /* An allocation the trace's touch events cover (see engine.h). */
@@ -334,8 +426,25 @@ static inline void flag_unwritten(engine_state_t *st, trace_event_t *ev) {
   }
 }
 
+/* No allocation can be larger than the address space it lives in. */
+static as_status_t check_size(engine_state_t *st, const trace_event_t *ev,
+                              as_err_t *err) {
+  uint64_t space = sim_kernel_address_space_bytes(st->kernel);
+  if (ev->size <= space)
+    return AS_OK;
+  char a[32], b[32];
+  return as_err_set(err, AS_EFORMAT,
+                    "%s of %" PRIu64 " bytes (%s) is larger than the "
+                    "simulated address space (%s)",
+                    trace_op_name(ev->op), ev->size,
+                    sim_host_format_bytes(ev->size, a, sizeof a),
+                    sim_host_format_bytes(space, b, sizeof b));
+}
+
 static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
                                   trace_event_t *ev, as_err_t *err) {
+  if (ev->size > SIZE_INLINE_MAX && check_size(st, ev, err) != AS_OK)
+    return AS_EFORMAT;
   if (ev->id >= st->live_len) {
     as_status_t rc = ensure_id(st, ev->id, err);
     if (rc != AS_OK)
@@ -360,6 +469,8 @@ static as_status_t dispatch_realloc(engine_state_t *st,
   if (c == SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_bad_realloc,
                       "that is not live", err);
+  if (ev->size > SIZE_INLINE_MAX && check_size(st, ev, err) != AS_OK)
+    return AS_EFORMAT;
   ev->prev_size  = live_size(st, ev->id, c);
   flag_unwritten(st, ev);
   as_status_t rc = model_realloc(st->model, ev, err);
@@ -468,13 +579,20 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return dispatch_realloc(st, src, ev, err);
   case TRACE_THREAD_START:
   case TRACE_THREAD_EXIT:
-    return model_thread(st->model, ev, err);
+    return dispatch_thread(st, ev, err);
   case TRACE_MARK:
     return emit_sample(st, SIM_SAMPLE_MARK, ev->label, 0, err);
   case TRACE_IDLE: {
     /* The clock moves past the idle stretch: later events must not be
      * stamped inside it. */
-    as_status_t rc = fire_timers_until(st, ev->t_ns + ev->size, err);
+    if (ev->size > UINT64_MAX - ev->t_ns)
+      return as_err_set(err, AS_EFORMAT,
+                        "idle of %" PRIu64 " ns at t=%" PRIu64 " ns runs the "
+                        "clock past its end (2^64 - 1 ns)",
+                        ev->size, ev->t_ns);
+    as_status_t rc = check_samples(st, ev->t_ns + ev->size, err);
+    if (rc == AS_OK)
+      rc = fire_timers_until(st, ev->t_ns + ev->size, err);
     st->now_ns     = ev->t_ns + ev->size;
     return rc;
   }
@@ -482,10 +600,12 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return model_trim(st->model, ev->size, ev->t_ns, err);
   case TRACE_RSS:
     return emit_sample(st, SIM_SAMPLE_MEASURED, NULL, ev->size, err);
-  case TRACE_PURGE:
-    if (!model_has_purge(st->model))
-      return no_notion(st, src, ev, err);
-    return model_purge(st->model, ev, err);
+  case TRACE_PURGE: {
+    as_status_t rc = model_has_purge(st->model)
+                         ? model_purge(st->model, ev, err)
+                         : AS_DONE;
+    return rc == AS_DONE ? no_notion(st, src, ev, err) : rc;
+  }
   case TRACE_OPTION:
     return dispatch_option(st, src, ev, err);
   case TRACE_TOUCH:
@@ -497,6 +617,42 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
   return as_err_set(err, AS_EFORMAT, "%s: event %llu: unknown op %u",
                     src->name, (unsigned long long)st->res->events,
                     (unsigned)ev->op);
+}
+
+/* Prefixes an error raised while dispatching event ev (by the model, or by
+ * the engine without a position) with the source and the event, so that
+ * every failure says where it happened.  Messages that already start with
+ * the source's name are left alone. */
+static void locate_error(const engine_state_t *st, const trace_source_t *src,
+                         const trace_event_t *ev, as_err_t *err) {
+  size_t n = strlen(src->name);
+  if (err == NULL ||
+      (strncmp(err->msg, src->name, n) == 0 && err->msg[n] == ':'))
+    return;
+  char msg[sizeof err->msg];
+  memcpy(msg, err->msg, sizeof msg);
+  /* A message that does not fit is cut: the position comes first. */
+  (void)as_format_fits(err->msg, sizeof err->msg,
+                       "%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s): %s",
+                       src->name, st->res->events, ev->t_ns,
+                       trace_op_name(ev->op) ? trace_op_name(ev->op) : "?",
+                       msg[0] ? msg : as_status_message(err->code));
+}
+
+/* AS_ENOMEM if the simulator's own memory is over the bound. */
+static as_status_t check_memory(const engine_state_t *st,
+                                const trace_source_t *src, as_err_t *err) {
+  uint64_t max = st->cfg->max_memory_bytes, rss = sim_host_rss_bytes();
+  if (max == 0 || rss <= max)
+    return AS_OK;
+  char a[32], b[32];
+  return as_err_set(err, AS_ENOMEM,
+                    "%s: event %" PRIu64 " (t=%" PRIu64 " ns): the simulator "
+                    "uses %s, over --max-memory %s; raise --max-memory or "
+                    "simulate less",
+                    src->name, st->res->events, st->now_ns,
+                    sim_host_format_bytes(rss, a, sizeof a),
+                    sim_host_format_bytes(max, b, sizeof b));
 }
 
 static as_status_t replay(engine_state_t *st, trace_source_t *src,
@@ -513,14 +669,22 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
                         (unsigned long long)st->now_ns);
     const sim_timer_t *due = sim_event_queue_peek(st->timers);
     if (due != NULL && due->due_ns <= ev.t_ns &&
-        (rc = fire_timers_until(st, ev.t_ns, err)) != AS_OK)
+        ((rc = check_samples(st, ev.t_ns, err)) != AS_OK ||
+         (rc = fire_timers_until(st, ev.t_ns, err)) != AS_OK)) {
+      locate_error(st, src, &ev, err); /* a timer due before this event */
       return rc;
+    }
     st->now_ns = ev.t_ns;
     rc         = dispatch(st, src, &ev, err);
-    if (rc != AS_OK && rc != AS_DONE)
+    if (rc != AS_OK && rc != AS_DONE) {
+      locate_error(st, src, &ev, err);
       return rc;
+    }
     st->res->events++;
     note_peak(st);
+    if (st->res->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0 &&
+        (rc = check_memory(st, src, err)) != AS_OK)
+      return rc;
   }
   return rc == AS_DONE ? AS_OK : rc;
 }
@@ -553,9 +717,45 @@ static as_status_t settle(engine_state_t *st, as_err_t *err) {
                       "settling %llu ns past t=%llu ns overflows the clock",
                       (unsigned long long)st->cfg->settle_ns,
                       (unsigned long long)st->now_ns);
-  as_status_t rc = fire_timers_until(st, until, err);
-  st->now_ns     = until;
+  as_status_t rc = check_samples(st, until, err);
+  if (rc == AS_OK)
+    rc = fire_timers_until(st, until, err);
+  st->now_ns = until;
   return rc;
+}
+
+/* A floor the source declares (traces/workload.h), or 0. */
+static uint64_t declared_floor(const trace_source_t *src, const char *key) {
+  const char *v = trace_meta_get(&src->meta, key);
+  return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* Refuses, before the first event, a source whose declared peak needs more
+ * than the memory bound for the engine's and the kernel's share alone:
+ * SIZE_BYTES per object id in the live table, SIM_KERNEL_BYTES_PER_BLOCK
+ * per 2 MiB the program writes.  The model's own share comes on top. */
+static as_status_t check_plan(const sim_engine_config_t *cfg,
+                              const trace_source_t *src, as_err_t *err) {
+  uint64_t objects = declared_floor(src, WORKLOAD_META_PEAK_OBJECTS);
+  uint64_t bytes   = declared_floor(src, WORKLOAD_META_PEAK_BYTES);
+  uint64_t max     = cfg->max_memory_bytes;
+  if (max == 0 || (objects == 0 && bytes == 0))
+    return AS_OK;
+  double need = (double)objects * sizeof(uint16_t) +
+                (double)(bytes >> SIM_KERNEL_CHUNK_SHIFT) *
+                    SIM_KERNEL_BYTES_PER_BLOCK;
+  if (need <= (double)max)
+    return AS_OK;
+  char a[32], b[32], c[32];
+  return as_err_set(err, AS_ENOMEM,
+                    "%s: its peak of %" PRIu64 " live objects and %s needs "
+                    "at least %s of simulator memory (%zu bytes per object, "
+                    "%d per 2 MiB written), over --max-memory %s; raise "
+                    "--max-memory or simulate less",
+                    src->name, objects, sim_host_format_bytes(bytes, a, sizeof a),
+                    sim_host_format_bytes((uint64_t)need, b, sizeof b),
+                    sizeof(uint16_t), SIM_KERNEL_BYTES_PER_BLOCK,
+                    sim_host_format_bytes(max, c, sizeof c));
 }
 
 as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
@@ -569,8 +769,8 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                        .timers = s->timers};
   memset(result, 0, sizeof *result);
   sim_timer_init(&st.sampler, sampler_fire);
-  as_status_t rc = AS_OK;
-  if (cfg->sample_every_ns > 0)
+  as_status_t rc = check_plan(cfg, src, err);
+  if (rc == AS_OK && cfg->sample_every_ns > 0)
     rc = sim_event_queue_push(s->timers, &st.sampler, cfg->sample_every_ns,
                               err);
   if (rc == AS_OK)
@@ -587,5 +787,6 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
   free(st.live);
   free(st.big);
+  free(st.running);
   return rc;
 }

@@ -33,6 +33,9 @@
 #include "../sim/kernel.h"
 
 #define SIM_ENGINE_MAX_SAME_INSTANT 100000
+/* Events between two reads of the simulator's RSS (sim/host.h): a read
+ * costs a few microseconds, 65536 events tens of milliseconds. */
+#define SIM_ENGINE_MEMORY_CHECK_EVERY 65536
 
 typedef enum sim_sample_kind_e {
   SIM_SAMPLE_MARK,     /* a mark event: label set */
@@ -67,6 +70,14 @@ struct sim_engine_config_s {
                                     no-ops */
   sim_sample_fn on_sample;       /* may be NULL */
   void         *user;            /* passed to on_sample */
+  uint64_t      max_memory_bytes; /* the simulator's own memory bound
+                                     (--max-memory): checked every
+                                     SIM_ENGINE_MEMORY_CHECK_EVERY events
+                                     and before the id table grows; 0: none */
+  uint64_t      max_samples;      /* samples on_sample may receive in all,
+                                     checked before the clock moves (so
+                                     --sample-every 1ns up to t=2^63 is
+                                     refused at that event); 0: no bound */
 };
 
 typedef struct sim_run_result_s sim_run_result_t;
@@ -104,7 +115,11 @@ as_status_t sim_session_open(const char *model_spec, const char *libc_spec,
 void        sim_session_close(sim_session_t *s);
 
 /* Replays src to its end.  Errors from the source, the model or a bad event
- * stop the run and are returned; *result holds what was done until then. */
+ * stop the run and are returned; *result holds what was done until then.
+ * Every error names the source and the event (index and time); a model's
+ * message is prefixed with them.  Refused too: an allocation larger than
+ * the simulated address space, an idle that runs the clock past 2^64 - 1
+ * ns, and (AS_ENOMEM) simulator memory over cfg->max_memory_bytes. */
 as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                            trace_source_t *src, sim_run_result_t *result,
                            as_err_t *err);

@@ -265,11 +265,27 @@ static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
   return libc_alloc(cm, ev, err);
 }
 
+/* PyMem_RawFree / PyMem_RawRealloc (free / realloc) of a pymalloc block
+ * hands the C library a pointer it never allocated: heap corruption or a
+ * crash in the real process, so a trace that does it is refused.  (The
+ * other way round, PyObject_Free of a raw block, works: pymalloc's
+ * address_in_range sends it on to PyMem_RawFree.) */
+static as_status_t raw_call_on_pymalloc_block(const trace_event_t *ev,
+                                              as_err_t *err) {
+  return as_err_set(err, AS_EFORMAT,
+                    "cpython: %s of object %llu in the raw domain, but "
+                    "pymalloc allocated it (obj or mem domain): it must be "
+                    "freed in the domain it was allocated in",
+                    trace_op_name(ev->op), (unsigned long long)ev->id);
+}
+
 static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
                                    as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   note_event(cm, ev);
   uint64_t size = pymalloc_block_size_of(cm->pymalloc, ev->id);
+  if (size != 0 && ev->domain == TRACE_DOMAIN_RAW)
+    return raw_call_on_pymalloc_block(ev, err);
   if (size != 0) {
     uint64_t nbytes = ev->size;
     /* In place, or a new pymalloc block (3.11 :2335-2351; 3.14
@@ -303,6 +319,9 @@ static as_status_t cpython_free(model_t *m, const trace_event_t *ev,
                                 as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   note_event(cm, ev);
+  if (ev->domain == TRACE_DOMAIN_RAW &&
+      pymalloc_block_size_of(cm->pymalloc, ev->id) != 0)
+    return raw_call_on_pymalloc_block(ev, err);
   bool        held;
   as_status_t rc = pymalloc_free_if_held(cm->pymalloc, ev, &held, err);
   return held ? rc : libc_free(cm, ev, err);
@@ -336,8 +355,7 @@ static as_status_t cpython_purge(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
   cpython_model_t *cm = (cpython_model_t *)m;
   if (!model_has_purge(cm->libc))
-    return as_err_set(err, AS_EINVAL, "%s: no purge (libc model %s)",
-                      m->methods->name, cm->libc->methods->name);
+    return AS_DONE; /* as the libc model alone: no notion (model.h) */
   return model_purge(cm->libc, ev, err);
 }
 
@@ -378,6 +396,12 @@ static void cpython_stats(const model_t *m, model_stats_t *out) {
   out->free_bytes   = p.free_bytes + l.free_bytes;
 }
 
+static as_status_t cpython_check(const model_t *m, as_err_t *err) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  as_status_t            rc = model_check(cm->pymalloc, err);
+  return rc != AS_OK ? rc : model_check(cm->libc, err);
+}
+
 const model_methods_t model_cpython_methods = {
     .name    = "cpython",
     .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
@@ -397,6 +421,7 @@ const model_methods_t model_cpython_methods = {
     .set_option = cpython_set_option,
     .counters   = cpython_counters,
     .walk       = cpython_walk,
+    .check      = cpython_check,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

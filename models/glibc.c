@@ -1077,10 +1077,15 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
           C(old_top)->state = CS_INUSE;
           w_head(g, old_top);
         } else {
+          /* 2661-2664: the whole old top is the fencepost; its size word
+           * says keep + 16, so the footer and the second fencepost's head
+           * are written at keep + 16 .. keep + 32, inside the old top (the
+           * record keeps the full size, which can end where the heap's RW
+           * part ends). */
           fence              = old_top;
           C(fence)->state    = CS_FENCE;
           w_head(g, fence);
-          w_foot(g, fence);
+          touch(g, C(fence)->addr + keep + CHUNK_HDR_SZ, 2 * SIZE_SZ);
         }
         g->heaps[nh].prev_fence = fence;
         if (keep >= MINSIZE)
@@ -2220,6 +2225,16 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
  * and the used static TLS share the top OS page; stacktop is 128 bytes below
  * it, so the first frame page is the second page from the top (measured: 8 KiB
  * resident per thread). */
+/* How many frame pages stack_acquire can write in a stack of stack_size
+ * bytes: from the page holding stacktop - 1 down to the first page above
+ * the guard page (offsets from the block's start, guard included). */
+static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page) {
+  uint64_t block    = stack_size + page;
+  uint64_t stacktop = block - NPTL_TLS_STATIC_BYTES;
+  uint64_t highest  = (stacktop - 1) & ~(page - 1);
+  return highest < page ? 0 : (highest - page) / page + 1;
+}
+
 static void stack_acquire(glibc_model_t *g, gthread_t *th) {
   if (g->fail != AS_OK)
     return;
@@ -2732,10 +2747,13 @@ static as_status_t glibc_create(const model_opts_t *opts,
    * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
   g->stack_size =
       (model_opt_u64(opts, GO_STACK_SIZE) + g->page - 1) & ~(g->page - 1);
-  /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL */
+  /* pthread_early_init.h:46-50 minstack; allocatestack.c:351-356 EINVAL.
+   * The frame pages (stack_acquire) run down from the page holding
+   * stacktop - 1 and must stay above the guard page: with the static TLS
+   * over a page, that leaves one page fewer than the stack has. */
   if (g->stack_size <
           g->page + NPTL_TLS_STATIC_BYTES + NPTL_MINIMAL_REST_STACK ||
-      g->thread_stack_pages > g->stack_size / g->page) {
+      g->thread_stack_pages > frame_pages_fit(g->stack_size, g->page)) {
     as_err_set(err, AS_EINVAL,
                "glibc: stack_size=%" PRIu64 " with thread_stack_pages=%" PRIu64
                ": the stack must hold a page, the TCB and static TLS (%u "
@@ -2856,6 +2874,7 @@ const model_methods_t model_glibc_methods = {
     .counters   = glibc_counters,
     .walk       = glibc_walk,
     .mechanisms = glibc_mechanisms,
+    .check      = glibc_check_invariants,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

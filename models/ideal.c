@@ -108,6 +108,26 @@ static void ideal_stats(const model_t *m, model_stats_t *out) {
   out->free_bytes   = out->mapped_bytes - im->live_bytes;
 }
 
+/* The model keeps exactly ceil(live / page) pages of the packed heap, and
+ * the kernel has at least those resident (with THP a fault makes its whole
+ * 2 MiB block resident, so it may have more). */
+static as_status_t ideal_check(const model_t *m, as_err_t *err) {
+  const ideal_model_t *im   = (const ideal_model_t *)m;
+  uint64_t             need = (im->live_bytes + im->page_size - 1) /
+                              im->page_size;
+  uint64_t             rss  = sim_kernel_rss_owner_bytes(im->kernel,
+                                                         SIM_OWNER_IDEAL);
+  if (im->resident_pages != need || rss < need * im->page_size)
+    return as_err_set(err, AS_EINVAL,
+                      "ideal: %llu live bytes need %llu pages; model keeps "
+                      "%llu, kernel has %llu bytes resident",
+                      (unsigned long long)im->live_bytes,
+                      (unsigned long long)need,
+                      (unsigned long long)im->resident_pages,
+                      (unsigned long long)rss);
+  return AS_OK;
+}
+
 const model_methods_t model_ideal_methods = {
     .name    = "ideal",
     .summary = "lower bound: live bytes packed, rounded up to whole OS pages",
@@ -120,4 +140,5 @@ const model_methods_t model_ideal_methods = {
     .thread  = NULL,
     .trim    = NULL,
     .stats   = ideal_stats,
+    .check   = ideal_check,
 };

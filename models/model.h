@@ -168,7 +168,9 @@ struct model_methods_s {
 
   /* Optional (may be NULL): a purge event (trace_purge_kind_t in ev->size,
    * arena or TRACE_ALL_ARENAS in ev->id).  NULL: the model has no such
-   * notion; the engine counts the event (an error under --strict). */
+   * notion; the engine counts the event (an error under --strict).  A slot
+   * may return AS_DONE to say the same for this instance (a composition
+   * whose libc child has no purge), with the same effect. */
   as_status_t (*purge)(model_t *m, const trace_event_t *ev, as_err_t *err);
   /* Optional: a run-time option change (mallopt, mallctl write) of the
    * model's own knob name to value.  A knob the model cannot change at run
@@ -183,6 +185,12 @@ struct model_methods_s {
   /* Optional: bytes a request of size in domain really gets
    * (malloc_usable_size), for the size-class lab; 0 = not modelled. */
   uint64_t (*usable_size)(const model_t *m, uint64_t size, uint8_t domain);
+  /* Optional (may be NULL): walks the model's whole state and checks its
+   * invariants (lists, counters, what it says is resident against the
+   * kernel); AS_OK, or AS_EINVAL naming the first broken one.  Expensive:
+   * for tests and the model fuzz target (tests/fuzz/fuzz_models.c), which
+   * call it on every model in the registry. */
+  as_status_t (*check)(const model_t *m, as_err_t *err);
 };
 
 /* ---- Registry ----------------------------------------------------------- */
@@ -273,6 +281,9 @@ bool model_counter_get(const model_t *m, const char *name, uint64_t *value);
 size_t model_counter_put(model_counter_t *out, size_t n, size_t cap,
                          const char *prefix, const char *name, uint64_t value,
                          const char *unit, const char *help);
+static inline as_status_t model_check(const model_t *m, as_err_t *err) {
+  return m->methods->check ? m->methods->check(m, err) : AS_OK;
+}
 void model_destroy(model_t *m);
 /* "glibc:arena_max=2,..." with every option's effective value. */
 void model_describe(const model_t *m, char *buf, size_t len);

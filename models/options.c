@@ -38,6 +38,30 @@ static bool parse_i64(const char *s, size_t len, int64_t *out) {
   return true;
 }
 
+/* A non-negative decimal with at most six places after the point, in
+ * millionths (gperftools parses TCMALLOC_RELEASE_RATE with strtod; the
+ * exponent form is refused here). */
+static bool parse_decimal(const char *s, size_t len, int64_t *out) {
+  uint64_t whole = 0, frac = 0, scale = 1000000;
+  size_t   i = 0, digits = 0;
+  for (; i < len && isdigit((unsigned char)s[i]); i++, digits++) {
+    if (whole > (uint64_t)INT64_MAX / 10000000)
+      return false;
+    whole = whole * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (i < len && s[i] == '.')
+    for (i++; i < len && isdigit((unsigned char)s[i]); i++, digits++) {
+      if (scale == 1)
+        return false;
+      scale /= 10;
+      frac += (uint64_t)(s[i] - '0') * scale;
+    }
+  if (digits == 0 || i != len)
+    return false;
+  *out = (int64_t)(whole * 1000000 + frac);
+  return true;
+}
+
 static bool word_eq(const char *s, size_t len, const char *word) {
   return strlen(word) == len && strncmp(s, word, len) == 0;
 }
@@ -83,6 +107,8 @@ static const char *kind_expectation(const model_option_t *row) {
     return "true or false";
   case OPT_ENUM:
     return row->choices;
+  case OPT_DECIMAL:
+    return "a decimal number such as 1.0 or 0.25";
   }
   return "a value";
 }
@@ -108,6 +134,9 @@ static as_status_t set_value(const char *model, const model_option_t *row,
   case OPT_ENUM:
     *num = choice_index(row->choices, v, len);
     ok   = *num >= 0;
+    break;
+  case OPT_DECIMAL:
+    ok = parse_decimal(v, len, num);
     break;
   }
   if (!ok)
@@ -224,6 +253,9 @@ bool model_opt_bool(const model_opts_t *o, int key) {
 }
 const char *model_opt_text(const model_opts_t *o, int key) {
   return o->text[row(o, key)];
+}
+double model_opt_decimal(const model_opts_t *o, int key) {
+  return (double)o->num[row(o, key)] / 1e6;
 }
 bool model_opt_was_set(const model_opts_t *o, int key) {
   return o->set[row(o, key)];

@@ -36,7 +36,9 @@ typedef enum model_option_kind_e {
   OPT_I64,   /* signed integer (jemalloc's -1 = never) */
   OPT_BYTES, /* unsigned with optional K/M/G/KiB/MiB/GiB suffix */
   OPT_BOOL,  /* true/false/1/0/yes/no */
-  OPT_ENUM   /* one of the '|'-separated words in choices */
+  OPT_ENUM,  /* one of the '|'-separated words in choices */
+  OPT_DECIMAL /* a non-negative decimal (1.0, 0.25): gperftools' release
+                 rate; held in millionths, read with model_opt_decimal */
 } model_option_kind_t;
 
 typedef struct model_option_s model_option_t;
@@ -81,6 +83,7 @@ as_status_t model_opts_parse(const char *model, const model_option_t *table,
 int64_t     model_opt_i64(const model_opts_t *o, int key);
 uint64_t    model_opt_u64(const model_opts_t *o, int key);
 bool        model_opt_bool(const model_opts_t *o, int key);
+double      model_opt_decimal(const model_opts_t *o, int key);
 const char *model_opt_text(const model_opts_t *o, int key);
 bool        model_opt_was_set(const model_opts_t *o, int key);
 

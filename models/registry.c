@@ -13,12 +13,20 @@ extern const model_methods_t model_ideal_methods;
 extern const model_methods_t model_glibc_methods;
 extern const model_methods_t model_pymalloc_methods;
 extern const model_methods_t model_cpython_methods;
+extern const model_methods_t model_mimalloc_methods;
+extern const model_methods_t model_tcmalloc_methods;
+extern const model_methods_t model_musl_methods;
+extern const model_methods_t model_libmalloc_methods;
 
 static const model_methods_t *const registry[] = {
     &model_ideal_methods,
     &model_glibc_methods,
     &model_pymalloc_methods,
     &model_cpython_methods,
+    &model_mimalloc_methods,
+    &model_tcmalloc_methods,
+    &model_musl_methods,
+    &model_libmalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {
@@ -70,10 +78,17 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
   if (rc != AS_OK)
     return rc;
   rc = methods->create(&opts, ctx, out, err);
+  /* create() refuses option values it cannot take (AS_EINVAL): a bad
+   * option on the command line, so a usage error like an unknown knob. */
+  if (rc == AS_EINVAL && err != NULL)
+    err->code = AS_EUSAGE;
   if (rc != AS_OK)
-    return rc;
+    return rc == AS_EINVAL ? AS_EUSAGE : rc;
   (*out)->methods = methods;
-  (*out)->opts    = opts;
+  /* A model may store effective values itself (mimalloc's defaults differ
+   * by version); otherwise the parsed options are its provenance. */
+  if ((*out)->opts.table == NULL)
+    (*out)->opts = opts;
   return AS_OK;
 }
 

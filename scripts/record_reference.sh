@@ -9,8 +9,11 @@
 #      store in data/captures/, referenced relative to it):
 #        - tests/integration/capture_progs/survivors.py under /usr/bin/python3
 #          (CPython: obj/mem domains), n = 50000;
-#        - the C program capture_progs/churn, n = 50000;
-#   2. every measured-run file in data/measured/*.trace (`allocsim record`);
+#        - the C program capture_progs/churn, n = 50000, on glibc and with
+#          gperftools tcmalloc preloaded;
+#   2. every measured-run file in data/measured/*.trace and *.astrace
+#      (`allocsim record`; the binary ones carry every event of a C program
+#      that recorded its own trace, scripts/measure/alloc_phases.c);
 #   3. heaptrack's records of real programs, data/imported/*.astrace, and
 #      the oracle's runs, data/oracle/* (both made by
 #      scripts/measure/oracle/run.py); an oracle run of an allocator that no
@@ -50,9 +53,16 @@ echo "== captures" >&2
   "$here/tests/integration/capture_progs/survivors.py" 50000 100 >&2
 "$allocsim" capture -o captures/c-churn.astrace --db "$db" \
   --sample-every 10ms -- "$progs/churn" 50000 >&2
+# The same program with gperftools tcmalloc preloaded (compare picks the
+# tcmalloc model from LD_PRELOAD), when Debian's library is installed.
+tc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [ -e "$tc" ]; then
+  LD_PRELOAD=$tc "$allocsim" capture -o captures/c-churn-tcmalloc.astrace \
+    --db "$db" --sample-every 10ms -- "$progs/churn" 50000 >&2
+fi
 
 echo "== measured-run files" >&2
-for f in measured/*.trace; do
+for f in measured/*.trace measured/*.astrace; do
   [ -e "$f" ] || continue
   "$allocsim" record "$f" --db "$db" >/dev/null
   echo "recorded $f" >&2

@@ -739,9 +739,45 @@ static inline int bits_all(const uint64_t *bm, unsigned p0, unsigned p1) {
   return (bm[w1] & m) == m;
 }
 
+/* The length of the run of set bits of m starting at its lowest set bit
+ * (m != 0): 1..64. */
+static inline unsigned run_length(uint64_t m) {
+  uint64_t rest = ~(m >> __builtin_ctzll(m));
+  return rest == 0 ? 64 - (unsigned)__builtin_ctzll(m)
+                   : (unsigned)__builtin_ctzll(rest);
+}
+
+/* Bits lo..lo+n-1 of a word (n >= 1). */
+static inline uint64_t bit_run(unsigned lo, unsigned n) {
+  return (~UINT64_C(0) >> (64 - n)) << lo;
+}
+
+/* Whether pages p..p+n-1 of c all have the owner of page p, compared 8
+ * bytes at a time: a zap of a whole block then costs 8 compares per 64
+ * pages instead of a counter update per page. */
+static inline bool owners_uniform(const chunk_t *c, unsigned p, unsigned n) {
+  uint8_t  o    = c->owner[p];
+  uint64_t pat  = o * UINT64_C(0x0101010101010101);
+  unsigned i    = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, &c->owner[p + i], sizeof x);
+    if (x != pat) {
+      return false;
+    }
+  }
+  for (; i < n; i++) {
+    if (c->owner[p + i] != o) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Drops residency of the pages in mask (Linux 6.1 mm/memory.c
  * zap_pte_range: rss[mm_counter(page)]-- per zapped page, 6.1.170 :1450).
- * May release c. */
+ * Owner counters are updated per run of pages of one owner, so the cost of
+ * zapping huge ranges is per 64 pages, not per page.  May release c. */
 static void chunk_drop(sim_kernel_t *k, chunk_t *c,
                        const uint64_t mask[CHUNK_WORDS]) {
   uint64_t dropped = 0, lazy_dropped = 0;
@@ -755,8 +791,17 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
     c->resident[w] &= ~m;
     c->lazy[w] &= ~m;
     c->fast[w] &= ~m;
-    for (; m != 0; m &= m - 1) {
-      k->owner_pages[c->owner[w * 64 + (unsigned)__builtin_ctzll(m)]]--;
+    while (m != 0) {
+      unsigned bit = (unsigned)__builtin_ctzll(m), n = run_length(m);
+      unsigned p   = w * 64 + bit;
+      if (owners_uniform(c, p, n)) {
+        k->owner_pages[c->owner[p]] -= n;
+      } else {
+        for (unsigned i = 0; i < n; i++) {
+          k->owner_pages[c->owner[p + i]]--;
+        }
+      }
+      m &= ~bit_run(bit, n);
     }
   }
   k->h.rss_pages -= dropped;
@@ -1155,21 +1200,74 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
     gained += popcount64(fresh);
     c->resident[w] |= fresh;
     c->fast[w] |= mask[w];
-    for (; fresh != 0; fresh &= fresh - 1) {
-      unsigned   p    = w * 64 + (unsigned)__builtin_ctzll(fresh);
+    /* Owners by runs of fresh pages within one VMA: per 64 pages, not
+     * per page, for a fault over a huge range. */
+    while (fresh != 0) {
+      unsigned   bit  = (unsigned)__builtin_ctzll(fresh), n = run_length(fresh);
+      unsigned   p    = w * 64 + bit;
       sim_addr_t addr = base + ((sim_addr_t)p << k->h.page_shift);
       if (v == NULL || addr < v->start || addr >= v->end) {
         v = itree_find(&k->vmas, addr);
         assert(v != NULL && v->prot == SIM_PROT_RW);
       }
-      c->owner[p] = v->owner;
-      k->owner_pages[v->owner]++;
+      uint64_t in_vma = (v->end - addr) >> k->h.page_shift;
+      if (n > in_vma) {
+        n = (unsigned)in_vma;
+      }
+      memset(&c->owner[p], v->owner, n);
+      k->owner_pages[v->owner] += n;
+      fresh &= ~bit_run(bit, n);
     }
   }
   c->nresident += (uint32_t)gained;
   k->h.rss_pages += gained;
   k->calls.faults += gained;
   return AS_OK;
+}
+
+/* Blocks first..last that hold no resident page yet: a lookup per block,
+ * or a scan of the table when there are fewer chunks than blocks. */
+static uint64_t blocks_without_chunk(const sim_kernel_t *k, uint64_t first,
+                                     uint64_t last) {
+  uint64_t blocks = last - first + 1, with = 0;
+  if (blocks <= k->slot_count) {
+    for (uint64_t key = first; key <= last; key++) {
+      with += chunk_lookup(k, key) != NULL;
+    }
+  } else {
+    for (size_t i = 0; i < k->slot_cap; i++) {
+      uint64_t key = k->slots[i].key;
+      with += key != SLOT_EMPTY && key >= first && key <= last;
+    }
+  }
+  return blocks - with;
+}
+
+/* AS_ENOMEM if making [a, b) resident would take the residency
+ * bookkeeping over cfg.max_memory_bytes: checked before anything changes,
+ * so that one huge write is refused at once instead of growing the
+ * simulator until the machine runs out. */
+static as_status_t check_budget(const sim_kernel_t *k, sim_addr_t a,
+                                sim_addr_t b, as_err_t *err) {
+  uint64_t max = k->cfg.max_memory_bytes;
+  uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
+  uint64_t cap = max / SIM_KERNEL_BYTES_PER_BLOCK;
+  if (max == 0 || k->slot_count + (last - first + 1) <= cap) {
+    return AS_OK;
+  }
+  uint64_t fresh = blocks_without_chunk(k, first, last);
+  if (k->slot_count + fresh <= cap) {
+    return AS_OK;
+  }
+  return as_err_set(err, AS_ENOMEM,
+                    "writing [0x%" PRIx64 ", 0x%" PRIx64 ") makes %" PRIu64
+                    " more 2 MiB blocks resident; with the %zu resident now "
+                    "they need %" PRIu64 " MiB of simulator memory (%d "
+                    "bytes each), over the limit of %" PRIu64
+                    " MiB (--max-memory)",
+                    a, b, fresh, k->slot_count,
+                    (k->slot_count + fresh) * SIM_KERNEL_BYTES_PER_BLOCK >> 20,
+                    SIM_KERNEL_BYTES_PER_BLOCK, max >> 20);
 }
 
 /* Out of line, so sim_kernel_touch_checked's fast test stays a leaf with no
@@ -1191,6 +1289,10 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
                       "touch [0x%" PRIx64 ", +%" PRIu64 "): page 0x%" PRIx64
                       " is %s",
                       addr, length, bad, v ? "PROT_NONE" : "not mapped");
+  }
+  as_status_t budget = check_budget(k, a, b, err);
+  if (budget != AS_OK) {
+    return budget;
   }
   for (uint64_t key = a >> CHUNK_SHIFT; key <= (b - 1) >> CHUNK_SHIFT;
        key++) {
@@ -1225,6 +1327,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->memory_pressure = false;
   cfg->mmap_top        = DEFAULT_MMAP_TOP;
   cfg->brk_start       = DEFAULT_BRK_START;
+  cfg->max_memory_bytes = 0;
 }
 
 as_status_t sim_kernel_config_offset_layout(sim_kernel_config_t *cfg,
@@ -1336,6 +1439,10 @@ void sim_kernel_destroy(sim_kernel_t *k) {
   free(k->slots);
   free(k->scan_keys);
   free(k);
+}
+
+uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k) {
+  return k->limit;
 }
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k) {

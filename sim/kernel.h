@@ -49,7 +49,9 @@ typedef uint64_t sim_addr_t;
   X(MIMALLOC, "mimalloc")                                                      \
   X(IDEAL, "ideal")         /* the ideal model's packed heap */                \
   X(METADATA, "metadata")   /* allocator bookkeeping outside the above */   \
-  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */
+  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */    \
+  X(TCMALLOC, "tcmalloc")   /* gperftools page heap mapped with mmap */       \
+  X(MUSL, "musl")           /* musl mallocng groups and mapped chunks */
 
 typedef enum sim_owner_e {
 #define SIM_OWNER_ENUM(name, str) SIM_OWNER_##name,
@@ -78,7 +80,16 @@ struct sim_kernel_config_s {
   bool       memory_pressure; /* MADV_FREE pages are reclaimed at once */
   sim_addr_t mmap_top;        /* highest address mmap hands out; 0: default */
   sim_addr_t brk_start;       /* initial program break; 0: default */
+  uint64_t   max_memory_bytes; /* simulator memory the residency
+                                  bookkeeping may take (--max-memory);
+                                  0: no bound */
 };
+
+/* Simulator memory per 2 MiB block holding a resident page, as measured
+ * (RSS of a process touching 2^34..2^40 bytes at once, 4 KiB and 64 KiB
+ * pages: 800 bytes; the block's bitmaps and owner bytes, its allocation
+ * header and its share of the hash table). */
+#define SIM_KERNEL_BYTES_PER_BLOCK 800
 
 typedef struct sim_kernel_s sim_kernel_t;
 
@@ -142,6 +153,9 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
 void        sim_kernel_destroy(sim_kernel_t *k);
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k);
+/* Bytes of user address space (x86-64 4-level paging: 2^47 - one page):
+ * no mapping, and so no allocation, can be larger. */
+uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k);
 
 /* Maps length bytes (rounded up to whole OS pages) at an address that is a
  * multiple of align (0 or any power of two; below a page means a page),
@@ -198,7 +212,9 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
 /* A write to [addr, addr+length): each page becomes resident (and stops
  * being lazyfree).  The hot path of every model, inline at the end of this
  * file.  AS_EINVAL (naming the address) if a page is unmapped or PROT_NONE:
- * that is a model bug. */
+ * that is a model bug.  AS_ENOMEM, changing nothing, if the blocks it would
+ * make resident need more than cfg.max_memory_bytes of bookkeeping in all
+ * (SIM_KERNEL_BYTES_PER_BLOCK each). */
 static inline as_status_t sim_kernel_touch(sim_kernel_t *k, sim_addr_t addr,
                                            uint64_t length, as_err_t *err);
 

@@ -20,12 +20,19 @@
  * docs/trace-format.md):
  *
  *   offset 0   magic    8 bytes  "ASTRACE\0"
- *   offset 8   version  u16 little-endian, 1
+ *   offset 8   version  u16 little-endian, 2 (1 is read too)
  *   offset 10  provenance, repeated:  klen (1..31), key bytes,
  *                                     vlen (0..255), value bytes
  *              terminated by klen = 0; at most 32 pairs; no NUL bytes.
- *   records until an end record (byte 0x0F) or end of file at a record
- *   boundary; bytes after an end record are ignored.
+ *   records, then an end record (byte 0x0F), then (version 2) the
+ *   trailer: the number of records (varint) and the checksum of the
+ *   record bytes (8 bytes, little-endian; bin_sum below); bytes after it
+ *   are ignored.  A file that ends before its end record (at a record
+ *   boundary or inside one) or inside its trailer was cut short: an error
+ *   naming the offset, or, after trace_set_lenient, the end of the events
+ *   read so far (trace_truncated says so).  Version 1 files have no
+ *   trailer; their end record is required all the same (every writer of
+ *   them wrote it).
  *
  *   record = B [dt] [thread] [id] [align] [offset] [size] [label] [value]
  *     B bits 0-3  op: 0 malloc, 1 calloc, 2 realloc, 3 memalign, 4 free,
@@ -73,7 +80,8 @@
 
 #define BIN_MAGIC        "ASTRACE" /* + its NUL: 8 bytes */
 #define BIN_MAGIC_LEN    8
-#define BIN_VERSION      1
+#define BIN_VERSION      2 /* written; 1 (no trailer) is read too */
+#define BIN_TRAILER_MAX  (10 + 8) /* count varint + checksum */
 #define BIN_BUF_SIZE     ((size_t)256 * 1024)
 #define BIN_RECORD_MAX   128 /* >= 1 + 5 varints of 10 + 10 + 63 */
 #define BIN_OP_END       0x0F
@@ -172,6 +180,70 @@ static ALWAYS_INLINE uint8_t *put_varint(uint8_t *p, uint64_t v) {
   return p;
 }
 
+/* ---- Checksum ----------------------------------------------------------- */
+
+/* The trailer's checksum of the record bytes (docs/trace-format.md): start
+ * at BIN_SUM_SEED; for each 8-byte little-endian word w of the bytes (the
+ * last one padded with zero bytes), h = rotl64(h ^ w, 29) * BIN_SUM_MUL;
+ * then h ^= the byte count and mix once more.  A word at a time, so that
+ * hashing costs a fraction of decoding; it guards against cuts and
+ * corruption, not against forgery.  BIN_SUM_MUL is the 64-bit golden
+ * ratio (Knuth's multiplicative hashing), BIN_SUM_SEED the first 64 bits
+ * of pi's fraction. */
+#define BIN_SUM_SEED UINT64_C(0x243F6A8885A308D3)
+#define BIN_SUM_MUL  UINT64_C(0x9E3779B97F4A7C15)
+
+typedef struct bin_sum_s bin_sum_t;
+struct bin_sum_s {
+  uint64_t h;
+  uint64_t bytes;    /* hashed so far */
+  uint8_t  carry[8]; /* a word not yet complete */
+  unsigned ncarry;
+};
+
+static inline uint64_t sum_mix(uint64_t h, uint64_t w) {
+  h ^= w;
+  return ((h << 29) | (h >> 35)) * BIN_SUM_MUL;
+}
+
+static void sum_init(bin_sum_t *s) {
+  memset(s, 0, sizeof *s);
+  s->h = BIN_SUM_SEED;
+}
+
+static void sum_bytes(bin_sum_t *s, const uint8_t *p, size_t n) {
+  s->bytes += n;
+  while (n > 0 && s->ncarry > 0 && s->ncarry < 8) {
+    s->carry[s->ncarry++] = *p++;
+    n--;
+  }
+  if (s->ncarry == 8) {
+    uint64_t w;
+    memcpy(&w, s->carry, 8);
+    s->h      = sum_mix(s->h, w);
+    s->ncarry = 0;
+  }
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8); /* little-endian host (checked above) */
+    s->h = sum_mix(s->h, w);
+  }
+  memcpy(s->carry + s->ncarry, p, n);
+  s->ncarry += (unsigned)n;
+}
+
+static uint64_t sum_final(const bin_sum_t *s) {
+  uint64_t h = s->h;
+  if (s->ncarry > 0) {
+    uint8_t last[8] = {0};
+    memcpy(last, s->carry, s->ncarry);
+    uint64_t w;
+    memcpy(&w, last, 8);
+    h = sum_mix(h, w);
+  }
+  return sum_mix(h, s->bytes);
+}
+
 /* ---- Reader ------------------------------------------------------------- */
 
 /* Invariants: buf[0, end - buf) holds the bytes of the file from offset
@@ -194,6 +266,13 @@ typedef struct bin_src_s {
   const uint8_t *err_at;     /* where the failed field starts */
   char           detail[128]; /* DEC_RANGE explanation */
   char           label[TRACE_LABEL_MAX + 1];
+  unsigned       version;    /* 1 or 2 */
+  uint64_t       records;    /* decoded so far */
+  bin_sum_t      sum;        /* of the record bytes before sum_from */
+  const uint8_t *sum_from;   /* first record byte not yet hashed, or NULL
+                                before the records and after the end */
+  bool           lenient;    /* a cut-short file ends at its last record */
+  char           truncated[200]; /* why it ended early (lenient), or "" */
 } bin_src_t;
 
 static uint64_t offset_of(const bin_src_t *s, const uint8_t *at) {
@@ -203,6 +282,10 @@ static uint64_t offset_of(const bin_src_t *s, const uint8_t *at) {
 /* Moves the unread tail to the front and reads until the window is full or
  * the file ends. */
 static as_status_t refill(bin_src_t *s, as_err_t *err) {
+  if (s->sum_from != NULL) { /* the records consumed leave the window */
+    sum_bytes(&s->sum, s->sum_from, (size_t)(s->p - s->sum_from));
+    s->sum_from = s->buf;
+  }
   size_t tail = (size_t)(s->end - s->p);
   s->base_off += (uint64_t)(s->p - s->buf);
   memmove(s->buf, s->p, tail);
@@ -433,17 +516,82 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
                     name, rec);
 }
 
+/* The file ends before its end record or inside its trailer: an error, or
+ * with lenient the end of the events (the reason kept for
+ * trace_truncated).  msg says what was expected where. */
+static as_status_t cut_short(bin_src_t *s, const char *msg, as_err_t *err) {
+  s->done     = true;
+  s->sum_from = NULL;
+  if (s->lenient) {
+    snprintf(s->truncated, sizeof s->truncated, "%s", msg);
+    return AS_DONE;
+  }
+  s->failure.code = as_err_set(&s->failure, AS_EFORMAT,
+                               "%s: %s: the trace was cut short (--lenient "
+                               "reads it to its last whole record)",
+                               s->base.name, msg);
+  return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+}
+
+/* Makes n bytes from s->p readable if the file has them. */
+static as_status_t want(bin_src_t *s, size_t n, as_err_t *err) {
+  if ((size_t)(s->end - s->p) >= n || s->eof)
+    return AS_OK;
+  return refill(s, err);
+}
+
+/* The end record at s->p: version 2's trailer must follow and agree with
+ * what was read. */
+static as_status_t finish(bin_src_t *s, as_err_t *err) {
+  sum_bytes(&s->sum, s->sum_from, (size_t)(s->p - s->sum_from));
+  s->sum_from = NULL;
+  s->p++; /* the end record */
+  if (s->version < 2) {
+    s->done = true;
+    return AS_DONE;
+  }
+  char           msg[160];
+  uint64_t       count, want_sum = sum_final(&s->sum);
+  as_status_t    rc = want(s, BIN_TRAILER_MAX, err);
+  const uint8_t *at = s->p;
+  if (rc != AS_OK)
+    return s->failure.code = rc;
+  if (get_varint(&s->p, s->end, true, &count) != DEC_OK ||
+      (size_t)(s->end - s->p) < 8) {
+    snprintf(msg, sizeof msg,
+             "byte offset %" PRIu64 ": the trailer (event count and "
+             "checksum) is incomplete",
+             offset_of(s, at));
+    return cut_short(s, msg, err);
+  }
+  uint64_t got_sum;
+  memcpy(&got_sum, s->p, 8);
+  s->p += 8;
+  s->done = true;
+  if (count != s->records || got_sum != want_sum) {
+    s->failure.code = as_err_set(
+        &s->failure, AS_EFORMAT,
+        "%s: byte offset %" PRIu64 ": the trailer says %" PRIu64
+        " events and checksum %016" PRIx64 ", but %" PRIu64 " events "
+        "with checksum %016" PRIx64 " were read: the trace is damaged",
+        s->base.name, offset_of(s, at), count, got_sum, s->records,
+        want_sum);
+    return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+  }
+  return AS_DONE;
+}
+
 static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
                             as_err_t *err) {
   bin_src_t *s = (bin_src_t *)src;
   if (LIKELY((size_t)(s->end - s->p) >= BIN_RECORD_MAX)) {
     dec_rc_t rc = decode(s, ev, false);
-    if (LIKELY(rc == DEC_OK))
+    if (LIKELY(rc == DEC_OK)) {
+      s->records++;
       return AS_OK;
-    if (rc == DEC_END) {
-      s->done = true;
-      return AS_DONE;
     }
+    if (rc == DEC_END)
+      return finish(s, err);
     s->failure.code = decode_error(s, rc, &s->failure);
     s->p = s->end; /* fall into the slow path's sticky checks next time */
     s->eof = true;
@@ -463,15 +611,27 @@ static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
       return bin_next(src, ev, err);
   }
   if (s->p == s->end) {
-    s->done = true;
-    return AS_DONE;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "byte offset %" PRIu64 ": end of file after %" PRIu64
+             " events, expected an end record",
+             offset_of(s, s->p), s->records);
+    return cut_short(s, msg, err);
   }
   dec_rc_t rc = decode(s, ev, true);
-  if (rc == DEC_OK)
+  if (rc == DEC_OK) {
+    s->records++;
     return AS_OK;
-  if (rc == DEC_END) {
-    s->done = true;
-    return AS_DONE;
+  }
+  if (rc == DEC_END)
+    return finish(s, err);
+  if (rc == DEC_TRUNCATED && s->lenient) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "byte offset %" PRIu64 ": end of file inside a record after "
+             "%" PRIu64 " events",
+             offset_of(s, s->p), s->records);
+    return cut_short(s, msg, err);
   }
   s->failure.code = decode_error(s, rc, &s->failure);
   return as_err_set(err, s->failure.code, "%s", s->failure.msg);
@@ -489,6 +649,18 @@ static const trace_source_methods_t bin_source_methods = {
     .next = bin_next,
     .close = bin_close,
 };
+
+void trace_set_lenient(trace_source_t *src, bool lenient) {
+  if (src != NULL && src->methods == &bin_source_methods)
+    ((bin_src_t *)src)->lenient = lenient;
+}
+
+const char *trace_truncated(const trace_source_t *src) {
+  if (src == NULL || src->methods != &bin_source_methods)
+    return NULL;
+  const bin_src_t *s = (const bin_src_t *)src;
+  return s->truncated[0] ? s->truncated : NULL;
+}
 
 /* Reads one length-prefixed header string of at most max bytes into out. */
 static as_status_t header_string(bin_src_t *s, const char *what, uint64_t max,
@@ -547,15 +719,19 @@ static as_status_t read_header(bin_src_t *s, as_err_t *err) {
                       "version, got end of file",
                       name);
   unsigned version = s->p[8] | (unsigned)s->p[9] << 8;
-  if (version != BIN_VERSION)
+  if (version < 1 || version > BIN_VERSION)
     return as_err_set(err, AS_EFORMAT,
-                      "%s: byte offset 8: unsupported version %u, expected %d",
+                      "%s: byte offset 8: unsupported version %u, expected "
+                      "1 to %d",
                       name, version, BIN_VERSION);
+  s->version = version;
   s->p += BIN_MAGIC_LEN + 2;
   for (unsigned pairs = 0;; pairs++) {
     char key[32], value[256];
     if (s->p < s->end && *s->p == 0) {
       s->p++;
+      sum_init(&s->sum);
+      s->sum_from = s->p; /* the records start here */
       return AS_OK;
     }
     const uint8_t *at = s->p;
@@ -629,9 +805,14 @@ typedef struct bin_writer_s {
   uint64_t       prev_t_ns;
   uint64_t       prev_id;
   uint32_t       prev_thread;
+  size_t         sum_from;   /* buf offset of the first record byte not
+                                yet hashed */
+  bin_sum_t      sum;        /* of the record bytes written */
 } bin_writer_t;
 
 static as_status_t flush(bin_writer_t *w, as_err_t *err) {
+  sum_bytes(&w->sum, w->buf + w->sum_from, w->len - w->sum_from);
+  w->sum_from = 0;
   if (w->len > 0 && fwrite(w->buf, 1, w->len, w->f) != w->len) {
     w->failed = true;
     return as_err_set(err, AS_EIO, "%s: write error: %s", w->name,
@@ -707,8 +888,16 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
 static as_status_t bin_writer_close(trace_writer_t *tw, as_err_t *err) {
   bin_writer_t *w = (bin_writer_t *)tw;
   as_status_t   rc = AS_OK;
-  if (!w->failed) {
-    w->buf[w->len++] = BIN_OP_END;
+  if (!w->failed && (rc = flush(w, err)) == AS_OK) {
+    /* The end record and the trailer: what a reader checks to know the
+     * trace is whole. */
+    uint8_t *p = w->buf;
+    *p++       = BIN_OP_END;
+    p          = put_varint(p, w->count);
+    uint64_t h = sum_final(&w->sum);
+    memcpy(p, &h, 8); /* little-endian host */
+    w->len = (size_t)(p + 8 - w->buf);
+    w->sum_from = w->len; /* not record bytes */
     rc = flush(w, err);
   }
   if (rc == AS_OK && (fflush(w->f) != 0 || ferror(w->f)))
@@ -771,6 +960,8 @@ as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
   }
   *p++ = 0;
   w->len = (size_t)(p - buf);
+  w->sum_from = w->len; /* the header is not hashed */
+  sum_init(&w->sum);
   *out = &w->base;
   return AS_OK;
 }

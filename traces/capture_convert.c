@@ -439,11 +439,9 @@ as_status_t capture_convert(const char *raw_path, const char *out_path,
 
 done:
   if (c.w != NULL) {
-    /* A half-written trace would look like a short capture: remove it. */
-    as_err_t ignore;
-    trace_writer_close(c.w, &ignore);
-    if (strcmp(out_path, "-") != 0)
-      unlink(out_path);
+    /* A half-written trace would look like a short capture: out_path keeps
+     * what it held before. */
+    trace_writer_discard(c.w);
   }
   if (map != MAP_FAILED)
     munmap(map, size);

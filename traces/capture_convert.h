@@ -32,7 +32,7 @@ struct capture_convert_stats_s {
  * python when known).  Addresses become dense ids, lowest free id first.
  * rss events carry measured RSS minus the library's own resident bytes.
  * A malformed log fails with AS_EFORMAT naming the file and byte offset,
- * and leaves no output file behind. */
+ * and leaves out_path as it was (written whole or not at all). */
 as_status_t capture_convert(const char *raw_path, const char *out_path,
                                    const trace_meta_t     *meta,
                                    capture_convert_stats_t *st, as_err_t *err);

@@ -23,7 +23,8 @@ extern char **environ;
 
 
 bool capture_env_knob(const char *name) {
-  static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", NULL};
+  static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", "TCMALLOC_",
+                                         NULL};
   static const char *const exact[] = {
       "GLIBC_TUNABLES", "LD_PRELOAD",     "MALLOC_CONF", "PYTHONMALLOC",
       "PYTHONHASHSEED", "JE_MALLOC_CONF", NULL};
@@ -217,18 +218,31 @@ as_status_t capture_run(const capture_opts_t *o,
   meta_put(m, "rss_source",
            "/proc/self/smaps_rollup Rss minus capture "
            "library's own resident bytes");
+  /* A knob whose name does not fit a provenance key as env.NAME (31 bytes:
+   * TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES) goes into malloc_env as
+   * "NAME=VALUE ...", which models/env.c reads too. */
+  char   long_env[256] = "";
+  size_t long_len      = 0;
   for (size_t i = 0; i < nenv; i++) {
     const char *eq = strchr(environ[i], '=');
-    if (eq == NULL || (size_t)(eq - environ[i]) > 24)
+    if (eq == NULL || (size_t)(eq - environ[i]) > 64)
       continue;
-    char name[32];
+    char name[72];
     as_format_fits(name, sizeof name, "%.*s", (int)(eq - environ[i]), environ[i]);
     if (!capture_env_knob(name))
       continue;
-    char key[40];
-    as_format_fits(key, sizeof key, "env.%s", name);
-    meta_put(m, key, eq + 1);
+    if (strlen(name) <= 24) {
+      char key[40];
+      as_format_fits(key, sizeof key, "env.%s", name);
+      meta_put(m, key, eq + 1);
+    } else if (long_len + strlen(environ[i]) + 1 < sizeof long_env) {
+      long_len += (size_t)snprintf(long_env + long_len,
+                                   sizeof long_env - long_len, "%s%s",
+                                   long_len ? " " : "", environ[i]);
+    }
   }
+  if (long_len > 0)
+    meta_put(m, "malloc_env", long_env);
 
   /* Run. */
   struct timespec t0, t1;

@@ -79,7 +79,8 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
 
 /* Imports the log at in_path ("-" = stdin) into a new trace at out_path
  * ("-" = stdout) in format fmt, with provenance source=mtrace, input=IN_PATH,
- * clock=synthetic ...  On failure a partly written out_path is removed. */
+ * clock=synthetic ...  out_path is written whole or not at all: on failure
+ * it keeps what it held before (trace_writer_open). */
 as_status_t import_mtrace_file(const char *in_path, const char *out_path,
                                trace_format_t              fmt,
                                const import_mtrace_opts_t *opts,

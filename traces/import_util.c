@@ -322,23 +322,16 @@ static as_status_t deferred_close(trace_writer_t *w, as_err_t *err) {
   return rc;
 }
 
-/* Drops the output of a failed import: the real writer is closed if it was
- * ever started, and true returned (the caller removes the file); false when
- * nothing was created. */
-static bool deferred_discard(trace_writer_t *w) {
-  deferred_t *d       = (deferred_t *)w;
-  bool        created = d->real != NULL;
-  if (d->real != NULL) {
-    as_err_t ignored = {0};
-    trace_writer_close(d->real, &ignored);
-    d->real = NULL;
-  }
+/* Drops the output of a failed import: a real writer, if one was ever
+ * started, is discarded, so a path keeps what it held before
+ * (trace_writer_discard). */
+static void deferred_discard(trace_writer_t *w) {
+  deferred_t *d = (deferred_t *)w;
+  trace_writer_discard(d->real);
   if (d->f != NULL && d->f != stdout)
     fclose(d->f);
-  d->f = NULL;
   free(d->path);
   free(d);
-  return created;
 }
 
 static const trace_writer_methods_t deferred_methods = {
@@ -406,12 +399,8 @@ as_status_t import_run_file(const char *in_path, const char *out_path,
   if (rc != AS_OK && cfile_status(in, NULL) != AS_OK)
     rc = cfile_status(in, err);
   cfile_close(in);
-  bool created = true;
   if (rc == AS_OK)
-    rc = trace_writer_close(w, err);
-  else
-    created = deferred_discard(w);
-  if (rc != AS_OK && created && strcmp(out_path, "-") != 0)
-    remove(out_path);
+    return trace_writer_close(w, err);
+  deferred_discard(w);
   return rc;
 }

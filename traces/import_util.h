@@ -131,7 +131,8 @@ typedef as_status_t (*import_stream_fn)(FILE *in, const char *name,
  * input=IN_PATH and, for a compressed file, compression=KIND to meta, runs
  * fn with a deferred writer creating out_path ("-" = stdout) in format fmt,
  * and closes both.  A decompression error wins over the parser's message
- * (it is the cause).  On failure a partly written out_path is removed. */
+ * (it is the cause).  On failure out_path keeps what it held before (the
+ * trace writer writes whole files or none). */
 as_status_t import_run_file(const char *in_path, const char *out_path,
                             trace_format_t fmt, trace_meta_t *meta,
                             import_stream_fn fn, void *user, as_err_t *err);

@@ -10,7 +10,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../sim/atomic_file.h"
 
 #include "trace_io.h"
 
@@ -68,6 +71,52 @@ as_status_t trace_writer_open_stream(FILE *f, const char *name,
   return trace_text_writer_open_stream(f, name, meta, out, err);
 }
 
+/* A writer opened by path: the format's writer on an atomic file, which
+ * close commits and trace_writer_discard throws away. */
+typedef struct file_writer_s file_writer_t;
+struct file_writer_s {
+  trace_writer_t  base;  /* must be first */
+  trace_writer_t *inner; /* the format's writer; owns out.f */
+  atomic_file_t   out;
+};
+
+static as_status_t file_write(trace_writer_t *w, const trace_event_t *ev,
+                              as_err_t *err) {
+  file_writer_t *fw = (file_writer_t *)w;
+  return trace_writer_write(fw->inner, ev, err);
+}
+
+static as_status_t file_writer_close(trace_writer_t *w, as_err_t *err) {
+  file_writer_t *fw = (file_writer_t *)w;
+  as_status_t    rc = trace_writer_close(fw->inner, err);
+  fw->out.f         = NULL; /* closed, and checked, by the inner writer */
+  if (rc == AS_OK)
+    rc = atomic_file_commit(&fw->out, err);
+  else
+    atomic_file_discard(&fw->out);
+  free(fw);
+  return rc;
+}
+
+static const trace_writer_methods_t file_writer_methods = {
+    .write = file_write,
+    .close = file_writer_close,
+};
+
+void trace_writer_discard(trace_writer_t *w) {
+  if (w == NULL)
+    return;
+  if (w->methods != &file_writer_methods) {
+    (void)trace_writer_close(w, NULL);
+    return;
+  }
+  file_writer_t *fw = (file_writer_t *)w;
+  (void)trace_writer_close(fw->inner, NULL);
+  fw->out.f = NULL;
+  atomic_file_discard(&fw->out);
+  free(fw);
+}
+
 as_status_t trace_writer_open(const char *path, trace_format_t format,
                               const trace_meta_t *meta, trace_writer_t **out,
                               as_err_t *err) {
@@ -75,10 +124,23 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
   if (strcmp(path, "-") == 0)
     return trace_writer_open_stream(stdout, "<stdout>", format, meta, out,
                                     err);
-  FILE *f = fopen(path, "wb");
-  if (f == NULL)
-    return as_err_set(err, AS_EIO, "%s: cannot create: %s", path,
-                      strerror(errno));
-  return trace_writer_open_stream(f, path, format, meta, out, err);
+  file_writer_t *fw = calloc(1, sizeof *fw);
+  if (fw == NULL)
+    return as_err_set(err, AS_ENOMEM, "%s: out of memory", path);
+  fw->base.methods = &file_writer_methods;
+  as_status_t rc   = atomic_file_open(&fw->out, path, err);
+  if (rc == AS_OK) {
+    rc = trace_writer_open_stream(fw->out.f, path, format, meta, &fw->inner,
+                                  err);
+    if (rc != AS_OK) {
+      fw->out.f = NULL; /* the failed open closed it */
+      atomic_file_discard(&fw->out);
+    }
+  }
+  if (rc != AS_OK) {
+    free(fw);
+    return rc;
+  }
+  *out = &fw->base;
+  return AS_OK;
 }
-

@@ -27,10 +27,30 @@ as_status_t trace_text_open(const char *path, trace_source_t **out,
 as_status_t trace_binary_open(const char *path, trace_source_t **out,
                               as_err_t *err);
 
-/* Creates path ("-" = stdout) and writes the header with meta. */
+/* Creates path ("-" = stdout) and writes the header with meta.  A path is
+ * written whole or not at all (sim/atomic_file.h): trace_writer_close
+ * makes the trace the file's contents only if every write and the close
+ * succeeded, and trace_writer_discard throws the output away instead;
+ * either way the previous file stays until then, and a device or FIFO is
+ * written in place and never removed. */
 as_status_t trace_writer_open(const char *path, trace_format_t format,
                               const trace_meta_t *meta, trace_writer_t **out,
                               as_err_t *err);
+
+/* Closes w without making its output the file's contents (for a failed
+ * conversion): a path opened by trace_writer_open keeps what it held
+ * before.  A writer on a stream is closed as usual.  NULL is a no-op. */
+void trace_writer_discard(trace_writer_t *w);
+
+/* A binary trace ends with an end record and a trailer (event count and
+ * checksum); one cut short -- at a record boundary, inside a record or in
+ * its trailer -- is an AS_EFORMAT error naming the byte offset.  After
+ * trace_set_lenient(src, true) such a trace is read to its last whole
+ * record instead, and trace_truncated(src) then says why it ended (for a
+ * warning); NULL for a whole trace.  Other sources ignore both: a text
+ * trace ends at its last line. */
+void        trace_set_lenient(trace_source_t *src, bool lenient);
+const char *trace_truncated(const trace_source_t *src);
 
 /* The format a file name implies: .astrace is binary, anything else text. */
 trace_format_t trace_format_from_path(const char *path);

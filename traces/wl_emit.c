@@ -94,3 +94,31 @@ bad:
                     "], got '%s'",
                     workload, name, lo, hi, text ? text : "(null)");
 }
+
+void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op,
+                  uint64_t id, uint64_t size, const char *label) {
+  memset(ev, 0, sizeof *ev);
+  ev->t_ns = t_ns;
+  ev->op = (uint8_t)op;
+  ev->id = id;
+  ev->size = size;
+  ev->label = label;
+  ev->domain = TRACE_DOMAIN_RAW;
+}
+
+as_status_t wl_bad_option(const char *workload, const char *name,
+                          const char *expect, const char *text,
+                          as_err_t *err) {
+  return as_err_set(err, AS_EUSAGE, "%s: --%s must be %s, got '%s'", workload,
+                    name, expect, text ? text : "(null)");
+}
+
+as_status_t wl_describe(trace_source_t *src, const char *generator,
+                        as_err_t *err) {
+  as_status_t rc = trace_meta_set(&src->meta, "kind", "workload", err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&src->meta, "workload", src->name, err);
+  if (rc == AS_OK)
+    rc = trace_meta_set(&src->meta, "generator", generator, err);
+  return rc;
+}

@@ -525,11 +525,17 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                       "in all)",
                       sizeof s->base.name - 1);
   }
-  char nbuf[32];
+  /* The build phase holds all n objects at once: the peak's floor. */
+  char nbuf[32], bbuf[32];
   snprintf(nbuf, sizeof nbuf, "%" PRIu64, n);
+  snprintf(bbuf, sizeof bbuf, "%" PRIu64, n * size);
   if ((rc = trace_meta_set(&s->base.meta, "kind", "workload", err)) ||
       (rc = trace_meta_set(&s->base.meta, "workload", s->base.name, err)) ||
-      (rc = trace_meta_set(&s->base.meta, "objects", nbuf, err))) {
+      (rc = trace_meta_set(&s->base.meta, "objects", nbuf, err)) ||
+      (rc = trace_meta_set(&s->base.meta, WORKLOAD_META_PEAK_OBJECTS, nbuf,
+                           err)) ||
+      (rc = trace_meta_set(&s->base.meta, WORKLOAD_META_PEAK_BYTES, bbuf,
+                           err))) {
     free(s);
     return rc;
   }

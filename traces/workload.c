@@ -21,6 +21,8 @@
 #include "wl_spike.h"     /* workload_spike */
 #include "wl_labs.h"      /* workload_lab_brk, _mmap_threshold, _arenas */
 #include "wl_webworker.h" /* workload_webworker */
+#include "wl_lab_purge.h" /* workload_lab_purge */
+#include "wl_churn_purge.h" /* workload_churn_purge */
 #include "wl_churn.h"     /* workload_churn */
 
 static const workload_def_t *const registry[] = {
@@ -30,6 +32,8 @@ static const workload_def_t *const registry[] = {
     &workload_lab_mmap_threshold,
     &workload_lab_arenas,
     &workload_webworker,
+    &workload_lab_purge,
+    &workload_churn_purge,
     &workload_churn,
 };
 

@@ -30,6 +30,15 @@ struct workload_def_s {
                       as_err_t *err);
 };
 
+/* Provenance keys a source may carry with a floor on what its program holds
+ * at its peak: live objects and live bytes (decimal).  The engine refuses
+ * before the first event a run whose floor alone cannot fit the
+ * simulator's memory bound (engine/engine.h, --max-memory), instead of
+ * finding out after filling the machine.  Floors, not estimates: the
+ * refusal must never turn away a run that would fit. */
+#define WORKLOAD_META_PEAK_OBJECTS "peak_live_objects"
+#define WORKLOAD_META_PEAK_BYTES   "peak_live_bytes"
+
 /* The workload registered under name, or NULL. */
 const workload_def_t *workload_find(const char *name);
 const workload_def_t *const *workload_registry(size_t *count);

@@ -220,6 +220,9 @@ SUMMARY_GROUPS = [
      r"measured/webworker-threads64-"),
     ("lab 5 (64 threads, arena_max unset / 8 / 1, control)",
      r"measured/lab-arenas-"),
+    ("tcmalloc: C burst/churn/cycle, CPython spike and webworker (1, 16 "
+     "threads)", r"measured/tcmalloc-"),
+    ("musl: C burst (dynamic, static), churn, bounce", r"measured/musl-"),
 ]
 
 
@@ -259,7 +262,7 @@ def variant_rows(ctx, variants):
     runs = {}
     for stem, _ in variants:
         runs[stem] = measured_runs(
-            ctx, r"measured/%s(-r\d+)?\.trace$" % re.escape(stem))
+            ctx, r"measured/%s(-r\d+)?\.(?:as)?trace$" % re.escape(stem))
     flat = [r for stem, _ in variants for r in runs[stem]]
     cmps = dict(zip([r[0] for r in flat], compare_all(ctx, flat)))
     rows = []
@@ -301,6 +304,44 @@ def t_measured_webworker(ctx):
     return table(["setup", "mark", "measured MiB", "predicted MiB",
                   "error MiB", "error % of peak", "max over repeats"],
                  variant_rows(ctx, WEBWORKER_VARIANTS), "llrrrrr")
+
+
+# gperftools tcmalloc and musl mallocng (docs/models/tcmalloc.md, musl.md):
+# scripts/measure/alloc_phases.c (a C program that records its own trace)
+# under LD_PRELOAD=libtcmalloc_minimal.so.4 or built with musl-gcc, and the
+# Python spike and webworker with tcmalloc preloaded.
+TCMALLOC_VARIANTS = [
+    ("tcmalloc-burst", "burst/free/idle"),
+    ("tcmalloc-burst-rate10", "burst, TCMALLOC_RELEASE_RATE=10"),
+    ("tcmalloc-burst-aggressive", "burst, TCMALLOC_AGGRESSIVE_DECOMMIT=1"),
+    ("tcmalloc-burst-tc1m", "burst, thread caches 1 MiB"),
+    ("tcmalloc-churn", "churn"),
+    ("tcmalloc-cycle", "2 MiB malloc/free x 1200"),
+    ("tcmalloc-cycle-rate10", "2 MiB x 1200, TCMALLOC_RELEASE_RATE=10"),
+    ("tcmalloc-spike-threads1", "spike (CPython), 1 thread"),
+    ("tcmalloc-spike-threads16", "spike (CPython), 16 threads"),
+    ("tcmalloc-webworker-threads1", "webworker (CPython), 1 thread"),
+    ("tcmalloc-webworker-threads16", "webworker (CPython), 16 threads"),
+]
+
+MUSL_VARIANTS = [
+    ("musl-burst", "burst/free/idle, dynamic"),
+    ("musl-burst-static", "burst/free/idle, static"),
+    ("musl-churn", "churn"),
+    ("musl-bounce", "malloc(5000)/free x 1000"),
+]
+
+
+def t_measured_tcmalloc(ctx):
+    return table(["run", "mark", "measured MiB", "predicted MiB",
+                  "error MiB", "error % of peak", "max over repeats"],
+                 variant_rows(ctx, TCMALLOC_VARIANTS), "llrrrrr")
+
+
+def t_measured_musl(ctx):
+    return table(["run", "mark", "measured MiB", "predicted MiB",
+                  "error MiB", "error % of peak", "max over repeats"],
+                 variant_rows(ctx, MUSL_VARIANTS), "llrrrrr")
 
 
 def model_brief(ctx, spec):
@@ -666,6 +707,152 @@ def t_figures_survivors(ctx):
     return table(["case", "published MiB"], rows, "lr")
 
 
+# ---- mimalloc (docs/models/mimalloc.md) ------------------------------------
+
+MI_RUNS = r"measured/(burst|churn|spike-mimalloc|webworker-mimalloc)-"
+
+
+def mi_worst(cmp):
+    """(worst |error| over every mark and sample as % of the measured peak,
+    signed mark error or None, label)."""
+    peak = cmp["peak_measured_rss_bytes"]
+    worst, label = 0.0, ""
+    for m in cmp["marks"]:
+        if m.get("predicted_rss_bytes") is None:
+            continue
+        if abs(m["error_pct_of_peak"]) > abs(worst) or not label:
+            worst, label = m["error_pct_of_peak"], m["label"]
+    series = cmp.get("series") or {}
+    mx = series.get("max_abs_error_bytes")
+    if mx is not None and not math.isnan(mx) and peak and \
+            100.0 * mx / peak > abs(worst) + 1e-9:
+        return 100.0 * mx / peak, "any sample"
+    return worst, label
+
+
+def t_mimalloc_measured(ctx):
+    """Every mimalloc run measured here: the worst error over all its
+    samples (a binary trace replays every call at its time, so every
+    sample is paired; a workload run pairs its marks, which include a tick
+    at each sample of the idle stretches)."""
+    runs = measured_runs(ctx, MI_RUNS)
+    rows = []
+    for (run, source), c in zip(runs, compare_all(ctx, runs)):
+        worst, label = mi_worst(c)
+        kind = "trace" if source.endswith(".astrace") else "workload"
+        stem = re.sub(r"(-r\d+)?\.(astrace|trace)$", "",
+                      os.path.basename(source))
+        shown = c["libc"] if c["model"].startswith("cpython") else \
+            model_brief(ctx, c["model"])
+        rows.append((stem, kind, shown, mib(c["peak_measured_rss_bytes"]),
+                     "%+.2f (%s)" % (worst, label),
+                     bold_if("met" if abs(worst) <= 5 else "missed",
+                             abs(worst) > 5)))
+    return table(["run", "replayed as", "model", "peak MiB",
+                  "worst error, % of peak (where)", "5% target"], rows,
+                 "lllrll")
+
+
+MI_PUBLISHED = ["webworker-mimalloc-threads1", "webworker-mimalloc-threads64",
+                "webworker-mimalloc-purge0-threads64"]
+MI_START_MIB = (18, 25)  # the study: "the interpreter alone starts at 18-25"
+
+
+def mi_published_row(ctx, stem):
+    path = os.path.join(ctx.root, "data", "published", stem + ".trace")
+    meta, marks = provenance(path), dict(published_marks(path))
+    version = meta["allocator"].split()[1]
+    libc = "mimalloc:version=" + version
+    if "MIMALLOC_PURGE_DELAY=0" in meta["setup"]:
+        libc += ",purge_delay=0"
+    wl = meta["workload"].split()
+    py = wl[wl.index("--python") + 1]
+    r = ctx.json("run", *wl, "--model", "cpython:version=" + py, "--libc",
+                 libc, "--json")
+    sim = {m["label"]: m["rss_bytes"] / MIB for m in r["marks"]}
+    cells = []
+    for label in ("under_load", "after_idle"):
+        pub = marks[label]
+        lo = sim[label] - sim["start"] + MI_START_MIB[0]
+        hi = sim[label] - sim["start"] + MI_START_MIB[1]
+        elo, ehi = 100 * (lo - pub) / pub, 100 * (hi - pub) / pub
+        miss = min(abs(elo), abs(ehi)) > 10 and elo * ehi > 0
+        cells.append("%d → %.0f–%.0f (%s … %s)" % (
+            pub, lo, hi, bold_if(pct(elo, 0), miss), bold_if(pct(ehi, 0),
+                                                             miss)))
+    return [meta["setup"], "`--libc %s`" % libc] + cells
+
+
+def t_mimalloc_published(ctx):
+    rows = ctx.map(lambda s: mi_published_row(ctx, s), MI_PUBLISHED)
+    return table(["setup (webworker study, mimalloc 3.0.1)", "replayed with",
+                  "under load: published → predicted MiB (error)",
+                  "after shrink + 12 s idle"], rows, "llrr")
+
+
+MI_FORMULA_CASES = [(512, "0.001"), (512, "0.0001"), (64, "0.0001"),
+                    (64, "0.00001")]
+
+
+def mi_formula_row(ctx, case):
+    size, frac = case
+    f = ctx.json("formula", "--allocator", "mimalloc", "--size", str(size),
+                 "--fraction", frac, "--json")
+
+    def kept(extra):
+        vals = []
+        for seed in range(1, SURVIVOR_SEEDS + 1):
+            r = ctx.json("run", "survivors", "--size", str(size),
+                         "--fraction", frac, "--seed", str(seed), "--model",
+                         "mimalloc:version=%s%s" % (f["mimalloc_version"],
+                                                    extra), "--json")
+            rss = {m["label"]: m["rss_bytes"] for m in r["marks"]}
+            vals.append((rss["after"] - rss["start"]) / MIB)
+        return statistics.mean(vals)
+
+    return ("%d B, %s" % (size, frac), "%d of %d B" % (f["k"],
+                                                       f["block_bytes"]),
+            "%.1f (%.1f)" % (f["kept_mib"], f["sd_mib"]),
+            "%.1f" % kept(",purge_delay=0"),
+            "%.1f" % (f["all_units_bytes"] / MIB), "%.1f" % kept(""))
+
+
+def t_mimalloc_formula(ctx):
+    rows = ctx.map(lambda c: mi_formula_row(ctx, c), MI_FORMULA_CASES)
+    return table(["survivors of 256 MiB", "k per 64 KiB page",
+                  "formula, purged (sd) MiB",
+                  "simulated, purge_delay=0 (mean of %d seeds)"
+                  % SURVIVOR_SEEDS, "formula, no purge MiB",
+                  "simulated, default options"], rows, "lrrrrr")
+
+
+MI_LAB_DELAYS = [("0", "0 (at once)"), (None, "default"),
+                 ("60000", "60 s (longer than the idle)")]
+MI_LAB_MARKS = ("freed", "idle_end", "collected", "collected_force")
+
+
+def mi_lab_row(ctx, item):
+    version, (delay, label), activity = item
+    spec = "mimalloc:version=" + version
+    if delay is not None:
+        spec += ",%s=%s" % ("decommit_delay" if version == "2.0.9"
+                            else "purge_delay", delay)
+    r = ctx.json("run", "lab-purge", "--activity", activity, "--model", spec,
+                 "--json")
+    rss = {m["label"]: m["rss_bytes"] / MIB for m in r["marks"]}
+    return [version, label, activity] + ["%.1f" % rss[m]
+                                         for m in MI_LAB_MARKS]
+
+
+def t_mimalloc_lab_purge(ctx):
+    items = [(v, d, a) for v in ("2.0.9", "2.1.2", "3.0.1")
+             for d in MI_LAB_DELAYS for a in ("none", "unrelated", "same")]
+    rows = ctx.map(lambda i: mi_lab_row(ctx, i), items)
+    return table(["version", "purge delay", "activity while idle",
+                  "after the frees MiB", "after 12 s", "after mi_collect(false)",
+                  "after mi_collect(true)"], rows, "lllrrrr")
+
+
 ORDER = {"spike": SPIKE_ORDER, "webworker": WEBWORKER_ORDER[:3]}
 
 
@@ -824,6 +1011,8 @@ TABLES = {
     "measured-all": t_measured_all,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
+    "measured-tcmalloc": t_measured_tcmalloc,
+    "measured-musl": t_measured_musl,
     "measured-survivors": t_measured_survivors,
     "measured-survivors-growth": t_measured_survivors_growth,
     "published-spike": t_published_spike,
@@ -835,6 +1024,10 @@ TABLES = {
     "oracle-workloads": t_oracle_workloads,
     "oracle-traces": t_oracle_traces,
     "heaptrack-imports": t_heaptrack_imports,
+    "mimalloc-measured": t_mimalloc_measured,
+    "mimalloc-published": t_mimalloc_published,
+    "mimalloc-formula": t_mimalloc_formula,
+    "mimalloc-lab-purge": t_mimalloc_lab_purge,
 }
 
 

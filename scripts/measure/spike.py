@@ -159,7 +159,8 @@ def main():
     assert len(survivors) == (count + a.keep_every - 1) // a.keep_every
 
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")
+                   if k.startswith(("MALLOC_", "TCMALLOC_"))
+                   or k == "GLIBC_TUNABLES")
     # --python names the CPython whose requests traces/wl_spike.c emits
     # (3.11 or 3.14; other versions are refused there, not guessed).
     workload = ("spike --count %d --min %d --max %d --keep-every %d "
@@ -170,7 +171,8 @@ def main():
         ("kind", "measured"),
         ("workload", workload),
         ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
-        ("libc", libc_spec()),
+    ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
+         if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),

@@ -219,7 +219,8 @@ def main():
     switch_ns = sys.getswitchinterval() * 1e9
     slice_ = max(1, round(switch_ns / req_ns))
     env = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")
+                   if k.startswith(("MALLOC_", "TCMALLOC_"))
+                   or k == "GLIBC_TUNABLES")
     workload = ("webworker --threads %d --requests %d --cache-mb %d "
                 "--shrink-mb %d --seed %d --slice %d --python %d.%d"
                 % (T, n1, a.cache_mb, a.shrink_mb, a.seed, slice_,
@@ -228,7 +229,8 @@ def main():
         ("kind", "measured"),
         ("workload", workload),
         ("model", "cpython:version=%d.%d" % sys.version_info[:2]),
-        ("libc", libc_spec()),
+    ] + ([("env.LD_PRELOAD", os.environ["LD_PRELOAD"])]  # the allocator
+         if os.environ.get("LD_PRELOAD") else [("libc", libc_spec())]) + [
         ("command", " ".join([os.path.basename(sys.executable)] + sys.argv)),
         ("machine", "%s %s, %d cpus" % (platform.node(), platform.machine(),
                                         os.cpu_count())),

@@ -154,6 +154,79 @@ static void events_a_model_has_no_notion_of_are_counted_or_strict(
   assert_non_null(strstr(err.msg, "model spy has no notion of purge"));
 }
 
+/* A composition whose libc child has no purge behaves as that libc alone:
+ * cpython with glibc counts a purge (an error under strict), as glibc does.
+ * It used to stop the run ("cpython: no purge (libc model glibc)"); found
+ * by tests/fuzz/fuzz_models.c. */
+static void a_composition_without_purge_counts_it_like_its_libc(void **state) {
+  (void)state;
+  static const char *const models[] = {"glibc", "cpython"};
+  for (int i = 0; i < 2; i++) {
+    sim_session_t s;
+    assert_int_equal(sim_session_open(models[i], NULL, NULL, &s, NULL),
+                     AS_OK);
+    trace_event_t evs[] = {{.t_ns = 5, .op = TRACE_PURGE,
+                            .size = TRACE_PURGE_ALL, .id = TRACE_ALL_ARENAS}};
+    array_source_t      src;
+    sim_run_result_t    res;
+    sim_engine_config_t cfg = {0};
+    array_source_init(&src, evs, 1);
+    assert_int_equal(sim_engine_run(&cfg, &s, &src.base, &res, NULL), AS_OK);
+    assert_int_equal(res.ignored_events, 1);
+    cfg.strict   = true;
+    as_err_t err = {0};
+    array_source_init(&src, evs, 1);
+    assert_int_equal(sim_engine_run(&cfg, &s, &src.base, &res, &err),
+                     AS_EINVAL);
+    assert_non_null(strstr(err.msg, "has no notion of purge events"));
+    sim_session_close(&s);
+  }
+}
+
+/* A thread ends only after it started, and starts only when it is not
+ * running; thread 0 (main) neither starts nor ends.  A thread_exit of a
+ * thread never started used to be accepted (issue 14). */
+static void threads_start_before_they_exit(void **state) {
+  (void)state;
+  static const struct {
+    trace_event_t ev[3];
+    size_t        n;
+    const char   *msg; /* NULL: the trace is fine */
+  } cases[] = {
+      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 3}}, 1,
+       "array: event 0 (t=1 ns, thread_exit): thread_exit of thread 3, "
+       "which is not running"},
+      {{{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 3},
+        {.t_ns = 2, .op = TRACE_THREAD_START, .thread = 3}},
+       2, "event 1 (t=2 ns, thread_start): thread_start of thread 3, which "
+          "is already running"},
+      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 0}}, 1,
+       "thread_exit of thread 0"},
+      {{{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 3},
+        {.t_ns = 2, .op = TRACE_THREAD_EXIT, .thread = 3},
+        {.t_ns = 3, .op = TRACE_THREAD_START, .thread = 3}},
+       3, NULL},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sim_session_t s;
+    assert_int_equal(sim_session_open("glibc", NULL, NULL, &s, NULL), AS_OK);
+    array_source_t      src;
+    sim_run_result_t    res;
+    sim_engine_config_t cfg = {0};
+    as_err_t            err = {0};
+    array_source_init(&src, cases[c].ev, cases[c].n);
+    as_status_t rc = sim_engine_run(&cfg, &s, &src.base, &res, &err);
+    if (cases[c].msg == NULL) {
+      assert_int_equal(rc, AS_OK);
+    } else {
+      assert_int_equal(rc, AS_EFORMAT);
+      if (strstr(err.msg, cases[c].msg) == NULL)
+        fail_msg("case %zu: '%s' lacks '%s'", c, err.msg, cases[c].msg);
+    }
+    sim_session_close(&s);
+  }
+}
+
 static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
   fixture_t    *f     = *state;
   trace_event_t evs[] = {EV_MALLOC(0, 3, 1 << 20),
@@ -460,6 +533,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(measured_rss_events_pass_through, setup,
                                       teardown),
       cmocka_unit_test(ideal_rss_is_live_bytes_rounded_up_to_pages),
+      cmocka_unit_test(a_composition_without_purge_counts_it_like_its_libc),
+      cmocka_unit_test(threads_start_before_they_exit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,44 @@ static void pages_use_mimalloc_bins_and_page_bytes_over_block(void **state) {
   assert_int_equal(formula_mimalloc_bin_size(UINT64_C(600) << 10), 0);
 }
 
+/* --allocator mimalloc: the model's own page (2.x start offsets: one block
+ * for 512-byte blocks, three for 64-byte ones, 384 bytes in 2.0.9; 3.4.3
+ * keeps the page info apart); expected values from the same Python
+ * expressions as above with those k. */
+static void mimalloc_pages_come_from_the_model(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(512, 1e-3);
+  in.mimalloc         = "2.1.2";
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 127); /* (65536 - 512) / 512 */
+  assert_int_equal(r.unit_bytes, 65536);
+  assert_close(r.kept_bytes / MIB, 30.78702978873435, 1e-9);
+  assert_close(r.sd_bytes / MIB, 1.3017644493785872, 1e-9);
+  assert_close(r.all_bytes / MIB, 258.01574803149606, 1e-9);
+  in = pym(64, 1e-4);
+  in.mimalloc = "2.1.2";
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 1021); /* (65536 - 3 * 64) / 64 */
+  assert_close(r.kept_bytes / MIB, 24.921744204839694, 1e-9);
+  in.mimalloc = "2.0.9";
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 1018); /* (65536 - 384) / 64 */
+  in = pym(512, 1e-3);
+  in.mimalloc = "3.4.3";
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.k, 128);
+  in = pym(100000, 1e-3);
+  in.mimalloc = "2.1.2"; /* a medium page: 512 KiB of 112 KiB blocks */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_int_equal(r.unit_bytes, 524288);
+  assert_int_equal(r.k, 4);
+  as_err_t err = {0};
+  in.mimalloc = "2.2";
+  assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "formula: mimalloc: option version"));
+}
+
 static void stride_pins_all_when_denser_than_k_else_one_per_survivor(
     void **state) {
   (void)state;
@@ -190,6 +228,7 @@ int main(void) {
       cmocka_unit_test(
           one_in_10000_pins_most_64_byte_arenas_and_few_512_byte_ones),
       cmocka_unit_test(pages_use_mimalloc_bins_and_page_bytes_over_block),
+      cmocka_unit_test(mimalloc_pages_come_from_the_model),
       cmocka_unit_test(
           stride_pins_all_when_denser_than_k_else_one_per_survivor),
       cmocka_unit_test(oldest_pins_only_the_arenas_they_fill),

@@ -632,6 +632,38 @@ static void thread_arena_adds_and_drops_heaps(void **state) {
   }
 }
 
+/* Issue 14 defect 5: with mmap_max=0 every request comes from the heaps, so
+ * a thread heap can fill to HEAP_MAX_SIZE with a top of only MINSIZE
+ * bytes.  The next sysmalloc then opens a new heap and makes the whole old
+ * top the fencepost (malloc.c:2661-2664): set_head(old_top, 0 + 16) and
+ * set_foot write at old_top + 8 and old_top + 16, inside the old top.  The
+ * model wrote the footer at old_top + 32, the first byte past the heap's
+ * 64 MiB reservation, and stopped with "page ... is PROT_NONE" (or "not
+ * mapped", by what lies beyond). */
+static void full_thread_heap_with_minimal_top_gets_a_fencepost(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "mmap_max=0");
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  ev(&f, TRACE_MALLOC, 1, 0, 16, 0);
+  uint64_t heap = glibc_inspect_heap_size(f.m, 1);
+  uint64_t top  = glibc_inspect_top_size(f.m, 1);
+  /* A chunk that grows the heap to exactly 64 MiB (grow_heap by MINSIZE +
+   * nb - top, already page-aligned) and leaves a top of MINSIZE bytes. */
+  uint64_t nb = 64 * MiB - heap + top - 32;
+  ev(&f, TRACE_MALLOC, 1, 1, nb - 8, 0);
+  assert_int_equal(glibc_inspect_heap_size(f.m, 1), 64 * MiB);
+  assert_int_equal(glibc_inspect_heap_mprotect_size(f.m, 1), 64 * MiB);
+  assert_int_equal(glibc_inspect_top_size(f.m, 1), 32);
+  uint64_t old_top = glibc_inspect_top_addr(f.m, 1);
+  ev(&f, TRACE_MALLOC, 1, 2, 100, 0);
+  assert_int_equal(glibc_inspect_heap_count(f.m, 1), 2);
+  assert_true(glibc_inspect_top_addr(f.m, 1) / (64 * MiB) !=
+              old_top / (64 * MiB));
+  assert_true(sim_kernel_is_resident(f.k, old_top + 16));
+  fx_close(&f);
+}
+
 /* arena.c:997-1020: an exiting thread's tcache goes back to its arena and
  * the arena is reused (LIFO) by the next new thread. */
 static void exited_thread_arena_is_reused(void **state) {
@@ -1039,7 +1071,23 @@ static void stack_options(void **state) {
                    AS_OK);
   assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "stack_size"));
+
+  /* Frame pages fit between the guard page and the page below the TCB:
+   * a 64 KiB stack (16 pages) holds 15, since the static TLS (4224 bytes)
+   * reaches into the second page from the top.  16 used to be accepted
+   * and its lowest frame page written on the PROT_NONE guard (found by
+   * tests/fuzz/fuzz_models.c). */
+  assert_int_equal(model_opts_parse("glibc", model_glibc_methods.options,
+                                    "stack_size=64K,thread_stack_pages=16",
+                                    &o, &err),
+                   AS_OK);
+  assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "thread_stack_pages=16"));
   sim_kernel_destroy(k);
+  fx_open(&f, "stack_size=64K,thread_stack_pages=15");
+  ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
+  assert_int_equal(stack_rss(&f), 64 * KiB); /* TCB page + 15 frame pages */
+  fx_close(&f);
 }
 
 int main(void) {
@@ -1067,6 +1115,7 @@ int main(void) {
       cmocka_unit_test(stack_options),
       cmocka_unit_test(thread_heap_shrinks_with_madvise),
       cmocka_unit_test(thread_arena_adds_and_drops_heaps),
+      cmocka_unit_test(full_thread_heap_with_minimal_top_gets_a_fencepost),
       cmocka_unit_test(exited_thread_arena_is_reused),
       cmocka_unit_test(realloc_grows_into_top_in_place),
       cmocka_unit_test(realloc_mremaps_an_mmapped_chunk),

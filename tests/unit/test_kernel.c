@@ -807,6 +807,40 @@ static void owners_sharing_a_2mib_block_are_counted_apart(uint64_t P) {
 }
 PAGE_TESTS(owners_sharing_a_2mib_block_are_counted_apart)
 
+/* Faults and zaps count owners per run of pages (kernel.c touch_block,
+ * chunk_drop): one run of fresh pages that crosses three mappings, and a
+ * zap whose run holds three owners, must count each owner's pages apart. */
+static void runs_over_several_owners_are_counted_per_page(uint64_t P) {
+  sim_kernel_t *k   = new_kernel(P, false, false);
+  as_err_t      err = {0};
+  sim_addr_t    x   = 0x7f0000000000;
+  ok(sim_kernel_mmap_fixed(k, x, 10 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC,
+                           &err),
+     &err);
+  ok(sim_kernel_mmap_fixed(k, x + 3 * P, P, SIM_PROT_RW, SIM_OWNER_METADATA,
+                           &err),
+     &err);
+  touch(k, x, 10 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 9 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_METADATA), P);
+  madv(k, x + P, 8 * P, SIM_MADV_DONTNEED);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), 2 * P);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_METADATA), 0);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * P);
+  check(k);
+  /* A whole 2 MiB block faulted and zapped at once. */
+  sim_addr_t a = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  touch(k, a, 4 * MIB);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP),
+                   4 * MIB);
+  ok(sim_kernel_munmap(k, a, 4 * MIB, &err), &err);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 0);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(runs_over_several_owners_are_counted_per_page)
+
 /* ---- THP ---------------------------------------------------------------- */
 
 static void thp_fills_a_whole_rw_block_on_first_write(uint64_t P) {
@@ -1270,6 +1304,7 @@ int main(void) {
       PAGE_ENTRIES(mprotect_rw_then_touch_and_back),
       PAGE_ENTRIES(mmap_fixed_replaces_residency_and_owner),
       PAGE_ENTRIES(owners_sharing_a_2mib_block_are_counted_apart),
+      PAGE_ENTRIES(runs_over_several_owners_are_counted_per_page),
       PAGE_ENTRIES(thp_fills_a_whole_rw_block_on_first_write),
       PAGE_ENTRIES(without_thp_a_write_faults_one_page),
       PAGE_ENTRIES(terabyte_reservation_costs_nothing),

@@ -129,6 +129,30 @@ static void byte_suffixes_are_powers_of_1024(void **state) {
   assert_false(as_parse_page_size("8K", &v));
 }
 
+/* OPT_DECIMAL (gperftools' TCMALLOC_RELEASE_RATE): millionths exactly;
+ * no sign, no exponent, at most six places. */
+static void decimals_parse_exactly(void **state) {
+  (void)state;
+  static const model_option_t dec[] = {
+      {"rate", OPT_DECIMAL, "1.0", "", NULL, NULL, "test", "rate"}, {0}};
+  model_opts_t o;
+  as_err_t     err = {0};
+  assert_int_equal(model_opts_parse("m", dec, NULL, &o, &err), AS_OK);
+  assert_true(model_opt_decimal(&o, 0) == 1.0);
+  assert_int_equal(model_opts_parse("m", dec, "rate=0.25", &o, &err), AS_OK);
+  assert_true(model_opt_decimal(&o, 0) == 0.25);
+  assert_int_equal(model_opts_parse("m", dec, "rate=10", &o, &err), AS_OK);
+  assert_true(model_opt_decimal(&o, 0) == 10.0);
+  assert_int_equal(model_opts_parse("m", dec, "rate=.5", &o, &err), AS_OK);
+  assert_true(model_opt_decimal(&o, 0) == 0.5);
+  static const char *const bad[] = {"rate=-1", "rate=1e3", "rate=",
+                                    "rate=1.0000001", "rate=x", "rate=."};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(model_opts_parse("m", dec, bad[i], &o, &err), AS_EUSAGE);
+    assert_non_null(strstr(err.msg, "decimal"));
+  }
+}
+
 static void every_registered_model_parses_its_own_defaults(void **state) {
   (void)state;
   size_t                        n;
@@ -163,6 +187,7 @@ int main(void) {
       cmocka_unit_test(malformed_values_name_what_was_expected),
       cmocka_unit_test(format_lists_every_effective_value),
       cmocka_unit_test(byte_suffixes_are_powers_of_1024),
+      cmocka_unit_test(decimals_parse_exactly),
       cmocka_unit_test(every_registered_model_parses_its_own_defaults),
       cmocka_unit_test(unknown_model_lists_the_known_ones),
   };

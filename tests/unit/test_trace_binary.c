@@ -1,6 +1,8 @@
 /* tests/unit/test_trace_binary.c -- the binary trace format: exact bytes,
  * text -> binary -> text round trips, every kind of bad input with its byte
- * offset, truncation at every cut, and a 1e6-event round trip through files.
+ * offset, truncation at every cut (a trace cut on a record boundary is
+ * refused, or read to there with lenient), the trailer's count and
+ * checksum, and a 1e6-event round trip through files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +17,30 @@
 
 #include "traces/trace_io.h"
 
-/* 8 magic bytes, version 1, no provenance: records start at offset 11. */
+/* 8 magic bytes, version 1 (no trailer), no provenance: records start at
+ * offset 11.  Hand-made inputs below use it so that their records need no
+ * checksum; the writer writes version 2. */
 #define HDR "ASTRACE\0\x01\x00\x00"
 #define HDR_LEN 11
+
+/* The trailer's checksum as docs/trace-format.md defines it, written here
+ * from the document, apart from traces/binary.c. */
+static uint64_t rotl29_mul(uint64_t h, uint64_t w) {
+  h ^= w;
+  h = (h << 29) | (h >> 35);
+  return h * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static uint64_t doc_checksum(const uint8_t *p, size_t n) {
+  uint64_t h = UINT64_C(0x243F6A8885A308D3);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w = 0;
+    for (size_t k = 0; k < 8 && i + k < n; k++)
+      w |= (uint64_t)p[i + k] << (8 * k);
+    h = rotl29_mul(h, w);
+  }
+  return rotl29_mul(h, n);
+}
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -77,10 +100,12 @@ static buf_t encode(const trace_event_t *evs, size_t n,
   return out;
 }
 
-/* Reads binary bytes named "t.astrace" to the end: the first non-OK status
- * (from open or next), the events read before it and the message. */
-static as_status_t read_bytes(const void *data, size_t len, size_t *n,
-                              as_err_t *err) {
+/* Reads binary bytes named "t.astrace" to the end (leniently or not): the
+ * first non-OK status (from open or next), the events read before it and
+ * the message; *cut receives trace_truncated's reason (or "") when not
+ * NULL. */
+static as_status_t read_bytes_as(const void *data, size_t len, bool lenient,
+                                 size_t *n, as_err_t *err, char *cut) {
   trace_source_t *src;
   *n = 0;
   memset(err, 0, sizeof *err);
@@ -88,11 +113,19 @@ static as_status_t read_bytes(const void *data, size_t len, size_t *n,
                                      &src, err);
   if (rc != AS_OK)
     return rc;
+  trace_set_lenient(src, lenient);
   trace_event_t ev;
   while ((rc = trace_source_next(src, &ev, err)) == AS_OK)
     (*n)++;
+  if (cut != NULL)
+    snprintf(cut, 200, "%s", trace_truncated(src) ? trace_truncated(src) : "");
   trace_source_close(src);
   return rc;
+}
+
+static as_status_t read_bytes(const void *data, size_t len, size_t *n,
+                              as_err_t *err) {
+  return read_bytes_as(data, len, false, n, err, NULL);
 }
 
 static void expect_error(const void *data, size_t len, const char *msg) {
@@ -158,15 +191,20 @@ static void writer_emits_the_documented_bytes(void **state) {
   };
   buf_t                b = encode(evs, 4, &meta);
   static const uint8_t want[] = {
-      'A',  'S',  'T',  'R',  'A',  'C',  'E',  0,    1,    0, /* header */
+      'A',  'S',  'T',  'R',  'A',  'C',  'E',  0,    2,    0, /* header */
       1,    'k',  1,    'v',  0,                               /* k=v */
       0xC0, 0x02, 0x40,             /* malloc: zero dt, same thread, +1, 64 */
       0x64, 0x0A, 0x00,             /* free obj: dt 10, id +0 */
       0x93, 0x03, 0x01, 0x0C, 0x64, /* memalign mem: thread 3, id -1, 2^12 */
       0x47, 0xA2, 0x02, 0x01, 'p',  /* mark: dt 290, "p" */
-      0x0F};                        /* end record */
-  assert_int_equal(b.len, sizeof want);
+      0x0F,                         /* end record */
+      0x04};                        /* trailer: 4 events, then checksum */
+  assert_int_equal(b.len, sizeof want + 8);
   assert_memory_equal(b.data, want, sizeof want);
+  uint64_t sum = doc_checksum(want + 15, sizeof want - 15 - 2);
+  for (int k = 0; k < 8; k++)
+    assert_int_equal((uint8_t)b.data[sizeof want + (size_t)k],
+                     (uint8_t)(sum >> (8 * k)));
   free(b.data);
 }
 
@@ -203,19 +241,66 @@ static void provenance_survives_the_binary_header(void **state) {
   free(bin.data);
 }
 
-static void end_of_file_without_end_record_ends_cleanly(void **state) {
+/* Issue 14 defect 7: a file cut on a record boundary looked whole.  Every
+ * writer ends a trace with an end record, so a file without one was cut:
+ * an error naming the offset, or with lenient the events read so far and
+ * a reason. */
+static void end_of_file_without_end_record_is_a_cut(void **state) {
   (void)state;
   static const uint8_t in[] = HDR "\xC5\xC6"; /* thread_start, exit */
   size_t               n;
   as_err_t             err;
-  assert_int_equal(read_bytes(in, sizeof in - 1, &n, &err), AS_DONE);
+  char                 cut[200];
+  assert_int_equal(read_bytes(in, sizeof in - 1, &n, &err), AS_EFORMAT);
   assert_int_equal(n, 2);
-  static const uint8_t after_end[] = HDR "\xC5\x0F\xFF\xFF";
-  assert_int_equal(read_bytes(after_end, sizeof after_end - 1, &n, &err),
+  assert_string_equal(err.msg,
+                      "t.astrace: byte offset 13: end of file after 2 "
+                      "events, expected an end record: the trace was cut "
+                      "short (--lenient reads it to its last whole record)");
+  assert_int_equal(read_bytes_as(in, sizeof in - 1, true, &n, &err, cut),
                    AS_DONE);
+  assert_int_equal(n, 2);
+  assert_string_equal(cut, "byte offset 13: end of file after 2 events, "
+                           "expected an end record");
+  static const uint8_t after_end[] = HDR "\xC5\x0F\xFF\xFF";
+  assert_int_equal(
+      read_bytes_as(after_end, sizeof after_end - 1, true, &n, &err, cut),
+      AS_DONE);
   assert_int_equal(n, 1);
-  assert_int_equal(read_bytes(HDR, HDR_LEN, &n, &err), AS_DONE);
+  assert_string_equal(cut, ""); /* whole: version 1 has no trailer */
+  assert_int_equal(read_bytes(HDR, HDR_LEN, &n, &err), AS_EFORMAT);
   assert_int_equal(n, 0);
+}
+
+/* Version 2's trailer: the event count and the checksum must agree with
+ * what was read; bytes after the trailer are ignored. */
+static void the_trailer_must_agree_with_the_records(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      {.t_ns = 5, .op = TRACE_MALLOC, .id = 1, .size = 64},
+      {.t_ns = 9, .op = TRACE_FREE, .id = 1},
+  };
+  buf_t    b = encode(evs, 2, NULL);
+  size_t   n;
+  as_err_t err;
+  size_t   trailer = b.len - 9; /* count byte, then 8 checksum bytes */
+  assert_int_equal((uint8_t)b.data[trailer - 1], 0x0F);
+  assert_int_equal(b.data[trailer], 2);
+  b.data[trailer] = 3; /* the count says 3 */
+  assert_int_equal(read_bytes(b.data, b.len, &n, &err), AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "the trailer says 3 events"));
+  b.data[trailer] = 2;
+  b.data[trailer - 2] ^= 0x01; /* a bit of the free record flips */
+  assert_int_equal(read_bytes(b.data, b.len, &n, &err), AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "the trace is damaged"));
+  b.data[trailer - 2] ^= 0x01;
+  char *more = malloc(b.len + 3);
+  memcpy(more, b.data, b.len);
+  memcpy(more + b.len, "xyz", 3);
+  assert_int_equal(read_bytes(more, b.len + 3, &n, &err), AS_DONE);
+  assert_int_equal(n, 2);
+  free(more);
+  free(b.data);
 }
 
 /* ---- Bad input ---------------------------------------------------------- */
@@ -231,8 +316,12 @@ static void bad_magic_is_not_an_allocsim_binary_trace(void **state) {
 
 static void unsupported_version_is_reported_at_offset_8(void **state) {
   (void)state;
-  expect_error("ASTRACE\0\x02\x00\x00", 11,
-               "t.astrace: byte offset 8: unsupported version 2, expected 1");
+  expect_error("ASTRACE\0\x03\x00\x00", 11,
+               "t.astrace: byte offset 8: unsupported version 3, expected 1 "
+               "to 2");
+  expect_error("ASTRACE\0\x00\x00\x00", 11,
+               "t.astrace: byte offset 8: unsupported version 0, expected 1 "
+               "to 2");
   expect_error("ASTRACE\0\x01", 9,
                "t.astrace: truncated header at byte offset 8: expected the "
                "version, got end of file");
@@ -345,27 +434,48 @@ static void truncation_at_every_cut_errors_cleanly(void **state) {
   }
   trace_meta_t meta = src->meta;
   trace_source_close(src);
-  size_t bound[65]; /* bound[k]: where record k starts; bound[n]: END */
+  /* bound[k]: where record k starts; bound[n]: the end record, which the
+   * trailer (count and checksum, 9 bytes for these counts) follows. */
+  size_t bound[65];
   for (size_t k = 0; k <= n; k++) {
     buf_t b = encode(evs, k, &meta);
-    bound[k] = b.len - 1;
+    bound[k] = b.len - 1 - 9;
     free(b.data);
   }
   buf_t full = encode(evs, n, &meta);
   size_t header_len = bound[0];
   for (size_t cut = 0; cut < full.len; cut++) {
-    size_t      got;
+    size_t      got, lgot;
+    char        why[200];
     as_status_t rc = read_bytes(full.data, cut, &got, &err);
     if (cut < header_len) {
       assert_int_equal(rc, AS_EFORMAT);
       continue;
     }
+    /* Leniently, every cut after the header reads the whole records. */
+    assert_int_equal(read_bytes_as(full.data, cut, true, &lgot, &err, why),
+                     AS_DONE);
+    assert_true(why[0] != '\0');
     size_t k = 0;
     while (k < n && bound[k + 1] <= cut)
       k++;
-    if (cut == bound[k]) {
-      assert_int_equal(rc, AS_DONE);
+    assert_int_equal(lgot, k);
+    rc = read_bytes(full.data, cut, &got, &err);
+    if (cut > bound[n]) {
+      assert_int_equal(rc, AS_EFORMAT); /* inside the trailer */
+      assert_int_equal(got, n);
+      assert_non_null(strstr(err.msg, "the trailer (event count and "
+                                      "checksum) is incomplete"));
+    } else if (cut == bound[k]) {
+      /* On a record boundary: it used to read as a whole trace. */
+      char want[160];
+      snprintf(want, sizeof want,
+               "t.astrace: byte offset %zu: end of file after %zu events, "
+               "expected an end record: the trace was cut short",
+               cut, k);
+      assert_int_equal(rc, AS_EFORMAT);
       assert_int_equal(got, k);
+      assert_memory_equal(err.msg, want, strlen(want));
     } else {
       char prefix[96];
       snprintf(prefix, sizeof prefix,
@@ -534,12 +644,13 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
   }
   buf_t b = encode(evs, N, NULL);
   free(evs);
-  size_t bad = b.len - 1; /* overwrite the end record */
+  size_t bad = b.len - 1 - 11; /* overwrite the end record and trailer
+                                   (count 200000: 3 bytes; checksum 8) */
   b.data = realloc(b.data, b.len + 300);
   assert_non_null(b.data);
   memset(b.data + bad, 0x45, 300); /* thread_start, same thread */
   b.data[bad] = 0x0E;
-  b.len += 299;
+  b.len = bad + 300;
   assert_true(bad > 256 * 1024);
   char msg[160];
   snprintf(msg, sizeof msg,
@@ -628,7 +739,8 @@ int main(void) {
       cmocka_unit_test(writer_emits_the_documented_bytes),
       cmocka_unit_test(text_to_binary_to_text_is_byte_identical),
       cmocka_unit_test(provenance_survives_the_binary_header),
-      cmocka_unit_test(end_of_file_without_end_record_ends_cleanly),
+      cmocka_unit_test(end_of_file_without_end_record_is_a_cut),
+      cmocka_unit_test(the_trailer_must_agree_with_the_records),
       cmocka_unit_test(bad_magic_is_not_an_allocsim_binary_trace),
       cmocka_unit_test(unsupported_version_is_reported_at_offset_8),
       cmocka_unit_test(malformed_headers_name_their_offset),

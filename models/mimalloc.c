@@ -1,0 +1,1031 @@
+/* models/mimalloc.c -- mimalloc (Microsoft), versions 2.0.9 (Debian 12's
+ * libmimalloc2.0), 2.1.2 (vendored in CPython 3.13/3.14), 2.1.7, 3.0.1 and
+ * 3.4.3: the model interface, options, threads and heaps.
+ *
+ * Why: mimalloc frees pages into 64 KiB-slice segments (2.x) or arenas
+ * (3.x) and gives their memory back only through a delayed purge that runs
+ * when the program later touches the same segment or arena -- a later free
+ * into it, a page allocated from it, a collect -- never on a timer.  Which
+ * segment a page lands in, which pages stay retired, and when each purge
+ * expires decide RSS, so this model keeps mimalloc's pages, span queues,
+ * purge masks and clocks exactly (mimalloc_int.h: representation;
+ * mimalloc_page.c, mimalloc_seg.c, mimalloc_arena3.c: the rules, each
+ * citing mimalloc's source at the version's tag).
+ *
+ * Time.  mimalloc reads a millisecond clock (_mi_clock_now); the model
+ * uses the event's time in ms.  Nothing is scheduled: a purge happens only
+ * inside an event, as in the real allocator.
+ *
+ * What it leaves out: secure/debug builds (MI_SECURE, MI_DEBUG, padding:
+ * release builds have none); large OS pages and huge-page reservations
+ * (options default off); NUMA; heap destroy/delete by the program;
+ * mi_malloc_aligned's exact placement (a memalign above 16 bytes is served
+ * as an over-allocation with the object at the first aligned address, as
+ * mi_heap_malloc_zero_aligned_at_generic does, without its small-size fast
+ * path); 3.x's exact free-slice search inside a 64-bit bitmap field and
+ * 3.4.3's separated page metadata and transparent huge pages (see
+ * docs/models/mimalloc.md).
+ *
+ * Sections
+ *   Options and versions        Kernel helpers
+ *   Threads and heaps           Objects
+ *   Model interface             Composition API (mimalloc.h)
+ */
+#include "mimalloc_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Options and versions ----------------------------------------------- */
+
+/* Rows valid only for some versions say so in their help; create() refuses
+ * a row the version does not have, naming that version's spelling. */
+#define MIMALLOC_OPTIONS(X)                                                    \
+  X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                             \
+    "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3", "meta:mimalloc_version",                  \
+    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",        \
+    "mimalloc version (mi_version() of the run)")                             \
+  X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,           \
+    "MIMALLOC_DECOMMIT_DELAY", "v2.0.9 src/options.c:87",                     \
+    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")   \
+  X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",    \
+    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY", "v2.0.9 src/options.c:96",        \
+    "2.0.9: extra delay per further free into the segment")                   \
+  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",     \
+    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY",                            \
+    "v2.0.9 src/options.c:95", "2.0.9: delay for segments in the cache")      \
+  X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,             \
+    "MIMALLOC_ALLOW_DECOMMIT", "v2.0.9 src/options.c:94",                     \
+    "2.0.9: decommit freed memory at all")                                    \
+  X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "", \
+    NULL, "MIMALLOC_ABANDONED_PAGE_DECOMMIT", "v2.0.9 src/options.c:78",      \
+    "2.0.9: decommit at once when a thread abandons a segment")               \
+  X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                 \
+    "MIMALLOC_PURGE_DELAY",                                                    \
+    "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",  \
+    "2.1+: delay before freed memory is purged; 0 = at once, <0 = never")     \
+  X(MO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,    \
+    "MIMALLOC_PURGE_EXTEND_DELAY", "v2.1.2 src/options.c:92",                 \
+    "2.1+: extra delay per further free into the segment")                    \
+  X(MO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,           \
+    "MIMALLOC_PURGE_DECOMMITS", "v2.1.2 src/options.c:64",                    \
+    "2.1+: purge with MADV_DONTNEED (0: MADV_FREE, RSS stays until pressure)") \
+  X(MO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,         \
+    "MIMALLOC_ARENA_PURGE_MULT",                                               \
+    "v2.1.2 src/options.c:91 (10); v3.0.1 :156 (1)",                          \
+    "2.1+: arena purge delay = purge_delay times this")                       \
+  X(MO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL, \
+    "MIMALLOC_ABANDONED_PAGE_PURGE", "v2.1.2 src/options.c:71",               \
+    "2.1: purge at once when a thread abandons a segment")                    \
+  X(MO_EAGER_COMMIT, "eager_commit", OPT_BOOL, "1", "", NULL,                 \
+    "MIMALLOC_EAGER_COMMIT", "v2.0.9 src/options.c:69",                       \
+    "2.x: commit segments whole (commit is RSS-neutral; decides the mask)")   \
+  X(MO_EAGER_COMMIT_DELAY, "eager_commit_delay", OPT_I64, "1", "", NULL,      \
+    "MIMALLOC_EAGER_COMMIT_DELAY", "v2.0.9 src/options.c:86",                 \
+    "2.x: first segments of a thread committed lazily once threads exist")    \
+  X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                     \
+    "MIMALLOC_PAGE_RESET", "v2.0.9 src/options.c:77",                         \
+    "2.x: MADV_FREE a page's memory when it is freed")                        \
+  X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,    \
+    "MIMALLOC_MAX_SEGMENT_RECLAIM", "v2.0.9 src/options.c:93 (8); v2.1.7 "    \
+    ":84 (10, a percentage)", "2.x: abandoned segments visited per reclaim")  \
+  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,           \
+    "MIMALLOC_RECLAIM_ON_FREE MIMALLOC_PAGE_RECLAIM_ON_FREE "                 \
+    "MIMALLOC_ABANDONED_RECLAIM_ON_FREE",                                      \
+    "v3.0.1 src/options.c:171 (1); v3.4.3 :165 (0)",                          \
+    "3.x: a free into an abandoned page reclaims it")                         \
+  X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,          \
+    "MIMALLOC_PAGE_FULL_RETAIN", "v3.0.1 src/options.c:173",                  \
+    "3.x: full pages kept in a queue before they are abandoned")              \
+  X(MO_PAGE_MAX_CANDIDATES, "page_max_candidates", OPT_I64, "4", "", NULL,    \
+    "MIMALLOC_PAGE_MAX_CANDIDATES", "v3.0.1 src/options.c:174",               \
+    "3.x: pages compared when looking for room")                              \
+  X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,        \
+    "MIMALLOC_GENERIC_COLLECT",                                                \
+    "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                \
+    "3.x: collect retired pages every N generic allocations")
+enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
+static const model_option_t mimalloc_options[] = {
+    MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
+
+static const char *const version_names[MV_COUNT] = {"2.0.9", "2.1.2",
+                                                     "2.1.7", "3.0.1", "3.4.3"};
+
+/* Which versions have a row: bit per version. */
+#define V209  (1u << MV_209)
+#define V21X  ((1u << MV_212) | (1u << MV_217))
+#define V3X   ((1u << MV_301) | (1u << MV_343))
+#define VALL  (V209 | V21X | V3X)
+typedef struct row_scope_s row_scope_t;
+struct row_scope_s {
+  int         key;
+  unsigned    versions;
+  const char *other; /* the spelling the other versions use, or NULL */
+};
+static const row_scope_t row_scopes[] = {
+    {MO_DECOMMIT_DELAY, V209, "purge_delay"},
+    {MO_DECOMMIT_EXTEND_DELAY, V209, "purge_extend_delay"},
+    {MO_SEGMENT_DECOMMIT_DELAY, V209, "arena_purge_mult"},
+    {MO_ALLOW_DECOMMIT, V209, "purge_delay (<0 disables purging)"},
+    {MO_ABANDONED_PAGE_DECOMMIT, V209, "abandoned_page_purge"},
+    {MO_PURGE_DELAY, V21X | V3X, "decommit_delay"},
+    {MO_PURGE_EXTEND_DELAY, V21X | V3X, "decommit_extend_delay"},
+    {MO_PURGE_DECOMMITS, V21X | V3X, NULL},
+    {MO_ARENA_PURGE_MULT, V21X | V3X, "segment_decommit_delay"},
+    {MO_ABANDONED_PAGE_PURGE, V21X, "abandoned_page_decommit"},
+    {MO_EAGER_COMMIT, V209 | V21X, NULL},
+    {MO_EAGER_COMMIT_DELAY, V209 | V21X, NULL},
+    {MO_PAGE_RESET, V209 | V21X, NULL},
+    {MO_MAX_SEGMENT_RECLAIM, V209 | V21X, NULL},
+    {MO_RECLAIM_ON_FREE, (1u << MV_217) | V3X, NULL},
+    {MO_PAGE_FULL_RETAIN, V3X, NULL},
+    {MO_PAGE_MAX_CANDIDATES, V3X, NULL},
+    {MO_GENERIC_COLLECT, 1u << MV_343, NULL},
+};
+
+/* Version defaults that differ from the rows' (2.0.9 / 2.1) defaults. */
+static const char *version_default(mi_version_t v, int key) {
+  switch (key) {
+  case MO_PURGE_DELAY:
+    return v == MV_301 ? "2500" : v == MV_343 ? "1000" : NULL;
+  case MO_ARENA_PURGE_MULT:
+    return MI_IS_V3(v) ? "1" : NULL;
+  case MO_MAX_SEGMENT_RECLAIM:
+    return v == MV_217 ? "10" : NULL;
+  case MO_RECLAIM_ON_FREE:
+    return v == MV_343 ? "0" : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* The geometry and rule constants of a version (mimalloc_int.h; sizes
+ * compiled against each tag's headers: sizeof(mi_page_t) 80/80/96,
+ * offsetof(mi_segment_t, slices) 264, offsetof(mi_segment_t, next)
+ * 184/184/176, 3.x page info 128 (301) / separate (343)). */
+static void mi_geometry(mi_version_t v, mi_geom_t *g) {
+  memset(g, 0, sizeof *g);
+  g->slices_offset = 264;
+  g->info_slices = 1; /* segment.c:335-357 */
+  g->off_bsize = 28; /* offsetof(mi_page_t, xblock_size) in 209/212 */
+  g->len_bsize = 4;
+  g->off_links = 56; /* offsetof(mi_page_t, next), prev at 64 */
+  g->min_extend = 4;  /* 209 page.c:590 */
+  switch (v) {
+  case MV_209:
+    g->page_struct = 80;
+    g->zero_prefix = 184;
+    g->min_commit = MI_MIB; /* 209 types.h:335 */
+    g->retire_cycles = 8;   /* page.c:420 */
+    g->retire_plus1 = true; /* page.c:445 */
+    break;
+  case MV_212:
+    g->page_struct = 80;
+    g->zero_prefix = 184;
+    g->min_commit = MI_SLICE_SIZE; /* 212 types.h:356 */
+    g->retire_cycles = 16;         /* 212 page.c:432 */
+    g->retire_plus1 = true;        /* 212 page.c:457 */
+    break;
+  case MV_217:
+    g->page_struct = 96;
+    g->zero_prefix = 176;
+    g->off_bsize = 40; /* 217 block_size is a size_t */
+    g->len_bsize = 8;
+    g->off_links = 72;
+    g->min_commit = MI_SLICE_SIZE; /* 217 types.h:372 */
+    g->retire_cycles = 16;
+    g->retire_any_size = true; /* 217 page.c:455-458 */
+    break;
+  case MV_301:
+    g->min_extend = 1;     /* 301 page.c:571 */
+    g->retire_cycles = 16; /* 301 page.c:368 */
+    g->retire_any_size = true;
+    g->page_info = 128;    /* mi_page_info_size(): sizeof 120 -> 128 */
+    g->small_max = 8176;   /* (64 KiB - 128) / 8, 301 types.h:337 */
+    g->medium_max = 65520; /* (512 KiB - 128) / 8, :338 */
+    g->large_max = MI_MIB; /* 4 MiB / 4, :339 (large pages off, :104) */
+    break;
+  default: /* MV_343 */
+    g->min_extend = 1;
+    g->retire_cycles = 16;
+    g->retire_any_size = true;
+    g->page_info = 0;      /* page meta kept apart, 343 types.h:119-128 */
+    g->small_max = 10240;  /* 343 types.h (compiled) */
+    g->medium_max = 86698;
+    g->large_max = 512 * MI_KIB; /* :426 */
+    break;
+  }
+}
+
+static as_status_t check_rows(mi_version_t v, const model_opts_t *o,
+                              as_err_t *err) {
+  for (size_t i = 0; i < sizeof row_scopes / sizeof row_scopes[0]; i++) {
+    const row_scope_t *r = &row_scopes[i];
+    if ((r->versions & (1u << v)) || !model_opt_was_set(o, r->key))
+      continue;
+    const char *name = mimalloc_options[r->key].name;
+    if (r->other != NULL)
+      return as_err_set(err, AS_EUSAGE,
+                        "mimalloc %s has no option %s; its spelling is %s",
+                        version_names[v], name, r->other);
+    return as_err_set(err, AS_EUSAGE, "mimalloc %s has no option %s",
+                      version_names[v], name);
+  }
+  return AS_OK;
+}
+
+/* Stores the version's default of row key as its effective value (not
+ * "set": it was not given). */
+static void apply_version_default(model_opts_t *o, mi_version_t v, int key) {
+  const char *d = version_default(v, key);
+  if (d == NULL || o->set[key])
+    return;
+  o->num[key] = strtoll(d, NULL, 10);
+  snprintf(o->text[key], sizeof o->text[key], "%s", d);
+}
+
+static void read_options(mi_model_t *m, const model_opts_t *o) {
+  bool v209 = m->version == MV_209;
+  m->purge_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_DELAY : MO_PURGE_DELAY);
+  m->extend_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_EXTEND_DELAY
+                                          : MO_PURGE_EXTEND_DELAY);
+  m->segment_delay = model_opt_i64(o, MO_SEGMENT_DECOMMIT_DELAY);
+  m->arena_mult = model_opt_i64(o, MO_ARENA_PURGE_MULT);
+  m->purge_decommits = v209 || model_opt_bool(o, MO_PURGE_DECOMMITS);
+  /* 2.1 has no allow_decommit: purging is off when purge_delay < 0
+   * (212 segment.c:845-846) */
+  m->allow_decommit = v209 ? model_opt_bool(o, MO_ALLOW_DECOMMIT)
+                           : m->purge_delay >= 0;
+  m->page_reset = model_opt_bool(o, MO_PAGE_RESET);
+  m->abandoned_purge = model_opt_bool(
+      o, v209 ? MO_ABANDONED_PAGE_DECOMMIT : MO_ABANDONED_PAGE_PURGE);
+  m->eager_commit = model_opt_bool(o, MO_EAGER_COMMIT);
+  m->eager_commit_delay = model_opt_i64(o, MO_EAGER_COMMIT_DELAY);
+  m->max_segment_reclaim = model_opt_i64(o, MO_MAX_SEGMENT_RECLAIM);
+  m->reclaim_on_free = model_opt_bool(o, MO_RECLAIM_ON_FREE);
+  m->page_full_retain = model_opt_i64(o, MO_PAGE_FULL_RETAIN);
+  if (m->page_full_retain > 32)
+    m->page_full_retain = 32; /* mi_option_get_clamp(-1, 32), heap.c:180 */
+  m->generic_collect = model_opt_i64(o, MO_GENERIC_COLLECT);
+  m->max_candidates = model_opt_i64(o, MO_PAGE_MAX_CANDIDATES);
+}
+
+/* ---- Kernel helpers ----------------------------------------------------- */
+
+static void kfail(mi_model_t *m, as_status_t rc) {
+  if (rc != AS_OK && m->fail == AS_OK)
+    m->fail = rc;
+}
+
+void mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m, sim_kernel_touch(m->kernel, addr, len, m->err));
+}
+
+void mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m, sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_DONTNEED,
+                                m->err));
+}
+
+void mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m, sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_FREE, m->err));
+}
+
+/* Memory from the OS is mapped RW at once: mimalloc commits with mprotect
+ * (209 os.c:969-973) or maps committed arenas, neither of which makes a
+ * page resident, so only the writes matter for RSS. */
+sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
+  sim_addr_t a = 0;
+  if (m->fail != AS_OK)
+    return 0;
+  kfail(m, sim_kernel_mmap(m->kernel, size, align, SIM_PROT_RW,
+                           SIM_OWNER_MIMALLOC, &a, m->err));
+  return m->fail == AS_OK ? a : 0;
+}
+
+void mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size) {
+  if (m->fail == AS_OK)
+    kfail(m, sim_kernel_munmap(m->kernel, addr, size, m->err));
+}
+
+/* 209 decommit is MADV_DONTNEED in a release build (os.c:974-978); 2.1+
+ * _mi_os_purge_ex (212 os.c:475-494) decommits (DONTNEED, prim.c:369-387)
+ * when purge_decommits, else resets with MADV_FREE (prim.c:389-408). */
+void mi_os_purge(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (m->purge_decommits)
+    mi_madvise_dontneed(m, addr, len);
+  else
+    mi_madvise_free(m, addr, len);
+}
+
+/* ---- Threads and heaps ------------------------------------------------- */
+
+static uint32_t heap_new(mi_model_t *m, uint32_t tld, uint8_t tag) {
+  if (m->heaps_n == m->heaps_cap) {
+    uint32_t cap = m->heaps_cap ? m->heaps_cap * 2 : 16;
+    mheap_t *nh = realloc(m->heaps, (size_t)cap * sizeof *nh);
+    if (nh == NULL) {
+      m->fail = AS_ENOMEM;
+      return 0;
+    }
+    m->heaps = nh;
+    m->heaps_cap = cap;
+  }
+  if (m->heaps_n == 0)
+    m->heaps_n = 1; /* 0 = none */
+  uint32_t id = m->heaps_n++;
+  mheap_t *h = &m->heaps[id];
+  memset(h, 0, sizeof *h);
+  for (uint32_t b = 0; b < MI_BINS; b++)
+    h->pages[b].block_size = b < MI_BIN_HUGE ? mi_bin_size((uint8_t)b) : 0;
+  h->tld = tld;
+  h->tag = tag;
+  h->live = true;
+  h->retired_min = MI_BIN_FULL;
+  h->retired_max = 0;
+  h->full_page_retain = (int32_t)m->page_full_retain; /* 301 heap.c:180 */
+  h->next_in_tld = m->tlds[tld].heaps;
+  m->tlds[tld].heaps = id;
+  return id;
+}
+
+/* Thread data of a non-main thread: heap + tld from the OS
+ * (`mi_thread_data_alloc`, 209 init.c:207-230; 212 :219-250), 4.6 KiB
+ * written (memcpy of the empty heap and tld, init.c:265-266), so 8 KiB
+ * mapped (_mi_os_good_alloc_size); up to 8 (209) / 16 (212) freed ones are
+ * kept for later threads. */
+#define THREAD_DATA_BYTES 4600
+static sim_addr_t thread_data_alloc(mi_model_t *m) {
+  for (int i = 0; i < 8; i++)
+    if (m->td_cache[i] != 0) {
+      sim_addr_t a = m->td_cache[i];
+      m->td_cache[i] = 0;
+      mi_touch(m, a, THREAD_DATA_BYTES);
+      return a;
+    }
+  sim_addr_t a = mi_os_alloc(m, 8192, 4096);
+  if (a != 0)
+    mi_touch(m, a, THREAD_DATA_BYTES);
+  return a;
+}
+
+static void thread_data_free(mi_model_t *m, sim_addr_t a) {
+  int cap = m->version == MV_209 ? 8 : 8; /* model keeps 8 */
+  for (int i = 0; i < cap; i++)
+    if (m->td_cache[i] == 0) {
+      m->td_cache[i] = a;
+      return;
+    }
+  mi_os_free(m, a, 8192);
+}
+
+static bool ensure_thread_slots(mi_model_t *m, uint32_t thread) {
+  if (thread < m->threads_cap)
+    return true;
+  uint32_t cap = m->threads_cap ? m->threads_cap : 64;
+  while (cap <= thread)
+    cap *= 2;
+  uint32_t *nt = realloc(m->tld_of_thread, (size_t)cap * sizeof *nt);
+  if (nt == NULL)
+    return false;
+  memset(nt + m->threads_cap, 0,
+         (size_t)(cap - m->threads_cap) * sizeof *nt);
+  m->tld_of_thread = nt;
+  m->threads_cap = cap;
+  return true;
+}
+
+/* The tld of trace thread `thread`, created at its first allocation
+ * (mi_thread_init: a thread's heap is set up by its first malloc). */
+static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
+  if (thread < m->threads_cap && m->tld_of_thread[thread] != 0)
+    return m->tld_of_thread[thread];
+  if (!create)
+    return 0;
+  if (!ensure_thread_slots(m, thread)) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  if (m->tlds_n == m->tlds_cap) {
+    uint32_t cap = m->tlds_cap ? m->tlds_cap * 2 : 16;
+    mtld_t  *nt = realloc(m->tlds, (size_t)cap * sizeof *nt);
+    if (nt == NULL) {
+      m->fail = AS_ENOMEM;
+      return 0;
+    }
+    m->tlds = nt;
+    m->tlds_cap = cap;
+  }
+  if (m->tlds_n == 0) {
+    memset(&m->tlds[0], 0, sizeof m->tlds[0]); /* 0 = none */
+    m->tlds_n = 1;
+  }
+  uint32_t id = m->tlds_n++;
+  mtld_t  *t = &m->tlds[id];
+  memset(t, 0, sizeof *t);
+  t->thread = thread;
+  t->live = true;
+  t->thread_seq = id - 1; /* 301 init.c thread_total_count */
+  if (thread != 0) {
+    t->data = thread_data_alloc(m);
+    m->threads_live++; /* _mi_current_thread_count */
+  }
+  m->tld_of_thread[thread] = id;
+  t = &m->tlds[id];
+  t->heap_backing = heap_new(m, id, 0);
+  return id;
+}
+
+/* Thread exit (_mi_thread_done -> _mi_heap_done, 209 init.c:296-346):
+ * other heaps of the thread are deleted into the backing heap, whose pages
+ * are collected and the rest abandoned; the thread data goes back. */
+static void thread_done(mi_model_t *m, uint32_t tld) {
+  mtld_t  *t = &m->tlds[tld];
+  uint32_t backing = t->heap_backing;
+  for (uint32_t h = t->heaps; h != 0; h = H(m, h)->next_in_tld) {
+    if (h == backing)
+      continue;
+    /* mi_heap_delete -> mi_heap_absorb: pages move to the backing heap
+     * (209 heap.c:280-300), after their delayed frees */
+    mi_heap_delayed_free_all(m, h);
+    for (uint32_t bin = 0; bin <= MI_BIN_FULL; bin++) {
+      uint32_t pg;
+      while ((pg = H(m, h)->pages[bin].last) != 0) {
+        mi_pq_remove(m, h, bin, pg);
+        mi_pq_push_end(m, backing, bin, pg);
+      }
+    }
+    H(m, h)->live = false;
+  }
+  if (m->tlds[tld].thread != 0)
+    mi_heap_abandon_all(m, backing);
+  t = &m->tlds[tld];
+  if (t->data != 0)
+    thread_data_free(m, t->data);
+  t->live = false;
+  m->tld_of_thread[t->thread] = 0;
+  if (t->thread != 0)
+    m->threads_live--;
+}
+
+/* ---- Objects ------------------------------------------------------------- */
+
+static bool ensure_objects(mi_model_t *m, uint64_t id) {
+  if (id < m->obj_cap)
+    return true;
+  uint64_t cap = m->obj_cap ? m->obj_cap : 4096;
+  while (cap <= id)
+    cap *= 2;
+  mobj_t *n = realloc(m->objs, cap * sizeof *n);
+  if (n == NULL)
+    return false;
+  memset(n + m->obj_cap, 0, (cap - m->obj_cap) * sizeof *n);
+  m->objs = n;
+  m->obj_cap = cap;
+  return true;
+}
+
+static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
+  const mpage_t *p = &m->pages[m->objs[id].page];
+  return p->start + (uint64_t)m->objs[id].block * p->block_size;
+}
+
+/* Entry bookkeeping: the clock, the error sink. */
+static void enter(mi_model_t *m, uint64_t t_ns, as_err_t *err) {
+  m->err = err;
+  m->fail = AS_OK;
+  m->now_ns = t_ns;
+  m->now = (int64_t)(t_ns / 1000000) + 1000; /* a clock that is never 0 */
+}
+
+static as_status_t leave(mi_model_t *m, as_err_t *err) {
+  if (m->fail == AS_OK)
+    return AS_OK;
+  if (m->fail == AS_ENOMEM)
+    return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
+  return m->fail; /* the kernel set err */
+}
+
+/* Allocates size bytes as object id through heap; the program's writes
+ * (unless unwritten) and calloc's zeroing included. */
+static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
+                         uint64_t size) {
+  if (!ensure_objects(m, ev->id)) {
+    m->fail = AS_ENOMEM;
+    return;
+  }
+  uint64_t req = size;
+  uint64_t align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
+  if (align > 16)
+    req = size + align - 1; /* alloc-aligned.c over-allocation */
+  uint32_t page, block;
+  if (!mi_malloc(m, heap, req, &page, &block))
+    return;
+  m->objs[ev->id].page = page;
+  m->objs[ev->id].block = block;
+  mpage_t   *p = P(m, page);
+  sim_addr_t a = p->start + (uint64_t)block * p->block_size;
+  if (align > 16)
+    a = (a + align - 1) & ~(align - 1);
+  if (ev->op == TRACE_CALLOC) {
+    /* _mi_page_malloc zero (209 alloc.c:47-51): the whole block unless the
+     * page's free list is known zero (never in 209), then the next-pointer
+     * word only */
+    uint64_t z = p->free_is_zero ? 8 : p->block_size;
+    mi_touch(m, a, z);
+  } else if (!(ev->flags & TRACE_FLAG_UNWRITTEN)) {
+    mi_touch(m, a, size);
+  }
+  m->live_bytes += size;
+  m->live_objects++;
+}
+
+static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
+                        uint64_t size) {
+  uint32_t page = m->objs[id].page;
+  uint32_t block = m->objs[id].block;
+  m->objs[id].page = 0;
+  m->live_bytes -= size;
+  m->live_objects--;
+  mi_free_block(m, tld, page, block);
+}
+
+/* ---- Model interface ----------------------------------------------------- */
+
+static as_status_t mimalloc_create(const model_opts_t *opts,
+                                   const model_ctx_t *ctx, model_t **out,
+                                   as_err_t *err) {
+  mi_version_t v = (mi_version_t)model_opt_i64(opts, MO_VERSION);
+  as_status_t  rc = check_rows(v, opts, err);
+  if (rc != AS_OK)
+    return rc;
+  mi_model_t *m = calloc(1, sizeof *m);
+  if (m == NULL)
+    return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
+  m->kernel = ctx->kernel;
+  m->version = v;
+  mi_geometry(v, &m->g);
+  m->base.opts = *opts;
+  for (int k = 0; k < MO_COUNT; k++)
+    apply_version_default(&m->base.opts, v, k);
+  read_options(m, &m->base.opts);
+  m->threads_live = 1; /* thread_count starts at 1 (209 init.c) */
+  if (v == MV_209) {
+    m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
+    if (m->cache == NULL) {
+      free(m);
+      return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
+    }
+  }
+  /* the library's static data that the model writes: segment map, arena
+   * descriptors (RSS only when first written) */
+  enter(m, 0, err);
+  kfail(m, sim_kernel_mmap(m->kernel, 64 * MI_KIB, 4096, SIM_PROT_RW,
+                           SIM_OWNER_METADATA, &m->static_area, err));
+  if (m->fail != AS_OK) {
+    as_status_t fail = leave(m, err);
+    free(m->cache);
+    free(m);
+    return fail;
+  }
+  *out = &m->base;
+  return AS_OK;
+}
+
+static void mimalloc_destroy(model_t *mm) {
+  mi_model_t *m = (mi_model_t *)mm;
+  for (uint32_t i = 1; i < m->pages_n; i++)
+    if (m->pages[i].live) {
+      free(m->pages[i].blocks);
+      free(m->pages[i].tfree);
+    }
+  free(m->pages);
+  for (uint32_t i = 1; i < m->heaps_n; i++)
+    free(m->heaps[i].delayed);
+  free(m->heaps);
+  free(m->tlds);
+  free(m->tld_of_thread);
+  free(m->objs);
+  mi_segs_destroy(m);
+  mi_arenas3_destroy(m);
+  free(m);
+}
+
+static uint32_t backing_heap(mi_model_t *m, uint32_t thread) {
+  uint32_t tld = tld_get(m, thread, true);
+  return tld != 0 ? m->tlds[tld].heap_backing : 0;
+}
+
+static as_status_t mimalloc_alloc(model_t *mm, const trace_event_t *ev,
+                                  as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  enter(m, ev->t_ns, err);
+  uint32_t heap = backing_heap(m, ev->thread);
+  if (heap != 0)
+    alloc_object(m, heap, ev, ev->size);
+  return leave(m, err);
+}
+
+static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
+                                    as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  enter(m, ev->t_ns, err);
+  free_object(m, tld_get(m, ev->thread, false), ev->id, ev->prev_size);
+  return leave(m, err);
+}
+
+/* _mi_heap_realloc_zero (209 alloc.c:679-707): in place while the new size
+ * fits the block and wastes at most half of it; else malloc, copy, free. */
+static void realloc_object(mi_model_t *m, uint32_t heap,
+                           const trace_event_t *ev) {
+  uint64_t   old = ev->prev_size;
+  mpage_t   *p = P(m, m->objs[ev->id].page);
+  uint64_t   usable = p->block_size;
+  sim_addr_t a = obj_addr(m, ev->id);
+  if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
+    if (ev->size > old && !(ev->flags & TRACE_FLAG_UNWRITTEN))
+      mi_touch(m, a + old, ev->size - old);
+    m->live_bytes += ev->size - old;
+    return;
+  }
+  uint32_t tld = H(m, heap)->tld;
+  uint32_t opage = m->objs[ev->id].page, oblock = m->objs[ev->id].block;
+  uint32_t page, block;
+  if (!mi_malloc(m, heap, ev->size, &page, &block))
+    return;
+  mpage_t   *np = P(m, page);
+  sim_addr_t na = np->start + (uint64_t)block * np->block_size;
+  uint64_t   copy = ev->size < usable ? ev->size : usable;
+  mi_touch(m, na, copy);
+  if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
+    mi_touch(m, na + copy, ev->size - copy);
+  m->objs[ev->id].page = page;
+  m->objs[ev->id].block = block;
+  m->live_bytes += ev->size - old;
+  mi_free_block(m, tld, opage, oblock);
+}
+
+static as_status_t mimalloc_realloc(model_t *mm, const trace_event_t *ev,
+                                    as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  enter(m, ev->t_ns, err);
+  uint32_t heap = backing_heap(m, ev->thread);
+  if (heap != 0)
+    realloc_object(m, heap, ev);
+  return leave(m, err);
+}
+
+static as_status_t mimalloc_thread(model_t *mm, const trace_event_t *ev,
+                                   as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  enter(m, ev->t_ns, err);
+  if (ev->op == TRACE_THREAD_EXIT) {
+    uint32_t tld = tld_get(m, ev->thread, false);
+    if (tld != 0)
+      thread_done(m, tld);
+  }
+  return leave(m, err);
+}
+
+/* mi_collect(force) of the calling thread's default heap: purge all =
+ * mi_collect(true), decay = mi_collect(false) (209 heap.c:180-182). */
+static as_status_t mimalloc_purge(model_t *mm, const trace_event_t *ev,
+                                  as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  enter(m, ev->t_ns, err);
+  if (ev->size != TRACE_PURGE_TCACHE) {
+    uint32_t heap = backing_heap(m, ev->thread);
+    if (heap != 0)
+      mi_heap_collect_ex(m, heap,
+                         ev->size == TRACE_PURGE_ALL ? MI_FORCE : MI_NORMAL);
+  }
+  return leave(m, err);
+}
+
+/* mi_option_set at run time: the purge knobs take effect at once. */
+static as_status_t mimalloc_set_option(model_t *mm, const char *name,
+                                       int64_t value, uint64_t now_ns,
+                                       as_err_t *err) {
+  mi_model_t *m = (mi_model_t *)mm;
+  (void)now_ns;
+  int key = model_option_find(mimalloc_options, name, strlen(name));
+  if (key < 0 || key == MO_VERSION)
+    return as_err_set(err, AS_EINVAL,
+                      "mimalloc: option '%s' cannot change at run time",
+                      name);
+  char text[32];
+  snprintf(text, sizeof text, "%" PRId64, value);
+  model_opts_t o = m->base.opts;
+  as_status_t  rc = model_opts_set("mimalloc", &o, key, text, strlen(text),
+                                   err);
+  if (rc == AS_OK)
+    rc = check_rows(m->version, &o, err);
+  if (rc != AS_OK)
+    return rc;
+  m->base.opts = o;
+  read_options(m, &m->base.opts);
+  return AS_OK;
+}
+
+static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
+                                size_t cap) {
+  const mi_model_t *m = (const mi_model_t *)mm;
+  size_t            n = 0;
+  uint64_t awaiting = MI_IS_V3(m->version) ? mi_arenas3_awaiting_purge(m)
+                                           : mi_segs_awaiting_purge(m);
+  n = model_counter_put(out, n, cap, "mimalloc", "segments",
+                        m->segments_live, "count",
+                        "2.x segments held (32 MiB each, or huge)");
+  n = model_counter_put(out, n, cap, "mimalloc", "pages", m->pages_live,
+                        "count", "pages in use or retired");
+  n = model_counter_put(out, n, cap, "mimalloc", "pages_awaiting_purge",
+                        awaiting, "bytes",
+                        "freed memory scheduled for a purge that has not run");
+  n = model_counter_put(out, n, cap, "mimalloc", "abandoned_segments",
+                        m->abandoned_count, "count",
+                        "segments of exited threads, not yet reclaimed");
+  n = model_counter_put(out, n, cap, "mimalloc", "purges", m->purges,
+                        "count", "purge (madvise) calls made");
+  n = model_counter_put(out, n, cap, "mimalloc", "purged_bytes",
+                        m->purged_bytes, "bytes", "bytes purged so far");
+  n = model_counter_put(out, n, cap, "mimalloc", "threads", m->threads_live,
+                        "count", "threads mimalloc has initialised");
+  return n;
+}
+
+static bool mimalloc_locate(const model_t *mm, uint64_t id, sim_addr_t *addr) {
+  const mi_model_t *m = (const mi_model_t *)mm;
+  if (id >= m->obj_cap || m->objs[id].page == 0)
+    return false;
+  *addr = obj_addr(m, id);
+  return true;
+}
+
+/* mi_usable_size: the bin's block size, or the OS-rounded size above the
+ * size classes (page-queue.c:110-117). */
+static uint64_t mimalloc_usable_size(const model_t *mm, uint64_t size,
+                                     uint8_t domain) {
+  const mi_model_t *m = (const mi_model_t *)mm;
+  (void)domain;
+  uint8_t bin = mi_model_bin(m, size ? size : 1);
+  return bin < MI_BIN_HUGE ? mi_bin_size(bin) : mi_good_alloc_size(size);
+}
+
+static void mimalloc_stats(const model_t *mm, model_stats_t *out) {
+  const mi_model_t *m = (const mi_model_t *)mm;
+  memset(out, 0, sizeof *out);
+  out->live_bytes = m->live_bytes;
+  out->live_objects = m->live_objects;
+  out->mapped_bytes = sim_kernel_mapped_bytes(m->kernel);
+  out->arenas = MI_IS_V3(m->version) ? m->arenas3_n : m->segments_live;
+  for (uint32_t i = 1; i < m->pages_n; i++) {
+    const mpage_t *p = &m->pages[i];
+    if (p->live && p->reserved > p->used)
+      out->free_bytes += (uint64_t)(p->reserved - p->used) * p->block_size;
+  }
+}
+
+static as_status_t walk_page(const mi_model_t *m, const mpage_t *p,
+                             model_region_fn fn, void *user, as_err_t *err) {
+  model_region_t r = {0};
+  r.addr = p->slice_start;
+  r.bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE;
+  r.live_objects = p->used;
+  r.live_bytes = (uint64_t)p->used * p->block_size;
+  r.kind = "page";
+  r.level = 1;
+  r.state = p->used ? MODEL_REGION_LIVE : MODEL_REGION_CACHED;
+  (void)m;
+  return fn(user, &r, err);
+}
+
+/* Heap map: 2.x segments (level 0) and their pages, or 3.x arenas and
+ * their pages. */
+static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
+                                 void *user, as_err_t *err) {
+  const mi_model_t *m = (const mi_model_t *)mm;
+  if (!MI_IS_V3(m->version)) {
+    for (uint32_t s = 1; s < m->segs_n; s++) {
+      const mseg_t *sg = &m->segs[s];
+      if (!sg->live)
+        continue;
+      model_region_t r = {0};
+      r.addr = sg->base;
+      r.bytes = sg->size;
+      r.kind = sg->kind == MI_SEG_HUGE ? "huge segment" : "segment";
+      r.state = sg->used ? MODEL_REGION_LIVE : MODEL_REGION_FREE;
+      as_status_t rc = fn(user, &r, err);
+      if (rc != AS_OK)
+        return rc;
+      for (uint32_t i = 0; i < sg->slice_entries; i++) {
+        uint32_t pg = sg->slices[i].page;
+        if (pg == 0 || sg->slices[i].state < 2)
+          continue;
+        rc = walk_page(m, &m->pages[pg], fn, user, err);
+        if (rc != AS_OK)
+          return rc;
+      }
+    }
+    return AS_OK;
+  }
+  for (uint32_t a = 0; a < m->arenas3_n; a++) {
+    const marena3_t *ar = &m->arenas3[a];
+    model_region_t   r = {0};
+    r.addr = ar->base;
+    r.bytes = (uint64_t)ar->slices * MI_SLICE_SIZE;
+    r.kind = "arena";
+    r.state = MODEL_REGION_LIVE;
+    as_status_t rc = fn(user, &r, err);
+    if (rc != AS_OK)
+      return rc;
+    for (uint32_t i = 0; i < ar->slices; i++)
+      if (ar->page_at[i] != 0) {
+        rc = walk_page(m, &m->pages[ar->page_at[i]], fn, user, err);
+        if (rc != AS_OK)
+          return rc;
+      }
+  }
+  return AS_OK;
+}
+
+const model_methods_t model_mimalloc_methods = {
+    .name = "mimalloc",
+    .summary = "mimalloc 2.0.9/2.1.2/2.1.7/3.0.1/3.4.3: segments or arenas "
+               "of 64 KiB pages, delayed purge run only by later activity",
+    .options = mimalloc_options,
+    .preload = "libmimalloc",
+    .create = mimalloc_create,
+    .destroy = mimalloc_destroy,
+    .alloc = mimalloc_alloc,
+    .realloc = mimalloc_realloc,
+    .free = mimalloc_free_ev,
+    .thread = mimalloc_thread,
+    .trim = NULL,
+    .stats = mimalloc_stats,
+    .locate = mimalloc_locate,
+    .purge = mimalloc_purge,
+    .set_option = mimalloc_set_option,
+    .counters = mimalloc_counters,
+    .walk = mimalloc_walk,
+    .usable_size = mimalloc_usable_size,
+};
+
+/* ---- Composition API (mimalloc.h) --------------------------------------- */
+
+void mimalloc_set_hooks(mi_model_t *m, const mi_hooks_t *hooks) {
+  if (hooks == NULL) {
+    memset(&m->hooks, 0, sizeof m->hooks);
+    m->has_hooks = false;
+  } else {
+    m->hooks = *hooks;
+    m->has_hooks = true;
+  }
+}
+
+as_status_t mimalloc_thread_heap(mi_model_t *m, uint32_t thread,
+                                 uint64_t now_ns, mi_heap_ref_t *out,
+                                 as_err_t *err) {
+  enter(m, now_ns, err);
+  *out = backing_heap(m, thread);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_heap_new(mi_model_t *m, uint32_t thread, uint8_t tag,
+                              uint64_t now_ns, mi_heap_ref_t *out,
+                              as_err_t *err) {
+  enter(m, now_ns, err);
+  uint32_t tld = tld_get(m, thread, true);
+  *out = tld != 0 ? heap_new(m, tld, tag) : 0;
+  if (tag != 0)
+    m->heap_tags = true;
+  return leave(m, err);
+}
+
+static as_status_t heap_check(mi_model_t *m, mi_heap_ref_t heap,
+                              uint32_t thread, as_err_t *err) {
+  if (heap == 0 || heap >= m->heaps_n || !m->heaps[heap].live)
+    return as_err_set(err, AS_EINVAL, "mimalloc: no heap %u", heap);
+  if (m->tlds[m->heaps[heap].tld].thread != thread)
+    return as_err_set(err, AS_EINVAL,
+                      "mimalloc: heap %u belongs to thread %u, not %u", heap,
+                      m->tlds[m->heaps[heap].tld].thread, thread);
+  return AS_OK;
+}
+
+as_status_t mimalloc_heap_alloc(mi_model_t *m, mi_heap_ref_t heap,
+                                const trace_event_t *ev, as_err_t *err) {
+  as_status_t rc = heap_check(m, heap, ev->thread, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, ev->t_ns, err);
+  alloc_object(m, heap, ev, ev->size);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_heap_realloc(mi_model_t *m, mi_heap_ref_t heap,
+                                  const trace_event_t *ev, as_err_t *err) {
+  as_status_t rc = heap_check(m, heap, ev->thread, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, ev->t_ns, err);
+  realloc_object(m, heap, ev);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_free(mi_model_t *m, const trace_event_t *ev,
+                          as_err_t *err) {
+  return mimalloc_free_ev(&m->base, ev, err);
+}
+
+static as_status_t heap_live(const mi_model_t *m, mi_heap_ref_t heap,
+                             as_err_t *err) {
+  if (heap == 0 || heap >= m->heaps_n || !m->heaps[heap].live)
+    return as_err_set(err, AS_EINVAL, "mimalloc: no heap %u", heap);
+  return AS_OK;
+}
+
+as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap,
+                                  bool force, uint64_t now_ns,
+                                  as_err_t *err) {
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, now_ns, err);
+  mi_heap_collect_ex(m, heap, force ? MI_FORCE : MI_NORMAL);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_heap_abandon(mi_model_t *m, mi_heap_ref_t heap,
+                                  uint64_t now_ns, as_err_t *err) {
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, now_ns, err);
+  mi_heap_abandon_all(m, heap);
+  return leave(m, err);
+}
+
+as_status_t mimalloc_heap_visit(mi_model_t *m, mi_heap_ref_t heap,
+                                uint64_t now_ns, as_err_t *err) {
+  as_status_t rc = heap_live(m, heap, err);
+  if (rc != AS_OK)
+    return rc;
+  enter(m, now_ns, err);
+  mi_heap_visit_pages(m, heap);
+  return leave(m, err);
+}
+
+bool mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].in_full;
+}
+
+void mimalloc_page_unfull(mi_model_t *m, mi_page_ref_t p) {
+  mi_page_unfull(m, p);
+}
+
+bool mimalloc_page_all_free(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].used == 0;
+}
+
+mi_heap_ref_t mimalloc_page_heap(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].heap;
+}
+
+uint8_t mimalloc_page_tag(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].tag;
+}
+
+uint64_t mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p) {
+  return (uint64_t)m->pages[p].slice_count * MI_SLICE_SIZE;
+}
+
+mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id) {
+  return id < m->obj_cap ? m->objs[id].page : 0;
+}
+
+uint64_t mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].block_size;
+}
+
+uint64_t mimalloc_page_blocks(const mi_model_t *m, mi_page_ref_t p) {
+  return m->pages[p].reserved;
+}
+
+uint64_t *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p) {
+  return &m->pages[p].user;
+}
+
+as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
+                               uint64_t now_ns, as_err_t *err) {
+  if (p == 0 || p >= m->pages_n || !m->pages[p].live ||
+      m->pages[p].used != 0 || m->pages[p].heap == 0)
+    return as_err_set(err, AS_EINVAL,
+                      "mimalloc: page %u is not an empty page of a heap", p);
+  enter(m, now_ns, err);
+  mi_page_free(m, p, force);
+  return leave(m, err);
+}

@@ -1,0 +1,495 @@
+/* models/mimalloc_arena3.c -- mimalloc 3.x: pages allocated directly from
+ * arenas of 64 KiB slices, the binned free-slice search, abandoned pages,
+ * and the arena purge.
+ *
+ * Citations are to v3.0.1 src/arena.c unless marked: "bitmap" is 301
+ * src/bitmap.c, "343" is v3.4.3.
+ *
+ * Purge in 3.x: a freed page's slices are marked for purging and the arena
+ * gets an expiry (now + purge_delay * arena_purge_mult) only if it has none;
+ * further frees do not extend it.  Once it has passed, the next
+ * _mi_arenas_collect -- after a page is freed or abandoned, at heap collect
+ * -- purges every marked slice that is still free, however recently it was
+ * freed.  No timer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mimalloc_int.h"
+
+#define SLICES_PER_CHUNK 512 /* MI_BCHUNK_BITS, 301 types.h:121-124 */
+#define MAX_OBJ_SLICES   512 /* MI_ARENA_MAX_OBJ_SLICES (:129): 32 MiB */
+#define PAGE_MAP_SUB     8192 /* MI_PAGE_MAP_SUB_COUNT, internal.h:497-498 */
+
+/* Binned search bins (bitmap.h:218-237). */
+enum { BB_NONE, BB_SMALL, BB_OTHER, BB_MEDIUM, BB_LARGE };
+
+static uint8_t bbin_of(const mi_model_t *m, uint32_t n) {
+  if (n == 1)
+    return BB_SMALL;
+  if (n == 8)
+    return BB_MEDIUM;
+  if (m->version == MV_343 && n == 64)
+    return BB_LARGE; /* MI_ENABLE_LARGE_PAGES in 343 */
+  return BB_OTHER;
+}
+
+static int64_t purge_delay3(const mi_model_t *m) {
+  return m->purge_delay * m->arena_mult; /* mi_arena_purge_delay :1563-1566 */
+}
+
+/* ---- Arena reservation (:271-338, :1127-1240) -------------------------- */
+
+/* mi_arena_info_slices_needed (:1127-1141): the arena struct and its 4 +
+ * MI_BIN_COUNT bitmaps and the free bbitmap, each slices/8 bytes plus a
+ * chunkmap header. */
+static uint32_t info_slices(uint32_t slices) {
+  uint64_t bitmap = (uint64_t)slices / 8 + 128;
+  uint64_t size = 1024 + (4 + MI_BINS + 1) * bitmap;
+  size = (size + 4095) / 4096 * 4096;
+  return (uint32_t)((size + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
+}
+
+static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
+  uint64_t size = MI_GIB; /* arena_reserve */
+  uint32_t n = m->arenas3_n;
+  if (n >= 1 && n <= 128) {
+    uint32_t sh = n / 4 > 16 ? 16 : n / 4; /* :288-296 every 4 arenas */
+    size <<= sh;
+  }
+  if (size > 16 * MI_GIB)
+    size = 16 * MI_GIB;
+  if (size < req)
+    return 0;
+  marena3_t *na = realloc(m->arenas3, (n + 1) * sizeof *na);
+  if (na == NULL) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  m->arenas3 = na;
+  marena3_t *a = &na[n];
+  memset(a, 0, sizeof *a);
+  a->slices = (uint32_t)(size / MI_SLICE_SIZE);
+  a->info_slices = info_slices(a->slices);
+  a->base = mi_os_alloc(m, size, MI_SLICE_SIZE);
+  size_t ns = a->slices;
+  a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
+  a->page_at = calloc(ns, sizeof *a->page_at);
+  if (a->free_map == NULL || a->page_at == NULL) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  a->purge = a->free_map + ns;
+  a->dirty = a->purge + ns;
+  a->page_head = a->dirty + ns; /* abandoned bin + 1 at a page head */
+  a->chunk_bin = a->page_head + ns;
+  memset(a->free_map + a->info_slices, 1, ns - a->info_slices);
+  memset(a->dirty, 1, a->info_slices);
+  /* mi_manage_os_memory_ex2 (:1156-1240) writes the arena struct and
+   * initialises every bitmap in the info slices */
+  uint64_t info_bytes = 1024 + (4 + MI_BINS + 1) * ((uint64_t)ns / 8 + 128);
+  mi_touch(m, a->base, info_bytes);
+  m->arenas3_n++;
+  return n + 1;
+}
+
+/* ---- The binned free-slice search (bitmap :1543-1611) ----------------- */
+
+static uint8_t *chunk_bins(marena3_t *a) { return a->chunk_bin; }
+
+/* Lowest run of n free slices in chunk c: n == 1 any slice, n == 8 an
+ * aligned byte of the bitmap (mi_bchunk_try_find_and_clear_8), n <= 64
+ * within one 64-bit field, else anywhere in the chunk. */
+static bool chunk_find(const marena3_t *a, uint32_t c, uint32_t n,
+                       uint32_t *out) {
+  uint32_t lo = c * SLICES_PER_CHUNK, hi = lo + SLICES_PER_CHUNK;
+  uint32_t step = n == 8 ? 8 : 1;
+  for (uint32_t i = lo; i + n <= hi; i += step) {
+    if (n > 1 && n <= 64 && n != 8 && (i / 64) != ((i + n - 1) / 64))
+      continue;
+    uint32_t k = 0;
+    while (k < n && a->free_map[i + k])
+      k++;
+    if (k == n) {
+      *out = i;
+      return true;
+    }
+    if (step == 1 && k > 0)
+      i += k; /* skip past the blocker */
+  }
+  return false;
+}
+
+static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
+                             uint64_t tseq, uint32_t *out) {
+  uint32_t nchunks = a->slices / SLICES_PER_CHUNK;
+  uint8_t *bins = chunk_bins(a);
+  uint8_t  bbin = bbin_of(m, n);
+  uint32_t acc = a->search_hint; /* chunk_max_accessed */
+  uint32_t cycle = acc % 64 + 1;
+  if (cycle > nchunks)
+    cycle = nchunks;
+  uint32_t start = (uint32_t)((tseq % 8) % cycle);
+  for (uint8_t bin = BB_SMALL; bin <= bbin; bin++) {
+    for (uint32_t k = 0; k < nchunks; k++) {
+      /* [start, cycle), then [0, start), then [cycle, nchunks) */
+      uint32_t c;
+      if (k < cycle - start)
+        c = start + k;
+      else if (k < cycle)
+        c = k - (cycle - start);
+      else
+        c = k;
+      uint8_t cb = bins[c];
+      if (!(cb == bin || (bin == bbin && cb == BB_NONE)))
+        continue;
+      uint32_t idx;
+      if (chunk_find(a, c, n, &idx)) {
+        if (idx == c * SLICES_PER_CHUNK && cb == BB_NONE)
+          bins[c] = bbin;
+        *out = idx;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* Marks slices free; a chunk that becomes wholly free returns to the NONE
+ * bin, and frees raise chunk_max_accessed (bitmap :1426-1440). */
+static void arena3_set_free(marena3_t *a, uint32_t idx, uint32_t n) {
+  memset(a->free_map + idx, 1, n);
+  uint8_t *bins = chunk_bins(a);
+  for (uint32_t c = idx / SLICES_PER_CHUNK;
+       c <= (idx + n - 1) / SLICES_PER_CHUNK; c++) {
+    if (c > a->search_hint)
+      a->search_hint = c;
+    uint32_t lo = c * SLICES_PER_CHUNK, k = 0;
+    if (lo < a->info_slices)
+      continue;
+    while (k < SLICES_PER_CHUNK && a->free_map[lo + k])
+      k++;
+    if (k == SLICES_PER_CHUNK)
+      bins[c] = BB_NONE;
+  }
+}
+
+/* ---- Page map (301 page-map.c, two-level on x86-64) -------------------- */
+
+/* _mi_page_map_register / unregister write one pointer per slice in a
+ * sub-map of 8192 entries (64 KiB, one per 512 MiB), mmapped on demand. */
+static void page_map_write(mi_model_t *m, sim_addr_t addr, uint32_t slices) {
+  if (m->page_map == 0) {
+    /* the sub-maps are modelled as one reserved region indexed by the
+     * address's 512 MiB unit within the first 8 TiB of arenas */
+    m->page_map = mi_os_alloc(m, 128 * MI_MIB, MI_SLICE_SIZE);
+    if (m->page_map == 0)
+      return;
+  }
+  uint64_t slice = addr >> MI_SLICE_SHIFT;
+  uint64_t off = (slice % (uint64_t)(128 * MI_MIB / 8)) * 8;
+  uint64_t len = (uint64_t)slices * 8;
+  if (off + len > 128 * MI_MIB)
+    len = 128 * MI_MIB - off;
+  mi_touch(m, m->page_map + off, len);
+}
+
+/* ---- Page allocation (:586-791) ----------------------------------------- */
+
+static uint32_t page_record(mi_model_t *m, uint32_t arena, uint32_t idx,
+                            uint32_t slices, sim_addr_t start,
+                            uint64_t block_size, bool zero, bool singleton) {
+  uint32_t page = mi_page_new(m);
+  if (page == 0)
+    return 0;
+  mpage_t *p = P(m, page);
+  p->seg = arena;
+  p->slice_index = idx;
+  p->slice_count = slices;
+  p->slice_start = start;
+  p->block_size = block_size;
+  p->zero_init = zero;
+  p->is_huge = singleton;
+  /* block_start (:660-680): power-of-2 blocks <= 1 KiB aligned to their
+   * size, others right after the page info */
+  uint64_t info = m->g.page_info;
+  uint64_t bstart = info;
+  if (block_size != 0 && (block_size & (block_size - 1)) == 0 &&
+      block_size <= 1024)
+    bstart = (info + block_size - 1) / block_size * block_size;
+  p->start = start + bstart;
+  uint64_t area = (uint64_t)slices * MI_SLICE_SIZE - bstart;
+  p->reserved = singleton ? 1 : (uint32_t)(area / block_size);
+  /* the page info is written in the page's first slice (:681-705) */
+  mi_touch(m, start, info);
+  page_map_write(m, start, slices);
+  return page;
+}
+
+/* mi_arenas_page_alloc_fresh (:586-716) from the arenas (or the OS above
+ * 32 MiB). */
+static uint32_t page_alloc_fresh(mi_model_t *m, uint32_t tld, uint32_t slices,
+                                 uint64_t block_size, bool singleton) {
+  uint64_t tseq = m->tlds[tld].thread_seq;
+  if (slices <= MAX_OBJ_SLICES) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+      uint32_t na = m->arenas3_n;
+      for (uint32_t k = 0; k < na; k++) {
+        uint32_t   ai = (uint32_t)((k + (na <= 1 ? 0 : tseq % na)) % na);
+        marena3_t *a = &m->arenas3[ai];
+        uint32_t   idx;
+        if (!arena3_find_free(m, a, slices, tseq, &idx))
+          continue;
+        bool dirty = false;
+        for (uint32_t s = 0; s < slices; s++) {
+          a->free_map[idx + s] = 0;
+          a->purge[idx + s] = 0;
+          dirty |= a->dirty[idx + s];
+          a->dirty[idx + s] = 1;
+        }
+        sim_addr_t start = a->base + (uint64_t)idx * MI_SLICE_SIZE;
+        uint32_t   page = page_record(m, ai + 1, idx, slices, start,
+                                      block_size, !dirty, singleton);
+        if (page != 0)
+          m->arenas3[ai].page_at[idx] = page;
+        return page;
+      }
+      if (attempt == 0 &&
+          arena3_reserve(m, (uint64_t)slices * MI_SLICE_SIZE) == 0)
+        break;
+    }
+  }
+  /* mi_arena_os_alloc_aligned (:454-472) */
+  sim_addr_t start =
+      mi_os_alloc(m, (uint64_t)slices * MI_SLICE_SIZE, MI_SLICE_SIZE);
+  if (start == 0)
+    return 0;
+  return page_record(m, 0, 0, slices, start, block_size, true, singleton);
+}
+
+/* mi_arenas_page_try_find_abandoned (:539-584): the lowest abandoned page
+ * of the bin, searching the arenas from this thread's start. */
+static uint32_t find_abandoned(mi_model_t *m, uint32_t tld, uint8_t bin,
+                               uint8_t tag) {
+  if (m->abandoned_bin[bin] == 0)
+    return 0;
+  uint64_t tseq = m->tlds[tld].thread_seq;
+  uint32_t na = m->arenas3_n;
+  for (uint32_t k = 0; k < na; k++) {
+    marena3_t *a = &m->arenas3[(k + (na <= 1 ? 0 : tseq % na)) % na];
+    for (uint32_t i = a->info_slices; i < a->slices; i++) {
+      if (a->page_head[i] != (uint8_t)(bin + 1))
+        continue;
+      uint32_t page = a->page_at[i];
+      if (P(m, page)->tag != tag)
+        continue;
+      a->page_head[i] = 0;
+      m->abandoned_bin[bin]--;
+      P(m, page)->abandoned_mapped = false;
+      return page;
+    }
+  }
+  return 0;
+}
+
+/* _mi_arenas_page_alloc (:764-791) plus the regular/singleton helpers. */
+uint32_t mi_arenas3_page_alloc(mi_model_t *m, uint32_t heap,
+                               uint64_t block_size) {
+  uint32_t tld = H(m, heap)->tld;
+  uint32_t slices;
+  bool     regular = true;
+  if (block_size <= m->g.small_max) {
+    slices = 1;
+  } else if (block_size <= m->g.medium_max) {
+    slices = 8;
+  } else if (m->version == MV_343 && block_size <= m->g.large_max) {
+    slices = 64; /* 343: 4 MiB large pages */
+  } else {
+    regular = false;
+    uint64_t sz = m->g.page_info + block_size;
+    slices = (uint32_t)((sz + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
+  }
+  if (regular) {
+    uint32_t page =
+        find_abandoned(m, tld, mi_model_bin(m, block_size), H(m, heap)->tag);
+    if (page != 0) {
+      /* _mi_heap_page_reclaim (301 page.c:233-245): at the queue's end */
+      P(m, page)->heap = heap;
+      mi_page_free_collect(m, page, false);
+      mi_pq_push_end(m, heap, P(m, page)->bin, page);
+      if (P(m, page)->free_n == 0)
+        mi_page_extend_free(m, page);
+      return page;
+    }
+  }
+  uint32_t page = page_alloc_fresh(m, tld, slices, block_size, !regular);
+  if (page == 0)
+    return 0;
+  mi_page_init(m, heap, page, block_size);
+  P(m, page)->heap = 0; /* page_fresh pushes it on the queue */
+  return page;
+}
+
+/* ---- Free, abandon (:793-966) ------------------------------------------- */
+
+/* mi_arena_schedule_purge (:1602-1633). */
+static void schedule_purge(mi_model_t *m, marena3_t *a, uint32_t idx,
+                           uint32_t n) {
+  int64_t delay = purge_delay3(m);
+  if (delay < 0)
+    return;
+  if (delay == 0) {
+    mi_os_purge(m, a->base + (uint64_t)idx * MI_SLICE_SIZE,
+                (uint64_t)n * MI_SLICE_SIZE);
+    m->purges++;
+    m->purged_bytes += (uint64_t)n * MI_SLICE_SIZE;
+    return;
+  }
+  if (a->purge_expire == 0) {
+    a->purge_expire = m->now + delay;
+    if (m->arenas_purge_expire == 0)
+      m->arenas_purge_expire = a->purge_expire;
+  }
+  memset(a->purge + idx, 1, n);
+}
+
+/* _mi_arenas_page_free (:793-855) and _mi_arenas_free (:971-1026). */
+void mi_arenas3_page_free(mi_model_t *m, uint32_t page) {
+  mpage_t   *p = P(m, page);
+  uint32_t   ai = p->seg, idx = p->slice_index, n = p->slice_count;
+  sim_addr_t start = p->slice_start;
+  page_map_write(m, start, n); /* unregister */
+  if (p->abandoned_mapped && ai != 0) {
+    m->arenas3[ai - 1].page_head[idx] = 0;
+    m->abandoned_bin[p->bin]--;
+  }
+  mi_page_release(m, page);
+  if (ai == 0) {
+    mi_os_free(m, start, (uint64_t)n * MI_SLICE_SIZE);
+    return;
+  }
+  marena3_t *a = &m->arenas3[ai - 1];
+  a->page_at[idx] = 0;
+  schedule_purge(m, a, idx, n);
+  arena3_set_free(a, idx, n);
+}
+
+static bool page_is_full(const mpage_t *p) { return p->used >= p->reserved; }
+
+/* _mi_arenas_page_abandon (:858-900): a page with room goes on the arena's
+ * abandoned bitmap of its bin, where allocations of that bin find it; a
+ * full page or a singleton waits for a free into it. */
+void mi_arenas3_page_abandon(mi_model_t *m, uint32_t page) {
+  mpage_t *p = P(m, page);
+  if (p->seg != 0 && !page_is_full(p) && !p->is_huge) {
+    marena3_t *a = &m->arenas3[p->seg - 1];
+    a->page_head[p->slice_index] = (uint8_t)(p->bin + 1);
+    p->abandoned_mapped = true;
+    m->abandoned_bin[p->bin]++;
+  }
+}
+
+/* _mi_arenas_page_unabandon (:924-966). */
+void mi_arenas3_page_unabandon(mi_model_t *m, uint32_t page) {
+  mpage_t *p = P(m, page);
+  if (p->abandoned_mapped) {
+    m->arenas3[p->seg - 1].page_head[p->slice_index] = 0;
+    m->abandoned_bin[p->bin]--;
+    p->abandoned_mapped = false;
+  }
+}
+
+/* _mi_arenas_page_try_reabandon_to_mapped (:902-921). */
+bool mi_arenas3_try_reabandon(mi_model_t *m, uint32_t page) {
+  mpage_t *p = P(m, page);
+  if (page_is_full(p) || p->abandoned_mapped || p->seg == 0)
+    return false;
+  mi_arenas3_page_abandon(m, page);
+  return true;
+}
+
+/* ---- Purge (:1560-1745) -------------------------------------------------- */
+
+/* mi_arena_try_purge (:1672-1693) over mi_arena_try_purge_visitor
+ * (:1650-1670): every marked run, whole if still free, else slice by
+ * slice. */
+static bool arena3_try_purge(mi_model_t *m, marena3_t *a, bool force) {
+  if (!force && (a->purge_expire == 0 || a->purge_expire > m->now))
+    return false;
+  a->purge_expire = 0;
+  bool any = false;
+  for (uint32_t i = 0; i < a->slices;) {
+    if (!a->purge[i]) {
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < a->slices && a->purge[j])
+      j++;
+    for (uint32_t k = i; k < j;) {
+      if (!a->free_map[k]) {
+        k++;
+        continue;
+      }
+      uint32_t e = k;
+      while (e < j && a->free_map[e])
+        e++;
+      mi_os_purge(m, a->base + (uint64_t)k * MI_SLICE_SIZE,
+                  (uint64_t)(e - k) * MI_SLICE_SIZE);
+      m->purges++;
+      m->purged_bytes += (uint64_t)(e - k) * MI_SLICE_SIZE;
+      any = true;
+      k = e;
+    }
+    memset(a->purge + i, 0, j - i);
+    i = j;
+  }
+  return any;
+}
+
+/* mi_arenas_try_purge (:1695-1745). */
+void mi_arenas3_collect(mi_model_t *m, bool force, bool visit_all,
+                        uint32_t tld) {
+  int64_t delay = purge_delay3(m);
+  if (delay <= 0 || m->arenas3_n == 0)
+    return;
+  int64_t expire = m->arenas_purge_expire;
+  if (!visit_all && !force && (expire == 0 || expire > m->now))
+    return;
+  if (expire > m->now)
+    m->arenas_purge_expire = m->now + delay / 10;
+  uint32_t n = m->arenas3_n;
+  uint32_t start = (uint32_t)(m->tlds[tld].thread_seq % n);
+  uint32_t max_count = visit_all ? n : n / 4 + 1;
+  bool     all_visited = true, any = false;
+  for (uint32_t k = 0; k < n; k++) {
+    marena3_t *a = &m->arenas3[(k + start) % n];
+    if (arena3_try_purge(m, a, force)) {
+      any = true;
+      if (max_count <= 1) {
+        all_visited = false;
+        break;
+      }
+      max_count--;
+    }
+  }
+  if (all_visited && !any)
+    m->arenas_purge_expire = 0;
+}
+
+uint64_t mi_arenas3_awaiting_purge(const mi_model_t *m) {
+  uint64_t n = 0;
+  for (uint32_t a = 0; a < m->arenas3_n; a++)
+    for (uint32_t i = 0; i < m->arenas3[a].slices; i++)
+      if (m->arenas3[a].purge[i])
+        n += MI_SLICE_SIZE;
+  return n;
+}
+
+void mi_arenas3_destroy(mi_model_t *m) {
+  for (uint32_t a = 0; a < m->arenas3_n; a++) {
+    free(m->arenas3[a].free_map);
+    free(m->arenas3[a].page_at);
+  }
+  free(m->arenas3);
+}

@@ -1,0 +1,1327 @@
+/* models/mimalloc_seg.c -- mimalloc 2.x segments: slices and span queues,
+ * commit and purge masks with their expiry, abandoned segments, the 2.0.9
+ * segment cache and the 2.1 arenas.
+ *
+ * Citations are to v2.0.9 src/segment.c unless marked: "cache" is 209
+ * src/segment-cache.c, "212"/"217" are v2.1.2 / v2.1.7 src/segment.c, and
+ * "arena" is 212 src/arena.c.  2.0.9 says decommit where 2.1 says purge;
+ * the code below uses 2.1's names.
+ *
+ * The rule that makes mimalloc keep memory: a freed span is only scheduled
+ * for purging (purge mask + expiry, now + purge_delay, +1 ms per further
+ * free into the segment); the purge itself runs only when something later
+ * happens in that segment (a span free finding the mask expired, a page
+ * allocated from it, abandon/reclaim, some collects) -- never on a timer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mimalloc_int.h"
+
+#define NONE 0u
+
+/* ---- Commit masks (segment.c:23-146) ----------------------------------- */
+
+static void mask_clear_all(uint64_t *m) { memset(m, 0, MI_COMMIT_WORDS * 8); }
+static void mask_set_all(uint64_t *m) { memset(m, 0xff, MI_COMMIT_WORDS * 8); }
+
+static bool mask_is_empty(const uint64_t *m) {
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    if (m[i] != 0)
+      return false;
+  return true;
+}
+
+static bool mask_is_full(const uint64_t *m) {
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    if (~m[i] != 0)
+      return false;
+  return true;
+}
+
+static void mask_create(uint32_t idx, uint32_t count, uint64_t *m) {
+  mask_clear_all(m);
+  for (uint32_t i = idx; i < idx + count && i < MI_SLICES_PER_SEG; i++)
+    m[i >> 6] |= UINT64_C(1) << (i & 63);
+}
+
+static bool mask_any_set(const uint64_t *c, const uint64_t *m) {
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    if ((c[i] & m[i]) != 0)
+      return true;
+  return false;
+}
+
+static uint32_t mask_count(const uint64_t *m) {
+  uint32_t n = 0;
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    n += (uint32_t)__builtin_popcountll(m[i]);
+  return n;
+}
+
+/* ---- Kernel wrappers ----------------------------------------------------- */
+
+/* Writes to a slice entry (the mi_page_t of the slice), field by field:
+ * an entry can straddle two OS pages of the segment header, so which
+ * fields are written decides which pages become resident. */
+static void touch_field(mi_model_t *m, const mseg_t *s, uint32_t idx,
+                        uint32_t off, uint32_t len) {
+  mi_touch(m,
+           s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct +
+               off,
+           len);
+}
+
+/* slice_count and slice_offset (the first 8 bytes). */
+static void touch_counts(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, 0, 8);
+}
+
+/* slice_count, slice_offset and the block size that marks free/used. */
+static void touch_span_mark(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, 0, 8);
+  touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+}
+
+/* The span queue links (next, prev) and the block size. */
+static void touch_links(mi_model_t *m, const mseg_t *s, uint32_t idx) {
+  touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+  touch_field(m, s, idx, m->g.off_links, 16);
+}
+
+/* ---- Span queues (segment.c:177-235) ------------------------------------ */
+
+/* mi_slice_bin8 (:177-185). */
+static uint32_t slice_bin(uint32_t count) {
+  if (count <= 1)
+    return count;
+  count--;
+  unsigned s = 63u - (unsigned)__builtin_clzll(count);
+  if (s <= 2)
+    return count + 1;
+  return ((s << 2) | ((count >> (s - 2)) & 3)) - 4;
+}
+
+static mslice_t *SL(mi_model_t *m, uint32_t seg, uint32_t idx) {
+  return &m->segs[seg].slices[idx];
+}
+
+/* mi_span_queue_push (:207-216): at the front, marks the span free. */
+static void spanq_push(mi_model_t *m, uint32_t tld, uint32_t seg,
+                       uint32_t idx) {
+  mspanq_t *q = &m->tlds[tld].spans[slice_bin(SL(m, seg, idx)->count)];
+  mslice_t *sl = SL(m, seg, idx);
+  touch_links(m, S(m, seg), idx);
+  sl->qprev_seg = NONE;
+  sl->qnext_seg = q->first_seg;
+  sl->qnext_slice = q->first_slice;
+  if (q->first_seg != NONE) {
+    mslice_t *f = SL(m, q->first_seg, q->first_slice);
+    f->qprev_seg = seg;
+    f->qprev_slice = idx;
+  } else {
+    q->last_seg = seg;
+    q->last_slice = idx;
+  }
+  q->first_seg = seg;
+  q->first_slice = idx;
+  sl->state = 0;
+}
+
+/* mi_span_queue_delete (:225-235): marks the span not free. */
+static void spanq_delete(mi_model_t *m, uint32_t tld, uint32_t bin,
+                         uint32_t seg, uint32_t idx) {
+  mspanq_t *q = &m->tlds[tld].spans[bin];
+  mslice_t *sl = SL(m, seg, idx);
+  touch_links(m, S(m, seg), idx);
+  if (sl->qprev_seg != NONE) {
+    mslice_t *pv = SL(m, sl->qprev_seg, sl->qprev_slice);
+    pv->qnext_seg = sl->qnext_seg;
+    pv->qnext_slice = sl->qnext_slice;
+  }
+  if (q->first_seg == seg && q->first_slice == idx) {
+    q->first_seg = sl->qnext_seg;
+    q->first_slice = sl->qnext_slice;
+  }
+  if (sl->qnext_seg != NONE) {
+    mslice_t *nx = SL(m, sl->qnext_seg, sl->qnext_slice);
+    nx->qprev_seg = sl->qprev_seg;
+    nx->qprev_slice = sl->qprev_slice;
+  }
+  if (q->last_seg == seg && q->last_slice == idx) {
+    q->last_seg = sl->qprev_seg;
+    q->last_slice = sl->qprev_slice;
+  }
+  sl->qprev_seg = sl->qnext_seg = NONE;
+  sl->state = 1;
+}
+
+/* mi_segment_span_remove_from_queue (:620-626). */
+static void span_remove_from_queue(mi_model_t *m, uint32_t seg, uint32_t idx) {
+  spanq_delete(m, S(m, seg)->tld, slice_bin(SL(m, seg, idx)->count), seg, idx);
+}
+
+/* ---- Segment geometry ---------------------------------------------------- */
+
+static uint64_t info_size(const mi_model_t *m) {
+  return (uint64_t)m->g.info_slices * MI_SLICE_SIZE;
+}
+
+/* mi_segment_calculate_slices (:335-357): the info rounded to a slice; a
+ * huge segment is the request plus the info, slice-rounded. */
+static uint32_t calculate_slices(const mi_model_t *m, uint64_t required) {
+  if (required == 0)
+    return MI_SLICES_PER_SEG;
+  uint64_t size = required + info_size(m);
+  return (uint32_t)((size + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
+}
+
+/* Where the blocks of a page start and how many fit: 209 segment.c:314-323
+ * (8..1024-byte blocks start 384 bytes in), 212 :319-325 (3 blocks in for
+ * <= 64 bytes, one block in for <= 512), 217 :315-337 (first aligned to
+ * the block size when it is <= MI_MAX_ALIGN_GUARANTEE = 128 KiB, 217
+ * include/mimalloc/types.h:207). */
+void mi_segment_page_layout(mi_model_t *m, uint32_t page) {
+  mpage_t   *p = P(m, page);
+  uint64_t   bsize = p->block_size;
+  uint64_t   psize = (uint64_t)p->slice_count * MI_SLICE_SIZE;
+  sim_addr_t pstart = p->slice_start;
+  uint64_t   off = 0;
+  if (p->is_huge) {
+    /* a huge segment's page spans the rest of the segment */
+    psize = S(m, p->seg)->size - info_size(m);
+  }
+  if (m->version == MV_209) {
+    if (bsize >= 8 && bsize <= 1024)
+      off = 3 * 128; /* 3*MI_MAX_ALIGN_GUARANTEE */
+  } else {
+    if (m->version == MV_217 && bsize > 0 && bsize <= MI_MEDIUM_OBJ_MAX) {
+      uint64_t adjust = bsize - (pstart % bsize);
+      if (adjust < bsize && psize >= bsize + adjust)
+        off += adjust;
+    }
+    if (bsize >= 8) {
+      if (bsize <= 64)
+        off += 3 * bsize;
+      else if (bsize <= 512)
+        off += bsize;
+    }
+  }
+  p->start = pstart + off;
+  p->reserved = (uint32_t)((psize - off) / bsize);
+  /* mi_page_init, the queue push and the first malloc write the page's
+   * fields: all of its slice entry (page.c:649-695) */
+  touch_field(m, S(m, p->seg), p->slice_index, 0, m->g.page_struct);
+}
+
+/* ---- Commit and purge (segment.c:412-570; 212 segment.c:413-591) -------- */
+
+/* mi_segment_commit_mask (:412-461): the 64 KiB units of [p, p+size),
+ * inward (conservative, for purging) or outward to MI_MINIMAL_COMMIT_SIZE
+ * (liberal, for committing). */
+static void commit_mask(const mi_model_t *m, const mseg_t *s,
+                        bool conservative, sim_addr_t p, uint64_t size,
+                        sim_addr_t *start_p, uint64_t *full, uint64_t *cm) {
+  mask_clear_all(cm);
+  *full = 0;
+  if (size == 0 || size > MI_SEGMENT_SIZE || s->kind == MI_SEG_HUGE)
+    return;
+  uint64_t segstart = info_size(m);
+  uint64_t segsize = s->size;
+  if (p >= s->base + segsize)
+    return;
+  uint64_t pstart = p - s->base;
+  uint64_t start, end;
+  if (conservative) {
+    start = (pstart + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE * MI_SLICE_SIZE;
+    end = (pstart + size) / MI_SLICE_SIZE * MI_SLICE_SIZE;
+  } else {
+    uint64_t mc = m->g.min_commit;
+    start = pstart / mc * mc;
+    end = (pstart + size + mc - 1) / mc * mc;
+  }
+  if (pstart >= segstart && start < segstart)
+    start = segstart;
+  if (end > segsize)
+    end = segsize;
+  *start_p = s->base + start;
+  *full = end > start ? end - start : 0;
+  if (*full == 0)
+    return;
+  mask_create((uint32_t)(start / MI_SLICE_SIZE),
+              (uint32_t)(*full / MI_SLICE_SIZE), cm);
+}
+
+/* Commit [p, p+size): mprotect is RSS-neutral, so only the masks change.
+ * Re-using part of a scheduled purge pushes the expiry to now + delay
+ * (209 :495-500, 212 :483-489) and clears those bits. */
+static void segment_commit(mi_model_t *m, mseg_t *s, sim_addr_t p,
+                           uint64_t size) {
+  sim_addr_t start;
+  uint64_t   full, mask[MI_COMMIT_WORDS];
+  commit_mask(m, s, false, p, size, &start, &full, mask);
+  if (full == 0 || mask_is_empty(mask))
+    return;
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    s->commit[i] |= mask[i];
+  if (mask_any_set(s->decommit, mask))
+    s->expire = m->now + m->purge_delay;
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    s->decommit[i] &= ~mask[i];
+}
+
+/* mi_segment_ensure_committed (:502-507). */
+static void ensure_committed(mi_model_t *m, mseg_t *s, sim_addr_t p,
+                             uint64_t size) {
+  if (mask_is_full(s->commit) && mask_is_empty(s->decommit))
+    return;
+  segment_commit(m, s, p, size);
+}
+
+/* Purge [p, p+size) now: 209 mi_segment_commitx(false) (:480-492)
+ * decommits with MADV_DONTNEED and clears the commit bits; 212
+ * mi_segment_purge (:501-528) purges (DONTNEED, or MADV_FREE when
+ * purge_decommits=0) and keeps the commit bits (needs_recommit is false in
+ * a release build, prim.c:373-378). */
+static void segment_purge(mi_model_t *m, mseg_t *s, sim_addr_t p,
+                          uint64_t size) {
+  if (!s->allow_decommit)
+    return;
+  sim_addr_t start;
+  uint64_t   full, mask[MI_COMMIT_WORDS];
+  commit_mask(m, s, true, p, size, &start, &full, mask);
+  if (full == 0 || mask_is_empty(mask))
+    return;
+  if (mask_any_set(s->commit, mask)) {
+    mi_os_purge(m, start, full);
+    m->purges++;
+    m->purged_bytes += full;
+    if (m->version == MV_209)
+      for (int i = 0; i < MI_COMMIT_WORDS; i++)
+        s->commit[i] &= ~mask[i];
+  }
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    s->decommit[i] &= ~mask[i];
+}
+
+/* mi_segment_delayed_decommit / mi_segment_try_purge (209 :548-570, 212
+ * :570-591, 217 :575-592): purge every set bit once expired (or forced). */
+static void try_purge(mi_model_t *m, uint32_t seg, bool force) {
+  mseg_t *s = S(m, seg);
+  if (!s->allow_decommit || mask_is_empty(s->decommit))
+    return;
+  if (m->version == MV_217 && s->expire == 0)
+    return; /* 217 :576 */
+  if (!force && m->now < s->expire)
+    return;
+  uint64_t mask[MI_COMMIT_WORDS];
+  memcpy(mask, s->decommit, sizeof mask);
+  s->expire = 0;
+  mask_clear_all(s->decommit);
+  for (uint32_t i = 0; i < MI_SLICES_PER_SEG;) {
+    if (!(mask[i >> 6] >> (i & 63) & 1)) {
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < MI_SLICES_PER_SEG && (mask[j >> 6] >> (j & 63) & 1))
+      j++;
+    segment_purge(m, s, s->base + (uint64_t)i * MI_SLICE_SIZE,
+                  (uint64_t)(j - i) * MI_SLICE_SIZE);
+    i = j;
+  }
+}
+
+void mi_segment_collect(mi_model_t *m, uint32_t seg, bool force) {
+  try_purge(m, seg, force); /* 217 _mi_segment_collect :598-602 */
+}
+
+/* mi_segment_perhaps_decommit / mi_segment_schedule_purge (209 :509-546,
+ * 212 :530-568). */
+static void schedule_purge(mi_model_t *m, uint32_t seg, sim_addr_t p,
+                           uint64_t size) {
+  mseg_t *s = S(m, seg);
+  if (!s->allow_decommit)
+    return;
+  if (m->purge_delay == 0) {
+    segment_purge(m, s, p, size);
+    return;
+  }
+  if (m->purge_delay < 0)
+    return; /* 212: allow_purge is false when purge_delay < 0 */
+  sim_addr_t start;
+  uint64_t   full, mask[MI_COMMIT_WORDS];
+  commit_mask(m, s, true, p, size, &start, &full, mask);
+  if (full == 0 || mask_is_empty(mask))
+    return;
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    s->decommit[i] |= s->commit[i] & mask[i];
+  if (s->expire == 0) {
+    s->expire = m->now + m->purge_delay;
+  } else if (s->expire <= m->now) {
+    if (s->expire + m->extend_delay <= m->now)
+      try_purge(m, seg, true);
+    else
+      s->expire = m->now + m->extend_delay;
+  } else {
+    s->expire += m->extend_delay;
+  }
+}
+
+/* ---- Spans (segment.c:581-774) ------------------------------------------ */
+
+/* mi_segment_span_free (:581-610): first and last entries, schedule a
+ * purge of the span, and the span queue (not for huge or abandoned
+ * segments). */
+static void span_free(mi_model_t *m, uint32_t seg, uint32_t idx,
+                      uint32_t count, bool allow_purge) {
+  mseg_t *s = S(m, seg);
+  bool    queued = s->kind != MI_SEG_HUGE && s->tld != 0;
+  if (count == 0)
+    count = 1;
+  mslice_t *sl = &s->slices[idx];
+  sl->count = count;
+  sl->offset = 0;
+  touch_counts(m, s, idx);
+  if (count > 1) {
+    uint32_t last = idx + count - 1;
+    if (m->version == MV_217 && last > s->slice_entries)
+      last = s->slice_entries; /* 217 :626-628 */
+    mslice_t *ls = &s->slices[last];
+    ls->count = 0;
+    ls->offset = count - 1;
+    ls->state = 0;
+    touch_span_mark(m, s, last);
+  }
+  if (allow_purge)
+    schedule_purge(m, seg, s->base + (uint64_t)idx * MI_SLICE_SIZE,
+                   (uint64_t)count * MI_SLICE_SIZE);
+  s = S(m, seg);
+  if (queued) {
+    spanq_push(m, s->tld, seg, idx);
+  } else {
+    s->slices[idx].state = 0;
+    touch_field(m, s, idx, m->g.off_bsize, m->g.len_bsize);
+  }
+}
+
+/* mi_segment_span_free_coalesce (:628-673): merge with free neighbours. */
+static uint32_t span_free_coalesce(mi_model_t *m, uint32_t seg, uint32_t idx) {
+  mseg_t *s = S(m, seg);
+  bool    abandoned = s->tld == 0;
+  if (s->kind == MI_SEG_HUGE) {
+    s->slices[idx].state = 0;
+    return idx;
+  }
+  uint32_t count = s->slices[idx].count;
+  uint32_t next = idx + count;
+  if (next < s->slice_entries && s->slices[next].state == 0) {
+    count += s->slices[next].count;
+    if (!abandoned)
+      span_remove_from_queue(m, seg, next);
+  }
+  if (idx > 0) {
+    uint32_t prev = (idx - 1) - s->slices[idx - 1].offset;
+    if (s->slices[prev].state == 0) {
+      count += s->slices[prev].count;
+      if (!abandoned)
+        span_remove_from_queue(m, seg, prev);
+      idx = prev;
+    }
+  }
+  span_free(m, seg, idx, count, true);
+  return idx;
+}
+
+/* mi_segment_span_allocate (:676-723): a page of count slices at idx. */
+static uint32_t span_allocate(mi_model_t *m, uint32_t seg, uint32_t idx,
+                              uint32_t count) {
+  mseg_t *s = S(m, seg);
+  ensure_committed(m, s, s->base + (uint64_t)idx * MI_SLICE_SIZE,
+                   (uint64_t)count * MI_SLICE_SIZE);
+  mslice_t *sl = &s->slices[idx];
+  sl->offset = 0;
+  sl->count = count;
+  sl->state = 2; /* in use (xblock_size > 1) */
+  uint32_t extra = count - 1;
+  if (extra > MI_MAX_SLICE_OFFSET)
+    extra = MI_MAX_SLICE_OFFSET;
+  if (idx + extra >= s->slice_entries)
+    extra = s->slice_entries - idx - 1;
+  touch_span_mark(m, s, idx);
+  touch_field(m, s, idx, 8, 1); /* is_reset, is_committed (:720-721) */
+  for (uint32_t i = 1; i <= extra; i++) {
+    s->slices[idx + i].offset = i;
+    s->slices[idx + i].count = 0;
+    s->slices[idx + i].state = 1;
+    touch_span_mark(m, s, idx + i);
+  }
+  uint32_t last = idx + count - 1;
+  if (last > s->slice_entries)
+    last = s->slice_entries;
+  if (last > idx) {
+    s->slices[last].offset = last - idx;
+    s->slices[last].count = 0;
+    s->slices[last].state = 1;
+    touch_span_mark(m, s, last);
+  }
+  s->used++;
+  uint32_t page = mi_page_new(m);
+  if (page == 0)
+    return 0;
+  s = S(m, seg);
+  s->slices[idx].page = page;
+  mpage_t *p = P(m, page);
+  p->seg = seg;
+  p->slice_index = idx;
+  p->slice_count = count;
+  p->slice_start = s->base + (uint64_t)idx * MI_SLICE_SIZE;
+  p->block_size = (uint64_t)count * MI_SLICE_SIZE;
+  p->is_huge = s->kind == MI_SEG_HUGE;
+  p->zero_init = false; /* 209: never set (segment.c:1004) */
+  return page;
+}
+
+/* mi_segment_slice_split (:725-735). */
+static void slice_split(mi_model_t *m, uint32_t seg, uint32_t idx,
+                        uint32_t count) {
+  mslice_t *sl = SL(m, seg, idx);
+  if (sl->count <= count)
+    return;
+  uint32_t next_count = sl->count - count;
+  span_free(m, seg, idx + count, next_count, false);
+  SL(m, seg, idx)->count = count;
+}
+
+/* mi_segments_page_find_and_allocate (:737-774): first fit, from the
+ * span queue of the best-fitting bin upward. */
+static uint32_t find_and_allocate(mi_model_t *m, uint32_t tld,
+                                  uint32_t slice_count) {
+  uint32_t bin = slice_bin(slice_count);
+  if (slice_count == 0)
+    slice_count = 1;
+  for (; bin <= MI_SEGMENT_BIN_MAX; bin++) {
+    mspanq_t *q = &m->tlds[tld].spans[bin];
+    uint32_t  seg = q->first_seg, idx = q->first_slice;
+    while (seg != NONE) {
+      mslice_t *sl = SL(m, seg, idx);
+      if (sl->count >= slice_count) {
+        spanq_delete(m, tld, bin, seg, idx);
+        if (SL(m, seg, idx)->count > slice_count)
+          slice_split(m, seg, idx, slice_count);
+        return span_allocate(m, seg, idx, slice_count);
+      }
+      uint32_t ns = sl->qnext_seg, ni = sl->qnext_slice;
+      seg = ns;
+      idx = ni;
+    }
+  }
+  return 0;
+}
+
+/* ---- Segment records ---------------------------------------------------- */
+
+static uint32_t seg_new(mi_model_t *m, uint32_t entries) {
+  uint32_t id = m->segs_free;
+  if (id != 0) {
+    m->segs_free = m->segs[id].abandoned_next;
+  } else {
+    if (m->segs_n == m->segs_cap) {
+      uint32_t cap = m->segs_cap ? m->segs_cap * 2 : 64;
+      mseg_t  *ns = realloc(m->segs, (size_t)cap * sizeof *ns);
+      if (ns == NULL) {
+        m->fail = AS_ENOMEM;
+        return 0;
+      }
+      m->segs = ns;
+      m->segs_cap = cap;
+    }
+    id = m->segs_n++;
+    if (id == 0)
+      id = m->segs_n++;
+  }
+  mseg_t *s = &m->segs[id];
+  memset(s, 0, sizeof *s);
+  s->slices = calloc((size_t)entries + 1, sizeof *s->slices);
+  if (s->slices == NULL) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  s->live = true;
+  m->segments_live++;
+  return id;
+}
+
+static void seg_release(mi_model_t *m, uint32_t id) {
+  mseg_t *s = S(m, id);
+  free(s->slices);
+  memset(s, 0, sizeof *s);
+  s->abandoned_next = m->segs_free;
+  m->segs_free = id;
+  m->segments_live--;
+}
+
+/* ---- 2.0.9 segment cache (segment-cache.c) ------------------------------ */
+
+/* mi_commit_mask_decommit (cache :110-132): the whole committed part. */
+static void cache_slot_decommit(mi_model_t *m, mi_cache_slot_t *sl) {
+  for (uint32_t i = 0; i < MI_SLICES_PER_SEG;) {
+    if (!(sl->commit[i >> 6] >> (i & 63) & 1)) {
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < MI_SLICES_PER_SEG && (sl->commit[j >> 6] >> (j & 63) & 1))
+      j++;
+    mi_madvise_dontneed(m, sl->base + (uint64_t)i * MI_SLICE_SIZE,
+                        (uint64_t)(j - i) * MI_SLICE_SIZE);
+    m->purges++;
+    m->purged_bytes += (uint64_t)(j - i) * MI_SLICE_SIZE;
+    i = j;
+  }
+  mask_clear_all(sl->commit);
+  mask_clear_all(sl->decommit);
+}
+
+/* mi_segment_cache_purge (cache :134-170): visit_all, or 16 slots from a
+ * random start (the shuffled clock), at most 4 expired ones per push. */
+static void cache_purge(mi_model_t *m, bool visit_all, bool force) {
+  if (!m->allow_decommit)
+    return;
+  uint32_t purged = 0;
+  uint32_t max_visits = visit_all ? MI_CACHE_MAX : 16;
+  uint64_t idx =
+      visit_all ? 0 : mi_random_shuffle((uint64_t)m->now) % MI_CACHE_MAX;
+  for (uint32_t v = 0; v < max_visits; v++, idx++) {
+    if (idx >= MI_CACHE_MAX)
+      idx = 0;
+    mi_cache_slot_t *sl = &m->cache[idx];
+    if (sl->inuse && sl->expire != 0 && (force || m->now >= sl->expire)) {
+      purged++;
+      sl->expire = 0;
+      cache_slot_decommit(m, sl);
+      if (!visit_all && purged > 4)
+        break;
+    }
+  }
+}
+
+void mi_segment_cache_collect(mi_model_t *m, bool force) {
+  if (force) {
+    /* _mi_segment_cache_free_all (cache :182-204): back to the OS */
+    for (uint32_t i = 0; i < MI_CACHE_MAX; i++)
+      if (m->cache[i].inuse) {
+        mi_os_free(m, m->cache[i].base, MI_SEGMENT_SIZE);
+        memset(&m->cache[i], 0, sizeof m->cache[i]);
+      }
+  } else {
+    cache_purge(m, true, false);
+  }
+}
+
+/* _mi_segment_cache_push (cache :206-263); false when the cache is full. */
+static bool cache_push(mi_model_t *m, const mseg_t *s) {
+  cache_purge(m, false, false);
+  uint32_t i = 0;
+  while (i < MI_CACHE_MAX && m->cache[i].inuse)
+    i++;
+  if (i == MI_CACHE_MAX)
+    return false;
+  mi_cache_slot_t *sl = &m->cache[i];
+  sl->inuse = true;
+  sl->base = s->base;
+  sl->expire = 0;
+  memcpy(sl->commit, s->commit, sizeof sl->commit);
+  memcpy(sl->decommit, s->decommit, sizeof sl->decommit);
+  if (!mask_is_empty(sl->commit) && m->allow_decommit) {
+    if (m->segment_delay == 0)
+      cache_slot_decommit(m, sl);
+    else
+      sl->expire = m->now + m->segment_delay;
+  }
+  return true;
+}
+
+/* _mi_segment_cache_pop (cache :48-108): the first cached segment. */
+static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
+                      uint64_t *decommit) {
+  for (uint32_t i = 0; i < MI_CACHE_MAX; i++) {
+    mi_cache_slot_t *sl = &m->cache[i];
+    if (!sl->inuse)
+      continue;
+    *base = sl->base;
+    memcpy(commit, sl->commit, sizeof sl->commit);
+    memcpy(decommit, sl->decommit, sizeof sl->decommit);
+    memset(sl, 0, sizeof *sl);
+    return true;
+  }
+  return false;
+}
+
+/* ---- 2.1 arenas (arena.c) ---------------------------------------------- */
+
+#define ARENA_BLOCK     MI_SEGMENT_SIZE /* MI_ARENA_BLOCK_SIZE (arena.c:37) */
+#define ARENA_MIN_OBJ   (ARENA_BLOCK / 2) /* :38 */
+/* The arena descriptor: sizeof(mi_arena_t) (arena.c:42-59, about 150
+ * bytes) and 4 bitmaps of one 8-byte field for a 1 GiB arena; written
+ * within one OS page either way. */
+#define ARENA2_META_BYTES 192
+#define MI_OS_PAGE        4096 /* _mi_os_good_alloc_size of it (os.c) */
+
+/* mi_arena_purge_delay (arena.c:428-431). */
+static int64_t arena_purge_delay(const mi_model_t *m) {
+  return m->purge_delay * m->arena_mult;
+}
+
+/* mi_arena_reserve (arena.c:337-363): 1 GiB of committed (overcommit)
+ * address space, scaled up after 8 arenas. */
+static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
+  uint64_t size = MI_GIB;
+  if (m->arenas2_n >= 8 && m->arenas2_n <= 128)
+    size <<= m->arenas2_n / 8;
+  if (size < req)
+    return 0;
+  marena2_t *na = realloc(m->arenas2, (m->arenas2_n + 1) * sizeof *na);
+  if (na == NULL) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  m->arenas2 = na;
+  marena2_t *a = &na[m->arenas2_n];
+  memset(a, 0, sizeof *a);
+  a->blocks = (uint32_t)(size / ARENA_BLOCK);
+  a->base = mi_os_alloc(m, size, ARENA_BLOCK);
+  a->inuse = calloc(a->blocks, 3);
+  if (a->inuse == NULL) {
+    m->fail = AS_ENOMEM;
+    return 0;
+  }
+  a->purge = a->inuse + a->blocks;
+  a->dirty = a->purge + a->blocks;
+  /* The arena descriptor, mi_arena_t and 4 one-field bitmaps
+   * (mi_manage_os_memory_ex2, arena.c:758-763): 2.1.7 puts it in
+   * mimalloc's static area (217 arena.c:182, aligned to
+   * MI_MAX_ALIGN_SIZE); 2.1.2 asks the static area for MI_ALIGNMENT_MAX
+   * (16 MiB) alignment, which never fits its 8 KiB (arena.c:144, 157, 178),
+   * so the descriptor gets an OS mapping of its own (:181). */
+  if (m->version == MV_212) {
+    sim_addr_t meta = mi_os_alloc(m, MI_OS_PAGE, 0);
+    if (meta != 0)
+      mi_touch(m, meta, ARENA2_META_BYTES);
+  } else {
+    mi_touch(m, m->static_area, ARENA2_META_BYTES);
+  }
+  return ++m->arenas2_n;
+}
+
+/* mi_arena_try_alloc_at (arena.c:219-270): first fit from block 0. */
+static bool arena2_try_alloc(mi_model_t *m, uint32_t ai, uint32_t n,
+                             sim_addr_t *addr, uint32_t *block,
+                             bool *zero) {
+  marena2_t *a = &m->arenas2[ai - 1];
+  for (uint32_t b = 0; b + n <= a->blocks; b++) {
+    uint32_t k = 0;
+    while (k < n && !a->inuse[b + k])
+      k++;
+    if (k < n) {
+      b += k;
+      continue;
+    }
+    bool dirty = false;
+    for (k = 0; k < n; k++) {
+      a->inuse[b + k] = 1;
+      a->purge[b + k] = 0;
+      dirty |= a->dirty[b + k];
+      a->dirty[b + k] = 1;
+    }
+    *zero = !dirty;
+    *block = b;
+    *addr = a->base + (uint64_t)b * ARENA_BLOCK;
+    return true;
+  }
+  return false;
+}
+
+/* _mi_arena_alloc_aligned (arena.c:366-405): arenas for >= 16 MiB, a new
+ * arena when they are full, else the OS. */
+static sim_addr_t arena2_alloc(mi_model_t *m, uint64_t size, uint32_t *arena,
+                               uint32_t *block, bool *zero) {
+  uint32_t n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
+  sim_addr_t addr;
+  if (size >= ARENA_MIN_OBJ) {
+    for (uint32_t ai = 1; ai <= m->arenas2_n; ai++)
+      if (arena2_try_alloc(m, ai, n, &addr, block, zero)) {
+        *arena = ai;
+        return addr;
+      }
+    uint32_t ai = arena2_reserve(m, size);
+    if (ai != 0 && arena2_try_alloc(m, ai, n, &addr, block, zero)) {
+      *arena = ai;
+      return addr;
+    }
+  }
+  *arena = 0;
+  *zero = true;
+  return mi_os_alloc(m, size, MI_SEGMENT_SIZE);
+}
+
+/* mi_arena_try_purge (arena.c:515-568): purge every scheduled run whose
+ * blocks are all free, once the arena's expiry passed (or forced). */
+static bool arena2_try_purge(mi_model_t *m, marena2_t *a, bool force) {
+  if (a->purge_expire == 0)
+    return false;
+  if (!force && a->purge_expire > m->now)
+    return false;
+  a->purge_expire = 0;
+  bool any = false, full = true;
+  for (uint32_t b = 0; b < a->blocks;) {
+    if (!a->purge[b]) {
+      b++;
+      continue;
+    }
+    uint32_t e = b;
+    while (e < a->blocks && a->purge[e])
+      e++;
+    /* claim the longest prefix of the run that is not in use */
+    uint32_t len = e - b;
+    while (len > 0) {
+      uint32_t k = 0;
+      while (k < len && !a->inuse[b + k])
+        k++;
+      if (k == len)
+        break;
+      len--;
+    }
+    if (len > 0) {
+      mi_os_purge(m, a->base + (uint64_t)b * ARENA_BLOCK,
+                  (uint64_t)len * ARENA_BLOCK);
+      m->purges++;
+      m->purged_bytes += (uint64_t)len * ARENA_BLOCK;
+      for (uint32_t k = 0; k < len; k++)
+        a->purge[b + k] = 0;
+      any = true;
+    }
+    if (len < e - b)
+      full = false;
+    b = e;
+  }
+  if (!full && a->purge_expire == 0)
+    a->purge_expire = m->now + arena_purge_delay(m);
+  return any;
+}
+
+/* mi_arenas_try_purge (arena.c:570-592). */
+static void arenas2_try_purge(mi_model_t *m, bool force, bool visit_all) {
+  if (arena_purge_delay(m) <= 0)
+    return;
+  uint32_t max_count = visit_all ? m->arenas2_n : 1;
+  for (uint32_t i = 0; i < m->arenas2_n; i++)
+    if (arena2_try_purge(m, &m->arenas2[i], force)) {
+      if (max_count <= 1)
+        break;
+      max_count--;
+    }
+}
+
+void mi_arenas2_collect(mi_model_t *m, bool force) {
+  arenas2_try_purge(m, force, true); /* _mi_arena_collect (:704-706) */
+}
+
+/* _mi_arena_free (arena.c:599-677). */
+static void arena2_free(mi_model_t *m, uint32_t ai, uint32_t block,
+                        sim_addr_t addr, uint64_t size) {
+  if (ai == 0) {
+    mi_os_free(m, addr, size);
+  } else {
+    marena2_t *a = &m->arenas2[ai - 1];
+    uint32_t   n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
+    int64_t    delay = arena_purge_delay(m);
+    if (delay == 0) {
+      mi_os_purge(m, addr, (uint64_t)n * ARENA_BLOCK);
+      m->purges++;
+      m->purged_bytes += (uint64_t)n * ARENA_BLOCK;
+    } else if (delay > 0) {
+      /* mi_arena_schedule_purge (:466-486) */
+      if (a->purge_expire != 0)
+        a->purge_expire += delay / 10;
+      else
+        a->purge_expire = m->now + delay;
+      for (uint32_t k = 0; k < n; k++)
+        a->purge[block + k] = 1;
+    }
+    for (uint32_t k = 0; k < n; k++)
+      a->inuse[block + k] = 0;
+  }
+  arenas2_try_purge(m, false, false); /* :676 */
+}
+
+/* ---- Segment allocation and free (segment.c:776-977) -------------------- */
+
+/* mi_segment_alloc (:847-945) with mi_segment_os_alloc (:776-844). */
+static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
+                              uint32_t *huge_page) {
+  uint32_t segment_slices = calculate_slices(m, required);
+  uint64_t segment_size = (uint64_t)segment_slices * MI_SLICE_SIZE;
+  bool eager_delay = m->threads_live > 1 &&
+                     m->tlds[tld].segment_count <
+                         (uint64_t)m->eager_commit_delay; /* :860-862 */
+  bool eager = !eager_delay && m->eager_commit;
+  bool commit = eager || required > 0;
+  uint32_t entries = segment_slices > MI_SLICES_PER_SEG ? MI_SLICES_PER_SEG
+                                                         : segment_slices;
+  uint32_t seg = seg_new(m, entries);
+  if (seg == 0)
+    return 0;
+  mseg_t *s = S(m, seg);
+  bool    is_zero = true;
+  s->size = segment_size;
+  if (m->version == MV_209) {
+    if (required == 0 &&
+        cache_pop(m, &s->base, s->commit, s->decommit)) { /* :804-807 */
+      is_zero = false;
+    } else {
+      s->base = mi_os_alloc(m, segment_size, MI_SEGMENT_SIZE);
+      if (commit)
+        mask_set_all(s->commit);
+    }
+  } else {
+    s->base = arena2_alloc(m, segment_size, &s->arena, &s->arena_block,
+                           &is_zero);
+    /* arena memory is committed (arena_eager_commit=2 on overcommit);
+     * direct OS memory as requested (212 :825-840) */
+    if (s->arena != 0 || commit)
+      mask_set_all(s->commit);
+  }
+  s = S(m, seg);
+  if (s->base == 0)
+    return 0;
+  /* commit at least the info slices (:822-832) */
+  uint64_t need[MI_COMMIT_WORDS];
+  mask_create(0, m->g.info_slices, need);
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    s->commit[i] |= need[i];
+  /* zero the info unless the memory is fresh (:875-880) */
+  if (!is_zero)
+    mi_touch(m, s->base + m->g.zero_prefix,
+             (m->g.slices_offset - m->g.zero_prefix) +
+                 (uint64_t)m->g.page_struct * (segment_slices + 1));
+  mi_touch(m, s->base, m->g.slices_offset); /* header fields */
+  s->allow_decommit = m->allow_decommit;
+  s->expire = 0;
+  if (m->version != MV_209)
+    mask_clear_all(s->decommit); /* 212 :845-851 */
+  s->segment_slices = segment_slices;
+  s->slice_entries = entries;
+  s->tld = tld;
+  s->kind = required == 0 ? MI_SEG_NORMAL : MI_SEG_HUGE;
+  m->tlds[tld].segment_count++;
+  /* the segment map bit (209 segment-cache.c _mi_segment_map_allocated_at,
+   * 212 segment-map.c) is in the library's static data */
+  mi_touch(m, m->static_area + 4096, 8);
+  uint32_t page0 = span_allocate(m, seg, 0, m->g.info_slices);
+  if (page0 == 0)
+    return 0;
+  /* the info "page" is not a page record the model needs */
+  S(m, seg)->slices[0].page = 0;
+  mi_page_release(m, page0);
+  s = S(m, seg);
+  s->used = 0;
+  if (s->kind == MI_SEG_NORMAL) {
+    span_free(m, seg, m->g.info_slices, s->slice_entries - m->g.info_slices,
+              false);
+  } else {
+    *huge_page =
+        span_allocate(m, seg, m->g.info_slices,
+                      segment_slices - m->g.info_slices);
+  }
+  return seg;
+}
+
+/* mi_segment_os_free (:373-400): 209 into the cache, else the arena or the
+ * OS. */
+static void segment_os_free(mi_model_t *m, uint32_t seg) {
+  mseg_t *s = S(m, seg);
+  if (m->version == MV_209) {
+    if (s->size != MI_SEGMENT_SIZE || s->kind == MI_SEG_HUGE ||
+        !cache_push(m, s))
+      mi_os_free(m, s->base, s->size);
+  } else {
+    arena2_free(m, s->arena, s->arena_block, s->base, s->size);
+  }
+  seg_release(m, seg);
+}
+
+/* mi_segment_free (:948-977): remove the free spans from the queues. */
+static void segment_free(mi_model_t *m, uint32_t seg) {
+  mseg_t *s = S(m, seg);
+  for (uint32_t i = 0; i < s->slice_entries;) {
+    mslice_t *sl = &s->slices[i];
+    uint32_t  n = sl->count ? sl->count : 1;
+    if (sl->state == 0 && s->kind != MI_SEG_HUGE && s->tld != 0)
+      span_remove_from_queue(m, seg, i);
+    i += n;
+  }
+  if (s->tld != 0)
+    m->tlds[s->tld].segment_count--;
+  segment_os_free(m, seg);
+}
+
+/* ---- Page free (segment.c:985-1035) -------------------------------------- */
+
+/* mi_segment_page_clear (:985-1015): returns the (coalesced) span index. */
+static uint32_t page_clear(mi_model_t *m, uint32_t page) {
+  mpage_t *p = P(m, page);
+  uint32_t seg = p->seg, idx = p->slice_index;
+  if (m->page_reset) {
+    /* page_reset option (:994-1000): _mi_os_reset of the page area, pages
+     * aligned inward (os.c:1021-1025), with MADV_FREE (os.c:1047-1056) */
+    sim_addr_t lo = (p->start + 4095) & ~UINT64_C(4095);
+    sim_addr_t hi =
+        (p->slice_start + (uint64_t)p->slice_count * MI_SLICE_SIZE) &
+        ~UINT64_C(4095);
+    if (hi > lo)
+      mi_madvise_free(m, lo, hi - lo);
+  }
+  mi_page_release(m, page);
+  mseg_t *s = S(m, seg);
+  s->slices[idx].page = 0;
+  s->slices[idx].state = 1;
+  /* memset of the page fields from `capacity` on, then xblock_size = 1
+   * (:1002-1006) */
+  touch_field(m, s, idx, 10, m->g.page_struct - 10);
+  uint32_t r = span_free_coalesce(m, seg, idx);
+  S(m, seg)->used--;
+  return r;
+}
+
+static void segment_abandon(mi_model_t *m, uint32_t seg);
+
+/* _mi_segment_page_free (:1017-1035; 217 :1030-1048). */
+void mi_segment_page_free(mi_model_t *m, uint32_t page, bool force) {
+  (void)force;
+  uint32_t seg = P(m, page)->seg;
+  page_clear(m, page);
+  mseg_t *s = S(m, seg);
+  if (s->used == 0)
+    segment_free(m, seg);
+  else if (s->used == s->abandoned)
+    segment_abandon(m, seg);
+  else if (m->version == MV_217)
+    try_purge(m, seg, false); /* 217 :1044-1047 */
+}
+
+/* _mi_segment_huge_page_reset (:1581-1594): a free from another thread
+ * decommits the huge block but its first word. */
+void mi_huge_page_reset(mi_model_t *m, uint32_t page) {
+  mpage_t *p = P(m, page);
+  mseg_t  *s = S(m, p->seg);
+  if (!s->allow_decommit)
+    return;
+  sim_addr_t lo = (p->start + 8 + 4095) & ~UINT64_C(4095);
+  sim_addr_t hi = (p->start + p->block_size) & ~UINT64_C(4095);
+  if (hi > lo)
+    mi_madvise_dontneed(m, lo, hi - lo);
+}
+
+/* ---- Abandoned segments (segment.c:1037-1460) -------------------------- */
+
+static void abandoned_push(mi_model_t *m, uint32_t seg) {
+  S(m, seg)->abandoned_next = m->abandoned;
+  m->abandoned = seg;
+  m->abandoned_count++;
+}
+
+static void visited_push(mi_model_t *m, uint32_t seg) {
+  S(m, seg)->abandoned_next = m->abandoned_visited;
+  S(m, seg)->in_visited = true;
+  m->abandoned_visited = seg;
+  m->abandoned_count++;
+}
+
+/* mi_abandoned_visited_revisit (:1111-1152): the visited list goes in
+ * front of the abandoned list, in its order. */
+static bool visited_revisit(mi_model_t *m) {
+  uint32_t first = m->abandoned_visited;
+  if (first == 0)
+    return false;
+  m->abandoned_visited = 0;
+  uint32_t last = first;
+  for (;;) {
+    S(m, last)->in_visited = false;
+    if (S(m, last)->abandoned_next == 0)
+      break;
+    last = S(m, last)->abandoned_next;
+  }
+  S(m, last)->abandoned_next = m->abandoned;
+  m->abandoned = first;
+  return true;
+}
+
+/* mi_abandoned_pop (:1180-1214). */
+static uint32_t abandoned_pop(mi_model_t *m) {
+  if (m->abandoned == 0 && !visited_revisit(m))
+    return 0;
+  uint32_t seg = m->abandoned;
+  m->abandoned = S(m, seg)->abandoned_next;
+  S(m, seg)->abandoned_next = 0;
+  m->abandoned_count--;
+  return seg;
+}
+
+/* mi_segment_abandon (:1217-1247; 217 :1080-1113). */
+static void segment_abandon(mi_model_t *m, uint32_t seg) {
+  mseg_t *s = S(m, seg);
+  for (uint32_t i = 0; i < s->slice_entries;) {
+    mslice_t *sl = &s->slices[i];
+    uint32_t  n = sl->count ? sl->count : 1;
+    if (sl->state == 0) {
+      span_remove_from_queue(m, seg, i);
+      S(m, seg)->slices[i].state = 0;
+    }
+    i += n;
+  }
+  bool force = m->abandoned_purge;
+  if (m->version == MV_217 && S(m, seg)->arena == 0)
+    force = true; /* 217 :1100-1101: not reclaimable without a free */
+  try_purge(m, seg, force);
+  s = S(m, seg);
+  m->tlds[s->tld].segment_count--;
+  s->tld = 0;
+  s->abandoned_visits = 1;
+  abandoned_push(m, seg);
+}
+
+/* _mi_segment_page_abandon (:1249-1265). */
+void mi_segment_page_abandon(mi_model_t *m, uint32_t page) {
+  uint32_t seg = P(m, page)->seg;
+  P(m, page)->delayed = MI_NEVER_DELAYED_FREE;
+  mseg_t *s = S(m, seg);
+  s->abandoned++;
+  if (s->used == s->abandoned)
+    segment_abandon(m, seg);
+}
+
+/* CPython's _PyMem_mi_page_is_safe_to_free (segment.c:1283, 1361): an
+ * all-free page whose QSBR goal has not been reached stays. */
+static bool safe_to_free(mi_model_t *m, uint32_t page) {
+  return !m->has_hooks || m->hooks.page_safe_to_free == NULL ||
+         m->hooks.page_safe_to_free(m->hooks.ctx, m, page);
+}
+
+static bool page_has_any_available(const mpage_t *p) {
+  return p->used < p->reserved || p->tfree_n != 0;
+}
+
+/* mi_segment_check_free (:1279-1322): free the pages other threads
+ * emptied; is there room for slices_needed or a block of block_size? */
+static bool segment_check_free(mi_model_t *m, uint32_t seg,
+                               uint32_t slices_needed, uint64_t block_size) {
+  bool has_page = false;
+  for (uint32_t i = m->g.info_slices; i < S(m, seg)->slice_entries;) {
+    mslice_t *sl = &S(m, seg)->slices[i];
+    if (sl->state != 0) {
+      uint32_t page = sl->page;
+      mi_page_free_collect(m, page, false);
+      mpage_t *p = P(m, page);
+      if (p->used == 0 && safe_to_free(m, page)) { /* CPython :1283 */
+        S(m, seg)->abandoned--;
+        i = page_clear(m, page);
+        if (S(m, seg)->slices[i].count >= slices_needed)
+          has_page = true;
+      } else if (p->block_size == block_size && page_has_any_available(p)) {
+        has_page = true;
+      }
+    } else if (sl->count >= slices_needed) {
+      has_page = true;
+    }
+    i += S(m, seg)->slices[i].count;
+  }
+  return has_page;
+}
+
+/* mi_segment_reclaim (:1326-1387); 0 if the segment was freed. */
+static uint32_t segment_reclaim(mi_model_t *m, uint32_t seg, uint32_t heap,
+                                uint64_t requested, bool *right) {
+  if (right)
+    *right = false;
+  uint32_t tld = H(m, heap)->tld;
+  mseg_t  *s = S(m, seg);
+  s->tld = tld;
+  s->abandoned_visits = 0;
+  m->tlds[tld].segment_count++;
+  for (uint32_t i = m->g.info_slices; i < S(m, seg)->slice_entries;) {
+    mslice_t *sl = &S(m, seg)->slices[i];
+    if (sl->state != 0) {
+      uint32_t page = sl->page;
+      S(m, seg)->abandoned--;
+      uint32_t target = heap;
+      if (m->version == MV_217 || m->heap_tags) /* 217 :1217, CPython :1350 */
+        target = mi_heap_by_tag(m, heap, P(m, page)->tag);
+      if (target == 0)
+        target = heap;
+      mpage_t *p = P(m, page);
+      p->heap = target;
+      p->delayed = MI_USE_DELAYED_FREE;
+      mi_page_free_collect(m, page, false);
+      p = P(m, page);
+      if (p->used == 0 && safe_to_free(m, page)) { /* CPython :1361 */
+        i = page_clear(m, page);
+      } else {
+        mi_pq_push(m, target, mi_page_queue_bin(m, p), page); /* page.c:246 */
+        mi_hook_page_event(m, page, MI_PAGE_RECLAIMED); /* CPython page.c:277 */
+        p = P(m, page);
+        if (requested == p->block_size && page_has_any_available(p) &&
+            target == heap && right)
+          *right = true;
+      }
+    } else {
+      i = span_free_coalesce(m, seg, i);
+    }
+    i += S(m, seg)->slices[i].count;
+  }
+  if (S(m, seg)->used == 0) {
+    segment_free(m, seg);
+    return 0;
+  }
+  return seg;
+}
+
+void mi_abandoned_reclaim_all(mi_model_t *m, uint32_t heap) {
+  uint32_t seg;
+  while ((seg = abandoned_pop(m)) != 0)
+    segment_reclaim(m, seg, heap, 0, NULL);
+}
+
+/* mi_segment_try_reclaim (:1396-1432). */
+static uint32_t segment_try_reclaim(mi_model_t *m, uint32_t heap,
+                                    uint32_t needed, uint64_t block_size,
+                                    bool *reclaimed) {
+  *reclaimed = false;
+  int64_t  tries = m->max_segment_reclaim;
+  if (m->version == MV_217) {
+    /* 217 mi_segment_get_reclaim_tries (:1279-1290): a percentage of the
+     * abandoned segments, at least 8 when there are more than 8 */
+    uint64_t total = m->abandoned_count;
+    uint64_t rel = total * (uint64_t)tries / 100;
+    tries = rel <= 1 ? 1 : (rel > 1024 ? 1024 : (int64_t)rel);
+    if (tries < 8 && total > 8)
+      tries = 8;
+    if (total == 0)
+      tries = 0;
+  } else {
+    if (tries < 8)
+      tries = 8;
+    if (tries > 1024)
+      tries = 1024;
+  }
+  uint32_t seg;
+  while (tries-- > 0 && (seg = abandoned_pop(m)) != 0) {
+    S(m, seg)->abandoned_visits++;
+    bool has_page = segment_check_free(m, seg, needed, block_size);
+    if (S(m, seg)->used == 0) {
+      segment_reclaim(m, seg, heap, 0, NULL);
+    } else if (has_page) {
+      return segment_reclaim(m, seg, heap, block_size, reclaimed);
+    } else if (S(m, seg)->abandoned_visits > 3) {
+      segment_reclaim(m, seg, heap, 0, NULL);
+    } else {
+      try_purge(m, seg, m->version != MV_217); /* 217 :1327 */
+      visited_push(m, seg);
+    }
+  }
+  return 0;
+}
+
+/* _mi_abandoned_collect (:1435-1460). */
+void mi_abandoned_collect(mi_model_t *m, uint32_t heap, bool force) {
+  int64_t tries = force ? 16 * 1024 : 1024;
+  if (force)
+    visited_revisit(m);
+  uint32_t seg;
+  while (tries-- > 0 && (seg = abandoned_pop(m)) != 0) {
+    segment_check_free(m, seg, 0, 0);
+    if (S(m, seg)->used == 0) {
+      segment_reclaim(m, seg, heap, 0, NULL);
+    } else {
+      try_purge(m, seg, force);
+      visited_push(m, seg);
+    }
+  }
+}
+
+/* ---- Page allocation (segment.c:1463-1620) ----------------------------- */
+
+/* mi_segment_reclaim_or_alloc (:1463-1480); 0 with *reclaimed when a page
+ * with room went straight into the heap. */
+static uint32_t reclaim_or_alloc(mi_model_t *m, uint32_t heap,
+                                 uint32_t needed, uint64_t block_size) {
+  bool     reclaimed;
+  uint32_t seg = segment_try_reclaim(m, heap, needed, block_size, &reclaimed);
+  if (reclaimed || seg != 0)
+    return reclaimed ? 0 : seg;
+  return segment_alloc(m, H(m, heap)->tld, 0, NULL);
+}
+
+/* mi_segments_page_alloc (:1489-1519). */
+static uint32_t segments_page_alloc(mi_model_t *m, uint32_t heap,
+                                    uint64_t required, uint64_t block_size) {
+  uint32_t tld = H(m, heap)->tld;
+  uint64_t align = required > MI_MEDIUM_PAGE ? MI_MEDIUM_PAGE : MI_SLICE_SIZE;
+  uint64_t page_size = (required + align - 1) / align * align;
+  uint32_t needed = (uint32_t)(page_size / MI_SLICE_SIZE);
+  uint32_t page = find_and_allocate(m, tld, needed);
+  while (page == 0) {
+    if (m->fail != AS_OK || reclaim_or_alloc(m, heap, needed, block_size) == 0)
+      return 0;
+    page = find_and_allocate(m, tld, needed);
+  }
+  try_purge(m, P(m, page)->seg, false); /* :1517 */
+  return page;
+}
+
+/* _mi_segment_page_alloc (:1598-1620). */
+uint32_t mi_segment_page_alloc(mi_model_t *m, uint32_t heap,
+                               uint64_t block_size) {
+  if (block_size <= MI_SMALL_OBJ_MAX)
+    return segments_page_alloc(m, heap, block_size, block_size);
+  if (block_size <= MI_MEDIUM_OBJ_MAX)
+    return segments_page_alloc(m, heap, MI_MEDIUM_PAGE, block_size);
+  if (block_size <= MI_LARGE_OBJ_MAX)
+    return segments_page_alloc(m, heap, block_size, block_size);
+  /* mi_segment_huge_page_alloc (:1521-1551) */
+  uint32_t page = 0;
+  uint32_t seg = segment_alloc(m, H(m, heap)->tld, block_size, &page);
+  if (seg == 0 || page == 0)
+    return 0;
+  mpage_t *p = P(m, page);
+  p->block_size = S(m, seg)->size - info_size(m); /* :1540-1541 */
+  return page;
+}
+
+/* ---- Counters and teardown ---------------------------------------------- */
+
+uint64_t mi_segs_awaiting_purge(const mi_model_t *m) {
+  uint64_t n = 0;
+  for (uint32_t i = 1; i < m->segs_n; i++)
+    if (m->segs[i].live)
+      n += (uint64_t)mask_count(m->segs[i].decommit) * MI_SLICE_SIZE;
+  if (m->cache != NULL)
+    for (uint32_t i = 0; i < MI_CACHE_MAX; i++)
+      if (m->cache[i].inuse)
+        n += (uint64_t)mask_count(m->cache[i].commit) * MI_SLICE_SIZE;
+  for (uint32_t a = 0; a < m->arenas2_n; a++)
+    for (uint32_t b = 0; b < m->arenas2[a].blocks; b++)
+      if (m->arenas2[a].purge[b])
+        n += ARENA_BLOCK;
+  return n;
+}
+
+void mi_segs_destroy(mi_model_t *m) {
+  for (uint32_t i = 1; i < m->segs_n; i++)
+    free(m->segs[i].slices);
+  free(m->segs);
+  for (uint32_t a = 0; a < m->arenas2_n; a++)
+    free(m->arenas2[a].inuse);
+  free(m->arenas2);
+  free(m->cache);
+}

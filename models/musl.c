@@ -1,0 +1,1474 @@
+/* models/musl.c -- musl 1.2.3's mallocng (Debian 12's musl, musl-gcc):
+ * groups of equal slots per size class, nested groups, individually mapped
+ * chunks, meta areas on the program break, and the bounce counters.
+ *
+ * Why: mallocng gives memory back eagerly -- a group whose slots are all
+ * free is unmapped at once, a large chunk is its own mapping -- except in
+ * a size class that keeps mapping and unmapping its last group
+ * ("bouncing"), where it keeps that group.  Group sizes grow with how many
+ * slots the class already has, and small groups live inside slots of
+ * larger classes, so which memory goes back depends on the exact slot every
+ * object took.  This file keeps every group's masks and every object's
+ * slot, and replays alloc_group, try_avail, free and nontrivial_free as
+ * written.  Citations are to musl tag v1.2.3 (github:bminor/musl), whose
+ * src/ is identical to Debian's 1.2.3-1 source; Debian configures the
+ * default malloc (configure:145, debian/rules:73).
+ *
+ * Page touches: the program writes what it requests unless the event is
+ * TRACE_FLAG_UNWRITTEN.  mallocng itself writes each slot's 4 header bytes
+ * and its end marker (enframe and set_size, meta.h:184-227), a group's
+ * header, a byte at the end of every slot of a nested group
+ * (malloc.c:270-271), its meta records, and for calloc the first and last
+ * partial 4 KiB pages plus every page that is not zero (calloc.c:7-25:
+ * pages that were never written read as zero and stay untouched).  free
+ * releases the whole pages inside a freed slot of a multi-slot group with
+ * MADV_FREE (free.c:117-127), which keeps them in RSS until memory
+ * pressure.  Where an object starts in its slot depends on the header bytes
+ * an earlier occupant of that memory left (enframe, meta.h:204): the model
+ * keeps the bytes the allocator wrote; bytes the program wrote are unknown
+ * and read as zero (Header bytes, below).
+ *
+ * Left out (deliberately): threads (one lock; a replay has no contention,
+ * and mallocng has no per-thread state); malloc replaced by the program
+ * (__malloc_replaced); the secret and the consistency checks; brk failing
+ * (the simulated break grows until it meets a mapping: then, as in musl,
+ * meta areas come from mmap).  PAGESIZE is 4096 on x86-64
+ * (arch/x86_64/bits/limits.h:1); other simulated page sizes are refused.
+ *
+ * Sections
+ *   Constants and options        Records
+ *   Kernel helpers               Header bytes
+ *   Meta records and areas
+ *   Slots (enframe)              Groups and slots (allocation)
+ *   Freeing                      Entry points
+ *   Model interface
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "musl.h"
+
+/* ---- Constants and options --------------------------------------------- */
+
+#define MMAP_THRESHOLD 131052 /* meta.h:12 */
+#define UNIT           16     /* meta.h:14 */
+#define IB             4      /* meta.h:15 */
+#define PGSZ           4096   /* arch/x86_64/bits/limits.h:1 PAGESIZE */
+#define NCLASSES       48
+#define SC_MAPPED      63     /* sizeclass of individually mapped chunks */
+#define META_BYTES     40     /* struct meta, meta.h:24-32 */
+#define AREA_HDR_BYTES 24     /* struct meta_area, meta.h:34-39 */
+#define NONE           0u
+
+/* malloc.c:12-24, in units of 16 bytes */
+static const uint16_t size_classes[NCLASSES] = {
+    1,    2,    3,    4,    5,    6,    7,    8,    9,    10,   12,   15,
+    18,   20,   25,   31,   36,   42,   50,   63,   72,   84,   102,  127,
+    146,  170,  204,  255,  292,  340,  409,  511,  584,  682,  818,  1023,
+    1169, 1364, 1637, 2047, 2340, 2730, 3276, 4095, 4680, 5460, 6552, 8191,
+};
+
+/* malloc.c:26-36, 38 */
+static const uint8_t small_cnt_tab[][3] = {
+    {30, 30, 30}, {31, 15, 15}, {20, 10, 10}, {31, 15, 7}, {25, 12, 6},
+    {21, 10, 5},  {18, 8, 4},   {31, 15, 7},  {28, 14, 6},
+};
+static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
+
+#define MUSL_OPTIONS(X)                                                        \
+  X(MO_GAP_PROGRAM_HEAD, "gap_program_head", OPT_BYTES, "0", "bytes", NULL,    \
+    "meta:musl_gap_program_head",                                              \
+    "musl 1.2.3 ldso/dynlink.c:541-562 reclaim_gaps; 0 = a static program",   \
+    "bytes the dynamic linker donates before the program's RW segment")       \
+  X(MO_GAP_PROGRAM_TAIL, "gap_program_tail", OPT_BYTES, "0", "bytes", NULL,    \
+    "meta:musl_gap_program_tail",                                              \
+    "musl 1.2.3 ldso/dynlink.c:559-560 (the page tail after .bss)",           \
+    "bytes donated after the program's RW segment")                           \
+  X(MO_GAP_LIBC_HEAD, "gap_libc_head", OPT_BYTES, "0", "bytes", NULL,          \
+    "meta:musl_gap_libc_head",                                                 \
+    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so: 0, RELRO)",           \
+    "bytes donated before libc.so's RW segment")                              \
+  X(MO_GAP_LIBC_TAIL, "gap_libc_tail", OPT_BYTES, "0", "bytes", NULL,          \
+    "meta:musl_gap_libc_tail",                                                 \
+    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so 1.2.3-1: 160, "        \
+    "readelf -l: RW segment ends at 0xaef60)",                                \
+    "bytes donated after libc.so's RW segment (0 for a static program)")
+
+enum musl_option_e { MUSL_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
+
+static const model_option_t musl_options[] = {MUSL_OPTIONS(MODEL_OPTION_ROW){0}};
+
+/* ---- Records ------------------------------------------------------------ */
+
+/* struct meta (meta.h:24-32) plus what the group header holds
+ * (active_idx, meta.h:17-22), the host slot of a nested group, and the
+ * mapping it lives in (top) with that mapping's header-byte records. */
+typedef struct mmeta_s {
+  uint32_t   prev, next; /* active list; next == NONE: not queued */
+  sim_addr_t mem;        /* the group (struct group) */
+  uint32_t   avail_mask, freed_mask;
+  uint8_t    last_idx, freeable, sizeclass, active_idx;
+  uint32_t   maplen;     /* pages of its own mapping; 0 = in a slot */
+  uint32_t   host;       /* nested: the group whose slot holds it */
+  uint8_t    host_slot;
+  bool       in_use;
+  uint32_t   top;        /* the mapped group or chunk holding it; NONE for
+                            donated memory (never unmapped) */
+  uint32_t   hdr_head;   /* top only: its header records (hdr_t list) */
+  uint32_t   hdr_seen;   /* bit i: slot i's header byte p[-3] is nonzero */
+  uint16_t   hdr_off[32]; /* slot i's 16-bit field at p-2 */
+  sim_addr_t addr;       /* this record's place in a meta area */
+} mmeta_t;
+
+/* Header bytes.  enframe decides where an object starts in its slot from
+ * the three bytes before the slot (meta.h:204: p[-3] and the 16-bit field
+ * at p-2), which hold whatever was last written there.  A group keeps its
+ * slots' header bytes in its record (hdr_seen, hdr_off); when a nested
+ * group dies, they stay in its host's memory, so they go into a record
+ * per address (hdr_t), which the next group with a slot there takes back.
+ * Bytes the program wrote, and the allocator's other writes into the
+ * middle of a slot (an offset object's own header, end markers), are not
+ * kept: they read as zero, as memory fresh from mmap does (the stated
+ * approximation).  A mapping's records go when it is unmapped. */
+typedef struct hdr_s {
+  sim_addr_t key;
+  uint32_t   hnext;        /* bucket chain */
+  uint32_t   mnext, mprev; /* the mapping's list (doubly linked) */
+  uint32_t   top;          /* the mapping, NONE: not on a list */
+  uint16_t   u16;          /* the 16-bit field at A-2 */
+  uint8_t    b;            /* the byte at A-3 */
+  uint8_t    live;
+} hdr_t;
+
+/* A live object: its group, slot and start within the slot. */
+typedef struct mobj_s {
+  uint32_t meta; /* NONE: not live (never happens while the id is live) */
+  uint32_t off;  /* bytes from the slot's start to the object */
+  uint8_t  slot;
+} mobj_t;
+
+typedef struct musl_model_s {
+  model_t       base; /* must be first */
+  sim_kernel_t *kernel;
+  as_status_t   fail;
+  as_err_t      ferr;
+
+  mmeta_t  *mt;
+  uint32_t  nmt, capmt;
+  uint32_t  free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
+
+  /* struct malloc_context (meta.h:41-58) */
+  unsigned   mmap_counter;
+  uint32_t   active[NCLASSES];
+  uint64_t   usage_by_class[NCLASSES];
+  uint8_t    unmap_seq[32], bounces[32];
+  uint8_t    seq;
+  sim_addr_t brk;       /* 0 = not yet; UINT64_MAX = brk failed */
+  bool       brk_failed;
+  sim_addr_t avail_meta_areas;
+  uint64_t   avail_meta_area_count, meta_alloc_shift;
+  uint64_t   avail_meta_count;
+  sim_addr_t avail_meta;     /* next meta record address */
+  sim_addr_t meta_area_tail; /* its `next` field is written when linked */
+  uint64_t   meta_areas;
+
+  mobj_t  *obj;
+  uint64_t obj_cap;
+  uint64_t live_bytes, live_objects;
+  uint64_t mapped_groups, mapped_chunks, mapped_bytes;
+
+  hdr_t    *hdr;      /* records; index 0 unused */
+  uint32_t  nhdr, caphdr, free_hdr;
+  uint32_t *bucket;   /* heads of the chains, by hash */
+  uint32_t  nbucket;  /* a power of two */
+  uint32_t  live_hdr;
+} musl_model_t;
+
+#define MT(ms, i) (&(ms)->mt[i])
+
+static void set_fail(musl_model_t *ms, as_status_t rc, const char *what) {
+  if (ms->fail == AS_OK) {
+    ms->fail = rc;
+    as_err_set(&ms->ferr, rc, "musl: %s", what);
+  }
+}
+
+static bool kcheck(musl_model_t *ms, as_status_t rc, const as_err_t *e) {
+  if (rc == AS_OK)
+    return true;
+  if (ms->fail == AS_OK) {
+    ms->fail = rc;
+    ms->ferr = *e;
+  }
+  return false;
+}
+
+static as_status_t report(musl_model_t *ms, as_err_t *err) {
+  if (err != NULL)
+    *err = ms->ferr;
+  return ms->fail;
+}
+
+/* size_to_class (meta.h:229-238). */
+static int size_to_class(uint64_t n) {
+  n = (n + IB - 1) >> 4;
+  if (n < 10)
+    return (int)n;
+  n++;
+  int i = (28 - __builtin_clz((uint32_t)n)) * 4 + 8;
+  if (n > size_classes[i + 1])
+    i += 2;
+  if (n > size_classes[i])
+    i++;
+  return i;
+}
+
+/* ---- Kernel helpers ----------------------------------------------------- */
+
+static void touch(musl_model_t *ms, sim_addr_t addr, uint64_t len) {
+  as_err_t e;
+  if (len != 0)
+    kcheck(ms, sim_kernel_touch(ms->kernel, addr, len, &e), &e);
+}
+
+static sim_addr_t map(musl_model_t *ms, uint64_t len, sim_prot_t prot) {
+  as_err_t   e;
+  sim_addr_t a = 0;
+  if (!kcheck(ms, sim_kernel_mmap(ms->kernel, len, 0, prot, SIM_OWNER_MUSL,
+                                  &a, &e),
+              &e))
+    return 0;
+  return a;
+}
+
+static void unmap(musl_model_t *ms, sim_addr_t a, uint64_t len) {
+  as_err_t e;
+  kcheck(ms, sim_kernel_munmap(ms->kernel, a, len, &e), &e);
+}
+
+/* ---- Header bytes --------------------------------------------------------- */
+
+/* Fibonacci hashing: the top bits of the product. */
+static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
+  return (uint32_t)(((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >>
+                    (64 - __builtin_ctz(ms->nbucket)));
+}
+
+static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
+  if (ms->nbucket == 0)
+    return NONE;
+  for (uint32_t i = ms->bucket[hdr_hash(ms, a)]; i != NONE; i = ms->hdr[i].hnext)
+    if (ms->hdr[i].key == a)
+      return i;
+  return NONE;
+}
+
+static bool hdr_rehash(musl_model_t *ms) {
+  uint32_t  n  = ms->nbucket ? ms->nbucket * 2 : 1024;
+  uint32_t *bk = malloc(n * sizeof *bk);
+  if (bk == NULL)
+    return false;
+  for (uint32_t i = 0; i < n; i++)
+    bk[i] = NONE;
+  free(ms->bucket);
+  ms->bucket  = bk;
+  ms->nbucket = n;
+  for (uint32_t i = 1; i < ms->nhdr; i++)
+    if (ms->hdr[i].live) {
+      uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+      ms->hdr[i].hnext = bk[h];
+      bk[h]            = i;
+    }
+  return true;
+}
+
+/* Records bytes A-3..A-1 of the mapping top (NONE: never unmapped). */
+static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
+                    uint16_t u16) {
+  uint32_t i = hdr_find(ms, a);
+  if (i == NONE) {
+    if (ms->live_hdr + 1 > ms->nbucket && !hdr_rehash(ms)) {
+      set_fail(ms, AS_ENOMEM, "out of memory for header records");
+      return;
+    }
+    if (ms->free_hdr != NONE) {
+      i            = ms->free_hdr;
+      ms->free_hdr = ms->hdr[i].hnext;
+    } else {
+      if (ms->nhdr == 0)
+        ms->nhdr = 1;
+      if (ms->nhdr >= ms->caphdr) {
+        uint32_t cap = ms->caphdr ? ms->caphdr * 2 : 1024;
+        hdr_t   *p   = realloc(ms->hdr, cap * sizeof *p);
+        if (p == NULL) {
+          set_fail(ms, AS_ENOMEM, "out of memory for header records");
+          return;
+        }
+        ms->hdr    = p;
+        ms->caphdr = cap;
+      }
+      i = ms->nhdr++;
+    }
+    uint32_t h    = hdr_hash(ms, a);
+    ms->hdr[i]    = (hdr_t){a, ms->bucket[h], NONE, NONE, top, 0, 0, 1};
+    ms->bucket[h] = i;
+    ms->live_hdr++;
+    if (top != NONE) {
+      uint32_t head        = ms->mt[top].hdr_head;
+      ms->hdr[i].mnext     = head;
+      if (head != NONE)
+        ms->hdr[head].mprev = i;
+      ms->mt[top].hdr_head = i;
+    }
+  }
+  ms->hdr[i].b   = b;
+  ms->hdr[i].u16 = u16;
+}
+
+/* Takes record i off its chain and its mapping's list, onto the free list. */
+static void hdr_unlink(musl_model_t *ms, uint32_t i) {
+  hdr_t    *r  = &ms->hdr[i];
+  uint32_t *pp = &ms->bucket[hdr_hash(ms, r->key)];
+  while (*pp != i)
+    pp = &ms->hdr[*pp].hnext;
+  *pp = r->hnext;
+  if (r->top != NONE) {
+    if (r->mprev != NONE)
+      ms->hdr[r->mprev].mnext = r->mnext;
+    else
+      ms->mt[r->top].hdr_head = r->mnext;
+    if (r->mnext != NONE)
+      ms->hdr[r->mnext].mprev = r->mprev;
+  }
+  ms->hdr[i].live  = 0;
+  ms->hdr[i].hnext = ms->free_hdr;
+  ms->free_hdr     = i;
+  ms->live_hdr--;
+}
+
+/* calloc's memset of [p, p + n): the records inside read zero now. */
+static void hdr_zero_range(musl_model_t *ms, sim_addr_t p, uint64_t n) {
+  if (ms->live_hdr == 0)
+    return;
+  for (sim_addr_t a = (p + 3 + 15) & ~(sim_addr_t)15; a <= p + n; a += 16) {
+    uint32_t i = hdr_find(ms, a);
+    if (i != NONE)
+      ms->hdr[i].b = 0, ms->hdr[i].u16 = 0;
+  }
+}
+
+/* munmap of top's mapping: its records go (a new mapping reads zero). */
+static void hdr_drop(musl_model_t *ms, uint32_t top) {
+  while (ms->mt[top].hdr_head != NONE)
+    hdr_unlink(ms, ms->mt[top].hdr_head);
+}
+
+/* mremap moved top's mapping by delta: its records move with it. */
+static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
+  for (uint32_t i = ms->mt[top].hdr_head; i != NONE; i = ms->hdr[i].mnext) {
+    uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
+    while (*pp != i)
+      pp = &ms->hdr[*pp].hnext;
+    *pp              = ms->hdr[i].hnext;
+    ms->hdr[i].key  += (uint64_t)delta;
+    uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+    ms->hdr[i].hnext = ms->bucket[h];
+    ms->bucket[h]    = i;
+  }
+}
+
+/* ---- Meta records and areas --------------------------------------------- */
+
+/* The active lists and the free-meta queue: circular, a record's next and
+ * prev point to itself when it is alone (meta.h:75-107). */
+static void queue(musl_model_t *ms, uint32_t *head, uint32_t m) {
+  if (*head != NONE) {
+    uint32_t h    = *head;
+    MT(ms, m)->next = h;
+    MT(ms, m)->prev = MT(ms, h)->prev;
+    MT(ms, MT(ms, m)->prev)->next = m;
+    MT(ms, h)->prev               = m;
+  } else {
+    MT(ms, m)->prev = MT(ms, m)->next = m;
+    *head                             = m;
+  }
+}
+
+static void dequeue(musl_model_t *ms, uint32_t *head, uint32_t m) {
+  mmeta_t *g = MT(ms, m);
+  if (g->next != m) {
+    MT(ms, g->prev)->next = g->next;
+    MT(ms, g->next)->prev = g->prev;
+    if (*head == m)
+      *head = g->next;
+  } else {
+    *head = NONE;
+  }
+  g->prev = g->next = NONE;
+}
+
+/* A fresh meta area page (malloc.c:56-106): on the break while brk works
+ * (the first time with a PROT_NONE guard page below it), else from a
+ * PROT_NONE mapping of 2 << shift pages, one page made writable at a
+ * time. */
+static bool new_meta_area(musl_model_t *ms) {
+  as_err_t e;
+  bool     need_unprotect = true;
+  if (ms->avail_meta_area_count == 0 && !ms->brk_failed) {
+    sim_addr_t nb = ms->brk + PGSZ;
+    bool       guard = false;
+    if (ms->brk == 0) {
+      guard   = true;
+      ms->brk = sim_kernel_brk_current(ms->kernel);
+      ms->brk += -ms->brk & (PGSZ - 1);
+      nb = ms->brk + 2 * PGSZ;
+    }
+    if (sim_kernel_brk(ms->kernel, nb, &e) != AS_OK) {
+      ms->brk_failed = true;
+    } else {
+      if (guard &&
+          !kcheck(ms, sim_kernel_mmap_fixed(ms->kernel, ms->brk, PGSZ,
+                                            SIM_PROT_NONE, SIM_OWNER_MUSL, &e),
+                  &e))
+        return false;
+      ms->brk                   = nb;
+      ms->avail_meta_areas      = nb - PGSZ;
+      ms->avail_meta_area_count = 1;
+      need_unprotect            = false;
+    }
+  }
+  if (ms->avail_meta_area_count == 0) {
+    uint64_t   n = UINT64_C(2) << ms->meta_alloc_shift;
+    sim_addr_t p = map(ms, n * PGSZ, SIM_PROT_NONE);
+    if (p == 0)
+      return false;
+    ms->avail_meta_areas      = p + PGSZ;
+    ms->avail_meta_area_count = n - 1;
+    ms->meta_alloc_shift++;
+  }
+  sim_addr_t p = ms->avail_meta_areas;
+  if (need_unprotect &&
+      !kcheck(ms, sim_kernel_mprotect(ms->kernel, p, PGSZ, SIM_PROT_RW, &e),
+              &e))
+    return false;
+  ms->avail_meta_area_count--;
+  ms->avail_meta_areas = p + PGSZ;
+  if (ms->meta_area_tail != 0)
+    touch(ms, ms->meta_area_tail + 8, 8); /* the old tail's next */
+  ms->meta_area_tail = p;
+  touch(ms, p, AREA_HDR_BYTES); /* check, next, nslots */
+  ms->avail_meta_count = (PGSZ - AREA_HDR_BYTES) / META_BYTES;
+  ms->avail_meta       = p + AREA_HDR_BYTES;
+  ms->meta_areas++;
+  return true;
+}
+
+/* alloc_meta (malloc.c:42-112): a queued free record first, else the next
+ * one of the current area. */
+static uint32_t alloc_meta(musl_model_t *ms) {
+  uint32_t m = ms->free_meta_head;
+  if (m != NONE) {
+    dequeue(ms, &ms->free_meta_head, m);
+  } else {
+    if (ms->avail_meta_count == 0 && !new_meta_area(ms))
+      return NONE;
+    uint64_t cap = ms->capmt;
+    if (ms->nmt == UINT32_MAX) {
+      set_fail(ms, AS_ENOMEM, "too many groups");
+      return NONE;
+    }
+    if (ms->nmt >= cap) {
+      cap       = cap ? cap * 2 : 64;
+      void *p   = realloc(ms->mt, cap * sizeof *ms->mt);
+      if (p == NULL) {
+        set_fail(ms, AS_ENOMEM, "out of memory for groups");
+        return NONE;
+      }
+      ms->mt    = p;
+      ms->capmt = (uint32_t)cap;
+    }
+    m = ms->nmt++;
+    memset(MT(ms, m), 0, sizeof *MT(ms, m));
+    MT(ms, m)->addr = ms->avail_meta;
+    ms->avail_meta += META_BYTES;
+    ms->avail_meta_count--;
+  }
+  mmeta_t *g    = MT(ms, m);
+  sim_addr_t at = g->addr;
+  memset(g, 0, sizeof *g);
+  g->addr   = at;
+  g->in_use = true;
+  touch(ms, at, META_BYTES);
+  return m;
+}
+
+/* free_meta (meta.h:109-113): zeroed, queued at the tail. */
+static void free_meta(musl_model_t *ms, uint32_t m) {
+  sim_addr_t at = MT(ms, m)->addr;
+  memset(MT(ms, m), 0, sizeof *MT(ms, m));
+  MT(ms, m)->addr = at;
+  queue(ms, &ms->free_meta_head, m);
+}
+
+/* ---- Slots (enframe) ---------------------------------------------------- */
+
+/* get_stride (meta.h:175-182). */
+static uint64_t get_stride(const mmeta_t *g) {
+  if (!g->last_idx && g->maplen)
+    return (uint64_t)g->maplen * 4096 - UNIT;
+  return (uint64_t)UNIT * size_classes[g->sizeclass];
+}
+
+static sim_addr_t slot_start(const mmeta_t *g, unsigned idx) {
+  return g->mem + UNIT + get_stride(g) * idx;
+}
+
+/* set_size (meta.h:184-194): a zero byte after the object, and a 32-bit
+ * count at the slot's end when 5 or more bytes are left over; p[-3] keeps
+ * the slot index and gets the reserved count (at most 5) above it. */
+/* (enframe writes the same bytes its own way, merging them with the
+ * header and the program's writes.) */
+static void set_size(musl_model_t *ms, sim_addr_t p, sim_addr_t end,
+                     uint64_t n) {
+  uint64_t reserved = end - p - n;
+  if (reserved)
+    touch(ms, end - reserved, 1);
+  if (reserved >= 5)
+    touch(ms, end - 5, 5);
+  touch(ms, p - 3, 1);
+}
+
+/* enframe (meta.h:196-227): where the object starts in the slot cycles on
+ * reuse -- one unit past the last start the slot's header records, or the
+ * mmap counter for a header that reads zero -- within the slack. */
+static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
+                        uint64_t n, unsigned ctr, bool written) {
+  mmeta_t   *g      = MT(ms, m);
+  uint64_t   stride = get_stride(g);
+  uint64_t   slack  = (stride - IB - n) / UNIT;
+  sim_addr_t p      = slot_start(g, idx);
+  sim_addr_t end    = p + stride - IB;
+  uint32_t   bit    = 1u << idx;
+  uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_off[idx] + 1u : ctr) & 255;
+  if (off > slack) {
+    uint64_t mk = slack;
+    mk |= mk >> 1;
+    mk |= mk >> 2;
+    mk |= mk >> 4;
+    off &= mk;
+    if (off > slack)
+      off -= slack + 1;
+  }
+  uint64_t reserved = end - p - UNIT * off - n;
+  if (off) { /* the offset kept in the slot's own header */
+    touch(ms, p - 4, 4);
+    g->hdr_seen |= bit;
+    g->hdr_off[idx] = (uint16_t)off;
+    p += UNIT * off;
+  } else { /* p[-3] = idx + (reserved, at most 5) << 5 */
+    g->hdr_seen = idx || reserved ? g->hdr_seen | bit : g->hdr_seen & ~bit;
+    g->hdr_off[idx] = (uint16_t)((p - (g->mem + UNIT)) / UNIT);
+  }
+  /* The header before the object, the program's bytes if it writes them,
+   * and set_size's zero byte after them, as one write where they meet. */
+  if (written) {
+    touch(ms, p - 4, 4 + n + (reserved ? 1 : 0));
+  } else {
+    touch(ms, p - 4, 4);
+    if (reserved)
+      touch(ms, p + n, 1);
+  }
+  if (reserved >= 5)
+    touch(ms, end - 5, 5);
+  return (uint32_t)(UNIT * off);
+}
+
+/* A nested group is born in a slot of its host: its slots' header bytes
+ * are whatever a group that died there left (hdr_t records, taken back). */
+static void adopt_headers(musl_model_t *ms, uint32_t m) {
+  mmeta_t *g = MT(ms, m);
+  if (ms->live_hdr == 0)
+    return;
+  for (unsigned i = 0; i <= g->last_idx; i++) {
+    sim_addr_t a = slot_start(g, i);
+    uint32_t   r = hdr_find(ms, a);
+    if (r == NONE)
+      continue;
+    if (ms->hdr[r].b)
+      g->hdr_seen |= 1u << i;
+    g->hdr_off[i] = ms->hdr[r].u16;
+    hdr_unlink(ms, r);
+  }
+}
+
+/* A nested group dies: its slots' header bytes stay in the host's memory. */
+static void leave_headers(musl_model_t *ms, uint32_t m) {
+  const mmeta_t *g = MT(ms, m);
+  for (unsigned i = 0; i <= g->last_idx; i++)
+    if ((g->hdr_seen >> i) & 1 || g->hdr_off[i])
+      hdr_put(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
+              g->hdr_off[i]);
+}
+
+/* ---- Groups and slots (allocation) -------------------------------------- */
+
+/* Bounce counters (meta.h:249-286): a class that unmaps a group and maps
+ * one again within 10 steps of seq bounces. */
+static void step_seq(musl_model_t *ms) {
+  if (ms->seq == 255) {
+    memset(ms->unmap_seq, 0, sizeof ms->unmap_seq);
+    ms->seq = 1;
+  } else {
+    ms->seq++;
+  }
+}
+
+static void record_seq(musl_model_t *ms, int sc) {
+  if ((unsigned)sc - 7u < 32)
+    ms->unmap_seq[sc - 7] = ms->seq;
+}
+
+static void account_bounce(musl_model_t *ms, int sc) {
+  if ((unsigned)sc - 7u < 32) {
+    int seq = ms->unmap_seq[sc - 7];
+    if (seq && ms->seq - seq < 10) {
+      if (ms->bounces[sc - 7] + 1 < 100)
+        ms->bounces[sc - 7]++;
+      else
+        ms->bounces[sc - 7] = 150;
+    }
+  }
+}
+
+static void decay_bounces(musl_model_t *ms, int sc) {
+  if ((unsigned)sc - 7u < 32 && ms->bounces[sc - 7])
+    ms->bounces[sc - 7]--;
+}
+
+static bool is_bouncing(const musl_model_t *ms, int sc) {
+  return (unsigned)sc - 7u < 32 && ms->bounces[sc - 7] >= 100;
+}
+
+/* activate_group (meta.h:115-122). */
+static uint32_t activate_group(musl_model_t *ms, uint32_t m) {
+  mmeta_t *g    = MT(ms, m);
+  uint32_t act  = (2u << g->active_idx) - 1;
+  uint32_t mask = g->freed_mask;
+  g->freed_mask = mask & ~act;
+  return g->avail_mask = mask & act;
+}
+
+/* try_avail (malloc.c:114-170). */
+static uint32_t try_avail(musl_model_t *ms, int sc) {
+  uint32_t *pm = &ms->active[sc];
+  uint32_t  m  = *pm;
+  if (m == NONE)
+    return 0;
+  uint32_t mask = MT(ms, m)->avail_mask;
+  if (!mask) {
+    if (!MT(ms, m)->freed_mask) {
+      dequeue(ms, pm, m);
+      m = *pm;
+      if (m == NONE)
+        return 0;
+    } else {
+      m   = MT(ms, m)->next;
+      *pm = m;
+    }
+    mask = MT(ms, m)->freed_mask;
+    /* skip a fully-free group unless it is the only one */
+    if (mask == (2u << MT(ms, m)->last_idx) - 1 && MT(ms, m)->freeable) {
+      m    = MT(ms, m)->next;
+      *pm  = m;
+      mask = MT(ms, m)->freed_mask;
+    }
+    /* activate more slots only as a last resort: it dirties pages */
+    if (!(mask & ((2u << MT(ms, m)->active_idx) - 1))) {
+      if (MT(ms, m)->next != m) {
+        m   = MT(ms, m)->next;
+        *pm = m;
+      } else {
+        mmeta_t *g    = MT(ms, m);
+        int      cnt  = g->active_idx + 2;
+        int      size = size_classes[g->sizeclass] * UNIT;
+        int      span = UNIT + size * cnt;
+        while ((span ^ (span + size - 1)) < 4096) {
+          cnt++;
+          span += size;
+        }
+        if (cnt > g->last_idx + 1)
+          cnt = g->last_idx + 1;
+        g->active_idx = (uint8_t)(cnt - 1);
+        touch(ms, g->mem + 8, 1);
+      }
+    }
+    mask = activate_group(ms, m);
+    decay_bounces(ms, MT(ms, m)->sizeclass);
+  }
+  uint32_t first        = mask & -mask;
+  MT(ms, m)->avail_mask = mask - first;
+  return first;
+}
+
+static int alloc_slot(musl_model_t *ms, int sc, uint64_t req);
+
+/* alloc_group (malloc.c:174-284). */
+static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
+  uint64_t size = (uint64_t)UNIT * size_classes[sc];
+  int      i = 0;
+  uint64_t cnt;
+  int64_t  active_idx;
+  uint32_t m = alloc_meta(ms);
+  if (m == NONE)
+    return NONE;
+  uint64_t   usage = ms->usage_by_class[sc];
+  sim_addr_t p;
+  uint32_t   maplen = 0, host = NONE;
+  int        host_slot = 0;
+  if (sc < 9) {
+    while (i < 2 && 4u * small_cnt_tab[sc][i] > usage)
+      i++;
+    cnt = small_cnt_tab[sc][i];
+  } else {
+    /* the largest count that fits a power of two, halved while the class
+     * has few slots yet */
+    cnt = med_cnt_tab[sc & 3];
+    while (!(cnt & 1) && 4 * cnt > usage)
+      cnt >>= 1;
+    while (size * cnt >= 65536 * UNIT)
+      cnt >>= 1;
+  }
+  if (cnt == 1 && size * cnt + UNIT <= PGSZ / 2)
+    cnt = 2;
+  if (size * cnt + UNIT > PGSZ / 2) {
+    /* whole pages: the bounce counters decide how eagerly */
+    bool nosmall = is_bouncing(ms, sc);
+    account_bounce(ms, sc);
+    step_seq(ms);
+    if (!(sc & 1) && sc < 32)
+      usage += ms->usage_by_class[sc + 1];
+    if (4 * cnt > usage && !nosmall) {
+      if ((sc & 3) == 1 && size * cnt > 8 * PGSZ)
+        cnt = 2;
+      else if ((sc & 3) == 2 && size * cnt > 4 * PGSZ)
+        cnt = 3;
+      else if ((sc & 3) == 0 && size * cnt > 8 * PGSZ)
+        cnt = 3;
+      else if ((sc & 3) == 0 && size * cnt > 2 * PGSZ)
+        cnt = 5;
+    }
+    uint64_t needed = size * cnt + UNIT;
+    needed += -needed & (PGSZ - 1);
+    /* an individually mapped chunk of the request's size when usage is
+     * low and it saves memory or avoids eager slots (240-247) */
+    if (!nosmall && cnt <= 7) {
+      req += IB + UNIT;
+      req += -req & (PGSZ - 1);
+      if (req < size + UNIT || (req >= 4 * PGSZ && 2 * cnt > usage)) {
+        cnt    = 1;
+        needed = req;
+      }
+    }
+    p = map(ms, needed, SIM_PROT_RW);
+    if (p == 0) {
+      free_meta(ms, m);
+      return NONE;
+    }
+    maplen = (uint32_t)(needed >> 12);
+    ms->mmap_counter++;
+    ms->mapped_groups++;
+    ms->mapped_bytes += needed;
+    active_idx = (int64_t)((4096 - UNIT) / size) - 1;
+    if (active_idx > (int64_t)cnt - 1)
+      active_idx = (int64_t)cnt - 1;
+    if (active_idx < 0)
+      active_idx = 0;
+  } else {
+    /* nested: the group is one slot of a larger class (259-273) */
+    int j = size_to_class(UNIT + cnt * size - IB);
+    int idx = alloc_slot(ms, j, UNIT + cnt * size - IB);
+    if (idx < 0) {
+      free_meta(ms, m);
+      return NONE;
+    }
+    host      = ms->active[j];
+    host_slot = idx;
+    uint32_t off =
+        enframe(ms, host, (unsigned)idx, (uint64_t)UNIT * size_classes[j] - IB,
+                ms->mmap_counter, false);
+    p = slot_start(MT(ms, host), (unsigned)idx) + off;
+    /* p[-3] |= 6 << 5: a group lives here (the header reads nonzero) */
+    MT(ms, host)->hdr_seen |= 1u << idx;
+    /* p[UNIT+i*size-4] = 0 for i = 0..cnt: a byte in every slot */
+    touch(ms, p + UNIT - 4, cnt * size + 1);
+    active_idx = (int64_t)cnt - 1;
+  }
+  ms->usage_by_class[sc] += cnt;
+  mmeta_t *g    = MT(ms, m);
+  g->avail_mask = (2u << active_idx) - 1;
+  g->freed_mask = (uint32_t)((2u << (cnt - 1)) - 1) - g->avail_mask;
+  g->mem        = p;
+  g->active_idx = (uint8_t)active_idx;
+  g->last_idx   = (uint8_t)(cnt - 1);
+  g->freeable   = 1;
+  g->sizeclass  = (uint8_t)sc;
+  g->maplen     = maplen;
+  g->host       = host;
+  g->host_slot  = (uint8_t)host_slot;
+  g->top        = maplen ? m : MT(ms, host)->top;
+  touch(ms, p, 9); /* the group header: meta pointer, active_idx */
+  if (!maplen)
+    adopt_headers(ms, m);
+  return m;
+}
+
+/* alloc_slot (malloc.c:286-297). */
+static int alloc_slot(musl_model_t *ms, int sc, uint64_t req) {
+  uint32_t first = try_avail(ms, sc);
+  if (first)
+    return __builtin_ctz(first);
+  uint32_t m = alloc_group(ms, sc, req);
+  if (m == NONE)
+    return -1;
+  MT(ms, m)->avail_mask--;
+  queue(ms, &ms->active[sc], m);
+  return 0;
+}
+
+/* ---- Freeing ------------------------------------------------------------ */
+
+typedef struct mapinfo_s {
+  sim_addr_t base;
+  uint64_t   len;
+  bool       chunk; /* an individually mapped chunk, not a group */
+} mapinfo_t;
+
+static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i);
+
+/* okay_to_free (free.c:38-70). */
+static bool okay_to_free(const musl_model_t *ms, uint32_t m) {
+  const mmeta_t *g  = &ms->mt[m];
+  int            sc = g->sizeclass;
+  if (!g->freeable)
+    return false;
+  if (sc >= NCLASSES || get_stride(g) < (uint64_t)UNIT * size_classes[sc])
+    return true; /* individual maps */
+  if (!g->maplen)
+    return true; /* nested groups */
+  if (g->next != m)
+    return true; /* another non-full group in the class */
+  if (!is_bouncing(ms, sc))
+    return true;
+  uint64_t cnt = (uint64_t)g->last_idx + 1;
+  return 9 * cnt <= ms->usage_by_class[sc] && cnt < 20;
+}
+
+/* free_group (free.c:14-36): a mapped group is unmapped (by the caller,
+ * after the lock); a nested one frees its slot in the host group. */
+static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
+  mapinfo_t mi = {0, 0, false};
+  mmeta_t  *g  = MT(ms, m);
+  int       sc = g->sizeclass;
+  if (sc < NCLASSES)
+    ms->usage_by_class[sc] -= (uint64_t)g->last_idx + 1;
+  if (g->maplen) {
+    step_seq(ms);
+    record_seq(ms, sc);
+    hdr_drop(ms, m); /* the mapping goes: its header bytes with it */
+    mi.base  = g->mem;
+    mi.len   = (uint64_t)g->maplen * 4096;
+    mi.chunk = sc == SC_MAPPED;
+  } else {
+    uint32_t host = g->host;
+    unsigned idx  = g->host_slot;
+    touch(ms, g->mem, 8); /* g->mem->meta = 0; the host slot's header stays */
+    leave_headers(ms, m);
+    mi = nontrivial_free(ms, host, idx);
+  }
+  free_meta(ms, m);
+  return mi;
+}
+
+/* nontrivial_free (free.c:72-99). */
+static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i) {
+  uint32_t self = 1u << i;
+  int      sc   = MT(ms, m)->sizeclass;
+  uint32_t mask = MT(ms, m)->freed_mask | MT(ms, m)->avail_mask;
+  if (mask + self == (2u << MT(ms, m)->last_idx) - 1 && okay_to_free(ms, m)) {
+    if (MT(ms, m)->next != NONE) {
+      bool activate_new = ms->active[sc] == m;
+      dequeue(ms, &ms->active[sc], m);
+      if (activate_new && ms->active[sc] != NONE)
+        activate_group(ms, ms->active[sc]);
+    }
+    return free_group(ms, m);
+  }
+  if (!mask && ms->active[sc] != m) /* was full: back on the list */
+    queue(ms, &ms->active[sc], m);
+  MT(ms, m)->freed_mask |= self;
+  return (mapinfo_t){0, 0, false};
+}
+
+/* free (free.c:101-151). */
+static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
+  uint32_t   m      = o->meta;
+  mmeta_t   *g      = MT(ms, m);
+  unsigned   idx    = o->slot;
+  uint64_t   stride = get_stride(g);
+  sim_addr_t start  = slot_start(g, idx);
+  sim_addr_t end    = start + stride - IB;
+  sim_addr_t p      = start + o->off;
+  uint32_t   self = 1u << idx, all = (2u << g->last_idx) - 1;
+  touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
+  if (o->off == 0) {
+    g->hdr_seen |= self;
+    g->hdr_off[idx] = 0;
+  }
+  /* whole pages inside the slot go back lazily, unless the group is a
+   * single slot about to be unmapped */
+  if ((((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
+    sim_addr_t base = start + (-start & (PGSZ - 1));
+    uint64_t   len  = (end - base) & -(uint64_t)PGSZ;
+    as_err_t   e;
+    if (len &&
+        !kcheck(ms, sim_kernel_madvise(ms->kernel, base, len, SIM_MADV_FREE,
+                                       &e),
+                &e))
+      return;
+  }
+  uint32_t freed = g->freed_mask, mask = freed | g->avail_mask;
+  if (freed && mask + self != all) { /* the lock-free path */
+    g->freed_mask = freed + self;
+    return;
+  }
+  mapinfo_t mi = nontrivial_free(ms, m, idx);
+  if (mi.len) {
+    unmap(ms, mi.base, mi.len);
+    ms->mapped_bytes -= mi.len;
+    if (mi.chunk)
+      ms->mapped_chunks--;
+    else
+      ms->mapped_groups--;
+  }
+}
+
+/* ---- Entry points ------------------------------------------------------- */
+
+/* malloc (malloc.c:299-380); returns the meta, *idx and the object's
+ * offset in its slot. */
+static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
+                            unsigned *idx, uint32_t *off) {
+  uint32_t m;
+  int      sc;
+  if (n >= SIZE_MAX / 2 - 4096) {
+    set_fail(ms, AS_ENOMEM, "request too large");
+    return NONE;
+  }
+  if (n >= MMAP_THRESHOLD) {
+    uint64_t   needed = n + IB + UNIT;
+    sim_addr_t p      = map(ms, needed, SIM_PROT_RW);
+    if (p == 0)
+      return NONE;
+    step_seq(ms);
+    m = alloc_meta(ms);
+    if (m == NONE)
+      return NONE;
+    mmeta_t *g   = MT(ms, m);
+    g->mem       = p;
+    g->last_idx  = 0;
+    g->freeable  = 1;
+    g->sizeclass = SC_MAPPED;
+    g->maplen    = (uint32_t)((needed + 4095) / 4096);
+    g->top       = m;
+    touch(ms, p, 8);
+    ms->mmap_counter++;
+    ms->mapped_chunks++;
+    ms->mapped_bytes += (uint64_t)g->maplen * 4096;
+    *idx = 0;
+    *off = enframe(ms, m, 0, n, ms->mmap_counter, written);
+    return m;
+  }
+  sc = size_to_class(n);
+  m  = ms->active[sc];
+  /* coarse classes while a class has no groups yet (344-354) */
+  if (m == NONE && sc >= 4 && sc < 32 && sc != 6 && !(sc & 1) &&
+      !ms->usage_by_class[sc]) {
+    uint64_t usage = ms->usage_by_class[sc | 1];
+    uint32_t odd   = ms->active[sc | 1];
+    if (odd == NONE || (!MT(ms, odd)->avail_mask && !MT(ms, odd)->freed_mask))
+      usage += 3;
+    if (usage <= 12)
+      sc |= 1;
+    m = ms->active[sc];
+  }
+  uint32_t mask = m != NONE ? MT(ms, m)->avail_mask : 0;
+  uint32_t first = mask & -mask;
+  if (first) {
+    MT(ms, m)->avail_mask = mask - first;
+    *idx                  = (unsigned)__builtin_ctz(first);
+  } else {
+    int i = alloc_slot(ms, sc, n);
+    if (i < 0)
+      return NONE;
+    m    = ms->active[sc];
+    *idx = (unsigned)i;
+  }
+  *off = enframe(ms, m, *idx, n, ms->mmap_counter, written);
+  return m;
+}
+
+/* is_allzero (malloc.c:382-387): memory fresh from mmap. */
+static bool is_allzero(const mmeta_t *g) {
+  return g->sizeclass >= NCLASSES ||
+         get_stride(g) < (uint64_t)UNIT * size_classes[g->sizeclass];
+}
+
+/* calloc's mal0_clear (calloc.c:7-25, 33-45): the partial last page is
+ * cleared, then whole pages from the end are read and cleared only if not
+ * zero, until less than a page is left, which is cleared.  A page the
+ * simulated kernel has resident may hold data (it is cleared: rewriting it
+ * ends MADV_FREE); one never written reads as zero (nothing written). */
+static void calloc_clear(musl_model_t *ms, sim_addr_t p, uint64_t n) {
+  if (n < 4096) {
+    touch(ms, p, n);
+    return;
+  }
+  sim_addr_t pp = p + n, tail = pp & 4095;
+  touch(ms, pp - tail, tail);
+  for (pp -= tail; pp - p >= 4096; pp -= 4096)
+    if (sim_kernel_is_resident(ms->kernel, pp - 4096))
+      touch(ms, pp - 4096, 4096);
+  touch(ms, p, pp - p);
+}
+
+/* aligned_alloc (aligned_alloc.c:5-60): malloc(len + align - 16), the
+ * object moved up to the alignment inside its slot. */
+static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
+                             unsigned *idx, uint32_t *off) {
+  if (align <= UNIT)
+    align = UNIT;
+  uint32_t m = musl_malloc(ms, len + align - UNIT, false, idx, off);
+  if (m == NONE)
+    return NONE;
+  mmeta_t   *g     = MT(ms, m);
+  sim_addr_t start = slot_start(g, *idx);
+  sim_addr_t p     = start + *off;
+  uint64_t   adj   = -p & (align - 1);
+  sim_addr_t end   = start + get_stride(g) - IB;
+  if (adj) {
+    p += adj;
+    touch(ms, p - 8, 8); /* the new header (or its 32-bit offset) */
+    set_size(ms, p, end, len);
+    touch(ms, start - 3, 3); /* the slot's header: where the object is */
+    g->hdr_seen |= 1u << *idx;
+    g->hdr_off[*idx] = (uint16_t)((p - start) / UNIT);
+    *off = (uint32_t)(p - start);
+  } else {
+    set_size(ms, p, end, len);
+  }
+  return m;
+}
+
+/* realloc (realloc.c:6-51): in place when the slot has room and the new
+ * size is at most one class smaller; mremap between large chunks; else
+ * malloc, copy, free. */
+static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
+                             uint64_t prev, bool written) {
+  mmeta_t   *g      = MT(ms, o->meta);
+  uint64_t   stride = get_stride(g);
+  sim_addr_t start  = slot_start(g, o->slot);
+  sim_addr_t end    = start + stride - IB;
+  sim_addr_t p      = start + o->off;
+  if (n <= end - p && n < MMAP_THRESHOLD &&
+      size_to_class(n) + 1 >= g->sizeclass) {
+    set_size(ms, p, end, n);
+    if (written && n > prev)
+      touch(ms, p + prev, n - prev);
+    return true;
+  }
+  if (g->sizeclass >= NCLASSES && n >= MMAP_THRESHOLD) {
+    uint64_t base   = o->off;
+    uint64_t needed = (n + base + UNIT + IB + 4095) & -(uint64_t)4096;
+    as_err_t e;
+    sim_addr_t mem  = g->mem;
+    if ((uint64_t)g->maplen * 4096 != needed &&
+        !kcheck(ms, sim_kernel_mremap(ms->kernel, g->mem,
+                                      (uint64_t)g->maplen * 4096, needed,
+                                      &mem, &e),
+                &e))
+      return false;
+    ms->mapped_bytes = ms->mapped_bytes - (uint64_t)g->maplen * 4096 + needed;
+    if (mem != g->mem)
+      hdr_move(ms, o->meta, (int64_t)(mem - g->mem));
+    g         = MT(ms, o->meta);
+    g->mem    = mem;
+    g->maplen = (uint32_t)(needed / 4096);
+    p         = g->mem + UNIT + base;
+    end       = g->mem + UNIT + (needed - UNIT) - IB;
+    touch(ms, end, 1);
+    set_size(ms, p, end, n);
+    if (written && n > prev)
+      touch(ms, p + prev, n - prev);
+    return true;
+  }
+  mobj_t fresh;
+  unsigned idx;
+  uint32_t off;
+  /* memcpy of the old bytes, then the program's growth */
+  fresh.meta = musl_malloc(ms, n, written || n <= prev, &idx, &off);
+  if (fresh.meta == NONE)
+    return false;
+  fresh.slot = (uint8_t)idx;
+  fresh.off  = off;
+  if (!written && n > prev)
+    touch(ms, slot_start(MT(ms, fresh.meta), idx) + off, prev);
+  musl_free_obj(ms, o);
+  *o = fresh;
+  return true;
+}
+
+/* __malloc_donate (donate.c:6-34): single-slot groups that are never
+ * freed, largest class first, in each gap the dynamic linker found. */
+static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
+  sim_addr_t b = a + len;
+  a += -a & (UNIT - 1);
+  b -= b & (UNIT - 1);
+  touch(ms, a, b > a ? b - a : 0); /* memset(base, 0, len) */
+  for (int sc = 47; sc > 0 && b > a; sc -= 4) {
+    uint64_t need = ((uint64_t)size_classes[sc] + 1) * UNIT;
+    if (b - a < need)
+      continue;
+    uint32_t m = alloc_meta(ms);
+    if (m == NONE)
+      return;
+    mmeta_t *g    = MT(ms, m);
+    g->avail_mask = 0;
+    g->freed_mask = 1;
+    g->mem        = a;
+    g->last_idx   = 0;
+    g->freeable   = 0;
+    g->sizeclass  = (uint8_t)sc;
+    g->maplen     = 0;
+    g->top        = NONE; /* the program's own data: never unmapped */
+    g->hdr_seen   = 1; /* mem[UNIT-3] = 255, offset field 0 */
+    queue(ms, &ms->active[sc], m);
+    a += need;
+  }
+}
+
+/* ---- Model interface ---------------------------------------------------- */
+
+static bool ensure_obj(musl_model_t *ms, uint64_t id) {
+  if (id < ms->obj_cap)
+    return true;
+  if (id >= (UINT64_C(1) << 32)) {
+    set_fail(ms, AS_EINVAL, "object id above 2^32");
+    return false;
+  }
+  uint64_t cap = ms->obj_cap ? ms->obj_cap : 1024;
+  while (cap <= id)
+    cap *= 2;
+  mobj_t *p = realloc(ms->obj, cap * sizeof *p);
+  if (p == NULL) {
+    set_fail(ms, AS_ENOMEM, "out of memory for objects");
+    return false;
+  }
+  memset(p + ms->obj_cap, 0, (cap - ms->obj_cap) * sizeof *p);
+  ms->obj     = p;
+  ms->obj_cap = cap;
+  return true;
+}
+
+static sim_addr_t obj_addr(const musl_model_t *ms, const mobj_t *o) {
+  return slot_start(&ms->mt[o->meta], o->slot) + o->off;
+}
+
+static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
+                            as_err_t *err) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (ms->fail != AS_OK || !ensure_obj(ms, ev->id))
+    return report(ms, err);
+  unsigned idx;
+  uint32_t off;
+  /* a malloc's payload is written with its header (enframe) */
+  bool     written = ev->op == TRACE_MALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN);
+  uint32_t g       = ev->op == TRACE_MEMALIGN
+                         ? musl_aligned(ms, ev->align, ev->size, &idx, &off)
+                         : musl_malloc(ms, ev->size, written, &idx, &off);
+  if (g == NONE) {
+    if (ms->fail == AS_OK)
+      set_fail(ms, AS_ENOMEM, "out of memory");
+    return report(ms, err);
+  }
+  mobj_t *o = &ms->obj[ev->id];
+  *o        = (mobj_t){g, off, (uint8_t)idx};
+  ms->live_bytes += ev->size;
+  ms->live_objects++;
+  if (ev->op == TRACE_CALLOC) {
+    if (!is_allzero(MT(ms, g))) {
+      calloc_clear(ms, obj_addr(ms, o), ev->size);
+      hdr_zero_range(ms, obj_addr(ms, o), ev->size);
+    }
+  } else if (ev->op == TRACE_MEMALIGN && !(ev->flags & TRACE_FLAG_UNWRITTEN)) {
+    touch(ms, obj_addr(ms, o), ev->size);
+  }
+  return ms->fail != AS_OK ? report(ms, err) : AS_OK;
+}
+
+static as_status_t ms_free(model_t *m, const trace_event_t *ev,
+                           as_err_t *err) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (ms->fail != AS_OK)
+    return report(ms, err);
+  if (ev->id >= ms->obj_cap || ms->obj[ev->id].meta == NONE)
+    return as_err_set(err, AS_EINVAL, "musl: free of object %" PRIu64
+                      " that is not live", ev->id);
+  mobj_t o = ms->obj[ev->id];
+  ms->obj[ev->id].meta = NONE;
+  ms->live_bytes -= ev->prev_size;
+  ms->live_objects--;
+  musl_free_obj(ms, &o);
+  return ms->fail != AS_OK ? report(ms, err) : AS_OK;
+}
+
+static as_status_t ms_realloc(model_t *m, const trace_event_t *ev,
+                              as_err_t *err) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (ms->fail != AS_OK || !ensure_obj(ms, ev->id))
+    return report(ms, err);
+  mobj_t *o = &ms->obj[ev->id];
+  if (o->meta == NONE)
+    return as_err_set(err, AS_EINVAL, "musl: realloc of object %" PRIu64
+                      " that is not live", ev->id);
+  if (!musl_realloc_obj(ms, o, ev->size, ev->prev_size,
+                        !(ev->flags & TRACE_FLAG_UNWRITTEN)))
+    return report(ms, err);
+  ms->live_bytes = ms->live_bytes - ev->prev_size + ev->size;
+  return ms->fail != AS_OK ? report(ms, err) : AS_OK;
+}
+
+static bool ms_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  if (id >= ms->obj_cap || ms->obj[id].meta == NONE)
+    return false;
+  *addr = obj_addr(ms, &ms->obj[id]);
+  return true;
+}
+
+/* malloc_usable_size of a fresh request: the slot less its 4 header bytes
+ * (meta.h:159-173 returns the nominal size, but the slot is what the
+ * request occupies); an individual map, the pages less the header. */
+static uint64_t ms_usable_size(const model_t *m, uint64_t size,
+                               uint8_t domain) {
+  (void)m;
+  (void)domain;
+  if (size >= MMAP_THRESHOLD)
+    return ((size + IB + UNIT + 4095) & -(uint64_t)4096) - UNIT - IB;
+  return (uint64_t)UNIT * size_classes[size_to_class(size)] - IB;
+}
+
+static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  uint64_t groups = 0, nested = 0, slots = 0, bouncing = 0;
+  for (uint32_t i = 1; i < ms->nmt; i++) {
+    const mmeta_t *g = &ms->mt[i];
+    if (!g->in_use || g->mem == 0 || g->sizeclass >= NCLASSES)
+      continue;
+    groups++;
+    nested += g->maplen == 0;
+    slots += (uint64_t)g->last_idx + 1;
+  }
+  for (int sc = 7; sc < 39; sc++)
+    bouncing += is_bouncing(ms, sc);
+  size_t n = 0;
+#define PUT(name, v, unit, help)                                               \
+  n = model_counter_put(out, n, cap, "musl", name, v, unit, help)
+  PUT("groups", groups, "count", "groups of slots (meta records in use)");
+  PUT("nested_groups", nested, "count", "groups that live in a larger slot");
+  PUT("slots", slots, "count", "slots in all groups (usage_by_class summed)");
+  PUT("mapped_groups", ms->mapped_groups, "count",
+      "groups with their own mapping");
+  PUT("mapped_chunks", ms->mapped_chunks, "count",
+      "allocations of 131052 bytes or more, each its own mapping");
+  PUT("mapped_bytes", ms->mapped_bytes, "bytes",
+      "bytes of all those mappings");
+  PUT("meta_areas", ms->meta_areas, "count", "4 KiB pages of meta records");
+  PUT("bouncing_classes", bouncing, "count",
+      "size classes keeping their last group (bounce counter >= 100)");
+  PUT("mmap_counter", ms->mmap_counter, "count",
+      "mappings made so far (ctx.mmap_counter)");
+  PUT("header_records", ms->live_hdr, "count",
+      "slot header bytes the model remembers (enframe's offset cycling)");
+  PUT("header_buckets", ms->nbucket, "count", "their hash table's size");
+#undef PUT
+  return n;
+}
+
+static void ms_stats(const model_t *m, model_stats_t *out) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  uint64_t slot_bytes = 0;
+  for (uint32_t i = 1; i < ms->nmt; i++) {
+    const mmeta_t *g = &ms->mt[i];
+    if (g->in_use && g->mem != 0 && g->maplen != 0)
+      slot_bytes += (uint64_t)g->maplen * 4096;
+  }
+  memset(out, 0, sizeof *out);
+  out->live_bytes   = ms->live_bytes;
+  out->live_objects = ms->live_objects;
+  out->mapped_bytes = ms->mapped_bytes + ms->meta_areas * PGSZ;
+  out->arenas       = ms->mapped_groups + ms->mapped_chunks;
+  out->free_bytes   = slot_bytes > ms->live_bytes ? slot_bytes - ms->live_bytes
+                                                  : 0;
+}
+
+/* The heap map: every group with its own mapping, and every chunk. */
+static as_status_t ms_walk(const model_t *m, model_region_fn fn, void *user,
+                           as_err_t *err) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  for (uint32_t i = 1; i < ms->nmt; i++) {
+    const mmeta_t *g = &ms->mt[i];
+    if (!g->in_use || g->mem == 0)
+      continue;
+    uint32_t used = ~(g->avail_mask | g->freed_mask) &
+                    ((2u << g->last_idx) - 1);
+    uint64_t stride = get_stride(g);
+    model_region_t r = {
+        .addr         = g->mem,
+        .bytes        = g->maplen ? (uint64_t)g->maplen * 4096
+                                  : UNIT + stride * ((uint64_t)g->last_idx + 1),
+        .live_objects = (uint64_t)__builtin_popcount(used),
+        .live_bytes   = (uint64_t)__builtin_popcount(used) * stride,
+        .kind         = g->sizeclass >= NCLASSES ? "chunk"
+                        : g->maplen              ? "group"
+                                                 : "nested group",
+        .level        = g->maplen ? 0 : 1,
+        .state        = used ? MODEL_REGION_LIVE : MODEL_REGION_FREE,
+    };
+    as_status_t rc = fn(user, &r, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  return AS_OK;
+}
+
+static void ms_destroy(model_t *m) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (ms == NULL)
+    return;
+  free(ms->mt);
+  free(ms->obj);
+  free(ms->hdr);
+  free(ms->bucket);
+  free(ms);
+}
+
+static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
+                             model_t **out, as_err_t *err) {
+  *out = NULL;
+  if (sim_kernel_page_size(ctx->kernel) != PGSZ)
+    return as_err_set(err, AS_EUSAGE,
+                      "musl: mallocng on x86-64 is built for 4096-byte pages "
+                      "(PAGESIZE, arch/x86_64/bits/limits.h:1); use "
+                      "--page-size 4096");
+  uint64_t gaps[4];
+  for (int k = 0; k < 4; k++) {
+    gaps[k] = model_opt_u64(opts, MO_GAP_PROGRAM_HEAD + k);
+    if (gaps[k] >= PGSZ)
+      return as_err_set(err, AS_EUSAGE,
+                        "musl: option %s must be below 4096 (a partial page)",
+                        musl_options[MO_GAP_PROGRAM_HEAD + k].name);
+  }
+  musl_model_t *ms = calloc(1, sizeof *ms);
+  if (ms == NULL)
+    return as_err_set(err, AS_ENOMEM, "musl: out of memory");
+  ms->kernel = ctx->kernel;
+  ms->nmt    = 1; /* record 0 is NULL */
+  /* ldso/dynlink.c:1886-1887: the program's gaps, then libc.so's.  The
+   * gaps lie in data pages the program already has (owner baseline). */
+  uint64_t total = gaps[0] + gaps[1] + gaps[2] + gaps[3];
+  if (total > 0) {
+    sim_addr_t data;
+    as_err_t   e;
+    if (kcheck(ms, sim_kernel_mmap(ms->kernel, 4 * PGSZ, 0, SIM_PROT_RW,
+                                   SIM_OWNER_BASELINE, &data, &e),
+               &e))
+      for (int k = 0; k < 4 && ms->fail == AS_OK; k++)
+        if (gaps[k] > 0) /* a head gap ends at its page's end */
+          donate(ms, data + (uint64_t)k * PGSZ + (k % 2 ? 0 : PGSZ - gaps[k]),
+                 gaps[k]);
+  }
+  if (ms->fail != AS_OK) {
+    as_status_t rc = report(ms, err);
+    ms_destroy(&ms->base);
+    return rc;
+  }
+  *out = &ms->base;
+  return AS_OK;
+}
+
+const model_methods_t model_musl_methods = {
+    .name    = "musl",
+    .summary = "musl 1.2.3 mallocng (Debian 12 musl-gcc): groups, nested "
+               "groups, mapped chunks, bounce counters",
+    .options     = musl_options,
+    .preload     = NULL,
+    .create      = ms_create,
+    .destroy     = ms_destroy,
+    .alloc       = ms_alloc,
+    .realloc     = ms_realloc,
+    .free        = ms_free,
+    .thread      = NULL,
+    .trim        = NULL, /* musl has no malloc_trim */
+    .stats       = ms_stats,
+    .locate      = ms_locate,
+    .counters    = ms_counters,
+    .walk        = ms_walk,
+    .usable_size = ms_usable_size,
+};
+
+/* ---- Introspection (models/musl.h) -------------------------------------- */
+
+size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  size_t              n  = 0;
+  for (int sc = 0; sc < NCLASSES && n < cap; sc++) {
+    musl_class_state_t *c = &out[n];
+    memset(c, 0, sizeof *c);
+    c->sizeclass = sc;
+    c->usage     = ms->usage_by_class[sc];
+    c->bounces   = sc >= 7 && sc < 39 ? ms->bounces[sc - 7] : 0;
+    uint32_t h = ms->active[sc], g = h;
+    if (h != NONE)
+      do {
+        if (c->ngroups < MUSL_INSPECT_GROUPS) {
+          const mmeta_t *mm = &ms->mt[g];
+          c->group[c->ngroups] = (musl_group_state_t){
+              mm->last_idx + 1u, mm->avail_mask, mm->freed_mask, mm->maplen,
+              mm->active_idx};
+        }
+        c->ngroups++;
+        g = ms->mt[g].next;
+      } while (g != h);
+    if (c->usage || c->ngroups || c->bounces)
+      n++;
+  }
+  return n;
+}
+
+void musl_context(const model_t *m, musl_context_t *out) {
+  const musl_model_t *ms = (const musl_model_t *)m;
+  out->mmap_counter      = ms->mmap_counter;
+  out->seq               = ms->seq;
+  out->meta_areas        = (uint32_t)ms->meta_areas;
+  out->free_metas        = 0;
+  uint32_t h = ms->free_meta_head, g = h;
+  if (h != NONE)
+    do {
+      out->free_metas++;
+      g = ms->mt[g].next;
+    } while (g != h);
+}

@@ -1,0 +1,2276 @@
+/* models/tcmalloc.c -- gperftools 2.10 tcmalloc (Debian 12's
+ * libtcmalloc_minimal.so.4) bookkeeping: size classes, per-thread caches
+ * under one shared budget, central free lists with their transfer caches,
+ * and the page heap of 8 KiB pages with its incremental scavenger.
+ *
+ * Why: tcmalloc keeps freed memory in three tiers, and only the page heap
+ * ever gives pages back, one whole span at a time, when a countdown of freed
+ * pages runs out (about one page per 1000 freed at the default rate) or
+ * when MallocExtension::ReleaseFreeMemory() is called.  Which spans empty
+ * out depends on exactly which objects sit in which cache, so this file
+ * keeps every free object's span and slot in the same LIFO orders as the
+ * real lists, and replays the page heap's best-fit search, coalescing and
+ * round-robin release exactly.  Citations are to gperftools tag
+ * gperftools-2.10, whose src/ is byte-identical to Debian's 2.10-1 source
+ * (its patches touch only pprof).
+ *
+ * Measured here, and modelled (docs/models/tcmalloc.md):
+ *   - The release rate is a C++ global with a dynamic initializer
+ *     (page_heap.cc:47-48) and the first malloc (libstdc++'s emergency
+ *     pool, before main) runs before it: that first scavenge sees rate 0
+ *     and sets the countdown to kDefaultReleaseDelay, 2^18 pages (2 GiB).
+ *     So no page goes back on its own before 2 GiB of pages have been
+ *     freed to the page heap, whatever TCMALLOC_RELEASE_RATE says
+ *     (option premain, default on).
+ *   - The calls made before main (gdb on tc_malloc/tc_free/tc_new):
+ *     malloc(72704) (libstdc++ 12's pool), malloc(1) + free before the
+ *     thread-specific key exists (that free goes to the central list and
+ *     its span back to the page heap), malloc(1) + free, new(16) and new(8)
+ *     (the MallocExtension objects).  The first thread cache is leaked:
+ *     the key did not exist when it was made (thread_cache.cc:322-405).
+ *   - sbrk before mmap (system-alloc.cc:461-482, NDEBUG build); metadata
+ *     comes in 8 MiB chunks from the same sbrk heap (common.cc:248-287),
+ *     first, so the layout is [8 MiB metadata][page heap ...].
+ *
+ * Page touches: the program writes what it requests unless the event is
+ * TRACE_FLAG_UNWRITTEN; tcmalloc itself writes the first word of every
+ * object of a span it carves for a size class (central_freelist.cc:343-357
+ * threads the free list through them), every byte calloc returns
+ * (tcmalloc.cc:1422-1424 memsets the whole class size or span), the
+ * pagemap leaves it memsets (pagemap.h:171-176) and its metadata objects.
+ * Free-list links written into free objects land on pages already
+ * resident.  Released spans go back with MADV_DONTNEED (system-alloc.cc:
+ * 65-78, 550-551: MADV_FREE is #undef'd on Linux).
+ *
+ * Left out (deliberately): sampling (compiled out of _minimal:
+ * NO_TCMALLOC_SAMPLES, Makefile.am:472-484); the pagemap cache in bss and
+ * the root array (both touched before main: baseline); lock contention;
+ * emergency malloc; /dev/mem allocation; sbrk failing part-way (the
+ * simulated break only fails at the mmap area, then mmap takes over as in
+ * DefaultSysAllocator, system-alloc.cc:435-452).  The simulated kernel owns
+ * the brk heap as libc_heap, so tcmalloc's sbrk memory is reported there;
+ * only its mmap fallback is reported as tcmalloc.
+ *
+ * Sections
+ *   Constants and options        Size map
+ *   Records                      Kernel: system allocation and release
+ *   Metadata allocators          Spans and the pagemap
+ *   Large span sets (treap)      Page heap
+ *   Central free lists           Thread caches
+ *   Front end                    Start-up
+ *   Model interface
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "tcmalloc.h"
+
+/* ---- Constants and options --------------------------------------------- */
+
+#define TC_MIN_ALIGN        16           /* common.h:64 kMinAlign */
+#define TC_CLASS_SIZES_MAX  128          /* common.h:81 kClassSizesMax */
+#define TC_MAX_TC_SIZE      (UINT64_C(4) << 20) /* common.h:83 */
+#define TC_MAX_SIZE         (256 * 1024) /* common.h:86 kMaxSize */
+#define TC_ALIGNMENT        8            /* common.h:87 kAlignment */
+#define TC_MIN_TC_SIZE      (2 * TC_MAX_SIZE) /* common.h:101 512 KiB */
+#define TC_STEAL_AMOUNT     (1 << 16)    /* common.h:106 kStealAmount */
+#define TC_MAX_OVERAGES     3            /* common.h:110 kMaxOverages */
+#define TC_MAX_DYN_LIST_LEN 8192         /* common.h:117 */
+#define TC_MAX_SMALL_SIZE   1024         /* common.h:183 kMaxSmallSize */
+/* common.h:184-185 kClassArraySize */
+#define TC_CLASS_ARRAY_SIZE (((TC_MAX_SIZE + 127 + (120 << 7)) >> 7) + 1)
+#define TC_META_CHUNK       (UINT64_C(8) << 20) /* common.cc:238 */
+#define TC_META_ALIGN       64  /* common.cc:241 sizeof(MemoryAligner):
+                                   CACHELINE_ALIGNED, basictypes.h:404-408 */
+#define TC_ALLOC_INCREMENT  (128 << 10) /* page_heap_allocator.h:99 */
+#define TC_MAX_RELEASE_DELAY     (INT64_C(1) << 20) /* page_heap.h:250 */
+#define TC_DEFAULT_RELEASE_DELAY (INT64_C(1) << 18) /* page_heap.h:254 */
+#define TC_BIG_PAGEMAP      (UINT64_C(128) << 20) /* page_heap.h:236 */
+#define TC_FORCED_COALESCE  (UINT64_C(128) << 20) /* page_heap.cc:111 */
+#define TC_MAX_TRANSFER     64 /* central_freelist.h:111 */
+#define TC_ADDRESS_BITS     48 /* common.h:138 x86-64 */
+/* Metadata object sizes (x86-64): Span, span.h:62-79 (5 words + 4 bytes of
+ * bit-fields, padded); an std::set node of SpanPtrWithLength (32-byte
+ * red-black header + 16); StackTrace, common.h:300-305 (2 + 31 words);
+ * ThreadCache, thread_cache.h:69-354 (128 FreeLists of 32 bytes, sizes,
+ * Sampler, tid, flag, links, CACHELINE_ALIGNED to 64). */
+#define TC_SPAN_BYTES       48
+#define TC_SETNODE_BYTES    48
+#define TC_STACKTRACE_BYTES 264
+#define TC_THREADCACHE_BYTES 4160
+/* Pre-main calls, measured (file comment): libstdc++ 12 eh_alloc.cc pool
+ * = 64 * 1024 + 64 * sizeof(__cxa_dependent_exception) (112). */
+#define TC_PREMAIN_POOL     72704
+/* Measured (docs/models/tcmalloc.md): the large-span sets are std::sets,
+ * and the first insert and the first erase run libstdc++ code that a C
+ * program had not run before, _Rb_tree_insert_and_rebalance (Debian 12
+ * libstdc++.so.6.0.30 text at 0xbfe80) and _Rb_tree_rebalance_for_erase
+ * (0xc0160): a read fault each, which maps the 64 KiB window of cached
+ * text around it (Linux mm/memory.c do_fault_around, fault_around_bytes
+ * 65536).  RSS grew by exactly these 128 KiB in every C run. */
+#define TC_STL_WINDOW       (UINT64_C(64) << 10)
+#define TC_NIL              0u
+
+#define TCMALLOC_OPTIONS(X)                                                    \
+  X(TO_RELEASE_RATE, "release_rate", OPT_DECIMAL, "1.0", "", NULL,             \
+    "TCMALLOC_RELEASE_RATE",                                                   \
+    "gperftools 2.10 src/page_heap.cc:47-53 FLAGS_tcmalloc_release_rate",      \
+    "pages released per 1000 pages freed to the page heap; 0 = never "       \
+    "(the first 2^18 pages wait regardless when premain is on)")              \
+  X(TO_MAX_TOTAL_THREAD_CACHE_BYTES, "max_total_thread_cache_bytes",           \
+    OPT_BYTES, "33554432", "bytes", NULL,                                      \
+    "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES",                                   \
+    "gperftools 2.10 src/common.h:97 kDefaultOverallThreadCacheSize = 8 * "   \
+    "4 MiB; read at thread_cache.cc:290-293, clipped to [512 KiB, 1 GiB]",    \
+    "budget all thread caches share")                                          \
+  X(TO_AGGRESSIVE_DECOMMIT, "aggressive_decommit", OPT_BOOL, "false", "",      \
+    NULL, "TCMALLOC_AGGRESSIVE_DECOMMIT",                                      \
+    "gperftools 2.10 src/static_vars.cc:94-106",                              \
+    "release every span the moment it is freed to the page heap")             \
+  X(TO_TRANSFER_NUM_OBJ, "transfer_num_obj", OPT_U64, "32", "", NULL,          \
+    "TCMALLOC_TRANSFER_NUM_OBJ",                                               \
+    "gperftools 2.10 src/common.cc:47-59 kDefaultTransferNumObjecs",           \
+    "most objects moved between a thread cache and a central list at once "   \
+    "(also sizes the spans of small classes)")                                 \
+  X(TO_HEAP_LIMIT_MB, "heap_limit_mb", OPT_U64, "0", "MiB", NULL,              \
+    "TCMALLOC_HEAP_LIMIT_MB",                                                  \
+    "gperftools 2.10 src/page_heap.cc:55-61, EnsureLimit 521-543",             \
+    "releases free spans before the heap would pass this; 0 = no limit")      \
+  X(TO_SKIP_SBRK, "skip_sbrk", OPT_BOOL, "false", "", NULL,                    \
+    "TCMALLOC_SKIP_SBRK", "gperftools 2.10 src/system-alloc.cc:133-135",       \
+    "take memory with mmap only")                                              \
+  X(TO_DISABLE_MEMORY_RELEASE, "disable_memory_release", OPT_BOOL, "false",    \
+    "", NULL, "TCMALLOC_DISABLE_MEMORY_RELEASE",                               \
+    "gperftools 2.10 src/system-alloc.cc:139-142, 520",                        \
+    "never give pages back (TCMalloc_SystemRelease fails)")                   \
+  X(TO_PAGE_SHIFT, "page_shift", OPT_ENUM, "13", "", "13|15|18", NULL,         \
+    "gperftools 2.10 src/common.h:75-79 kPageShift (configure "               \
+    "--with-tcmalloc-pagesize=8|32|256; Debian: 8 KiB)",                      \
+    "log2 of tcmalloc's page size")                                            \
+  X(TO_PREMAIN, "premain", OPT_BOOL, "true", "", NULL, NULL,                   \
+    "measured on Debian 12 with gdb (docs/models/tcmalloc.md): libstdc++'s "  \
+    "malloc(72704) and TCMallocGuard's calls run before the release-rate "    \
+    "flag is initialised",                                                     \
+    "start as a process does at main(): the pre-main allocations made, the "  \
+    "scavenge countdown at 2^18 pages")
+
+enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
+
+static const model_option_t tcmalloc_options[] = {
+    TCMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
+
+/* ---- Size map ----------------------------------------------------------- */
+
+typedef struct tsizemap_s {
+  uint32_t nclasses;                        /* class 0 unused */
+  uint32_t size[TC_CLASS_SIZES_MAX];        /* class_to_size_ */
+  uint32_t pages[TC_CLASS_SIZES_MAX];       /* class_to_pages_ */
+  uint32_t batch[TC_CLASS_SIZES_MAX];       /* num_objects_to_move_ */
+  uint8_t  class_array[TC_CLASS_ARRAY_SIZE];
+} tsizemap_t;
+
+/* common.h:199-209 ClassIndexMaybe */
+static inline uint32_t class_index(uint64_t s) {
+  return s <= TC_MAX_SMALL_SIZE ? (uint32_t)((s + 7) >> 3)
+                                : (uint32_t)((s + 127 + (120 << 7)) >> 7);
+}
+
+/* common.cc:63-75 LgFloor */
+static int lg_floor(uint64_t n) {
+  int log = 0;
+  while (n >>= 1)
+    log++;
+  return log;
+}
+
+/* common.cc:77-97 AlignmentForSize */
+static uint64_t alignment_for_size(uint64_t size, uint64_t page) {
+  uint64_t a = TC_ALIGNMENT;
+  if (size > TC_MAX_SIZE)
+    a = page;
+  else if (size >= 128)
+    a = (UINT64_C(1) << lg_floor(size)) / 8;
+  else if (size >= TC_MIN_ALIGN)
+    a = TC_MIN_ALIGN;
+  return a > page ? page : a;
+}
+
+/* common.cc:99-119 NumMoveSize */
+static uint32_t num_move_size(uint64_t size, uint32_t transfer_num) {
+  int64_t num = (int64_t)(64.0 * 1024.0 / (double)size);
+  if (num < 2)
+    num = 2;
+  if (num > (int64_t)transfer_num)
+    num = transfer_num;
+  return (uint32_t)num;
+}
+
+/* common.cc:122-234 SizeMap::Init.  The sanity checks of 192-228 hold for
+ * every page size and batch the options allow (tests/unit/test_tcmalloc.c
+ * compares the table with the running library's nallocx). */
+static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
+                         uint32_t transfer_num) {
+  uint64_t page = UINT64_C(1) << page_shift;
+  uint32_t sc = 1;
+  uint64_t alignment = TC_ALIGNMENT;
+  memset(sm, 0, sizeof *sm);
+  for (uint64_t size = TC_ALIGNMENT; size <= TC_MAX_SIZE; size += alignment) {
+    alignment = alignment_for_size(size, page);
+    uint32_t blocks_to_move = num_move_size(size, transfer_num) / 4;
+    uint64_t psize = 0;
+    do {
+      psize += page;
+      /* Leftover at most 1/8 of the span. */
+      while ((psize % size) > (psize >> 3))
+        psize += page;
+    } while ((psize / size) < blocks_to_move);
+    uint32_t my_pages = (uint32_t)(psize >> page_shift);
+    if (sc > 1 && my_pages == sm->pages[sc - 1]) {
+      uint64_t mine = ((uint64_t)my_pages << page_shift) / size;
+      uint64_t prev = ((uint64_t)sm->pages[sc - 1] << page_shift) /
+                      sm->size[sc - 1];
+      if (mine == prev) {
+        sm->size[sc - 1] = (uint32_t)size;
+        continue;
+      }
+    }
+    if (sc >= TC_CLASS_SIZES_MAX)
+      return false;
+    sm->pages[sc] = my_pages;
+    sm->size[sc]  = (uint32_t)size;
+    sc++;
+  }
+  sm->nclasses = sc;
+  uint64_t next_size = 0;
+  for (uint32_t c = 1; c < sc; c++) {
+    for (uint64_t s = next_size; s <= sm->size[c]; s += TC_ALIGNMENT)
+      sm->class_array[class_index(s)] = (uint8_t)c;
+    next_size = sm->size[c] + TC_ALIGNMENT;
+  }
+  for (uint32_t c = 1; c < sc; c++)
+    sm->batch[c] = num_move_size(sm->size[c], transfer_num);
+  return true;
+}
+
+/* ---- Records ------------------------------------------------------------ */
+
+/* A span: a run of pages.  Records are indexed by uint32_t; index 0 is NIL
+ * and the list heads (page-heap lists, central span lists) are records too,
+ * so every doubly linked list is tcmalloc's circular one with a dummy head. */
+enum { LOC_IN_USE, LOC_NORMAL, LOC_RETURNED, LOC_HEAD, LOC_DEAD };
+
+typedef struct tspan_s {
+  uint64_t   start;    /* first page (address >> page_shift) */
+  uint64_t   length;   /* pages */
+  uint32_t   prev, next;
+  uint32_t   refcount; /* objects handed out of this span */
+  uint32_t   nobj;     /* objects in the span (size-class spans) */
+  uint32_t   virgin;   /* slots from here on were never handed out */
+  uint32_t   nstack, capstack;
+  uint16_t  *stack;    /* returned slots, the list head last */
+  uint32_t   tl, tr;   /* large-set treap children */
+  uint32_t   prio;     /* treap priority */
+  uint8_t    sizeclass;
+  uint8_t    location;
+  sim_addr_t meta;     /* the Span object in the metadata */
+  sim_addr_t node;     /* its std::set node while in a large set */
+} tspan_t;
+
+/* A free object: span << 16 | slot. */
+typedef uint64_t tobj_t;
+#define OBJ(span, slot) (((tobj_t)(span) << 16) | (slot))
+#define OBJ_SPAN(o)     ((uint32_t)((o) >> 16))
+#define OBJ_SLOT(o)     ((uint32_t)((o) & 0xffff))
+
+/* A thread cache's list of one class: a LIFO, the list head last. */
+typedef struct tlist_s {
+  tobj_t  *v;
+  uint32_t len, cap;
+  uint32_t lowater, max_length, overages;
+} tlist_t;
+
+typedef struct tcache_s {
+  tlist_t    list[TC_CLASS_SIZES_MAX];
+  int64_t    size;     /* bytes in the lists */
+  int64_t    max_size; /* size_ > max_size_ -> Scavenge */
+  int32_t    next, prev; /* thread_heaps_ list; -1 = none */
+  bool       in_use;
+  sim_addr_t meta;
+} tcache_t;
+
+/* A central free list's transfer cache entry: batch objects, head first. */
+typedef struct tcentral_s {
+  uint32_t nonempty, empty; /* list heads (span records) */
+  uint64_t counter;         /* free objects in the spans */
+  uint64_t num_spans;
+  tobj_t  *slots;           /* max_cache_size entries of batch objects */
+  int32_t  used_slots, cache_size, max_cache_size;
+} tcentral_t;
+
+/* PageHeapAllocator<T> (page_heap_allocator.h:46-110): carve sizeof(T) from
+ * 128 KiB metadata blocks, reuse through a LIFO free list. */
+typedef struct tmeta_pool_s {
+  uint64_t    obj_bytes;
+  sim_addr_t  area;
+  uint64_t    avail;
+  sim_addr_t *free;
+  uint64_t    nfree, capfree;
+  uint64_t    inuse;
+  bool        inited;
+} tmeta_pool_t;
+
+/* The pagemap's boundary entries, in leaves of 2^16 pages found through an
+ * open-addressing table of leaf numbers. */
+#define PM_LEAF_BITS 16
+typedef struct tpagemap_s {
+  uint64_t  *keys; /* leaf number + 1; 0 = empty slot */
+  uint32_t **leaves;
+  uint64_t   cap, used;
+} tpagemap_t;
+
+typedef struct tcmalloc_model_s {
+  model_t       base; /* must be first */
+  sim_kernel_t *kernel;
+  as_status_t   fail;
+  as_err_t      ferr;
+
+  /* options */
+  double   release_rate;
+  uint64_t heap_limit_mb;
+  bool     aggressive, skip_sbrk, disable_release;
+  bool     flags_ready; /* false while the pre-main calls run (file comment) */
+  unsigned page_shift;
+  uint64_t page;        /* tcmalloc page size */
+  uint64_t max_pages;   /* common.h:89 kMaxPages */
+  uint64_t os_page;
+
+  tsizemap_t sm;
+
+  /* spans */
+  tspan_t  *sp;
+  uint32_t  nsp, capsp, free_sp;
+  uint32_t  rng;
+  tpagemap_t pm;
+
+  /* page heap (page_heap.h:114-350) */
+  uint32_t *free_normal, *free_returned; /* heads, index len - 1 */
+  uint32_t  large_normal, large_returned; /* treap roots */
+  uint64_t  system_bytes, free_bytes, unmapped_bytes, committed_bytes;
+  uint64_t  scavenge_count, commit_count, total_commit_bytes;
+  uint64_t  decommit_count, total_decommit_bytes, reserve_count;
+  uint64_t  total_reserve_bytes;
+  int64_t   scavenge_counter;
+  int64_t   release_index;
+  uint64_t  system_taken; /* TCMalloc_SystemTaken */
+  bool      sbrk_failed, mmap_failed;
+  uint64_t *leaves_made; /* pagemap leaves (TCMalloc_PageMap2), sorted */
+  uint64_t  nleaves, capleaves;
+
+  /* libstdc++'s rb-tree text, paged in on first use (TC_STL_WINDOW) */
+  sim_addr_t   stl_text;
+  bool         stl_insert_paged, stl_erase_paged;
+
+  /* metadata */
+  sim_addr_t   meta_chunk;
+  uint64_t     meta_avail, metadata_bytes;
+  tmeta_pool_t span_pool, setnode_pool, stack_pool, cache_pool;
+
+  /* central free lists */
+  tcentral_t central[TC_CLASS_SIZES_MAX];
+  int64_t    race_counter;
+
+  /* thread caches */
+  tcache_t *caches;
+  uint32_t  ncaches, capcaches;
+  int32_t   thread_heaps, next_steal;
+  int64_t   heap_count;
+  uint64_t  overall_tc_size;
+  int64_t   per_thread_tc_size, unclaimed;
+  int32_t  *thread_cache; /* trace thread -> cache, -1 = none */
+  uint32_t  nthreads;
+
+  /* program objects: id -> OBJ(span, slot); 0 = not live */
+  tobj_t  *obj;
+  uint64_t obj_cap;
+  uint64_t live_bytes, live_objects;
+  tobj_t  *chain;  /* scratch: one batch in flight (batch objects) */
+  tobj_t  *chain2; /* scratch: a later chunk of RemoveRange */
+} tcmalloc_model_t;
+
+#define SP(t, i) (&(t)->sp[i])
+
+static void set_fail(tcmalloc_model_t *t, as_status_t rc, const char *what) {
+  if (t->fail == AS_OK) {
+    t->fail = rc;
+    as_err_set(&t->ferr, rc, "tcmalloc: %s", what);
+  }
+}
+
+/* Keeps the first kernel error verbatim. */
+static bool kcheck(tcmalloc_model_t *t, as_status_t rc, const as_err_t *e) {
+  if (rc == AS_OK)
+    return true;
+  if (t->fail == AS_OK) {
+    t->fail = rc;
+    t->ferr = *e;
+  }
+  return false;
+}
+
+static as_status_t report(tcmalloc_model_t *t, as_err_t *err) {
+  if (err != NULL)
+    *err = t->ferr;
+  return t->fail;
+}
+
+static bool grow(void **v, uint64_t *cap, uint64_t need, size_t elem) {
+  if (need <= *cap)
+    return true;
+  uint64_t n = *cap ? *cap : 16;
+  while (n < need)
+    n *= 2;
+  void *p = realloc(*v, (size_t)(n * elem));
+  if (p == NULL)
+    return false;
+  memset((char *)p + *cap * elem, 0, (size_t)((n - *cap) * elem));
+  *v   = p;
+  *cap = n;
+  return true;
+}
+
+static void touch(tcmalloc_model_t *t, sim_addr_t addr, uint64_t len) {
+  as_err_t e;
+  if (len != 0)
+    kcheck(t, sim_kernel_touch(t->kernel, addr, len, &e), &e);
+}
+
+/* ---- Kernel: system allocation and release ------------------------------ */
+
+/* SbrkSysAllocator::Alloc (system-alloc.cc:207-276); 0 on failure. */
+static sim_addr_t sbrk_alloc(tcmalloc_model_t *t, uint64_t size,
+                             uint64_t *actual, uint64_t align) {
+  as_err_t   e;
+  sim_addr_t cur = sim_kernel_brk_current(t->kernel);
+  size           = (size + align - 1) / align * align;
+  if (sim_kernel_brk(t->kernel, cur + size, &e) != AS_OK)
+    return 0;
+  *actual = size;
+  if ((cur & (align - 1)) == 0)
+    return cur;
+  /* 256-262: ask for the alignment's worth more; the simulated break is
+   * always contiguous with the previous sbrk. */
+  uint64_t extra = align - (cur & (align - 1));
+  if (!kcheck(t, sim_kernel_brk(t->kernel, cur + size + extra, &e), &e))
+    return 0;
+  return cur + extra;
+}
+
+/* MmapSysAllocator::Alloc (system-alloc.cc:278-344): the simulated mmap
+ * aligns by itself where the real one over-maps and trims. */
+static sim_addr_t mmap_alloc(tcmalloc_model_t *t, uint64_t size,
+                             uint64_t *actual, uint64_t align) {
+  as_err_t   e;
+  sim_addr_t a;
+  if (align < t->os_page)
+    align = t->os_page;
+  size = (size + align - 1) / align * align;
+  if (sim_kernel_mmap(t->kernel, size, align, SIM_PROT_RW, SIM_OWNER_TCMALLOC,
+                      &a, &e) != AS_OK)
+    return 0;
+  *actual = size;
+  return a;
+}
+
+/* TCMalloc_SystemAlloc (system-alloc.cc:484-511) over DefaultSysAllocator
+ * (435-452): sbrk, then mmap; a child that failed is skipped until both
+ * have failed. */
+static sim_addr_t system_alloc(tcmalloc_model_t *t, uint64_t size,
+                               uint64_t *actual, uint64_t align) {
+  uint64_t   act = 0;
+  sim_addr_t r   = 0;
+  if (align < TC_META_ALIGN)
+    align = TC_META_ALIGN;
+  if (!t->sbrk_failed && !(t->flags_ready && t->skip_sbrk)) {
+    r = sbrk_alloc(t, size, &act, align);
+    t->sbrk_failed = r == 0;
+  }
+  if (r == 0 && !t->mmap_failed) {
+    r = mmap_alloc(t, size, &act, align);
+    t->mmap_failed = r == 0;
+  }
+  if (r == 0) {
+    t->sbrk_failed = t->mmap_failed = false;
+    return 0;
+  }
+  t->system_taken += act;
+  if (actual != NULL)
+    *actual = act;
+  return r;
+}
+
+/* TCMalloc_SystemRelease (system-alloc.cc:513-562): MADV_DONTNEED. */
+static bool system_release(tcmalloc_model_t *t, sim_addr_t start,
+                           uint64_t len) {
+  if (t->flags_ready && t->disable_release)
+    return false;
+  as_err_t e;
+  return kcheck(t,
+                sim_kernel_madvise(t->kernel, start, len, SIM_MADV_DONTNEED,
+                                   &e),
+                &e);
+}
+
+/* ---- Metadata allocators ------------------------------------------------ */
+
+/* MetaDataAlloc (common.cc:248-287). */
+static sim_addr_t meta_alloc(tcmalloc_model_t *t, uint64_t bytes) {
+  if (bytes >= TC_META_CHUNK) {
+    sim_addr_t r = system_alloc(t, bytes, NULL, TC_META_ALIGN);
+    if (r != 0)
+      t->metadata_bytes += bytes;
+    return r;
+  }
+  uint64_t align = (uint64_t)(-(int64_t)t->meta_chunk) & (TC_META_ALIGN - 1);
+  if (t->meta_avail < bytes + align) {
+    uint64_t   real;
+    sim_addr_t p = system_alloc(t, TC_META_CHUNK, &real, TC_META_ALIGN);
+    if (p == 0)
+      return 0;
+    t->meta_chunk = p;
+    t->meta_avail = real;
+    align         = 0;
+  }
+  sim_addr_t r = t->meta_chunk + align;
+  bytes += align;
+  t->meta_chunk += bytes;
+  t->meta_avail -= bytes;
+  t->metadata_bytes += bytes;
+  return r;
+}
+
+/* PageHeapAllocator::New; the caller's writes of the new object touch it. */
+static sim_addr_t pool_new(tcmalloc_model_t *t, tmeta_pool_t *p) {
+  sim_addr_t r;
+  if (p->nfree > 0) {
+    r = p->free[--p->nfree];
+  } else {
+    if (p->avail < p->obj_bytes) {
+      p->area = meta_alloc(t, TC_ALLOC_INCREMENT);
+      if (p->area == 0) {
+        set_fail(t, AS_ENOMEM, "out of metadata memory");
+        return 0;
+      }
+      p->avail = TC_ALLOC_INCREMENT;
+    }
+    r = p->area;
+    p->area += p->obj_bytes;
+    p->avail -= p->obj_bytes;
+  }
+  p->inuse++;
+  touch(t, r, p->obj_bytes);
+  return r;
+}
+
+static void pool_delete(tcmalloc_model_t *t, tmeta_pool_t *p, sim_addr_t a) {
+  if (!grow((void **)&p->free, &p->capfree, p->nfree + 1, sizeof *p->free)) {
+    set_fail(t, AS_ENOMEM, "out of memory");
+    return;
+  }
+  p->free[p->nfree++] = a;
+  p->inuse--;
+}
+
+/* PageHeapAllocator::Init (page_heap_allocator.h:52-60). */
+static void pool_init(tcmalloc_model_t *t, tmeta_pool_t *p, uint64_t bytes) {
+  p->obj_bytes = bytes;
+  p->inited    = true;
+  pool_delete(t, p, pool_new(t, p));
+}
+
+/* ---- Spans and the pagemap ---------------------------------------------- */
+
+static uint32_t span_record(tcmalloc_model_t *t) {
+  uint32_t i;
+  if (t->free_sp != TC_NIL) {
+    i          = t->free_sp;
+    t->free_sp = SP(t, i)->next;
+  } else {
+    uint64_t cap = t->capsp;
+    if (!grow((void **)&t->sp, &cap, (uint64_t)t->nsp + 1, sizeof *t->sp) ||
+        cap > UINT32_MAX) {
+      set_fail(t, AS_ENOMEM, "out of memory for span records");
+      return TC_NIL;
+    }
+    t->capsp = (uint32_t)cap;
+    i        = t->nsp++;
+  }
+  tspan_t *s = SP(t, i);
+  memset(s, 0, sizeof *s);
+  t->rng   = t->rng * 1103515245u + 12345u;
+  s->prio  = t->rng;
+  return i;
+}
+
+/* NewSpan (span.cc:45-51): a Span object from the span allocator. */
+static uint32_t new_span(tcmalloc_model_t *t, uint64_t start, uint64_t len) {
+  uint32_t i = span_record(t);
+  if (i == TC_NIL)
+    return TC_NIL;
+  tspan_t *s = SP(t, i);
+  s->start   = start;
+  s->length  = len;
+  s->location = LOC_IN_USE;
+  s->meta    = pool_new(t, &t->span_pool);
+  return i;
+}
+
+/* DeleteSpan (span.cc:53-59). */
+static void delete_span(tcmalloc_model_t *t, uint32_t i) {
+  tspan_t *s = SP(t, i);
+  pool_delete(t, &t->span_pool, s->meta);
+  free(s->stack);
+  memset(s, 0, sizeof *s);
+  s->location = LOC_DEAD;
+  s->next     = t->free_sp;
+  t->free_sp  = i;
+}
+
+static uint32_t *pm_slot(tcmalloc_model_t *t, uint64_t page, bool create) {
+  uint64_t leaf = page >> PM_LEAF_BITS;
+  if (t->pm.cap == 0 || (create && (t->pm.used + 1) * 2 > t->pm.cap)) {
+    if (!create)
+      return NULL;
+    uint64_t   ncap = t->pm.cap ? t->pm.cap * 2 : 16;
+    uint64_t  *keys = calloc(ncap, sizeof *keys);
+    uint32_t **lv   = calloc(ncap, sizeof *lv);
+    if (keys == NULL || lv == NULL) {
+      free(keys);
+      free(lv);
+      set_fail(t, AS_ENOMEM, "out of memory for the pagemap");
+      return NULL;
+    }
+    for (uint64_t i = 0; i < t->pm.cap; i++)
+      if (t->pm.keys[i] != 0) {
+        uint64_t h = (t->pm.keys[i] * UINT64_C(0x9E3779B97F4A7C15)) >> 7;
+        while (keys[h & (ncap - 1)] != 0)
+          h++;
+        keys[h & (ncap - 1)] = t->pm.keys[i];
+        lv[h & (ncap - 1)]   = t->pm.leaves[i];
+      }
+    free(t->pm.keys);
+    free(t->pm.leaves);
+    t->pm.keys   = keys;
+    t->pm.leaves = lv;
+    t->pm.cap    = ncap;
+  }
+  uint64_t h = ((leaf + 1) * UINT64_C(0x9E3779B97F4A7C15)) >> 7;
+  for (;; h++) {
+    uint64_t j = h & (t->pm.cap - 1);
+    if (t->pm.keys[j] == leaf + 1)
+      return &t->pm.leaves[j][page & ((1u << PM_LEAF_BITS) - 1)];
+    if (t->pm.keys[j] == 0) {
+      if (!create)
+        return NULL;
+      t->pm.leaves[j] = calloc((size_t)1 << PM_LEAF_BITS, sizeof(uint32_t));
+      if (t->pm.leaves[j] == NULL) {
+        set_fail(t, AS_ENOMEM, "out of memory for the pagemap");
+        return NULL;
+      }
+      t->pm.keys[j] = leaf + 1;
+      t->pm.used++;
+      return &t->pm.leaves[j][page & ((1u << PM_LEAF_BITS) - 1)];
+    }
+  }
+}
+
+static void pm_set(tcmalloc_model_t *t, uint64_t page, uint32_t span) {
+  uint32_t *slot = pm_slot(t, page, true);
+  if (slot != NULL)
+    *slot = span;
+}
+
+/* RecordSpan (page_heap.h:298-303). */
+static void record_span(tcmalloc_model_t *t, uint32_t i) {
+  tspan_t *s = SP(t, i);
+  pm_set(t, s->start, i);
+  if (s->length > 1)
+    pm_set(t, s->start + s->length - 1, i);
+}
+
+/* GetDescriptor for a neighbour: the span whose boundary page is page.
+ * Entries of interior pages go stale when spans merge, as in tcmalloc;
+ * only boundary pages are asked for (page_heap.cc:342-346), and the check
+ * against the record keeps a recycled record from answering. */
+static uint32_t span_ending_at(tcmalloc_model_t *t, uint64_t page) {
+  uint32_t *slot = pm_slot(t, page, false);
+  if (slot == NULL || *slot == TC_NIL)
+    return TC_NIL;
+  const tspan_t *s = SP(t, *slot);
+  return s->location != LOC_DEAD && s->start + s->length - 1 == page ? *slot
+                                                                     : TC_NIL;
+}
+
+static uint32_t span_starting_at(tcmalloc_model_t *t, uint64_t page) {
+  uint32_t *slot = pm_slot(t, page, false);
+  if (slot == NULL || *slot == TC_NIL)
+    return TC_NIL;
+  const tspan_t *s = SP(t, *slot);
+  return s->location != LOC_DEAD && s->start == page ? *slot : TC_NIL;
+}
+
+static sim_addr_t span_addr(const tcmalloc_model_t *t, const tspan_t *s) {
+  return s->start << t->page_shift;
+}
+
+/* Circular doubly linked lists with a head record (span.cc DLL_*). */
+static void dll_init(tcmalloc_model_t *t, uint32_t h) {
+  SP(t, h)->next = SP(t, h)->prev = h;
+  SP(t, h)->location = LOC_HEAD;
+}
+
+static bool dll_empty(tcmalloc_model_t *t, uint32_t h) {
+  return SP(t, h)->next == h;
+}
+
+static void dll_remove(tcmalloc_model_t *t, uint32_t i) {
+  tspan_t *s          = SP(t, i);
+  SP(t, s->prev)->next = s->next;
+  SP(t, s->next)->prev = s->prev;
+  s->prev = s->next = TC_NIL;
+}
+
+static void dll_prepend(tcmalloc_model_t *t, uint32_t h, uint32_t i) {
+  tspan_t *s = SP(t, i);
+  s->next    = SP(t, h)->next;
+  s->prev    = h;
+  SP(t, s->next)->prev = i;
+  SP(t, h)->next       = i;
+}
+
+/* ---- Large span sets (treap) -------------------------------------------- */
+
+/* large_normal_ / large_returned_ are std::sets ordered by SpanBestFitLess
+ * (span.h:62-95): by length, then start. */
+static bool set_less(const tspan_t *a, const tspan_t *b) {
+  return a->length < b->length ||
+         (a->length == b->length && a->start < b->start);
+}
+
+static uint32_t treap_insert(tcmalloc_model_t *t, uint32_t root, uint32_t i) {
+  if (root == TC_NIL)
+    return i;
+  tspan_t *r = SP(t, root), *s = SP(t, i);
+  if (set_less(s, r)) {
+    r->tl = treap_insert(t, r->tl, i);
+    if (SP(t, r->tl)->prio > r->prio) { /* rotate right */
+      uint32_t l  = r->tl;
+      r->tl       = SP(t, l)->tr;
+      SP(t, l)->tr = root;
+      return l;
+    }
+  } else {
+    r->tr = treap_insert(t, r->tr, i);
+    if (SP(t, r->tr)->prio > r->prio) { /* rotate left */
+      uint32_t rr  = r->tr;
+      r->tr        = SP(t, rr)->tl;
+      SP(t, rr)->tl = root;
+      return rr;
+    }
+  }
+  return root;
+}
+
+static uint32_t treap_join(tcmalloc_model_t *t, uint32_t a, uint32_t b) {
+  if (a == TC_NIL)
+    return b;
+  if (b == TC_NIL)
+    return a;
+  if (SP(t, a)->prio > SP(t, b)->prio) {
+    SP(t, a)->tr = treap_join(t, SP(t, a)->tr, b);
+    return a;
+  }
+  SP(t, b)->tl = treap_join(t, a, SP(t, b)->tl);
+  return b;
+}
+
+static uint32_t treap_erase(tcmalloc_model_t *t, uint32_t root, uint32_t i) {
+  if (root == i) {
+    uint32_t j = treap_join(t, SP(t, i)->tl, SP(t, i)->tr);
+    SP(t, i)->tl = SP(t, i)->tr = TC_NIL;
+    return j;
+  }
+  tspan_t *r = SP(t, root);
+  if (set_less(SP(t, i), r))
+    r->tl = treap_erase(t, r->tl, i);
+  else
+    r->tr = treap_erase(t, r->tr, i);
+  return root;
+}
+
+/* upper_bound(SpanPtrWithLength{length n, start 0}): the first span with
+ * length >= n (page_heap.cc:173-178; no span starts at page 0). */
+static uint32_t treap_first_fit(tcmalloc_model_t *t, uint32_t root,
+                                uint64_t n) {
+  uint32_t best = TC_NIL;
+  while (root != TC_NIL) {
+    if (SP(t, root)->length >= n) {
+      best = root;
+      root = SP(t, root)->tl;
+    } else {
+      root = SP(t, root)->tr;
+    }
+  }
+  return best;
+}
+
+/* ---- Page heap ---------------------------------------------------------- */
+
+static uint64_t npages(const tcmalloc_model_t *t, uint64_t bytes) {
+  return (bytes >> t->page_shift) + ((bytes & (t->page - 1)) > 0);
+}
+
+static double release_rate(const tcmalloc_model_t *t) {
+  return t->flags_ready ? t->release_rate : 0.0;
+}
+
+/* PrependToFreeList (page_heap.cc:391-415).  A span longer than kMaxPages
+ * goes into a std::set, whose node comes from an STLPageHeapAllocator
+ * initialised on first use (page_heap_allocator.h:150-157). */
+static void prepend_to_free_list(tcmalloc_model_t *t, uint32_t i) {
+  uint64_t bytes = SP(t, i)->length << t->page_shift;
+  if (SP(t, i)->location == LOC_NORMAL)
+    t->free_bytes += bytes;
+  else
+    t->unmapped_bytes += bytes;
+  if (SP(t, i)->length > t->max_pages) {
+    if (!t->setnode_pool.inited)
+      pool_init(t, &t->setnode_pool, TC_SETNODE_BYTES);
+    SP(t, i)->node = pool_new(t, &t->setnode_pool);
+    if (!t->stl_insert_paged) {
+      t->stl_insert_paged = true;
+      touch(t, t->stl_text, TC_STL_WINDOW);
+    }
+    if (SP(t, i)->location == LOC_RETURNED)
+      t->large_returned = treap_insert(t, t->large_returned, i);
+    else
+      t->large_normal = treap_insert(t, t->large_normal, i);
+    return;
+  }
+  uint64_t len = SP(t, i)->length;
+  dll_prepend(t, SP(t, i)->location == LOC_NORMAL ? t->free_normal[len - 1]
+                                                  : t->free_returned[len - 1],
+              i);
+}
+
+/* RemoveFromFreeList (page_heap.cc:417-435). */
+static void remove_from_free_list(tcmalloc_model_t *t, uint32_t i) {
+  tspan_t *s     = SP(t, i);
+  uint64_t bytes = s->length << t->page_shift;
+  if (s->location == LOC_NORMAL)
+    t->free_bytes -= bytes;
+  else
+    t->unmapped_bytes -= bytes;
+  if (s->length > t->max_pages) {
+    if (s->location == LOC_RETURNED)
+      t->large_returned = treap_erase(t, t->large_returned, i);
+    else
+      t->large_normal = treap_erase(t, t->large_normal, i);
+    pool_delete(t, &t->setnode_pool, s->node);
+    s->node = 0;
+    if (!t->stl_erase_paged) {
+      t->stl_erase_paged = true;
+      touch(t, t->stl_text + TC_STL_WINDOW, TC_STL_WINDOW);
+    }
+  } else {
+    dll_remove(t, i);
+  }
+}
+
+/* CommitSpan (page_heap.cc:235-242): TCMalloc_SystemCommit is a no-op on
+ * Linux (system-alloc.cc:564-575); the pages come back as they are
+ * written. */
+static void commit_span(tcmalloc_model_t *t, uint32_t i) {
+  uint64_t bytes = SP(t, i)->length << t->page_shift;
+  t->commit_count++;
+  t->committed_bytes += bytes;
+  t->total_commit_bytes += bytes;
+}
+
+/* DecommitSpan (page_heap.cc:244-255). */
+static bool decommit_span(tcmalloc_model_t *t, uint32_t i) {
+  uint64_t bytes = SP(t, i)->length << t->page_shift;
+  t->decommit_count++;
+  if (!system_release(t, span_addr(t, SP(t, i)), bytes))
+    return false;
+  t->committed_bytes -= bytes;
+  t->total_decommit_bytes += bytes;
+  return true;
+}
+
+static uint64_t release_at_least(tcmalloc_model_t *t, uint64_t num_pages);
+
+/* EnsureLimit (page_heap.cc:521-543). */
+static bool ensure_limit(tcmalloc_model_t *t, uint64_t n, bool with_release) {
+  uint64_t mb    = t->flags_ready ? t->heap_limit_mb : 0;
+  uint64_t limit = (mb * 1024 * 1024) >> t->page_shift;
+  if (limit == 0)
+    return true;
+  uint64_t taken = t->system_taken >> t->page_shift;
+  taken -= t->unmapped_bytes >> t->page_shift;
+  if (taken + n > limit && with_release)
+    taken -= release_at_least(t, taken + n - limit);
+  return taken + n <= limit;
+}
+
+/* Carve (page_heap.cc:257-296). */
+static uint32_t carve(tcmalloc_model_t *t, uint32_t i, uint64_t n) {
+  uint8_t old = SP(t, i)->location;
+  remove_from_free_list(t, i);
+  SP(t, i)->location = LOC_IN_USE;
+  uint64_t extra     = SP(t, i)->length - n;
+  if (extra > 0) {
+    uint32_t left = new_span(t, SP(t, i)->start + n, extra);
+    if (left == TC_NIL)
+      return TC_NIL;
+    SP(t, left)->location = old;
+    record_span(t, left);
+    prepend_to_free_list(t, left); /* no coalescing candidates (274-283) */
+    SP(t, i)->length = n;
+    pm_set(t, SP(t, i)->start + n - 1, i);
+  }
+  if (old == LOC_RETURNED)
+    commit_span(t, i);
+  return i;
+}
+
+static uint32_t treap_min(tcmalloc_model_t *t, uint32_t root) {
+  while (root != TC_NIL && SP(t, root)->tl != TC_NIL)
+    root = SP(t, root)->tl;
+  return root;
+}
+
+/* AllocLarge (page_heap.cc:168-217): best fit, a normal span unless a
+ * returned one is shorter, or as long and lower. */
+static uint32_t alloc_large(tcmalloc_model_t *t, uint64_t n) {
+  uint32_t best_normal = treap_first_fit(t, t->large_normal, n);
+  uint32_t best        = best_normal;
+  uint32_t c           = treap_first_fit(t, t->large_returned, n);
+  if (c != TC_NIL &&
+      (best_normal == TC_NIL || SP(t, c)->length < SP(t, best)->length ||
+       (SP(t, c)->length == SP(t, best)->length &&
+        SP(t, c)->start < SP(t, best)->start)))
+    best = c;
+  if (best == best_normal)
+    return best == TC_NIL ? TC_NIL : carve(t, best, n);
+  if (ensure_limit(t, n, false))
+    return carve(t, best, n);
+  if (ensure_limit(t, n, true))
+    return alloc_large(t, n);
+  return TC_NIL;
+}
+
+/* SearchFreeAndLargeLists (page_heap.cc:78-109): the exact-size lists from
+ * n pages up, the normal list before the returned one, then the sets. */
+static uint32_t search_free_and_large(tcmalloc_model_t *t, uint64_t n) {
+  for (uint64_t s = n; s <= t->max_pages; s++) {
+    uint32_t h = t->free_normal[s - 1];
+    if (!dll_empty(t, h))
+      return carve(t, SP(t, h)->next, n);
+    h = t->free_returned[s - 1];
+    if (!dll_empty(t, h) && ensure_limit(t, n, true) && !dll_empty(t, h))
+      return carve(t, SP(t, h)->next, n);
+  }
+  return alloc_large(t, n);
+}
+
+/* CheckAndHandlePreMerge (page_heap.cc:319-337). */
+static uint32_t pre_merge(tcmalloc_model_t *t, uint32_t i, uint32_t other) {
+  if (other == TC_NIL)
+    return TC_NIL;
+  if (t->aggressive && SP(t, other)->location == LOC_NORMAL &&
+      SP(t, i)->location == LOC_RETURNED) {
+    if (!decommit_span(t, other))
+      return TC_NIL;
+  } else if (SP(t, other)->location != SP(t, i)->location) {
+    return TC_NIL;
+  }
+  remove_from_free_list(t, other);
+  return other;
+}
+
+/* MergeIntoFreeList (page_heap.cc:339-389). */
+static void merge_into_free_list(tcmalloc_model_t *t, uint32_t i) {
+  uint64_t p = SP(t, i)->start, n = SP(t, i)->length;
+  if (t->aggressive && SP(t, i)->location == LOC_NORMAL && decommit_span(t, i))
+    SP(t, i)->location = LOC_RETURNED;
+  uint32_t prev = pre_merge(t, i, span_ending_at(t, p - 1));
+  if (prev != TC_NIL) {
+    uint64_t len = SP(t, prev)->length;
+    delete_span(t, prev);
+    SP(t, i)->start -= len;
+    SP(t, i)->length += len;
+    pm_set(t, SP(t, i)->start, i);
+  }
+  uint32_t next = pre_merge(t, i, span_starting_at(t, p + n));
+  if (next != TC_NIL) {
+    uint64_t len = SP(t, next)->length;
+    delete_span(t, next);
+    SP(t, i)->length += len;
+    pm_set(t, SP(t, i)->start + SP(t, i)->length - 1, i);
+  }
+  prepend_to_free_list(t, i);
+}
+
+/* ReleaseSpan (page_heap.cc:470-482). */
+static uint64_t release_span(tcmalloc_model_t *t, uint32_t i) {
+  if (!decommit_span(t, i))
+    return 0;
+  remove_from_free_list(t, i);
+  uint64_t n         = SP(t, i)->length;
+  SP(t, i)->location = LOC_RETURNED;
+  merge_into_free_list(t, i);
+  return n;
+}
+
+/* ReleaseAtLeastNPages (page_heap.cc:484-519): round robin from the list
+ * after the last one released from; a list gives its oldest span (tail),
+ * the large set its smallest. */
+static uint64_t release_at_least(tcmalloc_model_t *t, uint64_t num_pages) {
+  uint64_t released = 0;
+  int64_t  lists    = (int64_t)t->max_pages;
+  while (released < num_pages && t->free_bytes > 0 && t->fail == AS_OK) {
+    for (int64_t i = 0; i < lists + 1 && released < num_pages;
+         i++, t->release_index++) {
+      uint32_t s;
+      if (t->release_index > lists)
+        t->release_index = 0;
+      if (t->release_index == lists) {
+        if (t->large_normal == TC_NIL)
+          continue;
+        s = treap_min(t, t->large_normal);
+      } else {
+        uint32_t h = t->free_normal[t->release_index];
+        if (dll_empty(t, h))
+          continue;
+        s = SP(t, h)->prev;
+      }
+      uint64_t len = release_span(t, s);
+      if (len == 0)
+        return released;
+      released += len;
+    }
+  }
+  return released;
+}
+
+/* IncrementalScavenge (page_heap.cc:437-468). */
+static void incremental_scavenge(tcmalloc_model_t *t, uint64_t n) {
+  t->scavenge_counter -= (int64_t)n;
+  if (t->scavenge_counter >= 0)
+    return;
+  double rate = release_rate(t);
+  if (rate <= 1e-6) {
+    t->scavenge_counter = TC_DEFAULT_RELEASE_DELAY;
+    return;
+  }
+  t->scavenge_count++;
+  uint64_t released = release_at_least(t, 1);
+  if (released == 0) {
+    t->scavenge_counter = TC_DEFAULT_RELEASE_DELAY;
+  } else {
+    double wait = 1000.0 / rate * (double)released;
+    if (wait > (double)TC_MAX_RELEASE_DELAY)
+      wait = (double)TC_MAX_RELEASE_DELAY;
+    t->scavenge_counter = (int64_t)wait;
+  }
+}
+
+/* Delete (page_heap.cc:298-312). */
+static void page_heap_delete(tcmalloc_model_t *t, uint32_t i) {
+  uint64_t n          = SP(t, i)->length;
+  SP(t, i)->sizeclass = 0;
+  SP(t, i)->location  = LOC_NORMAL;
+  merge_into_free_list(t, i);
+  incremental_scavenge(t, n);
+}
+
+/* TCMalloc_PageMap2::Ensure (pagemap.h:162-182): every 2^LEAF_BITS pages of
+ * address space the heap reaches cost a leaf of pointers, MetaDataAlloc'd
+ * and memset (all of it resident).  BITS = 48 - page shift
+ * (page_heap.h:93-96), LEAF_BITS = (BITS + 1) / 2 (pagemap.h:123). */
+static bool ensure_leaves(tcmalloc_model_t *t, uint64_t start, uint64_t n) {
+  unsigned leaf_bits = (TC_ADDRESS_BITS - t->page_shift + 1) / 2;
+  for (uint64_t key = start; key <= start + n - 1;) {
+    uint64_t i1  = key >> leaf_bits;
+    uint64_t pos = 0;
+    while (pos < t->nleaves && t->leaves_made[pos] < i1)
+      pos++;
+    if (pos == t->nleaves || t->leaves_made[pos] != i1) {
+      uint64_t   bytes = UINT64_C(8) << leaf_bits;
+      sim_addr_t leaf  = meta_alloc(t, bytes);
+      if (leaf == 0 ||
+          !grow((void **)&t->leaves_made, &t->capleaves, t->nleaves + 1,
+                sizeof *t->leaves_made))
+        return false;
+      touch(t, leaf, bytes);
+      memmove(t->leaves_made + pos + 1, t->leaves_made + pos,
+              (size_t)(t->nleaves - pos) * sizeof *t->leaves_made);
+      t->leaves_made[pos] = i1;
+      t->nleaves++;
+    }
+    key = (i1 + 1) << leaf_bits;
+  }
+  return true;
+}
+
+/* GrowHeap (page_heap.cc:616-677): at least kMinSystemAlloc (= kMaxPages)
+ * pages; the new region is Delete()d, so it coalesces with free neighbours
+ * and counts towards IncrementalScavenge. */
+static bool grow_heap(tcmalloc_model_t *t, uint64_t n) {
+  if (n > (~UINT64_C(0) >> t->page_shift))
+    return false;
+  uint64_t   ask = n > t->max_pages ? n : t->max_pages, actual = 0;
+  sim_addr_t ptr = 0;
+  if (ensure_limit(t, ask, true))
+    ptr = system_alloc(t, ask << t->page_shift, &actual, t->page);
+  if (ptr == 0 && n < ask) {
+    ask = n;
+    if (ensure_limit(t, ask, true))
+      ptr = system_alloc(t, ask << t->page_shift, &actual, t->page);
+  }
+  if (ptr == 0)
+    return false;
+  ask = actual >> t->page_shift;
+  pool_new(t, &t->stack_pool); /* RecordGrowth (608-614): never freed */
+  t->reserve_count++;
+  t->commit_count++;
+  t->system_bytes += ask << t->page_shift;
+  t->committed_bytes += ask << t->page_shift;
+  t->total_commit_bytes += ask << t->page_shift;
+  t->total_reserve_bytes += ask << t->page_shift;
+  uint64_t p = ptr >> t->page_shift;
+  if (!ensure_leaves(t, p - 1, ask + 2))
+    return false;
+  uint32_t i = new_span(t, p, ask);
+  if (i == TC_NIL)
+    return false;
+  record_span(t, i);
+  page_heap_delete(t, i);
+  return t->fail == AS_OK;
+}
+
+/* New (page_heap.cc:113-166). */
+static uint32_t page_heap_new(tcmalloc_model_t *t, uint64_t n) {
+  uint32_t r = search_free_and_large(t, n);
+  if (r != TC_NIL || t->fail != AS_OK)
+    return r;
+  uint64_t sys = t->system_bytes;
+  if (t->free_bytes != 0 && t->unmapped_bytes != 0 &&
+      t->free_bytes + t->unmapped_bytes >= sys / 4 &&
+      sys / TC_FORCED_COALESCE !=
+          (sys + (n << t->page_shift)) / TC_FORCED_COALESCE) {
+    /* 121-151: release everything so that free and returned neighbours
+     * coalesce before the heap grows. */
+    release_at_least(t, 0x7fffffff);
+    r = search_free_and_large(t, n);
+    if (r != TC_NIL || t->fail != AS_OK)
+      return r;
+  }
+  if (!grow_heap(t, n)) {
+    set_fail(t, AS_ENOMEM, "the system allocator failed");
+    return TC_NIL;
+  }
+  return search_free_and_large(t, n);
+}
+
+/* Split (page_heap.cc:219-233): the tail as a new in-use span. */
+static uint32_t split(tcmalloc_model_t *t, uint32_t i, uint64_t n) {
+  uint64_t extra = SP(t, i)->length - n;
+  uint32_t left  = new_span(t, SP(t, i)->start + n, extra);
+  if (left == TC_NIL)
+    return TC_NIL;
+  record_span(t, left);
+  pm_set(t, SP(t, i)->start + n - 1, i);
+  SP(t, i)->length = n;
+  return left;
+}
+
+/* ---- Central free lists ------------------------------------------------- */
+
+static tspan_t *span_of(tcmalloc_model_t *t, tobj_t o) {
+  return SP(t, OBJ_SPAN(o));
+}
+
+static bool span_has_free(const tspan_t *s) {
+  return s->nstack > 0 || s->virgin < s->nobj;
+}
+
+/* FetchFromOneSpans (central_freelist.cc:288-315): up to n objects from the
+ * first non-empty span, head first: returned slots (LIFO), then the slots
+ * Populate threaded in address order and nobody took yet. */
+static uint32_t fetch_from_one_spans(tcmalloc_model_t *t, uint32_t cl,
+                                     uint32_t n, tobj_t *out) {
+  tcentral_t *c = &t->central[cl];
+  if (dll_empty(t, c->nonempty))
+    return 0;
+  uint32_t i = SP(t, c->nonempty)->next, k = 0;
+  tspan_t *s = SP(t, i);
+  while (k < n && span_has_free(s))
+    out[k++] = OBJ(i, s->nstack ? s->stack[--s->nstack] : s->virgin++);
+  if (!span_has_free(s)) {
+    dll_remove(t, i);
+    dll_prepend(t, c->empty, i);
+  }
+  s->refcount += k;
+  c->counter -= k;
+  return k;
+}
+
+/* Populate (central_freelist.cc:318-365): a span of class_to_pages pages,
+ * its free list threaded through every object, which writes each object's
+ * first word. */
+static void populate(tcmalloc_model_t *t, uint32_t cl) {
+  uint32_t i = page_heap_new(t, t->sm.pages[cl]);
+  if (i == TC_NIL)
+    return;
+  tspan_t   *s    = SP(t, i);
+  uint64_t   size = t->sm.size[cl];
+  uint64_t   num  = ((uint64_t)t->sm.pages[cl] << t->page_shift) / size;
+  sim_addr_t base = span_addr(t, s);
+  s->sizeclass    = (uint8_t)cl; /* RegisterSizeClass (545-554) */
+  s->refcount     = 0;
+  s->nobj         = (uint32_t)num;
+  s->virgin       = 0;
+  s->nstack       = 0;
+  if (size <= t->os_page) /* an object starts in every OS page */
+    touch(t, base, (num - 1) * size + sizeof(void *));
+  else
+    for (uint64_t k = 0; k < num; k++)
+      touch(t, base + k * size, sizeof(void *));
+  dll_prepend(t, t->central[cl].nonempty, i);
+  t->central[cl].num_spans++;
+  t->central[cl].counter += num;
+}
+
+/* ReleaseToSpans (central_freelist.cc:104-147): the span's last object
+ * back sends the span to the page heap. */
+static void release_to_spans(tcmalloc_model_t *t, uint32_t cl, tobj_t o) {
+  tcentral_t *c = &t->central[cl];
+  uint32_t    i = OBJ_SPAN(o);
+  tspan_t    *s = span_of(t, o);
+  if (!span_has_free(s)) {
+    dll_remove(t, i);
+    dll_prepend(t, c->nonempty, i);
+  }
+  c->counter++;
+  if (--s->refcount == 0) {
+    c->counter -= s->nobj;
+    dll_remove(t, i);
+    c->num_spans--;
+    free(s->stack);
+    s->stack  = NULL;
+    s->nstack = s->capstack = 0;
+    page_heap_delete(t, i);
+    return;
+  }
+  if (s->nstack == s->capstack) {
+    uint32_t  cap = s->capstack ? s->capstack * 2 : 8;
+    uint16_t *p   = realloc(s->stack, cap * sizeof *p);
+    if (p == NULL) {
+      set_fail(t, AS_ENOMEM, "out of memory for span free lists");
+      return;
+    }
+    s->stack    = p;
+    s->capstack = cap;
+  }
+  s->stack[s->nstack++] = (uint16_t)OBJ_SLOT(o);
+}
+
+static void release_list_to_spans(tcmalloc_model_t *t, uint32_t cl,
+                                  const tobj_t *v, uint32_t n) {
+  for (uint32_t k = 0; k < n && t->fail == AS_OK; k++)
+    release_to_spans(t, cl, v[k]);
+}
+
+static bool shrink_cache(tcmalloc_model_t *t, uint32_t cl, bool force);
+
+/* EvictRandomSizeClass (central_freelist.cc:149-163): not random, a
+ * round robin over every class, class 0 included. */
+static bool evict_random(tcmalloc_model_t *t, uint32_t locked, bool force) {
+  int64_t c = t->race_counter++, n = t->sm.nclasses;
+  if (c >= n) {
+    while (c >= n)
+      c -= n;
+    t->race_counter = c;
+  }
+  if ((uint32_t)c == locked)
+    return false;
+  return shrink_cache(t, (uint32_t)c, force);
+}
+
+/* ShrinkCache (central_freelist.cc:201-227). */
+static bool shrink_cache(tcmalloc_model_t *t, uint32_t cl, bool force) {
+  tcentral_t *c = &t->central[cl];
+  if (c->cache_size == 0 || (!force && c->used_slots == c->cache_size))
+    return false;
+  c->cache_size--;
+  if (c->used_slots == c->cache_size + 1) {
+    c->used_slots--;
+    uint32_t b = t->sm.batch[cl];
+    release_list_to_spans(t, cl, c->slots + (uint64_t)c->used_slots * b, b);
+  }
+  return true;
+}
+
+/* MakeCacheSpace (central_freelist.cc:165-184). */
+static bool make_cache_space(tcmalloc_model_t *t, uint32_t cl) {
+  tcentral_t *c = &t->central[cl];
+  if (c->used_slots < c->cache_size)
+    return true;
+  if (c->cache_size == c->max_cache_size)
+    return false;
+  if ((evict_random(t, cl, false) || evict_random(t, cl, true)) &&
+      c->cache_size < c->max_cache_size) {
+    c->cache_size++;
+    return true;
+  }
+  return false;
+}
+
+/* InsertRange (central_freelist.cc:229-242): a whole batch into a transfer
+ * cache entry, else object by object to the spans. */
+static void insert_range(tcmalloc_model_t *t, uint32_t cl, const tobj_t *v,
+                         uint32_t n) {
+  tcentral_t *c = &t->central[cl];
+  uint32_t    b = t->sm.batch[cl];
+  if (n == b && make_cache_space(t, cl)) {
+    memcpy(c->slots + (uint64_t)c->used_slots++ * b, v, n * sizeof *v);
+    return;
+  }
+  release_list_to_spans(t, cl, v, n);
+}
+
+/* RemoveRange (central_freelist.cc:244-276): a transfer entry for a whole
+ * batch, else spans; later chunks go in front of the earlier ones
+ * (SLL_PushRange). */
+static uint32_t remove_range(tcmalloc_model_t *t, uint32_t cl, uint32_t n,
+                             tobj_t *out) {
+  tcentral_t *c = &t->central[cl];
+  uint32_t    b = t->sm.batch[cl];
+  if (n == b && c->used_slots > 0) {
+    memcpy(out, c->slots + (uint64_t)--c->used_slots * b, n * sizeof *out);
+    return n;
+  }
+  uint32_t got = fetch_from_one_spans(t, cl, n, out);
+  if (got == 0) { /* FetchFromOneSpansSafe (279-286) */
+    populate(t, cl);
+    if (t->fail != AS_OK)
+      return 0;
+    got = fetch_from_one_spans(t, cl, n, out);
+  }
+  while (got != 0 && got < n) {
+    uint32_t k = fetch_from_one_spans(t, cl, n - got, t->chain2);
+    if (k == 0)
+      break;
+    memmove(out + k, out, got * sizeof *out);
+    memcpy(out, t->chain2, k * sizeof *out);
+    got += k;
+  }
+  return got;
+}
+
+/* ---- Thread caches ------------------------------------------------------ */
+
+static bool list_reserve(tcmalloc_model_t *t, tlist_t *l, uint32_t extra) {
+  uint64_t cap = l->cap;
+  if (!grow((void **)&l->v, &cap, (uint64_t)l->len + extra, sizeof *l->v)) {
+    set_fail(t, AS_ENOMEM, "out of memory for thread caches");
+    return false;
+  }
+  l->cap = (uint32_t)cap;
+  return true;
+}
+
+/* FreeList::Pop / PopRange (thread_cache.h:212-242): from the head; the
+ * low-water mark follows the length down. */
+static tobj_t list_pop(tlist_t *l) {
+  tobj_t o = l->v[--l->len];
+  if (l->len < l->lowater)
+    l->lowater = l->len;
+  return o;
+}
+
+static void list_pop_range(tlist_t *l, uint32_t n, tobj_t *out) {
+  for (uint32_t k = 0; k < n; k++)
+    out[k] = l->v[l->len - 1 - k];
+  l->len -= n;
+  if (l->len < l->lowater)
+    l->lowater = l->len;
+}
+
+/* PushRange (thread_cache.h:232-235): chain[0] becomes the head. */
+static void list_push_range(tcmalloc_model_t *t, tlist_t *l,
+                            const tobj_t *chain, uint32_t n) {
+  if (!list_reserve(t, l, n))
+    return;
+  for (uint32_t k = n; k-- > 0;)
+    l->v[l->len++] = chain[k];
+}
+
+static uint64_t class_size(const tcmalloc_model_t *t, uint32_t cl) {
+  return t->sm.size[cl];
+}
+
+/* ReleaseToCentralCache (thread_cache.cc:191-209). */
+static void release_to_central(tcmalloc_model_t *t, int32_t tc, uint32_t cl,
+                               uint32_t n) {
+  tcache_t *c = &t->caches[tc];
+  tlist_t  *l = &c->list[cl];
+  uint32_t  b = t->sm.batch[cl];
+  if (n > l->len)
+    n = l->len;
+  int64_t delta = (int64_t)n * (int64_t)class_size(t, cl);
+  while (n > b) {
+    list_pop_range(l, b, t->chain);
+    insert_range(t, cl, t->chain, b);
+    n -= b;
+  }
+  list_pop_range(l, n, t->chain);
+  insert_range(t, cl, t->chain, n);
+  c->size -= delta;
+}
+
+/* IncreaseCacheLimitLocked (thread_cache.cc:250-278): from the unclaimed
+ * budget while there is some, else 64 KiB from the next cache round robin
+ * that has more than 512 KiB, ten tries at most. */
+static void increase_cache_limit(tcmalloc_model_t *t, int32_t tc) {
+  if (t->unclaimed > 0) {
+    t->unclaimed -= TC_STEAL_AMOUNT;
+    t->caches[tc].max_size += TC_STEAL_AMOUNT;
+    return;
+  }
+  for (int i = 0; i < 10; ++i, t->next_steal = t->caches[t->next_steal].next) {
+    if (t->next_steal < 0)
+      t->next_steal = t->thread_heaps;
+    if (t->next_steal < 0)
+      return;
+    tcache_t *v = &t->caches[t->next_steal];
+    if (t->next_steal == tc || v->max_size <= TC_MIN_TC_SIZE)
+      continue;
+    v->max_size -= TC_STEAL_AMOUNT;
+    t->caches[tc].max_size += TC_STEAL_AMOUNT;
+    t->next_steal = v->next;
+    return;
+  }
+}
+
+/* Scavenge (thread_cache.cc:212-243): give back half of what each list
+ * never dipped below since the last time. */
+static void tc_scavenge(tcmalloc_model_t *t, int32_t tc) {
+  for (uint32_t cl = 0; cl < t->sm.nclasses; cl++) {
+    tlist_t *l   = &t->caches[tc].list[cl];
+    uint32_t low = l->lowater;
+    if (low > 0) {
+      release_to_central(t, tc, cl, low > 1 ? low / 2 : 1);
+      uint32_t b = t->sm.batch[cl];
+      if (l->max_length > b)
+        l->max_length = l->max_length - b > b ? l->max_length - b : b;
+    }
+    l->lowater = l->len;
+  }
+  increase_cache_limit(t, tc);
+}
+
+/* ListTooLong (thread_cache.cc:160-188). */
+static void list_too_long(tcmalloc_model_t *t, int32_t tc, uint32_t cl) {
+  tcache_t *c = &t->caches[tc];
+  tlist_t  *l = &c->list[cl];
+  uint32_t  b = t->sm.batch[cl];
+  c->size += (int64_t)class_size(t, cl);
+  release_to_central(t, tc, cl, b);
+  if (l->max_length < b) {
+    l->max_length++;
+  } else if (l->max_length > b && ++l->overages > TC_MAX_OVERAGES) {
+    l->max_length -= b;
+    l->overages = 0;
+  }
+  if (c->size > c->max_size)
+    tc_scavenge(t, tc);
+}
+
+/* Deallocate (thread_cache.h:386-406). */
+static void tc_deallocate(tcmalloc_model_t *t, int32_t tc, uint32_t cl,
+                          tobj_t o) {
+  tcache_t *c = &t->caches[tc];
+  tlist_t  *l = &c->list[cl];
+  if (!list_reserve(t, l, 1))
+    return;
+  l->v[l->len++] = o;
+  if (l->len > l->max_length) {
+    list_too_long(t, tc, cl);
+    return;
+  }
+  c->size += (int64_t)class_size(t, cl);
+  if (c->size > c->max_size)
+    tc_scavenge(t, tc);
+}
+
+/* Allocate and FetchFromCentralCache (thread_cache.h:366-384,
+ * thread_cache.cc:117-158): slow start of max_length up to the batch, then
+ * whole batches (capped at 8192). */
+static tobj_t tc_allocate(tcmalloc_model_t *t, int32_t tc, uint32_t cl) {
+  tcache_t *c = &t->caches[tc];
+  tlist_t  *l = &c->list[cl];
+  if (l->len > 0) {
+    c->size -= (int64_t)class_size(t, cl);
+    return list_pop(l);
+  }
+  uint32_t b   = t->sm.batch[cl];
+  uint32_t num = l->max_length < b ? l->max_length : b;
+  uint32_t got = remove_range(t, cl, num, t->chain);
+  if (got == 0) {
+    set_fail(t, AS_ENOMEM, "a central free list is out of memory");
+    return 0;
+  }
+  tobj_t first = t->chain[0];
+  if (got > 1) {
+    c->size += (int64_t)class_size(t, cl) * (got - 1);
+    list_push_range(t, l, t->chain + 1, got - 1);
+  }
+  if (l->max_length < b) {
+    l->max_length++;
+  } else {
+    uint32_t nl = l->max_length + b;
+    if (nl > TC_MAX_DYN_LIST_LEN)
+      nl = TC_MAX_DYN_LIST_LEN;
+    l->max_length = nl - nl % b;
+  }
+  return first;
+}
+
+/* NewHeap + ThreadCache::Init (thread_cache.cc:407-423, 78-104). */
+static int32_t new_cache(tcmalloc_model_t *t) {
+  uint32_t i = 0;
+  while (i < t->ncaches && t->caches[i].in_use)
+    i++;
+  if (i == t->ncaches) {
+    uint64_t cap = t->capcaches;
+    if (!grow((void **)&t->caches, &cap, (uint64_t)t->ncaches + 1,
+              sizeof *t->caches)) {
+      set_fail(t, AS_ENOMEM, "out of memory for thread caches");
+      return -1;
+    }
+    t->capcaches = (uint32_t)cap;
+    t->ncaches++;
+  }
+  tcache_t *c = &t->caches[i];
+  c->meta     = pool_new(t, &t->cache_pool);
+  c->in_use   = true;
+  c->size     = 0;
+  c->max_size = 0;
+  increase_cache_limit(t, (int32_t)i);
+  if (c->max_size == 0) {
+    c->max_size = TC_MIN_TC_SIZE;
+    t->unclaimed -= TC_MIN_TC_SIZE;
+  }
+  for (uint32_t cl = 0; cl < TC_CLASS_SIZES_MAX; cl++) {
+    tlist_t *l    = &c->list[cl];
+    l->len        = 0;
+    l->lowater    = 0;
+    l->max_length = 1;
+    l->overages   = 0;
+  }
+  c->prev = -1;
+  c->next = t->thread_heaps;
+  if (t->thread_heaps >= 0)
+    t->caches[t->thread_heaps].prev = (int32_t)i;
+  else
+    t->next_steal = (int32_t)i;
+  t->thread_heaps = (int32_t)i;
+  t->heap_count++;
+  return (int32_t)i;
+}
+
+/* Cleanup (thread_cache.cc:106-113): every list to the central lists. */
+static void tc_cleanup(tcmalloc_model_t *t, int32_t tc) {
+  for (uint32_t cl = 0; cl < t->sm.nclasses; cl++)
+    if (t->caches[tc].list[cl].len > 0)
+      release_to_central(t, tc, cl, t->caches[tc].list[cl].len);
+}
+
+/* DeleteCache (thread_cache.cc:468-484), run by the thread-specific key's
+ * destructor at thread exit. */
+static void delete_cache(tcmalloc_model_t *t, int32_t tc) {
+  tc_cleanup(t, tc);
+  tcache_t *c = &t->caches[tc];
+  if (c->next >= 0)
+    t->caches[c->next].prev = c->prev;
+  if (c->prev >= 0)
+    t->caches[c->prev].next = c->next;
+  if (t->thread_heaps == tc)
+    t->thread_heaps = c->next;
+  t->heap_count--;
+  if (t->next_steal == tc)
+    t->next_steal = c->next;
+  if (t->next_steal < 0)
+    t->next_steal = t->thread_heaps;
+  t->unclaimed += c->max_size;
+  pool_delete(t, &t->cache_pool, c->meta);
+  c->in_use = false;
+}
+
+/* set_overall_thread_cache_size + RecomputePerThreadCacheSize
+ * (thread_cache.cc:520-527, 486-507). */
+static void set_overall_cache_size(tcmalloc_model_t *t, uint64_t new_size) {
+  if (new_size < TC_MIN_TC_SIZE)
+    new_size = TC_MIN_TC_SIZE;
+  if (new_size > (UINT64_C(1) << 30))
+    new_size = UINT64_C(1) << 30;
+  t->overall_tc_size = new_size;
+  int64_t  n         = t->heap_count > 0 ? t->heap_count : 1;
+  uint64_t space     = new_size / (uint64_t)n;
+  if (space < TC_MIN_TC_SIZE)
+    space = TC_MIN_TC_SIZE;
+  if (space > TC_MAX_TC_SIZE)
+    space = TC_MAX_TC_SIZE;
+  double per   = t->per_thread_tc_size > 1 ? (double)t->per_thread_tc_size : 1.0;
+  double ratio = (double)space / per;
+  int64_t claimed = 0;
+  for (int32_t h = t->thread_heaps; h >= 0; h = t->caches[h].next) {
+    if (ratio < 1.0)
+      t->caches[h].max_size = (int32_t)((double)t->caches[h].max_size * ratio);
+    claimed += t->caches[h].max_size;
+  }
+  t->unclaimed          = (int64_t)new_size - claimed;
+  t->per_thread_tc_size = (int64_t)space;
+}
+
+/* The cache of a trace thread: GetCache creates one (thread_cache.h:
+ * 428-439), GetCacheIfPresent does not (444-449). */
+static int32_t cache_of(tcmalloc_model_t *t, uint32_t thread, bool create) {
+  if (thread >= t->nthreads) {
+    if (!create)
+      return -1;
+    uint64_t cap = t->nthreads, old = t->nthreads;
+    if (!grow((void **)&t->thread_cache, &cap, (uint64_t)thread + 1,
+              sizeof *t->thread_cache)) {
+      set_fail(t, AS_ENOMEM, "out of memory for threads");
+      return -1;
+    }
+    for (uint64_t i = old; i < cap; i++)
+      t->thread_cache[i] = -1;
+    t->nthreads = (uint32_t)cap;
+  }
+  if (t->thread_cache[thread] < 0 && create)
+    t->thread_cache[thread] = new_cache(t);
+  return t->thread_cache[thread];
+}
+
+/* ---- Front end ---------------------------------------------------------- */
+
+static bool size_class(const tcmalloc_model_t *t, uint64_t size,
+                       uint32_t *cl) {
+  if (size > TC_MAX_SIZE)
+    return false;
+  *cl = t->sm.class_array[class_index(size)];
+  return true;
+}
+
+static sim_addr_t obj_addr(const tcmalloc_model_t *t, tobj_t o) {
+  const tspan_t *s = &t->sp[OBJ_SPAN(o)];
+  return span_addr(t, s) + (uint64_t)OBJ_SLOT(o) * class_size(t, s->sizeclass);
+}
+
+/* What malloc_usable_size says of a live object (tcmalloc.cc:1537-1564). */
+static uint64_t obj_bytes(const tcmalloc_model_t *t, tobj_t o) {
+  const tspan_t *s = &t->sp[OBJ_SPAN(o)];
+  return s->sizeclass ? class_size(t, s->sizeclass)
+                      : s->length << t->page_shift;
+}
+
+/* do_malloc (tcmalloc.cc:1376-1400): the thread's cache is created first,
+ * for every size; above 256 KiB pages come straight from the page heap
+ * (do_malloc_pages, 1342-1370). */
+static tobj_t do_malloc(tcmalloc_model_t *t, uint32_t thread, uint64_t size) {
+  int32_t  tc = cache_of(t, thread, true);
+  uint32_t cl;
+  if (tc < 0)
+    return 0;
+  if (size_class(t, size, &cl))
+    return tc_allocate(t, tc, cl);
+  uint32_t i = page_heap_new(t, npages(t, size));
+  return i == TC_NIL ? 0 : OBJ(i, 0);
+}
+
+/* do_memalign_pages (tcmalloc.cc:1618-1659): pages for size + align, the
+ * unaligned head and the unneeded tail split off and freed. */
+static tobj_t do_memalign_pages(tcmalloc_model_t *t, uint64_t align,
+                                uint64_t size) {
+  if (size == 0)
+    size = 1;
+  uint32_t i = page_heap_new(t, npages(t, size + align));
+  if (i == TC_NIL)
+    return 0;
+  uint64_t skip = 0;
+  while ((((SP(t, i)->start + skip) << t->page_shift) & (align - 1)) != 0)
+    skip++;
+  if (skip > 0) {
+    uint32_t rest = split(t, i, skip);
+    if (rest == TC_NIL)
+      return 0;
+    page_heap_delete(t, i);
+    i = rest;
+  }
+  uint64_t needed = npages(t, size);
+  if (SP(t, i)->length > needed) {
+    uint32_t trailer = split(t, i, needed);
+    if (trailer == TC_NIL)
+      return 0;
+    page_heap_delete(t, trailer);
+  }
+  return OBJ(i, 0);
+}
+
+/* tc_memalign (tcmalloc.cc:1903-1920, 2086-2089): up to a page of
+ * alignment, a size class of the size rounded up to the alignment
+ * (align_size_up, 1039-1053). */
+static tobj_t do_memalign(tcmalloc_model_t *t, uint32_t thread,
+                          uint64_t align, uint64_t size) {
+  if (align > t->page)
+    return do_memalign_pages(t, align, size);
+  if (align == 0)
+    align = 1;
+  uint64_t up = (size + align - 1) & ~(align - 1);
+  return do_malloc(t, thread, up == 0 ? (size == 0 ? align : size) : up);
+}
+
+/* do_free_with_callback (tcmalloc.cc:1467-1529): page allocations to the
+ * page heap, objects to the thread's cache, or, for a thread that has
+ * none, straight to the central list. */
+static void do_free(tcmalloc_model_t *t, uint32_t thread, tobj_t o) {
+  uint32_t cl = span_of(t, o)->sizeclass;
+  if (cl == 0) {
+    page_heap_delete(t, OBJ_SPAN(o));
+    return;
+  }
+  int32_t tc = cache_of(t, thread, false);
+  if (tc >= 0)
+    tc_deallocate(t, tc, cl, o);
+  else
+    insert_range(t, cl, &o, 1);
+}
+
+/* ---- Start-up ----------------------------------------------------------- */
+
+/* Static::InitStaticVars (static_vars.cc:80-111) and InitModule
+ * (thread_cache.cc:284-302): the metadata allocators' first blocks (the
+ * first MetaDataAlloc takes the first 8 MiB chunk), the two spans taken
+ * "to reduce cache conflicts", the central lists and the page heap. */
+static bool init_static_vars(tcmalloc_model_t *t) {
+  as_err_t e;
+  if (!kcheck(t,
+              sim_kernel_mmap(t->kernel, 2 * TC_STL_WINDOW, TC_STL_WINDOW,
+                              SIM_PROT_RW, SIM_OWNER_BASELINE, &t->stl_text,
+                              &e),
+              &e))
+    return false;
+  pool_init(t, &t->span_pool, TC_SPAN_BYTES);
+  pool_new(t, &t->span_pool);
+  pool_new(t, &t->span_pool);
+  pool_init(t, &t->stack_pool, TC_STACKTRACE_BYTES);
+  pool_init(t, &t->cache_pool, TC_THREADCACHE_BYTES);
+  return t->fail == AS_OK;
+}
+
+/* The calls a Debian 12 process makes before main (file comment), while the
+ * release-rate and heap-limit flags are still zero: libstdc++'s pool,
+ * TCMallocGuard's malloc(1)/free before and after InitTSD, and the two
+ * MallocExtension objects.  None of them is freed. */
+static void premain(tcmalloc_model_t *t) {
+  uint32_t cl;
+  int32_t  first = new_cache(t); /* no thread-specific data yet */
+  if (first < 0 || !size_class(t, TC_PREMAIN_POOL, &cl))
+    return;
+  tc_allocate(t, first, cl);
+  size_class(t, 1, &cl);
+  tobj_t o = tc_allocate(t, first, cl);
+  if (o != 0)
+    insert_range(t, cl, &o, 1); /* no cache found: the central list */
+  o = do_malloc(t, 0, 1);       /* thread 0's own cache from here on */
+  if (o != 0)
+    do_free(t, 0, o);
+  do_malloc(t, 0, 16); /* new TCMallocImplementation */
+  do_malloc(t, 0, 8);  /* new MallocExtension */
+}
+
+/* ---- Model interface ---------------------------------------------------- */
+
+static bool ensure_obj(tcmalloc_model_t *t, uint64_t id) {
+  if (id < t->obj_cap)
+    return true;
+  if (id >= (UINT64_C(1) << 32)) {
+    set_fail(t, AS_EINVAL, "object id above 2^32");
+    return false;
+  }
+  if (!grow((void **)&t->obj, &t->obj_cap, id + 1, sizeof *t->obj)) {
+    set_fail(t, AS_ENOMEM, "out of memory for objects");
+    return false;
+  }
+  return true;
+}
+
+static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
+                            as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t->fail != AS_OK || !ensure_obj(t, ev->id))
+    return report(t, err);
+  tobj_t o = ev->op == TRACE_MEMALIGN
+                 ? do_memalign(t, ev->thread, ev->align, ev->size)
+                 : do_malloc(t, ev->thread, ev->size);
+  if (t->fail != AS_OK)
+    return report(t, err);
+  t->obj[ev->id] = o;
+  t->live_bytes += ev->size;
+  t->live_objects++;
+  if (ev->op == TRACE_CALLOC) /* memset(nallocx(size)), tcmalloc.cc:1422 */
+    touch(t, obj_addr(t, o), obj_bytes(t, o));
+  else if (!(ev->flags & TRACE_FLAG_UNWRITTEN))
+    touch(t, obj_addr(t, o), ev->size);
+  return t->fail != AS_OK ? report(t, err) : AS_OK;
+}
+
+static as_status_t tc_free(model_t *m, const trace_event_t *ev,
+                           as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t->fail != AS_OK)
+    return report(t, err);
+  if (ev->id >= t->obj_cap || t->obj[ev->id] == 0)
+    return AS_OK; /* freed by realloc(p, 0): free(NULL) does nothing */
+  tobj_t o       = t->obj[ev->id];
+  t->obj[ev->id] = 0;
+  t->live_bytes -= ev->prev_size;
+  t->live_objects--;
+  do_free(t, ev->thread, o);
+  return t->fail != AS_OK ? report(t, err) : AS_OK;
+}
+
+/* tc_realloc and do_realloc_with_callback (tcmalloc.cc:1999-2016,
+ * 1566-1611): in place unless growing past the allocated size or shrinking
+ * below half of it; growth by less than a quarter asks for old * 1.25. */
+static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
+                              as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t->fail != AS_OK || !ensure_obj(t, ev->id))
+    return report(t, err);
+  tobj_t   old = t->obj[ev->id];
+  uint64_t n   = ev->size;
+  bool     written = !(ev->flags & TRACE_FLAG_UNWRITTEN);
+  if (old == 0) { /* realloc(NULL, n) after realloc(p, 0) */
+    trace_event_t as_malloc = *ev;
+    as_malloc.op            = TRACE_MALLOC;
+    t->live_bytes -= ev->prev_size;
+    t->live_objects--;
+    return tc_alloc(m, &as_malloc, err);
+  }
+  t->live_bytes = t->live_bytes - ev->prev_size + n;
+  if (n == 0) {
+    t->obj[ev->id] = 0;
+    t->live_objects--;
+    do_free(t, ev->thread, old);
+    return t->fail != AS_OK ? report(t, err) : AS_OK;
+  }
+  uint64_t old_size = obj_bytes(t, old);
+  if (n > old_size || n < old_size / 2) {
+    tobj_t fresh = 0;
+    if (n > old_size && n < old_size + old_size / 4)
+      fresh = do_malloc(t, ev->thread, old_size + old_size / 4);
+    if (fresh == 0 && t->fail == AS_OK)
+      fresh = do_malloc(t, ev->thread, n);
+    if (t->fail != AS_OK)
+      return report(t, err);
+    uint64_t copy = old_size < n ? old_size : n;
+    touch(t, obj_addr(t, fresh), written ? n : copy);
+    t->obj[ev->id] = fresh;
+    do_free(t, ev->thread, old);
+  } else if (written && n > ev->prev_size) {
+    touch(t, obj_addr(t, old) + ev->prev_size, n - ev->prev_size);
+  }
+  return t->fail != AS_OK ? report(t, err) : AS_OK;
+}
+
+/* A thread's cache goes away at its exit (DestroyThreadCache, pthread key
+ * destructor); it is made again at the first malloc of a new thread. */
+static as_status_t tc_thread(model_t *m, const trace_event_t *ev,
+                             as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t->fail != AS_OK)
+    return report(t, err);
+  int32_t tc = cache_of(t, ev->thread, false);
+  if (tc >= 0 && (ev->op == TRACE_THREAD_EXIT || ev->thread != 0)) {
+    delete_cache(t, tc);
+    t->thread_cache[ev->thread] = -1;
+  }
+  return t->fail != AS_OK ? report(t, err) : AS_OK;
+}
+
+/* purge all = MallocExtension::ReleaseFreeMemory() = ReleaseToSystem(
+ * SIZE_MAX) (malloc_extension.cc:166-168, tcmalloc.cc:888-910): every
+ * normal span; caches keep what they hold.  purge tcache =
+ * MarkThreadTemporarilyIdle (thread_cache.cc:449-453): the calling thread's
+ * cache to the central lists. */
+static as_status_t tc_purge(model_t *m, const trace_event_t *ev,
+                            as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t->fail != AS_OK)
+    return report(t, err);
+  if (ev->size == TRACE_PURGE_ALL) {
+    release_at_least(t, ~UINT64_C(0) >> t->page_shift);
+  } else if (ev->size == TRACE_PURGE_TCACHE) {
+    int32_t tc = cache_of(t, ev->thread, false);
+    if (tc >= 0)
+      tc_cleanup(t, tc);
+  } else {
+    return as_err_set(err, AS_EINVAL,
+                      "tcmalloc: no purge '%s' (all = ReleaseFreeMemory, "
+                      "tcache = MarkThreadTemporarilyIdle)",
+                      trace_purge_name((trace_purge_kind_t)ev->size));
+  }
+  return t->fail != AS_OK ? report(t, err) : AS_OK;
+}
+
+/* MallocExtension::SetNumericProperty (tcmalloc.cc:843-863) and
+ * SetMemoryReleaseRate (912-914). */
+static as_status_t tc_set_option(model_t *m, const char *name, int64_t value,
+                                 uint64_t now_ns, as_err_t *err) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  (void)now_ns;
+  if (t->fail != AS_OK)
+    return report(t, err);
+  if (value < 0)
+    return as_err_set(err, AS_EINVAL, "tcmalloc: option %s: %" PRId64
+                      " is negative", name, value);
+  switch (model_option_find(tcmalloc_options, name, strlen(name))) {
+  case TO_RELEASE_RATE:
+    t->release_rate = (double)value;
+    break;
+  case TO_MAX_TOTAL_THREAD_CACHE_BYTES:
+    set_overall_cache_size(t, (uint64_t)value);
+    break;
+  case TO_AGGRESSIVE_DECOMMIT:
+    t->aggressive = value != 0;
+    break;
+  case TO_HEAP_LIMIT_MB:
+    t->heap_limit_mb = (uint64_t)value;
+    break;
+  default:
+    return as_err_set(err, AS_EINVAL,
+                      "tcmalloc: option %s cannot change at run time "
+                      "(release_rate, max_total_thread_cache_bytes, "
+                      "aggressive_decommit, heap_limit_mb can)",
+                      name);
+  }
+  return AS_OK;
+}
+
+static void tc_totals(const tcmalloc_model_t *t, uint64_t *thread,
+                      uint64_t *central, uint64_t *transfer) {
+  *thread = *central = *transfer = 0;
+  for (uint32_t i = 0; i < t->ncaches; i++)
+    if (t->caches[i].in_use)
+      *thread += (uint64_t)t->caches[i].size;
+  /* ExtractStats (tcmalloc.cc:362-397): central bytes include each span's
+   * unusable tail (OverheadBytes, central_freelist.cc:372-382). */
+  for (uint32_t cl = 1; cl < t->sm.nclasses; cl++) {
+    const tcentral_t *c    = &t->central[cl];
+    uint64_t          size = t->sm.size[cl];
+    uint64_t tail = ((uint64_t)t->sm.pages[cl] << t->page_shift) % size;
+    *central += size * c->counter + c->num_spans * tail;
+    *transfer += size * (uint64_t)c->used_slots * t->sm.batch[cl];
+  }
+}
+
+static size_t tc_counters(const model_t *m, model_counter_t *out, size_t cap) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  uint64_t thread, central, transfer;
+  tc_totals(t, &thread, &central, &transfer);
+  uint64_t allocated = t->system_bytes - thread - central - transfer -
+                       t->free_bytes - t->unmapped_bytes;
+  size_t n = 0;
+#define PUT(name, v, unit, help)                                               \
+  n = model_counter_put(out, n, cap, "tcmalloc", name, v, unit, help)
+  PUT("heap_bytes", t->system_bytes, "bytes",
+      "page heap bytes from the system (generic.heap_size)");
+  PUT("current_allocated_bytes", allocated, "bytes",
+      "heap bytes in objects handed out (generic.current_allocated_bytes)");
+  PUT("pageheap_free_bytes", t->free_bytes, "bytes",
+      "free spans still resident (tcmalloc.pageheap_free_bytes)");
+  PUT("pageheap_unmapped_bytes", t->unmapped_bytes, "bytes",
+      "free spans given back (tcmalloc.pageheap_unmapped_bytes)");
+  PUT("thread_cache_bytes", thread, "bytes",
+      "free objects in thread caches (tcmalloc.thread_cache_free_bytes)");
+  PUT("central_cache_bytes", central, "bytes",
+      "free objects in central lists (tcmalloc.central_cache_free_bytes)");
+  PUT("transfer_cache_bytes", transfer, "bytes",
+      "free objects in transfer caches (tcmalloc.transfer_cache_free_bytes)");
+  PUT("metadata_bytes", t->metadata_bytes, "bytes",
+      "metadata taken from the system");
+  PUT("scavenge_count", t->scavenge_count, "count",
+      "incremental scavenges (tcmalloc.pageheap_scavenge_count)");
+  PUT("scavenge_countdown_pages",
+      t->scavenge_counter > 0 ? (uint64_t)t->scavenge_counter : 0, "pages",
+      "pages still to free to the page heap before the next scavenge");
+  PUT("decommit_count", t->decommit_count, "count",
+      "spans released (tcmalloc.pageheap_decommit_count)");
+  PUT("total_decommit_bytes", t->total_decommit_bytes, "bytes",
+      "bytes released over the run (tcmalloc.pageheap_total_decommit_bytes)");
+  PUT("thread_caches", (uint64_t)t->heap_count, "count",
+      "thread caches alive, the one leaked before main included");
+  PUT("max_total_thread_cache_bytes", t->overall_tc_size, "bytes",
+      "the thread caches' shared budget");
+#undef PUT
+  return n;
+}
+
+static void tc_stats(const model_t *m, model_stats_t *out) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  uint64_t thread, central, transfer;
+  tc_totals(t, &thread, &central, &transfer);
+  memset(out, 0, sizeof *out);
+  out->live_bytes   = t->live_bytes;
+  out->live_objects = t->live_objects;
+  out->mapped_bytes = t->system_bytes + t->metadata_bytes;
+  out->arenas       = t->reserve_count;
+  out->free_bytes   = thread + central + transfer + t->free_bytes +
+                    t->unmapped_bytes;
+}
+
+static bool tc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  if (id >= t->obj_cap || t->obj[id] == 0)
+    return false;
+  *addr = obj_addr(t, t->obj[id]);
+  return true;
+}
+
+/* nallocx (tcmalloc.cc:1072-1112). */
+static uint64_t tc_usable_size(const model_t *m, uint64_t size,
+                               uint8_t domain) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  uint32_t                cl;
+  (void)domain;
+  if (size_class(t, size, &cl))
+    return t->sm.size[cl];
+  return npages(t, size) << t->page_shift;
+}
+
+/* The heap map: every span the page heap knows, in address order. */
+static as_status_t tc_walk(const model_t *m, model_region_fn fn, void *user,
+                           as_err_t *err) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  uint32_t               *order = malloc((t->nsp + 1) * sizeof *order);
+  uint32_t                n = 0;
+  if (order == NULL)
+    return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
+  for (uint32_t i = 1; i < t->nsp; i++)
+    if (t->sp[i].location <= LOC_RETURNED && t->sp[i].length > 0)
+      order[n++] = i;
+  for (uint32_t a = 1; a < n; a++) /* insertion sort by start */
+    for (uint32_t b = a; b > 0 && t->sp[order[b]].start < t->sp[order[b - 1]].start; b--) {
+      uint32_t x   = order[b];
+      order[b]     = order[b - 1];
+      order[b - 1] = x;
+    }
+  as_status_t rc = AS_OK;
+  for (uint32_t k = 0; k < n && rc == AS_OK; k++) {
+    const tspan_t *s = &t->sp[order[k]];
+    model_region_t r = {.addr = span_addr(t, s),
+                        .bytes = s->length << t->page_shift,
+                        .level = 0};
+    if (s->location == LOC_NORMAL) {
+      r.kind = "free span", r.state = MODEL_REGION_FREE;
+    } else if (s->location == LOC_RETURNED) {
+      r.kind = "returned span", r.state = MODEL_REGION_RELEASED;
+    } else if (s->sizeclass == 0) {
+      r.kind = "large span", r.state = MODEL_REGION_LIVE;
+      r.live_objects = 1;
+      r.live_bytes   = r.bytes;
+    } else {
+      uint64_t size = t->sm.size[s->sizeclass];
+      r.kind         = "class span";
+      r.state        = MODEL_REGION_LIVE;
+      r.live_objects = s->refcount; /* handed out: in use or in caches */
+      r.live_bytes   = s->refcount * size;
+    }
+    rc = fn(user, &r, err);
+  }
+  free(order);
+  return rc;
+}
+
+static void tc_destroy(model_t *m) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (t == NULL)
+    return;
+  for (uint32_t i = 0; t->sp != NULL && i < t->nsp; i++)
+    free(t->sp[i].stack);
+  free(t->sp);
+  for (uint64_t i = 0; i < t->pm.cap; i++)
+    free(t->pm.leaves[i]);
+  free(t->pm.keys);
+  free(t->pm.leaves);
+  free(t->free_normal);
+  free(t->free_returned);
+  free(t->leaves_made);
+  free(t->span_pool.free);
+  free(t->setnode_pool.free);
+  free(t->stack_pool.free);
+  free(t->cache_pool.free);
+  for (uint32_t cl = 0; cl < TC_CLASS_SIZES_MAX; cl++)
+    free(t->central[cl].slots);
+  for (uint32_t i = 0; i < t->ncaches; i++)
+    for (uint32_t cl = 0; cl < TC_CLASS_SIZES_MAX; cl++)
+      free(t->caches[i].list[cl].v);
+  free(t->caches);
+  free(t->thread_cache);
+  free(t->obj);
+  free(t->chain);
+  free(t->chain2);
+  free(t);
+}
+
+/* CentralFreeList::Init (central_freelist.cc:47-80): at most 1 MiB of
+ * objects per class in transfer entries, at most 64 entries. */
+static bool central_init(tcmalloc_model_t *t) {
+  for (uint32_t cl = 0; cl < t->sm.nclasses; cl++) {
+    tcentral_t *c     = &t->central[cl];
+    c->nonempty       = span_record(t);
+    c->empty          = span_record(t);
+    if (c->empty == TC_NIL)
+      return false;
+    dll_init(t, c->nonempty);
+    dll_init(t, c->empty);
+    c->max_cache_size = TC_MAX_TRANSFER;
+    c->cache_size     = 16;
+    if (cl > 0) {
+      int64_t per = (1024 * 1024) /
+                    ((int64_t)t->sm.size[cl] * (int64_t)t->sm.batch[cl]);
+      if (per < 1)
+        per = 1;
+      if (per < c->max_cache_size)
+        c->max_cache_size = (int32_t)per;
+      if (c->cache_size > c->max_cache_size)
+        c->cache_size = c->max_cache_size;
+      c->slots = malloc((size_t)c->max_cache_size * t->sm.batch[cl] *
+                        sizeof *c->slots);
+      if (c->slots == NULL)
+        return false;
+    }
+  }
+  return true;
+}
+
+static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
+                             model_t **out, as_err_t *err) {
+  *out                = NULL;
+  tcmalloc_model_t *t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
+  static const unsigned shifts[] = {13, 15, 18};
+  uint64_t transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
+  t->kernel          = ctx->kernel;
+  t->os_page         = sim_kernel_page_size(ctx->kernel);
+  t->page_shift      = shifts[model_opt_u64(opts, TO_PAGE_SHIFT)];
+  t->page            = UINT64_C(1) << t->page_shift;
+  t->max_pages       = UINT64_C(1) << (20 - t->page_shift);
+  t->release_rate    = model_opt_decimal(opts, TO_RELEASE_RATE);
+  t->heap_limit_mb   = model_opt_u64(opts, TO_HEAP_LIMIT_MB);
+  t->aggressive      = model_opt_bool(opts, TO_AGGRESSIVE_DECOMMIT);
+  t->skip_sbrk       = model_opt_bool(opts, TO_SKIP_SBRK);
+  t->disable_release = model_opt_bool(opts, TO_DISABLE_MEMORY_RELEASE);
+  t->release_index   = (int64_t)t->max_pages; /* page_heap.cc:69 */
+  t->thread_heaps = t->next_steal = -1;
+  t->unclaimed          = (int64_t)(UINT64_C(8) * TC_MAX_TC_SIZE);
+  t->per_thread_tc_size = (int64_t)TC_MAX_TC_SIZE; /* thread_cache.cc:64-66 */
+  t->nsp                = 1; /* record 0 is NIL */
+  if (transfer < 1 || transfer > 1024 || t->os_page > t->page) {
+    tc_destroy(&t->base);
+    return as_err_set(err, AS_EUSAGE,
+                      transfer < 1 || transfer > 1024
+                          ? "tcmalloc: transfer_num_obj must be 1..1024"
+                          : "tcmalloc: the OS page is larger than page_shift");
+  }
+  if (!sizemap_init(&t->sm, t->page_shift, (uint32_t)transfer)) {
+    tc_destroy(&t->base);
+    return as_err_set(err, AS_EUSAGE, "tcmalloc: more than %d size classes",
+                      TC_CLASS_SIZES_MAX);
+  }
+  t->free_normal   = calloc(t->max_pages, sizeof *t->free_normal);
+  t->free_returned = calloc(t->max_pages, sizeof *t->free_returned);
+  t->chain         = malloc((transfer + 2) * sizeof *t->chain);
+  t->chain2        = malloc((transfer + 2) * sizeof *t->chain2);
+  bool ok = t->free_normal && t->free_returned && t->chain && t->chain2;
+  for (uint64_t i = 0; ok && i < t->max_pages; i++) {
+    t->free_normal[i]   = span_record(t);
+    t->free_returned[i] = span_record(t);
+    ok                  = t->free_returned[i] != TC_NIL;
+    if (ok) {
+      dll_init(t, t->free_normal[i]);
+      dll_init(t, t->free_returned[i]);
+    }
+  }
+  ok = ok && central_init(t);
+  if (!ok) {
+    tc_destroy(&t->base);
+    return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
+  }
+  if (init_static_vars(t)) {
+    set_overall_cache_size(t, model_opt_u64(opts,
+                                            TO_MAX_TOTAL_THREAD_CACHE_BYTES));
+    if (model_opt_bool(opts, TO_PREMAIN))
+      premain(t);
+    t->flags_ready = true;
+  }
+  if (t->fail != AS_OK) {
+    as_status_t rc = report(t, err);
+    tc_destroy(&t->base);
+    return rc;
+  }
+  *out = &t->base;
+  return AS_OK;
+}
+
+const model_methods_t model_tcmalloc_methods = {
+    .name    = "tcmalloc",
+    .summary = "gperftools 2.10 tcmalloc (Debian 12 libtcmalloc_minimal): "
+               "thread caches, central lists, page heap, scavenger",
+    .options    = tcmalloc_options,
+    .preload    = "libtcmalloc",
+    .create     = tc_create,
+    .destroy    = tc_destroy,
+    .alloc      = tc_alloc,
+    .realloc    = tc_realloc,
+    .free       = tc_free,
+    .thread     = tc_thread,
+    .trim       = NULL, /* malloc_trim is glibc's: no effect on tcmalloc */
+    .stats      = tc_stats,
+    .locate     = tc_locate,
+    .purge      = tc_purge,
+    .set_option = tc_set_option,
+    .counters   = tc_counters,
+    .walk       = tc_walk,
+    .usable_size = tc_usable_size,
+};
+
+/* ---- Introspection (models/tcmalloc.h) ---------------------------------- */
+
+size_t tcmalloc_classes(const model_t *m, tcmalloc_class_t *out, size_t cap) {
+  const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
+  for (uint32_t c = 1; c < t->sm.nclasses && c - 1 < cap; c++)
+    out[c - 1] = (tcmalloc_class_t){t->sm.size[c], t->sm.pages[c],
+                                    t->sm.batch[c]};
+  return t->sm.nclasses - 1;
+}

@@ -1,0 +1,186 @@
+/* sim/atomic_file.c -- write to a temporary file beside the target, rename
+ * it over the target on success (contract in atomic_file.h).
+ *
+ * Symbolic links are followed by hand, not with realpath(3), because a link
+ * may point at a file that does not exist yet: the file it names is then
+ * created by the rename, as fopen(path, "w") would have created it.
+ * rename(2) within one directory is atomic, so the temporary file lives in
+ * the final file's directory; fsync of the file before the rename and of
+ * the directory after it make the new contents survive a power cut too,
+ * never a renamed empty file.
+ */
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Linux's limit on symbolic links followed in one lookup
+ * (include/linux/namei.h MAXSYMLINKS). */
+#define MAX_LINK_HOPS 40
+
+/* Length of the directory part of path, including its last '/'. */
+static size_t dir_len(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash == NULL ? 0 : (size_t)(slash - path) + 1;
+}
+
+/* Follows symbolic links from path into af->final; *st receives the final
+ * file's stat and *exists whether there is one. */
+static as_status_t resolve_links(atomic_file_t *af, struct stat *st,
+                                 bool *exists, as_err_t *err) {
+  if (!as_format_fits(af->final, sizeof af->final, "%s", af->path))
+    return as_err_set(err, AS_EIO, "%.200s: cannot create: file name too long",
+                      af->path);
+  for (int hop = 0; hop <= MAX_LINK_HOPS; hop++) {
+    if (lstat(af->final, st) != 0) {
+      if (errno != ENOENT)
+        return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
+                          strerror(errno));
+      *exists = false;
+      return AS_OK;
+    }
+    if (!S_ISLNK(st->st_mode)) {
+      *exists = true;
+      return AS_OK;
+    }
+    char    link[PATH_MAX];
+    ssize_t n = readlink(af->final, link, sizeof link - 1);
+    if (n < 0)
+      return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
+                        strerror(errno));
+    link[n] = '\0';
+    /* A relative link is relative to the directory holding the link. */
+    size_t d = link[0] == '/' ? 0 : dir_len(af->final);
+    char   next[PATH_MAX];
+    if (!as_format_fits(next, sizeof next, "%.*s%s", (int)d, af->final, link))
+      return as_err_set(err, AS_EIO,
+                        "%s: cannot create: link target name too long",
+                        af->path);
+    memcpy(af->final, next, sizeof next);
+  }
+  return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
+                    strerror(ELOOP));
+}
+
+/* What fopen(path, "w") gives a new file: 0666 less the umask. */
+static mode_t default_mode(void) {
+  mode_t mask = umask(0);
+  umask(mask);
+  return 0666 & ~mask;
+}
+
+static as_status_t open_in_place(atomic_file_t *af, as_err_t *err) {
+  af->in_place = true;
+  af->f        = fopen(af->path, "wb");
+  if (af->f == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
+                      strerror(errno));
+  return AS_OK;
+}
+
+as_status_t atomic_file_open(atomic_file_t *af, const char *path,
+                             as_err_t *err) {
+  memset(af, 0, sizeof *af);
+  if (!as_format_fits(af->path, sizeof af->path, "%s", path))
+    return as_err_set(err, AS_EIO, "%.200s: cannot create: file name too long",
+                      path);
+  struct stat st;
+  bool        exists;
+  as_status_t rc = resolve_links(af, &st, &exists, err);
+  if (rc != AS_OK)
+    return rc;
+  if (exists && !S_ISREG(st.st_mode))
+    return open_in_place(af, err);
+  size_t      d    = dir_len(af->final);
+  const char *base = af->final + d;
+  if (!as_format_fits(af->tmp, sizeof af->tmp, "%.*s.%s.tmp-XXXXXX", (int)d,
+                      af->final, base))
+    return as_err_set(err, AS_EIO, "%s: cannot create: file name too long",
+                      af->path);
+  int fd = mkstemp(af->tmp);
+  if (fd < 0) {
+    int e      = errno;
+    af->tmp[0] = '\0';
+    return as_err_set(err, AS_EIO,
+                      "%s: cannot create a temporary file beside it: %s",
+                      af->path, strerror(e));
+  }
+  mode_t mode = exists ? st.st_mode & 07777 : default_mode();
+  if (fchmod(fd, mode) != 0 || (af->f = fdopen(fd, "wb")) == NULL) {
+    int e = errno;
+    close(fd);
+    unlink(af->tmp);
+    af->tmp[0] = '\0';
+    return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
+                      strerror(e));
+  }
+  return AS_OK;
+}
+
+/* Flushes, syncs and closes af->f; AS_EIO naming the path on failure. */
+static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
+  FILE *f = af->f;
+  af->f   = NULL;
+  int  e  = 0;
+  if (fflush(f) != 0 || ferror(f))
+    e = errno ? errno : EIO;
+  /* Devices and FIFOs written in place need no sync (and may refuse it). */
+  if (e == 0 && !af->in_place && fsync(fileno(f)) != 0)
+    e = errno;
+  if (fclose(f) != 0 && e == 0)
+    e = errno;
+  if (e != 0)
+    return as_err_set(err, AS_EIO, "%s: write error: %s", af->path,
+                      strerror(e));
+  return AS_OK;
+}
+
+/* fsync of a file closed by its owner, through a fresh descriptor. */
+static int sync_path(const char *path, int flags) {
+  int fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  int e  = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
+as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
+  as_status_t rc = af->f != NULL ? close_checked(af, err) : AS_OK;
+  if (af->in_place)
+    return rc;
+  if (rc == AS_OK && sync_path(af->tmp, O_RDONLY) != 0)
+    rc = as_err_set(err, AS_EIO, "%s: write error: %s", af->path,
+                    strerror(errno));
+  if (rc == AS_OK && rename(af->tmp, af->final) != 0)
+    rc = as_err_set(err, AS_EIO, "%s: cannot replace: %s", af->path,
+                    strerror(errno));
+  if (rc != AS_OK) {
+    unlink(af->tmp);
+    af->tmp[0] = '\0';
+    return rc;
+  }
+  af->tmp[0] = '\0';
+  /* The rename is durable once the directory is synced; a directory that
+   * refuses fsync (some network file systems) still has the file. */
+  char   dir[PATH_MAX];
+  size_t d = dir_len(af->final);
+  as_format_fits(dir, sizeof dir, "%.*s", (int)(d ? d : 1), d ? af->final : ".");
+  (void)sync_path(dir, O_RDONLY | O_DIRECTORY);
+  return AS_OK;
+}
+
+void atomic_file_discard(atomic_file_t *af) {
+  if (af->f != NULL)
+    fclose(af->f);
+  af->f = NULL;
+  if (!af->in_place && af->tmp[0] != '\0')
+    unlink(af->tmp);
+  af->tmp[0] = '\0';
+}

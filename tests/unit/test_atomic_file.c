@@ -1,0 +1,148 @@
+/* tests/unit/test_atomic_file.c -- sim/atomic_file: the target changes only
+ * on a successful commit, a device is written in place and never removed,
+ * and a write error is reported by commit with the path. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sim/atomic_file.h"
+#include "tests/helpers/scratch.h"
+
+static char dir[64];
+
+static int setup(void **state) {
+  (void)state;
+  scratch_make(dir, sizeof dir, "atomic");
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  scratch_remove(dir);
+  return 0;
+}
+
+static void read_all(const char *path, char *buf, size_t len) {
+  buf[0]  = '\0';
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, len - 1, f);
+  buf[n]   = '\0';
+  fclose(f);
+}
+
+static int entries(void) {
+  return scratch_entries(dir);
+}
+
+static void target_changes_only_on_commit(void **state) {
+  (void)state;
+  char path[128], buf[64];
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  FILE *f = fopen(path, "w");
+  fputs("old\n", f);
+  fclose(f);
+
+  atomic_file_t af;
+  as_err_t      err = {0};
+  assert_int_equal(atomic_file_open(&af, path, &err), AS_OK);
+  fputs("new\n", af.f);
+  fflush(af.f);
+  read_all(path, buf, sizeof buf);
+  assert_string_equal(buf, "old\n"); /* not yet */
+  assert_int_equal(entries(), 2);    /* the target and the temporary */
+  atomic_file_discard(&af);
+  read_all(path, buf, sizeof buf);
+  assert_string_equal(buf, "old\n");
+  assert_int_equal(entries(), 1);
+
+  assert_int_equal(atomic_file_open(&af, path, &err), AS_OK);
+  fputs("new\n", af.f);
+  assert_int_equal(atomic_file_commit(&af, &err), AS_OK);
+  read_all(path, buf, sizeof buf);
+  assert_string_equal(buf, "new\n");
+  assert_int_equal(entries(), 1);
+}
+
+static void owner_closed_file_is_committed(void **state) {
+  (void)state;
+  char path[128], buf[64];
+  snprintf(path, sizeof path, "%s/fresh.txt", dir);
+  atomic_file_t af;
+  as_err_t      err = {0};
+  assert_int_equal(atomic_file_open(&af, path, &err), AS_OK);
+  fputs("x\n", af.f);
+  assert_int_equal(fclose(af.f), 0);
+  af.f = NULL;
+  assert_int_equal(atomic_file_commit(&af, &err), AS_OK);
+  read_all(path, buf, sizeof buf);
+  assert_string_equal(buf, "x\n");
+}
+
+static void device_is_written_in_place_and_write_errors_reported(
+    void **state) {
+  (void)state;
+  atomic_file_t af;
+  as_err_t      err = {0};
+  assert_int_equal(atomic_file_open(&af, "/dev/full", &err), AS_OK);
+  assert_true(af.in_place);
+  fputs("lost\n", af.f);
+  assert_int_equal(atomic_file_commit(&af, &err), AS_EIO);
+  assert_non_null(strstr(err.msg, "/dev/full: write error"));
+  struct stat st;
+  assert_int_equal(stat("/dev/full", &st), 0);
+  assert_true(S_ISCHR(st.st_mode));
+
+  /* A null device of our own (not /dev/null: a broken test must not break
+   * the machine), discarded: it stays. */
+  char null[128];
+  snprintf(null, sizeof null, "%s/null", dir);
+  if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) != 0)
+    return; /* no CAP_MKNOD: the /dev/full half above covers in-place */
+  assert_int_equal(atomic_file_open(&af, null, &err), AS_OK);
+  assert_true(af.in_place);
+  fputs("gone\n", af.f);
+  atomic_file_discard(&af);
+  assert_int_equal(stat(null, &st), 0);
+  assert_true(S_ISCHR(st.st_mode));
+}
+
+static void missing_directory_and_directory_targets_fail_cleanly(
+    void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/no/such/out.txt", dir);
+  atomic_file_t af;
+  as_err_t      err = {0};
+  assert_int_equal(atomic_file_open(&af, path, &err), AS_EIO);
+  assert_non_null(strstr(err.msg, path));
+  assert_int_equal(atomic_file_open(&af, dir, &err), AS_EIO);
+  assert_non_null(strstr(err.msg, "Is a directory"));
+  assert_int_equal(entries(), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(target_changes_only_on_commit, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(owner_closed_file_is_committed, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          device_is_written_in_place_and_write_errors_reported, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          missing_directory_and_directory_targets_fail_cleanly, setup,
+          teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

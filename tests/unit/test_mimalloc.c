@@ -1,0 +1,555 @@
+/* tests/unit/test_mimalloc.c -- the mimalloc model's rules, with exact
+ * values and a made-up clock.
+ *
+ * Each test builds a fresh simulated kernel (4 KiB pages) and a mimalloc
+ * model from a spec, feeds it events at chosen times and checks RSS, the
+ * model's counters and its options.  The purge rules are the point: a
+ * freed span is only scheduled; the purge runs when a later event in the
+ * same segment (2.x) or arena (3.x) triggers it, never on a timer.  The
+ * whole-program checks against the real library are in
+ * tests/validation/test_mimalloc_differential.c and the measured runs in
+ * docs/models/mimalloc.md.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "models/env.h"
+#include "models/mimalloc.h"
+#include "models/model.h"
+#include "sim/kernel.h"
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define MS  UINT64_C(1000000)
+#define NOBJ 40000
+
+typedef struct fx_s fx_t;
+struct fx_s {
+  sim_kernel_t *k;
+  model_t      *m;
+  uint64_t      size[NOBJ];
+  uint64_t      t; /* ns */
+};
+
+static fx_t *fx_open(const char *spec) {
+  fx_t *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  as_err_t err = {0};
+  assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
+  if (model_create_from_spec(spec, &ctx, &f->m, &err) != AS_OK)
+    fail_msg("%s: %s", spec, err.msg);
+  return f;
+}
+
+static void fx_close(fx_t *f) {
+  as_err_t err = {0};
+  if (sim_kernel_check_invariants(f->k, &err) != AS_OK)
+    fail_msg("kernel: %s", err.msg);
+  model_destroy(f->m);
+  sim_kernel_destroy(f->k);
+  free(f);
+}
+
+static void run(fx_t *f, trace_event_t *e) {
+  as_err_t    err = {0};
+  as_status_t rc;
+  e->t_ns = f->t;
+  switch (e->op) {
+  case TRACE_FREE:
+    e->prev_size = f->size[e->id];
+    rc = model_free(f->m, e, &err);
+    f->size[e->id] = 0;
+    break;
+  case TRACE_REALLOC:
+    e->prev_size = f->size[e->id];
+    rc = model_realloc(f->m, e, &err);
+    f->size[e->id] = e->size;
+    break;
+  case TRACE_PURGE:
+    rc = model_purge(f->m, e, &err);
+    break;
+  case TRACE_THREAD_START:
+  case TRACE_THREAD_EXIT:
+    rc = model_thread(f->m, e, &err);
+    break;
+  default:
+    rc = model_alloc(f->m, e, &err);
+    f->size[e->id] = e->size;
+    break;
+  }
+  if (rc != AS_OK)
+    fail_msg("event at %" PRIu64 " ns: %s", f->t, err.msg);
+}
+
+static void mal_t(fx_t *f, uint32_t tid, uint64_t id, uint64_t size) {
+  trace_event_t e = {.op = TRACE_MALLOC, .thread = tid, .id = id,
+                     .size = size};
+  run(f, &e);
+}
+static void mal(fx_t *f, uint64_t id, uint64_t size) { mal_t(f, 0, id, size); }
+static void fre_t(fx_t *f, uint32_t tid, uint64_t id) {
+  trace_event_t e = {.op = TRACE_FREE, .thread = tid, .id = id};
+  run(f, &e);
+}
+static void fre(fx_t *f, uint64_t id) { fre_t(f, 0, id); }
+static void collect(fx_t *f, bool force) {
+  trace_event_t e = {.op = TRACE_PURGE, .id = TRACE_ALL_ARENAS,
+                     .size = force ? TRACE_PURGE_ALL : TRACE_PURGE_DECAY};
+  run(f, &e);
+}
+static void thread_exit(fx_t *f, uint32_t tid) {
+  trace_event_t e = {.op = TRACE_THREAD_EXIT, .thread = tid};
+  run(f, &e);
+}
+
+static uint64_t rss(const fx_t *f) { return sim_kernel_rss_bytes(f->k); }
+
+static uint64_t counter(const fx_t *f, const char *name) {
+  uint64_t v = 0;
+  assert_true(model_counter_get(f->m, name, &v));
+  return v;
+}
+
+/* n blocks of size written and then freed, one per ms starting at f->t. */
+static void burst(fx_t *f, uint64_t n, uint64_t size) {
+  for (uint64_t i = 0; i < n; i++)
+    mal(f, i, size);
+  f->t += MS;
+  for (uint64_t i = 0; i < n; i++)
+    fre(f, i);
+}
+
+/* ---- Options and versions ----------------------------------------------- */
+
+static void options_name_the_versions_spelling(void **state) {
+  (void)state;
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  sim_kernel_t *k = NULL;
+  as_err_t      err = {0};
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = k};
+  model_t    *m = NULL;
+  assert_int_equal(model_create_from_spec("mimalloc:version=2.0.9,purge_delay=0",
+                                          &ctx, &m, &err),
+                   AS_EUSAGE);
+  assert_string_equal(err.msg, "mimalloc 2.0.9 has no option purge_delay; "
+                               "its spelling is decommit_delay");
+  assert_int_equal(
+      model_create_from_spec("mimalloc:version=2.1.2,decommit_delay=0", &ctx,
+                             &m, &err),
+      AS_EUSAGE);
+  assert_string_equal(err.msg, "mimalloc 2.1.2 has no option decommit_delay; "
+                               "its spelling is purge_delay");
+  assert_int_equal(model_create_from_spec("mimalloc:version=2.0.8", &ctx, &m,
+                                          &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
+  sim_kernel_destroy(k);
+}
+
+/* The effective defaults follow the version (3.0.1 options.c:147 2500 ms,
+ * 3.4.3 :140 1000 ms) and are what the run's provenance shows. */
+static void version_defaults_are_provenance(void **state) {
+  (void)state;
+  const char *const want[][2] = {{"2.1.2", "purge_delay=10,"},
+                                 {"3.0.1", "purge_delay=2500,"},
+                                 {"3.4.3", "purge_delay=1000,"}};
+  for (size_t i = 0; i < 3; i++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "mimalloc:version=%s", want[i][0]);
+    fx_t *f = fx_open(spec);
+    char  d[1024];
+    model_describe(f->m, d, sizeof d);
+    if (strstr(d, want[i][1]) == NULL)
+      fail_msg("%s: %s", want[i][0], d);
+    fx_close(f);
+  }
+}
+
+/* mi_usable_size: the bin's size; two-word bins below 64 bytes
+ * (MI_ALIGN2W), 12.5% steps above. */
+static void usable_sizes_follow_the_bins(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc");
+  const uint64_t req[] = {1, 9, 17, 51, 100, 1000, 1025, 100000, 200000};
+  const uint64_t got[] = {8, 16, 32, 64, 112, 1024, 1280, 114688, 200704};
+  for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
+    assert_int_equal(f->m->methods->usable_size(f->m, req[i], 0), got[i]);
+  fx_close(f);
+}
+
+/* ---- Purge needs a trigger (2.x) ---------------------------------------- */
+
+/* 20,000 x 4 KiB freed stay resident through 12 s of idle: no timer. */
+static void idle_never_purges(void **state) {
+  (void)state;
+  const char *specs[] = {"mimalloc:version=2.0.9", "mimalloc:version=2.1.2",
+                         "mimalloc:version=3.0.1"};
+  for (size_t s = 0; s < 3; s++) {
+    fx_t *f = fx_open(specs[s]);
+    burst(f, 20000, 4096);
+    uint64_t freed = rss(f);
+    assert_true(freed > 78 * MiB);
+    f->t += 12000 * MS; /* nothing happens: there is no event */
+    assert_int_equal(rss(f), freed);
+    fx_close(f);
+  }
+}
+
+/* decommit_delay=0: each freed page is decommitted at once, leaving the
+ * retired last page, the segment header and the cached segments' info. */
+static void immediate_purge_returns_at_once(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.0.9,decommit_delay=0");
+  burst(f, 20000, 4096);
+  assert_true(rss(f) < 256 * KiB);
+  fx_close(f);
+}
+
+/* mi_collect(false) frees the retired page into the segment whose purge
+ * expired long ago: that span free runs the purge (segment.c:535-536), and
+ * the cache's expired slots are decommitted (segment-cache.c:172-180). */
+static void collect_runs_the_expired_purge(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.0.9");
+  burst(f, 20000, 4096);
+  f->t += 12000 * MS;
+  collect(f, false);
+  assert_true(rss(f) < 128 * KiB);
+  fx_close(f);
+}
+
+/* The expiry: first free + purge_delay (10 ms), +1 ms per further span
+ * freed into the segment (212 segment.c:549-566).  500 pages freed at once
+ * expire 508 ms later; a page allocated from that segment before then
+ * purges nothing, one allocated after purges them all (212
+ * segment.c:1511).  (In 2.0.9 the same medium page would clear the pending
+ * bits of its 1 MiB neighbourhood and restart the delay, segment.c:495-500,
+ * MI_MINIMAL_COMMIT_SIZE = 1 MiB.) */
+static void expiry_grows_by_a_millisecond_per_free(void **state) {
+  (void)state;
+  for (int late = 0; late < 2; late++) {
+    fx_t *f = fx_open("mimalloc:version=2.1.2");
+    for (uint64_t i = 0; i < 500 * 16; i++) /* 500 pages of 16 blocks */
+      mal(f, i, 4096);
+    mal(f, 30000, 64); /* a small page that stays */
+    f->t += MS;
+    for (uint64_t i = 0; i < 500 * 16; i++)
+      fre(f, i);
+    uint64_t before = rss(f);
+    f->t += (late ? 600 : 400) * MS; /* expiry: +10 ms +498 ms */
+    mal(f, 30001, 100000); /* a medium page: allocated from that segment */
+    uint64_t after = rss(f);
+    if (late)
+      assert_true(after < before / 8);
+    else
+      assert_true(after >= before);
+    fx_close(f);
+  }
+}
+
+/* Same-size churn reuses the retired page: no new page, no trigger. */
+static void same_size_churn_keeps_everything(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.1.2");
+  burst(f, 20000, 4096);
+  uint64_t freed = rss(f);
+  for (int i = 0; i < 120; i++) {
+    f->t += 100 * MS;
+    mal(f, 0, 4096);
+    fre(f, 0);
+  }
+  assert_int_equal(rss(f), freed);
+  fx_close(f);
+}
+
+/* purge_decommits=0: MADV_FREE, RSS stays (lazyfree) until pressure. */
+static void reset_purge_keeps_rss_as_lazyfree(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.1.2,purge_delay=0,purge_decommits=0");
+  burst(f, 20000, 4096);
+  assert_true(rss(f) > 78 * MiB);
+  assert_true(sim_kernel_lazyfree_bytes(f->k) > 77 * MiB);
+  sim_kernel_reclaim_lazyfree(f->k);
+  assert_true(rss(f) < 256 * KiB);
+  fx_close(f);
+}
+
+/* 2.0.9: a segment emptied entirely goes to the segment cache with a 500 ms
+ * expiry; mi_collect(true) gives cached segments back to the OS. */
+static void segment_cache_holds_free_segments(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.0.9");
+  burst(f, 20000, 4096);
+  assert_true(counter(f, "mimalloc.pages_awaiting_purge") > 60 * MiB);
+  f->t += 100 * MS;
+  collect(f, true);
+  assert_true(rss(f) < 128 * KiB);
+  fx_close(f);
+}
+
+/* ---- 3.x ----------------------------------------------------------------- */
+
+/* 3.0.1 purges once, then its global expiry is cleared while the arena's
+ * is still pending (arena.c:1612-1620, 1715-1737), so later page frees no
+ * longer purge -- measured: a program freeing 100 MiB over 8 s with
+ * activity dropped to 72 MiB at 3.2 s and stayed there; 3.4.3 kept
+ * purging. */
+static void v301_purges_once_then_waits_for_a_collect(void **state) {
+  (void)state;
+  const char *specs[] = {"mimalloc:version=3.0.1", "mimalloc:version=3.4.3"};
+  for (size_t s = 0; s < 2; s++) {
+    fx_t *f = fx_open(specs[s]);
+    for (uint64_t i = 0; i < 25000; i++)
+      mal(f, i, 4096);
+    uint64_t full = rss(f);
+    uint64_t k = 0;
+    for (int round = 0; round < 40; round++) {
+      f->t += 200 * MS;
+      for (int j = 0; j < 625; j++, k++)
+        fre(f, k);
+      mal(f, 30000, 100000);
+      fre(f, 30000);
+    }
+    if (s == 0)
+      assert_true(rss(f) > full / 2); /* stuck after one purge */
+    else
+      assert_true(rss(f) < full / 4);
+    fx_close(f);
+  }
+}
+
+/* ---- Threads and heaps --------------------------------------------------- */
+
+/* A thread's exit abandons its segment; its live blocks stay. */
+static void thread_exit_abandons_segments(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.1.2");
+  mal_t(f, 1, 0, 1000);
+  mal_t(f, 1, 1, 1000);
+  thread_exit(f, 1);
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 1);
+  fre_t(f, 0, 0);
+  fre_t(f, 0, 1);
+  mal_t(f, 2, 2, 1000); /* thread 2 reclaims the emptied segment */
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 0);
+  fx_close(f);
+}
+
+typedef struct hook_log_s hook_log_t;
+struct hook_log_s {
+  int           maybe_free, kept;
+  int           events[MI_PAGE_RECLAIMED + 1];
+  mi_page_ref_t last[MI_PAGE_RECLAIMED + 1]; /* page of the latest event */
+  bool          unsafe_tag1; /* page_safe_to_free refuses tag-1 pages */
+  int           safe_asked;
+};
+
+static void log_event(void *ctx, mi_model_t *m, mi_page_ref_t p,
+                      mi_page_event_t what) {
+  hook_log_t *h = ctx;
+  (void)m;
+  h->events[what]++;
+  h->last[what] = p;
+}
+
+static bool safe_unless_tag1(void *ctx, mi_model_t *m, mi_page_ref_t p) {
+  hook_log_t *h = ctx;
+  h->safe_asked++;
+  return !(h->unsafe_tag1 && mimalloc_page_tag(m, p) == 1);
+}
+
+static bool keep_page(void *ctx, mi_model_t *m, mi_page_ref_t p, bool force) {
+  hook_log_t *h = ctx;
+  (void)force;
+  assert_true(mimalloc_page_all_free(m, p));
+  h->maybe_free++;
+  if (mimalloc_page_tag(m, p) == 1) {
+    *mimalloc_page_user(m, p) = 42; /* the composition's word */
+    h->kept++;
+    return true;
+  }
+  return false;
+}
+
+/* Heaps with tags on one thread; the page_maybe_free hook keeps tagged
+ * pages, which mimalloc_page_free releases later. */
+static void heaps_and_hooks_for_compositions(void **state) {
+  (void)state;
+  fx_t       *f = fx_open("mimalloc:version=2.1.2");
+  mi_model_t *m = (mi_model_t *)f->m;
+  as_err_t    err = {0};
+  hook_log_t  log = {0};
+  mi_hooks_t  hooks = {.ctx = &log, .page_maybe_free = keep_page};
+  mimalloc_set_hooks(m, &hooks);
+  mi_heap_ref_t h0, h1;
+  assert_int_equal(mimalloc_thread_heap(m, 0, 0, &h0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_new(m, 0, 1, 0, &h1, &err), AS_OK);
+  assert_true(h0 != h1);
+  /* two pages of 1 KiB blocks in each heap; free them all */
+  for (uint64_t i = 0; i < 126; i++) {
+    trace_event_t e = {.op = TRACE_MALLOC, .id = i, .size = 1000};
+    assert_int_equal(mimalloc_heap_alloc(m, i < 63 ? h0 : h1, &e, &err), AS_OK);
+  }
+  for (uint64_t i = 0; i < 126; i++) {
+    trace_event_t e = {.op = TRACE_FREE, .id = i, .prev_size = 1000};
+    assert_int_equal(mimalloc_free(m, &e, &err), AS_OK);
+  }
+  /* each heap's only page is retired, not freed: no hook yet */
+  assert_int_equal(log.maybe_free, 0);
+  assert_int_equal(mimalloc_heap_collect(m, h1, true, 0, &err), AS_OK);
+  /* asked at _mi_heap_collect_retired and again at the page visit */
+  assert_int_equal(log.maybe_free, 2);
+  assert_int_equal(log.kept, 2);
+  uint64_t pages = counter(f, "mimalloc.pages");
+  /* the backing heap's page is not the hook's to keep */
+  assert_int_equal(mimalloc_heap_collect(m, h0, true, 0, &err), AS_OK);
+  assert_int_equal(counter(f, "mimalloc.pages"), pages - 1);
+  mimalloc_set_hooks(m, NULL);
+  fx_close(f);
+}
+
+/* Thread 1's two heaps (tags 0 and 1) abandon a page each; thread 0 frees
+ * every block; thread 2 reclaims the segment.  The tag-1 page, which the
+ * composition says is not safe to free yet, goes to thread 2's tag-1 heap
+ * instead of being freed; without that hook both pages are freed. */
+static int reclaim_with_hooks(bool hooks_on, hook_log_t *log,
+                              mi_page_ref_t *kept_heap_page,
+                              mi_heap_ref_t *t2_tag1) {
+  fx_t       *f = fx_open("mimalloc:version=2.1.2");
+  mi_model_t *m = (mi_model_t *)f->m;
+  as_err_t    err = {0};
+  mi_hooks_t  hooks = {.ctx = log, .page_event = log_event,
+                       .page_safe_to_free = safe_unless_tag1};
+  log->unsafe_tag1 = true;
+  if (hooks_on)
+    mimalloc_set_hooks(m, &hooks);
+  mi_heap_ref_t h0, h1, g1;
+  assert_int_equal(mimalloc_thread_heap(m, 1, 0, &h0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_new(m, 1, 1, 0, &h1, &err), AS_OK);
+  for (uint64_t i = 0; i < 4; i++) {
+    trace_event_t e = {.op = TRACE_MALLOC, .thread = 1, .id = i,
+                       .size = 1000};
+    assert_int_equal(mimalloc_heap_alloc(m, i < 2 ? h0 : h1, &e, &err),
+                     AS_OK);
+  }
+  assert_int_equal(mimalloc_heap_abandon(m, h0, 0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_abandon(m, h1, 0, &err), AS_OK);
+  thread_exit(f, 1);
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 1);
+  for (uint64_t i = 0; i < 4; i++) {
+    trace_event_t e = {.op = TRACE_FREE, .thread = 0, .id = i,
+                       .prev_size = 1000};
+    assert_int_equal(mimalloc_free(m, &e, &err), AS_OK);
+  }
+  mi_heap_ref_t g0;
+  assert_int_equal(mimalloc_thread_heap(m, 2, 0, &g0, &err), AS_OK);
+  assert_int_equal(mimalloc_heap_new(m, 2, 1, 0, &g1, &err), AS_OK);
+  trace_event_t e = {.op = TRACE_MALLOC, .thread = 2, .id = 10,
+                     .size = 1000};
+  assert_int_equal(mimalloc_heap_alloc(m, g0, &e, &err), AS_OK);
+  assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 0);
+  int pages = (int)counter(f, "mimalloc.pages");
+  if (hooks_on)
+    *kept_heap_page = mimalloc_page_heap(m, log->last[MI_PAGE_RECLAIMED]);
+  *t2_tag1 = g1;
+  mimalloc_set_hooks(m, NULL);
+  fx_close(f);
+  return pages;
+}
+
+static void abandon_and_reclaim_follow_tags_and_hooks(void **state) {
+  (void)state;
+  hook_log_t    log = {0};
+  mi_page_ref_t kept_in = 0;
+  mi_heap_ref_t g1 = 0;
+  int with = reclaim_with_hooks(true, &log, &kept_in, &g1);
+  assert_int_equal(log.events[MI_PAGE_ABANDONED], 2);
+  assert_int_equal(log.events[MI_PAGE_RECLAIMED], 1);
+  assert_true(log.safe_asked >= 2);
+  assert_int_equal(kept_in, g1); /* reclaimed by tag into thread 2 */
+  hook_log_t    none = {0};
+  int without = reclaim_with_hooks(false, &none, &kept_in, &g1);
+  assert_int_equal(none.events[MI_PAGE_ABANDONED], 0);
+  /* the kept page is the one difference: thread 2's new page + it */
+  assert_int_equal(with, without + 1);
+}
+
+/* ---- A recorded run's environment (models/env.c) ------------------------ */
+
+typedef struct kv_s {
+  const char *k[6];
+  const char *v[6];
+} kv_t;
+
+static const char *kv_get(void *user, const char *key) {
+  kv_t *m = user;
+  for (int i = 0; i < 6 && m->k[i]; i++)
+    if (strcmp(m->k[i], key) == 0)
+      return m->v[i];
+  return NULL;
+}
+
+/* compare's choice for a run: the preloaded libmimalloc, its recorded
+ * version and MIMALLOC_* settings; a Python run gets it as its libc. */
+static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     c = {{"env.LD_PRELOAD", "mimalloc_version",
+                 "env.MIMALLOC_PURGE_DELAY", NULL},
+                {"/opt/mi/libmimalloc.so.2.1", "2.1.2", "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &c, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "mimalloc:version=2.1.2,purge_delay=0");
+  kv_t py = {{"python", "env.LD_PRELOAD", "mimalloc_version",
+              "env.MIMALLOC_DECOMMIT_DELAY", NULL},
+             {"3.11.2", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "2.0.9",
+              "0", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &py, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "cpython:version=3.11");
+  assert_string_equal(libc, "mimalloc:version=2.0.9,decommit_delay=0");
+  /* a version the model does not have names the choices */
+  kv_t odd = {{"env.LD_PRELOAD", "mimalloc_version", NULL},
+              {"libmimalloc.so.2", "2.1.5", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &odd, model, sizeof model,
+                                       libc, sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(options_name_the_versions_spelling),
+      cmocka_unit_test(version_defaults_are_provenance),
+      cmocka_unit_test(usable_sizes_follow_the_bins),
+      cmocka_unit_test(idle_never_purges),
+      cmocka_unit_test(immediate_purge_returns_at_once),
+      cmocka_unit_test(collect_runs_the_expired_purge),
+      cmocka_unit_test(expiry_grows_by_a_millisecond_per_free),
+      cmocka_unit_test(same_size_churn_keeps_everything),
+      cmocka_unit_test(reset_purge_keeps_rss_as_lazyfree),
+      cmocka_unit_test(segment_cache_holds_free_segments),
+      cmocka_unit_test(v301_purges_once_then_waits_for_a_collect),
+      cmocka_unit_test(thread_exit_abandons_segments),
+      cmocka_unit_test(heaps_and_hooks_for_compositions),
+      cmocka_unit_test(abandon_and_reclaim_follow_tags_and_hooks),
+      cmocka_unit_test(a_preloaded_mimalloc_run_is_replayed_on_mimalloc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,213 @@
+/* tests/unit/test_musl.c -- the musl model's rules with exact values, each
+ * derived from musl 1.2.3's mallocng or measured on Debian 12
+ * (docs/models/musl.md); the state-for-state comparison with the real
+ * allocator is tests/validation/test_musl_differential.c.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../helpers/model_fixture.h"
+#include "models/musl.h"
+
+/* The class of sc in the inspection, or NULL. */
+static const musl_class_state_t *class_of(const musl_class_state_t *c,
+                                          size_t n, int sc) {
+  for (size_t i = 0; i < n; i++)
+    if (c[i].sizeclass == sc)
+      return &c[i];
+  return NULL;
+}
+
+/* size_to_class (meta.h:229-238): slots of 16 * size_classes[sc] bytes
+ * less 4 header bytes; 131052 and up is a mapping of its own. */
+static void usable_sizes_follow_the_classes(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  assert_int_equal(fx_usable(&f, 1), 12);
+  assert_int_equal(fx_usable(&f, 12), 12);
+  assert_int_equal(fx_usable(&f, 13), 28);
+  assert_int_equal(fx_usable(&f, 1000), 1004);  /* class 19: 63 units */
+  assert_int_equal(fx_usable(&f, 5000), 5436);  /* class 29: 340 units */
+  assert_int_equal(fx_usable(&f, 131051), 131052);
+  assert_int_equal(fx_usable(&f, 131052), 131052); /* 32 pages mapped */
+  fx_close(&f);
+}
+
+/* A first malloc(16): class 1's 15-slot group nests in a class-15 slot,
+ * that group in a class-19 slot, that one in a class-23 slot, whose
+ * 2-slot group is the only mapping, one page (alloc_group, malloc.c:
+ * 174-284), besides the PROT_NONE guard page the first meta area puts
+ * below the program break (malloc.c:61-73).  Freeing the object frees all
+ * four and unmaps the page. */
+static void small_groups_nest_in_larger_slots(void **state) {
+  (void)state;
+  fx_t               f;
+  musl_class_state_t c[48];
+  sim_kernel_calls_t k0, k1;
+  fx_open(&f, "musl");
+  sim_kernel_calls(f.k, &k0);
+  fx_malloc(&f, 0, 16);
+  size_t n = musl_inspect(f.m, c, 48);
+  assert_int_equal(n, 4);
+  const int      sc[4]    = {1, 15, 19, 23};
+  const uint32_t slots[4] = {15, 2, 2, 2};
+  for (int i = 0; i < 4; i++) {
+    const musl_class_state_t *k = class_of(c, n, sc[i]);
+    assert_non_null(k);
+    assert_int_equal(k->ngroups, 1);
+    assert_int_equal(k->group[0].slots, slots[i]);
+    assert_int_equal(k->group[0].maplen, sc[i] == 23 ? 1 : 0);
+  }
+  sim_kernel_calls(f.k, &k1);
+  assert_int_equal(k1.mmap - k0.mmap, 2); /* the guard and the group */
+  fx_free(&f, 0);
+  assert_int_equal(musl_inspect(f.m, c, 48), 0);
+  sim_kernel_calls(f.k, &k0);
+  assert_int_equal(k0.munmap - k1.munmap, 1);
+  fx_close(&f);
+}
+
+/* The first request of an even class with no groups yet takes the odd
+ * class above it (malloc.c:344-354): malloc(70) is class 4 but gets a
+ * class-5 slot. */
+static void empty_even_classes_borrow_the_coarse_class(void **state) {
+  (void)state;
+  fx_t               f;
+  musl_class_state_t c[48];
+  fx_open(&f, "musl");
+  fx_malloc(&f, 0, 70);
+  size_t n = musl_inspect(f.m, c, 48);
+  assert_null(class_of(c, n, 4));
+  assert_non_null(class_of(c, n, 5));
+  fx_close(&f);
+}
+
+/* Measured (scripts/measure/run_tcmusl.sh, strace of alloc_phases bounce
+ * 1000 x malloc(5000)/free under musl-gcc): 118 mmaps of 16 KiB and 117
+ * munmaps (and one MAP_FIXED guard page below the first meta area).  The class's 3-slot group is unmapped and mapped again until
+ * the bounce counter reaches 100 (meta.h:264-286), then kept while it
+ * decays by one per activation and unmapped once each time it drops below
+ * 100. */
+static void bouncing_class_keeps_its_last_group(void **state) {
+  (void)state;
+  fx_t               f;
+  sim_kernel_calls_t k0, k1;
+  fx_open(&f, "musl");
+  sim_kernel_calls(f.k, &k0);
+  for (int i = 0; i < 1000; i++) {
+    fx_malloc(&f, 0, 5000);
+    fx_free(&f, 0);
+  }
+  sim_kernel_calls(f.k, &k1);
+  assert_int_equal(k1.mmap - k0.mmap, 118 + 1);
+  assert_int_equal(k1.munmap - k0.munmap, 117);
+  assert_int_equal(fx_counter(&f, "musl.bouncing_classes"), 1);
+  fx_close(&f);
+}
+
+/* calloc of memory fresh from mmap writes nothing but the headers
+ * (calloc.c:41: is_allzero); a reused slot is cleared where it was
+ * written. */
+static void calloc_skips_fresh_pages(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  uint64_t r0 = fx_rss(&f);
+  fx_event(&f, TRACE_CALLOC, 0, 0, 200000, 0, 0);
+  /* the chunk's header page, the page of its end marker, and the first
+   * meta area */
+  assert_int_equal(fx_rss(&f) - r0, 3 * 4096);
+  fx_close(&f);
+}
+
+/* free releases the whole pages inside a slot with MADV_FREE (free.c:
+ * 117-127): they stay in RSS, counted as lazyfree. */
+static void freed_slot_pages_are_lazyfree(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  fx_malloc(&f, 0, 10000); /* class 33: 10912-byte slots, several a group */
+  fx_malloc(&f, 1, 10000);
+  uint64_t r = fx_rss(&f);
+  fx_free(&f, 1);
+  assert_int_equal(fx_rss(&f), r);
+  assert_true(sim_kernel_lazyfree_bytes(f.k) >= 4096);
+  fx_close(&f);
+}
+
+/* realloc.c:21-23: in place while the slot has room and the class drops by
+ * at most one; else malloc, copy, free. */
+static void realloc_stays_in_its_slot(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  fx_malloc(&f, 0, 1000); /* class 19 */
+  sim_addr_t a = fx_addr(&f, 0);
+  fx_event(&f, TRACE_REALLOC, 0, 0, 990, 0, 0);
+  assert_int_equal(fx_addr(&f, 0), a);
+  fx_event(&f, TRACE_REALLOC, 0, 0, 100, 0, 0); /* class 6: too far down */
+  assert_int_not_equal(fx_addr(&f, 0), a);
+  fx_close(&f);
+}
+
+/* The dynamic linker's gaps become single-slot groups that serve the
+ * first requests (donate.c): with the Debian libc.so gap and a program
+ * gap of 3504 bytes, a first malloc(100) needs no mapping. */
+static void donated_gaps_serve_first_requests(void **state) {
+  (void)state;
+  fx_t               f;
+  sim_kernel_calls_t k0, k1;
+  fx_open(&f, "musl:gap_program_tail=3504,gap_libc_tail=160");
+  sim_kernel_calls(f.k, &k0);
+  fx_malloc(&f, 0, 100);
+  sim_kernel_calls(f.k, &k1);
+  assert_int_equal(k1.mmap - k0.mmap, 0);
+  fx_close(&f);
+  fx_open(&f, "musl");
+  sim_kernel_calls(f.k, &k0);
+  fx_malloc(&f, 0, 100);
+  sim_kernel_calls(f.k, &k1);
+  assert_int_equal(k1.mmap - k0.mmap, 2); /* the meta guard and a group */
+  fx_close(&f);
+}
+
+static void other_page_sizes_are_refused(void **state) {
+  (void)state;
+  sim_kernel_config_t cfg;
+  sim_kernel_t       *k = NULL;
+  model_t            *m = NULL;
+  as_err_t            err = {0};
+  sim_kernel_config_default(&cfg);
+  cfg.page_size = 16384;
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = k};
+  assert_int_equal(model_create_from_spec("musl", &ctx, &m, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "4096"));
+  assert_int_equal(model_create_from_spec("musl:gap_libc_tail=5000", &ctx,
+                                          &m, &err),
+                   AS_EUSAGE);
+  sim_kernel_destroy(k);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(usable_sizes_follow_the_classes),
+      cmocka_unit_test(small_groups_nest_in_larger_slots),
+      cmocka_unit_test(empty_even_classes_borrow_the_coarse_class),
+      cmocka_unit_test(bouncing_class_keeps_its_last_group),
+      cmocka_unit_test(calloc_skips_fresh_pages),
+      cmocka_unit_test(freed_slot_pages_are_lazyfree),
+      cmocka_unit_test(realloc_stays_in_its_slot),
+      cmocka_unit_test(donated_gaps_serve_first_requests),
+      cmocka_unit_test(other_page_sizes_are_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,286 @@
+/* tests/unit/test_tcmalloc.c -- the tcmalloc model's rules with exact
+ * values, each derived from gperftools 2.10 or measured on Debian 12
+ * (docs/models/tcmalloc.md); the call-for-call comparison with the real
+ * library is tests/validation/test_tcmalloc_differential.c.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../helpers/model_fixture.h"
+#include "models/tcmalloc.h"
+
+#define KiB  (UINT64_C(1) << 10)
+#define MiB  (UINT64_C(1) << 20)
+#define PAGE (8 * KiB) /* tcmalloc's page, common.h:78 */
+
+/* SizeMap::Init (common.cc:122-234), as the real library's table reads
+ * (nallocx and span sizes checked against it, docs/models/tcmalloc.md). */
+static void size_classes_follow_sizemap_init(void **state) {
+  (void)state;
+  fx_t             f;
+  tcmalloc_class_t c[128];
+  fx_open(&f, "tcmalloc");
+  assert_int_equal(tcmalloc_classes(f.m, c, 128), 85);
+  assert_int_equal(c[0].size, 8);
+  assert_int_equal(c[0].pages, 1);
+  assert_int_equal(c[0].batch, 32);
+  assert_int_equal(c[30].size, 1024);
+  assert_int_equal(c[39].size, 2816); /* 3 pages: 2 would waste > 1/8 */
+  assert_int_equal(c[39].pages, 3);
+  assert_int_equal(c[39].batch, 23);
+  assert_int_equal(c[46].size, 6656);
+  assert_int_equal(c[46].pages, 5);
+  assert_int_equal(c[84].size, 256 * KiB);
+  assert_int_equal(c[84].pages, 32);
+  assert_int_equal(c[84].batch, 2);
+  for (int i = 0; i < 85; i++) {
+    uint64_t span = c[i].pages * PAGE;
+    assert_true(span % c[i].size <= span / 8); /* waste bound, :147-150 */
+    assert_true(i == 0 || c[i].size > c[i - 1].size);
+  }
+  fx_close(&f);
+  /* A smaller batch: blocks_to_move shrinks, classes stay within 128. */
+  fx_open(&f, "tcmalloc:transfer_num_obj=8");
+  size_t n = tcmalloc_classes(f.m, c, 128);
+  assert_true(n > 0 && n < 128);
+  assert_int_equal(c[0].batch, 8);
+  fx_close(&f);
+  fx_open(&f, "tcmalloc:page_shift=15"); /* 32 KiB pages */
+  n = tcmalloc_classes(f.m, c, 128);
+  assert_true(n > 0 && n < 128);
+  assert_int_equal(c[n - 1].size, 256 * KiB);
+  assert_int_equal(c[n - 1].pages, 8);
+  fx_close(&f);
+}
+
+/* nallocx (tcmalloc.cc:1072-1112). */
+static void usable_size_is_nallocx(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  assert_int_equal(fx_usable(&f, 0), 8);
+  assert_int_equal(fx_usable(&f, 1025), 1152);
+  assert_int_equal(fx_usable(&f, 72704), 73728);
+  assert_int_equal(fx_usable(&f, 256 * KiB + 1), 33 * PAGE);
+  fx_close(&f);
+}
+
+/* The process at main() (measured: MallocExtension at the first line of
+ * main, and the differential test's checkpoint 0). */
+static void premain_state_is_the_process_at_main(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  assert_int_equal(fx_counter(&f, "tcmalloc.heap_bytes"), MiB);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_free_bytes"), 958464);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_unmapped_bytes"), 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.current_allocated_bytes"), 73752);
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_caches"), 2);
+  /* the first Delete saw rate 0: 2^18 pages, less the class-1 span */
+  assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_countdown_pages"),
+                   (1 << 18) - 1);
+  fx_close(&f);
+}
+
+/* Without the start-up quirk the countdown starts at 0: the first Delete
+ * (GrowHeap's, page_heap.cc:663-668) releases the new region at once
+ * (IncrementalScavenge, 437-468), and the span is carved from the returned
+ * list. */
+static void first_delete_releases_at_once_without_premain(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc:premain=false");
+  fx_malloc(&f, 0, 100);
+  assert_int_equal(fx_counter(&f, "tcmalloc.heap_bytes"), MiB);
+  assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_count"), 1);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_free_bytes"), 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_unmapped_bytes"),
+                   127 * PAGE);
+  assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_countdown_pages"),
+                   128 * 1000);
+  fx_close(&f);
+}
+
+/* The countdown from 2^18 - 1: growing by a 256-page span costs 256, each
+ * free of it 256 more; the scavenge runs at the free that takes it below
+ * zero, the 1023rd (measured: the first release after about 1024 frees of
+ * 2 MiB, docs/models/tcmalloc.md). */
+static void scavenger_waits_for_its_countdown(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  for (int k = 1; k <= 1023; k++) {
+    fx_malloc(&f, 0, 2 * MiB);
+    fx_free(&f, 0);
+    assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_count"),
+                     k == 1023 ? 1 : 0);
+  }
+  /* It released the large set's smallest span: the freed 256 pages merged
+   * with the 117 left of the first megabyte (the measurement's program had
+   * taken 2 more: 371). */
+  assert_int_equal(fx_counter(&f, "tcmalloc.total_decommit_bytes"),
+                   373 * PAGE);
+  assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_countdown_pages"),
+                   373 * 1000);
+  fx_close(&f);
+}
+
+/* Freed spans stay resident (MADV_DONTNEED only on release); purge all is
+ * ReleaseFreeMemory: every free span goes, RSS drops by its pages. */
+static void freed_spans_stay_resident_until_release(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  uint64_t r0 = fx_rss(&f);
+  fx_malloc(&f, 0, 300000); /* 37 pages; the program writes 74 OS pages */
+  assert_int_equal(fx_rss(&f) - r0, 74 * 4096);
+  fx_free(&f, 0);
+  assert_int_equal(fx_rss(&f) - r0, 74 * 4096);
+  uint64_t free_before = fx_counter(&f, "tcmalloc.pageheap_free_bytes");
+  fx_event(&f, TRACE_PURGE, 0, 0, TRACE_PURGE_ALL, 0, 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_free_bytes"), 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_unmapped_bytes"),
+                   free_before);
+  assert_int_equal(fx_rss(&f), r0);
+  fx_close(&f);
+}
+
+static void aggressive_decommit_releases_on_free(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc:aggressive_decommit=true");
+  uint64_t r0 = fx_rss(&f);
+  fx_malloc(&f, 0, 300000);
+  fx_free(&f, 0);
+  assert_int_equal(fx_rss(&f), r0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.pageheap_free_bytes"), 0);
+  fx_close(&f);
+}
+
+/* calloc memsets nallocx(size) (tcmalloc.cc:1422-1424), even of fresh
+ * pages; an unwritten malloc writes nothing of a page run. */
+static void calloc_writes_the_whole_span(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  uint64_t r0 = fx_rss(&f);
+  fx_event(&f, TRACE_MALLOC, 0, 0, 300000, 0, TRACE_FLAG_UNWRITTEN);
+  assert_int_equal(fx_rss(&f), r0);
+  fx_event(&f, TRACE_CALLOC, 0, 1, 300000, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 37 * PAGE); /* pages(300000) */
+  fx_close(&f);
+}
+
+/* do_realloc_with_callback (tcmalloc.cc:1566-1611). */
+static void realloc_has_hysteresis(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  fx_malloc(&f, 0, 1000); /* class 1024 */
+  sim_addr_t a = fx_addr(&f, 0);
+  uint64_t c0  = fx_counter(&f, "tcmalloc.current_allocated_bytes");
+  fx_event(&f, TRACE_REALLOC, 0, 0, 1020, 0, 0); /* fits the class */
+  assert_int_equal(fx_addr(&f, 0), a);
+  fx_event(&f, TRACE_REALLOC, 0, 0, 1100, 0, 0); /* grows: old * 1.25 */
+  assert_int_not_equal(fx_addr(&f, 0), a);
+  assert_int_equal(fx_counter(&f, "tcmalloc.current_allocated_bytes") - c0,
+                   1280 - 1024);
+  a = fx_addr(&f, 0);
+  fx_event(&f, TRACE_REALLOC, 0, 0, 700, 0, 0); /* not below half */
+  assert_int_equal(fx_addr(&f, 0), a);
+  fx_event(&f, TRACE_REALLOC, 0, 0, 600, 0, 0); /* below half: moves */
+  assert_int_not_equal(fx_addr(&f, 0), a);
+  fx_close(&f);
+}
+
+/* A thread's cache goes back to the central lists at its exit
+ * (DeleteCache, thread_cache.cc:468-484); purge tcache flushes one
+ * (MarkThreadTemporarilyIdle). */
+static void thread_caches_return_their_objects(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_cache_bytes"), 0);
+  for (uint64_t i = 0; i < 200; i++)
+    fx_event(&f, TRACE_MALLOC, 1, i, 64, 0, 0);
+  for (uint64_t i = 0; i < 200; i++)
+    fx_event(&f, TRACE_FREE, 1, i, 0, 0, 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_caches"), 3);
+  assert_true(fx_counter(&f, "tcmalloc.thread_cache_bytes") > 0);
+  fx_event(&f, TRACE_THREAD_EXIT, 1, 0, 0, 0, 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_caches"), 2);
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_cache_bytes"), 0);
+  for (uint64_t i = 0; i < 100; i++)
+    fx_malloc(&f, i, 64);
+  for (uint64_t i = 0; i < 100; i++)
+    fx_free(&f, i);
+  assert_true(fx_counter(&f, "tcmalloc.thread_cache_bytes") > 0);
+  fx_event(&f, TRACE_PURGE, 0, 0, TRACE_PURGE_TCACHE, 0, 0);
+  assert_int_equal(fx_counter(&f, "tcmalloc.thread_cache_bytes"), 0);
+  fx_close(&f);
+}
+
+/* SetNumericProperty's knobs at run time; others are refused by name. */
+static void option_events_change_knobs(void **state) {
+  (void)state;
+  fx_t     f;
+  as_err_t err = {0};
+  fx_open(&f, "tcmalloc");
+  assert_int_equal(model_set_option(f.m, "max_total_thread_cache_bytes",
+                                    1 << 20, 0, &err),
+                   AS_OK);
+  assert_int_equal(fx_counter(&f, "tcmalloc.max_total_thread_cache_bytes"),
+                   1 << 20);
+  assert_int_equal(model_set_option(f.m, "premain", 0, 0, &err), AS_EINVAL);
+  assert_non_null(strstr(err.msg, "premain"));
+  fx_close(&f);
+}
+
+static void bad_options_are_refused(void **state) {
+  (void)state;
+  sim_kernel_config_t cfg;
+  sim_kernel_t       *k = NULL;
+  model_t            *m = NULL;
+  as_err_t            err = {0};
+  sim_kernel_config_default(&cfg);
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = k};
+  assert_int_equal(
+      model_create_from_spec("tcmalloc:transfer_num_obj=0", &ctx, &m, &err),
+      AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "transfer_num_obj"));
+  assert_int_equal(
+      model_create_from_spec("tcmalloc:release_rate=fast", &ctx, &m, &err),
+      AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "decimal"));
+  assert_int_equal(
+      model_create_from_spec("tcmalloc:page_shift=14", &ctx, &m, &err),
+      AS_EUSAGE);
+  assert_null(m);
+  sim_kernel_destroy(k);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(size_classes_follow_sizemap_init),
+      cmocka_unit_test(usable_size_is_nallocx),
+      cmocka_unit_test(premain_state_is_the_process_at_main),
+      cmocka_unit_test(first_delete_releases_at_once_without_premain),
+      cmocka_unit_test(scavenger_waits_for_its_countdown),
+      cmocka_unit_test(freed_spans_stay_resident_until_release),
+      cmocka_unit_test(aggressive_decommit_releases_on_free),
+      cmocka_unit_test(calloc_writes_the_whole_span),
+      cmocka_unit_test(realloc_has_hysteresis),
+      cmocka_unit_test(thread_caches_return_their_objects),
+      cmocka_unit_test(option_events_change_knobs),
+      cmocka_unit_test(bad_options_are_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
