@@ -22,7 +22,7 @@ medians:
 CPU time rather than wall time: the machine is shared and the process's CPU
 time is what moves least when other work runs beside it.
 
-  scripts/bench.sh [--json] [--runs N] [--quick] [--dir DIR]
+  scripts/bench.sh [--json] [--runs N] [--quick] [--big] [--dir DIR]
                    [--doc docs/benchmarks.md] [--from FILE.json]
 """
 import argparse
@@ -48,6 +48,14 @@ TRACES = [
      "50,000 live objects of mixed sizes (16 B-512 KiB), 5 M replacements"),
     ("synthetic", "churn --live 10000 --steps 51600000 --sizes small",
      "100 M events: 10,000 live objects of 16 B-4 KiB replaced at random"),
+]
+
+# Heaps larger than most machines' memory (--big): streamed from the
+# generator (a 64 GiB trace file would itself take over a GiB), one run each.
+BIG = [
+    ("survivors 64 GiB", "survivors --size 512 --total 65536", "cpython"),
+    ("survivors 64 GiB", "survivors --size 512 --total 65536", "glibc"),
+    ("churn 64 GiB", "churn --live 10000000 --steps 2000000", "glibc"),
 ]
 
 # The real allocator each model stands for (allocsim oracle --allocator).
@@ -173,15 +181,48 @@ def real_once(tools, trace, allocator, tmp):
             "peak": d["peak_rss_bytes"]}
 
 
+def big_once(tools, name, line, model, tmp):
+    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model, "--json"]
+    out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+    code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p)
+    case = {"heap": name, "workload": line, "model": model}
+    if code != 0:
+        err = open(err_p, errors="replace").read().strip()
+        case["error"] = err.splitlines()[-1] if err else "exit %d" % code
+        return case
+    d = json.load(open(out_p))
+    case.update({"events": d["events"], "cpu_s": cpu,
+                 "events_per_s": d["events"] / cpu if cpu else None,
+                 "sim_max_rss_bytes": maxrss,
+                 "simulated_peak_rss_bytes": d["peak_rss_bytes"],
+                 "sim_rss_of_simulated_peak": maxrss / d["peak_rss_bytes"]})
+    return case
+
+
+def tools_of(args):
+    allocsim = os.path.abspath(args.allocsim)
+    return {"allocsim": allocsim, "rusage": os.path.join(
+        os.path.dirname(os.path.dirname(allocsim)), "tests", "bench_rusage")}
+
+
+def run_big(args):
+    tools, tmp = tools_of(args), os.path.join(args.dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    big = []
+    for name, line, model in BIG:
+        big.append(big_once(tools, name, line, model, tmp))
+        log(args, "big %s %s: %s" % (name, model, big[-1]))
+    return big
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 
 
 def bench(args):
-    allocsim = os.path.abspath(args.allocsim)
-    tools = {"allocsim": allocsim, "rusage": os.path.join(
-        os.path.dirname(os.path.dirname(allocsim)), "tests", "bench_rusage")}
+    tools = tools_of(args)
+    allocsim = tools["allocsim"]
     perf_ok = perf_available()
     machine = machine_info(allocsim, perf_ok)  # the commit and load at the start
     tmp = os.path.join(args.dir, "tmp")
@@ -238,9 +279,11 @@ def bench(args):
     floor = spawn(tools["rusage"], ["true"], os.path.join(tmp, "out"),
                   os.path.join(tmp, "err"))[2]
     machine["rss_floor_bytes"] = floor
-    return {"machine": machine,
-            "command": "scripts/bench.sh --runs %d%s" % (args.runs,
-                                                         " --quick" if args.quick else ""),
+    big = run_big(args) if args.big else []
+    return {"machine": machine, "big_heaps": big,
+            "command": "scripts/bench.sh --runs %d%s%s" % (
+                args.runs, " --quick" if args.quick else "",
+                " --big" if args.big else ""),
             "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "traces": [{k: t[k] for k in ("trace", "workload", "what", "bytes")}
                        for t in traces],
@@ -283,10 +326,10 @@ def markdown(d):
            "allocator once per round). CPU time, not wall time: the machine is "
            "shared, and CPU time moves least when other work runs beside it.",
            "- **Instructions/event** come from `perf stat -e instructions:u` "
-           "where the machine has the counter (%s here)." %
-           ("available" if m["perf_instructions"] else "not available: "
-            "n/a below; `valgrind --tool=callgrind` is the repeatable "
-            "measure then"),
+           "where the machine has the counter (%s)." %
+           ("available here" if m["perf_instructions"] else "not on this "
+            "machine: n/a below; `valgrind --tool=callgrind` gives the "
+            "repeatable instruction counts then"),
            "- **Simulator RSS** is the replay process's peak RSS "
            "(`ru_maxrss`); the **simulated peak** is the model's predicted "
            "peak RSS; their ratio is the simulator's memory per byte it "
@@ -329,6 +372,23 @@ def markdown(d):
         out += ["", "Not in the table (the replay refuses the trace):", ""]
         out += ["- %s on %s: %s" % (c["model"], c["trace"], c["error"])
                 for c in failed]
+    if d.get("big_heaps"):
+        out += ["", "## Heaps larger than the machine", "",
+                "`scripts/bench.sh --big`: generated and replayed in one "
+                "stream (`allocsim run`), one run each.", "",
+                "| heap | workload | model | events | M events/s | "
+                "simulator RSS MiB | simulated peak GiB | ratio |",
+                "|---|---|---|---:|---:|---:|---:|---:|"]
+        for c in d["big_heaps"]:
+            if "error" in c:
+                out.append("| %s | `%s` | %s | fails: %s |||||" % (
+                    c["heap"], c["workload"], c["model"], c["error"]))
+                continue
+            out.append("| %s | `%s` | %s | %d | %.2f | %.0f | %.1f | %.1f %% |" % (
+                c["heap"], c["workload"], c["model"], c["events"],
+                c["events_per_s"] / 1e6, mib(c["sim_max_rss_bytes"]),
+                c["simulated_peak_rss_bytes"] / 2**30,
+                100 * c["sim_rss_of_simulated_peak"]))
     out += ["", "## Against the targets", ""]
     out += targets(d)
     return "\n".join(out) + "\n"
@@ -347,6 +407,16 @@ def targets(d):
                          "%s/%s (%.1f %%)" % (c["trace"], c["model"],
                                               100 * c["sim_rss_of_simulated_peak"])
                          for c in over)))
+    big = [c for c in d.get("big_heaps", []) if "error" not in c]
+    if big:
+        lines.append("- 64 GiB heaps completed on this %.0f GiB machine: %s." % (
+            d["machine"]["memory_bytes"] / 2**30, "; ".join(
+                "%s with %s, simulator RSS %.0f MiB = %.1f %% of %.1f GiB (%s)" % (
+                    c["heap"], c["model"], mib(c["sim_max_rss_bytes"]),
+                    100 * c["sim_rss_of_simulated_peak"],
+                    c["simulated_peak_rss_bytes"] / 2**30,
+                    "met" if c["sim_rss_of_simulated_peak"] <= 0.10 else "missed")
+                for c in big)))
     fast = [c for c in ok if c["speedup_over_real"] is not None]
     slow = [c for c in fast if c["speedup_over_real"] < 2]
     lines.append("- At least 2x faster than the real allocator: %d of %d met%s." % (
@@ -382,9 +452,12 @@ def main():
         os.environ.get("TMPDIR", "/tmp"), "allocsim-bench-%d" % os.getuid()),
         help="where the generated traces are kept between runs")
     ap.add_argument("--allocsim", default=os.path.join(ROOT, "build/cli/allocsim"))
+    ap.add_argument("--big", action="store_true",
+                    help="also simulate the 64 GiB heaps (minutes, GiBs)")
     ap.add_argument("--doc", help="write the markdown page here")
     ap.add_argument("--from", dest="from_json",
-                    help="no run: read this JSON (with --doc: rewrite the page)")
+                    help="no run: read this JSON (with --doc: rewrite the "
+                    "page; with --big: add the big heaps to it)")
     ap.add_argument("--save", help="also write the JSON here")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -392,6 +465,9 @@ def main():
         ap.error("--runs expects at least 1")
     if args.from_json:
         d = json.load(open(args.from_json))
+        if args.big:  # add the big heaps to a saved run
+            d["big_heaps"] = run_big(args)
+            d["command"] += " --big"
     else:
         if not os.access(args.allocsim, os.X_OK):
             print("bench.sh: %s not found: build first (scripts/build.sh)" %
