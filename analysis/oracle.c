@@ -624,6 +624,7 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     r->final_rss_bytes = net(k, res->a);
     r->final_gross_bytes = res->a;
     r->unsupported = res->b;
+    r->calls_cpu_ns = res->c;
     k->done = true;
     break;
   default:

@@ -85,6 +85,9 @@ struct oracle_run_s {
   uint64_t         unsupported; /* purges/trims with no counterpart here */
   uint64_t         threads;     /* trace threads seen */
   double           wall_s;
+  uint64_t         calls_cpu_ns; /* the child's CPU time in the calls (not
+                                    reading ops or RSS): the real
+                                    allocator's cost, with the writes */
   oracle_mark_t   *marks;
   size_t           nmarks;
   oracle_sample_t *samples;

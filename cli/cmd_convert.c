@@ -1,5 +1,7 @@
 /* cli/cmd_convert.c -- `allocsim convert IN OUT`: a trace from one
- * format to the other (or the same one, which canonicalises text).
+ * format to the other (or the same one, which canonicalises text); with
+ * --workload LINE, a synthetic workload's events written out as a trace
+ * file (the benchmark's fixed traces, scripts/bench.sh).
  *
  * The input format is detected from its first bytes; the output format comes
  * from --format or else from OUT's name (.astrace is binary).  Events stream
@@ -16,9 +18,10 @@
 #include <string.h>
 
 #include "../traces/trace_io.h"
+#include "../traces/workload.h"
 
 static int convert_main(int argc, char **argv) {
-  const char    *in = NULL, *out = NULL, *format = NULL;
+  const char    *in = NULL, *out = NULL, *format = NULL, *workload = NULL;
   bool           lenient = false;
   for (int i = 1; i < argc; i++) {
     const char *a    = argv[i];
@@ -28,13 +31,15 @@ static int convert_main(int argc, char **argv) {
     }
     int         took = cli_opt_value("convert", argc, argv, &i, "--format",
                                      &format);
+    if (took == 0)
+      took = cli_opt_value("convert", argc, argv, &i, "--workload", &workload);
     if (took < 0)
       return CLI_EXIT_USAGE;
     if (took)
       continue;
     if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("convert", "unknown option '%s'", a);
-    } else if (in == NULL) {
+    } else if (in == NULL && workload == NULL) {
       in = a;
     } else if (out == NULL) {
       out = a;
@@ -43,7 +48,13 @@ static int convert_main(int argc, char **argv) {
                              a);
     }
   }
-  if (in == NULL || out == NULL)
+  if (workload != NULL && in != NULL && out == NULL)
+    out = in, in = NULL; /* OUT came before --workload */
+  if (workload != NULL && in != NULL)
+    return cli_usage_error("convert", "expected IN or --workload, not both");
+  if (workload != NULL && out == NULL)
+    return cli_usage_error("convert", "expected OUT, the trace to write");
+  if ((in == NULL && workload == NULL) || out == NULL)
     return cli_usage_error("convert", "expected IN and OUT file names");
   trace_format_t fmt = trace_format_from_path(out);
   if (format != NULL) {
@@ -56,13 +67,14 @@ static int convert_main(int argc, char **argv) {
                              "expected --format text or binary, got '%s'",
                              format);
   }
-  if (strcmp(in, out) == 0 && strcmp(in, "-") != 0)
+  if (in != NULL && strcmp(in, out) == 0 && strcmp(in, "-") != 0)
     return cli_usage_error("convert", "IN and OUT are the same file '%s'",
                            in);
 
   as_err_t        err = {0};
   trace_source_t *src;
-  if (trace_open(in, &src, &err) != AS_OK)
+  if ((workload != NULL ? workload_open_line(workload, &src, &err)
+                        : trace_open(in, &src, &err)) != AS_OK)
     return cli_fail("convert", &err);
   trace_set_lenient(src, lenient);
   trace_writer_t *w;
@@ -70,6 +82,8 @@ static int convert_main(int argc, char **argv) {
     trace_source_close(src);
     return cli_fail("convert", &err);
   }
+  char src_name[sizeof src->name];
+  snprintf(src_name, sizeof src_name, "%s", src->name);
   trace_event_t ev;
   as_status_t   rc;
   uint64_t      count = 0;
@@ -94,7 +108,8 @@ static int convert_main(int argc, char **argv) {
             "it (--lenient)\n",
             in, cut);
   fprintf(stderr, "allocsim convert: %" PRIu64 " events, %s -> %s (%s)\n",
-          count, in, out, fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
+          count, in != NULL ? in : src_name, out,
+          fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
   return CLI_EXIT_OK;
 }
 
@@ -102,7 +117,8 @@ const cli_command_t cli_cmd_convert = {
     .name    = "convert",
     .summary = "convert a trace between the text and binary formats",
     .usage   = "usage: allocsim convert IN OUT [--format text|binary] "
-               "[--lenient]\n\n"
+               "[--lenient]\n"
+               "       allocsim convert --workload LINE OUT [--format ...]\n\n"
                "Reads IN (text or binary, detected from its first bytes; -\n"
                "for stdin) and writes OUT (- for stdout) in the format\n"
                "--format names, or else the one OUT's name implies: .astrace\n"
@@ -111,9 +127,11 @@ const cli_command_t cli_cmd_convert = {
                "text to binary and back reproduces canonical text exactly.\n"
                "A count of events goes to stderr.\n\n"
                "options:\n"
-               "  --format F   text or binary (default: from OUT's name)\n"
-               "  --lenient    read a binary trace cut short (no end record\n"
-               "               or trailer) to its last whole record, with a\n"
-               "               warning, instead of failing\n",
+               "  --format F        text or binary (default: from OUT's name)\n"
+               "  --lenient         read a binary trace cut short (no end\n"
+               "                    record or trailer) to its last whole\n"
+               "                    record, with a warning, instead of failing\n"
+               "  --workload LINE   write a workload's events instead of IN's\n"
+               "                    ('churn --live 50000'; see allocsim run)\n",
     .run     = convert_main,
 };

@@ -130,9 +130,10 @@ static void print_json(const oracle_args_t *a, const oracle_run_t *r,
   }
   printf("], \"samples\": %zu, \"events\": %" PRIu64 ", \"ops\": %" PRIu64
          ", \"unsupported\": %" PRIu64 ", \"skipped\": %" PRIu64
-         ", \"threads\": %" PRIu64 ", \"wall_s\": %.3f, \"trace\": ",
+         ", \"threads\": %" PRIu64 ", \"wall_s\": %.3f, \"calls_cpu_ns\": %"
+         PRIu64 ", \"trace\": ",
          r->nsamples, r->events, r->ops, r->unsupported, r->skipped,
-         r->threads, r->wall_s);
+         r->threads, r->wall_s, r->calls_cpu_ns);
   cli_json_string(stdout, a->o.out_path);
   if (run_id > 0)
     printf(", \"run\": %" PRId64 "}\n", run_id);

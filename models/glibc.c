@@ -56,6 +56,8 @@
 #include "glibc.h"
 #include "nptl_stacks.h"
 
+#include "../sim/reserve.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -192,18 +194,26 @@ typedef struct gchunk_s gchunk_t;
 struct gchunk_s {
   uint64_t addr;  /* chunk start (prev_size field) */
   uint64_t size;  /* chunksize() */
-  uint64_t req;   /* in use: bytes the program asked for */
-  uint64_t aux;   /* CS_MMAP: offset from the mapping's start */
-  uint32_t prev;  /* physical neighbour below, NIL at a region's start */
-  uint32_t next;  /* physical neighbour above, NIL at a region's end */
+  union {         /* what a chunk holds in its state, as glibc's own: */
+    uint64_t req; /* in use: bytes the program asked for */
+    struct {      /* free (binned): large-bin skip links, NIL otherwise */
+      uint32_t fd_ns; /* fd_nextsize (NIL = NULL) */
+      uint32_t bk_ns; /* bk_nextsize */
+    };
+  };
+  union {
+    uint64_t aux; /* CS_MMAP: offset from the mapping's start */
+    struct {      /* any other: its region's address order */
+      uint32_t prev; /* physical neighbour below, NIL at a region's start */
+      uint32_t next; /* physical neighbour above, NIL at a region's end */
+    };
+  };
   uint32_t fd;    /* list links: bins (circular), fastbin/tcache (NIL end) */
   uint32_t bk;
-  uint32_t fd_ns; /* large bins: fd_nextsize (NIL = NULL) */
-  uint32_t bk_ns; /* large bins: bk_nextsize */
   uint16_t arena; /* arena_for_chunk */
   uint8_t  state; /* gstate_t */
   uint8_t  user;  /* 1: the program's object (not the tcache struct) */
-};
+} __attribute__((packed, aligned(4)));
 
 /* Search index of one large bin: its size groups (the chunks the nextsize
  * skip list links), sorted by decreasing size like the list.  glibc walks
@@ -311,12 +321,14 @@ struct glibc_model_s {
   /* nptl thread stacks (nptl/allocatestack.c, nptl/nptl-stack.c) */
   nptl_stacks_t nptl;           /* thread stacks and their cache */
 
-  gchunk_t *ch;
-  uint32_t  nch, ch_cap;
+  gchunk_t *ch;             /* ch_res.base: records never move */
+  uint32_t  nch, ch_cap;    /* records in use / committed */
   uint32_t  recycled;       /* recycle list through fd */
+  as_reserve_t ch_res;
 
-  uint32_t *obj;            /* object id -> record */
-  uint64_t  obj_cap;
+  uint32_t *obj;            /* object id -> record (obj_res.base) */
+  uint64_t  obj_cap;        /* ids committed */
+  as_reserve_t obj_res;
 
   uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
 
@@ -334,15 +346,18 @@ static void set_fail(glibc_model_t *g, as_status_t code, const char *what) {
   }
 }
 
-/* The record pool, aligned to a cache line so that each 64-byte record
- * is exactly one line: with malloc's 16-byte alignment three records in
- * four straddled two lines, and a chunk or neighbour lookup (the model's
- * dominant cost: records are visited in random order) missed twice.
- * Growth copies instead of realloc, which would not keep the alignment. */
-_Static_assert(sizeof(gchunk_t) == 64, "a chunk record is one cache line");
-static gchunk_t *pool_alloc(uint32_t cap) {
-  return aligned_alloc(64, (size_t)cap * sizeof(gchunk_t));
-}
+/* The record pool: reserved address space (sim/reserve.h), grown by
+ * committing more of it: records never move and are never copied.  A
+ * record is 44 bytes: the fields a chunk needs in one state share room with
+ * those of another (an in-use chunk's request size with a free chunk's
+ * skip links, a mmapped chunk's offset with a heap chunk's neighbours), as
+ * glibc's chunks keep their links in the free payload; and records are
+ * packed to 4-byte alignment (x86-64 loads the 8-byte fields unaligned at
+ * no measurable cost), since the simulator's memory per chunk is the
+ * figure that decides which heaps fit: 44 + 6 bytes per 528-byte chunk of
+ * a 512 B object is 9.5 % of the heap it simulates. */
+_Static_assert(sizeof(gchunk_t) == 44, "a chunk record is 44 bytes");
+#define MAX_RECORDS (UINT32_MAX / 2) /* 32-bit indices, NIL = 0 */
 
 static uint32_t rec_new(glibc_model_t *g) {
   uint32_t i;
@@ -351,20 +366,16 @@ static uint32_t rec_new(glibc_model_t *g) {
     g->recycled = C(i)->fd;
   } else {
     if (g->nch == g->ch_cap) {
-      uint32_t cap = g->ch_cap ? g->ch_cap * 2 : 4096;
-      if (cap < g->ch_cap || cap > UINT32_MAX / 2) {
+      if (g->nch >= MAX_RECORDS) {
         set_fail(g, AS_ENOMEM, "more than 2^31 chunk records");
         return NIL;
       }
-      gchunk_t *n = pool_alloc(cap);
-      if (n == NULL) {
+      if (as_reserve_need(&g->ch_res, (size_t)g->nch + 1) == NULL) {
         set_fail(g, AS_ENOMEM, "out of memory for chunk records");
         return NIL;
       }
-      memcpy(n, g->ch, (size_t)g->nch * sizeof *n);
-      free(g->ch);
-      g->ch     = n;
-      g->ch_cap = cap;
+      size_t cap = g->ch_res.committed / sizeof(gchunk_t);
+      g->ch_cap  = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
     }
     i = g->nch++;
   }
@@ -2013,17 +2024,12 @@ __attribute__((noinline)) static bool obj_grow(glibc_model_t *g,
     set_fail(g, AS_EINVAL, "object id above 2^32");
     return false;
   }
-  uint64_t cap = g->obj_cap ? g->obj_cap : 1024;
-  while (cap <= id)
-    cap *= 2;
-  uint32_t *o = realloc(g->obj, (size_t)cap * sizeof *o);
-  if (o == NULL) {
+  /* Reserved: fresh entries read as NIL (0) and the table never moves. */
+  if (as_reserve_need(&g->obj_res, (size_t)id + 1) == NULL) {
     set_fail(g, AS_ENOMEM, "out of memory for the object table");
     return false;
   }
-  memset(o + g->obj_cap, 0, (size_t)(cap - g->obj_cap) * sizeof *o);
-  g->obj     = o;
-  g->obj_cap = cap;
+  g->obj_cap = g->obj_res.committed / sizeof *g->obj;
   return true;
 }
 
@@ -2242,8 +2248,8 @@ static void glibc_destroy(model_t *m) {
   for (uint32_t a = 0; a < g->narenas; a++)
     for (unsigned i = 0; i < NBINS - NSMALLBINS; i++)
       free(g->arenas[a].lidx[i].v);
-  free(g->ch);
-  free(g->obj);
+  as_reserve_free(&g->ch_res);
+  as_reserve_free(&g->obj_res);
   free(g->arenas);
   free(g->heaps);
   free(g->threads);
@@ -2644,13 +2650,17 @@ static as_status_t glibc_create(const model_opts_t *opts,
   g->malloc_state_sz =
       g->version >= GV_243 ? MALLOC_STATE_SZ_MASTER : MALLOC_STATE_SZ_236;
 
-  g->ch_cap = 4096;
-  g->ch     = pool_alloc(g->ch_cap);
-  if (g->ch == NULL) {
-    as_err_set(err, AS_ENOMEM, "glibc: out of memory");
+  if (as_reserve_init(&g->ch_res, sizeof(gchunk_t), MAX_RECORDS) != AS_OK ||
+      as_reserve_init(&g->obj_res, sizeof *g->obj, UINT64_C(1) << 32) !=
+          AS_OK ||
+      as_reserve_need(&g->ch_res, 1) == NULL) {
+    as_err_set(err, AS_ENOMEM, "glibc: out of memory (address space for "
+                               "its record pool and object table)");
     goto fail;
   }
-  memset(&g->ch[0], 0, sizeof g->ch[0]);
+  g->ch     = (gchunk_t *)g->ch_res.base;
+  g->obj    = (uint32_t *)g->obj_res.base;
+  g->ch_cap = (uint32_t)(g->ch_res.committed / sizeof(gchunk_t));
   g->nch       = 1; /* record 0 is NIL */
   g->free_list = -1;
   if (arena_alloc(g) != 0) /* main_arena */

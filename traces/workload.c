@@ -24,6 +24,7 @@
 #include "wl_jemalloc.h"  /* workload_decay, _lab_decay */
 #include "wl_lab_purge.h" /* workload_lab_purge */
 #include "wl_churn_purge.h" /* workload_churn_purge */
+#include "wl_churn.h"     /* workload_churn */
 
 static const workload_def_t *const registry[] = {
     &workload_survivors,
@@ -38,6 +39,7 @@ static const workload_def_t *const registry[] = {
     &workload_lab_decay,
     &workload_lab_purge,
     &workload_churn_purge,
+    &workload_churn,
 };
 
 const workload_def_t *workload_find(const char *name) {

@@ -1,6 +1,7 @@
 /* tests/integration/test_cli_runs.c -- the allocsim binary end to end with a
  * store: `replay --db` writes a simulated run that the store API reads back,
- * and `runs` lists it with the same numbers.
+ * and `runs` lists it with the same numbers; `convert --workload` writes a
+ * workload as a trace that replays like `run` of it.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
@@ -157,6 +158,41 @@ static void a_preloaded_run_is_listed_with_the_model_compare_uses(
   assert_non_null(strstr(out, "libc          jemalloc:dirty_decay_ms=1000"));
 }
 
+/* The peak_rss_bytes figure of a --json output. */
+static unsigned long long json_peak(const char *out) {
+  const char *p = strstr(out, "\"peak_rss_bytes\": ");
+  assert_non_null(p);
+  return strtoull(p + strlen("\"peak_rss_bytes\": "), NULL, 10);
+}
+
+static void converted_workload_replays_like_run(void **state) {
+  fixture_t *f = *state;
+  char       out[1 << 16], args[512], trace[160];
+  snprintf(trace, sizeof trace, "%s/churn.astrace", f->dir);
+  snprintf(args, sizeof args,
+           "convert --workload 'churn --live 500 --steps 4000' %s", trace);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  snprintf(args, sizeof args, "replay %s --model glibc --json", trace);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  unsigned long long replayed = json_peak(out);
+  assert_non_null(strstr(out, "\"events\": 8253,")); /* 3+500+250+2*3750 */
+  assert_int_equal(allocsim(out, sizeof out,
+                            "run churn --live 500 --steps 4000 --model glibc "
+                            "--json"),
+                   0);
+  assert_int_equal(json_peak(out), replayed);
+  assert_true(replayed > 500 * 16);
+  unlink(trace);
+  /* IN and --workload together, no OUT, a bad workload: usage errors. */
+  assert_int_equal(allocsim(out, sizeof out,
+                            "convert x.trace y.trace --workload churn"), 2);
+  assert_int_equal(allocsim(out, sizeof out, "convert --workload churn"), 2);
+  snprintf(args, sizeof args, "convert --workload 'churn --live 0' %s",
+           trace);
+  assert_int_equal(allocsim(out, sizeof out, args), 2);
+  assert_int_equal(access(trace, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -167,6 +203,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,30 @@ static void option_touch_and_idle_events_apply(void **state) {
   unlink(path);
 }
 
+/* The calls' CPU time (what scripts/bench.sh sets beside a simulation's):
+ * a 32 MiB block written whole costs its 8192 page faults, an idle costs
+ * nothing, and neither do the marks' RSS reads. */
+static void calls_cpu_time_counts_the_calls_not_the_idles(void **state) {
+  (void)state;
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "0 0 malloc 0 33554432\n"
+                                 "1 0 mark held\n"
+                                 "2 0 idle 300ms\n"
+                                 "300000003 0 free 0\n"
+                                 "300000004 0 mark freed\n");
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  o.sample_every_ns = 0;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  assert_true(r.wall_s >= 0.3);
+  assert_true(r.calls_cpu_ns >= 1000000);   /* 8192 faults: >= 1 ms */
+  assert_true(r.calls_cpu_ns <= 200000000); /* the 300 ms idle is not in */
+  oracle_run_free(&r);
+  unlink(path);
+}
+
 /* Bad events are refused before anything runs, naming the event; with
  * lenient they are skipped and counted. */
 static void bad_events_are_refused_or_skipped(void **state) {
@@ -407,6 +431,7 @@ int main(void) {
       cmocka_unit_test(measured_trace_records_and_compares),
       cmocka_unit_test(threads_replay_on_threads),
       cmocka_unit_test(option_touch_and_idle_events_apply),
+      cmocka_unit_test(calls_cpu_time_counts_the_calls_not_the_idles),
       cmocka_unit_test(bad_events_are_refused_or_skipped),
       cmocka_unit_test(unloadable_allocators_are_refused),
       cmocka_unit_test(preloaded_allocators_replay),

@@ -103,7 +103,9 @@ typedef enum oracle_result_kind_e {
   ORACLE_R_MARK,   /* a = mark number, b = RSS bytes */
   ORACLE_R_SAMPLE, /* a = calls done, b = RSS bytes, c = the trace's time */
   ORACLE_R_DONE,   /* a = final RSS bytes, b = ops without a counterpart
-                      in this allocator (counted, as the engine does) */
+                      in this allocator (counted, as the engine does),
+                      c = the calls' CPU ns (the process's CPU time from
+                      the first op, less reading ops and RSS) */
   ORACLE_R_ERROR   /* text = the message, a = op index */
 } oracle_result_kind_t;
 

@@ -111,6 +111,22 @@ static void fail(const char *what, uint64_t value) {
   _exit(2);
 }
 
+/* ---- CPU time of the calls ------------------------------------------------
+ * What the trace's calls cost the real allocator (scripts/bench.sh sets it
+ * beside the simulation's time): the process's CPU time from the first call
+ * to the end, less what the replayer spends aside from the calls (reading
+ * ops, reading RSS, reporting), so a slow feed or a mark costs nothing.
+ * The CPU clock is a system call, so the replayer looks at it only around
+ * those (a refill takes in up to 1 MiB of ops, some 26,000). */
+
+static uint64_t calls_start_ns, aside_ns;
+
+static uint64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* ---- RSS ---------------------------------------------------------------- */
 
 static char rss_buf[4096]; /* only the baton holder reads RSS */
@@ -138,23 +154,40 @@ static uint64_t rss_now(void) {
   return rss;
 }
 
+/* Reports RSS now (kind, a, the RSS, c), its CPU time set aside. */
+static void send_rss(uint32_t kind, uint64_t a, uint64_t c) {
+  uint64_t t0 = cpu_ns();
+  send_result(kind, a, rss_now(), c, NULL);
+  aside_ns += cpu_ns() - t0;
+}
+
 /* ---- Input -------------------------------------------------------------- */
 
-static unsigned char inbuf[1 << 16];
+static unsigned char inbuf[1 << 20];
 static size_t        in_len, in_pos;
+
+/* Reads ops until inbuf is full or the stream ends (the feed closes it
+ * after the end op); false at the end with nothing read. */
+static bool refill(void) {
+  uint64_t t0 = cpu_ns();
+  in_len = in_pos = 0;
+  while (in_len < sizeof inbuf) {
+    ssize_t r = read(ORACLE_FD_OPS, inbuf + in_len, sizeof inbuf - in_len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    in_len += (size_t)r;
+  }
+  aside_ns += cpu_ns() - t0;
+  return in_len > 0;
+}
 
 static bool read_exact(void *dst, size_t n) {
   unsigned char *d = dst;
   while (n > 0) {
-    if (in_pos == in_len) {
-      ssize_t r = read(ORACLE_FD_OPS, inbuf, sizeof inbuf);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0)
-        return false;
-      in_len = (size_t)r;
-      in_pos = 0;
-    }
+    if (in_pos == in_len && !refill())
+      return false;
     size_t k = in_len - in_pos < n ? in_len - in_pos : n;
     memcpy(d, inbuf + in_pos, k);
     in_pos += k;
@@ -408,7 +441,7 @@ static uint64_t mono_ns(void) {
 static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
   if (hello.sample_every_ns == 0 || now < next_sample_ns)
     return;
-  send_result(ORACLE_R_SAMPLE, done, rss_now(), t_ns, NULL);
+  send_rss(ORACLE_R_SAMPLE, done, t_ns);
   uint64_t after = mono_ns(), gap = 4 * (after - now);
   next_sample_ns += hello.sample_every_ns;
   if (next_sample_ns < after + gap)
@@ -458,7 +491,7 @@ static void execute(const oracle_op_t *op) {
     fill((char *)objs[op->id] + op->aux, op->size);
     break;
   case ORACLE_OP_MARK:
-    send_result(ORACLE_R_MARK, op->id, rss_now(), 0, NULL);
+    send_rss(ORACLE_R_MARK, op->id, 0);
     break;
   case ORACLE_OP_IDLE:
     idle(op);
@@ -570,7 +603,8 @@ static void pass_baton(const slot_t *me) {
 }
 
 static void finish(void) {
-  send_result(ORACLE_R_DONE, rss_now(), unsupported, 0, NULL);
+  uint64_t calls_ns = cpu_ns() - calls_start_ns - aside_ns;
+  send_result(ORACLE_R_DONE, rss_now(), unsupported, calls_ns, NULL);
   _exit(0);
 }
 
@@ -591,7 +625,7 @@ static void run(slot_t *me) {
       finish();
     execute(&cur);
     ++ops_done;
-    if (ops_done % ORACLE_CLOCK_EVERY == 0)
+    if (hello.sample_every_ns != 0 && ops_done % ORACLE_CLOCK_EVERY == 0)
       sample_if_due(mono_ns(), ops_done, cur.t_ns);
     if (cur.code == ORACLE_OP_THREAD_EXIT && me != &slots[0]) {
       me->state = SLOT_EXITED; /* the next op's thread joins it */
@@ -630,6 +664,7 @@ int main(void) {
   (void)rss_now(); /* open/read paths warm */
   send_result(ORACLE_R_READY, rss_now(), 0, 0, library);
   next_sample_ns = mono_ns() + hello.sample_every_ns;
+  calls_start_ns = cpu_ns();
   run(&slots[0]);
   finish();
   return 0;

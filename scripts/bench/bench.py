@@ -1,0 +1,493 @@
+#!/usr/bin/env python3
+"""The one source of allocsim's benchmark figures (scripts/bench.sh runs it).
+
+Generates the fixed benchmark traces deterministically (`allocsim convert
+--workload`), replays each with every registered model (`allocsim replay
+--json`) and on every real allocator the oracle covers that a model stands
+for (`allocsim oracle --sample-every 0 --json`, whose replayer reports the
+CPU time of the calls alone), interleaved over --runs rounds, and reports
+medians:
+
+  events/s and ns/event   CPU time (user + system) of the whole replay
+                          process, trace decoding included, per event
+  instructions/event      `perf stat -e instructions:u`, where the machine
+                          has the counter (null otherwise)
+  sim_max_rss_bytes       the simulator's own peak RSS (ru_maxrss)
+  simulated_peak_rss_bytes  the peak RSS the model predicts
+  real_ns_per_event       the real allocator's CPU time in the same calls
+                          (each allocation written whole, as the program
+                          would), per trace event; null where no native
+                          replayer stands for the model
+
+CPU time rather than wall time: the machine is shared and the process's CPU
+time is what moves least when other work runs beside it.
+
+  scripts/bench.sh [--json] [--runs N] [--quick] [--big] [--dir DIR]
+                   [--doc docs/benchmarks.md] [--from FILE.json]
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# (name, workload line, what it is).  --quick divides the churn steps by 20.
+TRACES = [
+    ("survivors", "survivors --size 64 --total 256",
+     "the survivors study's point: 256 MiB of 64 B objects built, 1e-4 kept"),
+    ("spike", "spike",
+     "the load-spike study: 160,000 tuples, 2 % kept, gc.collect, malloc_trim(0)"),
+    ("churn", "churn --live 50000 --steps 5000000",
+     "50,000 live objects of mixed sizes (16 B-512 KiB), 5 M replacements"),
+    ("synthetic", "churn --live 10000 --steps 51600000 --sizes small",
+     "100 M events: 10,000 live objects of 16 B-4 KiB replaced at random"),
+]
+
+# Heaps larger than most machines' memory (--big): streamed from the
+# generator (a 64 GiB trace file would itself take over a GiB), one run each.
+BIG = [
+    ("survivors 64 GiB", "survivors --size 512 --total 65536", "cpython"),
+    ("survivors 64 GiB", "survivors --size 512 --total 65536", "glibc"),
+    ("churn 64 GiB", "churn --live 10000000 --steps 2000000", "glibc"),
+]
+
+# The real allocator each model stands for (allocsim oracle --allocator).
+REAL = {"glibc": "glibc", "jemalloc": "jemalloc", "mimalloc": "mimalloc",
+        "tcmalloc": "tcmalloc", "musl": "musl"}
+
+
+def quick_line(line):
+    return re.sub(r"--steps (\d+)", lambda m: "--steps %d" % (int(m.group(1)) // 20),
+                  line).replace("--total 256", "--total 32").replace(
+                      "spike", "spike --count 20000", 1)
+
+
+def spawn(rusage, cmd, out_path, err_path, perf_ok=False):
+    """Runs cmd under tests/bench/bench_rusage (stdout, stderr to files);
+    returns (exit code, cpu_s, maxrss_bytes)."""
+    usage = out_path + ".rusage"
+    full = [rusage, usage] + cmd
+    if perf_ok:
+        full = ["perf", "stat", "-x", ",", "-e", "instructions:u", "--"] + full
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        code = subprocess.run(full, stdout=out, stderr=err).returncode
+    try:
+        cpu, maxrss, code = open(usage).read().split()
+    except (OSError, ValueError):
+        return code or 1, None, None
+    os.unlink(usage)
+    return int(code), float(cpu), int(maxrss)
+
+
+def perf_available():
+    if shutil.which("perf") is None:
+        return False
+    try:
+        p = subprocess.run(["perf", "stat", "-x", ",", "-e", "instructions:u", "true"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0 and re.search(r"^\d+,", p.stderr, re.M) is not None
+
+
+def instructions(perf_err):
+    m = re.search(r"^(\d+),[^,]*,instructions", perf_err, re.M)
+    return int(m.group(1)) if m else None
+
+
+def machine_info(allocsim, perf_ok):
+    def first(path, key):
+        try:
+            for line in open(path):
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return None
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    libc = " ".join(platform.libc_ver())
+    return {
+        "cpu": first("/proc/cpuinfo", "model name"),
+        "cpus": os.cpu_count(),
+        "memory_bytes": int(first("/proc/meminfo", "MemTotal").split()[0]) * 1024,
+        "kernel": platform.release(),
+        "page_size": os.sysconf("SC_PAGE_SIZE"),
+        "libc": libc,
+        "allocsim_commit": commit,
+        "loadavg_at_start": open("/proc/loadavg").read().split()[0],
+        "perf_instructions": perf_ok,
+        "time_measure": "CPU time (user + system) of the process; real: the "
+                        "replayer's CPU time in the calls",
+    }
+
+
+def models(allocsim):
+    out = subprocess.run([allocsim, "models"], capture_output=True, text=True,
+                         check=True).stdout
+    return [l.strip() for l in out.splitlines() if l and not l[0].isspace()]
+
+
+def make_traces(allocsim, tdir, quick):
+    os.makedirs(tdir, exist_ok=True)
+    made = []
+    for name, line, what in TRACES:
+        if quick:
+            line = quick_line(line)
+        path = os.path.join(tdir, "%s%s.astrace" % (name, "-quick" if quick else ""))
+        stamp = path + ".workload"
+        if not (os.path.exists(path) and os.path.exists(stamp)
+                and open(stamp).read() == line):
+            subprocess.run([allocsim, "convert", "--workload", line, path],
+                           check=True, capture_output=True)
+            with open(stamp, "w") as f:
+                f.write(line)
+        made.append({"trace": name, "workload": line, "what": what, "path": path,
+                     "bytes": os.path.getsize(path)})
+    return made
+
+
+def sim_once(tools, trace, model, perf_ok, tmp):
+    cmd = [tools["allocsim"], "replay", trace["path"], "--model", model, "--json"]
+    out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+    code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p, perf_ok)
+    err = open(err_p, errors="replace").read()
+    if code != 0:
+        return {"error": err.strip().splitlines()[-1] if err.strip() else
+                "exit %d" % code}
+    d = json.load(open(out_p))
+    return {"events": d["events"], "cpu_s": cpu, "maxrss": maxrss,
+            "peak": d["peak_rss_bytes"],
+            "instructions": instructions(err) if perf_ok else None}
+
+
+def real_once(tools, trace, allocator, tmp):
+    cmd = [tools["allocsim"], "oracle", trace["path"], "--allocator", allocator,
+           "--sample-every", "0", "--json"]
+    out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+    code, _, _ = spawn(tools["rusage"], cmd, out_p, err_p)
+    if code != 0:
+        err = open(err_p, errors="replace").read().strip()
+        return {"error": err.splitlines()[-1] if err else "exit %d" % code}
+    d = json.load(open(out_p))
+    return {"events": d["events"], "calls_cpu_ns": d["calls_cpu_ns"],
+            "peak": d["peak_rss_bytes"]}
+
+
+def big_once(tools, name, line, model, tmp):
+    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model, "--json"]
+    out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+    code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p)
+    case = {"heap": name, "workload": line, "model": model}
+    if code != 0:
+        err = open(err_p, errors="replace").read().strip()
+        case["error"] = err.splitlines()[-1] if err else "exit %d" % code
+        return case
+    d = json.load(open(out_p))
+    case.update({"events": d["events"], "cpu_s": cpu,
+                 "events_per_s": d["events"] / cpu if cpu else None,
+                 "sim_max_rss_bytes": maxrss,
+                 "simulated_peak_rss_bytes": d["peak_rss_bytes"],
+                 "sim_rss_of_simulated_peak": maxrss / d["peak_rss_bytes"]})
+    return case
+
+
+def tools_of(args):
+    allocsim = os.path.abspath(args.allocsim)
+    return {"allocsim": allocsim, "rusage": os.path.join(
+        os.path.dirname(os.path.dirname(allocsim)), "tests", "bench_rusage")}
+
+
+def run_big(args):
+    tools, tmp = tools_of(args), os.path.join(args.dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    big = []
+    for name, line, model in BIG:
+        big.append(big_once(tools, name, line, model, tmp))
+        log(args, "big %s %s: %s" % (name, model, big[-1]))
+    return big
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def bench(args):
+    tools = tools_of(args)
+    allocsim = tools["allocsim"]
+    perf_ok = perf_available()
+    machine = machine_info(allocsim, perf_ok)  # the commit and load at the start
+    tmp = os.path.join(args.dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    traces = make_traces(allocsim, args.dir, args.quick)
+    names = models(allocsim)
+    sims = {(t["trace"], m): [] for t in traces for m in names}
+    reals = {}
+    for r in range(args.runs):
+        for t in traces:
+            for m in names:
+                sims[(t["trace"], m)].append(sim_once(tools, t, m, perf_ok, tmp))
+                log(args, "run %d %s %s: %s" % (r + 1, t["trace"], m,
+                                                sims[(t["trace"], m)][-1]))
+            for a in sorted({REAL[m] for m in names if m in REAL}):
+                reals.setdefault((t["trace"], a), []).append(
+                    real_once(tools, t, a, tmp))
+                log(args, "run %d %s real %s: %s" % (r + 1, t["trace"], a,
+                                                     reals[(t["trace"], a)][-1]))
+    cases = []
+    for t in traces:
+        for m in names:
+            ok = [s for s in sims[(t["trace"], m)] if "error" not in s]
+            case = {"trace": t["trace"], "model": m}
+            if not ok:
+                case["error"] = sims[(t["trace"], m)][0]["error"]
+                cases.append(case)
+                continue
+            events = ok[0]["events"]
+            cpu = median([s["cpu_s"] for s in ok])
+            ins = median([s["instructions"] for s in ok])
+            peak = ok[0]["peak"]
+            maxrss = median([s["maxrss"] for s in ok])
+            real = [x for x in reals.get((t["trace"], REAL.get(m)), [])
+                    if "error" not in x]
+            real_ns = median([x["calls_cpu_ns"] / x["events"] for x in real])
+            case.update({
+                "events": events,
+                "events_per_s": events / cpu if cpu else None,
+                "ns_per_event": cpu * 1e9 / events,
+                "instructions_per_event": ins / events if ins else None,
+                "sim_max_rss_bytes": maxrss,
+                "simulated_peak_rss_bytes": peak,
+                "sim_rss_of_simulated_peak": maxrss / peak if peak else None,
+                "real_allocator": REAL.get(m),
+                "real_ns_per_event": real_ns,
+                "real_peak_rss_bytes": median([x["peak"] for x in real]),
+                "speedup_over_real": real_ns / (cpu * 1e9 / events)
+                if real_ns else None,
+                "runs": len(ok),
+                "cpu_s_runs": [round(s["cpu_s"], 4) for s in ok],
+            })
+            cases.append(case)
+    floor = spawn(tools["rusage"], ["true"], os.path.join(tmp, "out"),
+                  os.path.join(tmp, "err"))[2]
+    machine["rss_floor_bytes"] = floor
+    big = run_big(args) if args.big else []
+    return {"machine": machine, "big_heaps": big,
+            "command": "scripts/bench.sh --runs %d%s%s" % (
+                args.runs, " --quick" if args.quick else "",
+                " --big" if args.big else ""),
+            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+            "traces": [{k: t[k] for k in ("trace", "workload", "what", "bytes")}
+                       for t in traces],
+            "cases": cases}
+
+
+def log(args, msg):
+    if args.verbose:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def fmt(v, spec, none="n/a"):
+    return none if v is None else format(v, spec)
+
+
+def mib(b):
+    return b / 1048576.0
+
+
+def markdown(d):
+    m = d["machine"]
+    out = ["# Benchmarks", "",
+           "Generated by `scripts/bench.sh --doc docs/benchmarks.md` from "
+           "`docs/benchmarks.json` (the same run: `scripts/bench.sh --from "
+           "docs/benchmarks.json --doc docs/benchmarks.md` rewrites this page "
+           "from it). Do not edit by hand; every figure here comes from that run.",
+           "",
+           "Run %s UTC, `%s`, commit %s, on %s (%s CPUs, %.0f GiB, kernel %s, "
+           "%s, load average %s at the start)." % (
+               d["date_utc"], d["command"], m["allocsim_commit"], m["cpu"],
+               m["cpus"], m["memory_bytes"] / 2**30, m["kernel"], m["libc"],
+               m["loadavg_at_start"]),
+           "",
+           "## How it measures", "",
+           "- **Traces** are generated deterministically (`allocsim convert "
+           "--workload LINE`) and replayed from the binary file, so decoding "
+           "is part of every figure.",
+           "- **Time** is the replay process's CPU time (user + system) per "
+           "trace event, the median of the runs (interleaved: every model and "
+           "allocator once per round). CPU time, not wall time: the machine is "
+           "shared, and CPU time moves least when other work runs beside it.",
+           "- **Instructions/event** come from `perf stat -e instructions:u` "
+           "where the machine has the counter (%s)." %
+           ("available here" if m["perf_instructions"] else "not on this "
+            "machine: n/a below; `valgrind --tool=callgrind` gives the "
+            "repeatable instruction counts then"),
+           "- **Simulator RSS** is the replay process's peak RSS "
+           "(`ru_maxrss`); the **simulated peak** is the model's predicted "
+           "peak RSS; their ratio is the simulator's memory per byte it "
+           "simulates (target: at most 10 %).",
+           "- **Real** is the same trace's calls run natively on the real "
+           "allocator by `allocsim oracle --sample-every 0` "
+           "(traces/oracle/replayer.c): the replayer's CPU time from the "
+           "first call to the last, less its reading of ops and of RSS, per "
+           "trace event. It writes every allocated byte as the program "
+           "would, so it pays for the memory traffic and page faults the "
+           "simulation only counts. Models with no native replayer "
+           "(`ideal`, `pymalloc`, `cpython`: pymalloc lives inside CPython) "
+           "show n/a. **Speed-up** is real ns/event over simulated ns/event "
+           "(target: at least 2).",
+           "", "## Traces", "",
+           "| trace | workload | what | file |", "|---|---|---|---|"]
+    for t in d["traces"]:
+        out.append("| %s | `%s` | %s | %.1f MiB |" % (
+            t["trace"], t["workload"], t["what"], mib(t["bytes"])))
+    out += ["", "## Results", "",
+            "| trace | model | events | M events/s | ns/event | instr/event | "
+            "simulator RSS MiB | simulated peak MiB | ratio | real ns/event | "
+            "speed-up |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in d["cases"]:
+        if "error" in c:
+            continue
+        out.append("| %s | %s | %d | %.2f | %.1f | %s | %.1f | %.1f | %s | %s | %s |" % (
+            c["trace"], c["model"], c["events"], c["events_per_s"] / 1e6,
+            c["ns_per_event"], fmt(c["instructions_per_event"], ".0f"),
+            mib(c["sim_max_rss_bytes"]), mib(c["simulated_peak_rss_bytes"]),
+            fmt(c["sim_rss_of_simulated_peak"] and
+                100 * c["sim_rss_of_simulated_peak"], ".1f") +
+            ("" if c["sim_rss_of_simulated_peak"] is None else " %"),
+            fmt(c["real_ns_per_event"], ".1f"),
+            fmt(c["speedup_over_real"], ".2f") +
+            ("" if c["speedup_over_real"] is None else "x")))
+    failed = [c for c in d["cases"] if "error" in c]
+    if failed:
+        out += ["", "Not in the table (the replay refuses the trace):", ""]
+        out += ["- %s on %s: %s" % (c["model"], c["trace"], c["error"])
+                for c in failed]
+    if d.get("big_heaps"):
+        out += ["", "## Heaps larger than the machine", "",
+                "`scripts/bench.sh --big`: generated and replayed in one "
+                "stream (`allocsim run`), one run each.", "",
+                "| heap | workload | model | events | M events/s | "
+                "simulator RSS MiB | simulated peak GiB | ratio |",
+                "|---|---|---|---:|---:|---:|---:|---:|"]
+        for c in d["big_heaps"]:
+            if "error" in c:
+                out.append("| %s | `%s` | %s | fails: %s |||||" % (
+                    c["heap"], c["workload"], c["model"], c["error"]))
+                continue
+            out.append("| %s | `%s` | %s | %d | %.2f | %.0f | %.1f | %.1f %% |" % (
+                c["heap"], c["workload"], c["model"], c["events"],
+                c["events_per_s"] / 1e6, mib(c["sim_max_rss_bytes"]),
+                c["simulated_peak_rss_bytes"] / 2**30,
+                100 * c["sim_rss_of_simulated_peak"]))
+    out += ["", "## Against the targets", ""]
+    out += targets(d)
+    return "\n".join(out) + "\n"
+
+
+def targets(d):
+    lines = []
+    ok = [c for c in d["cases"] if "error" not in c]
+    mem = [c for c in ok if c["sim_rss_of_simulated_peak"] is not None
+           and c["simulated_peak_rss_bytes"] >= 64 << 20]
+    over = [c for c in mem if c["sim_rss_of_simulated_peak"] > 0.10]
+    lines.append("- Simulator RSS at most 10 %% of the simulated peak (cases "
+                 "whose peak is at least 64 MiB): %d of %d met%s." % (
+                     len(mem) - len(over), len(mem),
+                     "" if not over else "; missed by " + ", ".join(
+                         "%s/%s (%.1f %%)" % (c["trace"], c["model"],
+                                              100 * c["sim_rss_of_simulated_peak"])
+                         for c in over)))
+    big = [c for c in d.get("big_heaps", []) if "error" not in c]
+    if big:
+        lines.append("- 64 GiB heaps completed on this %.0f GiB machine: %s." % (
+            d["machine"]["memory_bytes"] / 2**30, "; ".join(
+                "%s with %s, simulator RSS %.0f MiB = %.1f %% of %.1f GiB (%s)" % (
+                    c["heap"], c["model"], mib(c["sim_max_rss_bytes"]),
+                    100 * c["sim_rss_of_simulated_peak"],
+                    c["simulated_peak_rss_bytes"] / 2**30,
+                    "met" if c["sim_rss_of_simulated_peak"] <= 0.10 else "missed")
+                for c in big)))
+    fast = [c for c in ok if c["speedup_over_real"] is not None]
+    slow = [c for c in fast if c["speedup_over_real"] < 2]
+    lines.append("- At least 2x faster than the real allocator: %d of %d met%s." % (
+        len(fast) - len(slow), len(fast),
+        "" if not slow else "; missed by " + ", ".join(
+            "%s/%s (%.2fx)" % (c["trace"], c["model"], c["speedup_over_real"])
+            for c in slow)))
+    goals = {"ideal": 100e6, "cpython": 60e6}
+    rate = []
+    for c in ok:
+        goal = goals.get(c["model"], 25e6 if c["model"] in REAL else None)
+        if goal is None or (c["model"] in REAL and c["trace"] not in
+                            ("churn", "survivors")):
+            continue
+        if c["model"] == "cpython" and c["trace"] != "survivors":
+            continue
+        rate.append("%s/%s %.1f M/s of %.0f M (%s)" % (
+            c["trace"], c["model"], c["events_per_s"] / 1e6, goal / 1e6,
+            "met" if c["events_per_s"] >= goal else "missed"))
+    lines.append("- Replay rates against the issue's goals (ideal 100 M/s; "
+                 "cpython 60 M/s on survivors; allocator models 25 M/s on "
+                 "churn and survivors): " + "; ".join(rate) + ".")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the JSON")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (3)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small traces (a smoke test, not figures)")
+    ap.add_argument("--dir", default=os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), "allocsim-bench-%d" % os.getuid()),
+        help="where the generated traces are kept between runs")
+    ap.add_argument("--allocsim", default=os.path.join(ROOT, "build/cli/allocsim"))
+    ap.add_argument("--big", action="store_true",
+                    help="also simulate the 64 GiB heaps (minutes, GiBs)")
+    ap.add_argument("--doc", help="write the markdown page here")
+    ap.add_argument("--from", dest="from_json",
+                    help="no run: read this JSON (with --doc: rewrite the "
+                    "page; with --big: add the big heaps to it)")
+    ap.add_argument("--save", help="also write the JSON here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs expects at least 1")
+    if args.from_json:
+        d = json.load(open(args.from_json))
+        if args.big:  # add the big heaps to a saved run
+            d["big_heaps"] = run_big(args)
+            d["command"] += " --big"
+    else:
+        if not os.access(args.allocsim, os.X_OK):
+            print("bench.sh: %s not found: build first (scripts/build.sh)" %
+                  args.allocsim, file=sys.stderr)
+            return 1
+        d = bench(args)
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(d, f, indent=1)
+            f.write("\n")
+    if args.doc:
+        with open(args.doc, "w") as f:
+            f.write(markdown(d))
+    if args.json:
+        json.dump(d, sys.stdout, indent=1)
+        print()
+    elif not args.doc:
+        print(markdown(d), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+/* sim/reserve.h -- arrays at a stable address that grow without copying:
+ * address space reserved once (PROT_NONE, no commit charge), committed in
+ * steps as elements are needed, pages resident only once written.
+ *
+ * Why: the models' record pools and object tables reach hundreds of
+ * millions of entries.  Grown by doubling and copying, old and new copies
+ * are resident together at each step, so a table of N entries peaks at up
+ * to 3N (a glibc heap of 64 B objects cost 1.6 times the heap it
+ * simulated); reserved, it costs the pages its entries occupy, and an
+ * entry's address never changes.  Fresh entries read as zero.
+ *
+ *   as_reserve_t r;
+ *   if (as_reserve_init(&r, sizeof(rec_t), max_records) != AS_OK) ...
+ *   rec_t *v = as_reserve_need(&r, n);   (entries [0, n) usable; v stable)
+ *   as_reserve_free(&r);
+ *
+ * If the machine will not reserve max_elems (a valgrind or ulimit -v cap),
+ * init reserves the largest power-of-two fraction it can, down to 64 MiB,
+ * and as_reserve_need fails beyond it. */
+#ifndef ALLOCSIM_RESERVE_H
+#define ALLOCSIM_RESERVE_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct as_reserve_s as_reserve_t;
+struct as_reserve_s {
+  unsigned char *base;      /* reservation start; NULL before init */
+  size_t         elem;      /* bytes per entry */
+  size_t         max;       /* entries the reservation holds */
+  size_t         reserved;  /* bytes reserved (whole pages) */
+  size_t         committed; /* bytes readable and writable from base */
+};
+
+/* Reserves room for max_elems entries of elem bytes, none committed.
+ * AS_ENOMEM if not even 64 MiB of address space can be had. */
+as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems);
+
+/* The base with entries [0, n) committed (zero until written), or NULL if
+ * n exceeds the reservation or the commit fails (out of memory). */
+void *as_reserve_need(as_reserve_t *r, size_t n);
+
+/* Releases the reservation; r may be zeroed or already freed. */
+void as_reserve_free(as_reserve_t *r);
+
+#endif
