@@ -1023,8 +1023,14 @@ static bool sweep_params_json(const sweep_config_t *c, char *buf, size_t len) {
     used = json_str(buf, len, used, c->libc);
   else
     APPEND("null");
-  APPEND(",\"page_size\":%" PRIu64 ",\"thp\":%s}", c->kernel.page_size,
+  APPEND(",\"page_size\":%" PRIu64 ",\"thp\":%s", c->kernel.page_size,
          c->kernel.thp ? "true" : "false");
+  /* Only where not the default, so that older sweeps keep their keys. */
+  if (c->kernel.memory_pressure)
+    APPEND(",\"memory_pressure\":true");
+  if (!c->kernel.zero_page)
+    APPEND(",\"zero_page\":false");
+  APPEND("}");
   return used < len;
 }
 

@@ -15,6 +15,8 @@
   "                      everywhere (THP=always; without it only where the\n"  \
   "                      allocator madvises MADV_HUGEPAGE, THP=madvise)\n"    \
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
+  "  --no-zero-page      a read of a page never written makes it resident\n" \
+  "                      (kernels that do not map the shared zero page)\n"  \
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
   "  --settle T          run the clock on for T after the last event, so\n"  \
   "                      pending timers (decay, purge) fire (10s)\n"          \

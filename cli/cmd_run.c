@@ -87,7 +87,7 @@ const cli_command_t cli_cmd_run = {
                "cpython (pymalloc + the libc model).  `allocsim run` alone\n"
                "lists the workloads and their options.\n\noptions: as for\n"
                "`allocsim replay` (--model, --libc, --page-size, --thp,\n"
-               "--memory-pressure, --sample-every, --max-memory, --db,\n"
-               "--json, --csv).\n",
+               "--memory-pressure, --no-zero-page, --sample-every,\n"
+               "--max-memory, --db, --json, --csv).\n",
     .run     = run_main,
 };

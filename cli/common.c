@@ -116,7 +116,7 @@ static const char *const once_options[] = {
     "--json",   "--csv",       "--lenient",     "--strict",
     "--thp",    "--memory-pressure", "--model", "--libc",
     "--db",     "--page-size", "--settle",      "--max-memory",
-    "--sample-every", "--layouts"};
+    "--sample-every", "--layouts", "--no-zero-page"};
 
 /* -1 after a usage error if a is a once-only option already given (or
  * --json with --csv), else 0 (marking it given). */
@@ -152,6 +152,8 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     return o->kernel.thp = true, 1;
   if (strcmp(a, "--memory-pressure") == 0)
     return o->kernel.memory_pressure = true, 1;
+  if (strcmp(a, "--no-zero-page") == 0)
+    return o->kernel.zero_page = false, 1;
   if (opt_is(a, "--model") || opt_is(a, "--libc") || opt_is(a, "--db")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;

@@ -1217,9 +1217,14 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
     } else {
       rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &nu, err);
     }
-    if (rc == AS_OK) { /* the copy writes the kept prefix */
+    if (rc == AS_OK) { /* arena_ralloc (arena.c:1504-1505) and large_ralloc
+                          (large.c:221-222) copy min(usize, oldusize): the old usable size read,
+                          the new one written */
+      uint64_t copy = usize < old_usize ? usize : old_usize;
+      rc = sim_kernel_read(jm->kernel, obj_addr(jm, &old), copy, err);
       *o = nu;
-      rc = touch(jm, obj_addr(jm, o), grow_from, err);
+      if (rc == AS_OK)
+        rc = touch(jm, obj_addr(jm, o), copy, err);
     }
     if (rc == AS_OK)
       rc = je_dalloc(jm, th, &old, err);

@@ -338,6 +338,13 @@ void mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len) {
     kfail(m, sim_kernel_touch(m->kernel, addr, len, m->err));
 }
 
+/* A read of memory the program never wrote: the realloc copy reads the
+ * old block's whole usable size; a page only without the zero page. */
+static void mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m, sim_kernel_read(m->kernel, addr, len, m->err));
+}
+
 void mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len) {
   if (len != 0 && m->fail == AS_OK)
     kfail(m, sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_DONTNEED,
@@ -715,6 +722,7 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   mpage_t   *np = P(m, page);
   sim_addr_t na = np->start + (uint64_t)block * np->block_size;
   uint64_t   copy = ev->size < usable ? ev->size : usable;
+  mi_read(m, a, copy);
   mi_touch(m, na, copy);
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);

@@ -448,6 +448,14 @@ static void touch(tcmalloc_model_t *t, sim_addr_t addr, uint64_t len) {
     kcheck(t, sim_kernel_touch(t->kernel, addr, len, &e), &e);
 }
 
+/* The realloc copy reads the old object's whole size class; a page only
+ * without the zero page. */
+static void read_mem(tcmalloc_model_t *t, sim_addr_t addr, uint64_t len) {
+  as_err_t e;
+  if (len != 0)
+    kcheck(t, sim_kernel_read(t->kernel, addr, len, &e), &e);
+}
+
 /* ---- Kernel: system allocation and release ------------------------------ */
 
 /* SbrkSysAllocator::Alloc (system-alloc.cc:207-276); 0 on failure. */
@@ -1896,6 +1904,7 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
     if (t->fail != AS_OK)
       return report(t, err);
     uint64_t copy = old_size < n ? old_size : n;
+    read_mem(t, obj_addr(t, old), copy);
     touch(t, obj_addr(t, fresh), written ? n : copy);
     t->obj[ev->id] = fresh;
     do_free(t, ev->thread, old);

@@ -1388,6 +1388,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->thp             = false;
   cfg->thp_madvise     = true;
   cfg->memory_pressure = false;
+  cfg->zero_page       = true;
   cfg->mmap_top        = DEFAULT_MMAP_TOP;
   cfg->brk_start       = DEFAULT_BRK_START;
   cfg->max_memory_bytes = 0;
@@ -1816,6 +1817,29 @@ as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
     }
   }
   return touch_slow(k, addr, length, err);
+}
+
+as_status_t sim_kernel_read(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                            as_err_t *err) {
+  if (length == 0) {
+    return AS_OK;
+  }
+  sim_addr_t last = addr + length - 1, bad;
+  if (last < addr || last >= k->limit ||
+      !range_mapped(k, page_down(k, addr), page_down(k, last) + k->h.page_size,
+                    1, &bad)) {
+    return touch_slow(k, addr, length, err); /* names what is wrong */
+  }
+  for (sim_addr_t a = page_down(k, addr); !k->cfg.zero_page && a <= last;
+       a += k->h.page_size) {
+    if (!sim_kernel_is_resident(k, a)) {
+      as_status_t st = touch_slow(k, a, 1, err);
+      if (st != AS_OK) {
+        return st;
+      }
+    }
+  }
+  return AS_OK;
 }
 
 as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,

@@ -164,6 +164,33 @@ static void touch_counts_partial_and_spanning_pages(uint64_t P) {
 }
 PAGE_TESTS(touch_counts_partial_and_spanning_pages)
 
+/* A read faults pages in only without the zero page; a lazyfree page read
+ * stays lazyfree (reclaim still takes it). */
+static void reads_count_only_without_the_zero_page(uint64_t P) {
+  for (int zero_page = 1; zero_page >= 0; zero_page--) {
+    sim_kernel_config_t cfg;
+    sim_kernel_config_default(&cfg);
+    assert_true(cfg.zero_page);
+    cfg.page_size = P;
+    cfg.zero_page = zero_page;
+    sim_kernel_t *k   = new_kernel_cfg(&cfg);
+    sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+    as_err_t      err = {0};
+    touch(k, a, P);
+    madv(k, a, P, SIM_MADV_FREE);
+    ok(sim_kernel_read(k, a + P / 2, 2 * P, &err), &err); /* pages 0-2 */
+    assert_int_equal(sim_kernel_rss_bytes(k), zero_page ? P : 3 * P);
+    assert_int_equal(sim_kernel_lazyfree_bytes(k), P);
+    sim_kernel_reclaim_lazyfree(k);
+    assert_int_equal(sim_kernel_rss_bytes(k), zero_page ? 0 : 2 * P);
+    assert_int_equal(sim_kernel_read(k, a + 8 * P - 1, 2, &err), AS_EINVAL);
+    assert_non_null(strstr(err.msg, "not mapped"));
+    check(k);
+    sim_kernel_destroy(k);
+  }
+}
+PAGE_TESTS(reads_count_only_without_the_zero_page)
+
 /* ---- mmap placement ----------------------------------------------------- */
 
 static void mmap_is_topdown_and_alignment_is_honoured(uint64_t P) {
@@ -1328,6 +1355,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(only_4k_16k_64k_pages_are_accepted),
       PAGE_ENTRIES(touch_counts_partial_and_spanning_pages),
+      PAGE_ENTRIES(reads_count_only_without_the_zero_page),
       PAGE_ENTRIES(mmap_is_topdown_and_alignment_is_honoured),
       PAGE_ENTRIES(mmap_without_a_big_enough_gap_is_enomem),
       PAGE_ENTRIES(freed_hole_is_reused_topdown),

@@ -80,6 +80,7 @@ static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
 static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
                                NULL};
 static char lib_path[4096]; /* the library of the current test */
+static bool machine_zero_page = true; /* reads_map_zero_page() */
 #define SEG         (UINT64_C(32) << 20)
 #define SEG_PAGES   (SEG / 4096)
 
@@ -231,6 +232,22 @@ static bool find_zero_pfn(void) {
     return false;
   zero_pfn = pm[0] & ((UINT64_C(1) << 55) - 1);
   return zero_pfn != 0; /* 0: frame numbers hidden (not privileged) */
+}
+
+/* Whether this kernel maps the shared zero page on a read fault: a second
+ * fresh page read maps the same frame as find_zero_pfn's.  Where it does
+ * not (a private page per read, counted in RSS), the model's kernel runs
+ * with zero_page off.  After find_zero_pfn. */
+static bool reads_map_zero_page(void) {
+  volatile char *z = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (z == MAP_FAILED)
+    return true;
+  (void)z[0];
+  bool shared = pagemap_read((uint64_t)(uintptr_t)z, 1) &&
+                (pm[0] & ((UINT64_C(1) << 55) - 1)) == zero_pfn;
+  munmap((void *)z, 4096);
+  return shared;
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap) {
@@ -509,6 +526,7 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
 static void run_model(const dcfg_t *cfg) {
   sim_kernel_config_t kc;
   sim_kernel_config_default(&kc);
+  kc.zero_page = machine_zero_page;
   sim_kernel_t *k = NULL;
   as_err_t      err = {0};
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
@@ -664,6 +682,10 @@ static void require_real_mimalloc(const dlib_t *lib) {
                   "root), so zero-page reads cannot be told from writes\n");
     skip();
   }
+  machine_zero_page = reads_map_zero_page();
+  if (!machine_zero_page)
+    print_message("this kernel gives read faults pages of their own: the "
+                  "model runs without the zero page\n");
   close(pagemap_fd);
   snprintf(lib_path, sizeof lib_path, "%s", path);
 }
