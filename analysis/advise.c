@@ -37,7 +37,8 @@ struct remedy_row_s {
 
 static const remedy_row_t remedy_rows[] = {
     {"glibc", NULL, RK_INSERT, "trim@MARK", "malloc_trim(0) at MARK",
-     "call malloc_trim(0) there (Python: ctypes.CDLL(None).malloc_trim(0))", NULL},
+     "call malloc_trim(0) there (Python: ctypes.CDLL(None).malloc_trim(0))",
+     NULL},
     {"glibc", NULL, RK_INSERT, "trim@every:1s", "malloc_trim(0) every second",
      "a thread that calls malloc_trim(0) once a second", NULL},
     {"glibc", NULL, RK_LIBC_OPTS, "arena_max=2", "MALLOC_ARENA_MAX=2",
@@ -56,7 +57,8 @@ static const remedy_row_t remedy_rows[] = {
      "MALLOC_MMAP_THRESHOLD_=65536", "MALLOC_MMAP_THRESHOLD_=65536", NULL},
     {"glibc", NULL, RK_LIBC_OPTS, "trim_threshold=131072",
      "MALLOC_TRIM_THRESHOLD_=131072",
-     "MALLOC_TRIM_THRESHOLD_=131072 (also freezes the dynamic thresholds)", NULL},
+     "MALLOC_TRIM_THRESHOLD_=131072 (also freezes the dynamic thresholds)",
+     NULL},
     {NULL, "cpython", RK_MODEL_OPTS, "pythonmalloc=malloc",
      "PYTHONMALLOC=malloc", "PYTHONMALLOC=malloc", NULL},
     {"glibc", "cpython", RK_MODEL_OPTS, "pythonmalloc=malloc",
@@ -67,7 +69,8 @@ static const remedy_row_t remedy_rows[] = {
     {NULL, NULL, RK_LIBC_SWAP, "jemalloc:dirty_decay_ms=0,muzzy_decay_ms=0",
      "jemalloc, immediate decay",
      "LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:0,"
-     "muzzy_decay_ms:0", NULL},
+     "muzzy_decay_ms:0",
+     NULL},
     {NULL, NULL, RK_LIBC_SWAP, "jemalloc:background_thread=true",
      "jemalloc, background threads",
      "LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=background_thread:true", NULL},
@@ -79,7 +82,8 @@ static const remedy_row_t remedy_rows[] = {
     {NULL, NULL, RK_LIBC_SWAP, "mimalloc:decommit_delay=0",
      "mimalloc, immediate decommit",
      "LD_PRELOAD=libmimalloc.so.2 MIMALLOC_DECOMMIT_DELAY=0 (mimalloc 2.0.9; "
-     "MIMALLOC_PURGE_DELAY=0 from 2.1)", NULL},
+     "MIMALLOC_PURGE_DELAY=0 from 2.1)",
+     NULL},
     {NULL, NULL, RK_LIBC_SWAP, "tcmalloc", "tcmalloc, defaults",
      "LD_PRELOAD=libtcmalloc_minimal.so.4", NULL},
     {"jemalloc", NULL, RK_INSERT, "purge@MARK", "jemalloc purge at MARK",
@@ -93,8 +97,8 @@ static const remedy_row_t remedy_rows[] = {
      * decommit_delay, 2.1+ purge_delay). */
     {"mimalloc", NULL, RK_LIBC_OPTS, "decommit_delay=0",
      "MIMALLOC_DECOMMIT_DELAY=0", "MIMALLOC_DECOMMIT_DELAY=0", NULL},
-    {"mimalloc", NULL, RK_LIBC_OPTS, "purge_delay=0",
-     "MIMALLOC_PURGE_DELAY=0", "MIMALLOC_PURGE_DELAY=0", NULL},
+    {"mimalloc", NULL, RK_LIBC_OPTS, "purge_delay=0", "MIMALLOC_PURGE_DELAY=0",
+     "MIMALLOC_PURGE_DELAY=0", NULL},
     {"mimalloc", NULL, RK_INSERT, "purge:decay@MARK",
      "mi_collect(false) at MARK", "call mi_collect(false) there", NULL},
     {"mimalloc", NULL, RK_INSERT, "purge@MARK", "mi_collect(true) at MARK",
@@ -112,7 +116,7 @@ static const remedy_row_t remedy_rows[] = {
 
 typedef struct probe_s probe_t;
 struct probe_s {
-  const char *mark;     /* RSS at its first occurrence */
+  const char *mark; /* RSS at its first occurrence */
   bool        seen;
   uint64_t    rss;
   uint64_t    best_gap; /* widest RSS - live gap at a mark */
@@ -125,15 +129,15 @@ static as_status_t probe_sample(void *user, const sim_sample_t *s,
   probe_t *p = user;
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
-  uint64_t gap = s->rss_bytes > s->live_bytes ? s->rss_bytes - s->live_bytes
-                                              : 0;
+  uint64_t gap =
+      s->rss_bytes > s->live_bytes ? s->rss_bytes - s->live_bytes : 0;
   if (p->best[0] == '\0' || gap > p->best_gap) {
     p->best_gap = gap;
     snprintf(p->best, sizeof p->best, "%s", s->label);
   }
   if (p->mark != NULL && !p->seen && strcmp(s->label, p->mark) == 0) {
     p->seen = true;
-    p->rss  = s->rss_bytes;
+    p->rss = s->rss_bytes;
   }
   return AS_OK;
 }
@@ -155,20 +159,20 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
     return rc;
   }
   sim_engine_config_t cfg = {.settle_ns = o->settle_ns,
-                             .lenient   = o->lenient,
+                             .lenient = o->lenient,
                              .on_sample = probe_sample,
-                             .user      = probe};
+                             .user = probe};
   sim_run_result_t    r;
   rc = sim_engine_run(&cfg, &s, src, &r, err);
   if (rc == AS_OK) {
     sim_kernel_calls_t c;
     sim_kernel_calls(s.kernel, &c);
     out->rss_at_mark = probe->seen ? probe->rss : r.final_rss_bytes;
-    out->rss_at_end  = r.final_rss_bytes;
-    out->peak_rss    = r.peak_rss_bytes;
+    out->rss_at_end = r.final_rss_bytes;
+    out->peak_rss = r.peak_rss_bytes;
     out->syscalls =
         c.mmap + c.munmap + c.mremap + c.mprotect + c.brk + c.madvise;
-    out->faults  = c.faults;
+    out->faults = c.faults;
     out->cost_ns = sim_cost_kernel_ns(&sim_cost_measured, &c);
   }
   trace_source_close(src);
@@ -187,14 +191,14 @@ static as_status_t no_op_at(void *user, const sim_session_t *s,
 /* s with every "MARK" replaced by mark. */
 static void fill_mark(const char *s, const char *mark, char *out, size_t len) {
   size_t used = 0;
-  out[0]      = '\0';
+  out[0] = '\0';
   while (*s != '\0' && used + 1 < len) {
     if (strncmp(s, "MARK", 4) == 0) {
       used += (size_t)snprintf(out + used, len - used, "%s", mark);
       s += 4;
     } else {
       out[used++] = *s++;
-      out[used]   = '\0';
+      out[used] = '\0';
     }
   }
 }
@@ -212,13 +216,14 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
     return false;
   snprintf(r->model, sizeof r->model, "%s", model);
   snprintf(r->libc, sizeof r->libc, "%s", libc);
-  char *target     = composed ? r->libc : r->model;
+  char  *target = composed ? r->libc : r->model;
   size_t target_len = composed ? sizeof r->libc : sizeof r->model;
   switch (row->kind) {
   case RK_INSERT:
     return true;
   case RK_LIBC_OPTS:
-    return model_spec_with(composed ? libc : model, row->arg, target, target_len);
+    return model_spec_with(composed ? libc : model, row->arg, target,
+                           target_len);
   case RK_MODEL_OPTS:
     return model_spec_with(model, row->arg, r->model, sizeof r->model);
   case RK_LIBC_SWAP: {
@@ -260,8 +265,8 @@ static void rank(advise_result_t *out) {
       if (!ranks_above(b, a))
         break;
       advise_remedy_t t = *a;
-      *a                = *b;
-      *b                = t;
+      *a = *b;
+      *b = t;
     }
 }
 
@@ -271,8 +276,8 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
   snprintf(out->model, sizeof out->model, "%s", o->model);
   snprintf(out->libc, sizeof out->libc, "%s", o->libc ? o->libc : "");
   probe_t     probe = {.mark = o->at};
-  as_status_t rc    = simulate(o, open, user, o->model, o->libc, NULL, 0,
-                               &probe, &out->baseline, err);
+  as_status_t rc = simulate(o, open, user, o->model, o->libc, NULL, 0, &probe,
+                            &out->baseline, err);
   if (rc != AS_OK)
     return rc;
   if (o->at != NULL && !probe.seen) {
@@ -297,21 +302,21 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
   const model_methods_t *top_methods;
   char                   top[64];
   model_spec_name(o->model, top, sizeof top);
-  top_methods   = model_find(top);
+  top_methods = model_find(top);
   bool composed = top_methods != NULL && top_methods->composition;
   for (size_t i = 0; i < sizeof remedy_rows / sizeof remedy_rows[0] &&
                      out->n < ADVISE_MAX_REMEDIES;
        i++) {
     const remedy_row_t *row = &remedy_rows[i];
-    advise_remedy_t    *r   = &out->remedies[out->n];
+    advise_remedy_t    *r = &out->remedies[out->n];
     memset(r, 0, sizeof *r);
     if (!remedy_specs(row, composed, o->model, o->libc ? o->libc : "", r))
       continue;
     fill_mark(row->name, out->mark, r->name, sizeof r->name);
     fill_mark(row->env, out->mark, r->env_or_call, sizeof r->env_or_call);
     trace_insert_t ins;
-    size_t         nins   = 0;
-    as_err_t       e      = {0};
+    size_t         nins = 0;
+    as_err_t       e = {0};
     const char    *insert = row->kind == RK_INSERT ? row->arg : row->also;
     if (insert != NULL) {
       char spec[128];
@@ -329,18 +334,18 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
       continue; /* not registered, or an option the model lacks */
     out->n++;
     r->changes = row->also != NULL ? 2 : 1;
-    r->ok      = rc == AS_OK;
+    r->ok = rc == AS_OK;
     if (!r->ok) {
       snprintf(r->error, sizeof r->error, "%s", e.msg);
       continue;
     }
     const advise_outcome_t *b = &out->baseline;
     r->saving_at_mark = (int64_t)b->rss_at_mark - (int64_t)r->out.rss_at_mark;
-    r->saving_at_end  = (int64_t)b->rss_at_end - (int64_t)r->out.rss_at_end;
+    r->saving_at_end = (int64_t)b->rss_at_end - (int64_t)r->out.rss_at_end;
     r->saving_at_peak = (int64_t)b->peak_rss - (int64_t)r->out.peak_rss;
     r->extra_syscalls = (int64_t)r->out.syscalls - (int64_t)b->syscalls;
-    r->extra_faults   = (int64_t)r->out.faults - (int64_t)b->faults;
-    r->extra_cost_ns  = (int64_t)r->out.cost_ns - (int64_t)b->cost_ns;
+    r->extra_faults = (int64_t)r->out.faults - (int64_t)b->faults;
+    r->extra_cost_ns = (int64_t)r->out.cost_ns - (int64_t)b->cost_ns;
   }
   rank(out);
   return AS_OK;

@@ -22,25 +22,25 @@
 
 typedef struct advise_outcome_s advise_outcome_t;
 struct advise_outcome_s {
-  uint64_t rss_at_mark;  /* RSS at the mark's first occurrence */
+  uint64_t rss_at_mark; /* RSS at the mark's first occurrence */
   uint64_t rss_at_end;
   uint64_t peak_rss;
-  uint64_t syscalls;     /* mmap+munmap+mremap+mprotect+brk+madvise */
-  uint64_t faults;       /* pages made resident */
-  uint64_t cost_ns;      /* the cost model's price of those */
+  uint64_t syscalls; /* mmap+munmap+mremap+mprotect+brk+madvise */
+  uint64_t faults;   /* pages made resident */
+  uint64_t cost_ns;  /* the cost model's price of those */
 };
 
 typedef struct advise_remedy_s advise_remedy_t;
 struct advise_remedy_s {
-  char             name[96];        /* "malloc_trim(0) at after_free" */
+  char             name[96];         /* "malloc_trim(0) at after_free" */
   char             env_or_call[160]; /* what the user does */
-  char             model[512];      /* the spec simulated */
+  char             model[512];       /* the spec simulated */
   char             libc[256];
-  unsigned         changes;         /* 1, or 2 for a combined remedy */
-  bool             ok;              /* simulated */
-  char             error[512];      /* why not, when !ok */
+  unsigned         changes;    /* 1, or 2 for a combined remedy */
+  bool             ok;         /* simulated */
+  char             error[512]; /* why not, when !ok */
   advise_outcome_t out;
-  int64_t          saving_at_mark;  /* baseline - remedy, bytes */
+  int64_t          saving_at_mark; /* baseline - remedy, bytes */
   int64_t          saving_at_end;
   int64_t          saving_at_peak;
   int64_t          extra_syscalls;
@@ -50,15 +50,15 @@ struct advise_remedy_s {
 
 typedef struct advise_result_s advise_result_t;
 struct advise_result_s {
-  char             mark[64];  /* the mark remedies are judged at */
+  char             mark[64]; /* the mark remedies are judged at */
   char             model[512];
   char             libc[256];
   advise_outcome_t baseline;
-  size_t           n;         /* remedies, ranked: single changes before
-                                 combinations, each by saving at the mark
-                                 (equal savings: the cheaper first);
-                                 failed ones last */
-  advise_remedy_t  remedies[ADVISE_MAX_REMEDIES];
+  size_t           n; /* remedies, ranked: single changes before
+                         combinations, each by saving at the mark
+                         (equal savings: the cheaper first);
+                         failed ones last */
+  advise_remedy_t remedies[ADVISE_MAX_REMEDIES];
 };
 
 /* Simulates the baseline (o->model, o->libc) and every applicable remedy

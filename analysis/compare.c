@@ -45,7 +45,6 @@
 #include "record.h"
 #include "runsrc.h"
 
-
 /* ---- Statistics -----------------------------------------------------------
  */
 
@@ -82,9 +81,8 @@ static bool one_sample_apart(const double *a, size_t n, size_t k, double v,
 /* Why pair k, the largest error, is off: a release beside it, or the two
  * curves one sample apart on a steep change. */
 static compare_max_note_t max_note(const double *measured,
-                                   const double *predicted,
-                                   const bool *release, size_t n, size_t k,
-                                   double typical) {
+                                   const double *predicted, const bool *release,
+                                   size_t n, size_t k, double typical) {
   if (release != NULL &&
       ((k > 0 && release[k - 1]) || (k + 1 < n && release[k])))
     return COMPARE_MAX_RELEASE;
@@ -122,7 +120,8 @@ void compare_series_stats(const double *measured, const double *predicted,
   out->max_abs_error_bytes = abs_err[kmax];
   out->max_error_t_ns = t_ns != NULL ? t_ns[kmax] : 0;
   qsort(abs_err, n, sizeof *abs_err, cmp_double);
-  out->median_abs_error_bytes = gsl_stats_median_from_sorted_data(abs_err, 1, n);
+  out->median_abs_error_bytes =
+      gsl_stats_median_from_sorted_data(abs_err, 1, n);
   out->p95_abs_error_bytes =
       gsl_stats_quantile_from_sorted_data(abs_err, 1, n, 0.95);
   out->max_note = out->max_abs_error_bytes > 2 * out->median_abs_error_bytes
@@ -214,9 +213,8 @@ static void watch_where(const trace_source_t *src, char *buf, size_t len) {
   trace_source_where(((const watch_src_t *)src)->inner, buf, len);
 }
 
-static const trace_source_methods_t watch_methods = {.next = watch_next,
-                                                     .close = watch_close,
-                                                     .where = watch_where};
+static const trace_source_methods_t watch_methods = {
+    .next = watch_next, .close = watch_close, .where = watch_where};
 
 /* ---- Alignment
  * ---------------------------------------------------------------- */
@@ -416,13 +414,14 @@ _Static_assert(COMPARE_MAX_LAYOUTS * 4096 == COMPARE_LAYOUT_SPAN_BYTES,
  * *sim.  Sets res->source, res->model, res->alignment and
  * res->skipped_events (the same for every layout). */
 static as_status_t replay(store_t *s, const store_run_record_t *rec,
-                          const run_meta_t *meta, const sim_kernel_config_t *kcfg,
+                          const run_meta_t          *meta,
+                          const sim_kernel_config_t *kcfg,
                           compare_result_t *res, simlog_t *sim, bool *is_trace,
                           as_err_t *err) {
   trace_source_t *src = NULL;
   sim_session_t   session;
   as_status_t     rc = run_open_source(s, rec, meta, &src, res->source,
-                                   sizeof res->source, is_trace, err);
+                                       sizeof res->source, is_trace, err);
   if (rc != AS_OK) {
     trace_source_close(src);
     return rc;
@@ -469,17 +468,17 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   memset(res, 0, sizeof *res);
   res->measured_run_id = run_id;
   store_run_record_t rec;
-  run_meta_t           meta = {0};
+  run_meta_t         meta = {0};
   store_sample_t    *ms = NULL;
   size_t             nms = 0;
   simlog_t           sim = {0};
   double            *xs = NULL, *ys = NULL;
   size_t            *pair = NULL;
-  int64_t           *pred = NULL; /* [k * nms + i]: layout k, sample i */
-  bool              *has = NULL;  /* pred[k * nms + i] is defined */
-  uint64_t          *ts = NULL;   /* the series' times */
-  double            *ys_alloc = NULL; /* predicted + other growth */
-  bool              *rel = NULL;  /* the series' releases after a point */
+  int64_t           *pred = NULL;      /* [k * nms + i]: layout k, sample i */
+  bool              *has = NULL;       /* pred[k * nms + i] is defined */
+  uint64_t          *ts = NULL;        /* the series' times */
+  double            *ys_alloc = NULL;  /* predicted + other growth */
+  bool              *rel = NULL;       /* the series' releases after a point */
   bool              *rel_after = NULL; /* by measured sample */
   as_status_t        rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
@@ -502,7 +501,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                              res->libc_spec, sizeof res->libc_spec, err)) !=
       AS_OK)
     goto done;
-  size_t name_len   = strcspn(res->libc_spec, ":");
+  size_t name_len = strcspn(res->libc_spec, ":");
   bool   libc_alone = strcmp(run_model, res->libc_spec) == 0 ||
                     (strlen(run_model) == name_len &&
                      strncmp(run_model, res->libc_spec, name_len) == 0);
@@ -560,9 +559,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   has = calloc(cells, sizeof *has);
   xs = malloc((nms ? nms : 1) * sizeof *xs);
   ys = malloc((nms ? nms : 1) * sizeof *ys);
-  if (pair == NULL || pred == NULL || has == NULL || xs == NULL ||
-      ys == NULL || ts == NULL || rel == NULL || rel_after == NULL ||
-      ys_alloc == NULL) {
+  if (pair == NULL || pred == NULL || has == NULL || xs == NULL || ys == NULL ||
+      ts == NULL || rel == NULL || rel_after == NULL || ys_alloc == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }

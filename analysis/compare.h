@@ -84,18 +84,18 @@
 
 typedef struct compare_opts_s compare_opts_t;
 struct compare_opts_s {
-  const char *model;     /* model spec; NULL: cpython for Python runs, the
-                            preloaded allocator if modelled, else glibc */
-  const char *libc;      /* libc spec; NULL: glibc with the run's MALLOC_* /
-                            GLIBC_TUNABLES knobs */
-  uint64_t    page_size; /* 0: the run's */
-  unsigned    layouts;   /* address layouts to replay, 1 ..
-                            COMPARE_LAYOUT_SPAN_BYTES / page size;
-                            0: all of them (4 with 4 KiB pages); 1: the
-                            default layout only */
-  bool        store;     /* write a simulated run and a comparisons row
-                            per layout */
-  const char *command;   /* command line stored with the simulated run */
+  const char *model;   /* model spec; NULL: cpython for Python runs, the
+                          preloaded allocator if modelled, else glibc */
+  const char *libc;    /* libc spec; NULL: glibc with the run's MALLOC_* /
+                          GLIBC_TUNABLES knobs */
+  uint64_t page_size;  /* 0: the run's */
+  unsigned layouts;    /* address layouts to replay, 1 ..
+                          COMPARE_LAYOUT_SPAN_BYTES / page size;
+                          0: all of them (4 with 4 KiB pages); 1: the
+                          default layout only */
+  bool store;          /* write a simulated run and a comparisons row
+                          per layout */
+  const char *command; /* command line stored with the simulated run */
 };
 
 typedef struct compare_mark_s compare_mark_t;
@@ -103,33 +103,33 @@ struct compare_mark_s {
   char     label[64];
   uint64_t t_ns; /* the measured run's time */
   uint64_t measured_rss_bytes;
-  uint64_t simulated_rss_bytes; /* before the baseline offset; with
-                                   layouts, the mean rounded */
-  int64_t  predicted_rss_bytes; /* simulated + offset; with layouts, the
-                                   mean over them, rounded */
+  uint64_t simulated_rss_bytes;     /* before the baseline offset; with
+                                       layouts, the mean rounded */
+  int64_t predicted_rss_bytes;      /* simulated + offset; with layouts, the
+                                       mean over them, rounded */
   int64_t  predicted_min_rss_bytes; /* smallest over layouts */
   int64_t  predicted_max_rss_bytes; /* largest over layouts */
   int64_t  predicted_by_layout[COMPARE_MAX_LAYOUTS]; /* [k]: layout k's */
-  unsigned layouts;           /* layouts that predicted this mark: all of
-                                 them, or 0 (error_pct_of_peak is NAN) */
-  int64_t  error_bytes;       /* predicted (mean) - measured */
-  double   error_pct_of_peak; /* 100 * error / peak measured */
-  int64_t  other_growth_bytes;  /* capture: measured bytes no allocator
-                                   holds, minus those at the anchor */
-  int64_t  allocator_error_bytes; /* error + other_growth: the model's
-                                     error on allocator memory alone */
-  double   allocator_error_pct_of_peak;
+  unsigned layouts;              /* layouts that predicted this mark: all of
+                                    them, or 0 (error_pct_of_peak is NAN) */
+  int64_t error_bytes;           /* predicted (mean) - measured */
+  double  error_pct_of_peak;     /* 100 * error / peak measured */
+  int64_t other_growth_bytes;    /* capture: measured bytes no allocator
+                                    holds, minus those at the anchor */
+  int64_t allocator_error_bytes; /* error + other_growth: the model's
+                                    error on allocator memory alone */
+  double allocator_error_pct_of_peak;
 };
 
 /* What stands behind the largest error of a series. */
 typedef enum compare_max_note_e {
-  COMPARE_MAX_PLAIN,   /* nothing found: the model's */
-  COMPARE_MAX_STEEP,   /* the curves are one sample apart on a steep
-                          change: the measured value lies between the
-                          predictions at the neighbouring samples, or the
-                          prediction between the neighbouring measurements */
-  COMPARE_MAX_RELEASE  /* a trim or purge lies between this sample and a
-                          neighbour: RSS was moving while it was read */
+  COMPARE_MAX_PLAIN,  /* nothing found: the model's */
+  COMPARE_MAX_STEEP,  /* the curves are one sample apart on a steep
+                         change: the measured value lies between the
+                         predictions at the neighbouring samples, or the
+                         prediction between the neighbouring measurements */
+  COMPARE_MAX_RELEASE /* a trim or purge lies between this sample and a
+                         neighbour: RSS was moving while it was read */
 } compare_max_note_t;
 
 /* "", "one sample apart on a steep change", "next to a trim or purge". */
@@ -144,11 +144,11 @@ struct compare_series_s {
   double   max_abs_error_bytes;    /* NAN if points == 0 */
   uint64_t max_error_t_ns;         /* when the largest error was measured */
   compare_max_note_t max_note;     /* what stands behind it */
-  double   slope;                  /* predicted on measured; NAN if undefined */
-  double   intercept_bytes;        /* NAN if undefined */
-  double   r2;                     /* 1 - SSres/SStot of predicted; NAN if
-                                      undefined (fewer than 3 points, or no
-                                      variance) */
+  double             slope;        /* predicted on measured; NAN if undefined */
+  double             intercept_bytes; /* NAN if undefined */
+  double             r2;              /* 1 - SSres/SStot of predicted; NAN if
+                                         undefined (fewer than 3 points, or no
+                                         variance) */
 };
 
 /* One layout's replay, compared on its own. */
@@ -171,14 +171,14 @@ struct compare_layout_s {
 
 typedef struct compare_result_s compare_result_t;
 struct compare_result_s {
-  int64_t  measured_run_id;
-  int64_t  simulated_run_id; /* 0 unless stored; layout 0's */
-  int64_t  comparison_id;    /* 0 unless stored; layout 0's */
-  char     model[512];       /* model_describe() of the model used */
-  char     model_spec[256];  /* as chosen: "cpython" */
-  char     libc_spec[256];   /* as chosen: "glibc:arena_max=2" */
-  char     source[512];      /* trace path or workload */
-  char     alignment[64];    /* "rss events in order" or "marks by
+  int64_t measured_run_id;
+  int64_t simulated_run_id;  /* 0 unless stored; layout 0's */
+  int64_t comparison_id;     /* 0 unless stored; layout 0's */
+  char    model[512];        /* model_describe() of the model used */
+  char    model_spec[256];   /* as chosen: "cpython" */
+  char    libc_spec[256];    /* as chosen: "glibc:arena_max=2" */
+  char    source[512];       /* trace path or workload */
+  char    alignment[64];     /* "rss events in order" or "marks by
                                  label" */
   char     anchor_label[64]; /* anchor mark, or "" */
   uint64_t anchor_t_ns;
@@ -186,23 +186,23 @@ struct compare_result_s {
                             of theirs, rounded) */
   uint64_t page_size;
   uint64_t peak_measured_rss_bytes;
-  uint64_t final_measured_rss_bytes; /* the last measured sample */
-  int64_t  peak_predicted_rss_bytes; /* the largest (mean) prediction
-                                        at a measured sample from the
-                                        anchor on */
+  uint64_t final_measured_rss_bytes;  /* the last measured sample */
+  int64_t  peak_predicted_rss_bytes;  /* the largest (mean) prediction
+                                         at a measured sample from the
+                                         anchor on */
   int64_t  final_predicted_rss_bytes; /* at the last measured sample */
-  uint64_t skipped_events; /* bad frees/reallocs the replay
-                              skipped (lenient) */
-  compare_mark_t  *marks;  /* owned; free with compare_result_free */
+  uint64_t skipped_events;            /* bad frees/reallocs the replay
+                                         skipped (lenient) */
+  compare_mark_t  *marks;             /* owned; free with compare_result_free */
   size_t           nmarks;
-  compare_series_t series; /* of the mean prediction */
-  bool             has_other; /* a capture that measured what no
-                                 allocator holds (images, static data,
-                                 stacks, file mmaps) */
-  compare_series_t allocator_series; /* of predicted + other growth: the
-                                        model's error on allocator memory */
+  compare_series_t series;                   /* of the mean prediction */
+  bool             has_other;                /* a capture that measured what no
+                                                allocator holds (images, static data,
+                                                stacks, file mmaps) */
+  compare_series_t allocator_series;         /* of predicted + other growth: the
+                                                model's error on allocator memory */
   int64_t          final_other_growth_bytes; /* at the last sample */
-  compare_point_t *points; /* owned: the series, in order */
+  compare_point_t *points;                   /* owned: the series, in order */
   size_t           npoints;
   unsigned         nlayouts;                     /* >= 1 */
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */

@@ -21,20 +21,20 @@
 
 typedef struct mech_acc_s mech_acc_t;
 struct mech_acc_s {
-  const char *key;        /* the region's mechanism key */
-  const char *unit_kind;  /* kind of the first top-level unit seen */
-  uint64_t    resident;   /* resident bytes of its regions */
-  uint64_t    live;       /* live bytes in them, capped at resident */
-  uint64_t    objects;    /* live objects in (live) or pinning (free) */
-  uint64_t    units;      /* top-level units it appears in */
-  uint64_t    last_unit;  /* the unit counted last, to count each once */
+  const char *key;       /* the region's mechanism key */
+  const char *unit_kind; /* kind of the first top-level unit seen */
+  uint64_t    resident;  /* resident bytes of its regions */
+  uint64_t    live;      /* live bytes in them, capped at resident */
+  uint64_t    objects;   /* live objects in (live) or pinning (free) */
+  uint64_t    units;     /* top-level units it appears in */
+  uint64_t    last_unit; /* the unit counted last, to count each once */
   uint64_t    phase[TRACE_PHASES_MAX]; /* objects of its units, by the
                                           phase they were allocated in */
 };
 
 /* Live objects by top-level unit (arena, heap) and allocation phase. */
 typedef struct unit_phases_s unit_phases_t;
-typedef struct unit_s unit_t;
+typedef struct unit_s        unit_t;
 struct unit_s {
   sim_addr_t addr;
   uint64_t   bytes;
@@ -42,23 +42,23 @@ struct unit_s {
 struct unit_phases_s {
   const trace_source_t *tracker; /* traces/phases.h */
   const model_t        *model;
-  unit_t               *unit;    /* ascending addresses */
+  unit_t               *unit; /* ascending addresses */
   size_t                nunits, cap, nphases;
-  uint64_t             *count;   /* [unit * nphases + phase] */
+  uint64_t             *count; /* [unit * nphases + phase] */
 };
 
 typedef struct attr_s attr_t;
 struct attr_s {
-  const sim_kernel_t *k;
-  uint64_t            page;
-  uint64_t            unit;         /* 1-based index of the current unit */
-  uint64_t            unit_objects; /* its live objects */
-  const char         *unit_kind;
-  const uint64_t     *unit_phases;  /* the current unit's row, or NULL */
+  const sim_kernel_t  *k;
+  uint64_t             page;
+  uint64_t             unit;         /* 1-based index of the current unit */
+  uint64_t             unit_objects; /* its live objects */
+  const char          *unit_kind;
+  const uint64_t      *unit_phases; /* the current unit's row, or NULL */
   const unit_phases_t *phases;      /* objects by unit and phase, or NULL */
-  mech_acc_t          mech[MAX_MECHS];
-  size_t              nmech;
-  uint64_t            covered[SIM_OWNER_COUNT]; /* by the page's owner */
+  mech_acc_t           mech[MAX_MECHS];
+  size_t               nmech;
+  uint64_t             covered[SIM_OWNER_COUNT]; /* by the page's owner */
 };
 
 static mech_acc_t *mech_of(attr_t *a, const char *key, as_err_t *err) {
@@ -76,7 +76,7 @@ static mech_acc_t *mech_of(attr_t *a, const char *key, as_err_t *err) {
 /* Resident bytes of [addr, addr + bytes), noting each page's owner. */
 static uint64_t resident_bytes(attr_t *a, sim_addr_t addr, uint64_t bytes) {
   uint64_t   total = 0;
-  sim_addr_t end   = addr + bytes;
+  sim_addr_t end = addr + bytes;
   for (sim_addr_t p = addr & ~(a->page - 1); p < end; p += a->page) {
     sim_owner_t owner;
     if (!sim_kernel_resident_owner(a->k, p, &owner))
@@ -99,7 +99,7 @@ static as_status_t collect_unit(void *user, const model_region_t *r,
   unit_t *v = as_grow(u->unit, &u->cap, u->nunits + 1, sizeof *v, 64);
   if (v == NULL)
     return as_err_set(err, AS_ENOMEM, "explain: out of memory");
-  u->unit              = v;
+  u->unit = v;
   u->unit[u->nunits++] = (unit_t){r->addr, r->bytes};
   return AS_OK;
 }
@@ -134,8 +134,7 @@ static as_status_t count_object(void *user, uint64_t id, size_t phase,
   (void)err;
   unit_phases_t *u = user;
   sim_addr_t     addr;
-  size_t         i = model_locate(u->model, id, &addr) ? unit_at(u, addr)
-                                                       : SIZE_MAX;
+  size_t i = model_locate(u->model, id, &addr) ? unit_at(u, addr) : SIZE_MAX;
   if (i != SIZE_MAX)
     u->count[i * u->nphases + phase]++;
   return AS_OK;
@@ -144,7 +143,7 @@ static as_status_t count_object(void *user, uint64_t id, size_t phase,
 /* Counts the live objects of tracker by the unit that holds them and the
  * phase they were allocated in; false (nothing to say) when the model
  * cannot locate objects. */
-static as_status_t unit_phases_build(const sim_session_t *s,
+static as_status_t unit_phases_build(const sim_session_t  *s,
                                      const trace_source_t *tracker,
                                      unit_phases_t *u, bool *built,
                                      as_err_t *err) {
@@ -152,9 +151,9 @@ static as_status_t unit_phases_build(const sim_session_t *s,
   memset(u, 0, sizeof *u);
   if (tracker == NULL || !model_has_locate(s->model))
     return AS_OK;
-  u->tracker     = tracker;
-  u->model       = s->model;
-  u->nphases     = trace_phases_count(tracker);
+  u->tracker = tracker;
+  u->model = s->model;
+  u->nphases = trace_phases_count(tracker);
   as_status_t rc = model_walk(s->model, collect_unit, u, err);
   if (rc != AS_OK)
     return rc;
@@ -162,7 +161,7 @@ static as_status_t unit_phases_build(const sim_session_t *s,
   u->count = calloc(u->nunits * u->nphases + 1, sizeof *u->count);
   if (u->count == NULL)
     return as_err_set(err, AS_ENOMEM, "explain: out of memory");
-  rc     = trace_phases_each_live(tracker, count_object, u, err);
+  rc = trace_phases_each_live(tracker, count_object, u, err);
   *built = rc == AS_OK;
   return rc;
 }
@@ -177,12 +176,13 @@ static void unit_phases_free(unit_phases_t *u) {
 static void phases_text(char *buf, size_t len, const unit_phases_t *u,
                         const uint64_t *phase) {
   bool   used[TRACE_PHASES_MAX] = {false};
-  size_t n                      = 0;
-  buf[0]                        = '\0';
+  size_t n = 0;
+  buf[0] = '\0';
   for (size_t k = 0; u && k < 3; k++) {
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < u->nphases; i++)
-      if (!used[i] && phase[i] > 0 && (best == SIZE_MAX || phase[i] > phase[best]))
+      if (!used[i] && phase[i] > 0 &&
+          (best == SIZE_MAX || phase[i] > phase[best]))
         best = i;
     if (best == SIZE_MAX)
       break;
@@ -201,12 +201,12 @@ static as_status_t on_region(void *user, const model_region_t *r,
   if (r->level == 0) {
     a->unit++;
     a->unit_objects = r->live_objects;
-    a->unit_kind    = r->kind;
-    a->unit_phases  = unit_row(a->phases, r->addr);
+    a->unit_kind = r->kind;
+    a->unit_phases = unit_row(a->phases, r->addr);
     return AS_OK;
   }
   const char *key = r->mechanism ? r->mechanism : "unknown";
-  mech_acc_t *m   = mech_of(a, key, err);
+  mech_acc_t *m = mech_of(a, key, err);
   if (m == NULL)
     return err->code;
   uint64_t res = resident_bytes(a, r->addr, r->bytes);
@@ -250,8 +250,8 @@ static void note_phases(explain_item_t *it, const mech_acc_t *m,
   phases_text(it->allocated_in, sizeof it->allocated_in, u, m->phase);
   size_t n = strlen(it->sentence);
   if (it->allocated_in[0] != '\0' && n < sizeof it->sentence)
-    snprintf(it->sentence + n, sizeof it->sentence - n,
-             " %s allocated %s.", whose, it->allocated_in);
+    snprintf(it->sentence + n, sizeof it->sentence - n, " %s allocated %s.",
+             whose, it->allocated_in);
 }
 
 static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
@@ -260,17 +260,16 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
   char                     units[64], key[48];
   units_text(units, sizeof units, m->units, m->unit_kind);
   const char *label = row ? row->label : m->key;
-  const char *why   = row ? row->why : "The model names no reason.";
+  const char *why = row ? row->why : "The model names no reason.";
   if (row == NULL || row->live) {
     snprintf(key, sizeof key, "%s.live", m->key);
     explain_item_t *it = add_item(out, key, m->live);
     if (it != NULL) {
-      it->live    = true;
+      it->live = true;
       it->objects = m->objects;
-      it->units   = m->units;
+      it->units = m->units;
       snprintf(it->sentence, sizeof it->sentence,
-               "%.2f MiB: the program's %" PRIu64
-               " live objects, in %s (%s).",
+               "%.2f MiB: the program's %" PRIu64 " live objects, in %s (%s).",
                (double)m->live / MIB, m->objects, label, units);
       note_phases(it, m, u, "They were");
     }
@@ -278,7 +277,7 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
     it = add_item(out, key, m->resident - m->live);
     if (it != NULL) {
       it->objects = m->objects;
-      it->units   = m->units;
+      it->units = m->units;
       snprintf(it->sentence, sizeof it->sentence,
                "%.2f MiB: the allocator's overhead on those objects. %s",
                (double)(m->resident - m->live) / MIB, why);
@@ -288,8 +287,8 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
   explain_item_t *it = add_item(out, m->key, m->resident);
   if (it == NULL)
     return;
-  it->objects    = m->objects;
-  it->units      = m->units;
+  it->objects = m->objects;
+  it->units = m->units;
   it->releasable = strncmp(row->released_by, "nothing", 7) != 0;
   char pinned[128] = "";
   if (m->objects > 0 && m->units > 1)
@@ -346,16 +345,16 @@ as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
   bool          have_phases = false;
   if (a == NULL)
     return as_err_set(err, AS_ENOMEM, "explain: out of memory");
-  a->k           = s->kernel;
-  a->page        = sim_kernel_page_size(s->kernel);
+  a->k = s->kernel;
+  a->page = sim_kernel_page_size(s->kernel);
   as_status_t rc = unit_phases_build(s, tracker, &u, &have_phases, err);
-  a->phases      = have_phases ? &u : NULL;
+  a->phases = have_phases ? &u : NULL;
   if (rc == AS_OK)
     rc = model_walk(s->model, on_region, a, err);
   if (rc == AS_OK) {
-    out->rss_bytes  = sim_kernel_rss_bytes(s->kernel);
+    out->rss_bytes = sim_kernel_rss_bytes(s->kernel);
     out->live_bytes = live_bytes;
-    out->nitems     = 0;
+    out->nitems = 0;
     for (size_t i = 0; i < a->nmech; i++)
       mechanism_items(out, &a->mech[i], a->phases);
     owner_items(out, a);
@@ -371,7 +370,7 @@ as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
 typedef struct pass_s pass_t;
 struct pass_s {
   const sim_session_t *s;
-  const char          *want;  /* call fn at the first mark so named */
+  const char          *want; /* call fn at the first mark so named */
   explain_at_fn        fn;
   void                *fn_user;
   explain_marks_t     *marks;
@@ -383,7 +382,7 @@ static as_status_t pass_sample(void *user, const sim_sample_t *smp,
   if (smp->kind != SIM_SAMPLE_MARK)
     return AS_OK;
   const char      *label = smp->label ? smp->label : "";
-  explain_marks_t *m     = p->marks;
+  explain_marks_t *m = p->marks;
   bool             known = false;
   for (size_t i = 0; i < m->n; i++)
     known |= strcmp(m->label[i], label) == 0;
@@ -392,7 +391,7 @@ static as_status_t pass_sample(void *user, const sim_sample_t *smp,
   uint64_t gap =
       smp->rss_bytes > smp->live_bytes ? smp->rss_bytes - smp->live_bytes : 0;
   if (gap > m->best_gap || m->best[0] == '\0') {
-    m->best_gap  = gap;
+    m->best_gap = gap;
     m->best_t_ns = smp->t_ns;
     snprintf(m->best, sizeof m->best, "%s", label);
   }
@@ -421,19 +420,19 @@ as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
   }
   if (model_desc != NULL)
     snprintf(model_desc, desc_len, "%s", s.model_desc);
-  pass_t p = {.s = &s, .want = mark, .fn = fn, .fn_user = fn_user,
-              .marks = marks};
+  pass_t p = {
+      .s = &s, .want = mark, .fn = fn, .fn_user = fn_user, .marks = marks};
   sim_engine_config_t cfg = {.settle_ns = o->settle_ns,
-                             .lenient   = o->lenient,
+                             .lenient = o->lenient,
                              .on_sample = pass_sample,
-                             .user      = &p};
-  sim_run_result_t r;
+                             .user = &p};
+  sim_run_result_t    r;
   rc = sim_engine_run(&cfg, &s, src, &r, err);
   if (rc == AS_OK && mark == NULL) {
-    sim_sample_t end = {.t_ns       = r.final_t_ns,
-                        .kind       = SIM_SAMPLE_FINAL,
-                        .label      = "end",
-                        .rss_bytes  = r.final_rss_bytes,
+    sim_sample_t end = {.t_ns = r.final_t_ns,
+                        .kind = SIM_SAMPLE_FINAL,
+                        .label = "end",
+                        .rss_bytes = r.final_rss_bytes,
                         .live_bytes = r.final_live_bytes};
     rc = fn(fn_user, &s, &end, err);
   }
@@ -442,8 +441,9 @@ as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
     for (size_t i = 0, used = 0; i < marks->n && used < sizeof list; i++)
       used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
                                i ? ", " : "", marks->label[i]);
-    rc = as_err_set(err, AS_EINVAL, "mark %s: the trace has no such mark "
-                                    "(marks: %.300s)",
+    rc = as_err_set(err, AS_EINVAL,
+                    "mark %s: the trace has no such mark "
+                    "(marks: %.300s)",
                     mark, marks->n ? list : "none");
   }
   sim_session_close(&s);
@@ -466,7 +466,7 @@ struct explain_job_s {
 
 static as_status_t open_tracked(void *user, trace_source_t **src,
                                 as_err_t *err) {
-  explain_job_t *j  = user;
+  explain_job_t *j = user;
   as_status_t    rc = j->open(j->user, src, err);
   if (rc == AS_OK)
     rc = trace_phases_wrap(*src, src, err);
@@ -476,7 +476,7 @@ static as_status_t open_tracked(void *user, trace_source_t **src,
 
 static as_status_t explain_here(void *user, const sim_session_t *s,
                                 const sim_sample_t *at, as_err_t *err) {
-  explain_job_t    *j   = user;
+  explain_job_t    *j = user;
   explain_result_t *out = j->out;
   snprintf(out->label, sizeof out->label, "%s", at->label ? at->label : "end");
   out->t_ns = at->t_ns;
@@ -488,10 +488,9 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
                           char *model_desc, size_t desc_len, as_err_t *err) {
   explain_marks_t marks;
   explain_job_t   job = {.open = open, .user = user, .out = &out[0]};
-  *n                  = 0;
-  as_status_t rc = explain_replay_at(o, open_tracked, &job, o->at,
-                                     explain_here, &job, &marks, model_desc,
-                                     desc_len, err);
+  *n = 0;
+  as_status_t rc = explain_replay_at(o, open_tracked, &job, o->at, explain_here,
+                                     &job, &marks, model_desc, desc_len, err);
   if (rc != AS_OK) {
     if (o->at != NULL && !marks.found) {
       char msg[sizeof err->msg];
@@ -511,8 +510,8 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
   char best[sizeof marks.best]; /* marks is rewritten by the replay */
   memcpy(best, marks.best, sizeof best);
   job.out = &out[1];
-  rc      = explain_replay_at(o, open_tracked, &job, best, explain_here, &job,
-                              &marks, model_desc, desc_len, err);
+  rc = explain_replay_at(o, open_tracked, &job, best, explain_here, &job,
+                         &marks, model_desc, desc_len, err);
   if (rc == AS_OK)
     *n = 2;
   return rc;

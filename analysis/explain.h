@@ -28,7 +28,7 @@
 
 typedef struct explain_item_s explain_item_t;
 struct explain_item_s {
-  char     mechanism[48]; /* mechanism key, "<key>.live", "<key>.overhead"
+  char mechanism[48];     /* mechanism key, "<key>.live", "<key>.overhead"
                              or "owner.<owner>" for uncovered pages */
   uint64_t bytes;         /* resident bytes attributed */
   uint64_t objects;       /* live objects in (live) or pinning (free) */
@@ -37,10 +37,10 @@ struct explain_item_s {
   bool     releasable;    /* a policy or call could give it back */
   char     sentence[768]; /* one plain sentence (and where known, when
                              its objects were allocated) */
-  char     allocated_in[192]; /* when its objects were allocated, by
-                                 phase, largest first: "after mark build
-                                 (4078), before any mark (12)"; "" if
-                                 unknown */
+  char allocated_in[192]; /* when its objects were allocated, by
+                             phase, largest first: "after mark build
+                             (4078), before any mark (12)"; "" if
+                             unknown */
 };
 
 typedef struct explain_result_s explain_result_t;
@@ -64,10 +64,10 @@ as_status_t explain_now(const sim_session_t *s, uint64_t live_bytes,
 /* What explain_trace explains. */
 typedef struct explain_opts_s explain_opts_t;
 struct explain_opts_s {
-  const char         *at;     /* a mark label, or NULL: the end and the mark
-                                 with the largest RSS - live gap */
-  const char         *model;  /* model spec */
-  const char         *libc;   /* libc spec or NULL */
+  const char *at;            /* a mark label, or NULL: the end and the mark
+                                with the largest RSS - live gap */
+  const char         *model; /* model spec */
+  const char         *libc;  /* libc spec or NULL */
   sim_kernel_config_t kernel;
   uint64_t            settle_ns; /* run the clock on after the trace */
   bool                lenient;
@@ -103,8 +103,7 @@ typedef as_status_t (*explain_at_fn)(void *user, const sim_session_t *s,
 as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
                               void *user, const char *mark, explain_at_fn fn,
                               void *fn_user, explain_marks_t *marks,
-                              char *model_desc, size_t desc_len,
-                              as_err_t *err);
+                              char *model_desc, size_t desc_len, as_err_t *err);
 
 /* Replays the source and explains the chosen instants: with --at, that
  * mark (its first occurrence); else the end and, when it is not the end,

@@ -21,8 +21,10 @@ as_status_t formula_mimalloc_page(const char *version, uint64_t size,
   char spec[64];
   if (snprintf(spec, sizeof spec, "mimalloc:version=%s", version) >=
       (int)sizeof spec)
-    return as_err_set(err, AS_EINVAL, "formula: mimalloc version '%.20s...' "
-                      "is too long", version);
+    return as_err_set(err, AS_EINVAL,
+                      "formula: mimalloc version '%.20s...' "
+                      "is too long",
+                      version);
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
   sim_kernel_t *k = NULL;
@@ -38,10 +40,10 @@ as_status_t formula_mimalloc_page(const char *version, uint64_t size,
     trace_event_t ev = {.op = TRACE_MALLOC, .id = 0, .size = size};
     if ((rc = model_alloc(m, &ev, err)) == AS_OK) {
       const mi_model_t *mm = (const mi_model_t *)m;
-      mi_page_ref_t     p  = mimalloc_object_page(mm, 0);
-      *page_bytes  = mimalloc_page_bytes(mm, p);
+      mi_page_ref_t     p = mimalloc_object_page(mm, 0);
+      *page_bytes = mimalloc_page_bytes(mm, p);
       *block_bytes = mimalloc_page_block_size(mm, p);
-      *blocks      = mimalloc_page_blocks(mm, p);
+      *blocks = mimalloc_page_blocks(mm, p);
       if (*blocks < 2)
         rc = as_err_set(err, AS_EINVAL,
                         "formula: %llu-byte objects get a page of their own "
@@ -72,7 +74,7 @@ uint64_t formula_mimalloc_bin_size(uint64_t size) {
   if (w > large_wsize_max)
     return 0;
   uint64_t wm1 = w - 1;
-  unsigned b   = 63u - (unsigned)__builtin_clzll(wm1);
+  unsigned b = 63u - (unsigned)__builtin_clzll(wm1);
   return (((wm1 >> (b - 2)) + 1) << (b - 2)) * word;
 }
 
@@ -105,14 +107,13 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
                         (unsigned long long)in->size_bytes,
                         PYMALLOC_SMALL_REQUEST_THRESHOLD);
     r.block_bytes = g.block_size;
-    r.per_pool    = g.blocks_per_pool;
-    r.pools       = g.pools_per_arena;
-    r.k           = g.blocks_per_arena;
-    r.unit_bytes  = PYMALLOC_ARENA_SIZE;
+    r.per_pool = g.blocks_per_pool;
+    r.pools = g.pools_per_arena;
+    r.k = g.blocks_per_arena;
+    r.unit_bytes = PYMALLOC_ARENA_SIZE;
   } else if (in->mimalloc != NULL) {
-    as_status_t rc = formula_mimalloc_page(in->mimalloc, in->size_bytes,
-                                           &r.unit_bytes, &r.block_bytes,
-                                           &r.k, err);
+    as_status_t rc = formula_mimalloc_page(
+        in->mimalloc, in->size_bytes, &r.unit_bytes, &r.block_bytes, &r.k, err);
     if (rc != AS_OK)
       return rc;
   } else {
@@ -123,7 +124,7 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
                         "%llu-byte objects",
                         (unsigned long long)in->page_bytes,
                         (unsigned long long)in->size_bytes);
-    r.k          = in->page_bytes / r.block_bytes;
+    r.k = in->page_bytes / r.block_bytes;
     r.unit_bytes = in->page_bytes;
   }
   /* Fractional, as in the published formula: a partly filled last unit
@@ -134,10 +135,9 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
   case SURVIVORS_RANDOM: {
     double p = in->fraction;
     /* q = 1 - (1 - p)^k */
-    r.q      = p >= 1 ? 1.0 : -expm1((double)r.k * log1p(-p));
+    r.q = p >= 1 ? 1.0 : -expm1((double)r.k * log1p(-p));
     r.pinned = r.units * r.q;
-    r.sd_bytes =
-        sqrt(r.units * r.q * (1 - r.q)) * (double)r.unit_bytes;
+    r.sd_bytes = sqrt(r.units * r.q * (1 - r.q)) * (double)r.unit_bytes;
     break;
   }
   case SURVIVORS_STRIDE: {
@@ -145,18 +145,18 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
     /* m <= k: every unit holds a multiple of m; otherwise consecutive
      * survivors are more than k apart, so each pins its own unit. */
     r.pinned = in->every <= r.k ? r.units : (double)survivors;
-    r.q      = r.pinned / r.units;
+    r.q = r.pinned / r.units;
     break;
   }
   case SURVIVORS_OLDEST: {
     uint64_t c = (uint64_t)(in->fraction * (double)r.objects);
-    r.pinned   = fmin((double)((c + r.k - 1) / r.k), r.units);
-    r.q        = r.pinned / r.units;
+    r.pinned = fmin((double)((c + r.k - 1) / r.k), r.units);
+    r.q = r.pinned / r.units;
     break;
   }
   }
   r.kept_bytes = r.pinned * (double)r.unit_bytes;
-  r.all_bytes  = r.units * (double)r.unit_bytes;
-  *out         = r;
+  r.all_bytes = r.units * (double)r.unit_bytes;
+  *out = r;
   return AS_OK;
 }

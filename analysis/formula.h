@@ -35,37 +35,37 @@
 
 typedef struct formula_input_s formula_input_t;
 struct formula_input_s {
-  uint64_t            size_bytes;    /* each object's request (getsizeof) */
-  uint64_t            total_bytes;   /* bytes of objects built */
+  uint64_t            size_bytes;  /* each object's request (getsizeof) */
+  uint64_t            total_bytes; /* bytes of objects built */
   survivors_pattern_t pattern;
-  double              fraction;      /* random, oldest: 0..1 */
-  uint64_t            every;         /* stride: >= 1 */
-  uint64_t            page_bytes;    /* 0: pymalloc arenas; else
-                                        mimalloc-style pages of this size */
-  bool                arena_aligned; /* pymalloc: arenas 16 KiB aligned
-                                        (64 pools), as with OS pages of
-                                        16 KiB or more; else 63 pools */
-  const char         *mimalloc;      /* NULL, or a mimalloc model version:
-                                        the unit is the page that version
-                                        gives the size (page_bytes unused) */
+  double              fraction;   /* random, oldest: 0..1 */
+  uint64_t            every;      /* stride: >= 1 */
+  uint64_t            page_bytes; /* 0: pymalloc arenas; else
+                                     mimalloc-style pages of this size */
+  bool arena_aligned;             /* pymalloc: arenas 16 KiB aligned
+                                     (64 pools), as with OS pages of
+                                     16 KiB or more; else 63 pools */
+  const char *mimalloc;           /* NULL, or a mimalloc model version:
+                                     the unit is the page that version
+                                     gives the size (page_bytes unused) */
 };
 
 typedef struct formula_result_s formula_result_t;
 struct formula_result_s {
-  uint64_t objects;        /* floor(total_bytes / size_bytes) */
-  uint64_t block_bytes;    /* size class / bin the request falls in */
-  uint64_t k;              /* objects per arena or page */
-  uint64_t per_pool;       /* pymalloc: NUMBLOCKS; pages: 0 */
-  uint64_t pools;          /* pymalloc: usable pools per arena; pages: 0 */
-  uint64_t unit_bytes;     /* arena (1 MiB) or page bytes */
-  double   units;          /* objects / k, arenas or pages (fractional) */
-  double   q;              /* probability that a unit is pinned */
-  double   pinned;         /* expected units pinned */
-  double   kept_bytes;     /* expected kept memory */
-  double   all_bytes;      /* every unit (units * unit_bytes): what stays
-                              resident when freed units are not returned
-                              (mimalloc with no purge after the frees) */
-  double   sd_bytes;       /* its standard deviation (0: deterministic) */
+  uint64_t objects;     /* floor(total_bytes / size_bytes) */
+  uint64_t block_bytes; /* size class / bin the request falls in */
+  uint64_t k;           /* objects per arena or page */
+  uint64_t per_pool;    /* pymalloc: NUMBLOCKS; pages: 0 */
+  uint64_t pools;       /* pymalloc: usable pools per arena; pages: 0 */
+  uint64_t unit_bytes;  /* arena (1 MiB) or page bytes */
+  double   units;       /* objects / k, arenas or pages (fractional) */
+  double   q;           /* probability that a unit is pinned */
+  double   pinned;      /* expected units pinned */
+  double   kept_bytes;  /* expected kept memory */
+  double   all_bytes;   /* every unit (units * unit_bytes): what stays
+                           resident when freed units are not returned
+                           (mimalloc with no purge after the frees) */
+  double sd_bytes;      /* its standard deviation (0: deterministic) */
 };
 
 /* Evaluates the formula.  AS_EINVAL naming the field when the input is

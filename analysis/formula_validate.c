@@ -35,7 +35,7 @@ struct fit_data_s {
 static double kept_at(double p, double objects, double unit, double k,
                       double *d_dx) {
   double survive_none = exp(k * log1p(-p)); /* (1 - p)^k */
-  double q            = 1.0 - survive_none;
+  double q = 1.0 - survive_none;
   if (d_dx)
     *d_dx = objects * unit * (-q / k - survive_none * log1p(-p));
   return objects / k * q * unit;
@@ -45,10 +45,10 @@ static int fit_residuals(const gsl_vector *x, void *user, gsl_vector *f) {
   const fit_data_t *d = user;
   double            k = exp(gsl_vector_get(x, 0));
   for (size_t i = 0; i < d->n; i++)
-    gsl_vector_set(f, i,
-                   kept_at(d->fraction[i], d->objects[i], d->unit_bytes, k,
-                           NULL) -
-                       d->measured[i]);
+    gsl_vector_set(
+        f, i,
+        kept_at(d->fraction[i], d->objects[i], d->unit_bytes, k, NULL) -
+            d->measured[i]);
   return GSL_SUCCESS;
 }
 
@@ -68,42 +68,39 @@ bool fv_fit_k(const double *fraction, const double *objects,
               double *k, double *k_lo, double *k_hi) {
   if (n < 2 || k0 <= 0)
     return false;
-  fit_data_t d = {.fraction   = fraction,
-                  .objects    = objects,
-                  .measured   = measured,
-                  .n          = n,
-                  .unit_bytes = unit_bytes};
-  gsl_multifit_nlinear_fdf fdf = {.f      = fit_residuals,
-                                  .df     = fit_jacobian,
-                                  .n      = n,
-                                  .p      = 1,
-                                  .params = &d};
+  fit_data_t               d = {.fraction = fraction,
+                                .objects = objects,
+                                .measured = measured,
+                                .n = n,
+                                .unit_bytes = unit_bytes};
+  gsl_multifit_nlinear_fdf fdf = {
+      .f = fit_residuals, .df = fit_jacobian, .n = n, .p = 1, .params = &d};
   gsl_multifit_nlinear_parameters params =
       gsl_multifit_nlinear_default_parameters();
   gsl_multifit_nlinear_workspace *w =
       gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, n, 1);
-  gsl_vector *x0    = gsl_vector_alloc(1);
+  gsl_vector *x0 = gsl_vector_alloc(1);
   gsl_matrix *covar = gsl_matrix_alloc(1, 1);
   gsl_vector_set(x0, 0, log(k0));
   gsl_error_handler_t *old = gsl_set_error_handler_off();
   int                  info;
-  int status = gsl_multifit_nlinear_init(x0, &fdf, w);
+  int                  status = gsl_multifit_nlinear_init(x0, &fdf, w);
   if (status == GSL_SUCCESS)
     status = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-10, NULL, NULL,
                                          &info, w);
   bool ok = status == GSL_SUCCESS;
   if (ok) {
-    double x   = gsl_vector_get(w->x, 0);
+    double x = gsl_vector_get(w->x, 0);
     double ssr = 0;
     gsl_blas_ddot(w->f, w->f, &ssr);
     gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar);
     double dof = (double)(n - 1);
-    double se  = sqrt(ssr / dof * gsl_matrix_get(covar, 0, 0));
-    double t   = gsl_cdf_tdist_Pinv(0.975, dof);
-    *k         = exp(x);
-    *k_lo      = exp(x - t * se);
-    *k_hi      = exp(x + t * se);
-    ok         = isfinite(*k) && isfinite(*k_lo) && isfinite(*k_hi);
+    double se = sqrt(ssr / dof * gsl_matrix_get(covar, 0, 0));
+    double t = gsl_cdf_tdist_Pinv(0.975, dof);
+    *k = exp(x);
+    *k_lo = exp(x - t * se);
+    *k_hi = exp(x + t * se);
+    ok = isfinite(*k) && isfinite(*k_lo) && isfinite(*k_hi);
   }
   gsl_set_error_handler(old);
   gsl_matrix_free(covar);
@@ -119,13 +116,13 @@ static as_status_t skip(fv_result_t *r, int64_t run_id, as_err_t *err,
     __attribute__((format(printf, 4, 5)));
 static as_status_t skip(fv_result_t *r, int64_t run_id, as_err_t *err,
                         const char *fmt, ...) {
-  fv_skip_t *v = as_grow(r->skipped, &r->skipped_cap, r->nskipped + 1,
-                         sizeof *v, 8);
+  fv_skip_t *v =
+      as_grow(r->skipped, &r->skipped_cap, r->nskipped + 1, sizeof *v, 8);
   if (!v)
     return as_err_set(err, AS_ENOMEM, "formula --validate: out of memory");
-  r->skipped    = v;
+  r->skipped = v;
   fv_skip_t *s = &r->skipped[r->nskipped++];
-  s->run_id    = run_id;
+  s->run_id = run_id;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->why, sizeof s->why, fmt, ap);
@@ -135,7 +132,7 @@ static as_status_t skip(fv_result_t *r, int64_t run_id, as_err_t *err,
 
 static bool parse_u64(const char *s, uint64_t *out) {
   char *end;
-  errno                = 0;
+  errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
   if (end == s || *end || errno || s[0] == '-')
     return false;
@@ -149,29 +146,30 @@ static bool parse_workload(const char *w, fv_point_t *p, char *why,
                            size_t why_len) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s", w);
-  p->size_bytes  = 64; /* the workload's defaults (traces/wl_survivors.c) */
+  p->size_bytes = 64; /* the workload's defaults (traces/wl_survivors.c) */
   p->total_bytes = UINT64_C(256) << 20;
-  p->pattern     = SURVIVORS_RANDOM;
-  p->fraction    = 1e-4;
-  p->every       = 1000;
+  p->pattern = SURVIVORS_RANDOM;
+  p->fraction = 1e-4;
+  p->every = 1000;
   char *save = NULL, *tok = strtok_r(buf, " ", &save);
-  for (tok = strtok_r(NULL, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+  for (tok = strtok_r(NULL, " ", &save); tok;
+       tok = strtok_r(NULL, " ", &save)) {
     char    *val = strtok_r(NULL, " ", &save);
-    uint64_t u   = 0;
+    uint64_t u = 0;
     char    *end = NULL;
-    bool     ok  = val != NULL;
+    bool     ok = val != NULL;
     if (ok && strcmp(tok, "--size") == 0)
       ok = parse_u64(val, &p->size_bytes);
     else if (ok && strcmp(tok, "--total") == 0) {
       /* MiB, fractions allowed, as traces/wl_survivors.c reads it */
-      double mib     = strtod(val, &end);
-      ok             = end != val && *end == '\0' && mib > 0 && mib < 0x1p40;
+      double mib = strtod(val, &end);
+      ok = end != val && *end == '\0' && mib > 0 && mib < 0x1p40;
       p->total_bytes = ok ? (uint64_t)(mib * 1048576.0) : 0;
     } else if (ok && strcmp(tok, "--pattern") == 0)
       ok = survivors_pattern_parse(val, &p->pattern);
     else if (ok && strcmp(tok, "--fraction") == 0) {
       p->fraction = strtod(val, &end);
-      ok          = end != val && *end == '\0';
+      ok = end != val && *end == '\0';
     } else if (ok && strcmp(tok, "--every") == 0)
       ok = parse_u64(val, &p->every);
     else if (ok && strcmp(tok, "--seed") == 0)
@@ -192,9 +190,9 @@ static bool parse_workload(const char *w, fv_point_t *p, char *why,
 /* The measured and simulated kept memory of run p->run_id. */
 static as_status_t replay_kept(store_t *s, unsigned layouts, fv_point_t *p,
                                bool *have, as_err_t *err) {
-  compare_opts_t   o   = {.layouts = layouts};
-  compare_result_t res = {0};
-  as_status_t      rc  = compare_run(s, p->run_id, &o, &res, err);
+  compare_opts_t        o = {.layouts = layouts};
+  compare_result_t      res = {0};
+  as_status_t           rc = compare_run(s, p->run_id, &o, &res, err);
   const compare_mark_t *start = NULL, *after = NULL;
   for (size_t i = 0; rc == AS_OK && i < res.nmarks; i++) {
     if (!start && strcmp(res.marks[i].label, "start") == 0)
@@ -206,8 +204,8 @@ static as_status_t replay_kept(store_t *s, unsigned layouts, fv_point_t *p,
   if (*have) {
     p->measured_kept_bytes =
         (double)after->measured_rss_bytes - (double)start->measured_rss_bytes;
-    p->simulated_kept_bytes = (double)after->simulated_rss_bytes -
-                              (double)start->simulated_rss_bytes;
+    p->simulated_kept_bytes =
+        (double)after->simulated_rss_bytes - (double)start->simulated_rss_bytes;
   }
   compare_result_free(&res);
   return rc;
@@ -223,24 +221,24 @@ static uint64_t model_page_bytes(const char *spec) {
 }
 
 static as_status_t evaluate_formula(fv_point_t *p, as_err_t *err) {
-  formula_input_t  in = {.size_bytes    = p->size_bytes,
-                         .total_bytes   = p->total_bytes,
-                         .pattern       = p->pattern,
-                         .fraction      = p->fraction,
-                         .every         = p->every,
-                         .page_bytes    = model_page_bytes(p->model),
+  formula_input_t  in = {.size_bytes = p->size_bytes,
+                         .total_bytes = p->total_bytes,
+                         .pattern = p->pattern,
+                         .fraction = p->fraction,
+                         .every = p->every,
+                         .page_bytes = model_page_bytes(p->model),
                          .arena_aligned = p->page_size >= 16384};
   formula_result_t out;
   as_status_t      rc = formula_survivors(&in, &out, err);
   if (rc != AS_OK)
     return rc;
-  p->objects            = out.objects;
-  p->unit_bytes         = out.unit_bytes;
-  p->k_geometry         = out.k;
+  p->objects = out.objects;
+  p->unit_bytes = out.unit_bytes;
+  p->k_geometry = out.k;
   p->formula_kept_bytes = out.kept_bytes;
-  p->formula_sd_bytes   = out.sd_bytes;
-  p->fitted_kept_bytes  = NAN;
-  p->group              = SIZE_MAX;
+  p->formula_sd_bytes = out.sd_bytes;
+  p->fitted_kept_bytes = NAN;
+  p->group = SIZE_MAX;
   return AS_OK;
 }
 
@@ -253,8 +251,8 @@ static as_status_t effective_model(store_t *s, fv_point_t *p, bool *covered,
   char        libc[256];
   as_status_t rc = run_meta_read(s, p->run_id, &meta, err);
   if (rc == AS_OK)
-    rc = record_run_specs(run_meta_get, &meta, p->model, sizeof p->model,
-                          libc, sizeof libc, err);
+    rc = record_run_specs(run_meta_get, &meta, p->model, sizeof p->model, libc,
+                          sizeof libc, err);
   run_meta_free(&meta);
   *covered = strstr(p->model, "pythonmalloc=malloc") == NULL;
   return rc;
@@ -285,15 +283,14 @@ static as_status_t add_run(store_t *s, unsigned layouts, sqlite3_stmt *st,
                       sizeof why))
     return skip(r, p.run_id, err, "%s", why);
   bool        covered = true;
-  as_status_t rc      = effective_model(s, &p, &covered, err);
+  as_status_t rc = effective_model(s, &p, &covered, err);
   if (rc != AS_OK)
     return rc;
   if (!covered)
     return skip(r, p.run_id, err,
-                "%s: no pymalloc arenas, the formula does not apply",
-                p.model);
+                "%s: no pymalloc arenas, the formula does not apply", p.model);
   as_err_t ferr = {0};
-  rc            = evaluate_formula(&p, &ferr);
+  rc = evaluate_formula(&p, &ferr);
   if (rc != AS_OK)
     return skip(r, p.run_id, err, "%s", ferr.msg);
   bool have;
@@ -301,11 +298,11 @@ static as_status_t add_run(store_t *s, unsigned layouts, sqlite3_stmt *st,
     return rc;
   if (!have)
     return skip(r, p.run_id, err, "no 'start' and 'after' marks");
-  fv_point_t *v = as_grow(r->points, &r->points_cap, r->npoints + 1,
-                          sizeof *v, 16);
+  fv_point_t *v =
+      as_grow(r->points, &r->points_cap, r->npoints + 1, sizeof *v, 16);
   if (!v)
     return as_err_set(err, AS_ENOMEM, "formula --validate: out of memory");
-  r->points               = v;
+  r->points = v;
   r->points[r->npoints++] = p;
   return AS_OK;
 }
@@ -336,25 +333,25 @@ static size_t group_of(fv_result_t *r, const fv_point_t *p, as_err_t *err) {
         q->size_bytes == p->size_bytes && q->unit_bytes == p->unit_bytes)
       return g;
   }
-  fv_group_t *v = as_grow(r->groups, &r->groups_cap, r->ngroups + 1,
-                          sizeof *v, 8);
+  fv_group_t *v =
+      as_grow(r->groups, &r->groups_cap, r->ngroups + 1, sizeof *v, 8);
   if (!v) {
     as_err_set(err, AS_ENOMEM, "formula --validate: out of memory");
     return SIZE_MAX;
   }
-  r->groups     = v;
+  r->groups = v;
   fv_group_t *g = &r->groups[r->ngroups];
   memset(g, 0, sizeof *g);
   snprintf(g->model, sizeof g->model, "%s", p->model);
-  g->page_size  = p->page_size;
+  g->page_size = p->page_size;
   g->size_bytes = p->size_bytes;
   g->unit_bytes = p->unit_bytes;
   g->k_geometry = p->k_geometry;
   if (model_page_bytes(p->model) == 0) {
     /* pymalloc: the other arena kind (aligned or not) */
-    formula_input_t  in = {.size_bytes    = p->size_bytes,
-                           .total_bytes   = p->total_bytes,
-                           .fraction      = p->fraction,
+    formula_input_t  in = {.size_bytes = p->size_bytes,
+                           .total_bytes = p->total_bytes,
+                           .fraction = p->fraction,
                            .arena_aligned = p->page_size < 16384};
     formula_result_t out;
     as_err_t         ignored = {0};
@@ -379,14 +376,14 @@ static void fit_group(fv_result_t *r, fv_group_t *g, const size_t *idx,
          *fitted = buf + 5 * n;
   for (size_t i = 0; i < n; i++) {
     const fv_point_t *p = &r->points[idx[i]];
-    fraction[i]         = p->fraction;
-    objects[i]          = (double)p->objects;
-    measured[i]         = p->measured_kept_bytes;
-    formula[i]          = p->formula_kept_bytes;
-    simulated[i]        = p->simulated_kept_bytes;
+    fraction[i] = p->fraction;
+    objects[i] = (double)p->objects;
+    measured[i] = p->measured_kept_bytes;
+    formula[i] = p->formula_kept_bytes;
+    simulated[i] = p->simulated_kept_bytes;
   }
-  g->npoints             = n;
-  g->rms_formula_bytes   = rms(measured, formula, n);
+  g->npoints = n;
+  g->rms_formula_bytes = rms(measured, formula, n);
   g->rms_simulated_bytes = rms(measured, simulated, n);
   g->fitted = fv_fit_k(fraction, objects, measured, n, (double)g->unit_bytes,
                        (double)g->k_geometry, &g->k_fit, &g->k_lo, &g->k_hi);
@@ -395,8 +392,8 @@ static void fit_group(fv_result_t *r, fv_group_t *g, const size_t *idx,
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    fitted[i] = kept_at(fraction[i], objects[i], (double)g->unit_bytes,
-                        g->k_fit, NULL);
+    fitted[i] =
+        kept_at(fraction[i], objects[i], (double)g->unit_bytes, g->k_fit, NULL);
     r->points[idx[i]].fitted_kept_bytes = fitted[i];
   }
   g->rms_fitted_bytes = rms(measured, fitted, n);

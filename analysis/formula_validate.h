@@ -33,24 +33,24 @@
 typedef struct fv_point_s fv_point_t;
 struct fv_point_s {
   int64_t             run_id;
-  char                source[256];   /* the run's trace or workload */
-  char                model[128];    /* the run's model spec */
-  uint64_t            page_size;     /* OS page of the run */
-  uint64_t            size_bytes;    /* --size */
-  uint64_t            total_bytes;   /* --total */
+  char                source[256]; /* the run's trace or workload */
+  char                model[128];  /* the run's model spec */
+  uint64_t            page_size;   /* OS page of the run */
+  uint64_t            size_bytes;  /* --size */
+  uint64_t            total_bytes; /* --total */
   survivors_pattern_t pattern;
-  double              fraction;      /* random, oldest */
-  uint64_t            every;         /* stride */
-  uint64_t            objects;       /* objects built */
-  uint64_t            unit_bytes;    /* arena or page */
-  uint64_t            k_geometry;    /* the formula's k */
+  double              fraction;   /* random, oldest */
+  uint64_t            every;      /* stride */
+  uint64_t            objects;    /* objects built */
+  uint64_t            unit_bytes; /* arena or page */
+  uint64_t            k_geometry; /* the formula's k */
   double              measured_kept_bytes;
   double              simulated_kept_bytes;
   double              formula_kept_bytes; /* at k_geometry */
   double              formula_sd_bytes;
-  double              fitted_kept_bytes;  /* at the group's fitted k; NAN
-                                             when not fitted */
-  size_t              group;              /* index, or SIZE_MAX */
+  double              fitted_kept_bytes; /* at the group's fitted k; NAN
+                                            when not fitted */
+  size_t group;                          /* index, or SIZE_MAX */
 };
 
 typedef struct fv_group_s fv_group_t;
@@ -60,13 +60,13 @@ struct fv_group_s {
   uint64_t k_geometry;     /* formula's k at this page size */
   uint64_t k_geometry_alt; /* pymalloc: k of the other arena kind (64 pools
                               where k_geometry has 63); 0 otherwise */
-  size_t   npoints;
-  bool     fitted;         /* false: fewer than 2 points, or no convergence */
-  double   k_fit;
-  double   k_lo, k_hi;     /* 95 % confidence interval */
-  double   rms_formula_bytes;   /* rms of measured - formula (geometry k) */
-  double   rms_fitted_bytes;    /* rms of measured - formula (fitted k) */
-  double   rms_simulated_bytes; /* rms of measured - simulated */
+  size_t npoints;
+  bool   fitted; /* false: fewer than 2 points, or no convergence */
+  double k_fit;
+  double k_lo, k_hi;          /* 95 % confidence interval */
+  double rms_formula_bytes;   /* rms of measured - formula (geometry k) */
+  double rms_fitted_bytes;    /* rms of measured - formula (fitted k) */
+  double rms_simulated_bytes; /* rms of measured - simulated */
 };
 
 typedef struct fv_skip_s fv_skip_t;

@@ -55,8 +55,8 @@ static heapmap_class_t class_of(uint8_t state, bool resident) {
 static void count(builder_t *b, const model_region_t *r, sim_addr_t lo,
                   sim_addr_t hi, uint64_t *bytes, uint64_t *resident) {
   for (sim_addr_t p = lo & ~(b->page - 1); p < hi; p += b->page) {
-    sim_addr_t a   = p > lo ? p : lo;
-    sim_addr_t e   = p + b->page < hi ? p + b->page : hi;
+    sim_addr_t a = p > lo ? p : lo;
+    sim_addr_t e = p + b->page < hi ? p + b->page : hi;
     bool       res = sim_kernel_is_resident(b->k, p);
     bytes[class_of(r->state, res)] += e - a;
     if (res)
@@ -68,20 +68,19 @@ static void count(builder_t *b, const model_region_t *r, sim_addr_t lo,
 static void finish_row(builder_t *b) {
   if (!b->open)
     return;
-  heapmap_row_t *row  = &b->m->rows[b->m->nrows - 1];
+  heapmap_row_t *row = &b->m->rows[b->m->nrows - 1];
   uint64_t       cell = (row->bytes + b->m->ncells - 1) / b->m->ncells;
-  size_t         r0   = 0; /* first region that may overlap the cell */
+  size_t         r0 = 0; /* first region that may overlap the cell */
   for (size_t c = 0; c < b->m->ncells; c++) {
     sim_addr_t lo = row->addr + c * cell, hi = lo + cell;
     if (hi > row->addr + row->bytes)
       hi = row->addr + row->bytes;
     uint64_t bytes[HEAPMAP_CLASSES] = {0};
-    while (r0 < b->nregs &&
-           b->regs[r0].addr + b->regs[r0].bytes <= lo)
+    while (r0 < b->nregs && b->regs[r0].addr + b->regs[r0].bytes <= lo)
       r0++;
     for (size_t i = r0; i < b->nregs && b->regs[i].addr < hi; i++) {
       const model_region_t *r = &b->regs[i];
-      sim_addr_t a = r->addr > lo ? r->addr : lo;
+      sim_addr_t            a = r->addr > lo ? r->addr : lo;
       sim_addr_t e = r->addr + r->bytes < hi ? r->addr + r->bytes : hi;
       if (a < e)
         count(b, r, a, e, bytes, &row->resident_bytes);
@@ -102,19 +101,19 @@ static as_status_t on_region(void *user, const model_region_t *r,
   builder_t *b = user;
   if (r->level == 0) {
     finish_row(b);
-    heapmap_row_t *rows = as_grow(b->m->rows, &b->rows_cap, b->m->nrows + 1,
-                                  sizeof *rows, 64);
+    heapmap_row_t *rows =
+        as_grow(b->m->rows, &b->rows_cap, b->m->nrows + 1, sizeof *rows, 64);
     if (rows == NULL)
       return as_err_set(err, AS_ENOMEM, "heap map: out of memory");
-    b->m->rows         = rows;
+    b->m->rows = rows;
     heapmap_row_t *row = &rows[b->m->nrows++];
     memset(row, 0, sizeof *row);
-    row->addr         = r->addr;
-    row->bytes        = r->bytes ? r->bytes : 1;
+    row->addr = r->addr;
+    row->bytes = r->bytes ? r->bytes : 1;
     row->live_objects = r->live_objects;
     snprintf(row->kind, sizeof row->kind, "%s", r->kind ? r->kind : "region");
     b->nregs = 0;
-    b->open  = true;
+    b->open = true;
     return AS_OK;
   }
   if (!b->open)
@@ -123,21 +122,20 @@ static as_status_t on_region(void *user, const model_region_t *r,
       as_grow(b->regs, &b->regs_cap, b->nregs + 1, sizeof *regs, 256);
   if (regs == NULL)
     return as_err_set(err, AS_ENOMEM, "heap map: out of memory");
-  b->regs            = regs;
+  b->regs = regs;
   b->regs[b->nregs++] = *r;
   return AS_OK;
 }
 
-as_status_t heapmap_build(const sim_session_t *s, size_t ncells,
-                          heapmap_t *out, as_err_t *err) {
+as_status_t heapmap_build(const sim_session_t *s, size_t ncells, heapmap_t *out,
+                          as_err_t *err) {
   memset(out, 0, sizeof *out);
   if (ncells == 0 || ncells > HEAPMAP_MAX_CELLS)
     return as_err_set(err, AS_EUSAGE, "heap map: 1 to %d cells per row",
                       HEAPMAP_MAX_CELLS);
   out->ncells = ncells;
-  builder_t b = {.k    = s->kernel,
-                 .page = sim_kernel_page_size(s->kernel),
-                 .m    = out};
+  builder_t b = {
+      .k = s->kernel, .page = sim_kernel_page_size(s->kernel), .m = out};
   as_status_t rc = model_walk(s->model, on_region, &b, err);
   if (rc == AS_OK)
     finish_row(&b);

@@ -42,16 +42,16 @@ struct heapmap_row_s {
 
 typedef struct heapmap_s heapmap_t;
 struct heapmap_s {
-  size_t         ncells;  /* cells per row */
+  size_t         ncells; /* cells per row */
   size_t         nrows;
-  heapmap_row_t *rows;    /* in walk order */
+  heapmap_row_t *rows;                         /* in walk order */
   uint64_t       class_bytes[HEAPMAP_CLASSES]; /* over every row */
 };
 
 /* Builds the map of session s now, ncells (1..HEAPMAP_MAX_CELLS) per row.
  * Free with heapmap_free.  A model without a heap map gives no rows. */
-as_status_t heapmap_build(const sim_session_t *s, size_t ncells,
-                          heapmap_t *out, as_err_t *err);
+as_status_t heapmap_build(const sim_session_t *s, size_t ncells, heapmap_t *out,
+                          as_err_t *err);
 void        heapmap_free(heapmap_t *m);
 
 /* "live", "cached", "free", "meta", "released". */

@@ -14,7 +14,6 @@
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
-
 /* ---- The table ---------------------------------------------------------- */
 
 size_t lab_variant_count(const lab_def_t *def) {
@@ -82,7 +81,7 @@ static as_status_t ladder_add(lab_ladder_t *l, uint64_t request,
   lab_rung_t *r = as_grow(l->rung, &l->cap, l->n + 1, sizeof *r, 256);
   if (r == NULL)
     return as_err_set(err, AS_ENOMEM, "ladder: out of memory");
-  l->rung        = r;
+  l->rung = r;
   l->rung[l->n++] = (lab_rung_t){request, usable};
   return AS_OK;
 }
@@ -113,7 +112,7 @@ bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
   size_t i = *pos;
   if (i >= l->n)
     return false;
-  size_t   j    = i;
+  size_t   j = i;
   uint64_t step = i + 1 < l->n ? l->rung[i + 1].usable - l->rung[i].usable : 0;
   if (i + 1 < l->n && l->rung[i + 1].usable > l->rung[i].usable)
     while (j + 1 < l->n && l->rung[j + 1].usable > l->rung[j].usable &&
@@ -122,13 +121,13 @@ bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
   else
     step = 0;
   out->request_first = l->rung[i].request;
-  out->request_last  = j + 1 < l->n ? l->rung[j + 1].request - 1
-                                    : LAB_LADDER_MAX;
-  out->usable_first  = l->rung[i].usable;
-  out->usable_last   = l->rung[j].usable;
-  out->step          = j > i ? step : 0;
-  out->classes       = j - i + 1;
-  *pos               = j + 1;
+  out->request_last =
+      j + 1 < l->n ? l->rung[j + 1].request - 1 : LAB_LADDER_MAX;
+  out->usable_first = l->rung[i].usable;
+  out->usable_last = l->rung[j].usable;
+  out->step = j > i ? step : 0;
+  out->classes = j - i + 1;
+  *pos = j + 1;
   return true;
 }
 
@@ -137,13 +136,13 @@ bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
  * PyObject_Malloc, the others for malloc. */
 static as_status_t model_ladder(const sim_session_t *s, lab_ladder_t *l,
                                 as_err_t *err) {
-  uint8_t domain = s->model->methods->composition ? TRACE_DOMAIN_OBJ
-                                                  : TRACE_DOMAIN_RAW;
+  uint8_t domain =
+      s->model->methods->composition ? TRACE_DOMAIN_OBJ : TRACE_DOMAIN_RAW;
   if (s->model->methods->usable_size == NULL)
     return AS_OK;
   for (uint64_t n = 1; n <= LAB_LADDER_MAX; n++) {
-    as_status_t rc = ladder_add(l, n, model_usable_size(s->model, n, domain),
-                                err);
+    as_status_t rc =
+        ladder_add(l, n, model_usable_size(s->model, n, domain), err);
     if (rc != AS_OK)
       return rc;
   }
@@ -156,8 +155,10 @@ static as_status_t read_ladder(const char *path, lab_ladder_t *l,
                                as_err_t *err) {
   FILE *f = fopen(path, "r");
   if (f == NULL)
-    return as_err_set(err, AS_EINVAL, "%s: cannot open the ladder the lab "
-                      "program writes", path);
+    return as_err_set(err, AS_EINVAL,
+                      "%s: cannot open the ladder the lab "
+                      "program writes",
+                      path);
   char        line[256];
   as_status_t rc = AS_OK;
   for (unsigned lineno = 1; rc == AS_OK && fgets(line, sizeof line, f);
@@ -167,8 +168,8 @@ static as_status_t read_ladder(const char *path, lab_ladder_t *l,
     if (line[0] == '#' || line[0] == '\n')
       continue;
     if (sscanf(line, "%llu %llu %c", &req, &usable, &extra) != 2)
-      rc = as_err_set(err, AS_EINVAL, "%s:%u: expected 'request usable'",
-                      path, lineno);
+      rc = as_err_set(err, AS_EINVAL, "%s:%u: expected 'request usable'", path,
+                      lineno);
     else
       rc = ladder_add(l, req, usable, err);
   }
@@ -189,7 +190,7 @@ static uint64_t ladder_first_difference(const lab_ladder_t *a,
   while (i < a->n || k < b->n) {
     uint64_t ra = i < a->n ? a->rung[i].request : UINT64_MAX;
     uint64_t rb = k < b->n ? b->rung[k].request : UINT64_MAX;
-    uint64_t r  = ra < rb ? ra : rb;
+    uint64_t r = ra < rb ? ra : rb;
     if (lab_ladder_usable(a, r) != lab_ladder_usable(b, r))
       return r;
     i += ra == r;
@@ -214,7 +215,7 @@ static bool listed(const char *list, const char *label) {
     while (*p == ' ')
       p++;
     const char *end = strchr(p, ' ');
-    size_t      w   = end ? (size_t)(end - p) : strlen(p);
+    size_t      w = end ? (size_t)(end - p) : strlen(p);
     if (w == n && w > 0 && strncmp(p, label, n) == 0)
       return true;
     p += w;
@@ -244,7 +245,7 @@ static bool kernel_counter(const lab_pass_t *p, const char *name,
   *unit = "count";
   if (strcmp(name, "kernel.brk_bytes") == 0) {
     *value = sim_kernel_brk_current(p->session->kernel) - p->brk0;
-    *unit  = "bytes";
+    *unit = "bytes";
   } else if (strcmp(name, "kernel.page_faults") == 0) {
     *value = calls.faults;
   } else if (strcmp(name, "kernel.mmap_calls") == 0) {
@@ -266,7 +267,7 @@ static bool kernel_counter(const lab_pass_t *p, const char *name,
  * their units). */
 static void read_counters(const lab_pass_t *p, lab_step_t *st) {
   model_counter_t c[MODEL_COUNTERS_MAX];
-  size_t n = model_counters(p->session->model, c, MODEL_COUNTERS_MAX);
+  size_t          n = model_counters(p->session->model, c, MODEL_COUNTERS_MAX);
   if (n > MODEL_COUNTERS_MAX)
     n = MODEL_COUNTERS_MAX;
   for (size_t k = 0; k < LAB_MAX_COUNTERS && p->def->counters != NULL &&
@@ -279,8 +280,8 @@ static void read_counters(const lab_pass_t *p, lab_step_t *st) {
     }
     for (size_t i = 0; i < n; i++)
       if (strcmp(c[i].name, name) == 0) {
-        st->counter[k]        = c[i].value;
-        st->has_counter[k]    = true;
+        st->counter[k] = c[i].value;
+        st->has_counter[k] = true;
         p->r->counter_unit[k] = c[i].unit;
       }
   }
@@ -294,8 +295,7 @@ static bool map_drawn(const lab_variant_result_t *vr, const char *label) {
   return false;
 }
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   lab_pass_t *p = user;
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
@@ -303,14 +303,14 @@ static as_status_t on_sample(void *user, const sim_sample_t *s,
       (p->v->anchor == NULL || strcmp(p->v->anchor, s->label) == 0)) {
     snprintf(p->vr->anchor, sizeof p->vr->anchor, "%s", s->label);
     p->vr->anchor_sim_rss = s->rss_bytes;
-    p->anchored           = true;
+    p->anchored = true;
   }
   if (p->v->map_at != NULL && listed(p->v->map_at, s->label) &&
       !map_drawn(p->vr, s->label)) {
     if (p->vr->nmaps == LAB_MAX_MAPS)
       return as_err_set(err, AS_EINVAL, "lab %s: more than %d heap maps",
                         p->def->name, LAB_MAX_MAPS);
-    size_t      k  = p->vr->nmaps;
+    size_t      k = p->vr->nmaps;
     as_status_t rc = heapmap_build(p->session, p->ncells, &p->vr->map[k], err);
     if (rc != AS_OK)
       return rc;
@@ -329,9 +329,9 @@ static as_status_t on_sample(void *user, const sim_sample_t *s,
   else
     snprintf(st->label, sizeof st->label, "%s", s->label);
   snprintf(st->mark, sizeof st->mark, "%s", s->label);
-  st->variant  = p->vi;
-  st->t_ns     = s->t_ns;
-  st->sim_rss  = s->rss_bytes;
+  st->variant = p->vi;
+  st->t_ns = s->t_ns;
+  st->sim_rss = s->rss_bytes;
   st->sim_live = s->live_bytes;
   read_counters(p, st);
   return AS_OK;
@@ -344,15 +344,14 @@ static as_status_t open_variant(const lab_variant_t *v, const lab_opts_t *o,
   char path[1024];
   if (!as_format_fits(path, sizeof path, "%s/data/%s",
                       o->source_dir ? o->source_dir : ".", v->trace))
-    return as_err_set(err, AS_EINVAL, "lab trace %s: path too long",
-                      v->trace);
+    return as_err_set(err, AS_EINVAL, "lab trace %s: path too long", v->trace);
   return trace_open(path, src, err);
 }
 
 static as_status_t simulate_variant(const lab_def_t *def, size_t vi,
                                     const lab_opts_t *o, lab_result_t *r,
                                     as_err_t *err) {
-  const lab_variant_t  *v  = &def->variants[vi];
+  const lab_variant_t  *v = &def->variants[vi];
   lab_variant_result_t *vr = &r->variants[vi];
   trace_source_t       *src = NULL;
   sim_session_t         s;
@@ -365,26 +364,28 @@ static as_status_t simulate_variant(const lab_def_t *def, size_t vi,
     return rc;
   }
   snprintf(vr->model_desc, sizeof vr->model_desc, "%s", s.model_desc);
-  if (def->kind == LAB_SIZES && (rc = model_ladder(&s, &vr->ladder, err)) !=
-                                    AS_OK) {
+  if (def->kind == LAB_SIZES &&
+      (rc = model_ladder(&s, &vr->ladder, err)) != AS_OK) {
     sim_session_close(&s);
     trace_source_close(src);
     return rc;
   }
-  lab_pass_t p = {.def     = def,
-                  .v       = v,
-                  .vi      = vi,
-                  .ncells  = o->map_cells ? o->map_cells : 48,
-                  .r       = r,
-                  .vr      = vr,
-                  .session = &s,
-                  .brk0    = sim_kernel_brk_current(s.kernel)};
+  lab_pass_t          p = {.def = def,
+                           .v = v,
+                           .vi = vi,
+                           .ncells = o->map_cells ? o->map_cells : 48,
+                           .r = r,
+                           .vr = vr,
+                           .session = &s,
+                           .brk0 = sim_kernel_brk_current(s.kernel)};
   sim_engine_config_t cfg = {.on_sample = on_sample, .user = &p};
   sim_run_result_t    res;
   rc = sim_engine_run(&cfg, &s, src, &res, err);
   if (rc == AS_OK && v->map_at != NULL && vr->nmaps == 0)
-    rc = as_err_set(err, AS_EINVAL, "lab %s: the run has none of the marks "
-                    "'%s'", def->name, v->map_at);
+    rc = as_err_set(err, AS_EINVAL,
+                    "lab %s: the run has none of the marks "
+                    "'%s'",
+                    def->name, v->map_at);
   sim_session_close(&s);
   trace_source_close(src);
   vr->ran = rc == AS_OK;
@@ -444,9 +445,8 @@ static bool column_value(const char *list, const char *mark, double *out) {
 /* Reads every column's value at every mark of m from meta. */
 static void read_columns(const trace_meta_t *meta, const char *const *columns,
                          measured_marks_t *m) {
-  for (size_t c = 0; columns != NULL && columns[c] != NULL &&
-                     c < LAB_MAX_MEASURED;
-       c++) {
+  for (size_t c = 0;
+       columns != NULL && columns[c] != NULL && c < LAB_MAX_MEASURED; c++) {
     const char *list = trace_meta_get(meta, columns[c]);
     for (size_t i = 0; list != NULL && i < m->n; i++)
       m->has_value[c][i] = column_value(list, m->label[i], &m->value[c][i]);
@@ -463,7 +463,7 @@ static bool least_value_at(const measured_marks_t *runs, size_t n, size_t c,
       if (runs[i].has_value[c][k] && strcmp(runs[i].label[k], label) == 0 &&
           (!any || runs[i].value[c][k] < *out)) {
         *out = runs[i].value[c][k];
-        any  = true;
+        any = true;
       }
   return any;
 }
@@ -483,7 +483,7 @@ static const measured_marks_t *find_mark(const measured_marks_t *m,
 static void measured_meta(const trace_meta_t *meta, const char *const *keys,
                           char *buf, size_t len) {
   size_t used = 0;
-  buf[0]      = '\0';
+  buf[0] = '\0';
   for (size_t k = 0; keys != NULL && keys[k] != NULL; k++) {
     const char *v = trace_meta_get(meta, keys[k]);
     if (v == NULL || used >= len)
@@ -499,7 +499,7 @@ static as_status_t read_measured(const char *path, const lab_def_t *def,
                                  measured_marks_t *m, lab_variant_result_t *vr,
                                  as_err_t *err) {
   trace_source_t *src = NULL;
-  as_status_t     rc  = trace_open(path, &src, err);
+  as_status_t     rc = trace_open(path, &src, err);
   if (rc != AS_OK)
     return rc;
   memset(m, 0, sizeof *m);
@@ -512,7 +512,7 @@ static as_status_t read_measured(const char *path, const lab_def_t *def,
       continue;
     }
     if (ev.op == TRACE_RSS && last_was_mark) {
-      m->rss[m->n - 1]     = ev.size;
+      m->rss[m->n - 1] = ev.size;
       m->has_rss[m->n - 1] = true;
     }
     last_was_mark = false;
@@ -520,7 +520,7 @@ static as_status_t read_measured(const char *path, const lab_def_t *def,
   if (rc == AS_DONE)
     rc = AS_OK;
   const char *machine = trace_meta_get(&src->meta, "machine");
-  const char *libc    = trace_meta_get(&src->meta, "glibc");
+  const char *libc = trace_meta_get(&src->meta, "glibc");
   if (libc == NULL)
     libc = trace_meta_get(&src->meta, "libc");
   if (vr != NULL) {
@@ -542,8 +542,8 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* The median of the RSS at label over the runs that have it (the lower
  * middle of an even count); false when none has it. */
-static bool median_at(const measured_marks_t *runs, size_t n,
-                      const char *label, uint64_t *out) {
+static bool median_at(const measured_marks_t *runs, size_t n, const char *label,
+                      uint64_t *out) {
   uint64_t v[LAB_MAX_RUNS];
   size_t   k = 0;
   for (size_t i = 0; i < n && k < LAB_MAX_RUNS; i++)
@@ -569,8 +569,7 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
   as_status_t rc = AS_OK;
   uint64_t    anchor = 0;
   for (size_t i = 0; i < n && rc == AS_OK; i++) {
-    rc = read_measured(paths[i], r->def, &runs[i],
-                       i == 0 ? vr : NULL, err);
+    rc = read_measured(paths[i], r->def, &runs[i], i == 0 ? vr : NULL, err);
     if (rc == AS_OK && find_mark(&runs[i], vr->anchor, &anchor) == NULL)
       rc = as_err_set(err, AS_EINVAL,
                       "%s: no mark '%s' with its rss (the run's first mark, "
@@ -589,17 +588,15 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
   }
   if (rc == AS_OK) {
     median_at(runs, n, vr->anchor, &anchor);
-    vr->baseline      = (int64_t)anchor - (int64_t)vr->anchor_sim_rss;
-    vr->measured      = true;
+    vr->baseline = (int64_t)anchor - (int64_t)vr->anchor_sim_rss;
+    vr->measured = true;
     vr->measured_runs = n;
-    snprintf(vr->measured_source, sizeof vr->measured_source, "%s",
-             paths[0]);
+    snprintf(vr->measured_source, sizeof vr->measured_source, "%s", paths[0]);
     for (size_t i = 0; i < r->nsteps; i++) {
       lab_step_t *st = &r->steps[i];
-      if (st->variant != vi ||
-          !median_at(runs, n, st->mark, &st->measured_rss))
+      if (st->variant != vi || !median_at(runs, n, st->mark, &st->measured_rss))
         continue;
-      st->measured      = true;
+      st->measured = true;
       st->predicted_rss = (uint64_t)((int64_t)st->sim_rss + vr->baseline);
       for (size_t c = 0; c < LAB_MAX_MEASURED; c++)
         st->has_measured_value[c] =

@@ -54,11 +54,11 @@ struct lab_variant_s {
    * arguments, where {out} is the measured-run file it writes. */
   const char *program;
   const char *args;
-  const char *env;     /* NAME=VALUE ... set for the program (others of
-                          the allocators' knobs are unset) */
-  const char *preload; /* model whose library LD_PRELOAD loads, or NULL */
-  const char *library; /* that library's file-name prefix when it is not
-                          the model's preload ("libtcmalloc_minimal") */
+  const char *env;      /* NAME=VALUE ... set for the program (others of
+                           the allocators' knobs are unset) */
+  const char *preload;  /* model whose library LD_PRELOAD loads, or NULL */
+  const char *library;  /* that library's file-name prefix when it is not
+                           the model's preload ("libtcmalloc_minimal") */
   const char *recorded; /* the measured runs of the repository for it, a
                            glob pattern under data/ ("measured/lab-arenas-
                            r*.trace": repeated runs), or NULL */
@@ -71,37 +71,37 @@ typedef enum lab_kind_e {
 
 typedef struct lab_def_s lab_def_t;
 struct lab_def_s {
-  const char         *name;     /* `allocsim lab NAME` */
-  const char         *title;    /* one line */
-  const char         *notes;    /* where the course notes treat it */
-  lab_kind_t          kind;
-  const char         *shows;    /* what the lab shows (a paragraph) */
-  const char         *question; /* asked before anything runs */
-  const char         *table;    /* a fixed table printed with the question
-                                   (the glibc arena-cap versions), or NULL */
-  const char *const  *models;   /* models it needs, NULL-terminated */
-  const char *const  *counters; /* counters shown per step, NULL-terminated:
-                                   the model's ("glibc.arenas") or the
-                                   kernel's: kernel.brk_bytes (the program
-                                   break above its start), kernel.page_faults,
-                                   kernel.mmap_calls, kernel.munmap_calls,
-                                   kernel.madvise_calls, kernel.cost_us (the
-                                   calls and faults priced by sim/cost.h's
-                                   measured cost model, microseconds) */
-  const char *const  *measured_keys; /* provenance keys of a measured run
-                                   shown with it, NULL-terminated (the
-                                   program's own view: "arenas",
-                                   "pymalloc_after"), or NULL */
-  const char *const  *measured_columns; /* quantities per mark that only
-                                   the real program measures (time, its
-                                   allocator's own counts), at most
-                                   LAB_MAX_MEASURED, NULL-terminated: the
-                                   provenance "<column>=MARK:NUMBER ...",
-                                   the least over the runs, each shown as
-                                   a column; or NULL */
-  const char         *notice;   /* what to notice (a paragraph) */
-  const char         *doc;      /* its page under docs/course/ */
-  lab_variant_t       variants[LAB_MAX_VARIANTS]; /* ends at label NULL */
+  const char *name;  /* `allocsim lab NAME` */
+  const char *title; /* one line */
+  const char *notes; /* where the course notes treat it */
+  lab_kind_t  kind;
+  const char *shows;                /* what the lab shows (a paragraph) */
+  const char *question;             /* asked before anything runs */
+  const char *table;                /* a fixed table printed with the question
+                                       (the glibc arena-cap versions), or NULL */
+  const char *const *models;        /* models it needs, NULL-terminated */
+  const char *const *counters;      /* counters shown per step, NULL-terminated:
+                                       the model's ("glibc.arenas") or the
+                                       kernel's: kernel.brk_bytes (the program
+                                       break above its start), kernel.page_faults,
+                                       kernel.mmap_calls, kernel.munmap_calls,
+                                       kernel.madvise_calls, kernel.cost_us (the
+                                       calls and faults priced by sim/cost.h's
+                                       measured cost model, microseconds) */
+  const char *const *measured_keys; /* provenance keys of a measured run
+                                  shown with it, NULL-terminated (the
+                                  program's own view: "arenas",
+                                  "pymalloc_after"), or NULL */
+  const char *const *measured_columns;      /* quantities per mark that only
+                                       the real program measures (time, its
+                                       allocator's own counts), at most
+                                       LAB_MAX_MEASURED, NULL-terminated: the
+                                       provenance "<column>=MARK:NUMBER ...",
+                                       the least over the runs, each shown as
+                                       a column; or NULL */
+  const char   *notice;                     /* what to notice (a paragraph) */
+  const char   *doc;                        /* its page under docs/course/ */
+  lab_variant_t variants[LAB_MAX_VARIANTS]; /* ends at label NULL */
 };
 
 /* The labs, in course order. */
@@ -121,11 +121,11 @@ size_t lab_missing_models(const lab_def_t *def, char *buf, size_t len);
 
 typedef struct lab_step_s lab_step_t;
 struct lab_step_s {
-  char     label[128];  /* "variant: mark", or the mark alone */
+  char     label[128]; /* "variant: mark", or the mark alone */
   char     mark[64];
   size_t   variant;
   uint64_t t_ns;
-  uint64_t sim_rss;     /* simulated RSS (the simulated program's own) */
+  uint64_t sim_rss; /* simulated RSS (the simulated program's own) */
   uint64_t sim_live;
   uint64_t counter[LAB_MAX_COUNTERS];
   bool     has_counter[LAB_MAX_COUNTERS];
@@ -134,8 +134,8 @@ struct lab_step_s {
   uint64_t predicted_rss; /* sim_rss + the variant's baseline: measured
                              minus simulated at the run's first mark (the
                              program itself, which no trace describes) */
-  bool     has_measured_value[LAB_MAX_MEASURED]; /* measured_columns */
-  double   measured_value[LAB_MAX_MEASURED];
+  bool   has_measured_value[LAB_MAX_MEASURED]; /* measured_columns */
+  double measured_value[LAB_MAX_MEASURED];
 };
 
 /* A size-class ladder: the requests at which the usable size changes, and
@@ -160,43 +160,42 @@ struct lab_segment_s {
   uint64_t usable_first, usable_last, step, classes;
 };
 /* The i-th segment of l from *pos on (pos starts at 0); false at the end. */
-bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos,
-                        lab_segment_t *out);
+bool lab_ladder_segment(const lab_ladder_t *l, size_t *pos, lab_segment_t *out);
 /* The usable size l gives request (0 above the sweep). */
 uint64_t lab_ladder_usable(const lab_ladder_t *l, uint64_t request);
 
 typedef struct lab_variant_result_s lab_variant_result_t;
 struct lab_variant_result_s {
-  bool      ran;            /* false: a model is missing */
-  char      missing[32];    /* that model */
-  char      model_desc[512];
-  char      anchor[64];     /* the run's first mark: where measured and
-                               simulated are anchored */
-  uint64_t  anchor_sim_rss; /* simulated RSS there */
-  int64_t   baseline;       /* measured minus simulated there */
-  size_t    nmaps;
-  char      map_label[LAB_MAX_MAPS][64]; /* the mark of each map */
-  heapmap_t map[LAB_MAX_MAPS];
+  bool ran;         /* false: a model is missing */
+  char missing[32]; /* that model */
+  char model_desc[512];
+  char anchor[64];             /* the run's first mark: where measured and
+                                  simulated are anchored */
+  uint64_t     anchor_sim_rss; /* simulated RSS there */
+  int64_t      baseline;       /* measured minus simulated there */
+  size_t       nmaps;
+  char         map_label[LAB_MAX_MAPS][64]; /* the mark of each map */
+  heapmap_t    map[LAB_MAX_MAPS];
   lab_ladder_t ladder;          /* LAB_SIZES: the model's */
   lab_ladder_t measured_ladder; /* LAB_SIZES: the program's (n = 0: none) */
-  uint64_t  ladder_diff;        /* first request whose usable size the two
+  uint64_t     ladder_diff;     /* first request whose usable size the two
                                    disagree on, 0 when they agree */
-  bool      measured;
-  size_t    measured_runs;        /* files the medians are over */
-  char      measured_source[512]; /* the (first) measured-run file */
-  char      measured_note[256];   /* provenance worth printing */
-  char      measured_meta[512];   /* the def's measured_keys of the first
-                                     run, "key=value" lines */
+  bool   measured;
+  size_t measured_runs;        /* files the medians are over */
+  char   measured_source[512]; /* the (first) measured-run file */
+  char   measured_note[256];   /* provenance worth printing */
+  char   measured_meta[512];   /* the def's measured_keys of the first
+                                  run, "key=value" lines */
 };
 
 typedef struct lab_result_s lab_result_t;
 struct lab_result_s {
-  const lab_def_t     *def;
-  size_t               nsteps;
-  lab_step_t           steps[LAB_MAX_STEPS];
-  const char          *counter_unit[LAB_MAX_COUNTERS]; /* as the model
-                                   reports it ("bytes", "count"); NULL until
-                                   a step has the counter */
+  const lab_def_t *def;
+  size_t           nsteps;
+  lab_step_t       steps[LAB_MAX_STEPS];
+  const char      *counter_unit[LAB_MAX_COUNTERS]; /* as the model
+                               reports it ("bytes", "count"); NULL until
+                               a step has the counter */
   lab_variant_result_t variants[LAB_MAX_VARIANTS];
 };
 
@@ -227,6 +226,6 @@ as_status_t lab_attach_measured(lab_result_t *r, size_t vi,
  * did not run. */
 as_status_t lab_attach_recorded(lab_result_t *r, size_t vi,
                                 const char *source_dir, as_err_t *err);
-void lab_result_free(lab_result_t *r);
+void        lab_result_free(lab_result_t *r);
 
 #endif

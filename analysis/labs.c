@@ -21,16 +21,17 @@ static const char *const glibc_only[] = {"glibc", NULL};
 #define SIZES_OBJ "lab-sizes --min 1 --max 4096 --domain obj"
 
 static const lab_def_t lab_sizes = {
-    .name  = "sizes",
+    .name = "sizes",
     .title = "size classes: what a request really gets",
     .notes = "section 20 lab 1; sections 3.2 and 8",
-    .kind  = LAB_SIZES,
+    .kind = LAB_SIZES,
     .shows =
         "Every allocator rounds a request up to a class: glibc to a chunk "
         "of request + 8 bytes rounded to 16 (at least 32), of which all but "
         "the 8-byte header is usable; pymalloc to a multiple of 16 up to "
         "512 bytes, above which libc serves it; the size-class allocators "
-        "(jemalloc, tcmalloc, mimalloc, and macOS libmalloc, whose ladder the notes measured: a size-class table only, no heap) to a ladder whose "
+        "(jemalloc, tcmalloc, mimalloc, and macOS libmalloc, whose ladder the "
+        "notes measured: a size-class table only, no heap) to a ladder whose "
         "step doubles as the sizes do.  Holding one object of every size "
         "from 1 to 4096 bytes shows what the rounding costs in RSS.",
     .question =
@@ -39,9 +40,8 @@ static const lab_def_t lab_sizes = {
         "malloc(1025) get on each?  Which allocator wastes the least on "
         "requests of 1 to 1024 bytes, and which holds one object of every "
         "size from 1 to 4096 bytes in the least RSS?",
-    .models   = (const char *const[]){"glibc", "cpython", "jemalloc",
-                                      "mimalloc", "tcmalloc", "libmalloc",
-                                      NULL},
+    .models = (const char *const[]){"glibc", "cpython", "jemalloc", "mimalloc",
+                                    "tcmalloc", "libmalloc", NULL},
     .notice =
         "glibc's ladder is one arithmetic run, 24 + 16k, from malloc(1) "
         "(a 32-byte chunk, 24 usable: the next chunk's prev_size word is "
@@ -56,59 +56,60 @@ static const lab_def_t lab_sizes = {
     .doc = "docs/course/sizes.md",
     .variants =
         {
-            {.label    = "glibc",
+            {.label = "glibc",
              .workload = SIZES_C,
-             .model    = "glibc",
-             .marks    = "held",
-             .program  = "lab_sizes",
-             .args     = "{out}",
+             .model = "glibc",
+             .marks = "held",
+             .program = "lab_sizes",
+             .args = "{out}",
              .recorded = "measured/lab-sizes-glibc.trace"},
-            {.label    = "pymalloc (CPython)",
+            {.label = "pymalloc (CPython)",
              .workload = SIZES_OBJ,
-             .model    = "cpython:version=3.11",
-             .marks    = "held"},
-            {.label    = "jemalloc",
+             .model = "cpython:version=3.11",
+             .marks = "held"},
+            {.label = "jemalloc",
              .workload = SIZES_C,
-             .model    = "jemalloc",
-             .marks    = "held",
-             .program  = "lab_sizes",
-             .args     = "{out}",
-             .preload  = "jemalloc",
+             .model = "jemalloc",
+             .marks = "held",
+             .program = "lab_sizes",
+             .args = "{out}",
+             .preload = "jemalloc",
              .recorded = "measured/lab-sizes-jemalloc.trace"},
-            {.label    = "mimalloc",
+            {.label = "mimalloc",
              .workload = SIZES_C,
-             .model    = "mimalloc",
-             .marks    = "held",
-             .program  = "lab_sizes",
-             .args     = "{out}",
-             .preload  = "mimalloc",
+             .model = "mimalloc",
+             .marks = "held",
+             .program = "lab_sizes",
+             .args = "{out}",
+             .preload = "mimalloc",
              .recorded = "measured/lab-sizes-mimalloc.trace"},
-            {.label    = "tcmalloc",
+            {.label = "tcmalloc",
              .workload = SIZES_C,
-             .model    = "tcmalloc",
-             .marks    = "held",
-             .program  = "lab_sizes",
-             .args     = "{out}",
-             .preload  = "tcmalloc",
-             .library  = "libtcmalloc_minimal",
+             .model = "tcmalloc",
+             .marks = "held",
+             .program = "lab_sizes",
+             .args = "{out}",
+             .preload = "tcmalloc",
+             .library = "libtcmalloc_minimal",
              .recorded = "measured/lab-sizes-tcmalloc.trace"},
-            {.label    = "macOS libmalloc (table only)",
+            {.label = "macOS libmalloc (table only)",
              .workload = SIZES_C,
-             .model    = "libmalloc",
-             .marks    = "held"},
+             .model = "libmalloc",
+             .marks = "held"},
             {0},
         },
 };
 
 /* ---- cliff: the 512-byte cliff ------------------------------------------- */
 
-#define CLIFF_MARKS "456B 464B 472B 480B 488B 496B 504B 512B 520B 528B 536B 544B"
+#define CLIFF_MARKS                                                            \
+  "456B 464B 472B 480B 488B 496B 504B 512B 520B 528B 536B 544B"
 
 static const lab_def_t lab_cliff = {
-    .name  = "cliff",
+    .name = "cliff",
     .title = "the 512-byte cliff: where pymalloc hands over to libc",
     .notes = "section 20 lab 2; sections 13.3 and 14",
-    .kind  = LAB_REPLAY,
+    .kind = LAB_REPLAY,
     .shows =
         "CPython's object allocator serves requests of at most 512 bytes "
         "(SMALL_REQUEST_THRESHOLD) from pymalloc's pools and passes larger "
@@ -120,10 +121,10 @@ static const lab_def_t lab_cliff = {
         "allocator holds the 1000 tuples of each size?  At which size does "
         "the answer change, and under which setting only?  Does the time "
         "to make and drop one tuple step there too, and does RSS?",
-    .models   = (const char *const[]){"cpython", NULL},
-    .counters = (const char *const[]){"pymalloc.blocks_in_use",
-                                      "pymalloc.pools_used",
-                                      "glibc.system_bytes", NULL},
+    .models = (const char *const[]){"cpython", NULL},
+    .counters =
+        (const char *const[]){"pymalloc.blocks_in_use", "pymalloc.pools_used",
+                              "glibc.system_bytes", NULL},
     .measured_columns = (const char *const[]){"blocks", "ns", NULL},
     .notice =
         "Under pymalloc the tuples are pymalloc blocks up to 512 bytes and "
@@ -145,21 +146,21 @@ static const lab_def_t lab_cliff = {
     .doc = "docs/course/cliff.md",
     .variants =
         {
-            {.label    = "PYTHONMALLOC=pymalloc",
+            {.label = "PYTHONMALLOC=pymalloc",
              .workload = "lab-cliff --min 456 --max 544 --count 1000",
-             .model    = "cpython:version=3.11",
-             .marks    = CLIFF_MARKS,
-             .program  = "lab_cliff.py",
-             .args     = "--out {out}",
-             .env      = "PYTHONMALLOC=pymalloc",
+             .model = "cpython:version=3.11",
+             .marks = CLIFF_MARKS,
+             .program = "lab_cliff.py",
+             .args = "--out {out}",
+             .env = "PYTHONMALLOC=pymalloc",
              .recorded = "measured/lab-cliff-pymalloc-r*.trace"},
-            {.label    = "PYTHONMALLOC=malloc",
+            {.label = "PYTHONMALLOC=malloc",
              .workload = "lab-cliff --min 456 --max 544 --count 1000",
-             .model    = "cpython:version=3.11,pythonmalloc=malloc",
-             .marks    = CLIFF_MARKS,
-             .program  = "lab_cliff.py",
-             .args     = "--out {out}",
-             .env      = "PYTHONMALLOC=malloc",
+             .model = "cpython:version=3.11,pythonmalloc=malloc",
+             .marks = CLIFF_MARKS,
+             .program = "lab_cliff.py",
+             .args = "--out {out}",
+             .env = "PYTHONMALLOC=malloc",
              .recorded = "measured/lab-cliff-malloc-r*.trace"},
             {0},
         },
@@ -168,10 +169,10 @@ static const lab_def_t lab_cliff = {
 /* ---- brk: the heap that refuses to shrink ------------------------------- */
 
 static const lab_def_t lab_brk = {
-    .name  = "brk",
+    .name = "brk",
     .title = "the brk heap refuses to shrink",
     .notes = "section 20 lab 3; sections 2.1 and 6.1",
-    .kind  = LAB_REPLAY,
+    .kind = LAB_REPLAY,
     .shows =
         "glibc's main heap is one region that grows and shrinks at its top "
         "with brk.  free() gives memory back only from the top, and only "
@@ -183,10 +184,10 @@ static const lab_def_t lab_brk = {
         "and calls malloc_trim(0); then it frees the last and trims again.  "
         "After the first trim, is RSS back near zero?  Has the heap (brk) "
         "shrunk?  What does freeing the last chunk change?",
-    .models   = glibc_only,
-    .counters = (const char *const[]){"kernel.brk_bytes", "glibc.top_bytes",
-                                      "glibc.binned_bytes",
-                                      "glibc.tcache_bytes", NULL},
+    .models = glibc_only,
+    .counters =
+        (const char *const[]){"kernel.brk_bytes", "glibc.top_bytes",
+                              "glibc.binned_bytes", "glibc.tcache_bytes", NULL},
     .notice =
         "freed_but_last keeps every page: the live last chunk sits just "
         "below the top chunk, so no free ever reaches the top and brk "
@@ -202,14 +203,14 @@ static const lab_def_t lab_brk = {
     .doc = "docs/course/brk.md",
     .variants =
         {
-            {.label    = "",
+            {.label = "",
              .workload = "lab-brk --count 1000 --size 1024",
-             .model    = "glibc",
-             .marks    = "allocated freed_but_last trimmed_but_last "
-                         "freed_last trimmed_all",
-             .map_at   = "freed_but_last trimmed_but_last",
-             .program  = "lab_brk",
-             .args     = "{out}",
+             .model = "glibc",
+             .marks = "allocated freed_but_last trimmed_but_last "
+                      "freed_last trimmed_all",
+             .map_at = "freed_but_last trimmed_but_last",
+             .program = "lab_brk",
+             .args = "{out}",
              .recorded = "measured/lab-brk.trace"},
             {0},
         },
@@ -218,27 +219,26 @@ static const lab_def_t lab_brk = {
 /* ---- mmap-threshold: the threshold that learns -------------------------- */
 
 static const lab_def_t lab_mmap_threshold = {
-    .name  = "mmap-threshold",
+    .name = "mmap-threshold",
     .title = "the dynamic mmap threshold learns a buffer size",
     .notes = "section 20 lab 4; section 2.3",
-    .kind  = LAB_REPLAY,
-    .shows =
-        "A request at or above mmap_threshold (128 KiB at start) gets its "
-        "own mapping, which free() unmaps at once.  Freeing such a chunk "
-        "(up to 32 MiB) raises mmap_threshold to its size and "
-        "trim_threshold to twice that, so the next buffer of that size "
-        "comes from the heap and stays resident after free.  Setting "
-        "MALLOC_MMAP_THRESHOLD_ freezes both thresholds.",
+    .kind = LAB_REPLAY,
+    .shows = "A request at or above mmap_threshold (128 KiB at start) gets its "
+             "own mapping, which free() unmaps at once.  Freeing such a chunk "
+             "(up to 32 MiB) raises mmap_threshold to its size and "
+             "trim_threshold to twice that, so the next buffer of that size "
+             "comes from the heap and stays resident after free.  Setting "
+             "MALLOC_MMAP_THRESHOLD_ freezes both thresholds.",
     .question =
         "A program allocates and frees a 4 MiB buffer, then does it 100 "
         "times more.  Where does the first buffer come from, and where the "
         "second?  What is RSS after the second free, and after the 100?  "
         "What changes with MALLOC_MMAP_THRESHOLD_=131072?",
-    .models   = glibc_only,
-    .counters = (const char *const[]){"glibc.mmap_threshold",
-                                      "glibc.trim_threshold",
-                                      "glibc.mmapped_bytes", "glibc.top_bytes",
-                                      "kernel.page_faults", NULL},
+    .models = glibc_only,
+    .counters =
+        (const char *const[]){"glibc.mmap_threshold", "glibc.trim_threshold",
+                              "glibc.mmapped_bytes", "glibc.top_bytes",
+                              "kernel.page_faults", NULL},
     .notice =
         "The first buffer is mmapped (mmapped_bytes) and its free returns "
         "RSS to the start; that free also moved mmap_threshold to 4 MiB "
@@ -252,23 +252,23 @@ static const lab_def_t lab_mmap_threshold = {
     .doc = "docs/course/mmap-threshold.md",
     .variants =
         {
-            {.label    = "dynamic threshold",
+            {.label = "dynamic threshold",
              .workload = "lab-mmap-threshold --size 4194304 --repeat 100",
-             .model    = "glibc",
-             .marks    = "first_alloc first_free second_alloc second_free "
-                         "repeat_done",
-             .map_at   = "first_alloc second_alloc second_free",
-             .program  = "lab_mmap_threshold",
-             .args     = "{out}",
+             .model = "glibc",
+             .marks = "first_alloc first_free second_alloc second_free "
+                      "repeat_done",
+             .map_at = "first_alloc second_alloc second_free",
+             .program = "lab_mmap_threshold",
+             .args = "{out}",
              .recorded = "measured/lab-mmap-threshold.trace"},
-            {.label    = "MALLOC_MMAP_THRESHOLD_=131072",
+            {.label = "MALLOC_MMAP_THRESHOLD_=131072",
              .workload = "lab-mmap-threshold --size 4194304 --repeat 100",
-             .model    = "glibc:mmap_threshold=131072",
-             .marks    = "first_alloc first_free second_alloc second_free "
-                         "repeat_done",
-             .program  = "lab_mmap_threshold",
-             .args     = "{out}",
-             .env      = "MALLOC_MMAP_THRESHOLD_=131072",
+             .model = "glibc:mmap_threshold=131072",
+             .marks = "first_alloc first_free second_alloc second_free "
+                      "repeat_done",
+             .program = "lab_mmap_threshold",
+             .args = "{out}",
+             .env = "MALLOC_MMAP_THRESHOLD_=131072",
              .recorded = "measured/lab-mmap-threshold-mmap131072.trace"},
             {0},
         },
@@ -281,17 +281,16 @@ static const lab_def_t lab_mmap_threshold = {
   "lab-arenas --threads 64 --iterations 0 --size 1024 --hold 1000"
 
 static const lab_def_t lab_arenas = {
-    .name  = "arenas",
+    .name = "arenas",
     .title = "arenas multiply with threads",
     .notes = "section 20 lab 5; section 5",
-    .kind  = LAB_REPLAY,
-    .shows =
-        "glibc gives each thread that mallocs its own arena (a 64 MiB "
-        "reserved heap, committed as it grows) until the arena count "
-        "passes arena_test (8); then the cap is 8 x ncpus in glibc "
-        "2.36-2.43, or MALLOC_ARENA_MAX, and further threads share arenas "
-        "round-robin.  Each arena keeps its own free memory, so what "
-        "threads leave behind is multiplied by the number of arenas.",
+    .kind = LAB_REPLAY,
+    .shows = "glibc gives each thread that mallocs its own arena (a 64 MiB "
+             "reserved heap, committed as it grows) until the arena count "
+             "passes arena_test (8); then the cap is 8 x ncpus in glibc "
+             "2.36-2.43, or MALLOC_ARENA_MAX, and further threads share arenas "
+             "round-robin.  Each arena keeps its own free memory, so what "
+             "threads leave behind is multiplied by the number of arenas.",
     .question =
         "64 threads, all alive, on this 2-CPU machine.  First each does the "
         "notes' loop, malloc(1024)/free 1000 times; then, in a second "
@@ -307,7 +306,7 @@ static const lab_def_t lab_arenas = {
         "  master 04e750e75b 8 x ncpus   malloc/arena.c:822-831 (2026-01-20)\n"
         "  2.44 per the course notes: max(ncpus, 8) -- in no glibc source\n"
         "       available here; on 2 CPUs it would be the arena_max=8 rows",
-    .models   = glibc_only,
+    .models = glibc_only,
     .counters = (const char *const[]){"glibc.arenas", "glibc.heaps",
                                       "glibc.binned_bytes", NULL},
     .notice =
@@ -327,53 +326,53 @@ static const lab_def_t lab_arenas = {
     .doc = "docs/course/arenas.md",
     .variants =
         {
-            {.label    = "loop, MALLOC_ARENA_MAX unset",
+            {.label = "loop, MALLOC_ARENA_MAX unset",
              .workload = ARENAS_LOOP,
-             .model    = "glibc",
-             .marks    = "running joined",
-             .program  = "lab_arenas",
-             .args     = "{out}",
+             .model = "glibc",
+             .marks = "running joined",
+             .program = "lab_arenas",
+             .args = "{out}",
              .recorded = "measured/lab-arenas-r*.trace"},
-            {.label    = "loop, MALLOC_ARENA_MAX=8",
+            {.label = "loop, MALLOC_ARENA_MAX=8",
              .workload = ARENAS_LOOP,
-             .model    = "glibc:arena_max=8",
-             .marks    = "running joined",
-             .program  = "lab_arenas",
-             .args     = "{out}",
-             .env      = "MALLOC_ARENA_MAX=8",
+             .model = "glibc:arena_max=8",
+             .marks = "running joined",
+             .program = "lab_arenas",
+             .args = "{out}",
+             .env = "MALLOC_ARENA_MAX=8",
              .recorded = "measured/lab-arenas-arenamax8-r*.trace"},
-            {.label    = "loop, MALLOC_ARENA_MAX=1",
+            {.label = "loop, MALLOC_ARENA_MAX=1",
              .workload = ARENAS_LOOP,
-             .model    = "glibc:arena_max=1",
-             .marks    = "running joined",
-             .program  = "lab_arenas",
-             .args     = "{out}",
-             .env      = "MALLOC_ARENA_MAX=1",
+             .model = "glibc:arena_max=1",
+             .marks = "running joined",
+             .program = "lab_arenas",
+             .args = "{out}",
+             .env = "MALLOC_ARENA_MAX=1",
              .recorded = "measured/lab-arenas-arenamax1-r*.trace"},
-            {.label    = "working set, MALLOC_ARENA_MAX unset",
+            {.label = "working set, MALLOC_ARENA_MAX unset",
              .workload = ARENAS_HOLD,
-             .model    = "glibc",
-             .marks    = "running joined",
-             .map_at   = "joined",
-             .program  = "lab_arenas",
-             .args     = "{out} 64 0 1024 1000",
+             .model = "glibc",
+             .marks = "running joined",
+             .map_at = "joined",
+             .program = "lab_arenas",
+             .args = "{out} 64 0 1024 1000",
              .recorded = "measured/lab-arenas-hold1000-r*.trace"},
-            {.label    = "working set, MALLOC_ARENA_MAX=8",
+            {.label = "working set, MALLOC_ARENA_MAX=8",
              .workload = ARENAS_HOLD,
-             .model    = "glibc:arena_max=8",
-             .marks    = "running joined",
-             .program  = "lab_arenas",
-             .args     = "{out} 64 0 1024 1000",
-             .env      = "MALLOC_ARENA_MAX=8",
+             .model = "glibc:arena_max=8",
+             .marks = "running joined",
+             .program = "lab_arenas",
+             .args = "{out} 64 0 1024 1000",
+             .env = "MALLOC_ARENA_MAX=8",
              .recorded = "measured/lab-arenas-hold1000-arenamax8-r*.trace"},
-            {.label    = "working set, MALLOC_ARENA_MAX=1",
+            {.label = "working set, MALLOC_ARENA_MAX=1",
              .workload = ARENAS_HOLD,
-             .model    = "glibc:arena_max=1",
-             .marks    = "running joined",
-             .map_at   = "joined",
-             .program  = "lab_arenas",
-             .args     = "{out} 64 0 1024 1000",
-             .env      = "MALLOC_ARENA_MAX=1",
+             .model = "glibc:arena_max=1",
+             .marks = "running joined",
+             .map_at = "joined",
+             .program = "lab_arenas",
+             .args = "{out} 64 0 1024 1000",
+             .env = "MALLOC_ARENA_MAX=1",
              .recorded = "measured/lab-arenas-hold1000-arenamax1-r*.trace"},
             {0},
         },
@@ -388,10 +387,10 @@ static const lab_def_t lab_arenas = {
 #define PIN_OLDEST  PIN_OBJECTS " --pattern oldest --fraction 1e-4"
 
 static const lab_def_t lab_pin = {
-    .name  = "pin",
+    .name = "pin",
     .title = "one object pins an arena",
     .notes = "section 20 lab 8; section 13.4",
-    .kind  = LAB_REPLAY,
+    .kind = LAB_REPLAY,
     .shows =
         "pymalloc carves 1 MiB arenas into 16 KiB pools of one size class "
         "and gives an arena back to the kernel (munmap) only when every "
@@ -403,11 +402,11 @@ static const lab_def_t lab_pin = {
         "all but 100.  Keep every 10,000th, or keep the first 100: how many "
         "arenas remain in each case, and how much of the 61 MiB stays "
         "resident?  Would malloc_trim(0) help?",
-    .models   = (const char *const[]){"cpython", NULL},
-    .counters = (const char *const[]){"pymalloc.arenas",
-                                      "pymalloc.arenas_pinned",
-                                      "pymalloc.pools_used",
-                                      "pymalloc.blocks_in_use", NULL},
+    .models = (const char *const[]){"cpython", NULL},
+    .counters =
+        (const char *const[]){"pymalloc.arenas", "pymalloc.arenas_pinned",
+                              "pymalloc.pools_used", "pymalloc.blocks_in_use",
+                              NULL},
     .measured_keys = (const char *const[]){"pymalloc_start", "pymalloc_peak",
                                            "pymalloc_after", NULL},
     .notice =
@@ -426,62 +425,62 @@ static const lab_def_t lab_pin = {
     .doc = "docs/course/pin.md",
     .variants =
         {
-            {.label    = "keep every 10,000th",
+            {.label = "keep every 10,000th",
              .workload = "survivors " PIN_STRIDE,
-             .model    = "cpython:version=3.11",
-             .marks    = "peak after",
-             .map_at   = "after",
-             .program  = "survivors.py",
-             .args     = PIN_STRIDE " --out {out}",
+             .model = "cpython:version=3.11",
+             .marks = "peak after",
+             .map_at = "after",
+             .program = "survivors.py",
+             .args = PIN_STRIDE " --out {out}",
              .recorded = "measured/lab-pin-stride-r*.trace"},
-            {.label    = "keep the first 100",
+            {.label = "keep the first 100",
              .workload = "survivors " PIN_OLDEST,
-             .model    = "cpython:version=3.11",
-             .marks    = "peak after",
-             .map_at   = "after",
-             .program  = "survivors.py",
-             .args     = PIN_OLDEST " --out {out}",
+             .model = "cpython:version=3.11",
+             .marks = "peak after",
+             .map_at = "after",
+             .program = "survivors.py",
+             .args = PIN_OLDEST " --out {out}",
              .recorded = "measured/lab-pin-oldest-r*.trace"},
             {0},
         },
 };
 
-/* ---- decay: returning memory by the clock --------------------------------- */
+/* ---- decay: returning memory by the clock ---------------------------------
+ */
 
 /* The mimalloc study's burst program (scripts/measure/mimalloc/burst.c):
  * 20,000 blocks of 4 KiB written and freed, 12 s idle with no activity or
  * one malloc/free of the same size every 100 ms, then mi_collect(false)
  * and mi_collect(true).  Each variant's allocation and free times are its
  * recorded run's, so the simulated clock is the measured one. */
-#define DECAY_BURST "lab-purge --size 4096 --count 20000 --idle 12000ms --every 100ms"
+#define DECAY_BURST                                                            \
+  "lab-purge --size 4096 --count 20000 --idle 12000ms --every 100ms"
 #define DECAY_MARKS "allocated freed idle_end collected collected_force"
 
 static const lab_def_t lab_decay = {
-    .name  = "decay",
+    .name = "decay",
     .title = "the decay trade-off: memory returned by the clock",
     .notes = "section 20 lab 6; sections 6.2 and 9.2",
-    .kind  = LAB_REPLAY,
-    .shows =
-        "glibc returns memory by shape (the top of a heap, a trim); "
-        "jemalloc, tcmalloc and mimalloc return it by clock: freed pages "
-        "wait a delay (jemalloc's dirty_decay_ms, mimalloc's "
-        "decommit_delay, 2.1+ purge_delay) before they are given back, so "
-        "a burst that comes again finds them still there.  A delay of 0 "
-        "gives them back at once and pays a page fault per page when they "
-        "are needed again.  Here mimalloc 2.0.9 (Debian 12's), 80 MiB "
-        "allocated and freed, then 12 s of idle (jemalloc's decay, the "
-        "notes' version of this lab, needs a jemalloc model).",
+    .kind = LAB_REPLAY,
+    .shows = "glibc returns memory by shape (the top of a heap, a trim); "
+             "jemalloc, tcmalloc and mimalloc return it by clock: freed pages "
+             "wait a delay (jemalloc's dirty_decay_ms, mimalloc's "
+             "decommit_delay, 2.1+ purge_delay) before they are given back, so "
+             "a burst that comes again finds them still there.  A delay of 0 "
+             "gives them back at once and pays a page fault per page when they "
+             "are needed again.  Here mimalloc 2.0.9 (Debian 12's), 80 MiB "
+             "allocated and freed, then 12 s of idle (jemalloc's decay, the "
+             "notes' version of this lab, needs a jemalloc model).",
     .question =
         "After the free, how much of the 80 MiB does mimalloc keep with its "
         "default delay (25 ms) and with MIMALLOC_DECOMMIT_DELAY=0?  Does "
         "12 s of idle with no allocation at all give anything back?  What "
         "does one small malloc every 100 ms change?  What does the fast "
         "return cost?",
-    .models   = (const char *const[]){"mimalloc", NULL},
-    .counters = (const char *const[]){"mimalloc.purges",
-                                      "kernel.madvise_calls",
-                                      "kernel.page_faults", "kernel.cost_us",
-                                      NULL},
+    .models = (const char *const[]){"mimalloc", NULL},
+    .counters =
+        (const char *const[]){"mimalloc.purges", "kernel.madvise_calls",
+                              "kernel.page_faults", "kernel.cost_us", NULL},
     .notice =
         "With the default delay nothing comes back at the free: the delay "
         "starts a clock that only mimalloc's own later work reads, and 12 s "
@@ -497,109 +496,109 @@ static const lab_def_t lab_decay = {
     .doc = "docs/course/decay.md",
     .variants =
         {
-            {.label    = "idle, default delay",
+            {.label = "idle, default delay",
              .workload = DECAY_BURST " --activity none --alloc-time "
-                         "602540332ns --free-time 360163349ns",
-             .model    = "mimalloc:version=2.0.9",
-             .marks    = DECAY_MARKS,
-             .program  = "lab_burst",
-             .args     = "{out} --size 4096 --activity none",
-             .preload  = "mimalloc",
+                                     "602540332ns --free-time 360163349ns",
+             .model = "mimalloc:version=2.0.9",
+             .marks = DECAY_MARKS,
+             .program = "lab_burst",
+             .args = "{out} --size 4096 --activity none",
+             .preload = "mimalloc",
              .recorded = "measured/burst-2.0.9-4096-none-default.astrace"},
-            {.label    = "idle, MIMALLOC_DECOMMIT_DELAY=0",
+            {.label = "idle, MIMALLOC_DECOMMIT_DELAY=0",
              .workload = DECAY_BURST " --activity none --alloc-time "
-                         "461202842ns --free-time 202231707ns",
-             .model    = "mimalloc:version=2.0.9,decommit_delay=0",
-             .marks    = DECAY_MARKS,
-             .program  = "lab_burst",
-             .args     = "{out} --size 4096 --activity none",
-             .env      = "MIMALLOC_DECOMMIT_DELAY=0",
-             .preload  = "mimalloc",
+                                     "461202842ns --free-time 202231707ns",
+             .model = "mimalloc:version=2.0.9,decommit_delay=0",
+             .marks = DECAY_MARKS,
+             .program = "lab_burst",
+             .args = "{out} --size 4096 --activity none",
+             .env = "MIMALLOC_DECOMMIT_DELAY=0",
+             .preload = "mimalloc",
              .recorded = "measured/burst-2.0.9-4096-none-immediate.trace"},
-            {.label    = "same-size activity, default delay",
+            {.label = "same-size activity, default delay",
              .workload = DECAY_BURST " --activity same --alloc-time "
-                         "1313732798ns --free-time 417255786ns",
-             .model    = "mimalloc:version=2.0.9",
-             .marks    = DECAY_MARKS,
-             .program  = "lab_burst",
-             .args     = "{out} --size 4096 --activity same",
-             .preload  = "mimalloc",
+                                     "1313732798ns --free-time 417255786ns",
+             .model = "mimalloc:version=2.0.9",
+             .marks = DECAY_MARKS,
+             .program = "lab_burst",
+             .args = "{out} --size 4096 --activity same",
+             .preload = "mimalloc",
              .recorded = "measured/burst-2.0.9-4096-same-default.astrace"},
-            {.label    = "same-size activity, MIMALLOC_DECOMMIT_DELAY=0",
+            {.label = "same-size activity, MIMALLOC_DECOMMIT_DELAY=0",
              .workload = DECAY_BURST " --activity same --alloc-time "
-                         "375443708ns --free-time 323056281ns",
-             .model    = "mimalloc:version=2.0.9,decommit_delay=0",
-             .marks    = DECAY_MARKS,
-             .program  = "lab_burst",
-             .args     = "{out} --size 4096 --activity same",
-             .env      = "MIMALLOC_DECOMMIT_DELAY=0",
-             .preload  = "mimalloc",
+                                     "375443708ns --free-time 323056281ns",
+             .model = "mimalloc:version=2.0.9,decommit_delay=0",
+             .marks = DECAY_MARKS,
+             .program = "lab_burst",
+             .args = "{out} --size 4096 --activity same",
+             .env = "MIMALLOC_DECOMMIT_DELAY=0",
+             .preload = "mimalloc",
              .recorded = "measured/burst-2.0.9-4096-same-immediate.trace"},
             {0},
         },
 };
 
-/* ---- leak: what tracemalloc cannot see ------------------------------------ */
+/* ---- leak: what tracemalloc cannot see ------------------------------------
+ */
 
 static const lab_def_t lab_leak = {
-    .name  = "leak",
+    .name = "leak",
     .title = "a leak in C that tracemalloc cannot see",
     .notes = "section 20 lab 7; sections 17.1 and 17.3",
-    .kind  = LAB_REPLAY,
-    .shows =
-        "tracemalloc traces CPython's allocator domains (PyMem_*, "
-        "PyObject_*) and nothing else.  Memory a C extension takes with "
-        "malloc is invisible to it.  The lab's program leaks 50 MiB "
-        "through libc's malloc (ctypes, as an extension would), 10 MiB a "
-        "round, with tracemalloc on; `allocsim capture` interposes malloc "
-        "itself and records every block.  The simulation replays the "
-        "capture of that program (data/captures/lab-leak.astrace), in "
-        "place of the notes' jeprof.",
+    .kind = LAB_REPLAY,
+    .shows = "tracemalloc traces CPython's allocator domains (PyMem_*, "
+             "PyObject_*) and nothing else.  Memory a C extension takes with "
+             "malloc is invisible to it.  The lab's program leaks 50 MiB "
+             "through libc's malloc (ctypes, as an extension would), 10 MiB a "
+             "round, with tracemalloc on; `allocsim capture` interposes malloc "
+             "itself and records every block.  The simulation replays the "
+             "capture of that program (data/captures/lab-leak.astrace), in "
+             "place of the notes' jeprof.",
     .question =
         "After five rounds, how much does tracemalloc report, how much "
         "does RSS grow, and how much live memory does the capture hold?  "
         "What does tracemalloc count at all?",
-    .models   = (const char *const[]){"cpython", NULL},
+    .models = (const char *const[]){"cpython", NULL},
     .counters = (const char *const[]){"glibc.system_bytes",
                                       "pymalloc.block_bytes_in_use", NULL},
     .measured_columns = (const char *const[]){"tracemalloc_kib", NULL},
-    .notice =
-        "The capture's live bytes grow by 10 MiB a round and the "
-        "simulated RSS with them, in glibc's heap (system bytes), as the "
-        "measured RSS does.  tracemalloc reports a few KiB: the Python "
-        "int objects that hold the pointers, not the blocks they point "
-        "to.  A leak in an extension's own allocations is found by "
-        "interposing malloc (allocsim capture, heaptrack, jemalloc's "
-        "profiler), never by tracemalloc; `allocsim explain` on the "
-        "capture attributes the live bytes to the raw domain.",
+    .notice = "The capture's live bytes grow by 10 MiB a round and the "
+              "simulated RSS with them, in glibc's heap (system bytes), as the "
+              "measured RSS does.  tracemalloc reports a few KiB: the Python "
+              "int objects that hold the pointers, not the blocks they point "
+              "to.  A leak in an extension's own allocations is found by "
+              "interposing malloc (allocsim capture, heaptrack, jemalloc's "
+              "profiler), never by tracemalloc; `allocsim explain` on the "
+              "capture attributes the live bytes to the raw domain.",
     .doc = "docs/course/leak.md",
     .variants =
         {
-            {.label    = "",
-             .trace    = "captures/lab-leak.astrace",
-             .model    = "cpython:version=3.11",
-             .marks    = "start leak_10 leak_20 leak_30 leak_40 leak_50",
-             .anchor   = "start",
-             .program  = "lab_leak.py",
-             .args     = "--out {out}",
+            {.label = "",
+             .trace = "captures/lab-leak.astrace",
+             .model = "cpython:version=3.11",
+             .marks = "start leak_10 leak_20 leak_30 leak_40 leak_50",
+             .anchor = "start",
+             .program = "lab_leak.py",
+             .args = "--out {out}",
              .recorded = "measured/lab-leak-r*.trace"},
             {0},
         },
 };
 
-/* ---- compare: one workload, four allocators ------------------------------- */
+/* ---- compare: one workload, four allocators -------------------------------
+ */
 
 /* The load-spike study's program (scripts/measure/spike.py), single
  * threaded, as its measured runs under each allocator recorded it. */
-#define COMPARE_SPIKE                                                        \
-  "spike --count 160000 --min 600 --max 4000 --keep-every 50 --seed 1 "   \
+#define COMPARE_SPIKE                                                          \
+  "spike --count 160000 --min 600 --max 4000 --keep-every 50 --seed 1 "        \
   "--threads 1 --python 3.11"
 
 static const lab_def_t lab_compare = {
-    .name  = "compare",
+    .name = "compare",
     .title = "compare all four: one workload, four allocators",
     .notes = "section 20 lab 9; sections 11.4 and 12.3",
-    .kind  = LAB_REPLAY,
+    .kind = LAB_REPLAY,
     .shows =
         "The same CPython program under glibc and, through LD_PRELOAD, "
         "under tcmalloc, mimalloc and jemalloc: the load-spike study's "
@@ -612,11 +611,11 @@ static const lab_def_t lab_compare = {
         "after malloc_trim(0)?  Which of them does malloc_trim change, and "
         "why?  Would the ranking hold for a workload that keeps most of "
         "what it allocates, or that frees its objects slowly?",
-    .models   = (const char *const[]){"cpython", "glibc", "tcmalloc",
-                                      "mimalloc", "jemalloc", NULL},
-    .counters = (const char *const[]){"kernel.page_faults",
-                                      "kernel.munmap_calls",
-                                      "kernel.madvise_calls", NULL},
+    .models = (const char *const[]){"cpython", "glibc", "tcmalloc", "mimalloc",
+                                    "jemalloc", NULL},
+    .counters =
+        (const char *const[]){"kernel.page_faults", "kernel.munmap_calls",
+                              "kernel.madvise_calls", NULL},
     .notice =
         "The allocators differ most after the frees, not at the peak: the "
         "live data is the same, what differs is what each keeps of the "
@@ -634,42 +633,42 @@ static const lab_def_t lab_compare = {
     .doc = "docs/course/compare.md",
     .variants =
         {
-            {.label    = "glibc",
+            {.label = "glibc",
              .workload = COMPARE_SPIKE,
-             .model    = "cpython:version=3.11",
-             .libc     = "glibc",
-             .marks    = "peak after_free after_trim",
-             .program  = "spike.py",
-             .args     = "--out {out}",
+             .model = "cpython:version=3.11",
+             .libc = "glibc",
+             .marks = "peak after_free after_trim",
+             .program = "spike.py",
+             .args = "--out {out}",
              .recorded = "measured/spike-default-r*.trace"},
-            {.label    = "tcmalloc",
+            {.label = "tcmalloc",
              .workload = COMPARE_SPIKE,
-             .model    = "cpython:version=3.11",
-             .libc     = "tcmalloc",
-             .marks    = "peak after_free after_trim",
-             .program  = "spike.py",
-             .args     = "--out {out}",
-             .preload  = "tcmalloc",
-             .library  = "libtcmalloc_minimal",
+             .model = "cpython:version=3.11",
+             .libc = "tcmalloc",
+             .marks = "peak after_free after_trim",
+             .program = "spike.py",
+             .args = "--out {out}",
+             .preload = "tcmalloc",
+             .library = "libtcmalloc_minimal",
              .recorded = "measured/tcmalloc-spike-threads1-r*.trace"},
-            {.label    = "mimalloc",
+            {.label = "mimalloc",
              .workload = COMPARE_SPIKE,
-             .model    = "cpython:version=3.11",
-             .libc     = "mimalloc:version=2.0.9",
-             .marks    = "peak after_free after_trim",
-             .program  = "spike.py",
-             .args     = "--out {out}",
-             .preload  = "mimalloc",
+             .model = "cpython:version=3.11",
+             .libc = "mimalloc:version=2.0.9",
+             .marks = "peak after_free after_trim",
+             .program = "spike.py",
+             .args = "--out {out}",
+             .preload = "mimalloc",
              .recorded =
                  "measured/spike-mimalloc-2.0.9-threads1-default-r*.trace"},
-            {.label    = "jemalloc",
+            {.label = "jemalloc",
              .workload = COMPARE_SPIKE,
-             .model    = "cpython:version=3.11",
-             .libc     = "jemalloc",
-             .marks    = "peak after_free after_trim",
-             .program  = "spike.py",
-             .args     = "--out {out}",
-             .preload  = "jemalloc",
+             .model = "cpython:version=3.11",
+             .libc = "jemalloc",
+             .marks = "peak after_free after_trim",
+             .program = "spike.py",
+             .args = "--out {out}",
+             .preload = "jemalloc",
              .recorded = "measured/lab-compare-jemalloc-r*.trace"},
             {0},
         },
@@ -678,15 +677,8 @@ static const lab_def_t lab_compare = {
 /* ---- The registry -------------------------------------------------------- */
 
 static const lab_def_t *const lab_table[] = {
-    &lab_sizes,
-    &lab_cliff,
-    &lab_brk,
-    &lab_mmap_threshold,
-    &lab_arenas,
-    &lab_decay,
-    &lab_leak,
-    &lab_pin,
-    &lab_compare,
+    &lab_sizes, &lab_cliff, &lab_brk, &lab_mmap_threshold, &lab_arenas,
+    &lab_decay, &lab_leak,  &lab_pin, &lab_compare,
 };
 
 const lab_def_t *const *lab_registry(size_t *count) {

@@ -20,8 +20,8 @@ static as_status_t exec(store_t *s, const char *sql, const char *what,
   char *msg = NULL;
   if (sqlite3_exec(store_db(s), sql, NULL, NULL, &msg) == SQLITE_OK)
     return AS_OK;
-  as_status_t rc = as_err_set(err, AS_ESTORE, "%s: %s: %s", store_path(s),
-                              what, msg ? msg : "");
+  as_status_t rc = as_err_set(err, AS_ESTORE, "%s: %s: %s", store_path(s), what,
+                              msg ? msg : "");
   sqlite3_free(msg);
   return rc;
 }
@@ -158,13 +158,12 @@ static as_status_t attach(store_t *s, const char *in_path, as_err_t *err) {
   if (step != SQLITE_DONE)
     return as_err_set(err, AS_ESTORE, "%s: cannot attach: %s", in_path,
                       sqlite3_errmsg(store_db(s)));
-  int64_t app = 0, version = 0;
+  int64_t     app = 0, version = 0;
   as_status_t rc = query_i64(s, "PRAGMA src.application_id", &app, err);
   if (rc == AS_OK && app != STORE_APPLICATION_ID)
     rc = as_err_set(err, AS_EINVAL, "%s: not an allocsim store", in_path);
-  if (rc == AS_OK &&
-      query_i64(s, "SELECT max(version) FROM src.schema_version", &version,
-                err) != AS_OK)
+  if (rc == AS_OK && query_i64(s, "SELECT max(version) FROM src.schema_version",
+                               &version, err) != AS_OK)
     rc = as_err_set(err, AS_EINVAL, "%s: not an allocsim store", in_path);
   if (rc == AS_OK && version != STORE_SCHEMA_VERSION)
     rc = as_err_set(err, AS_EINVAL,
@@ -178,7 +177,7 @@ static as_status_t attach(store_t *s, const char *in_path, as_err_t *err) {
 as_status_t store_merge(store_t *s, const char *in_path,
                         store_merge_stats_t *st, as_err_t *err) {
   memset(st, 0, sizeof *st);
-  int64_t runs0 = 0, points0 = 0, sweeps0 = 0;
+  int64_t     runs0 = 0, points0 = 0, sweeps0 = 0;
   as_status_t rc = attach(s, in_path, err);
   if (rc == AS_OK)
     rc = store_begin(s, err);
@@ -210,7 +209,7 @@ as_status_t store_merge(store_t *s, const char *in_path,
   if (in_tx)
     store_rollback(s);
   exec(s, "DETACH DATABASE src", "detaching", NULL);
-  st->runs   = (uint64_t)(runs1 - runs0);
+  st->runs = (uint64_t)(runs1 - runs0);
   st->sweeps = (uint64_t)(sweeps1 - sweeps0);
   st->points = (uint64_t)(points1 - points0);
   return rc;

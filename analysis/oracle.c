@@ -76,9 +76,8 @@ void oracle_default_lib(oracle_allocator_t a, char *buf, size_t len) {
 
 as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
                                  as_err_t *err) {
-  static const char *const rel[] = {"", "/../lib/allocsim",
-                                    "/../lib64/allocsim", "/../traces/oracle",
-                                    NULL};
+  static const char *const rel[] = {
+      "", "/../lib/allocsim", "/../lib64/allocsim", "/../traces/oracle", NULL};
   bool        musl = a == ORACLE_MUSL;
   const char *file = musl ? "allocsim-replayer-musl" : "allocsim-replayer";
   char        built[PATH_MAX] = "";
@@ -86,9 +85,9 @@ as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
   as_format_fits(built, sizeof built, "%s/%s", ALLOCSIM_REPLAYER_BUILD_DIR,
                  file);
 #endif
-  as_status_t rc = helper_path_find(
-      musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER", file, rel,
-      built[0] ? built : NULL, X_OK, buf, len, err);
+  as_status_t rc =
+      helper_path_find(musl ? "ALLOCSIM_REPLAYER_MUSL" : "ALLOCSIM_REPLAYER",
+                       file, rel, built[0] ? built : NULL, X_OK, buf, len, err);
 #ifndef ALLOCSIM_HAVE_MUSL_GCC
   if (rc != AS_OK && musl && getenv("ALLOCSIM_REPLAYER_MUSL") == NULL)
     return as_err_set(err, AS_EINVAL,
@@ -123,7 +122,7 @@ struct walk_s {
   uint64_t          *live;            /* [id]: size + 1, 0 = dead */
   size_t             live_cap;
   uint64_t           events, ops, skipped, marks;
-  uint64_t           ids;             /* highest id used + 1 */
+  uint64_t           ids; /* highest id used + 1 */
 };
 
 static as_status_t walk_bad(walk_t *w, const trace_event_t *ev,
@@ -149,8 +148,8 @@ static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
   if (ev->id < w->live_cap)
     return AS_OK;
   size_t    old = w->live_cap;
-  uint64_t *v = as_grow(w->live, &w->live_cap, (size_t)ev->id + 1,
-                        sizeof *v, 1024);
+  uint64_t *v =
+      as_grow(w->live, &w->live_cap, (size_t)ev->id + 1, sizeof *v, 1024);
   if (v == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for live objects");
   memset(v + old, 0, (w->live_cap - old) * sizeof *v);
@@ -178,8 +177,7 @@ static as_status_t walk_object(walk_t *w, const trace_event_t *ev,
   uint64_t *slot = &w->live[ev->id];
   bool      live = *slot != 0;
   uint64_t  size = live ? *slot - 1 : 0;
-  bool      unwritten = w->touch_threshold != 0 &&
-                   ev->size >= w->touch_threshold;
+  bool unwritten = w->touch_threshold != 0 && ev->size >= w->touch_threshold;
   switch ((trace_op_t)ev->op) {
   case TRACE_FREE:
     if (!live)
@@ -263,8 +261,9 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     break;
   case TRACE_THREAD_START:
   case TRACE_THREAD_EXIT:
-    set_op(op, ev->op == TRACE_THREAD_START ? ORACLE_OP_THREAD_START
-                                            : ORACLE_OP_THREAD_EXIT,
+    set_op(op,
+           ev->op == TRACE_THREAD_START ? ORACLE_OP_THREAD_START
+                                        : ORACLE_OP_THREAD_EXIT,
            ev, 0, 0);
     op->id = 0;
     break;
@@ -307,8 +306,8 @@ struct plan_s {
 
 static as_status_t plan_mark(plan_t *p, oracle_run_t *r,
                              const trace_event_t *ev, as_err_t *err) {
-  oracle_mark_t *v = as_grow(r->marks, &p->marks_cap, r->nmarks + 1,
-                             sizeof *v, 16);
+  oracle_mark_t *v =
+      as_grow(r->marks, &p->marks_cap, r->nmarks + 1, sizeof *v, 16);
   if (v == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for marks");
   r->marks = v;
@@ -459,8 +458,8 @@ static as_status_t child_start(const char *replayer, const char *preload,
   int ops[2] = {-1, -1}, res[2] = {-1, -1};
   int devnull = high_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
   if (high_pipe(ops) != 0 || high_pipe(res) != 0 || devnull < 0) {
-    as_status_t rc = as_err_set(err, AS_EIO, "oracle: pipes: %s",
-                                strerror(errno));
+    as_status_t rc =
+        as_err_set(err, AS_EIO, "oracle: pipes: %s", strerror(errno));
     for (int i = 0; i < 2; i++) {
       if (ops[i] >= 0)
         close(ops[i]);
@@ -480,8 +479,8 @@ static as_status_t child_start(const char *replayer, const char *preload,
   posix_spawn_file_actions_adddup2(&fa, res[1], ORACLE_FD_RESULTS);
   posix_spawn_file_actions_adddup2(&fa, devnull, STDOUT_FILENO);
   char *argv[] = {(char *)replayer, NULL};
-  int e = env == NULL ? ENOMEM
-                      : posix_spawn(&c->pid, replayer, &fa, NULL, argv, env);
+  int   e = env == NULL ? ENOMEM
+                        : posix_spawn(&c->pid, replayer, &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
   close(ops[0]);
@@ -611,13 +610,13 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     }
     break;
   case ORACLE_R_SAMPLE: {
-    oracle_sample_t *v = as_grow(r->samples, &k->samples_cap,
-                                 r->nsamples + 1, sizeof *v, 256);
+    oracle_sample_t *v =
+        as_grow(r->samples, &k->samples_cap, r->nsamples + 1, sizeof *v, 256);
     if (v == NULL)
       break; /* fewer samples; the marks still tell */
     r->samples = v;
-    v[r->nsamples++] = (oracle_sample_t){res->a, res->c, net(k, res->b),
-                                         res->b};
+    v[r->nsamples++] =
+        (oracle_sample_t){res->a, res->c, net(k, res->b), res->b};
     break;
   }
   case ORACLE_R_DONE:
@@ -732,8 +731,8 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
         (rc = meta_put(m, "kernel", u.release, err)) != AS_OK)
       return rc;
   }
-  if ((rc = meta_u64(m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE),
-                     err)) != AS_OK ||
+  if ((rc = meta_u64(m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE), err)) !=
+          AS_OK ||
       (rc = meta_u64(m, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),
                      err)) != AS_OK ||
       (rc = meta_allocator(m, o, r, err)) != AS_OK ||
@@ -744,8 +743,7 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
                      "/proc/PID/smaps_rollup Anonymous of the replayer minus "
                      "its baseline (before the first call)",
                      err)) != AS_OK ||
-      (rc = meta_u64(m, "sample_every_ns", o->sample_every_ns, err)) !=
-          AS_OK ||
+      (rc = meta_u64(m, "sample_every_ns", o->sample_every_ns, err)) != AS_OK ||
       (rc = meta_u64(m, "oracle_unsupported", r->unsupported, err)) != AS_OK)
     return rc;
   as_format_fits(buf, sizeof buf, "%g", o->idle_scale);
@@ -779,8 +777,7 @@ static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
 /* Writes ev and the measurements that follow it (ops_done: ops finished
  * with it). */
 static as_status_t out_event(out_t *x, const trace_event_t *ev,
-                             uint64_t ops_done, uint64_t mark,
-                             as_err_t *err) {
+                             uint64_t ops_done, uint64_t mark, as_err_t *err) {
   as_status_t rc = x->w && (!x->marks_only || ev->op == TRACE_MARK)
                        ? trace_writer_write(x->w, ev, err)
                        : AS_OK;
@@ -790,8 +787,8 @@ static as_status_t out_event(out_t *x, const trace_event_t *ev,
   while (rc == AS_OK && x->next_sample < x->r->nsamples &&
          x->r->samples[x->next_sample].ops_done <= ops_done) {
     const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
-    rc = out_rss(x, smp->t_ns > ev->t_ns ? smp->t_ns : ev->t_ns,
-                 smp->rss_bytes, smp->gross_bytes, err);
+    rc = out_rss(x, smp->t_ns > ev->t_ns ? smp->t_ns : ev->t_ns, smp->rss_bytes,
+                 smp->gross_bytes, err);
   }
   return rc;
 }
@@ -866,11 +863,10 @@ static as_status_t choose_preload(const oracle_opts_t *o, oracle_run_t *r,
     return AS_OK;
   static const char *const pkg[ORACLE_ALLOCATOR_COUNT] = {
       "", "libjemalloc2", "libmimalloc2.0", "libtcmalloc-minimal4", ""};
-  return as_err_set(err, AS_EINVAL,
-                    "cannot load %s: %s: %s (install %s, or give --lib PATH)",
-                    oracle_allocator_name(o->allocator), r->preload,
-                    strerror(errno),
-                    pkg[o->allocator][0] ? pkg[o->allocator] : "it");
+  return as_err_set(
+      err, AS_EINVAL, "cannot load %s: %s: %s (install %s, or give --lib PATH)",
+      oracle_allocator_name(o->allocator), r->preload, strerror(errno),
+      pkg[o->allocator][0] ? pkg[o->allocator] : "it");
 }
 
 /* The replayer's malloc must come from the preloaded library (ld.so only
@@ -897,26 +893,29 @@ static as_status_t child_wait(child_t *c, const collect_t *k,
     return as_err_set(err, AS_EINVAL,
                       "cannot load %s: LD_PRELOAD=%s did not replace malloc "
                       "(the replayer's malloc comes from %s)",
-                      oracle_allocator_name(a), r->preload,
-                      r->library);
+                      oracle_allocator_name(a), r->preload, r->library);
   if (k->error[0] != '\0')
-    return as_err_set(err, AS_EIO, "%s: the replayer failed at op %" PRIu64
-                      ": %s", r->replayer, k->error_op, k->error);
+    return as_err_set(err, AS_EIO,
+                      "%s: the replayer failed at op %" PRIu64 ": %s",
+                      r->replayer, k->error_op, k->error);
   if (!k->done) {
     if (WIFSIGNALED(status))
-      return as_err_set(err, AS_EIO, "%s: the replayer died of signal %d "
-                        "(%s)", r->replayer, WTERMSIG(status),
+      return as_err_set(err, AS_EIO,
+                        "%s: the replayer died of signal %d "
+                        "(%s)",
+                        r->replayer, WTERMSIG(status),
                         strsignal(WTERMSIG(status)));
-    return as_err_set(err, AS_EIO, "%s: the replayer exited with status %d "
-                      "before finishing", r->replayer,
+    return as_err_set(err, AS_EIO,
+                      "%s: the replayer exited with status %d "
+                      "before finishing",
+                      r->replayer,
                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }
   return AS_OK;
 }
 
 as_status_t oracle_run(const char *trace_path, const char *workload,
-                       const oracle_opts_t *o, oracle_run_t *r,
-                       as_err_t *err) {
+                       const oracle_opts_t *o, oracle_run_t *r, as_err_t *err) {
   memset(r, 0, sizeof *r);
   as_status_t rc = choose_preload(o, r, err);
   if (rc != AS_OK)
@@ -949,8 +948,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
   f->o = o;
   f->fd = c.ops_fd;
   c.ops_fd = -1; /* the feeder closes it */
-  f->hello = (oracle_hello_t){ORACLE_MAGIC, (uint32_t)o->allocator, 0,
-                              plan.ids, plan.ops, o->sample_every_ns};
+  f->hello = (oracle_hello_t){ORACLE_MAGIC, (uint32_t)o->allocator, 0, plan.ids,
+                              plan.ops,     o->sample_every_ns};
   uint64_t  t0 = now_ns();
   pthread_t feeder;
   if (pthread_create(&feeder, NULL, feed_main, f) != 0) {

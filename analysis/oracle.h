@@ -46,10 +46,10 @@ struct oracle_opts_s {
   size_t             nenv;
   double             idle_scale;      /* real sleep = idle x this (>= 0) */
   uint64_t           sample_every_ns; /* 0: marks only */
-  bool               lenient;  /* skip frees/reallocs of dead ids, allocs of
-                                  live ones, options with no counterpart */
-  const char        *out_path; /* the measured trace to write, or NULL */
-  const char        *command;  /* the command line, for provenance */
+  bool               lenient; /* skip frees/reallocs of dead ids, allocs of
+                                 live ones, options with no counterpart */
+  const char *out_path;       /* the measured trace to write, or NULL */
+  const char *command;        /* the command line, for provenance */
 };
 
 typedef struct oracle_mark_s oracle_mark_t;
@@ -70,24 +70,24 @@ struct oracle_sample_s {
 
 typedef struct oracle_run_s oracle_run_t;
 struct oracle_run_s {
-  char             library[232];  /* where the child's malloc came from */
-  char             replayer[512];
-  char             preload[512];  /* LD_PRELOAD given, "" for none */
-  uint64_t         baseline_rss_bytes;
-  uint64_t         final_rss_bytes; /* net */
-  uint64_t         final_gross_bytes;
-  uint64_t         peak_rss_bytes;  /* net: largest mark, sample or final */
-  uint64_t         peak_t_ns;
-  uint64_t         final_t_ns;
-  uint64_t         events;      /* trace events read */
-  uint64_t         ops;         /* calls sent to the child */
-  uint64_t         skipped;     /* lenient: events left out */
-  uint64_t         unsupported; /* purges/trims with no counterpart here */
-  uint64_t         threads;     /* trace threads seen */
-  double           wall_s;
-  uint64_t         calls_cpu_ns; /* the child's CPU time in the calls (not
-                                    reading ops or RSS): the real
-                                    allocator's cost, with the writes */
+  char     library[232]; /* where the child's malloc came from */
+  char     replayer[512];
+  char     preload[512]; /* LD_PRELOAD given, "" for none */
+  uint64_t baseline_rss_bytes;
+  uint64_t final_rss_bytes; /* net */
+  uint64_t final_gross_bytes;
+  uint64_t peak_rss_bytes; /* net: largest mark, sample or final */
+  uint64_t peak_t_ns;
+  uint64_t final_t_ns;
+  uint64_t events;      /* trace events read */
+  uint64_t ops;         /* calls sent to the child */
+  uint64_t skipped;     /* lenient: events left out */
+  uint64_t unsupported; /* purges/trims with no counterpart here */
+  uint64_t threads;     /* trace threads seen */
+  double   wall_s;
+  uint64_t calls_cpu_ns; /* the child's CPU time in the calls (not
+                            reading ops or RSS): the real
+                            allocator's cost, with the writes */
   oracle_mark_t   *marks;
   size_t           nmarks;
   oracle_sample_t *samples;
@@ -116,8 +116,7 @@ as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
  * allocator that cannot be loaded is AS_EINVAL naming the path tried; a
  * failure in the child is AS_EIO with its message. */
 as_status_t oracle_run(const char *trace_path, const char *workload,
-                       const oracle_opts_t *o, oracle_run_t *r,
-                       as_err_t *err);
+                       const oracle_opts_t *o, oracle_run_t *r, as_err_t *err);
 void        oracle_run_free(oracle_run_t *r);
 
 #endif

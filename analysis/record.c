@@ -96,8 +96,8 @@ as_status_t record_capture_file(store_t *s, const char *path,
       info->alloc_events++;
       if ((rc = live_apply(&live, &ev, err)) != AS_OK) {
         char msg[sizeof err->msg];
-        as_format_fits(msg, sizeof msg, "%.200s: event %" PRIu64 ": %.280s", path,
-                 info->events, err->msg);
+        as_format_fits(msg, sizeof msg, "%.200s: event %" PRIu64 ": %.280s",
+                       path, info->events, err->msg);
         rc = as_err_set(err, rc, "%s", msg);
         goto done;
       }
@@ -114,7 +114,7 @@ as_status_t record_capture_file(store_t *s, const char *path,
       pending.t_ns = ev.t_ns;
       pending.kind = SIM_SAMPLE_MARK;
       as_format_fits(pending.label, sizeof pending.label, "%s",
-               ev.label ? ev.label : "");
+                     ev.label ? ev.label : "");
       pending.live_bytes = live.live_bytes;
       have_pending = true;
     } else if (ev.op == TRACE_RSS) {
@@ -206,7 +206,8 @@ as_status_t record_capture_file(store_t *s, const char *path,
                              sizeof model_spec, libc_spec, sizeof libc_spec,
                              err)) != AS_OK) {
     char msg[sizeof err->msg];
-    as_format_fits(msg, sizeof msg, "%.200s: provenance: %.280s", path, err->msg);
+    as_format_fits(msg, sizeof msg, "%.200s: provenance: %.280s", path,
+                   err->msg);
     rc = as_err_set(err, rc, "%s", msg);
     goto done;
   }
@@ -286,10 +287,9 @@ as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
   if (rc != AS_OK)
     return rc;
   const char *meta_model = get(user, "model");
-  const char *meta_libc  = get(user, "libc"); /* or "glibc 2.36": no spec */
-  if (!(is_spec(meta_libc)
-            ? spec_over_env(env_libc, meta_libc, libc, libc_len)
-            : as_format_fits(libc, libc_len, "%s", env_libc)))
+  const char *meta_libc = get(user, "libc"); /* or "glibc 2.36": no spec */
+  if (!(is_spec(meta_libc) ? spec_over_env(env_libc, meta_libc, libc, libc_len)
+                           : as_format_fits(libc, libc_len, "%s", env_libc)))
     return as_err_set(err, AS_EINVAL, "libc spec longer than %zu bytes",
                       libc_len);
   /* A C program's model is its libc (env_model names the same model as

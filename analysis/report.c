@@ -40,10 +40,10 @@ extern char **environ;
 
 typedef struct plots_s plots_t;
 struct plots_s {
-  char        dir[256];    /* temporary directory */
+  char        dir[256]; /* temporary directory */
   const char *gnuplot;
   const char *png_dir;
-  char       *svg[16];     /* inlined plots, in page order */
+  char       *svg[16]; /* inlined plots, in page order */
   char        svg_id[16][32];
   size_t      n;
 };
@@ -55,9 +55,9 @@ static void plots_free(plots_t *p) {
     char cmd[300];
     /* Only files this report wrote live there. */
     snprintf(cmd, sizeof cmd, "%s", p->dir);
-    const char *names[] = {"series.dat", "marks.dat", "plot.gp", "plot.log",
-                           "plot.svg", "map.dat", "sweep.dat", "measured.dat",
-                           "formula.dat"};
+    const char *names[] = {"series.dat", "marks.dat",    "plot.gp",
+                           "plot.log",   "plot.svg",     "map.dat",
+                           "sweep.dat",  "measured.dat", "formula.dat"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
       char f[320];
       snprintf(f, sizeof f, "%s/%s", p->dir, names[i]);
@@ -77,8 +77,10 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
            tmp && *tmp ? tmp : "/tmp");
   if (mkdtemp(p->dir) == NULL) {
     p->dir[0] = '\0';
-    return as_err_set(err, AS_EIO, "report: cannot create a temporary "
-                                   "directory: %s", strerror(errno));
+    return as_err_set(err, AS_EIO,
+                      "report: cannot create a temporary "
+                      "directory: %s",
+                      strerror(errno));
   }
   return AS_OK;
 }
@@ -157,12 +159,14 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
     if (f == NULL)
       return err->code;
     if (png)
-      fprintf(f, "set terminal pngcairo size 1000,420 font 'sans,10'\n"
-                 "set output '%s/%s.png'\n",
+      fprintf(f,
+              "set terminal pngcairo size 1000,420 font 'sans,10'\n"
+              "set output '%s/%s.png'\n",
               p->png_dir, id);
     else
-      fprintf(f, "set terminal svg size 1000,420 dynamic font 'sans,11' "
-                 "name '%s'\nset output '%s/plot.svg'\n",
+      fprintf(f,
+              "set terminal svg size 1000,420 dynamic font 'sans,11' "
+              "name '%s'\nset output '%s/plot.svg'\n",
               id, p->dir);
     /* noenhanced: labels such as after_free are text, not subscripts. */
     fprintf(f, "set termoption noenhanced\ncd '%s'\n%s\n", p->dir, body);
@@ -189,8 +193,8 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
 
 typedef struct series_s series_t;
 struct series_s {
-  store_samples_t s;           /* periodic, mark and final samples */
-  uint64_t        end_ns;      /* the replay's end */
+  store_samples_t s;                      /* periodic, mark and final samples */
+  uint64_t        end_ns;                 /* the replay's end */
   char            marks[REPORT_MAPS][64]; /* distinct mark labels */
   size_t          nmarks;
 };
@@ -203,8 +207,7 @@ static as_status_t series_sample(void *user, const sim_sample_t *smp,
     for (size_t i = 0; i < se->nmarks; i++)
       known |= strcmp(se->marks[i], smp->label) == 0;
     if (!known && se->nmarks < REPORT_MAPS)
-      snprintf(se->marks[se->nmarks++], sizeof se->marks[0], "%s",
-               smp->label);
+      snprintf(se->marks[se->nmarks++], sizeof se->marks[0], "%s", smp->label);
   }
   return store_samples_push_sim(&se->s, smp, err);
 }
@@ -228,13 +231,13 @@ static as_status_t collect_series(const explain_opts_t *o, explain_open_fn open,
     snprintf(model_desc, desc_len, "%s", s.model_desc);
     store_samples_free(&se->s);
     se->nmarks = 0;
-    sim_engine_config_t cfg = {
-        .sample_every_ns = pass ? se->end_ns / REPORT_SAMPLES + 1 : 0,
-        .settle_ns       = o->settle_ns,
-        .lenient         = o->lenient,
-        .on_sample       = series_sample,
-        .user            = se};
-    sim_run_result_t r;
+    sim_engine_config_t cfg = {.sample_every_ns =
+                                   pass ? se->end_ns / REPORT_SAMPLES + 1 : 0,
+                               .settle_ns = o->settle_ns,
+                               .lenient = o->lenient,
+                               .on_sample = series_sample,
+                               .user = se};
+    sim_run_result_t    r;
     rc = sim_engine_run(&cfg, &s, src, &r, err);
     se->end_ns = r.final_t_ns;
     sim_session_close(&s);
@@ -280,9 +283,8 @@ static double sim_mark_time(const series_t *se, const char *label, size_t k) {
 /* Measured samples on the simulation's time axis: a trace's timestamps are
  * the measured run's own clock; a workload's are virtual, so there only
  * the marks are placed, at the simulated time of the same mark. */
-static void write_measured(FILE *f, const series_t *se,
-                           const store_sample_t *m, size_t nm,
-                           bool same_clock) {
+static void write_measured(FILE *f, const series_t *se, const store_sample_t *m,
+                           size_t nm, bool same_clock) {
   for (size_t i = 0; i < nm; i++) {
     if (m[i].measured_rss_bytes == 0)
       continue;
@@ -292,8 +294,8 @@ static void write_measured(FILE *f, const series_t *se,
         continue;
       size_t k = 0;
       for (size_t j = 0; j < i; j++)
-        k += m[j].kind == SIM_SAMPLE_MARK &&
-             strcmp(m[j].label, m[i].label) == 0;
+        k +=
+            m[j].kind == SIM_SAMPLE_MARK && strcmp(m[j].label, m[i].label) == 0;
       if ((t = sim_mark_time(se, m[i].label, k)) < 0)
         continue;
     }
@@ -314,7 +316,8 @@ static double baseline_mib(const series_t *se, const store_sample_t *m,
           strcmp(se->s.v[j].label, m[i].label) == 0) {
         snprintf(anchor, len, "%s", m[i].label);
         return ((double)m[i].measured_rss_bytes -
-                (double)se->s.v[j].rss_bytes) / MIB;
+                (double)se->s.v[j].rss_bytes) /
+               MIB;
       }
   }
   return 0;
@@ -325,7 +328,7 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
                                bool same_clock, as_err_t *err) {
   char   anchor[64] = "";
   double base = baseline_mib(se, measured, nm, anchor, sizeof anchor);
-  FILE  *f    = plots_file(p, "series.dat", err);
+  FILE  *f = plots_file(p, "series.dat", err);
   if (f == NULL)
     return err->code;
   fprintf(f, "# t_s rss_MiB live_MiB");
@@ -373,8 +376,8 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   if (anchor[0] != '\0') {
     char a[64];
     gp_text(a, sizeof a, anchor);
-    snprintf(title, sizeof title,
-             "predicted RSS (+%.2f MiB measured at %s)", base, a);
+    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %s)",
+             base, a);
   }
   snprintf(body + used, sizeof body - used,
            "set title 'RSS over time'\n"
@@ -489,17 +492,18 @@ static void page_plot(FILE *f, const plots_t *p, const char *id,
 }
 
 static void page_explain(FILE *f, const explain_result_t *r) {
-  fprintf(f, "<h2>What holds memory at %s</h2>\n<p>RSS %.2f MiB, live "
-             "%.2f MiB; the rows add up to RSS.</p>\n<table><tr><th>MiB</th>"
-             "<th>of RSS</th><th>what holds it</th></tr>\n",
+  fprintf(f,
+          "<h2>What holds memory at %s</h2>\n<p>RSS %.2f MiB, live "
+          "%.2f MiB; the rows add up to RSS.</p>\n<table><tr><th>MiB</th>"
+          "<th>of RSS</th><th>what holds it</th></tr>\n",
           strcmp(r->label, "end") == 0 ? "the end" : r->label,
           (double)r->rss_bytes / MIB, (double)r->live_bytes / MIB);
   for (size_t i = 0; i < r->nitems; i++) {
     fprintf(f, "<tr><td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td><td>",
             (double)r->items[i].bytes / MIB,
-            r->rss_bytes ? 100.0 * (double)r->items[i].bytes /
-                               (double)r->rss_bytes
-                         : 0.0);
+            r->rss_bytes
+                ? 100.0 * (double)r->items[i].bytes / (double)r->rss_bytes
+                : 0.0);
     html_escape(f, r->items[i].sentence);
     fprintf(f, "</td></tr>\n");
   }
@@ -510,10 +514,11 @@ static void page_advise(FILE *f, const advise_result_t *a) {
   fprintf(f, "<h2>What would release it</h2>\n<p>Each remedy simulated; "
              "savings at mark <b>");
   html_escape(f, a->mark);
-  fprintf(f, "</b> (RSS %.2f MiB), at the end and at the peak.</p>\n<table>"
-             "<tr><th>remedy</th><th>saving MiB</th><th>at end</th>"
-             "<th>at peak</th><th>+syscalls</th><th>+faults</th>"
-             "<th>how</th></tr>\n",
+  fprintf(f,
+          "</b> (RSS %.2f MiB), at the end and at the peak.</p>\n<table>"
+          "<tr><th>remedy</th><th>saving MiB</th><th>at end</th>"
+          "<th>at peak</th><th>+syscalls</th><th>+faults</th>"
+          "<th>how</th></tr>\n",
           (double)a->baseline.rss_at_mark / MIB);
   for (size_t i = 0; i < a->n; i++) {
     const advise_remedy_t *r = &a->remedies[i];
@@ -521,9 +526,10 @@ static void page_advise(FILE *f, const advise_result_t *a) {
       continue;
     fprintf(f, "<tr><td>");
     html_escape(f, r->name);
-    fprintf(f, "</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
-               "<td class=\"n\">%.2f</td><td class=\"n\">%" PRId64
-               "</td><td class=\"n\">%" PRId64 "</td><td>",
+    fprintf(f,
+            "</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
+            "<td class=\"n\">%.2f</td><td class=\"n\">%" PRId64
+            "</td><td class=\"n\">%" PRId64 "</td><td>",
             (double)r->saving_at_mark / MIB, (double)r->saving_at_end / MIB,
             (double)r->saving_at_peak / MIB, r->extra_syscalls,
             r->extra_faults);
@@ -555,8 +561,8 @@ static as_status_t gather(const explain_opts_t *o, explain_open_fn open,
   for (size_t i = 0; i < d->se.nmarks && rc == AS_OK; i++) {
     explain_marks_t marks;
     char            id[32];
-    rc = explain_replay_at(o, open, user, d->se.marks[i], map_here,
-                           &d->maps[i], &marks, NULL, 0, err);
+    rc = explain_replay_at(o, open, user, d->se.marks[i], map_here, &d->maps[i],
+                           &marks, NULL, 0, err);
     snprintf(id, sizeof id, "map%zu", i);
     if (rc == AS_OK && d->maps[i].nrows > 0)
       rc = plot_map(p, &d->maps[i], id, d->se.marks[i], err);
@@ -575,7 +581,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
                           bool same_clock, const char *source_name,
                           as_err_t *err) {
   plots_t        p;
-  replay_data_t *d  = calloc(1, sizeof *d);
+  replay_data_t *d = calloc(1, sizeof *d);
   as_status_t    rc = d == NULL ? as_err_set(err, AS_ENOMEM, "out of memory")
                                 : plots_open(&p, ro, err);
   if (rc != AS_OK) {
@@ -594,12 +600,14 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     fprintf(f, "</code><br>model <code>");
     html_escape(f, d->model);
     fprintf(f, "</code></p>\n");
-    page_plot(f, &p, "rss", "Predicted RSS and live bytes over virtual time, "
-                            "measured RSS where the run recorded it; dotted "
-                            "lines are the marks.");
-    page_plot(f, &p, "owners", "RSS split by who holds the pages: the "
-                               "program's baseline, each allocator, "
-                               "metadata, thread stacks.");
+    page_plot(f, &p, "rss",
+              "Predicted RSS and live bytes over virtual time, "
+              "measured RSS where the run recorded it; dotted "
+              "lines are the marks.");
+    page_plot(f, &p, "owners",
+              "RSS split by who holds the pages: the "
+              "program's baseline, each allocator, "
+              "metadata, thread stacks.");
     for (size_t i = 0; i < d->nex; i++)
       page_explain(f, &d->ex[i]);
     page_advise(f, &d->adv);
@@ -607,10 +615,11 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     for (size_t i = 0; i < d->se.nmarks; i++) {
       char id[32], cap[256]; /* 120-byte text + a label of up to 63 */
       snprintf(id, sizeof id, "map%zu", i);
-      snprintf(cap, sizeof cap, "Heap map at mark %s: one row per arena, "
-                                "heap or mapping; green live, amber cached, "
-                                "red free but resident, blue metadata, grey "
-                                "not resident.",
+      snprintf(cap, sizeof cap,
+               "Heap map at mark %s: one row per arena, "
+               "heap or mapping; green live, amber cached, "
+               "red free but resident, blue metadata, grey "
+               "not resident.",
                d->se.marks[i]);
       page_plot(f, &p, id, cap);
     }
@@ -633,7 +642,7 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
                               size_t *npoints, as_err_t *err) {
   sqlite3      *db = store_db(s);
   sqlite3_stmt *st = NULL;
-  FILE         *f  = plots_file(p, "sweep.dat", err);
+  FILE         *f = plots_file(p, "sweep.dat", err);
   if (f == NULL)
     return err->code;
   int rc = sqlite3_prepare_v2(
@@ -702,8 +711,9 @@ static void page_validation(FILE *f, const fv_result_t *fv) {
     const fv_group_t *q = &fv->groups[g];
     fprintf(f, "<tr><td>");
     html_escape(f, q->model);
-    fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%zu</td>"
-               "<td>%" PRIu64 "</td>",
+    fprintf(f,
+            "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%zu</td>"
+            "<td>%" PRIu64 "</td>",
             q->size_bytes, q->page_size, q->npoints, q->k_geometry);
     if (q->fitted)
       fprintf(f, "<td>%.0f (%.0f &ndash; %.0f)</td>", q->k_fit, q->k_lo,
@@ -724,7 +734,7 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
   if (rc != AS_OK)
     return rc;
   fv_result_t fv = {0};
-  rc             = sweep_data(&p, s, sweep_id, &n, err);
+  rc = sweep_data(&p, s, sweep_id, &n, err);
   if (rc == AS_OK)
     rc = formula_validate(s, 1, &fv, err);
   if (rc == AS_OK)
@@ -756,11 +766,12 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
     fprintf(f, "<p>sweep %" PRId64 " of <code>", sweep_id);
     html_escape(f, store_path(s));
     fprintf(f, "</code>: %zu points.</p>\n", n);
-    page_plot(f, &p, "sweep", "Kept memory after freeing all but a fraction "
-                              "of the objects: each simulated point, the "
-                              "(1 - p)^k formula, and the survivors runs "
-                              "measured on a real machine that the store "
-                              "holds.");
+    page_plot(f, &p, "sweep",
+              "Kept memory after freeing all but a fraction "
+              "of the objects: each simulated point, the "
+              "(1 - p)^k formula, and the survivors runs "
+              "measured on a real machine that the store "
+              "holds.");
     page_validation(f, &fv);
     fprintf(f, "</body></html>\n");
     rc = atomic_file_commit(&out, err);

@@ -20,10 +20,10 @@
 
 typedef struct report_opts_s report_opts_t;
 struct report_opts_s {
-  const char *out_html;  /* the page to write (atomically) */
-  const char *png_dir;   /* also write each plot as PNG here, or NULL */
-  const char *title;     /* page title */
-  const char *gnuplot;   /* the gnuplot binary (default "gnuplot") */
+  const char *out_html; /* the page to write (atomically) */
+  const char *png_dir;  /* also write each plot as PNG here, or NULL */
+  const char *title;    /* page title */
+  const char *gnuplot;  /* the gnuplot binary (default "gnuplot") */
 };
 
 /* A report of one replay target: o's model on the source open() gives,
@@ -39,7 +39,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
 /* A report of sweep sweep_id of store s: kept memory against survivor
  * fraction per object size and page size, with the formula and the
  * measured survivors runs the store holds. */
-as_status_t report_sweep(const report_opts_t *ro, store_t *s,
-                         int64_t sweep_id, as_err_t *err);
+as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
+                         as_err_t *err);
 
 #endif

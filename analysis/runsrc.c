@@ -14,10 +14,8 @@
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
-
-
 static as_status_t meta_collect(void *user, const char *key, const char *value,
-                              as_err_t *err) {
+                                as_err_t *err) {
   run_meta_t *l = user;
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 32;
@@ -60,8 +58,6 @@ void run_meta_free(run_meta_t *l) {
   memset(l, 0, sizeof *l);
 }
 
-
-
 as_status_t run_meta_read(store_t *s, int64_t run_id, run_meta_t *out,
                           as_err_t *err) {
   memset(out, 0, sizeof *out);
@@ -73,9 +69,9 @@ as_status_t run_meta_read(store_t *s, int64_t run_id, run_meta_t *out,
 
 /* Opens the run's trace (checking its SHA-256) or its workload. */
 as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
-                               const run_meta_t *meta, trace_source_t **src,
-                               char *desc, size_t desc_len, bool *is_trace,
-                               as_err_t *err) {
+                            const run_meta_t *meta, trace_source_t **src,
+                            char *desc, size_t desc_len, bool *is_trace,
+                            as_err_t *err) {
   *src = NULL;
   *is_trace = false;
   if (rec->trace_path != NULL) {
@@ -90,7 +86,7 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
         as_format_fits(path, sizeof path, "%s", rec->trace_path);
       else
         as_format_fits(path, sizeof path, "%.*s/%s", (int)(slash - sp), sp,
-                 rec->trace_path);
+                       rec->trace_path);
     }
     char        sha[65];
     as_status_t rc = as_sha256_file(path, sha, err);
@@ -122,11 +118,10 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
   return rc;
 }
 
-
 /* ---- A trace file or a recorded run ------------------------------------ */
 
-as_status_t replay_target_open(replay_target_t *t, const char *what, const char *db,
-                            as_err_t *err) {
+as_status_t replay_target_open(replay_target_t *t, const char *what,
+                               const char *db, as_err_t *err) {
   memset(t, 0, sizeof *t);
   char     *end;
   long long run_id = strtoll(what, &end, 10);
@@ -145,7 +140,7 @@ as_status_t replay_target_open(replay_target_t *t, const char *what, const char 
 }
 
 as_status_t replay_target_source(void *user, trace_source_t **src,
-                              as_err_t *err) {
+                                 as_err_t *err) {
   replay_target_t *t = user;
   if (t->path != NULL) {
     t->is_trace = true;
@@ -159,8 +154,9 @@ const char *trace_meta_lookup(void *user, const char *key) {
   return trace_meta_get(user, key);
 }
 
-as_status_t replay_target_specs(replay_target_t *t, char *model, size_t model_len,
-                             char *libc, size_t libc_len, as_err_t *err) {
+as_status_t replay_target_specs(replay_target_t *t, char *model,
+                                size_t model_len, char *libc, size_t libc_len,
+                                as_err_t *err) {
   if (t->store != NULL)
     return record_run_specs(run_meta_get, &t->meta, model, model_len, libc,
                             libc_len, err);

@@ -232,10 +232,10 @@ static char *column_dup(sqlite3_stmt *st, int col, bool *oom) {
 }
 
 static const char *const SAMPLE_KIND_NAMES[] = {
-    [SIM_SAMPLE_MARK]     = "mark",
+    [SIM_SAMPLE_MARK] = "mark",
     [SIM_SAMPLE_PERIODIC] = "periodic",
     [SIM_SAMPLE_MEASURED] = "measured",
-    [SIM_SAMPLE_FINAL]    = "final",
+    [SIM_SAMPLE_FINAL] = "final",
 };
 #define SAMPLE_KIND_COUNT                                                      \
   (sizeof SAMPLE_KIND_NAMES / sizeof SAMPLE_KIND_NAMES[0])
@@ -284,8 +284,7 @@ static as_status_t check_run_exists(store_t *s, int64_t id, as_err_t *err) {
   if (step == SQLITE_ROW)
     rc = AS_OK;
   else if (step == SQLITE_DONE)
-    rc = as_err_set(err, AS_ESTORE, "%s: no run with id %" PRId64, s->path,
-                    id);
+    rc = as_err_set(err, AS_ESTORE, "%s: no run with id %" PRId64, s->path, id);
   else
     rc = db_fail(s, err, "looking up a run");
   sqlite3_finalize(st);
@@ -311,12 +310,11 @@ static as_status_t query_int(store_t *s, const char *sql, int64_t *out,
   int step = sqlite3_step(st);
   if (step == SQLITE_ROW) {
     *out = sqlite3_column_int64(st, 0);
-    rc   = AS_OK;
+    rc = AS_OK;
   } else {
     rc = db_fail(s, err, NULL);
     if (step == SQLITE_DONE)
-      rc = as_err_set(err, AS_ESTORE, "%s: '%s' returned no row", s->path,
-                      sql);
+      rc = as_err_set(err, AS_ESTORE, "%s: '%s' returned no row", s->path, sql);
   }
   sqlite3_finalize(st);
   return rc;
@@ -327,7 +325,7 @@ static as_status_t query_int(store_t *s, const char *sql, int64_t *out,
  * file that is not SQLite at all fails here with "file is not a database". */
 static as_status_t identify(store_t *s, store_kind_t *kind, as_err_t *err) {
   int64_t     app_id = 0, objects = 0, has_version = 0;
-  as_status_t rc     = query_int(s, "PRAGMA application_id", &app_id, err);
+  as_status_t rc = query_int(s, "PRAGMA application_id", &app_id, err);
   if (rc == AS_OK)
     rc = query_int(s, "SELECT count(*) FROM sqlite_master", &objects, err);
   if (rc == AS_OK)
@@ -399,8 +397,8 @@ static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
                  &version, err);
   if (rc == AS_OK && version == 1 &&
       (sqlite3_exec(s->db, SCHEMA_V2, NULL, NULL, NULL) != SQLITE_OK ||
-       sqlite3_exec(s->db, "UPDATE schema_version SET version = 2", NULL,
-                    NULL, NULL) != SQLITE_OK))
+       sqlite3_exec(s->db, "UPDATE schema_version SET version = 2", NULL, NULL,
+                    NULL) != SQLITE_OK))
     rc = db_fail(s, err, "upgrading the store to schema 2");
   if (rc != AS_OK) {
     store_rollback(s);
@@ -425,8 +423,7 @@ static bool store_uri(const char *path, char *out, size_t len) {
   return as_format_fits(out + used, len - used, "?immutable=1");
 }
 
-static as_status_t schema_version(store_t *s, int64_t *version,
-                                  as_err_t *err) {
+static as_status_t schema_version(store_t *s, int64_t *version, as_err_t *err) {
   *version = 0;
   return query_int(s, "SELECT coalesce(max(version), 0) FROM schema_version",
                    version, err);
@@ -540,8 +537,8 @@ as_status_t store_check_writable(const char *path, as_err_t *err) {
     snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
              path);
   if (access(dir, W_OK | X_OK) != 0)
-    return as_err_set(err, AS_EIO, "%s: cannot create the store: %s: %s",
-                      path, dir, strerror(errno));
+    return as_err_set(err, AS_EIO, "%s: cannot create the store: %s: %s", path,
+                      dir, strerror(errno));
   return AS_OK;
 }
 
@@ -560,13 +557,13 @@ void store_discard_new(const char *path, bool created_by_us) {
 
 as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
   assert(path != NULL && out != NULL);
-  *out       = NULL;
+  *out = NULL;
   store_t *s = calloc(1, sizeof *s);
   if (s == NULL)
     return as_err_set(err, AS_ENOMEM, "%s: out of memory opening the store",
                       path);
   size_t n = strlen(path) + 1;
-  s->path  = malloc(n);
+  s->path = malloc(n);
   if (s->path == NULL) {
     free(s);
     return as_err_set(err, AS_ENOMEM, "%s: out of memory opening the store",
@@ -592,10 +589,10 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                           SQLITE_OPEN_NOMUTEX,
                       NULL) != SQLITE_OK) {
-    rc = s->db != NULL ? db_fail(s, err, NULL)
-                       : as_err_set(err, AS_ENOMEM,
-                                    "%s: out of memory opening the store",
-                                    path);
+    rc = s->db != NULL
+             ? db_fail(s, err, NULL)
+             : as_err_set(err, AS_ENOMEM, "%s: out of memory opening the store",
+                          path);
     goto fail;
   }
   sqlite3_extended_result_codes(s->db, 1);
@@ -701,10 +698,10 @@ void store_rollback(store_t *s) {
 
 void store_sample_from_sim(store_sample_t *out, const sim_sample_t *in) {
   memset(out, 0, sizeof *out);
-  out->t_ns               = in->t_ns;
-  out->kind               = in->kind;
-  out->rss_bytes          = in->rss_bytes;
-  out->live_bytes         = in->live_bytes;
+  out->t_ns = in->t_ns;
+  out->kind = in->kind;
+  out->rss_bytes = in->rss_bytes;
+  out->live_bytes = in->live_bytes;
   out->measured_rss_bytes = in->measured_rss_bytes;
   memcpy(out->owner_bytes, in->owner_bytes, sizeof out->owner_bytes);
   if (in->label != NULL) {
@@ -720,7 +717,7 @@ as_status_t store_samples_push(store_samples_t *s, const store_sample_t *x,
   if (v == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for %zu samples",
                       s->n + 1);
-  s->v        = v;
+  s->v = v;
   s->v[s->n++] = *x;
   return AS_OK;
 }
@@ -753,12 +750,12 @@ static as_status_t insert_run_row(store_t *s, const store_run_t *run,
                       s->path, run->page_size, INT64_MAX);
   sqlite3_stmt *st;
   as_status_t   rc = prepare(
-      s,
-      "INSERT INTO runs(kind, model, options, page_size, source, command,"
-      " allocsim_version, trace_path, trace_sha256, uid)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-      " lower(hex(randomblob(16))))",
-      &st, err);
+        s,
+        "INSERT INTO runs(kind, model, options, page_size, source, command,"
+          " allocsim_version, trace_path, trace_sha256, uid)"
+          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+          " lower(hex(randomblob(16))))",
+        &st, err);
   if (rc != AS_OK)
     return rc;
   bind_text(st, 1, run->kind);
@@ -823,8 +820,7 @@ static as_status_t insert_sample(store_t *s, run_stmts_t *q, int64_t id,
   if (label_len == 0)
     sqlite3_bind_null(q->sample, 5);
   else
-    sqlite3_bind_text(q->sample, 5, x->label, (int)label_len,
-                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(q->sample, 5, x->label, (int)label_len, SQLITE_TRANSIENT);
   sqlite3_bind_int64(q->sample, 6, (int64_t)x->rss_bytes);
   sqlite3_bind_int64(q->sample, 7, (int64_t)x->live_bytes);
   sqlite3_bind_int64(q->sample, 8, (int64_t)x->measured_rss_bytes);
@@ -853,14 +849,14 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
   assert(s != NULL && run != NULL && run_id != NULL);
   assert(samples != NULL || nsamples == 0);
   assert(run->meta != NULL || run->meta_count == 0);
-  *run_id       = 0;
+  *run_id = 0;
   run_stmts_t q = {0};
   int64_t     id = 0;
   /* Inside a caller's transaction (store_begin) the run is a savepoint, so
    * a failure undoes only the run and the caller decides about the rest;
    * otherwise it is its own BEGIN IMMEDIATE ... COMMIT. */
   bool        nested = sqlite3_get_autocommit(s->db) == 0;
-  as_status_t rc     = AS_OK;
+  as_status_t rc = AS_OK;
   if (nested) {
     if (sqlite3_exec(s->db, "SAVEPOINT store_write_run", NULL, NULL, NULL) !=
         SQLITE_OK)
@@ -892,9 +888,8 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
   sqlite3_finalize(q.sample);
   sqlite3_finalize(q.owner);
   if (nested) {
-    if (rc == AS_OK &&
-        sqlite3_exec(s->db, "RELEASE store_write_run", NULL, NULL, NULL) !=
-            SQLITE_OK)
+    if (rc == AS_OK && sqlite3_exec(s->db, "RELEASE store_write_run", NULL,
+                                    NULL, NULL) != SQLITE_OK)
       rc = db_fail(s, err, "releasing the savepoint");
     if (rc != AS_OK) {
       sqlite3_exec(s->db, "ROLLBACK TO store_write_run", NULL, NULL, NULL);
@@ -912,15 +907,14 @@ as_status_t store_write_run(store_t *s, const store_run_t *run,
 
 /* ---- Reading runs ------------------------------------------------------- */
 
-as_status_t store_read_samples(store_t *s, int64_t run_id,
-                               store_sample_t **out, size_t *count,
-                               as_err_t *err) {
+as_status_t store_read_samples(store_t *s, int64_t run_id, store_sample_t **out,
+                               size_t *count, as_err_t *err) {
   assert(s != NULL && out != NULL && count != NULL);
-  *out                 = NULL;
-  *count               = 0;
-  store_sample_t *v    = NULL;
-  size_t          n    = 0;
-  sqlite3_stmt   *st   = NULL;
+  *out = NULL;
+  *count = 0;
+  store_sample_t *v = NULL;
+  size_t          n = 0;
+  sqlite3_stmt   *st = NULL;
   int64_t         rows = 0;
   int             step = SQLITE_DONE;
 
@@ -932,8 +926,7 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
     return db_fail(s, err, "starting a read transaction");
   as_status_t rc = check_run_exists(s, run_id, err);
   if (rc == AS_OK)
-    rc = prepare(s, "SELECT count(*) FROM samples WHERE run_id = ?1", &st,
-                 err);
+    rc = prepare(s, "SELECT count(*) FROM samples WHERE run_id = ?1", &st, err);
   if (rc == AS_OK) {
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -959,9 +952,9 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
   if (rc == AS_OK && rows > 0) {
     sqlite3_bind_int64(st, 1, run_id);
     while (rc == AS_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-      int64_t     seq  = sqlite3_column_int64(st, 0);
+      int64_t     seq = sqlite3_column_int64(st, 0);
       const char *kind = (const char *)sqlite3_column_text(st, 2);
-      int         k    = sample_kind_from_name(kind);
+      int         k = sample_kind_from_name(kind);
       if (seq != (int64_t)n || n >= (size_t)rows) {
         rc = as_err_set(err, AS_ESTORE,
                         "%s: run %" PRId64 ": sample seq %" PRId64
@@ -976,16 +969,16 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
         break;
       }
       store_sample_t *x = &v[n++];
-      x->t_ns           = (uint64_t)sqlite3_column_int64(st, 1);
-      x->kind           = (sim_sample_kind_t)k;
+      x->t_ns = (uint64_t)sqlite3_column_int64(st, 1);
+      x->kind = (sim_sample_kind_t)k;
       const char *label = (const char *)sqlite3_column_text(st, 3);
       if (label != NULL) {
         size_t len = strnlen(label, sizeof x->label - 1);
         memcpy(x->label, label, len);
         x->label[len] = '\0';
       }
-      x->rss_bytes          = (uint64_t)sqlite3_column_int64(st, 4);
-      x->live_bytes         = (uint64_t)sqlite3_column_int64(st, 5);
+      x->rss_bytes = (uint64_t)sqlite3_column_int64(st, 4);
+      x->live_bytes = (uint64_t)sqlite3_column_int64(st, 5);
       x->measured_rss_bytes = (uint64_t)sqlite3_column_int64(st, 6);
     }
     if (rc == AS_OK && step != SQLITE_DONE)
@@ -1001,9 +994,9 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
   if (rc == AS_OK && rows > 0) {
     sqlite3_bind_int64(st, 1, run_id);
     while (rc == AS_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-      int64_t     seq   = sqlite3_column_int64(st, 0);
+      int64_t     seq = sqlite3_column_int64(st, 0);
       const char *owner = (const char *)sqlite3_column_text(st, 1);
-      int         o     = owner_from_name(owner);
+      int         o = owner_from_name(owner);
       if (seq < 0 || seq >= (int64_t)n || o < 0) {
         rc = as_err_set(err, AS_ESTORE,
                         "%s: run %" PRId64 ": owner row (seq %" PRId64
@@ -1023,7 +1016,7 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
     free(v);
     return rc;
   }
-  *out   = v;
+  *out = v;
   *count = n;
   return AS_OK;
 }
@@ -1031,7 +1024,7 @@ as_status_t store_read_samples(store_t *s, int64_t run_id,
 as_status_t store_read_meta(store_t *s, int64_t run_id, const char *key,
                             char *buf, size_t len, as_err_t *err) {
   assert(s != NULL && key != NULL && buf != NULL && len > 0);
-  buf[0]         = '\0';
+  buf[0] = '\0';
   as_status_t rc = check_run_exists(s, run_id, err);
   if (rc != AS_OK)
     return rc;
@@ -1116,19 +1109,19 @@ static as_status_t record_from_row(store_t *s, sqlite3_stmt *st,
                                    store_run_record_t *rec, as_err_t *err) {
   bool oom = false;
   memset(rec, 0, sizeof *rec);
-  rec->id                      = sqlite3_column_int64(st, 0);
-  rec->kind                    = column_dup(st, 1, &oom);
-  rec->model                   = column_dup(st, 2, &oom);
-  rec->options                 = column_dup(st, 3, &oom);
-  rec->page_size               = (uint64_t)sqlite3_column_int64(st, 4);
-  rec->source                  = column_dup(st, 5, &oom);
-  rec->command                 = column_dup(st, 6, &oom);
-  rec->allocsim_version        = column_dup(st, 7, &oom);
-  rec->created_at              = column_dup(st, 8, &oom);
-  rec->trace_path              = column_dup(st, 9, &oom);
-  rec->trace_sha256            = column_dup(st, 10, &oom);
-  rec->nsamples                = (uint64_t)sqlite3_column_int64(st, 11);
-  rec->peak_rss_bytes          = (uint64_t)sqlite3_column_int64(st, 12);
+  rec->id = sqlite3_column_int64(st, 0);
+  rec->kind = column_dup(st, 1, &oom);
+  rec->model = column_dup(st, 2, &oom);
+  rec->options = column_dup(st, 3, &oom);
+  rec->page_size = (uint64_t)sqlite3_column_int64(st, 4);
+  rec->source = column_dup(st, 5, &oom);
+  rec->command = column_dup(st, 6, &oom);
+  rec->allocsim_version = column_dup(st, 7, &oom);
+  rec->created_at = column_dup(st, 8, &oom);
+  rec->trace_path = column_dup(st, 9, &oom);
+  rec->trace_sha256 = column_dup(st, 10, &oom);
+  rec->nsamples = (uint64_t)sqlite3_column_int64(st, 11);
+  rec->peak_rss_bytes = (uint64_t)sqlite3_column_int64(st, 12);
   rec->peak_measured_rss_bytes = (uint64_t)sqlite3_column_int64(st, 13);
   if (oom) {
     store_run_record_free(rec);
@@ -1152,8 +1145,7 @@ as_status_t store_read_run(store_t *s, int64_t id, store_run_record_t *out,
   if (step == SQLITE_ROW)
     rc = record_from_row(s, st, out, err);
   else if (step == SQLITE_DONE)
-    rc = as_err_set(err, AS_ESTORE, "%s: no run with id %" PRId64, s->path,
-                    id);
+    rc = as_err_set(err, AS_ESTORE, "%s: no run with id %" PRId64, s->path, id);
   else
     rc = db_fail(s, err, "reading a run");
   sqlite3_finalize(st);
@@ -1164,8 +1156,7 @@ as_status_t store_list_runs(store_t *s, store_run_fn fn, void *user,
                             as_err_t *err) {
   assert(s != NULL && fn != NULL);
   sqlite3_stmt *st;
-  as_status_t   rc =
-      prepare(s, RUN_SELECT RUN_GROUP " ORDER BY r.id", &st, err);
+  as_status_t rc = prepare(s, RUN_SELECT RUN_GROUP " ORDER BY r.id", &st, err);
   if (rc != AS_OK)
     return rc;
   int step = SQLITE_DONE;

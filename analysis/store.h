@@ -67,8 +67,7 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err);
  * directory) is AS_EIO naming it, and nothing is created, for commands
  * that read a store (runs, compare, and capture's check before it runs the
  * program). */
-as_status_t store_open_existing(const char *path, store_t **out,
-                                as_err_t *err);
+as_status_t store_open_existing(const char *path, store_t **out, as_err_t *err);
 /* Before a long job that ends by writing to path: AS_OK if path is a store
  * (opened and closed again) or a file that can be created there (its
  * directory exists and is writable); else the error store_open would give
@@ -79,7 +78,7 @@ as_status_t store_check_writable(const char *path, as_err_t *err);
  * and SQLite's -journal, -wal and -shm beside it, so the failure leaves
  * the disk as it was.  Does nothing otherwise. */
 void store_discard_new(const char *path, bool created_by_us);
-void        store_close(store_t *s);
+void store_close(store_t *s);
 
 typedef struct store_kv_s store_kv_t;
 struct store_kv_s {
@@ -89,9 +88,9 @@ struct store_kv_s {
 
 typedef struct store_run_s store_run_t;
 struct store_run_s {
-  const char       *kind;         /* "measured" or "simulated" */
-  const char       *model;        /* model_describe() or the allocator used */
-  const char       *options;      /* libc spec, CLI options; may be NULL */
+  const char       *kind;    /* "measured" or "simulated" */
+  const char       *model;   /* model_describe() or the allocator used */
+  const char       *options; /* libc spec, CLI options; may be NULL */
   uint64_t          page_size;
   const char       *source;       /* trace path or workload description */
   const char       *command;      /* command line that produced the run */
@@ -144,9 +143,8 @@ void store_samples_free(store_samples_t *s);
 /* Reads back a run's samples in order (caller frees *out with free()).
  * AS_ESTORE if there is no such run; a run with no samples gives *out NULL
  * and *count 0. */
-as_status_t store_read_samples(store_t *s, int64_t run_id,
-                               store_sample_t **out, size_t *count,
-                               as_err_t *err);
+as_status_t store_read_samples(store_t *s, int64_t run_id, store_sample_t **out,
+                               size_t *count, as_err_t *err);
 
 /* Reads one meta value of a run into buf ("" if absent).  AS_ESTORE if
  * there is no such run; AS_EINVAL if the value does not fit in len. */
@@ -157,11 +155,11 @@ as_status_t store_read_meta(store_t *s, int64_t run_id, const char *key,
  * (sweeps, comparisons) inside store_begin/store_commit. */
 struct sqlite3 *store_db(store_t *s);
 /* BEGIN IMMEDIATE (waits up to STORE_BUSY_TIMEOUT_MS for other writers). */
-as_status_t     store_begin(store_t *s, as_err_t *err);
+as_status_t store_begin(store_t *s, as_err_t *err);
 /* COMMIT; on failure rolls back and returns AS_ESTORE. */
-as_status_t     store_commit(store_t *s, as_err_t *err);
+as_status_t store_commit(store_t *s, as_err_t *err);
 /* ROLLBACK if a transaction is open; a no-op otherwise. */
-void            store_rollback(store_t *s);
+void store_rollback(store_t *s);
 
 /* ---- Additions for reading runs back (compare, sweep, `allocsim runs`) - */
 
@@ -179,10 +177,10 @@ const char *store_path(const store_t *s);
 typedef struct store_run_record_s store_run_record_t;
 struct store_run_record_s {
   int64_t  id;
-  char    *kind;                    /* "measured" or "simulated" */
+  char    *kind; /* "measured" or "simulated" */
   char    *model;
-  char    *options;                 /* may be NULL */
-  uint64_t page_size;               /* bytes */
+  char    *options;   /* may be NULL */
+  uint64_t page_size; /* bytes */
   char    *source;
   char    *command;
   char    *allocsim_version;        /* version that wrote the run */
@@ -199,7 +197,7 @@ struct store_run_record_s {
 as_status_t store_read_run(store_t *s, int64_t id, store_run_record_t *out,
                            as_err_t *err);
 /* Frees the strings of a record filled by store_read_run and zeroes it. */
-void        store_run_record_free(store_run_record_t *rec);
+void store_run_record_free(store_run_record_t *rec);
 
 /* Calls fn for every run in id order.  The record is valid only during the
  * call.  A non-AS_OK return from fn stops the walk and is returned. */

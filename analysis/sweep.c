@@ -72,7 +72,7 @@ static bool is_kernel_axis(const char *name) {
 
 static bool parse_mmap_offset(const char *v, uint64_t *out) {
   char *end;
-  errno                = 0;
+  errno = 0;
   unsigned long long x = strtoull(v, &end, 10);
   if (errno || *end || end == v || v[0] == '-' || x % 4096 != 0 ||
       x >= (UINT64_C(1) << 30))
@@ -82,7 +82,7 @@ static bool parse_mmap_offset(const char *v, uint64_t *out) {
 }
 
 static const workload_option_t *find_option(const workload_def_t *wl,
-                                            const char *name) {
+                                            const char           *name) {
   for (const workload_option_t *o = wl->options; o->name; o++)
     if (same_name(o->name, name))
       return o;
@@ -97,10 +97,10 @@ static bool is_spec_axis(const char *name) {
 /* name is MODEL.OPTION: *m and *row receive the model and the option's row
  * (*m NULL when name has no dot).  AS_EUSAGE when the model is not
  * registered (*m NULL) or has no such option (*m set). */
-static as_status_t is_model_option(const char *name,
-                                   const model_methods_t **m, int *row) {
+static as_status_t is_model_option(const char *name, const model_methods_t **m,
+                                   int *row) {
   const char *dot = strchr(name, '.');
-  *m              = NULL;
+  *m = NULL;
   if (dot == NULL)
     return AS_OK;
   char model[48];
@@ -131,8 +131,7 @@ static as_status_t check_spec(const char *axis, const char *spec,
                       name);
   const char  *colon = strchr(spec, ':');
   model_opts_t o;
-  return model_opts_parse(name, m->options, colon ? colon + 1 : NULL, &o,
-                          err);
+  return model_opts_parse(name, m->options, colon ? colon + 1 : NULL, &o, err);
 }
 
 void sweep_axis_free(sweep_axis_t *a) {
@@ -141,7 +140,6 @@ void sweep_axis_free(sweep_axis_t *a) {
   free(a->values);
   memset(a, 0, sizeof *a);
 }
-
 
 as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
                              sweep_axis_t *out, as_err_t *err) {
@@ -159,7 +157,7 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
   out->name[nlen] = '\0';
   const workload_option_t *opt = wl ? find_option(wl, out->name) : NULL;
   const model_methods_t   *opt_model = NULL;
-  int                      opt_row   = -1;
+  int                      opt_row = -1;
   if (is_model_option(out->name, &opt_model, &opt_row) != AS_OK) {
     as_status_t rc = as_err_set(
         err, AS_EUSAGE, "--vary %s: %s", out->name,
@@ -202,7 +200,7 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
   const char *v = eq + 1;
   for (size_t i = 0; i < n; i++) {
     const char *comma = strchr(v, ',');
-    size_t      vlen  = comma ? (size_t)(comma - v) : strlen(v);
+    size_t      vlen = comma ? (size_t)(comma - v) : strlen(v);
     uint64_t    ps;
     if (vlen == 0) {
       as_err_set(err, AS_EUSAGE, "--vary %s: empty value in '%s'", out->name,
@@ -320,7 +318,7 @@ static int point_argv(const sweep_config_t *c, const sweep_point_t *p,
 
 static void point_args_text(sweep_point_t *p, int argc, char **argv) {
   size_t used = 0;
-  p->args[0]  = '\0';
+  p->args[0] = '\0';
   for (int i = 0; i < argc && used < sizeof p->args; i++)
     used += (size_t)snprintf(p->args + used, sizeof p->args - used, "%s%s",
                              i ? " " : "", argv[i]);
@@ -335,9 +333,9 @@ static void point_args_text(sweep_point_t *p, int argc, char **argv) {
 static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
                                const trace_specs_t *ts, as_err_t *err) {
   const char *model = c->model ? c->model : ts->model;
-  const char *libc  = c->libc || c->model ? c->libc
-                      : ts->libc[0]       ? ts->libc
-                                          : NULL;
+  const char *libc = c->libc || c->model ? c->libc
+                     : ts->libc[0]       ? ts->libc
+                                         : NULL;
   for (size_t a = 0; a < c->naxes; a++) {
     if (strcmp(c->axes[a].name, "model") == 0)
       model = p->values[a];
@@ -347,7 +345,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
   char name[64], lname[64];
   model_spec_name(model, name, sizeof name);
   const model_methods_t *m = model_find(name);
-  bool composed = m != NULL && m->composition;
+  bool                   composed = m != NULL && m->composition;
   snprintf(p->model, sizeof p->model, "%s", model);
   snprintf(p->libc, sizeof p->libc, "%s",
            composed ? (libc ? libc : model_default_libc()) : "");
@@ -360,7 +358,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
     char   add[128], tmp[384];
     snprintf(add, sizeof add, "%s=%s", dot + 1, p->values[a]);
     char  *target = NULL;
-    size_t tlen   = 0;
+    size_t tlen = 0;
     if (strlen(name) == nl && strncmp(name, c->axes[a].name, nl) == 0)
       target = p->model, tlen = sizeof p->model;
     else if (composed && strlen(lname) == nl &&
@@ -368,8 +366,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
       target = p->libc, tlen = sizeof p->libc;
     if (target == NULL)
       continue; /* that model is not simulated at this point */
-    if (!model_spec_with(target, add, tmp, sizeof tmp) ||
-        strlen(tmp) >= tlen)
+    if (!model_spec_with(target, add, tmp, sizeof tmp) || strlen(tmp) >= tlen)
       return as_err_set(err, AS_EUSAGE, "sweep: model spec too long");
     snprintf(target, tlen, "%s", tmp);
   }
@@ -399,7 +396,7 @@ static void point_key(const sweep_config_t *c, sweep_point_t *p,
 
 static int by_key(const void *a, const void *b) {
   const sweep_point_t *const *x = a, *const *y = b;
-  int c = strcmp((*x)->key, (*y)->key);
+  int                         c = strcmp((*x)->key, (*y)->key);
   return c ? c : (*x < *y ? -1 : *x > *y);
 }
 
@@ -441,9 +438,9 @@ static as_status_t dedupe(sweep_point_t *pts, size_t *n, char spec_key[65],
 /* The grid's point g: its axis values, page size and layout. */
 static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
   memset(p, 0, sizeof *p);
-  p->point     = g;
+  p->point = g;
   p->page_size = c->kernel.page_size;
-  size_t rest  = g;
+  size_t rest = g;
   for (size_t a = c->naxes; a-- > 0;) {
     p->values[a] = c->axes[a].values[rest % c->axes[a].count];
     rest /= c->axes[a].count;
@@ -514,7 +511,7 @@ static as_status_t open_trace_source(const char *trace, trace_specs_t *ts,
 
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
-  *out   = NULL;
+  *out = NULL;
   *count = 0;
   size_t grid = 1;
   for (size_t a = 0; a < c->naxes; a++) {
@@ -530,7 +527,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     grid *= c->axes[a].count;
   }
   size_t   sources = c->workload ? 1 : c->ntraces;
-  unsigned seeds   = c->seeds ? c->seeds : 1;
+  unsigned seeds = c->seeds ? c->seeds : 1;
   if (sources == 0)
     return as_err_set(err, AS_EUSAGE, "sweep: no workload and no trace");
   if (grid > 1000000 / seeds / sources)
@@ -541,12 +538,12 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   sweep_point_t *pts = calloc(sources * grid * seeds, sizeof *pts);
   if (pts == NULL)
     return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
-  size_t      n  = 0;
+  size_t      n = 0;
   as_status_t rc = AS_OK;
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
-    const char   *trace   = c->workload ? NULL : c->traces[t];
+    const char   *trace = c->workload ? NULL : c->traces[t];
     char          sha[65] = "";
-    trace_specs_t ts      = {"", ""};
+    trace_specs_t ts = {"", ""};
     if (trace != NULL && ((rc = open_trace_source(trace, &ts, err)) != AS_OK ||
                           (rc = as_sha256_file(trace, sha, err)) != AS_OK))
       break;
@@ -554,12 +551,12 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
       sweep_point_t base;
       grid_point(c, g, &base);
       bool     has_seed = trace == NULL && seeded(c, &base);
-      unsigned ns       = has_seed ? seeds : 1;
+      unsigned ns = has_seed ? seeds : 1;
       for (unsigned k = 0; k < ns && rc == AS_OK; k++) {
         sweep_point_t *p = &pts[n++];
-        *p               = base;
-        p->point         = t * grid + g;
-        p->seed          = has_seed ? k + 1 : 0;
+        *p = base;
+        p->point = t * grid + g;
+        p->seed = has_seed ? k + 1 : 0;
         rc = fill_point(c, p, trace, sha, &ts, k == 0, err);
       }
     }
@@ -570,7 +567,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     free(pts);
     return rc;
   }
-  *out   = pts;
+  *out = pts;
   *count = n;
   return AS_OK;
 }
@@ -602,7 +599,7 @@ static as_status_t on_sample(void *user, const sim_sample_t *smp,
                              as_err_t *err) {
   (void)err;
   run_ctx_t     *ctx = user;
-  sweep_point_t *p   = ctx->p;
+  sweep_point_t *p = ctx->p;
   if (smp->kind != SIM_SAMPLE_MARK && smp->kind != SIM_SAMPLE_FINAL)
     return AS_OK;
   if (p->nsamples < sizeof p->samples / sizeof p->samples[0])
@@ -615,7 +612,7 @@ static as_status_t on_sample(void *user, const sim_sample_t *smp,
     if (strcmp(mk->label, "after") == 0)
       p->arenas_pinned = counter_or_none(m, "pymalloc.arenas_pinned");
     if (strcmp(mk->label, "peak") == 0) {
-      p->arenas_peak    = counter_or_none(m, "pymalloc.arenas");
+      p->arenas_peak = counter_or_none(m, "pymalloc.arenas");
       p->unaligned_peak = counter_or_none(m, "pymalloc.arenas_unaligned");
     }
   }
@@ -631,11 +628,11 @@ static void point_formula(const sweep_config_t *c, sweep_point_t *p,
   formula_input_t in = {0};
   const char     *pat = effective(c, p, "pattern");
   char           *end;
-  in.size_bytes       = strtoull(effective(c, p, "size"), &end, 10);
+  in.size_bytes = strtoull(effective(c, p, "size"), &end, 10);
   in.total_bytes =
       (uint64_t)(strtod(effective(c, p, "total"), &end) * 1048576.0);
   in.fraction = strtod(effective(c, p, "fraction"), &end);
-  in.every    = strtoull(effective(c, p, "every"), &end, 10);
+  in.every = strtoull(effective(c, p, "every"), &end, 10);
   if (pat == NULL || !survivors_pattern_parse(pat, &in.pattern))
     return;
   /* mmap returns 16 KiB-aligned arenas only with OS pages >= 16 KiB. */
@@ -643,9 +640,9 @@ static void point_formula(const sweep_config_t *c, sweep_point_t *p,
   in.page_bytes = page_bytes; /* the model's formula unit (model.h) */
   formula_result_t r;
   if (formula_survivors(&in, &r, NULL) == AS_OK) {
-    p->have_formula       = true;
+    p->have_formula = true;
     p->formula_kept_bytes = r.kept_bytes;
-    p->formula_sd_bytes   = r.sd_bytes;
+    p->formula_sd_bytes = r.sd_bytes;
   }
 }
 
@@ -661,18 +658,18 @@ static as_status_t run_layout(const sweep_config_t *c, sweep_point_t *p,
   p->nmarks = p->nsamples = 0;
   p->arenas_pinned = p->arenas_peak = p->unaligned_peak = -1;
   p->have_kept = p->have_formula = false;
-  p->error[0]                    = '\0';
+  p->error[0] = '\0';
   char  storage[ARGV_MAX][128];
   char *argv[ARGV_MAX];
   int   argc = p->trace ? 0 : point_argv(c, p, storage, argv);
 
   sim_kernel_config_t kcfg = c->kernel;
-  kcfg.page_size           = p->page_size;
-  trace_source_t  *src     = NULL;
+  kcfg.page_size = p->page_size;
+  trace_source_t  *src = NULL;
   sim_session_t    sess;
   bool             have_session = false;
-  sim_run_result_t res          = {0};
-  double           t0           = now_seconds();
+  sim_run_result_t res = {0};
+  double           t0 = now_seconds();
   /* The same layout rule as `compare --layouts` (sim/kernel.h). */
   as_status_t rc = sim_kernel_config_offset_layout(&kcfg, mmap_offset, err);
   if (rc == AS_OK)
@@ -688,13 +685,13 @@ static as_status_t run_layout(const sweep_config_t *c, sweep_point_t *p,
     page_bytes = sess.model->methods->formula_page_bytes;
     snprintf(p->model_desc, sizeof p->model_desc, "%s", sess.model_desc);
     run_ctx_t           ctx = {.p = p, .s = &sess};
-    sim_engine_config_t ecfg = {.on_sample        = on_sample,
-                                .user             = &ctx,
+    sim_engine_config_t ecfg = {.on_sample = on_sample,
+                                .user = &ctx,
                                 .max_memory_bytes = kcfg.max_memory_bytes};
     rc = sim_engine_run(&ecfg, &sess, src, &res, err);
   }
-  p->seconds        = now_seconds() - t0;
-  p->events         = res.events;
+  p->seconds = now_seconds() - t0;
+  p->events = res.events;
   p->peak_rss_bytes = res.peak_rss_bytes;
   if (have_session)
     sim_session_close(&sess);
@@ -707,7 +704,7 @@ static as_status_t run_layout(const sweep_config_t *c, sweep_point_t *p,
   uint64_t start, after;
   if (sweep_point_mark(p, "start", &start) &&
       sweep_point_mark(p, "after", &after)) {
-    p->have_kept  = true;
+    p->have_kept = true;
     p->kept_bytes = (int64_t)after - (int64_t)start;
   }
   p->kept_min_bytes = p->kept_max_bytes = p->kept_bytes;
@@ -817,10 +814,10 @@ typedef struct pool_s {
   const sweep_config_t *c;
   sweep_point_t        *points;
   size_t                n;
-  size_t                next;    /* next point to start */
-  size_t               *done;    /* finished indices, in completion order */
-  size_t                ndone;   /* entries in done */
-  bool                  stop;    /* no new points */
+  size_t                next;  /* next point to start */
+  size_t               *done;  /* finished indices, in completion order */
+  size_t                ndone; /* entries in done */
+  bool                  stop;  /* no new points */
 } pool_t;
 
 static void *worker(void *arg) {
@@ -828,7 +825,7 @@ static void *worker(void *arg) {
   for (;;) {
     pthread_mutex_lock(&pool->mu);
     bool   stop = pool->stop || (pool->c->stop && *pool->c->stop);
-    size_t i    = stop ? pool->n : pool->next;
+    size_t i = stop ? pool->n : pool->next;
     if (i < pool->n)
       pool->next++;
     else
@@ -844,13 +841,12 @@ static void *worker(void *arg) {
   }
 }
 
-as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
-                      size_t n, sweep_done_fn done, void *user,
-                      as_err_t *err) {
+as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
+                      sweep_done_fn done, void *user, as_err_t *err) {
   unsigned jobs = c->jobs;
   if (jobs == 0) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    jobs        = online > 0 ? (unsigned)online : 1;
+    jobs = online > 0 ? (unsigned)online : 1;
   }
   if (jobs > n)
     jobs = n ? (unsigned)n : 1;
@@ -863,7 +859,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
     return rc;
   }
   pool_t pool = {.c = c, .points = points, .n = n};
-  pool.done   = calloc(n, sizeof *pool.done);
+  pool.done = calloc(n, sizeof *pool.done);
   pthread_t *tids = calloc(jobs, sizeof *tids);
   if (pool.done == NULL || tids == NULL) {
     free(pool.done);
@@ -885,7 +881,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
   size_t reported = 0;
   pthread_mutex_lock(&pool.mu);
   for (;;) {
-    bool   stop     = pool.stop || (c->stop && *c->stop);
+    bool   stop = pool.stop || (c->stop && *c->stop);
     size_t expected = stop ? pool.next : n;
     if (reported >= expected)
       break;
@@ -899,7 +895,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
         rc == AS_OK ? done(user, &points[i], reported, n, err) : AS_OK;
     pthread_mutex_lock(&pool.mu);
     if (drc != AS_OK) {
-      rc        = drc;
+      rc = drc;
       pool.stop = true;
     }
   }
@@ -953,7 +949,7 @@ static size_t json_value(char *buf, size_t len, size_t used, const char *v) {
 }
 
 #define APPEND(...)                                                            \
-  used += (size_t)snprintf(buf + (used < len ? used : len),                   \
+  used += (size_t)snprintf(buf + (used < len ? used : len),                    \
                            used < len ? len - used : 0, __VA_ARGS__)
 
 void sweep_point_json(const sweep_config_t *c, const sweep_point_t *p,
@@ -1080,11 +1076,11 @@ static as_status_t insert_sweep(store_t *s, const sweep_config_t *c,
                                 int64_t *id, as_err_t *err) {
   sqlite3_stmt *st;
   as_status_t   rc = prepare_sql(
-      s,
-      "INSERT INTO sweeps(workload, params, spec_key, state, total_points, "
-      "shard, host, pid, allocsim_version, uid) VALUES(?1, ?2, ?3, "
-      "'running', ?4, ?5, ?6, ?7, ?8, lower(hex(randomblob(16))))",
-      "recording the sweep", &st, err);
+        s,
+        "INSERT INTO sweeps(workload, params, spec_key, state, total_points, "
+          "shard, host, pid, allocsim_version, uid) VALUES(?1, ?2, ?3, "
+          "'running', ?4, ?5, ?6, ?7, ?8, lower(hex(randomblob(16))))",
+        "recording the sweep", &st, err);
   if (rc != AS_OK)
     return rc;
   sqlite3_bind_text(st, 1, c->workload ? c->workload->name : "trace", -1,
@@ -1097,14 +1093,14 @@ static as_status_t insert_sweep(store_t *s, const sweep_config_t *c,
   sqlite3_bind_text(st, 6, host, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st, 7, getpid());
   sqlite3_bind_text(st, 8, ALLOCSIM_VERSION, -1, SQLITE_STATIC);
-  rc  = step_done(s, st, "recording the sweep", err);
+  rc = step_done(s, st, "recording the sweep", err);
   *id = sqlite3_last_insert_rowid(store_db(s));
   return rc;
 }
 
 as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
-                              const sweep_store_info_t *info,
-                              int64_t *sweep_id, as_err_t *err) {
+                              const sweep_store_info_t *info, int64_t *sweep_id,
+                              as_err_t *err) {
   char params[8192], host[256] = "";
   if (!sweep_params_json(c, params, sizeof params))
     return as_err_set(err, AS_EINVAL, "sweep: parameters too long to store");
@@ -1138,7 +1134,7 @@ as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
 
 as_status_t sweep_store_finish(store_t *s, int64_t sweep_id, const char *state,
                                as_err_t *err) {
-  as_status_t rc = store_begin(s, err);
+  as_status_t   rc = store_begin(s, err);
   sqlite3_stmt *st;
   if (rc == AS_OK)
     rc = prepare_sql(s,
@@ -1161,10 +1157,10 @@ as_status_t sweep_skip_done(store_t *s, const char *spec_key,
                             sweep_point_t *points, size_t *n, as_err_t *err) {
   sqlite3_stmt *st = NULL;
   int           rc = sqlite3_prepare_v2(
-      store_db(s),
-      "SELECT 1 FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id "
-      "WHERE w.spec_key = ?1 AND p.key = ?2 AND p.run_id IS NOT NULL LIMIT 1",
-      -1, &st, NULL);
+                store_db(s),
+                "SELECT 1 FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id "
+                          "WHERE w.spec_key = ?1 AND p.key = ?2 AND p.run_id IS NOT NULL LIMIT 1",
+                -1, &st, NULL);
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: %s", store_path(s),
                       sqlite3_errmsg(store_db(s)));
@@ -1193,7 +1189,7 @@ as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
   snprintf(pt, sizeof pt, "%" PRIu64, p->point);
   snprintf(seed, sizeof seed, "%" PRIu64, p->seed);
   int64_t     run_id = 0;
-  as_status_t rc     = store_begin(s, err);
+  as_status_t rc = store_begin(s, err);
   if (rc != AS_OK)
     return rc;
   if (p->status == AS_OK) {
@@ -1202,14 +1198,14 @@ as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
                           {"sweep_seed", seed},
                           {"sweep_point_key", p->key},
                           {p->trace ? "trace" : "workload", source}};
-    store_run_t run    = {.kind       = "simulated",
-                          .model      = p->model_desc,
-                          .options    = p->libc[0] ? p->libc : NULL,
-                          .page_size  = p->page_size,
-                          .source     = source,
-                          .command    = c->command ? c->command : "sweep",
-                          .meta       = meta,
-                          .meta_count = sizeof meta / sizeof meta[0]};
+    store_run_t run = {.kind = "simulated",
+                       .model = p->model_desc,
+                       .options = p->libc[0] ? p->libc : NULL,
+                       .page_size = p->page_size,
+                       .source = source,
+                       .command = c->command ? c->command : "sweep",
+                       .meta = meta,
+                       .meta_count = sizeof meta / sizeof meta[0]};
     rc = store_write_run(s, &run, p->samples, p->nsamples, &run_id, err);
   }
   sqlite3_stmt *stmt = NULL;
@@ -1226,8 +1222,8 @@ as_status_t sweep_store_point(store_t *s, int64_t sweep_id,
     sqlite3_bind_int64(stmt, 2, (sqlite3_int64)p->point);
     sqlite3_bind_int64(stmt, 3, (sqlite3_int64)p->seed);
     sqlite3_bind_text(stmt, 4, params, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(stmt, 5, p->model_desc[0] ? p->model_desc : p->model,
-                      -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt, 5, p->model_desc[0] ? p->model_desc : p->model, -1,
+                      SQLITE_TRANSIENT);
     sqlite3_bind_int64(stmt, 6, (sqlite3_int64)p->page_size);
     if (p->status == AS_OK && p->have_kept)
       sqlite3_bind_int64(stmt, 7, p->kept_bytes);

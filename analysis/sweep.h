@@ -54,10 +54,10 @@
 
 typedef struct sweep_axis_s sweep_axis_t;
 struct sweep_axis_s {
-  char   name[48]; /* workload option ("fraction"), "page_size",
-                      "mmap_offset", "model", "libc" or "<model>.<option>" */
-  size_t count;    /* values, >= 1 */
-  char **values;   /* owned copies, as typed */
+  char name[48]; /* workload option ("fraction"), "page_size",
+                    "mmap_offset", "model", "libc" or "<model>.<option>" */
+  size_t count;  /* values, >= 1 */
+  char **values; /* owned copies, as typed */
 };
 
 /* Parses "name=v1,v2,..." for workload wl (NULL for trace sweeps).  name
@@ -82,23 +82,23 @@ struct sweep_config_s {
   size_t                ntraces;
   sweep_axis_t          axes[SWEEP_MAX_AXES]; /* last varies fastest */
   size_t                naxes;
-  const char *fixed_name[SWEEP_MAX_FIXED];  /* workload options held fixed */
+  const char *fixed_name[SWEEP_MAX_FIXED]; /* workload options held fixed */
   const char *fixed_value[SWEEP_MAX_FIXED];
   size_t      nfixed;
-  unsigned    seeds;    /* seeds 1..seeds for seeded points */
-  const char *model;    /* model spec, e.g. "cpython:version=3.11"; NULL
-                           for traces: the one each trace's provenance
-                           implies (record_run_specs) */
-  const char *libc;     /* libc spec or NULL */
-  sim_kernel_config_t kernel; /* page_size is the default for points */
-  unsigned    jobs;     /* worker threads; 0 = online cores */
-  unsigned    layouts;  /* address layouts per point, averaged (0: all
-                           that differ for the page size, 4 with 4 KiB
-                           pages; 1 with an mmap_offset axis, which sets
-                           them itself) */
+  unsigned    seeds;           /* seeds 1..seeds for seeded points */
+  const char *model;           /* model spec, e.g. "cpython:version=3.11"; NULL
+                                  for traces: the one each trace's provenance
+                                  implies (record_run_specs) */
+  const char         *libc;    /* libc spec or NULL */
+  sim_kernel_config_t kernel;  /* page_size is the default for points */
+  unsigned            jobs;    /* worker threads; 0 = online cores */
+  unsigned            layouts; /* address layouts per point, averaged (0: all
+                                  that differ for the page size, 4 with 4 KiB
+                                  pages; 1 with an mmap_offset axis, which sets
+                                  them itself) */
   volatile sig_atomic_t *stop; /* set (by a signal handler): start no new
                                   point; may be NULL */
-  const char *command;  /* the command line, stored with each run */
+  const char *command;         /* the command line, stored with each run */
 };
 
 typedef struct sweep_mark_s sweep_mark_t;
@@ -110,41 +110,41 @@ struct sweep_mark_s {
 typedef struct sweep_point_s sweep_point_t;
 struct sweep_point_s {
   /* Parameters. */
-  uint64_t    point;                    /* index in the grid */
-  uint64_t    seed;                     /* 0 when the point is unseeded */
-  const char *values[SWEEP_MAX_AXES];   /* this point's value on each axis */
-  uint64_t    page_size;                /* OS page, bytes */
-  uint64_t    mmap_offset;              /* mmap_top lowered by, bytes */
-  char        args[512];                /* workload arguments, as for
-                                           `allocsim run WORKLOAD ...`, or
-                                           the trace file */
-  const char *trace;                    /* the trace file, or NULL */
-  char        model[384];               /* the model spec simulated */
-  char        libc[256];                /* the libc spec, "" for default */
-  char        key[65];                  /* the point's key (file comment) */
+  uint64_t    point;                  /* index in the grid */
+  uint64_t    seed;                   /* 0 when the point is unseeded */
+  const char *values[SWEEP_MAX_AXES]; /* this point's value on each axis */
+  uint64_t    page_size;              /* OS page, bytes */
+  uint64_t    mmap_offset;            /* mmap_top lowered by, bytes */
+  char        args[512];              /* workload arguments, as for
+                                         `allocsim run WORKLOAD ...`, or
+                                         the trace file */
+  const char *trace;                  /* the trace file, or NULL */
+  char        model[384];             /* the model spec simulated */
+  char        libc[256];              /* the libc spec, "" for default */
+  char        key[65];                /* the point's key (file comment) */
   /* Results (valid when status is AS_OK). */
   as_status_t  status;
   char         error[512];
-  char         model_desc[512];         /* model_describe() */
-  sweep_mark_t marks[SWEEP_MAX_MARKS];  /* RSS at each mark, in order */
+  char         model_desc[512];        /* model_describe() */
+  sweep_mark_t marks[SWEEP_MAX_MARKS]; /* RSS at each mark, in order */
   size_t       nmarks;
-  bool         have_kept;               /* marks start and after exist */
-  int64_t      kept_bytes;              /* RSS(after) - RSS(start) */
-  int64_t      arenas_pinned;           /* pymalloc arenas with a used pool
-                                           at after; -1 if not pymalloc */
-  int64_t      arenas_peak;             /* pymalloc arenas at peak, and */
-  int64_t      unaligned_peak;          /* those with 63 pools; -1: n/a */
-  bool         have_formula;
-  double       formula_kept_bytes;
-  double       formula_sd_bytes;
-  uint64_t     events;
-  uint64_t     peak_rss_bytes;
-  double       seconds;                 /* wall time of the simulation */
-  unsigned     layouts;                 /* replays averaged (compare.h): RSS,
-                                           kept and the arena counts are
-                                           their means */
-  int64_t      kept_min_bytes;          /* kept over the layouts */
-  int64_t      kept_max_bytes;
+  bool         have_kept;     /* marks start and after exist */
+  int64_t      kept_bytes;    /* RSS(after) - RSS(start) */
+  int64_t      arenas_pinned; /* pymalloc arenas with a used pool
+                                 at after; -1 if not pymalloc */
+  int64_t  arenas_peak;       /* pymalloc arenas at peak, and */
+  int64_t  unaligned_peak;    /* those with 63 pools; -1: n/a */
+  bool     have_formula;
+  double   formula_kept_bytes;
+  double   formula_sd_bytes;
+  uint64_t events;
+  uint64_t peak_rss_bytes;
+  double   seconds;              /* wall time of the simulation */
+  unsigned layouts;              /* replays averaged (compare.h): RSS,
+                                    kept and the arena counts are
+                                    their means */
+  int64_t        kept_min_bytes; /* kept over the layouts */
+  int64_t        kept_max_bytes;
   store_sample_t samples[SWEEP_MAX_MARKS + 1]; /* marks and final */
   size_t         nsamples;
 };
@@ -180,15 +180,13 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
 /* Called on the thread that called sweep_run as each point finishes (in
  * completion order); ndone counts finished points including this one.  A
  * non-AS_OK return stops the sweep (running points finish, no new start). */
-typedef as_status_t (*sweep_done_fn)(void *user, sweep_point_t *p,
-                                     size_t ndone, size_t total,
-                                     as_err_t *err);
+typedef as_status_t (*sweep_done_fn)(void *user, sweep_point_t *p, size_t ndone,
+                                     size_t total, as_err_t *err);
 
 /* Runs all n points on c->jobs worker threads.  Returns the first error of
  * done(); failed points are reported to done() like the others. */
-as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points,
-                      size_t n, sweep_done_fn done, void *user,
-                      as_err_t *err);
+as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
+                      sweep_done_fn done, void *user, as_err_t *err);
 
 /* How a sweep is recorded: its spec key, how many points it has in all,
  * its shard ("2/8", or NULL), and whether to continue the latest sweep of
@@ -205,8 +203,8 @@ struct sweep_store_info_s {
  * fixed options, seeds, model; spec key, shard, host, pid, state
  * 'running') and returns its id. */
 as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
-                              const sweep_store_info_t *info,
-                              int64_t *sweep_id, as_err_t *err);
+                              const sweep_store_info_t *info, int64_t *sweep_id,
+                              as_err_t *err);
 /* Records how the sweep ended: state "complete" or "interrupted". */
 as_status_t sweep_store_finish(store_t *s, int64_t sweep_id, const char *state,
                                as_err_t *err);

@@ -26,8 +26,8 @@ static as_status_t find_sweep(store_t *s, int64_t *id, as_err_t *err) {
   if (sqlite3_step(st) == SQLITE_ROW)
     *id = sqlite3_column_int64(st, 0);
   else if (*id)
-    rc = as_err_set(err, AS_EINVAL, "%s: no sweep %" PRId64, store_path(s),
-                    *id);
+    rc =
+        as_err_set(err, AS_EINVAL, "%s: no sweep %" PRId64, store_path(s), *id);
   else
     rc = as_err_set(err, AS_EINVAL, "%s: no sweeps", store_path(s));
   sqlite3_finalize(st);
@@ -47,9 +47,8 @@ static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
   sqlite3_bind_int64(st, 1, id);
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 0);
-    sqlite3_str_appendf(sql,
-                        ", json_extract(p.params_json, '$.\"%w\"') AS \"%w\"",
-                        name, name);
+    sqlite3_str_appendf(
+        sql, ", json_extract(p.params_json, '$.\"%w\"') AS \"%w\"", name, name);
   }
   sqlite3_finalize(st);
   return AS_OK;
@@ -57,7 +56,7 @@ static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
 
 as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
                                struct sqlite3_stmt **st, as_err_t *err) {
-  *st            = NULL;
+  *st = NULL;
   as_status_t rc = find_sweep(s, &sweep_id, err);
   if (rc != AS_OK)
     return rc;

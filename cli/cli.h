@@ -32,16 +32,16 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_INPUT = 1, CLI_EXIT_USAGE = 2 };
 
 /* The exit-code rule, as every --help ends. */
 #define CLI_EXIT_HELP                                                          \
-  "\nexit codes: 0 success; 1 bad input or failed run (a file, trace, log\n" \
-  "or store that is wrong or unreadable, a model error, a limit such as\n"    \
-  "--max-memory); 2 usage error (an unknown or malformed option, a value\n"   \
+  "\nexit codes: 0 success; 1 bad input or failed run (a file, trace, log\n"   \
+  "or store that is wrong or unreadable, a model error, a limit such as\n"     \
+  "--max-memory); 2 usage error (an unknown or malformed option, a value\n"    \
   "out of range, an option given twice, options that exclude each other)\n"
 
 typedef struct cli_command_s cli_command_t;
 struct cli_command_s {
-  const char *name;    /* "replay" */
-  const char *summary; /* one line for `allocsim --help` */
-  const char *usage;   /* full --help text */
+  const char *name;                  /* "replay" */
+  const char *summary;               /* one line for `allocsim --help` */
+  const char *usage;                 /* full --help text */
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
@@ -53,7 +53,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* True if argv has -h or --help; prints cmd's usage then. */
 bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
-
 
 /* If argv[*i] is the option name, as "--name VALUE" or "--name=VALUE",
  * sets *value, advances *i past it and returns 1; returns 0 for any other
@@ -82,8 +81,7 @@ struct cli_target_s {
 as_status_t cli_target_open(cli_target_t *t, const char *what, const char *db,
                             as_err_t *err);
 /* Opens (again) the target's events (an explain_open_fn). */
-as_status_t cli_target_source(void *user, trace_source_t **src,
-                              as_err_t *err);
+as_status_t cli_target_source(void *user, trace_source_t **src, as_err_t *err);
 /* The model and libc specs its provenance implies (as compare picks). */
 as_status_t cli_target_specs(cli_target_t *t, char *model, size_t model_len,
                              char *libc, size_t libc_len, as_err_t *err);
@@ -96,32 +94,32 @@ const char *cli_target_name(const cli_target_t *t);
 /* Options shared by replay, run and compare. */
 typedef struct cli_sim_opts_s cli_sim_opts_t;
 struct cli_sim_opts_s {
-  const char         *model;           /* spec; default "ideal" or cpython */
-  const char         *libc;            /* spec or NULL */
-  sim_kernel_config_t kernel;          /* page size, thp, pressure; its
-                                          max_memory_bytes is --max-memory */
-  uint64_t            sample_every_ns; /* 0 = marks only */
-  uint64_t            settle_ns;       /* clock runs on after the trace */
-  bool                lenient;
-  bool                strict;          /* unknown-notion events are errors */
-  trace_insert_t      inserts[TRACE_INSERT_MAX]; /* --insert EVENT@WHEN */
-  size_t              ninserts;
-  bool                json;
-  bool                csv;             /* time series as CSV */
-  const char         *db;              /* store path or NULL */
-  unsigned            layouts;         /* address layouts to replay (0: all
-                                          that differ for the page size;
-                                          1: the default layout only) */
-  unsigned            given;           /* options taken, a bit each (common.c
-                                          once_options) */
+  const char         *model;      /* spec; default "ideal" or cpython */
+  const char         *libc;       /* spec or NULL */
+  sim_kernel_config_t kernel;     /* page size, thp, pressure; its
+                                     max_memory_bytes is --max-memory */
+  uint64_t       sample_every_ns; /* 0 = marks only */
+  uint64_t       settle_ns;       /* clock runs on after the trace */
+  bool           lenient;
+  bool           strict; /* unknown-notion events are errors */
+  trace_insert_t inserts[TRACE_INSERT_MAX]; /* --insert EVENT@WHEN */
+  size_t         ninserts;
+  bool           json;
+  bool           csv;     /* time series as CSV */
+  const char    *db;      /* store path or NULL */
+  unsigned       layouts; /* address layouts to replay (0: all
+                             that differ for the page size;
+                             1: the default layout only) */
+  unsigned given;         /* options taken, a bit each (common.c
+                             once_options) */
 };
 
 /* Consumes a shared option at argv[*i] (advancing *i past its value) and
  * returns 1, returns 0 if argv[*i] is not one, or -1 after printing a usage
  * error for a bad value, an option given twice (all but --insert) or
  * --json with --csv. */
-int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
-                      char **argv, int *i);
+int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc, char **argv,
+                      int *i);
 void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model);
 
 /* Opens (again) the source a command simulates: once per layout. */
@@ -171,7 +169,7 @@ extern const cli_command_t cli_cmd_models;
 extern const cli_command_t cli_cmd_runs;
 extern const cli_command_t cli_cmd_formula;
 /* `formula --validate` (cmd_formula_validate.c). */
-int formula_validate_main(int argc, char **argv);
+int                        formula_validate_main(int argc, char **argv);
 extern const cli_command_t cli_cmd_sweep;
 extern const cli_command_t cli_cmd_capture;
 extern const cli_command_t cli_cmd_record;

@@ -59,20 +59,20 @@ static void print_text(const char *source, const advise_result_t *r) {
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
          (double)b->peak_rss / MIB);
   printf("%4s  %-44s %10s %7s %10s %10s %9s %9s %9s\n", "rank", "remedy",
-         "saving MiB", "of RSS", "at end", "at peak", "+syscalls",
-         "+faults", "+cost ms");
+         "saving MiB", "of RSS", "at end", "at peak", "+syscalls", "+faults",
+         "+cost ms");
   for (size_t i = 0; i < r->n; i++) {
     const advise_remedy_t *x = &r->remedies[i];
     if (!x->ok) {
       printf("%4s  %-44.44s failed: %s\n", "-", x->name, x->error);
       continue;
     }
-    printf("%4zu  %-44.44s %10.2f %6.1f%% %10.2f %10.2f %9" PRId64
-           " %9" PRId64 " %9.2f\n",
+    printf("%4zu  %-44.44s %10.2f %6.1f%% %10.2f %10.2f %9" PRId64 " %9" PRId64
+           " %9.2f\n",
            i + 1, x->name, (double)x->saving_at_mark / MIB,
-           b->rss_at_mark ? 100.0 * (double)x->saving_at_mark /
-                                (double)b->rss_at_mark
-                          : 0.0,
+           b->rss_at_mark
+               ? 100.0 * (double)x->saving_at_mark / (double)b->rss_at_mark
+               : 0.0,
            (double)x->saving_at_end / MIB, (double)x->saving_at_peak / MIB,
            x->extra_syscalls, x->extra_faults, (double)x->extra_cost_ns / 1e6);
   }
@@ -84,17 +84,16 @@ static void print_text(const char *source, const advise_result_t *r) {
 }
 
 static int advise_main(int argc, char **argv) {
-  explain_opts_t o = {0};
-  replay_target_t   t = {0};
-  const char    *db = NULL, *what = NULL, *v;
-  bool           json = false;
+  explain_opts_t  o = {0};
+  replay_target_t t = {0};
+  const char     *db = NULL, *what = NULL, *v;
+  bool            json = false;
   sim_kernel_config_default(&o.kernel);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int         took;
     if ((took = cli_opt_value("advise", argc, argv, &i, "--db", &db)) ||
-        (took = cli_opt_value("advise", argc, argv, &i, "--model",
-                              &o.model)) ||
+        (took = cli_opt_value("advise", argc, argv, &i, "--model", &o.model)) ||
         (took = cli_opt_value("advise", argc, argv, &i, "--libc", &o.libc)) ||
         (took = cli_opt_value("advise", argc, argv, &i, "--at", &o.at))) {
       if (took < 0)
@@ -104,15 +103,19 @@ static int advise_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!as_parse_page_size(v, &o.kernel.page_size))
-        return cli_usage_error("advise", "--page-size expects 4096, 16384 "
-                                         "or 65536, got '%s'", v);
+        return cli_usage_error("advise",
+                               "--page-size expects 4096, 16384 "
+                               "or 65536, got '%s'",
+                               v);
     } else if ((took = cli_opt_value("advise", argc, argv, &i, "--settle",
                                      &v)) != 0) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!as_parse_duration_ns(v, &o.settle_ns))
-        return cli_usage_error("advise", "--settle expects a duration such "
-                                         "as 10s, got '%s'", v);
+        return cli_usage_error("advise",
+                               "--settle expects a duration such "
+                               "as 10s, got '%s'",
+                               v);
     } else if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (strcmp(a, "--lenient") == 0) {
@@ -122,15 +125,17 @@ static int advise_main(int argc, char **argv) {
     } else if (what == NULL) {
       what = a;
     } else {
-      return cli_usage_error("advise", "one trace or run at a time, got "
-                                       "'%s' too", a);
+      return cli_usage_error("advise",
+                             "one trace or run at a time, got "
+                             "'%s' too",
+                             a);
     }
   }
   if (what == NULL)
     return cli_usage_error("advise", "which trace or run? give a file, or a "
                                      "run id with --db");
   as_err_t         err = {0};
-  advise_result_t *r   = calloc(1, sizeof *r);
+  advise_result_t *r = calloc(1, sizeof *r);
   char             model[512], libc[256];
   as_status_t      rc = r == NULL ? as_err_set(&err, AS_ENOMEM, "out of memory")
                                   : replay_target_open(&t, what, db, &err);
@@ -155,7 +160,7 @@ static int advise_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_advise = {
-    .name    = "advise",
+    .name = "advise",
     .summary = "simulate every remedy that applies and rank them",
     .usage =
         "usage: allocsim advise TRACE|RUN [--db FILE] [--model SPEC]\n"

@@ -27,8 +27,8 @@ static double mib(uint64_t b) {
 static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
   fprintf(f,
           "%s: pid %" PRIu64 ", %" PRIu64 " events (%" PRIu64
-          " allocation, %" PRIu64 " touch), %" PRIu64
-          " threads, peak %" PRIu64 " live objects\n",
+          " allocation, %" PRIu64 " touch), %" PRIu64 " threads, peak %" PRIu64
+          " live objects\n",
           path, st->pid, st->events, st->alloc_events, st->touch_events,
           st->threads + 1, st->max_live_ids);
   fprintf(f,
@@ -90,10 +90,10 @@ static void report(FILE *f, const char *out, const capture_result_t *res) {
 /* Stores the capture as a measured run with its counters as run meta. */
 static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
                      const capture_result_t *res, int argc, char **argv) {
-  store_t      *s = NULL;
-  record_info_t info;
-  as_err_t      err = {0};
-  char          v[13][40];
+  store_t               *s = NULL;
+  record_info_t          info;
+  as_err_t               err = {0};
+  char                   v[13][40];
   const capture_stats_t *m = &res->main;
   snprintf(v[0], sizeof v[0], "%d", res->exit_code);
   snprintf(v[1], sizeof v[1], "%s", capture_end_name(res->end));
@@ -147,8 +147,9 @@ static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
 
 static int size_opt(const char *name, const char *v, uint64_t *out) {
   if (!as_parse_bytes(v, out))
-    return cli_usage_error("capture", "%s expects a size such as 4096, 64K "
-                                      "or 2GiB, got '%s'",
+    return cli_usage_error("capture",
+                           "%s expects a size such as 4096, 64K "
+                           "or 2GiB, got '%s'",
                            name, v);
   return 0;
 }
@@ -158,8 +159,9 @@ static int cleanup(void) {
   as_err_t err = {0};
   if (capture_cleanup(&removed, &err) != AS_OK)
     return cli_fail("capture", &err);
-  fprintf(stderr, "allocsim capture: removed %u leftover capture "
-                  "directories\n",
+  fprintf(stderr,
+          "allocsim capture: removed %u leftover capture "
+          "directories\n",
           removed);
   return CLI_EXIT_OK;
 }
@@ -179,8 +181,7 @@ static int cmd_capture_main(int argc, char **argv) {
       return cleanup();
     if ((t = cli_opt_value("capture", argc, argv, &i, "-o", &out)) ||
         (t = cli_opt_value("capture", argc, argv, &i, "--db", &db)) ||
-        (t = cli_opt_value("capture", argc, argv, &i, "--summary",
-                           &summary))) {
+        (t = cli_opt_value("capture", argc, argv, &i, "--summary", &summary))) {
       if (t < 0)
         return CLI_EXIT_USAGE;
     } else if ((t = cli_opt_value("capture", argc, argv, &i, "--sample-every",

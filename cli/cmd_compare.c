@@ -59,8 +59,8 @@ static void print_json(const compare_result_t *r) {
     const compare_mark_t *m = &r->marks[i];
     printf("%s{\"label\": ", i ? ", " : "");
     cli_json_string(stdout, m->label);
-    printf(", \"t_ns\": %" PRIu64 ", \"measured_rss_bytes\": %" PRIu64,
-           m->t_ns, m->measured_rss_bytes);
+    printf(", \"t_ns\": %" PRIu64 ", \"measured_rss_bytes\": %" PRIu64, m->t_ns,
+           m->measured_rss_bytes);
     if (isfinite(m->error_pct_of_peak))
       printf(", \"predicted_rss_bytes\": %" PRId64 ", \"error_bytes\": %" PRId64
              ", \"error_pct_of_peak\": ",
@@ -175,8 +175,8 @@ static bool layouts_agree(const compare_result_t *r) {
 
 /* The marks table of a single replay. */
 static void print_marks(const compare_result_t *r) {
-  printf("\n%-24s %12s %12s %12s %10s", "mark", "measured MiB",
-         "predicted MiB", "error MiB", "% of peak");
+  printf("\n%-24s %12s %12s %12s %10s", "mark", "measured MiB", "predicted MiB",
+         "error MiB", "% of peak");
   other_cols(r, NULL, true);
   putchar('\n');
   for (size_t i = 0; i < r->nmarks; i++) {
@@ -329,8 +329,8 @@ static int compare_main(int argc, char **argv) {
     const char *a = argv[i], *v;
     int         took;
     if ((took = cli_opt_value("compare", argc, argv, &i, "--db", &db)) ||
-        (took = cli_opt_value("compare", argc, argv, &i, "--model",
-                              &o.model)) ||
+        (took =
+             cli_opt_value("compare", argc, argv, &i, "--model", &o.model)) ||
         (took = cli_opt_value("compare", argc, argv, &i, "--libc", &o.libc))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -445,7 +445,8 @@ const cli_command_t cli_cmd_compare = {
         "\n"
         "Layouts: ASLR decides where mmap puts things, and so which pymalloc\n"
         "arenas are 16 KiB aligned (64 pools, not 63).  --layouts N (default\n"
-        "all: 4) replays the run N times with the simulated mmap_top lowered by\n"
+        "all: 4) replays the run N times with the simulated mmap_top lowered "
+        "by\n"
         "0, 1, ..., N-1 OS pages (as sweep --vary mmap_offset); offsets\n"
         "repeat modulo the 16 KiB pool, so N is at most 16384 / page size\n"
         "(4 with 4 KiB pages).  Each layout has its own baseline offset;\n"

@@ -21,16 +21,15 @@
 #include "../traces/workload.h"
 
 static int convert_main(int argc, char **argv) {
-  const char    *in = NULL, *out = NULL, *format = NULL, *workload = NULL;
-  bool           lenient = false;
+  const char *in = NULL, *out = NULL, *format = NULL, *workload = NULL;
+  bool        lenient = false;
   for (int i = 1; i < argc; i++) {
-    const char *a    = argv[i];
+    const char *a = argv[i];
     if (strcmp(a, "--lenient") == 0) {
       lenient = true;
       continue;
     }
-    int         took = cli_opt_value("convert", argc, argv, &i, "--format",
-                                     &format);
+    int took = cli_opt_value("convert", argc, argv, &i, "--format", &format);
     if (took == 0)
       took = cli_opt_value("convert", argc, argv, &i, "--workload", &workload);
     if (took < 0)
@@ -44,8 +43,7 @@ static int convert_main(int argc, char **argv) {
     } else if (out == NULL) {
       out = a;
     } else {
-      return cli_usage_error("convert", "expected IN and OUT, got '%s' too",
-                             a);
+      return cli_usage_error("convert", "expected IN and OUT, got '%s' too", a);
     }
   }
   if (workload != NULL && in != NULL && out == NULL)
@@ -63,13 +61,11 @@ static int convert_main(int argc, char **argv) {
     else if (strcmp(format, "binary") == 0)
       fmt = TRACE_FORMAT_BINARY;
     else
-      return cli_usage_error("convert",
-                             "expected --format text or binary, got '%s'",
-                             format);
+      return cli_usage_error(
+          "convert", "expected --format text or binary, got '%s'", format);
   }
   if (in != NULL && strcmp(in, out) == 0 && strcmp(in, "-") != 0)
-    return cli_usage_error("convert", "IN and OUT are the same file '%s'",
-                           in);
+    return cli_usage_error("convert", "IN and OUT are the same file '%s'", in);
 
   as_err_t        err = {0};
   trace_source_t *src;
@@ -114,24 +110,24 @@ static int convert_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_convert = {
-    .name    = "convert",
+    .name = "convert",
     .summary = "convert a trace between the text and binary formats",
-    .usage   = "usage: allocsim convert IN OUT [--format text|binary] "
-               "[--lenient]\n"
-               "       allocsim convert --workload LINE OUT [--format ...]\n\n"
-               "Reads IN (text or binary, detected from its first bytes; -\n"
-               "for stdin) and writes OUT (- for stdout) in the format\n"
-               "--format names, or else the one OUT's name implies: .astrace\n"
-               "is binary, anything else text.  Text is written in canonical\n"
-               "form (integer ns and bytes, single spaces), so converting\n"
-               "text to binary and back reproduces canonical text exactly.\n"
-               "A count of events goes to stderr.\n\n"
-               "options:\n"
-               "  --format F        text or binary (default: from OUT's name)\n"
-               "  --lenient         read a binary trace cut short (no end\n"
-               "                    record or trailer) to its last whole\n"
-               "                    record, with a warning, instead of failing\n"
-               "  --workload LINE   write a workload's events instead of IN's\n"
-               "                    ('churn --live 50000'; see allocsim run)\n",
-    .run     = convert_main,
+    .usage = "usage: allocsim convert IN OUT [--format text|binary] "
+             "[--lenient]\n"
+             "       allocsim convert --workload LINE OUT [--format ...]\n\n"
+             "Reads IN (text or binary, detected from its first bytes; -\n"
+             "for stdin) and writes OUT (- for stdout) in the format\n"
+             "--format names, or else the one OUT's name implies: .astrace\n"
+             "is binary, anything else text.  Text is written in canonical\n"
+             "form (integer ns and bytes, single spaces), so converting\n"
+             "text to binary and back reproduces canonical text exactly.\n"
+             "A count of events goes to stderr.\n\n"
+             "options:\n"
+             "  --format F        text or binary (default: from OUT's name)\n"
+             "  --lenient         read a binary trace cut short (no end\n"
+             "                    record or trailer) to its last whole\n"
+             "                    record, with a warning, instead of failing\n"
+             "  --workload LINE   write a workload's events instead of IN's\n"
+             "                    ('churn --live 50000'; see allocsim run)\n",
+    .run = convert_main,
 };

@@ -75,14 +75,13 @@ static void column_widths(sqlite3_stmt *st, int ncol, int *width) {
     for (int c = 0; c < ncol; c++) {
       const char *v = (const char *)sqlite3_column_text(st, c);
       int         n = v ? (int)strlen(v) : 1;
-      width[c]      = n > width[c] ? n : width[c];
+      width[c] = n > width[c] ? n : width[c];
     }
   sqlite3_reset(st);
 }
 
-static void print_value(sqlite3_stmt *st, int c, rows_format_t f,
-                        int width) {
-  const char *v    = (const char *)sqlite3_column_text(st, c);
+static void print_value(sqlite3_stmt *st, int c, rows_format_t f, int width) {
+  const char *v = (const char *)sqlite3_column_text(st, c);
   int         type = sqlite3_column_type(st, c);
   if (f == ROWS_JSON) {
     if (type == SQLITE_NULL)
@@ -101,7 +100,7 @@ static void print_value(sqlite3_stmt *st, int c, rows_format_t f,
  * objects keyed by column name. */
 static void print_rows(sqlite3_stmt *st, rows_format_t f) {
   int ncol = sqlite3_column_count(st), width[ROWS_MAX_COLS] = {0};
-  ncol     = ncol < ROWS_MAX_COLS ? ncol : ROWS_MAX_COLS;
+  ncol = ncol < ROWS_MAX_COLS ? ncol : ROWS_MAX_COLS;
   if (f == ROWS_TEXT)
     column_widths(st, ncol, width);
   for (int c = 0; f != ROWS_JSON && c < ncol; c++) {
@@ -134,7 +133,7 @@ static int db_points(int argc, char **argv) {
     return cli_usage_error("db", "points needs a STORE");
   const char   *db = argv[2], *v;
   int64_t       sweep_id = 0;
-  rows_format_t format   = ROWS_TEXT;
+  rows_format_t format = ROWS_TEXT;
   for (int i = 3; i < argc; i++) {
     int took;
     if (strcmp(argv[i], "--csv") == 0)
@@ -147,8 +146,7 @@ static int db_points(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       sweep_id = strtoll(v, &end, 10);
       if (*end || end == v || sweep_id < 1)
-        return cli_usage_error("db", "--sweep expects a sweep id, got '%s'",
-                               v);
+        return cli_usage_error("db", "--sweep expects a sweep id, got '%s'", v);
     } else
       return cli_usage_error("db", "points: unknown option '%s'", argv[i]);
   }
@@ -179,7 +177,7 @@ static int db_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_db = {
-    .name    = "db",
+    .name = "db",
     .summary = "stores: merge them, list a sweep's points",
     .usage =
         "usage: allocsim db merge OUT IN [IN...]\n"

@@ -56,8 +56,7 @@ static void print_text(const char *source, const char *model,
     for (size_t k = 0; k < r[i].nitems; k++) {
       const explain_item_t *it = &r[i].items[k];
       printf("%9.2f %6.1f%%  %s\n", (double)it->bytes / MIB,
-             r[i].rss_bytes ? 100.0 * (double)it->bytes /
-                                  (double)r[i].rss_bytes
+             r[i].rss_bytes ? 100.0 * (double)it->bytes / (double)r[i].rss_bytes
                             : 0.0,
              it->sentence);
     }
@@ -65,17 +64,17 @@ static void print_text(const char *source, const char *model,
 }
 
 static int explain_main(int argc, char **argv) {
-  explain_opts_t o = {0};
-  replay_target_t   e = {0};
-  const char    *db = NULL, *what = NULL, *v;
-  bool           json = false;
+  explain_opts_t  o = {0};
+  replay_target_t e = {0};
+  const char     *db = NULL, *what = NULL, *v;
+  bool            json = false;
   sim_kernel_config_default(&o.kernel);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int         took;
     if ((took = cli_opt_value("explain", argc, argv, &i, "--db", &db)) ||
-        (took = cli_opt_value("explain", argc, argv, &i, "--model",
-                              &o.model)) ||
+        (took =
+             cli_opt_value("explain", argc, argv, &i, "--model", &o.model)) ||
         (took = cli_opt_value("explain", argc, argv, &i, "--libc", &o.libc)) ||
         (took = cli_opt_value("explain", argc, argv, &i, "--at", &o.at))) {
       if (took < 0)
@@ -85,8 +84,10 @@ static int explain_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!as_parse_page_size(v, &o.kernel.page_size))
-        return cli_usage_error("explain", "--page-size expects 4096, 16384 "
-                                          "or 65536, got '%s'", v);
+        return cli_usage_error("explain",
+                               "--page-size expects 4096, 16384 "
+                               "or 65536, got '%s'",
+                               v);
     } else if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (strcmp(a, "--lenient") == 0) {
@@ -96,8 +97,10 @@ static int explain_main(int argc, char **argv) {
     } else if (what == NULL) {
       what = a;
     } else {
-      return cli_usage_error("explain", "one trace or run at a time, got "
-                                        "'%s' too", a);
+      return cli_usage_error("explain",
+                             "one trace or run at a time, got "
+                             "'%s' too",
+                             a);
     }
   }
   if (what == NULL)
@@ -134,7 +137,7 @@ static int explain_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_explain = {
-    .name    = "explain",
+    .name = "explain",
     .summary = "what holds memory at a mark, and what would release it",
     .usage =
         "usage: allocsim explain TRACE|RUN [--db FILE] [--model SPEC]\n"

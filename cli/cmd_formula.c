@@ -20,7 +20,7 @@ static int bad_value(const char *opt, const char *expected, const char *got) {
 
 static bool parse_num(const char *s, double lo, double hi, double *out) {
   char *end;
-  errno    = 0;
+  errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < lo ||
       v > hi)
@@ -33,15 +33,15 @@ static int formula_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--validate") == 0)
       return formula_validate_main(argc, argv);
-  formula_input_t in = {.size_bytes  = 64,
+  formula_input_t in = {.size_bytes = 64,
                         .total_bytes = UINT64_C(256) << 20,
-                        .pattern     = SURVIVORS_RANDOM,
-                        .fraction    = 1e-4,
-                        .every       = 1000};
-  uint64_t    os_page    = 4096;
-  bool        json       = false;
-  bool        mimalloc   = false;
-  const char *mi_version = FORMULA_MIMALLOC_VERSION;
+                        .pattern = SURVIVORS_RANDOM,
+                        .fraction = 1e-4,
+                        .every = 1000};
+  uint64_t        os_page = 4096;
+  bool            json = false;
+  bool            mimalloc = false;
+  const char     *mi_version = FORMULA_MIMALLOC_VERSION;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double      d;
@@ -49,11 +49,9 @@ static int formula_main(int argc, char **argv) {
       json = true;
       continue;
     }
-    static const char *const valued[] = {"--size",    "--total",
-                                         "--fraction", "--pattern",
-                                         "--every",   "--page-bytes",
-                                         "--page-size", "--allocator",
-                                         "--version"};
+    static const char *const valued[] = {
+        "--size",       "--total",     "--fraction",  "--pattern", "--every",
+        "--page-bytes", "--page-size", "--allocator", "--version"};
     const char *opt = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0] && !opt; k++) {
       int took = cli_opt_value("formula", argc, argv, &i, valued[k], &v);
@@ -83,8 +81,7 @@ static int formula_main(int argc, char **argv) {
       in.every = (uint64_t)d;
     } else if (strcmp(opt, "--page-bytes") == 0) {
       if (!as_parse_bytes(v, &in.page_bytes) || in.page_bytes == 0)
-        return bad_value("--page-bytes", "a page size such as 65536 or 64K",
-                         v);
+        return bad_value("--page-bytes", "a page size such as 65536 or 64K", v);
     } else if (strcmp(opt, "--allocator") == 0) {
       if (strcmp(v, "mimalloc") != 0 && strcmp(v, "pymalloc") != 0)
         return bad_value("--allocator", "pymalloc or mimalloc", v);
@@ -104,7 +101,8 @@ static int formula_main(int argc, char **argv) {
   in.arena_aligned = os_page >= 16384;
   if (mimalloc) {
     if (in.page_bytes != 0)
-      return cli_usage_error("formula", "--page-bytes and --allocator "
+      return cli_usage_error("formula",
+                             "--page-bytes and --allocator "
                              "mimalloc exclude each other (the model "
                              "chooses the page)");
     in.mimalloc = mi_version;
@@ -120,18 +118,18 @@ static int formula_main(int argc, char **argv) {
   }
 
   bool        pages = in.page_bytes != 0 || in.mimalloc != NULL;
-  const char *unit  = pages ? "page" : "arena";
+  const char *unit = pages ? "page" : "arena";
   if (json) {
     printf("{\"size_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
            ",\"pattern\":\"%s\",\"fraction\":%.17g,\"every\":%" PRIu64
            ",\"unit\":\"%s\",\"unit_bytes\":%" PRIu64
-           ",\"block_bytes\":%" PRIu64 ",\"objects\":%" PRIu64
-           ",\"k\":%" PRIu64 ",\"units\":%.17g,\"q\":%.17g,\"pinned\":%.17g,"
+           ",\"block_bytes\":%" PRIu64 ",\"objects\":%" PRIu64 ",\"k\":%" PRIu64
+           ",\"units\":%.17g,\"q\":%.17g,\"pinned\":%.17g,"
            "\"kept_bytes\":%.17g,\"sd_bytes\":%.17g,\"kept_mib\":%.6f,"
            "\"sd_mib\":%.6f,\"all_units_bytes\":%.17g%s%s%s}\n",
            in.size_bytes, in.total_bytes, survivors_pattern_name(in.pattern),
-           in.fraction, in.every, unit, r.unit_bytes, r.block_bytes,
-           r.objects, r.k, r.units, r.q, r.pinned, r.kept_bytes, r.sd_bytes,
+           in.fraction, in.every, unit, r.unit_bytes, r.block_bytes, r.objects,
+           r.k, r.units, r.q, r.pinned, r.kept_bytes, r.sd_bytes,
            r.kept_bytes / MIB, r.sd_bytes / MIB, r.all_bytes,
            in.mimalloc ? ",\"mimalloc_version\":\"" : "",
            in.mimalloc ? in.mimalloc : "", in.mimalloc ? "\"" : "");
@@ -159,10 +157,8 @@ static int formula_main(int argc, char **argv) {
   printf("  objects          %" PRIu64 "\n", r.objects);
   printf("  k                %" PRIu64 " objects per %s\n", r.k, unit);
   printf("  %-16s %.2f\n", pages ? "pages" : "arenas", r.units);
-  printf("  %-16s %.6f\n", pages ? "P(page pinned)" : "P(arena pinned)",
-         r.q);
-  printf("  %-16s %.2f\n", pages ? "pages pinned" : "arenas pinned",
-         r.pinned);
+  printf("  %-16s %.6f\n", pages ? "P(page pinned)" : "P(arena pinned)", r.q);
+  printf("  %-16s %.2f\n", pages ? "pages pinned" : "arenas pinned", r.pinned);
   printf("  expected kept    %.2f MiB%s\n", r.kept_bytes / MIB,
          in.mimalloc ? " (once every empty page is purged)" : "");
   printf("  std dev          %.2f MiB\n", r.sd_bytes / MIB);
@@ -174,7 +170,7 @@ static int formula_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_formula = {
-    .name    = "formula",
+    .name = "formula",
     .summary = "expected memory a few survivors pin: the (1 - p)^k formula",
     .usage =
         "usage: allocsim formula [--size BYTES] [--total MIB] [--fraction P]\n"
@@ -182,13 +178,15 @@ const cli_command_t cli_cmd_formula = {
         "                        [--page-bytes N] [--page-size N]\n"
         "                        [--allocator pymalloc|mimalloc] "
         "[--version V] [--json]\n"
-        "       allocsim formula --validate --db STORE [--layouts N] [--json]\n\n"
+        "       allocsim formula --validate --db STORE [--layouts N] "
+        "[--json]\n\n"
         "Objects of --size bytes (default 64) filling --total MiB (256) are\n"
         "allocated in order; a fraction P (1e-4) survives.  An allocation\n"
         "unit of k objects is released only if none survived, so\n"
         "  kept = n (1 - (1 - P)^k) unit_bytes,  n = objects / k,\n"
         "with the binomial standard deviation.  By default the unit is a\n"
-        "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 or\n"
+        "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 "
+        "or\n"
         "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
         "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n"

@@ -127,7 +127,7 @@ static void print_text(const char *db, const fv_result_t *r) {
 int formula_validate_main(int argc, char **argv) {
   const char *db = NULL, *v;
   unsigned    layouts = 1;
-  bool        json    = false;
+  bool        json = false;
   for (int i = 1; i < argc; i++) {
     int took;
     if (strcmp(argv[i], "--validate") == 0)
@@ -161,7 +161,7 @@ int formula_validate_main(int argc, char **argv) {
     return cli_fail("formula", &err);
   }
   store_t    *s;
-  fv_result_t r  = {0};
+  fv_result_t r = {0};
   as_status_t rc = store_open(db, &s, &err);
   if (rc == AS_OK) {
     rc = formula_validate(s, layouts, &r, &err);

@@ -44,12 +44,14 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!import_parse_at(v, &line))
-        return cli_usage_error("import", "--assume-trim-at: expected an input "
-                               "line number or 'end', got '%s'", v);
+        return cli_usage_error("import",
+                               "--assume-trim-at: expected an input "
+                               "line number or 'end', got '%s'",
+                               v);
       if (import_inserts_add_trim(&a->inserts, line, &err) != AS_OK)
         return cli_fail("import", &err);
-    } else if ((took = cli_opt_value("import", argc, argv, &i, "--marks",
-                                     &v))) {
+    } else if ((took =
+                    cli_opt_value("import", argc, argv, &i, "--marks", &v))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (import_inserts_read(&a->inserts, v, &err) != AS_OK)
@@ -57,8 +59,7 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
     } else if (lenient_ok && strcmp(arg, "--lenient") == 0) {
       a->lenient = true;
     } else if (arg[0] == '-' && strcmp(arg, "-") != 0) {
-      return cli_usage_error("import", "unknown option '%s' for %s", arg,
-                             fmt);
+      return cli_usage_error("import", "unknown option '%s' for %s", arg, fmt);
     } else if (a->in == NULL) {
       a->in = arg;
     } else {
@@ -77,14 +78,15 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
 }
 
 static const char *fmt_name(const char *out) {
-  return trace_format_from_path(out) == TRACE_FORMAT_BINARY ? "binary"
-                                                            : "text";
+  return trace_format_from_path(out) == TRACE_FORMAT_BINARY ? "binary" : "text";
 }
 
 static void report_inserted(uint64_t inserted) {
   if (inserted > 0)
-    fprintf(stderr, "  %" PRIu64 " events inserted (--assume-trim-at, "
-            "--marks)\n", inserted);
+    fprintf(stderr,
+            "  %" PRIu64 " events inserted (--assume-trim-at, "
+            "--marks)\n",
+            inserted);
 }
 
 static int import_mtrace(int argc, char **argv) {
@@ -94,8 +96,8 @@ static int import_mtrace(int argc, char **argv) {
     import_inserts_free(&a.inserts);
     return rc;
   }
-  import_mtrace_opts_t  opts = {.lenient = a.lenient, .tick_ns = 0,
-                                .inserts = &a.inserts};
+  import_mtrace_opts_t opts = {
+      .lenient = a.lenient, .tick_ns = 0, .inserts = &a.inserts};
   import_mtrace_stats_t st;
   as_err_t              err = {0};
   as_status_t s = import_mtrace_file(a.in, a.out, trace_format_from_path(a.out),
@@ -143,8 +145,8 @@ static int import_heaptrack(int argc, char **argv) {
   import_heaptrack_opts_t  opts = {.inserts = &a.inserts};
   import_heaptrack_stats_t st;
   as_err_t                 err = {0};
-  as_status_t s = import_heaptrack_file(
-      a.in, a.out, trace_format_from_path(a.out), &opts, &st, &err);
+  as_status_t              s = import_heaptrack_file(
+                   a.in, a.out, trace_format_from_path(a.out), &opts, &st, &err);
   import_inserts_free(&a.inserts);
   if (s != AS_OK)
     return cli_fail("import", &err);
@@ -160,16 +162,21 @@ static int import_heaptrack(int argc, char **argv) {
           (double)st.peak_rss_bytes / 1048576.0, st.live_at_end,
           st.max_live_ids);
   if (st.unmatched_frees || st.missed_frees)
-    fprintf(stderr, "  %" PRIu64 " frees of blocks allocated before heaptrack "
+    fprintf(stderr,
+            "  %" PRIu64 " frees of blocks allocated before heaptrack "
             "started (skipped), %" PRIu64 " addresses allocated again while "
-            "live (freed first)\n", st.unmatched_frees, st.missed_frees);
+            "live (freed first)\n",
+            st.unmatched_frees, st.missed_frees);
   if (st.ambiguous_frees)
-    fprintf(stderr, "  %" PRIu64 " frees named a size and stack shared by "
+    fprintf(stderr,
+            "  %" PRIu64 " frees named a size and stack shared by "
             "several live blocks; the newest was freed (a raw file, "
-            "heaptrack --raw, has the addresses)\n", st.ambiguous_frees);
+            "heaptrack --raw, has the addresses)\n",
+            st.ambiguous_frees);
   report_inserted(st.inserted);
   if (!st.raw && !st.complete)
-    fprintf(stderr, "  warning: no closing '# strings' line: heaptrack_interpret "
+    fprintf(stderr,
+            "  warning: no closing '# strings' line: heaptrack_interpret "
             "did not finish (the program was killed?)\n");
   fprintf(stderr,
           "  warning: heaptrack records neither mmap nor malloc_trim nor "
@@ -204,7 +211,8 @@ static int import_malloclab(int argc, char **argv) {
   }
   if (a.inserts.n > 0) {
     import_inserts_free(&a.inserts);
-    return cli_usage_error("import", "a malloc lab trace is a complete "
+    return cli_usage_error("import",
+                           "a malloc lab trace is a complete "
                            "program: --assume-trim-at and --marks are for "
                            "logs that miss calls");
   }
@@ -261,13 +269,15 @@ const cli_command_t cli_cmd_import = {
         "           calloc and the memalign family import as malloc.  A free\n"
         "           or realloc of an address allocated before mtrace()\n"
         "           started is an error naming FILE:LINE.\n"
-        "heaptrack  a heaptrack data file, interpreted (heaptrack.NAME.PID.zst)\n"
+        "heaptrack  a heaptrack data file, interpreted "
+        "(heaptrack.NAME.PID.zst)\n"
         "           or raw (heaptrack --raw: .raw.zst), file format 2 or 3\n"
         "           (heaptrack 1.1 to 1.5).  Its timestamps are the clock and\n"
         "           its RSS samples become rss events, so `allocsim record`\n"
         "           and `compare` measure a model against heaptrack's RSS.\n"
         "malloclab  a CS:APP malloc lab trace (.rep: four header numbers,\n"
-        "           then 'a ID SIZE', 'r ID SIZE', 'f ID'), as mdriver replays\n"
+        "           then 'a ID SIZE', 'r ID SIZE', 'f ID'), as mdriver "
+        "replays\n"
         "           it; the cost model's clock.\n\n"
         "Neither mtrace nor heaptrack records malloc_trim (nor threads, nor,\n"
         "for heaptrack, mmap); the import warns about it and about the signs\n"

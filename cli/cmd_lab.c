@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MIB (1024.0 * 1024.0)
+#define MIB        (1024.0 * 1024.0)
 #define TEXT_WIDTH 78
 
 typedef struct lab_cli_s lab_cli_t;
@@ -58,7 +58,7 @@ static void print_para(const char *text, int indent) {
 static void print_lines(const char *text, int indent) {
   for (const char *p = text; *p != '\0';) {
     const char *nl = strchr(p, '\n');
-    int         w  = nl ? (int)(nl - p) : (int)strlen(p);
+    int         w = nl ? (int)(nl - p) : (int)strlen(p);
     printf("%*s%.*s\n", indent, "", w, p);
     p += w + (nl != NULL);
   }
@@ -120,23 +120,23 @@ static int list_labs(bool json) {
 static as_status_t measure_variant(lab_result_t *r, size_t vi,
                                    const lab_cli_t *o, as_err_t *err) {
   const lab_def_t     *def = r->def;
-  const lab_variant_t *v   = &def->variants[vi];
+  const lab_variant_t *v = &def->variants[vi];
   char                 paths[LAB_MAX_RUNS][PATH_MAX];
   const char          *list[LAB_MAX_RUNS];
   as_status_t          rc = AS_OK;
   size_t               made = 0;
   for (size_t k = 0; k < o->repeat && rc == AS_OK; k++) {
     if (o->save_dir != NULL) {
-      if (!as_format_fits(paths[k], sizeof paths[k], "%s/lab-%s-v%zu-r%zu.trace",
-                          o->save_dir, def->name, vi + 1, k + 1)) {
-        rc = as_err_set(err, AS_EINVAL, "--save %s: path too long",
-                        o->save_dir);
+      if (!as_format_fits(paths[k], sizeof paths[k],
+                          "%s/lab-%s-v%zu-r%zu.trace", o->save_dir, def->name,
+                          vi + 1, k + 1)) {
+        rc =
+            as_err_set(err, AS_EINVAL, "--save %s: path too long", o->save_dir);
         break;
       }
     } else {
       const char *tmp = getenv("TMPDIR");
-      as_format_fits(paths[k], sizeof paths[k],
-                     "%s/allocsim-lab-XXXXXX.trace",
+      as_format_fits(paths[k], sizeof paths[k], "%s/allocsim-lab-XXXXXX.trace",
                      tmp && *tmp ? tmp : "/tmp");
       int fd = mkstemps(paths[k], 6);
       if (fd < 0) {
@@ -148,8 +148,8 @@ static as_status_t measure_variant(lab_result_t *r, size_t vi,
     made++;
     list[k] = paths[k];
     if (!o->json)
-      fprintf(stderr, "measuring %s%s%s (run %zu of %" PRIu64 ")\n",
-              def->name, v->label[0] ? ": " : "", v->label, k + 1, o->repeat);
+      fprintf(stderr, "measuring %s%s%s (run %zu of %" PRIu64 ")\n", def->name,
+              v->label[0] ? ": " : "", v->label, k + 1, o->repeat);
     rc = cli_lab_measure(v, &o->env, paths[k], err);
   }
   if (rc == AS_OK)
@@ -165,9 +165,9 @@ static as_status_t measure_variant(lab_result_t *r, size_t vi,
 /* "brk_bytes" -> "brk KiB"; "arenas" -> "arenas". */
 static void counter_header(const char *name, const char *unit, char *buf,
                            size_t len) {
-  const char *dot   = strchr(name, '.');
+  const char *dot = strchr(name, '.');
   const char *short_name = dot ? dot + 1 : name;
-  size_t      n     = strlen(short_name);
+  size_t      n = strlen(short_name);
   bool        bytes = unit != NULL && strcmp(unit, "bytes") == 0;
   if (bytes && n > 6 && strcmp(short_name + n - 6, "_bytes") == 0)
     n -= 6;
@@ -182,7 +182,7 @@ static const char *row_label(const lab_result_t *r, const lab_step_t *st) {
 
 static void print_steps(const lab_result_t *r, bool measured) {
   const lab_def_t *def = r->def;
-  int              w   = 20;
+  int              w = 20;
   for (size_t i = 0; i < r->nsteps; i++)
     if ((int)strlen(row_label(r, &r->steps[i])) + 2 > w)
       w = (int)strlen(row_label(r, &r->steps[i])) + 2;
@@ -255,9 +255,9 @@ static void desc_version(const char *desc, char *buf, size_t len) {
 static void print_variant_lines(const lab_result_t *r) {
   const lab_def_t *def = r->def;
   for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
-    const lab_variant_t        *v  = &def->variants[vi];
+    const lab_variant_t        *v = &def->variants[vi];
     const lab_variant_result_t *vr = &r->variants[vi];
-    const char *what = v->workload ? v->workload : v->trace;
+    const char                 *what = v->workload ? v->workload : v->trace;
     if (!vr->ran) {
       printf("  %s%s(not run: this build has no %s model)\n", v->label,
              v->label[0] ? " " : "", vr->missing);
@@ -283,7 +283,7 @@ static void print_variant_lines(const lab_result_t *r) {
 static void print_maps(const lab_result_t *r, const lab_cli_t *o) {
   const lab_def_t *def = r->def;
   for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
-    const lab_variant_t        *v  = &def->variants[vi];
+    const lab_variant_t        *v = &def->variants[vi];
     const lab_variant_result_t *vr = &r->variants[vi];
     for (size_t k = 0; vr->ran && k < vr->nmaps; k++) {
       printf("\nheap map%s%s at %s\n", v->label[0] ? ", " : "", v->label,
@@ -299,8 +299,8 @@ static void print_ladder_table(const lab_result_t *r) {
   printf("\nsize classes: malloc_usable_size of every request from 1 B to "
          "%" PRIu64 " KiB\n",
          LAB_LADDER_MAX >> 10);
-  printf("%-30s %8s %10s %13s %15s  %s\n", "allocator", "classes",
-         "malloc(1)", "malloc(1025)", "waste 1..1024", "measured ladder");
+  printf("%-30s %8s %10s %13s %15s  %s\n", "allocator", "classes", "malloc(1)",
+         "malloc(1025)", "waste 1..1024", "measured ladder");
   for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
     const lab_variant_result_t *vr = &r->variants[vi];
     if (!vr->ran)
@@ -495,8 +495,7 @@ static void print_json(const lab_result_t *r) {
       }
     printf(", \"counters\": {");
     for (size_t c = 0, k = 0; def->counters != NULL &&
-                              def->counters[c] != NULL &&
-                              c < LAB_MAX_COUNTERS;
+                              def->counters[c] != NULL && c < LAB_MAX_COUNTERS;
          c++)
       if (st->has_counter[c]) {
         printf("%s", k++ ? ", " : "");
@@ -522,9 +521,9 @@ static int run_lab(const lab_def_t *def, const lab_cli_t *o) {
     fprintf(stderr, "allocsim lab: out of memory\n");
     return CLI_EXIT_INPUT;
   }
-  as_err_t   err  = {0};
-  lab_opts_t opts = {.source_dir = ALLOCSIM_SOURCE_DIR,
-                     .map_cells  = (size_t)o->cells};
+  as_err_t    err = {0};
+  lab_opts_t  opts = {.source_dir = ALLOCSIM_SOURCE_DIR,
+                      .map_cells = (size_t)o->cells};
   as_status_t rc = lab_simulate(def, &opts, r, &err);
   for (size_t vi = 0; rc == AS_OK && o->measure && vi < lab_variant_count(def);
        vi++)
@@ -545,33 +544,34 @@ static int run_lab(const lab_def_t *def, const lab_cli_t *o) {
 }
 
 static int lab_main(int argc, char **argv) {
-  lab_cli_t   o    = {.repeat = 1, .cells = 48, .rows = 12, .map = true,
-                      .color = isatty(STDOUT_FILENO) != 0,
-                      .env   = {.python = "python3"}};
+  lab_cli_t   o = {.repeat = 1,
+                   .cells = 48,
+                   .rows = 12,
+                   .map = true,
+                   .color = isatty(STDOUT_FILENO) != 0,
+                   .env = {.python = "python3"}};
   const char *name = NULL, *v;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int         took;
     if ((took = cli_opt_value("lab", argc, argv, &i, "--save", &o.save_dir)) ||
-        (took = cli_opt_value("lab", argc, argv, &i, "--python",
-                              &o.env.python))) {
+        (took =
+             cli_opt_value("lab", argc, argv, &i, "--python", &o.env.python))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--repeat", &v))) {
-      if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.repeat) !=
-                          AS_NUM_OK ||
+      if (took < 0 ||
+          as_parse_number(v, strlen(v), NULL, &o.repeat) != AS_NUM_OK ||
           o.repeat < 1 || o.repeat > LAB_MAX_RUNS)
-        return cli_usage_error("lab", "--repeat expects 1 to %d",
-                               LAB_MAX_RUNS);
+        return cli_usage_error("lab", "--repeat expects 1 to %d", LAB_MAX_RUNS);
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--cells", &v))) {
-      if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.cells) !=
-                          AS_NUM_OK ||
+      if (took < 0 ||
+          as_parse_number(v, strlen(v), NULL, &o.cells) != AS_NUM_OK ||
           o.cells < 8 || o.cells > HEAPMAP_MAX_CELLS)
         return cli_usage_error("lab", "--cells expects 8 to %d",
                                HEAPMAP_MAX_CELLS);
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--rows", &v))) {
-      if (took < 0 ||
-          as_parse_number(v, strlen(v), NULL, &o.rows) != AS_NUM_OK)
+      if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.rows) != AS_NUM_OK)
         return cli_usage_error("lab", "--rows expects a number");
     } else if (strcmp(a, "--json") == 0) {
       o.json = true;
@@ -598,8 +598,7 @@ static int lab_main(int argc, char **argv) {
   if (o.save_dir != NULL) {
     struct stat st;
     if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      fprintf(stderr, "allocsim lab: --save %s: not a directory\n",
-              o.save_dir);
+      fprintf(stderr, "allocsim lab: --save %s: not a directory\n", o.save_dir);
       return CLI_EXIT_INPUT;
     }
   }
@@ -619,7 +618,7 @@ static int lab_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_lab = {
-    .name    = "lab",
+    .name = "lab",
     .summary = "the course: each lab of the allocator notes, simulated",
     .usage =
         "usage: allocsim lab [NAME] [--measure [--repeat N] [--save DIR]\n"

@@ -25,13 +25,13 @@ static as_status_t build_here(void *user, const sim_session_t *s,
   map_job_t *j = user;
   snprintf(j->label, sizeof j->label, "%s", at->label ? at->label : "end");
   j->t_ns = at->t_ns;
-  j->rss  = at->rss_bytes;
+  j->rss = at->rss_bytes;
   j->live = at->live_bytes;
   return heapmap_build(s, j->ncells, &j->map, err);
 }
 
-static void print_map(const map_job_t *j, const char *source,
-                      const char *model, size_t max_rows, bool color) {
+static void print_map(const map_job_t *j, const char *source, const char *model,
+                      size_t max_rows, bool color) {
   const heapmap_t *m = &j->map;
   printf("source     %s\nmodel      %s\n", source, model);
   printf("at         %s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n", j->label,
@@ -90,8 +90,8 @@ static int map_main(int argc, char **argv) {
       uint64_t n;
       if (took < 0) /* cli_opt_value said why */
         return CLI_EXIT_USAGE;
-      if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK ||
-          n < 8 || n > HEAPMAP_MAX_CELLS)
+      if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK || n < 8 ||
+          n > HEAPMAP_MAX_CELLS)
         return cli_usage_error("map", "--cells expects 8 to %d",
                                HEAPMAP_MAX_CELLS);
       j.ncells = n;
@@ -100,8 +100,8 @@ static int map_main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       if (as_parse_number(v, strlen(v), NULL, &rows) != AS_NUM_OK)
         return cli_usage_error("map", "--rows expects a number");
-    } else if ((took = cli_opt_value("map", argc, argv, &i, "--page-size",
-                                     &v))) {
+    } else if ((took =
+                    cli_opt_value("map", argc, argv, &i, "--page-size", &v))) {
       if (took < 0) /* cli_opt_value said why */
         return CLI_EXIT_USAGE;
       if (!as_parse_page_size(v, &o.kernel.page_size))
@@ -118,8 +118,10 @@ static int map_main(int argc, char **argv) {
     } else if (what == NULL) {
       what = a;
     } else {
-      return cli_usage_error("map", "one trace or run at a time, got '%s' "
-                                    "too", a);
+      return cli_usage_error("map",
+                             "one trace or run at a time, got '%s' "
+                             "too",
+                             a);
     }
   }
   if (what == NULL)
@@ -151,7 +153,7 @@ static int map_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_map = {
-    .name    = "map",
+    .name = "map",
     .summary = "the heap map at a mark: arenas, heaps and pages by state",
     .usage =
         "usage: allocsim map TRACE|RUN [--db FILE] [--at MARK] [--model SPEC]\n"
@@ -170,7 +172,8 @@ const cli_command_t cli_cmd_map = {
         "                pool per cell of an arena)\n"
         "  --rows N      rows to print (default 40)\n"
         "  --no-color    no ANSI colours (the default when not a terminal)\n"
-        "  --json        {\"rows\": [{\"kind\", \"addr\", \"bytes\", \"cells\": "
+        "  --json        {\"rows\": [{\"kind\", \"addr\", \"bytes\", "
+        "\"cells\": "
         "\"LLFR...\"}]}\n"
         "                with cells L live, C cached, F free, M meta, R "
         "released\n",

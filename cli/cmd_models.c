@@ -8,8 +8,8 @@
 static void print_model(const model_methods_t *m) {
   printf("%s\n  %s\n", m->name, m->summary);
   for (const model_option_t *o = m->options; o->name != NULL; o++) {
-    printf("  %-16s default %-10s %s%s%s\n", o->name, o->default_value,
-           o->help, o->kind == OPT_ENUM ? " one of " : "",
+    printf("  %-16s default %-10s %s%s%s\n", o->name, o->default_value, o->help,
+           o->kind == OPT_ENUM ? " one of " : "",
            o->kind == OPT_ENUM ? o->choices : "");
     printf("  %-16s source: %s\n", "", o->source);
   }
@@ -30,11 +30,11 @@ static int models_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_models = {
-    .name    = "models",
+    .name = "models",
     .summary = "list models, their options, defaults and sources",
-    .usage   = "usage: allocsim models [NAME]\n\n"
-               "Lists every model (or NAME) with its options: default value,\n"
-               "meaning, and the source the default comes from.  Options are\n"
-               "given as --model NAME:key=value,key=value.\n",
-    .run     = models_main,
+    .usage = "usage: allocsim models [NAME]\n\n"
+             "Lists every model (or NAME) with its options: default value,\n"
+             "meaning, and the source the default comes from.  Options are\n"
+             "given as --model NAME:key=value,key=value.\n",
+    .run = models_main,
 };

@@ -35,8 +35,10 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!oracle_allocator_parse(v, &a->o.allocator))
-        return cli_usage_error("oracle", "--allocator expects glibc, jemalloc, "
-                               "mimalloc, tcmalloc or musl, got '%s'", v);
+        return cli_usage_error("oracle",
+                               "--allocator expects glibc, jemalloc, "
+                               "mimalloc, tcmalloc or musl, got '%s'",
+                               v);
     } else if (VALUE("--lib")) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -46,8 +48,10 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
         return CLI_EXIT_USAGE;
       size_t len = strcspn(v, "=");
       if (len == 0 || v[len] != '=' || len > 24)
-        return cli_usage_error("oracle", "--env expects NAME=VALUE (a name of "
-                               "1 to 24 bytes), got '%s'", v);
+        return cli_usage_error("oracle",
+                               "--env expects NAME=VALUE (a name of "
+                               "1 to 24 bytes), got '%s'",
+                               v);
       if (a->o.nenv == ORACLE_MAX_ENV)
         return cli_usage_error("oracle", "at most %d --env", ORACLE_MAX_ENV);
       a->o.env[a->o.nenv++] = v;
@@ -58,13 +62,16 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       a->o.idle_scale = strtod(v, &end);
       if (*v == '\0' || *end != '\0' || !isfinite(a->o.idle_scale) ||
           a->o.idle_scale < 0 || a->o.idle_scale > 1000)
-        return cli_usage_error("oracle", "--idle-scale expects a factor from "
-                               "0 to 1000 (0.1: sleep a tenth), got '%s'", v);
+        return cli_usage_error("oracle",
+                               "--idle-scale expects a factor from "
+                               "0 to 1000 (0.1: sleep a tenth), got '%s'",
+                               v);
     } else if (VALUE("--sample-every")) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (!as_parse_duration_ns(v, &a->o.sample_every_ns))
-        return cli_usage_error("oracle", "--sample-every expects a duration "
+        return cli_usage_error("oracle",
+                               "--sample-every expects a duration "
                                "such as 10ms, or 0 for marks only, got '%s'",
                                v);
     } else if (VALUE("--workload")) {
@@ -88,17 +95,16 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
     } else if (a->trace == NULL) {
       a->trace = arg;
     } else {
-      return cli_usage_error("oracle", "expected one TRACE, got '%s' too",
-                             arg);
+      return cli_usage_error("oracle", "expected one TRACE, got '%s' too", arg);
     }
 #undef VALUE
   }
   if ((a->trace == NULL) == (a->workload == NULL))
     return cli_usage_error("oracle", "expected a TRACE or --workload LINE "
-                           "(one of them)");
+                                     "(one of them)");
   if (a->db != NULL && a->o.out_path == NULL)
     return cli_usage_error("oracle", "--db needs -o OUT: the measured run "
-                           "refers to the trace it stores");
+                                     "refers to the trace it stores");
   if (a->o.out_path != NULL && a->trace != NULL &&
       strcmp(a->o.out_path, a->trace) == 0)
     return cli_usage_error("oracle", "TRACE and OUT are the same file '%s'",
@@ -130,10 +136,10 @@ static void print_json(const oracle_args_t *a, const oracle_run_t *r,
   }
   printf("], \"samples\": %zu, \"events\": %" PRIu64 ", \"ops\": %" PRIu64
          ", \"unsupported\": %" PRIu64 ", \"skipped\": %" PRIu64
-         ", \"threads\": %" PRIu64 ", \"wall_s\": %.3f, \"calls_cpu_ns\": %"
-         PRIu64 ", \"trace\": ",
-         r->nsamples, r->events, r->ops, r->unsupported, r->skipped,
-         r->threads, r->wall_s, r->calls_cpu_ns);
+         ", \"threads\": %" PRIu64
+         ", \"wall_s\": %.3f, \"calls_cpu_ns\": %" PRIu64 ", \"trace\": ",
+         r->nsamples, r->events, r->ops, r->unsupported, r->skipped, r->threads,
+         r->wall_s, r->calls_cpu_ns);
   cli_json_string(stdout, a->o.out_path);
   if (run_id > 0)
     printf(", \"run\": %" PRId64 "}\n", run_id);
@@ -171,8 +177,8 @@ static void print_table(const oracle_args_t *a, const oracle_run_t *r,
   if (a->o.out_path != NULL)
     printf("trace out  %s\n", a->o.out_path);
   if (run_id > 0)
-    printf("stored     measured run %" PRId64 " in %s (allocsim compare %"
-           PRId64 " --db %s)\n",
+    printf("stored     measured run %" PRId64
+           " in %s (allocsim compare %" PRId64 " --db %s)\n",
            run_id, a->db, run_id, a->db);
 }
 
@@ -188,17 +194,19 @@ static int oracle_main(int argc, char **argv) {
     return cli_fail("oracle", &err);
   }
   int64_t run_id = 0;
-  if (a.db != NULL && model_find(oracle_allocator_name(a.o.allocator)) == NULL) {
+  if (a.db != NULL &&
+      model_find(oracle_allocator_name(a.o.allocator)) == NULL) {
     /* record would predict it with another allocator's model */
-    fprintf(stderr, "allocsim oracle: not recorded in %s: no %s model is "
-            "registered (record %s once one is)\n", a.db,
-            oracle_allocator_name(a.o.allocator), a.o.out_path);
+    fprintf(stderr,
+            "allocsim oracle: not recorded in %s: no %s model is "
+            "registered (record %s once one is)\n",
+            a.db, oracle_allocator_name(a.o.allocator), a.o.out_path);
   } else if (a.db != NULL) {
     store_t      *s;
     record_info_t info;
     if (store_open(a.db, &s, &err) != AS_OK ||
-        record_trace_file(s, a.o.out_path, a.o.command, NULL, 0, &info,
-                          &err) != AS_OK) {
+        record_trace_file(s, a.o.out_path, a.o.command, NULL, 0, &info, &err) !=
+            AS_OK) {
       oracle_run_free(&r);
       return cli_fail("oracle", &err);
     }

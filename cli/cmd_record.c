@@ -40,7 +40,7 @@ static int record_run(int argc, char **argv) {
   as_err_t      err = {0};
   store_t      *s = NULL;
   record_info_t info;
-  bool existed = access(db, F_OK) == 0;
+  bool          existed = access(db, F_OK) == 0;
   if (store_open(db, &s, &err) != AS_OK) {
     store_discard_new(db, !existed);
     return cli_fail("record", &err);

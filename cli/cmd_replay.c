@@ -8,37 +8,36 @@
 
 #define SIM_OPTIONS_HELP                                                       \
   "  --model SPEC        model and options, e.g. glibc:arena_max=2 (see\n"     \
-  "                      `allocsim models`)\n"                                  \
+  "                      `allocsim models`)\n"                                 \
   "  --libc SPEC         the libc model a composition (cpython) forwards to\n" \
   "  --page-size N       OS page size: 4096, 16384 or 65536 (default 4096)\n"  \
   "  --thp               2 MiB transparent huge pages on first write\n"        \
   "                      everywhere (THP=always; without it only where the\n"  \
-  "                      allocator madvises MADV_HUGEPAGE, THP=madvise)\n"    \
+  "                      allocator madvises MADV_HUGEPAGE, THP=madvise)\n"     \
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
-  "  --no-zero-page      a read of a page never written makes it resident\n" \
-  "                      (kernels that do not map the shared zero page)\n"  \
+  "  --no-zero-page      a read of a page never written makes it resident\n"   \
+  "                      (kernels that do not map the shared zero page)\n"     \
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \
-  "  --settle T          run the clock on for T after the last event, so\n"  \
-  "                      pending timers (decay, purge) fire (10s)\n"          \
+  "  --settle T          run the clock on for T after the last event, so\n"    \
+  "                      pending timers (decay, purge) fire (10s)\n"           \
   "  --max-memory SIZE   the simulator's own memory bound (default: half of\n" \
-  "                      physical memory); larger runs are refused\n"        \
+  "                      physical memory); larger runs are refused\n"          \
   "  --lenient           count and skip frees/reallocs of dead objects, and\n" \
-  "                      read a binary trace cut short to its last whole\n"  \
-  "                      record (with a warning)\n"                          \
-  "  --insert EVENT@WHEN add trim[:PAD] or purge[:KIND] before every mark\n" \
-  "                      WHEN, or at every:DURATION (trim@after_free)\n"      \
-  "  --strict            purge/option/touch events the model has no notion\n" \
-  "                      of are errors (default: counted and skipped)\n"     \
-  "  --layouts N         address layouts to replay and average (default:\n"  \
-  "                      all that differ, 4 with 4 KiB pages: where ASLR\n"  \
-  "                      puts mmaps decides which pymalloc arenas are\n"     \
-  "                      pool-aligned); 1 = the default layout only\n"       \
-  "  --db FILE           store the simulated run (the mean) in a store\n"   \
+  "                      read a binary trace cut short to its last whole\n"    \
+  "                      record (with a warning)\n"                            \
+  "  --insert EVENT@WHEN add trim[:PAD] or purge[:KIND] before every mark\n"   \
+  "                      WHEN, or at every:DURATION (trim@after_free)\n"       \
+  "  --strict            purge/option/touch events the model has no notion\n"  \
+  "                      of are errors (default: counted and skipped)\n"       \
+  "  --layouts N         address layouts to replay and average (default:\n"    \
+  "                      all that differ, 4 with 4 KiB pages: where ASLR\n"    \
+  "                      puts mmaps decides which pymalloc arenas are\n"       \
+  "                      pool-aligned); 1 = the default layout only\n"         \
+  "  --db FILE           store the simulated run (the mean) in a store\n"      \
   "  --json              print one JSON object instead of the table\n"         \
   "  --csv               print every sample as CSV instead of the table\n"
 
-static as_status_t open_trace(void *user, trace_source_t **src,
-                              as_err_t *err) {
+static as_status_t open_trace(void *user, trace_source_t **src, as_err_t *err) {
   return trace_open(user, src, err);
 }
 
@@ -63,8 +62,9 @@ static int replay_main(int argc, char **argv) {
     return cli_usage_error("replay", "which trace? give a file name");
   if (strcmp(path, "-") == 0) {
     if (o.layouts > 1)
-      return cli_usage_error("replay", "--layouts %u: stdin can be read "
-                                       "only once; give a file",
+      return cli_usage_error("replay",
+                             "--layouts %u: stdin can be read "
+                             "only once; give a file",
                              o.layouts);
     o.layouts = 1;
   }
@@ -73,12 +73,12 @@ static int replay_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_replay = {
-    .name    = "replay",
+    .name = "replay",
     .summary = "replay a trace file against a model and report RSS",
-    .usage   = "usage: allocsim replay TRACE [options]\n\n"
-               "Replays TRACE (text .trace or binary .astrace; - for stdin)\n"
-               "against a model and prints RSS at every mark, the peak and\n"
-               "the final state, broken down by owner.\n\noptions:\n"
-               SIM_OPTIONS_HELP,
-    .run     = replay_main,
+    .usage =
+        "usage: allocsim replay TRACE [options]\n\n"
+        "Replays TRACE (text .trace or binary .astrace; - for stdin)\n"
+        "against a model and prints RSS at every mark, the peak and\n"
+        "the final state, broken down by owner.\n\noptions:\n" SIM_OPTIONS_HELP,
+    .run = replay_main,
 };

@@ -28,8 +28,10 @@ static int report_sweep_main(const report_opts_t *ro, const char *db,
   char     *end;
   long long id = strtoll(id_text, &end, 10);
   if (*end != '\0' || id <= 0)
-    return cli_usage_error("report", "sweep:ID expects a positive sweep id, "
-                                     "got '%s'", id_text);
+    return cli_usage_error("report",
+                           "sweep:ID expects a positive sweep id, "
+                           "got '%s'",
+                           id_text);
   if (db == NULL)
     return cli_usage_error("report", "a sweep report needs --db FILE");
   if (access(db, F_OK) != 0) {
@@ -46,30 +48,27 @@ static int report_sweep_main(const report_opts_t *ro, const char *db,
 }
 
 static int report_main(int argc, char **argv) {
-  explain_opts_t  o  = {0};
+  explain_opts_t  o = {0};
   report_opts_t   ro = {0};
-  replay_target_t t  = {0};
+  replay_target_t t = {0};
   const char     *db = NULL, *what = NULL, *v;
   sim_kernel_config_default(&o.kernel);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int         took;
     if ((took = cli_opt_value("report", argc, argv, &i, "--db", &db)) ||
-        (took = cli_opt_value("report", argc, argv, &i, "-o",
-                              &ro.out_html)) ||
-        (took = cli_opt_value("report", argc, argv, &i, "--png",
-                              &ro.png_dir)) ||
-        (took = cli_opt_value("report", argc, argv, &i, "--title",
-                              &ro.title)) ||
-        (took = cli_opt_value("report", argc, argv, &i, "--model",
-                              &o.model)) ||
-        (took = cli_opt_value("report", argc, argv, &i, "--libc",
-                              &o.libc)) ||
+        (took = cli_opt_value("report", argc, argv, &i, "-o", &ro.out_html)) ||
+        (took =
+             cli_opt_value("report", argc, argv, &i, "--png", &ro.png_dir)) ||
+        (took =
+             cli_opt_value("report", argc, argv, &i, "--title", &ro.title)) ||
+        (took = cli_opt_value("report", argc, argv, &i, "--model", &o.model)) ||
+        (took = cli_opt_value("report", argc, argv, &i, "--libc", &o.libc)) ||
         (took = cli_opt_value("report", argc, argv, &i, "--at", &o.at))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
-    } else if ((took = cli_opt_value("report", argc, argv, &i, "--settle",
-                                     &v))) {
+    } else if ((took =
+                    cli_opt_value("report", argc, argv, &i, "--settle", &v))) {
       if (took < 0) /* cli_opt_value said why */
         return CLI_EXIT_USAGE;
       if (!as_parse_duration_ns(v, &o.settle_ns))
@@ -88,8 +87,10 @@ static int report_main(int argc, char **argv) {
     } else if (what == NULL) {
       what = a;
     } else {
-      return cli_usage_error("report", "one trace, run or sweep at a time, "
-                                       "got '%s' too", a);
+      return cli_usage_error("report",
+                             "one trace, run or sweep at a time, "
+                             "got '%s' too",
+                             a);
     }
   }
   if (what == NULL)
@@ -97,7 +98,7 @@ static int report_main(int argc, char **argv) {
                                      "a run id or sweep:ID with --db");
   if (ro.out_html == NULL)
     return cli_usage_error("report", "-o FILE.html is required");
-  as_err_t err = {0};
+  as_err_t    err = {0};
   struct stat st;
   if (!dir_exists(ro.out_html) ||
       (ro.png_dir != NULL &&
@@ -111,8 +112,8 @@ static int report_main(int argc, char **argv) {
 
   char            model[512], libc[256];
   store_sample_t *measured = NULL;
-  size_t          nm       = 0;
-  as_status_t     rc       = replay_target_open(&t, what, db, &err);
+  size_t          nm = 0;
+  as_status_t     rc = replay_target_open(&t, what, db, &err);
   if (rc == AS_OK)
     rc = replay_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
   if (rc == AS_OK && t.store != NULL)
@@ -138,7 +139,7 @@ static int report_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_report = {
-    .name    = "report",
+    .name = "report",
     .summary = "one HTML page: RSS plots, explain, remedies, heap maps",
     .usage =
         "usage: allocsim report TRACE|RUN|sweep:ID -o FILE.html [--db FILE]\n"

@@ -83,10 +83,10 @@ static as_status_t print_run(void *user, const store_run_record_t *r,
 }
 
 static int runs_main(int argc, char **argv) {
-  const char *db   = NULL;
+  const char *db = NULL;
   bool        json = false;
   for (int i = 1; i < argc; i++) {
-    const char *a    = argv[i];
+    const char *a = argv[i];
     int         took = cli_opt_value("runs", argc, argv, &i, "--db", &db);
     if (took < 0)
       return CLI_EXIT_USAGE;
@@ -102,7 +102,7 @@ static int runs_main(int argc, char **argv) {
     return cli_usage_error("runs", "--db FILE is required");
 
   as_err_t err = {0};
-  store_t *s   = NULL;
+  store_t *s = NULL;
   if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("runs", &err);
 
@@ -112,8 +112,8 @@ static int runs_main(int argc, char **argv) {
     cli_json_string(stdout, db);
     fputs(", \"runs\": [", stdout);
   } else {
-    printf("%6s  %-9s  %-24s  %8s  %12s  %s  %s\n", "id", "kind",
-           "created_at", "samples", "peak rss MiB", "model", "source");
+    printf("%6s  %-9s  %-24s  %8s  %12s  %s  %s\n", "id", "kind", "created_at",
+           "samples", "peak rss MiB", "model", "source");
   }
   as_status_t rc = store_list_runs(s, print_run, &out, &err);
   store_close(s);
@@ -125,14 +125,14 @@ static int runs_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_runs = {
-    .name    = "runs",
+    .name = "runs",
     .summary = "list the runs in a store",
-    .usage   = "usage: allocsim runs --db FILE [--json]\n\n"
-               "Lists every run stored in FILE, one line each: id, kind\n"
-               "(measured or simulated), when it was stored (UTC), number of\n"
-               "samples, peak RSS (measured RSS for measured runs, predicted\n"
-               "RSS for simulated ones), model and source.  --json prints one\n"
-               "object {\"db\", \"runs\": [...]} with every stored field and\n"
-               "exact byte counts.  FILE must exist.\n",
-    .run     = runs_main,
+    .usage = "usage: allocsim runs --db FILE [--json]\n\n"
+             "Lists every run stored in FILE, one line each: id, kind\n"
+             "(measured or simulated), when it was stored (UTC), number of\n"
+             "samples, peak RSS (measured RSS for measured runs, predicted\n"
+             "RSS for simulated ones), model and source.  --json prints one\n"
+             "object {\"db\", \"runs\": [...]} with every stored field and\n"
+             "exact byte counts.  FILE must exist.\n",
+    .run = runs_main,
 };

@@ -37,7 +37,7 @@ static void progress(sweep_cli_t *sc, size_t ndone, size_t total);
 static void describe_point(const sweep_config_t *c, const sweep_point_t *p,
                            char *buf, size_t len) {
   size_t used = 0;
-  buf[0]      = '\0';
+  buf[0] = '\0';
   for (size_t a = 0; a < c->naxes && used < len; a++)
     used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", a ? " " : "",
                              c->axes[a].name, p->values[a]);
@@ -87,8 +87,8 @@ static bool point_final_rss(const sweep_point_t *p, uint64_t *rss) {
   return false;
 }
 
-static void print_results(const sweep_config_t *c, sweep_point_t *pts,
-                          size_t n, bool csv, bool json, int64_t sweep_id) {
+static void print_results(const sweep_config_t *c, sweep_point_t *pts, size_t n,
+                          bool csv, bool json, int64_t sweep_id) {
   qsort(pts, n, sizeof *pts, cmp_points);
   if (json) {
     printf("{\"sweep_id\":%" PRId64 ",\"workload\":", sweep_id);
@@ -150,9 +150,9 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     printf("%5s", "point");
     for (size_t a = 0; a < c->naxes; a++)
       printf(" %10s", c->axes[a].name);
-    printf(" %4s %10s %15s %10s %8s %7s %10s %10s %10s\n", "seed",
-           "kept_MiB", "kept_range", "formula", "sd", "pinned", "peak_MiB",
-           "final_MiB", "reuse+MiB");
+    printf(" %4s %10s %15s %10s %8s %7s %10s %10s %10s\n", "seed", "kept_MiB",
+           "kept_range", "formula", "sd", "pinned", "peak_MiB", "final_MiB",
+           "reuse+MiB");
   }
   for (size_t i = 0; i < n; i++) {
     const sweep_point_t *p = &pts[i];
@@ -160,12 +160,12 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     char     lo[32], hi[32], range[80];
     uint64_t peak = 0, after = 0, reuse = 0, final = 0;
     /* The workload's "peak" mark where it has one, else the run's peak. */
-    bool     hp = sweep_point_mark(p, "peak", &peak);
-    bool     hf = point_final_rss(p, &final);
-    peak        = hp ? peak : p->peak_rss_bytes;
-    bool                 ha = sweep_point_mark(p, "after", &after);
-    bool                 hr = sweep_point_mark(p, "after_reuse", &reuse);
-    bool                 ok = p->status == AS_OK;
+    bool hp = sweep_point_mark(p, "peak", &peak);
+    bool hf = point_final_rss(p, &final);
+    peak = hp ? peak : p->peak_rss_bytes;
+    bool ha = sweep_point_mark(p, "after", &after);
+    bool hr = sweep_point_mark(p, "after_reuse", &reuse);
+    bool ok = p->status == AS_OK;
     snprintf(pin, sizeof pin, "%" PRId64, p->arenas_pinned);
     printf(csv ? "%" PRIu64 : "%5" PRIu64, p->point);
     for (size_t a = 0; a < c->naxes; a++)
@@ -183,8 +183,8 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     printf(csv ? ",%s,%s,%s,%s,%s,%s" : " %10s %8s %7s %10s %10s %10s",
            mib(b2, p->have_formula, p->formula_kept_bytes),
            mib(b3, p->have_formula, p->formula_sd_bytes),
-           ok && p->arenas_pinned >= 0 ? pin : "-",
-           mib(b4, ok, (double)peak), mib(b6, ok && hf, (double)final),
+           ok && p->arenas_pinned >= 0 ? pin : "-", mib(b4, ok, (double)peak),
+           mib(b6, ok && hf, (double) final),
            mib(b5, ok && ha && hr, (double)reuse - (double)after));
     if (csv)
       printf("%s%" PRIu64 "%s%.3f", sep, p->events, sep, p->seconds);
@@ -194,11 +194,9 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
   }
 }
 
-static bool parse_uint(const char *s, unsigned lo, unsigned hi,
-                       unsigned *out) {
+static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out) {
   uint64_t v;
-  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK || v < lo ||
-      v > hi)
+  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK || v < lo || v > hi)
     return false;
   *out = (unsigned)v;
   return true;
@@ -237,7 +235,7 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
                       strerror(errno));
   char        line[1024];
   unsigned    lineno = 0;
-  as_status_t rc     = AS_OK;
+  as_status_t rc = AS_OK;
   while (rc == AS_OK && fgets(line, sizeof line, f) != NULL) {
     lineno++;
     char *hash = strchr(line, '#');
@@ -253,7 +251,7 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
       break;
     }
     char *v = eq + 1;
-    *eq     = '\0';
+    *eq = '\0';
     v += strspn(v, " \t");
     v[strcspn(v, " \t\r\n")] = '\0';
     for (char *e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--)
@@ -278,10 +276,10 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
       words[(*n)++] = strdup(buf);
       continue;
     }
-    static const char *const keys[] = {"workload", "trace", "model",
-                                       "libc",     "seeds", "jobs",
+    static const char *const keys[] = {"workload",  "trace",    "model",
+                                       "libc",      "seeds",    "jobs",
                                        "page_size", "page-size"};
-    bool known = false;
+    bool                     known = false;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
       known |= strcmp(k, keys[i]) == 0;
     if (!known || *v == '\0') {
@@ -293,8 +291,7 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
       break;
     }
     if (*n + 2 > cap) {
-      rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
-                      lineno);
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path, lineno);
       break;
     }
     char opt[80];
@@ -328,16 +325,16 @@ static int sweep_status(const char *db) {
   if (store_open(db, &s, &err) != AS_OK)
     return cli_fail("sweep", &err);
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(
-      store_db(s),
-      "SELECT w.id, w.workload, w.state, w.total_points, w.shard, w.host, "
-      "w.pid, w.created_at, coalesce(w.finished_at, ''), "
-      "substr(coalesce(w.spec_key, ''), 1, 12), "
-      "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
-      " p.run_id IS NOT NULL), "
-      "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
-      " p.run_id IS NULL) FROM sweeps w ORDER BY w.id",
-      -1, &st, NULL);
+  int           rc = sqlite3_prepare_v2(
+                store_db(s),
+                "SELECT w.id, w.workload, w.state, w.total_points, w.shard, w.host, "
+                          "w.pid, w.created_at, coalesce(w.finished_at, ''), "
+                          "substr(coalesce(w.spec_key, ''), 1, 12), "
+                          "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
+                          " p.run_id IS NOT NULL), "
+                          "(SELECT count(*) FROM sweep_points p WHERE p.sweep_id = w.id AND "
+                          " p.run_id IS NULL) FROM sweeps w ORDER BY w.id",
+                -1, &st, NULL);
   if (rc != SQLITE_OK) {
     as_err_set(&err, AS_ESTORE, "%s: %s", db, sqlite3_errmsg(store_db(s)));
     store_close(s);
@@ -347,7 +344,7 @@ static int sweep_status(const char *db) {
          "state", "done", "failed", "total", "shard", "spec", "started");
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *state = (const char *)sqlite3_column_text(st, 2);
-    const char *host  = (const char *)sqlite3_column_text(st, 5);
+    const char *host = (const char *)sqlite3_column_text(st, 5);
     char        shown[64];
     snprintf(shown, sizeof shown, "%s", state ? state : "?");
     if (state != NULL && strcmp(state, "running") == 0 &&
@@ -402,11 +399,14 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
       return -1;
     }
     if (access(a, R_OK) != 0)
-      return cli_usage_error("sweep", "'%s' is neither a workload nor a "
-                                      "readable trace file", a);
+      return cli_usage_error("sweep",
+                             "'%s' is neither a workload nor a "
+                             "readable trace file",
+                             a);
     if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES)
-      return cli_usage_error("sweep", "a sweep takes one workload or up to "
-                                      "%d trace files, got '%s' too",
+      return cli_usage_error("sweep",
+                             "a sweep takes one workload or up to "
+                             "%d trace files, got '%s' too",
                              SWEEP_MAX_TRACES, a);
     x->c.traces[x->c.ntraces++] = a;
     return -1;
@@ -416,10 +416,11 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
       return CLI_EXIT_USAGE;
     unsigned idx, cnt;
     char     tail;
-    if (sscanf(v, "%u/%u%c", &idx, &cnt, &tail) != 2 || cnt == 0 ||
-        idx >= cnt)
-      return cli_usage_error("sweep", "--shard expects I/N with 0 <= I < N, "
-                                      "got '%s'", v);
+    if (sscanf(v, "%u/%u%c", &idx, &cnt, &tail) != 2 || cnt == 0 || idx >= cnt)
+      return cli_usage_error("sweep",
+                             "--shard expects I/N with 0 <= I < N, "
+                             "got '%s'",
+                             v);
     x->shard_index = idx;
     x->shard_count = cnt;
     return -1;
@@ -428,8 +429,7 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
     if (took < 0)
       return CLI_EXIT_USAGE;
     if (x->c.naxes == SWEEP_MAX_AXES)
-      return cli_usage_error("sweep", "at most %d --vary axes",
-                             SWEEP_MAX_AXES);
+      return cli_usage_error("sweep", "at most %d --vary axes", SWEEP_MAX_AXES);
     if (sweep_axis_parse(x->c.workload, v, &x->c.axes[x->c.naxes], err) !=
         AS_OK)
       return cli_fail("sweep", err);
@@ -479,7 +479,7 @@ static int parse_sweep_args(sweep_args_t *x, int argc, char **argv,
                             as_err_t *err) {
   for (int i = 1; i < argc; i++) {
     const char *v;
-    int took = cli_opt_value("sweep", argc, argv, &i, "--spec", &v);
+    int         took = cli_opt_value("sweep", argc, argv, &i, "--spec", &v);
     if (took < 0)
       return CLI_EXIT_USAGE;
     if (took && read_spec(v, x->spec_words + 1, &x->nspec, 510, err) != AS_OK)
@@ -522,7 +522,7 @@ static int sweep_main(int argc, char **argv) {
    * what each trace's provenance implies (as replay targets do). */
   cli_sim_opts_default(&x.o, NULL);
   x.c.seeds = 1;
-  as_err_t err  = {0};
+  as_err_t err = {0};
   int      code = parse_sweep_args(&x, argc, argv, &err);
   if (code < 0 && x.status)
     code = x.o.db ? sweep_status(x.o.db)
@@ -542,11 +542,12 @@ static int sweep_main(int argc, char **argv) {
   /* Options replay and run take that a sweep has no use for: refused, not
    * silently ignored (a sweep records marks only). */
   if (code < 0 && (x.o.sample_every_ns != 0 || x.o.lenient))
-    code = cli_usage_error("sweep", "%s is not a sweep option (sweeps record "
-                                    "marks only)",
-                           x.o.sample_every_ns ? "--sample-every"
-                                               : "--lenient");
-  x.c.model   = x.o.model || x.c.workload ? x.o.model : NULL;
+    code =
+        cli_usage_error("sweep",
+                        "%s is not a sweep option (sweeps record "
+                        "marks only)",
+                        x.o.sample_every_ns ? "--sample-every" : "--lenient");
+  x.c.model = x.o.model || x.c.workload ? x.o.model : NULL;
   if (x.c.workload && !x.c.model)
     x.c.model = "cpython";
   /* A model spec is checked once, before any point: a bad one used to
@@ -560,29 +561,29 @@ static int sweep_main(int argc, char **argv) {
     else
       sim_session_close(&probe);
   }
-  x.c.libc    = x.o.libc;
-  x.c.kernel  = x.o.kernel;
+  x.c.libc = x.o.libc;
+  x.c.kernel = x.o.kernel;
   x.c.layouts = x.o.layouts;
   x.c.command = cli_command_line(argc, argv);
 
   sweep_point_t *pts = NULL;
   size_t         total = 0, npts = 0;
   char           spec_key[65] = "", shard[32] = "";
-  sweep_cli_t    sc = {.c = &x.c, .t0 = now_s(),
-                       .progress = !x.quiet && isatty(STDERR_FILENO)};
+  sweep_cli_t    sc = {
+         .c = &x.c, .t0 = now_s(), .progress = !x.quiet && isatty(STDERR_FILENO)};
   if (code < 0 && sweep_expand(&x.c, &pts, &total, spec_key, &err) != AS_OK)
     code = cli_fail("sweep", &err);
   npts = sweep_shard(pts, total, x.shard_index, x.shard_count);
   if (x.shard_count > 1)
     snprintf(shard, sizeof shard, "%u/%u", x.shard_index, x.shard_count);
   if (code < 0 && x.o.db != NULL) {
-    sweep_store_info_t info = {.spec_key     = spec_key,
+    sweep_store_info_t info = {.spec_key = spec_key,
                                .total_points = total,
-                               .shard        = shard[0] ? shard : NULL,
-                               .resume       = x.resume};
+                               .shard = shard[0] ? shard : NULL,
+                               .resume = x.resume};
     if (store_open(x.o.db, &sc.store, &err) != AS_OK ||
-        (x.resume && sweep_skip_done(sc.store, spec_key, pts, &npts,
-                                     &err) != AS_OK) ||
+        (x.resume &&
+         sweep_skip_done(sc.store, spec_key, pts, &npts, &err) != AS_OK) ||
         sweep_store_begin(sc.store, &x.c, &info, &sc.sweep_id, &err) != AS_OK)
       code = cli_fail("sweep", &err);
   }
@@ -607,8 +608,8 @@ static int sweep_main(int argc, char **argv) {
                            &err) != AS_OK)
       code = cli_fail("sweep", &err);
     if (sc.store != NULL && !x.quiet)
-      fprintf(stderr, "sweep: stored as sweep %" PRId64 " in %s\n",
-              sc.sweep_id, x.o.db);
+      fprintf(stderr, "sweep: stored as sweep %" PRId64 " in %s\n", sc.sweep_id,
+              x.o.db);
   }
   store_close(sc.store);
   free(pts);
@@ -622,7 +623,7 @@ static int sweep_main(int argc, char **argv) {
 }
 
 const cli_command_t cli_cmd_sweep = {
-    .name    = "sweep",
+    .name = "sweep",
     .summary = "run a workload or traces over a grid of parameters and seeds",
     .usage =
         "usage: allocsim sweep WORKLOAD|TRACE... --vary NAME=V1,V2,...\n"
@@ -638,7 +639,8 @@ const cli_command_t cli_cmd_sweep = {
         "workload is seeded (survivors: random pattern only).  NAME is:\n"
         "  a workload option       fraction, size, pattern, every, total ...\n"
         "  page_size               the simulated OS page (4K, 16K, 64K)\n"
-        "  mmap_offset             bytes by which mmap_top is lowered: another\n"
+        "  mmap_offset             bytes by which mmap_top is lowered: "
+        "another\n"
         "                          address layout, as ASLR gives each run\n"
         "  model, libc             model specs (glibc, jemalloc:narenas=2)\n"
         "  MODEL.OPTION            an option of a model (glibc.arena_max); it\n"
@@ -658,19 +660,26 @@ const cli_command_t cli_cmd_sweep = {
         "1 for the default layout only, as with --vary mmap_offset).\n"
         "--db stores a sweeps row, then each point (its simulated run and its\n"
         "sweep_points row) in one transaction; SIGINT or SIGTERM stops after\n"
-        "the running points and records the sweep as interrupted (exit 130).\n\n"
-        "  --shard I/N    run every N-th point from the I-th (0 <= I < N), for\n"
-        "                 GNU parallel or a Slurm array; merge the stores with\n"
+        "the running points and records the sweep as interrupted (exit "
+        "130).\n\n"
+        "  --shard I/N    run every N-th point from the I-th (0 <= I < N), "
+        "for\n"
+        "                 GNU parallel or a Slurm array; merge the stores "
+        "with\n"
         "                 allocsim db merge\n"
         "  --resume       skip the points a sweep with the same spec key\n"
         "                 already stored in --db, continuing that sweep\n"
         "  --status       list the store's sweeps: state, points done/failed\n"
         "  --spec FILE    read settings from FILE first, one per line:\n"
         "                 workload = NAME | trace = PATH | model = SPEC |\n"
-        "                 libc = SPEC | seeds = N | jobs = N | page_size = N |\n"
-        "                 vary NAME = V1,V2 | set OPTION = VALUE   (# comments)\n"
-        "  --quiet        no progress line (none when stderr is not a terminal)\n"
-        "The table (or CSV, JSON) goes to stdout.  Exit 1 if a point failed.\n\n"
+        "                 libc = SPEC | seeds = N | jobs = N | page_size = N "
+        "|\n"
+        "                 vary NAME = V1,V2 | set OPTION = VALUE   (# "
+        "comments)\n"
+        "  --quiet        no progress line (none when stderr is not a "
+        "terminal)\n"
+        "The table (or CSV, JSON) goes to stdout.  Exit 1 if a point "
+        "failed.\n\n"
         "example: allocsim sweep survivors --vary fraction=1e-5,1e-4 \\\n"
         "           --vary size=64,512 --seeds 3 --db sweeps.db\n",
     .run = sweep_main,

@@ -70,7 +70,7 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
 
 static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
   const char *arg = argv[*i];
-  const char *eq  = strchr(arg, '=');
+  const char *eq = strchr(arg, '=');
   if (eq != NULL && strncmp(arg, "--", 2) == 0)
     return eq + 1;
   if (*i + 1 >= argc) {
@@ -113,9 +113,10 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 /* Shared options that may be given once; bit k of o->given is
  * once_options[k] (--json and --csv first: bits 0 and 1). */
 static const char *const once_options[] = {
-    "--json",   "--csv",       "--lenient",     "--strict",
-    "--thp",    "--memory-pressure", "--model", "--libc",
-    "--db",     "--page-size", "--settle",      "--max-memory",
+    "--json",         "--csv",     "--lenient",
+    "--strict",       "--thp",     "--memory-pressure",
+    "--model",        "--libc",    "--db",
+    "--page-size",    "--settle",  "--max-memory",
     "--sample-every", "--layouts", "--no-zero-page"};
 
 /* -1 after a usage error if a is a once-only option already given (or
@@ -134,8 +135,8 @@ static int take_once(cli_sim_opts_t *o, const char *cmd, const char *a) {
   return 0;
 }
 
-int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
-                      char **argv, int *i) {
+int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc, char **argv,
+                      int *i) {
   const char *a = argv[*i];
   const char *v;
   if (take_once(o, cmd, a) < 0)
@@ -157,7 +158,7 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
   if (opt_is(a, "--model") || opt_is(a, "--libc") || opt_is(a, "--db")) {
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
-    *(opt_is(a, "--model") ? &o->model
+    *(opt_is(a, "--model")  ? &o->model
       : opt_is(a, "--libc") ? &o->libc
                             : &o->db) = v;
     return 1;
@@ -166,8 +167,11 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
     if (!as_parse_page_size(v, &o->kernel.page_size))
-      return cli_usage_error(cmd, "--page-size expects 4096, 16384 or 65536, "
-                                  "got '%s'", v), -1;
+      return cli_usage_error(cmd,
+                             "--page-size expects 4096, 16384 or 65536, "
+                             "got '%s'",
+                             v),
+             -1;
     return 1;
   }
   if (opt_is(a, "--insert")) {
@@ -176,7 +180,8 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     as_err_t e = {0};
     if (o->ninserts == TRACE_INSERT_MAX)
       return cli_usage_error(cmd, "at most %d --insert options",
-                             TRACE_INSERT_MAX), -1;
+                             TRACE_INSERT_MAX),
+             -1;
     if (trace_insert_parse(v, &o->inserts[o->ninserts], &e) != AS_OK)
       return cli_fail(cmd, &e), -1;
     o->ninserts++;
@@ -186,8 +191,11 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     if ((v = value_of(cmd, argc, argv, i)) == NULL)
       return -1;
     if (!as_parse_duration_ns(v, &o->settle_ns))
-      return cli_usage_error(cmd, "--settle expects a duration such as 10s "
-                                  "or 500ms, got '%s'", v), -1;
+      return cli_usage_error(cmd,
+                             "--settle expects a duration such as 10s "
+                             "or 500ms, got '%s'",
+                             v),
+             -1;
     return 1;
   }
   if (opt_is(a, "--layouts")) {
@@ -197,7 +205,8 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
     if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK || n < 1 ||
         n > COMPARE_MAX_LAYOUTS)
       return cli_usage_error(cmd, "--layouts expects 1 to %d, got '%s'",
-                             COMPARE_MAX_LAYOUTS, v), -1;
+                             COMPARE_MAX_LAYOUTS, v),
+             -1;
     o->layouts = (unsigned)n;
     return 1;
   }
@@ -206,9 +215,11 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
       return -1;
     if (!as_parse_bytes(v, &o->kernel.max_memory_bytes) ||
         o->kernel.max_memory_bytes < (UINT64_C(1) << 20))
-      return cli_usage_error(cmd, "--max-memory expects a size of at least "
-                                  "1MiB such as 512MiB or 8GiB, got '%s'",
-                                  v), -1;
+      return cli_usage_error(cmd,
+                             "--max-memory expects a size of at least "
+                             "1MiB such as 512MiB or 8GiB, got '%s'",
+                             v),
+             -1;
     return 1;
   }
   if (opt_is(a, "--sample-every")) {
@@ -216,8 +227,11 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc,
       return -1;
     if (!as_parse_duration_ns(v, &o->sample_every_ns) ||
         o->sample_every_ns == 0)
-      return cli_usage_error(cmd, "--sample-every expects a duration such as "
-                                  "10ms or 1s, got '%s'", v), -1;
+      return cli_usage_error(cmd,
+                             "--sample-every expects a duration such as "
+                             "10ms or 1s, got '%s'",
+                             v),
+             -1;
     return 1;
   }
   return 0;
@@ -241,8 +255,7 @@ static double mib(uint64_t bytes) {
 }
 
 static const char *kind_name(sim_sample_kind_t k) {
-  static const char *const names[] = {"mark", "periodic", "measured",
-                                      "final"};
+  static const char *const names[] = {"mark", "periodic", "measured", "final"};
   return names[k];
 }
 
@@ -282,7 +295,8 @@ static void print_json_sample(FILE *out, const store_sample_t *s,
           ", \"live_bytes\": %" PRIu64,
           kind_name(s->kind), s->t_ns, s->rss_bytes, s->live_bytes);
   if (lr->n > 1)
-    fprintf(out, ", \"rss_min_bytes\": %" PRIu64 ", \"rss_max_bytes\": %" PRIu64,
+    fprintf(out,
+            ", \"rss_min_bytes\": %" PRIu64 ", \"rss_max_bytes\": %" PRIu64,
             lr->lo[i], lr->hi[i]);
   if (s->kind == SIM_SAMPLE_MEASURED || s->measured_rss_bytes)
     fprintf(out, ", \"measured_rss_bytes\": %" PRIu64, s->measured_rss_bytes);
@@ -324,8 +338,7 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
   fprintf(stdout,
           ", \"skipped\": {\"bad_free\": %" PRIu64 ", \"bad_realloc\": %" PRIu64
           ", \"double_alloc\": %" PRIu64 "}",
-          r->skipped_bad_free, r->skipped_bad_realloc,
-          r->skipped_double_alloc);
+          r->skipped_bad_free, r->skipped_bad_realloc, r->skipped_double_alloc);
   fprintf(stdout,
           ", \"ignored_events\": %" PRIu64 ", \"unwritten_allocs\": %" PRIu64,
           r->ignored_events, r->unwritten_allocs);
@@ -333,8 +346,7 @@ static void print_json(const sim_session_t *s, const cli_sim_opts_t *o,
   size_t          nc = model_counters(s->model, c, 128);
   fprintf(stdout, ", \"counters\": {");
   for (size_t k = 0; k < nc && k < 128; k++)
-    fprintf(stdout, "%s\"%s\": %" PRIu64, k ? ", " : "", c[k].name,
-            c[k].value);
+    fprintf(stdout, "%s\"%s\": %" PRIu64, k ? ", " : "", c[k].name, c[k].value);
   fputc('}', stdout);
   if (run_id > 0)
     fprintf(stdout, ", \"run_id\": %" PRId64, run_id);
@@ -373,7 +385,8 @@ static void print_csv(const store_samples_t *log, const layout_range_t *lr) {
 }
 
 /* The owners with any RSS at any sample: the table shows only those. */
-static void used_owners(const store_samples_t *log, bool used[SIM_OWNER_COUNT]) {
+static void used_owners(const store_samples_t *log,
+                        bool                   used[SIM_OWNER_COUNT]) {
   memset(used, 0, SIM_OWNER_COUNT * sizeof used[0]);
   for (size_t i = 0; i < log->n; i++)
     for (int o = 0; o < SIM_OWNER_COUNT; o++)
@@ -437,9 +450,10 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
   print_range(lr->final_lo, lr->final_hi);
   printf("\n");
   if (r->skipped_bad_free || r->skipped_bad_realloc || r->skipped_double_alloc)
-    printf("skipped    %" PRIu64 " bad frees, %" PRIu64 " bad reallocs, %" PRIu64
-           " allocs of live ids (--lenient)\n",
-           r->skipped_bad_free, r->skipped_bad_realloc, r->skipped_double_alloc);
+    printf("skipped    %" PRIu64 " bad frees, %" PRIu64
+           " bad reallocs, %" PRIu64 " allocs of live ids (--lenient)\n",
+           r->skipped_bad_free, r->skipped_bad_realloc,
+           r->skipped_double_alloc);
   if (r->ignored_events)
     printf("ignored    %" PRIu64 " purge/option/touch events model %s has no "
            "notion of (--strict makes them errors)\n",
@@ -452,9 +466,9 @@ static void print_table(const sim_session_t *s, const cli_sim_opts_t *o,
     printf("stored     run %" PRId64 " in %s\n", run_id, o->db);
 }
 
-static as_status_t store_simulated(const cli_sim_opts_t *o,
-                                   const sim_session_t *s,
-                                   const trace_source_t *src,
+static as_status_t store_simulated(const cli_sim_opts_t  *o,
+                                   const sim_session_t   *s,
+                                   const trace_source_t  *src,
                                    const store_samples_t *log, unsigned layouts,
                                    const char *command, int64_t *run_id,
                                    as_err_t *err) {
@@ -471,13 +485,13 @@ static as_status_t store_simulated(const cli_sim_opts_t *o,
   snprintf(nl, sizeof nl, "%u", layouts);
   meta[nmeta++] = (store_kv_t){"layouts", nl}; /* rss: their mean */
   store_run_t run = {
-      .kind       = "simulated",
-      .model      = s->model_desc,
-      .options    = o->libc,
-      .page_size  = o->kernel.page_size,
-      .source     = src->name,
-      .command    = command,
-      .meta       = meta,
+      .kind = "simulated",
+      .model = s->model_desc,
+      .options = o->libc,
+      .page_size = o->kernel.page_size,
+      .source = src->name,
+      .command = command,
+      .meta = meta,
       .meta_count = nmeta,
   };
   rc = store_write_run(st, &run, log->v, log->n, run_id, err);
@@ -492,8 +506,7 @@ static as_status_t check_inserts(const cli_sim_opts_t *o, const model_t *m,
   for (size_t i = 0; i < o->ninserts; i++) {
     bool trim = o->inserts[i].op == TRACE_TRIM;
     if (trim ? m->methods->trim == NULL : !model_has_purge(m))
-      return as_err_set(err, AS_EUSAGE,
-                        "--insert %s: model %s has no %s",
+      return as_err_set(err, AS_EUSAGE, "--insert %s: model %s has no %s",
                         trim ? "trim" : "purge", m->methods->name,
                         trim ? "malloc_trim" : "purge");
   }
@@ -504,10 +517,9 @@ static as_status_t check_inserts(const cli_sim_opts_t *o, const model_t *m,
  * session and source stay open for the caller (layout 0's report). */
 static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
                                  unsigned k, cli_source_open_fn open,
-                                 void *user,
-                                 sim_session_t *session, trace_source_t **src,
-                                 store_samples_t *log, sim_run_result_t *r,
-                                 as_err_t *err) {
+                                 void *user, sim_session_t *session,
+                                 trace_source_t **src, store_samples_t *log,
+                                 sim_run_result_t *r, as_err_t *err) {
   sim_kernel_config_t kc = o->kernel;
   *src = NULL;
   as_status_t rc =
@@ -521,12 +533,12 @@ static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
     rc = trace_insert_wrap(*src, o->inserts, o->ninserts, src, err);
   if (rc == AS_OK)
     trace_set_lenient(*src, o->lenient); /* a cut binary trace: to its end */
-  sim_engine_config_t cfg = {.sample_every_ns  = o->sample_every_ns,
-                             .settle_ns        = o->settle_ns,
-                             .lenient          = o->lenient,
-                             .strict           = o->strict,
-                             .on_sample        = log_sample,
-                             .user             = log,
+  sim_engine_config_t cfg = {.sample_every_ns = o->sample_every_ns,
+                             .settle_ns = o->settle_ns,
+                             .lenient = o->lenient,
+                             .strict = o->strict,
+                             .on_sample = log_sample,
+                             .user = log,
                              .max_memory_bytes = o->kernel.max_memory_bytes,
                              .max_samples =
                                  max_samples(o->kernel.max_memory_bytes)};
@@ -618,8 +630,8 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     return cli_fail(cmd, &err);
   }
   layout_range_t lr = {.n = n};
-  as_status_t    rc = replay_layout(cmd, o, 0, open, user, &session, &src, &log,
-                                    &result, &err);
+  as_status_t    rc =
+      replay_layout(cmd, o, 0, open, user, &session, &src, &log, &result, &err);
   if (rc == AS_OK && n > 1) {
     lr.lo = malloc((log.n ? log.n : 1) * sizeof *lr.lo);
     lr.hi = malloc((log.n ? log.n : 1) * sizeof *lr.hi);

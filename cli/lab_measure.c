@@ -33,7 +33,7 @@ extern char **environ;
 as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err) {
   static const char *const rel[] = {"/../labs", "/../lib/allocsim/labs",
                                     "/../lib64/allocsim/labs", NULL};
-  const char *env = getenv("ALLOCSIM_LABS_DIR");
+  const char              *env = getenv("ALLOCSIM_LABS_DIR");
   if (env != NULL && *env != '\0') {
     if (!as_format_fits(buf, len, "%s", env))
       return as_err_set(err, AS_EINVAL, "ALLOCSIM_LABS_DIR: path too long");
@@ -44,8 +44,8 @@ as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err) {
 #else
   const char *build = NULL;
 #endif
-  as_status_t rc = helper_path_find("ALLOCSIM_LABS_DIR", "lab_brk", rel,
-                                    build, X_OK, buf, len, err);
+  as_status_t rc = helper_path_find("ALLOCSIM_LABS_DIR", "lab_brk", rel, build,
+                                    X_OK, buf, len, err);
   if (rc != AS_OK)
     return as_err_set(err, AS_EINVAL,
                       "cannot find the lab programs: build the labs target, "
@@ -60,8 +60,8 @@ as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err) {
  * run must not inherit. */
 static bool allocator_knob(const char *e) {
   static const char *const prefixes[] = {
-      "MALLOC_", "GLIBC_TUNABLES=", "PYTHONMALLOC=", "MIMALLOC_",
-      "TCMALLOC_", "LD_PRELOAD=", "JE_MALLOC_CONF=", NULL};
+      "MALLOC_",   "GLIBC_TUNABLES=", "PYTHONMALLOC=",   "MIMALLOC_",
+      "TCMALLOC_", "LD_PRELOAD=",     "JE_MALLOC_CONF=", NULL};
   for (size_t i = 0; prefixes[i] != NULL; i++)
     if (strncmp(e, prefixes[i], strlen(prefixes[i])) == 0)
       return true;
@@ -74,15 +74,17 @@ static as_status_t find_preload(const char *model, const char *library,
                                 char *buf, size_t len, as_err_t *err) {
   const model_methods_t *mm = model_find(model);
   if (mm == NULL || (mm->preload == NULL && library == NULL))
-    return as_err_set(err, AS_EINVAL,
-                      "model %s names no library to preload", model);
-  const char *prefix = library ? library : mm->preload;
-  static const char *const dirs[] = {
-      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-      "/lib/x86_64-linux-gnu",     "/usr/lib64",
-      "/usr/lib",                  "/usr/local/lib",
-      NULL};
-  size_t plen = strlen(prefix);
+    return as_err_set(err, AS_EINVAL, "model %s names no library to preload",
+                      model);
+  const char              *prefix = library ? library : mm->preload;
+  static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu",
+                                     "/usr/lib/aarch64-linux-gnu",
+                                     "/lib/x86_64-linux-gnu",
+                                     "/usr/lib64",
+                                     "/usr/lib",
+                                     "/usr/local/lib",
+                                     NULL};
+  size_t                   plen = strlen(prefix);
   for (size_t d = 0; dirs[d] != NULL; d++) {
     DIR *dir = opendir(dirs[d]);
     if (dir == NULL)
@@ -115,7 +117,7 @@ static as_status_t add_words(const char *words, const char *out,
     if (*p == '\0')
       break;
     const char *end = strchr(p, ' ');
-    size_t      w   = end ? (size_t)(end - p) : strlen(p);
+    size_t      w = end ? (size_t)(end - p) : strlen(p);
     if (*argc + 1 >= LAB_MAX_ARGS || w >= PATH_MAX)
       return as_err_set(err, AS_EINVAL, "lab program: too many arguments");
     if (w == 5 && strncmp(p, "{out}", 5) == 0)
@@ -139,8 +141,8 @@ static as_status_t build_env(const lab_variant_t *v, const char *preload,
   for (char **e = environ; *e != NULL && n + 1 < LAB_MAX_ENV - 16; e++)
     if (!allocator_knob(*e))
       envp[n++] = *e;
-  int   nw = 0;
-  char *words[LAB_MAX_ARGS];
+  int         nw = 0;
+  char       *words[LAB_MAX_ARGS];
   as_status_t rc = add_words(v->env, "", store, words, &nw, err);
   if (rc != AS_OK)
     return rc;
@@ -163,16 +165,15 @@ as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
     return rc;
   if (!as_format_fits(prog, sizeof prog, "%s/%s", dir, v->program))
     return as_err_set(err, AS_EINVAL, "%s: path too long", v->program);
-  size_t plen      = strlen(v->program);
+  size_t plen = strlen(v->program);
   bool   is_python = plen > 3 && strcmp(v->program + plen - 3, ".py") == 0;
   if (access(prog, is_python ? R_OK : X_OK) != 0)
     return as_err_set(err, AS_EINVAL,
                       "%s: no lab program there (build the labs target, or "
                       "set ALLOCSIM_LABS_DIR)",
                       prog);
-  if (v->preload != NULL &&
-      (rc = find_preload(v->preload, v->library, preload, sizeof preload,
-                         err)) != AS_OK)
+  if (v->preload != NULL && (rc = find_preload(v->preload, v->library, preload,
+                                               sizeof preload, err)) != AS_OK)
     return rc;
 
   static char args_store[LAB_MAX_ARGS][PATH_MAX];
@@ -189,8 +190,8 @@ as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
   argv[argc] = args_store[argc];
   argc++;
   if ((rc = add_words(v->args, out, args_store, argv, &argc, err)) != AS_OK ||
-      (rc = build_env(v, v->preload ? preload : NULL, env_store, envp,
-                      err)) != AS_OK)
+      (rc = build_env(v, v->preload ? preload : NULL, env_store, envp, err)) !=
+          AS_OK)
     return rc;
 
   /* The program's own report goes nowhere: the measured-run file is what
@@ -212,11 +213,9 @@ as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
       return as_err_set(err, AS_EINVAL, "%s: waitpid: %s", argv[0],
                         strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return as_err_set(err, AS_EINVAL, "%s %s: %s %d", argv[0],
-                      v->args ? v->args : "",
-                      WIFEXITED(status) ? "exited with status"
-                                        : "killed by signal",
-                      WIFEXITED(status) ? WEXITSTATUS(status)
-                                        : WTERMSIG(status));
+    return as_err_set(
+        err, AS_EINVAL, "%s %s: %s %d", argv[0], v->args ? v->args : "",
+        WIFEXITED(status) ? "exited with status" : "killed by signal",
+        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
   return AS_OK;
 }

@@ -9,24 +9,11 @@
 #include "cli_version.h"
 
 static const cli_command_t *const commands[] = {
-    &cli_cmd_replay,
-    &cli_cmd_run,
-    &cli_cmd_convert,
-    &cli_cmd_import,
-    &cli_cmd_models,
-    &cli_cmd_formula,
-    &cli_cmd_sweep,
-    &cli_cmd_capture,
-    &cli_cmd_record,
-    &cli_cmd_compare,
-    &cli_cmd_explain,
-    &cli_cmd_advise,
-    &cli_cmd_map,
-    &cli_cmd_report,
-    &cli_cmd_lab,
-    &cli_cmd_oracle,
-    &cli_cmd_runs,
-    &cli_cmd_db,
+    &cli_cmd_replay, &cli_cmd_run,     &cli_cmd_convert, &cli_cmd_import,
+    &cli_cmd_models, &cli_cmd_formula, &cli_cmd_sweep,   &cli_cmd_capture,
+    &cli_cmd_record, &cli_cmd_compare, &cli_cmd_explain, &cli_cmd_advise,
+    &cli_cmd_map,    &cli_cmd_report,  &cli_cmd_lab,     &cli_cmd_oracle,
+    &cli_cmd_runs,   &cli_cmd_db,
 };
 
 static void print_help(FILE *out) {
@@ -45,14 +32,14 @@ static void print_help(FILE *out) {
  * (EBADF with nothing pending) is not an error. */
 static int close_stdout(const char *cmd, int code) {
   bool pending = __fpending(stdout) > 0;
-  bool failed  = ferror(stdout) != 0;
-  errno        = 0;
-  int  e       = 0;
+  bool failed = ferror(stdout) != 0;
+  errno = 0;
+  int e = 0;
   if (fclose(stdout) != 0)
     e = errno;
   if (failed || (e != 0 && (pending || e != EBADF))) {
-    fprintf(stderr, "allocsim%s%s: write error on stdout: %s\n",
-            cmd ? " " : "", cmd ? cmd : "", strerror(e ? e : EIO));
+    fprintf(stderr, "allocsim%s%s: write error on stdout: %s\n", cmd ? " " : "",
+            cmd ? cmd : "", strerror(e ? e : EIO));
     return code == CLI_EXIT_OK ? CLI_EXIT_INPUT : code;
   }
   return code;
@@ -87,7 +74,7 @@ static int dispatch(int argc, char **argv, const char **cmd) {
 int main(int argc, char **argv) {
   /* GSL's default handler aborts; every GSL return value is checked. */
   gsl_set_error_handler_off();
-  const char *cmd  = NULL;
+  const char *cmd = NULL;
   int         code = dispatch(argc, argv, &cmd);
   return close_stdout(cmd, code);
 }

@@ -63,23 +63,23 @@ struct engine_state_s {
   sim_kernel_t              *kernel; /* one load, not two, per event */
   sim_event_queue_t         *timers;
   uint64_t                   now_ns;
-  uint16_t                  *live;      /* by id: SIZE_DEAD, size + 1 or
-                                           SIZE_BIG (file comment) */
-  size_t                     live_len;  /* ids initialised; beyond: dead */
-  size_t                     live_cap;  /* ids allocated */
-  big_entry_t               *big;       /* sizes of SIZE_BIG ids */
-  size_t                     big_cap;   /* slots in big: 0 or a power of 2 */
-  size_t                     big_count; /* slots in use */
-  uint64_t                   live_bytes;
-  uint64_t                   touch_threshold; /* 0: everything written */
-  sim_timer_t                sampler;   /* periodic RSS samples */
-  uint64_t                   samples; /* emitted so far */
-  uint32_t                  *running;   /* threads started and not exited,
-                                           ascending */
-  size_t                     nrunning;
-  size_t                     running_cap;
-  uint64_t                   same_instant_fired;
-  uint64_t                   same_instant_ns;
+  uint16_t                  *live; /* by id: SIZE_DEAD, size + 1 or
+                                      SIZE_BIG (file comment) */
+  size_t       live_len;           /* ids initialised; beyond: dead */
+  size_t       live_cap;           /* ids allocated */
+  big_entry_t *big;                /* sizes of SIZE_BIG ids */
+  size_t       big_cap;            /* slots in big: 0 or a power of 2 */
+  size_t       big_count;          /* slots in use */
+  uint64_t     live_bytes;
+  uint64_t     touch_threshold; /* 0: everything written */
+  sim_timer_t  sampler;         /* periodic RSS samples */
+  uint64_t     samples;         /* emitted so far */
+  uint32_t    *running;         /* threads started and not exited,
+                                   ascending */
+  size_t   nrunning;
+  size_t   running_cap;
+  uint64_t same_instant_fired;
+  uint64_t same_instant_ns;
 };
 
 /* ---- Sessions ----------------------------------------------------------- */
@@ -98,7 +98,7 @@ as_status_t sim_session_open(const char *model_spec, const char *libc_spec,
     rc = sim_event_queue_create(&out->timers, err);
   if (rc == AS_OK) {
     model_ctx_t ctx = {out->kernel, out->timers, libc_spec};
-    rc              = model_create_from_spec(model_spec, &ctx, &out->model, err);
+    rc = model_create_from_spec(model_spec, &ctx, &out->model, err);
   }
   if (rc != AS_OK) {
     sim_session_close(out);
@@ -130,16 +130,15 @@ static as_status_t emit_sample(engine_state_t *st, sim_sample_kind_t kind,
                       st->cfg->max_samples);
   st->samples++;
   sim_sample_t smp = {
-      .t_ns               = st->now_ns,
-      .kind               = kind,
-      .label              = label,
-      .rss_bytes          = sim_kernel_rss_bytes(st->kernel),
-      .live_bytes         = st->live_bytes,
+      .t_ns = st->now_ns,
+      .kind = kind,
+      .label = label,
+      .rss_bytes = sim_kernel_rss_bytes(st->kernel),
+      .live_bytes = st->live_bytes,
       .measured_rss_bytes = measured,
   };
   for (int o = 0; o < SIM_OWNER_COUNT; o++)
-    smp.owner_bytes[o] =
-        sim_kernel_rss_owner_bytes(st->kernel, (sim_owner_t)o);
+    smp.owner_bytes[o] = sim_kernel_rss_owner_bytes(st->kernel, (sim_owner_t)o);
   return st->cfg->on_sample(st->cfg->user, &smp, err);
 }
 
@@ -159,7 +158,7 @@ static inline void note_peak(engine_state_t *st) {
   uint64_t rss = sim_kernel_rss_bytes(st->kernel);
   if (rss > st->res->peak_rss_bytes) {
     st->res->peak_rss_bytes = rss;
-    st->res->peak_t_ns      = st->now_ns;
+    st->res->peak_t_ns = st->now_ns;
   }
 }
 
@@ -180,7 +179,7 @@ static as_status_t fire_timers_until(engine_state_t *st, uint64_t until_ns,
     if (t->due_ns > st->now_ns)
       st->now_ns = t->due_ns;
     if (st->now_ns != st->same_instant_ns) {
-      st->same_instant_ns    = st->now_ns;
+      st->same_instant_ns = st->now_ns;
       st->same_instant_fired = 0;
     }
     if (++st->same_instant_fired > SIM_ENGINE_MAX_SAME_INSTANT)
@@ -232,8 +231,8 @@ static as_status_t big_put(engine_state_t *st, uint64_t id, uint64_t size,
     for (size_t i = 0; i < cap; i++)
       nb[i].id = BIG_EMPTY;
     size_t old_cap = st->big_cap;
-    st->big        = nb;
-    st->big_cap    = cap;
+    st->big = nb;
+    st->big_cap = cap;
     for (size_t i = 0; i < old_cap; i++)
       if (old[i].id != BIG_EMPTY)
         st->big[big_find(st, old[i].id)] = old[i];
@@ -258,7 +257,7 @@ static void big_del(engine_state_t *st, uint64_t id) {
     size_t home = big_home(st, st->big[j].id);
     if (((j - home) & mask) >= ((j - hole) & mask)) {
       st->big[hole] = st->big[j];
-      hole          = j;
+      hole = j;
     }
   }
   st->big[hole].id = BIG_EMPTY;
@@ -284,22 +283,20 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
                         "(%zu MiB), over the simulator memory limit of "
                         "%" PRIu64 " MiB (--max-memory); ids should be dense "
                         "and recycled",
-                        id, cap,
-                        cap * sizeof *st->live >> 20, max >> 20);
+                        id, cap, cap * sizeof *st->live >> 20, max >> 20);
     /* No memset: a large realloc is an mremap, and entries are zeroed
      * below only as ids reach them, so untouched capacity costs no RSS. */
     uint16_t *live = realloc(st->live, cap * sizeof *live);
     if (live == NULL)
       return as_err_set(err, AS_ENOMEM, "out of memory for %zu object ids",
                         cap);
-    st->live     = live;
+    st->live = live;
     st->live_cap = cap;
   }
   size_t len = (id / LIVE_INIT_STEP + 1) * LIVE_INIT_STEP;
   if (len > st->live_cap)
     len = st->live_cap;
-  memset(st->live + st->live_len, 0,
-         (len - st->live_len) * sizeof *st->live);
+  memset(st->live + st->live_len, 0, (len - st->live_len) * sizeof *st->live);
   st->live_len = len;
   return AS_OK;
 }
@@ -398,9 +395,9 @@ static size_t running_find(const engine_state_t *st, uint32_t t) {
  * look at the set, so other events pay nothing for it. */
 static as_status_t dispatch_thread(engine_state_t *st, trace_event_t *ev,
                                    as_err_t *err) {
-  size_t i       = running_find(st, ev->thread);
+  size_t i = running_find(st, ev->thread);
   bool   running = i < st->nrunning && st->running[i] == ev->thread;
-  bool   start   = ev->op == TRACE_THREAD_START;
+  bool   start = ev->op == TRACE_THREAD_START;
   if (start == running || (start && ev->thread == 0))
     return as_err_set(err, AS_EFORMAT,
                       start ? "thread_start of thread %" PRIu32 ", which is "
@@ -409,8 +406,8 @@ static as_status_t dispatch_thread(engine_state_t *st, trace_event_t *ev,
                               "not running (no thread_start before it)",
                       ev->thread);
   if (start) {
-    uint32_t *v = as_grow(st->running, &st->running_cap, st->nrunning + 1,
-                          sizeof *v, 16);
+    uint32_t *v =
+        as_grow(st->running, &st->running_cap, st->nrunning + 1, sizeof *v, 16);
     if (v == NULL)
       return as_err_set(err, AS_ENOMEM, "out of memory for threads");
     st->running = v;
@@ -471,7 +468,7 @@ static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
   return set_size(st, ev->id, SIZE_DEAD, ev->size, err);
 }
 
-static as_status_t dispatch_realloc(engine_state_t *st,
+static as_status_t dispatch_realloc(engine_state_t       *st,
                                     const trace_source_t *src,
                                     trace_event_t *ev, as_err_t *err) {
   uint16_t c = live_code(st, ev->id);
@@ -480,7 +477,7 @@ static as_status_t dispatch_realloc(engine_state_t *st,
                       "that is not live", err);
   if (ev->size > SIZE_INLINE_MAX && check_size(st, ev, err) != AS_OK)
     return AS_EFORMAT;
-  ev->prev_size  = live_size(st, ev->id, c);
+  ev->prev_size = live_size(st, ev->id, c);
   flag_unwritten(st, ev);
   as_status_t rc = model_realloc(st->model, ev, err);
   if (rc != AS_OK)
@@ -496,7 +493,7 @@ static as_status_t dispatch_free(engine_state_t *st, const trace_source_t *src,
   if (c == SIZE_DEAD)
     return bad_object(st, src, ev, &st->res->skipped_bad_free,
                       "that is not live", err);
-  ev->prev_size  = live_size(st, ev->id, c);
+  ev->prev_size = live_size(st, ev->id, c);
   as_status_t rc = model_free(st->model, ev, err);
   if (rc != AS_OK)
     return rc;
@@ -535,8 +532,7 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
                       "%s%s: event %llu (t=%llu ns): touch of object %llu "
                       "that is not live",
                       src->name, where, (unsigned long long)st->res->events,
-                      (unsigned long long)ev->t_ns,
-                      (unsigned long long)ev->id);
+                      (unsigned long long)ev->t_ns, (unsigned long long)ev->id);
   uint64_t size = live_size(st, ev->id, c);
   if (ev->offset > size || ev->size > size - ev->offset)
     return as_err_set(err, AS_EFORMAT,
@@ -559,13 +555,13 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
   return sim_kernel_touch(st->kernel, addr + ev->offset, ev->size, err);
 }
 
-static as_status_t dispatch_option(engine_state_t *st,
+static as_status_t dispatch_option(engine_state_t       *st,
                                    const trace_source_t *src,
                                    const trace_event_t *ev, as_err_t *err) {
   if (!model_has_set_option(st->model))
     return no_notion(st, src, ev, err);
-  as_status_t rc = model_set_option(st->model, ev->label, (int64_t)ev->size,
-                                    ev->t_ns, err);
+  as_status_t rc =
+      model_set_option(st->model, ev->label, (int64_t)ev->size, ev->t_ns, err);
   if (rc != AS_OK) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%.100s: event %llu: %.300s", src->name,
@@ -604,7 +600,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     as_status_t rc = check_samples(st, ev->t_ns + ev->size, err);
     if (rc == AS_OK)
       rc = fire_timers_until(st, ev->t_ns + ev->size, err);
-    st->now_ns     = ev->t_ns + ev->size;
+    st->now_ns = ev->t_ns + ev->size;
     return rc;
   }
   case TRACE_TRIM:
@@ -612,9 +608,8 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
   case TRACE_RSS:
     return emit_sample(st, SIM_SAMPLE_MEASURED, NULL, ev->size, err);
   case TRACE_PURGE: {
-    as_status_t rc = model_has_purge(st->model)
-                         ? model_purge(st->model, ev, err)
-                         : AS_DONE;
+    as_status_t rc =
+        model_has_purge(st->model) ? model_purge(st->model, ev, err) : AS_DONE;
     return rc == AS_DONE ? no_notion(st, src, ev, err) : rc;
   }
   case TRACE_OPTION:
@@ -625,9 +620,8 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
   case TRACE_OP_COUNT:
     break;
   }
-  return as_err_set(err, AS_EFORMAT, "%s: event %llu: unknown op %u",
-                    src->name, (unsigned long long)st->res->events,
-                    (unsigned)ev->op);
+  return as_err_set(err, AS_EFORMAT, "%s: event %llu: unknown op %u", src->name,
+                    (unsigned long long)st->res->events, (unsigned)ev->op);
 }
 
 /* Prefixes an error raised while dispatching event ev (by the model, or by
@@ -686,7 +680,7 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
       return rc;
     }
     st->now_ns = ev.t_ns;
-    rc         = dispatch(st, src, &ev, err);
+    rc = dispatch(st, src, &ev, err);
     if (rc != AS_OK && rc != AS_DONE) {
       locate_error(st, src, &ev, err);
       return rc;
@@ -701,15 +695,15 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
 }
 
 /* touch_threshold provenance of src into st (0 when absent). */
-static as_status_t read_touch_threshold(engine_state_t *st,
+static as_status_t read_touch_threshold(engine_state_t       *st,
                                         const trace_source_t *src,
-                                        as_err_t *err) {
+                                        as_err_t             *err) {
   const char *v = trace_meta_get(&src->meta, "touch_threshold");
   if (v == NULL)
     return AS_OK;
   uint64_t page = sim_kernel_page_size(st->kernel);
   char    *end;
-  errno         = 0;
+  errno = 0;
   unsigned long long n = strtoull(v, &end, 10);
   if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < page)
     return as_err_set(err, AS_EFORMAT,
@@ -724,10 +718,9 @@ static as_status_t read_touch_threshold(engine_state_t *st,
 static as_status_t settle(engine_state_t *st, as_err_t *err) {
   uint64_t until = st->now_ns + st->cfg->settle_ns;
   if (until < st->now_ns)
-    return as_err_set(err, AS_EINVAL,
-                      "settling %llu ns past t=%llu ns overflows the clock",
-                      (unsigned long long)st->cfg->settle_ns,
-                      (unsigned long long)st->now_ns);
+    return as_err_set(
+        err, AS_EINVAL, "settling %llu ns past t=%llu ns overflows the clock",
+        (unsigned long long)st->cfg->settle_ns, (unsigned long long)st->now_ns);
   as_status_t rc = check_samples(st, until, err);
   if (rc == AS_OK)
     rc = fire_timers_until(st, until, err);
@@ -748,42 +741,42 @@ static uint64_t declared_floor(const trace_source_t *src, const char *key) {
 static as_status_t check_plan(const sim_engine_config_t *cfg,
                               const trace_source_t *src, as_err_t *err) {
   uint64_t objects = declared_floor(src, WORKLOAD_META_PEAK_OBJECTS);
-  uint64_t bytes   = declared_floor(src, WORKLOAD_META_PEAK_BYTES);
-  uint64_t max     = cfg->max_memory_bytes;
+  uint64_t bytes = declared_floor(src, WORKLOAD_META_PEAK_BYTES);
+  uint64_t max = cfg->max_memory_bytes;
   if (max == 0 || (objects == 0 && bytes == 0))
     return AS_OK;
-  double need = (double)objects * sizeof(uint16_t) +
-                (double)(bytes >> SIM_KERNEL_CHUNK_SHIFT) *
-                    SIM_KERNEL_BYTES_PER_BLOCK;
+  double need =
+      (double)objects * sizeof(uint16_t) +
+      (double)(bytes >> SIM_KERNEL_CHUNK_SHIFT) * SIM_KERNEL_BYTES_PER_BLOCK;
   if (need <= (double)max)
     return AS_OK;
   char a[32], b[32], c[32];
-  return as_err_set(err, AS_ENOMEM,
-                    "%s: its peak of %" PRIu64 " live objects and %s needs "
-                    "at least %s of simulator memory (%zu bytes per object, "
-                    "%d per 2 MiB written), over --max-memory %s; raise "
-                    "--max-memory or simulate less",
-                    src->name, objects, sim_host_format_bytes(bytes, a, sizeof a),
-                    sim_host_format_bytes((uint64_t)need, b, sizeof b),
-                    sizeof(uint16_t), SIM_KERNEL_BYTES_PER_BLOCK,
-                    sim_host_format_bytes(max, c, sizeof c));
+  return as_err_set(
+      err, AS_ENOMEM,
+      "%s: its peak of %" PRIu64 " live objects and %s needs "
+      "at least %s of simulator memory (%zu bytes per object, "
+      "%d per 2 MiB written), over --max-memory %s; raise "
+      "--max-memory or simulate less",
+      src->name, objects, sim_host_format_bytes(bytes, a, sizeof a),
+      sim_host_format_bytes((uint64_t)need, b, sizeof b), sizeof(uint16_t),
+      SIM_KERNEL_BYTES_PER_BLOCK, sim_host_format_bytes(max, c, sizeof c));
 }
 
 as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                            trace_source_t *src, sim_run_result_t *result,
                            as_err_t *err) {
-  engine_state_t st = {.cfg    = cfg,
-                       .s      = s,
-                       .res    = result,
-                       .model  = s->model,
+  engine_state_t st = {.cfg = cfg,
+                       .s = s,
+                       .res = result,
+                       .model = s->model,
                        .kernel = s->kernel,
                        .timers = s->timers};
   memset(result, 0, sizeof *result);
   sim_timer_init(&st.sampler, sampler_fire);
   as_status_t rc = check_plan(cfg, src, err);
   if (rc == AS_OK && cfg->sample_every_ns > 0)
-    rc = sim_event_queue_push(s->timers, &st.sampler, cfg->sample_every_ns,
-                              err);
+    rc =
+        sim_event_queue_push(s->timers, &st.sampler, cfg->sample_every_ns, err);
   if (rc == AS_OK)
     rc = read_touch_threshold(&st, src, err);
   if (rc == AS_OK)
@@ -791,9 +784,9 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   if (rc == AS_OK && cfg->settle_ns > 0)
     rc = settle(&st, err);
   sim_event_queue_cancel(s->timers, &st.sampler);
-  result->final_rss_bytes  = sim_kernel_rss_bytes(s->kernel);
+  result->final_rss_bytes = sim_kernel_rss_bytes(s->kernel);
   result->final_live_bytes = st.live_bytes;
-  result->final_t_ns       = st.now_ns;
+  result->final_t_ns = st.now_ns;
   if (rc == AS_OK)
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
   free(st.live);

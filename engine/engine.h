@@ -48,12 +48,12 @@ typedef struct sim_sample_s sim_sample_t;
 struct sim_sample_s {
   uint64_t          t_ns;
   sim_sample_kind_t kind;
-  const char       *label;              /* mark label, else NULL; valid only
-                                           during the callback */
-  uint64_t          rss_bytes;          /* predicted */
-  uint64_t          live_bytes;         /* program's live bytes */
-  uint64_t          measured_rss_bytes; /* MEASURED only, else 0 */
-  uint64_t          owner_bytes[SIM_OWNER_COUNT]; /* predicted, by owner */
+  const char       *label;               /* mark label, else NULL; valid only
+                                            during the callback */
+  uint64_t rss_bytes;                    /* predicted */
+  uint64_t live_bytes;                   /* program's live bytes */
+  uint64_t measured_rss_bytes;           /* MEASURED only, else 0 */
+  uint64_t owner_bytes[SIM_OWNER_COUNT]; /* predicted, by owner */
 };
 
 typedef as_status_t (*sim_sample_fn)(void *user, const sim_sample_t *s,
@@ -61,20 +61,20 @@ typedef as_status_t (*sim_sample_fn)(void *user, const sim_sample_t *s,
 
 typedef struct sim_engine_config_s sim_engine_config_t;
 struct sim_engine_config_s {
-  uint64_t      sample_every_ns; /* 0: no periodic samples */
-  uint64_t      settle_ns;       /* the clock runs on this long after the
-                                    last event, firing timers and sampling */
-  bool          lenient;         /* count and skip bad frees and reallocs */
-  bool          strict;          /* purge, option and touch events the model
-                                    has no notion of are errors, not counted
-                                    no-ops */
-  sim_sample_fn on_sample;       /* may be NULL */
-  void         *user;            /* passed to on_sample */
+  uint64_t sample_every_ns;       /* 0: no periodic samples */
+  uint64_t settle_ns;             /* the clock runs on this long after the
+                                     last event, firing timers and sampling */
+  bool lenient;                   /* count and skip bad frees and reallocs */
+  bool strict;                    /* purge, option and touch events the model
+                                     has no notion of are errors, not counted
+                                     no-ops */
+  sim_sample_fn on_sample;        /* may be NULL */
+  void         *user;             /* passed to on_sample */
   uint64_t      max_memory_bytes; /* the simulator's own memory bound
                                      (--max-memory): checked every
                                      SIM_ENGINE_MEMORY_CHECK_EVERY events
                                      and before the id table grows; 0: none */
-  uint64_t      max_samples;      /* samples on_sample may receive in all,
+  uint64_t max_samples;           /* samples on_sample may receive in all,
                                      checked before the clock moves (so
                                      --sample-every 1ns up to t=2^63 is
                                      refused at that event); 0: no bound */
@@ -82,7 +82,7 @@ struct sim_engine_config_s {
 
 typedef struct sim_run_result_s sim_run_result_t;
 struct sim_run_result_s {
-  uint64_t events;          /* trace events consumed */
+  uint64_t events; /* trace events consumed */
   uint64_t timers_fired;
   uint64_t peak_rss_bytes;
   uint64_t peak_t_ns;
@@ -90,12 +90,12 @@ struct sim_run_result_s {
   uint64_t final_rss_bytes;
   uint64_t final_live_bytes;
   uint64_t final_t_ns;
-  uint64_t skipped_bad_free;    /* lenient only: free of a dead id */
-  uint64_t skipped_bad_realloc; /* lenient only: realloc of a dead id */
-  uint64_t skipped_double_alloc;/* lenient only: alloc of a live id */
-  uint64_t ignored_events;      /* purge, option or touch events the model
-                                   has no notion of (not under strict) */
-  uint64_t unwritten_allocs;    /* allocations left to touch events */
+  uint64_t skipped_bad_free;     /* lenient only: free of a dead id */
+  uint64_t skipped_bad_realloc;  /* lenient only: realloc of a dead id */
+  uint64_t skipped_double_alloc; /* lenient only: alloc of a live id */
+  uint64_t ignored_events;       /* purge, option or touch events the model
+                                    has no notion of (not under strict) */
+  uint64_t unwritten_allocs;     /* allocations left to touch events */
 };
 
 /* A kernel, a timer queue and a model built together, torn down together. */

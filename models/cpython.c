@@ -25,8 +25,8 @@
  * says whether it holds an id (pymalloc_free_if_held, pymalloc_block_size_of),
  * and a bit per id says whether libc does, so an id in neither is dead; the
  * pymalloc path -- nearly every event of a Python program -- keeps no state
- * here at all.  Left out: the radix-tree entry writes (8 bytes per arena, plus one
- * mid-node entry per bottom node) into nodes that libc placed, because the
+ * here at all.  Left out: the radix-tree entry writes (8 bytes per arena, plus
+ * one mid-node entry per bottom node) into nodes that libc placed, because the
  * model interface does not expose a child's addresses.  That is at most one
  * OS page per 512 arenas (under 0.001% of the arenas' RSS); the nodes'
  * calloc itself, and the arenas[] vector, are modelled in full.
@@ -51,18 +51,17 @@
  * for. */
 typedef struct cpython_model_s cpython_model_t;
 struct cpython_model_s {
-  model_t  base;             /* must be first */
-  model_t *pymalloc;         /* small obj/mem requests */
-  model_t *libc;             /* raw domain, large requests, pymalloc's own */
-  idset_t   in_libc;         /* bit by object id: libc holds it */
+  model_t  base;     /* must be first */
+  model_t *pymalloc; /* small obj/mem requests */
+  model_t *libc;     /* raw domain, large requests, pymalloc's own */
+  idset_t  in_libc;  /* bit by object id: libc holds it */
   uint64_t raw_nbytes[PYMALLOC_RAW_HANDLES]; /* size of each raw block */
-  uint64_t raw_live_bytes;   /* sum of raw_nbytes */
-  uint64_t raw_live_objects; /* raw blocks live in libc */
+  uint64_t raw_live_bytes;                   /* sum of raw_nbytes */
+  uint64_t raw_live_objects;                 /* raw blocks live in libc */
   const trace_event_t *serving; /* the event being served: its time and
                                    thread stamp pymalloc's raw requests */
-  bool      use_pymalloc;    /* false: PYTHONMALLOC=malloc */
+  bool use_pymalloc;            /* false: PYTHONMALLOC=malloc */
 };
-
 
 static const model_option_t cpython_options[] = {
     CPYTHON_OPTIONS(MODEL_OPTION_ROW){0}};
@@ -73,12 +72,12 @@ static as_status_t raw_event(cpython_model_t *cm, trace_op_t op,
                              uint32_t handle, uint64_t prev_nbytes,
                              uint64_t nbytes, as_err_t *err) {
   trace_event_t ev = {
-      .t_ns      = cm->serving->t_ns,
-      .id        = handle,
-      .size      = nbytes,
+      .t_ns = cm->serving->t_ns,
+      .id = handle,
+      .size = nbytes,
       .prev_size = prev_nbytes,
       .thread = cm->serving->thread,
-      .op     = (uint8_t)op,
+      .op = (uint8_t)op,
       .domain = TRACE_DOMAIN_RAW,
   };
   return op == TRACE_REALLOC ? model_realloc(cm->libc, &ev, err)
@@ -97,9 +96,8 @@ static as_status_t raw_calloc(void *user, uint32_t handle, uint64_t nbytes,
   return AS_OK;
 }
 
-static as_status_t raw_realloc(void *user, uint32_t handle,
-                               uint64_t old_nbytes, uint64_t nbytes,
-                               as_err_t *err) {
+static as_status_t raw_realloc(void *user, uint32_t handle, uint64_t old_nbytes,
+                               uint64_t nbytes, as_err_t *err) {
   cpython_model_t *cm = user;
   /* realloc(NULL, n) is malloc(n) (the first arenas[] vector). */
   as_status_t rc = raw_event(cm, old_nbytes ? TRACE_REALLOC : TRACE_MALLOC,
@@ -163,8 +161,8 @@ static as_status_t cpython_create(const model_opts_t *opts,
    * mimalloc the MIMALLOC_* variables of a recorded run are that library's
    * (the libc spec carries them from the same environment), so they are
    * accepted and left to it; anywhere else they are a mistake. */
-  const char *libc_name = ctx->libc_spec ? ctx->libc_spec
-                                         : model_default_libc();
+  const char *libc_name =
+      ctx->libc_spec ? ctx->libc_spec : model_default_libc();
   bool libc_is_mimalloc = strncmp(libc_name, "mimalloc", 8) == 0 &&
                           (libc_name[8] == '\0' || libc_name[8] == ':');
   for (int k = CO_FIRST_MIMALLOC; k < CO_COUNT && !libc_is_mimalloc; k++)
@@ -190,17 +188,17 @@ static as_status_t cpython_create(const model_opts_t *opts,
   cpython_model_t *cm = calloc(1, sizeof *cm);
   if (cm == NULL)
     return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
-  cm->base.methods  = &model_cpython_methods;
-  cm->base.opts     = *opts;
+  cm->base.methods = &model_cpython_methods;
+  cm->base.opts = *opts;
   /* The default build's provenance is its own knobs (cpython.h: build and
    * the mimalloc knobs come after them). */
   cm->base.opts.count = CO_BUILD;
-  cm->use_pymalloc  = model_opt_i64(opts, CO_PYTHONMALLOC) == 0;
+  cm->use_pymalloc = model_opt_i64(opts, CO_PYTHONMALLOC) == 0;
 
   as_status_t rc;
-  const char *libc_spec = ctx->libc_spec ? ctx->libc_spec
-                                         : model_default_libc();
-  size_t      namelen   = strcspn(libc_spec, ":");
+  const char *libc_spec =
+      ctx->libc_spec ? ctx->libc_spec : model_default_libc();
+  size_t namelen = strcspn(libc_spec, ":");
   if ((namelen == 7 && strncmp(libc_spec, "cpython", 7) == 0) ||
       (namelen == 8 && strncmp(libc_spec, "pymalloc", 8) == 0)) {
     rc = as_err_set(err, AS_EUSAGE,
@@ -224,12 +222,12 @@ static as_status_t cpython_create(const model_opts_t *opts,
   if (rc != AS_OK)
     goto fail;
   cm->pymalloc->methods = &model_pymalloc_methods;
-  cm->pymalloc->opts    = popts;
+  cm->pymalloc->opts = popts;
   pymalloc_set_raw(cm->pymalloc, &(pymalloc_raw_t){
-                                     .user    = cm,
-                                     .calloc  = raw_calloc,
+                                     .user = cm,
+                                     .calloc = raw_calloc,
                                      .realloc = raw_realloc,
-                                     .write   = NULL,
+                                     .write = NULL,
                                  });
   *out = &cm->base;
   return AS_OK;
@@ -239,7 +237,7 @@ fail:
 }
 
 static inline bool goes_to_pymalloc(const cpython_model_t *cm,
-                                    const trace_event_t *ev) {
+                                    const trace_event_t   *ev) {
   return cm->use_pymalloc && ev->domain != TRACE_DOMAIN_RAW &&
          ev->op != TRACE_MEMALIGN && ev->size >= 1 &&
          ev->size <= PYMALLOC_SMALL_REQUEST_THRESHOLD;
@@ -281,7 +279,7 @@ static as_status_t cpython_alloc(model_t *m, const trace_event_t *ev,
  * other way round, PyObject_Free of a raw block, works: pymalloc's
  * address_in_range sends it on to PyMem_RawFree.) */
 static as_status_t raw_call_on_pymalloc_block(const trace_event_t *ev,
-                                              as_err_t *err) {
+                                              as_err_t            *err) {
   return as_err_set(err, AS_EFORMAT,
                     "cpython: %s of object %llu in the raw domain, but "
                     "pymalloc allocated it (obj or mem domain): it must be "
@@ -306,16 +304,16 @@ static as_status_t cpython_realloc(model_t *m, const trace_event_t *ev,
     /* _PyObject_Malloc(nbytes) falls through to PyMem_RawMalloc, then
      * memcpy and _PyObject_Free of the old block (3.11 :2351-2355). */
     trace_event_t le = to_libc(ev);
-    le.op            = TRACE_MALLOC;
-    le.prev_size     = 0;
-    as_status_t rc   = model_alloc(cm->libc, &le, err);
+    le.op = TRACE_MALLOC;
+    le.prev_size = 0;
+    as_status_t rc = model_alloc(cm->libc, &le, err);
     if (rc == AS_OK)
       rc = set_in_libc(cm, ev->id, err);
     if (rc != AS_OK)
       return rc;
     trace_event_t fe = *ev; /* prev_size: the pymalloc object's size */
-    fe.op            = TRACE_FREE;
-    fe.size          = 0;
+    fe.op = TRACE_FREE;
+    fe.size = 0;
     return model_free(cm->pymalloc, &fe, err);
   }
   if (!held_by_libc(cm, ev->id))
@@ -390,7 +388,7 @@ static uint64_t cpython_usable_size(const model_t *m, uint64_t size,
 static size_t cpython_counters(const model_t *m, model_counter_t *out,
                                size_t cap) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
-  size_t                 n  = model_counters(cm->pymalloc, out, cap);
+  size_t                 n = model_counters(cm->pymalloc, out, cap);
   return n + model_counters(cm->libc, n < cap ? out + n : NULL,
                             n < cap ? cap - n : 0);
 }
@@ -410,11 +408,11 @@ static void cpython_stats(const model_t *m, model_stats_t *out) {
   model_stats(cm->pymalloc, &p);
   model_stats(cm->libc, &l);
   memset(out, 0, sizeof *out);
-  out->live_bytes   = p.live_bytes + l.live_bytes - cm->raw_live_bytes;
+  out->live_bytes = p.live_bytes + l.live_bytes - cm->raw_live_bytes;
   out->live_objects = p.live_objects + l.live_objects - cm->raw_live_objects;
   out->mapped_bytes = p.mapped_bytes + l.mapped_bytes;
-  out->arenas       = p.arenas; /* pymalloc arenas: what the formula counts */
-  out->free_bytes   = p.free_bytes + l.free_bytes;
+  out->arenas = p.arenas; /* pymalloc arenas: what the formula counts */
+  out->free_bytes = p.free_bytes + l.free_bytes;
 }
 
 static as_status_t cpython_check(const model_t *m, as_err_t *err) {
@@ -424,26 +422,26 @@ static as_status_t cpython_check(const model_t *m, as_err_t *err) {
 }
 
 const model_methods_t model_cpython_methods = {
-    .name    = "cpython",
+    .name = "cpython",
     .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
                "the rest to libc",
     .options = cpython_options,
     .composition = true,
-    .create  = cpython_create,
+    .create = cpython_create,
     .destroy = cpython_destroy,
-    .alloc   = cpython_alloc,
+    .alloc = cpython_alloc,
     .realloc = cpython_realloc,
-    .free    = cpython_free,
-    .thread  = cpython_thread,
-    .trim    = cpython_trim,
-    .stats   = cpython_stats,
-    .locate     = cpython_locate,
-    .purge      = cpython_purge,
+    .free = cpython_free,
+    .thread = cpython_thread,
+    .trim = cpython_trim,
+    .stats = cpython_stats,
+    .locate = cpython_locate,
+    .purge = cpython_purge,
     .set_option = cpython_set_option,
-    .counters   = cpython_counters,
+    .counters = cpython_counters,
     .usable_size = cpython_usable_size,
-    .walk       = cpython_walk,
-    .check      = cpython_check,
+    .walk = cpython_walk,
+    .check = cpython_check,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

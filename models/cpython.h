@@ -18,42 +18,43 @@
 #include "model.h"
 
 #define CPYTHON_VERSIONS                                                       \
-  "3.11|3.13.0|3.13.1|3.13.2|3.13.3|3.13.4|3.13.5|3.13|3.14.0|3.14.1|"        \
+  "3.11|3.13.0|3.13.1|3.13.2|3.13.3|3.13.4|3.13.5|3.13|3.14.0|3.14.1|"         \
   "3.14.2|3.14.3|3.14"
 
 #define CPYTHON_OPTIONS(X)                                                     \
-  X(CO_VERSION, "version", OPT_ENUM, "3.14", "", CPYTHON_VERSIONS,            \
+  X(CO_VERSION, "version", OPT_ENUM, "3.14", "", CPYTHON_VERSIONS,             \
     "meta:python",                                                             \
-    "CPython 3.11.2 / 3.13.5 / 3.13.15 / 3.14.7 Objects/obmalloc.c",          \
-    "CPython version (3.13 = 3.13.6+, 3.14 = 3.14.4+; ft: 3.13 and later)")   \
-  X(CO_PYTHONMALLOC, "pythonmalloc", OPT_ENUM, "pymalloc", "",                \
+    "CPython 3.11.2 / 3.13.5 / 3.13.15 / 3.14.7 Objects/obmalloc.c",           \
+    "CPython version (3.13 = 3.13.6+, 3.14 = 3.14.4+; ft: 3.13 and later)")    \
+  X(CO_PYTHONMALLOC, "pythonmalloc", OPT_ENUM, "pymalloc", "",                 \
     "pymalloc|malloc|mimalloc", "PYTHONMALLOC",                                \
-    "CPython 3.11.2 Objects/obmalloc.c:346-355 _PyMem_SetupAllocators: "      \
-    "PYTHONMALLOC=malloc makes the mem and obj domains malloc; 3.14.7 "       \
+    "CPython 3.11.2 Objects/obmalloc.c:346-355 _PyMem_SetupAllocators: "       \
+    "PYTHONMALLOC=malloc makes the mem and obj domains malloc; 3.14.7 "        \
     ":591-614: build=ft accepts only mimalloc",                                \
-    "malloc: every domain goes to libc (PYTHONMALLOC=malloc), no arenas; "    \
+    "malloc: every domain goes to libc (PYTHONMALLOC=malloc), no arenas; "     \
     "mimalloc: build=ft's allocator")                                          \
-  X(CO_BUILD, "build", OPT_ENUM, "default", "", "default|ft", "meta:build",   \
-    "CPython configure --disable-gil (Py_GIL_DISABLED): 3.14.7 "              \
+  X(CO_BUILD, "build", OPT_ENUM, "default", "", "default|ft", "meta:build",    \
+    "CPython configure --disable-gil (Py_GIL_DISABLED): 3.14.7 "               \
     "Objects/obmalloc.c:366-368",                                              \
-    "default: GIL build, pymalloc; ft: free-threaded, mimalloc heaps")        \
-  X(CO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                 \
+    "default: GIL build, pymalloc; ft: free-threaded, mimalloc heaps")         \
+  X(CO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                  \
     "MIMALLOC_PURGE_DELAY MIMALLOC_RESET_DELAY",                               \
-    "CPython 3.14.7 Objects/mimalloc/options.c:77 (vendored mimalloc 2.1.2)", \
-    "build=ft: mimalloc purge delay; 0 = at once, <0 = never")                \
-  X(CO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,    \
+    "CPython 3.14.7 Objects/mimalloc/options.c:77 (vendored mimalloc 2.1.2)",  \
+    "build=ft: mimalloc purge delay; 0 = at once, <0 = never")                 \
+  X(CO_PURGE_EXTEND_DELAY, "purge_extend_delay", OPT_I64, "1", "ms", NULL,     \
     "MIMALLOC_PURGE_EXTEND_DELAY MIMALLOC_DECOMMIT_EXTEND_DELAY",              \
     "CPython 3.14.7 Objects/mimalloc/options.c:92",                            \
-    "build=ft: extra purge delay per further free into a segment")            \
-  X(CO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,         \
-    "MIMALLOC_ARENA_PURGE_MULT", "CPython 3.14.7 Objects/mimalloc/options.c:91", \
-    "build=ft: arena purge delay = purge_delay times this")                   \
-  X(CO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,           \
+    "build=ft: extra purge delay per further free into a segment")             \
+  X(CO_ARENA_PURGE_MULT, "arena_purge_mult", OPT_I64, "10", "", NULL,          \
+    "MIMALLOC_ARENA_PURGE_MULT",                                               \
+    "CPython 3.14.7 Objects/mimalloc/options.c:91",                            \
+    "build=ft: arena purge delay = purge_delay times this")                    \
+  X(CO_PURGE_DECOMMITS, "purge_decommits", OPT_BOOL, "1", "", NULL,            \
     "MIMALLOC_PURGE_DECOMMITS MIMALLOC_RESET_DECOMMITS",                       \
     "CPython 3.14.7 Objects/mimalloc/options.c:64",                            \
     "build=ft: purge with MADV_DONTNEED (0: MADV_FREE)")                       \
-  X(CO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL, \
-    "MIMALLOC_ABANDONED_PAGE_PURGE MIMALLOC_ABANDONED_PAGE_RESET",            \
+  X(CO_ABANDONED_PAGE_PURGE, "abandoned_page_purge", OPT_BOOL, "0", "", NULL,  \
+    "MIMALLOC_ABANDONED_PAGE_PURGE MIMALLOC_ABANDONED_PAGE_RESET",             \
     "CPython 3.14.7 Objects/mimalloc/options.c:70",                            \
     "build=ft: purge at once when a thread abandons a segment")
 
@@ -72,6 +73,6 @@ as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
 /* build=ft's mimalloc child (models/mimalloc.h), for tests and tools; NULL
  * for the default build. */
 typedef struct mi_model_s mi_model_t;
-mi_model_t *cpython_ft_mimalloc(const model_t *m);
+mi_model_t               *cpython_ft_mimalloc(const model_t *m);
 
 #endif

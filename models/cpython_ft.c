@@ -72,47 +72,47 @@
 /* _Py_mimalloc_heap_id (pycore_mimalloc.h:12-18). */
 enum { FT_HEAP_MEM, FT_HEAP_OBJECT, FT_HEAP_GC, FT_HEAP_GC_PRE, FT_HEAPS };
 
-#define QSBR_INITIAL 1                  /* pycore_qsbr.h:28 */
-#define QSBR_INCR 2                     /* pycore_qsbr.h:29 */
-#define QSBR_PAGE_MEM_LIMIT (4096 * 20) /* obmalloc.c:132 */
-#define QSBR_DEFERRED_LIMIT_3130 10     /* 3.13.5 qsbr.c:46 */
+#define QSBR_INITIAL             1           /* pycore_qsbr.h:28 */
+#define QSBR_INCR                2           /* pycore_qsbr.h:29 */
+#define QSBR_PAGE_MEM_LIMIT      (4096 * 20) /* obmalloc.c:132 */
+#define QSBR_DEFERRED_LIMIT_3130 10          /* 3.13.5 qsbr.c:46 */
 
 typedef struct ft_thread_s ft_thread_t;
 struct ft_thread_s {
   mi_heap_ref_t heap[FT_HEAPS];
   uint32_t      parked_first, parked_last; /* tstate->mimalloc.page_list */
-  uint64_t      seq;                  /* _qsbr_thread_state.seq */
-  uint64_t      deferred_page_memory; /* 3.13.6+ (pycore_qsbr.h:62) */
-  int           deferrals;            /* 3.13.0-3.13.5 */
+  uint64_t      seq;                       /* _qsbr_thread_state.seq */
+  uint64_t      deferred_page_memory;      /* 3.13.6+ (pycore_qsbr.h:62) */
+  int           deferrals;                 /* 3.13.0-3.13.5 */
   bool          live;
 };
 
 typedef struct ft_model_s ft_model_t;
 struct ft_model_s {
-  model_t     base;       /* must be first */
-  model_t    *libc;       /* raw domain */
-  model_t    *mibase;     /* mem and obj: the mimalloc model ... */
-  mi_model_t *mi;         /* ... through its composition API */
-  idset_t     in_libc;    /* ids libc holds */
+  model_t     base;    /* must be first */
+  model_t    *libc;    /* raw domain */
+  model_t    *mibase;  /* mem and obj: the mimalloc model ... */
+  mi_model_t *mi;      /* ... through its composition API */
+  idset_t     in_libc; /* ids libc holds */
   /* rules of the version */
-  bool        count_advance; /* 3.13.0-3.13.5: every 10th deferral */
-  bool        fix_145615;    /* 3.14.4 and later */
+  bool count_advance; /* 3.13.0-3.13.5: every 10th deferral */
+  bool fix_145615;    /* 3.14.4 and later */
   /* QSBR (struct _qsbr_shared, pycore_qsbr.h:79-94) */
-  uint64_t    wr_seq, rd_seq;
+  uint64_t wr_seq, rd_seq;
   /* threads, by trace thread id */
   ft_thread_t *threads;
   uint32_t     threads_cap;
-  uint32_t     cur;          /* thread of the event being served */
+  uint32_t     cur; /* thread of the event being served */
   uint64_t     now_ns;
-  uint8_t      object_heap;  /* current_object_heap (option object_heap) */
+  uint8_t      object_heap; /* current_object_heap (option object_heap) */
   /* parked pages: a doubly linked list per thread, by page ref */
-  uint32_t    *pnext, *pprev, *plist; /* plist: thread + 1, 0 = none */
-  uint32_t     pcap;
-  as_status_t  hook_fail;    /* first failure inside a hook */
-  as_err_t     hook_err;
+  uint32_t   *pnext, *pprev, *plist; /* plist: thread + 1, 0 = none */
+  uint32_t    pcap;
+  as_status_t hook_fail; /* first failure inside a hook */
+  as_err_t    hook_err;
   /* counters */
-  uint64_t     parked_pages, parks, collects, collect_frees, advances,
-      gc_runs, dropped_by_gc;
+  uint64_t parked_pages, parks, collects, collect_frees, advances, gc_runs,
+      dropped_by_gc;
 };
 
 /* ---- QSBR ---------------------------------------------------------------- */
@@ -150,8 +150,8 @@ static uint64_t park_goal(ft_model_t *fm, ft_thread_t *t, mi_page_ref_t p) {
     t->deferrals = 0;
     return qsbr_advance(fm);
   }
-  uint64_t bytes = mimalloc_page_blocks(fm->mi, p) *
-                   mimalloc_page_block_size(fm->mi, p);
+  uint64_t bytes =
+      mimalloc_page_blocks(fm->mi, p) * mimalloc_page_block_size(fm->mi, p);
   if (bytes > QSBR_PAGE_MEM_LIMIT) {
     t->deferred_page_memory = 0;
     return qsbr_advance(fm);
@@ -188,8 +188,7 @@ static bool ensure_page_slots(ft_model_t *fm, mi_page_ref_t p) {
   return true;
 }
 
-static void park_insert_tail(ft_model_t *fm, uint32_t thread,
-                             mi_page_ref_t p) {
+static void park_insert_tail(ft_model_t *fm, uint32_t thread, mi_page_ref_t p) {
   if (!ensure_page_slots(fm, p)) {
     if (fm->hook_fail == AS_OK)
       fm->hook_fail = as_err_set(&fm->hook_err, AS_ENOMEM,
@@ -197,9 +196,9 @@ static void park_insert_tail(ft_model_t *fm, uint32_t thread,
     return;
   }
   ft_thread_t *t = &fm->threads[thread];
-  fm->plist[p]   = thread + 1;
-  fm->pnext[p]   = 0;
-  fm->pprev[p]   = t->parked_last;
+  fm->plist[p] = thread + 1;
+  fm->pnext[p] = 0;
+  fm->pprev[p] = t->parked_last;
   if (t->parked_last != 0)
     fm->pnext[t->parked_last] = p;
   else
@@ -250,7 +249,8 @@ static uint32_t list_thread(ft_model_t *fm, mi_page_ref_t p) {
   return fm->cur;
 }
 
-/* ---- Hooks into mimalloc --------------------------------------------------- */
+/* ---- Hooks into mimalloc ---------------------------------------------------
+ */
 
 /* _PyMem_mi_page_maybe_free (obmalloc.c:160-201; 3.13.5 :126-147): true
  * keeps (parks) the page. */
@@ -271,7 +271,7 @@ static bool hook_page_maybe_free(void *ctx, mi_model_t *m, mi_page_ref_t p,
     mimalloc_page_unfull(fm->mi, p);
   page_clear_qsbr(fm, p); /* :182-183; retire_expire: mimalloc.h */
   uint32_t thread = list_thread(fm, p);
-  *goal           = park_goal(fm, &fm->threads[fm->cur], p);
+  *goal = park_goal(fm, &fm->threads[fm->cur], p);
   park_insert_tail(fm, thread, p); /* :192-195 */
   fm->parks++;
   return true;
@@ -281,7 +281,7 @@ static bool hook_page_maybe_free(void *ctx, mi_model_t *m, mi_page_ref_t p,
  * thread's parked pages in order until a goal is not reached yet. */
 static void hook_heap_collect(void *ctx, mi_model_t *m, mi_heap_ref_t heap) {
   ft_model_t  *fm = ctx;
-  ft_thread_t *t  = &fm->threads[fm->cur];
+  ft_thread_t *t = &fm->threads[fm->cur];
   (void)m;
   if (heap == t->heap[FT_HEAP_MEM]) /* !heap->page_use_qsbr */
     return;
@@ -301,7 +301,7 @@ static void hook_heap_collect(void *ctx, mi_model_t *m, mi_heap_ref_t heap) {
     as_status_t rc = mimalloc_page_free(fm->mi, p, false, fm->now_ns, &e);
     if (rc != AS_OK && fm->hook_fail == AS_OK) {
       fm->hook_fail = rc;
-      fm->hook_err  = e;
+      fm->hook_err = e;
     }
     fm->collect_frees++;
     p = next;
@@ -348,8 +348,7 @@ static void hook_page_event(void *ctx, mi_model_t *m, mi_page_ref_t p,
 }
 
 /* _PyMem_mi_page_is_safe_to_free (obmalloc.c:109-127). */
-static bool hook_page_safe_to_free(void *ctx, mi_model_t *m,
-                                   mi_page_ref_t p) {
+static bool hook_page_safe_to_free(void *ctx, mi_model_t *m, mi_page_ref_t p) {
   ft_model_t *fm = ctx;
   (void)m;
   uint64_t goal = *mimalloc_page_user(fm->mi, p);
@@ -358,7 +357,8 @@ static bool hook_page_safe_to_free(void *ctx, mi_model_t *m,
   return qsbr_goal_reached(fm, goal);
 }
 
-/* ---- Threads and routing -------------------------------------------------- */
+/* ---- Threads and routing --------------------------------------------------
+ */
 
 /* The thread's state, with its four heaps made at its first event
  * (tstate_mimalloc_bind, pystate.c:3160-3206); the event is a quiescent
@@ -366,7 +366,7 @@ static bool hook_page_safe_to_free(void *ctx, mi_model_t *m,
 static as_status_t enter_thread(ft_model_t *fm, const trace_event_t *ev,
                                 as_err_t *err) {
   uint32_t id = ev->thread;
-  fm->now_ns  = ev->t_ns;
+  fm->now_ns = ev->t_ns;
   if (id >= fm->threads_cap) {
     uint32_t cap = fm->threads_cap ? fm->threads_cap : 16;
     while (cap <= id)
@@ -375,11 +375,11 @@ static as_status_t enter_thread(ft_model_t *fm, const trace_event_t *ev,
     if (t == NULL)
       return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
     memset(t + fm->threads_cap, 0, (cap - fm->threads_cap) * sizeof *t);
-    fm->threads     = t;
+    fm->threads = t;
     fm->threads_cap = cap;
   }
   ft_thread_t *t = &fm->threads[id];
-  fm->cur        = id;
+  fm->cur = id;
   if (!t->live) {
     as_status_t rc =
         mimalloc_thread_heap(fm->mi, id, ev->t_ns, &t->heap[FT_HEAP_MEM], err);
@@ -393,11 +393,10 @@ static as_status_t enter_thread(ft_model_t *fm, const trace_event_t *ev,
   return AS_OK;
 }
 
-static as_status_t leave_hooks(ft_model_t *fm, as_status_t rc,
-                               as_err_t *err) {
+static as_status_t leave_hooks(ft_model_t *fm, as_status_t rc, as_err_t *err) {
   if (rc == AS_OK && fm->hook_fail != AS_OK) {
-    rc            = fm->hook_fail;
-    *err          = fm->hook_err;
+    rc = fm->hook_fail;
+    *err = fm->hook_err;
     fm->hook_fail = AS_OK;
   }
   return rc;
@@ -409,8 +408,8 @@ static bool goes_to_libc(const trace_event_t *ev) {
 
 static mi_heap_ref_t heap_for(const ft_model_t *fm, const trace_event_t *ev) {
   const ft_thread_t *t = &fm->threads[ev->thread];
-  return t->heap[ev->domain == TRACE_DOMAIN_MEM ? FT_HEAP_MEM
-                                                : fm->object_heap];
+  return t
+      ->heap[ev->domain == TRACE_DOMAIN_MEM ? FT_HEAP_MEM : fm->object_heap];
 }
 
 /* ---- Model methods ------------------------------------------------------- */
@@ -445,8 +444,7 @@ static as_status_t ft_realloc(model_t *m, const trace_event_t *ev,
   return leave_hooks(fm, rc, err);
 }
 
-static as_status_t ft_free(model_t *m, const trace_event_t *ev,
-                           as_err_t *err) {
+static as_status_t ft_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   ft_model_t *fm = (ft_model_t *)m;
   if (idset_has(&fm->in_libc, ev->id)) {
     as_status_t rc = model_free(fm->libc, ev, err);
@@ -486,8 +484,7 @@ static as_status_t ft_thread(model_t *m, const trace_event_t *ev,
  * the write sequence and the collecting thread observes it (:950-969), and
  * the collector visits every page of each thread's GC and GC_PRE heaps
  * (:413-423), which collects their free lists (heap.c:645-646). */
-static as_status_t gc_collect(ft_model_t *fm, uint64_t now_ns,
-                              as_err_t *err) {
+static as_status_t gc_collect(ft_model_t *fm, uint64_t now_ns, as_err_t *err) {
   fm->gc_runs++;
   fm->now_ns = now_ns;
   qsbr_advance(fm);
@@ -543,10 +540,9 @@ static bool ft_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
                                      : model_locate(fm->mibase, id, addr);
 }
 
-static size_t ft_counters(const model_t *m, model_counter_t *out,
-                          size_t cap) {
+static size_t ft_counters(const model_t *m, model_counter_t *out, size_t cap) {
   const ft_model_t *fm = (const ft_model_t *)m;
-  size_t            n  = 0;
+  size_t            n = 0;
   n = model_counter_put(out, n, cap, "cpython", "parked_pages",
                         fm->parked_pages, "count",
                         "empty object-heap pages waiting for QSBR");
@@ -559,8 +555,8 @@ static size_t ft_counters(const model_t *m, model_counter_t *out,
                         "parked pages handed back to their segments");
   n = model_counter_put(out, n, cap, "cpython", "qsbr_advances", fm->advances,
                         "count", "write-sequence advances");
-  n = model_counter_put(out, n, cap, "cpython", "gc_runs", fm->gc_runs,
-                        "count", "cyclic GC runs the trace reported");
+  n = model_counter_put(out, n, cap, "cpython", "gc_runs", fm->gc_runs, "count",
+                        "cyclic GC runs the trace reported");
   n = model_counter_put(out, n, cap, "cpython", "parked_dropped_by_gc",
                         fm->dropped_by_gc, "count",
                         "parked pages the GC's visit left unreclaimable "
@@ -589,11 +585,11 @@ static void ft_stats(const model_t *m, model_stats_t *out) {
   model_stats_t     a, b;
   model_stats(fm->mibase, &a);
   model_stats(fm->libc, &b);
-  out->live_bytes   = a.live_bytes + b.live_bytes;
+  out->live_bytes = a.live_bytes + b.live_bytes;
   out->live_objects = a.live_objects + b.live_objects;
   out->mapped_bytes = a.mapped_bytes + b.mapped_bytes;
-  out->arenas       = a.arenas; /* mimalloc segments */
-  out->free_bytes   = a.free_bytes + b.free_bytes;
+  out->arenas = a.arenas; /* mimalloc segments */
+  out->free_bytes = a.free_bytes + b.free_bytes;
 }
 
 static void ft_destroy(model_t *m) {
@@ -609,26 +605,26 @@ static void ft_destroy(model_t *m) {
 }
 
 static const model_methods_t model_cpython_ft_methods = {
-    .name        = "cpython",
-    .summary     = "CPython free-threaded build: per-thread mimalloc heaps, "
-                   "empty object pages parked for QSBR",
+    .name = "cpython",
+    .summary = "CPython free-threaded build: per-thread mimalloc heaps, "
+               "empty object pages parked for QSBR",
     .composition = true,
     /* The survivors formula's unit: a small page (mimalloc 2.1.2 64 KiB,
      * types.h:185), which one survivor pins once empty pages are purged. */
     .formula_page_bytes = 65536,
-    .destroy     = ft_destroy,
-    .alloc       = ft_alloc,
-    .realloc     = ft_realloc,
-    .free        = ft_free,
-    .thread      = ft_thread,
-    .trim        = ft_trim,
-    .stats       = ft_stats,
-    .locate      = ft_locate,
-    .purge       = ft_purge,
-    .set_option  = ft_set_option,
-    .counters    = ft_counters,
-    .walk        = ft_walk,
-    .check       = ft_check,
+    .destroy = ft_destroy,
+    .alloc = ft_alloc,
+    .realloc = ft_realloc,
+    .free = ft_free,
+    .thread = ft_thread,
+    .trim = ft_trim,
+    .stats = ft_stats,
+    .locate = ft_locate,
+    .purge = ft_purge,
+    .set_option = ft_set_option,
+    .counters = ft_counters,
+    .walk = ft_walk,
+    .check = ft_check,
 };
 
 mi_model_t *cpython_ft_mimalloc(const model_t *m) {
@@ -663,7 +659,7 @@ static as_status_t check_ft_options(const model_opts_t *opts, as_err_t *err) {
 
 as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
                               model_t **out, as_err_t *err) {
-  *out           = NULL;
+  *out = NULL;
   as_status_t rc = check_ft_options(opts, err);
   if (rc != AS_OK)
     return rc;
@@ -671,19 +667,19 @@ as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
   if (fm == NULL)
     return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
   fm->base.methods = &model_cpython_ft_methods;
-  fm->base.opts    = *opts;
+  fm->base.opts = *opts;
   /* The effective allocator of the mem and obj domains. */
   snprintf(fm->base.opts.text[CO_PYTHONMALLOC],
            sizeof fm->base.opts.text[CO_PYTHONMALLOC], "mimalloc");
   fm->base.opts.num[CO_PYTHONMALLOC] = 2;
-  const char *v    = model_opt_text(opts, CO_VERSION);
+  const char *v = model_opt_text(opts, CO_VERSION);
   fm->count_advance = strncmp(v, "3.13.", 5) == 0;
-  fm->fix_145615    = strcmp(v, "3.14") == 0;
+  fm->fix_145615 = strcmp(v, "3.14") == 0;
   fm->wr_seq = fm->rd_seq = QSBR_INITIAL;
-  fm->object_heap         = FT_HEAP_OBJECT;
+  fm->object_heap = FT_HEAP_OBJECT;
 
-  const char *libc_spec = ctx->libc_spec ? ctx->libc_spec
-                                         : model_default_libc();
+  const char *libc_spec =
+      ctx->libc_spec ? ctx->libc_spec : model_default_libc();
   rc = model_create_from_spec(libc_spec, ctx, &fm->libc, err);
   if (rc == AS_OK && fm->libc->methods->composition) {
     rc = as_err_set(err, AS_EUSAGE,
@@ -703,12 +699,12 @@ as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return rc;
   }
   fm->mibase = mi;
-  fm->mi     = (mi_model_t *)mi; /* mimalloc.h: begins with model_t */
+  fm->mi = (mi_model_t *)mi; /* mimalloc.h: begins with model_t */
   mimalloc_set_hooks(fm->mi, &(mi_hooks_t){
-                                 .ctx               = fm,
-                                 .page_maybe_free   = hook_page_maybe_free,
-                                 .heap_collect      = hook_heap_collect,
-                                 .page_event        = hook_page_event,
+                                 .ctx = fm,
+                                 .page_maybe_free = hook_page_maybe_free,
+                                 .heap_collect = hook_heap_collect,
+                                 .page_event = hook_page_event,
                                  .page_safe_to_free = hook_page_safe_to_free,
                              });
   *out = &fm->base;

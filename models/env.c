@@ -37,8 +37,8 @@ static bool set_value(const char *v) {
 }
 
 /* The value of environment variable name in the run, or NULL. */
-static const char *env_value(model_env_get_fn get, void *user,
-                             const char *name, char *buf, size_t len) {
+static const char *env_value(model_env_get_fn get, void *user, const char *name,
+                             char *buf, size_t len) {
   char        key[96];
   const char *v;
   snprintf(key, sizeof key, "env.%s", name);
@@ -50,7 +50,7 @@ static const char *env_value(model_env_get_fn get, void *user,
   if (set_value(v = get(user, name)))
     return v;
   const char *env = get(user, "malloc_env");
-  size_t      nl  = strlen(name);
+  size_t      nl = strlen(name);
   for (const char *p = env; p != NULL && *p != '\0';) {
     p += strspn(p, " ,;");
     size_t tok = strcspn(p, " ,;");
@@ -75,7 +75,7 @@ static const char *list_value(model_env_get_fn get, void *user, size_t i,
   for (const char *p = v; p != NULL && *p != '\0';) {
     size_t item = strcspn(p, (char[]){list_vars[i].item_sep, '\0'});
     if (item > kl && strncmp(p, key, kl) == 0 && p[kl] == list_vars[i].kv_sep) {
-      found     = p + kl + 1;
+      found = p + kl + 1;
       found_len = item - kl - 1;
     }
     p += item;
@@ -142,7 +142,7 @@ static bool condition_holds(const model_opts_t *o, const char *c, size_t cl) {
   if (key < 0)
     return false;
   const char *want = o->text[key];
-  size_t      wl   = strlen(want);
+  size_t      wl = strlen(want);
   for (const char *p = c + kl + 1; p < c + cl;) {
     size_t n = strcspn(p, "|");
     if (p + n > c + cl)
@@ -162,9 +162,9 @@ static const char *row_value(const model_option_t *row, const model_opts_t *o,
   const char *found = NULL;
   for (const char *p = row->env; p != NULL && *p != '\0';) {
     p += strspn(p, " ");
-    size_t tok = strcspn(p, " ");
-    size_t n   = strcspn(p, "? "); /* the spelling, before any '?' */
-    bool   ok  = n == tok || condition_holds(o, p + n + 1, tok - n - 1);
+    size_t      tok = strcspn(p, " ");
+    size_t      n = strcspn(p, "? "); /* the spelling, before any '?' */
+    bool        ok = n == tok || condition_holds(o, p + n + 1, tok - n - 1);
     const char *v = ok && n ? spelling_value(get, user, p, n, buf, len) : NULL;
     if (v != NULL) {
       found = v;
@@ -210,8 +210,7 @@ static as_status_t check_list_keys(const model_methods_t *methods,
     if (!list_vars[i].strict || !reads)
       continue;
     char        whole[512];
-    const char *v = env_value(get, user, list_vars[i].var, whole,
-                              sizeof whole);
+    const char *v = env_value(get, user, list_vars[i].var, whole, sizeof whole);
     for (const char *p = v; p != NULL && *p != '\0';) {
       size_t item = strcspn(p, (char[]){list_vars[i].item_sep, '\0'});
       size_t kl = strcspn(p, (char[]){list_vars[i].kv_sep, '\0'});
@@ -238,8 +237,8 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   if (rc0 != AS_OK)
     return rc0;
   model_opts_t opts;
-  as_status_t  rc = model_opts_parse(methods->name, methods->options, NULL,
-                                     &opts, err);
+  as_status_t  rc =
+      model_opts_parse(methods->name, methods->options, NULL, &opts, err);
   if (rc != AS_OK)
     return rc;
   size_t used = (size_t)snprintf(buf, len, "%s", methods->name);
@@ -247,16 +246,15 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   for (size_t i = 0; i < opts.count && used < len; i++) {
     const model_option_t *row = &methods->options[i];
     char                  v[128], which[96], pick[32];
-    const char *value = row_value(row, &opts, get, user, v, sizeof v, which,
-                                  sizeof which);
+    const char           *value =
+        row_value(row, &opts, get, user, v, sizeof v, which, sizeof which);
     if (value == NULL)
       continue;
     if (row->kind == OPT_ENUM) {
       const char *c = enum_choice(row, value, pick, sizeof pick);
       if (c == NULL)
-        return as_err_set(err, AS_EINVAL,
-                          "%s=%s: %s knob %s expects one of %s", which,
-                          value, methods->name, row->name, row->choices);
+        return as_err_set(err, AS_EINVAL, "%s=%s: %s knob %s expects one of %s",
+                          which, value, methods->name, row->name, row->choices);
       value = c;
     }
     as_err_t why;
@@ -332,7 +330,7 @@ as_status_t model_specs_for_run(model_env_get_fn get, void *user, char *model,
   if ((rc = model_spec_from_env(libc_methods, get, user, libc, libc_len,
                                 err)) != AS_OK)
     return rc;
-  const char *python = get(user, "python");
+  const char            *python = get(user, "python");
   const model_methods_t *cpython = model_find("cpython");
   if (python != NULL && *python != '\0' && cpython != NULL)
     return model_spec_from_env(cpython, get, user, model, model_len, err);

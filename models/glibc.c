@@ -66,39 +66,40 @@
 
 /* ---- Constants and options --------------------------------------------- */
 
-#define SIZE_SZ          UINT64_C(8)  /* malloc.c: INTERNAL_SIZE_T on x86-64 */
-#define MALLOC_ALIGNMENT UINT64_C(16) /* sysdeps/generic/malloc-alignment.h:27 */
+#define SIZE_SZ UINT64_C(8) /* malloc.c: INTERNAL_SIZE_T on x86-64 */
+#define MALLOC_ALIGNMENT                                                       \
+  UINT64_C(16) /* sysdeps/generic/malloc-alignment.h:27 */
 #define MALLOC_ALIGN_MASK (MALLOC_ALIGNMENT - 1)
-#define CHUNK_HDR_SZ     (2 * SIZE_SZ) /* malloc.c:1295 */
-#define MINSIZE          UINT64_C(32)  /* malloc.c:1312 MIN_CHUNK_SIZE 32 */
-#define NBINS            128           /* malloc.c:1570 */
-#define NSMALLBINS       64            /* malloc.c:1571 */
-#define MIN_LARGE_SIZE   UINT64_C(1024) /* malloc.c:1574 */
-#define NFASTBINS        10            /* malloc.c:1748 */
-#define MAX_FAST_SIZE    UINT64_C(160) /* malloc.c:1746 80*SIZE_SZ/4 */
-#define BINMAPSIZE       4             /* malloc.c:1711 NBINS/32 */
+#define CHUNK_HDR_SZ      (2 * SIZE_SZ)  /* malloc.c:1295 */
+#define MINSIZE           UINT64_C(32)   /* malloc.c:1312 MIN_CHUNK_SIZE 32 */
+#define NBINS             128            /* malloc.c:1570 */
+#define NSMALLBINS        64             /* malloc.c:1571 */
+#define MIN_LARGE_SIZE    UINT64_C(1024) /* malloc.c:1574 */
+#define NFASTBINS         10             /* malloc.c:1748 */
+#define MAX_FAST_SIZE     UINT64_C(160)  /* malloc.c:1746 80*SIZE_SZ/4 */
+#define BINMAPSIZE        4              /* malloc.c:1711 NBINS/32 */
 /* malloc.c:1761; gmaster:1701 calls it ATTEMPT_TRIMMING_THRESHOLD. */
 #define FASTBIN_CONSOLIDATION_THRESHOLD UINT64_C(65536)
 /* malloc.c:972 4 MiB * sizeof(long): the dynamic threshold's ceiling. */
 #define DEFAULT_MMAP_THRESHOLD_MAX (UINT64_C(32) << 20)
-#define HEAP_MIN_SIZE    (UINT64_C(32) * 1024) /* arena.c:28 */
-#define HEAP_MAX_SIZE    (UINT64_C(64) << 20)  /* arena.c:31 2*32 MiB */
+#define HEAP_MIN_SIZE              (UINT64_C(32) * 1024) /* arena.c:28 */
+#define HEAP_MAX_SIZE              (UINT64_C(64) << 20) /* arena.c:31 2*32 MiB */
 /* arena.c:75-87 heap_info: 5 words + pad[-3*SIZE_SZ & 15] = 48 bytes. */
-#define HEAP_INFO_SZ     UINT64_C(48)
+#define HEAP_INFO_SZ UINT64_C(48)
 /* malloc.c:1724-1760 struct malloc_state: mutex, flags, have_fastchunks,
  * fastbinsY[10], top, last_remainder, bins[254], binmap[4], next, next_free,
  * attached_threads, system_mem, max_system_mem = 2200 bytes.  gmaster
  * 1724-1759 drops have_fastchunks and fastbinsY: 2112 bytes. */
 #define MALLOC_STATE_SZ_236    UINT64_C(2200)
 #define MALLOC_STATE_SZ_MASTER UINT64_C(2112)
-#define MAX_ITERS        10000 /* malloc.c:4161 unsorted scan bound */
-#define TCACHE_SMALL_BINS 64   /* malloc.c:309 TCACHE_MAX_BINS; g242:294 */
-#define TCACHE_LARGE_BINS 12   /* g242:295 "Up to 4M chunks" */
-#define TCACHE_ALL_BINS  (TCACHE_SMALL_BINS + TCACHE_LARGE_BINS)
+#define MAX_ITERS              10000 /* malloc.c:4161 unsorted scan bound */
+#define TCACHE_SMALL_BINS      64 /* malloc.c:309 TCACHE_MAX_BINS; g242:294 */
+#define TCACHE_LARGE_BINS      12 /* g242:295 "Up to 4M chunks" */
+#define TCACHE_ALL_BINS        (TCACHE_SMALL_BINS + TCACHE_LARGE_BINS)
 
 #define MAX_TCACHE_COUNT UINT64_C(65535) /* malloc.c:332 UINT16_MAX */
 /* malloc.c:310,313 tidx2usize(63) = 63*16 + 32 - 8: the largest request. */
-#define MAX_TCACHE_SIZE  UINT64_C(1032)
+#define MAX_TCACHE_SIZE UINT64_C(1032)
 
 typedef enum glibc_version_e {
   GV_236, /* Debian 12: glibc-2.36 tag + release branch */
@@ -114,7 +115,7 @@ typedef enum glibc_version_e {
 #define GLIBC_OPTIONS(X)                                                       \
   X(GO_ARENA_MAX, "arena_max", OPT_U64, "0", "", NULL,                         \
     "MALLOC_ARENA_MAX GLIBC_TUNABLES:glibc.malloc.arena_max",                  \
-    "glibc 2.36 malloc/arena.c:936 mp_.arena_max; 0 = 8*ncpus "               \
+    "glibc 2.36 malloc/arena.c:936 mp_.arena_max; 0 = 8*ncpus "                \
     "(arena.c:938-947)",                                                       \
     "most arenas (M_ARENA_MAX, MALLOC_ARENA_MAX)")                             \
   X(GO_ARENA_TEST, "arena_test", OPT_U64, "8", "", NULL,                       \
@@ -131,8 +132,8 @@ typedef enum glibc_version_e {
     "top size that triggers systrim on free; setting it freezes thresholds")   \
   X(GO_TOP_PAD, "top_pad", OPT_BYTES, "131072", "bytes", NULL,                 \
     "MALLOC_TOP_PAD_ GLIBC_TUNABLES:glibc.malloc.top_pad",                     \
-    "glibc 2.36 sysdeps/generic/malloc-machine.h:37-38 DEFAULT_TOP_PAD "      \
-    "(malloc.c:952's 0 is preempted by that earlier definition)",             \
+    "glibc 2.36 sysdeps/generic/malloc-machine.h:37-38 DEFAULT_TOP_PAD "       \
+    "(malloc.c:952's 0 is preempted by that earlier definition)",              \
     "extra bytes per brk/heap growth and kept by trims")                       \
   X(GO_MMAP_MAX, "mmap_max", OPT_U64, "65536", "", NULL,                       \
     "MALLOC_MMAP_MAX_ GLIBC_TUNABLES:glibc.malloc.mmap_max",                   \
@@ -144,21 +145,21 @@ typedef enum glibc_version_e {
     "largest fastbin request (<= 160); ignored by version=2.43")               \
   X(GO_TCACHE_COUNT, "tcache_count", OPT_U64, "7", "", NULL,                   \
     "GLIBC_TUNABLES:glibc.malloc.tcache_count",                                \
-    "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "      \
-    "gmaster:317; used when version=2.43 and not set)",                       \
+    "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "       \
+    "gmaster:317; used when version=2.43 and not set)",                        \
     "chunks per tcache bin (<= 65535)")                                        \
   X(GO_TCACHE_MAX, "tcache_max", OPT_BYTES, "1032", "bytes", NULL,             \
     "GLIBC_TUNABLES:glibc.malloc.tcache_max",                                  \
-    "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "   \
+    "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "    \
     "up to 4 MiB when raised",                                                 \
     "largest request the tcache holds")                                        \
   X(GO_VERSION, "version", OPT_ENUM, "2.36", "", "2.36|2.41|2.42|2.43", NULL,  \
-    "glibc tags glibc-2.36 (Debian 12), glibc-2.41, glibc-2.42; 2.43 = "      \
+    "glibc tags glibc-2.36 (Debian 12), glibc-2.41, glibc-2.42; 2.43 = "       \
     "master 04e750e75b",                                                       \
     "glibc release whose behaviour to model")                                  \
   X(GO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
-    "glibc 2.36 malloc/arena.c:940 __get_nprocs (Debian backport "            \
-    "8e99cc76a2); 2 = nproc of the machine the validation runs were "         \
+    "glibc 2.36 malloc/arena.c:940 __get_nprocs (Debian backport "             \
+    "8e99cc76a2); 2 = nproc of the machine the validation runs were "          \
     "measured on",                                                             \
     "online CPUs: the arena limit is 8*ncpus")                                 \
   NPTL_STACK_OPTIONS(X, GO_STACK_SIZE, GO_THREAD_STACK_PAGES)
@@ -173,15 +174,15 @@ static const model_option_t glibc_options[] = {
 #define NIL 0u
 
 typedef enum gstate_e {
-  CS_DEAD,    /* record on the recycle list */
-  CS_INUSE,   /* held by the program (or glibc: tcache struct) */
-  CS_TCACHE,  /* in a thread's tcache: in use as far as the arena knows */
-  CS_FAST,    /* in a fastbin: in-use bit stays set (malloc.c:4489-4559) */
-  CS_BINNED,  /* free: in the unsorted list or a small/large bin */
-  CS_TOP,     /* an arena's top chunk */
-  CS_FENCE,   /* fencepost at the end of a full thread heap (2635-2666) */
-  CS_MMAP,    /* an mmapped chunk (IS_MMAPPED) */
-  CS_BINHEAD  /* a bin's list head (bin_at) */
+  CS_DEAD,   /* record on the recycle list */
+  CS_INUSE,  /* held by the program (or glibc: tcache struct) */
+  CS_TCACHE, /* in a thread's tcache: in use as far as the arena knows */
+  CS_FAST,   /* in a fastbin: in-use bit stays set (malloc.c:4489-4559) */
+  CS_BINNED, /* free: in the unsorted list or a small/large bin */
+  CS_TOP,    /* an arena's top chunk */
+  CS_FENCE,  /* fencepost at the end of a full thread heap (2635-2666) */
+  CS_MMAP,   /* an mmapped chunk (IS_MMAPPED) */
+  CS_BINHEAD /* a bin's list head (bin_at) */
 } gstate_t;
 
 /* A chunk.  Invariants: records of one region are linked in address order
@@ -192,23 +193,23 @@ typedef enum gstate_e {
  * its mapping (memalign). */
 typedef struct gchunk_s gchunk_t;
 struct gchunk_s {
-  uint64_t addr;  /* chunk start (prev_size field) */
-  uint64_t size;  /* chunksize() */
-  union {         /* what a chunk holds in its state, as glibc's own: */
-    uint64_t req; /* in use: bytes the program asked for */
-    struct {      /* free (binned): large-bin skip links, NIL otherwise */
+  uint64_t addr;      /* chunk start (prev_size field) */
+  uint64_t size;      /* chunksize() */
+  union {             /* what a chunk holds in its state, as glibc's own: */
+    uint64_t req;     /* in use: bytes the program asked for */
+    struct {          /* free (binned): large-bin skip links, NIL otherwise */
       uint32_t fd_ns; /* fd_nextsize (NIL = NULL) */
       uint32_t bk_ns; /* bk_nextsize */
     };
   };
   union {
-    uint64_t aux; /* CS_MMAP: offset from the mapping's start */
-    struct {      /* any other: its region's address order */
+    uint64_t aux;    /* CS_MMAP: offset from the mapping's start */
+    struct {         /* any other: its region's address order */
       uint32_t prev; /* physical neighbour below, NIL at a region's start */
       uint32_t next; /* physical neighbour above, NIL at a region's end */
     };
   };
-  uint32_t fd;    /* list links: bins (circular), fastbin/tcache (NIL end) */
+  uint32_t fd; /* list links: bins (circular), fastbin/tcache (NIL end) */
   uint32_t bk;
   uint16_t arena; /* arena_for_chunk */
   uint8_t  state; /* gstate_t */
@@ -237,18 +238,18 @@ typedef struct garena_s garena_t;
  * 'top' is NIL until the first sysmalloc of the main arena (initial_top has
  * size 0, malloc.c:1974). */
 struct garena_s {
-  uint32_t bins;                /* record index of bin 0; bin i = bins + i */
-  uint32_t fast[NFASTBINS];     /* fastbin heads (LIFO via fd) */
-  uint32_t top;                 /* top chunk record */
-  uint64_t last_remainder;      /* address (glibc compares pointers) */
-  uint32_t binmap[BINMAPSIZE];  /* malloc.c:1709-1716 */
-  bool     have_fastchunks;     /* malloc.c:4523 */
-  int32_t  heap;                /* newest heap (thread arenas), -1 main */
-  uint32_t next;                /* arena ring: main -> newest -> ... */
-  int32_t  next_free;           /* free_list link, -1 end */
-  uint32_t attached_threads;    /* arena.c:757 */
-  uint64_t system_mem;          /* bytes obtained from the kernel */
-  uint64_t max_system_mem;
+  uint32_t  bins;               /* record index of bin 0; bin i = bins + i */
+  uint32_t  fast[NFASTBINS];    /* fastbin heads (LIFO via fd) */
+  uint32_t  top;                /* top chunk record */
+  uint64_t  last_remainder;     /* address (glibc compares pointers) */
+  uint32_t  binmap[BINMAPSIZE]; /* malloc.c:1709-1716 */
+  bool      have_fastchunks;    /* malloc.c:4523 */
+  int32_t   heap;               /* newest heap (thread arenas), -1 main */
+  uint32_t  next;               /* arena ring: main -> newest -> ... */
+  int32_t   next_free;          /* free_list link, -1 end */
+  uint32_t  attached_threads;   /* arena.c:757 */
+  uint64_t  system_mem;         /* bytes obtained from the kernel */
+  uint64_t  max_system_mem;
   glindex_t lidx[NBINS - NSMALLBINS]; /* large bins 64..127 */
 };
 
@@ -261,27 +262,27 @@ struct gheap_s {
   uint64_t mprotect_size; /* h->mprotect_size */
   int32_t  prev;          /* h->prev, -1 for an arena's first heap */
   uint32_t arena;
-  uint32_t prev_fence;    /* fence record at the end of prev's region */
+  uint32_t prev_fence; /* fence record at the end of prev's region */
   bool     live;
 };
 
 typedef struct gthread_s gthread_t;
 /* A thread: its sticky arena (thread_arena TLS) and its tcache. */
 struct gthread_s {
-  int32_t  arena;        /* -1 until the first arena_get */
-  bool     seen;         /* started (or the main thread) */
-  bool     shutting_down;/* tcache_shutting_down (malloc.c:3138) */
-  uint32_t tcache;       /* record of the tcache struct, NIL = NULL */
-  uint32_t tc_head[TCACHE_ALL_BINS];  /* entries[] */
-  uint16_t tc_count[TCACHE_ALL_BINS]; /* counts[] */
-  nptl_stack_t stack;    /* nptl stack block, addr 0 = none */
+  int32_t      arena;         /* -1 until the first arena_get */
+  bool         seen;          /* started (or the main thread) */
+  bool         shutting_down; /* tcache_shutting_down (malloc.c:3138) */
+  uint32_t     tcache;        /* record of the tcache struct, NIL = NULL */
+  uint32_t     tc_head[TCACHE_ALL_BINS];  /* entries[] */
+  uint16_t     tc_count[TCACHE_ALL_BINS]; /* counts[] */
+  nptl_stack_t stack;                     /* nptl stack block, addr 0 = none */
 };
 
 typedef struct glibc_model_s glibc_model_t;
 struct glibc_model_s {
-  model_t       base; /* must be first */
-  sim_kernel_t *kernel;
-  uint64_t      page;          /* GLRO(dl_pagesize) */
+  model_t         base; /* must be first */
+  sim_kernel_t   *kernel;
+  uint64_t        page; /* GLRO(dl_pagesize) */
   glibc_version_t version;
 
   /* mp_ (struct malloc_par, malloc.c:1868-1926; defaults 1929-1946) */
@@ -294,11 +295,11 @@ struct glibc_model_s {
   uint64_t arena_test;
   uint64_t arena_max;
   uint64_t ncpus;
-  uint64_t global_max_fast;  /* 0: no fastbins (master) */
+  uint64_t global_max_fast; /* 0: no fastbins (master) */
   uint64_t tcache_count;
-  uint64_t tcache_bins;      /* 2.36/2.41: csize2tidx limit */
-  uint64_t tcache_small_bins;/* 2.42+: stash limit */
-  uint64_t tcache_max_bytes; /* 2.42+: eligible iff nb < this */
+  uint64_t tcache_bins;         /* 2.36/2.41: csize2tidx limit */
+  uint64_t tcache_small_bins;   /* 2.42+: stash limit */
+  uint64_t tcache_max_bytes;    /* 2.42+: eligible iff nb < this */
   uint64_t tcache_struct_bytes; /* sizeof(tcache_perthread_struct) */
   uint64_t malloc_state_sz;
   uint64_t sbrk_base;
@@ -306,33 +307,33 @@ struct glibc_model_s {
 
   /* arena.c statics */
   garena_t *arenas;
-  uint32_t  narenas;        /* arena.c:88 narenas */
+  uint32_t  narenas; /* arena.c:88 narenas */
   uint32_t  arenas_cap;
-  uint64_t  narenas_limit;  /* arena.c:928, computed once */
-  int32_t   free_list;      /* arena.c:93 */
-  uint32_t  next_to_use;    /* arena.c:867 */
+  uint64_t  narenas_limit; /* arena.c:928, computed once */
+  int32_t   free_list;     /* arena.c:93 */
+  uint32_t  next_to_use;   /* arena.c:867 */
 
-  gheap_t  *heaps;
-  uint32_t  nheaps, heaps_cap;
+  gheap_t *heaps;
+  uint32_t nheaps, heaps_cap;
 
   gthread_t *threads;
   uint32_t   nthreads;
 
   /* nptl thread stacks (nptl/allocatestack.c, nptl/nptl-stack.c) */
-  nptl_stacks_t nptl;           /* thread stacks and their cache */
+  nptl_stacks_t nptl; /* thread stacks and their cache */
 
-  gchunk_t *ch;             /* ch_res.base: records never move */
-  uint32_t  nch, ch_cap;    /* records in use / committed */
-  uint32_t  recycled;       /* recycle list through fd */
+  gchunk_t    *ch;          /* ch_res.base: records never move */
+  uint32_t     nch, ch_cap; /* records in use / committed */
+  uint32_t     recycled;    /* recycle list through fd */
   as_reserve_t ch_res;
 
-  uint32_t *obj;            /* object id -> record (obj_res.base) */
-  uint64_t  obj_cap;        /* ids committed */
+  uint32_t    *obj;     /* object id -> record (obj_res.base) */
+  uint64_t     obj_cap; /* ids committed */
   as_reserve_t obj_res;
 
   uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
 
-  as_status_t fail;         /* first failure, sticky */
+  as_status_t fail; /* first failure, sticky */
   as_err_t    ferr;
 };
 
@@ -362,7 +363,7 @@ _Static_assert(sizeof(gchunk_t) == 44, "a chunk record is 44 bytes");
 static uint32_t rec_new(glibc_model_t *g) {
   uint32_t i;
   if (g->recycled != NIL) {
-    i           = g->recycled;
+    i = g->recycled;
     g->recycled = C(i)->fd;
   } else {
     if (g->nch == g->ch_cap) {
@@ -375,7 +376,7 @@ static uint32_t rec_new(glibc_model_t *g) {
         return NIL;
       }
       size_t cap = g->ch_res.committed / sizeof(gchunk_t);
-      g->ch_cap  = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
+      g->ch_cap = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
     }
     i = g->nch++;
   }
@@ -385,7 +386,7 @@ static uint32_t rec_new(glibc_model_t *g) {
 
 static void rec_free(glibc_model_t *g, uint32_t i) {
   C(i)->state = CS_DEAD;
-  C(i)->fd    = g->recycled;
+  C(i)->fd = g->recycled;
   g->recycled = i;
 }
 
@@ -448,11 +449,11 @@ static uint32_t split(glibc_model_t *g, uint32_t p, uint64_t nb) {
   if (r == NIL)
     return NIL;
   gchunk_t *P = C(p), *R = C(r);
-  R->addr  = P->addr + nb;
-  R->size  = P->size - nb;
+  R->addr = P->addr + nb;
+  R->size = P->size - nb;
   R->arena = P->arena;
-  R->prev  = p;
-  R->next  = P->next;
+  R->prev = p;
+  R->next = P->next;
   if (P->next != NIL)
     C(P->next)->prev = r;
   P->next = r;
@@ -489,16 +490,16 @@ static uint32_t lfind_le(const glindex_t *li, uint64_t size) {
   return lo;
 }
 
-static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at,
-                    uint64_t size, uint32_t head) {
+static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at, uint64_t size,
+                    uint32_t head) {
   if (li->n == li->cap) {
     uint32_t   cap = li->cap ? li->cap * 2 : 8;
-    glgroup_t *v   = realloc(li->v, (size_t)cap * sizeof *v);
+    glgroup_t *v = realloc(li->v, (size_t)cap * sizeof *v);
     if (v == NULL) {
       set_fail(g, AS_ENOMEM, "out of memory for the large-bin index");
       return;
     }
-    li->v   = v;
+    li->v = v;
     li->cap = cap;
   }
   memmove(&li->v[at + 1], &li->v[at], (size_t)(li->n - at) * sizeof *li->v);
@@ -514,7 +515,7 @@ static void unlink_nextsize(glibc_model_t *g, uint32_t p);
 /* The list part inline (every coalesce and bin take runs it); the skip
  * list of a large bin's group head out of line. */
 static inline void unlink_chunk(glibc_model_t *g, uint32_t p) {
-  gchunk_t *P  = C(p);
+  gchunk_t *P = C(p);
   uint32_t  fd = P->fd, bk = P->bk;
   C(fd)->bk = bk;
   C(bk)->fd = fd;
@@ -524,8 +525,8 @@ static inline void unlink_chunk(glibc_model_t *g, uint32_t p) {
 }
 
 __attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
-                                                      uint32_t p) {
-  gchunk_t  *P  = C(p);
+                                                      uint32_t       p) {
+  gchunk_t  *P = C(p);
   uint32_t   fd = P->fd;
   glindex_t *li = lindex(g, P->arena, P->size);
   uint32_t   at = lfind_le(li, P->size);
@@ -534,8 +535,8 @@ __attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
     if (P->fd_ns == p) {
       C(fd)->fd_ns = C(fd)->bk_ns = fd;
     } else {
-      C(fd)->fd_ns       = P->fd_ns;
-      C(fd)->bk_ns       = P->bk_ns;
+      C(fd)->fd_ns = P->fd_ns;
+      C(fd)->bk_ns = P->bk_ns;
       C(P->fd_ns)->bk_ns = fd;
       C(P->bk_ns)->fd_ns = fd;
     }
@@ -595,7 +596,7 @@ static inline gthread_t *thread_get(glibc_model_t *g, uint32_t tid) {
 }
 
 __attribute__((noinline)) static gthread_t *thread_grow(glibc_model_t *g,
-                                                        uint32_t tid) {
+                                                        uint32_t       tid) {
   if (tid >= (UINT32_C(1) << 24)) {
     set_fail(g, AS_EINVAL, "thread id above 2^24");
     return NULL;
@@ -611,7 +612,7 @@ __attribute__((noinline)) static gthread_t *thread_grow(glibc_model_t *g,
   memset(t + g->nthreads, 0, (size_t)(n - g->nthreads) * sizeof *t);
   for (uint32_t i = g->nthreads; i < n; i++)
     t[i].arena = -1;
-  g->threads  = t;
+  g->threads = t;
   g->nthreads = n;
   return &g->threads[tid];
 }
@@ -646,8 +647,8 @@ static int tc_stash_index(const glibc_model_t *g, uint64_t nb) {
 
 /* tcache_put (malloc.c:3169-3180): e->key and e->next are written. */
 static void tcache_put(glibc_model_t *g, gthread_t *th, uint32_t p, int idx) {
-  C(p)->state     = CS_TCACHE;
-  C(p)->fd        = th->tc_head[idx];
+  C(p)->state = CS_TCACHE;
+  C(p)->fd = th->tc_head[idx];
   th->tc_head[idx] = p;
   th->tc_count[idx]++;
   touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
@@ -660,19 +661,19 @@ static void tcache_put_large(glibc_model_t *g, gthread_t *th, uint32_t p,
   while (*link != NIL && C(*link)->size < C(p)->size)
     link = &C(*link)->fd;
   C(p)->state = CS_TCACHE;
-  C(p)->fd    = *link;
-  *link       = p;
+  C(p)->fd = *link;
+  *link = p;
   th->tc_count[idx]++;
   touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
 }
 
 /* tcache_get (malloc.c:3185-3194): pops the head, writes e->key = 0. */
 static uint32_t tcache_take(glibc_model_t *g, gthread_t *th, int idx) {
-  uint32_t p       = th->tc_head[idx];
+  uint32_t p = th->tc_head[idx];
   th->tc_head[idx] = C(p)->fd;
   th->tc_count[idx]--;
   C(p)->state = CS_INUSE;
-  C(p)->fd    = NIL;
+  C(p)->fd = NIL;
   return p;
 }
 static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
@@ -694,7 +695,7 @@ static uint32_t tcache_get_large(glibc_model_t *g, gthread_t *th, int idx,
   *link = C(p)->fd;
   th->tc_count[idx]--;
   C(p)->state = CS_INUSE;
-  C(p)->fd    = NIL;
+  C(p)->fd = NIL;
   touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
   return p;
 }
@@ -704,18 +705,18 @@ static uint32_t tcache_get_large(glibc_model_t *g, gthread_t *th, int idx,
 static int32_t arena_alloc(glibc_model_t *g) {
   if (g->narenas == g->arenas_cap) {
     uint32_t  cap = g->arenas_cap ? g->arenas_cap * 2 : 16;
-    garena_t *a   = realloc(g->arenas, (size_t)cap * sizeof *a);
+    garena_t *a = realloc(g->arenas, (size_t)cap * sizeof *a);
     if (a == NULL) {
       set_fail(g, AS_ENOMEM, "out of memory for arenas");
       return -1;
     }
-    g->arenas     = a;
+    g->arenas = a;
     g->arenas_cap = cap;
   }
   /* The heads are taken from the end of the pool, never the recycle
    * list, so that bin i is record bins + i. */
   uint32_t saved = g->recycled, first = NIL;
-  g->recycled    = NIL;
+  g->recycled = NIL;
   for (unsigned i = 0; i < NBINS; i++) {
     uint32_t r = rec_new(g);
     if (r == NIL) {
@@ -731,9 +732,9 @@ static int32_t arena_alloc(glibc_model_t *g) {
   int32_t   ai = (int32_t)g->narenas++;
   garena_t *av = &g->arenas[ai];
   memset(av, 0, sizeof *av);
-  av->bins      = first;
-  av->heap      = -1;
-  av->next      = (uint32_t)ai;
+  av->bins = first;
+  av->heap = -1;
+  av->next = (uint32_t)ai;
   av->next_free = -1;
   return ai;
 }
@@ -741,12 +742,12 @@ static int32_t arena_alloc(glibc_model_t *g) {
 static int32_t heap_alloc_slot(glibc_model_t *g) {
   if (g->nheaps == g->heaps_cap) {
     uint32_t cap = g->heaps_cap ? g->heaps_cap * 2 : 16;
-    gheap_t *h   = realloc(g->heaps, (size_t)cap * sizeof *h);
+    gheap_t *h = realloc(g->heaps, (size_t)cap * sizeof *h);
     if (h == NULL) {
       set_fail(g, AS_ENOMEM, "out of memory for heaps");
       return -1;
     }
-    g->heaps     = h;
+    g->heaps = h;
     g->heaps_cap = cap;
   }
   return (int32_t)g->nheaps++;
@@ -768,9 +769,9 @@ static int32_t new_heap(glibc_model_t *g, uint64_t size, uint64_t top_pad) {
   size = align_up(size, g->page); /* arena.c:499 */
   sim_addr_t  addr;
   as_err_t    e;
-  as_status_t rc = sim_kernel_mmap(g->kernel, HEAP_MAX_SIZE, HEAP_MAX_SIZE,
-                                   SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP, &addr,
-                                   &e);
+  as_status_t rc =
+      sim_kernel_mmap(g->kernel, HEAP_MAX_SIZE, HEAP_MAX_SIZE, SIM_PROT_NONE,
+                      SIM_OWNER_LIBC_HEAP, &addr, &e);
   if (rc == AS_ENOMEM)
     return -1;
   if (rc != AS_OK) {
@@ -778,18 +779,18 @@ static int32_t new_heap(glibc_model_t *g, uint64_t size, uint64_t top_pad) {
     k_status(g, rc);
     return -1;
   }
-  k_status(g, sim_kernel_mprotect(g->kernel, addr, size, SIM_PROT_RW,
-                                  &g->ferr));
+  k_status(g,
+           sim_kernel_mprotect(g->kernel, addr, size, SIM_PROT_RW, &g->ferr));
   int32_t hi = heap_alloc_slot(g);
   if (hi < 0)
     return -1;
-  gheap_t *h       = &g->heaps[hi];
-  h->addr          = addr;
-  h->size          = size;
+  gheap_t *h = &g->heaps[hi];
+  h->addr = addr;
+  h->size = size;
   h->mprotect_size = size;
-  h->prev          = -1;
-  h->prev_fence    = NIL;
-  h->live          = true;
+  h->prev = -1;
+  h->prev_fence = NIL;
+  h->live = true;
   g->heaps_live++;
   touch(g, addr, HEAP_INFO_SZ); /* h->size, h->mprotect_size ... */
   return hi;
@@ -797,7 +798,7 @@ static int32_t new_heap(glibc_model_t *g, uint64_t size, uint64_t top_pad) {
 
 /* grow_heap (arena.c:582-607). */
 static int grow_heap(glibc_model_t *g, gheap_t *h, uint64_t diff) {
-  diff              = align_up(diff, g->page);
+  diff = align_up(diff, g->page);
   uint64_t new_size = h->size + diff;
   if (new_size > HEAP_MAX_SIZE)
     return -1;
@@ -826,8 +827,8 @@ static int shrink_heap(glibc_model_t *g, gheap_t *h, uint64_t diff) {
  * malloc_state and the top chunk, linked after main_arena (777-782). */
 static int32_t int_new_arena(glibc_model_t *g, uint64_t size) {
   uint64_t ms = g->malloc_state_sz;
-  int32_t  hi = new_heap(g, size + (HEAP_INFO_SZ + ms + MALLOC_ALIGNMENT),
-                         g->top_pad);
+  int32_t  hi =
+      new_heap(g, size + (HEAP_INFO_SZ + ms + MALLOC_ALIGNMENT), g->top_pad);
   if (hi < 0 && g->fail == AS_OK)
     hi = new_heap(g, HEAP_INFO_SZ + ms + MALLOC_ALIGNMENT, g->top_pad);
   if (hi < 0)
@@ -837,13 +838,13 @@ static int32_t int_new_arena(glibc_model_t *g, uint64_t size) {
     return -1;
   garena_t *a = &g->arenas[ai];
   gheap_t  *h = &g->heaps[hi];
-  h->arena    = (uint32_t)ai;
-  a->heap     = hi;
+  h->arena = (uint32_t)ai;
+  a->heap = hi;
   a->attached_threads = 1; /* arena.c:757 */
   a->system_mem = a->max_system_mem = h->size;
   /* arena.c:762-767: top right after the malloc_state, aligned so that
    * chunk2mem is 16-aligned. */
-  uint64_t ptr      = h->addr + HEAP_INFO_SZ + ms;
+  uint64_t ptr = h->addr + HEAP_INFO_SZ + ms;
   uint64_t misalign = (ptr + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK;
   if (misalign > 0)
     ptr += MALLOC_ALIGNMENT - misalign;
@@ -851,15 +852,15 @@ static int32_t int_new_arena(glibc_model_t *g, uint64_t size) {
   uint32_t t = rec_new(g);
   if (t == NIL)
     return -1;
-  a           = &g->arenas[ai];
-  C(t)->addr  = ptr;
-  C(t)->size  = h->addr + h->size - ptr;
+  a = &g->arenas[ai];
+  C(t)->addr = ptr;
+  C(t)->size = h->addr + h->size - ptr;
   C(t)->state = CS_TOP;
   C(t)->arena = (uint16_t)ai;
-  a->top      = t;
+  a->top = t;
   w_head(g, t);
-  a->next               = g->arenas[0].next; /* arena.c:777-782 */
-  g->arenas[0].next     = (uint32_t)ai;
+  a->next = g->arenas[0].next; /* arena.c:777-782 */
+  g->arenas[0].next = (uint32_t)ai;
   return ai;
 }
 
@@ -874,7 +875,7 @@ static int32_t arena_get2(glibc_model_t *g, gthread_t *th, uint64_t size) {
   /* get_free_list (arena.c:807-837): LIFO reuse of arenas whose threads
    * all exited. */
   if (g->free_list >= 0) {
-    int32_t a    = g->free_list;
+    int32_t a = g->free_list;
     g->free_list = g->arenas[a].next_free;
     g->arenas[a].attached_threads = 1;
     detach_arena(g, th->arena);
@@ -916,7 +917,7 @@ static int32_t arena_get2(glibc_model_t *g, gthread_t *th, uint64_t size) {
     link = &g->arenas[*link].next_free;
   }
   g->arenas[result].attached_threads++;
-  th->arena      = result;
+  th->arena = result;
   g->next_to_use = g->arenas[result].next; /* arena.c:918 */
   return result;
 }
@@ -960,9 +961,9 @@ static uint32_t sysmalloc_mmap(glibc_model_t *g, uint64_t nb, int32_t ai) {
   uint32_t p = rec_new(g);
   if (p == NIL)
     return NIL;
-  C(p)->addr  = mm;
-  C(p)->size  = size;
-  C(p)->aux   = 0;
+  C(p)->addr = mm;
+  C(p)->size = size;
+  C(p)->aux = 0;
   C(p)->state = CS_MMAP;
   C(p)->arena = (uint16_t)ai;
   touch(g, mm, CHUNK_HDR_SZ); /* set_prev_size, set_head (2477-2479) */
@@ -975,12 +976,12 @@ static uint32_t sysmalloc_mmap(glibc_model_t *g, uint64_t nb, int32_t ai) {
  * writes the victim's header and the new top's header at victim+nb. */
 static uint32_t split_top(glibc_model_t *g, int32_t ai, uint64_t nb) {
   uint32_t victim = g->arenas[ai].top;
-  uint32_t rem    = split(g, victim, nb);
+  uint32_t rem = split(g, victim, nb);
   if (rem == NIL)
     return NIL;
-  C(rem)->state      = CS_TOP;
-  g->arenas[ai].top  = rem;
-  C(victim)->state   = CS_INUSE;
+  C(rem)->state = CS_TOP;
+  g->arenas[ai].top = rem;
+  C(victim)->state = CS_INUSE;
   w_head(g, victim);
   w_head(g, rem);
   return victim;
@@ -997,14 +998,14 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       return mm;
     tried_mmap = true;
   }
-  garena_t *av       = &g->arenas[ai];
-  uint32_t  old_top  = av->top;
+  garena_t *av = &g->arenas[ai];
+  uint32_t  old_top = av->top;
   uint64_t  old_size = old_top != NIL ? C(old_top)->size : 0;
 
   if (ai != 0) {
     /* 2620-2676: grow the current heap, else a new heap, else mmap. */
-    gheap_t *h        = &g->heaps[av->heap];
-    uint64_t old_hsz  = h->size;
+    gheap_t *h = &g->heaps[av->heap];
+    uint64_t old_hsz = h->size;
     if (MINSIZE + nb > old_size &&
         grow_heap(g, h, MINSIZE + nb - old_size) == 0) {
       av->system_mem += h->size - old_hsz; /* 2631 */
@@ -1017,15 +1018,15 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       if (nh >= 0) {
         av = &g->arenas[ai];
         gheap_t *H = &g->heaps[nh];
-        H->arena   = (uint32_t)ai;
-        H->prev    = av->heap;
-        av->heap   = nh;
+        H->arena = (uint32_t)ai;
+        H->prev = av->heap;
+        av->heap = nh;
         av->system_mem += H->size; /* 2640 */
         uint32_t t = rec_new(g);
         if (t == NIL)
           return NIL;
-        C(t)->addr  = H->addr + HEAP_INFO_SZ; /* 2642-2643 */
-        C(t)->size  = H->size - HEAP_INFO_SZ;
+        C(t)->addr = H->addr + HEAP_INFO_SZ; /* 2642-2643 */
+        C(t)->size = H->size - HEAP_INFO_SZ;
         C(t)->state = CS_TOP;
         C(t)->arena = (uint16_t)ai;
         g->arenas[ai].top = t;
@@ -1048,8 +1049,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
            * are written at keep + 16 .. keep + 32, inside the old top (the
            * record keeps the full size, which can end where the heap's RW
            * part ends). */
-          fence              = old_top;
-          C(fence)->state    = CS_FENCE;
+          fence = old_top;
+          C(fence)->state = CS_FENCE;
           w_head(g, fence);
           touch(g, C(fence)->addr + keep + CHUNK_HDR_SZ, 2 * SIZE_SZ);
         }
@@ -1067,8 +1068,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     uint64_t size = nb + g->top_pad + MINSIZE; /* 2681 */
     size -= old_size;                          /* 2689-2690 contiguous */
     size = align_up(size, g->page);            /* 2711 */
-    sim_addr_t brk = sim_kernel_brk_current(g->kernel);
-    as_err_t   e;
+    sim_addr_t  brk = sim_kernel_brk_current(g->kernel);
+    as_err_t    e;
     as_status_t rc = sim_kernel_brk(g->kernel, brk + size, &e);
     if (rc != AS_OK) {
       /* glibc would fall back to mmap (2727-2753); not modelled. */
@@ -1089,7 +1090,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       /* First time (2792-2891): align the first chunk and extend the
        * break to a page boundary. */
       uint64_t aligned = brk, correction = 0;
-      uint64_t front   = (brk + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK;
+      uint64_t front = (brk + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK;
       if (front > 0) {
         correction = MALLOC_ALIGNMENT - front;
         aligned += correction;
@@ -1104,12 +1105,12 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       uint32_t t = rec_new(g);
       if (t == NIL)
         return NIL;
-      av          = &g->arenas[ai];
-      C(t)->addr  = aligned;
-      C(t)->size  = brk + size - aligned + correction; /* 2890 */
+      av = &g->arenas[ai];
+      C(t)->addr = aligned;
+      C(t)->size = brk + size - aligned + correction; /* 2890 */
       C(t)->state = CS_TOP;
       C(t)->arena = 0;
-      av->top     = t;
+      av->top = t;
       av->system_mem += correction;
       w_head(g, t);
     }
@@ -1156,18 +1157,17 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
   /* 651: while top sits right after this heap's heap_info. */
   while (C(av->top)->addr == g->heaps[hi].addr + HEAP_INFO_SZ &&
          g->heaps[hi].prev >= 0) {
-    gheap_t *heap      = &g->heaps[hi];
+    gheap_t *heap = &g->heaps[hi];
     gheap_t *prev_heap = &g->heaps[heap->prev];
-    uint32_t fence     = heap->prev_fence;
-    uint32_t p         = C(fence)->prev;
+    uint32_t fence = heap->prev_fence;
+    uint32_t p = C(fence)->prev;
     /* 654-664: the fenceposts plus a free chunk before them. */
     uint64_t new_size = C(fence)->size;
-    bool     merge    = p != NIL && C(p)->state == CS_BINNED;
+    bool     merge = p != NIL && C(p)->state == CS_BINNED;
     if (merge)
       new_size += C(p)->size;
     /* 666-668 */
-    if (new_size + (HEAP_MAX_SIZE - prev_heap->size) <
-        pad + MINSIZE + g->page)
+    if (new_size + (HEAP_MAX_SIZE - prev_heap->size) < pad + MINSIZE + g->page)
       break;
     av->system_mem -= heap->size; /* 669 */
     k_status(g, sim_kernel_munmap(g->kernel, heap->addr, HEAP_MAX_SIZE,
@@ -1176,8 +1176,8 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
     g->heaps_live--;
     rec_free(g, av->top);
     int32_t prev = heap->prev;
-    av->heap     = prev;
-    hi           = prev;
+    av->heap = prev;
+    hi = prev;
     uint32_t top = fence;
     if (merge) { /* 675-679 */
       unlink_chunk(g, p);
@@ -1185,9 +1185,9 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
       top = p;
     }
     C(top)->state = CS_TOP; /* 683-684 */
-    C(top)->next  = NIL;
-    C(top)->size  = new_size;
-    av->top       = top;
+    C(top)->next = NIL;
+    C(top)->size = new_size;
+    av->top = top;
     w_head(g, top);
   }
   /* 691-714 */
@@ -1213,11 +1213,11 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
  * footer and links written (malloc.c:4623-4638). */
 static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
   uint32_t bck = av->bins + 1, fwd = C(bck)->fd;
-  C(p)->fd    = fwd;
-  C(p)->bk    = bck;
+  C(p)->fd = fwd;
+  C(p)->bk = bck;
   C(p)->fd_ns = C(p)->bk_ns = NIL; /* 4629-4633 */
-  C(bck)->fd  = p;
-  C(fwd)->bk  = p;
+  C(bck)->fd = p;
+  C(fwd)->bk = p;
   C(p)->state = CS_BINNED;
 }
 
@@ -1240,7 +1240,7 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
  * it in the unsorted list or into top; returns the coalesced size
  * (malloc.c:4594-4653, also malloc_consolidate 4757-4799). */
 static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
-  garena_t *av   = &g->arenas[ai];
+  garena_t *av = &g->arenas[ai];
   uint32_t  prev = C(p)->prev;
   if (prev != NIL && C(prev)->state == CS_BINNED) { /* 4597-4604 */
     unlink_chunk(g, prev);
@@ -1260,7 +1260,7 @@ static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
   }
   absorb_next(g, p); /* 4648-4653: into top */
   C(p)->state = CS_TOP;
-  av->top     = p;
+  av->top = p;
   w_head(g, p);
   return C(p)->size;
 }
@@ -1294,12 +1294,12 @@ static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
     }
   }
   if (size <= g->global_max_fast) { /* 4489-4559 (TRIM_FASTBINS 0) */
-    garena_t *av        = &g->arenas[ai];
-    unsigned  idx       = fastbin_index(size);
+    garena_t *av = &g->arenas[ai];
+    unsigned  idx = fastbin_index(size);
     av->have_fastchunks = true;
-    C(p)->state         = CS_FAST;
-    C(p)->fd            = av->fast[idx];
-    av->fast[idx]       = p;
+    C(p)->state = CS_FAST;
+    C(p)->fd = av->fast[idx];
+    av->fast[idx] = p;
     touch(g, C(p)->addr + CHUNK_HDR_SZ, SIZE_SZ); /* p->fd */
     return;
   }
@@ -1311,7 +1311,7 @@ static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
  * coalesced and put in the unsorted list (or top), bins in index order,
  * each bin from its head. */
 static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
-  garena_t *av        = &g->arenas[ai];
+  garena_t *av = &g->arenas[ai];
   av->have_fastchunks = false;
   for (unsigned i = 0; i < NFASTBINS; i++) {
     uint32_t p = g->arenas[ai].fast[i];
@@ -1319,7 +1319,7 @@ static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
     while (p != NIL) {
       uint32_t nextp = C(p)->fd;
       __builtin_prefetch(C(nextp)); /* overlaps merge_chunk's misses */
-      C(p)->state    = CS_INUSE;
+      C(p)->state = CS_INUSE;
       merge_chunk(g, ai, p);
       p = nextp;
     }
@@ -1335,33 +1335,33 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
   unsigned vi;
   uint32_t bck, fwd;
   if (in_smallbin_range(size)) {
-    vi  = smallbin_index(size);
+    vi = smallbin_index(size);
     bck = av->bins + vi;
     fwd = C(bck)->fd;
   } else {
-    vi  = largebin_index(size);
+    vi = largebin_index(size);
     bck = av->bins + vi;
     fwd = C(bck)->fd;
     glindex_t *li = &av->lidx[vi - NSMALLBINS];
     if (fwd != bck) {
       if (size < C(C(bck)->bk)->size) { /* 4105-4113: smaller than all */
-        fwd                  = bck;
-        bck                  = C(bck)->bk;
-        C(victim)->fd_ns     = C(fwd)->fd;
-        C(victim)->bk_ns     = C(C(fwd)->fd)->bk_ns;
+        fwd = bck;
+        bck = C(bck)->bk;
+        C(victim)->fd_ns = C(fwd)->fd;
+        C(victim)->bk_ns = C(C(fwd)->fd)->bk_ns;
         C(C(fwd)->fd)->bk_ns = victim;
         C(C(victim)->bk_ns)->fd_ns = victim;
         linsert(g, li, li->n, size, victim);
       } else {
         /* 4117-4121: the first group (from the largest) <= size. */
         uint32_t at = lfind_le(li, size);
-        fwd         = li->v[at].head;
+        fwd = li->v[at].head;
         if (size == C(fwd)->size) {
           fwd = C(fwd)->fd; /* 4123-4126: second position */
         } else {
           C(victim)->fd_ns = fwd;
           C(victim)->bk_ns = C(fwd)->bk_ns;
-          C(fwd)->bk_ns    = victim;
+          C(fwd)->bk_ns = victim;
           C(C(victim)->bk_ns)->fd_ns = victim;
           linsert(g, li, at, size, victim);
         }
@@ -1369,15 +1369,15 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
       }
     } else {
       C(victim)->fd_ns = C(victim)->bk_ns = victim; /* 4146 */
-      li->n            = 0;
+      li->n = 0;
       linsert(g, li, 0, size, victim);
     }
   }
   mark_bin(av, vi);
   C(victim)->bk = bck;
   C(victim)->fd = fwd;
-  C(fwd)->bk    = victim;
-  C(bck)->fd    = victim;
+  C(fwd)->bk = victim;
+  C(bck)->fd = victim;
 }
 
 /* Splits a chunk taken from a bin; the remainder goes to the front of the
@@ -1414,11 +1414,11 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 
   /* 3828-3889: fastbins, then stash same-size chunks in the tcache. */
   if (nb <= g->global_max_fast) {
-    idx             = fastbin_index(nb);
+    idx = fastbin_index(nb);
     uint32_t victim = av->fast[idx];
     if (victim != NIL) {
       av->fast[idx] = C(victim)->fd;
-      int tci       = tc ? tc_stash_index(g, nb) : -1;
+      int tci = tc ? tc_stash_index(g, nb) : -1;
       if (tci >= 0) {
         uint32_t tv;
         while (th->tc_count[tci] < g->tcache_count &&
@@ -1428,15 +1428,15 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         }
       }
       C(victim)->state = CS_INUSE;
-      C(victim)->fd    = NIL;
+      C(victim)->fd = NIL;
       return victim;
     }
   }
 
   /* 3897-3946: smallbins hold one size each; take the oldest (last). */
   if (in_smallbin_range(nb)) {
-    idx             = smallbin_index(nb);
-    uint32_t bin    = av->bins + idx;
+    idx = smallbin_index(nb);
+    uint32_t bin = av->bins + idx;
     uint32_t victim = C(bin)->bk;
     if (victim != bin) {
       uint32_t bck = C(victim)->bk;
@@ -1444,7 +1444,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       w_inuse_at(g, victim, nb);
       C(bin)->bk = bck;
       C(bck)->fd = bin;
-      int tci    = tc ? tc_stash_index(g, nb) : -1;
+      int tci = tc ? tc_stash_index(g, nb) : -1;
       if (tci >= 0) {
         uint32_t tv;
         while (th->tc_count[tci] < g->tcache_count &&
@@ -1467,29 +1467,30 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
   }
 
   /* 3976-3983 */
-  int tc_idx       = tc ? tc_stash_index(g, nb) : -1;
+  int  tc_idx = tc ? tc_stash_index(g, nb) : -1;
   bool return_cached = false;
 
   for (;;) {
-    int      iters    = 0;
+    int      iters = 0;
     uint32_t unsorted = av->bins + 1;
     uint32_t victim;
     while ((victim = C(unsorted)->bk) != unsorted) { /* 3990 */
-      uint32_t bck  = C(victim)->bk;
+      uint32_t bck = C(victim)->bk;
       uint64_t size = C(victim)->size;
-      __builtin_prefetch(C(bck)); /* the next victim, while this one is binned */
+      __builtin_prefetch(
+          C(bck)); /* the next victim, while this one is binned */
       /* 4018-4042: last_remainder split for small requests. */
       if (in_smallbin_range(nb) && bck == unsorted &&
           C(victim)->addr == av->last_remainder && size > nb + MINSIZE) {
         uint32_t rem = split(g, victim, nb);
         if (rem == NIL)
           return NIL;
-        av                 = &g->arenas[ai];
-        C(unsorted)->bk    = C(unsorted)->fd = rem;
+        av = &g->arenas[ai];
+        C(unsorted)->bk = C(unsorted)->fd = rem;
         av->last_remainder = C(rem)->addr;
         C(rem)->bk = C(rem)->fd = unsorted;
         C(rem)->fd_ns = C(rem)->bk_ns = NIL;
-        C(rem)->state    = CS_BINNED;
+        C(rem)->state = CS_BINNED;
         C(victim)->state = CS_INUSE;
         w_head(g, victim);
         w_head(g, rem);
@@ -1499,7 +1500,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       }
       /* 4046-4048: remove from the unsorted list. */
       C(unsorted)->bk = bck;
-      C(bck)->fd      = unsorted;
+      C(bck)->fd = unsorted;
       if (size == nb) { /* 4051-4079: exact fit */
         w_inuse_at(g, victim, size);
         if (tc_idx >= 0 && th->tc_count[tc_idx] < g->tcache_count) {
@@ -1521,14 +1522,14 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     /* 4179-4239: large request: best fit in its own bin. */
     if (!in_smallbin_range(nb)) {
       uint32_t bin = av->bins + idx;
-      victim       = C(bin)->fd;
+      victim = C(bin)->fd;
       if (victim != bin && C(victim)->size >= nb) {
         /* 4193-4196: from the smallest group up, the first >= nb. */
         glindex_t *li = &av->lidx[idx - NSMALLBINS];
         uint32_t   at = lfind_le(li, nb);
         if (at == li->n || li->v[at].size < nb)
           at--;
-        victim        = li->v[at].head;
+        victim = li->v[at].head;
         uint64_t size = C(victim)->size;
         if (victim != C(bin)->bk && C(victim)->size == C(C(victim)->fd)->size)
           victim = C(victim)->fd; /* 4200-4204 */
@@ -1549,23 +1550,22 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     unsigned i = idx + 1;
     for (;;) {
       unsigned block = i >> 5;
-      uint32_t map   = block < BINMAPSIZE
-                           ? av->binmap[block] & (~0u << (i & 31))
-                           : 0;
+      uint32_t map =
+          block < BINMAPSIZE ? av->binmap[block] & (~0u << (i & 31)) : 0;
       while (map == 0) {
         if (++block >= BINMAPSIZE)
           goto use_top;
         map = av->binmap[block];
       }
-      i            = (block << 5) + (unsigned)__builtin_ctz(map);
+      i = (block << 5) + (unsigned)__builtin_ctz(map);
       uint32_t bin = av->bins + i;
-      victim       = C(bin)->bk;
+      victim = C(bin)->bk;
       if (victim == bin) { /* 4285-4290: false alarm, clear the bit */
         av->binmap[block] &= ~(1u << (i & 31));
         i++;
         continue;
       }
-      uint64_t size           = C(victim)->size;
+      uint64_t size = C(victim)->size;
       uint64_t remainder_size = size - nb;
       unlink_chunk(g, victim);
       if (remainder_size < MINSIZE) {
@@ -1584,7 +1584,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       return split_top(g, ai, nb);
     if (av->have_fastchunks) {
       malloc_consolidate(g, ai);
-      av  = &g->arenas[ai];
+      av = &g->arenas[ai];
       idx = in_smallbin_range(nb) ? smallbin_index(nb) : largebin_index(nb);
       continue;
     }
@@ -1711,9 +1711,9 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
  * is 0 (malloc.c:2022) unless the glibc.malloc.hugetlb tunable sets it
  * (do_set_hugetlb, 5436), and hugetlb tunables are left out. */
 static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
-  uint64_t offset   = C(p)->aux;
-  uint64_t total    = offset + C(p)->size;
-  uint64_t block    = C(p)->addr - offset;
+  uint64_t offset = C(p)->aux;
+  uint64_t total = offset + C(p)->size;
+  uint64_t block = C(p)->addr - offset;
   uint64_t new_size = align_up(nb + offset + SIZE_SZ, g->page); /* 3085 */
   if (new_size == total)                                        /* 3088 */
     return true;
@@ -1740,15 +1740,15 @@ static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
 static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
                             uint64_t nb, gthread_t *th) {
   bool     tcache_internal = g->version < GV_242;
-  uint64_t oldsize         = C(p)->size;
-  uint32_t next            = C(p)->next;
-  uint32_t newp            = p;
+  uint64_t oldsize = C(p)->size;
+  uint32_t next = C(p)->next;
+  uint32_t newp = p;
   if (oldsize < nb) {
     garena_t *av = &g->arenas[ai];
     if (next == av->top && oldsize + C(next)->size >= nb + MINSIZE) {
       /* 4850-4859: expand forward into top. */
-      uint64_t grow  = nb - oldsize;
-      C(p)->size     = nb;
+      uint64_t grow = nb - oldsize;
+      C(p)->size = nb;
       C(next)->addr += grow;
       C(next)->size -= grow;
       w_head(g, p);
@@ -1768,8 +1768,8 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
       } else {
         /* 4889-4899: copy and free the old chunk. */
         C(nc)->user = 1;
-        C(nc)->req  = C(p)->req;
-        C(p)->user  = 0;
+        C(nc)->req = C(p)->req;
+        C(p)->user = 0;
         C(p)->state = CS_INUSE;
         int_free(g, ai, p, th, tcache_internal);
         return nc;
@@ -1797,7 +1797,7 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
 static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
                              uint64_t bytes, gthread_t *th) {
   bool     tcache_internal = g->version < GV_242;
-  uint64_t nb              = request2size(bytes);
+  uint64_t nb = request2size(bytes);
   uint64_t padded = request2size(nb + alignment + MINSIZE); /* 4965 */
   if (nb == 0 || padded == 0) {
     set_fail(g, AS_EINVAL, "memalign request too large");
@@ -1878,17 +1878,17 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
   int32_t ai = arena_get(g, th, nb);
   if (ai < 0)
     return NIL;
-  garena_t *av          = &g->arenas[ai];
+  garena_t *av = &g->arenas[ai];
   uint64_t  oldtop_addr = UINT64_MAX, oldtopsize = 0;
   if (av->top != NIL) { /* 3651-3666 MORECORE_CLEARS */
     oldtop_addr = C(av->top)->addr;
-    oldtopsize  = C(av->top)->size;
+    oldtopsize = C(av->top)->size;
     if (ai == 0) {
       uint64_t hw = g->sbrk_base + av->max_system_mem - oldtop_addr;
       if (oldtopsize < hw)
         oldtopsize = hw;
     } else {
-      gheap_t *h  = &g->heaps[av->heap];
+      gheap_t *h = &g->heaps[av->heap];
       uint64_t hw = h->addr + h->mprotect_size - oldtop_addr;
       if (oldtopsize < hw)
         oldtopsize = hw;
@@ -1914,11 +1914,11 @@ static void thread_exit(glibc_model_t *g, gthread_t *th) {
   if (th->tcache != NIL) {
     for (int i = 0; i < TCACHE_ALL_BINS; i++) {
       while (th->tc_head[i] != NIL) {
-        uint32_t e     = th->tc_head[i];
+        uint32_t e = th->tc_head[i];
         th->tc_head[i] = C(e)->fd;
         th->tc_count[i]--;
         C(e)->state = CS_INUSE;
-        C(e)->fd    = NIL;
+        C(e)->fd = NIL;
         int_free(g, C(e)->arena, e, NULL, false);
       }
     }
@@ -1933,7 +1933,7 @@ static void thread_exit(glibc_model_t *g, gthread_t *th) {
   th->arena = -1;
   if (a >= 0 && --g->arenas[a].attached_threads == 0) {
     g->arenas[a].next_free = g->free_list;
-    g->free_list           = a;
+    g->free_list = a;
   }
 }
 
@@ -1944,8 +1944,8 @@ static void thread_exit(glibc_model_t *g, gthread_t *th) {
 static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
   if (g->version < GV_243) /* master has no consolidation (gmaster mtrim) */
     malloc_consolidate(g, ai);
-  garena_t *av      = &g->arenas[ai];
-  uint64_t  ps      = g->page;
+  garena_t *av = &g->arenas[ai];
+  uint64_t  ps = g->page;
   unsigned  psindex = bin_index(ps);
   for (unsigned i = 1; i < NBINS; i++) {
     if (i != 1 && i < psindex)
@@ -1957,9 +1957,8 @@ static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
         uint64_t paligned = align_up(C(p)->addr + 6 * SIZE_SZ, ps);
         size -= paligned - C(p)->addr;
         if (size > ps - 1) /* 5068-5076 */
-          k_status(g, sim_kernel_madvise(g->kernel, paligned,
-                                         size & ~(ps - 1), SIM_MADV_DONTNEED,
-                                         &g->ferr));
+          k_status(g, sim_kernel_madvise(g->kernel, paligned, size & ~(ps - 1),
+                                         SIM_MADV_DONTNEED, &g->ferr));
       }
     }
   }
@@ -1969,8 +1968,8 @@ static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
 
 /* _mid_memalign (malloc.c:3523-3579).  2.36 consults no tcache here and
  * does not initialise it. */
-static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th,
-                            uint64_t alignment, uint64_t bytes) {
+static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th, uint64_t alignment,
+                            uint64_t bytes) {
   if (alignment <= MALLOC_ALIGNMENT) { /* 3530-3531 */
     uint64_t nb = request2size(bytes);
     return nb ? gl_malloc(g, th, nb, bytes != 0) : NIL;
@@ -2018,8 +2017,7 @@ static inline bool ensure_obj(glibc_model_t *g, uint64_t id) {
   return obj_grow(g, id);
 }
 
-__attribute__((noinline)) static bool obj_grow(glibc_model_t *g,
-                                               uint64_t id) {
+__attribute__((noinline)) static bool obj_grow(glibc_model_t *g, uint64_t id) {
   if (id >= (UINT64_C(1) << 32)) {
     set_fail(g, AS_EINVAL, "object id above 2^32");
     return false;
@@ -2036,9 +2034,9 @@ __attribute__((noinline)) static bool obj_grow(glibc_model_t *g,
 /* Binds chunk p to object id: counters and the program's writes of
  * [mem, mem+bytes) unless nothing is written (calloc). */
 static void adopt(glibc_model_t *g, uint64_t id, uint32_t p, uint64_t bytes) {
-  g->obj[id]  = p;
-  C(p)->user  = 1;
-  C(p)->req   = bytes;
+  g->obj[id] = p;
+  C(p)->user = 1;
+  C(p)->req = bytes;
   g->live_bytes += bytes;
   g->live_objects++;
   if (C(p)->state != CS_MMAP)
@@ -2117,11 +2115,11 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
   gthread_t *th = thread_get(g, ev->thread);
   if (th == NULL || !ensure_obj(g, ev->id))
     return report(g, err);
-  uint32_t p     = g->obj[ev->id];
+  uint32_t p = g->obj[ev->id];
   uint64_t bytes = ev->size;
   if (p == NIL) { /* 3411-3412: realloc(NULL, n) is malloc */
     trace_event_t as_malloc = *ev;
-    as_malloc.op            = TRACE_MALLOC;
+    as_malloc.op = TRACE_MALLOC;
     return glibc_alloc(m, &as_malloc, err);
   }
   if (bytes == 0) { /* 3403-3408 REALLOC_ZERO_BYTES_FREES (360) */
@@ -2149,7 +2147,7 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
     if (g->version < GV_242)
       tcache_init(g, th); /* 3428 MAYBE_INIT_TCACHE */
     int32_t ai = C(p)->arena;
-    np         = int_realloc(g, ai, p, nb, th);
+    np = int_realloc(g, ai, p, nb, th);
     if (np == NIL && g->fail == AS_OK && ai != 0) {
       /* 3495-3507: try another arena, copy, free the old chunk. */
       np = gl_malloc(g, th, nb, false);
@@ -2230,15 +2228,15 @@ static as_status_t glibc_trim(model_t *m, uint64_t pad, uint64_t now_ns,
 }
 
 static void glibc_stats(const model_t *m, model_stats_t *out) {
-  const glibc_model_t *g   = (const glibc_model_t *)m;
+  const glibc_model_t *g = (const glibc_model_t *)m;
   uint64_t             sys = 0;
   for (uint32_t i = 0; i < g->narenas; i++)
     sys += g->arenas[i].system_mem;
-  out->live_bytes   = g->live_bytes;
+  out->live_bytes = g->live_bytes;
   out->live_objects = g->live_objects;
   out->mapped_bytes = sys + g->mmapped_mem;
-  out->arenas       = g->heaps_live + (g->sbrk_base != 0 ? 1 : 0);
-  out->free_bytes   = sys - g->inuse_heap_bytes;
+  out->arenas = g->heaps_live + (g->sbrk_base != 0 ? 1 : 0);
+  out->free_bytes = sys - g->inuse_heap_bytes;
 }
 
 static void glibc_destroy(model_t *m) {
@@ -2350,14 +2348,13 @@ static uint8_t chunk_state(const gchunk_t *c) {
  * every chunk in address order. */
 static as_status_t walk_region(const glibc_model_t *g, const char *kind,
                                uint64_t start, uint32_t last,
-                               model_region_fn fn, void *user,
-                               as_err_t *err) {
+                               model_region_fn fn, void *user, as_err_t *err) {
   uint32_t first = last;
   while (g->ch[first].prev != NIL)
     first = g->ch[first].prev;
-  model_region_t r = {.addr  = start,
+  model_region_t r = {.addr = start,
                       .bytes = g->ch[last].addr + g->ch[last].size - start,
-                      .kind  = kind};
+                      .kind = kind};
   for (uint32_t p = first; p != NIL; p = g->ch[p].next)
     if (g->ch[p].state == CS_INUSE && g->ch[p].user) {
       r.live_bytes += g->ch[p].req;
@@ -2366,33 +2363,33 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
   as_status_t rc = fn(user, &r, err);
   if (rc == AS_OK && g->ch[first].addr > start)
     rc = fn(user,
-            &(model_region_t){.addr      = start,
-                              .bytes     = g->ch[first].addr - start,
-                              .kind      = "header",
+            &(model_region_t){.addr = start,
+                              .bytes = g->ch[first].addr - start,
+                              .kind = "header",
                               .mechanism = "glibc.metadata",
-                              .level     = 1,
-                              .state     = MODEL_REGION_METADATA},
+                              .level = 1,
+                              .state = MODEL_REGION_METADATA},
             err);
   for (uint32_t p = first; p != NIL && rc == AS_OK; p = g->ch[p].next) {
-    const gchunk_t *c    = &g->ch[p];
+    const gchunk_t *c = &g->ch[p];
     bool            live = c->state == CS_INUSE && c->user;
     rc = fn(user,
-            &(model_region_t){.addr         = c->addr,
-                              .bytes        = c->size,
-                              .live_bytes   = live ? c->req : 0,
+            &(model_region_t){.addr = c->addr,
+                              .bytes = c->size,
+                              .live_bytes = live ? c->req : 0,
                               .live_objects = live ? 1 : 0,
-                              .kind         = "chunk",
-                              .mechanism    = chunk_mechanism(c),
-                              .level        = 1,
-                              .state        = chunk_state(c)},
+                              .kind = "chunk",
+                              .mechanism = chunk_mechanism(c),
+                              .level = 1,
+                              .state = chunk_state(c)},
             err);
   }
   return rc;
 }
 
-static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
-                              void *user, as_err_t *err) {
-  const glibc_model_t *g  = (const glibc_model_t *)m;
+static as_status_t glibc_walk(const model_t *m, model_region_fn fn, void *user,
+                              as_err_t *err) {
+  const glibc_model_t *g = (const glibc_model_t *)m;
   as_status_t          rc = AS_OK;
   for (uint32_t a = 0; a < g->narenas && rc == AS_OK; a++) {
     const garena_t *av = &g->arenas[a];
@@ -2404,20 +2401,20 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn,
     }
     uint32_t last = av->top;
     for (int32_t h = av->heap; h >= 0 && rc == AS_OK; h = g->heaps[h].prev) {
-      rc   = walk_region(g, "heap", g->heaps[h].addr, last, fn, user, err);
+      rc = walk_region(g, "heap", g->heaps[h].addr, last, fn, user, err);
       last = g->heaps[h].prev_fence;
     }
   }
   for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
     const gchunk_t *c = &g->ch[p];
     if (c->state == CS_MMAP)
-      rc = model_walk_single((model_region_t){.addr         = c->addr - c->aux,
-                                              .bytes        = c->size + c->aux,
-                                              .live_bytes   = c->req,
+      rc = model_walk_single((model_region_t){.addr = c->addr - c->aux,
+                                              .bytes = c->size + c->aux,
+                                              .live_bytes = c->req,
                                               .live_objects = 1,
-                                              .kind         = "mmapped chunk",
-                                              .mechanism    = "glibc.mmapped",
-                                              .state        = MODEL_REGION_LIVE},
+                                              .kind = "mmapped chunk",
+                                              .mechanism = "glibc.mmapped",
+                                              .state = MODEL_REGION_LIVE},
                              fn, user, err);
   }
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
@@ -2442,15 +2439,14 @@ static void set_max_fast(glibc_model_t *g, uint64_t mxfast) {
  * negative values wrap to huge size_t values (5463-5467).  Every mallopt
  * parameter but M_MXFAST and the arena pair freezes the dynamic
  * thresholds. */
-static as_status_t glibc_set_option(model_t *m, const char *name,
-                                    int64_t value, uint64_t now_ns,
-                                    as_err_t *err) {
+static as_status_t glibc_set_option(model_t *m, const char *name, int64_t value,
+                                    uint64_t now_ns, as_err_t *err) {
   glibc_model_t *g = (glibc_model_t *)m;
   (void)now_ns;
   if (g->fail != AS_OK)
     return report(g, err);
   int      key = model_option_find(glibc_options, name, strlen(name));
-  uint64_t v   = (uint64_t)value;
+  uint64_t v = (uint64_t)value;
   switch (key) {
   case GO_MXFAST:
   case GO_TRIM_THRESHOLD:
@@ -2474,19 +2470,19 @@ static as_status_t glibc_set_option(model_t *m, const char *name,
       set_max_fast(g, v);
     break;
   case GO_TRIM_THRESHOLD:
-    g->trim_threshold   = v;
+    g->trim_threshold = v;
     g->no_dyn_threshold = true;
     break;
   case GO_TOP_PAD:
-    g->top_pad          = v;
+    g->top_pad = v;
     g->no_dyn_threshold = true;
     break;
   case GO_MMAP_THRESHOLD:
-    g->mmap_threshold   = v;
+    g->mmap_threshold = v;
     g->no_dyn_threshold = true;
     break;
   case GO_MMAP_MAX: /* an int32_t: a negative limit allows no mapping */
-    g->n_mmaps_max      = value < 0 ? 0 : v;
+    g->n_mmaps_max = value < 0 ? 0 : v;
     g->no_dyn_threshold = true;
     break;
   case GO_ARENA_TEST: /* 5494-5497: only positive values */
@@ -2520,7 +2516,7 @@ static bool glibc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
 static uint64_t glibc_usable_size(const model_t *m, uint64_t size,
                                   uint8_t domain) {
   (void)domain;
-  const glibc_model_t *g  = (const glibc_model_t *)m;
+  const glibc_model_t *g = (const glibc_model_t *)m;
   uint64_t             nb = request2size(size);
   if (nb == 0)
     return 0;
@@ -2532,7 +2528,7 @@ static uint64_t glibc_usable_size(const model_t *m, uint64_t size,
 static size_t glibc_counters(const model_t *m, model_counter_t *out,
                              size_t cap) {
   const glibc_model_t *g = (const glibc_model_t *)m;
-  uint64_t by_state[CS_BINHEAD + 1] = {0}, system = 0;
+  uint64_t             by_state[CS_BINHEAD + 1] = {0}, system = 0;
   for (uint32_t i = 1; i < g->nch; i++)
     if (g->ch[i].state <= CS_BINHEAD)
       by_state[g->ch[i].state] += g->ch[i].size;
@@ -2562,33 +2558,31 @@ static size_t glibc_counters(const model_t *m, model_counter_t *out,
   return n;
 }
 
-
 static as_status_t glibc_create(const model_opts_t *opts,
                                 const model_ctx_t *ctx, model_t **out,
                                 as_err_t *err) {
-  *out             = NULL;
+  *out = NULL;
   glibc_model_t *g = calloc(1, sizeof *g);
   if (g == NULL)
     return as_err_set(err, AS_ENOMEM, "glibc: out of memory");
-  g->kernel  = ctx->kernel;
-  g->page    = sim_kernel_page_size(ctx->kernel);
+  g->kernel = ctx->kernel;
+  g->page = sim_kernel_page_size(ctx->kernel);
   g->version = (glibc_version_t)model_opt_i64(opts, GO_VERSION);
   g->mmap_threshold = model_opt_u64(opts, GO_MMAP_THRESHOLD);
   g->trim_threshold = model_opt_u64(opts, GO_TRIM_THRESHOLD);
-  g->top_pad        = model_opt_u64(opts, GO_TOP_PAD);
-  g->n_mmaps_max    = model_opt_u64(opts, GO_MMAP_MAX);
+  g->top_pad = model_opt_u64(opts, GO_TOP_PAD);
+  g->n_mmaps_max = model_opt_u64(opts, GO_MMAP_MAX);
   /* malloc.c:5308-5346: setting any of these freezes the thresholds. */
   g->no_dyn_threshold = model_opt_was_set(opts, GO_MMAP_THRESHOLD) ||
                         model_opt_was_set(opts, GO_TRIM_THRESHOLD) ||
                         model_opt_was_set(opts, GO_TOP_PAD) ||
                         model_opt_was_set(opts, GO_MMAP_MAX);
   g->arena_test = model_opt_u64(opts, GO_ARENA_TEST);
-  g->arena_max  = model_opt_u64(opts, GO_ARENA_MAX);
-  g->ncpus      = model_opt_u64(opts, GO_NCPUS);
-  if (nptl_stacks_init(&g->nptl, ctx->kernel,
-                       model_opt_u64(opts, GO_STACK_SIZE),
-                       model_opt_u64(opts, GO_THREAD_STACK_PAGES), "glibc",
-                       err) != AS_OK)
+  g->arena_max = model_opt_u64(opts, GO_ARENA_MAX);
+  g->ncpus = model_opt_u64(opts, GO_NCPUS);
+  if (nptl_stacks_init(
+          &g->nptl, ctx->kernel, model_opt_u64(opts, GO_STACK_SIZE),
+          model_opt_u64(opts, GO_THREAD_STACK_PAGES), "glibc", err) != AS_OK)
     goto fail;
 
   uint64_t mxfast = model_opt_u64(opts, GO_MXFAST);
@@ -2601,14 +2595,14 @@ static as_status_t glibc_create(const model_opts_t *opts,
 
   g->tcache_count = model_opt_u64(opts, GO_TCACHE_COUNT);
   if (g->version >= GV_243 && !model_opt_was_set(opts, GO_TCACHE_COUNT))
-    g->tcache_count = 16; /* gmaster:317 TCACHE_FILL_COUNT */
+    g->tcache_count = 16;                   /* gmaster:317 TCACHE_FILL_COUNT */
   if (g->tcache_count > MAX_TCACHE_COUNT) { /* do_set_tcache_count 5392 */
     as_err_set(err, AS_EINVAL, "glibc: tcache_count=%" PRIu64 " above 65535",
                g->tcache_count);
     goto fail;
   }
   uint64_t tmax = model_opt_u64(opts, GO_TCACHE_MAX);
-  uint64_t tnb  = request2size(tmax);
+  uint64_t tnb = request2size(tmax);
   if (g->version < GV_242) { /* do_set_tcache_max (5379-5389) */
     if (tmax > MAX_TCACHE_SIZE) {
       as_err_set(err, AS_EINVAL,
@@ -2621,12 +2615,12 @@ static as_status_t glibc_create(const model_opts_t *opts,
   } else {
     /* g242:5590-5610, gmaster:5081-5102 */
     g->tcache_small_bins = TCACHE_SMALL_BINS;
-    g->tcache_max_bytes  = g->version >= GV_243 ? 1040 + 1 : 1032;
+    g->tcache_max_bytes = g->version >= GV_243 ? 1040 + 1 : 1032;
     if (model_opt_was_set(opts, GO_TCACHE_MAX)) {
       /* csize2tidx, then large_csize2tidx when 2.42's nb exceeds
        * MAX_TCACHE_SMALL_SIZE (g242:5598) or master's index passes the
        * small bins (gmaster:5089). */
-      uint64_t idx   = (tnb - MINSIZE) / MALLOC_ALIGNMENT;
+      uint64_t idx = (tnb - MINSIZE) / MALLOC_ALIGNMENT;
       bool     large = g->version >= GV_243 ? idx >= TCACHE_SMALL_BINS
                                             : tnb > MAX_TCACHE_SIZE;
       if (tnb == 0 || tnb > UINT32_MAX)
@@ -2654,56 +2648,56 @@ static as_status_t glibc_create(const model_opts_t *opts,
       as_reserve_init(&g->obj_res, sizeof *g->obj, UINT64_C(1) << 32) !=
           AS_OK ||
       as_reserve_need(&g->ch_res, 1) == NULL) {
-    as_err_set(err, AS_ENOMEM, "glibc: out of memory (address space for "
-                               "its record pool and object table)");
+    as_err_set(err, AS_ENOMEM,
+               "glibc: out of memory (address space for "
+               "its record pool and object table)");
     goto fail;
   }
-  g->ch     = (gchunk_t *)g->ch_res.base;
-  g->obj    = (uint32_t *)g->obj_res.base;
+  g->ch = (gchunk_t *)g->ch_res.base;
+  g->obj = (uint32_t *)g->obj_res.base;
   g->ch_cap = (uint32_t)(g->ch_res.committed / sizeof(gchunk_t));
-  g->nch       = 1; /* record 0 is NIL */
+  g->nch = 1; /* record 0 is NIL */
   g->free_list = -1;
   if (arena_alloc(g) != 0) /* main_arena */
     goto fail_model;
   g->arenas[0].attached_threads = 1; /* the main thread */
-  g->next_to_use                = 0; /* arena.c:868-869 */
-  gthread_t *main_thread        = thread_get(g, 0);
+  g->next_to_use = 0;                /* arena.c:868-869 */
+  gthread_t *main_thread = thread_get(g, 0);
   if (main_thread == NULL)
     goto fail_model;
   main_thread->arena = 0; /* ptmalloc_init: thread_arena = &main_arena */
-  main_thread->seen  = true;
-  *out               = &g->base;
+  main_thread->seen = true;
+  *out = &g->base;
   return AS_OK;
 
 fail_model:
   report(g, err);
-fail:
-  {
-    as_status_t code = err != NULL ? err->code : AS_EINVAL;
-    glibc_destroy(&g->base);
-    return code != AS_OK ? code : AS_EINVAL;
-  }
+fail : {
+  as_status_t code = err != NULL ? err->code : AS_EINVAL;
+  glibc_destroy(&g->base);
+  return code != AS_OK ? code : AS_EINVAL;
+}
 }
 
 const model_methods_t model_glibc_methods = {
-    .name    = "glibc",
+    .name = "glibc",
     .summary = "glibc malloc (ptmalloc2) 2.36, with 2.41/2.42/2.43 switches",
     .options = glibc_options,
-    .create  = glibc_create,
+    .create = glibc_create,
     .destroy = glibc_destroy,
-    .alloc   = glibc_alloc,
+    .alloc = glibc_alloc,
     .realloc = glibc_realloc,
-    .free    = glibc_free,
-    .thread  = glibc_thread,
-    .trim    = glibc_trim,
-    .stats   = glibc_stats,
-    .locate     = glibc_locate,
+    .free = glibc_free,
+    .thread = glibc_thread,
+    .trim = glibc_trim,
+    .stats = glibc_stats,
+    .locate = glibc_locate,
     .set_option = glibc_set_option,
-    .counters   = glibc_counters,
+    .counters = glibc_counters,
     .usable_size = glibc_usable_size,
-    .walk       = glibc_walk,
+    .walk = glibc_walk,
     .mechanisms = glibc_mechanisms,
-    .check      = glibc_check_invariants,
+    .check = glibc_check_invariants,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */
@@ -2718,10 +2712,10 @@ bool glibc_inspect_object(const model_t *m, uint64_t id,
   if (id >= g->obj_cap || g->obj[id] == NIL)
     return false;
   const gchunk_t *c = &g->ch[g->obj[id]];
-  out->addr         = c->addr;
-  out->size         = c->size;
-  out->arena        = c->arena;
-  out->mmapped      = c->state == CS_MMAP;
+  out->addr = c->addr;
+  out->size = c->size;
+  out->arena = c->arena;
+  out->mmapped = c->state == CS_MMAP;
   return true;
 }
 
@@ -2822,38 +2816,43 @@ static as_status_t check_region(const glibc_model_t *g, uint32_t last,
                                 uint32_t arena, uint64_t *binned,
                                 as_err_t *err) {
   if (g->ch[last].next != NIL)
-    return as_err_set(err, AS_EINVAL, "glibc: region end %u has a next",
-                      last);
+    return as_err_set(err, AS_EINVAL, "glibc: region end %u has a next", last);
   for (uint32_t p = last; p != NIL; p = g->ch[p].prev) {
     const gchunk_t *c = &g->ch[p];
     if (c->arena != arena)
-      return as_err_set(err, AS_EINVAL, "glibc: chunk %#" PRIx64
-                        " in arena %u claims arena %u", c->addr, arena,
-                        c->arena);
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: chunk %#" PRIx64 " in arena %u claims arena %u",
+                        c->addr, arena, c->arena);
     if (c->size < (c->state == CS_FENCE ? 2 * SIZE_SZ : MINSIZE) ||
         (c->size & MALLOC_ALIGN_MASK) != 0 ||
         ((c->addr + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK) != 0)
-      return as_err_set(err, AS_EINVAL, "glibc: chunk %#" PRIx64
-                        " has bad size %" PRIu64, c->addr, c->size);
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: chunk %#" PRIx64 " has bad size %" PRIu64,
+                        c->addr, c->size);
     if (c->prev != NIL) {
       const gchunk_t *b = &g->ch[c->prev];
       if (b->next != p || b->addr + b->size != c->addr)
-        return as_err_set(err, AS_EINVAL, "glibc: chunks %#" PRIx64
-                          " and %#" PRIx64 " do not tile", b->addr, c->addr);
+        return as_err_set(err, AS_EINVAL,
+                          "glibc: chunks %#" PRIx64 " and %#" PRIx64
+                          " do not tile",
+                          b->addr, c->addr);
       if (c->state == CS_BINNED && (b->state == CS_BINNED))
-        return as_err_set(err, AS_EINVAL, "glibc: free chunks %#" PRIx64
-                          " and %#" PRIx64 " not coalesced", b->addr,
-                          c->addr);
+        return as_err_set(err, AS_EINVAL,
+                          "glibc: free chunks %#" PRIx64 " and %#" PRIx64
+                          " not coalesced",
+                          b->addr, c->addr);
       if (c->state == CS_TOP && b->state == CS_BINNED)
-        return as_err_set(err, AS_EINVAL, "glibc: free chunk %#" PRIx64
-                          " borders top", b->addr);
+        return as_err_set(err, AS_EINVAL,
+                          "glibc: free chunk %#" PRIx64 " borders top",
+                          b->addr);
     }
     if (c->state == CS_TOP && p != g->arenas[arena].top)
-      return as_err_set(err, AS_EINVAL, "glibc: stray top %#" PRIx64,
-                        c->addr);
+      return as_err_set(err, AS_EINVAL, "glibc: stray top %#" PRIx64, c->addr);
     if (c->state == CS_DEAD || c->state == CS_BINHEAD || c->state == CS_MMAP)
-      return as_err_set(err, AS_EINVAL, "glibc: record %u (state %d) in a "
-                        "region", p, c->state);
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: record %u (state %d) in a "
+                        "region",
+                        p, c->state);
     if (c->state == CS_BINNED)
       (*binned)++;
   }
@@ -2865,7 +2864,7 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
   if (g->fail != AS_OK)
     return as_err_set(err, AS_EINVAL, "glibc: model failed: %s", g->ferr.msg);
   for (uint32_t a = 0; a < g->narenas; a++) {
-    const garena_t *av     = &g->arenas[a];
+    const garena_t *av = &g->arenas[a];
     uint64_t        binned = 0, listed = 0;
     as_status_t     rc;
     if (av->top != NIL) {
@@ -2882,8 +2881,10 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
       if (h == av->heap) {
         const gchunk_t *t = &g->ch[av->top];
         if (t->addr + t->size != H->addr + H->size)
-          return as_err_set(err, AS_EINVAL, "glibc: arena %u top does not "
-                            "end its heap", a);
+          return as_err_set(err, AS_EINVAL,
+                            "glibc: arena %u top does not "
+                            "end its heap",
+                            a);
       }
       if (H->prev >= 0) {
         rc = check_region(g, H->prev_fence, a, &binned, err);
@@ -2896,25 +2897,28 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
       }
     }
     for (unsigned i = NSMALLBINS; i < NBINS; i++) {
-      const glindex_t *li  = &av->lidx[i - NSMALLBINS];
+      const glindex_t *li = &av->lidx[i - NSMALLBINS];
       uint32_t         bin = av->bins + i, k = 0;
       if (g->ch[bin].fd_ns != NIL)
-        return as_err_set(err, AS_EINVAL, "glibc: bin %u header in the "
-                          "skip list", i);
+        return as_err_set(err, AS_EINVAL,
+                          "glibc: bin %u header in the "
+                          "skip list",
+                          i);
       for (uint32_t p = g->ch[bin].fd; p != bin; p = g->ch[p].fd) {
         if (g->ch[p].fd_ns == NIL)
           continue;
-        if (k >= li->n || li->v[k].head != p ||
-            li->v[k].size != g->ch[p].size)
-          return as_err_set(err, AS_EINVAL, "glibc: bin %u index entry %u",
-                            i, k);
+        if (k >= li->n || li->v[k].head != p || li->v[k].size != g->ch[p].size)
+          return as_err_set(err, AS_EINVAL, "glibc: bin %u index entry %u", i,
+                            k);
         if (k > 0 && g->ch[p].bk_ns != li->v[k - 1].head)
           return as_err_set(err, AS_EINVAL, "glibc: bin %u skip ring", i);
         k++;
       }
       if (k != li->n)
-        return as_err_set(err, AS_EINVAL, "glibc: bin %u index has %u "
-                          "groups, list %u", i, li->n, k);
+        return as_err_set(err, AS_EINVAL,
+                          "glibc: bin %u index has %u "
+                          "groups, list %u",
+                          i, li->n, k);
     }
     for (unsigned i = 1; i < NBINS; i++) {
       uint32_t bin = av->bins + i;
@@ -2924,8 +2928,8 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
         if (g->ch[c->fd].bk != p || c->state != CS_BINNED)
           return as_err_set(err, AS_EINVAL, "glibc: bin %u list broken", i);
         if (i > 1 && bin_index(c->size) != i)
-          return as_err_set(err, AS_EINVAL, "glibc: size %" PRIu64
-                            " in bin %u", c->size, i);
+          return as_err_set(err, AS_EINVAL, "glibc: size %" PRIu64 " in bin %u",
+                            c->size, i);
         if (i > 1 && !(av->binmap[i >> 5] & (1u << (i & 31))))
           return as_err_set(err, AS_EINVAL, "glibc: bin %u not in binmap", i);
         if (i >= NSMALLBINS) {
@@ -2935,19 +2939,22 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
           bool first = c->size != last_size;
           if (first != (c->fd_ns != NIL))
             return as_err_set(err, AS_EINVAL, "glibc: bin %u skip list", i);
-          if (first && (g->ch[c->fd_ns].bk_ns != p ||
-                        g->ch[c->bk_ns].fd_ns != p))
+          if (first &&
+              (g->ch[c->fd_ns].bk_ns != p || g->ch[c->bk_ns].fd_ns != p))
             return as_err_set(err, AS_EINVAL, "glibc: bin %u nextsize links",
                               i);
           last_size = c->size;
         }
         if (++listed > binned)
-          return as_err_set(err, AS_EINVAL, "glibc: arena %u lists more "
-                            "free chunks than its regions hold", a);
+          return as_err_set(err, AS_EINVAL,
+                            "glibc: arena %u lists more "
+                            "free chunks than its regions hold",
+                            a);
       }
     }
     if (listed != binned)
-      return as_err_set(err, AS_EINVAL, "glibc: arena %u: %" PRIu64
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: arena %u: %" PRIu64
                         " free chunks in regions, %" PRIu64 " in bins",
                         a, binned, listed);
     for (unsigned i = 0; i < NFASTBINS; i++)
@@ -2968,10 +2975,11 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
     }
   for (uint64_t id = 0; id < g->obj_cap; id++) {
     uint32_t p = g->obj[id];
-    if (p != NIL && (!g->ch[p].user || (g->ch[p].state != CS_INUSE &&
-                                        g->ch[p].state != CS_MMAP)))
-      return as_err_set(err, AS_EINVAL, "glibc: object %" PRIu64
-                        " maps to a chunk not in use", id);
+    if (p != NIL && (!g->ch[p].user ||
+                     (g->ch[p].state != CS_INUSE && g->ch[p].state != CS_MMAP)))
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: object %" PRIu64 " maps to a chunk not in use",
+                        id);
   }
   return AS_OK;
 }

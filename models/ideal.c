@@ -16,9 +16,9 @@
 
 typedef struct ideal_model_s ideal_model_t;
 struct ideal_model_s {
-  model_t       base;           /* must be first */
+  model_t       base; /* must be first */
   sim_kernel_t *kernel;
-  sim_addr_t    region;         /* start of the packed heap */
+  sim_addr_t    region; /* start of the packed heap */
   uint64_t      page_size;
   uint64_t      resident_pages; /* pages of region kept resident */
   uint64_t      live_bytes;
@@ -34,11 +34,11 @@ static as_status_t ideal_create(const model_opts_t *opts,
   ideal_model_t *im = calloc(1, sizeof *im);
   if (im == NULL)
     return as_err_set(err, AS_ENOMEM, "ideal: out of memory");
-  im->kernel    = ctx->kernel;
+  im->kernel = ctx->kernel;
   im->page_size = sim_kernel_page_size(ctx->kernel);
-  as_status_t rc = sim_kernel_mmap(ctx->kernel, IDEAL_REGION_BYTES, 0,
-                                   SIM_PROT_RW, SIM_OWNER_IDEAL, &im->region,
-                                   err);
+  as_status_t rc =
+      sim_kernel_mmap(ctx->kernel, IDEAL_REGION_BYTES, 0, SIM_PROT_RW,
+                      SIM_OWNER_IDEAL, &im->region, err);
   if (rc != AS_OK) {
     free(im);
     return rc;
@@ -55,10 +55,9 @@ static void ideal_destroy(model_t *m) {
 static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
   uint64_t need = (im->live_bytes + im->page_size - 1) / im->page_size;
   if (need > im->resident_pages) {
-    sim_addr_t from = im->region + im->resident_pages * im->page_size;
-    as_status_t rc  = sim_kernel_touch(im->kernel, from,
-                                       (need - im->resident_pages) * im->page_size,
-                                       err);
+    sim_addr_t  from = im->region + im->resident_pages * im->page_size;
+    as_status_t rc = sim_kernel_touch(
+        im->kernel, from, (need - im->resident_pages) * im->page_size, err);
     if (rc != AS_OK)
       return rc;
   } else if (need < im->resident_pages) {
@@ -66,7 +65,7 @@ static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
      * once (6.1.170 mm/memory.c:1450 zap_pte_range), the cheapest way any
      * allocator returns them. */
     sim_addr_t  from = im->region + need * im->page_size;
-    as_status_t rc   = sim_kernel_madvise(
+    as_status_t rc = sim_kernel_madvise(
         im->kernel, from, (im->resident_pages - need) * im->page_size,
         SIM_MADV_DONTNEED, err);
     if (rc != AS_OK)
@@ -102,43 +101,40 @@ static as_status_t ideal_free(model_t *m, const trace_event_t *ev,
 static void ideal_stats(const model_t *m, model_stats_t *out) {
   const ideal_model_t *im = (const ideal_model_t *)m;
   memset(out, 0, sizeof *out);
-  out->live_bytes   = im->live_bytes;
+  out->live_bytes = im->live_bytes;
   out->live_objects = im->live_objects;
   out->mapped_bytes = im->resident_pages * im->page_size;
-  out->free_bytes   = out->mapped_bytes - im->live_bytes;
+  out->free_bytes = out->mapped_bytes - im->live_bytes;
 }
 
 /* The model keeps exactly ceil(live / page) pages of the packed heap, and
  * the kernel has at least those resident (with THP a fault makes its whole
  * 2 MiB block resident, so it may have more). */
 static as_status_t ideal_check(const model_t *m, as_err_t *err) {
-  const ideal_model_t *im   = (const ideal_model_t *)m;
-  uint64_t             need = (im->live_bytes + im->page_size - 1) /
-                              im->page_size;
-  uint64_t             rss  = sim_kernel_rss_owner_bytes(im->kernel,
-                                                         SIM_OWNER_IDEAL);
+  const ideal_model_t *im = (const ideal_model_t *)m;
+  uint64_t need = (im->live_bytes + im->page_size - 1) / im->page_size;
+  uint64_t rss = sim_kernel_rss_owner_bytes(im->kernel, SIM_OWNER_IDEAL);
   if (im->resident_pages != need || rss < need * im->page_size)
-    return as_err_set(err, AS_EINVAL,
-                      "ideal: %llu live bytes need %llu pages; model keeps "
-                      "%llu, kernel has %llu bytes resident",
-                      (unsigned long long)im->live_bytes,
-                      (unsigned long long)need,
-                      (unsigned long long)im->resident_pages,
-                      (unsigned long long)rss);
+    return as_err_set(
+        err, AS_EINVAL,
+        "ideal: %llu live bytes need %llu pages; model keeps "
+        "%llu, kernel has %llu bytes resident",
+        (unsigned long long)im->live_bytes, (unsigned long long)need,
+        (unsigned long long)im->resident_pages, (unsigned long long)rss);
   return AS_OK;
 }
 
 const model_methods_t model_ideal_methods = {
-    .name    = "ideal",
+    .name = "ideal",
     .summary = "lower bound: live bytes packed, rounded up to whole OS pages",
     .options = ideal_options,
-    .create  = ideal_create,
+    .create = ideal_create,
     .destroy = ideal_destroy,
-    .alloc   = ideal_alloc,
+    .alloc = ideal_alloc,
     .realloc = ideal_realloc,
-    .free    = ideal_free,
-    .thread  = NULL,
-    .trim    = NULL,
-    .stats   = ideal_stats,
-    .check   = ideal_check,
+    .free = ideal_free,
+    .thread = NULL,
+    .trim = NULL,
+    .stats = ideal_stats,
+    .check = ideal_check,
 };

@@ -28,7 +28,7 @@ static inline bool idset_add(idset_t *s, uint64_t id) {
       return false;
     memset((char *)bits + s->cap / 8, 0, (cap - s->cap) / 8);
     s->bits = bits;
-    s->cap  = cap;
+    s->cap = cap;
   }
   s->bits[id / 64] |= UINT64_C(1) << (id % 64);
   return true;
@@ -46,7 +46,7 @@ static inline void idset_del(idset_t *s, uint64_t id) {
 static inline void idset_free(idset_t *s) {
   free(s->bits);
   s->bits = NULL;
-  s->cap  = 0;
+  s->cap = 0;
 }
 
 #endif

@@ -48,71 +48,70 @@
 
 #define JEMALLOC_OPTIONS(X)                                                    \
   X(JO_NARENAS, "narenas", OPT_U64, "0", "", NULL, "MALLOC_CONF:narenas",      \
-    "jemalloc 5.3.0 src/jemalloc.c:1975-1993 malloc_narenas_default: "        \
-    "0 = 4 * ncpus (opt_narenas_ratio 4, :153) when ncpus > 1, else 1",       \
+    "jemalloc 5.3.0 src/jemalloc.c:1975-1993 malloc_narenas_default: "         \
+    "0 = 4 * ncpus (opt_narenas_ratio 4, :153) when ncpus > 1, else 1",        \
     "automatic arenas for application threads")                                \
   X(JO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
-    "jemalloc 5.3.0 src/jemalloc.c:717-760 malloc_ncpus (CPU_COUNT of "       \
-    "sched_getaffinity); 2 = the machine the validation runs were measured "  \
+    "jemalloc 5.3.0 src/jemalloc.c:717-760 malloc_ncpus (CPU_COUNT of "        \
+    "sched_getaffinity); 2 = the machine the validation runs were measured "   \
     "on",                                                                      \
     "CPUs jemalloc sees: narenas = 4 * ncpus")                                 \
   X(JO_DIRTY_DECAY_MS, "dirty_decay_ms", OPT_I64, "10000", "ms", NULL,         \
     "MALLOC_CONF:dirty_decay_ms",                                              \
-    "jemalloc 5.3.0 include/jemalloc/internal/arena_types.h:7 "               \
-    "DIRTY_DECAY_MS_DEFAULT; range src/jemalloc.c:1312-1315",                 \
-    "time freed pages stay resident before MADV_DONTNEED (-1 never, 0 at "    \
+    "jemalloc 5.3.0 include/jemalloc/internal/arena_types.h:7 "                \
+    "DIRTY_DECAY_MS_DEFAULT; range src/jemalloc.c:1312-1315",                  \
+    "time freed pages stay resident before MADV_DONTNEED (-1 never, 0 at "     \
     "once)")                                                                   \
   X(JO_MUZZY_DECAY_MS, "muzzy_decay_ms", OPT_I64, "0", "ms", NULL,             \
     "MALLOC_CONF:muzzy_decay_ms",                                              \
-    "jemalloc 5.3.0 arena_types.h:8 MUZZY_DECAY_MS_DEFAULT (0 since 5.2.0)",  \
-    "time MADV_FREE'd pages wait before MADV_DONTNEED (0: no lazy step)")     \
+    "jemalloc 5.3.0 arena_types.h:8 MUZZY_DECAY_MS_DEFAULT (0 since 5.2.0)",   \
+    "time MADV_FREE'd pages wait before MADV_DONTNEED (0: no lazy step)")      \
   X(JO_BACKGROUND_THREAD, "background_thread", OPT_BOOL, "false", "", NULL,    \
     "MALLOC_CONF:background_thread",                                           \
-    "jemalloc 5.3.0 src/background_thread.c:12-14 "                           \
+    "jemalloc 5.3.0 src/background_thread.c:12-14 "                            \
     "BACKGROUND_THREAD_DEFAULT",                                               \
     "purge from background threads on their own timers")                       \
   X(JO_MAX_BG_THREADS, "max_background_threads", OPT_U64, "4", "", NULL,       \
     "MALLOC_CONF:max_background_threads",                                      \
-    "jemalloc 5.3.0 src/background_thread.c:781-784, "                        \
-    "background_thread_structs.h DEFAULT_NUM_BACKGROUND_THREAD 4",            \
-    "background threads; thread i serves arenas i, i + max, ...")             \
+    "jemalloc 5.3.0 src/background_thread.c:781-784, "                         \
+    "background_thread_structs.h DEFAULT_NUM_BACKGROUND_THREAD 4",             \
+    "background threads; thread i serves arenas i, i + max, ...")              \
   X(JO_RETAIN, "retain", OPT_BOOL, "true", "", NULL, "MALLOC_CONF:retain",     \
-    "jemalloc 5.3.0 src/extent_mmap.c:10-16, configure.ac:700-702 (64-bit)",  \
-    "keep purged address space (MADV_DONTNEED) instead of munmap")            \
+    "jemalloc 5.3.0 src/extent_mmap.c:10-16, configure.ac:700-702 (64-bit)",   \
+    "keep purged address space (MADV_DONTNEED) instead of munmap")             \
   X(JO_OVERSIZE_THRESHOLD, "oversize_threshold", OPT_BYTES, "8388608",         \
     "bytes", NULL, "MALLOC_CONF:oversize_threshold",                           \
     "jemalloc 5.3.0 arena_types.h:42 OVERSIZE_THRESHOLD_DEFAULT; 0 disables "  \
     "(arena.c:1745-1763)",                                                     \
-    "requests this large go to the huge arena, purged at once")               \
+    "requests this large go to the huge arena, purged at once")                \
   X(JO_TCACHE, "tcache", OPT_BOOL, "true", "", NULL, "MALLOC_CONF:tcache",     \
     "jemalloc 5.3.0 src/tcache.c:13 opt_tcache", "per-thread caches")          \
   X(JO_TCACHE_MAX, "tcache_max", OPT_BYTES, "32768", "bytes", NULL,            \
     "MALLOC_CONF:tcache_max",                                                  \
-    "jemalloc 5.3.0 src/tcache.c:16 opt_tcache_max; at most 8 MiB "           \
-    "(tcache_types.h:30-31, src/jemalloc.c:1374-1376)",                       \
+    "jemalloc 5.3.0 src/tcache.c:16 opt_tcache_max; at most 8 MiB "            \
+    "(tcache_types.h:30-31, src/jemalloc.c:1374-1376)",                        \
     "largest size class the thread cache holds")                               \
   X(JO_LG_TCACHE_MAX, "lg_tcache_max", OPT_I64, "-1", "", NULL,                \
     "MALLOC_CONF:lg_tcache_max",                                               \
-    "jemalloc 5.3.0 src/jemalloc.c:1377-1391: tcache_max = 1 << value, "      \
+    "jemalloc 5.3.0 src/jemalloc.c:1377-1391: tcache_max = 1 << value, "       \
     "clipped to 23; -1 = not set (tcache_max applies)",                        \
     "tcache_max as a power of two (the older spelling)")                       \
   X(JO_LG_PAGE, "lg_page", OPT_U64, "12", "", NULL, NULL,                      \
-    "configure --with-lg-page: 12 in Debian's amd64 build (LG_PAGE, "         \
+    "configure --with-lg-page: 12 in Debian's amd64 build (LG_PAGE, "          \
     "jemalloc_internal_defs.h)",                                               \
     "log2 of jemalloc's page; must be at least the OS page")                   \
   X(JO_PRNG_SEED, "prng_seed", OPT_U64, "140737354006784", "", NULL, NULL,     \
     "jemalloc 5.3.0 src/tsd.c:222-232: a thread's prng state starts at its "   \
     "tsd's address (random under ASLR); thread t uses seed + 8192 * t",        \
     "seed of the decay tickers and cache-oblivious offsets")                   \
-  X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL,       \
-    NULL,                                                                      \
-    "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "     \
-    "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",       \
+  X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL, NULL, \
+    "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "      \
+    "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",        \
     "seed of the decay epochs' jitter")                                        \
-  X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,  \
+  X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,    \
     NULL,                                                                      \
-    "measured: the first malloc of every process that preloads Debian's "     \
-    "libjemalloc2, which links libstdc++ (jemalloc_cpp): GCC 12 libsupc++/"   \
+    "measured: the first malloc of every process that preloads Debian's "      \
+    "libjemalloc2, which links libstdc++ (jemalloc_cpp): GCC 12 libsupc++/"    \
     "eh_alloc.cc's emergency pool, 64 x 1024 + 64 x 112 bytes, kept for the "  \
     "process's life",                                                          \
     "bytes malloc'ed before the program starts (0: none, as when jemalloc "    \
@@ -160,8 +159,7 @@ static as_status_t enter(jemalloc_model_t *jm, uint64_t t_ns, as_err_t *err) {
 
 as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what) {
   (void)jm;
-  return as_err_set(err, AS_EINVAL, "jemalloc: model inconsistency: %s",
-                    what);
+  return as_err_set(err, AS_EINVAL, "jemalloc: model inconsistency: %s", what);
 }
 
 static as_status_t touch(jemalloc_model_t *jm, uint64_t addr, uint64_t len,
@@ -222,14 +220,14 @@ static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
   if (ntiny != 0) { /* the first non-tiny pseudo group (:134-154) */
     lg_base--;
     ndelta = 1;
-    jm->index2size[n++] = (UINT64_C(1) << lg_base) +
-                          ((uint64_t)ndelta << lg_delta);
+    jm->index2size[n++] =
+        (UINT64_C(1) << lg_base) + ((uint64_t)ndelta << lg_delta);
     lg_base++;
     lg_delta++;
   }
   while (ndelta < ngroup) { /* :155-167 */
-    jm->index2size[n++] = (UINT64_C(1) << lg_base) +
-                          ((uint64_t)ndelta << lg_delta);
+    jm->index2size[n++] =
+        (UINT64_C(1) << lg_base) + ((uint64_t)ndelta << lg_delta);
     ndelta++;
   }
   for (lg_base += JE_LG_NGROUP; lg_base < ptr_bits - 1;
@@ -238,8 +236,8 @@ static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
     for (ndelta = 1; ndelta <= limit; ndelta++) {
       if (n == JE_MAX_SIZES)
         return as_err_set(err, AS_EINVAL, "jemalloc: too many size classes");
-      jm->index2size[n++] = (UINT64_C(1) << lg_base) +
-                            ((uint64_t)ndelta << lg_delta);
+      jm->index2size[n++] =
+          (UINT64_C(1) << lg_base) + ((uint64_t)ndelta << lg_delta);
     }
   }
   jm->nsizes = n;
@@ -251,8 +249,7 @@ static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
       if (jm->nbins == JE_MAX_BINS)
         return as_err_set(err, AS_EINVAL, "jemalloc: too many bins");
       jm->bin_slab_size[jm->nbins] = slab_pages(page, sz) * page;
-      jm->bin_nregs[jm->nbins] =
-          (uint32_t)(jm->bin_slab_size[jm->nbins] / sz);
+      jm->bin_nregs[jm->nbins] = (uint32_t)(jm->bin_slab_size[jm->nbins] / sz);
       jm->nbins++;
     }
     if (sz % page == 0) {
@@ -325,8 +322,8 @@ static void tables_init(jemalloc_model_t *jm) {
   /* 200^5 * (6x^5 - 15x^4 + 10x^3) <= 200^5, so num << 24 < 2^63 */
   const uint64_t den = UINT64_C(200) * 200 * 200 * 200 * 200;
   for (uint64_t s = 1; s <= JE_NSTEPS; s++) {
-    uint64_t num = 6 * s * s * s * s * s + 400000 * s * s * s -
-                   3000 * s * s * s * s;
+    uint64_t num =
+        6 * s * s * s * s * s + 400000 * s * s * s - 3000 * s * s * s * s;
     jm->h_steps[s - 1] = (num << JE_BFP) / den;
   }
   for (unsigned i = 0; i < 64; i++)
@@ -335,8 +332,7 @@ static void tables_init(jemalloc_model_t *jm) {
 
 /* ---- Arenas -------------------------------------------------------------- */
 
-as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind,
-                            as_err_t *err) {
+as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   je_arena_t *a = calloc(1, sizeof *a);
   if (a == NULL)
     return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (arena)");
@@ -353,8 +349,8 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind,
   /* base_new (base.c:345-403): the first block holds base_t; then the
    * arena (arena.c:1608-1612: sizeof (arena_t) + bins, CACHELINE). */
   sim_addr_t addr;
-  if ((rc = je_base_alloc(jm, &a->base, ind, JE_SIZEOF_BASE, JE_CACHELINE,
-                          true, &addr, err)) != AS_OK ||
+  if ((rc = je_base_alloc(jm, &a->base, ind, JE_SIZEOF_BASE, JE_CACHELINE, true,
+                          &addr, err)) != AS_OK ||
       (rc = je_base_alloc(jm, &a->base, ind,
                           JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins,
                           JE_CACHELINE, true, &addr, err)) != AS_OK)
@@ -411,8 +407,7 @@ static as_status_t thread_slot(jemalloc_model_t *jm, uint32_t tid,
   *out = NULL;
   if (tid >= jm->threads_cap) {
     size_t       cap = jm->threads_cap;
-    je_thread_t *t = as_grow(jm->threads, &cap, (size_t)tid + 1, sizeof *t,
-                             8);
+    je_thread_t *t = as_grow(jm->threads, &cap, (size_t)tid + 1, sizeof *t, 8);
     if (t == NULL)
       return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (threads)");
     memset(t + jm->threads_cap, 0, (cap - jm->threads_cap) * sizeof *t);
@@ -441,8 +436,7 @@ static as_status_t choose_arena(jemalloc_model_t *jm, je_thread_t *th,
     }
   }
   for (int j = 0; j < 2; j++) {
-    if (jm->narenas_auto > 1 &&
-        jm->arenas[choose[j]]->nthreads[j] != 0 &&
+    if (jm->narenas_auto > 1 && jm->arenas[choose[j]]->nthreads[j] != 0 &&
         first_null != jm->narenas_auto) {
       choose[j] = first_null;
       if (jm->arenas[first_null] == NULL) {
@@ -550,9 +544,8 @@ static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
   } else {
     if (jm->next_slab >= jm->slab_cap) {
       size_t cap = jm->slab_cap;
-      uint64_t(*v)[JE_SLAB_WORDS] =
-          as_grow(jm->slab_bits, &cap, (size_t)jm->next_slab + 1, sizeof *v,
-                  1024);
+      uint64_t(*v)[JE_SLAB_WORDS] = as_grow(
+          jm->slab_bits, &cap, (size_t)jm->next_slab + 1, sizeof *v, 1024);
       if (v == NULL || cap > UINT32_MAX)
         return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (slabs)");
       jm->slab_bits = v;
@@ -585,8 +578,8 @@ static void slab_data_free(jemalloc_model_t *jm, uint32_t e) {
 /* arena_slab_alloc (arena.c:831-862). */
 static as_status_t slab_alloc(jemalloc_model_t *jm, je_arena_t *a,
                               unsigned binind, uint32_t *out, as_err_t *err) {
-  as_status_t rc = je_pa_alloc(jm, a, jm->bin_slab_size[binind], jm->page,
-                               true, false, out, err);
+  as_status_t rc = je_pa_alloc(jm, a, jm->bin_slab_size[binind], jm->page, true,
+                               false, out, err);
   return rc == AS_OK ? slab_data_new(jm, *out, binind, err) : rc;
 }
 
@@ -704,8 +697,8 @@ static as_status_t bin_malloc(jemalloc_model_t *jm, je_thread_t *th,
 /* The stack slots of cache bin i lie at [empty - max * 8, empty) in the
  * thread's stack allocation (cache_bin_init, cache_bin.c:62-88); a fill or
  * free writes the slots below the deepest one written so far. */
-static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th,
-                              unsigned i, as_err_t *err) {
+static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
+                              as_err_t *err) {
   je_cbin_t *cb = &th->cbins[i];
   if (cb->n <= cb->deepest)
     return AS_OK;
@@ -764,10 +757,10 @@ static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
                                     as_err_t *err) {
   je_cbin_t *cb = &th->cbins[i];
   bool       small = i < jm->nbins;
-  uint64_t   item[1024], *items = nflush <= 1024 ? item
-                                                 : malloc(nflush * sizeof *items);
-  uint32_t   slab[1024], *slabs = nflush <= 1024 ? slab
-                                                 : malloc(nflush * sizeof *slabs);
+  uint64_t   item[1024],
+      *items = nflush <= 1024 ? item : malloc(nflush * sizeof *items);
+  uint32_t slab[1024],
+      *slabs = nflush <= 1024 ? slab : malloc(nflush * sizeof *slabs);
   if (items == NULL || slabs == NULL) {
     if (items != item)
       free(items);
@@ -905,8 +898,8 @@ static as_status_t tcache_dalloc(jemalloc_model_t *jm, je_thread_t *th,
                                  as_err_t *err) {
   je_cbin_t *cb = &th->cbins[binind];
   if (cb->n == cb->max) {
-    as_status_t rc = tcache_flush_bin(jm, th, binind, cb->n - (cb->max >> 1),
-                                      err);
+    as_status_t rc =
+        tcache_flush_bin(jm, th, binind, cb->n - (cb->max >> 1), err);
     if (rc != AS_OK)
       return rc;
   }
@@ -1064,9 +1057,8 @@ static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 }
 
 /* The program's writes to [addr, addr + len) of a new or grown object. */
-static as_status_t program_writes(jemalloc_model_t *jm,
-                                  const trace_event_t *ev, uint64_t addr,
-                                  uint64_t len, as_err_t *err) {
+static as_status_t program_writes(jemalloc_model_t *jm, const trace_event_t *ev,
+                                  uint64_t addr, uint64_t len, as_err_t *err) {
   if (ev->flags & TRACE_FLAG_UNWRITTEN)
     return AS_OK;
   return touch(jm, addr, len, err);
@@ -1111,8 +1103,11 @@ static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
     return AS_OK;
   }
   if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
-    return done(jm, je_bug(jm, err, "free of an object the model never "
-                                    "placed"), err);
+    return done(jm,
+                je_bug(jm, err,
+                       "free of an object the model never "
+                       "placed"),
+                err);
   je_thread_t *th;
   as_status_t  rc = thread_of(jm, ev->thread, true, &th, err);
   je_obj_t     o = jm->objs[ev->id];
@@ -1170,8 +1165,11 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
     return jemalloc_alloc(m, &as_malloc, err);
   }
   if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
-    return done(jm, je_bug(jm, err, "realloc of an object the model never "
-                                    "placed"), err);
+    return done(jm,
+                je_bug(jm, err,
+                       "realloc of an object the model never "
+                       "placed"),
+                err);
   je_thread_t *th;
   as_status_t  rc = thread_of(jm, ev->thread, false, &th, err);
   if (rc != AS_OK)
@@ -1190,15 +1188,14 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
       rc = dalloc_event(jm, th, jm->index2size[old.szind], err);
     return done(jm, rc, err);
   }
-  uint64_t  old_usize = jm->index2size[o->szind];
-  uint64_t  usize = s2u(jm, ev->size);
-  bool      moved = true;
+  uint64_t old_usize = jm->index2size[o->szind];
+  uint64_t usize = s2u(jm, ev->size);
+  bool     moved = true;
   if (usize <= jm->small_maxclass && old_usize <= jm->small_maxclass &&
       je_size2index(jm, usize) == o->szind) {
     moved = false; /* arena_ralloc_no_move :1408-1423 */
     rc = je_decay_ticks(jm, th, jm->arenas[E(jm, o->ext)->arena], 1, err);
-  } else if (old_usize >= jm->large_minclass &&
-             usize >= jm->large_minclass) {
+  } else if (old_usize >= jm->large_minclass && usize >= jm->large_minclass) {
     rc = large_resize(jm, th, o, usize, &moved, err);
   }
   uint64_t grow_from = ev->prev_size < ev->size ? ev->prev_size : ev->size;
@@ -1211,15 +1208,15 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
       uint32_t    e = JE_NONE;
       rc = large_arena(jm, th, usize, &a, err);
       if (rc == AS_OK)
-        rc = large_palloc(jm, th, a, usize, JE_CACHELINE, false, false, &e,
-                          err);
+        rc =
+            large_palloc(jm, th, a, usize, JE_CACHELINE, false, false, &e, err);
       nu = (je_obj_t){.ext = e, .szind = (uint8_t)je_size2index(jm, usize)};
     } else {
       rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &nu, err);
     }
     if (rc == AS_OK) { /* arena_ralloc (arena.c:1504-1505) and large_ralloc
-                          (large.c:221-222) copy min(usize, oldusize): the old usable size read,
-                          the new one written */
+                          (large.c:221-222) copy min(usize, oldusize): the old
+                          usable size read, the new one written */
       uint64_t copy = usize < old_usize ? usize : old_usize;
       rc = sim_kernel_read(jm->kernel, obj_addr(jm, &old), copy, err);
       *o = nu;
@@ -1417,7 +1414,7 @@ static size_t jemalloc_counters(const model_t *m, model_counter_t *out,
   }
   for (uint32_t i = 0; jm->bg != NULL && i < jm->max_bg_threads; i++)
     runs += jm->bg[i].runs;
-  size_t n = 0;
+  size_t      n = 0;
   const char *p = "jemalloc";
   n = model_counter_put(out, n, cap, p, "active_bytes", t.active, "bytes",
                         "pages of active extents (stats.active)");
@@ -1425,21 +1422,20 @@ static size_t jemalloc_counters(const model_t *m, model_counter_t *out,
                         "bytes", "freed, still resident, awaiting decay");
   n = model_counter_put(out, n, cap, p, "muzzy_bytes", muzzy << jm->lg_page,
                         "bytes", "MADV_FREE'd, awaiting muzzy decay");
-  n = model_counter_put(out, n, cap, p, "retained_bytes", t.retained,
-                        "bytes", "purged address space kept (retain)");
-  n = model_counter_put(out, n, cap, p, "metadata_bytes", t.metadata,
-                        "bytes", "base allocations (stats.metadata)");
+  n = model_counter_put(out, n, cap, p, "retained_bytes", t.retained, "bytes",
+                        "purged address space kept (retain)");
+  n = model_counter_put(out, n, cap, p, "metadata_bytes", t.metadata, "bytes",
+                        "base allocations (stats.metadata)");
   n = model_counter_put(out, n, cap, p, "tcache_bytes", tcache_bytes(jm),
                         "bytes", "regions held in thread caches");
   n = model_counter_put(out, n, cap, p, "arenas", arenas, "count",
                         "arenas created (the huge arena included)");
   n = model_counter_put(out, n, cap, p, "purges", npurge, "count",
                         "decay purge passes (dirty_npurge + muzzy_npurge)");
-  n = model_counter_put(out, n, cap, p, "madvise_extents", nmadvise,
-                        "count", "extents purged (one madvise each)");
-  n = model_counter_put(out, n, cap, p, "purged_bytes",
-                        purged << jm->lg_page, "bytes",
-                        "pages purged since start");
+  n = model_counter_put(out, n, cap, p, "madvise_extents", nmadvise, "count",
+                        "extents purged (one madvise each)");
+  n = model_counter_put(out, n, cap, p, "purged_bytes", purged << jm->lg_page,
+                        "bytes", "pages purged since start");
   n = model_counter_put(out, n, cap, p, "bg_runs", runs, "count",
                         "background thread wakeups");
   return n;
@@ -1507,9 +1503,9 @@ typedef struct je_walk_s je_walk_t;
 struct je_walk_s {
   const jemalloc_model_t *jm;
   uint64_t (*cached)[JE_SLAB_WORDS]; /* per slab record: region cached */
-  uint8_t  *flag;                    /* per extent: WALK_CACHED / _INTERNAL */
-  uint64_t *order;                   /* live extent ids sorted by address */
-  size_t    n;
+  uint8_t        *flag;              /* per extent: WALK_CACHED / _INTERNAL */
+  uint64_t       *order;             /* live extent ids sorted by address */
+  size_t          n;
   model_region_fn fn;
   void           *user;
 };
@@ -1518,8 +1514,8 @@ struct je_walk_s {
 
 static int by_addr(const void *x, const void *y, void *ctx) {
   const jemalloc_model_t *jm = ctx;
-  uint64_t a = E(jm, *(const uint64_t *)x)->addr;
-  uint64_t b = E(jm, *(const uint64_t *)y)->addr;
+  uint64_t                a = E(jm, *(const uint64_t *)x)->addr;
+  uint64_t                b = E(jm, *(const uint64_t *)y)->addr;
   return a < b ? -1 : a > b;
 }
 
@@ -1536,9 +1532,9 @@ static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
 /* A slab's regions as runs of one class each, then its unused tail. */
 static as_status_t walk_slab(const je_walk_t *w, const je_ext_t *x,
                              as_err_t *err) {
-  const jemalloc_model_t *jm = w->jm;
-  uint64_t                size = jm->index2size[x->binind];
-  uint32_t                nregs = jm->bin_nregs[x->binind];
+  const jemalloc_model_t  *jm = w->jm;
+  uint64_t                 size = jm->index2size[x->binind];
+  uint32_t                 nregs = jm->bin_nregs[x->binind];
   static const char *const mech[] = {"jemalloc.slab_free", "jemalloc.tcache",
                                      "jemalloc.small"};
   static const uint8_t     state[] = {MODEL_REGION_FREE, MODEL_REGION_CACHED,
@@ -1655,10 +1651,10 @@ static as_status_t walk_extents(je_walk_t *w, as_err_t *err) {
       u.bytes += x->size;
       u.live_objects += extent_objects(w, (uint32_t)w->order[k]);
       if (x->state == JE_ACTIVE && x->slab)
-        u.live_bytes += (jm->bin_nregs[x->binind] - x->nfree) *
-                        jm->index2size[x->binind];
-      else if (x->state == JE_ACTIVE && !(w->flag[w->order[k]] &
-                                          (WALK_CACHED | WALK_INTERNAL)))
+        u.live_bytes +=
+            (jm->bin_nregs[x->binind] - x->nfree) * jm->index2size[x->binind];
+      else if (x->state == JE_ACTIVE &&
+               !(w->flag[w->order[k]] & (WALK_CACHED | WALK_INTERNAL)))
         u.live_bytes += jm->index2size[x->szind];
     }
     as_status_t rc = w->fn(w->user, &u, err);
@@ -1677,8 +1673,7 @@ static as_status_t walk_bases(const je_walk_t *w, as_err_t *err) {
   as_status_t             rc = AS_OK;
   for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++) {
     const je_arena_t *a = jm->arenas[i];
-    for (uint32_t k = 0; a != NULL && k < a->base.nblocks && rc == AS_OK;
-         k++) {
+    for (uint32_t k = 0; a != NULL && k < a->base.nblocks && rc == AS_OK; k++) {
       rc = model_walk_single((model_region_t){.addr = a->base.blocks[k].addr,
                                               .bytes = a->base.blocks[k].size,
                                               .kind = "base block",
@@ -1696,7 +1691,7 @@ static as_status_t walk_bases(const je_walk_t *w, as_err_t *err) {
 static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
                                  void *user, as_err_t *err) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
-  je_walk_t w = {.jm = jm, .fn = fn, .user = user};
+  je_walk_t               w = {.jm = jm, .fn = fn, .user = user};
   w.cached = calloc(jm->next_slab + 1, sizeof *w.cached);
   w.flag = calloc(jm->next_ext + 1, 1);
   w.order = malloc(((size_t)jm->next_ext + 1) * sizeof *w.order);
@@ -1830,10 +1825,9 @@ static as_status_t geometry_init(jemalloc_model_t *jm, as_err_t *err) {
     return rc;
   tables_init(jm);
   /* tcache_boot (tcache.c:1049-1083): tcache_maxclass = sz_s2u(opt) */
-  jm->tcache_maxclass = jm->tcache_maxclass ? s2u(jm, jm->tcache_maxclass)
-                                            : 0;
-  jm->nhbins = jm->tcache_maxclass ? je_size2index(jm, jm->tcache_maxclass) + 1
-                                   : 0;
+  jm->tcache_maxclass = jm->tcache_maxclass ? s2u(jm, jm->tcache_maxclass) : 0;
+  jm->nhbins =
+      jm->tcache_maxclass ? je_size2index(jm, jm->tcache_maxclass) + 1 : 0;
   if (jm->nhbins > jm->nbins && jm->nhbins > JE_MAX_SIZES)
     return as_err_set(err, AS_EINVAL, "jemalloc: tcache_max too large");
   uint64_t slots = 0;
@@ -1871,10 +1865,9 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK)
     rc = geometry_init(jm, err);
   if (rc == AS_OK)
-    rc = nptl_stacks_init(&jm->nptl, ctx->kernel,
-                          model_opt_u64(opts, JO_STACK_SIZE),
-                          model_opt_u64(opts, JO_THREAD_STACK_PAGES),
-                          "jemalloc", err);
+    rc = nptl_stacks_init(
+        &jm->nptl, ctx->kernel, model_opt_u64(opts, JO_STACK_SIZE),
+        model_opt_u64(opts, JO_THREAD_STACK_PAGES), "jemalloc", err);
   if (rc == AS_OK) {
     jm->arenas = calloc(jm->narenas_total, sizeof *jm->arenas);
     jm->bg = calloc(jm->max_bg_threads, sizeof *jm->bg);
@@ -1888,10 +1881,10 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK)
     rc = je_arena_create(jm, 0, err);
   if (rc == AS_OK)
-    rc = je_base_alloc(jm, &jm->arenas[0]->base, 0,
-                       2 * (uint64_t)(jm->nhbins > jm->nbins ? jm->nhbins
-                                                             : jm->nbins),
-                       JE_CACHELINE, true, &addr, err);
+    rc = je_base_alloc(
+        jm, &jm->arenas[0]->base, 0,
+        2 * (uint64_t)(jm->nhbins > jm->nbins ? jm->nhbins : jm->nbins),
+        JE_CACHELINE, true, &addr, err);
   if (rc == AS_OK)
     rc = je_base_alloc(jm, &jm->arenas[0]->base, 0,
                        JE_SIZEOF_BG_INFO * (uint64_t)jm->max_bg_threads,
@@ -1971,8 +1964,8 @@ bool jemalloc_inspect_arena(const model_t *m, uint32_t ind,
   out->pmuzzy = a->muzzy.npages;
   out->retained = a->retained.npages << jm->lg_page;
   out->mapped = a->base.mapped + a->pac_mapped;
-  out->resident = a->base.resident +
-                  ((a->nactive + a->dirty.npages) << jm->lg_page);
+  out->resident =
+      a->base.resident + ((a->nactive + a->dirty.npages) << jm->lg_page);
   out->base = a->base.allocated;
   out->internal = a->internal;
   out->dirty_npurge = a->decay_dirty.npurge;
@@ -1995,8 +1988,8 @@ bool jemalloc_inspect_bin_stats(const model_t *m, uint32_t arena,
                                 unsigned binind, uint64_t *curslabs,
                                 uint64_t *curregs, uint64_t *nonfull_slabs) {
   const jemalloc_model_t *jm = as_je(m);
-  if (jm == NULL || arena >= jm->narenas_total ||
-      jm->arenas[arena] == NULL || binind >= jm->nbins)
+  if (jm == NULL || arena >= jm->narenas_total || jm->arenas[arena] == NULL ||
+      binind >= jm->nbins)
     return false;
   *curslabs = *curregs = 0;
   for (uint32_t e = 1; e < jm->next_ext; e++) {
@@ -2123,8 +2116,10 @@ as_status_t jemalloc_check_invariants(const model_t *m, as_err_t *err) {
                           sets[s]->npages, count[s + 1], pages[s + 1]);
       for (unsigned b = 0; b <= jm->npsizes; b++)
         if (!heap_ok(jm, &sets[s]->bins[b]))
-          return as_err_set(err, AS_EINVAL, "arena %u eset %d bin %u: heap "
-                            "out of order", i, s, b);
+          return as_err_set(err, AS_EINVAL,
+                            "arena %u eset %d bin %u: heap "
+                            "out of order",
+                            i, s, b);
     }
     if (active != a->nactive)
       return as_err_set(err, AS_EINVAL,
@@ -2133,8 +2128,10 @@ as_status_t jemalloc_check_invariants(const model_t *m, as_err_t *err) {
                         i, active, a->nactive);
     for (unsigned b = 0; b < jm->nbins; b++)
       if (!heap_ok(jm, &a->bins[b].nonfull))
-        return as_err_set(err, AS_EINVAL, "arena %u bin %u: nonfull heap out "
-                          "of order", i, b);
+        return as_err_set(err, AS_EINVAL,
+                          "arena %u bin %u: nonfull heap out "
+                          "of order",
+                          i, b);
   }
   return AS_OK;
 }

@@ -19,15 +19,15 @@ extern const model_methods_t model_jemalloc_methods;
 
 typedef struct jemalloc_arena_info_s jemalloc_arena_info_t;
 struct jemalloc_arena_info_s {
-  uint32_t nthreads;       /* .nthreads */
-  uint64_t pactive;        /* .pactive (pages) */
-  uint64_t pdirty;         /* .pdirty */
-  uint64_t pmuzzy;         /* .pmuzzy */
-  uint64_t retained;       /* .retained (bytes) */
-  uint64_t mapped;         /* .mapped: base + extents handed out */
-  uint64_t resident;       /* .resident: base + (pactive + pdirty) pages */
-  uint64_t base;           /* .base: bytes of base allocations */
-  uint64_t internal;       /* .internal */
+  uint32_t nthreads; /* .nthreads */
+  uint64_t pactive;  /* .pactive (pages) */
+  uint64_t pdirty;   /* .pdirty */
+  uint64_t pmuzzy;   /* .pmuzzy */
+  uint64_t retained; /* .retained (bytes) */
+  uint64_t mapped;   /* .mapped: base + extents handed out */
+  uint64_t resident; /* .resident: base + (pactive + pdirty) pages */
+  uint64_t base;     /* .base: bytes of base allocations */
+  uint64_t internal; /* .internal */
   uint64_t dirty_npurge, dirty_nmadvise, dirty_purged;
   uint64_t muzzy_npurge, muzzy_nmadvise, muzzy_purged;
   int64_t  dirty_decay_ms, muzzy_decay_ms;

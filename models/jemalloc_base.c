@@ -38,8 +38,8 @@ static as_status_t base_touch(jemalloc_model_t *jm, uint64_t addr,
   return size ? sim_kernel_touch(jm->kernel, addr, size, err) : AS_OK;
 }
 
-static as_status_t list_push(je_base_free_t **list, uint32_t *n,
-                             uint32_t *cap, je_base_free_t f, as_err_t *err) {
+static as_status_t list_push(je_base_free_t **list, uint32_t *n, uint32_t *cap,
+                             je_base_free_t f, as_err_t *err) {
   if (*n == *cap) {
     size_t          c = *cap;
     je_base_free_t *v = as_grow(*list, &c, (size_t)*n + 1, sizeof *v, 4);
@@ -68,12 +68,12 @@ static as_status_t block_alloc(jemalloc_model_t *jm, je_base_t *b,
   uint64_t usize = ceil_to(size, alignment);
   uint64_t gap = ceil_to(JE_SIZEOF_BLOCK, alignment) - JE_SIZEOF_BLOCK;
   uint64_t huge = (uint64_t)1 << JE_LG_HUGEPAGE;
-  uint64_t min_block = ceil_to(
-      jm->pind2sz[je_psz2ind(jm, JE_SIZEOF_BLOCK + gap + usize)], huge);
-  unsigned limit = je_psz2ind(jm, jm->large_maxclass);
-  unsigned next = b->pind_last + 1 < limit ? b->pind_last + 1 : b->pind_last;
-  uint64_t next_block = ceil_to(jm->pind2sz[next], huge);
-  uint64_t block = min_block > next_block ? min_block : next_block;
+  uint64_t min_block =
+      ceil_to(jm->pind2sz[je_psz2ind(jm, JE_SIZEOF_BLOCK + gap + usize)], huge);
+  unsigned    limit = je_psz2ind(jm, jm->large_maxclass);
+  unsigned    next = b->pind_last + 1 < limit ? b->pind_last + 1 : b->pind_last;
+  uint64_t    next_block = ceil_to(jm->pind2sz[next], huge);
+  uint64_t    block = min_block > next_block ? min_block : next_block;
   sim_addr_t  addr;
   as_status_t rc = sim_kernel_mmap(jm->kernel, block, huge, SIM_PROT_RW,
                                    SIM_OWNER_METADATA, &addr, err);
@@ -127,11 +127,11 @@ as_status_t je_base_alloc(jemalloc_model_t *jm, je_base_t *b, uint32_t ind,
     unsigned i = index_floor(jm, b->avail[k].size);
     if (i < need)
       continue;
-    const je_base_free_t *f = &b->avail[k], *g = best >= 0 ? &b->avail[best]
-                                                           : NULL;
+    const je_base_free_t *f = &b->avail[k],
+                         *g = best >= 0 ? &b->avail[best] : NULL;
     if (best < 0 || i < best_i ||
-        (i == best_i && (f->sn < g->sn || (f->sn == g->sn &&
-                                           f->addr < g->addr)))) {
+        (i == best_i &&
+         (f->sn < g->sn || (f->sn == g->sn && f->addr < g->addr)))) {
       best = k;
       best_i = i;
     }
@@ -163,8 +163,8 @@ as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err) {
   /* base_alloc_edata (base.c:482-493): sizeof (edata_t) at EDATA_ALIGNMENT,
    * written by edata_init. */
   sim_addr_t addr;
-  return je_base_alloc(jm, &a->base, a->ind, JE_SIZEOF_EDATA,
-                       JE_SIZEOF_EDATA, true, &addr, err);
+  return je_base_alloc(jm, &a->base, a->ind, JE_SIZEOF_EDATA, JE_SIZEOF_EDATA,
+                       true, &addr, err);
 }
 
 void je_edata_put(je_arena_t *a) {
@@ -175,8 +175,8 @@ void je_edata_put(je_arena_t *a) {
  * for addr's 1 GiB is allocated from b0 on first use (rtree_leaf_alloc,
  * rtree.c:37-40, 78); then the 8-byte entries of the npages pages from addr
  * are written. */
-as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr,
-                           uint64_t npages, as_err_t *err) {
+as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr, uint64_t npages,
+                           as_err_t *err) {
   unsigned shift = jm->lg_page + RTREE_LEAF_BITS;
   while (npages > 0) {
     uint64_t key = addr >> shift;
@@ -185,32 +185,33 @@ as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr,
       ;
     if (k == jm->nleaves) {
       if (jm->nleaves == jm->leaves_cap) {
-        size_t      cap = jm->leaves_cap, cap2 = jm->leaves_cap;
-        uint64_t   *keys = as_grow(jm->leaf_key, &cap, (size_t)k + 1,
-                                   sizeof *keys, 8);
+        size_t    cap = jm->leaves_cap, cap2 = jm->leaves_cap;
+        uint64_t *keys =
+            as_grow(jm->leaf_key, &cap, (size_t)k + 1, sizeof *keys, 8);
         if (keys != NULL)
           jm->leaf_key = keys;
-        sim_addr_t *addrs = as_grow(jm->leaf_addr, &cap2, (size_t)k + 1,
-                                    sizeof *addrs, 8);
+        sim_addr_t *addrs =
+            as_grow(jm->leaf_addr, &cap2, (size_t)k + 1, sizeof *addrs, 8);
         if (keys == NULL || addrs == NULL)
           return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (rtree)");
         jm->leaf_addr = addrs;
         jm->leaves_cap = (uint32_t)cap;
       }
       sim_addr_t  leaf;
-      as_status_t rc = je_base_alloc(
-          jm, &jm->arenas[0]->base, 0,
-          (UINT64_C(1) << RTREE_LEAF_BITS) * RTREE_LEAF_ELM, JE_CACHELINE,
-          false, &leaf, err);
+      as_status_t rc =
+          je_base_alloc(jm, &jm->arenas[0]->base, 0,
+                        (UINT64_C(1) << RTREE_LEAF_BITS) * RTREE_LEAF_ELM,
+                        JE_CACHELINE, false, &leaf, err);
       if (rc != AS_OK)
         return rc;
       jm->leaf_key[k] = key;
       jm->leaf_addr[k] = leaf;
       jm->nleaves++;
     }
-    uint64_t first = (addr >> jm->lg_page) & ((UINT64_C(1) << RTREE_LEAF_BITS) - 1);
-    uint64_t room = (UINT64_C(1) << RTREE_LEAF_BITS) - first;
-    uint64_t n = npages < room ? npages : room;
+    uint64_t first =
+        (addr >> jm->lg_page) & ((UINT64_C(1) << RTREE_LEAF_BITS) - 1);
+    uint64_t    room = (UINT64_C(1) << RTREE_LEAF_BITS) - first;
+    uint64_t    n = npages < room ? npages : room;
     as_status_t rc = base_touch(jm, jm->leaf_addr[k] + first * RTREE_LEAF_ELM,
                                 n * RTREE_LEAF_ELM, err);
     if (rc != AS_OK)

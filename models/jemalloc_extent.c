@@ -131,8 +131,7 @@ static uint64_t quantize_floor(const jemalloc_model_t *jm, uint64_t size) {
 static uint64_t quantize_ceil(const jemalloc_model_t *jm, uint64_t size) {
   uint64_t ret = quantize_floor(jm, size);
   if (ret < size)
-    ret = jm->pind2sz[je_psz2ind(jm, ret - jm->large_pad + 1)] +
-          jm->large_pad;
+    ret = jm->pind2sz[je_psz2ind(jm, ret - jm->large_pad + 1)] + jm->large_pad;
   return ret;
 }
 
@@ -167,7 +166,7 @@ static as_status_t eset_insert(jemalloc_model_t *jm, je_eset_t *s, uint32_t e,
                                as_err_t *err) {
   je_ext_t *x = E(jm, e);
   x->state = s->state;
-  unsigned pind = je_psz2ind(jm, quantize_floor(jm, x->size));
+  unsigned    pind = je_psz2ind(jm, quantize_floor(jm, x->size));
   as_status_t rc = je_heap_insert(jm, &s->bins[pind], e, err);
   if (rc != AS_OK)
     return rc;
@@ -360,8 +359,8 @@ static void emap_del(jemalloc_model_t *jm, uint64_t page) {
         return;
       uint64_t home = emap_hash(m->key[nx]) & (m->cap - 1);
       /* Move nx back to i unless its home lies cyclically in (i, nx]. */
-      bool stays = (i <= nx) ? (i < home && home <= nx)
-                             : (i < home || home <= nx);
+      bool stays =
+          (i <= nx) ? (i < home && home <= nx) : (i < home || home <= nx);
       if (!stays)
         break;
     }
@@ -375,9 +374,9 @@ static void emap_del(jemalloc_model_t *jm, uint64_t page) {
 static as_status_t emap_register(jemalloc_model_t *jm, uint32_t e,
                                  as_err_t *err) {
   const je_ext_t *x = E(jm, e);
-  uint64_t first = x->addr >> jm->lg_page;
-  uint64_t last = (x->addr + x->size - 1) >> jm->lg_page;
-  as_status_t rc = emap_set(jm, first, e, err);
+  uint64_t        first = x->addr >> jm->lg_page;
+  uint64_t        last = (x->addr + x->size - 1) >> jm->lg_page;
+  as_status_t     rc = emap_set(jm, first, e, err);
   if (rc == AS_OK && last != first)
     rc = emap_set(jm, last, e, err);
   if (rc == AS_OK)
@@ -389,8 +388,8 @@ static as_status_t emap_register(jemalloc_model_t *jm, uint32_t e,
 
 static void emap_deregister(jemalloc_model_t *jm, uint32_t e) {
   const je_ext_t *x = E(jm, e);
-  uint64_t first = x->addr >> jm->lg_page;
-  uint64_t last = (x->addr + x->size - 1) >> jm->lg_page;
+  uint64_t        first = x->addr >> jm->lg_page;
+  uint64_t        last = (x->addr + x->size - 1) >> jm->lg_page;
   emap_del(jm, first);
   if (last != first)
     emap_del(jm, last);
@@ -399,10 +398,9 @@ static void emap_deregister(jemalloc_model_t *jm, uint32_t e) {
 /* ---- Extent records ------------------------------------------------------ */
 
 /* A new record with an edata_t from the arena's edata_cache (or base). */
-static as_status_t ext_new(jemalloc_model_t *jm, je_arena_t *a,
-                           uint64_t addr, uint64_t size, uint64_t sn,
-                           bool is_head, bool zeroed, uint32_t *out,
-                           as_err_t *err) {
+static as_status_t ext_new(jemalloc_model_t *jm, je_arena_t *a, uint64_t addr,
+                           uint64_t size, uint64_t sn, bool is_head,
+                           bool zeroed, uint32_t *out, as_err_t *err) {
   as_status_t rc = je_edata_get(jm, a, err);
   if (rc != AS_OK)
     return rc;
@@ -412,8 +410,8 @@ static as_status_t ext_new(jemalloc_model_t *jm, je_arena_t *a,
   } else {
     if (jm->next_ext >= jm->ext_cap) {
       size_t    cap = jm->ext_cap;
-      je_ext_t *v = as_grow(jm->ext, &cap, (size_t)jm->next_ext + 1,
-                            sizeof *v, 1024);
+      je_ext_t *v =
+          as_grow(jm->ext, &cap, (size_t)jm->next_ext + 1, sizeof *v, 1024);
       if (v == NULL || cap > UINT32_MAX)
         return as_err_set(err, AS_ENOMEM,
                           "jemalloc: out of memory for extents");
@@ -448,9 +446,8 @@ static void ext_release(jemalloc_model_t *jm, uint32_t e) {
 
 /* extent_split_impl (extent.c:1174-1233): e keeps size_a; the trail gets a
  * new record with e's sn, state and zeroed, never a head. */
-static as_status_t ext_split(jemalloc_model_t *jm, uint32_t e,
-                             uint64_t size_a, uint32_t *trail,
-                             as_err_t *err) {
+static as_status_t ext_split(jemalloc_model_t *jm, uint32_t e, uint64_t size_a,
+                             uint32_t *trail, as_err_t *err) {
   je_ext_t   *x = E(jm, e);
   je_arena_t *a = jm->arenas[x->arena];
   uint64_t    addr = x->addr + size_a, size_b = x->size - size_a;
@@ -458,8 +455,7 @@ static as_status_t ext_split(jemalloc_model_t *jm, uint32_t e,
   bool        zeroed = x->zeroed;
   uint8_t     state = x->state;
   emap_deregister(jm, e);
-  as_status_t rc = ext_new(jm, a, addr, size_b, sn, false, zeroed, trail,
-                           err);
+  as_status_t rc = ext_new(jm, a, addr, size_b, sn, false, zeroed, trail, err);
   if (rc != AS_OK)
     return rc;
   E(jm, *trail)->state = state;
@@ -517,8 +513,8 @@ static uint32_t neighbor(const jemalloc_model_t *jm, uint32_t e, uint8_t st,
 /* extent_try_coalesce_impl (extent.c:820-873): merge with free neighbours
  * of the ecache's state; with delayed coalescing, stop after one merge
  * (*coalesced says whether one happened). */
-static as_status_t try_coalesce(jemalloc_model_t *jm, je_eset_t *s,
-                                uint32_t *e, bool *coalesced, as_err_t *err) {
+static as_status_t try_coalesce(jemalloc_model_t *jm, je_eset_t *s, uint32_t *e,
+                                bool *coalesced, as_err_t *err) {
   bool again;
   if (coalesced != NULL)
     *coalesced = false;
@@ -559,7 +555,7 @@ static as_status_t dalloc_wrapper(jemalloc_model_t *jm, je_arena_t *a,
 /* extent_maximally_purge (extent.c:890-908). */
 static as_status_t maximally_purge(jemalloc_model_t *jm, je_arena_t *a,
                                    uint32_t e, as_err_t *err) {
-  uint64_t size = E(jm, e)->size;
+  uint64_t    size = E(jm, e)->size;
   as_status_t rc = dalloc_wrapper(jm, a, e, err);
   a->decay_dirty.nmadvise++;
   a->decay_dirty.purged += size >> jm->lg_page;
@@ -570,8 +566,8 @@ static as_status_t maximally_purge(jemalloc_model_t *jm, je_arena_t *a,
 /* extent_record (extent.c:914-954): into ecache s, coalescing as that
  * ecache does; a dirty extent that grows to oversize_threshold is purged
  * at once unless a decay is -1 (extent_may_force_decay :54-58). */
-static as_status_t ext_record(jemalloc_model_t *jm, je_arena_t *a,
-                              je_eset_t *s, uint32_t e, as_err_t *err) {
+static as_status_t ext_record(jemalloc_model_t *jm, je_arena_t *a, je_eset_t *s,
+                              uint32_t e, as_err_t *err) {
   as_status_t rc = AS_OK;
   if (!s->delay_coalesce) {
     rc = try_coalesce(jm, s, &e, NULL, err);
@@ -601,8 +597,7 @@ static as_status_t dalloc_wrapper(jemalloc_model_t *jm, je_arena_t *a,
     ext_release(jm, e);
     return rc;
   }
-  rc = sim_kernel_madvise(jm->kernel, x->addr, x->size, SIM_MADV_DONTNEED,
-                          err);
+  rc = sim_kernel_madvise(jm->kernel, x->addr, x->size, SIM_MADV_DONTNEED, err);
   if (rc != AS_OK)
     return rc;
   E(jm, e)->zeroed = true;
@@ -696,9 +691,8 @@ static as_status_t grow_retained(jemalloc_model_t *jm, je_arena_t *a,
   uint64_t    alloc_size = jm->pind2sz[a->exp_next + skip];
   sim_addr_t  addr;
   as_status_t rc = sim_kernel_mmap(jm->kernel, alloc_size, jm->page,
-                                   SIM_PROT_RW, SIM_OWNER_JEMALLOC, &addr,
-                                   err);
-  uint32_t e = JE_NONE;
+                                   SIM_PROT_RW, SIM_OWNER_JEMALLOC, &addr, err);
+  uint32_t    e = JE_NONE;
   if (rc == AS_OK)
     rc = ext_new(jm, a, addr, alloc_size, a->sn_next++, true, true, &e, err);
   if (rc == AS_OK)
@@ -708,9 +702,8 @@ static as_status_t grow_retained(jemalloc_model_t *jm, je_arena_t *a,
   if (rc != AS_OK)
     return rc;
   /* exp_grow_size_commit (exp_grow.h:40-47) */
-  a->exp_next = a->exp_next + skip + 1 <= a->exp_limit
-                    ? a->exp_next + skip + 1
-                    : a->exp_limit;
+  a->exp_next = a->exp_next + skip + 1 <= a->exp_limit ? a->exp_next + skip + 1
+                                                       : a->exp_limit;
   *out = e;
   return AS_OK;
 }
@@ -732,8 +725,8 @@ static as_status_t alloc_wrapper(jemalloc_model_t *jm, je_arena_t *a,
 }
 
 as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
-                        uint64_t alignment, bool slab, bool zero,
-                        uint32_t *out, as_err_t *err) {
+                        uint64_t alignment, bool slab, bool zero, uint32_t *out,
+                        as_err_t *err) {
   /* pac_alloc_real (pac.c:111-134) */
   as_status_t rc = recycle(jm, a, &a->dirty, size, alignment, zero, out, err);
   if (rc == AS_OK && *out == JE_NONE && a->decay_muzzy.ms != 0)
@@ -751,8 +744,9 @@ as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
   if (rc != AS_OK)
     return rc;
   if (*out == JE_NONE)
-    return as_err_set(err, AS_ENOMEM, "jemalloc: no extent of %" PRIu64
-                      " bytes (exp_grow limit)", size);
+    return as_err_set(
+        err, AS_ENOMEM,
+        "jemalloc: no extent of %" PRIu64 " bytes (exp_grow limit)", size);
   a->nactive += size >> jm->lg_page;
   /* pa.c:148-150 emap_register_interior: every page of a slab over two
    * pages gets an rtree entry. */
@@ -826,8 +820,8 @@ as_status_t je_pa_expand(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
   uint64_t    amount = new_size - E(jm, e)->size;
   uint32_t    trail;
   bool        from_retained = false;
-  as_status_t rc = recycle_expand(jm, a, &a->dirty, e, amount, zero, &trail,
-                                  err);
+  as_status_t rc =
+      recycle_expand(jm, a, &a->dirty, e, amount, zero, &trail, err);
   if (rc == AS_OK && trail == JE_NONE)
     rc = recycle_expand(jm, a, &a->muzzy, e, amount, zero, &trail, err);
   if (rc == AS_OK && trail == JE_NONE) {
@@ -904,9 +898,9 @@ static as_status_t evict(jemalloc_model_t *jm, je_eset_t *s,
  * cache is down to npages_limit (at most npages_max pages), then purge
  * them (pac_decay_stashed :362-425). */
 static as_status_t decay_to_limit(jemalloc_model_t *jm, je_arena_t *a,
-                                  je_decay_t *d, je_eset_t *s,
-                                  bool fully_decay, uint64_t npages_limit,
-                                  uint64_t npages_max, as_err_t *err) {
+                                  je_decay_t *d, je_eset_t *s, bool fully_decay,
+                                  uint64_t npages_limit, uint64_t npages_max,
+                                  as_err_t *err) {
   if (npages_max == 0)
     return AS_OK;
   uint32_t   *stash = NULL;
@@ -957,8 +951,8 @@ static as_status_t decay_to_limit(jemalloc_model_t *jm, je_arena_t *a,
 
 uint64_t je_prng_lg_range(uint64_t *state, unsigned lg_range) {
   /* prng.h:39-42, 75-84: an LCG, the top lg_range bits */
-  *state = *state * UINT64_C(6364136223846793005) +
-           UINT64_C(1442695040888963407);
+  *state =
+      *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
   return *state >> (64 - lg_range);
 }
 
@@ -999,8 +993,8 @@ void je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
 
 /* decay_maybe_advance_epoch (decay.c:176-208) with decay_backlog_update
  * (:117-150) and decay_backlog_npages_limit (:96-110). */
-static bool advance_epoch(jemalloc_model_t *jm, je_decay_t *d,
-                          uint64_t now_ns, uint64_t current) {
+static bool advance_epoch(jemalloc_model_t *jm, je_decay_t *d, uint64_t now_ns,
+                          uint64_t current) {
   if (now_ns < d->deadline_ns)
     return false;
   uint64_t nadvance = (now_ns - d->epoch_ns) / d->interval_ns;
@@ -1015,8 +1009,8 @@ static bool advance_epoch(jemalloc_model_t *jm, je_decay_t *d,
       memset(&d->backlog[JE_NSTEPS - nadvance], 0,
              (nadvance - 1) * sizeof d->backlog[0]);
   }
-  d->backlog[JE_NSTEPS - 1] = current > d->nunpurged ? current - d->nunpurged
-                                                     : 0;
+  d->backlog[JE_NSTEPS - 1] =
+      current > d->nunpurged ? current - d->nunpurged : 0;
   uint64_t sum = 0;
   for (unsigned i = 0; i < JE_NSTEPS; i++)
     sum += d->backlog[i] * jm->h_steps[i];
@@ -1026,14 +1020,16 @@ static bool advance_epoch(jemalloc_model_t *jm, je_decay_t *d,
 }
 
 typedef enum je_eagerness_e {
-  JE_PURGE_ALWAYS, JE_PURGE_NEVER, JE_PURGE_ON_EPOCH_ADVANCE
+  JE_PURGE_ALWAYS,
+  JE_PURGE_NEVER,
+  JE_PURGE_ON_EPOCH_ADVANCE
 } je_eagerness_t;
 
 /* pac_maybe_decay_purge (pac.c:480-517). */
 static as_status_t maybe_decay_purge(jemalloc_model_t *jm, je_arena_t *a,
                                      je_decay_t *d, je_eset_t *s,
-                                     je_eagerness_t eagerness,
-                                     bool *advanced, as_err_t *err) {
+                                     je_eagerness_t eagerness, bool *advanced,
+                                     as_err_t *err) {
   *advanced = false;
   if (d->ms <= 0)
     return d->ms == 0 ? decay_to_limit(jm, a, d, s, false, 0, s->npages, err)
@@ -1053,16 +1049,16 @@ static void maybe_do_deferred_work(jemalloc_model_t *jm, je_arena_t *a,
 
 /* arena_decay_impl (arena.c:422-455). */
 static as_status_t decay_impl(jemalloc_model_t *jm, je_arena_t *a,
-                              je_decay_t *d, je_eset_t *s, bool is_bg,
-                              bool all, as_err_t *err) {
+                              je_decay_t *d, je_eset_t *s, bool is_bg, bool all,
+                              as_err_t *err) {
   if (all) /* pac_decay_all (pac.c:461-467), fully: no lazy step */
     return decay_to_limit(jm, a, d, s, true, 0, s->npages, err);
   /* arena_decide_unforced_purge_eagerness (arena.c:396-405) */
-  je_eagerness_t eager = is_bg ? JE_PURGE_ALWAYS
+  je_eagerness_t eager = is_bg                   ? JE_PURGE_ALWAYS
                          : jm->background_thread ? JE_PURGE_NEVER
                                                  : JE_PURGE_ON_EPOCH_ADVANCE;
-  bool        advanced;
-  as_status_t rc = maybe_decay_purge(jm, a, d, s, eager, &advanced, err);
+  bool           advanced;
+  as_status_t    rc = maybe_decay_purge(jm, a, d, s, eager, &advanced, err);
   if (rc == AS_OK && jm->background_thread && advanced && !is_bg)
     maybe_do_deferred_work(jm, a, d, d->backlog[JE_NSTEPS - 1]);
   return rc;
@@ -1070,23 +1066,22 @@ static as_status_t decay_impl(jemalloc_model_t *jm, je_arena_t *a,
 
 as_status_t je_arena_decay(jemalloc_model_t *jm, je_arena_t *a, bool is_bg,
                            bool all, as_err_t *err) {
-  as_status_t rc = decay_impl(jm, a, &a->decay_dirty, &a->dirty, is_bg, all,
-                              err);
+  as_status_t rc =
+      decay_impl(jm, a, &a->decay_dirty, &a->dirty, is_bg, all, err);
   /* arena_decay_muzzy (arena.c:465-474), pa_shard_dont_decay_muzzy */
   if (rc == AS_OK && !(a->muzzy.npages == 0 && a->decay_muzzy.ms <= 0))
     rc = decay_impl(jm, a, &a->decay_muzzy, &a->muzzy, is_bg, all, err);
   return rc;
 }
 
-as_status_t je_decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
-                           je_arena_t *a, unsigned nticks, as_err_t *err) {
+as_status_t je_decay_ticks(jemalloc_model_t *jm, je_thread_t *th, je_arena_t *a,
+                           unsigned nticks, as_err_t *err) {
   /* ticker_geom_ticks / ticker_geom_fixup (ticker.h:152-168) */
   th->tick -= (int32_t)nticks;
   if (th->tick >= 0)
     return AS_OK;
   uint64_t idx = je_prng_lg_range(&th->prng, 6);
-  th->tick = (int32_t)((uint64_t)JE_DECAY_NTICKS * jm->ticker_table[idx] /
-                       61);
+  th->tick = (int32_t)((uint64_t)JE_DECAY_NTICKS * jm->ticker_table[idx] / 61);
   return je_arena_decay(jm, a, false, false, err);
 }
 
@@ -1098,9 +1093,9 @@ as_status_t je_decay_ms_set(jemalloc_model_t *jm, je_arena_t *a, bool dirty,
    * the same seed again. */
   uint64_t seed = jm->jitter_seed + 2 * a->ind + (dirty ? 0 : 1);
   je_decay_init(jm, d, ms, jm->now_ns, seed);
-  bool advanced;
-  je_eagerness_t eager = jm->background_thread ? JE_PURGE_NEVER
-                                               : JE_PURGE_ON_EPOCH_ADVANCE;
+  bool           advanced;
+  je_eagerness_t eager =
+      jm->background_thread ? JE_PURGE_NEVER : JE_PURGE_ON_EPOCH_ADVANCE;
   return maybe_decay_purge(jm, a, d, s, eager, &advanced, err);
 }
 
@@ -1117,8 +1112,8 @@ static uint64_t npurge_after(const jemalloc_model_t *jm, const je_decay_t *d,
 }
 
 /* decay_ns_until_purge (decay.c:241-295). */
-static uint64_t ns_until_purge(const jemalloc_model_t *jm,
-                               const je_decay_t *d, uint64_t current) {
+static uint64_t ns_until_purge(const jemalloc_model_t *jm, const je_decay_t *d,
+                               uint64_t current) {
   if (d->ms <= 0)
     return JE_UNBOUNDED;
   uint64_t iv = d->interval_ns;
@@ -1155,7 +1150,7 @@ static uint64_t ns_until_purge(const jemalloc_model_t *jm,
 
 /* pac_time_until_deferred_work (pac.c:295-314). */
 static uint64_t time_until_deferred(const jemalloc_model_t *jm,
-                                    const je_arena_t *a) {
+                                    const je_arena_t       *a) {
   uint64_t t = ns_until_purge(jm, &a->decay_dirty, a->dirty.npages);
   uint64_t m = ns_until_purge(jm, &a->decay_muzzy, a->muzzy.npages);
   return m < t ? m : t;
@@ -1237,16 +1232,15 @@ static void bg_wakeup_early(jemalloc_model_t *jm, je_bg_t *bg,
                             const uint64_t *remaining_ns) {
   if (remaining_ns != NULL && *remaining_ns < JE_BG_MIN_INTERVAL_NS)
     return;
-  as_status_t rc = sim_event_queue_push(jm->timers, &bg->timer, jm->now_ns,
-                                        &jm->ferr);
+  as_status_t rc =
+      sim_event_queue_push(jm->timers, &bg->timer, jm->now_ns, &jm->ferr);
   if (rc != AS_OK && jm->fail == AS_OK)
     jm->fail = rc;
 }
 
 /* decay_npages_purge_in (decay.c:157-174). */
-static uint64_t npages_purge_in(const jemalloc_model_t *jm,
-                                const je_decay_t *d, uint64_t time_ns,
-                                uint64_t npages_new) {
+static uint64_t npages_purge_in(const jemalloc_model_t *jm, const je_decay_t *d,
+                                uint64_t time_ns, uint64_t npages_new) {
   uint64_t n_epoch = time_ns / d->interval_ns;
   if (n_epoch >= JE_NSTEPS)
     return npages_new;

@@ -27,42 +27,45 @@
 
 /* ---- Constants ----------------------------------------------------------- */
 
-#define JE_LG_QUANTUM   4   /* include/jemalloc/internal/quantum.h: x86-64 */
-#define JE_LG_TINY_MIN  3   /* include/jemalloc/internal/sc.h:183 */
-#define JE_LG_NGROUP    2   /* sc.h:196 SC_LG_NGROUP */
-#define JE_LG_HUGEPAGE  21  /* configure: 2 MiB on x86-64 */
-#define JE_LG_VADDR     48  /* Debian's build (configure --with-lg-vaddr) */
-#define JE_MAX_SIZES    256 /* 232 size classes with 4 KiB pages (sc.h) */
-#define JE_MAX_BINS     64  /* 36 bins with 4 KiB pages */
-#define JE_MAX_PSIZES   256 /* 199 page-size classes with 4 KiB pages */
-#define JE_SLAB_WORDS   8   /* region bitmap words: nregs <= 512 */
-#define JE_NSTEPS       200 /* smoothstep.h:27 SMOOTHSTEP_NSTEPS */
-#define JE_BFP          24  /* smoothstep.h:28 SMOOTHSTEP_BFP */
-#define JE_NONE         0u  /* extent id 0: no extent */
-#define JE_NO_POS       UINT32_MAX
+#define JE_LG_QUANTUM  4   /* include/jemalloc/internal/quantum.h: x86-64 */
+#define JE_LG_TINY_MIN 3   /* include/jemalloc/internal/sc.h:183 */
+#define JE_LG_NGROUP   2   /* sc.h:196 SC_LG_NGROUP */
+#define JE_LG_HUGEPAGE 21  /* configure: 2 MiB on x86-64 */
+#define JE_LG_VADDR    48  /* Debian's build (configure --with-lg-vaddr) */
+#define JE_MAX_SIZES   256 /* 232 size classes with 4 KiB pages (sc.h) */
+#define JE_MAX_BINS    64  /* 36 bins with 4 KiB pages */
+#define JE_MAX_PSIZES  256 /* 199 page-size classes with 4 KiB pages */
+#define JE_SLAB_WORDS  8   /* region bitmap words: nregs <= 512 */
+#define JE_NSTEPS      200 /* smoothstep.h:27 SMOOTHSTEP_NSTEPS */
+#define JE_BFP         24  /* smoothstep.h:28 SMOOTHSTEP_BFP */
+#define JE_NONE        0u  /* extent id 0: no extent */
+#define JE_NO_POS      UINT32_MAX
 /* arena_types.h:10 ARENA_DECAY_NTICKS_PER_UPDATE */
 #define JE_DECAY_NTICKS 1000
 /* arena_externs.h:15 ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD */
 #define JE_DEFERRED_PURGE_NPAGES 1024
 /* background_thread.c:117 BACKGROUND_THREAD_MIN_INTERVAL_NS */
 #define JE_BG_MIN_INTERVAL_NS UINT64_C(100000000)
-#define JE_UNBOUNDED UINT64_MAX /* decay.h:6 DECAY_UNBOUNDED_TIME_TO_PURGE */
+#define JE_UNBOUNDED          UINT64_MAX /* decay.h:6 DECAY_UNBOUNDED_TIME_TO_PURGE */
 /* tcache.c:37 opt_tcache_gc_incr_bytes; peak_event.c:15 PEAK_EVENT_WAIT is
  * the same, so both thread events fire on the same allocation. */
 #define JE_GC_INCR_BYTES UINT64_C(65536)
 /* Sizes of jemalloc's own structures in Debian's build (measured with
  * sizeof on the tag configured as Debian's: --enable-prof
  * --with-lg-vaddr=48; the statistics of that build equal the .so's). */
-#define JE_SIZEOF_ARENA      78952 /* arena_t */
-#define JE_SIZEOF_BIN        224   /* bin_t, one shard per class */
-#define JE_SIZEOF_EDATA      128   /* edata_t (EDATA_ALIGNMENT 128) */
-#define JE_SIZEOF_BASE       3912  /* base_t */
-#define JE_SIZEOF_BLOCK      144   /* base_block_t */
-#define JE_SIZEOF_BG_INFO    208   /* background_thread_info_t */
-#define JE_CACHELINE         64
+#define JE_SIZEOF_ARENA   78952 /* arena_t */
+#define JE_SIZEOF_BIN     224   /* bin_t, one shard per class */
+#define JE_SIZEOF_EDATA   128   /* edata_t (EDATA_ALIGNMENT 128) */
+#define JE_SIZEOF_BASE    3912  /* base_t */
+#define JE_SIZEOF_BLOCK   144   /* base_block_t */
+#define JE_SIZEOF_BG_INFO 208   /* background_thread_info_t */
+#define JE_CACHELINE      64
 
 typedef enum je_state_e {
-  JE_ACTIVE, JE_DIRTY, JE_MUZZY, JE_RETAINED /* edata.h extent_state_t */
+  JE_ACTIVE,
+  JE_DIRTY,
+  JE_MUZZY,
+  JE_RETAINED /* edata.h extent_state_t */
 } je_state_t;
 
 /* ---- Records ------------------------------------------------------------- */
@@ -76,16 +79,16 @@ struct je_ext_s {
   uint64_t sn;       /* serial number: its mapping's age (extent.c:50) */
   uint32_t heap_pos; /* slot in an eset bin heap or a bin's nonfull heap */
   uint32_t lru_prev, lru_next; /* the eset's LRU list */
-  uint32_t slab;     /* slab bitmap record, 0 = not a slab */
-  uint32_t offset;   /* large: the object's cache-oblivious offset */
-  uint32_t next_free;/* pool free list */
+  uint32_t slab;               /* slab bitmap record, 0 = not a slab */
+  uint32_t offset;             /* large: the object's cache-oblivious offset */
+  uint32_t next_free;          /* pool free list */
   uint16_t arena;
-  uint16_t nfree;    /* slab: free regions */
-  uint8_t  state;    /* je_state_t */
-  uint8_t  binind;   /* slab: size class */
-  uint8_t  is_head;  /* first extent of a mapping (EXTENT_IS_HEAD) */
-  uint8_t  zeroed;   /* known zero (fresh mmap, or purged) */
-  uint8_t  szind;    /* large: size class of the object */
+  uint16_t nfree;   /* slab: free regions */
+  uint8_t  state;   /* je_state_t */
+  uint8_t  binind;  /* slab: size class */
+  uint8_t  is_head; /* first extent of a mapping (EXTENT_IS_HEAD) */
+  uint8_t  zeroed;  /* known zero (fresh mmap, or purged) */
+  uint8_t  szind;   /* large: size class of the object */
 };
 
 /* A min-heap of extent ids ordered by (sn, addr) (edata_snad_comp,
@@ -100,8 +103,8 @@ struct je_heap_s {
  * LRU order eviction follows. */
 typedef struct je_eset_s je_eset_t;
 struct je_eset_s {
-  je_heap_t *bins;        /* npsizes + 1 heaps */
-  uint64_t  *nonempty;    /* bit per bin (fb_* in eset.c) */
+  je_heap_t *bins;     /* npsizes + 1 heaps */
+  uint64_t  *nonempty; /* bit per bin (fb_* in eset.c) */
   uint32_t   lru_head, lru_tail;
   uint64_t   npages;
   uint64_t   nextents;
@@ -112,8 +115,8 @@ struct je_eset_s {
 /* decay_t (include/jemalloc/internal/decay.h, src/decay.c). */
 typedef struct je_decay_s je_decay_t;
 struct je_decay_s {
-  int64_t  ms;           /* -1 never, 0 at once, > 0 smoothly */
-  uint64_t interval_ns;  /* ms * 1e6 / 200 */
+  int64_t  ms;          /* -1 never, 0 at once, > 0 smoothly */
+  uint64_t interval_ns; /* ms * 1e6 / 200 */
   uint64_t epoch_ns;
   uint64_t deadline_ns;
   uint64_t jitter_state;
@@ -136,9 +139,9 @@ typedef struct je_base_s je_base_t;
 struct je_base_s {
   je_base_free_t *avail;
   uint32_t        navail, avail_cap;
-  je_base_free_t *blocks;      /* every block mapped, for the heap map */
+  je_base_free_t *blocks; /* every block mapped, for the heap map */
   uint32_t        nblocks, blocks_cap;
-  uint32_t        pind_last;   /* psz index of the last block */
+  uint32_t        pind_last; /* psz index of the last block */
   uint64_t        sn_next;
   uint64_t        allocated, resident, mapped; /* base_stats_get */
   uint64_t        edata_avail; /* edata_cache: recycled edata_t's */
@@ -155,15 +158,15 @@ struct je_bin_s {
 typedef struct je_arena_s je_arena_t;
 struct je_arena_s {
   uint32_t   ind;
-  uint32_t   nthreads[2];  /* application, internal (arena.c:1584-1597) */
-  je_bin_t  *bins;         /* nbins */
+  uint32_t   nthreads[2]; /* application, internal (arena.c:1584-1597) */
+  je_bin_t  *bins;        /* nbins */
   je_eset_t  dirty, muzzy, retained;
   uint32_t   exp_next, exp_limit; /* exp_grow_t (exp_grow.h) */
   uint64_t   sn_next;
   je_decay_t decay_dirty, decay_muzzy;
-  uint64_t   nactive;      /* pages (pa_shard_t nactive) */
-  uint64_t   pac_mapped;   /* bytes (pac_stats_t pac_mapped) */
-  uint64_t   internal;     /* bytes of internal allocations (tcache stacks) */
+  uint64_t   nactive;    /* pages (pa_shard_t nactive) */
+  uint64_t   pac_mapped; /* bytes (pac_stats_t pac_mapped) */
+  uint64_t   internal;   /* bytes of internal allocations (tcache stacks) */
   je_base_t  base;
 };
 
@@ -171,11 +174,11 @@ struct je_arena_s {
  * [n - 1] (cache_bin.h's stack grows down; this is its mirror image). */
 typedef struct je_cbin_s je_cbin_t;
 struct je_cbin_s {
-  uint64_t *slot;      /* ncached_max entries: (extent id << 16) | region */
+  uint64_t *slot; /* ncached_max entries: (extent id << 16) | region */
   uint16_t  n, low_water, max;
   uint8_t   lg_fill_div;
   bool      refilled;
-  uint16_t  deepest;   /* slots ever written: the stack pages touched */
+  uint16_t  deepest; /* slots ever written: the stack pages touched */
 };
 
 /* tsd_state_t (include/jemalloc/internal/tsd.h:200-215), reduced. */
@@ -187,17 +190,17 @@ typedef enum je_tsd_state_e {
 
 typedef struct je_thread_s je_thread_t;
 struct je_thread_s {
-  uint8_t    tsd;         /* je_tsd_state_t */
-  bool       exited;
-  bool       bound;       /* arena chosen (arena_choose_hard) */
-  uint32_t   arena, iarena;
-  je_cbin_t *cbins;       /* nhbins, NULL until the tcache exists */
-  uint32_t   tcache_ext;  /* the stack allocation's extent in arena 0 */
-  uint32_t   next_gc_bin;
-  uint64_t   alloc_bytes, alloc_last;   /* thread_allocated, last event */
-  uint64_t   dalloc_bytes, dalloc_last;
-  uint64_t   prng;        /* tsd prng_state (tsd.c:222-232) */
-  int32_t    tick;        /* tsd arena_decay_ticker (ticker_geom_t) */
+  uint8_t      tsd; /* je_tsd_state_t */
+  bool         exited;
+  bool         bound; /* arena chosen (arena_choose_hard) */
+  uint32_t     arena, iarena;
+  je_cbin_t   *cbins;      /* nhbins, NULL until the tcache exists */
+  uint32_t     tcache_ext; /* the stack allocation's extent in arena 0 */
+  uint32_t     next_gc_bin;
+  uint64_t     alloc_bytes, alloc_last; /* thread_allocated, last event */
+  uint64_t     dalloc_bytes, dalloc_last;
+  uint64_t     prng; /* tsd prng_state (tsd.c:222-232) */
+  int32_t      tick; /* tsd arena_decay_ticker (ticker_geom_t) */
   nptl_stack_t stack;
 };
 
@@ -215,14 +218,14 @@ struct je_obj_s {
  * index; sleeping is an engine timer. */
 typedef struct je_bg_s je_bg_t;
 struct je_bg_s {
-  sim_timer_t timer;
+  sim_timer_t              timer;
   struct jemalloc_model_s *jm;
-  uint32_t    ind;
-  bool        started;
-  bool        indefinite;   /* BACKGROUND_THREAD_INDEFINITE_SLEEP */
-  uint64_t    wakeup_ns;    /* next_wakeup when not indefinite */
-  uint64_t    npages_to_purge_new;
-  uint64_t    runs;         /* tot_n_runs */
+  uint32_t                 ind;
+  bool                     started;
+  bool                     indefinite; /* BACKGROUND_THREAD_INDEFINITE_SLEEP */
+  uint64_t                 wakeup_ns;  /* next_wakeup when not indefinite */
+  uint64_t                 npages_to_purge_new;
+  uint64_t                 runs; /* tot_n_runs */
 };
 
 /* emap: page number -> extent id for the first and last page of every
@@ -230,7 +233,7 @@ struct je_bg_s {
  * linear probing with backward-shift deletion. */
 typedef struct je_emap_s je_emap_t;
 struct je_emap_s {
-  uint64_t *key;  /* page number + 1, 0 = empty */
+  uint64_t *key; /* page number + 1, 0 = empty */
   uint32_t *val;
   uint64_t  cap, n;
 };
@@ -240,11 +243,11 @@ struct jemalloc_model_s {
   model_t            base; /* must be first */
   sim_kernel_t      *kernel;
   sim_event_queue_t *timers;
-  as_status_t        fail;   /* first failure inside a timer, or AS_OK */
+  as_status_t        fail; /* first failure inside a timer, or AS_OK */
   as_err_t           ferr;
 
   /* Options. */
-  uint32_t narenas_auto;   /* opt.narenas or 4 * ncpus */
+  uint32_t narenas_auto; /* opt.narenas or 4 * ncpus */
   int64_t  dirty_decay_ms, muzzy_decay_ms;
   bool     background_thread;
   uint32_t max_bg_threads;
@@ -255,15 +258,15 @@ struct jemalloc_model_s {
   uint64_t prng_seed, jitter_seed;
 
   /* Geometry. */
-  uint64_t page;           /* jemalloc's PAGE (1 << lg_page) */
+  uint64_t page; /* jemalloc's PAGE (1 << lg_page) */
   unsigned lg_page;
-  uint64_t os_page;        /* the simulated kernel's page */
-  uint64_t large_pad;      /* sz_large_pad: PAGE (cache_oblivious) */
+  uint64_t os_page;   /* the simulated kernel's page */
+  uint64_t large_pad; /* sz_large_pad: PAGE (cache_oblivious) */
   unsigned nsizes, nbins, npsizes, nhbins;
   uint64_t index2size[JE_MAX_SIZES];
   uint64_t pind2sz[JE_MAX_PSIZES + 1];
   uint64_t small_maxclass, large_minclass, large_maxclass, lookup_maxclass;
-  uint8_t  lookup[4096 / 8 + 1];      /* size2index for <= lookup_maxclass */
+  uint8_t  lookup[4096 / 8 + 1]; /* size2index for <= lookup_maxclass */
   uint32_t bin_nregs[JE_MAX_BINS];
   uint64_t bin_slab_size[JE_MAX_BINS];
   uint16_t ncached_max[JE_MAX_SIZES]; /* per tcache bin (< nhbins) */
@@ -272,25 +275,25 @@ struct jemalloc_model_s {
   uint8_t  ticker_table[64];          /* ticker.c:23-32 */
 
   /* State. */
-  je_arena_t **arenas;      /* narenas_total slots, NULL until created */
+  je_arena_t **arenas; /* narenas_total slots, NULL until created */
   uint32_t     narenas_total, huge_ind;
   bool         huge_enabled;
   je_thread_t *threads;
   size_t       threads_cap;
-  je_ext_t    *ext;         /* extent pool, [0] unused */
+  je_ext_t    *ext; /* extent pool, [0] unused */
   uint32_t     next_ext, ext_cap, ext_free;
-  uint64_t   (*slab_bits)[JE_SLAB_WORDS];
-  uint32_t     next_slab, slab_cap, slab_free;
-  je_emap_t    emap;
-  je_obj_t    *objs;
-  size_t       objs_cap;
-  je_bg_t     *bg;          /* max_bg_threads, when background_thread */
-  uint64_t     nrecords;    /* extent records alive */
-  sim_addr_t  *leaf_addr;   /* rtree leaves by key (1 GiB of VA each) */
-  uint64_t    *leaf_key;
-  uint32_t     nleaves, leaves_cap;
-  uint64_t     live_bytes, live_objects;
-  uint64_t     now_ns;      /* time of the event being served */
+  uint64_t (*slab_bits)[JE_SLAB_WORDS];
+  uint32_t      next_slab, slab_cap, slab_free;
+  je_emap_t     emap;
+  je_obj_t     *objs;
+  size_t        objs_cap;
+  je_bg_t      *bg;        /* max_bg_threads, when background_thread */
+  uint64_t      nrecords;  /* extent records alive */
+  sim_addr_t   *leaf_addr; /* rtree leaves by key (1 GiB of VA each) */
+  uint64_t     *leaf_key;
+  uint32_t      nleaves, leaves_cap;
+  uint64_t      live_bytes, live_objects;
+  uint64_t      now_ns; /* time of the event being served */
   nptl_stacks_t nptl;
 };
 
@@ -300,8 +303,7 @@ struct jemalloc_model_s {
 unsigned je_size2index(const jemalloc_model_t *jm, uint64_t size);
 unsigned je_psz2ind(const jemalloc_model_t *jm, uint64_t psz);
 /* Creates arena ind (arena_new, arena.c:1599-1709). */
-as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind,
-                            as_err_t *err);
+as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err);
 /* Records an inconsistency as the model's failure. */
 as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what);
 
@@ -322,8 +324,8 @@ void        je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
 /* pa_alloc (pa.c:122-154): an active extent of size bytes (a multiple of
  * the page), or AS_ENOMEM. */
 as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
-                        uint64_t alignment, bool slab, bool zero,
-                        uint32_t *out, as_err_t *err);
+                        uint64_t alignment, bool slab, bool zero, uint32_t *out,
+                        as_err_t *err);
 /* pa_dalloc (pa.c:206-221) followed by arena_handle_deferred_work
  * (arena.c:216-224). */
 as_status_t je_pa_dalloc(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
@@ -339,8 +341,8 @@ as_status_t je_pa_shrink(jemalloc_model_t *jm, je_arena_t *a, uint32_t e,
 as_status_t je_arena_decay(jemalloc_model_t *jm, je_arena_t *a, bool is_bg,
                            bool all, as_err_t *err);
 /* arena_decay_ticks (arena_inlines_b.h:118-138). */
-as_status_t je_decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
-                           je_arena_t *a, unsigned nticks, as_err_t *err);
+as_status_t je_decay_ticks(jemalloc_model_t *jm, je_thread_t *th, je_arena_t *a,
+                           unsigned nticks, as_err_t *err);
 /* Background threads (background_thread.c). */
 as_status_t je_bg_create(jemalloc_model_t *jm, uint32_t arena_ind,
                          as_err_t *err);
@@ -365,7 +367,7 @@ as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err);
 void        je_edata_put(je_arena_t *a);
 /* The rtree leaf entries for [addr, addr + size) are written (emap
  * registration): the leaf's pages holding them become resident. */
-as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr,
-                           uint64_t npages, as_err_t *err);
+as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr, uint64_t npages,
+                           as_err_t *err);
 
 #endif

@@ -27,9 +27,9 @@
 
 /* xzone_malloc.c:6060-6101 _xzm_bin_sizes */
 static const uint32_t xzm_bin_sizes[] = {
-    16,   32,   48,   64,   80,    96,    112,   128,   160,   192,
-    224,  256,  320,  384,  448,   512,   640,   768,   896,   1024,
-    1280, 1536, 1792, 2048, 2560,  3072,  3584,  4096,  5120,  6144,
+    16,   32,   48,    64,    80,    96,    112,   128,   160,   192,
+    224,  256,  320,   384,   448,   512,   640,   768,   896,   1024,
+    1280, 1536, 1792,  2048,  2560,  3072,  3584,  4096,  5120,  6144,
     7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
 };
 
@@ -48,13 +48,13 @@ static unsigned xzm_bin(uint64_t size) {
 static uint64_t good_size(uint64_t size) {
   if (size <= XZM_SMALL_BLOCK_SIZE_MAX)
     return xzm_bin_sizes[xzm_bin(size)];
-  uint64_t r = (size + XZM_SEGMENT_SLICE_SIZE - 1) &
-               ~(XZM_SEGMENT_SLICE_SIZE - 1);
+  uint64_t r =
+      (size + XZM_SEGMENT_SLICE_SIZE - 1) & ~(XZM_SEGMENT_SLICE_SIZE - 1);
   return r < size ? size : r;
 }
 
 typedef struct lm_model_s {
-  model_t  base; /* must be first */
+  model_t  base;   /* must be first */
   model_t *packed; /* the ideal model, fed class sizes */
   uint64_t live_bytes;
 } lm_model_t;
@@ -64,7 +64,7 @@ static const model_option_t lm_options[] = {{0}};
 static as_status_t lm_create(const model_opts_t *opts, const model_ctx_t *ctx,
                              model_t **out, as_err_t *err) {
   (void)opts;
-  *out           = NULL;
+  *out = NULL;
   lm_model_t *lm = calloc(1, sizeof *lm);
   if (lm == NULL)
     return as_err_set(err, AS_ENOMEM, "libmalloc: out of memory");
@@ -86,15 +86,15 @@ static void lm_destroy(model_t *m) {
 /* The event with its sizes replaced by the classes' sizes. */
 static trace_event_t rounded(const trace_event_t *ev) {
   trace_event_t r = *ev;
-  r.size          = good_size(ev->size);
-  r.prev_size     = ev->prev_size ? good_size(ev->prev_size) : 0;
+  r.size = good_size(ev->size);
+  r.prev_size = ev->prev_size ? good_size(ev->prev_size) : 0;
   return r;
 }
 
 static as_status_t lm_alloc(model_t *m, const trace_event_t *ev,
                             as_err_t *err) {
   lm_model_t   *lm = (lm_model_t *)m;
-  trace_event_t r  = rounded(ev);
+  trace_event_t r = rounded(ev);
   lm->live_bytes += ev->size;
   return model_alloc(lm->packed, &r, err);
 }
@@ -102,15 +102,14 @@ static as_status_t lm_alloc(model_t *m, const trace_event_t *ev,
 static as_status_t lm_realloc(model_t *m, const trace_event_t *ev,
                               as_err_t *err) {
   lm_model_t   *lm = (lm_model_t *)m;
-  trace_event_t r  = rounded(ev);
-  lm->live_bytes   = lm->live_bytes - ev->prev_size + ev->size;
+  trace_event_t r = rounded(ev);
+  lm->live_bytes = lm->live_bytes - ev->prev_size + ev->size;
   return model_realloc(lm->packed, &r, err);
 }
 
-static as_status_t lm_free(model_t *m, const trace_event_t *ev,
-                           as_err_t *err) {
+static as_status_t lm_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   lm_model_t   *lm = (lm_model_t *)m;
-  trace_event_t r  = rounded(ev);
+  trace_event_t r = rounded(ev);
   lm->live_bytes -= ev->prev_size;
   return model_free(lm->packed, &r, err);
 }
@@ -130,15 +129,15 @@ static uint64_t lm_usable_size(const model_t *m, uint64_t size,
 }
 
 const model_methods_t model_libmalloc_methods = {
-    .name    = "libmalloc",
+    .name = "libmalloc",
     .summary = "macOS libmalloc (xzone, libmalloc-792) size classes only: "
                "retention not modelled",
-    .options     = lm_options,
-    .create      = lm_create,
-    .destroy     = lm_destroy,
-    .alloc       = lm_alloc,
-    .realloc     = lm_realloc,
-    .free        = lm_free,
-    .stats       = lm_stats,
+    .options = lm_options,
+    .create = lm_create,
+    .destroy = lm_destroy,
+    .alloc = lm_alloc,
+    .realloc = lm_realloc,
+    .free = lm_free,
+    .stats = lm_stats,
     .usable_size = lm_usable_size,
 };

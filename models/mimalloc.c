@@ -63,8 +63,8 @@
     NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY" MI_ENV_209,                         \
     "v2.0.9 src/options.c:97",                                                 \
     "2.0.9: extra delay per further free into the segment")                    \
-  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500",       \
-    "ms", NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_209,                  \
+  X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500", "ms", \
+    NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_209,                        \
     "v2.0.9 src/options.c:96", "2.0.9: delay for segments in the cache")       \
   X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,              \
     "MIMALLOC_ALLOW_DECOMMIT" MI_ENV_209, "v2.0.9 src/options.c:95",           \
@@ -129,22 +129,22 @@
   X(MO_GENERIC_COLLECT, "generic_collect", OPT_I64, "10000", "", NULL,         \
     "MIMALLOC_GENERIC_COLLECT?version=3.4.3",                                  \
     "v3.4.3 src/options.c:164 (3.0.1: fixed, src/page.c:922)",                 \
-    "3.x: collect retired pages every N generic allocations")             \
-  X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                       \
-    "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",          \
+    "3.x: collect retired pages every N generic allocations")                  \
+  X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                        \
+    "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",            \
     "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
 
-static const char *const version_names[MV_COUNT] = {"2.0.9", "2.1.2",
-                                                     "2.1.7", "3.0.1", "3.4.3"};
+static const char *const version_names[MV_COUNT] = {"2.0.9", "2.1.2", "2.1.7",
+                                                    "3.0.1", "3.4.3"};
 
 /* Which versions have a row: bit per version. */
-#define V209  (1u << MV_209)
-#define V21X  ((1u << MV_212) | (1u << MV_217))
-#define V3X   ((1u << MV_301) | (1u << MV_343))
-#define VALL  (V209 | V21X | V3X)
+#define V209 (1u << MV_209)
+#define V21X ((1u << MV_212) | (1u << MV_217))
+#define V3X  ((1u << MV_301) | (1u << MV_343))
+#define VALL (V209 | V21X | V3X)
 typedef struct row_scope_s row_scope_t;
 struct row_scope_s {
   int         key;
@@ -197,10 +197,10 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
   memset(g, 0, sizeof *g);
   g->slices_offset = 264;
   g->info_slices = 1; /* segment.c:335-357 */
-  g->off_bsize = 28; /* offsetof(mi_page_t, xblock_size) in 209/212 */
+  g->off_bsize = 28;  /* offsetof(mi_page_t, xblock_size) in 209/212 */
   g->len_bsize = 4;
   g->off_links = 56; /* offsetof(mi_page_t, next), prev at 64 */
-  g->min_extend = 4;  /* 209 page.c:590 */
+  g->min_extend = 4; /* 209 page.c:590 */
   switch (v) {
   case MV_209:
     g->page_struct = 80;
@@ -239,8 +239,8 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
     g->min_extend = 1;
     g->retire_cycles = 16;
     g->retire_any_size = true;
-    g->page_info = 0;      /* page meta kept apart, 343 types.h:119-128 */
-    g->small_max = 10240;  /* 343 types.h (compiled) */
+    g->page_info = 0;     /* page meta kept apart, 343 types.h:119-128 */
+    g->small_max = 10240; /* 343 types.h (compiled) */
     g->medium_max = 86698;
     g->large_max = 512 * MI_KIB; /* :426 */
     break;
@@ -302,18 +302,18 @@ static void publish_options(mi_model_t *m) {
 static void read_options(mi_model_t *m, const model_opts_t *o) {
   bool v209 = m->version == MV_209;
   m->purge_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_DELAY : MO_PURGE_DELAY);
-  m->extend_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_EXTEND_DELAY
-                                          : MO_PURGE_EXTEND_DELAY);
+  m->extend_delay =
+      model_opt_i64(o, v209 ? MO_DECOMMIT_EXTEND_DELAY : MO_PURGE_EXTEND_DELAY);
   m->segment_delay = model_opt_i64(o, MO_SEGMENT_DECOMMIT_DELAY);
   m->arena_mult = model_opt_i64(o, MO_ARENA_PURGE_MULT);
   m->purge_decommits = v209 || model_opt_bool(o, MO_PURGE_DECOMMITS);
   /* 2.1 has no allow_decommit: purging is off when purge_delay < 0
    * (212 segment.c:845-846) */
-  m->allow_decommit = v209 ? model_opt_bool(o, MO_ALLOW_DECOMMIT)
-                           : m->purge_delay >= 0;
+  m->allow_decommit =
+      v209 ? model_opt_bool(o, MO_ALLOW_DECOMMIT) : m->purge_delay >= 0;
   m->page_reset = model_opt_bool(o, MO_PAGE_RESET);
-  m->abandoned_purge = model_opt_bool(
-      o, v209 ? MO_ABANDONED_PAGE_DECOMMIT : MO_ABANDONED_PAGE_PURGE);
+  m->abandoned_purge = model_opt_bool(o, v209 ? MO_ABANDONED_PAGE_DECOMMIT
+                                              : MO_ABANDONED_PAGE_PURGE);
   m->eager_commit = model_opt_bool(o, MO_EAGER_COMMIT);
   m->eager_commit_delay = model_opt_i64(o, MO_EAGER_COMMIT_DELAY);
   m->max_segment_reclaim = model_opt_i64(o, MO_MAX_SEGMENT_RECLAIM);
@@ -347,8 +347,8 @@ static void mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len) {
 
 void mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len) {
   if (len != 0 && m->fail == AS_OK)
-    kfail(m, sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_DONTNEED,
-                                m->err));
+    kfail(m,
+          sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_DONTNEED, m->err));
 }
 
 void mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len) {
@@ -453,8 +453,7 @@ static bool ensure_thread_slots(mi_model_t *m, uint32_t thread) {
   uint32_t *nt = realloc(m->tld_of_thread, (size_t)cap * sizeof *nt);
   if (nt == NULL)
     return false;
-  memset(nt + m->threads_cap, 0,
-         (size_t)(cap - m->threads_cap) * sizeof *nt);
+  memset(nt + m->threads_cap, 0, (size_t)(cap - m->threads_cap) * sizeof *nt);
   m->tld_of_thread = nt;
   m->threads_cap = cap;
   return true;
@@ -778,8 +777,7 @@ static as_status_t mimalloc_set_option(model_t *mm, const char *name,
   int key = model_option_find(mimalloc_options, name, strlen(name));
   if (key < 0 || key == MO_VERSION)
     return as_err_set(err, AS_EINVAL,
-                      "mimalloc: option '%s' cannot change at run time",
-                      name);
+                      "mimalloc: option '%s' cannot change at run time", name);
   /* A yes/no option is on for any value but 0: mi_option_is_enabled is
    * mi_option_get(option) != 0 (v2.0.9 src/options.c:154-156). */
   if (mimalloc_options[key].kind == OPT_BOOL)
@@ -787,8 +785,7 @@ static as_status_t mimalloc_set_option(model_t *mm, const char *name,
   char text[32];
   snprintf(text, sizeof text, "%" PRId64, value);
   model_opts_t o = m->opts;
-  as_status_t  rc = model_opts_set("mimalloc", &o, key, text, strlen(text),
-                                   err);
+  as_status_t rc = model_opts_set("mimalloc", &o, key, text, strlen(text), err);
   if (rc == AS_OK)
     rc = check_rows(m->version, &o, err);
   if (rc != AS_OK)
@@ -805,9 +802,8 @@ static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
   size_t            n = 0;
   uint64_t awaiting = MI_IS_V3(m->version) ? mi_arenas3_awaiting_purge(m)
                                            : mi_segs_awaiting_purge(m);
-  n = model_counter_put(out, n, cap, "mimalloc", "segments",
-                        m->segments_live, "count",
-                        "2.x segments held (32 MiB each, or huge)");
+  n = model_counter_put(out, n, cap, "mimalloc", "segments", m->segments_live,
+                        "count", "2.x segments held (32 MiB each, or huge)");
   n = model_counter_put(out, n, cap, "mimalloc", "pages", m->pages_live,
                         "count", "pages in use or retired");
   n = model_counter_put(out, n, cap, "mimalloc", "pages_awaiting_purge",
@@ -816,8 +812,8 @@ static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
   n = model_counter_put(out, n, cap, "mimalloc", "abandoned_segments",
                         m->abandoned_count, "count",
                         "segments of exited threads, not yet reclaimed");
-  n = model_counter_put(out, n, cap, "mimalloc", "purges", m->purges,
-                        "count", "purge (madvise) calls made");
+  n = model_counter_put(out, n, cap, "mimalloc", "purges", m->purges, "count",
+                        "purge (madvise) calls made");
   n = model_counter_put(out, n, cap, "mimalloc", "purged_bytes",
                         m->purged_bytes, "bytes", "bytes purged so far");
   n = model_counter_put(out, n, cap, "mimalloc", "threads", m->threads_live,
@@ -915,21 +911,20 @@ static const model_mechanism_t mimalloc_mechanisms[] = {
     {NULL, NULL, NULL, NULL, false},
 };
 
-as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr,
-                         uint64_t bytes, const char *kind, const char *mech,
-                         uint8_t level, uint8_t state) {
-  model_region_t r = {.addr      = addr,
-                      .bytes     = bytes,
-                      .kind      = kind,
+as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr, uint64_t bytes,
+                         const char *kind, const char *mech, uint8_t level,
+                         uint8_t state) {
+  model_region_t r = {.addr = addr,
+                      .bytes = bytes,
+                      .kind = kind,
                       .mechanism = level == 0 ? NULL : mech,
-                      .level     = level,
-                      .state     = state};
+                      .level = level,
+                      .state = state};
   return bytes == 0 ? AS_OK : w->fn(w->user, &r, w->err);
 }
 
-as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr,
-                         uint64_t bytes, const char *kind, const char *mech,
-                         uint8_t state) {
+as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr, uint64_t bytes,
+                         const char *kind, const char *mech, uint8_t state) {
   as_status_t rc = mi_walk_emit(w, addr, bytes, kind, NULL, 0, state);
   return rc == AS_OK ? mi_walk_emit(w, addr, bytes, kind, mech, 1, state) : rc;
 }
@@ -938,18 +933,18 @@ as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr,
 as_status_t mi_walk_page(const mi_model_t *m, uint32_t page,
                          const mi_walker_t *w) {
   const mpage_t *p = &m->pages[page];
-  model_region_t r = {.addr         = p->slice_start,
-                      .bytes        = (uint64_t)p->slice_count * MI_SLICE_SIZE,
-                      .live_bytes   = (uint64_t)p->used * p->block_size,
+  model_region_t r = {.addr = p->slice_start,
+                      .bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE,
+                      .live_bytes = (uint64_t)p->used * p->block_size,
                       .live_objects = p->used,
-                      .kind         = "page",
-                      .level        = 1};
+                      .kind = "page",
+                      .level = 1};
   if (p->used == 0) {
     r.mechanism = MI_MECH_EMPTY;
-    r.state     = MODEL_REGION_CACHED;
+    r.state = MODEL_REGION_CACHED;
   } else {
     r.mechanism = p->heap == 0 ? MI_MECH_ABANDONED : MI_MECH_IN_USE;
-    r.state     = MODEL_REGION_LIVE;
+    r.state = MODEL_REGION_LIVE;
   }
   return w->fn(w->user, &r, w->err);
 }
@@ -968,18 +963,17 @@ as_status_t mi_walk_free_slices(const mi_walker_t *w, sim_addr_t base,
     uint32_t end = from + 1;
     while (end < to && slice_pending(pending, mask, end) == on)
       end++;
-    rc = mi_walk_emit(w, base + (uint64_t)from * MI_SLICE_SIZE,
-                      (uint64_t)(end - from) * MI_SLICE_SIZE, "free slices",
-                      on ? MI_MECH_PENDING : MI_MECH_FREE, 1,
-                      MODEL_REGION_FREE);
+    rc =
+        mi_walk_emit(w, base + (uint64_t)from * MI_SLICE_SIZE,
+                     (uint64_t)(end - from) * MI_SLICE_SIZE, "free slices",
+                     on ? MI_MECH_PENDING : MI_MECH_FREE, 1, MODEL_REGION_FREE);
     from = end;
   }
   return rc;
 }
 
 /* Thread data (live threads' and the cache's) and the static data. */
-static as_status_t walk_thread_data(const mi_model_t *m,
-                                    const mi_walker_t *w) {
+static as_status_t walk_thread_data(const mi_model_t *m, const mi_walker_t *w) {
   as_status_t rc = AS_OK;
   for (uint32_t t = 1; t < m->tlds_n && rc == AS_OK; t++)
     if (m->tlds[t].live && m->tlds[t].data != 0)
@@ -999,10 +993,10 @@ static as_status_t walk_thread_data(const mi_model_t *m,
  * with theirs, then what lies outside them. */
 static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
                                  void *user, as_err_t *err) {
-  const mi_model_t *m     = (const mi_model_t *)mm;
-  bool              v3    = MI_IS_V3(m->version);
+  const mi_model_t *m = (const mi_model_t *)mm;
+  bool              v3 = MI_IS_V3(m->version);
   size_t            units = (v3 ? m->arenas3_n : m->segs_n) + 1u;
-  uint64_t         *live  = calloc(2 * units, sizeof *live);
+  uint64_t         *live = calloc(2 * units, sizeof *live);
   if (live == NULL)
     return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
   for (uint32_t i = 1; i < m->pages_n; i++) {
@@ -1012,7 +1006,7 @@ static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
       live[2 * p->seg + 1] += p->used;
     }
   }
-  mi_walker_t w  = {.fn = fn, .user = user, .err = err, .unit_live = live};
+  mi_walker_t w = {.fn = fn, .user = user, .err = err, .unit_live = live};
   as_status_t rc = v3 ? mi_arenas3_walk(m, &w) : mi_segs_walk(m, &w);
   if (rc == AS_OK)
     rc = walk_thread_data(m, &w);
@@ -1117,9 +1111,8 @@ static as_status_t heap_live(const mi_model_t *m, mi_heap_ref_t heap,
   return AS_OK;
 }
 
-as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap,
-                                  bool force, uint64_t now_ns,
-                                  as_err_t *err) {
+as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap, bool force,
+                                  uint64_t now_ns, as_err_t *err) {
   as_status_t rc = heap_live(m, heap, err);
   if (rc != AS_OK)
     return rc;
@@ -1190,8 +1183,8 @@ uint64_t *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p) {
 
 as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
                                uint64_t now_ns, as_err_t *err) {
-  if (p == 0 || p >= m->pages_n || !m->pages[p].live ||
-      m->pages[p].used != 0 || m->pages[p].heap == 0)
+  if (p == 0 || p >= m->pages_n || !m->pages[p].live || m->pages[p].used != 0 ||
+      m->pages[p].heap == 0)
     return as_err_set(err, AS_EINVAL,
                       "mimalloc: page %u is not an empty page of a heap", p);
   enter(m, now_ns, err);

@@ -30,8 +30,8 @@
 #include "model.h"
 
 typedef struct mi_model_s mi_model_t; /* begins with model_t */
-typedef uint32_t           mi_heap_ref_t;
-typedef uint32_t           mi_page_ref_t;
+typedef uint32_t          mi_heap_ref_t;
+typedef uint32_t          mi_page_ref_t;
 
 /* What happened to a page, for the hook that follows CPython's QSBR state
  * (Objects/mimalloc/page.c in CPython 3.14.7; 3.13.5 in brackets). */
@@ -105,9 +105,8 @@ as_status_t mimalloc_heap_realloc(mi_model_t *m, mi_heap_ref_t heap,
 as_status_t mimalloc_free(mi_model_t *m, const trace_event_t *ev,
                           as_err_t *err);
 /* mi_heap_collect(heap, force) at now_ns. */
-as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap,
-                                  bool force, uint64_t now_ns,
-                                  as_err_t *err);
+as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap, bool force,
+                                  uint64_t now_ns, as_err_t *err);
 /* _mi_heap_collect_abandon(heap): what CPython does for each of a thread's
  * heaps when it exits (Python/pystate.c:3224-3228), before the thread's
  * end (a `thread exit` event) returns the thread data. */
@@ -131,13 +130,13 @@ uint64_t      mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p);
 uint64_t      mimalloc_page_blocks(const mi_model_t *m, mi_page_ref_t p);
 /* Whether the page is in its heap's full queue, and _mi_page_unfull
  * (CPython 3.14.4+ obmalloc.c:178-180 unfulls a page it defers). */
-bool          mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p);
-void          mimalloc_page_unfull(mi_model_t *m, mi_page_ref_t p);
+bool mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p);
+void mimalloc_page_unfull(mi_model_t *m, mi_page_ref_t p);
 /* One word per page that the model never reads (a QSBR goal). */
-uint64_t     *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p);
+uint64_t *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p);
 /* _mi_page_free of an empty page kept by page_maybe_free; AS_EINVAL if
  * the page is not empty any more. */
-as_status_t   mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
-                                 uint64_t now_ns, as_err_t *err);
+as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
+                               uint64_t now_ns, as_err_t *err);
 
 #endif

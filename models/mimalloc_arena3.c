@@ -17,8 +17,8 @@
 
 #include "mimalloc_int.h"
 
-#define SLICES_PER_CHUNK 512 /* MI_BCHUNK_BITS, 301 types.h:121-124 */
-#define MAX_OBJ_SLICES   512 /* MI_ARENA_MAX_OBJ_SLICES (:129): 32 MiB */
+#define SLICES_PER_CHUNK 512  /* MI_BCHUNK_BITS, 301 types.h:121-124 */
+#define MAX_OBJ_SLICES   512  /* MI_ARENA_MAX_OBJ_SLICES (:129): 32 MiB */
 #define PAGE_MAP_SUB     8192 /* MI_PAGE_MAP_SUB_COUNT, internal.h:497-498 */
 
 /* Binned search bins (bitmap.h:218-237). */
@@ -80,8 +80,8 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   bool huge = m->version == MV_343 && size >= 16 * MI_MIB;
   a->base = mi_os_alloc(m, size, huge ? 2 * MI_MIB : MI_SLICE_SIZE);
   if (huge && m->allow_thp && a->base != 0 && m->fail == AS_OK)
-    m->fail = sim_kernel_madvise(m->kernel, a->base, size, SIM_MADV_HUGEPAGE,
-                                 m->err);
+    m->fail =
+        sim_kernel_madvise(m->kernel, a->base, size, SIM_MADV_HUGEPAGE, m->err);
   size_t ns = a->slices;
   a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
   a->page_at = calloc(ns, sizeof *a->page_at);
@@ -105,7 +105,9 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
 
 /* ---- The binned free-slice search (bitmap :1543-1611) ----------------- */
 
-static uint8_t *chunk_bins(marena3_t *a) { return a->chunk_bin; }
+static uint8_t *chunk_bins(marena3_t *a) {
+  return a->chunk_bin;
+}
 
 /* Lowest run of n free slices in chunk c: n == 1 any slice, n == 8 an
  * aligned byte of the bitmap (mi_bchunk_try_find_and_clear_8), n <= 64
@@ -258,8 +260,8 @@ static uint32_t page_alloc_fresh(mi_model_t *m, uint32_t tld, uint32_t slices,
           a->dirty[idx + s] = 1;
         }
         sim_addr_t start = a->base + (uint64_t)idx * MI_SLICE_SIZE;
-        uint32_t   page = page_record(m, ai + 1, idx, slices, start,
-                                      block_size, !dirty, singleton);
+        uint32_t   page = page_record(m, ai + 1, idx, slices, start, block_size,
+                                      !dirty, singleton);
         if (page != 0)
           m->arenas3[ai].page_at[idx] = page;
         return page;
@@ -384,7 +386,9 @@ void mi_arenas3_page_free(mi_model_t *m, uint32_t page) {
   arena3_set_free(a, idx, n);
 }
 
-static bool page_is_full(const mpage_t *p) { return p->used >= p->reserved; }
+static bool page_is_full(const mpage_t *p) {
+  return p->used >= p->reserved;
+}
 
 /* _mi_arenas_page_abandon (:858-900): a page with room goes on the arena's
  * abandoned bitmap of its bin, where allocations of that bin find it; a
@@ -511,13 +515,13 @@ void mi_arenas3_destroy(mi_model_t *m) {
 static as_status_t walk_arena(const mi_model_t *m, uint32_t ai,
                               const mi_walker_t *w) {
   const marena3_t *a = &m->arenas3[ai];
-  model_region_t   r = {.addr         = a->base,
-                        .bytes        = (uint64_t)a->slices * MI_SLICE_SIZE,
-                        .live_bytes   = w->unit_live[2 * (ai + 1)],
+  model_region_t   r = {.addr = a->base,
+                        .bytes = (uint64_t)a->slices * MI_SLICE_SIZE,
+                        .live_bytes = w->unit_live[2 * (ai + 1)],
                         .live_objects = w->unit_live[2 * (ai + 1) + 1],
-                        .kind         = "arena",
-                        .state        = MODEL_REGION_LIVE};
-  as_status_t rc = w->fn(w->user, &r, w->err);
+                        .kind = "arena",
+                        .state = MODEL_REGION_LIVE};
+  as_status_t      rc = w->fn(w->user, &r, w->err);
   if (rc == AS_OK)
     rc = mi_walk_emit(w, a->base, (uint64_t)a->info_slices * MI_SLICE_SIZE,
                       "arena info", MI_MECH_META, 1, MODEL_REGION_METADATA);
@@ -547,12 +551,12 @@ as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w) {
     if (!p->live || p->seg != 0)
       continue;
     uint64_t       bytes = (uint64_t)p->slice_count * MI_SLICE_SIZE;
-    model_region_t r = {.addr         = p->slice_start,
-                        .bytes        = bytes,
-                        .live_bytes   = (uint64_t)p->used * p->block_size,
+    model_region_t r = {.addr = p->slice_start,
+                        .bytes = bytes,
+                        .live_bytes = (uint64_t)p->used * p->block_size,
                         .live_objects = p->used,
-                        .kind         = "OS page",
-                        .state        = MODEL_REGION_LIVE};
+                        .kind = "OS page",
+                        .state = MODEL_REGION_LIVE};
     rc = w->fn(w->user, &r, w->err);
     if (rc == AS_OK)
       rc = mi_walk_page(m, i, w);

@@ -45,24 +45,24 @@ typedef enum mi_version_e {
 
 /* v2 geometry: 209 include/mimalloc-types.h:142-171; 212
  * include/mimalloc/types.h:160-185 (same values). */
-#define MI_SLICE_SHIFT    16                      /* 64 KiB slices (:142) */
-#define MI_SLICE_SIZE     (UINT64_C(1) << MI_SLICE_SHIFT)
-#define MI_SEGMENT_SHIFT  25                      /* 32 MiB (:145) */
-#define MI_SEGMENT_SIZE   (UINT64_C(1) << MI_SEGMENT_SHIFT)
-#define MI_SLICES_PER_SEG 512                     /* (:159) */
-#define MI_MEDIUM_PAGE    (8 * MI_SLICE_SIZE)     /* 512 KiB (:151) */
-#define MI_SMALL_OBJ_MAX  (MI_SLICE_SIZE / 4)     /* 16 KiB (:164) */
-#define MI_MEDIUM_OBJ_MAX (MI_MEDIUM_PAGE / 4)    /* 128 KiB (:165) */
-#define MI_LARGE_OBJ_MAX  (MI_SEGMENT_SIZE / 2)   /* 16 MiB (:167) */
-#define MI_BIN_HUGE       73                      /* (:171) */
-#define MI_BIN_FULL       (MI_BIN_HUGE + 1)
-#define MI_BINS           (MI_BIN_FULL + 1)
-#define MI_SEGMENT_BIN_MAX 35                     /* 209 types.h:578 */
+#define MI_SLICE_SHIFT     16 /* 64 KiB slices (:142) */
+#define MI_SLICE_SIZE      (UINT64_C(1) << MI_SLICE_SHIFT)
+#define MI_SEGMENT_SHIFT   25 /* 32 MiB (:145) */
+#define MI_SEGMENT_SIZE    (UINT64_C(1) << MI_SEGMENT_SHIFT)
+#define MI_SLICES_PER_SEG  512                   /* (:159) */
+#define MI_MEDIUM_PAGE     (8 * MI_SLICE_SIZE)   /* 512 KiB (:151) */
+#define MI_SMALL_OBJ_MAX   (MI_SLICE_SIZE / 4)   /* 16 KiB (:164) */
+#define MI_MEDIUM_OBJ_MAX  (MI_MEDIUM_PAGE / 4)  /* 128 KiB (:165) */
+#define MI_LARGE_OBJ_MAX   (MI_SEGMENT_SIZE / 2) /* 16 MiB (:167) */
+#define MI_BIN_HUGE        73                    /* (:171) */
+#define MI_BIN_FULL        (MI_BIN_HUGE + 1)
+#define MI_BINS            (MI_BIN_FULL + 1)
+#define MI_SEGMENT_BIN_MAX 35 /* 209 types.h:578 */
 /* Back offsets kept for a page's first slices: MI_ALIGNMENT_MAX (segment/2,
  * 209 types.h:187) / slice - 1 = 255 (:178; its comment "15" is stale;
  * 212 types.h:196, 217 :213). */
 #define MI_MAX_SLICE_OFFSET 255
-#define MI_COMMIT_WORDS   (MI_SLICES_PER_SEG / 64) /* commit mask words */
+#define MI_COMMIT_WORDS     (MI_SLICES_PER_SEG / 64) /* commit mask words */
 
 /* What changes between versions, filled by mi_geometry(). */
 typedef struct mi_geom_s mi_geom_t;
@@ -77,15 +77,15 @@ struct mi_geom_s {
   uint64_t min_commit;    /* MI_MINIMAL_COMMIT_SIZE */
   uint32_t info_slices;   /* segment info slices */
   /* pages */
-  uint32_t retire_cycles; /* MI_RETIRE_CYCLES */
-  bool     retire_plus1;  /* retire_expire = 1 + cycles (209, 212) */
+  uint32_t retire_cycles;   /* MI_RETIRE_CYCLES */
+  bool     retire_plus1;    /* retire_expire = 1 + cycles (209, 212) */
   bool     retire_any_size; /* 217+: no MI_MAX_RETIRE_SIZE test */
-  uint32_t min_extend;    /* MI_MIN_EXTEND */
+  uint32_t min_extend;      /* MI_MIN_EXTEND */
   /* v3 pages */
-  uint32_t page_info;     /* mi_page_info_size() */
-  uint64_t small_max;     /* MI_SMALL_MAX_OBJ_SIZE (v3) */
-  uint64_t medium_max;    /* MI_MEDIUM_MAX_OBJ_SIZE (v3) */
-  uint64_t large_max;     /* MI_LARGE_MAX_OBJ_SIZE (v3): huge queue above */
+  uint32_t page_info;  /* mi_page_info_size() */
+  uint64_t small_max;  /* MI_SMALL_MAX_OBJ_SIZE (v3) */
+  uint64_t medium_max; /* MI_MEDIUM_MAX_OBJ_SIZE (v3) */
+  uint64_t large_max;  /* MI_LARGE_MAX_OBJ_SIZE (v3): huge queue above */
 };
 
 /* ---- Pages ------------------------------------------------------------- */
@@ -109,25 +109,25 @@ struct mpage_s {
   uint32_t   next, prev;  /* page queue links */
   uint32_t   slice_index; /* in its segment (2.x) or arena (3.x) */
   uint32_t   slice_count;
-  uint32_t   reserved;    /* blocks that fit */
-  uint32_t   capacity;    /* blocks initialised (free list extended) */
-  uint32_t   used;        /* blocks in use, thread-free ones included */
-  uint32_t   free_n;      /* `free` stack: blocks[0 .. free_n) */
-  uint32_t   local_n;     /* `local_free`: blocks[reserved - local_n ..) */
+  uint32_t   reserved; /* blocks that fit */
+  uint32_t   capacity; /* blocks initialised (free list extended) */
+  uint32_t   used;     /* blocks in use, thread-free ones included */
+  uint32_t   free_n;   /* `free` stack: blocks[0 .. free_n) */
+  uint32_t   local_n;  /* `local_free`: blocks[reserved - local_n ..) */
   uint32_t   tfree_n, tfree_cap; /* thread_free stack */
-  uint16_t  *blocks;      /* reserved entries */
-  uint16_t  *tfree;       /* thread_free, head at tfree_n - 1 */
+  uint16_t  *blocks;             /* reserved entries */
+  uint16_t  *tfree;              /* thread_free, head at tfree_n - 1 */
   uint8_t    bin;
-  uint8_t    tag;         /* heap tag (CPython, 217 heap_tag) */
+  uint8_t    tag; /* heap tag (CPython, 217 heap_tag) */
   uint8_t    retire_expire;
-  uint8_t    delayed;     /* MI_*_DELAYED_FREE */
+  uint8_t    delayed; /* MI_*_DELAYED_FREE */
   bool       in_full;
-  bool       is_huge;     /* 2.x huge segment page / 3.x singleton */
+  bool       is_huge;          /* 2.x huge segment page / 3.x singleton */
   bool       abandoned_mapped; /* 3.x: in the arena's abandoned bitmap */
-  bool       zero_init;   /* memory was zero when the page was made */
-  bool       free_is_zero; /* the free list holds zeroed blocks only */
-  bool       live;        /* record in use */
-  uint32_t   slice_committed; /* 3.x commit-on-demand bytes, 0 = all */
+  bool       zero_init;        /* memory was zero when the page was made */
+  bool       free_is_zero;     /* the free list holds zeroed blocks only */
+  bool       live;             /* record in use */
+  uint32_t   slice_committed;  /* 3.x commit-on-demand bytes, 0 = all */
 };
 
 /* ---- Heaps and threads ------------------------------------------------- */
@@ -146,18 +146,18 @@ struct mdelayed_s {
 
 typedef struct mheap_s mheap_t;
 struct mheap_s {
-  mqueue_t    pages[MI_BINS];
-  uint32_t    tld;          /* its thread's tld */
-  uint32_t    next_in_tld;  /* heaps of one thread */
-  uint32_t    retired_min, retired_max;
-  uint32_t    page_count;
-  uint8_t     tag;
-  bool        live;
-  bool        no_reclaim;
+  mqueue_t pages[MI_BINS];
+  uint32_t tld;         /* its thread's tld */
+  uint32_t next_in_tld; /* heaps of one thread */
+  uint32_t retired_min, retired_max;
+  uint32_t page_count;
+  uint8_t  tag;
+  bool     live;
+  bool     no_reclaim;
   /* thread_delayed_free (209 alloc.c:421-440): LIFO */
   mdelayed_t *delayed;
   uint32_t    delayed_n, delayed_cap;
-  uint32_t    generic_count; /* 3.x generic collect counter */
+  uint32_t    generic_count;    /* 3.x generic collect counter */
   int32_t     full_page_retain; /* 3.x */
 };
 
@@ -170,14 +170,14 @@ struct mspanq_s {
 
 typedef struct mtld_s mtld_t;
 struct mtld_s {
-  uint32_t   thread;      /* trace thread id */
+  uint32_t   thread; /* trace thread id */
   uint32_t   heap_backing;
-  uint32_t   heaps;       /* first heap of the thread */
+  uint32_t   heaps; /* first heap of the thread */
   mspanq_t   spans[MI_SEGMENT_BIN_MAX + 1];
   uint64_t   segment_count;
   uint64_t   reclaim_count; /* 217 */
-  uint64_t   thread_seq;  /* 3.x */
-  sim_addr_t data;        /* mi_thread_data_t mapping (0 for main) */
+  uint64_t   thread_seq;    /* 3.x */
+  sim_addr_t data;          /* mi_thread_data_t mapping (0 for main) */
   bool       live;
 };
 
@@ -185,10 +185,10 @@ struct mtld_s {
 
 typedef struct mslice_s mslice_t; /* mimalloc's mi_slice_t fields we need */
 struct mslice_s {
-  uint32_t count;    /* slice_count */
-  uint32_t offset;   /* slice_offset, in entries */
-  uint32_t state;    /* xblock_size: 0 free, 1 interior, else in use */
-  uint32_t page;     /* page record when a used span head */
+  uint32_t count;  /* slice_count */
+  uint32_t offset; /* slice_offset, in entries */
+  uint32_t state;  /* xblock_size: 0 free, 1 interior, else in use */
+  uint32_t page;   /* page record when a used span head */
   uint32_t qnext_seg, qnext_slice; /* span queue links (free heads) */
   uint32_t qprev_seg, qprev_slice;
 };
@@ -198,21 +198,21 @@ enum { MI_SEG_NORMAL, MI_SEG_HUGE };
 typedef struct mseg_s mseg_t;
 struct mseg_s {
   sim_addr_t base;
-  uint64_t   size;            /* segment_slices * slice */
+  uint64_t   size; /* segment_slices * slice */
   uint64_t   commit[MI_COMMIT_WORDS];
   uint64_t   decommit[MI_COMMIT_WORDS]; /* 209 decommit / 21x purge mask */
-  int64_t    expire;          /* decommit_expire / purge_expire (ms) */
+  int64_t    expire; /* decommit_expire / purge_expire (ms) */
   uint32_t   segment_slices;
   uint32_t   slice_entries;
   uint32_t   used, abandoned, abandoned_visits;
-  uint32_t   tld;             /* owner, 0 = abandoned */
-  uint32_t   abandoned_next;  /* global abandoned list */
+  uint32_t   tld;                /* owner, 0 = abandoned */
+  uint32_t   abandoned_next;     /* global abandoned list */
   uint32_t   arena, arena_block; /* 21x: arena memory (arena 0 = OS) */
   uint8_t    kind;
   bool       allow_decommit;
-  bool       in_visited;      /* on the abandoned visited list */
+  bool       in_visited; /* on the abandoned visited list */
   bool       live;
-  mslice_t  *slices;          /* slice_entries + 1 */
+  mslice_t  *slices; /* slice_entries + 1 */
 };
 
 /* ---- The model ---------------------------------------------------------- */
@@ -233,7 +233,7 @@ struct marena2_s {
   uint32_t   blocks;
   int64_t    purge_expire;
   uint8_t   *inuse, *purge, *dirty; /* one byte per block */
-  sim_addr_t meta;   /* 2.1.2: the descriptor's own OS page, else 0 */
+  sim_addr_t meta; /* 2.1.2: the descriptor's own OS page, else 0 */
 };
 
 typedef struct marena3_s marena3_t; /* 3.x arena of 64 KiB slices */
@@ -242,12 +242,12 @@ struct marena3_s {
   uint32_t   slices;
   uint32_t   info_slices;
   int64_t    purge_expire;
-  uint8_t   *free_map;   /* 1 = free */
-  uint8_t   *purge;      /* 1 = scheduled */
-  uint8_t   *dirty;      /* 1 = ever used */
-  uint8_t   *page_head;  /* bin + 1 of an abandoned page head, else 0 */
-  uint8_t   *chunk_bin;  /* per 512-slice chunk: its size bin */
-  uint32_t  *page_at;    /* page record at a head slice */
+  uint8_t   *free_map;    /* 1 = free */
+  uint8_t   *purge;       /* 1 = scheduled */
+  uint8_t   *dirty;       /* 1 = ever used */
+  uint8_t   *page_head;   /* bin + 1 of an abandoned page head, else 0 */
+  uint8_t   *chunk_bin;   /* per 512-slice chunk: its size bin */
+  uint32_t  *page_at;     /* page record at a head slice */
   uint32_t   search_hint; /* chunk_max_accessed */
 };
 
@@ -259,87 +259,87 @@ struct mobj_s {
 };
 
 struct mi_model_s {
-  model_t        base;
-  sim_kernel_t  *kernel;
-  mi_version_t   version;
-  mi_geom_t      g;
-  as_err_t      *err;          /* the current call's error sink */
-  as_status_t    fail;         /* first kernel failure inside a call */
-  int64_t        now;          /* ms, the current event's clock */
-  uint64_t       now_ns;
+  model_t       base;
+  sim_kernel_t *kernel;
+  mi_version_t  version;
+  mi_geom_t     g;
+  as_err_t     *err;  /* the current call's error sink */
+  as_status_t   fail; /* first kernel failure inside a call */
+  int64_t       now;  /* ms, the current event's clock */
+  uint64_t      now_ns;
   /* options: every row (by MO_ key), and the rows of this version alone
    * as base.opts, so the spec a run reports can be given back */
   model_opts_t   opts;
   model_option_t shown[MODEL_OPTS_MAX + 1];
   /* options (effective values) */
-  int64_t        purge_delay;    /* decommit_delay (209) / purge_delay */
-  int64_t        extend_delay;   /* decommit_extend_delay / purge_extend */
-  int64_t        segment_delay;  /* 209 segment_decommit_delay */
-  int64_t        arena_mult;     /* arena_purge_mult */
-  bool           purge_decommits;
-  bool           allow_decommit;
-  bool           page_reset;
-  bool           abandoned_purge;
-  bool           eager_commit;
-  int64_t        eager_commit_delay;
-  int64_t        max_segment_reclaim;
-  bool           reclaim_on_free;
-  int64_t        page_full_retain;
-  int64_t        generic_collect;
-  int64_t        max_candidates;
-  bool           allow_thp;      /* 3.4.3: arenas get MADV_HUGEPAGE */
+  int64_t purge_delay;   /* decommit_delay (209) / purge_delay */
+  int64_t extend_delay;  /* decommit_extend_delay / purge_extend */
+  int64_t segment_delay; /* 209 segment_decommit_delay */
+  int64_t arena_mult;    /* arena_purge_mult */
+  bool    purge_decommits;
+  bool    allow_decommit;
+  bool    page_reset;
+  bool    abandoned_purge;
+  bool    eager_commit;
+  int64_t eager_commit_delay;
+  int64_t max_segment_reclaim;
+  bool    reclaim_on_free;
+  int64_t page_full_retain;
+  int64_t generic_collect;
+  int64_t max_candidates;
+  bool    allow_thp; /* 3.4.3: arenas get MADV_HUGEPAGE */
   /* records */
-  mpage_t       *pages;
-  uint32_t       pages_n, pages_cap, pages_free; /* free records chain
-                                                    through next */
-  mheap_t       *heaps;
-  uint32_t       heaps_n, heaps_cap;
-  mtld_t        *tlds;
-  uint32_t       tlds_n, tlds_cap;
-  uint32_t      *tld_of_thread;   /* trace thread -> tld, 0 = none */
-  uint32_t       threads_cap;
-  uint32_t       threads_live;    /* _mi_current_thread_count() */
-  mseg_t        *segs;
-  uint32_t       segs_n, segs_cap, segs_free;
-  uint32_t       abandoned, abandoned_visited; /* 2.x lists */
-  uint64_t       abandoned_count;
+  mpage_t *pages;
+  uint32_t pages_n, pages_cap, pages_free; /* free records chain
+                                              through next */
+  mheap_t  *heaps;
+  uint32_t  heaps_n, heaps_cap;
+  mtld_t   *tlds;
+  uint32_t  tlds_n, tlds_cap;
+  uint32_t *tld_of_thread; /* trace thread -> tld, 0 = none */
+  uint32_t  threads_cap;
+  uint32_t  threads_live; /* _mi_current_thread_count() */
+  mseg_t   *segs;
+  uint32_t  segs_n, segs_cap, segs_free;
+  uint32_t  abandoned, abandoned_visited; /* 2.x lists */
+  uint64_t  abandoned_count;
   /* objects */
-  mobj_t        *objs;     /* by object id: one cache line read per free */
-  uint64_t       obj_cap;
-  uint64_t       live_bytes, live_objects;
+  mobj_t  *objs; /* by object id: one cache line read per free */
+  uint64_t obj_cap;
+  uint64_t live_bytes, live_objects;
   /* 209 segment cache */
   mi_cache_slot_t *cache;
   /* arenas */
-  marena2_t     *arenas2;
-  uint32_t       arenas2_n;
-  marena3_t     *arenas3;
-  uint32_t       arenas3_n;
-  int64_t        arenas_purge_expire; /* 3.x subproc->purge_expire */
-  uint64_t       abandoned_bin[MI_BINS]; /* 3.x abandoned counts */
+  marena2_t *arenas2;
+  uint32_t   arenas2_n;
+  marena3_t *arenas3;
+  uint32_t   arenas3_n;
+  int64_t    arenas_purge_expire;    /* 3.x subproc->purge_expire */
+  uint64_t   abandoned_bin[MI_BINS]; /* 3.x abandoned counts */
   /* metadata outside segments: the library's static data (segment map,
    * arena metadata) and 3.x page map */
-  sim_addr_t     static_area;
-  sim_addr_t     page_map;
+  sim_addr_t static_area;
+  sim_addr_t page_map;
   /* thread data cache (209 init.c:204-245) */
-  sim_addr_t     td_cache[8];
+  sim_addr_t td_cache[8];
   /* hooks (mimalloc.h) */
-  mi_hooks_t     hooks;
-  bool           has_hooks;
-  bool           heap_tags; /* a heap with a non-zero tag exists */
+  mi_hooks_t hooks;
+  bool       has_hooks;
+  bool       heap_tags; /* a heap with a non-zero tag exists */
   /* counters */
-  uint64_t       purges, purged_bytes, segments_live, pages_live;
-  uint64_t       collects;
+  uint64_t purges, purged_bytes, segments_live, pages_live;
+  uint64_t collects;
 };
 
 /* ---- Shared helpers ----------------------------------------------------- */
 
 /* Kernel calls that cannot fail on a valid model; a failure is kept in
  * m->fail (the first one) and reported by the entry point. */
-void mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len);
-void mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len);
-void mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len);
+void       mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len);
+void       mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len);
+void       mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len);
 sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align);
-void mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size);
+void       mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size);
 /* _mi_os_purge (212 os.c:475-500): DONTNEED, or MADV_FREE when
  * purge_decommits is off; 209 always decommits. */
 void mi_os_purge(mi_model_t *m, sim_addr_t addr, uint64_t len);
@@ -360,23 +360,19 @@ void     mi_page_free_collect(mi_model_t *m, uint32_t page, bool force);
 void     mi_page_unfull(mi_model_t *m, uint32_t page);
 void     mi_heap_visit_pages(mi_model_t *m, uint32_t heap);
 /* The composition's page_event hook, if any (mimalloc.h). */
-void     mi_hook_page_event(mi_model_t *m, uint32_t page, mi_page_event_t what);
-void     mi_pq_push(mi_model_t *m, uint32_t heap, uint32_t bin,
-                    uint32_t page);
-void     mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin,
-                        uint32_t page);
-void     mi_pq_remove(mi_model_t *m, uint32_t heap, uint32_t bin,
-                      uint32_t page);
+void mi_hook_page_event(mi_model_t *m, uint32_t page, mi_page_event_t what);
+void mi_pq_push(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page);
+void mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page);
+void mi_pq_remove(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page);
 uint32_t mi_page_queue_bin(const mi_model_t *m, const mpage_t *p);
 void     mi_page_free(mi_model_t *m, uint32_t page, bool force);
 void     mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind);
 void     mi_heap_delayed_free_all(mi_model_t *m, uint32_t heap);
 uint32_t mi_heap_by_tag(mi_model_t *m, uint32_t heap, uint8_t tag);
-bool     mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size,
-                   uint32_t *page, uint32_t *block);
-void     mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page,
-                       uint32_t block);
-void     mi_heap_abandon_all(mi_model_t *m, uint32_t heap);
+bool     mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
+                   uint32_t *block);
+void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block);
+void mi_heap_abandon_all(mi_model_t *m, uint32_t heap);
 
 enum { MI_NORMAL, MI_FORCE, MI_ABANDON }; /* 209 heap.c:81-85 */
 
@@ -430,13 +426,12 @@ struct mi_walker_s {
 };
 
 /* Reports one region. */
-as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr,
-                         uint64_t bytes, const char *kind, const char *mech,
-                         uint8_t level, uint8_t state);
-/* A unit that is one region: level 0 and its one level-1 region. */
-as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr,
-                         uint64_t bytes, const char *kind, const char *mech,
+as_status_t mi_walk_emit(const mi_walker_t *w, sim_addr_t addr, uint64_t bytes,
+                         const char *kind, const char *mech, uint8_t level,
                          uint8_t state);
+/* A unit that is one region: level 0 and its one level-1 region. */
+as_status_t mi_walk_unit(const mi_walker_t *w, sim_addr_t addr, uint64_t bytes,
+                         const char *kind, const char *mech, uint8_t state);
 /* A page as a level-1 region (its slices, blocks and mechanism). */
 as_status_t mi_walk_page(const mi_model_t *m, uint32_t page,
                          const mi_walker_t *w);
@@ -449,8 +444,14 @@ as_status_t mi_walk_free_slices(const mi_walker_t *w, sim_addr_t base,
 as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w);
 as_status_t mi_arenas3_walk(const mi_model_t *m, const mi_walker_t *w);
 
-static inline mpage_t *P(mi_model_t *m, uint32_t id) { return &m->pages[id]; }
-static inline mheap_t *H(mi_model_t *m, uint32_t id) { return &m->heaps[id]; }
-static inline mseg_t  *S(mi_model_t *m, uint32_t id) { return &m->segs[id]; }
+static inline mpage_t *P(mi_model_t *m, uint32_t id) {
+  return &m->pages[id];
+}
+static inline mheap_t *H(mi_model_t *m, uint32_t id) {
+  return &m->heaps[id];
+}
+static inline mseg_t *S(mi_model_t *m, uint32_t id) {
+  return &m->segs[id];
+}
 
 #endif

@@ -27,7 +27,9 @@ static const uint32_t bin_words[MI_BIN_HUGE] = {
     114688, 131072, 163840, 196608, 229376, 262144, 327680, 393216, 458752,
     524288};
 
-static unsigned bsr64(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+static unsigned bsr64(uint64_t x) {
+  return 63u - (unsigned)__builtin_clzll(x);
+}
 
 /* mi_bin (page-queue.c:56-93): 8 bytes, then even word counts up to 64
  * bytes (MI_ALIGN2W: MI_MAX_ALIGN_SIZE 16 is two words on x86-64,
@@ -46,15 +48,17 @@ static uint8_t bin_of(uint64_t size, uint64_t max_wsize) {
   return (uint8_t)(((b << 2) + ((w >> (b - 2)) & 3)) - 3);
 }
 
-uint8_t mi_bin(uint64_t size) { return bin_of(size, MI_MEDIUM_OBJ_MAX / 8); }
+uint8_t mi_bin(uint64_t size) {
+  return bin_of(size, MI_MEDIUM_OBJ_MAX / 8);
+}
 
 uint64_t mi_bin_size(uint8_t bin) {
   return bin < MI_BIN_HUGE ? (uint64_t)bin_words[bin] * 8 : 0;
 }
 
 uint8_t mi_model_bin(const mi_model_t *m, uint64_t size) {
-  return bin_of(size, (MI_IS_V3(m->version) ? m->g.large_max
-                                            : MI_MEDIUM_OBJ_MAX) / 8);
+  return bin_of(
+      size, (MI_IS_V3(m->version) ? m->g.large_max : MI_MEDIUM_OBJ_MAX) / 8);
 }
 
 /* _mi_os_good_alloc_size (209 os.c:118-127). */
@@ -134,11 +138,13 @@ uint32_t mi_page_queue_bin(const mi_model_t *m, const mpage_t *p) {
 }
 
 /* mi_page_queue_is_special: the huge and full queues (page-queue.c:44-46). */
-static bool queue_is_special(uint32_t bin) { return bin >= MI_BIN_HUGE; }
+static bool queue_is_special(uint32_t bin) {
+  return bin >= MI_BIN_HUGE;
+}
 
 /* mi_page_queue_push (page-queue.c:229-255): at the front. */
 void mi_pq_push(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page) {
-  mheap_t *h = H(m, heap);
+  mheap_t  *h = H(m, heap);
   mqueue_t *q = &h->pages[bin];
   mpage_t  *p = P(m, page);
   p->in_full = (bin == MI_BIN_FULL);
@@ -154,9 +160,8 @@ void mi_pq_push(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page) {
 }
 
 /* mi_page_queue_push_at_end (301 page-queue.c): reclaimed pages. */
-void mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin,
-                    uint32_t page) {
-  mheap_t *h = H(m, heap);
+void mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page) {
+  mheap_t  *h = H(m, heap);
   mqueue_t *q = &h->pages[bin];
   mpage_t  *p = P(m, page);
   p->in_full = (bin == MI_BIN_FULL);
@@ -173,7 +178,7 @@ void mi_pq_push_end(mi_model_t *m, uint32_t heap, uint32_t bin,
 
 /* mi_page_queue_remove (page-queue.c:206-226). */
 void mi_pq_remove(mi_model_t *m, uint32_t heap, uint32_t bin, uint32_t page) {
-  mheap_t *h = H(m, heap);
+  mheap_t  *h = H(m, heap);
   mqueue_t *q = &h->pages[bin];
   mpage_t  *p = P(m, page);
   if (p->prev != 0)
@@ -292,8 +297,8 @@ void mi_page_extend_free(mi_model_t *m, uint32_t page) {
     extend = max_extend;
   /* 301 page.c:612-620: commit on demand covers the new blocks first. */
   if (p->slice_committed != 0) {
-    uint64_t need = (p->start - p->slice_start) +
-                    (p->capacity + extend) * bsize;
+    uint64_t need =
+        (p->start - p->slice_start) + (p->capacity + extend) * bsize;
     need = (need + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE * MI_SLICE_SIZE;
     if (need > p->slice_committed)
       p->slice_committed = (uint32_t)need;
@@ -340,7 +345,9 @@ void mi_page_init(mi_model_t *m, uint32_t heap, uint32_t page,
 
 /* ---- Retire and free ---------------------------------------------------- */
 
-static bool page_all_free(const mpage_t *p) { return p->used == 0; }
+static bool page_all_free(const mpage_t *p) {
+  return p->used == 0;
+}
 
 /* _mi_page_free (page.c:396-416; 301 page.c:346-366). */
 void mi_page_free(mi_model_t *m, uint32_t page, bool force) {
@@ -473,7 +480,9 @@ static void page_to_full(mi_model_t *m, uint32_t page) {
 static uint32_t page_fresh(mi_model_t *m, uint32_t heap, uint32_t bin,
                            uint64_t block_size);
 
-static bool immediate_available(const mpage_t *p) { return p->free_n != 0; }
+static bool immediate_available(const mpage_t *p) {
+  return p->free_n != 0;
+}
 
 static void heap_collect_hook(mi_model_t *m, uint32_t heap) {
   if (m->has_hooks && m->hooks.heap_collect != NULL)
@@ -795,8 +804,7 @@ static uint32_t page_owner_tld(mi_model_t *m, const mpage_t *p) {
 
 /* mi_free of block `block` of page `page` from the thread whose tld is
  * `tld` (0: a thread mimalloc never initialised). */
-void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page,
-                   uint32_t block) {
+void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block) {
   mpage_t *p = P(m, page);
   uint32_t owner = page_owner_tld(m, p);
   if (owner != 0 && owner == tld) {
@@ -881,10 +889,10 @@ static void heap_visit_collect(mi_model_t *m, uint32_t heap, int kind) {
 }
 
 void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
-  bool force = kind >= MI_FORCE;
+  bool     force = kind >= MI_FORCE;
   uint32_t tld = H(m, heap)->tld;
-  bool main_backing = m->tlds[tld].thread == 0 &&
-                      m->tlds[tld].heap_backing == heap;
+  bool     main_backing =
+      m->tlds[tld].thread == 0 && m->tlds[tld].heap_backing == heap;
   m->collects++;
   if (MI_IS_V3(m->version)) {
     heap_collect_retired(m, heap, force);

@@ -22,8 +22,12 @@
 
 /* ---- Commit masks (segment.c:23-146) ----------------------------------- */
 
-static void mask_clear_all(uint64_t *m) { memset(m, 0, MI_COMMIT_WORDS * 8); }
-static void mask_set_all(uint64_t *m) { memset(m, 0xff, MI_COMMIT_WORDS * 8); }
+static void mask_clear_all(uint64_t *m) {
+  memset(m, 0, MI_COMMIT_WORDS * 8);
+}
+static void mask_set_all(uint64_t *m) {
+  memset(m, 0xff, MI_COMMIT_WORDS * 8);
+}
 
 static bool mask_is_empty(const uint64_t *m) {
   for (int i = 0; i < MI_COMMIT_WORDS; i++)
@@ -66,10 +70,9 @@ static uint32_t mask_count(const uint64_t *m) {
  * fields are written decides which pages become resident. */
 static void touch_field(mi_model_t *m, const mseg_t *s, uint32_t idx,
                         uint32_t off, uint32_t len) {
-  mi_touch(m,
-           s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct +
-               off,
-           len);
+  mi_touch(
+      m, s->base + m->g.slices_offset + (uint64_t)idx * m->g.page_struct + off,
+      len);
 }
 
 /* slice_count and slice_offset (the first 8 bytes). */
@@ -219,9 +222,9 @@ void mi_segment_page_layout(mi_model_t *m, uint32_t page) {
 /* mi_segment_commit_mask (:412-461): the 64 KiB units of [p, p+size),
  * inward (conservative, for purging) or outward to MI_MINIMAL_COMMIT_SIZE
  * (liberal, for committing). */
-static void commit_mask(const mi_model_t *m, const mseg_t *s,
-                        bool conservative, sim_addr_t p, uint64_t size,
-                        sim_addr_t *start_p, uint64_t *full, uint64_t *cm) {
+static void commit_mask(const mi_model_t *m, const mseg_t *s, bool conservative,
+                        sim_addr_t p, uint64_t size, sim_addr_t *start_p,
+                        uint64_t *full, uint64_t *cm) {
   mask_clear_all(cm);
   *full = 0;
   if (size == 0 || size > MI_SEGMENT_SIZE || s->kind == MI_SEG_HUGE)
@@ -373,8 +376,8 @@ static void schedule_purge(mi_model_t *m, uint32_t seg, sim_addr_t p,
 /* mi_segment_span_free (:581-610): first and last entries, schedule a
  * purge of the span, and the span queue (not for huge or abandoned
  * segments). */
-static void span_free(mi_model_t *m, uint32_t seg, uint32_t idx,
-                      uint32_t count, bool allow_purge) {
+static void span_free(mi_model_t *m, uint32_t seg, uint32_t idx, uint32_t count,
+                      bool allow_purge) {
   mseg_t *s = S(m, seg);
   bool    queued = s->kind != MI_SEG_HUGE && s->tld != 0;
   if (count == 0)
@@ -660,8 +663,8 @@ static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
 
 /* ---- 2.1 arenas (arena.c) ---------------------------------------------- */
 
-#define ARENA_BLOCK     MI_SEGMENT_SIZE /* MI_ARENA_BLOCK_SIZE (arena.c:37) */
-#define ARENA_MIN_OBJ   (ARENA_BLOCK / 2) /* :38 */
+#define ARENA_BLOCK   MI_SEGMENT_SIZE   /* MI_ARENA_BLOCK_SIZE (arena.c:37) */
+#define ARENA_MIN_OBJ (ARENA_BLOCK / 2) /* :38 */
 /* The arena descriptor: sizeof(mi_arena_t) (arena.c:42-59, about 150
  * bytes) and 4 bitmaps of one 8-byte field for a 1 GiB arena; written
  * within one OS page either way. */
@@ -717,8 +720,7 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
 
 /* mi_arena_try_alloc_at (arena.c:219-270): first fit from block 0. */
 static bool arena2_try_alloc(mi_model_t *m, uint32_t ai, uint32_t n,
-                             sim_addr_t *addr, uint32_t *block,
-                             bool *zero) {
+                             sim_addr_t *addr, uint32_t *block, bool *zero) {
   marena2_t *a = &m->arenas2[ai - 1];
   for (uint32_t b = 0; b + n <= a->blocks; b++) {
     uint32_t k = 0;
@@ -747,7 +749,7 @@ static bool arena2_try_alloc(mi_model_t *m, uint32_t ai, uint32_t n,
  * arena when they are full, else the OS. */
 static sim_addr_t arena2_alloc(mi_model_t *m, uint64_t size, uint32_t *arena,
                                uint32_t *block, bool *zero) {
-  uint32_t n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
+  uint32_t   n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
   sim_addr_t addr;
   if (size >= ARENA_MIN_OBJ) {
     for (uint32_t ai = 1; ai <= m->arenas2_n; ai++)
@@ -863,13 +865,13 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
                               uint32_t *huge_page) {
   uint32_t segment_slices = calculate_slices(m, required);
   uint64_t segment_size = (uint64_t)segment_slices * MI_SLICE_SIZE;
-  bool eager_delay = m->threads_live > 1 &&
-                     m->tlds[tld].segment_count <
-                         (uint64_t)m->eager_commit_delay; /* :860-862 */
-  bool eager = !eager_delay && m->eager_commit;
-  bool commit = eager || required > 0;
-  uint32_t entries = segment_slices > MI_SLICES_PER_SEG ? MI_SLICES_PER_SEG
-                                                         : segment_slices;
+  bool     eager_delay =
+      m->threads_live > 1 && m->tlds[tld].segment_count <
+                                 (uint64_t)m->eager_commit_delay; /* :860-862 */
+  bool     eager = !eager_delay && m->eager_commit;
+  bool     commit = eager || required > 0;
+  uint32_t entries =
+      segment_slices > MI_SLICES_PER_SEG ? MI_SLICES_PER_SEG : segment_slices;
   uint32_t seg = seg_new(m, entries);
   if (seg == 0)
     return 0;
@@ -886,8 +888,8 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
         mask_set_all(s->commit);
     }
   } else {
-    s->base = arena2_alloc(m, segment_size, &s->arena, &s->arena_block,
-                           &is_zero);
+    s->base =
+        arena2_alloc(m, segment_size, &s->arena, &s->arena_block, &is_zero);
     /* arena memory is committed (arena_eager_commit=2 on overcommit);
      * direct OS memory as requested (212 :825-840) */
     if (s->arena != 0 || commit)
@@ -931,9 +933,8 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
     span_free(m, seg, m->g.info_slices, s->slice_entries - m->g.info_slices,
               false);
   } else {
-    *huge_page =
-        span_allocate(m, seg, m->g.info_slices,
-                      segment_slices - m->g.info_slices);
+    *huge_page = span_allocate(m, seg, m->g.info_slices,
+                               segment_slices - m->g.info_slices);
   }
   return seg;
 }
@@ -989,8 +990,8 @@ static uint32_t page_clear(mi_model_t *m, uint32_t page) {
     /* page_reset option (:994-1000): _mi_os_reset of the page area, pages
      * aligned inward (os.c:1021-1025), with MADV_FREE (os.c:1047-1056) */
     sim_addr_t lo = os_page_up(m, p->start);
-    sim_addr_t hi = os_page_down(
-        m, p->slice_start + (uint64_t)p->slice_count * MI_SLICE_SIZE);
+    sim_addr_t hi = os_page_down(m, p->slice_start + (uint64_t)p->slice_count *
+                                                         MI_SLICE_SIZE);
     if (hi > lo)
       mi_madvise_free(m, lo, hi - lo);
   }
@@ -1209,7 +1210,7 @@ static uint32_t segment_try_reclaim(mi_model_t *m, uint32_t heap,
                                     uint32_t needed, uint64_t block_size,
                                     bool *reclaimed) {
   *reclaimed = false;
-  int64_t  tries = m->max_segment_reclaim;
+  int64_t tries = m->max_segment_reclaim;
   if (m->version == MV_217) {
     /* 217 mi_segment_get_reclaim_tries (:1279-1290): a percentage of the
      * abandoned segments, at least 8 when there are more than 8 */
@@ -1265,8 +1266,8 @@ void mi_abandoned_collect(mi_model_t *m, uint32_t heap, bool force) {
 
 /* mi_segment_reclaim_or_alloc (:1463-1480); 0 with *reclaimed when a page
  * with room went straight into the heap. */
-static uint32_t reclaim_or_alloc(mi_model_t *m, uint32_t heap,
-                                 uint32_t needed, uint64_t block_size) {
+static uint32_t reclaim_or_alloc(mi_model_t *m, uint32_t heap, uint32_t needed,
+                                 uint64_t block_size) {
   bool     reclaimed;
   uint32_t seg = segment_try_reclaim(m, heap, needed, block_size, &reclaimed);
   if (reclaimed || seg != 0)
@@ -1335,18 +1336,17 @@ uint64_t mi_segs_awaiting_purge(const mi_model_t *m) {
 static as_status_t walk_segment(const mi_model_t *m, uint32_t seg,
                                 const mi_walker_t *w) {
   const mseg_t  *s = &m->segs[seg];
-  model_region_t r = {.addr         = s->base,
-                      .bytes        = s->size,
-                      .live_bytes   = w->unit_live[2 * seg],
+  model_region_t r = {.addr = s->base,
+                      .bytes = s->size,
+                      .live_bytes = w->unit_live[2 * seg],
                       .live_objects = w->unit_live[2 * seg + 1],
-                      .kind = s->kind == MI_SEG_HUGE ? "huge segment"
-                                                     : "segment",
-                      .state = s->used ? MODEL_REGION_LIVE
-                                       : MODEL_REGION_FREE};
-  as_status_t rc = w->fn(w->user, &r, w->err);
+                      .kind =
+                          s->kind == MI_SEG_HUGE ? "huge segment" : "segment",
+                      .state = s->used ? MODEL_REGION_LIVE : MODEL_REGION_FREE};
+  as_status_t    rc = w->fn(w->user, &r, w->err);
   if (rc == AS_OK)
-    rc = mi_walk_emit(w, s->base, info_size(m), "segment info", MI_MECH_META,
-                      1, MODEL_REGION_METADATA);
+    rc = mi_walk_emit(w, s->base, info_size(m), "segment info", MI_MECH_META, 1,
+                      MODEL_REGION_METADATA);
   for (uint32_t i = m->g.info_slices; i < s->segment_slices && rc == AS_OK;) {
     const mslice_t *sl = i < s->slice_entries ? &s->slices[i] : NULL;
     if (sl != NULL && sl->state >= 2 && sl->page != 0) {
@@ -1370,11 +1370,10 @@ as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w) {
   for (uint32_t i = 1; i < m->segs_n && rc == AS_OK; i++)
     if (m->segs[i].live)
       rc = walk_segment(m, i, w);
-  for (uint32_t i = 0; m->cache != NULL && i < MI_CACHE_MAX && rc == AS_OK;
-       i++)
+  for (uint32_t i = 0; m->cache != NULL && i < MI_CACHE_MAX && rc == AS_OK; i++)
     if (m->cache[i].inuse)
-      rc = mi_walk_unit(w, m->cache[i].base, MI_SEGMENT_SIZE,
-                        "cached segment", MI_MECH_CACHE, MODEL_REGION_CACHED);
+      rc = mi_walk_unit(w, m->cache[i].base, MI_SEGMENT_SIZE, "cached segment",
+                        MI_MECH_CACHE, MODEL_REGION_CACHED);
   for (uint32_t a = 0; a < m->arenas2_n && rc == AS_OK; a++) {
     const marena2_t *ar = &m->arenas2[a];
     for (uint32_t b = 0; b < ar->blocks && rc == AS_OK; b++) {

@@ -53,12 +53,12 @@ struct model_ctx_s {
 };
 
 struct model_stats_s {
-  uint64_t live_bytes;    /* bytes the program asked for and still holds */
-  uint64_t live_objects;  /* objects the program still holds */
-  uint64_t mapped_bytes;  /* RW address space the model holds */
-  uint64_t arenas;        /* top-level regions held: pymalloc arenas, glibc
-                             heaps, jemalloc extents, mimalloc segments */
-  uint64_t free_bytes;    /* held by the allocator, free to the program */
+  uint64_t live_bytes;   /* bytes the program asked for and still holds */
+  uint64_t live_objects; /* objects the program still holds */
+  uint64_t mapped_bytes; /* RW address space the model holds */
+  uint64_t arenas;       /* top-level regions held: pymalloc arenas, glibc
+                            heaps, jemalloc extents, mimalloc segments */
+  uint64_t free_bytes;   /* held by the allocator, free to the program */
 };
 
 /* A named counter.  name is "<model>.<counter>"; unit is "bytes", "pages",
@@ -76,12 +76,12 @@ struct model_counter_s {
  * level 1 a unit inside it (pool, chunk, slab, page).  Whether its pages
  * are resident is the kernel's to say (sim_kernel_is_resident). */
 typedef enum model_region_state_e {
-  MODEL_REGION_LIVE,      /* holds the program's objects */
-  MODEL_REGION_FREE,      /* free, kept by the allocator */
-  MODEL_REGION_CACHED,    /* free, in a per-thread or size-class cache */
-  MODEL_REGION_RELEASED,  /* free, its pages given back (purged, trimmed) */
-  MODEL_REGION_RESERVED,  /* address space without access (PROT_NONE) */
-  MODEL_REGION_METADATA   /* the allocator's own bookkeeping */
+  MODEL_REGION_LIVE,     /* holds the program's objects */
+  MODEL_REGION_FREE,     /* free, kept by the allocator */
+  MODEL_REGION_CACHED,   /* free, in a per-thread or size-class cache */
+  MODEL_REGION_RELEASED, /* free, its pages given back (purged, trimmed) */
+  MODEL_REGION_RESERVED, /* address space without access (PROT_NONE) */
+  MODEL_REGION_METADATA  /* the allocator's own bookkeeping */
 } model_region_state_t;
 
 typedef struct model_region_s model_region_t;
@@ -94,8 +94,8 @@ struct model_region_s {
   const char *mechanism;    /* level 1: why its bytes are held, a key of
                                the model's mechanisms table ("glibc.top");
                                level 0: NULL */
-  uint8_t     level;        /* 0 or 1 (above) */
-  uint8_t     state;        /* model_region_state_t */
+  uint8_t level;            /* 0 or 1 (above) */
+  uint8_t state;            /* model_region_state_t */
 };
 
 /* Why an allocator holds memory, for explain: level-1 regions name one of
@@ -124,21 +124,21 @@ struct model_s {
 };
 
 struct model_methods_s {
-  const char           *name;    /* as on the command line: "glibc" */
-  const char           *summary; /* one line for `allocsim models` */
-  const model_option_t *options; /* table ending in a row with name NULL */
+  const char           *name;        /* as on the command line: "glibc" */
+  const char           *summary;     /* one line for `allocsim models` */
+  const model_option_t *options;     /* table ending in a row with name NULL */
   bool                  composition; /* forwards (some) requests to the
                                     libc model of ctx->libc_spec */
-  const char           *preload; /* file name prefix of the library that
-                                    LD_PRELOAD puts in place for this model
-                                    ("libjemalloc"), or NULL */
+  const char *preload;               /* file name prefix of the library that
+                                        LD_PRELOAD puts in place for this model
+                                        ("libjemalloc"), or NULL */
   const model_mechanism_t *mechanisms; /* what walk's regions name; ends
                                     with a row whose key is NULL; NULL if
                                     the model has no walk */
-  uint64_t              formula_page_bytes; /* the unit the survivors
-                                    formula counts: 0 = a pymalloc arena of
-                                    pools, else the size of the allocator
-                                    page one survivor pins (mimalloc) */
+  uint64_t formula_page_bytes;         /* the unit the survivors
+                               formula counts: 0 = a pymalloc arena of
+                               pools, else the size of the allocator
+                               page one survivor pins (mimalloc) */
 
   /* Builds an instance bound to ctx from parsed options. */
   as_status_t (*create)(const model_opts_t *opts, const model_ctx_t *ctx,
@@ -156,8 +156,7 @@ struct model_methods_s {
   /* Optional (may be NULL): thread_start and thread_exit events. */
   as_status_t (*thread)(model_t *m, const trace_event_t *ev, as_err_t *err);
   /* Optional (may be NULL): the program called malloc_trim(pad). */
-  as_status_t (*trim)(model_t *m, uint64_t pad, uint64_t now_ns,
-                      as_err_t *err);
+  as_status_t (*trim)(model_t *m, uint64_t pad, uint64_t now_ns, as_err_t *err);
 
   void (*stats)(const model_t *m, model_stats_t *out);
 
@@ -211,8 +210,7 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
 void model_spec_name(const char *spec, char *buf, size_t len);
 /* spec with the options in add ("k=v,k=v") into out, replacing any that
  * spec already sets; false if out is too small. */
-bool model_spec_with(const char *spec, const char *add, char *out,
-                     size_t len);
+bool model_spec_with(const char *spec, const char *add, char *out, size_t len);
 
 /* ---- Dispatch wrappers (call sites use only these) ---------------------- */
 
@@ -276,8 +274,7 @@ as_status_t model_walk_single(model_region_t r, model_region_fn fn, void *user,
  * the model does not say (no usable_size slot) or declines the request. */
 static inline uint64_t model_usable_size(const model_t *m, uint64_t size,
                                          uint8_t domain) {
-  return m->methods->usable_size ? m->methods->usable_size(m, size, domain)
-                                 : 0;
+  return m->methods->usable_size ? m->methods->usable_size(m, size, domain) : 0;
 }
 
 /* Walks m's heap map; AS_OK with no call when the model has no walk. */

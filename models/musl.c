@@ -59,9 +59,9 @@
 #define IB             4      /* meta.h:15 */
 #define PGSZ           4096   /* arch/x86_64/bits/limits.h:1 PAGESIZE */
 #define NCLASSES       48
-#define SC_MAPPED      63     /* sizeclass of individually mapped chunks */
-#define META_BYTES     40     /* struct meta, meta.h:24-32 */
-#define AREA_HDR_BYTES 24     /* struct meta_area, meta.h:34-39 */
+#define SC_MAPPED      63 /* sizeclass of individually mapped chunks */
+#define META_BYTES     40 /* struct meta, meta.h:24-32 */
+#define AREA_HDR_BYTES 24 /* struct meta_area, meta.h:34-39 */
 #define NONE           0u
 
 /* malloc.c:12-24, in units of 16 bytes */
@@ -82,25 +82,26 @@ static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
 #define MUSL_OPTIONS(X)                                                        \
   X(MO_GAP_PROGRAM_HEAD, "gap_program_head", OPT_BYTES, "0", "bytes", NULL,    \
     "meta:musl_gap_program_head",                                              \
-    "musl 1.2.3 ldso/dynlink.c:541-562 reclaim_gaps; 0 = a static program",   \
-    "bytes the dynamic linker donates before the program's RW segment")       \
+    "musl 1.2.3 ldso/dynlink.c:541-562 reclaim_gaps; 0 = a static program",    \
+    "bytes the dynamic linker donates before the program's RW segment")        \
   X(MO_GAP_PROGRAM_TAIL, "gap_program_tail", OPT_BYTES, "0", "bytes", NULL,    \
     "meta:musl_gap_program_tail",                                              \
-    "musl 1.2.3 ldso/dynlink.c:559-560 (the page tail after .bss)",           \
-    "bytes donated after the program's RW segment")                           \
+    "musl 1.2.3 ldso/dynlink.c:559-560 (the page tail after .bss)",            \
+    "bytes donated after the program's RW segment")                            \
   X(MO_GAP_LIBC_HEAD, "gap_libc_head", OPT_BYTES, "0", "bytes", NULL,          \
     "meta:musl_gap_libc_head",                                                 \
-    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so: 0, RELRO)",           \
-    "bytes donated before libc.so's RW segment")                              \
+    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so: 0, RELRO)",            \
+    "bytes donated before libc.so's RW segment")                               \
   X(MO_GAP_LIBC_TAIL, "gap_libc_tail", OPT_BYTES, "0", "bytes", NULL,          \
     "meta:musl_gap_libc_tail",                                                 \
-    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so 1.2.3-1: 160, "        \
-    "readelf -l: RW segment ends at 0xaef60)",                                \
+    "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so 1.2.3-1: 160, "         \
+    "readelf -l: RW segment ends at 0xaef60)",                                 \
     "bytes donated after libc.so's RW segment (0 for a static program)")
 
 enum musl_option_e { MUSL_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 
-static const model_option_t musl_options[] = {MUSL_OPTIONS(MODEL_OPTION_ROW){0}};
+static const model_option_t musl_options[] = {
+    MUSL_OPTIONS(MODEL_OPTION_ROW){0}};
 
 /* ---- Records ------------------------------------------------------------ */
 
@@ -112,16 +113,16 @@ typedef struct mmeta_s {
   sim_addr_t mem;        /* the group (struct group) */
   uint32_t   avail_mask, freed_mask;
   uint8_t    last_idx, freeable, sizeclass, active_idx;
-  uint32_t   maplen;     /* pages of its own mapping; 0 = in a slot */
-  uint32_t   host;       /* nested: the group whose slot holds it */
+  uint32_t   maplen; /* pages of its own mapping; 0 = in a slot */
+  uint32_t   host;   /* nested: the group whose slot holds it */
   uint8_t    host_slot;
   bool       in_use;
-  uint32_t   top;        /* the mapped group or chunk holding it; NONE for
-                            donated memory (never unmapped) */
-  uint32_t   hdr_head;   /* top only: its header records (hdr_t list) */
-  uint32_t   hdr_seen;   /* bit i: slot i's header byte p[-3] is nonzero */
+  uint32_t   top;         /* the mapped group or chunk holding it; NONE for
+                             donated memory (never unmapped) */
+  uint32_t   hdr_head;    /* top only: its header records (hdr_t list) */
+  uint32_t   hdr_seen;    /* bit i: slot i's header byte p[-3] is nonzero */
   uint16_t   hdr_off[32]; /* slot i's 16-bit field at p-2 */
-  sim_addr_t addr;       /* this record's place in a meta area */
+  sim_addr_t addr;        /* this record's place in a meta area */
 } mmeta_t;
 
 /* Header bytes.  enframe decides where an object starts in its slot from
@@ -157,9 +158,9 @@ typedef struct musl_model_s {
   as_status_t   fail;
   as_err_t      ferr;
 
-  mmeta_t  *mt;
-  uint32_t  nmt, capmt;
-  uint32_t  free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
+  mmeta_t *mt;
+  uint32_t nmt, capmt;
+  uint32_t free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
 
   /* struct malloc_context (meta.h:41-58) */
   unsigned   mmap_counter;
@@ -167,7 +168,7 @@ typedef struct musl_model_s {
   uint64_t   usage_by_class[NCLASSES];
   uint8_t    unmap_seq[32], bounces[32];
   uint8_t    seq;
-  sim_addr_t brk;       /* 0 = not yet; UINT64_MAX = brk failed */
+  sim_addr_t brk; /* 0 = not yet; UINT64_MAX = brk failed */
   bool       brk_failed;
   sim_addr_t avail_meta_areas;
   uint64_t   avail_meta_area_count, meta_alloc_shift;
@@ -181,10 +182,10 @@ typedef struct musl_model_s {
   uint64_t live_bytes, live_objects;
   uint64_t mapped_groups, mapped_chunks, mapped_bytes;
 
-  hdr_t    *hdr;      /* records; index 0 unused */
+  hdr_t    *hdr; /* records; index 0 unused */
   uint32_t  nhdr, caphdr, free_hdr;
-  uint32_t *bucket;   /* heads of the chains, by hash */
-  uint32_t  nbucket;  /* a power of two */
+  uint32_t *bucket;  /* heads of the chains, by hash */
+  uint32_t  nbucket; /* a power of two */
   uint32_t  live_hdr;
 } musl_model_t;
 
@@ -238,8 +239,8 @@ static void touch(musl_model_t *ms, sim_addr_t addr, uint64_t len) {
 static sim_addr_t map(musl_model_t *ms, uint64_t len, sim_prot_t prot) {
   as_err_t   e;
   sim_addr_t a = 0;
-  if (!kcheck(ms, sim_kernel_mmap(ms->kernel, len, 0, prot, SIM_OWNER_MUSL,
-                                  &a, &e),
+  if (!kcheck(ms,
+              sim_kernel_mmap(ms->kernel, len, 0, prot, SIM_OWNER_MUSL, &a, &e),
               &e))
     return 0;
   return a;
@@ -250,7 +251,8 @@ static void unmap(musl_model_t *ms, sim_addr_t a, uint64_t len) {
   kcheck(ms, sim_kernel_munmap(ms->kernel, a, len, &e), &e);
 }
 
-/* ---- Header bytes --------------------------------------------------------- */
+/* ---- Header bytes ---------------------------------------------------------
+ */
 
 /* Fibonacci hashing: the top bits of the product. */
 static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
@@ -261,27 +263,28 @@ static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
 static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
   if (ms->nbucket == 0)
     return NONE;
-  for (uint32_t i = ms->bucket[hdr_hash(ms, a)]; i != NONE; i = ms->hdr[i].hnext)
+  for (uint32_t i = ms->bucket[hdr_hash(ms, a)]; i != NONE;
+       i = ms->hdr[i].hnext)
     if (ms->hdr[i].key == a)
       return i;
   return NONE;
 }
 
 static bool hdr_rehash(musl_model_t *ms) {
-  uint32_t  n  = ms->nbucket ? ms->nbucket * 2 : 1024;
+  uint32_t  n = ms->nbucket ? ms->nbucket * 2 : 1024;
   uint32_t *bk = malloc(n * sizeof *bk);
   if (bk == NULL)
     return false;
   for (uint32_t i = 0; i < n; i++)
     bk[i] = NONE;
   free(ms->bucket);
-  ms->bucket  = bk;
+  ms->bucket = bk;
   ms->nbucket = n;
   for (uint32_t i = 1; i < ms->nhdr; i++)
     if (ms->hdr[i].live) {
-      uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+      uint32_t h = hdr_hash(ms, ms->hdr[i].key);
       ms->hdr[i].hnext = bk[h];
-      bk[h]            = i;
+      bk[h] = i;
     }
   return true;
 }
@@ -296,42 +299,42 @@ static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
       return;
     }
     if (ms->free_hdr != NONE) {
-      i            = ms->free_hdr;
+      i = ms->free_hdr;
       ms->free_hdr = ms->hdr[i].hnext;
     } else {
       if (ms->nhdr == 0)
         ms->nhdr = 1;
       if (ms->nhdr >= ms->caphdr) {
         uint32_t cap = ms->caphdr ? ms->caphdr * 2 : 1024;
-        hdr_t   *p   = realloc(ms->hdr, cap * sizeof *p);
+        hdr_t   *p = realloc(ms->hdr, cap * sizeof *p);
         if (p == NULL) {
           set_fail(ms, AS_ENOMEM, "out of memory for header records");
           return;
         }
-        ms->hdr    = p;
+        ms->hdr = p;
         ms->caphdr = cap;
       }
       i = ms->nhdr++;
     }
-    uint32_t h    = hdr_hash(ms, a);
-    ms->hdr[i]    = (hdr_t){a, ms->bucket[h], NONE, NONE, top, 0, 0, 1};
+    uint32_t h = hdr_hash(ms, a);
+    ms->hdr[i] = (hdr_t){a, ms->bucket[h], NONE, NONE, top, 0, 0, 1};
     ms->bucket[h] = i;
     ms->live_hdr++;
     if (top != NONE) {
-      uint32_t head        = ms->mt[top].hdr_head;
-      ms->hdr[i].mnext     = head;
+      uint32_t head = ms->mt[top].hdr_head;
+      ms->hdr[i].mnext = head;
       if (head != NONE)
         ms->hdr[head].mprev = i;
       ms->mt[top].hdr_head = i;
     }
   }
-  ms->hdr[i].b   = b;
+  ms->hdr[i].b = b;
   ms->hdr[i].u16 = u16;
 }
 
 /* Takes record i off its chain and its mapping's list, onto the free list. */
 static void hdr_unlink(musl_model_t *ms, uint32_t i) {
-  hdr_t    *r  = &ms->hdr[i];
+  hdr_t    *r = &ms->hdr[i];
   uint32_t *pp = &ms->bucket[hdr_hash(ms, r->key)];
   while (*pp != i)
     pp = &ms->hdr[*pp].hnext;
@@ -344,9 +347,9 @@ static void hdr_unlink(musl_model_t *ms, uint32_t i) {
     if (r->mnext != NONE)
       ms->hdr[r->mnext].mprev = r->mprev;
   }
-  ms->hdr[i].live  = 0;
+  ms->hdr[i].live = 0;
   ms->hdr[i].hnext = ms->free_hdr;
-  ms->free_hdr     = i;
+  ms->free_hdr = i;
   ms->live_hdr--;
 }
 
@@ -373,11 +376,11 @@ static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
     uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
     while (*pp != i)
       pp = &ms->hdr[*pp].hnext;
-    *pp              = ms->hdr[i].hnext;
-    ms->hdr[i].key  += (uint64_t)delta;
-    uint32_t h       = hdr_hash(ms, ms->hdr[i].key);
+    *pp = ms->hdr[i].hnext;
+    ms->hdr[i].key += (uint64_t)delta;
+    uint32_t h = hdr_hash(ms, ms->hdr[i].key);
     ms->hdr[i].hnext = ms->bucket[h];
-    ms->bucket[h]    = i;
+    ms->bucket[h] = i;
   }
 }
 
@@ -387,14 +390,14 @@ static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
  * prev point to itself when it is alone (meta.h:75-107). */
 static void queue(musl_model_t *ms, uint32_t *head, uint32_t m) {
   if (*head != NONE) {
-    uint32_t h    = *head;
+    uint32_t h = *head;
     MT(ms, m)->next = h;
     MT(ms, m)->prev = MT(ms, h)->prev;
     MT(ms, MT(ms, m)->prev)->next = m;
-    MT(ms, h)->prev               = m;
+    MT(ms, h)->prev = m;
   } else {
     MT(ms, m)->prev = MT(ms, m)->next = m;
-    *head                             = m;
+    *head = m;
   }
 }
 
@@ -422,7 +425,7 @@ static bool new_meta_area(musl_model_t *ms) {
     sim_addr_t nb = ms->brk + PGSZ;
     bool       guard = false;
     if (ms->brk == 0) {
-      guard   = true;
+      guard = true;
       ms->brk = sim_kernel_brk_current(ms->kernel);
       ms->brk += -ms->brk & (PGSZ - 1);
       nb = ms->brk + 2 * PGSZ;
@@ -431,14 +434,15 @@ static bool new_meta_area(musl_model_t *ms) {
       ms->brk_failed = true;
     } else {
       if (guard &&
-          !kcheck(ms, sim_kernel_mmap_fixed(ms->kernel, ms->brk, PGSZ,
-                                            SIM_PROT_NONE, SIM_OWNER_MUSL, &e),
+          !kcheck(ms,
+                  sim_kernel_mmap_fixed(ms->kernel, ms->brk, PGSZ,
+                                        SIM_PROT_NONE, SIM_OWNER_MUSL, &e),
                   &e))
         return false;
-      ms->brk                   = nb;
-      ms->avail_meta_areas      = nb - PGSZ;
+      ms->brk = nb;
+      ms->avail_meta_areas = nb - PGSZ;
       ms->avail_meta_area_count = 1;
-      need_unprotect            = false;
+      need_unprotect = false;
     }
   }
   if (ms->avail_meta_area_count == 0) {
@@ -446,7 +450,7 @@ static bool new_meta_area(musl_model_t *ms) {
     sim_addr_t p = map(ms, n * PGSZ, SIM_PROT_NONE);
     if (p == 0)
       return false;
-    ms->avail_meta_areas      = p + PGSZ;
+    ms->avail_meta_areas = p + PGSZ;
     ms->avail_meta_area_count = n - 1;
     ms->meta_alloc_shift++;
   }
@@ -462,7 +466,7 @@ static bool new_meta_area(musl_model_t *ms) {
   ms->meta_area_tail = p;
   touch(ms, p, AREA_HDR_BYTES); /* check, next, nslots */
   ms->avail_meta_count = (PGSZ - AREA_HDR_BYTES) / META_BYTES;
-  ms->avail_meta       = p + AREA_HDR_BYTES;
+  ms->avail_meta = p + AREA_HDR_BYTES;
   ms->meta_areas++;
   return true;
 }
@@ -482,13 +486,13 @@ static uint32_t alloc_meta(musl_model_t *ms) {
       return NONE;
     }
     if (ms->nmt >= cap) {
-      cap       = cap ? cap * 2 : 64;
-      void *p   = realloc(ms->mt, cap * sizeof *ms->mt);
+      cap = cap ? cap * 2 : 64;
+      void *p = realloc(ms->mt, cap * sizeof *ms->mt);
       if (p == NULL) {
         set_fail(ms, AS_ENOMEM, "out of memory for groups");
         return NONE;
       }
-      ms->mt    = p;
+      ms->mt = p;
       ms->capmt = (uint32_t)cap;
     }
     m = ms->nmt++;
@@ -497,10 +501,10 @@ static uint32_t alloc_meta(musl_model_t *ms) {
     ms->avail_meta += META_BYTES;
     ms->avail_meta_count--;
   }
-  mmeta_t *g    = MT(ms, m);
+  mmeta_t   *g = MT(ms, m);
   sim_addr_t at = g->addr;
   memset(g, 0, sizeof *g);
-  g->addr   = at;
+  g->addr = at;
   g->in_use = true;
   touch(ms, at, META_BYTES);
   return m;
@@ -545,14 +549,14 @@ static void set_size(musl_model_t *ms, sim_addr_t p, sim_addr_t end,
 /* enframe (meta.h:196-227): where the object starts in the slot cycles on
  * reuse -- one unit past the last start the slot's header records, or the
  * mmap counter for a header that reads zero -- within the slack. */
-static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx,
-                        uint64_t n, unsigned ctr, bool written) {
-  mmeta_t   *g      = MT(ms, m);
+static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
+                        unsigned ctr, bool written) {
+  mmeta_t   *g = MT(ms, m);
   uint64_t   stride = get_stride(g);
-  uint64_t   slack  = (stride - IB - n) / UNIT;
-  sim_addr_t p      = slot_start(g, idx);
-  sim_addr_t end    = p + stride - IB;
-  uint32_t   bit    = 1u << idx;
+  uint64_t   slack = (stride - IB - n) / UNIT;
+  sim_addr_t p = slot_start(g, idx);
+  sim_addr_t end = p + stride - IB;
+  uint32_t   bit = 1u << idx;
   uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_off[idx] + 1u : ctr) & 255;
   if (off > slack) {
     uint64_t mk = slack;
@@ -655,8 +659,8 @@ static bool is_bouncing(const musl_model_t *ms, int sc) {
 
 /* activate_group (meta.h:115-122). */
 static uint32_t activate_group(musl_model_t *ms, uint32_t m) {
-  mmeta_t *g    = MT(ms, m);
-  uint32_t act  = (2u << g->active_idx) - 1;
+  mmeta_t *g = MT(ms, m);
+  uint32_t act = (2u << g->active_idx) - 1;
   uint32_t mask = g->freed_mask;
   g->freed_mask = mask & ~act;
   return g->avail_mask = mask & act;
@@ -665,7 +669,7 @@ static uint32_t activate_group(musl_model_t *ms, uint32_t m) {
 /* try_avail (malloc.c:114-170). */
 static uint32_t try_avail(musl_model_t *ms, int sc) {
   uint32_t *pm = &ms->active[sc];
-  uint32_t  m  = *pm;
+  uint32_t  m = *pm;
   if (m == NONE)
     return 0;
   uint32_t mask = MT(ms, m)->avail_mask;
@@ -676,24 +680,24 @@ static uint32_t try_avail(musl_model_t *ms, int sc) {
       if (m == NONE)
         return 0;
     } else {
-      m   = MT(ms, m)->next;
+      m = MT(ms, m)->next;
       *pm = m;
     }
     mask = MT(ms, m)->freed_mask;
     /* skip a fully-free group unless it is the only one */
     if (mask == (2u << MT(ms, m)->last_idx) - 1 && MT(ms, m)->freeable) {
-      m    = MT(ms, m)->next;
-      *pm  = m;
+      m = MT(ms, m)->next;
+      *pm = m;
       mask = MT(ms, m)->freed_mask;
     }
     /* activate more slots only as a last resort: it dirties pages */
     if (!(mask & ((2u << MT(ms, m)->active_idx) - 1))) {
       if (MT(ms, m)->next != m) {
-        m   = MT(ms, m)->next;
+        m = MT(ms, m)->next;
         *pm = m;
       } else {
-        mmeta_t *g    = MT(ms, m);
-        int      cnt  = g->active_idx + 2;
+        mmeta_t *g = MT(ms, m);
+        int      cnt = g->active_idx + 2;
         int      size = size_classes[g->sizeclass] * UNIT;
         int      span = UNIT + size * cnt;
         while ((span ^ (span + size - 1)) < 4096) {
@@ -709,7 +713,7 @@ static uint32_t try_avail(musl_model_t *ms, int sc) {
     mask = activate_group(ms, m);
     decay_bounces(ms, MT(ms, m)->sizeclass);
   }
-  uint32_t first        = mask & -mask;
+  uint32_t first = mask & -mask;
   MT(ms, m)->avail_mask = mask - first;
   return first;
 }
@@ -769,7 +773,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
       req += IB + UNIT;
       req += -req & (PGSZ - 1);
       if (req < size + UNIT || (req >= 4 * PGSZ && 2 * cnt > usage)) {
-        cnt    = 1;
+        cnt = 1;
         needed = req;
       }
     }
@@ -795,7 +799,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
       free_meta(ms, m);
       return NONE;
     }
-    host      = ms->active[j];
+    host = ms->active[j];
     host_slot = idx;
     uint32_t off =
         enframe(ms, host, (unsigned)idx, (uint64_t)UNIT * size_classes[j] - IB,
@@ -808,18 +812,18 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
     active_idx = (int64_t)cnt - 1;
   }
   ms->usage_by_class[sc] += cnt;
-  mmeta_t *g    = MT(ms, m);
+  mmeta_t *g = MT(ms, m);
   g->avail_mask = (2u << active_idx) - 1;
   g->freed_mask = (uint32_t)((2u << (cnt - 1)) - 1) - g->avail_mask;
-  g->mem        = p;
+  g->mem = p;
   g->active_idx = (uint8_t)active_idx;
-  g->last_idx   = (uint8_t)(cnt - 1);
-  g->freeable   = 1;
-  g->sizeclass  = (uint8_t)sc;
-  g->maplen     = maplen;
-  g->host       = host;
-  g->host_slot  = (uint8_t)host_slot;
-  g->top        = maplen ? m : MT(ms, host)->top;
+  g->last_idx = (uint8_t)(cnt - 1);
+  g->freeable = 1;
+  g->sizeclass = (uint8_t)sc;
+  g->maplen = maplen;
+  g->host = host;
+  g->host_slot = (uint8_t)host_slot;
+  g->top = maplen ? m : MT(ms, host)->top;
   touch(ms, p, 9); /* the group header: meta pointer, active_idx */
   if (!maplen)
     adopt_headers(ms, m);
@@ -851,7 +855,7 @@ static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i);
 
 /* okay_to_free (free.c:38-70). */
 static bool okay_to_free(const musl_model_t *ms, uint32_t m) {
-  const mmeta_t *g  = &ms->mt[m];
+  const mmeta_t *g = &ms->mt[m];
   int            sc = g->sizeclass;
   if (!g->freeable)
     return false;
@@ -871,7 +875,7 @@ static bool okay_to_free(const musl_model_t *ms, uint32_t m) {
  * after the lock); a nested one frees its slot in the host group. */
 static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
   mapinfo_t mi = {0, 0, false};
-  mmeta_t  *g  = MT(ms, m);
+  mmeta_t  *g = MT(ms, m);
   int       sc = g->sizeclass;
   if (sc < NCLASSES)
     ms->usage_by_class[sc] -= (uint64_t)g->last_idx + 1;
@@ -879,12 +883,12 @@ static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
     step_seq(ms);
     record_seq(ms, sc);
     hdr_drop(ms, m); /* the mapping goes: its header bytes with it */
-    mi.base  = g->mem;
-    mi.len   = (uint64_t)g->maplen * 4096;
+    mi.base = g->mem;
+    mi.len = (uint64_t)g->maplen * 4096;
     mi.chunk = sc == SC_MAPPED;
   } else {
     uint32_t host = g->host;
-    unsigned idx  = g->host_slot;
+    unsigned idx = g->host_slot;
     touch(ms, g->mem, 8); /* g->mem->meta = 0; the host slot's header stays */
     leave_headers(ms, m);
     mi = nontrivial_free(ms, host, idx);
@@ -896,7 +900,7 @@ static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
 /* nontrivial_free (free.c:72-99). */
 static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i) {
   uint32_t self = 1u << i;
-  int      sc   = MT(ms, m)->sizeclass;
+  int      sc = MT(ms, m)->sizeclass;
   uint32_t mask = MT(ms, m)->freed_mask | MT(ms, m)->avail_mask;
   if (mask + self == (2u << MT(ms, m)->last_idx) - 1 && okay_to_free(ms, m)) {
     if (MT(ms, m)->next != NONE) {
@@ -915,13 +919,13 @@ static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i) {
 
 /* free (free.c:101-151). */
 static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
-  uint32_t   m      = o->meta;
-  mmeta_t   *g      = MT(ms, m);
-  unsigned   idx    = o->slot;
+  uint32_t   m = o->meta;
+  mmeta_t   *g = MT(ms, m);
+  unsigned   idx = o->slot;
   uint64_t   stride = get_stride(g);
-  sim_addr_t start  = slot_start(g, idx);
-  sim_addr_t end    = start + stride - IB;
-  sim_addr_t p      = start + o->off;
+  sim_addr_t start = slot_start(g, idx);
+  sim_addr_t end = start + stride - IB;
+  sim_addr_t p = start + o->off;
   uint32_t   self = 1u << idx, all = (2u << g->last_idx) - 1;
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
   if (o->off == 0) {
@@ -932,11 +936,11 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
    * single slot about to be unmapped */
   if ((((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
     sim_addr_t base = start + (-start & (PGSZ - 1));
-    uint64_t   len  = (end - base) & -(uint64_t)PGSZ;
+    uint64_t   len = (end - base) & -(uint64_t)PGSZ;
     as_err_t   e;
     if (len &&
-        !kcheck(ms, sim_kernel_madvise(ms->kernel, base, len, SIM_MADV_FREE,
-                                       &e),
+        !kcheck(ms,
+                sim_kernel_madvise(ms->kernel, base, len, SIM_MADV_FREE, &e),
                 &e))
       return;
   }
@@ -970,20 +974,20 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
   }
   if (n >= MMAP_THRESHOLD) {
     uint64_t   needed = n + IB + UNIT;
-    sim_addr_t p      = map(ms, needed, SIM_PROT_RW);
+    sim_addr_t p = map(ms, needed, SIM_PROT_RW);
     if (p == 0)
       return NONE;
     step_seq(ms);
     m = alloc_meta(ms);
     if (m == NONE)
       return NONE;
-    mmeta_t *g   = MT(ms, m);
-    g->mem       = p;
-    g->last_idx  = 0;
-    g->freeable  = 1;
+    mmeta_t *g = MT(ms, m);
+    g->mem = p;
+    g->last_idx = 0;
+    g->freeable = 1;
     g->sizeclass = SC_MAPPED;
-    g->maplen    = (uint32_t)((needed + 4095) / 4096);
-    g->top       = m;
+    g->maplen = (uint32_t)((needed + 4095) / 4096);
+    g->top = m;
     touch(ms, p, 8);
     ms->mmap_counter++;
     ms->mapped_chunks++;
@@ -993,12 +997,12 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
     return m;
   }
   sc = size_to_class(n);
-  m  = ms->active[sc];
+  m = ms->active[sc];
   /* coarse classes while a class has no groups yet (344-354) */
   if (m == NONE && sc >= 4 && sc < 32 && sc != 6 && !(sc & 1) &&
       !ms->usage_by_class[sc]) {
     uint64_t usage = ms->usage_by_class[sc | 1];
-    uint32_t odd   = ms->active[sc | 1];
+    uint32_t odd = ms->active[sc | 1];
     if (odd == NONE || (!MT(ms, odd)->avail_mask && !MT(ms, odd)->freed_mask))
       usage += 3;
     if (usage <= 12)
@@ -1009,12 +1013,12 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
   uint32_t first = mask & -mask;
   if (first) {
     MT(ms, m)->avail_mask = mask - first;
-    *idx                  = (unsigned)__builtin_ctz(first);
+    *idx = (unsigned)__builtin_ctz(first);
   } else {
     int i = alloc_slot(ms, sc, n);
     if (i < 0)
       return NONE;
-    m    = ms->active[sc];
+    m = ms->active[sc];
     *idx = (unsigned)i;
   }
   *off = enframe(ms, m, *idx, n, ms->mmap_counter, written);
@@ -1054,11 +1058,11 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
   uint32_t m = musl_malloc(ms, len + align - UNIT, false, idx, off);
   if (m == NONE)
     return NONE;
-  mmeta_t   *g     = MT(ms, m);
+  mmeta_t   *g = MT(ms, m);
   sim_addr_t start = slot_start(g, *idx);
-  sim_addr_t p     = start + *off;
-  uint64_t   adj   = -p & (align - 1);
-  sim_addr_t end   = start + get_stride(g) - IB;
+  sim_addr_t p = start + *off;
+  uint64_t   adj = -p & (align - 1);
+  sim_addr_t end = start + get_stride(g) - IB;
   if (adj) {
     p += adj;
     touch(ms, p - 8, 8); /* the new header (or its 32-bit offset) */
@@ -1078,11 +1082,11 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
  * malloc, copy, free. */
 static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
                              uint64_t prev, bool written) {
-  mmeta_t   *g      = MT(ms, o->meta);
+  mmeta_t   *g = MT(ms, o->meta);
   uint64_t   stride = get_stride(g);
-  sim_addr_t start  = slot_start(g, o->slot);
-  sim_addr_t end    = start + stride - IB;
-  sim_addr_t p      = start + o->off;
+  sim_addr_t start = slot_start(g, o->slot);
+  sim_addr_t end = start + stride - IB;
+  sim_addr_t p = start + o->off;
   if (n <= end - p && n < MMAP_THRESHOLD &&
       size_to_class(n) + 1 >= g->sizeclass) {
     set_size(ms, p, end, n);
@@ -1091,31 +1095,31 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
     return true;
   }
   if (g->sizeclass >= NCLASSES && n >= MMAP_THRESHOLD) {
-    uint64_t base   = o->off;
-    uint64_t needed = (n + base + UNIT + IB + 4095) & -(uint64_t)4096;
-    as_err_t e;
-    sim_addr_t mem  = g->mem;
+    uint64_t   base = o->off;
+    uint64_t   needed = (n + base + UNIT + IB + 4095) & -(uint64_t)4096;
+    as_err_t   e;
+    sim_addr_t mem = g->mem;
     if ((uint64_t)g->maplen * 4096 != needed &&
-        !kcheck(ms, sim_kernel_mremap(ms->kernel, g->mem,
-                                      (uint64_t)g->maplen * 4096, needed,
-                                      &mem, &e),
+        !kcheck(ms,
+                sim_kernel_mremap(ms->kernel, g->mem,
+                                  (uint64_t)g->maplen * 4096, needed, &mem, &e),
                 &e))
       return false;
     ms->mapped_bytes = ms->mapped_bytes - (uint64_t)g->maplen * 4096 + needed;
     if (mem != g->mem)
       hdr_move(ms, o->meta, (int64_t)(mem - g->mem));
-    g         = MT(ms, o->meta);
-    g->mem    = mem;
+    g = MT(ms, o->meta);
+    g->mem = mem;
     g->maplen = (uint32_t)(needed / 4096);
-    p         = g->mem + UNIT + base;
-    end       = g->mem + UNIT + (needed - UNIT) - IB;
+    p = g->mem + UNIT + base;
+    end = g->mem + UNIT + (needed - UNIT) - IB;
     touch(ms, end, 1);
     set_size(ms, p, end, n);
     if (written && n > prev)
       touch(ms, p + prev, n - prev);
     return true;
   }
-  mobj_t fresh;
+  mobj_t   fresh;
   unsigned idx;
   uint32_t off;
   /* memcpy of the old bytes, then the program's growth */
@@ -1123,7 +1127,7 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
   if (fresh.meta == NONE)
     return false;
   fresh.slot = (uint8_t)idx;
-  fresh.off  = off;
+  fresh.off = off;
   if (!written && n > prev)
     touch(ms, slot_start(MT(ms, fresh.meta), idx) + off, prev);
   musl_free_obj(ms, o);
@@ -1145,16 +1149,16 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
     uint32_t m = alloc_meta(ms);
     if (m == NONE)
       return;
-    mmeta_t *g    = MT(ms, m);
+    mmeta_t *g = MT(ms, m);
     g->avail_mask = 0;
     g->freed_mask = 1;
-    g->mem        = a;
-    g->last_idx   = 0;
-    g->freeable   = 0;
-    g->sizeclass  = (uint8_t)sc;
-    g->maplen     = 0;
-    g->top        = NONE; /* the program's own data: never unmapped */
-    g->hdr_seen   = 1; /* mem[UNIT-3] = 255, offset field 0 */
+    g->mem = a;
+    g->last_idx = 0;
+    g->freeable = 0;
+    g->sizeclass = (uint8_t)sc;
+    g->maplen = 0;
+    g->top = NONE;   /* the program's own data: never unmapped */
+    g->hdr_seen = 1; /* mem[UNIT-3] = 255, offset field 0 */
     queue(ms, &ms->active[sc], m);
     a += need;
   }
@@ -1178,7 +1182,7 @@ static bool ensure_obj(musl_model_t *ms, uint64_t id) {
     return false;
   }
   memset(p + ms->obj_cap, 0, (cap - ms->obj_cap) * sizeof *p);
-  ms->obj     = p;
+  ms->obj = p;
   ms->obj_cap = cap;
   return true;
 }
@@ -1195,17 +1199,17 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
   unsigned idx;
   uint32_t off;
   /* a malloc's payload is written with its header (enframe) */
-  bool     written = ev->op == TRACE_MALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN);
-  uint32_t g       = ev->op == TRACE_MEMALIGN
-                         ? musl_aligned(ms, ev->align, ev->size, &idx, &off)
-                         : musl_malloc(ms, ev->size, written, &idx, &off);
+  bool written = ev->op == TRACE_MALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN);
+  uint32_t g = ev->op == TRACE_MEMALIGN
+                   ? musl_aligned(ms, ev->align, ev->size, &idx, &off)
+                   : musl_malloc(ms, ev->size, written, &idx, &off);
   if (g == NONE) {
     if (ms->fail == AS_OK)
       set_fail(ms, AS_ENOMEM, "out of memory");
     return report(ms, err);
   }
   mobj_t *o = &ms->obj[ev->id];
-  *o        = (mobj_t){g, off, (uint8_t)idx};
+  *o = (mobj_t){g, off, (uint8_t)idx};
   ms->live_bytes += ev->size;
   ms->live_objects++;
   if (ev->op == TRACE_CALLOC) {
@@ -1219,14 +1223,14 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
   return ms->fail != AS_OK ? report(ms, err) : AS_OK;
 }
 
-static as_status_t ms_free(model_t *m, const trace_event_t *ev,
-                           as_err_t *err) {
+static as_status_t ms_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   musl_model_t *ms = (musl_model_t *)m;
   if (ms->fail != AS_OK)
     return report(ms, err);
   if (ev->id >= ms->obj_cap || ms->obj[ev->id].meta == NONE)
-    return as_err_set(err, AS_EINVAL, "musl: free of object %" PRIu64
-                      " that is not live", ev->id);
+    return as_err_set(err, AS_EINVAL,
+                      "musl: free of object %" PRIu64 " that is not live",
+                      ev->id);
   mobj_t o = ms->obj[ev->id];
   ms->obj[ev->id].meta = NONE;
   ms->live_bytes -= ev->prev_size;
@@ -1242,8 +1246,9 @@ static as_status_t ms_realloc(model_t *m, const trace_event_t *ev,
     return report(ms, err);
   mobj_t *o = &ms->obj[ev->id];
   if (o->meta == NONE)
-    return as_err_set(err, AS_EINVAL, "musl: realloc of object %" PRIu64
-                      " that is not live", ev->id);
+    return as_err_set(err, AS_EINVAL,
+                      "musl: realloc of object %" PRIu64 " that is not live",
+                      ev->id);
   if (!musl_realloc_obj(ms, o, ev->size, ev->prev_size,
                         !(ev->flags & TRACE_FLAG_UNWRITTEN)))
     return report(ms, err);
@@ -1273,7 +1278,7 @@ static uint64_t ms_usable_size(const model_t *m, uint64_t size,
 
 static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  uint64_t groups = 0, nested = 0, slots = 0, bouncing = 0;
+  uint64_t            groups = 0, nested = 0, slots = 0, bouncing = 0;
   for (uint32_t i = 1; i < ms->nmt; i++) {
     const mmeta_t *g = &ms->mt[i];
     if (!g->in_use || g->mem == 0 || g->sizeclass >= NCLASSES)
@@ -1294,8 +1299,7 @@ static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
       "groups with their own mapping");
   PUT("mapped_chunks", ms->mapped_chunks, "count",
       "allocations of 131052 bytes or more, each its own mapping");
-  PUT("mapped_bytes", ms->mapped_bytes, "bytes",
-      "bytes of all those mappings");
+  PUT("mapped_bytes", ms->mapped_bytes, "bytes", "bytes of all those mappings");
   PUT("meta_areas", ms->meta_areas, "count", "4 KiB pages of meta records");
   PUT("bouncing_classes", bouncing, "count",
       "size classes keeping their last group (bounce counter >= 100)");
@@ -1310,19 +1314,19 @@ static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
 
 static void ms_stats(const model_t *m, model_stats_t *out) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  uint64_t slot_bytes = 0;
+  uint64_t            slot_bytes = 0;
   for (uint32_t i = 1; i < ms->nmt; i++) {
     const mmeta_t *g = &ms->mt[i];
     if (g->in_use && g->mem != 0 && g->maplen != 0)
       slot_bytes += (uint64_t)g->maplen * 4096;
   }
   memset(out, 0, sizeof *out);
-  out->live_bytes   = ms->live_bytes;
+  out->live_bytes = ms->live_bytes;
   out->live_objects = ms->live_objects;
   out->mapped_bytes = ms->mapped_bytes + ms->meta_areas * PGSZ;
-  out->arenas       = ms->mapped_groups + ms->mapped_chunks;
-  out->free_bytes   = slot_bytes > ms->live_bytes ? slot_bytes - ms->live_bytes
-                                                  : 0;
+  out->arenas = ms->mapped_groups + ms->mapped_chunks;
+  out->free_bytes =
+      slot_bytes > ms->live_bytes ? slot_bytes - ms->live_bytes : 0;
 }
 
 /* The heap map: every group with its own mapping, and every chunk. */
@@ -1333,20 +1337,20 @@ static as_status_t ms_walk(const model_t *m, model_region_fn fn, void *user,
     const mmeta_t *g = &ms->mt[i];
     if (!g->in_use || g->mem == 0)
       continue;
-    uint32_t used = ~(g->avail_mask | g->freed_mask) &
-                    ((2u << g->last_idx) - 1);
-    uint64_t stride = get_stride(g);
+    uint32_t used =
+        ~(g->avail_mask | g->freed_mask) & ((2u << g->last_idx) - 1);
+    uint64_t       stride = get_stride(g);
     model_region_t r = {
-        .addr         = g->mem,
-        .bytes        = g->maplen ? (uint64_t)g->maplen * 4096
-                                  : UNIT + stride * ((uint64_t)g->last_idx + 1),
+        .addr = g->mem,
+        .bytes = g->maplen ? (uint64_t)g->maplen * 4096
+                           : UNIT + stride * ((uint64_t)g->last_idx + 1),
         .live_objects = (uint64_t)__builtin_popcount(used),
-        .live_bytes   = (uint64_t)__builtin_popcount(used) * stride,
-        .kind         = g->sizeclass >= NCLASSES ? "chunk"
-                        : g->maplen              ? "group"
-                                                 : "nested group",
-        .level        = g->maplen ? 0 : 1,
-        .state        = used ? MODEL_REGION_LIVE : MODEL_REGION_FREE,
+        .live_bytes = (uint64_t)__builtin_popcount(used) * stride,
+        .kind = g->sizeclass >= NCLASSES ? "chunk"
+                : g->maplen              ? "group"
+                                         : "nested group",
+        .level = g->maplen ? 0 : 1,
+        .state = used ? MODEL_REGION_LIVE : MODEL_REGION_FREE,
     };
     as_status_t rc = fn(user, &r, err);
     if (rc != AS_OK)
@@ -1386,15 +1390,16 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   if (ms == NULL)
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
   ms->kernel = ctx->kernel;
-  ms->nmt    = 1; /* record 0 is NULL */
+  ms->nmt = 1; /* record 0 is NULL */
   /* ldso/dynlink.c:1886-1887: the program's gaps, then libc.so's.  The
    * gaps lie in data pages the program already has (owner baseline). */
   uint64_t total = gaps[0] + gaps[1] + gaps[2] + gaps[3];
   if (total > 0) {
     sim_addr_t data;
     as_err_t   e;
-    if (kcheck(ms, sim_kernel_mmap(ms->kernel, 4 * PGSZ, 0, SIM_PROT_RW,
-                                   SIM_OWNER_BASELINE, &data, &e),
+    if (kcheck(ms,
+               sim_kernel_mmap(ms->kernel, 4 * PGSZ, 0, SIM_PROT_RW,
+                               SIM_OWNER_BASELINE, &data, &e),
                &e))
       for (int k = 0; k < 4 && ms->fail == AS_OK; k++)
         if (gaps[k] > 0) /* a head gap ends at its page's end */
@@ -1411,22 +1416,22 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
 }
 
 const model_methods_t model_musl_methods = {
-    .name    = "musl",
+    .name = "musl",
     .summary = "musl 1.2.3 mallocng (Debian 12 musl-gcc): groups, nested "
                "groups, mapped chunks, bounce counters",
-    .options     = musl_options,
-    .preload     = NULL,
-    .create      = ms_create,
-    .destroy     = ms_destroy,
-    .alloc       = ms_alloc,
-    .realloc     = ms_realloc,
-    .free        = ms_free,
-    .thread      = NULL,
-    .trim        = NULL, /* musl has no malloc_trim */
-    .stats       = ms_stats,
-    .locate      = ms_locate,
-    .counters    = ms_counters,
-    .walk        = ms_walk,
+    .options = musl_options,
+    .preload = NULL,
+    .create = ms_create,
+    .destroy = ms_destroy,
+    .alloc = ms_alloc,
+    .realloc = ms_realloc,
+    .free = ms_free,
+    .thread = NULL,
+    .trim = NULL, /* musl has no malloc_trim */
+    .stats = ms_stats,
+    .locate = ms_locate,
+    .counters = ms_counters,
+    .walk = ms_walk,
     .usable_size = ms_usable_size,
 };
 
@@ -1434,21 +1439,21 @@ const model_methods_t model_musl_methods = {
 
 size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  size_t              n  = 0;
+  size_t              n = 0;
   for (int sc = 0; sc < NCLASSES && n < cap; sc++) {
     musl_class_state_t *c = &out[n];
     memset(c, 0, sizeof *c);
     c->sizeclass = sc;
-    c->usage     = ms->usage_by_class[sc];
-    c->bounces   = sc >= 7 && sc < 39 ? ms->bounces[sc - 7] : 0;
+    c->usage = ms->usage_by_class[sc];
+    c->bounces = sc >= 7 && sc < 39 ? ms->bounces[sc - 7] : 0;
     uint32_t h = ms->active[sc], g = h;
     if (h != NONE)
       do {
         if (c->ngroups < MUSL_INSPECT_GROUPS) {
           const mmeta_t *mm = &ms->mt[g];
-          c->group[c->ngroups] = (musl_group_state_t){
-              mm->last_idx + 1u, mm->avail_mask, mm->freed_mask, mm->maplen,
-              mm->active_idx};
+          c->group[c->ngroups] =
+              (musl_group_state_t){mm->last_idx + 1u, mm->avail_mask,
+                                   mm->freed_mask, mm->maplen, mm->active_idx};
         }
         c->ngroups++;
         g = ms->mt[g].next;
@@ -1461,10 +1466,10 @@ size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap) {
 
 void musl_context(const model_t *m, musl_context_t *out) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  out->mmap_counter      = ms->mmap_counter;
-  out->seq               = ms->seq;
-  out->meta_areas        = (uint32_t)ms->meta_areas;
-  out->free_metas        = 0;
+  out->mmap_counter = ms->mmap_counter;
+  out->seq = ms->seq;
+  out->meta_areas = (uint32_t)ms->meta_areas;
+  out->free_metas = 0;
   uint32_t h = ms->free_meta_head, g = h;
   if (h != NONE)
     do {

@@ -13,7 +13,7 @@
 #define MUSL_INSPECT_GROUPS 8 /* groups of one class listed, at most */
 
 typedef struct musl_group_state_s {
-  uint32_t slots;      /* last_idx + 1 */
+  uint32_t slots; /* last_idx + 1 */
   uint32_t avail_mask;
   uint32_t freed_mask;
   uint32_t maplen;     /* pages of its own mapping; 0 = nested or donated */

@@ -26,9 +26,9 @@
  * page above the guard page (offsets from the block's start, guard
  * included). */
 static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page) {
-  uint64_t block    = stack_size + page;
+  uint64_t block = stack_size + page;
   uint64_t stacktop = block - NPTL_TLS_STATIC_BYTES;
-  uint64_t highest  = (stacktop - 1) & ~(page - 1);
+  uint64_t highest = (stacktop - 1) & ~(page - 1);
   return highest < page ? 0 : (highest - page) / page + 1;
 }
 
@@ -36,8 +36,8 @@ as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
                              uint64_t stack_size, uint64_t thread_stack_pages,
                              const char *model, as_err_t *err) {
   memset(ns, 0, sizeof *ns);
-  ns->kernel             = kernel;
-  ns->page               = sim_kernel_page_size(kernel);
+  ns->kernel = kernel;
+  ns->page = sim_kernel_page_size(kernel);
   ns->thread_stack_pages = thread_stack_pages;
   /* pthread_early_init.h:52: rounded up to a page; allocatestack.c:332
    * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
@@ -171,7 +171,8 @@ as_status_t nptl_stack_release(nptl_stacks_t *ns, nptl_stack_t *st,
   }
   if (drop > 0) {
     ns->ncache -= drop;
-    memmove(ns->cache, ns->cache + drop, (size_t)ns->ncache * sizeof *ns->cache);
+    memmove(ns->cache, ns->cache + drop,
+            (size_t)ns->ncache * sizeof *ns->cache);
   }
   return AS_OK;
 }
@@ -180,11 +181,11 @@ as_status_t nptl_stack_walk(const nptl_stack_t *st, model_region_fn fn,
                             void *user, as_err_t *err) {
   if (st->addr == 0)
     return AS_OK;
-  return model_walk_single((model_region_t){.addr      = st->addr,
-                                            .bytes     = st->bytes,
-                                            .kind      = "thread stack",
+  return model_walk_single((model_region_t){.addr = st->addr,
+                                            .bytes = st->bytes,
+                                            .kind = "thread stack",
                                             .mechanism = "glibc.thread_stack",
-                                            .state     = MODEL_REGION_LIVE},
+                                            .state = MODEL_REGION_LIVE},
                            fn, user, err);
 }
 
@@ -192,11 +193,11 @@ as_status_t nptl_stacks_walk_cache(const nptl_stacks_t *ns, model_region_fn fn,
                                    void *user, as_err_t *err) {
   as_status_t rc = AS_OK;
   for (uint32_t i = 0; i < ns->ncache && rc == AS_OK; i++)
-    rc = model_walk_single((model_region_t){.addr      = ns->cache[i].addr,
-                                            .bytes     = ns->cache[i].bytes,
-                                            .kind      = "cached stack",
+    rc = model_walk_single((model_region_t){.addr = ns->cache[i].addr,
+                                            .bytes = ns->cache[i].bytes,
+                                            .kind = "cached stack",
                                             .mechanism = "glibc.stack_cache",
-                                            .state     = MODEL_REGION_CACHED},
+                                            .state = MODEL_REGION_CACHED},
                            fn, user, err);
   return rc;
 }

@@ -20,16 +20,16 @@
 /* The option rows, under the including model's keys. */
 #define NPTL_STACK_OPTIONS(X, KEY_STACK_SIZE, KEY_STACK_PAGES)                 \
   X(KEY_STACK_SIZE, "stack_size", OPT_BYTES, "8388608", "bytes", NULL, NULL,   \
-    "glibc 2.36 sysdeps/nptl/pthread_early_init.h:33-53: RLIMIT_STACK "       \
-    "rounded up to a page (8 MiB: ulimit -s on the measured machine)",        \
-    "thread stack size (pthread_attr_setstacksize or ulimit -s); the "        \
+    "glibc 2.36 sysdeps/nptl/pthread_early_init.h:33-53: RLIMIT_STACK "        \
+    "rounded up to a page (8 MiB: ulimit -s on the measured machine)",         \
+    "thread stack size (pthread_attr_setstacksize or ulimit -s); the "         \
     "mapping adds one guard page")                                             \
   X(KEY_STACK_PAGES, "thread_stack_pages", OPT_U64, "1", "", NULL, NULL,       \
-    "measured: a thread running a function leaves 2 resident OS pages "       \
-    "(TCB page + 1 frame page) on Debian 2.36 x86-64 (docs/glibc-"            \
+    "measured: a thread running a function leaves 2 resident OS pages "        \
+    "(TCB page + 1 frame page) on Debian 2.36 x86-64 (docs/glibc-"             \
     "validation.md Lab 5)",                                                    \
-    "OS pages of the program's own stack frames per thread, below the "       \
-    "TCB and static TLS; a trace does not record this (1 = the minimum "      \
+    "OS pages of the program's own stack frames per thread, below the "        \
+    "TCB and static TLS; a trace does not record this (1 = the minimum "       \
     "any thread that runs a function writes)")
 
 /* One thread's stack block (stackblock, stackblock_size); addr 0 = none. */
@@ -47,8 +47,8 @@ struct nptl_stacks_s {
   uint64_t      thread_stack_pages; /* the program's own frames, OS pages */
   nptl_stack_t *cache;              /* GL (dl_stack_cache): oldest first, the
                                        list head is the end */
-  uint32_t      ncache, cache_cap;
-  uint64_t      cache_actsize;      /* GL (dl_stack_cache_actsize) */
+  uint32_t ncache, cache_cap;
+  uint64_t cache_actsize; /* GL (dl_stack_cache_actsize) */
 };
 
 /* Validates the options (the stack must hold a page, the TCB and static

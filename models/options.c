@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static bool parse_i64(const char *s, size_t len, int64_t *out) {
   bool     neg = len > 0 && s[0] == '-';
   uint64_t mag = 0;
@@ -83,9 +82,9 @@ static bool parse_bool(const char *s, size_t len, int64_t *out) {
 /* Index of the word s in the '|'-separated list choices, or -1. */
 static int64_t choice_index(const char *choices, const char *s, size_t len) {
   int64_t     idx = 0;
-  const char *p   = choices;
+  const char *p = choices;
   while (p != NULL && *p) {
-    const char *bar  = strchr(p, '|');
+    const char *bar = strchr(p, '|');
     size_t      wlen = bar ? (size_t)(bar - p) : strlen(p);
     if (wlen == len && strncmp(p, s, len) == 0)
       return idx;
@@ -116,12 +115,13 @@ static const char *kind_expectation(const model_option_t *row) {
 static as_status_t set_value(const char *model, const model_option_t *row,
                              const char *v, size_t len, int64_t *num,
                              as_err_t *err) {
-  uint64_t u  = 0;
+  uint64_t u = 0;
   bool     ok = false;
   switch (row->kind) {
   case OPT_U64:
   case OPT_BYTES:
-    ok = as_parse_number(v, len, as_size_units, &u) == AS_NUM_OK && u <= (uint64_t)INT64_MAX &&
+    ok = as_parse_number(v, len, as_size_units, &u) == AS_NUM_OK &&
+         u <= (uint64_t)INT64_MAX &&
          (row->kind == OPT_BYTES || strspn(v, "0123456789") == len);
     *num = (int64_t)u;
     break;
@@ -133,7 +133,7 @@ static as_status_t set_value(const char *model, const model_option_t *row,
     break;
   case OPT_ENUM:
     *num = choice_index(row->choices, v, len);
-    ok   = *num >= 0;
+    ok = *num >= 0;
     break;
   case OPT_DECIMAL:
     ok = parse_decimal(v, len, num);
@@ -152,13 +152,14 @@ static size_t table_rows(const model_option_t *table) {
   return n;
 }
 
-static as_status_t unknown_option(const char *model,
+static as_status_t unknown_option(const char           *model,
                                   const model_option_t *table, const char *k,
                                   size_t klen, as_err_t *err) {
   char   known[256] = "";
-  size_t used       = 0;
+  size_t used = 0;
   for (size_t i = 0; table != NULL && table[i].name != NULL; i++)
-    used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0,
+    used += (size_t)snprintf(known + used,
+                             used < sizeof known ? sizeof known - used : 0,
                              "%s%s", i ? ", " : "", table[i].name);
   return as_err_set(err, AS_EUSAGE, "%s: unknown option '%.*s' (known: %s)",
                     model, (int)klen, k, used ? known : "none");
@@ -180,10 +181,9 @@ as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
   if (rc != AS_OK)
     return rc;
   if (len >= sizeof o->text[key])
-    return as_err_set(err, AS_EUSAGE,
-                      "%s: option %s: value '%.*s' is longer than %zu bytes",
-                      model, o->table[key].name, (int)len, value,
-                      sizeof o->text[key] - 1);
+    return as_err_set(
+        err, AS_EUSAGE, "%s: option %s: value '%.*s' is longer than %zu bytes",
+        model, o->table[key].name, (int)len, value, sizeof o->text[key] - 1);
   o->num[key] = num;
   o->set[key] = true;
   snprintf(o->text[key], sizeof o->text[key], "%.*s", (int)len, value);
@@ -202,12 +202,12 @@ static as_status_t apply_one(const char *model, model_opts_t *o,
                       "%s: expected key=value (or key:value), got '%.*s'",
                       model, (int)len, item);
   size_t klen = (size_t)(eq - item);
-  int    key  = model_option_find(o->table, item, klen);
+  int    key = model_option_find(o->table, item, klen);
   if (key < 0)
     return unknown_option(model, o->table, item, klen, err);
   if (o->set[key])
-    return as_err_set(err, AS_EUSAGE, "%s: option %.*s is given twice",
-                      model, (int)klen, item);
+    return as_err_set(err, AS_EUSAGE, "%s: option %.*s is given twice", model,
+                      (int)klen, item);
   return model_opts_set(model, o, key, eq + 1, len - klen - 1, err);
 }
 
@@ -219,8 +219,9 @@ as_status_t model_opts_parse(const char *model, const model_option_t *table,
   out->count = table_rows(table);
   assert(out->count <= MODEL_OPTS_MAX);
   for (size_t i = 0; i < out->count; i++) {
-    const char *d  = table[i].default_value;
-    as_status_t rc = set_value(model, &table[i], d, strlen(d), &out->num[i], err);
+    const char *d = table[i].default_value;
+    as_status_t rc =
+        set_value(model, &table[i], d, strlen(d), &out->num[i], err);
     if (rc != AS_OK)
       return rc;
     snprintf(out->text[i], sizeof out->text[i], "%s", d);
@@ -228,7 +229,7 @@ as_status_t model_opts_parse(const char *model, const model_option_t *table,
   const char *p = assignments;
   while (p != NULL && *p) {
     const char *comma = strchr(p, ',');
-    size_t      len   = comma ? (size_t)(comma - p) : strlen(p);
+    size_t      len = comma ? (size_t)(comma - p) : strlen(p);
     if (len > 0) {
       as_status_t rc = apply_one(model, out, p, len, err);
       if (rc != AS_OK)

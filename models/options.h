@@ -36,49 +36,50 @@
 #include "../sim/status.h"
 
 typedef enum model_option_kind_e {
-  OPT_U64,   /* unsigned integer */
-  OPT_I64,   /* signed integer (jemalloc's -1 = never) */
-  OPT_BYTES, /* unsigned with optional K/M/G/KiB/MiB/GiB suffix */
-  OPT_BOOL,  /* true/false/1/0/yes/no */
-  OPT_ENUM,  /* one of the '|'-separated words in choices */
+  OPT_U64,    /* unsigned integer */
+  OPT_I64,    /* signed integer (jemalloc's -1 = never) */
+  OPT_BYTES,  /* unsigned with optional K/M/G/KiB/MiB/GiB suffix */
+  OPT_BOOL,   /* true/false/1/0/yes/no */
+  OPT_ENUM,   /* one of the '|'-separated words in choices */
   OPT_DECIMAL /* a non-negative decimal (1.0, 0.25): gperftools' release
                  rate; held in millionths, read with model_opt_decimal */
 } model_option_kind_t;
 
 typedef struct model_option_s model_option_t;
 struct model_option_s {
-  const char         *name;          /* the real knob's name */
+  const char         *name; /* the real knob's name */
   model_option_kind_t kind;
   const char         *default_value; /* as the user would type it */
   const char         *unit;          /* "bytes", "ms", "" */
   const char         *choices;       /* OPT_ENUM: "3.11|3.14" */
   const char         *env;           /* environment spellings (above) or
                                         NULL */
-  const char         *source;        /* where the default comes from */
-  const char         *help;          /* one line */
+  const char *source;                /* where the default comes from */
+  const char *help;                  /* one line */
 };
 
 /* X-macro row expanders (see the file comment). */
-#define MODEL_OPTION_KEY(key, name, kind, def, unit, choices, env, src, help) \
+#define MODEL_OPTION_KEY(key, name, kind, def, unit, choices, env, src, help)  \
   key,
-#define MODEL_OPTION_ROW(key, name, kind, def, unit, choices, env, src, help) \
+#define MODEL_OPTION_ROW(key, name, kind, def, unit, choices, env, src, help)  \
   {name, kind, def, unit, choices, env, src, help},
 
 #define MODEL_OPTS_MAX 24
 typedef struct model_opts_s model_opts_t;
 struct model_opts_s {
-  const model_option_t *table;                   /* the model's table */
-  size_t                count;                   /* rows in table */
-  int64_t               num[MODEL_OPTS_MAX];     /* value of numeric kinds,
-                                                    enum: index in choices */
-  bool                  set[MODEL_OPTS_MAX];     /* given explicitly */
-  char                  text[MODEL_OPTS_MAX][32];/* value as written */
+  const model_option_t *table;               /* the model's table */
+  size_t                count;               /* rows in table */
+  int64_t               num[MODEL_OPTS_MAX]; /* value of numeric kinds,
+                                                enum: index in choices */
+  bool set[MODEL_OPTS_MAX];                  /* given explicitly */
+  char text[MODEL_OPTS_MAX][32];             /* value as written */
 };
 
 /* Fills *out with table's defaults, then applies "k=v,k=v" (may be NULL or
- * empty; "k:v,k:v", MALLOC_CONF's spelling, is accepted too).  model names the model in error messages.  A key given twice is
- * an error (AS_EUSAGE naming it), as is an unknown key (listing the known
- * ones) or a malformed value (saying what the row expects). */
+ * empty; "k:v,k:v", MALLOC_CONF's spelling, is accepted too).  model names the
+ * model in error messages.  A key given twice is an error (AS_EUSAGE naming
+ * it), as is an unknown key (listing the known ones) or a malformed value
+ * (saying what the row expects). */
 as_status_t model_opts_parse(const char *model, const model_option_t *table,
                              const char *assignments, model_opts_t *out,
                              as_err_t *err);

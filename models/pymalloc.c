@@ -80,12 +80,12 @@
 /* Radix tree (3.11 obmalloc.c:1332-1395; 3.14 pycore_obmalloc.h:541-604):
  * POINTER_BITS 64, IGNORE_BITS 0, INTERIOR_BITS (64-20+2)/3 = 15,
  * MAP_BOT_BITS 64-20-30 = 14. */
-#define MAP_BOT_BITS  14
-#define MAP_MID_BITS  15
-#define MAP_TOP_BITS  15
-#define MAP_BOT_SHIFT 20                           /* ARENA_BITS */
-#define MAP_MID_SHIFT (MAP_BOT_BITS + MAP_BOT_SHIFT) /* 34 */
-#define MAP_TOP_SHIFT (MAP_MID_BITS + MAP_MID_SHIFT) /* 49 */
+#define MAP_BOT_BITS     14
+#define MAP_MID_BITS     15
+#define MAP_TOP_BITS     15
+#define MAP_BOT_SHIFT    20                             /* ARENA_BITS */
+#define MAP_MID_SHIFT    (MAP_BOT_BITS + MAP_BOT_SHIFT) /* 34 */
+#define MAP_TOP_SHIFT    (MAP_MID_BITS + MAP_MID_SHIFT) /* 49 */
 #define MAP_BOT_INDEX(p) (((p) >> MAP_BOT_SHIFT) & ((1u << MAP_BOT_BITS) - 1))
 #define MAP_MID_INDEX(p) (((p) >> MAP_MID_SHIFT) & ((1u << MAP_MID_BITS) - 1))
 #define MAP_TOP_INDEX(p) (((p) >> MAP_TOP_SHIFT) & ((1u << MAP_TOP_BITS) - 1))
@@ -108,23 +108,23 @@ typedef struct pym_arena_s pym_arena_t;
  * pool + 48 + b * INDEX2SIZE(szidx).  All bytes of the pool below
  * touched_end lie in pages the kernel already counts as written. */
 struct pym_pool_s {
-  pym_pool_t *nextpool;    /* next pool of this size class / free pool */
-  pym_pool_t *prevpool;    /* previous pool of this size class */
-  uint16_t   *links;       /* by block index: next free block, the block's
-                              first word in obmalloc */
-  sim_addr_t  addr;        /* pool address in the simulated space */
-  uint32_t    ref_count;   /* number of allocated blocks */
-  uint32_t    arenaindex;  /* index into arenas of the owning arena */
-  uint16_t    szidx;       /* size class, DUMMY_SIZE_IDX when fresh */
-  uint16_t    freeblock;   /* head of the free list, NO_BLOCK = NULL */
-  uint16_t    nextblock;   /* index of the virgin block: nextoffset is
-                              48 + nextblock * size */
-  uint16_t    nblocks;     /* NUMBLOCKS(szidx); nextoffset <= maxnextoffset
-                              is nextblock < nblocks */
-  uint16_t    links_cap;   /* entries allocated in links */
-  uint16_t    touched_end; /* bytes from the pool start lying in pages
-                              known written (a multiple of the page) */
-  uint8_t     index;       /* position in its arena's pools (0..63) */
+  pym_pool_t *nextpool;  /* next pool of this size class / free pool */
+  pym_pool_t *prevpool;  /* previous pool of this size class */
+  uint16_t   *links;     /* by block index: next free block, the block's
+                            first word in obmalloc */
+  sim_addr_t addr;       /* pool address in the simulated space */
+  uint32_t   ref_count;  /* number of allocated blocks */
+  uint32_t   arenaindex; /* index into arenas of the owning arena */
+  uint16_t   szidx;      /* size class, DUMMY_SIZE_IDX when fresh */
+  uint16_t   freeblock;  /* head of the free list, NO_BLOCK = NULL */
+  uint16_t   nextblock;  /* index of the virgin block: nextoffset is
+                            48 + nextblock * size */
+  uint16_t nblocks;      /* NUMBLOCKS(szidx); nextoffset <= maxnextoffset
+                            is nextblock < nblocks */
+  uint16_t links_cap;    /* entries allocated in links */
+  uint16_t touched_end;  /* bytes from the pool start lying in pages
+                            known written (a multiple of the page) */
+  uint8_t index;         /* position in its arena's pools (0..63) */
 };
 
 /* Host-side twin of struct arena_object (3.11 obmalloc.c:1016-1054), plus
@@ -132,9 +132,9 @@ struct pym_pool_s {
  * keeps its pools (and their links arrays) when its arena is released, the
  * way obmalloc keeps the slot on unused_arena_objects. */
 struct pym_arena_s {
-  sim_addr_t   address;     /* arena base; 0 = unassociated */
-  sim_addr_t   first_pool;  /* first 16 KiB-aligned address in the arena */
-  uint32_t     ncarved;     /* pools carved: pool_address is first_pool +
+  sim_addr_t address;       /* arena base; 0 = unassociated */
+  sim_addr_t first_pool;    /* first 16 KiB-aligned address in the arena */
+  uint32_t   ncarved;       /* pools carved: pool_address is first_pool +
                                ncarved * POOL_SIZE */
   uint32_t     nfreepools;  /* free pools + never-carved pools */
   uint32_t     ntotalpools; /* 64, or 63 when the arena is unaligned */
@@ -175,11 +175,11 @@ struct pym_rawblk_s {
 
 typedef struct pymalloc_model_s pymalloc_model_t;
 struct pymalloc_model_s {
-  model_t        base;    /* must be first */
+  model_t        base; /* must be first */
   sim_kernel_t  *kernel;
   uint32_t       page_mask; /* OS page size - 1 (at most 64 KiB - 1) */
-  int            version; /* 311 or 314: provenance only (see header) */
-  pymalloc_raw_t raw;     /* where PyMem_Raw* requests go */
+  int            version;   /* 311 or 314: provenance only (see header) */
+  pymalloc_raw_t raw;       /* where PyMem_Raw* requests go */
 
   /* obmalloc's globals (3.11 obmalloc.c:1167-1258; 3.14 struct
    * _obmalloc_pools / _obmalloc_mgmt, pycore_obmalloc.h:419-500). */
@@ -195,25 +195,25 @@ struct pymalloc_model_s {
   uint64_t     narenas_reclaimed;
 
   /* Radix tree nodes (few: one mid, one bottom per 16 GiB of space). */
-  pym_node_t nodes[PYMALLOC_RAW_HANDLES];
-  uint32_t   nnodes;
+  pym_node_t   nodes[PYMALLOC_RAW_HANDLES];
+  uint32_t     nnodes;
   pym_rawblk_t rawblk[PYMALLOC_RAW_HANDLES]; /* standalone backend */
   sim_addr_t   raw_base;         /* standalone: the reservation, or 0 */
   uint64_t     raw_nodes_used;   /* standalone: bytes of nodes opened */
   uint64_t     raw_mapped_bytes; /* standalone: RW bytes opened */
 
   /* Objects. */
-  uint8_t    *ids;     /* by object id: SLOT_BYTES-byte locations */
-  uint64_t    ids_len; /* entries initialised; ids beyond are not live */
-  uint64_t    ids_cap; /* entries allocated */
-  uint64_t    live_bytes;
-  uint64_t    live_objects;
-  uint64_t    block_bytes; /* sum of block sizes in use */
+  uint8_t *ids;     /* by object id: SLOT_BYTES-byte locations */
+  uint64_t ids_len; /* entries initialised; ids beyond are not live */
+  uint64_t ids_cap; /* entries allocated */
+  uint64_t live_bytes;
+  uint64_t live_objects;
+  uint64_t block_bytes; /* sum of block sizes in use */
 };
 
-#define PYMALLOC_OPTIONS(X)  \
-  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python", \
-    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)", \
+#define PYMALLOC_OPTIONS(X)                                                    \
+  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python",   \
+    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)",       \
     "CPython version whose obmalloc is modelled")
 
 enum pymalloc_option_e { PYMALLOC_OPTIONS(MODEL_OPTION_KEY) PO_COUNT };
@@ -233,9 +233,8 @@ static inline as_status_t pool_write(pymalloc_model_t *pm, pym_pool_t *pool,
    * 16 KiB aligned, so page ends relative to the pool are multiples of the
    * page size, capped at the pool's end for pages of 16 KiB and more). */
   uint32_t page_end = (end + pm->page_mask) & ~pm->page_mask;
-  pool->touched_end = (uint16_t)(page_end < PYMALLOC_POOL_SIZE
-                                     ? page_end
-                                     : PYMALLOC_POOL_SIZE);
+  pool->touched_end =
+      (uint16_t)(page_end < PYMALLOC_POOL_SIZE ? page_end : PYMALLOC_POOL_SIZE);
   return sim_kernel_touch(pm->kernel, pool->addr + off, len, err);
 }
 
@@ -281,21 +280,23 @@ static as_status_t standalone_reserve(pymalloc_model_t *pm, as_err_t *err) {
  * malloc/malloc.c:3707-3712 returns them without a memset). */
 static as_status_t standalone_calloc(void *user, uint32_t handle,
                                      uint64_t nbytes, as_err_t *err) {
-  pymalloc_model_t *pm  = user;
-  pym_rawblk_t     *rb  = &pm->rawblk[handle];
+  pymalloc_model_t *pm = user;
+  pym_rawblk_t     *rb = &pm->rawblk[handle];
   uint64_t          len = page_up(pm, nbytes);
   assert(rb->addr == 0);
   as_status_t rc = standalone_reserve(pm, err);
   if (rc != AS_OK)
     return rc;
   if (pm->raw_nodes_used + len > STANDALONE_RESERVE - STANDALONE_NODES_AT)
-    return as_err_set(err, AS_ENOMEM, "pymalloc: radix nodes exceed %llu "
-                      "bytes", (unsigned long long)STANDALONE_NODES_AT);
+    return as_err_set(err, AS_ENOMEM,
+                      "pymalloc: radix nodes exceed %llu "
+                      "bytes",
+                      (unsigned long long)STANDALONE_NODES_AT);
   sim_addr_t at = pm->raw_base + STANDALONE_NODES_AT + pm->raw_nodes_used;
-  rc            = sim_kernel_mprotect(pm->kernel, at, len, SIM_PROT_RW, err);
+  rc = sim_kernel_mprotect(pm->kernel, at, len, SIM_PROT_RW, err);
   if (rc != AS_OK)
     return rc;
-  rb->addr   = at;
+  rb->addr = at;
   rb->nbytes = nbytes;
   pm->raw_nodes_used += len;
   pm->raw_mapped_bytes += len;
@@ -317,14 +318,14 @@ static as_status_t standalone_realloc(void *user, uint32_t handle,
                       (unsigned long long)STANDALONE_NODES_AT);
   as_status_t rc = standalone_reserve(pm, err);
   if (rc == AS_OK && len > old_len)
-    rc = sim_kernel_mprotect(pm->kernel, pm->raw_base + old_len,
-                             len - old_len, SIM_PROT_RW, err);
+    rc = sim_kernel_mprotect(pm->kernel, pm->raw_base + old_len, len - old_len,
+                             SIM_PROT_RW, err);
   if (rc == AS_OK)
     rc = sim_kernel_touch(pm->kernel, pm->raw_base, nbytes, err);
   if (rc != AS_OK)
     return rc;
   pm->raw_mapped_bytes += len - old_len;
-  rb->addr   = pm->raw_base;
+  rb->addr = pm->raw_base;
   rb->nbytes = nbytes;
   return AS_OK;
 }
@@ -347,19 +348,19 @@ static uint32_t node_find(const pymalloc_model_t *pm, uint32_t top,
   return 0;
 }
 
-static as_status_t node_create(pymalloc_model_t *pm, uint32_t top,
-                               uint32_t mid, uint64_t nbytes,
-                               uint32_t *handle, as_err_t *err) {
+static as_status_t node_create(pymalloc_model_t *pm, uint32_t top, uint32_t mid,
+                               uint64_t nbytes, uint32_t *handle,
+                               as_err_t *err) {
   if (pm->nnodes + 1 >= PYMALLOC_RAW_HANDLES)
     return as_err_set(err, AS_ENOMEM,
                       "pymalloc: radix tree needs more than %d nodes",
                       PYMALLOC_RAW_HANDLES - 1);
-  uint32_t    h  = pm->nnodes + 1; /* handle 0 is the arenas[] vector */
+  uint32_t    h = pm->nnodes + 1; /* handle 0 is the arenas[] vector */
   as_status_t rc = pm->raw.calloc(pm->raw.user, h, nbytes, err);
   if (rc != AS_OK)
     return rc;
   pm->nodes[pm->nnodes++] = (pym_node_t){top, mid, h};
-  *handle                 = h;
+  *handle = h;
   return AS_OK;
 }
 
@@ -410,13 +411,13 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
   as_status_t rc = arena_map_get(pm, arena_base, &n_hi, err);
   if (rc != AS_OK)
     return rc;
-  uint64_t i3   = MAP_BOT_INDEX(arena_base);
+  uint64_t i3 = MAP_BOT_INDEX(arena_base);
   uint64_t tail = arena_base & ARENA_SIZE_MASK;
-  rc            = raw_write(pm, n_hi, i3 * 8, 4, err); /* tail_hi */
+  rc = raw_write(pm, n_hi, i3 * 8, 4, err); /* tail_hi */
   if (rc != AS_OK || tail == 0)
     return rc;
   sim_addr_t next = arena_base + PYMALLOC_ARENA_SIZE;
-  rc              = arena_map_get(pm, next, &n_lo, err);
+  rc = arena_map_get(pm, next, &n_lo, err);
   if (rc != AS_OK)
     return rc;
   return raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err); /* lo */
@@ -453,7 +454,7 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
       a[i].nextarena = i < numarenas - 1 ? &a[i + 1] : NULL;
     }
     pm->unused_arena_objects = &a[pm->maxarenas];
-    pm->maxarenas            = numarenas;
+    pm->maxarenas = numarenas;
   }
 
   /* Take the next slot off the head of the list (3.11 :1636-1640; 3.14
@@ -466,8 +467,8 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
       return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
   }
   /* _PyObject_ArenaMmap: mmap(NULL, 1 MiB, RW, PRIVATE|ANONYMOUS)
-   * (3.11 obmalloc.c:149-159; 3.14 _PyMem_ArenaAlloc :477-494).  Placement is the kernel's,
-   * which is what decides the pool alignment below. */
+   * (3.11 obmalloc.c:149-159; 3.14 _PyMem_ArenaAlloc :477-494).  Placement is
+   * the kernel's, which is what decides the pool alignment below. */
   sim_addr_t address;
   rc = sim_kernel_mmap(pm->kernel, PYMALLOC_ARENA_SIZE, 0, SIM_PROT_RW,
                        SIM_OWNER_PYMALLOC, &address, err);
@@ -478,7 +479,7 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
   if (rc != AS_OK)
     return rc;
   pm->unused_arena_objects = ao->nextarena;
-  ao->address              = address;
+  ao->address = address;
 
   ++pm->narenas_currently_allocated;
   ++pm->ntimes_arena_allocated;
@@ -495,16 +496,16 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
     ao->first_pool += PYMALLOC_POOL_SIZE - excess;
   }
   ao->ntotalpools = ao->nfreepools;
-  ao->ncarved     = 0;
-  uint32_t index  = (uint32_t)(ao - pm->arenas);
+  ao->ncarved = 0;
+  uint32_t index = (uint32_t)(ao - pm->arenas);
   for (uint32_t i = 0; i < PYMALLOC_MAX_POOLS_IN_ARENA; i++) {
-    pym_pool_t *p  = &ao->pools[i];
-    p->addr        = ao->first_pool + (sim_addr_t)i * PYMALLOC_POOL_SIZE;
-    p->arenaindex  = index;
-    p->index       = (uint8_t)i;
+    pym_pool_t *p = &ao->pools[i];
+    p->addr = ao->first_pool + (sim_addr_t)i * PYMALLOC_POOL_SIZE;
+    p->arenaindex = index;
+    p->index = (uint8_t)i;
     p->touched_end = 0; /* fresh mapping: nothing written */
-    p->szidx       = DUMMY_SIZE_IDX;
-    p->ref_count   = 0;
+    p->szidx = DUMMY_SIZE_IDX;
+    p->ref_count = 0;
   }
   *out = ao;
   return AS_OK;
@@ -521,7 +522,7 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
     ao->prevarena->nextarena = ao->nextarena;
   if (ao->nextarena != NULL)
     ao->nextarena->prevarena = ao->prevarena;
-  ao->nextarena            = pm->unused_arena_objects;
+  ao->nextarena = pm->unused_arena_objects;
   pm->unused_arena_objects = ao;
   /* arena_map_mark_used(ao->address, 0) writes the same entries again;
    * their pages are already written, but say so to the backend anyway. */
@@ -534,7 +535,7 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
     return rc;
   if ((ao->address & ARENA_SIZE_MASK) != 0) {
     sim_addr_t next = ao->address + PYMALLOC_ARENA_SIZE;
-    rc              = arena_map_get(pm, next, &n_lo, err);
+    rc = arena_map_get(pm, next, &n_lo, err);
     if (rc == AS_OK)
       rc = raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err);
     if (rc != AS_OK)
@@ -560,7 +561,7 @@ static as_status_t pool_links_reserve(pym_pool_t *pool, uint32_t n,
   uint16_t *l = realloc(pool->links, n * sizeof *l);
   if (l == NULL)
     return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
-  pool->links     = l;
+  pool->links = l;
   pool->links_cap = (uint16_t)n;
   return AS_OK;
 }
@@ -571,23 +572,23 @@ static as_status_t pool_links_reserve(pym_pool_t *pool, uint32_t n,
 static inline as_status_t pool_extend(pymalloc_model_t *pm, pym_pool_t *pool,
                                       as_err_t *err) {
   if (pool->nextblock < pool->nblocks) {
-    uint32_t b             = pool->nextblock++;
-    pool->freeblock        = (uint16_t)b;
-    pool->links[b]         = NO_BLOCK;
+    uint32_t b = pool->nextblock++;
+    pool->freeblock = (uint16_t)b;
+    pool->links[b] = NO_BLOCK;
     return pool_write(pm, pool, block_off(pool, b), 8, err);
   }
   pym_pool_t *next = pool->nextpool;
   pym_pool_t *prev = pool->prevpool;
-  next->prevpool   = prev;
-  prev->nextpool   = next;
+  next->prevpool = prev;
+  prev->nextpool = next;
   return AS_OK;
 }
 
 /* allocate_from_new_pool (3.11 obmalloc.c:1812-1938; 3.14 :2145-2271): no
  * used pool of class szidx; take one from the most-full usable arena
  * (its freepools LIFO first, else carve ascending) and hand out a block. */
-static as_status_t allocate_from_new_pool(pymalloc_model_t *pm,
-                                          uint32_t szidx, pym_pool_t **pool_out,
+static as_status_t allocate_from_new_pool(pymalloc_model_t *pm, uint32_t szidx,
+                                          pym_pool_t **pool_out,
                                           uint32_t *block_out, as_err_t *err) {
   as_status_t rc;
   if (pm->usable_arenas == NULL) {
@@ -624,9 +625,9 @@ static as_status_t allocate_from_new_pool(pymalloc_model_t *pm,
     /* Carve at pool_address, ascending (3.11 :1880-1903; 3.14 :2213-2236);
      * writing arenaindex and szidx touches the pool header. */
     assert(ua->ncarved < ua->ntotalpools);
-    pool        = &ua->pools[ua->ncarved++];
+    pool = &ua->pools[ua->ncarved++];
     pool->szidx = DUMMY_SIZE_IDX;
-    rc          = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
+    rc = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
     if (rc != AS_OK)
       return rc;
     if (--ua->nfreepools == 0) {
@@ -638,35 +639,35 @@ static as_status_t allocate_from_new_pool(pymalloc_model_t *pm,
 
   /* Frontlink to used pools (3.11 :1906-1913; 3.14 :2239-2246). */
   pym_pool_t *next = &pm->usedpools[szidx];
-  pool->nextpool   = next;
-  pool->prevpool   = next;
-  next->nextpool   = pool;
-  next->prevpool   = pool;
-  pool->ref_count  = 1;
+  pool->nextpool = next;
+  pool->prevpool = next;
+  next->nextpool = pool;
+  next->prevpool = pool;
+  pool->ref_count = 1;
   if (pool->szidx == szidx) {
     /* Same class as before: reuse its free list (3.11 :1914-1923). */
     uint32_t b = pool->freeblock;
     assert(b != NO_BLOCK);
     pool->freeblock = pool->links[b];
-    *pool_out       = pool;
-    *block_out      = b;
+    *pool_out = pool;
+    *block_out = b;
     return AS_OK;
   }
   /* Initialise the header, hand out block 0, link block 1 (3.11
    * :1924-1937; 3.14 :2257-2270). */
   uint32_t nb = NUMBLOCKS(szidx);
-  rc          = pool_links_reserve(pool, nb, err);
+  rc = pool_links_reserve(pool, nb, err);
   if (rc != AS_OK)
     return rc;
-  pool->szidx     = (uint16_t)szidx;
-  pool->nblocks   = (uint16_t)nb;
+  pool->szidx = (uint16_t)szidx;
+  pool->nblocks = (uint16_t)nb;
   pool->nextblock = 2; /* nextoffset = POOL_OVERHEAD + (size << 1) */
   pool->freeblock = 1; /* freeblock = bp + size */
-  pool->links[1]  = NO_BLOCK;
-  rc              = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
+  pool->links[1] = NO_BLOCK;
+  rc = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
   if (rc == AS_OK)
     rc = pool_write(pm, pool, block_off(pool, 1), 8, err);
-  *pool_out  = pool;
+  *pool_out = pool;
   *block_out = 0;
   return rc;
 }
@@ -675,18 +676,18 @@ static as_status_t allocate_from_new_pool(pymalloc_model_t *pm,
  * 1 <= nbytes <= 512: the head pool of usedpools[class], its free list
  * head, extending the free list when it runs out. */
 static inline as_status_t pym_malloc(pymalloc_model_t *pm, uint64_t nbytes,
-                                     pym_pool_t **pool_out,
-                                     uint32_t *block_out, as_err_t *err) {
+                                     pym_pool_t **pool_out, uint32_t *block_out,
+                                     as_err_t *err) {
   /* 3.11 :1966; 3.14 :2299: size = (nbytes - 1) >> ALIGNMENT_SHIFT */
   uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
-  pym_pool_t *pool  = pm->usedpools[szidx].nextpool;
+  pym_pool_t *pool = pm->usedpools[szidx].nextpool;
   if (pool != &pm->usedpools[szidx]) {
     ++pool->ref_count;
     uint32_t b = pool->freeblock;
     assert(b != NO_BLOCK);
     pool->freeblock = pool->links[b];
-    *pool_out       = pool;
-    *block_out      = b;
+    *pool_out = pool;
+    *block_out = b;
     if (pool->freeblock == NO_BLOCK)
       return pool_extend(pm, pool, err);
     return AS_OK;
@@ -699,10 +700,10 @@ static inline as_status_t pym_malloc(pymalloc_model_t *pm, uint64_t nbytes,
 static inline void insert_to_usedpool(pymalloc_model_t *pm, pym_pool_t *pool) {
   pym_pool_t *next = pm->usedpools[pool->szidx].nextpool;
   pym_pool_t *prev = next->prevpool;
-  pool->nextpool   = next;
-  pool->prevpool   = prev;
-  next->prevpool   = pool;
-  prev->nextpool   = pool;
+  pool->nextpool = next;
+  pool->prevpool = prev;
+  next->prevpool = pool;
+  prev->nextpool = pool;
 }
 
 /* insert_to_freepool (3.11 obmalloc.c:2048-2211; 3.14 :2383-2546): the pool
@@ -712,19 +713,19 @@ static as_status_t insert_to_freepool(pymalloc_model_t *pm, pym_pool_t *pool,
                                       as_err_t *err) {
   pym_pool_t *next = pool->nextpool;
   pym_pool_t *prev = pool->prevpool;
-  next->prevpool   = prev;
-  prev->nextpool   = next;
+  next->prevpool = prev;
+  prev->nextpool = next;
 
   pym_arena_t *ao = &pm->arenas[pool->arenaindex];
-  pool->nextpool  = ao->freepools;
-  ao->freepools   = pool;
-  uint32_t     nf     = ao->nfreepools;
+  pool->nextpool = ao->freepools;
+  ao->freepools = pool;
+  uint32_t     nf = ao->nfreepools;
   pym_arena_t *lastnf = pm->nfp2lasta[nf];
   assert((nf == 0 && lastnf == NULL) ||
          (nf > 0 && lastnf != NULL && lastnf->nfreepools == nf &&
           (lastnf->nextarena == NULL || nf < lastnf->nextarena->nfreepools)));
   if (lastnf == ao) { /* rightmost (3.11 :2073-2076; 3.14 :2408-2411) */
-    pym_arena_t *p    = ao->prevarena;
+    pym_arena_t *p = ao->prevarena;
     pm->nfp2lasta[nf] = (p != NULL && p->nfreepools == nf) ? p : NULL;
   }
   ao->nfreepools = ++nf;
@@ -761,8 +762,8 @@ static as_status_t insert_to_freepool(pymalloc_model_t *pm, pym_pool_t *pool,
   else
     pm->usable_arenas = ao->nextarena;
   ao->nextarena->prevarena = ao->prevarena;
-  ao->prevarena            = lastnf;
-  ao->nextarena            = lastnf->nextarena;
+  ao->prevarena = lastnf;
+  ao->nextarena = lastnf->nextarena;
   if (ao->nextarena != NULL)
     ao->nextarena->prevarena = ao;
   lastnf->nextarena = ao;
@@ -770,13 +771,12 @@ static as_status_t insert_to_freepool(pymalloc_model_t *pm, pym_pool_t *pool,
 }
 
 /* pymalloc_free (3.11 obmalloc.c:2218-2270; 3.14 :2553-2605). */
-static inline as_status_t pym_free_block(pymalloc_model_t *pm,
-                                         pym_pool_t *pool, uint32_t b,
-                                         as_err_t *err) {
+static inline as_status_t pym_free_block(pymalloc_model_t *pm, pym_pool_t *pool,
+                                         uint32_t b, as_err_t *err) {
   assert(pool->ref_count > 0);
   uint32_t lastfree = pool->freeblock;
-  pool->links[b]    = (uint16_t)lastfree;
-  pool->freeblock   = (uint16_t)b;
+  pool->links[b] = (uint16_t)lastfree;
+  pool->freeblock = (uint16_t)b;
   pool->ref_count--;
   /* *(block **)p = lastfree (3.11 :2242; 3.14 :2577) */
   as_status_t rc = pool_write(pm, pool, block_off(pool, b), 8, err);
@@ -802,10 +802,9 @@ static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
       cap *= 2;
     uint8_t *s = realloc(pm->ids, cap * SLOT_BYTES);
     if (s == NULL)
-      return as_err_set(err, AS_ENOMEM,
-                        "pymalloc: out of memory for %llu ids",
+      return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
                         (unsigned long long)cap);
-    pm->ids     = s;
+    pm->ids = s;
     pm->ids_cap = cap;
   }
   uint64_t len = (id / SLOT_INIT_STEP + 1) * SLOT_INIT_STEP;
@@ -829,19 +828,18 @@ static inline uint64_t slot_get(const pymalloc_model_t *pm, uint64_t id) {
 /* Records loc for id (id < ids_len). */
 static inline void slot_set(pymalloc_model_t *pm, uint64_t id, uint64_t loc) {
   uint8_t *p = pm->ids + id * SLOT_BYTES;
-  p[0]       = (uint8_t)loc;
-  p[1]       = (uint8_t)(loc >> 8);
-  p[2]       = (uint8_t)(loc >> 16);
-  p[3]       = (uint8_t)(loc >> 24);
-  p[4]       = (uint8_t)(loc >> 32);
+  p[0] = (uint8_t)loc;
+  p[1] = (uint8_t)(loc >> 8);
+  p[2] = (uint8_t)(loc >> 16);
+  p[3] = (uint8_t)(loc >> 24);
+  p[4] = (uint8_t)(loc >> 32);
 }
 
 static inline uint64_t slot_of(const pym_pool_t *pool, uint32_t b) {
   return (uint64_t)pool->arenaindex << 16 | (uint64_t)pool->index << 10 | b;
 }
 
-static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm,
-                                    uint64_t loc) {
+static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm, uint64_t loc) {
   return &pm->arenas[loc >> 16].pools[(loc >> 10) & 63];
 }
 
@@ -852,26 +850,26 @@ static inline uint32_t slot_block(uint64_t loc) {
 static as_status_t pymalloc_create(const model_opts_t *opts,
                                    const model_ctx_t *ctx, model_t **out,
                                    as_err_t *err) {
-  *out                 = NULL;
+  *out = NULL;
   pymalloc_model_t *pm = calloc(1, sizeof *pm);
   if (pm == NULL)
     return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory");
   pm->base.methods = &model_pymalloc_methods;
-  pm->base.opts    = *opts;
-  pm->kernel       = ctx->kernel;
-  pm->page_mask    = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
-  pm->version      = model_opt_i64(opts, PO_VERSION) == 0 ? 311 : 314;
+  pm->base.opts = *opts;
+  pm->kernel = ctx->kernel;
+  pm->page_mask = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
+  pm->version = model_opt_i64(opts, PO_VERSION) == 0 ? 311 : 314;
   for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
     /* usedpools[] starts as empty circular lists (3.11 :1164-1195). */
     pm->usedpools[i].nextpool = &pm->usedpools[i];
     pm->usedpools[i].prevpool = &pm->usedpools[i];
-    pm->usedpools[i].szidx    = (uint16_t)i;
+    pm->usedpools[i].szidx = (uint16_t)i;
   }
   pm->raw = (pymalloc_raw_t){
-      .user    = pm,
-      .calloc  = standalone_calloc,
+      .user = pm,
+      .calloc = standalone_calloc,
       .realloc = standalone_realloc,
-      .write   = standalone_write,
+      .write = standalone_write,
   };
   *out = &pm->base;
   return AS_OK;
@@ -932,9 +930,10 @@ alloc_any(pymalloc_model_t *pm, const trace_event_t *ev, as_err_t *err) {
 }
 
 /* The free of held id at loc, every case. */
-static __attribute__((noinline)) as_status_t
-free_any(pymalloc_model_t *pm, const trace_event_t *ev, uint64_t loc,
-         as_err_t *err) {
+static __attribute__((noinline)) as_status_t free_any(pymalloc_model_t    *pm,
+                                                      const trace_event_t *ev,
+                                                      uint64_t             loc,
+                                                      as_err_t *err) {
   pym_pool_t *pool = slot_pool(pm, loc);
   pm->live_bytes -= ev->prev_size;
   pm->live_objects--;
@@ -953,28 +952,28 @@ free_any(pymalloc_model_t *pm, const trace_event_t *ev, uint64_t loc,
 
 static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
                                   as_err_t *err) {
-  pymalloc_model_t *pm     = (pymalloc_model_t *)m;
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          nbytes = ev->size;
   if (nbytes - 1 >= PYMALLOC_SMALL_REQUEST_THRESHOLD ||
       ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_len ||
       slot_get(pm, ev->id) != SLOT_DEAD)
     return alloc_any(pm, ev, err); /* errors; ids not yet in ids[] */
   uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
-  pym_pool_t *pool  = pm->usedpools[szidx].nextpool;
+  pym_pool_t *pool = pm->usedpools[szidx].nextpool;
   if (pool == &pm->usedpools[szidx])
     return alloc_any(pm, ev, err); /* allocate_from_new_pool */
   /* pymalloc_alloc's pop of the free list head, then pymalloc_pool_extend
    * when the list runs empty (as pym_malloc and pool_extend). */
-  uint32_t b      = pool->freeblock;
-  uint32_t next   = pool->links[b];
-  uint32_t off    = block_off(pool, b);
-  uint32_t end    = off + (uint32_t)nbytes; /* the program's write */
+  uint32_t b = pool->freeblock;
+  uint32_t next = pool->links[b];
+  uint32_t off = block_off(pool, b);
+  uint32_t end = off + (uint32_t)nbytes; /* the program's write */
   bool     extend = next == NO_BLOCK && pool->nextblock < pool->nblocks;
   if (extend) {
     next = pool->nextblock;
     /* the virgin block's link word */
     uint32_t link_end = block_off(pool, next) + 8;
-    end               = link_end > end ? link_end : end;
+    end = link_end > end ? link_end : end;
   }
   if (end > pool->touched_end)
     return alloc_any(pm, ev, err); /* a write the kernel must see */
@@ -995,17 +994,17 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
 }
 
 /* The free of held id at loc. */
-static inline as_status_t free_held(pymalloc_model_t *pm,
+static inline as_status_t free_held(pymalloc_model_t    *pm,
                                     const trace_event_t *ev, uint64_t loc,
                                     as_err_t *err) {
   pym_pool_t *pool = slot_pool(pm, loc);
-  uint32_t    b    = slot_block(loc);
+  uint32_t    b = slot_block(loc);
   if (pool->ref_count == 1 || block_off(pool, b) + 8 > pool->touched_end)
     return free_any(pm, ev, loc, err); /* emptied pool; a kernel call */
   /* pymalloc_free (as pym_free_block) for a pool that stays in use. */
   uint32_t lastfree = pool->freeblock;
-  pool->links[b]    = (uint16_t)lastfree;
-  pool->freeblock   = (uint16_t)b;
+  pool->links[b] = (uint16_t)lastfree;
+  pool->freeblock = (uint16_t)b;
   pool->ref_count--;
   if (lastfree == NO_BLOCK)
     insert_to_usedpool(pm, pool);
@@ -1018,7 +1017,7 @@ static inline as_status_t free_held(pymalloc_model_t *pm,
 
 static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
-  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          loc = slot_get(pm, ev->id);
   if (loc == SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: free of dead id %llu",
@@ -1032,14 +1031,14 @@ static as_status_t pymalloc_free(model_t *m, const trace_event_t *ev,
  * (the composition handles that); standalone they are an error. */
 static as_status_t pymalloc_realloc(model_t *m, const trace_event_t *ev,
                                     as_err_t *err) {
-  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          loc = slot_get(pm, ev->id);
   if (loc == SLOT_DEAD)
     return as_err_set(err, AS_EINVAL, "pymalloc: realloc of dead id %llu",
                       (unsigned long long)ev->id);
-  pym_pool_t *pool   = slot_pool(pm, loc);
+  pym_pool_t *pool = slot_pool(pm, loc);
   uint64_t    nbytes = ev->size;
-  uint64_t    size   = INDEX2SIZE(pool->szidx);
+  uint64_t    size = INDEX2SIZE(pool->szidx);
   /* 3.11 :2335-2347; 3.14 :2672-2684 */
   if (nbytes <= size && 4 * nbytes > 3 * size) {
     pm->live_bytes = pm->live_bytes - ev->prev_size + nbytes;
@@ -1068,12 +1067,12 @@ static as_status_t pymalloc_realloc(model_t *m, const trace_event_t *ev,
 static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
   const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
   memset(out, 0, sizeof *out);
-  out->live_bytes   = pm->live_bytes;
+  out->live_bytes = pm->live_bytes;
   out->live_objects = pm->live_objects;
-  out->arenas       = pm->narenas_currently_allocated;
-  uint64_t arena_b  = pm->narenas_currently_allocated * PYMALLOC_ARENA_SIZE;
+  out->arenas = pm->narenas_currently_allocated;
+  uint64_t arena_b = pm->narenas_currently_allocated * PYMALLOC_ARENA_SIZE;
   out->mapped_bytes = arena_b + pm->raw_mapped_bytes;
-  out->free_bytes   = arena_b - pm->block_bytes;
+  out->free_bytes = arena_b - pm->block_bytes;
 }
 
 static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
@@ -1107,8 +1106,8 @@ static const model_mechanism_t pymalloc_mechanisms[] = {
 /* One arena: its region, the unaligned head, then its pools in order. */
 static as_status_t walk_arena(const pym_arena_t *ao, model_region_fn fn,
                               void *user, as_err_t *err) {
-  model_region_t r = {.addr = ao->address, .bytes = PYMALLOC_ARENA_SIZE,
-                      .kind = "arena"};
+  model_region_t r = {
+      .addr = ao->address, .bytes = PYMALLOC_ARENA_SIZE, .kind = "arena"};
   uint32_t used = 0;
   for (uint32_t j = 0; j < ao->ncarved; j++)
     if (ao->pools[j].ref_count > 0) {
@@ -1120,29 +1119,29 @@ static as_status_t walk_arena(const pym_arena_t *ao, model_region_fn fn,
   as_status_t rc = fn(user, &r, err);
   if (rc == AS_OK && ao->first_pool > ao->address)
     rc = fn(user,
-            &(model_region_t){.addr      = ao->address,
-                              .bytes     = ao->first_pool - ao->address,
-                              .kind      = "unaligned head",
+            &(model_region_t){.addr = ao->address,
+                              .bytes = ao->first_pool - ao->address,
+                              .kind = "unaligned head",
                               .mechanism = "pymalloc.header",
-                              .level     = 1,
-                              .state     = MODEL_REGION_METADATA},
+                              .level = 1,
+                              .state = MODEL_REGION_METADATA},
             err);
   for (uint32_t j = 0; j < ao->ntotalpools && rc == AS_OK; j++) {
-    const pym_pool_t *pool   = j < ao->ncarved ? &ao->pools[j] : NULL;
+    const pym_pool_t *pool = j < ao->ncarved ? &ao->pools[j] : NULL;
     bool              in_use = pool != NULL && pool->ref_count > 0;
-    model_region_t    q      = {
-                   .addr  = ao->first_pool + (uint64_t)j * PYMALLOC_POOL_SIZE,
-                   .bytes = PYMALLOC_POOL_SIZE,
-                   .kind  = pool == NULL ? "uncarved pool" : "pool",
-                   .level = 1};
+    model_region_t    q = {.addr =
+                               ao->first_pool + (uint64_t)j * PYMALLOC_POOL_SIZE,
+                           .bytes = PYMALLOC_POOL_SIZE,
+                           .kind = pool == NULL ? "uncarved pool" : "pool",
+                           .level = 1};
     if (in_use) {
       q.live_objects = pool->ref_count;
-      q.live_bytes   = (uint64_t)pool->ref_count * INDEX2SIZE(pool->szidx);
-      q.mechanism    = "pymalloc.used_pool";
-      q.state        = MODEL_REGION_LIVE;
+      q.live_bytes = (uint64_t)pool->ref_count * INDEX2SIZE(pool->szidx);
+      q.mechanism = "pymalloc.used_pool";
+      q.state = MODEL_REGION_LIVE;
     } else {
       q.mechanism = used > 0 ? "pymalloc.pinned_arena" : "pymalloc.empty_arena";
-      q.state     = MODEL_REGION_FREE;
+      q.state = MODEL_REGION_FREE;
     }
     rc = fn(user, &q, err);
   }
@@ -1199,21 +1198,21 @@ static size_t pymalloc_counters(const model_t *m, model_counter_t *out,
 }
 
 const model_methods_t model_pymalloc_methods = {
-    .name    = "pymalloc",
+    .name = "pymalloc",
     .summary = "CPython obmalloc: 1 MiB arenas, 16 KiB pools, 32 classes",
     .options = pymalloc_options,
-    .create  = pymalloc_create,
+    .create = pymalloc_create,
     .destroy = pymalloc_destroy,
-    .alloc   = pymalloc_alloc,
+    .alloc = pymalloc_alloc,
     .realloc = pymalloc_realloc,
-    .free    = pymalloc_free,
-    .thread  = NULL, /* obmalloc has no per-thread state (GIL build) */
-    .trim    = NULL, /* malloc_trim is glibc's; obmalloc never trims */
-    .stats   = pymalloc_model_stats,
-    .locate     = pymalloc_locate,
-    .counters   = pymalloc_counters,
+    .free = pymalloc_free,
+    .thread = NULL, /* obmalloc has no per-thread state (GIL build) */
+    .trim = NULL,   /* malloc_trim is glibc's; obmalloc never trims */
+    .stats = pymalloc_model_stats,
+    .locate = pymalloc_locate,
+    .counters = pymalloc_counters,
     .usable_size = pymalloc_usable_size,
-    .walk       = pymalloc_walk,
+    .walk = pymalloc_walk,
     .mechanisms = pymalloc_mechanisms,
 };
 
@@ -1245,15 +1244,14 @@ bool pymalloc_geometry(uint64_t nbytes, bool arena_aligned,
   memset(out, 0, sizeof *out);
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD)
     return false;
-  unsigned szidx       = (unsigned)((nbytes - 1) >> 4);
-  out->block_size      = INDEX2SIZE(szidx);
+  unsigned szidx = (unsigned)((nbytes - 1) >> 4);
+  out->block_size = INDEX2SIZE(szidx);
   out->blocks_per_pool = NUMBLOCKS(szidx);
   out->pools_per_arena = arena_aligned ? PYMALLOC_MAX_POOLS_IN_ARENA
                                        : PYMALLOC_MAX_POOLS_IN_ARENA - 1;
   out->blocks_per_arena = out->blocks_per_pool * out->pools_per_arena;
   out->pool_tail_bytes =
-      (uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) %
-      out->block_size;
+      (uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) % out->block_size;
   return true;
 }
 
@@ -1262,11 +1260,11 @@ void pymalloc_get_stats(const model_t *m, pymalloc_stats_t *out) {
   const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
   memset(out, 0, sizeof *out);
   out->arenas_allocated_total = pm->ntimes_arena_allocated;
-  out->arenas_reclaimed       = pm->narenas_reclaimed;
-  out->arenas_highwater       = pm->narenas_highwater;
-  out->arenas_current         = pm->narenas_currently_allocated;
-  out->raw_nodes              = pm->nnodes;
-  out->raw_arena_objects      = pm->maxarenas;
+  out->arenas_reclaimed = pm->narenas_reclaimed;
+  out->arenas_highwater = pm->narenas_highwater;
+  out->arenas_current = pm->narenas_currently_allocated;
+  out->raw_nodes = pm->nnodes;
+  out->raw_arena_objects = pm->maxarenas;
   for (uint32_t i = 0; i < pm->maxarenas; i++) {
     const pym_arena_t *ao = &pm->arenas[i];
     if (ao->address == 0)
@@ -1296,7 +1294,7 @@ void pymalloc_get_stats(const model_t *m, pymalloc_stats_t *out) {
 
 uint32_t pymalloc_block_size_of(const model_t *m, uint64_t id) {
   assert(m->methods == &model_pymalloc_methods);
-  const pymalloc_model_t *pm  = (const pymalloc_model_t *)m;
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
   uint64_t                loc = slot_get(pm, id);
   if (loc == SLOT_DEAD)
     return 0;
@@ -1305,7 +1303,7 @@ uint32_t pymalloc_block_size_of(const model_t *m, uint64_t id) {
 
 bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr) {
   assert(m->methods == &model_pymalloc_methods);
-  const pymalloc_model_t *pm  = (const pymalloc_model_t *)m;
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
   uint64_t                loc = slot_get(pm, id);
   if (loc == SLOT_DEAD)
     return false;
@@ -1316,9 +1314,9 @@ bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr) {
 as_status_t pymalloc_free_if_held(model_t *m, const trace_event_t *ev,
                                   bool *held, as_err_t *err) {
   assert(m->methods == &model_pymalloc_methods);
-  pymalloc_model_t *pm  = (pymalloc_model_t *)m;
+  pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          loc = slot_get(pm, ev->id);
-  *held                 = loc != SLOT_DEAD;
+  *held = loc != SLOT_DEAD;
   return *held ? free_held(pm, ev, loc, err) : AS_OK;
 }
 

@@ -20,15 +20,9 @@ extern const model_methods_t model_musl_methods;
 extern const model_methods_t model_libmalloc_methods;
 
 static const model_methods_t *const registry[] = {
-    &model_ideal_methods,
-    &model_glibc_methods,
-    &model_pymalloc_methods,
-    &model_cpython_methods,
-    &model_jemalloc_methods,
-    &model_mimalloc_methods,
-    &model_tcmalloc_methods,
-    &model_musl_methods,
-    &model_libmalloc_methods,
+    &model_ideal_methods,    &model_glibc_methods,    &model_pymalloc_methods,
+    &model_cpython_methods,  &model_jemalloc_methods, &model_mimalloc_methods,
+    &model_tcmalloc_methods, &model_musl_methods,     &model_libmalloc_methods,
 };
 
 const model_methods_t *const *model_registry(size_t *count) {
@@ -52,7 +46,7 @@ const char *model_default_libc(void) {
 
 static as_status_t unknown_model(const char *name, size_t len, as_err_t *err) {
   char   known[256] = "";
-  size_t used       = 0;
+  size_t used = 0;
   for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
     used += (size_t)snprintf(known + used,
                              used < sizeof known ? sizeof known - used : 0,
@@ -63,20 +57,20 @@ static as_status_t unknown_model(const char *name, size_t len, as_err_t *err) {
 
 as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
                                    model_t **out, as_err_t *err) {
-  *out                = NULL;
-  const char *colon   = strchr(spec, ':');
+  *out = NULL;
+  const char *colon = strchr(spec, ':');
   size_t      namelen = colon ? (size_t)(colon - spec) : strlen(spec);
   char        name[64];
   if (namelen == 0 || namelen >= sizeof name)
     return unknown_model(spec, namelen, err);
   memcpy(name, spec, namelen);
-  name[namelen]                  = '\0';
+  name[namelen] = '\0';
   const model_methods_t *methods = model_find(name);
   if (methods == NULL)
     return unknown_model(spec, namelen, err);
   model_opts_t opts;
   as_status_t  rc = model_opts_parse(name, methods->options,
-                                     colon ? colon + 1 : NULL, &opts, err);
+                                    colon ? colon + 1 : NULL, &opts, err);
   if (rc != AS_OK)
     return rc;
   rc = methods->create(&opts, ctx, out, err);
@@ -148,12 +142,11 @@ static bool has_key(const char *list, const char *key, size_t klen) {
 }
 
 /* spec with the options in add ("k=v,k=v"), replacing any already set. */
-bool model_spec_with(const char *spec, const char *add, char *out,
-                      size_t len) {
+bool model_spec_with(const char *spec, const char *add, char *out, size_t len) {
   char name[64];
   model_spec_name(spec, name, sizeof name);
   size_t      used = (size_t)snprintf(out, len, "%s:%s", name, add);
-  const char *p    = strchr(spec, ':');
+  const char *p = strchr(spec, ':');
   for (p = p ? p + 1 : NULL; p != NULL && *p != '\0' && used < len;) {
     size_t item = strcspn(p, ",");
     if (item > 0 && !has_key(add, p, strcspn(p, "=,")))
@@ -164,14 +157,14 @@ bool model_spec_with(const char *spec, const char *add, char *out,
   return used < len;
 }
 
-as_status_t model_walk_single(model_region_t r, model_region_fn fn,
-                              void *user, as_err_t *err) {
+as_status_t model_walk_single(model_region_t r, model_region_fn fn, void *user,
+                              as_err_t *err) {
   const char *mech = r.mechanism;
-  r.mechanism      = NULL;
-  r.level          = 0;
-  as_status_t rc   = fn(user, &r, err);
-  r.mechanism      = mech;
-  r.level          = 1;
+  r.mechanism = NULL;
+  r.level = 0;
+  as_status_t rc = fn(user, &r, err);
+  r.mechanism = mech;
+  r.level = 1;
   return rc == AS_OK ? fn(user, &r, err) : rc;
 }
 
@@ -194,8 +187,8 @@ size_t model_counter_put(model_counter_t *out, size_t n, size_t cap,
   if (n < cap) {
     snprintf(out[n].name, sizeof out[n].name, "%s.%s", prefix, name);
     out[n].value = value;
-    out[n].unit  = unit;
-    out[n].help  = help;
+    out[n].unit = unit;
+    out[n].help = help;
   }
   return n + 1;
 }

@@ -71,40 +71,41 @@
 
 /* ---- Constants and options --------------------------------------------- */
 
-#define TC_MIN_ALIGN        16           /* common.h:64 kMinAlign */
-#define TC_CLASS_SIZES_MAX  128          /* common.h:81 kClassSizesMax */
+#define TC_MIN_ALIGN        16                  /* common.h:64 kMinAlign */
+#define TC_CLASS_SIZES_MAX  128                 /* common.h:81 kClassSizesMax */
 #define TC_MAX_TC_SIZE      (UINT64_C(4) << 20) /* common.h:83 */
-#define TC_MAX_SIZE         (256 * 1024) /* common.h:86 kMaxSize */
-#define TC_ALIGNMENT        8            /* common.h:87 kAlignment */
-#define TC_MIN_TC_SIZE      (2 * TC_MAX_SIZE) /* common.h:101 512 KiB */
-#define TC_STEAL_AMOUNT     (1 << 16)    /* common.h:106 kStealAmount */
-#define TC_MAX_OVERAGES     3            /* common.h:110 kMaxOverages */
-#define TC_MAX_DYN_LIST_LEN 8192         /* common.h:117 */
-#define TC_MAX_SMALL_SIZE   1024         /* common.h:183 kMaxSmallSize */
+#define TC_MAX_SIZE         (256 * 1024)        /* common.h:86 kMaxSize */
+#define TC_ALIGNMENT        8                   /* common.h:87 kAlignment */
+#define TC_MIN_TC_SIZE      (2 * TC_MAX_SIZE)   /* common.h:101 512 KiB */
+#define TC_STEAL_AMOUNT     (1 << 16)           /* common.h:106 kStealAmount */
+#define TC_MAX_OVERAGES     3                   /* common.h:110 kMaxOverages */
+#define TC_MAX_DYN_LIST_LEN 8192                /* common.h:117 */
+#define TC_MAX_SMALL_SIZE   1024                /* common.h:183 kMaxSmallSize */
 /* common.h:184-185 kClassArraySize */
 #define TC_CLASS_ARRAY_SIZE (((TC_MAX_SIZE + 127 + (120 << 7)) >> 7) + 1)
 #define TC_META_CHUNK       (UINT64_C(8) << 20) /* common.cc:238 */
-#define TC_META_ALIGN       64  /* common.cc:241 sizeof(MemoryAligner):
-                                   CACHELINE_ALIGNED, basictypes.h:404-408 */
-#define TC_ALLOC_INCREMENT  (128 << 10) /* page_heap_allocator.h:99 */
-#define TC_MAX_RELEASE_DELAY     (INT64_C(1) << 20) /* page_heap.h:250 */
-#define TC_DEFAULT_RELEASE_DELAY (INT64_C(1) << 18) /* page_heap.h:254 */
-#define TC_BIG_PAGEMAP      (UINT64_C(128) << 20) /* page_heap.h:236 */
-#define TC_FORCED_COALESCE  (UINT64_C(128) << 20) /* page_heap.cc:111 */
-#define TC_MAX_TRANSFER     64 /* central_freelist.h:111 */
-#define TC_ADDRESS_BITS     48 /* common.h:138 x86-64 */
+#define TC_META_ALIGN                                                          \
+  64 /* common.cc:241 sizeof(MemoryAligner):                                   \
+        CACHELINE_ALIGNED, basictypes.h:404-408 */
+#define TC_ALLOC_INCREMENT       (128 << 10) /* page_heap_allocator.h:99 */
+#define TC_MAX_RELEASE_DELAY     (INT64_C(1) << 20)    /* page_heap.h:250 */
+#define TC_DEFAULT_RELEASE_DELAY (INT64_C(1) << 18)    /* page_heap.h:254 */
+#define TC_BIG_PAGEMAP           (UINT64_C(128) << 20) /* page_heap.h:236 */
+#define TC_FORCED_COALESCE       (UINT64_C(128) << 20) /* page_heap.cc:111 */
+#define TC_MAX_TRANSFER          64 /* central_freelist.h:111 */
+#define TC_ADDRESS_BITS          48 /* common.h:138 x86-64 */
 /* Metadata object sizes (x86-64): Span, span.h:62-79 (5 words + 4 bytes of
  * bit-fields, padded); an std::set node of SpanPtrWithLength (32-byte
  * red-black header + 16); StackTrace, common.h:300-305 (2 + 31 words);
  * ThreadCache, thread_cache.h:69-354 (128 FreeLists of 32 bytes, sizes,
  * Sampler, tid, flag, links, CACHELINE_ALIGNED to 64). */
-#define TC_SPAN_BYTES       48
-#define TC_SETNODE_BYTES    48
-#define TC_STACKTRACE_BYTES 264
+#define TC_SPAN_BYTES        48
+#define TC_SETNODE_BYTES     48
+#define TC_STACKTRACE_BYTES  264
 #define TC_THREADCACHE_BYTES 4160
 /* Pre-main calls, measured (file comment): libstdc++ 12 eh_alloc.cc pool
  * = 64 * 1024 + 64 * sizeof(__cxa_dependent_exception) (112). */
-#define TC_PREMAIN_POOL     72704
+#define TC_PREMAIN_POOL 72704
 /* Measured (docs/models/tcmalloc.md): the large-span sets are std::sets,
  * and the first insert and the first erase run libstdc++ code that a C
  * program had not run before, _Rb_tree_insert_and_rebalance (Debian 12
@@ -112,50 +113,50 @@
  * (0xc0160): a read fault each, which maps the 64 KiB window of cached
  * text around it (Linux mm/memory.c do_fault_around, fault_around_bytes
  * 65536).  RSS grew by exactly these 128 KiB in every C run. */
-#define TC_STL_WINDOW       (UINT64_C(64) << 10)
-#define TC_NIL              0u
+#define TC_STL_WINDOW (UINT64_C(64) << 10)
+#define TC_NIL        0u
 
 #define TCMALLOC_OPTIONS(X)                                                    \
   X(TO_RELEASE_RATE, "release_rate", OPT_DECIMAL, "1.0", "", NULL,             \
     "TCMALLOC_RELEASE_RATE",                                                   \
     "gperftools 2.10 src/page_heap.cc:47-53 FLAGS_tcmalloc_release_rate",      \
-    "pages released per 1000 pages freed to the page heap; 0 = never "       \
-    "(the first 2^18 pages wait regardless when premain is on)")              \
+    "pages released per 1000 pages freed to the page heap; 0 = never "         \
+    "(the first 2^18 pages wait regardless when premain is on)")               \
   X(TO_MAX_TOTAL_THREAD_CACHE_BYTES, "max_total_thread_cache_bytes",           \
     OPT_BYTES, "33554432", "bytes", NULL,                                      \
     "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES",                                   \
-    "gperftools 2.10 src/common.h:97 kDefaultOverallThreadCacheSize = 8 * "   \
-    "4 MiB; read at thread_cache.cc:290-293, clipped to [512 KiB, 1 GiB]",    \
+    "gperftools 2.10 src/common.h:97 kDefaultOverallThreadCacheSize = 8 * "    \
+    "4 MiB; read at thread_cache.cc:290-293, clipped to [512 KiB, 1 GiB]",     \
     "budget all thread caches share")                                          \
   X(TO_AGGRESSIVE_DECOMMIT, "aggressive_decommit", OPT_BOOL, "false", "",      \
     NULL, "TCMALLOC_AGGRESSIVE_DECOMMIT",                                      \
-    "gperftools 2.10 src/static_vars.cc:94-106",                              \
-    "release every span the moment it is freed to the page heap")             \
+    "gperftools 2.10 src/static_vars.cc:94-106",                               \
+    "release every span the moment it is freed to the page heap")              \
   X(TO_TRANSFER_NUM_OBJ, "transfer_num_obj", OPT_U64, "32", "", NULL,          \
     "TCMALLOC_TRANSFER_NUM_OBJ",                                               \
     "gperftools 2.10 src/common.cc:47-59 kDefaultTransferNumObjecs",           \
-    "most objects moved between a thread cache and a central list at once "   \
+    "most objects moved between a thread cache and a central list at once "    \
     "(also sizes the spans of small classes)")                                 \
   X(TO_HEAP_LIMIT_MB, "heap_limit_mb", OPT_U64, "0", "MiB", NULL,              \
     "TCMALLOC_HEAP_LIMIT_MB",                                                  \
     "gperftools 2.10 src/page_heap.cc:55-61, EnsureLimit 521-543",             \
-    "releases free spans before the heap would pass this; 0 = no limit")      \
+    "releases free spans before the heap would pass this; 0 = no limit")       \
   X(TO_SKIP_SBRK, "skip_sbrk", OPT_BOOL, "false", "", NULL,                    \
     "TCMALLOC_SKIP_SBRK", "gperftools 2.10 src/system-alloc.cc:133-135",       \
     "take memory with mmap only")                                              \
   X(TO_DISABLE_MEMORY_RELEASE, "disable_memory_release", OPT_BOOL, "false",    \
     "", NULL, "TCMALLOC_DISABLE_MEMORY_RELEASE",                               \
     "gperftools 2.10 src/system-alloc.cc:139-142, 520",                        \
-    "never give pages back (TCMalloc_SystemRelease fails)")                   \
+    "never give pages back (TCMalloc_SystemRelease fails)")                    \
   X(TO_PAGE_SHIFT, "page_shift", OPT_ENUM, "13", "", "13|15|18", NULL,         \
-    "gperftools 2.10 src/common.h:75-79 kPageShift (configure "               \
-    "--with-tcmalloc-pagesize=8|32|256; Debian: 8 KiB)",                      \
+    "gperftools 2.10 src/common.h:75-79 kPageShift (configure "                \
+    "--with-tcmalloc-pagesize=8|32|256; Debian: 8 KiB)",                       \
     "log2 of tcmalloc's page size")                                            \
   X(TO_PREMAIN, "premain", OPT_BOOL, "true", "", NULL, NULL,                   \
-    "measured on Debian 12 with gdb (docs/models/tcmalloc.md): libstdc++'s "  \
-    "malloc(72704) and TCMallocGuard's calls run before the release-rate "    \
+    "measured on Debian 12 with gdb (docs/models/tcmalloc.md): libstdc++'s "   \
+    "malloc(72704) and TCMallocGuard's calls run before the release-rate "     \
     "flag is initialised",                                                     \
-    "start as a process does at main(): the pre-main allocations made, the "  \
+    "start as a process does at main(): the pre-main allocations made, the "   \
     "scavenge countdown at 2^18 pages")
 
 enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
@@ -166,10 +167,10 @@ static const model_option_t tcmalloc_options[] = {
 /* ---- Size map ----------------------------------------------------------- */
 
 typedef struct tsizemap_s {
-  uint32_t nclasses;                        /* class 0 unused */
-  uint32_t size[TC_CLASS_SIZES_MAX];        /* class_to_size_ */
-  uint32_t pages[TC_CLASS_SIZES_MAX];       /* class_to_pages_ */
-  uint32_t batch[TC_CLASS_SIZES_MAX];       /* num_objects_to_move_ */
+  uint32_t nclasses;                  /* class 0 unused */
+  uint32_t size[TC_CLASS_SIZES_MAX];  /* class_to_size_ */
+  uint32_t pages[TC_CLASS_SIZES_MAX]; /* class_to_pages_ */
+  uint32_t batch[TC_CLASS_SIZES_MAX]; /* num_objects_to_move_ */
   uint8_t  class_array[TC_CLASS_ARRAY_SIZE];
 } tsizemap_t;
 
@@ -231,8 +232,8 @@ static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
     uint32_t my_pages = (uint32_t)(psize >> page_shift);
     if (sc > 1 && my_pages == sm->pages[sc - 1]) {
       uint64_t mine = ((uint64_t)my_pages << page_shift) / size;
-      uint64_t prev = ((uint64_t)sm->pages[sc - 1] << page_shift) /
-                      sm->size[sc - 1];
+      uint64_t prev =
+          ((uint64_t)sm->pages[sc - 1] << page_shift) / sm->size[sc - 1];
       if (mine == prev) {
         sm->size[sc - 1] = (uint32_t)size;
         continue;
@@ -241,7 +242,7 @@ static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
     if (sc >= TC_CLASS_SIZES_MAX)
       return false;
     sm->pages[sc] = my_pages;
-    sm->size[sc]  = (uint32_t)size;
+    sm->size[sc] = (uint32_t)size;
     sc++;
   }
   sm->nclasses = sc;
@@ -264,27 +265,27 @@ static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
 enum { LOC_IN_USE, LOC_NORMAL, LOC_RETURNED, LOC_HEAD, LOC_DEAD };
 
 typedef struct tspan_s {
-  uint64_t   start;    /* first page (address >> page_shift) */
-  uint64_t   length;   /* pages */
+  uint64_t   start;  /* first page (address >> page_shift) */
+  uint64_t   length; /* pages */
   uint32_t   prev, next;
   uint32_t   refcount; /* objects handed out of this span */
   uint32_t   nobj;     /* objects in the span (size-class spans) */
   uint32_t   virgin;   /* slots from here on were never handed out */
   uint32_t   nstack, capstack;
-  uint16_t  *stack;    /* returned slots, the list head last */
-  uint32_t   tl, tr;   /* large-set treap children */
-  uint32_t   prio;     /* treap priority */
+  uint16_t  *stack;  /* returned slots, the list head last */
+  uint32_t   tl, tr; /* large-set treap children */
+  uint32_t   prio;   /* treap priority */
   uint8_t    sizeclass;
   uint8_t    location;
-  sim_addr_t meta;     /* the Span object in the metadata */
-  sim_addr_t node;     /* its std::set node while in a large set */
+  sim_addr_t meta; /* the Span object in the metadata */
+  sim_addr_t node; /* its std::set node while in a large set */
 } tspan_t;
 
 /* A free object: span << 16 | slot. */
 typedef uint64_t tobj_t;
 #define OBJ(span, slot) (((tobj_t)(span) << 16) | (slot))
 #define OBJ_SPAN(o)     ((uint32_t)((o) >> 16))
-#define OBJ_SLOT(o)     ((uint32_t)((o) & 0xffff))
+#define OBJ_SLOT(o)     ((uint32_t)((o)&0xffff))
 
 /* A thread cache's list of one class: a LIFO, the list head last. */
 typedef struct tlist_s {
@@ -295,8 +296,8 @@ typedef struct tlist_s {
 
 typedef struct tcache_s {
   tlist_t    list[TC_CLASS_SIZES_MAX];
-  int64_t    size;     /* bytes in the lists */
-  int64_t    max_size; /* size_ > max_size_ -> Scavenge */
+  int64_t    size;       /* bytes in the lists */
+  int64_t    max_size;   /* size_ > max_size_ -> Scavenge */
   int32_t    next, prev; /* thread_heaps_ list; -1 = none */
   bool       in_use;
   sim_addr_t meta;
@@ -307,7 +308,7 @@ typedef struct tcentral_s {
   uint32_t nonempty, empty; /* list heads (span records) */
   uint64_t counter;         /* free objects in the spans */
   uint64_t num_spans;
-  tobj_t  *slots;           /* max_cache_size entries of batch objects */
+  tobj_t  *slots; /* max_cache_size entries of batch objects */
   int32_t  used_slots, cache_size, max_cache_size;
 } tcentral_t;
 
@@ -344,20 +345,20 @@ typedef struct tcmalloc_model_s {
   bool     aggressive, skip_sbrk, disable_release;
   bool     flags_ready; /* false while the pre-main calls run (file comment) */
   unsigned page_shift;
-  uint64_t page;        /* tcmalloc page size */
-  uint64_t max_pages;   /* common.h:89 kMaxPages */
+  uint64_t page;      /* tcmalloc page size */
+  uint64_t max_pages; /* common.h:89 kMaxPages */
   uint64_t os_page;
 
   tsizemap_t sm;
 
   /* spans */
-  tspan_t  *sp;
-  uint32_t  nsp, capsp, free_sp;
-  uint32_t  rng;
+  tspan_t   *sp;
+  uint32_t   nsp, capsp, free_sp;
+  uint32_t   rng;
   tpagemap_t pm;
 
   /* page heap (page_heap.h:114-350) */
-  uint32_t *free_normal, *free_returned; /* heads, index len - 1 */
+  uint32_t *free_normal, *free_returned;  /* heads, index len - 1 */
   uint32_t  large_normal, large_returned; /* treap roots */
   uint64_t  system_bytes, free_bytes, unmapped_bytes, committed_bytes;
   uint64_t  scavenge_count, commit_count, total_commit_bytes;
@@ -371,8 +372,8 @@ typedef struct tcmalloc_model_s {
   uint64_t  nleaves, capleaves;
 
   /* libstdc++'s rb-tree text, paged in on first use (TC_STL_WINDOW) */
-  sim_addr_t   stl_text;
-  bool         stl_insert_paged, stl_erase_paged;
+  sim_addr_t stl_text;
+  bool       stl_insert_paged, stl_erase_paged;
 
   /* metadata */
   sim_addr_t   meta_chunk;
@@ -437,7 +438,7 @@ static bool grow(void **v, uint64_t *cap, uint64_t need, size_t elem) {
   if (p == NULL)
     return false;
   memset((char *)p + *cap * elem, 0, (size_t)((n - *cap) * elem));
-  *v   = p;
+  *v = p;
   *cap = n;
   return true;
 }
@@ -463,7 +464,7 @@ static sim_addr_t sbrk_alloc(tcmalloc_model_t *t, uint64_t size,
                              uint64_t *actual, uint64_t align) {
   as_err_t   e;
   sim_addr_t cur = sim_kernel_brk_current(t->kernel);
-  size           = (size + align - 1) / align * align;
+  size = (size + align - 1) / align * align;
   if (sim_kernel_brk(t->kernel, cur + size, &e) != AS_OK)
     return 0;
   *actual = size;
@@ -499,7 +500,7 @@ static sim_addr_t mmap_alloc(tcmalloc_model_t *t, uint64_t size,
 static sim_addr_t system_alloc(tcmalloc_model_t *t, uint64_t size,
                                uint64_t *actual, uint64_t align) {
   uint64_t   act = 0;
-  sim_addr_t r   = 0;
+  sim_addr_t r = 0;
   if (align < TC_META_ALIGN)
     align = TC_META_ALIGN;
   if (!t->sbrk_failed && !(t->flags_ready && t->skip_sbrk)) {
@@ -526,10 +527,8 @@ static bool system_release(tcmalloc_model_t *t, sim_addr_t start,
   if (t->flags_ready && t->disable_release)
     return false;
   as_err_t e;
-  return kcheck(t,
-                sim_kernel_madvise(t->kernel, start, len, SIM_MADV_DONTNEED,
-                                   &e),
-                &e);
+  return kcheck(
+      t, sim_kernel_madvise(t->kernel, start, len, SIM_MADV_DONTNEED, &e), &e);
 }
 
 /* ---- Metadata allocators ------------------------------------------------ */
@@ -550,7 +549,7 @@ static sim_addr_t meta_alloc(tcmalloc_model_t *t, uint64_t bytes) {
       return 0;
     t->meta_chunk = p;
     t->meta_avail = real;
-    align         = 0;
+    align = 0;
   }
   sim_addr_t r = t->meta_chunk + align;
   bytes += align;
@@ -595,7 +594,7 @@ static void pool_delete(tcmalloc_model_t *t, tmeta_pool_t *p, sim_addr_t a) {
 /* PageHeapAllocator::Init (page_heap_allocator.h:52-60). */
 static void pool_init(tcmalloc_model_t *t, tmeta_pool_t *p, uint64_t bytes) {
   p->obj_bytes = bytes;
-  p->inited    = true;
+  p->inited = true;
   pool_delete(t, p, pool_new(t, p));
 }
 
@@ -604,7 +603,7 @@ static void pool_init(tcmalloc_model_t *t, tmeta_pool_t *p, uint64_t bytes) {
 static uint32_t span_record(tcmalloc_model_t *t) {
   uint32_t i;
   if (t->free_sp != TC_NIL) {
-    i          = t->free_sp;
+    i = t->free_sp;
     t->free_sp = SP(t, i)->next;
   } else {
     uint64_t cap = t->capsp;
@@ -614,12 +613,12 @@ static uint32_t span_record(tcmalloc_model_t *t) {
       return TC_NIL;
     }
     t->capsp = (uint32_t)cap;
-    i        = t->nsp++;
+    i = t->nsp++;
   }
   tspan_t *s = SP(t, i);
   memset(s, 0, sizeof *s);
-  t->rng   = t->rng * 1103515245u + 12345u;
-  s->prio  = t->rng;
+  t->rng = t->rng * 1103515245u + 12345u;
+  s->prio = t->rng;
   return i;
 }
 
@@ -629,10 +628,10 @@ static uint32_t new_span(tcmalloc_model_t *t, uint64_t start, uint64_t len) {
   if (i == TC_NIL)
     return TC_NIL;
   tspan_t *s = SP(t, i);
-  s->start   = start;
-  s->length  = len;
+  s->start = start;
+  s->length = len;
   s->location = LOC_IN_USE;
-  s->meta    = pool_new(t, &t->span_pool);
+  s->meta = pool_new(t, &t->span_pool);
   return i;
 }
 
@@ -643,8 +642,8 @@ static void delete_span(tcmalloc_model_t *t, uint32_t i) {
   free(s->stack);
   memset(s, 0, sizeof *s);
   s->location = LOC_DEAD;
-  s->next     = t->free_sp;
-  t->free_sp  = i;
+  s->next = t->free_sp;
+  t->free_sp = i;
 }
 
 static uint32_t *pm_slot(tcmalloc_model_t *t, uint64_t page, bool create) {
@@ -654,7 +653,7 @@ static uint32_t *pm_slot(tcmalloc_model_t *t, uint64_t page, bool create) {
       return NULL;
     uint64_t   ncap = t->pm.cap ? t->pm.cap * 2 : 16;
     uint64_t  *keys = calloc(ncap, sizeof *keys);
-    uint32_t **lv   = calloc(ncap, sizeof *lv);
+    uint32_t **lv = calloc(ncap, sizeof *lv);
     if (keys == NULL || lv == NULL) {
       free(keys);
       free(lv);
@@ -667,13 +666,13 @@ static uint32_t *pm_slot(tcmalloc_model_t *t, uint64_t page, bool create) {
         while (keys[h & (ncap - 1)] != 0)
           h++;
         keys[h & (ncap - 1)] = t->pm.keys[i];
-        lv[h & (ncap - 1)]   = t->pm.leaves[i];
+        lv[h & (ncap - 1)] = t->pm.leaves[i];
       }
     free(t->pm.keys);
     free(t->pm.leaves);
-    t->pm.keys   = keys;
+    t->pm.keys = keys;
     t->pm.leaves = lv;
-    t->pm.cap    = ncap;
+    t->pm.cap = ncap;
   }
   uint64_t h = ((leaf + 1) * UINT64_C(0x9E3779B97F4A7C15)) >> 7;
   for (;; h++) {
@@ -745,7 +744,7 @@ static bool dll_empty(tcmalloc_model_t *t, uint32_t h) {
 }
 
 static void dll_remove(tcmalloc_model_t *t, uint32_t i) {
-  tspan_t *s          = SP(t, i);
+  tspan_t *s = SP(t, i);
   SP(t, s->prev)->next = s->next;
   SP(t, s->next)->prev = s->prev;
   s->prev = s->next = TC_NIL;
@@ -753,10 +752,10 @@ static void dll_remove(tcmalloc_model_t *t, uint32_t i) {
 
 static void dll_prepend(tcmalloc_model_t *t, uint32_t h, uint32_t i) {
   tspan_t *s = SP(t, i);
-  s->next    = SP(t, h)->next;
-  s->prev    = h;
+  s->next = SP(t, h)->next;
+  s->prev = h;
   SP(t, s->next)->prev = i;
-  SP(t, h)->next       = i;
+  SP(t, h)->next = i;
 }
 
 /* ---- Large span sets (treap) -------------------------------------------- */
@@ -775,16 +774,16 @@ static uint32_t treap_insert(tcmalloc_model_t *t, uint32_t root, uint32_t i) {
   if (set_less(s, r)) {
     r->tl = treap_insert(t, r->tl, i);
     if (SP(t, r->tl)->prio > r->prio) { /* rotate right */
-      uint32_t l  = r->tl;
-      r->tl       = SP(t, l)->tr;
+      uint32_t l = r->tl;
+      r->tl = SP(t, l)->tr;
       SP(t, l)->tr = root;
       return l;
     }
   } else {
     r->tr = treap_insert(t, r->tr, i);
     if (SP(t, r->tr)->prio > r->prio) { /* rotate left */
-      uint32_t rr  = r->tr;
-      r->tr        = SP(t, rr)->tl;
+      uint32_t rr = r->tr;
+      r->tr = SP(t, rr)->tl;
       SP(t, rr)->tl = root;
       return rr;
     }
@@ -869,14 +868,15 @@ static void prepend_to_free_list(tcmalloc_model_t *t, uint32_t i) {
     return;
   }
   uint64_t len = SP(t, i)->length;
-  dll_prepend(t, SP(t, i)->location == LOC_NORMAL ? t->free_normal[len - 1]
-                                                  : t->free_returned[len - 1],
+  dll_prepend(t,
+              SP(t, i)->location == LOC_NORMAL ? t->free_normal[len - 1]
+                                               : t->free_returned[len - 1],
               i);
 }
 
 /* RemoveFromFreeList (page_heap.cc:417-435). */
 static void remove_from_free_list(tcmalloc_model_t *t, uint32_t i) {
-  tspan_t *s     = SP(t, i);
+  tspan_t *s = SP(t, i);
   uint64_t bytes = s->length << t->page_shift;
   if (s->location == LOC_NORMAL)
     t->free_bytes -= bytes;
@@ -925,9 +925,9 @@ static uint64_t release_at_least(tcmalloc_model_t *t, uint64_t num_pages);
 static bool ensure_limit(tcmalloc_model_t *t, uint64_t n, bool with_release) {
   /* FLAGS_tcmalloc_heap_limit_mb is an int64 (page_heap.cc:55): a size_t
    * set above INT64_MAX reads negative and shifts arithmetically. */
-  int64_t  mb    = t->flags_ready ? (int64_t)t->heap_limit_mb : 0;
-  uint64_t limit = (uint64_t)((int64_t)((uint64_t)mb * 1024 * 1024) >>
-                              t->page_shift);
+  int64_t  mb = t->flags_ready ? (int64_t)t->heap_limit_mb : 0;
+  uint64_t limit =
+      (uint64_t)((int64_t)((uint64_t)mb * 1024 * 1024) >> t->page_shift);
   if (limit == 0)
     return true;
   uint64_t taken = t->system_taken >> t->page_shift;
@@ -942,7 +942,7 @@ static uint32_t carve(tcmalloc_model_t *t, uint32_t i, uint64_t n) {
   uint8_t old = SP(t, i)->location;
   remove_from_free_list(t, i);
   SP(t, i)->location = LOC_IN_USE;
-  uint64_t extra     = SP(t, i)->length - n;
+  uint64_t extra = SP(t, i)->length - n;
   if (extra > 0) {
     uint32_t left = new_span(t, SP(t, i)->start + n, extra);
     if (left == TC_NIL)
@@ -968,8 +968,8 @@ static uint32_t treap_min(tcmalloc_model_t *t, uint32_t root) {
  * returned one is shorter, or as long and lower. */
 static uint32_t alloc_large(tcmalloc_model_t *t, uint64_t n) {
   uint32_t best_normal = treap_first_fit(t, t->large_normal, n);
-  uint32_t best        = best_normal;
-  uint32_t c           = treap_first_fit(t, t->large_returned, n);
+  uint32_t best = best_normal;
+  uint32_t c = treap_first_fit(t, t->large_returned, n);
   if (c != TC_NIL &&
       (best_normal == TC_NIL || SP(t, c)->length < SP(t, best)->length ||
        (SP(t, c)->length == SP(t, best)->length &&
@@ -1041,7 +1041,7 @@ static uint64_t release_span(tcmalloc_model_t *t, uint32_t i) {
   if (!decommit_span(t, i))
     return 0;
   remove_from_free_list(t, i);
-  uint64_t n         = SP(t, i)->length;
+  uint64_t n = SP(t, i)->length;
   SP(t, i)->location = LOC_RETURNED;
   merge_into_free_list(t, i);
   return n;
@@ -1052,7 +1052,7 @@ static uint64_t release_span(tcmalloc_model_t *t, uint32_t i) {
  * the large set its smallest. */
 static uint64_t release_at_least(tcmalloc_model_t *t, uint64_t num_pages) {
   uint64_t released = 0;
-  int64_t  lists    = (int64_t)t->max_pages;
+  int64_t  lists = (int64_t)t->max_pages;
   while (released < num_pages && t->free_bytes > 0 && t->fail == AS_OK) {
     for (int64_t i = 0; i < lists + 1 && released < num_pages;
          i++, t->release_index++) {
@@ -1102,9 +1102,9 @@ static void incremental_scavenge(tcmalloc_model_t *t, uint64_t n) {
 
 /* Delete (page_heap.cc:298-312). */
 static void page_heap_delete(tcmalloc_model_t *t, uint32_t i) {
-  uint64_t n          = SP(t, i)->length;
+  uint64_t n = SP(t, i)->length;
   SP(t, i)->sizeclass = 0;
-  SP(t, i)->location  = LOC_NORMAL;
+  SP(t, i)->location = LOC_NORMAL;
   merge_into_free_list(t, i);
   incremental_scavenge(t, n);
 }
@@ -1116,16 +1116,15 @@ static void page_heap_delete(tcmalloc_model_t *t, uint32_t i) {
 static bool ensure_leaves(tcmalloc_model_t *t, uint64_t start, uint64_t n) {
   unsigned leaf_bits = (TC_ADDRESS_BITS - t->page_shift + 1) / 2;
   for (uint64_t key = start; key <= start + n - 1;) {
-    uint64_t i1  = key >> leaf_bits;
+    uint64_t i1 = key >> leaf_bits;
     uint64_t pos = 0;
     while (pos < t->nleaves && t->leaves_made[pos] < i1)
       pos++;
     if (pos == t->nleaves || t->leaves_made[pos] != i1) {
       uint64_t   bytes = UINT64_C(8) << leaf_bits;
-      sim_addr_t leaf  = meta_alloc(t, bytes);
-      if (leaf == 0 ||
-          !grow((void **)&t->leaves_made, &t->capleaves, t->nleaves + 1,
-                sizeof *t->leaves_made))
+      sim_addr_t leaf = meta_alloc(t, bytes);
+      if (leaf == 0 || !grow((void **)&t->leaves_made, &t->capleaves,
+                             t->nleaves + 1, sizeof *t->leaves_made))
         return false;
       touch(t, leaf, bytes);
       memmove(t->leaves_made + pos + 1, t->leaves_made + pos,
@@ -1201,7 +1200,7 @@ static uint32_t page_heap_new(tcmalloc_model_t *t, uint64_t n) {
 /* Split (page_heap.cc:219-233): the tail as a new in-use span. */
 static uint32_t split(tcmalloc_model_t *t, uint32_t i, uint64_t n) {
   uint64_t extra = SP(t, i)->length - n;
-  uint32_t left  = new_span(t, SP(t, i)->start + n, extra);
+  uint32_t left = new_span(t, SP(t, i)->start + n, extra);
   if (left == TC_NIL)
     return TC_NIL;
   record_span(t, left);
@@ -1248,15 +1247,15 @@ static void populate(tcmalloc_model_t *t, uint32_t cl) {
   uint32_t i = page_heap_new(t, t->sm.pages[cl]);
   if (i == TC_NIL)
     return;
-  tspan_t   *s    = SP(t, i);
+  tspan_t   *s = SP(t, i);
   uint64_t   size = t->sm.size[cl];
-  uint64_t   num  = ((uint64_t)t->sm.pages[cl] << t->page_shift) / size;
+  uint64_t   num = ((uint64_t)t->sm.pages[cl] << t->page_shift) / size;
   sim_addr_t base = span_addr(t, s);
-  s->sizeclass    = (uint8_t)cl; /* RegisterSizeClass (545-554) */
-  s->refcount     = 0;
-  s->nobj         = (uint32_t)num;
-  s->virgin       = 0;
-  s->nstack       = 0;
+  s->sizeclass = (uint8_t)cl; /* RegisterSizeClass (545-554) */
+  s->refcount = 0;
+  s->nobj = (uint32_t)num;
+  s->virgin = 0;
+  s->nstack = 0;
   if (size <= t->os_page) /* an object starts in every OS page */
     touch(t, base, (num - 1) * size + sizeof(void *));
   else
@@ -1283,19 +1282,19 @@ static void release_to_spans(tcmalloc_model_t *t, uint32_t cl, tobj_t o) {
     dll_remove(t, i);
     c->num_spans--;
     free(s->stack);
-    s->stack  = NULL;
+    s->stack = NULL;
     s->nstack = s->capstack = 0;
     page_heap_delete(t, i);
     return;
   }
   if (s->nstack == s->capstack) {
     uint32_t  cap = s->capstack ? s->capstack * 2 : 8;
-    uint16_t *p   = realloc(s->stack, cap * sizeof *p);
+    uint16_t *p = realloc(s->stack, cap * sizeof *p);
     if (p == NULL) {
       set_fail(t, AS_ENOMEM, "out of memory for span free lists");
       return;
     }
-    s->stack    = p;
+    s->stack = p;
     s->capstack = cap;
   }
   s->stack[s->nstack++] = (uint16_t)OBJ_SLOT(o);
@@ -1483,7 +1482,7 @@ static void increase_cache_limit(tcmalloc_model_t *t, int32_t tc) {
  * never dipped below since the last time. */
 static void tc_scavenge(tcmalloc_model_t *t, int32_t tc) {
   for (uint32_t cl = 0; cl < t->sm.nclasses; cl++) {
-    tlist_t *l   = &t->caches[tc].list[cl];
+    tlist_t *l = &t->caches[tc].list[cl];
     uint32_t low = l->lowater;
     if (low > 0) {
       release_to_central(t, tc, cl, low > 1 ? low / 2 : 1);
@@ -1540,7 +1539,7 @@ static tobj_t tc_allocate(tcmalloc_model_t *t, int32_t tc, uint32_t cl) {
     c->size -= (int64_t)class_size(t, cl);
     return list_pop(l);
   }
-  uint32_t b   = t->sm.batch[cl];
+  uint32_t b = t->sm.batch[cl];
   uint32_t num = l->max_length < b ? l->max_length : b;
   uint32_t got = remove_range(t, cl, num, t->chain);
   if (got == 0) {
@@ -1579,9 +1578,9 @@ static int32_t new_cache(tcmalloc_model_t *t) {
     t->ncaches++;
   }
   tcache_t *c = &t->caches[i];
-  c->meta     = pool_new(t, &t->cache_pool);
-  c->in_use   = true;
-  c->size     = 0;
+  c->meta = pool_new(t, &t->cache_pool);
+  c->in_use = true;
+  c->size = 0;
   c->max_size = 0;
   increase_cache_limit(t, (int32_t)i);
   if (c->max_size == 0) {
@@ -1589,11 +1588,11 @@ static int32_t new_cache(tcmalloc_model_t *t) {
     t->unclaimed -= TC_MIN_TC_SIZE;
   }
   for (uint32_t cl = 0; cl < TC_CLASS_SIZES_MAX; cl++) {
-    tlist_t *l    = &c->list[cl];
-    l->len        = 0;
-    l->lowater    = 0;
+    tlist_t *l = &c->list[cl];
+    l->len = 0;
+    l->lowater = 0;
     l->max_length = 1;
-    l->overages   = 0;
+    l->overages = 0;
   }
   c->prev = -1;
   c->next = t->thread_heaps;
@@ -1642,21 +1641,21 @@ static void set_overall_cache_size(tcmalloc_model_t *t, uint64_t new_size) {
   if (new_size > (UINT64_C(1) << 30))
     new_size = UINT64_C(1) << 30;
   t->overall_tc_size = new_size;
-  int64_t  n         = t->heap_count > 0 ? t->heap_count : 1;
-  uint64_t space     = new_size / (uint64_t)n;
+  int64_t  n = t->heap_count > 0 ? t->heap_count : 1;
+  uint64_t space = new_size / (uint64_t)n;
   if (space < TC_MIN_TC_SIZE)
     space = TC_MIN_TC_SIZE;
   if (space > TC_MAX_TC_SIZE)
     space = TC_MAX_TC_SIZE;
-  double per   = t->per_thread_tc_size > 1 ? (double)t->per_thread_tc_size : 1.0;
-  double ratio = (double)space / per;
+  double  per = t->per_thread_tc_size > 1 ? (double)t->per_thread_tc_size : 1.0;
+  double  ratio = (double)space / per;
   int64_t claimed = 0;
   for (int32_t h = t->thread_heaps; h >= 0; h = t->caches[h].next) {
     if (ratio < 1.0)
       t->caches[h].max_size = (int32_t)((double)t->caches[h].max_size * ratio);
     claimed += t->caches[h].max_size;
   }
-  t->unclaimed          = (int64_t)new_size - claimed;
+  t->unclaimed = (int64_t)new_size - claimed;
   t->per_thread_tc_size = (int64_t)space;
 }
 
@@ -1683,8 +1682,7 @@ static int32_t cache_of(tcmalloc_model_t *t, uint32_t thread, bool create) {
 
 /* ---- Front end ---------------------------------------------------------- */
 
-static bool size_class(const tcmalloc_model_t *t, uint64_t size,
-                       uint32_t *cl) {
+static bool size_class(const tcmalloc_model_t *t, uint64_t size, uint32_t *cl) {
   if (size > TC_MAX_SIZE)
     return false;
   *cl = t->sm.class_array[class_index(size)];
@@ -1749,8 +1747,8 @@ static tobj_t do_memalign_pages(tcmalloc_model_t *t, uint64_t align,
 /* tc_memalign (tcmalloc.cc:1903-1920, 2086-2089): up to a page of
  * alignment, a size class of the size rounded up to the alignment
  * (align_size_up, 1039-1053). */
-static tobj_t do_memalign(tcmalloc_model_t *t, uint32_t thread,
-                          uint64_t align, uint64_t size) {
+static tobj_t do_memalign(tcmalloc_model_t *t, uint32_t thread, uint64_t align,
+                          uint64_t size) {
   if (align > t->page)
     return do_memalign_pages(t, align, size);
   if (align == 0)
@@ -1854,14 +1852,13 @@ static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
   return t->fail != AS_OK ? report(t, err) : AS_OK;
 }
 
-static as_status_t tc_free(model_t *m, const trace_event_t *ev,
-                           as_err_t *err) {
+static as_status_t tc_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t->fail != AS_OK)
     return report(t, err);
   if (ev->id >= t->obj_cap || t->obj[ev->id] == 0)
     return AS_OK; /* freed by realloc(p, 0): free(NULL) does nothing */
-  tobj_t o       = t->obj[ev->id];
+  tobj_t o = t->obj[ev->id];
   t->obj[ev->id] = 0;
   t->live_bytes -= ev->prev_size;
   t->live_objects--;
@@ -1878,11 +1875,11 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
   if (t->fail != AS_OK || !ensure_obj(t, ev->id))
     return report(t, err);
   tobj_t   old = t->obj[ev->id];
-  uint64_t n   = ev->size;
+  uint64_t n = ev->size;
   bool     written = !(ev->flags & TRACE_FLAG_UNWRITTEN);
   if (old == 0) { /* realloc(NULL, n) after realloc(p, 0) */
     trace_event_t as_malloc = *ev;
-    as_malloc.op            = TRACE_MALLOC;
+    as_malloc.op = TRACE_MALLOC;
     t->live_bytes -= ev->prev_size;
     t->live_objects--;
     return tc_alloc(m, &as_malloc, err);
@@ -1996,7 +1993,7 @@ static void tc_totals(const tcmalloc_model_t *t, uint64_t *thread,
   /* ExtractStats (tcmalloc.cc:362-397): central bytes include each span's
    * unusable tail (OverheadBytes, central_freelist.cc:372-382). */
   for (uint32_t cl = 1; cl < t->sm.nclasses; cl++) {
-    const tcentral_t *c    = &t->central[cl];
+    const tcentral_t *c = &t->central[cl];
     uint64_t          size = t->sm.size[cl];
     uint64_t tail = ((uint64_t)t->sm.pages[cl] << t->page_shift) % size;
     *central += size * c->counter + c->num_spans * tail;
@@ -2006,7 +2003,7 @@ static void tc_totals(const tcmalloc_model_t *t, uint64_t *thread,
 
 static size_t tc_counters(const model_t *m, model_counter_t *out, size_t cap) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
-  uint64_t thread, central, transfer;
+  uint64_t                thread, central, transfer;
   tc_totals(t, &thread, &central, &transfer);
   uint64_t allocated = t->system_bytes - thread - central - transfer -
                        t->free_bytes - t->unmapped_bytes;
@@ -2048,15 +2045,15 @@ static size_t tc_counters(const model_t *m, model_counter_t *out, size_t cap) {
 
 static void tc_stats(const model_t *m, model_stats_t *out) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
-  uint64_t thread, central, transfer;
+  uint64_t                thread, central, transfer;
   tc_totals(t, &thread, &central, &transfer);
   memset(out, 0, sizeof *out);
-  out->live_bytes   = t->live_bytes;
+  out->live_bytes = t->live_bytes;
   out->live_objects = t->live_objects;
   out->mapped_bytes = t->system_bytes + t->metadata_bytes;
-  out->arenas       = t->reserve_count;
-  out->free_bytes   = thread + central + transfer + t->free_bytes +
-                    t->unmapped_bytes;
+  out->arenas = t->reserve_count;
+  out->free_bytes =
+      thread + central + transfer + t->free_bytes + t->unmapped_bytes;
 }
 
 static bool tc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
@@ -2090,9 +2087,10 @@ static as_status_t tc_walk(const model_t *m, model_region_fn fn, void *user,
     if (t->sp[i].location <= LOC_RETURNED && t->sp[i].length > 0)
       order[n++] = i;
   for (uint32_t a = 1; a < n; a++) /* insertion sort by start */
-    for (uint32_t b = a; b > 0 && t->sp[order[b]].start < t->sp[order[b - 1]].start; b--) {
-      uint32_t x   = order[b];
-      order[b]     = order[b - 1];
+    for (uint32_t b = a;
+         b > 0 && t->sp[order[b]].start < t->sp[order[b - 1]].start; b--) {
+      uint32_t x = order[b];
+      order[b] = order[b - 1];
       order[b - 1] = x;
     }
   as_status_t rc = AS_OK;
@@ -2108,13 +2106,13 @@ static as_status_t tc_walk(const model_t *m, model_region_fn fn, void *user,
     } else if (s->sizeclass == 0) {
       r.kind = "large span", r.state = MODEL_REGION_LIVE;
       r.live_objects = 1;
-      r.live_bytes   = r.bytes;
+      r.live_bytes = r.bytes;
     } else {
       uint64_t size = t->sm.size[s->sizeclass];
-      r.kind         = "class span";
-      r.state        = MODEL_REGION_LIVE;
+      r.kind = "class span";
+      r.state = MODEL_REGION_LIVE;
       r.live_objects = s->refcount; /* handed out: in use or in caches */
-      r.live_bytes   = s->refcount * size;
+      r.live_bytes = s->refcount * size;
     }
     rc = fn(user, &r, err);
   }
@@ -2157,18 +2155,18 @@ static void tc_destroy(model_t *m) {
  * objects per class in transfer entries, at most 64 entries. */
 static bool central_init(tcmalloc_model_t *t) {
   for (uint32_t cl = 0; cl < t->sm.nclasses; cl++) {
-    tcentral_t *c     = &t->central[cl];
-    c->nonempty       = span_record(t);
-    c->empty          = span_record(t);
+    tcentral_t *c = &t->central[cl];
+    c->nonempty = span_record(t);
+    c->empty = span_record(t);
     if (c->empty == TC_NIL)
       return false;
     dll_init(t, c->nonempty);
     dll_init(t, c->empty);
     c->max_cache_size = TC_MAX_TRANSFER;
-    c->cache_size     = 16;
+    c->cache_size = 16;
     if (cl > 0) {
-      int64_t per = (1024 * 1024) /
-                    ((int64_t)t->sm.size[cl] * (int64_t)t->sm.batch[cl]);
+      int64_t per =
+          (1024 * 1024) / ((int64_t)t->sm.size[cl] * (int64_t)t->sm.batch[cl]);
       if (per < 1)
         per = 1;
       if (per < c->max_cache_size)
@@ -2186,27 +2184,27 @@ static bool central_init(tcmalloc_model_t *t) {
 
 static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
                              model_t **out, as_err_t *err) {
-  *out                = NULL;
+  *out = NULL;
   tcmalloc_model_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
   static const unsigned shifts[] = {13, 15, 18};
-  uint64_t transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
-  t->kernel          = ctx->kernel;
-  t->os_page         = sim_kernel_page_size(ctx->kernel);
-  t->page_shift      = shifts[model_opt_u64(opts, TO_PAGE_SHIFT)];
-  t->page            = UINT64_C(1) << t->page_shift;
-  t->max_pages       = UINT64_C(1) << (20 - t->page_shift);
-  t->release_rate    = model_opt_decimal(opts, TO_RELEASE_RATE);
-  t->heap_limit_mb   = model_opt_u64(opts, TO_HEAP_LIMIT_MB);
-  t->aggressive      = model_opt_bool(opts, TO_AGGRESSIVE_DECOMMIT);
-  t->skip_sbrk       = model_opt_bool(opts, TO_SKIP_SBRK);
+  uint64_t              transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
+  t->kernel = ctx->kernel;
+  t->os_page = sim_kernel_page_size(ctx->kernel);
+  t->page_shift = shifts[model_opt_u64(opts, TO_PAGE_SHIFT)];
+  t->page = UINT64_C(1) << t->page_shift;
+  t->max_pages = UINT64_C(1) << (20 - t->page_shift);
+  t->release_rate = model_opt_decimal(opts, TO_RELEASE_RATE);
+  t->heap_limit_mb = model_opt_u64(opts, TO_HEAP_LIMIT_MB);
+  t->aggressive = model_opt_bool(opts, TO_AGGRESSIVE_DECOMMIT);
+  t->skip_sbrk = model_opt_bool(opts, TO_SKIP_SBRK);
   t->disable_release = model_opt_bool(opts, TO_DISABLE_MEMORY_RELEASE);
-  t->release_index   = (int64_t)t->max_pages; /* page_heap.cc:69 */
+  t->release_index = (int64_t)t->max_pages; /* page_heap.cc:69 */
   t->thread_heaps = t->next_steal = -1;
-  t->unclaimed          = (int64_t)(UINT64_C(8) * TC_MAX_TC_SIZE);
+  t->unclaimed = (int64_t)(UINT64_C(8) * TC_MAX_TC_SIZE);
   t->per_thread_tc_size = (int64_t)TC_MAX_TC_SIZE; /* thread_cache.cc:64-66 */
-  t->nsp                = 1; /* record 0 is NIL */
+  t->nsp = 1;                                      /* record 0 is NIL */
   if (transfer < 1 || transfer > 1024 || t->os_page > t->page) {
     tc_destroy(&t->base);
     return as_err_set(err, AS_EUSAGE,
@@ -2219,15 +2217,15 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_EUSAGE, "tcmalloc: more than %d size classes",
                       TC_CLASS_SIZES_MAX);
   }
-  t->free_normal   = calloc(t->max_pages, sizeof *t->free_normal);
+  t->free_normal = calloc(t->max_pages, sizeof *t->free_normal);
   t->free_returned = calloc(t->max_pages, sizeof *t->free_returned);
-  t->chain         = malloc((transfer + 2) * sizeof *t->chain);
-  t->chain2        = malloc((transfer + 2) * sizeof *t->chain2);
+  t->chain = malloc((transfer + 2) * sizeof *t->chain);
+  t->chain2 = malloc((transfer + 2) * sizeof *t->chain2);
   bool ok = t->free_normal && t->free_returned && t->chain && t->chain2;
   for (uint64_t i = 0; ok && i < t->max_pages; i++) {
-    t->free_normal[i]   = span_record(t);
+    t->free_normal[i] = span_record(t);
     t->free_returned[i] = span_record(t);
-    ok                  = t->free_returned[i] != TC_NIL;
+    ok = t->free_returned[i] != TC_NIL;
     if (ok) {
       dll_init(t, t->free_normal[i]);
       dll_init(t, t->free_returned[i]);
@@ -2239,8 +2237,8 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
   }
   if (init_static_vars(t)) {
-    set_overall_cache_size(t, model_opt_u64(opts,
-                                            TO_MAX_TOTAL_THREAD_CACHE_BYTES));
+    set_overall_cache_size(
+        t, model_opt_u64(opts, TO_MAX_TOTAL_THREAD_CACHE_BYTES));
     if (model_opt_bool(opts, TO_PREMAIN))
       premain(t);
     t->flags_ready = true;
@@ -2255,24 +2253,24 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
 }
 
 const model_methods_t model_tcmalloc_methods = {
-    .name    = "tcmalloc",
+    .name = "tcmalloc",
     .summary = "gperftools 2.10 tcmalloc (Debian 12 libtcmalloc_minimal): "
                "thread caches, central lists, page heap, scavenger",
-    .options    = tcmalloc_options,
-    .preload    = "libtcmalloc",
-    .create     = tc_create,
-    .destroy    = tc_destroy,
-    .alloc      = tc_alloc,
-    .realloc    = tc_realloc,
-    .free       = tc_free,
-    .thread     = tc_thread,
-    .trim       = NULL, /* malloc_trim is glibc's: no effect on tcmalloc */
-    .stats      = tc_stats,
-    .locate     = tc_locate,
-    .purge      = tc_purge,
+    .options = tcmalloc_options,
+    .preload = "libtcmalloc",
+    .create = tc_create,
+    .destroy = tc_destroy,
+    .alloc = tc_alloc,
+    .realloc = tc_realloc,
+    .free = tc_free,
+    .thread = tc_thread,
+    .trim = NULL, /* malloc_trim is glibc's: no effect on tcmalloc */
+    .stats = tc_stats,
+    .locate = tc_locate,
+    .purge = tc_purge,
     .set_option = tc_set_option,
-    .counters   = tc_counters,
-    .walk       = tc_walk,
+    .counters = tc_counters,
+    .walk = tc_walk,
     .usable_size = tc_usable_size,
 };
 
@@ -2281,7 +2279,7 @@ const model_methods_t model_tcmalloc_methods = {
 size_t tcmalloc_classes(const model_t *m, tcmalloc_class_t *out, size_t cap) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
   for (uint32_t c = 1; c < t->sm.nclasses && c - 1 < cap; c++)
-    out[c - 1] = (tcmalloc_class_t){t->sm.size[c], t->sm.pages[c],
-                                    t->sm.batch[c]};
+    out[c - 1] =
+        (tcmalloc_class_t){t->sm.size[c], t->sm.pages[c], t->sm.batch[c]};
   return t->sm.nclasses - 1;
 }

@@ -75,7 +75,7 @@ static mode_t default_mode(void) {
 
 static as_status_t open_in_place(atomic_file_t *af, as_err_t *err) {
   af->in_place = true;
-  af->f        = fopen(af->path, "wb");
+  af->f = fopen(af->path, "wb");
   if (af->f == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
                       strerror(errno));
@@ -95,7 +95,7 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
     return rc;
   if (exists && !S_ISREG(st.st_mode))
     return open_in_place(af, err);
-  size_t      d    = dir_len(af->final);
+  size_t      d = dir_len(af->final);
   const char *base = af->final + d;
   if (!as_format_fits(af->tmp, sizeof af->tmp, "%.*s.%s.tmp-XXXXXX", (int)d,
                       af->final, base))
@@ -103,7 +103,7 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
                       af->path);
   int fd = mkstemp(af->tmp);
   if (fd < 0) {
-    int e      = errno;
+    int e = errno;
     af->tmp[0] = '\0';
     return as_err_set(err, AS_EIO,
                       "%s: cannot create a temporary file beside it: %s",
@@ -124,8 +124,8 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
 /* Flushes, syncs and closes af->f; AS_EIO naming the path on failure. */
 static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
   FILE *f = af->f;
-  af->f   = NULL;
-  int  e  = 0;
+  af->f = NULL;
+  int e = 0;
   if (fflush(f) != 0 || ferror(f))
     e = errno ? errno : EIO;
   /* Devices and FIFOs written in place need no sync (and may refuse it). */
@@ -145,7 +145,7 @@ static int sync_path(const char *path, int flags) {
   if (fd < 0)
     return -1;
   int rc = fsync(fd);
-  int e  = errno;
+  int e = errno;
   close(fd);
   errno = e;
   return rc;
@@ -171,7 +171,8 @@ as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
    * refuses fsync (some network file systems) still has the file. */
   char   dir[PATH_MAX];
   size_t d = dir_len(af->final);
-  as_format_fits(dir, sizeof dir, "%.*s", (int)(d ? d : 1), d ? af->final : ".");
+  as_format_fits(dir, sizeof dir, "%.*s", (int)(d ? d : 1),
+                 d ? af->final : ".");
   (void)sync_path(dir, O_RDONLY | O_DIRECTORY);
   return AS_OK;
 }

@@ -27,11 +27,11 @@
 
 typedef struct atomic_file_s atomic_file_t;
 struct atomic_file_s {
-  FILE *f;                /* write here; NULL once closed */
-  bool  in_place;         /* a non-regular target, written directly */
-  char  path[PATH_MAX];   /* the target as named, for messages */
-  char  final[PATH_MAX];  /* what the rename replaces (links resolved) */
-  char  tmp[PATH_MAX];    /* the temporary file; "" when in place */
+  FILE *f;               /* write here; NULL once closed */
+  bool  in_place;        /* a non-regular target, written directly */
+  char  path[PATH_MAX];  /* the target as named, for messages */
+  char  final[PATH_MAX]; /* what the rename replaces (links resolved) */
+  char  tmp[PATH_MAX];   /* the temporary file; "" when in place */
 };
 
 /* Opens path for writing as described above.  AS_EIO naming path and the

@@ -43,7 +43,7 @@ uint64_t sim_cost_c_alloc_ns(const sim_cost_t *c, uint64_t size);
 
 /* What the kernel calls and faults in *calls cost (per-call prices; pages
  * released are priced by the faults that bring them back). */
-uint64_t sim_cost_kernel_ns(const sim_cost_t *c,
+uint64_t sim_cost_kernel_ns(const sim_cost_t         *c,
                             const sim_kernel_calls_t *calls);
 
 #endif

@@ -39,7 +39,7 @@ static int timer_before(const sim_timer_t *a, const sim_timer_t *b) {
 
 static void heap_place(sim_event_queue_t *q, size_t idx, sim_timer_t *t) {
   q->heap[idx] = t;
-  t->heap_idx  = idx;
+  t->heap_idx = idx;
 }
 
 static void sift_up(sim_event_queue_t *q, size_t idx) {
@@ -62,7 +62,8 @@ static void sift_down(sim_event_queue_t *q, size_t idx) {
     if (child >= q->size) {
       break;
     }
-    if (child + 1 < q->size && timer_before(q->heap[child + 1], q->heap[child])) {
+    if (child + 1 < q->size &&
+        timer_before(q->heap[child + 1], q->heap[child])) {
       child++;
     }
     if (!timer_before(q->heap[child], t)) {
@@ -99,15 +100,15 @@ static void heap_remove(sim_event_queue_t *q, size_t idx) {
 
 void sim_timer_init(sim_timer_t *t,
                     as_status_t (*fire)(sim_timer_t *, uint64_t, as_err_t *)) {
-  t->due_ns   = 0;
-  t->seq      = 0;
+  t->due_ns = 0;
+  t->seq = 0;
   t->heap_idx = SIM_TIMER_IDLE;
-  t->fire     = fire;
+  t->fire = fire;
 }
 
 as_status_t sim_event_queue_create(sim_event_queue_t **out, as_err_t *err) {
   sim_event_queue_t *q = calloc(1, sizeof *q);
-  *out                 = NULL;
+  *out = NULL;
   if (q == NULL) {
     return as_err_set(err, AS_ENOMEM, "event queue: cannot allocate %zu bytes",
                       sizeof *q);
@@ -135,7 +136,7 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
     /* Re-arm in place: new key, then one sift in whichever direction. */
     assert(t->heap_idx < q->size && q->heap[t->heap_idx] == t);
     t->due_ns = due_ns;
-    t->seq    = q->next_seq++;
+    t->seq = q->next_seq++;
     heap_fix(q, t->heap_idx);
     return AS_OK;
   }
@@ -150,7 +151,7 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
     q->heap = heap;
   }
   t->due_ns = due_ns;
-  t->seq    = q->next_seq++;
+  t->seq = q->next_seq++;
   heap_place(q, q->size, t);
   q->size++;
   sift_up(q, q->size - 1);

@@ -40,8 +40,7 @@ uint64_t sim_host_rss_bytes(void) {
 }
 
 const char *sim_host_format_bytes(uint64_t bytes, char *buf, unsigned len) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
-                                      "EiB"};
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) {
     snprintf(buf, len, "%" PRIu64 " bytes", bytes);
     return buf;

@@ -56,11 +56,11 @@
  *     a host AS_ENOMEM happens before anything changes.
  *
  * Left out: file mappings, stack guard gaps, khugepaged collapse (Linux
- * 6.1.170 mm/khugepaged.c hpage_collapse_scan_pmd:1133), page-table lifetime (a THP fault is taken when the 2 MiB block holds
- * no resident page, which is Linux's pmd_none except after a partial zap
- * left a page table behind), and the PMD size of 16/64 KiB-page kernels
- * (32 MiB / 512 MiB on arm64): the header's contract is 2 MiB at every page
- * size.
+ * 6.1.170 mm/khugepaged.c hpage_collapse_scan_pmd:1133), page-table lifetime (a
+ * THP fault is taken when the 2 MiB block holds no resident page, which is
+ * Linux's pmd_none except after a partial zap left a page table behind), and
+ * the PMD size of 16/64 KiB-page kernels (32 MiB / 512 MiB on arm64): the
+ * header's contract is 2 MiB at every page size.
  *
  * Sections: constants and types; node pool; interval treap; residency
  * chunks; chunk operations; address-space operations; public API;
@@ -98,7 +98,7 @@
 #define TASK_SIZE_BITS 47
 #define NODE_SLAB      1024 /* tree nodes per pool allocation */
 #define NODE_RESERVE   8    /* nodes any single operation may need */
-#define SLOT_EMPTY     SIM_KERNEL_NO_BLOCK /* UINT64_MAX: no block number */
+#define SLOT_EMPTY     SIM_KERNEL_NO_BLOCK    /* UINT64_MAX: no block number */
 #define CACHE_SLOTS    SIM_KERNEL_CACHE_SLOTS /* chunk cache (kernel.h) */
 #define CHUNK_KEEP     256 /* released chunks kept for reuse */
 
@@ -126,7 +126,7 @@ struct itree_s {
 
 typedef struct slab_s slab_t;
 struct slab_s {
-  slab_t *next;            /* all slabs, for destroy */
+  slab_t *next; /* all slabs, for destroy */
   inode_t nodes[NODE_SLAB];
 };
 
@@ -137,11 +137,11 @@ typedef struct chunk_s chunk_t;
  * first, so the cache's pointer to it (sim_kernel_cache_entry_t, read by the
  * inline touch in kernel.h) converts back to the chunk (C17 6.7.2.1p15). */
 struct chunk_s {
-  uint64_t fast[CHUNK_WORDS];     /* a write here changes nothing */
-  uint64_t resident[CHUNK_WORDS]; /* page written, counted in RSS */
-  uint64_t lazy[CHUNK_WORDS];     /* resident but MADV_FREE'd */
-  uint64_t key;                   /* block number: address >> 21 */
-  uint32_t nresident;             /* popcount of resident */
+  uint64_t fast[CHUNK_WORDS];      /* a write here changes nothing */
+  uint64_t resident[CHUNK_WORDS];  /* page written, counted in RSS */
+  uint64_t lazy[CHUNK_WORDS];      /* resident but MADV_FREE'd */
+  uint64_t key;                    /* block number: address >> 21 */
+  uint32_t nresident;              /* popcount of resident */
   uint8_t  owner[CHUNK_MAX_PAGES]; /* sim_owner_t of each resident page */
 };
 
@@ -160,24 +160,24 @@ struct slot_s {
  * functions read, must stay the first member; its invariants are listed at
  * sim_kernel_head_t. */
 struct sim_kernel_s {
-  sim_kernel_head_t   h;          /* RSS, page size, chunk cache */
-  sim_kernel_config_t cfg;        /* as given, with defaults filled in */
+  sim_kernel_head_t   h;           /* RSS, page size, chunk cache */
+  sim_kernel_config_t cfg;         /* as given, with defaults filled in */
   unsigned            chunk_pages; /* pages per 2 MiB block */
-  sim_addr_t          low;        /* lowest address mmap hands out */
-  sim_addr_t          top;        /* mmap_top rounded down to a page */
-  sim_addr_t          limit;      /* end of the user address space */
-  sim_addr_t          brk_start;  /* page-aligned start of the heap */
-  sim_addr_t          brk_cur;    /* current break (any byte value) */
+  sim_addr_t          low;         /* lowest address mmap hands out */
+  sim_addr_t          top;         /* mmap_top rounded down to a page */
+  sim_addr_t          limit;       /* end of the user address space */
+  sim_addr_t          brk_start;   /* page-aligned start of the heap */
+  sim_addr_t          brk_cur;     /* current break (any byte value) */
 
   itree_t vmas; /* mapped ranges */
   itree_t gaps; /* free ranges inside [low, top) */
 
-  slot_t   *slots;      /* chunk hash table, open addressing */
-  uint64_t *scan_keys;  /* scratch for table scans, slot_cap entries */
-  size_t    slot_cap;   /* power of two */
-  size_t    slot_count; /* chunks in the table */
-  unsigned  slot_bits;  /* log2(slot_cap) */
-  chunk_t  *chunk_free; /* recycled chunks (linked through key field) */
+  slot_t   *slots;       /* chunk hash table, open addressing */
+  uint64_t *scan_keys;   /* scratch for table scans, slot_cap entries */
+  size_t    slot_cap;    /* power of two */
+  size_t    slot_count;  /* chunks in the table */
+  unsigned  slot_bits;   /* log2(slot_cap) */
+  chunk_t  *chunk_free;  /* recycled chunks (linked through key field) */
   size_t    chunk_nfree; /* chunks on chunk_free, at most CHUNK_KEEP */
 
   slab_t  *slabs;      /* node pool storage */
@@ -186,12 +186,12 @@ struct sim_kernel_s {
   uint64_t prng;       /* xorshift64 state for treap priorities */
 
   sim_addr_t (*advised)[2]; /* MADV_HUGEPAGE ranges [start, end) */
-  size_t      nadvised, advised_cap;
+  size_t nadvised, advised_cap;
 
-  uint64_t mapped_bytes;                /* VmSize */
-  uint64_t lazy_pages;                  /* resident lazyfree pages */
-  uint64_t owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
-  sim_kernel_calls_t calls;             /* system calls and faults */
+  uint64_t           mapped_bytes;                 /* VmSize */
+  uint64_t           lazy_pages;                   /* resident lazyfree pages */
+  uint64_t           owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
+  sim_kernel_calls_t calls;                        /* system calls and faults */
 };
 
 /* kernel.h's inline functions read h through a converted sim_kernel_t *. */
@@ -213,11 +213,11 @@ static as_status_t pool_reserve(sim_kernel_t *k, as_err_t *err) {
                         "kernel: cannot allocate %zu bytes of VMA nodes",
                         sizeof *s);
     }
-    s->next  = k->slabs;
+    s->next = k->slabs;
     k->slabs = s;
     for (size_t i = 0; i < NODE_SLAB; i++) {
       s->nodes[i].left = k->node_free;
-      k->node_free     = &s->nodes[i];
+      k->node_free = &s->nodes[i];
     }
     k->node_nfree += NODE_SLAB;
   }
@@ -234,19 +234,19 @@ static inode_t *node_get(sim_kernel_t *k, sim_addr_t start, sim_addr_t end,
   k->prng ^= k->prng << 13;
   k->prng ^= k->prng >> 7;
   k->prng ^= k->prng << 17;
-  n->start   = start;
-  n->end     = end;
+  n->start = start;
+  n->end = end;
   n->max_len = end - start;
-  n->left    = NULL;
-  n->right   = NULL;
-  n->prio    = (uint32_t)(k->prng >> 32);
-  n->prot    = (uint8_t)prot;
-  n->owner   = (uint8_t)owner;
+  n->left = NULL;
+  n->right = NULL;
+  n->prio = (uint32_t)(k->prng >> 32);
+  n->prot = (uint8_t)prot;
+  n->owner = (uint8_t)owner;
   return n;
 }
 
 static void node_put(sim_kernel_t *k, inode_t *n) {
-  n->left      = k->node_free;
+  n->left = k->node_free;
   k->node_free = n;
   k->node_nfree++;
 }
@@ -328,7 +328,7 @@ static inode_t *itree_first_end_after(const itree_t *tr, sim_addr_t addr) {
   for (inode_t *t = tr->root; t != NULL;) {
     if (t->end > addr) {
       best = t;
-      t    = t->left;
+      t = t->left;
     } else {
       t = t->right;
     }
@@ -357,7 +357,7 @@ static inode_t *insert_rec(inode_t *t, inode_t *n) {
 }
 
 static void itree_insert_raw(itree_t *tr, inode_t *n) {
-  n->left  = NULL;
+  n->left = NULL;
   n->right = NULL;
   pull(n);
   tr->root = insert_rec(tr->root, n);
@@ -383,9 +383,9 @@ static inode_t *erase_rec(inode_t *t, sim_addr_t key, inode_t **out) {
 /* Detaches and returns the interval starting exactly at start. */
 static inode_t *itree_erase(itree_t *tr, sim_addr_t start) {
   inode_t *m = NULL;
-  tr->root   = erase_rec(tr->root, start, &m);
-  m->left    = NULL;
-  m->right   = NULL;
+  tr->root = erase_rec(tr->root, start, &m);
+  m->left = NULL;
+  m->right = NULL;
   pull(m);
   tr->count--;
   tr->hint = NULL;
@@ -426,12 +426,12 @@ static void itree_insert(sim_kernel_t *k, itree_t *tr, inode_t *n) {
   }
   assert(p == NULL || p->end <= n->start);
   assert(s == NULL || s->start >= n->end);
-  if (p != NULL && (p->end != n->start || p->prot != n->prot ||
-                    p->owner != n->owner)) {
+  if (p != NULL &&
+      (p->end != n->start || p->prot != n->prot || p->owner != n->owner)) {
     p = NULL;
   }
-  if (s != NULL && (s->start != n->end || s->prot != n->prot ||
-                    s->owner != n->owner)) {
+  if (s != NULL &&
+      (s->start != n->end || s->prot != n->prot || s->owner != n->owner)) {
     s = NULL;
   }
   if (p != NULL) {
@@ -461,7 +461,7 @@ static void itree_cut(sim_kernel_t *k, itree_t *tr, sim_addr_t x) {
     return;
   }
   sim_addr_t end = n->end;
-  n->end         = x;
+  n->end = x;
   fix_path(tr->root, n->start);
   itree_insert_raw(tr, node_get(k, x, end, n->prot, n->owner));
 }
@@ -559,7 +559,7 @@ static inline chunk_t *chunk_find(sim_kernel_t *k, uint64_t key) {
   }
   chunk_t *c = chunk_lookup(k, key);
   if (c != NULL) {
-    e->key  = key;
+    e->key = key;
     e->fast = c->fast;
   }
   return c;
@@ -567,20 +567,19 @@ static inline chunk_t *chunk_find(sim_kernel_t *k, uint64_t key) {
 
 static void slot_place(sim_kernel_t *k, uint64_t key, chunk_t *c) {
   size_t mask = k->slot_cap - 1;
-  size_t i    = slot_hash(k, key);
+  size_t i = slot_hash(k, key);
   while (k->slots[i].key != SLOT_EMPTY) {
     i = (i + 1) & mask;
   }
-  k->slots[i].key   = key;
+  k->slots[i].key = key;
   k->slots[i].chunk = c;
 }
 
 /* Rebuilds the table with 2^bits slots (load stays in [1/8, 1/2]). */
-static as_status_t table_resize(sim_kernel_t *k, unsigned bits,
-                                as_err_t *err) {
-  size_t    cap   = (size_t)1 << bits;
+static as_status_t table_resize(sim_kernel_t *k, unsigned bits, as_err_t *err) {
+  size_t    cap = (size_t)1 << bits;
   slot_t   *slots = malloc(cap * sizeof *slots);
-  uint64_t *keys  = malloc(cap * sizeof *keys);
+  uint64_t *keys = malloc(cap * sizeof *keys);
   if (slots == NULL || keys == NULL) {
     free(slots);
     free(keys);
@@ -589,14 +588,14 @@ static as_status_t table_resize(sim_kernel_t *k, unsigned bits,
                       cap);
   }
   for (size_t i = 0; i < cap; i++) {
-    slots[i].key   = SLOT_EMPTY;
+    slots[i].key = SLOT_EMPTY;
     slots[i].chunk = NULL;
   }
-  slot_t *old     = k->slots;
+  slot_t *old = k->slots;
   size_t  old_cap = k->slot_cap;
-  k->slots        = slots;
-  k->slot_cap     = cap;
-  k->slot_bits    = bits;
+  k->slots = slots;
+  k->slot_cap = cap;
+  k->slot_bits = bits;
   free(k->scan_keys);
   k->scan_keys = keys;
   for (size_t i = 0; i < old_cap; i++) {
@@ -630,13 +629,13 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
   memset(c->resident, 0, sizeof c->resident);
   memset(c->lazy, 0, sizeof c->lazy);
   memset(c->fast, 0, sizeof c->fast);
-  c->key       = key;
+  c->key = key;
   c->nresident = 0;
   slot_place(k, key, c);
   k->slot_count++;
-  k->h.cache[key & (CACHE_SLOTS - 1)].key  = key;
+  k->h.cache[key & (CACHE_SLOTS - 1)].key = key;
   k->h.cache[key & (CACHE_SLOTS - 1)].fast = c->fast;
-  *out                                     = c;
+  *out = c;
   return AS_OK;
 }
 
@@ -645,7 +644,7 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
 static void chunk_release(sim_kernel_t *k, chunk_t *c) {
   assert(c->nresident == 0);
   size_t mask = k->slot_cap - 1;
-  size_t i    = slot_hash(k, c->key);
+  size_t i = slot_hash(k, c->key);
   while (k->slots[i].key != c->key) {
     i = (i + 1) & mask;
   }
@@ -660,20 +659,20 @@ static void chunk_release(sim_kernel_t *k, chunk_t *c) {
     int stays = (i <= j) ? (h > i && h <= j) : (h > i || h <= j);
     if (!stays) {
       k->slots[i] = k->slots[j];
-      i           = j;
+      i = j;
     }
   }
-  k->slots[i].key   = SLOT_EMPTY;
+  k->slots[i].key = SLOT_EMPTY;
   k->slots[i].chunk = NULL;
   k->slot_count--;
   sim_kernel_cache_entry_t *e = &k->h.cache[c->key & (CACHE_SLOTS - 1)];
   if (e->fast == c->fast) {
-    e->key  = SLOT_EMPTY;
+    e->key = SLOT_EMPTY;
     e->fast = NULL;
   }
   /* Keep a few for the next faults; memory follows the touched pages. */
   if (k->chunk_nfree < CHUNK_KEEP) {
-    c->key        = (uint64_t)(uintptr_t)k->chunk_free;
+    c->key = (uint64_t)(uintptr_t)k->chunk_free;
     k->chunk_free = c;
     k->chunk_nfree++;
   } else {
@@ -720,7 +719,7 @@ static void mask_range(uint64_t mask[CHUNK_WORDS], unsigned p0, unsigned p1) {
       continue;
     }
     unsigned a = p0 > lo ? p0 - lo : 0, b = p1 < hi ? p1 - lo : 63;
-    mask[w]    = (~UINT64_C(0) >> (63 - (b - a))) << a;
+    mask[w] = (~UINT64_C(0) >> (63 - (b - a))) << a;
   }
 }
 
@@ -761,9 +760,9 @@ static inline uint64_t bit_run(unsigned lo, unsigned n) {
  * bytes at a time: a zap of a whole block then costs 8 compares per 64
  * pages instead of a counter update per page. */
 static inline bool owners_uniform(const chunk_t *c, unsigned p, unsigned n) {
-  uint8_t  o    = c->owner[p];
-  uint64_t pat  = o * UINT64_C(0x0101010101010101);
-  unsigned i    = 0;
+  uint8_t  o = c->owner[p];
+  uint64_t pat = o * UINT64_C(0x0101010101010101);
+  unsigned i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t x;
     memcpy(&x, &c->owner[p + i], sizeof x);
@@ -798,7 +797,7 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
     c->fast[w] &= ~m;
     while (m != 0) {
       unsigned bit = (unsigned)__builtin_ctzll(m), n = run_length(m);
-      unsigned p   = w * 64 + bit;
+      unsigned p = w * 64 + bit;
       if (owners_uniform(c, p, n)) {
         k->owner_pages[c->owner[p]] -= n;
       } else {
@@ -834,9 +833,9 @@ static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
 }
 
 typedef enum chunk_op_e {
-  CHUNK_DROP,    /* zap: munmap, DONTNEED, MAP_FIXED, brk shrink */
-  CHUNK_LAZY,    /* MADV_FREE */
-  CHUNK_PROT_RW, /* mprotect RW: resident non-lazy pages become fast */
+  CHUNK_DROP,     /* zap: munmap, DONTNEED, MAP_FIXED, brk shrink */
+  CHUNK_LAZY,     /* MADV_FREE */
+  CHUNK_PROT_RW,  /* mprotect RW: resident non-lazy pages become fast */
   CHUNK_PROT_NONE /* mprotect PROT_NONE: no page is fast */
 } chunk_op_t;
 
@@ -896,7 +895,7 @@ static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   uint64_t n = keys_to_visit(k, first, last, &scan);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t key = scan ? k->scan_keys[i] : first + i;
-    chunk_t *c   = chunk_lookup(k, key);
+    chunk_t *c = chunk_lookup(k, key);
     if (c == NULL) {
       continue;
     }
@@ -1099,7 +1098,7 @@ static void gaps_take(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   } else {
     /* The usual top-down mmap: the top of the gap, g shrinks in place. */
     sim_addr_t end = g->end;
-    g->end         = a;
+    g->end = a;
     fix_path(k->gaps.root, g->start);
     if (b < end) {
       itree_insert_raw(&k->gaps, node_get(k, b, end, 0, 0));
@@ -1126,8 +1125,8 @@ static void gaps_give(sim_kernel_t *k, inode_t *t) {
     sim_addr_t b = t->end < k->top ? t->end : k->top;
     if (a < b) {
       t->start = a;
-      t->end   = b;
-      t->prot  = 0;
+      t->end = b;
+      t->prot = 0;
       t->owner = 0;
       itree_insert(k, &k->gaps, t);
     } else {
@@ -1163,9 +1162,9 @@ static void unadvise(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
     if (e <= a || s >= b) {
       i++;
     } else if (s < a && e > b) { /* the hole splits it in two */
-      k->advised[k->nadvised][0]   = b;
+      k->advised[k->nadvised][0] = b;
       k->advised[k->nadvised++][1] = e;
-      k->advised[i++][1]           = a;
+      k->advised[i++][1] = a;
     } else if (s < a) {
       k->advised[i++][1] = a;
     } else if (e > b) {
@@ -1187,8 +1186,8 @@ static as_status_t advise_huge(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   if (v == NULL) {
     return as_err_set(err, AS_ENOMEM, "madvise: out of memory");
   }
-  k->advised                   = v;
-  k->advised[k->nadvised][0]   = a;
+  k->advised = v;
+  k->advised[k->nadvised][0] = a;
   k->advised[k->nadvised++][1] = b;
   return AS_OK;
 }
@@ -1236,7 +1235,7 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
      * first; mm/huge_memory.c do_huge_pmd_anonymous_page then adds
      * HPAGE_PMD_NR pages at once (6.1.170 mm/memory.c:5141,
      * mm/huge_memory.c:715). */
-    int thp = block_wants_thp(k, base) && block_is_rw(k, base);
+    int         thp = block_wants_thp(k, base) && block_is_rw(k, base);
     as_status_t st = chunk_create(k, key, &c, err);
     if (st != AS_OK) {
       return st;
@@ -1247,7 +1246,7 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
     }
   }
   mask_range(mask, p0, p1);
-  inode_t *v   = NULL;
+  inode_t *v = NULL;
   uint64_t gained = 0;
   /* Only words p0 / 64 .. p1 / 64 of mask are non-zero. */
   for (unsigned w = p0 >> 6; w <= p1 >> 6; w++) {
@@ -1265,8 +1264,8 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
     /* Owners by runs of fresh pages within one VMA: per 64 pages, not
      * per page, for a fault over a huge range. */
     while (fresh != 0) {
-      unsigned   bit  = (unsigned)__builtin_ctzll(fresh), n = run_length(fresh);
-      unsigned   p    = w * 64 + bit;
+      unsigned   bit = (unsigned)__builtin_ctzll(fresh), n = run_length(fresh);
+      unsigned   p = w * 64 + bit;
       sim_addr_t addr = base + ((sim_addr_t)p << k->h.page_shift);
       if (v == NULL || addr < v->start || addr >= v->end) {
         v = itree_find(&k->vmas, addr);
@@ -1356,15 +1355,13 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
   if (budget != AS_OK) {
     return budget;
   }
-  for (uint64_t key = a >> CHUNK_SHIFT; key <= (b - 1) >> CHUNK_SHIFT;
-       key++) {
+  for (uint64_t key = a >> CHUNK_SHIFT; key <= (b - 1) >> CHUNK_SHIFT; key++) {
     sim_addr_t lo = key << CHUNK_SHIFT, hi = lo + CHUNK_BYTES;
     lo = lo > a ? lo : a;
     hi = hi < b ? hi : b;
-    as_status_t st =
-        touch_block(k, key, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->h.page_shift),
-                    (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift),
-                    err);
+    as_status_t st = touch_block(
+        k, key, (unsigned)((lo & (CHUNK_BYTES - 1)) >> k->h.page_shift),
+        (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift), err);
     if (st != AS_OK) {
       return st;
     }
@@ -1384,13 +1381,13 @@ const char *sim_owner_name(sim_owner_t owner) {
 }
 
 void sim_kernel_config_default(sim_kernel_config_t *cfg) {
-  cfg->page_size       = 4096;
-  cfg->thp             = false;
-  cfg->thp_madvise     = true;
+  cfg->page_size = 4096;
+  cfg->thp = false;
+  cfg->thp_madvise = true;
   cfg->memory_pressure = false;
-  cfg->zero_page       = true;
-  cfg->mmap_top        = DEFAULT_MMAP_TOP;
-  cfg->brk_start       = DEFAULT_BRK_START;
+  cfg->zero_page = true;
+  cfg->mmap_top = DEFAULT_MMAP_TOP;
+  cfg->brk_start = DEFAULT_BRK_START;
   cfg->max_memory_bytes = 0;
 }
 
@@ -1431,11 +1428,11 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
                       " is not 4096, 16384 or 65536",
                       cfg->page_size);
   }
-  uint64_t   page  = cfg->page_size;
+  uint64_t   page = cfg->page_size;
   sim_addr_t limit = ((sim_addr_t)1 << TASK_SIZE_BITS) - page;
-  sim_addr_t top   = cfg->mmap_top ? cfg->mmap_top : DEFAULT_MMAP_TOP;
-  sim_addr_t brk   = cfg->brk_start ? cfg->brk_start : DEFAULT_BRK_START;
-  sim_addr_t low   = MMAP_MIN_ADDR > page ? MMAP_MIN_ADDR : page;
+  sim_addr_t top = cfg->mmap_top ? cfg->mmap_top : DEFAULT_MMAP_TOP;
+  sim_addr_t brk = cfg->brk_start ? cfg->brk_start : DEFAULT_BRK_START;
+  sim_addr_t low = MMAP_MIN_ADDR > page ? MMAP_MIN_ADDR : page;
   /* The kernel's mmap_base and start_brk are page-aligned by construction
    * (mm/util.c mmap_base: PAGE_ALIGN; arch/x86/kernel/process.c
    * arch_randomize_brk), so round the layout to the page size. */
@@ -1443,8 +1440,9 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
   brk = (brk + page - 1) & ~(page - 1);
   if (top > limit || top <= low || brk < low || brk >= top) {
     return as_err_set(err, AS_EINVAL,
-                      "kernel: layout needs 0x%" PRIx64 " <= brk_start 0x%" PRIx64
-                      " < mmap_top 0x%" PRIx64 " <= 0x%" PRIx64,
+                      "kernel: layout needs 0x%" PRIx64
+                      " <= brk_start 0x%" PRIx64 " < mmap_top 0x%" PRIx64
+                      " <= 0x%" PRIx64,
                       low, brk, top, limit);
   }
   sim_kernel_t *k = calloc(1, sizeof *k);
@@ -1452,23 +1450,23 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
     return as_err_set(err, AS_ENOMEM, "kernel: cannot allocate %zu bytes",
                       sizeof *k);
   }
-  k->cfg             = *cfg;
-  k->cfg.mmap_top    = top;
-  k->cfg.brk_start   = brk;
-  k->h.page_size     = page;
-  k->h.page_shift    = shift;
-  k->chunk_pages     = (unsigned)(CHUNK_BYTES >> shift);
-  k->low             = low;
-  k->top             = top;
-  k->limit           = limit;
-  k->brk_start       = brk;
-  k->brk_cur         = brk;
+  k->cfg = *cfg;
+  k->cfg.mmap_top = top;
+  k->cfg.brk_start = brk;
+  k->h.page_size = page;
+  k->h.page_shift = shift;
+  k->chunk_pages = (unsigned)(CHUNK_BYTES >> shift);
+  k->low = low;
+  k->top = top;
+  k->limit = limit;
+  k->brk_start = brk;
+  k->brk_cur = brk;
   for (size_t i = 0; i < CACHE_SLOTS; i++) {
-    k->h.cache[i].key  = SLOT_EMPTY;
+    k->h.cache[i].key = SLOT_EMPTY;
     k->h.cache[i].fast = NULL;
   }
-  k->prng            = UINT64_C(0x2545F4914F6CDD1D);
-  as_status_t st     = table_resize(k, 6, err);
+  k->prng = UINT64_C(0x2545F4914F6CDD1D);
+  as_status_t st = table_resize(k, 6, err);
   if (st == AS_OK) {
     st = pool_reserve(k, err);
   }
@@ -1491,13 +1489,13 @@ void sim_kernel_destroy(sim_kernel_t *k) {
     }
   }
   while (k->chunk_free != NULL) {
-    chunk_t *c    = k->chunk_free;
+    chunk_t *c = k->chunk_free;
     k->chunk_free = (chunk_t *)(uintptr_t)c->key;
     free(c);
   }
   while (k->slabs != NULL) {
     slab_t *s = k->slabs;
-    k->slabs  = s->next;
+    k->slabs = s->next;
     free(s);
   }
   free(k->slots);
@@ -1527,7 +1525,7 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err) {
   k->calls.mmap++;
-  *addr_out      = 0;
+  *addr_out = 0;
   as_status_t st = check_prot_owner("mmap", prot, owner, err);
   if (st != AS_OK) {
     return st;
@@ -1617,8 +1615,8 @@ as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
   return AS_OK;
 }
 
-as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
-                              uint64_t length, as_err_t *err) {
+as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                              as_err_t *err) {
   k->calls.munmap++;
   sim_addr_t  end;
   as_status_t st = check_range(k, "munmap", addr, length, &end, err);
@@ -1627,8 +1625,7 @@ as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
   }
   /* Linux 6.1 mm/mmap.c __vm_munmap -> do_mas_munmap: len 0 is EINVAL. */
   if (length == 0) {
-    return as_err_set(err, AS_EINVAL, "munmap at 0x%" PRIx64 ": 0 bytes",
-                      addr);
+    return as_err_set(err, AS_EINVAL, "munmap at 0x%" PRIx64 ": 0 bytes", addr);
   }
   if ((st = pool_reserve(k, err)) != AS_OK) {
     return st;
@@ -1740,8 +1737,8 @@ as_status_t sim_kernel_mprotect(sim_kernel_t *k, sim_addr_t addr,
    * ENOMEM, checked before anything changes. */
   if (!range_mapped(k, addr, end, 0, &hole)) {
     return as_err_set(err, AS_EINVAL,
-                      "mprotect [0x%" PRIx64 ", 0x%" PRIx64 ") to %s: 0x%" PRIx64
-                      " is not mapped",
+                      "mprotect [0x%" PRIx64 ", 0x%" PRIx64
+                      ") to %s: 0x%" PRIx64 " is not mapped",
                       addr, end, prot_name(prot), hole);
   }
   if ((st = pool_reserve(k, err)) != AS_OK) {
@@ -1765,13 +1762,13 @@ as_status_t sim_kernel_brk(sim_kernel_t *k, sim_addr_t new_break,
   k->calls.brk++;
   if (new_break < k->brk_start || new_break > k->limit) {
     return as_err_set(err, AS_EINVAL,
-                      "brk to 0x%" PRIx64 ": outside [0x%" PRIx64
-                      ", 0x%" PRIx64 "]",
+                      "brk to 0x%" PRIx64 ": outside [0x%" PRIx64 ", 0x%" PRIx64
+                      "]",
                       new_break, k->brk_start, k->limit);
   }
   sim_addr_t  old_end = page_down(k, k->brk_cur + k->h.page_size - 1);
   sim_addr_t  new_end = page_down(k, new_break + k->h.page_size - 1);
-  as_status_t st      = pool_reserve(k, err);
+  as_status_t st = pool_reserve(k, err);
   if (st != AS_OK) {
     return st;
   }
@@ -1806,7 +1803,7 @@ as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
     return AS_OK;
   }
   sim_addr_t last = addr + length - 1;
-  uint64_t   key  = addr >> CHUNK_SHIFT;
+  uint64_t   key = addr >> CHUNK_SHIFT;
   if ((last >> CHUNK_SHIFT) == key && last >= addr) {
     chunk_t *c = chunk_find(k, key);
     if (c != NULL &&
@@ -1946,12 +1943,12 @@ bool sim_kernel_resident_owner(const sim_kernel_t *k, sim_addr_t addr,
 typedef struct walk_s walk_t;
 struct walk_s {
   const sim_kernel_t *k;
-  sim_addr_t          prev_end;  /* end of the previous interval */
-  unsigned            prev_prot; /* its prot */
+  sim_addr_t          prev_end;   /* end of the previous interval */
+  unsigned            prev_prot;  /* its prot */
   unsigned            prev_owner; /* its owner */
-  size_t              count;     /* intervals seen */
-  uint64_t            bytes;     /* their total length */
-  inode_t           **order;     /* the intervals in address order */
+  size_t              count;      /* intervals seen */
+  uint64_t            bytes;      /* their total length */
+  inode_t           **order;      /* the intervals in address order */
 };
 
 /* Checks one treap's shape and order; fills w in address order. */
@@ -1998,14 +1995,13 @@ static as_status_t walk_tree(const inode_t *t, walk_t *w, int gaps,
   }
   if (gaps ? (t->start < k->low || t->end > k->top || t->prot || t->owner)
            : (t->prot > SIM_PROT_RW || t->owner >= SIM_OWNER_COUNT)) {
-    return as_err_set(err, AS_EINVAL,
-                      "%s: bad bounds or payload at 0x%" PRIx64, tree,
-                      t->start);
+    return as_err_set(err, AS_EINVAL, "%s: bad bounds or payload at 0x%" PRIx64,
+                      tree, t->start);
   }
   w->order[w->count++] = (inode_t *)t;
-  w->prev_end          = t->end;
-  w->prev_prot         = t->prot;
-  w->prev_owner        = t->owner;
+  w->prev_end = t->end;
+  w->prev_prot = t->prot;
+  w->prev_owner = t->owner;
   w->bytes += t->end - t->start;
   return walk_tree(t->right, w, gaps, err);
 }
@@ -2014,7 +2010,7 @@ static as_status_t walk_tree(const inode_t *t, walk_t *w, int gaps,
 static as_status_t check_complement(const sim_kernel_t *k, inode_t **vmas,
                                     size_t nv, inode_t **gaps, size_t ng,
                                     as_err_t *err) {
-  size_t     gi  = 0;
+  size_t     gi = 0;
   sim_addr_t pos = k->low;
   for (size_t vi = 0; vi <= nv && pos < k->top; vi++) {
     sim_addr_t next = vi < nv ? vmas[vi]->start : k->top;
@@ -2044,7 +2040,7 @@ static as_status_t check_complement(const sim_kernel_t *k, inode_t **vmas,
 static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
   uint64_t rss = 0, lazy = 0, owners[SIM_OWNER_COUNT] = {0};
   size_t   count = 0;
-  itree_t  vmas  = k->vmas; /* a copy: itree_find may update its hint */
+  itree_t  vmas = k->vmas; /* a copy: itree_find may update its hint */
   for (size_t i = 0; i < k->slot_cap; i++) {
     const chunk_t *c = k->slots[i].chunk;
     if (k->slots[i].key == SLOT_EMPTY) {
@@ -2058,11 +2054,12 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
     }
     uint32_t n = 0;
     for (unsigned p = 0; p < CHUNK_MAX_PAGES; p++) {
-      sim_addr_t addr = (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->h.page_shift);
-      unsigned   w = p >> 6;
-      uint64_t   bit = UINT64_C(1) << (p & 63);
-      int res = (c->resident[w] & bit) != 0, lz = (c->lazy[w] & bit) != 0;
-      int fast = (c->fast[w] & bit) != 0;
+      sim_addr_t addr =
+          (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->h.page_shift);
+      unsigned w = p >> 6;
+      uint64_t bit = UINT64_C(1) << (p & 63);
+      int      res = (c->resident[w] & bit) != 0, lz = (c->lazy[w] & bit) != 0;
+      int      fast = (c->fast[w] & bit) != 0;
       if (p >= k->chunk_pages) {
         if (res || lz || fast) {
           return as_err_set(err, AS_EINVAL,
@@ -2082,12 +2079,11 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
       const inode_t *v = itree_find(&vmas, addr);
       if (v == NULL || v->owner != c->owner[p] ||
           fast != (v->prot == SIM_PROT_RW && !lz)) {
-        return as_err_set(err, AS_EINVAL,
-                          "page 0x%" PRIx64 ": resident but %s",
+        return as_err_set(err, AS_EINVAL, "page 0x%" PRIx64 ": resident but %s",
                           addr,
-                          v == NULL              ? "not mapped"
+                          v == NULL                 ? "not mapped"
                           : v->owner != c->owner[p] ? "of another owner"
-                                                 : "with a wrong fast bit");
+                                                    : "with a wrong fast bit");
       }
       n++;
       lazy += (uint64_t)lz;
@@ -2101,8 +2097,9 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
     rss += n;
   }
   if (count != k->slot_count) {
-    return as_err_set(err, AS_EINVAL, "residency table: %zu chunks, counted %zu",
-                      count, k->slot_count);
+    return as_err_set(err, AS_EINVAL,
+                      "residency table: %zu chunks, counted %zu", count,
+                      k->slot_count);
   }
   if (rss != k->h.rss_pages || lazy != k->lazy_pages) {
     return as_err_set(err, AS_EINVAL,
@@ -2112,20 +2109,19 @@ static as_status_t check_chunks(const sim_kernel_t *k, as_err_t *err) {
   }
   for (unsigned o = 0; o < SIM_OWNER_COUNT; o++) {
     if (owners[o] != k->owner_pages[o]) {
-      return as_err_set(err, AS_EINVAL,
-                        "owner %s: %" PRIu64 " pages, counter says %" PRIu64,
-                        sim_owner_name((sim_owner_t)o), owners[o],
-                        k->owner_pages[o]);
+      return as_err_set(
+          err, AS_EINVAL, "owner %s: %" PRIu64 " pages, counter says %" PRIu64,
+          sim_owner_name((sim_owner_t)o), owners[o], k->owner_pages[o]);
     }
   }
   return AS_OK;
 }
 
 as_status_t sim_kernel_check_invariants(const sim_kernel_t *k, as_err_t *err) {
-  as_status_t st    = AS_OK;
-  walk_t      wv    = {.k = k}, wg = {.k = k};
-  wv.order          = malloc((k->vmas.count + 1) * sizeof *wv.order);
-  wg.order          = malloc((k->gaps.count + 1) * sizeof *wg.order);
+  as_status_t st = AS_OK;
+  walk_t      wv = {.k = k}, wg = {.k = k};
+  wv.order = malloc((k->vmas.count + 1) * sizeof *wv.order);
+  wg.order = malloc((k->gaps.count + 1) * sizeof *wg.order);
   if (wv.order == NULL || wg.order == NULL) {
     st = as_err_set(err, AS_ENOMEM, "check_invariants: out of memory");
     goto done;
@@ -2141,12 +2137,12 @@ as_status_t sim_kernel_check_invariants(const sim_kernel_t *k, as_err_t *err) {
   }
   if (wv.bytes != k->mapped_bytes) {
     st = as_err_set(err, AS_EINVAL,
-                    "mapped %" PRIu64 " bytes, counter says %" PRIu64,
-                    wv.bytes, k->mapped_bytes);
+                    "mapped %" PRIu64 " bytes, counter says %" PRIu64, wv.bytes,
+                    k->mapped_bytes);
     goto done;
   }
-  if ((st = check_complement(k, wv.order, wv.count, wg.order, wg.count,
-                             err)) != AS_OK) {
+  if ((st = check_complement(k, wv.order, wv.count, wg.order, wg.count, err)) !=
+      AS_OK) {
     goto done;
   }
   if (k->brk_cur < k->brk_start) {

@@ -51,17 +51,17 @@ typedef uint64_t sim_addr_t;
 
 /* Owner tags.  Order is the order of columns in reports and the store. */
 #define SIM_OWNER_MAP(X)                                                       \
-  X(BASELINE, "baseline")   /* the program itself before the trace */         \
+  X(BASELINE, "baseline")   /* the program itself before the trace */          \
   X(PYMALLOC, "pymalloc")   /* pymalloc arenas */                              \
   X(LIBC_HEAP, "libc_heap") /* brk heap and glibc thread-arena heaps */        \
   X(LIBC_MMAP, "libc_mmap") /* glibc mmapped chunks */                         \
   X(JEMALLOC, "jemalloc")                                                      \
   X(MIMALLOC, "mimalloc")                                                      \
-  X(IDEAL, "ideal")         /* the ideal model's packed heap */                \
-  X(METADATA, "metadata")   /* allocator bookkeeping outside the above */   \
-  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */    \
-  X(TCMALLOC, "tcmalloc")   /* gperftools page heap mapped with mmap */       \
-  X(MUSL, "musl")           /* musl mallocng groups and mapped chunks */
+  X(IDEAL, "ideal")       /* the ideal model's packed heap */                  \
+  X(METADATA, "metadata") /* allocator bookkeeping outside the above */        \
+  X(THREAD_STACK, "thread_stack") /* nptl thread stacks (glibc model) */       \
+  X(TCMALLOC, "tcmalloc")         /* gperftools page heap mapped with mmap */  \
+  X(MUSL, "musl")                 /* musl mallocng groups and mapped chunks */
 
 typedef enum sim_owner_e {
 #define SIM_OWNER_ENUM(name, str) SIM_OWNER_##name,
@@ -86,18 +86,18 @@ typedef enum sim_madv_e {
 
 typedef struct sim_kernel_config_s sim_kernel_config_t;
 struct sim_kernel_config_s {
-  uint64_t   page_size;       /* bytes: 4096, 16384 or 65536 */
-  bool       thp;             /* 2 MiB THP on write fault, like THP=always */
-  bool       thp_madvise;     /* ... only inside MADV_HUGEPAGE ranges, like
-                                 THP=madvise (Debian's default); on by
-                                 default: no model asks for it but where the
-                                 real allocator does */
-  bool       memory_pressure; /* MADV_FREE pages are reclaimed at once */
-  bool       zero_page;       /* read faults map the shared zero page (on
-                                 by default, as Linux does); off: a read
-                                 makes the page resident */
-  sim_addr_t mmap_top;        /* highest address mmap hands out; 0: default */
-  sim_addr_t brk_start;       /* initial program break; 0: default */
+  uint64_t page_size;          /* bytes: 4096, 16384 or 65536 */
+  bool     thp;                /* 2 MiB THP on write fault, like THP=always */
+  bool     thp_madvise;        /* ... only inside MADV_HUGEPAGE ranges, like
+                                  THP=madvise (Debian's default); on by
+                                  default: no model asks for it but where the
+                                  real allocator does */
+  bool memory_pressure;        /* MADV_FREE pages are reclaimed at once */
+  bool zero_page;              /* read faults map the shared zero page (on
+                                  by default, as Linux does); off: a read
+                                  makes the page resident */
+  sim_addr_t mmap_top;         /* highest address mmap hands out; 0: default */
+  sim_addr_t brk_start;        /* initial program break; 0: default */
   uint64_t   max_memory_bytes; /* simulator memory the residency
                                   bookkeeping may take (--max-memory);
                                   0: no bound */
@@ -201,8 +201,8 @@ as_status_t sim_kernel_mmap_fixed(sim_kernel_t *k, sim_addr_t addr,
                                   sim_owner_t owner, as_err_t *err);
 
 /* Unmaps every page in the range (holes are fine, as in Linux). */
-as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr,
-                              uint64_t length, as_err_t *err);
+as_status_t sim_kernel_munmap(sim_kernel_t *k, sim_addr_t addr, uint64_t length,
+                              as_err_t *err);
 
 /* mremap(addr, old_length, new_length, MREMAP_MAYMOVE) of one whole mapping
  * (or its prefix), as glibc 2.36 malloc/malloc.c mremap_chunk calls it for
@@ -274,14 +274,14 @@ void sim_kernel_reclaim_lazyfree(sim_kernel_t *k);
  * calls now and faults when the memory is used again). */
 typedef struct sim_kernel_calls_s sim_kernel_calls_t;
 struct sim_kernel_calls_s {
-  uint64_t mmap;     /* sim_kernel_mmap and mmap_fixed calls */
+  uint64_t mmap; /* sim_kernel_mmap and mmap_fixed calls */
   uint64_t munmap;
   uint64_t mremap;
   uint64_t mprotect;
   uint64_t brk;
-  uint64_t madvise;  /* MADV_DONTNEED and MADV_FREE */
-  uint64_t faults;   /* OS pages made resident by a write (with THP, the
-                        pages a huge-page fault fills count one each) */
+  uint64_t madvise; /* MADV_DONTNEED and MADV_FREE */
+  uint64_t faults;  /* OS pages made resident by a write (with THP, the
+                       pages a huge-page fault fills count one each) */
 };
 void sim_kernel_calls(const sim_kernel_t *k, sim_kernel_calls_t *out);
 

@@ -47,8 +47,8 @@ void *as_reserve_need(as_reserve_t *r, size_t n) {
   if (want < bytes)
     want = bytes;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  want = want > r->reserved - page ? r->reserved
-                                   : (want + page - 1) / page * page;
+  want =
+      want > r->reserved - page ? r->reserved : (want + page - 1) / page * page;
   if (mprotect(r->base + r->committed, want - r->committed,
                PROT_READ | PROT_WRITE) != 0)
     return NULL;

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 typedef struct sha256_s sha256_t;
 struct sha256_s {
   uint32_t      h[8];    /* chaining state */

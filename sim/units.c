@@ -16,11 +16,16 @@ const as_unit_t as_time_units[] = {{"ns", 1},
                                    {"s", 1000000000},
                                    {"min", UINT64_C(60000000000)},
                                    {NULL, 0}};
-const as_unit_t as_size_units[] = {
-    {"B", 1},          {"K", 1024},       {"KiB", 1024},
-    {"M", 1048576},    {"MiB", 1048576},  {"G", 1073741824},
-    {"GiB", 1073741824}, {"T", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40},
-    {NULL, 0}};
+const as_unit_t as_size_units[] = {{"B", 1},
+                                   {"K", 1024},
+                                   {"KiB", 1024},
+                                   {"M", 1048576},
+                                   {"MiB", 1048576},
+                                   {"G", 1073741824},
+                                   {"GiB", 1073741824},
+                                   {"T", UINT64_C(1) << 40},
+                                   {"TiB", UINT64_C(1) << 40},
+                                   {NULL, 0}};
 
 static bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -67,8 +72,8 @@ as_num_rc_t as_parse_number(const char *s, size_t len, const as_unit_t *units,
     if (units == NULL)
       return AS_NUM_MALFORMED;
     const as_unit_t *u = units;
-    while (u->suffix != NULL &&
-           !(strlen(u->suffix) == len - i && memcmp(u->suffix, s + i, len - i) == 0))
+    while (u->suffix != NULL && !(strlen(u->suffix) == len - i &&
+                                  memcmp(u->suffix, s + i, len - i) == 0))
       u++;
     if (u->suffix == NULL)
       return AS_NUM_MALFORMED;

@@ -130,8 +130,8 @@ static bool pool_take(addr_ids_t *p, uint64_t *out) {
   uint64_t id;
   if (p->n == 0) {
     if (p->next == p->heap_cap) {
-      uint64_t *h = as_grow(p->heap, &p->heap_cap, p->next + 1, sizeof *h,
-                            1024);
+      uint64_t *h =
+          as_grow(p->heap, &p->heap_cap, p->next + 1, sizeof *h, 1024);
       if (h == NULL)
         return false;
       p->heap = h;

@@ -30,11 +30,11 @@ struct addr_ids_slot_s {
 typedef struct addr_ids_map_s addr_ids_map_t;
 struct addr_ids_map_s {
   addr_ids_slot_t *slot;
-  size_t           cap;      /* slots, a power of two (0 before the first
-                                put) */
-  size_t           n;        /* entries in slot[] (not counting key 0) */
-  bool             has_zero; /* key 0 is present */
-  uint64_t         zero_val; /* its value */
+  size_t           cap; /* slots, a power of two (0 before the first
+                           put) */
+  size_t   n;           /* entries in slot[] (not counting key 0) */
+  bool     has_zero;    /* key 0 is present */
+  uint64_t zero_val;    /* its value */
 };
 
 /* True and *v = the value if k is present; false otherwise. */

@@ -80,7 +80,7 @@
 
 #define BIN_MAGIC        "ASTRACE" /* + its NUL: 8 bytes */
 #define BIN_MAGIC_LEN    8
-#define BIN_VERSION      2 /* written; 1 (no trailer) is read too */
+#define BIN_VERSION      2        /* written; 1 (no trailer) is read too */
 #define BIN_TRAILER_MAX  (10 + 8) /* count varint + checksum */
 #define BIN_BUF_SIZE     ((size_t)256 * 1024)
 #define BIN_RECORD_MAX   128 /* >= 1 + 5 varints of 10 + 10 + 63 */
@@ -94,13 +94,12 @@ _Static_assert(TRACE_MALLOC == 0 && TRACE_CALLOC == 1 && TRACE_REALLOC == 2 &&
                    TRACE_MEMALIGN == 3 && TRACE_FREE == 4 &&
                    TRACE_THREAD_START == 5 && TRACE_THREAD_EXIT == 6 &&
                    TRACE_MARK == 7 && TRACE_IDLE == 8 && TRACE_TRIM == 9 &&
-                   TRACE_RSS == 10 && TRACE_PURGE == 11 &&
-                   TRACE_OPTION == 12 && TRACE_TOUCH == 13 &&
-                   TRACE_OP_COUNT == 14,
+                   TRACE_RSS == 10 && TRACE_PURGE == 11 && TRACE_OPTION == 12 &&
+                   TRACE_TOUCH == 13 && TRACE_OP_COUNT == 14,
                "binary op codes are fixed by the file format");
 
-#define LIKELY(x)   __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x)     __builtin_expect(!!(x), 1)
+#define UNLIKELY(x)   __builtin_expect(!!(x), 0)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* ---- Varints ------------------------------------------------------------ */
@@ -116,9 +115,8 @@ typedef enum dec_rc_e {
 
 /* Decodes one varint at *pp; checked: stop at end.  Advances *pp only on
  * success. */
-static ALWAYS_INLINE dec_rc_t get_varint(const uint8_t **pp,
-                                         const uint8_t *end, bool checked,
-                                         uint64_t *out) {
+static ALWAYS_INLINE dec_rc_t get_varint(const uint8_t **pp, const uint8_t *end,
+                                         bool checked, uint64_t *out) {
   const uint8_t *p = *pp;
   if (checked && p == end)
     return DEC_TRUNCATED;
@@ -220,7 +218,7 @@ static void sum_bytes(bin_sum_t *s, const uint8_t *p, size_t n) {
   if (s->ncarry == 8) {
     uint64_t w;
     memcpy(&w, s->carry, 8);
-    s->h      = sum_mix(s->h, w);
+    s->h = sum_mix(s->h, w);
     s->ncarry = 0;
   }
   for (; n >= 8; p += 8, n -= 8) {
@@ -249,31 +247,31 @@ static uint64_t sum_final(const bin_sum_t *s) {
 /* Invariants: buf[0, end - buf) holds the bytes of the file from offset
  * base_off; p is the next unread byte; prev_* describe the last record. */
 typedef struct bin_src_s {
-  trace_source_t base;       /* must be first */
+  trace_source_t base; /* must be first */
   FILE          *f;
-  bool           own_f;      /* false for stdin */
-  bool           eof;        /* f has no more bytes */
-  bool           done;       /* AS_DONE returned */
-  uint8_t       *buf;        /* BIN_BUF_SIZE bytes */
-  const uint8_t *p;          /* next byte to decode */
-  const uint8_t *end;        /* end of valid bytes */
-  uint64_t       base_off;   /* file offset of buf[0] */
-  uint64_t       prev_t_ns;  /* time of the last record */
-  uint64_t       prev_id;    /* id of the last record with an id */
+  bool           own_f;     /* false for stdin */
+  bool           eof;       /* f has no more bytes */
+  bool           done;      /* AS_DONE returned */
+  uint8_t       *buf;       /* BIN_BUF_SIZE bytes */
+  const uint8_t *p;         /* next byte to decode */
+  const uint8_t *end;       /* end of valid bytes */
+  uint64_t       base_off;  /* file offset of buf[0] */
+  uint64_t       prev_t_ns; /* time of the last record */
+  uint64_t       prev_id;   /* id of the last record with an id */
   uint32_t       prev_thread;
-  uint64_t       last_off;   /* byte offset of the last record returned */
-  as_err_t       failure;    /* sticky error */
-  const char    *field;      /* what a failed decode was reading */
-  const uint8_t *err_at;     /* where the failed field starts */
+  uint64_t       last_off;    /* byte offset of the last record returned */
+  as_err_t       failure;     /* sticky error */
+  const char    *field;       /* what a failed decode was reading */
+  const uint8_t *err_at;      /* where the failed field starts */
   char           detail[128]; /* DEC_RANGE explanation */
   char           label[TRACE_LABEL_MAX + 1];
-  unsigned       version;    /* 1 or 2 */
-  uint64_t       records;    /* decoded so far */
-  bin_sum_t      sum;        /* of the record bytes before sum_from */
-  const uint8_t *sum_from;   /* first record byte not yet hashed, or NULL
-                                before the records and after the end */
-  bool           lenient;    /* a cut-short file ends at its last record */
-  char           truncated[200]; /* why it ended early (lenient), or "" */
+  unsigned       version;  /* 1 or 2 */
+  uint64_t       records;  /* decoded so far */
+  bin_sum_t      sum;      /* of the record bytes before sum_from */
+  const uint8_t *sum_from; /* first record byte not yet hashed, or NULL
+                              before the records and after the end */
+  bool lenient;            /* a cut-short file ends at its last record */
+  char truncated[200];     /* why it ended early (lenient), or "" */
 } bin_src_t;
 
 static uint64_t offset_of(const bin_src_t *s, const uint8_t *at) {
@@ -295,8 +293,8 @@ static as_status_t refill(bin_src_t *s, as_err_t *err) {
   s->end = s->buf + tail + n;
   if (n < BIN_BUF_SIZE - tail) {
     if (ferror(s->f))
-      return as_err_set(err, AS_EIO, "%s: read error at byte offset %" PRIu64
-                                     ": %s",
+      return as_err_set(err, AS_EIO,
+                        "%s: read error at byte offset %" PRIu64 ": %s",
                         s->base.name, offset_of(s, s->end), strerror(errno));
     s->eof = true;
   }
@@ -507,8 +505,8 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
                       "domain bits only on ops 0-4, or 0x0f",
                       name, rec, *s->p);
   case DEC_RANGE:
-    return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": %s",
-                      name, at, s->detail);
+    return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": %s", name,
+                      at, s->detail);
   case DEC_OK:
   case DEC_END:
     break;
@@ -521,7 +519,7 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
  * with lenient the end of the events (the reason kept for
  * trace_truncated).  msg says what was expected where. */
 static as_status_t cut_short(bin_src_t *s, const char *msg, as_err_t *err) {
-  s->done     = true;
+  s->done = true;
   s->sum_from = NULL;
   if (s->lenient) {
     snprintf(s->truncated, sizeof s->truncated, "%s", msg);
@@ -575,8 +573,7 @@ static as_status_t finish(bin_src_t *s, as_err_t *err) {
         "%s: byte offset %" PRIu64 ": the trailer says %" PRIu64
         " events and checksum %016" PRIx64 ", but %" PRIu64 " events "
         "with checksum %016" PRIx64 " were read: the trace is damaged",
-        s->base.name, offset_of(s, at), count, got_sum, s->records,
-        want_sum);
+        s->base.name, offset_of(s, at), count, got_sum, s->records, want_sum);
     return as_err_set(err, s->failure.code, "%s", s->failure.msg);
   }
   return AS_DONE;
@@ -649,7 +646,8 @@ static void bin_close(trace_source_t *src) {
 }
 
 static void bin_where(const trace_source_t *src, char *buf, size_t len) {
-  snprintf(buf, len, "byte offset %" PRIu64, ((const bin_src_t *)src)->last_off);
+  snprintf(buf, len, "byte offset %" PRIu64,
+           ((const bin_src_t *)src)->last_off);
 }
 
 static const trace_source_methods_t bin_source_methods = {
@@ -802,20 +800,20 @@ as_status_t trace_binary_open(const char *path, trace_source_t **out,
 /* ---- Writer ------------------------------------------------------------- */
 
 typedef struct bin_writer_s {
-  trace_writer_t base;       /* must be first */
+  trace_writer_t base; /* must be first */
   FILE          *f;
-  bool           own_f;      /* false for stdout */
-  bool           failed;     /* a write failed; close reports it */
+  bool           own_f;  /* false for stdout */
+  bool           failed; /* a write failed; close reports it */
   char           name[256];
-  uint8_t       *buf;        /* BIN_BUF_SIZE bytes */
-  size_t         len;        /* bytes pending in buf */
-  uint64_t       count;      /* events written */
+  uint8_t       *buf;   /* BIN_BUF_SIZE bytes */
+  size_t         len;   /* bytes pending in buf */
+  uint64_t       count; /* events written */
   uint64_t       prev_t_ns;
   uint64_t       prev_id;
   uint32_t       prev_thread;
-  size_t         sum_from;   /* buf offset of the first record byte not
-                                yet hashed */
-  bin_sum_t      sum;        /* of the record bytes written */
+  size_t         sum_from; /* buf offset of the first record byte not
+                              yet hashed */
+  bin_sum_t sum;           /* of the record bytes written */
 } bin_writer_t;
 
 static as_status_t flush(bin_writer_t *w, as_err_t *err) {
@@ -837,8 +835,7 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
       trace_event_validate(ev, w->prev_t_ns, w->name, w->count, err);
   if (rc != AS_OK)
     return rc;
-  if (BIN_BUF_SIZE - w->len < BIN_RECORD_MAX &&
-      (rc = flush(w, err)) != AS_OK)
+  if (BIN_BUF_SIZE - w->len < BIN_RECORD_MAX && (rc = flush(w, err)) != AS_OK)
     return rc;
   uint8_t *p = w->buf + w->len;
   uint8_t *bp = p++;
@@ -900,8 +897,8 @@ static as_status_t bin_writer_close(trace_writer_t *tw, as_err_t *err) {
     /* The end record and the trailer: what a reader checks to know the
      * trace is whole. */
     uint8_t *p = w->buf;
-    *p++       = BIN_OP_END;
-    p          = put_varint(p, w->count);
+    *p++ = BIN_OP_END;
+    p = put_varint(p, w->count);
     uint64_t h = sum_final(&w->sum);
     memcpy(p, &h, 8); /* little-endian host */
     w->len = (size_t)(p + 8 - w->buf);
@@ -926,8 +923,8 @@ static const trace_writer_methods_t bin_writer_methods = {
 
 as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
                                             const trace_meta_t *meta,
-                                            trace_writer_t **out,
-                                            as_err_t *err) {
+                                            trace_writer_t    **out,
+                                            as_err_t           *err) {
   *out = NULL;
   bin_writer_t *w = calloc(1, sizeof *w);
   uint8_t      *buf = malloc(BIN_BUF_SIZE);

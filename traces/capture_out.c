@@ -38,7 +38,7 @@ static uint64_t free_bytes(const capture_guard_t *g, bool *known) {
 }
 
 capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
-                                        unsigned open_traces) {
+                                        unsigned         open_traces) {
   if (g->tripped != CAPTURE_GUARD_OK)
     return g->tripped;
   uint64_t margin = (uint64_t)(open_traces + 1) * CAPTURE_GUARD_MARGIN;
@@ -131,7 +131,7 @@ as_status_t capture_out_open(capture_guard_t *g, const char *path,
     return as_err_set(err, AS_EIO, "%s: cannot create: %s", path, strerror(e));
   }
   cookie_io_functions_t fns = {.write = out_write, .close = out_close};
-  FILE *f = fopencookie(o, "w", fns);
+  FILE                 *f = fopencookie(o, "w", fns);
   if (f == NULL) {
     close(o->fd);
     free(o);

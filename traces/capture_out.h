@@ -52,7 +52,7 @@ void capture_guard_init(capture_guard_t *g, const char *out_path,
  * sets and returns g->tripped (checks free space every
  * CAPTURE_GUARD_CHECK_BYTES written). */
 capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
-                                        unsigned open_traces);
+                                        unsigned         open_traces);
 
 /* AS_EIO with the reason if the file system already has less free space
  * than the guard keeps (a capture would stop at once). */

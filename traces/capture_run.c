@@ -50,7 +50,7 @@ extern char **environ;
 #define FLUSH_WAIT_NS ((uint64_t)1000000000)
 /* Messages read from one connection per pass, so none starves the rest. */
 #define READS_PER_PASS 64
-#define MAX_TRACES (1 + CAPTURE_MAX_EXTRA)
+#define MAX_TRACES     (1 + CAPTURE_MAX_EXTRA)
 
 /* ---- Environment and provenance ------------------------------------------ */
 
@@ -74,15 +74,16 @@ static bool readable(const char *p) {
 }
 
 as_status_t capture_find_lib(char *buf, size_t len, as_err_t *err) {
-  static const char *const rel[] = {"", "/../lib/allocsim", "/../lib64/allocsim",
-                                    "/../lib", "/../../traces/capture", NULL};
+  static const char *const rel[] = {
+      "",        "/../lib/allocsim",      "/../lib64/allocsim",
+      "/../lib", "/../../traces/capture", NULL};
 #ifdef ALLOCSIM_CAPTURE_BUILD_LIB
   const char *built = ALLOCSIM_CAPTURE_BUILD_LIB;
 #else
   const char *built = NULL;
 #endif
-  return helper_path_find("ALLOCSIM_CAPTURE_LIB", "liballocsim_capture.so",
-                          rel, built, R_OK, buf, len, err);
+  return helper_path_find("ALLOCSIM_CAPTURE_LIB", "liballocsim_capture.so", rel,
+                          built, R_OK, buf, len, err);
 }
 
 /* The directory holding sitecustomize.py: next to the library (the build
@@ -165,7 +166,6 @@ static void join_argv(char *const *argv, char *buf, size_t len) {
   }
 }
 
-
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -247,7 +247,7 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
    * TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES) goes into malloc_env as
    * "NAME=VALUE ...", which models/env.c reads too. */
   char   long_env[256] = "";
-  size_t long_len      = 0;
+  size_t long_len = 0;
   for (size_t i = 0; environ[i] != NULL; i++) {
     const char *eq = strchr(environ[i], '=');
     if (eq == NULL || (size_t)(eq - environ[i]) > 64)
@@ -262,37 +262,38 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
       as_format_fits(key, sizeof key, "env.%s", name);
       meta_put(m, key, eq + 1);
     } else if (long_len + strlen(environ[i]) + 1 < sizeof long_env) {
-      long_len += (size_t)snprintf(long_env + long_len,
-                                   sizeof long_env - long_len, "%s%s",
-                                   long_len ? " " : "", environ[i]);
+      long_len +=
+          (size_t)snprintf(long_env + long_len, sizeof long_env - long_len,
+                           "%s%s", long_len ? " " : "", environ[i]);
     }
   }
   if (long_len > 0)
     meta_put(m, "malloc_env", long_env);
 }
 
-/* ---- Traces ---------------------------------------------------------------- */
+/* ---- Traces ----------------------------------------------------------------
+ */
 
 /* One trace file: a process image's. */
 typedef struct trace_rec_s trace_rec_t;
 struct trace_rec_s {
   char            path[512];
   uint64_t        pid;
-  unsigned        gen;      /* exec generation of the pid */
-  bool            is_main;  /* the command's pid */
-  bool            open;     /* its connection still streams */
-  bool            stopped;  /* detached, interrupted or cut: truncated */
-  bool            failed;   /* its stream was malformed */
+  unsigned        gen;     /* exec generation of the pid */
+  bool            is_main; /* the command's pid */
+  bool            open;    /* its connection still streams */
+  bool            stopped; /* detached, interrupted or cut: truncated */
+  bool            failed;  /* its stream was malformed */
   capture_stats_t st;
 };
 
 typedef struct conn_s conn_t;
 struct conn_s {
   int               fd;
-  bool              hello;  /* HELLO seen */
+  bool              hello;   /* HELLO seen */
   bool              flushed; /* FLUSHED after our CTL_FLUSH */
-  capture_stream_t *s;      /* NULL: not traced (too many, or stopped) */
-  int               trace;  /* index into run_t.traces, -1 if none */
+  capture_stream_t *s;       /* NULL: not traced (too many, or stopped) */
+  int               trace;   /* index into run_t.traces, -1 if none */
 };
 
 typedef struct run_s run_t;
@@ -309,9 +310,9 @@ struct run_s {
   size_t                nconns, conn_cap;
   trace_rec_t           traces[MAX_TRACES];
   size_t                ntraces;
-  int                   main_trace; /* the command's latest image, or -1 */
-  bool                  stopping;   /* recording stopped: detach all */
-  int                   forward_sig;  /* to send once flushed */
+  int                   main_trace;  /* the command's latest image, or -1 */
+  bool                  stopping;    /* recording stopped: detach all */
+  int                   forward_sig; /* to send once flushed */
   uint64_t              forward_by_ns;
   as_err_t              stream_err; /* the first malformed stream */
 };
@@ -415,7 +416,8 @@ static void close_trace(run_t *r, conn_t *c) {
     trace_patch_meta(t->path, "truncated", "0", NULL);
 }
 
-/* ---- Connections ------------------------------------------------------------- */
+/* ---- Connections
+ * ------------------------------------------------------------- */
 
 static void send_ctl(int fd, uint8_t type) {
   capture_msg_hdr_t h = {.type = type, .version = CAPTURE_WIRE_VERSION};
@@ -518,7 +520,8 @@ static bool conn_read(run_t *r, size_t i, uint8_t *buf) {
   return true;
 }
 
-/* ---- Signals and stopping ---------------------------------------------------- */
+/* ---- Signals and stopping
+ * ---------------------------------------------------- */
 
 /* Recording stops (the guard): every process is detached and runs on. */
 static void stop_all(run_t *r) {
@@ -572,7 +575,8 @@ static void forward_when_flushed(run_t *r) {
   }
 }
 
-/* ---- The loop ----------------------------------------------------------------- */
+/* ---- The loop
+ * ----------------------------------------------------------------- */
 
 static int poll_timeout_ms(const run_t *r) {
   uint64_t now = now_ns(), due = UINT64_MAX;
@@ -632,8 +636,8 @@ static as_status_t loop(run_t *r, as_err_t *err) {
           conn_read(r, i, buf))
         i++;
     }
-    if (!r->stopping && capture_guard_poll(&r->guard, open_traces(r)) !=
-                            CAPTURE_GUARD_OK)
+    if (!r->stopping &&
+        capture_guard_poll(&r->guard, open_traces(r)) != CAPTURE_GUARD_OK)
       stop_all(r);
     forward_when_flushed(r);
   }
@@ -642,7 +646,8 @@ static as_status_t loop(run_t *r, as_err_t *err) {
   return AS_OK;
 }
 
-/* ---- Entry points ------------------------------------------------------------- */
+/* ---- Entry points
+ * ------------------------------------------------------------- */
 
 void capture_result_free(capture_result_t *res) {
   free(res->main.other);
@@ -654,9 +659,9 @@ void capture_result_free(capture_result_t *res) {
 }
 
 const char *capture_end_name(capture_end_t e) {
-  static const char *const names[] = {"complete", "died",     "signal",
-                                      "disk-guard", "max-trace-bytes",
-                                      "outlived", "error"};
+  static const char *const names[] = {
+      "complete",        "died",     "signal", "disk-guard",
+      "max-trace-bytes", "outlived", "error"};
   return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
 
@@ -671,7 +676,7 @@ static uint64_t start_time_of(pid_t pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+  const char        *p = strrchr(buf, ')'); /* comm may hold spaces */
   unsigned long long v = 0;
   /* Field 22, starttime: the 20th after the comm's closing parenthesis. */
   for (int field = 2; p != NULL && field < 22; field++)
@@ -793,7 +798,7 @@ static void collect(run_t *r) {
   capture_result_t *res = r->res;
   for (size_t i = 0; i < r->ntraces; i++) {
     trace_rec_t *t = &r->traces[i];
-    bool trunc = !t->st.said_bye || t->stopped || t->failed ||
+    bool         trunc = !t->st.said_bye || t->stopped || t->failed ||
                  r->guard.tripped != CAPTURE_GUARD_OK ||
                  res->end == CAPTURE_END_SIGNAL;
     if (t->failed && res->end == CAPTURE_END_COMPLETE)
@@ -805,8 +810,8 @@ static void collect(run_t *r) {
       res->main = t->st;
       res->truncated = trunc;
     } else if (res->nextra < CAPTURE_MAX_EXTRA) {
-      as_format_fits(res->extra_path[res->nextra],
-                     sizeof res->extra_path[0], "%s", t->path);
+      as_format_fits(res->extra_path[res->nextra], sizeof res->extra_path[0],
+                     "%s", t->path);
       res->extra[res->nextra++] = t->st;
     } else {
       free(t->st.other);
@@ -820,11 +825,10 @@ static void collect(run_t *r) {
   else if (r->guard.tripped == CAPTURE_GUARD_IO)
     res->end = CAPTURE_END_ERROR;
   if (r->guard.tripped != CAPTURE_GUARD_OK)
-    as_format_fits(res->message, sizeof res->message,
-                   "recording stopped: %s", r->guard.detail);
+    as_format_fits(res->message, sizeof res->message, "recording stopped: %s",
+                   r->guard.detail);
   else if (r->stream_err.code != AS_OK)
-    as_format_fits(res->message, sizeof res->message, "%s",
-                   r->stream_err.msg);
+    as_format_fits(res->message, sizeof res->message, "%s", r->stream_err.msg);
   res->trace_bytes = r->guard.written;
   res->exit_code = WIFEXITED(r->status)     ? WEXITSTATUS(r->status)
                    : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
@@ -915,13 +919,12 @@ out:
   if (r->sfd >= 0)
     close(r->sfd);
   rm_tree(dir);
-restore:
-  {
-    /* Signals that arrived while blocked are not to be replayed on us. */
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&mask, NULL, &zero) > 0) {
-    }
+restore : {
+  /* Signals that arrived while blocked are not to be replayed on us. */
+  struct timespec zero = {0, 0};
+  while (sigtimedwait(&mask, NULL, &zero) > 0) {
   }
+}
   sigprocmask(SIG_SETMASK, &old, NULL);
   free(env.envp);
   free(r->conns);

@@ -26,24 +26,24 @@ struct capture_opts_s {
   uint64_t     sample_every_ns; /* RSS sampling period; 0 = marks only */
   uint64_t     touch_threshold; /* bytes (>= the OS page); 0 = no touch
                                    records (every allocation written) */
-  uint64_t     max_trace_bytes; /* all traces together; 0 = no limit */
-  uint64_t     min_free_bytes;  /* the disk guard; 0 = the default */
-  const char  *lib_path;        /* NULL: capture_find_lib() */
-  bool         quiet_signals;   /* tests: do not install signal handling */
+  uint64_t    max_trace_bytes;  /* all traces together; 0 = no limit */
+  uint64_t    min_free_bytes;   /* the disk guard; 0 = the default */
+  const char *lib_path;         /* NULL: capture_find_lib() */
+  bool        quiet_signals;    /* tests: do not install signal handling */
 };
 
 /* Why the recording stopped. */
 typedef enum capture_end_e {
-  CAPTURE_END_COMPLETE,  /* every process said goodbye */
-  CAPTURE_END_DIED,      /* a process ended without flushing (a fatal
-                            signal, or exit_group): its last buffers lost */
-  CAPTURE_END_SIGNAL,    /* allocsim capture was interrupted (SIGINT,
-                            SIGTERM, SIGHUP): forwarded to the command */
-  CAPTURE_END_DISK,      /* the free-space guard */
-  CAPTURE_END_LIMIT,     /* --max-trace-bytes */
-  CAPTURE_END_OUTLIVED,  /* processes still running after the command
-                            exited were detached */
-  CAPTURE_END_ERROR      /* a malformed stream (a recorder bug) */
+  CAPTURE_END_COMPLETE, /* every process said goodbye */
+  CAPTURE_END_DIED,     /* a process ended without flushing (a fatal
+                           signal, or exit_group): its last buffers lost */
+  CAPTURE_END_SIGNAL,   /* allocsim capture was interrupted (SIGINT,
+                           SIGTERM, SIGHUP): forwarded to the command */
+  CAPTURE_END_DISK,     /* the free-space guard */
+  CAPTURE_END_LIMIT,    /* --max-trace-bytes */
+  CAPTURE_END_OUTLIVED, /* processes still running after the command
+                           exited were detached */
+  CAPTURE_END_ERROR     /* a malformed stream (a recorder bug) */
 } capture_end_t;
 
 /* "complete", "died", "signal", "disk-guard", "max-trace-bytes",
@@ -54,11 +54,11 @@ const char *capture_end_name(capture_end_t e);
 
 typedef struct capture_result_s capture_result_t;
 struct capture_result_s {
-  int             exit_code; /* the command's, 128+N if signalled */
-  double          wall_s;    /* the command's wall time */
-  capture_end_t   end;       /* the worst of the processes' ends */
-  int             signal;    /* CAPTURE_END_SIGNAL: which */
-  bool            truncated; /* the command's trace misses events */
+  int             exit_code;   /* the command's, 128+N if signalled */
+  double          wall_s;      /* the command's wall time */
+  capture_end_t   end;         /* the worst of the processes' ends */
+  int             signal;      /* CAPTURE_END_SIGNAL: which */
+  bool            truncated;   /* the command's trace misses events */
   uint64_t        trace_bytes; /* written, all traces */
   bool            have_main;   /* the command's process connected */
   capture_stats_t main;        /* the command's own process */
@@ -66,7 +66,7 @@ struct capture_result_s {
   size_t          nskipped;    /* more of them, not written */
   char            extra_path[CAPTURE_MAX_EXTRA][512];
   capture_stats_t extra[CAPTURE_MAX_EXTRA];
-  trace_meta_t    meta;        /* provenance written to the trace */
+  trace_meta_t    meta;         /* provenance written to the trace */
   char            message[256]; /* what stopped it, for the summary */
 };
 

@@ -66,8 +66,8 @@ struct capture_stream_s {
   bool            write_failed; /* the writer failed: the rest is dropped */
   as_err_t        write_err;
   capture_stats_t st;
-  addr_ids_t      ids;      /* address -> object id */
-  uint64_t       *sizes;    /* object id -> size + 1 (0: not live) */
+  addr_ids_t      ids;   /* address -> object id */
+  uint64_t       *sizes; /* object id -> size + 1 (0: not live) */
   size_t          sizes_cap;
   tidmap_t        th;
   uint64_t        main_tid;
@@ -77,8 +77,8 @@ struct capture_stream_s {
   size_t          nheap, heap_cap;
   chunk_t        *spare[SPARE_CHUNKS];
   size_t          nspare;
-  addr_ids_map_t  tails;    /* tid -> its queue's last chunk */
-  size_t          held;     /* records in the heap's chunks */
+  addr_ids_map_t  tails;     /* tid -> its queue's last chunk */
+  size_t          held;      /* records in the heap's chunks */
   size_t          other_cap; /* of st.other */
   bool            have_sample;
 };
@@ -131,7 +131,8 @@ void capture_mimalloc_version(uint32_t v, char *buf, size_t len) {
     as_format_fits(buf, len, "%u.%u.%u", v / 100, v / 10 % 10, v % 10);
 }
 
-/* ---- Threads -------------------------------------------------------------- */
+/* ---- Threads --------------------------------------------------------------
+ */
 
 /* Dense thread id for tid: 0 for the main thread; others lowest free from 1.
  * *fresh tells whether the thread was just seen. */
@@ -168,14 +169,14 @@ static bool thread_of(tidmap_t *t, uint64_t tid, uint64_t main_tid,
   return true;
 }
 
-/* ---- Conversion ----------------------------------------------------------- */
+/* ---- Conversion -----------------------------------------------------------
+ */
 
 static as_status_t oom(capture_stream_t *s, as_err_t *err) {
   return as_err_set(err, AS_ENOMEM, "%s: out of memory converting", s->name);
 }
 
-static as_status_t emit(capture_stream_t *s, trace_event_t *ev,
-                        as_err_t *err) {
+static as_status_t emit(capture_stream_t *s, trace_event_t *ev, as_err_t *err) {
   if (ev->t_ns < s->last_t)
     ev->t_ns = s->last_t; /* clocks read after seq: keep time monotone */
   s->last_t = ev->t_ns;
@@ -253,9 +254,9 @@ static void sample_stats(capture_stream_t *s, uint64_t rss, uint64_t own) {
 static as_status_t conv_rss(capture_stream_t *s, const crec_t *r,
                             as_err_t *err) {
   sample_stats(s, r->x, r->y);
-  trace_event_t ev = {.t_ns = r->t_ns, .op = TRACE_RSS,
-                      .size = r->x > r->y ? r->x - r->y : 0};
-  uint64_t events = s->st.events;
+  trace_event_t ev = {
+      .t_ns = r->t_ns, .op = TRACE_RSS, .size = r->x > r->y ? r->x - r->y : 0};
+  uint64_t    events = s->st.events;
   as_status_t rc = emit(s, &ev, err);
   if (rc != AS_OK || s->st.events == events)
     return rc; /* not written: nothing to pair */
@@ -432,7 +433,8 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
   }
 }
 
-/* ---- Decoding ------------------------------------------------------------- */
+/* ---- Decoding -------------------------------------------------------------
+ */
 
 /* Decodes the records of a CHUNK body into *ch.  AS_EFORMAT with the byte
  * offset in the message. */
@@ -518,8 +520,8 @@ static as_status_t decode_chunk(capture_stream_t *s, const uint8_t *msg,
       r.text_off = (uint32_t)text_used;
       for (size_t i = 0; i < r.text_len; i++) {
         unsigned char c = p[i];
-        ch->text[text_used++] = (c < 0x20 && c != '\t') || c == 0x7f ? '?'
-                                                                     : (char)c;
+        ch->text[text_used++] =
+            (c < 0x20 && c != '\t') || c == 0x7f ? '?' : (char)c;
       }
       p += r.text_len;
       if (r.op == CAPTURE_OP_OPTION) {
@@ -550,7 +552,8 @@ static as_status_t decode_chunk(capture_stream_t *s, const uint8_t *msg,
   return AS_OK;
 }
 
-/* ---- The window ------------------------------------------------------------ */
+/* ---- The window ------------------------------------------------------------
+ */
 
 static uint64_t head_seq(const chunk_t *c) {
   return c->rec[c->pos].seq;
@@ -638,8 +641,7 @@ static as_status_t release_below(capture_stream_t *s, uint64_t w,
 /* Puts c behind its thread's queue when it continues it, else into the
  * heap as a queue of its own (a thread's first chunk, or a record a signal
  * handler sent ahead of its thread's buffer). */
-static as_status_t queue_chunk(capture_stream_t *s, chunk_t *c,
-                               as_err_t *err) {
+static as_status_t queue_chunk(capture_stream_t *s, chunk_t *c, as_err_t *err) {
   uint64_t v;
   bool     has_tail = addr_ids_map_get(&s->tails, c->tid, &v);
   chunk_t *tail = has_tail ? (chunk_t *)(uintptr_t)v : NULL;
@@ -701,12 +703,13 @@ static as_status_t add_chunk(capture_stream_t *s, chunk_t *c, as_err_t *err) {
   return AS_OK;
 }
 
-/* ---- Entry points ----------------------------------------------------------- */
+/* ---- Entry points -----------------------------------------------------------
+ */
 
 as_status_t capture_stream_open(const capture_hello_t *hello, FILE *out,
                                 const char *name, trace_format_t fmt,
-                                const trace_meta_t *meta,
-                                capture_stream_t **sp, as_err_t *err) {
+                                const trace_meta_t *meta, capture_stream_t **sp,
+                                as_err_t *err) {
   *sp = NULL;
   capture_stream_t *s = calloc(1, sizeof *s);
   if (s == NULL) {
@@ -745,8 +748,7 @@ as_status_t capture_stream_feed(capture_stream_t *s, const void *msg,
   if (h.version != CAPTURE_WIRE_VERSION)
     return as_err_set(err, AS_EFORMAT,
                       "%s: message %" PRIu64 ": wire version %u, expected %d",
-                      s->name, s->st.messages, h.version,
-                      CAPTURE_WIRE_VERSION);
+                      s->name, s->st.messages, h.version, CAPTURE_WIRE_VERSION);
   s->st.said_exec = false;
   switch (h.type) {
   case CAPTURE_MSG_CHUNK: {

@@ -36,9 +36,9 @@ struct cfile_s {
   char          name[256];
   uint8_t       prefix[4]; /* magic bytes read to detect the format */
   size_t        prefix_len, prefix_pos;
-  uint8_t      *in;        /* compressed input window */
+  uint8_t      *in; /* compressed input window */
   size_t        in_len, in_pos;
-  uint64_t      consumed;  /* compressed bytes consumed */
+  uint64_t      consumed; /* compressed bytes consumed */
   ZSTD_DStream *zd;
   size_t        zstd_hint; /* 0 at a frame boundary */
   z_stream      z;
@@ -56,8 +56,9 @@ const char *cfile_kind_name(cfile_kind_t k) {
 
 static ssize_t fail(cfile_t *c, as_status_t code, const char *what) {
   c->status = code;
-  (void)as_format_fits(c->msg, sizeof c->msg, "%s: %s at compressed byte %" PRIu64,
-           c->name, what, c->consumed);
+  (void)as_format_fits(c->msg, sizeof c->msg,
+                       "%s: %s at compressed byte %" PRIu64, c->name, what,
+                       c->consumed);
   errno = EIO;
   return -1;
 }
@@ -78,7 +79,7 @@ static bool refill(cfile_t *c) {
     if (ferror(c->raw)) {
       c->status = AS_EIO;
       (void)as_format_fits(c->msg, sizeof c->msg, "%s: read error: %s", c->name,
-               strerror(errno));
+                           strerror(errno));
     }
     return false;
   }
@@ -123,8 +124,7 @@ static ssize_t read_zstd(cfile_t *c, char *buf, size_t size) {
       if (c->status != AS_OK)
         return errno = EIO, -1;
       if (c->zstd_hint != 0)
-        return fail(c, AS_EFORMAT,
-                    "zstd stream cut short (truncated file?)");
+        return fail(c, AS_EFORMAT, "zstd stream cut short (truncated file?)");
       return 0;
     }
   }
@@ -136,8 +136,7 @@ static ssize_t read_gzip(cfile_t *c, char *buf, size_t size) {
       if (c->status != AS_OK)
         return errno = EIO, -1;
       if (!c->gz_member_done)
-        return fail(c, AS_EFORMAT,
-                    "gzip stream cut short (truncated file?)");
+        return fail(c, AS_EFORMAT, "gzip stream cut short (truncated file?)");
       return 0;
     }
     c->z.next_in = c->in + c->in_pos;

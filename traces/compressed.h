@@ -19,11 +19,7 @@
 
 typedef struct cfile_s cfile_t;
 
-typedef enum cfile_kind_e {
-  CFILE_PLAIN,
-  CFILE_ZSTD,
-  CFILE_GZIP
-} cfile_kind_t;
+typedef enum cfile_kind_e { CFILE_PLAIN, CFILE_ZSTD, CFILE_GZIP } cfile_kind_t;
 
 /* Opens path ("-" = stdin, named "<stdin>") for reading, detecting the
  * compression from its magic bytes (zstd 28 b5 2f fd, gzip 1f 8b).  AS_EIO
@@ -33,7 +29,7 @@ as_status_t cfile_open(const char *path, cfile_t **out, as_err_t *err);
 as_status_t cfile_open_stream(FILE *f, const char *name, cfile_t **out,
                               as_err_t *err);
 /* The decompressed bytes. */
-FILE *cfile_stream(cfile_t *c);
+FILE        *cfile_stream(cfile_t *c);
 cfile_kind_t cfile_kind(const cfile_t *c);
 /* "zstd", "gzip" or "none". */
 const char *cfile_kind_name(cfile_kind_t k);

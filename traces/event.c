@@ -97,8 +97,8 @@ as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
   size_t vlen = strlen(value);
   if (klen == 0 || klen >= sizeof m->key[0])
     return as_err_set(err, AS_EINVAL,
-                      "provenance key '%.40s' must be 1 to %zu bytes long",
-                      key, sizeof m->key[0] - 1);
+                      "provenance key '%.40s' must be 1 to %zu bytes long", key,
+                      sizeof m->key[0] - 1);
   if (vlen >= sizeof m->value[0])
     return as_err_set(err, AS_EINVAL,
                       "provenance value for '%s' is %zu bytes, expected at "
@@ -135,8 +135,8 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
   case TRACE_MEMALIGN:
     if (ev->align == 0 || (ev->align & (ev->align - 1)) != 0)
       return as_err_set(err, AS_EINVAL,
-                        "%s: event %" PRIu64
-                        ": memalign align %" PRIu64 " is not a power of two",
+                        "%s: event %" PRIu64 ": memalign align %" PRIu64
+                        " is not a power of two",
                         name, index, ev->align);
     /* fall through */
   case TRACE_MALLOC:
@@ -145,8 +145,8 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
   case TRACE_FREE:
     if (ev->domain >= TRACE_DOMAIN_COUNT)
       return as_err_set(err, AS_EINVAL,
-                        "%s: event %" PRIu64 ": unknown domain %u", name,
-                        index, ev->domain);
+                        "%s: event %" PRIu64 ": unknown domain %u", name, index,
+                        ev->domain);
     break;
   case TRACE_MARK: {
     const char *l = ev->label != NULL ? ev->label : "";

@@ -18,19 +18,19 @@
 /* Ops.  The text format spells them exactly as the second column says. */
 #define TRACE_OP_MAP(X)                                                        \
   X(MALLOC, "malloc")                                                          \
-  X(CALLOC, "calloc")     /* size = nmemb * size; memory reads as zero */      \
-  X(REALLOC, "realloc")   /* id keeps naming the object; size is the new one */ \
+  X(CALLOC, "calloc")   /* size = nmemb * size; memory reads as zero */        \
+  X(REALLOC, "realloc") /* id keeps naming the object; size is the new one */  \
   X(MEMALIGN, "memalign") /* also aligned_alloc and posix_memalign */          \
   X(FREE, "free")                                                              \
   X(THREAD_START, "thread_start")                                              \
   X(THREAD_EXIT, "thread_exit")                                                \
-  X(MARK, "mark")         /* named phase point: label */                       \
-  X(IDLE, "idle")         /* size = duration in ns with no activity */         \
-  X(TRIM, "trim")         /* malloc_trim(pad): size = pad */                   \
-  X(RSS, "rss")           /* a measured RSS sample: size = bytes */        \
-  X(PURGE, "purge")       /* size = trace_purge_kind_t, id = arena */      \
-  X(OPTION, "option")     /* label = knob name, size = (int64_t) value */  \
-  X(TOUCH, "touch")       /* id's bytes [offset, offset+size) written */
+  X(MARK, "mark")     /* named phase point: label */                           \
+  X(IDLE, "idle")     /* size = duration in ns with no activity */             \
+  X(TRIM, "trim")     /* malloc_trim(pad): size = pad */                       \
+  X(RSS, "rss")       /* a measured RSS sample: size = bytes */                \
+  X(PURGE, "purge")   /* size = trace_purge_kind_t, id = arena */              \
+  X(OPTION, "option") /* label = knob name, size = (int64_t) value */          \
+  X(TOUCH, "touch")   /* id's bytes [offset, offset+size) written */
 
 typedef enum trace_op_e {
 #define TRACE_OP_ENUM(name, str) TRACE_##name,
@@ -70,22 +70,23 @@ typedef enum trace_purge_kind_e {
 #define TRACE_ALL_ARENAS UINT64_MAX
 
 /* Event flags, set by the engine for models; never stored in trace files. */
-#define TRACE_FLAG_UNWRITTEN 0x01 /* the program does not write this
-                                     allocation's payload now: its writes
-                                     arrive as touch events (a trace with
-                                     touch_threshold provenance) */
+#define TRACE_FLAG_UNWRITTEN                                                   \
+  0x01 /* the program does not write this                                      \
+          allocation's payload now: its writes                                 \
+          arrive as touch events (a trace with                                 \
+          touch_threshold provenance) */
 
 typedef struct trace_event_s trace_event_t;
 struct trace_event_s {
-  uint64_t    t_ns;   /* virtual time, non-decreasing along a trace */
-  uint64_t    id;     /* object id (alloc ops, free) */
-  uint64_t    size;   /* bytes; idle: ns; trim: pad; rss: bytes */
-  uint64_t    align;  /* memalign only: a power of two; else 0 */
-  uint64_t    offset; /* touch only: first byte written, from the object's
+  uint64_t t_ns;      /* virtual time, non-decreasing along a trace */
+  uint64_t id;        /* object id (alloc ops, free) */
+  uint64_t size;      /* bytes; idle: ns; trim: pad; rss: bytes */
+  uint64_t align;     /* memalign only: a power of two; else 0 */
+  uint64_t offset;    /* touch only: first byte written, from the object's
                          start */
-  uint64_t    prev_size; /* free, realloc: the object's size before the
-                            event, set by the engine for models; never
-                            stored in trace files */
+  uint64_t prev_size; /* free, realloc: the object's size before the
+                         event, set by the engine for models; never
+                         stored in trace files */
   uint32_t    thread; /* thread id, 0 = main thread */
   uint8_t     op;     /* trace_op_t */
   uint8_t     domain; /* trace_domain_t */
@@ -103,8 +104,7 @@ const char *trace_domain_name(trace_domain_t d);
 bool        trace_domain_parse(const char *s, size_t len, trace_domain_t *out);
 /* "all", "decay", "tcache"; NULL for an out-of-range kind. */
 const char *trace_purge_name(trace_purge_kind_t k);
-bool        trace_purge_parse(const char *s, size_t len,
-                              trace_purge_kind_t *out);
+bool trace_purge_parse(const char *s, size_t len, trace_purge_kind_t *out);
 /* Whether s (len bytes) is a knob name an option event may carry: 1 to
  * TRACE_LABEL_MAX bytes of [a-z0-9_.]. */
 bool trace_option_name_ok(const char *s, size_t len);
@@ -143,7 +143,7 @@ bool trace_op_is_alloc(uint8_t op);
 
 /* ---- Streams ------------------------------------------------------------ */
 
-typedef struct trace_source_s trace_source_t;
+typedef struct trace_source_s         trace_source_t;
 typedef struct trace_source_methods_s trace_source_methods_t;
 struct trace_source_methods_s {
   /* Fills *ev with the next event: AS_OK, AS_DONE at the end, or an error
@@ -155,8 +155,8 @@ struct trace_source_methods_s {
   void (*where)(const trace_source_t *src, char *buf, size_t len);
 };
 struct trace_source_s {
-  const trace_source_methods_t *methods; /* must be first */
-  trace_meta_t                  meta;    /* header provenance */
+  const trace_source_methods_t *methods;   /* must be first */
+  trace_meta_t                  meta;      /* header provenance */
   char                          name[256]; /* path or workload description */
 };
 
@@ -177,7 +177,7 @@ static inline void trace_source_close(trace_source_t *src) {
     src->methods->close(src);
 }
 
-typedef struct trace_writer_s trace_writer_t;
+typedef struct trace_writer_s         trace_writer_t;
 typedef struct trace_writer_methods_s trace_writer_methods_t;
 struct trace_writer_methods_s {
   as_status_t (*write)(trace_writer_t *w, const trace_event_t *ev,
@@ -189,13 +189,11 @@ struct trace_writer_s {
   const trace_writer_methods_t *methods; /* must be first */
 };
 
-static inline as_status_t trace_writer_write(trace_writer_t *w,
-                                             const trace_event_t *ev,
-                                             as_err_t *err) {
+static inline as_status_t
+trace_writer_write(trace_writer_t *w, const trace_event_t *ev, as_err_t *err) {
   return w->methods->write(w, ev, err);
 }
-static inline as_status_t trace_writer_close(trace_writer_t *w,
-                                             as_err_t *err) {
+static inline as_status_t trace_writer_close(trace_writer_t *w, as_err_t *err) {
   return w->methods->close(w, err);
 }
 

@@ -49,14 +49,14 @@ struct ht_s {
   /* interpreted: allocation infos and their live-id stacks */
   ht_info_t *info;
   size_t     ninfo, info_cap;
-  uint64_t *next;       /* [id]: the next older live id of its info */
-  size_t    next_cap;
-  uint64_t  seq;        /* keys for the id mapper */
+  uint64_t  *next; /* [id]: the next older live id of its info */
+  size_t     next_cap;
+  uint64_t   seq; /* keys for the id mapper */
   /* RSS-drop sign */
-  uint64_t  last_rss;
-  uint64_t  last_rss_line;
-  bool      have_rss;
-  uint64_t  frees_since_rss;
+  uint64_t last_rss;
+  uint64_t last_rss_line;
+  bool     have_rss;
+  uint64_t frees_since_rss;
 };
 
 /* ---- Messages ----------------------------------------------------------- */
@@ -65,8 +65,10 @@ static as_status_t bad(ht_t *h, const char *what, const char *got,
                        as_err_t *err) {
   char q[72];
   if (got == NULL)
-    return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got end "
-                      "of line", h->name, h->st->lines, what);
+    return as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected %s, got end "
+                      "of line",
+                      h->name, h->st->lines, what);
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
                     h->name, h->st->lines, what, import_quote(got, q));
 }
@@ -80,8 +82,7 @@ static as_status_t oom(ht_t *h, as_err_t *err) {
 
 /* Parses n hex fields (1-16 lowercase or uppercase digits, one space
  * before each) from s; *rest = what follows.  False if malformed. */
-static bool hex_fields(const char *s, int n, uint64_t *out,
-                       const char **rest) {
+static bool hex_fields(const char *s, int n, uint64_t *out, const char **rest) {
   for (int i = 0; i < n; i++) {
     if (*s != ' ')
       return false;
@@ -108,10 +109,9 @@ static as_status_t fields(ht_t *h, const char *line, int n, uint64_t *out,
 static bool string_field(const ht_t *h, const char *p, const char **s,
                          size_t *len) {
   if (h->st->file_version >= 3) {
-    uint64_t n;
+    uint64_t    n;
     const char *rest;
-    if (!hex_fields(p, 1, &n, &rest) || *rest != ' ' ||
-        n > strlen(rest + 1))
+    if (!hex_fields(p, 1, &n, &rest) || *rest != ' ' || n > strlen(rest + 1))
       return false;
     *s = rest + 1;
     *len = (size_t)n;
@@ -143,8 +143,10 @@ static as_status_t meta_header(ht_t *h, as_err_t *err) {
   if ((rc = meta_put(h, "source", "heaptrack", err)) != AS_OK ||
       (rc = meta_put(h, "heaptrack_version", ver, err)) != AS_OK ||
       (rc = meta_put(h, "heaptrack_file_format", fmt, err)) != AS_OK ||
-      (rc = meta_put(h, "clock", "heaptrack timestamps: ms since it "
-                     "started; events take the last one", err)) != AS_OK ||
+      (rc = meta_put(h, "clock",
+                     "heaptrack timestamps: ms since it "
+                     "started; events take the last one",
+                     err)) != AS_OK ||
       (rc = meta_put(h, "threads", "not recorded (all on thread 0)", err)) !=
           AS_OK ||
       (rc = meta_put(h, "unrecorded", "mmap, munmap, malloc_trim, threads",
@@ -176,8 +178,9 @@ static as_status_t set_kind(ht_t *h, ht_kind_t k, const char *line,
   }
   if (h->kind == k)
     return AS_OK;
-  return bad(h, h->kind == HT_RAW ? "a line of a raw heaptrack file"
-                                  : "a line of an interpreted heaptrack file",
+  return bad(h,
+             h->kind == HT_RAW ? "a line of a raw heaptrack file"
+                               : "a line of an interpreted heaptrack file",
              line, err);
 }
 
@@ -225,8 +228,10 @@ static as_status_t check_index(ht_t *h, uint64_t idx, const char *line,
   if (idx < h->ninfo)
     return AS_OK;
   char what[96];
-  snprintf(what, sizeof what, "an allocation index below %zu (defined by "
-           "'a' lines so far)", h->ninfo);
+  snprintf(what, sizeof what,
+           "an allocation index below %zu (defined by "
+           "'a' lines so far)",
+           h->ninfo);
   return bad(h, what, line, err);
 }
 
@@ -240,8 +245,8 @@ static as_status_t interp_malloc(ht_t *h, uint64_t idx, const char *line,
     return oom(h, err);
   addr_ids_detach(&h->ids, h->seq++, &id); /* held until its free */
   if (id >= h->next_cap) {
-    uint64_t *n = as_grow(h->next, &h->next_cap, (size_t)id + 1, sizeof *n,
-                          1024);
+    uint64_t *n =
+        as_grow(h->next, &h->next_cap, (size_t)id + 1, sizeof *n, 1024);
     if (n == NULL) {
       addr_ids_release(&h->ids, id);
       return oom(h, err);
@@ -263,8 +268,7 @@ static as_status_t interp_free(ht_t *h, uint64_t idx, const char *line,
     return rc;
   ht_info_t *info = &h->info[idx];
   if (info->top == HT_NONE)
-    return bad(h, "a '-' of an allocation index with a live block", line,
-               err);
+    return bad(h, "a '-' of an allocation index with a live block", line, err);
   uint64_t id = info->top;
   info->top = h->next[id];
   if (info->live-- > 1)
@@ -288,9 +292,10 @@ static as_status_t version_line(ht_t *h, const char *line, as_err_t *err) {
   h->st->file_version = (unsigned)(v[1] > 99 ? 99 : v[1]);
   if (v[1] < 2 || v[1] > 3) {
     char got[96];
-    snprintf(got, sizeof got, "format %" PRIu64 " (written by heaptrack "
-             "%" PRIu64 ".%" PRIu64 ".%" PRIu64 ")", v[1], v[0] >> 16 & 0xff,
-             v[0] >> 8 & 0xff, v[0] & 0xff);
+    snprintf(got, sizeof got,
+             "format %" PRIu64 " (written by heaptrack "
+             "%" PRIu64 ".%" PRIu64 ".%" PRIu64 ")",
+             v[1], v[0] >> 16 & 0xff, v[0] >> 8 & 0xff, v[0] & 0xff);
     return as_err_set(err, AS_EFORMAT,
                       "%s:%" PRIu64 ": expected heaptrack file format 2 or 3 "
                       "(heaptrack 1.1 to 1.5), got %s",
@@ -374,8 +379,7 @@ static as_status_t string_line(ht_t *h, const char *line, as_err_t *err) {
   const char *s;
   size_t      n;
   if (!string_field(h, line + 1, &s, &n))
-    return bad(h, h->st->file_version >= 3 ? "'s LENGTH STRING'"
-                                           : "'s STRING'",
+    return bad(h, h->st->file_version >= 3 ? "'s LENGTH STRING'" : "'s STRING'",
                line, err);
   static const char *const pymalloc[] = {"_PyObject_Malloc", "pymalloc_alloc",
                                          "_PyObject_Calloc", "pymalloc_free"};
@@ -389,10 +393,11 @@ static as_status_t alloc_line(ht_t *h, const char *line, as_err_t *err) {
   uint64_t    v[3];
   const char *rest;
   if (h->kind == HT_UNKNOWN)
-    (void)set_kind(h, hex_fields(line + 1, 3, v, &rest) && *rest == '\0'
-                    ? HT_RAW
-                    : HT_INTERPRETED,
-             line, err);
+    (void)set_kind(h,
+                   hex_fields(line + 1, 3, v, &rest) && *rest == '\0'
+                       ? HT_RAW
+                       : HT_INTERPRETED,
+                   line, err);
   as_status_t rc;
   if (h->kind == HT_RAW) {
     if ((rc = fields(h, line, 3, v, "'+ SIZE TRACE ADDRESS' in hex", err)) !=
@@ -407,16 +412,14 @@ static as_status_t alloc_line(ht_t *h, const char *line, as_err_t *err) {
 
 static as_status_t free_line(ht_t *h, const char *line, as_err_t *err) {
   uint64_t    v;
-  as_status_t rc = fields(h, line, 1, &v,
-                          h->kind == HT_RAW ? "'- ADDRESS' in hex"
-                                            : "'- INDEX' in hex",
-                          err);
+  as_status_t rc = fields(
+      h, line, 1, &v,
+      h->kind == HT_RAW ? "'- ADDRESS' in hex" : "'- INDEX' in hex", err);
   if (rc != AS_OK)
     return rc;
   if (h->kind == HT_UNKNOWN)
     return bad(h, "an allocation ('+') before the first free", line, err);
-  return h->kind == HT_RAW ? raw_free(h, v, err)
-                           : interp_free(h, v, line, err);
+  return h->kind == HT_RAW ? raw_free(h, v, err) : interp_free(h, v, line, err);
 }
 
 static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
@@ -451,8 +454,10 @@ static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
     return page_size_line(h, line, err);
   case 'A': /* attached to a running process: earlier blocks are unknown */
     h->st->attached = true;
-    return meta_put(h, "attached", "yes (blocks allocated before are not "
-                    "in the trace)", err);
+    return meta_put(h, "attached",
+                    "yes (blocks allocated before are not "
+                    "in the trace)",
+                    err);
   case '#':
     if (strncmp(line, "# strings:", 10) == 0)
       h->st->complete = true;
@@ -463,7 +468,8 @@ static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
   case 'v':
     return bad(h, "one 'v' line, the first", line, err);
   default:
-    return bad(h, "a heaptrack line ('+', '-', 'a', 't', 'i', 's', 'c', "
+    return bad(h,
+               "a heaptrack line ('+', '-', 'a', 't', 'i', 's', 'c', "
                "'R', 'X', 'I', 'x', 'm', 'A', 'S' or '#')",
                line, err);
   }
@@ -486,8 +492,8 @@ static as_status_t inserts_due(ht_t *h, uint64_t line, as_err_t *err) {
 as_status_t import_heaptrack_stream(FILE *in, const char *name,
                                     trace_writer_t *w, trace_meta_t *meta,
                                     const import_heaptrack_opts_t *opts,
-                                    import_heaptrack_stats_t *st,
-                                    as_err_t *err) {
+                                    import_heaptrack_stats_t      *st,
+                                    as_err_t                      *err) {
   memset(st, 0, sizeof *st);
   ht_t h;
   memset(&h, 0, sizeof h);

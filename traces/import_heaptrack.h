@@ -61,8 +61,8 @@ struct import_heaptrack_opts_s {
 
 typedef struct import_heaptrack_stats_s import_heaptrack_stats_t;
 struct import_heaptrack_stats_s {
-  uint64_t lines;           /* lines read (decompressed) */
-  uint64_t events;          /* trace events written */
+  uint64_t lines;  /* lines read (decompressed) */
+  uint64_t events; /* trace events written */
   uint64_t mallocs;
   uint64_t frees;
   uint64_t unmatched_frees; /* raw: frees of addresses never seen (blocks
@@ -70,27 +70,27 @@ struct import_heaptrack_stats_s {
   uint64_t missed_frees;    /* raw: an address allocated again while live */
   uint64_t ambiguous_frees; /* interpreted: several live blocks matched */
   uint64_t rss_samples;
-  uint64_t inserted;        /* events from opts.inserts */
+  uint64_t inserted; /* events from opts.inserts */
   uint64_t live_at_end;
   uint64_t max_live_ids;
-  uint64_t page_size;        /* from the "I" line */
-  uint64_t peak_rss_bytes;   /* largest sample */
-  uint64_t end_t_ns;         /* last timestamp */
-  uint64_t rss_drops;        /* falls >= IMPORT_HEAPTRACK_DROP_BYTES with
-                                no free since the previous sample */
+  uint64_t page_size;      /* from the "I" line */
+  uint64_t peak_rss_bytes; /* largest sample */
+  uint64_t end_t_ns;       /* last timestamp */
+  uint64_t rss_drops;      /* falls >= IMPORT_HEAPTRACK_DROP_BYTES with
+                              no free since the previous sample */
   uint64_t largest_drop_bytes;
   uint64_t largest_drop_t_ns;
   uint64_t largest_drop_from_line; /* the sample before it (input line) */
   uint64_t largest_drop_line;      /* the sample that fell */
-  uint32_t heaptrack_version; /* 0x010400 for 1.4.0 */
+  uint32_t heaptrack_version;      /* 0x010400 for 1.4.0 */
   unsigned file_version;
-  bool     raw;              /* raw (addresses) rather than interpreted */
-  bool     attached;         /* heaptrack attached to a running process */
-  bool     complete;         /* interpreted: heaptrack_interpret's closing
-                                "# strings" line is present */
-  bool     python;           /* the command is a CPython interpreter */
-  bool     pymalloc_frames;  /* stacks name pymalloc's functions */
-  char     command[256];     /* the "X" line */
+  bool     raw;         /* raw (addresses) rather than interpreted */
+  bool     attached;    /* heaptrack attached to a running process */
+  bool     complete;    /* interpreted: heaptrack_interpret's closing
+                           "# strings" line is present */
+  bool python;          /* the command is a CPython interpreter */
+  bool pymalloc_frames; /* stacks name pymalloc's functions */
+  char command[256];    /* the "X" line */
 };
 
 /* Reads a decompressed heaptrack file from in (named name in messages),
@@ -101,8 +101,8 @@ struct import_heaptrack_stats_s {
 as_status_t import_heaptrack_stream(FILE *in, const char *name,
                                     trace_writer_t *w, trace_meta_t *meta,
                                     const import_heaptrack_opts_t *opts,
-                                    import_heaptrack_stats_t *st,
-                                    as_err_t *err);
+                                    import_heaptrack_stats_t      *st,
+                                    as_err_t                      *err);
 
 /* The file form: in_path ("-" = stdin) compressed or not, out_path ("-" =
  * stdout); a failed import leaves no output. */

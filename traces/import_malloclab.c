@@ -32,8 +32,8 @@ struct lab_s {
   uint64_t                  pos_line; /* line the reader is on */
   bool                      eof;
   char                      tok[TOKEN_MAX];
-  addr_ids_t                ids;   /* block id -> trace id, live blocks */
-  addr_ids_map_t            freed; /* block ids freed (dangling) */
+  addr_ids_t                ids;       /* block id -> trace id, live blocks */
+  addr_ids_map_t            freed;     /* block ids freed (dangling) */
   uint64_t                  max_block; /* largest block id used */
   bool                      any_block;
 };
@@ -43,8 +43,10 @@ struct lab_s {
 static as_status_t bad(lab_t *l, const char *what, as_err_t *err) {
   char q[72];
   if (l->eof)
-    return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got end "
-                      "of file", l->name, l->line, what);
+    return as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected %s, got end "
+                      "of file",
+                      l->name, l->line, what);
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
                     l->name, l->line, what, import_quote(l->tok, q));
 }
@@ -54,7 +56,7 @@ static as_status_t bad(lab_t *l, const char *what, as_err_t *err) {
 static bool next_token(lab_t *l) {
   int c;
   while ((c = getc(l->in)) != EOF && (c == ' ' || c == '\t' || c == '\n' ||
-                                     c == '\r' || c == '\v' || c == '\f'))
+                                      c == '\r' || c == '\v' || c == '\f'))
     if (c == '\n')
       l->pos_line++;
   l->line = l->pos_line;
@@ -68,9 +70,8 @@ static bool next_token(lab_t *l) {
   do {
     if (n + 1 < TOKEN_MAX)
       l->tok[n++] = c == '\0' ? '?' : (char)c;
-  } while ((c = getc(l->in)) != EOF &&
-           !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-             c == '\f'));
+  } while ((c = getc(l->in)) != EOF && !(c == ' ' || c == '\t' || c == '\n' ||
+                                         c == '\r' || c == '\v' || c == '\f'));
   if (c == '\n')
     ungetc(c, l->in);
   l->tok[n] = '\0';
@@ -187,9 +188,10 @@ static as_status_t request(lab_t *l, as_err_t *err) {
   int64_t     max_id = (int64_t)l->st->num_ids - 1;
   char        what[96];
   as_status_t rc;
-  snprintf(what, sizeof what, "a block id from %s0 to %" PRId64 " (the "
-           "header's %" PRIu64 " ids)", op == 'f' ? "-1 or " : "", max_id,
-           l->st->num_ids);
+  snprintf(what, sizeof what,
+           "a block id from %s0 to %" PRId64 " (the "
+           "header's %" PRIu64 " ids)",
+           op == 'f' ? "-1 or " : "", max_id, l->st->num_ids);
   if ((rc = take_int(l, op == 'f' ? -1 : 0, max_id, what, &block, err)) !=
       AS_OK)
     return rc;
@@ -212,8 +214,8 @@ static as_status_t request(lab_t *l, as_err_t *err) {
 /* ---- Driver ------------------------------------------------------------- */
 
 /* Reads the four header numbers; *num_ops = the third. */
-static as_status_t read_header(lab_t *l, trace_meta_t *meta,
-                               uint64_t *num_ops, as_err_t *err) {
+static as_status_t read_header(lab_t *l, trace_meta_t *meta, uint64_t *num_ops,
+                               as_err_t *err) {
   static const char *const what[4] = {
       "the first header number (heap-size hint or weight)",
       "the number of block ids (header line 2)",
@@ -230,8 +232,9 @@ static as_status_t read_header(lab_t *l, trace_meta_t *meta,
   if (meta == NULL)
     return AS_OK;
   char header[96], clock[96];
-  snprintf(header, sizeof header, "%" PRId64 " %" PRId64 " %" PRId64
-           " %" PRId64, h[0], h[1], h[2], h[3]);
+  snprintf(header, sizeof header,
+           "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64, h[0], h[1], h[2],
+           h[3]);
   if (l->tick_ns)
     snprintf(clock, sizeof clock, "synthetic, %" PRIu64 " ns per event",
              l->tick_ns);
@@ -249,8 +252,8 @@ static as_status_t read_header(lab_t *l, trace_meta_t *meta,
 as_status_t import_malloclab_stream(FILE *in, const char *name,
                                     trace_writer_t *w, trace_meta_t *meta,
                                     const import_malloclab_opts_t *opts,
-                                    import_malloclab_stats_t *st,
-                                    as_err_t *err) {
+                                    import_malloclab_stats_t      *st,
+                                    as_err_t                      *err) {
   memset(st, 0, sizeof *st);
   lab_t l;
   memset(&l, 0, sizeof l);
@@ -265,8 +268,8 @@ as_status_t import_malloclab_stream(FILE *in, const char *name,
   while (rc == AS_OK && next_token(&l)) {
     if (st->requests == num_ops) {
       char what[96];
-      snprintf(what, sizeof what, "end of file after the header's %" PRIu64
-               " requests", num_ops);
+      snprintf(what, sizeof what,
+               "end of file after the header's %" PRIu64 " requests", num_ops);
       rc = bad(&l, what, err);
       break;
     }
@@ -277,8 +280,10 @@ as_status_t import_malloclab_stream(FILE *in, const char *name,
     rc = as_err_set(err, AS_EIO, "%s: read error: %s", name, strerror(errno));
   if (rc == AS_OK && st->requests != num_ops) {
     char what[96];
-    snprintf(what, sizeof what, "%" PRIu64 " requests (header line 3), "
-             "found %" PRIu64, num_ops, st->requests);
+    snprintf(what, sizeof what,
+             "%" PRIu64 " requests (header line 3), "
+             "found %" PRIu64,
+             num_ops, st->requests);
     rc = bad(&l, what, err);
   }
   if (rc == AS_OK && st->num_ids > 0 &&

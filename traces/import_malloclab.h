@@ -13,9 +13,9 @@
  * mdriver.c:792-793 calloc's the block table, so a block never allocated is
  * NULL): realloc of such a block is realloc(NULL) = malloc, realloc to 0
  * frees it and stores the NULL it returns (mdriver.c:950-975), and free of
- * NULL (or of -1, mdriver.c:990-996) does nothing.  'a' on a live block overwrites the
- * driver's pointer, so the old block is never freed: it stays live,
- * counted as leaked.  Freeing or reallocating a freed block is an error
+ * NULL (or of -1, mdriver.c:990-996) does nothing.  'a' on a live block
+ * overwrites the driver's pointer, so the old block is never freed: it stays
+ * live, counted as leaked.  Freeing or reallocating a freed block is an error
  * (the driver would pass a dangling pointer).  The driver writes every
  * block it gets (memset in 2002, randomize_block in Autolab), so every
  * allocation is written, as a trace assumes.  Times come from the cost
@@ -57,8 +57,8 @@ struct import_malloclab_stats_s {
 as_status_t import_malloclab_stream(FILE *in, const char *name,
                                     trace_writer_t *w, trace_meta_t *meta,
                                     const import_malloclab_opts_t *opts,
-                                    import_malloclab_stats_t *st,
-                                    as_err_t *err);
+                                    import_malloclab_stats_t      *st,
+                                    as_err_t                      *err);
 
 /* The file form (in_path "-" = stdin, may be compressed; out_path "-" =
  * stdout); a failed import leaves no output. */

@@ -175,10 +175,9 @@ static void note_arena(imp_t *im, uint64_t addr, uint64_t size) {
     im->main_heap = addr;
     return;
   }
-  uint64_t d = addr > im->main_heap ? addr - im->main_heap
-                                    : im->main_heap - addr;
-  if (d > IMPORT_MTRACE_ARENA_DISTANCE &&
-      im->st->other_arena_blocks++ == 0)
+  uint64_t d =
+      addr > im->main_heap ? addr - im->main_heap : im->main_heap - addr;
+  if (d > IMPORT_MTRACE_ARENA_DISTANCE && im->st->other_arena_blocks++ == 0)
     im->st->first_other_arena_line = im->st->lines;
 }
 
@@ -419,8 +418,8 @@ as_status_t import_mtrace_file(const char *in_path, const char *out_path,
       (rc = trace_meta_set(&meta, "clock", clock, err)) != AS_OK ||
       (rc = trace_meta_set(&meta, "threads", "unknown (all on thread 0)",
                            err)) != AS_OK ||
-      (rc = trace_meta_set(&meta, "unrecorded", "malloc_trim, threads",
-                           err)) != AS_OK)
+      (rc = trace_meta_set(&meta, "unrecorded", "malloc_trim, threads", err)) !=
+          AS_OK)
     return rc;
   import_job_t job = {opts, st};
   return import_run_file(in_path, out_path, fmt, &meta, run_stream, &job, err);

@@ -36,9 +36,9 @@
 
 typedef struct import_mtrace_opts_s import_mtrace_opts_t;
 struct import_mtrace_opts_s {
-  bool     lenient; /* skip and count unmatched frees / reallocs */
-  uint64_t tick_ns; /* synthetic clock step per event; 0 = the cost
-                       model's C malloc (with writes) and free times */
+  bool     lenient;          /* skip and count unmatched frees / reallocs */
+  uint64_t tick_ns;          /* synthetic clock step per event; 0 = the cost
+                                model's C malloc (with writes) and free times */
   import_inserts_t *inserts; /* events to insert after log lines (sorted
                                 by import_inserts_sort); may be NULL */
 };
@@ -66,7 +66,7 @@ struct import_mtrace_stats_s {
   uint64_t other_arena_blocks; /* blocks < 128 KiB far from the main heap:
                                   allocated by other threads */
   uint64_t first_other_arena_line; /* where the first of them was, or 0 */
-  bool     saw_end;            /* the log has its '= End' line */
+  bool     saw_end;                /* the log has its '= End' line */
 };
 
 /* Reads an mtrace log from in (named name in messages) to its end and

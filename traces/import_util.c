@@ -54,17 +54,17 @@ bool import_hex(const char **p, uint64_t *out) {
   return true;
 }
 
-as_status_t import_meta_put(trace_meta_t *m, const char *key,
-                            const char *value, as_err_t *err) {
+as_status_t import_meta_put(trace_meta_t *m, const char *key, const char *value,
+                            as_err_t *err) {
   char v[256];
   while (*value == ' ' || *value == '\t')
     value++;
   size_t n = 0;
   for (; value[n] != '\0' && n < sizeof v - 1; n++)
-    v[n] = ((unsigned char)value[n] < 0x20 && value[n] != '\t') ||
-                   value[n] == 0x7f
-               ? '?'
-               : value[n];
+    v[n] =
+        ((unsigned char)value[n] < 0x20 && value[n] != '\t') || value[n] == 0x7f
+            ? '?'
+            : value[n];
   while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
     n--;
   v[n] = '\0';
@@ -95,8 +95,8 @@ as_status_t import_emit(trace_writer_t *w, uint64_t t_ns, trace_op_t op,
 
 /* ---- Inserted events ---------------------------------------------------- */
 
-static as_status_t inserts_push(import_inserts_t *ins,
-                                const import_insert_t *x, as_err_t *err) {
+static as_status_t inserts_push(import_inserts_t *ins, const import_insert_t *x,
+                                as_err_t *err) {
   import_insert_t *v = as_grow(ins->v, &ins->cap, ins->n + 1, sizeof *v, 8);
   if (v == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for inserted events");
@@ -279,7 +279,7 @@ struct deferred_s {
   trace_writer_t *real; /* NULL until the first event */
   trace_meta_t   *meta;
   trace_format_t  fmt;
-  FILE           *f;    /* the stream form: not yet handed over */
+  FILE           *f; /* the stream form: not yet handed over */
   char            name[256];
   char           *path; /* the file form */
 };
@@ -290,8 +290,7 @@ static as_status_t deferred_start(deferred_t *d, as_err_t *err) {
   if (d->f != NULL) {
     FILE *f = d->f;
     d->f = NULL; /* trace_writer_open_stream owns it from here */
-    return trace_writer_open_stream(f, d->name, d->fmt, d->meta, &d->real,
-                                    err);
+    return trace_writer_open_stream(f, d->name, d->fmt, d->meta, &d->real, err);
   }
   return trace_writer_open(d->path, d->fmt, d->meta, &d->real, err);
 }

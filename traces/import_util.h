@@ -31,8 +31,8 @@ bool import_hex(const char **p, uint64_t *out);
 /* Sets provenance key to value as any trace format can carry it back: cut
  * to 255 bytes, control bytes (but tab) as '?', surrounding spaces
  * dropped (a command line or path read from another tool's file). */
-as_status_t import_meta_put(trace_meta_t *m, const char *key,
-                            const char *value, as_err_t *err);
+as_status_t import_meta_put(trace_meta_t *m, const char *key, const char *value,
+                            as_err_t *err);
 
 /* ---- Clock -------------------------------------------------------------- */
 
@@ -74,7 +74,7 @@ struct import_insert_s {
   uint8_t  op;         /* TRACE_MARK, TRACE_TRIM or TRACE_IDLE */
   uint64_t size;       /* trim pad, idle ns */
   char     label[TRACE_LABEL_MAX + 1];
-  uint64_t order;      /* position in the file / command line, for ties */
+  uint64_t order; /* position in the file / command line, for ties */
 };
 
 typedef struct import_inserts_s import_inserts_t;
@@ -101,7 +101,7 @@ void import_inserts_sort(import_inserts_t *ins);
 as_status_t import_inserts_emit(import_inserts_t *ins, uint64_t line,
                                 uint64_t t_ns, trace_writer_t *w,
                                 uint64_t *emitted, as_err_t *err);
-void import_inserts_free(import_inserts_t *ins);
+void        import_inserts_free(import_inserts_t *ins);
 
 /* ---- Output ------------------------------------------------------------
  * An importer learns provenance from a log's own header (heaptrack's

@@ -17,7 +17,7 @@ struct insert_src_s {
   trace_insert_t  ins[TRACE_INSERT_MAX];
   size_t          n;
   uint64_t        next_due[TRACE_INSERT_MAX]; /* periodic: next time */
-  trace_event_t   held;     /* an inner event waiting behind inserts */
+  trace_event_t   held; /* an inner event waiting behind inserts */
   bool            holding;
   size_t          mark_next; /* next insert to try before held (a mark) */
   bool            fired[TRACE_INSERT_MAX];
@@ -54,7 +54,7 @@ as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
                         "--insert: purge:KIND expects all, decay or tcache, "
                         "got '%s'",
                         colon);
-    out->op   = TRACE_PURGE;
+    out->op = TRACE_PURGE;
     out->size = k;
   } else {
     return as_err_set(err, AS_EUSAGE,
@@ -82,11 +82,11 @@ as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
 static void make_event(const trace_insert_t *ins, uint64_t t_ns,
                        uint32_t thread, trace_event_t *ev) {
   memset(ev, 0, sizeof *ev);
-  ev->t_ns   = t_ns;
+  ev->t_ns = t_ns;
   ev->thread = thread;
-  ev->op     = (uint8_t)ins->op;
-  ev->size   = ins->size;
-  ev->id     = ins->op == TRACE_PURGE ? TRACE_ALL_ARENAS : 0;
+  ev->op = (uint8_t)ins->op;
+  ev->size = ins->size;
+  ev->id = ins->op == TRACE_PURGE ? TRACE_ALL_ARENAS : 0;
 }
 
 /* A periodic insert due at or before t, or -1. */
@@ -104,7 +104,7 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
     as_status_t rc = trace_source_next(s->inner, &s->held, err);
     if (rc != AS_OK)
       return rc;
-    s->holding   = true;
+    s->holding = true;
     s->mark_next = 0;
     if (!s->started) {
       s->started = true;
@@ -130,7 +130,7 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
       }
     }
   }
-  *ev        = s->held;
+  *ev = s->held;
   s->holding = false;
   return AS_OK;
 }
@@ -146,12 +146,12 @@ static void insert_where(const trace_source_t *src, char *buf, size_t len) {
 }
 
 static const trace_source_methods_t insert_methods = {
-    .next  = insert_next,
+    .next = insert_next,
     .close = insert_close,
     .where = insert_where,
 };
 
-as_status_t trace_insert_wrap(trace_source_t *inner,
+as_status_t trace_insert_wrap(trace_source_t       *inner,
                               const trace_insert_t *inserts, size_t n,
                               trace_source_t **out, as_err_t *err) {
   *out = NULL;
@@ -166,7 +166,7 @@ as_status_t trace_insert_wrap(trace_source_t *inner,
     return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   s->base.methods = &insert_methods;
-  s->base.meta    = inner->meta;
+  s->base.meta = inner->meta;
   snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
   s->inner = inner;
   memcpy(s->ins, inserts, n * sizeof *inserts);

@@ -24,10 +24,10 @@
 
 typedef struct trace_insert_s trace_insert_t;
 struct trace_insert_s {
-  trace_op_t op;         /* TRACE_TRIM or TRACE_PURGE */
-  uint64_t   size;       /* trim pad, or purge kind */
+  trace_op_t op;                        /* TRACE_TRIM or TRACE_PURGE */
+  uint64_t   size;                      /* trim pad, or purge kind */
   char       mark[TRACE_LABEL_MAX + 1]; /* "" for a periodic insert */
-  uint64_t   every_ns;   /* periodic: the period; else 0 */
+  uint64_t   every_ns;                  /* periodic: the period; else 0 */
 };
 
 /* Parses spec into *out; AS_EUSAGE saying what was expected. */
@@ -36,7 +36,7 @@ as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
 
 /* Wraps inner (taking ownership) in a source that yields inner's events
  * with the n inserts applied; its meta and name are inner's. */
-as_status_t trace_insert_wrap(trace_source_t *inner,
+as_status_t trace_insert_wrap(trace_source_t       *inner,
                               const trace_insert_t *inserts, size_t n,
                               trace_source_t **out, as_err_t *err);
 

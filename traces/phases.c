@@ -53,9 +53,9 @@ static as_status_t note(phases_src_t *s, const trace_event_t *ev,
   }
   if (ev->id >= s->cap) {
     size_t   old = s->cap;
-    uint8_t *v   = ev->id < SIZE_MAX / 2
-                       ? as_grow(s->state, &s->cap, (size_t)ev->id + 1, 1, 4096)
-                       : NULL;
+    uint8_t *v = ev->id < SIZE_MAX / 2
+                     ? as_grow(s->state, &s->cap, (size_t)ev->id + 1, 1, 4096)
+                     : NULL;
     if (v == NULL)
       return as_err_set(err, AS_ENOMEM, "%s: out of memory for object phases",
                         s->base.name);
@@ -72,7 +72,7 @@ static as_status_t note(phases_src_t *s, const trace_event_t *ev,
 
 static as_status_t phases_next(trace_source_t *src, trace_event_t *ev,
                                as_err_t *err) {
-  phases_src_t *s  = (phases_src_t *)src;
+  phases_src_t *s = (phases_src_t *)src;
   as_status_t   rc = trace_source_next(s->inner, ev, err);
   return rc == AS_OK ? note(s, ev, err) : rc;
 }
@@ -85,22 +85,22 @@ static void phases_close(trace_source_t *src) {
 }
 
 static const trace_source_methods_t phases_methods = {
-    .next  = phases_next,
+    .next = phases_next,
     .close = phases_close,
 };
 
 as_status_t trace_phases_wrap(trace_source_t *inner, trace_source_t **out,
                               as_err_t *err) {
-  *out            = NULL;
+  *out = NULL;
   phases_src_t *s = calloc(1, sizeof *s);
   if (s == NULL) {
     trace_source_close(inner);
     return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   s->base.methods = &phases_methods;
-  s->base.meta    = inner->meta;
+  s->base.meta = inner->meta;
   snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
-  s->inner   = inner;
+  s->inner = inner;
   s->nphases = 1;
   snprintf(s->label[0], sizeof s->label[0], "before any mark");
   *out = &s->base;

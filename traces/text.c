@@ -57,12 +57,11 @@
 #include "../sim/units.h"
 #include "trace_io.h"
 
-
-#define TEXT_HEADER       "allocsim-trace"
-#define TEXT_VERSION      1
-#define TEXT_BUF_INITIAL  ((size_t)64 * 1024)
-#define TEXT_LINE_MAX     ((size_t)1024 * 1024) /* longer is an error */
-#define TEXT_GOT_MAX      60                    /* bytes quoted in errors */
+#define TEXT_HEADER      "allocsim-trace"
+#define TEXT_VERSION     1
+#define TEXT_BUF_INITIAL ((size_t)64 * 1024)
+#define TEXT_LINE_MAX    ((size_t)1024 * 1024) /* longer is an error */
+#define TEXT_GOT_MAX     60                    /* bytes quoted in errors */
 
 /* ---- Number parsing ----------------------------------------------------- */
 
@@ -71,18 +70,18 @@
 /* Invariants: buf[pos, len) holds bytes read but not yet consumed; the line
  * last returned by read_line stays valid until the next read_line call. */
 typedef struct text_src_s {
-  trace_source_t base;      /* must be first */
-  FILE          *f;         /* NULL once closed */
-  bool           own_f;     /* false for stdin */
-  char          *buf;       /* read buffer, cap bytes */
-  size_t         cap;       /* allocated size of buf */
-  size_t         pos;       /* first unconsumed byte */
-  size_t         len;       /* bytes valid in buf */
-  bool           eof;       /* f has no more bytes */
-  uint64_t       line;      /* 1-based number of the current line */
-  const char    *cur;       /* current line (no EOL), valid till next read */
-  size_t         cur_len;   /* its length */
-  bool           pending;   /* cur holds an event line not yet parsed */
+  trace_source_t base;    /* must be first */
+  FILE          *f;       /* NULL once closed */
+  bool           own_f;   /* false for stdin */
+  char          *buf;     /* read buffer, cap bytes */
+  size_t         cap;     /* allocated size of buf */
+  size_t         pos;     /* first unconsumed byte */
+  size_t         len;     /* bytes valid in buf */
+  bool           eof;     /* f has no more bytes */
+  uint64_t       line;    /* 1-based number of the current line */
+  const char    *cur;     /* current line (no EOL), valid till next read */
+  size_t         cur_len; /* its length */
+  bool           pending; /* cur holds an event line not yet parsed */
   bool           seen_event;
   bool           done;      /* AS_DONE returned */
   as_err_t       failure;   /* sticky error once next() failed */
@@ -157,8 +156,8 @@ static as_status_t fill(text_src_t *s, as_err_t *err) {
 static as_status_t read_line(text_src_t *s, as_err_t *err) {
   size_t scanned = 0;
   for (;;) {
-    char *start = s->buf + s->pos;
-    char *nl = memchr(start + scanned, '\n', s->len - s->pos - scanned);
+    char  *start = s->buf + s->pos;
+    char  *nl = memchr(start + scanned, '\n', s->len - s->pos - scanned);
     size_t avail = s->len - s->pos;
     if (nl != NULL || (s->eof && avail > 0)) {
       size_t llen = nl != NULL ? (size_t)(nl - start) : avail;
@@ -226,7 +225,7 @@ static as_status_t take_time(text_src_t *s, cursor_t *c, const char *field,
                              uint64_t *out, as_err_t *err) {
   const char *tok;
   size_t      len;
-  as_num_rc_t    rc = AS_NUM_MALFORMED;
+  as_num_rc_t rc = AS_NUM_MALFORMED;
   if (next_token(c, &tok, &len)) {
     rc = as_parse_number(tok, len, as_time_units, out);
     if (rc == AS_NUM_OK)
@@ -251,7 +250,7 @@ static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
                             as_err_t *err) {
   const char *tok;
   size_t      len;
-  as_num_rc_t    rc = AS_NUM_MALFORMED;
+  as_num_rc_t rc = AS_NUM_MALFORMED;
   if (next_token(c, &tok, &len)) {
     rc = as_parse_number(tok, len, units, out);
     if (rc == AS_NUM_OK && *out > max)
@@ -280,10 +279,10 @@ static as_status_t take_i64(text_src_t *s, cursor_t *c, const char *field,
   bool neg = c->p < c->end && *c->p == '-';
   if (neg)
     c->p++;
-  uint64_t v;
-  as_status_t rc = take_u64(s, c, field, as_size_units,
-                            neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX,
-                            &v, err);
+  uint64_t    v;
+  as_status_t rc =
+      take_u64(s, c, field, as_size_units,
+               neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v, err);
   if (rc != AS_OK)
     return rc;
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
@@ -291,13 +290,12 @@ static as_status_t take_i64(text_src_t *s, cursor_t *c, const char *field,
 }
 
 /* An option event's knob name into s->label. */
-static as_status_t take_option_name(text_src_t *s, cursor_t *c,
-                                    as_err_t *err) {
+static as_status_t take_option_name(text_src_t *s, cursor_t *c, as_err_t *err) {
   const char *tok;
   size_t      len;
   if (!next_token(c, &tok, &len) || !trace_option_name_ok(tok, len))
-    return fail_got(s, err, "an option NAME (1-63 bytes of a-z, 0-9, _ .)",
-                    tok, tok ? len : 0);
+    return fail_got(s, err, "an option NAME (1-63 bytes of a-z, 0-9, _ .)", tok,
+                    tok ? len : 0);
   memcpy(s->label, tok, len);
   s->label[len] = '\0';
   return AS_OK;
@@ -310,12 +308,11 @@ static bool label_bare_byte(unsigned char b) {
 }
 
 static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
-  static const char what[] =
-      "a label (a bare word or a double-quoted string)";
+  static const char what[] = "a label (a bare word or a double-quoted string)";
   skip_ws(c);
   if (c->p == c->end || *c->p == '#')
     return fail_got(s, err, what, NULL, 0);
-  size_t n = 0;
+  size_t      n = 0;
   const char *start = c->p;
   bool        too_long = false;
   if (*c->p == '"') {
@@ -334,8 +331,7 @@ static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
         b = (unsigned char)*c->p++;
       } else if (b < 0x20 && b != '\t') {
         return fail(s, err,
-                    "expected a printable byte in a label, got byte 0x%02x",
-                    b);
+                    "expected a printable byte in a label, got byte 0x%02x", b);
       }
       if (n < TRACE_LABEL_MAX)
         s->label[n] = (char)b;
@@ -395,16 +391,16 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
     while (is_ws(*t_tok))
       t_tok++;
     char w[96];
-    snprintf(w, sizeof w,
-             "TIME >= %" PRIu64 " ns (the previous event's)", s->prev_t_ns);
+    snprintf(w, sizeof w, "TIME >= %" PRIu64 " ns (the previous event's)",
+             s->prev_t_ns);
     return fail_got(s, err, w, t_tok, (size_t)(c->p - t_tok));
   }
   if ((rc = take_u64(s, c, "THREAD", NULL, UINT32_MAX, &v, err)) != AS_OK)
     return rc;
   ev->thread = (uint32_t)v;
-  const char *tok;
-  size_t      len;
-  trace_op_t  op;
+  const char       *tok;
+  size_t            len;
+  trace_op_t        op;
   static const char op_what[] =
       "an op (malloc, calloc, realloc, memalign, free, thread_start, "
       "thread_exit, mark, idle, trim, rss, purge, option, touch)";
@@ -501,8 +497,7 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
     if (ev->size == 0) {
       while (is_ws(*l_tok))
         l_tok++;
-      return fail_got(s, err, "LENGTH above 0", l_tok,
-                      (size_t)(c->p - l_tok));
+      return fail_got(s, err, "LENGTH above 0", l_tok, (size_t)(c->p - l_tok));
     }
     break;
   }
@@ -512,8 +507,7 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
   return expect_end(s, c, err);
 }
 
-static as_status_t parse_provenance(text_src_t *s, cursor_t *c,
-                                    as_err_t *err) {
+static as_status_t parse_provenance(text_src_t *s, cursor_t *c, as_err_t *err) {
   const char *line = c->p;
   c->p += 2; /* "#@" */
   skip_ws(c);
@@ -532,8 +526,7 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c,
     return fail_got(s, err, "a provenance key before '='", line,
                     (size_t)(c->end - line));
   if (klen >= sizeof s->base.meta.key[0])
-    return fail_got(s, err, "a provenance key of at most 31 bytes", c->p,
-                    klen);
+    return fail_got(s, err, "a provenance key of at most 31 bytes", c->p, klen);
   const char *v = eq + 1;
   const char *vend = c->end;
   while (v < vend && is_ws(*v))
@@ -549,8 +542,7 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c,
                   (unsigned char)*q);
   }
   if (vlen >= sizeof s->base.meta.value[0])
-    return fail_got(s, err, "a provenance value of at most 255 bytes", v,
-                    vlen);
+    return fail_got(s, err, "a provenance value of at most 255 bytes", v, vlen);
   char key[32], value[256];
   memcpy(key, c->p, klen);
   key[klen] = '\0';
@@ -653,7 +645,7 @@ static const trace_source_methods_t text_source_methods = {
 /* Reads the header line and the provenance block, leaving the first event
  * line pending. */
 static as_status_t read_header(text_src_t *s, as_err_t *err) {
-  as_status_t rc = read_line(s, err);
+  as_status_t       rc = read_line(s, err);
   static const char what[] = "header 'allocsim-trace 1'";
   if (rc == AS_DONE) {
     s->line = 1;
@@ -669,7 +661,7 @@ static as_status_t read_header(text_src_t *s, as_err_t *err) {
     return fail_got(s, err, what, s->cur, s->cur_len);
   if (!next_token(&c, &tok, &len))
     return fail_got(s, err, "a version after 'allocsim-trace'", NULL, 0);
-  uint64_t v;
+  uint64_t    v;
   as_num_rc_t nrc = as_parse_number(tok, len, NULL, &v);
   if (nrc == AS_NUM_MALFORMED)
     return fail_got(s, err, "a version number", tok, len);
@@ -746,7 +738,7 @@ as_status_t trace_text_open(const char *path, trace_source_t **out,
 /* ---- Writer ------------------------------------------------------------- */
 
 typedef struct text_writer_s {
-  trace_writer_t base;      /* must be first */
+  trace_writer_t base; /* must be first */
   FILE          *f;
   bool           own_f;     /* false for stdout */
   char           name[256]; /* for messages */
@@ -756,8 +748,8 @@ typedef struct text_writer_s {
 
 /* Appends the decimal digits of v at p; returns the new end. */
 static char *put_u64(char *p, uint64_t v) {
-  char  tmp[20];
-  int   n = 0;
+  char tmp[20];
+  int  n = 0;
   do {
     tmp[n++] = (char)('0' + v % 10);
     v /= 10;
@@ -782,7 +774,7 @@ static as_status_t text_write(trace_writer_t *w, const trace_event_t *ev,
     return rc;
   /* Longest line: 3 numbers of 20 digits + a quoted label of 63 escaped
    * bytes (126) + op and domain names: well under 512. */
-  char line[512];
+  char  line[512];
   char *p = line;
   p = put_u64(p, ev->t_ns);
   *p++ = ' ';
@@ -911,8 +903,7 @@ static bool meta_fits_text(const char *key, const char *value) {
 
 as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
                                           const trace_meta_t *meta,
-                                          trace_writer_t **out,
-                                          as_err_t *err) {
+                                          trace_writer_t **out, as_err_t *err) {
   *out = NULL;
   text_writer_t *tw = calloc(1, sizeof *tw);
   if (tw == NULL) {

@@ -25,7 +25,7 @@ trace_format_t trace_format_from_path(const char *path) {
   static const char ext[] = ".astrace";
   size_t            n = strlen(path), e = sizeof ext - 1;
   return n >= e && strcmp(path + n - e, ext) == 0 ? TRACE_FORMAT_BINARY
-                                                   : TRACE_FORMAT_TEXT;
+                                                  : TRACE_FORMAT_TEXT;
 }
 
 as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
@@ -36,8 +36,7 @@ as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
   if (n < sizeof head && ferror(f)) {
     if (f != stdin)
       fclose(f);
-    return as_err_set(err, AS_EIO, "%s: read error: %s", name,
-                      strerror(errno));
+    return as_err_set(err, AS_EIO, "%s: read error: %s", name, strerror(errno));
   }
   static const char magic[MAGIC_LEN] = "ASTRACE"; /* + NUL */
   static const char text[] = "allocsim-trace";
@@ -65,7 +64,7 @@ as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err) {
 }
 
 as_status_t trace_writer_open_stream(FILE *f, const char *name,
-                                     trace_format_t format,
+                                     trace_format_t      format,
                                      const trace_meta_t *meta,
                                      trace_writer_t **out, as_err_t *err) {
   if (format == TRACE_FORMAT_BINARY)
@@ -91,7 +90,7 @@ static as_status_t file_write(trace_writer_t *w, const trace_event_t *ev,
 static as_status_t file_writer_close(trace_writer_t *w, as_err_t *err) {
   file_writer_t *fw = (file_writer_t *)w;
   as_status_t    rc = trace_writer_close(fw->inner, err);
-  fw->out.f         = NULL; /* closed, and checked, by the inner writer */
+  fw->out.f = NULL; /* closed, and checked, by the inner writer */
   if (rc == AS_OK)
     rc = atomic_file_commit(&fw->out, err);
   else
@@ -124,13 +123,12 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
                               as_err_t *err) {
   *out = NULL;
   if (strcmp(path, "-") == 0)
-    return trace_writer_open_stream(stdout, "<stdout>", format, meta, out,
-                                    err);
+    return trace_writer_open_stream(stdout, "<stdout>", format, meta, out, err);
   file_writer_t *fw = calloc(1, sizeof *fw);
   if (fw == NULL)
     return as_err_set(err, AS_ENOMEM, "%s: out of memory", path);
   fw->base.methods = &file_writer_methods;
-  as_status_t rc   = atomic_file_open(&fw->out, path, err);
+  as_status_t rc = atomic_file_open(&fw->out, path, err);
   if (rc == AS_OK) {
     rc = trace_writer_open_stream(fw->out.f, path, format, meta, &fw->inner,
                                   err);
@@ -146,7 +144,6 @@ as_status_t trace_writer_open(const char *path, trace_format_t format,
   *out = &fw->base;
   return AS_OK;
 }
-
 
 /* ---- Patching a header value ----------------------------------------- */
 
@@ -221,11 +218,10 @@ as_status_t trace_patch_meta(const char *path, const char *key,
                     path, key);
   else if (vlen != strlen(value))
     rc = as_err_set(err, AS_EFORMAT,
-                    "%s: provenance %s has %zu bytes, the new value %zu",
-                    path, key, vlen, strlen(value));
+                    "%s: provenance %s has %zu bytes, the new value %zu", path,
+                    key, vlen, strlen(value));
   else if (pwrite(fd, value, vlen, at) != (ssize_t)vlen)
-    rc = as_err_set(err, AS_EIO, "%s: write error: %s", path,
-                    strerror(errno));
+    rc = as_err_set(err, AS_EIO, "%s: write error: %s", path, strerror(errno));
   close(fd);
   return rc;
 }

@@ -78,7 +78,7 @@ as_status_t trace_binary_open_stream(FILE *f, const char *name,
                                      const void *prefix, size_t prefix_len,
                                      trace_source_t **out, as_err_t *err);
 as_status_t trace_writer_open_stream(FILE *f, const char *name,
-                                     trace_format_t format,
+                                     trace_format_t      format,
                                      const trace_meta_t *meta,
                                      trace_writer_t **out, as_err_t *err);
 as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
@@ -86,8 +86,7 @@ as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
                                           trace_writer_t **out, as_err_t *err);
 as_status_t trace_binary_writer_open_stream(FILE *f, const char *name,
                                             const trace_meta_t *meta,
-                                            trace_writer_t **out,
-                                            as_err_t *err);
-
+                                            trace_writer_t    **out,
+                                            as_err_t           *err);
 
 #endif

@@ -28,7 +28,7 @@ typedef struct churn_src_s churn_src_t;
 struct churn_src_s {
   trace_source_t base; /* must be first */
   uint64_t       live, steps, realloc_every, seed;
-  bool           small;  /* sizes up to 4 KiB only */
+  bool           small; /* sizes up to 4 KiB only */
   churn_phase_t  phase;
   uint64_t       i;      /* fill: next id; steps: steps done */
   uint64_t       picked; /* the id the current step freed */
@@ -110,7 +110,9 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
   return AS_DONE;
 }
 
-static void churn_close(trace_source_t *src) { free(src); }
+static void churn_close(trace_source_t *src) {
+  free(src);
+}
 
 static const trace_source_methods_t churn_methods = {
     .next = churn_next,
@@ -119,10 +121,12 @@ static const trace_source_methods_t churn_methods = {
 
 static const workload_option_t churn_options[] = {
     {"live", "50000", "objects live throughout (the working set)"},
-    {"steps", "5000000", "replacements after the fill (free + malloc, or a "
-                         "realloc)"},
-    {"sizes", "mixed", "mixed (16 B-512 KiB, 1 % mmapped) or small "
-                       "(16 B-4 KiB)"},
+    {"steps", "5000000",
+     "replacements after the fill (free + malloc, or a "
+     "realloc)"},
+    {"sizes", "mixed",
+     "mixed (16 B-512 KiB, 1 % mmapped) or small "
+     "(16 B-4 KiB)"},
     {"realloc-every", "16", "every n-th step is a realloc (0: none)"},
     {"seed", "1", "splitmix64 seed"},
     {NULL, NULL, NULL},

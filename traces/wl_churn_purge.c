@@ -42,8 +42,18 @@
 #define N_ALL (N_512 + N_1K + N_2K)
 
 typedef enum churn_step_e {
-  CS_START, CS_ALLOC, CS_ALLOCATED, CS_FREE, CS_FREED, CS_SAMPLE, CS_IDLE_END,
-  CS_FLUSH, CS_FLUSHED, CS_PURGE, CS_PURGED, CS_DONE
+  CS_START,
+  CS_ALLOC,
+  CS_ALLOCATED,
+  CS_FREE,
+  CS_FREED,
+  CS_SAMPLE,
+  CS_IDLE_END,
+  CS_FLUSH,
+  CS_FLUSHED,
+  CS_PURGE,
+  CS_PURGED,
+  CS_DONE
 } churn_step_t;
 
 typedef struct churn_src_s churn_src_t;
@@ -77,8 +87,8 @@ static void shuffle_sizes(uint16_t *sizes, uint64_t seed) {
 }
 
 /* Time of step i of n in a phase of total ns (0: cost_each per step). */
-static uint64_t at(const churn_src_t *s, uint64_t total, uint64_t i,
-                   uint64_t n, uint64_t cost_each) {
+static uint64_t at(const churn_src_t *s, uint64_t total, uint64_t i, uint64_t n,
+                   uint64_t cost_each) {
   return total == 0 ? s->phase0 + i * cost_each : s->phase0 + total * i / n;
 }
 
@@ -98,10 +108,10 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
     wl_event_set(ev, s->t_ns, TRACE_MALLOC, s->i, size, NULL);
     if (++s->i == N_ALL) {
       s->step = CS_ALLOCATED;
-      s->t_ns = s->phase0 + (s->alloc_ns ? s->alloc_ns
-                                         : N_ALL * sim_cost_c_alloc_ns(
-                                                       &sim_cost_measured,
-                                                       1024));
+      s->t_ns =
+          s->phase0 +
+          (s->alloc_ns ? s->alloc_ns
+                       : N_ALL * sim_cost_c_alloc_ns(&sim_cost_measured, 1024));
     }
     return AS_OK;
   }
@@ -114,8 +124,8 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
     while (s->i < N_ALL && s->i % s->keep_every == 0)
       s->i++;
     if (s->i == N_ALL) {
-      s->t_ns = s->phase0 + (s->free_ns ? s->free_ns
-                                        : n * sim_cost_measured.free_ns);
+      s->t_ns =
+          s->phase0 + (s->free_ns ? s->free_ns : n * sim_cost_measured.free_ns);
       s->step = CS_FREED;
       return churn_next(src, ev, err);
     }
@@ -144,7 +154,8 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
     s->step = CS_FLUSH;
     return AS_OK;
   case CS_FLUSH:
-    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_TCACHE, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_TCACHE,
+                 NULL);
     s->step = CS_FLUSHED;
     return AS_OK;
   case CS_FLUSHED:
@@ -152,7 +163,8 @@ static as_status_t churn_next(trace_source_t *src, trace_event_t *ev,
     s->step = CS_PURGE;
     return AS_OK;
   case CS_PURGE:
-    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL,
+                 NULL);
     s->step = CS_PURGED;
     return AS_OK;
   case CS_PURGED:
@@ -187,21 +199,26 @@ static as_status_t churn_open(const char *const *values, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
   churn_src_t s = {0};
-  if (as_parse_number(values[0], strlen(values[0]), NULL, &s.seed) !=
-      AS_NUM_OK)
-    return wl_bad_option("churn-purge", "seed", "a non-negative integer", values[0], err);
+  if (as_parse_number(values[0], strlen(values[0]), NULL, &s.seed) != AS_NUM_OK)
+    return wl_bad_option("churn-purge", "seed", "a non-negative integer",
+                         values[0], err);
   if (!as_parse_duration_ns(values[1], &s.idle_ns))
-    return wl_bad_option("churn-purge", "idle", "a duration (10s, 500ms)", values[1], err);
+    return wl_bad_option("churn-purge", "idle", "a duration (10s, 500ms)",
+                         values[1], err);
   if (as_parse_number(values[2], strlen(values[2]), NULL, &s.keep_every) !=
           AS_NUM_OK ||
       s.keep_every == 0)
-    return wl_bad_option("churn-purge", "keep-every", "a positive integer", values[2], err);
+    return wl_bad_option("churn-purge", "keep-every", "a positive integer",
+                         values[2], err);
   if (!as_parse_duration_ns(values[3], &s.alloc_ns))
-    return wl_bad_option("churn-purge", "alloc-time", "a duration", values[3], err);
+    return wl_bad_option("churn-purge", "alloc-time", "a duration", values[3],
+                         err);
   if (!as_parse_duration_ns(values[4], &s.free_ns))
-    return wl_bad_option("churn-purge", "free-time", "a duration", values[4], err);
+    return wl_bad_option("churn-purge", "free-time", "a duration", values[4],
+                         err);
   if (!as_parse_duration_ns(values[5], &s.sample_ns))
-    return wl_bad_option("churn-purge", "sample-every", "a duration (100ms, 0)", values[5], err);
+    return wl_bad_option("churn-purge", "sample-every", "a duration (100ms, 0)",
+                         values[5], err);
   churn_src_t *p = calloc(1, sizeof *p);
   uint16_t    *sizes = malloc(N_ALL * sizeof *sizes);
   if (p == NULL || sizes == NULL) {

@@ -95,8 +95,8 @@ bad:
                     workload, name, lo, hi, text ? text : "(null)");
 }
 
-void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op,
-                  uint64_t id, uint64_t size, const char *label) {
+void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op, uint64_t id,
+                  uint64_t size, const char *label) {
   memset(ev, 0, sizeof *ev);
   ev->t_ns = t_ns;
   ev->op = (uint8_t)op;
@@ -107,8 +107,7 @@ void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op,
 }
 
 as_status_t wl_bad_option(const char *workload, const char *name,
-                          const char *expect, const char *text,
-                          as_err_t *err) {
+                          const char *expect, const char *text, as_err_t *err) {
   return as_err_set(err, AS_EUSAGE, "%s: --%s must be %s, got '%s'", workload,
                     name, expect, text ? text : "(null)");
 }

@@ -7,8 +7,9 @@
  * the pending buffer, the virtual clock, object ids recycled LIFO from a
  * stack of freed ids (so ids stay below the peak live count), the
  * malloc/realloc/free/mark helpers, the option parser for decimal
- * integers, and the few helpers of workloads that need no pending buffer.  The CPython rules themselves (sizes, free lists, growth) stay
- * in each workload, next to their citations.
+ * integers, and the few helpers of workloads that need no pending buffer.  The
+ * CPython rules themselves (sizes, free lists, growth) stay in each workload,
+ * next to their citations.
  *
  * Types: wl_emit_t -- clock, id stack and pending events of one generator.
  */
@@ -77,13 +78,12 @@ as_status_t wl_parse_u64(const char *workload, const char *text,
 /* For workloads that step through a fixed sequence without the pending
  * buffer (traces/wl_lab_purge.c, traces/wl_churn_purge.c): fills *ev as an
  * event of the raw domain, thread 0, at t_ns (label must outlive it). */
-void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op,
-                  uint64_t id, uint64_t size, const char *label);
+void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op, uint64_t id,
+                  uint64_t size, const char *label);
 
 /* AS_EUSAGE "<workload>: --<name> must be <expect>, got '<text>'". */
 as_status_t wl_bad_option(const char *workload, const char *name,
-                          const char *expect, const char *text,
-                          as_err_t *err);
+                          const char *expect, const char *text, as_err_t *err);
 
 /* Sets the provenance every workload source carries: kind=workload,
  * workload=<src->name>, generator=<generator> (its source file). */

@@ -177,8 +177,14 @@ static uint64_t lab_size(uint64_t *rng) {
   return (uint64_t)(256.0 * exp2(8.0 * u));
 }
 
-enum { LAB_SPIKE_ALLOC, LAB_BURST_ALLOC, LAB_BURST_FREE, LAB_SPIKE_FREE,
-       LAB_SAMPLE, LAB_NEXT };
+enum {
+  LAB_SPIKE_ALLOC,
+  LAB_BURST_ALLOC,
+  LAB_BURST_FREE,
+  LAB_SPIKE_FREE,
+  LAB_SAMPLE,
+  LAB_NEXT
+};
 
 static as_status_t lab_next(jwl_src_t *s, trace_event_t *ev) {
   for (;;) {
@@ -295,8 +301,8 @@ static as_status_t jwl_new(jwl_kind_t kind, const char *args, jwl_src_t **out,
   if (rc == AS_OK)
     rc = trace_meta_set(&s->base.meta, "workload", args, err);
   if (rc == AS_OK)
-    rc = trace_meta_set(&s->base.meta, "generator", "traces/wl_jemalloc.c",
-                        err);
+    rc =
+        trace_meta_set(&s->base.meta, "generator", "traces/wl_jemalloc.c", err);
   if (rc != AS_OK) {
     free(s);
     return rc;
@@ -306,13 +312,13 @@ static as_status_t jwl_new(jwl_kind_t kind, const char *args, jwl_src_t **out,
 }
 
 /* A decimal u64 in [lo, hi], naming workload and option on error. */
-static as_status_t parse_u64(const char *wl, const char *name,
-                             const char *text, uint64_t lo, uint64_t hi,
-                             uint64_t *out, as_err_t *err) {
+static as_status_t parse_u64(const char *wl, const char *name, const char *text,
+                             uint64_t lo, uint64_t hi, uint64_t *out,
+                             as_err_t *err) {
   uint64_t v;
   if (text != NULL &&
-      as_parse_number(text, strlen(text), NULL, &v) == AS_NUM_OK &&
-      v >= lo && v <= hi) {
+      as_parse_number(text, strlen(text), NULL, &v) == AS_NUM_OK && v >= lo &&
+      v <= hi) {
     *out = v;
     return AS_OK;
   }
@@ -324,13 +330,12 @@ static as_status_t parse_u64(const char *wl, const char *name,
 
 /* A duration ("56.7ms", "0" = not given). */
 static as_status_t parse_time(const char *wl, const char *name,
-                              const char *text, uint64_t *out,
-                              as_err_t *err) {
+                              const char *text, uint64_t *out, as_err_t *err) {
   if (text != NULL && as_parse_duration_ns(text, out))
     return AS_OK;
   return as_err_set(err, AS_EUSAGE,
-                    "%s: --%s must be a duration such as 56.7ms, got '%s'",
-                    wl, name, text ? text : "(null)");
+                    "%s: --%s must be a duration such as 56.7ms, got '%s'", wl,
+                    name, text ? text : "(null)");
 }
 
 static const workload_option_t decay_options[] = {
@@ -348,7 +353,8 @@ static const workload_option_t decay_options[] = {
 
 static as_status_t decay_open(const char *const *v, trace_source_t **out,
                               as_err_t *err) {
-  uint64_t    count = 0, size = 0, seconds = 0, batch = 0, every = 0, at = 0, ft = 0;
+  uint64_t count = 0, size = 0, seconds = 0, batch = 0, every = 0, at = 0,
+           ft = 0;
   as_status_t rc;
   *out = NULL;
   const char *wl = "decay";
@@ -402,8 +408,8 @@ static const workload_option_t lab_options[] = {
 
 static as_status_t lab_open(const char *const *v, trace_source_t **out,
                             as_err_t *err) {
-  uint64_t    seconds = 0, period = 0, burst = 0, spike = 0, spike_s = 0, hold = 0,
-              seed = 0;
+  uint64_t seconds = 0, period = 0, burst = 0, spike = 0, spike_s = 0, hold = 0,
+           seed = 0;
   as_status_t rc;
   *out = NULL;
   const char *wl = "lab-decay";

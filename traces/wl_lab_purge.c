@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNRELATED_SIZE   UINT64_C(100000) /* burst.c UNRELATED_SIZE */
+#define UNRELATED_SIZE   UINT64_C(100000)          /* burst.c UNRELATED_SIZE */
 #define AFTER_COLLECT_NS (UINT64_C(500) * 1000000) /* burst.c 0.5 s */
 #define MAX_COUNT        UINT64_C(100000000)
 
@@ -48,9 +48,21 @@ static const char *const activity_names[] = {"none", "unrelated", "same"};
 
 /* Program steps, in order. */
 typedef enum step_e {
-  ST_START, ST_ALLOC, ST_ALLOCATED, ST_FREE, ST_FREED, ST_IDLE,
-  ST_IDLE_END, ST_COLLECT, ST_COLLECTED, ST_WAIT1, ST_COLLECT_FORCE,
-  ST_COLLECTED_FORCE, ST_WAIT2, ST_END, ST_DONE
+  ST_START,
+  ST_ALLOC,
+  ST_ALLOCATED,
+  ST_FREE,
+  ST_FREED,
+  ST_IDLE,
+  ST_IDLE_END,
+  ST_COLLECT,
+  ST_COLLECTED,
+  ST_WAIT1,
+  ST_COLLECT_FORCE,
+  ST_COLLECTED_FORCE,
+  ST_WAIT2,
+  ST_END,
+  ST_DONE
 } step_t;
 
 typedef struct purge_src_s purge_src_t;
@@ -60,10 +72,10 @@ struct purge_src_s {
   uint64_t       alloc_ns, free_ns; /* whole phases; 0 = cost model */
   activity_t     activity;
   step_t         step;
-  uint64_t       i;        /* loop counter within a step */
+  uint64_t       i; /* loop counter within a step */
   uint64_t       t_ns;
-  uint64_t       from_ns;  /* start of the current ticking phase */
-  uint64_t       phase0;   /* start of the current timed phase */
+  uint64_t       from_ns; /* start of the current ticking phase */
+  uint64_t       phase0;  /* start of the current timed phase */
 };
 
 /* The time of event i of n in a phase lasting total ns that began at
@@ -141,8 +153,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     s->step = ST_FREE, s->i = 0, s->phase0 = s->t_ns;
     return AS_OK;
   case ST_FREE:
-    s->t_ns = phase_time(s, s->free_ns, s->i, s->count,
-                         sim_cost_measured.free_ns);
+    s->t_ns =
+        phase_time(s, s->free_ns, s->i, s->count, sim_cost_measured.free_ns);
     wl_event_set(ev, s->t_ns, TRACE_FREE, s->i, 0, NULL);
     if (++s->i == s->count) {
       s->step = ST_FREED;
@@ -163,7 +175,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     s->step = ST_COLLECT;
     return AS_OK;
   case ST_COLLECT:
-    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_DECAY,
+                 NULL);
     s->step = ST_COLLECTED;
     return AS_OK;
   case ST_COLLECTED:
@@ -175,7 +188,8 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
     return tick_phase(s, ev, AFTER_COLLECT_NS, ACT_NONE, 0, "collect_tick",
                       ST_COLLECT_FORCE);
   case ST_COLLECT_FORCE:
-    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL, NULL);
+    wl_event_set(ev, s->t_ns, TRACE_PURGE, TRACE_ALL_ARENAS, TRACE_PURGE_ALL,
+                 NULL);
     s->step = ST_COLLECTED_FORCE;
     return AS_OK;
   case ST_COLLECTED_FORCE:
@@ -195,7 +209,9 @@ static as_status_t purge_next(trace_source_t *src, trace_event_t *ev,
   }
 }
 
-static void purge_close(trace_source_t *src) { free(src); }
+static void purge_close(trace_source_t *src) {
+  free(src);
+}
 
 static const trace_source_methods_t purge_methods = {.next = purge_next,
                                                      .close = purge_close};
@@ -216,25 +232,32 @@ static as_status_t purge_open(const char *const *values, trace_source_t **out,
   *out = NULL;
   purge_src_t s = {0};
   if (!as_parse_bytes(values[0], &s.size) || s.size == 0)
-    return wl_bad_option("lab-purge", "size", "a size of at least 1 byte", values[0], err);
+    return wl_bad_option("lab-purge", "size", "a size of at least 1 byte",
+                         values[0], err);
   if (as_parse_number(values[1], strlen(values[1]), NULL, &s.count) !=
           AS_NUM_OK ||
       s.count == 0 || s.count > MAX_COUNT)
-    return wl_bad_option("lab-purge", "count", "an integer in [1, 100000000]", values[1], err);
+    return wl_bad_option("lab-purge", "count", "an integer in [1, 100000000]",
+                         values[1], err);
   int a = 0;
   while (a < 3 && strcmp(values[2], activity_names[a]) != 0)
     a++;
   if (a == 3)
-    return wl_bad_option("lab-purge", "activity", "none, unrelated or same", values[2], err);
+    return wl_bad_option("lab-purge", "activity", "none, unrelated or same",
+                         values[2], err);
   s.activity = (activity_t)a;
   if (!as_parse_duration_ns(values[3], &s.idle_ns))
-    return wl_bad_option("lab-purge", "idle", "a duration (12s, 500ms)", values[3], err);
+    return wl_bad_option("lab-purge", "idle", "a duration (12s, 500ms)",
+                         values[3], err);
   if (!as_parse_duration_ns(values[4], &s.every_ns) || s.every_ns == 0)
-    return wl_bad_option("lab-purge", "every", "a positive duration", values[4], err);
+    return wl_bad_option("lab-purge", "every", "a positive duration", values[4],
+                         err);
   if (!as_parse_duration_ns(values[5], &s.alloc_ns))
-    return wl_bad_option("lab-purge", "alloc-time", "a duration", values[5], err);
+    return wl_bad_option("lab-purge", "alloc-time", "a duration", values[5],
+                         err);
   if (!as_parse_duration_ns(values[6], &s.free_ns))
-    return wl_bad_option("lab-purge", "free-time", "a duration", values[6], err);
+    return wl_bad_option("lab-purge", "free-time", "a duration", values[6],
+                         err);
   purge_src_t *p = calloc(1, sizeof *p);
   if (p == NULL)
     return as_err_set(err, AS_ENOMEM, "lab-purge: out of memory");

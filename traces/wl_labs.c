@@ -54,7 +54,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef enum lab_kind_e {
   LAB_BRK,
   LAB_MMAP,
@@ -553,10 +552,10 @@ static as_status_t lab_sizes_open(const char *const *values,
 }
 
 const workload_def_t workload_lab_sizes = {
-    .name    = "lab-sizes",
+    .name = "lab-sizes",
     .summary = "course notes lab 1: one object of every size, held",
     .options = lab_sizes_options,
-    .open    = lab_sizes_open,
+    .open = lab_sizes_open,
 };
 
 static const workload_option_t lab_cliff_options[] = {
@@ -578,8 +577,8 @@ static as_status_t lab_cliff_open(const char *const *values,
                       err)) != AS_OK ||
       (rc = lab_parse("lab-cliff", "step", values[2], 1, LAB_MAX_SIZE, &step,
                       err)) != AS_OK ||
-      (rc = lab_parse("lab-cliff", "count", values[3], 1, LAB_MAX_COUNT,
-                      &count, err)) != AS_OK)
+      (rc = lab_parse("lab-cliff", "count", values[3], 1, LAB_MAX_COUNT, &count,
+                      err)) != AS_OK)
     return rc;
   char args[128];
   snprintf(args, sizeof args,
@@ -596,10 +595,10 @@ static as_status_t lab_cliff_open(const char *const *values,
 }
 
 const workload_def_t workload_lab_cliff = {
-    .name    = "lab-cliff",
+    .name = "lab-cliff",
     .summary = "course notes lab 2: Python objects either side of 512 bytes",
     .options = lab_cliff_options,
-    .open    = lab_cliff_open,
+    .open = lab_cliff_open,
 };
 
 const workload_def_t workload_lab_brk = {

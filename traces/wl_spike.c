@@ -201,23 +201,26 @@ struct spike_src_s {
 static void build_tuple(spike_src_t *s, uint64_t i, uint32_t thread) {
   uint64_t len = spike_str_len(s->seed, i, s->min, s->max);
   s->str_id[i] = wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
-                             spike_str_request(s->python, len));
-  s->flt_id[i] = s->nfloat_fl > 0 ? s->float_fl[--s->nfloat_fl]
-                                  : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
-                                                SPIKE_FLOAT_SIZE);
-  s->tup_id[i] = s->ntuple_fl > 0 ? s->tuple_fl[--s->ntuple_fl]
-                                  : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ,
-                                                SPIKE_TUPLE2_SIZE);
+                                spike_str_request(s->python, len));
+  s->flt_id[i] =
+      s->nfloat_fl > 0
+          ? s->float_fl[--s->nfloat_fl]
+          : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ, SPIKE_FLOAT_SIZE);
+  s->tup_id[i] =
+      s->ntuple_fl > 0
+          ? s->tuple_fl[--s->ntuple_fl]
+          : wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_OBJ, SPIKE_TUPLE2_SIZE);
   if (s->threads == 1) { /* LIST_APPEND → list_resize(len + 1) */
     uint64_t cap =
         spike_list_capacity(s->data_alloc, s->data_len, s->data_len + 1);
     if (cap != s->data_alloc) {
       if (!s->data_items_live) {
-        s->data_items =
-            wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_MEM, cap * SPIKE_PTR_SIZE);
+        s->data_items = wl_emit_malloc(&s->em, thread, TRACE_DOMAIN_MEM,
+                                       cap * SPIKE_PTR_SIZE);
         s->data_items_live = true;
       } else {
-        wl_emit_realloc(&s->em, thread, TRACE_DOMAIN_MEM, s->data_items, cap * SPIKE_PTR_SIZE);
+        wl_emit_realloc(&s->em, thread, TRACE_DOMAIN_MEM, s->data_items,
+                        cap * SPIKE_PTR_SIZE);
       }
       s->data_alloc = cap;
     }
@@ -267,10 +270,11 @@ static void step(spike_src_t *s) {
       s->phase = PH_SETUP;
       break;
     case PH_SETUP:
-      s->data_list = wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
+      s->data_list =
+          wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_OBJ, SPIKE_LIST_SIZE);
       if (s->threads > 1) { /* data = [None] * count */
-        s->data_items =
-            wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_MEM, s->count * SPIKE_PTR_SIZE);
+        s->data_items = wl_emit_malloc(&s->em, 0, TRACE_DOMAIN_MEM,
+                                       s->count * SPIKE_PTR_SIZE);
         s->data_items_live = true;
         s->data_alloc = s->data_len = s->count;
       }
@@ -325,11 +329,14 @@ static void step(spike_src_t *s) {
          * 930-934). */
         bool floats_first = s->python == SPIKE_PY314;
         if (floats_first && s->nfloat_fl > 0)
-          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ,
+                       s->float_fl[--s->nfloat_fl]);
         else if (s->ntuple_fl > 0)
-          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->tuple_fl[--s->ntuple_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ,
+                       s->tuple_fl[--s->ntuple_fl]);
         else if (s->nfloat_fl > 0)
-          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->float_fl[--s->nfloat_fl]);
+          wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ,
+                       s->float_fl[--s->nfloat_fl]);
         else if (s->nlist_fl > 0)
           wl_emit_free(&s->em, 0, TRACE_DOMAIN_OBJ, s->list_fl[--s->nlist_fl]);
         else {
@@ -410,8 +417,8 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
       SPIKE_MAX_COUNT, UINT32_MAX, UINT32_MAX,      SPIKE_MAX_COUNT,
       UINT64_MAX,      1024,       SPIKE_MAX_COUNT, UINT64_C(1000000000)};
   for (int i = 0; i < 8; i++) {
-    as_status_t rc =
-        wl_parse_u64("spike", values[i], spike_options[i].name, lo[i], hi[i], &v[i], err);
+    as_status_t rc = wl_parse_u64("spike", values[i], spike_options[i].name,
+                                  lo[i], hi[i], &v[i], err);
     if (rc != AS_OK)
       return rc;
   }
@@ -451,8 +458,8 @@ static as_status_t spike_open(const char *const *values, trace_source_t **out,
   s->em.free_ids = malloc(nids * sizeof *s->em.free_ids);
   s->th_next = calloc((size_t)s->threads, sizeof *s->th_next);
   s->th_end = calloc((size_t)s->threads, sizeof *s->th_end);
-  if (!s->str_id || !s->flt_id || !s->tup_id || !s->em.free_ids || !s->th_next ||
-      !s->th_end) {
+  if (!s->str_id || !s->flt_id || !s->tup_id || !s->em.free_ids ||
+      !s->th_next || !s->th_end) {
     spike_close(&s->base);
     return as_err_set(err, AS_ENOMEM,
                       "spike: out of memory for %" PRIu64 " tuples", v[0]);

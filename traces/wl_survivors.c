@@ -107,8 +107,8 @@
 
 uint64_t survivors_splitmix64_at(uint64_t seed, uint64_t i) {
   uint64_t z = seed + (i + 1) * SPLITMIX64_GAMMA;
-  z          = (z ^ (z >> 30)) * SPLITMIX64_MUL1;
-  z          = (z ^ (z >> 27)) * SPLITMIX64_MUL2;
+  z = (z ^ (z >> 30)) * SPLITMIX64_MUL1;
+  z = (z ^ (z >> 27)) * SPLITMIX64_MUL2;
   return z ^ (z >> 31);
 }
 
@@ -148,21 +148,21 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 
 /* ---- The source --------------------------------------------------------- */
 
-#define ID_LIST_MAIN  0 /* the objects list, then the reuse list */
-#define ID_LIST_KEEP  1 /* the survivors list */
-#define ID_FIRST_OBJ  2 /* object i has id first_obj + i: this, ... */
-#define ID_FT_MAIN_ALT 2 /* build=ft: the lists' second arrays and the */
-#define ID_FT_KEEP_ALT 3 /* interpreter's light object; objects from 5 */
-#define ID_FT_WARM     4
-#define ID_FT_FIRST_OBJ 5
-#define FT_HEAP_OBJECT 1 /* _Py_MIMALLOC_HEAP_OBJECT, pycore_mimalloc.h */
-#define FT_HEAP_GC     2 /* _Py_MIMALLOC_HEAP_GC */
-#define FT_LIST_HEADER 8  /* _PyListArray.allocated (listobject.c:31-34) */
+#define ID_LIST_MAIN        0 /* the objects list, then the reuse list */
+#define ID_LIST_KEEP        1 /* the survivors list */
+#define ID_FIRST_OBJ        2 /* object i has id first_obj + i: this, ... */
+#define ID_FT_MAIN_ALT      2 /* build=ft: the lists' second arrays and the */
+#define ID_FT_KEEP_ALT      3 /* interpreter's light object; objects from 5 */
+#define ID_FT_WARM          4
+#define ID_FT_FIRST_OBJ     5
+#define FT_HEAP_OBJECT      1 /* _Py_MIMALLOC_HEAP_OBJECT, pycore_mimalloc.h */
+#define FT_HEAP_GC          2 /* _Py_MIMALLOC_HEAP_GC */
+#define FT_LIST_HEADER      8 /* _PyListArray.allocated (listobject.c:31-34) */
 #define ALLOC_AFTER_WAIT_NS UINT64_C(200000000) /* survivors_ft.py's 200 ms */
-#define COST_MARK_NS  1000
-#define SETTLE_STEP_NS UINT64_C(50000000) /* 50 ms, one light allocation */
-#define SETTLE_OBJ_BYTES 56               /* sys.getsizeof([]) on 3.11 */
-#define PENDING_MAX   5
+#define COST_MARK_NS        1000
+#define SETTLE_STEP_NS      UINT64_C(50000000) /* 50 ms, one light allocation */
+#define SETTLE_OBJ_BYTES    56                 /* sys.getsizeof([]) on 3.11 */
+#define PENDING_MAX         5
 
 typedef enum phase_e {
   PH_WARM,
@@ -189,42 +189,42 @@ typedef struct pylist_s {
 typedef struct survivors_src_s {
   trace_source_t   base; /* must be first */
   survivors_rule_t rule;
-  uint64_t size_bytes;        /* request of each built object */
-  uint64_t nobjects;          /* objects built */
-  uint64_t reuse_size_bytes;  /* 0: no reuse phase */
-  uint64_t reuse_nobjects;
-  uint64_t settle_ns;         /* remaining settle time */
-  uint64_t alloc_after;       /* bytes of the after-allocation, 0: none */
-  bool     ft;                /* --build ft */
-  bool     gc_objects;        /* --kind tuple (build=ft) */
-  bool     gc_reuse;          /* --reuse-kind tuple (build=ft) */
-  uint64_t first_obj;         /* id of object 0 */
-  uint64_t alloc_ns, free_ns; /* virtual time per object made / dropped */
-  phase_t  phase;
-  uint64_t i;                 /* position in the current phase */
-  uint64_t t_ns;              /* virtual clock */
-  pylist_t main, keep;
-  uint64_t next_free_obj;     /* lowest-free cursor over build objects */
-  uint64_t fresh_id;          /* first id never used */
-  uint64_t returned[PENDING_MAX]; /* ids freed after the free phase */
-  size_t   nreturned;
+  uint64_t         size_bytes;       /* request of each built object */
+  uint64_t         nobjects;         /* objects built */
+  uint64_t         reuse_size_bytes; /* 0: no reuse phase */
+  uint64_t         reuse_nobjects;
+  uint64_t         settle_ns;      /* remaining settle time */
+  uint64_t         alloc_after;    /* bytes of the after-allocation, 0: none */
+  bool             ft;             /* --build ft */
+  bool             gc_objects;     /* --kind tuple (build=ft) */
+  bool             gc_reuse;       /* --reuse-kind tuple (build=ft) */
+  uint64_t         first_obj;      /* id of object 0 */
+  uint64_t      alloc_ns, free_ns; /* virtual time per object made / dropped */
+  phase_t       phase;
+  uint64_t      i;    /* position in the current phase */
+  uint64_t      t_ns; /* virtual clock */
+  pylist_t      main, keep;
+  uint64_t      next_free_obj; /* lowest-free cursor over build objects */
+  uint64_t      fresh_id;      /* first id never used */
+  uint64_t      returned[PENDING_MAX]; /* ids freed after the free phase */
+  size_t        nreturned;
   trace_event_t pending[PENDING_MAX]; /* generated, not yet returned */
   size_t        npending, pending_at;
 } survivors_src_t;
 
-static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain,
-                 uint64_t id, uint64_t size, const char *label) {
+static void emit(survivors_src_t *s, trace_op_t op, uint8_t domain, uint64_t id,
+                 uint64_t size, const char *label) {
   /* Each step emits at most PENDING_MAX events; more is a generator bug. */
   if (s->npending >= PENDING_MAX)
     abort();
   trace_event_t *ev = &s->pending[s->npending++];
   memset(ev, 0, sizeof *ev);
-  ev->t_ns   = s->t_ns;
-  ev->op     = (uint8_t)op;
+  ev->t_ns = s->t_ns;
+  ev->op = (uint8_t)op;
   ev->domain = domain;
-  ev->id     = id;
-  ev->size   = size;
-  ev->label  = label;
+  ev->id = id;
+  ev->size = size;
+  ev->label = label;
   s->t_ns += op == TRACE_FREE   ? s->free_ns
              : op == TRACE_MARK ? COST_MARK_NS
              : op == TRACE_IDLE ? size
@@ -246,8 +246,8 @@ static void ft_list_grow(survivors_src_t *s, pylist_t *l,
   if (l->allocated != 0)
     emit(s, TRACE_FREE, TRACE_DOMAIN_MEM, l->id, 0, NULL);
   uint64_t id = l->id;
-  l->id       = l->alt_id;
-  l->alt_id   = id;
+  l->id = l->alt_id;
+  l->alt_id = id;
 }
 
 /* append(): Objects/listobject.c list_resize (:44-96) when full. */
@@ -266,11 +266,11 @@ static void list_append(survivors_src_t *s, pylist_t *l) {
     ft_list_grow(s, l, new_allocated);
   } else {
     /* listobject.c:80-81: PyMem_Realloc(ob_item, new_allocated * 8). */
-    emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC,
-         TRACE_DOMAIN_MEM, l->id, new_allocated * 8, NULL);
+    emit(s, l->allocated == 0 ? TRACE_MALLOC : TRACE_REALLOC, TRACE_DOMAIN_MEM,
+         l->id, new_allocated * 8, NULL);
   }
   l->allocated = new_allocated;
-  l->size      = newsize;
+  l->size = newsize;
 }
 
 /* list_dealloc's PyMem_Free(ob_item) (:359); items are freed by the caller. */
@@ -287,8 +287,8 @@ static uint64_t take_id(survivors_src_t *s) {
     for (size_t k = 1; k < s->nreturned; k++)
       if (s->returned[k] < s->returned[lo])
         lo = k;
-    uint64_t id        = s->returned[lo];
-    s->returned[lo]    = s->returned[--s->nreturned];
+    uint64_t id = s->returned[lo];
+    s->returned[lo] = s->returned[--s->nreturned];
     return id;
   }
   while (s->next_free_obj < s->nobjects &&
@@ -304,8 +304,7 @@ static void step(survivors_src_t *s) {
   switch (s->phase) {
   case PH_WARM:
     /* build=ft: the interpreter's own object of the light class. */
-    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FT_WARM, SETTLE_OBJ_BYTES,
-         NULL);
+    emit(s, TRACE_MALLOC, TRACE_DOMAIN_OBJ, ID_FT_WARM, SETTLE_OBJ_BYTES, NULL);
     s->phase = PH_START;
     return;
   case PH_START:
@@ -313,7 +312,7 @@ static void step(survivors_src_t *s) {
     if (s->gc_objects)
       emit_option(s, "object_heap", FT_HEAP_GC);
     s->phase = PH_BUILD;
-    s->i     = 0;
+    s->i = 0;
     return;
   case PH_BUILD:
     if (s->i < s->nobjects) {
@@ -328,7 +327,7 @@ static void step(survivors_src_t *s) {
       emit_option(s, "object_heap", FT_HEAP_OBJECT);
     emit(s, TRACE_MARK, 0, 0, 0, "peak");
     s->phase = PH_SELECT;
-    s->i     = 0;
+    s->i = 0;
     return;
   case PH_SELECT:
     /* Survivors are appended to the keep list in ascending order; only
@@ -362,7 +361,7 @@ static void step(survivors_src_t *s) {
       }
     }
     s->phase = PH_FREE;
-    s->i     = s->nobjects;
+    s->i = s->nobjects;
     return;
   case PH_FREE:
     /* list_dealloc decrefs backwards (listobject.c:355-358). */
@@ -394,10 +393,10 @@ static void step(survivors_src_t *s) {
   }
   case PH_AFTER:
     emit(s, TRACE_MARK, 0, 0, 0, "after");
-    s->phase = s->alloc_after     ? PH_ALLOC_AFTER
+    s->phase = s->alloc_after      ? PH_ALLOC_AFTER
                : s->reuse_nobjects ? PH_REUSE
                                    : PH_DONE;
-    s->i     = 0;
+    s->i = 0;
     return;
   case PH_ALLOC_AFTER: {
     uint64_t id = take_id(s);
@@ -440,21 +439,21 @@ static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
       while (s->i > 0) {
         uint64_t j = --s->i;
         if (!survivors_is_kept(&s->rule, j)) {
-          *ev = (trace_event_t){.t_ns   = s->t_ns,
-                                .op     = TRACE_FREE,
+          *ev = (trace_event_t){.t_ns = s->t_ns,
+                                .op = TRACE_FREE,
                                 .domain = TRACE_DOMAIN_OBJ,
-                                .id     = s->first_obj + j};
+                                .id = s->first_obj + j};
           s->t_ns += s->free_ns;
           return AS_OK;
         }
       }
     } else if (s->phase == PH_BUILD && s->i < s->nobjects &&
                s->main.allocated > s->main.size) {
-      *ev = (trace_event_t){.t_ns   = s->t_ns,
-                            .op     = TRACE_MALLOC,
+      *ev = (trace_event_t){.t_ns = s->t_ns,
+                            .op = TRACE_MALLOC,
                             .domain = TRACE_DOMAIN_OBJ,
-                            .id     = s->first_obj + s->i,
-                            .size   = s->size_bytes};
+                            .id = s->first_obj + s->i,
+                            .size = s->size_bytes};
       s->t_ns += s->alloc_ns;
       s->main.size++;
       s->i++;
@@ -476,7 +475,7 @@ static void survivors_close(trace_source_t *src) {
 }
 
 static const trace_source_methods_t survivors_methods = {
-    .next  = survivors_next,
+    .next = survivors_next,
     .close = survivors_close,
 };
 
@@ -502,39 +501,39 @@ enum {
 };
 
 static const workload_option_t survivors_options[] = {
-    [OPT_SIZE]        = {"size", "64",
-                         "sys.getsizeof of each bytes object, bytes (>= 35)"},
-    [OPT_TOTAL]       = {"total", "256", "MiB of objects to build"},
-    [OPT_PATTERN]     = {"pattern", "random",
-                         "which objects survive: random, stride or oldest"},
-    [OPT_FRACTION]    = {"fraction", "1e-4",
-                         "survivor fraction for random and oldest, 0..1"},
-    [OPT_EVERY]       = {"every", "1000", "stride: every n-th object survives"},
-    [OPT_SEED]        = {"seed", "1", "random: splitmix64 seed"},
-    [OPT_REUSE_SIZE]  = {"reuse-size", "0",
-                         "then allocate objects of this size, bytes (0: no)"},
+    [OPT_SIZE] = {"size", "64",
+                  "sys.getsizeof of each bytes object, bytes (>= 35)"},
+    [OPT_TOTAL] = {"total", "256", "MiB of objects to build"},
+    [OPT_PATTERN] = {"pattern", "random",
+                     "which objects survive: random, stride or oldest"},
+    [OPT_FRACTION] = {"fraction", "1e-4",
+                      "survivor fraction for random and oldest, 0..1"},
+    [OPT_EVERY] = {"every", "1000", "stride: every n-th object survives"},
+    [OPT_SEED] = {"seed", "1", "random: splitmix64 seed"},
+    [OPT_REUSE_SIZE] = {"reuse-size", "0",
+                        "then allocate objects of this size, bytes (0: no)"},
     [OPT_REUSE_TOTAL] = {"reuse-total", "256", "MiB to allocate in reuse"},
-    [OPT_SETTLE_MS]   = {"settle-ms", "0",
-                         "idle with light allocation before `after`, ms"},
-    [OPT_BUILD]       = {"build", "default",
-                         "CPython build whose requests are made: default or "
-                         "ft (free-threaded)"},
+    [OPT_SETTLE_MS] = {"settle-ms", "0",
+                       "idle with light allocation before `after`, ms"},
+    [OPT_BUILD] = {"build", "default",
+                   "CPython build whose requests are made: default or "
+                   "ft (free-threaded)"},
     [OPT_ALLOC_AFTER] = {"alloc-after", "0",
                          "after `after`, one object of this many bytes and "
                          "the mark after_alloc 200 ms later (0: no)"},
-    [OPT_KIND]        = {"kind", "bytes",
-                         "bytes, or tuple: GC objects in the GC heap "
-                         "(--build ft only)"},
-    [OPT_REUSE_KIND]  = {"reuse-kind", "bytes",
-                         "what the reuse phase allocates: bytes or tuple "
-                         "(--build ft only)"},
-    [OPT_ALLOC_NS]    = {"alloc-ns", "0",
-                         "virtual ns per object made (0: the cost model's; "
-                         "a measured run gives its own)"},
-    [OPT_FREE_NS]     = {"free-ns", "0",
-                         "virtual ns per object dropped (0: the cost "
-                         "model's)"},
-    [OPT_COUNT]       = {NULL, NULL, NULL},
+    [OPT_KIND] = {"kind", "bytes",
+                  "bytes, or tuple: GC objects in the GC heap "
+                  "(--build ft only)"},
+    [OPT_REUSE_KIND] = {"reuse-kind", "bytes",
+                        "what the reuse phase allocates: bytes or tuple "
+                        "(--build ft only)"},
+    [OPT_ALLOC_NS] = {"alloc-ns", "0",
+                      "virtual ns per object made (0: the cost model's; "
+                      "a measured run gives its own)"},
+    [OPT_FREE_NS] = {"free-ns", "0",
+                     "virtual ns per object dropped (0: the cost "
+                     "model's)"},
+    [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
 static as_status_t parse_u64(const char *opt, const char *v, uint64_t lo,
@@ -559,7 +558,7 @@ static as_status_t parse_double(const char *opt, const char *v, double lo,
                                 double hi, bool lo_open, double *out,
                                 as_err_t *err) {
   char *end;
-  errno    = 0;
+  errno = 0;
   double x = strtod(v, &end);
   if (end == v || *end != '\0' || errno != 0 || !isfinite(x) || x > hi ||
       x < lo || (lo_open && x == lo))
@@ -582,9 +581,9 @@ static as_status_t parse_kind(const char *opt, const char *v, bool *tuple,
   return AS_OK;
 }
 
-#define MIB        1048576.0
-#define MAX_SIZE   (UINT64_C(1) << 30)
-#define MAX_TOTAL  (1048576.0) /* MiB: 1 TiB of objects */
+#define MIB       1048576.0
+#define MAX_SIZE  (UINT64_C(1) << 30)
+#define MAX_TOTAL (1048576.0) /* MiB: 1 TiB of objects */
 
 static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                                   as_err_t *err) {
@@ -592,7 +591,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
   /* Zeroed: each is set by its parser before use (gcc -O2 cannot see it). */
   uint64_t size = 0, every = 0, seed = 0, reuse_size = 0, settle_ms = 0,
            alloc_after = 0, alloc_ns = 0, free_ns = 0;
-  double   total_mib = 0, fraction = 0, reuse_mib = 0;
+  double              total_mib = 0, fraction = 0, reuse_mib = 0;
   survivors_pattern_t pattern;
   as_status_t         rc;
   if ((rc = parse_u64("size", v[OPT_SIZE], SURVIVORS_MIN_SIZE, MAX_SIZE, &size,
@@ -603,8 +602,8 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                          err)) ||
       (rc = parse_u64("every", v[OPT_EVERY], 1, UINT64_MAX, &every, err)) ||
       (rc = parse_u64("seed", v[OPT_SEED], 0, UINT64_MAX, &seed, err)) ||
-      (rc = parse_u64("reuse-size", v[OPT_REUSE_SIZE], 0, MAX_SIZE,
-                      &reuse_size, err)) ||
+      (rc = parse_u64("reuse-size", v[OPT_REUSE_SIZE], 0, MAX_SIZE, &reuse_size,
+                      err)) ||
       (rc = parse_double("reuse-total", v[OPT_REUSE_TOTAL], 0, MAX_TOTAL, true,
                          &reuse_mib, err)) ||
       (rc = parse_u64("settle-ms", v[OPT_SETTLE_MS], 0, UINT64_C(86400000),
@@ -641,7 +640,7 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
                       "got '%s'",
                       SURVIVORS_MIN_SIZE, v[OPT_REUSE_SIZE]);
   uint64_t total_bytes = (uint64_t)(total_mib * MIB);
-  uint64_t n           = survivors_object_count(total_bytes, size);
+  uint64_t n = survivors_object_count(total_bytes, size);
   if (n == 0)
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --total %s MiB holds no object of --size "
@@ -651,46 +650,45 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
   survivors_src_t *s = calloc(1, sizeof *s);
   if (s == NULL)
     return as_err_set(err, AS_ENOMEM, "survivors: out of memory");
-  s->base.methods       = &survivors_methods;
-  s->rule.pattern       = pattern;
-  s->rule.fraction      = fraction;
-  s->rule.every         = every;
-  s->rule.seed          = seed;
-  s->rule.oldest_count  = (uint64_t)(fraction * (double)n);
-  s->size_bytes         = size;
-  s->nobjects           = n;
-  s->reuse_size_bytes   = reuse_size;
-  s->reuse_nobjects     = reuse_size
-                              ? survivors_object_count(
-                                    (uint64_t)(reuse_mib * MIB), reuse_size)
-                              : 0;
-  s->settle_ns          = settle_ms * UINT64_C(1000000);
-  s->alloc_after        = alloc_after;
+  s->base.methods = &survivors_methods;
+  s->rule.pattern = pattern;
+  s->rule.fraction = fraction;
+  s->rule.every = every;
+  s->rule.seed = seed;
+  s->rule.oldest_count = (uint64_t)(fraction * (double)n);
+  s->size_bytes = size;
+  s->nobjects = n;
+  s->reuse_size_bytes = reuse_size;
+  s->reuse_nobjects =
+      reuse_size
+          ? survivors_object_count((uint64_t)(reuse_mib * MIB), reuse_size)
+          : 0;
+  s->settle_ns = settle_ms * UINT64_C(1000000);
+  s->alloc_after = alloc_after;
   /* How fast CPython makes and drops an object: measured (sim/cost.h), or
    * the measured run's own pace, which decides which purge delays expire
    * while the list grows. */
   s->alloc_ns = alloc_ns ? alloc_ns : sim_cost_measured.python_alloc_ns;
-  s->free_ns  = free_ns ? free_ns : sim_cost_measured.python_free_ns;
-  s->ft                 = ft;
-  s->gc_objects         = gc_objects;
-  s->gc_reuse           = gc_reuse;
-  s->first_obj          = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
-  s->phase              = ft ? PH_WARM : PH_START;
-  s->main.id            = ID_LIST_MAIN;
-  s->main.alt_id        = ID_FT_MAIN_ALT;
-  s->keep.id            = ID_LIST_KEEP;
-  s->keep.alt_id        = ID_FT_KEEP_ALT;
-  s->fresh_id           = s->first_obj + n;
+  s->free_ns = free_ns ? free_ns : sim_cost_measured.python_free_ns;
+  s->ft = ft;
+  s->gc_objects = gc_objects;
+  s->gc_reuse = gc_reuse;
+  s->first_obj = ft ? ID_FT_FIRST_OBJ : ID_FIRST_OBJ;
+  s->phase = ft ? PH_WARM : PH_START;
+  s->main.id = ID_LIST_MAIN;
+  s->main.alt_id = ID_FT_MAIN_ALT;
+  s->keep.id = ID_LIST_KEEP;
+  s->keep.alt_id = ID_FT_KEEP_ALT;
+  s->fresh_id = s->first_obj + n;
 
-  size_t used = (size_t)snprintf(s->base.name, sizeof s->base.name,
-                                 "survivors");
+  size_t used =
+      (size_t)snprintf(s->base.name, sizeof s->base.name, "survivors");
   /* Every option of the study's program; the later ones only when set, so
    * the names of default-build runs stay as recorded. */
   for (int o = 0; o < OPT_COUNT && used < sizeof s->base.name; o++)
     if (o < OPT_BUILD || strcmp(v[o], survivors_options[o].default_value))
-      used += (size_t)snprintf(s->base.name + used,
-                               sizeof s->base.name - used, " --%s %s",
-                               survivors_options[o].name, v[o]);
+      used += (size_t)snprintf(s->base.name + used, sizeof s->base.name - used,
+                               " --%s %s", survivors_options[o].name, v[o]);
   if (used >= sizeof s->base.name) {
     free(s);
     return as_err_set(err, AS_EUSAGE,
@@ -717,9 +715,9 @@ static as_status_t survivors_open(const char *const *v, trace_source_t **out,
 }
 
 const workload_def_t workload_survivors = {
-    .name    = "survivors",
+    .name = "survivors",
     .summary = "build small Python objects, keep a few, free the rest "
                "(the survivors study)",
     .options = survivors_options,
-    .open    = survivors_open,
+    .open = survivors_open,
 };

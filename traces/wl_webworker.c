@@ -281,7 +281,7 @@ struct ww_src_s {
   uint64_t   req, body_len;
   uint32_t   body, d_keys, json, d2_keys;
   bool       cached;
-  ww_held_t *held; /* per worker thread (0-based) */
+  ww_held_t *held;           /* per worker thread (0-based) */
   uint64_t   release_cursor; /* phase end: threads whose held request ended */
 
   /* The cache: a FIFO ring over request slots (each request is cached at
@@ -519,9 +519,8 @@ static void next_turn(ww_src_t *s) {
 
 /* The running request's thread loses the GIL before its end. */
 static void hold_request(ww_src_t *s) {
-  s->held[s->cur_thread] = (ww_held_t){true,    s->body_len, s->body,
-                                       s->d_keys, s->json,   s->d2_keys,
-                                       s->cached};
+  s->held[s->cur_thread] = (ww_held_t){
+      true, s->body_len, s->body, s->d_keys, s->json, s->d2_keys, s->cached};
 }
 
 /* Thread t (0-based) ends the request it held, if any. */

@@ -17,28 +17,20 @@
 
 /* ---- Registry ----------------------------------------------------------- */
 
-#include "wl_survivors.h" /* workload_survivors */
-#include "wl_spike.h"     /* workload_spike */
-#include "wl_labs.h"      /* workload_lab_sizes, _cliff, _brk, ... */
-#include "wl_webworker.h" /* workload_webworker */
-#include "wl_jemalloc.h"  /* workload_decay, _lab_decay */
-#include "wl_lab_purge.h" /* workload_lab_purge */
+#include "wl_survivors.h"   /* workload_survivors */
+#include "wl_spike.h"       /* workload_spike */
+#include "wl_labs.h"        /* workload_lab_sizes, _cliff, _brk, ... */
+#include "wl_webworker.h"   /* workload_webworker */
+#include "wl_jemalloc.h"    /* workload_decay, _lab_decay */
+#include "wl_lab_purge.h"   /* workload_lab_purge */
 #include "wl_churn_purge.h" /* workload_churn_purge */
-#include "wl_churn.h"     /* workload_churn */
+#include "wl_churn.h"       /* workload_churn */
 
 static const workload_def_t *const registry[] = {
-    &workload_survivors,
-    &workload_spike,
-    &workload_lab_sizes,
-    &workload_lab_cliff,
-    &workload_lab_brk,
-    &workload_lab_mmap_threshold,
-    &workload_lab_arenas,
-    &workload_webworker,
-    &workload_decay,
-    &workload_lab_decay,
-    &workload_lab_purge,
-    &workload_churn_purge,
+    &workload_survivors,  &workload_spike,     &workload_lab_sizes,
+    &workload_lab_cliff,  &workload_lab_brk,   &workload_lab_mmap_threshold,
+    &workload_lab_arenas, &workload_webworker, &workload_decay,
+    &workload_lab_decay,  &workload_lab_purge, &workload_churn_purge,
     &workload_churn,
 };
 
@@ -61,15 +53,14 @@ const workload_def_t *const *workload_registry(size_t *count) {
 /* Writes "--a, --b, ..." for def's options into buf. */
 static void known_options(const workload_def_t *def, char *buf, size_t len) {
   size_t used = 0;
-  buf[0]      = '\0';
+  buf[0] = '\0';
   for (const workload_option_t *o = def->options; o->name && used < len; o++)
     used += (size_t)snprintf(buf + used, len - used, "%s--%s",
                              o == def->options ? "" : ", ", o->name);
 }
 
-as_status_t workload_open_argv(const workload_def_t *def, int argc,
-                               char **argv, trace_source_t **out,
-                               as_err_t *err) {
+as_status_t workload_open_argv(const workload_def_t *def, int argc, char **argv,
+                               trace_source_t **out, as_err_t *err) {
   *out = NULL;
   size_t nopts = 0;
   while (def->options[nopts].name != NULL)
@@ -88,9 +79,9 @@ as_status_t workload_open_argv(const workload_def_t *def, int argc,
       goto done;
     }
     const char *name = arg + 2;
-    const char *eq   = strchr(name, '=');
+    const char *eq = strchr(name, '=');
     size_t      nlen = eq ? (size_t)(eq - name) : strlen(name);
-    size_t      row  = nopts;
+    size_t      row = nopts;
     for (size_t r = 0; r < nopts; r++)
       if (strlen(def->options[r].name) == nlen &&
           strncmp(def->options[r].name, name, nlen) == 0)
@@ -98,9 +89,8 @@ as_status_t workload_open_argv(const workload_def_t *def, int argc,
     if (row == nopts) {
       char known[512];
       known_options(def, known, sizeof known);
-      rc = as_err_set(err, AS_EUSAGE,
-                      "%s: unknown option '--%.*s' (known: %s)", def->name,
-                      (int)nlen, name, known);
+      rc = as_err_set(err, AS_EUSAGE, "%s: unknown option '--%.*s' (known: %s)",
+                      def->name, (int)nlen, name, known);
       goto done;
     }
     if (values[row] != NULL) {
@@ -113,9 +103,8 @@ as_status_t workload_open_argv(const workload_def_t *def, int argc,
     else if (i + 1 < argc)
       values[row] = argv[++i];
     else {
-      rc = as_err_set(err, AS_EUSAGE, "%s: --%s needs a value (%s)",
-                      def->name, def->options[row].name,
-                      def->options[row].help);
+      rc = as_err_set(err, AS_EUSAGE, "%s: --%s needs a value (%s)", def->name,
+                      def->options[row].name, def->options[row].help);
       goto done;
     }
   }
@@ -141,7 +130,7 @@ as_status_t workload_open_line(const char *line, trace_source_t **out,
   char *copy = strdup(line);
   char *argv[MAX_WORDS];
   int   argc = 0;
-  *out       = NULL;
+  *out = NULL;
   if (copy == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory");
   for (char *tok = strtok(copy, " \t"); tok != NULL && argc < MAX_WORDS;

@@ -40,14 +40,13 @@ struct workload_def_s {
 #define WORKLOAD_META_PEAK_BYTES   "peak_live_bytes"
 
 /* The workload registered under name, or NULL. */
-const workload_def_t *workload_find(const char *name);
+const workload_def_t        *workload_find(const char *name);
 const workload_def_t *const *workload_registry(size_t *count);
 
 /* Parses argv of "--key value" / "--key=value" pairs against def's table and
  * opens it.  Unknown options: AS_EUSAGE listing the known ones. */
-as_status_t workload_open_argv(const workload_def_t *def, int argc,
-                               char **argv, trace_source_t **out,
-                               as_err_t *err);
+as_status_t workload_open_argv(const workload_def_t *def, int argc, char **argv,
+                               trace_source_t **out, as_err_t *err);
 
 /* Opens a workload from one line: its name, then its options, separated by
  * spaces or tabs ("survivors --size 64 --fraction 1e-4"), the form runs

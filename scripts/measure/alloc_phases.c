@@ -87,8 +87,8 @@ static void die(const char *msg) {
 }
 
 static void *map_bytes(size_t n) {
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void *p =
+      mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
     die("mmap failed");
   return p;
@@ -161,7 +161,7 @@ static uint64_t smaps_rss_bytes(void) {
 /* Resident bytes of [p, p+len): this program's own buffers. */
 static uint64_t resident_bytes(void *p, size_t len) {
   static unsigned char vec[1 << 16];
-  size_t pg = (size_t)sysconf(_SC_PAGESIZE), pages = (len + pg - 1) / pg;
+  size_t   pg = (size_t)sysconf(_SC_PAGESIZE), pages = (len + pg - 1) / pg;
   uint64_t total = 0;
   for (size_t first = 0; first < pages; first += sizeof vec) {
     size_t n = pages - first < sizeof vec ? pages - first : sizeof vec;
@@ -179,12 +179,12 @@ static uint64_t resident_bytes(void *p, size_t len) {
 static uint64_t start_brk(void) {
   static char buf[4096];
   int         fd = open("/proc/self/stat", O_RDONLY);
-  ssize_t     n  = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  ssize_t     n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
   if (fd >= 0)
     close(fd);
   if (n <= 0)
     return 0;
-  buf[n]        = '\0';
+  buf[n] = '\0';
   const char *p = strrchr(buf, ')');
   for (int field = 2; p != NULL && field < 47; field++)
     p = strchr(p + 1, ' ');
@@ -193,8 +193,16 @@ static uint64_t start_brk(void) {
 
 /* ---- Event records ---------------------------------------------------- */
 
-enum op_e { OP_MALLOC, OP_CALLOC, OP_FREE, OP_MARK, OP_RSS, OP_IDLE,
-            OP_TRIM, OP_PURGE };
+enum op_e {
+  OP_MALLOC,
+  OP_CALLOC,
+  OP_FREE,
+  OP_MARK,
+  OP_RSS,
+  OP_IDLE,
+  OP_TRIM,
+  OP_PURGE
+};
 
 typedef struct rec_s {
   uint64_t t_ns;
@@ -213,7 +221,7 @@ static rec_t      *recs;
 static uint64_t    nrecs;
 static const char *labels[MAX_MARKS];
 static int         nlabels;
-static void      **objs;       /* object table, mmapped */
+static void      **objs; /* object table, mmapped */
 static size_t      objs_bytes;
 static uint64_t    overhead_max;
 static uint64_t    sample_every_ns = 100000000u;
@@ -223,10 +231,10 @@ static rec_t *push(uint32_t op, uint64_t id, uint64_t size) {
   if (nrecs == MAX_RECS)
     die("too many events");
   rec_t *r = &recs[nrecs++];
-  r->t_ns  = now_ns();
-  r->op    = op;
-  r->id    = id;
-  r->size  = size;
+  r->t_ns = now_ns();
+  r->op = op;
+  r->id = id;
+  r->size = size;
   return r;
 }
 
@@ -237,7 +245,7 @@ static void sample_at(uint64_t t) {
   if (own > overhead_max)
     overhead_max = own;
   rec_t *r = push(OP_RSS, 0, smaps_rss_bytes() - own);
-  r->t_ns  = t;
+  r->t_ns = t;
   last_sample_ns = t;
 }
 
@@ -291,15 +299,19 @@ static void idle_ms(uint64_t ms) {
 /* ---- The allocator's own interfaces (dlsym: any libc) ------------------ */
 
 typedef int (*getprop_fn)(const char *, size_t *);
-static getprop_fn tc_getprop;
-static const char *const tc_props[] = {
-    "generic.current_allocated_bytes", "generic.heap_size",
-    "generic.total_physical_bytes",    "tcmalloc.pageheap_free_bytes",
-    "tcmalloc.pageheap_unmapped_bytes", "tcmalloc.thread_cache_free_bytes",
-    "tcmalloc.central_cache_free_bytes",
-    "tcmalloc.transfer_cache_free_bytes", "tcmalloc.pageheap_scavenge_count",
-    "tcmalloc.pageheap_total_decommit_bytes", NULL};
-static outbuf_t props_out;
+static getprop_fn        tc_getprop;
+static const char *const tc_props[] = {"generic.current_allocated_bytes",
+                                       "generic.heap_size",
+                                       "generic.total_physical_bytes",
+                                       "tcmalloc.pageheap_free_bytes",
+                                       "tcmalloc.pageheap_unmapped_bytes",
+                                       "tcmalloc.thread_cache_free_bytes",
+                                       "tcmalloc.central_cache_free_bytes",
+                                       "tcmalloc.transfer_cache_free_bytes",
+                                       "tcmalloc.pageheap_scavenge_count",
+                                       "tcmalloc.pageheap_total_decommit_bytes",
+                                       NULL};
+static outbuf_t          props_out;
 
 static void props_row(const char *label) {
   if (tc_getprop == NULL || props_out.p == NULL)
@@ -468,7 +480,7 @@ static uint64_t gap(uintptr_t a, uintptr_t b, uintptr_t rs, uintptr_t re) {
 }
 
 static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
-  gaps_t   *g  = arg;
+  gaps_t   *g = arg;
   uintptr_t rs = 0, re = 0;
   int       rw = 0;
   (void)size;
@@ -488,8 +500,8 @@ static int gaps_of(struct dl_phdr_info *info, size_t size, void *arg) {
     if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_R | PF_W)) != (PF_R | PF_W))
       continue;
     uintptr_t end = ph->p_vaddr + ph->p_memsz;
-    g->bytes[g->obj][0] += gap(ph->p_vaddr & -(uintptr_t)4096, ph->p_vaddr,
-                              rs, re);
+    g->bytes[g->obj][0] +=
+        gap(ph->p_vaddr & -(uintptr_t)4096, ph->p_vaddr, rs, re);
     g->bytes[g->obj][1] += gap(end, (end + 4095) & -(uintptr_t)4096, rs, re);
     rw = 1;
   }
@@ -535,7 +547,7 @@ static const char *libc_name(void) {
 }
 
 static void write_trace(const args_t *a, int argc, char **argv) {
-  outbuf_t o = {map_bytes(512u << 20), 0, 512u << 20};
+  outbuf_t       o = {map_bytes(512u << 20), 0, 512u << 20};
   struct utsname u;
   uname(&u);
   out_str(&o, "allocsim-trace 1\n");
@@ -575,11 +587,12 @@ static void write_trace(const args_t *a, int argc, char **argv) {
   meta_u64(&o, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
   meta_u64(&o, "start_brk", start_brk());
   meta(&o, "libc", libc_name());
-  meta(&o, "allocator", tc_getprop != NULL ? "tcmalloc"
+  meta(&o, "allocator",
+       tc_getprop != NULL ? "tcmalloc"
 #ifdef __GLIBC__
-                                            : "glibc");
+                          : "glibc");
 #else
-                                            : "musl");
+                          : "musl");
 #endif
 #ifndef __GLIBC__
   meta_donated_gaps(&o);
@@ -701,7 +714,8 @@ int main(int argc, char **argv) {
     else
       usage();
   }
-  int burst = strcmp(a.mode, "burst") == 0, churn = strcmp(a.mode, "churn") == 0;
+  int burst = strcmp(a.mode, "burst") == 0,
+      churn = strcmp(a.mode, "churn") == 0;
   if ((!burst && !churn && strcmp(a.mode, "bounce") != 0) || a.out == NULL ||
       a.keep_every == 0 || a.rounds == 0 || sample_every_ns == 0)
     usage();
@@ -712,13 +726,13 @@ int main(int argc, char **argv) {
 
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  t0_ns      = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  recs       = map_bytes(MAX_RECS * sizeof *recs);
+  t0_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  recs = map_bytes(MAX_RECS * sizeof *recs);
   objs_bytes = (size_t)a.count * (a.rounds > 1 ? 2 : 1) * sizeof *objs;
-  objs       = map_bytes(objs_bytes);
+  objs = map_bytes(objs_bytes);
 #ifdef __GLIBC__
-  tc_getprop = (getprop_fn)dlsym(RTLD_DEFAULT,
-                                 "MallocExtension_GetNumericProperty");
+  tc_getprop =
+      (getprop_fn)dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
 #endif
   if (a.props != NULL && tc_getprop != NULL) {
     props_out = (outbuf_t){map_bytes(1u << 20), 0, 1u << 20};

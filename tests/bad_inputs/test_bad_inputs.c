@@ -24,7 +24,7 @@
 #include "../helpers/run_cli.h"
 #include "sim/sha256.h"
 
-#define CASES ALLOCSIM_SOURCE_DIR "/tests/bad_inputs/cases.txt"
+#define CASES      ALLOCSIM_SOURCE_DIR "/tests/bad_inputs/cases.txt"
 #define MAX_SETUP  8
 #define MAX_EXPECT 6
 #define TIMEOUT_S  60
@@ -32,11 +32,11 @@
 typedef struct bad_case_s bad_case_t;
 struct bad_case_s {
   char     name[64];
-  unsigned line;                  /* of its "==" in cases.txt */
+  unsigned line; /* of its "==" in cases.txt */
   char     setup[MAX_SETUP][1024];
   size_t   nsetup;
   char     run[1024];
-  int      exit_code;             /* -1 until given */
+  int      exit_code; /* -1 until given */
   char     expect[MAX_EXPECT][256];
   size_t   nexpect;
 };
@@ -68,7 +68,7 @@ static bad_case_t *read_cases(size_t *n) {
   size_t      cap = 0;
   char        line[1200];
   unsigned    lineno = 0;
-  *n                 = 0;
+  *n = 0;
   while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
     line[strcspn(line, "\n")] = '\0';
@@ -76,7 +76,7 @@ static bad_case_t *read_cases(size_t *n) {
       continue;
     if (strncmp(line, "== ", 3) == 0) {
       if (*n == cap) {
-        cap   = cap ? 2 * cap : 64;
+        cap = cap ? 2 * cap : 64;
         cases = realloc(cases, cap * sizeof *cases);
         assert_non_null(cases);
       }
@@ -84,14 +84,14 @@ static bad_case_t *read_cases(size_t *n) {
       memset(c, 0, sizeof *c);
       if (!as_format_fits(c->name, sizeof c->name, "%s", line + 3))
         fail_msg("%s:%u: case name too long", CASES, lineno);
-      c->line      = lineno;
+      c->line = lineno;
       c->exit_code = -1;
       continue;
     }
     char *colon = strchr(line, ':');
     if (*n == 0 || colon == NULL)
       fail_msg("%s:%u: expected '== NAME' or 'key: value'", CASES, lineno);
-    *colon            = '\0';
+    *colon = '\0';
     const char *value = colon + 1 + strspn(colon + 1, " ");
     if (!set_field(&cases[*n - 1], line, value))
       fail_msg("%s:%u: unknown or repeated key '%s'", CASES, lineno, line);
@@ -114,20 +114,20 @@ struct snap_s {
   size_t len, cap;
 };
 
-static snap_t       *g_snap;
-static size_t        g_root_len;
+static snap_t *g_snap;
+static size_t  g_root_len;
 
 static void snap_add(snap_t *s, const char *line) {
   size_t n = strlen(line);
   if (s->len + n + 2 > s->cap) {
-    s->cap  = (s->len + n + 2) * 2;
+    s->cap = (s->len + n + 2) * 2;
     s->text = realloc(s->text, s->cap);
     assert_non_null(s->text);
   }
   memcpy(s->text + s->len, line, n);
   s->len += n;
   s->text[s->len++] = '\n';
-  s->text[s->len]   = '\0';
+  s->text[s->len] = '\0';
 }
 
 static int snap_entry(const char *path, const struct stat *st, int flag,
@@ -138,7 +138,7 @@ static int snap_entry(const char *path, const struct stat *st, int flag,
   char        what[160] = "";
   if (S_ISREG(st->st_mode)) {
     char     hex[65] = "?";
-    as_err_t err     = {0};
+    as_err_t err = {0};
     (void)as_sha256_file(path, hex, &err);
     snprintf(what, sizeof what, "file %lld %s", (long long)st->st_size, hex);
   } else if (S_ISLNK(st->st_mode)) {
@@ -166,8 +166,8 @@ static int cmp_lines(const void *a, const void *b) {
 
 /* The sorted listing of dir (FTW_PHYS: links are not followed). */
 static char *snapshot(const char *dir) {
-  snap_t s  = {0};
-  g_snap    = &s;
+  snap_t s = {0};
+  g_snap = &s;
   g_root_len = strlen(dir);
   if (nftw(dir, snap_entry, 16, FTW_PHYS) != 0)
     fail_msg("cannot walk %s", dir);
@@ -213,8 +213,8 @@ static void note(char **report, size_t *len, const bad_case_t *c,
  * read-only store, even for root). */
 static void remove_tree(const char *dir) {
   char cmd[1200];
-  snprintf(cmd, sizeof cmd, "chattr -R -i '%s' 2>/dev/null; rm -rf '%s'",
-           dir, dir);
+  snprintf(cmd, sizeof cmd, "chattr -R -i '%s' 2>/dev/null; rm -rf '%s'", dir,
+           dir);
   if (system(cmd) != 0)
     fprintf(stderr, "warning: could not remove %s\n", dir);
 }
@@ -263,16 +263,19 @@ static bool run_case(const bad_case_t *c, const char *root, char **report,
       note(report, len, c, "exit %d, expected %d; stderr: %s", r.code,
            c->exit_code, r.err);
     if (run_cli_lines(r.err) != 1 || strncmp(r.err, "allocsim", 8) != 0)
-      note(report, len, c, "expected one line starting 'allocsim' on "
-                           "stderr, got: %s", r.err);
+      note(report, len, c,
+           "expected one line starting 'allocsim' on "
+           "stderr, got: %s",
+           r.err);
     for (size_t i = 0; i < c->nexpect; i++)
       if (strstr(r.err, c->expect[i]) == NULL)
         note(report, len, c, "stderr lacks '%s': %s", c->expect[i], r.err);
     if (strstr(r.err, "Sanitizer") != NULL || strstr(r.err, "runtime error"))
       note(report, len, c, "sanitizer report: %s", r.err);
     if (strcmp(before, after) != 0)
-      note(report, len, c, "the directory changed:\n    before:\n%s    "
-                           "after:\n%s",
+      note(report, len, c,
+           "the directory changed:\n    before:\n%s    "
+           "after:\n%s",
            before, after);
     free(before);
     free(after);

@@ -45,7 +45,9 @@ static uint64_t rnd(void) { /* xorshift64 */
 }
 
 /* Uniform in [0, n) (Lemire's multiply-shift on the top 32 bits). */
-static uint64_t below(uint64_t n) { return ((rnd() >> 32) * n) >> 32; }
+static uint64_t below(uint64_t n) {
+  return ((rnd() >> 32) * n) >> 32;
+}
 
 /* 512 B : 1 KiB : 2 KiB as 3 : 2 : 1. */
 static uint64_t churn_size(void) {
@@ -55,7 +57,7 @@ static uint64_t churn_size(void) {
 
 /* This process's resident bytes (/proc/self/statm field 2). */
 static uint64_t self_rss(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
+  FILE              *f = fopen("/proc/self/statm", "r");
   unsigned long long size = 0, res = 0;
   if (f != NULL) {
     if (fscanf(f, "%llu %llu", &size, &res) != 2)
@@ -66,7 +68,7 @@ static uint64_t self_rss(void) {
 }
 
 int main(int argc, char **argv) {
-  uint64_t    n    = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000u;
+  uint64_t    n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000u;
   uint64_t    live = argc > 2 ? strtoull(argv[2], NULL, 10) : 50000u;
   const char *spec = argc > 3 ? argv[3] : "mimalloc";
   if (live == 0 || n == 0) {
@@ -82,8 +84,8 @@ int main(int argc, char **argv) {
   uint64_t            rss0 = self_rss();
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  sim_kernel_t *k   = NULL;
-  model_t      *m   = NULL;
+  sim_kernel_t *k = NULL;
+  model_t      *m = NULL;
   as_err_t      err = {0};
   if (sim_kernel_create(&cfg, &k, &err) != AS_OK) {
     fprintf(stderr, "bench_churn: %s\n", err.msg);

@@ -29,8 +29,8 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15u;
 
 static uint64_t next_random(void) { /* splitmix64 */
   uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z          = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z          = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
   return z ^ (z >> 31);
 }
 
@@ -58,8 +58,8 @@ static int write_trace(const char *path, uint64_t nevents, uint64_t live) {
   }
   uint64_t t = 0;
   for (uint64_t id = 0; id < live && err.code == AS_OK; id++) {
-    trace_event_t ev = {.t_ns = t += 10, .op = TRACE_MALLOC, .id = id,
-                        .size = random_size()};
+    trace_event_t ev = {
+        .t_ns = t += 10, .op = TRACE_MALLOC, .id = id, .size = random_size()};
     trace_writer_write(w, &ev, &err);
   }
   for (uint64_t i = 0; i + 1 < nevents && err.code == AS_OK; i += 2) {
@@ -67,8 +67,8 @@ static int write_trace(const char *path, uint64_t nevents, uint64_t live) {
     trace_event_t ev = {.t_ns = t += 10, .op = TRACE_FREE, .id = id};
     if (trace_writer_write(w, &ev, &err) != AS_OK)
       break;
-    ev = (trace_event_t){.t_ns = t += 10, .op = TRACE_MALLOC, .id = id,
-                         .size = random_size()};
+    ev = (trace_event_t){
+        .t_ns = t += 10, .op = TRACE_MALLOC, .id = id, .size = random_size()};
     trace_writer_write(w, &ev, &err);
   }
   if (err.code == AS_OK && trace_writer_close(w, &err) == AS_OK)
@@ -79,8 +79,8 @@ static int write_trace(const char *path, uint64_t nevents, uint64_t live) {
 
 int main(int argc, char **argv) {
   uint64_t    nevents = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
-  uint64_t    live    = argc > 2 ? strtoull(argv[2], NULL, 10) : 50000;
-  const char *model   = argc > 3 ? argv[3] : "jemalloc";
+  uint64_t    live = argc > 2 ? strtoull(argv[2], NULL, 10) : 50000;
+  const char *model = argc > 3 ? argv[3] : "jemalloc";
   char        path[512];
   if (live == 0) {
     fprintf(stderr, "bench_jemalloc: LIVE must be positive\n");
@@ -90,8 +90,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s", argv[4]);
   else
     snprintf(path, sizeof path,
-             "/tmp/allocsim-bench-je-%" PRIu64 "-%" PRIu64 ".astrace",
-             nevents, live);
+             "/tmp/allocsim-bench-je-%" PRIu64 "-%" PRIu64 ".astrace", nevents,
+             live);
   if (access(path, R_OK) != 0 && write_trace(path, nevents, live) != 0)
     return 1;
   struct rusage ru0;
@@ -108,8 +108,8 @@ int main(int argc, char **argv) {
   sim_engine_config_t cfg = {0};
   double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   as_status_t rc = sim_engine_run(&cfg, &s, src, &res, &err);
-  double dt = clock_s(CLOCK_MONOTONIC) - t0;
-  double dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  double      dt = clock_s(CLOCK_MONOTONIC) - t0;
+  double      dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
   if (rc != AS_OK) {
     fprintf(stderr, "bench_jemalloc: %s\n", err.msg);
     return 1;
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double self_mib = (double)ru.ru_maxrss / 1024.0;
-  double sim_mib  = (double)res.peak_rss_bytes / 1048576.0;
+  double sim_mib = (double)res.peak_rss_bytes / 1048576.0;
   printf("model      %s\n", s.model_desc);
   printf("replay     %" PRIu64 " events (%" PRIu64 " live) in %.3f s CPU = "
          "%.1f M events/s (target >= 20); %.3f s wall = %.1f M events/s\n",

@@ -25,8 +25,8 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15u;
 static uint64_t next_random(void) {
   /* splitmix64: deterministic and public, same stream on every machine */
   uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z          = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z          = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
   return z ^ (z >> 31);
 }
 
@@ -57,21 +57,21 @@ static uint64_t random_size(void) {
 static int write_trace(const char *path, uint64_t nevents) {
   trace_meta_t    meta = {0};
   trace_writer_t *w;
-  as_err_t        err  = {0};
+  as_err_t        err = {0};
   uint8_t        *live = calloc(LIVE_SLOTS, 1);
   trace_meta_set(&meta, "description", "bench_replay churn", NULL);
-  if (live == NULL || trace_writer_open(path, TRACE_FORMAT_BINARY, &meta, &w,
-                                        &err) != AS_OK) {
+  if (live == NULL ||
+      trace_writer_open(path, TRACE_FORMAT_BINARY, &meta, &w, &err) != AS_OK) {
     fprintf(stderr, "bench_replay: %s\n", err.msg);
     free(live);
     return 1;
   }
   for (uint64_t i = 0; i < nevents; i++) {
     uint64_t      slot = next_random() % LIVE_SLOTS;
-    trace_event_t ev   = {.t_ns = i * 10, .id = slot};
-    ev.op              = live[slot] ? TRACE_FREE : TRACE_MALLOC;
-    ev.size            = live[slot] ? 0 : random_size();
-    live[slot]         = !live[slot];
+    trace_event_t ev = {.t_ns = i * 10, .id = slot};
+    ev.op = live[slot] ? TRACE_FREE : TRACE_MALLOC;
+    ev.size = live[slot] ? 0 : random_size();
+    live[slot] = !live[slot];
     if (trace_writer_write(w, &ev, &err) != AS_OK)
       break;
   }
@@ -84,7 +84,7 @@ static int write_trace(const char *path, uint64_t nevents) {
 
 int main(int argc, char **argv) {
   uint64_t    nevents = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
-  const char *model   = argc > 2 ? argv[2] : "ideal";
+  const char *model = argc > 2 ? argv[2] : "ideal";
   char        path[512];
   snprintf(path, sizeof path, "%s",
            argc > 3 ? argv[3] : "/tmp/allocsim-bench.astrace");
@@ -107,9 +107,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   sim_engine_config_t cfg = {0};
-  double              t0  = now_s(), c0 = cpu_s();
-  as_status_t         rc  = sim_engine_run(&cfg, &s, src, &res, &err);
-  double              dt  = now_s() - t0, dc = cpu_s() - c0;
+  double              t0 = now_s(), c0 = cpu_s();
+  as_status_t         rc = sim_engine_run(&cfg, &s, src, &res, &err);
+  double              dt = now_s() - t0, dc = cpu_s() - c0;
   if (rc != AS_OK) {
     fprintf(stderr, "bench_replay: %s\n", err.msg);
     return 1;
@@ -120,8 +120,7 @@ int main(int argc, char **argv) {
          "events/s wall, %.1f M events/s CPU; simulated peak RSS %.1f MiB; "
          "simulator max RSS %.1f MiB\n",
          s.model_desc, res.events, dt, dc, (double)res.events / dt / 1e6,
-         (double)res.events / dc / 1e6,
-         (double)res.peak_rss_bytes / 1048576.0,
+         (double)res.events / dc / 1e6, (double)res.peak_rss_bytes / 1048576.0,
          (double)ru.ru_maxrss / 1024.0);
   trace_source_close(src);
   sim_session_close(&s);

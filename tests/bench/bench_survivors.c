@@ -30,9 +30,9 @@ static double now_s(void) {
 }
 
 static int open_wl(int argc, char **argv, trace_source_t **src) {
-  static char *defaults[] = {"--size", "64", "--total", "256", "--fraction",
-                             "1e-4"};
-  as_err_t     err        = {0};
+  static char *defaults[] = {"--size", "64",         "--total",
+                             "256",    "--fraction", "1e-4"};
+  as_err_t     err = {0};
   if (argc <= 1) {
     argc = 7;
     argv = defaults - 1;
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
   /* ALLOCSIM_BENCH_MODEL / ALLOCSIM_BENCH_LIBC pick the model and the
    * composition's libc (e.g. ideal, to see what the glibc model costs). */
   const char *model = getenv("ALLOCSIM_BENCH_MODEL");
-  const char *libc  = getenv("ALLOCSIM_BENCH_LIBC");
+  const char *libc = getenv("ALLOCSIM_BENCH_LIBC");
   if (model == NULL)
     model = "cpython:version=3.11";
   trace_source_t *src;
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
     return 1;
   trace_event_t ev;
   uint64_t      gen_events = 0;
-  double        t0         = now_s();
+  double        t0 = now_s();
   while (trace_source_next(src, &ev, &err) == AS_OK)
     gen_events++;
   double gen_s = now_s() - t0;
@@ -76,9 +76,9 @@ int main(int argc, char **argv) {
   }
   sim_engine_config_t cfg = {0};
   sim_run_result_t    res;
-  t0             = now_s();
+  t0 = now_s();
   as_status_t rc = sim_engine_run(&cfg, &sess, src, &res, &err);
-  double      s  = now_s() - t0;
+  double      s = now_s() - t0;
   if (rc != AS_OK) {
     fprintf(stderr, "bench_survivors: %s\n", err.msg);
     return 1;
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double self_mib = (double)ru.ru_maxrss / 1024.0;
-  double sim_mib  = (double)res.peak_rss_bytes / MIB;
+  double sim_mib = (double)res.peak_rss_bytes / MIB;
   printf("workload      %s\n", src->name);
   printf("model         %s\n", sess.model_desc);
   printf("generator     %" PRIu64 " events in %.3f CPU s = %.1f M events/s\n",

@@ -6,7 +6,8 @@
  * trace_source_next three times and reports the best run; the file is in the
  * page cache by then, so the figure is decoding plus the copy out of the
  * cache, which is what replay pays.  Times are process CPU time (best of
- * 5), which a busy shared machine distorts far less than the wall clock.  The project's target is replaying
+ * 5), which a busy shared machine distorts far less than the wall clock.  The
+ * project's target is replaying
  * >= 50 M events/s end to end, so decoding should cost well under 10 ns per
  * event.  A text copy of the first 1 M events is timed too, for scale.
  *
@@ -30,7 +31,7 @@
 typedef struct gen_s {
   uint64_t  state;
   uint64_t  t_ns;
-  uint64_t *live;    /* ids of live objects */
+  uint64_t *live; /* ids of live objects */
   size_t    nlive;
   uint64_t *free_ids; /* recycled ids */
   size_t    nfree;
@@ -61,9 +62,10 @@ static void gen_event(gen_t *g, uint64_t i, trace_event_t *ev) {
     ev->size = (uint64_t)(100 + (r >> 32) % 1000) << 20;
   } else if (g->nlive > 0 && (pick < 470 || g->nlive == GEN_MAX_LIVE)) {
     /* Free, biased to the most recent objects. */
-    size_t k = (r >> 32) % 4 == 0 ? (size_t)((r >> 34) % g->nlive)
-                                   : g->nlive - 1 - (size_t)((r >> 34) % 
-                                       (g->nlive < 64 ? g->nlive : 64));
+    size_t k = (r >> 32) % 4 == 0
+                   ? (size_t)((r >> 34) % g->nlive)
+                   : g->nlive - 1 -
+                         (size_t)((r >> 34) % (g->nlive < 64 ? g->nlive : 64));
     ev->op = TRACE_FREE;
     ev->id = g->live[k];
     g->live[k] = g->live[--g->nlive];
@@ -73,7 +75,7 @@ static void gen_event(gen_t *g, uint64_t i, trace_event_t *ev) {
     ev->id = g->live[(r >> 32) % g->nlive];
     ev->size = 16 + (r >> 40) % 4096;
   } else {
-    ev->op = pick < 505 ? TRACE_MEMALIGN
+    ev->op = pick < 505   ? TRACE_MEMALIGN
              : pick < 530 ? TRACE_CALLOC
                           : TRACE_MALLOC;
     ev->id = g->nfree > 0 ? g->free_ids[--g->nfree] : g->next_id++;
@@ -190,8 +192,8 @@ int main(int argc, char **argv) {
       best_wall = w;
   }
   if (count != n) {
-    fprintf(stderr, "bench_trace_decode: read %" PRIu64 " of %" PRIu64
-                    " events\n",
+    fprintf(stderr,
+            "bench_trace_decode: read %" PRIu64 " of %" PRIu64 " events\n",
             count, n);
     return 1;
   }

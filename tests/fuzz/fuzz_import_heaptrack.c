@@ -22,8 +22,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  FILE *raw = size > 0 ? fmemopen((void *)data, size, "r")
-                       : fopen("/dev/null", "r");
+  FILE *raw =
+      size > 0 ? fmemopen((void *)data, size, "r") : fopen("/dev/null", "r");
   char  *out = NULL;
   size_t out_len = 0;
   FILE  *mem = open_memstream(&out, &out_len);

@@ -17,8 +17,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  FILE *in = size > 0 ? fmemopen((void *)data, size, "r")
-                      : fopen("/dev/null", "r");
+  FILE *in =
+      size > 0 ? fmemopen((void *)data, size, "r") : fopen("/dev/null", "r");
   char  *out = NULL;
   size_t out_len = 0;
   FILE  *mem = open_memstream(&out, &out_len);
@@ -32,8 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 &err) != AS_OK)
     abort();
   import_malloclab_stats_t st;
-  as_status_t rc = import_malloclab_stream(in, "fuzz", w, &meta, NULL, &st,
-                                           &err);
+  as_status_t              rc =
+      import_malloclab_stream(in, "fuzz", w, &meta, NULL, &st, &err);
   if (rc != AS_OK && rc != AS_EFORMAT)
     abort();
   if (rc != AS_OK && (err.code != rc || err.msg[0] == '\0'))

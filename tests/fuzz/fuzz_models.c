@@ -22,7 +22,8 @@
  * candidates), on a kernel with a fuzzed page size, THP and memory
  * pressure.  A drawn option set the model refuses (a value out of range)
  * is replaced by the defaults, so every model runs on every input.  At
- * every mark -- one is inserted every MARK_EVERY (32) events -- the target checks:
+ * every mark -- one is inserted every MARK_EVERY (32) events -- the target
+ * checks:
  *   - sim_kernel_check_invariants (counters against a recount);
  *   - model_check, the model's own invariant checker when it has one;
  *   - RSS is the sum of its owners' parts and at most the mapped bytes;
@@ -87,11 +88,21 @@ static uint64_t fuzz_size(bytes_t *b) {
   switch (byte(b) % 16) {
   case 0:
     return below(b, 17);
-  case 1: case 2: case 3: case 4: case 5: case 6: case 7:
+  case 1:
+  case 2:
+  case 3:
+  case 4:
+  case 5:
+  case 6:
+  case 7:
     return 17 + below(b, 512 - 16);
-  case 8: case 9: case 10: case 11:
+  case 8:
+  case 9:
+  case 10:
+  case 11:
     return 513 + below(b, 128 * 1024);
-  case 12: case 13:
+  case 12:
+  case 13:
     return 128 * 1024 + below(b, 2 * MIB);
   case 14:
     return below(b, 48 * MIB + 1);
@@ -124,15 +135,14 @@ static const char *const mark_labels[] = {"m0", "m1", "m2", "m3"};
 /* Appends e at the current time; an idle moves the clock past itself
  * before the next event (the engine's rule). */
 static void emit(gen_t *g, trace_event_t e) {
-  e.t_ns        = g->t;
+  e.t_ns = g->t;
   g->ev[g->n++] = e;
   if (e.op == TRACE_IDLE)
     g->t += e.size;
   /* the last slot is the closing mark's */
   if (g->n % MARK_EVERY == MARK_EVERY - 1 && g->n < MAX_EVENTS - 1)
-    g->ev[g->n++] = (trace_event_t){.t_ns  = g->t,
-                                    .op    = TRACE_MARK,
-                                    .label = mark_labels[g->n % 4]};
+    g->ev[g->n++] = (trace_event_t){
+        .t_ns = g->t, .op = TRACE_MARK, .label = mark_labels[g->n % 4]};
 }
 
 /* A running thread: thread 0 or one started and not exited. */
@@ -160,15 +170,15 @@ static void gen_alloc(gen_t *g, bytes_t *b) {
     return;
   trace_event_t e = {.id = (uint64_t)id, .thread = some_thread(g, b)};
   unsigned      k = byte(b) % 8;
-  e.op     = k < 5 ? TRACE_MALLOC : k < 7 ? TRACE_CALLOC : TRACE_MEMALIGN;
-  e.size   = fuzz_size(b);
+  e.op = k < 5 ? TRACE_MALLOC : k < 7 ? TRACE_CALLOC : TRACE_MEMALIGN;
+  e.size = fuzz_size(b);
   e.domain = e.op == TRACE_MEMALIGN ? TRACE_DOMAIN_RAW
                                     : (uint8_t)(byte(b) % TRACE_DOMAIN_COUNT);
   if (e.op == TRACE_MEMALIGN)
     e.align = UINT64_C(1) << (3 + below(b, 19)); /* 8 B .. 2 MiB */
-  g->live[id]   = true;
+  g->live[id] = true;
   g->domain[id] = e.domain;
-  g->size[id]   = e.size;
+  g->size[id] = e.size;
   g->nlive++;
   emit(g, e);
 }
@@ -181,16 +191,16 @@ static void gen_touch(gen_t *g, bytes_t *b, int id) {
   if (size == 0)
     return;
   uint64_t off = below(b, size);
-  emit(g, (trace_event_t){.op     = TRACE_TOUCH,
-                          .id     = (uint64_t)id,
+  emit(g, (trace_event_t){.op = TRACE_TOUCH,
+                          .id = (uint64_t)id,
                           .offset = off,
-                          .size   = 1 + below(b, size - off),
+                          .size = 1 + below(b, size - off),
                           .thread = some_thread(g, b)});
 }
 
 static uint64_t option_value(bytes_t *b) {
-  static const int64_t values[] = {0, 1, 2, 16, 64, 128, 4096, 65536,
-                                   131072, 1 << 20, 32 << 20, -1};
+  static const int64_t values[] = {0,    1,     2,      16,      64,       128,
+                                   4096, 65536, 131072, 1 << 20, 32 << 20, -1};
   return (uint64_t)values[below(b, sizeof values / sizeof values[0])];
 }
 
@@ -198,28 +208,28 @@ static void generate(gen_t *g, bytes_t *b) {
   static const uint64_t thresholds[] = {65536, 1 << 20, 4 << 20};
   memset(g, 0, sizeof *g);
   g->running[0] = true;
-  unsigned th   = byte(b);
+  unsigned th = byte(b);
   if (th & 1) /* at least a page (the engine's rule): 64 KiB is any page */
     g->touch_threshold = thresholds[(th >> 1) % 3];
   while (g->n < MAX_EVENTS - 1 && (b->n > 0 || g->n < 8)) {
     unsigned dt = byte(b);
     g->t += dt < 200 ? dt % 4 : (uint64_t)dt << (dt % 24);
-    unsigned k  = byte(b) % 32;
+    unsigned k = byte(b) % 32;
     int      id;
     if (k < 14) {
       gen_alloc(g, b);
     } else if (k < 22 && (id = some_live(g, b)) >= 0) {
       g->live[id] = false;
       g->nlive--;
-      emit(g, (trace_event_t){.op     = TRACE_FREE,
-                              .id     = (uint64_t)id,
+      emit(g, (trace_event_t){.op = TRACE_FREE,
+                              .id = (uint64_t)id,
                               .thread = some_thread(g, b),
                               .domain = g->domain[id]});
     } else if (k < 25 && (id = some_live(g, b)) >= 0) {
       g->size[id] = fuzz_size(b);
-      emit(g, (trace_event_t){.op     = TRACE_REALLOC,
-                              .id     = (uint64_t)id,
-                              .size   = g->size[id],
+      emit(g, (trace_event_t){.op = TRACE_REALLOC,
+                              .id = (uint64_t)id,
+                              .size = g->size[id],
                               .thread = some_thread(g, b),
                               .domain = g->domain[id]});
     } else if (k < 27 && (id = some_live(g, b)) >= 0) {
@@ -227,39 +237,38 @@ static void generate(gen_t *g, bytes_t *b) {
     } else if (k == 27) {
       unsigned x = byte(b);
       if (x & 1)
-        emit(g, (trace_event_t){.op     = TRACE_PURGE,
-                                .size   = (x >> 1) % TRACE_PURGE_COUNT,
-                                .id     = x & 8 ? 0 : TRACE_ALL_ARENAS,
+        emit(g, (trace_event_t){.op = TRACE_PURGE,
+                                .size = (x >> 1) % TRACE_PURGE_COUNT,
+                                .id = x & 8 ? 0 : TRACE_ALL_ARENAS,
                                 .thread = some_thread(g, b)});
       else
-        emit(g, (trace_event_t){.op     = TRACE_OPTION,
-                                .label  = option_placeholder,
-                                .id     = byte(b),
-                                .size   = option_value(b),
+        emit(g, (trace_event_t){.op = TRACE_OPTION,
+                                .label = option_placeholder,
+                                .id = byte(b),
+                                .size = option_value(b),
                                 .thread = some_thread(g, b)});
     } else if (k < 29) {
       uint32_t t = 1 + (uint32_t)below(b, MAX_THREADS - 1);
       g->running[t] = !g->running[t];
-      emit(g, (trace_event_t){.op     = g->running[t] ? TRACE_THREAD_START
-                                                      : TRACE_THREAD_EXIT,
+      emit(g, (trace_event_t){.op = g->running[t] ? TRACE_THREAD_START
+                                                  : TRACE_THREAD_EXIT,
                               .thread = t});
     } else if (k == 29 && (byte(b) & 1)) {
-      emit(g, (trace_event_t){.op     = TRACE_TRIM,
-                              .size   = below(b, 1 << 20),
+      emit(g, (trace_event_t){.op = TRACE_TRIM,
+                              .size = below(b, 1 << 20),
                               .thread = some_thread(g, b)});
     } else if (k == 29) {
       uint64_t d = below(b, UINT64_C(1) << 32); /* up to 4.3 s */
-      emit(g, (trace_event_t){.op     = TRACE_IDLE,
-                              .size   = d,
-                              .thread = some_thread(g, b)});
+      emit(g, (trace_event_t){
+                  .op = TRACE_IDLE, .size = d, .thread = some_thread(g, b)});
     } else if (k == 30) {
       emit(g, (trace_event_t){.op = TRACE_RSS, .size = below(b, 1 << 30)});
     } else {
       emit(g, (trace_event_t){.op = TRACE_MARK, .label = "mark"});
     }
   }
-  g->ev[g->n++] = (trace_event_t){.t_ns = g->t, .op = TRACE_MARK,
-                                  .label = "end"};
+  g->ev[g->n++] =
+      (trace_event_t){.t_ns = g->t, .op = TRACE_MARK, .label = "end"};
 }
 
 /* The knob names a model changes at run time: its own options and, for a
@@ -283,9 +292,9 @@ static void open_or_abort(const char *spec, const char *libc,
 }
 
 /* Adds the rows of opts that s's model changes at run time to k. */
-static void try_knobs(knobs_t *k, const model_option_t *opts,
-                      const char *spec, const char *libc,
-                      const sim_kernel_config_t *kcfg, sim_session_t *s) {
+static void try_knobs(knobs_t *k, const model_option_t *opts, const char *spec,
+                      const char *libc, const sim_kernel_config_t *kcfg,
+                      sim_session_t *s) {
   for (const model_option_t *o = opts; o->name != NULL; o++) {
     char   *end;
     int64_t v = strtoll(o->default_value, &end, 10);
@@ -310,8 +319,8 @@ static const char *version_of(const char *spec, char *buf, size_t len) {
   return buf;
 }
 
-static const knobs_t *runtime_knobs(const model_methods_t *m,
-                                    const char *spec, const char *libc,
+static const knobs_t *runtime_knobs(const model_methods_t *m, const char *spec,
+                                    const char                *libc,
                                     const sim_kernel_config_t *kcfg) {
   static knobs_t cache[32];
   static size_t  next;
@@ -351,15 +360,15 @@ static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
                                    const sim_kernel_config_t *kcfg) {
   static trace_event_t copy[MAX_EVENTS];
   uint64_t             size[MAX_LIVE] = {0};
-  bool                 small  = strcmp(m->name, "pymalloc") == 0;
-  const knobs_t       *knobs  = runtime_knobs(m, spec, libc, kcfg);
+  bool                 small = strcmp(m->name, "pymalloc") == 0;
+  const knobs_t       *knobs = runtime_knobs(m, spec, libc, kcfg);
   for (size_t i = 0; i < g->n; i++) {
-    copy[i]          = g->ev[i];
+    copy[i] = g->ev[i];
     trace_event_t *e = &copy[i];
     if (e->op == TRACE_OPTION) {
       if (knobs->n == 0)
-        *e = (trace_event_t){.t_ns = e->t_ns, .op = TRACE_MARK,
-                             .label = "option"};
+        *e = (trace_event_t){
+            .t_ns = e->t_ns, .op = TRACE_MARK, .label = "option"};
       else
         e->label = knobs->name[e->id % knobs->n], e->id = 0;
       continue;
@@ -367,7 +376,7 @@ static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
     if (!small)
       continue;
     if (e->op == TRACE_MEMALIGN) {
-      e->op    = TRACE_MALLOC;
+      e->op = TRACE_MALLOC;
       e->align = 0;
     }
     if (e->op == TRACE_MALLOC || e->op == TRACE_CALLOC ||
@@ -375,8 +384,8 @@ static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
       e->size = size[e->id] = 1 + e->size % 512;
     if (e->op == TRACE_TOUCH) {
       uint64_t max = size[e->id]; /* >= 1 */
-      e->offset    = e->offset >= max ? max - 1 : e->offset;
-      e->size      = e->size > max - e->offset ? max - e->offset : e->size;
+      e->offset = e->offset >= max ? max - 1 : e->offset;
+      e->size = e->size > max - e->offset ? max - e->offset : e->size;
     }
   }
   return copy;
@@ -387,11 +396,11 @@ static const trace_event_t *scoped(const gen_t *g, const model_methods_t *m,
 /* Appends "name=value" for each knob of table the input chooses to set. */
 static void fuzz_options(bytes_t *b, const model_option_t *table, char *buf,
                          size_t len) {
-  static const char *const numbers[] = {"0",     "1",      "2",     "7",
-                                        "16",    "100",    "4096",  "65536",
+  static const char *const numbers[] = {"0",      "1",       "2",       "7",
+                                        "16",     "100",     "4096",    "65536",
                                         "131072", "1048576", "33554432"};
-  size_t used = 0;
-  buf[0]      = '\0';
+  size_t                   used = 0;
+  buf[0] = '\0';
   for (const model_option_t *o = table; o->name != NULL; o++) {
     if (byte(b) % 4 != 0)
       continue;
@@ -399,7 +408,7 @@ static void fuzz_options(bytes_t *b, const model_option_t *table, char *buf,
     switch (o->kind) {
     case OPT_ENUM: {
       size_t      nchoices = 1;
-      const char *c        = o->choices;
+      const char *c = o->choices;
       for (const char *q = c; *q; q++)
         nchoices += *q == '|';
       size_t k = below(b, nchoices);
@@ -462,8 +471,9 @@ static as_status_t check_at_mark(void *user, const sim_sample_t *smp,
   model_stats(c->s->model, &st);
   if (st.live_bytes != smp->live_bytes) {
     char msg[128];
-    snprintf(msg, sizeof msg, "model says %" PRIu64 " live bytes, trace %"
-             PRIu64, st.live_bytes, smp->live_bytes);
+    snprintf(msg, sizeof msg,
+             "model says %" PRIu64 " live bytes, trace %" PRIu64, st.live_bytes,
+             smp->live_bytes);
     fail(c, "live bytes", msg);
   }
   return AS_OK;
@@ -479,7 +489,7 @@ static sim_run_result_t run_once(const gen_t *g, const model_methods_t *m,
     fprintf(stderr, "fuzz_models: %s: %s\n", spec, err.msg);
     abort(); /* only called with specs that opened before */
   }
-  check_t             c   = {.s = &s, .spec = spec};
+  check_t             c = {.s = &s, .spec = spec};
   sim_engine_config_t cfg = {.on_sample = check_at_mark, .user = &c};
   array_source_t      src;
   array_source_init(&src, scoped(g, m, spec, libc, kcfg), g->n);
@@ -517,9 +527,9 @@ static bool spec_opens(const char *spec, const char *libc,
 /* spec with the drawn options if the model takes them, else its defaults;
  * empty if the model takes neither on this kernel (tcmalloc's 8 KiB page
  * under a 64 KiB OS page), so it sits this input out. */
-static void choose_spec(const model_methods_t *m, bytes_t *b,
-                        const char *libc, const sim_kernel_config_t *kcfg,
-                        char *spec, size_t len) {
+static void choose_spec(const model_methods_t *m, bytes_t *b, const char *libc,
+                        const sim_kernel_config_t *kcfg, char *spec,
+                        size_t len) {
   char opts[512];
   fuzz_options(b, m->options, opts, sizeof opts);
   snprintf(spec, len, "%s%s%s", m->name, opts[0] ? ":" : "", opts);
@@ -532,7 +542,7 @@ static void choose_spec(const model_methods_t *m, bytes_t *b,
 
 /* FUZZ_MODELS_DUMP: each model's trace as text and its replay line. */
 static void dump(const char *dir, const gen_t *g, const char *libc,
-                 const sim_kernel_config_t *kcfg,
+                 const sim_kernel_config_t    *kcfg,
                  const model_methods_t *const *models, char specs[][600],
                  size_t nmodels) {
   char path[4200];
@@ -571,17 +581,17 @@ static void dump(const char *dir, const gen_t *g, const char *libc,
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static gen_t g; /* 40 KB: off the stack */
-  bytes_t      b = {data, size};
+  static gen_t          g; /* 40 KB: off the stack */
+  bytes_t               b = {data, size};
   static const uint64_t pages[] = {4096, 16384, 65536};
   sim_kernel_config_t   kcfg;
   sim_kernel_config_default(&kcfg);
-  unsigned k           = byte(&b);
-  kcfg.page_size       = pages[k % 3];
-  kcfg.thp             = (k >> 2) & 1;
+  unsigned k = byte(&b);
+  kcfg.page_size = pages[k % 3];
+  kcfg.thp = (k >> 2) & 1;
   kcfg.memory_pressure = (k >> 3) & 1;
   /* The libc that compositions use, with its own fuzzed options. */
-  char   libc[600];
+  char                   libc[600];
   const model_methods_t *libc_m = model_find(model_default_libc());
   choose_spec(libc_m, &b, NULL, &kcfg, libc, sizeof libc);
 

@@ -25,8 +25,7 @@ typedef struct saved_s {
 static saved_t saved[FUZZ_MAX_EVENTS];
 
 static FILE *reader(const void *data, size_t size) {
-  return size > 0 ? fmemopen((void *)data, size, "r")
-                  : fopen("/dev/null", "r");
+  return size > 0 ? fmemopen((void *)data, size, "r") : fopen("/dev/null", "r");
 }
 
 static bool same_event(const trace_event_t *a, const trace_event_t *b) {
@@ -43,8 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   trace_source_t *src;
   as_err_t        err = {0};
-  as_status_t     rc = trace_binary_open_stream(f, "fuzz.astrace", NULL, 0,
-                                                &src, &err);
+  as_status_t     rc =
+      trace_binary_open_stream(f, "fuzz.astrace", NULL, 0, &src, &err);
   if (rc != AS_OK) {
     if (rc != AS_EFORMAT)
       abort();

@@ -18,8 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static FILE *reader(const void *data, size_t size) {
   /* fmemopen rejects a zero-length buffer. */
-  return size > 0 ? fmemopen((void *)data, size, "r")
-                  : fopen("/dev/null", "r");
+  return size > 0 ? fmemopen((void *)data, size, "r") : fopen("/dev/null", "r");
 }
 
 /* Reads text fully and writes it canonically; returns the status that ended
@@ -33,8 +32,7 @@ static as_status_t canonicalise(const void *data, size_t size, char **out,
     return AS_EIO;
   trace_source_t *src;
   as_err_t        err = {0};
-  as_status_t     rc = trace_text_open_stream(f, "fuzz.trace", NULL, 0, &src,
-                                              &err);
+  as_status_t rc = trace_text_open_stream(f, "fuzz.trace", NULL, 0, &src, &err);
   if (rc != AS_OK)
     return rc;
   FILE           *mem = open_memstream(out, out_len);

@@ -31,24 +31,27 @@ static inline void array_source_close(trace_source_t *src) {
 }
 
 static const trace_source_methods_t array_source_methods = {
-    .next  = array_source_next,
+    .next = array_source_next,
     .close = array_source_close,
 };
 
-static inline void array_source_init(array_source_t *a,
+static inline void array_source_init(array_source_t      *a,
                                      const trace_event_t *events,
-                                     size_t count) {
+                                     size_t               count) {
   *a = (array_source_t){.events = events, .count = count};
   a->base.methods = &array_source_methods;
   snprintf(a->base.name, sizeof a->base.name, "array");
 }
 
 #define EV_MALLOC(t, id_, sz)                                                  \
-  {.t_ns = (t), .op = TRACE_MALLOC, .id = (id_), .size = (sz)}
-#define EV_FREE(t, id_) {.t_ns = (t), .op = TRACE_FREE, .id = (id_)}
+  { .t_ns = (t), .op = TRACE_MALLOC, .id = (id_), .size = (sz) }
+#define EV_FREE(t, id_)                                                        \
+  { .t_ns = (t), .op = TRACE_FREE, .id = (id_) }
 #define EV_REALLOC(t, id_, sz)                                                 \
-  {.t_ns = (t), .op = TRACE_REALLOC, .id = (id_), .size = (sz)}
-#define EV_MARK(t, lbl) {.t_ns = (t), .op = TRACE_MARK, .label = (lbl)}
-#define EV_IDLE(t, d) {.t_ns = (t), .op = TRACE_IDLE, .size = (d)}
+  { .t_ns = (t), .op = TRACE_REALLOC, .id = (id_), .size = (sz) }
+#define EV_MARK(t, lbl)                                                        \
+  { .t_ns = (t), .op = TRACE_MARK, .label = (lbl) }
+#define EV_IDLE(t, d)                                                          \
+  { .t_ns = (t), .op = TRACE_IDLE, .size = (d) }
 
 #endif

@@ -25,7 +25,7 @@ typedef struct fx_s {
 } fx_t;
 
 static inline void fx_open_cfg(fx_t *f, const char *spec,
-                        const sim_kernel_config_t *cfg) {
+                               const sim_kernel_config_t *cfg) {
   as_err_t err = {0};
   memset(f, 0, sizeof *f);
   if (sim_kernel_create(cfg, &f->k, &err) != AS_OK)
@@ -50,13 +50,18 @@ static inline void fx_close(fx_t *f) {
 }
 
 /* One event; fails the test on an error.  flags: TRACE_FLAG_UNWRITTEN. */
-static inline void fx_event(fx_t *f, trace_op_t op, uint32_t thread, uint64_t id,
-                     uint64_t size, uint64_t align, uint8_t flags) {
-  trace_event_t e = {.op = (uint8_t)op, .thread = thread, .id = id,
-                     .size = size, .align = align, .flags = flags,
+static inline void fx_event(fx_t *f, trace_op_t op, uint32_t thread,
+                            uint64_t id, uint64_t size, uint64_t align,
+                            uint8_t flags) {
+  trace_event_t e = {.op = (uint8_t)op,
+                     .thread = thread,
+                     .id = id,
+                     .size = size,
+                     .align = align,
+                     .flags = flags,
                      .t_ns = f->t_ns++};
-  as_err_t    err = {0};
-  as_status_t rc  = AS_OK;
+  as_err_t      err = {0};
+  as_status_t   rc = AS_OK;
   if (id < FX_MAX_IDS && f->size[id] != 0)
     e.prev_size = f->size[id] - 1;
   switch (op) {
@@ -80,7 +85,7 @@ static inline void fx_event(fx_t *f, trace_op_t op, uint32_t thread, uint64_t id
     break;
   case TRACE_PURGE:
     e.id = TRACE_ALL_ARENAS;
-    rc   = model_purge(f->m, &e, &err);
+    rc = model_purge(f->m, &e, &err);
     break;
   default:
     fail_msg("fx_event: op %d", (int)op);

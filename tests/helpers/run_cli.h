@@ -25,7 +25,7 @@
 
 typedef struct run_cli_s run_cli_t;
 struct run_cli_s {
-  int  code;       /* exit code; 128 + N for signal N; -1 if timed out */
+  int  code; /* exit code; 128 + N for signal N; -1 if timed out */
   bool timed_out;
   char out[65536]; /* stdout, NUL-terminated (cut at the buffer's size) */
   char err[8192];  /* stderr, likewise */
@@ -33,12 +33,12 @@ struct run_cli_s {
 
 /* Reads the file at path into buf (at most len - 1 bytes, NUL-terminated). */
 static inline void run_cli_slurp(const char *path, char *buf, size_t len) {
-  buf[0]  = '\0';
+  buf[0] = '\0';
   FILE *f = fopen(path, "rb");
   if (f == NULL)
     return;
   size_t n = fread(buf, 1, len - 1, f);
-  buf[n]   = '\0';
+  buf[n] = '\0';
   fclose(f);
 }
 
@@ -59,9 +59,9 @@ static inline int run_cli(run_cli_t *r, const char *dir, const char *cmd,
     setpgid(0, 0); /* one group, so a timeout kills everything */
     if (chdir(dir) != 0)
       _exit(98);
-    int in  = open("/dev/null", O_RDONLY);
+    int in = open("/dev/null", O_RDONLY);
     int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int er  = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int er = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (in < 0 || out < 0 || er < 0)
       _exit(97);
     dup2(in, 0);

@@ -38,9 +38,9 @@ static inline bool spawn_env_dropped(const char *e, const char *const *drop) {
 
 /* Runs path with argv; reads up to want bytes of its stdout into buf. */
 static inline child_result_t spawn_child(const char *path, char *const argv[],
-                                  const char *const drop[],
-                                  const char *const extra[], void *buf,
-                                  size_t want) {
+                                         const char *const drop[],
+                                         const char *const extra[], void *buf,
+                                         size_t want) {
   child_result_t r = {0, false, -1, 0, 0};
   size_t         nenv = 0, nextra = 0, k = 0;
   while (environ[nenv] != NULL)

@@ -30,11 +30,11 @@ struct spy_s {
   char               log[2048];   /* "a1@10 T0@20 f1@30 ..." */
   uint64_t           rearm_every; /* timer re-arms itself by this much */
   int                rearms_left;
-  uint8_t            last_flags;  /* ev->flags of the last alloc/realloc */
+  uint8_t            last_flags; /* ev->flags of the last alloc/realloc */
   /* When want_prev is set: the prev_size every free and realloc should
    * carry, in event order; mismatches counts those that did not. */
-  const uint64_t    *want_prev;
-  size_t             nwant, seen, mismatches;
+  const uint64_t *want_prev;
+  size_t          nwant, seen, mismatches;
 };
 
 static inline void spy_check_prev(spy_t *s, const trace_event_t *ev) {
@@ -48,14 +48,14 @@ static inline void spy_check_prev(spy_t *s, const trace_event_t *ev) {
 static inline void spy_note(spy_t *s, const char *what, uint64_t id,
                             uint64_t t) {
   size_t n = strlen(s->log);
-  snprintf(s->log + n, sizeof s->log - n, "%s%s%llu@%llu", n ? " " : "",
-           what, (unsigned long long)id, (unsigned long long)t);
+  snprintf(s->log + n, sizeof s->log - n, "%s%s%llu@%llu", n ? " " : "", what,
+           (unsigned long long)id, (unsigned long long)t);
 }
 
 static inline as_status_t spy_alloc(model_t *m, const trace_event_t *ev,
                                     as_err_t *err) {
   (void)err;
-  spy_t *s      = (spy_t *)m;
+  spy_t *s = (spy_t *)m;
   s->last_flags = ev->flags;
   if (s->want_prev == NULL)
     spy_note(s, "a", ev->id, ev->t_ns);
@@ -64,7 +64,7 @@ static inline as_status_t spy_alloc(model_t *m, const trace_event_t *ev,
 static inline as_status_t spy_realloc(model_t *m, const trace_event_t *ev,
                                       as_err_t *err) {
   (void)err;
-  spy_t *s      = (spy_t *)m;
+  spy_t *s = (spy_t *)m;
   s->last_flags = ev->flags;
   spy_check_prev(s, ev);
   if (s->want_prev == NULL)
@@ -99,8 +99,7 @@ static inline as_status_t spy_set_option(model_t *m, const char *name,
   spy_note((spy_t *)m, "O", (uint64_t)value, now);
   return AS_OK;
 }
-static inline bool spy_locate(const model_t *m, uint64_t id,
-                              sim_addr_t *addr) {
+static inline bool spy_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   if (id >= SPY_OBJECTS)
     return false;
   *addr = ((const spy_t *)m)->region + id * SPY_SLOT;
@@ -124,16 +123,16 @@ static inline as_status_t spy_fire(sim_timer_t *t, uint64_t now,
 }
 
 static const model_methods_t spy_methods = {
-    .name       = "spy",
-    .summary    = "records calls",
-    .alloc      = spy_alloc,
-    .realloc    = spy_realloc,
-    .free       = spy_free,
-    .trim       = spy_trim,
-    .stats      = spy_stats,
-    .destroy    = spy_destroy,
-    .locate     = spy_locate,
-    .purge      = spy_purge,
+    .name = "spy",
+    .summary = "records calls",
+    .alloc = spy_alloc,
+    .realloc = spy_realloc,
+    .free = spy_free,
+    .trim = spy_trim,
+    .stats = spy_stats,
+    .destroy = spy_destroy,
+    .locate = spy_locate,
+    .purge = spy_purge,
     .set_option = spy_set_option,
 };
 
@@ -143,15 +142,15 @@ static inline as_status_t spy_session_open(sim_session_t *session, spy_t *spy,
                                            as_err_t *err) {
   memset(session, 0, sizeof *session);
   memset(spy, 0, sizeof *spy);
-  as_status_t rc = sim_kernel_create(
-      &(sim_kernel_config_t){.page_size = 4096}, &session->kernel, err);
+  as_status_t rc = sim_kernel_create(&(sim_kernel_config_t){.page_size = 4096},
+                                     &session->kernel, err);
   if (rc == AS_OK)
     rc = sim_event_queue_create(&session->timers, err);
   if (rc == AS_OK)
     rc = sim_kernel_mmap(session->kernel, SPY_OBJECTS * SPY_SLOT, 0,
                          SIM_PROT_RW, SIM_OWNER_IDEAL, &spy->region, err);
   spy->base.methods = &spy_methods;
-  spy->timers       = session->timers;
+  spy->timers = session->timers;
   sim_timer_init(&spy->timer, spy_fire);
   session->model = &spy->base;
   return rc;

@@ -79,8 +79,8 @@ static void a_sparse_object_id_is_refused_at_once(void **state) {
          "object id 4294967295", "--max-memory", NULL);
 }
 
-static void samples_beyond_the_bound_are_refused_before_they_are_taken(
-    void **state) {
+static void
+samples_beyond_the_bound_are_refused_before_they_are_taken(void **state) {
   (void)state;
   write_trace("long.trace", "0 0 malloc 1 8\n"
                             "4611686018427387904 0 free 1\n");
@@ -94,8 +94,8 @@ static void a_terabyte_survivors_run_is_refused_up_front(void **state) {
          "survivors", "17179869184 live objects", "--max-memory", NULL);
 }
 
-static void an_allocation_larger_than_the_address_space_is_refused(
-    void **state) {
+static void
+an_allocation_larger_than_the_address_space_is_refused(void **state) {
   (void)state;
   write_trace("big.trace", "0 0 malloc 1 18446744073709551615\n");
   expect("allocsim replay big.trace --model ideal", 1, "big.trace: event 0",
@@ -113,15 +113,16 @@ static void the_clock_neither_wraps_nor_loops_at_its_end(void **state) {
   write_trace("clk.trace", "18446744073709551615 0 malloc 1 8\n"
                            "18446744073709551615 0 idle 10\n"
                            "18446744073709551615 0 mark x\n");
-  expect("allocsim replay clk.trace", 1, "clk.trace: event 1",
-         "past its end", NULL);
+  expect("allocsim replay clk.trace", 1, "clk.trace: event 1", "past its end",
+         NULL);
   /* Periodic samples stop at the end of the clock: one at 2^63 ns, then
    * the next would be 2^64 (it used to wrap to 0 and fire forever). */
   write_trace("end.trace", "18446744073709551610 0 malloc 1 8\n");
   run_cli_t r;
-  run_cli(&r, dir,
-          "allocsim replay end.trace --csv --sample-every 9223372036854775808ns",
-          60);
+  run_cli(
+      &r, dir,
+      "allocsim replay end.trace --csv --sample-every 9223372036854775808ns",
+      60);
   assert_false(r.timed_out);
   assert_int_equal(r.code, 0);
   assert_non_null(strstr(r.out, "\nperiodic,,9223372036854775808,"));

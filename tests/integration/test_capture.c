@@ -97,9 +97,9 @@ static void read_trace(const char *path, trace_t *t) {
 
 /* Captures argv into DIR/name.trace with touch records for allocations of
  * touch bytes or more (0: none); the command must exit with status. */
-static void capture_full(const char *name, char *const *argv,
-                         uint64_t every_ns, uint64_t touch, int status,
-                         capture_result_t *res, trace_t *t) {
+static void capture_full(const char *name, char *const *argv, uint64_t every_ns,
+                         uint64_t touch, int status, capture_result_t *res,
+                         trace_t *t) {
   char out[512];
   snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
   capture_opts_t o = {.argv = argv,
@@ -107,8 +107,8 @@ static void capture_full(const char *name, char *const *argv,
                       .sample_every_ns = every_ns,
                       .touch_threshold = touch,
                       .lib_path = LIB};
-  as_err_t    err = {0};
-  as_status_t rc = capture_run(&o, res, &err);
+  as_err_t       err = {0};
+  as_status_t    rc = capture_run(&o, res, &err);
   if (rc != AS_OK)
     fail_msg("capture %s: %s", name, err.msg);
   capture_result_free(res); /* the tests use its counts only */
@@ -156,9 +156,9 @@ static void expect(const trace_event_t *e, trace_op_t op, uint64_t size,
 
 static void realloc_chain_is_recorded_event_by_event(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "realloc_chain", NULL};
+  char *const      argv[] = {PROGS "realloc_chain", NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("realloc_chain", argv, 0, &res, &t);
   trace_event_t e[16];
   size_t        n = between(&t, "begin", "end", e, 16);
@@ -190,9 +190,9 @@ static void realloc_chain_is_recorded_event_by_event(void **state) {
 
 static void aligned_family_keeps_alignment_and_early_calloc(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "aligned", NULL};
+  char *const      argv[] = {PROGS "aligned", NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("aligned", argv, 0, &res, &t);
   /* The constructor's calloc(3, 111) ran before main. */
   size_t   begin = find_mark(&t, "begin");
@@ -223,9 +223,9 @@ static void aligned_family_keeps_alignment_and_early_calloc(void **state) {
 
 static void threads_record_every_free_after_its_malloc(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "threads", NULL};
+  char *const      argv[] = {PROGS "threads", NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("threads", argv, 0, &res, &t);
   assert_int_equal(res.main.unmatched_frees, 0);
   assert_int_equal(res.main.unmatched_reallocs, 0);
@@ -290,9 +290,9 @@ static void threads_record_every_free_after_its_malloc(void **state) {
 
 static void fork_child_writes_its_own_trace(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "forker", NULL};
+  char *const      argv[] = {PROGS "forker", NULL};
   capture_result_t res;
-  trace_t                 t, c;
+  trace_t          t, c;
   capture("forker", argv, 0, &res, &t);
   assert_int_equal(res.nextra, 1);
   read_trace(res.extra_path[0], &c);
@@ -331,7 +331,7 @@ static bool has_malloc_of(const trace_t *t, uint64_t size) {
 
 static void check_exec(char *const *argv) {
   capture_result_t res;
-  trace_t                 t, first;
+  trace_t          t, first;
   capture("execer", argv, 0, &res, &t);
   assert_true(has_malloc_of(&t, 9002));
   assert_false(has_malloc_of(&t, 9001));
@@ -366,7 +366,7 @@ struct mark_rss_s {
 
 static as_status_t on_mark(void *user, const sim_sample_t *s, as_err_t *err) {
   (void)err;
-  mark_rss_t        *m = user;
+  mark_rss_t       *m = user;
   const char *const names[3] = {"begin", "written", "calloc"};
   for (int i = 0; i < 3; i++)
     if (s->kind == SIM_SAMPLE_MARK && strcmp(s->label, names[i]) == 0)
@@ -496,9 +496,9 @@ static void touch_records_cover_the_written_pages_only(void **state) {
 
 static void sampler_records_rss_while_the_program_sleeps(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "idle_sampler", NULL};
+  char *const      argv[] = {PROGS "idle_sampler", NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("idle_sampler", argv, 10000000, &res, &t);
   size_t a = find_mark(&t, "touched"), b = find_mark(&t, "freed");
   int    periodic = 0;
@@ -514,9 +514,9 @@ static void sampler_records_rss_while_the_program_sleeps(void **state) {
 static void
 marks_from_a_signal_handler_interleave_without_damage(void **state) {
   (void)state;
-  char *const             argv[] = {PROGS "signals", NULL};
+  char *const      argv[] = {PROGS "signals", NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("signals", argv, 0, &res, &t);
   size_t   a = find_mark(&t, "begin"), b = find_mark(&t, "end");
   uint64_t mallocs = 0, frees = 0, ticks = 0, live_id = UINT64_MAX;
@@ -551,17 +551,17 @@ static void python_domains_are_recorded_once_with_their_domain(void **state) {
   (void)state;
   if (access("/usr/bin/python3", X_OK) != 0)
     skip();
-  char *const             argv[] = {"/usr/bin/python3", "-c",
-                                    "import ctypes\n"
-                                                "m = ctypes.CDLL(None).allocsim_mark\n"
-                                                "m(b'a')\n"
-                                                "x = bytearray(100000)\n"
-                                                "m(b'b')\n"
-                                                "del x\n"
-                                                "m(b'c')\n",
-                                    NULL};
+  char *const      argv[] = {"/usr/bin/python3", "-c",
+                             "import ctypes\n"
+                                  "m = ctypes.CDLL(None).allocsim_mark\n"
+                                  "m(b'a')\n"
+                                  "x = bytearray(100000)\n"
+                                  "m(b'b')\n"
+                                  "del x\n"
+                                  "m(b'c')\n",
+                             NULL};
   capture_result_t res;
-  trace_t                 t;
+  trace_t          t;
   capture("python", argv, 0, &res, &t);
   const char *py = trace_meta_get(&t.meta, "python");
   assert_non_null(py);

@@ -68,7 +68,7 @@ static pid_t start(const char *name, char *const *args) {
       _exit(126);
     setenv("TMPDIR", g_tmp, 1);
     setenv("ALLOCSIM_CAPTURE_LIB", LIB, 1);
-    char *argv[32] = {ALLOCSIM, "capture"};
+    char  *argv[32] = {ALLOCSIM, "capture"};
     size_t n = 2;
     for (size_t i = 0; args[i] != NULL && n < 31; i++)
       argv[n++] = args[i];
@@ -133,10 +133,10 @@ static bool gone(int pid) {
 
 typedef struct seen_s seen_t;
 struct seen_s {
-  uint64_t events, ticks, mallocs;
-  char     truncated[8];
+  uint64_t    events, ticks, mallocs;
+  char        truncated[8];
   as_status_t rc;
-  bool     cut; /* ended without its trailer: read leniently to its end */
+  bool        cut; /* ended without its trailer: read leniently to its end */
 };
 
 /* Reads a trace to its end (to its last whole record if it was cut short):
@@ -180,7 +180,7 @@ static void interrupt_with(int sig) {
   scan(out, &s);
   assert_int_equal(s.rc, AS_DONE);
   assert_string_equal(s.truncated, "1");
-  assert_false(s.cut); /* closed whole, with its trailer */
+  assert_false(s.cut);        /* closed whole, with its trailer */
   assert_true(s.ticks >= 10); /* 400 ms of 5 ms ticks, flushed */
   char err[4096], path[300];
   snprintf(path, sizeof path, "%s/%s.stderr", g_dir, name);
@@ -222,7 +222,7 @@ static void sigkill_takes_the_command_along(void **state) {
   char pidfile[300], out[300];
   snprintf(pidfile, sizeof pidfile, "%s/kill.pid", g_dir);
   snprintf(out, sizeof out, "%s/kill.astrace", g_dir);
-  char *const args[] = {"-o",    out,  "--", PROGS "sleeper",
+  char *const args[] = {"-o",    out,  "--",   PROGS "sleeper",
                         pidfile, "30", "fork", NULL};
   pid_t       cap = start("kill", args);
   int         pid, child;
@@ -250,8 +250,9 @@ static void max_trace_bytes_stops_recording_cleanly(void **state) {
   (void)state;
   char out[300];
   snprintf(out, sizeof out, "%s/limit.astrace", g_dir);
-  char *const args[] = {"-o", out, "--max-trace-bytes", "1M", "--",
-                        PROGS "churn", "200000", NULL};
+  char *const args[] = {"-o",     out,  "--max-trace-bytes",
+                        "1M",     "--", PROGS "churn",
+                        "200000", NULL};
   assert_int_equal(finish(start("limit", args)), 0);
   struct stat st;
   assert_int_equal(stat(out, &st), 0);
@@ -282,9 +283,10 @@ static void disk_guard_stops_before_the_disk_fills(void **state) {
    * margin, so it trips after 16 MiB of trace. */
   snprintf(min_free, sizeof min_free, "%llu", avail - (24ull << 20));
   snprintf(out, sizeof out, "%s/guard.astrace", g_dir);
-  char *const args[] = {"-o",          out, "--min-free", min_free,
-                        "--touch-threshold", "0", "--", PROGS "sleeper",
-                        pidfile,       "60", NULL};
+  char *const args[] = {
+      "-o", out,  "--min-free",    min_free, "--touch-threshold",
+      "0",  "--", PROGS "sleeper", pidfile,  "60",
+      NULL};
   /* sleeper's ticks make 4000 events every 5 ms: 16 MiB in a few s. */
   pid_t cap = start("guard", args);
   int   rc = finish(cap);
@@ -299,8 +301,8 @@ static void disk_guard_stops_before_the_disk_fills(void **state) {
   assert_contains(err, "disk-guard");
   unlink(out);
 
-  char *const none[] = {"-o", out, "--min-free", "1000T", "--", PROGS "churn",
-                        NULL};
+  char *const none[] = {"-o", out,           "--min-free", "1000T",
+                        "--", PROGS "churn", NULL};
   assert_int_equal(finish(start("noroom", none)), 1);
   snprintf(path, sizeof path, "%s/noroom.stderr", g_dir);
   read_file(path, err, sizeof err);
@@ -314,7 +316,7 @@ static void output_is_the_commands_own(void **state) {
   char out[300], summary[300], buf[4096], path[300];
   snprintf(out, sizeof out, "%s/echo.trace", g_dir);
   snprintf(summary, sizeof summary, "%s/echo.summary", g_dir);
-  char *const args[] = {"-o",  out,  "--summary", summary, "--",
+  char *const args[] = {"-o",      out,  "--summary",          summary, "--",
                         "/bin/sh", "-c", "echo hello; exit 3", NULL};
   assert_int_equal(finish(start("echo", args)), 0);
   snprintf(path, sizeof path, "%s/echo.stdout", g_dir);
@@ -361,7 +363,11 @@ static void allocator_purges_are_recorded(void **state) {
   snprintf(out, sizeof out, "%s/je.trace", g_dir);
   setenv("LD_PRELOAD", je, 1);
   char *const args[] = {
-      "-o", out, "--", "/usr/bin/python3", "-c",
+      "-o",
+      out,
+      "--",
+      "/usr/bin/python3",
+      "-c",
       "import ctypes\n"
       "lib = ctypes.CDLL(None)\n"
       "lib.mallctl(b'arena.4096.purge', None, None, None, 0)\n"
@@ -415,18 +421,21 @@ static void python_marks_stats_and_libc_trim(void **state) {
     skip();
   char out[300], buf[65536], path[300];
   snprintf(out, sizeof out, "%s/py.trace", g_dir);
-  char *const args[] = {
-      "-o", out, "--", "/usr/bin/python3", "-c",
-      "import ctypes, sys\n"
-      "from allocsim import mark\n"
-      "mark('before')\n"
-      "x = [bytes(1000) for _ in range(1000)]\n"
-      "del x\n"
-      "ctypes.CDLL('libc.so.6').malloc_trim(0)\n"
-      "mark(b'after')\n"
-      "sys._debugmallocstats()\n"
-      "print('done')\n",
-      NULL};
+  char *const args[] = {"-o",
+                        out,
+                        "--",
+                        "/usr/bin/python3",
+                        "-c",
+                        "import ctypes, sys\n"
+                        "from allocsim import mark\n"
+                        "mark('before')\n"
+                        "x = [bytes(1000) for _ in range(1000)]\n"
+                        "del x\n"
+                        "ctypes.CDLL('libc.so.6').malloc_trim(0)\n"
+                        "mark(b'after')\n"
+                        "sys._debugmallocstats()\n"
+                        "print('done')\n",
+                        NULL};
   assert_int_equal(finish(start("py", args)), 0);
   snprintf(path, sizeof path, "%s/py.stdout", g_dir);
   read_file(path, buf, sizeof buf);

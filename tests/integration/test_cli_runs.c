@@ -40,7 +40,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  fixture_t  *f          = *state;
+  fixture_t  *f = *state;
   const char *suffixes[] = {"", "-wal", "-shm", ".out"};
   char        p[160];
   for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
@@ -62,7 +62,7 @@ static int allocsim(char *out, size_t len, const char *args) {
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t n = fread(out, 1, len - 1, p);
-  out[n]   = '\0';
+  out[n] = '\0';
   int status = pclose(p);
   assert_true(WIFEXITED(status));
   return WEXITSTATUS(status);
@@ -75,7 +75,7 @@ static void replayed_run_is_stored_and_listed_with_its_peak(void **state) {
   snprintf(args, sizeof args, "replay %s --db %s", EXAMPLE, f->db);
   assert_int_equal(allocsim(out, sizeof out, args), 0);
 
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   if (store_open(f->db, &s, &err) != AS_OK)
     fail_msg("%s", err.msg);
@@ -88,7 +88,7 @@ static void replayed_run_is_stored_and_listed_with_its_peak(void **state) {
   assert_true(rec.nsamples > 0);
   assert_true(rec.peak_rss_bytes > 0);
   store_sample_t *samples = NULL;
-  size_t          n       = 0;
+  size_t          n = 0;
   if (store_read_samples(s, 1, &samples, &n, &err) != AS_OK)
     fail_msg("%s", err.msg);
   assert_int_equal(n, rec.nsamples);
@@ -116,8 +116,7 @@ static void replayed_run_is_stored_and_listed_with_its_peak(void **state) {
   store_run_record_free(&rec);
 }
 
-static void runs_refuses_a_missing_store_and_a_missing_db_option(
-    void **state) {
+static void runs_refuses_a_missing_store_and_a_missing_db_option(void **state) {
   fixture_t *f = *state;
   char       out[1024];
   char       args[256];
@@ -131,8 +130,8 @@ static void runs_refuses_a_missing_store_and_a_missing_db_option(
 /* A Python run that preloaded libjemalloc (its recorded environment):
  * runs shows the model compare replays it on, cpython over jemalloc with
  * the run's MALLOC_CONF, and compare picks that by itself. */
-static void a_preloaded_run_is_listed_with_the_model_compare_uses(
-    void **state) {
+static void
+a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   fixture_t *f = *state;
   char       trace[160], args[512], out[4096];
   snprintf(trace, sizeof trace, "%s.out", f->db); /* removed by teardown */
@@ -184,11 +183,10 @@ static void converted_workload_replays_like_run(void **state) {
   assert_true(replayed > 500 * 16);
   unlink(trace);
   /* IN and --workload together, no OUT, a bad workload: usage errors. */
-  assert_int_equal(allocsim(out, sizeof out,
-                            "convert x.trace y.trace --workload churn"), 2);
+  assert_int_equal(
+      allocsim(out, sizeof out, "convert x.trace y.trace --workload churn"), 2);
   assert_int_equal(allocsim(out, sizeof out, "convert --workload churn"), 2);
-  snprintf(args, sizeof args, "convert --workload 'churn --live 0' %s",
-           trace);
+  snprintf(args, sizeof args, "convert --workload 'churn --live 0' %s", trace);
   assert_int_equal(allocsim(out, sizeof out, args), 2);
   assert_int_equal(access(trace, F_OK), -1);
 }

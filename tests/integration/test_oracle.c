@@ -194,17 +194,17 @@ static void threads_replay_on_threads(void **state) {
  * an idle slept for real (scaled): the model agrees byte for byte. */
 static void option_touch_and_idle_events_apply(void **state) {
   (void)state;
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "#@ touch_threshold=65536\n"
-                                 "0 0 mark start\n"
-                                 "1 0 option mmap_threshold 1048576\n"
-                                 "2 0 malloc 0 524288\n"
-                                 "3 0 malloc 1 2097152\n"
-                                 "4 0 touch 1 0 65536\n"
-                                 "5 0 mark held\n"
-                                 "6 0 idle 200ms\n"
-                                 "200000007 0 free 0\n"
-                                 "200000008 0 mark freed\n");
+  const char   *path = write_trace("allocsim-trace 1\n"
+                                     "#@ touch_threshold=65536\n"
+                                     "0 0 mark start\n"
+                                     "1 0 option mmap_threshold 1048576\n"
+                                     "2 0 malloc 0 524288\n"
+                                     "3 0 malloc 1 2097152\n"
+                                     "4 0 touch 1 0 65536\n"
+                                     "5 0 mark held\n"
+                                     "6 0 idle 200ms\n"
+                                     "200000007 0 free 0\n"
+                                     "200000008 0 mark freed\n");
   oracle_opts_t o;
   default_opts(&o, ORACLE_GLIBC);
   o.idle_scale = 0.5;
@@ -229,12 +229,12 @@ static void option_touch_and_idle_events_apply(void **state) {
  * nothing, and neither do the marks' RSS reads. */
 static void calls_cpu_time_counts_the_calls_not_the_idles(void **state) {
   (void)state;
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "0 0 malloc 0 33554432\n"
-                                 "1 0 mark held\n"
-                                 "2 0 idle 300ms\n"
-                                 "300000003 0 free 0\n"
-                                 "300000004 0 mark freed\n");
+  const char   *path = write_trace("allocsim-trace 1\n"
+                                     "0 0 malloc 0 33554432\n"
+                                     "1 0 mark held\n"
+                                     "2 0 idle 300ms\n"
+                                     "300000003 0 free 0\n"
+                                     "300000004 0 mark freed\n");
   oracle_opts_t o;
   default_opts(&o, ORACLE_GLIBC);
   o.sample_every_ns = 0;
@@ -252,20 +252,22 @@ static void calls_cpu_time_counts_the_calls_not_the_idles(void **state) {
  * lenient they are skipped and counted. */
 static void bad_events_are_refused_or_skipped(void **state) {
   (void)state;
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "0 0 malloc 0 100\n"
-                                 "1 0 free 0\n"
-                                 "2 0 free 0\n"
-                                 "3 0 option no_such_knob 1\n"
-                                 "4 0 mark end\n");
+  const char   *path = write_trace("allocsim-trace 1\n"
+                                     "0 0 malloc 0 100\n"
+                                     "1 0 free 0\n"
+                                     "2 0 free 0\n"
+                                     "3 0 option no_such_knob 1\n"
+                                     "4 0 mark end\n");
   oracle_opts_t o;
   default_opts(&o, ORACLE_GLIBC);
   oracle_run_t r;
   as_err_t     err = {0};
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_EFORMAT);
   char want[256];
-  snprintf(want, sizeof want, "%s: event 3 (t=2 ns): free of an object that "
-           "is not live (--lenient skips such events)", path);
+  snprintf(want, sizeof want,
+           "%s: event 3 (t=2 ns): free of an object that "
+           "is not live (--lenient skips such events)",
+           path);
   assert_string_equal(err.msg, want);
   oracle_run_free(&r);
   o.lenient = true;
@@ -354,14 +356,14 @@ static void jemalloc_purge_and_decay_options_apply(void **state) {
   (void)state;
   if (!have_lib(ORACLE_JEMALLOC))
     skip();
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "0 0 option dirty_decay_ms 10000\n"
-                                 "0 0 option muzzy_decay_ms 0\n"
-                                 "1 0 malloc 0 4194304\n"
-                                 "2 0 free 0\n"
-                                 "3 0 mark freed\n"
-                                 "4 0 purge all\n"
-                                 "5 0 mark purged\n");
+  const char   *path = write_trace("allocsim-trace 1\n"
+                                     "0 0 option dirty_decay_ms 10000\n"
+                                     "0 0 option muzzy_decay_ms 0\n"
+                                     "1 0 malloc 0 4194304\n"
+                                     "2 0 free 0\n"
+                                     "3 0 mark freed\n"
+                                     "4 0 purge all\n"
+                                     "5 0 mark purged\n");
   oracle_opts_t o;
   default_opts(&o, ORACLE_JEMALLOC);
   oracle_run_t r;
@@ -405,8 +407,10 @@ static int allocsim(char *out, size_t len, const char *args) {
 static void command_line_contract(void **state) {
   (void)state;
   char out[8192];
-  assert_int_equal(allocsim(out, sizeof out, "oracle x.trace --allocator "
-                            "hoard"), 2);
+  assert_int_equal(allocsim(out, sizeof out,
+                            "oracle x.trace --allocator "
+                            "hoard"),
+                   2);
   assert_non_null(strstr(out, "--allocator expects glibc, jemalloc, "
                               "mimalloc, tcmalloc or musl, got 'hoard'"));
   assert_int_equal(allocsim(out, sizeof out, "oracle x.trace --db r.db"), 2);
@@ -414,7 +418,8 @@ static void command_line_contract(void **state) {
   assert_int_equal(allocsim(out, sizeof out, "oracle"), 2);
   assert_int_equal(allocsim(out, sizeof out, "oracle --env NOEQUALS x"), 2);
   assert_int_equal(allocsim(out, sizeof out, "oracle /nonexistent.trace"), 1);
-  assert_int_equal(allocsim(out, sizeof out, "oracle --workload=lab-brk "
+  assert_int_equal(allocsim(out, sizeof out,
+                            "oracle --workload=lab-brk "
                             "--sample-every=0 --json"),
                    0);
   assert_non_null(strstr(out, "{\"allocator\": \"glibc\", "));

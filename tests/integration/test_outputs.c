@@ -21,7 +21,7 @@
 #include "../helpers/run_cli.h"
 #include "../helpers/scratch.h"
 
-#define EXAMPLE ALLOCSIM_SOURCE_DIR "/data/example.trace"
+#define EXAMPLE          ALLOCSIM_SOURCE_DIR "/data/example.trace"
 #define MTRACE_UNMATCHED ALLOCSIM_SOURCE_DIR "/tests/data/mtrace_unmatched.log"
 
 typedef struct fixture_s fixture_t;
@@ -189,7 +189,8 @@ static void stdout_write_errors_fail_every_command(void **state) {
   run_cli_t r;
   run_cli(&r, f->dir,
           "cp " ALLOCSIM_SOURCE_DIR "/data/reference.db ref.db && "
-          "ln -s " ALLOCSIM_SOURCE_DIR "/data/captures captures", 60);
+          "ln -s " ALLOCSIM_SOURCE_DIR "/data/captures captures",
+          60);
   assert_int_equal(r.code, 0);
   for (size_t i = 0; i < sizeof printing / sizeof printing[0]; i++) {
     const char *how[] = {"> /dev/full", ">&-"};

@@ -22,13 +22,12 @@ struct marks_s {
   uint64_t live[8];
 };
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   marks_t *m = user;
   (void)err;
   if (s->kind == SIM_SAMPLE_MARK && m->n < 8) {
     snprintf(m->label[m->n], 32, "%s", s->label);
-    m->rss[m->n]  = s->rss_bytes;
+    m->rss[m->n] = s->rss_bytes;
     m->live[m->n] = s->live_bytes;
     m->n++;
   }
@@ -57,13 +56,13 @@ static void replay_example(const char *model, uint64_t page_size,
  * 65536 + 1000 = 66536 after the burst, 0 at the end. */
 static void ideal_rounds_live_bytes_up_to_whole_pages(void **state) {
   (void)state;
-  static const uint64_t pages_4k[]  = {0, 114, 17, 17, 0}; /* ceil(/4096) */
-  static const uint64_t pages_64k[] = {0, 8, 2, 2, 0};     /* ceil(/65536) */
-  static const uint64_t live[]      = {0, 463144, 66536, 66536, 0};
+  static const uint64_t    pages_4k[] = {0, 114, 17, 17, 0}; /* ceil(/4096) */
+  static const uint64_t    pages_64k[] = {0, 8, 2, 2, 0};    /* ceil(/65536) */
+  static const uint64_t    live[] = {0, 463144, 66536, 66536, 0};
   static const char *const labels[] = {"start", "peak", "after_free",
                                        "after_trim", "end"};
-  marks_t          m4 = {0}, m64 = {0};
-  sim_run_result_t r;
+  marks_t                  m4 = {0}, m64 = {0};
+  sim_run_result_t         r;
   replay_example("ideal", 4096, &m4, &r);
   assert_int_equal(r.events, 18);
   assert_int_equal(r.peak_rss_bytes, 114 * 4096);

@@ -33,11 +33,11 @@ static int teardown(void **state) {
 }
 
 static void read_all(const char *path, char *buf, size_t len) {
-  buf[0]  = '\0';
+  buf[0] = '\0';
   FILE *f = fopen(path, "r");
   assert_non_null(f);
   size_t n = fread(buf, 1, len - 1, f);
-  buf[n]   = '\0';
+  buf[n] = '\0';
   fclose(f);
 }
 
@@ -89,8 +89,7 @@ static void owner_closed_file_is_committed(void **state) {
   assert_string_equal(buf, "x\n");
 }
 
-static void device_is_written_in_place_and_write_errors_reported(
-    void **state) {
+static void device_is_written_in_place_and_write_errors_reported(void **state) {
   (void)state;
   atomic_file_t af;
   as_err_t      err = {0};
@@ -117,8 +116,7 @@ static void device_is_written_in_place_and_write_errors_reported(
   assert_true(S_ISCHR(st.st_mode));
 }
 
-static void missing_directory_and_directory_targets_fail_cleanly(
-    void **state) {
+static void missing_directory_and_directory_targets_fail_cleanly(void **state) {
   (void)state;
   char path[128];
   snprintf(path, sizeof path, "%s/no/such/out.txt", dir);

@@ -15,7 +15,8 @@
 
 #include "traces/capture_stream.h"
 
-/* ---- Building messages ---------------------------------------------------- */
+/* ---- Building messages ----------------------------------------------------
+ */
 
 typedef struct msg_s msg_t;
 struct msg_s {
@@ -25,8 +26,8 @@ struct msg_s {
 };
 
 static void msg_begin(msg_t *m, uint8_t type, uint32_t aux) {
-  capture_msg_hdr_t h = {.type = type, .version = CAPTURE_WIRE_VERSION,
-                         .aux = aux};
+  capture_msg_hdr_t h = {
+      .type = type, .version = CAPTURE_WIRE_VERSION, .aux = aux};
   memcpy(m->b, &h, sizeof h);
   m->len = sizeof h;
   memset(&m->enc, 0, sizeof m->enc);
@@ -41,8 +42,11 @@ static void msg_rec(msg_t *m, uint8_t op, uint64_t seq, uint64_t addr,
 }
 
 static void msg_mark(msg_t *m, uint64_t seq, const char *label) {
-  cap_rec_t r = {.op = CAPTURE_OP_MARK, .x = 1 << 20, .y = 4096,
-                 .text = label, .text_len = strlen(label)};
+  cap_rec_t r = {.op = CAPTURE_OP_MARK,
+                 .x = 1 << 20,
+                 .y = 4096,
+                 .text = label,
+                 .text_len = strlen(label)};
   m->len = (size_t)(capture_encode(m->b + m->len, &m->enc, &r, seq, seq * 10) -
                     m->b);
 }
@@ -76,10 +80,13 @@ static void open_conv(conv_t *c, uint32_t main_tid) {
   c->len = 0;
   c->f = open_memstream(&c->text, &c->len);
   assert_non_null(c->f);
-  capture_hello_t h = {.pid = 77, .main_tid = main_tid, .page_size = 4096,
-                       .touch_threshold = 4096, .python_hex = 0x030B02F0};
-  trace_meta_t m = {0};
-  as_err_t     err = {0};
+  capture_hello_t h = {.pid = 77,
+                       .main_tid = main_tid,
+                       .page_size = 4096,
+                       .touch_threshold = 4096,
+                       .python_hex = 0x030B02F0};
+  trace_meta_t    m = {0};
+  as_err_t        err = {0};
   assert_int_equal(capture_stream_open(&h, c->f, "test stream",
                                        TRACE_FORMAT_TEXT, &m, &c->s, &err),
                    AS_OK);
@@ -102,7 +109,8 @@ static const char *events_of(const conv_t *c) {
   return p;
 }
 
-/* ---- Tests ------------------------------------------------------------------ */
+/* ---- Tests ------------------------------------------------------------------
+ */
 
 /* Two threads' chunks arrive out of order; a watermark releases only what
  * is below it, and the close writes the rest, all in seq order. */
@@ -246,8 +254,8 @@ static void realloc_and_touch_follow_the_object(void **state) {
   msg_rec(&m, CAPTURE_OP_TOUCH, 6, 0x40000, 16384, 3617); /* past the end */
   msg_rec(&m, CAPTURE_OP_TOUCH, 7, 0x10000, 0, 100);      /* dead address */
   msg_rec(&m, CAPTURE_OP_REALLOC_BEGIN, 8, 0x40000, 0, 0);
-  cap_rec_t fail = {.op = CAPTURE_OP_REALLOC, .addr = 0x40000, .x = 1 << 30,
-                    .failed = 1};
+  cap_rec_t fail = {
+      .op = CAPTURE_OP_REALLOC, .addr = 0x40000, .x = 1 << 30, .failed = 1};
   m.len = (size_t)(capture_encode(m.b + m.len, &m.enc, &fail, 9, 90) - m.b);
   msg_rec(&m, CAPTURE_OP_FREE, 10, 0x40000, 0, 0);
   msg_mark(&m, 11, "end");

@@ -56,15 +56,17 @@ static int64_t second_free_above_start(const char *libc, char *spec,
   snprintf(db, sizeof db, "%s/run-%zu.db", g_dir, strlen(libc));
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fprintf(f, "allocsim-trace 1\n#@ kind=measured\n#@ page_size=4096\n"
-             "#@ model=glibc\n#@ libc=%s\n", libc);
+  fprintf(f,
+          "allocsim-trace 1\n#@ kind=measured\n#@ page_size=4096\n"
+          "#@ model=glibc\n#@ libc=%s\n",
+          libc);
   fprintf(f, "0 0 mark start\n0 0 rss %" PRIu64 "\n", MEASURED);
   fprintf(f, "1 0 malloc 1 %" PRIu64 "\n2 0 free 1\n", BUFFER);
   fprintf(f, "3 0 malloc 2 %" PRIu64 "\n4 0 free 2\n", BUFFER);
   fprintf(f, "5 0 mark second_free\n5 0 rss %" PRIu64 "\n", MEASURED);
   assert_int_equal(fclose(f), 0);
 
-  store_t      *s   = NULL;
+  store_t      *s = NULL;
   as_err_t      err = {0};
   record_info_t info;
   assert_int_equal(store_open(db, &s, &err), AS_OK);
@@ -86,7 +88,7 @@ static int64_t second_free_above_start(const char *libc, char *spec,
 
 static void a_glibc_run_is_replayed_with_its_libc_knobs(void **state) {
   (void)state;
-  char spec[256];
+  char    spec[256];
   int64_t frozen = second_free_above_start(
       "glibc:ncpus=2,mmap_threshold=131072", spec, sizeof spec);
   assert_string_equal(spec, "glibc:ncpus=2,mmap_threshold=131072");
@@ -96,9 +98,8 @@ static void a_glibc_run_is_replayed_with_its_libc_knobs(void **state) {
 
 static void without_knobs_the_threshold_is_dynamic(void **state) {
   (void)state;
-  char spec[256];
-  int64_t dynamic =
-      second_free_above_start("glibc:ncpus=2", spec, sizeof spec);
+  char    spec[256];
+  int64_t dynamic = second_free_above_start("glibc:ncpus=2", spec, sizeof spec);
   assert_string_equal(spec, "glibc:ncpus=2");
   /* The second buffer came from the heap and its pages stay. */
   assert_true(dynamic >= (int64_t)BUFFER);

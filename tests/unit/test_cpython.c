@@ -53,11 +53,11 @@ static as_status_t op(fx_t *f, trace_op_t o, trace_domain_t d, uint64_t id,
                       uint64_t size) {
   as_err_t err;
   assert_true(id < FX_IDS);
-  trace_event_t ev = {.id        = id,
-                      .size      = size,
+  trace_event_t ev = {.id = id,
+                      .size = size,
                       .prev_size = f->sizes[id],
-                      .op        = (uint8_t)o,
-                      .domain    = (uint8_t)d};
+                      .op = (uint8_t)o,
+                      .domain = (uint8_t)d};
   as_status_t   rc;
   switch (o) {
   case TRACE_FREE:

@@ -38,7 +38,7 @@ static void fx_open(fx_t *f, const char *spec) {
   assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
   f->sizes = calloc(FX_IDS, sizeof *f->sizes);
   assert_non_null(f->sizes);
-  f->t_ns         = 0;
+  f->t_ns = 0;
   model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = "ideal"};
   assert_int_equal(model_create_from_spec(spec, &ctx, &f->m, &err), AS_OK);
 }
@@ -54,14 +54,14 @@ static as_status_t ev_on(fx_t *f, uint32_t thread, trace_op_t o,
   as_err_t err;
   assert_true(id < FX_IDS);
   f->t_ns += 1000;
-  trace_event_t ev = {.t_ns      = f->t_ns,
-                      .id        = id,
-                      .size      = size,
-                      .align     = o == TRACE_MEMALIGN ? 64 : 0,
+  trace_event_t ev = {.t_ns = f->t_ns,
+                      .id = id,
+                      .size = size,
+                      .align = o == TRACE_MEMALIGN ? 64 : 0,
                       .prev_size = f->sizes[id],
-                      .thread    = thread,
-                      .op        = (uint8_t)o,
-                      .domain    = (uint8_t)d};
+                      .thread = thread,
+                      .op = (uint8_t)o,
+                      .domain = (uint8_t)d};
   as_status_t   rc;
   switch (o) {
   case TRACE_FREE:
@@ -101,7 +101,7 @@ static uint64_t counter(fx_t *f, const char *name) {
 
 static uint8_t tag_of(fx_t *f, uint64_t id) {
   mi_model_t   *mi = cpython_ft_mimalloc(f->m);
-  mi_page_ref_t p  = mimalloc_object_page(mi, id);
+  mi_page_ref_t p = mimalloc_object_page(mi, id);
   assert_int_not_equal(p, 0);
   return mimalloc_page_tag(mi, p);
 }
@@ -243,7 +243,7 @@ static void a_large_object_collects_and_reuse_clears_the_goal(void **state) {
    * advanced the sequence), the last one's (wr_seq + 2) not yet, and the
    * collect stops there (obmalloc.c:246-248). */
   uint64_t collects = counter(&f, "cpython.qsbr_collects");
-  uint64_t before   = rss(&f);
+  uint64_t before = rss(&f);
   ok(&f, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 9002, 200000);
   assert_int_equal(counter(&f, "cpython.qsbr_collects"), collects + 1);
   assert_int_equal(counter(&f, "cpython.parked_pages_freed"), 1);
@@ -313,8 +313,8 @@ static void thread_exit_abandons_the_four_heaps(void **state) {
   assert_int_equal(ev_on(&f, 1, TRACE_THREAD_START, TRACE_DOMAIN_RAW, 0, 0),
                    AS_OK);
   for (uint64_t i = 0; i < 3 * PAGE64; i++)
-    assert_int_equal(
-        ev_on(&f, 1, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 1 + i, 64), AS_OK);
+    assert_int_equal(ev_on(&f, 1, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 1 + i, 64),
+                     AS_OK);
   for (uint64_t i = 3 * PAGE64; i > 1; i--)
     assert_int_equal(ev_on(&f, 1, TRACE_FREE, TRACE_DOMAIN_OBJ, i, 0), AS_OK);
   /* Object 1 keeps the first page; the last is retired, the middle one
@@ -342,20 +342,20 @@ static void a_later_exit_frees_pages_an_earlier_exit_left(void **state) {
   fx_t f;
   fx_open(&f, "cpython:build=ft");
   for (uint32_t th = 1; th <= 2; th++)
-    assert_int_equal(
-        ev_on(&f, th, TRACE_THREAD_START, TRACE_DOMAIN_RAW, 0, 0), AS_OK);
+    assert_int_equal(ev_on(&f, th, TRACE_THREAD_START, TRACE_DOMAIN_RAW, 0, 0),
+                     AS_OK);
   /* Thread 2 empties its only page of the class: retired, not parked. */
   uint64_t id = 10 * PAGE64;
   for (uint64_t i = 0; i < 10; i++)
-    assert_int_equal(
-        ev_on(&f, 2, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id + i, 64), AS_OK);
+    assert_int_equal(ev_on(&f, 2, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id + i, 64),
+                     AS_OK);
   for (uint64_t i = 0; i < 10; i++)
     assert_int_equal(ev_on(&f, 2, TRACE_FREE, TRACE_DOMAIN_OBJ, id + i, 0),
                      AS_OK);
   assert_int_equal(counter(&f, "cpython.parked_pages"), 0);
   for (uint64_t i = 0; i < 3 * PAGE64; i++)
-    assert_int_equal(
-        ev_on(&f, 1, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 1 + i, 64), AS_OK);
+    assert_int_equal(ev_on(&f, 1, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 1 + i, 64),
+                     AS_OK);
   for (uint64_t i = 3 * PAGE64; i > 1; i--)
     assert_int_equal(ev_on(&f, 1, TRACE_FREE, TRACE_DOMAIN_OBJ, i, 0), AS_OK);
   assert_int_equal(ev_on(&f, 1, TRACE_THREAD_EXIT, TRACE_DOMAIN_RAW, 0, 0),
@@ -397,19 +397,19 @@ static void options_name_what_is_wrong(void **state) {
                                "build=ft; the default build has no mimalloc");
   /* A recorded run of the default build over a preloaded mimalloc: its
    * MIMALLOC_* variables are the libc's. */
-  model_ctx_t over_mimalloc = {.kernel    = k,
+  model_ctx_t over_mimalloc = {.kernel = k,
                                .libc_spec = "mimalloc:version=2.1.2,"
                                             "purge_delay=0"};
   assert_int_equal(model_create_from_spec("cpython:version=3.11,purge_delay=0",
                                           &over_mimalloc, &m, &err),
                    AS_OK);
   model_destroy(m);
-  assert_int_equal(model_create_from_spec("cpython:build=ft,pythonmalloc=malloc",
-                                          &ctx, &m, &err),
+  assert_int_equal(model_create_from_spec(
+                       "cpython:build=ft,pythonmalloc=malloc", &ctx, &m, &err),
                    AS_EUSAGE);
-  assert_int_equal(model_create_from_spec("cpython:build=ft,purge_delay=0",
-                                          &ctx, &m, &err),
-                   AS_OK);
+  assert_int_equal(
+      model_create_from_spec("cpython:build=ft,purge_delay=0", &ctx, &m, &err),
+      AS_OK);
   char desc[512];
   model_describe(m, desc, sizeof desc);
   assert_string_equal(desc, "cpython:version=3.14,pythonmalloc=mimalloc,"

@@ -44,14 +44,13 @@ static as_status_t run(fixture_t *f, const trace_event_t *evs, size_t n,
 /* ---- Ordering ----------------------------------------------------------- */
 
 static void timer_due_at_t_fires_before_the_event_stamped_t(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(10, 1, 8), EV_MALLOC(20, 2, 8),
-                         EV_FREE(30, 1)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(10, 1, 8), EV_MALLOC(20, 2, 8),
+                               EV_FREE(30, 1)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
-  assert_int_equal(sim_event_queue_push(f->session.timers, &f->spy.timer, 20,
-                                        NULL),
-                   AS_OK);
+  assert_int_equal(
+      sim_event_queue_push(f->session.timers, &f->spy.timer, 20, NULL), AS_OK);
   assert_int_equal(run(f, evs, 3, &cfg, &res, NULL), AS_OK);
   assert_string_equal(f->spy.log, "a1@10 T0@20 a2@20 f1@30");
   assert_int_equal(res.events, 3);
@@ -59,8 +58,8 @@ static void timer_due_at_t_fires_before_the_event_stamped_t(void **state) {
 }
 
 static void timers_after_the_last_event_do_not_fire(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(10, 1, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   sim_event_queue_push(f->session.timers, &f->spy.timer, 11, NULL);
@@ -69,20 +68,20 @@ static void timers_after_the_last_event_do_not_fire(void **state) {
 }
 
 static void idle_advances_the_clock_through_due_timers(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_IDLE(0, 100), EV_MALLOC(100, 1, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_IDLE(0, 100), EV_MALLOC(100, 1, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
-  f->spy.rearm_every      = 40;
-  f->spy.rearms_left      = 10;
+  f->spy.rearm_every = 40;
+  f->spy.rearms_left = 10;
   sim_event_queue_push(f->session.timers, &f->spy.timer, 30, NULL);
   assert_int_equal(run(f, evs, 2, &cfg, &res, NULL), AS_OK);
   assert_string_equal(f->spy.log, "T0@30 T0@70 a1@100");
 }
 
 static void event_inside_an_idle_stretch_is_refused(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_IDLE(0, 100), EV_MALLOC(50, 1, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_IDLE(0, 100), EV_MALLOC(50, 1, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   as_err_t            err = {0};
@@ -92,26 +91,25 @@ static void event_inside_an_idle_stretch_is_refused(void **state) {
 }
 
 static void zero_delay_timer_chain_is_an_error_not_a_hang(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(10, 1, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   as_err_t            err = {0};
-  f->spy.rearm_every      = 0;
-  f->spy.rearms_left      = SIM_ENGINE_MAX_SAME_INSTANT + 5;
+  f->spy.rearm_every = 0;
+  f->spy.rearms_left = SIM_ENGINE_MAX_SAME_INSTANT + 5;
   sim_event_queue_push(f->session.timers, &f->spy.timer, 5, NULL);
   assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "timers fired at t=5 ns"));
 }
 
-
 static void settle_fires_timers_after_the_last_event(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(10, 1, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(10, 1, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {.settle_ns = 100, .sample_every_ns = 50};
-  f->spy.rearm_every      = 40;
-  f->spy.rearms_left      = 10;
+  f->spy.rearm_every = 40;
+  f->spy.rearms_left = 10;
   sim_event_queue_push(f->session.timers, &f->spy.timer, 11, NULL);
   assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
   assert_string_equal(f->spy.log, "a1@10 T0@11 T0@51 T0@91");
@@ -121,7 +119,7 @@ static void settle_fires_timers_after_the_last_event(void **state) {
 /* ---- Purge, option and touch events ------------------------------------- */
 
 static void purge_and_option_events_reach_the_model(void **state) {
-  fixture_t    *f     = *state;
+  fixture_t    *f = *state;
   trace_event_t evs[] = {
       {.t_ns = 5, .op = TRACE_PURGE, .size = TRACE_PURGE_DECAY},
       {.t_ns = 6, .op = TRACE_OPTION, .label = "decay_ms", .size = 1000}};
@@ -137,18 +135,18 @@ static void purge_and_option_events_reach_the_model(void **state) {
                       "array: event 0: spy: no run-time option arena_max");
 }
 
-static void events_a_model_has_no_notion_of_are_counted_or_strict(
-    void **state) {
-  fixture_t            *f = *state;
-  model_methods_t       plain = spy_methods;
-  plain.purge                 = NULL;
-  f->spy.base.methods         = &plain;
-  trace_event_t evs[] = {{.t_ns = 5, .op = TRACE_PURGE, .size = 0}};
+static void
+events_a_model_has_no_notion_of_are_counted_or_strict(void **state) {
+  fixture_t      *f = *state;
+  model_methods_t plain = spy_methods;
+  plain.purge = NULL;
+  f->spy.base.methods = &plain;
+  trace_event_t       evs[] = {{.t_ns = 5, .op = TRACE_PURGE, .size = 0}};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
   assert_int_equal(res.ignored_events, 1);
-  cfg.strict   = true;
+  cfg.strict = true;
   as_err_t err = {0};
   assert_int_equal(run(f, evs, 1, &cfg, &res, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "model spy has no notion of purge"));
@@ -163,17 +161,18 @@ static void a_composition_without_purge_counts_it_like_its_libc(void **state) {
   static const char *const models[] = {"glibc", "cpython"};
   for (int i = 0; i < 2; i++) {
     sim_session_t s;
-    assert_int_equal(sim_session_open(models[i], NULL, NULL, &s, NULL),
-                     AS_OK);
-    trace_event_t evs[] = {{.t_ns = 5, .op = TRACE_PURGE,
-                            .size = TRACE_PURGE_ALL, .id = TRACE_ALL_ARENAS}};
+    assert_int_equal(sim_session_open(models[i], NULL, NULL, &s, NULL), AS_OK);
+    trace_event_t       evs[] = {{.t_ns = 5,
+                                  .op = TRACE_PURGE,
+                                  .size = TRACE_PURGE_ALL,
+                                  .id = TRACE_ALL_ARENAS}};
     array_source_t      src;
     sim_run_result_t    res;
     sim_engine_config_t cfg = {0};
     array_source_init(&src, evs, 1);
     assert_int_equal(sim_engine_run(&cfg, &s, &src.base, &res, NULL), AS_OK);
     assert_int_equal(res.ignored_events, 1);
-    cfg.strict   = true;
+    cfg.strict = true;
     as_err_t err = {0};
     array_source_init(&src, evs, 1);
     assert_int_equal(sim_engine_run(&cfg, &s, &src.base, &res, &err),
@@ -193,19 +192,23 @@ static void threads_start_before_they_exit(void **state) {
     size_t        n;
     const char   *msg; /* NULL: the trace is fine */
   } cases[] = {
-      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 3}}, 1,
+      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 3}},
+       1,
        "array: event 0 (t=1 ns, thread_exit): thread_exit of thread 3, "
        "which is not running"},
       {{{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 3},
         {.t_ns = 2, .op = TRACE_THREAD_START, .thread = 3}},
-       2, "event 1 (t=2 ns, thread_start): thread_start of thread 3, which "
-          "is already running"},
-      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 0}}, 1,
+       2,
+       "event 1 (t=2 ns, thread_start): thread_start of thread 3, which "
+       "is already running"},
+      {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 0}},
+       1,
        "thread_exit of thread 0"},
       {{{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 3},
         {.t_ns = 2, .op = TRACE_THREAD_EXIT, .thread = 3},
         {.t_ns = 3, .op = TRACE_THREAD_START, .thread = 3}},
-       3, NULL},
+       3,
+       NULL},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     sim_session_t s;
@@ -228,17 +231,20 @@ static void threads_start_before_they_exit(void **state) {
 }
 
 static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(0, 3, 1 << 20),
-                         {.t_ns = 1, .op = TRACE_TOUCH, .id = 3,
-                          .offset = 4096 + 10, .size = 8192}};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(0, 3, 1 << 20),
+                               {.t_ns = 1,
+                                .op = TRACE_TOUCH,
+                                .id = 3,
+                                .offset = 4096 + 10,
+                                .size = 8192}};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   array_source_t      src;
   array_source_init(&src, evs, 2);
   trace_meta_set(&src.base.meta, "touch_threshold", "4096", NULL);
-  assert_int_equal(
-      sim_engine_run(&cfg, &f->session, &src.base, &res, NULL), AS_OK);
+  assert_int_equal(sim_engine_run(&cfg, &f->session, &src.base, &res, NULL),
+                   AS_OK);
   assert_int_equal(f->spy.last_flags, TRACE_FLAG_UNWRITTEN);
   assert_int_equal(res.unwritten_allocs, 1);
   /* bytes 4106..12297 of the object: OS pages 1, 2 and 3 */
@@ -251,7 +257,7 @@ static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
 }
 
 static void a_touch_outside_its_object_is_refused(void **state) {
-  fixture_t    *f     = *state;
+  fixture_t    *f = *state;
   trace_event_t evs[] = {
       EV_MALLOC(0, 3, 100),
       {.t_ns = 1, .op = TRACE_TOUCH, .id = 3, .offset = 64, .size = 64},
@@ -285,9 +291,9 @@ static void a_touch_threshold_below_a_page_is_refused(void **state) {
 /* ---- Validation --------------------------------------------------------- */
 
 static void free_of_a_dead_object_is_an_error_naming_the_event(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(1, 1, 8), EV_FREE(2, 1), EV_FREE(3, 1)};
-  sim_run_result_t    res;
+  fixture_t       *f = *state;
+  trace_event_t    evs[] = {EV_MALLOC(1, 1, 8), EV_FREE(2, 1), EV_FREE(3, 1)};
+  sim_run_result_t res;
   sim_engine_config_t cfg = {0};
   as_err_t            err = {0};
   assert_int_equal(run(f, evs, 3, &cfg, &res, &err), AS_EFORMAT);
@@ -297,10 +303,9 @@ static void free_of_a_dead_object_is_an_error_naming_the_event(void **state) {
 }
 
 static void lenient_counts_and_skips_bad_events(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_FREE(1, 7), EV_REALLOC(2, 8, 16),
-                         EV_MALLOC(3, 1, 8), EV_MALLOC(4, 1, 8),
-                         EV_FREE(5, 1)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_FREE(1, 7), EV_REALLOC(2, 8, 16),
+                               EV_MALLOC(3, 1, 8), EV_MALLOC(4, 1, 8), EV_FREE(5, 1)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {.lenient = true};
   assert_int_equal(run(f, evs, 5, &cfg, &res, NULL), AS_OK);
@@ -312,8 +317,8 @@ static void lenient_counts_and_skips_bad_events(void **state) {
 }
 
 static void huge_object_ids_are_refused(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(1, UINT64_C(1) << 40, 8)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(1, UINT64_C(1) << 40, 8)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   as_err_t            err = {0};
@@ -322,9 +327,9 @@ static void huge_object_ids_are_refused(void **state) {
 }
 
 static void an_id_beyond_the_table_is_not_live(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(1, 3, 8), EV_FREE(2, 1u << 20),
-                         EV_REALLOC(3, 5000, 8), EV_FREE(4, 3)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(1, 3, 8), EV_FREE(2, 1u << 20),
+                               EV_REALLOC(3, 5000, 8), EV_FREE(4, 3)};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {.lenient = true};
   assert_int_equal(run(f, evs, 4, &cfg, &res, NULL), AS_OK);
@@ -338,24 +343,28 @@ static void an_id_beyond_the_table_is_not_live(void **state) {
 /* Sizes up to 65533 bytes live in the table, larger ones beside it; either
  * way a free or realloc hands the model the exact size. */
 static void sizes_small_and_big_reach_the_model_exactly(void **state) {
-  fixture_t     *f     = *state;
-  const uint64_t big   = (UINT64_C(1) << 40) + 3;
+  fixture_t     *f = *state;
+  const uint64_t big = (UINT64_C(1) << 40) + 3;
   trace_event_t  evs[] = {
-      EV_MALLOC(1, 1, 0),           EV_MALLOC(2, 2, 65533),
-      EV_MALLOC(3, 3, 65534),       EV_MALLOC(4, 4, big),
-      EV_REALLOC(5, 1, 70000),      /* small -> big */
-      EV_REALLOC(6, 3, 10),         /* big -> small */
-      EV_REALLOC(7, 4, big + 1),    /* big -> big */
-      EV_REALLOC(8, 2, 65534),      /* small -> big */
-      EV_FREE(9, 1),                EV_FREE(10, 2),
-      EV_FREE(11, 3),               EV_FREE(12, 4),
-      EV_MALLOC(13, 4, 7),          EV_FREE(14, 4),
+       EV_MALLOC(1, 1, 0),
+       EV_MALLOC(2, 2, 65533),
+       EV_MALLOC(3, 3, 65534),
+       EV_MALLOC(4, 4, big),
+       EV_REALLOC(5, 1, 70000),   /* small -> big */
+       EV_REALLOC(6, 3, 10),      /* big -> small */
+       EV_REALLOC(7, 4, big + 1), /* big -> big */
+       EV_REALLOC(8, 2, 65534),   /* small -> big */
+       EV_FREE(9, 1),
+       EV_FREE(10, 2),
+       EV_FREE(11, 3),
+       EV_FREE(12, 4),
+       EV_MALLOC(13, 4, 7),
+       EV_FREE(14, 4),
   };
   /* the prev_size of events 5-12 and 14 */
-  const uint64_t want[] = {0,     65534, big, 65533, 70000,
-                           65534, 10,    big + 1, 7};
-  f->spy.want_prev      = want;
-  f->spy.nwant          = 9;
+  const uint64_t want[] = {0, 65534, big, 65533, 70000, 65534, 10, big + 1, 7};
+  f->spy.want_prev = want;
+  f->spy.nwant = 9;
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   assert_int_equal(run(f, evs, 14, &cfg, &res, NULL), AS_OK);
@@ -371,7 +380,7 @@ static void sizes_small_and_big_reach_the_model_exactly(void **state) {
 static void many_big_objects_keep_their_sizes(void **state) {
   fixture_t *f = *state;
   enum { N = 3000 };
-  trace_event_t *evs  = calloc(3 * N, sizeof *evs);
+  trace_event_t *evs = calloc(3 * N, sizeof *evs);
   uint64_t      *want = calloc(2 * N, sizeof *want);
   uint64_t       size[N];
   size_t         ne = 0, nw = 0;
@@ -387,16 +396,16 @@ static void many_big_objects_keep_their_sizes(void **state) {
     uint64_t i = (k * 1237) % N; /* a permutation: 1237 is prime to N */
     if (k % 2 == 0) {
       want[nw++] = size[i];
-      size[i]    = size[i] % 2 ? 66000 + k : k; /* big <-> small */
-      evs[ne]    = (trace_event_t)EV_REALLOC(ne, 3 * i, size[i]);
+      size[i] = size[i] % 2 ? 66000 + k : k; /* big <-> small */
+      evs[ne] = (trace_event_t)EV_REALLOC(ne, 3 * i, size[i]);
       ne++;
     }
     want[nw++] = size[i];
-    evs[ne]    = (trace_event_t)EV_FREE(ne, 3 * i);
+    evs[ne] = (trace_event_t)EV_FREE(ne, 3 * i);
     ne++;
   }
   f->spy.want_prev = want;
-  f->spy.nwant     = nw;
+  f->spy.nwant = nw;
   sim_run_result_t    res;
   sim_engine_config_t cfg = {0};
   assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
@@ -428,9 +437,9 @@ static as_status_t record(void *user, const sim_sample_t *s, as_err_t *err) {
 }
 
 static void marks_periodic_and_final_samples_carry_live_bytes(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {EV_MALLOC(5, 1, 100), EV_MARK(12, "one"),
-                         EV_REALLOC(15, 1, 300), EV_MALLOC(25, 2, 50)};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {EV_MALLOC(5, 1, 100), EV_MARK(12, "one"),
+                               EV_REALLOC(15, 1, 300), EV_MALLOC(25, 2, 50)};
   sample_rec_t        rec = {0};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {
@@ -453,9 +462,9 @@ static void marks_periodic_and_final_samples_carry_live_bytes(void **state) {
 }
 
 static void measured_rss_events_pass_through(void **state) {
-  fixture_t    *f     = *state;
-  trace_event_t evs[] = {{.t_ns = 3, .op = TRACE_RSS, .size = 12345},
-                         {.t_ns = 4, .op = TRACE_TRIM, .size = 64}};
+  fixture_t          *f = *state;
+  trace_event_t       evs[] = {{.t_ns = 3, .op = TRACE_RSS, .size = 12345},
+                               {.t_ns = 4, .op = TRACE_TRIM, .size = 64}};
   sample_rec_t        rec = {0};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {.on_sample = record, .user = &rec};
@@ -474,9 +483,9 @@ static void ideal_rss_is_live_bytes_rounded_up_to_pages(void **state) {
   sim_kernel_config_default(&k);
   k.page_size = 16384;
   assert_int_equal(sim_session_open("ideal", NULL, &k, &s, NULL), AS_OK);
-  trace_event_t evs[] = {EV_MALLOC(1, 1, 10000), EV_MALLOC(2, 2, 10000),
-                         EV_MARK(3, "two"), EV_FREE(4, 1),
-                         EV_REALLOC(5, 2, 40000)};
+  trace_event_t       evs[] = {EV_MALLOC(1, 1, 10000), EV_MALLOC(2, 2, 10000),
+                               EV_MARK(3, "two"), EV_FREE(4, 1),
+                               EV_REALLOC(5, 2, 40000)};
   sample_rec_t        rec = {0};
   sim_run_result_t    res;
   sim_engine_config_t cfg = {.on_sample = record, .user = &rec};
@@ -493,10 +502,10 @@ static void ideal_rss_is_live_bytes_rounded_up_to_pages(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(
-          settle_fires_timers_after_the_last_event, setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          purge_and_option_events_reach_the_model, setup, teardown),
+      cmocka_unit_test_setup_teardown(settle_fires_timers_after_the_last_event,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(purge_and_option_events_reach_the_model,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(
           events_a_model_has_no_notion_of_are_counted_or_strict, setup,
           teardown),
@@ -504,8 +513,8 @@ int main(void) {
           touch_makes_the_named_pages_of_an_object_resident, setup, teardown),
       cmocka_unit_test_setup_teardown(a_touch_outside_its_object_is_refused,
                                       setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          a_touch_threshold_below_a_page_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_touch_threshold_below_a_page_is_refused,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(
           timer_due_at_t_fires_before_the_event_stamped_t, setup, teardown),
       cmocka_unit_test_setup_teardown(timers_after_the_last_event_do_not_fire,
@@ -522,12 +531,12 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(huge_object_ids_are_refused, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(an_id_beyond_the_table_is_not_live,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(an_id_beyond_the_table_is_not_live, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(
           sizes_small_and_big_reach_the_model_exactly, setup, teardown),
-      cmocka_unit_test_setup_teardown(many_big_objects_keep_their_sizes,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(many_big_objects_keep_their_sizes, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(
           marks_periodic_and_final_samples_carry_live_bytes, setup, teardown),
       cmocka_unit_test_setup_teardown(measured_rss_events_pass_through, setup,

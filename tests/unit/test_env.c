@@ -29,19 +29,19 @@ static void glibc_knobs_come_from_env_aliases_and_tunables(void **state) {
   (void)state;
   char     buf[256];
   as_err_t err = {0};
-  kv_t     m   = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
-                  {"2",
-                   "glibc.malloc.trim_threshold=0:glibc.malloc."
-                   "mmap_threshold=65536",
-                   NULL}};
+  kv_t     m = {{"env.MALLOC_ARENA_MAX", "env.GLIBC_TUNABLES", NULL},
+                {"2",
+                 "glibc.malloc.trim_threshold=0:glibc.malloc."
+                     "mmap_threshold=65536",
+                 NULL}};
   assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &m, buf,
                                        sizeof buf, &err),
                    AS_OK);
   assert_string_equal(buf, "glibc:arena_max=2,mmap_threshold=65536,"
                            "trim_threshold=0");
   kv_t none = {{NULL}, {NULL}};
-  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &none,
-                                       buf, sizeof buf, &err),
+  assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &none, buf,
+                                       sizeof buf, &err),
                    AS_OK);
   assert_string_equal(buf, "glibc");
 }
@@ -50,9 +50,9 @@ static void later_tunables_win_and_meta_keys_are_read(void **state) {
   (void)state;
   char     buf[256];
   as_err_t err = {0};
-  kv_t     m   = {{"GLIBC_TUNABLES", "ncpus", "malloc_env", NULL},
-                  {"glibc.malloc.top_pad=1:glibc.malloc.top_pad=4096", "4",
-                   "MALLOC_MMAP_MAX_=7 OTHER=1", NULL}};
+  kv_t     m = {{"GLIBC_TUNABLES", "ncpus", "malloc_env", NULL},
+                {"glibc.malloc.top_pad=1:glibc.malloc.top_pad=4096", "4",
+                 "MALLOC_MMAP_MAX_=7 OTHER=1", NULL}};
   assert_int_equal(model_spec_from_env(model_find("glibc"), kv_get, &m, buf,
                                        sizeof buf, &err),
                    AS_OK);
@@ -74,8 +74,7 @@ static void a_python_run_is_cpython_of_its_version(void **state) {
   (void)state;
   char     model[256], libc[256];
   as_err_t err = {0};
-  kv_t     m   = {{"python", "env.MALLOC_ARENA_MAX", NULL},
-                  {"3.11.2", "1", NULL}};
+  kv_t m = {{"python", "env.MALLOC_ARENA_MAX", NULL}, {"3.11.2", "1", NULL}};
   assert_int_equal(model_specs_for_run(kv_get, &m, model, sizeof model, libc,
                                        sizeof libc, &err),
                    AS_OK);
@@ -92,8 +91,7 @@ static void an_unmodelled_preloaded_allocator_is_an_error(void **state) {
   (void)state;
   char     model[256], libc[256];
   as_err_t err = {0};
-  kv_t     m   = {{"env.LD_PRELOAD", NULL},
-                  {"/usr/lib/libhoard_malloc.so", NULL}};
+  kv_t m = {{"env.LD_PRELOAD", NULL}, {"/usr/lib/libhoard_malloc.so", NULL}};
   assert_int_equal(model_specs_for_run(kv_get, &m, model, sizeof model, libc,
                                        sizeof libc, &err),
                    AS_EINVAL);
@@ -110,8 +108,8 @@ static void a_runs_own_spec_provenance_wins(void **state) {
   (void)state;
   char     model[256], libc[256];
   as_err_t err = {0};
-  kv_t     m   = {{"python", "model", "libc", NULL},
-                  {"3.11.2", "cpython:version=3.14", "glibc 2.36", NULL}};
+  kv_t     m = {{"python", "model", "libc", NULL},
+                {"3.11.2", "cpython:version=3.14", "glibc 2.36", NULL}};
   assert_int_equal(record_run_specs(kv_get, &m, model, sizeof model, libc,
                                     sizeof libc, &err),
                    AS_OK);
@@ -126,7 +124,7 @@ static void a_c_programs_provenance_libc_is_its_model(void **state) {
   (void)state;
   char     model[256], libc[256];
   as_err_t err = {0};
-  kv_t     c   = {{"libc", NULL}, {"musl", NULL}};
+  kv_t     c = {{"libc", NULL}, {"musl", NULL}};
   assert_int_equal(record_run_specs(kv_get, &c, model, sizeof model, libc,
                                     sizeof libc, &err),
                    AS_OK);
@@ -152,10 +150,10 @@ static void a_spelling_can_depend_on_an_earlier_row(void **state) {
        ""},
       {0}};
   const model_methods_t methods = {.name = "demo", .options = rows};
-  char     buf[128];
-  as_err_t err = {0};
-  kv_t     v1 = {{"lib_version", "env.NEW_DELAY", "env.OLD_DELAY", NULL},
-                 {"1", "0", "5", NULL}};
+  char                  buf[128];
+  as_err_t              err = {0};
+  kv_t v1 = {{"lib_version", "env.NEW_DELAY", "env.OLD_DELAY", NULL},
+             {"1", "0", "5", NULL}};
   assert_int_equal(
       model_spec_from_env(&methods, kv_get, &v1, buf, sizeof buf, &err), AS_OK);
   assert_string_equal(buf, "demo:version=1,delay=5");
@@ -166,9 +164,9 @@ static void a_spelling_can_depend_on_an_earlier_row(void **state) {
       model_spec_from_env(&methods, kv_get, &v2, buf, sizeof buf, &err), AS_OK);
   assert_string_equal(buf, "demo:version=2,delay=0");
   kv_t legacy = {{"lib_version", "env.LEGACY_DELAY", NULL}, {"2", "7", NULL}};
-  assert_int_equal(model_spec_from_env(&methods, kv_get, &legacy, buf,
-                                       sizeof buf, &err),
-                   AS_OK);
+  assert_int_equal(
+      model_spec_from_env(&methods, kv_get, &legacy, buf, sizeof buf, &err),
+      AS_OK);
   assert_string_equal(buf, "demo:version=2,delay=7");
   kv_t none = {{"env.NEW_DELAY", NULL}, {"0", NULL}}; /* version 1 */
   assert_int_equal(

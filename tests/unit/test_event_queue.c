@@ -130,8 +130,8 @@ static int ref_cmp(const void *a, const void *b) {
 static void random_workload_matches_sorted_reference(void **state) {
   (void)state;
   enum { N = 10000 };
-  sim_event_queue_t *q   = new_queue();
-  owner_t           *o   = calloc(N, sizeof *o);
+  sim_event_queue_t *q = new_queue();
+  owner_t           *o = calloc(N, sizeof *o);
   ref_t             *ref = calloc(N, sizeof *ref);
   assert_non_null(o);
   assert_non_null(ref);

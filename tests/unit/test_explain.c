@@ -20,8 +20,7 @@ struct fixture_s {
   array_source_t       src;
 };
 
-static as_status_t open_array(void *user, trace_source_t **src,
-                              as_err_t *err) {
+static as_status_t open_array(void *user, trace_source_t **src, as_err_t *err) {
   (void)err;
   fixture_t *f = user;
   array_source_init(&f->src, f->evs, f->n);
@@ -36,8 +35,7 @@ static uint64_t bytes_of(const explain_result_t *r, const char *mech) {
   return 0;
 }
 
-static const explain_item_t *item(const explain_result_t *r,
-                                  const char *mech) {
+static const explain_item_t *item(const explain_result_t *r, const char *mech) {
   for (size_t i = 0; i < r->nitems; i++)
     if (strcmp(r->items[i].mechanism, mech) == 0)
       return &r->items[i];
@@ -71,11 +69,13 @@ static void explain_at(const trace_event_t *evs, size_t n, const char *model,
  * free chunk inside the heap until malloc_trim returns them. */
 static void a_freed_buffer_below_a_survivor_is_a_binned_chunk(void **state) {
   (void)state;
-  const trace_event_t evs[] = {
-      EV_MALLOC(0, 1, 65536), EV_MALLOC(1, 2, 1000), EV_FREE(2, 1),
-      EV_MARK(3, "after_free"),
-      {.t_ns = 4, .op = TRACE_TRIM, .size = 0}, EV_MARK(5, "after_trim")};
-  explain_result_t r;
+  const trace_event_t evs[] = {EV_MALLOC(0, 1, 65536),
+                               EV_MALLOC(1, 2, 1000),
+                               EV_FREE(2, 1),
+                               EV_MARK(3, "after_free"),
+                               {.t_ns = 4, .op = TRACE_TRIM, .size = 0},
+                               EV_MARK(5, "after_trim")};
+  explain_result_t    r;
   explain_at(evs, 6, "glibc", "after_free", &r);
   assert_adds_up(&r);
   /* 64 KiB + the chunk header, on the resident pages: at least 64 KiB. */
@@ -102,11 +102,14 @@ static void one_survivor_pins_a_pymalloc_arena(void **state) {
   static trace_event_t evs[2 * N + 1];
   size_t               n = 0;
   for (uint64_t i = 0; i < N; i++)
-    evs[n++] = (trace_event_t){.t_ns = i, .op = TRACE_MALLOC, .id = i,
-                               .size = 64, .domain = TRACE_DOMAIN_OBJ};
-  for (uint64_t i = 1; i < N; i++)
-    evs[n++] = (trace_event_t){.t_ns = N + i, .op = TRACE_FREE, .id = i,
+    evs[n++] = (trace_event_t){.t_ns = i,
+                               .op = TRACE_MALLOC,
+                               .id = i,
+                               .size = 64,
                                .domain = TRACE_DOMAIN_OBJ};
+  for (uint64_t i = 1; i < N; i++)
+    evs[n++] = (trace_event_t){
+        .t_ns = N + i, .op = TRACE_FREE, .id = i, .domain = TRACE_DOMAIN_OBJ};
   evs[n++] = (trace_event_t)EV_MARK(3 * N, "after");
   explain_result_t r;
   explain_at(evs, n, "cpython", "after", &r);
@@ -126,15 +129,15 @@ static void one_survivor_pins_a_pymalloc_arena(void **state) {
  * (a replay rewrites the marks it found, so the label must be kept). */
 static void the_widest_gap_mark_is_explained_without_at(void **state) {
   (void)state;
-  const trace_event_t evs[] = {
-      EV_MARK(0, "start"),    EV_MALLOC(1, 1, 65536), EV_MALLOC(2, 2, 100),
-      EV_MARK(3, "peak"),     EV_FREE(4, 1),          EV_MARK(5, "after"),
-      EV_FREE(6, 2),          EV_MALLOC(7, 3, 8)};
-  fixture_t        f = {.evs = evs, .n = 8};
-  explain_opts_t   o = {.model = "glibc"};
-  explain_result_t out[2];
-  size_t           n;
-  char             desc[512];
+  const trace_event_t evs[] = {EV_MARK(0, "start"),  EV_MALLOC(1, 1, 65536),
+                               EV_MALLOC(2, 2, 100), EV_MARK(3, "peak"),
+                               EV_FREE(4, 1),        EV_MARK(5, "after"),
+                               EV_FREE(6, 2),        EV_MALLOC(7, 3, 8)};
+  fixture_t           f = {.evs = evs, .n = 8};
+  explain_opts_t      o = {.model = "glibc"};
+  explain_result_t    out[2];
+  size_t              n;
+  char                desc[512];
   sim_kernel_config_default(&o.kernel);
   assert_int_equal(
       explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, NULL),
@@ -149,12 +152,12 @@ static void an_unknown_mark_lists_the_marks(void **state) {
   (void)state;
   const trace_event_t evs[] = {EV_MALLOC(0, 1, 100), EV_MARK(1, "peak"),
                                EV_FREE(2, 1), EV_MARK(3, "after")};
-  fixture_t        f = {.evs = evs, .n = 4};
-  explain_opts_t   o = {.at = "aftr", .model = "glibc"};
-  explain_result_t out[2];
-  size_t           n;
-  char             desc[512];
-  as_err_t         err = {0};
+  fixture_t           f = {.evs = evs, .n = 4};
+  explain_opts_t      o = {.at = "aftr", .model = "glibc"};
+  explain_result_t    out[2];
+  size_t              n;
+  char                desc[512];
+  as_err_t            err = {0};
   sim_kernel_config_default(&o.kernel);
   assert_int_equal(
       explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, &err),
@@ -165,16 +168,13 @@ static void an_unknown_mark_lists_the_marks(void **state) {
 
 /* Live objects are told by the phase (the mark before them) they were
  * allocated in; a realloc keeps its object's phase; freed ones drop out. */
-static void objects_are_told_by_the_phase_they_were_allocated_in(
-    void **state) {
+static void objects_are_told_by_the_phase_they_were_allocated_in(void **state) {
   (void)state;
   const trace_event_t evs[] = {
-      EV_MALLOC(0, 1, 100),      EV_MARK(1, "build"),
-      EV_MALLOC(2, 2, 100),      EV_MALLOC(3, 3, 100),
-      EV_MALLOC(4, 4, 100),      EV_MALLOC(5, 5, 100),
-      EV_MARK(6, "serve"),       EV_MALLOC(7, 6, 100),
-      EV_MALLOC(8, 7, 100),      EV_FREE(9, 5),
-      EV_REALLOC(10, 2, 200),    EV_MARK(11, "done")};
+      EV_MALLOC(0, 1, 100), EV_MARK(1, "build"),    EV_MALLOC(2, 2, 100),
+      EV_MALLOC(3, 3, 100), EV_MALLOC(4, 4, 100),   EV_MALLOC(5, 5, 100),
+      EV_MARK(6, "serve"),  EV_MALLOC(7, 6, 100),   EV_MALLOC(8, 7, 100),
+      EV_FREE(9, 5),        EV_REALLOC(10, 2, 200), EV_MARK(11, "done")};
   explain_result_t r;
   explain_at(evs, sizeof evs / sizeof evs[0], "glibc", "done", &r);
   const explain_item_t *live = NULL;

@@ -24,10 +24,10 @@ static void assert_close(double got, double want, double rel) {
 }
 
 static formula_input_t pym(uint64_t size, double p) {
-  formula_input_t in = {.size_bytes  = size,
+  formula_input_t in = {.size_bytes = size,
                         .total_bytes = UINT64_C(256) << 20,
-                        .pattern     = SURVIVORS_RANDOM,
-                        .fraction    = p};
+                        .pattern = SURVIVORS_RANDOM,
+                        .fraction = p};
   return in;
 }
 
@@ -62,8 +62,8 @@ static void one_in_100000_of_64_byte_objects_keeps_38_7_mib(void **state) {
   assert_close(r.sd_bytes / MIB, 5.744300905884735, 1e-9);
 }
 
-static void one_in_10000_pins_most_64_byte_arenas_and_few_512_byte_ones(
-    void **state) {
+static void
+one_in_10000_pins_most_64_byte_arenas_and_few_512_byte_ones(void **state) {
   (void)state;
   formula_result_t r;
   formula_input_t  in = pym(64, 1e-4);
@@ -80,7 +80,7 @@ static void pages_use_mimalloc_bins_and_page_bytes_over_block(void **state) {
   (void)state;
   formula_result_t r;
   formula_input_t  in = pym(512, 1e-3);
-  in.page_bytes       = 65536;
+  in.page_bytes = 65536;
   assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
   assert_int_equal(r.k, 128);
   assert_int_equal(r.units, 4096);
@@ -104,7 +104,7 @@ static void mimalloc_pages_come_from_the_model(void **state) {
   (void)state;
   formula_result_t r;
   formula_input_t  in = pym(512, 1e-3);
-  in.mimalloc         = "2.1.2";
+  in.mimalloc = "2.1.2";
   assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
   assert_int_equal(r.k, 127); /* (65536 - 512) / 512 */
   assert_int_equal(r.unit_bytes, 65536);
@@ -134,13 +134,13 @@ static void mimalloc_pages_come_from_the_model(void **state) {
   assert_non_null(strstr(err.msg, "formula: mimalloc: option version"));
 }
 
-static void stride_pins_all_when_denser_than_k_else_one_per_survivor(
-    void **state) {
+static void
+stride_pins_all_when_denser_than_k_else_one_per_survivor(void **state) {
   (void)state;
   formula_result_t r;
   formula_input_t  in = pym(64, 0);
-  in.pattern          = SURVIVORS_STRIDE;
-  in.every            = 1000;
+  in.pattern = SURVIVORS_STRIDE;
+  in.every = 1000;
   assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
   assert_close(r.kept_bytes / MIB, 261.0833488951136, 1e-12);
   assert_true(r.sd_bytes == 0);
@@ -153,7 +153,7 @@ static void oldest_pins_only_the_arenas_they_fill(void **state) {
   (void)state;
   formula_result_t r;
   formula_input_t  in = pym(64, 0.01);
-  in.pattern          = SURVIVORS_OLDEST;
+  in.pattern = SURVIVORS_OLDEST;
   /* floor(0.01 * 4194304) = 41943 objects = ceil(41943 / 16065) = 3 */
   assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
   assert_close(r.kept_bytes / MIB, 3, 1e-12);
@@ -171,12 +171,12 @@ static void edge_fractions_keep_nothing_or_everything(void **state) {
   assert_true(r.sd_bytes == 0);
 }
 
-static void inputs_outside_the_formula_are_errors_naming_the_field(
-    void **state) {
+static void
+inputs_outside_the_formula_are_errors_naming_the_field(void **state) {
   (void)state;
   formula_result_t r;
   as_err_t         err = {0};
-  formula_input_t  in  = pym(513, 1e-4);
+  formula_input_t  in = pym(513, 1e-4);
   assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
   assert_string_equal(err.msg, "formula: size 513 bytes is not a pymalloc "
                                "size (1..512); such objects go to the libc "
@@ -184,11 +184,11 @@ static void inputs_outside_the_formula_are_errors_naming_the_field(
   in = pym(64, 1.5);
   assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "fraction"));
-  in            = pym(4096, 1e-4);
+  in = pym(4096, 1e-4);
   in.page_bytes = 2048;
   assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "page of 2048 bytes"));
-  in             = pym(64, 1e-4);
+  in = pym(64, 1e-4);
   in.total_bytes = 10;
   assert_int_equal(formula_survivors(&in, &r, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "holds no object"));
@@ -200,7 +200,7 @@ static void fit_recovers_a_known_k_within_its_interval(void **state) {
   (void)state;
   const double k_true = 16065, unit = 1048576, objects = 4194304;
   const double fraction[] = {1e-5, 3e-5, 1e-4, 3e-4, 1e-3};
-  const double noise[]    = {1.01, 0.99, 1.004, 0.996, 1.0};
+  const double noise[] = {1.01, 0.99, 1.004, 0.996, 1.0};
   double       obj[5], measured[5];
   for (size_t i = 0; i < 5; i++) {
     obj[i] = objects;

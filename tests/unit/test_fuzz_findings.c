@@ -202,11 +202,17 @@ static void tcmalloc_counts_a_decay_purge(void **state) {
 static void tcmalloc_takes_minus_one_as_gperftools_does(void **state) {
   (void)state;
   const trace_event_t events[] = {
-      {.t_ns = 0, .op = TRACE_OPTION, .label = "heap_limit_mb",
+      {.t_ns = 0,
+       .op = TRACE_OPTION,
+       .label = "heap_limit_mb",
        .size = (uint64_t)-1},
-      {.t_ns = 1, .op = TRACE_OPTION, .label = "release_rate",
+      {.t_ns = 1,
+       .op = TRACE_OPTION,
+       .label = "release_rate",
        .size = (uint64_t)-1},
-      {.t_ns = 2, .op = TRACE_OPTION, .label = "max_total_thread_cache_bytes",
+      {.t_ns = 2,
+       .op = TRACE_OPTION,
+       .label = "max_total_thread_cache_bytes",
        .size = (uint64_t)-1},
       EV_MALLOC(10, 0, 64 << 20),
       EV_FREE(20, 0),

@@ -35,14 +35,14 @@ static void fx_open_cfg(fx_t *f, const char *opts,
   as_err_t err = {0};
   assert_int_equal(sim_kernel_create(cfg, &f->k, &err), AS_OK);
   model_opts_t o;
-  if (model_opts_parse("glibc", model_glibc_methods.options, opts, &o,
-                       &err) != AS_OK)
+  if (model_opts_parse("glibc", model_glibc_methods.options, opts, &o, &err) !=
+      AS_OK)
     fail_msg("options: %s", err.msg);
   model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
   if (model_glibc_methods.create(&o, &ctx, &f->m, &err) != AS_OK)
     fail_msg("create: %s", err.msg);
   f->m->methods = &model_glibc_methods;
-  f->m->opts    = o;
+  f->m->opts = o;
 }
 
 static void fx_open(fx_t *f, const char *opts) {
@@ -65,10 +65,10 @@ static void fx_close(fx_t *f) {
   sim_kernel_destroy(f->k);
 }
 
-static void ev(fx_t *f, trace_op_t op, uint32_t tid, uint64_t id,
-               uint64_t size, uint64_t align) {
-  trace_event_t e = {.op = (uint8_t)op, .thread = tid, .id = id,
-                     .size = size, .align = align};
+static void ev(fx_t *f, trace_op_t op, uint32_t tid, uint64_t id, uint64_t size,
+               uint64_t align) {
+  trace_event_t e = {
+      .op = (uint8_t)op, .thread = tid, .id = id, .size = size, .align = align};
   as_err_t    err = {0};
   as_status_t rc;
   switch (op) {
@@ -128,8 +128,7 @@ static void first_malloc_grows_brk_by_135168(void **state) {
   assert_int_equal(addr_of(&f, 0), b0 + 656);
   assert_int_equal(glibc_inspect_top_size(f.m, 0), 135168 - 656 - 32);
   /* Only the first page was written. */
-  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP),
-                   4096);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP), 4096);
   fx_close(&f);
 }
 
@@ -143,7 +142,7 @@ static void dynamic_threshold_moves_second_request_to_heap(void **state) {
   fx_open(&f, NULL);
   mal(&f, 0, 16);
   uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
-  uint64_t b0      = brk_now(&f);
+  uint64_t b0 = brk_now(&f);
   mal(&f, 1, 200000);
   glibc_chunk_info_t ci;
   assert_true(glibc_inspect_object(f.m, 1, &ci));
@@ -416,21 +415,21 @@ static void malloc_trim_releases_interior_pages(void **state) {
   fx_open(&f, NULL);
   mal(&f, 0, 100000); /* chunk 100016 */
   mal(&f, 1, 16);     /* keeps it away from top */
-  uint64_t c    = addr_of(&f, 0);
+  uint64_t c = addr_of(&f, 0);
   uint64_t size = 100016;
   fre(&f, 0);
   uint64_t rss0 = sim_kernel_rss_bytes(f.k);
   trim(&f, 0);
   uint64_t first = (c + 48 + 4095) & ~UINT64_C(4095);
-  uint64_t len   = (c + size - first) & ~UINT64_C(4095);
+  uint64_t len = (c + size - first) & ~UINT64_C(4095);
   /* Top after the guard also shrank by systrim(0): count heap pages only
    * below the guard. */
   assert_true(sim_kernel_is_resident(f.k, c));
   assert_false(sim_kernel_is_resident(f.k, first));
   assert_false(sim_kernel_is_resident(f.k, first + len - 4096));
   assert_true(sim_kernel_is_resident(f.k, first + len));
-  uint64_t top_end = glibc_inspect_top_addr(f.m, 0) +
-                     glibc_inspect_top_size(f.m, 0);
+  uint64_t top_end =
+      glibc_inspect_top_addr(f.m, 0) + glibc_inspect_top_size(f.m, 0);
   assert_int_equal(top_end, brk_now(&f));
   assert_true(rss0 - sim_kernel_rss_bytes(f.k) >= len);
   /* Reusing the chunk faults the pages in again. */
@@ -473,7 +472,8 @@ static void malloc_trim_leaves_tcache_chunks(void **state) {
   fx_close(&f);
 }
 
-/* ---- calloc ----------------------------------------------------------------- */
+/* ---- calloc -----------------------------------------------------------------
+ */
 
 /* malloc.c:3651-3720: fresh brk memory is not cleared, mmapped chunks are
  * not cleared. */
@@ -482,20 +482,19 @@ static void calloc_leaves_fresh_memory_untouched(void **state) {
   fx_t f;
   fx_open(&f, NULL);
   ev(&f, TRACE_CALLOC, 0, 0, 1 * MiB, 0);
-  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
-                   4096);
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP), 4096);
   fx_close(&f);
 
   fx_open(&f, "mmap_threshold=4MiB");
   mal(&f, 0, 16);
   uint64_t top_before = glibc_inspect_top_size(f.m, 0); /* 134480 */
-  uint64_t rss0       = sim_kernel_rss_bytes(f.k);
+  uint64_t rss0 = sim_kernel_rss_bytes(f.k);
   ev(&f, TRACE_CALLOC, 0, 1, 1 * MiB, 0);
   /* Only the old top's bytes are cleared (plus the new top header). */
-  uint64_t c      = addr_of(&f, 1);
-  uint64_t clr    = top_before - 8;
-  uint64_t pages  = ((c + 16 + clr + 4095) / 4096) - ((c + 16) / 4096);
-  uint64_t grown  = sim_kernel_rss_bytes(f.k) - rss0;
+  uint64_t c = addr_of(&f, 1);
+  uint64_t clr = top_before - 8;
+  uint64_t pages = ((c + 16 + clr + 4095) / 4096) - ((c + 16) / 4096);
+  uint64_t grown = sim_kernel_rss_bytes(f.k) - rss0;
   assert_true(grown <= (pages + 1) * 4096);
   assert_true(grown < 200 * KiB);
   /* A calloc inside already used memory is cleared whole. */
@@ -505,7 +504,8 @@ static void calloc_leaves_fresh_memory_untouched(void **state) {
   fx_close(&f);
 }
 
-/* ---- Threads and arenas --------------------------------------------------- */
+/* ---- Threads and arenas ---------------------------------------------------
+ */
 
 static void start_and_malloc(fx_t *f, uint32_t tid, uint64_t id) {
   ev(f, TRACE_THREAD_START, tid, 0, 0, 0);
@@ -556,13 +556,12 @@ static void thread_heap_reserves_64mib_and_commits_132kib(void **state) {
   mal(&f, 0, 16);
   ev(&f, TRACE_THREAD_START, 1, 0, 0, 0); /* maps its stack */
   uint64_t mapped0 = sim_kernel_mapped_bytes(f.k);
-  uint64_t rss0    = sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP);
+  uint64_t rss0 = sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP);
   ev(&f, TRACE_MALLOC, 1, 1, 16, 0);
   assert_int_equal(sim_kernel_mapped_bytes(f.k) - mapped0, 64 * MiB);
   assert_int_equal(glibc_inspect_heap_size(f.m, 1), 135168);
   assert_int_equal(glibc_inspect_heap_mprotect_size(f.m, 1), 135168);
-  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP) -
-                       rss0,
+  assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP) - rss0,
                    4096);
   glibc_chunk_info_t ci;
   assert_true(glibc_inspect_object(f.m, 1, &ci));
@@ -581,7 +580,7 @@ static void thread_heap_shrinks_with_madvise(void **state) {
   for (uint64_t i = 0; i < 20; i++)
     ev(&f, TRACE_MALLOC, 1, i, 100000, 0);
   uint64_t hsize = glibc_inspect_heap_size(f.m, 1);
-  uint64_t rss1  = sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP);
+  uint64_t rss1 = sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP);
   assert_true(rss1 >= 20 * 100000);
   for (uint64_t i = 0; i < 20; i++)
     ev(&f, TRACE_FREE, 1, i, 0, 0);
@@ -589,8 +588,7 @@ static void thread_heap_shrinks_with_madvise(void **state) {
   assert_true(top > 131072 + 32 && top <= 131072 + 32 + 4096);
   assert_true(glibc_inspect_heap_size(f.m, 1) < hsize);
   assert_int_equal(glibc_inspect_heap_mprotect_size(f.m, 1), hsize);
-  assert_true(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP) <
-              200 * KiB);
+  assert_true(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_HEAP) < 200 * KiB);
   /* Regrowth reuses the RW range without mprotect and refaults. */
   ev(&f, TRACE_MALLOC, 1, 50, 1000000 / 10, 0);
   fx_close(&f);
@@ -647,7 +645,7 @@ static void full_thread_heap_with_minimal_top_gets_a_fencepost(void **state) {
   ev(&f, TRACE_THREAD_START, 1, 0, 0, 0);
   ev(&f, TRACE_MALLOC, 1, 0, 16, 0);
   uint64_t heap = glibc_inspect_heap_size(f.m, 1);
-  uint64_t top  = glibc_inspect_top_size(f.m, 1);
+  uint64_t top = glibc_inspect_top_size(f.m, 1);
   /* A chunk that grows the heap to exactly 64 MiB (grow_heap by MINSIZE +
    * nb - top, already page-aligned) and leaves a top of MINSIZE bytes. */
   uint64_t nb = 64 * MiB - heap + top - 32;
@@ -733,7 +731,7 @@ static void realloc_mremaps_an_mmapped_chunk(void **state) {
   mal(&f, 0, 200000);                   /* A: right below B */
   uint64_t a = addr_of(&f, 0);
   assert_int_equal(a + 200704, addr_of(&f, 1));
-  uint64_t rss    = sim_kernel_rss_bytes(f.k);
+  uint64_t rss = sim_kernel_rss_bytes(f.k);
   uint64_t mapped = sim_kernel_mapped_bytes(f.k);
   assert_int_equal(sim_kernel_rss_owner_bytes(f.k, SIM_OWNER_LIBC_MMAP),
                    2 * 200704);
@@ -790,14 +788,13 @@ static void realloc_mremaps_an_mmapped_chunk(void **state) {
  * written pages count at the destination even where a 2 MiB-aligned range
  * lies wholly in the new mapping (Linux 6.1 mm/mremap.c move_page_tables).
  * Writing the carried pages anew would fill that range. */
-static void realloc_move_of_mmapped_chunk_faults_in_no_huge_page(
-    void **state) {
+static void realloc_move_of_mmapped_chunk_faults_in_no_huge_page(void **state) {
   (void)state;
   const uint64_t      top = UINT64_C(0x7f0000000000); /* 2 MiB-aligned */
   fx_t                f;
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  cfg.thp      = true;
+  cfg.thp = true;
   cfg.mmap_top = top;
   fx_open_cfg(&f, "mmap_threshold=131072", &cfg);
   /* B: 2 MiB - 12 KiB at the top, so that A's move lands 2 MiB-aligned. */
@@ -853,16 +850,17 @@ static uint64_t below(uint64_t *rng, uint64_t bound) {
 static void random_churn_keeps_invariants(void **state) {
   (void)state;
   static const char *const configs[] = {
-      NULL, "version=2.41", "version=2.42,tcache_max=65536", "version=2.43",
-      "arena_max=1", "mmap_threshold=4096,mxfast=0", NULL, "version=2.43"};
-  static const uint64_t pages[] = {4096, 4096,  4096,  4096,
+      NULL,           "version=2.41", "version=2.42,tcache_max=65536",
+      "version=2.43", "arena_max=1",  "mmap_threshold=4096,mxfast=0",
+      NULL,           "version=2.43"};
+  static const uint64_t pages[] = {4096, 4096, 4096,  4096,
                                    4096, 4096, 16384, 65536};
   for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
     fx_t                f;
     sim_kernel_config_t cfg;
     sim_kernel_config_default(&cfg);
     cfg.page_size = pages[c];
-    cfg.thp       = c == 3;
+    cfg.thp = c == 3;
     fx_open_cfg(&f, configs[c], &cfg);
     enum { N = 3000 };
     uint64_t size[N] = {0};
@@ -872,7 +870,7 @@ static void random_churn_keeps_invariants(void **state) {
       ev(&f, TRACE_THREAD_START, t, 0, 0, 0);
     for (int step = 0; step < 60000; step++) {
 #define NEXT(bound) below(&rng, (bound))
-      uint64_t id  = NEXT(N);
+      uint64_t id = NEXT(N);
       uint32_t tid = (uint32_t)NEXT(4);
       if (size[id] == 0) {
         uint64_t kind = NEXT(100), sz;
@@ -885,16 +883,16 @@ static void random_churn_keeps_invariants(void **state) {
         else
           sz = 100000 + NEXT(400000);
         uint64_t   opk = NEXT(10);
-        trace_op_t op  = opk == 0   ? TRACE_CALLOC
-                         : opk == 1 ? TRACE_MEMALIGN
-                                    : TRACE_MALLOC;
+        trace_op_t op = opk == 0   ? TRACE_CALLOC
+                        : opk == 1 ? TRACE_MEMALIGN
+                                   : TRACE_MALLOC;
         ev(&f, op, tid, id, sz,
            op == TRACE_MEMALIGN ? UINT64_C(64) << NEXT(8) : 0);
-        size[id]  = sz;
+        size[id] = sz;
         owner[id] = tid;
       } else if (NEXT(5) == 0) {
         uint64_t big = NEXT(2);
-        uint64_t sz  = 1 + NEXT(big ? 300000 : 20000);
+        uint64_t sz = 1 + NEXT(big ? 300000 : 20000);
         ev(&f, TRACE_REALLOC, tid, id, sz, 0);
         size[id] = sz;
       } else {
@@ -950,7 +948,7 @@ static void unknown_option_and_bad_values_are_errors(void **state) {
   sim_kernel_config_default(&cfg);
   assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = k};
-  model_t    *m   = NULL;
+  model_t    *m = NULL;
   assert_int_equal(model_opts_parse("glibc", model_glibc_methods.options,
                                     "tcache_max=2000", &o, &err),
                    AS_OK);
@@ -1078,8 +1076,8 @@ static void stack_options(void **state) {
    * and its lowest frame page written on the PROT_NONE guard (found by
    * tests/fuzz/fuzz_models.c). */
   assert_int_equal(model_opts_parse("glibc", model_glibc_methods.options,
-                                    "stack_size=64K,thread_stack_pages=16",
-                                    &o, &err),
+                                    "stack_size=64K,thread_stack_pages=16", &o,
+                                    &err),
                    AS_OK);
   assert_int_equal(model_glibc_methods.create(&o, &ctx, &m, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "thread_stack_pages=16"));

@@ -32,7 +32,7 @@
  * returns the status and the canonical text written (malloc'd, provenance
  * removed) in *out. */
 static as_status_t import_text(const char *text, size_t len,
-                               import_inserts_t *ins,
+                               import_inserts_t         *ins,
                                import_heaptrack_stats_t *st, as_err_t *err,
                                char **out) {
   size_t olen = 0;
@@ -44,9 +44,9 @@ static as_status_t import_text(const char *text, size_t len,
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
   trace_writer_t *w;
-  assert_int_equal(import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT,
-                                             &meta, &w, err),
-                   AS_OK);
+  assert_int_equal(
+      import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT, &meta, &w, err),
+      AS_OK);
   import_heaptrack_opts_t o = {.inserts = ins};
   memset(err, 0, sizeof *err);
   as_status_t rc = import_heaptrack_stream(in, "h.txt", w, &meta, &o, st, err);
@@ -92,8 +92,8 @@ static as_status_t import_path(const char *path, import_inserts_t *ins,
   assert_non_null(mkdtemp(dir));
   snprintf(out, sizeof out, "%s/out.trace", dir);
   import_heaptrack_opts_t o = {.inserts = ins};
-  as_status_t rc = import_heaptrack_file(path, out, TRACE_FORMAT_TEXT, &o, st,
-                                         err);
+  as_status_t             rc =
+      import_heaptrack_file(path, out, TRACE_FORMAT_TEXT, &o, st, err);
   if (rc == AS_OK)
     assert_int_equal(trace_open(out, src, err), AS_OK);
   else
@@ -110,26 +110,26 @@ static as_status_t import_path(const char *path, import_inserts_t *ins,
  * of an info. */
 static void interpreted_file_imports_to_exact_events(void **state) {
   (void)state;
-  static const char text[] = "v 10400 3\n"
-                             "X ./prog arg\n"
-                             "I 1000 5e2921\n"
-                             "s 4 main\n"
-                             "i 55baa2edc1ae 1 1\n"
-                             "t 1 0\n"
-                             "a 3e8 1\n"
-                             "+ 0\n"
-                             "+ 0\n"
-                             "a 10 1\n"
-                             "+ 1\n"
-                             "c a\n"
-                             "R 3e8\n"
-                             "- 0\n"
-                             "c 14\n"
-                             "R 3e0\n"
-                             "- 1\n"
-                             "- 0\n"
-                             "# strings: 1\n"
-                             "# ips: 1\n";
+  static const char        text[] = "v 10400 3\n"
+                                    "X ./prog arg\n"
+                                    "I 1000 5e2921\n"
+                                    "s 4 main\n"
+                                    "i 55baa2edc1ae 1 1\n"
+                                    "t 1 0\n"
+                                    "a 3e8 1\n"
+                                    "+ 0\n"
+                                    "+ 0\n"
+                                    "a 10 1\n"
+                                    "+ 1\n"
+                                    "c a\n"
+                                    "R 3e8\n"
+                                    "- 0\n"
+                                    "c 14\n"
+                                    "R 3e0\n"
+                                    "- 1\n"
+                                    "- 0\n"
+                                    "# strings: 1\n"
+                                    "# ips: 1\n";
   import_heaptrack_stats_t st;
   as_err_t                 err;
   char                    *out;
@@ -164,21 +164,21 @@ static void interpreted_file_imports_to_exact_events(void **state) {
  * while live freed first; format 2 strings without lengths. */
 static void raw_file_imports_to_exact_events(void **state) {
   (void)state;
-  static const char text[] = "v 10200 2\n"
-                             "x /bin/prog with space\n"
-                             "X /bin/prog\n"
-                             "I 1000 100\n"
-                             "m 1 -\n"
-                             "m x 55f38ee60000 0 738\n"
-                             "t 7f53b35ecb9f 0\n"
-                             "+ 10 1 1000\n"
-                             "+ 20 1 2000\n"
-                             "- 9999\n"
-                             "- 1000\n"
-                             "+ 30 1 3000\n"
-                             "+ 40 1 2000\n"
-                             "c 5\n"
-                             "R 10\n";
+  static const char        text[] = "v 10200 2\n"
+                                    "x /bin/prog with space\n"
+                                    "X /bin/prog\n"
+                                    "I 1000 100\n"
+                                    "m 1 -\n"
+                                    "m x 55f38ee60000 0 738\n"
+                                    "t 7f53b35ecb9f 0\n"
+                                    "+ 10 1 1000\n"
+                                    "+ 20 1 2000\n"
+                                    "- 9999\n"
+                                    "- 1000\n"
+                                    "+ 30 1 3000\n"
+                                    "+ 40 1 2000\n"
+                                    "c 5\n"
+                                    "R 10\n";
   import_heaptrack_stats_t st;
   as_err_t                 err;
   char                    *out;
@@ -209,11 +209,11 @@ static void unrecorded_calls_leave_signs(void **state) {
                              "s 10 _PyObject_Malloc\n"
                              "a 100 1\n"
                              "+ 0\n"
-                             "c a\nR 100\n"   /* line 7, 8 */
+                             "c a\nR 100\n" /* line 7, 8 */
                              "- 0\n"
-                             "c 14\nR f0\n"   /* -64 KiB with a free */
-                             "c 1e\nR e0\n"   /* -64 KiB, no free */
-                             "c 28\nR df\n";  /* -4 KiB: too small */
+                             "c 14\nR f0\n"  /* -64 KiB with a free */
+                             "c 1e\nR e0\n"  /* -64 KiB, no free */
+                             "c 28\nR df\n"; /* -4 KiB: too small */
   import_heaptrack_stats_t st;
   as_err_t                 err;
   char                    *out;
@@ -236,21 +236,20 @@ static void control_bytes_in_the_command_are_cleaned(void **state) {
   (void)state;
   static const char text[] = "v 10400 3\nX  ./p\x05q\x7f \t\nI 1000 1\n"
                              "a 10 1\n+ 0\n";
-  size_t len = 0;
-  char  *out = NULL;
-  FILE  *mem = open_memstream(&out, &len);
-  FILE  *in = fmemopen((void *)text, sizeof text - 1, "r");
-  trace_meta_t meta;
+  size_t            len = 0;
+  char             *out = NULL;
+  FILE             *mem = open_memstream(&out, &len);
+  FILE             *in = fmemopen((void *)text, sizeof text - 1, "r");
+  trace_meta_t      meta;
   memset(&meta, 0, sizeof meta);
   trace_writer_t *w;
   as_err_t        err = {0};
-  assert_int_equal(import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT,
-                                             &meta, &w, &err),
-                   AS_OK);
+  assert_int_equal(
+      import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT, &meta, &w, &err),
+      AS_OK);
   import_heaptrack_stats_t st;
-  assert_int_equal(import_heaptrack_stream(in, "h.txt", w, &meta, NULL, &st,
-                                           &err),
-                   AS_OK);
+  assert_int_equal(
+      import_heaptrack_stream(in, "h.txt", w, &meta, NULL, &st, &err), AS_OK);
   assert_int_equal(trace_writer_close(w, &err), AS_OK);
   fclose(in);
   assert_string_equal(trace_meta_get(&meta, "command"), "./p?q?");
@@ -267,10 +266,10 @@ static void inserted_events_land_after_their_line(void **state) {
                              "+ 0\n"
                              "c a\n"
                              "- 0\n";
-  import_inserts_t ins = {0};
-  as_err_t         err = {0};
-  char             marks[] = "/tmp/allocsim-marks-XXXXXX";
-  int              fd = mkstemp(marks);
+  import_inserts_t  ins = {0};
+  as_err_t          err = {0};
+  char              marks[] = "/tmp/allocsim-marks-XXXXXX";
+  int               fd = mkstemp(marks);
   assert_true(fd >= 0);
   const char mtext[] = "# restored by hand\n"
                        "3 mark peak\n"
@@ -377,7 +376,7 @@ static void bad_input_is_refused_with_place_and_expectation(void **state) {
                                           "STRING', got 's 20 short'");
   expect_error("v 10400 3\nI 1001 5\n", "h.txt:2: expected a page size that "
                                         "is a power of two, got 'I 1001 5'");
-  static const char nul[] = "v 10400 3\nc \0\n";
+  static const char        nul[] = "v 10400 3\nc \0\n";
   import_heaptrack_stats_t st;
   as_err_t                 err;
   char                    *out;
@@ -468,8 +467,10 @@ static void truncated_files_are_refused(void **state) {
     as_err_t                 err = {0};
     assert_int_equal(import_path(cut, NULL, &st, &src, &err), AS_EFORMAT);
     char want[256];
-    snprintf(want, sizeof want, "%s: %s stream cut short (truncated file?) "
-             "at compressed byte 400", cut, i == 0 ? "zstd" : "gzip");
+    snprintf(want, sizeof want,
+             "%s: %s stream cut short (truncated file?) "
+             "at compressed byte 400",
+             cut, i == 0 ? "zstd" : "gzip");
     assert_string_equal(err.msg, want);
     unlink(cut);
   }

@@ -35,9 +35,9 @@ static as_status_t import_text(const char *text, import_malloclab_stats_t *st,
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
   trace_writer_t *w;
-  assert_int_equal(import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT,
-                                             &meta, &w, err),
-                   AS_OK);
+  assert_int_equal(
+      import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT, &meta, &w, err),
+      AS_OK);
   import_malloclab_opts_t o = {.tick_ns = 100};
   memset(err, 0, sizeof *err);
   as_status_t rc = import_malloclab_stream(in, "t.rep", w, &meta, &o, st, err);
@@ -60,24 +60,24 @@ static void expect_error(const char *text, const char *msg) {
  * first; realloc keeps its object; line breaks mean nothing to fscanf. */
 static void requests_import_to_exact_events(void **state) {
   (void)state;
-  static const char text[] = "20000\n3\n6\n1\n"
-                             "a 0 2040\na 1 2040\nf 1\n"
-                             "a 2 48 r 0 4072\n"
-                             "f 0\n";
+  static const char        text[] = "20000\n3\n6\n1\n"
+                                    "a 0 2040\na 1 2040\nf 1\n"
+                                    "a 2 48 r 0 4072\n"
+                                    "f 0\n";
   import_malloclab_stats_t st;
   as_err_t                 err;
   char                    *out;
   assert_int_equal(import_text(text, &st, &err, &out), AS_OK);
   assert_string_equal(out, HEADER "#@ source=malloclab\n"
-                               "#@ malloclab_header=20000 3 6 1\n"
-                               "#@ clock=synthetic, 100 ns per event\n"
-                               "#@ threads=1 (the driver's)\n"
-                               "0 0 malloc 0 2040\n"
-                               "100 0 malloc 1 2040\n"
-                               "200 0 free 1\n"
-                               "300 0 malloc 1 48\n"
-                               "400 0 realloc 0 4072\n"
-                               "500 0 free 0\n");
+                                  "#@ malloclab_header=20000 3 6 1\n"
+                                  "#@ clock=synthetic, 100 ns per event\n"
+                                  "#@ threads=1 (the driver's)\n"
+                                  "0 0 malloc 0 2040\n"
+                                  "100 0 malloc 1 2040\n"
+                                  "200 0 free 1\n"
+                                  "300 0 malloc 1 48\n"
+                                  "400 0 realloc 0 4072\n"
+                                  "500 0 free 0\n");
   assert_int_equal(st.requests, 6);
   assert_int_equal(st.num_ids, 3);
   assert_int_equal(st.mallocs, 3);
@@ -95,15 +95,15 @@ static void requests_import_to_exact_events(void **state) {
  * is free(NULL); a over a live block leaks the old one. */
 static void autolab_corners_follow_the_driver(void **state) {
   (void)state;
-  static const char text[] = "0 4 8 0\n"
-                             "f -1\n"
-                             "r 0 10\n"
-                             "r 0 0\n"
-                             "f 0\n"
-                             "a 1 100\n"
-                             "a 1 200\n"
-                             "a 3 16\n"
-                             "r 2 5\n";
+  static const char        text[] = "0 4 8 0\n"
+                                    "f -1\n"
+                                    "r 0 10\n"
+                                    "r 0 0\n"
+                                    "f 0\n"
+                                    "a 1 100\n"
+                                    "a 1 200\n"
+                                    "a 3 16\n"
+                                    "r 2 5\n";
   import_malloclab_stats_t st;
   as_err_t                 err;
   char                    *out;
@@ -180,9 +180,9 @@ static void file_form_reads_gzip_and_leaves_nothing_on_failure(void **state) {
   assert_int_equal(system(cmd), 0);
   import_malloclab_stats_t st;
   as_err_t                 err = {0};
-  assert_int_equal(import_malloclab_file(gz, out, TRACE_FORMAT_TEXT, NULL, &st,
-                                         &err),
-                   AS_OK);
+  assert_int_equal(
+      import_malloclab_file(gz, out, TRACE_FORMAT_TEXT, NULL, &st, &err),
+      AS_OK);
   assert_int_equal(st.events, 2);
   trace_source_t *src;
   assert_int_equal(trace_open(out, &src, &err), AS_OK);
@@ -194,9 +194,9 @@ static void file_form_reads_gzip_and_leaves_nothing_on_failure(void **state) {
   assert_non_null(f);
   fputs("1 1 2 1\na 0 64\nq 0\n", f);
   fclose(f);
-  assert_int_equal(import_malloclab_file(rep, out, TRACE_FORMAT_TEXT, NULL,
-                                         &st, &err),
-                   AS_EFORMAT);
+  assert_int_equal(
+      import_malloclab_file(rep, out, TRACE_FORMAT_TEXT, NULL, &st, &err),
+      AS_EFORMAT);
   assert_int_equal(access(out, F_OK), -1);
   remove(rep);
   remove(gz);

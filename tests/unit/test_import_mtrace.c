@@ -217,9 +217,8 @@ static void blocks_of_other_arenas_are_counted(void **state) {
   free(out);
   static const char one_arena[] = "= Start\n+ 0x55be165c84a0 0x64\n"
                                   "+ 0x7f74e8420010 0x30d40\n"; /* mmap'd */
-  assert_int_equal(import_text(one_arena, strlen(one_arena), false, &st, &err,
-                               &out),
-                   AS_OK);
+  assert_int_equal(
+      import_text(one_arena, strlen(one_arena), false, &st, &err, &out), AS_OK);
   assert_int_equal(st.other_arena_blocks, 0);
   free(out);
 }
@@ -234,17 +233,17 @@ static void inserted_trims_follow_their_lines(void **state) {
                             "> 0x2000 0x20\n"
                             "- 0x2000\n"
                             "= End\n";
-  import_inserts_t ins = {0};
-  as_err_t         err = {0};
+  import_inserts_t  ins = {0};
+  as_err_t          err = {0};
   assert_int_equal(import_inserts_add_trim(&ins, 3, &err), AS_OK);
   assert_int_equal(import_inserts_add_trim(&ins, IMPORT_AT_END, &err), AS_OK);
   assert_int_equal(import_inserts_add_trim(&ins, 2, &err), AS_OK);
   import_inserts_sort(&ins);
   FILE *f = fmemopen((void *)log, strlen(log), "r");
   assert_non_null(f);
-  size_t len = 0;
-  char  *out = NULL;
-  FILE  *mem = open_memstream(&out, &len);
+  size_t       len = 0;
+  char        *out = NULL;
+  FILE        *mem = open_memstream(&out, &len);
   trace_meta_t meta;
   memset(&meta, 0, sizeof meta);
   trace_writer_t *w;
@@ -257,10 +256,10 @@ static void inserted_trims_follow_their_lines(void **state) {
   assert_int_equal(trace_writer_close(w, &err), AS_OK);
   fclose(f);
   assert_string_equal(out, HEADER "0 0 malloc 0 16\n"
-                                  "100 0 trim 0\n"      /* after line 2 */
+                                  "100 0 trim 0\n" /* after line 2 */
                                   "100 0 realloc 0 32\n"
-                                  "200 0 trim 0\n"      /* line 3's, once the
-                                                          pair is whole */
+                                  "200 0 trim 0\n" /* line 3's, once the
+                                                     pair is whole */
                                   "200 0 free 0\n"
                                   "300 0 trim 0\n");
   assert_int_equal(st.inserted, 3);

@@ -41,8 +41,7 @@ struct marks_s {
   size_t   n;
 };
 
-static as_status_t on_sample(void *user, const sim_sample_t *s,
-                             as_err_t *err) {
+static as_status_t on_sample(void *user, const sim_sample_t *s, as_err_t *err) {
   (void)err;
   marks_t *m = user;
   if (s->kind == SIM_SAMPLE_MARK && m->n < MAX_MARKS) {
@@ -80,17 +79,15 @@ static void open_session(const char *model, const char *libc,
 /* Runs workload line on model (settle: clock run on after the end) and
  * keeps the session open for inspection. */
 static void run_workload(const char *model, const char *line,
-                         uint64_t settle_ns, marks_t *marks,
-                         sim_session_t *s) {
+                         uint64_t settle_ns, marks_t *marks, sim_session_t *s) {
   as_err_t        err = {0};
   trace_source_t *src = NULL;
   open_session(model, NULL, s);
   assert_int_equal(workload_open_line(line, &src, &err), AS_OK);
   memset(marks, 0, sizeof *marks);
-  sim_engine_config_t cfg = {.settle_ns = settle_ns,
-                             .on_sample = on_sample,
-                             .user = marks};
-  sim_run_result_t    res;
+  sim_engine_config_t cfg = {
+      .settle_ns = settle_ns, .on_sample = on_sample, .user = marks};
+  sim_run_result_t res;
   if (sim_engine_run(&cfg, s, src, &res, &err) != AS_OK)
     fail_msg("%s on %s: %s", line, model, err.msg);
   trace_source_close(src);
@@ -99,8 +96,12 @@ static void run_workload(const char *model, const char *line,
 
 static void ev(model_t *m, trace_op_t op, uint32_t thread, uint64_t id,
                uint64_t size, uint64_t t_ns) {
-  trace_event_t e = {.t_ns = t_ns, .op = op, .thread = thread, .id = id,
-                     .size = size, .prev_size = size};
+  trace_event_t e = {.t_ns = t_ns,
+                     .op = op,
+                     .thread = thread,
+                     .id = id,
+                     .size = size,
+                     .prev_size = size};
   as_err_t      err = {0};
   as_status_t   rc;
   switch (op) {
@@ -135,18 +136,18 @@ static void size_classes_and_bins_are_the_librarys(void **state) {
   assert_int_equal(jm->nhbins, 41);
   assert_int_equal(jm->nsizes, 36 + 196);
   assert_int_equal(jm->npsizes, 199);
-  static const uint64_t usable[][2] = {
-      {1, 8},         {9, 16},        {129, 160},     {14337, 16384},
-      {16385, 20480}, {100000, 114688}};
+  static const uint64_t usable[][2] = {{1, 8},         {9, 16},
+                                       {129, 160},     {14337, 16384},
+                                       {16385, 20480}, {100000, 114688}};
   for (size_t i = 0; i < sizeof usable / sizeof usable[0]; i++)
-    assert_int_equal(s.model->methods->usable_size(s.model, usable[i][0],
-                                                   TRACE_DOMAIN_RAW),
-                     usable[i][1]);
+    assert_int_equal(
+        s.model->methods->usable_size(s.model, usable[i][0], TRACE_DOMAIN_RAW),
+        usable[i][1]);
   /* size, slab pages, nregs, ncached_max */
   static const uint32_t bins[][4] = {
-      {8, 1, 512, 200},  {48, 3, 256, 200}, {64, 1, 64, 128},
-      {112, 7, 256, 200}, {512, 1, 8, 20},  {4096, 1, 1, 20},
-      {14336, 7, 2, 20}, {16384, 0, 0, 20}, {65536, 0, 0, 0}};
+      {8, 1, 512, 200},   {48, 3, 256, 200}, {64, 1, 64, 128},
+      {112, 7, 256, 200}, {512, 1, 8, 20},   {4096, 1, 1, 20},
+      {14336, 7, 2, 20},  {16384, 0, 0, 20}, {65536, 0, 0, 0}};
   for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
     uint32_t pages, nregs, ncached;
     jemalloc_inspect_bin(s.model, bins[i][0], &pages, &nregs, &ncached);
@@ -210,8 +211,8 @@ static void immediate_decay_purges_at_the_free(void **state) {
   (void)state;
   sim_session_t s;
   marks_t       m;
-  run_workload("jemalloc:dirty_decay_ms=0", "decay --after idle --seconds 1",
-               0, &m, &s);
+  run_workload("jemalloc:dirty_decay_ms=0", "decay --after idle --seconds 1", 0,
+               &m, &s);
   assert_true(mark_rss(&m, "allocated") > 80 * MIB);
   assert_true(mark_rss(&m, "freed") < 4 * MIB);
   assert_int_equal(counter(s.model, "jemalloc.madvise_extents"), 19981);
@@ -327,12 +328,12 @@ static void threads_get_arenas_and_exit_flushes_their_cache(void **state) {
   /* a fill took ncached_max / 2 = 64 regions of 64 bytes; all cached now */
   assert_int_equal(jemalloc_inspect_tcache_count(s.model, 1, 64), 64);
   uint64_t slabs, regs, nonfull;
-  assert_true(jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs,
-                                         &nonfull));
+  assert_true(
+      jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs, &nonfull));
   assert_int_equal(regs, 64);
   ev(s.model, TRACE_THREAD_EXIT, 1, 0, 0, 50);
-  assert_true(jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs,
-                                         &nonfull));
+  assert_true(
+      jemalloc_inspect_bin_stats(s.model, 1, 4, &slabs, &regs, &nonfull));
   assert_int_equal(regs, 0);
   jemalloc_arena_info_t info;
   assert_true(jemalloc_inspect_arena(s.model, 1, &info));
@@ -342,8 +343,7 @@ static void threads_get_arenas_and_exit_flushes_their_cache(void **state) {
 
 static as_status_t purge(model_t *m, uint64_t kind, uint64_t arena,
                          as_err_t *err) {
-  trace_event_t e = {.t_ns = 100, .op = TRACE_PURGE, .size = kind,
-                     .id = arena};
+  trace_event_t e = {.t_ns = 100, .op = TRACE_PURGE, .size = kind, .id = arena};
   return model_purge(m, &e, err);
 }
 
@@ -397,8 +397,7 @@ static void decay_time_changes_at_run_time(void **state) {
   assert_true(jemalloc_inspect_arena(s.model, 0, &info));
   assert_int_equal(info.pdirty, 0);
   assert_int_equal(info.dirty_decay_ms, 0);
-  assert_int_equal(model_set_option(s.model, "narenas", 2, 4, &err),
-                   AS_EINVAL);
+  assert_int_equal(model_set_option(s.model, "narenas", 2, 4, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "narenas cannot change at run time"));
   assert_int_equal(model_set_option(s.model, "muzzy_decay_ms", -5, 4, &err),
                    AS_EINVAL);
@@ -416,16 +415,16 @@ static void bad_options_name_the_key_and_the_range(void **state) {
       sim_session_open("jemalloc:dirty_decay_ms=-2", NULL, NULL, &s, &err),
       AS_EUSAGE);
   assert_non_null(strstr(err.msg, "dirty_decay_ms=-2: expected -1"));
-  assert_int_equal(sim_session_open("jemalloc:narenas=5000", NULL, NULL, &s,
-                                    &err),
-                   AS_EUSAGE);
+  assert_int_equal(
+      sim_session_open("jemalloc:narenas=5000", NULL, NULL, &s, &err),
+      AS_EUSAGE);
   assert_non_null(strstr(err.msg, "narenas=5000: expected 0..4095"));
   assert_int_equal(sim_session_open("jemalloc:max_background_threads=0", NULL,
                                     NULL, &s, &err),
                    AS_EUSAGE);
-  assert_int_equal(sim_session_open("jemalloc:dirty_decay_ms=soon", NULL,
-                                    NULL, &s, &err),
-                   AS_EUSAGE);
+  assert_int_equal(
+      sim_session_open("jemalloc:dirty_decay_ms=soon", NULL, NULL, &s, &err),
+      AS_EUSAGE);
   assert_non_null(strstr(err.msg, "dirty_decay_ms expects an integer"));
   assert_int_equal(
       sim_session_open("jemalloc:percpu_arena=percpu", NULL, NULL, &s, &err),
@@ -461,28 +460,27 @@ static void the_environment_picks_jemalloc(void **state) {
   kv_t     run = {{"env.LD_PRELOAD", "env.MALLOC_CONF", "ncpus", NULL},
                   {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
                    "background_thread:true,dirty_decay_ms:1000", "4", NULL}};
-  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
-  assert_string_equal(model,
-                      "jemalloc:ncpus=4,dirty_decay_ms=1000,background_"
-                      "thread=true");
+  assert_string_equal(model, "jemalloc:ncpus=4,dirty_decay_ms=1000,background_"
+                             "thread=true");
   run.k[3] = "python";
   run.v[3] = "3.11.2";
-  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
   assert_string_equal(model, "cpython:version=3.11");
   assert_string_equal(libc, "jemalloc:ncpus=4,dirty_decay_ms=1000,"
                             "background_thread=true");
   run.v[1] = "dirty_decay_ms:1000,stats_print:true";
-  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_EINVAL);
   assert_non_null(strstr(err.msg, "key 'stats_print' is not modelled"));
   run.v[1] = "dirty_decay_ms:lots";
-  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_EINVAL);
   assert_non_null(strstr(err.msg, "dirty_decay_ms expects an integer"));
 }
@@ -497,7 +495,10 @@ static void cpython_over_jemalloc(void **state) {
   /* the first object makes pymalloc's first arena: the arena_object table
    * and address_in_range's radix tree nodes are raw-domain allocations,
    * so jemalloc's; later small objects stay in the arena */
-  trace_event_t small = {.t_ns = 1, .op = TRACE_MALLOC, .id = 1, .size = 100,
+  trace_event_t small = {.t_ns = 1,
+                         .op = TRACE_MALLOC,
+                         .id = 1,
+                         .size = 100,
                          .domain = TRACE_DOMAIN_OBJ};
   assert_int_equal(model_alloc(s.model, &small, &err), AS_OK);
   uint64_t before = counter(s.model, "jemalloc.active_bytes");
@@ -505,8 +506,11 @@ static void cpython_over_jemalloc(void **state) {
   assert_int_equal(model_alloc(s.model, &small, &err), AS_OK);
   assert_int_equal(counter(s.model, "jemalloc.active_bytes"), before);
   for (uint64_t i = 0; i < 200; i++) {
-    trace_event_t big = {.t_ns = 2 + i, .op = TRACE_MALLOC, .id = 10 + i,
-                         .size = 100000, .domain = TRACE_DOMAIN_OBJ};
+    trace_event_t big = {.t_ns = 2 + i,
+                         .op = TRACE_MALLOC,
+                         .id = 10 + i,
+                         .size = 100000,
+                         .domain = TRACE_DOMAIN_OBJ};
     assert_int_equal(model_alloc(s.model, &big, &err), AS_OK);
   }
   assert_true(counter(s.model, "jemalloc.active_bytes") >=

@@ -29,7 +29,7 @@
 static sim_kernel_t *new_kernel_cfg(const sim_kernel_config_t *cfg) {
   sim_kernel_t *k = NULL;
   as_err_t      err = {0};
-  as_status_t   st  = sim_kernel_create(cfg, &k, &err);
+  as_status_t   st = sim_kernel_create(cfg, &k, &err);
   if (st != AS_OK) {
     fail_msg("sim_kernel_create: %s", err.msg);
   }
@@ -40,8 +40,8 @@ static sim_kernel_t *new_kernel_cfg(const sim_kernel_config_t *cfg) {
 static sim_kernel_t *new_kernel(uint64_t page, bool thp, bool pressure) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  cfg.page_size       = page;
-  cfg.thp             = thp;
+  cfg.page_size = page;
+  cfg.thp = thp;
   cfg.memory_pressure = pressure;
   return new_kernel_cfg(&cfg);
 }
@@ -61,7 +61,7 @@ static void ok(as_status_t st, const as_err_t *err) {
 
 static sim_addr_t map(sim_kernel_t *k, uint64_t len, uint64_t align,
                       sim_prot_t prot, sim_owner_t owner) {
-  sim_addr_t a   = 0;
+  sim_addr_t a = 0;
   as_err_t   err = {0};
   ok(sim_kernel_mmap(k, len, align, prot, owner, &a, &err), &err);
   return a;
@@ -110,9 +110,9 @@ static void only_4k_16k_64k_pages_are_accepted(void **s) {
   sim_kernel_config_default(&cfg);
   assert_int_equal(cfg.page_size, 4096);
   assert_int_equal(cfg.mmap_top, 0x7ffff7ff9000);
-  sim_kernel_t *k   = (sim_kernel_t *)1;
+  sim_kernel_t *k = (sim_kernel_t *)1;
   as_err_t      err = {0};
-  cfg.page_size     = 8192;
+  cfg.page_size = 8192;
   assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_EINVAL);
   assert_null(k);
   assert_non_null(strstr(err.msg, "8192"));
@@ -173,8 +173,8 @@ static void reads_count_only_without_the_zero_page(uint64_t P) {
     assert_true(cfg.zero_page);
     cfg.page_size = P;
     cfg.zero_page = zero_page;
-    sim_kernel_t *k   = new_kernel_cfg(&cfg);
-    sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+    sim_kernel_t *k = new_kernel_cfg(&cfg);
+    sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
     as_err_t      err = {0};
     touch(k, a, P);
     madv(k, a, P, SIM_MADV_FREE);
@@ -194,9 +194,9 @@ PAGE_TESTS(reads_count_only_without_the_zero_page)
 /* ---- mmap placement ----------------------------------------------------- */
 
 static void mmap_is_topdown_and_alignment_is_honoured(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   sim_addr_t    top = 0x7ffff7ff9000 & ~(P - 1);
-  sim_addr_t    a   = map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    a = map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
   assert_int_equal(a, top - MIB);
   if (P == 4 * KIB) {
     /* As measured with CPython 3.11 on Debian 12: arenas land 16 KiB-
@@ -230,23 +230,22 @@ static void mmap_without_a_big_enough_gap_is_enomem(uint64_t P) {
   /* A tiny layout: mmap may use [64 KiB, 4 MiB), brk starts at 1 MiB. */
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  cfg.page_size       = P;
-  cfg.mmap_top        = 4 * MIB;
-  cfg.brk_start       = 1 * MIB;
-  sim_kernel_t *k     = new_kernel_cfg(&cfg);
-  as_err_t      err   = {0};
-  sim_addr_t    a     = 7;
+  cfg.page_size = P;
+  cfg.mmap_top = 4 * MIB;
+  cfg.brk_start = 1 * MIB;
+  sim_kernel_t *k = new_kernel_cfg(&cfg);
+  as_err_t      err = {0};
+  sim_addr_t    a = 7;
   sim_addr_t    below = 4 * MIB - 64 * KIB;
-  assert_int_equal(sim_kernel_mmap(k, 4 * MIB, 0, SIM_PROT_RW,
-                                   SIM_OWNER_IDEAL, &a, &err),
-                   AS_ENOMEM);
+  assert_int_equal(
+      sim_kernel_mmap(k, 4 * MIB, 0, SIM_PROT_RW, SIM_OWNER_IDEAL, &a, &err),
+      AS_ENOMEM);
   assert_int_equal(a, 0);
   assert_non_null(strstr(err.msg, "no gap"));
-  assert_int_equal(map(k, below, 0, SIM_PROT_NONE, SIM_OWNER_IDEAL),
-                   64 * KIB);
-  assert_int_equal(sim_kernel_mmap(k, P, 0, SIM_PROT_RW, SIM_OWNER_IDEAL, &a,
-                                   &err),
-                   AS_ENOMEM);
+  assert_int_equal(map(k, below, 0, SIM_PROT_NONE, SIM_OWNER_IDEAL), 64 * KIB);
+  assert_int_equal(
+      sim_kernel_mmap(k, P, 0, SIM_PROT_RW, SIM_OWNER_IDEAL, &a, &err),
+      AS_ENOMEM);
   /* The heap sits inside the reservation: brk cannot grow. */
   assert_int_equal(sim_kernel_brk(k, 1 * MIB + 1, &err), AS_ENOMEM);
   assert_int_equal(sim_kernel_mapped_bytes(k), below);
@@ -255,7 +254,7 @@ static void mmap_without_a_big_enough_gap_is_enomem(uint64_t P) {
 
   /* brk_start must lie below mmap_top. */
   cfg.brk_start = 4 * MIB;
-  k             = (sim_kernel_t *)1;
+  k = (sim_kernel_t *)1;
   assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_EINVAL);
   assert_null(k);
   assert_non_null(strstr(err.msg, "brk_start"));
@@ -288,9 +287,9 @@ PAGE_TESTS(freed_hole_is_reused_topdown)
 /* ---- Releasing memory --------------------------------------------------- */
 
 static void munmap_drops_residency(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
   touch(k, a, 8 * P);
   assert_int_equal(sim_kernel_rss_bytes(k), 8 * P);
   ok(sim_kernel_munmap(k, a + 2 * P, 2 * P, &err), &err);
@@ -379,8 +378,8 @@ PAGE_TESTS(rewritten_lazyfree_page_survives_reclaim)
 /* ---- brk ---------------------------------------------------------------- */
 
 static void brk_grows_shrinks_and_stops_at_a_mapping(uint64_t P) {
-  sim_kernel_t *k     = new_kernel(P, false, false);
-  as_err_t      err   = {0};
+  sim_kernel_t *k = new_kernel(P, false, false);
+  as_err_t      err = {0};
   sim_addr_t    start = (0x555555559000 + P - 1) & ~(P - 1);
   assert_int_equal(sim_kernel_brk_current(k), start);
   ok(sim_kernel_brk(k, start + 10, &err), &err);
@@ -736,9 +735,9 @@ PAGE_TESTS(mremap_of_a_huge_reservation_visits_only_its_chunks)
 /* ---- Protection --------------------------------------------------------- */
 
 static void prot_none_reservation_costs_no_rss_and_rejects_writes(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, true, false);
+  sim_kernel_t *k = new_kernel(P, true, false);
   as_err_t      err = {0};
-  sim_addr_t    a   = map(k, 64 * MIB, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
+  sim_addr_t    a = map(k, 64 * MIB, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
   assert_int_equal(sim_kernel_mapped_bytes(k), 64 * MIB);
   assert_int_equal(sim_kernel_rss_bytes(k), 0);
   assert_int_equal(sim_kernel_touch(k, a + 5 * P, 8, &err), AS_EINVAL);
@@ -752,9 +751,9 @@ static void prot_none_reservation_costs_no_rss_and_rejects_writes(uint64_t P) {
 PAGE_TESTS(prot_none_reservation_costs_no_rss_and_rejects_writes)
 
 static void mprotect_rw_then_touch_and_back(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    a   = map(k, 16 * P, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
+  sim_addr_t    a = map(k, 16 * P, 0, SIM_PROT_NONE, SIM_OWNER_LIBC_HEAP);
   ok(sim_kernel_mprotect(k, a, 4 * P, SIM_PROT_RW, &err), &err);
   assert_int_equal(sim_kernel_rss_bytes(k), 0); /* faults nothing in */
   touch(k, a, 4 * P);
@@ -773,9 +772,8 @@ static void mprotect_rw_then_touch_and_back(uint64_t P) {
   assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
   assert_int_equal(sim_kernel_touch(k, a, 2 * P, &err), AS_EINVAL);
   /* mprotect over a hole changes nothing. */
-  assert_int_equal(
-      sim_kernel_mprotect(k, a + 8 * P, 16 * P, SIM_PROT_RW, &err),
-      AS_EINVAL);
+  assert_int_equal(sim_kernel_mprotect(k, a + 8 * P, 16 * P, SIM_PROT_RW, &err),
+                   AS_EINVAL);
   assert_non_null(strstr(err.msg, "not mapped"));
   assert_int_equal(sim_kernel_touch(k, a + 8 * P, 1, &err), AS_EINVAL);
   assert_int_equal(sim_kernel_mapped_bytes(k), 16 * P);
@@ -785,12 +783,12 @@ static void mprotect_rw_then_touch_and_back(uint64_t P) {
 PAGE_TESTS(mprotect_rw_then_touch_and_back)
 
 static void mmap_fixed_replaces_residency_and_owner(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    a   = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  sim_addr_t    a = map(k, 8 * P, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
   touch(k, a, 8 * P);
-  ok(sim_kernel_mmap_fixed(k, a + 2 * P, 4 * P, SIM_PROT_RW,
-                           SIM_OWNER_METADATA, &err),
+  ok(sim_kernel_mmap_fixed(k, a + 2 * P, 4 * P, SIM_PROT_RW, SIM_OWNER_METADATA,
+                           &err),
      &err);
   assert_int_equal(sim_kernel_rss_bytes(k), 4 * P);
   assert_int_equal(sim_kernel_mapped_bytes(k), 8 * P);
@@ -813,11 +811,10 @@ static void mmap_fixed_replaces_residency_and_owner(uint64_t P) {
 PAGE_TESTS(mmap_fixed_replaces_residency_and_owner)
 
 static void owners_sharing_a_2mib_block_are_counted_apart(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    x   = 0x7f0000000000;
-  ok(sim_kernel_mmap_fixed(k, x, 4 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC,
-                           &err),
+  sim_addr_t    x = 0x7f0000000000;
+  ok(sim_kernel_mmap_fixed(k, x, 4 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC, &err),
      &err);
   ok(sim_kernel_mmap_fixed(k, x + 4 * P, 4 * P, SIM_PROT_RW,
                            SIM_OWNER_LIBC_MMAP, &err),
@@ -838,11 +835,10 @@ PAGE_TESTS(owners_sharing_a_2mib_block_are_counted_apart)
  * chunk_drop): one run of fresh pages that crosses three mappings, and a
  * zap whose run holds three owners, must count each owner's pages apart. */
 static void runs_over_several_owners_are_counted_per_page(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    x   = 0x7f0000000000;
-  ok(sim_kernel_mmap_fixed(k, x, 10 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC,
-                           &err),
+  sim_addr_t    x = 0x7f0000000000;
+  ok(sim_kernel_mmap_fixed(k, x, 10 * P, SIM_PROT_RW, SIM_OWNER_PYMALLOC, &err),
      &err);
   ok(sim_kernel_mmap_fixed(k, x + 3 * P, P, SIM_PROT_RW, SIM_OWNER_METADATA,
                            &err),
@@ -858,8 +854,7 @@ static void runs_over_several_owners_are_counted_per_page(uint64_t P) {
   /* A whole 2 MiB block faulted and zapped at once. */
   sim_addr_t a = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
   touch(k, a, 4 * MIB);
-  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP),
-                   4 * MIB);
+  assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 4 * MIB);
   ok(sim_kernel_munmap(k, a, 4 * MIB, &err), &err);
   assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 0);
   assert_int_equal(sim_kernel_rss_bytes(k), 2 * P);
@@ -871,9 +866,9 @@ PAGE_TESTS(runs_over_several_owners_are_counted_per_page)
 /* ---- THP ---------------------------------------------------------------- */
 
 static void thp_fills_a_whole_rw_block_on_first_write(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, true, false);
+  sim_kernel_t *k = new_kernel(P, true, false);
   as_err_t      err = {0};
-  sim_addr_t    x   = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  sim_addr_t    x = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
   assert_int_equal(x % (2 * MIB), 0);
   touch(k, x + 100, 1);
   assert_int_equal(sim_kernel_rss_bytes(k), 2 * MIB);
@@ -935,9 +930,9 @@ PAGE_TESTS(without_thp_a_write_faults_one_page)
  * range fills on its first write, one outside it does not; munmap drops
  * the advice, and thp_madvise off ignores it. */
 static void madvise_hugepage_fills_advised_blocks_only(uint64_t P) {
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t    x   = map(k, 8 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+  sim_addr_t    x = map(k, 8 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
   sim_kernel_calls_t c;
   madv(k, x + 2 * MIB, 4 * MIB, SIM_MADV_HUGEPAGE);
   sim_kernel_calls(k, &c);
@@ -964,9 +959,9 @@ static void madvise_hugepage_fills_advised_blocks_only(uint64_t P) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
   assert_true(cfg.thp_madvise);
-  cfg.page_size   = P;
+  cfg.page_size = P;
   cfg.thp_madvise = false;
-  k               = new_kernel_cfg(&cfg);
+  k = new_kernel_cfg(&cfg);
   x = map(k, 4 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
   madv(k, x, 4 * MIB, SIM_MADV_HUGEPAGE);
   touch(k, x, 1);
@@ -980,7 +975,7 @@ PAGE_TESTS(madvise_hugepage_fills_advised_blocks_only)
 /* This process's resident bytes (Linux /proc/self/statm field 2). */
 static uint64_t own_rss_bytes(void) {
   unsigned long long size = 0, resident = 0;
-  FILE              *f    = fopen("/proc/self/statm", "r");
+  FILE              *f = fopen("/proc/self/statm", "r");
   assert_non_null(f);
   assert_int_equal(fscanf(f, "%llu %llu", &size, &resident), 2);
   fclose(f);
@@ -989,9 +984,9 @@ static uint64_t own_rss_bytes(void) {
 
 static void terabyte_reservation_costs_nothing(uint64_t P) {
   uint64_t      own0 = own_rss_bytes();
-  sim_kernel_t *k    = new_kernel(P, true, false);
-  as_err_t      err  = {0};
-  sim_addr_t    a   = map(k, TIB, GIB, SIM_PROT_NONE, SIM_OWNER_JEMALLOC);
+  sim_kernel_t *k = new_kernel(P, true, false);
+  as_err_t      err = {0};
+  sim_addr_t    a = map(k, TIB, GIB, SIM_PROT_NONE, SIM_OWNER_JEMALLOC);
   assert_int_equal(a % GIB, 0);
   assert_int_equal(sim_kernel_mapped_bytes(k), TIB);
   assert_int_equal(sim_kernel_rss_bytes(k), 0);
@@ -1018,9 +1013,9 @@ PAGE_TESTS(terabyte_reservation_costs_nothing)
 static void many_small_mappings_are_placed_and_freed_exactly(uint64_t P) {
   /* glibc with mmap_threshold=512 maps every object: 160,000 mmaps. */
   enum { N = 160000 };
-  sim_kernel_t *k   = new_kernel(P, false, false);
+  sim_kernel_t *k = new_kernel(P, false, false);
   as_err_t      err = {0};
-  sim_addr_t   *a   = malloc(N * sizeof *a);
+  sim_addr_t   *a = malloc(N * sizeof *a);
   assert_non_null(a);
   for (int i = 0; i < N; i++) {
     a[i] = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
@@ -1063,7 +1058,7 @@ typedef struct ref_s {
 } ref_t;
 
 static void ref_drop(ref_t *r, uint64_t p) {
-  r->flags[p] &= (uint8_t)~(R_RES | R_LAZY);
+  r->flags[p] &= (uint8_t) ~(R_RES | R_LAZY);
 }
 
 /* Highest placement of len pages aligned to align pages; -1 if it must go
@@ -1071,7 +1066,7 @@ static void ref_drop(ref_t *r, uint64_t p) {
 static long ref_place(const ref_t *r, sim_addr_t base, uint64_t len,
                       uint64_t align, sim_addr_t *below) {
   uint64_t need = len + align - 1;
-  long     e    = W;
+  long     e = W;
   while (e > 0) {
     while (e > 0 && (r->flags[e - 1] & R_MAPPED)) {
       e--;
@@ -1081,7 +1076,7 @@ static long ref_place(const ref_t *r, sim_addr_t base, uint64_t len,
       s--;
     }
     if (s == 0 || (uint64_t)(e - s) >= need) {
-      sim_addr_t end  = base + (uint64_t)e * r->P;
+      sim_addr_t end = base + (uint64_t)e * r->P;
       sim_addr_t addr = (end - len * r->P) & ~(align * r->P - 1);
       if (addr >= base) {
         return (long)((addr - base) / r->P);
@@ -1134,16 +1129,16 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
                                                   unsigned long seed) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  sim_addr_t base     = 0x7f0000000000; /* 2 MiB-aligned */
-  cfg.page_size       = P;
-  cfg.thp             = thp;
+  sim_addr_t base = 0x7f0000000000; /* 2 MiB-aligned */
+  cfg.page_size = P;
+  cfg.thp = thp;
   cfg.memory_pressure = pressure;
-  cfg.mmap_top        = base + W * P;
-  sim_kernel_t *k     = new_kernel_cfg(&cfg);
-  ref_t        *r     = calloc(1, sizeof *r);
+  cfg.mmap_top = base + W * P;
+  sim_kernel_t *k = new_kernel_cfg(&cfg);
+  ref_t        *r = calloc(1, sizeof *r);
   assert_non_null(r);
-  r->P        = P;
-  r->thp      = thp;
+  r->P = P;
+  r->thp = thp;
   r->pressure = pressure;
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   assert_non_null(rng);
@@ -1152,22 +1147,23 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
 
   for (int step = 0; step < 4000; step++) {
     /* Mostly short ranges, sometimes up to the whole window. */
-    uint64_t len = gsl_rng_uniform(rng) < 0.1
-                       ? 1 + gsl_rng_uniform_int(rng, W)
-                       : 1 + gsl_rng_uniform_int(rng, 48);
-    uint64_t    p0  = gsl_rng_uniform_int(rng, W - len + 1);
-    sim_addr_t  a   = base + p0 * P;
+    uint64_t    len = gsl_rng_uniform(rng) < 0.1
+                          ? 1 + gsl_rng_uniform_int(rng, W)
+                          : 1 + gsl_rng_uniform_int(rng, 48);
+    uint64_t    p0 = gsl_rng_uniform_int(rng, W - len + 1);
+    sim_addr_t  a = base + p0 * P;
     as_err_t    err = {0};
     as_status_t st;
     unsigned op = (unsigned)gsl_rng_uniform_int(rng, with_mremap ? 110 : 100);
-    unsigned    owner = (unsigned)gsl_rng_uniform_int(rng, 3);
-    bool all_mapped = true, all_rw = true;
+    unsigned owner = (unsigned)gsl_rng_uniform_int(rng, 3);
+    bool     all_mapped = true, all_rw = true;
     for (uint64_t p = p0; p < p0 + len; p++) {
       all_mapped = all_mapped && (r->flags[p] & R_MAPPED);
-      all_rw     = all_rw && (r->flags[p] & R_RW);
+      all_rw = all_rw && (r->flags[p] & R_RW);
     }
     if (op < 12) { /* mmap_fixed */
-      sim_prot_t prot = gsl_rng_uniform(rng) < 0.8 ? SIM_PROT_RW : SIM_PROT_NONE;
+      sim_prot_t prot =
+          gsl_rng_uniform(rng) < 0.8 ? SIM_PROT_RW : SIM_PROT_NONE;
       ok(sim_kernel_mmap_fixed(k, a, len * P, prot, (sim_owner_t)owner, &err),
          &err);
       for (uint64_t p = p0; p < p0 + len; p++) {
@@ -1177,9 +1173,9 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
     } else if (op < 22) { /* mmap, top-down */
       uint64_t   align = (uint64_t)1 << gsl_rng_uniform_int(rng, 4);
       sim_addr_t below = 0, got = 0;
-      long       at    = ref_place(r, base, len, align, &below);
-      ok(sim_kernel_mmap(k, len * P, align * P, SIM_PROT_RW,
-                         (sim_owner_t)owner, &got, &err),
+      long       at = ref_place(r, base, len, align, &below);
+      ok(sim_kernel_mmap(k, len * P, align * P, SIM_PROT_RW, (sim_owner_t)owner,
+                         &got, &err),
          &err);
       if (at < 0) {
         assert_int_equal(got, below);
@@ -1195,18 +1191,19 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       ok(sim_kernel_munmap(k, a, len * P, &err), &err);
       memset(r->flags + p0, 0, len);
     } else if (op < 42) { /* mprotect */
-      sim_prot_t prot = gsl_rng_uniform(rng) < 0.6 ? SIM_PROT_RW : SIM_PROT_NONE;
+      sim_prot_t prot =
+          gsl_rng_uniform(rng) < 0.6 ? SIM_PROT_RW : SIM_PROT_NONE;
       st = sim_kernel_mprotect(k, a, len * P, prot, &err);
       assert_int_equal(st, all_mapped ? AS_OK : AS_EINVAL);
       for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
-        r->flags[p] = (uint8_t)((r->flags[p] & ~R_RW) |
-                                (prot == SIM_PROT_RW ? R_RW : 0));
+        r->flags[p] =
+            (uint8_t)((r->flags[p] & ~R_RW) | (prot == SIM_PROT_RW ? R_RW : 0));
       }
     } else if (op < 80) { /* touch, often unaligned */
-      uint64_t off   = gsl_rng_uniform_int(rng, P);
+      uint64_t off = gsl_rng_uniform_int(rng, P);
       uint64_t bytes = 1 + gsl_rng_uniform_int(rng, len * P - off);
-      st             = sim_kernel_touch(k, a + off, bytes, &err);
-      uint64_t q1    = (off + bytes - 1) / P;
+      st = sim_kernel_touch(k, a + off, bytes, &err);
+      uint64_t q1 = (off + bytes - 1) / P;
       bool     valid = true;
       for (uint64_t p = p0; p <= p0 + q1; p++) {
         valid = valid && (r->flags[p] & R_RW);
@@ -1218,7 +1215,7 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
           bool empty = true, rw = true;
           for (uint64_t q = b0; q < b0 + block; q++) {
             empty = empty && !(r->flags[q] & R_RES);
-            rw    = rw && (r->flags[q] & R_RW);
+            rw = rw && (r->flags[q] & R_RW);
           }
           for (uint64_t q = b0; empty && rw && q < b0 + block; q++) {
             r->flags[q] |= R_RES;

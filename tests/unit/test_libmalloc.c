@@ -19,10 +19,10 @@
 static void ladder_matches_the_measured_table(void **state) {
   (void)state;
   static const uint64_t rows[][2] = {
-      {1, 16},         {17, 32},        {113, 128},      {129, 160},
-      {225, 256},      {257, 320},      {449, 512},      {513, 640},
-      {897, 1024},     {1025, 1280},    {1793, 2048},    {32769, 49152},
-      {65537, 81920},  {245761, 262144},
+      {1, 16},        {17, 32},         {113, 128},   {129, 160},
+      {225, 256},     {257, 320},       {449, 512},   {513, 640},
+      {897, 1024},    {1025, 1280},     {1793, 2048}, {32769, 49152},
+      {65537, 81920}, {245761, 262144},
   };
   fx_t f;
   fx_open(&f, "libmalloc");
@@ -50,7 +50,7 @@ static void counts_and_waste_match_the_notes(void **state) {
     }
   }
   assert_int_equal(classes, 54);
-  assert_int_equal(waste * 10 / 1024, 425); /* 42.5 B */
+  assert_int_equal(waste * 10 / 1024, 425);   /* 42.5 B */
   assert_int_equal(waste * 1000 / asked, 82); /* 8.2..8.3% */
   fx_close(&f);
 }

@@ -26,9 +26,9 @@
 #include "models/model.h"
 #include "sim/kernel.h"
 
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
-#define MS  UINT64_C(1000000)
+#define KiB  (UINT64_C(1) << 10)
+#define MiB  (UINT64_C(1) << 20)
+#define MS   UINT64_C(1000000)
 #define NOBJ 40000
 
 typedef struct fx_s fx_t;
@@ -93,18 +93,22 @@ static void run(fx_t *f, trace_event_t *e) {
 }
 
 static void mal_t(fx_t *f, uint32_t tid, uint64_t id, uint64_t size) {
-  trace_event_t e = {.op = TRACE_MALLOC, .thread = tid, .id = id,
-                     .size = size};
+  trace_event_t e = {.op = TRACE_MALLOC, .thread = tid, .id = id, .size = size};
   run(f, &e);
 }
-static void mal(fx_t *f, uint64_t id, uint64_t size) { mal_t(f, 0, id, size); }
+static void mal(fx_t *f, uint64_t id, uint64_t size) {
+  mal_t(f, 0, id, size);
+}
 static void fre_t(fx_t *f, uint32_t tid, uint64_t id) {
   trace_event_t e = {.op = TRACE_FREE, .thread = tid, .id = id};
   run(f, &e);
 }
-static void fre(fx_t *f, uint64_t id) { fre_t(f, 0, id); }
+static void fre(fx_t *f, uint64_t id) {
+  fre_t(f, 0, id);
+}
 static void collect(fx_t *f, bool force) {
-  trace_event_t e = {.op = TRACE_PURGE, .id = TRACE_ALL_ARENAS,
+  trace_event_t e = {.op = TRACE_PURGE,
+                     .id = TRACE_ALL_ARENAS,
                      .size = force ? TRACE_PURGE_ALL : TRACE_PURGE_DECAY};
   run(f, &e);
 }
@@ -113,7 +117,9 @@ static void thread_exit(fx_t *f, uint32_t tid) {
   run(f, &e);
 }
 
-static uint64_t rss(const fx_t *f) { return sim_kernel_rss_bytes(f->k); }
+static uint64_t rss(const fx_t *f) {
+  return sim_kernel_rss_bytes(f->k);
+}
 
 static uint64_t counter(const fx_t *f, const char *name) {
   uint64_t v = 0;
@@ -141,8 +147,8 @@ static void options_name_the_versions_spelling(void **state) {
   assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = k};
   model_t    *m = NULL;
-  assert_int_equal(model_create_from_spec("mimalloc:version=2.0.9,purge_delay=0",
-                                          &ctx, &m, &err),
+  assert_int_equal(model_create_from_spec(
+                       "mimalloc:version=2.0.9,purge_delay=0", &ctx, &m, &err),
                    AS_EUSAGE);
   assert_string_equal(err.msg, "mimalloc 2.0.9 has no option purge_delay; "
                                "its spelling is decommit_delay");
@@ -152,9 +158,9 @@ static void options_name_the_versions_spelling(void **state) {
       AS_EUSAGE);
   assert_string_equal(err.msg, "mimalloc 2.1.2 has no option decommit_delay; "
                                "its spelling is purge_delay");
-  assert_int_equal(model_create_from_spec("mimalloc:version=2.0.8", &ctx, &m,
-                                          &err),
-                   AS_EUSAGE);
+  assert_int_equal(
+      model_create_from_spec("mimalloc:version=2.0.8", &ctx, &m, &err),
+      AS_EUSAGE);
   assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
   sim_kernel_destroy(k);
 }
@@ -210,7 +216,7 @@ static void provenance_spec_opens_again(void **state) {
  * (MI_ALIGN2W), 12.5% steps above. */
 static void usable_sizes_follow_the_bins(void **state) {
   (void)state;
-  fx_t *f = fx_open("mimalloc");
+  fx_t          *f = fx_open("mimalloc");
   const uint64_t req[] = {1, 9, 17, 51, 100, 1000, 1025, 100000, 200000};
   const uint64_t got[] = {8, 16, 32, 64, 112, 1024, 1280, 114688, 200704};
   for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
@@ -471,7 +477,8 @@ static int reclaim_with_hooks(bool hooks_on, hook_log_t *log,
   fx_t       *f = fx_open("mimalloc:version=2.1.2");
   mi_model_t *m = (mi_model_t *)f->m;
   as_err_t    err = {0};
-  mi_hooks_t  hooks = {.ctx = log, .page_event = log_event,
+  mi_hooks_t  hooks = {.ctx = log,
+                       .page_event = log_event,
                        .page_safe_to_free = safe_unless_tag1};
   log->unsafe_tag1 = true;
   if (hooks_on)
@@ -480,25 +487,22 @@ static int reclaim_with_hooks(bool hooks_on, hook_log_t *log,
   assert_int_equal(mimalloc_thread_heap(m, 1, 0, &h0, &err), AS_OK);
   assert_int_equal(mimalloc_heap_new(m, 1, 1, 0, &h1, &err), AS_OK);
   for (uint64_t i = 0; i < 4; i++) {
-    trace_event_t e = {.op = TRACE_MALLOC, .thread = 1, .id = i,
-                       .size = 1000};
-    assert_int_equal(mimalloc_heap_alloc(m, i < 2 ? h0 : h1, &e, &err),
-                     AS_OK);
+    trace_event_t e = {.op = TRACE_MALLOC, .thread = 1, .id = i, .size = 1000};
+    assert_int_equal(mimalloc_heap_alloc(m, i < 2 ? h0 : h1, &e, &err), AS_OK);
   }
   assert_int_equal(mimalloc_heap_abandon(m, h0, 0, &err), AS_OK);
   assert_int_equal(mimalloc_heap_abandon(m, h1, 0, &err), AS_OK);
   thread_exit(f, 1);
   assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 1);
   for (uint64_t i = 0; i < 4; i++) {
-    trace_event_t e = {.op = TRACE_FREE, .thread = 0, .id = i,
-                       .prev_size = 1000};
+    trace_event_t e = {
+        .op = TRACE_FREE, .thread = 0, .id = i, .prev_size = 1000};
     assert_int_equal(mimalloc_free(m, &e, &err), AS_OK);
   }
   mi_heap_ref_t g0;
   assert_int_equal(mimalloc_thread_heap(m, 2, 0, &g0, &err), AS_OK);
   assert_int_equal(mimalloc_heap_new(m, 2, 1, 0, &g1, &err), AS_OK);
-  trace_event_t e = {.op = TRACE_MALLOC, .thread = 2, .id = 10,
-                     .size = 1000};
+  trace_event_t e = {.op = TRACE_MALLOC, .thread = 2, .id = 10, .size = 1000};
   assert_int_equal(mimalloc_heap_alloc(m, g0, &e, &err), AS_OK);
   assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 0);
   int pages = (int)counter(f, "mimalloc.pages");
@@ -515,13 +519,13 @@ static void abandon_and_reclaim_follow_tags_and_hooks(void **state) {
   hook_log_t    log = {0};
   mi_page_ref_t kept_in = 0;
   mi_heap_ref_t g1 = 0;
-  int with = reclaim_with_hooks(true, &log, &kept_in, &g1);
+  int           with = reclaim_with_hooks(true, &log, &kept_in, &g1);
   assert_int_equal(log.events[MI_PAGE_ABANDONED], 2);
   assert_int_equal(log.events[MI_PAGE_RECLAIMED], 1);
   assert_true(log.safe_asked >= 2);
   assert_int_equal(kept_in, g1); /* reclaimed by tag into thread 2 */
-  hook_log_t    none = {0};
-  int without = reclaim_with_hooks(false, &none, &kept_in, &g1);
+  hook_log_t none = {0};
+  int        without = reclaim_with_hooks(false, &none, &kept_in, &g1);
   assert_int_equal(none.events[MI_PAGE_ABANDONED], 0);
   /* the kept page is the one difference: thread 2's new page + it */
   assert_int_equal(with, without + 1);
@@ -548,9 +552,9 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
   (void)state;
   char     model[256], libc[256];
   as_err_t err = {0};
-  kv_t     c = {{"env.LD_PRELOAD", "mimalloc_version",
-                 "env.MIMALLOC_PURGE_DELAY", NULL},
-                {"/opt/mi/libmimalloc.so.2.1", "2.1.2", "0", NULL}};
+  kv_t     c = {
+          {"env.LD_PRELOAD", "mimalloc_version", "env.MIMALLOC_PURGE_DELAY", NULL},
+          {"/opt/mi/libmimalloc.so.2.1", "2.1.2", "0", NULL}};
   assert_int_equal(model_specs_for_run(kv_get, &c, model, sizeof model, libc,
                                        sizeof libc, &err),
                    AS_OK);
@@ -572,35 +576,35 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
                 "env.MIMALLOC_PURGE_DELAY", "env.MIMALLOC_PAGE_RECLAIM_ON_FREE",
                 NULL},
                {"libmimalloc.so.2", "2.0.9", "0", "1", NULL}};
-  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
   assert_string_equal(model, "mimalloc:version=2.0.9");
   v209.k[2] = "env.MIMALLOC_RESET_DELAY";
-  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &v209, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
   assert_string_equal(model, "mimalloc:version=2.0.9,decommit_delay=0");
   kv_t v212 = {{"env.LD_PRELOAD", "mimalloc_version",
                 "env.MIMALLOC_RESET_DELAY", "env.MIMALLOC_PURGE_DELAY", NULL},
                {"libmimalloc.so.2.1", "2.1.2", "50", "0", NULL}};
-  assert_int_equal(model_specs_for_run(kv_get, &v212, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &v212, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
   assert_string_equal(model, "mimalloc:version=2.1.2,purge_delay=0");
   kv_t v343 = {{"env.LD_PRELOAD", "mimalloc_version",
                 "env.MIMALLOC_RECLAIM_ON_FREE",
                 "env.MIMALLOC_PAGE_RECLAIM_ON_FREE", NULL},
                {"libmimalloc.so.3", "3.4.3", "0", "1", NULL}};
-  assert_int_equal(model_specs_for_run(kv_get, &v343, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &v343, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_OK);
   assert_string_equal(model, "mimalloc:version=3.4.3,reclaim_on_free=1");
   /* a version the model does not have names the choices */
   kv_t odd = {{"env.LD_PRELOAD", "mimalloc_version", NULL},
               {"libmimalloc.so.2", "2.1.5", NULL}};
-  assert_int_equal(model_specs_for_run(kv_get, &odd, model, sizeof model,
-                                       libc, sizeof libc, &err),
+  assert_int_equal(model_specs_for_run(kv_get, &odd, model, sizeof model, libc,
+                                       sizeof libc, &err),
                    AS_EINVAL);
   assert_non_null(strstr(err.msg, "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3"));
 }
@@ -674,12 +678,12 @@ static map_acc_t map_of(const fx_t *f) {
 
 /* For explain and map: the walk's level-1 regions cover every resident
  * byte once, the slices awaiting a purge are the counter's, and the pages
- * in use or abandoned hold the live objects.  A burst of 1,000-byte objects, every
- * other one freed, then all of one half: freed pages wait for their purge. */
+ * in use or abandoned hold the live objects.  A burst of 1,000-byte objects,
+ * every other one freed, then all of one half: freed pages wait for their
+ * purge. */
 static void heap_map_covers_every_resident_byte(void **state) {
   (void)state;
-  const char *const versions[] = {"2.0.9", "2.1.2", "2.1.7", "3.0.1",
-                                  "3.4.3"};
+  const char *const versions[] = {"2.0.9", "2.1.2", "2.1.7", "3.0.1", "3.4.3"};
   for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
     char spec[64];
     snprintf(spec, sizeof spec, "mimalloc:version=%s", versions[v]);

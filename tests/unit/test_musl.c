@@ -17,8 +17,8 @@
 #include "models/musl.h"
 
 /* The class of sc in the inspection, or NULL. */
-static const musl_class_state_t *class_of(const musl_class_state_t *c,
-                                          size_t n, int sc) {
+static const musl_class_state_t *class_of(const musl_class_state_t *c, size_t n,
+                                          int sc) {
   for (size_t i = 0; i < n; i++)
     if (c[i].sizeclass == sc)
       return &c[i];
@@ -34,8 +34,8 @@ static void usable_sizes_follow_the_classes(void **state) {
   assert_int_equal(fx_usable(&f, 1), 12);
   assert_int_equal(fx_usable(&f, 12), 12);
   assert_int_equal(fx_usable(&f, 13), 28);
-  assert_int_equal(fx_usable(&f, 1000), 1004);  /* class 19: 63 units */
-  assert_int_equal(fx_usable(&f, 5000), 5436);  /* class 29: 340 units */
+  assert_int_equal(fx_usable(&f, 1000), 1004); /* class 19: 63 units */
+  assert_int_equal(fx_usable(&f, 5000), 5436); /* class 29: 340 units */
   assert_int_equal(fx_usable(&f, 131051), 131052);
   assert_int_equal(fx_usable(&f, 131052), 131052); /* 32 pages mapped */
   fx_close(&f);
@@ -57,7 +57,7 @@ static void small_groups_nest_in_larger_slots(void **state) {
   fx_malloc(&f, 0, 16);
   size_t n = musl_inspect(f.m, c, 48);
   assert_int_equal(n, 4);
-  const int      sc[4]    = {1, 15, 19, 23};
+  const int      sc[4] = {1, 15, 19, 23};
   const uint32_t slots[4] = {15, 2, 2, 2};
   for (int i = 0; i < 4; i++) {
     const musl_class_state_t *k = class_of(c, n, sc[i]);
@@ -92,10 +92,10 @@ static void empty_even_classes_borrow_the_coarse_class(void **state) {
 
 /* Measured (scripts/measure/run_tcmusl.sh, strace of alloc_phases bounce
  * 1000 x malloc(5000)/free under musl-gcc): 118 mmaps of 16 KiB and 117
- * munmaps (and one MAP_FIXED guard page below the first meta area).  The class's 3-slot group is unmapped and mapped again until
- * the bounce counter reaches 100 (meta.h:264-286), then kept while it
- * decays by one per activation and unmapped once each time it drops below
- * 100. */
+ * munmaps (and one MAP_FIXED guard page below the first meta area).  The
+ * class's 3-slot group is unmapped and mapped again until the bounce counter
+ * reaches 100 (meta.h:264-286), then kept while it decays by one per activation
+ * and unmapped once each time it drops below 100. */
 static void bouncing_class_keeps_its_last_group(void **state) {
   (void)state;
   fx_t               f;
@@ -191,9 +191,9 @@ static void other_page_sizes_are_refused(void **state) {
   model_ctx_t ctx = {.kernel = k};
   assert_int_equal(model_create_from_spec("musl", &ctx, &m, &err), AS_EUSAGE);
   assert_non_null(strstr(err.msg, "4096"));
-  assert_int_equal(model_create_from_spec("musl:gap_libc_tail=5000", &ctx,
-                                          &m, &err),
-                   AS_EUSAGE);
+  assert_int_equal(
+      model_create_from_spec("musl:gap_libc_tail=5000", &ctx, &m, &err),
+      AS_EUSAGE);
   sim_kernel_destroy(k);
 }
 

@@ -13,13 +13,13 @@
 
 #define TEST_OPTIONS(X)                                                        \
   X(T_ARENA_MAX, "arena_max", OPT_U64, "0", "", NULL, NULL, "test", "arenas")  \
-  X(T_MMAP_THRESHOLD, "mmap_threshold", OPT_BYTES, "128K", "bytes", NULL,     \
+  X(T_MMAP_THRESHOLD, "mmap_threshold", OPT_BYTES, "128K", "bytes", NULL,      \
     NULL, "test", "threshold")                                                 \
-  X(T_DECAY, "dirty_decay_ms", OPT_I64, "10000", "ms", NULL, NULL, "test",    \
+  X(T_DECAY, "dirty_decay_ms", OPT_I64, "10000", "ms", NULL, NULL, "test",     \
     "decay")                                                                   \
-  X(T_BG, "background_thread", OPT_BOOL, "false", "", NULL, NULL, "test",     \
+  X(T_BG, "background_thread", OPT_BOOL, "false", "", NULL, NULL, "test",      \
     "bg")                                                                      \
-  X(T_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", NULL, "test",    \
+  X(T_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", NULL, "test",     \
     "version")
 
 enum { TEST_OPTIONS(MODEL_OPTION_KEY) T_COUNT };
@@ -90,11 +90,12 @@ static void malformed_values_name_what_was_expected(void **state) {
                       "m: option version expects 3.11|3.14, got '3.12'");
   assert_int_equal(model_opts_parse("m", table, "arena_max", &o, &err),
                    AS_EUSAGE);
-  assert_string_equal(err.msg, "m: expected key=value (or key:value), got 'arena_max'");
-  assert_int_equal(
-      model_opts_parse("m", table, "mmap_threshold=99999999999999999999", &o,
-                       &err),
-      AS_EUSAGE);
+  assert_string_equal(err.msg,
+                      "m: expected key=value (or key:value), got 'arena_max'");
+  assert_int_equal(model_opts_parse("m", table,
+                                    "mmap_threshold=99999999999999999999", &o,
+                                    &err),
+                   AS_EUSAGE);
 }
 
 /* MALLOC_CONF spells a setting key:value (jemalloc 5.3.0 src/jemalloc.c
@@ -156,8 +157,8 @@ static void decimals_parse_exactly(void **state) {
   assert_true(model_opt_decimal(&o, 0) == 10.0);
   assert_int_equal(model_opts_parse("m", dec, "rate=.5", &o, &err), AS_OK);
   assert_true(model_opt_decimal(&o, 0) == 0.5);
-  static const char *const bad[] = {"rate=-1", "rate=1e3", "rate=",
-                                    "rate=1.0000001", "rate=x", "rate=."};
+  static const char *const bad[] = {
+      "rate=-1", "rate=1e3", "rate=", "rate=1.0000001", "rate=x", "rate=."};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(model_opts_parse("m", dec, bad[i], &o, &err), AS_EUSAGE);
     assert_non_null(strstr(err.msg, "decimal"));
@@ -173,8 +174,7 @@ static void every_registered_model_parses_its_own_defaults(void **state) {
     model_opts_t o;
     as_err_t     err = {0};
     assert_int_equal(
-        model_opts_parse(all[i]->name, all[i]->options, NULL, &o, &err),
-        AS_OK);
+        model_opts_parse(all[i]->name, all[i]->options, NULL, &o, &err), AS_OK);
     for (const model_option_t *row = all[i]->options; row->name; row++)
       assert_non_null(row->source);
   }
@@ -184,8 +184,7 @@ static void unknown_model_lists_the_known_ones(void **state) {
   (void)state;
   model_t *m;
   as_err_t err = {0};
-  assert_int_equal(model_create_from_spec("hoard", NULL, &m, &err),
-                   AS_EUSAGE);
+  assert_int_equal(model_create_from_spec("hoard", NULL, &m, &err), AS_EUSAGE);
   assert_non_null(strstr(err.msg, "unknown model 'hoard' (known: ideal"));
 }
 

@@ -13,9 +13,9 @@
 #include "models/pymalloc.h"
 #include "sim/kernel.h"
 
-#define PAGE       4096u
-#define POOL       16384u
-#define K64        16065u /* 63 pools * 255 blocks of 64 B */
+#define PAGE 4096u
+#define POOL 16384u
+#define K64  16065u /* 63 pools * 255 blocks of 64 B */
 /* A 1 MiB-aligned mmap_top: with the standalone metadata reservation (a
  * whole number of MiB) above it, the first arena is 16 KiB aligned. */
 #define ALIGNED_TOP UINT64_C(0x7ffff8000000)
@@ -56,11 +56,11 @@ static void fx_close(fx_t *f) {
 static as_status_t op(fx_t *f, trace_op_t o, uint64_t id, uint64_t size) {
   as_err_t err;
   assert_true(id < FX_IDS);
-  trace_event_t ev = {.id        = id,
-                      .size      = size,
+  trace_event_t ev = {.id = id,
+                      .size = size,
                       .prev_size = f->sizes[id],
-                      .op        = (uint8_t)o,
-                      .domain    = TRACE_DOMAIN_OBJ};
+                      .op = (uint8_t)o,
+                      .domain = TRACE_DOMAIN_OBJ};
   as_status_t   rc;
   switch (o) {
   case TRACE_FREE:
@@ -109,10 +109,10 @@ static uint64_t rss_pymalloc(fx_t *f) {
 static void blocks_per_pool_match_the_spec_table(void **state) {
   (void)state;
   /* NUMBLOCKS(i), 3.11.2 obmalloc.c:1064: class -> blocks per pool */
-  static const uint32_t expected[32] = {
-      1021, 510, 340, 255, 204, 170, 145, 127, 113, 102, 92,
-      85,   78,  72,  68,  63,  60,  56,  53,  51,  48,  46,
-      44,   42,  40,  39,  37,  36,  35,  34,  32,  31};
+  static const uint32_t expected[32] = {1021, 510, 340, 255, 204, 170, 145, 127,
+                                        113,  102, 92,  85,  78,  72,  68,  63,
+                                        60,   56,  53,  51,  48,  46,  44,  42,
+                                        40,   39,  37,  36,  35,  34,  32,  31};
   for (unsigned i = 0; i < 32; i++) {
     assert_int_equal(pymalloc_class_size(i), 16 * (i + 1));
     assert_int_equal(pymalloc_blocks_per_pool(16 * (i + 1)), expected[i]);
@@ -287,8 +287,7 @@ static void the_arena_with_fewer_free_pools_serves_first(void **state) {
   fx_close(&f);
 }
 
-static void an_arena_gaining_free_pools_slides_behind_its_peers(
-    void **state) {
+static void an_arena_gaining_free_pools_slides_behind_its_peers(void **state) {
   (void)state;
   fx_t f;
   fx_open(&f, 0);
@@ -306,8 +305,8 @@ static void an_arena_gaining_free_pools_slides_behind_its_peers(
   fx_close(&f);
 }
 
-static void an_emptied_pool_keeps_its_free_list_for_the_same_class(
-    void **state) {
+static void
+an_emptied_pool_keeps_its_free_list_for_the_same_class(void **state) {
   (void)state;
   fx_t f;
   fx_open(&f, 0);
@@ -436,8 +435,8 @@ static void block_locations_hold_past_256_arenas(void **state) {
     uint64_t first_pool = a - 48 - (j % 31) * 512 - (j / 31) * POOL;
     assert_int_equal(first_pool % POOL, 0);
     if (j != 0)
-      assert_int_equal(a, addr_of(&f, id - j) + (j / 31) * POOL +
-                              (j % 31) * 512);
+      assert_int_equal(a,
+                       addr_of(&f, id - j) + (j / 31) * POOL + (j % 31) * 512);
     assert_int_equal(pymalloc_block_size_of(f.m, id), 512);
   }
   /* Free every other object, then the rest, newest arenas first. */

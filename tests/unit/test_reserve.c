@@ -61,7 +61,7 @@ static void resident_memory_follows_the_entries_written(void **state) {
   (void)state;
   as_reserve_t r;
   assert_int_equal(as_reserve_init(&r, 64, (size_t)1 << 31), AS_OK);
-  long before = anon_kib();
+  long           before = anon_kib();
   unsigned char *v = as_reserve_need(&r, (size_t)1 << 20); /* 64 MiB */
   assert_non_null(v);
   long committed = anon_kib();

@@ -57,8 +57,8 @@ static int teardown(void **state) {
 /* ---- Helpers ------------------------------------------------------------ */
 
 static store_t *open_ok(const char *path) {
-  store_t *s   = NULL;
-  as_err_t err = {0};
+  store_t    *s = NULL;
+  as_err_t    err = {0};
   as_status_t rc = store_open(path, &s, &err);
   if (rc != AS_OK)
     fail_msg("store_open(%s): %s", path, err.msg);
@@ -74,16 +74,16 @@ static const store_kv_t META[] = {
 
 static store_run_t simulated_run(void) {
   store_run_t r = {
-      .kind         = "simulated",
-      .model        = "glibc:arena_max=2",
-      .options      = "--sample-every 10ms",
-      .page_size    = 4096,
-      .source       = "spike.trace",
-      .command      = "allocsim replay spike.trace",
-      .trace_path   = "/data/spike.trace",
+      .kind = "simulated",
+      .model = "glibc:arena_max=2",
+      .options = "--sample-every 10ms",
+      .page_size = 4096,
+      .source = "spike.trace",
+      .command = "allocsim replay spike.trace",
+      .trace_path = "/data/spike.trace",
       .trace_sha256 = "ab12",
-      .meta         = META,
-      .meta_count   = 3,
+      .meta = META,
+      .meta_count = 3,
   };
   return r;
 }
@@ -91,24 +91,24 @@ static store_run_t simulated_run(void) {
 /* Three samples: a mark, a periodic one and the final one. */
 static void three_samples(store_sample_t out[3]) {
   memset(out, 0, 3 * sizeof out[0]);
-  out[0].t_ns                              = 1000;
-  out[0].kind                              = SIM_SAMPLE_MARK;
+  out[0].t_ns = 1000;
+  out[0].kind = SIM_SAMPLE_MARK;
   strcpy(out[0].label, "peak");
-  out[0].rss_bytes                         = 8192;
-  out[0].live_bytes                        = 5000;
-  out[0].owner_bytes[SIM_OWNER_BASELINE]   = 4096;
-  out[0].owner_bytes[SIM_OWNER_LIBC_HEAP]  = 4096;
-  out[1].t_ns                              = 2000;
-  out[1].kind                              = SIM_SAMPLE_PERIODIC;
-  out[1].rss_bytes                         = 12288;
-  out[1].live_bytes                        = 7000;
-  out[1].owner_bytes[SIM_OWNER_LIBC_MMAP]  = 12288;
-  out[2].t_ns                              = 3000;
-  out[2].kind                              = SIM_SAMPLE_FINAL;
-  out[2].rss_bytes                         = 4096;
-  out[2].live_bytes                        = 0;
-  out[2].measured_rss_bytes                = 0;
-  out[2].owner_bytes[SIM_OWNER_METADATA]   = 4096;
+  out[0].rss_bytes = 8192;
+  out[0].live_bytes = 5000;
+  out[0].owner_bytes[SIM_OWNER_BASELINE] = 4096;
+  out[0].owner_bytes[SIM_OWNER_LIBC_HEAP] = 4096;
+  out[1].t_ns = 2000;
+  out[1].kind = SIM_SAMPLE_PERIODIC;
+  out[1].rss_bytes = 12288;
+  out[1].live_bytes = 7000;
+  out[1].owner_bytes[SIM_OWNER_LIBC_MMAP] = 12288;
+  out[2].t_ns = 3000;
+  out[2].kind = SIM_SAMPLE_FINAL;
+  out[2].rss_bytes = 4096;
+  out[2].live_bytes = 0;
+  out[2].measured_rss_bytes = 0;
+  out[2].owner_bytes[SIM_OWNER_METADATA] = 4096;
 }
 
 static void expected_msg(char *buf, size_t len, const char *path,
@@ -118,21 +118,21 @@ static void expected_msg(char *buf, size_t len, const char *path,
 
 /* ---- Creating, reopening, identifying ----------------------------------- */
 
-static void created_store_keeps_runs_samples_and_meta_after_reopen(
-    void **state) {
+static void
+created_store_keeps_runs_samples_and_meta_after_reopen(void **state) {
   fixture_t     *f = *state;
   store_sample_t in[3];
   three_samples(in);
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
+  int64_t     id = 0;
 
   store_t *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_OK);
   assert_int_equal(id, 1);
   store_close(s);
 
-  s                      = open_ok(f->path);
+  s = open_ok(f->path);
   store_run_record_t rec = {0};
   assert_int_equal(store_read_run(s, id, &rec, &err), AS_OK);
   assert_int_equal(rec.id, 1);
@@ -153,7 +153,7 @@ static void created_store_keeps_runs_samples_and_meta_after_reopen(
   assert_int_equal(rec.created_at[10], 'T');
   assert_int_equal(rec.created_at[19], '.');
   assert_int_equal(rec.created_at[23], 'Z');
-  char year[5];
+  char   year[5];
   time_t now = time(NULL);
   strftime(year, sizeof year, "%Y", gmtime(&now));
   assert_memory_equal(rec.created_at, year, 4);
@@ -161,7 +161,7 @@ static void created_store_keeps_runs_samples_and_meta_after_reopen(
   assert_null(rec.model);
 
   store_sample_t *out = NULL;
-  size_t          n   = 0;
+  size_t          n = 0;
   assert_int_equal(store_read_samples(s, id, &out, &n, &err), AS_OK);
   assert_int_equal(n, 3);
   assert_memory_equal(out, in, sizeof in);
@@ -187,8 +187,8 @@ static void new_store_is_marked_wal_and_schema_version_two(void **state) {
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_int_equal(sqlite3_column_int64(st, 0), 0x416C6C53);
   sqlite3_finalize(st);
-  assert_int_equal(
-      sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+                   SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
   sqlite3_finalize(st);
@@ -203,7 +203,7 @@ static void new_store_is_marked_wal_and_schema_version_two(void **state) {
 }
 
 static void empty_existing_file_becomes_a_store(void **state) {
-  fixture_t *f  = *state;
+  fixture_t *f = *state;
   FILE      *fp = fopen(f->path, "w");
   assert_non_null(fp);
   fclose(fp);
@@ -216,7 +216,7 @@ static void newer_schema_is_refused_naming_both_versions(void **state) {
   store_close(open_ok(f->path));
   raw_exec(f->path, "UPDATE schema_version SET version = 3");
 
-  store_t *s   = (store_t *)&s; /* must be reset to NULL */
+  store_t *s = (store_t *)&s; /* must be reset to NULL */
   as_err_t err = {0};
   assert_int_equal(store_open(f->path, &s, &err), AS_ESTORE);
   assert_null(s);
@@ -254,7 +254,7 @@ static void foreign_sqlite_file_is_refused_and_left_unchanged(void **state) {
   raw_exec(f->path, "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT);"
                     "INSERT INTO notes(body) VALUES ('hello');");
 
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(f->path, &s, &err), AS_ESTORE);
   assert_null(s);
@@ -269,8 +269,8 @@ static void foreign_sqlite_file_is_refused_and_left_unchanged(void **state) {
   sqlite3 *db = NULL;
   assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
   sqlite3_stmt *st = NULL;
-  assert_int_equal(
-      sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+                   SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_string_equal((const char *)sqlite3_column_text(st, 0), "delete");
   sqlite3_finalize(st);
@@ -278,12 +278,11 @@ static void foreign_sqlite_file_is_refused_and_left_unchanged(void **state) {
   assert_int_equal(count_rows(f->path, "sqlite_master"), 1);
 }
 
-static void our_application_id_without_schema_version_is_refused(
-    void **state) {
+static void our_application_id_without_schema_version_is_refused(void **state) {
   fixture_t *f = *state;
   raw_exec(f->path, "PRAGMA application_id = 1097624659;"
                     "CREATE TABLE runs(id INTEGER PRIMARY KEY);");
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(f->path, &s, &err), AS_ESTORE);
   char want[256];
@@ -292,7 +291,7 @@ static void our_application_id_without_schema_version_is_refused(
 }
 
 static void garbage_file_is_refused_as_not_a_database(void **state) {
-  fixture_t *f  = *state;
+  fixture_t *f = *state;
   FILE      *fp = fopen(f->path, "w");
   assert_non_null(fp);
   for (int i = 0; i < 200; i++)
@@ -301,7 +300,7 @@ static void garbage_file_is_refused_as_not_a_database(void **state) {
   struct stat before;
   assert_int_equal(stat(f->path, &before), 0);
 
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(f->path, &s, &err), AS_ESTORE);
   assert_null(s);
@@ -317,7 +316,7 @@ static void path_in_missing_directory_is_refused_naming_it(void **state) {
   fixture_t *f = *state;
   char       path[160];
   snprintf(path, sizeof path, "%s/no/such/dir/store.db", f->dir);
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(path, &s, &err), AS_ESTORE);
   assert_null(s);
@@ -332,10 +331,10 @@ static void out_of_range_sample_kind_leaves_no_partial_run(void **state) {
   fixture_t     *f = *state;
   store_sample_t in[3];
   three_samples(in);
-  in[2].kind      = (sim_sample_kind_t)7; /* after two good samples */
+  in[2].kind = (sim_sample_kind_t)7; /* after two good samples */
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 99;
+  int64_t     id = 99;
 
   store_t *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_ESTORE);
@@ -359,11 +358,11 @@ static void constraint_failure_rolls_back_the_whole_run(void **state) {
   store_sample_t in[3];
   three_samples(in);
   const store_kv_t dup[] = {{"machine", "a"}, {"machine", "b"}};
-  store_run_t      run   = simulated_run();
-  run.meta               = dup;
-  run.meta_count         = 2;
-  as_err_t err           = {0};
-  int64_t  id            = 0;
+  store_run_t      run = simulated_run();
+  run.meta = dup;
+  run.meta_count = 2;
+  as_err_t err = {0};
+  int64_t  id = 0;
 
   store_t *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_ESTORE);
@@ -376,7 +375,7 @@ static void constraint_failure_rolls_back_the_whole_run(void **state) {
 
   /* A bad run kind is refused by the CHECK constraint. */
   store_run_t bad = simulated_run();
-  bad.kind        = "guessed";
+  bad.kind = "guessed";
   assert_int_equal(store_write_run(s, &bad, in, 3, &id, &err), AS_ESTORE);
   expected_msg(want, sizeof want, f->path,
                "writing the run: CHECK constraint failed: "
@@ -399,8 +398,8 @@ static void value_above_int64_max_is_refused_without_writing(void **state) {
   in[1].owner_bytes[SIM_OWNER_JEMALLOC] = UINT64_MAX;
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_ESTORE);
   char want[256];
   expected_msg(want, sizeof want, f->path,
@@ -412,9 +411,9 @@ static void value_above_int64_max_is_refused_without_writing(void **state) {
 }
 
 static void caller_transaction_groups_writes_and_rolls_back(void **state) {
-  fixture_t *f   = *state;
+  fixture_t *f = *state;
   as_err_t   err = {0};
-  store_t   *s   = open_ok(f->path);
+  store_t   *s = open_ok(f->path);
 
   assert_int_equal(store_begin(s, &err), AS_OK);
   sqlite3_stmt *st = NULL;
@@ -448,8 +447,8 @@ static void run_inside_caller_transaction_commits_with_its_row(void **state) {
   three_samples(in);
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
 
   /* Rolled back by the caller: neither the run nor its point remains. */
   assert_int_equal(store_begin(s, &err), AS_OK);
@@ -487,16 +486,16 @@ static void run_inside_caller_transaction_commits_with_its_row(void **state) {
   assert_int_equal(count_rows(f->path, "sweep_points"), 1);
 }
 
-static void failed_run_inside_caller_transaction_keeps_earlier_writes(
-    void **state) {
+static void
+failed_run_inside_caller_transaction_keeps_earlier_writes(void **state) {
   fixture_t     *f = *state;
   store_sample_t in[3];
   three_samples(in);
-  in[1].kind      = (sim_sample_kind_t)-1;
+  in[1].kind = (sim_sample_kind_t)-1;
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 5;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 5;
+  store_t    *s = open_ok(f->path);
 
   assert_int_equal(store_begin(s, &err), AS_OK);
   assert_int_equal(sqlite3_exec(store_db(s),
@@ -522,26 +521,26 @@ static void failed_run_inside_caller_transaction_keeps_earlier_writes(
 
 /* ---- Round trips -------------------------------------------------------- */
 
-static void owner_breakdown_round_trips_storing_only_nonzero_owners(
-    void **state) {
+static void
+owner_breakdown_round_trips_storing_only_nonzero_owners(void **state) {
   fixture_t     *f = *state;
   store_sample_t in[2];
   memset(in, 0, sizeof in);
   in[0].kind = SIM_SAMPLE_PERIODIC;
   for (int o = 0; o < SIM_OWNER_COUNT; o++)
     in[0].owner_bytes[o] = (uint64_t)(o + 1) * 4096;
-  in[1].kind                            = SIM_SAMPLE_MEASURED;
-  in[1].measured_rss_bytes              = 123456789;
+  in[1].kind = SIM_SAMPLE_MEASURED;
+  in[1].measured_rss_bytes = 123456789;
   in[1].owner_bytes[SIM_OWNER_PYMALLOC] = 262144;
-  store_run_t run                       = simulated_run();
-  run.kind                              = "measured";
-  as_err_t err                          = {0};
-  int64_t  id                           = 0;
+  store_run_t run = simulated_run();
+  run.kind = "measured";
+  as_err_t err = {0};
+  int64_t  id = 0;
 
   store_t *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 2, &id, &err), AS_OK);
   store_sample_t *out = NULL;
-  size_t          n   = 0;
+  size_t          n = 0;
   assert_int_equal(store_read_samples(s, id, &out, &n, &err), AS_OK);
   assert_int_equal(n, 2);
   for (int o = 0; o < SIM_OWNER_COUNT; o++)
@@ -562,11 +561,11 @@ static void owner_breakdown_round_trips_storing_only_nonzero_owners(
 }
 
 static void meta_reads_back_and_absent_key_reads_empty(void **state) {
-  fixture_t  *f   = *state;
+  fixture_t  *f = *state;
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, NULL, 0, &id, &err), AS_OK);
 
   char buf[32] = "junk";
@@ -591,7 +590,7 @@ static void meta_reads_back_and_absent_key_reads_empty(void **state) {
   assert_string_equal(err.msg, want);
 
   store_sample_t *out = (store_sample_t *)&out;
-  size_t          n   = 7;
+  size_t          n = 7;
   assert_int_equal(store_read_samples(s, id, &out, &n, &err), AS_OK);
   assert_null(out);
   assert_int_equal(n, 0);
@@ -604,8 +603,8 @@ typedef struct meta_seen_s {
   char text[256];
 } meta_seen_t;
 
-static as_status_t collect_meta(void *user, const char *key,
-                                const char *value, as_err_t *err) {
+static as_status_t collect_meta(void *user, const char *key, const char *value,
+                                as_err_t *err) {
   (void)err;
   meta_seen_t *m = user;
   size_t       n = strlen(m->text);
@@ -614,11 +613,11 @@ static as_status_t collect_meta(void *user, const char *key,
 }
 
 static void list_meta_visits_pairs_in_key_order(void **state) {
-  fixture_t  *f   = *state;
+  fixture_t  *f = *state;
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, NULL, 0, &id, &err), AS_OK);
   meta_seen_t seen = {{0}};
   assert_int_equal(store_list_meta(s, id, collect_meta, &seen, &err), AS_OK);
@@ -637,7 +636,7 @@ typedef struct runs_seen_s {
 static as_status_t collect_run(void *user, const store_run_record_t *rec,
                                as_err_t *err) {
   runs_seen_t *r = user;
-  r->ids[r->calls]      = rec->id;
+  r->ids[r->calls] = rec->id;
   r->nsamples[r->calls] = (int64_t)rec->nsamples;
   r->calls++;
   if (r->stop_after != 0 && r->calls == r->stop_after)
@@ -645,15 +644,15 @@ static as_status_t collect_run(void *user, const store_run_record_t *rec,
   return AS_OK;
 }
 
-static void list_runs_visits_runs_in_id_order_until_callback_fails(
-    void **state) {
+static void
+list_runs_visits_runs_in_id_order_until_callback_fails(void **state) {
   fixture_t     *f = *state;
   store_sample_t in[3];
   three_samples(in);
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_OK);
   assert_int_equal(store_write_run(s, &run, in, 1, &id, &err), AS_OK);
   assert_int_equal(store_write_run(s, &run, NULL, 0, &id, &err), AS_OK);
@@ -685,10 +684,14 @@ static void sample_from_sim_copies_and_truncates_label(void **state) {
   (void)state;
   char long_label[100];
   memset(long_label, 'x', sizeof long_label - 1);
-  long_label[99]   = '\0';
+  long_label[99] = '\0';
   sim_sample_t sim = {
-      .t_ns = 5, .kind = SIM_SAMPLE_MARK, .label = long_label,
-      .rss_bytes = 6, .live_bytes = 7, .measured_rss_bytes = 8,
+      .t_ns = 5,
+      .kind = SIM_SAMPLE_MARK,
+      .label = long_label,
+      .rss_bytes = 6,
+      .live_bytes = 7,
+      .measured_rss_bytes = 8,
   };
   sim.owner_bytes[SIM_OWNER_IDEAL] = 9;
   store_sample_t out;
@@ -723,7 +726,7 @@ typedef struct writer_s {
 static void *writer_main(void *arg) {
   writer_t *w = arg;
   store_t  *s = NULL;
-  w->rc       = store_open(w->path, &s, &w->err);
+  w->rc = store_open(w->path, &s, &w->err);
   if (w->rc != AS_OK)
     return NULL;
   store_sample_t *in = calloc(WRITER_SAMPLES, sizeof *in);
@@ -733,15 +736,15 @@ static void *writer_main(void *arg) {
     return NULL;
   }
   for (size_t i = 0; i < WRITER_SAMPLES; i++) {
-    in[i].t_ns                            = i * 1000;
-    in[i].kind                            = SIM_SAMPLE_PERIODIC;
-    in[i].rss_bytes                       = 4096 * (i + 1);
+    in[i].t_ns = i * 1000;
+    in[i].kind = SIM_SAMPLE_PERIODIC;
+    in[i].rss_bytes = 4096 * (i + 1);
     in[i].owner_bytes[SIM_OWNER_PYMALLOC] = 4096 * (i + 1);
   }
   store_run_t run = simulated_run();
   for (int r = 0; r < WRITER_RUNS && w->rc == AS_OK; r++) {
     int64_t id = 0;
-    w->rc      = store_write_run(s, &run, in, WRITER_SAMPLES, &id, &w->err);
+    w->rc = store_write_run(s, &run, in, WRITER_SAMPLES, &id, &w->err);
     if (w->rc == AS_OK)
       w->written++;
   }
@@ -770,7 +773,7 @@ static void two_connections_writing_concurrently_both_succeed(void **state) {
 }
 
 static void two_connections_creating_a_new_store_both_succeed(void **state) {
-  fixture_t *f    = *state;
+  fixture_t *f = *state;
   writer_t   w[2] = {{.path = f->path}, {.path = f->path}};
   pthread_t  t[2];
   for (int i = 0; i < 2; i++)
@@ -785,9 +788,9 @@ static void two_connections_creating_a_new_store_both_succeed(void **state) {
 }
 
 static void writer_waits_for_another_connections_transaction(void **state) {
-  fixture_t *f   = *state;
+  fixture_t *f = *state;
   as_err_t   err = {0};
-  store_t   *a   = open_ok(f->path);
+  store_t   *a = open_ok(f->path);
   assert_int_equal(store_begin(a, &err), AS_OK); /* holds the write lock */
 
   writer_t  w = {.path = f->path};
@@ -810,8 +813,8 @@ static void reading_inside_a_caller_transaction_keeps_it_open(void **state) {
   three_samples(in);
   store_run_t run = simulated_run();
   as_err_t    err = {0};
-  int64_t     id  = 0;
-  store_t    *s   = open_ok(f->path);
+  int64_t     id = 0;
+  store_t    *s = open_ok(f->path);
   assert_int_equal(store_write_run(s, &run, in, 3, &id, &err), AS_OK);
 
   assert_int_equal(store_begin(s, &err), AS_OK);
@@ -821,7 +824,7 @@ static void reading_inside_a_caller_transaction_keeps_it_open(void **state) {
                                 NULL, NULL, NULL),
                    SQLITE_OK);
   store_sample_t *out = NULL;
-  size_t          n   = 0;
+  size_t          n = 0;
   assert_int_equal(store_read_samples(s, id, &out, &n, &err), AS_OK);
   free(out);
   assert_int_equal(n, 3);

@@ -21,21 +21,20 @@
 static void base_config(sweep_config_t *c) {
   memset(c, 0, sizeof *c);
   c->workload = workload_find("survivors");
-  c->model    = "cpython:version=3.11";
-  c->seeds    = 1;
-  c->jobs     = 1;
-  c->layouts  = 1; /* the single-layout values these tests assert */
+  c->model = "cpython:version=3.11";
+  c->seeds = 1;
+  c->jobs = 1;
+  c->layouts = 1; /* the single-layout values these tests assert */
   sim_kernel_config_default(&c->kernel);
-  c->fixed_name[0]  = "total";
+  c->fixed_name[0] = "total";
   c->fixed_value[0] = "1";
-  c->nfixed         = 1;
+  c->nfixed = 1;
 }
 
 static void add_axis(sweep_config_t *c, const char *spec) {
   as_err_t err = {0};
-  assert_int_equal(sweep_axis_parse(c->workload, spec, &c->axes[c->naxes],
-                                    &err),
-                   AS_OK);
+  assert_int_equal(
+      sweep_axis_parse(c->workload, spec, &c->axes[c->naxes], &err), AS_OK);
   c->naxes++;
 }
 
@@ -66,8 +65,7 @@ static void axes_parse_values_and_reject_unknown_names(void **state) {
   assert_non_null(strstr(err.msg, "multiple of 4096"));
   assert_int_equal(sweep_axis_parse(wl, "fractio=1", &a, &err), AS_EUSAGE);
   assert_non_null(strstr(err.msg, "no parameter 'fractio'"));
-  assert_int_equal(sweep_axis_parse(wl, "page_size=8192", &a, &err),
-                   AS_EUSAGE);
+  assert_int_equal(sweep_axis_parse(wl, "page_size=8192", &a, &err), AS_EUSAGE);
   assert_int_equal(sweep_axis_parse(wl, "seed=1,2", &a, &err), AS_EUSAGE);
   assert_int_equal(sweep_axis_parse(wl, "size=64,,512", &a, &err), AS_EUSAGE);
   assert_int_equal(sweep_axis_parse(wl, "size", &a, &err), AS_EUSAGE);
@@ -113,8 +111,7 @@ static void bad_point_values_fail_before_anything_runs(void **state) {
   free_axes(&c);
 }
 
-static void a_point_reports_marks_kept_formula_and_pinned_arenas(
-    void **state) {
+static void a_point_reports_marks_kept_formula_and_pinned_arenas(void **state) {
   (void)state;
   sweep_config_t c;
   base_config(&c);
@@ -201,8 +198,8 @@ static as_status_t count_done(void *user, sweep_point_t *p, size_t ndone,
   return AS_OK;
 }
 
-static void mmap_offset_moves_the_layout_and_keeps_results_in_the_point(
-    void **state) {
+static void
+mmap_offset_moves_the_layout_and_keeps_results_in_the_point(void **state) {
   (void)state;
   sweep_config_t c;
   base_config(&c);
@@ -238,7 +235,7 @@ static void threads_give_the_same_results_as_one_at_a_time(void **state) {
   assert_int_equal(sweep_expand(&c, &a, &n, NULL, &err), AS_OK);
   assert_int_equal(sweep_expand(&c, &b, &n, NULL, &err), AS_OK);
   seen_t s1 = {0}, s2 = {0};
-  c.jobs    = 1;
+  c.jobs = 1;
   assert_int_equal(sweep_run(&c, a, n, count_done, &s1, &err), AS_OK);
   c.jobs = 3;
   assert_int_equal(sweep_run(&c, b, n, count_done, &s2, &err), AS_OK);
@@ -258,7 +255,7 @@ static void threads_give_the_same_results_as_one_at_a_time(void **state) {
 static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   (void)state;
   char path[] = "/tmp/allocsim-test-sweep-XXXXXX";
-  int  fd     = mkstemp(path);
+  int  fd = mkstemp(path);
   assert_true(fd >= 0);
   close(fd);
   unlink(path); /* store_open creates it */
@@ -277,8 +274,7 @@ static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   assert_int_equal(sweep_store_begin(s, &c, &info, &sweep_id, &err), AS_OK);
   for (size_t i = 0; i < n; i++) {
     assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
-    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err),
-                     AS_OK);
+    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err), AS_OK);
   }
   sqlite3_stmt *st;
   assert_int_equal(
@@ -415,20 +411,19 @@ static size_t run_sweep_into(const sweep_config_t *c, const char *path,
   assert_int_equal(store_open(path, &s, &err), AS_OK);
   if (resume)
     assert_int_equal(sweep_skip_done(s, spec_key, pts, &n, &err), AS_OK);
-  sweep_store_info_t info = {.spec_key     = spec_key,
+  sweep_store_info_t info = {.spec_key = spec_key,
                              .total_points = total,
-                             .shard        = count > 0 ? shard : NULL,
-                             .resume       = resume};
+                             .shard = count > 0 ? shard : NULL,
+                             .resume = resume};
   assert_int_equal(sweep_store_begin(s, c, &info, &id, &err), AS_OK);
   size_t ran = 0;
   for (size_t i = 0; i < n && ran < stop_after; i++, ran++) {
     assert_int_equal(sweep_run_point(c, &pts[i], &err), AS_OK);
     assert_int_equal(sweep_store_point(s, id, c, &pts[i], &err), AS_OK);
   }
-  assert_int_equal(sweep_store_finish(s, id,
-                                      ran == n ? "complete" : "interrupted",
-                                      &err),
-                   AS_OK);
+  assert_int_equal(
+      sweep_store_finish(s, id, ran == n ? "complete" : "interrupted", &err),
+      AS_OK);
   store_close(s);
   free(pts);
   return ran;
@@ -532,11 +527,11 @@ static void trace_sweeps_take_the_model_their_provenance_implies(void **state) {
   sweep_config_t c;
   memset(&c, 0, sizeof c);
   sim_kernel_config_default(&c.kernel);
-  c.seeds     = 1;
-  c.jobs      = 1;
+  c.seeds = 1;
+  c.jobs = 1;
   c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/captures/c-churn.astrace";
   c.traces[1] = ALLOCSIM_SOURCE_DIR "/data/captures/python-survivors.astrace";
-  c.ntraces   = 2;
+  c.ntraces = 2;
   add_axis(&c, "page_size=4096");
   sweep_point_t *pts;
   size_t         n;
@@ -551,7 +546,7 @@ static void trace_sweeps_take_the_model_their_provenance_implies(void **state) {
   free(pts);
   /* A measured-run file has nothing to replay. */
   c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/measured/spike-default-r1.trace";
-  c.ntraces   = 1;
+  c.ntraces = 1;
   assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EINVAL);
   assert_non_null(strstr(err.msg, "no allocation to replay"));
   free_axes(&c);

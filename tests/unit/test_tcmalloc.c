@@ -125,8 +125,7 @@ static void scavenger_waits_for_its_countdown(void **state) {
   /* It released the large set's smallest span: the freed 256 pages merged
    * with the 117 left of the first megabyte (the measurement's program had
    * taken 2 more: 371). */
-  assert_int_equal(fx_counter(&f, "tcmalloc.total_decommit_bytes"),
-                   373 * PAGE);
+  assert_int_equal(fx_counter(&f, "tcmalloc.total_decommit_bytes"), 373 * PAGE);
   assert_int_equal(fx_counter(&f, "tcmalloc.scavenge_countdown_pages"),
                    373 * 1000);
   fx_close(&f);
@@ -185,7 +184,7 @@ static void realloc_has_hysteresis(void **state) {
   fx_open(&f, "tcmalloc");
   fx_malloc(&f, 0, 1000); /* class 1024 */
   sim_addr_t a = fx_addr(&f, 0);
-  uint64_t c0  = fx_counter(&f, "tcmalloc.current_allocated_bytes");
+  uint64_t   c0 = fx_counter(&f, "tcmalloc.current_allocated_bytes");
   fx_event(&f, TRACE_REALLOC, 0, 0, 1020, 0, 0); /* fits the class */
   assert_int_equal(fx_addr(&f, 0), a);
   fx_event(&f, TRACE_REALLOC, 0, 0, 1100, 0, 0); /* grows: old * 1.25 */
@@ -233,9 +232,9 @@ static void option_events_change_knobs(void **state) {
   fx_t     f;
   as_err_t err = {0};
   fx_open(&f, "tcmalloc");
-  assert_int_equal(model_set_option(f.m, "max_total_thread_cache_bytes",
-                                    1 << 20, 0, &err),
-                   AS_OK);
+  assert_int_equal(
+      model_set_option(f.m, "max_total_thread_cache_bytes", 1 << 20, 0, &err),
+      AS_OK);
   assert_int_equal(fx_counter(&f, "tcmalloc.max_total_thread_cache_bytes"),
                    1 << 20);
   assert_int_equal(model_set_option(f.m, "premain", 0, 0, &err), AS_EINVAL);

@@ -93,8 +93,7 @@ static void binary_touch_errors_name_the_byte_offset(void **state) {
   trace_writer_t *w = NULL;
   assert_int_equal(trace_open(text, &src, &err), AS_OK);
   assert_int_equal(
-      trace_writer_open(bin, TRACE_FORMAT_BINARY, &src->meta, &w, &err),
-      AS_OK);
+      trace_writer_open(bin, TRACE_FORMAT_BINARY, &src->meta, &w, &err), AS_OK);
   trace_event_t ev;
   while (trace_source_next(src, &ev, &err) == AS_OK)
     assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);

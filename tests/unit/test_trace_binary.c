@@ -20,7 +20,7 @@
 /* 8 magic bytes, version 1 (no trailer), no provenance: records start at
  * offset 11.  Hand-made inputs below use it so that their records need no
  * checksum; the writer writes version 2. */
-#define HDR "ASTRACE\0\x01\x00\x00"
+#define HDR     "ASTRACE\0\x01\x00\x00"
 #define HDR_LEN 11
 
 /* The trailer's checksum as docs/trace-format.md defines it, written here
@@ -51,8 +51,8 @@ typedef struct buf_s {
 
 static FILE *mem_reader(const void *data, size_t len) {
   /* fmemopen of a zero-length buffer fails with EINVAL on glibc. */
-  FILE *f = len > 0 ? fmemopen((void *)data, len, "r")
-                    : fopen("/dev/null", "r");
+  FILE *f =
+      len > 0 ? fmemopen((void *)data, len, "r") : fopen("/dev/null", "r");
   assert_non_null(f);
   return f;
 }
@@ -91,9 +91,9 @@ static buf_t encode(const trace_event_t *evs, size_t n,
   FILE           *mem = open_memstream(&out.data, &out.len);
   trace_writer_t *w;
   as_err_t        err = {0};
-  assert_int_equal(trace_writer_open_stream(mem, "out", TRACE_FORMAT_BINARY,
-                                            meta, &w, &err),
-                   AS_OK);
+  assert_int_equal(
+      trace_writer_open_stream(mem, "out", TRACE_FORMAT_BINARY, meta, &w, &err),
+      AS_OK);
   for (size_t i = 0; i < n; i++)
     assert_int_equal(trace_writer_write(w, &evs[i], &err), AS_OK);
   assert_int_equal(trace_writer_close(w, &err), AS_OK);
@@ -109,8 +109,8 @@ static as_status_t read_bytes_as(const void *data, size_t len, bool lenient,
   trace_source_t *src;
   *n = 0;
   memset(err, 0, sizeof *err);
-  as_status_t rc = trace_open_stream(mem_reader(data, len), "t.astrace",
-                                     &src, err);
+  as_status_t rc =
+      trace_open_stream(mem_reader(data, len), "t.astrace", &src, err);
   if (rc != AS_OK)
     return rc;
   trace_set_lenient(src, lenient);
@@ -191,8 +191,8 @@ static void writer_emits_the_documented_bytes(void **state) {
   };
   buf_t                b = encode(evs, 4, &meta);
   static const uint8_t want[] = {
-      'A',  'S',  'T',  'R',  'A',  'C',  'E',  0,    2,    0, /* header */
-      1,    'k',  1,    'v',  0,                               /* k=v */
+      'A',  'S',  'T',  'R',  'A',  'C', 'E', 0, 2, 0, /* header */
+      1,    'k',  1,    'v',  0,                       /* k=v */
       0xC0, 0x02, 0x40,             /* malloc: zero dt, same thread, +1, 64 */
       0x64, 0x0A, 0x00,             /* free obj: dt 10, id +0 */
       0x93, 0x03, 0x01, 0x0C, 0x64, /* memalign mem: thread 3, id -1, 2^12 */
@@ -210,16 +210,16 @@ static void writer_emits_the_documented_bytes(void **state) {
 
 static void text_to_binary_to_text_is_byte_identical(void **state) {
   (void)state;
-  buf_t bin = convert(open_bytes(every_op_canonical,
-                                 sizeof every_op_canonical - 1, "a.trace"),
-                      TRACE_FORMAT_BINARY);
+  buf_t bin = convert(
+      open_bytes(every_op_canonical, sizeof every_op_canonical - 1, "a.trace"),
+      TRACE_FORMAT_BINARY);
   assert_memory_equal(bin.data, "ASTRACE", 8);
-  buf_t text = convert(open_bytes(bin.data, bin.len, "a.astrace"),
-                       TRACE_FORMAT_TEXT);
+  buf_t text =
+      convert(open_bytes(bin.data, bin.len, "a.astrace"), TRACE_FORMAT_TEXT);
   assert_int_equal(text.len, sizeof every_op_canonical - 1);
   assert_memory_equal(text.data, every_op_canonical, text.len);
-  buf_t bin2 = convert(open_bytes(text.data, text.len, "b.trace"),
-                       TRACE_FORMAT_BINARY);
+  buf_t bin2 =
+      convert(open_bytes(text.data, text.len, "b.trace"), TRACE_FORMAT_BINARY);
   assert_int_equal(bin2.len, bin.len);
   assert_memory_equal(bin2.data, bin.data, bin.len);
   free(bin.data);
@@ -229,9 +229,9 @@ static void text_to_binary_to_text_is_byte_identical(void **state) {
 
 static void provenance_survives_the_binary_header(void **state) {
   (void)state;
-  buf_t bin = convert(open_bytes(every_op_canonical,
-                                 sizeof every_op_canonical - 1, "a.trace"),
-                      TRACE_FORMAT_BINARY);
+  buf_t bin = convert(
+      open_bytes(every_op_canonical, sizeof every_op_canonical - 1, "a.trace"),
+      TRACE_FORMAT_BINARY);
   trace_source_t *src = open_bytes(bin.data, bin.len, "x");
   assert_int_equal(src->meta.count, 2);
   assert_string_equal(src->meta.key[1], "page_size");
@@ -373,8 +373,7 @@ static void new_op_fields_out_of_range_are_rejected(void **state) {
 
 static void varint_overflow_names_the_field(void **state) {
   (void)state;
-  static const char in[] =
-      HDR "\x45\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x02";
+  static const char in[] = HDR "\x45\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x02";
   expect_error(in, sizeof in - 1,
                "t.astrace: byte offset 12: varint overflow in time delta, "
                "expected at most 10 bytes encoding a value below 2^64");
@@ -396,7 +395,9 @@ static void out_of_range_fields_are_rejected(void **state) {
   expect_error(HDR "\xC7\x40", HDR_LEN + 2,
                "t.astrace: byte offset 12: expected a label of at most 63 "
                "bytes, got 64");
-  expect_error(HDR "\xC7\x02" "a\n", HDR_LEN + 4,
+  expect_error(HDR "\xC7\x02"
+                   "a\n",
+               HDR_LEN + 4,
                "t.astrace: byte offset 14: expected a printable label byte, "
                "got 0x0a");
   static const char wrap[] =
@@ -411,7 +412,9 @@ static void truncated_record_names_record_and_field_offsets(void **state) {
   expect_error(HDR "\xC0\x02", HDR_LEN + 2,
                "t.astrace: truncated record at byte offset 11: expected size "
                "at byte offset 13, got end of file");
-  expect_error(HDR "\xC5\xC7\x05" "ab", HDR_LEN + 5,
+  expect_error(HDR "\xC5\xC7\x05"
+                   "ab",
+               HDR_LEN + 5,
                "t.astrace: truncated record at byte offset 12: expected label "
                "at byte offset 14, got end of file");
 }
@@ -419,12 +422,12 @@ static void truncated_record_names_record_and_field_offsets(void **state) {
 /* Record boundaries of the every-op fixture, from encoding its prefixes. */
 static void truncation_at_every_cut_errors_cleanly(void **state) {
   (void)state;
-  trace_event_t evs[64];
-  char          labels[64][TRACE_LABEL_MAX + 1];
-  size_t        n = 0;
-  trace_source_t *src = open_bytes(every_op_canonical,
-                                   sizeof every_op_canonical - 1, "a.trace");
-  as_err_t      err = {0};
+  trace_event_t   evs[64];
+  char            labels[64][TRACE_LABEL_MAX + 1];
+  size_t          n = 0;
+  trace_source_t *src =
+      open_bytes(every_op_canonical, sizeof every_op_canonical - 1, "a.trace");
+  as_err_t err = {0};
   while (trace_source_next(src, &evs[n], &err) == AS_OK) {
     if (evs[n].label != NULL) {
       snprintf(labels[n], sizeof labels[n], "%s", evs[n].label);
@@ -442,7 +445,7 @@ static void truncation_at_every_cut_errors_cleanly(void **state) {
     bound[k] = b.len - 1 - 9;
     free(b.data);
   }
-  buf_t full = encode(evs, n, &meta);
+  buf_t  full = encode(evs, n, &meta);
   size_t header_len = bound[0];
   for (size_t cut = 0; cut < full.len; cut++) {
     size_t      got, lgot;
@@ -551,9 +554,8 @@ static void million_events_round_trip_through_files(void **state) {
   trace_writer_t *w;
   as_err_t        err = {0};
   assert_int_equal(
-      trace_writer_open(bin_path, TRACE_FORMAT_BINARY, &meta, &w, &err),
-      AS_OK);
-  gen_t        g = {.state = 42};
+      trace_writer_open(bin_path, TRACE_FORMAT_BINARY, &meta, &w, &err), AS_OK);
+  gen_t         g = {.state = 42};
   trace_event_t ev, back;
   for (uint64_t i = 0; i < N; i++) {
     gen_event(&g, i, &ev);
@@ -565,7 +567,7 @@ static void million_events_round_trip_through_files(void **state) {
   trace_source_t *src;
   assert_int_equal(trace_open(bin_path, &src, &err), AS_OK);
   g = (gen_t){.state = 42};
-  uint64_t count = 0;
+  uint64_t    count = 0;
   as_status_t rc;
   while ((rc = trace_source_next(src, &back, &err)) == AS_OK) {
     gen_event(&g, count, &ev);
@@ -670,11 +672,20 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
  * file (the checked path): both must give back exactly what was written. */
 static void boundary_values_decode_identically_on_both_paths(void **state) {
   (void)state;
-  static const uint64_t vals[] = {0,          1,          127,
-                                  128,        16383,      16384,
-                                  2097151,    2097152,    268435455,
-                                  268435456,  UINT32_MAX, (uint64_t)1 << 56,
-                                  UINT64_MAX / 2, UINT64_MAX};
+  static const uint64_t vals[] = {0,
+                                  1,
+                                  127,
+                                  128,
+                                  16383,
+                                  16384,
+                                  2097151,
+                                  2097152,
+                                  268435455,
+                                  268435456,
+                                  UINT32_MAX,
+                                  (uint64_t)1 << 56,
+                                  UINT64_MAX / 2,
+                                  UINT64_MAX};
   enum { NV = sizeof vals / sizeof vals[0], NE = NV * 6, PAD = 100 };
   trace_event_t evs[NE + PAD];
   size_t        n = 0;
@@ -682,19 +693,25 @@ static void boundary_values_decode_identically_on_both_paths(void **state) {
   for (size_t i = 0; i < NV; i++) {
     uint64_t v = vals[i];
     uint32_t th = (uint32_t)(v > UINT32_MAX ? i : v);
-    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_MALLOC,
-                               .id = v, .size = v};
-    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_FREE,
-                               .id = v, .domain = TRACE_DOMAIN_MEM};
-    evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_MEMALIGN, .id = 0,
-                               .align = (uint64_t)1 << (i % 64), .size = v};
-    evs[n++] = (trace_event_t){.t_ns = t, .thread = 1, .op = TRACE_RSS,
+    evs[n++] = (trace_event_t){
+        .t_ns = t, .thread = th, .op = TRACE_MALLOC, .id = v, .size = v};
+    evs[n++] = (trace_event_t){.t_ns = t,
+                               .thread = th,
+                               .op = TRACE_FREE,
+                               .id = v,
+                               .domain = TRACE_DOMAIN_MEM};
+    evs[n++] = (trace_event_t){.t_ns = t,
+                               .op = TRACE_MEMALIGN,
+                               .id = 0,
+                               .align = (uint64_t)1 << (i % 64),
                                .size = v};
-    evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_REALLOC,
-                               .id = UINT64_MAX - v, .size = v};
+    evs[n++] =
+        (trace_event_t){.t_ns = t, .thread = 1, .op = TRACE_RSS, .size = v};
+    evs[n++] = (trace_event_t){
+        .t_ns = t, .op = TRACE_REALLOC, .id = UINT64_MAX - v, .size = v};
     t += v < UINT64_MAX / 64 ? v : 1;
-    evs[n++] = (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_IDLE,
-                               .size = v};
+    evs[n++] =
+        (trace_event_t){.t_ns = t, .thread = th, .op = TRACE_IDLE, .size = v};
   }
   for (size_t i = 0; i < PAD; i++)
     evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_THREAD_START};

@@ -27,8 +27,8 @@ static as_status_t open_text(const char *text, trace_source_t **src,
                              as_err_t *err) {
   size_t len = strlen(text);
   /* fmemopen of a zero-length buffer fails with EINVAL on glibc. */
-  FILE *f = len > 0 ? fmemopen((void *)text, len, "r")
-                    : fopen("/dev/null", "r");
+  FILE *f =
+      len > 0 ? fmemopen((void *)text, len, "r") : fopen("/dev/null", "r");
   assert_non_null(f);
   return trace_open_stream(f, "t.trace", src, err);
 }
@@ -70,9 +70,8 @@ static char *canonical(const char *text) {
   size_t          out_len = 0;
   FILE           *mem = open_memstream(&out, &out_len);
   trace_writer_t *w;
-  assert_int_equal(trace_writer_open_stream(mem, "out.trace",
-                                            TRACE_FORMAT_TEXT, &src->meta, &w,
-                                            &err),
+  assert_int_equal(trace_writer_open_stream(mem, "out.trace", TRACE_FORMAT_TEXT,
+                                            &src->meta, &w, &err),
                    AS_OK);
   trace_event_t ev;
   as_status_t   rc;
@@ -401,8 +400,7 @@ static void extra_fields_are_rejected(void **state) {
                "t.trace:2: expected end of line, got 'junk'");
   expect_error(H "0 0 thread_start 3\n",
                "t.trace:2: expected end of line, got '3'");
-  expect_error(H "0 0 mark a b\n",
-               "t.trace:2: expected end of line, got 'b'");
+  expect_error(H "0 0 mark a b\n", "t.trace:2: expected end of line, got 'b'");
   expect_error(H "0 0 rss 1 obj\n",
                "t.trace:2: expected end of line, got 'obj'");
   expect_error(H "0 0 free 1 heap\n",
@@ -491,7 +489,7 @@ static void provenance_errors_are_reported(void **state) {
 static void nul_bytes_are_rejected(void **state) {
   (void)state;
   static const char in[] = H "0 0 ma\0lloc 1 2\n";
-  FILE *f = fmemopen((void *)in, sizeof in - 1, "r");
+  FILE             *f = fmemopen((void *)in, sizeof in - 1, "r");
   assert_non_null(f);
   trace_source_t *src;
   as_err_t        err = {0};
@@ -506,9 +504,9 @@ static void errors_are_sticky(void **state) {
   (void)state;
   trace_source_t *src;
   as_err_t        err = {0};
-  assert_int_equal(open_text(H "0 0 thread_start\n0 0 bogus\n0 0 free 1\n",
-                             &src, &err),
-                   AS_OK);
+  assert_int_equal(
+      open_text(H "0 0 thread_start\n0 0 bogus\n0 0 free 1\n", &src, &err),
+      AS_OK);
   trace_event_t ev;
   assert_int_equal(trace_source_next(src, &ev, &err), AS_OK);
   assert_int_equal(trace_source_next(src, &ev, &err), AS_EFORMAT);
@@ -527,10 +525,9 @@ static void writer_rejects_events_text_cannot_carry(void **state) {
   FILE           *mem = open_memstream(&out, &len);
   trace_writer_t *w;
   as_err_t        err = {0};
-  assert_int_equal(
-      trace_writer_open_stream(mem, "w.trace", TRACE_FORMAT_TEXT, NULL, &w,
-                               &err),
-      AS_OK);
+  assert_int_equal(trace_writer_open_stream(mem, "w.trace", TRACE_FORMAT_TEXT,
+                                            NULL, &w, &err),
+                   AS_OK);
   trace_event_t ev = {.t_ns = 100, .op = TRACE_MALLOC, .id = 1, .size = 8};
   assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
   ev.t_ns = 99;

@@ -93,9 +93,9 @@ static void lab_purge_follows_the_burst_program(void **state) {
   assert_int_equal(t.purges[TRACE_PURGE_DECAY], 1);
   assert_int_equal(t.purges[TRACE_PURGE_ALL], 1);
   assert_true(t.monotone);
-  static const char *const order[] = {"start", "allocated", "freed",
-                                      "idle_end", "collected",
-                                      "collected_force", "end"};
+  static const char *const order[] = {
+      "start",     "allocated",       "freed", "idle_end",
+      "collected", "collected_force", "end"};
   assert_int_equal(t.nlabels, 7);
   for (size_t i = 0; i < 7; i++)
     assert_string_equal(t.labels[i], order[i]);
@@ -127,16 +127,14 @@ static void churn_purge_follows_the_churn_programs(void **state) {
   assert_memory_equal(t.first_sizes, first, sizeof first);
   assert_int_equal(t.purges[TRACE_PURGE_TCACHE], 1);
   assert_int_equal(t.purges[TRACE_PURGE_ALL], 1);
-  static const char *const order[] = {"start",    "allocated",
-                                      "freed",    "idle_end",
-                                      "tcache_flushed", "purged"};
+  static const char *const order[] = {"start",    "allocated",      "freed",
+                                      "idle_end", "tcache_flushed", "purged"};
   assert_int_equal(t.nlabels, 6);
   for (size_t i = 0; i < 6; i++)
     assert_string_equal(t.labels[i], order[i]);
   assert_int_equal(t.label_t[3] - t.label_t[2], 10000 * MS);
   assert_true(t.monotone);
-  run("churn-purge --seed 1 --keep-every 3 --alloc-time 2s --free-time 1s",
-      &t);
+  run("churn-purge --seed 1 --keep-every 3 --alloc-time 2s --free-time 1s", &t);
   assert_int_equal(t.frees, 200000);
   assert_int_equal(t.label_t[1], 2000 * MS);
   assert_int_equal(t.label_t[2], 3000 * MS);

@@ -305,8 +305,8 @@ static void a_turn_ends_inside_its_last_request(void **state) {
   tally_t *t = malloc(sizeof *t);
   run_tally("--requests 40 --threads 4 --slice 3", t);
   assert_true(t->ids_ok);
-  uint64_t live6512[8] = {0};
-  int      at_switch = -1;
+  uint64_t      live6512[8] = {0};
+  int           at_switch = -1;
   unsigned char big[MAX_IDS] = {0};
   for (size_t i = 0; i < t->nlog && at_switch < 0; i++) {
     const trace_event_t *ev = &t->log[i];

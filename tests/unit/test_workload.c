@@ -29,15 +29,15 @@ static as_status_t open_args(const char *line, trace_source_t **src,
 
 /* Counts of what a small run emits. */
 typedef struct tally_s {
-  uint64_t events, obj_mallocs, obj_frees, mem_mallocs, mem_reallocs,
-      mem_frees, marks;
-  char     mark_labels[8][16];
-  uint64_t mark_t[8];
-  uint64_t list_sizes[64]; /* sizes of id 0's first 64 (re)allocations */
-  size_t   nlist;
-  uint64_t first_free_id, last_free_id;
-  uint64_t max_id;
-  bool     times_ok;
+  uint64_t events, obj_mallocs, obj_frees, mem_mallocs, mem_reallocs, mem_frees,
+      marks;
+  char           mark_labels[8][16];
+  uint64_t       mark_t[8];
+  uint64_t       list_sizes[64]; /* sizes of id 0's first 64 (re)allocations */
+  size_t         nlist;
+  uint64_t       first_free_id, last_free_id;
+  uint64_t       max_id;
+  bool           times_ok;
   unsigned char *freed; /* per build object */
 } tally_t;
 
@@ -46,7 +46,7 @@ static void run_all(const char *line, tally_t *t, uint64_t nobjects) {
   as_err_t        err = {0};
   memset(t, 0, sizeof *t);
   t->times_ok = true;
-  t->freed    = calloc(nobjects + 1, 1);
+  t->freed = calloc(nobjects + 1, 1);
   assert_int_equal(open_args(line, &src, &err), AS_OK);
   trace_event_t ev;
   uint64_t      prev_t = 0;
@@ -98,8 +98,8 @@ static void run_all(const char *line, tally_t *t, uint64_t nobjects) {
 
 /* ---- Registry and parser ------------------------------------------------ */
 
-static void registry_finds_survivors_and_nothing_else_by_a_wrong_name(
-    void **state) {
+static void
+registry_finds_survivors_and_nothing_else_by_a_wrong_name(void **state) {
   (void)state;
   assert_non_null(workload_find("survivors"));
   assert_ptr_equal(workload_find("survivors"), &workload_survivors);
@@ -113,8 +113,8 @@ static void registry_finds_survivors_and_nothing_else_by_a_wrong_name(
   assert_true(found);
 }
 
-static void unknown_option_is_a_usage_error_listing_the_known_ones(
-    void **state) {
+static void
+unknown_option_is_a_usage_error_listing_the_known_ones(void **state) {
   (void)state;
   trace_source_t *src = (trace_source_t *)1;
   as_err_t        err = {0};
@@ -124,8 +124,7 @@ static void unknown_option_is_a_usage_error_listing_the_known_ones(
   assert_non_null(strstr(err.msg, "--size, --total, --pattern"));
 }
 
-static void option_given_twice_or_without_value_is_a_usage_error(
-    void **state) {
+static void option_given_twice_or_without_value_is_a_usage_error(void **state) {
   (void)state;
   trace_source_t *src;
   as_err_t        err = {0};
@@ -175,8 +174,8 @@ static void source_name_and_meta_spell_every_option(void **state) {
 
 /* ---- The survivor rule -------------------------------------------------- */
 
-static void splitmix64_matches_the_published_sequence_for_seed_1234567(
-    void **state) {
+static void
+splitmix64_matches_the_published_sequence_for_seed_1234567(void **state) {
   (void)state;
   /* Rosetta Code "Pseudo-random numbers/Splitmix64", seed 1234567. */
   assert_true(survivors_splitmix64_at(1234567, 0) ==
@@ -193,8 +192,8 @@ static void splitmix64_matches_the_published_sequence_for_seed_1234567(
 
 static void random_rule_keeps_about_p_and_depends_on_the_seed(void **state) {
   (void)state;
-  survivors_rule_t r = {.pattern = SURVIVORS_RANDOM, .fraction = 0.01,
-                        .seed = 7};
+  survivors_rule_t r = {
+      .pattern = SURVIVORS_RANDOM, .fraction = 0.01, .seed = 7};
   uint64_t kept = 0, same = 0;
   for (uint64_t i = 0; i < 1000000; i++) {
     bool a = survivors_is_kept(&r, i);
@@ -215,8 +214,7 @@ static void random_rule_keeps_about_p_and_depends_on_the_seed(void **state) {
 
 /* ---- The generated events ----------------------------------------------- */
 
-static void stride_run_builds_keeps_every_nth_and_frees_the_rest(
-    void **state) {
+static void stride_run_builds_keeps_every_nth_and_frees_the_rest(void **state) {
   (void)state;
   tally_t t;
   /* 1 MiB of 64 B objects: 16384; every 1000th survives: 17 of them. */
@@ -269,8 +267,8 @@ static void random_run_frees_exactly_the_non_survivors(void **state) {
   (void)state;
   tally_t t;
   run_all("--total 1 --fraction 0.01 --seed 7", &t, 16384);
-  survivors_rule_t r = {.pattern = SURVIVORS_RANDOM, .fraction = 0.01,
-                        .seed = 7};
+  survivors_rule_t r = {
+      .pattern = SURVIVORS_RANDOM, .fraction = 0.01, .seed = 7};
   uint64_t kept = 0;
   for (uint64_t i = 0; i < 16384; i++) {
     kept += survivors_is_kept(&r, i);

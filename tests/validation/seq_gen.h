@@ -36,9 +36,9 @@ typedef enum seq_mix_e {
 typedef struct seq_gen_s {
   uint64_t  rng;
   seq_mix_t mix;
-  uint32_t  nids;        /* ids used: 0 .. nids-1 */
-  uint32_t  purge_every; /* 0: never */
-  uint32_t  max_align_log2; /* aligned calls use 16 .. 2^max_align_log2 */
+  uint32_t  nids;              /* ids used: 0 .. nids-1 */
+  uint32_t  purge_every;       /* 0: never */
+  uint32_t  max_align_log2;    /* aligned calls use 16 .. 2^max_align_log2 */
   uint64_t  size[SEQ_MAX_IDS]; /* live request size; 0 = not live */
 } seq_gen_t;
 
@@ -55,10 +55,10 @@ static inline void seq_init(seq_gen_t *g, uint64_t seed, seq_mix_t mix,
                             uint32_t nids, uint32_t purge_every,
                             uint32_t max_align_log2) {
   memset(g, 0, sizeof *g);
-  g->rng            = seed;
-  g->mix            = mix;
-  g->nids           = nids <= SEQ_MAX_IDS ? nids : SEQ_MAX_IDS;
-  g->purge_every    = purge_every;
+  g->rng = seed;
+  g->mix = mix;
+  g->nids = nids <= SEQ_MAX_IDS ? nids : SEQ_MAX_IDS;
+  g->purge_every = purge_every;
   g->max_align_log2 = max_align_log2 < 4    ? 4
                       : max_align_log2 > 16 ? 16
                                             : max_align_log2;
@@ -95,17 +95,17 @@ static inline void seq_next(seq_gen_t *g, uint64_t step, seq_call_t *c) {
   c->prev_size = g->size[c->id];
   if (g->size[c->id] == 0) {
     uint64_t kind = seq_below(g, 10);
-    c->op   = kind == 0 ? SEQ_CALLOC : kind == 1 ? SEQ_MEMALIGN : SEQ_MALLOC;
+    c->op = kind == 0 ? SEQ_CALLOC : kind == 1 ? SEQ_MEMALIGN : SEQ_MALLOC;
     c->size = seq_size(g);
     if (c->op == SEQ_MEMALIGN)
       c->align = UINT64_C(16) << seq_below(g, g->max_align_log2 - 3);
     g->size[c->id] = c->size;
   } else if (seq_below(g, 5) == 0) {
-    c->op          = SEQ_REALLOC;
-    c->size        = seq_size(g);
+    c->op = SEQ_REALLOC;
+    c->size = seq_size(g);
     g->size[c->id] = c->size;
   } else {
-    c->op          = SEQ_FREE;
+    c->op = SEQ_FREE;
     g->size[c->id] = 0;
   }
 }

@@ -50,8 +50,7 @@
 
 #define KIB INT64_C(1024)
 
-static int64_t tolerance(const char *lab, const char *label,
-                         const char *mark) {
+static int64_t tolerance(const char *lab, const char *label, const char *mark) {
   if (strcmp(lab, "arenas") == 0 && strcmp(mark, "joined") == 0)
     return 256 * KIB;
   if (strcmp(lab, "cliff") == 0)
@@ -73,7 +72,7 @@ static lab_result_t *simulate(const char *name) {
   lab_result_t *r = calloc(1, sizeof *r);
   assert_non_null(r);
   lab_opts_t opts = {.source_dir = ALLOCSIM_SOURCE_DIR, .map_cells = 48};
-  as_err_t   err  = {0};
+  as_err_t   err = {0};
   if (lab_simulate(def, &opts, r, &err) != AS_OK)
     fail_msg("lab %s: %s", name, err.msg);
   return r;
@@ -110,17 +109,15 @@ static void every_lab_predicts_its_recorded_runs(void **state) {
         continue;
       int64_t e = (int64_t)st->predicted_rss - (int64_t)st->measured_rss;
       int64_t tol = tolerance(r->def->name, st->label, st->mark);
-      print_message("%-15s %-40s predicted %8.2f MiB measured %8.2f MiB "
-                    "error %+6.2f MiB\n",
-                    r->def->name, st->label,
-                    (double)st->predicted_rss / 1048576.0,
-                    (double)st->measured_rss / 1048576.0,
-                    (double)e / 1048576.0);
+      print_message(
+          "%-15s %-40s predicted %8.2f MiB measured %8.2f MiB "
+          "error %+6.2f MiB\n",
+          r->def->name, st->label, (double)st->predicted_rss / 1048576.0,
+          (double)st->measured_rss / 1048576.0, (double)e / 1048576.0);
       if (e > tol || e < -tol)
         fail_msg("lab %s, %s: predicted %llu bytes, measured %llu (error "
                  "%lld > %lld)",
-                 r->def->name, st->label,
-                 (unsigned long long)st->predicted_rss,
+                 r->def->name, st->label, (unsigned long long)st->predicted_rss,
                  (unsigned long long)st->measured_rss, (long long)e,
                  (long long)tol);
       checked++;
@@ -132,10 +129,11 @@ static void every_lab_predicts_its_recorded_runs(void **state) {
   assert_true(checked >= 93);
 }
 
-/* ---- The size-class lab --------------------------------------------------- */
+/* ---- The size-class lab ---------------------------------------------------
+ */
 
 static const lab_variant_result_t *variant(const lab_result_t *r,
-                                           const char *label) {
+                                           const char         *label) {
   for (size_t vi = 0; vi < lab_variant_count(r->def); vi++)
     if (strcmp(r->def->variants[vi].label, label) == 0)
       return &r->variants[vi];
@@ -190,7 +188,7 @@ static void size_class_ladders_are_the_machines(void **state) {
   attach_recorded(r);
   for (size_t vi = 0; vi < lab_variant_count(r->def); vi++) {
     const char                 *label = r->def->variants[vi].label;
-    const lab_variant_result_t *v     = &r->variants[vi];
+    const lab_variant_result_t *v = &r->variants[vi];
     if (v->ran && strcmp(label, "macOS libmalloc (table only)") == 0) {
       /* The course notes' section 8, measured with malloc_size() on
        * macOS: 54 classes up to 256 KiB, and 1025 bytes get 1280. */
@@ -198,8 +196,8 @@ static void size_class_ladders_are_the_machines(void **state) {
       assert_int_equal(lab_ladder_usable(&v->ladder, 1025), 1280);
       continue;
     }
-    if (!v->ran || (strcmp(label, "tcmalloc") != 0 &&
-                    strcmp(label, "mimalloc") != 0))
+    if (!v->ran ||
+        (strcmp(label, "tcmalloc") != 0 && strcmp(label, "mimalloc") != 0))
       continue;
     assert_true(v->measured);
     print_message("%s: %zu classes simulated, %zu measured, first "
@@ -237,7 +235,8 @@ static void pymalloc_ladder_ends_at_512(void **state) {
   release(r);
 }
 
-/* ---- The pin lab ---------------------------------------------------------- */
+/* ---- The pin lab ----------------------------------------------------------
+ */
 
 static const lab_step_t *step(const lab_result_t *r, const char *label) {
   for (size_t i = 0; i < r->nsteps; i++)
@@ -264,11 +263,11 @@ static uint64_t counter(const lab_result_t *r, const lab_step_t *st,
  * the last, which pymalloc keeps: 2 arenas, 3% of the peak. */
 static void one_object_pins_an_arena(void **state) {
   (void)state;
-  lab_result_t     *r        = simulate("pin");
-  const lab_step_t *peak     = step(r, "keep every 10,000th: peak");
-  const lab_step_t *stride   = step(r, "keep every 10,000th: after");
-  const lab_step_t *oldest   = step(r, "keep the first 100: after");
-  uint64_t          arenas   = counter(r, peak, "pymalloc.arenas");
+  lab_result_t     *r = simulate("pin");
+  const lab_step_t *peak = step(r, "keep every 10,000th: peak");
+  const lab_step_t *stride = step(r, "keep every 10,000th: after");
+  const lab_step_t *oldest = step(r, "keep the first 100: after");
+  uint64_t          arenas = counter(r, peak, "pymalloc.arenas");
   assert_int_equal(arenas, 62);
   assert_int_equal(counter(r, stride, "pymalloc.arenas"), arenas);
   assert_int_equal(counter(r, stride, "pymalloc.arenas_pinned"), arenas);
@@ -283,7 +282,8 @@ static void one_object_pins_an_arena(void **state) {
   release(r);
 }
 
-/* ---- The cliff lab -------------------------------------------------------- */
+/* ---- The cliff lab --------------------------------------------------------
+ */
 
 static size_t measured_column(const lab_result_t *r, const char *name) {
   for (size_t c = 0; r->def->measured_columns[c] != NULL; c++)
@@ -307,10 +307,10 @@ static void the_route_changes_at_512_only_under_pymalloc(void **state) {
   size_t blocks = measured_column(r, "blocks"), ns = measured_column(r, "ns");
   double step_ns[2] = {0, 0}; /* 520B minus 512B, per variant */
   for (size_t i = 0; i < r->nsteps; i++) {
-    const lab_step_t *st      = &r->steps[i];
+    const lab_step_t *st = &r->steps[i];
     bool              pymalloc = st->variant == 0;
-    uint64_t          size     = strtoull(st->mark, NULL, 10);
-    uint64_t          want     = pymalloc && size <= 512 ? 1000 : 0;
+    uint64_t          size = strtoull(st->mark, NULL, 10);
+    uint64_t          want = pymalloc && size <= 512 ? 1000 : 0;
     assert_int_equal(counter(r, st, "pymalloc.blocks_in_use"), want);
     assert_true(st->has_measured_value[blocks]);
     assert_int_equal((uint64_t)st->measured_value[blocks], want);
@@ -328,7 +328,8 @@ static void the_route_changes_at_512_only_under_pymalloc(void **state) {
   release(r);
 }
 
-/* ---- The decay lab -------------------------------------------------------- */
+/* ---- The decay lab --------------------------------------------------------
+ */
 
 /* mimalloc 2.0.9: with the default decommit_delay (25 ms) the free keeps
  * the 80 MiB and so does the 12 s idle; mi_collect purges them.  With the
@@ -336,7 +337,7 @@ static void the_route_changes_at_512_only_under_pymalloc(void **state) {
  * priced in kernel.cost_us); the measurement agrees at every step. */
 static void a_zero_delay_returns_at_the_free_and_pays_for_it(void **state) {
   (void)state;
-  lab_result_t *r   = simulate("decay");
+  lab_result_t *r = simulate("decay");
   uint64_t      mib = UINT64_C(1) << 20;
   attach_recorded(r);
   static const char *const activity[] = {"idle", "same-size activity"};
@@ -360,7 +361,8 @@ static void a_zero_delay_returns_at_the_free_and_pays_for_it(void **state) {
   release(r);
 }
 
-/* ---- The leak lab --------------------------------------------------------- */
+/* ---- The leak lab ---------------------------------------------------------
+ */
 
 /* 5 rounds of 160 blocks of 64 KiB through libc's malloc: the capture
  * holds 50 MiB more live bytes at leak_50 than at start, in glibc's heap;
@@ -370,14 +372,15 @@ static void the_capture_sees_what_tracemalloc_does_not(void **state) {
   lab_result_t *r = simulate("leak");
   attach_recorded(r);
   const lab_step_t *start = step(r, "start"), *end = step(r, "leak_50");
-  uint64_t          leak  = UINT64_C(50) << 20;
+  uint64_t          leak = UINT64_C(50) << 20;
   assert_true(end->sim_live - start->sim_live >= leak);
   assert_true(end->sim_live - start->sim_live < leak + (UINT64_C(1) << 20));
   /* The heap and RSS grow by the leak less what was free at start (under
    * 1 MiB: 49.7 MiB of system bytes, 49.7 MiB of RSS measured). */
   uint64_t floor = leak - (UINT64_C(1) << 20);
   assert_true(counter(r, end, "glibc.system_bytes") -
-                  counter(r, start, "glibc.system_bytes") >= floor);
+                  counter(r, start, "glibc.system_bytes") >=
+              floor);
   size_t traced = measured_column(r, "tracemalloc_kib");
   assert_true(end->has_measured_value[traced]);
   assert_true(end->measured_value[traced] < 64.0);
@@ -385,7 +388,8 @@ static void the_capture_sees_what_tracemalloc_does_not(void **state) {
   release(r);
 }
 
-/* ---- The compare lab ------------------------------------------------------ */
+/* ---- The compare lab ------------------------------------------------------
+ */
 
 /* The same spike on four allocators: the live data at the peak is the
  * same, and malloc_trim(0) is glibc's alone.  glibc gives back what its
@@ -399,7 +403,7 @@ static void malloc_trim_is_glibcs_alone(void **state) {
     if (!r->variants[vi].ran)
       continue;
     ran++;
-    char label[128];
+    char        label[128];
     const char *name = r->def->variants[vi].label;
     snprintf(label, sizeof label, "%s: peak", name);
     const lab_step_t *peak = step(r, label);

@@ -58,15 +58,15 @@ static void run(const char *model, const char *const *fixed, const char *mark,
                 unsigned seeds, double *mean, double *sd, double *formula,
                 double *sigma) {
   sweep_config_t c = {0};
-  c.workload       = workload_find("survivors");
-  c.model          = model;
-  c.seeds          = seeds;
-  c.jobs           = 2;
+  c.workload = workload_find("survivors");
+  c.model = model;
+  c.seeds = seeds;
+  c.jobs = 2;
   sim_kernel_config_default(&c.kernel);
-  c.fixed_name[c.nfixed]    = "build";
+  c.fixed_name[c.nfixed] = "build";
   c.fixed_value[c.nfixed++] = "ft";
   for (size_t i = 0; fixed[i] != NULL; i += 2) {
-    c.fixed_name[c.nfixed]    = fixed[i];
+    c.fixed_name[c.nfixed] = fixed[i];
     c.fixed_value[c.nfixed++] = fixed[i + 1];
   }
   sweep_point_t *pts;
@@ -85,12 +85,11 @@ static void run(const char *model, const char *const *fixed, const char *mark,
     sum += v;
     sum2 += v * v;
   }
-  *mean    = sum / (double)n;
-  *sd      = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / (double)n) /
-                                      (double)(n - 1)))
-                   : 0;
+  *mean = sum / (double)n;
+  *sd = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / (double)n) / (double)(n - 1)))
+              : 0;
   *formula = pts[0].have_formula ? pts[0].formula_kept_bytes / MIB : NAN;
-  *sigma   = pts[0].have_formula ? pts[0].formula_sd_bytes / MIB : 0;
+  *sigma = pts[0].have_formula ? pts[0].formula_sd_bytes / MIB : 0;
   free(pts);
 }
 
@@ -102,15 +101,15 @@ static void row_ex(const char *what, const char *published, double mean,
   char e[32] = "-";
   if (!isnan(err_pct))
     snprintf(e, sizeof e, "%+.0f%%", err_pct);
-  printf("| %s | %s | %.1f (%.1f) | %s | %s | %s%s |\n", what, published,
-         mean, sd, e, tolerance, ok ? "yes" : "**no**",
+  printf("| %s | %s | %.1f (%.1f) | %s | %s | %s%s |\n", what, published, mean,
+         sd, e, tolerance, ok ? "yes" : "**no**",
          asserted ? "" : " (reported)");
   fflush(stdout);
   failures += asserted && !ok;
 }
 
-static void row(const char *what, const char *published, double mean,
-                double sd, const char *tolerance, bool ok, double err_pct) {
+static void row(const char *what, const char *published, double mean, double sd,
+                const char *tolerance, bool ok, double err_pct) {
   row_ex(what, published, mean, sd, tolerance, ok, err_pct, true);
 }
 
@@ -123,51 +122,50 @@ static void published_free_threaded_figures(void **state) {
   const char *sizes[] = {"64", "512"}, *fracs[] = {"0", "1e-4", "1e-3"};
   for (int s = 0; s < 2; s++)
     for (int k = 0; k < 3; k++) {
-      const char *fx[] = {"size", sizes[s], "fraction", fracs[k],
-                          "settle-ms", "2500", NULL};
-      run("cpython:build=ft", fx, "after", k ? SEEDS : 1, &mean, &sd, &f,
-          &sig);
+      const char *fx[] = {"size",      sizes[s], "fraction", fracs[k],
+                          "settle-ms", "2500",   NULL};
+      run("cpython:build=ft", fx, "after", k ? SEEDS : 1, &mean, &sd, &f, &sig);
       char what[80];
       snprintf(what, sizeof what, "default, %s B, random %s", sizes[s],
                fracs[k]);
       double lo = 200 * 0.9, hi = 330 * 1.1;
-      double e  = mean < 200 ? (mean - 200) / 2.0 : mean > 330
-                                                       ? (mean - 330) / 3.3
-                                                       : 0;
+      double e = mean < 200   ? (mean - 200) / 2.0
+                 : mean > 330 ? (mean - 330) / 3.3
+                              : 0;
       row(what, "200-330", mean, sd, "180-363", mean >= lo && mean <= hi, e);
     }
   /* Purge delay 0: idle keeps everything; allocating again gives the
    * unpinned pages back. */
-  const char *idle[] = {"size", "512", "fraction", "1e-3", "settle-ms",
-                        "2500", NULL};
+  const char *idle[] = {"size",      "512",  "fraction", "1e-3",
+                        "settle-ms", "2500", NULL};
   run("cpython:build=ft,purge_delay=0", idle, "after", SEEDS, &mean, &sd, &f,
       &sig);
   row("purge_delay=0, 512 B, 1/1,000, before allocating again",
       "all (about 256)", mean, sd, ">= 250", mean >= 250, NAN);
-  const char *again[] = {"size", "512", "fraction", "1e-3", "settle-ms",
-                         "2500", "alloc-after", "262144", NULL};
-  run("cpython:build=ft,purge_delay=0", again, "after_alloc", SEEDS, &mean,
-      &sd, &f, &sig);
+  const char *again[] = {"size", "512",         "fraction", "1e-3", "settle-ms",
+                         "2500", "alloc-after", "262144",   NULL};
+  run("cpython:build=ft,purge_delay=0", again, "after_alloc", SEEDS, &mean, &sd,
+      &f, &sig);
   double t = 3 * sig * sqrt(2.0 / 3.0) + 2;
   char   tol[48];
   snprintf(tol, sizeof tol, "+-%.1f (formula %.1f, sd %.1f)", t, f, sig);
   row("purge_delay=0, 512 B, 1/1,000, allocating again", "27", mean, sd, tol,
       fabs(mean - 27) <= t, (mean - 27) / 27 * 100);
   /* The long run: ten minutes of light allocation. */
-  const char *longrun[] = {"size", "64", "fraction", "0", "settle-ms",
-                           "600000", NULL};
+  const char *longrun[] = {"size",      "64",     "fraction", "0",
+                           "settle-ms", "600000", NULL};
   run("cpython:build=ft", longrun, "after", 1, &mean, &sd, &f, &sig);
-  row("default, freed everything, 10 min of light allocation", "314", mean,
-      sd, "+-10% (282.6-345.4)", fabs(mean - 314) <= 31.4,
+  row("default, freed everything, 10 min of light allocation", "314", mean, sd,
+      "+-10% (282.6-345.4)", fabs(mean - 314) <= 31.4,
       (mean - 314) / 314 * 100);
   /* Tuples after the free, against a fresh process. */
-  const char *reuse[] = {"size",        "64",    "fraction",   "0",
-                         "settle-ms",   "2500",  "reuse-size", "56",
-                         "reuse-total", "256",   "reuse-kind", "tuple",
+  const char *reuse[] = {"size",        "64",   "fraction",   "0",
+                         "settle-ms",   "2500", "reuse-size", "56",
+                         "reuse-total", "256",  "reuse-kind", "tuple",
                          NULL};
-  const char *fresh[] = {"size",       "64",   "total",       "0.001",
-                         "fraction",   "0",    "settle-ms",   "2500",
-                         "reuse-size", "56",   "reuse-total", "256",
+  const char *fresh[] = {"size",       "64",    "total",       "0.001",
+                         "fraction",   "0",     "settle-ms",   "2500",
+                         "reuse-size", "56",    "reuse-total", "256",
                          "reuse-kind", "tuple", NULL};
   double      m_reuse, m_fresh;
   run("cpython:build=ft", reuse, "after_reuse", 1, &m_reuse, &sd, &f, &sig);

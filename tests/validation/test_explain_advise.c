@@ -79,7 +79,7 @@ static void open_target(int64_t id, replay_target_t *t, explain_opts_t *o,
   assert_int_equal(replay_target_specs(t, model, 512, libc, 256, NULL), AS_OK);
   memset(o, 0, sizeof *o);
   o->model = model;
-  o->libc  = libc;
+  o->libc = libc;
   sim_kernel_config_default(&o->kernel);
 }
 
@@ -107,7 +107,7 @@ static void retained_named(const explain_result_t *r, uint64_t *retained,
   *retained = *named = 0;
   for (size_t i = 0; i < r->nitems; i++) {
     const explain_item_t *it = &r->items[i];
-    bool owner = strncmp(it->mechanism, "owner.", 6) == 0;
+    bool                  owner = strncmp(it->mechanism, "owner.", 6) == 0;
     if (it->live || strstr(it->mechanism, ".overhead") != NULL ||
         strcmp(it->mechanism, "owner.baseline") == 0)
       continue;
@@ -160,7 +160,7 @@ static void check_mmap_threshold_512(const advise_result_t *r, size_t k) {
   assert_non_null(rem);
   double start_b = (double)measured_at(base[k], "start");
   double start_m = (double)measured_at(mm[k], "start");
-  double saving  = ((double)measured_at(base[k], "after_free") - start_b) -
+  double saving = ((double)measured_at(base[k], "after_free") - start_b) -
                   ((double)measured_at(mm[k], "after_free") - start_m);
   double peak_saving = ((double)measured_at(base[k], "peak") - start_b) -
                        ((double)measured_at(mm[k], "peak") - start_m);
@@ -175,7 +175,7 @@ static void check_mmap_threshold_512(const advise_result_t *r, size_t k) {
 
 /* The remedy called name in r, or NULL. */
 static const advise_remedy_t *remedy_find(const advise_result_t *r,
-                                          const char *name) {
+                                          const char            *name) {
   for (size_t i = 0; i < r->n; i++)
     if (strcmp(r->remedies[i].name, name) == 0)
       return &r->remedies[i];
@@ -184,7 +184,7 @@ static const advise_remedy_t *remedy_find(const advise_result_t *r,
 
 /* The remedy called name in r, simulated. */
 static const advise_remedy_t *remedy_named(const advise_result_t *r,
-                                           const char *name) {
+                                           const char            *name) {
   const advise_remedy_t *rem = remedy_find(r, name);
   if (rem == NULL)
     fail_msg("advise lists no remedy '%s'", name);
@@ -221,10 +221,10 @@ static void check_saving(const char *what, int64_t predicted, double measured,
  * saving at after_free and at peak. */
 static void check_jemalloc_swap(const advise_result_t *r, int64_t glibc_id) {
   const advise_remedy_t *je = remedy_named(r, "jemalloc, defaults");
-  double at_free = grown(glibc_id, "after_free") -
+  double                 at_free = grown(glibc_id, "after_free") -
                    mean_grown("measured/spike-jemalloc-r", 5, "after_free");
-  double at_peak =
-      grown(glibc_id, "peak") - mean_grown("measured/spike-jemalloc-r", 5, "peak");
+  double at_peak = grown(glibc_id, "peak") -
+                   mean_grown("measured/spike-jemalloc-r", 5, "peak");
   check_saving("jemalloc at after_free", je->saving_at_mark, at_free, at_free);
   check_saving("jemalloc at peak", je->saving_at_peak, at_peak, at_peak);
 }
@@ -263,7 +263,8 @@ static void spike_trim_is_ranked_first_and_predicted(void **state) {
 static void survivors_pinned_arenas_and_pythonmalloc(void **state) {
   (void)state;
   int64_t ids[8];
-  assert_int_equal(runs_with("measured/survivors-s512-random-1e-3.trace", ids), 1);
+  assert_int_equal(runs_with("measured/survivors-s512-random-1e-3.trace", ids),
+                   1);
   replay_target_t t;
   explain_opts_t  o;
   char            model[512], libc[256], desc[512];
@@ -280,8 +281,7 @@ static void survivors_pinned_arenas_and_pythonmalloc(void **state) {
 
   advise_result_t *r = calloc(1, sizeof *r);
   assert_non_null(r);
-  assert_int_equal(advise_trace(&o, replay_target_source, &t, r, NULL),
-                   AS_OK);
+  assert_int_equal(advise_trace(&o, replay_target_source, &t, r, NULL), AS_OK);
   const advise_remedy_t *trim = NULL, *pm = NULL;
   for (size_t i = 0; i < r->n; i++) {
     if (strcmp(r->remedies[i].name, "malloc_trim(0) at after") == 0)
@@ -300,7 +300,7 @@ static void survivors_pinned_arenas_and_pythonmalloc(void **state) {
    * of the measured one. */
   int64_t malloc_ids[8];
   size_t  nm = runs_with("measured/survivors-s512-random-1e-3-pythonmalloc-"
-                         "malloc-r",
+                          "malloc-r",
                          malloc_ids);
   assert_int_equal(nm, 3);
   double kept_pymalloc = (double)measured_at(ids[0], "after") -
@@ -331,8 +331,7 @@ static void mimalloc_purge_remedies_predicted(void **state) {
     int64_t def[8], imm[8];
     snprintf(src, sizeof src, "measured/burst-%s-4096-none-default", v[k][0]);
     assert_int_equal(runs_with(src, def), 1);
-    snprintf(src, sizeof src, "measured/burst-%s-4096-none-immediate",
-             v[k][0]);
+    snprintf(src, sizeof src, "measured/burst-%s-4096-none-immediate", v[k][0]);
     assert_int_equal(runs_with(src, imm), 1);
     explained_t *e = explain_run(def[0], "idle_end");
     printf("mimalloc %s: explain names %.1f%% of %.1f MiB retained, first "
@@ -341,8 +340,7 @@ static void mimalloc_purge_remedies_predicted(void **state) {
            (double)e->retained / 1048576.0, e->ex[0].items[0].mechanism);
     assert_true((double)e->named >= 0.95 * (double)e->retained);
     assert_string_equal(e->ex[0].items[0].mechanism, v[k][1]);
-    assert_string_equal(e->ex[0].items[1].mechanism,
-                        "mimalloc.awaiting_purge");
+    assert_string_equal(e->ex[0].items[1].mechanism, "mimalloc.awaiting_purge");
 
     advise_result_t *r = calloc(1, sizeof *r);
     assert_non_null(r);
@@ -356,10 +354,10 @@ static void mimalloc_purge_remedies_predicted(void **state) {
     double collected = (double)measured_at(def[0], "idle_end") -
                        (double)measured_at(def[0], "collected");
     assert_true(collected > 50 * 1048576.0);
-    check_saving("mi_collect(false)",
-                 remedy_named(r, "mi_collect(false) at idle_end")
-                     ->saving_at_mark,
-                 collected, collected);
+    check_saving(
+        "mi_collect(false)",
+        remedy_named(r, "mi_collect(false) at idle_end")->saving_at_mark,
+        collected, collected);
     free(r);
     explained_close(e);
   }
@@ -371,7 +369,7 @@ static advise_result_t *advise_run(int64_t id, const char *mark) {
   explain_opts_t  o;
   char            model[512], libc[256];
   open_target(id, &t, &o, model, libc);
-  o.at               = mark;
+  o.at = mark;
   advise_result_t *r = calloc(1, sizeof *r);
   assert_non_null(r);
   assert_int_equal(advise_trace(&o, replay_target_source, &t, r, NULL), AS_OK);

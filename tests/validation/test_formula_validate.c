@@ -26,7 +26,7 @@
 static void geometry_k_lies_in_the_fitted_interval(void **state) {
   (void)state;
   store_t    *s;
-  fv_result_t r   = {0};
+  fv_result_t r = {0};
   as_err_t    err = {0};
   assert_int_equal(store_open(REFDB, &s, &err), AS_OK);
   assert_int_equal(formula_validate(s, 1, &r, &err), AS_OK);

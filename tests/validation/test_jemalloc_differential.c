@@ -68,11 +68,15 @@
 /* ---- The sequence -------------------------------------------------------- */
 
 typedef enum dop_e {
-  DOP_MALLOC, DOP_CALLOC, DOP_ALIGNED, DOP_REALLOC, DOP_FREE,
-  DOP_FLUSH,  /* thread.tcache.flush */
-  DOP_PURGE,  /* arena.4096.purge */
-  DOP_START,  /* a worker thread starts */
-  DOP_EXIT    /* a worker thread exits */
+  DOP_MALLOC,
+  DOP_CALLOC,
+  DOP_ALIGNED,
+  DOP_REALLOC,
+  DOP_FREE,
+  DOP_FLUSH, /* thread.tcache.flush */
+  DOP_PURGE, /* arena.4096.purge */
+  DOP_START, /* a worker thread starts */
+  DOP_EXIT   /* a worker thread exits */
 } dop_t;
 
 typedef struct gop_s {
@@ -89,8 +93,8 @@ typedef struct gen_s {
                           matter of layout, not of jemalloc */
   uint64_t size[NIDS]; /* 0 = not live */
   bool     alive[NWORKERS + 1];
-  int      cur;        /* thread making calls */
-  int      left;       /* calls left in its stretch */
+  int      cur;  /* thread making calls */
+  int      left; /* calls left in its stretch */
 } gen_t;
 
 static uint64_t gen_below(gen_t *g, uint64_t bound) {
@@ -191,10 +195,10 @@ typedef struct dsnap_s {
 } dsnap_t;
 
 static const char *const field_names[] = {
-    "exists",   "nthreads",  "pactive", "pdirty",   "pmuzzy",
-    "retained", "large",     "dirty_npurge", "dirty_nmadvise",
-    "dirty_purged", "muzzy_npurge", "muzzy_nmadvise", "muzzy_purged",
-    "internal", "base",      "mapped"};
+    "exists",         "nthreads",     "pactive",      "pdirty",
+    "pmuzzy",         "retained",     "large",        "dirty_npurge",
+    "dirty_nmadvise", "dirty_purged", "muzzy_npurge", "muzzy_nmadvise",
+    "muzzy_purged",   "internal",     "base",         "mapped"};
 #define NFIELDS (sizeof field_names / sizeof field_names[0])
 
 /* ---- Real side (the child) ----------------------------------------------- */
@@ -211,7 +215,7 @@ static mallctl_fn je_mallctl;
 static void      *child_ptr[NIDS];
 static dsnap_t    child_snaps[NSNAP];
 
-#define MALLOCX_ZERO ((int)0x40)       /* jemalloc.h MALLOCX_ZERO */
+#define MALLOCX_ZERO         ((int)0x40) /* jemalloc.h MALLOCX_ZERO */
 #define MALLOCX_LG_ALIGN(la) ((int)(la)) /* jemalloc.h MALLOCX_LG_ALIGN */
 
 static uint64_t ctl_u64(const char *fmt, ...) {
@@ -378,7 +382,8 @@ static int diff_child(const char *spec) {
       worker_run(w, &o);
     }
     if ((step + 1) % CHECK_EVERY == 0)
-      child_snapshot(&child_snaps[(step + 1) / CHECK_EVERY], (uint64_t)step + 1);
+      child_snapshot(&child_snaps[(step + 1) / CHECK_EVERY],
+                     (uint64_t)step + 1);
   }
   const char *buf = (const char *)child_snaps;
   size_t      left = sizeof child_snaps;
@@ -413,8 +418,9 @@ static bool run_child(const dcfg_t *cfg, dsnap_t *snaps) {
   snprintf(spec, sizeof spec, CHILD_ENV "=%" PRIu64 "%s", cfg->seed,
            cfg->no_realloc ? "n" : "");
   const char *old = getenv("GLIBC_TUNABLES");
-  snprintf(tun, sizeof tun, "GLIBC_TUNABLES=%s%sglibc.rtld.optional_static_tls"
-                            "=65536",
+  snprintf(tun, sizeof tun,
+           "GLIBC_TUNABLES=%s%sglibc.rtld.optional_static_tls"
+           "=65536",
            old ? old : "", old ? ":" : "");
   size_t nenv = 0;
   while (environ[nenv] != NULL)
@@ -639,12 +645,12 @@ static void compare(const dcfg_t *cfg, const dsnap_t *real,
              r->curregs[b] != m->curregs[b] ||
              r->nonfull[b] != m->nonfull[b]) &&
             bad++ < 20)
-          print_message("%s: call %" PRIu64 " arena %u bin %u: real slabs %"
-                        PRIu64 " regs %" PRIu64 " nonfull %" PRIu64
-                        ", model %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-                        cfg->name, real[s].step, i, b, r->curslabs[b],
-                        r->curregs[b], r->nonfull[b], m->curslabs[b],
-                        m->curregs[b], m->nonfull[b]);
+          print_message(
+              "%s: call %" PRIu64 " arena %u bin %u: real slabs %" PRIu64
+              " regs %" PRIu64 " nonfull %" PRIu64 ", model %" PRIu64
+              " %" PRIu64 " %" PRIu64 "\n",
+              cfg->name, real[s].step, i, b, r->curslabs[b], r->curregs[b],
+              r->nonfull[b], m->curslabs[b], m->curregs[b], m->nonfull[b]);
       }
     }
   if (bad > 0)
@@ -662,7 +668,8 @@ static void run_config(const dcfg_t *cfg) {
   compare(cfg, real, model);
 }
 
-/* ---- Tests ---------------------------------------------------------------- */
+/* ---- Tests ----------------------------------------------------------------
+ */
 
 /* Decay so slow that no epoch ends: like the default, minus the clock. */
 static void decay_slow(void **state) {
@@ -712,9 +719,9 @@ int main(void) {
   if (child != NULL)
     return diff_child(child);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(decay_slow), cmocka_unit_test(decay_0),
+      cmocka_unit_test(decay_slow),  cmocka_unit_test(decay_0),
       cmocka_unit_test(decay_never), cmocka_unit_test(no_retain),
-      cmocka_unit_test(no_tcache), cmocka_unit_test(one_arena_small_tcache),
+      cmocka_unit_test(no_tcache),   cmocka_unit_test(one_arena_small_tcache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

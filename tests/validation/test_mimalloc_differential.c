@@ -62,8 +62,8 @@
 
 #include "../helpers/asan.h"
 
-#define CHILD_ENV   "ALLOCSIM_MI_DIFF_CHILD"
-#define CHILD_LIB   "ALLOCSIM_MI_DIFF_LIB" /* the library, for the child */
+#define CHILD_ENV "ALLOCSIM_MI_DIFF_CHILD"
+#define CHILD_LIB "ALLOCSIM_MI_DIFF_LIB" /* the library, for the child */
 
 /* The libraries compared: Debian's 2.0.9 where it is installed, and a
  * 2.1.2 built by hand from upstream's tag (docs/models/mimalloc.md) when
@@ -79,26 +79,32 @@ static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
                                "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"};
 static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
                                NULL};
-static char lib_path[4096]; /* the library of the current test */
-static bool machine_zero_page = true; /* reads_map_zero_page() */
-#define SEG         (UINT64_C(32) << 20)
-#define SEG_PAGES   (SEG / 4096)
+static char         lib_path[4096]; /* the library of the current test */
+static bool         machine_zero_page = true; /* reads_map_zero_page() */
+#define SEG       (UINT64_C(32) << 20)
+#define SEG_PAGES (SEG / 4096)
 
 extern char **environ;
 
 /* ---- The sequence -------------------------------------------------------- */
 
-#define NIDS        6000
+#define NIDS 6000
 #ifndef STEPS /* smaller values help find the first difference */
 #define STEPS       120000
 #define CHECK_EVERY 20000
 #endif
-#define NSNAP       (STEPS / CHECK_EVERY)
-#define COLLECT_AT  7000 /* a collect on the call before every 7000th */
+#define NSNAP      (STEPS / CHECK_EVERY)
+#define COLLECT_AT 7000 /* a collect on the call before every 7000th */
 _Static_assert(STEPS % CHECK_EVERY == 0, "the last call ends a snapshot");
 
-typedef enum dop_e { DOP_MALLOC, DOP_CALLOC, DOP_REALLOC, DOP_FREE,
-                     DOP_COLLECT, DOP_COLLECT_FORCE } dop_t;
+typedef enum dop_e {
+  DOP_MALLOC,
+  DOP_CALLOC,
+  DOP_REALLOC,
+  DOP_FREE,
+  DOP_COLLECT,
+  DOP_COLLECT_FORCE
+} dop_t;
 
 typedef struct gen_s {
   uint64_t rng;
@@ -161,7 +167,7 @@ static void gen_next(gen_t *g, int step, gop_t *o) {
 
 typedef struct dseg_s {
   uint64_t base;
-  uint64_t pages;            /* resident OS pages in the 32 MiB */
+  uint64_t pages;               /* resident OS pages in the 32 MiB */
   uint8_t  bits[SEG_PAGES / 8]; /* resident pages */
 } dseg_t;
 
@@ -195,10 +201,10 @@ typedef void (*fn_free)(void *);
 typedef void (*fn_collect)(bool);
 typedef int (*fn_version)(void);
 
-static dsnap_t child_snaps[NSNAP];
-static void   *child_ptr[NIDS];
-static gen_t   child_gen;
-static char    maps_at_start[1 << 20], maps_now[1 << 20];
+static dsnap_t  child_snaps[NSNAP];
+static void    *child_ptr[NIDS];
+static gen_t    child_gen;
+static char     maps_at_start[1 << 20], maps_now[1 << 20];
 static uint64_t pm[512];
 static int      pagemap_fd = -1;
 static uint64_t zero_pfn;
@@ -210,8 +216,7 @@ static uint64_t zero_pfn;
  * Reads the 8-byte entries of n <= 512 pages from addr into pm[]. */
 static bool pagemap_read(uint64_t addr, uint64_t n) {
   ssize_t want = (ssize_t)(n * 8);
-  return pread(pagemap_fd, pm, (size_t)want, (off_t)(addr / 4096 * 8)) ==
-         want;
+  return pread(pagemap_fd, pm, (size_t)want, (off_t)(addr / 4096 * 8)) == want;
 }
 
 static bool page_counted(uint64_t e) {
@@ -254,7 +259,7 @@ static size_t read_file(const char *path, char *buf, size_t cap) {
   int fd = open(path, O_RDONLY);
   if (fd < 0)
     return 0;
-  size_t n = 0;
+  size_t  n = 0;
   ssize_t r;
   while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0)
     n += (size_t)r;
@@ -421,19 +426,26 @@ typedef struct dcfg_s {
 } dcfg_t;
 
 static int env_is_mimalloc(const char *e) {
-  return strncmp(e, "MIMALLOC_", 9) == 0 || strncmp(e, "LD_PRELOAD=", 11) == 0 ||
+  return strncmp(e, "MIMALLOC_", 9) == 0 ||
+         strncmp(e, "LD_PRELOAD=", 11) == 0 ||
          strncmp(e, CHILD_ENV "=", sizeof CHILD_ENV) == 0 ||
          strncmp(e, CHILD_LIB "=", sizeof CHILD_LIB) == 0;
 }
 
 static const char *child_error(int rc) {
   switch (rc) {
-  case 3: return "an allocation failed";
-  case 5: return "more than 64 segments";
-  case 6: return "write to the pipe failed";
-  case 7: return "cannot dlopen the library or find mi_malloc & co.";
-  case 8: return "no frame numbers in /proc/self/pagemap (needs CAP_SYS_ADMIN)";
-  default: return "unexpected exit status";
+  case 3:
+    return "an allocation failed";
+  case 5:
+    return "more than 64 segments";
+  case 6:
+    return "write to the pipe failed";
+  case 7:
+    return "cannot dlopen the library or find mi_malloc & co.";
+  case 8:
+    return "no frame numbers in /proc/self/pagemap (needs CAP_SYS_ADMIN)";
+  default:
+    return "unexpected exit status";
   }
 }
 
@@ -644,8 +656,8 @@ static void differential(const dcfg_t *cfg) {
   for (int i = 0; i < NSNAP; i++) {
     char msg[256];
     if (compare_snap(&real_snaps[i], &model_snaps[i], msg, sizeof msg))
-      fail_msg("%s: after %" PRIu64 " calls: %s", cfg->name,
-               real_snaps[i].step, msg);
+      fail_msg("%s: after %" PRIu64 " calls: %s", cfg->name, real_snaps[i].step,
+               msg);
   }
 }
 
@@ -665,12 +677,13 @@ static void require_real_mimalloc(const dlib_t *lib) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     print_message("skipped: %s not loadable (%s; Debian 12: apt-get install "
-                  "libmimalloc2.0)\n", path, lib->env);
+                  "libmimalloc2.0)\n",
+                  path, lib->env);
     skip();
   }
   fn_version v;
   LOAD_SYM(v, h, "mi_version");
-  int        ver = v ? v() : 0;
+  int ver = v ? v() : 0;
   dlclose(h);
   if (ver != lib->mi_version) {
     print_message("skipped: %s is mimalloc %d, not %d\n", path, ver,
@@ -693,17 +706,20 @@ static void require_real_mimalloc(const dlib_t *lib) {
 static void immediate_purge(void **state) {
   (void)state;
   require_real_mimalloc(&lib_209);
-  dcfg_t c = {"decommit_delay=0", 11,
-              {"MIMALLOC_DECOMMIT_DELAY=0",
-               "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0", NULL},
-              "decommit_delay=0,segment_decommit_delay=0", &lib_209};
+  dcfg_t c = {
+      "decommit_delay=0",
+      11,
+      {"MIMALLOC_DECOMMIT_DELAY=0", "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0", NULL},
+      "decommit_delay=0,segment_decommit_delay=0",
+      &lib_209};
   differential(&c);
 }
 
 static void never_purge(void **state) {
   (void)state;
   require_real_mimalloc(&lib_209);
-  dcfg_t c = {"decommit_delay=10000000", 23,
+  dcfg_t c = {"decommit_delay=10000000",
+              23,
               {"MIMALLOC_DECOMMIT_DELAY=10000000",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=10000000", NULL},
               "decommit_delay=10000000,segment_decommit_delay=10000000",
@@ -714,7 +730,8 @@ static void never_purge(void **state) {
 static void page_reset(void **state) {
   (void)state;
   require_real_mimalloc(&lib_209);
-  dcfg_t c = {"page_reset=1", 37,
+  dcfg_t c = {"page_reset=1",
+              37,
               {"MIMALLOC_PAGE_RESET=1", "MIMALLOC_DECOMMIT_DELAY=0",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0"},
               "page_reset=1,decommit_delay=0,segment_decommit_delay=0",
@@ -726,20 +743,24 @@ static void page_reset(void **state) {
 static void v212_immediate_purge(void **state) {
   (void)state;
   require_real_mimalloc(&lib_212);
-  dcfg_t c = {"2.1.2 purge_delay=0", 11, {"MIMALLOC_PURGE_DELAY=0", NULL},
-              "purge_delay=0", &lib_212};
+  dcfg_t c = {"2.1.2 purge_delay=0",
+              11,
+              {"MIMALLOC_PURGE_DELAY=0", NULL},
+              "purge_delay=0",
+              &lib_212};
   differential(&c);
 }
 
 static void v212_never_purge(void **state) {
   (void)state;
   require_real_mimalloc(&lib_212);
-  dcfg_t c = {"2.1.2 purge_delay=10000000", 23,
+  dcfg_t c = {"2.1.2 purge_delay=10000000",
+              23,
               {"MIMALLOC_PURGE_DELAY=10000000", NULL},
-              "purge_delay=10000000", &lib_212};
+              "purge_delay=10000000",
+              &lib_212};
   differential(&c);
 }
-
 
 int main(void) {
   const char *child = getenv(CHILD_ENV);

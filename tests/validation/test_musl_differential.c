@@ -58,14 +58,14 @@ typedef struct mcfg_s {
 
 static void run_real(const mcfg_t *cfg, msnap_t *snaps, size_t n) {
   static const char *const drop[] = {"LD_PRELOAD=", NULL};
-  char a[5][32];
+  char                     a[5][32];
   snprintf(a[0], sizeof a[0], "%" PRIu64, cfg->seed);
   snprintf(a[1], sizeof a[1], "%d", (int)cfg->mix);
   snprintf(a[2], sizeof a[2], "%u", cfg->nids);
   snprintf(a[3], sizeof a[3], "%u", cfg->steps);
   snprintf(a[4], sizeof a[4], "%u", cfg->check_every);
-  char  arg0[] = "musl_replay";
-  char *argv[] = {arg0, a[0], a[1], a[2], a[3], a[4], NULL};
+  char           arg0[] = "musl_replay";
+  char          *argv[] = {arg0, a[0], a[1], a[2], a[3], a[4], NULL};
   child_result_t r = spawn_child(ALLOCSIM_MUSL_REPLAY, argv, drop, NULL, snaps,
                                  n * sizeof *snaps);
   if (r.spawn_err != 0)
@@ -87,15 +87,15 @@ static void model_snapshot(const model_t *m, msnap_t *s) {
   memset(s, 0, sizeof *s);
   musl_context(m, &ctx);
   s->mmap_counter = ctx.mmap_counter;
-  s->seq          = ctx.seq;
-  s->meta_areas   = ctx.meta_areas;
-  s->free_metas   = ctx.free_metas;
-  size_t n        = musl_inspect(m, cls, MSNAP_CLASSES);
+  s->seq = ctx.seq;
+  s->meta_areas = ctx.meta_areas;
+  s->free_metas = ctx.free_metas;
+  size_t n = musl_inspect(m, cls, MSNAP_CLASSES);
   for (size_t i = 0; i < n; i++) {
     msnap_class_t *k = &s->cls[cls[i].sizeclass];
-    k->usage         = cls[i].usage;
-    k->bounces       = cls[i].bounces;
-    k->ngroups       = cls[i].ngroups;
+    k->usage = cls[i].usage;
+    k->bounces = cls[i].bounces;
+    k->ngroups = cls[i].ngroups;
     for (uint32_t j = 0; j < cls[i].ngroups && j < MSNAP_GROUPS; j++) {
       const musl_group_state_t *g = &cls[i].group[j];
       k->group[j] = (msnap_group_t){g->slots, g->avail_mask, g->freed_mask,
@@ -121,12 +121,12 @@ static size_t run_model(const mcfg_t *cfg, msnap_t *snaps) {
     seq_call_t    c;
     trace_event_t ev = {0};
     seq_next(&g, step, &c);
-    ev.t_ns      = step;
-    ev.id        = c.id;
-    ev.size      = c.size;
-    ev.align     = c.align;
+    ev.t_ns = step;
+    ev.id = c.id;
+    ev.size = c.size;
+    ev.align = c.align;
     ev.prev_size = c.prev_size;
-    ev.flags     = TRACE_FLAG_UNWRITTEN; /* the helper writes nothing */
+    ev.flags = TRACE_FLAG_UNWRITTEN; /* the helper writes nothing */
     as_status_t rc = AS_OK;
     switch (c.op) {
     case SEQ_MALLOC:
@@ -139,11 +139,11 @@ static size_t run_model(const mcfg_t *cfg, msnap_t *snaps) {
       break;
     case SEQ_REALLOC:
       ev.op = TRACE_REALLOC;
-      rc    = model_realloc(m, &ev, &err);
+      rc = model_realloc(m, &ev, &err);
       break;
     case SEQ_FREE:
       ev.op = TRACE_FREE;
-      rc    = model_free(m, &ev, &err);
+      rc = model_free(m, &ev, &err);
       break;
     case SEQ_PURGE:
       break;
@@ -167,8 +167,8 @@ static void compare(const mcfg_t *cfg, size_t s, const msnap_t *r,
 #define DIFF(name, a, b)                                                       \
   if (what == NULL && (uint64_t)(a) != (uint64_t)(b)) {                        \
     what = name;                                                               \
-    rv   = (uint64_t)(a);                                                      \
-    mv   = (uint64_t)(b);                                                      \
+    rv = (uint64_t)(a);                                                        \
+    mv = (uint64_t)(b);                                                        \
   }
   DIFF("mmap_counter", r->mmap_counter, m->mmap_counter);
   DIFF("seq", r->seq, m->seq);

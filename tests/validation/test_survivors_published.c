@@ -32,8 +32,8 @@
 #include "analysis/formula.h"
 #include "analysis/sweep.h"
 
-#define MIB    1048576.0
-#define SEEDS  3
+#define MIB   1048576.0
+#define SEEDS 3
 
 typedef struct case_s {
   const char *what;      /* row label */
@@ -60,13 +60,13 @@ static as_status_t collect(void *user, sweep_point_t *p, size_t ndone,
 static void run_case(const case_t *k, double *mean, double *sd_seeds,
                      double *formula, double *sigma) {
   sweep_config_t c = {0};
-  c.workload       = workload_find("survivors");
-  c.model          = "cpython";
-  c.seeds          = SEEDS;
-  c.jobs           = 2;
+  c.workload = workload_find("survivors");
+  c.model = "cpython";
+  c.seeds = SEEDS;
+  c.jobs = 2;
   sim_kernel_config_default(&c.kernel);
   for (size_t i = 0; k->fixed[i] != NULL; i += 2) {
-    c.fixed_name[c.nfixed]    = k->fixed[i];
+    c.fixed_name[c.nfixed] = k->fixed[i];
     c.fixed_value[c.nfixed++] = k->fixed[i + 1];
   }
   sweep_point_t *pts;
@@ -78,8 +78,7 @@ static void run_case(const case_t *k, double *mean, double *sd_seeds,
   double sum = 0, sum2 = 0;
   for (size_t i = 0; i < n; i++) {
     if (pts[i].status != AS_OK)
-      fail_msg("%s seed %" PRIu64 ": %s", k->what, pts[i].seed,
-               pts[i].error);
+      fail_msg("%s seed %" PRIu64 ": %s", k->what, pts[i].seed, pts[i].error);
     double v;
     if (k->kind == CHECK_REUSE) {
       uint64_t after, reuse;
@@ -93,46 +92,60 @@ static void run_case(const case_t *k, double *mean, double *sd_seeds,
     sum += v;
     sum2 += v * v;
   }
-  *mean     = sum / (double)n;
-  *sd_seeds = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / (double)n) /
-                                       (double)(n - 1)))
-                    : 0;
-  *formula  = pts[0].have_formula ? pts[0].formula_kept_bytes / MIB : NAN;
-  *sigma    = pts[0].have_formula ? pts[0].formula_sd_bytes / MIB : 0;
+  *mean = sum / (double)n;
+  *sd_seeds =
+      n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / (double)n) / (double)(n - 1)))
+            : 0;
+  *formula = pts[0].have_formula ? pts[0].formula_kept_bytes / MIB : NAN;
+  *sigma = pts[0].have_formula ? pts[0].formula_sd_bytes / MIB : 0;
   free(pts);
 }
 
 static const case_t cases[] = {
     {"64 B, random 1/100,000",
-     {"size", "64", "fraction", "1e-5", NULL}, 36, CHECK_BINOMIAL},
+     {"size", "64", "fraction", "1e-5", NULL},
+     36,
+     CHECK_BINOMIAL},
     {"64 B, random 1/10,000",
-     {"size", "64", "fraction", "1e-4", NULL}, 202, CHECK_BINOMIAL},
+     {"size", "64", "fraction", "1e-4", NULL},
+     202,
+     CHECK_BINOMIAL},
     {"512 B, random 1/10,000",
-     {"size", "512", "fraction", "1e-4", NULL}, 45, CHECK_BINOMIAL},
+     {"size", "512", "fraction", "1e-4", NULL},
+     45,
+     CHECK_BINOMIAL},
     {"64 B, random 1/3,300",
-     {"size", "64", "fraction", "0.000303030303", NULL}, 256, CHECK_ALL},
+     {"size", "64", "fraction", "0.000303030303", NULL},
+     256,
+     CHECK_ALL},
     {"64 B, oldest 1%",
-     {"size", "64", "pattern", "oldest", "fraction", "0.01", NULL}, 5,
+     {"size", "64", "pattern", "oldest", "fraction", "0.01", NULL},
+     5,
      CHECK_AT_MOST},
     {"512 B, oldest 1%",
-     {"size", "512", "pattern", "oldest", "fraction", "0.01", NULL}, 5,
+     {"size", "512", "pattern", "oldest", "fraction", "0.01", NULL},
+     5,
      CHECK_AT_MOST},
     {"64 B, every 1,000th",
-     {"size", "64", "pattern", "stride", "every", "1000", NULL}, 256,
+     {"size", "64", "pattern", "stride", "every", "1000", NULL},
+     256,
      CHECK_ALL},
     {"512 B, every 1,000th",
-     {"size", "512", "pattern", "stride", "every", "1000", NULL}, 256,
+     {"size", "512", "pattern", "stride", "every", "1000", NULL},
+     256,
      CHECK_ALL},
     {"64 B 1/1,000, then 256 MiB of 128 B: growth",
-     {"size", "64", "fraction", "1e-3", "reuse-size", "128", NULL}, 73,
+     {"size", "64", "fraction", "1e-3", "reuse-size", "128", NULL},
+     73,
      CHECK_REUSE},
     {"64 B 1/100, then 256 MiB of 128 B: growth",
-     {"size", "64", "fraction", "1e-2", "reuse-size", "128", NULL}, 251,
+     {"size", "64", "fraction", "1e-2", "reuse-size", "128", NULL},
+     251,
      CHECK_REUSE},
 };
 
-static void survivors_match_the_published_study_within_binomial_spread(
-    void **state) {
+static void
+survivors_match_the_published_study_within_binomial_spread(void **state) {
   (void)state;
   size_t failures = 0;
   printf("| case | published MiB | simulated MiB (mean of %d seeds, sd) | "
@@ -142,12 +155,12 @@ static void survivors_match_the_published_study_within_binomial_spread(
     const case_t *k = &cases[i];
     double        mean, sds, formula, sigma;
     run_case(k, &mean, &sds, &formula, &sigma);
-    bool   ok  = false;
+    bool   ok = false;
     char   tol[64];
     double t;
     switch (k->kind) {
     case CHECK_BINOMIAL:
-      t  = 3 * sigma * sqrt(2.0 / 3.0) + 2;
+      t = 3 * sigma * sqrt(2.0 / 3.0) + 2;
       ok = fabs(mean - k->published) <= t;
       snprintf(tol, sizeof tol, "+-%.1f", t);
       break;

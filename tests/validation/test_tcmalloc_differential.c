@@ -56,10 +56,10 @@
 
 #include "../helpers/asan.h"
 
-#define CHILD_ENV "ALLOCSIM_TCMALLOC_DIFF_CHILD"
+#define CHILD_ENV    "ALLOCSIM_TCMALLOC_DIFF_CHILD"
 #define TCMALLOC_LIB "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
-#define MAX_SNAPS 64
-#define NSIZES    300001 /* nallocx of 0 .. 300000 */
+#define MAX_SNAPS    64
+#define NSIZES       300001 /* nallocx of 0 .. 300000 */
 
 /* The properties (tcmalloc.cc:700-800) and the model's counters. */
 static const char *const props[][2] = {
@@ -123,12 +123,12 @@ static int write_all(const void *p, size_t n) {
 static uint64_t start_brk(void) {
   static char buf[4096];
   int         fd = open("/proc/self/stat", O_RDONLY);
-  ssize_t     n  = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  ssize_t     n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
   if (fd >= 0)
     close(fd);
   if (n <= 0)
     return 0;
-  buf[n]        = '\0';
+  buf[n] = '\0';
   const char *p = strrchr(buf, ')');
   for (int field = 2; p != NULL && field < 47; field++)
     p = strchr(p + 1, ' ');
@@ -139,10 +139,10 @@ static uint64_t start_brk(void) {
  * every:purge": the sequence, a snapshot before it and every `every`
  * calls, to stdout.  Nothing here allocates but the sequence. */
 static int diff_child(const char *spec) {
-  static void    *ptr[SEQ_MAX_IDS];
-  static treal_t  out;
-  tsnap_t        *snaps = out.snap;
-  static uint64_t sizes[NSIZES];
+  static void     *ptr[SEQ_MAX_IDS];
+  static treal_t   out;
+  tsnap_t         *snaps = out.snap;
+  static uint64_t  sizes[NSIZES];
   static seq_gen_t g;
   /* dlsym's object pointers become function pointers by memcpy (POSIX
    * guarantees the representation; ISO C has no cast for it). */
@@ -214,14 +214,16 @@ static bool library_present(void) {
 /* Runs the child with spec and the configuration's environment. */
 static void run_real(const char *name, const char *spec, const char *env,
                      void *buf, size_t want) {
-  static const char *const drop[] = {"TCMALLOC_", "LD_PRELOAD=", "MALLOC_",
-                                     "GLIBC_TUNABLES=", CHILD_ENV "=", NULL};
+  static const char *const drop[] = {
+      "TCMALLOC_",       "LD_PRELOAD=", "MALLOC_",
+      "GLIBC_TUNABLES=", CHILD_ENV "=", NULL};
   char child[160];
   snprintf(child, sizeof child, CHILD_ENV "=%s", spec);
-  const char *extra[] = {"LD_PRELOAD=" TCMALLOC_LIB, child, env, NULL};
-  char        arg0[] = "test_tcmalloc_differential";
-  char       *argv[] = {arg0, NULL};
-  child_result_t r = spawn_child("/proc/self/exe", argv, drop, extra, buf, want);
+  const char    *extra[] = {"LD_PRELOAD=" TCMALLOC_LIB, child, env, NULL};
+  char           arg0[] = "test_tcmalloc_differential";
+  char          *argv[] = {arg0, NULL};
+  child_result_t r =
+      spawn_child("/proc/self/exe", argv, drop, extra, buf, want);
   if (r.spawn_err != 0)
     fail_msg("%s: posix_spawn(/proc/self/exe): %s", name,
              strerror(r.spawn_err));
@@ -243,7 +245,7 @@ static void model_snap(const model_t *m, tsnap_t *s) {
 /* Replays cfg's sequence on the model, the program break starting where
  * the child's did; fills snaps as the child does. */
 static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
-  static seq_gen_t g;
+  static seq_gen_t    g;
   sim_kernel_config_t kc;
   sim_kernel_t       *k = NULL;
   model_t            *m = NULL;
@@ -266,12 +268,12 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
     seq_call_t    c;
     trace_event_t ev = {0};
     seq_next(&g, step, &c);
-    ev.t_ns      = step;
-    ev.id        = c.id;
-    ev.size      = c.size;
-    ev.align     = c.align;
+    ev.t_ns = step;
+    ev.id = c.id;
+    ev.size = c.size;
+    ev.align = c.align;
     ev.prev_size = c.prev_size;
-    ev.flags     = TRACE_FLAG_UNWRITTEN; /* the child writes nothing */
+    ev.flags = TRACE_FLAG_UNWRITTEN; /* the child writes nothing */
     as_status_t rc;
     switch (c.op) {
     case SEQ_MALLOC:
@@ -284,17 +286,17 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
       break;
     case SEQ_REALLOC:
       ev.op = TRACE_REALLOC;
-      rc    = model_realloc(m, &ev, &err);
+      rc = model_realloc(m, &ev, &err);
       break;
     case SEQ_FREE:
       ev.op = TRACE_FREE;
-      rc    = model_free(m, &ev, &err);
+      rc = model_free(m, &ev, &err);
       break;
     default:
-      ev.op   = TRACE_PURGE;
+      ev.op = TRACE_PURGE;
       ev.size = TRACE_PURGE_ALL;
-      ev.id   = TRACE_ALL_ARENAS;
-      rc      = model_purge(m, &ev, &err);
+      ev.id = TRACE_ALL_ARENAS;
+      rc = model_purge(m, &ev, &err);
       break;
     }
     if (rc != AS_OK)
@@ -338,9 +340,9 @@ static void check(const tcfg_t *cfg) {
 /* ---- Tests -------------------------------------------------------------- */
 
 #define MIXED(name, opts, env, seed)                                           \
-  {name, opts, env, seed, SEQ_MIX_MIXED, 3000, 200000, 10000, 50000}
+  { name, opts, env, seed, SEQ_MIX_MIXED, 3000, 200000, 10000, 50000 }
 #define LARGE(name, opts, env, seed)                                           \
-  {name, opts, env, seed, SEQ_MIX_LARGE, 32, 8000, 400, 0}
+  { name, opts, env, seed, SEQ_MIX_LARGE, 32, 8000, 400, 0 }
 
 static void defaults(void **state) {
   (void)state;
@@ -357,9 +359,9 @@ static void aggressive_decommit(void **state) {
 
 static void thread_cache_1mib(void **state) {
   (void)state;
-  const tcfg_t c = MIXED("thread_cache_1mib",
-                         "max_total_thread_cache_bytes=1048576",
-                         "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576", 3);
+  const tcfg_t c =
+      MIXED("thread_cache_1mib", "max_total_thread_cache_bytes=1048576",
+            "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576", 3);
   check(&c);
 }
 
@@ -385,8 +387,8 @@ static void scavenge_rate_10(void **state) {
 
 static void scavenge_rate_0(void **state) {
   (void)state;
-  const tcfg_t c = LARGE("scavenge_rate_0", "release_rate=0",
-                         "TCMALLOC_RELEASE_RATE=0", 7);
+  const tcfg_t c =
+      LARGE("scavenge_rate_0", "release_rate=0", "TCMALLOC_RELEASE_RATE=0", 7);
   check(&c);
 }
 
@@ -406,8 +408,8 @@ static void usable_sizes_are_nallocx(void **state) {
   assert_int_equal(model_create_from_spec("tcmalloc", &ctx, &m, &err), AS_OK);
   for (uint64_t s = 0; s < NSIZES; s++)
     if (m->methods->usable_size(m, s, TRACE_DOMAIN_RAW) != real[s])
-      fail_msg("nallocx(%" PRIu64 ") = %" PRIu64 ", model %" PRIu64, s,
-               real[s], m->methods->usable_size(m, s, TRACE_DOMAIN_RAW));
+      fail_msg("nallocx(%" PRIu64 ") = %" PRIu64 ", model %" PRIu64, s, real[s],
+               m->methods->usable_size(m, s, TRACE_DOMAIN_RAW));
   model_destroy(m);
   sim_kernel_destroy(k);
 }

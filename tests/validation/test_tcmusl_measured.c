@@ -39,7 +39,7 @@ static int check_dir(const char *prefix, const char *model_prefix) {
   assert_true(fd >= 0);
   close(fd);
   unlink(db);
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(db, &s, &err), AS_OK);
   DIR *d = opendir(dir);
@@ -58,9 +58,8 @@ static int check_dir(const char *prefix, const char *model_prefix) {
     compare_result_t r;
     if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
       fail_msg("%s: compare: %s", e->d_name, err.msg);
-    const char *model = strncmp(r.model_spec, "cpython", 7) == 0
-                            ? r.libc_spec
-                            : r.model_spec;
+    const char *model =
+        strncmp(r.model_spec, "cpython", 7) == 0 ? r.libc_spec : r.model_spec;
     if (strncmp(model, model_prefix, strlen(model_prefix)) != 0)
       fail_msg("%s: predicted by %s / %s, not %s", e->d_name, r.model_spec,
                r.libc_spec, model_prefix);
@@ -71,10 +70,9 @@ static int check_dir(const char *prefix, const char *model_prefix) {
                  e->d_name, r.marks[i].label, r.marks[i].error_pct_of_peak,
                  (double)r.marks[i].measured_rss_bytes / 1048576.0,
                  (double)r.marks[i].predicted_rss_bytes / 1048576.0);
-    if (r.series.points > 0 &&
-        100.0 * r.series.max_abs_error_bytes /
-                (double)r.peak_measured_rss_bytes >
-            MAX_PCT)
+    if (r.series.points > 0 && 100.0 * r.series.max_abs_error_bytes /
+                                       (double)r.peak_measured_rss_bytes >
+                                   MAX_PCT)
       fail_msg("%s: a series sample off by %.0f bytes", e->d_name,
                r.series.max_abs_error_bytes);
     print_message("%-40s %-9s worst mark %.3f%%\n", e->d_name, model_prefix,
@@ -92,8 +90,8 @@ static int check_dir(const char *prefix, const char *model_prefix) {
 /* The predicted peak of a 40 MiB malloc under tcmalloc, the heap starting
  * at start_brk (the provenance key compare honours). */
 static int64_t peak_from(uint64_t start_brk) {
-  char path[] = "/tmp/allocsim-tcmusl-brk-XXXXXX", db[] =
-      "/tmp/allocsim-tcmusl-db-XXXXXX";
+  char path[] = "/tmp/allocsim-tcmusl-brk-XXXXXX",
+       db[] = "/tmp/allocsim-tcmusl-db-XXXXXX";
   int fd = mkstemp(path), fd2 = mkstemp(db);
   assert_true(fd >= 0 && fd2 >= 0);
   close(fd2);
@@ -108,7 +106,7 @@ static int64_t peak_from(uint64_t start_brk) {
           "2 0 mark peak\n2 0 rss 50331648\n",
           start_brk);
   fclose(f);
-  store_t *s   = NULL;
+  store_t *s = NULL;
   as_err_t err = {0};
   assert_int_equal(store_open(db, &s, &err), AS_OK);
   record_info_t info;
@@ -133,8 +131,8 @@ static int64_t peak_from(uint64_t start_brk) {
 static void start_brk_decides_the_pagemap_leaves(void **state) {
   (void)state;
   const uint64_t boundary = UINT64_C(0x560000000000); /* a 2 GiB multiple */
-  int64_t        inside   = peak_from(boundary - (UINT64_C(1) << 30));
-  int64_t        across   = peak_from(boundary - (UINT64_C(20) << 20));
+  int64_t        inside = peak_from(boundary - (UINT64_C(1) << 30));
+  int64_t        across = peak_from(boundary - (UINT64_C(20) << 20));
   assert_int_equal(across - inside, INT64_C(2) << 20);
 }
 

@@ -287,8 +287,8 @@ static void sixteen_threads_track_this_machine_within_10_percent(void **state) {
  * when recorded).  Before the workload cut a turn inside its last request
  * and made json.loads's two whitespace matches, the after-shrink error was
  * -10.0% (docs/webworker.md). */
-static void sixty_four_threads_track_this_machine_within_5_percent(
-    void **state) {
+static void
+sixty_four_threads_track_this_machine_within_5_percent(void **state) {
   (void)state;
   assert_measured("webworker-threads64-r1.trace", 5);
   assert_measured("webworker-threads64-arenamax2-r1.trace", 5);

@@ -52,16 +52,17 @@
 #include "allocsim_mark.h"
 #include "capture_int.h"
 
-/* ---- State ------------------------------------------------------------------ */
+/* ---- State ------------------------------------------------------------------
+ */
 
-TLS tls_t        t_self;
-atomic_int      g_init_state;
-atomic_int      g_recording;
-int             g_pid;
-uint64_t        g_sample_ns;
-uint64_t        g_touch_threshold;
-size_t          g_page = 4096;
-char            g_sock_path[108];
+TLS tls_t              t_self;
+atomic_int             g_init_state;
+atomic_int             g_recording;
+int                    g_pid;
+uint64_t               g_sample_ns;
+uint64_t               g_touch_threshold;
+size_t                 g_page = 4096;
+char                   g_sock_path[108];
 static struct timespec g_t0; /* CLOCK_MONOTONIC at start-up */
 
 /* Releases at or above this size may unmap memory at once (glibc 2.36
@@ -137,7 +138,7 @@ static void clock_start(void) {
 static bool tsc_clocksource(void) {
   char buf[16] = {0};
   int  fd = open("/sys/devices/system/clocksource/clocksource0/"
-                 "current_clocksource",
+                  "current_clocksource",
                  O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
@@ -200,7 +201,8 @@ static uint64_t parse_u64(const char *s) {
   return v;
 }
 
-/* ---- Start-up and fork ------------------------------------------------------ */
+/* ---- Start-up and fork ------------------------------------------------------
+ */
 
 static void sample_now(void) {
   capture_touch_probe_all();
@@ -291,7 +293,8 @@ __attribute__((destructor)) static void capture_dtor(void) {
   finish();
 }
 
-/* ---- Exec and exit ---------------------------------------------------------- */
+/* ---- Exec and exit ----------------------------------------------------------
+ */
 
 /* Before the image is replaced: a last sample and every buffer sent.  If
  * the exec fails, recording simply goes on. */
@@ -385,7 +388,8 @@ EXPORT void _Exit(int status) {
   __builtin_unreachable();
 }
 
-/* ---- main ------------------------------------------------------------------- */
+/* ---- main -------------------------------------------------------------------
+ */
 
 typedef int (*main_fn)(int, char **, char **);
 static main_fn g_main;
@@ -408,11 +412,12 @@ EXPORT int __libc_start_main(main_fn main, int argc, char **argv,
                              void (*rtld_fini)(void), void *stack_end) {
   capture_resolve();
   g_main = main;
-  return g_real.libc_start_main(main_wrapper, argc, argv, init, fini,
-                                rtld_fini, stack_end);
+  return g_real.libc_start_main(main_wrapper, argc, argv, init, fini, rtld_fini,
+                                stack_end);
 }
 
-/* ---- The malloc family ------------------------------------------------------ */
+/* ---- The malloc family ------------------------------------------------------
+ */
 
 /* True when this call must only be forwarded: the library's own calls, and
  * libc calls made by pymalloc inside a domain wrapper (the wrapper records
@@ -435,8 +440,8 @@ static inline bool passthrough(void) {
 
 static void record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
                          uint64_t align) {
-  cap_rec_t r = {.op = op, .domain = domain, .addr = (uintptr_t)p, .x = size,
-                 .y = align};
+  cap_rec_t r = {
+      .op = op, .domain = domain, .addr = (uintptr_t)p, .x = size, .y = align};
   capture_emit(&r);
   if (capture_touch_wants(size))
     capture_touch_track((uintptr_t)p, size, 0);
@@ -457,8 +462,7 @@ static void release_end(uint64_t size) {
 }
 
 static void record_free(uint8_t domain, void *p) {
-  cap_rec_t r = {.op = CAPTURE_OP_FREE, .domain = domain,
-                 .addr = (uintptr_t)p};
+  cap_rec_t r = {.op = CAPTURE_OP_FREE, .domain = domain, .addr = (uintptr_t)p};
   capture_emit(&r);
 }
 
@@ -467,12 +471,14 @@ static void *record_realloc(uint8_t domain, void *old, size_t n,
                             void *(*call)(void *ctx, void *old, size_t n),
                             void *ctx) {
   uint64_t  old_size = release_begin(old);
-  cap_rec_t b = {.op = CAPTURE_OP_REALLOC_BEGIN, .domain = domain,
-                 .addr = (uintptr_t)old};
+  cap_rec_t b = {
+      .op = CAPTURE_OP_REALLOC_BEGIN, .domain = domain, .addr = (uintptr_t)old};
   capture_emit(&b);
   void     *p = call(ctx, old, n);
-  cap_rec_t r = {.op = CAPTURE_OP_REALLOC, .domain = domain,
-                 .addr = (uintptr_t)(p != NULL ? p : old), .x = n,
+  cap_rec_t r = {.op = CAPTURE_OP_REALLOC,
+                 .domain = domain,
+                 .addr = (uintptr_t)(p != NULL ? p : old),
+                 .x = n,
                  .failed = p == NULL};
   capture_emit(&r);
   if (p == NULL && old_size != 0)
@@ -557,8 +563,7 @@ EXPORT void *realloc(void *old, size_t n) {
     release_end(size);
     return p;
   }
-  return record_realloc(CAPTURE_DOMAIN_RAW, old, n, call_real_realloc,
-                        NULL);
+  return record_realloc(CAPTURE_DOMAIN_RAW, old, n, call_real_realloc, NULL);
 }
 
 EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
@@ -616,8 +621,7 @@ EXPORT void *pvalloc(size_t n) {
   if (rounded == 0)
     rounded = g_page;
   if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, rounded,
-                 g_page);
+    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, rounded, g_page);
   return p;
 }
 
@@ -665,14 +669,17 @@ EXPORT int mallopt(int param, int value) {
   int         rc = g_real.mallopt(param, value);
   const char *knob = mallopt_knob(param);
   if (!passthrough() && rc == 1 && knob != NULL) {
-    cap_rec_t r = {.op = CAPTURE_OP_OPTION, .y = (uint64_t)(int64_t)value,
-                   .text = knob, .text_len = strlen(knob)};
+    cap_rec_t r = {.op = CAPTURE_OP_OPTION,
+                   .y = (uint64_t)(int64_t)value,
+                   .text = knob,
+                   .text_len = strlen(knob)};
     capture_emit(&r);
   }
   return rc;
 }
 
-/* ---- CPython domains -------------------------------------------------------- */
+/* ---- CPython domains --------------------------------------------------------
+ */
 
 /* CPython 3.11 Include/cpython/pymem.h: PyMemAllocatorEx, and the domain
  * numbers PYMEM_DOMAIN_RAW 0, MEM 1, OBJ 2 (the same as trace_domain_t). */
@@ -851,7 +858,8 @@ EXPORT int allocsim_unhook_python(void) {
   return 1;
 }
 
-/* ---- Marks ------------------------------------------------------------------ */
+/* ---- Marks ------------------------------------------------------------------
+ */
 
 /* Records a mark carrying the measured RSS read just after its seq was
  * taken, after reporting newly written pages of large allocations. */

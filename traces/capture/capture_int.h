@@ -40,8 +40,8 @@ typedef struct tbuf_s tbuf_t;
  * large-allocation table against a signal handler of the same thread. */
 typedef struct tls_s tls_t;
 struct tls_s {
-  tbuf_t *buf;          /* this thread's buffer, NULL until first record */
-  int     tid;          /* cached gettid(), 0 = unknown */
+  tbuf_t *buf; /* this thread's buffer, NULL until first record */
+  int     tid; /* cached gettid(), 0 = unknown */
   int     in_record;
   int     in_domain;
   int     internal;
@@ -71,7 +71,7 @@ struct real_fns_s {
   int (*execv)(const char *, char *const[]);
   int (*execvp)(const char *, char *const[]);
   int (*execvpe)(const char *, char *const[], char *const[]);
-  void (*exit_now)(int); /* _exit */
+  void (*exit_now)(int);  /* _exit */
   void (*exit_now2)(int); /* _Exit */
   int (*libc_start_main)(int (*)(int, char **, char **), int, char **,
                          void (*)(void), void (*)(void), void (*)(void),
@@ -89,21 +89,21 @@ extern real_fns_t g_real;
 /* Resolves g_real (once; the first caller does it, others wait). */
 void capture_resolve(void);
 /* The bootstrap allocator for calls made while dlsym runs. */
-bool  capture_is_boot(const void *p);
-void *capture_boot_alloc(size_t n);
+bool   capture_is_boot(const void *p);
+void  *capture_boot_alloc(size_t n);
 size_t capture_boot_size(const void *p);
 
 /* ---- State (capture.c) --------------------------------------------------- */
 
-extern atomic_int g_init_state; /* 0 none, 1 running, 2 done */
-extern atomic_int g_recording;  /* 1 while records are sent */
-extern int        g_pid;        /* this process (vfork children differ) */
-extern uint64_t   g_sample_ns;  /* RSS sampling period, 0 = marks only */
+extern atomic_int g_init_state;      /* 0 none, 1 running, 2 done */
+extern atomic_int g_recording;       /* 1 while records are sent */
+extern int        g_pid;             /* this process (vfork children differ) */
+extern uint64_t   g_sample_ns;       /* RSS sampling period, 0 = marks only */
 extern uint64_t   g_touch_threshold; /* bytes; 0 = no touch records */
-extern size_t     g_page;       /* OS page size */
+extern size_t     g_page;            /* OS page size */
 
-void capture_ensure_init(void);
-int  capture_tid(void);
+void     capture_ensure_init(void);
+int      capture_tid(void);
 uint64_t capture_now_ns(void);
 /* The flusher measures the TSC's scale from time to time (capture.c). */
 void capture_clock_calibrate(void);
@@ -160,9 +160,9 @@ void capture_touch_probe_all(void);
 static inline bool capture_touch_wants(uint64_t size) {
   return g_touch_threshold != 0 && size >= g_touch_threshold;
 }
-void capture_touch_atfork_prepare(void);
-void capture_touch_atfork_parent(void);
-void capture_touch_atfork_child(void);
+void     capture_touch_atfork_prepare(void);
+void     capture_touch_atfork_parent(void);
+void     capture_touch_atfork_child(void);
 uint64_t capture_touch_own_rss(void);
 
 #endif

@@ -91,26 +91,26 @@ struct capture_hello_s {
 
 /* Record ops (bits 0-4 of B) and their fields after dseq and dt. */
 enum capture_op_e {
-  CAPTURE_OP_MALLOC = 1, /* addr, size */
-  CAPTURE_OP_CALLOC,     /* addr, size (nmemb * size) */
-  CAPTURE_OP_MEMALIGN,   /* addr, size, alignment */
+  CAPTURE_OP_MALLOC = 1,    /* addr, size */
+  CAPTURE_OP_CALLOC,        /* addr, size (nmemb * size) */
+  CAPTURE_OP_MEMALIGN,      /* addr, size, alignment */
   CAPTURE_OP_REALLOC_BEGIN, /* addr: the old pointer, released here */
-  CAPTURE_OP_REALLOC,    /* addr: the result (FAILED: the old pointer,
-                            which stays the program's), size */
-  CAPTURE_OP_FREE,       /* addr */
-  CAPTURE_OP_TRIM,       /* pad, malloc_trim's return value */
-  CAPTURE_OP_MARK,       /* rss, own, other, label length, label bytes */
-  CAPTURE_OP_META,       /* length, "key=value" bytes: provenance */
-  CAPTURE_OP_RSS,        /* rss, own, other: a periodic sample.  rss is
-                            smaps_rollup's Rss; own the recorder's resident
-                            bytes; other those no allocator holds
-                            (memmap.c) */
-  CAPTURE_OP_THREAD_EXIT, /* none: the thread's last record */
-  CAPTURE_OP_TOUCH,      /* addr: the allocation, offset, length: pages
-                            found resident that were not reported before */
-  CAPTURE_OP_OPTION,     /* zigzag param, zigzag value: mallopt() */
-  CAPTURE_OP_PURGE,      /* kind (capture_purge_e), arena (varint;
-                            CAPTURE_ALL_ARENAS = every arena) */
+  CAPTURE_OP_REALLOC,       /* addr: the result (FAILED: the old pointer,
+                               which stays the program's), size */
+  CAPTURE_OP_FREE,          /* addr */
+  CAPTURE_OP_TRIM,          /* pad, malloc_trim's return value */
+  CAPTURE_OP_MARK,          /* rss, own, other, label length, label bytes */
+  CAPTURE_OP_META,          /* length, "key=value" bytes: provenance */
+  CAPTURE_OP_RSS,           /* rss, own, other: a periodic sample.  rss is
+                               smaps_rollup's Rss; own the recorder's resident
+                               bytes; other those no allocator holds
+                               (memmap.c) */
+  CAPTURE_OP_THREAD_EXIT,   /* none: the thread's last record */
+  CAPTURE_OP_TOUCH,         /* addr: the allocation, offset, length: pages
+                               found resident that were not reported before */
+  CAPTURE_OP_OPTION,        /* zigzag param, zigzag value: mallopt() */
+  CAPTURE_OP_PURGE,         /* kind (capture_purge_e), arena (varint;
+                               CAPTURE_ALL_ARENAS = every arena) */
   CAPTURE_OP_COUNT
 };
 
@@ -130,9 +130,9 @@ enum capture_purge_e {
 #define CAPTURE_DOMAIN_MEM 1
 #define CAPTURE_DOMAIN_OBJ 2
 
-#define CAPTURE_B_OP_MASK  0x1Fu
+#define CAPTURE_B_OP_MASK      0x1Fu
 #define CAPTURE_B_DOMAIN_SHIFT 5
-#define CAPTURE_B_FAILED   0x80u
+#define CAPTURE_B_FAILED       0x80u
 
 /* Longest label or META text a record carries. */
 #define CAPTURE_LABEL_MAX 63

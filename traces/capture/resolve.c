@@ -32,7 +32,8 @@
 
 real_fns_t g_real;
 
-/* ---- Bootstrap ------------------------------------------------------------ */
+/* ---- Bootstrap ------------------------------------------------------------
+ */
 
 /* dlsym may call calloc (its dlerror state) before the real functions are
  * known: such blocks come from here, 16-byte header holding the size, and
@@ -61,7 +62,8 @@ size_t capture_boot_size(const void *p) {
   return n;
 }
 
-/* ---- libc's dlsym from its symbol table ------------------------------------ */
+/* ---- libc's dlsym from its symbol table ------------------------------------
+ */
 
 typedef struct elf_find_s elf_find_t;
 struct elf_find_s {
@@ -80,21 +82,21 @@ static uint32_t gnu_hash(const char *s) {
 /* Looks name up in one object's GNU hash table (the ELF gABI extension
  * glibc's ld.so uses: bloom words, buckets, then chains whose low bit ends
  * a chain). */
-static void *gnu_lookup(uintptr_t base, const ElfW(Sym) *symtab,
+static void *gnu_lookup(uintptr_t   base, const ElfW(Sym) * symtab,
                         const char *strtab, const uint32_t *gh,
                         const char *name) {
-  uint32_t          nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+  uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
   const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gh + 4);
-  const uint32_t   *buckets = (const uint32_t *)(bloom + bloom_size);
-  const uint32_t   *chain = buckets + nbuckets;
-  uint32_t          h = gnu_hash(name);
+  const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+  const uint32_t *chain = buckets + nbuckets;
+  uint32_t        h = gnu_hash(name);
   if (nbuckets == 0)
     return NULL;
   uint32_t i = buckets[h % nbuckets];
   if (i < symoffset)
     return NULL;
   for (;; i++) {
-    uint32_t         h2 = chain[i - symoffset];
+    uint32_t h2 = chain[i - symoffset];
     const ElfW(Sym) *s = &symtab[i];
     if ((h | 1) == (h2 | 1) && s->st_shndx != SHN_UNDEF &&
         strcmp(strtab + s->st_name, name) == 0)
@@ -120,8 +122,8 @@ static int find_in_object(struct dl_phdr_info *info, size_t size, void *arg) {
     const ElfW(Dyn) *d =
         (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     const ElfW(Sym) *symtab = NULL;
-    const char      *strtab = NULL;
-    const uint32_t  *gh = NULL;
+    const char     *strtab = NULL;
+    const uint32_t *gh = NULL;
     for (; d->d_tag != DT_NULL; d++) {
       if (d->d_tag == DT_SYMTAB)
         symtab = (const ElfW(Sym) *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
@@ -134,8 +136,8 @@ static int find_in_object(struct dl_phdr_info *info, size_t size, void *arg) {
       return 0;
     for (int k = 0; k < 2; k++)
       if (f->found[k] == NULL)
-        f->found[k] = gnu_lookup(info->dlpi_addr, symtab, strtab, gh,
-                                 f->names[k]);
+        f->found[k] =
+            gnu_lookup(info->dlpi_addr, symtab, strtab, gh, f->names[k]);
     return f->found[0] != NULL && f->found[1] != NULL;
   }
   return 0;
@@ -152,7 +154,8 @@ static void find_real_dl(void) {
   g_real.dlvsym = (void *(*)(void *, const char *, const char *))f.found[1];
 }
 
-/* ---- Resolving the real functions ----------------------------------------- */
+/* ---- Resolving the real functions -----------------------------------------
+ */
 
 static atomic_int g_resolve_state; /* 0 none, 1 running, 2 done */
 
@@ -175,20 +178,19 @@ static void resolve_all(void) {
   g_real.pvalloc = (void *(*)(size_t))next_sym("pvalloc");
   g_real.malloc_trim = (int (*)(size_t))next_sym("malloc_trim");
   g_real.mallopt = (int (*)(int, int))next_sym("mallopt");
-  g_real.execve = (int (*)(const char *, char *const[], char *const[]))next_sym(
-      "execve");
+  g_real.execve =
+      (int (*)(const char *, char *const[], char *const[]))next_sym("execve");
   g_real.execv = (int (*)(const char *, char *const[]))next_sym("execv");
   g_real.execvp = (int (*)(const char *, char *const[]))next_sym("execvp");
   g_real.execvpe =
       (int (*)(const char *, char *const[], char *const[]))next_sym("execvpe");
   g_real.exit_now = (void (*)(int))next_sym("_exit");
   g_real.exit_now2 = (void (*)(int))next_sym("_Exit");
-  g_real.libc_start_main =
-      (int (*)(int (*)(int, char **, char **), int, char **, void (*)(void),
-               void (*)(void), void (*)(void), void *))
-          next_sym("__libc_start_main");
-  g_real.mallctl = (int (*)(const char *, void *, size_t *, void *, size_t))
-      next_sym("mallctl");
+  g_real.libc_start_main = (int (*)(
+      int (*)(int, char **, char **), int, char **, void (*)(void),
+      void (*)(void), void (*)(void), void *))next_sym("__libc_start_main");
+  g_real.mallctl = (int (*)(const char *, void *, size_t *, void *,
+                            size_t))next_sym("mallctl");
   g_real.mi_collect = (void (*)(_Bool))next_sym("mi_collect");
   g_real.release_free_memory =
       (void (*)(void))next_sym("MallocExtension_ReleaseFreeMemory");
@@ -208,7 +210,8 @@ void capture_resolve(void) {
   }
 }
 
-/* ---- dlsym and dlvsym ------------------------------------------------------ */
+/* ---- dlsym and dlvsym ------------------------------------------------------
+ */
 
 /* Defined in capture.c and below: the wrappers a lookup may return. */
 void *malloc(size_t);
@@ -278,7 +281,8 @@ EXPORT void *dlvsym(void *handle, const char *name, const char *version) {
   return interpose(g_real.dlvsym(handle, name, version));
 }
 
-/* ---- Allocator extensions -------------------------------------------------- */
+/* ---- Allocator extensions --------------------------------------------------
+ */
 
 static bool recording_here(void) {
   return t_self.internal == 0 && t_self.in_domain == 0;
@@ -330,10 +334,10 @@ static void record_mallctl(const char *name, const void *newp, size_t newlen) {
   else if (strcmp(name, "thread.tcache.flush") == 0)
     emit_purge(CAPTURE_PURGE_TCACHE, CAPTURE_ALL_ARENAS);
   else if (newp != NULL && newlen == sizeof(long)) {
-    const char *knob = rest != NULL ? rest
+    const char *knob = rest != NULL                       ? rest
                        : strncmp(name, "arenas.", 7) == 0 ? name + 7
                                                           : NULL;
-    long v;
+    long        v;
     memcpy(&v, newp, sizeof v);
     if (knob != NULL && (strcmp(knob, "dirty_decay_ms") == 0 ||
                          strcmp(knob, "muzzy_decay_ms") == 0))

@@ -32,13 +32,13 @@
 
 #include "capture_int.h"
 
-#define BUF_BYTES    CAPTURE_MSG_MAX
-#define HDR_BYTES    sizeof(capture_msg_hdr_t)
+#define BUF_BYTES CAPTURE_MSG_MAX
+#define HDR_BYTES sizeof(capture_msg_hdr_t)
 /* Buffers are pooled and never unmapped, so the flusher and the exit path
  * can visit them without racing munmap. */
-#define POOL_MAX     1024
-#define STACK_BYTES  ((size_t)256 * 1024)
-#define FLUSH_NS     ((uint64_t)50 * 1000000)
+#define POOL_MAX    1024
+#define STACK_BYTES ((size_t)256 * 1024)
+#define FLUSH_NS    ((uint64_t)50 * 1000000)
 /* Longest wait for a buffer's owner to finish one record, and for a
  * release (trim, large free) to finish before an RSS read. */
 #define BUSY_WAIT_NS ((uint64_t)100 * 1000000)
@@ -76,7 +76,8 @@ static atomic_uint          g_gate_gen;   /* started so far */
 
 extern char g_sock_path[108];
 
-/* ---- Sending ---------------------------------------------------------------- */
+/* ---- Sending ----------------------------------------------------------------
+ */
 
 static void stop_recording(void) {
   atomic_store(&g_recording, 0);
@@ -109,8 +110,8 @@ static void send_msg(const void *p, size_t len) {
 }
 
 static void put_hdr(uint8_t *p, uint8_t type, uint32_t aux) {
-  capture_msg_hdr_t h = {.type = type, .version = CAPTURE_WIRE_VERSION,
-                         .aux = aux};
+  capture_msg_hdr_t h = {
+      .type = type, .version = CAPTURE_WIRE_VERSION, .aux = aux};
   memcpy(p, &h, sizeof h);
 }
 
@@ -139,10 +140,11 @@ static void buf_send(tbuf_t *b) {
   memset(&b->enc, 0, sizeof b->enc);
 }
 
-/* ---- Buffers ---------------------------------------------------------------- */
+/* ---- Buffers ----------------------------------------------------------------
+ */
 
 static tbuf_t *buf_acquire(void) {
-  size_t count = atomic_load(&g_pool_count);
+  size_t  count = atomic_load(&g_pool_count);
   tbuf_t *b = NULL;
   for (size_t i = 0; i < count && b == NULL; i++) {
     int expect = 0;
@@ -220,7 +222,7 @@ static void append(tbuf_t *b, const cap_rec_t *r, uint64_t seq, uint64_t t) {
  * record, after the thread's exit hook or the destructor, or without a
  * buffer.  In flight it holds off the watermark (capture_wire.h). */
 static void send_direct(const cap_rec_t *r, uint64_t seq, uint64_t t) {
-  uint8_t m[HDR_BYTES + CAPTURE_REC_MAX];
+  uint8_t       m[HDR_BYTES + CAPTURE_REC_MAX];
   capture_enc_t e = {0};
   put_hdr(m, CAPTURE_MSG_CHUNK, (uint32_t)capture_tid());
   uint8_t *end = capture_encode(m + HDR_BYTES, &e, r, seq, t);
@@ -273,8 +275,7 @@ static void sleep_ns(uint64_t ns) {
 /* One attempt: true if the sample was emitted.  The seq is taken before
  * RSS is read; if a release started meanwhile (gate generation moved), the
  * reading is dropped (the seq is simply unused) unless forced. */
-static bool sample_once(uint8_t op, const char *label, size_t len,
-                        bool force) {
+static bool sample_once(uint8_t op, const char *label, size_t len, bool force) {
   unsigned gen0 = atomic_load(&g_gate_gen);
   if (!force && atomic_load(&g_gate_count) != 0)
     return false;
@@ -291,11 +292,15 @@ static bool sample_once(uint8_t op, const char *label, size_t len,
   capture_memmap_static(&static_anon, &own_static);
   uint64_t own = capture_own_rss() + own_static;
   uint64_t file = rss > anon ? rss - anon : 0;
-  bool ok = force || (atomic_load(&g_gate_count) == 0 &&
+  bool     ok = force || (atomic_load(&g_gate_count) == 0 &&
                       atomic_load(&g_gate_gen) == gen0);
   if (ok) {
-    cap_rec_t r = {.op = op, .x = rss, .y = own, .addr = file + static_anon,
-                   .text = label, .text_len = len};
+    cap_rec_t r = {.op = op,
+                   .x = rss,
+                   .y = own,
+                   .addr = file + static_anon,
+                   .text = label,
+                   .text_len = len};
     if (b != NULL)
       append(b, &r, seq, t);
     else
@@ -314,12 +319,12 @@ void capture_emit_sample(uint8_t op, const char *label, size_t len) {
   if (!atomic_load(&g_recording))
     return;
   uint64_t start = capture_now_ns();
-  while (!sample_once(op, label, len,
-                      capture_now_ns() - start > GATE_WAIT_NS))
+  while (!sample_once(op, label, len, capture_now_ns() - start > GATE_WAIT_NS))
     sleep_ns(100000);
 }
 
-/* ---- Flushing --------------------------------------------------------------- */
+/* ---- Flushing ---------------------------------------------------------------
+ */
 
 /* Sends every buffer, then the watermark taken before; then `then` (BYE,
  * EXEC) if not 0.  keep_busy leaves every buffer taken (the process is
@@ -380,7 +385,8 @@ void capture_stream_thread_exit(void *arg) {
   t_self.exited = 1;
 }
 
-/* ---- Connection ------------------------------------------------------------- */
+/* ---- Connection -------------------------------------------------------------
+ */
 
 static uint64_t python_version_hex(void) {
   /* CPython 3.11+ exports Py_Version (Include/pylifecycle.h); reading it
@@ -484,7 +490,8 @@ void capture_stream_atfork_child(void) {
     capture_stream_start_flusher();
 }
 
-/* ---- Own memory ------------------------------------------------------------- */
+/* ---- Own memory -------------------------------------------------------------
+ */
 
 uint64_t capture_own_rss(void) {
   uint64_t total = 0;
@@ -499,7 +506,8 @@ uint64_t capture_own_rss(void) {
   return total + capture_touch_own_rss(); /* static data: memmap.c */
 }
 
-/* ---- The flusher thread ----------------------------------------------------- */
+/* ---- The flusher thread -----------------------------------------------------
+ */
 
 static uint64_t ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
@@ -553,7 +561,7 @@ static void *flusher_main(void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now = ts_ns(&ts);
     uint64_t due = next_flush < next_sample ? next_flush : next_sample;
-    int wait_ms = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+    int      wait_ms = due > now ? (int)((due - now + 999999) / 1000000) : 0;
     struct pollfd p = {.fd = g_fd, .events = POLLIN};
     if (poll(&p, 1, wait_ms) > 0)
       control();
@@ -581,7 +589,7 @@ static void *flusher_main(void *arg) {
 
 void capture_stream_start_flusher(void) {
   static atomic_int key_made;
-  int expect = 0;
+  int               expect = 0;
   if (atomic_compare_exchange_strong(&key_made, &expect, 1)) {
     t_self.internal++;
     pthread_key_create(&g_key, capture_stream_thread_exit);

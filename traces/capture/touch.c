@@ -40,13 +40,13 @@
 
 #include "capture_int.h"
 
-#define STRIPES       64
-#define STRIPE_MIN    256 /* slots at first use */
-#define INLINE_PAGES  64
-#define SLAB_ARENA    ((size_t)1 << 20)
-#define SLAB_CLASSES  10 /* 2 .. 1024 words; larger bitmaps are mmap'd */
+#define STRIPES         64
+#define STRIPE_MIN      256 /* slots at first use */
+#define INLINE_PAGES    64
+#define SLAB_ARENA      ((size_t)1 << 20)
+#define SLAB_CLASSES    10 /* 2 .. 1024 words; larger bitmaps are mmap'd */
 #define SLAB_MAX_ARENAS 4096
-#define PROBE_WINDOW  512 /* pages per mincore call */
+#define PROBE_WINDOW    512 /* pages per mincore call */
 
 typedef struct tent_s tent_t;
 struct tent_s {
@@ -65,11 +65,12 @@ struct stripe_s {
 
 static stripe_t g_stripes[STRIPES];
 
-/* ---- Locks ------------------------------------------------------------------ */
+/* ---- Locks ------------------------------------------------------------------
+ */
 
 static void spin_lock(atomic_flag *f) {
-  for (unsigned i = 0; atomic_flag_test_and_set_explicit(f, memory_order_acquire);
-       i++)
+  for (unsigned i = 0;
+       atomic_flag_test_and_set_explicit(f, memory_order_acquire); i++)
     if (i > 64)
       sched_yield();
 }
@@ -78,7 +79,8 @@ static void spin_unlock(atomic_flag *f) {
   atomic_flag_clear_explicit(f, memory_order_release);
 }
 
-/* ---- Bitmap slab ------------------------------------------------------------ */
+/* ---- Bitmap slab ------------------------------------------------------------
+ */
 
 static atomic_flag g_slab_lock = ATOMIC_FLAG_INIT;
 static uint64_t   *g_free_words[SLAB_CLASSES]; /* class k: 2 << k words */
@@ -94,8 +96,8 @@ static unsigned class_of(size_t words) {
 }
 
 static void *map_zero(size_t len) {
-  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
   return m == MAP_FAILED ? NULL : m;
 }
 
@@ -150,7 +152,8 @@ static void entry_forget(tent_t *e) {
     words_free((uint64_t *)(uintptr_t)e->bits, (e->npages + 63) / 64);
 }
 
-/* ---- Tables ----------------------------------------------------------------- */
+/* ---- Tables -----------------------------------------------------------------
+ */
 
 static uint64_t hash_addr(uint64_t a) {
   return (a >> 4) * 0x9E3779B97F4A7C15ull;
@@ -209,7 +212,8 @@ static void erase(stripe_t *s, tent_t *e) {
   s->n--;
 }
 
-/* ---- Probing ---------------------------------------------------------------- */
+/* ---- Probing ----------------------------------------------------------------
+ */
 
 static void emit_touch(const tent_t *e, uint64_t first, uint32_t p0,
                        uint32_t p1) {
@@ -255,7 +259,8 @@ static void probe(tent_t *e) {
     emit_touch(e, first, run, e->npages);
 }
 
-/* ---- Entry points ----------------------------------------------------------- */
+/* ---- Entry points -----------------------------------------------------------
+ */
 
 static void report_whole(uint64_t addr, uint64_t size) {
   cap_rec_t r = {.op = CAPTURE_OP_TOUCH, .addr = addr, .x = 0, .y = size};
@@ -288,7 +293,8 @@ void capture_touch_track(uint64_t addr, uint64_t size, uint64_t prefix) {
     return;
   }
   uint64_t *words = NULL;
-  if (npages > INLINE_PAGES && (words = words_alloc((npages + 63) / 64)) == NULL) {
+  if (npages > INLINE_PAGES &&
+      (words = words_alloc((npages + 63) / 64)) == NULL) {
     report_whole(addr, size);
     return;
   }
@@ -328,7 +334,7 @@ uint64_t capture_touch_release(uint64_t addr) {
    * the count that includes it is visible to whoever frees addr. */
   if (__atomic_load_n(&s->n, __ATOMIC_RELAXED) == 0)
     return 0;
-  uint64_t  size = 0;
+  uint64_t size = 0;
   t_self.in_table = 1;
   spin_lock(&s->lock);
   if (s->cap != 0) {
@@ -382,8 +388,8 @@ uint64_t capture_touch_own_rss(void) {
   uint64_t total = 0;
   for (size_t k = 0; k < STRIPES; k++)
     if (g_stripes[k].tab != NULL)
-      total += capture_resident(g_stripes[k].tab,
-                                g_stripes[k].cap * sizeof(tent_t));
+      total +=
+          capture_resident(g_stripes[k].tab, g_stripes[k].cap * sizeof(tent_t));
   size_t n = g_narenas; /* arenas are only ever added */
   for (size_t i = 0; i < n; i++)
     total += capture_resident(g_arenas[i], SLAB_ARENA);

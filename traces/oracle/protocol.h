@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ORACLE_FD_OPS 3
+#define ORACLE_FD_OPS     3
 #define ORACLE_FD_RESULTS 4
 
 /* Calls between two looks at the clock for a periodic sample. */
@@ -56,8 +56,8 @@ struct oracle_hello_s {
   uint64_t magic;
   uint32_t allocator; /* oracle_allocator_t */
   uint32_t pad;
-  uint64_t ids;       /* object ids the trace uses (its peak id + 1) */
-  uint64_t ops;       /* ops that follow, ORACLE_OP_END excluded */
+  uint64_t ids;             /* object ids the trace uses (its peak id + 1) */
+  uint64_t ops;             /* ops that follow, ORACLE_OP_END excluded */
   uint64_t sample_every_ns; /* 0: marks only */
 };
 
@@ -69,14 +69,14 @@ typedef enum oracle_op_code_e {
   ORACLE_OP_FREE,
   ORACLE_OP_THREAD_START,
   ORACLE_OP_THREAD_EXIT,
-  ORACLE_OP_MARK,     /* id = the mark's number, from 0 */
-  ORACLE_OP_IDLE,     /* size = ns to sleep (already scaled), aux = the
-                         idle's duration in the trace */
-  ORACLE_OP_TRIM,     /* size = pad */
-  ORACLE_OP_PURGE,    /* size = oracle_purge_t, aux = arena or
-                         ORACLE_ALL_ARENAS */
-  ORACLE_OP_OPTION,   /* size = (uint64_t)(int64_t) value; the name follows */
-  ORACLE_OP_TOUCH,    /* write [aux, aux + size) of id */
+  ORACLE_OP_MARK,   /* id = the mark's number, from 0 */
+  ORACLE_OP_IDLE,   /* size = ns to sleep (already scaled), aux = the
+                       idle's duration in the trace */
+  ORACLE_OP_TRIM,   /* size = pad */
+  ORACLE_OP_PURGE,  /* size = oracle_purge_t, aux = arena or
+                       ORACLE_ALL_ARENAS */
+  ORACLE_OP_OPTION, /* size = (uint64_t)(int64_t) value; the name follows */
+  ORACLE_OP_TOUCH,  /* write [aux, aux + size) of id */
   ORACLE_OP_END
 } oracle_op_code_t;
 
@@ -85,14 +85,14 @@ typedef enum oracle_op_code_e {
 
 typedef struct oracle_op_s oracle_op_t;
 struct oracle_op_s {
-  uint8_t  code;   /* oracle_op_code_t */
-  uint8_t  flags;  /* ORACLE_F_* */
+  uint8_t  code;  /* oracle_op_code_t */
+  uint8_t  flags; /* ORACLE_F_* */
   uint16_t pad;
   uint32_t thread; /* the trace's thread */
   uint64_t id;
   uint64_t size;
   uint64_t aux;
-  uint64_t t_ns;   /* the trace's time of the event */
+  uint64_t t_ns; /* the trace's time of the event */
 };
 
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
@@ -174,12 +174,12 @@ static inline int oracle_purge_supported(oracle_allocator_t a, unsigned k) {
  * these calls.  The names are the models' (traces/event.h: mallopt's
  * M_MMAP_THRESHOLD is `option mmap_threshold`). */
 typedef enum oracle_option_call_e {
-  ORACLE_CALL_MALLOPT,     /* mallopt(param, value) */
-  ORACLE_CALL_JE_DECAY,    /* mallctl arenas.NAME and arena.<i>.NAME for
-                              every arena, ssize_t */
-  ORACLE_CALL_JE_BOOL,     /* mallctl NAME, bool */
-  ORACLE_CALL_MI_OPTION,   /* mi_option_set(param, value) */
-  ORACLE_CALL_TC_PROPERTY  /* MallocExtension_SetNumericProperty(NAME) */
+  ORACLE_CALL_MALLOPT,    /* mallopt(param, value) */
+  ORACLE_CALL_JE_DECAY,   /* mallctl arenas.NAME and arena.<i>.NAME for
+                             every arena, ssize_t */
+  ORACLE_CALL_JE_BOOL,    /* mallctl NAME, bool */
+  ORACLE_CALL_MI_OPTION,  /* mi_option_set(param, value) */
+  ORACLE_CALL_TC_PROPERTY /* MallocExtension_SetNumericProperty(NAME) */
 } oracle_option_call_t;
 
 typedef struct oracle_option_s oracle_option_t;
@@ -187,8 +187,8 @@ struct oracle_option_s {
   uint8_t     allocator; /* oracle_allocator_t */
   uint8_t     call;      /* oracle_option_call_t */
   int32_t     param;
-  const char *name;      /* the knob, as option events spell it */
-  const char *target;    /* the allocator's own name for it */
+  const char *name;   /* the knob, as option events spell it */
+  const char *target; /* the allocator's own name for it */
 };
 
 /* Every option event the replayer can apply.
@@ -245,8 +245,7 @@ static const oracle_option_t oracle_options[] = {
 /* The call for knob name on allocator a, or NULL. */
 static inline const oracle_option_t *oracle_option_find(oracle_allocator_t a,
                                                         const char *name) {
-  for (size_t i = 0; i < sizeof oracle_options / sizeof oracle_options[0];
-       i++)
+  for (size_t i = 0; i < sizeof oracle_options / sizeof oracle_options[0]; i++)
     if (oracle_options[i].allocator == a &&
         strcmp(oracle_options[i].name, name) == 0)
       return &oracle_options[i];

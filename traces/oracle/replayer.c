@@ -257,8 +257,7 @@ static void resolve(void) {}
 #endif
 
 /* "arena.<i>.<what>" for jemalloc's mallctl. */
-static void arena_ctl(char *buf, size_t cap, uint64_t arena,
-                      const char *what) {
+static void arena_ctl(char *buf, size_t cap, uint64_t arena, const char *what) {
   size_t n = 0;
   buf[0] = '\0';
   put_str(buf, cap, &n, "arena.");
@@ -296,8 +295,7 @@ static void apply_purge(uint64_t kind, uint64_t arena) {
     return;
   case ORACLE_TCMALLOC:
     if (tc_release == NULL)
-      fail("tcmalloc without MallocExtension_ReleaseFreeMemory: op ",
-           ops_done);
+      fail("tcmalloc without MallocExtension_ReleaseFreeMemory: op ", ops_done);
     tc_release();
     return;
   default:
@@ -392,8 +390,8 @@ static void do_alloc(const oracle_op_t *op) {
   case ORACLE_OP_MEMALIGN:
     /* Alignments below a pointer's are plain mallocs in every allocator
      * here (glibc _mid_memalign: alignment <= MALLOC_ALIGNMENT). */
-    if (op->aux < sizeof(void *) || posix_memalign(&p, (size_t)op->aux,
-                                                   (size_t)op->size) != 0)
+    if (op->aux < sizeof(void *) ||
+        posix_memalign(&p, (size_t)op->aux, (size_t)op->size) != 0)
       p = op->aux < sizeof(void *) ? malloc((size_t)op->size) : NULL;
     break;
   default:
@@ -417,13 +415,13 @@ static void do_realloc(const oracle_op_t *op) {
 }
 
 static void sleep_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u),
-                        (long)(ns % 1000000000u)};
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
 }
 
-/* ---- Periodic samples ----------------------------------------------------- */
+/* ---- Periodic samples -----------------------------------------------------
+ */
 
 static uint64_t next_sample_ns; /* monotonic time of the next sample */
 
@@ -445,9 +443,8 @@ static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
   uint64_t after = mono_ns(), gap = 4 * (after - now);
   next_sample_ns += hello.sample_every_ns;
   if (next_sample_ns < after + gap)
-    next_sample_ns = after + (gap > hello.sample_every_ns
-                                  ? gap
-                                  : hello.sample_every_ns);
+    next_sample_ns =
+        after + (gap > hello.sample_every_ns ? gap : hello.sample_every_ns);
 }
 
 /* An idle: slept in slices up to the next sample, each sample stamped at
@@ -463,9 +460,8 @@ static void idle(const oracle_op_t *op) {
     now = mono_ns();
     uint64_t done = now - start < op->size ? now - start : op->size;
     sample_if_due(now, ops_done + 1,
-                  op->t_ns + (uint64_t)((double)op->aux *
-                                             (double)done /
-                                             (double)op->size));
+                  op->t_ns + (uint64_t)((double)op->aux * (double)done /
+                                        (double)op->size));
   }
 }
 
@@ -586,9 +582,8 @@ static void reap(void) {
 static void next_op(void) {
   if (!read_exact(&cur, sizeof cur))
     fail("the op stream ended early, ops done ", ops_done);
-  if (cur.code == ORACLE_OP_OPTION &&
-      (!read_exact(cur_name, sizeof cur_name) ||
-       cur_name[sizeof cur_name - 1] != '\0'))
+  if (cur.code == ORACLE_OP_OPTION && (!read_exact(cur_name, sizeof cur_name) ||
+                                       cur_name[sizeof cur_name - 1] != '\0'))
     fail("a malformed option name at op ", ops_done);
   have_cur = true;
 }

@@ -57,11 +57,11 @@ static void malloc_free(size_t size, double *malloc_ns, double *free_ns) {
       free(p[i]);
     }
     double t2 = now_ns();
-    m[r]      = (t1 - t0) / N;
-    f[r]      = (t2 - t1) / N;
+    m[r] = (t1 - t0) / N;
+    f[r] = (t2 - t1) / N;
   }
   *malloc_ns = median(m);
-  *free_ns   = median(f);
+  *free_ns = median(f);
 }
 
 /* realloc growing a block by 16 bytes at a time. */
@@ -69,7 +69,7 @@ static double realloc_step(void) {
   enum { N = 20000 };
   double v[REPS];
   for (int r = 0; r < REPS; r++) {
-    char  *p  = malloc(16);
+    char  *p = malloc(16);
     double t0 = now_ns();
     for (int i = 1; i <= N; i++)
       p = realloc(p, 16 + (size_t)i * 16);
@@ -82,7 +82,7 @@ static double realloc_step(void) {
 /* Writing already-resident memory, per KiB (the program filling a block). */
 static double write_per_kib(void) {
   size_t len = 64 << 20;
-  char  *p   = malloc(len);
+  char  *p = malloc(len);
   memset(p, 1, len);
   double v[REPS];
   for (int r = 0; r < REPS; r++) {
@@ -98,7 +98,7 @@ static double write_per_kib(void) {
 /* First write to fresh anonymous OS pages, per page (fault + zeroing). */
 static double fault_per_page(void) {
   long   page = sysconf(_SC_PAGESIZE);
-  size_t len  = 64 << 20;
+  size_t len = 64 << 20;
   double v[REPS];
   for (int r = 0; r < REPS; r++) {
     char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -115,14 +115,13 @@ static double fault_per_page(void) {
 
 /* madvise(DONTNEED) or munmap of a resident range: a fixed cost per call
  * and a cost per resident page, from ranges of 1 and 256 pages. */
-static void release_costs(int use_munmap, double *call_ns,
-                          double *page_ns) {
-  long   page = sysconf(_SC_PAGESIZE);
+static void release_costs(int use_munmap, double *call_ns, double *page_ns) {
+  long page = sysconf(_SC_PAGESIZE);
   enum { CALLS = 2000 };
   double one[REPS], many[REPS];
   for (int pass = 0; pass < 2; pass++) {
     size_t pages = pass == 0 ? 1 : 256;
-    size_t len   = pages * (size_t)page;
+    size_t len = pages * (size_t)page;
     for (int r = 0; r < REPS; r++) {
       char **p = malloc(CALLS * sizeof *p);
       for (int c = 0; c < CALLS; c++) {

@@ -17,10 +17,10 @@
  */
 #include "je_common.h"
 
-#define N_512 150000
-#define N_1K 100000
-#define N_2K 50000
-#define N_ALL (N_512 + N_1K + N_2K)
+#define N_512     150000
+#define N_1K      100000
+#define N_2K      50000
+#define N_ALL     (N_512 + N_1K + N_2K)
 #define SAMPLE_NS 100000000LL
 
 static void          *objs[N_ALL];

@@ -99,8 +99,7 @@ static void je_note_stats(long long t) {
            (unsigned long long)je_read_u64("stats.arenas.4096.dirty_npurge"),
            (unsigned long long)je_read_u64("stats.arenas.4096.dirty_nmadvise"),
            (unsigned long long)je_read_u64("stats.arenas.4096.dirty_purged"),
-           (unsigned long long)je_read_u64(
-               "stats.background_thread.num_runs"));
+           (unsigned long long)je_read_u64("stats.background_thread.num_runs"));
 }
 
 /* A mark (label, RSS) followed by jemalloc's statistics. */

@@ -26,7 +26,7 @@
 #include "je_common.h"
 
 #define MAX_COUNT 100000
-#define MAX_TINY 1000
+#define MAX_TINY  1000
 #define SAMPLE_NS 100000000LL
 
 static void *objs[MAX_COUNT];
@@ -69,8 +69,8 @@ int main(int argc, char **argv) {
   bool        busy = strcmp(mode, "busy") == 0;
   bool        is_tiny = strcmp(mode, "tiny") == 0;
   if ((!busy && !is_tiny && strcmp(mode, "idle") != 0) || count < 1 ||
-      count > MAX_COUNT || size < 1 || seconds < 1 ||
-      seconds * 10 > MAX_TINY || batch < 1 || batch > MAX_COUNT)
+      count > MAX_COUNT || size < 1 || seconds < 1 || seconds * 10 > MAX_TINY ||
+      batch < 1 || batch > MAX_COUNT)
     return 2;
   je_begin(argc, argv, NULL); /* the workload needs the measured rate */
   memset(objs, 0, sizeof objs);
@@ -118,8 +118,7 @@ int main(int argc, char **argv) {
   je_mark("end");
   /* The phases' measured durations (and the bursts' pace) time the
    * workload's calls. */
-  long long every = total_batches ? seconds * 1000000000LL / total_batches
-                                  : 0;
+  long long every = total_batches ? seconds * 1000000000LL / total_batches : 0;
   lab_meta_set("workload",
                "decay --count %ld --size %ld --after %s --seconds %ld "
                "--batch %ld --batch-every %lldns --alloc-time %lldns "

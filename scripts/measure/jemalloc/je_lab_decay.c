@@ -28,9 +28,9 @@
 #include <math.h>
 #include <sys/resource.h>
 
-#define MAX_OBJS 200000
+#define MAX_OBJS   200000
 #define MAX_BURSTS 1024
-#define SAMPLE_NS 100000000LL
+#define SAMPLE_NS  100000000LL
 
 static void     *burst_objs[MAX_OBJS];
 static void     *spike_objs[MAX_OBJS];
@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
   long      spike_free_at = -1;
   long      nlat = 0;
   for (long k = 0; k < nperiods; k++) {
-    long long deadline = t_start + (long long)k * period_ms * 1000000LL;
+    long long       deadline = t_start + (long long)k * period_ms * 1000000LL;
     struct timespec ts = {(time_t)((lab_t0_ns + deadline) / 1000000000LL),
                           (long)((lab_t0_ns + deadline) % 1000000000LL)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -136,13 +136,13 @@ int main(int argc, char **argv) {
                t, lab_rss_bytes());
       qsort(lat, (size_t)nlat, sizeof lat[0], cmp_ll);
       je_epoch();
-      lab_body("# cost t=%lld minflt=%ld burst_p50_ns=%lld burst_p99_ns=%lld "
-               "bursts=%ld nmadvise=%llu pdirty=%llu\n",
-               t, minflt() - flt0, nlat ? lat[nlat / 2] : 0,
-               nlat ? lat[(nlat * 99) / 100] : 0, nlat,
-               (unsigned long long)je_read_u64(
-                   "stats.arenas.4096.dirty_nmadvise"),
-               (unsigned long long)je_read_u64("stats.arenas.4096.pdirty"));
+      lab_body(
+          "# cost t=%lld minflt=%ld burst_p50_ns=%lld burst_p99_ns=%lld "
+          "bursts=%ld nmadvise=%llu pdirty=%llu\n",
+          t, minflt() - flt0, nlat ? lat[nlat / 2] : 0,
+          nlat ? lat[(nlat * 99) / 100] : 0, nlat,
+          (unsigned long long)je_read_u64("stats.arenas.4096.dirty_nmadvise"),
+          (unsigned long long)je_read_u64("stats.arenas.4096.pdirty"));
       nlat = 0;
     }
   }

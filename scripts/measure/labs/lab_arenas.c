@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     snprintf(workload + w, sizeof workload - (size_t)w, " --hold %ld", hold);
   lab_begin(argc, argv, workload);
   static pthread_t tids[1024];
-  unsigned n = (unsigned)nthreads + 1;
+  unsigned         n = (unsigned)nthreads + 1;
   pthread_barrier_init(&go, NULL, n);
   pthread_barrier_init(&done, NULL, n);
   pthread_barrier_init(&release, NULL, n);

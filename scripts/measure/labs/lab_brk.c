@@ -22,8 +22,7 @@ int main(int argc, char **argv) {
     return 2;
   long count = argc > 2 ? atol(argv[2]) : 1000;
   long size = argc > 3 ? atol(argv[3]) : 1024;
-  if (count < 1 || count > (long)(sizeof chunks / sizeof chunks[0]) ||
-      size < 1)
+  if (count < 1 || count > (long)(sizeof chunks / sizeof chunks[0]) || size < 1)
     return 2;
   char workload[128];
   snprintf(workload, sizeof workload, "lab-brk --count %ld --size %ld", count,

@@ -25,10 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static char     lab_out[1 << 16]; /* the body: marks, rss lines, comments */
-static size_t   lab_out_len;
-static char     lab_meta[1 << 14]; /* "#@ key=value" lines */
-static size_t   lab_meta_len;
+static char      lab_out[1 << 16]; /* the body: marks, rss lines, comments */
+static size_t    lab_out_len;
+static char      lab_meta[1 << 14]; /* "#@ key=value" lines */
+static size_t    lab_meta_len;
 static long long lab_t0_ns;
 
 static void lab_appendv(char *buf, size_t cap, size_t *len, const char *fmt,
@@ -42,7 +42,8 @@ static void lab_appendv(char *buf, size_t cap, size_t *len, const char *fmt,
   *len += (size_t)n;
 }
 
-static void lab_body(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void lab_body(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 static void lab_body(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -82,7 +83,7 @@ static long long lab_now_ns(void) {
 /* Exact RSS in bytes from the "Rss:" line of smaps_rollup (kB). */
 static long long lab_rss_bytes(void) {
   static char buf[8192];
-  int fd = open("/proc/self/smaps_rollup", O_RDONLY);
+  int         fd = open("/proc/self/smaps_rollup", O_RDONLY);
   if (fd < 0)
     _exit(4);
   ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -104,7 +105,7 @@ static void lab_mark(const char *label) {
 
 /* The current program break, as a comment the docs can quote. */
 static __attribute__((unused)) void lab_note_brk(const char *what,
-                                                const void *brk0) {
+                                                 const void *brk0) {
   lab_body("# %s: brk - brk0 = %ld\n", what,
            (long)((char *)sbrk(0) - (const char *)brk0));
 }
@@ -124,7 +125,7 @@ static void lab_begin(int argc, char **argv, const char *workload) {
   uname(&u);
   lab_meta_set("kind", "measured");
   lab_meta_set("workload", "%s", workload);
-  char cmd[256];
+  char   cmd[256];
   size_t n = 0;
   cmd[0] = '\0';
   for (int i = 0; i < argc && n + 2 < sizeof cmd; i++)
@@ -139,7 +140,7 @@ static void lab_begin(int argc, char **argv, const char *workload) {
     lab_meta_set("LD_PRELOAD", "%s", preload);
   else
     lab_meta_set("model", "glibc");
-  char spec[256];
+  char   spec[256];
   size_t s = (size_t)snprintf(spec, sizeof spec, "glibc:ncpus=%ld",
                               sysconf(_SC_NPROCESSORS_ONLN));
   static const char *const env[][2] = {
@@ -149,7 +150,7 @@ static void lab_begin(int argc, char **argv, const char *workload) {
       {"MALLOC_TRIM_THRESHOLD_", "trim_threshold"},
       {"MALLOC_TOP_PAD_", "top_pad"},
   };
-  char envs[256];
+  char   envs[256];
   size_t e = 0;
   envs[0] = '\0';
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {

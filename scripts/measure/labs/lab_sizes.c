@@ -14,16 +14,15 @@
  *     one: after the RSS part glibc would hand malloc(1113) a freed
  *     1152-byte chunk from a bin (a remainder under MINSIZE is not split,
  *     glibc 2.36 malloc/malloc.c:4203-4208, 4306) and the sweep would
- *     measure the heap's history, not the classes.  Two more settings keep every request of the
- *     glibc sweep as a fresh process would serve it: a freed mmapped chunk
- *     would raise the dynamic mmap threshold (malloc.c:3364-3372), so the
- *     sweep sets M_MMAP_THRESHOLD to its initial 128 KiB, which only
- *     freezes it; and a top chunk grown by the requests under the
- *     threshold would serve those above it from the heap, so M_TRIM_THRESHOLD
- *     0 and M_TOP_PAD 0 (128 KiB by default, sysdeps/generic/
- *     malloc-machine.h:38) give the whole top back at every free of 64 KiB
- *     or more (malloc.c:4668-4678), leaving sysmalloc to mmap them.  Under a preloaded allocator mallopt is glibc's and changes
- *     nothing.
+ *     measure the heap's history, not the classes.  Two more settings keep
+ * every request of the glibc sweep as a fresh process would serve it: a freed
+ * mmapped chunk would raise the dynamic mmap threshold (malloc.c:3364-3372), so
+ * the sweep sets M_MMAP_THRESHOLD to its initial 128 KiB, which only freezes
+ * it; and a top chunk grown by the requests under the threshold would serve
+ * those above it from the heap, so M_TRIM_THRESHOLD 0 and M_TOP_PAD 0 (128 KiB
+ * by default, sysdeps/generic/ malloc-machine.h:38) give the whole top back at
+ * every free of 64 KiB or more (malloc.c:4668-4678), leaving sysmalloc to mmap
+ * them.  Under a preloaded allocator mallopt is glibc's and changes nothing.
  * Run it under LD_PRELOAD=libjemalloc.so.2 (and so on) for the others:
  * `allocsim lab sizes --measure` does.
  *
@@ -67,8 +66,9 @@ static int write_ladder(const char *out, long ladder, const char *preload) {
   FILE *f = fopen(path, "w");
   if (f == NULL)
     return 5;
-  fprintf(f, "# request usable: malloc_usable_size at each change, 1..%ld"
-             "%s%s\n",
+  fprintf(f,
+          "# request usable: malloc_usable_size at each change, 1..%ld"
+          "%s%s\n",
           ladder, preload ? ", LD_PRELOAD=" : "", preload ? preload : "");
   for (size_t i = 0; i < n; i++)
     fprintf(f, "%ld %zu\n", rung[i].request, rung[i].usable);
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
            "lab-sizes --min %ld --max %ld --domain raw", min, max);
   lab_begin(argc, argv, workload);
   const char *preload = getenv("LD_PRELOAD");
-  int rc = ladder_in_child(argv[1], ladder, preload);
+  int         rc = ladder_in_child(argv[1], ladder, preload);
   if (rc != 0)
     return rc;
   /* The pointer array is the program's: written before `start`. */

@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
     usage();
   memset(blocks, 0, (size_t)count * sizeof blocks[0]);
   /* the burst, its frees, the activity (two per period) and two collects */
-  mm_events_cap = (size_t)count * 2 +
-                  2 * (size_t)(idle_s * 1000 / (double)every_ms) + 16;
+  mm_events_cap =
+      (size_t)count * 2 + 2 * (size_t)(idle_s * 1000 / (double)every_ms) + 16;
   if (mm_events_cap > MM_EVENTS_MAX)
     usage();
   mm_begin(argc, argv, NULL);

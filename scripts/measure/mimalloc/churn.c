@@ -4,14 +4,15 @@
  *
  * The sequence of the allocsim workload `churn-purge`
  * (traces/wl_churn_purge.c; scripts/measure/jemalloc/je_churn.c runs it
- * under jemalloc), recording its measured allocation and free times: 150,000 x 512 B, 100,000 x 1 KiB and 50,000 x
- * 2 KiB objects in a shuffled order (Fisher-Yates driven by splitmix64 from
- * SEED), each written in full; every KEEP_EVERY-th object in allocation
- * order is kept, the others freed in allocation order; IDLE seconds of
- * nothing with RSS every 100 ms; then the point where jemalloc flushes its
- * thread cache (mimalloc has none: a mark only) and mi_collect(true) (or
- * malloc_trim(0) when the process does not run on mimalloc).
- * Marks: start, allocated, freed, idle_end, tcache_flushed, purged.
+ * under jemalloc), recording its measured allocation and free times: 150,000 x
+ * 512 B, 100,000 x 1 KiB and 50,000 x 2 KiB objects in a shuffled order
+ * (Fisher-Yates driven by splitmix64 from SEED), each written in full; every
+ * KEEP_EVERY-th object in allocation order is kept, the others freed in
+ * allocation order; IDLE seconds of nothing with RSS every 100 ms; then the
+ * point where jemalloc flushes its thread cache (mimalloc has none: a mark
+ * only) and mi_collect(true) (or malloc_trim(0) when the process does not run
+ * on mimalloc). Marks: start, allocated, freed, idle_end, tcache_flushed,
+ * purged.
  *
  * Usage: churn OUT [SEED [IDLE_S [KEEP_EVERY]]]   (defaults 1 10 20)
  */

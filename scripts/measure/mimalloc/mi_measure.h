@@ -70,7 +70,8 @@ static void mm_appendv(char *buf, size_t cap, size_t *len, const char *fmt,
   *len += (size_t)n;
 }
 
-static void mm_bodyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void mm_bodyf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 static void mm_bodyf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -98,7 +99,9 @@ static void mm_meta_set(const char *key, const char *fmt, ...) {
 }
 
 /* Keeps the compiler from dropping a memset before a free. */
-static inline void mm_escape(void *p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+static inline void mm_escape(void *p) {
+  __asm__ volatile("" : : "r"(p) : "memory");
+}
 
 static long long mm_now_ns(void) {
   struct timespec ts;
@@ -106,11 +109,13 @@ static long long mm_now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static long long mm_elapsed_ns(void) { return mm_now_ns() - mm_t0_ns; }
+static long long mm_elapsed_ns(void) {
+  return mm_now_ns() - mm_t0_ns;
+}
 
 /* Sleeps until mm_t0_ns + t_ns (absolute, so samples do not drift). */
 static void mm_sleep_until(long long t_ns) {
-  long long      abs_ns = mm_t0_ns + t_ns;
+  long long       abs_ns = mm_t0_ns + t_ns;
   struct timespec ts = {.tv_sec = abs_ns / 1000000000LL,
                         .tv_nsec = abs_ns % 1000000000LL};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
@@ -153,7 +158,9 @@ static void mm_sample_at(long long t) {
     mm_bodyf("# anon_huge=%lld lazyfree=%lld\n", r.anon_huge, r.lazyfree);
 }
 
-static inline void mm_sample(void) { mm_sample_at(mm_elapsed_ns()); }
+static inline void mm_sample(void) {
+  mm_sample_at(mm_elapsed_ns());
+}
 
 static void mm_mark(const char *label) {
   long long t = mm_elapsed_ns();

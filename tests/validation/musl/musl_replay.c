@@ -26,13 +26,13 @@
 #include "musl_snapshot.h"
 
 struct meta {
-  struct meta        *prev, *next;
-  unsigned char      *mem; /* struct group: meta pointer, active_idx:5 */
-  volatile int        avail_mask, freed_mask;
-  uintptr_t           last_idx : 5;
-  uintptr_t           freeable : 1;
-  uintptr_t           sizeclass : 6;
-  uintptr_t           maplen : 8 * sizeof(uintptr_t) - 12;
+  struct meta   *prev, *next;
+  unsigned char *mem; /* struct group: meta pointer, active_idx:5 */
+  volatile int   avail_mask, freed_mask;
+  uintptr_t      last_idx : 5;
+  uintptr_t      freeable : 1;
+  uintptr_t      sizeclass : 6;
+  uintptr_t      maplen : 8 * sizeof(uintptr_t) - 12;
 };
 
 struct meta_area {
@@ -64,7 +64,7 @@ static void snapshot(msnap_t *s) {
   const struct malloc_context *c = &__malloc_context;
   memset(s, 0, sizeof *s);
   s->mmap_counter = c->mmap_counter;
-  s->seq          = c->seq;
+  s->seq = c->seq;
   for (const struct meta_area *a = c->meta_area_head; a != NULL; a = a->next)
     s->meta_areas++;
   if (c->free_meta_head != NULL) {
@@ -75,8 +75,8 @@ static void snapshot(msnap_t *s) {
   }
   for (int sc = 0; sc < MSNAP_CLASSES; sc++) {
     msnap_class_t *k = &s->cls[sc];
-    k->usage         = c->usage_by_class[sc];
-    k->bounces       = sc >= 7 && sc < 39 ? c->bounces[sc - 7] : 0;
+    k->usage = c->usage_by_class[sc];
+    k->bounces = sc >= 7 && sc < 39 ? c->bounces[sc - 7] : 0;
     const struct meta *h = c->active[sc], *m = h;
     if (h == NULL)
       continue;
