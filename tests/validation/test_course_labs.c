@@ -30,7 +30,12 @@
  *     +0.45 to +0.70 (1 run);
  *   leak: 128 KiB (the capture's replay is within 0.07 MiB while the leak
  *     grows, medians of 3 runs, in two recordings);
- *   decay: 128 KiB (every step 0.06 to 0.07 MiB low);
+ *   decay: 128 KiB for mimalloc (every step 0.06 to 0.07 MiB low); 256 KiB
+ *     for jemalloc with dirty_decay_ms 0 and -1 (0.03 to 0.20 MiB low).
+ *     With 1000 and 10000 the steps are printed, not asserted: when decay
+ *     runs depends on when the real program's ticks fell in wall time
+ *     (median of 3 runs: -2.56 to +4.57 MiB at 1000, -8.11 to +14.72 at
+ *     10000; docs/models/jemalloc.md, the purge timing table);
  *   cliff: 768 KiB.  The simulation starts the interpreter's glibc heap
  *     empty, so 1000 tuples of 456 to 544 bytes grow it by 0.45 to 0.56
  *     MiB; the real interpreter's heap has that much free and resident
@@ -57,6 +62,12 @@ static int64_t tolerance(const char *lab, const char *label, const char *mark) {
     return 768 * KIB;
   if (strcmp(lab, "compare") == 0)
     return 1024 * KIB;
+  if (strcmp(lab, "decay") == 0 &&
+      (strncmp(label, "jemalloc, dirty_decay_ms=1000:", 30) == 0 ||
+       strncmp(label, "jemalloc, dirty_decay_ms=10000:", 31) == 0))
+    return INT64_MAX; /* timing: see the comment at the top */
+  if (strcmp(lab, "decay") == 0 && strncmp(label, "jemalloc", 8) == 0)
+    return 256 * KIB;
   if (strcmp(lab, "leak") == 0 || strcmp(lab, "decay") == 0)
     return 128 * KIB;
   if (strcmp(lab, "pin") == 0)
@@ -125,8 +136,9 @@ static void every_lab_predicts_its_recorded_runs(void **state) {
     release(r);
   }
   /* sizes 3 + cliff 24 + brk 5 + mmap-threshold 10 + arenas 12 + decay
-   * 20 + leak 6 + pin 4 + compare 9 (glibc, tcmalloc, mimalloc). */
-  assert_true(checked >= 93);
+   * 20 (mimalloc) + 20 (jemalloc, 10 asserted) + leak 6 + pin 4 + compare
+   * 9 (glibc, tcmalloc, mimalloc). */
+  assert_true(checked >= 113);
 }
 
 /* ---- The size-class lab ---------------------------------------------------
