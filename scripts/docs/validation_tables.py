@@ -1251,7 +1251,7 @@ def oracle_cell(files, cmps, key):
     if not installed:
         return "not installed"
     if key not in cmps:
-        return "no model yet"  # run.py replays traces on modelled ones
+        return "not recorded"  # run.py replays traces on modelled ones
     c = cmps[key]
     w = 100.0 * oracle_worst(c) / max(1, net_peak(c))
     return bold_if("%.2f%%" % w, w > ORACLE_TARGET_PCT)
