@@ -116,9 +116,13 @@ static int advise_main(int argc, char **argv) {
                                "--settle expects a duration such "
                                "as 10s, got '%s'",
                                v);
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("advise", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("advise", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("advise", "unknown option '%s'", a);

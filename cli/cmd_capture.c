@@ -177,8 +177,10 @@ static int cmd_capture_main(int argc, char **argv) {
       i++;
       break;
     }
-    if (strcmp(a, "--cleanup") == 0)
-      return cleanup();
+    if (strcmp(a, "--cleanup") == 0) /* alone: it runs nothing */
+      return argc == 2 ? cleanup()
+                       : cli_usage_error("capture", "--cleanup takes no other "
+                                                    "argument");
     if ((t = cli_opt_value("capture", argc, argv, &i, "-o", &out)) ||
         (t = cli_opt_value("capture", argc, argv, &i, "--db", &db)) ||
         (t = cli_opt_value("capture", argc, argv, &i, "--summary", &summary))) {

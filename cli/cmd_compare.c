@@ -355,11 +355,15 @@ static int compare_main(int argc, char **argv) {
                                "pymalloc pool over the OS page), got '%s'",
                                COMPARE_MAX_LAYOUTS, v);
       o.layouts = (unsigned)n;
-    } else if (strcmp(a, "--json") == 0)
+    } else if ((took = cli_opt_flag("compare", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    else if (strcmp(a, "--no-store") == 0)
+    } else if ((took = cli_opt_flag("compare", argv, i, "--no-store"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.store = false;
-    else if (a[0] == '-')
+    } else if (a[0] == '-')
       return cli_usage_error("compare", "unknown option '%s'", a);
     else if (run_s == NULL)
       run_s = a;

@@ -25,11 +25,13 @@ static int convert_main(int argc, char **argv) {
   bool        lenient = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--lenient") == 0) {
+    int         took = cli_opt_flag("convert", argv, i, "--lenient");
+    if (took > 0) {
       lenient = true;
       continue;
     }
-    int took = cli_opt_value("convert", argc, argv, &i, "--format", &format);
+    if (took == 0)
+      took = cli_opt_value("convert", argc, argv, &i, "--format", &format);
     if (took == 0)
       took = cli_opt_value("convert", argc, argv, &i, "--workload", &workload);
     if (took < 0)

@@ -136,11 +136,14 @@ static int db_points(int argc, char **argv) {
   rows_format_t format = ROWS_TEXT;
   for (int i = 3; i < argc; i++) {
     int took;
-    if (strcmp(argv[i], "--csv") == 0)
-      format = ROWS_CSV;
-    else if (strcmp(argv[i], "--json") == 0)
-      format = ROWS_JSON;
-    else if ((took = cli_opt_value("db", argc, argv, &i, "--sweep", &v))) {
+    if ((took = cli_opt_flag("db", argv, i, "--csv")) ||
+        (took = cli_opt_flag("db", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (format != ROWS_TEXT)
+        return cli_usage_error("db", "--json and --csv exclude each other");
+      format = strcmp(argv[i], "--csv") == 0 ? ROWS_CSV : ROWS_JSON;
+    } else if ((took = cli_opt_value("db", argc, argv, &i, "--sweep", &v))) {
       char *end;
       if (took < 0)
         return CLI_EXIT_USAGE;

@@ -130,9 +130,14 @@ int formula_validate_main(int argc, char **argv) {
   bool        json = false;
   for (int i = 1; i < argc; i++) {
     int took;
-    if (strcmp(argv[i], "--validate") == 0)
+    if ((took = cli_opt_flag("formula", argv, i, "--validate")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       continue;
-    if (strcmp(argv[i], "--json") == 0) {
+    }
+    if ((took = cli_opt_flag("formula", argv, i, "--json")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
       continue;
     }

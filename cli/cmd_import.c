@@ -56,7 +56,10 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
         return CLI_EXIT_USAGE;
       if (import_inserts_read(&a->inserts, v, &err) != AS_OK)
         return cli_fail("import", &err);
-    } else if (lenient_ok && strcmp(arg, "--lenient") == 0) {
+    } else if (lenient_ok &&
+               (took = cli_opt_flag("import", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->lenient = true;
     } else if (arg[0] == '-' && strcmp(arg, "-") != 0) {
       return cli_usage_error("import", "unknown option '%s' for %s", arg, fmt);

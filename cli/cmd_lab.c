@@ -573,17 +573,29 @@ static int lab_main(int argc, char **argv) {
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--rows", &v))) {
       if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.rows) != AS_NUM_OK)
         return cli_usage_error("lab", "--rows expects a number");
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.json = true;
-    } else if (strcmp(a, "--measure") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--measure"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.measure = true;
-    } else if (strcmp(a, "--recorded") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--recorded"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.recorded = true;
-    } else if (strcmp(a, "--results") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--results"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.results = true;
-    } else if (strcmp(a, "--no-map") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--no-map"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.map = false;
-    } else if (strcmp(a, "--no-color") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--no-color"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.color = false;
     } else if (a[0] == '-') {
       return cli_usage_error("lab", "unknown option '%s'", a);

@@ -86,9 +86,13 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       a->db = v;
-    } else if (strcmp(arg, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("oracle", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->o.lenient = true;
-    } else if (strcmp(arg, "--json") == 0) {
+    } else if ((took = cli_opt_flag("oracle", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->json = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
       return cli_usage_error("oracle", "unknown option '%s'", arg);

@@ -80,7 +80,9 @@ static int report_main(int argc, char **argv) {
       if (!as_parse_page_size(v, &o.kernel.page_size))
         return cli_usage_error("report", "--page-size expects 4096, 16384 "
                                          "or 65536");
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("report", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("report", "unknown option '%s'", a);

@@ -387,12 +387,15 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
     return CLI_EXIT_USAGE;
   if (took)
     return -1;
-  if (strcmp(a, "--resume") == 0)
-    return x->resume = true, -1;
-  if (strcmp(a, "--quiet") == 0)
-    return x->quiet = true, -1;
-  if (strcmp(a, "--status") == 0)
-    return x->status = true, -1;
+  static const char *const flags[] = {"--resume", "--quiet", "--status"};
+  for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
+    if ((took = cli_opt_flag("sweep", argv, *i, flags[k])) < 0)
+      return CLI_EXIT_USAGE;
+    if (took) {
+      *(k == 0 ? &x->resume : k == 1 ? &x->quiet : &x->status) = true;
+      return -1;
+    }
+  }
   if (a[0] != '-') { /* a source: a workload name or trace files */
     if (x->c.workload == NULL && x->c.ntraces == 0 && workload_find(a)) {
       x->c.workload = workload_find(a);

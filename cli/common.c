@@ -99,15 +99,36 @@ static bool opt_repeatable(const char *name) {
   return false;
 }
 
+/* True if arg is the option name in any of its spellings: -o and --output
+ * are one option (import, oracle). */
+static bool opt_same(const char *arg, const char *name) {
+  if (opt_is(arg, name))
+    return true;
+  if (strcmp(name, "-o") == 0)
+    return opt_is(arg, "--output");
+  if (strcmp(name, "--output") == 0)
+    return opt_is(arg, "-o");
+  return false;
+}
+
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   if (!opt_is(argv[*i], name))
     return 0;
   for (int j = 1; j < *i && !opt_repeatable(name); j++)
-    if (opt_is(argv[j], name))
+    if (opt_same(argv[j], name))
       return cli_usage_error(cmd, "%s given twice", name), -1;
   *value = value_of(cmd, argc, argv, i);
   return *value != NULL ? 1 : -1;
+}
+
+int cli_opt_flag(const char *cmd, char **argv, int i, const char *name) {
+  if (strcmp(argv[i], name) != 0)
+    return 0;
+  for (int j = 1; j < i; j++)
+    if (strcmp(argv[j], name) == 0)
+      return cli_usage_error(cmd, "%s given twice", name), -1;
+  return 1;
 }
 
 /* Shared options that may be given once; bit k of o->given is
