@@ -43,7 +43,8 @@ struct ht_s {
   import_heaptrack_stats_t *st;
   import_inserts_t         *inserts;
   ht_kind_t                 kind;
-  bool                      started; /* the first event was written */
+  bool                      started;      /* the first event was written */
+  bool                      have_command; /* an 'X' line was read */
   uint64_t                  t_ns;
   addr_ids_t                ids;
   /* interpreted: allocation infos and their live-id stacks */
@@ -306,7 +307,7 @@ static as_status_t version_line(ht_t *h, const char *line, as_err_t *err) {
 
 /* The command line: "X arg0 arg1 ..." (libheaptrack.cpp writeCommandLine). */
 static as_status_t command_line(ht_t *h, const char *line, as_err_t *err) {
-  const char *cmd = line[1] == ' ' ? line + 2 : line + 1;
+  const char *cmd = line[1] == ' ' ? line + 2 : line + 1; /* "X": none */
   snprintf(h->st->command, sizeof h->st->command, "%s", cmd);
   size_t      n = strcspn(cmd, " ");
   const char *base = cmd;
@@ -425,6 +426,18 @@ static as_status_t free_line(ht_t *h, const char *line, as_err_t *err) {
 static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
   uint64_t    v[2];
   as_status_t rc;
+  /* A record is one type character, then a space and its fields or the end
+   * of the line: heaptrack 1.4.0 writes every record so
+   * (src/track/libheaptrack.cpp:383-620, src/interpret/
+   * heaptrack_interpret.cpp:268-311,467-498: writeHexLine, "X", "s ", "i ").
+   * Its reader takes the type from the first character and skips two
+   * without looking at the second (src/util/linereader.h:36,45), so "tfoo"
+   * is no record it writes, and what it would read from it is garbage. */
+  if (line[0] != '#' && line[1] != '\0' && line[1] != ' ')
+    return bad(h,
+               "a record type of one character, then a space or the end "
+               "of the line",
+               line, err);
   switch (line[0]) {
   case '+':
     return alloc_line(h, line, err);
@@ -448,7 +461,11 @@ static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
   case 'x':
   case 'm':
     return set_kind(h, HT_RAW, line, err);
-  case 'X':
+  case 'X': /* heaptrack refuses a second one: "Duplicated debuggee entry
+             * - corrupt data file?" (accumulatedtracedata.cpp:441-444) */
+    if (h->have_command)
+      return bad(h, "one 'X' line (the command)", line, err);
+    h->have_command = true;
     return command_line(h, line, err);
   case 'I':
     return page_size_line(h, line, err);
