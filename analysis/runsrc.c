@@ -131,7 +131,7 @@ as_status_t replay_target_open(replay_target_t *t, const char *what,
   }
   if (access(db, F_OK) != 0)
     return as_err_set(err, AS_EINVAL, "%s: no such store", db);
-  as_status_t rc = store_open(db, &t->store, err);
+  as_status_t rc = store_open_existing(db, &t->store, err);
   if (rc == AS_OK)
     rc = store_read_run(t->store, run_id, &t->rec, err);
   if (rc == AS_OK)

@@ -64,9 +64,10 @@ typedef struct store_s store_t;
  * is not an allocsim store. */
 as_status_t store_open(const char *path, store_t **out, as_err_t *err);
 /* store_open of a store that must exist already: a missing path (or a
- * directory) is AS_EIO naming it, and nothing is created, for commands
- * that read a store (runs, compare, and capture's check before it runs the
- * program). */
+ * directory) is AS_EIO naming it, an empty file (or an SQLite database
+ * without tables) AS_ESTORE, and nothing is created, for commands that read
+ * a store (runs, compare, explain, advise, map and report of a run, db
+ * points, sweep --status, formula --validate). */
 as_status_t store_open_existing(const char *path, store_t **out, as_err_t *err);
 /* Before a long job that ends by writing to path: AS_OK if path is a store
  * (opened and closed again) or a file that can be created there (its

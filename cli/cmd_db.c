@@ -160,7 +160,7 @@ static int db_points(int argc, char **argv) {
   }
   store_t      *s;
   sqlite3_stmt *st = NULL;
-  as_status_t   rc = store_open(db, &s, &err);
+  as_status_t   rc = store_open_existing(db, &s, &err);
   if (rc != AS_OK)
     return cli_fail("db", &err);
   rc = sweep_rows_prepare(s, sweep_id, &st, &err);

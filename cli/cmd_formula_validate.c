@@ -167,7 +167,7 @@ int formula_validate_main(int argc, char **argv) {
   }
   store_t    *s;
   fv_result_t r = {0};
-  as_status_t rc = store_open(db, &s, &err);
+  as_status_t rc = store_open_existing(db, &s, &err);
   if (rc == AS_OK) {
     rc = formula_validate(s, layouts, &r, &err);
     store_close(s);

@@ -39,7 +39,7 @@ static int report_sweep_main(const report_opts_t *ro, const char *db,
     return cli_fail("report", &err);
   }
   store_t    *s;
-  as_status_t rc = store_open(db, &s, &err);
+  as_status_t rc = store_open_existing(db, &s, &err);
   if (rc == AS_OK) {
     rc = report_sweep(ro, s, id, &err);
     store_close(s);

@@ -322,7 +322,7 @@ static int sweep_status(const char *db) {
     as_err_set(&err, AS_EINVAL, "%s: no such store", db);
     return cli_fail("sweep", &err);
   }
-  if (store_open(db, &s, &err) != AS_OK)
+  if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("sweep", &err);
   sqlite3_stmt *st = NULL;
   int           rc = sqlite3_prepare_v2(
