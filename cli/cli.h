@@ -70,6 +70,13 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
  * given once. */
 int cli_opt_flag(const char *cmd, char **argv, int i, const char *name);
 
+/* True if a and b name the same file: the same name, or two names (./x,
+ * a link, a hard link) of one existing file.  "-" (stdin or stdout) is no
+ * file and the same as nothing.  An output that is an input of the same
+ * command would replace it (every output is renamed over its target), so
+ * commands refuse that as a usage error. */
+bool cli_same_file(const char *a, const char *b);
+
 /* ---- The trace or recorded run a command works on ---------------------- */
 
 /* A trace file, or run RUN of a store (explain, advise, report). */

@@ -226,6 +226,12 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
+  /* Three outputs, three files: --summary is truncated at once, -o and
+   * --db written at the end. */
+  if (cli_same_file(out, db) || cli_same_file(out, summary) ||
+      cli_same_file(db, summary))
+    return cli_usage_error("capture", "-o, --db and --summary must be "
+                                      "different files");
   /* A --db that is not a store, or cannot be created, is refused before
    * the program runs, not after it (a missing one is created when the
    * capture is stored). */

@@ -66,7 +66,7 @@ static int convert_main(int argc, char **argv) {
       return cli_usage_error(
           "convert", "expected --format text or binary, got '%s'", format);
   }
-  if (in != NULL && strcmp(in, out) == 0 && strcmp(in, "-") != 0)
+  if (in != NULL && cli_same_file(in, out))
     return cli_usage_error("convert", "IN and OUT are the same file '%s'", in);
 
   as_err_t        err = {0};

@@ -17,8 +17,13 @@ static int db_merge(int argc, char **argv) {
   const char *out = argv[2];
   as_err_t    err = {0};
   for (int i = 3; i < argc; i++) {
+    /* The same file under two names (./s.db, a link) too: attached to
+     * itself it would wait for its own write lock, then fail. */
     if (strcmp(argv[i], out) == 0)
       return cli_usage_error("db", "merge: %s is both OUT and an IN", out);
+    if (cli_same_file(out, argv[i]))
+      return cli_usage_error("db", "merge: %s and %s are the same file", out,
+                             argv[i]);
     if (access(argv[i], R_OK) != 0) {
       as_err_set(&err, AS_EINVAL, "%s: no such store", argv[i]);
       return cli_fail("db", &err);

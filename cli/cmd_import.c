@@ -73,7 +73,7 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
     return cli_usage_error("import", "expected a %s FILE", fmt);
   if (a->out == NULL)
     return cli_usage_error("import", "expected -o OUT");
-  if (strcmp(a->in, a->out) == 0 && strcmp(a->in, "-") != 0)
+  if (cli_same_file(a->in, a->out))
     return cli_usage_error("import", "FILE and OUT are the same file '%s'",
                            a->in);
   import_inserts_sort(&a->inserts);

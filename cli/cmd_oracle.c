@@ -109,10 +109,12 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
   if (a->db != NULL && a->o.out_path == NULL)
     return cli_usage_error("oracle", "--db needs -o OUT: the measured run "
                                      "refers to the trace it stores");
-  if (a->o.out_path != NULL && a->trace != NULL &&
-      strcmp(a->o.out_path, a->trace) == 0)
+  if (cli_same_file(a->o.out_path, a->trace))
     return cli_usage_error("oracle", "TRACE and OUT are the same file '%s'",
                            a->trace);
+  if (cli_same_file(a->o.out_path, a->db))
+    return cli_usage_error("oracle", "OUT and --db are the same file '%s'",
+                           a->db);
   a->o.command = cli_command_line(argc, argv);
   return CLI_EXIT_OK;
 }

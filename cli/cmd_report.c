@@ -100,6 +100,11 @@ static int report_main(int argc, char **argv) {
                                      "a run id or sweep:ID with --db");
   if (ro.out_html == NULL)
     return cli_usage_error("report", "-o FILE.html is required");
+  /* The page replaces -o: never the trace or the store it is made of. */
+  if (cli_same_file(ro.out_html, what) || cli_same_file(ro.out_html, db))
+    return cli_usage_error("report", "-o %s is the %s the report reads",
+                           ro.out_html,
+                           cli_same_file(ro.out_html, db) ? "store" : "trace");
   as_err_t    err = {0};
   struct stat st;
   if (!dir_exists(ro.out_html) ||

@@ -8,9 +8,11 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../analysis/compare.h"
 #include "../analysis/store.h"
@@ -120,6 +122,36 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
       return cli_usage_error(cmd, "%s given twice", name), -1;
   *value = value_of(cmd, argc, argv, i);
   return *value != NULL ? 1 : -1;
+}
+
+/* path made absolute, its links resolved (realpath); for a file that does
+ * not exist yet, its directory's realpath and its name.  False if neither
+ * resolves. */
+static bool canonical_path(const char *path, char *out) {
+  if (realpath(path, out) != NULL)
+    return true;
+  const char *slash = strrchr(path, '/');
+  char        dir[PATH_MAX], rdir[PATH_MAX];
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+             path);
+  return realpath(dir, rdir) != NULL &&
+         as_format_fits(out, PATH_MAX, "%s/%s", rdir,
+                        slash != NULL ? slash + 1 : path);
+}
+
+bool cli_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  char        ca[PATH_MAX], cb[PATH_MAX];
+  if (a == NULL || b == NULL || strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+    return false;
+  if (strcmp(a, b) == 0)
+    return true;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return canonical_path(a, ca) && canonical_path(b, cb) && strcmp(ca, cb) == 0;
 }
 
 int cli_opt_flag(const char *cmd, char **argv, int i, const char *name) {
