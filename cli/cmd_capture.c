@@ -10,9 +10,12 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../analysis/record.h"
@@ -166,6 +169,26 @@ static int cleanup(void) {
   return CLI_EXIT_OK;
 }
 
+/* The trace (and TRACE.PID.EXT beside it) can be created: out is not a
+ * directory, and its directory exists and may be written. */
+static as_status_t check_out(const char *out, as_err_t *err) {
+  struct stat sb;
+  if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return as_err_set(err, AS_EIO, "%s: cannot create the trace: a directory",
+                      out);
+  char        dir[PATH_MAX];
+  const char *slash = strrchr(out, '/');
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == out ? 1 : (int)(slash - out),
+             out);
+  if (access(dir, W_OK | X_OK) != 0)
+    return as_err_set(err, AS_EIO, "%s: cannot create the trace: %s: %s", out,
+                      dir, strerror(errno));
+  return AS_OK;
+}
+
 static int cmd_capture_main(int argc, char **argv) {
   const char    *out = NULL, *db = NULL, *summary = NULL, *v;
   capture_opts_t o = {.sample_every_ns = 10000000, /* 10 ms */
@@ -246,6 +269,11 @@ static int cmd_capture_main(int argc, char **argv) {
              (int)getpid());
     out = default_out;
   }
+  /* So is a trace that could not be written: the recorder would find out
+   * only once the program ran, and end as if it had died. */
+  as_err_t out_err = {0};
+  if (check_out(out, &out_err) != AS_OK)
+    return cli_fail("capture", &out_err);
   FILE *sf = stderr;
   if (summary != NULL && (sf = fopen(summary, "w")) == NULL) {
     as_err_t err;
