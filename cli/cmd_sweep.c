@@ -194,12 +194,18 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts, size_t n,
   }
 }
 
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+/* The len digits at s, from lo to hi. */
+static bool parse_uint_n(const char *s, size_t len, unsigned lo, unsigned hi,
+                         unsigned *out) {
   uint64_t v;
-  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK || v < lo || v > hi)
+  if (as_parse_number(s, len, NULL, &v) != AS_NUM_OK || v < lo || v > hi)
     return false;
   *out = (unsigned)v;
   return true;
+}
+
+static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+  return parse_uint_n(s, strlen(s), lo, hi, out);
 }
 
 /* ---- Interruption -------------------------------------------------------- */
@@ -417,9 +423,12 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
   if ((took = cli_opt_value("sweep", argc, argv, i, "--shard", &v)) != 0) {
     if (took < 0)
       return CLI_EXIT_USAGE;
-    unsigned idx, cnt;
-    char     tail;
-    if (sscanf(v, "%u/%u%c", &idx, &cnt, &tail) != 2 || cnt == 0 || idx >= cnt)
+    /* Digits only, each below 2^32: sscanf's %u took '4294967296/4294967297'
+     * for 0/1 (the whole sweep) and ' 0/ 2' for 0/2. */
+    unsigned    idx = 0, cnt = 0;
+    const char *slash = strchr(v, '/');
+    if (slash == NULL || !parse_uint(slash + 1, 1, UINT32_MAX, &cnt) ||
+        !parse_uint_n(v, (size_t)(slash - v), 0, cnt - 1, &idx))
       return cli_usage_error("sweep",
                              "--shard expects I/N with 0 <= I < N, "
                              "got '%s'",
