@@ -3,6 +3,7 @@
  * explain both start from a run id. */
 #include "runsrc.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -123,12 +124,15 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
 as_status_t replay_target_open(replay_target_t *t, const char *what,
                                const char *db, as_err_t *err) {
   memset(t, 0, sizeof *t);
-  char     *end;
+  char *end;
+  errno = 0;
   long long run_id = strtoll(what, &end, 10);
-  if (db == NULL || *end != '\0' || run_id <= 0) {
+  if (db == NULL || *end != '\0' || end == what || run_id <= 0) {
     t->path = what;
     return AS_OK;
   }
+  if (errno == ERANGE) /* saturated: named as given, not as LLONG_MAX */
+    return as_err_set(err, AS_EINVAL, "%s: no run with id %s", db, what);
   if (access(db, F_OK) != 0)
     return as_err_set(err, AS_EINVAL, "%s: no such store", db);
   as_status_t rc = store_open_existing(db, &t->store, err);

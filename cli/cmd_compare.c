@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -374,9 +375,10 @@ static int compare_main(int argc, char **argv) {
     return cli_usage_error("compare", "expected a run id");
   if (db == NULL)
     return cli_usage_error("compare", "--db FILE is required");
-  char     *end;
+  char *end;
+  errno = 0;
   long long id = strtoll(run_s, &end, 10);
-  if (*end != '\0' || id <= 0)
+  if (*end != '\0' || end == run_s || id <= 0 || errno == ERANGE)
     return cli_usage_error("compare", "expected a positive run id, got '%s'",
                            run_s);
   if (o.page_size != 0 && o.layouts > 1 &&

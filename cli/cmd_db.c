@@ -1,6 +1,7 @@
 /* cli/cmd_db.c -- `allocsim db merge OUT IN...`: store maintenance. */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,8 +153,9 @@ static int db_points(int argc, char **argv) {
       char *end;
       if (took < 0)
         return CLI_EXIT_USAGE;
+      errno = 0;
       sweep_id = strtoll(v, &end, 10);
-      if (*end || end == v || sweep_id < 1)
+      if (*end || end == v || sweep_id < 1 || errno == ERANGE)
         return cli_usage_error("db", "--sweep expects a sweep id, got '%s'", v);
     } else
       return cli_usage_error("db", "points: unknown option '%s'", argv[i]);

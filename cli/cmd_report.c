@@ -2,6 +2,7 @@
  * one self-contained HTML page with gnuplot plots (analysis/report.h). */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -24,10 +25,11 @@ static bool dir_exists(const char *path) {
 
 static int report_sweep_main(const report_opts_t *ro, const char *db,
                              const char *id_text) {
-  as_err_t  err = {0};
-  char     *end;
+  as_err_t err = {0};
+  char    *end;
+  errno = 0;
   long long id = strtoll(id_text, &end, 10);
-  if (*end != '\0' || id <= 0)
+  if (*end != '\0' || end == id_text || id <= 0 || errno == ERANGE)
     return cli_usage_error("report",
                            "sweep:ID expects a positive sweep id, "
                            "got '%s'",
