@@ -230,6 +230,10 @@ static void catch_stop_signals(void) {
 
 /* ---- Spec files ---------------------------------------------------------- */
 
+/* A spec line's bytes, newline included: the longest a setting's words
+ * are copied whole. */
+#define SPEC_LINE_MAX 1024
+
 /* Reads a sweep spec file into argv words, as if typed before the command
  * line's own options (file comment of cli_cmd_sweep's usage).  The words
  * are strdup'd into words[]; *n counts them. */
@@ -239,17 +243,33 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
   if (f == NULL)
     return as_err_set(err, AS_EINVAL, "%s: cannot open: %s", path,
                       strerror(errno));
-  char        line[1024];
+  char       *line = NULL;
+  size_t      line_cap = 0;
+  ssize_t     got;
   unsigned    lineno = 0;
   as_status_t rc = AS_OK;
-  while (rc == AS_OK && fgets(line, sizeof line, f) != NULL) {
+  while (rc == AS_OK && (got = getline(&line, &line_cap, f)) >= 0) {
     lineno++;
+    /* Whole lines of text: a NUL or a line cut in two would drop or
+     * misread what follows it. */
+    if (strlen(line) != (size_t)got) {
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected text, got a NUL byte",
+                      path, lineno);
+      break;
+    }
+    if (got > SPEC_LINE_MAX) {
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected a line of at most %d bytes, got %zd",
+                      path, lineno, SPEC_LINE_MAX, got);
+      break;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
     char *hash = strchr(line, '#');
     if (hash != NULL)
       *hash = '\0';
     char *k = line + strspn(line, " \t");
     char *eq = strchr(k, '=');
-    if (*k == '\0' || *k == '\n')
+    if (k[strspn(k, " \t\r\n")] == '\0')
       continue;
     if (eq == NULL) {
       rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected KEY = VALUE", path,
@@ -259,12 +279,28 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
     char *v = eq + 1;
     *eq = '\0';
     v += strspn(v, " \t");
-    v[strcspn(v, " \t\r\n")] = '\0';
+    size_t vlen = strcspn(v, " \t\r\n");
+    char  *rest = v + vlen + strspn(v + vlen, " \t\r\n");
+    if (*rest != '\0') {
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected one value (no spaces), got '%.*s' "
+                      "and '%.40s'",
+                      path, lineno, (int)vlen, v, rest);
+      break;
+    }
+    v[vlen] = '\0';
     for (char *e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--)
       *e = '\0';
-    char key[64], name[64];
-    if (sscanf(k, "%63s %63s", key, name) == 2 &&
-        (strcmp(key, "vary") == 0 || strcmp(key, "set") == 0)) {
+    char key[64], name[64], extra[2];
+    int  nwords = sscanf(k, "%63s %63s %1s", key, name, extra);
+    if (nwords >= 2 && (strcmp(key, "vary") == 0 || strcmp(key, "set") == 0)) {
+      if (nwords == 3) {
+        rc = as_err_set(err, AS_EUSAGE,
+                        "%s:%u: expected '%s NAME = VALUE', "
+                        "got '%s'",
+                        path, lineno, key, k);
+        break;
+      }
       char buf[1200];
       if (*n + 2 > cap) {
         rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
@@ -307,6 +343,9 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
       words[(*n)++] = strdup(opt);
     words[(*n)++] = strdup(v);
   }
+  if (rc == AS_OK && ferror(f))
+    rc = as_err_set(err, AS_EIO, "%s: read error: %s", path, strerror(errno));
+  free(line);
   fclose(f);
   return rc;
 }
