@@ -446,12 +446,14 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
       x->c.workload = workload_find(a);
       return -1;
     }
-    if (access(a, R_OK) != 0)
+    bool is_file = access(a, R_OK) == 0;
+    if (!is_file && !workload_find(a))
       return cli_usage_error("sweep",
                              "'%s' is neither a workload nor a "
                              "readable trace file",
                              a);
-    if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES)
+    /* A second workload, or a workload after traces: one source only. */
+    if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES || !is_file)
       return cli_usage_error("sweep",
                              "a sweep takes one workload or up to "
                              "%d trace files, got '%s' too",
