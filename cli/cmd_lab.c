@@ -607,6 +607,16 @@ static int lab_main(int argc, char **argv) {
   }
   if (o.measure && o.recorded)
     return cli_usage_error("lab", "--measure or --recorded, not both");
+  /* Options of --measure do nothing without it: refused, not ignored. */
+  for (int i = 1; i < argc && !o.measure; i++)
+    for (size_t k = 0; k < 3; k++) {
+      static const char *const measure_only[] = {"--repeat", "--save",
+                                                 "--python"};
+      size_t                   n = strlen(measure_only[k]);
+      if (strncmp(argv[i], measure_only[k], n) == 0 &&
+          (argv[i][n] == '\0' || argv[i][n] == '='))
+        return cli_usage_error("lab", "%s needs --measure", measure_only[k]);
+    }
   if (o.save_dir != NULL) {
     struct stat st;
     if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
