@@ -290,6 +290,17 @@ static int cmd_capture_main(int argc, char **argv) {
     rc = cli_fail("capture", &err);
   } else if (capture_run(&o, res, &err) != AS_OK) {
     rc = cli_fail("capture", &err);
+  } else if (res->end == CAPTURE_END_ERROR) {
+    /* The trace could not be written (a write error, a device that is
+     * full) or the stream was malformed: the capture failed, whatever
+     * the command did; it is not stored.  One line, the summary only to
+     * --summary. */
+    if (sf != stderr)
+      report(sf, out, res);
+    as_err_set(&err, AS_EIO,
+               "%s: recording failed: %s (the command exited with %d)", out,
+               res->message, res->exit_code);
+    rc = cli_fail("capture", &err);
   } else {
     report(sf, out, res);
     if (db != NULL)
@@ -351,7 +362,8 @@ const cli_command_t cli_cmd_capture = {
         "where the build put it.  See docs/capture.md.\n"
         "\n"
         "The exit code is 0 when the capture worked, whatever COMMAND\n"
-        "returned (its code is in the summary and the run), and 128+N when\n"
-        "allocsim capture was interrupted by signal N.\n",
+        "returned (its code is in the summary and the run), 1 when the\n"
+        "trace could not be written, and 128+N when allocsim capture was\n"
+        "interrupted by signal N.\n",
     .run = cmd_capture_main,
 };
