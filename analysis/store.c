@@ -537,6 +537,10 @@ as_status_t store_check_writable(const char *path, as_err_t *err) {
     as_status_t rc = open_existing(path, true, &s, err);
     if (rc == AS_OK)
       store_close(s);
+    /* open_store opens a store it may not write read-only, for readers. */
+    if (rc == AS_OK && access(path, W_OK) != 0)
+      rc = as_err_set(err, AS_ESTORE, "%s: the store may not be written: %s",
+                      path, strerror(errno));
     return rc;
   }
   char        dir[PATH_MAX];

@@ -195,6 +195,10 @@ static int oracle_main(int argc, char **argv) {
     return code;
   oracle_run_t r;
   as_err_t     err = {0};
+  /* A store that cannot take the run is refused before the replay, which
+   * would otherwise write OUT and then fail. */
+  if (a.db != NULL && store_check_writable(a.db, &err) != AS_OK)
+    return cli_fail("oracle", &err);
   if (oracle_run(a.trace, a.workload, &a.o, &r, &err) != AS_OK) {
     oracle_run_free(&r);
     return cli_fail("oracle", &err);
