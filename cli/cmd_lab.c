@@ -623,6 +623,11 @@ static int lab_main(int argc, char **argv) {
       fprintf(stderr, "allocsim lab: --save %s: not a directory\n", o.save_dir);
       return CLI_EXIT_INPUT;
     }
+    if (access(o.save_dir, W_OK | X_OK) != 0) { /* before any run, not after */
+      fprintf(stderr, "allocsim lab: --save %s: cannot write there: %s\n",
+              o.save_dir, strerror(errno));
+      return CLI_EXIT_INPUT;
+    }
   }
   if (name == NULL)
     return list_labs(o.json);
