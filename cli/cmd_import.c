@@ -21,6 +21,7 @@
 typedef struct import_args_s import_args_t;
 struct import_args_s {
   const char      *in, *out;
+  const char      *marks; /* --marks FILE, or NULL */
   bool             lenient;
   import_inserts_t inserts;
 };
@@ -56,6 +57,7 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
         return CLI_EXIT_USAGE;
       if (import_inserts_read(&a->inserts, v, &err) != AS_OK)
         return cli_fail("import", &err);
+      a->marks = v;
     } else if (lenient_ok &&
                (took = cli_opt_flag("import", argv, i, "--lenient"))) {
       if (took < 0)
@@ -73,6 +75,9 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
     return cli_usage_error("import", "expected a %s FILE", fmt);
   if (a->out == NULL)
     return cli_usage_error("import", "expected -o OUT");
+  if (cli_same_file(a->marks, a->out))
+    return cli_usage_error("import", "--marks and OUT are the same file '%s'",
+                           a->marks);
   if (cli_same_file(a->in, a->out))
     return cli_usage_error("import", "FILE and OUT are the same file '%s'",
                            a->in);
