@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../analysis/store.h"
+#include "../traces/import_util.h"
 #include "../analysis/sweep.h"
 
 #define MIB 1048576.0
@@ -248,19 +249,20 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
   ssize_t     got;
   unsigned    lineno = 0;
   as_status_t rc = AS_OK;
-  while (rc == AS_OK && (got = getline(&line, &line_cap, f)) >= 0) {
+  while (rc == AS_OK &&
+         (got = import_getline(&line, &line_cap, f, SPEC_LINE_MAX)) != -1) {
     lineno++;
+    if (got == -2) { /* an endless line (/dev/zero) is not read to its end */
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected a line of at most %d bytes", path,
+                      lineno, SPEC_LINE_MAX);
+      break;
+    }
     /* Whole lines of text: a NUL or a line cut in two would drop or
      * misread what follows it. */
     if (strlen(line) != (size_t)got) {
       rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected text, got a NUL byte",
                       path, lineno);
-      break;
-    }
-    if (got > SPEC_LINE_MAX) {
-      rc = as_err_set(err, AS_EUSAGE,
-                      "%s:%u: expected a line of at most %d bytes, got %zd",
-                      path, lineno, SPEC_LINE_MAX, got);
       break;
     }
     line[strcspn(line, "\r\n")] = '\0';

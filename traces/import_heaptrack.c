@@ -1,10 +1,10 @@
 /* traces/import_heaptrack.c -- heaptrack raw and interpreted data files
  * into traces (format, mapping and limits in import_heaptrack.h).
  *
- * Lines are read whole with getline.  The kind of file (raw or interpreted)
- * is decided by the first line only one kind writes ('x' or 'm': raw; 's',
- * 'i' or 'a': interpreted; else the field count of the first '+'), and a
- * line of the other kind afterwards is an error.
+ * Lines are read whole (import_getline, up to IMPORT_LINE_MAX bytes).  The kind
+ * of file (raw or interpreted) is decided by the first line only one kind
+ * writes ('x' or 'm': raw; 's', 'i' or 'a': interpreted; else the field count
+ * of the first '+'), and a line of the other kind afterwards is an error.
  *
  * Ids.  Raw files map addresses to dense recycled ids through
  * traces/addr_ids.  Interpreted files have no addresses: the mapper hands
@@ -524,8 +524,14 @@ as_status_t import_heaptrack_stream(FILE *in, const char *name,
   ssize_t     n;
   as_status_t rc = AS_OK;
   while (rc == AS_OK && (rc = inserts_due(&h, st->lines, err)) == AS_OK &&
-         (n = getline(&buf, &cap, in)) >= 0) {
+         (n = import_getline(&buf, &cap, in, IMPORT_LINE_MAX)) != -1) {
     st->lines++;
+    if (n == -2) {
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected a line of at most %d bytes",
+                      name, st->lines, IMPORT_LINE_MAX);
+      break;
+    }
     size_t len = (size_t)n;
     if (strlen(buf) != len) {
       rc = bad(&h, "text (a heaptrack data file)", "a NUL byte", err);
