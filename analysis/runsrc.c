@@ -186,3 +186,22 @@ void replay_target_close(replay_target_t *t) {
 const char *replay_target_name(const replay_target_t *t) {
   return t->path != NULL ? t->path : t->desc;
 }
+
+as_status_t replay_target_check_specs(const replay_target_t *t,
+                                      const char *model, const char *libc,
+                                      const sim_kernel_config_t *kcfg,
+                                      as_err_t                  *err) {
+  sim_session_t s;
+  as_status_t   rc = sim_session_open(model, libc, kcfg, &s, err);
+  if (rc == AS_OK) {
+    sim_session_close(&s);
+    return AS_OK;
+  }
+  if (rc != AS_EUSAGE)
+    return rc;
+  char msg[sizeof err->msg];
+  as_format_fits(msg, sizeof msg, "%.200s: provenance model '%.80s': %.200s",
+                 t->path != NULL ? t->path : store_path(t->store), model,
+                 err->msg);
+  return as_err_set(err, AS_EFORMAT, "%s", msg);
+}

@@ -150,7 +150,10 @@ static int advise_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = advise_trace(&o, replay_target_source, &t, r, &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = advise_trace(&o, replay_target_source, &t, r, &err);
   }
   if (rc == AS_OK) {
     if (json)

@@ -125,8 +125,11 @@ static int explain_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
-                       &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&e, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
+                         &err);
   }
   if (rc == AS_OK) {
     const char *source = replay_target_name(&e);

@@ -144,8 +144,11 @@ static int map_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
-                           &marks, desc, sizeof desc, &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
+                             &marks, desc, sizeof desc, &err);
   }
   if (rc == AS_OK) {
     if (json)

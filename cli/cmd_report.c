@@ -132,8 +132,10 @@ static int report_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
     trace_source_t *probe;
-    if ((rc = replay_target_source(&t, &probe, &err)) == AS_OK)
+    if (rc == AS_OK && (rc = replay_target_source(&t, &probe, &err)) == AS_OK)
       trace_source_close(probe); /* fills the run's description */
   }
   if (rc == AS_OK)
