@@ -530,6 +530,25 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       kcfg.brk_start = v;
   }
 
+  /* Specs the run's provenance holds wrong (neither --model nor --libc
+   * given) are a bad input naming the store and run, not a usage error. */
+  if (o->model == NULL && o->libc == NULL) {
+    sim_session_t probe;
+    rc = sim_session_open(res->model_spec, res->libc_spec, &kcfg, &probe, err);
+    if (rc == AS_OK)
+      sim_session_close(&probe);
+    else if (rc == AS_EUSAGE) {
+      char msg[sizeof err->msg];
+      as_format_fits(msg, sizeof msg,
+                     "%.200s: run %" PRId64
+                     ": provenance model '%.80s': %.200s",
+                     store_path(s), run_id, res->model_spec, err->msg);
+      rc = as_err_set(err, AS_EFORMAT, "%s", msg);
+    }
+    if (rc != AS_OK)
+      goto done;
+  }
+
   /* Layouts: mmap_top lowered by 0, 1, ... OS pages, distinct modulo the
    * pool (compare.h). */
   uint64_t most = COMPARE_LAYOUT_SPAN_BYTES / res->page_size;

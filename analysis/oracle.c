@@ -859,8 +859,25 @@ static as_status_t choose_preload(const oracle_opts_t *o, oracle_run_t *r,
     as_format_fits(r->preload, sizeof r->preload, "%s", o->lib);
   else
     oracle_default_lib(o->allocator, r->preload, sizeof r->preload);
-  if (r->preload[0] == '\0' || access(r->preload, R_OK) == 0)
+  if (r->preload[0] == '\0')
     return AS_OK;
+  if (access(r->preload, R_OK) == 0) {
+    /* ld.so would print its own line for a file it cannot preload (a
+     * directory, a trace) and run on with glibc's malloc: refused here, in
+     * one line, before the replayer starts. */
+    char  magic[4] = {0};
+    FILE *f = fopen(r->preload, "rb");
+    bool  elf = f != NULL && fread(magic, 1, 4, f) == 4 &&
+               memcmp(magic, "\177ELF", 4) == 0;
+    if (f != NULL)
+      fclose(f);
+    if (!elf)
+      return as_err_set(err, AS_EINVAL,
+                        "cannot load %s: %s: not a shared library (no ELF "
+                        "header)",
+                        oracle_allocator_name(o->allocator), r->preload);
+    return AS_OK;
+  }
   static const char *const pkg[ORACLE_ALLOCATOR_COUNT] = {
       "", "libjemalloc2", "libmimalloc2.0", "libtcmalloc-minimal4", ""};
   return as_err_set(

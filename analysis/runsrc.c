@@ -3,6 +3,7 @@
  * explain both start from a run id. */
 #include "runsrc.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -123,15 +124,18 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
 as_status_t replay_target_open(replay_target_t *t, const char *what,
                                const char *db, as_err_t *err) {
   memset(t, 0, sizeof *t);
-  char     *end;
+  char *end;
+  errno = 0;
   long long run_id = strtoll(what, &end, 10);
-  if (db == NULL || *end != '\0' || run_id <= 0) {
+  if (db == NULL || *end != '\0' || end == what || run_id <= 0) {
     t->path = what;
     return AS_OK;
   }
+  if (errno == ERANGE) /* saturated: named as given, not as LLONG_MAX */
+    return as_err_set(err, AS_EINVAL, "%s: no run with id %s", db, what);
   if (access(db, F_OK) != 0)
     return as_err_set(err, AS_EINVAL, "%s: no such store", db);
-  as_status_t rc = store_open(db, &t->store, err);
+  as_status_t rc = store_open_existing(db, &t->store, err);
   if (rc == AS_OK)
     rc = store_read_run(t->store, run_id, &t->rec, err);
   if (rc == AS_OK)
@@ -181,4 +185,23 @@ void replay_target_close(replay_target_t *t) {
 
 const char *replay_target_name(const replay_target_t *t) {
   return t->path != NULL ? t->path : t->desc;
+}
+
+as_status_t replay_target_check_specs(const replay_target_t *t,
+                                      const char *model, const char *libc,
+                                      const sim_kernel_config_t *kcfg,
+                                      as_err_t                  *err) {
+  sim_session_t s;
+  as_status_t   rc = sim_session_open(model, libc, kcfg, &s, err);
+  if (rc == AS_OK) {
+    sim_session_close(&s);
+    return AS_OK;
+  }
+  if (rc != AS_EUSAGE)
+    return rc;
+  char msg[sizeof err->msg];
+  as_format_fits(msg, sizeof msg, "%.200s: provenance model '%.80s': %.200s",
+                 t->path != NULL ? t->path : store_path(t->store), model,
+                 err->msg);
+  return as_err_set(err, AS_EFORMAT, "%s", msg);
 }

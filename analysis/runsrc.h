@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../engine/engine.h"
 #include "../traces/event.h"
 #include "store.h"
 
@@ -65,5 +66,13 @@ as_status_t replay_target_specs(replay_target_t *t, char *model,
 void        replay_target_close(replay_target_t *t);
 /* The name messages use for the target. */
 const char *replay_target_name(const replay_target_t *t);
+/* For a model and libc spec both taken from t's provenance
+ * (replay_target_specs): opens a session with them once, so that a spec the
+ * file holds wrong (an option out of range) is a bad input naming the file
+ * (AS_EFORMAT), not a usage error as a --model typed wrong is. */
+as_status_t replay_target_check_specs(const replay_target_t *t,
+                                      const char *model, const char *libc,
+                                      const sim_kernel_config_t *kcfg,
+                                      as_err_t                  *err);
 
 #endif

@@ -508,8 +508,13 @@ static as_status_t set_wal(store_t *s, as_err_t *err) {
   return rc;
 }
 
-as_status_t store_open_existing(const char *path, store_t **out,
-                                as_err_t *err) {
+static as_status_t open_store(const char *path, bool create, store_t **out,
+                              as_err_t *err);
+
+/* A store that must exist: a regular file, and unless create, one that
+ * holds a store already (an empty file is no store to read). */
+static as_status_t open_existing(const char *path, bool create, store_t **out,
+                                 as_err_t *err) {
   *out = NULL;
   struct stat sb;
   if (stat(path, &sb) != 0)
@@ -518,15 +523,24 @@ as_status_t store_open_existing(const char *path, store_t **out,
   if (!S_ISREG(sb.st_mode))
     return as_err_set(err, AS_EIO, "%s: not a store (%s)", path,
                       S_ISDIR(sb.st_mode) ? "a directory" : "not a file");
-  return store_open(path, out, err);
+  return open_store(path, create, out, err);
+}
+
+as_status_t store_open_existing(const char *path, store_t **out,
+                                as_err_t *err) {
+  return open_existing(path, false, out, err);
 }
 
 as_status_t store_check_writable(const char *path, as_err_t *err) {
   if (access(path, F_OK) == 0) {
     store_t    *s;
-    as_status_t rc = store_open_existing(path, &s, err);
+    as_status_t rc = open_existing(path, true, &s, err);
     if (rc == AS_OK)
       store_close(s);
+    /* open_store opens a store it may not write read-only, for readers. */
+    if (rc == AS_OK && access(path, W_OK) != 0)
+      rc = as_err_set(err, AS_ESTORE, "%s: the store may not be written: %s",
+                      path, strerror(errno));
     return rc;
   }
   char        dir[PATH_MAX];
@@ -556,6 +570,11 @@ void store_discard_new(const char *path, bool created_by_us) {
 }
 
 as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
+  return open_store(path, true, out, err);
+}
+
+static as_status_t open_store(const char *path, bool create, store_t **out,
+                              as_err_t *err) {
   assert(path != NULL && out != NULL);
   *out = NULL;
   store_t *s = calloc(1, sizeof *s);
@@ -613,6 +632,11 @@ as_status_t store_open(const char *path, store_t **out, as_err_t *err) {
     goto fail;
   if (kind == STORE_FILE_FOREIGN) {
     rc = not_ours(s, err);
+    goto fail;
+  }
+  /* A command that reads a store leaves an empty file as it is. */
+  if (kind == STORE_FILE_EMPTY && !create) {
+    rc = as_err_set(err, AS_ESTORE, "%s: not an allocsim store (empty)", path);
     goto fail;
   }
   if (readonly) {

@@ -64,14 +64,15 @@ typedef struct store_s store_t;
  * is not an allocsim store. */
 as_status_t store_open(const char *path, store_t **out, as_err_t *err);
 /* store_open of a store that must exist already: a missing path (or a
- * directory) is AS_EIO naming it, and nothing is created, for commands
- * that read a store (runs, compare, and capture's check before it runs the
- * program). */
+ * directory) is AS_EIO naming it, an empty file (or an SQLite database
+ * without tables) AS_ESTORE, and nothing is created, for commands that read
+ * a store (runs, compare, explain, advise, map and report of a run, db
+ * points, sweep --status, formula --validate). */
 as_status_t store_open_existing(const char *path, store_t **out, as_err_t *err);
 /* Before a long job that ends by writing to path: AS_OK if path is a store
- * (opened and closed again) or a file that can be created there (its
- * directory exists and is writable); else the error store_open would give
- * at the end, or AS_EIO naming the directory. */
+ * that may be written (opened and closed again) or a file that can be
+ * created there (its directory exists and is writable); else the error
+ * writing would give at the end, or AS_EIO naming the directory. */
 as_status_t store_check_writable(const char *path, as_err_t *err);
 /* After a failed write to a store that did not exist before the command
  * (created_by_us: path was missing then): removes the regular file path

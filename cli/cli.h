@@ -57,12 +57,25 @@ bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 /* If argv[*i] is the option name, as "--name VALUE" or "--name=VALUE",
  * sets *value, advances *i past it and returns 1; returns 0 for any other
  * argument, and -1 after printing a usage error when the value is
- * missing or the option was given before (all but --vary, --insert,
+ * missing or the option was given before, in either spelling of -o and
+ * --output (all but --vary, --insert,
  * --assume-trim-at and --env, which add an item each time).  Every
  * subcommand parses its valued options through this, so both spellings
  * work everywhere. */
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value);
+/* If argv[i] is the flag name (an option without a value), returns 1;
+ * returns 0 for any other argument, and -1 after printing a usage error
+ * when the flag was given before: a flag, like a valued option, may be
+ * given once. */
+int cli_opt_flag(const char *cmd, char **argv, int i, const char *name);
+
+/* True if a and b name the same file: the same name, or two names (./x,
+ * a link, a hard link) of one existing file.  "-" (stdin or stdout) is no
+ * file and the same as nothing.  An output that is an input of the same
+ * command would replace it (every output is renamed over its target), so
+ * commands refuse that as a usage error. */
+bool cli_same_file(const char *a, const char *b);
 
 /* ---- The trace or recorded run a command works on ---------------------- */
 

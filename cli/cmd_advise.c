@@ -116,9 +116,13 @@ static int advise_main(int argc, char **argv) {
                                "--settle expects a duration such "
                                "as 10s, got '%s'",
                                v);
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("advise", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("advise", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("advise", "unknown option '%s'", a);
@@ -146,7 +150,10 @@ static int advise_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = advise_trace(&o, replay_target_source, &t, r, &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = advise_trace(&o, replay_target_source, &t, r, &err);
   }
   if (rc == AS_OK) {
     if (json)

@@ -10,9 +10,12 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../analysis/record.h"
@@ -166,6 +169,26 @@ static int cleanup(void) {
   return CLI_EXIT_OK;
 }
 
+/* The trace (and TRACE.PID.EXT beside it) can be created: out is not a
+ * directory, and its directory exists and may be written. */
+static as_status_t check_out(const char *out, as_err_t *err) {
+  struct stat sb;
+  if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return as_err_set(err, AS_EIO, "%s: cannot create the trace: a directory",
+                      out);
+  char        dir[PATH_MAX];
+  const char *slash = strrchr(out, '/');
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == out ? 1 : (int)(slash - out),
+             out);
+  if (access(dir, W_OK | X_OK) != 0)
+    return as_err_set(err, AS_EIO, "%s: cannot create the trace: %s: %s", out,
+                      dir, strerror(errno));
+  return AS_OK;
+}
+
 static int cmd_capture_main(int argc, char **argv) {
   const char    *out = NULL, *db = NULL, *summary = NULL, *v;
   capture_opts_t o = {.sample_every_ns = 10000000, /* 10 ms */
@@ -177,8 +200,10 @@ static int cmd_capture_main(int argc, char **argv) {
       i++;
       break;
     }
-    if (strcmp(a, "--cleanup") == 0)
-      return cleanup();
+    if (strcmp(a, "--cleanup") == 0) /* alone: it runs nothing */
+      return argc == 2 ? cleanup()
+                       : cli_usage_error("capture", "--cleanup takes no other "
+                                                    "argument");
     if ((t = cli_opt_value("capture", argc, argv, &i, "-o", &out)) ||
         (t = cli_opt_value("capture", argc, argv, &i, "--db", &db)) ||
         (t = cli_opt_value("capture", argc, argv, &i, "--summary", &summary))) {
@@ -224,6 +249,12 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
+  /* Three outputs, three files: --summary is truncated at once, -o and
+   * --db written at the end. */
+  if (cli_same_file(out, db) || cli_same_file(out, summary) ||
+      cli_same_file(db, summary))
+    return cli_usage_error("capture", "-o, --db and --summary must be "
+                                      "different files");
   /* A --db that is not a store, or cannot be created, is refused before
    * the program runs, not after it (a missing one is created when the
    * capture is stored). */
@@ -238,6 +269,11 @@ static int cmd_capture_main(int argc, char **argv) {
              (int)getpid());
     out = default_out;
   }
+  /* So is a trace that could not be written: the recorder would find out
+   * only once the program ran, and end as if it had died. */
+  as_err_t out_err = {0};
+  if (check_out(out, &out_err) != AS_OK)
+    return cli_fail("capture", &out_err);
   FILE *sf = stderr;
   if (summary != NULL && (sf = fopen(summary, "w")) == NULL) {
     as_err_t err;
@@ -253,6 +289,17 @@ static int cmd_capture_main(int argc, char **argv) {
     as_err_set(&err, AS_ENOMEM, "out of memory");
     rc = cli_fail("capture", &err);
   } else if (capture_run(&o, res, &err) != AS_OK) {
+    rc = cli_fail("capture", &err);
+  } else if (res->end == CAPTURE_END_ERROR) {
+    /* The trace could not be written (a write error, a device that is
+     * full) or the stream was malformed: the capture failed, whatever
+     * the command did; it is not stored.  One line, the summary only to
+     * --summary. */
+    if (sf != stderr)
+      report(sf, out, res);
+    as_err_set(&err, AS_EIO,
+               "%s: recording failed: %s (the command exited with %d)", out,
+               res->message, res->exit_code);
     rc = cli_fail("capture", &err);
   } else {
     report(sf, out, res);
@@ -315,7 +362,8 @@ const cli_command_t cli_cmd_capture = {
         "where the build put it.  See docs/capture.md.\n"
         "\n"
         "The exit code is 0 when the capture worked, whatever COMMAND\n"
-        "returned (its code is in the summary and the run), and 128+N when\n"
-        "allocsim capture was interrupted by signal N.\n",
+        "returned (its code is in the summary and the run), 1 when the\n"
+        "trace could not be written, and 128+N when allocsim capture was\n"
+        "interrupted by signal N.\n",
     .run = cmd_capture_main,
 };

@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -355,11 +356,15 @@ static int compare_main(int argc, char **argv) {
                                "pymalloc pool over the OS page), got '%s'",
                                COMPARE_MAX_LAYOUTS, v);
       o.layouts = (unsigned)n;
-    } else if (strcmp(a, "--json") == 0)
+    } else if ((took = cli_opt_flag("compare", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    else if (strcmp(a, "--no-store") == 0)
+    } else if ((took = cli_opt_flag("compare", argv, i, "--no-store"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.store = false;
-    else if (a[0] == '-')
+    } else if (a[0] == '-')
       return cli_usage_error("compare", "unknown option '%s'", a);
     else if (run_s == NULL)
       run_s = a;
@@ -370,9 +375,10 @@ static int compare_main(int argc, char **argv) {
     return cli_usage_error("compare", "expected a run id");
   if (db == NULL)
     return cli_usage_error("compare", "--db FILE is required");
-  char     *end;
+  char *end;
+  errno = 0;
   long long id = strtoll(run_s, &end, 10);
-  if (*end != '\0' || id <= 0)
+  if (*end != '\0' || end == run_s || id <= 0 || errno == ERANGE)
     return cli_usage_error("compare", "expected a positive run id, got '%s'",
                            run_s);
   if (o.page_size != 0 && o.layouts > 1 &&

@@ -25,11 +25,13 @@ static int convert_main(int argc, char **argv) {
   bool        lenient = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--lenient") == 0) {
+    int         took = cli_opt_flag("convert", argv, i, "--lenient");
+    if (took > 0) {
       lenient = true;
       continue;
     }
-    int took = cli_opt_value("convert", argc, argv, &i, "--format", &format);
+    if (took == 0)
+      took = cli_opt_value("convert", argc, argv, &i, "--format", &format);
     if (took == 0)
       took = cli_opt_value("convert", argc, argv, &i, "--workload", &workload);
     if (took < 0)
@@ -64,7 +66,7 @@ static int convert_main(int argc, char **argv) {
       return cli_usage_error(
           "convert", "expected --format text or binary, got '%s'", format);
   }
-  if (in != NULL && strcmp(in, out) == 0 && strcmp(in, "-") != 0)
+  if (in != NULL && cli_same_file(in, out))
     return cli_usage_error("convert", "IN and OUT are the same file '%s'", in);
 
   as_err_t        err = {0};

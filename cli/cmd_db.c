@@ -1,6 +1,7 @@
 /* cli/cmd_db.c -- `allocsim db merge OUT IN...`: store maintenance. */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,13 @@ static int db_merge(int argc, char **argv) {
   const char *out = argv[2];
   as_err_t    err = {0};
   for (int i = 3; i < argc; i++) {
+    /* The same file under two names (./s.db, a link) too: attached to
+     * itself it would wait for its own write lock, then fail. */
     if (strcmp(argv[i], out) == 0)
       return cli_usage_error("db", "merge: %s is both OUT and an IN", out);
+    if (cli_same_file(out, argv[i]))
+      return cli_usage_error("db", "merge: %s and %s are the same file", out,
+                             argv[i]);
     if (access(argv[i], R_OK) != 0) {
       as_err_set(&err, AS_EINVAL, "%s: no such store", argv[i]);
       return cli_fail("db", &err);
@@ -136,16 +142,20 @@ static int db_points(int argc, char **argv) {
   rows_format_t format = ROWS_TEXT;
   for (int i = 3; i < argc; i++) {
     int took;
-    if (strcmp(argv[i], "--csv") == 0)
-      format = ROWS_CSV;
-    else if (strcmp(argv[i], "--json") == 0)
-      format = ROWS_JSON;
-    else if ((took = cli_opt_value("db", argc, argv, &i, "--sweep", &v))) {
+    if ((took = cli_opt_flag("db", argv, i, "--csv")) ||
+        (took = cli_opt_flag("db", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (format != ROWS_TEXT)
+        return cli_usage_error("db", "--json and --csv exclude each other");
+      format = strcmp(argv[i], "--csv") == 0 ? ROWS_CSV : ROWS_JSON;
+    } else if ((took = cli_opt_value("db", argc, argv, &i, "--sweep", &v))) {
       char *end;
       if (took < 0)
         return CLI_EXIT_USAGE;
+      errno = 0;
       sweep_id = strtoll(v, &end, 10);
-      if (*end || end == v || sweep_id < 1)
+      if (*end || end == v || sweep_id < 1 || errno == ERANGE)
         return cli_usage_error("db", "--sweep expects a sweep id, got '%s'", v);
     } else
       return cli_usage_error("db", "points: unknown option '%s'", argv[i]);
@@ -157,7 +167,7 @@ static int db_points(int argc, char **argv) {
   }
   store_t      *s;
   sqlite3_stmt *st = NULL;
-  as_status_t   rc = store_open(db, &s, &err);
+  as_status_t   rc = store_open_existing(db, &s, &err);
   if (rc != AS_OK)
     return cli_fail("db", &err);
   rc = sweep_rows_prepare(s, sweep_id, &st, &err);

@@ -88,9 +88,13 @@ static int explain_main(int argc, char **argv) {
                                "--page-size expects 4096, 16384 "
                                "or 65536, got '%s'",
                                v);
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("explain", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("explain", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("explain", "unknown option '%s'", a);
@@ -121,8 +125,11 @@ static int explain_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
-                       &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&e, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
+                         &err);
   }
   if (rc == AS_OK) {
     const char *source = replay_target_name(&e);

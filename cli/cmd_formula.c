@@ -45,7 +45,10 @@ static int formula_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double      d;
-    if (strcmp(a, "--json") == 0) {
+    int         took = cli_opt_flag("formula", argv, i, "--json");
+    if (took < 0)
+      return CLI_EXIT_USAGE;
+    if (took) {
       json = true;
       continue;
     }
@@ -54,7 +57,7 @@ static int formula_main(int argc, char **argv) {
         "--page-bytes", "--page-size", "--allocator", "--version"};
     const char *opt = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0] && !opt; k++) {
-      int took = cli_opt_value("formula", argc, argv, &i, valued[k], &v);
+      took = cli_opt_value("formula", argc, argv, &i, valued[k], &v);
       if (took < 0)
         return CLI_EXIT_USAGE;
       if (took)

@@ -130,9 +130,14 @@ int formula_validate_main(int argc, char **argv) {
   bool        json = false;
   for (int i = 1; i < argc; i++) {
     int took;
-    if (strcmp(argv[i], "--validate") == 0)
+    if ((took = cli_opt_flag("formula", argv, i, "--validate")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       continue;
-    if (strcmp(argv[i], "--json") == 0) {
+    }
+    if ((took = cli_opt_flag("formula", argv, i, "--json")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
       continue;
     }
@@ -162,7 +167,7 @@ int formula_validate_main(int argc, char **argv) {
   }
   store_t    *s;
   fv_result_t r = {0};
-  as_status_t rc = store_open(db, &s, &err);
+  as_status_t rc = store_open_existing(db, &s, &err);
   if (rc == AS_OK) {
     rc = formula_validate(s, layouts, &r, &err);
     store_close(s);

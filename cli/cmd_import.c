@@ -21,6 +21,7 @@
 typedef struct import_args_s import_args_t;
 struct import_args_s {
   const char      *in, *out;
+  const char      *marks; /* --marks FILE, or NULL */
   bool             lenient;
   import_inserts_t inserts;
 };
@@ -56,7 +57,11 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
         return CLI_EXIT_USAGE;
       if (import_inserts_read(&a->inserts, v, &err) != AS_OK)
         return cli_fail("import", &err);
-    } else if (lenient_ok && strcmp(arg, "--lenient") == 0) {
+      a->marks = v;
+    } else if (lenient_ok &&
+               (took = cli_opt_flag("import", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->lenient = true;
     } else if (arg[0] == '-' && strcmp(arg, "-") != 0) {
       return cli_usage_error("import", "unknown option '%s' for %s", arg, fmt);
@@ -70,7 +75,10 @@ static int parse_args(const char *fmt, bool lenient_ok, int argc, char **argv,
     return cli_usage_error("import", "expected a %s FILE", fmt);
   if (a->out == NULL)
     return cli_usage_error("import", "expected -o OUT");
-  if (strcmp(a->in, a->out) == 0 && strcmp(a->in, "-") != 0)
+  if (cli_same_file(a->marks, a->out))
+    return cli_usage_error("import", "--marks and OUT are the same file '%s'",
+                           a->marks);
+  if (cli_same_file(a->in, a->out))
     return cli_usage_error("import", "FILE and OUT are the same file '%s'",
                            a->in);
   import_inserts_sort(&a->inserts);

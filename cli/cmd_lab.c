@@ -573,17 +573,29 @@ static int lab_main(int argc, char **argv) {
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--rows", &v))) {
       if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.rows) != AS_NUM_OK)
         return cli_usage_error("lab", "--rows expects a number");
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.json = true;
-    } else if (strcmp(a, "--measure") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--measure"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.measure = true;
-    } else if (strcmp(a, "--recorded") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--recorded"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.recorded = true;
-    } else if (strcmp(a, "--results") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--results"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.results = true;
-    } else if (strcmp(a, "--no-map") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--no-map"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.map = false;
-    } else if (strcmp(a, "--no-color") == 0) {
+    } else if ((took = cli_opt_flag("lab", argv, i, "--no-color"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.color = false;
     } else if (a[0] == '-') {
       return cli_usage_error("lab", "unknown option '%s'", a);
@@ -595,10 +607,25 @@ static int lab_main(int argc, char **argv) {
   }
   if (o.measure && o.recorded)
     return cli_usage_error("lab", "--measure or --recorded, not both");
+  /* Options of --measure do nothing without it: refused, not ignored. */
+  for (int i = 1; i < argc && !o.measure; i++)
+    for (size_t k = 0; k < 3; k++) {
+      static const char *const measure_only[] = {"--repeat", "--save",
+                                                 "--python"};
+      size_t                   n = strlen(measure_only[k]);
+      if (strncmp(argv[i], measure_only[k], n) == 0 &&
+          (argv[i][n] == '\0' || argv[i][n] == '='))
+        return cli_usage_error("lab", "%s needs --measure", measure_only[k]);
+    }
   if (o.save_dir != NULL) {
     struct stat st;
     if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
       fprintf(stderr, "allocsim lab: --save %s: not a directory\n", o.save_dir);
+      return CLI_EXIT_INPUT;
+    }
+    if (access(o.save_dir, W_OK | X_OK) != 0) { /* before any run, not after */
+      fprintf(stderr, "allocsim lab: --save %s: cannot write there: %s\n",
+              o.save_dir, strerror(errno));
       return CLI_EXIT_INPUT;
     }
   }

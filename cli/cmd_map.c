@@ -107,11 +107,17 @@ static int map_main(int argc, char **argv) {
       if (!as_parse_page_size(v, &o.kernel.page_size))
         return cli_usage_error("map", "--page-size expects 4096, 16384 or "
                                       "65536");
-    } else if (strcmp(a, "--json") == 0) {
+    } else if ((took = cli_opt_flag("map", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
-    } else if (strcmp(a, "--no-color") == 0) {
+    } else if ((took = cli_opt_flag("map", argv, i, "--no-color"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       color = false;
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("map", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("map", "unknown option '%s'", a);
@@ -138,8 +144,11 @@ static int map_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
-    rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
-                           &marks, desc, sizeof desc, &err);
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
+    if (rc == AS_OK)
+      rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
+                             &marks, desc, sizeof desc, &err);
   }
   if (rc == AS_OK) {
     if (json)

@@ -21,6 +21,8 @@ static int models_main(int argc, char **argv) {
   const model_methods_t *const *all = model_registry(&n);
   if (argc > 2)
     return cli_usage_error("models", "at most one model name");
+  if (argc == 2 && argv[1][0] == '-') /* --json is no model name */
+    return cli_usage_error("models", "unknown option '%s'", argv[1]);
   for (size_t i = 0; i < n; i++)
     if (argc < 2 || strcmp(argv[1], all[i]->name) == 0)
       print_model(all[i]);

@@ -86,9 +86,13 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       a->db = v;
-    } else if (strcmp(arg, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("oracle", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->o.lenient = true;
-    } else if (strcmp(arg, "--json") == 0) {
+    } else if ((took = cli_opt_flag("oracle", argv, i, "--json"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       a->json = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
       return cli_usage_error("oracle", "unknown option '%s'", arg);
@@ -105,10 +109,12 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
   if (a->db != NULL && a->o.out_path == NULL)
     return cli_usage_error("oracle", "--db needs -o OUT: the measured run "
                                      "refers to the trace it stores");
-  if (a->o.out_path != NULL && a->trace != NULL &&
-      strcmp(a->o.out_path, a->trace) == 0)
+  if (cli_same_file(a->o.out_path, a->trace))
     return cli_usage_error("oracle", "TRACE and OUT are the same file '%s'",
                            a->trace);
+  if (cli_same_file(a->o.out_path, a->db))
+    return cli_usage_error("oracle", "OUT and --db are the same file '%s'",
+                           a->db);
   a->o.command = cli_command_line(argc, argv);
   return CLI_EXIT_OK;
 }
@@ -189,6 +195,10 @@ static int oracle_main(int argc, char **argv) {
     return code;
   oracle_run_t r;
   as_err_t     err = {0};
+  /* A store that cannot take the run is refused before the replay, which
+   * would otherwise write OUT and then fail. */
+  if (a.db != NULL && store_check_writable(a.db, &err) != AS_OK)
+    return cli_fail("oracle", &err);
   if (oracle_run(a.trace, a.workload, &a.o, &r, &err) != AS_OK) {
     oracle_run_free(&r);
     return cli_fail("oracle", &err);

@@ -21,7 +21,9 @@ static int record_run(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     if (took)
       continue;
-    if (strcmp(argv[i], "--json") == 0) {
+    if ((took = cli_opt_flag("record", argv, i, "--json")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return cli_usage_error("record", "unknown option '%s'", argv[i]);

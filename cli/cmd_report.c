@@ -2,6 +2,7 @@
  * one self-contained HTML page with gnuplot plots (analysis/report.h). */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -24,10 +25,11 @@ static bool dir_exists(const char *path) {
 
 static int report_sweep_main(const report_opts_t *ro, const char *db,
                              const char *id_text) {
-  as_err_t  err = {0};
-  char     *end;
+  as_err_t err = {0};
+  char    *end;
+  errno = 0;
   long long id = strtoll(id_text, &end, 10);
-  if (*end != '\0' || id <= 0)
+  if (*end != '\0' || end == id_text || id <= 0 || errno == ERANGE)
     return cli_usage_error("report",
                            "sweep:ID expects a positive sweep id, "
                            "got '%s'",
@@ -39,7 +41,7 @@ static int report_sweep_main(const report_opts_t *ro, const char *db,
     return cli_fail("report", &err);
   }
   store_t    *s;
-  as_status_t rc = store_open(db, &s, &err);
+  as_status_t rc = store_open_existing(db, &s, &err);
   if (rc == AS_OK) {
     rc = report_sweep(ro, s, id, &err);
     store_close(s);
@@ -80,7 +82,9 @@ static int report_main(int argc, char **argv) {
       if (!as_parse_page_size(v, &o.kernel.page_size))
         return cli_usage_error("report", "--page-size expects 4096, 16384 "
                                          "or 65536");
-    } else if (strcmp(a, "--lenient") == 0) {
+    } else if ((took = cli_opt_flag("report", argv, i, "--lenient"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       o.lenient = true;
     } else if (a[0] == '-' && strcmp(a, "-") != 0) {
       return cli_usage_error("report", "unknown option '%s'", a);
@@ -98,6 +102,11 @@ static int report_main(int argc, char **argv) {
                                      "a run id or sweep:ID with --db");
   if (ro.out_html == NULL)
     return cli_usage_error("report", "-o FILE.html is required");
+  /* The page replaces -o: never the trace or the store it is made of. */
+  if (cli_same_file(ro.out_html, what) || cli_same_file(ro.out_html, db))
+    return cli_usage_error("report", "-o %s is the %s the report reads",
+                           ro.out_html,
+                           cli_same_file(ro.out_html, db) ? "store" : "trace");
   as_err_t    err = {0};
   struct stat st;
   if (!dir_exists(ro.out_html) ||
@@ -123,8 +132,10 @@ static int report_main(int argc, char **argv) {
       o.model = model;
     if (o.libc == NULL)
       o.libc = libc;
+    if (o.model == model && o.libc == libc)
+      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
     trace_source_t *probe;
-    if ((rc = replay_target_source(&t, &probe, &err)) == AS_OK)
+    if (rc == AS_OK && (rc = replay_target_source(&t, &probe, &err)) == AS_OK)
       trace_source_close(probe); /* fills the run's description */
   }
   if (rc == AS_OK)

@@ -92,7 +92,9 @@ static int runs_main(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     if (took)
       continue;
-    if (strcmp(a, "--json") == 0) {
+    if ((took = cli_opt_flag("runs", argv, i, "--json")) != 0) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
       json = true;
     } else {
       return cli_usage_error("runs", "unexpected argument '%s'", a);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../analysis/store.h"
+#include "../traces/import_util.h"
 #include "../analysis/sweep.h"
 
 #define MIB 1048576.0
@@ -194,12 +195,18 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts, size_t n,
   }
 }
 
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+/* The len digits at s, from lo to hi. */
+static bool parse_uint_n(const char *s, size_t len, unsigned lo, unsigned hi,
+                         unsigned *out) {
   uint64_t v;
-  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK || v < lo || v > hi)
+  if (as_parse_number(s, len, NULL, &v) != AS_NUM_OK || v < lo || v > hi)
     return false;
   *out = (unsigned)v;
   return true;
+}
+
+static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+  return parse_uint_n(s, strlen(s), lo, hi, out);
 }
 
 /* ---- Interruption -------------------------------------------------------- */
@@ -224,6 +231,10 @@ static void catch_stop_signals(void) {
 
 /* ---- Spec files ---------------------------------------------------------- */
 
+/* A spec line's bytes, newline included: the longest a setting's words
+ * are copied whole. */
+#define SPEC_LINE_MAX 1024
+
 /* Reads a sweep spec file into argv words, as if typed before the command
  * line's own options (file comment of cli_cmd_sweep's usage).  The words
  * are strdup'd into words[]; *n counts them. */
@@ -233,17 +244,34 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
   if (f == NULL)
     return as_err_set(err, AS_EINVAL, "%s: cannot open: %s", path,
                       strerror(errno));
-  char        line[1024];
+  char       *line = NULL;
+  size_t      line_cap = 0;
+  ssize_t     got;
   unsigned    lineno = 0;
   as_status_t rc = AS_OK;
-  while (rc == AS_OK && fgets(line, sizeof line, f) != NULL) {
+  while (rc == AS_OK &&
+         (got = import_getline(&line, &line_cap, f, SPEC_LINE_MAX)) != -1) {
     lineno++;
+    if (got == -2) { /* an endless line (/dev/zero) is not read to its end */
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected a line of at most %d bytes", path,
+                      lineno, SPEC_LINE_MAX);
+      break;
+    }
+    /* Whole lines of text: a NUL or a line cut in two would drop or
+     * misread what follows it. */
+    if (strlen(line) != (size_t)got) {
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected text, got a NUL byte",
+                      path, lineno);
+      break;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
     char *hash = strchr(line, '#');
     if (hash != NULL)
       *hash = '\0';
     char *k = line + strspn(line, " \t");
     char *eq = strchr(k, '=');
-    if (*k == '\0' || *k == '\n')
+    if (k[strspn(k, " \t\r\n")] == '\0')
       continue;
     if (eq == NULL) {
       rc = as_err_set(err, AS_EUSAGE, "%s:%u: expected KEY = VALUE", path,
@@ -253,12 +281,28 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
     char *v = eq + 1;
     *eq = '\0';
     v += strspn(v, " \t");
-    v[strcspn(v, " \t\r\n")] = '\0';
+    size_t vlen = strcspn(v, " \t\r\n");
+    char  *rest = v + vlen + strspn(v + vlen, " \t\r\n");
+    if (*rest != '\0') {
+      rc = as_err_set(err, AS_EUSAGE,
+                      "%s:%u: expected one value (no spaces), got '%.*s' "
+                      "and '%.40s'",
+                      path, lineno, (int)vlen, v, rest);
+      break;
+    }
+    v[vlen] = '\0';
     for (char *e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--)
       *e = '\0';
-    char key[64], name[64];
-    if (sscanf(k, "%63s %63s", key, name) == 2 &&
-        (strcmp(key, "vary") == 0 || strcmp(key, "set") == 0)) {
+    char key[64], name[64], extra[2];
+    int  nwords = sscanf(k, "%63s %63s %1s", key, name, extra);
+    if (nwords >= 2 && (strcmp(key, "vary") == 0 || strcmp(key, "set") == 0)) {
+      if (nwords == 3) {
+        rc = as_err_set(err, AS_EUSAGE,
+                        "%s:%u: expected '%s NAME = VALUE', "
+                        "got '%s'",
+                        path, lineno, key, k);
+        break;
+      }
       char buf[1200];
       if (*n + 2 > cap) {
         rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
@@ -301,6 +345,9 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
       words[(*n)++] = strdup(opt);
     words[(*n)++] = strdup(v);
   }
+  if (rc == AS_OK && ferror(f))
+    rc = as_err_set(err, AS_EIO, "%s: read error: %s", path, strerror(errno));
+  free(line);
   fclose(f);
   return rc;
 }
@@ -322,7 +369,7 @@ static int sweep_status(const char *db) {
     as_err_set(&err, AS_EINVAL, "%s: no such store", db);
     return cli_fail("sweep", &err);
   }
-  if (store_open(db, &s, &err) != AS_OK)
+  if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("sweep", &err);
   sqlite3_stmt *st = NULL;
   int           rc = sqlite3_prepare_v2(
@@ -387,23 +434,28 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
     return CLI_EXIT_USAGE;
   if (took)
     return -1;
-  if (strcmp(a, "--resume") == 0)
-    return x->resume = true, -1;
-  if (strcmp(a, "--quiet") == 0)
-    return x->quiet = true, -1;
-  if (strcmp(a, "--status") == 0)
-    return x->status = true, -1;
+  static const char *const flags[] = {"--resume", "--quiet", "--status"};
+  for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
+    if ((took = cli_opt_flag("sweep", argv, *i, flags[k])) < 0)
+      return CLI_EXIT_USAGE;
+    if (took) {
+      *(k == 0 ? &x->resume : k == 1 ? &x->quiet : &x->status) = true;
+      return -1;
+    }
+  }
   if (a[0] != '-') { /* a source: a workload name or trace files */
     if (x->c.workload == NULL && x->c.ntraces == 0 && workload_find(a)) {
       x->c.workload = workload_find(a);
       return -1;
     }
-    if (access(a, R_OK) != 0)
+    bool is_file = access(a, R_OK) == 0;
+    if (!is_file && !workload_find(a))
       return cli_usage_error("sweep",
                              "'%s' is neither a workload nor a "
                              "readable trace file",
                              a);
-    if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES)
+    /* A second workload, or a workload after traces: one source only. */
+    if (x->c.workload != NULL || x->c.ntraces == SWEEP_MAX_TRACES || !is_file)
       return cli_usage_error("sweep",
                              "a sweep takes one workload or up to "
                              "%d trace files, got '%s' too",
@@ -414,9 +466,12 @@ static int take_arg(sweep_args_t *x, int argc, char **argv, int *i,
   if ((took = cli_opt_value("sweep", argc, argv, i, "--shard", &v)) != 0) {
     if (took < 0)
       return CLI_EXIT_USAGE;
-    unsigned idx, cnt;
-    char     tail;
-    if (sscanf(v, "%u/%u%c", &idx, &cnt, &tail) != 2 || cnt == 0 || idx >= cnt)
+    /* Digits only, each below 2^32: sscanf's %u took '4294967296/4294967297'
+     * for 0/1 (the whole sweep) and ' 0/ 2' for 0/2. */
+    unsigned    idx = 0, cnt = 0;
+    const char *slash = strchr(v, '/');
+    if (slash == NULL || !parse_uint(slash + 1, 1, UINT32_MAX, &cnt) ||
+        !parse_uint_n(v, (size_t)(slash - v), 0, cnt - 1, &idx))
       return cli_usage_error("sweep",
                              "--shard expects I/N with 0 <= I < N, "
                              "got '%s'",

@@ -8,9 +8,11 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../analysis/compare.h"
 #include "../analysis/store.h"
@@ -99,15 +101,66 @@ static bool opt_repeatable(const char *name) {
   return false;
 }
 
+/* True if arg is the option name in any of its spellings: -o and --output
+ * are one option (import, oracle). */
+static bool opt_same(const char *arg, const char *name) {
+  if (opt_is(arg, name))
+    return true;
+  if (strcmp(name, "-o") == 0)
+    return opt_is(arg, "--output");
+  if (strcmp(name, "--output") == 0)
+    return opt_is(arg, "-o");
+  return false;
+}
+
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   if (!opt_is(argv[*i], name))
     return 0;
   for (int j = 1; j < *i && !opt_repeatable(name); j++)
-    if (opt_is(argv[j], name))
+    if (opt_same(argv[j], name))
       return cli_usage_error(cmd, "%s given twice", name), -1;
   *value = value_of(cmd, argc, argv, i);
   return *value != NULL ? 1 : -1;
+}
+
+/* path made absolute, its links resolved (realpath); for a file that does
+ * not exist yet, its directory's realpath and its name.  False if neither
+ * resolves. */
+static bool canonical_path(const char *path, char *out) {
+  if (realpath(path, out) != NULL)
+    return true;
+  const char *slash = strrchr(path, '/');
+  char        dir[PATH_MAX], rdir[PATH_MAX];
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+             path);
+  return realpath(dir, rdir) != NULL &&
+         as_format_fits(out, PATH_MAX, "%s/%s", rdir,
+                        slash != NULL ? slash + 1 : path);
+}
+
+bool cli_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  char        ca[PATH_MAX], cb[PATH_MAX];
+  if (a == NULL || b == NULL || strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+    return false;
+  if (strcmp(a, b) == 0)
+    return true;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return canonical_path(a, ca) && canonical_path(b, cb) && strcmp(ca, cb) == 0;
+}
+
+int cli_opt_flag(const char *cmd, char **argv, int i, const char *name) {
+  if (strcmp(argv[i], name) != 0)
+    return 0;
+  for (int j = 1; j < i; j++)
+    if (strcmp(argv[j], name) == 0)
+      return cli_usage_error(cmd, "%s given twice", name), -1;
+  return 1;
 }
 
 /* Shared options that may be given once; bit k of o->given is

@@ -37,10 +37,12 @@ static int close_stdout(const char *cmd, int code) {
   int e = 0;
   if (fclose(stdout) != 0)
     e = errno;
-  if (failed || (e != 0 && (pending || e != EBADF))) {
+  /* A command that failed has said why in its one line already (for
+   * convert and import to stdout, that very write error). */
+  if (code == CLI_EXIT_OK && (failed || (e != 0 && (pending || e != EBADF)))) {
     fprintf(stderr, "allocsim%s%s: write error on stdout: %s\n", cmd ? " " : "",
             cmd ? cmd : "", strerror(e ? e : EIO));
-    return code == CLI_EXIT_OK ? CLI_EXIT_INPUT : code;
+    return CLI_EXIT_INPUT;
   }
   return code;
 }

@@ -31,6 +31,12 @@ void capture_guard_init(capture_guard_t *g, const char *out_path,
   g->unchecked = CAPTURE_GUARD_CHECK_BYTES; /* check at the first write */
 }
 
+/* a + b, or UINT64_MAX where it would wrap: --min-free and
+ * --max-trace-bytes take any 64-bit size. */
+static uint64_t sum_sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static uint64_t free_bytes(const capture_guard_t *g, bool *known) {
   struct statvfs v;
   *known = statvfs(g->dir, &v) == 0;
@@ -42,7 +48,7 @@ capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
   if (g->tripped != CAPTURE_GUARD_OK)
     return g->tripped;
   uint64_t margin = (uint64_t)(open_traces + 1) * CAPTURE_GUARD_MARGIN;
-  if (g->max_bytes != 0 && g->written + margin > g->max_bytes) {
+  if (g->max_bytes != 0 && sum_sat(g->written, margin) > g->max_bytes) {
     as_format_fits(g->detail, sizeof g->detail,
                    "the traces reached --max-trace-bytes %" PRIu64
                    " bytes (less the room to close them)",
@@ -57,7 +63,8 @@ capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
   if (!known)
     return CAPTURE_GUARD_OK; /* the writes themselves will tell */
   g->free_at_check = avail;
-  if (avail < g->min_free + margin + CAPTURE_GUARD_CHECK_BYTES) {
+  if (avail <
+      sum_sat(sum_sat(g->min_free, margin), CAPTURE_GUARD_CHECK_BYTES)) {
     as_format_fits(g->detail, sizeof g->detail,
                    "%s has %.1f MiB free, the guard keeps %.1f MiB "
                    "(--min-free)",
@@ -71,7 +78,7 @@ capture_guard_trip_t capture_guard_poll(capture_guard_t *g,
 as_status_t capture_guard_check_start(capture_guard_t *g, as_err_t *err) {
   bool     known;
   uint64_t avail = free_bytes(g, &known);
-  if (known && avail < g->min_free + CAPTURE_GUARD_CHECK_BYTES)
+  if (known && avail < sum_sat(g->min_free, CAPTURE_GUARD_CHECK_BYTES))
     return as_err_set(err, AS_EIO,
                       "%s has %.1f MiB free; the disk guard keeps %.1f MiB "
                       "(--min-free): not starting",
@@ -84,7 +91,7 @@ as_status_t capture_guard_check_start(capture_guard_t *g, as_err_t *err) {
 static ssize_t out_write(void *cookie, const char *buf, size_t len) {
   out_t           *o = cookie;
   capture_guard_t *g = o->g;
-  if (g->max_bytes != 0 && g->written + len > g->max_bytes) {
+  if (g->max_bytes != 0 && sum_sat(g->written, len) > g->max_bytes) {
     as_format_fits(g->detail, sizeof g->detail,
                    "the traces reached --max-trace-bytes %" PRIu64 " bytes",
                    g->max_bytes);

@@ -1,10 +1,10 @@
 /* traces/import_heaptrack.c -- heaptrack raw and interpreted data files
  * into traces (format, mapping and limits in import_heaptrack.h).
  *
- * Lines are read whole with getline.  The kind of file (raw or interpreted)
- * is decided by the first line only one kind writes ('x' or 'm': raw; 's',
- * 'i' or 'a': interpreted; else the field count of the first '+'), and a
- * line of the other kind afterwards is an error.
+ * Lines are read whole (import_getline, up to IMPORT_LINE_MAX bytes).  The kind
+ * of file (raw or interpreted) is decided by the first line only one kind
+ * writes ('x' or 'm': raw; 's', 'i' or 'a': interpreted; else the field count
+ * of the first '+'), and a line of the other kind afterwards is an error.
  *
  * Ids.  Raw files map addresses to dense recycled ids through
  * traces/addr_ids.  Interpreted files have no addresses: the mapper hands
@@ -43,7 +43,8 @@ struct ht_s {
   import_heaptrack_stats_t *st;
   import_inserts_t         *inserts;
   ht_kind_t                 kind;
-  bool                      started; /* the first event was written */
+  bool                      started;      /* the first event was written */
+  bool                      have_command; /* an 'X' line was read */
   uint64_t                  t_ns;
   addr_ids_t                ids;
   /* interpreted: allocation infos and their live-id stacks */
@@ -306,7 +307,7 @@ static as_status_t version_line(ht_t *h, const char *line, as_err_t *err) {
 
 /* The command line: "X arg0 arg1 ..." (libheaptrack.cpp writeCommandLine). */
 static as_status_t command_line(ht_t *h, const char *line, as_err_t *err) {
-  const char *cmd = line[1] == ' ' ? line + 2 : line + 1;
+  const char *cmd = line[1] == ' ' ? line + 2 : line + 1; /* "X": none */
   snprintf(h->st->command, sizeof h->st->command, "%s", cmd);
   size_t      n = strcspn(cmd, " ");
   const char *base = cmd;
@@ -425,6 +426,18 @@ static as_status_t free_line(ht_t *h, const char *line, as_err_t *err) {
 static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
   uint64_t    v[2];
   as_status_t rc;
+  /* A record is one type character, then a space and its fields or the end
+   * of the line: heaptrack 1.4.0 writes every record so
+   * (src/track/libheaptrack.cpp:383-620, src/interpret/
+   * heaptrack_interpret.cpp:268-311,467-498: writeHexLine, "X", "s ", "i ").
+   * Its reader takes the type from the first character and skips two
+   * without looking at the second (src/util/linereader.h:36,45), so "tfoo"
+   * is no record it writes, and what it would read from it is garbage. */
+  if (line[0] != '#' && line[1] != '\0' && line[1] != ' ')
+    return bad(h,
+               "a record type of one character, then a space or the end "
+               "of the line",
+               line, err);
   switch (line[0]) {
   case '+':
     return alloc_line(h, line, err);
@@ -448,7 +461,11 @@ static as_status_t line_apply(ht_t *h, const char *line, as_err_t *err) {
   case 'x':
   case 'm':
     return set_kind(h, HT_RAW, line, err);
-  case 'X':
+  case 'X': /* heaptrack refuses a second one: "Duplicated debuggee entry
+             * - corrupt data file?" (accumulatedtracedata.cpp:441-444) */
+    if (h->have_command)
+      return bad(h, "one 'X' line (the command)", line, err);
+    h->have_command = true;
     return command_line(h, line, err);
   case 'I':
     return page_size_line(h, line, err);
@@ -507,8 +524,14 @@ as_status_t import_heaptrack_stream(FILE *in, const char *name,
   ssize_t     n;
   as_status_t rc = AS_OK;
   while (rc == AS_OK && (rc = inserts_due(&h, st->lines, err)) == AS_OK &&
-         (n = getline(&buf, &cap, in)) >= 0) {
+         (n = import_getline(&buf, &cap, in, IMPORT_LINE_MAX)) != -1) {
     st->lines++;
+    if (n == -2) {
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected a line of at most %d bytes",
+                      name, st->lines, IMPORT_LINE_MAX);
+      break;
+    }
     size_t len = (size_t)n;
     if (strlen(buf) != len) {
       rc = bad(&h, "text (a heaptrack data file)", "a NUL byte", err);

@@ -68,8 +68,14 @@ static bool next_token(lab_t *l) {
   l->st->lines = l->line; /* the last token's */
   size_t n = 0;
   do {
-    if (n + 1 < TOKEN_MAX)
-      l->tok[n++] = c == '\0' ? '?' : (char)c;
+    if (n + 4 == TOKEN_MAX) {
+      /* No request or number is this long: the token ends in "..." so it
+       * parses as nothing, and the rest is not read (an endless token,
+       * /dev/zero, would never end). */
+      memcpy(l->tok + n, "...", 4);
+      return true;
+    }
+    l->tok[n++] = c == '\0' ? '?' : (char)c;
   } while ((c = getc(l->in)) != EOF && !(c == ' ' || c == '\t' || c == '\n' ||
                                          c == '\r' || c == '\v' || c == '\f'));
   if (c == '\n')

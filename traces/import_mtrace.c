@@ -261,10 +261,14 @@ static as_status_t apply(imp_t *im, const rec_t *r, const rec_t *pair,
 /* ---- Driver ------------------------------------------------------------- */
 
 /* Reads the next line into *buf without its "\n" (and "\r"); false at end
- * of file (or on a read error: ferror tells). */
+ * of file (or on a read error: ferror tells).  *too_long: the line runs
+ * past IMPORT_LINE_MAX (an endless line is not read to its end). */
 static bool next_line(FILE *in, char **buf, size_t *cap, bool *has_nul,
-                      uint64_t *lines) {
-  ssize_t n = getline(buf, cap, in);
+                      bool *too_long, uint64_t *lines) {
+  ssize_t n = import_getline(buf, cap, in, IMPORT_LINE_MAX);
+  *too_long = n == -2;
+  if (n == -2)
+    n = (ssize_t)IMPORT_LINE_MAX;
   if (n < 0)
     return false;
   (*lines)++;
@@ -304,14 +308,20 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   im.inserts = opts != NULL ? opts->inserts : NULL;
   char       *buf = NULL;
   size_t      cap = 0;
-  bool        has_nul = false, started = false;
+  bool        has_nul = false, too_long = false, started = false;
   uint64_t    pair_line = 0;
   rec_t       pending = {0}; /* a '<' waiting for its '>' */
   as_status_t rc = AS_OK;
 
   while (rc == AS_OK &&
          (rc = inserts_due(&im, st->lines, pair_line != 0, err)) == AS_OK &&
-         next_line(in, &buf, &cap, &has_nul, &st->lines)) {
+         next_line(in, &buf, &cap, &has_nul, &too_long, &st->lines)) {
+    if (too_long) {
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected a line of at most %d bytes",
+                      name, st->lines, IMPORT_LINE_MAX);
+      break;
+    }
     if (has_nul) {
       rc = bad(&im, err, "text (an mtrace log)", "a NUL byte");
       break;

@@ -17,6 +17,28 @@
 
 /* ---- Messages and clock ------------------------------------------------- */
 
+ssize_t import_getline(char **buf, size_t *cap, FILE *in, size_t max) {
+  size_t len = 0;
+  int    c = EOF;
+  while (len <= max && (c = getc_unlocked(in)) != EOF) {
+    if (len + 2 > *cap) {
+      size_t want = *cap ? 2 * *cap : 128;
+      char  *grown = realloc(*buf, want);
+      if (grown == NULL)
+        return -1; /* as getline: ENOMEM, and ferror is not set */
+      *buf = grown;
+      *cap = want;
+    }
+    (*buf)[len++] = (char)c;
+    if (c == '\n')
+      break;
+  }
+  if (len == 0)
+    return -1;
+  (*buf)[len] = '\0';
+  return len > max ? -2 : (ssize_t)len;
+}
+
 const char *import_quote(const char *s, char buf[72]) {
   size_t n = 0;
   for (; s[n] != '\0' && n < 60; n++)
@@ -213,8 +235,16 @@ as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
   uint64_t    lineno = 0;
   as_status_t rc = AS_OK;
   ssize_t     len;
-  while (rc == AS_OK && (len = getline(&buf, &cap, f)) >= 0) {
+  while (rc == AS_OK &&
+         (len = import_getline(&buf, &cap, f, IMPORT_LINE_MAX)) != -1) {
     lineno++;
+    if (len == -2) {
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected a line of "
+                      "at most %d bytes",
+                      path, lineno, IMPORT_LINE_MAX);
+      break;
+    }
     if (strlen(buf) != (size_t)len) {
       rc = marks_bad(path, lineno, "text", "a NUL byte", err);
       break;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "trace_io.h"
 
@@ -23,6 +24,18 @@
 /* Copies up to 60 bytes of s into buf for a message, control bytes as '?',
  * "..." when cut; returns buf. */
 const char *import_quote(const char *s, char buf[72]);
+
+/* The longest line the line-oriented readers (mtrace and heaptrack logs,
+ * marks files) take: far beyond any symbol or path they hold, and what the
+ * text trace reader allows, so an endless line (/dev/zero, a binary file)
+ * is an error, not a read that fills memory. */
+#define IMPORT_LINE_MAX 1048576
+
+/* getline with a bound: reads one line, its '\n' included, into *buf
+ * (grown as getline does) and returns its length; -1 at end of file or on
+ * a read error (ferror tells), -2 when the line runs past max bytes (the
+ * rest of it is left unread).  NUL bytes are kept: compare strlen. */
+ssize_t import_getline(char **buf, size_t *cap, FILE *in, size_t max);
 
 /* Parses 1 to 16 hex digits (either case) at *p into *out and advances *p
  * past them; false (nothing advanced) if there are none or more than 16. */

@@ -174,9 +174,11 @@ static as_status_t read_line(text_src_t *s, as_err_t *err) {
     }
     if (s->eof)
       return AS_DONE;
-    if (avail > TEXT_LINE_MAX + 2)
+    if (avail > TEXT_LINE_MAX + 2) {
+      s->line++; /* the line being read, not the one before it */
       return fail(s, err, "expected a line of at most %zu bytes",
                   TEXT_LINE_MAX);
+    }
     scanned = avail;
     as_status_t rc = fill(s, err);
     if (rc != AS_OK)
