@@ -287,10 +287,10 @@ static void bad_messages_are_refused_with_their_offset(void **state) {
   m.b[m.len++] = 0x1F; /* no such op */
   assert_int_equal(capture_stream_feed(c.s, m.b, m.len, &err), AS_EFORMAT);
   assert_non_null(strstr(err.msg, "test stream: message 1"));
-  assert_non_null(strstr(err.msg, "byte offset 15: bad op"));
+  assert_non_null(strstr(err.msg, "byte offset 16: bad op"));
   msg_begin(&m, CAPTURE_MSG_CHUNK, 7);
   msg_rec(&m, CAPTURE_OP_MALLOC, 1, 0x10000, 64, 0);
-  m.len -= 1; /* cut inside the size */
+  m.len -= 2; /* cut before the size (and the site after it) */
   assert_int_equal(capture_stream_feed(c.s, m.b, m.len, &err), AS_EFORMAT);
   assert_non_null(strstr(err.msg, "byte offset 8: bad size"));
   msg_begin(&m, 99, 0);
