@@ -19,7 +19,8 @@
 
 #define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
 #define LIB      ALLOCSIM_BINARY_DIR "/traces/capture/liballocsim_capture.so"
-#define PROG     ALLOCSIM_BINARY_DIR "/tests/integration/capture_progs/two_sites"
+#define PROGS    ALLOCSIM_BINARY_DIR "/tests/integration/capture_progs/"
+#define PROG     PROGS "two_sites"
 
 static char g_dir[128];
 
@@ -135,6 +136,45 @@ static void no_stacks_no_sites(void **state) {
   assert_contains(out, "(no call site recorded)");
 }
 
+/* The recorder's site table under contention: four threads allocate from
+ * one site at once (--stacks 3 keeps alloc_here, worker, start_thread, the
+ * same for all), so one thread defines it while the others wait for the
+ * definition; a forked child's trace defines it again.  Readers refuse a
+ * second definition, so reading the trace checks there is one; every
+ * allocation must name it (a lost wait would record no site). */
+static void one_site_under_contention_and_after_fork(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  assert_int_equal(run(out, sizeof out,
+                       "cd '%s' && ALLOCSIM_CAPTURE_LIB='%s' TMPDIR='%s' '%s' "
+                       "capture --stacks 3 -o th.astrace -- '%s' 2>&1",
+                       g_dir, LIB, g_dir, ALLOCSIM, PROGS "sites_threads"),
+                   0);
+  /* The parent's trace (its threads) and the child's (th.PID.astrace). */
+  assert_int_equal(run(out, sizeof out,
+                       "cd '%s' && '%s' explain th.astrace --model glibc "
+                       "--by-site --top 1 --json",
+                       g_dir, ALLOCSIM),
+                   0);
+  const char *fn = strstr(out, "\"function\": \"alloc_here");
+  if (fn == NULL)
+    fail_msg("expected alloc_here first in:\n%s", out);
+  const char *live = strstr(fn, "\"live_objects\": ");
+  assert_non_null(live);
+  assert_int_equal(strtoull(live + 16, NULL, 10), 40000);
+  assert_int_equal(run(out, sizeof out,
+                       "cd '%s' && for t in th.*.astrace; do '%s' explain "
+                       "\"$t\" --model glibc --by-site --top 1 --json; done",
+                       g_dir, ALLOCSIM),
+                   0);
+  fn = strstr(out, "\"function\": \"alloc_here");
+  if (fn == NULL)
+    fail_msg("expected alloc_here first in the child's trace:\n%s", out);
+  live = strstr(fn, "\"live_objects\": ");
+  assert_non_null(live);
+  assert_int_equal(strtoull(live + 16, NULL, 10), 10000);
+}
+
 static void bad_stacks_option_is_refused(void **state) {
   (void)state;
   static char out[4096];
@@ -150,6 +190,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(keeping_site_is_named_first),
       cmocka_unit_test(no_stacks_no_sites),
+      cmocka_unit_test(one_site_under_contention_and_after_fork),
       cmocka_unit_test(bad_stacks_option_is_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
