@@ -587,6 +587,15 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
                      "module path", err);
     if (rc != AS_OK)
       return rc;
+    for (const char *q = s->path; *q != '\0'; q++)
+      if ((unsigned char)*q < 0x20 || *q == '"' || *q == '\\')
+        return fail(s, err,
+                    "expected a module path without control bytes, '\"' or "
+                    "'\\', got byte 0x%02x",
+                    (unsigned char)*q);
+    if (s->path[0] == '\0')
+      return fail(s, err, "expected a module path of 1 to %d bytes, got ''",
+                  TRACE_PATH_MAX);
     ev->label = s->path;
     break;
   case TRACE_SITE: {
