@@ -25,7 +25,7 @@
 #include "../engine/engine.h"
 #include "heapmap.h"
 
-#define LAB_MAX_VARIANTS 8
+#define LAB_MAX_VARIANTS 10
 #define LAB_MAX_STEPS    64
 #define LAB_MAX_COUNTERS 6
 #define LAB_MAX_MEASURED 2 /* measured-only columns */

@@ -829,14 +829,22 @@ static bool mimalloc_locate(const model_t *mm, uint64_t id, sim_addr_t *addr) {
   return true;
 }
 
-/* mi_usable_size: the bin's block size, or the OS-rounded size above the
- * size classes (page-queue.c:110-117). */
+/* mi_usable_size: the block size of the block's page less MI_PADDING_SIZE,
+ * 0 in release builds (209 alloc.c:603-619, 307-310,
+ * include/mimalloc-internal.h:540-542): the bin's block size
+ * (page-queue.c:110-117); above the size classes the OS-rounded request
+ * (page.c:817) on 3.x, whose singleton pages keep it as their block size (301
+ * arena.c:743-754), and on 2.x the whole large page or huge segment it lands
+ * in. */
 static uint64_t mimalloc_usable_size(const model_t *mm, uint64_t size,
                                      uint8_t domain) {
   const mi_model_t *m = (const mi_model_t *)mm;
   (void)domain;
   uint8_t bin = mi_model_bin(m, size ? size : 1);
-  return bin < MI_BIN_HUGE ? mi_bin_size(bin) : mi_good_alloc_size(size);
+  if (bin < MI_BIN_HUGE)
+    return mi_bin_size(bin);
+  uint64_t bsize = mi_good_alloc_size(size);
+  return MI_IS_V3(m->version) ? bsize : mi_segment_big_block_size(m, bsize);
 }
 
 static void mimalloc_stats(const model_t *mm, model_stats_t *out) {

@@ -380,6 +380,7 @@ enum { MI_NORMAL, MI_FORCE, MI_ABANDON }; /* 209 heap.c:81-85 */
 void     mi_segment_page_layout(mi_model_t *m, uint32_t page);
 uint32_t mi_segment_page_alloc(mi_model_t *m, uint32_t heap,
                                uint64_t block_size);
+uint64_t mi_segment_big_block_size(const mi_model_t *m, uint64_t block_size);
 void     mi_segment_page_free(mi_model_t *m, uint32_t page, bool force);
 void     mi_segment_page_abandon(mi_model_t *m, uint32_t page);
 void     mi_abandoned_collect(mi_model_t *m, uint32_t heap, bool force);

@@ -603,9 +603,13 @@ static uint32_t page_fresh(mi_model_t *m, uint32_t heap, uint32_t bin,
     page = mi_segment_page_alloc(m, heap, block_size);
     if (page == 0)
       return 0; /* out of memory, or reclaimed a page into the heap */
-    /* huge queue pages take the page's whole block (page.c:277) */
-    mi_page_init(m, heap, page,
-                 bin == MI_BIN_HUGE ? P(m, page)->block_size : block_size);
+    /* The page's whole span is the block: for every huge queue page at
+     * 209 and 212 (page.c:276; 212 :289), only for a huge segment's at
+     * 217 (page.c:290, upstream b5665f0e), where a large page keeps the
+     * request's _mi_os_good_alloc_size. */
+    bool whole =
+        m->version >= MV_217 ? P(m, page)->is_huge : bin == MI_BIN_HUGE;
+    mi_page_init(m, heap, page, whole ? P(m, page)->block_size : block_size);
   }
   mi_pq_push(m, heap, bin, page);
   return page;

@@ -1275,12 +1275,36 @@ static uint32_t reclaim_or_alloc(mi_model_t *m, uint32_t heap, uint32_t needed,
   return segment_alloc(m, H(m, heap)->tld, 0, NULL);
 }
 
+/* The page size mi_segments_page_alloc takes for required bytes: whole
+ * slices, whole 512 KiB medium pages above 512 KiB (:1494; 212 :1487,
+ * 217 :1391). */
+static uint64_t segments_page_size(uint64_t required) {
+  uint64_t align = required > MI_MEDIUM_PAGE ? MI_MEDIUM_PAGE : MI_SLICE_SIZE;
+  return (required + align - 1) / align * align;
+}
+
+/* The block of the one-block page a request above MI_MEDIUM_OBJ_SIZE_MAX
+ * gets, block_size being its _mi_os_good_alloc_size (page.c:817; 212
+ * :829, 217 :832).  At 209 and 212 such pages go to the huge queue, whose
+ * pages take the page's whole span as their block (page.c:276; 212 :289):
+ * a large page's slices (mi_segment_span_allocate :690-691; 212
+ * :713-714), so malloc(131073) gets 3 slices, 196608 bytes; at 217 only a
+ * huge segment's page does (217 page.c:290), a large page's block is
+ * block_size.  Above MI_LARGE_OBJ_SIZE_MAX: a huge segment less its info
+ * (mi_segment_huge_page_alloc :1534-1536; 212 :1527-1529, 217
+ * :1431-1433). */
+uint64_t mi_segment_big_block_size(const mi_model_t *m, uint64_t block_size) {
+  if (block_size <= MI_LARGE_OBJ_MAX)
+    return m->version >= MV_217 ? block_size : segments_page_size(block_size);
+  return (uint64_t)calculate_slices(m, block_size) * MI_SLICE_SIZE -
+         info_size(m);
+}
+
 /* mi_segments_page_alloc (:1489-1519). */
 static uint32_t segments_page_alloc(mi_model_t *m, uint32_t heap,
                                     uint64_t required, uint64_t block_size) {
   uint32_t tld = H(m, heap)->tld;
-  uint64_t align = required > MI_MEDIUM_PAGE ? MI_MEDIUM_PAGE : MI_SLICE_SIZE;
-  uint64_t page_size = (required + align - 1) / align * align;
+  uint64_t page_size = segments_page_size(required);
   uint32_t needed = (uint32_t)(page_size / MI_SLICE_SIZE);
   uint32_t page = find_and_allocate(m, tld, needed);
   while (page == 0) {
