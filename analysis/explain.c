@@ -15,6 +15,7 @@
 
 #include "../sim/grow.h"
 #include "../traces/phases.h"
+#include "../traces/sites.h"
 
 #define MAX_MECHS 32
 #define MIB       (1024.0 * 1024.0)
@@ -458,16 +459,23 @@ as_status_t explain_replay_at(const explain_opts_t *o, explain_open_fn open,
  * objects were allocated. */
 typedef struct explain_job_s explain_job_t;
 struct explain_job_s {
-  explain_open_fn   open;
-  void             *user;
-  trace_source_t   *tracker; /* the open source, closed by the replay */
-  explain_result_t *out;
+  explain_open_fn       open;
+  void                 *user;
+  trace_source_t       *tracker; /* the open source, closed by the replay */
+  trace_source_t       *sites;   /* the call-site tracker inside it */
+  explain_result_t     *out;
+  const explain_opts_t *o;
 };
 
 static as_status_t open_tracked(void *user, trace_source_t **src,
                                 as_err_t *err) {
   explain_job_t *j = user;
   as_status_t    rc = j->open(j->user, src, err);
+  j->sites = NULL;
+  if (rc == AS_OK && j->o->by_site) {
+    rc = trace_sites_wrap(*src, src, err);
+    j->sites = rc == AS_OK ? *src : NULL;
+  }
   if (rc == AS_OK)
     rc = trace_phases_wrap(*src, src, err);
   j->tracker = rc == AS_OK ? *src : NULL;
@@ -480,14 +488,17 @@ static as_status_t explain_here(void *user, const sim_session_t *s,
   explain_result_t *out = j->out;
   snprintf(out->label, sizeof out->label, "%s", at->label ? at->label : "end");
   out->t_ns = at->t_ns;
-  return explain_now(s, at->live_bytes, j->tracker, out, err);
+  as_status_t rc = explain_now(s, at->live_bytes, j->tracker, out, err);
+  if (rc == AS_OK && j->sites != NULL)
+    rc = explain_by_site(s, j->sites, j->o->top, out, err);
+  return rc;
 }
 
 as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
                           void *user, explain_result_t out[2], size_t *n,
                           char *model_desc, size_t desc_len, as_err_t *err) {
   explain_marks_t marks;
-  explain_job_t   job = {.open = open, .user = user, .out = &out[0]};
+  explain_job_t   job = {.open = open, .user = user, .out = &out[0], .o = o};
   *n = 0;
   as_status_t rc = explain_replay_at(o, open_tracked, &job, o->at, explain_here,
                                      &job, &marks, model_desc, desc_len, err);

@@ -43,6 +43,24 @@ struct explain_item_s {
                              unknown */
 };
 
+/* Memory by call site (explain --by-site; docs/capture.md "Call sites").
+ * A site's live bytes are the sizes of its live objects; its retained bytes
+ * its share of what the allocator keeps resident in the top-level units
+ * (arena, heap, segment) holding them: a unit's resident bytes that are not
+ * live bytes (free chunks, empty pools, headers, rounding) are split among
+ * the sites of the live objects in it, in proportion to their live bytes. */
+#define EXPLAIN_FRAME_TEXT 256
+typedef struct explain_site_s explain_site_t;
+struct explain_site_s {
+  uint64_t site;           /* the trace's site id; 0: no site recorded */
+  uint64_t live_bytes;     /* of its live objects */
+  uint64_t live_objects;   /* its live objects */
+  uint64_t retained_bytes; /* its share of the free memory they pin */
+  uint32_t nframes;
+  char     function[128]; /* the innermost frame's function, or "" */
+  char     frame[TRACE_FRAMES_MAX][EXPLAIN_FRAME_TEXT]; /* symbolised */
+};
+
 typedef struct explain_result_s explain_result_t;
 struct explain_result_s {
   char           label[64]; /* the mark explained, or "end" */
@@ -51,7 +69,26 @@ struct explain_result_s {
   uint64_t       live_bytes;
   size_t         nitems;
   explain_item_t items[EXPLAIN_MAX_ITEMS]; /* largest first */
+  /* With explain_opts_t.by_site: the top sites, most retained first
+   * (heap; explain_result_release frees it), how many sites had live
+   * objects, and the retained bytes of units holding no live object (no
+   * site pins them). */
+  explain_site_t *sites;
+  size_t          nsites, sites_total;
+  uint64_t        unpinned_bytes;
+  bool            by_site;   /* sites were asked for */
+  bool            has_sites; /* the trace defines call sites */
 };
+
+/* Frees what a result holds beyond itself (its sites). */
+void explain_result_release(explain_result_t *r);
+
+/* Groups the memory of session s by call site into out->sites (the top
+ * `top`), from sites, the replayed source wrapped by trace_sites_wrap.
+ * Models that cannot locate objects give every site its live bytes and no
+ * retained bytes. */
+as_status_t explain_by_site(const sim_session_t *s, const trace_source_t *sites,
+                            size_t top, explain_result_t *out, as_err_t *err);
 
 /* Attributes the current RSS of session s (live_bytes: the program's, as
  * the engine counts them) into *out.  tracker, the replayed source wrapped
@@ -71,6 +108,8 @@ struct explain_opts_s {
   sim_kernel_config_t kernel;
   uint64_t            settle_ns; /* run the clock on after the trace */
   bool                lenient;
+  bool                by_site; /* also group by call site */
+  size_t              top;     /* sites kept (by_site); 0 = 10 */
 };
 
 /* Opens (again) the source to explain: explain may replay it twice. */

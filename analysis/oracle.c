@@ -223,6 +223,8 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
   as_status_t rc = AS_OK;
   switch ((trace_op_t)ev->op) {
   case TRACE_RSS:
+  case TRACE_MODULE: /* call-site definitions: nothing to replay */
+  case TRACE_SITE:
     *send = false;
     return AS_OK;
   case TRACE_MARK:

@@ -39,6 +39,11 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
           "(the recorder's own resident bytes, up to %.2f MiB, subtracted)\n",
           mib(st->baseline_rss_bytes), mib(st->peak_rss_bytes),
           mib(st->final_rss_bytes), mib(st->overhead_max_bytes));
+  if (st->stacks != 0)
+    fprintf(f,
+            "  call sites: %" PRIu64 " sites (up to %" PRIu64
+            " return addresses each) in %" PRIu64 " modules\n",
+            st->sites, st->stacks, st->modules);
   if (st->trims || st->purge_events || st->option_events)
     fprintf(f,
             "  %" PRIu64 " malloc_trim, %" PRIu64 " purge, %" PRIu64
@@ -231,6 +236,17 @@ static int cmd_capture_main(int argc, char **argv) {
                                "--touch-threshold expects 0 (off) or at "
                                "least the page size %" PRIu64 ", got '%s'",
                                page, v);
+    } else if ((t = cli_opt_value("capture", argc, argv, &i, "--stacks", &v))) {
+      char         *end = NULL;
+      unsigned long n = t > 0 ? strtoul(v, &end, 10) : 0;
+      if (t < 0)
+        return CLI_EXIT_USAGE;
+      if (end == v || *end != '\0' || v[0] == '-' || n > CAPTURE_FRAMES_MAX)
+        return cli_usage_error("capture",
+                               "--stacks expects a number of return "
+                               "addresses from 0 (off) to %d, got '%s'",
+                               CAPTURE_FRAMES_MAX, v);
+      o.stacks = (uint32_t)n;
     } else if ((t = cli_opt_value("capture", argc, argv, &i,
                                   "--max-trace-bytes", &v))) {
       if (t < 0 || size_opt("--max-trace-bytes", v, &o.max_trace_bytes))

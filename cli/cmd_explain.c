@@ -10,6 +10,50 @@
 
 #define MIB (1024.0 * 1024.0)
 
+static void print_sites_json(const explain_result_t *r) {
+  printf(", \"sites_total\": %zu, \"unpinned_bytes\": %" PRIu64
+         ", \"sites\": [",
+         r->sites_total, r->unpinned_bytes);
+  for (size_t k = 0; k < r->nsites; k++) {
+    const explain_site_t *e = &r->sites[k];
+    printf("%s{\"site\": %" PRIu64 ", \"function\": ", k ? ", " : "", e->site);
+    cli_json_string(stdout, e->function);
+    printf(", \"frames\": [");
+    for (uint32_t f = 0; f < e->nframes; f++) {
+      printf("%s", f ? ", " : "");
+      cli_json_string(stdout, e->frame[f]);
+    }
+    printf("], \"live_bytes\": %" PRIu64 ", \"live_objects\": %" PRIu64
+           ", \"retained_bytes\": %" PRIu64 "}",
+           e->live_bytes, e->live_objects, e->retained_bytes);
+  }
+  printf("]");
+}
+
+static void print_sites_text(const explain_result_t *r) {
+  printf("\nby call site: %zu of %zu sites with live objects, most retained "
+         "first\n",
+         r->nsites, r->sites_total);
+  if (!r->has_sites)
+    printf("(the trace records no call sites: capture with --stacks N)\n");
+  printf("%9s %9s %9s  %s\n", "kept MiB", "live MiB", "objects",
+         "call site (innermost frame first)");
+  for (size_t k = 0; k < r->nsites; k++) {
+    const explain_site_t *e = &r->sites[k];
+    printf("%9.2f %9.2f %9" PRIu64 "  ", (double)e->retained_bytes / MIB,
+           (double)e->live_bytes / MIB, e->live_objects);
+    if (e->nframes == 0)
+      printf("(no call site recorded)\n");
+    for (uint32_t f = 0; f < e->nframes; f++)
+      printf("%s%s\n", f ? "                                 " : "",
+             e->frame[f]);
+  }
+  if (r->unpinned_bytes != 0)
+    printf("%9.2f %9s %9s  (in units with no live object: no site pins "
+           "it)\n",
+           (double)r->unpinned_bytes / MIB, "-", "-");
+}
+
 static void print_json(const char *source, const char *model,
                        const explain_result_t *r, size_t n) {
   printf("{\"source\": ");
@@ -37,7 +81,10 @@ static void print_json(const char *source, const char *model,
       cli_json_string(stdout, it->allocated_in);
       printf("}");
     }
-    printf("]}");
+    printf("]");
+    if (r[i].by_site)
+      print_sites_json(&r[i]);
+    printf("}");
   }
   printf("]}\n");
 }
@@ -60,6 +107,8 @@ static void print_text(const char *source, const char *model,
                             : 0.0,
              it->sentence);
     }
+    if (r[i].by_site)
+      print_sites_text(&r[i]);
   }
 }
 
@@ -88,6 +137,22 @@ static int explain_main(int argc, char **argv) {
                                "--page-size expects 4096, 16384 "
                                "or 65536, got '%s'",
                                v);
+    } else if ((took = cli_opt_value("explain", argc, argv, &i, "--top", &v)) !=
+               0) {
+      char         *end = NULL;
+      unsigned long k = took > 0 ? strtoul(v, &end, 10) : 0;
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      if (end == v || *end != '\0' || v[0] == '-' || k == 0 || k > 1000)
+        return cli_usage_error("explain",
+                               "--top expects a number of sites from 1 to "
+                               "1000, got '%s'",
+                               v);
+      o.top = (size_t)k;
+    } else if ((took = cli_opt_flag("explain", argv, i, "--by-site"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      o.by_site = true;
     } else if ((took = cli_opt_flag("explain", argv, i, "--json"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -110,6 +175,9 @@ static int explain_main(int argc, char **argv) {
   if (what == NULL)
     return cli_usage_error("explain", "which trace or run? give a file, or "
                                       "a run id with --db");
+  if (o.top != 0 && !o.by_site)
+    return cli_usage_error("explain", "--top counts call sites: it needs "
+                                      "--by-site");
   as_err_t err = {0};
   if (replay_target_open(&e, what, db, &err) != AS_OK)
     return cli_fail("explain", &err);
@@ -138,6 +206,8 @@ static int explain_main(int argc, char **argv) {
     else
       print_text(source, desc, r, n);
   }
+  for (size_t i = 0; r != NULL && i < 2; i++)
+    explain_result_release(&r[i]);
   free(r);
   replay_target_close(&e);
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail("explain", &err);
@@ -149,7 +219,8 @@ const cli_command_t cli_cmd_explain = {
     .usage =
         "usage: allocsim explain TRACE|RUN [--db FILE] [--model SPEC]\n"
         "                        [--libc SPEC] [--at MARK] [--page-size N]\n"
-        "                        [--lenient] [--json]\n\n"
+        "                        [--by-site [--top K]] [--lenient] "
+        "[--json]\n\n"
         "Replays a trace file (or the recorded run RUN of the store --db)\n"
         "and attributes every resident byte to what holds it: the program's\n"
         "live objects, the allocator's overhead on them, and free memory by\n"
@@ -166,12 +237,19 @@ const cli_command_t cli_cmd_explain = {
         "  --libc SPEC     the libc model of a composition\n"
         "  --at MARK       explain at this mark (its first occurrence)\n"
         "  --page-size N   OS page size: 4096, 16384 or 65536\n"
+        "  --by-site       also group memory by call site (a capture with\n"
+        "                  --stacks N): per site its live bytes and the\n"
+        "                  free memory the allocator keeps in the units\n"
+        "                  holding them, split by live bytes; symbolised\n"
+        "  --top K         sites listed (default 10)\n"
         "  --lenient       count and skip frees of dead objects\n"
         "  --json          {\"instants\": [{\"mark\", \"rss_bytes\", "
         "\"live_bytes\",\n"
         "                  \"items\": [{\"mechanism\", \"bytes\", "
         "\"objects\",\n"
         "                  \"sentence\", \"allocated_in\", ...}]}]}; items'\n"
-        "                  bytes add up to rss_bytes\n",
+        "                  bytes add up to rss_bytes; --by-site adds\n"
+        "                  \"sites\": [{\"site\", \"function\", \"frames\",\n"
+        "                  \"live_bytes\", \"retained_bytes\", ...}]\n",
     .run = explain_main,
 };

@@ -11,6 +11,9 @@ find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_package(ZLIB REQUIRED)
+# Call sites: libdw (elfutils) symbolises them in reports
+# (analysis/symbolize.c); Debian's libdw-dev ships a pkg-config file.
+pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
 if(BUILD_TESTING)
   # cmocka >= 1.1.6 exports cmocka::cmocka; Debian 12 ships 1.1.5, whose
   # config file only sets CMOCKA_INCLUDE_DIR / CMOCKA_LIBRARIES.

@@ -616,6 +616,9 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return dispatch_option(st, src, ev, err);
   case TRACE_TOUCH:
     return dispatch_touch(st, src, ev, err);
+  case TRACE_MODULE:
+  case TRACE_SITE:
+    return AS_OK;  /* call-site definitions: for reports, not for models */
   case TRACE_FREE: /* handled above */
   case TRACE_OP_COUNT:
     break;

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libgsl-dev libsqlite3-dev libcmocka-dev python3
   gnuplot-nox chromium sqlite3 parallel slurm-wlm munge libzstd-dev
-  zlib1g-dev)
+  zlib1g-dev libunwind-dev libdw-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -34,9 +34,11 @@ seed() {
   local target=$1 dir=$2
   case "$target" in
     fuzz_trace_text)
-      cp data/example.trace data/measured/*.trace "$dir"/ ;;
+      cp data/example.trace data/measured/*.trace tests/data/callsites.trace \
+        "$dir"/ ;;
     fuzz_trace_binary)
-      for t in data/example.trace data/measured/lab-*.trace; do
+      for t in data/example.trace data/measured/lab-*.trace \
+        tests/data/callsites.trace; do
         "$build_dir/cli/allocsim" convert "$t" \
           "$dir/$(basename "$t" .trace).astrace" 2>/dev/null
       done ;;

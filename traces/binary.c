@@ -59,6 +59,19 @@
  *                 name, [a-z0-9_.])
  *     value       op 12: zigzag(value), the option's signed value
  *
+ *   Call sites (docs/trace-format.md, "Call sites"):
+ *     B op 14     an allocation with a call site: B's domain and flag bits
+ *                 as for ops 0-3, then dt and thread as usual, then the
+ *                 varint site << 2 | op (op 0-3), then that op's fields
+ *     B 0x1F      module definition (bits 6-7 as usual): dt, thread, id,
+ *                 path length (1-255), path bytes
+ *     B 0x2F      site definition (bits 6-7 as usual): dt, thread, id (1 to
+ *                 2^24 - 1), frame count (1-32), then per frame its module
+ *                 id and offset
+ *   Traces without call sites are byte for byte what they were, so the
+ *   version stays 2; an older reader refuses op 14 and 0x1F/0x2F as unknown
+ *   op bytes.
+ *
  * Fields an op does not use are not stored and read back as 0 / NULL.
  * Typical malloc/free records take 3-5 bytes.  Alternatives not taken: a
  * fixed-width record (simpler, 4x larger) and zstd framing (a dependency;
@@ -78,13 +91,19 @@
 #error "binary.c's get_varint3 assumes a little-endian host"
 #endif
 
-#define BIN_MAGIC        "ASTRACE" /* + its NUL: 8 bytes */
-#define BIN_MAGIC_LEN    8
-#define BIN_VERSION      2        /* written; 1 (no trailer) is read too */
-#define BIN_TRAILER_MAX  (10 + 8) /* count varint + checksum */
-#define BIN_BUF_SIZE     ((size_t)256 * 1024)
-#define BIN_RECORD_MAX   128 /* >= 1 + 5 varints of 10 + 10 + 63 */
-#define BIN_OP_END       0x0F
+#define BIN_MAGIC       "ASTRACE" /* + its NUL: 8 bytes */
+#define BIN_MAGIC_LEN   8
+#define BIN_VERSION     2        /* written; 1 (no trailer) is read too */
+#define BIN_TRAILER_MAX (10 + 8) /* count varint + checksum */
+#define BIN_BUF_SIZE    ((size_t)256 * 1024)
+#define BIN_RECORD_MAX  128 /* >= 1 + 5 varints of 10 + 10 + 63 */
+#define BIN_OP_END      0x0F
+#define BIN_OP_SITED    14   /* an allocation with a call site */
+#define BIN_OP_MODULE   0x1F /* module definition (with bits 6-7) */
+#define BIN_OP_SITE     0x2F /* site definition (with bits 6-7) */
+/* Longest module or site definition: B, dt, thread, id, count, 32 frames
+ * of two varints (or a path of 255 bytes and its length). */
+#define BIN_DEF_MAX      (1 + 4 * 10 + TRACE_FRAMES_MAX * 20)
 #define BIN_SAME_THREAD  0x40
 #define BIN_ZERO_DT      0x80
 #define BIN_DOMAIN_SHIFT 4
@@ -95,7 +114,8 @@ _Static_assert(TRACE_MALLOC == 0 && TRACE_CALLOC == 1 && TRACE_REALLOC == 2 &&
                    TRACE_THREAD_START == 5 && TRACE_THREAD_EXIT == 6 &&
                    TRACE_MARK == 7 && TRACE_IDLE == 8 && TRACE_TRIM == 9 &&
                    TRACE_RSS == 10 && TRACE_PURGE == 11 && TRACE_OPTION == 12 &&
-                   TRACE_TOUCH == 13 && TRACE_OP_COUNT == 14,
+                   TRACE_TOUCH == 13 && TRACE_MODULE == 14 &&
+                   TRACE_SITE == 15 && TRACE_OP_COUNT == 16,
                "binary op codes are fixed by the file format");
 
 #define LIKELY(x)     __builtin_expect(!!(x), 1)
@@ -265,6 +285,9 @@ typedef struct bin_src_s {
   const uint8_t *err_at;      /* where the failed field starts */
   char           detail[128]; /* DEC_RANGE explanation */
   char           label[TRACE_LABEL_MAX + 1];
+  char           path[TRACE_PATH_MAX + 1];
+  trace_frame_t  frames[TRACE_FRAMES_MAX];
+  trace_defs_t   defs;     /* modules and sites defined so far */
   unsigned       version;  /* 1 or 2 */
   uint64_t       records;  /* decoded so far */
   bin_sum_t      sum;      /* of the record bytes before sum_from */
@@ -313,6 +336,89 @@ static as_status_t refill(bin_src_t *s, as_err_t *err) {
     }                                                                          \
   } while (0)
 
+/* A module or site definition at s->p (B is 0x1F or 0x2F, bits 6-7 the
+ * usual flags), always decoded with bounds checks: it may be longer than
+ * the window's unchecked margin.  DEC_TRUNCATED when the window ends inside
+ * it (the caller refills and retries). */
+static dec_rc_t decode_def(bin_src_t *s, trace_event_t *ev, bool checked) {
+  const uint8_t *p = s->p, *end = s->end;
+  unsigned       b = *p++;
+  uint64_t       v, t = s->prev_t_ns, thread = s->prev_thread;
+  dec_rc_t       rc;
+  (void)checked;
+#define GETC(field_name, var)                                                  \
+  do {                                                                         \
+    s->field = (field_name);                                                   \
+    s->err_at = p;                                                             \
+    if ((rc = get_varint(&p, end, true, &(var))) != DEC_OK)                    \
+      return rc;                                                               \
+  } while (0)
+#define RANGE(...)                                                             \
+  do {                                                                         \
+    snprintf(s->detail, sizeof s->detail, __VA_ARGS__);                        \
+    return DEC_RANGE;                                                          \
+  } while (0)
+  if (!(b & BIN_ZERO_DT)) {
+    GETC("time delta", v);
+    t += v;
+    if (t < v)
+      RANGE("time overflows 2^64 ns (previous %" PRIu64 " + delta %" PRIu64 ")",
+            s->prev_t_ns, v);
+  }
+  if (!(b & BIN_SAME_THREAD)) {
+    GETC("thread", thread);
+    if (thread > UINT32_MAX)
+      RANGE("expected a thread id below 2^32, got %" PRIu64, thread);
+  }
+  memset(ev, 0, sizeof *ev);
+  ev->t_ns = t;
+  ev->thread = (uint32_t)thread;
+  GETC((b & 0x3f) == BIN_OP_MODULE ? "module id" : "site id", ev->id);
+  if ((b & 0x3f) == BIN_OP_MODULE) {
+    ev->op = TRACE_MODULE;
+    if (ev->id >= TRACE_DEF_ID_MAX)
+      RANGE("expected a module id below %u, got %" PRIu64, TRACE_DEF_ID_MAX,
+            ev->id);
+    GETC("module path length", v);
+    if (v == 0 || v > TRACE_PATH_MAX)
+      RANGE("expected a module path of 1 to %d bytes, got %" PRIu64,
+            TRACE_PATH_MAX, v);
+    s->field = "module path";
+    s->err_at = p;
+    if ((uint64_t)(end - p) < v)
+      return DEC_TRUNCATED;
+    for (size_t i = 0; i < v; i++)
+      if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\') {
+        s->err_at = p + i;
+        RANGE("expected a module path byte, got 0x%02x", p[i]);
+      }
+    memcpy(s->path, p, (size_t)v);
+    s->path[v] = '\0';
+    p += v;
+    ev->label = s->path;
+  } else {
+    ev->op = TRACE_SITE;
+    if (ev->id == 0 || ev->id >= TRACE_DEF_ID_MAX)
+      RANGE("expected a site id 1 to %u, got %" PRIu64, TRACE_DEF_ID_MAX - 1,
+            ev->id);
+    GETC("frame count", v);
+    if (v == 0 || v > TRACE_FRAMES_MAX)
+      RANGE("expected 1 to %d frames, got %" PRIu64, TRACE_FRAMES_MAX, v);
+    for (uint32_t i = 0; i < v; i++) {
+      GETC("frame module", s->frames[i].module);
+      GETC("frame offset", s->frames[i].offset);
+    }
+    ev->frames = s->frames;
+    ev->nframes = (uint32_t)v;
+  }
+#undef GETC
+#undef RANGE
+  s->prev_t_ns = t;
+  s->prev_thread = (uint32_t)thread;
+  s->p = p;
+  return DEC_OK;
+}
+
 /* Decodes the record at s->p into *ev.  checked: the window may end inside
  * the record.  On failure s->field, s->err_at say where. */
 static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
@@ -324,10 +430,21 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   unsigned       op = b & 0x0f;
   unsigned       domain = (b >> BIN_DOMAIN_SHIFT) & 3;
   uint64_t       v;
-  if (UNLIKELY(op >= TRACE_OP_COUNT || (domain != 0 && op > TRACE_FREE) ||
+  bool           sited = false;
+  if (UNLIKELY(op >= TRACE_MODULE || (domain != 0 && op > TRACE_FREE) ||
                domain == 3)) {
-    rc = b == BIN_OP_END ? DEC_END : DEC_BAD_OP;
-    goto fail;
+    if (op == BIN_OP_SITED && domain != 3) {
+      sited = true;
+    } else {
+      unsigned low = b & 0x3f;
+      rc = b == BIN_OP_END ? DEC_END
+           : low == BIN_OP_MODULE || low == BIN_OP_SITE
+               ? decode_def(s, ev, checked)
+               : DEC_BAD_OP;
+      if (rc == DEC_OK)
+        return rc;
+      goto fail_def;
+    }
   }
   uint64_t t = s->prev_t_ns;
   if (!(b & BIN_ZERO_DT)) {
@@ -369,6 +486,22 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   ev->prev_size = 0;
   ev->flags = 0;
   ev->label = NULL;
+  ev->site = 0;
+  ev->frames = NULL;
+  ev->nframes = 0;
+  if (UNLIKELY(sited)) {
+    GET("call site", v);
+    op = (unsigned)(v & 3);
+    ev->op = (uint8_t)op;
+    ev->site = v >> 2;
+    if (UNLIKELY(ev->site == 0 || ev->site >= TRACE_DEF_ID_MAX)) {
+      snprintf(s->detail, sizeof s->detail,
+               "expected a call site 1 to %u, got %" PRIu64,
+               TRACE_DEF_ID_MAX - 1, ev->site);
+      rc = DEC_RANGE;
+      goto fail;
+    }
+  }
   if (op <= TRACE_FREE) {
     GET("id", v);
     s->prev_id += (v >> 1) ^ (0 - (v & 1)); /* un-zigzag, modulo 2^64 */
@@ -476,6 +609,7 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
 fail:
   s->field = field;
   s->err_at = at;
+fail_def: /* decode_def set field and err_at */
   return rc;
 }
 
@@ -501,8 +635,9 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
   case DEC_BAD_OP:
     return as_err_set(err, AS_EFORMAT,
                       "%s: byte offset %" PRIu64
-                      ": unknown op byte 0x%02x, expected an op 0-13 with "
-                      "domain bits only on ops 0-4, or 0x0f",
+                      ": unknown op byte 0x%02x, expected an op 0-14 with "
+                      "domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+                      "0x0f",
                       name, rec, *s->p);
   case DEC_RANGE:
     return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": %s", name,
@@ -579,6 +714,28 @@ static as_status_t finish(bin_src_t *s, as_err_t *err) {
   return AS_DONE;
 }
 
+/* A call site or definition just decoded: checked against what the trace
+ * defined before (trace_defs_note). */
+static as_status_t note_defs(bin_src_t *s, const trace_event_t *ev,
+                             as_err_t *err) {
+  char            why[160];
+  trace_defs_rc_t d = trace_defs_note(&s->defs, ev, why, sizeof why);
+  if (d == TRACE_DEFS_OK)
+    return AS_OK;
+  s->failure.code = d == TRACE_DEFS_NOMEM
+                        ? as_err_set(&s->failure, AS_ENOMEM,
+                                     "%s: byte offset %" PRIu64
+                                     ": out of memory for call sites",
+                                     s->base.name, s->last_off)
+                        : as_err_set(&s->failure, AS_EFORMAT,
+                                     "%s: byte offset %" PRIu64 ": %s",
+                                     s->base.name, s->last_off, why);
+  s->p = s->end;
+  s->eof = true;
+  s->done = true;
+  return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+}
+
 static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
                             as_err_t *err) {
   bin_src_t *s = (bin_src_t *)src;
@@ -587,10 +744,33 @@ static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
     dec_rc_t rc = decode(s, ev, false);
     if (LIKELY(rc == DEC_OK)) {
       s->records++;
+      if (UNLIKELY(ev->site != 0 || ev->op >= TRACE_MODULE))
+        return note_defs(s, ev, err);
       return AS_OK;
     }
     if (rc == DEC_END)
       return finish(s, err);
+    if (rc == DEC_TRUNCATED && !s->eof) {
+      /* A definition longer than the window's margin: read on, retry. */
+      as_status_t st = refill(s, &s->failure);
+      if (st != AS_OK) {
+        s->failure.code = st;
+        return as_err_set(err, st, "%s", s->failure.msg);
+      }
+      return bin_next(src, ev, err);
+    }
+    if (rc == DEC_TRUNCATED) {
+      if (s->lenient) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "byte offset %" PRIu64 ": end of file inside a record after "
+                 "%" PRIu64 " events",
+                 offset_of(s, s->p), s->records);
+        return cut_short(s, msg, err);
+      }
+      s->failure.code = decode_error(s, rc, &s->failure);
+      return as_err_set(err, s->failure.code, "%s", s->failure.msg);
+    }
     s->failure.code = decode_error(s, rc, &s->failure);
     s->p = s->end; /* fall into the slow path's sticky checks next time */
     s->eof = true;
@@ -621,6 +801,8 @@ static as_status_t bin_next(trace_source_t *src, trace_event_t *ev,
   dec_rc_t rc = decode(s, ev, true);
   if (rc == DEC_OK) {
     s->records++;
+    if (ev->site != 0 || ev->op >= TRACE_MODULE)
+      return note_defs(s, ev, err);
     return AS_OK;
   }
   if (rc == DEC_END)
@@ -641,6 +823,7 @@ static void bin_close(trace_source_t *src) {
   bin_src_t *s = (bin_src_t *)src;
   if (s->own_f)
     fclose(s->f);
+  trace_defs_free(&s->defs);
   free(s->buf);
   free(s);
 }
@@ -835,14 +1018,23 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
       trace_event_validate(ev, w->prev_t_ns, w->name, w->count, err);
   if (rc != AS_OK)
     return rc;
-  if (BIN_BUF_SIZE - w->len < BIN_RECORD_MAX && (rc = flush(w, err)) != AS_OK)
+  if (BIN_BUF_SIZE - w->len < BIN_DEF_MAX && (rc = flush(w, err)) != AS_OK)
     return rc;
   uint8_t *p = w->buf + w->len;
   uint8_t *bp = p++;
   unsigned op = ev->op;
-  unsigned b = op;
+  bool     sited = op < TRACE_FREE && ev->site != 0;
+  unsigned b = op == TRACE_MODULE ? BIN_OP_MODULE
+               : op == TRACE_SITE ? BIN_OP_SITE
+               : sited            ? BIN_OP_SITED
+                                  : op;
   if (op <= TRACE_FREE)
     b |= (unsigned)ev->domain << BIN_DOMAIN_SHIFT;
+  if (sited && ev->site >= TRACE_DEF_ID_MAX)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: event %" PRIu64 ": call site %" PRIu64
+                      " is not below %u",
+                      w->name, w->count, ev->site, TRACE_DEF_ID_MAX);
   uint64_t dt = ev->t_ns - w->prev_t_ns;
   if (dt == 0)
     b |= BIN_ZERO_DT;
@@ -853,6 +1045,8 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
   else
     p = put_varint(p, ev->thread);
   *bp = (uint8_t)b;
+  if (sited)
+    p = put_varint(p, ev->site << 2 | op);
   if (op <= TRACE_FREE) {
     uint64_t d = ev->id - w->prev_id; /* modulo 2^64, read as signed */
     p = put_varint(p, (d << 1) ^ (0 - (d >> 63)));
@@ -882,6 +1076,19 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
     w->prev_id = ev->id;
     p = put_varint(p, ev->offset);
     p = put_varint(p, ev->size);
+  } else if (op == TRACE_MODULE) {
+    size_t n = strlen(ev->label); /* 1..TRACE_PATH_MAX, validated */
+    p = put_varint(p, ev->id);
+    p = put_varint(p, n);
+    memcpy(p, ev->label, n);
+    p += n;
+  } else if (op == TRACE_SITE) {
+    p = put_varint(p, ev->id);
+    p = put_varint(p, ev->nframes);
+    for (uint32_t i = 0; i < ev->nframes; i++) {
+      p = put_varint(p, ev->frames[i].module);
+      p = put_varint(p, ev->frames[i].offset);
+    }
   }
   w->len = (size_t)(p - w->buf);
   w->prev_t_ns = ev->t_ns;

@@ -179,7 +179,8 @@ static uint64_t now_ns(void) {
 typedef struct env_s env_t;
 struct env_s {
   char **envp;
-  char   pre[PATH_MAX * 2], sock[160], ns[64], touch[64], py[PATH_MAX * 2];
+  char   pre[PATH_MAX * 2], sock[160], ns[64], touch[64], stacks[64];
+  char   py[PATH_MAX * 2];
 };
 
 static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
@@ -200,6 +201,8 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
                  o->sample_every_ns);
   as_format_fits(e->touch, sizeof e->touch, "ALLOCSIM_CAPTURE_TOUCH=%" PRIu64,
                  o->touch_threshold);
+  as_format_fits(e->stacks, sizeof e->stacks,
+                 "ALLOCSIM_CAPTURE_STACKS=%" PRIu32, o->stacks);
   as_format_fits(e->py, sizeof e->py, "PYTHONPATH=%s%s%s", pydir,
                  old_py && *old_py ? ":" : "", old_py ? old_py : "");
   size_t k = 0;
@@ -212,6 +215,7 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
   e->envp[k++] = e->sock;
   e->envp[k++] = e->ns;
   e->envp[k++] = e->touch;
+  e->envp[k++] = e->stacks;
   if (pydir[0] != '\0')
     e->envp[k++] = e->py;
   e->envp[k] = NULL;
@@ -375,6 +379,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (h->touch_threshold != 0) {
     as_format_fits(v, sizeof v, "%" PRIu64, h->touch_threshold);
     meta_put(&m, "touch_threshold", v);
+  }
+  if (h->stacks != 0) {
+    as_format_fits(v, sizeof v, "%" PRIu32, h->stacks);
+    meta_put(&m, "stacks", v);
   }
   if (h->mimalloc_version != 0) {
     capture_mimalloc_version(h->mimalloc_version, v, sizeof v);

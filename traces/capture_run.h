@@ -26,6 +26,8 @@ struct capture_opts_s {
   uint64_t     sample_every_ns; /* RSS sampling period; 0 = marks only */
   uint64_t     touch_threshold; /* bytes (>= the OS page); 0 = no touch
                                    records (every allocation written) */
+  uint32_t stacks;              /* return addresses per allocation (call
+                                   sites), 0 = off, at most 32 */
   uint64_t    max_trace_bytes;  /* all traces together; 0 = no limit */
   uint64_t    min_free_bytes;   /* the disk guard; 0 = the default */
   const char *lib_path;         /* NULL: capture_find_lib() */

@@ -35,7 +35,9 @@ struct crec_s {
   uint64_t seq, t_ns, a, x, y;
   uint32_t tid;
   uint32_t text_off; /* into the chunk's text */
-  uint8_t  op, domain, failed, text_len;
+  uint32_t site;     /* allocation ops: the call site, 0 = none */
+  uint16_t text_len; /* label, or a MODULE or SITE record's blob */
+  uint8_t  op, domain, failed;
 };
 
 typedef struct chunk_s chunk_t;
@@ -81,6 +83,7 @@ struct capture_stream_s {
   size_t          held;      /* records in the heap's chunks */
   size_t          other_cap; /* of st.other */
   bool            have_sample;
+  bool            unknown_module; /* module 0 ("[unknown]") defined */
 };
 
 /* ---- Hello -------------------------------------------------------------- */
@@ -323,6 +326,60 @@ static as_status_t conv_realloc(capture_stream_t *s, const crec_t *r,
   return emit(s, ev, err);
 }
 
+/* A module: its path as the trace carries it (bytes a path may not hold
+ * there, control bytes, '"' and '\\', become '?'). */
+static as_status_t conv_module(capture_stream_t *s, const crec_t *r, char *path,
+                               trace_event_t *ev, as_err_t *err) {
+  size_t n = r->text_len < TRACE_PATH_MAX ? r->text_len : TRACE_PATH_MAX;
+  path[n] = '\0';
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)path[i] < 0x20 || path[i] == '"' || path[i] == '\\')
+      path[i] = '?';
+  if (n == 0 || r->x == 0 || r->x >= TRACE_DEF_ID_MAX)
+    return AS_OK; /* the recorder numbers modules from 1 */
+  ev->op = TRACE_MODULE;
+  ev->id = r->x;
+  ev->label = path;
+  s->st.modules++;
+  return emit(s, ev, err);
+}
+
+/* A site: its frames, module id and offset varints (decode_chunk checked
+ * them).  Module 0 is the recorder's "no loaded object holds it". */
+static as_status_t conv_site(capture_stream_t *s, const crec_t *r,
+                             const uint8_t *blob, trace_event_t *ev,
+                             as_err_t *err) {
+  trace_frame_t  frames[TRACE_FRAMES_MAX];
+  uint32_t       n = 0;
+  const uint8_t *p = blob, *end = blob + r->text_len;
+  bool           unknown = false;
+  while (p < end && n < TRACE_FRAMES_MAX) {
+    if (capture_get_varint(&p, end, &frames[n].module) != 0 ||
+        capture_get_varint(&p, end, &frames[n].offset) != 0)
+      break;
+    unknown |= frames[n].module == 0;
+    n++;
+  }
+  if (n == 0 || r->x == 0 || r->x >= TRACE_DEF_ID_MAX)
+    return AS_OK;
+  as_status_t rc;
+  if (unknown && !s->unknown_module) {
+    trace_event_t m = *ev;
+    m.op = TRACE_MODULE;
+    m.id = 0;
+    m.label = "[unknown]";
+    s->unknown_module = true;
+    if ((rc = emit(s, &m, err)) != AS_OK)
+      return rc;
+  }
+  ev->op = TRACE_SITE;
+  ev->id = r->x;
+  ev->frames = frames;
+  ev->nframes = n;
+  s->st.sites++;
+  return emit(s, ev, err);
+}
+
 static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
                                const char *text, as_err_t *err) {
   trace_event_t ev;
@@ -330,9 +387,10 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
   ev.t_ns = r->t_ns;
   ev.domain = r->domain < TRACE_DOMAIN_COUNT ? r->domain : TRACE_DOMAIN_RAW;
   as_status_t rc;
-  char        label[TRACE_LABEL_MAX + 1];
+  char        label[CAPTURE_BLOB_MAX + 1];
   memcpy(label, text, r->text_len);
   label[r->text_len] = '\0';
+  ev.site = r->site;
   switch (r->op) {
   case CAPTURE_OP_RSS:
     return conv_rss(s, r, err);
@@ -417,6 +475,10 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
     ev.id = r->y == CAPTURE_ALL_ARENAS ? TRACE_ALL_ARENAS : r->y;
     s->st.purge_events++;
     return emit(s, &ev, err);
+  case CAPTURE_OP_MODULE:
+    return conv_module(s, r, label, &ev, err);
+  case CAPTURE_OP_SITE:
+    return conv_site(s, r, (const uint8_t *)text, &ev, err);
   case CAPTURE_OP_THREAD_EXIT: {
     uint64_t v;
     if (addr_ids_map_del(&s->th.map, r->tid, &v)) {
@@ -499,6 +561,25 @@ static as_status_t decode_chunk(capture_stream_t *s, const uint8_t *msg,
       GET("size", r.x);
       if (r.op == CAPTURE_OP_MEMALIGN || r.op == CAPTURE_OP_TOUCH)
         GET(r.op == CAPTURE_OP_TOUCH ? "length" : "alignment", r.y);
+      if (r.op != CAPTURE_OP_TOUCH) {
+        GET("site", v);
+        if (v >= TRACE_DEF_ID_MAX)
+          goto bad;
+        r.site = (uint32_t)v;
+      }
+      break;
+    case CAPTURE_OP_MODULE:
+    case CAPTURE_OP_SITE:
+      GET("id", r.x);
+      GET("blob length", v);
+      what = "blob";
+      if (v > CAPTURE_BLOB_MAX || (uint64_t)(end - p) < v)
+        goto bad;
+      r.text_len = (uint16_t)v;
+      r.text_off = (uint32_t)text_used;
+      memcpy(ch->text + text_used, p, (size_t)v);
+      text_used += (size_t)v;
+      p += v;
       break;
     case CAPTURE_OP_TRIM:
     case CAPTURE_OP_RSS:
@@ -721,6 +802,7 @@ as_status_t capture_stream_open(const capture_hello_t *hello, FILE *out,
   s->st.pid = hello->pid;
   s->st.ppid = hello->ppid;
   s->st.touch_threshold = hello->touch_threshold;
+  s->st.stacks = hello->stacks;
   as_format_fits(s->st.exe, sizeof s->st.exe, "%s", hello->exe);
   if (hello->python_hex != 0)
     capture_python_version(hello->python_hex, s->st.python,

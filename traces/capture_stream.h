@@ -25,6 +25,8 @@ struct capture_stats_s {
   uint64_t touch_events;        /* of which touch */
   uint64_t purge_events;        /* purge (mallctl, mi_collect, ...) */
   uint64_t option_events;       /* option (mallopt, mallctl writes) */
+  uint64_t sites;               /* call sites defined (capture --stacks) */
+  uint64_t modules;             /* modules their frames lie in */
   uint64_t trims;               /* malloc_trim calls */
   uint64_t threads;             /* threads besides the first that recorded */
   uint64_t unmatched_frees;     /* free of an address never allocated */
@@ -44,6 +46,7 @@ struct capture_stats_s {
   uint64_t  max_live_ids;       /* peak number of live objects */
   uint64_t  pid, ppid;          /* of the process that sent the stream */
   uint64_t  touch_threshold;    /* as the recorder used it; 0 = off */
+  uint64_t  stacks;             /* return addresses per allocation; 0 = off */
   uint64_t  other_baseline_bytes; /* no allocator holds: first sample */
   uint64_t  other_final_bytes;    /* and last */
   uint64_t *other;                /* per rss event written: resident bytes no

@@ -7,6 +7,8 @@
 #include "event.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const op_names[TRACE_OP_COUNT] = {
@@ -181,6 +183,38 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
                         name, index, l, TRACE_LABEL_MAX);
     break;
   }
+  case TRACE_MODULE: {
+    const char *l = ev->label != NULL ? ev->label : "";
+    size_t      n = strlen(l);
+    if (n == 0 || n > TRACE_PATH_MAX)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64
+                        ": module path is %zu bytes, expected 1 to %d",
+                        name, index, n, TRACE_PATH_MAX);
+    for (size_t i = 0; i < n; i++)
+      if ((unsigned char)l[i] < 0x20 || l[i] == '"' || l[i] == '\\')
+        return as_err_set(err, AS_EINVAL,
+                          "%s: event %" PRIu64
+                          ": module path has byte 0x%02x at %zu (control "
+                          "bytes, '\"' and '\\' are not carried)",
+                          name, index, (unsigned char)l[i], i);
+    if (ev->id >= TRACE_DEF_ID_MAX)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": module id %" PRIu64
+                        " is not below %u",
+                        name, index, ev->id, TRACE_DEF_ID_MAX);
+    break;
+  }
+  case TRACE_SITE:
+    if (ev->id == 0 || ev->id >= TRACE_DEF_ID_MAX || ev->nframes == 0 ||
+        ev->nframes > TRACE_FRAMES_MAX || ev->frames == NULL)
+      return as_err_set(err, AS_EINVAL,
+                        "%s: event %" PRIu64 ": site %" PRIu64
+                        " with %u frames (expected an id 1 to %u and 1 to "
+                        "%d frames)",
+                        name, index, ev->id, ev->nframes, TRACE_DEF_ID_MAX - 1,
+                        TRACE_FRAMES_MAX);
+    break;
   case TRACE_TOUCH:
     if (ev->size == 0 || ev->offset + ev->size < ev->offset)
       return as_err_set(err, AS_EINVAL,
@@ -193,6 +227,78 @@ as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
     break;
   }
   return AS_OK;
+}
+
+/* ---- Call-site definitions ------------------------------------------- */
+
+static bool defs_mark(uint8_t **v, size_t *cap, uint64_t id) {
+  if (id >= *cap) {
+    size_t   old = *cap, n = old ? old : 256;
+    uint8_t *nv;
+    while (n <= id)
+      n *= 2;
+    if ((nv = realloc(*v, n)) == NULL)
+      return false;
+    memset(nv + old, 0, n - old);
+    *v = nv;
+    *cap = n;
+  }
+  (*v)[id] = 1;
+  return true;
+}
+
+static bool defs_has(const uint8_t *v, size_t cap, uint64_t id) {
+  return id < cap && v[id] != 0;
+}
+
+trace_defs_rc_t trace_defs_note(trace_defs_t *d, const trace_event_t *ev,
+                                char *why, size_t len) {
+  switch ((trace_op_t)ev->op) {
+  case TRACE_MALLOC:
+  case TRACE_CALLOC:
+  case TRACE_REALLOC:
+  case TRACE_MEMALIGN:
+    if (ev->site != 0 && !defs_has(d->site, d->site_cap, ev->site)) {
+      snprintf(why, len,
+               "expected a site id defined by an earlier site event, got "
+               "@%" PRIu64,
+               ev->site);
+      return TRACE_DEFS_BAD;
+    }
+    return TRACE_DEFS_OK;
+  case TRACE_MODULE:
+    if (defs_has(d->module, d->module_cap, ev->id)) {
+      snprintf(why, len,
+               "expected a module id not defined before, got %" PRIu64, ev->id);
+      return TRACE_DEFS_BAD;
+    }
+    return defs_mark(&d->module, &d->module_cap, ev->id) ? TRACE_DEFS_OK
+                                                         : TRACE_DEFS_NOMEM;
+  case TRACE_SITE:
+    if (defs_has(d->site, d->site_cap, ev->id)) {
+      snprintf(why, len, "expected a site id not defined before, got %" PRIu64,
+               ev->id);
+      return TRACE_DEFS_BAD;
+    }
+    for (uint32_t i = 0; i < ev->nframes; i++)
+      if (!defs_has(d->module, d->module_cap, ev->frames[i].module)) {
+        snprintf(why, len,
+                 "expected frame %u's module to be defined by an earlier "
+                 "module event, got module %" PRIu64,
+                 i + 1, ev->frames[i].module);
+        return TRACE_DEFS_BAD;
+      }
+    return defs_mark(&d->site, &d->site_cap, ev->id) ? TRACE_DEFS_OK
+                                                     : TRACE_DEFS_NOMEM;
+  default:
+    return TRACE_DEFS_OK;
+  }
+}
+
+void trace_defs_free(trace_defs_t *d) {
+  free(d->site);
+  free(d->module);
+  memset(d, 0, sizeof *d);
 }
 
 bool trace_op_is_alloc(uint8_t op) {

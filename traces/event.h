@@ -30,7 +30,9 @@
   X(RSS, "rss")       /* a measured RSS sample: size = bytes */                \
   X(PURGE, "purge")   /* size = trace_purge_kind_t, id = arena */              \
   X(OPTION, "option") /* label = knob name, size = (int64_t) value */          \
-  X(TOUCH, "touch")   /* id's bytes [offset, offset+size) written */
+  X(TOUCH, "touch")   /* id's bytes [offset, offset+size) written */           \
+  X(MODULE, "module") /* id = module id, label = its path */                   \
+  X(SITE, "site")     /* id = call site id, frames = its return addresses */
 
 typedef enum trace_op_e {
 #define TRACE_OP_ENUM(name, str) TRACE_##name,
@@ -76,6 +78,19 @@ typedef enum trace_purge_kind_e {
           arrive as touch events (a trace with                                 \
           touch_threshold provenance) */
 
+/* Call sites (docs/trace-format.md, "Call sites"): a site is up to
+ * TRACE_FRAMES_MAX return addresses, innermost first, each a module (defined
+ * by a module event) and an offset from the module's load base, so a site
+ * can be symbolised after the process is gone and whatever ASLR did. */
+#define TRACE_FRAMES_MAX 32
+/* Longest module path either format carries, in bytes. */
+#define TRACE_PATH_MAX 255
+typedef struct trace_frame_s trace_frame_t;
+struct trace_frame_s {
+  uint64_t module; /* a module event's id */
+  uint64_t offset; /* from the module's load base (its ELF vaddr 0) */
+};
+
 typedef struct trace_event_s trace_event_t;
 struct trace_event_s {
   uint64_t t_ns;      /* virtual time, non-decreasing along a trace */
@@ -91,8 +106,13 @@ struct trace_event_s {
   uint8_t     op;     /* trace_op_t */
   uint8_t     domain; /* trace_domain_t */
   uint8_t     flags;  /* TRACE_FLAG_*, set by the engine */
-  const char *label;  /* mark, option; owned by the source, valid until
-                         the next event */
+  const char *label;  /* mark, option, module (its path); owned by the
+                         source, valid until the next event */
+  uint64_t site;      /* malloc, calloc, realloc, memalign: the call site
+                         (a site event's id), 0 = not recorded */
+  const trace_frame_t *frames; /* site: nframes frames, innermost first;
+                                  owned like label */
+  uint32_t nframes;
 };
 
 /* "malloc", "free", ...; NULL for an out-of-range op. */
@@ -136,6 +156,28 @@ as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
 as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
                                  const char *name, uint64_t index,
                                  as_err_t *err);
+
+/* Module and site ids are below this (both formats refuse larger ones, so
+ * a reader's table of definitions stays small). */
+#define TRACE_DEF_ID_MAX (1u << 24)
+
+/* What a reader has seen defined: module and site ids.  Readers call
+ * trace_defs_note on every event, so an allocation naming a site no site
+ * event defined, a site naming an undefined module, or a second definition
+ * of an id is a format error at that line or offset. */
+typedef struct trace_defs_s trace_defs_t;
+struct trace_defs_s {
+  uint8_t *site, *module; /* by id: 1 once defined */
+  size_t   site_cap, module_cap;
+};
+typedef enum trace_defs_rc_e {
+  TRACE_DEFS_OK,
+  TRACE_DEFS_BAD, /* why says what was expected and got */
+  TRACE_DEFS_NOMEM
+} trace_defs_rc_t;
+trace_defs_rc_t trace_defs_note(trace_defs_t *d, const trace_event_t *ev,
+                                char *why, size_t len);
+void            trace_defs_free(trace_defs_t *d);
 
 /* Whether op is a malloc-family call or free (an event on an object; touch
  * names an object but allocates nothing). */

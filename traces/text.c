@@ -87,6 +87,9 @@ typedef struct text_src_s {
   as_err_t       failure;   /* sticky error once next() failed */
   uint64_t       prev_t_ns; /* last event's time */
   char           label[TRACE_LABEL_MAX + 1]; /* current mark's label */
+  char           path[TRACE_PATH_MAX + 1];   /* current module's path */
+  trace_frame_t  frames[TRACE_FRAMES_MAX];   /* current site's frames */
+  trace_defs_t   defs; /* modules and sites defined so far */
 } text_src_t;
 
 /* Parse cursor over one line. */
@@ -309,8 +312,12 @@ static bool label_bare_byte(unsigned char b) {
          b >= 0x80;
 }
 
-static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
-  static const char what[] = "a label (a bare word or a double-quoted string)";
+/* A label (into s->label, at most TRACE_LABEL_MAX bytes) or, for module
+ * events, a path (into s->path, at most TRACE_PATH_MAX bytes): a bare word
+ * or a double-quoted string. */
+static as_status_t take_string(text_src_t *s, cursor_t *c, char *out,
+                               size_t max, const char *what, const char *kind,
+                               as_err_t *err) {
   skip_ws(c);
   if (c->p == c->end || *c->p == '#')
     return fail_got(s, err, what, NULL, 0);
@@ -335,16 +342,16 @@ static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
         return fail(s, err,
                     "expected a printable byte in a label, got byte 0x%02x", b);
       }
-      if (n < TRACE_LABEL_MAX)
-        s->label[n] = (char)b;
+      if (n < max)
+        out[n] = (char)b;
       else
         too_long = true;
       n++;
     }
   } else {
     while (c->p < c->end && label_bare_byte((unsigned char)*c->p)) {
-      if (n < TRACE_LABEL_MAX)
-        s->label[n] = *c->p;
+      if (n < max)
+        out[n] = *c->p;
       else
         too_long = true;
       n++;
@@ -359,26 +366,95 @@ static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
   }
   if (too_long) {
     char w[64];
-    snprintf(w, sizeof w, "a label of at most %d bytes", TRACE_LABEL_MAX);
+    snprintf(w, sizeof w, "a %s of at most %zu bytes", kind, max);
     return fail_got(s, err, w, start, (size_t)(c->p - start));
   }
-  s->label[n] = '\0';
+  out[n] = '\0';
   return AS_OK;
 }
 
-/* Optional DOMAIN then end of line. */
+static as_status_t take_label(text_src_t *s, cursor_t *c, as_err_t *err) {
+  return take_string(s, c, s->label, TRACE_LABEL_MAX,
+                     "a label (a bare word or a double-quoted string)", "label",
+                     err);
+}
+
+/* "@SITE": a call site id, 1 to TRACE_DEF_ID_MAX - 1. */
+static as_status_t take_site(text_src_t *s, const char *tok, size_t len,
+                             trace_event_t *ev, as_err_t *err) {
+  uint64_t v = 0;
+  size_t   i = 1;
+  for (; i < len && tok[i] >= '0' && tok[i] <= '9' && v < TRACE_DEF_ID_MAX; i++)
+    v = v * 10 + (uint64_t)(tok[i] - '0');
+  if (len < 2 || i != len || v == 0 || v >= TRACE_DEF_ID_MAX) {
+    char w[80];
+    snprintf(w, sizeof w, "a call site '@SITE' with SITE 1 to %u",
+             TRACE_DEF_ID_MAX - 1);
+    return fail_got(s, err, w, tok, len);
+  }
+  ev->site = v;
+  return AS_OK;
+}
+
+/* Optional DOMAIN, then (allocations) an optional @SITE, then end of
+ * line. */
 static as_status_t take_domain(text_src_t *s, cursor_t *c, trace_event_t *ev,
                                as_err_t *err) {
   const char    *tok;
   size_t         len;
   trace_domain_t d;
+  bool           alloc = ev->op != TRACE_FREE;
+  as_status_t    rc;
   if (!next_token(c, &tok, &len))
     return AS_OK;
+  if (alloc && tok[0] == '@') {
+    if ((rc = take_site(s, tok, len, ev, err)) != AS_OK)
+      return rc;
+    return expect_end(s, c, err);
+  }
   if (!trace_domain_parse(tok, len, &d))
-    return fail_got(s, err, "a domain (raw, mem, obj) or end of line", tok,
-                    len);
+    return fail_got(s, err,
+                    alloc ? "a domain (raw, mem, obj), a call site '@SITE' or "
+                            "end of line"
+                          : "a domain (raw, mem, obj) or end of line",
+                    tok, len);
   ev->domain = (uint8_t)d;
+  if (alloc && next_token(c, &tok, &len)) {
+    if (tok[0] != '@')
+      return fail_got(s, err, "a call site '@SITE' or end of line", tok, len);
+    if ((rc = take_site(s, tok, len, ev, err)) != AS_OK)
+      return rc;
+  }
   return expect_end(s, c, err);
+}
+
+/* FRAME = MODULE "+0x" HEX: a module id and an offset from its base. */
+static as_status_t take_frame(text_src_t *s, const char *tok, size_t len,
+                              trace_frame_t *f, as_err_t *err) {
+  static const char what[] =
+      "a frame MODULE+0xOFFSET (a module id, an offset in hex)";
+  size_t   i = 0;
+  uint64_t m = 0, off = 0;
+  for (; i < len && tok[i] >= '0' && tok[i] <= '9'; i++) {
+    if (m >= TRACE_DEF_ID_MAX)
+      return fail_got(s, err, what, tok, len);
+    m = m * 10 + (uint64_t)(tok[i] - '0');
+  }
+  if (i == 0 || len - i < 4 || tok[i] != '+' || tok[i + 1] != '0' ||
+      tok[i + 2] != 'x' || len - i - 3 > 16)
+    return fail_got(s, err, what, tok, len);
+  for (i += 3; i < len; i++) {
+    char     ch = tok[i];
+    unsigned d = ch >= '0' && ch <= '9'   ? (unsigned)(ch - '0')
+                 : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+                                          : 16;
+    if (d == 16)
+      return fail_got(s, err, what, tok, len);
+    off = off << 4 | d;
+  }
+  f->module = m;
+  f->offset = off;
+  return AS_OK;
 }
 
 static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
@@ -405,7 +481,8 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
   trace_op_t        op;
   static const char op_what[] =
       "an op (malloc, calloc, realloc, memalign, free, thread_start, "
-      "thread_exit, mark, idle, trim, rss, purge, option, touch)";
+      "thread_exit, mark, idle, trim, rss, purge, option, touch, module, "
+      "site)";
   if (!next_token(c, &tok, &len))
     return fail_got(s, err, op_what, NULL, 0);
   if (!trace_op_parse(tok, len, &op))
@@ -501,6 +578,54 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
         l_tok++;
       return fail_got(s, err, "LENGTH above 0", l_tok, (size_t)(c->p - l_tok));
     }
+    break;
+  }
+  case TRACE_MODULE:
+    rc = take_u64(s, c, "ID", NULL, TRACE_DEF_ID_MAX - 1, &ev->id, err);
+    if (rc != AS_OK)
+      return rc;
+    rc = take_string(s, c, s->path, TRACE_PATH_MAX,
+                     "a module path (a bare word or a double-quoted string)",
+                     "module path", err);
+    if (rc != AS_OK)
+      return rc;
+    for (const char *q = s->path; *q != '\0'; q++)
+      if ((unsigned char)*q < 0x20 || *q == '"' || *q == '\\')
+        return fail(s, err,
+                    "expected a module path without control bytes, '\"' or "
+                    "'\\', got byte 0x%02x",
+                    (unsigned char)*q);
+    if (s->path[0] == '\0')
+      return fail(s, err, "expected a module path of 1 to %d bytes, got ''",
+                  TRACE_PATH_MAX);
+    ev->label = s->path;
+    break;
+  case TRACE_SITE: {
+    const char *id_tok = c->p;
+    rc = take_u64(s, c, "ID", NULL, TRACE_DEF_ID_MAX - 1, &ev->id, err);
+    if (rc != AS_OK)
+      return rc;
+    if (ev->id == 0) {
+      while (is_ws(*id_tok))
+        id_tok++;
+      return fail_got(s, err, "a site ID above 0", id_tok,
+                      (size_t)(c->p - id_tok));
+    }
+    ev->frames = s->frames;
+    while (next_token(c, &tok, &len)) {
+      if (ev->nframes == TRACE_FRAMES_MAX) {
+        char w[64];
+        snprintf(w, sizeof w, "end of line after %d frames", TRACE_FRAMES_MAX);
+        return fail_got(s, err, w, tok, len);
+      }
+      if ((rc = take_frame(s, tok, len, &s->frames[ev->nframes], err)) != AS_OK)
+        return rc;
+      ev->nframes++;
+    }
+    if (ev->nframes == 0)
+      return fail_got(s, err,
+                      "a frame MODULE+0xOFFSET (a module id, an offset in hex)",
+                      NULL, 0);
     break;
   }
   case TRACE_OP_COUNT:
@@ -617,6 +742,16 @@ static as_status_t text_next(trace_source_t *src, trace_event_t *ev,
       rc = parse_event(s, &c, ev, &s->failure);
       if (rc != AS_OK)
         break;
+      char            why[160];
+      trace_defs_rc_t d = trace_defs_note(&s->defs, ev, why, sizeof why);
+      if (d != TRACE_DEFS_OK) {
+        rc = d == TRACE_DEFS_NOMEM
+                 ? as_err_set(&s->failure, AS_ENOMEM,
+                              "%s:%" PRIu64 ": out of memory for call sites",
+                              s->base.name, s->line)
+                 : fail(s, &s->failure, "%s", why);
+        break;
+      }
       s->seen_event = true;
       s->prev_t_ns = ev->t_ns;
       return AS_OK;
@@ -630,6 +765,7 @@ static void text_close(trace_source_t *src) {
   text_src_t *s = (text_src_t *)src;
   if (s->f != NULL && s->own_f)
     fclose(s->f);
+  trace_defs_free(&s->defs);
   free(s->buf);
   free(s);
 }
@@ -774,9 +910,11 @@ static as_status_t text_write(trace_writer_t *w, const trace_event_t *ev,
       trace_event_validate(ev, tw->prev_t_ns, tw->name, tw->count, err);
   if (rc != AS_OK)
     return rc;
-  /* Longest line: 3 numbers of 20 digits + a quoted label of 63 escaped
-   * bytes (126) + op and domain names: well under 512. */
-  char  line[512];
+  /* Longest line: a site of 32 frames, each 8 + 3 + 16 characters and a
+   * space, after two numbers and the op: under 1200; other events (3
+   * numbers of 20 digits + a quoted label of 63 escaped bytes (126), a
+   * quoted module path of 255 bytes) are shorter. */
+  char  line[1280];
   char *p = line;
   p = put_u64(p, ev->t_ns);
   *p++ = ' ';
@@ -802,6 +940,45 @@ static as_status_t text_write(trace_writer_t *w, const trace_event_t *ev,
     if (ev->domain != TRACE_DOMAIN_RAW) {
       *p++ = ' ';
       p = put_str(p, trace_domain_name((trace_domain_t)ev->domain));
+    }
+    if (ev->op != TRACE_FREE && ev->site != 0) {
+      *p++ = ' ';
+      *p++ = '@';
+      p = put_u64(p, ev->site);
+    }
+    break;
+  case TRACE_MODULE: {
+    const char *l = ev->label; /* validated: no '"', '\\', control bytes */
+    bool        bare = true;
+    for (const char *q = l; *q != '\0'; q++)
+      bare = bare && label_bare_byte((unsigned char)*q);
+    *p++ = ' ';
+    p = put_u64(p, ev->id);
+    *p++ = ' ';
+    if (!bare)
+      *p++ = '"';
+    p = put_str(p, l);
+    if (!bare)
+      *p++ = '"';
+    break;
+  }
+  case TRACE_SITE:
+    *p++ = ' ';
+    p = put_u64(p, ev->id);
+    for (uint32_t i = 0; i < ev->nframes; i++) {
+      static const char hex[] = "0123456789abcdef";
+      char              tmp[16];
+      int               n = 0;
+      uint64_t          off = ev->frames[i].offset;
+      *p++ = ' ';
+      p = put_u64(p, ev->frames[i].module);
+      p = put_str(p, "+0x");
+      do {
+        tmp[n++] = hex[off & 15];
+        off >>= 4;
+      } while (off != 0);
+      while (n > 0)
+        *p++ = tmp[--n];
     }
     break;
   case TRACE_MARK: {

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct saved_s {
   trace_event_t ev;
-  char          label[TRACE_LABEL_MAX + 1];
+  char          label[TRACE_PATH_MAX + 1]; /* a module path is the longest */
+  trace_frame_t frames[TRACE_FRAMES_MAX];
 } saved_t;
 
 static saved_t saved[FUZZ_MAX_EVENTS];
@@ -31,7 +32,10 @@ static FILE *reader(const void *data, size_t size) {
 static bool same_event(const trace_event_t *a, const trace_event_t *b) {
   if (a->t_ns != b->t_ns || a->id != b->id || a->size != b->size ||
       a->align != b->align || a->thread != b->thread || a->op != b->op ||
-      a->domain != b->domain || (a->label == NULL) != (b->label == NULL))
+      a->domain != b->domain || (a->label == NULL) != (b->label == NULL) ||
+      a->site != b->site || a->nframes != b->nframes ||
+      (a->nframes != 0 &&
+       memcmp(a->frames, b->frames, a->nframes * sizeof *a->frames) != 0))
     return false;
   return a->label == NULL || strcmp(a->label, b->label) == 0;
 }
@@ -66,6 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ev.label != NULL) {
       snprintf(saved[n].label, sizeof saved[n].label, "%s", ev.label);
       saved[n].ev.label = saved[n].label;
+    }
+    if (ev.nframes != 0) {
+      memcpy(saved[n].frames, ev.frames, ev.nframes * sizeof *ev.frames);
+      saved[n].ev.frames = saved[n].frames;
     }
     n++;
   }

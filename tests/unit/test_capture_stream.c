@@ -276,6 +276,51 @@ static void realloc_and_touch_follow_the_object(void **state) {
 
 /* Malformed messages are refused naming the stream, the message number and
  * the byte offset. */
+/* Call sites on the wire: MODULE and SITE records (the site's frames a
+ * blob of module and offset varints) become module and site events, bytes
+ * a trace's path cannot carry become '?', module 0 (no loaded object held
+ * the address) is defined as "[unknown]" before its first use, and
+ * allocation records name their site. */
+static void sites_and_modules_become_definitions(void **state) {
+  (void)state;
+  conv_t c;
+  open_conv(&c, 7);
+  msg_t m;
+  msg_begin(&m, CAPTURE_MSG_CHUNK, 7);
+  const char path[] = "/usr/lib/a\"b.so";
+  cap_rec_t  mod = {.op = CAPTURE_OP_MODULE,
+                    .x = 1,
+                    .text = path,
+                    .text_len = sizeof path - 1};
+  m.len = (size_t)(capture_encode(m.b + m.len, &m.enc, &mod, 1, 10) - m.b);
+  uint8_t blob[64], *p = blob;
+  p = capture_put_varint(p, 1);
+  p = capture_put_varint(p, 0x1234);
+  p = capture_put_varint(p, 0);
+  p = capture_put_varint(p, 0);
+  cap_rec_t site = {.op = CAPTURE_OP_SITE,
+                    .x = 3,
+                    .text = (const char *)blob,
+                    .text_len = (size_t)(p - blob)};
+  m.len = (size_t)(capture_encode(m.b + m.len, &m.enc, &site, 2, 20) - m.b);
+  cap_rec_t a = {.op = CAPTURE_OP_MALLOC, .addr = 0x5000, .x = 24, .site = 3};
+  m.len = (size_t)(capture_encode(m.b + m.len, &m.enc, &a, 3, 30) - m.b);
+  cap_rec_t al = {
+      .op = CAPTURE_OP_MEMALIGN, .addr = 0x6000, .x = 64, .y = 32, .site = 3};
+  m.len = (size_t)(capture_encode(m.b + m.len, &m.enc, &al, 4, 40) - m.b);
+  feed(c.s, &m);
+  capture_stats_t st;
+  close_conv(&c, &st);
+  assert_string_equal(events_of(&c), "10 0 module 1 /usr/lib/a?b.so\n"
+                                     "20 0 module 0 [unknown]\n"
+                                     "20 0 site 3 1+0x1234 0+0x0\n"
+                                     "30 0 malloc 0 24 @3\n"
+                                     "40 0 memalign 1 32 64 @3\n");
+  assert_int_equal(st.sites, 1);
+  assert_int_equal(st.modules, 1);
+  free(c.text);
+}
+
 static void bad_messages_are_refused_with_their_offset(void **state) {
   (void)state;
   conv_t c;
@@ -287,10 +332,10 @@ static void bad_messages_are_refused_with_their_offset(void **state) {
   m.b[m.len++] = 0x1F; /* no such op */
   assert_int_equal(capture_stream_feed(c.s, m.b, m.len, &err), AS_EFORMAT);
   assert_non_null(strstr(err.msg, "test stream: message 1"));
-  assert_non_null(strstr(err.msg, "byte offset 15: bad op"));
+  assert_non_null(strstr(err.msg, "byte offset 16: bad op"));
   msg_begin(&m, CAPTURE_MSG_CHUNK, 7);
   msg_rec(&m, CAPTURE_OP_MALLOC, 1, 0x10000, 64, 0);
-  m.len -= 1; /* cut inside the size */
+  m.len -= 2; /* cut before the size (and the site after it) */
   assert_int_equal(capture_stream_feed(c.s, m.b, m.len, &err), AS_EFORMAT);
   assert_non_null(strstr(err.msg, "byte offset 8: bad size"));
   msg_begin(&m, 99, 0);
@@ -339,6 +384,7 @@ int main(void) {
       cmocka_unit_test(late_records_are_counted_not_lost),
       cmocka_unit_test(addresses_become_lowest_free_ids),
       cmocka_unit_test(realloc_and_touch_follow_the_object),
+      cmocka_unit_test(sites_and_modules_become_definitions),
       cmocka_unit_test(bad_messages_are_refused_with_their_offset),
       cmocka_unit_test(python_versions_read_like_python),
       cmocka_unit_test(mimalloc_versions_read_like_their_tags),

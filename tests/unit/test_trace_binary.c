@@ -345,18 +345,22 @@ static void malformed_headers_name_their_offset(void **state) {
 
 static void unknown_op_bytes_are_rejected(void **state) {
   (void)state;
-  expect_error(HDR "\xC5\x0E", HDR_LEN + 2,
-               "t.astrace: byte offset 12: unknown op byte 0x0e, expected an "
-               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
+  expect_error(HDR "\xC5\x3E", HDR_LEN + 2, /* op 14 with domain 3 */
+               "t.astrace: byte offset 12: unknown op byte 0x3e, expected an "
+               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+               "0x0f");
   expect_error(HDR "\x17", HDR_LEN + 1, /* domain bits on a mark */
                "t.astrace: byte offset 11: unknown op byte 0x17, expected an "
-               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+               "0x0f");
   expect_error(HDR "\x30", HDR_LEN + 1, /* domain 3 */
                "t.astrace: byte offset 11: unknown op byte 0x30, expected an "
-               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+               "0x0f");
   expect_error(HDR "\x4F", HDR_LEN + 1, /* end with a flag */
                "t.astrace: byte offset 11: unknown op byte 0x4f, expected an "
-               "op 0-13 with domain bits only on ops 0-4, or 0x0f");
+               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+               "0x0f");
 }
 
 static void new_op_fields_out_of_range_are_rejected(void **state) {
@@ -651,13 +655,14 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
   b.data = realloc(b.data, b.len + 300);
   assert_non_null(b.data);
   memset(b.data + bad, 0x45, 300); /* thread_start, same thread */
-  b.data[bad] = 0x0E;
+  b.data[bad] = 0x3F;
   b.len = bad + 300;
   assert_true(bad > 256 * 1024);
   char msg[160];
   snprintf(msg, sizeof msg,
-           "t.astrace: byte offset %zu: unknown op byte 0x0e, expected an op "
-           "0-13 with domain bits only on ops 0-4, or 0x0f",
+           "t.astrace: byte offset %zu: unknown op byte 0x3f, expected an op "
+           "0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
+           "0x0f",
            bad);
   size_t   n;
   as_err_t err;

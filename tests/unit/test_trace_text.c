@@ -296,7 +296,7 @@ static void unknown_op_lists_the_known_ones(void **state) {
   expect_error(H "# c\n\n0 0 mallco 1 64\n",
                "t.trace:4: expected an op (malloc, calloc, realloc, "
                "memalign, free, thread_start, thread_exit, mark, idle, trim, "
-               "rss, purge, option, touch), got 'mallco'");
+               "rss, purge, option, touch, module, site), got 'mallco'");
 }
 
 static void malformed_numbers_are_rejected(void **state) {
@@ -362,7 +362,7 @@ static void missing_fields_say_what_was_expected(void **state) {
   expect_error(H "0 0\n", "t.trace:2: expected an op (malloc, calloc, "
                           "realloc, memalign, free, thread_start, "
                           "thread_exit, mark, idle, trim, rss, purge, option, "
-                          "touch), got end of "
+                          "touch, module, site), got end of "
                           "line");
   expect_error(H "0\n",
                "t.trace:2: expected THREAD (a decimal integer), got end of "

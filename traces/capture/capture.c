@@ -5,8 +5,9 @@
  *
  * `allocsim capture` sets ALLOCSIM_CAPTURE_SOCK (its socket),
  * ALLOCSIM_CAPTURE_SAMPLE_NS, ALLOCSIM_CAPTURE_TOUCH (the touch threshold in
- * bytes) and LD_PRELOAD.  Without ALLOCSIM_CAPTURE_SOCK the library only
- * forwards calls, so allocsim_mark() and allocsim_hook_python() are
+ * bytes), ALLOCSIM_CAPTURE_STACKS (return addresses per allocation, 0 =
+ * none; sites.c) and LD_PRELOAD.  Without ALLOCSIM_CAPTURE_SOCK the library
+ * only forwards calls, so allocsim_mark() and allocsim_hook_python() are
  * harmless no-ops.
  *
  * Process life cycle:
@@ -220,6 +221,7 @@ static void atfork_parent(void) {
 
 static void atfork_child(void) {
   capture_touch_atfork_child();
+  capture_sites_atfork_child();
   t_self.tid = 0;
   g_pid = (int)getpid();
   clock_start(); /* the parent's scale holds: the TSC is the machine's */
@@ -250,7 +252,7 @@ void capture_ensure_init(void) {
   g_tsc_ok = tsc_clocksource();
   g_page = (size_t)getauxval(AT_PAGESZ);
   g_pid = (int)getpid();
-  const char *sock = NULL, *every = NULL, *touch = NULL;
+  const char *sock = NULL, *every = NULL, *touch = NULL, *stacks = NULL;
   for (char **e = environ; *e != NULL; e++) {
     if (strncmp(*e, "ALLOCSIM_CAPTURE_SOCK=", 22) == 0)
       sock = *e + 22;
@@ -258,6 +260,8 @@ void capture_ensure_init(void) {
       every = *e + 27;
     else if (strncmp(*e, "ALLOCSIM_CAPTURE_TOUCH=", 23) == 0)
       touch = *e + 23;
+    else if (strncmp(*e, "ALLOCSIM_CAPTURE_STACKS=", 24) == 0)
+      stacks = *e + 24;
   }
   if (sock != NULL && *sock != '\0' && strlen(sock) < sizeof g_sock_path) {
     memcpy(g_sock_path, sock, strlen(sock) + 1);
@@ -267,6 +271,9 @@ void capture_ensure_init(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     t_self.internal--;
     capture_memmap_open();
+    uint64_t n = parse_u64(stacks);
+    capture_sites_init(n > CAPTURE_FRAMES_MAX ? CAPTURE_FRAMES_MAX
+                                              : (uint32_t)n);
     capture_stream_open();
   }
   t_self.initializing = 0;
@@ -440,8 +447,12 @@ static inline bool passthrough(void) {
 
 static void record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
                          uint64_t align) {
-  cap_rec_t r = {
-      .op = op, .domain = domain, .addr = (uintptr_t)p, .x = size, .y = align};
+  cap_rec_t r = {.op = op,
+                 .domain = domain,
+                 .addr = (uintptr_t)p,
+                 .x = size,
+                 .y = align,
+                 .site = capture_site_here()};
   capture_emit(&r);
   if (capture_touch_wants(size))
     capture_touch_track((uintptr_t)p, size, 0);
@@ -479,7 +490,8 @@ static void *record_realloc(uint8_t domain, void *old, size_t n,
                  .domain = domain,
                  .addr = (uintptr_t)(p != NULL ? p : old),
                  .x = n,
-                 .failed = p == NULL};
+                 .failed = p == NULL,
+                 .site = p != NULL ? capture_site_here() : 0};
   capture_emit(&r);
   if (p == NULL && old_size != 0)
     capture_touch_track((uintptr_t)old, old_size, 0); /* still the program's */

@@ -9,6 +9,7 @@
  *   touch.c    the table of large allocations and their resident pages
  *   resolve.c  the real functions, dlsym/dlvsym, allocator extensions
  *   memmap.c   what of measured RSS no allocator holds
+ *   sites.c    call sites: stacks, the site table, module + offset
  *
  * Rules every file keeps, and why:
  *   - Never allocate through the allocator being traced: buffers, tables
@@ -49,6 +50,7 @@ struct tls_s {
   int     initializing; /* inside capture_ensure_init */
   int     exited;       /* past the thread-exit hook: write directly */
   int     in_table;
+  int     in_site; /* taking a stack or defining a site (sites.c) */
 };
 extern TLS tls_t t_self;
 
@@ -144,6 +146,18 @@ void capture_stream_atfork_prepare(void);
 void capture_stream_atfork_child(void);
 /* Resident bytes of the library's own mappings (not its static data). */
 uint64_t capture_own_rss(void);
+
+/* ---- Call sites (sites.c) ----------------------------------------------- */
+
+extern uint32_t g_stacks; /* return addresses kept per allocation, 0 = off */
+/* Sets the table up and warms libunwind (outside any hook); stacks 0 does
+ * nothing. */
+void capture_sites_init(uint32_t stacks);
+/* The calling allocation's call site (defining it on first sight), or 0
+ * when stacks are off or no site could be taken. */
+uint32_t capture_site_here(void);
+void     capture_sites_atfork_child(void);
+uint64_t capture_sites_own_rss(void);
 
 /* ---- Large allocations (touch.c) ----------------------------------------- */
 

@@ -52,7 +52,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 3
+#define CAPTURE_WIRE_VERSION 4
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -85,18 +85,18 @@ struct capture_hello_s {
   uint32_t page_size;
   uint32_t mimalloc_version; /* mi_version() when libmimalloc is loaded
                                 (MI_MALLOC_VERSION: 209 = 2.0.9), else 0 */
-  uint32_t zero2;
-  char     exe[128]; /* /proc/self/exe, cut */
+  uint32_t stacks;           /* return addresses kept per allocation, 0 = off */
+  char     exe[128];         /* /proc/self/exe, cut */
 };
 
 /* Record ops (bits 0-4 of B) and their fields after dseq and dt. */
 enum capture_op_e {
-  CAPTURE_OP_MALLOC = 1,    /* addr, size */
-  CAPTURE_OP_CALLOC,        /* addr, size (nmemb * size) */
-  CAPTURE_OP_MEMALIGN,      /* addr, size, alignment */
+  CAPTURE_OP_MALLOC = 1,    /* addr, size, site */
+  CAPTURE_OP_CALLOC,        /* addr, size (nmemb * size), site */
+  CAPTURE_OP_MEMALIGN,      /* addr, size, alignment, site */
   CAPTURE_OP_REALLOC_BEGIN, /* addr: the old pointer, released here */
   CAPTURE_OP_REALLOC,       /* addr: the result (FAILED: the old pointer,
-                               which stays the program's), size */
+                               which stays the program's), size, site */
   CAPTURE_OP_FREE,          /* addr */
   CAPTURE_OP_TRIM,          /* pad, malloc_trim's return value */
   CAPTURE_OP_MARK,          /* rss, own, other, label length, label bytes */
@@ -111,6 +111,9 @@ enum capture_op_e {
   CAPTURE_OP_OPTION,        /* zigzag param, zigzag value: mallopt() */
   CAPTURE_OP_PURGE,         /* kind (capture_purge_e), arena (varint;
                                CAPTURE_ALL_ARENAS = every arena) */
+  CAPTURE_OP_MODULE,        /* id, blob: the module's path */
+  CAPTURE_OP_SITE,          /* id, blob: frames, each the varints module id
+                               and offset from the module's base */
   CAPTURE_OP_COUNT
 };
 
@@ -136,8 +139,13 @@ enum capture_purge_e {
 
 /* Longest label or META text a record carries. */
 #define CAPTURE_LABEL_MAX 63
-/* Longest encoded record: B, 4 fields of 10 bytes, a label and its length. */
-#define CAPTURE_REC_MAX (1 + 2 * 10 + 3 * 10 + 1 + CAPTURE_LABEL_MAX)
+/* Call sites: at most this many frames a site, and bytes of a MODULE or
+ * SITE record's blob (a path of up to 255 bytes; frames of two varints). */
+#define CAPTURE_FRAMES_MAX 32
+#define CAPTURE_BLOB_MAX   (CAPTURE_FRAMES_MAX * 20)
+/* Longest encoded record: B, dseq, dt, an id and the blob's length, the
+ * blob (longer than any other record's fields). */
+#define CAPTURE_REC_MAX (1 + 4 * 10 + CAPTURE_BLOB_MAX)
 /* Largest message either side sends (a chunk: header and buffer). */
 #define CAPTURE_MSG_MAX ((size_t)32 * 1024)
 
@@ -195,7 +203,9 @@ struct cap_rec_s {
   uint64_t    addr;
   uint64_t    x, y;
   const char *text;
-  size_t      text_len; /* at most CAPTURE_LABEL_MAX */
+  size_t      text_len; /* at most CAPTURE_LABEL_MAX; MODULE and SITE: the
+                           blob, at most CAPTURE_BLOB_MAX */
+  uint32_t site;        /* allocation ops: the call site, 0 = none */
 };
 
 /* The deltas of one chunk; all zero at its start. */
@@ -238,8 +248,21 @@ static inline uint8_t *capture_encode(uint8_t *p, capture_enc_t *e,
   case CAPTURE_OP_CALLOC:
   case CAPTURE_OP_REALLOC:
     p = capture_put_addr(p, e, r->addr);
-    return capture_put_varint(p, r->x);
+    p = capture_put_varint(p, r->x);
+    return capture_put_varint(p, r->site);
   case CAPTURE_OP_MEMALIGN:
+    p = capture_put_addr(p, e, r->addr);
+    p = capture_put_varint(p, r->x);
+    p = capture_put_varint(p, r->y);
+    return capture_put_varint(p, r->site);
+  case CAPTURE_OP_MODULE:
+  case CAPTURE_OP_SITE: {
+    size_t n = r->text_len < CAPTURE_BLOB_MAX ? r->text_len : CAPTURE_BLOB_MAX;
+    p = capture_put_varint(p, r->x);
+    p = capture_put_varint(p, n);
+    memcpy(p, r->text, n);
+    return p + n;
+  }
   case CAPTURE_OP_TOUCH:
     p = capture_put_addr(p, e, r->addr);
     p = capture_put_varint(p, r->x);

@@ -449,6 +449,7 @@ bool capture_stream_open(void) {
   h.ppid = (uint32_t)getppid();
   h.main_tid = (uint32_t)capture_tid();
   h.page_size = (uint32_t)g_page;
+  h.stacks = g_stacks;
   h.mimalloc_version = mimalloc_version();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
   if (n < 0)
@@ -503,7 +504,8 @@ uint64_t capture_own_rss(void) {
   }
   if (g_stack != NULL)
     total += capture_resident(g_stack, STACK_BYTES);
-  return total + capture_touch_own_rss(); /* static data: memmap.c */
+  return total + capture_touch_own_rss() +
+         capture_sites_own_rss(); /* static data: memmap.c */
 }
 
 /* ---- The flusher thread -----------------------------------------------------
