@@ -1059,7 +1059,10 @@ static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 /* The program's writes to [addr, addr + len) of a new or grown object. */
 static as_status_t program_writes(jemalloc_model_t *jm, const trace_event_t *ev,
                                   uint64_t addr, uint64_t len, as_err_t *err) {
-  if (ev->flags & TRACE_FLAG_UNWRITTEN)
+  /* A calloc'd block reads as zero: the program is taken to rely on that
+   * and write nothing (replayer.c; models/glibc.c glibc_alloc), so only
+   * what calloc itself zeroes (je_malloc's zero) is touched. */
+  if ((ev->flags & TRACE_FLAG_UNWRITTEN) || ev->op == TRACE_CALLOC)
     return AS_OK;
   return touch(jm, addr, len, err);
 }

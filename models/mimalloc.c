@@ -19,11 +19,11 @@
  * What it leaves out: secure/debug builds (MI_SECURE, MI_DEBUG, padding:
  * release builds have none); large OS pages and huge-page reservations
  * (options default off); NUMA; heap destroy/delete by the program;
- * mi_malloc_aligned's exact placement (a memalign above 16 bytes is served
- * as an over-allocation with the object at the first aligned address, as
- * mi_heap_malloc_zero_aligned_at_generic does, without its small-size fast
- * path); 3.x's exact free-slice search inside a 64-bit bitmap field and
- * 3.4.3's separated page metadata (see docs/models/mimalloc.md).
+ * mi_malloc_aligned's exact placement at 2.1.7 and 3.x (a memalign above
+ * 16 bytes is served as an over-allocation with the object at the first
+ * aligned address; 2.0.9 and 2.1.2 also take the fast paths,
+ * aligned_is_plain); 3.x's exact free-slice search inside a 64-bit bitmap field
+ * and 3.4.3's separated page metadata (see docs/models/mimalloc.md).
  *
  * Sections
  *   Options and versions        Kernel helpers
@@ -570,6 +570,31 @@ static as_status_t leave(mi_model_t *m, as_err_t *err) {
   return m->fail; /* the kernel set err */
 }
 
+/* Whether mi_malloc_aligned(size, align) is a plain allocation of size
+ * (209 alloc-aligned.c; 212 the same; not yet 217/3.x's variants):
+ * mi_heap_malloc_aligned's fast path (:148-165, release builds have no
+ * padding), the small block with the right alignment at the head of the
+ * bin's first page (:119-134), the fallback's size-aligned blocks
+ * (:27-31).  Otherwise it over-allocates size + align - 1 (:52-55). */
+static bool aligned_is_plain(mi_model_t *m, uint32_t heap, uint64_t size,
+                             uint64_t align) {
+  if (m->version != MV_209 && m->version != MV_212)
+    return align <= 16; /* as before: not modelled */
+  if (size <= 1024 && (size & (size - 1)) == 0 && size >= align)
+    return true;
+  if (size <= 1024 && align <= size) {
+    uint32_t pg = H(m, heap)->pages[mi_model_bin(m, size)].first;
+    if (pg != 0 && P(m, pg)->free_n > 0) {
+      const mpage_t *p = P(m, pg);
+      sim_addr_t     b =
+          p->start + (uint64_t)p->blocks[p->free_n - 1] * p->block_size;
+      if ((b & (align - 1)) == 0)
+        return true;
+    }
+  }
+  return align <= size && size <= 128 && (size & (align - 1)) == 0;
+}
+
 /* Allocates size bytes as object id through heap; the program's writes
  * (unless unwritten) and calloc's zeroing included. */
 static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
@@ -580,8 +605,10 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   }
   uint64_t req = size;
   uint64_t align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
-  if (align > 16)
+  if (align >= 8 && !aligned_is_plain(m, heap, size, align))
     req = size + align - 1; /* alloc-aligned.c over-allocation */
+  else
+    align = 0;
   uint32_t page, block;
   if (!mi_malloc(m, heap, req, &page, &block))
     return;
@@ -589,7 +616,7 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   m->objs[ev->id].block = block;
   mpage_t   *p = P(m, page);
   sim_addr_t a = p->start + (uint64_t)block * p->block_size;
-  if (align > 16)
+  if (align != 0)
     a = (a + align - 1) & ~(align - 1);
   if (ev->op == TRACE_CALLOC) {
     /* _mi_page_malloc zero (209 alloc.c:47-51): the whole block unless the
