@@ -27,7 +27,7 @@
  *     (docs/store.md, +1.07 MiB); "keep every 10,000th" is within 0.16;
  *   compare: 1 MiB, of about 430 MiB at peak: glibc -0.06 to -0.27 MiB
  *     (medians of 3 runs), tcmalloc +0.48 to +0.51 (2 runs), mimalloc
- *     +0.45 to +0.70 (1 run);
+ *     +0.45 to +0.70 (1 run), jemalloc +0.12 to +0.52 (3 runs);
  *   leak: 128 KiB (the capture's replay is within 0.07 MiB while the leak
  *     grows, medians of 3 runs, in two recordings);
  *   decay: 128 KiB for mimalloc (every step 0.06 to 0.07 MiB low); 256 KiB
