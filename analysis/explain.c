@@ -158,7 +158,8 @@ static as_status_t unit_phases_build(const sim_session_t  *s,
   as_status_t rc = model_walk(s->model, collect_unit, u, err);
   if (rc != AS_OK)
     return rc;
-  qsort(u->unit, u->nunits, sizeof *u->unit, by_addr);
+  if (u->nunits > 1) /* qsort's array may not be NULL, even empty */
+    qsort(u->unit, u->nunits, sizeof *u->unit, by_addr);
   u->count = calloc(u->nunits * u->nphases + 1, sizeof *u->count);
   if (u->count == NULL)
     return as_err_set(err, AS_ENOMEM, "explain: out of memory");

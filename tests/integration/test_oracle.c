@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "../helpers/asan.h"
+
 #include "analysis/compare.h"
 #include "analysis/oracle.h"
 #include "analysis/record.h"
@@ -242,8 +244,10 @@ static void calls_cpu_time_counts_the_calls_not_the_idles(void **state) {
   as_err_t     err = {0};
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
   assert_true(r.wall_s >= 0.3);
-  assert_true(r.calls_cpu_ns >= 1000000);   /* 8192 faults: >= 1 ms */
-  assert_true(r.calls_cpu_ns <= 200000000); /* the 300 ms idle is not in */
+  assert_true(r.calls_cpu_ns >= 1000000); /* 8192 faults: >= 1 ms */
+  /* the 300 ms idle is not in (unchecked under AddressSanitizer: there
+   * the calls alone took longer in CI) */
+  assert_true(DIFF_ASAN || r.calls_cpu_ns <= 200000000);
   oracle_run_free(&r);
   unlink(path);
 }

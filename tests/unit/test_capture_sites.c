@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "../helpers/asan.h"
+
 #include "traces/capture/capture_int.h"
 
 /* ---- What sites.c needs from the rest of the library ------------------- */
@@ -99,6 +101,17 @@ __attribute__((noinline)) static uint32_t place_two(void) {
   return t_site;
 }
 
+/* Under AddressSanitizer the qsort these places call is ASan's, which
+ * calls the comparator from more than one place of its own: one place of
+ * this program is then several stacks, so the site tests skip. */
+static void skip_under_asan(void) {
+  if (DIFF_ASAN) {
+    print_message("skipped: AddressSanitizer's qsort gives one place "
+                  "several stacks\n");
+    skip();
+  }
+}
+
 static int setup(void **state) {
   (void)state;
   capture_sites_init(8);
@@ -107,6 +120,7 @@ static int setup(void **state) {
 
 static void one_place_is_one_site_defined_once(void **state) {
   (void)state;
+  skip_under_asan();
   uint32_t     id[3];
   volatile int n = 2; /* not unrolled: one call instruction, one stack */
   for (int i = 0; i < n; i++)
@@ -135,6 +149,7 @@ static void one_place_is_one_site_defined_once(void **state) {
  * few hundred bytes after place_one's address. */
 static void frames_are_module_and_offset(void **state) {
   (void)state;
+  skip_under_asan();
   uint32_t id = place_one();
   rec_t   *site = NULL, *exe = NULL;
   for (size_t i = 0; i < g_nrec; i++) {
@@ -176,6 +191,7 @@ static void *thread_main(void *arg) {
 
 static void threads_at_one_place_share_one_definition(void **state) {
   (void)state;
+  skip_under_asan();
   g_nrec = 0;
   static uint32_t got[4][1000];
   pthread_t       th[4];
@@ -194,6 +210,7 @@ static void threads_at_one_place_share_one_definition(void **state) {
 
 static void a_forked_child_defines_its_sites_again(void **state) {
   (void)state;
+  skip_under_asan();
   uint32_t before = place_one();
   capture_sites_atfork_child();
   g_nrec = 0;
