@@ -160,7 +160,8 @@ as_status_t explain_by_site(const sim_session_t *s, const trace_source_t *sites,
   out->has_sites = trace_sites_any(sites);
   as_status_t rc = model_walk(s->model, on_region, &c, err);
   if (rc == AS_OK) {
-    qsort(c.unit, c.nunits, sizeof *c.unit, by_addr);
+    if (c.nunits > 1) /* qsort's array may not be NULL, even empty */
+      qsort(c.unit, c.nunits, sizeof *c.unit, by_addr);
     rc = trace_sites_each_live(sites, on_object, &c, err);
   }
   if (rc == AS_OK) {
@@ -178,7 +179,8 @@ as_status_t explain_by_site(const sim_session_t *s, const trace_source_t *sites,
     for (size_t i = 0; i < c.acc_cap; i++)
       if (c.acc[i].objects != 0)
         c.acc[n++] = c.acc[i];
-    qsort(c.acc, n, sizeof *c.acc, by_retained);
+    if (n > 1)
+      qsort(c.acc, n, sizeof *c.acc, by_retained);
     out->sites_total = n;
     if (top == 0)
       top = 10;
