@@ -71,10 +71,12 @@ static int cmp_points(const void *a, const void *b) {
 }
 
 /* MiB with 2 decimals, or "-" when absent. */
+/* Always writes buf: callers print the buffer as well as the result. */
 static const char *mib(char *buf, bool have, double bytes) {
   if (!have)
-    return "-";
-  snprintf(buf, 32, "%.2f", bytes / MIB);
+    snprintf(buf, 32, "-");
+  else
+    snprintf(buf, 32, "%.2f", bytes / MIB);
   return buf;
 }
 
