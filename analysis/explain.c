@@ -392,7 +392,7 @@ static as_status_t pass_sample(void *user, const sim_sample_t *smp,
     snprintf(m->label[m->n++], sizeof m->label[0], "%s", label);
   uint64_t gap =
       smp->rss_bytes > smp->live_bytes ? smp->rss_bytes - smp->live_bytes : 0;
-  if (gap > m->best_gap || m->best[0] == '\0') {
+  if (gap > m->best_gap) { /* a mark with no gap has nothing to explain */
     m->best_gap = gap;
     m->best_t_ns = smp->t_ns;
     snprintf(m->best, sizeof m->best, "%s", label);

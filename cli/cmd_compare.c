@@ -229,8 +229,9 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
          r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
-  if (!r->zero_page)
-    printf("read faults   a page each (no shared zero page)\n");
+  printf("read faults   %s\n", r->zero_page
+                                   ? "the shared zero page (not in RSS)"
+                                   : "a page each (no shared zero page)");
   bool agree = r->nlayouts > 1 && layouts_agree(r);
   if (r->nlayouts > 1 && !agree) {
     printf("layouts       %u, mmap_top lowered by", r->nlayouts);

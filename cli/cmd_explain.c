@@ -35,7 +35,7 @@ static void print_sites_text(const explain_result_t *r) {
          "first\n",
          r->nsites, r->sites_total);
   if (!r->has_sites)
-    printf("(the trace records no call sites: capture with --stacks N)\n");
+    printf("(no call site recorded up to here: capture with --stacks N)\n");
   printf("%9s %9s %9s  %s\n", "kept MiB", "live MiB", "objects",
          "call site (innermost frame first)");
   for (size_t k = 0; k < r->nsites; k++) {

@@ -2,13 +2,14 @@
 """tests/docs/doc_commands.py -- runs every command shown in README.md and
 docs/**/*.md and compares its output with the output shown.
 
-A fenced code block is run when its first line starts with
-`$ build/cli/allocsim`.  Each `$ ` line in it is a command (a line ending in
-a backslash continues on the next); the lines up to the next `$ ` line are
-its expected standard output.  Commands run with the shell's word splitting
-(no pipes or redirections), in a scratch directory holding a copy of data/
-and the files declared below, with `build/cli/allocsim` replaced by the
-binary under test.
+A fenced code block is run when its first line is a `$ ` command and one
+of its commands starts with `build/cli/allocsim`.  Each `$ ` line in it is a
+command (a line ending in a backslash continues on the next); the lines up
+to the next `$ ` line are its expected standard output.  Commands run with
+the shell's word splitting (no pipes or redirections), in a scratch
+directory holding a copy of data/ and the files declared below, with
+`build/cli/allocsim` replaced by the binary under test.  `$ cat NAME`
+shows a file the later commands use: its output is written to NAME.
 
 HTML comments directly above a block (one per line) adjust it:
   <!-- doc-test: skip REASON -->       do not run this block
@@ -111,7 +112,9 @@ def check_file(path, root, binary, scratch, update=False):
             with open(os.path.join(scratch, name), "w") as f:
                 f.write("\n".join(lines) + "\n")
             continue
-        if not lines or not lines[0].startswith(PROMPT + SHOWN_BINARY):
+        if not lines or not lines[0].startswith(PROMPT) or not any(
+                cmd.startswith(SHOWN_BINARY)
+                for _, cmd, _ in commands(first, lines)):
             continue
         if "skip" in kinds:
             print("%s:%d: skipped (%s)" % (rel, first, dict(directives)["skip"]))
@@ -121,6 +124,11 @@ def check_file(path, root, binary, scratch, update=False):
         merge = "stderr" in kinds
         for n, cmd, expected in commands(first, lines):
             argv = shlex.split(cmd)
+            if len(argv) == 2 and argv[0] == "cat":
+                with open(os.path.join(scratch, argv[1]), "w") as f:
+                    f.write("\n".join(expected) + "\n")
+                print("%s:%d: file  %s" % (rel, n, argv[1]))
+                continue
             if argv[0] == SHOWN_BINARY:
                 argv[0] = binary
             r = subprocess.run(argv, cwd=scratch, stdout=subprocess.PIPE,

@@ -572,10 +572,11 @@ static void dump(const char *dir, const gen_t *g, const char *libc,
       abort();
     fprintf(f,
             "allocsim replay %s.trace --model '%s' --libc '%s' --page-size "
-            "%" PRIu64 "%s%s\n",
+            "%" PRIu64 "%s%s%s\n",
             models[i]->name, specs[i], libc, kcfg->page_size,
             kcfg->thp ? " --thp" : "",
-            kcfg->memory_pressure ? " --memory-pressure" : "");
+            kcfg->memory_pressure ? " --memory-pressure" : "",
+            kcfg->zero_page ? "" : " --no-zero-page");
   }
   fclose(f);
 }
@@ -590,6 +591,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kcfg.page_size = pages[k % 3];
   kcfg.thp = (k >> 2) & 1;
   kcfg.memory_pressure = (k >> 3) & 1;
+  kcfg.zero_page = !((k >> 4) & 1);
   /* The libc that compositions use, with its own fuzzed options. */
   char                   libc[600];
   const model_methods_t *libc_m = model_find(model_default_libc());
