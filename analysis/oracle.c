@@ -789,17 +789,16 @@ static uint64_t add_sat(uint64_t a, uint64_t b) {
  * written already (the clock is monotonic and the calls run one at a time,
  * so that only evens out a sample read while the next op began); an idle
  * lasts its sleep (the trace's times --idle-scale), which the child slept
- * before it read the time of the next op. */
+ * before it read the time of the next op (out_idle moves the floor past
+ * it). */
 static void out_restamp(out_t *x, trace_event_t *ev, const oracle_op_t *op,
                         uint64_t i) {
   const oracle_run_t *r = x->r;
   uint64_t            t =
       i < r->nop_ns && r->op_ns[i] > x->t_floor ? r->op_ns[i] : x->t_floor;
   ev->t_ns = t;
-  if (ev->op == TRACE_IDLE) {
+  if (ev->op == TRACE_IDLE)
     ev->size = op->size;
-    t = add_sat(t, op->size);
-  }
   x->t_floor = t;
 }
 
@@ -821,10 +820,46 @@ static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
   return trace_writer_write(x->w, &ev, err);
 }
 
+/* An idle and the samples the child read while it slept it: the idle cut
+ * at each sample, so that every rss event lands when it was read and none
+ * inside an idle (the engine's clock is at an idle's end once it has run
+ * it, and refuses an earlier event). */
+static as_status_t out_idle(out_t *x, const trace_event_t *ev,
+                            uint64_t ops_done, as_err_t *err) {
+  uint64_t      end = add_sat(ev->t_ns, ev->size), at = ev->t_ns;
+  bool          write = x->w != NULL && !x->marks_only, written = false;
+  trace_event_t piece = *ev;
+  as_status_t   rc = AS_OK;
+  while (rc == AS_OK && x->next_sample < x->r->nsamples &&
+         x->r->samples[x->next_sample].ops_done <= ops_done) {
+    const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
+    uint64_t st = smp->t_ns < at ? at : smp->t_ns > end ? end : smp->t_ns;
+    if (write && st > at) {
+      piece.t_ns = at;
+      piece.size = st - at;
+      rc = trace_writer_write(x->w, &piece, err);
+      written = true;
+    }
+    if (rc == AS_OK)
+      rc = out_rss(x, st, smp->rss_bytes, smp->gross_bytes, err);
+    at = st;
+  }
+  if (rc == AS_OK && write && (at < end || !written)) {
+    piece.t_ns = at;
+    piece.size = end - at;
+    rc = trace_writer_write(x->w, &piece, err);
+  }
+  if (end > x->t_floor)
+    x->t_floor = end;
+  return rc;
+}
+
 /* Writes ev and the measurements that follow it (ops_done: ops finished
  * with it). */
 static as_status_t out_event(out_t *x, const trace_event_t *ev,
                              uint64_t ops_done, uint64_t mark, as_err_t *err) {
+  if (ev->op == TRACE_IDLE)
+    return out_idle(x, ev, ops_done, err);
   as_status_t rc = x->w && (!x->marks_only || ev->op == TRACE_MARK)
                        ? trace_writer_write(x->w, ev, err)
                        : AS_OK;
