@@ -5,7 +5,8 @@
  * pass makes the same decisions: a plan (ids, threads, marks, and every bad
  * event refused before anything runs), the feed (a thread writing ops to
  * the child's pipe while this thread samples RSS), and the output (the
- * trace again, with the measurements as rss events).
+ * trace again, on the clock the child timed its calls by, with the
+ * measurements as rss events).
  *
  * Sections: allocators and paths, sources, walking, the child, the output,
  * entry point.

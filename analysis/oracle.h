@@ -7,8 +7,9 @@
  * musl-gcc), feeds it the trace's calls, has it read its RSS (its own
  * /proc/self/smaps_rollup) at every mark and every sample_every_ns between
  * two calls, and writes the trace again with those
- * measurements as rss events, so that `allocsim record` stores it and
- * `compare` predicts it like any captured run.
+ * measurements as rss events, every event stamped with the time the real
+ * allocator saw it (the oracle's clock, oracle_run_t op_ns), so that `allocsim
+ * record` stores it and `compare` predicts it like any captured run.
  *
  * Baseline.  The child reads its RSS once it has mapped and touched all it
  * needs (its code and libraries, the object table of ids x 8 bytes, its
