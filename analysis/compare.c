@@ -519,6 +519,12 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       res->page_size != 65536)
     res->page_size = 4096;
   kcfg.page_size = res->page_size;
+  /* Whether the measured machine's kernel maps the zero page on a read
+   * fault (capture and oracle record it: traces/machine.h). */
+  const char *zp = run_meta_get(&meta, "zero_page");
+  kcfg.zero_page =
+      !o->no_zero_page && !(zp != NULL && strcmp(zp, "false") == 0);
+  res->zero_page = kcfg.zero_page;
   /* The measured process's initial break, when its provenance has it
    * (start_brk, from /proc/self/stat): the heap then starts where it did,
    * which decides which 2 GiB stretches tcmalloc's pagemap covers. */

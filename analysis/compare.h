@@ -84,18 +84,20 @@
 
 typedef struct compare_opts_s compare_opts_t;
 struct compare_opts_s {
-  const char *model;   /* model spec; NULL: cpython for Python runs, the
-                          preloaded allocator if modelled, else glibc */
-  const char *libc;    /* libc spec; NULL: glibc with the run's MALLOC_* /
-                          GLIBC_TUNABLES knobs */
-  uint64_t page_size;  /* 0: the run's */
-  unsigned layouts;    /* address layouts to replay, 1 ..
-                          COMPARE_LAYOUT_SPAN_BYTES / page size;
-                          0: all of them (4 with 4 KiB pages); 1: the
-                          default layout only */
-  bool store;          /* write a simulated run and a comparisons row
-                          per layout */
-  const char *command; /* command line stored with the simulated run */
+  const char *model;     /* model spec; NULL: cpython for Python runs, the
+                            preloaded allocator if modelled, else glibc */
+  const char *libc;      /* libc spec; NULL: glibc with the run's MALLOC_* /
+                            GLIBC_TUNABLES knobs */
+  uint64_t page_size;    /* 0: the run's */
+  bool     no_zero_page; /* read faults get pages of their own, whatever
+                            the run's provenance says */
+  unsigned layouts;      /* address layouts to replay, 1 ..
+                            COMPARE_LAYOUT_SPAN_BYTES / page size;
+                            0: all of them (4 with 4 KiB pages); 1: the
+                            default layout only */
+  bool store;            /* write a simulated run and a comparisons row
+                            per layout */
+  const char *command;   /* command line stored with the simulated run */
 };
 
 typedef struct compare_mark_s compare_mark_t;
@@ -185,6 +187,7 @@ struct compare_result_s {
   int64_t  offset_bytes; /* the start-up offset (with layouts, the mean
                             of theirs, rounded) */
   uint64_t page_size;
+  bool     zero_page; /* the model's kernel maps the zero page on reads */
   uint64_t peak_measured_rss_bytes;
   uint64_t final_measured_rss_bytes;  /* the last measured sample */
   int64_t  peak_predicted_rss_bytes;  /* the largest (mean) prediction

@@ -1,5 +1,6 @@
 /* cli/cmd_compare.c -- `allocsim compare RUN --db DB [--model M]
- * [--libc L] [--page-size N] [--layouts N] [--no-store] [--json]`: replays
+ * [--libc L] [--page-size N] [--layouts N] [--no-zero-page] [--no-store]
+ * [--json]`: replays
  * a measured run and prints predicted against measured RSS per mark and over
  * the series.  The work is compare_run() in analysis/compare.c; the baseline
  * rule is printed with every table because it changes what the numbers mean.
@@ -42,6 +43,8 @@ static void print_json(const compare_result_t *r) {
   cli_json_string(stdout, r->libc_spec);
   printf(", \"source\": ");
   cli_json_string(stdout, r->source);
+  printf(", \"page_size\": %" PRIu64 ", \"zero_page\": %s", r->page_size,
+         r->zero_page ? "true" : "false");
   printf(", \"simulated_run\": %" PRId64 ", \"comparison\": %" PRId64,
          r->simulated_run_id, r->comparison_id);
   printf(", \"baseline\": {\"rule\": \"predicted = simulated + measured(anchor)"
@@ -226,6 +229,8 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
          r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
+  if (!r->zero_page)
+    printf("read faults   a page each (no shared zero page)\n");
   bool agree = r->nlayouts > 1 && layouts_agree(r);
   if (r->nlayouts > 1 && !agree) {
     printf("layouts       %u, mmap_top lowered by", r->nlayouts);
@@ -360,6 +365,10 @@ static int compare_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       json = true;
+    } else if ((took = cli_opt_flag("compare", argv, i, "--no-zero-page"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      o.no_zero_page = true;
     } else if ((took = cli_opt_flag("compare", argv, i, "--no-store"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -417,8 +426,9 @@ const cli_command_t cli_cmd_compare = {
     .summary = "replay a measured run; predicted vs measured RSS",
     .usage =
         "usage: allocsim compare RUN --db DB [--model M] [--libc L]\n"
-        "                        [--page-size N] [--layouts N] [--no-store]\n"
-        "                        [--json]\n"
+        "                        [--page-size N] [--layouts N] "
+        "[--no-zero-page]\n"
+        "                        [--no-store] [--json]\n"
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
@@ -438,6 +448,12 @@ const cli_command_t cli_cmd_compare = {
         "MALLOC_TRIM_THRESHOLD_,\n"
         "MALLOC_TOP_PAD_ (or GLIBC_TUNABLES) as arena_max, mmap_threshold,\n"
         "trim_threshold, top_pad.\n"
+        "\n"
+        "Kernel: the run's page size (--page-size to change it), and reads\n"
+        "of memory never written map the shared zero page (not in RSS)\n"
+        "unless the run's provenance says the measured kernel gave each\n"
+        "read fault a page of its own (zero_page=false, which capture and\n"
+        "oracle record) or --no-zero-page is given.\n"
         "\n"
         "Baseline: measured RSS includes the program's baseline (interpreter,\n"
         "libraries), which no trace explains.  predicted = simulated +\n"

@@ -84,10 +84,18 @@ for exe in "$build_dir"/tests/fuzz/fuzz_*; do
     echo "$name: ${runs:-?} executions in ${secs} s, no failure"
   else
     failed=1
-    echo "$name: FAILED; last lines of $log:" >&2
+    echo "$name: FAILED; what the target and the sanitizers said, then the" \
+      "last lines of $log:" >&2
+    grep -E "^($name:|==[0-9]+==(ERROR|WARNING)|SUMMARY)" "$log" | head -n 5 >&2
     grep -v '^#[0-9]' "$log" | tail -n 25 >&2
-    ls "$work/$name"/crash-* "$work/$name"/leak-* "$work/$name"/timeout-* \
-       "$work/$name"/oom-* 2>/dev/null >&2 || true
+    # The saved input, as base64 when small: a CI log is then enough to
+    # reproduce (base64 -d >crash; build-fuzz/tests/fuzz/TARGET crash).
+    for f in "$work/$name"/crash-* "$work/$name"/leak-* \
+      "$work/$name"/timeout-* "$work/$name"/oom-*; do
+      [ -f "$f" ] || continue
+      echo "$f ($(stat -c %s "$f") bytes)" >&2
+      [ "$(stat -c %s "$f")" -le 8192 ] && base64 -w 0 "$f" >&2 && echo >&2
+    done
   fi
 done
 exit "$failed"

@@ -17,6 +17,7 @@
 #include "capture_run.h"
 
 #include "helper_path.h"
+#include "machine.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -237,6 +238,9 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
   }
   as_format_fits(buf, sizeof buf, "%ld", sysconf(_SC_PAGESIZE));
   meta_put(m, "page_size", buf);
+  int zero_page = machine_reads_map_zero_page();
+  if (zero_page >= 0)
+    meta_put(m, "zero_page", zero_page ? "true" : "false");
   as_format_fits(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
   meta_put(m, "ncpus", buf);
   as_format_fits(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
