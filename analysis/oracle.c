@@ -5,7 +5,8 @@
  * pass makes the same decisions: a plan (ids, threads, marks, and every bad
  * event refused before anything runs), the feed (a thread writing ops to
  * the child's pipe while this thread samples RSS), and the output (the
- * trace again, with the measurements as rss events).
+ * trace again, on the clock the child timed its calls by, with the
+ * measurements as rss events).
  *
  * Sections: allocators and paths, sources, walking, the child, the output,
  * entry point.
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -391,6 +393,7 @@ struct child_s {
   pid_t pid;
   int   ops_fd;     /* we write ops here */
   int   results_fd; /* and read results here */
+  int   times_fd;   /* the op times it writes (protocol.h ORACLE_FD_TIMES) */
 };
 
 /* fd moved above the fds the child gets (1, 3, 4), so that none of
@@ -449,19 +452,34 @@ static void child_close(child_t *c) {
     close(c->ops_fd);
   if (c->results_fd >= 0)
     close(c->results_fd);
-  c->ops_fd = c->results_fd = -1;
+  if (c->times_fd >= 0)
+    close(c->times_fd);
+  c->ops_fd = c->results_fd = c->times_fd = -1;
+}
+
+/* The shared file the child writes each op's time into: ops slots. */
+static int times_file(uint64_t ops) {
+  int fd = high_fd(memfd_create("allocsim-oracle-times", MFD_CLOEXEC));
+  if (fd >= 0 && (ops > (uint64_t)INT64_MAX / sizeof(uint64_t) ||
+                  ftruncate(fd, (off_t)(ops * sizeof(uint64_t))) != 0)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 static as_status_t child_start(const char *replayer, const char *preload,
-                               const oracle_opts_t *o, child_t *c,
-                               as_err_t *err) {
+                               const oracle_opts_t *o, uint64_t ops_count,
+                               child_t *c, as_err_t *err) {
   memset(c, 0, sizeof *c);
   c->ops_fd = c->results_fd = -1;
+  c->times_fd = times_file(ops_count);
   int ops[2] = {-1, -1}, res[2] = {-1, -1};
   int devnull = high_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
-  if (high_pipe(ops) != 0 || high_pipe(res) != 0 || devnull < 0) {
+  if (c->times_fd < 0 || high_pipe(ops) != 0 || high_pipe(res) != 0 ||
+      devnull < 0) {
     as_status_t rc =
-        as_err_set(err, AS_EIO, "oracle: pipes: %s", strerror(errno));
+        as_err_set(err, AS_EIO, "oracle: pipes, op times: %s", strerror(errno));
     for (int i = 0; i < 2; i++) {
       if (ops[i] >= 0)
         close(ops[i]);
@@ -479,6 +497,7 @@ static as_status_t child_start(const char *replayer, const char *preload,
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, ops[0], ORACLE_FD_OPS);
   posix_spawn_file_actions_adddup2(&fa, res[1], ORACLE_FD_RESULTS);
+  posix_spawn_file_actions_adddup2(&fa, c->times_fd, ORACLE_FD_TIMES);
   posix_spawn_file_actions_adddup2(&fa, devnull, STDOUT_FILENO);
   char *argv[] = {(char *)replayer, NULL};
   int   e = env == NULL ? ENOMEM
@@ -746,6 +765,7 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
                      "its baseline (before the first call)",
                      err)) != AS_OK ||
       (rc = meta_u64(m, "sample_every_ns", o->sample_every_ns, err)) != AS_OK ||
+      (rc = meta_put(m, "clock", "oracle", err)) != AS_OK ||
       (rc = meta_u64(m, "oracle_unsupported", r->unsupported, err)) != AS_OK)
     return rc;
   as_format_fits(buf, sizeof buf, "%g", o->idle_scale);
@@ -758,10 +778,35 @@ struct out_s {
   oracle_run_t   *r;
   size_t          next_sample;
   bool            marks_only; /* a workload: compare regenerates its calls */
+  uint64_t        t_floor;    /* no later event is stamped before this */
 };
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+  return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* ev on the oracle's clock: op number i (from 0) stamped with the time the
+ * child began it (protocol.h ORACLE_FD_TIMES), never before what was
+ * written already (the clock is monotonic and the calls run one at a time,
+ * so that only evens out a sample read while the next op began); an idle
+ * lasts its sleep (the trace's times --idle-scale), which the child slept
+ * before it read the time of the next op (out_idle moves the floor past
+ * it). */
+static void out_restamp(out_t *x, trace_event_t *ev, const oracle_op_t *op,
+                        uint64_t i) {
+  const oracle_run_t *r = x->r;
+  uint64_t            t =
+      i < r->nop_ns && r->op_ns[i] > x->t_floor ? r->op_ns[i] : x->t_floor;
+  ev->t_ns = t;
+  if (ev->op == TRACE_IDLE)
+    ev->size = op->size;
+  x->t_floor = t;
+}
 
 static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
                            uint64_t gross, as_err_t *err) {
+  if (t_ns > x->t_floor)
+    x->t_floor = t_ns;
   if (net > x->r->peak_rss_bytes) {
     x->r->peak_rss_bytes = net;
     x->r->peak_t_ns = t_ns;
@@ -776,21 +821,59 @@ static as_status_t out_rss(out_t *x, uint64_t t_ns, uint64_t net,
   return trace_writer_write(x->w, &ev, err);
 }
 
+/* An idle and the samples the child read while it slept it: the idle cut
+ * at each sample, so that every rss event lands when it was read and none
+ * inside an idle (the engine's clock is at an idle's end once it has run
+ * it, and refuses an earlier event). */
+static as_status_t out_idle(out_t *x, const trace_event_t *ev,
+                            uint64_t ops_done, as_err_t *err) {
+  uint64_t      end = add_sat(ev->t_ns, ev->size), at = ev->t_ns;
+  bool          write = x->w != NULL && !x->marks_only, written = false;
+  trace_event_t piece = *ev;
+  as_status_t   rc = AS_OK;
+  while (rc == AS_OK && x->next_sample < x->r->nsamples &&
+         x->r->samples[x->next_sample].ops_done <= ops_done) {
+    const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
+    uint64_t st = smp->t_ns < at ? at : smp->t_ns > end ? end : smp->t_ns;
+    if (write && st > at) {
+      piece.t_ns = at;
+      piece.size = st - at;
+      rc = trace_writer_write(x->w, &piece, err);
+      written = true;
+    }
+    if (rc == AS_OK)
+      rc = out_rss(x, st, smp->rss_bytes, smp->gross_bytes, err);
+    at = st;
+  }
+  if (rc == AS_OK && write && (at < end || !written)) {
+    piece.t_ns = at;
+    piece.size = end - at;
+    rc = trace_writer_write(x->w, &piece, err);
+  }
+  if (end > x->t_floor)
+    x->t_floor = end;
+  return rc;
+}
+
 /* Writes ev and the measurements that follow it (ops_done: ops finished
  * with it). */
 static as_status_t out_event(out_t *x, const trace_event_t *ev,
                              uint64_t ops_done, uint64_t mark, as_err_t *err) {
+  if (ev->op == TRACE_IDLE)
+    return out_idle(x, ev, ops_done, err);
   as_status_t rc = x->w && (!x->marks_only || ev->op == TRACE_MARK)
                        ? trace_writer_write(x->w, ev, err)
                        : AS_OK;
-  if (rc == AS_OK && ev->op == TRACE_MARK && mark < x->r->nmarks)
+  if (rc == AS_OK && ev->op == TRACE_MARK && mark < x->r->nmarks) {
+    x->r->marks[mark].t_ns = ev->t_ns;
     rc = out_rss(x, ev->t_ns, x->r->marks[mark].rss_bytes,
                  x->r->marks[mark].gross_bytes, err);
+  }
   while (rc == AS_OK && x->next_sample < x->r->nsamples &&
          x->r->samples[x->next_sample].ops_done <= ops_done) {
     const oracle_sample_t *smp = &x->r->samples[x->next_sample++];
-    rc = out_rss(x, smp->t_ns > ev->t_ns ? smp->t_ns : ev->t_ns, smp->rss_bytes,
-                 smp->gross_bytes, err);
+    rc = out_rss(x, smp->t_ns > x->t_floor ? smp->t_ns : x->t_floor,
+                 smp->rss_bytes, smp->gross_bytes, err);
   }
   return rc;
 }
@@ -803,7 +886,7 @@ static as_status_t write_output(const char *path, const char *workload,
   if (rc != AS_OK)
     return rc;
   walk_t       w;
-  out_t        x = {NULL, r, 0, workload != NULL};
+  out_t        x = {NULL, r, 0, workload != NULL, 0};
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
@@ -819,6 +902,7 @@ static as_status_t write_output(const char *path, const char *workload,
   while (rc == AS_OK && (rc = trace_source_next(src, &ev, err)) == AS_OK) {
     if ((rc = walk_event(&w, &ev, &op, &send, err)) != AS_OK || !send)
       continue;
+    out_restamp(&x, &ev, &op, w.ops - 1);
     if (first &&
         (rc = out_rss(&x, ev.t_ns, 0, r->baseline_rss_bytes, err)) != AS_OK)
       break;
@@ -826,8 +910,11 @@ static as_status_t write_output(const char *path, const char *workload,
     t = ev.t_ns;
     rc = out_event(&x, &ev, w.ops, w.marks - (ev.op == TRACE_MARK), err);
   }
-  if (rc == AS_DONE)
-    rc = out_rss(&x, t, r->final_rss_bytes, r->final_gross_bytes, err);
+  if (rc == AS_DONE) {
+    r->final_t_ns = t > x.t_floor ? t : x.t_floor;
+    rc = out_rss(&x, r->final_t_ns, r->final_rss_bytes, r->final_gross_bytes,
+                 err);
+  }
   /* A failure keeps what out_path held before (trace_writer_discard). */
   if (x.w != NULL && rc == AS_OK)
     rc = trace_writer_close(x.w, err);
@@ -843,6 +930,8 @@ static as_status_t write_output(const char *path, const char *workload,
 void oracle_run_free(oracle_run_t *r) {
   free(r->marks);
   free(r->samples);
+  if (r->op_ns != NULL)
+    munmap(r->op_ns, (size_t)r->nop_ns * sizeof *r->op_ns);
   memset(r, 0, sizeof *r);
 }
 
@@ -953,7 +1042,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     return rc;
 
   child_t c;
-  if ((rc = child_start(r->replayer, r->preload, o, &c, err)) != AS_OK)
+  if ((rc = child_start(r->replayer, r->preload, o, plan.ops, &c, err)) !=
+      AS_OK)
     return rc;
   feed_t *f = calloc(1, sizeof *f);
   if (f == NULL) {
@@ -989,6 +1079,18 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     *err = f->err;
   }
   free(f);
+  if (rc == AS_OK && plan.ops > 0) {
+    void *m = mmap(NULL, (size_t)plan.ops * sizeof *r->op_ns, PROT_READ,
+                   MAP_SHARED, c.times_fd, 0);
+    if (m == MAP_FAILED)
+      rc = as_err_set(err, AS_EIO, "oracle: cannot map the op times: %s",
+                      strerror(errno));
+    else {
+      r->op_ns = m;
+      r->nop_ns = plan.ops;
+      r->replay_ns = r->op_ns[plan.ops - 1];
+    }
+  }
   child_close(&c);
   if (rc == AS_OK)
     rc = write_output(trace_path, workload, o, r, err);

@@ -7,8 +7,9 @@
  * musl-gcc), feeds it the trace's calls, has it read its RSS (its own
  * /proc/self/smaps_rollup) at every mark and every sample_every_ns between
  * two calls, and writes the trace again with those
- * measurements as rss events, so that `allocsim record` stores it and
- * `compare` predicts it like any captured run.
+ * measurements as rss events, every event stamped with the time the real
+ * allocator saw it (the oracle's clock, oracle_run_t op_ns), so that `allocsim
+ * record` stores it and `compare` predicts it like any captured run.
  *
  * Baseline.  The child reads its RSS once it has mapped and touched all it
  * needs (its code and libraries, the object table of ids x 8 bytes, its
@@ -55,7 +56,7 @@ struct oracle_opts_s {
 typedef struct oracle_mark_s oracle_mark_t;
 struct oracle_mark_s {
   char     label[64];
-  uint64_t t_ns;        /* the trace's time of the mark */
+  uint64_t t_ns;        /* the mark's time on the oracle's clock */
   uint64_t rss_bytes;   /* net of the baseline (0 if below it) */
   uint64_t gross_bytes; /* as measured */
 };
@@ -63,7 +64,7 @@ struct oracle_mark_s {
 typedef struct oracle_sample_s oracle_sample_t;
 struct oracle_sample_s {
   uint64_t ops_done;    /* ops the child had finished */
-  uint64_t t_ns;        /* the trace's time then */
+  uint64_t t_ns;        /* the oracle's clock then */
   uint64_t rss_bytes;   /* net */
   uint64_t gross_bytes; /* as measured */
 };
@@ -92,6 +93,13 @@ struct oracle_run_s {
   size_t           nmarks;
   oracle_sample_t *samples;
   size_t           nsamples;
+  /* The oracle's clock (protocol.h ORACLE_FD_TIMES): op i began op_ns[i]
+   * ns after the replay's start.  The measured trace carries these times
+   * (provenance clock=oracle), marks' and samples' t_ns too, so that a
+   * model replays it on the clock the real allocator ran on. */
+  uint64_t *op_ns; /* nop_ns, mapped read-only */
+  uint64_t  nop_ns;
+  uint64_t  replay_ns; /* when the last op began */
 };
 
 /* Parses "glibc", "jemalloc", ...; false if unknown. */

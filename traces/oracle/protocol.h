@@ -11,7 +11,18 @@
  *                       oracle_op_t records; an option op is followed by
  *                       ORACLE_NAME_MAX bytes holding its name
  *   ORACLE_FD_RESULTS   replayer -> parent: oracle_result_t records
+ *   ORACLE_FD_TIMES     a shared file (memfd) of hello.ops uint64_t, the
+ *                       oracle's clock: the replayer writes at [i] the
+ *                       CLOCK_MONOTONIC ns, since the replay's start, at
+ *                       which op i began (an idle: when its sleep began)
  * Both ends run on one machine: records are native-endian structs.
+ *
+ * The clock.  The replayer runs the calls as fast as it can (only idles
+ * sleep), so the trace's times are not those the real allocator saw:
+ * clock-driven allocators (mimalloc's delayed decommit, jemalloc's decay)
+ * decide on the time that passed in the replay.  Every time the replayer
+ * reports (the op times, a sample's) is on that clock, and the measured
+ * trace carries it (analysis/oracle.c), so that a model replays on it.
  *
  * Samples.  The replayer reads its own RSS every sample_every_ns between
  * two calls (it looks at the clock every ORACLE_CLOCK_EVERY calls), so a
@@ -27,11 +38,12 @@
 
 #define ORACLE_FD_OPS     3
 #define ORACLE_FD_RESULTS 4
+#define ORACLE_FD_TIMES   5
 
 /* Calls between two looks at the clock for a periodic sample. */
 #define ORACLE_CLOCK_EVERY 32
 
-#define ORACLE_MAGIC UINT64_C(0x315243524f534c41) /* "ALSORCR1" */
+#define ORACLE_MAGIC UINT64_C(0x325243524f534c41) /* "ALSORCR2" */
 
 /* Trace threads alive at once; each is a real thread. */
 #define ORACLE_MAX_THREADS 1024
@@ -101,7 +113,8 @@ typedef enum oracle_result_kind_e {
   ORACLE_R_READY,  /* a = baseline RSS bytes; text = the library that
                       provides malloc */
   ORACLE_R_MARK,   /* a = mark number, b = RSS bytes */
-  ORACLE_R_SAMPLE, /* a = calls done, b = RSS bytes, c = the trace's time */
+  ORACLE_R_SAMPLE, /* a = calls done, b = RSS bytes, c = the replay's
+                      time (ns since its start, as ORACLE_FD_TIMES) */
   ORACLE_R_DONE,   /* a = final RSS bytes, b = ops without a counterpart
                       in this allocator (counted, as the engine does),
                       c = the calls' CPU ns (the process's CPU time from

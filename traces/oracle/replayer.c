@@ -27,6 +27,10 @@
  *    call done.  Idle ops sleep for real (the parent scales them).  At the
  *    end the final RSS is reported and the process leaves with _exit, so no
  *    allocator destructor runs.
+ *  - Each op's start is read on CLOCK_MONOTONIC (the vDSO's: no system
+ *    call) and written to the parent's shared file (protocol.h
+ *    ORACLE_FD_TIMES): the clock the allocator ran on.  That file's pages
+ *    are shared memory, not in the Anonymous figure measured.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -423,7 +427,9 @@ static void sleep_ns(uint64_t ns) {
 /* ---- Periodic samples -----------------------------------------------------
  */
 
-static uint64_t next_sample_ns; /* monotonic time of the next sample */
+static uint64_t  next_sample_ns;  /* monotonic time of the next sample */
+static uint64_t  replay_start_ns; /* monotonic time of the first op */
+static uint64_t *op_times;        /* ORACLE_FD_TIMES: [op] ns since then */
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -431,15 +437,15 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A sample now, after `done` calls, stamped with the trace's time t_ns, if
+/* A sample now, after `done` calls, stamped with the replay's time, if
  * one is due.  Reading smaps_rollup walks the page tables, which takes
  * milliseconds for hundreds of MiB (and longer on a loaded machine), so the
  * next sample waits at least four reads' time: sampling takes at most a
  * fifth of the replay. */
-static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
+static void sample_if_due(uint64_t now, uint64_t done) {
   if (hello.sample_every_ns == 0 || now < next_sample_ns)
     return;
-  send_rss(ORACLE_R_SAMPLE, done, t_ns);
+  send_rss(ORACLE_R_SAMPLE, done, now - replay_start_ns);
   uint64_t after = mono_ns(), gap = 4 * (after - now);
   next_sample_ns += hello.sample_every_ns;
   if (next_sample_ns < after + gap)
@@ -447,8 +453,7 @@ static void sample_if_due(uint64_t now, uint64_t done, uint64_t t_ns) {
         after + (gap > hello.sample_every_ns ? gap : hello.sample_every_ns);
 }
 
-/* An idle: slept in slices up to the next sample, each sample stamped at
- * the point of the idle's span in the trace it stands for, and counted
+/* An idle: slept in slices up to the next sample, each sample counted
  * after the idle (so that it follows the idle event in the trace). */
 static void idle(const oracle_op_t *op) {
   uint64_t start = mono_ns(), end = start + op->size;
@@ -458,10 +463,7 @@ static void idle(const oracle_op_t *op) {
       until = next_sample_ns > now ? next_sample_ns : now;
     sleep_ns(until - now);
     now = mono_ns();
-    uint64_t done = now - start < op->size ? now - start : op->size;
-    sample_if_due(now, ops_done + 1,
-                  op->t_ns + (uint64_t)((double)op->aux * (double)done /
-                                        (double)op->size));
+    sample_if_due(now, ops_done + 1);
   }
 }
 
@@ -618,10 +620,13 @@ static void run(slot_t *me) {
     have_cur = false;
     if (cur.code == ORACLE_OP_END)
       finish();
+    if (ops_done >= hello.ops)
+      fail("more ops than the hello announced: ", hello.ops);
+    op_times[ops_done] = mono_ns() - replay_start_ns;
     execute(&cur);
     ++ops_done;
     if (hello.sample_every_ns != 0 && ops_done % ORACLE_CLOCK_EVERY == 0)
-      sample_if_due(mono_ns(), ops_done, cur.t_ns);
+      sample_if_due(mono_ns(), ops_done);
     if (cur.code == ORACLE_OP_THREAD_EXIT && me != &slots[0]) {
       me->state = SLOT_EXITED; /* the next op's thread joins it */
       next_op();
@@ -646,6 +651,12 @@ int main(void) {
   madvise(objs, table, MADV_NOHUGEPAGE); /* its size must not vary */
 #endif
   memset(objs, 0, table); /* resident now, so in the baseline */
+  if (hello.ops > 0) {
+    op_times = mmap(NULL, (size_t)hello.ops * sizeof *op_times,
+                    PROT_READ | PROT_WRITE, MAP_SHARED, ORACLE_FD_TIMES, 0);
+    if (op_times == MAP_FAILED)
+      fail("cannot map the op times (fd 5), errno ", (uint64_t)errno);
+  }
   memset(slots, 0, sizeof slots);
   memset(rss_buf, 0, sizeof rss_buf);
   /* inbuf: written by the read of the hello, and holding the first ops */
@@ -658,7 +669,8 @@ int main(void) {
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
   send_result(ORACLE_R_READY, rss_now(), 0, 0, library);
-  next_sample_ns = mono_ns() + hello.sample_every_ns;
+  replay_start_ns = mono_ns();
+  next_sample_ns = replay_start_ns + hello.sample_every_ns;
   calls_start_ns = cpu_ns();
   run(&slots[0]);
   finish();
