@@ -1774,10 +1774,10 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   uint64_t lg_page = model_opt_u64(o, JO_LG_PAGE);
   if (ncpus < 1)
     return as_err_set(err, AS_EINVAL, "jemalloc: ncpus=0: expected 1 or more");
-  if (narenas > 4095) /* MALLOCX_ARENA_LIMIT - 1 (jemalloc.c:2067-2072) */
+  if (narenas > UINT32_MAX)
     return as_err_set(err, AS_EINVAL,
-                      "jemalloc: narenas=%" PRIu64 ": expected 0..4095",
-                      narenas);
+                      "jemalloc: narenas=%" PRIu64 ": expected 0..%" PRIu32,
+                      narenas, UINT32_MAX);
   /* decay_ms_valid (decay.c:63-73): -1 .. NSTIME_SEC_MAX * 1000 */
   if (dd < -1 || md < -1)
     return as_err_set(err, AS_EINVAL,
@@ -1800,9 +1800,11 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   jm->lg_page = (unsigned)lg_page;
   jm->page = UINT64_C(1) << lg_page;
   jm->large_pad = jm->page; /* cache_oblivious (sz.c:110) */
-  jm->narenas_auto = narenas != 0 ? (uint32_t)narenas
-                     : ncpus > 1  ? (uint32_t)(ncpus * 4)
-                                  : 1;
+  /* malloc_narenas_default (jemalloc.c:1975-1993), then the limit of
+   * MALLOCX_ARENA() indexing: at least MALLOCX_ARENA_LIMIT (4095,
+   * jemalloc_internal_types.h:50) becomes 4094 (jemalloc.c:2068-2072). */
+  uint64_t want = narenas != 0 ? narenas : ncpus > 1 ? ncpus * 4 : 1;
+  jm->narenas_auto = want >= 4095 || ncpus > UINT32_MAX ? 4094 : (uint32_t)want;
   jm->dirty_decay_ms = dd;
   jm->muzzy_decay_ms = md;
   jm->background_thread = model_opt_bool(o, JO_BACKGROUND_THREAD);

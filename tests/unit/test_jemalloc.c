@@ -406,6 +406,22 @@ static void decay_time_changes_at_run_time(void **state) {
 
 /* ---- Options and the environment ----------------------------------------- */
 
+/* Arena counts from narenas or from 4 per CPU stop at 4094, the range
+ * MALLOCX_ARENA() can index (jemalloc 5.3.0 src/jemalloc.c:2068-2072);
+ * the huge arena comes on top. */
+static void narenas_stop_at_the_mallocx_limit(void **state) {
+  (void)state;
+  const char *specs[] = {"jemalloc:narenas=4094", "jemalloc:narenas=5000",
+                         "jemalloc:ncpus=100000", "jemalloc:ncpus=33554432"};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    sim_session_t s;
+    as_err_t      err = {0};
+    assert_int_equal(sim_session_open(specs[i], NULL, NULL, &s, &err), AS_OK);
+    assert_int_equal(jemalloc_inspect_narenas(s.model), 4094 + 1);
+    sim_session_close(&s);
+  }
+}
+
 static void bad_options_name_the_key_and_the_range(void **state) {
   (void)state;
   sim_session_t s;
@@ -416,9 +432,10 @@ static void bad_options_name_the_key_and_the_range(void **state) {
       AS_EUSAGE);
   assert_non_null(strstr(err.msg, "dirty_decay_ms=-2: expected -1"));
   assert_int_equal(
-      sim_session_open("jemalloc:narenas=5000", NULL, NULL, &s, &err),
+      sim_session_open("jemalloc:narenas=5000000000", NULL, NULL, &s, &err),
       AS_EUSAGE);
-  assert_non_null(strstr(err.msg, "narenas=5000: expected 0..4095"));
+  assert_non_null(
+      strstr(err.msg, "narenas=5000000000: expected 0..4294967295"));
   assert_int_equal(sim_session_open("jemalloc:max_background_threads=0", NULL,
                                     NULL, &s, &err),
                    AS_EUSAGE);
@@ -593,6 +610,7 @@ int main(void) {
       cmocka_unit_test(threads_get_arenas_and_exit_flushes_their_cache),
       cmocka_unit_test(purge_events),
       cmocka_unit_test(decay_time_changes_at_run_time),
+      cmocka_unit_test(narenas_stop_at_the_mallocx_limit),
       cmocka_unit_test(bad_options_name_the_key_and_the_range),
       cmocka_unit_test(the_environment_picks_jemalloc),
       cmocka_unit_test(cpython_over_jemalloc),
