@@ -36,6 +36,7 @@
 #include "../traces/addr_ids.h"
 #include "../traces/helper_path.h"
 #include "../traces/import_util.h"
+#include "../traces/machine.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
@@ -752,6 +753,11 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
         (rc = meta_put(m, "kernel", u.release, err)) != AS_OK)
       return rc;
   }
+  int zero_page = machine_reads_map_zero_page();
+  if (zero_page >= 0 &&
+      (rc = meta_put(m, "zero_page", zero_page ? "true" : "false", err)) !=
+          AS_OK)
+    return rc;
   if ((rc = meta_u64(m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE), err)) !=
           AS_OK ||
       (rc = meta_u64(m, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),

@@ -2,7 +2,7 @@
 """scripts/measure/oracle/run.py -- the measurements behind the oracle's
 validation (docs/validation.md), rerunnable on any Debian 12 machine.
 
-  run.py [--build DIR] [--only STEP,...] [--jobs N]
+  run.py [--build DIR] [--only STEP,...] [--allocators A,...]
 
 Steps (all by default), each writing under data/:
   imports    heaptrack --raw on five real programs nobody here wrote
@@ -202,12 +202,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--only", default="imports,workloads,traces")
+    ap.add_argument("--allocators", default=",".join(ALLOCATORS),
+                    help="the allocators to measure (default all: %s)"
+                    % ",".join(ALLOCATORS))
     args = ap.parse_args()
     ctx = Ctx(os.path.abspath(args.build))
     steps = args.only.split(",")
     try:
         step_imports(ctx, "imports" in steps)
-        allocators = [a for a in ALLOCATORS
+        chosen = args.allocators.split(",")
+        unknown = [a for a in chosen if a not in ALLOCATORS]
+        if unknown:
+            sys.exit("run.py: --allocators: unknown %s (known: %s)"
+                     % (",".join(unknown), ",".join(ALLOCATORS)))
+        allocators = [a for a in chosen
                       if ("workloads" in steps or "traces" in steps)
                       and installed(ctx, a)]
         if "workloads" in steps:
