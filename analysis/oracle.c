@@ -607,7 +607,7 @@ static uint64_t now_ns(void) {
 typedef struct collect_s collect_t;
 struct collect_s {
   oracle_run_t *r;
-  size_t        samples_cap;
+  size_t        samples_cap, created_cap;
   bool          ready, done;
   char          error[232];
   uint64_t      error_op;
@@ -639,6 +639,21 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     r->samples = v;
     v[r->nsamples++] =
         (oracle_sample_t){res->a, res->c, net(k, res->b), res->b};
+    break;
+  }
+  case ORACLE_R_THREAD: {
+    oracle_thread_t *v =
+        as_grow(r->created, &k->created_cap, r->ncreated + 1, sizeof *v, 16);
+    if (v == NULL) {
+      /* Without it the measured trace would lack a DTV: no run. */
+      as_format_fits(k->error, sizeof k->error,
+                     "oracle: out of memory for the replayer's threads");
+      k->error_op = res->a;
+      k->done = true;
+      break;
+    }
+    r->created = v;
+    v[r->ncreated++] = (oracle_thread_t){res->a, (uint32_t)res->b, res->c};
     break;
   }
   case ORACLE_R_DONE:
@@ -676,6 +691,43 @@ static void collect(collect_t *k, const child_t *c) {
     memmove(buf, buf + off, have - off);
     have -= off;
   }
+}
+
+/* ---- The replayer's thread DTVs --------------------------------------------
+ * Every thread glibc's pthread_create gives a new stack gets a DTV calloc'd
+ * by the creating thread (protocol.h ORACLE_R_THREAD), all of one size in a
+ * process: calloc (dtv_length + 2, sizeof (dtv_t)) with dtv_length =
+ * GL(dl_tls_max_dtv_idx) + DTV_SURPLUS (glibc 2.36 elf/dl-tls.c:374-375),
+ * and the replayer loads no module once it runs.  So the smallest figure
+ * the replayer measured is that chunk; a larger one is the chunk and
+ * same-size free chunks calloc's _int_malloc moved from a bin into the main
+ * thread's tcache (malloc/malloc.c:3916-3935, tcache chunks count as in use
+ * in mallinfo2), which the model's calloc moves too.  0: a cached stack,
+ * no DTV.  The measured trace gains, on thread 0 right before the thread's
+ * first op, a calloc of chunk - 16 bytes: request2size (malloc.c:1326-1329)
+ * gives (chunk - 16 + SIZE_SZ + MALLOC_ALIGN_MASK) & ~MALLOC_ALIGN_MASK =
+ * (chunk + 7) & ~15 = the chunk back.  It is never freed: glibc frees a
+ * DTV only when it unmaps a stack the cache (40 MiB, nptl/nptl-stack.c:23)
+ * no longer holds (nptl-stack.c:78), from whichever thread joins, which the
+ * replayer does not measure. */
+
+static void dtv_chunk(oracle_run_t *r) {
+  r->dtv_chunk_bytes = 0;
+  for (size_t i = 0; i < r->ncreated; i++) {
+    uint64_t b = r->created[i].heap_bytes;
+    if (b != ORACLE_THREAD_UNMEASURED && b > 0 &&
+        (r->dtv_chunk_bytes == 0 || b < r->dtv_chunk_bytes))
+      r->dtv_chunk_bytes = b;
+  }
+  /* A chunk glibc cannot make (not a multiple of MALLOC_ALIGNMENT, or
+   * below MINSIZE): something else was allocated; none is written. */
+  if (r->dtv_chunk_bytes % 16 != 0 || r->dtv_chunk_bytes < 32)
+    r->dtv_chunk_bytes = 0;
+}
+
+static bool dtv_measured(const oracle_run_t *r, const oracle_thread_t *t) {
+  return r->dtv_chunk_bytes != 0 && t->heap_bytes != ORACLE_THREAD_UNMEASURED &&
+         t->heap_bytes > 0;
 }
 
 /* ---- The output: pass 3 --------------------------------------------------
@@ -729,6 +781,38 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
   return meta_put(m, "libc", libc, err);
 }
 
+/* What the measured trace holds of the replayer's own thread creation
+ * (the replayer's thread DTVs, above), when it created any. */
+static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
+                             const oracle_opts_t *o, const oracle_run_t *r,
+                             as_err_t *err) {
+  char     buf[300];
+  uint64_t n = 0;
+  for (size_t i = 0; i < r->ncreated; i++)
+    n += dtv_measured(r, &r->created[i]);
+  if (r->ncreated == 0)
+    return AS_OK;
+  if (o->allocator != ORACLE_GLIBC)
+    as_format_fits(buf, sizeof buf,
+                   "not in the trace: the DTVs of the replayer's %zu "
+                   "pthread_create calls went to %s unmeasured (mallinfo2 "
+                   "describes glibc's heap alone)",
+                   r->ncreated, oracle_allocator_name(o->allocator));
+  else if (workload != NULL)
+    as_format_fits(buf, sizeof buf,
+                   "not in the trace: compare regenerates the workload's "
+                   "calls, without the %" PRIu64 " DTVs of the replayer's "
+                   "pthread_create calls",
+                   n);
+  else
+    as_format_fits(buf, sizeof buf,
+                   "%" PRIu64 " calloc of %" PRIu64 " bytes on thread 0, ids "
+                   "from %" PRIu64 ": the DTVs of the replayer's %zu "
+                   "pthread_create calls (mallinfo2)",
+                   n, n ? r->dtv_chunk_bytes - 16 : 0, r->ids, r->ncreated);
+  return meta_put(m, "oracle_thread_dtvs", buf, err);
+}
+
 static as_status_t output_meta(const trace_source_t *src, const char *input,
                                const char *workload, const oracle_opts_t *o,
                                const oracle_run_t *r, trace_meta_t *m,
@@ -775,7 +859,9 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (rc = meta_u64(m, "oracle_unsupported", r->unsupported, err)) != AS_OK)
     return rc;
   as_format_fits(buf, sizeof buf, "%g", o->idle_scale);
-  return meta_put(m, "idle_scale", buf, err);
+  if ((rc = meta_put(m, "idle_scale", buf, err)) != AS_OK)
+    return rc;
+  return meta_dtvs(m, workload, o, r, err);
 }
 
 typedef struct out_s out_t;
@@ -783,8 +869,9 @@ struct out_s {
   trace_writer_t *w; /* NULL: only the peak is worked out */
   oracle_run_t   *r;
   size_t          next_sample;
-  bool            marks_only; /* a workload: compare regenerates its calls */
-  uint64_t        t_floor;    /* no later event is stamped before this */
+  bool            marks_only;   /* a workload: compare regenerates its calls */
+  uint64_t        t_floor;      /* no later event is stamped before this */
+  size_t          next_created; /* r->created not yet passed */
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b) {
@@ -861,6 +948,31 @@ static as_status_t out_idle(out_t *x, const trace_event_t *ev,
   return rc;
 }
 
+/* The DTV callocs of the threads created before op i (stamped t): one
+ * calloc of a fresh id each, on thread 0 (the replayer's dtv_chunk). */
+static as_status_t out_dtvs(out_t *x, uint64_t i, uint64_t t, as_err_t *err) {
+  oracle_run_t *r = x->r;
+  as_status_t   rc = AS_OK;
+  for (; rc == AS_OK && x->next_created < r->ncreated &&
+         r->created[x->next_created].op <= i;
+       x->next_created++) {
+    if (!dtv_measured(r, &r->created[x->next_created]))
+      continue;
+    if (x->w == NULL || x->marks_only)
+      continue;
+    trace_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.t_ns = t;
+    ev.op = TRACE_CALLOC;
+    ev.thread = 0;
+    ev.id = r->ids + r->dtvs;
+    ev.size = r->dtv_chunk_bytes - 16;
+    if ((rc = trace_writer_write(x->w, &ev, err)) == AS_OK)
+      r->dtvs++;
+  }
+  return rc;
+}
+
 /* Writes ev and the measurements that follow it (ops_done: ops finished
  * with it). */
 static as_status_t out_event(out_t *x, const trace_event_t *ev,
@@ -892,7 +1004,7 @@ static as_status_t write_output(const char *path, const char *workload,
   if (rc != AS_OK)
     return rc;
   walk_t       w;
-  out_t        x = {NULL, r, 0, workload != NULL, 0};
+  out_t        x = {NULL, r, 0, workload != NULL, 0, 0};
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
@@ -914,6 +1026,8 @@ static as_status_t write_output(const char *path, const char *workload,
       break;
     first = false;
     t = ev.t_ns;
+    if ((rc = out_dtvs(&x, w.ops - 1, ev.t_ns, err)) != AS_OK)
+      break;
     rc = out_event(&x, &ev, w.ops, w.marks - (ev.op == TRACE_MARK), err);
   }
   if (rc == AS_DONE) {
@@ -934,6 +1048,7 @@ static as_status_t write_output(const char *path, const char *workload,
 /* ---- Entry point --------------------------------------------------------- */
 
 void oracle_run_free(oracle_run_t *r) {
+  free(r->created);
   free(r->marks);
   free(r->samples);
   if (r->op_ns != NULL)
@@ -1098,6 +1213,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     }
   }
   child_close(&c);
+  r->ids = plan.ids;
+  dtv_chunk(r);
   if (rc == AS_OK)
     rc = write_output(trace_path, workload, o, r, err);
   return rc;

@@ -69,6 +69,15 @@ struct oracle_sample_s {
   uint64_t gross_bytes; /* as measured */
 };
 
+/* A thread the replayer created (protocol.h ORACLE_R_THREAD). */
+typedef struct oracle_thread_s oracle_thread_t;
+struct oracle_thread_s {
+  uint64_t op;         /* the op index of the thread's first op */
+  uint32_t thread;     /* its trace thread */
+  uint64_t heap_bytes; /* what pthread_create took from glibc's heap, or
+                          ORACLE_THREAD_UNMEASURED */
+};
+
 typedef struct oracle_run_s oracle_run_t;
 struct oracle_run_s {
   char     library[232]; /* where the child's malloc came from */
@@ -100,6 +109,15 @@ struct oracle_run_s {
   uint64_t *op_ns; /* nop_ns, mapped read-only */
   uint64_t  nop_ns;
   uint64_t  replay_ns; /* when the last op began */
+  /* The replayer's pthread_creates, in op order, and the DTV callocs the
+   * measured trace gains for them (glibc: one `calloc` of dtv_chunk_bytes
+   * - 16 on thread 0 before the first op of each thread whose creation
+   * took from the heap; protocol.h ORACLE_R_THREAD). */
+  oracle_thread_t *created;
+  size_t           ncreated;
+  uint64_t         dtv_chunk_bytes; /* 0: none measured */
+  uint64_t         dtvs;            /* callocs written for them */
+  uint64_t         ids;             /* the trace's ids (highest + 1) */
 };
 
 /* Parses "glibc", "jemalloc", ...; false if unknown. */

@@ -43,7 +43,7 @@
 /* Calls between two looks at the clock for a periodic sample. */
 #define ORACLE_CLOCK_EVERY 32
 
-#define ORACLE_MAGIC UINT64_C(0x325243524f534c41) /* "ALSORCR2" */
+#define ORACLE_MAGIC UINT64_C(0x335243524f534c41) /* "ALSORCR3" */
 
 /* Trace threads alive at once; each is a real thread. */
 #define ORACLE_MAX_THREADS 1024
@@ -119,8 +119,29 @@ typedef enum oracle_result_kind_e {
                       in this allocator (counted, as the engine does),
                       c = the calls' CPU ns (the process's CPU time from
                       the first op, less reading ops and RSS) */
-  ORACLE_R_ERROR   /* text = the message, a = op index */
+  ORACLE_R_ERROR,  /* text = the message, a = op index */
+  ORACLE_R_THREAD  /* the replayer created a thread: a = the op index of
+                      the thread's first op, b = its trace thread, c = the
+                      bytes the creating thread's pthread_create allocated
+                      from the heap, or ORACLE_THREAD_UNMEASURED */
 } oracle_result_kind_t;
+
+/* ---- The replayer's own thread creation -----------------------------------
+ * Each trace thread is a thread the replayer's main thread creates at the
+ * thread's first op, and glibc's pthread_create, when it maps a new stack
+ * (not when it reuses a cached one), callocs the new thread's DTV from the
+ * creating thread: glibc 2.36 nptl/pthread_create.c:650 allocate_stack ->
+ * nptl/allocatestack.c:366 __mmap of the stack, :423 _dl_allocate_tls ->
+ * elf/dl-tls.c:471 allocate_dtv, :375 calloc (dtv_length + 2,
+ * sizeof (dtv_t)) (a reused stack, allocatestack.c:360 get_cached_stack,
+ * keeps its DTV: :140 _dl_allocate_tls_init).  The trace does not carry
+ * that call (a captured program's own pthread_create is traced, the
+ * replayer's is another), so the replayer measures it for glibc (mallinfo2
+ * uordblks around pthread_create, in the main thread while every other
+ * thread waits) and the parent writes it into the stored trace
+ * (analysis/oracle.c).  Other allocators: not measured (mallinfo2
+ * describes glibc's heap alone). */
+#define ORACLE_THREAD_UNMEASURED UINT64_MAX
 
 typedef struct oracle_result_s oracle_result_t;
 struct oracle_result_s {

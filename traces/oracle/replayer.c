@@ -547,6 +547,29 @@ static slot_t *slot_find(uint32_t tid) {
   return NULL;
 }
 
+/* glibc's heap bytes in use (mallinfo2 uordblks: every arena's chunks
+ * not free in a bin or top, glibc 2.36 malloc/malloc.c:5197), or
+ * ORACLE_THREAD_UNMEASURED when another allocator serves malloc.  Read
+ * around pthread_create, the difference is the DTV calloc (protocol.h):
+ * the stack is mmapped, not malloced (nptl/allocatestack.c:366), the new
+ * thread waits on its semaphore without allocating, and every other thread
+ * waits for the baton.  mallinfo2 only reads the arenas (malloc.c:5211-
+ * 5230, each under its lock), so the heap the trace builds is untouched.
+ * Its CPU time is set aside, like an RSS read's. */
+static uint64_t heap_in_use(void) {
+#if !defined(ORACLE_STATIC) && defined(__GLIBC__) &&                           \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  if (hello.allocator != ORACLE_GLIBC)
+    return ORACLE_THREAD_UNMEASURED;
+  uint64_t         t0 = cpu_ns();
+  struct mallinfo2 mi = mallinfo2();
+  aside_ns += cpu_ns() - t0;
+  return (uint64_t)mi.uordblks;
+#else
+  return ORACLE_THREAD_UNMEASURED;
+#endif
+}
+
 /* A new thread for trace thread tid.  Only the main thread creates
  * threads, as a program's main thread would: pthread_create's frames then
  * land on the main stack, not on the stacks the trace's threads measure. */
@@ -565,9 +588,16 @@ static slot_t *slot_create(uint32_t tid) {
   spare->state = SLOT_LIVE;
   if (sem_init(&spare->go, 0, 0) != 0)
     fail("sem_init failed, errno ", (uint64_t)errno);
-  int e = pthread_create(&spare->th, NULL, thread_main, spare);
+  uint64_t before = heap_in_use();
+  int      e = pthread_create(&spare->th, NULL, thread_main, spare);
   if (e != 0)
     fail("pthread_create failed, error ", (uint64_t)e);
+  uint64_t after = heap_in_use();
+  send_result(ORACLE_R_THREAD, ops_done, tid,
+              before == ORACLE_THREAD_UNMEASURED ? ORACLE_THREAD_UNMEASURED
+              : after > before                   ? after - before
+                                                 : 0,
+              NULL);
   return spare;
 }
 
