@@ -792,12 +792,18 @@ static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
     n += dtv_measured(r, &r->created[i]);
   if (r->ncreated == 0)
     return AS_OK;
-  if (o->allocator != ORACLE_GLIBC)
+  if (o->allocator == ORACLE_MUSL)
     as_format_fits(buf, sizeof buf,
-                   "not in the trace: the DTVs of the replayer's %zu "
-                   "pthread_create calls went to %s unmeasured (mallinfo2 "
+                   "none: musl's pthread_create puts the DTV in the thread's "
+                   "mapping (musl 1.2.3 src/thread/pthread_create.c:291-309, "
+                   "src/env/__init_tls.c:47), no malloc");
+  else if (o->allocator != ORACLE_GLIBC)
+    as_format_fits(buf, sizeof buf,
+                   "not in the trace: ld.so's calloc is %s's (glibc 2.36 "
+                   "elf/dl-minimal.c:91-99), which got the DTVs of the "
+                   "replayer's %zu pthread_create calls unmeasured (mallinfo2 "
                    "describes glibc's heap alone)",
-                   r->ncreated, oracle_allocator_name(o->allocator));
+                   oracle_allocator_name(o->allocator), r->ncreated);
   else if (workload != NULL)
     as_format_fits(buf, sizeof buf,
                    "not in the trace: compare regenerates the workload's "

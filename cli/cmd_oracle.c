@@ -142,10 +142,10 @@ static void print_json(const oracle_args_t *a, const oracle_run_t *r,
   }
   printf("], \"samples\": %zu, \"events\": %" PRIu64 ", \"ops\": %" PRIu64
          ", \"unsupported\": %" PRIu64 ", \"skipped\": %" PRIu64
-         ", \"threads\": %" PRIu64
+         ", \"threads\": %" PRIu64 ", \"thread_dtvs\": %" PRIu64
          ", \"wall_s\": %.3f, \"calls_cpu_ns\": %" PRIu64 ", \"trace\": ",
          r->nsamples, r->events, r->ops, r->unsupported, r->skipped, r->threads,
-         r->wall_s, r->calls_cpu_ns);
+         r->dtvs, r->wall_s, r->calls_cpu_ns);
   cli_json_string(stdout, a->o.out_path);
   if (run_id > 0)
     printf(", \"run\": %" PRId64 "}\n", run_id);
@@ -182,6 +182,12 @@ static void print_table(const oracle_args_t *a, const oracle_run_t *r,
          mib(r->peak_rss_bytes), (double)r->peak_t_ns / 1e6, r->nsamples);
   if (a->o.out_path != NULL)
     printf("trace out  %s\n", a->o.out_path);
+  if (r->dtvs > 0)
+    printf("           + %" PRIu64 " calloc%s of %" PRIu64
+           " bytes on thread 0: the DTV%s the replayer's\n"
+           "           pthread_create took from glibc's heap (mallinfo2)\n",
+           r->dtvs, r->dtvs == 1 ? "" : "s", r->dtv_chunk_bytes - 16,
+           r->dtvs == 1 ? "" : "s");
   if (run_id > 0)
     printf("stored     measured run %" PRId64
            " in %s (allocsim compare %" PRId64 " --db %s)\n",
@@ -257,6 +263,11 @@ const cli_command_t cli_cmd_oracle = {
         "compare replays the model on the clock the real allocator ran on\n"
         "(mimalloc's decommit delay, jemalloc's decay).  Mark and peak\n"
         "times below are on that clock.\n\n"
+        "Threads: glibc's pthread_create, when it maps a new stack, callocs\n"
+        "the thread's DTV from the creating thread, a call the trace does\n"
+        "not hold; with glibc, OUT gains it (a calloc on thread 0 before the\n"
+        "thread's first op, measured with mallinfo2; provenance\n"
+        "oracle_thread_dtvs), for other allocators it is not in OUT.\n\n"
         "allocators (--allocator, default glibc):\n"
         "  glibc      the system's C library\n"
         "  jemalloc   LD_PRELOAD of Debian's libjemalloc.so.2 (or --lib)\n"
