@@ -701,15 +701,16 @@ static void collect(collect_t *k, const child_t *c) {
  * and the replayer loads no module once it runs.  So the smallest figure
  * the replayer measured is that chunk; a larger one is the chunk and
  * same-size free chunks calloc's _int_malloc moved from a bin into the main
- * thread's tcache (malloc/malloc.c:3916-3935, tcache chunks count as in use
- * in mallinfo2), which the model's calloc moves too.  0: a cached stack,
- * no DTV.  The measured trace gains, on thread 0 right before the thread's
- * first op, a calloc of chunk - 16 bytes: request2size (malloc.c:1326-1329)
- * gives (chunk - 16 + SIZE_SZ + MALLOC_ALIGN_MASK) & ~MALLOC_ALIGN_MASK =
- * (chunk + 7) & ~15 = the chunk back.  It is never freed: glibc frees a
- * DTV only when it unmaps a stack the cache (40 MiB, nptl/nptl-stack.c:23)
- * no longer holds (nptl-stack.c:78), from whichever thread joins, which the
- * replayer does not measure. */
+ * thread's tcache (malloc/malloc.c:3916-3935 the small bin, :4052-4068
+ * exact fits from the unsorted bin; a tcache chunk is not free to
+ * int_mallinfo, :5147-5197), which the model's calloc moves too.  0: a cached
+ * stack, no DTV.  The measured trace gains, on thread 0 right before the
+ * thread's first op, a calloc of chunk - 16 bytes: request2size
+ * (malloc.c:1326-1329) gives (chunk - 16 + SIZE_SZ + MALLOC_ALIGN_MASK) &
+ * ~MALLOC_ALIGN_MASK = (chunk + 7) & ~15 = the chunk back.  It is never freed:
+ * glibc frees a DTV only when it unmaps a stack the cache (40 MiB,
+ * nptl/nptl-stack.c:23) no longer holds (nptl-stack.c:78), from whichever
+ * thread joins, which the replayer does not measure. */
 
 static void dtv_chunk(oracle_run_t *r) {
   r->dtv_chunk_bytes = 0;

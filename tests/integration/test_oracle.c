@@ -8,7 +8,8 @@
  * checked call for call against it.  The tests also check what the oracle
  * promises: a measured trace that record and compare accept (error 0 at
  * every mark), threads replayed as threads (the 64-thread lab, within the
- * DTVs pthread_create callocs, which the workload does not emit), option,
+ * DTVs pthread_create callocs, which the workload does not emit), the
+ * replayer's own DTVs written into a trace run's stored trace, option,
  * purge, touch and idle events applied, bad events refused before anything
  * runs, and an allocator that cannot be loaded refused naming the path.
  * jemalloc, mimalloc, tcmalloc and musl run when installed (skipped
