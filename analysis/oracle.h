@@ -20,10 +20,18 @@
  * gperftools' TCMallocGuard) lands in the baseline, and allocator code
  * pages first run after it land in the figures.
  *
+ * Threads.  Each trace thread is a thread the replayer creates, and
+ * glibc's pthread_create callocs a new stack's DTV, a call the trace does
+ * not hold: with glibc the measured trace gains it, a calloc on thread 0
+ * before the thread's first op (oracle.c, the replayer's thread DTVs);
+ * other allocators' measured traces and workload runs lack it (provenance
+ * oracle_thread_dtvs says which).
+ *
  * Type map
  *   oracle_opts_t    which allocator, how to run, where to write
  *   oracle_mark_t    RSS at one mark
  *   oracle_sample_t  one periodic sample
+ *   oracle_thread_t  one thread the replayer created
  *   oracle_run_t     what a run measured
  */
 #ifndef ALLOCSIM_ORACLE_H

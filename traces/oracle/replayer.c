@@ -27,6 +27,11 @@
  *    call done.  Idle ops sleep for real (the parent scales them).  At the
  *    end the final RSS is reported and the process leaves with _exit, so no
  *    allocator destructor runs.
+ *  - With glibc, each pthread_create it makes is measured: the heap bytes
+ *    the call took (mallinfo2 uordblks before and after, heap_in_use),
+ *    that is the new thread's DTV when it got a new stack, reported so
+ *    that the measured trace carries that calloc (protocol.h
+ *    ORACLE_R_THREAD).
  *  - Each op's start is read on CLOCK_MONOTONIC (the vDSO's: no system
  *    call) and written to the parent's shared file (protocol.h
  *    ORACLE_FD_TIMES): the clock the allocator ran on.  That file's pages
