@@ -607,7 +607,7 @@ static uint64_t now_ns(void) {
 typedef struct collect_s collect_t;
 struct collect_s {
   oracle_run_t *r;
-  size_t        samples_cap, created_cap;
+  size_t        samples_cap, created_cap, frees_cap;
   bool          ready, done;
   char          error[232];
   uint64_t      error_op;
@@ -654,6 +654,20 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     }
     r->created = v;
     v[r->ncreated++] = (oracle_thread_t){res->a, (uint32_t)res->b, res->c};
+    break;
+  }
+  case ORACLE_R_DTV_FREE: {
+    oracle_dtv_free_t *v =
+        as_grow(r->dtv_frees, &k->frees_cap, r->ndtv_frees + 1, sizeof *v, 16);
+    if (v == NULL) {
+      as_format_fits(k->error, sizeof k->error,
+                     "oracle: out of memory for the replayer's threads");
+      k->error_op = res->a;
+      k->done = true;
+      break;
+    }
+    r->dtv_frees = v;
+    v[r->ndtv_frees++] = (oracle_dtv_free_t){res->a, (uint32_t)res->b, res->c};
     break;
   }
   case ORACLE_R_DONE:
@@ -707,12 +721,17 @@ static void collect(collect_t *k, const child_t *c) {
  * stack, no DTV.  The measured trace gains, on thread 0 right before the
  * thread's first op, a calloc of chunk - 16 bytes: request2size
  * (malloc.c:1326-1329) gives (chunk - 16 + SIZE_SZ + MALLOC_ALIGN_MASK) &
- * ~MALLOC_ALIGN_MASK = (chunk + 7) & ~15 = the chunk back.  It is never freed:
- * glibc frees a DTV only when it unmaps a stack the cache (40 MiB,
- * nptl/nptl-stack.c:23) no longer holds (nptl-stack.c:78), from whichever
- * thread joins, which the replayer does not measure. */
+ * ~MALLOC_ALIGN_MASK = (chunk + 7) & ~15 = the chunk back.  glibc frees a
+ * DTV only when it unmaps a stack its cache (40 MiB, nptl/nptl-stack.c:23)
+ * no longer holds (nptl-stack.c:78), in the thread that joins: the
+ * replayer sees the stack go (ORACLE_R_DTV_FREE) and the measured trace
+ * frees the calloc there, on that thread, before the op it joined at (after
+ * it when that op is the thread's start).  Otherwise it is never freed. */
 
-static void dtv_chunk(oracle_run_t *r) {
+static bool dtv_measured(const oracle_run_t *r, const oracle_thread_t *t);
+
+/* The DTV chunk, and the id of each creation's calloc. */
+static as_status_t dtv_plan(oracle_run_t *r, bool written, as_err_t *err) {
   r->dtv_chunk_bytes = 0;
   for (size_t i = 0; i < r->ncreated; i++) {
     uint64_t b = r->created[i].heap_bytes;
@@ -724,6 +743,23 @@ static void dtv_chunk(oracle_run_t *r) {
    * below MINSIZE): something else was allocated; none is written. */
   if (r->dtv_chunk_bytes % 16 != 0 || r->dtv_chunk_bytes < 32)
     r->dtv_chunk_bytes = 0;
+  if (r->ncreated == 0)
+    return AS_OK;
+  r->dtv_ids = malloc(r->ncreated * sizeof *r->dtv_ids);
+  if (r->dtv_ids == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory for the threads' DTVs");
+  uint64_t next = r->ids;
+  for (size_t i = 0; i < r->ncreated; i++)
+    r->dtv_ids[i] =
+        written && dtv_measured(r, &r->created[i]) ? next++ : UINT64_MAX;
+  return AS_OK;
+}
+
+/* Whether free f has a calloc to free. */
+static bool dtv_free_written(const oracle_run_t      *r,
+                             const oracle_dtv_free_t *f) {
+  return r->dtv_ids != NULL && f->creation < r->ncreated &&
+         r->dtv_ids[f->creation] != UINT64_MAX;
 }
 
 static bool dtv_measured(const oracle_run_t *r, const oracle_thread_t *t) {
@@ -788,9 +824,11 @@ static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
                              const oracle_opts_t *o, const oracle_run_t *r,
                              as_err_t *err) {
   char     buf[300];
-  uint64_t n = 0;
+  uint64_t n = 0, freed = 0;
   for (size_t i = 0; i < r->ncreated; i++)
     n += dtv_measured(r, &r->created[i]);
+  for (size_t i = 0; i < r->ndtv_frees; i++)
+    freed += dtv_free_written(r, &r->dtv_frees[i]);
   if (r->ncreated == 0)
     return AS_OK;
   if (o->allocator == ORACLE_MUSL)
@@ -814,9 +852,11 @@ static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
   else
     as_format_fits(buf, sizeof buf,
                    "%" PRIu64 " calloc of %" PRIu64 " bytes on thread 0, ids "
-                   "from %" PRIu64 ": the DTVs of the replayer's %zu "
-                   "pthread_create calls (mallinfo2)",
-                   n, n ? r->dtv_chunk_bytes - 16 : 0, r->ids, r->ncreated);
+                   "from %" PRIu64 ", %" PRIu64 " freed by a join when "
+                   "glibc's stack cache let the stack go: the DTVs of the "
+                   "replayer's %zu pthread_create calls (mallinfo2)",
+                   n, n ? r->dtv_chunk_bytes - 16 : 0, r->ids, freed,
+                   r->ncreated);
   return meta_put(m, "oracle_thread_dtvs", buf, err);
 }
 
@@ -879,6 +919,7 @@ struct out_s {
   bool            marks_only;   /* a workload: compare regenerates its calls */
   uint64_t        t_floor;      /* no later event is stamped before this */
   size_t          next_created; /* r->created not yet passed */
+  size_t          next_free;    /* r->dtv_frees not yet passed */
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b) {
@@ -955,27 +996,46 @@ static as_status_t out_idle(out_t *x, const trace_event_t *ev,
   return rc;
 }
 
-/* The DTV callocs of the threads created before op i (stamped t): one
- * calloc of a fresh id each, on thread 0 (the replayer's dtv_chunk). */
-static as_status_t out_dtvs(out_t *x, uint64_t i, uint64_t t, as_err_t *err) {
+static as_status_t out_dtv_event(out_t *x, trace_op_t op, uint32_t thread,
+                                 uint64_t id, uint64_t t, as_err_t *err) {
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.t_ns = t;
+  ev.op = (uint8_t)op;
+  ev.thread = thread;
+  ev.id = id;
+  ev.size = op == TRACE_CALLOC ? x->r->dtv_chunk_bytes - 16 : 0;
+  return trace_writer_write(x->w, &ev, err);
+}
+
+/* The replayer's DTV events before op i (stamped t; ev_op its event): the
+ * callocs of the threads created for it (thread 0, the replayer's thread
+ * DTVs above), then the frees of those whose stacks glibc's cache let go
+ * when the thread running op i joined, on that thread; after op i
+ * instead when op i is that thread's start (so that it runs first). */
+static as_status_t out_dtvs(out_t *x, uint64_t i, uint64_t t, trace_op_t ev_op,
+                            bool after, as_err_t *err) {
   oracle_run_t *r = x->r;
   as_status_t   rc = AS_OK;
-  for (; rc == AS_OK && x->next_created < r->ncreated &&
+  bool          write = x->w != NULL && !x->marks_only;
+  for (; !after && rc == AS_OK && x->next_created < r->ncreated &&
          r->created[x->next_created].op <= i;
        x->next_created++) {
-    if (!dtv_measured(r, &r->created[x->next_created]))
-      continue;
-    if (x->w == NULL || x->marks_only)
-      continue;
-    trace_event_t ev;
-    memset(&ev, 0, sizeof ev);
-    ev.t_ns = t;
-    ev.op = TRACE_CALLOC;
-    ev.thread = 0;
-    ev.id = r->ids + r->dtvs;
-    ev.size = r->dtv_chunk_bytes - 16;
-    if ((rc = trace_writer_write(x->w, &ev, err)) == AS_OK)
+    uint64_t id = r->dtv_ids ? r->dtv_ids[x->next_created] : UINT64_MAX;
+    if (write && id != UINT64_MAX &&
+        (rc = out_dtv_event(x, TRACE_CALLOC, 0, id, t, err)) == AS_OK)
       r->dtvs++;
+  }
+  if (after != (ev_op == TRACE_THREAD_START))
+    return rc;
+  for (; rc == AS_OK && x->next_free < r->ndtv_frees &&
+         r->dtv_frees[x->next_free].op <= i;
+       x->next_free++) {
+    const oracle_dtv_free_t *f = &r->dtv_frees[x->next_free];
+    if (write && dtv_free_written(r, f) &&
+        (rc = out_dtv_event(x, TRACE_FREE, f->thread, r->dtv_ids[f->creation],
+                            t, err)) == AS_OK)
+      r->dtvs_freed++;
   }
   return rc;
 }
@@ -1011,7 +1071,7 @@ static as_status_t write_output(const char *path, const char *workload,
   if (rc != AS_OK)
     return rc;
   walk_t       w;
-  out_t        x = {NULL, r, 0, workload != NULL, 0, 0};
+  out_t        x = {NULL, r, 0, workload != NULL, 0, 0, 0};
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
@@ -1033,9 +1093,11 @@ static as_status_t write_output(const char *path, const char *workload,
       break;
     first = false;
     t = ev.t_ns;
-    if ((rc = out_dtvs(&x, w.ops - 1, ev.t_ns, err)) != AS_OK)
+    if ((rc = out_dtvs(&x, w.ops - 1, ev.t_ns, ev.op, false, err)) != AS_OK)
       break;
     rc = out_event(&x, &ev, w.ops, w.marks - (ev.op == TRACE_MARK), err);
+    if (rc == AS_OK)
+      rc = out_dtvs(&x, w.ops - 1, ev.t_ns, ev.op, true, err);
   }
   if (rc == AS_DONE) {
     r->final_t_ns = t > x.t_floor ? t : x.t_floor;
@@ -1056,6 +1118,8 @@ static as_status_t write_output(const char *path, const char *workload,
 
 void oracle_run_free(oracle_run_t *r) {
   free(r->created);
+  free(r->dtv_frees);
+  free(r->dtv_ids);
   free(r->marks);
   free(r->samples);
   if (r->op_ns != NULL)
@@ -1221,7 +1285,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
   }
   child_close(&c);
   r->ids = plan.ids;
-  dtv_chunk(r);
+  if (rc == AS_OK)
+    rc = dtv_plan(r, o->out_path != NULL && workload == NULL, err);
   if (rc == AS_OK)
     rc = write_output(trace_path, workload, o, r, err);
   return rc;

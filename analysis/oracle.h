@@ -23,7 +23,8 @@
  * Threads.  Each trace thread is a thread the replayer creates, and
  * glibc's pthread_create callocs a new stack's DTV, a call the trace does
  * not hold: with glibc the measured trace gains it, a calloc on thread 0
- * before the thread's first op (oracle.c, the replayer's thread DTVs);
+ * before the thread's first op, freed where glibc's stack cache lets the
+ * stack go (oracle.c, the replayer's thread DTVs);
  * other allocators' measured traces and workload runs lack it (provenance
  * oracle_thread_dtvs says which).
  *
@@ -86,6 +87,14 @@ struct oracle_thread_s {
                           ORACLE_THREAD_UNMEASURED */
 };
 
+/* A DTV glibc's stack cache freed (protocol.h ORACLE_R_DTV_FREE). */
+typedef struct oracle_dtv_free_s oracle_dtv_free_t;
+struct oracle_dtv_free_s {
+  uint64_t op;       /* the op index the join ran before */
+  uint32_t thread;   /* the trace thread that joined */
+  uint64_t creation; /* index into created */
+};
+
 typedef struct oracle_run_s oracle_run_t;
 struct oracle_run_s {
   char     library[232]; /* where the child's malloc came from */
@@ -121,11 +130,16 @@ struct oracle_run_s {
    * measured trace gains for them (glibc: one `calloc` of dtv_chunk_bytes
    * - 16 on thread 0 before the first op of each thread whose creation
    * took from the heap; protocol.h ORACLE_R_THREAD). */
-  oracle_thread_t *created;
-  size_t           ncreated;
-  uint64_t         dtv_chunk_bytes; /* 0: none measured */
-  uint64_t         dtvs;            /* callocs written for them */
-  uint64_t         ids;             /* the trace's ids (highest + 1) */
+  oracle_thread_t   *created;
+  size_t             ncreated;
+  uint64_t           dtv_chunk_bytes; /* 0: none measured */
+  uint64_t           dtvs;            /* callocs written for them */
+  oracle_dtv_free_t *dtv_frees;       /* in op order */
+  size_t             ndtv_frees;
+  uint64_t           dtvs_freed; /* frees written for them */
+  uint64_t          *dtv_ids;    /* [creation]: the calloc's id, or
+                                    UINT64_MAX for none */
+  uint64_t ids;                  /* the trace's ids (highest + 1) */
 };
 
 /* Parses "glibc", "jemalloc", ...; false if unknown. */

@@ -188,6 +188,10 @@ static void print_table(const oracle_args_t *a, const oracle_run_t *r,
            "           pthread_create took from glibc's heap (mallinfo2)\n",
            r->dtvs, r->dtvs == 1 ? "" : "s", r->dtv_chunk_bytes - 16,
            r->dtvs == 1 ? "" : "s");
+  if (r->dtvs_freed > 0)
+    printf("           + %" PRIu64 " free%s of them, where glibc's stack "
+           "cache let a stack go\n",
+           r->dtvs_freed, r->dtvs_freed == 1 ? "" : "s");
   if (run_id > 0)
     printf("stored     measured run %" PRId64
            " in %s (allocsim compare %" PRId64 " --db %s)\n",
@@ -267,7 +271,8 @@ const cli_command_t cli_cmd_oracle = {
         "the thread's DTV from the creating thread, a call the trace does\n"
         "not hold; with glibc, OUT gains it (a calloc on thread 0 before the\n"
         "thread's first op, measured with mallinfo2; provenance\n"
-        "oracle_thread_dtvs), for other allocators it is not in OUT.\n\n"
+        "oracle_thread_dtvs) and its free where glibc's stack cache lets\n"
+        "the stack go; for other allocators it is not in OUT.\n\n"
         "allocators (--allocator, default glibc):\n"
         "  glibc      the system's C library\n"
         "  jemalloc   LD_PRELOAD of Debian's libjemalloc.so.2 (or --lib)\n"

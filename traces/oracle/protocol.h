@@ -110,20 +110,25 @@ struct oracle_op_s {
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
 
 typedef enum oracle_result_kind_e {
-  ORACLE_R_READY,  /* a = baseline RSS bytes; text = the library that
-                      provides malloc */
-  ORACLE_R_MARK,   /* a = mark number, b = RSS bytes */
-  ORACLE_R_SAMPLE, /* a = calls done, b = RSS bytes, c = the replay's
-                      time (ns since its start, as ORACLE_FD_TIMES) */
-  ORACLE_R_DONE,   /* a = final RSS bytes, b = ops without a counterpart
-                      in this allocator (counted, as the engine does),
-                      c = the calls' CPU ns (the process's CPU time from
-                      the first op, less reading ops and RSS) */
-  ORACLE_R_ERROR,  /* text = the message, a = op index */
-  ORACLE_R_THREAD  /* the replayer created a thread: a = the op index of
-                      the thread's first op, b = its trace thread, c = the
-                      bytes the creating thread's pthread_create allocated
-                      from the heap, or ORACLE_THREAD_UNMEASURED */
+  ORACLE_R_READY,   /* a = baseline RSS bytes; text = the library that
+                       provides malloc */
+  ORACLE_R_MARK,    /* a = mark number, b = RSS bytes */
+  ORACLE_R_SAMPLE,  /* a = calls done, b = RSS bytes, c = the replay's
+                       time (ns since its start, as ORACLE_FD_TIMES) */
+  ORACLE_R_DONE,    /* a = final RSS bytes, b = ops without a counterpart
+                       in this allocator (counted, as the engine does),
+                       c = the calls' CPU ns (the process's CPU time from
+                       the first op, less reading ops and RSS) */
+  ORACLE_R_ERROR,   /* text = the message, a = op index */
+  ORACLE_R_THREAD,  /* the replayer created a thread: a = the op index of
+                       the thread's first op, b = its trace thread, c = the
+                       bytes the creating thread's pthread_create allocated
+                       from the heap, or ORACLE_THREAD_UNMEASURED */
+  ORACLE_R_DTV_FREE /* glibc's stack cache let go of a stack the replayer
+                       created, freeing its DTV: a = the op index before
+                       which the join ran, b = the trace thread that joined
+                       (and freed it), c = the ORACLE_R_THREAD report (from
+                       0) whose heap bytes were that DTV */
 } oracle_result_kind_t;
 
 /* ---- The replayer's own thread creation -----------------------------------
@@ -139,8 +144,10 @@ typedef enum oracle_result_kind_e {
  * replayer's is another), so the replayer measures it for glibc (mallinfo2
  * uordblks around pthread_create, in the main thread while every other
  * thread waits) and the parent writes it into the stored trace
- * (analysis/oracle.c).  Other allocators: not measured (mallinfo2
- * describes glibc's heap alone). */
+ * (analysis/oracle.c), and with it where glibc frees that DTV, when its
+ * stack cache unmaps the stack (ORACLE_R_DTV_FREE; replayer.c, glibc's
+ * stack cache).  Other allocators: not measured (mallinfo2 describes
+ * glibc's heap alone). */
 #define ORACLE_THREAD_UNMEASURED UINT64_MAX
 
 typedef struct oracle_result_s oracle_result_t;

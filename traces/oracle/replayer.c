@@ -31,7 +31,8 @@
  *    the call took (mallinfo2 uordblks before and after, heap_in_use),
  *    that is the new thread's DTV when it got a new stack, reported so
  *    that the measured trace carries that calloc (protocol.h
- *    ORACLE_R_THREAD).
+ *    ORACLE_R_THREAD), and so is each join after which glibc's stack
+ *    cache unmapped a stack it made, freeing its DTV (ORACLE_R_DTV_FREE).
  *  - Each op's start is read on CLOCK_MONOTONIC (the vDSO's: no system
  *    call) and written to the parent's shared file (protocol.h
  *    ORACLE_FD_TIMES): the clock the allocator ran on.  That file's pages
@@ -527,6 +528,8 @@ struct slot_s {
   slot_state_t state;
   pthread_t    th;
   sem_t        go;
+  uint64_t     dtv; /* the creation (ORACLE_R_THREAD, from 0) whose report
+                       carried its stack's DTV, or UINT64_MAX */
 };
 
 static slot_t      slots[ORACLE_MAX_THREADS];
@@ -575,6 +578,69 @@ static uint64_t heap_in_use(void) {
 #endif
 }
 
+/* ---- glibc's stack cache ---------------------------------------------------
+ * A joined thread's stack, DTV and all, goes to nptl's cache, which frees
+ * the oldest once it holds more than 40 MiB: _dl_deallocate_tls frees the
+ * DTV, in the joining thread, and the stack is unmapped (glibc 2.36
+ * nptl/nptl-stack.c:23, :96-106 queue_stack, :56-84 __nptl_free_stacks).
+ * With glibc, the replayer keeps the joined stacks it created, keyed by
+ * pthread_t (glibc's is the struct pthread, nptl/pthread_create.c:750,
+ * placed at the end of the stack's mapping, nptl/allocatestack.c:376-386),
+ * and after each join asks the kernel
+ * which are gone (msync of an unmapped page fails with ENOMEM): each one's
+ * DTV was freed by that join (ORACLE_R_DTV_FREE).  A stack pthread_create
+ * takes back (no heap bytes) brings its DTV with it. */
+
+typedef struct cached_s cached_t;
+struct cached_s {
+  uintptr_t key; /* the pthread_t that ran on it */
+  uint64_t  dtv; /* as slot_t dtv */
+};
+
+static cached_t cached[ORACLE_MAX_THREADS];
+static size_t   ncached;
+static uint64_t ncreated; /* ORACLE_R_THREAD reports sent */
+
+static uintptr_t page_size = 4096; /* sysconf's, in main */
+
+static bool page_mapped(uintptr_t addr) {
+  uintptr_t page = addr & ~(page_size - 1);
+  return msync((void *)page, 1, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+/* The DTV of the stack pthread_create gave thread th: a new one (creation
+ * idx) when the call took heap bytes, else the cached stack's. */
+static uint64_t stack_dtv(pthread_t th, uint64_t heap, uint64_t idx) {
+  if (heap == ORACLE_THREAD_UNMEASURED)
+    return UINT64_MAX;
+  if (heap > 0)
+    return idx;
+  for (size_t i = 0; i < ncached; i++)
+    if (cached[i].key == (uintptr_t)th) {
+      uint64_t dtv = cached[i].dtv;
+      cached[i] = cached[--ncached];
+      return dtv;
+    }
+  return UINT64_MAX;
+}
+
+/* After joined's join by trace thread tid: its stack cached, and the
+ * DTVs of the stacks the cache let go reported. */
+static void stack_cached(const slot_t *joined, uint32_t tid) {
+  if (joined->dtv == UINT64_MAX)
+    return;
+  if (ncached == ORACLE_MAX_THREADS)
+    fail("more cached thread stacks than the replayer tracks: ",
+         ORACLE_MAX_THREADS);
+  cached[ncached++] = (cached_t){(uintptr_t)joined->th, joined->dtv};
+  for (size_t i = 0; i < ncached;)
+    if (!page_mapped(cached[i].key)) {
+      send_result(ORACLE_R_DTV_FREE, ops_done, tid, cached[i].dtv, NULL);
+      cached[i] = cached[--ncached];
+    } else
+      i++;
+}
+
 /* A new thread for trace thread tid.  Only the main thread creates
  * threads, as a program's main thread would: pthread_create's frames then
  * land on the main stack, not on the stacks the trace's threads measure. */
@@ -598,19 +664,21 @@ static slot_t *slot_create(uint32_t tid) {
   if (e != 0)
     fail("pthread_create failed, error ", (uint64_t)e);
   uint64_t after = heap_in_use();
-  send_result(ORACLE_R_THREAD, ops_done, tid,
-              before == ORACLE_THREAD_UNMEASURED ? ORACLE_THREAD_UNMEASURED
-              : after > before                   ? after - before
-                                                 : 0,
-              NULL);
+  uint64_t heap = before == ORACLE_THREAD_UNMEASURED ? ORACLE_THREAD_UNMEASURED
+                  : after > before                   ? after - before
+                                                     : 0;
+  spare->dtv = stack_dtv(spare->th, heap, ncreated++);
+  send_result(ORACLE_R_THREAD, ops_done, tid, heap, NULL);
   return spare;
 }
 
-/* Joins the threads that have exited (the next op runs after them). */
-static void reap(void) {
+/* Joins the threads that have exited (the next op runs after them), on
+ * trace thread tid. */
+static void reap(uint32_t tid) {
   for (size_t i = 1; i < nslots; i++)
     if (slots[i].state == SLOT_EXITED) {
       pthread_join(slots[i].th, NULL);
+      stack_cached(&slots[i], tid);
       sem_destroy(&slots[i].go);
       slots[i].state = SLOT_FREE;
     }
@@ -651,7 +719,7 @@ static void run(slot_t *me) {
         ;
       continue;
     }
-    reap();
+    reap(me->tid);
     have_cur = false;
     if (cur.code == ORACLE_OP_END)
       finish();
@@ -693,6 +761,10 @@ int main(void) {
       fail("cannot map the op times (fd 5), errno ", (uint64_t)errno);
   }
   memset(slots, 0, sizeof slots);
+  memset(cached, 0, sizeof cached);
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps > 0)
+    page_size = (uintptr_t)ps;
   memset(rss_buf, 0, sizeof rss_buf);
   /* inbuf: written by the read of the hello, and holding the first ops */
   for (size_t i = in_len; i < sizeof inbuf; i += 4096)
