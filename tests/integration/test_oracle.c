@@ -477,6 +477,55 @@ static void thread_dtvs_freed_with_their_stacks(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Other allocators' measured traces gain no DTV: a preloaded allocator
+ * got them through ld.so's calloc unmeasured, musl maps them with the
+ * stack; provenance says which. */
+static void thread_dtvs_only_for_glibc(void **state) {
+  (void)state;
+  static const struct {
+    oracle_allocator_t a;
+    const char        *says;
+  } cases[] = {{ORACLE_JEMALLOC, "not in the trace: "},
+               {ORACLE_MUSL, "none: musl's pthread_create"}};
+  const char *path = write_trace("allocsim-trace 1\n0 0 mark start\n"
+                                 "1 1 thread_start\n2 1 malloc 0 1000\n"
+                                 "3 1 free 0\n4 1 thread_exit\n"
+                                 "5 0 mark end\n");
+  char        out[64];
+  snprintf(out, sizeof out, "%s.out", path);
+  size_t ran = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char     buf[512];
+    as_err_t err = {0};
+    if (cases[i].a == ORACLE_MUSL
+            ? oracle_find_replayer(ORACLE_MUSL, buf, sizeof buf, &err) != AS_OK
+            : !have_lib(cases[i].a))
+      continue;
+    oracle_opts_t o;
+    default_opts(&o, cases[i].a);
+    o.out_path = out;
+    oracle_run_t r;
+    assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+    assert_int_equal(r.ncreated, 1);
+    assert_int_equal(r.dtvs, 0);
+    trace_source_t *src;
+    assert_int_equal(trace_open(out, &src, &err), AS_OK);
+    const char *says = trace_meta_get(&src->meta, "oracle_thread_dtvs");
+    assert_non_null(says);
+    assert_true(strncmp(says, cases[i].says, strlen(cases[i].says)) == 0);
+    trace_event_t ev;
+    while (trace_source_next(src, &ev, &err) == AS_OK)
+      assert_int_not_equal(ev.op, TRACE_CALLOC);
+    trace_source_close(src);
+    oracle_run_free(&r);
+    unlink(out);
+    ran++;
+  }
+  unlink(path);
+  if (ran == 0)
+    skip();
+}
+
 /* mallopt through an option event, touch events for unwritten blocks, and
  * an idle slept for real (scaled): the model agrees byte for byte. */
 static void option_touch_and_idle_events_apply(void **state) {
@@ -863,6 +912,7 @@ int main(void) {
       cmocka_unit_test(thread_dtvs_are_in_the_stored_trace),
       cmocka_unit_test(thread_dtv_stash_counts_one_chunk),
       cmocka_unit_test(thread_dtvs_freed_with_their_stacks),
+      cmocka_unit_test(thread_dtvs_only_for_glibc),
       cmocka_unit_test(option_touch_and_idle_events_apply),
       cmocka_unit_test(calls_cpu_time_counts_the_calls_not_the_idles),
       cmocka_unit_test(measured_trace_is_on_the_oracle_clock),
