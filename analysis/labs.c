@@ -466,6 +466,26 @@ static const lab_def_t lab_pin = {
   "lab-decay --seconds 20 --period-ms 50 --burst 200 --spike 5000 "            \
   "--spike-s 5 --hold-ms 1000 --seed 1"
 #define DECAY_JE_MARKS "s99 s105 s111 s120 s149"
+/* mimalloc 2.0.9's burst (lab_burst, 4096-byte blocks) with the activity
+ * named, replayed at the recorded run's alloc and free times; DEFAULT keeps
+ * the 25 ms decommit delay, IMMEDIATE sets it to 0 on both sides. */
+#define DECAY_MI_VARIANT(what, activity, alloc, free, delay, model_opts,       \
+                         env_set, file)                                        \
+  {                                                                            \
+    .label = what ", " delay,                                                  \
+    .workload = DECAY_BURST " --activity " activity " --alloc-time " alloc     \
+                            " --free-time " free,                              \
+    .model = "mimalloc:version=2.0.9" model_opts, .marks = DECAY_MARKS,        \
+    .program = "lab_burst", .args = "{out} --size 4096 --activity " activity,  \
+    .env = env_set, .preload = "mimalloc",                                     \
+    .recorded = "measured/burst-2.0.9-4096-" file                              \
+  }
+#define DECAY_MI_DEFAULT(what, activity, alloc, free, file)                    \
+  DECAY_MI_VARIANT(what, activity, alloc, free, "default delay", "", NULL, file)
+#define DECAY_MI_IMMEDIATE(what, activity, alloc, free, file)                  \
+  DECAY_MI_VARIANT(what, activity, alloc, free, "MIMALLOC_DECOMMIT_DELAY=0",   \
+                   ",decommit_delay=0", "MIMALLOC_DECOMMIT_DELAY=0", file)
+
 #define DECAY_JE_VARIANT(ms)                                                   \
   {                                                                            \
     .label = "jemalloc, dirty_decay_ms=" #ms, .workload = DECAY_JE_WORKLOAD,   \
@@ -525,44 +545,14 @@ static const lab_def_t lab_decay = {
     .doc = "docs/course/decay.md",
     .variants =
         {
-            {.label = "idle, default delay",
-             .workload = DECAY_BURST " --activity none --alloc-time "
-                                     "602540332ns --free-time 360163349ns",
-             .model = "mimalloc:version=2.0.9",
-             .marks = DECAY_MARKS,
-             .program = "lab_burst",
-             .args = "{out} --size 4096 --activity none",
-             .preload = "mimalloc",
-             .recorded = "measured/burst-2.0.9-4096-none-default.astrace"},
-            {.label = "idle, MIMALLOC_DECOMMIT_DELAY=0",
-             .workload = DECAY_BURST " --activity none --alloc-time "
-                                     "461202842ns --free-time 202231707ns",
-             .model = "mimalloc:version=2.0.9,decommit_delay=0",
-             .marks = DECAY_MARKS,
-             .program = "lab_burst",
-             .args = "{out} --size 4096 --activity none",
-             .env = "MIMALLOC_DECOMMIT_DELAY=0",
-             .preload = "mimalloc",
-             .recorded = "measured/burst-2.0.9-4096-none-immediate.trace"},
-            {.label = "same-size activity, default delay",
-             .workload = DECAY_BURST " --activity same --alloc-time "
-                                     "1313732798ns --free-time 417255786ns",
-             .model = "mimalloc:version=2.0.9",
-             .marks = DECAY_MARKS,
-             .program = "lab_burst",
-             .args = "{out} --size 4096 --activity same",
-             .preload = "mimalloc",
-             .recorded = "measured/burst-2.0.9-4096-same-default.astrace"},
-            {.label = "same-size activity, MIMALLOC_DECOMMIT_DELAY=0",
-             .workload = DECAY_BURST " --activity same --alloc-time "
-                                     "375443708ns --free-time 323056281ns",
-             .model = "mimalloc:version=2.0.9,decommit_delay=0",
-             .marks = DECAY_MARKS,
-             .program = "lab_burst",
-             .args = "{out} --size 4096 --activity same",
-             .env = "MIMALLOC_DECOMMIT_DELAY=0",
-             .preload = "mimalloc",
-             .recorded = "measured/burst-2.0.9-4096-same-immediate.trace"},
+            DECAY_MI_DEFAULT("idle", "none", "602540332ns", "360163349ns",
+                             "none-default.astrace"),
+            DECAY_MI_IMMEDIATE("idle", "none", "461202842ns", "202231707ns",
+                               "none-immediate.trace"),
+            DECAY_MI_DEFAULT("same-size activity", "same", "1313732798ns",
+                             "417255786ns", "same-default.astrace"),
+            DECAY_MI_IMMEDIATE("same-size activity", "same", "375443708ns",
+                               "323056281ns", "same-immediate.trace"),
             DECAY_JE_VARIANT(0),
             DECAY_JE_VARIANT(1000),
             DECAY_JE_VARIANT(10000),

@@ -305,3 +305,18 @@ bool trace_op_is_alloc(uint8_t op) {
   return op == TRACE_MALLOC || op == TRACE_CALLOC || op == TRACE_REALLOC ||
          op == TRACE_MEMALIGN || op == TRACE_FREE;
 }
+
+void *trace_source_wrapper_new(trace_source_t               *inner,
+                               const trace_source_methods_t *methods,
+                               size_t size, as_err_t *err) {
+  trace_source_t *s = calloc(1, size);
+  if (s == NULL) {
+    trace_source_close(inner);
+    as_err_set(err, AS_ENOMEM, "out of memory");
+    return NULL;
+  }
+  s->methods = methods;
+  s->meta = inner->meta;
+  snprintf(s->name, sizeof s->name, "%s", inner->name);
+  return s;
+}

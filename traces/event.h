@@ -218,6 +218,13 @@ static inline void trace_source_close(trace_source_t *src) {
   if (src != NULL)
     src->methods->close(src);
 }
+/* A zeroed source of size bytes (a struct whose first member is its
+ * trace_source_t) that wraps inner: methods set, inner's provenance and
+ * name copied.  NULL, inner closed and AS_ENOMEM in *err, when out of
+ * memory: a wrapper owns inner from the call on. */
+void *trace_source_wrapper_new(trace_source_t               *inner,
+                               const trace_source_methods_t *methods,
+                               size_t size, as_err_t *err);
 
 typedef struct trace_writer_s         trace_writer_t;
 typedef struct trace_writer_methods_s trace_writer_methods_t;

@@ -160,14 +160,10 @@ as_status_t trace_insert_wrap(trace_source_t       *inner,
     return as_err_set(err, AS_EUSAGE, "at most %d --insert options",
                       TRACE_INSERT_MAX);
   }
-  insert_src_t *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    trace_source_close(inner);
-    return as_err_set(err, AS_ENOMEM, "out of memory");
-  }
-  s->base.methods = &insert_methods;
-  s->base.meta = inner->meta;
-  snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
+  insert_src_t *s =
+      trace_source_wrapper_new(inner, &insert_methods, sizeof *s, err);
+  if (s == NULL)
+    return AS_ENOMEM;
   s->inner = inner;
   memcpy(s->ins, inserts, n * sizeof *inserts);
   s->n = n;

@@ -92,14 +92,10 @@ static const trace_source_methods_t phases_methods = {
 as_status_t trace_phases_wrap(trace_source_t *inner, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
-  phases_src_t *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    trace_source_close(inner);
-    return as_err_set(err, AS_ENOMEM, "out of memory");
-  }
-  s->base.methods = &phases_methods;
-  s->base.meta = inner->meta;
-  snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
+  phases_src_t *s =
+      trace_source_wrapper_new(inner, &phases_methods, sizeof *s, err);
+  if (s == NULL)
+    return AS_ENOMEM;
   s->inner = inner;
   s->nphases = 1;
   snprintf(s->label[0], sizeof s->label[0], "before any mark");

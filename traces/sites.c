@@ -135,14 +135,10 @@ static const trace_source_methods_t sites_methods = {
 as_status_t trace_sites_wrap(trace_source_t *inner, trace_source_t **out,
                              as_err_t *err) {
   *out = NULL;
-  sites_src_t *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    trace_source_close(inner);
-    return as_err_set(err, AS_ENOMEM, "out of memory");
-  }
-  s->base.methods = &sites_methods;
-  s->base.meta = inner->meta;
-  snprintf(s->base.name, sizeof s->base.name, "%s", inner->name);
+  sites_src_t *s =
+      trace_source_wrapper_new(inner, &sites_methods, sizeof *s, err);
+  if (s == NULL)
+    return AS_ENOMEM;
   s->inner = inner;
   *out = &s->base;
   return AS_OK;

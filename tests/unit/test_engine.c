@@ -155,11 +155,13 @@ events_a_model_has_no_notion_of_are_counted_or_strict(void **state) {
 /* A composition whose libc child has no purge behaves as that libc alone:
  * cpython with glibc counts a purge (an error under strict), as glibc does.
  * It used to stop the run ("cpython: no purge (libc model glibc)"); found
- * by tests/fuzz/fuzz_models.c. */
+ * by tests/fuzz/fuzz_models.c, for the default build and then for the
+ * free-threaded one. */
 static void a_composition_without_purge_counts_it_like_its_libc(void **state) {
   (void)state;
-  static const char *const models[] = {"glibc", "cpython"};
-  for (int i = 0; i < 2; i++) {
+  static const char *const models[] = {"glibc", "cpython",
+                                       "cpython:build=ft,version=3.13.2"};
+  for (int i = 0; i < 3; i++) {
     sim_session_t s;
     assert_int_equal(sim_session_open(models[i], NULL, NULL, &s, NULL), AS_OK);
     trace_event_t       evs[] = {{.t_ns = 5,
