@@ -701,6 +701,10 @@ static void collect(collect_t *k, const child_t *c) {
       oracle_result_t res;
       memcpy(&res, buf + off, sizeof res);
       on_result(k, &res);
+      /* The break ELF loading set (posix_spawn may return before exec has
+       * set it); read while the replayer waits for its first op. */
+      if (res.kind == ORACLE_R_READY)
+        k->r->start_brk = machine_start_brk(c->pid);
     }
     memmove(buf, buf + off, have - off);
     have -= off;
@@ -895,6 +899,8 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
                      err)) != AS_OK ||
       (rc = meta_allocator(m, o, r, err)) != AS_OK ||
       (rc = meta_put(m, "replayer", r->replayer, err)) != AS_OK ||
+      (r->start_brk != 0 &&
+       (rc = meta_u64(m, "start_brk", r->start_brk, err)) != AS_OK) ||
       (rc = meta_u64(m, "baseline_rss_bytes", r->baseline_rss_bytes, err)) !=
           AS_OK ||
       (rc = meta_put(m, "rss_source",

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* The Rss line of the smaps entry that starts at addr, in kB; -1 if there
@@ -51,4 +53,20 @@ int machine_reads_map_zero_page(void) {
   if (kb < 0)
     return -1;
   return kb < (long)(size / 1024 / 2);
+}
+
+uint64_t machine_start_brk(pid_t pid) {
+  char path[64], buf[4096];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* The command name (field 2) may hold spaces: count from its ')'. */
+  const char *p = strrchr(buf, ')');
+  for (int field = 2; p != NULL && field < 47; field++)
+    p = strchr(p + 1, ' ');
+  return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }

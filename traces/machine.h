@@ -1,8 +1,11 @@
-/* traces/machine.h -- facts about the kernel a trace is measured on that
- * the traced calls do not show but the kernel model needs.
+/* traces/machine.h -- facts about the kernel and the process a trace is
+ * measured on that the traced calls do not show but the models need.
  */
 #ifndef ALLOCSIM_MACHINE_H
 #define ALLOCSIM_MACHINE_H
+
+#include <stdint.h>
+#include <sys/types.h>
 
 /* Whether a read fault on fresh anonymous memory maps the shared zero page
  * (1: the page stays out of RSS, as mainline Linux does in
@@ -10,5 +13,12 @@
  * some virtual-machine kernels), measured on this process now; -1 if it
  * cannot tell (no /proc/self/smaps).  Costs one 256 KiB mapping. */
 int machine_reads_map_zero_page(void);
+
+/* Process pid's initial program break, field 47 of /proc/PID/stat
+ * (proc(5)), which ASLR places; 0 when it cannot be read.  Where the heap
+ * starts decides, for tcmalloc, how many 2 GiB stretches of address space
+ * (each a 2 MiB pagemap leaf) it touches; compare honours it as the
+ * provenance key start_brk. */
+uint64_t machine_start_brk(pid_t pid);
 
 #endif

@@ -616,6 +616,12 @@ static void measured_trace_is_on_the_oracle_clock(void **state) {
   trace_source_t *src;
   assert_int_equal(trace_open(out, &src, &err), AS_OK);
   assert_string_equal(trace_meta_get(&src->meta, "clock"), "oracle");
+  /* The replayer's initial break, read from /proc while it ran: the
+   * layout compare gives the tcmalloc model (a 2 MiB pagemap leaf per
+   * 2 GiB stretch the heap reaches). */
+  const char *brk = trace_meta_get(&src->meta, "start_brk");
+  assert_non_null(brk);
+  assert_true(r.start_brk > 0 && strtoull(brk, NULL, 10) == r.start_brk);
   trace_event_t ev;
   uint64_t      first = UINT64_MAX, last = 0, idle_t = 0, idle_ns = 0;
   uint64_t      idle_end = 0, after_idle = 0, in_idle = 0, marks = 0;
