@@ -376,6 +376,13 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   char         v[64];
   as_format_fits(v, sizeof v, "%" PRIu32, h->pid);
   meta_put(&m, "pid", v);
+  /* Its initial break, set at exec (the library says hello from its
+   * constructor): compare starts the model's brk heap there (machine.h). */
+  uint64_t brk = machine_start_brk((pid_t)h->pid);
+  if (brk != 0) {
+    as_format_fits(v, sizeof v, "%" PRIu64, brk);
+    meta_put(&m, "start_brk", v);
+  }
   if (h->python_hex != 0) {
     capture_python_version(h->python_hex, v, sizeof v);
     meta_put(&m, "python", v);

@@ -134,6 +134,7 @@ static bool gone(int pid) {
 typedef struct seen_s seen_t;
 struct seen_s {
   uint64_t    events, ticks, mallocs;
+  uint64_t    start_brk; /* provenance, 0 if absent */
   char        truncated[8];
   as_status_t rc;
   bool        cut; /* ended without its trailer: read leniently to its end */
@@ -149,6 +150,8 @@ static void scan(const char *path, seen_t *s) {
     fail_msg("%s", err.msg);
   const char *t = trace_meta_get(&src->meta, "truncated");
   snprintf(s->truncated, sizeof s->truncated, "%s", t ? t : "");
+  const char *brk = trace_meta_get(&src->meta, "start_brk");
+  s->start_brk = brk ? strtoull(brk, NULL, 10) : 0;
   trace_set_lenient(src, true);
   trace_event_t ev;
   while ((s->rc = trace_source_next(src, &ev, &err)) == AS_OK) {
@@ -172,6 +175,16 @@ static void interrupt_with(int sig) {
   pid_t       cap = start(name, args);
   int         pid, child;
   wait_pids(pidfile, &pid, &child);
+  /* The program's initial break as /proc shows it now, field 47: the
+   * provenance must say the same (compare starts the model's heap there). */
+  char stat_path[64], st[1024];
+  snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", pid);
+  read_file(stat_path, st, sizeof st);
+  const char *f = strrchr(st, ')');
+  for (int field = 2; f != NULL && field < 47; field++)
+    f = strchr(f + 1, ' ');
+  assert_non_null(f);
+  uint64_t start_brk = strtoull(f + 1, NULL, 10);
   sleep_ms(400);
   assert_int_equal(kill(cap, sig), 0);
   assert_int_equal(finish(cap), 128 + sig);
@@ -182,6 +195,8 @@ static void interrupt_with(int sig) {
   assert_string_equal(s.truncated, "1");
   assert_false(s.cut);        /* closed whole, with its trailer */
   assert_true(s.ticks >= 10); /* 400 ms of 5 ms ticks, flushed */
+  assert_true(start_brk > 0);
+  assert_int_equal(s.start_brk, start_brk);
   char err[4096], path[300];
   snprintf(path, sizeof path, "%s/%s.stderr", g_dir, name);
   read_file(path, err, sizeof err);
