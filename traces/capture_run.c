@@ -687,22 +687,7 @@ const char *capture_end_name(capture_end_t e) {
 /* Writes "PID STARTTIME" of this process: capture_cleanup tells a live
  * capture's directory from a dead one's by it (pids are reused). */
 static uint64_t start_time_of(pid_t pid) {
-  char path[64], buf[1024];
-  as_format_fits(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char        *p = strrchr(buf, ')'); /* comm may hold spaces */
-  unsigned long long v = 0;
-  /* Field 22, starttime: the 20th after the comm's closing parenthesis. */
-  for (int field = 2; p != NULL && field < 22; field++)
-    p = strchr(p + 1, ' ');
-  if (p != NULL)
-    v = strtoull(p + 1, NULL, 10);
-  return v;
+  return machine_proc_stat_field(pid, 22); /* starttime */
 }
 
 static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {

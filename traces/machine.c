@@ -55,7 +55,7 @@ int machine_reads_map_zero_page(void) {
   return kb < (long)(size / 1024 / 2);
 }
 
-uint64_t machine_start_brk(pid_t pid) {
+uint64_t machine_proc_stat_field(pid_t pid, int field) {
   char path[64], buf[4096];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
@@ -66,7 +66,11 @@ uint64_t machine_start_brk(pid_t pid) {
   buf[n] = '\0';
   /* The command name (field 2) may hold spaces: count from its ')'. */
   const char *p = strrchr(buf, ')');
-  for (int field = 2; p != NULL && field < 47; field++)
+  for (int k = 2; p != NULL && k < field; k++)
     p = strchr(p + 1, ' ');
   return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+uint64_t machine_start_brk(pid_t pid) {
+  return machine_proc_stat_field(pid, 47);
 }

@@ -14,6 +14,10 @@
  * cannot tell (no /proc/self/smaps).  Costs one 256 KiB mapping. */
 int machine_reads_map_zero_page(void);
 
+/* Numeric field `field` (1-based, proc(5)) of /proc/PID/stat; 0 when it
+ * cannot be read. */
+uint64_t machine_proc_stat_field(pid_t pid, int field);
+
 /* Process pid's initial program break, field 47 of /proc/PID/stat
  * (proc(5)), which ASLR places; 0 when it cannot be read.  Where the heap
  * starts decides, for tcmalloc, how many 2 GiB stretches of address space
