@@ -617,6 +617,15 @@ static uint64_t net(const collect_t *k, uint64_t rss) {
   return rss > k->r->baseline_rss_bytes ? rss - k->r->baseline_rss_bytes : 0;
 }
 
+/* Without a thread's report the measured trace would lack or keep a DTV
+ * wrongly: the run stops. */
+static void threads_oom(collect_t *k, const oracle_result_t *res) {
+  as_format_fits(k->error, sizeof k->error,
+                 "oracle: out of memory for the replayer's threads");
+  k->error_op = res->a;
+  k->done = true;
+}
+
 static void on_result(collect_t *k, const oracle_result_t *res) {
   oracle_run_t *r = k->r;
   switch (res->kind) {
@@ -645,11 +654,7 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     oracle_thread_t *v =
         as_grow(r->created, &k->created_cap, r->ncreated + 1, sizeof *v, 16);
     if (v == NULL) {
-      /* Without it the measured trace would lack a DTV: no run. */
-      as_format_fits(k->error, sizeof k->error,
-                     "oracle: out of memory for the replayer's threads");
-      k->error_op = res->a;
-      k->done = true;
+      threads_oom(k, res);
       break;
     }
     r->created = v;
@@ -660,10 +665,7 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     oracle_dtv_free_t *v =
         as_grow(r->dtv_frees, &k->frees_cap, r->ndtv_frees + 1, sizeof *v, 16);
     if (v == NULL) {
-      as_format_fits(k->error, sizeof k->error,
-                     "oracle: out of memory for the replayer's threads");
-      k->error_op = res->a;
-      k->done = true;
+      threads_oom(k, res);
       break;
     }
     r->dtv_frees = v;

@@ -196,6 +196,30 @@ static void threads_replay_on_threads(void **state) {
   oracle_run_free(&r);
 }
 
+/* The measured trace out, recorded in store db, compares with the glibc
+ * model within 8 pages at each of its nmarks marks. */
+static void glibc_agrees_at_every_mark(const char *db, const char *out,
+                                       size_t nmarks) {
+  store_t      *s;
+  record_info_t info;
+  as_err_t      err = {0};
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  assert_int_equal(record_trace_file(s, out, "test", NULL, 0, &info, &err),
+                   AS_OK);
+  compare_opts_t   co = {.model = "glibc", .layouts = 1};
+  compare_result_t cr;
+  assert_int_equal(compare_run(s, info.run_id, &co, &cr, &err), AS_OK);
+  assert_int_equal(cr.nmarks, nmarks);
+  for (size_t i = 0; i < cr.nmarks; i++) {
+    if (llabs(cr.marks[i].error_bytes) > 8 * 4096)
+      print_error("mark %s: error %lld bytes\n", cr.marks[i].label,
+                  (long long)cr.marks[i].error_bytes);
+    assert_true(llabs(cr.marks[i].error_bytes) <= 8 * 4096);
+  }
+  compare_result_free(&cr);
+  store_close(s);
+}
+
 /* The replayer's own pthread_create callocs each new thread's DTV in the
  * main arena (glibc 2.36 elf/dl-tls.c:375; protocol.h ORACLE_R_THREAD),
  * which the trace does not carry: the stored trace gains one calloc per
@@ -352,24 +376,8 @@ static void thread_dtv_stash_counts_one_chunk(void **state) {
     }
   assert_int_equal(callocs, 2);
   trace_source_close(src);
-  store_t      *s;
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, out, "test", NULL, 0, &info, &err),
-                   AS_OK);
-  compare_opts_t   co = {.model = "glibc", .layouts = 1};
-  compare_result_t cr;
-  assert_int_equal(compare_run(s, info.run_id, &co, &cr, &err), AS_OK);
-  assert_int_equal(cr.nmarks, 4);
-  for (size_t i = 0; i < cr.nmarks; i++) {
-    if (llabs(cr.marks[i].error_bytes) > 8 * 4096)
-      print_error("mark %s: error %lld bytes\n", cr.marks[i].label,
-                  (long long)cr.marks[i].error_bytes);
-    assert_true(llabs(cr.marks[i].error_bytes) <= 8 * 4096);
-  }
-  compare_result_free(&cr);
-  store_close(s);
   oracle_run_free(&r);
+  glibc_agrees_at_every_mark(db, out, 4);
   unlink(path);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -453,24 +461,8 @@ static void thread_dtvs_freed_with_their_stacks(void **state) {
     }
   assert_int_equal(frees, 2);
   trace_source_close(src);
-  store_t      *s;
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, out, "test", NULL, 0, &info, &err),
-                   AS_OK);
-  compare_opts_t   co = {.model = "glibc", .layouts = 1};
-  compare_result_t cr;
-  assert_int_equal(compare_run(s, info.run_id, &co, &cr, &err), AS_OK);
-  assert_int_equal(cr.nmarks, 9);
-  for (size_t i = 0; i < cr.nmarks; i++) {
-    if (llabs(cr.marks[i].error_bytes) > 8 * 4096)
-      print_error("mark %s: error %lld bytes\n", cr.marks[i].label,
-                  (long long)cr.marks[i].error_bytes);
-    assert_true(llabs(cr.marks[i].error_bytes) <= 8 * 4096);
-  }
-  compare_result_free(&cr);
-  store_close(s);
   oracle_run_free(&r);
+  glibc_agrees_at_every_mark(db, out, 9);
   unlink(path);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
