@@ -155,7 +155,8 @@ def make_traces(allocsim, tdir, quick):
 
 
 def sim_once(tools, trace, model, perf_ok, tmp):
-    cmd = [tools["allocsim"], "replay", trace["path"], "--model", model, "--json"]
+    cmd = [tools["allocsim"], "replay", trace["path"], "--model", model,
+           "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
     code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p, perf_ok)
     err = open(err_p, errors="replace").read()
@@ -182,7 +183,8 @@ def real_once(tools, trace, allocator, tmp):
 
 
 def big_once(tools, name, line, model, tmp):
-    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model, "--json"]
+    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model,
+                                                      "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
     code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p)
     case = {"heap": name, "workload": line, "model": model}
@@ -320,7 +322,10 @@ def markdown(d):
            "## How it measures", "",
            "- **Traces** are generated deterministically (`allocsim convert "
            "--workload LINE`) and replayed from the binary file, so decoding "
-           "is part of every figure.",
+           "is part of every figure. Each replay simulates one address layout "
+           "(`--layouts 1`); `replay` without the option simulates every "
+           "layout that can differ (4 with 4 KiB pages) and takes that many "
+           "times as long.",
            "- **Time** is the replay process's CPU time (user + system) per "
            "trace event, the median of the runs (interleaved: every model and "
            "allocator once per round). CPU time, not wall time: the machine is "
