@@ -898,11 +898,21 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
   s = S(m, seg);
   if (s->base == 0)
     return 0;
-  /* commit at least the info slices (:822-832) */
+  /* commit at least the info slices (:822-832).  In 2.0.9 that commit is
+   * _mi_os_commit(segment, ..., is_zero), and mi_os_commitx clears *is_zero
+   * first thing (209 os.c:929) and never sets it on Linux: a segment that
+   * was not committed whole (a thread's first, eager_delay :857-860) has its
+   * info memset below (:875-880) although the OS memory is fresh.  2.1+
+   * pass NULL (212 segment.c:836). */
   uint64_t need[MI_COMMIT_WORDS];
   mask_create(0, m->g.info_slices, need);
-  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+  bool need_commit = false;
+  for (int i = 0; i < MI_COMMIT_WORDS; i++) {
+    need_commit = need_commit || (s->commit[i] & need[i]) != need[i];
     s->commit[i] |= need[i];
+  }
+  if (need_commit && m->version == MV_209)
+    is_zero = false;
   /* zero the info unless the memory is fresh (:875-880) */
   if (!is_zero)
     mi_touch(m, s->base + m->g.zero_prefix,
