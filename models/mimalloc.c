@@ -132,7 +132,8 @@
     "3.x: collect retired pages every N generic allocations")                  \
   X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                        \
     "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",            \
-    "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")
+    "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")     \
+  NPTL_STACK_OPTIONS(X, MO_STACK_SIZE, MO_THREAD_STACK_PAGES)
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
@@ -662,6 +663,13 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   read_options(m, &m->opts);
   publish_options(m);
   m->threads_live = 1; /* thread_count starts at 1 (209 init.c) */
+  rc = nptl_stacks_init(
+      &m->nptl, ctx->kernel, model_opt_u64(&m->opts, MO_STACK_SIZE),
+      model_opt_u64(&m->opts, MO_THREAD_STACK_PAGES), "mimalloc", err);
+  if (rc != AS_OK) {
+    free(m);
+    return rc;
+  }
   if (v == MV_209) {
     m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
     if (m->cache == NULL) {
@@ -697,6 +705,8 @@ static void mimalloc_destroy(model_t *mm) {
   free(m->heaps);
   free(m->tlds);
   free(m->tld_of_thread);
+  free(m->stacks);
+  nptl_stacks_fini(&m->nptl);
   free(m->objs);
   mi_segs_destroy(m);
   mi_arenas3_destroy(m);
@@ -768,6 +778,36 @@ static as_status_t mimalloc_realloc(model_t *mm, const trace_event_t *ev,
   return leave(m, err);
 }
 
+/* The thread's stack: mimalloc preloaded into a glibc program (Debian's
+ * libmimalloc2.0) leaves pthread_create to glibc, whose nptl maps and
+ * caches the stacks (models/nptl_stacks.c, glibc 2.36 nptl/allocatestack.c,
+ * nptl/nptl-stack.c), as for jemalloc.  The main thread (0) runs on the
+ * process stack. */
+static void thread_stack(mi_model_t *m, const trace_event_t *ev) {
+  if (ev->thread == 0 || m->fail != AS_OK)
+    return;
+  if (ev->thread >= m->stacks_cap) {
+    if (ev->op != TRACE_THREAD_START)
+      return;
+    uint32_t cap = m->stacks_cap ? m->stacks_cap : 64;
+    while (cap <= ev->thread)
+      cap *= 2;
+    nptl_stack_t *ns = realloc(m->stacks, (size_t)cap * sizeof *ns);
+    if (ns == NULL) {
+      m->fail = as_err_set(m->err, AS_ENOMEM, "mimalloc: out of memory");
+      return;
+    }
+    memset(ns + m->stacks_cap, 0, (size_t)(cap - m->stacks_cap) * sizeof *ns);
+    m->stacks = ns;
+    m->stacks_cap = cap;
+  }
+  nptl_stack_t *st = &m->stacks[ev->thread];
+  kfail(m, nptl_stack_release(&m->nptl, st, m->err)); /* exit, or an id
+                                                         started again */
+  if (ev->op == TRACE_THREAD_START && m->fail == AS_OK)
+    kfail(m, nptl_stack_acquire(&m->nptl, st, m->err));
+}
+
 static as_status_t mimalloc_thread(model_t *mm, const trace_event_t *ev,
                                    as_err_t *err) {
   mi_model_t *m = (mi_model_t *)mm;
@@ -777,6 +817,7 @@ static as_status_t mimalloc_thread(model_t *mm, const trace_event_t *ev,
     if (tld != 0)
       thread_done(m, tld);
   }
+  thread_stack(m, ev);
   return leave(m, err);
 }
 
@@ -1045,6 +1086,10 @@ static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
   as_status_t rc = v3 ? mi_arenas3_walk(m, &w) : mi_segs_walk(m, &w);
   if (rc == AS_OK)
     rc = walk_thread_data(m, &w);
+  for (uint32_t t = 0; rc == AS_OK && t < m->stacks_cap; t++)
+    rc = nptl_stack_walk(&m->stacks[t], fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&m->nptl, fn, user, err);
   free(live);
   return rc;
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "mimalloc.h"
+#include "nptl_stacks.h"
 
 /* ---- Versions and their geometry --------------------------------------- */
 
@@ -299,10 +300,14 @@ struct mi_model_s {
   uint32_t *tld_of_thread; /* trace thread -> tld, 0 = none */
   uint32_t  threads_cap;
   uint32_t  threads_live; /* _mi_current_thread_count() */
-  mseg_t   *segs;
-  uint32_t  segs_n, segs_cap, segs_free;
-  uint32_t  abandoned, abandoned_visited; /* 2.x lists */
-  uint64_t  abandoned_count;
+  /* glibc's thread stacks (nptl_stacks.h), by trace thread */
+  nptl_stacks_t nptl;
+  nptl_stack_t *stacks;
+  uint32_t      stacks_cap;
+  mseg_t       *segs;
+  uint32_t      segs_n, segs_cap, segs_free;
+  uint32_t      abandoned, abandoned_visited; /* 2.x lists */
+  uint64_t      abandoned_count;
   /* objects */
   mobj_t  *objs; /* by object id: one cache line read per free */
   uint64_t obj_cap;
