@@ -67,6 +67,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "nptl_stacks.h"
 #include "tcmalloc.h"
 
 /* ---- Constants and options --------------------------------------------- */
@@ -157,7 +158,8 @@
     "malloc(72704) and TCMallocGuard's calls run before the release-rate "     \
     "flag is initialised",                                                     \
     "start as a process does at main(): the pre-main allocations made, the "   \
-    "scavenge countdown at 2^18 pages")
+    "scavenge countdown at 2^18 pages")                                        \
+  NPTL_STACK_OPTIONS(X, TO_STACK_SIZE, TO_THREAD_STACK_PAGES)
 
 enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
 
@@ -400,6 +402,11 @@ typedef struct tcmalloc_model_s {
   uint64_t live_bytes, live_objects;
   tobj_t  *chain;  /* scratch: one batch in flight (batch objects) */
   tobj_t  *chain2; /* scratch: a later chunk of RemoveRange */
+
+  /* glibc's thread stacks (nptl_stacks.h), by trace thread */
+  nptl_stacks_t nptl;
+  nptl_stack_t *stacks;
+  uint32_t      stacks_cap;
 } tcmalloc_model_t;
 
 #define SP(t, i) (&(t)->sp[i])
@@ -1911,6 +1918,37 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
   return t->fail != AS_OK ? report(t, err) : AS_OK;
 }
 
+/* The thread's stack: tcmalloc preloaded into a glibc program (Debian's
+ * libtcmalloc-minimal4) leaves pthread_create to glibc, whose nptl maps and
+ * caches the stacks (models/nptl_stacks.c, glibc 2.36 nptl/allocatestack.c,
+ * nptl/nptl-stack.c), as for jemalloc.  The main thread (0) runs on the
+ * process stack. */
+static void thread_stack(tcmalloc_model_t *t, const trace_event_t *ev) {
+  if (ev->thread == 0 || t->fail != AS_OK)
+    return;
+  if (ev->thread >= t->stacks_cap) {
+    if (ev->op != TRACE_THREAD_START)
+      return;
+    uint32_t cap = t->stacks_cap ? t->stacks_cap : 64;
+    while (cap <= ev->thread)
+      cap *= 2;
+    nptl_stack_t *ns = realloc(t->stacks, (size_t)cap * sizeof *ns);
+    if (ns == NULL) {
+      set_fail(t, AS_ENOMEM, "out of memory");
+      return;
+    }
+    memset(ns + t->stacks_cap, 0, (size_t)(cap - t->stacks_cap) * sizeof *ns);
+    t->stacks = ns;
+    t->stacks_cap = cap;
+  }
+  nptl_stack_t *st = &t->stacks[ev->thread];
+  as_err_t      e = {0};
+  /* exit, or an id started again */
+  if (kcheck(t, nptl_stack_release(&t->nptl, st, &e), &e) &&
+      ev->op == TRACE_THREAD_START)
+    kcheck(t, nptl_stack_acquire(&t->nptl, st, &e), &e);
+}
+
 /* A thread's cache goes away at its exit (DestroyThreadCache, pthread key
  * destructor); it is made again at the first malloc of a new thread. */
 static as_status_t tc_thread(model_t *m, const trace_event_t *ev,
@@ -1923,6 +1961,7 @@ static as_status_t tc_thread(model_t *m, const trace_event_t *ev,
     delete_cache(t, tc);
     t->thread_cache[ev->thread] = -1;
   }
+  thread_stack(t, ev);
   return t->fail != AS_OK ? report(t, err) : AS_OK;
 }
 
@@ -2117,6 +2156,10 @@ static as_status_t tc_walk(const model_t *m, model_region_fn fn, void *user,
     rc = fn(user, &r, err);
   }
   free(order);
+  for (uint32_t i = 0; rc == AS_OK && i < t->stacks_cap; i++)
+    rc = nptl_stack_walk(&t->stacks[i], fn, user, err);
+  if (rc == AS_OK)
+    rc = nptl_stacks_walk_cache(&t->nptl, fn, user, err);
   return rc;
 }
 
@@ -2148,6 +2191,8 @@ static void tc_destroy(model_t *m) {
   free(t->obj);
   free(t->chain);
   free(t->chain2);
+  free(t->stacks);
+  nptl_stacks_fini(&t->nptl);
   free(t);
 }
 
@@ -2211,6 +2256,13 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
                       transfer < 1 || transfer > 1024
                           ? "tcmalloc: transfer_num_obj must be 1..1024"
                           : "tcmalloc: the OS page is larger than page_shift");
+  }
+  as_status_t src = nptl_stacks_init(
+      &t->nptl, ctx->kernel, model_opt_u64(opts, TO_STACK_SIZE),
+      model_opt_u64(opts, TO_THREAD_STACK_PAGES), "tcmalloc", err);
+  if (src != AS_OK) {
+    tc_destroy(&t->base);
+    return src;
   }
   if (!sizemap_init(&t->sm, t->page_shift, (uint32_t)transfer)) {
     tc_destroy(&t->base);
