@@ -28,8 +28,11 @@
  * keeps the bytes the allocator wrote; bytes the program wrote are unknown
  * and read as zero (Header bytes, below).
  *
- * Left out (deliberately): threads (one lock; a replay has no contention,
- * and mallocng has no per-thread state); malloc replaced by the program
+ * Threads: mallocng has no per-thread state (one lock; a replay has no
+ * contention), but pthread_create maps each thread's stack and TLS
+ * (Threads, below).
+ *
+ * Left out (deliberately): malloc replaced by the program
  * (__malloc_replaced); the secret and the consistency checks; brk failing
  * (the simulated break grows until it meets a mapping: then, as in musl,
  * meta areas come from mmap).  PAGESIZE is 4096 on x86-64
@@ -41,7 +44,7 @@
  *   Meta records and areas
  *   Slots (enframe)              Groups and slots (allocation)
  *   Freeing                      Entry points
- *   Model interface
+ *   Threads                      Model interface
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -96,7 +99,18 @@ static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
     "meta:musl_gap_libc_tail",                                                 \
     "musl 1.2.3 ldso/dynlink.c:1887 (Debian 12 libc.so 1.2.3-1: 160, "         \
     "readelf -l: RW segment ends at 0xaef60)",                                 \
-    "bytes donated after libc.so's RW segment (0 for a static program)")
+    "bytes donated after libc.so's RW segment (0 for a static program)")       \
+  X(MO_STACK_SIZE, "stack_size", OPT_BYTES, "131072", "bytes", NULL, NULL,     \
+    "musl 1.2.3 src/internal/pthread_impl.h:197 DEFAULT_STACK_SIZE, "          \
+    "src/thread/default_attr.c:3 __default_stacksize",                         \
+    "thread stack size (pthread_attr_setstacksize); the mapping adds the "     \
+    "TLS and an 8 KiB guard")                                                  \
+  X(MO_THREAD_STACK_PAGES, "thread_stack_pages", OPT_U64, "1", "", NULL, NULL, \
+    "measured: each of 64 threads of the musl oracle's replayer leaves one "   \
+    "resident page (lab-arenas at 'running': 0.25 MiB over the start)",        \
+    "OS pages of the program's own stack frames per thread, from the page "    \
+    "holding the stack top (which also holds the TLS) down; a trace does "     \
+    "not record this")
 
 enum musl_option_e { MUSL_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 
@@ -187,6 +201,11 @@ typedef struct musl_model_s {
   uint32_t *bucket;  /* heads of the chains, by hash */
   uint32_t  nbucket; /* a power of two */
   uint32_t  live_hdr;
+
+  /* threads' stack+TLS mappings by trace thread (addr 0 = none) */
+  uint64_t    stack_size, thread_stack_pages;
+  sim_addr_t *stack;
+  uint32_t    stack_cap;
 } musl_model_t;
 
 #define MT(ms, i) (&(ms)->mt[i])
@@ -1329,6 +1348,82 @@ static void ms_stats(const model_t *m, model_stats_t *out) {
       slot_bytes > ms->live_bytes ? slot_bytes - ms->live_bytes : 0;
 }
 
+/* ---- Threads ------------------------------------------------------------ */
+
+/* musl's pthread_create maps each thread's stack itself (musl 1.2.3
+ * src/thread/pthread_create.c): guard = DEFAULT_GUARD_SIZE 8192
+ * (pthread_impl.h:198, default_attr.c:4), size = guard + ROUND(stack size +
+ * libc.tls_size + __pthread_tsd_size) (:284-286), mmapped PROT_NONE and all
+ * but the guard made writable (:290-297); the TLS and struct pthread go at
+ * the top (:302-309, __copy_tls, src/env/__init_tls.c:43-66) and the stack
+ * starts below them (:304).  MUSL_TLS_BYTES = libc.tls_size of a static
+ * program with no TLS of its own (__init_tls.c:126-131: 2 * 8 + sizeof
+ * (struct pthread) 200 (measured as mapping top - pthread_self () in a
+ * musl-gcc thread) + align 8); __pthread_tsd_size is 0 in a program that
+ * never calls pthread_key_create (pthread_create.c:218-219, the weak
+ * dummy).  The thread's frames start at the stack top, in the TLS's page.
+ * The mapping goes at pthread_join (pthread_join.c:24) or, detached, at
+ * exit (pthread_create.c:142-155): a trace has no join, so exit stands for
+ * both. */
+#define MUSL_GUARD_BYTES 8192
+#define MUSL_TLS_BYTES   224
+#define ROUND_PG(n)      (((n) + PGSZ - 1) & ~(uint64_t)(PGSZ - 1))
+
+static uint64_t stack_map_bytes(uint64_t stack_size) {
+  return MUSL_GUARD_BYTES + ROUND_PG(stack_size + MUSL_TLS_BYTES);
+}
+
+static void stack_unmap(musl_model_t *ms, uint32_t thread) {
+  if (thread >= ms->stack_cap || ms->stack[thread] == 0)
+    return;
+  unmap(ms, ms->stack[thread], stack_map_bytes(ms->stack_size));
+  ms->stack[thread] = 0;
+}
+
+static as_status_t ms_thread(model_t *m, const trace_event_t *ev,
+                             as_err_t *err) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (ms->fail != AS_OK || ev->thread == 0) /* main: the process stack */
+    return report(ms, err);
+  stack_unmap(ms, ev->thread); /* exit, or an id started again */
+  if (ev->op != TRACE_THREAD_START || ms->fail != AS_OK)
+    return report(ms, err);
+  if (ev->thread >= ms->stack_cap) {
+    uint32_t cap = ms->stack_cap ? ms->stack_cap : 64;
+    while (cap <= ev->thread)
+      cap *= 2;
+    sim_addr_t *st = realloc(ms->stack, (size_t)cap * sizeof *st);
+    if (st == NULL) {
+      set_fail(ms, AS_ENOMEM, "out of memory for thread stacks");
+      return report(ms, err);
+    }
+    memset(st + ms->stack_cap, 0, (size_t)(cap - ms->stack_cap) * sizeof *st);
+    ms->stack = st;
+    ms->stack_cap = cap;
+  }
+  uint64_t   size = stack_map_bytes(ms->stack_size);
+  sim_addr_t a = 0;
+  as_err_t   e;
+  if (!kcheck(ms,
+              sim_kernel_mmap(ms->kernel, size, 0, SIM_PROT_NONE,
+                              SIM_OWNER_THREAD_STACK, &a, &e),
+              &e) ||
+      !kcheck(ms,
+              sim_kernel_mprotect(ms->kernel, a + MUSL_GUARD_BYTES,
+                                  size - MUSL_GUARD_BYTES, SIM_PROT_RW, &e),
+              &e))
+    return report(ms, err);
+  ms->stack[ev->thread] = a;
+  sim_addr_t top = a + size, stacktop = top - MUSL_TLS_BYTES;
+  touch(ms, stacktop, MUSL_TLS_BYTES); /* __copy_tls */
+  if (ms->thread_stack_pages > 0) {
+    sim_addr_t lo = ((stacktop - 1) & ~(uint64_t)(PGSZ - 1)) -
+                    (ms->thread_stack_pages - 1) * PGSZ;
+    touch(ms, lo, stacktop - lo); /* the thread's frames */
+  }
+  return report(ms, err);
+}
+
 /* The heap map: every group with its own mapping, and every chunk. */
 static as_status_t ms_walk(const model_t *m, model_region_fn fn, void *user,
                            as_err_t *err) {
@@ -1356,6 +1451,17 @@ static as_status_t ms_walk(const model_t *m, model_region_fn fn, void *user,
     if (rc != AS_OK)
       return rc;
   }
+  for (uint32_t t = 0; t < ms->stack_cap; t++) {
+    if (ms->stack[t] == 0)
+      continue;
+    model_region_t r = {.addr = ms->stack[t],
+                        .bytes = stack_map_bytes(ms->stack_size),
+                        .kind = "thread stack",
+                        .state = MODEL_REGION_LIVE};
+    as_status_t    rc = fn(user, &r, err);
+    if (rc != AS_OK)
+      return rc;
+  }
   return AS_OK;
 }
 
@@ -1367,6 +1473,7 @@ static void ms_destroy(model_t *m) {
   free(ms->obj);
   free(ms->hdr);
   free(ms->bucket);
+  free(ms->stack);
   free(ms);
 }
 
@@ -1386,10 +1493,23 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
                         "musl: option %s must be below 4096 (a partial page)",
                         musl_options[MO_GAP_PROGRAM_HEAD + k].name);
   }
+  /* the frame pages run down from the stack top's page and must stay above
+   * the guard */
+  uint64_t stack_size = model_opt_u64(opts, MO_STACK_SIZE);
+  uint64_t frame_pages = model_opt_u64(opts, MO_THREAD_STACK_PAGES);
+  if (stack_size > (UINT64_C(1) << 40) ||
+      frame_pages > (stack_map_bytes(stack_size) - MUSL_GUARD_BYTES) / PGSZ)
+    return as_err_set(err, AS_EUSAGE,
+                      "musl: stack_size=%" PRIu64
+                      " with thread_stack_pages=%" PRIu64
+                      ": the stack must hold the frame pages",
+                      stack_size, frame_pages);
   musl_model_t *ms = calloc(1, sizeof *ms);
   if (ms == NULL)
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
   ms->kernel = ctx->kernel;
+  ms->stack_size = stack_size;
+  ms->thread_stack_pages = frame_pages;
   ms->nmt = 1; /* record 0 is NULL */
   /* ldso/dynlink.c:1886-1887: the program's gaps, then libc.so's.  The
    * gaps lie in data pages the program already has (owner baseline). */
@@ -1426,7 +1546,7 @@ const model_methods_t model_musl_methods = {
     .alloc = ms_alloc,
     .realloc = ms_realloc,
     .free = ms_free,
-    .thread = NULL,
+    .thread = ms_thread,
     .trim = NULL, /* musl has no malloc_trim */
     .stats = ms_stats,
     .locate = ms_locate,
