@@ -179,6 +179,35 @@ static void donated_gaps_serve_first_requests(void **state) {
   fx_close(&f);
 }
 
+/* pthread_create maps a thread's stack itself (musl 1.2.3 src/thread/
+ * pthread_create.c:284-309): an 8 KiB guard + the 128 KiB stack and the
+ * TLS rounded to a page; the TLS, struct pthread and the thread's first
+ * frames share the top page, the one page resident; pthread_join unmaps it
+ * all (pthread_join.c:24).  The oracle (lab-arenas, 64 threads, the
+ * musl-gcc replayer): the model missed 0.25 MiB at 'running' (one page a
+ * thread) without the mapping, 0.00 with it; 0.00 after the joins. */
+static void threads_map_their_stacks(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  uint64_t r0 = fx_rss(&f), v0 = sim_kernel_mapped_bytes(f.k);
+  fx_event(&f, TRACE_THREAD_START, 1, 0, 0, 0, 0);
+  fx_event(&f, TRACE_THREAD_START, 2, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 2 * 4096);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k) - v0,
+                   2 * (8192 + 131072 + 4096));
+  fx_event(&f, TRACE_THREAD_EXIT, 1, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 4096);
+  fx_event(&f, TRACE_THREAD_EXIT, 2, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f), r0);
+  assert_int_equal(sim_kernel_mapped_bytes(f.k), v0);
+  fx_close(&f);
+  fx_open(&f, "musl:thread_stack_pages=2");
+  fx_event(&f, TRACE_THREAD_START, 1, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 2 * 4096);
+  fx_close(&f);
+}
+
 static void other_page_sizes_are_refused(void **state) {
   (void)state;
   sim_kernel_config_t cfg;
@@ -208,6 +237,7 @@ int main(void) {
       cmocka_unit_test(realloc_stays_in_its_slot),
       cmocka_unit_test(donated_gaps_serve_first_requests),
       cmocka_unit_test(other_page_sizes_are_refused),
+      cmocka_unit_test(threads_map_their_stacks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

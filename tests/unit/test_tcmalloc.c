@@ -226,6 +226,27 @@ static void thread_caches_return_their_objects(void **state) {
   fx_close(&f);
 }
 
+/* Preloaded on glibc, tcmalloc's threads run on nptl's stacks
+ * (models/nptl_stacks.c): 8 KiB resident per running thread (TCB page + one
+ * frame page), and at exit nptl's cache keeps the newest stacks up to
+ * 40 MiB -- 4 of 8 MiB + a guard page -- with those two pages each.  The
+ * oracle (lab-arenas, 64 threads, Debian's libtcmalloc-minimal4): the model
+ * missed 0.52 MiB at 'running' without the stacks, -0.02 MiB with them;
+ * 0.05 -> 0.02 MiB after the joins. */
+static void threads_run_on_nptl_stacks(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "tcmalloc");
+  uint64_t r0 = fx_rss(&f);
+  for (uint32_t t = 1; t <= 64; t++)
+    fx_event(&f, TRACE_THREAD_START, t, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 64 * 8192);
+  for (uint32_t t = 1; t <= 64; t++)
+    fx_event(&f, TRACE_THREAD_EXIT, t, 0, 0, 0, 0);
+  assert_int_equal(fx_rss(&f) - r0, 4 * 8192);
+  fx_close(&f);
+}
+
 /* SetNumericProperty's knobs at run time; others are refused by name. */
 static void option_events_change_knobs(void **state) {
   (void)state;
@@ -278,6 +299,7 @@ int main(void) {
       cmocka_unit_test(calloc_writes_the_whole_span),
       cmocka_unit_test(realloc_has_hysteresis),
       cmocka_unit_test(thread_caches_return_their_objects),
+      cmocka_unit_test(threads_run_on_nptl_stacks),
       cmocka_unit_test(option_events_change_knobs),
       cmocka_unit_test(bad_options_are_refused),
   };
