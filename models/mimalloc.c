@@ -341,7 +341,7 @@ void mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len) {
 
 /* A read of memory the program never wrote: the realloc copy reads the
  * old block's whole usable size; a page only without the zero page. */
-static void mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+void mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len) {
   if (len != 0 && m->fail == AS_OK)
     kfail(m, sim_kernel_read(m->kernel, addr, len, m->err));
 }
@@ -682,6 +682,10 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   enter(m, 0, err);
   kfail(m, sim_kernel_mmap(m->kernel, 64 * MI_KIB, 4096, SIM_PROT_RW,
                            SIM_OWNER_METADATA, &m->static_area, err));
+  if (v == MV_209 && m->fail == AS_OK)
+    kfail(m, sim_kernel_mmap(
+                 m->kernel, (uint64_t)MI_CACHE_MAX * MI_CACHE_SLOT_BYTES, 4096,
+                 SIM_PROT_RW, SIM_OWNER_METADATA, &m->cache_area, err));
   if (m->fail != AS_OK) {
     as_status_t fail = leave(m, err);
     free(m->cache);
@@ -1062,6 +1066,10 @@ static as_status_t walk_thread_data(const mi_model_t *m, const mi_walker_t *w) {
   if (rc == AS_OK)
     rc = mi_walk_unit(w, m->static_area, 64 * MI_KIB, "static data",
                       MI_MECH_META, MODEL_REGION_METADATA);
+  if (rc == AS_OK && m->cache_area != 0)
+    rc = mi_walk_unit(
+        w, m->cache_area, (uint64_t)MI_CACHE_MAX * MI_CACHE_SLOT_BYTES,
+        "segment cache slots", MI_MECH_META, MODEL_REGION_METADATA);
   return rc;
 }
 

@@ -227,6 +227,13 @@ struct mi_cache_slot_s {
   bool       inuse;
 };
 #define MI_CACHE_MAX 1024 /* 209 segment-cache.c:21-22 */
+/* The library's static cache[MI_CACHE_MAX] (209 segment-cache.c:27-36):
+ * sizeof (mi_cache_slot_t) = p 8 + memid 8 + is_pinned 1 (padded to 8) +
+ * two mi_commit_mask_t of 8 words (32 MiB / 64 KiB / 64, 209 types.h) +
+ * expire 8 = 160 bytes, expire at offset 152: 160 KiB of .bss, taken as
+ * starting on a page. */
+#define MI_CACHE_SLOT_BYTES 160
+#define MI_CACHE_EXPIRE_OFF 152
 
 typedef struct marena2_s marena2_t; /* 21x arena of 32 MiB blocks */
 struct marena2_s {
@@ -314,6 +321,7 @@ struct mi_model_s {
   uint64_t live_bytes, live_objects;
   /* 209 segment cache */
   mi_cache_slot_t *cache;
+  sim_addr_t       cache_area; /* the slots' memory (MI_CACHE_SLOT_BYTES) */
   /* arenas */
   marena2_t *arenas2;
   uint32_t   arenas2_n;
@@ -341,6 +349,7 @@ struct mi_model_s {
 /* Kernel calls that cannot fail on a valid model; a failure is kept in
  * m->fail (the first one) and reported by the entry point. */
 void       mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len);
+void       mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len);
 sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align);

@@ -566,6 +566,11 @@ static void seg_release(mi_model_t *m, uint32_t id) {
 
 /* ---- 2.0.9 segment cache (segment-cache.c) ------------------------------ */
 
+/* Slot i's bytes in the library's cache[] (mimalloc_int.h). */
+static sim_addr_t slot_addr(const mi_model_t *m, uint64_t i) {
+  return m->cache_area + i * MI_CACHE_SLOT_BYTES;
+}
+
 /* mi_commit_mask_decommit (cache :110-132): the whole committed part. */
 static void cache_slot_decommit(mi_model_t *m, mi_cache_slot_t *sl) {
   for (uint32_t i = 0; i < MI_SLICES_PER_SEG;) {
@@ -599,9 +604,14 @@ static void cache_purge(mi_model_t *m, bool visit_all, bool force) {
     if (idx >= MI_CACHE_MAX)
       idx = 0;
     mi_cache_slot_t *sl = &m->cache[idx];
+    /* every visited slot's expire is read (:147), so a thread's exit
+     * (mi_heap_collect_ex -> _mi_segment_cache_collect(false), 209 heap.c:
+     * 164, cache :172-180 visit_all) reads all 160 KiB of cache[] */
+    mi_read(m, slot_addr(m, idx) + MI_CACHE_EXPIRE_OFF, 8);
     if (sl->inuse && sl->expire != 0 && (force || m->now >= sl->expire)) {
       purged++;
       sl->expire = 0;
+      mi_touch(m, slot_addr(m, idx), MI_CACHE_SLOT_BYTES); /* :153-162 */
       cache_slot_decommit(m, sl);
       if (!visit_all && purged > 4)
         break;
@@ -631,6 +641,7 @@ static bool cache_push(mi_model_t *m, const mseg_t *s) {
   if (i == MI_CACHE_MAX)
     return false;
   mi_cache_slot_t *sl = &m->cache[i];
+  mi_touch(m, slot_addr(m, i), MI_CACHE_SLOT_BYTES); /* :240-246 */
   sl->inuse = true;
   sl->base = s->base;
   sl->expire = 0;
@@ -652,6 +663,7 @@ static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
     mi_cache_slot_t *sl = &m->cache[i];
     if (!sl->inuse)
       continue;
+    mi_touch(m, slot_addr(m, i), MI_CACHE_SLOT_BYTES); /* :87-95 */
     *base = sl->base;
     memcpy(commit, sl->commit, sizeof sl->commit);
     memcpy(decommit, sl->decommit, sizeof sl->decommit);
