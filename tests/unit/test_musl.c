@@ -205,6 +205,14 @@ static void threads_map_their_stacks(void **state) {
   fx_open(&f, "musl:thread_stack_pages=2");
   fx_event(&f, TRACE_THREAD_START, 1, 0, 0, 0, 0);
   assert_int_equal(fx_rss(&f) - r0, 2 * 4096);
+  /* 33 pages above the guard: 34 frame pages do not fit */
+  model_ctx_t ctx = {.kernel = f.k};
+  model_t    *m = NULL;
+  as_err_t    err = {0};
+  assert_int_equal(
+      model_create_from_spec("musl:thread_stack_pages=34", &ctx, &m, &err),
+      AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "thread_stack_pages=34"));
   fx_close(&f);
 }
 
