@@ -1344,7 +1344,10 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
     fwd = C(bck)->fd;
     glindex_t *li = &av->lidx[vi - NSMALLBINS];
     if (fwd != bck) {
-      if (size < C(C(bck)->bk)->size) { /* 4105-4113: smaller than all */
+      /* 4105-4113: smaller than all.  glibc reads the size of the bin's
+       * last chunk (4102-4103); the index holds it (its last group), so
+       * the test needs no record from a random place in the pool. */
+      if (size < li->v[li->n - 1].size) {
         fwd = bck;
         bck = C(bck)->bk;
         C(victim)->fd_ns = C(fwd)->fd;
@@ -1521,18 +1524,25 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 
     /* 4179-4239: large request: best fit in its own bin. */
     if (!in_smallbin_range(nb)) {
-      uint32_t bin = av->bins + idx;
-      victim = C(bin)->fd;
-      if (victim != bin && C(victim)->size >= nb) {
-        /* 4193-4196: from the smallest group up, the first >= nb. */
-        glindex_t *li = &av->lidx[idx - NSMALLBINS];
-        uint32_t   at = lfind_le(li, nb);
+      /* 4183-4186: the bin's first chunk is its largest.  The sizes glibc
+       * reads from chunks here are those of the index's groups (group i
+       * is the chunks of size v[i].size, in list order), so only the
+       * chunk taken is read from the pool. */
+      uint32_t   bin = av->bins + idx;
+      glindex_t *li = &av->lidx[idx - NSMALLBINS];
+      if (li->n != 0 && li->v[0].size >= nb) {
+        /* 4188-4191: from the smallest group up, the first >= nb. */
+        uint32_t at = lfind_le(li, nb);
         if (at == li->n || li->v[at].size < nb)
           at--;
         victim = li->v[at].head;
-        uint64_t size = C(victim)->size;
-        if (victim != C(bin)->bk && C(victim)->size == C(C(victim)->fd)->size)
-          victim = C(victim)->fd; /* 4200-4204 */
+        uint64_t size = li->v[at].size;
+        /* 4195-4198: take the group's second chunk if it has one (its fd
+         * has the same size unless it heads the next group, or is the
+         * bin itself after the last group), leaving the skip links. */
+        uint32_t next_group = at + 1 < li->n ? li->v[at + 1].head : bin;
+        if (C(victim)->fd != next_group)
+          victim = C(victim)->fd;
         uint64_t remainder_size = size - nb;
         unlink_chunk(g, victim);
         if (remainder_size < MINSIZE) {
