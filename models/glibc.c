@@ -477,17 +477,19 @@ static glindex_t *lindex(glibc_model_t *g, uint32_t arena, uint64_t size) {
   return &g->arenas[arena].lidx[largebin_index(size) - NSMALLBINS];
 }
 
-/* First position whose size is <= size (n if none). */
+/* First position whose size is <= size (n if none).  The halving step is
+ * a conditional move, not a branch: the sizes searched for are random, so
+ * a branch would be mispredicted every other step. */
 static uint32_t lfind_le(const glindex_t *li, uint64_t size) {
-  uint32_t lo = 0, hi = li->n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (li->v[mid].size > size)
-      lo = mid + 1;
-    else
-      hi = mid;
+  uint32_t first = 0, len = li->n;
+  if (len == 0)
+    return 0;
+  while (len > 1) { /* the answer lies in [first, first + len] */
+    uint32_t half = len / 2;
+    first = li->v[first + half].size > size ? first + half : first;
+    len -= half;
   }
-  return lo;
+  return first + (li->v[first].size > size);
 }
 
 static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at, uint64_t size,
