@@ -1238,20 +1238,36 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   touch(g, foot, SIZE_SZ);
 }
 
+/* Starts fetching the records unlink_chunk(g, p) writes. */
+static void prefetch_list_neighbours(const glibc_model_t *g, uint32_t p) {
+  __builtin_prefetch(C(C(p)->fd));
+  __builtin_prefetch(C(C(p)->bk));
+}
+
 /* Coalesces chunk p (in use, not in any list) with free neighbours and puts
  * it in the unsorted list or into top; returns the coalesced size
  * (malloc.c:4594-4653, also malloc_consolidate 4757-4799). */
 static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
   garena_t *av = &g->arenas[ai];
-  uint32_t  prev = C(p)->prev;
-  if (prev != NIL && C(prev)->state == CS_BINNED) { /* 4597-4604 */
+  uint32_t  prev = C(p)->prev, next = C(p)->next;
+  bool      prev_free = prev != NIL && C(prev)->state == CS_BINNED;
+  bool      next_free = next != av->top && C(next)->state == CS_BINNED;
+  /* The records the unlinks below write are at random places in the pool:
+   * fetching all of them now overlaps their misses instead of taking the
+   * lower neighbour's, then the upper one's, one after the other. */
+  if (prev_free)
+    prefetch_list_neighbours(g, prev);
+  if (next_free) {
+    prefetch_list_neighbours(g, next);
+    __builtin_prefetch(C(C(next)->next)); /* absorb_next links it */
+  }
+  if (prev_free) { /* 4597-4604 */
     unlink_chunk(g, prev);
-    absorb_next(g, prev);
+    absorb_next(g, prev); /* p's upper neighbour stays next */
     p = prev;
   }
-  uint32_t next = C(p)->next;
   if (next != av->top) { /* 4606-4641 */
-    if (C(next)->state == CS_BINNED) {
+    if (next_free) {
       unlink_chunk(g, next);
       absorb_next(g, p);
     } else {
