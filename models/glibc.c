@@ -553,8 +553,11 @@ __attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
 
 /* ---- Kernel helpers ----------------------------------------------------- */
 
-/* A write by glibc or the program: the pages become resident. */
-static void touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
+/* A write by glibc or the program: the pages become resident.  Several
+ * per event: inline at every call site, so the common case (pages already
+ * resident, sim/kernel.h's fast test) costs no call. */
+__attribute__((always_inline)) static inline void
+touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
   if (len == 0 || g->fail != AS_OK)
     return;
   as_status_t rc = sim_kernel_touch(g->kernel, addr, len, &g->ferr);
