@@ -379,6 +379,10 @@ static uint32_t rec_new(glibc_model_t *g) {
       g->ch_cap = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
     }
     i = g->nch++;
+    /* Fresh records come in index order: their pages are made resident a
+     * batch at a time, not by a page fault each (sim/reserve.h). */
+    if ((size_t)g->nch * sizeof(gchunk_t) > g->ch_res.populated)
+      as_reserve_populate(&g->ch_res, g->nch);
   }
   memset(C(i), 0, sizeof(gchunk_t));
   return i;
