@@ -826,9 +826,8 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
 
 /* What the measured trace holds of the replayer's own thread creation
  * (the replayer's thread DTVs, above), when it created any. */
-static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
-                             const oracle_opts_t *o, const oracle_run_t *r,
-                             as_err_t *err) {
+static as_status_t meta_dtvs(trace_meta_t *m, const oracle_opts_t *o,
+                             const oracle_run_t *r, as_err_t *err) {
   char     buf[300];
   uint64_t n = 0, freed = 0;
   for (size_t i = 0; i < r->ncreated; i++)
@@ -849,11 +848,11 @@ static as_status_t meta_dtvs(trace_meta_t *m, const char *workload,
                    "replayer's %zu pthread_create calls unmeasured (mallinfo2 "
                    "describes glibc's heap alone)",
                    oracle_allocator_name(o->allocator), r->ncreated);
-  else if (workload != NULL)
+  else if (o->marks_only)
     as_format_fits(buf, sizeof buf,
-                   "not in the trace: compare regenerates the workload's "
-                   "calls, without the %" PRIu64 " DTVs of the replayer's "
-                   "pthread_create calls",
+                   "not in the trace: it holds marks only, and compare "
+                   "regenerates the workload's calls without the %" PRIu64
+                   " DTVs of the replayer's pthread_create calls",
                    n);
   else
     as_format_fits(buf, sizeof buf,
@@ -916,7 +915,7 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
   as_format_fits(buf, sizeof buf, "%g", o->idle_scale);
   if ((rc = meta_put(m, "idle_scale", buf, err)) != AS_OK)
     return rc;
-  return meta_dtvs(m, workload, o, r, err);
+  return meta_dtvs(m, o, r, err);
 }
 
 typedef struct out_s out_t;
@@ -1079,7 +1078,7 @@ static as_status_t write_output(const char *path, const char *workload,
   if (rc != AS_OK)
     return rc;
   walk_t       w;
-  out_t        x = {NULL, r, 0, workload != NULL, 0, 0, 0};
+  out_t        x = {NULL, r, 0, o->marks_only, 0, 0, 0};
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
@@ -1294,7 +1293,7 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
   child_close(&c);
   r->ids = plan.ids;
   if (rc == AS_OK)
-    rc = dtv_plan(r, o->out_path != NULL && workload == NULL, err);
+    rc = dtv_plan(r, o->out_path != NULL && !o->marks_only, err);
   if (rc == AS_OK)
     rc = write_output(trace_path, workload, o, r, err);
   return rc;

@@ -59,6 +59,9 @@ struct oracle_opts_s {
   bool               lenient; /* skip frees/reallocs of dead ids, allocs of
                                  live ones, options with no counterpart */
   const char *out_path;       /* the measured trace to write, or NULL */
+  bool        marks_only;     /* write marks and samples, not the calls
+                                 (a workload: compare regenerates them on
+                                 the workload's own clock) */
   const char *command;        /* the command line, for provenance */
 };
 

@@ -86,6 +86,10 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       a->db = v;
+    } else if ((took = cli_opt_flag("oracle", argv, i, "--marks-only"))) {
+      if (took < 0)
+        return CLI_EXIT_USAGE;
+      a->o.marks_only = true;
     } else if ((took = cli_opt_flag("oracle", argv, i, "--lenient"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -106,6 +110,12 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
   if ((a->trace == NULL) == (a->workload == NULL))
     return cli_usage_error("oracle", "expected a TRACE or --workload LINE "
                                      "(one of them)");
+  if (a->o.marks_only && a->o.out_path == NULL)
+    return cli_usage_error("oracle", "--marks-only needs -o OUT: it says "
+                                     "what OUT holds");
+  if (a->o.marks_only && a->trace != NULL)
+    return cli_usage_error("oracle", "--marks-only is for --workload: a "
+                                     "TRACE's run refers to its calls");
   if (a->db != NULL && a->o.out_path == NULL)
     return cli_usage_error("oracle", "--db needs -o OUT: the measured run "
                                      "refers to the trace it stores");
@@ -249,7 +259,8 @@ const cli_command_t cli_cmd_oracle = {
         "                       [--lib PATH] [--env NAME=VALUE]... "
         "[--idle-scale F]\n"
         "                       [--sample-every T] [--lenient] [-o OUT "
-        "[--db DB]] [--json]\n\n"
+        "[--marks-only]\n"
+        "                       [--db DB]] [--json]\n\n"
         "Replays the trace's calls in a child process on a real allocator:\n"
         "each thread of the trace on a thread of its own, every call in the\n"
         "trace's order (cross-thread frees included), each block written as\n"
@@ -293,7 +304,12 @@ const cli_command_t cli_cmd_oracle = {
         "                      objects, allocations of live ones, and options\n"
         "                      the allocator has no call for\n"
         "  -o, --output OUT    write the trace with the measurements as rss\n"
-        "                      events (.astrace: binary)\n"
+        "                      events (.astrace: binary); for --workload,\n"
+        "                      its generated calls, on the oracle's clock\n"
+        "  --marks-only        write only the marks and samples to OUT, not\n"
+        "                      the calls: a smaller file, but compare then\n"
+        "                      regenerates a workload's calls on the\n"
+        "                      workload's own clock, without the DTVs\n"
         "  --db DB             store OUT as a measured run (then `allocsim\n"
         "                      compare RUN --db DB` predicts it); not for an\n"
         "                      allocator no registered model covers\n"

@@ -95,7 +95,8 @@ echo "== real programs (scripts/measure/real_programs.py)" >&2
   --db "$db" --traces "$caps" --work "$tmp/programs" >&2
 
 echo "== heaptrack imports and oracle runs" >&2
-for f in imported/*.astrace oracle/*.trace oracle/*.astrace; do
+for f in imported/*.astrace oracle/*.trace oracle/*.astrace \
+         oracle/*.astrace.zst oracle/*.astrace.gz; do
   [ -e "$f" ] || continue
   case $f in
     oracle/*--*)

@@ -59,7 +59,7 @@ static ssize_t fail(cfile_t *c, as_status_t code, const char *what) {
   (void)as_format_fits(c->msg, sizeof c->msg,
                        "%s: %s at compressed byte %" PRIu64, c->name, what,
                        c->consumed);
-  errno = EIO;
+  errno = EBADMSG; /* what a reader holding only the stream can say */
   return -1;
 }
 
@@ -179,8 +179,21 @@ static ssize_t cf_read(void *cookie, char *buf, size_t size) {
   }
 }
 
+static void cfile_free(cfile_t *c) {
+  if (c->zd != NULL)
+    ZSTD_freeDStream(c->zd);
+  if (c->z_ready)
+    inflateEnd(&c->z);
+  if (c->owns_raw && c->raw != NULL)
+    fclose(c->raw);
+  free(c->in);
+  free(c);
+}
+
+/* Closing the stream frees everything, so that a reader handed the stream
+ * alone (trace_open) releases it with its fclose. */
 static int cf_close(void *cookie) {
-  (void)cookie; /* cfile_close frees the state */
+  cfile_free(cookie);
   return 0;
 }
 
@@ -266,13 +279,7 @@ void cfile_close(cfile_t *c) {
   if (c == NULL)
     return;
   if (c->stream != NULL)
-    fclose(c->stream);
-  if (c->zd != NULL)
-    ZSTD_freeDStream(c->zd);
-  if (c->z_ready)
-    inflateEnd(&c->z);
-  if (c->owns_raw && c->raw != NULL)
-    fclose(c->raw);
-  free(c->in);
-  free(c);
+    fclose(c->stream); /* cf_close frees c */
+  else
+    cfile_free(c);
 }

@@ -7,6 +7,11 @@
  * precise message ("not an allocsim binary trace" for a .astrace, "expected
  * header 'allocsim-trace 1'" otherwise).  Peeked bytes are handed to the
  * reader rather than seeking back, so stdin and pipes work too.
+ *
+ * A trace compressed with zstd or gzip (`zstd FILE.astrace`) is read as it
+ * is, through traces/compressed.c: a stored trace takes a tenth of the
+ * room or less, and the reader still holds only its window.  Byte offsets
+ * in messages are then offsets in the decompressed bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +22,7 @@
 
 #include "../sim/atomic_file.h"
 
+#include "compressed.h"
 #include "trace_io.h"
 
 #define MAGIC_LEN 8
@@ -52,14 +58,43 @@ as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
   return trace_text_open_stream(f, name, head, n, out, err);
 }
 
+/* Whether f, positioned at its start, begins with a zstd frame or a gzip
+ * member, leaving it at its start; true too when f cannot seek back (a
+ * pipe), so that the decompressing stream, which serves the bytes it
+ * peeked, reads it either way. */
+static bool needs_cfile(FILE *f) {
+  unsigned char head[4];
+  if (fseek(f, 0, SEEK_CUR) != 0)
+    return true;
+  size_t n = fread(head, 1, sizeof head, f);
+  if (fseek(f, 0, SEEK_SET) != 0)
+    return true;
+  clearerr(f);
+  static const unsigned char zstd[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  return (n == 4 && memcmp(head, zstd, 4) == 0) ||
+         (n >= 2 && head[0] == 0x1f && head[1] == 0x8b);
+}
+
+/* f read through traces/compressed.c: closing the stream closes f. */
+static as_status_t open_decompressed(FILE *f, const char *name,
+                                     trace_source_t **out, as_err_t *err) {
+  cfile_t    *c;
+  as_status_t rc = cfile_open_stream(f, name, &c, err);
+  if (rc != AS_OK)
+    return rc;
+  return trace_open_stream(cfile_stream(c), name, out, err);
+}
+
 as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err) {
   *out = NULL;
   if (strcmp(path, "-") == 0)
-    return trace_open_stream(stdin, "<stdin>", out, err);
+    return open_decompressed(stdin, "<stdin>", out, err);
   FILE *f = fopen(path, "rb");
   if (f == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
                       strerror(errno));
+  if (needs_cfile(f))
+    return open_decompressed(f, path, out, err);
   return trace_open_stream(f, path, out, err);
 }
 

@@ -22,7 +22,8 @@ medians:
 CPU time rather than wall time: the machine is shared and the process's CPU
 time is what moves least when other work runs beside it.
 
-  scripts/bench.sh [--json] [--runs N] [--quick] [--big] [--dir DIR]
+  scripts/bench.sh [--json] [--runs N] [--real-runs N] [--quick] [--big]
+                   [--dir DIR]
                    [--doc docs/benchmarks.md] [--from FILE.json]
 """
 import argparse
@@ -155,7 +156,8 @@ def make_traces(allocsim, tdir, quick):
 
 
 def sim_once(tools, trace, model, perf_ok, tmp):
-    cmd = [tools["allocsim"], "replay", trace["path"], "--model", model, "--json"]
+    cmd = [tools["allocsim"], "replay", trace["path"], "--model", model,
+           "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
     code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p, perf_ok)
     err = open(err_p, errors="replace").read()
@@ -182,7 +184,8 @@ def real_once(tools, trace, allocator, tmp):
 
 
 def big_once(tools, name, line, model, tmp):
-    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model, "--json"]
+    cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model,
+                                                      "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
     code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p)
     case = {"heap": name, "workload": line, "model": model}
@@ -220,6 +223,14 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def real_runs(args):
+    """Rounds that also time the real allocators (--real-runs, at most
+    --runs): their replays write every byte and can take minutes (musl on
+    churn: 3.5 min of CPU here, mostly the kernel), and they time the
+    allocator, not allocsim."""
+    return min(args.runs, args.real_runs if args.real_runs else args.runs)
+
+
 def bench(args):
     tools = tools_of(args)
     allocsim = tools["allocsim"]
@@ -237,7 +248,8 @@ def bench(args):
                 sims[(t["trace"], m)].append(sim_once(tools, t, m, perf_ok, tmp))
                 log(args, "run %d %s %s: %s" % (r + 1, t["trace"], m,
                                                 sims[(t["trace"], m)][-1]))
-            for a in sorted({REAL[m] for m in names if m in REAL}):
+            for a in sorted({REAL[m] for m in names if m in REAL}
+                            if r < real_runs(args) else ()):
                 reals.setdefault((t["trace"], a), []).append(
                     real_once(tools, t, a, tmp))
                 log(args, "run %d %s real %s: %s" % (r + 1, t["trace"], a,
@@ -281,8 +293,12 @@ def bench(args):
     machine["rss_floor_bytes"] = floor
     big = run_big(args) if args.big else []
     return {"machine": machine, "big_heaps": big,
-            "command": "scripts/bench.sh --runs %d%s%s" % (
-                args.runs, " --quick" if args.quick else "",
+            "runs": args.runs, "real_runs": real_runs(args),
+            "command": "scripts/bench.sh --runs %d%s%s%s" % (
+                args.runs,
+                " --real-runs %d" % real_runs(args)
+                if real_runs(args) != args.runs else "",
+                " --quick" if args.quick else "",
                 " --big" if args.big else ""),
             "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "traces": [{k: t[k] for k in ("trace", "workload", "what", "bytes")}
@@ -320,7 +336,10 @@ def markdown(d):
            "## How it measures", "",
            "- **Traces** are generated deterministically (`allocsim convert "
            "--workload LINE`) and replayed from the binary file, so decoding "
-           "is part of every figure.",
+           "is part of every figure. Each replay simulates one address layout "
+           "(`--layouts 1`); `replay` without the option simulates every "
+           "layout that can differ (4 with 4 KiB pages) and takes that many "
+           "times as long.",
            "- **Time** is the replay process's CPU time (user + system) per "
            "trace event, the median of the runs (interleaved: every model and "
            "allocator once per round). CPU time, not wall time: the machine is "
@@ -338,12 +357,16 @@ def markdown(d):
            "allocator by `allocsim oracle --sample-every 0` "
            "(traces/oracle/replayer.c): the replayer's CPU time from the "
            "first call to the last, less its reading of ops and of RSS, per "
-           "trace event. It writes every allocated byte as the program "
+           "trace event (the median of %s). It writes "
+           "every allocated byte as the program "
            "would, so it pays for the memory traffic and page faults the "
            "simulation only counts. Models with no native replayer "
            "(`ideal`, `pymalloc`, `cpython`: pymalloc lives inside CPython) "
            "show n/a. **Speed-up** is real ns/event over simulated ns/event "
-           "(target: at least 2).",
+           "(target: at least 2)." % (
+               "the rounds" if d.get("real_runs") in (None, d.get("runs"))
+               else "the first round" if d["real_runs"] == 1
+               else "the first %d rounds" % d["real_runs"]),
            "", "## Traces", "",
            "| trace | workload | what | file |", "|---|---|---|---|"]
     for t in d["traces"]:
@@ -446,6 +469,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print the JSON")
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (3)")
+    ap.add_argument("--real-runs", type=int, default=0,
+                    help="rounds that also time the real allocators "
+                    "(default: every round)")
     ap.add_argument("--quick", action="store_true",
                     help="small traces (a smoke test, not figures)")
     ap.add_argument("--dir", default=os.path.join(

@@ -1174,7 +1174,7 @@ ORDER = {"spike": SPIKE_ORDER, "webworker": WEBWORKER_ORDER[:3]}
 
 
 # ---- The oracle (docs/validation.md) ----------------------------------------
-# data/oracle/ALLOCATOR--CASE.trace|.astrace: `allocsim oracle` runs made by
+# data/oracle/ALLOCATOR--CASE.astrace[.zst]: `allocsim oracle` runs made by
 # scripts/measure/oracle/run.py; data/imported/NAME.astrace: heaptrack's
 # records of real programs.  A run of an allocator no registered model
 # covers cannot be recorded (record refuses to guess a model), so its cell
@@ -1218,7 +1218,7 @@ def oracle_files(ctx):
     out = {}
     for p in glob.glob(os.path.join(ctx.root, "data", "oracle", "*--*")):
         a, _, case = os.path.basename(p).partition("--")
-        out[(a, re.sub(r"\.(astrace|trace)$", "", case))] = p
+        out[(a, re.sub(r"\.(astrace|trace)(\.zst|\.gz)?$", "", case))] = p
     return out
 
 

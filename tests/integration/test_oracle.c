@@ -384,6 +384,63 @@ static void thread_dtv_stash_counts_one_chunk(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Counts out's allocation events and DTV-sized callocs on thread 0. */
+static void count_calls(const char *out, uint64_t dtv_size, uint64_t *allocs,
+                        uint64_t *dtvs) {
+  trace_source_t *src;
+  trace_event_t   ev;
+  as_err_t        err = {0};
+  *allocs = *dtvs = 0;
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    *allocs += ev.op <= TRACE_MEMALIGN;
+    *dtvs += ev.op == TRACE_CALLOC && ev.thread == 0 && ev.size == dtv_size;
+  }
+  trace_source_close(src);
+}
+
+/* A workload's run stores its calls, as a trace's does: on the oracle's
+ * clock, with the replayer's DTVs, so that compare replays what the real
+ * allocator ran.  --marks-only stores the marks and samples alone (compare
+ * then regenerates the calls on the workload's clock, without the DTVs,
+ * and the provenance says so). */
+static void workload_runs_store_their_calls(void **state) {
+  (void)state;
+  char dir[] = "/tmp/allocsim-oracle-db-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char out[128], db[128];
+  snprintf(out, sizeof out, "%s/run.astrace", dir);
+  snprintf(db, sizeof db, "%s/runs.db", dir);
+  for (int marks_only = 0; marks_only < 2; marks_only++) {
+    oracle_opts_t o;
+    default_opts(&o, ORACLE_GLIBC);
+    o.out_path = out;
+    o.marks_only = marks_only;
+    oracle_run_t r;
+    as_err_t     err = {0};
+    assert_int_equal(oracle_run(NULL, "lab-arenas --threads 8", &o, &r, &err),
+                     AS_OK);
+    assert_int_equal(r.ncreated, 8);
+    uint64_t allocs, dtvs;
+    count_calls(out, r.dtv_chunk_bytes - 16, &allocs, &dtvs);
+    assert_int_equal(dtvs, marks_only ? 0 : 8);
+    assert_true(marks_only ? allocs == 0 : allocs > 8);
+    trace_source_t *src;
+    assert_int_equal(trace_open(out, &src, &err), AS_OK);
+    assert_string_equal(trace_meta_get(&src->meta, "clock"), "oracle");
+    const char *note = trace_meta_get(&src->meta, "oracle_thread_dtvs");
+    assert_non_null(
+        strstr(note, marks_only ? "it holds marks only" : "8 calloc of "));
+    trace_source_close(src);
+    oracle_run_free(&r);
+    if (!marks_only)
+      glibc_agrees_at_every_mark(db, out, 3);
+  }
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* A DTV glibc frees: nptl's cache keeps 40 MiB of joined stacks (with
  * 8 MiB stacks, four) and frees the oldest beyond that, DTV first, in the
  * joining thread (glibc 2.36 nptl/nptl-stack.c:56-106).  Six threads
@@ -887,6 +944,12 @@ static void command_line_contract(void **state) {
                               "mimalloc, tcmalloc or musl, got 'hoard'"));
   assert_int_equal(allocsim(out, sizeof out, "oracle x.trace --db r.db"), 2);
   assert_non_null(strstr(out, "--db needs -o OUT"));
+  assert_int_equal(
+      allocsim(out, sizeof out, "oracle --workload lab-brk --marks-only"), 2);
+  assert_non_null(strstr(out, "--marks-only needs -o OUT"));
+  assert_int_equal(
+      allocsim(out, sizeof out, "oracle x.trace --marks-only -o y.astrace"), 2);
+  assert_non_null(strstr(out, "--marks-only is for --workload"));
   assert_int_equal(allocsim(out, sizeof out, "oracle"), 2);
   assert_int_equal(allocsim(out, sizeof out, "oracle --env NOEQUALS x"), 2);
   assert_int_equal(allocsim(out, sizeof out, "oracle /nonexistent.trace"), 1);
@@ -911,6 +974,7 @@ int main(void) {
       cmocka_unit_test(thread_dtv_stash_counts_one_chunk),
       cmocka_unit_test(thread_dtvs_freed_with_their_stacks),
       cmocka_unit_test(thread_dtvs_only_for_glibc),
+      cmocka_unit_test(workload_runs_store_their_calls),
       cmocka_unit_test(option_touch_and_idle_events_apply),
       cmocka_unit_test(calls_cpu_time_counts_the_calls_not_the_idles),
       cmocka_unit_test(measured_trace_is_on_the_oracle_clock),

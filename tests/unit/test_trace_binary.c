@@ -2,10 +2,12 @@
  * text -> binary -> text round trips, every kind of bad input with its byte
  * offset, truncation at every cut (a trace cut on a record boundary is
  * refused, or read to there with lenient), the trailer's count and
- * checksum, and a 1e6-event round trip through files.
+ * checksum, a 1e6-event round trip through files, and traces compressed
+ * with zstd or gzip.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "traces/trace_io.h"
 
@@ -544,35 +547,32 @@ static void gen_event(gen_t *g, uint64_t i, trace_event_t *ev) {
   }
 }
 
-static void million_events_round_trip_through_files(void **state) {
-  (void)state;
-  enum { N = 1000000 };
-  char bin_path[] = "/tmp/allocsim-bin-XXXXXX";
-  char txt_path[] = "/tmp/allocsim-txt-XXXXXX";
-  char bin2_path[] = "/tmp/allocsim-bi2-XXXXXX";
-  close(mkstemp(bin_path));
-  close(mkstemp(txt_path));
-  close(mkstemp(bin2_path));
+/* Writes the first n events of the generator (seed 42) to path. */
+static void write_generated(const char *path, trace_format_t format,
+                            uint64_t n) {
   trace_meta_t meta = {0};
   assert_int_equal(trace_meta_set(&meta, "generator", "test", NULL), AS_OK);
   trace_writer_t *w;
   as_err_t        err = {0};
-  assert_int_equal(
-      trace_writer_open(bin_path, TRACE_FORMAT_BINARY, &meta, &w, &err), AS_OK);
+  assert_int_equal(trace_writer_open(path, format, &meta, &w, &err), AS_OK);
   gen_t         g = {.state = 42};
-  trace_event_t ev, back;
-  for (uint64_t i = 0; i < N; i++) {
+  trace_event_t ev;
+  for (uint64_t i = 0; i < n; i++) {
     gen_event(&g, i, &ev);
     assert_int_equal(trace_writer_write(w, &ev, &err), AS_OK);
   }
   assert_int_equal(trace_writer_close(w, &err), AS_OK);
+}
 
-  /* Every event reads back exactly. */
+/* Every event of path reads back exactly as the generator made it. */
+static void expect_generated(const char *path, uint64_t n) {
   trace_source_t *src;
-  assert_int_equal(trace_open(bin_path, &src, &err), AS_OK);
-  g = (gen_t){.state = 42};
-  uint64_t    count = 0;
-  as_status_t rc;
+  as_err_t        err = {0};
+  assert_int_equal(trace_open(path, &src, &err), AS_OK);
+  gen_t         g = {.state = 42};
+  trace_event_t ev, back;
+  uint64_t      count = 0;
+  as_status_t   rc;
   while ((rc = trace_source_next(src, &back, &err)) == AS_OK) {
     gen_event(&g, count, &ev);
     if (ev.op == TRACE_MARK)
@@ -589,8 +589,27 @@ static void million_events_round_trip_through_files(void **state) {
     count++;
   }
   assert_int_equal(rc, AS_DONE);
-  assert_int_equal(count, N);
+  assert_int_equal(count, n);
   trace_source_close(src);
+}
+
+static void million_events_round_trip_through_files(void **state) {
+  (void)state;
+  enum { N = 1000000 };
+  char bin_path[] = "/tmp/allocsim-bin-XXXXXX";
+  char txt_path[] = "/tmp/allocsim-txt-XXXXXX";
+  char bin2_path[] = "/tmp/allocsim-bi2-XXXXXX";
+  close(mkstemp(bin_path));
+  close(mkstemp(txt_path));
+  close(mkstemp(bin2_path));
+  write_generated(bin_path, TRACE_FORMAT_BINARY, N);
+  expect_generated(bin_path, N);
+  trace_source_t *src;
+  trace_writer_t *w;
+  trace_event_t   ev;
+  as_err_t        err = {0};
+  uint64_t        count;
+  as_status_t     rc;
 
   /* binary -> text -> binary reproduces the file and the count. */
   assert_int_equal(trace_open(bin_path, &src, &err), AS_OK);
@@ -635,6 +654,71 @@ static void million_events_round_trip_through_files(void **state) {
   unlink(bin_path);
   unlink(txt_path);
   unlink(bin2_path);
+}
+
+/* Writes n bytes of data to path. */
+static void put_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* path compressed by libzstd into zst_path: the whole frame, or its first
+ * half. */
+static void zstd_file(const char *path, const char *zst_path, bool half) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  size_t n = (size_t)ftell(f);
+  rewind(f);
+  char *raw = malloc(n), *z = malloc(ZSTD_compressBound(n));
+  assert_int_equal(fread(raw, 1, n, f), n);
+  fclose(f);
+  size_t zn = ZSTD_compress(z, ZSTD_compressBound(n), raw, n, 3);
+  assert_false(ZSTD_isError(zn));
+  put_file(zst_path, z, half ? zn / 2 : zn);
+  free(raw);
+  free(z);
+}
+
+/* A trace compressed with zstd or gzip reads as the trace itself, in either
+ * format; one cut short is an error naming the file, never a shorter
+ * trace. */
+static void compressed_traces_read_as_written(void **state) {
+  (void)state;
+  enum { N = 300000 };
+  char bin[] = "/tmp/allocsim-cbin-XXXXXX", txt[] = "/tmp/allocsim-ctxt-XXXXXX";
+  char zst[64], gz[64], cmd[256];
+  close(mkstemp(bin));
+  close(mkstemp(txt));
+  write_generated(bin, TRACE_FORMAT_BINARY, N);
+  write_generated(txt, TRACE_FORMAT_TEXT, N);
+  snprintf(zst, sizeof zst, "%s.zst", bin);
+  zstd_file(bin, zst, false);
+  expect_generated(zst, N);
+  snprintf(gz, sizeof gz, "%s.gz", txt);
+  snprintf(cmd, sizeof cmd, "gzip -c %s > %s", txt, gz);
+  assert_int_equal(system(cmd), 0);
+  expect_generated(gz, N);
+
+  zstd_file(bin, zst, true);
+  trace_source_t *src;
+  trace_event_t   ev;
+  as_err_t        err = {0};
+  as_status_t     rc;
+  assert_int_equal(trace_open(zst, &src, &err), AS_OK);
+  while ((rc = trace_source_next(src, &ev, &err)) == AS_OK)
+    ;
+  assert_int_equal(rc, AS_EIO);
+  char want[128];
+  snprintf(want, sizeof want, "%s: read error at byte offset ", zst);
+  assert_memory_equal(err.msg, want, strlen(want));
+  trace_source_close(src);
+  unlink(bin);
+  unlink(txt);
+  unlink(zst);
+  unlink(gz);
 }
 
 /* An error deep in a big file goes through the unchecked decoder; its
@@ -774,6 +858,7 @@ int main(void) {
       cmocka_unit_test(truncation_at_every_cut_errors_cleanly),
       cmocka_unit_test(boundary_values_decode_identically_on_both_paths),
       cmocka_unit_test(million_events_round_trip_through_files),
+      cmocka_unit_test(compressed_traces_read_as_written),
       cmocka_unit_test(errors_past_the_first_window_name_the_right_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

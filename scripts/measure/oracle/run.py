@@ -16,9 +16,10 @@ Steps (all by default), each writing under data/:
              data/imported/NAME.mtrace.astrace (no RSS: oracle inputs)
   workloads  `allocsim oracle --workload` of the synthetic workloads and
              labs on every installed allocator (glibc, jemalloc, mimalloc,
-             tcmalloc, musl): data/oracle/ALLOCATOR--CASE.trace, the marks
-             only (compare regenerates the workload's calls and pairs
-             marks by label, so periodic samples would only add bytes)
+             tcmalloc, musl): data/oracle/ALLOCATOR--CASE.astrace.zst, the
+             workload's calls as the replayer ran them (on its clock, with
+             its threads' DTVs) and RSS at every mark, compressed with
+             zstd -19 (gzip -9 without zstd): a tenth of the bytes
   traces     `allocsim oracle` of the imported traces and of random valid
              traces (random_trace.py, seeds 1-4) on every allocator that has
              a registered model: data/oracle/ALLOCATOR--CASE.astrace (the
@@ -30,6 +31,7 @@ from the store.  Everything runs with nice; allocators that are not
 installed are skipped with a line saying so.
 """
 import argparse
+import glob
 import os
 import shutil
 import subprocess
@@ -161,13 +163,25 @@ def modelled(ctx, allocator):
                           capture_output=True).returncode == 0
 
 
+def compress(path):
+    """path compressed next to it (zstd, else gzip), replacing it; the
+    compressed file's path.  allocsim reads either as the trace itself."""
+    tool, ext = (["zstd", "-q", "-19", "--rm", "-f"], ".zst") \
+        if shutil.which("zstd") else (["gzip", "-9", "-f"], ".gz")
+    run(tool + [path])
+    return path + ext
+
+
 def step_workloads(ctx, allocators):
     for a in allocators:
         for name, line in WORKLOADS:
-            out = os.path.join(ctx.oracle, "%s--%s.trace" % (a, name))
+            base = os.path.join(ctx.oracle, "%s--%s" % (a, name))
+            for old in glob.glob(base + ".*"):
+                os.remove(old)
+            out = base + ".astrace"
             run([ctx.allocsim, "oracle", "--workload", line, "--allocator", a,
                  "--idle-scale", "0", "--sample-every", "0", "-o", out])
-            log("measured %s" % out)
+            log("measured %s" % compress(out))
 
 
 def trace_inputs(ctx):
