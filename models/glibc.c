@@ -379,6 +379,10 @@ static uint32_t rec_new(glibc_model_t *g) {
       g->ch_cap = (uint32_t)(cap < MAX_RECORDS ? cap : MAX_RECORDS);
     }
     i = g->nch++;
+    /* Fresh records come in index order: their pages are made resident a
+     * batch at a time, not by a page fault each (sim/reserve.h). */
+    if ((size_t)g->nch * sizeof(gchunk_t) > g->ch_res.populated)
+      as_reserve_populate(&g->ch_res, g->nch);
   }
   memset(C(i), 0, sizeof(gchunk_t));
   return i;
@@ -477,17 +481,19 @@ static glindex_t *lindex(glibc_model_t *g, uint32_t arena, uint64_t size) {
   return &g->arenas[arena].lidx[largebin_index(size) - NSMALLBINS];
 }
 
-/* First position whose size is <= size (n if none). */
+/* First position whose size is <= size (n if none).  The halving step is
+ * a conditional move, not a branch: the sizes searched for are random, so
+ * a branch would be mispredicted every other step. */
 static uint32_t lfind_le(const glindex_t *li, uint64_t size) {
-  uint32_t lo = 0, hi = li->n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (li->v[mid].size > size)
-      lo = mid + 1;
-    else
-      hi = mid;
+  uint32_t first = 0, len = li->n;
+  if (len == 0)
+    return 0;
+  while (len > 1) { /* the answer lies in [first, first + len] */
+    uint32_t half = len / 2;
+    first = li->v[first + half].size > size ? first + half : first;
+    len -= half;
   }
-  return lo;
+  return first + (li->v[first].size > size);
 }
 
 static void linsert(glibc_model_t *g, glindex_t *li, uint32_t at, uint64_t size,
@@ -551,8 +557,11 @@ __attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
 
 /* ---- Kernel helpers ----------------------------------------------------- */
 
-/* A write by glibc or the program: the pages become resident. */
-static void touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
+/* A write by glibc or the program: the pages become resident.  Several
+ * per event: inline at every call site, so the common case (pages already
+ * resident, sim/kernel.h's fast test) costs no call. */
+__attribute__((always_inline)) static inline void
+touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
   if (len == 0 || g->fail != AS_OK)
     return;
   as_status_t rc = sim_kernel_touch(g->kernel, addr, len, &g->ferr);
@@ -1236,20 +1245,36 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   touch(g, foot, SIZE_SZ);
 }
 
+/* Starts fetching the records unlink_chunk(g, p) writes. */
+static void prefetch_list_neighbours(const glibc_model_t *g, uint32_t p) {
+  __builtin_prefetch(C(C(p)->fd));
+  __builtin_prefetch(C(C(p)->bk));
+}
+
 /* Coalesces chunk p (in use, not in any list) with free neighbours and puts
  * it in the unsorted list or into top; returns the coalesced size
  * (malloc.c:4594-4653, also malloc_consolidate 4757-4799). */
 static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
   garena_t *av = &g->arenas[ai];
-  uint32_t  prev = C(p)->prev;
-  if (prev != NIL && C(prev)->state == CS_BINNED) { /* 4597-4604 */
+  uint32_t  prev = C(p)->prev, next = C(p)->next;
+  bool      prev_free = prev != NIL && C(prev)->state == CS_BINNED;
+  bool      next_free = next != av->top && C(next)->state == CS_BINNED;
+  /* The records the unlinks below write are at random places in the pool:
+   * fetching all of them now overlaps their misses instead of taking the
+   * lower neighbour's, then the upper one's, one after the other. */
+  if (prev_free)
+    prefetch_list_neighbours(g, prev);
+  if (next_free) {
+    prefetch_list_neighbours(g, next);
+    __builtin_prefetch(C(C(next)->next)); /* absorb_next links it */
+  }
+  if (prev_free) { /* 4597-4604 */
     unlink_chunk(g, prev);
-    absorb_next(g, prev);
+    absorb_next(g, prev); /* p's upper neighbour stays next */
     p = prev;
   }
-  uint32_t next = C(p)->next;
   if (next != av->top) { /* 4606-4641 */
-    if (C(next)->state == CS_BINNED) {
+    if (next_free) {
       unlink_chunk(g, next);
       absorb_next(g, p);
     } else {
@@ -1344,7 +1369,10 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
     fwd = C(bck)->fd;
     glindex_t *li = &av->lidx[vi - NSMALLBINS];
     if (fwd != bck) {
-      if (size < C(C(bck)->bk)->size) { /* 4105-4113: smaller than all */
+      /* 4105-4113: smaller than all.  glibc reads the size of the bin's
+       * last chunk (4102-4103); the index holds it (its last group), so
+       * the test needs no record from a random place in the pool. */
+      if (size < li->v[li->n - 1].size) {
         fwd = bck;
         bck = C(bck)->bk;
         C(victim)->fd_ns = C(fwd)->fd;
@@ -1521,18 +1549,25 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 
     /* 4179-4239: large request: best fit in its own bin. */
     if (!in_smallbin_range(nb)) {
-      uint32_t bin = av->bins + idx;
-      victim = C(bin)->fd;
-      if (victim != bin && C(victim)->size >= nb) {
-        /* 4193-4196: from the smallest group up, the first >= nb. */
-        glindex_t *li = &av->lidx[idx - NSMALLBINS];
-        uint32_t   at = lfind_le(li, nb);
+      /* 4183-4186: the bin's first chunk is its largest.  The sizes glibc
+       * reads from chunks here are those of the index's groups (group i
+       * is the chunks of size v[i].size, in list order), so only the
+       * chunk taken is read from the pool. */
+      uint32_t   bin = av->bins + idx;
+      glindex_t *li = &av->lidx[idx - NSMALLBINS];
+      if (li->n != 0 && li->v[0].size >= nb) {
+        /* 4188-4191: from the smallest group up, the first >= nb. */
+        uint32_t at = lfind_le(li, nb);
         if (at == li->n || li->v[at].size < nb)
           at--;
         victim = li->v[at].head;
-        uint64_t size = C(victim)->size;
-        if (victim != C(bin)->bk && C(victim)->size == C(C(victim)->fd)->size)
-          victim = C(victim)->fd; /* 4200-4204 */
+        uint64_t size = li->v[at].size;
+        /* 4195-4198: take the group's second chunk if it has one (its fd
+         * has the same size unless it heads the next group, or is the
+         * bin itself after the last group), leaving the skip links. */
+        uint32_t next_group = at + 1 < li->n ? li->v[at + 1].head : bin;
+        if (C(victim)->fd != next_group)
+          victim = C(victim)->fd;
         uint64_t remainder_size = size - nb;
         unlink_chunk(g, victim);
         if (remainder_size < MINSIZE) {

@@ -11,6 +11,9 @@
  * committed pages cost nothing until written). */
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
 #define COMMIT_STEP_BYTES ((size_t)1 << 20)
+/* Pages as_reserve_populate makes resident per call: 64 faults become one
+ * call, and at most 256 KiB is resident before it is used. */
+#define POPULATE_STEP_BYTES ((size_t)256 << 10)
 
 as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {
   memset(r, 0, sizeof *r);
@@ -54,6 +57,22 @@ void *as_reserve_need(as_reserve_t *r, size_t n) {
     return NULL;
   r->committed = want;
   return r->base;
+}
+
+void as_reserve_populate(as_reserve_t *r, size_t n) {
+  size_t bytes = n * r->elem;
+  if (bytes <= r->populated)
+    return;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t want = r->populated + POPULATE_STEP_BYTES;
+  if (want < bytes)
+    want = (bytes + page - 1) / page * page; /* madvise takes whole pages */
+  if (want > r->committed)
+    want = r->committed;
+  /* A failure (an old kernel) is harmless: the pages fault when written. */
+  (void)madvise(r->base + r->populated, want - r->populated,
+                MADV_POPULATE_WRITE);
+  r->populated = want;
 }
 
 void as_reserve_free(as_reserve_t *r) {

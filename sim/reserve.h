@@ -31,6 +31,7 @@ struct as_reserve_s {
   size_t         max;       /* entries the reservation holds */
   size_t         reserved;  /* bytes reserved (whole pages) */
   size_t         committed; /* bytes readable and writable from base */
+  size_t         populated; /* bytes made resident by as_reserve_populate */
 };
 
 /* Reserves room for max_elems entries of elem bytes, none committed.
@@ -41,6 +42,13 @@ as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems);
  * n exceeds the reservation or the commit fails (out of memory). */
 void *as_reserve_need(as_reserve_t *r, size_t n);
 
+/* Makes entries [0, n) resident before their first write, for a table
+ * filled in index order: a batch of pages per madvise(MADV_POPULATE_WRITE)
+ * instead of a page fault per page (each fault a trap, dear under a
+ * hypervisor).  At most one batch past entry n becomes resident early.
+ * Entries [0, n) must be committed.  A kernel without the advice (Linux
+ * before 5.14) leaves the pages to fault on first write, as before. */
+void as_reserve_populate(as_reserve_t *r, size_t n);
 /* Releases the reservation; r may be zeroed or already freed. */
 void as_reserve_free(as_reserve_t *r);
 
