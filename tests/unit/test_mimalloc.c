@@ -39,11 +39,14 @@ struct fx_s {
   uint64_t      t; /* ns */
 };
 
-static fx_t *fx_open(const char *spec) {
+/* A model on a kernel whose read faults map the shared zero page, or a
+ * page each (zero_page false, as on the oracle's machine). */
+static fx_t *fx_open_kernel(const char *spec, bool zero_page) {
   fx_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
+  cfg.zero_page = zero_page;
   as_err_t err = {0};
   assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
@@ -52,20 +55,14 @@ static fx_t *fx_open(const char *spec) {
   return f;
 }
 
-/* As fx_open, on a kernel whose read faults map a page each (no shared
- * zero page), as the oracle's machine. */
-static fx_t *fx_open_no_zero_page(const char *spec) {
-  fx_t *f = calloc(1, sizeof *f);
-  assert_non_null(f);
+static fx_t *fx_open(const char *spec) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
-  cfg.zero_page = false;
-  as_err_t err = {0};
-  assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
-  model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
-  if (model_create_from_spec(spec, &ctx, &f->m, &err) != AS_OK)
-    fail_msg("%s: %s", spec, err.msg);
-  return f;
+  return fx_open_kernel(spec, cfg.zero_page);
+}
+
+static fx_t *fx_open_no_zero_page(const char *spec) {
+  return fx_open_kernel(spec, false);
 }
 
 static void fx_close(fx_t *f) {
