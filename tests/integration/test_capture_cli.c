@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "traces/capture_out.h"
 #include "traces/trace_io.h"
 
 #define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
@@ -260,7 +261,12 @@ static void sigkill_takes_the_command_along(void **state) {
 }
 
 /* --max-trace-bytes stops recording with room to close the trace whole;
- * the command runs on to its end (exit 0). */
+ * the command runs on to its end (exit 0).  The guard trips once the bytes
+ * written plus CAPTURE_GUARD_MARGIN for each open trace and one more
+ * (traces/capture_out.c) pass the limit, so a single trace ends between
+ * the limit less two margins and the limit: how far past that point the
+ * writer got before the guard was polled depends on the machine's load
+ * (one CI run under load stopped below 512 KiB). */
 static void max_trace_bytes_stops_recording_cleanly(void **state) {
   (void)state;
   char out[300];
@@ -272,7 +278,7 @@ static void max_trace_bytes_stops_recording_cleanly(void **state) {
   struct stat st;
   assert_int_equal(stat(out, &st), 0);
   assert_true(st.st_size <= (1 << 20));
-  assert_true(st.st_size > (1 << 19));
+  assert_true(st.st_size > (1 << 20) - 2 * (int64_t)CAPTURE_GUARD_MARGIN);
   seen_t s;
   scan(out, &s);
   assert_int_equal(s.rc, AS_DONE);
