@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 
 #include "../models/model.h"
 #include "../sim/grow.h"
+#include "../sim/host.h"
 #include "../sim/units.h"
 #include "../traces/addr_ids.h"
 #include "../traces/helper_path.h"
@@ -458,15 +460,52 @@ static void child_close(child_t *c) {
   c->ops_fd = c->results_fd = c->times_fd = -1;
 }
 
-/* The shared file the child writes each op's time into: ops slots. */
-static int times_file(uint64_t ops) {
-  int fd = high_fd(memfd_create("allocsim-oracle-times", MFD_CLOEXEC));
-  if (fd >= 0 && (ops > (uint64_t)INT64_MAX / sizeof(uint64_t) ||
-                  ftruncate(fd, (off_t)(ops * sizeof(uint64_t))) != 0)) {
-    close(fd);
-    return -1;
+oracle_times_place_t oracle_times_place(uint64_t need, uint64_t mem_available,
+                                        uint64_t disk_free) {
+  if (mem_available == 0 || need <= mem_available / 2)
+    return ORACLE_TIMES_MEMORY;
+  if (disk_free == 0 || need + need / 16 <= disk_free)
+    return ORACLE_TIMES_DISK;
+  return ORACLE_TIMES_NOWHERE;
+}
+
+/* The shared file the child writes each op's time into (ops slots), placed
+ * by oracle_times_place. */
+static as_status_t times_file(uint64_t ops, int *out, as_err_t *err) {
+  *out = -1;
+  const char *dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0')
+    dir = "/tmp";
+  struct statvfs v;
+  uint64_t need = ops * sizeof(uint64_t), avail = sim_host_available_bytes();
+  uint64_t disk = statvfs(dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+  if (ops > (uint64_t)INT64_MAX / sizeof(uint64_t))
+    need = UINT64_MAX;
+  oracle_times_place_t place = oracle_times_place(need, avail, disk);
+  if (place == ORACLE_TIMES_NOWHERE) {
+    char a[32], b[32], c[32];
+    return as_err_set(err, AS_ENOMEM,
+                      "oracle: the trace's %" PRIu64 " calls need %s for "
+                      "their times, more than half the memory available (%s) "
+                      "and the free space of %s (%s); free space there or "
+                      "set TMPDIR to a larger file system",
+                      ops, sim_host_format_bytes(need, a, sizeof a),
+                      sim_host_format_bytes(avail, b, sizeof b), dir,
+                      sim_host_format_bytes(disk, c, sizeof c));
   }
-  return fd;
+  int fd = place == ORACLE_TIMES_MEMORY
+               ? memfd_create("allocsim-oracle-times", MFD_CLOEXEC)
+               : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 && ftruncate(fd, (off_t)need) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0)
+    return as_err_set(err, AS_EIO, "oracle: op times (%s%s): %s",
+                      place == ORACLE_TIMES_MEMORY ? "a memfd" : "a file in ",
+                      place == ORACLE_TIMES_MEMORY ? "" : dir, strerror(errno));
+  *out = high_fd(fd);
+  return AS_OK;
 }
 
 static as_status_t child_start(const char *replayer, const char *preload,
@@ -474,13 +513,14 @@ static as_status_t child_start(const char *replayer, const char *preload,
                                child_t *c, as_err_t *err) {
   memset(c, 0, sizeof *c);
   c->ops_fd = c->results_fd = -1;
-  c->times_fd = times_file(ops_count);
+  as_status_t trc = times_file(ops_count, &c->times_fd, err);
+  if (trc != AS_OK)
+    return trc;
   int ops[2] = {-1, -1}, res[2] = {-1, -1};
   int devnull = high_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
-  if (c->times_fd < 0 || high_pipe(ops) != 0 || high_pipe(res) != 0 ||
-      devnull < 0) {
+  if (high_pipe(ops) != 0 || high_pipe(res) != 0 || devnull < 0) {
     as_status_t rc =
-        as_err_set(err, AS_EIO, "oracle: pipes, op times: %s", strerror(errno));
+        as_err_set(err, AS_EIO, "oracle: pipes: %s", strerror(errno));
     for (int i = 0; i < 2; i++) {
       if (ops[i] >= 0)
         close(ops[i]);

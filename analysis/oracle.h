@@ -161,6 +161,20 @@ void oracle_default_lib(oracle_allocator_t a, char *buf, size_t len);
 as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
                                  as_err_t *err);
 
+/* Where the replayer writes each call's time (8 bytes a call): memory (a
+ * memfd) while that takes at most half of mem_available, else a file in
+ * $TMPDIR, whose pages the kernel can write out, if disk_free holds it
+ * with a sixteenth to spare; else nowhere, and the oracle refuses the
+ * trace before it starts.  0 for either figure: unknown (memory is then
+ * used, as it always was). */
+typedef enum oracle_times_place_e {
+  ORACLE_TIMES_MEMORY,
+  ORACLE_TIMES_DISK,
+  ORACLE_TIMES_NOWHERE
+} oracle_times_place_t;
+oracle_times_place_t oracle_times_place(uint64_t need, uint64_t mem_available,
+                                        uint64_t disk_free);
+
 /* Replays the trace at trace_path (or, when workload is not NULL, the
  * workload that line opens) on the real allocator and fills *r; with
  * o->out_path writes the measured trace there.  Bad events fail before the

@@ -15,6 +15,19 @@ uint64_t sim_host_physical_bytes(void) {
   return (uint64_t)pages * (uint64_t)size;
 }
 
+uint64_t sim_host_available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "re");
+  if (f == NULL)
+    return 0;
+  char               line[128];
+  unsigned long long kib = 0;
+  while (fgets(line, sizeof line, f) != NULL &&
+         sscanf(line, "MemAvailable: %llu kB", &kib) != 1)
+    ;
+  fclose(f);
+  return (uint64_t)kib * 1024;
+}
+
 uint64_t sim_host_default_max_memory(void) {
   uint64_t phys = sim_host_physical_bytes();
   return phys ? phys / 2 : DEFAULT_WITHOUT_SYSCONF;

@@ -15,6 +15,10 @@
 /* Physical memory in bytes (sysconf), or 0 if unknown. */
 uint64_t sim_host_physical_bytes(void);
 
+/* MemAvailable of /proc/meminfo in bytes (what can be allocated without
+ * swapping), or 0 if it cannot be read. */
+uint64_t sim_host_available_bytes(void);
+
 /* The default bound: half of physical memory, or 4 GiB if that is
  * unknown.  Half, because the simulator shares the machine. */
 uint64_t sim_host_default_max_memory(void);

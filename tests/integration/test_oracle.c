@@ -830,6 +830,24 @@ static void unloadable_allocators_are_refused(void **state) {
   oracle_run_free(&r);
 }
 
+/* The op times stay in memory while they take at most half of what is
+ * available, go to $TMPDIR while it holds them and a sixteenth more, and
+ * are refused beyond both. */
+static void op_times_go_where_they_fit(void **state) {
+  (void)state;
+  const uint64_t gib = UINT64_C(1) << 30;
+  assert_int_equal(oracle_times_place(gib, 2 * gib, 0), ORACLE_TIMES_MEMORY);
+  assert_int_equal(oracle_times_place(gib + 1, 2 * gib, 2 * gib),
+                   ORACLE_TIMES_DISK);
+  assert_int_equal(oracle_times_place(16 * gib, 2 * gib, 17 * gib),
+                   ORACLE_TIMES_DISK);
+  assert_int_equal(oracle_times_place(16 * gib, 2 * gib, 17 * gib - 1),
+                   ORACLE_TIMES_NOWHERE);
+  /* Unknown figures: memory as before, or the disk if memory is known. */
+  assert_int_equal(oracle_times_place(16 * gib, 0, 0), ORACLE_TIMES_MEMORY);
+  assert_int_equal(oracle_times_place(16 * gib, 2 * gib, 0), ORACLE_TIMES_DISK);
+}
+
 /* ---- The other allocators, when installed --------------------------------*/
 
 static void run_example(oracle_allocator_t a) {
@@ -965,6 +983,7 @@ int main(void) {
       cmocka_unit_test(mimalloc_compares_on_the_oracle_clock),
       cmocka_unit_test(bad_events_are_refused_or_skipped),
       cmocka_unit_test(unloadable_allocators_are_refused),
+      cmocka_unit_test(op_times_go_where_they_fit),
       cmocka_unit_test(preloaded_allocators_replay),
       cmocka_unit_test(jemalloc_purge_and_decay_options_apply),
       cmocka_unit_test(musl_replays_when_built),
