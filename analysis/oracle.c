@@ -948,6 +948,8 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
                      "/proc/PID/smaps_rollup Anonymous of the replayer minus "
                      "its baseline (before the first call)",
                      err)) != AS_OK ||
+      /* Models that count file pages (program text paged in) read this. */
+      (rc = meta_put(m, "rss_file_pages", "false", err)) != AS_OK ||
       (rc = meta_u64(m, "sample_every_ns", o->sample_every_ns, err)) != AS_OK ||
       (rc = meta_put(m, "clock", "oracle", err)) != AS_OK ||
       (rc = meta_u64(m, "oracle_unsupported", r->unsupported, err)) != AS_OK)

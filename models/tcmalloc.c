@@ -159,6 +159,13 @@
     "flag is initialised",                                                     \
     "start as a process does at main(): the pre-main allocations made, the "   \
     "scavenge countdown at 2^18 pages")                                        \
+  X(TO_STL_TEXT_PAGES, "stl_text_pages", OPT_BOOL, "true", "", NULL,           \
+    "meta:rss_file_pages",                                                     \
+    "measured (docs/models/tcmalloc.md): the first large-span set insert "     \
+    "and erase page in 64 KiB of libstdc++ text each; file pages, so an "      \
+    "RSS of anonymous memory only (allocsim oracle) never has them",           \
+    "count the 128 KiB of libstdc++ text the large-span sets page in "         \
+    "(false where RSS is anonymous memory only)")                              \
   NPTL_STACK_OPTIONS(X, TO_STACK_SIZE, TO_THREAD_STACK_PAGES)
 
 enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
@@ -2291,6 +2298,10 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   if (init_static_vars(t)) {
     set_overall_cache_size(
         t, model_opt_u64(opts, TO_MAX_TOTAL_THREAD_CACHE_BYTES));
+    /* Without file pages in RSS the text is never counted: as if paged
+     * in already. */
+    t->stl_insert_paged = t->stl_erase_paged =
+        !model_opt_bool(opts, TO_STL_TEXT_PAGES);
     if (model_opt_bool(opts, TO_PREMAIN))
       premain(t);
     t->flags_ready = true;

@@ -59,6 +59,21 @@ static void later_tunables_win_and_meta_keys_are_read(void **state) {
   assert_string_equal(buf, "glibc:top_pad=4096,mmap_max=7,ncpus=4");
 }
 
+/* An oracle run measures anonymous memory only, and says so: tcmalloc then
+ * leaves out the libstdc++ text it pages in. */
+static void an_oracle_runs_rss_leaves_out_file_pages(void **state) {
+  (void)state;
+  char     model[256], libc[256];
+  as_err_t err = {0};
+  kv_t     m = {
+          {"env.LD_PRELOAD", "rss_file_pages", NULL},
+          {"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "false", NULL}};
+  assert_int_equal(record_run_specs(kv_get, &m, model, sizeof model, libc,
+                                    sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(model, "tcmalloc:stl_text_pages=false");
+}
+
 static void a_malformed_knob_names_the_variable(void **state) {
   (void)state;
   char     buf[256];
@@ -179,6 +194,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(glibc_knobs_come_from_env_aliases_and_tunables),
       cmocka_unit_test(later_tunables_win_and_meta_keys_are_read),
+      cmocka_unit_test(an_oracle_runs_rss_leaves_out_file_pages),
       cmocka_unit_test(a_malformed_knob_names_the_variable),
       cmocka_unit_test(a_python_run_is_cpython_of_its_version),
       cmocka_unit_test(an_unmodelled_preloaded_allocator_is_an_error),

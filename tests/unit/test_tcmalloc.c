@@ -151,6 +151,30 @@ static void freed_spans_stay_resident_until_release(void **state) {
   fx_close(&f);
 }
 
+/* A span over kMaxPages (128) goes into the large set: the first insert
+ * and the first erase each page in 64 KiB of libstdc++ text (measured,
+ * docs/models/tcmalloc.md).  A 4 MiB malloc does both (GrowHeap Delete()s
+ * the new 512 pages into the set, New takes them out), so it costs 4 MiB,
+ * a metadata page and the text; the text not when RSS is anonymous memory
+ * only (stl_text_pages=false, which an oracle run's provenance implies). */
+static void large_set_text_counts_only_with_file_pages(void **state) {
+  (void)state;
+  static const char *const specs[] = {"tcmalloc",
+                                      "tcmalloc:stl_text_pages=false"};
+  static const uint64_t    text[] = {128 * KiB, 0};
+  for (int k = 0; k < 2; k++) {
+    fx_t f;
+    fx_open(&f, specs[k]);
+    uint64_t r0 = fx_rss(&f);
+    fx_malloc(&f, 0, 4 * MiB);
+    assert_int_equal(fx_rss(&f) - r0, 4 * MiB + 4 * KiB + text[k]);
+    fx_free(&f, 0); /* later inserts and erases page in nothing more */
+    fx_malloc(&f, 1, 4 * MiB);
+    assert_int_equal(fx_rss(&f) - r0, 4 * MiB + 4 * KiB + text[k]);
+    fx_close(&f);
+  }
+}
+
 static void aggressive_decommit_releases_on_free(void **state) {
   (void)state;
   fx_t f;
@@ -295,6 +319,7 @@ int main(void) {
       cmocka_unit_test(first_delete_releases_at_once_without_premain),
       cmocka_unit_test(scavenger_waits_for_its_countdown),
       cmocka_unit_test(freed_spans_stay_resident_until_release),
+      cmocka_unit_test(large_set_text_counts_only_with_file_pages),
       cmocka_unit_test(aggressive_decommit_releases_on_free),
       cmocka_unit_test(calloc_writes_the_whole_span),
       cmocka_unit_test(realloc_has_hysteresis),
