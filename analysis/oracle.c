@@ -881,13 +881,6 @@ static as_status_t meta_dtvs(trace_meta_t *m, const oracle_opts_t *o,
                    "none: musl's pthread_create puts the DTV in the thread's "
                    "mapping (musl 1.2.3 src/thread/pthread_create.c:291-309, "
                    "src/env/__init_tls.c:47), no malloc");
-  else if (o->allocator != ORACLE_GLIBC)
-    as_format_fits(buf, sizeof buf,
-                   "not in the trace: ld.so's calloc is %s's (glibc 2.36 "
-                   "elf/dl-minimal.c:91-99), which got the DTVs of the "
-                   "replayer's %zu pthread_create calls unmeasured (mallinfo2 "
-                   "describes glibc's heap alone)",
-                   oracle_allocator_name(o->allocator), r->ncreated);
   else if (o->marks_only)
     as_format_fits(buf, sizeof buf,
                    "not in the trace: it holds marks only, and compare "
@@ -899,9 +892,13 @@ static as_status_t meta_dtvs(trace_meta_t *m, const oracle_opts_t *o,
                    "%" PRIu64 " calloc of %" PRIu64 " bytes on thread 0, ids "
                    "from %" PRIu64 ", %" PRIu64 " freed by a join when "
                    "glibc's stack cache let the stack go: the DTVs of the "
-                   "replayer's %zu pthread_create calls (mallinfo2)",
+                   "replayer's %zu pthread_create calls (%s)",
                    n, n ? r->dtv_chunk_bytes - 16 : 0, r->ids, freed,
-                   r->ncreated);
+                   r->ncreated,
+                   o->allocator == ORACLE_GLIBC
+                       ? "mallinfo2"
+                       : "ld.so's calloc, sized from the TLS modules "
+                         "loaded");
   return meta_put(m, "oracle_thread_dtvs", buf, err);
 }
 

@@ -123,7 +123,9 @@ typedef enum oracle_result_kind_e {
   ORACLE_R_THREAD,  /* the replayer created a thread: a = the op index of
                        the thread's first op, b = its trace thread, c = the
                        bytes the creating thread's pthread_create allocated
-                       from the heap, or ORACLE_THREAD_UNMEASURED */
+                       from glibc's heap, for another allocator the glibc
+                       chunk its DTV calloc would be (0 on a cached stack),
+                       or ORACLE_THREAD_UNMEASURED (musl) */
   ORACLE_R_DTV_FREE /* glibc's stack cache let go of a stack the replayer
                        created, freeing its DTV: a = the op index before
                        which the join ran, b = the trace thread that joined
@@ -146,8 +148,12 @@ typedef enum oracle_result_kind_e {
  * thread waits) and the parent writes it into the stored trace
  * (analysis/oracle.c), and with it where glibc frees that DTV, when its
  * stack cache unmaps the stack (ORACLE_R_DTV_FREE; replayer.c, glibc's
- * stack cache).  Other allocators: not measured (mallinfo2 describes
- * glibc's heap alone). */
+ * stack cache).  Another allocator preloaded on glibc gets the same
+ * calloc from ld.so (glibc 2.36 elf/dl-minimal.c:91-99), which mallinfo2
+ * cannot see: the replayer works out its size from the TLS modules loaded
+ * (replayer.c computed_dtv_chunk) and whether the stack is new from the
+ * stacks it saw cached.  musl's pthread_create puts the DTV in the
+ * thread's own mapping: nothing. */
 #define ORACLE_THREAD_UNMEASURED UINT64_MAX
 
 typedef struct oracle_result_s oracle_result_t;

@@ -56,6 +56,7 @@
 #include <unistd.h>
 #ifndef ORACLE_STATIC
 #include <dlfcn.h>
+#include <link.h>
 #endif
 
 #include "protocol.h"
@@ -608,6 +609,58 @@ static bool page_mapped(uintptr_t addr) {
   return msync((void *)page, 1, MS_ASYNC) == 0 || errno != ENOMEM;
 }
 
+#if !defined(ORACLE_STATIC) && defined(__GLIBC__)
+/* Whether th runs on a stack the replayer saw cached (a joined thread's). */
+static bool stack_was_cached(pthread_t th) {
+  for (size_t i = 0; i < ncached; i++)
+    if (cached[i].key == (uintptr_t)th)
+      return true;
+  return false;
+}
+
+/* glibc's DTV chunk for a new stack where mallinfo2 cannot see it (another
+ * allocator serves ld.so's calloc, glibc 2.36 elf/dl-minimal.c:91-99):
+ * calloc (dtv_length + 2, sizeof (dtv_t)) with dtv_length =
+ * GL(dl_tls_max_dtv_idx) + DTV_SURPLUS (14) (elf/dl-tls.c:374-375), the
+ * largest TLS module id standing for dl_tls_max_dtv_idx (the replayer
+ * loads and unloads nothing once it runs), reported as the glibc chunk
+ * that request would be, request + 16 (protocol.h ORACLE_R_THREAD).
+ * Checked against mallinfo2 where glibc serves it: 288 bytes, module 1. */
+static int note_tls_modid(struct dl_phdr_info *info, size_t size, void *max) {
+  (void)size;
+  if (info->dlpi_tls_modid > *(size_t *)max)
+    *(size_t *)max = info->dlpi_tls_modid;
+  return 0;
+}
+
+static uint64_t computed_dtv_chunk(void) {
+  static uint64_t chunk;
+  if (chunk == 0) {
+    size_t max = 0;
+    dl_iterate_phdr(note_tls_modid, &max);
+    chunk = (uint64_t)(max + 14 + 2) * 16 + 16;
+  }
+  return chunk;
+}
+#endif
+
+/* What ORACLE_R_THREAD reports of thread th's creation: the heap bytes
+ * glibc's pthread_create took (before and after, heap_in_use), or for
+ * another allocator the DTV chunk when th got a new stack (0 on a cached
+ * one); ORACLE_THREAD_UNMEASURED where pthread_create mallocs nothing
+ * (musl) or cannot be read. */
+static uint64_t creation_bytes(pthread_t th, uint64_t before, uint64_t after) {
+  if (before != ORACLE_THREAD_UNMEASURED)
+    return after > before ? after - before : 0;
+#if !defined(ORACLE_STATIC) && defined(__GLIBC__)
+  if (hello.allocator != ORACLE_MUSL)
+    return stack_was_cached(th) ? 0 : computed_dtv_chunk();
+#else
+  (void)th;
+#endif
+  return ORACLE_THREAD_UNMEASURED;
+}
+
 /* The DTV of the stack pthread_create gave thread th: a new one (creation
  * idx) when the call took heap bytes, else the cached stack's. */
 static uint64_t stack_dtv(pthread_t th, uint64_t heap, uint64_t idx) {
@@ -664,9 +717,7 @@ static slot_t *slot_create(uint32_t tid) {
   if (e != 0)
     fail("pthread_create failed, error ", (uint64_t)e);
   uint64_t after = heap_in_use();
-  uint64_t heap = before == ORACLE_THREAD_UNMEASURED ? ORACLE_THREAD_UNMEASURED
-                  : after > before                   ? after - before
-                                                     : 0;
+  uint64_t heap = creation_bytes(spare->th, before, after);
   spare->dtv = stack_dtv(spare->th, heap, ncreated++);
   send_result(ORACLE_R_THREAD, ops_done, tid, heap, NULL);
   return spare;
