@@ -470,26 +470,28 @@ oracle_times_place_t oracle_times_place(uint64_t need, uint64_t mem_available,
 }
 
 /* The shared file the child writes each op's time into (ops slots), placed
- * by oracle_times_place. */
-static as_status_t times_file(uint64_t ops, int *out, as_err_t *err) {
+ * by oracle_times_place; input names the trace or workload for a refusal. */
+static as_status_t times_file(const char *input, uint64_t ops, int *out,
+                              as_err_t *err) {
   *out = -1;
   const char *dir = getenv("TMPDIR");
   if (dir == NULL || dir[0] == '\0')
     dir = "/tmp";
   struct statvfs v;
-  uint64_t need = ops * sizeof(uint64_t), avail = sim_host_available_bytes();
+  uint64_t       need = ops > (uint64_t)INT64_MAX / sizeof(uint64_t)
+                            ? UINT64_MAX
+                            : ops * sizeof(uint64_t);
+  uint64_t       avail = sim_host_available_bytes();
   uint64_t disk = statvfs(dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
-  if (ops > (uint64_t)INT64_MAX / sizeof(uint64_t))
-    need = UINT64_MAX;
   oracle_times_place_t place = oracle_times_place(need, avail, disk);
   if (place == ORACLE_TIMES_NOWHERE) {
     char a[32], b[32], c[32];
     return as_err_set(err, AS_ENOMEM,
-                      "oracle: the trace's %" PRIu64 " calls need %s for "
-                      "their times, more than half the memory available (%s) "
+                      "%s: its %" PRIu64 " calls need %s for the oracle's "
+                      "op times, more than half the memory available (%s) "
                       "and the free space of %s (%s); free space there or "
                       "set TMPDIR to a larger file system",
-                      ops, sim_host_format_bytes(need, a, sizeof a),
+                      input, ops, sim_host_format_bytes(need, a, sizeof a),
                       sim_host_format_bytes(avail, b, sizeof b), dir,
                       sim_host_format_bytes(disk, c, sizeof c));
   }
@@ -509,11 +511,11 @@ static as_status_t times_file(uint64_t ops, int *out, as_err_t *err) {
 }
 
 static as_status_t child_start(const char *replayer, const char *preload,
-                               const oracle_opts_t *o, uint64_t ops_count,
-                               child_t *c, as_err_t *err) {
+                               const oracle_opts_t *o, const char *input,
+                               uint64_t ops_count, child_t *c, as_err_t *err) {
   memset(c, 0, sizeof *c);
   c->ops_fd = c->results_fd = -1;
-  as_status_t trc = times_file(ops_count, &c->times_fd, err);
+  as_status_t trc = times_file(input, ops_count, &c->times_fd, err);
   if (trc != AS_OK)
     return trc;
   int ops[2] = {-1, -1}, res[2] = {-1, -1};
@@ -1280,7 +1282,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     return rc;
 
   child_t c;
-  if ((rc = child_start(r->replayer, r->preload, o, plan.ops, &c, err)) !=
+  if ((rc = child_start(r->replayer, r->preload, o,
+                        workload ? workload : trace_path, plan.ops, &c, err)) !=
       AS_OK)
     return rc;
   feed_t *f = calloc(1, sizeof *f);

@@ -510,9 +510,6 @@ static void thread_dtvs_freed_with_their_stacks(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
-/* Other allocators' measured traces gain no DTV: a preloaded allocator
- * got them through ld.so's calloc unmeasured, musl maps them with the
- * stack; provenance says which. */
 /* ld.so callocs a new stack's DTV from whichever allocator is preloaded
  * on glibc: the trace gets that calloc, sized from the TLS modules (a
  * module more with jemalloc's TLS than glibc's 288-byte chunk); musl puts
