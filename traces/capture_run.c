@@ -807,8 +807,14 @@ static void collect(run_t *r) {
                  res->end == CAPTURE_END_SIGNAL;
     if (t->failed && res->end == CAPTURE_END_COMPLETE)
       res->end = CAPTURE_END_ERROR;
-    else if (!t->st.said_bye && res->end == CAPTURE_END_COMPLETE)
+    else if (!t->st.said_bye && res->end == CAPTURE_END_COMPLETE) {
       res->end = CAPTURE_END_DIED;
+      as_format_fits(res->message, sizeof res->message,
+                     "pid %d's connection closed without its goodbye (a "
+                     "fatal signal, or the program closed the recorder's "
+                     "descriptor by a raw system call)",
+                     (int)t->pid);
+    }
     if ((int)i == r->main_trace) {
       res->have_main = true;
       res->main = t->st;

@@ -446,6 +446,27 @@ static void underscore_exit_flushes_and_keeps_the_status(void **state) {
   free(t.v);
 }
 
+/* closefrom, close_range and close in a loop spare the recorder's
+ * connection (fds.c), so every call between the marks is recorded; a
+ * raw close_range ends the recording without killing the program. */
+static void closing_every_descriptor_keeps_the_recording(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "closer", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("closer", argv, 0, 0, 0, &res, &t); /* exit status 0 */
+  trace_event_t e[16];
+  size_t        n = between(&t, "begin", "end", e, 16);
+  assert_int_equal(n, 6);
+  for (size_t i = 0; i < 3; i++) {
+    expect(&e[2 * i], TRACE_MALLOC, 1001 * (i + 1), 0);
+    expect(&e[2 * i + 1], TRACE_FREE, 0, 0);
+  }
+  assert_int_equal(res.end, CAPTURE_END_DIED);
+  assert_true(res.truncated);
+  free(t.v);
+}
+
 /* Pages of the 64 MiB block written by the program: [8 MiB, 16 MiB), plus
  * at most the two pages the range shares with its neighbours; and the
  * first page of each block, which holds glibc's chunk header. */
@@ -853,6 +874,7 @@ int main(void) {
       cmocka_unit_test(dlsym_lookups_on_libcs_handle_are_recorded),
       cmocka_unit_test(main_is_marked_for_the_baseline),
       cmocka_unit_test(underscore_exit_flushes_and_keeps_the_status),
+      cmocka_unit_test(closing_every_descriptor_keeps_the_recording),
       cmocka_unit_test(touch_records_cover_the_written_pages_only),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),

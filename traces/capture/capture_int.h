@@ -9,6 +9,7 @@
  *   touch.c    the table of large allocations and their resident pages
  *   resolve.c  the real functions, dlsym/dlvsym, allocator extensions
  *   memmap.c   what of measured RSS no allocator holds
+ *   fds.c      the recorder's descriptors survive the program closing all
  *   sites.c    call sites: stacks, the site table, module + offset
  *
  * Rules every file keeps, and why:
@@ -75,6 +76,7 @@ struct real_fns_s {
   int (*execvpe)(const char *, char *const[], char *const[]);
   void (*exit_now)(int);  /* _exit */
   void (*exit_now2)(int); /* _Exit */
+  int (*close)(int);
   int (*libc_start_main)(int (*)(int, char **, char **), int, char **,
                          void (*)(void), void (*)(void), void (*)(void),
                          void *);
@@ -117,6 +119,7 @@ void capture_read_rss(uint64_t *rss, uint64_t *anon);
  * resident bytes of the program's writable segments and main stack, and of
  * this library's writable segments. */
 void capture_memmap_open(void);
+int  capture_memmap_fd(void); /* -1 if none */
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
 /* Resident bytes of [base, base + len) (mincore). */
 uint64_t capture_resident(const void *base, size_t len);
@@ -137,6 +140,12 @@ void capture_gate_leave(void);
 
 /* Connects to `allocsim capture` and says hello; false if not possible. */
 bool capture_stream_open(void);
+int  capture_stream_fd(void); /* -1 if none */
+
+/* fds.c: close, close_range and closefrom spare the recorder's descriptors;
+ * the recorder closes its own with capture_close_own. */
+bool capture_fd_is_own(int fd);
+void capture_close_own(int fd);
 /* Sends every buffer and a watermark; then BYE, EXEC or nothing. */
 void capture_stream_flush_all(uint8_t then_msg);
 /* The calling thread is exiting: its last record and buffer go out. */

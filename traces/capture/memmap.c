@@ -44,7 +44,7 @@ extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
 void capture_memmap_open(void) {
   if (g_pagemap >= 0)
-    close(g_pagemap);
+    capture_close_own(g_pagemap);
   int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     int hi = fcntl(fd, F_DUPFD_CLOEXEC, 900);
@@ -54,6 +54,10 @@ void capture_memmap_open(void) {
     }
   }
   g_pagemap = fd;
+}
+
+int capture_memmap_fd(void) {
+  return g_pagemap;
 }
 
 /* Anonymous pages this process maps in [lo, hi), from pagemap. */

@@ -186,6 +186,7 @@ static void resolve_all(void) {
       (int (*)(const char *, char *const[], char *const[]))next_sym("execvpe");
   g_real.exit_now = (void (*)(int))next_sym("_exit");
   g_real.exit_now2 = (void (*)(int))next_sym("_Exit");
+  g_real.close = (int (*)(int))next_sym("close");
   g_real.libc_start_main = (int (*)(
       int (*)(int, char **, char **), int, char **, void (*)(void),
       void (*)(void), void (*)(void), void *))next_sym("__libc_start_main");

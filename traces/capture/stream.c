@@ -409,6 +409,10 @@ static uint32_t mimalloc_version(void) {
   return v > 0 ? (uint32_t)v : 0;
 }
 
+int capture_stream_fd(void) {
+  return g_fd;
+}
+
 bool capture_stream_open(void) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -484,7 +488,7 @@ void capture_stream_atfork_child(void) {
   if (t_self.buf != NULL)
     t_self.buf->tid = (uint32_t)capture_tid();
   if (g_fd >= 0)
-    close(g_fd);
+    capture_close_own(g_fd);
   g_fd = -1;
   atomic_store(&g_recording, 0);
   if (capture_stream_open())
@@ -542,6 +546,11 @@ static void control(void) {
       return;
     }
     break; /* closed (0), or an error */
+  }
+  if (!fd_is_ours()) { /* the program closed or replaced it (fds.c) */
+    stop_recording();
+    atomic_store(&g_flusher_stop, 1);
+    return;
   }
   if (!atomic_load(&g_detached))
     kill(getpid(), SIGKILL); /* `allocsim capture` was killed */
