@@ -89,10 +89,13 @@ static void report(FILE *f, const char *out, const capture_result_t *res) {
             "%zu more processes ran under capture but were not traced "
             "(limit %d)\n",
             res->nskipped, CAPTURE_MAX_EXTRA);
-  fprintf(f, "trace bytes written: %" PRIu64 " (%.2f per event)\n",
+  uint64_t events = res->main.events; /* trace_bytes counts every trace */
+  for (size_t k = 0; k < res->nextra; k++)
+    events += res->extra[k].events;
+  fprintf(f, "trace bytes written: %" PRIu64 " (%.2f per event",
           res->trace_bytes,
-          res->main.events ? (double)res->trace_bytes / (double)res->main.events
-                           : 0.0);
+          events ? (double)res->trace_bytes / (double)events : 0.0);
+  fprintf(f, res->nextra ? ", over %zu traces)\n" : ")\n", res->nextra + 1);
 }
 
 /* Stores the capture as a measured run with its counters as run meta. */

@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -446,6 +447,30 @@ static void underscore_exit_flushes_and_keeps_the_status(void **state) {
   free(t.v);
 }
 
+/* A crash or an abort still sends every record (capture.c's fatal-signal
+ * handler) and the process dies of the same signal. */
+static void fatal_signals_flush_and_keep_the_signal(void **state) {
+  (void)state;
+  static const struct {
+    const char *how;
+    int         status;
+  } cases[] = {{"segv", 128 + SIGSEGV}, {"abort", 128 + SIGABRT}};
+  for (size_t k = 0; k < 2; k++) {
+    char *const      argv[] = {PROGS "crasher", (char *)cases[k].how, NULL};
+    capture_result_t res;
+    trace_t          t;
+    capture_full(cases[k].how, argv, 0, 0, cases[k].status, &res, &t);
+    size_t i = find_mark(&t, "begin") + 1;
+    while (i < t.n && t.v[i].e.op == TRACE_RSS)
+      i++;
+    assert_true(i < t.n);
+    expect(&t.v[i].e, TRACE_MALLOC, 6006, 0);
+    assert_true(res.main.said_bye);
+    assert_false(res.truncated);
+    free(t.v);
+  }
+}
+
 /* closefrom, close_range and close in a loop spare the recorder's
  * connection (fds.c), so every call between the marks is recorded; a
  * raw close_range ends the recording without killing the program. */
@@ -875,6 +900,7 @@ int main(void) {
       cmocka_unit_test(main_is_marked_for_the_baseline),
       cmocka_unit_test(underscore_exit_flushes_and_keeps_the_status),
       cmocka_unit_test(closing_every_descriptor_keeps_the_recording),
+      cmocka_unit_test(fatal_signals_flush_and_keep_the_signal),
       cmocka_unit_test(touch_records_cover_the_written_pages_only),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),

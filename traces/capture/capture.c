@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,20 +281,57 @@ void capture_ensure_init(void) {
   atomic_store_explicit(&g_init_state, 2, memory_order_release);
 }
 
-__attribute__((constructor)) static void capture_ctor(void) {
-  capture_ensure_init();
-  if (atomic_load(&g_recording)) {
-    capture_stream_start_flusher();
-    sample_now();
-  }
-}
-
 /* The last sample and every buffer, then BYE. */
 static void finish(void) {
   if (!atomic_load(&g_recording) || getpid() != g_pid)
     return;
   sample_now();
   capture_stream_flush_all(CAPTURE_MSG_BYE);
+}
+
+/* ---- Fatal signals ------------------------------------------------------
+ * A program that crashes or aborts would lose every record since the last
+ * flush (up to 50 ms: all of a short program).  So where such a signal
+ * still has its default action when the library starts, a handler sends
+ * everything first, then dies of the same signal: SA_RESETHAND restores
+ * the default, and the raised signal, blocked during the handler, is
+ * delivered as it returns (a fault would also recur on the same
+ * instruction).  A program that installs its own handler later replaces
+ * this one.  Asynchronous signals (SIGINT, SIGTERM, SIGPIPE, ...) are left
+ * alone: programs look at their disposition to decide whether to install
+ * their own (CPython installs its KeyboardInterrupt handler only where
+ * SIGINT is SIG_DFL), and `allocsim capture` flushes before it forwards
+ * one. */
+static const int k_fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE, SIGILL,
+                                      SIGABRT, SIGTRAP, SIGSYS};
+
+static void flush_then_die(int sig) {
+  int saved = errno;
+  finish();
+  errno = saved;
+  raise(sig);
+}
+
+static void install_fatal_flush(void) {
+  struct sigaction sa = {.sa_handler = flush_then_die,
+                         .sa_flags = SA_RESETHAND | SA_ONSTACK};
+  sigfillset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof k_fatal_signals / sizeof *k_fatal_signals;
+       i++) {
+    struct sigaction old;
+    if (sigaction(k_fatal_signals[i], NULL, &old) == 0 &&
+        !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+      sigaction(k_fatal_signals[i], &sa, NULL);
+  }
+}
+
+__attribute__((constructor)) static void capture_ctor(void) {
+  capture_ensure_init();
+  if (atomic_load(&g_recording)) {
+    capture_stream_start_flusher();
+    install_fatal_flush();
+    sample_now();
+  }
 }
 
 __attribute__((destructor)) static void capture_dtor(void) {
