@@ -15,6 +15,20 @@
  * call, and at most 256 KiB is resident before it is used. */
 #define POPULATE_STEP_BYTES ((size_t)256 << 10)
 
+/* Past its first HUGE_FROM_BYTES a table is large, and read at random (a
+ * chunk record per free): transparent huge pages there save most of the
+ * TLB misses and page faults (glibc survivors, 64 B objects: 0.63 s CPU
+ * with 4 KiB pages, 0.41 s with 2 MiB ones), while a small table keeps its
+ * 4 KiB pages and costs no 2 MiB granule.  Advice only: it works where
+ * /sys/kernel/mm/transparent_hugepage/enabled says madvise or always. */
+#define HUGE_FROM_BYTES ((size_t)8 << 20)
+
+static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
+  if (bytes > HUGE_FROM_BYTES)
+    (void)madvise(base + HUGE_FROM_BYTES, bytes - HUGE_FROM_BYTES,
+                  MADV_HUGEPAGE);
+}
+
 as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {
   memset(r, 0, sizeof *r);
   if (elem == 0)
@@ -26,6 +40,7 @@ as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {
     void *p = mmap(NULL, bytes, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
+      advise_huge_beyond_start(p, bytes);
       r->base = p;
       r->elem = elem;
       r->max = bytes / elem;
