@@ -56,6 +56,7 @@
 #include "glibc.h"
 #include "nptl_stacks.h"
 
+#include "../sim/idtable.h"
 #include "../sim/reserve.h"
 
 #include <inttypes.h>
@@ -327,9 +328,8 @@ struct glibc_model_s {
   uint32_t     recycled;    /* recycle list through fd */
   as_reserve_t ch_res;
 
-  uint32_t    *obj;     /* object id -> record (obj_res.base) */
-  uint64_t     obj_cap; /* ids committed */
-  as_reserve_t obj_res;
+  uint32_t     *obj;     /* object id -> record (obj_tab's base) */
+  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
 
   uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
 
@@ -2047,23 +2047,20 @@ static bool obj_grow(glibc_model_t *g, uint64_t id);
 
 /* Makes obj[id] addressable; false (with g->fail set) if it cannot. */
 static inline bool ensure_obj(glibc_model_t *g, uint64_t id) {
-  if (__builtin_expect(id < g->obj_cap, 1))
+  if (__builtin_expect(id < g->obj_tab.len, 1))
     return true;
   return obj_grow(g, id);
 }
 
+/* Fresh entries read as NIL (0) and the table never moves (idtable.h). */
 __attribute__((noinline)) static bool obj_grow(glibc_model_t *g, uint64_t id) {
-  if (id >= (UINT64_C(1) << 32)) {
+  if (sim_idtable_grow(&g->obj_tab, id))
+    return true;
+  if (id >= SIM_IDTABLE_MAX_IDS)
     set_fail(g, AS_EINVAL, "object id above 2^32");
-    return false;
-  }
-  /* Reserved: fresh entries read as NIL (0) and the table never moves. */
-  if (as_reserve_need(&g->obj_res, (size_t)id + 1) == NULL) {
+  else
     set_fail(g, AS_ENOMEM, "out of memory for the object table");
-    return false;
-  }
-  g->obj_cap = g->obj_res.committed / sizeof *g->obj;
-  return true;
+  return false;
 }
 
 /* Binds chunk p to object id: counters and the program's writes of
@@ -2125,7 +2122,7 @@ static as_status_t glibc_free(model_t *m, const trace_event_t *ev,
   gthread_t *th = thread_get(g, ev->thread);
   if (th == NULL)
     return report(g, err);
-  if (ev->id >= g->obj_cap || g->obj[ev->id] == NIL)
+  if (ev->id >= g->obj_tab.len || g->obj[ev->id] == NIL)
     return AS_OK; /* freed by realloc(p, 0): free(NULL) is a no-op */
   uint32_t p = g->obj[ev->id];
   /* A chunk above the fastbin sizes is coalesced unless the tcache takes
@@ -2282,7 +2279,7 @@ static void glibc_destroy(model_t *m) {
     for (unsigned i = 0; i < NBINS - NSMALLBINS; i++)
       free(g->arenas[a].lidx[i].v);
   as_reserve_free(&g->ch_res);
-  as_reserve_free(&g->obj_res);
+  sim_idtable_free(&g->obj_tab);
   free(g->arenas);
   free(g->heaps);
   free(g->threads);
@@ -2534,7 +2531,7 @@ static as_status_t glibc_set_option(model_t *m, const char *name, int64_t value,
 
 static bool glibc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const glibc_model_t *g = (const glibc_model_t *)m;
-  if (id >= g->obj_cap || g->obj[id] == NIL)
+  if (id >= g->obj_tab.len || g->obj[id] == NIL)
     return false;
   *addr = g->ch[g->obj[id]].addr + CHUNK_HDR_SZ;
   return true;
@@ -2680,8 +2677,7 @@ static as_status_t glibc_create(const model_opts_t *opts,
       g->version >= GV_243 ? MALLOC_STATE_SZ_MASTER : MALLOC_STATE_SZ_236;
 
   if (as_reserve_init(&g->ch_res, sizeof(gchunk_t), MAX_RECORDS) != AS_OK ||
-      as_reserve_init(&g->obj_res, sizeof *g->obj, UINT64_C(1) << 32) !=
-          AS_OK ||
+      sim_idtable_init(&g->obj_tab, sizeof *g->obj) != AS_OK ||
       as_reserve_need(&g->ch_res, 1) == NULL) {
     as_err_set(err, AS_ENOMEM,
                "glibc: out of memory (address space for "
@@ -2689,7 +2685,7 @@ static as_status_t glibc_create(const model_opts_t *opts,
     goto fail;
   }
   g->ch = (gchunk_t *)g->ch_res.base;
-  g->obj = (uint32_t *)g->obj_res.base;
+  g->obj = sim_idtable_base(&g->obj_tab);
   g->ch_cap = (uint32_t)(g->ch_res.committed / sizeof(gchunk_t));
   g->nch = 1; /* record 0 is NIL */
   g->free_list = -1;
@@ -2744,7 +2740,7 @@ static const glibc_model_t *as_glibc(const model_t *m) {
 bool glibc_inspect_object(const model_t *m, uint64_t id,
                           glibc_chunk_info_t *out) {
   const glibc_model_t *g = as_glibc(m);
-  if (id >= g->obj_cap || g->obj[id] == NIL)
+  if (id >= g->obj_tab.len || g->obj[id] == NIL)
     return false;
   const gchunk_t *c = &g->ch[g->obj[id]];
   out->addr = c->addr;
@@ -3008,7 +3004,7 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
       if (n != g->threads[t].tc_count[i])
         return as_err_set(err, AS_EINVAL, "glibc: tcache %u/%d count", t, i);
     }
-  for (uint64_t id = 0; id < g->obj_cap; id++) {
+  for (uint64_t id = 0; id < g->obj_tab.len; id++) {
     uint32_t p = g->obj[id];
     if (p != NIL && (!g->ch[p].user ||
                      (g->ch[p].state != CS_INUSE && g->ch[p].state != CS_MMAP)))

@@ -973,16 +973,11 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 /* ---- Allocation entry points -------------------------------------------- */
 
 static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
-  if (id < jm->objs_cap)
-    return AS_OK;
-  size_t    cap = jm->objs_cap;
-  je_obj_t *v = as_grow(jm->objs, &cap, (size_t)id + 1, sizeof *v, 4096);
-  if (v == NULL)
-    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
-  memset(v + jm->objs_cap, 0, (cap - jm->objs_cap) * sizeof *v);
-  jm->objs = v;
-  jm->objs_cap = cap;
-  return AS_OK;
+  if (sim_idtable_reach(&jm->obj_tab, id))
+    return AS_OK; /* fresh entries read as JE_NONE (0) */
+  if (id >= SIM_IDTABLE_MAX_IDS)
+    return as_err_set(err, AS_EINVAL, "jemalloc: object id above 2^32");
+  return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
 }
 
 static uint64_t obj_addr(const jemalloc_model_t *jm, const je_obj_t *o) {
@@ -1100,12 +1095,12 @@ static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
   if (enter(jm, ev->t_ns, err) != AS_OK)
     return jm->fail;
-  if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
+  if (ev->id < jm->obj_tab.len && jm->objs[ev->id].ext == JE_NONE &&
       jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* freed by realloc(p, 0) */
     jm->objs[ev->id].pad = 0;
     return AS_OK;
   }
-  if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
+  if (ev->id >= jm->obj_tab.len || jm->objs[ev->id].ext == JE_NONE)
     return done(jm,
                 je_bug(jm, err,
                        "free of an object the model never "
@@ -1160,14 +1155,14 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
   if (enter(jm, ev->t_ns, err) != AS_OK)
     return jm->fail;
-  if (ev->id < jm->objs_cap && jm->objs[ev->id].ext == JE_NONE &&
+  if (ev->id < jm->obj_tab.len && jm->objs[ev->id].ext == JE_NONE &&
       jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* realloc(NULL, n): malloc */
     trace_event_t as_malloc = *ev;
     as_malloc.op = TRACE_MALLOC;
     jm->objs[ev->id].pad = 0;
     return jemalloc_alloc(m, &as_malloc, err);
   }
-  if (ev->id >= jm->objs_cap || jm->objs[ev->id].ext == JE_NONE)
+  if (ev->id >= jm->obj_tab.len || jm->objs[ev->id].ext == JE_NONE)
     return done(jm,
                 je_bug(jm, err,
                        "realloc of an object the model never "
@@ -1356,7 +1351,7 @@ static as_status_t jemalloc_set_option(model_t *m, const char *name,
 
 static bool jemalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
-  if (id >= jm->objs_cap || jm->objs[id].ext == JE_NONE)
+  if (id >= jm->obj_tab.len || jm->objs[id].ext == JE_NONE)
     return false;
   *addr = obj_addr(jm, &jm->objs[id]);
   return true;
@@ -1757,7 +1752,7 @@ static void jemalloc_destroy(model_t *m) {
   free(jm->slab_bits);
   free(jm->emap.key);
   free(jm->emap.val);
-  free(jm->objs);
+  sim_idtable_free(&jm->obj_tab);
   free(jm->leaf_key);
   free(jm->leaf_addr);
   nptl_stacks_fini(&jm->nptl);
@@ -1873,6 +1868,9 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
     rc = nptl_stacks_init(
         &jm->nptl, ctx->kernel, model_opt_u64(opts, JO_STACK_SIZE),
         model_opt_u64(opts, JO_THREAD_STACK_PAGES), "jemalloc", err);
+  if (rc == AS_OK && sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK)
+    rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for objects");
+  jm->objs = sim_idtable_base(&jm->obj_tab);
   if (rc == AS_OK) {
     jm->arenas = calloc(jm->narenas_total, sizeof *jm->arenas);
     jm->bg = calloc(jm->max_bg_threads, sizeof *jm->bg);
@@ -2027,7 +2025,7 @@ void jemalloc_inspect_totals(const model_t *m, jemalloc_totals_t *out) {
 bool jemalloc_inspect_object(const model_t *m, uint64_t id, uint64_t *addr,
                              uint64_t *usize, uint32_t *arena) {
   const jemalloc_model_t *jm = as_je(m);
-  if (jm == NULL || id >= jm->objs_cap || jm->objs[id].ext == JE_NONE)
+  if (jm == NULL || id >= jm->obj_tab.len || jm->objs[id].ext == JE_NONE)
     return false;
   *addr = obj_addr(jm, &jm->objs[id]);
   *usize = jm->index2size[jm->objs[id].szind];

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "../sim/event_queue.h"
+#include "../sim/idtable.h"
 #include "../sim/kernel.h"
 #include "jemalloc.h"
 #include "nptl_stacks.h"
@@ -285,8 +286,8 @@ struct jemalloc_model_s {
   uint64_t (*slab_bits)[JE_SLAB_WORDS];
   uint32_t      next_slab, slab_cap, slab_free;
   je_emap_t     emap;
-  je_obj_t     *objs;
-  size_t        objs_cap;
+  je_obj_t     *objs;      /* by object id: obj_tab's base */
+  sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */
   je_bg_t      *bg;        /* max_bg_threads, when background_thread */
   uint64_t      nrecords;  /* extent records alive */
   sim_addr_t   *leaf_addr; /* rtree leaves by key (1 GiB of VA each) */

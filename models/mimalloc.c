@@ -536,18 +536,7 @@ static void thread_done(mi_model_t *m, uint32_t tld) {
 /* ---- Objects ------------------------------------------------------------- */
 
 static bool ensure_objects(mi_model_t *m, uint64_t id) {
-  if (id < m->obj_cap)
-    return true;
-  uint64_t cap = m->obj_cap ? m->obj_cap : 4096;
-  while (cap <= id)
-    cap *= 2;
-  mobj_t *n = realloc(m->objs, cap * sizeof *n);
-  if (n == NULL)
-    return false;
-  memset(n + m->obj_cap, 0, (cap - m->obj_cap) * sizeof *n);
-  m->objs = n;
-  m->obj_cap = cap;
-  return true;
+  return sim_idtable_reach(&m->obj_tab, id); /* fresh entries: page 0 */
 }
 
 static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
@@ -654,6 +643,11 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   mi_model_t *m = calloc(1, sizeof *m);
   if (m == NULL)
     return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
+  if (sim_idtable_init(&m->obj_tab, sizeof *m->objs) != AS_OK) {
+    free(m);
+    return as_err_set(err, AS_ENOMEM, "mimalloc: no address space for objects");
+  }
+  m->objs = sim_idtable_base(&m->obj_tab);
   m->kernel = ctx->kernel;
   m->version = v;
   mi_geometry(v, &m->g);
@@ -667,12 +661,14 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
       &m->nptl, ctx->kernel, model_opt_u64(&m->opts, MO_STACK_SIZE),
       model_opt_u64(&m->opts, MO_THREAD_STACK_PAGES), "mimalloc", err);
   if (rc != AS_OK) {
+    sim_idtable_free(&m->obj_tab);
     free(m);
     return rc;
   }
   if (v == MV_209) {
     m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
     if (m->cache == NULL) {
+      sim_idtable_free(&m->obj_tab);
       free(m);
       return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
     }
@@ -689,6 +685,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   if (m->fail != AS_OK) {
     as_status_t fail = leave(m, err);
     free(m->cache);
+    sim_idtable_free(&m->obj_tab);
     free(m);
     return fail;
   }
@@ -711,7 +708,7 @@ static void mimalloc_destroy(model_t *mm) {
   free(m->tld_of_thread);
   free(m->stacks);
   nptl_stacks_fini(&m->nptl);
-  free(m->objs);
+  sim_idtable_free(&m->obj_tab);
   mi_segs_destroy(m);
   mi_arenas3_destroy(m);
   free(m);
@@ -895,7 +892,7 @@ static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
 
 static bool mimalloc_locate(const model_t *mm, uint64_t id, sim_addr_t *addr) {
   const mi_model_t *m = (const mi_model_t *)mm;
-  if (id >= m->obj_cap || m->objs[id].page == 0)
+  if (id >= m->obj_tab.len || m->objs[id].page == 0)
     return false;
   *addr = obj_addr(m, id);
   return true;
@@ -1254,7 +1251,7 @@ uint64_t mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p) {
 }
 
 mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id) {
-  return id < m->obj_cap ? m->objs[id].page : 0;
+  return id < m->obj_tab.len ? m->objs[id].page : 0;
 }
 
 uint64_t mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p) {

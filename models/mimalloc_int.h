@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../sim/idtable.h"
 #include "mimalloc.h"
 #include "nptl_stacks.h"
 
@@ -316,9 +317,10 @@ struct mi_model_s {
   uint32_t      abandoned, abandoned_visited; /* 2.x lists */
   uint64_t      abandoned_count;
   /* objects */
-  mobj_t  *objs; /* by object id: one cache line read per free */
-  uint64_t obj_cap;
-  uint64_t live_bytes, live_objects;
+  mobj_t *objs;          /* by object id (obj_tab's base): one cache line
+                            read per free */
+  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  uint64_t      live_bytes, live_objects;
   /* 209 segment cache */
   mi_cache_slot_t *cache;
   sim_addr_t       cache_area; /* the slots' memory (MI_CACHE_SLOT_BYTES) */

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/idtable.h"
 #include "model.h"
 #include "musl.h"
 
@@ -191,10 +192,10 @@ typedef struct musl_model_s {
   sim_addr_t meta_area_tail; /* its `next` field is written when linked */
   uint64_t   meta_areas;
 
-  mobj_t  *obj;
-  uint64_t obj_cap;
-  uint64_t live_bytes, live_objects;
-  uint64_t mapped_groups, mapped_chunks, mapped_bytes;
+  mobj_t       *obj;     /* by object id: obj_tab's base */
+  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  uint64_t      live_bytes, live_objects;
+  uint64_t      mapped_groups, mapped_chunks, mapped_bytes;
 
   hdr_t    *hdr; /* records; index 0 unused */
   uint32_t  nhdr, caphdr, free_hdr;
@@ -1186,24 +1187,13 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
 /* ---- Model interface ---------------------------------------------------- */
 
 static bool ensure_obj(musl_model_t *ms, uint64_t id) {
-  if (id < ms->obj_cap)
-    return true;
-  if (id >= (UINT64_C(1) << 32)) {
+  if (sim_idtable_reach(&ms->obj_tab, id))
+    return true; /* fresh entries read as meta NONE (0): not live */
+  if (id >= SIM_IDTABLE_MAX_IDS)
     set_fail(ms, AS_EINVAL, "object id above 2^32");
-    return false;
-  }
-  uint64_t cap = ms->obj_cap ? ms->obj_cap : 1024;
-  while (cap <= id)
-    cap *= 2;
-  mobj_t *p = realloc(ms->obj, cap * sizeof *p);
-  if (p == NULL) {
+  else
     set_fail(ms, AS_ENOMEM, "out of memory for objects");
-    return false;
-  }
-  memset(p + ms->obj_cap, 0, (cap - ms->obj_cap) * sizeof *p);
-  ms->obj = p;
-  ms->obj_cap = cap;
-  return true;
+  return false;
 }
 
 static sim_addr_t obj_addr(const musl_model_t *ms, const mobj_t *o) {
@@ -1246,7 +1236,7 @@ static as_status_t ms_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   musl_model_t *ms = (musl_model_t *)m;
   if (ms->fail != AS_OK)
     return report(ms, err);
-  if (ev->id >= ms->obj_cap || ms->obj[ev->id].meta == NONE)
+  if (ev->id >= ms->obj_tab.len || ms->obj[ev->id].meta == NONE)
     return as_err_set(err, AS_EINVAL,
                       "musl: free of object %" PRIu64 " that is not live",
                       ev->id);
@@ -1277,7 +1267,7 @@ static as_status_t ms_realloc(model_t *m, const trace_event_t *ev,
 
 static bool ms_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  if (id >= ms->obj_cap || ms->obj[id].meta == NONE)
+  if (id >= ms->obj_tab.len || ms->obj[id].meta == NONE)
     return false;
   *addr = obj_addr(ms, &ms->obj[id]);
   return true;
@@ -1470,7 +1460,7 @@ static void ms_destroy(model_t *m) {
   if (ms == NULL)
     return;
   free(ms->mt);
-  free(ms->obj);
+  sim_idtable_free(&ms->obj_tab);
   free(ms->hdr);
   free(ms->bucket);
   free(ms->stack);
@@ -1507,6 +1497,11 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   musl_model_t *ms = calloc(1, sizeof *ms);
   if (ms == NULL)
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
+  if (sim_idtable_init(&ms->obj_tab, sizeof *ms->obj) != AS_OK) {
+    free(ms);
+    return as_err_set(err, AS_ENOMEM, "musl: no address space for objects");
+  }
+  ms->obj = sim_idtable_base(&ms->obj_tab);
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;

@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/idtable.h"
 #include "model.h"
 #include "nptl_stacks.h"
 #include "tcmalloc.h"
@@ -404,11 +405,11 @@ typedef struct tcmalloc_model_s {
   uint32_t  nthreads;
 
   /* program objects: id -> OBJ(span, slot); 0 = not live */
-  tobj_t  *obj;
-  uint64_t obj_cap;
-  uint64_t live_bytes, live_objects;
-  tobj_t  *chain;  /* scratch: one batch in flight (batch objects) */
-  tobj_t  *chain2; /* scratch: a later chunk of RemoveRange */
+  tobj_t       *obj;     /* obj_tab's base */
+  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  uint64_t      live_bytes, live_objects;
+  tobj_t       *chain;  /* scratch: one batch in flight (batch objects) */
+  tobj_t       *chain2; /* scratch: a later chunk of RemoveRange */
 
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
@@ -1833,17 +1834,13 @@ static void premain(tcmalloc_model_t *t) {
 /* ---- Model interface ---------------------------------------------------- */
 
 static bool ensure_obj(tcmalloc_model_t *t, uint64_t id) {
-  if (id < t->obj_cap)
-    return true;
-  if (id >= (UINT64_C(1) << 32)) {
+  if (sim_idtable_reach(&t->obj_tab, id))
+    return true; /* fresh entries read as 0: not live */
+  if (id >= SIM_IDTABLE_MAX_IDS)
     set_fail(t, AS_EINVAL, "object id above 2^32");
-    return false;
-  }
-  if (!grow((void **)&t->obj, &t->obj_cap, id + 1, sizeof *t->obj)) {
+  else
     set_fail(t, AS_ENOMEM, "out of memory for objects");
-    return false;
-  }
-  return true;
+  return false;
 }
 
 static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
@@ -1870,7 +1867,7 @@ static as_status_t tc_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t->fail != AS_OK)
     return report(t, err);
-  if (ev->id >= t->obj_cap || t->obj[ev->id] == 0)
+  if (ev->id >= t->obj_tab.len || t->obj[ev->id] == 0)
     return AS_OK; /* freed by realloc(p, 0): free(NULL) does nothing */
   tobj_t o = t->obj[ev->id];
   t->obj[ev->id] = 0;
@@ -2104,7 +2101,7 @@ static void tc_stats(const model_t *m, model_stats_t *out) {
 
 static bool tc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
-  if (id >= t->obj_cap || t->obj[id] == 0)
+  if (id >= t->obj_tab.len || t->obj[id] == 0)
     return false;
   *addr = obj_addr(t, t->obj[id]);
   return true;
@@ -2195,7 +2192,7 @@ static void tc_destroy(model_t *m) {
       free(t->caches[i].list[cl].v);
   free(t->caches);
   free(t->thread_cache);
-  free(t->obj);
+  sim_idtable_free(&t->obj_tab);
   free(t->chain);
   free(t->chain2);
   free(t->stacks);
@@ -2240,6 +2237,11 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   tcmalloc_model_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
+  if (sim_idtable_init(&t->obj_tab, sizeof *t->obj) != AS_OK) {
+    free(t);
+    return as_err_set(err, AS_ENOMEM, "tcmalloc: no address space for objects");
+  }
+  t->obj = sim_idtable_base(&t->obj_tab);
   static const unsigned shifts[] = {13, 15, 18};
   uint64_t              transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
   t->kernel = ctx->kernel;

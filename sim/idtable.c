@@ -1,0 +1,22 @@
+/* sim/idtable.c -- per-object record tables (see idtable.h). */
+#include "idtable.h"
+
+#include <string.h>
+
+as_status_t sim_idtable_init(sim_idtable_t *t, size_t elem) {
+  memset(t, 0, sizeof *t);
+  return as_reserve_init(&t->res, elem, SIM_IDTABLE_MAX_IDS);
+}
+
+bool sim_idtable_grow(sim_idtable_t *t, uint64_t id) {
+  if (id >= SIM_IDTABLE_MAX_IDS ||
+      as_reserve_need(&t->res, (size_t)id + 1) == NULL)
+    return false;
+  t->len = t->res.committed / t->res.elem;
+  return true;
+}
+
+void sim_idtable_free(sim_idtable_t *t) {
+  as_reserve_free(&t->res);
+  t->len = 0;
+}
