@@ -78,10 +78,14 @@ static void resident_memory_follows_the_entries_written(void **state) {
    * Under AddressSanitizer memset also reads the range's shadow (1/8 of
    * it), which is resident where read faults get pages of their own. */
   long shadow = DIFF_ASAN ? 16384 / 8 : 0;
+  /* Past its first 8 MiB the table may get 2 MiB huge pages: one may
+   * straddle the end of what was written where the reservation is not
+   * 2 MiB aligned. */
+  long huge_tail = 2048;
   assert_true(before >= 0);
   assert_true(labs(committed - before) <= 1024);
   assert_true(written - committed - 16384 >= -640);
-  assert_true(written - committed - 16384 <= 640 + shadow);
+  assert_true(written - committed - 16384 <= 640 + huge_tail + shadow);
 }
 
 /* Whether the kernel knows MADV_POPULATE_WRITE. */
@@ -146,7 +150,11 @@ static void id_tables_grow_in_place_and_refuse_ids_past_2_32(void **state) {
   assert_int_equal(v[(uint64_t)1 << 24], 0);
   assert_false(sim_idtable_reach(&t, SIM_IDTABLE_MAX_IDS));
   assert_true(after - before >= 8192 - 64);
-  assert_true(after - before <= 8192 + 2048 + (DIFF_ASAN ? 8192 / 8 : 0));
+  /* The entry at 8 MiB sits past the first 8 MiB, where the table may
+   * get a 2 MiB huge page; AddressSanitizer's shadow adds 1/8 of what was
+   * written.  Measured: 10236 KiB, 11276 KiB under ASan. */
+  assert_true(after - before <=
+              8192 + 2048 + 256 + (DIFF_ASAN ? (8192 + 2048) / 8 : 0));
   sim_idtable_free(&t);
   assert_null(sim_idtable_base(&t));
   assert_int_equal(t.len, 0);
