@@ -92,10 +92,15 @@ static void report(FILE *f, const char *out, const capture_result_t *res) {
   uint64_t events = res->main.events; /* trace_bytes counts every trace */
   for (size_t k = 0; k < res->nextra; k++)
     events += res->extra[k].events;
-  fprintf(f, "trace bytes written: %" PRIu64 " (%.2f per event",
-          res->trace_bytes,
-          events ? (double)res->trace_bytes / (double)events : 0.0);
-  fprintf(f, res->nextra ? ", over %zu traces)\n" : ")\n", res->nextra + 1);
+  double per_event = events ? (double)res->trace_bytes / (double)events : 0.0;
+  if (res->nextra == 0)
+    fprintf(f, "trace bytes written: %" PRIu64 " (%.2f per event)\n",
+            res->trace_bytes, per_event);
+  else
+    fprintf(f,
+            "trace bytes written: %" PRIu64 " (%.2f per event, over %zu "
+            "traces)\n",
+            res->trace_bytes, per_event, res->nextra + 1);
 }
 
 /* Stores the capture as a measured run with its counters as run meta. */

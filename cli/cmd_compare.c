@@ -177,7 +177,6 @@ static bool layouts_agree(const compare_result_t *r) {
   return true;
 }
 
-/* The marks table of a single replay. */
 /* Marks before the anchor measure start-up, which no trace explains: their
  * error is shown but is not the model's (compare.h, baseline rule). */
 static void before_anchor_note(const compare_result_t *r,
@@ -186,6 +185,7 @@ static void before_anchor_note(const compare_result_t *r,
     printf("  before the anchor: start-up, not model error");
 }
 
+/* The marks table of a single replay. */
 static void print_marks(const compare_result_t *r) {
   printf("\n%-24s %12s %12s %12s %10s", "mark", "measured MiB", "predicted MiB",
          "error MiB", "% of peak");

@@ -810,9 +810,9 @@ static void collect(run_t *r) {
     else if (!t->st.said_bye && res->end == CAPTURE_END_COMPLETE) {
       res->end = CAPTURE_END_DIED;
       as_format_fits(res->message, sizeof res->message,
-                     "pid %d's connection closed without its goodbye (a "
-                     "fatal signal, or the program closed the recorder's "
-                     "descriptor by a raw system call)",
+                     "pid %d's connection closed without its goodbye (killed "
+                     "by a signal, or it closed the recorder's descriptor "
+                     "by a raw system call)",
                      (int)t->pid);
     }
     if ((int)i == r->main_trace) {
