@@ -57,6 +57,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/idtable.h"
+
 /* ---- Constants and types ------------------------------------------------ */
 
 /* 3.11 obmalloc.c:887; 3.14 pycore_obmalloc.h:140: INDEX2SIZE(I) */
@@ -150,13 +152,13 @@ struct pym_arena_s {
  * has a block field of 1023 and SLOT_DEAD (all ones) means "not live".  The
  * requested size is not kept: the engine passes it as ev->prev_size.  Five
  * bytes, not a struct of 12, because this table is most of the simulator's
- * memory: one entry per live object (4.2 M for 256 MiB of 64 B objects). */
+ * memory: one entry per live object (4.2 M for 256 MiB of 64 B objects).
+ * Stored XORed with SLOT_DEAD, so that the id table's fresh entries (zero:
+ * sim/idtable.h) read as not live without being written. */
 #define SLOT_BYTES 5
 #define SLOT_DEAD  ((UINT64_C(1) << (8 * SLOT_BYTES)) - 1)
 /* arenas[] slots a location can name: a 24-bit arena index (16 TiB). */
 #define SLOT_MAX_ARENAS (UINT32_C(1) << 24)
-/* Slots initialised at a time as ids grow (about one 4 KiB page). */
-#define SLOT_INIT_STEP 1024
 
 /* A radix-tree node: which (top, mid) key it serves and its raw handle. */
 typedef struct pym_node_s pym_node_t;
@@ -203,9 +205,9 @@ struct pymalloc_model_s {
   uint64_t     raw_mapped_bytes; /* standalone: RW bytes opened */
 
   /* Objects. */
-  uint8_t *ids;     /* by object id: SLOT_BYTES-byte locations */
-  uint64_t ids_len; /* entries initialised; ids beyond are not live */
-  uint64_t ids_cap; /* entries allocated */
+  uint8_t      *ids;     /* by object id: SLOT_BYTES-byte locations */
+  sim_idtable_t ids_tab; /* ids' memory; ids_tab.len: ids usable, ids
+                            beyond are not live */
   uint64_t live_bytes;
   uint64_t live_objects;
   uint64_t block_bytes; /* sum of block sizes in use */
@@ -793,41 +795,28 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm, pym_pool_t *pool,
 
 /* ---- Model methods ------------------------------------------------------ */
 
-/* Makes id addressable in ids[], initialising entries (to SLOT_DEAD) only
- * up to just past id: the doubling capacity costs no RSS until used. */
+/* Makes id addressable in ids[]. */
 static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
-  if (id >= pm->ids_cap) {
-    uint64_t cap = pm->ids_cap ? pm->ids_cap : 4096;
-    while (cap <= id)
-      cap *= 2;
-    uint8_t *s = realloc(pm->ids, cap * SLOT_BYTES);
-    if (s == NULL)
-      return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
-                        (unsigned long long)cap);
-    pm->ids = s;
-    pm->ids_cap = cap;
-  }
-  uint64_t len = (id / SLOT_INIT_STEP + 1) * SLOT_INIT_STEP;
-  if (len > pm->ids_cap)
-    len = pm->ids_cap;
-  memset(pm->ids + pm->ids_len * SLOT_BYTES, 0xff,
-         (len - pm->ids_len) * SLOT_BYTES);
-  pm->ids_len = len;
-  return AS_OK;
+  if (sim_idtable_reach(&pm->ids_tab, id))
+    return AS_OK;
+  return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
+                    (unsigned long long)id + 1);
 }
 
 /* The location of id, or SLOT_DEAD. */
 static inline uint64_t slot_get(const pymalloc_model_t *pm, uint64_t id) {
-  if (id >= pm->ids_len)
+  if (id >= pm->ids_tab.len)
     return SLOT_DEAD;
   const uint8_t *p = pm->ids + id * SLOT_BYTES;
-  return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-         (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32;
+  return ((uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+          (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32) ^
+         SLOT_DEAD;
 }
 
-/* Records loc for id (id < ids_len). */
+/* Records loc for id (id < ids_tab.len). */
 static inline void slot_set(pymalloc_model_t *pm, uint64_t id, uint64_t loc) {
   uint8_t *p = pm->ids + id * SLOT_BYTES;
+  loc ^= SLOT_DEAD;
   p[0] = (uint8_t)loc;
   p[1] = (uint8_t)(loc >> 8);
   p[2] = (uint8_t)(loc >> 16);
@@ -859,6 +848,11 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->kernel = ctx->kernel;
   pm->page_mask = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
   pm->version = model_opt_i64(opts, PO_VERSION) == 0 ? 311 : 314;
+  if (sim_idtable_init(&pm->ids_tab, SLOT_BYTES) != AS_OK) {
+    free(pm);
+    return as_err_set(err, AS_ENOMEM, "pymalloc: no address space for ids");
+  }
+  pm->ids = sim_idtable_base(&pm->ids_tab);
   for (uint32_t i = 0; i < PYMALLOC_NB_SMALL_SIZE_CLASSES; i++) {
     /* usedpools[] starts as empty circular lists (3.11 :1164-1195). */
     pm->usedpools[i].nextpool = &pm->usedpools[i];
@@ -886,7 +880,7 @@ static void pymalloc_destroy(model_t *m) {
     free(pools);
   }
   free(pm->arenas);
-  free(pm->ids);
+  sim_idtable_free(&pm->ids_tab);
   free(pm);
 }
 
@@ -909,7 +903,7 @@ alloc_any(pymalloc_model_t *pm, const trace_event_t *ev, as_err_t *err) {
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD ||
       ev->op == TRACE_MEMALIGN)
     return out_of_range(nbytes, err);
-  if (ev->id >= pm->ids_len) {
+  if (ev->id >= pm->ids_tab.len) {
     as_status_t rc = grow_ids(pm, ev->id, err);
     if (rc != AS_OK)
       return rc;
@@ -955,7 +949,7 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          nbytes = ev->size;
   if (nbytes - 1 >= PYMALLOC_SMALL_REQUEST_THRESHOLD ||
-      ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_len ||
+      ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_tab.len ||
       slot_get(pm, ev->id) != SLOT_DEAD)
     return alloc_any(pm, ev, err); /* errors; ids not yet in ids[] */
   uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
