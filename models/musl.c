@@ -1055,7 +1055,9 @@ static bool is_allzero(const mmeta_t *g) {
  * cleared, then whole pages from the end are read and cleared only if not
  * zero, until less than a page is left, which is cleared.  A page the
  * simulated kernel has resident may hold data (it is cleared: rewriting it
- * ends MADV_FREE); one never written reads as zero (nothing written). */
+ * ends MADV_FREE); one never written reads as zero, every word of it read
+ * (nothing written, but resident where read faults get pages of their own:
+ * the kernel's zero_page off). */
 static void calloc_clear(musl_model_t *ms, sim_addr_t p, uint64_t n) {
   if (n < 4096) {
     touch(ms, p, n);
@@ -1063,9 +1065,13 @@ static void calloc_clear(musl_model_t *ms, sim_addr_t p, uint64_t n) {
   }
   sim_addr_t pp = p + n, tail = pp & 4095;
   touch(ms, pp - tail, tail);
-  for (pp -= tail; pp - p >= 4096; pp -= 4096)
+  for (pp -= tail; pp - p >= 4096; pp -= 4096) {
+    as_err_t e;
     if (sim_kernel_is_resident(ms->kernel, pp - 4096))
       touch(ms, pp - 4096, 4096);
+    else
+      kcheck(ms, sim_kernel_read(ms->kernel, pp - 4096, 4096, &e), &e);
+  }
   touch(ms, p, pp - p);
 }
 
