@@ -135,6 +135,7 @@ as_status_t import_inserts_add_trim(import_inserts_t *ins, uint64_t line,
   memset(&x, 0, sizeof x);
   x.after_line = line;
   x.op = TRACE_TRIM;
+  snprintf(x.from, sizeof x.from, "--assume-trim-at");
   return inserts_push(ins, &x, err);
 }
 
@@ -179,6 +180,7 @@ static as_status_t marks_line(import_inserts_t *ins, const char *path,
   char            at[32], op[16], arg[128];
   import_insert_t x;
   memset(&x, 0, sizeof x);
+  snprintf(x.from, sizeof x.from, "%.80s:%" PRIu64, path, lineno);
   char *p = s;
   if (!next_word(&p, at, sizeof at) || !import_parse_at(at, &x.after_line))
     return marks_bad(path, lineno, "an input line number or 'end'", s, err);
@@ -280,9 +282,17 @@ void import_inserts_sort(import_inserts_t *ins) {
 as_status_t import_inserts_emit(import_inserts_t *ins, uint64_t line,
                                 uint64_t t_ns, trace_writer_t *w,
                                 uint64_t *emitted, as_err_t *err) {
+  if (line != IMPORT_AT_END)
+    ins->last_line = line;
   while (ins->next < ins->n && ins->v[ins->next].after_line <= line) {
     const import_insert_t *x = &ins->v[ins->next++];
-    trace_event_t          ev;
+    if (line == IMPORT_AT_END && x->after_line != IMPORT_AT_END)
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: input line %" PRIu64 " is past the input's "
+                        "last line (%" PRIu64 "); expected a line of the "
+                        "decompressed input, or 'end'",
+                        x->from, x->after_line, ins->last_line);
+    trace_event_t ev;
     memset(&ev, 0, sizeof ev);
     ev.t_ns = t_ns;
     ev.op = x->op;
@@ -311,7 +321,8 @@ struct deferred_s {
   trace_format_t  fmt;
   FILE           *f; /* the stream form: not yet handed over */
   char            name[256];
-  char           *path; /* the file form */
+  char           *path;     /* the file form */
+  uint64_t        shift_ns; /* inserted idles so far: later events move */
 };
 
 static as_status_t deferred_start(deferred_t *d, as_err_t *err) {
@@ -325,11 +336,25 @@ static as_status_t deferred_start(deferred_t *d, as_err_t *err) {
   return trace_writer_open(d->path, d->fmt, d->meta, &d->real, err);
 }
 
+/* Writes ev, later by the idles inserted before it: a log has no idles of
+ * its own, and an idle moves the clock past everything the program did
+ * after it (traces/event.h), so what follows an inserted idle moves by its
+ * length. */
 static as_status_t deferred_write(trace_writer_t *w, const trace_event_t *ev,
                                   as_err_t *err) {
-  deferred_t *d = (deferred_t *)w;
+  deferred_t   *d = (deferred_t *)w;
+  trace_event_t moved = *ev;
+  uint64_t      idle = ev->op == TRACE_IDLE ? ev->size : 0;
+  moved.t_ns += d->shift_ns;
+  if (moved.t_ns < ev->t_ns || moved.t_ns + idle < moved.t_ns)
+    return as_err_set(
+        err, AS_EFORMAT,
+        "the idles inserted by --marks run the clock past 2^64 ns "
+        "(%" PRIu64 " ns of idles up to an event at %" PRIu64 " ns)",
+        d->shift_ns + idle, ev->t_ns);
+  d->shift_ns += idle;
   as_status_t rc = deferred_start(d, err);
-  return rc != AS_OK ? rc : trace_writer_write(d->real, ev, err);
+  return rc != AS_OK ? rc : trace_writer_write(d->real, &moved, err);
 }
 
 static as_status_t deferred_close(trace_writer_t *w, as_err_t *err) {

@@ -87,14 +87,16 @@ struct import_insert_s {
   uint8_t  op;         /* TRACE_MARK, TRACE_TRIM or TRACE_IDLE */
   uint64_t size;       /* trim pad, idle ns */
   char     label[TRACE_LABEL_MAX + 1];
-  uint64_t order; /* position in the file / command line, for ties */
+  uint64_t order;    /* position in the file / command line, for ties */
+  char     from[96]; /* where it was asked for: "FILE:LINE" or the option */
 };
 
 typedef struct import_inserts_s import_inserts_t;
 struct import_inserts_s {
   import_insert_t *v;
   size_t           n, cap;
-  size_t           next; /* first not yet emitted (after sorting) */
+  size_t           next;      /* first not yet emitted (after sorting) */
+  uint64_t         last_line; /* the last input line emit was told of */
 };
 
 /* Adds "trim 0" after line (IMPORT_AT_END for the end). */
@@ -110,7 +112,10 @@ as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
  * once before importing. */
 void import_inserts_sort(import_inserts_t *ins);
 /* Writes, at time t_ns on thread 0, every insert due after input line
- * `line` (IMPORT_AT_END: all that remain); *emitted counts them. */
+ * `line` (IMPORT_AT_END: all that remain; one asked for after a line the
+ * input did not have is an AS_EFORMAT error naming where it was asked
+ * for); *emitted counts them.  Events written after an idle through the
+ * importer's writer (import_writer_open) move later by its length. */
 as_status_t import_inserts_emit(import_inserts_t *ins, uint64_t line,
                                 uint64_t t_ns, trace_writer_t *w,
                                 uint64_t *emitted, as_err_t *err);

@@ -258,7 +258,8 @@ static void control_bytes_in_the_command_are_cleaned(void **state) {
 }
 
 /* --assume-trim-at and a marks file put events after the input line they
- * name, at the clock reached there; "end" after the last. */
+ * name, at the clock reached there; "end" after the last; what follows an
+ * idle comes when it ends. */
 static void inserted_events_land_after_their_line(void **state) {
   (void)state;
   static const char text[] = "v 10400 3\n"
@@ -291,7 +292,7 @@ static void inserted_events_land_after_their_line(void **state) {
                                   "10000000 0 trim 131072\n"
                                   "10000000 0 free 0\n"
                                   "10000000 0 idle 2000000\n"
-                                  "10000000 0 trim 0\n");
+                                  "12000000 0 trim 0\n"); /* after it */
   assert_int_equal(st.inserted, 4);
   assert_int_equal(st.events, 6);
   import_inserts_free(&ins);

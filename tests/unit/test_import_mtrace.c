@@ -268,6 +268,78 @@ static void inserted_trims_follow_their_lines(void **state) {
   free(out);
 }
 
+/* Imports log with the inserts of marks file text `marks` through the
+ * importers' own writer; returns the status, the text in *out. */
+static as_status_t import_with_marks(const char *log, const char *marks,
+                                     as_err_t *err, char **out) {
+  char mpath[] = "/tmp/test_import_marks_XXXXXX";
+  int  fd = mkstemp(mpath);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, marks, strlen(marks)), (ssize_t)strlen(marks));
+  close(fd);
+  import_inserts_t ins = {0};
+  memset(err, 0, sizeof *err);
+  assert_int_equal(import_inserts_read(&ins, mpath, err), AS_OK);
+  unlink(mpath);
+  import_inserts_sort(&ins);
+  FILE  *f = fmemopen((void *)log, strlen(log), "r");
+  size_t len = 0;
+  FILE  *mem = open_memstream(out, &len);
+  assert_true(f != NULL && mem != NULL);
+  trace_meta_t meta;
+  memset(&meta, 0, sizeof meta);
+  trace_writer_t *w;
+  assert_int_equal(
+      import_writer_open_stream(mem, "out", TRACE_FORMAT_TEXT, &meta, &w, err),
+      AS_OK);
+  import_mtrace_opts_t  o = {.tick_ns = 100, .inserts = &ins};
+  import_mtrace_stats_t st;
+  as_status_t           rc = import_mtrace_stream(f, "h.log", w, &o, &st, err);
+  as_err_t              cerr = {0};
+  assert_int_equal(trace_writer_close(w, &cerr), AS_OK);
+  fclose(f);
+  import_inserts_free(&ins);
+  return rc;
+}
+
+/* An inserted idle moves every later event by its length (the engine's
+ * clock is past them otherwise); a line past the input's end, or idles
+ * past 2^64 ns, are refused naming where they were asked for. */
+static void inserted_idles_move_later_events(void **state) {
+  (void)state;
+  static const char log[] = "= Start\n"
+                            "+ 0x1000 0x10\n"
+                            "+ 0x2000 0x20\n"
+                            "- 0x1000\n"
+                            "= End\n";
+  as_err_t          err;
+  char             *out;
+  assert_int_equal(import_with_marks(log,
+                                     "2 idle 2s\n2 mark after\nend idle 1s\n",
+                                     &err, &out),
+                   AS_OK);
+  assert_string_equal(out, HEADER "0 0 malloc 0 16\n"
+                                  "100 0 idle 2000000000\n"
+                                  "2000000100 0 mark after\n"
+                                  "2000000100 0 malloc 1 32\n"
+                                  "2000000200 0 free 0\n"
+                                  "2000000300 0 idle 1000000000\n");
+  free(out);
+  assert_int_equal(import_with_marks(log, "# x\n99 mark far\n", &err, &out),
+                   AS_EFORMAT);
+  assert_non_null(strstr(err.msg, ":2: input line 99 is past the input's last "
+                                  "line (5); expected a line of the "
+                                  "decompressed input, or 'end'"));
+  free(out);
+  assert_int_equal(
+      import_with_marks(log, "3 idle 18446744073709551615ns\n", &err, &out),
+      AS_EFORMAT);
+  assert_string_equal(err.msg, "the idles inserted by --marks run the clock "
+                               "past 2^64 ns (18446744073709551615 ns of "
+                               "idles up to an event at 200 ns)");
+  free(out);
+}
+
 static void import_file_writes_provenance_and_binary(void **state) {
   (void)state;
   char in[512], out[] = "/tmp/test_import_mtrace_XXXXXX.astrace";
@@ -469,6 +541,7 @@ int main(void) {
       cmocka_unit_test(real_glibc_log_imports_to_exact_events),
       cmocka_unit_test(blocks_of_other_arenas_are_counted),
       cmocka_unit_test(inserted_trims_follow_their_lines),
+      cmocka_unit_test(inserted_idles_move_later_events),
       cmocka_unit_test(import_file_writes_provenance_and_binary),
       cmocka_unit_test(unmatched_free_is_an_error_naming_its_line),
       cmocka_unit_test(lenient_counts_and_skips_unmatched_frees),
