@@ -697,12 +697,17 @@ static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {
   if (mkdtemp(dir) == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
                       strerror(errno));
-  char owner[PATH_MAX];
+  /* Written aside and renamed: an owner file is never seen empty (another
+   * capture's cleanup took an empty one for a dead capture's, and removed
+   * this directory under its socket). */
+  char owner[PATH_MAX], part[PATH_MAX];
   as_format_fits(owner, sizeof owner, "%s/owner", dir);
-  FILE *f = fopen(owner, "w");
+  as_format_fits(part, sizeof part, "%s/owner.part", dir);
+  FILE *f = fopen(part, "w");
   if (f != NULL) {
     fprintf(f, "%d %" PRIu64 "\n", (int)getpid(), start_time_of(getpid()));
-    fclose(f);
+    if (fclose(f) == 0)
+      rename(part, owner);
   }
   return AS_OK;
 }
@@ -730,9 +735,9 @@ as_status_t capture_cleanup(unsigned *removed, as_err_t *err) {
       if (fscanf(f, "%d %" SCNu64, &pid, &start) != 2)
         pid = 0;
       fclose(f);
-    } else if (stat(dir, &sb) != 0 || time(NULL) - sb.st_mtime < 60) {
-      continue; /* being created, or not ours to judge yet */
     }
+    if (pid == 0 && (stat(dir, &sb) != 0 || time(NULL) - sb.st_mtime < 60))
+      continue; /* being created, or not ours to judge yet */
     if (pid > 0 && start_time_of(pid) == start && start != 0)
       continue; /* its capture is still running */
     rm_tree(dir);
