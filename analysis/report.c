@@ -323,6 +323,96 @@ static double baseline_mib(const series_t *se, const store_sample_t *m,
   return 0;
 }
 
+/* The RSS-over-time plot script: predicted and live bytes, measured
+ * points, marks as dotted lines, labelled where a label has room (at
+ * least 1/50 of the time axis from the last one labelled: closer ones
+ * overlap). */
+static void write_rss_plot(FILE *b, const series_t *se, double base,
+                           const char *anchor) {
+  fprintf(b, "set xlabel 'virtual time (s)'\n"
+             "set ylabel 'MiB'\nset key outside right top\n"
+             "set grid\nset yrange [0:*]\n");
+  double span = (double)se->end_ns / 1e9, last = -1;
+  for (size_t i = 0; i < se->s.n; i++) {
+    const store_sample_t *x = &se->s.v[i];
+    if (x->kind != SIM_SAMPLE_MARK)
+      continue;
+    double t = (double)x->t_ns / 1e9;
+    fprintf(b,
+            "set arrow from %.9f, graph 0 to %.9f, graph 1 nohead dt 3 lc "
+            "'gray'\n",
+            t, t);
+    if (last >= 0 && t - last < span / 50)
+      continue;
+    char lbl[64];
+    gp_text(lbl, sizeof lbl, x->label);
+    fprintf(b,
+            "set label '%s' at %.9f, graph 0.97 rotate by 90 right "
+            "font ',8'\n",
+            lbl, t);
+    last = t;
+  }
+  char title[160] = "predicted RSS";
+  if (anchor[0] != '\0') {
+    char a[64];
+    gp_text(a, sizeof a, anchor);
+    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %s)",
+             base, a);
+  }
+  fprintf(b,
+          "set title 'RSS over time'\n"
+          "plot 'series.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' "
+          "title '%s', "
+          "'series.dat' using 1:3 with lines lw 1 lc rgb '#2ca02c' "
+          "title 'live bytes', "
+          "'measured.dat' using 1:2 with points pt 7 ps 0.5 "
+          "lc rgb '#d62728' title 'measured RSS'\n",
+          title);
+}
+
+/* The owners' plot script: each curve the sum of its owner and those
+ * below it, the baseline (measured, outside the trace) first; owners that
+ * never hold a page are left out of the plot and its key. */
+static void write_owner_plot(FILE *b, const series_t *se, double base) {
+  /* one colour each (Tableau 10, and black for the eleventh) */
+  _Static_assert(SIM_OWNER_COUNT == 11, "a colour for each owner");
+  static const char *const colour[SIM_OWNER_COUNT] = {
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000"};
+  fprintf(b, "set xlabel 'virtual time (s)'\nset ylabel 'MiB'\n"
+             "set key outside right top\nset grid\nset yrange [0:*]\n"
+             "set title 'RSS by owner (stacked)'\nplot ");
+  char sum[512];
+  snprintf(sum, sizeof sum, "%.4f", base);
+  bool first = true;
+  if (base > 0) {
+    fprintf(b,
+            "'series.dat' using 1:(0):(%s) with filledcurves fs solid 0.3 "
+            "lc rgb '#c7c7c7' title 'before the trace (measured)'",
+            sum);
+    first = false;
+  }
+  for (int o = 0; o < SIM_OWNER_COUNT; o++) {
+    bool held = false;
+    for (size_t i = 0; i < se->s.n && !held; i++)
+      held = se->s.v[i].owner_bytes[o] != 0;
+    if (!held)
+      continue;
+    char next[sizeof sum];
+    snprintf(next, sizeof next, "%.480s+$%d", sum, 4 + o);
+    fprintf(b,
+            "%s'series.dat' using 1:(%s):(%s) with filledcurves fs solid 0.6 "
+            "lc rgb '%s' title '%s'",
+            first ? "" : ", ", sum, next, colour[o],
+            sim_owner_name((sim_owner_t)o));
+    snprintf(sum, sizeof sum, "%s", next);
+    first = false;
+  }
+  if (first) /* nothing held at all: an empty plot, not a syntax error */
+    fprintf(b, "'series.dat' using 1:(0) with lines title 'nothing resident'");
+  fprintf(b, "\n");
+}
+
 static as_status_t plot_series(plots_t *p, const series_t *se,
                                const store_sample_t *measured, size_t nm,
                                bool same_clock, as_err_t *err) {
@@ -351,70 +441,27 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   fprintf(f, "\n"); /* gnuplot needs a line even with no points */
   fclose(f);
 
-  /* Marks as labelled vertical lines. */
-  char   body[8192];
-  size_t used = 0;
-  used += (size_t)snprintf(body, sizeof body,
-                           "set xlabel 'virtual time (s)'\n"
-                           "set ylabel 'MiB'\nset key outside right top\n"
-                           "set grid\nset yrange [0:*]\n");
-  for (size_t i = 0; i < se->s.n && used < sizeof body; i++) {
-    const store_sample_t *x = &se->s.v[i];
-    if (x->kind != SIM_SAMPLE_MARK)
-      continue;
-    char lbl[64];
-    gp_text(lbl, sizeof lbl, x->label);
-    used += (size_t)snprintf(
-        body + used, sizeof body - used,
-        "set arrow from %.9f, graph 0 to %.9f, graph 1 nohead dt 3 lc "
-        "'gray'\nset label '%s' at %.9f, graph 0.97 rotate by 90 right "
-        "font ',8'\n",
-        (double)x->t_ns / 1e9, (double)x->t_ns / 1e9, lbl,
-        (double)x->t_ns / 1e9);
-  }
-  char title[160] = "predicted RSS";
-  if (anchor[0] != '\0') {
-    char a[64];
-    gp_text(a, sizeof a, anchor);
-    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %s)",
-             base, a);
-  }
-  snprintf(body + used, sizeof body - used,
-           "set title 'RSS over time'\n"
-           "plot 'series.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' "
-           "title '%s', "
-           "'series.dat' using 1:3 with lines lw 1 lc rgb '#2ca02c' "
-           "title 'live bytes', "
-           "'measured.dat' using 1:2 with points pt 7 ps 0.5 "
-           "lc rgb '#d62728' title 'measured RSS'\n",
-           title);
-  as_status_t rc = plot(p, "rss", body, err);
+  char  *body = NULL;
+  size_t len = 0;
+  FILE  *b = open_memstream(&body, &len);
+  if (b == NULL)
+    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+  write_rss_plot(b, se, base, anchor);
+  as_status_t rc = fclose(b) == 0 ? plot(p, "rss", body, err)
+                                  : as_err_set(err, AS_ENOMEM,
+                                               "report: out "
+                                               "of memory");
+  free(body);
   if (rc != AS_OK)
     return rc;
-
-  /* Owners stacked: each curve is the sum of its owner and those before. */
-  used = (size_t)snprintf(body, sizeof body,
-                          "set xlabel 'virtual time (s)'\nset ylabel 'MiB'\n"
-                          "set key outside right top\nset grid\n"
-                          "set yrange [0:*]\n"
-                          "set title 'RSS by owner (stacked)'\nplot ");
-  char sum[512] = "0";
-  for (int o = 0; o < SIM_OWNER_COUNT; o++) {
-    /* sum grows by "+$NN" per owner, far below the buffer; the check keeps
-     * a change of SIM_OWNER_COUNT from truncating silently. */
-    char next[512];
-    int  n = snprintf(next, sizeof next, "%s+$%d", sum, 4 + o);
-    if (n < 0 || (size_t)n >= sizeof next)
-      return as_err_set(err, AS_EINVAL, "report: too many owners to stack");
-    used += (size_t)snprintf(
-        body + used, sizeof body - used,
-        "%s'series.dat' using 1:(%s):(%s) with filledcurves fs solid 0.6 "
-        "title '%s'",
-        o ? ", " : "", sum, next, sim_owner_name((sim_owner_t)o));
-    snprintf(sum, sizeof sum, "%s", next);
-  }
-  snprintf(body + used, sizeof body - used, "\n");
-  return plot(p, "owners", body, err);
+  body = NULL;
+  if ((b = open_memstream(&body, &len)) == NULL)
+    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+  write_owner_plot(b, se, base);
+  rc = fclose(b) == 0 ? plot(p, "owners", body, err)
+                      : as_err_set(err, AS_ENOMEM, "report: out of memory");
+  free(body);
+  return rc;
 }
 
 /* A heap map as an image: rows are units, columns cells, colour class. */
@@ -424,10 +471,13 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
   if (f == NULL)
     return err->code;
   size_t rows = m->nrows ? m->nrows : 1;
-  for (size_t r = 0; r < rows; r++) {
+  /* gnuplot sizes an image's pixels from its neighbours: a one-row image
+   * is drawn as nothing, so one unit's row is written twice and the
+   * second kept out of the y range. */
+  for (size_t r = 0; r < (rows == 1 ? 2 : rows); r++) {
     for (size_t c = 0; c < m->ncells; c++)
       fprintf(f, "%s%d", c ? " " : "",
-              m->nrows ? m->rows[r].cell[c] : HEAPMAP_RELEASED);
+              m->nrows ? m->rows[r % rows].cell[c] : HEAPMAP_RELEASED);
     fprintf(f, "\n");
   }
   fclose(f);
@@ -444,7 +494,8 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
            "set xlabel 'cell (equal parts of the unit)'\n"
            "set ylabel 'unit (arena, heap, mapping), in walk order'\n"
            "set xrange [-0.5:%zu.5]\nset yrange [%zu.5:-0.5]\n"
-           "plot 'map.dat' matrix with image title 'heap map'\n",
+           "set ytics 1\n"
+           "plot 'map.dat' matrix with image notitle\n",
            lbl, m->nrows, m->ncells, m->ncells - 1, rows - 1);
   return plot(p, id, body, err);
 }
@@ -492,11 +543,12 @@ static void page_plot(FILE *f, const plots_t *p, const char *id,
 }
 
 static void page_explain(FILE *f, const explain_result_t *r) {
+  fprintf(f, "<h2>What holds memory at ");
+  html_escape(f, strcmp(r->label, "end") == 0 ? "the end" : r->label);
   fprintf(f,
-          "<h2>What holds memory at %s</h2>\n<p>RSS %.2f MiB, live "
+          "</h2>\n<p>RSS %.2f MiB, live "
           "%.2f MiB; the rows add up to RSS.</p>\n<table><tr><th>MiB</th>"
           "<th>of RSS</th><th>what holds it</th></tr>\n",
-          strcmp(r->label, "end") == 0 ? "the end" : r->label,
           (double)r->rss_bytes / MIB, (double)r->live_bytes / MIB);
   for (size_t i = 0; i < r->nitems; i++) {
     fprintf(f, "<tr><td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td><td>",

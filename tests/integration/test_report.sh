@@ -36,6 +36,31 @@ for png in rss owners; do
 done
 ls "$work"/map*.png >/dev/null 2>&1 || fail "--png wrote no heap map"
 
+# Mark labels are the traced program's text: escaped in the page (the
+# script mark is where the most is freed but held, so it is explained).
+# Sixty more marks (each a labelled line in the RSS plot, once past the
+# plot script's old fixed 8 KiB) still give the plot.
+{
+  echo "allocsim-trace 1"
+  for i in $(seq 0 99); do echo "$i 0 malloc $i 10000"; done
+  for i in $(seq 0 2 98); do echo "$((100 + i)) 0 free $i"; done
+  echo "200 0 mark <script>document.title='x'</script>"
+  for i in $(seq 1 2 99); do echo "$((200 + i)) 0 free $i"; done
+  echo "300 0 trim 0"
+  for i in $(seq 0 59); do
+    echo "$((1000 + i * 2000)) 0 malloc $i $((1000 * (i + 1)))"
+    echo "$((2000 + i * 2000)) 0 mark a_rather_long_label_for_mark_number_$i"
+  done
+} >"$work/marks.trace"
+"$bin" report "$work/marks.trace" --model glibc -o "$work/marks.html" \
+  2>/dev/null || fail "report of a trace with many marks"
+grep -q "What holds memory at &lt;script&gt;" "$work/marks.html" ||
+  fail "marks.html does not explain the script mark"
+grep -q "<script>document" "$work/marks.html" &&
+  fail "a mark label went into the page unescaped"
+grep -q '<figure id="plot-rss"><svg' "$work/marks.html" ||
+  fail "marks.html lost its RSS plot"
+
 # A report path in a missing directory is refused before any work.
 if "$bin" report "$src/data/example.trace" -o "$work/nodir/x.html" 2>"$work/err"; then
   fail "a report into a missing directory succeeded"
@@ -74,8 +99,8 @@ check_page() { # check_page PAGE SERIES...
   [ -s "$art/report-$page.png" ] || fail "empty screenshot of $page.html"
 }
 
-check_page trace "predicted RSS" "live bytes" "libc_heap" "heap map"
-check_page run "predicted RSS (+11.48 MiB measured at start)" "measured RSS" "pymalloc" "heap map"
+check_page trace "predicted RSS" "live bytes" "libc_heap" "not resident"
+check_page run "predicted RSS (+11.48 MiB measured at start)" "measured RSS" "pymalloc" "not resident" "before the trace (measured)"
 check_page sweep "simulated (colour: object size)" "formula (1 - p)^k" "measured"
 grep -q "What holds memory" "$work/run.dom" || fail "run.html has no explain table"
 grep -q "What would release it" "$work/run.dom" || fail "run.html has no remedies"
