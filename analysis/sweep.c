@@ -834,6 +834,7 @@ static void *worker(void *arg) {
     if (i >= pool->n)
       return NULL;
     sweep_run_point(pool->c, &pool->points[i], NULL);
+    pool->points[i].ran = true;
     pthread_mutex_lock(&pool->mu);
     pool->done[pool->ndone++] = i;
     pthread_cond_signal(&pool->cv);
@@ -854,6 +855,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
   if (jobs <= 1) {
     for (size_t i = 0; i < n && rc == AS_OK && !(c->stop && *c->stop); i++) {
       sweep_run_point(c, &points[i], NULL);
+      points[i].ran = true;
       rc = done(user, &points[i], i + 1, n, err);
     }
     return rc;

@@ -122,7 +122,8 @@ struct sweep_point_s {
   char        model[384];             /* the model spec simulated */
   char        libc[256];              /* the libc spec, "" for default */
   char        key[65];                /* the point's key (file comment) */
-  /* Results (valid when status is AS_OK). */
+  /* Results (valid when ran and status is AS_OK). */
+  bool         ran; /* sweep_run ran it (not after a stop) */
   as_status_t  status;
   char         error[512];
   char         model_desc[512];        /* model_describe() */

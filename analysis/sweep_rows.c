@@ -67,8 +67,14 @@ as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
       sql,
       ", p.seed, p.page_size, p.model, p.simulated_kept_bytes AS kept_bytes,"
       " p.formula_kept_bytes, p.arenas_pinned, p.run_id, p.key"
-      " FROM sweep_points p WHERE p.sweep_id = %lld ORDER BY p.point, p.seed",
-      (long long)sweep_id);
+      " FROM sweep_points p WHERE p.rowid IN ("
+      "  SELECT max(q.rowid) FROM sweep_points q"
+      "  JOIN sweeps w ON w.id = q.sweep_id"
+      "  WHERE q.sweep_id = %lld OR w.spec_key = "
+      "   (SELECT spec_key FROM sweeps WHERE id = %lld)"
+      "  GROUP BY q.key)"
+      " ORDER BY p.point, p.seed",
+      (long long)sweep_id, (long long)sweep_id);
   char *text = sqlite3_str_finish(sql);
   if (rc == AS_OK && !text)
     rc = as_err_set(err, AS_ENOMEM, "out of memory for a query");

@@ -17,9 +17,11 @@
 
 struct sqlite3_stmt;
 
-/* Prepares the query for sweep sweep_id (0: the latest sweep); the caller
- * steps and finalizes *st, reading column names from it.  AS_EINVAL when
- * the store has no such sweep. */
+/* Prepares the query for the points of sweep sweep_id (0: the latest
+ * sweep) and of every sweep of the same spec (its shards, merged in, and
+ * its resumed parts), one row per point key; the caller steps and
+ * finalizes *st, reading column names from it.  AS_EINVAL when the store
+ * has no such sweep. */
 as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
                                struct sqlite3_stmt **st, as_err_t *err);
 

@@ -199,7 +199,8 @@ const cli_command_t cli_cmd_db = {
         "not copied again.  A point whose key OUT holds with other results,\n"
         "or an IN of another schema version, is refused and nothing of that\n"
         "IN is written.\n\n"
-        "points prints one row per point of a sweep (default: the latest),\n"
+        "points prints one row per point of a sweep (default: the latest)\n"
+        "and of every sweep of the same spec (its shards, its resumed parts),\n"
         "its varied parameters as columns, then seed, page size, model,\n"
         "kept and formula bytes, pinned arenas, its run and key.\n",
     .run = db_main,

@@ -90,8 +90,13 @@ static bool point_final_rss(const sweep_point_t *p, uint64_t *rss) {
   return false;
 }
 
-static void print_results(const sweep_config_t *c, sweep_point_t *pts, size_t n,
-                          bool csv, bool json, int64_t sweep_id) {
+/* Prints the points that ran (after a stop, the others are not results). */
+static void print_results(const sweep_config_t *c, sweep_point_t *pts,
+                          size_t npts, bool csv, bool json, int64_t sweep_id) {
+  size_t n = 0;
+  for (size_t i = 0; i < npts; i++)
+    if (pts[i].ran)
+      pts[n++] = pts[i];
   qsort(pts, n, sizeof *pts, cmp_points);
   if (json) {
     printf("{\"sweep_id\":%" PRId64 ",\"workload\":", sweep_id);

@@ -30,6 +30,26 @@ parallel --halt now,fail=1 "$allocsim" sweep --spec spec.txt \
   || { echo "merging a shard again copied something"; exit 1; }
 digest merged.db > merged.txt
 diff -u whole.txt merged.txt || { echo "GNU parallel shards merged differ from the unsharded sweep"; exit 1; }
+[ "$("$allocsim" db points merged.db --csv | tail -n +2 | wc -l)" -eq 36 ] \
+  || { echo "db points of the merged shards: not the sweep's 36 points"; "$allocsim" db points merged.db; exit 1; }
+
+# SIGINT stops the sweep after its running points: exit 130, and the output
+# holds only points that ran (no zero rows for the rest).
+"$allocsim" sweep --spec spec.txt --jobs 1 --json > stopped.json &
+pid=$!
+sleep 0.5
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || { echo "interrupted sweep exited $rc, expected 130"; exit 1; }
+python3 - stopped.json <<'PY'
+import json, sys
+points = json.load(open(sys.argv[1]))["points"]
+assert len(points) < 36, f"{len(points)} points printed after a stop"
+for p in points:
+    assert p["events"] > 0, f"point {p['point']} printed but never ran: {p}"
+print(f"ok: {len(points)} points printed after SIGINT")
+PY
 
 # Kill -9 at random moments, 50 times, resuming each time.  After every
 # kill the store must be consistent: SQLite's own checks pass, no sweep run
