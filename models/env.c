@@ -285,6 +285,20 @@ static bool looks_like_allocator(const char *p, size_t n) {
   return false;
 }
 
+/* Whether the library file name base (n bytes) is a debug or hardened
+ * variant: gperftools' libtcmalloc_minimal_debug.so.4 and
+ * libtcmalloc_debug.so.4 add guard words and a free queue to every block
+ * (gperftools 2.10 src/debugallocation.cc), mimalloc's libmimalloc-secure
+ * and -debug add guard pages and padding (mimalloc 2.0.9 CMakeLists.txt
+ * MI_SECURE, MI_DEBUG). */
+static bool variant_build(const char *base, size_t n) {
+  for (size_t i = 0; i + 5 <= n; i++)
+    if (strncmp(base + i, "debug", 5) == 0 ||
+        (i + 6 <= n && strncmp(base + i, "secure", 6) == 0))
+      return true;
+  return false;
+}
+
 as_status_t model_preloaded(model_env_get_fn get, void *user,
                             const model_methods_t **out, as_err_t *err) {
   char        buf[512];
@@ -306,6 +320,13 @@ as_status_t model_preloaded(model_env_get_fn get, void *user,
       if (want != NULL && strncmp(base, want, strlen(want)) == 0)
         *out = reg[m];
     }
+    if (*out != NULL && variant_build(base, n - (size_t)(base - p)))
+      return as_err_set(err, AS_EINVAL,
+                        "LD_PRELOAD=%.*s: a debug or secure build of %s, "
+                        "whose overheads the %s model does not have (it "
+                        "models the release library); pass --model to "
+                        "compare anyway",
+                        (int)n, p, (*out)->name, (*out)->name);
     if (*out != NULL)
       return AS_OK;
     if (looks_like_allocator(p, n))

@@ -112,6 +112,22 @@ static void an_unmodelled_preloaded_allocator_is_an_error(void **state) {
                    AS_EINVAL);
   assert_non_null(strstr(err.msg, "libhoard_malloc.so"));
   assert_non_null(strstr(err.msg, "--model"));
+  /* The debug tcmalloc (guard words, a free queue) is not the release
+   * library the tcmalloc model models: one capture of a 64 MiB program was
+   * predicted 13.9 % of peak low under it, 0.95 % under the release one. */
+  kv_t dbg = {
+      {"env.LD_PRELOAD", NULL},
+      {"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal_debug.so.4", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &dbg, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_EINVAL);
+  assert_non_null(strstr(err.msg, "debug or secure build of tcmalloc"));
+  kv_t rel = {{"env.LD_PRELOAD", NULL},
+              {"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", NULL}};
+  assert_int_equal(model_specs_for_run(kv_get, &rel, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(libc, "tcmalloc");
   kv_t other = {{"env.LD_PRELOAD", NULL}, {"/usr/lib/libfaketime.so.1", NULL}};
   assert_int_equal(model_specs_for_run(kv_get, &other, model, sizeof model,
                                        libc, sizeof libc, &err),
