@@ -2560,7 +2560,9 @@ static uint64_t glibc_usable_size(const model_t *m, uint64_t size,
 static size_t glibc_counters(const model_t *m, model_counter_t *out,
                              size_t cap) {
   const glibc_model_t *g = (const glibc_model_t *)m;
-  uint64_t             by_state[CS_BINHEAD + 1] = {0}, system = 0;
+  uint64_t             by_state[CS_BINHEAD + 1] = {0}, system = 0, seen = 0;
+  for (uint32_t t = 0; t < g->nthreads; t++)
+    seen += g->threads[t].seen;
   for (uint32_t i = 1; i < g->nch; i++)
     if (g->ch[i].state <= CS_BINHEAD)
       by_state[g->ch[i].state] += g->ch[i].size;
@@ -2585,7 +2587,7 @@ static size_t glibc_counters(const model_t *m, model_counter_t *out,
       "current (possibly dynamic) mmap threshold");
   PUT("trim_threshold", g->trim_threshold, "bytes",
       "current (possibly dynamic) trim threshold");
-  PUT("threads", g->nthreads, "count", "threads seen");
+  PUT("threads", seen, "count", "threads seen (started, or the main one)");
 #undef PUT
   return n;
 }

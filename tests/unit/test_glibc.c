@@ -567,6 +567,9 @@ static void thread_heap_reserves_64mib_and_commits_132kib(void **state) {
   assert_true(glibc_inspect_object(f.m, 1, &ci));
   assert_int_equal(ci.arena, 1);
   assert_int_equal(ci.addr % (64 * MiB), 2256 + 656);
+  uint64_t threads = 0; /* the main thread and thread 1, not the table's 16 */
+  assert_true(model_counter_get(f.m, "glibc.threads", &threads));
+  assert_int_equal(threads, 2);
   fx_close(&f);
 }
 
