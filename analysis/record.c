@@ -166,7 +166,13 @@ as_status_t record_capture_file(store_t *s, const char *path,
   char        abs_path[PATH_MAX];
   char        db_dir[PATH_MAX];
   const char *stored_path = abs_path;
-  bool        has_trace = info->alloc_events > 0;
+  /* A capture is a trace even when the program allocated nothing the
+   * recorder saw (a replay predicts its start-up RSS throughout); a
+   * measured-run file without allocations (an interpreter's baseline) is
+   * only measurements. */
+  const char *source = trace_meta_get(&src->meta, "source");
+  bool        has_trace = info->alloc_events > 0 ||
+                   (source != NULL && strcmp(source, "allocsim capture") == 0);
   if (has_trace) {
     if (realpath(path, abs_path) == NULL)
       as_format_fits(abs_path, sizeof abs_path, "%s", path);

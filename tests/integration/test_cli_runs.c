@@ -157,6 +157,29 @@ a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   assert_non_null(strstr(out, "libc          jemalloc:dirty_decay_ms=1000"));
 }
 
+/* A capture of a program that allocated nothing the recorder saw (gzip
+ * after main) still compares: its trace is kept, and the prediction is its
+ * start-up RSS throughout. */
+static void a_capture_without_allocations_compares(void **state) {
+  fixture_t *f = *state;
+  char       trace[160], args[512], out[4096];
+  snprintf(trace, sizeof trace, "%s.out", f->db); /* removed by teardown */
+  FILE *t = fopen(trace, "w");
+  assert_non_null(t);
+  fputs("allocsim-trace 1\n"
+        "#@ kind=measured\n"
+        "#@ source=allocsim capture\n"
+        "0 0 rss 1626112\n10 0 mark main\n10 0 rss 1626112\n",
+        t);
+  assert_int_equal(fclose(t), 0);
+  snprintf(args, sizeof args, "record %s --db %s", trace, f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "main                             1.55         "
+                              "1.55        +0.00     +0.00%"));
+}
+
 /* The peak_rss_bytes figure of a --json output. */
 static unsigned long long json_peak(const char *out) {
   const char *p = strstr(out, "\"peak_rss_bytes\": ");
@@ -201,6 +224,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(a_capture_without_allocations_compares,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
                                       setup, teardown),
   };
