@@ -579,6 +579,18 @@ static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
       sim_kernel_config_offset_layout(&kc, (uint64_t)k * kc.page_size, err);
   if (rc != AS_OK)
     return rc;
+  if (k > 0 && kc.max_memory_bytes != 0) {
+    /* Layout 0's replay stays for the report while this one runs: the
+     * kernel's budget is what --max-memory leaves beside it. */
+    uint64_t held = sim_host_rss_bytes();
+    if (held >= kc.max_memory_bytes)
+      return as_err_set(err, AS_ENOMEM,
+                        "layout %u: layout 0's replay already holds %" PRIu64
+                        " MiB, all of --max-memory (%" PRIu64 " MiB); raise "
+                        "it or pass --layouts 1",
+                        k, held >> 20, kc.max_memory_bytes >> 20);
+    kc.max_memory_bytes -= held;
+  }
   if ((rc = sim_session_open(o->model, o->libc, &kc, session, err)) != AS_OK)
     return rc;
   if ((rc = check_inserts(o, session->model, err)) == AS_OK &&
@@ -597,6 +609,14 @@ static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
                                  max_samples(o->kernel.max_memory_bytes)};
   if (rc == AS_OK)
     rc = sim_engine_run(&cfg, session, *src, r, err);
+  if (rc == AS_ENOMEM && k > 0) {
+    char msg[sizeof err->msg];
+    as_format_fits(msg, sizeof msg,
+                   "layout %u: %.400s (the part of it layout 0's replay "
+                   "leaves; --layouts 1 replays one layout)",
+                   k, err->msg);
+    as_err_set(err, AS_ENOMEM, "%s", msg);
+  }
   if (rc == AS_OK && k == 0 && trace_truncated(*src) != NULL)
     fprintf(stderr,
             "allocsim %s: warning: %s: %s; replayed the events before it "

@@ -72,6 +72,17 @@ static void one_huge_malloc_is_refused_at_once(void **state) {
          "huge.trace: event 0", "--max-memory", NULL);
 }
 
+/* Layout 0's replay is kept for the report while the other layouts run:
+ * all of them together stay within one --max-memory.  Each layout alone
+ * needs about 400 MiB for a 1 TiB write (800 bytes per resident 2 MiB);
+ * two at once were allowed 800 MiB under a 600 MiB limit. */
+static void layouts_share_one_memory_bound(void **state) {
+  (void)state;
+  write_trace("tera.trace", "0 0 malloc 1 1T\n");
+  expect("allocsim replay tera.trace --model glibc --max-memory 600MiB", 1,
+         "tera.trace: event 0", "--max-memory", NULL);
+}
+
 static void a_sparse_object_id_is_refused_at_once(void **state) {
   (void)state;
   write_trace("id.trace", "0 0 malloc 4294967295 8\n");
@@ -143,6 +154,7 @@ static void a_model_error_names_the_file_and_event(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(one_huge_malloc_is_refused_at_once),
+      cmocka_unit_test(layouts_share_one_memory_bound),
       cmocka_unit_test(a_sparse_object_id_is_refused_at_once),
       cmocka_unit_test(
           samples_beyond_the_bound_are_refused_before_they_are_taken),
