@@ -207,7 +207,9 @@ static as_status_t cpython_create(const model_opts_t *opts,
                     libc_spec);
     goto fail;
   }
-  rc = model_create_from_spec(libc_spec, ctx, &cm->libc, err);
+  model_ctx_t libc_ctx = *ctx;
+  libc_ctx.own_ids = PYMALLOC_RAW_HANDLES; /* pymalloc's raw blocks */
+  rc = model_create_from_spec(libc_spec, &libc_ctx, &cm->libc, err);
   if (rc != AS_OK)
     goto fail;
 

@@ -191,6 +191,39 @@ static void version_is_forwarded_and_bad_libc_refused(void **state) {
   sim_kernel_destroy(k);
 }
 
+/* Sums the level-1 regions' live objects of a heap map. */
+static as_status_t count_live(void *user, const model_region_t *r,
+                              as_err_t *err) {
+  (void)err;
+  if (r->level == 1)
+    *(uint64_t *)user += r->live_objects;
+  return AS_OK;
+}
+
+/* pymalloc's own blocks in glibc (its arenas[] vector, arena-map nodes)
+ * are the interpreter's bookkeeping in the heap map, not the program's
+ * objects: one 64 B object is one live object (explain said "the
+ * program's 2 live objects" in the brk heap and 1 more mmapped). */
+static void pymallocs_own_blocks_are_not_the_programs(void **state) {
+  (void)state;
+  sim_kernel_config_t cfg;
+  sim_kernel_t       *k;
+  model_t            *m;
+  as_err_t            err;
+  sim_kernel_config_default(&cfg);
+  assert_int_equal(sim_kernel_create(&cfg, &k, &err), AS_OK);
+  model_ctx_t ctx = {.kernel = k, .libc_spec = "glibc"};
+  assert_int_equal(model_create_from_spec("cpython", &ctx, &m, &err), AS_OK);
+  trace_event_t ev = {
+      .id = 0, .size = 64, .op = TRACE_MALLOC, .domain = TRACE_DOMAIN_OBJ};
+  assert_int_equal(model_alloc(m, &ev, &err), AS_OK);
+  uint64_t live = 0;
+  assert_int_equal(model_walk(m, count_live, &live, &err), AS_OK);
+  assert_int_equal(live, 1);
+  model_destroy(m);
+  sim_kernel_destroy(k);
+}
+
 static void pythonmalloc_malloc_sends_every_domain_to_libc(void **state) {
   (void)state;
   fx_t f;
@@ -277,6 +310,7 @@ int main(void) {
       cmocka_unit_test(a_growing_mem_block_moves_from_pymalloc_to_libc),
       cmocka_unit_test(realloc_to_zero_leaves_pymalloc),
       cmocka_unit_test(version_is_forwarded_and_bad_libc_refused),
+      cmocka_unit_test(pymallocs_own_blocks_are_not_the_programs),
       cmocka_unit_test(pythonmalloc_malloc_sends_every_domain_to_libc),
       cmocka_unit_test(survivors_pin_arenas_through_the_composition),
       cmocka_unit_test(an_id_goes_back_to_the_child_that_holds_it),

@@ -112,7 +112,7 @@ static size_t run_model(const mcfg_t *cfg, msnap_t *snaps) {
   as_err_t            err;
   sim_kernel_config_default(&kc);
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
-  model_ctx_t ctx = {k, NULL, NULL};
+  model_ctx_t ctx = {.kernel = k};
   assert_int_equal(model_create_from_spec("musl", &ctx, &m, &err), AS_OK);
   seq_init(&g, cfg->seed, cfg->mix, cfg->nids, 0, 12);
   size_t n = 0;

@@ -258,7 +258,7 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
   if (sim_kernel_create(&kc, &k, &err) != AS_OK)
     fail_msg("%s: the child's break 0x%" PRIx64 ": %s", cfg->name, brk,
              err.msg);
-  model_ctx_t ctx = {k, NULL, NULL};
+  model_ctx_t ctx = {.kernel = k};
   if (model_create_from_spec(spec, &ctx, &m, &err) != AS_OK)
     fail_msg("%s: %s", spec, err.msg);
   seq_init(&g, cfg->seed, cfg->mix, cfg->nids, cfg->purge_every, 16);
@@ -404,7 +404,7 @@ static void usable_sizes_are_nallocx(void **state) {
   as_err_t            err;
   sim_kernel_config_default(&kc);
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
-  model_ctx_t ctx = {k, NULL, NULL};
+  model_ctx_t ctx = {.kernel = k};
   assert_int_equal(model_create_from_spec("tcmalloc", &ctx, &m, &err), AS_OK);
   for (uint64_t s = 0; s < NSIZES; s++)
     if (m->methods->usable_size(m, s, TRACE_DOMAIN_RAW) != real[s])
