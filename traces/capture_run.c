@@ -56,18 +56,7 @@ extern char **environ;
 /* ---- Environment and provenance ------------------------------------------ */
 
 bool capture_env_knob(const char *name) {
-  static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", "TCMALLOC_",
-                                         NULL};
-  static const char *const exact[] = {
-      "GLIBC_TUNABLES", "LD_PRELOAD",     "MALLOC_CONF", "PYTHONMALLOC",
-      "PYTHONHASHSEED", "JE_MALLOC_CONF", NULL};
-  for (size_t i = 0; exact[i] != NULL; i++)
-    if (strcmp(name, exact[i]) == 0)
-      return true;
-  for (size_t i = 0; prefixes[i] != NULL; i++)
-    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-      return true;
-  return false;
+  return capture_wire_env_knob(name, strlen(name));
 }
 
 static bool readable(const char *p) {
@@ -181,7 +170,7 @@ typedef struct env_s env_t;
 struct env_s {
   char **envp;
   char   pre[PATH_MAX * 2], sock[160], ns[64], touch[64], stacks[64];
-  char   py[PATH_MAX * 2];
+  char   py[PATH_MAX * 2], pydir[PATH_MAX + 32];
 };
 
 static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
@@ -204,6 +193,10 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
                  o->touch_threshold);
   as_format_fits(e->stacks, sizeof e->stacks,
                  "ALLOCSIM_CAPTURE_STACKS=%" PRIu32, o->stacks);
+  /* The recorder puts it back into PYTHONPATH of an exec'd image whose
+   * environment lost it (traces/capture/execenv.c). */
+  as_format_fits(e->pydir, sizeof e->pydir, "ALLOCSIM_CAPTURE_PYTHON=%s",
+                 pydir);
   as_format_fits(e->py, sizeof e->py, "PYTHONPATH=%s%s%s", pydir,
                  old_py && *old_py ? ":" : "", old_py ? old_py : "");
   size_t k = 0;
@@ -217,8 +210,10 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
   e->envp[k++] = e->ns;
   e->envp[k++] = e->touch;
   e->envp[k++] = e->stacks;
-  if (pydir[0] != '\0')
+  if (pydir[0] != '\0') {
     e->envp[k++] = e->py;
+    e->envp[k++] = e->pydir;
+  }
   e->envp[k] = NULL;
   return AS_OK;
 }
@@ -353,6 +348,42 @@ static void shift_main(run_t *r, trace_rec_t *t) {
   r->main_trace = (int)(t - r->traces);
 }
 
+/* The provenance of the image that said h: the capture's, but with the
+ * allocator settings the image itself started with.  An exec'd image may
+ * run another allocator than the command did (`env
+ * LD_PRELOAD=libjemalloc.so.2 CMD`), and compare picks the model from
+ * env.LD_PRELOAD. */
+static void image_meta(const trace_meta_t *run, const capture_hello_t *h,
+                       trace_meta_t *m) {
+  memset(m, 0, sizeof *m);
+  for (size_t i = 0; i < run->count; i++)
+    if (strncmp(run->key[i], "env.", 4) != 0 &&
+        strcmp(run->key[i], "malloc_env") != 0)
+      (void)trace_meta_set(m, run->key[i], run->value[i], NULL);
+  char   long_env[256] = "";
+  size_t long_len = 0;
+  for (const char *kv = h->env;
+       kv < h->env + sizeof h->env && *kv != '\0' &&
+       memchr(kv, '\0', sizeof h->env - (size_t)(kv - h->env)) != NULL;
+       kv += strlen(kv) + 1) {
+    const char *eq = strchr(kv, '=');
+    if (eq == NULL)
+      continue;
+    /* As provenance() does: a name too long for a key goes to malloc_env. */
+    if (eq - kv <= 24) {
+      char key[40];
+      as_format_fits(key, sizeof key, "env.%.*s", (int)(eq - kv), kv);
+      meta_put(m, key, eq + 1);
+    } else if (long_len + strlen(kv) + 1 < sizeof long_env) {
+      long_len +=
+          (size_t)snprintf(long_env + long_len, sizeof long_env - long_len,
+                           "%s%s", long_len ? " " : "", kv);
+    }
+  }
+  if (long_len > 0)
+    meta_put(m, "malloc_env", long_env);
+}
+
 /* Opens the trace of the process that said h on c. */
 static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
                               as_err_t *err) {
@@ -372,8 +403,9 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   else
     secondary_path(r->o->out_path, t->pid, t->gen, t->path, sizeof t->path);
 
-  trace_meta_t m = r->res->meta;
-  char         v[64];
+  trace_meta_t m;
+  image_meta(&r->res->meta, h, &m);
+  char v[64];
   as_format_fits(v, sizeof v, "%" PRIu32, h->pid);
   meta_put(&m, "pid", v);
   /* Its initial break, set at exec (the library says hello from its

@@ -359,6 +359,62 @@ static void exec_keeps_the_last_image_as_the_commands_trace(void **state) {
   check_exec(via_execl);
 }
 
+/* A library the tests preload after the recorder: jemalloc where it is
+ * installed (what users do), else libc, which is loaded anyway. */
+static const char *user_preload(void) {
+  static const char *je = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  return access(je, R_OK) == 0 ? je : "libc.so.6";
+}
+
+/* The command's last image ran with LD_PRELOAD naming only the user's
+ * library: it must still be traced, and its provenance must name that
+ * library (compare picks the model from it). */
+static void check_preload_image(const trace_t *t, const char *pre) {
+  assert_true(has_malloc_of(t, 9003));
+  find_mark(t, "second");
+  const char *got = trace_meta_get(&t->meta, "env.LD_PRELOAD");
+  assert_non_null(got);
+  assert_string_equal(got, pre);
+}
+
+static void exec_with_another_preload_stays_recorded(void **state) {
+  (void)state;
+  const char      *pre = user_preload();
+  char             arg[512];
+  capture_result_t res;
+  trace_t          t;
+  /* `env LD_PRELOAD=x PROG`: the trace was /usr/bin/env's alone. */
+  snprintf(arg, sizeof arg, "LD_PRELOAD=%s", pre);
+  char *const via_env[] = {"/usr/bin/env", arg, PROGS "preload_execer",
+                           "second", NULL};
+  capture("preload_env", via_env, 0, &res, &t);
+  check_preload_image(&t, pre);
+  assert_int_equal(res.nextra, 1); /* env's own image */
+  free(t.v);
+  /* `env -i PROG`: no environment at all; the capture's comes back. */
+  char *const via_env_i[] = {"/usr/bin/env", "-i", PROGS "preload_execer",
+                             "second", NULL};
+  capture("preload_env_i", via_env_i, 0, &res, &t);
+  assert_true(has_malloc_of(&t, 9003));
+  assert_null(trace_meta_get(&t.meta, "env.LD_PRELOAD"));
+  free(t.v);
+  /* setenv then execv (environ), and posix_spawn with an envp. */
+  char *const via_setenv[] = {PROGS "preload_execer", "setenv", (char *)pre,
+                              NULL};
+  capture("preload_setenv", via_setenv, 0, &res, &t);
+  check_preload_image(&t, pre);
+  free(t.v);
+  char *const via_spawn[] = {PROGS "preload_execer", "spawn", (char *)pre,
+                             NULL};
+  capture("preload_spawn", via_spawn, 0, &res, &t);
+  assert_int_equal(res.nextra, 1);
+  trace_t child;
+  read_trace(res.extra_path[0], &child);
+  check_preload_image(&child, pre);
+  free(child.v);
+  free(t.v);
+}
+
 /* Simulated RSS at the marks begin, written, calloc of a replay. */
 typedef struct mark_rss_s mark_rss_t;
 struct mark_rss_s {
@@ -895,6 +951,7 @@ int main(void) {
       cmocka_unit_test(threads_record_every_free_after_its_malloc),
       cmocka_unit_test(fork_child_writes_its_own_trace),
       cmocka_unit_test(exec_keeps_the_last_image_as_the_commands_trace),
+      cmocka_unit_test(exec_with_another_preload_stays_recorded),
       cmocka_unit_test(sampler_records_rss_while_the_program_sleeps),
       cmocka_unit_test(dlsym_lookups_on_libcs_handle_are_recorded),
       cmocka_unit_test(main_is_marked_for_the_baseline),

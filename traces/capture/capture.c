@@ -21,8 +21,11 @@
  *     child's trace: their frees are counted as unmatched.
  *   - exec: LD_PRELOAD and the settings stay in the environment, so the new
  *     image loads the library again and connects anew.  The exec family
- *     (execve, execv, execvp, execvpe, execl, execlp, execle) sends every
- *     buffer first and says EXEC.
+ *     (execve, execv, execvp, execvpe, execl, execlp, execle, fexecve)
+ *     sends every buffer first and says EXEC.  An environment that dropped
+ *     the recorder or the settings (`env LD_PRELOAD=x CMD`, `env -i`) is
+ *     passed corrected, by these and by posix_spawn/posix_spawnp
+ *     (execenv.c).
  *   - exit: the destructor, _exit and _Exit send every buffer and say BYE.
  *     A fatal signal or a raw exit_group loses what the buffers hold (at
  *     most one flush period, 50 ms); the connection then closes without
@@ -41,6 +44,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +270,7 @@ void capture_ensure_init(void) {
   }
   if (sock != NULL && *sock != '\0' && strlen(sock) < sizeof g_sock_path) {
     memcpy(g_sock_path, sock, strlen(sock) + 1);
+    capture_execenv_init(environ);
     g_sample_ns = every != NULL ? parse_u64(every) : 10000000;
     g_touch_threshold = parse_u64(touch);
     t_self.internal++;
@@ -351,32 +356,93 @@ static void before_exec(void) {
   capture_stream_flush_all(CAPTURE_MSG_EXEC);
 }
 
-#define CALL_REAL_EXEC(fn, ...)                                                \
+/* envp as the new image must get it to be recorded too (execenv.c): a
+ * corrected copy when it dropped the recorder or the settings, built in
+ * the wrapper's own frame (a vfork child must not allocate). */
+#define CAPTURE_ENV(envp, out)                                                 \
+  capture_execenv_t plan_;                                                     \
+  bool              fix_ = capture_execenv_plan((envp), &plan_);               \
+  char             *v_[fix_ ? plan_.entries + CAPTURE_EXECENV_EXTRA : 1];      \
+  char              pre_[fix_ ? plan_.pre_len : 1];                            \
+  char              py_[fix_ && plan_.py_len ? plan_.py_len : 1];              \
+  char *const      *out =                                                      \
+      fix_ ? capture_execenv_fill((envp), &plan_, v_, pre_, py_) : (envp)
+
+#define NEED_REAL(fn)                                                          \
   do {                                                                         \
-    before_exec();                                                             \
     if (g_real.fn == NULL) {                                                   \
       errno = ENOSYS;                                                          \
       return -1;                                                               \
     }                                                                          \
-    return g_real.fn(__VA_ARGS__);                                             \
   } while (0)
 
+extern char **environ;
+
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-  CALL_REAL_EXEC(execve, path, argv, envp);
+  before_exec();
+  NEED_REAL(execve);
+  CAPTURE_ENV(envp, env);
+  return g_real.execve(path, argv, env);
 }
 
 /* glibc's execv/execvp/execvpe call execve internally, past the wrapper
- * above, so they are wrapped too. */
+ * above, so they are wrapped too.  execv and execvp pass environ, which
+ * the program may have changed with setenv or putenv; when that dropped
+ * the recorder, the corrected copy goes to execve/execvpe, which is what
+ * glibc's execv and execvp do with environ (posix/execv.c, execvp.c). */
 EXPORT int execv(const char *path, char *const argv[]) {
-  CALL_REAL_EXEC(execv, path, argv);
+  before_exec();
+  NEED_REAL(execve);
+  CAPTURE_ENV(environ, env);
+  return g_real.execve(path, argv, env);
 }
 
 EXPORT int execvp(const char *file, char *const argv[]) {
-  CALL_REAL_EXEC(execvp, file, argv);
+  before_exec();
+  NEED_REAL(execvpe);
+  CAPTURE_ENV(environ, env);
+  return g_real.execvpe(file, argv, env);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  CALL_REAL_EXEC(execvpe, file, argv, envp);
+  before_exec();
+  NEED_REAL(execvpe);
+  CAPTURE_ENV(envp, env);
+  return g_real.execvpe(file, argv, env);
+}
+
+/* glibc's fexecve execs through the execveat system call (or
+ * /proc/self/fd), not through execve. */
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  before_exec();
+  NEED_REAL(fexecve);
+  CAPTURE_ENV(envp, env);
+  return g_real.fexecve(fd, argv, env);
+}
+
+/* posix_spawn and posix_spawnp (CPython's subprocess uses them where it
+ * can) exec in a child of glibc's own (posix/spawni.c), past every
+ * wrapper above; the caller goes on, so nothing is flushed. */
+EXPORT int posix_spawn(pid_t *pid, const char *path,
+                       const posix_spawn_file_actions_t *actions,
+                       const posix_spawnattr_t *attr, char *const argv[],
+                       char *const envp[]) {
+  capture_ensure_init();
+  if (g_real.posix_spawn == NULL)
+    return ENOSYS;
+  CAPTURE_ENV(envp, env);
+  return g_real.posix_spawn(pid, path, actions, attr, argv, env);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *actions,
+                        const posix_spawnattr_t *attr, char *const argv[],
+                        char *const envp[]) {
+  capture_ensure_init();
+  if (g_real.posix_spawnp == NULL)
+    return ENOSYS;
+  CAPTURE_ENV(envp, env);
+  return g_real.posix_spawnp(pid, file, actions, attr, argv, env);
 }
 
 /* The variadic family: argv is built on the stack (no allocation), as

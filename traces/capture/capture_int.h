@@ -22,6 +22,7 @@
 #ifndef ALLOCSIM_CAPTURE_INT_H
 #define ALLOCSIM_CAPTURE_INT_H
 
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,9 +72,12 @@ struct real_fns_s {
   int (*malloc_trim)(size_t);
   int (*mallopt)(int, int);
   int (*execve)(const char *, char *const[], char *const[]);
-  int (*execv)(const char *, char *const[]);
-  int (*execvp)(const char *, char *const[]);
   int (*execvpe)(const char *, char *const[], char *const[]);
+  int (*fexecve)(int, char *const[], char *const[]);
+  int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                     const posix_spawnattr_t *, char *const[], char *const[]);
+  int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                      const posix_spawnattr_t *, char *const[], char *const[]);
   void (*exit_now)(int);  /* _exit */
   void (*exit_now2)(int); /* _Exit */
   int (*close)(int);
@@ -155,6 +159,33 @@ void capture_stream_atfork_prepare(void);
 void capture_stream_atfork_child(void);
 /* Resident bytes of the library's own mappings (not its static data). */
 uint64_t capture_own_rss(void);
+
+/* ---- Exec environments (execenv.c) -------------------------------------- */
+
+extern char g_sock_path[108]; /* empty: not captured */
+
+/* Reads the recorder's path, the ALLOCSIM_CAPTURE_* settings and the
+ * allocator settings from env, once at start-up. */
+void capture_execenv_init(char **env);
+/* capture_hello_t.env of this image. */
+const char *capture_execenv_hello(void);
+
+/* The sizes of the corrected copy of an exec's environment. */
+typedef struct capture_execenv_s capture_execenv_t;
+struct capture_execenv_s {
+  size_t entries; /* in the caller's environment */
+  size_t pre_len; /* bytes for the new LD_PRELOAD entry */
+  size_t py_len;  /* bytes for the new PYTHONPATH entry, 0 = keep it */
+};
+/* Entries a copy adds at most: LD_PRELOAD, PYTHONPATH, the settings, NULL. */
+#define CAPTURE_EXECENV_EXTRA 11
+/* Whether envp (may be NULL) needs a corrected copy to keep the child
+ * captured; *p then says how big. */
+bool capture_execenv_plan(char *const *envp, capture_execenv_t *p);
+/* Builds the copy in the caller's v (p->entries + CAPTURE_EXECENV_EXTRA
+ * pointers), pre (p->pre_len bytes) and py (p->py_len); returns v. */
+char *const *capture_execenv_fill(char *const *envp, const capture_execenv_t *p,
+                                  char **v, char *pre, char *py);
 
 /* ---- Call sites (sites.c) ----------------------------------------------- */
 

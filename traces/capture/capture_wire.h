@@ -48,11 +48,12 @@
 #ifndef ALLOCSIM_CAPTURE_WIRE_H
 #define ALLOCSIM_CAPTURE_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 4
+#define CAPTURE_WIRE_VERSION 5
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -73,6 +74,8 @@ struct capture_msg_hdr_s {
   uint32_t aux; /* CHUNK: writer's kernel tid */
 };
 
+#define CAPTURE_HELLO_ENV 1024
+
 /* First message of every connection. */
 typedef struct capture_hello_s capture_hello_t;
 struct capture_hello_s {
@@ -87,7 +90,34 @@ struct capture_hello_s {
                                 (MI_MALLOC_VERSION: 209 = 2.0.9), else 0 */
   uint32_t stacks;           /* return addresses kept per allocation, 0 = off */
   char     exe[128];         /* /proc/self/exe, cut */
+  /* The image's own allocator settings (capture_wire_env_knob) as it started:
+   * "NAME=VALUE" strings, each ending in NUL, then an empty one;
+   * LD_PRELOAD without the recorder.  An exec'd image may have been given
+   * other ones than `allocsim capture` started with (`env
+   * LD_PRELOAD=libjemalloc.so.2 CMD`), and its trace's provenance must
+   * name the allocator that ran. */
+  char env[CAPTURE_HELLO_ENV];
 };
+
+/* The environment variables that choose or tune the allocator, recorded as
+ * env.NAME provenance: MALLOC_*, MIMALLOC_*, TCMALLOC_*, GLIBC_TUNABLES,
+ * LD_PRELOAD, MALLOC_CONF, JE_MALLOC_CONF, PYTHONMALLOC, PYTHONHASHSEED.
+ * name is n bytes long.  Here because both ends use it. */
+static inline bool capture_wire_env_knob(const char *name, size_t n) {
+  static const char *const prefixes[] = {"MALLOC_", "MIMALLOC_", "TCMALLOC_",
+                                         NULL};
+  static const char *const exact[] = {
+      "GLIBC_TUNABLES", "LD_PRELOAD",     "MALLOC_CONF", "PYTHONMALLOC",
+      "PYTHONHASHSEED", "JE_MALLOC_CONF", NULL};
+  for (size_t i = 0; exact[i] != NULL; i++)
+    if (strlen(exact[i]) == n && memcmp(name, exact[i], n) == 0)
+      return true;
+  for (size_t i = 0; prefixes[i] != NULL; i++)
+    if (n >= strlen(prefixes[i]) &&
+        memcmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+      return true;
+  return false;
+}
 
 /* Record ops (bits 0-4 of B) and their fields after dseq and dt. */
 enum capture_op_e {

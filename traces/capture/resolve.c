@@ -180,10 +180,18 @@ static void resolve_all(void) {
   g_real.mallopt = (int (*)(int, int))next_sym("mallopt");
   g_real.execve =
       (int (*)(const char *, char *const[], char *const[]))next_sym("execve");
-  g_real.execv = (int (*)(const char *, char *const[]))next_sym("execv");
-  g_real.execvp = (int (*)(const char *, char *const[]))next_sym("execvp");
   g_real.execvpe =
       (int (*)(const char *, char *const[], char *const[]))next_sym("execvpe");
+  g_real.fexecve =
+      (int (*)(int, char *const[], char *const[]))next_sym("fexecve");
+  g_real.posix_spawn =
+      (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+               const posix_spawnattr_t *, char *const[],
+               char *const[]))next_sym("posix_spawn");
+  g_real.posix_spawnp =
+      (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+               const posix_spawnattr_t *, char *const[],
+               char *const[]))next_sym("posix_spawnp");
   g_real.exit_now = (void (*)(int))next_sym("_exit");
   g_real.exit_now2 = (void (*)(int))next_sym("_Exit");
   g_real.close = (int (*)(int))next_sym("close");

@@ -74,8 +74,6 @@ static pthread_key_t        g_key;
 static atomic_int           g_gate_count; /* RSS-moving calls in flight */
 static atomic_uint          g_gate_gen;   /* started so far */
 
-extern char g_sock_path[108];
-
 /* ---- Sending ----------------------------------------------------------------
  */
 
@@ -459,6 +457,7 @@ bool capture_stream_open(void) {
   if (n < 0)
     n = 0;
   h.exe[n] = '\0';
+  memcpy(h.env, capture_execenv_hello(), sizeof h.env);
   put_hdr(m, CAPTURE_MSG_HELLO, 0);
   memcpy(m + HDR_BYTES, &h, sizeof h);
   atomic_store(&g_recording, 1);
