@@ -169,14 +169,17 @@ static tbuf_t *buf_acquire(void) {
   return b;
 }
 
-/* Takes b's busy flag, waiting out a flusher that is sending it. */
-static bool busy_take(tbuf_t *b, uint64_t wait_ns) {
+/* Takes b's busy flag, waiting out a flusher that is sending it or an
+ * owner appending to it.  Once the exit path has taken every buffer for
+ * good (g_final), only that path itself (final) still waits: anyone else
+ * would wait for a buffer that is never given back. */
+static bool busy_take(tbuf_t *b, uint64_t wait_ns, bool final) {
   uint64_t start = 0;
   for (unsigned spins = 0;; spins++) {
     int expect = 0;
     if (atomic_compare_exchange_strong(&b->busy, &expect, 1))
       return true;
-    if (atomic_load(&g_final))
+    if (!final && atomic_load(&g_final))
       return false; /* the exit path keeps it: write directly */
     if (spins < 64)
       continue;
@@ -206,7 +209,7 @@ static tbuf_t *own_buffer(int outer) {
     pthread_setspecific(g_key, b);
     t_self.internal--;
   }
-  return busy_take(b, BUSY_WAIT_NS) ? b : NULL;
+  return busy_take(b, BUSY_WAIT_NS, false) ? b : NULL;
 }
 
 static void append(tbuf_t *b, const cap_rec_t *r, uint64_t seq, uint64_t t) {
@@ -326,8 +329,20 @@ void capture_emit_sample(uint8_t op, const char *label, size_t len) {
 
 /* Sends every buffer, then the watermark taken before; then `then` (BYE,
  * EXEC) if not 0.  keep_busy leaves every buffer taken (the process is
- * ending: later records go out directly). */
-static void sweep(uint8_t then, bool keep_busy) {
+ * ending: later records go out directly).
+ *
+ * The exit's sweep (keep_busy) waits for a buffer's owner like any other
+ * sweep: a buffer skipped there is never sent.  It used to skip every busy
+ * buffer at once, and the flusher holds its own busy for a whole RSS read
+ * (sample_once), so a program exiting during one lost everything the
+ * flusher had recorded since its last flush, up to 50 ms of RSS samples and
+ * the TOUCH records of its probes, whose pages no later probe reports again
+ * (exit_mid_sample.c lost them in 10 of 30 captures).  Only the calling
+ * thread's own buffer, held by the record this exit interrupted (a signal
+ * handler), cannot be waited for.  exiting is set for the first exit
+ * sweep only: a second (an _exit from a destructor) finds every buffer kept
+ * by the first and must not wait for them. */
+static void sweep(uint8_t then, bool keep_busy, bool exiting) {
   uint64_t w = atomic_load(&g_seq);
   bool     complete = true;
   size_t   count = atomic_load(&g_pool_count);
@@ -335,7 +350,9 @@ static void sweep(uint8_t then, bool keep_busy) {
     tbuf_t *b = &g_pool[i];
     if (atomic_load_explicit(&b->data, memory_order_acquire) == NULL)
       continue;
-    if (!busy_take(b, BUSY_WAIT_NS)) {
+    bool interrupted = b == t_self.buf && t_self.in_record;
+    if (interrupted ? !busy_take(b, 0, false)
+                    : !busy_take(b, BUSY_WAIT_NS, exiting)) {
       complete = false; /* its owner is stuck mid-record: no watermark */
       continue;
     }
@@ -360,12 +377,12 @@ static void sweep(uint8_t then, bool keep_busy) {
 void capture_stream_flush_all(uint8_t then_msg) {
   if (!atomic_load(&g_recording) || getpid() != g_pid)
     return; /* a vfork child shares our memory but not our stream */
-  bool final = then_msg == CAPTURE_MSG_BYE;
+  bool final = then_msg == CAPTURE_MSG_BYE, first = false;
   if (final) {
     atomic_store(&g_flusher_stop, 1);
-    atomic_store(&g_final, 1);
+    first = atomic_exchange(&g_final, 1) == 0;
   }
-  sweep(then_msg, final);
+  sweep(then_msg, final, first);
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -374,7 +391,7 @@ void capture_stream_thread_exit(void *arg) {
   cap_rec_t r = {.op = CAPTURE_OP_THREAD_EXIT};
   if (t_self.internal == 0) /* the flusher is not one of the program's */
     capture_emit(&r);
-  if (b != NULL && busy_take(b, BUSY_WAIT_NS)) {
+  if (b != NULL && busy_take(b, BUSY_WAIT_NS, false)) {
     buf_send(b);
     atomic_store(&b->busy, 0);
     atomic_store(&b->owned, 0);
@@ -467,7 +484,8 @@ bool capture_stream_open(void) {
 
 void capture_stream_atfork_prepare(void) {
   tbuf_t *b = t_self.buf;
-  if (b != NULL && atomic_load(&g_recording) && busy_take(b, BUSY_WAIT_NS)) {
+  if (b != NULL && atomic_load(&g_recording) &&
+      busy_take(b, BUSY_WAIT_NS, false)) {
     buf_send(b);
     atomic_store(&b->busy, 0);
   }
@@ -535,7 +553,7 @@ static void control(void) {
       continue;
     }
     if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_FLUSH) {
-      sweep(CAPTURE_MSG_FLUSHED, false);
+      sweep(CAPTURE_MSG_FLUSHED, false, false);
       continue;
     }
     if (n == (ssize_t)sizeof h && h.type == CAPTURE_CTL_DETACH) {
@@ -589,7 +607,7 @@ static void *flusher_main(void *arg) {
         next_sample = now + took * SAMPLER_DUTY_DIV;
     }
     if (now >= next_flush) {
-      sweep(0, false);
+      sweep(0, false, false);
       capture_clock_calibrate();
       next_flush = now + FLUSH_NS;
     }
