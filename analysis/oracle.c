@@ -119,17 +119,21 @@ static as_status_t open_source(const char *path, const char *workload,
 
 typedef struct walk_s walk_t;
 struct walk_s {
-  const char        *name;
-  oracle_allocator_t allocator;
-  bool               lenient;
-  double             idle_scale;
-  uint64_t           touch_threshold; /* 0: every allocation written */
-  uint64_t          *live;            /* [id]: size + 1, 0 = dead */
-  size_t             live_cap;
-  uint64_t           events, ops, skipped, marks;
-  uint64_t           ids; /* highest id used + 1 */
+  const char           *name;
+  const trace_source_t *src; /* where the events come from, for messages */
+  oracle_allocator_t    allocator;
+  bool                  lenient;
+  double                idle_scale;
+  uint64_t              touch_threshold; /* 0: every allocation written */
+  uint64_t             *live;            /* [id]: size + 1, 0 = dead */
+  size_t                live_cap;
+  uint64_t              events, ops, skipped, marks;
+  uint64_t              ids; /* highest id used + 1 */
 };
 
+/* An event the replay cannot run: an error in replay's words (its line or
+ * byte offset, its 0-based event number, the object), or skipped with
+ * lenient. */
 static as_status_t walk_bad(walk_t *w, const trace_event_t *ev,
                             const char *what, bool *send, as_err_t *err) {
   if (w->lenient) {
@@ -137,10 +141,17 @@ static as_status_t walk_bad(walk_t *w, const trace_event_t *ev,
     *send = false;
     return AS_OK;
   }
+  char at[48] = "";
+  trace_source_where(w->src, at + 2, sizeof at - 2);
+  if (at[2] != '\0')
+    at[0] = ':', at[1] = ' ';
+  else
+    at[0] = '\0';
   return as_err_set(err, AS_EFORMAT,
-                    "%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s %s "
-                    "(--lenient skips such events)",
-                    w->name, w->events, ev->t_ns, trace_op_name(ev->op), what);
+                    "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s of "
+                    "object %" PRIu64 " %s (--lenient skips such events)",
+                    w->name, at, w->events - 1, ev->t_ns, trace_op_name(ev->op),
+                    ev->id, what);
 }
 
 static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
@@ -186,25 +197,38 @@ static as_status_t walk_object(walk_t *w, const trace_event_t *ev,
   switch ((trace_op_t)ev->op) {
   case TRACE_FREE:
     if (!live)
-      return walk_bad(w, ev, "of an object that is not live", send, err);
+      return walk_bad(w, ev, "that is not live", send, err);
     set_op(op, ORACLE_OP_FREE, ev, 0, 0);
     *slot = 0;
     break;
   case TRACE_REALLOC:
     if (!live)
-      return walk_bad(w, ev, "of an object that is not live", send, err);
+      return walk_bad(w, ev, "that is not live", send, err);
+    if (ev->size > PTRDIFF_MAX)
+      return walk_bad(w, ev,
+                      "to more than PTRDIFF_MAX bytes, which no "
+                      "allocator returns",
+                      send, err);
     set_op(op, ORACLE_OP_REALLOC, ev, ev->size, size);
     *slot = ev->size + 1;
     break;
   case TRACE_TOUCH:
     if (!live || ev->offset > size || ev->size > size - ev->offset)
-      return walk_bad(w, ev, "outside a live object", send, err);
+      return walk_bad(w, ev, "outside a live object's bytes", send, err);
     set_op(op, ORACLE_OP_TOUCH, ev, ev->size, ev->offset);
     unwritten = false;
     break;
   default:
     if (live)
-      return walk_bad(w, ev, "of an object that is already live", send, err);
+      return walk_bad(w, ev, "that is already live", send, err);
+    /* The allocators fail such requests (glibc 2.36 malloc/malloc.c
+     * checked_request2size: req > PTRDIFF_MAX fails); the size + 1 kept per
+     * live id would also wrap for SIZE_MAX. */
+    if (ev->size > PTRDIFF_MAX)
+      return walk_bad(w, ev,
+                      "of more than PTRDIFF_MAX bytes, which no "
+                      "allocator returns",
+                      send, err);
     set_op(op,
            ev->op == TRACE_CALLOC     ? ORACLE_OP_CALLOC
            : ev->op == TRACE_MEMALIGN ? ORACLE_OP_MEMALIGN
@@ -286,6 +310,7 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
                              const oracle_opts_t *o, as_err_t *err) {
   memset(w, 0, sizeof *w);
   w->name = src->name;
+  w->src = src;
   w->allocator = o->allocator;
   w->lenient = o->lenient;
   w->idle_scale = o->idle_scale;

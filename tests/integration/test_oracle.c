@@ -787,9 +787,10 @@ static void bad_events_are_refused_or_skipped(void **state) {
   as_err_t     err = {0};
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_EFORMAT);
   char want[256];
+  /* as replay says it: the line, the 0-based event, the object */
   snprintf(want, sizeof want,
-           "%s: event 3 (t=2 ns): free of an object that "
-           "is not live (--lenient skips such events)",
+           "%s: line 4: event 2 (t=2 ns): free of object 0 that is not live "
+           "(--lenient skips such events)",
            path);
   assert_string_equal(err.msg, want);
   oracle_run_free(&r);
@@ -797,6 +798,16 @@ static void bad_events_are_refused_or_skipped(void **state) {
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
   assert_int_equal(r.skipped, 2);
   assert_int_equal(r.ops, 3);
+  oracle_run_free(&r);
+  unlink(path);
+  /* SIZE_MAX bytes: refused (it read as a dead object before) */
+  path = write_trace("allocsim-trace 1\n"
+                     "0 0 malloc 0 18446744073709551615\n"
+                     "30 0 free 0\n");
+  o.lenient = false;
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_EFORMAT);
+  assert_non_null(strstr(err.msg, "event 0 (t=0 ns): malloc of object 0 of "
+                                  "more than PTRDIFF_MAX bytes"));
   oracle_run_free(&r);
   unlink(path);
 }
