@@ -160,7 +160,7 @@ static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
     return as_err_set(err, AS_EFORMAT,
                       "%s: event %" PRIu64 ": object id %" PRIu64 " is not "
                       "dense (ids must be recycled)",
-                      w->name, w->events, ev->id);
+                      w->name, w->events - 1, ev->id);
   if (ev->id < w->live_cap)
     return AS_OK;
   size_t    old = w->live_cap;
@@ -269,7 +269,7 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
                         "%s: event %" PRIu64 ": an idle of %" PRIu64
                         " ns times --idle-scale %g does not fit a 64-bit "
                         "clock",
-                        w->name, w->events, ev->size, w->idle_scale);
+                        w->name, w->events - 1, ev->size, w->idle_scale);
     set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)sleep_ns, ev->size);
     break;
   }
@@ -370,7 +370,7 @@ static as_status_t plan_thread(plan_t *p, const trace_source_t *src,
     return as_err_set(err, AS_EFORMAT,
                       "%s: event %" PRIu64 ": more than %d threads alive at "
                       "once, the most the replayer runs",
-                      src->name, p->events, ORACLE_MAX_THREADS);
+                      src->name, p->events - 1, ORACLE_MAX_THREADS);
   return AS_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "../analysis/oracle.h"
 #include "../analysis/record.h"
 #include "../analysis/store.h"
+#include "../models/env.h"
 #include "../models/model.h"
 
 typedef struct oracle_args_s oracle_args_t;
@@ -21,6 +22,46 @@ struct oracle_args_s {
   const char   *trace, *workload, *db;
   bool          json;
 };
+
+/* The run's environment as the models read it: the --env values and the
+ * allocator's library as LD_PRELOAD. */
+typedef struct oracle_env_s {
+  const oracle_args_t *a;
+  char                 lib[512];
+} oracle_env_t;
+
+static const char *oracle_env_get(void *user, const char *key) {
+  const oracle_env_t *e = user;
+  if (strncmp(key, "env.", 4) != 0)
+    return NULL;
+  key += 4;
+  if (strcmp(key, "LD_PRELOAD") == 0)
+    return e->lib[0] ? e->lib : NULL;
+  size_t n = strlen(key);
+  for (size_t i = 0; i < e->a->o.nenv; i++)
+    if (strncmp(e->a->o.env[i], key, n) == 0 && e->a->o.env[i][n] == '=')
+      return e->a->o.env[i] + n + 1;
+  return NULL;
+}
+
+/* With --db, an --env value the model of the stored run would refuse
+ * (MALLOC_ARENA_MAX=banana) is a usage error before the replay, not a
+ * failure to store after it. */
+static int check_env(const oracle_args_t *a) {
+  if (a->db == NULL)
+    return CLI_EXIT_OK;
+  oracle_env_t e = {.a = a};
+  if (a->o.lib != NULL)
+    snprintf(e.lib, sizeof e.lib, "%s", a->o.lib);
+  else
+    oracle_default_lib(a->o.allocator, e.lib, sizeof e.lib);
+  char     model[512], libc[512];
+  as_err_t err = {0};
+  if (model_specs_for_run(oracle_env_get, &e, model, sizeof model, libc,
+                          sizeof libc, &err) != AS_OK)
+    return cli_usage_error("oracle", "--env: %s", err.msg);
+  return CLI_EXIT_OK;
+}
 
 static int parse_args(int argc, char **argv, oracle_args_t *a) {
   memset(a, 0, sizeof *a);
@@ -126,7 +167,7 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
     return cli_usage_error("oracle", "OUT and --db are the same file '%s'",
                            a->db);
   a->o.command = cli_command_line(argc, argv);
-  return CLI_EXIT_OK;
+  return check_env(a);
 }
 
 static double mib(uint64_t b) {
