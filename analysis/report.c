@@ -690,13 +690,25 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
 
 /* Writes sweep.dat (size page fraction kept formula, simulated points) and
  * measured.dat (size fraction kept, measured survivors runs). */
+/* sweep.dat: one gnuplot data set (index) per object size and page size,
+ * rows "fraction kept_MiB formula_MiB"; the plot script, one colour per
+ * set, its points and formula line alike, into *script (malloc'd). */
 static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
-                              size_t *npoints, as_err_t *err) {
+                              size_t *npoints, char **script, as_err_t *err) {
   sqlite3      *db = store_db(s);
   sqlite3_stmt *st = NULL;
-  FILE         *f = plots_file(p, "sweep.dat", err);
+  size_t        len = 0;
+  FILE         *f = plots_file(p, "sweep.dat", err), *b = NULL;
   if (f == NULL)
     return err->code;
+  if ((b = open_memstream(script, &len)) == NULL) {
+    fclose(f);
+    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+  }
+  fprintf(b, "set logscale x\nset xlabel 'survivor fraction'\n"
+             "set ylabel 'kept MiB (RSS after - RSS at start)'\n"
+             "set key outside right top\nset grid\n"
+             "set title 'kept memory against survivor fraction'\nplot ");
   int rc = sqlite3_prepare_v2(
       db,
       "SELECT json_extract(params_json, '$.size'), page_size, "
@@ -705,16 +717,27 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
       "simulated_kept_bytes IS NOT NULL ORDER BY 1, 2, 3",
       -1, &st, NULL);
   *npoints = 0;
+  long long size = -1, page = -1;
+  int       set = -1;
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, sweep_id);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       double frac = sqlite3_column_double(st, 2);
       if (frac <= 0)
         continue; /* a log axis: fraction 0 has no place on it */
-      fprintf(f, "%lld %lld %.10g %.4f %.4f\n",
-              (long long)sqlite3_column_int64(st, 0),
-              (long long)sqlite3_column_int64(st, 1), frac,
-              sqlite3_column_double(st, 3) / MIB,
+      if (sqlite3_column_int64(st, 0) != size ||
+          sqlite3_column_int64(st, 1) != page) {
+        size = sqlite3_column_int64(st, 0);
+        page = sqlite3_column_int64(st, 1);
+        fprintf(f, set++ < 0 ? "" : "\n\n");
+        fprintf(b,
+                "%s'sweep.dat' index %d using 1:2 with points pt 7 ps 0.8 "
+                "lc %d title '%lld B, %lld KiB pages: simulated', "
+                "'sweep.dat' index %d using 1:3 with lines lw 2 dt 2 lc %d "
+                "title 'formula (1 - p)^k'",
+                set ? ", " : "", set, set + 1, size, page >> 10, set, set + 1);
+      }
+      fprintf(f, "%.10g %.4f %.4f\n", frac, sqlite3_column_double(st, 3) / MIB,
               sqlite3_column_type(st, 4) == SQLITE_NULL
                   ? NAN
                   : sqlite3_column_double(st, 4) / MIB);
@@ -722,8 +745,14 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
     }
     rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
   }
+  fprintf(b,
+          "%s'measured.dat' using 2:3 with points pt 4 ps 1.2 "
+          "lc rgb '#d62728' title 'measured'\n",
+          set >= 0 ? ", " : "");
   sqlite3_finalize(st);
   fclose(f);
+  if (fclose(b) != 0 && rc == SQLITE_OK)
+    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
                       store_path(s), sweep_id, sqlite3_errmsg(db));
@@ -786,7 +815,8 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
   if (rc != AS_OK)
     return rc;
   fv_result_t fv = {0};
-  rc = sweep_data(&p, s, sweep_id, &n, err);
+  char       *script = NULL;
+  rc = sweep_data(&p, s, sweep_id, &n, &script, err);
   if (rc == AS_OK)
     rc = formula_validate(s, 1, &fv, err);
   if (rc == AS_OK)
@@ -797,18 +827,8 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
                     "fraction above 0 and a kept figure to plot",
                     store_path(s), sweep_id);
   if (rc == AS_OK)
-    rc = plot(&p, "sweep",
-              "set logscale x\nset xlabel 'survivor fraction'\n"
-              "set ylabel 'kept MiB (RSS after - RSS at start)'\n"
-              "set key outside right top\nset grid\n"
-              "set title 'kept memory against survivor fraction'\n"
-              "plot 'sweep.dat' using 3:4:1 with points pt 7 ps 0.8 "
-              "lc variable title 'simulated (colour: object size)', "
-              "'sweep.dat' using 3:5 smooth unique with lines lw 2 "
-              "lc rgb '#555555' title 'formula (1 - p)^k', "
-              "'measured.dat' using 2:3 with points pt 4 ps 1.2 "
-              "lc rgb '#d62728' title 'measured'\n",
-              err);
+    rc = plot(&p, "sweep", script, err);
+  free(script);
   atomic_file_t out;
   if (rc == AS_OK)
     rc = atomic_file_open(&out, ro->out_html, err);

@@ -101,7 +101,7 @@ check_page() { # check_page PAGE SERIES...
 
 check_page trace "predicted RSS" "live bytes" "libc_heap" "not resident"
 check_page run "predicted RSS (+11.48 MiB measured at start)" "measured RSS" "pymalloc" "not resident" "before the trace (measured)"
-check_page sweep "simulated (colour: object size)" "formula (1 - p)^k" "measured"
+check_page sweep "512 B, 4 KiB pages: simulated" "formula (1 - p)^k" "measured"
 grep -q "What holds memory" "$work/run.dom" || fail "run.html has no explain table"
 grep -q "What would release it" "$work/run.dom" || fail "run.html has no remedies"
 grep -q "The formula against the recorded runs" "$work/sweep.dom" ||
