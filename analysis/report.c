@@ -690,6 +690,16 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
 
 /* Writes sweep.dat (size page fraction kept formula, simulated points) and
  * measured.dat (size fraction kept, measured survivors runs). */
+/* A sweep point's object size: its varied value, else its workload's
+ * --size, else -1 (the workload's default). */
+static long long point_size(sqlite3_stmt *st) {
+  if (sqlite3_column_type(st, 0) != SQLITE_NULL)
+    return sqlite3_column_int64(st, 0);
+  const char *args = (const char *)sqlite3_column_text(st, 5);
+  const char *at = args ? strstr(args, "--size ") : NULL;
+  return at ? strtoll(at + 7, NULL, 10) : -1;
+}
+
 /* sweep.dat: one gnuplot data set (index) per object size and page size,
  * rows "fraction kept_MiB formula_MiB"; the plot script, one colour per
  * set, its points and formula line alike, into *script (malloc'd). */
@@ -713,11 +723,12 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
       db,
       "SELECT json_extract(params_json, '$.size'), page_size, "
       "json_extract(params_json, '$.fraction'), simulated_kept_bytes, "
-      "formula_kept_bytes FROM sweep_points WHERE sweep_id = ?1 AND "
+      "formula_kept_bytes, json_extract(params_json, '$.args') "
+      "FROM sweep_points WHERE sweep_id = ?1 AND "
       "simulated_kept_bytes IS NOT NULL ORDER BY 1, 2, 3",
       -1, &st, NULL);
   *npoints = 0;
-  long long size = -1, page = -1;
+  long long size = -2, page = -1;
   int       set = -1;
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, sweep_id);
@@ -725,17 +736,20 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
       double frac = sqlite3_column_double(st, 2);
       if (frac <= 0)
         continue; /* a log axis: fraction 0 has no place on it */
-      if (sqlite3_column_int64(st, 0) != size ||
-          sqlite3_column_int64(st, 1) != page) {
-        size = sqlite3_column_int64(st, 0);
+      long long sz = point_size(st);
+      if (sz != size || sqlite3_column_int64(st, 1) != page) {
+        size = sz;
         page = sqlite3_column_int64(st, 1);
         fprintf(f, set++ < 0 ? "" : "\n\n");
+        char what[64] = "the workload's default size";
+        if (size >= 0)
+          snprintf(what, sizeof what, "%lld B", size);
         fprintf(b,
                 "%s'sweep.dat' index %d using 1:2 with points pt 7 ps 0.8 "
-                "lc %d title '%lld B, %lld KiB pages: simulated', "
+                "lc %d title '%s, %lld KiB pages: simulated', "
                 "'sweep.dat' index %d using 1:3 with lines lw 2 dt 2 lc %d "
                 "title 'formula (1 - p)^k'",
-                set ? ", " : "", set, set + 1, size, page >> 10, set, set + 1);
+                set ? ", " : "", set, set + 1, what, page >> 10, set, set + 1);
       }
       fprintf(f, "%.10g %.4f %.4f\n", frac, sqlite3_column_double(st, 3) / MIB,
               sqlite3_column_type(st, 4) == SQLITE_NULL
