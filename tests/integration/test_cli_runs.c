@@ -127,27 +127,34 @@ static void runs_refuses_a_missing_store_and_a_missing_db_option(void **state) {
   assert_int_equal(allocsim(out, sizeof out, "runs --db"), 2);
 }
 
+/* Writes the measured-run text body beside the store (removed by teardown)
+ * and records it as run 1. */
+static void record_text(const fixture_t *f, const char *body) {
+  char trace[160], args[512], out[4096];
+  snprintf(trace, sizeof trace, "%s.out", f->db);
+  FILE *t = fopen(trace, "w");
+  assert_non_null(t);
+  fputs(body, t);
+  assert_int_equal(fclose(t), 0);
+  snprintf(args, sizeof args, "record %s --db %s", trace, f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+}
+
 /* A Python run that preloaded libjemalloc (its recorded environment):
  * runs shows the model compare replays it on, cpython over jemalloc with
  * the run's MALLOC_CONF, and compare picks that by itself. */
 static void
 a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   fixture_t *f = *state;
-  char       trace[160], args[512], out[4096];
-  snprintf(trace, sizeof trace, "%s.out", f->db); /* removed by teardown */
-  FILE *t = fopen(trace, "w");
-  assert_non_null(t);
-  fputs("allocsim-trace 1\n"
-        "#@ kind=measured\n"
-        "#@ python=3.11.2\n"
-        "#@ env.LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"
-        "#@ env.MALLOC_CONF=dirty_decay_ms:1000\n"
-        "#@ workload=spike --count 1000\n"
-        "0 0 mark start\n0 0 rss 14MiB\n0 0 mark peak\n0 0 rss 17MiB\n",
-        t);
-  assert_int_equal(fclose(t), 0);
-  snprintf(args, sizeof args, "record %s --db %s", trace, f->db);
-  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  char       args[512], out[4096];
+  record_text(f,
+              "allocsim-trace 1\n"
+              "#@ kind=measured\n"
+              "#@ python=3.11.2\n"
+              "#@ env.LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"
+              "#@ env.MALLOC_CONF=dirty_decay_ms:1000\n"
+              "#@ workload=spike --count 1000\n"
+              "0 0 mark start\n0 0 rss 14MiB\n0 0 mark peak\n0 0 rss 17MiB\n");
   snprintf(args, sizeof args, "runs --db %s", f->db);
   assert_int_equal(allocsim(out, sizeof out, args), 0);
   assert_non_null(
@@ -162,18 +169,11 @@ a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
  * start-up RSS throughout. */
 static void a_capture_without_allocations_compares(void **state) {
   fixture_t *f = *state;
-  char       trace[160], args[512], out[4096];
-  snprintf(trace, sizeof trace, "%s.out", f->db); /* removed by teardown */
-  FILE *t = fopen(trace, "w");
-  assert_non_null(t);
-  fputs("allocsim-trace 1\n"
-        "#@ kind=measured\n"
-        "#@ source=allocsim capture\n"
-        "0 0 rss 1626112\n10 0 mark main\n10 0 rss 1626112\n",
-        t);
-  assert_int_equal(fclose(t), 0);
-  snprintf(args, sizeof args, "record %s --db %s", trace, f->db);
-  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  char       args[512], out[4096];
+  record_text(f, "allocsim-trace 1\n"
+                 "#@ kind=measured\n"
+                 "#@ source=allocsim capture\n"
+                 "0 0 rss 1626112\n10 0 mark main\n10 0 rss 1626112\n");
   snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
   assert_int_equal(allocsim(out, sizeof out, args), 0);
   assert_non_null(strstr(out, "main                             1.55         "
