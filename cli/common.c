@@ -694,6 +694,14 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   trace_source_t  *src = NULL, *src1 = NULL;
   int64_t          run_id = 0;
   unsigned         n = layouts_of(o);
+  char             name[64];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(o->model, ":"), o->model);
+  const model_methods_t *mm = model_find(name);
+  if (o->libc != NULL && mm != NULL && !mm->composition)
+    return cli_usage_error(cmd,
+                           "--libc %s: %s serves malloc itself; --libc names "
+                           "the libc a composition (cpython) forwards to",
+                           o->libc, name);
   if (n > 1 && (uint64_t)n * o->kernel.page_size > COMPARE_LAYOUT_SPAN_BYTES) {
     as_err_set(&err, AS_EUSAGE,
                "--layouts %u: with %" PRIu64 "-byte pages at most %" PRIu64

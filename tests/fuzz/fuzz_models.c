@@ -570,13 +570,15 @@ static void dump(const char *dir, const gen_t *g, const char *libc,
         abort();
     if (trace_writer_close(w, &err) != AS_OK)
       abort();
-    fprintf(f,
-            "allocsim replay %s.trace --model '%s' --libc '%s' --page-size "
-            "%" PRIu64 "%s%s%s\n",
-            models[i]->name, specs[i], libc, kcfg->page_size,
-            kcfg->thp ? " --thp" : "",
-            kcfg->memory_pressure ? " --memory-pressure" : "",
-            kcfg->zero_page ? "" : " --no-zero-page");
+    fprintf(
+        f,
+        "allocsim replay %s.trace --model '%s'%s%s%s --page-size "
+        "%" PRIu64 "%s%s%s\n",
+        models[i]->name, specs[i], models[i]->composition ? " --libc '" : "",
+        models[i]->composition ? libc : "", models[i]->composition ? "'" : "",
+        kcfg->page_size, kcfg->thp ? " --thp" : "",
+        kcfg->memory_pressure ? " --memory-pressure" : "",
+        kcfg->zero_page ? "" : " --no-zero-page");
   }
   fclose(f);
 }
