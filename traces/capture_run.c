@@ -20,6 +20,7 @@
 #include "machine.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
@@ -799,6 +800,70 @@ static as_status_t listen_on(const char *dir, char *path, size_t len, int *fd,
 
 /* Starts the command: it dies with this process (PR_SET_PDEATHSIG), and a
  * failed exec comes back as errno through a close-on-exec pipe. */
+/* The command's file: cmd itself if it names a path, else the first
+ * executable of that name on PATH; false if none. */
+static bool command_path(const char *cmd, char *buf, size_t len) {
+  if (strchr(cmd, '/') != NULL)
+    return as_format_fits(buf, len, "%s", cmd);
+  const char *path = getenv("PATH");
+  for (const char *p = path ? path : "/usr/bin:/bin"; *p != '\0';) {
+    size_t n = strcspn(p, ":");
+    if (as_format_fits(buf, len, "%.*s/%s", (int)n, n ? p : ".", cmd) &&
+        access(buf, X_OK) == 0)
+      return true;
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+/* Why a command sent no capture stream, from its file: no ELF (a script,
+ * whose interpreter must be dynamic), no PT_INTERP (static), a musl
+ * loader (which cannot load the recorder: it is built against glibc), or
+ * setuid; "" when nothing in the file explains it. */
+static void why_no_stream(const char *cmd, char *why, size_t len) {
+  char        path[PATH_MAX];
+  struct stat sb;
+  Elf64_Ehdr  eh;
+  why[0] = '\0';
+  int fd = command_path(cmd, path, sizeof path) ? open(path, O_RDONLY) : -1;
+  if (fd < 0)
+    return;
+  if (fstat(fd, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)))
+    as_format_fits(why, len,
+                   "it is setuid or setgid, and the loader "
+                   "ignores LD_PRELOAD for it");
+  else if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+           memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    as_format_fits(why, len,
+                   "it is not an ELF binary: a script's "
+                   "interpreter must be a dynamic glibc program");
+  else if (eh.e_ident[EI_CLASS] == ELFCLASS64) {
+    char interp[PATH_MAX] = "";
+    for (unsigned i = 0; i < eh.e_phnum && i < 256; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * eh.e_phentsize)) !=
+              (ssize_t)sizeof ph ||
+          ph.p_type != PT_INTERP)
+        continue;
+      size_t n =
+          ph.p_filesz < sizeof interp - 1 ? ph.p_filesz : sizeof interp - 1;
+      ssize_t got = pread(fd, interp, n, (off_t)ph.p_offset);
+      interp[got > 0 ? (size_t)got : 0] = '\0';
+    }
+    if (interp[0] == '\0')
+      as_format_fits(why, len,
+                     "it is statically linked, and a static "
+                     "binary ignores LD_PRELOAD");
+    else if (strstr(interp, "musl") != NULL)
+      as_format_fits(why, len,
+                     "it is linked against musl (loader %s), which cannot "
+                     "load the recorder, a glibc library: capture a glibc "
+                     "build of it and compare that with --model musl",
+                     interp);
+  }
+  close(fd);
+}
+
 static as_status_t spawn(run_t *r, char *const *envp, const sigset_t *mask,
                          as_err_t *err) {
   int pipefd[2];
@@ -952,12 +1017,22 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   stop_all(r);
   collect(r);
-  if (rc == AS_OK && !res->have_main)
+  if (rc == AS_OK && !res->have_main) {
+    char why[PATH_MAX + 160], status[48] = "";
+    why_no_stream(o->argv[0], why, sizeof why);
+    if (WIFEXITED(r->status))
+      snprintf(status, sizeof status, "; it exited with status %d",
+               WEXITSTATUS(r->status));
+    else if (WIFSIGNALED(r->status))
+      snprintf(status, sizeof status, "; it was killed by signal %d",
+               WTERMSIG(r->status));
     rc = as_err_set(err, AS_EINVAL,
-                    "%s: the command sent no capture stream (a static or "
-                    "setuid binary ignores LD_PRELOAD; a script's "
-                    "interpreter must be dynamic)",
-                    o->argv[0]);
+                    "%s: the command sent no capture stream: %s%s", o->argv[0],
+                    why[0] ? why
+                           : "a static or setuid binary ignores LD_PRELOAD, "
+                             "and a script's interpreter must be dynamic",
+                    status);
+  }
   if (rc != AS_OK)
     capture_result_free(res);
 out:
