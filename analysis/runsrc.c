@@ -91,8 +91,16 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
     }
     char        sha[65];
     as_status_t rc = as_sha256_file(path, sha, err);
-    if (rc != AS_OK)
-      return rc;
+    if (rc != AS_OK) {
+      char msg[sizeof err->msg];
+      as_format_fits(msg, sizeof msg, "run %" PRId64 "'s trace %s%s: %.300s",
+                     rec->id, rec->trace_path,
+                     rec->trace_path[0] == '/'
+                         ? ""
+                         : " (relative to the store's directory)",
+                     err->msg);
+      return as_err_set(err, rc, "%s", msg);
+    }
     if (rec->trace_sha256 != NULL && strcmp(sha, rec->trace_sha256) != 0)
       return as_err_set(err, AS_EINVAL,
                         "%s: SHA-256 %s differs from the %s recorded with run "
