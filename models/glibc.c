@@ -2405,7 +2405,8 @@ static bool own_chunks_find(const glibc_model_t *g, own_chunks_t *o) {
   for (uint64_t id = 0; id < n; id++)
     if (g->obj[id] != NIL)
       o->v[o->n++] = g->obj[id];
-  qsort(o->v, o->n, sizeof *o->v, cmp_u32);
+  if (o->n > 1)
+    qsort(o->v, o->n, sizeof *o->v, cmp_u32);
   return true;
 }
 
