@@ -75,13 +75,12 @@ static int replay_main(int argc, char **argv) {
 const cli_command_t cli_cmd_replay = {
     .name = "replay",
     .summary = "replay a trace file against a model and report RSS",
-    .usage =
-        "usage: allocsim replay TRACE [options]\n\n"
-        "Replays TRACE (text .trace or binary .astrace; - for stdin)\n"
-        "against a model and prints RSS at every mark, the peak and\n"
-        "the final state, broken down by owner.  Without --model the\n"
-        "model is ideal, the lower bound (live bytes packed into whole\n"
-        "pages), not an allocator: name one (glibc, cpython, jemalloc,\n"
-        "...) for a prediction.\n\noptions:\n" SIM_OPTIONS_HELP,
+    .usage = "usage: allocsim replay TRACE [options]\n\n"
+             "Replays TRACE (text .trace or binary .astrace; - for stdin)\n"
+             "against a model and prints RSS at every mark, the peak and\n"
+             "the final state, broken down by owner.  Without --model the\n"
+             "model is ideal, the lower bound (live bytes packed into whole\n"
+             "pages), not an allocator: name one (glibc, cpython, jemalloc,\n"
+             "...) for a prediction.\n\noptions:\n" SIM_OPTIONS_HELP,
     .run = replay_main,
 };
