@@ -611,20 +611,21 @@ static void calls_cpu_time_counts_the_calls_not_the_idles(void **state) {
   const char   *path = write_trace("allocsim-trace 1\n"
                                      "0 0 malloc 0 33554432\n"
                                      "1 0 mark held\n"
-                                     "2 0 idle 300ms\n"
-                                     "300000003 0 free 0\n"
-                                     "300000004 0 mark freed\n");
+                                     "2 0 idle 2s\n"
+                                     "2000000003 0 free 0\n"
+                                     "2000000004 0 mark freed\n");
   oracle_opts_t o;
   default_opts(&o, ORACLE_GLIBC);
   o.sample_every_ns = 0;
   oracle_run_t r;
   as_err_t     err = {0};
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
-  assert_true(r.wall_s >= 0.3);
+  assert_true(r.wall_s >= 2);
   assert_true(r.calls_cpu_ns >= 1000000); /* 8192 faults: >= 1 ms */
-  /* the 300 ms idle is not in (unchecked under AddressSanitizer: there
-   * the calls alone took longer in CI) */
-  assert_true(DIFF_ASAN || r.calls_cpu_ns <= 200000000);
+  /* the 2 s idle is not in: the calls alone are far below it (a CI run
+   * of this machine took over 200 ms for them under load, so the bound is
+   * half the idle, not a speed target; unchecked under AddressSanitizer) */
+  assert_true(DIFF_ASAN || r.calls_cpu_ns <= 1000000000);
   oracle_run_free(&r);
   unlink(path);
 }
