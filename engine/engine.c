@@ -97,8 +97,7 @@ as_status_t sim_session_open(const char *model_spec, const char *libc_spec,
   if (rc == AS_OK)
     rc = sim_event_queue_create(&out->timers, err);
   if (rc == AS_OK) {
-    model_ctx_t ctx = {
-        .kernel = out->kernel, .timers = out->timers, .libc_spec = libc_spec};
+    model_ctx_t ctx = {out->kernel, out->timers, libc_spec};
     rc = model_create_from_spec(model_spec, &ctx, &out->model, err);
   }
   if (rc != AS_OK) {

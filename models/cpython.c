@@ -207,9 +207,7 @@ static as_status_t cpython_create(const model_opts_t *opts,
                     libc_spec);
     goto fail;
   }
-  model_ctx_t libc_ctx = *ctx;
-  libc_ctx.own_ids = PYMALLOC_RAW_HANDLES; /* pymalloc's raw blocks */
-  rc = model_create_from_spec(libc_spec, &libc_ctx, &cm->libc, err);
+  rc = model_create_from_spec(libc_spec, ctx, &cm->libc, err);
   if (rc != AS_OK)
     goto fail;
 
@@ -395,13 +393,83 @@ static size_t cpython_counters(const model_t *m, model_counter_t *out,
                             n < cap ? cap - n : 0);
 }
 
-/* The heap map is the children's: pymalloc's arenas, then libc's heaps
- * (which hold pymalloc's own arenas[] vector and radix nodes too). */
+/* pymalloc's own blocks in libc, for the heap map: where each is, sorted
+ * by address, and its size. */
+typedef struct raw_walk_s raw_walk_t;
+struct raw_walk_s {
+  model_region_fn fn;
+  void           *user;
+  size_t          n;
+  sim_addr_t      addr[PYMALLOC_RAW_HANDLES];
+  uint64_t        nbytes[PYMALLOC_RAW_HANDLES];
+};
+
+static const model_mechanism_t cpython_mechanisms[] = {
+    {"cpython.raw_meta", "pymalloc's own bookkeeping in libc's heap",
+     "pymalloc's arenas[] vector and arena-map nodes are PyMem_RawRealloc "
+     "and PyMem_RawCalloc blocks, which are malloc's (CPython 3.11 "
+     "Objects/obmalloc.c:1459 and 1471, the nodes; new_arena, :1579-1676, "
+     "the vector).",
+     "nothing while pymalloc holds arenas", false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+/* A libc region, less pymalloc's blocks inside it: they leave its live
+ * counts, and a level-1 region that held only them is pymalloc's
+ * bookkeeping, not the program's objects. */
+static as_status_t raw_region(void *user, const model_region_t *r,
+                              as_err_t *err) {
+  const raw_walk_t *w = user;
+  model_region_t    c = *r;
+  size_t            lo = 0, hi = w->n, inside = 0;
+  while (lo < hi) { /* the first block at or above the region's start */
+    size_t mid = lo + (hi - lo) / 2;
+    if (w->addr[mid] < r->addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < w->n && w->addr[lo] < r->addr + r->bytes && c.live_objects;
+       lo++, inside++) {
+    c.live_objects--;
+    c.live_bytes -= w->nbytes[lo] < c.live_bytes ? w->nbytes[lo] : c.live_bytes;
+  }
+  if (inside && c.level == 1 && c.live_objects == 0 &&
+      c.state == MODEL_REGION_LIVE) {
+    c.state = MODEL_REGION_METADATA;
+    c.mechanism = "cpython.raw_meta";
+  }
+  return w->fn(w->user, &c, err);
+}
+
+/* The heap map is the children's: pymalloc's arenas, then libc's heaps,
+ * where pymalloc's own blocks (never freed) are told from the program's
+ * objects by their addresses, so under any libc model. */
 static as_status_t cpython_walk(const model_t *m, model_region_fn fn,
                                 void *user, as_err_t *err) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
   as_status_t            rc = model_walk(cm->pymalloc, fn, user, err);
-  return rc == AS_OK ? model_walk(cm->libc, fn, user, err) : rc;
+  raw_walk_t            *w = rc == AS_OK ? calloc(1, sizeof *w) : NULL;
+  if (rc != AS_OK)
+    return rc;
+  if (w == NULL)
+    return as_err_set(err, AS_ENOMEM, "cpython: out of memory for a walk");
+  *w = (raw_walk_t){.fn = fn, .user = user};
+  for (uint32_t h = 0; h < PYMALLOC_RAW_HANDLES; h++) {
+    sim_addr_t a;
+    if (cm->raw_nbytes[h] == 0 || !model_locate(cm->libc, h, &a))
+      continue;
+    size_t i = w->n++; /* insertion: at most a few dozen blocks */
+    for (; i > 0 && w->addr[i - 1] > a; i--) {
+      w->addr[i] = w->addr[i - 1];
+      w->nbytes[i] = w->nbytes[i - 1];
+    }
+    w->addr[i] = a;
+    w->nbytes[i] = cm->raw_nbytes[h];
+  }
+  rc = model_walk(cm->libc, raw_region, w, err);
+  free(w);
+  return rc;
 }
 
 static void cpython_stats(const model_t *m, model_stats_t *out) {
@@ -429,6 +497,7 @@ const model_methods_t model_cpython_methods = {
                "the rest to libc",
     .options = cpython_options,
     .composition = true,
+    .mechanisms = cpython_mechanisms,
     .create = cpython_create,
     .destroy = cpython_destroy,
     .alloc = cpython_alloc,

@@ -283,8 +283,7 @@ typedef struct glibc_model_s glibc_model_t;
 struct glibc_model_s {
   model_t         base; /* must be first */
   sim_kernel_t   *kernel;
-  uint64_t        page;    /* GLRO(dl_pagesize) */
-  uint64_t        own_ids; /* ids of a composition's bookkeeping (ctx) */
+  uint64_t        page; /* GLRO(dl_pagesize) */
   glibc_version_t version;
 
   /* mp_ (struct malloc_par, malloc.c:1868-1926; defaults 1929-1946) */
@@ -2322,12 +2321,6 @@ static const model_mechanism_t glibc_mechanisms[] = {
      "The top is trimmed on free only beyond trim_threshold, and a trim "
      "keeps top_pad (systrim, heap_trim).",
      "malloc_trim(0), or a lower trim_threshold and top_pad", false},
-    {"glibc.composition", "the interpreter allocator's own bookkeeping",
-     "pymalloc's arenas[] vector and arena-map nodes are PyMem_RawRealloc "
-     "and PyMem_RawCalloc blocks, which are malloc's (CPython 3.11 "
-     "Objects/obmalloc.c:1459 and 1471, the nodes; new_arena, :1579-1676, "
-     "the vector).",
-     "nothing while pymalloc holds arenas", false},
     {"glibc.metadata", "glibc's own bookkeeping",
      "Arena state (malloc_state), heap headers (heap_info), tcache structs "
      "and fenceposts live inside the heaps.",
@@ -2382,43 +2375,11 @@ static uint8_t chunk_state(const gchunk_t *c) {
   }
 }
 
-/* The chunks of a composition's own blocks (ids below own_ids), sorted:
- * the heap map shows them as the interpreter's bookkeeping, not the
- * program's objects. */
-typedef struct own_chunks_s own_chunks_t;
-struct own_chunks_s {
-  uint32_t *v;
-  size_t    n;
-};
-
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static bool own_chunks_find(const glibc_model_t *g, own_chunks_t *o) {
-  uint64_t n = g->own_ids < g->obj_tab.len ? g->own_ids : g->obj_tab.len;
-  o->n = 0;
-  o->v = n ? malloc(n * sizeof *o->v) : NULL;
-  if (n && o->v == NULL)
-    return false;
-  for (uint64_t id = 0; id < n; id++)
-    if (g->obj[id] != NIL)
-      o->v[o->n++] = g->obj[id];
-  if (o->n > 1)
-    qsort(o->v, o->n, sizeof *o->v, cmp_u32);
-  return true;
-}
-
-static bool own_chunk(const own_chunks_t *o, uint32_t p) {
-  return o->n && bsearch(&p, o->v, o->n, sizeof p, cmp_u32) != NULL;
-}
-
 /* One contiguous region (brk heap or thread heap) from start to the end of
  * chunk last: the region, the bookkeeping before its first chunk, then
  * every chunk in address order. */
-static as_status_t walk_region(const glibc_model_t *g, const own_chunks_t *own,
-                               const char *kind, uint64_t start, uint32_t last,
+static as_status_t walk_region(const glibc_model_t *g, const char *kind,
+                               uint64_t start, uint32_t last,
                                model_region_fn fn, void *user, as_err_t *err) {
   uint32_t first = last;
   while (g->ch[first].prev != NIL)
@@ -2427,7 +2388,7 @@ static as_status_t walk_region(const glibc_model_t *g, const own_chunks_t *own,
                       .bytes = g->ch[last].addr + g->ch[last].size - start,
                       .kind = kind};
   for (uint32_t p = first; p != NIL; p = g->ch[p].next)
-    if (g->ch[p].state == CS_INUSE && g->ch[p].user && !own_chunk(own, p)) {
+    if (g->ch[p].state == CS_INUSE && g->ch[p].user) {
       r.live_bytes += g->ch[p].req;
       r.live_objects++;
     }
@@ -2443,18 +2404,16 @@ static as_status_t walk_region(const glibc_model_t *g, const own_chunks_t *own,
             err);
   for (uint32_t p = first; p != NIL && rc == AS_OK; p = g->ch[p].next) {
     const gchunk_t *c = &g->ch[p];
-    bool            mine = own_chunk(own, p);
-    bool            live = c->state == CS_INUSE && c->user && !mine;
+    bool            live = c->state == CS_INUSE && c->user;
     rc = fn(user,
-            &(model_region_t){
-                .addr = c->addr,
-                .bytes = c->size,
-                .live_bytes = live ? c->req : 0,
-                .live_objects = live ? 1 : 0,
-                .kind = "chunk",
-                .mechanism = mine ? "glibc.composition" : chunk_mechanism(c),
-                .level = 1,
-                .state = mine ? MODEL_REGION_METADATA : chunk_state(c)},
+            &(model_region_t){.addr = c->addr,
+                              .bytes = c->size,
+                              .live_bytes = live ? c->req : 0,
+                              .live_objects = live ? 1 : 0,
+                              .kind = "chunk",
+                              .mechanism = chunk_mechanism(c),
+                              .level = 1,
+                              .state = chunk_state(c)},
             err);
   }
   return rc;
@@ -2463,41 +2422,33 @@ static as_status_t walk_region(const glibc_model_t *g, const own_chunks_t *own,
 static as_status_t glibc_walk(const model_t *m, model_region_fn fn, void *user,
                               as_err_t *err) {
   const glibc_model_t *g = (const glibc_model_t *)m;
-  own_chunks_t         own;
-  if (!own_chunks_find(g, &own))
-    return as_err_set(err, AS_ENOMEM, "glibc: out of memory for a heap map");
-  as_status_t rc = AS_OK;
+  as_status_t          rc = AS_OK;
   for (uint32_t a = 0; a < g->narenas && rc == AS_OK; a++) {
     const garena_t *av = &g->arenas[a];
     if (av->top == NIL)
       continue;
     if (a == 0) {
-      rc = walk_region(g, &own, "brk heap", g->sbrk_base, av->top, fn, user,
-                       err);
+      rc = walk_region(g, "brk heap", g->sbrk_base, av->top, fn, user, err);
       continue;
     }
     uint32_t last = av->top;
     for (int32_t h = av->heap; h >= 0 && rc == AS_OK; h = g->heaps[h].prev) {
-      rc = walk_region(g, &own, "heap", g->heaps[h].addr, last, fn, user, err);
+      rc = walk_region(g, "heap", g->heaps[h].addr, last, fn, user, err);
       last = g->heaps[h].prev_fence;
     }
   }
   for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
     const gchunk_t *c = &g->ch[p];
-    bool            mine = own_chunk(&own, p);
     if (c->state == CS_MMAP)
-      rc = model_walk_single(
-          (model_region_t){
-              .addr = c->addr - c->aux,
-              .bytes = c->size + c->aux,
-              .live_bytes = mine ? 0 : c->req,
-              .live_objects = mine ? 0 : 1,
-              .kind = "mmapped chunk",
-              .mechanism = mine ? "glibc.composition" : "glibc.mmapped",
-              .state = mine ? MODEL_REGION_METADATA : MODEL_REGION_LIVE},
-          fn, user, err);
+      rc = model_walk_single((model_region_t){.addr = c->addr - c->aux,
+                                              .bytes = c->size + c->aux,
+                                              .live_bytes = c->req,
+                                              .live_objects = 1,
+                                              .kind = "mmapped chunk",
+                                              .mechanism = "glibc.mmapped",
+                                              .state = MODEL_REGION_LIVE},
+                             fn, user, err);
   }
-  free(own.v);
   for (uint32_t t = 0; t < g->nthreads && rc == AS_OK; t++)
     rc = nptl_stack_walk(&g->threads[t].stack, fn, user, err);
   if (rc == AS_OK)
@@ -2649,7 +2600,6 @@ static as_status_t glibc_create(const model_opts_t *opts,
   if (g == NULL)
     return as_err_set(err, AS_ENOMEM, "glibc: out of memory");
   g->kernel = ctx->kernel;
-  g->own_ids = ctx->own_ids;
   g->page = sim_kernel_page_size(ctx->kernel);
   g->version = (glibc_version_t)model_opt_i64(opts, GO_VERSION);
   g->mmap_threshold = model_opt_u64(opts, GO_MMAP_THRESHOLD);

@@ -50,9 +50,6 @@ struct model_ctx_s {
   sim_event_queue_t *timers;    /* where models schedule clocked work */
   const char        *libc_spec; /* compositions' libc ("glibc:arena_max=2");
                                    NULL = the default libc model */
-  uint64_t own_ids; /* ids below this are a composition's own bookkeeping
-                       (pymalloc's), not the program's objects: a libc
-                       model's heap map shows them as metadata */
 };
 
 struct model_stats_s {

@@ -798,8 +798,6 @@ static as_status_t listen_on(const char *dir, char *path, size_t len, int *fd,
   return AS_OK;
 }
 
-/* Starts the command: it dies with this process (PR_SET_PDEATHSIG), and a
- * failed exec comes back as errno through a close-on-exec pipe. */
 /* The command's file: cmd itself if it names a path, else the first
  * executable of that name on PATH; false if none. */
 static bool command_path(const char *cmd, char *buf, size_t len) {
@@ -864,6 +862,8 @@ static void why_no_stream(const char *cmd, char *why, size_t len) {
   close(fd);
 }
 
+/* Starts the command: it dies with this process (PR_SET_PDEATHSIG), and a
+ * failed exec comes back as errno through a close-on-exec pipe. */
 static as_status_t spawn(run_t *r, char *const *envp, const sigset_t *mask,
                          as_err_t *err) {
   int pipefd[2];
