@@ -72,7 +72,7 @@ as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
       "  JOIN sweeps w ON w.id = q.sweep_id"
       "  WHERE q.sweep_id = %lld OR w.spec_key = "
       "   (SELECT spec_key FROM sweeps WHERE id = %lld)"
-      "  GROUP BY q.key)"
+      "  GROUP BY coalesce(q.key, q.rowid))"
       " ORDER BY p.point, p.seed",
       (long long)sweep_id, (long long)sweep_id);
   char *text = sqlite3_str_finish(sql);

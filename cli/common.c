@@ -695,7 +695,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   int64_t          run_id = 0;
   unsigned         n = layouts_of(o);
   char             name[64];
-  snprintf(name, sizeof name, "%.*s", (int)strcspn(o->model, ":"), o->model);
+  model_spec_name(o->model, name, sizeof name);
   const model_methods_t *mm = model_find(name);
   if (o->libc != NULL && mm != NULL && !mm->composition)
     return cli_usage_error(cmd,
