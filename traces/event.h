@@ -115,6 +115,26 @@ struct trace_event_s {
   uint32_t nframes;
 };
 
+/* Sets *ev to an event of thread 0 with these fields and every other one
+ * zero (NULL).  Field by field, for generators' hot paths: gcc 12 -O3
+ * compiles a compound literal or memset of the whole struct to `rep stos`,
+ * whose start-up cost was a fifth of a survivors sweep point. */
+static inline void trace_event_set(trace_event_t *ev, uint64_t t_ns, uint8_t op,
+                                   uint8_t domain, uint64_t id, uint64_t size) {
+  ev->t_ns = t_ns;
+  ev->id = id;
+  ev->size = size;
+  ev->align = ev->offset = ev->prev_size = 0;
+  ev->thread = 0;
+  ev->op = op;
+  ev->domain = domain;
+  ev->flags = 0;
+  ev->label = NULL;
+  ev->site = 0;
+  ev->frames = NULL;
+  ev->nframes = 0;
+}
+
 /* "malloc", "free", ...; NULL for an out-of-range op. */
 const char *trace_op_name(trace_op_t op);
 /* Parses an op name; false if unknown. */

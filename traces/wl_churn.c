@@ -54,13 +54,8 @@ static uint64_t churn_size(churn_src_t *s) {
 
 static void churn_event(churn_src_t *s, trace_event_t *ev, trace_op_t op,
                         uint64_t id, uint64_t size, const char *label) {
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = s->t_ns;
-  ev->op = (uint8_t)op;
-  ev->id = id;
-  ev->size = size;
+  trace_event_set(ev, s->t_ns, (uint8_t)op, TRACE_DOMAIN_RAW, id, size);
   ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
   if (op == TRACE_FREE)
     s->t_ns += sim_cost_measured.free_ns;
   else if (op != TRACE_MARK)

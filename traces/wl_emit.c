@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 uint32_t wl_emit_take_id(wl_emit_t *e) {
   if (e->nfree > 0)
@@ -20,9 +19,7 @@ trace_event_t *wl_emit_push(wl_emit_t *e, trace_op_t op, uint32_t thread) {
   /* Each workload bounds the events of one step; more is a bug there. */
   assert(e->npending < WL_EMIT_PENDING_MAX);
   trace_event_t *ev = &e->pending[e->npending++];
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = e->t_ns;
-  ev->op = (uint8_t)op;
+  trace_event_set(ev, e->t_ns, (uint8_t)op, TRACE_DOMAIN_RAW, 0, 0);
   ev->thread = thread;
   return ev;
 }
@@ -97,13 +94,8 @@ bad:
 
 void wl_event_set(trace_event_t *ev, uint64_t t_ns, trace_op_t op, uint64_t id,
                   uint64_t size, const char *label) {
-  memset(ev, 0, sizeof *ev);
-  ev->t_ns = t_ns;
-  ev->op = (uint8_t)op;
-  ev->id = id;
-  ev->size = size;
+  trace_event_set(ev, t_ns, (uint8_t)op, TRACE_DOMAIN_RAW, id, size);
   ev->label = label;
-  ev->domain = TRACE_DOMAIN_RAW;
 }
 
 as_status_t wl_bad_option(const char *workload, const char *name,

@@ -26,7 +26,8 @@ typedef enum survivors_pattern_e {
 
 /* The (i+1)-th output of splitmix64 seeded with seed: the state after i+1
  * steps is seed + (i+1) * 0x9E3779B97F4A7C15 (mod 2^64), then mixed.  Random
- * access, so the generator never stores the survivor set. */
+ * access: the survivor set is a function of the index, which the generator
+ * draws once into a bitmap (one bit per object) when the selection starts. */
 uint64_t survivors_splitmix64_at(uint64_t seed, uint64_t i);
 
 typedef struct survivors_rule_s survivors_rule_t;
