@@ -19,6 +19,10 @@ medians:
                           would), per trace event; null where no native
                           replayer stands for the model
 
+and, besides the cases, the survivors grid's wall and CPU time with --jobs
+1 and 2 ("grid") and tests/bench/bench_trace_decode's decoding rate
+("decode").
+
 CPU time rather than wall time: the machine is shared and the process's CPU
 time is what moves least when other work runs beside it.
 
@@ -58,6 +62,12 @@ BIG = [
     ("survivors 64 GiB", "survivors --size 512 --total 65536", "glibc"),
     ("churn 64 GiB", "churn --live 10000000 --steps 2000000", "glibc"),
 ]
+
+# The survivors study's grid (4 sizes x 7 fractions x 2 seeds, 56 points
+# of 256 MiB), one layout per point, run with --jobs 1 and --jobs 2.
+GRID = ["sweep", "survivors", "--vary", "size=64,128,256,512", "--vary",
+        "fraction=1e-5,3e-5,1e-4,3e-4,1e-3,3e-3,1e-2", "--seeds", "2",
+        "--layouts", "1", "--quiet"]
 
 # The real allocator each model stands for (allocsim oracle --allocator).
 REAL = {"glibc": "glibc", "jemalloc": "jemalloc", "mimalloc": "mimalloc",
@@ -202,6 +212,50 @@ def big_once(tools, name, line, model, tmp):
     return case
 
 
+def grid_once(tools, jobs, tmp):
+    """Wall and CPU time of the grid with --jobs jobs."""
+    t0 = time.monotonic()
+    code, cpu, _ = spawn(tools["rusage"], [tools["allocsim"]] + GRID +
+                         ["--jobs", str(jobs)], os.path.join(tmp, "out"),
+                         os.path.join(tmp, "err"))
+    wall = time.monotonic() - t0
+    return {"wall_s": wall, "cpu_s": cpu} if code == 0 else None
+
+
+def run_grid(args, tools, tmp):
+    """The grid's medians over --runs interleaved rounds of --jobs 1 and 2."""
+    runs = {1: [], 2: []}
+    for _ in range(args.runs):
+        for jobs in (1, 2):
+            r = grid_once(tools, jobs, tmp)
+            if r:
+                runs[jobs].append(r)
+            log(args, "grid --jobs %d: %s" % (jobs, r))
+    if not runs[1] or not runs[2]:
+        return None
+    g = {"command": "allocsim " + " ".join(GRID), "points": 56}
+    for jobs in (1, 2):
+        g["jobs%d_wall_s" % jobs] = median([r["wall_s"] for r in runs[jobs]])
+        g["jobs%d_cpu_s" % jobs] = median([r["cpu_s"] for r in runs[jobs]])
+    g["jobs2_speedup"] = g["jobs1_wall_s"] / g["jobs2_wall_s"]
+    return g
+
+
+def run_decode(tools):
+    """tests/bench/bench_trace_decode's figures (best of 5, CPU time)."""
+    exe = os.path.join(os.path.dirname(tools["rusage"]), "bench_trace_decode")
+    out = subprocess.run([exe], capture_output=True, text=True).stdout
+    size = re.search(r"\(([0-9.]+) bytes/event\)", out)
+    rate = re.search(r"binary: decoded (\d+) events .*?: ([0-9.]+) M events/s, "
+                     r"([0-9.]+) ns/event", out)
+    if not size or not rate:
+        return None
+    return {"events": int(rate.group(1)),
+            "events_per_s": float(rate.group(2)) * 1e6,
+            "ns_per_event": float(rate.group(3)),
+            "bytes_per_event": float(size.group(1))}
+
+
 def tools_of(args):
     allocsim = os.path.abspath(args.allocsim)
     return {"allocsim": allocsim, "rusage": os.path.join(
@@ -293,6 +347,7 @@ def bench(args):
     machine["rss_floor_bytes"] = floor
     big = run_big(args) if args.big else []
     return {"machine": machine, "big_heaps": big,
+            "grid": run_grid(args, tools, tmp), "decode": run_decode(tools),
             "runs": args.runs, "real_runs": real_runs(args),
             "command": "scripts/bench.sh --runs %d%s%s%s" % (
                 args.runs,
@@ -412,9 +467,52 @@ def markdown(d):
                 c["events_per_s"] / 1e6, mib(c["sim_max_rss_bytes"]),
                 c["simulated_peak_rss_bytes"] / 2**30,
                 100 * c["sim_rss_of_simulated_peak"]))
+    out += grid_and_decode(d)
     out += ["", "## Against the targets", ""]
     out += targets(d)
     return "\n".join(out) + "\n"
+
+
+def grid_and_decode(d):
+    out = []
+    g = d.get("grid")
+    if g:
+        out += ["", "## The survivors grid", "",
+                "`%s`, with `--jobs 1` and `--jobs 2`: %d points; medians of "
+                "the rounds, wall time (the target is a wall time) and CPU "
+                "time." % (g["command"], g["points"]), "",
+                "| jobs | wall s | CPU s |", "|---:|---:|---:|",
+                "| 1 | %.2f | %.2f |" % (g["jobs1_wall_s"], g["jobs1_cpu_s"]),
+                "| 2 | %.2f | %.2f |" % (g["jobs2_wall_s"], g["jobs2_cpu_s"])]
+    c = d.get("decode")
+    if c:
+        out += ["", "## Decoding", "",
+                "`tests/bench_trace_decode` (tests/bench/bench_trace_decode.c)"
+                ": %d events of a malloc/free mix written to a binary trace "
+                "(%.2f bytes/event) and read back, best of 5 by CPU time: "
+                "%.1f M events/s, %.2f ns/event." % (
+                    c["events"], c["bytes_per_event"], c["events_per_s"] / 1e6,
+                    c["ns_per_event"])]
+    return out
+
+
+def grid_and_decode_targets(d):
+    lines = []
+    g = d.get("grid")
+    if g:
+        lines.append("- The 56-point survivors grid in at most 2 s wall with "
+                     "--jobs 2: %.2f s (%s); --jobs 2 at least 1.8x faster "
+                     "than --jobs 1: %.2fx (%s)." % (
+                         g["jobs2_wall_s"],
+                         "met" if g["jobs2_wall_s"] <= 2 else "missed",
+                         g["jobs2_speedup"],
+                         "met" if g["jobs2_speedup"] >= 1.8 else "missed"))
+    c = d.get("decode")
+    if c:
+        lines.append("- Decoding at least 250 M events/s: %.1f M (%s)." % (
+            c["events_per_s"] / 1e6,
+            "met" if c["events_per_s"] >= 250e6 else "missed"))
+    return lines
 
 
 def targets(d):
@@ -462,7 +560,7 @@ def targets(d):
     lines.append("- Replay rates against the issue's goals (ideal 100 M/s; "
                  "cpython 60 M/s on survivors; allocator models 25 M/s on "
                  "churn and survivors): " + "; ".join(rate) + ".")
-    return lines
+    return lines + grid_and_decode_targets(d)
 
 
 def main():
