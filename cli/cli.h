@@ -51,6 +51,10 @@ int cli_fail(const char *cmd, const as_err_t *err);
 /* Prints "allocsim <cmd>: <formatted message>" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Names where the arguments now taken were read ("FILE:LINE", e.g. a
+ * sweep spec's line) in the messages of cli_fail and cli_usage_error, until
+ * called again with NULL. */
+void cli_error_where(const char *where);
 /* True if argv has -h or --help; prints cmd's usage then. */
 bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,12 +243,32 @@ static void catch_stop_signals(void) {
  * are copied whole. */
 #define SPEC_LINE_MAX 1024
 
+/* A spec file's settings as argv words (word[0] is "sweep"), each with its
+ * line, so that a setting the sweep refuses is named by its line too. */
+typedef struct spec_words_s spec_words_t;
+struct spec_words_s {
+  const char *path;
+  char       *word[512];
+  unsigned    line[512];
+  int         n; /* words after word[0] */
+};
+
+/* Appends word w of line lineno: false when the file has too many. */
+static bool add_word(spec_words_t *s, unsigned lineno, const char *w) {
+  if (s->n + 1 >= (int)(sizeof s->word / sizeof s->word[0]))
+    return false;
+  s->n++;
+  s->word[s->n] = strdup(w);
+  s->line[s->n] = lineno;
+  return true;
+}
+
 /* Reads a sweep spec file into argv words, as if typed before the command
  * line's own options (file comment of cli_cmd_sweep's usage).  The words
- * are strdup'd into words[]; *n counts them. */
-static as_status_t read_spec(const char *path, char **words, int *n, int cap,
-                             as_err_t *err) {
-  FILE *f = fopen(path, "r");
+ * are strdup'd into s->word[1..s->n]. */
+static as_status_t read_spec(spec_words_t *s, as_err_t *err) {
+  const char *path = s->path;
+  FILE       *f = fopen(path, "r");
   if (f == NULL)
     return as_err_set(err, AS_EINVAL, "%s: cannot open: %s", path,
                       strerror(errno));
@@ -310,21 +331,15 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
                         path, lineno, key, k);
         break;
       }
-      char buf[1200];
-      if (*n + 2 > cap) {
+      bool vary = strcmp(key, "vary") == 0;
+      char opt[80], buf[1200];
+      snprintf(opt, sizeof opt, "--%s", vary ? "vary" : name);
+      snprintf(buf, sizeof buf, "%s%s%s", vary ? name : "", vary ? "=" : "", v);
+      if (!add_word(s, lineno, opt) || !add_word(s, lineno, buf)) {
         rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path,
                         lineno);
         break;
       }
-      if (strcmp(key, "vary") == 0) {
-        words[(*n)++] = strdup("--vary");
-        snprintf(buf, sizeof buf, "%s=%s", name, v);
-      } else {
-        snprintf(buf, sizeof buf, "--%s", name);
-        words[(*n)++] = strdup(buf);
-        snprintf(buf, sizeof buf, "%s", v);
-      }
-      words[(*n)++] = strdup(buf);
       continue;
     }
     static const char *const keys[] = {"workload",  "trace",    "model",
@@ -341,16 +356,13 @@ static as_status_t read_spec(const char *path, char **words, int *n, int cap,
                       path, lineno, k);
       break;
     }
-    if (*n + 2 > cap) {
-      rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path, lineno);
-      break;
-    }
     char opt[80];
     bool positional = strcmp(k, "workload") == 0 || strcmp(k, "trace") == 0;
     snprintf(opt, sizeof opt, "--%s", strcmp(k, "page_size") ? k : "page-size");
-    if (!positional)
-      words[(*n)++] = strdup(opt);
-    words[(*n)++] = strdup(v);
+    if ((!positional && !add_word(s, lineno, opt)) || !add_word(s, lineno, v)) {
+      rc = as_err_set(err, AS_EUSAGE, "%s:%u: too many settings", path, lineno);
+      break;
+    }
   }
   if (rc == AS_OK && ferror(f))
     rc = as_err_set(err, AS_EIO, "%s: read error: %s", path, strerror(errno));
@@ -427,8 +439,7 @@ struct sweep_args_s {
   sweep_config_t c;
   unsigned       shard_index, shard_count;
   bool           resume, quiet, status;
-  char          *spec_words[512];
-  int            nspec;
+  spec_words_t   spec;
 };
 
 /* One option or source of the sweep command line; *i past it.  Returns an
@@ -544,12 +555,17 @@ static int parse_sweep_args(sweep_args_t *x, int argc, char **argv,
     int         took = cli_opt_value("sweep", argc, argv, &i, "--spec", &v);
     if (took < 0)
       return CLI_EXIT_USAGE;
-    if (took && read_spec(v, x->spec_words + 1, &x->nspec, 510, err) != AS_OK)
+    x->spec.path = took ? v : x->spec.path;
+    if (took && read_spec(&x->spec, err) != AS_OK)
       return cli_fail("sweep", err);
   }
-  x->spec_words[0] = "sweep";
-  for (int i = 1; i <= x->nspec; i++) {
-    int code = take_arg(x, x->nspec + 1, x->spec_words, &i, err);
+  x->spec.word[0] = "sweep";
+  for (int i = 1; i <= x->spec.n; i++) {
+    char where[PATH_MAX + 16];
+    snprintf(where, sizeof where, "%s:%u", x->spec.path, x->spec.line[i]);
+    cli_error_where(where);
+    int code = take_arg(x, x->spec.n + 1, x->spec.word, &i, err);
+    cli_error_where(NULL);
     if (code >= 0)
       return code;
   }
@@ -679,8 +695,8 @@ static int sweep_main(int argc, char **argv) {
     sweep_axis_free(&x.c.axes[a]);
   for (size_t f = 0; f < x.c.nfixed; f++)
     free((char *)x.c.fixed_name[f]);
-  for (int i = 1; i <= x.nspec; i++)
-    free(x.spec_words[i]);
+  for (int i = 1; i <= x.spec.n; i++)
+    free(x.spec.word[i]);
   return code;
 }
 

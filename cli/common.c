@@ -22,8 +22,22 @@
 
 /* ---- Errors ------------------------------------------------------------- */
 
+/* Where the arguments being taken were read, or NULL (the command line). */
+static const char *error_where;
+
+void cli_error_where(const char *where) {
+  error_where = where;
+}
+
+static void print_prefix(const char *cmd) {
+  fprintf(stderr, "allocsim %s: ", cmd);
+  if (error_where != NULL)
+    fprintf(stderr, "%s: ", error_where);
+}
+
 int cli_fail(const char *cmd, const as_err_t *err) {
-  fprintf(stderr, "allocsim %s: %s\n", cmd,
+  print_prefix(cmd);
+  fprintf(stderr, "%s\n",
           err->msg[0] ? err->msg : as_status_message(err->code));
   return err->code == AS_EUSAGE ? CLI_EXIT_USAGE : CLI_EXIT_INPUT;
 }
@@ -31,7 +45,7 @@ int cli_fail(const char *cmd, const as_err_t *err) {
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "allocsim %s: ", cmd);
+  print_prefix(cmd);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, " (see allocsim %s --help)\n", cmd);
   va_end(ap);
