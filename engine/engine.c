@@ -592,11 +592,15 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
   case TRACE_IDLE: {
     /* The clock moves past the idle stretch: later events must not be
      * stamped inside it. */
-    if (ev->size > UINT64_MAX - ev->t_ns)
+    if (ev->size > UINT64_MAX - ev->t_ns) {
+      char where[48];
+      event_where(src, where, sizeof where);
       return as_err_set(err, AS_EFORMAT,
-                        "idle of %" PRIu64 " ns at t=%" PRIu64 " ns runs the "
-                        "clock past its end (2^64 - 1 ns)",
-                        ev->size, ev->t_ns);
+                        "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): idle of "
+                        "%" PRIu64 " ns runs the clock past its end "
+                        "(2^64 - 1 ns)",
+                        src->name, where, st->res->events, ev->t_ns, ev->size);
+    }
     as_status_t rc = check_samples(st, ev->t_ns + ev->size, err);
     if (rc == AS_OK)
       rc = fire_timers_until(st, ev->t_ns + ev->size, err);
@@ -668,13 +672,16 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
   trace_event_t ev = {0};
   as_status_t   rc;
   while ((rc = trace_source_next(src, &ev, err)) == AS_OK) {
-    if (ev.t_ns < st->now_ns)
+    if (ev.t_ns < st->now_ns) {
+      char where[48];
+      event_where(src, where, sizeof where);
       return as_err_set(err, AS_EFORMAT,
-                        "%s: event %llu: time %llu ns is before the clock "
+                        "%s%s: event %llu: time %llu ns is before the clock "
                         "(%llu ns)",
-                        src->name, (unsigned long long)st->res->events,
+                        src->name, where, (unsigned long long)st->res->events,
                         (unsigned long long)ev.t_ns,
                         (unsigned long long)st->now_ns);
+    }
     const sim_timer_t *due = sim_event_queue_peek(st->timers);
     if (due != NULL && due->due_ns <= ev.t_ns &&
         ((rc = check_samples(st, ev.t_ns, err)) != AS_OK ||

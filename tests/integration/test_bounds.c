@@ -124,8 +124,8 @@ static void the_clock_neither_wraps_nor_loops_at_its_end(void **state) {
   write_trace("clk.trace", "18446744073709551615 0 malloc 1 8\n"
                            "18446744073709551615 0 idle 10\n"
                            "18446744073709551615 0 mark x\n");
-  expect("allocsim replay clk.trace", 1, "clk.trace: event 1", "past its end",
-         NULL);
+  expect("allocsim replay clk.trace", 1, "clk.trace: line 3: event 1",
+         "past its end", NULL);
   /* Periodic samples stop at the end of the clock: one at 2^63 ns, then
    * the next would be 2^64 (it used to wrap to 0 and fire forever). */
   write_trace("end.trace", "18446744073709551610 0 malloc 1 8\n");
