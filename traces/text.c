@@ -60,8 +60,9 @@
 #define TEXT_HEADER      "allocsim-trace"
 #define TEXT_VERSION     1
 #define TEXT_BUF_INITIAL ((size_t)64 * 1024)
-#define TEXT_LINE_MAX    ((size_t)1024 * 1024) /* longer is an error */
-#define TEXT_GOT_MAX     60                    /* bytes quoted in errors */
+#define TEXT_LINE_MAX    ((size_t)1024 * 1024)  /* longer is an error */
+#define TEXT_GOT_MAX     60                     /* bytes quoted in errors */
+#define TEXT_QUOTED_MAX  (TEXT_GOT_MAX * 4 + 4) /* each as \xNN, "...", NUL */
 
 /* ---- Number parsing ----------------------------------------------------- */
 
@@ -102,7 +103,7 @@ static as_status_t fail(text_src_t *s, as_err_t *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static as_status_t fail(text_src_t *s, as_err_t *err, const char *fmt, ...) {
-  char    what[400];
+  char    what[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
@@ -111,17 +112,31 @@ static as_status_t fail(text_src_t *s, as_err_t *err, const char *fmt, ...) {
                     s->line, what);
 }
 
+/* The first TEXT_GOT_MAX bytes of tok as an error quotes them, "..." after
+ * if there are more: control bytes, DEL and non-ASCII bytes as \xNN, so
+ * that a line of binary bytes cannot drive the terminal showing the message
+ * ('\' stays as it is: label errors quote escapes such as \n). */
+static const char *quoted(const char *tok, size_t len,
+                          char out[TEXT_QUOTED_MAX]) {
+  char *o = out;
+  for (size_t i = 0; i < len && i < TEXT_GOT_MAX; i++) {
+    unsigned char b = (unsigned char)tok[i];
+    if (b < 0x20 || b >= 0x7f)
+      o += sprintf(o, "\\x%02x", b);
+    else
+      *o++ = (char)b;
+  }
+  strcpy(o, len > TEXT_GOT_MAX ? "..." : "");
+  return out;
+}
+
 /* "expected WHAT, got 'TOKEN'" or "... got end of line" (tok NULL). */
 static as_status_t fail_got(text_src_t *s, as_err_t *err, const char *what,
                             const char *tok, size_t len) {
   if (tok == NULL)
     return fail(s, err, "expected %s, got end of line", what);
-  const char *more = "";
-  if (len > TEXT_GOT_MAX) {
-    len = TEXT_GOT_MAX;
-    more = "...";
-  }
-  return fail(s, err, "expected %s, got '%.*s%s'", what, (int)len, tok, more);
+  char q[TEXT_QUOTED_MAX];
+  return fail(s, err, "expected %s, got '%s'", what, quoted(tok, len, q));
 }
 
 /* ---- Line reader -------------------------------------------------------- */
@@ -676,9 +691,11 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c, as_err_t *err) {
   memcpy(value, v, vlen);
   value[vlen] = '\0';
   as_err_t sub;
-  if (trace_meta_set(&s->base.meta, key, value, &sub) != AS_OK)
+  if (trace_meta_set(&s->base.meta, key, value, &sub) != AS_OK) {
+    char q[TEXT_QUOTED_MAX];
     return fail(s, err, "expected at most %d provenance keys, got '%s'",
-                TRACE_META_MAX, key);
+                TRACE_META_MAX, quoted(key, klen, q));
+  }
   return AS_OK;
 }
 
@@ -803,10 +820,10 @@ static as_status_t read_header(text_src_t *s, as_err_t *err) {
   as_num_rc_t nrc = as_parse_number(tok, len, NULL, &v);
   if (nrc == AS_NUM_MALFORMED)
     return fail_got(s, err, "a version number", tok, len);
+  char q[TEXT_QUOTED_MAX];
   if (nrc != AS_NUM_OK || v != TEXT_VERSION)
-    return fail(s, err, "unsupported version %.*s, expected %d",
-                (int)(len > TEXT_GOT_MAX ? TEXT_GOT_MAX : len), tok,
-                TEXT_VERSION);
+    return fail(s, err, "unsupported version %s, expected %d",
+                quoted(tok, len, q), TEXT_VERSION);
   if ((rc = expect_end(s, &c, err)) != AS_OK)
     return rc;
   for (;;) {

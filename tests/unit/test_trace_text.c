@@ -500,6 +500,21 @@ static void nul_bytes_are_rejected(void **state) {
                       "t.trace:2: expected text, got a NUL byte at column 7");
 }
 
+static void control_and_binary_bytes_are_escaped_in_messages(void **state) {
+  (void)state;
+  /* Echoed raw, ESC would start a terminal control sequence. */
+  expect_error(H "0 0 mall\x1b[31mco\x01\xff 1 8\n",
+               "t.trace:2: expected an op (malloc, calloc, realloc, "
+               "memalign, free, thread_start, thread_exit, mark, idle, trim, "
+               "rss, purge, option, touch, module, site), got "
+               "'mall\\x1b[31mco\\x01\\xff'");
+  expect_error("allocsim-\x1b]0;x\x07trace 1\n",
+               "t.trace:1: expected header 'allocsim-trace 1', got "
+               "'allocsim-\\x1b]0;x\\x07trace 1'");
+  expect_error("allocsim-trace 1\x9b\n",
+               "t.trace:1: expected a version number, got '1\\x9b'");
+}
+
 static void errors_are_sticky(void **state) {
   (void)state;
   trace_source_t *src;
@@ -681,6 +696,7 @@ int main(void) {
       cmocka_unit_test(malformed_labels_are_rejected),
       cmocka_unit_test(provenance_errors_are_reported),
       cmocka_unit_test(nul_bytes_are_rejected),
+      cmocka_unit_test(control_and_binary_bytes_are_escaped_in_messages),
       cmocka_unit_test(errors_are_sticky),
       cmocka_unit_test(writer_rejects_events_text_cannot_carry),
       cmocka_unit_test(writer_refuses_provenance_that_would_not_read_back),
