@@ -251,11 +251,13 @@ as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
       rc = marks_bad(path, lineno, "text", "a NUL byte", err);
       break;
     }
-    buf[strcspn(buf, "\r\n")] = '\0';
+    /* A '#' starts a comment anywhere, as in text traces: a label stops
+     * before it, and an event may be followed by one. */
+    buf[strcspn(buf, "#\r\n")] = '\0';
     char *s = buf;
     while (*s == ' ' || *s == '\t')
       s++;
-    if (*s == '\0' || *s == '#')
+    if (*s == '\0')
       continue;
     rc = marks_line(ins, path, lineno, s, err);
   }

@@ -78,6 +78,8 @@ struct import_job_s {
  *   AT  mark LABEL        AT: an input line number, or "end"
  *   AT  trim [PAD]        PAD: a size, default 0
  *   AT  idle DURATION     DURATION: "10ms", "2s", ...
+ *
+ * A '#' starts a comment after an event too (a label stops before it).
  */
 #define IMPORT_AT_END UINT64_MAX
 

@@ -340,6 +340,32 @@ static void inserted_idles_move_later_events(void **state) {
   free(out);
 }
 
+/* A '#' after an event starts a comment, as on a line of its own (the
+ * label of "mark peak # x" was "peak # x", and a trim or idle refused it). */
+static void comments_after_inserted_events_are_ignored(void **state) {
+  (void)state;
+  static const char log[] = "= Start\n"
+                            "+ 0x1000 0x10\n"
+                            "- 0x1000\n"
+                            "= End\n";
+  as_err_t          err;
+  char             *out;
+  assert_int_equal(import_with_marks(log,
+                                     "2 mark peak   # the peak\n"
+                                     "2 trim 0\t# give back\n"
+                                     "3 mark a#b\n"
+                                     "end idle 1s # pause\n",
+                                     &err, &out),
+                   AS_OK);
+  assert_string_equal(out, HEADER "0 0 malloc 0 16\n"
+                                  "100 0 mark peak\n"
+                                  "100 0 trim 0\n"
+                                  "100 0 free 0\n"
+                                  "200 0 mark a\n"
+                                  "200 0 idle 1000000000\n");
+  free(out);
+}
+
 static void import_file_writes_provenance_and_binary(void **state) {
   (void)state;
   char in[512], out[] = "/tmp/test_import_mtrace_XXXXXX.astrace";
@@ -542,6 +568,7 @@ int main(void) {
       cmocka_unit_test(blocks_of_other_arenas_are_counted),
       cmocka_unit_test(inserted_trims_follow_their_lines),
       cmocka_unit_test(inserted_idles_move_later_events),
+      cmocka_unit_test(comments_after_inserted_events_are_ignored),
       cmocka_unit_test(import_file_writes_provenance_and_binary),
       cmocka_unit_test(unmatched_free_is_an_error_naming_its_line),
       cmocka_unit_test(lenient_counts_and_skips_unmatched_frees),
