@@ -223,16 +223,20 @@ static as_status_t request(lab_t *l, as_err_t *err) {
 static as_status_t read_header(lab_t *l, trace_meta_t *meta, uint64_t *num_ops,
                                as_err_t *err) {
   static const char *const what[4] = {
-      "the first header number (heap-size hint or weight)",
-      "the number of block ids (header line 2)",
-      "the number of requests (header line 3)",
-      "the fourth header number (weight or ignore-ranges flag)"};
+      "the first header number (heap-size hint or weight",
+      "the number of block ids (header line 2",
+      "the number of requests (header line 3",
+      "the fourth header number (weight or ignore-ranges flag"};
   int64_t     h[4];
   as_status_t rc;
-  for (int i = 0; i < 4; i++)
-    if ((rc = take_int(l, i == 1 || i == 2 ? 0 : INT32_MIN, INT32_MAX, what[i],
-                       &h[i], err)) != AS_OK)
+  for (int i = 0; i < 4; i++) {
+    int64_t lo = i == 1 || i == 2 ? 0 : INT32_MIN;
+    char    range[128]; /* the range too: a number past it is refused */
+    snprintf(range, sizeof range, "%s, %" PRId64 " to %" PRId32 ")", what[i],
+             lo, INT32_MAX);
+    if ((rc = take_int(l, lo, INT32_MAX, range, &h[i], err)) != AS_OK)
       return rc;
+  }
   l->st->num_ids = (uint64_t)h[1];
   *num_ops = (uint64_t)h[2];
   if (meta == NULL)

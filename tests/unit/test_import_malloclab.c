@@ -127,13 +127,21 @@ static void autolab_corners_follow_the_driver(void **state) {
 static void bad_input_is_refused_with_place_and_expectation(void **state) {
   (void)state;
   expect_error("", "t.rep:1: expected the first header number (heap-size "
-                   "hint or weight), got end of file");
+                   "hint or weight, -2147483648 to 2147483647), got end of "
+                   "file");
   expect_error("1 x", "t.rep:1: expected the number of block ids (header "
-                      "line 2), got 'x'");
+                      "line 2, 0 to 2147483647), got 'x'");
   expect_error("1\n-2", "t.rep:2: expected the number of block ids (header "
-                        "line 2), got '-2'");
+                        "line 2, 0 to 2147483647), got '-2'");
+  expect_error("1\n2147483648", "t.rep:2: expected the number of block ids "
+                                "(header line 2, 0 to 2147483647), got "
+                                "'2147483648'");
+  expect_error("1 1 3000000000", "t.rep:1: expected the number of requests "
+                                 "(header line 3, 0 to 2147483647), got "
+                                 "'3000000000'");
   expect_error("1 1 1", "t.rep:1: expected the fourth header number (weight "
-                        "or ignore-ranges flag), got end of file");
+                        "or ignore-ranges flag, -2147483648 to 2147483647), "
+                        "got end of file");
   expect_error("1 1 1 1\nm 0 4", "t.rep:2: expected a request 'a ID SIZE', "
                                  "'r ID SIZE' or 'f ID', got 'm'");
   expect_error("1 2 1 1\na 2 4", "t.rep:2: expected a block id from 0 to 1 "
