@@ -64,14 +64,15 @@ struct ht_s {
 
 static as_status_t bad(ht_t *h, const char *what, const char *got,
                        as_err_t *err) {
-  char q[72];
+  char q[TRACE_QUOTE_MAX];
   if (got == NULL)
     return as_err_set(err, AS_EFORMAT,
                       "%s:%" PRIu64 ": expected %s, got end "
                       "of line",
                       h->name, h->st->lines, what);
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
-                    h->name, h->st->lines, what, import_quote(got, q));
+                    h->name, h->st->lines, what,
+                    trace_quote(got, strlen(got), q));
 }
 
 static as_status_t oom(ht_t *h, as_err_t *err) {
@@ -533,8 +534,13 @@ as_status_t import_heaptrack_stream(FILE *in, const char *name,
       break;
     }
     size_t len = (size_t)n;
-    if (strlen(buf) != len) {
-      rc = bad(&h, "text (a heaptrack data file)", "a NUL byte", err);
+    if (strlen(buf) != len) { /* quoted whole: bad() would stop at the NUL */
+      char q[TRACE_QUOTE_MAX];
+      rc = as_err_set(err, AS_EFORMAT,
+                      "%s:%" PRIu64 ": expected text (a heaptrack data file), "
+                      "got '%s'",
+                      name, st->lines,
+                      trace_quote(buf, len - (buf[len - 1] == '\n'), q));
       break;
     }
     if (len == 0 || buf[len - 1] != '\n') {

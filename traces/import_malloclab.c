@@ -41,14 +41,15 @@ struct lab_s {
 /* ---- Tokens ------------------------------------------------------------- */
 
 static as_status_t bad(lab_t *l, const char *what, as_err_t *err) {
-  char q[72];
+  char q[TRACE_QUOTE_MAX];
   if (l->eof)
     return as_err_set(err, AS_EFORMAT,
                       "%s:%" PRIu64 ": expected %s, got end "
                       "of file",
                       l->name, l->line, what);
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
-                    l->name, l->line, what, import_quote(l->tok, q));
+                    l->name, l->line, what,
+                    trace_quote(l->tok, strlen(l->tok), q));
 }
 
 /* Reads the next whitespace-separated token into l->tok; false at end of

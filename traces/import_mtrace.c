@@ -62,12 +62,13 @@ struct imp_s {
 
 static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
                        const char *got) {
-  char q[72];
+  char q[TRACE_QUOTE_MAX];
   if (got == NULL)
     return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s",
                       im->name, im->st->lines, what, "end of line");
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
-                    im->name, im->st->lines, what, import_quote(got, q));
+                    im->name, im->st->lines, what,
+                    trace_quote(got, strlen(got), q));
 }
 
 /* Parses one field at *p ending at a space or the end of the line:

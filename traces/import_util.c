@@ -39,18 +39,6 @@ ssize_t import_getline(char **buf, size_t *cap, FILE *in, size_t max) {
   return len > max ? -2 : (ssize_t)len;
 }
 
-const char *import_quote(const char *s, char buf[72]) {
-  size_t n = 0;
-  for (; s[n] != '\0' && n < 60; n++)
-    buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
-  if (s[n] != '\0') {
-    memcpy(buf + n, "...", 3);
-    n += 3;
-  }
-  buf[n] = '\0';
-  return buf;
-}
-
 bool import_hex(const char **p, uint64_t *out) {
   const char *s = *p;
   uint64_t    v = 0;
@@ -168,10 +156,11 @@ static bool next_word(char **p, char *buf, size_t len) {
 
 static as_status_t marks_bad(const char *path, uint64_t line, const char *what,
                              const char *got, as_err_t *err) {
-  char q[72];
+  char q[TRACE_QUOTE_MAX];
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s%s%s",
                     path, line, what, got ? "'" : "",
-                    got ? import_quote(got, q) : "end of line", got ? "'" : "");
+                    got ? trace_quote(got, strlen(got), q) : "end of line",
+                    got ? "'" : "");
 }
 
 /* One marks-file line (comment and blank lines already skipped). */

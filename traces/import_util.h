@@ -21,10 +21,6 @@
 
 /* ---- Messages ----------------------------------------------------------- */
 
-/* Copies up to 60 bytes of s into buf for a message, control bytes as '?',
- * "..." when cut; returns buf. */
-const char *import_quote(const char *s, char buf[72]);
-
 /* The longest line the line-oriented readers (mtrace and heaptrack logs,
  * marks files) take: far beyond any symbol or path they hold, and what the
  * text trace reader allows, so an endless line (/dev/zero, a binary file)

@@ -60,9 +60,7 @@
 #define TEXT_HEADER      "allocsim-trace"
 #define TEXT_VERSION     1
 #define TEXT_BUF_INITIAL ((size_t)64 * 1024)
-#define TEXT_LINE_MAX    ((size_t)1024 * 1024)  /* longer is an error */
-#define TEXT_GOT_MAX     60                     /* bytes quoted in errors */
-#define TEXT_QUOTED_MAX  (TEXT_GOT_MAX * 4 + 4) /* each as \xNN, "...", NUL */
+#define TEXT_LINE_MAX    ((size_t)1024 * 1024) /* longer is an error */
 
 /* ---- Number parsing ----------------------------------------------------- */
 
@@ -112,31 +110,13 @@ static as_status_t fail(text_src_t *s, as_err_t *err, const char *fmt, ...) {
                     s->line, what);
 }
 
-/* The first TEXT_GOT_MAX bytes of tok as an error quotes them, "..." after
- * if there are more: control bytes, DEL and non-ASCII bytes as \xNN, so
- * that a line of binary bytes cannot drive the terminal showing the message
- * ('\' stays as it is: label errors quote escapes such as \n). */
-static const char *quoted(const char *tok, size_t len,
-                          char out[TEXT_QUOTED_MAX]) {
-  char *o = out;
-  for (size_t i = 0; i < len && i < TEXT_GOT_MAX; i++) {
-    unsigned char b = (unsigned char)tok[i];
-    if (b < 0x20 || b >= 0x7f)
-      o += sprintf(o, "\\x%02x", b);
-    else
-      *o++ = (char)b;
-  }
-  strcpy(o, len > TEXT_GOT_MAX ? "..." : "");
-  return out;
-}
-
 /* "expected WHAT, got 'TOKEN'" or "... got end of line" (tok NULL). */
 static as_status_t fail_got(text_src_t *s, as_err_t *err, const char *what,
                             const char *tok, size_t len) {
   if (tok == NULL)
     return fail(s, err, "expected %s, got end of line", what);
-  char q[TEXT_QUOTED_MAX];
-  return fail(s, err, "expected %s, got '%s'", what, quoted(tok, len, q));
+  char q[TRACE_QUOTE_MAX];
+  return fail(s, err, "expected %s, got '%s'", what, trace_quote(tok, len, q));
 }
 
 /* ---- Line reader -------------------------------------------------------- */
@@ -692,9 +672,9 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c, as_err_t *err) {
   value[vlen] = '\0';
   as_err_t sub;
   if (trace_meta_set(&s->base.meta, key, value, &sub) != AS_OK) {
-    char q[TEXT_QUOTED_MAX];
+    char q[TRACE_QUOTE_MAX];
     return fail(s, err, "expected at most %d provenance keys, got '%s'",
-                TRACE_META_MAX, quoted(key, klen, q));
+                TRACE_META_MAX, trace_quote(key, klen, q));
   }
   return AS_OK;
 }
@@ -820,10 +800,10 @@ static as_status_t read_header(text_src_t *s, as_err_t *err) {
   as_num_rc_t nrc = as_parse_number(tok, len, NULL, &v);
   if (nrc == AS_NUM_MALFORMED)
     return fail_got(s, err, "a version number", tok, len);
-  char q[TEXT_QUOTED_MAX];
+  char q[TRACE_QUOTE_MAX];
   if (nrc != AS_NUM_OK || v != TEXT_VERSION)
     return fail(s, err, "unsupported version %s, expected %d",
-                quoted(tok, len, q), TEXT_VERSION);
+                trace_quote(tok, len, q), TEXT_VERSION);
   if ((rc = expect_end(s, &c, err)) != AS_OK)
     return rc;
   for (;;) {

@@ -34,6 +34,19 @@ trace_format_t trace_format_from_path(const char *path) {
                                                   : TRACE_FORMAT_TEXT;
 }
 
+const char *trace_quote(const char *s, size_t len, char out[TRACE_QUOTE_MAX]) {
+  char *o = out;
+  for (size_t i = 0; i < len && i < TRACE_QUOTE_BYTES; i++) {
+    unsigned char b = (unsigned char)s[i];
+    if (b < 0x20 || b >= 0x7f)
+      o += sprintf(o, "\\x%02x", b);
+    else
+      *o++ = (char)b;
+  }
+  strcpy(o, len > TRACE_QUOTE_BYTES ? "..." : "");
+  return out;
+}
+
 as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;

@@ -63,6 +63,15 @@ const char *trace_truncated(const trace_source_t *src);
 /* The format a file name implies: .astrace is binary, anything else text. */
 trace_format_t trace_format_from_path(const char *path);
 
+/* The first TRACE_QUOTE_BYTES of s[0, len) as an error quotes them, "..."
+ * after if there are more: control bytes, DEL and non-ASCII bytes as \xNN,
+ * so that the message shows the bytes as they are in the file (not '?' for
+ * a tab or a '\r') and a binary line cannot drive the terminal showing it
+ * ('\' stays: label errors quote escapes such as \n).  Returns out. */
+#define TRACE_QUOTE_BYTES 60
+#define TRACE_QUOTE_MAX   (TRACE_QUOTE_BYTES * 4 + 4)
+const char *trace_quote(const char *s, size_t len, char out[TRACE_QUOTE_MAX]);
+
 /* ---- Streams already open ----------------------------------------------
  * For stdin, tests and fuzz targets (fmemopen).  The *_open_stream calls take
  * ownership of f whatever they return: the source or writer closes it (stdin

@@ -384,8 +384,15 @@ static void bad_input_is_refused_with_place_and_expectation(void **state) {
   assert_int_equal(import_text(nul, sizeof nul - 1, NULL, &st, &err, &out),
                    AS_EFORMAT);
   assert_string_equal(err.msg, "h.txt:2: expected text (a heaptrack data "
-                               "file), got 'a NUL byte'");
+                               "file), got 'c \\x00'");
   free(out);
+  /* Bytes a message would show as '?' (a tab, a CRLF's '\r') are shown as
+   * they are in the file. */
+  expect_error("v 10400 3\na 10 0\n+\t0\n",
+               "h.txt:3: expected a record type of one character, then a "
+               "space or the end of the line, got '+\\x090'");
+  expect_error("v 10400 3\nc 1f\r\n", "h.txt:2: expected 'c MILLISECONDS' in "
+                                      "hex, got 'c 1f\\x0d'");
 }
 
 /* ---- Real files --------------------------------------------------------- */
