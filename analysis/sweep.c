@@ -509,10 +509,31 @@ static as_status_t open_trace_source(const char *trace, trace_specs_t *ts,
   return rc;
 }
 
+/* Refuses a fixed option the workload does not have: point_argv passes
+ * only the workload's own options, so it would be silently dropped. */
+static as_status_t check_fixed(const sweep_config_t *c, as_err_t *err) {
+  for (size_t f = 0; c->workload != NULL && f < c->nfixed; f++)
+    if (find_option(c->workload, c->fixed_name[f]) == NULL) {
+      char   known[512];
+      size_t used = 0;
+      known[0] = '\0';
+      for (const workload_option_t *o = c->workload->options;
+           o->name && used < sizeof known; o++)
+        used += (size_t)snprintf(known + used, sizeof known - used, "%s--%s",
+                                 used ? ", " : "", o->name);
+      return as_err_set(err, AS_EUSAGE, "%s: unknown option '--%s' (known: %s)",
+                        c->workload->name, c->fixed_name[f], known);
+    }
+  return AS_OK;
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
   *out = NULL;
   *count = 0;
+  as_status_t rc = check_fixed(c, err);
+  if (rc != AS_OK)
+    return rc;
   size_t grid = 1;
   for (size_t a = 0; a < c->naxes; a++) {
     if (c->axes[a].count == 0 || grid > SIZE_MAX / c->axes[a].count)
@@ -538,8 +559,8 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   sweep_point_t *pts = calloc(sources * grid * seeds, sizeof *pts);
   if (pts == NULL)
     return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
-  size_t      n = 0;
-  as_status_t rc = AS_OK;
+  size_t n = 0;
+  rc = AS_OK;
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
     const char   *trace = c->workload ? NULL : c->traces[t];
     char          sha[65] = "";
