@@ -527,6 +527,67 @@ static as_status_t check_fixed(const sweep_config_t *c, as_err_t *err) {
   return AS_OK;
 }
 
+/* Whether point p simulates the model called name (its model or libc). */
+static bool simulates(const sweep_point_t *p, const char *name, size_t len) {
+  char m[64], l[64];
+  model_spec_name(p->model, m, sizeof m);
+  model_spec_name(p->libc, l, sizeof l);
+  return (strlen(m) == len && strncmp(m, name, len) == 0) ||
+         (strlen(l) == len && strncmp(l, name, len) == 0);
+}
+
+/* Whether the ", "-separated list has the item name. */
+static bool listed(const char *list, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *s = list; *s != '\0';) {
+    size_t len = strcspn(s, ",");
+    if (len == nl && strncmp(s, name, nl) == 0)
+      return true;
+    s += len;
+    s += *s == ',' ? 2 : 0; /* past ", " */
+  }
+  return false;
+}
+
+/* Appends p's model and libc names to list (", "-separated) if absent. */
+static void list_models(const sweep_point_t *p, char *list, size_t len) {
+  char names[2][64];
+  model_spec_name(p->model, names[0], sizeof names[0]);
+  model_spec_name(p->libc, names[1], sizeof names[1]);
+  for (int i = 0; i < 2; i++) {
+    size_t used = strlen(list);
+    if (names[i][0] != '\0' && !listed(list, names[i]))
+      snprintf(list + used, len - used, "%s%s", used ? ", " : "", names[i]);
+  }
+}
+
+/* A MODEL.OPTION axis whose model no point simulates would only repeat
+ * the same points, which dedupe then hides: a usage error instead. */
+static as_status_t check_option_axes(const sweep_config_t *c,
+                                     const sweep_point_t *pts, size_t n,
+                                     as_err_t *err) {
+  for (size_t a = 0; a < c->naxes; a++) {
+    const char *dot = strchr(c->axes[a].name, '.');
+    if (dot == NULL)
+      continue;
+    size_t nl = (size_t)(dot - c->axes[a].name);
+    bool   used = false;
+    for (size_t i = 0; i < n && !used; i++)
+      used = simulates(&pts[i], c->axes[a].name, nl);
+    if (used)
+      continue;
+    char list[512] = "";
+    for (size_t i = 0; i < n; i++)
+      list_models(&pts[i], list, sizeof list);
+    return as_err_set(err, AS_EUSAGE,
+                      "--vary %s: no point simulates %.*s (the points "
+                      "simulate %s); add it with --model, --libc or a model "
+                      "or libc axis",
+                      c->axes[a].name, (int)nl, c->axes[a].name, list);
+  }
+  return AS_OK;
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
   *out = NULL;
@@ -582,6 +643,8 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
       }
     }
   }
+  if (rc == AS_OK)
+    rc = check_option_axes(c, pts, n, err);
   if (rc == AS_OK)
     rc = dedupe(pts, &n, spec_key, err);
   if (rc != AS_OK) {

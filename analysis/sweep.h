@@ -68,7 +68,8 @@ struct sweep_axis_s {
  * which pymalloc arenas are 16 KiB aligned); model or libc (model specs,
  * "glibc:arena_max=2"); or MODEL.OPTION, an option of a registered model
  * ("glibc.arena_max=1,2,8"), which applies to the points whose model or
- * libc is that model and to no other.
+ * libc is that model and to no other (sweep_expand refuses it when no
+ * point simulates that model).
  * AS_EUSAGE naming the axis for an unknown name, an empty value, a value
  * the option or kernel refuses.  Free with sweep_axis_free. */
 as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,

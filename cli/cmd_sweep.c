@@ -723,6 +723,7 @@ const cli_command_t cli_cmd_sweep = {
         "  model, libc             model specs (glibc, jemalloc:narenas=2)\n"
         "  MODEL.OPTION            an option of a model (glibc.arena_max); it\n"
         "                          applies only where that model is simulated\n"
+        "                          (an error if no point simulates it)\n"
         "--model defaults to cpython for a workload; a trace file is\n"
         "replayed against the model its provenance implies (as compare\n"
         "picks: cpython for Python captures, else glibc with the run's\n"

@@ -361,6 +361,27 @@ static void model_option_axes_do_not_multiply_other_models(void **state) {
   free_axes(&c);
 }
 
+static void
+an_option_axis_of_a_model_no_point_simulates_is_refused(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  c.model = "glibc";
+  add_axis(&c, "jemalloc.narenas=1,2");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "jemalloc.narenas"));
+  assert_non_null(strstr(err.msg, "simulate glibc"));
+  /* A model axis that simulates jemalloc at some points makes it apply. */
+  add_axis(&c, "model=glibc,jemalloc");
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  assert_int_equal(n, 3);
+  free(pts);
+  free_axes(&c);
+}
+
 static void shards_partition_the_points(void **state) {
   (void)state;
   sweep_config_t c;
@@ -564,6 +585,7 @@ int main(void) {
       cmocka_unit_test(threads_give_the_same_results_as_one_at_a_time),
       cmocka_unit_test(stored_sweep_has_one_row_and_a_run_per_point),
       cmocka_unit_test(model_option_axes_do_not_multiply_other_models),
+      cmocka_unit_test(an_option_axis_of_a_model_no_point_simulates_is_refused),
       cmocka_unit_test(shards_partition_the_points),
       cmocka_unit_test(resume_runs_only_what_an_interrupted_sweep_left),
       cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
