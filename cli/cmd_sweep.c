@@ -36,12 +36,19 @@ static double now_s(void) {
 
 static void progress(sweep_cli_t *sc, size_t ndone, size_t total);
 
+/* Only a sweep of several traces needs a column saying which each row is. */
+static bool many_traces(const sweep_config_t *c) {
+  return c->workload == NULL && c->ntraces > 1;
+}
+
 static void describe_point(const sweep_config_t *c, const sweep_point_t *p,
                            char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
+  if (many_traces(c))
+    used = (size_t)snprintf(buf, len, "trace=%s", p->trace);
   for (size_t a = 0; a < c->naxes && used < len; a++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", a ? " " : "",
+    used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "",
                              c->axes[a].name, p->values[a]);
   if (p->seed && used < len)
     snprintf(buf + used, len - used, "%sseed=%" PRIu64, used ? " " : "",
@@ -91,6 +98,26 @@ static bool point_final_rss(const sweep_point_t *p, uint64_t *rss) {
   return false;
 }
 
+/* The text table's trace column: as wide as the longest path. */
+static int trace_width(const sweep_config_t *c) {
+  size_t w = strlen("trace");
+  for (size_t t = 0; t < c->ntraces; t++)
+    w = strlen(c->traces[t]) > w ? strlen(c->traces[t]) : w;
+  return (int)w;
+}
+
+/* A CSV field, quoted (RFC 4180) when it holds a comma, quote or newline. */
+static void csv_field(const char *s) {
+  if (strpbrk(s, ",\"\r\n") == NULL) {
+    printf(",%s", s);
+    return;
+  }
+  printf(",\"");
+  for (; *s; s++)
+    printf(*s == '"' ? "\"\"" : "%c", *s);
+  printf("\"");
+}
+
 /* Prints the points that ran (after a stop, the others are not results). */
 static void print_results(const sweep_config_t *c, sweep_point_t *pts,
                           size_t npts, bool csv, bool json, int64_t sweep_id) {
@@ -115,9 +142,12 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
       bool     hf = point_final_rss(p, &final);
       bool     ha = sweep_point_mark(p, "after", &after);
       bool     hr = sweep_point_mark(p, "after_reuse", &reuse);
-      printf("%s{\"point\":%" PRIu64 ",\"seed\":%" PRIu64
-             ",\"ok\":%s,\"params\":%s",
-             i ? "," : "", p->point, p->seed,
+      printf("%s{\"point\":%" PRIu64, i ? "," : "", p->point);
+      if (many_traces(c)) {
+        printf(",\"trace\":");
+        cli_json_string(stdout, p->trace);
+      }
+      printf(",\"seed\":%" PRIu64 ",\"ok\":%s,\"params\":%s", p->seed,
              p->status == AS_OK ? "true" : "false", params);
       if (p->have_kept)
         printf(",\"kept_bytes\":%" PRId64, p->kept_bytes);
@@ -149,7 +179,7 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
   }
   const char *sep = csv ? "," : " ";
   if (csv) {
-    printf("point");
+    printf("point%s", many_traces(c) ? ",trace" : "");
     for (size_t a = 0; a < c->naxes; a++)
       printf(",%s", c->axes[a].name);
     printf(",seed,kept_mib,kept_min_mib,kept_max_mib,formula_mib,"
@@ -157,6 +187,8 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
            "reuse_growth_mib,events,seconds\n");
   } else {
     printf("%5s", "point");
+    if (many_traces(c))
+      printf(" %-*s", trace_width(c), "trace");
     for (size_t a = 0; a < c->naxes; a++)
       printf(" %10s", c->axes[a].name);
     printf(" %4s %10s %15s %10s %8s %7s %10s %10s %10s\n", "seed", "kept_MiB",
@@ -177,6 +209,10 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     bool ok = p->status == AS_OK;
     snprintf(pin, sizeof pin, "%" PRId64, p->arenas_pinned);
     printf(csv ? "%" PRIu64 : "%5" PRIu64, p->point);
+    if (many_traces(c) && csv)
+      csv_field(p->trace);
+    else if (many_traces(c))
+      printf(" %-*s", trace_width(c), p->trace);
     for (size_t a = 0; a < c->naxes; a++)
       printf(csv ? ",%s" : " %10s", p->values[a]);
     printf(csv ? ",%" PRIu64 : " %4" PRIu64, p->seed);
@@ -728,9 +764,10 @@ const cli_command_t cli_cmd_sweep = {
         "replayed against the model its provenance implies (as compare\n"
         "picks: cpython for Python captures, else glibc with the run's\n"
         "knobs).  A trace with no allocation (a measured-run file) is an\n"
-        "error.  Other --OPTION VALUE pairs are workload options held\n"
-        "fixed (--total 64).  Each point has a key (SHA-256 of what\n"
-        "decides its result); points with equal keys run once.  For each\n"
+        "error.  With several TRACE files, a trace column (CSV, JSON: trace)\n"
+        "names each point's file.  Other --OPTION VALUE pairs are workload\n"
+        "options held fixed (--total 64).  Each point has a key (SHA-256 of\n"
+        "what decides its result); points with equal keys run once.  For each\n"
         "point: kept = RSS(after) - RSS(start), the (1 - p)^k formula,\n"
         "pymalloc arenas still pinned, peak and final RSS.  --jobs N runs\n"
         "N points at once (default: online cores).\n"

@@ -1,7 +1,8 @@
 /* tests/integration/test_cli_runs.c -- the allocsim binary end to end with a
  * store: `replay --db` writes a simulated run that the store API reads back,
  * and `runs` lists it with the same numbers; `convert --workload` writes a
- * workload as a trace that replays like `run` of it.
+ * workload as a trace that replays like `run` of it; a sweep of several
+ * traces names each row's trace.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
@@ -23,6 +24,7 @@
 
 #define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
 #define EXAMPLE  ALLOCSIM_SOURCE_DIR "/data/example.trace"
+#define CHURN    ALLOCSIM_SOURCE_DIR "/data/captures/c-churn.astrace"
 
 typedef struct fixture_s {
   char dir[64];
@@ -214,6 +216,32 @@ static void converted_workload_replays_like_run(void **state) {
   assert_int_equal(access(trace, F_OK), -1);
 }
 
+/* A sweep of several traces says which trace each row is, in the table,
+ * the CSV and the JSON alike; a sweep of one trace has no such column. */
+static void a_sweep_of_several_traces_names_each_rows_trace(void **state) {
+  (void)state;
+  char        out[1 << 16];
+  const char *two = "sweep " EXAMPLE " " CHURN " --vary model=glibc --quiet";
+  char        args[512];
+  assert_int_equal(allocsim(out, sizeof out, two), 0);
+  const char *row0 = strchr(out, '\n') + 1, *row1 = strchr(row0, '\n') + 1;
+  assert_true(strncmp(out, "point trace ", 12) == 0);
+  assert_non_null(strstr(row0, EXAMPLE));
+  assert_non_null(strstr(row1, CHURN));
+  snprintf(args, sizeof args, "%s --csv", two);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_true(strncmp(out, "point,trace,model,", 18) == 0);
+  assert_non_null(strstr(out, "\n1," CHURN ",glibc,"));
+  snprintf(args, sizeof args, "%s --json", two);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "{\"point\":0,\"trace\":\"" EXAMPLE "\","));
+  assert_non_null(strstr(out, "{\"point\":1,\"trace\":\"" CHURN "\","));
+  assert_int_equal(
+      allocsim(out, sizeof out, "sweep " EXAMPLE " --vary model=glibc --quiet"),
+      0);
+  assert_null(strstr(out, "trace"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -228,6 +256,7 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
                                       setup, teardown),
+      cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
