@@ -263,6 +263,18 @@ static void html_escape(FILE *f, const char *s) {
   }
 }
 
+/* html_escape, with a line-break opportunity after each ',' and '/': a
+ * model spec or a path is one long word that would widen the page. */
+static void html_escape_wrapping(FILE *f, const char *s) {
+  char one[2] = "";
+  for (; *s; s++) {
+    one[0] = *s;
+    html_escape(f, one);
+    if (*s == ',' || *s == '/')
+      fputs("<wbr>", f);
+  }
+}
+
 /* gnuplot string literal contents: no quotes or backslashes. */
 static void gp_text(char *out, size_t len, const char *s) {
   size_t n = 0;
@@ -524,6 +536,8 @@ static void page_head(FILE *f, const char *title) {
              "vertical-align:top}\n"
              "td.n{text-align:right;white-space:nowrap}\n"
              "figure{margin:1em 0}\n"
+             /* a word still wider than the page breaks anywhere */
+             "code,td{overflow-wrap:anywhere}\n"
              "</style></head><body>\n<h1>");
   html_escape(f, title);
   fprintf(f, "</h1>\n");
@@ -648,9 +662,9 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     FILE *f = out.f;
     page_head(f, ro->title ? ro->title : "allocsim report");
     fprintf(f, "<p>source <code>");
-    html_escape(f, source_name);
+    html_escape_wrapping(f, source_name);
     fprintf(f, "</code><br>model <code>");
-    html_escape(f, d->model);
+    html_escape_wrapping(f, d->model);
     fprintf(f, "</code></p>\n");
     page_plot(f, &p, "rss",
               "Predicted RSS and live bytes over virtual time, "

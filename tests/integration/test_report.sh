@@ -83,6 +83,17 @@ chrome() { # chrome PAGE ARGS...: headless, network off, fresh profile
     "$@" "file://$work/$page.html"
 }
 
+# No line may widen the page past a 1200-pixel window (a model spec, one
+# long word, did): a copy of the page with a script that records whether
+# the document is wider than the window.
+fits_window() { # fits_window PAGE
+  sed 's|</body>|<script>document.body.dataset.overflow = document.documentElement.scrollWidth > innerWidth</script></body>|' \
+    "$work/$1.html" >"$work/$1-fit.html"
+  chrome "$1-fit" --window-size=1200,900 --dump-dom 2>/dev/null |
+    grep -q 'data-overflow="false"' ||
+    fail "$1.html is wider than a 1200-pixel window"
+}
+
 check_page() { # check_page PAGE SERIES...
   local page=$1; shift
   chrome "$page" --dump-dom >"$work/$page.dom" 2>"$work/$page.log" ||
@@ -97,6 +108,7 @@ check_page() { # check_page PAGE SERIES...
   chrome "$page" --window-size=1200,2400 --screenshot="$art/report-$page.png" \
     >/dev/null 2>&1 || fail "screenshot of $page.html"
   [ -s "$art/report-$page.png" ] || fail "empty screenshot of $page.html"
+  fits_window "$page"
 }
 
 check_page trace "predicted RSS" "live bytes" "libc_heap" "not resident"
