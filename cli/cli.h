@@ -153,6 +153,11 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             cli_source_open_fn open, void *user,
                             const char *command);
 
+/* For commands that replay one address layout (explain, advise): prints
+ * the "layout" header line saying it is the default one, and how many
+ * layouts replay averages by default with page_size-byte pages. */
+void cli_print_one_layout(uint64_t page_size);
+
 /* Prints the heap map m: a legend with each class's bytes, then at most
  * max_rows rows of glyphs (ANSI colours when color). */
 void cli_heapmap_print(FILE *out, const heapmap_t *m, size_t max_rows,

@@ -17,7 +17,7 @@ static void print_json(const char *source, const advise_result_t *r) {
   cli_json_string(stdout, r->model);
   printf(", \"libc\": ");
   cli_json_string(stdout, r->libc);
-  printf(", \"mark\": ");
+  printf(", \"layouts\": 1, \"mark\": ");
   cli_json_string(stdout, r->mark);
   printf(", \"baseline\": {\"rss_bytes_at_mark\": %" PRIu64
          ", \"rss_bytes_at_end\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
@@ -50,11 +50,13 @@ static void print_json(const char *source, const advise_result_t *r) {
   printf("]}\n");
 }
 
-static void print_text(const char *source, const advise_result_t *r) {
+static void print_text(const char *source, uint64_t page_size,
+                       const advise_result_t *r) {
   const advise_outcome_t *b = &r->baseline;
   printf("source     %s\nmodel      %s\n", source, r->model);
   if (r->libc[0] && strcmp(r->libc, r->model) != 0)
     printf("libc       %s\n", r->libc);
+  cli_print_one_layout(page_size);
   printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n\n",
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
          (double)b->peak_rss / MIB);
@@ -159,7 +161,7 @@ static int advise_main(int argc, char **argv) {
     if (json)
       print_json(replay_target_name(&t), r);
     else
-      print_text(replay_target_name(&t), r);
+      print_text(replay_target_name(&t), o.kernel.page_size, r);
   }
   free(r);
   replay_target_close(&t);
@@ -183,7 +185,9 @@ const cli_command_t cli_cmd_advise = {
         "the mark, and reports the saving at the end and at the peak and\n"
         "the cost: extra system calls, page faults and their time in the\n"
         "cost model.  Without --at, the mark where RSS exceeds live bytes\n"
-        "the most.\n\n"
+        "the most.  One address layout, the default: replay, run and sweep\n"
+        "average the layouts ASLR gives (4 with 4 KiB pages), so their RSS\n"
+        "can differ by the layout; replay --layouts 1 gives this one.\n\n"
         "options:\n"
         "  --db FILE       the store holding run RUN\n"
         "  --model SPEC    model (default: what the provenance implies)\n"

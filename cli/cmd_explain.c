@@ -60,7 +60,7 @@ static void print_json(const char *source, const char *model,
   cli_json_string(stdout, source);
   printf(", \"model\": ");
   cli_json_string(stdout, model);
-  printf(", \"instants\": [");
+  printf(", \"layouts\": 1, \"instants\": [");
   for (size_t i = 0; i < n; i++) {
     printf("%s{\"mark\": ", i ? ", " : "");
     cli_json_string(stdout, r[i].label);
@@ -90,8 +90,10 @@ static void print_json(const char *source, const char *model,
 }
 
 static void print_text(const char *source, const char *model,
-                       const explain_result_t *r, size_t n) {
+                       uint64_t page_size, const explain_result_t *r,
+                       size_t n) {
   printf("source     %s\nmodel      %s\n", source, model);
+  cli_print_one_layout(page_size);
   for (size_t i = 0; i < n; i++) {
     printf("\n%s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n",
            strcmp(r[i].label, "end") == 0 ? "at the end" : "at mark",
@@ -204,7 +206,7 @@ static int explain_main(int argc, char **argv) {
     if (json)
       print_json(source, desc, r, n);
     else
-      print_text(source, desc, r, n);
+      print_text(source, desc, o.kernel.page_size, r, n);
   }
   for (size_t i = 0; r != NULL && i < 2; i++)
     explain_result_release(&r[i]);
@@ -229,7 +231,9 @@ const cli_command_t cli_cmd_explain = {
         "objects pinning it, the phases they were allocated in (after which\n"
         "mark), and what would release it.  The items add up to RSS.\n"
         "Without --at: the end, and the mark where RSS exceeds live bytes\n"
-        "the most.\n\n"
+        "the most.  One address layout, the default: replay, run and sweep\n"
+        "average the layouts ASLR gives (4 with 4 KiB pages), so their RSS\n"
+        "can differ by the layout; replay --layouts 1 gives this one.\n\n"
         "options:\n"
         "  --db FILE       the store holding run RUN\n"
         "  --model SPEC    model (default: what the trace's or run's\n"

@@ -2,7 +2,7 @@
  * store: `replay --db` writes a simulated run that the store API reads back,
  * and `runs` lists it with the same numbers; `convert --workload` writes a
  * workload as a trace that replays like `run` of it; a sweep of several
- * traces names each row's trace.
+ * traces names each row's trace; explain and advise name their layout.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
@@ -242,6 +242,25 @@ static void a_sweep_of_several_traces_names_each_rows_trace(void **state) {
   assert_null(strstr(out, "trace"));
 }
 
+/* explain and advise replay one layout where replay averages four: both
+ * say so, in the text and the JSON. */
+static void explain_and_advise_name_their_one_layout(void **state) {
+  (void)state;
+  char        out[1 << 16];
+  const char *line = "\nlayout     the default one only; replay, run and "
+                     "sweep average 4 by default";
+  const char *cmds[] = {"explain " EXAMPLE " --model glibc",
+                        "advise " EXAMPLE " --model glibc"};
+  for (size_t i = 0; i < 2; i++) {
+    char args[256];
+    assert_int_equal(allocsim(out, sizeof out, cmds[i]), 0);
+    assert_non_null(strstr(out, line));
+    snprintf(args, sizeof args, "%s --json", cmds[i]);
+    assert_int_equal(allocsim(out, sizeof out, args), 0);
+    assert_non_null(strstr(out, "\"layouts\": 1,"));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -257,6 +276,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
                                       setup, teardown),
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
+      cmocka_unit_test(explain_and_advise_name_their_one_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
