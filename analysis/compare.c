@@ -410,6 +410,22 @@ _Static_assert(COMPARE_LAYOUT_SPAN_BYTES == PYMALLOC_POOL_SIZE,
 _Static_assert(COMPARE_MAX_LAYOUTS * 4096 == COMPARE_LAYOUT_SPAN_BYTES,
                "one layout per smallest OS page in the span");
 
+const char *compare_one_layout_note(uint64_t page_size, char *buf, size_t len) {
+  uint64_t n = COMPARE_LAYOUT_SPAN_BYTES / page_size;
+  if (n > 1)
+    snprintf(buf, len,
+             "the default one only; replay, run and sweep average %" PRIu64
+             " by default, so their RSS can differ (replay --layouts 1 "
+             "matches this)",
+             n);
+  else
+    snprintf(buf, len,
+             "the default one (the only one that differs with %" PRIu64
+             "-byte pages)",
+             page_size);
+  return buf;
+}
+
 /* Replays the run once on the kernel layout kcfg, appending its samples to
  * *sim.  Sets res->source, res->model, res->alignment and
  * res->skipped_events (the same for every layout). */

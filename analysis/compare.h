@@ -82,6 +82,11 @@
 /* The most layouts: the span over the smallest OS page (4096). */
 #define COMPARE_MAX_LAYOUTS 4
 
+/* What a command replaying one address layout (explain, advise, map,
+ * report) says of it with page_size-byte pages: the default one, and how
+ * many replay averages by default.  Writes it to buf; returns buf. */
+const char *compare_one_layout_note(uint64_t page_size, char *buf, size_t len);
+
 typedef struct compare_opts_s compare_opts_t;
 struct compare_opts_s {
   const char *model;     /* model spec; NULL: cpython for Python runs, the

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "advise.h"
+#include "compare.h"
 #include "formula_validate.h"
 #include "heapmap.h"
 
@@ -665,7 +666,11 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     html_escape_wrapping(f, source_name);
     fprintf(f, "</code><br>model <code>");
     html_escape_wrapping(f, d->model);
-    fprintf(f, "</code></p>\n");
+    char note[192]; /* one layout, as explain and advise say */
+    fprintf(f, "</code><br>layout ");
+    html_escape_wrapping(
+        f, compare_one_layout_note(o->kernel.page_size, note, sizeof note));
+    fprintf(f, "</p>\n");
     page_plot(f, &p, "rss",
               "Predicted RSS and live bytes over virtual time, "
               "measured RSS where the run recorded it; dotted "

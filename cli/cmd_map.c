@@ -31,9 +31,10 @@ static as_status_t build_here(void *user, const sim_session_t *s,
 }
 
 static void print_map(const map_job_t *j, const char *source, const char *model,
-                      size_t max_rows, bool color) {
+                      uint64_t page_size, size_t max_rows, bool color) {
   const heapmap_t *m = &j->map;
   printf("source     %s\nmodel      %s\n", source, model);
+  cli_print_one_layout(page_size);
   printf("at         %s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n", j->label,
          (double)j->t_ns / 1e6, (double)j->rss / MIB, (double)j->live / MIB);
   cli_heapmap_print(stdout, m, max_rows, color);
@@ -46,7 +47,7 @@ static void print_json(const map_job_t *j, const char *source,
   cli_json_string(stdout, source);
   printf(", \"model\": ");
   cli_json_string(stdout, model);
-  printf(", \"mark\": ");
+  printf(", \"layouts\": 1, \"mark\": ");
   cli_json_string(stdout, j->label);
   printf(", \"t_ns\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
          ", \"cells\": %zu, \"classes\": [",
@@ -154,7 +155,8 @@ static int map_main(int argc, char **argv) {
     if (json)
       print_json(&j, replay_target_name(&t), desc);
     else
-      print_map(&j, replay_target_name(&t), desc, rows, color);
+      print_map(&j, replay_target_name(&t), desc, o.kernel.page_size, rows,
+                color);
   }
   heapmap_free(&j.map);
   replay_target_close(&t);
@@ -175,7 +177,8 @@ const cli_command_t cli_cmd_map = {
         "showing what most of its bytes are:\n"
         "  █ live objects   ▓ free in a cache (tcache, fastbin)\n"
         "  ▒ free but resident   ▞ allocator metadata\n"
-        "  · not resident (released, or never written)\n\n"
+        "  · not resident (released, or never written)\n"
+        "One address layout, the default, as explain and advise.\n\n"
         "options:\n"
         "  --cells N     cells per row, 8 to 128 (default 64: one pymalloc\n"
         "                pool per cell of an arena)\n"

@@ -699,17 +699,9 @@ static unsigned layouts_of(const cli_sim_opts_t *o) {
 }
 
 void cli_print_one_layout(uint64_t page_size) {
-  cli_sim_opts_t o = {.kernel.page_size = page_size};
-  unsigned       n = layouts_of(&o);
-  if (n > 1)
-    printf("layout     the default one only; replay, run and sweep average "
-           "%u by default, so their RSS can differ (replay --layouts 1 "
-           "matches this)\n",
-           n);
-  else
-    printf("layout     the default one (the only one that differs with "
-           "%" PRIu64 "-byte pages)\n",
-           page_size);
+  char note[192];
+  printf("layout     %s\n",
+         compare_one_layout_note(page_size, note, sizeof note));
 }
 
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,

@@ -244,14 +244,15 @@ static void a_sweep_of_several_traces_names_each_rows_trace(void **state) {
 
 /* explain and advise replay one layout where replay averages four: both
  * say so, in the text and the JSON. */
-static void explain_and_advise_name_their_one_layout(void **state) {
-  (void)state;
+static void explain_advise_and_map_name_their_one_layout(void **state) {
+  fixture_t  *f = *state;
   char        out[1 << 16];
   const char *line = "\nlayout     the default one only; replay, run and "
                      "sweep average 4 by default";
   const char *cmds[] = {"explain " EXAMPLE " --model glibc",
-                        "advise " EXAMPLE " --model glibc"};
-  for (size_t i = 0; i < 2; i++) {
+                        "advise " EXAMPLE " --model glibc",
+                        "map " EXAMPLE " --model glibc --no-color"};
+  for (size_t i = 0; i < 3; i++) {
     char args[256];
     assert_int_equal(allocsim(out, sizeof out, cmds[i]), 0);
     assert_non_null(strstr(out, line));
@@ -259,6 +260,17 @@ static void explain_and_advise_name_their_one_layout(void **state) {
     assert_int_equal(allocsim(out, sizeof out, args), 0);
     assert_non_null(strstr(out, "\"layouts\": 1,"));
   }
+  /* The HTML report's header says it too (.out: teardown removes it). */
+  char args[512], html[160];
+  snprintf(html, sizeof html, "%s.out", f->db);
+  snprintf(args, sizeof args, "report %s --model glibc -o %s", EXAMPLE, html);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  FILE *h = fopen(html, "r"); /* the header is in the first bytes */
+  assert_non_null(h);
+  size_t n = fread(out, 1, sizeof out - 1, h);
+  out[n] = '\0';
+  fclose(h);
+  assert_non_null(strstr(out, "<br>layout the default one only; replay,"));
 }
 
 int main(void) {
@@ -276,7 +288,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
                                       setup, teardown),
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
-      cmocka_unit_test(explain_and_advise_name_their_one_layout),
+      cmocka_unit_test_setup_teardown(
+          explain_advise_and_map_name_their_one_layout, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
