@@ -32,6 +32,7 @@ struct lab_s {
   uint64_t                  pos_line; /* line the reader is on */
   bool                      eof;
   char                      tok[TOKEN_MAX];
+  size_t                    tok_len;   /* strlen falls short at a NUL */
   addr_ids_t                ids;       /* block id -> trace id, live blocks */
   addr_ids_map_t            freed;     /* block ids freed (dangling) */
   uint64_t                  max_block; /* largest block id used */
@@ -48,8 +49,7 @@ static as_status_t bad(lab_t *l, const char *what, as_err_t *err) {
                       "of file",
                       l->name, l->line, what);
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
-                    l->name, l->line, what,
-                    trace_quote(l->tok, strlen(l->tok), q));
+                    l->name, l->line, what, trace_quote(l->tok, l->tok_len, q));
 }
 
 /* Reads the next whitespace-separated token into l->tok; false at end of
@@ -62,6 +62,7 @@ static bool next_token(lab_t *l) {
       l->pos_line++;
   l->line = l->pos_line;
   l->tok[0] = '\0';
+  l->tok_len = 0;
   if (c == EOF) {
     l->eof = true;
     return false;
@@ -74,14 +75,16 @@ static bool next_token(lab_t *l) {
        * parses as nothing, and the rest is not read (an endless token,
        * /dev/zero, would never end). */
       memcpy(l->tok + n, "...", 4);
+      l->tok_len = n + 3;
       return true;
     }
-    l->tok[n++] = c == '\0' ? '?' : (char)c;
+    l->tok[n++] = (char)c;
   } while ((c = getc(l->in)) != EOF && !(c == ' ' || c == '\t' || c == '\n' ||
                                          c == '\r' || c == '\v' || c == '\f'));
   if (c == '\n')
     ungetc(c, l->in);
   l->tok[n] = '\0';
+  l->tok_len = n;
   return true;
 }
 
@@ -103,7 +106,7 @@ static as_status_t take_int(lab_t *l, int64_t lo, int64_t hi, const char *what,
       return bad(l, what, err);
     v = v * 10 + (*s - '0');
   }
-  if (*s != '\0')
+  if (s != l->tok + l->tok_len) /* not at the end, or at a NUL */
     return bad(l, what, err);
   v = neg ? -v : v;
   if (v < lo || v > hi)
@@ -190,7 +193,7 @@ static as_status_t do_free(lab_t *l, int64_t block, as_err_t *err) {
 static as_status_t request(lab_t *l, as_err_t *err) {
   char    op = l->tok[0];
   int64_t block, size = 0;
-  if ((op != 'a' && op != 'r' && op != 'f') || l->tok[1] != '\0')
+  if ((op != 'a' && op != 'r' && op != 'f') || l->tok_len != 1)
     return bad(l, "a request 'a ID SIZE', 'r ID SIZE' or 'f ID'", err);
   int64_t     max_id = (int64_t)l->st->num_ids - 1;
   char        what[96];

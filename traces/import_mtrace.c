@@ -60,15 +60,21 @@ struct imp_s {
 
 /* ---- Lexing ------------------------------------------------------------- */
 
-static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
-                       const char *got) {
+/* got_len bytes from got, which may hold a NUL; NULL: the end of the line. */
+static as_status_t bad_len(imp_t *im, as_err_t *err, const char *what,
+                           const char *got, size_t got_len) {
   char q[TRACE_QUOTE_MAX];
   if (got == NULL)
     return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s",
                       im->name, im->st->lines, what, "end of line");
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got '%s'",
                     im->name, im->st->lines, what,
-                    trace_quote(got, strlen(got), q));
+                    trace_quote(got, got_len, q));
+}
+
+static as_status_t bad(imp_t *im, as_err_t *err, const char *what,
+                       const char *got) {
+  return bad_len(im, err, what, got, got ? strlen(got) : 0);
 }
 
 /* Parses one field at *p ending at a space or the end of the line:
@@ -262,9 +268,10 @@ static as_status_t apply(imp_t *im, const rec_t *r, const rec_t *pair,
 /* ---- Driver ------------------------------------------------------------- */
 
 /* Reads the next line into *buf without its "\n" (and "\r"); false at end
- * of file (or on a read error: ferror tells).  *too_long: the line runs
- * past IMPORT_LINE_MAX (an endless line is not read to its end). */
-static bool next_line(FILE *in, char **buf, size_t *cap, bool *has_nul,
+ * of file (or on a read error: ferror tells).  *line_len: its length, which
+ * strlen falls short of if it holds a NUL.  *too_long: the line runs past
+ * IMPORT_LINE_MAX (an endless line is not read to its end). */
+static bool next_line(FILE *in, char **buf, size_t *cap, size_t *line_len,
                       bool *too_long, uint64_t *lines) {
   ssize_t n = import_getline(buf, cap, in, IMPORT_LINE_MAX);
   *too_long = n == -2;
@@ -274,11 +281,11 @@ static bool next_line(FILE *in, char **buf, size_t *cap, bool *has_nul,
     return false;
   (*lines)++;
   size_t len = (size_t)n;
-  *has_nul = strlen(*buf) != len;
   if (len > 0 && (*buf)[len - 1] == '\n')
     (*buf)[--len] = '\0';
   if (len > 0 && (*buf)[len - 1] == '\r')
     (*buf)[--len] = '\0';
+  *line_len = len;
   return true;
 }
 
@@ -309,22 +316,23 @@ as_status_t import_mtrace_stream(FILE *in, const char *name, trace_writer_t *w,
   im.inserts = opts != NULL ? opts->inserts : NULL;
   char       *buf = NULL;
   size_t      cap = 0;
-  bool        has_nul = false, too_long = false, started = false;
+  size_t      len = 0;
+  bool        too_long = false, started = false;
   uint64_t    pair_line = 0;
   rec_t       pending = {0}; /* a '<' waiting for its '>' */
   as_status_t rc = AS_OK;
 
   while (rc == AS_OK &&
          (rc = inserts_due(&im, st->lines, pair_line != 0, err)) == AS_OK &&
-         next_line(in, &buf, &cap, &has_nul, &too_long, &st->lines)) {
+         next_line(in, &buf, &cap, &len, &too_long, &st->lines)) {
     if (too_long) {
       rc = as_err_set(err, AS_EFORMAT,
                       "%s:%" PRIu64 ": expected a line of at most %d bytes",
                       name, st->lines, IMPORT_LINE_MAX);
       break;
     }
-    if (has_nul) {
-      rc = bad(&im, err, "text (an mtrace log)", "a NUL byte");
+    if (strlen(buf) != len) { /* a NUL: quoted whole, where it is */
+      rc = bad_len(&im, err, "text (an mtrace log)", buf, len);
       break;
     }
     if (!started) {

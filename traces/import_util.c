@@ -154,13 +154,20 @@ static bool next_word(char **p, char *buf, size_t len) {
   return true;
 }
 
-static as_status_t marks_bad(const char *path, uint64_t line, const char *what,
-                             const char *got, as_err_t *err) {
+/* got_len bytes from got, which may hold a NUL; NULL: the end of the line. */
+static as_status_t marks_bad_len(const char *path, uint64_t line,
+                                 const char *what, const char *got,
+                                 size_t got_len, as_err_t *err) {
   char q[TRACE_QUOTE_MAX];
   return as_err_set(err, AS_EFORMAT, "%s:%" PRIu64 ": expected %s, got %s%s%s",
                     path, line, what, got ? "'" : "",
-                    got ? trace_quote(got, strlen(got), q) : "end of line",
+                    got ? trace_quote(got, got_len, q) : "end of line",
                     got ? "'" : "");
+}
+
+static as_status_t marks_bad(const char *path, uint64_t line, const char *what,
+                             const char *got, as_err_t *err) {
+  return marks_bad_len(path, line, what, got, got ? strlen(got) : 0, err);
 }
 
 /* One marks-file line (comment and blank lines already skipped). */
@@ -236,8 +243,9 @@ as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
                       path, lineno, IMPORT_LINE_MAX);
       break;
     }
-    if (strlen(buf) != (size_t)len) {
-      rc = marks_bad(path, lineno, "text", "a NUL byte", err);
+    if (strlen(buf) != (size_t)len) { /* a NUL: quoted whole, where it is */
+      rc = marks_bad_len(path, lineno, "text", buf,
+                         (size_t)len - (buf[len - 1] == '\n'), err);
       break;
     }
     /* A '#' starts a comment anywhere, as in text traces: a label stops

@@ -24,12 +24,13 @@
 
 /* Imports text (100 ns per event) and returns the status and the canonical
  * text written (malloc'd, provenance included) in *out. */
-static as_status_t import_text(const char *text, import_malloclab_stats_t *st,
-                               as_err_t *err, char **out) {
+static as_status_t import_text(const char *text, size_t text_len,
+                               import_malloclab_stats_t *st, as_err_t *err,
+                               char **out) {
   size_t len = 0;
   *out = NULL;
   FILE *mem = open_memstream(out, &len);
-  FILE *in = fmemopen((void *)text, strlen(text), "r");
+  FILE *in = fmemopen((void *)text, text_len, "r");
   assert_non_null(mem);
   assert_non_null(in);
   trace_meta_t meta;
@@ -47,13 +48,19 @@ static as_status_t import_text(const char *text, import_malloclab_stats_t *st,
   return rc;
 }
 
-static void expect_error(const char *text, const char *msg) {
+/* text_len bytes of text, which may hold a NUL. */
+static void expect_error_len(const char *text, size_t text_len,
+                             const char *msg) {
   import_malloclab_stats_t st;
   as_err_t                 err;
   char                    *out;
-  assert_int_equal(import_text(text, &st, &err, &out), AS_EFORMAT);
+  assert_int_equal(import_text(text, text_len, &st, &err, &out), AS_EFORMAT);
   assert_string_equal(err.msg, msg);
   free(out);
+}
+
+static void expect_error(const char *text, const char *msg) {
+  expect_error_len(text, strlen(text), msg);
 }
 
 /* The 2002 layout (heap hint, ids, ops, weight); ids recycled lowest
@@ -67,7 +74,7 @@ static void requests_import_to_exact_events(void **state) {
   import_malloclab_stats_t st;
   as_err_t                 err;
   char                    *out;
-  assert_int_equal(import_text(text, &st, &err, &out), AS_OK);
+  assert_int_equal(import_text(text, strlen(text), &st, &err, &out), AS_OK);
   assert_string_equal(out, HEADER "#@ source=malloclab\n"
                                   "#@ malloclab_header=20000 3 6 1\n"
                                   "#@ clock=synthetic, 100 ns per event\n"
@@ -107,7 +114,7 @@ static void autolab_corners_follow_the_driver(void **state) {
   import_malloclab_stats_t st;
   as_err_t                 err;
   char                    *out;
-  assert_int_equal(import_text(text, &st, &err, &out), AS_OK);
+  assert_int_equal(import_text(text, strlen(text), &st, &err, &out), AS_OK);
   const char *events = strstr(out, "\n0 0 ");
   assert_non_null(events);
   assert_string_equal(events + 1, "0 0 malloc 0 10\n"
@@ -168,6 +175,15 @@ static void bad_input_is_refused_with_place_and_expectation(void **state) {
   expect_error("1 1 3 1\na 0 8\nf 0\nr 0 9\n",
                "t.rep:4: expected a realloc of a live block, got block 0, "
                "already freed (the driver would pass a dangling pointer)");
+  /* A NUL is shown where it is, not as a '?' the file does not hold. */
+  static const char nul_size[] = "1 1 1 1\na 0 1\0x\n";
+  expect_error_len(nul_size, sizeof nul_size - 1,
+                   "t.rep:2: expected a size in bytes (0 to 4294967295), got "
+                   "'1\\x00x'");
+  static const char nul_op[] = "1 1 1 1\na\0 0 8\n";
+  expect_error_len(nul_op, sizeof nul_op - 1,
+                   "t.rep:2: expected a request 'a ID SIZE', 'r ID SIZE' or "
+                   "'f ID', got 'a\\x00'");
 }
 
 /* The file form: a compressed input is read, provenance names it, and a

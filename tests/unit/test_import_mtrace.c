@@ -556,8 +556,29 @@ static void malformed_lines_name_the_line_and_what_was_expected(void **state) {
                "'+ 0x10 0x8'");
   static const char nul[] = "= Start\n+ 0x10\0 0x8\n";
   expect_error_len(nul, sizeof nul - 1,
-                   "h.log:2: expected text (an mtrace log), got 'a NUL "
-                   "byte'");
+                   "h.log:2: expected text (an mtrace log), got "
+                   "'+ 0x10\\x00 0x8'");
+}
+
+/* A marks file line holding a NUL is quoted whole, the NUL where it is. */
+static void marks_line_with_a_nul_is_quoted_whole(void **state) {
+  (void)state;
+  static const char marks[] = "1 ma\0rk x\n";
+  char              mpath[] = "/tmp/test_import_marks_XXXXXX";
+  int               fd = mkstemp(mpath);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, marks, sizeof marks - 1),
+                   (ssize_t)sizeof marks - 1);
+  close(fd);
+  import_inserts_t ins = {0};
+  as_err_t         err = {0};
+  assert_int_equal(import_inserts_read(&ins, mpath, &err), AS_EFORMAT);
+  unlink(mpath);
+  import_inserts_free(&ins);
+  char want[160];
+  snprintf(want, sizeof want, "%s:1: expected text, got '1 ma\\x00rk x'",
+           mpath);
+  assert_string_equal(err.msg, want);
 }
 
 int main(void) {
@@ -574,6 +595,7 @@ int main(void) {
       cmocka_unit_test(lenient_counts_and_skips_unmatched_frees),
       cmocka_unit_test(address_allocated_again_while_live),
       cmocka_unit_test(malformed_lines_name_the_line_and_what_was_expected),
+      cmocka_unit_test(marks_line_with_a_nul_is_quoted_whole),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
