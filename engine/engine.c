@@ -393,18 +393,23 @@ static size_t running_find(const engine_state_t *st, uint32_t t) {
  * thread started twice, or ending without having started (thread 0, the
  * main thread, never does), is a malformed trace.  Only these two events
  * look at the set, so other events pay nothing for it. */
-static as_status_t dispatch_thread(engine_state_t *st, trace_event_t *ev,
+static as_status_t dispatch_thread(engine_state_t       *st,
+                                   const trace_source_t *src, trace_event_t *ev,
                                    as_err_t *err) {
   size_t i = running_find(st, ev->thread);
   bool   running = i < st->nrunning && st->running[i] == ev->thread;
   bool   start = ev->op == TRACE_THREAD_START;
-  if (start == running || (start && ev->thread == 0))
+  if (start == running || (start && ev->thread == 0)) {
+    char where[48];
+    event_where(src, where, sizeof where);
     return as_err_set(err, AS_EFORMAT,
-                      start ? "thread_start of thread %" PRIu32 ", which is "
-                              "already running"
-                            : "thread_exit of thread %" PRIu32 ", which is "
-                              "not running (no thread_start before it)",
-                      ev->thread);
+                      "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s of "
+                      "thread %" PRIu32 ", which is %s",
+                      src->name, where, st->res->events, ev->t_ns,
+                      trace_op_name(ev->op), ev->thread,
+                      start ? "already running"
+                            : "not running (no thread_start before it)");
+  }
   if (start) {
     uint32_t *v =
         as_grow(st->running, &st->running_cap, st->nrunning + 1, sizeof *v, 16);
@@ -586,7 +591,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     return dispatch_realloc(st, src, ev, err);
   case TRACE_THREAD_START:
   case TRACE_THREAD_EXIT:
-    return dispatch_thread(st, ev, err);
+    return dispatch_thread(st, src, ev, err);
   case TRACE_MARK:
     return emit_sample(st, SIM_SAMPLE_MARK, ev->label, 0, err);
   case TRACE_IDLE: {

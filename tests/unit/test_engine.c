@@ -196,12 +196,12 @@ static void threads_start_before_they_exit(void **state) {
   } cases[] = {
       {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 3}},
        1,
-       "array: event 0 (t=1 ns, thread_exit): thread_exit of thread 3, "
+       "array: event 0 (t=1 ns): thread_exit of thread 3, "
        "which is not running"},
       {{{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 3},
         {.t_ns = 2, .op = TRACE_THREAD_START, .thread = 3}},
        2,
-       "event 1 (t=2 ns, thread_start): thread_start of thread 3, which "
+       "event 1 (t=2 ns): thread_start of thread 3, which "
        "is already running"},
       {{{.t_ns = 1, .op = TRACE_THREAD_EXIT, .thread = 0}},
        1,
