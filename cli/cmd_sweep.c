@@ -476,6 +476,9 @@ struct sweep_args_s {
   unsigned       shard_index, shard_count;
   bool           resume, quiet, status;
   spec_words_t   spec;
+  /* "FILE:LINE" of the spec's model and libc, or "": they are checked only
+   * once all is read, and a message about one names its line. */
+  char model_where[PATH_MAX + 16], libc_where[PATH_MAX + 16];
 };
 
 /* One option or source of the sweep command line; *i past it.  Returns an
@@ -600,10 +603,16 @@ static int parse_sweep_args(sweep_args_t *x, int argc, char **argv,
     char where[PATH_MAX + 16];
     snprintf(where, sizeof where, "%s:%u", x->spec.path, x->spec.line[i]);
     cli_error_where(where);
-    int code = take_arg(x, x->spec.n + 1, x->spec.word, &i, err);
+    const char *model = x->o.model, *libc = x->o.libc;
+    int         code = take_arg(x, x->spec.n + 1, x->spec.word, &i, err);
     cli_error_where(NULL);
     if (code >= 0)
       return code;
+    /* A second --model or --libc is refused: these lines stay true. */
+    if (x->o.model != model)
+      snprintf(x->model_where, sizeof x->model_where, "%s", where);
+    if (x->o.libc != libc)
+      snprintf(x->libc_where, sizeof x->libc_where, "%s", where);
   }
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -613,6 +622,27 @@ static int parse_sweep_args(sweep_args_t *x, int argc, char **argv,
     int code = take_arg(x, argc, argv, &i, err);
     if (code >= 0)
       return code;
+  }
+  return -1;
+}
+
+/* Checks x's model spec, then with its libc spec, once before any point;
+ * an error names the spec file's line of the one at fault, if it came from
+ * there.  Returns an exit code, or -1 to go on. */
+static int probe_specs(const sweep_args_t *x, as_err_t *err) {
+  const char *libc[] = {NULL, x->o.libc};
+  const char *where[] = {x->model_where, x->libc_where};
+  for (size_t k = 0; k < 2; k++) {
+    sim_session_t probe;
+    if (sim_session_open(x->c.model, libc[k], &x->o.kernel, &probe, err) ==
+        AS_OK) {
+      sim_session_close(&probe);
+      continue;
+    }
+    cli_error_where(where[k][0] ? where[k] : NULL);
+    int code = cli_fail("sweep", err);
+    cli_error_where(NULL);
+    return code;
   }
   return -1;
 }
@@ -667,14 +697,8 @@ static int sweep_main(int argc, char **argv) {
   /* A model spec is checked once, before any point: a bad one used to
    * fail every point, and exit 1.  (Trace sweeps without --model take each
    * trace's own model.) */
-  sim_session_t probe;
-  if (code < 0 && x.c.model != NULL) {
-    if (sim_session_open(x.c.model, x.o.libc, &x.o.kernel, &probe, &err) !=
-        AS_OK)
-      code = cli_fail("sweep", &err);
-    else
-      sim_session_close(&probe);
-  }
+  if (code < 0 && x.c.model != NULL)
+    code = probe_specs(&x, &err);
   x.c.libc = x.o.libc;
   x.c.kernel = x.o.kernel;
   x.c.layouts = x.o.layouts;
