@@ -588,6 +588,30 @@ static as_status_t check_option_axes(const sweep_config_t *c,
   return AS_OK;
 }
 
+/* A libc (fixed or an axis) that no point forwards to would be dropped
+ * without a word, as replay refuses it: a usage error instead. */
+static as_status_t check_libc_used(const sweep_config_t *c,
+                                   const sweep_point_t *pts, size_t n,
+                                   as_err_t *err) {
+  const char *given = c->libc ? "--libc" : NULL;
+  for (size_t a = 0; a < c->naxes && given == NULL; a++)
+    if (strcmp(c->axes[a].name, "libc") == 0)
+      given = "--vary libc";
+  for (size_t i = 0; i < n && given != NULL; i++)
+    if (pts[i].libc[0] != '\0')
+      return AS_OK;
+  if (given == NULL)
+    return AS_OK;
+  char list[512] = "";
+  for (size_t i = 0; i < n; i++)
+    list_models(&pts[i], list, sizeof list);
+  return as_err_set(err, AS_EUSAGE,
+                    "%s%s%s: no point's model forwards to a libc (the points "
+                    "simulate %s, which serve malloc themselves); a libc is "
+                    "the one a composition such as cpython forwards to",
+                    given, c->libc ? " " : "", c->libc ? c->libc : "", list);
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
   *out = NULL;
@@ -645,6 +669,8 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   }
   if (rc == AS_OK)
     rc = check_option_axes(c, pts, n, err);
+  if (rc == AS_OK)
+    rc = check_libc_used(c, pts, n, err);
   if (rc == AS_OK)
     rc = dedupe(pts, &n, spec_key, err);
   if (rc != AS_OK) {

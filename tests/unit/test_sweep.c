@@ -382,6 +382,30 @@ an_option_axis_of_a_model_no_point_simulates_is_refused(void **state) {
   free_axes(&c);
 }
 
+static void a_libc_no_point_forwards_to_is_refused(void **state) {
+  (void)state;
+  sweep_config_t c;
+  base_config(&c);
+  c.model = "glibc";
+  c.libc = "nosuch";
+  add_axis(&c, "fraction=1e-4,1e-3");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "--libc"));
+  assert_non_null(strstr(err.msg, "simulate glibc"));
+  /* With a point that forwards to it, the libc is checked as a model. */
+  add_axis(&c, "model=glibc,cpython");
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "nosuch"));
+  c.libc = "jemalloc";
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  assert_int_equal(n, 4);
+  free(pts);
+  free_axes(&c);
+}
+
 static void shards_partition_the_points(void **state) {
   (void)state;
   sweep_config_t c;
@@ -586,6 +610,7 @@ int main(void) {
       cmocka_unit_test(stored_sweep_has_one_row_and_a_run_per_point),
       cmocka_unit_test(model_option_axes_do_not_multiply_other_models),
       cmocka_unit_test(an_option_axis_of_a_model_no_point_simulates_is_refused),
+      cmocka_unit_test(a_libc_no_point_forwards_to_is_refused),
       cmocka_unit_test(shards_partition_the_points),
       cmocka_unit_test(resume_runs_only_what_an_interrupted_sweep_left),
       cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
