@@ -31,6 +31,7 @@
 #include "../models/pymalloc.h"
 #include "../engine/engine.h"
 #include "../traces/trace_io.h"
+#include "../sim/reserve.h"
 #include "../sim/sha256.h"
 #include "record.h"
 #include "runsrc.h"
@@ -932,6 +933,7 @@ typedef struct pool_s {
 
 static void *worker(void *arg) {
   pool_t *pool = arg;
+  as_reserve_reuse_begin();
   for (;;) {
     pthread_mutex_lock(&pool->mu);
     bool   stop = pool->stop || (pool->c->stop && *pool->c->stop);
@@ -941,8 +943,10 @@ static void *worker(void *arg) {
     else
       pthread_cond_signal(&pool->cv); /* wake the reporter to see the end */
     pthread_mutex_unlock(&pool->mu);
-    if (i >= pool->n)
+    if (i >= pool->n) {
+      as_reserve_reuse_end();
       return NULL;
+    }
     sweep_run_point(pool->c, &pool->points[i], NULL);
     pool->points[i].ran = true;
     pthread_mutex_lock(&pool->mu);
@@ -963,11 +967,13 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
     jobs = n ? (unsigned)n : 1;
   as_status_t rc = AS_OK;
   if (jobs <= 1) {
+    as_reserve_reuse_begin();
     for (size_t i = 0; i < n && rc == AS_OK && !(c->stop && *c->stop); i++) {
       sweep_run_point(c, &points[i], NULL);
       points[i].ran = true;
       rc = done(user, &points[i], i + 1, n, err);
     }
+    as_reserve_reuse_end();
     return rc;
   }
   pool_t pool = {.c = c, .points = points, .n = n};

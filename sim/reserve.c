@@ -1,7 +1,9 @@
 /* sim/reserve.c -- reserved, commit-as-needed arrays (see reserve.h). */
 #include "reserve.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,13 +31,93 @@ static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
                   MADV_HUGEPAGE);
 }
 
+/* Reservations a thread keeps between as_reserve_reuse_begin and _end:
+ * at most KEPT_SLOTS, each of at most KEPT_MAX_COMMITTED committed bytes
+ * (zeroing a bigger one would cost more than its faults save).  Its elem
+ * and wanted identify its shape. */
+#define KEPT_SLOTS         4
+#define KEPT_MAX_COMMITTED ((size_t)256 << 20)
+static _Thread_local bool         reuse_on;
+static _Thread_local as_reserve_t kept[KEPT_SLOTS];
+
+static size_t page_bytes(void) {
+  return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static size_t wanted_bytes(size_t elem, size_t max_elems) {
+  size_t bytes = max_elems > SIZE_MAX / elem ? SIZE_MAX : max_elems * elem;
+  size_t page = page_bytes();
+  return bytes > SIZE_MAX - page ? SIZE_MAX / page * page
+                                 : (bytes + page - 1) / page * page;
+}
+
+/* Takes a kept reservation of this shape into r, if the thread has one. */
+static bool take_kept(as_reserve_t *r, size_t elem, size_t wanted) {
+  for (size_t i = 0; i < KEPT_SLOTS; i++)
+    if (kept[i].base != NULL && kept[i].elem == elem &&
+        kept[i].wanted == wanted) {
+      *r = kept[i];
+      memset(&kept[i], 0, sizeof kept[i]);
+      return true;
+    }
+  return false;
+}
+
+/* Zeroes the resident pages of r's committed bytes (mincore says which:
+ * writing the others would fault them in), so that r reads as fresh.
+ * False if mincore fails. */
+static bool zero_resident(as_reserve_t *r) {
+  size_t         page = page_bytes(), npages = r->committed / page;
+  unsigned char *vec = malloc(npages ? npages : 1);
+  if (vec == NULL || mincore(r->base, r->committed, vec) != 0) {
+    free(vec);
+    return false;
+  }
+  for (size_t i = 0; i < npages;) {
+    size_t j = i;
+    while (j < npages && (vec[j] & 1))
+      j++;
+    if (j > i)
+      memset(r->base + i * page, 0, (j - i) * page);
+    i = j + 1;
+  }
+  free(vec);
+  return true;
+}
+
+/* Keeps r for this thread's next init of its shape, if reuse is on and a
+ * slot is free.  False: the caller unmaps it. */
+static bool keep(as_reserve_t *r) {
+  if (!reuse_on || r->committed > KEPT_MAX_COMMITTED)
+    return false;
+  for (size_t i = 0; i < KEPT_SLOTS; i++)
+    if (kept[i].base == NULL) {
+      if (!zero_resident(r))
+        return false;
+      kept[i] = *r;
+      return true;
+    }
+  return false;
+}
+
+void as_reserve_reuse_begin(void) {
+  reuse_on = true;
+}
+
+void as_reserve_reuse_end(void) {
+  reuse_on = false;
+  for (size_t i = 0; i < KEPT_SLOTS; i++)
+    as_reserve_free(&kept[i]);
+}
+
 as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {
   memset(r, 0, sizeof *r);
   if (elem == 0)
     return AS_EINVAL;
-  size_t bytes = max_elems > SIZE_MAX / elem ? SIZE_MAX : max_elems * elem;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  bytes = (bytes + page - 1) / page * page;
+  size_t wanted = wanted_bytes(elem, max_elems);
+  if (take_kept(r, elem, wanted))
+    return AS_OK;
+  size_t bytes = wanted, page = page_bytes();
   for (;;) {
     void *p = mmap(NULL, bytes, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -45,6 +127,7 @@ as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {
       r->elem = elem;
       r->max = bytes / elem;
       r->reserved = bytes;
+      r->wanted = wanted;
       return AS_OK;
     }
     if (bytes <= RESERVE_MIN_BYTES)
@@ -64,7 +147,7 @@ void *as_reserve_need(as_reserve_t *r, size_t n) {
     want = r->committed + COMMIT_STEP_BYTES;
   if (want < bytes)
     want = bytes;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = page_bytes();
   want =
       want > r->reserved - page ? r->reserved : (want + page - 1) / page * page;
   if (mprotect(r->base + r->committed, want - r->committed,
@@ -78,7 +161,7 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
   size_t bytes = n * r->elem;
   if (bytes <= r->populated)
     return;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = page_bytes();
   size_t want = r->populated + POPULATE_STEP_BYTES;
   if (want < bytes)
     want = (bytes + page - 1) / page * page; /* madvise takes whole pages */
@@ -91,7 +174,7 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
 }
 
 void as_reserve_free(as_reserve_t *r) {
-  if (r->base != NULL)
+  if (r->base != NULL && !keep(r))
     munmap(r->base, r->reserved);
   memset(r, 0, sizeof *r);
 }

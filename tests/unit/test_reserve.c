@@ -88,6 +88,47 @@ static void resident_memory_follows_the_entries_written(void **state) {
   assert_true(written - committed - 16384 <= 640 + huge_tail + shadow);
 }
 
+/* Between reuse_begin and _end a freed reservation comes back to the next
+ * init of its shape, reading zero where it was written, resident (no page
+ * faults to pay again); another shape gets its own; _end releases it. */
+static void a_reusing_thread_gets_its_tables_back_zeroed(void **state) {
+  (void)state;
+  as_reserve_reuse_begin();
+  as_reserve_t r;
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  uint64_t *v = as_reserve_need(&r, (size_t)1 << 20); /* 8 MiB */
+  assert_non_null(v);
+  for (size_t i = 0; i < (size_t)1 << 20; i += 512)
+    v[i] = i + 1;
+  v[((size_t)1 << 20) - 1] = 7;
+  as_reserve_free(&r);
+  assert_null(r.base);
+  as_reserve_t again, other;
+  assert_int_equal(as_reserve_init(&again, 8, (size_t)1 << 30), AS_OK);
+  assert_ptr_equal(again.base, v);
+  assert_true(again.committed >= (size_t)8 << 20);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < again.committed / 8; i++)
+    nonzero += v[i] != 0;
+  assert_int_equal(nonzero, 0);
+  assert_int_equal(as_reserve_init(&other, 16, (size_t)1 << 30), AS_OK);
+  assert_ptr_not_equal(other.base, again.base);
+  as_reserve_free(&other);
+  as_reserve_free(&again);
+  long kept = anon_kib();
+  as_reserve_reuse_end();
+  long released = anon_kib();
+  assert_true(kept - released >= 8192 - 512);
+  /* Reuse is off again: a freed reservation is unmapped. */
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  assert_non_null(as_reserve_need(&r, 1));
+  ((uint64_t *)r.base)[0] = 1;
+  as_reserve_free(&r);
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  assert_int_equal(r.committed, 0);
+  as_reserve_free(&r);
+}
+
 /* Whether the kernel knows MADV_POPULATE_WRITE. */
 static bool populate_supported(void) {
   void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -165,6 +206,7 @@ int main(void) {
       cmocka_unit_test(grows_in_place_with_zeroed_entries),
       cmocka_unit_test(refuses_beyond_the_reservation),
       cmocka_unit_test(resident_memory_follows_the_entries_written),
+      cmocka_unit_test(a_reusing_thread_gets_its_tables_back_zeroed),
       cmocka_unit_test(populate_makes_entries_resident_a_batch_ahead),
       cmocka_unit_test(id_tables_grow_in_place_and_refuse_ids_past_2_32),
   };
