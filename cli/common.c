@@ -18,6 +18,7 @@
 #include "../analysis/store.h"
 #include "../models/options.h"
 #include "../sim/host.h"
+#include "../sim/reserve.h"
 #include "../traces/trace_io.h"
 
 /* ---- Errors ------------------------------------------------------------- */
@@ -595,8 +596,10 @@ static as_status_t replay_layout(const char *cmd, const cli_sim_opts_t *o,
     return rc;
   if (k > 0 && kc.max_memory_bytes != 0) {
     /* Layout 0's replay stays for the report while this one runs: the
-     * kernel's budget is what --max-memory leaves beside it. */
-    uint64_t held = sim_host_rss_bytes();
+     * kernel's budget is what --max-memory leaves beside it.  The tables
+     * the previous layout left for reuse are this one's, not held. */
+    uint64_t rss = sim_host_rss_bytes(), kept = as_reserve_kept_bytes();
+    uint64_t held = rss > kept ? rss - kept : 0;
     if (held >= kc.max_memory_bytes)
       return as_err_set(err, AS_ENOMEM,
                         "layout %u: layout 0's replay already holds %" PRIu64
@@ -745,6 +748,9 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     range_note(result.peak_rss_bytes, &lr.peak_lo, &lr.peak_hi, true);
     range_note(result.final_rss_bytes, &lr.final_lo, &lr.final_hi, true);
   }
+  /* Layouts 2.. reuse the tables layout 1 leaves (sim/reserve.h); layout
+   * 0's stay for the report. */
+  as_reserve_reuse_begin();
   for (unsigned k = 1; rc == AS_OK && k < n; k++) {
     sim_session_t s1;
     one.n = 0;
@@ -755,6 +761,7 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
     trace_source_close(src1);
     sim_session_close(&s1);
   }
+  as_reserve_reuse_end();
   if (rc == AS_OK && n > 1)
     take_means(n, &log, &result);
   if (rc == AS_OK && o->db != NULL)

@@ -30,6 +30,7 @@
 
 #include "../sim/grow.h"
 #include "../sim/host.h"
+#include "../sim/idtable.h"
 #include "../traces/workload.h"
 
 /* Ids beyond this are refused: the table is indexed by id, and a trace that
@@ -41,8 +42,6 @@
 #define SIZE_BIG  UINT16_MAX
 /* Largest size kept in the code itself: c - 1 for c up to SIZE_BIG - 1. */
 #define SIZE_INLINE_MAX ((uint64_t)SIZE_BIG - 2)
-/* Live-table entries initialised at a time: one 4 KiB page of codes. */
-#define LIVE_INIT_STEP 2048
 /* An empty slot of the big-size table; ids are below SIM_ENGINE_MAX_ID. */
 #define BIG_EMPTY UINT64_MAX
 
@@ -64,9 +63,10 @@ struct engine_state_s {
   sim_event_queue_t         *timers;
   uint64_t                   now_ns;
   uint16_t                  *live; /* by id: SIZE_DEAD, size + 1 or
-                                      SIZE_BIG (file comment) */
-  size_t       live_len;           /* ids initialised; beyond: dead */
-  size_t       live_cap;           /* ids allocated */
+                                      SIZE_BIG (file comment); the base of
+                                      live_tab */
+  sim_idtable_t live_tab;          /* live's memory: ids [0, len) usable
+                                      (zero: dead), beyond: dead */
   big_entry_t *big;                /* sizes of SIZE_BIG ids */
   size_t       big_cap;            /* slots in big: 0 or a power of 2 */
   size_t       big_count;          /* slots in use */
@@ -264,7 +264,10 @@ static void big_del(engine_state_t *st, uint64_t id) {
   st->big_count--;
 }
 
-/* Makes id addressable in the live table (its entry initialised). */
+/* Makes id addressable in the live table.  The table is reserved address
+ * space (sim/idtable.h): it grows without copying, fresh entries read as
+ * SIZE_DEAD without being written, and a sweep worker reuses it resident
+ * from point to point. */
 static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
   if (id >= SIM_ENGINE_MAX_ID)
     return as_err_set(err, AS_EFORMAT,
@@ -272,38 +275,23 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
                       "recycled; max %llu)",
                       (unsigned long long)id,
                       (unsigned long long)(SIM_ENGINE_MAX_ID - 1));
-  if (id >= st->live_cap) {
-    size_t cap = st->live_cap ? st->live_cap : 4096;
-    while (cap <= id)
-      cap *= 2;
-    uint64_t max = st->cfg->max_memory_bytes;
-    if (max != 0 && cap * sizeof *st->live > max)
-      return as_err_set(err, AS_ENOMEM,
-                        "object id %" PRIu64 " needs a table of %zu ids "
-                        "(%zu MiB), over the simulator memory limit of "
-                        "%" PRIu64 " MiB (--max-memory); ids should be dense "
-                        "and recycled",
-                        id, cap, cap * sizeof *st->live >> 20, max >> 20);
-    /* No memset: a large realloc is an mremap, and entries are zeroed
-     * below only as ids reach them, so untouched capacity costs no RSS. */
-    uint16_t *live = realloc(st->live, cap * sizeof *live);
-    if (live == NULL)
-      return as_err_set(err, AS_ENOMEM, "out of memory for %zu object ids",
-                        cap);
-    st->live = live;
-    st->live_cap = cap;
-  }
-  size_t len = (id / LIVE_INIT_STEP + 1) * LIVE_INIT_STEP;
-  if (len > st->live_cap)
-    len = st->live_cap;
-  memset(st->live + st->live_len, 0, (len - st->live_len) * sizeof *st->live);
-  st->live_len = len;
+  uint64_t max = st->cfg->max_memory_bytes, need = (id + 1) * sizeof *st->live;
+  if (max != 0 && need > max)
+    return as_err_set(err, AS_ENOMEM,
+                      "object id %" PRIu64 " needs a table of %" PRIu64
+                      " ids (%" PRIu64 " MiB), over the simulator memory "
+                      "limit of %" PRIu64 " MiB (--max-memory); ids should "
+                      "be dense and recycled",
+                      id, id + 1, need >> 20, max >> 20);
+  if (!sim_idtable_grow(&st->live_tab, id))
+    return as_err_set(err, AS_ENOMEM,
+                      "out of memory for %" PRIu64 " object ids", id + 1);
   return AS_OK;
 }
 
 /* The code of id: SIZE_DEAD for an id never seen. */
 static inline uint16_t live_code(const engine_state_t *st, uint64_t id) {
-  return id < st->live_len ? st->live[id] : SIZE_DEAD;
+  return id < st->live_tab.len ? st->live[id] : SIZE_DEAD;
 }
 
 /* The size of a live id whose code is c. */
@@ -456,7 +444,7 @@ static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
                                   trace_event_t *ev, as_err_t *err) {
   if (ev->size > SIZE_INLINE_MAX && check_size(st, ev, err) != AS_OK)
     return AS_EFORMAT;
-  if (ev->id >= st->live_len) {
+  if (ev->id >= st->live_tab.len) {
     as_status_t rc = ensure_id(st, ev->id, err);
     if (rc != AS_OK)
       return rc;
@@ -788,6 +776,10 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                        .timers = s->timers};
   memset(result, 0, sizeof *result);
   sim_timer_init(&st.sampler, sampler_fire);
+  if (sim_idtable_init(&st.live_tab, sizeof *st.live) != AS_OK)
+    return as_err_set(err, AS_ENOMEM,
+                      "out of address space for the object-id table");
+  st.live = sim_idtable_base(&st.live_tab);
   as_status_t rc = check_plan(cfg, src, err);
   if (rc == AS_OK && cfg->sample_every_ns > 0)
     rc =
@@ -804,7 +796,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   result->final_t_ns = st.now_ns;
   if (rc == AS_OK)
     rc = emit_sample(&st, SIM_SAMPLE_FINAL, NULL, 0, err);
-  free(st.live);
+  sim_idtable_free(&st.live_tab);
   free(st.big);
   free(st.running);
   return rc;

@@ -33,12 +33,15 @@ static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
 
 /* Reservations a thread keeps between as_reserve_reuse_begin and _end:
  * at most KEPT_SLOTS, each of at most KEPT_MAX_COMMITTED committed bytes
- * (zeroing a bigger one would cost more than its faults save).  Its elem
- * and wanted identify its shape. */
+ * (a bigger one goes back to the system rather than stay resident while
+ * smaller points run).  Zeroing what was written costs about what the
+ * kernel's zeroing of fresh pages would; the faults are what is saved.
+ * Its elem and wanted identify its shape. */
 #define KEPT_SLOTS         4
-#define KEPT_MAX_COMMITTED ((size_t)256 << 20)
+#define KEPT_MAX_COMMITTED ((size_t)1 << 30)
 static _Thread_local bool         reuse_on;
 static _Thread_local as_reserve_t kept[KEPT_SLOTS];
+static _Thread_local size_t       kept_resident[KEPT_SLOTS]; /* bytes */
 
 static size_t page_bytes(void) {
   return (size_t)sysconf(_SC_PAGESIZE);
@@ -58,15 +61,16 @@ static bool take_kept(as_reserve_t *r, size_t elem, size_t wanted) {
         kept[i].wanted == wanted) {
       *r = kept[i];
       memset(&kept[i], 0, sizeof kept[i]);
+      kept_resident[i] = 0;
       return true;
     }
   return false;
 }
 
 /* Zeroes the resident pages of r's committed bytes (mincore says which:
- * writing the others would fault them in), so that r reads as fresh.
- * False if mincore fails. */
-static bool zero_resident(as_reserve_t *r) {
+ * writing the others would fault them in), so that r reads as fresh, and
+ * counts them into *resident.  False if mincore fails. */
+static bool zero_resident(as_reserve_t *r, size_t *resident) {
   size_t         page = page_bytes(), npages = r->committed / page;
   unsigned char *vec = malloc(npages ? npages : 1);
   if (vec == NULL || mincore(r->base, r->committed, vec) != 0) {
@@ -79,6 +83,7 @@ static bool zero_resident(as_reserve_t *r) {
       j++;
     if (j > i)
       memset(r->base + i * page, 0, (j - i) * page);
+    *resident += (j - i) * page;
     i = j + 1;
   }
   free(vec);
@@ -92,7 +97,8 @@ static bool keep(as_reserve_t *r) {
     return false;
   for (size_t i = 0; i < KEPT_SLOTS; i++)
     if (kept[i].base == NULL) {
-      if (!zero_resident(r))
+      kept_resident[i] = 0;
+      if (!zero_resident(r, &kept_resident[i]))
         return false;
       kept[i] = *r;
       return true;
@@ -104,10 +110,19 @@ void as_reserve_reuse_begin(void) {
   reuse_on = true;
 }
 
+size_t as_reserve_kept_bytes(void) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < KEPT_SLOTS; i++)
+    bytes += kept[i].base != NULL ? kept_resident[i] : 0;
+  return bytes;
+}
+
 void as_reserve_reuse_end(void) {
   reuse_on = false;
-  for (size_t i = 0; i < KEPT_SLOTS; i++)
+  for (size_t i = 0; i < KEPT_SLOTS; i++) {
     as_reserve_free(&kept[i]);
+    kept_resident[i] = 0;
+  }
 }
 
 as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {

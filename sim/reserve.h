@@ -64,4 +64,8 @@ void as_reserve_free(as_reserve_t *r);
 void as_reserve_reuse_begin(void);
 void as_reserve_reuse_end(void);
 
+/* Resident bytes this thread keeps for reuse: memory the next simulation
+ * takes over rather than adds (a --max-memory budget leaves it out). */
+size_t as_reserve_kept_bytes(void);
+
 #endif

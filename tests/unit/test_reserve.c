@@ -103,6 +103,7 @@ static void a_reusing_thread_gets_its_tables_back_zeroed(void **state) {
   v[((size_t)1 << 20) - 1] = 7;
   as_reserve_free(&r);
   assert_null(r.base);
+  assert_true(as_reserve_kept_bytes() >= (size_t)8 << 20);
   as_reserve_t again, other;
   assert_int_equal(as_reserve_init(&again, 8, (size_t)1 << 30), AS_OK);
   assert_ptr_equal(again.base, v);
@@ -119,6 +120,7 @@ static void a_reusing_thread_gets_its_tables_back_zeroed(void **state) {
   as_reserve_reuse_end();
   long released = anon_kib();
   assert_true(kept - released >= 8192 - 512);
+  assert_int_equal(as_reserve_kept_bytes(), 0);
   /* Reuse is off again: a freed reservation is unmapped. */
   assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
   assert_non_null(as_reserve_need(&r, 1));
