@@ -31,6 +31,7 @@
 #include "../sim/grow.h"
 #include "../sim/host.h"
 #include "../sim/idtable.h"
+#include "../sim/reserve.h"
 #include "../traces/workload.h"
 
 /* Ids beyond this are refused: the table is indexed by id, and a trace that
@@ -644,10 +645,13 @@ static void locate_error(const engine_state_t *st, const trace_source_t *src,
                        msg[0] ? msg : as_status_message(err->code));
 }
 
-/* AS_ENOMEM if the simulator's own memory is over the bound. */
+/* AS_ENOMEM if the simulator's own memory is over the bound.  Tables kept
+ * for the next points of a sweep (sim/reserve.h) are not this run's. */
 static as_status_t check_memory(const engine_state_t *st,
                                 const trace_source_t *src, as_err_t *err) {
   uint64_t max = st->cfg->max_memory_bytes, rss = sim_host_rss_bytes();
+  uint64_t kept = as_reserve_kept_bytes();
+  rss = rss > kept ? rss - kept : 0;
   if (max == 0 || rss <= max)
     return AS_OK;
   char a[32], b[32];
@@ -780,6 +784,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
     return as_err_set(err, AS_ENOMEM,
                       "out of address space for the object-id table");
   st.live = sim_idtable_base(&st.live_tab);
+  as_reserve_reuse_trim(); /* the session's and this run's tables are made */
   as_status_t rc = check_plan(cfg, src, err);
   if (rc == AS_OK && cfg->sample_every_ns > 0)
     rc =

@@ -1,6 +1,7 @@
 /* sim/reserve.c -- reserved, commit-as-needed arrays (see reserve.h). */
 #include "reserve.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
 static _Thread_local bool         reuse_on;
 static _Thread_local as_reserve_t kept[KEPT_SLOTS];
 static _Thread_local size_t       kept_resident[KEPT_SLOTS]; /* bytes */
+static _Atomic size_t             kept_total; /* kept_resident, all threads */
 
 static size_t page_bytes(void) {
   return (size_t)sysconf(_SC_PAGESIZE);
@@ -61,6 +63,7 @@ static bool take_kept(as_reserve_t *r, size_t elem, size_t wanted) {
         kept[i].wanted == wanted) {
       *r = kept[i];
       memset(&kept[i], 0, sizeof kept[i]);
+      atomic_fetch_sub(&kept_total, kept_resident[i]);
       kept_resident[i] = 0;
       return true;
     }
@@ -101,6 +104,7 @@ static bool keep(as_reserve_t *r) {
       if (!zero_resident(r, &kept_resident[i]))
         return false;
       kept[i] = *r;
+      atomic_fetch_add(&kept_total, kept_resident[i]);
       return true;
     }
   return false;
@@ -111,15 +115,20 @@ void as_reserve_reuse_begin(void) {
 }
 
 size_t as_reserve_kept_bytes(void) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < KEPT_SLOTS; i++)
-    bytes += kept[i].base != NULL ? kept_resident[i] : 0;
-  return bytes;
+  return atomic_load(&kept_total);
+}
+
+void as_reserve_reuse_trim(void) {
+  bool on = reuse_on;
+  as_reserve_reuse_end();
+  reuse_on = on;
 }
 
 void as_reserve_reuse_end(void) {
   reuse_on = false;
   for (size_t i = 0; i < KEPT_SLOTS; i++) {
+    if (kept[i].base != NULL)
+      atomic_fetch_sub(&kept_total, kept_resident[i]);
     as_reserve_free(&kept[i]);
     kept_resident[i] = 0;
   }

@@ -64,8 +64,13 @@ void as_reserve_free(as_reserve_t *r);
 void as_reserve_reuse_begin(void);
 void as_reserve_reuse_end(void);
 
-/* Resident bytes this thread keeps for reuse: memory the next simulation
- * takes over rather than adds (a --max-memory budget leaves it out). */
+/* Releases what the thread keeps and no table took: called once a
+ * simulation has made all its tables, so that a sweep whose points differ
+ * (--vary model) holds no other model's tables beside the one running. */
+void as_reserve_reuse_trim(void);
+
+/* Resident bytes the threads keep for reuse: memory the next simulations
+ * take over rather than add (a --max-memory bound leaves it out). */
 size_t as_reserve_kept_bytes(void);
 
 #endif

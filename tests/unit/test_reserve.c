@@ -131,6 +131,32 @@ static void a_reusing_thread_gets_its_tables_back_zeroed(void **state) {
   as_reserve_free(&r);
 }
 
+/* Trimming releases what no table took (another model's tables, in a
+ * sweep that varies the model) and leaves reuse on. */
+static void trimming_releases_what_no_table_took(void **state) {
+  (void)state;
+  as_reserve_reuse_begin();
+  as_reserve_t r;
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  uint64_t *v = as_reserve_need(&r, (size_t)1 << 20); /* 8 MiB */
+  assert_non_null(v);
+  memset(v, 1, (size_t)8 << 20);
+  as_reserve_free(&r);
+  assert_true(as_reserve_kept_bytes() >= (size_t)8 << 20);
+  long before = anon_kib();
+  as_reserve_reuse_trim();
+  assert_int_equal(as_reserve_kept_bytes(), 0);
+  assert_true(before - anon_kib() >= 8192 - 512);
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  assert_int_equal(r.committed, 0); /* a fresh one */
+  assert_non_null(as_reserve_need(&r, 1));
+  ((uint64_t *)r.base)[0] = 1;
+  as_reserve_free(&r);
+  assert_true(as_reserve_kept_bytes() > 0); /* still reusing */
+  as_reserve_reuse_end();
+  assert_int_equal(as_reserve_kept_bytes(), 0);
+}
+
 /* Whether the kernel knows MADV_POPULATE_WRITE. */
 static bool populate_supported(void) {
   void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -209,6 +235,7 @@ int main(void) {
       cmocka_unit_test(refuses_beyond_the_reservation),
       cmocka_unit_test(resident_memory_follows_the_entries_written),
       cmocka_unit_test(a_reusing_thread_gets_its_tables_back_zeroed),
+      cmocka_unit_test(trimming_releases_what_no_table_took),
       cmocka_unit_test(populate_makes_entries_resident_a_batch_ahead),
       cmocka_unit_test(id_tables_grow_in_place_and_refuse_ids_past_2_32),
   };
