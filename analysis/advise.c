@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../sim/cost.h"
+#include "../sim/reserve.h"
 #include "../traces/insert.h"
 
 typedef enum remedy_kind_e {
@@ -270,8 +271,9 @@ static void rank(advise_result_t *out) {
     }
 }
 
-as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
-                         void *user, advise_result_t *out, as_err_t *err) {
+static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
+                               void *user, advise_result_t *out,
+                               as_err_t *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->model, sizeof out->model, "%s", o->model);
   snprintf(out->libc, sizeof out->libc, "%s", o->libc ? o->libc : "");
@@ -349,4 +351,14 @@ as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
   }
   rank(out);
   return AS_OK;
+}
+
+/* One simulation per remedy, one after another: each takes over the tables
+ * the previous one freed instead of faulting new ones in (sim/reserve.h). */
+as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
+                         void *user, advise_result_t *out, as_err_t *err) {
+  as_reserve_reuse_begin();
+  as_status_t rc = advise_runs(o, open, user, out, err);
+  as_reserve_reuse_end();
+  return rc;
 }

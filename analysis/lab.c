@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../sim/cost.h"
+#include "../sim/reserve.h"
 #include "../sim/grow.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
@@ -396,16 +397,18 @@ as_status_t lab_simulate(const lab_def_t *def, const lab_opts_t *o,
                          lab_result_t *out, as_err_t *err) {
   memset(out, 0, sizeof *out);
   out->def = def;
-  for (size_t vi = 0; vi < lab_variant_count(def); vi++) {
+  as_status_t rc = AS_OK;
+  /* Variants one after another: each takes over the tables the previous
+   * one freed (sim/reserve.h). */
+  as_reserve_reuse_begin();
+  for (size_t vi = 0; vi < lab_variant_count(def) && rc == AS_OK; vi++) {
     lab_variant_result_t *vr = &out->variants[vi];
-    if (!lab_variant_runnable(&def->variants[vi], vr->missing,
-                              sizeof vr->missing))
-      continue;
-    as_status_t rc = simulate_variant(def, vi, o, out, err);
-    if (rc != AS_OK)
-      return rc;
+    if (lab_variant_runnable(&def->variants[vi], vr->missing,
+                             sizeof vr->missing))
+      rc = simulate_variant(def, vi, o, out, err);
   }
-  return AS_OK;
+  as_reserve_reuse_end();
+  return rc;
 }
 
 /* ---- Measurements ------------------------------------------------------- */
