@@ -10,6 +10,7 @@
 #include "report.h"
 
 #include "../sim/atomic_file.h"
+#include "../sim/reserve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -655,7 +656,11 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     free(d);
     return rc;
   }
+  /* gather replays the trace several times (series, explain, advise):
+   * each run takes over the tables the previous one freed. */
+  as_reserve_reuse_begin();
   rc = gather(o, open, user, &p, d, measured, nmeasured, same_clock, err);
+  as_reserve_reuse_end();
   atomic_file_t out;
   if (rc == AS_OK)
     rc = atomic_file_open(&out, ro->out_html, err);

@@ -40,7 +40,7 @@ static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
  * Its elem and wanted identify its shape. */
 #define KEPT_SLOTS         4
 #define KEPT_MAX_COMMITTED ((size_t)1 << 30)
-static _Thread_local bool         reuse_on;
+static _Thread_local unsigned     reuse_depth; /* begin calls not ended */
 static _Thread_local as_reserve_t kept[KEPT_SLOTS];
 static _Thread_local size_t       kept_resident[KEPT_SLOTS]; /* bytes */
 static _Atomic size_t             kept_total; /* kept_resident, all threads */
@@ -96,7 +96,7 @@ static bool zero_resident(as_reserve_t *r, size_t *resident) {
 /* Keeps r for this thread's next init of its shape, if reuse is on and a
  * slot is free.  False: the caller unmaps it. */
 static bool keep(as_reserve_t *r) {
-  if (!reuse_on || r->committed > KEPT_MAX_COMMITTED)
+  if (reuse_depth == 0 || r->committed > KEPT_MAX_COMMITTED)
     return false;
   for (size_t i = 0; i < KEPT_SLOTS; i++)
     if (kept[i].base == NULL) {
@@ -111,7 +111,7 @@ static bool keep(as_reserve_t *r) {
 }
 
 void as_reserve_reuse_begin(void) {
-  reuse_on = true;
+  reuse_depth++;
 }
 
 size_t as_reserve_kept_bytes(void) {
@@ -119,19 +119,19 @@ size_t as_reserve_kept_bytes(void) {
 }
 
 void as_reserve_reuse_trim(void) {
-  bool on = reuse_on;
-  as_reserve_reuse_end();
-  reuse_on = on;
+  for (size_t i = 0; i < KEPT_SLOTS; i++) {
+    if (kept[i].base == NULL)
+      continue;
+    atomic_fetch_sub(&kept_total, kept_resident[i]);
+    munmap(kept[i].base, kept[i].reserved); /* as_reserve_free would keep it */
+    memset(&kept[i], 0, sizeof kept[i]);
+    kept_resident[i] = 0;
+  }
 }
 
 void as_reserve_reuse_end(void) {
-  reuse_on = false;
-  for (size_t i = 0; i < KEPT_SLOTS; i++) {
-    if (kept[i].base != NULL)
-      atomic_fetch_sub(&kept_total, kept_resident[i]);
-    as_reserve_free(&kept[i]);
-    kept_resident[i] = 0;
-  }
+  if (reuse_depth > 0 && --reuse_depth == 0)
+    as_reserve_reuse_trim();
 }
 
 as_status_t as_reserve_init(as_reserve_t *r, size_t elem, size_t max_elems) {

@@ -60,7 +60,8 @@ void as_reserve_free(as_reserve_t *r);
  * worker): the tables of one point are resident already for the next, so
  * its first writes cost no page faults.  Faults are traps, dear under a
  * hypervisor: the 64 B survivors points each faulted in a 21 MiB id table.
- * _end releases what the thread keeps. */
+ * Calls nest (advise inside report): the outermost _end releases what the
+ * thread keeps. */
 void as_reserve_reuse_begin(void);
 void as_reserve_reuse_end(void);
 

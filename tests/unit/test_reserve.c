@@ -153,7 +153,16 @@ static void trimming_releases_what_no_table_took(void **state) {
   ((uint64_t *)r.base)[0] = 1;
   as_reserve_free(&r);
   assert_true(as_reserve_kept_bytes() > 0); /* still reusing */
+  /* Calls nest: an inner _end keeps what the outer begin still reuses. */
+  as_reserve_reuse_begin();
   as_reserve_reuse_end();
+  assert_true(as_reserve_kept_bytes() > 0);
+  as_reserve_reuse_end();
+  assert_int_equal(as_reserve_kept_bytes(), 0);
+  as_reserve_reuse_end(); /* one too many is harmless */
+  assert_int_equal(as_reserve_init(&r, 8, (size_t)1 << 30), AS_OK);
+  assert_int_equal(r.committed, 0);
+  as_reserve_free(&r);
   assert_int_equal(as_reserve_kept_bytes(), 0);
 }
 
