@@ -562,6 +562,14 @@ static void list_models(const sweep_point_t *p, char *list, size_t len) {
   }
 }
 
+/* The ", "-separated names of the models the n points simulate. */
+static void list_all_models(const sweep_point_t *pts, size_t n, char *list,
+                            size_t len) {
+  list[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    list_models(&pts[i], list, len);
+}
+
 /* A MODEL.OPTION axis whose model no point simulates would only repeat
  * the same points, which dedupe then hides: a usage error instead. */
 static as_status_t check_option_axes(const sweep_config_t *c,
@@ -577,9 +585,8 @@ static as_status_t check_option_axes(const sweep_config_t *c,
       used = simulates(&pts[i], c->axes[a].name, nl);
     if (used)
       continue;
-    char list[512] = "";
-    for (size_t i = 0; i < n; i++)
-      list_models(&pts[i], list, sizeof list);
+    char list[512];
+    list_all_models(pts, n, list, sizeof list);
     return as_err_set(err, AS_EUSAGE,
                       "--vary %s: no point simulates %.*s (the points "
                       "simulate %s); add it with --model, --libc or a model "
@@ -603,9 +610,8 @@ static as_status_t check_libc_used(const sweep_config_t *c,
       return AS_OK;
   if (given == NULL)
     return AS_OK;
-  char list[512] = "";
-  for (size_t i = 0; i < n; i++)
-    list_models(&pts[i], list, sizeof list);
+  char list[512];
+  list_all_models(pts, n, list, sizeof list);
   return as_err_set(err, AS_EUSAGE,
                     "%s%s%s: no point's model forwards to a libc (the points "
                     "simulate %s, which serve malloc themselves); a libc is "
