@@ -407,6 +407,30 @@ static as_status_t read_spec(spec_words_t *s, as_err_t *err) {
   return rc;
 }
 
+/* The spec line that set the workload option a message about it names
+ * ("survivors: --fraction expects ..."): a 'set NAME' or a 'vary NAME'
+ * line.  0 when the message names none or the option came from the
+ * command line. */
+static unsigned spec_line_of_option(const spec_words_t *s, const char *wl,
+                                    const char *msg) {
+  size_t wn = strlen(wl);
+  if (s->path == NULL || strncmp(msg, wl, wn) != 0 ||
+      strncmp(msg + wn, ": --", 4) != 0)
+    return 0;
+  const char *name = msg + wn + 4;
+  size_t      len = strcspn(name, " =,:'");
+  for (int i = 1; i <= s->n; i++) {
+    const char *w = s->word[i];
+    if (strncmp(w, "--", 2) == 0 && strlen(w + 2) == len &&
+        strncmp(w + 2, name, len) == 0)
+      return s->line[i];
+    if (strcmp(w, "--vary") == 0 && i < s->n &&
+        strncmp(s->word[i + 1], name, len) == 0 && s->word[i + 1][len] == '=')
+      return s->line[i + 1];
+  }
+  return 0;
+}
+
 /* ---- Status -------------------------------------------------------------- */
 
 /* Whether process pid is alive on this host. */
@@ -709,8 +733,17 @@ static int sweep_main(int argc, char **argv) {
   char           spec_key[65] = "", shard[32] = "";
   sweep_cli_t    sc = {
          .c = &x.c, .t0 = now_s(), .progress = !x.quiet && isatty(STDERR_FILENO)};
-  if (code < 0 && sweep_expand(&x.c, &pts, &total, spec_key, &err) != AS_OK)
+  if (code < 0 && sweep_expand(&x.c, &pts, &total, spec_key, &err) != AS_OK) {
+    unsigned line =
+        x.c.workload ? spec_line_of_option(&x.spec, x.c.workload->name, err.msg)
+                     : 0;
+    char where[PATH_MAX + 16];
+    snprintf(where, sizeof where, "%s:%u", x.spec.path ? x.spec.path : "",
+             line);
+    cli_error_where(line ? where : NULL);
     code = cli_fail("sweep", &err);
+    cli_error_where(NULL);
+  }
   npts = sweep_shard(pts, total, x.shard_index, x.shard_count);
   if (x.shard_count > 1)
     snprintf(shard, sizeof shard, "%u/%u", x.shard_index, x.shard_count);
