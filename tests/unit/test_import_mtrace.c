@@ -419,6 +419,7 @@ static void import_file_writes_provenance_and_binary(void **state) {
   assert_int_equal(after.st_size, before.st_size);
   assert_int_equal(after.st_ino, before.st_ino); /* not even rewritten */
   unlink(bad_in);
+  unlink(out);
 }
 
 static void unmatched_free_is_an_error_naming_its_line(void **state) {
