@@ -12,7 +12,10 @@ bool sim_idtable_grow(sim_idtable_t *t, uint64_t id) {
   if (id >= SIM_IDTABLE_MAX_IDS ||
       as_reserve_need(&t->res, (size_t)id + 1) == NULL)
     return false;
-  t->len = t->res.committed / t->res.elem;
+  /* Ids come mostly in order (recycled, dense): their pages are made
+   * resident a batch at a time rather than a fault at a time. */
+  as_reserve_populate(&t->res, (size_t)id + 1);
+  t->len = t->res.populated / t->res.elem;
   return true;
 }
 

@@ -25,6 +25,7 @@
  * 4 KiB pages and costs no 2 MiB granule.  Advice only: it works where
  * /sys/kernel/mm/transparent_hugepage/enabled says madvise or always. */
 #define HUGE_FROM_BYTES ((size_t)8 << 20)
+#define HUGE_PAGE_BYTES ((size_t)2 << 20) /* x86-64's PMD size */
 
 static void advise_huge_beyond_start(unsigned char *base, size_t bytes) {
   if (bytes > HUGE_FROM_BYTES)
@@ -186,14 +187,22 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
   if (bytes <= r->populated)
     return;
   size_t page = page_bytes();
-  size_t want = r->populated + POPULATE_STEP_BYTES;
+  size_t from = r->populated;
+  if (bytes - from > POPULATE_STEP_BYTES) /* a jump: the gap faults lazily */
+    from = (bytes - 1) / page * page;
+  size_t want = from + POPULATE_STEP_BYTES;
   if (want < bytes)
     want = (bytes + page - 1) / page * page; /* madvise takes whole pages */
+  /* Not into a 2 MiB granule the entries do not reach: past
+   * HUGE_FROM_BYTES that would make a whole huge page resident early. */
+  size_t granule_end =
+      (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+  if (want > granule_end)
+    want = granule_end;
   if (want > r->committed)
     want = r->committed;
   /* A failure (an old kernel) is harmless: the pages fault when written. */
-  (void)madvise(r->base + r->populated, want - r->populated,
-                MADV_POPULATE_WRITE);
+  (void)madvise(r->base + from, want - from, MADV_POPULATE_WRITE);
   r->populated = want;
 }
 

@@ -47,6 +47,9 @@ void *as_reserve_need(as_reserve_t *r, size_t n);
  * filled in index order: a batch of pages per madvise(MADV_POPULATE_WRITE)
  * instead of a page fault per page (each fault a trap, dear under a
  * hypervisor).  At most one batch past entry n becomes resident early.
+ * When n jumps more than a batch past what is resident, only the batch
+ * from entry n - 1 on is made resident: the pages skipped fault when
+ * written, so that a sparse index commits no more than it touches.
  * Entries [0, n) must be committed.  A kernel without the advice (Linux
  * before 5.14) leaves the pages to fault on first write, as before. */
 void as_reserve_populate(as_reserve_t *r, size_t n);
