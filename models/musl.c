@@ -173,9 +173,10 @@ typedef struct musl_model_s {
   as_status_t   fail;
   as_err_t      ferr;
 
-  mmeta_t *mt;
-  uint32_t nmt, capmt;
-  uint32_t free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
+  sim_idtable_t mt_tab; /* group records, indexed by number: never moved */
+  mmeta_t      *mt;     /* mt_tab's base */
+  uint32_t      nmt;
+  uint32_t      free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
 
   /* struct malloc_context (meta.h:41-58) */
   unsigned   mmap_counter;
@@ -197,11 +198,12 @@ typedef struct musl_model_s {
   uint64_t      live_bytes, live_objects;
   uint64_t      mapped_groups, mapped_chunks, mapped_bytes;
 
-  hdr_t    *hdr; /* records; index 0 unused */
-  uint32_t  nhdr, caphdr, free_hdr;
-  uint32_t *bucket;  /* heads of the chains, by hash */
-  uint32_t  nbucket; /* a power of two */
-  uint32_t  live_hdr;
+  sim_idtable_t hdr_tab; /* header records; index 0 unused; never moved */
+  hdr_t        *hdr;     /* hdr_tab's base */
+  uint32_t      nhdr, free_hdr;
+  uint32_t     *bucket;  /* heads of the chains, by hash */
+  uint32_t      nbucket; /* a power of two */
+  uint32_t      live_hdr;
 
   /* threads' stack+TLS mappings by trace thread (addr 0 = none) */
   uint64_t    stack_size, thread_stack_pages;
@@ -324,15 +326,10 @@ static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
     } else {
       if (ms->nhdr == 0)
         ms->nhdr = 1;
-      if (ms->nhdr >= ms->caphdr) {
-        uint32_t cap = ms->caphdr ? ms->caphdr * 2 : 1024;
-        hdr_t   *p = realloc(ms->hdr, cap * sizeof *p);
-        if (p == NULL) {
-          set_fail(ms, AS_ENOMEM, "out of memory for header records");
-          return;
-        }
-        ms->hdr = p;
-        ms->caphdr = cap;
+      if (ms->nhdr == UINT32_MAX ||
+          !sim_idtable_reach(&ms->hdr_tab, ms->nhdr)) {
+        set_fail(ms, AS_ENOMEM, "out of memory for header records");
+        return;
       }
       i = ms->nhdr++;
     }
@@ -500,20 +497,13 @@ static uint32_t alloc_meta(musl_model_t *ms) {
   } else {
     if (ms->avail_meta_count == 0 && !new_meta_area(ms))
       return NONE;
-    uint64_t cap = ms->capmt;
     if (ms->nmt == UINT32_MAX) {
       set_fail(ms, AS_ENOMEM, "too many groups");
       return NONE;
     }
-    if (ms->nmt >= cap) {
-      cap = cap ? cap * 2 : 64;
-      void *p = realloc(ms->mt, cap * sizeof *ms->mt);
-      if (p == NULL) {
-        set_fail(ms, AS_ENOMEM, "out of memory for groups");
-        return NONE;
-      }
-      ms->mt = p;
-      ms->capmt = (uint32_t)cap;
+    if (!sim_idtable_reach(&ms->mt_tab, ms->nmt)) {
+      set_fail(ms, AS_ENOMEM, "out of memory for groups");
+      return NONE;
     }
     m = ms->nmt++;
     memset(MT(ms, m), 0, sizeof *MT(ms, m));
@@ -1465,9 +1455,9 @@ static void ms_destroy(model_t *m) {
   musl_model_t *ms = (musl_model_t *)m;
   if (ms == NULL)
     return;
-  free(ms->mt);
+  sim_idtable_free(&ms->hdr_tab);
+  sim_idtable_free(&ms->mt_tab);
   sim_idtable_free(&ms->obj_tab);
-  free(ms->hdr);
   free(ms->bucket);
   free(ms->stack);
   free(ms);
@@ -1503,11 +1493,17 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   musl_model_t *ms = calloc(1, sizeof *ms);
   if (ms == NULL)
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
-  if (sim_idtable_init(&ms->obj_tab, sizeof *ms->obj) != AS_OK) {
+  if (sim_idtable_init(&ms->obj_tab, sizeof *ms->obj) != AS_OK ||
+      sim_idtable_init(&ms->mt_tab, sizeof *ms->mt) != AS_OK ||
+      sim_idtable_init(&ms->hdr_tab, sizeof *ms->hdr) != AS_OK) {
+    sim_idtable_free(&ms->obj_tab);
+    sim_idtable_free(&ms->mt_tab);
     free(ms);
-    return as_err_set(err, AS_ENOMEM, "musl: no address space for objects");
+    return as_err_set(err, AS_ENOMEM, "musl: no address space for tables");
   }
   ms->obj = sim_idtable_base(&ms->obj_tab);
+  ms->mt = sim_idtable_base(&ms->mt_tab);
+  ms->hdr = sim_idtable_base(&ms->hdr_tab);
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;

@@ -362,10 +362,11 @@ typedef struct tcmalloc_model_s {
   tsizemap_t sm;
 
   /* spans */
-  tspan_t   *sp;
-  uint32_t   nsp, capsp, free_sp;
-  uint32_t   rng;
-  tpagemap_t pm;
+  sim_idtable_t sp_tab; /* span records, indexed by number: never moved */
+  tspan_t      *sp;     /* sp_tab's base */
+  uint32_t      nsp, free_sp;
+  uint32_t      rng;
+  tpagemap_t    pm;
 
   /* page heap (page_heap.h:114-350) */
   uint32_t *free_normal, *free_returned;  /* heads, index len - 1 */
@@ -621,13 +622,10 @@ static uint32_t span_record(tcmalloc_model_t *t) {
     i = t->free_sp;
     t->free_sp = SP(t, i)->next;
   } else {
-    uint64_t cap = t->capsp;
-    if (!grow((void **)&t->sp, &cap, (uint64_t)t->nsp + 1, sizeof *t->sp) ||
-        cap > UINT32_MAX) {
+    if (t->nsp == UINT32_MAX || !sim_idtable_reach(&t->sp_tab, t->nsp)) {
       set_fail(t, AS_ENOMEM, "out of memory for span records");
       return TC_NIL;
     }
-    t->capsp = (uint32_t)cap;
     i = t->nsp++;
   }
   tspan_t *s = SP(t, i);
@@ -2171,9 +2169,9 @@ static void tc_destroy(model_t *m) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t == NULL)
     return;
-  for (uint32_t i = 0; t->sp != NULL && i < t->nsp; i++)
+  for (uint32_t i = 0; i < t->nsp && i < t->sp_tab.len; i++)
     free(t->sp[i].stack);
-  free(t->sp);
+  sim_idtable_free(&t->sp_tab);
   for (uint64_t i = 0; i < t->pm.cap; i++)
     free(t->pm.leaves[i]);
   free(t->pm.keys);
@@ -2237,11 +2235,14 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   tcmalloc_model_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
-  if (sim_idtable_init(&t->obj_tab, sizeof *t->obj) != AS_OK) {
+  if (sim_idtable_init(&t->obj_tab, sizeof *t->obj) != AS_OK ||
+      sim_idtable_init(&t->sp_tab, sizeof *t->sp) != AS_OK) {
+    sim_idtable_free(&t->obj_tab);
     free(t);
-    return as_err_set(err, AS_ENOMEM, "tcmalloc: no address space for objects");
+    return as_err_set(err, AS_ENOMEM, "tcmalloc: no address space for tables");
   }
   t->obj = sim_idtable_base(&t->obj_tab);
+  t->sp = sim_idtable_base(&t->sp_tab);
   static const unsigned shifts[] = {13, 15, 18};
   uint64_t              transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
   t->kernel = ctx->kernel;
