@@ -542,15 +542,9 @@ static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
   if (s != 0) {
     jm->slab_free = (uint32_t)jm->slab_bits[s][0];
   } else {
-    if (jm->next_slab >= jm->slab_cap) {
-      size_t cap = jm->slab_cap;
-      uint64_t(*v)[JE_SLAB_WORDS] = as_grow(
-          jm->slab_bits, &cap, (size_t)jm->next_slab + 1, sizeof *v, 1024);
-      if (v == NULL || cap > UINT32_MAX)
-        return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (slabs)");
-      jm->slab_bits = v;
-      jm->slab_cap = (uint32_t)cap;
-    }
+    if (jm->next_slab == UINT32_MAX ||
+        !sim_idtable_reach(&jm->slab_tab, jm->next_slab))
+      return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (slabs)");
     s = jm->next_slab++;
   }
   /* bitmap_init (bitmap.c), all free: bit set = region free */
@@ -1748,8 +1742,8 @@ static void jemalloc_destroy(model_t *m) {
   free(jm->bg);
   free(jm->arenas);
   free(jm->threads);
-  free(jm->ext);
-  free(jm->slab_bits);
+  sim_idtable_free(&jm->ext_tab);
+  sim_idtable_free(&jm->slab_tab);
   free(jm->emap.key);
   free(jm->emap.val);
   sim_idtable_free(&jm->obj_tab);
@@ -1868,9 +1862,14 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
     rc = nptl_stacks_init(
         &jm->nptl, ctx->kernel, model_opt_u64(opts, JO_STACK_SIZE),
         model_opt_u64(opts, JO_THREAD_STACK_PAGES), "jemalloc", err);
-  if (rc == AS_OK && sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK)
-    rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for objects");
+  if (rc == AS_OK &&
+      (sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK ||
+       sim_idtable_init(&jm->ext_tab, sizeof *jm->ext) != AS_OK ||
+       sim_idtable_init(&jm->slab_tab, sizeof *jm->slab_bits) != AS_OK))
+    rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for tables");
   jm->objs = sim_idtable_base(&jm->obj_tab);
+  jm->ext = sim_idtable_base(&jm->ext_tab);
+  jm->slab_bits = sim_idtable_base(&jm->slab_tab);
   if (rc == AS_OK) {
     jm->arenas = calloc(jm->narenas_total, sizeof *jm->arenas);
     jm->bg = calloc(jm->max_bg_threads, sizeof *jm->bg);

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "../sim/grow.h"
+#include "../sim/reserve.h"
 
 #define E(jm, e) (&(jm)->ext[(e)])
 
@@ -291,6 +292,9 @@ static as_status_t emap_grow(jemalloc_model_t *jm, as_err_t *err) {
     free(val);
     return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory for the emap");
   }
+  /* Filled at random to half its slots: every page is written soon. */
+  as_prefault(key, cap * sizeof *key);
+  as_prefault(val, cap * sizeof *val);
   for (uint64_t i = 0; i < m->cap; i++) {
     if (m->key[i] == 0)
       continue;
@@ -408,16 +412,9 @@ static as_status_t ext_new(jemalloc_model_t *jm, je_arena_t *a, uint64_t addr,
   if (e != JE_NONE) {
     jm->ext_free = E(jm, e)->next_free;
   } else {
-    if (jm->next_ext >= jm->ext_cap) {
-      size_t    cap = jm->ext_cap;
-      je_ext_t *v =
-          as_grow(jm->ext, &cap, (size_t)jm->next_ext + 1, sizeof *v, 1024);
-      if (v == NULL || cap > UINT32_MAX)
-        return as_err_set(err, AS_ENOMEM,
-                          "jemalloc: out of memory for extents");
-      jm->ext = v;
-      jm->ext_cap = (uint32_t)cap;
-    }
+    if (jm->next_ext == UINT32_MAX ||
+        !sim_idtable_reach(&jm->ext_tab, jm->next_ext))
+      return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory for extents");
     e = jm->next_ext++;
   }
   je_ext_t *x = E(jm, e);

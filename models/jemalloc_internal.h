@@ -276,15 +276,17 @@ struct jemalloc_model_s {
   uint8_t  ticker_table[64];          /* ticker.c:23-32 */
 
   /* State. */
-  je_arena_t **arenas; /* narenas_total slots, NULL until created */
-  uint32_t     narenas_total, huge_ind;
-  bool         huge_enabled;
-  je_thread_t *threads;
-  size_t       threads_cap;
-  je_ext_t    *ext; /* extent pool, [0] unused */
-  uint32_t     next_ext, ext_cap, ext_free;
-  uint64_t (*slab_bits)[JE_SLAB_WORDS];
-  uint32_t      next_slab, slab_cap, slab_free;
+  je_arena_t  **arenas; /* narenas_total slots, NULL until created */
+  uint32_t      narenas_total, huge_ind;
+  bool          huge_enabled;
+  je_thread_t  *threads;
+  size_t        threads_cap;
+  sim_idtable_t ext_tab; /* extent pool, [0] unused; never moved */
+  je_ext_t     *ext;     /* ext_tab's base */
+  uint32_t      next_ext, ext_free;
+  sim_idtable_t slab_tab; /* slab bitmaps, [0] unused; never moved */
+  uint64_t (*slab_bits)[JE_SLAB_WORDS]; /* slab_tab's base */
+  uint32_t      next_slab, slab_free;
   je_emap_t     emap;
   je_obj_t     *objs;      /* by object id: obj_tab's base */
   sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */

@@ -206,6 +206,13 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
   r->populated = want;
 }
 
+void as_prefault(void *p, size_t bytes) {
+  uintptr_t page = page_bytes(), from = ((uintptr_t)p + page - 1) / page * page;
+  uintptr_t to = ((uintptr_t)p + bytes) / page * page;
+  if (to > from)
+    (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+}
+
 void as_reserve_free(as_reserve_t *r) {
   if (r->base != NULL && !keep(r))
     munmap(r->base, r->reserved);

@@ -53,6 +53,11 @@ void *as_reserve_need(as_reserve_t *r, size_t n);
  * Entries [0, n) must be committed.  A kernel without the advice (Linux
  * before 5.14) leaves the pages to fault on first write, as before. */
 void as_reserve_populate(as_reserve_t *r, size_t n);
+/* Makes the whole pages inside [p, p + bytes) resident now, one call
+ * instead of a fault per page: for memory about to be written all over
+ * (a hash table being filled).  Harmless where the advice is unknown. */
+void as_prefault(void *p, size_t bytes);
+
 /* Releases the reservation; r may be zeroed or already freed.  Between
  * as_reserve_reuse_begin and _end the calling thread keeps it instead,
  * its written pages zeroed, for the next as_reserve_init of the same
