@@ -633,6 +633,13 @@ static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
 
 /* ---- Model interface ----------------------------------------------------- */
 
+/* The record tables of a model being created; zeroed ones are skipped. */
+static void free_tables(mi_model_t *m) {
+  sim_idtable_free(&m->obj_tab);
+  sim_idtable_free(&m->pages_tab);
+  sim_idtable_free(&m->segs_tab);
+}
+
 static as_status_t mimalloc_create(const model_opts_t *opts,
                                    const model_ctx_t *ctx, model_t **out,
                                    as_err_t *err) {
@@ -643,11 +650,16 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   mi_model_t *m = calloc(1, sizeof *m);
   if (m == NULL)
     return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
-  if (sim_idtable_init(&m->obj_tab, sizeof *m->objs) != AS_OK) {
+  if (sim_idtable_init(&m->obj_tab, sizeof *m->objs) != AS_OK ||
+      sim_idtable_init(&m->pages_tab, sizeof *m->pages) != AS_OK ||
+      sim_idtable_init(&m->segs_tab, sizeof *m->segs) != AS_OK) {
+    free_tables(m);
     free(m);
-    return as_err_set(err, AS_ENOMEM, "mimalloc: no address space for objects");
+    return as_err_set(err, AS_ENOMEM, "mimalloc: no address space for tables");
   }
   m->objs = sim_idtable_base(&m->obj_tab);
+  m->pages = sim_idtable_base(&m->pages_tab);
+  m->segs = sim_idtable_base(&m->segs_tab);
   m->kernel = ctx->kernel;
   m->version = v;
   mi_geometry(v, &m->g);
@@ -661,14 +673,14 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
       &m->nptl, ctx->kernel, model_opt_u64(&m->opts, MO_STACK_SIZE),
       model_opt_u64(&m->opts, MO_THREAD_STACK_PAGES), "mimalloc", err);
   if (rc != AS_OK) {
-    sim_idtable_free(&m->obj_tab);
+    free_tables(m);
     free(m);
     return rc;
   }
   if (v == MV_209) {
     m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
     if (m->cache == NULL) {
-      sim_idtable_free(&m->obj_tab);
+      free_tables(m);
       free(m);
       return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
     }
@@ -685,7 +697,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   if (m->fail != AS_OK) {
     as_status_t fail = leave(m, err);
     free(m->cache);
-    sim_idtable_free(&m->obj_tab);
+    free_tables(m);
     free(m);
     return fail;
   }
@@ -695,12 +707,12 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
 
 static void mimalloc_destroy(model_t *mm) {
   mi_model_t *m = (mi_model_t *)mm;
-  for (uint32_t i = 1; i < m->pages_n; i++)
+  for (uint32_t i = 1; i < m->pages_n && i < m->pages_tab.len; i++)
     if (m->pages[i].live) {
       free(m->pages[i].blocks);
       free(m->pages[i].tfree);
     }
-  free(m->pages);
+  sim_idtable_free(&m->pages_tab);
   for (uint32_t i = 1; i < m->heaps_n; i++)
     free(m->heaps[i].delayed);
   free(m->heaps);

@@ -298,22 +298,23 @@ struct mi_model_s {
   int64_t max_candidates;
   bool    allow_thp; /* 3.4.3: arenas get MADV_HUGEPAGE */
   /* records */
-  mpage_t *pages;
-  uint32_t pages_n, pages_cap, pages_free; /* free records chain
-                                              through next */
-  mheap_t  *heaps;
-  uint32_t  heaps_n, heaps_cap;
-  mtld_t   *tlds;
-  uint32_t  tlds_n, tlds_cap;
-  uint32_t *tld_of_thread; /* trace thread -> tld, 0 = none */
-  uint32_t  threads_cap;
-  uint32_t  threads_live; /* _mi_current_thread_count() */
+  sim_idtable_t pages_tab;           /* page records by id: never moved */
+  mpage_t      *pages;               /* pages_tab's base */
+  uint32_t      pages_n, pages_free; /* free records chain through next */
+  mheap_t      *heaps;
+  uint32_t      heaps_n, heaps_cap;
+  mtld_t       *tlds;
+  uint32_t      tlds_n, tlds_cap;
+  uint32_t     *tld_of_thread; /* trace thread -> tld, 0 = none */
+  uint32_t      threads_cap;
+  uint32_t      threads_live; /* _mi_current_thread_count() */
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
   nptl_stack_t *stacks;
   uint32_t      stacks_cap;
-  mseg_t       *segs;
-  uint32_t      segs_n, segs_cap, segs_free;
+  sim_idtable_t segs_tab; /* segment records by id: never moved */
+  mseg_t       *segs;     /* segs_tab's base */
+  uint32_t      segs_n, segs_free;
   uint32_t      abandoned, abandoned_visited; /* 2.x lists */
   uint64_t      abandoned_count;
   /* objects */

@@ -96,19 +96,13 @@ uint32_t mi_page_new(mi_model_t *m) {
   if (id != 0) {
     m->pages_free = m->pages[id].next;
   } else {
-    if (m->pages_n == m->pages_cap) {
-      uint32_t cap = m->pages_cap ? m->pages_cap * 2 : 1024;
-      mpage_t *np = realloc(m->pages, (size_t)cap * sizeof *np);
-      if (np == NULL) {
-        m->fail = AS_ENOMEM;
-        return 0;
-      }
-      m->pages = np;
-      m->pages_cap = cap;
-    }
     id = m->pages_n++;
     if (id == 0) /* record 0 means "none" */
       id = m->pages_n++;
+    if (m->pages_n == UINT32_MAX || !sim_idtable_reach(&m->pages_tab, id)) {
+      m->fail = AS_ENOMEM;
+      return 0;
+    }
   }
   memset(&m->pages[id], 0, sizeof m->pages[id]);
   m->pages[id].live = true;

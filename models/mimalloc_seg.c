@@ -529,19 +529,13 @@ static uint32_t seg_new(mi_model_t *m, uint32_t entries) {
   if (id != 0) {
     m->segs_free = m->segs[id].abandoned_next;
   } else {
-    if (m->segs_n == m->segs_cap) {
-      uint32_t cap = m->segs_cap ? m->segs_cap * 2 : 64;
-      mseg_t  *ns = realloc(m->segs, (size_t)cap * sizeof *ns);
-      if (ns == NULL) {
-        m->fail = AS_ENOMEM;
-        return 0;
-      }
-      m->segs = ns;
-      m->segs_cap = cap;
-    }
     id = m->segs_n++;
     if (id == 0)
       id = m->segs_n++;
+    if (m->segs_n == UINT32_MAX || !sim_idtable_reach(&m->segs_tab, id)) {
+      m->fail = AS_ENOMEM;
+      return 0;
+    }
   }
   mseg_t *s = &m->segs[id];
   memset(s, 0, sizeof *s);
@@ -1436,9 +1430,9 @@ as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w) {
 }
 
 void mi_segs_destroy(mi_model_t *m) {
-  for (uint32_t i = 1; i < m->segs_n; i++)
+  for (uint32_t i = 1; i < m->segs_n && i < m->segs_tab.len; i++)
     free(m->segs[i].slices);
-  free(m->segs);
+  sim_idtable_free(&m->segs_tab);
   for (uint32_t a = 0; a < m->arenas2_n; a++)
     free(m->arenas2[a].inuse);
   free(m->arenas2);
