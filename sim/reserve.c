@@ -14,8 +14,8 @@
  * committed pages cost nothing until written). */
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
 #define COMMIT_STEP_BYTES ((size_t)1 << 20)
-/* Pages as_reserve_populate makes resident per call: 64 faults become one
- * call, and at most 256 KiB is resident before it is used. */
+/* The most as_reserve_populate makes resident per call: 64 faults become
+ * one call, and at most 256 KiB is resident before it is used. */
 #define POPULATE_STEP_BYTES ((size_t)256 << 10)
 
 /* Past its first HUGE_FROM_BYTES a table is large, and read at random (a
@@ -190,7 +190,12 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
   size_t from = r->populated;
   if (bytes - from > POPULATE_STEP_BYTES) /* a jump: the gap faults lazily */
     from = (bytes - 1) / page * page;
-  size_t want = from + POPULATE_STEP_BYTES;
+  /* The batch doubles up to POPULATE_STEP_BYTES: a small table (a test's,
+   * a short sweep point's) gets about what it uses, not 256 KiB. */
+  size_t step = from < page ? page : from;
+  if (step > POPULATE_STEP_BYTES)
+    step = POPULATE_STEP_BYTES;
+  size_t want = from + step;
   if (want < bytes)
     want = (bytes + page - 1) / page * page; /* madvise takes whole pages */
   /* Not into a 2 MiB granule the entries do not reach: past

@@ -46,7 +46,8 @@ void *as_reserve_need(as_reserve_t *r, size_t n);
 /* Makes entries [0, n) resident before their first write, for a table
  * filled in index order: a batch of pages per madvise(MADV_POPULATE_WRITE)
  * instead of a page fault per page (each fault a trap, dear under a
- * hypervisor).  At most one batch past entry n becomes resident early.
+ * hypervisor).  At most one batch past entry n becomes resident early;
+ * batches double from a page to 256 KiB as the table grows.
  * When n jumps more than a batch past what is resident, only the batch
  * from entry n - 1 on is made resident: the pages skipped fault when
  * written, so that a sparse index commits no more than it touches.
