@@ -206,14 +206,14 @@ void as_reserve_populate(as_reserve_t *r, size_t n) {
     want = granule_end;
   if (want > r->committed)
     want = r->committed;
-  /* A failure (an old kernel) is harmless: the pages fault when written. */
-  (void)madvise(r->base + from, want - from, MADV_POPULATE_WRITE);
+  as_prefault(r->base + from, want - from);
   r->populated = want;
 }
 
 void as_prefault(void *p, size_t bytes) {
   uintptr_t page = page_bytes(), from = ((uintptr_t)p + page - 1) / page * page;
   uintptr_t to = ((uintptr_t)p + bytes) / page * page;
+  /* A failure (an old kernel) is harmless: the pages fault when written. */
   if (to > from)
     (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
 }
