@@ -2616,7 +2616,7 @@ static as_status_t glibc_create(const model_opts_t *opts,
   g->ncpus = model_opt_u64(opts, GO_NCPUS);
   if (nptl_stacks_init(
           &g->nptl, ctx->kernel, model_opt_u64(opts, GO_STACK_SIZE),
-          model_opt_u64(opts, GO_THREAD_STACK_PAGES), "glibc", err) != AS_OK)
+          model_opt_u64(opts, GO_THREAD_STACK_PAGES), 0, "glibc", err) != AS_OK)
     goto fail;
 
   uint64_t mxfast = model_opt_u64(opts, GO_MXFAST);

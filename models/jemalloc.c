@@ -332,6 +332,39 @@ static void tables_init(jemalloc_model_t *jm) {
 
 /* ---- Arenas -------------------------------------------------------------- */
 
+/* arena_new's writes to the arena_t at addr: all of it but the large-class
+ * counters and the HPA shard (JE_ARENA_LSTATS_OFF, JE_ARENA_HPA_OFF). */
+static as_status_t arena_struct_write(jemalloc_model_t *jm, je_arena_t *a,
+                                      uint64_t addr, as_err_t *err) {
+  uint64_t lstats = addr + JE_ARENA_LSTATS_OFF;
+  uint64_t end = addr + JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins;
+  uint64_t cold = ((lstats + jm->os_page - 1) & ~(jm->os_page - 1)) - lstats;
+  a->lstats_addr = lstats;
+  a->lstats_cold =
+      (uint32_t)((cold + JE_ARENA_LSTATS_ELEM - 1) / JE_ARENA_LSTATS_ELEM);
+  as_status_t rc = touch(jm, addr, JE_ARENA_LSTATS_OFF, err);
+  if (rc == AS_OK)
+    rc = touch(jm, lstats + JE_ARENA_LSTATS_BYTES,
+               JE_ARENA_HPA_OFF - JE_ARENA_LSTATS_OFF - JE_ARENA_LSTATS_BYTES,
+               err);
+  if (rc == AS_OK)
+    rc = touch(jm, addr + JE_ARENA_HPA_END, end - addr - JE_ARENA_HPA_END, err);
+  return rc;
+}
+
+/* arena_large_{malloc,dalloc}_stats_update (arena.c:291-321): a large
+ * allocation or free of usize counts in lstats[its class - SC_NBINS],
+ * which writes that entry's page if arena_new did not. */
+static as_status_t lstats_write(jemalloc_model_t *jm, je_arena_t *a,
+                                uint64_t usize, as_err_t *err) {
+  unsigned ind = je_size2index(jm, usize);
+  unsigned h = ind >= jm->nbins ? ind - jm->nbins : 0;
+  if (h < a->lstats_cold)
+    return AS_OK;
+  return touch(jm, a->lstats_addr + (uint64_t)h * JE_ARENA_LSTATS_ELEM,
+               JE_ARENA_LSTATS_ELEM, err);
+}
+
 as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   je_arena_t *a = calloc(1, sizeof *a);
   if (a == NULL)
@@ -353,7 +386,8 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
                           &addr, err)) != AS_OK ||
       (rc = je_base_alloc(jm, &a->base, ind,
                           JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins,
-                          JE_CACHELINE, true, &addr, err)) != AS_OK)
+                          JE_CACHELINE, false, &addr, err)) != AS_OK ||
+      (rc = arena_struct_write(jm, a, addr, err)) != AS_OK)
     return rc;
   /* exp_grow_init (exp_grow.c:5-8): from HUGEPAGE, no limit */
   a->exp_next = je_psz2ind(jm, UINT64_C(1) << JE_LG_HUGEPAGE);
@@ -500,6 +534,9 @@ static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
     return AS_OK;
   }
   th->tsd = JE_TSD_NOMINAL;
+  if ((rc = nptl_stack_call(&jm->nptl, &th->stack, JE_FIRST_CALL_STACK_BYTES,
+                            err)) != AS_OK)
+    return rc;
   th->alloc_last = th->alloc_bytes; /* te_init (thread_event.c:305-330) */
   th->dalloc_last = th->dalloc_bytes;
   if (!jm->tcache_enabled)
@@ -945,6 +982,8 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
   }
   if (internal)
     a->internal += usize;
+  if ((rc = lstats_write(jm, a, usize, err)) != AS_OK)
+    return rc;
   return je_decay_ticks(jm, th, a, 1, err);
 }
 
@@ -954,9 +993,12 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
                                 uint32_t e, bool internal, as_err_t *err) {
   je_arena_t *a = jm->arenas[E(jm, e)->arena];
+  uint64_t    usize = jm->index2size[E(jm, e)->szind];
   if (internal)
-    a->internal -= jm->index2size[E(jm, e)->szind];
-  as_status_t rc = je_pa_dalloc(jm, a, e, err);
+    a->internal -= usize;
+  as_status_t rc = lstats_write(jm, a, usize, err);
+  if (rc == AS_OK)
+    rc = je_pa_dalloc(jm, a, e, err);
   if (rc == AS_OK)
     rc = je_bg_inactivity_check(jm, a);
   if (rc == AS_OK && th != NULL)
@@ -1133,6 +1175,11 @@ static as_status_t large_resize(jemalloc_model_t *jm, je_thread_t *th,
   if (rc != AS_OK)
     return rc;
   *moved = !ok;
+  if (ok && usize != old) /* arena_large_ralloc_stats_update (arena.c:
+                             323-327, 368-386): old freed, usize made */
+    if ((rc = lstats_write(jm, a, old, err)) != AS_OK ||
+        (rc = lstats_write(jm, a, usize, err)) != AS_OK)
+      return rc;
   if (ok) {
     o->szind = (uint8_t)je_size2index(jm, usize);
     E(jm, e)->szind = o->szind;
@@ -1859,9 +1906,10 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK)
     rc = geometry_init(jm, err);
   if (rc == AS_OK)
-    rc = nptl_stacks_init(
-        &jm->nptl, ctx->kernel, model_opt_u64(opts, JO_STACK_SIZE),
-        model_opt_u64(opts, JO_THREAD_STACK_PAGES), "jemalloc", err);
+    rc = nptl_stacks_init(&jm->nptl, ctx->kernel,
+                          model_opt_u64(opts, JO_STACK_SIZE),
+                          model_opt_u64(opts, JO_THREAD_STACK_PAGES),
+                          JE_TLS_STATIC_BYTES, "jemalloc", err);
   if (rc == AS_OK &&
       (sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK ||
        sim_idtable_init(&jm->ext_tab, sizeof *jm->ext) != AS_OK ||

@@ -61,6 +61,37 @@
 #define JE_SIZEOF_BLOCK   144   /* base_block_t */
 #define JE_SIZEOF_BG_INFO 208   /* background_thread_info_t */
 #define JE_CACHELINE      64
+/* The parts of arena_t that arena_new (arena.c:1599-1708) leaves as
+ * base_alloc gave them, demand-zero: stats.lstats, the per-large-class
+ * counters ("Memory is zeroed, so there is no need to clear stats",
+ * arena_stats.h:88-100), written by a large allocation or free of that
+ * class (arena.c:291-321, arena_stats.h:103-112); and pa_shard.hpa_sec and
+ * .hpa_shard, set up only when opt_hpa is on (arena.c:1679-1687; off by
+ * default).  Offsets from gdb's ptype /o of the same build: stats at 24,
+ * lstats at 24 + 952, 196 entries of 48 bytes; pa_shard at 10648,
+ * hpa_sec at 10648 + 62264, edata_cache (after hpa_shard) at
+ * 10648 + 68096.  Measured on Debian's library (mincore after
+ * mallctl("arenas.create")): of a new arena's 23 base pages, the two
+ * wholly inside these ranges stay non-resident. */
+#define JE_ARENA_LSTATS_OFF   976
+#define JE_ARENA_LSTATS_ELEM  48
+#define JE_ARENA_LSTATS_BYTES (196 * JE_ARENA_LSTATS_ELEM)
+#define JE_ARENA_HPA_OFF      72912
+#define JE_ARENA_HPA_END      78744
+/* What libjemalloc.so.2 adds to every thread's static TLS (its tsd, a
+ * 2632-byte PT_TLS segment): _dl_get_tls_static_info gives 6848 bytes
+ * with it preloaded, 4224 without (measured, Debian 5.3.0-1). */
+#define JE_TLS_STATIC_BYTES 2624
+/* How far below stacktop a thread's first allocation writes the stack:
+ * tsd_fetch_slow -> tsd_data_init -> tsd_tcache_data_init and
+ * arena_choose_hard (tsd.c:278-325, tcache.c:709-752, jemalloc.c:503-614).
+ * Measured on Debian's library with LD_BIND_NOW=1 (no lazy binding), a
+ * canary below the caller of malloc(1024) called from the start routine:
+ * 2984 bytes below stacktop whether the thread creates its arena or
+ * shares one (the caller's frames: 305 bytes).  With the TLS above, this
+ * reaches the third page below the stack's top, which a thread calling
+ * glibc's malloc (1704 bytes) does not. */
+#define JE_FIRST_CALL_STACK_BYTES 2984
 
 typedef enum je_state_e {
   JE_ACTIVE,
@@ -165,10 +196,13 @@ struct je_arena_s {
   uint32_t   exp_next, exp_limit; /* exp_grow_t (exp_grow.h) */
   uint64_t   sn_next;
   je_decay_t decay_dirty, decay_muzzy;
-  uint64_t   nactive;    /* pages (pa_shard_t nactive) */
-  uint64_t   pac_mapped; /* bytes (pac_stats_t pac_mapped) */
-  uint64_t   internal;   /* bytes of internal allocations (tcache stacks) */
-  je_base_t  base;
+  uint64_t   nactive;     /* pages (pa_shard_t nactive) */
+  uint64_t   pac_mapped;  /* bytes (pac_stats_t pac_mapped) */
+  uint64_t   internal;    /* bytes of internal allocations (tcache stacks) */
+  uint64_t   lstats_addr; /* the arena_t's stats.lstats[0] */
+  uint32_t   lstats_cold; /* the first lstats entry on a page arena_new
+                             leaves unwritten */
+  je_base_t base;
 };
 
 /* One cache bin: a stack of cached regions, oldest at [0], newest at

@@ -7,7 +7,8 @@
  * nptl-stack.h:56-59: GLRO (dl_tls_static_size) rounded to its 64-byte
  * alignment; it includes the TCB and the static TLS surplus), measured as
  * 4224 with _dl_get_tls_static_info in a program linked like the labs
- * (libc only); a program loading modules with more static TLS has more.
+ * (libc only); a program loading modules with more static TLS has more, and
+ * a preloaded allocator's own TLS adds to it (nptl_stacks_init).
  */
 #include "nptl_stacks.h"
 
@@ -25,19 +26,22 @@
  * stack_size bytes: from the page holding stacktop - 1 down to the first
  * page above the guard page (offsets from the block's start, guard
  * included). */
-static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page) {
+static uint64_t frame_pages_fit(uint64_t stack_size, uint64_t page,
+                                uint64_t tls_static_bytes) {
   uint64_t block = stack_size + page;
-  uint64_t stacktop = block - NPTL_TLS_STATIC_BYTES;
+  uint64_t stacktop = block - tls_static_bytes;
   uint64_t highest = (stacktop - 1) & ~(page - 1);
   return highest < page ? 0 : (highest - page) / page + 1;
 }
 
 as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
                              uint64_t stack_size, uint64_t thread_stack_pages,
-                             const char *model, as_err_t *err) {
+                             uint64_t allocator_tls_bytes, const char *model,
+                             as_err_t *err) {
   memset(ns, 0, sizeof *ns);
   ns->kernel = kernel;
   ns->page = sim_kernel_page_size(kernel);
+  ns->tls_static_bytes = NPTL_TLS_STATIC_BYTES + allocator_tls_bytes;
   ns->thread_stack_pages = thread_stack_pages;
   /* pthread_early_init.h:52: rounded up to a page; allocatestack.c:332
    * then aligns down to GLRO (dl_tls_static_align) (64, a no-op here). */
@@ -47,15 +51,16 @@ as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
    * stacktop - 1 and must stay above the guard page: with the static TLS
    * over a page, that leaves one page fewer than the stack has. */
   if (ns->stack_size <
-          ns->page + NPTL_TLS_STATIC_BYTES + NPTL_MINIMAL_REST_STACK ||
-      thread_stack_pages > frame_pages_fit(ns->stack_size, ns->page))
+          ns->page + ns->tls_static_bytes + NPTL_MINIMAL_REST_STACK ||
+      thread_stack_pages >
+          frame_pages_fit(ns->stack_size, ns->page, ns->tls_static_bytes))
     return as_err_set(err, AS_EINVAL,
                       "%s: stack_size=%" PRIu64
                       " with thread_stack_pages=%" PRIu64
                       ": the stack must hold a page, the TCB and static "
                       "TLS (%u bytes), 4096 bytes more and the frame pages",
                       model, ns->stack_size, thread_stack_pages,
-                      (unsigned)NPTL_TLS_STATIC_BYTES);
+                      (unsigned)ns->tls_static_bytes);
   return AS_OK;
 }
 
@@ -114,7 +119,7 @@ as_status_t nptl_stack_acquire(nptl_stacks_t *ns, nptl_stack_t *st,
   st->addr = addr;
   st->bytes = size;
   uint64_t top = addr + size;
-  uint64_t stacktop = top - NPTL_TLS_STATIC_BYTES;
+  uint64_t stacktop = top - ns->tls_static_bytes;
   /* TCB + static TLS */
   rc = sim_kernel_touch(ns->kernel, top - NPTL_TCB_BYTES, NPTL_TCB_BYTES, err);
   if (rc == AS_OK && ns->thread_stack_pages > 0) {
@@ -123,6 +128,16 @@ as_status_t nptl_stack_acquire(nptl_stacks_t *ns, nptl_stack_t *st,
     rc = sim_kernel_touch(ns->kernel, lo, stacktop - lo, err); /* frames */
   }
   return rc;
+}
+
+as_status_t nptl_stack_call(nptl_stacks_t *ns, const nptl_stack_t *st,
+                            uint64_t depth, as_err_t *err) {
+  if (st->addr == 0 || depth == 0)
+    return AS_OK;
+  uint64_t stacktop = st->addr + st->bytes - ns->tls_static_bytes;
+  uint64_t floor = st->addr + ns->page; /* above the guard page */
+  uint64_t lo = stacktop - floor > depth ? stacktop - depth : floor;
+  return sim_kernel_touch(ns->kernel, lo, stacktop - lo, err);
 }
 
 /* Thread exit and join: start_thread's advise_stack_range (nptl/
@@ -140,7 +155,7 @@ as_status_t nptl_stack_release(nptl_stacks_t *ns, nptl_stack_t *st,
     return AS_OK;
   uint64_t addr = st->addr, size = st->bytes;
   st->addr = st->bytes = 0;
-  uint64_t sp_page = (addr + size - NPTL_TLS_STATIC_BYTES - 1) &
+  uint64_t sp_page = (addr + size - ns->tls_static_bytes - 1) &
                      ~(ns->page - 1); /* start_thread's frame */
   uint64_t    freesize = sp_page - addr;
   as_status_t rc = AS_OK;

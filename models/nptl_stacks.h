@@ -45,6 +45,8 @@ struct nptl_stacks_s {
   uint64_t      page;               /* OS page */
   uint64_t      stack_size;         /* __default_pthread_attr stacksize */
   uint64_t      thread_stack_pages; /* the program's own frames, OS pages */
+  uint64_t      tls_static_bytes;   /* the TCB and static TLS, stacktop's
+                                       distance from the block's top */
   nptl_stack_t *cache;              /* GL (dl_stack_cache): oldest first, the
                                        list head is the end */
   uint32_t ncache, cache_cap;
@@ -53,15 +55,24 @@ struct nptl_stacks_s {
 
 /* Validates the options (the stack must hold a page, the TCB and static
  * TLS, 4096 bytes more and the frame pages: pthread_early_init.h:46-50,
- * allocatestack.c:351-356); model names the model in the message. */
+ * allocatestack.c:351-356); model names the model in the message.
+ * allocator_tls_bytes: what a preloaded allocator's own thread-local
+ * storage adds to the static TLS (0 for glibc's malloc), which moves every
+ * thread's stacktop down by as much. */
 as_status_t nptl_stacks_init(nptl_stacks_t *ns, sim_kernel_t *kernel,
                              uint64_t stack_size, uint64_t thread_stack_pages,
-                             const char *model, as_err_t *err);
+                             uint64_t allocator_tls_bytes, const char *model,
+                             as_err_t *err);
 void        nptl_stacks_fini(nptl_stacks_t *ns);
 
 /* allocate_stack for a new thread: *st receives its block. */
 as_status_t nptl_stack_acquire(nptl_stacks_t *ns, nptl_stack_t *st,
                                as_err_t *err);
+/* A call from the thread's start routine whose deepest frame lies depth
+ * bytes below stacktop (an allocator's own first-call path): the stack
+ * pages it writes (a no-op for the main thread, st->addr 0). */
+as_status_t nptl_stack_call(nptl_stacks_t *ns, const nptl_stack_t *st,
+                            uint64_t depth, as_err_t *err);
 /* Thread exit and join: the block goes to the stack cache (a no-op for
  * st->addr 0); *st is cleared. */
 as_status_t nptl_stack_release(nptl_stacks_t *ns, nptl_stack_t *st,
