@@ -504,6 +504,32 @@ static void calloc_leaves_fresh_memory_untouched(void **state) {
   fx_close(&f);
 }
 
+/* After malloc_trim the brk heap regrows into pages the kernel hands out
+ * zeroed, and Linux's glibc (MORECORE_CLEARS=2) trusts them: a calloc that
+ * extends the top clears the old top only, not up to the heap's old
+ * high-water mark.  Measured on Debian's glibc 2.36 (mincore after the
+ * calloc): a 1 MiB malloc/free to raise the mmap threshold, 200 mallocs of
+ * 100 KiB written and freed, malloc_trim(0), 50 mallocs again, then
+ * calloc(404936) makes 9 pages resident, not 99. */
+static void calloc_after_a_trim_clears_the_old_top_only(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, NULL);
+  mal(&f, 900, 1 * MiB);
+  fre(&f, 900);
+  for (uint64_t i = 0; i < 200; i++)
+    mal(&f, i, 102400);
+  for (uint64_t i = 0; i < 200; i++)
+    fre(&f, i);
+  trim(&f, 0);
+  for (uint64_t i = 0; i < 50; i++)
+    mal(&f, i, 102400);
+  uint64_t rss0 = sim_kernel_rss_bytes(f.k);
+  ev(&f, TRACE_CALLOC, 0, 500, 404936, 0);
+  assert_int_equal(sim_kernel_rss_bytes(f.k) - rss0, 9 * 4096);
+  fx_close(&f);
+}
+
 /* ---- Threads and arenas ---------------------------------------------------
  */
 
@@ -1107,6 +1133,7 @@ int main(void) {
       cmocka_unit_test(malloc_trim_keeps_48_header_bytes),
       cmocka_unit_test(malloc_trim_leaves_tcache_chunks),
       cmocka_unit_test(calloc_leaves_fresh_memory_untouched),
+      cmocka_unit_test(calloc_after_a_trim_clears_the_old_top_only),
       cmocka_unit_test(thirty_threads_on_two_cpus_make_16_arenas),
       cmocka_unit_test(arena_max_two_caps_sixteen_threads),
       cmocka_unit_test(thread_heap_reserves_64mib_and_commits_132kib),
