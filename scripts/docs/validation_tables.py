@@ -1208,6 +1208,9 @@ ORACLE_TRACES = [
     ("random-2", "random, 1 thread (seed 2)"),
     ("random-3", "random, 3 threads (seed 3)"),
     ("random-4", "random, 4 threads (seed 4)"),
+    ("phased-1", "phased: threads come and go, idles, trims (seed 1)"),
+    ("phased-2", "phased (seed 2)"),
+    ("phased-3", "phased (seed 3)"),
 ]
 ORACLE_TARGET_PCT = 1.0
 

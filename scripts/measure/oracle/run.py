@@ -20,9 +20,10 @@ Steps (all by default), each writing under data/:
              workload's calls as the replayer ran them (on its clock, with
              its threads' DTVs) and RSS at every mark, compressed with
              zstd -19 (gzip -9 without zstd): a tenth of the bytes
-  traces     `allocsim oracle` of the imported traces and of random valid
-             traces (random_trace.py, seeds 1-4) on every allocator that has
-             a registered model: data/oracle/ALLOCATOR--CASE.astrace (the
+  traces     `allocsim oracle` of the imported traces, of random valid
+             traces (random_trace.py, seeds 1-4) and of phased ones
+             (phased_trace.py, seeds 1-3) on every allocator that has a
+             registered model: data/oracle/ALLOCATOR--CASE.astrace (the
              trace again with the measurements)
 
 Then scripts/record_reference.sh records data/imported/ and data/oracle/
@@ -59,6 +60,9 @@ WORKLOADS = [
 # Random traces: (name, seed, events, threads).
 RANDOM = [("random-1", 1, 20000, 1), ("random-2", 2, 20000, 1),
           ("random-3", 3, 20000, 3), ("random-4", 4, 20000, 4)]
+# Phased traces (threads that come and go, build-ups, mass frees, idles,
+# trims): (name, seed).
+PHASED = [("phased-1", 1), ("phased-2", 2), ("phased-3", 3)]
 
 # A commit of this repository for git log: fixed, so the run repeats.
 GIT_COMMIT = "da46d07"
@@ -196,6 +200,11 @@ def trace_inputs(ctx):
         path = os.path.join(ctx.tmp, name + ".trace")
         run([sys.executable, os.path.join(HERE, "random_trace.py"), path,
              str(seed), str(events), str(threads)])
+        out.append((name, path))
+    for name, seed in PHASED:
+        path = os.path.join(ctx.tmp, name + ".trace")
+        run([sys.executable, os.path.join(HERE, "phased_trace.py"), path,
+             str(seed)])
         out.append((name, path))
     return out
 
