@@ -1916,10 +1916,11 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
     oldtop_addr = C(av->top)->addr;
     oldtopsize = C(av->top)->size;
     /* Linux builds malloc.c with MORECORE_CLEARS=2 (sysdeps/unix/sysv/
-     * linux/Makefile:53), which compiles out 3654-3659: in the main arena
-     * everything past the top is trusted to be fresh, even below the
-     * heap's high-water mark after a trim (measured: a 404,936-byte calloc
-     * extending a 31,312-byte top after malloc_trim clears 31,304 bytes). */
+     * linux/Makefile:53, :56 from 2.41), which compiles out 3654-3659: in
+     * the main arena everything past the top is trusted to be fresh, even
+     * below the heap's high-water mark after a trim (measured: a
+     * 404,936-byte calloc extending a 31,312-byte top after malloc_trim
+     * clears 31,304 bytes). */
     if (ai != 0) {
       gheap_t *h = &g->heaps[av->heap];
       uint64_t hw = h->addr + h->mprotect_size - oldtop_addr;
