@@ -218,13 +218,16 @@ static void sample_now(void) {
 static void atfork_prepare(void) {
   capture_stream_atfork_prepare();
   capture_touch_atfork_prepare();
+  capture_dl_walk_atfork_prepare();
 }
 
 static void atfork_parent(void) {
+  capture_dl_walk_atfork_parent();
   capture_touch_atfork_parent();
 }
 
 static void atfork_child(void) {
+  capture_dl_walk_atfork_child();
   capture_touch_atfork_child();
   capture_sites_atfork_child();
   t_self.tid = 0;

@@ -125,6 +125,13 @@ void capture_read_rss(uint64_t *rss, uint64_t *anon);
 void capture_memmap_open(void);
 int  capture_memmap_fd(void); /* -1 if none */
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
+/* Around the recorder's dl_iterate_phdr calls, so that a fork never
+ * happens inside one (dlwalk.c); the three fork handlers. */
+void capture_dl_walk_enter(void);
+void capture_dl_walk_exit(void);
+void capture_dl_walk_atfork_prepare(void);
+void capture_dl_walk_atfork_parent(void);
+void capture_dl_walk_atfork_child(void);
 /* Resident bytes of [base, base + len) (mincore). */
 uint64_t capture_resident(const void *base, size_t len);
 

@@ -115,7 +115,9 @@ static uint64_t main_stack(void) {
 
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static) {
   scan_t s = {0};
+  capture_dl_walk_enter();
   dl_iterate_phdr(scan_object, &s);
+  capture_dl_walk_exit();
   *other_anon = s.other + main_stack();
   *own_static = s.own;
 }

@@ -108,7 +108,9 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *user) {
  * the table is full.  Called with g_mod_lock held. */
 static bool module_of(uintptr_t addr, uint32_t *id, uint64_t *off) {
   find_t f = {.addr = addr};
+  capture_dl_walk_enter();
   dl_iterate_phdr(find_cb, &f);
+  capture_dl_walk_exit();
   if (!f.found)
     return false;
   *off = addr - f.base;
