@@ -353,12 +353,11 @@ static as_status_t arena_struct_write(jemalloc_model_t *jm, je_arena_t *a,
 }
 
 /* arena_large_{malloc,dalloc}_stats_update (arena.c:291-321): a large
- * allocation or free of usize counts in lstats[its class - SC_NBINS],
- * which writes that entry's page if arena_new did not. */
+ * allocation or free of size class szind counts in lstats[szind -
+ * SC_NBINS], which writes that entry's page if arena_new did not. */
 static as_status_t lstats_write(jemalloc_model_t *jm, je_arena_t *a,
-                                uint64_t usize, as_err_t *err) {
-  unsigned ind = je_size2index(jm, usize);
-  unsigned h = ind >= jm->nbins ? ind - jm->nbins : 0;
+                                unsigned szind, as_err_t *err) {
+  unsigned h = szind >= jm->nbins ? szind - jm->nbins : 0;
   if (h < a->lstats_cold)
     return AS_OK;
   return touch(jm, a->lstats_addr + (uint64_t)h * JE_ARENA_LSTATS_ELEM,
@@ -982,7 +981,7 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
   }
   if (internal)
     a->internal += usize;
-  if ((rc = lstats_write(jm, a, usize, err)) != AS_OK)
+  if ((rc = lstats_write(jm, a, x->szind, err)) != AS_OK)
     return rc;
   return je_decay_ticks(jm, th, a, 1, err);
 }
@@ -993,10 +992,10 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
                                 uint32_t e, bool internal, as_err_t *err) {
   je_arena_t *a = jm->arenas[E(jm, e)->arena];
-  uint64_t    usize = jm->index2size[E(jm, e)->szind];
+  unsigned    szind = E(jm, e)->szind;
   if (internal)
-    a->internal -= usize;
-  as_status_t rc = lstats_write(jm, a, usize, err);
+    a->internal -= jm->index2size[szind];
+  as_status_t rc = lstats_write(jm, a, szind, err);
   if (rc == AS_OK)
     rc = je_pa_dalloc(jm, a, e, err);
   if (rc == AS_OK)
@@ -1175,17 +1174,17 @@ static as_status_t large_resize(jemalloc_model_t *jm, je_thread_t *th,
   if (rc != AS_OK)
     return rc;
   *moved = !ok;
-  if (ok && usize != old) /* arena_large_ralloc_stats_update (arena.c:
-                             323-327, 368-386): old freed, usize made */
-    if ((rc = lstats_write(jm, a, old, err)) != AS_OK ||
-        (rc = lstats_write(jm, a, usize, err)) != AS_OK)
+  if (!ok)
+    return AS_OK;
+  unsigned szind = je_size2index(jm, usize);
+  if (usize != old) /* arena_large_ralloc_stats_update (arena.c:323-327,
+                       368-386): old freed, usize made */
+    if ((rc = lstats_write(jm, a, o->szind, err)) != AS_OK ||
+        (rc = lstats_write(jm, a, szind, err)) != AS_OK)
       return rc;
-  if (ok) {
-    o->szind = (uint8_t)je_size2index(jm, usize);
-    E(jm, e)->szind = o->szind;
-    rc = je_decay_ticks(jm, th, a, 1, err);
-  }
-  return rc;
+  o->szind = (uint8_t)szind;
+  E(jm, e)->szind = o->szind;
+  return je_decay_ticks(jm, th, a, 1, err);
 }
 
 /* do_rallocx (src/jemalloc.c:3493-3571) -> arena_ralloc (arena.c:1457-
