@@ -103,14 +103,15 @@ static void report(FILE *f, const char *out, const capture_result_t *res) {
             res->trace_bytes, per_event, res->nextra + 1);
 }
 
-/* Stores the capture as a measured run with its counters as run meta. */
-static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
-                     const capture_result_t *res, int argc, char **argv) {
-  store_t               *s = NULL;
-  record_info_t          info;
-  as_err_t               err = {0};
-  char                   v[13][40];
-  const capture_stats_t *m = &res->main;
+/* Stores one process's trace as a measured run, its counters as run meta.
+ * parent_run is the command's own run for a forked or exec'd process
+ * (capture_parent_run), 0 for the command's. */
+static as_status_t store_process(store_t *s, const char *path,
+                                 const capture_stats_t  *m,
+                                 const capture_result_t *res,
+                                 int64_t parent_run, const char *command,
+                                 record_info_t *info, as_err_t *err) {
+  char v[14][40];
   snprintf(v[0], sizeof v[0], "%d", res->exit_code);
   snprintf(v[1], sizeof v[1], "%s", capture_end_name(res->end));
   snprintf(v[2], sizeof v[2], "%" PRIu64, m->unmatched_frees);
@@ -124,8 +125,8 @@ static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
   snprintf(v[10], sizeof v[10], "%" PRIu64, m->late_records);
   snprintf(v[11], sizeof v[11], "%d", res->signal);
   snprintf(v[12], sizeof v[12], "%" PRIu64, m->unmatched_reallocs);
-  store_kv_t extra[] = {
-      {"exit_code", v[0]},
+  snprintf(v[13], sizeof v[13], "%" PRId64, parent_run);
+  store_kv_t extra[16] = {
       {"capture_end", v[1]},
       {"capture_unmatched_frees", v[2]},
       {"capture_unmatched_reallocs", v[12]},
@@ -138,24 +139,48 @@ static int store_run(FILE *f, const char *db, bool db_existed, const char *out,
       {"capture_dropped_touches", v[9]},
       {"capture_late_records", v[10]},
       {"capture_signal", v[11]},
-      {"python", m->python},
   };
-  size_t nextra = sizeof extra / sizeof extra[0];
-  if (m->python[0] == '\0')
-    nextra--; /* python is last: only when the hook saw it */
-  int rc = CLI_EXIT_OK;
+  size_t nextra = 12;
+  if (parent_run == 0) /* the command's exit code is its own process's */
+    extra[nextra++] = (store_kv_t){"exit_code", v[0]};
+  else
+    extra[nextra++] = (store_kv_t){"capture_parent_run", v[13]};
+  if (m->python[0] != '\0') /* only when the hook saw it */
+    extra[nextra++] = (store_kv_t){"python", m->python};
+  return record_capture_file(s, path, command, extra, nextra, m->other,
+                             m->nother, info, err);
+}
+
+/* Stores every traced process: the command's own, then each forked or
+ * exec'd one as a run of its own, so that a compiler driver's cc1 or a
+ * shell's children can be compared without `allocsim record` (which would
+ * lose the per-sample memory no allocator holds, sent only live). */
+static int store_runs(FILE *f, const char *db, bool db_existed, const char *out,
+                      const capture_result_t *res, int argc, char **argv) {
+  store_t      *s = NULL;
+  record_info_t info;
+  as_err_t      err = {0};
+  const char   *cmd = cli_command_line(argc, argv);
   if (store_open(db, &s, &err) != AS_OK ||
-      record_capture_file(s, out, cli_command_line(argc, argv), extra, nextra,
-                          m->other, m->nother, &info, &err) != AS_OK) {
+      store_process(s, out, &res->main, res, 0, cmd, &info, &err) != AS_OK) {
     store_close(s);
-    s = NULL;
     store_discard_new(db, !db_existed);
-    rc = cli_fail("capture", &err);
-  } else {
-    fprintf(f,
-            "stored as measured run %" PRId64 " in %s (%" PRIu64
-            " mark samples, %" PRIu64 " periodic samples)\n",
-            info.run_id, db, info.marks, info.measured);
+    return cli_fail("capture", &err);
+  }
+  int64_t parent = info.run_id;
+  fprintf(f,
+          "stored as measured run %" PRId64 " in %s (%" PRIu64
+          " mark samples, %" PRIu64 " periodic samples)\n",
+          info.run_id, db, info.marks, info.measured);
+  int rc = CLI_EXIT_OK;
+  for (size_t k = 0; k < res->nextra && rc == CLI_EXIT_OK; k++) {
+    const char *path = res->extra_path[k];
+    if (store_process(s, path, &res->extra[k], res, parent, cmd, &info, &err) !=
+        AS_OK)
+      rc = cli_fail("capture", &err); /* the runs before it stay */
+    else
+      fprintf(f, "stored %s (pid %" PRIu64 ") as measured run %" PRId64 "\n",
+              path, res->extra[k].pid, info.run_id);
   }
   store_close(s);
   return rc;
@@ -328,7 +353,7 @@ static int cmd_capture_main(int argc, char **argv) {
   } else {
     report(sf, out, res);
     if (db != NULL)
-      rc = store_run(sf, db, db_existed, out, res, argc, argv);
+      rc = store_runs(sf, db, db_existed, out, res, argc, argv);
     /* An interrupted capture exits the way an interrupted command does. */
     if (rc == CLI_EXIT_OK && res->end == CAPTURE_END_SIGNAL)
       rc = 128 + res->signal;
@@ -368,7 +393,8 @@ const cli_command_t cli_cmd_capture = {
         "                       is binary, anything else text).  Forked\n"
         "                       children and exec'd images go to\n"
         "                       TRACE.PID[.N].EXT\n"
-        "  --db DB              also store the capture as a measured run\n"
+        "  --db DB              also store the capture as measured runs, one\n"
+        "                       per traced process\n"
         "  --sample-every D     RSS sampling period (10ms; 0 = marks only)\n"
         "  --touch-threshold N  record written pages of allocations of N\n"
         "                       bytes or more (default one page; 0 = off:\n"

@@ -179,6 +179,18 @@ def summarize(c, name, proc, extra):
     return out
 
 
+def move_trace(db, run, path):
+    """Points run at its trace's new path, stored as `allocsim record`
+    stores it: relative to the store's directory when below it."""
+    base = os.path.dirname(os.path.realpath(db))
+    real = os.path.realpath(path)
+    if real.startswith(base + os.sep):
+        real = real[len(base) + 1:]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET source = ?, trace_path = ? WHERE id = ?",
+                  (real, real, run))
+
+
 def capture(allocsim, db, traces, work, name, cmd):
     """Captures one program; returns [(process, run id, trace, stats)]."""
     reset(name, work)
@@ -203,8 +215,11 @@ def capture(allocsim, db, traces, work, name, cmd):
     result = [(os.path.basename(cmd[0]), run, out,
                {"events": procs[0][1], "trace_bytes": stats["trace_bytes"],
                 "capture_s": wall, "capture_cpu_s": cpu})]
-    # Other processes: renamed to NAME-EXE.astrace (their pids change from
-    # run to run), recorded, compared on their own.
+    # Other processes: stored by the capture as runs of their own, their
+    # traces renamed to NAME-EXE.astrace (their pids change from run to
+    # run) and the runs pointed at the new names.
+    stored = {m.group(1): int(m.group(3)) for m in re.finditer(
+        r"^stored (\S+) \(pid (\d+)\) as measured run (\d+)$", text, re.M)}
     for path, events in procs[1:]:
         meta = subprocess.run([allocsim, "convert", path, "-", "--format",
                                "text"], capture_output=True, text=True).stdout
@@ -212,8 +227,9 @@ def capture(allocsim, db, traces, work, name, cmd):
         proc = os.path.basename(exe.group(1)) if exe else "child"
         dest = os.path.join(traces, "%s-%s.astrace" % (name, proc))
         shutil.move(path, dest)
-        rec = allocsim_json(allocsim, "record", dest, "--db", db)
-        result.append((proc, rec["run"], dest,
+        child = stored[path]
+        move_trace(db, child, dest)
+        result.append((proc, child, dest,
                        {"events": events, "capture_s": wall}))
     return result
 

@@ -362,22 +362,60 @@ static void output_is_the_commands_own(void **state) {
   assert_contains(buf, "command exited with 3");
 }
 
+/* The first line the sqlite3 shell prints for sql on db, into buf. */
+static void sql_line(const char *db, const char *sql, char *buf, size_t len) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"%s\"", db, sql);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  if (fgets(buf, (int)len, p) == NULL)
+    buf[0] = '\0';
+  pclose(p);
+}
+
 /* A command that exits non-zero is still recorded, with its status. */
 static void nonzero_exit_is_recorded_with_its_status(void **state) {
   (void)state;
-  char out[300], db[300], cmd[700], buf[64];
+  char out[300], db[300], buf[64];
   snprintf(out, sizeof out, "%s/exit3.trace", g_dir);
   snprintf(db, sizeof db, "%s/exit3.db", g_dir);
   char *const args[] = {"-o", out, "--db", db, "--", PROGS "exiter", NULL};
   assert_int_equal(finish(start("exit3", args)), 0);
-  snprintf(cmd, sizeof cmd,
-           "sqlite3 '%s' \"SELECT value FROM run_meta WHERE key='exit_code'\"",
-           db);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  assert_non_null(fgets(buf, sizeof buf, p));
-  pclose(p);
+  sql_line(db, "SELECT value FROM run_meta WHERE key='exit_code'", buf,
+           sizeof buf);
   assert_string_equal(buf, "3\n");
+}
+
+/* --db stores every traced process: a shell's child is a run of its own,
+ * pointing at the command's run, with the exit code only on the command's
+ * and the memory no allocator holds sampled in the child too. */
+static void every_process_is_stored(void **state) {
+  (void)state;
+  char out[300], db[300], buf[256];
+  snprintf(out, sizeof out, "%s/sh.astrace", g_dir);
+  snprintf(db, sizeof db, "%s/sh.db", g_dir);
+  char *const args[] = {"-o", out,       "--db", db,
+                        "--", "/bin/sh", "-c",   PROGS "exiter; exit 0",
+                        NULL};
+  assert_int_equal(finish(start("sh", args)), 0);
+  sql_line(db,
+           "SELECT COUNT(*) FROM runs r JOIN run_meta m ON m.run_id = r.id "
+           "AND m.key = 'capture_parent_run' AND m.value = '1' "
+           "JOIN run_meta e ON e.run_id = r.id AND e.key = 'exe' "
+           "AND e.value LIKE '%/exiter'",
+           buf, sizeof buf);
+  assert_string_equal(buf, "1\n");
+  sql_line(db,
+           "SELECT group_concat(run_id) FROM run_meta WHERE key = "
+           "'exit_code'",
+           buf, sizeof buf);
+  assert_string_equal(buf, "1\n");
+  sql_line(db,
+           "SELECT COUNT(*) FROM sample_owners o JOIN run_meta e ON "
+           "e.run_id = o.run_id AND e.key = 'exe' AND e.value LIKE "
+           "'%/exiter' WHERE o.owner = 'baseline'",
+           buf, sizeof buf);
+  assert_true(atoi(buf) >= 1);
 }
 
 /* With jemalloc or mimalloc preloaded, their purge calls become purge
@@ -502,6 +540,7 @@ int main(void) {
       cmocka_unit_test(disk_guard_stops_before_the_disk_fills),
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
+      cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),
