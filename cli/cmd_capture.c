@@ -50,15 +50,16 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
             " option (mallopt, mallctl) events\n",
             st->trims, st->purge_events, st->option_events);
   if (st->unmatched_frees || st->unmatched_reallocs || st->missed_frees ||
-      st->dropped_touches || st->late_records)
+      st->dropped_touches || st->late_records || st->untracked_mmaps)
     fprintf(f,
             "  anomalies: %" PRIu64 " frees and %" PRIu64
             " reallocs of unknown addresses (allocated before capture or in "
             "the parent), %" PRIu64 " missed frees, %" PRIu64
             " touches of dead objects dropped, %" PRIu64
-            " records out of the merge window\n",
+            " records out of the merge window, %" PRIu64
+            " own mappings of the program not counted (table full)\n",
             st->unmatched_frees, st->unmatched_reallocs, st->missed_frees,
-            st->dropped_touches, st->late_records);
+            st->dropped_touches, st->late_records, st->untracked_mmaps);
   if (st->python[0])
     fprintf(f,
             "  CPython %s: obj/mem domains recorded after the mark 'hooked'; "
@@ -167,23 +168,35 @@ static int store_runs(FILE *f, const char *db, bool db_existed, const char *out,
     store_discard_new(db, !db_existed);
     return cli_fail("capture", &err);
   }
-  int64_t parent = info.run_id;
+  int64_t parent = info.run_id, first = 0, last = 0;
+  size_t  stored = 0;
   fprintf(f,
           "stored as measured run %" PRId64 " in %s (%" PRIu64
           " mark samples, %" PRIu64 " periodic samples)\n",
           info.run_id, db, info.marks, info.measured);
-  int rc = CLI_EXIT_OK;
-  for (size_t k = 0; k < res->nextra && rc == CLI_EXIT_OK; k++) {
+  for (size_t k = 0; k < res->nextra; k++) {
     const char *path = res->extra_path[k];
     if (store_process(s, path, &res->extra[k], res, parent, cmd, &info, &err) !=
-        AS_OK)
-      rc = cli_fail("capture", &err); /* the runs before it stay */
-    else
+        AS_OK) {
+      /* The capture worked; this process's trace cannot be a run (one
+       * killed before its first sample has no measured RSS). */
+      fprintf(f, "not stored: %s\n", err.msg);
+      continue;
+    }
+    if (stored++ == 0)
+      first = info.run_id;
+    last = info.run_id;
+    if (res->nextra <= 4)
       fprintf(f, "stored %s (pid %" PRIu64 ") as measured run %" PRId64 "\n",
               path, res->extra[k].pid, info.run_id);
   }
+  if (res->nextra > 4 && stored > 0)
+    fprintf(f,
+            "stored the other %zu processes as measured runs %" PRId64
+            "-%" PRId64 " (allocsim runs --db %s lists them)\n",
+            stored, first, last, db);
   store_close(s);
-  return rc;
+  return CLI_EXIT_OK;
 }
 
 static int size_opt(const char *name, const char *v, uint64_t *out) {

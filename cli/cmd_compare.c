@@ -306,9 +306,9 @@ static void print_table(const compare_result_t *r, const char *db) {
   else
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
   if (r->has_other)
-    printf("  other         memory no allocator holds (images, static data, "
-           "the main stack, file mmaps) grew %+.2f MiB from the anchor to "
-           "the end, measured\n"
+    printf("  other         memory no allocator holds (code and files mapped, "
+           "static data, the main stack, the program's own mmaps) grew "
+           "%+.2f MiB from the anchor to the end, measured\n"
            "  allocator     |error| median %.3f MiB, p95 %.3f MiB, max %.3f "
            "MiB, that growth added to the prediction\n",
            mib((double)r->final_other_growth_bytes),

@@ -37,6 +37,10 @@ struct capture_stats_s {
   uint64_t late_records;        /* arrived below a released watermark, or
                                    forced out by a full window: written in
                                    arrival order */
+  uint64_t untracked_mmaps;     /* the program's own mappings beyond the
+                                   recorder's table: their pages are not
+                                   counted as other (traces/capture/
+                                   progmap.c) */
   uint64_t  wire_bytes;         /* bytes received */
   uint64_t  messages;           /* messages received */
   uint64_t  baseline_rss_bytes; /* first measured sample (overhead removed) */

@@ -179,6 +179,16 @@ def summarize(c, name, proc, extra):
     return out
 
 
+def child_runs(db, parent):
+    """{trace's real path: run} of the other processes capture stored."""
+    base = os.path.dirname(os.path.realpath(db))
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT r.id, r.trace_path FROM runs r JOIN run_meta m"
+                         " ON m.run_id = r.id AND m.key = 'capture_parent_run'"
+                         " WHERE m.value = ?", (str(parent),)).fetchall()
+    return {os.path.realpath(os.path.join(base, p)): i for i, p in rows}
+
+
 def move_trace(db, run, path):
     """Points run at its trace's new path, stored as `allocsim record`
     stores it: relative to the store's directory when below it."""
@@ -218,8 +228,7 @@ def capture(allocsim, db, traces, work, name, cmd):
     # Other processes: stored by the capture as runs of their own, their
     # traces renamed to NAME-EXE.astrace (their pids change from run to
     # run) and the runs pointed at the new names.
-    stored = {m.group(1): int(m.group(3)) for m in re.finditer(
-        r"^stored (\S+) \(pid (\d+)\) as measured run (\d+)$", text, re.M)}
+    stored = child_runs(db, run)
     for path, events in procs[1:]:
         meta = subprocess.run([allocsim, "convert", path, "-", "--format",
                                "text"], capture_output=True, text=True).stdout
@@ -227,7 +236,7 @@ def capture(allocsim, db, traces, work, name, cmd):
         proc = os.path.basename(exe.group(1)) if exe else "child"
         dest = os.path.join(traces, "%s-%s.astrace" % (name, proc))
         shutil.move(path, dest)
-        child = stored[path]
+        child = stored[os.path.realpath(path)]
         move_trace(db, child, dest)
         result.append((proc, child, dest,
                        {"events": events, "capture_s": wall}))

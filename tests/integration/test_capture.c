@@ -597,6 +597,41 @@ static void touch_records_cover_the_written_pages_only(void **state) {
   assert_true(m.rss[2] - m.rss[1] <= (64 << 10));
 }
 
+/* The program's own private anonymous mappings are memory no allocator
+ * holds: each mark's "other" follows them through mmap, mremap and munmap,
+ * besides the shared mapping (file-backed RSS), and the 8 MiB written in a
+ * malloc'd block (the allocator's mmap) stays out. */
+static void own_mappings_count_as_other(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "own_mmap", NULL};
+  char             out[512];
+  capture_result_t res;
+  as_err_t         err = {0};
+  snprintf(out, sizeof out, "%s/own_mmap.trace", g_dir);
+  capture_opts_t o = {.argv = argv, .out_path = out, .lib_path = LIB};
+  assert_int_equal(capture_run(&o, &res, &err), AS_OK);
+  assert_int_equal(res.exit_code, 0);
+  trace_t t;
+  read_trace(out, &t);
+  static const char *const marks[] = {"begin", "mapped", "grown", "unmapped"};
+  int64_t                  other[4];
+  for (size_t k = 0; k < 4; k++) {
+    size_t m = find_mark(&t, marks[k]), idx = 0;
+    assert_int_equal(t.v[m + 1].e.op, TRACE_RSS);
+    for (size_t i = 0; i <= m; i++)
+      idx += t.v[i].e.op == TRACE_RSS;
+    assert_true(idx < res.main.nother);
+    other[k] = (int64_t)res.main.other[idx];
+  }
+  const int64_t mib = 1 << 20, slack = 512 << 10; /* code pages faulted */
+  assert_in_range(other[1] - other[0], 16 * mib, 16 * mib + slack);
+  assert_in_range(other[2] - other[0], 20 * mib, 20 * mib + slack);
+  assert_in_range(other[3] - other[0], 4 * mib, 4 * mib + slack);
+  assert_int_equal(res.main.untracked_mmaps, 0);
+  capture_result_free(&res);
+  free(t.v);
+}
+
 /* The program exits while the flusher reads RSS, its buffer busy and
  * holding the TOUCH records of the 16 MiB block it wrote; the exit must
  * wait for that buffer.  One capture catches the flusher there about one
@@ -988,6 +1023,7 @@ int main(void) {
       cmocka_unit_test(closing_every_descriptor_keeps_the_recording),
       cmocka_unit_test(fatal_signals_flush_and_keep_the_signal),
       cmocka_unit_test(touch_records_cover_the_written_pages_only),
+      cmocka_unit_test(own_mappings_count_as_other),
       cmocka_unit_test(exit_during_a_sample_keeps_the_flushers_records),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),

@@ -32,8 +32,9 @@
  *     BYE and the trace is marked truncated.
  *
  * What it leaves out: malloc_usable_size and the deprecated cfree are not
- * recorded; mmap calls made by the program itself are not allocations (they
- * show up only in the measured RSS).
+ * recorded; mmap calls made by the program itself are not allocations:
+ * their resident pages are measured as memory no allocator holds
+ * (progmap.c).
  *
  * Sections: state, start-up and fork, exec and exit, main, the malloc
  * family, CPython domains, marks.
@@ -219,14 +220,17 @@ static void atfork_prepare(void) {
   capture_stream_atfork_prepare();
   capture_touch_atfork_prepare();
   capture_dl_walk_atfork_prepare();
+  capture_progmap_atfork_prepare(); /* last: the others may unmap */
 }
 
 static void atfork_parent(void) {
+  capture_progmap_atfork_release();
   capture_dl_walk_atfork_parent();
   capture_touch_atfork_parent();
 }
 
 static void atfork_child(void) {
+  capture_progmap_atfork_release();
   capture_dl_walk_atfork_child();
   capture_touch_atfork_child();
   capture_sites_atfork_child();
@@ -235,7 +239,12 @@ static void atfork_child(void) {
   clock_start(); /* the parent's scale holds: the TSC is the machine's */
   capture_memmap_open(); /* the parent's pagemap describes the parent */
   capture_stream_atfork_child();
-  sample_now();
+}
+
+/* A forked child's connection, its flusher and its first sample. */
+static void child_start(void) {
+  if (capture_stream_child_start())
+    sample_now();
 }
 
 /* Resolves the real functions and, once the environment is readable, reads
@@ -280,6 +289,7 @@ void capture_ensure_init(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     t_self.internal--;
     capture_memmap_open();
+    capture_progmap_init();
     uint64_t n = parse_u64(stacks);
     capture_sites_init(n > CAPTURE_FRAMES_MAX ? CAPTURE_FRAMES_MAX
                                               : (uint32_t)n);
@@ -294,6 +304,14 @@ static void finish(void) {
   if (!atomic_load(&g_recording) || getpid() != g_pid)
     return;
   sample_now();
+  uint64_t dropped = capture_progmap_dropped();
+  if (dropped != 0) {
+    char      kv[48];
+    size_t    n = (size_t)snprintf(kv, sizeof kv, "untracked_mmaps=%llu",
+                                   (unsigned long long)dropped);
+    cap_rec_t r = {.op = CAPTURE_OP_META, .text = kv, .text_len = n};
+    capture_emit(&r);
+  }
   capture_stream_flush_all(CAPTURE_MSG_BYE);
 }
 
@@ -483,6 +501,16 @@ EXPORT int execle(const char *path, const char *arg, ...) {
   return execve(path, argv, envp);
 }
 
+/* fork: the child connects here, after every fork handler ran
+ * (stream.c capture_stream_atfork_child says why not in ours). */
+EXPORT pid_t fork(void) {
+  capture_resolve();
+  pid_t pid = g_real.fork();
+  if (pid == 0)
+    child_start();
+  return pid;
+}
+
 /* _exit skips the destructor: without this the buffers would be lost. */
 EXPORT void _exit(int status) {
   capture_resolve();
@@ -552,8 +580,16 @@ static inline bool passthrough(void) {
     }                                                                          \
   } while (0)
 
+/* A forked child connects at its first recorded call when its fork did
+ * not come through the wrapper below (daemon() for one). */
+static inline void child_flusher(void) {
+  if (UNLIKELY(atomic_load_explicit(&g_child_pending, memory_order_relaxed)))
+    child_start();
+}
+
 static void record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
                          uint64_t align) {
+  child_flusher();
   cap_rec_t r = {.op = op,
                  .domain = domain,
                  .addr = (uintptr_t)p,
@@ -580,6 +616,7 @@ static void release_end(uint64_t size) {
 }
 
 static void record_free(uint8_t domain, void *p) {
+  child_flusher();
   cap_rec_t r = {.op = CAPTURE_OP_FREE, .domain = domain, .addr = (uintptr_t)p};
   capture_emit(&r);
 }
@@ -588,6 +625,7 @@ static void record_free(uint8_t domain, void *p) {
 static void *record_realloc(uint8_t domain, void *old, size_t n,
                             void *(*call)(void *ctx, void *old, size_t n),
                             void *ctx) {
+  child_flusher();
   uint64_t  old_size = release_begin(old);
   cap_rec_t b = {
       .op = CAPTURE_OP_REALLOC_BEGIN, .domain = domain, .addr = (uintptr_t)old};
@@ -961,6 +999,7 @@ EXPORT int allocsim_hook_python(void) {
   py_set(1);
   if (first) {
     first = 0;
+    capture_progmap_clear(); /* pymalloc's arenas so far: start-up */
     allocsim_mark("hooked");
     py_add_audit_hook();
   }
@@ -984,6 +1023,7 @@ EXPORT int allocsim_unhook_python(void) {
  * taken, after reporting newly written pages of large allocations. */
 EXPORT void allocsim_mark(const char *label) {
   capture_ensure_init();
+  child_flusher();
   if (label == NULL || !atomic_load(&g_recording))
     return;
   capture_touch_probe_all();

@@ -80,6 +80,7 @@ struct real_fns_s {
                       const posix_spawnattr_t *, char *const[], char *const[]);
   void (*exit_now)(int);  /* _exit */
   void (*exit_now2)(int); /* _Exit */
+  pid_t (*fork)(void);
   int (*close)(int);
   int (*libc_start_main)(int (*)(int, char **, char **), int, char **,
                          void (*)(void), void (*)(void), void (*)(void),
@@ -125,6 +126,18 @@ void capture_read_rss(uint64_t *rss, uint64_t *anon);
 void capture_memmap_open(void);
 int  capture_memmap_fd(void); /* -1 if none */
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
+
+/* progmap.c: the private anonymous mappings the program made itself
+ * (mmap, mremap, munmap wrapped).  init after g_real is resolved; resident
+ * counts each range with count(lo, hi); clear forgets every range (the
+ * CPython hook: pymalloc's arenas so far); dropped: ranges the table had
+ * no room for. */
+void     capture_progmap_init(void);
+uint64_t capture_progmap_resident(uint64_t (*count)(uintptr_t, uintptr_t));
+uint64_t capture_progmap_dropped(void);
+void     capture_progmap_clear(void);
+void     capture_progmap_atfork_prepare(void);
+void     capture_progmap_atfork_release(void);
 /* Around the recorder's dl_iterate_phdr calls, so that a fork never
  * happens inside one (dlwalk.c); the three fork handlers. */
 void capture_dl_walk_enter(void);
@@ -162,8 +175,12 @@ void capture_stream_flush_all(uint8_t then_msg);
 /* The calling thread is exiting: its last record and buffer go out. */
 void capture_stream_thread_exit(void *buf);
 void capture_stream_start_flusher(void);
-void capture_stream_atfork_prepare(void);
-void capture_stream_atfork_child(void);
+/* A forked child connects and starts its flusher after its fork handlers
+ * (stream.c says why); true if it did so now. */
+extern atomic_int g_child_pending;
+bool              capture_stream_child_start(void);
+void              capture_stream_atfork_prepare(void);
+void              capture_stream_atfork_child(void);
 /* Resident bytes of the library's own mappings (not its static data). */
 uint64_t capture_own_rss(void);
 

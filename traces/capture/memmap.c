@@ -17,12 +17,13 @@
  *           segments                   dl_iterate_phdr)
  *         + anonymous pages of the     the main thread's stack, below
  *           main stack                 __libc_stack_end
+ *         + anonymous pages of the     private anonymous mmaps the
+ *           program's own mappings     program made (progmap.c)
  *
  * Anonymous pages are counted from /proc/self/pagemap (bit 63 present, bit
  * 61 file-page or shared), which, unlike mincore, says whether this
- * process maps the page.  Left in "allocator" memory: anonymous mmaps the
- * program makes itself (the recorder does not see mmap), and thread stacks
- * (the glibc model maps those).  The library's own writable segments are
+ * process maps the page.  Left in "allocator" memory: thread stacks (the
+ * models map those).  The library's own writable segments are
  * counted as its own bytes (subtracted from every sample), not as other.
  */
 #include <fcntl.h>
@@ -118,6 +119,6 @@ void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static) {
   capture_dl_walk_enter();
   dl_iterate_phdr(scan_object, &s);
   capture_dl_walk_exit();
-  *other_anon = s.other + main_stack();
+  *other_anon = s.other + main_stack() + capture_progmap_resident(anon_pages);
   *own_static = s.own;
 }

@@ -194,6 +194,7 @@ static void resolve_all(void) {
                char *const[]))next_sym("posix_spawnp");
   g_real.exit_now = (void (*)(int))next_sym("_exit");
   g_real.exit_now2 = (void (*)(int))next_sym("_Exit");
+  g_real.fork = (pid_t(*)(void))next_sym("fork");
   g_real.close = (int (*)(int))next_sym("close");
   g_real.libc_start_main = (int (*)(
       int (*)(int, char **, char **), int, char **, void (*)(void),

@@ -491,6 +491,8 @@ void capture_stream_atfork_prepare(void) {
   }
 }
 
+atomic_int g_child_pending; /* a forked child has not connected yet */
+
 void capture_stream_atfork_child(void) {
   /* Only the forking thread survives: every other buffer belonged to a
    * parent thread whose records the parent sends. */
@@ -508,8 +510,20 @@ void capture_stream_atfork_child(void) {
     capture_close_own(g_fd);
   g_fd = -1;
   atomic_store(&g_recording, 0);
-  if (capture_stream_open())
-    capture_stream_start_flusher();
+  /* Not connected here: the hello looks symbols up (dlsym frees its error
+   * state) and the flusher's pthread_create callocs its DTV, while a
+   * preloaded allocator's own child handler, which releases the locks its
+   * prepare handler took, may not have run yet (tcmalloc's had not: the
+   * child of a threaded bash waited on a central free list for ever).  The
+   * fork wrapper connects once fork returns, a recorded call otherwise. */
+  atomic_store(&g_child_pending, 1);
+}
+
+bool capture_stream_child_start(void) {
+  if (!atomic_exchange(&g_child_pending, 0) || !capture_stream_open())
+    return false;
+  capture_stream_start_flusher();
+  return true;
 }
 
 /* ---- Own memory -------------------------------------------------------------
