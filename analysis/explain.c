@@ -197,6 +197,21 @@ static void phases_text(char *buf, size_t len, const unit_phases_t *u,
   }
 }
 
+/* What to call units of kinds a and b together: the kind itself, the
+ * shorter when the longer ends with it as a word ("brk heap" and "heap":
+ * heaps; the glibc model's main heap and thread heaps), else "region". */
+static const char *common_kind(const char *a, const char *b) {
+  if (a == NULL || b == NULL || strcmp(a, b) == 0)
+    return a != NULL ? a : b;
+  size_t      la = strlen(a), lb = strlen(b);
+  const char *shorter = la < lb ? a : b, *longer = la < lb ? b : a;
+  size_t      ls = la < lb ? la : lb, ll = la < lb ? lb : la;
+  if (ls < ll && longer[ll - ls - 1] == ' ' &&
+      strcmp(longer + ll - ls, shorter) == 0)
+    return shorter;
+  return "region";
+}
+
 static as_status_t on_region(void *user, const model_region_t *r,
                              as_err_t *err) {
   attr_t *a = user;
@@ -219,6 +234,7 @@ static as_status_t on_region(void *user, const model_region_t *r,
   if (m->last_unit != a->unit) {
     m->last_unit = a->unit;
     m->units++;
+    m->unit_kind = common_kind(m->unit_kind, a->unit_kind);
     if (r->state != MODEL_REGION_LIVE)
       m->objects += a->unit_objects; /* the objects pinning this unit */
     for (size_t i = 0; a->unit_phases && i < a->phases->nphases; i++)

@@ -189,6 +189,25 @@ static void objects_are_told_by_the_phase_they_were_allocated_in(void **state) {
   assert_non_null(strstr(live->sentence, "allocated after mark build (3)"));
 }
 
+/* A live object in the main heap and one in a second thread's arena: two
+ * heaps, one of them the brk heap; the sentence calls them heaps (it said
+ * "2 brk heaps", after the first unit's kind). */
+static void units_of_two_kinds_are_named_by_what_they_share(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 1000),
+      {.t_ns = 1, .op = TRACE_THREAD_START, .thread = 1},
+      {.t_ns = 2, .op = TRACE_MALLOC, .thread = 1, .id = 2, .size = 1000},
+      EV_MARK(3, "both")};
+  explain_result_t r;
+  explain_at(evs, 4, "glibc", "both", &r);
+  assert_adds_up(&r);
+  const explain_item_t *live = item(&r, "glibc.in_use.live");
+  assert_non_null(live);
+  assert_int_equal(live->units, 2);
+  assert_non_null(strstr(live->sentence, "(2 heaps)"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
@@ -196,6 +215,7 @@ int main(void) {
       cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
       cmocka_unit_test(objects_are_told_by_the_phase_they_were_allocated_in),
+      cmocka_unit_test(units_of_two_kinds_are_named_by_what_they_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
