@@ -544,6 +544,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   /* The measured process's initial break, when its provenance has it
    * (start_brk, from /proc/self/stat): the heap then starts where it did,
    * which decides which 2 GiB stretches tcmalloc's pagemap covers. */
+  const char *own = run_meta_get(&meta, "own_malloc");
+  as_format_fits(res->own_malloc, sizeof res->own_malloc, "%s",
+                 own != NULL ? own : "");
   const char *sb = run_meta_get(&meta, "start_brk");
   if (sb != NULL) {
     char              *end;
@@ -695,6 +698,13 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   for (size_t i = 0; i < nms; i++)
     res->has_other =
         res->has_other || ms[i].owner_bytes[SIM_OWNER_BASELINE] != 0;
+  res->anchor_measured_rss_bytes = ms[anchor].measured_rss_bytes;
+  uint64_t peak_from_anchor = 0;
+  for (size_t i = anchor; i < nms; i++)
+    if (ms[i].measured_rss_bytes > peak_from_anchor) {
+      peak_from_anchor = ms[i].measured_rss_bytes;
+      res->peak_other_growth_bytes = other_growth(ms, i, anchor);
+    }
   size_t npts = 0; /* the series starts at the anchor */
   double peak =
       res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;

@@ -203,14 +203,21 @@ struct compare_result_s {
                                          skipped (lenient) */
   compare_mark_t  *marks;             /* owned; free with compare_result_free */
   size_t           nmarks;
-  compare_series_t series;                   /* of the mean prediction */
-  bool             has_other;                /* a capture that measured what no
-                                                allocator holds (images, static data,
-                                                stacks, file mmaps) */
-  compare_series_t allocator_series;         /* of predicted + other growth: the
-                                                model's error on allocator memory */
-  int64_t          final_other_growth_bytes; /* at the last sample */
-  compare_point_t *points;                   /* owned: the series, in order */
+  compare_series_t series;            /* of the mean prediction */
+  bool             has_other;         /* a capture that measured what no
+                                         allocator holds (images, static data,
+                                         stacks, file mmaps) */
+  compare_series_t allocator_series;  /* of predicted + other growth: the
+                                         model's error on allocator memory */
+  int64_t final_other_growth_bytes;   /* at the last sample */
+  int64_t peak_other_growth_bytes;    /* at the measured peak (from
+                                         the anchor on) */
+  uint64_t anchor_measured_rss_bytes; /* the measured sample there */
+  char     own_malloc[128];           /* the capture's "own_malloc": the object
+                                         whose malloc bound ahead of the
+                                         recorder (its calls are not in the
+                                         trace), or "" */
+  compare_point_t *points;            /* owned: the series, in order */
   size_t           npoints;
   unsigned         nlayouts;                     /* >= 1 */
   compare_layout_t layouts[COMPARE_MAX_LAYOUTS]; /* [0 .. nlayouts) */

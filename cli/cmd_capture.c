@@ -60,6 +60,12 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
             " own mappings of the program not counted (table full)\n",
             st->unmatched_frees, st->unmatched_reallocs, st->missed_frees,
             st->dropped_touches, st->late_records, st->untracked_mmaps);
+  if (st->own_malloc[0])
+    fprintf(f,
+            "  warning: %s defines malloc itself and the program's calls "
+            "bind to it, so the recorder saw none of them (a statically "
+            "linked allocator); compare cannot predict this process\n",
+            st->own_malloc);
   if (st->python[0])
     fprintf(f,
             "  CPython %s: obj/mem domains recorded after the mark 'hooked'; "

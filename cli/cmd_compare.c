@@ -36,6 +36,36 @@ static bool inside(const compare_mark_t *m) {
   return m->predicted_min_rss_bytes <= v && v <= m->predicted_max_rss_bytes;
 }
 
+/* What makes this comparison say less than it seems to: the calls the
+ * trace lacks, and growth no allocator model predicts.  At most
+ * MAX_WARNINGS, each one line. */
+#define MAX_WARNINGS 2
+typedef char warning_t[400];
+
+static size_t compare_warnings(const compare_result_t *r, warning_t *out) {
+  size_t n = 0;
+  if (r->own_malloc[0])
+    snprintf(out[n++], sizeof *out,
+             "%s defines malloc itself and the program's calls bound to it, "
+             "past the recorder: the trace lacks them, so the prediction is "
+             "not this program's",
+             r->own_malloc);
+  int64_t growth = (int64_t)r->peak_measured_rss_bytes -
+                   (int64_t)r->anchor_measured_rss_bytes;
+  /* Half the growth, and at least 1 MiB: a runtime or allocator of the
+   * program's own (the JVM's heap, Go's, a prefixed jemalloc) or mapped
+   * files, which a trace of malloc does not hold. */
+  if (r->has_other && growth > 0 && r->peak_other_growth_bytes >= (1 << 20) &&
+      2 * r->peak_other_growth_bytes >= growth)
+    snprintf(out[n++], sizeof *out,
+             "%+.2f MiB of the %+.2f MiB the process grew from the anchor to "
+             "its peak is memory no allocator holds (the program's own "
+             "mmaps, mapped files, static data): no allocator model "
+             "predicts it",
+             mib((double)r->peak_other_growth_bytes), mib((double)growth));
+  return n;
+}
+
 static void print_json(const compare_result_t *r) {
   printf("{\"run\": %" PRId64 ", \"model\": ", r->measured_run_id);
   cli_json_string(stdout, r->model);
@@ -43,6 +73,14 @@ static void print_json(const compare_result_t *r) {
   cli_json_string(stdout, r->libc_spec);
   printf(", \"source\": ");
   cli_json_string(stdout, r->source);
+  warning_t warn[MAX_WARNINGS];
+  size_t    nwarn = compare_warnings(r, warn);
+  printf(", \"warnings\": [");
+  for (size_t i = 0; i < nwarn; i++) {
+    printf("%s", i ? ", " : "");
+    cli_json_string(stdout, warn[i]);
+  }
+  printf("]");
   printf(", \"page_size\": %" PRIu64 ", \"zero_page\": %s", r->page_size,
          r->zero_page ? "true" : "false");
   printf(", \"simulated_run\": %" PRId64 ", \"comparison\": %" PRId64,
@@ -147,8 +185,10 @@ static void print_json(const compare_result_t *r) {
     printf(", \"max_abs_error_bytes\": ");
     json_num(a->max_abs_error_bytes);
     printf(", \"max_error_t_ns\": %" PRIu64
-           ", \"final_other_growth_bytes\": %" PRId64 "}",
-           a->max_error_t_ns, r->final_other_growth_bytes);
+           ", \"final_other_growth_bytes\": %" PRId64
+           ", \"peak_other_growth_bytes\": %" PRId64 "}",
+           a->max_error_t_ns, r->final_other_growth_bytes,
+           r->peak_other_growth_bytes);
   }
   printf("}\n");
 }
@@ -239,6 +279,10 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
          r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
+  warning_t warn[MAX_WARNINGS];
+  size_t    nwarn = compare_warnings(r, warn);
+  for (size_t i = 0; i < nwarn; i++)
+    printf("warning       %s\n", warn[i]);
   printf("read faults   %s\n", r->zero_page
                                    ? "the shared zero page (not in RSS)"
                                    : "a page each (no shared zero page)");
@@ -300,9 +344,11 @@ static void print_table(const compare_result_t *r, const char *db) {
          mib((double)r->peak_predicted_rss_bytes),
          mib((double)r->final_measured_rss_bytes),
          mib((double)r->final_predicted_rss_bytes));
-  if (isfinite(r->series.slope))
+  if (isfinite(r->series.slope) && isfinite(r->series.r2))
     printf("  fit           predicted = %.4f * measured %+.3f MiB, R^2 %.4f\n",
            r->series.slope, mib(r->series.intercept_bytes), r->series.r2);
+  else if (isfinite(r->series.slope))
+    printf("  fit           undefined: the prediction does not change\n");
   else
     printf("  fit           undefined (fewer than 3 points or no variance)\n");
   if (r->has_other)

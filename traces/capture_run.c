@@ -434,6 +434,8 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   }
   if (h->exe[0] != '\0')
     meta_put(&m, "exe", h->exe);
+  if (h->own_malloc[0] != '\0')
+    meta_put(&m, "own_malloc", h->own_malloc);
   if (!is_main)
     meta_put(&m, "parent_trace", r->o->out_path);
   meta_put(&m, "truncated", "1"); /* "0" once the stream ends cleanly */

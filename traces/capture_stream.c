@@ -105,6 +105,7 @@ as_status_t capture_hello_decode(const void *msg, size_t len, const char *name,
                       hd.version);
   memcpy(h, (const uint8_t *)msg + sizeof hd, sizeof *h);
   h->exe[sizeof h->exe - 1] = '\0';
+  h->own_malloc[sizeof h->own_malloc - 1] = '\0';
   return AS_OK;
 }
 
@@ -806,6 +807,8 @@ as_status_t capture_stream_open(const capture_hello_t *hello, FILE *out,
   s->st.touch_threshold = hello->touch_threshold;
   s->st.stacks = hello->stacks;
   as_format_fits(s->st.exe, sizeof s->st.exe, "%s", hello->exe);
+  as_format_fits(s->st.own_malloc, sizeof s->st.own_malloc, "%s",
+                 hello->own_malloc);
   if (hello->python_hex != 0)
     capture_python_version(hello->python_hex, s->st.python,
                            sizeof s->st.python);

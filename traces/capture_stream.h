@@ -57,10 +57,12 @@ struct capture_stats_s {
                                      allocator holds (owned: free it, or
                                      capture_result_free) */
   size_t nother;
-  bool   said_bye;   /* BYE or EXEC came: a clean end */
-  bool   said_exec;  /* EXEC was the last word */
-  char   python[32]; /* CPython version the hook saw, or "" */
-  char   exe[128];   /* the image's executable */
+  bool   said_bye;        /* BYE or EXEC came: a clean end */
+  bool   said_exec;       /* EXEC was the last word */
+  char   python[32];      /* CPython version the hook saw, or "" */
+  char   exe[128];        /* the image's executable */
+  char   own_malloc[128]; /* where its malloc was bound ahead of the
+                             recorder's (the calls were not seen), or "" */
 };
 
 typedef struct capture_stream_s capture_stream_t;

@@ -418,6 +418,37 @@ static void every_process_is_stored(void **state) {
   assert_true(atoi(buf) >= 1);
 }
 
+/* An executable that defines malloc itself binds every call to it, past the
+ * recorder: the summary names it, the run stores it, and compare warns that
+ * the trace lacks the calls and that the growth (the program's own mapping,
+ * 16 MiB written, most in mappings made after main began) is memory no
+ * allocator model predicts. */
+static void own_malloc_is_named(void **state) {
+  (void)state;
+  char out[300], db[300], path[300], cmd[700], buf[8192];
+  snprintf(out, sizeof out, "%s/own_malloc.astrace", g_dir);
+  snprintf(db, sizeof db, "%s/own_malloc.db", g_dir);
+  char *const args[] = {"-o", out, "--db", db, "--", PROGS "own_malloc", NULL};
+  assert_int_equal(finish(start("own_malloc", args)), 0);
+  snprintf(path, sizeof path, "%s/own_malloc.stderr", g_dir);
+  read_file(path, buf, sizeof buf);
+  assert_contains(buf, "capture_progs/own_malloc defines malloc itself");
+  sql_line(db,
+           "SELECT value FROM run_meta WHERE run_id = 1 AND key = "
+           "'own_malloc'",
+           buf, sizeof buf);
+  assert_contains(buf, "capture_progs/own_malloc\n");
+  snprintf(cmd, sizeof cmd, "'%s' compare 1 --db '%s' --json --no-store",
+           ALLOCSIM, db);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = '\0';
+  assert_int_equal(pclose(p), 0);
+  assert_contains(buf, "own_malloc defines malloc itself");
+  assert_contains(buf, "is memory no allocator holds");
+}
+
 /* With jemalloc or mimalloc preloaded, their purge calls become purge
  * events (reached through ctypes, that is dlsym). */
 static void allocator_purges_are_recorded(void **state) {
@@ -541,6 +572,7 @@ int main(void) {
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(every_process_is_stored),
+      cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),

@@ -97,6 +97,10 @@ extern real_fns_t g_real;
 
 /* Resolves g_real (once; the first caller does it, others wait). */
 void capture_resolve(void);
+/* The object whose malloc, free, calloc or realloc the program's calls bind
+ * to ahead of the recorder's (an executable with its own allocator), or ""
+ * when the recorder's are the ones bound. */
+void capture_own_malloc(char *path, size_t len);
 /* The bootstrap allocator for calls made while dlsym runs. */
 bool   capture_is_boot(const void *p);
 void  *capture_boot_alloc(size_t n);

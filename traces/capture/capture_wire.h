@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 5
+#define CAPTURE_WIRE_VERSION 6
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -90,6 +90,8 @@ struct capture_hello_s {
                                 (MI_MALLOC_VERSION: 209 = 2.0.9), else 0 */
   uint32_t stacks;           /* return addresses kept per allocation, 0 = off */
   char     exe[128];         /* /proc/self/exe, cut */
+  char     own_malloc[128];  /* the object whose malloc the program's calls
+                                bind to ahead of the recorder's, or "" */
   /* The image's own allocator settings (capture_wire_env_knob) as it started:
    * "NAME=VALUE" strings, each ending in NUL, then an empty one;
    * LD_PRELOAD without the recorder.  An exec'd image may have been given

@@ -27,6 +27,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture_int.h"
 
@@ -111,36 +112,45 @@ static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) p) {
   return p < base ? base + p : p;
 }
 
-static int find_in_object(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  elf_find_t *f = arg;
-  if (info->dlpi_addr == f->self)
-    return 0;
+/* One object's dynamic symbol table, string table and GNU hash table; false
+ * if it lacks one. */
+typedef struct dyn_tables_s dyn_tables_t;
+struct dyn_tables_s {
+  const ElfW(Sym) * symtab;
+  const char     *strtab;
+  const uint32_t *gh;
+};
+
+static bool dyn_tables(const struct dl_phdr_info *info, dyn_tables_t *t) {
+  memset(t, 0, sizeof *t);
   for (int i = 0; i < info->dlpi_phnum; i++) {
     if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
       continue;
     const ElfW(Dyn) *d =
         (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    const ElfW(Sym) *symtab = NULL;
-    const char     *strtab = NULL;
-    const uint32_t *gh = NULL;
     for (; d->d_tag != DT_NULL; d++) {
       if (d->d_tag == DT_SYMTAB)
-        symtab = (const ElfW(Sym) *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
+        t->symtab = (const ElfW(Sym) *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
       else if (d->d_tag == DT_STRTAB)
-        strtab = (const char *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
+        t->strtab = (const char *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
       else if (d->d_tag == DT_GNU_HASH)
-        gh = (const uint32_t *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
+        t->gh = (const uint32_t *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
     }
-    if (symtab == NULL || strtab == NULL || gh == NULL)
-      return 0;
-    for (int k = 0; k < 2; k++)
-      if (f->found[k] == NULL)
-        f->found[k] =
-            gnu_lookup(info->dlpi_addr, symtab, strtab, gh, f->names[k]);
-    return f->found[0] != NULL && f->found[1] != NULL;
   }
-  return 0;
+  return t->symtab != NULL && t->strtab != NULL && t->gh != NULL;
+}
+
+static int find_in_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  elf_find_t  *f = arg;
+  dyn_tables_t t;
+  if (info->dlpi_addr == f->self || !dyn_tables(info, &t))
+    return 0;
+  for (int k = 0; k < 2; k++)
+    if (f->found[k] == NULL)
+      f->found[k] =
+          gnu_lookup(info->dlpi_addr, t.symtab, t.strtab, t.gh, f->names[k]);
+  return f->found[0] != NULL && f->found[1] != NULL;
 }
 
 /* The linker's symbol for this object's ELF header, at its load address. */
@@ -289,6 +299,74 @@ EXPORT void *dlvsym(void *handle, const char *name, const char *version) {
   if (handle == RTLD_NEXT)
     return g_real.dlvsym(handle, name, version);
   return interpose(g_real.dlvsym(handle, name, version));
+}
+
+/* ---- An allocator ahead of the recorder -------------------------------------
+ * The dynamic linker binds each symbol to its first definition in the
+ * global scope, which starts with the executable and then the LD_PRELOAD
+ * libraries (glibc 2.36 elf/dl-lookup.c _dl_lookup_symbol_x, searching the
+ * main map's scope).  An executable that defines malloc itself (rustc links
+ * jemalloc in that way) binds every call to it, libc's too: the recorder
+ * sees none, and the trace would say the program allocated nothing. */
+
+static const char *const k_alloc_names[] = {"malloc", "free", "calloc",
+                                            "realloc"};
+
+/* Whether the object holding address at defines name (not only refers to
+ * it: a non-PIE executable that takes malloc's address has an undefined
+ * "malloc" whose value is its PLT stub, and dlsym returns that stub). */
+typedef struct defines_s defines_t;
+struct defines_s {
+  uintptr_t   at;
+  const char *name;
+  bool        holds, defines;
+};
+
+static int object_defines(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  defines_t *q = arg;
+  for (int i = 0; i < info->dlpi_phnum && !q->holds; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    q->holds = ph->p_type == PT_LOAD && q->at >= lo && q->at - lo < ph->p_memsz;
+  }
+  dyn_tables_t t;
+  if (q->holds && dyn_tables(info, &t))
+    q->defines =
+        gnu_lookup(info->dlpi_addr, t.symtab, t.strtab, t.gh, q->name) != NULL;
+  return q->holds;
+}
+
+void capture_own_malloc(char *path, size_t len) {
+  path[0] = '\0';
+  if (g_real.dlsym == NULL)
+    return;
+  for (size_t i = 0; i < sizeof k_alloc_names / sizeof *k_alloc_names; i++) {
+    void     *p = g_real.dlsym(RTLD_DEFAULT, k_alloc_names[i]);
+    Dl_info   di;
+    defines_t q = {.at = (uintptr_t)p, .name = k_alloc_names[i]};
+    if (p == NULL || dladdr(p, &di) == 0 ||
+        di.dli_fbase == (void *)&__ehdr_start)
+      continue;
+    dl_iterate_phdr(object_defines, &q);
+    if (!q.defines)
+      continue;
+    /* The executable's name is argv[0] (glibc elf/dl-addr.c): its path
+     * is /proc/self/exe. */
+    ssize_t n;
+    if (di.dli_fname != NULL && di.dli_fname[0] == '/') {
+      n = (ssize_t)strnlen(di.dli_fname, len - 1);
+      memcpy(path, di.dli_fname, (size_t)n);
+    } else {
+      n = readlink("/proc/self/exe", path, len - 1);
+    }
+    if (n <= 0) {
+      path[0] = '?';
+      n = 1;
+    }
+    path[n] = '\0';
+    return;
+  }
 }
 
 /* ---- Allocator extensions --------------------------------------------------

@@ -474,6 +474,7 @@ bool capture_stream_open(void) {
   if (n < 0)
     n = 0;
   h.exe[n] = '\0';
+  capture_own_malloc(h.own_malloc, sizeof h.own_malloc);
   memcpy(h.env, capture_execenv_hello(), sizeof h.env);
   put_hdr(m, CAPTURE_MSG_HELLO, 0);
   memcpy(m + HDR_BYTES, &h, sizeof h);
