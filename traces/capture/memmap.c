@@ -18,7 +18,9 @@
  *         + anonymous pages of the     the main thread's stack, below
  *           main stack                 __libc_stack_end
  *         + anonymous pages of the     private anonymous mmaps the
- *           program's own mappings     program made (progmap.c)
+ *           program's own mappings     program made, and the pages it
+ *                                      wrote in its private writable
+ *                                      file mmaps (progmap.c)
  *
  * Anonymous pages are counted from /proc/self/pagemap (bit 63 present, bit
  * 61 file-page or shared), which, unlike mincore, says whether this

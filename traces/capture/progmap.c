@@ -1,4 +1,4 @@
-/* traces/capture/progmap.c -- anonymous memory the program maps itself.
+/* traces/capture/progmap.c -- private memory the program maps itself.
  *
  * Programs with their own heaps map memory with mmap: GCC's cc1 keeps its
  * garbage-collected heap in 2 MiB anonymous mappings (26 MiB of them for
@@ -8,6 +8,12 @@
  * predicted, 22 MiB of the gap unexplained).  So the recorder interposes
  * mmap, mremap and munmap, keeps the private anonymous ranges the program
  * made, and every sample counts their resident pages as "other" (memmap.c).
+ * Private writable file mappings too: a page written there is a private
+ * copy, anonymous, which neither file-backed RSS nor any allocator holds.
+ * OpenJDK 17 maps its class-data archive so (lib/server/classes.jsa,
+ * PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED, strace) and writes 10.6 MiB
+ * of it (smaps: Anonymous of the rw-p mapping).  memmap.c counts only
+ * anonymous pages, so the file's own pages there stay file-backed RSS.
  *
  * Not the program's, so not kept:
  *   - glibc malloc's and nptl's mappings: libc calls its own mmap
@@ -21,7 +27,10 @@
  *     hook is installed (capture_progmap_clear): start-up, like every
  *     allocation before "hooked";
  *   - shared mappings (MAP_SHARED: shmem, counted as file-backed RSS) and
- *     file mappings (their written pages are counted nowhere: a limit).
+ *     read-only file mappings (a later mprotect to writable is not
+ *     followed: a limit; pages of a file mapped read-only are file-backed
+ *     RSS, and counting them here would read a large file's pagemap at
+ *     every sample).
  * Mappings made before the recorder's start-up are not seen; the table
  * holds PROGMAP_MAX ranges (adjacent ones merge), and ranges beyond it are
  * counted as dropped, which the trace's provenance says.
@@ -202,7 +211,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
   if (p == MAP_FAILED ||
       !atomic_load_explicit(&g_recording, memory_order_relaxed))
     return p;
-  bool programs = (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED) &&
+  bool programs = !(flags & MAP_SHARED) &&
+                  ((flags & MAP_ANONYMOUS) || (prot & PROT_WRITE)) &&
                   !not_the_programs((uintptr_t)__builtin_return_address(0));
   if (programs || (flags & MAP_FIXED))
     note_mapped(p, len, programs);
