@@ -449,6 +449,72 @@ static void own_malloc_is_named(void **state) {
   assert_contains(buf, "is memory no allocator holds");
 }
 
+/* Allocation events in a text trace between marks from and to: mallocs,
+ * memaligns of 1,024 bytes at alignment 64, and frees. */
+typedef struct between_s between_t;
+struct between_s {
+  int mallocs, aligned, frees;
+};
+
+static between_t count_between(const char *path, const char *from,
+                               const char *to) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  between_t n = {0};
+  char      line[512], op[32], a[32], b[32], c[32];
+  bool      in = false;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (line[0] == '#' ||
+        sscanf(line, "%*s %*s %31s %31s %31s %31s", op, a, b, c) < 2)
+      continue;
+    if (strcmp(op, "mark") == 0)
+      in = strcmp(a, from) == 0 ? true : strcmp(a, to) == 0 ? false : in;
+    else if (in && strcmp(op, "malloc") == 0)
+      n.mallocs++;
+    else if (in && strcmp(op, "memalign") == 0)
+      n.aligned += strcmp(b, "64") == 0 && strcmp(c, "1024") == 0;
+    else if (in && strcmp(op, "free") == 0)
+      n.frees++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* C++'s new and delete are recorded once each, whether libstdc++ serves
+ * them (through malloc) or a preloaded allocator that defines the
+ * operators itself (each of Debian's jemalloc, mimalloc, tcmalloc does). */
+static void cxx_new_and_delete_are_recorded(void **state) {
+  (void)state;
+  static const char *const libs[] = {
+      NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+      "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+      "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"};
+  for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+#if defined(__SANITIZE_ADDRESS__)
+    if (libs[i] != NULL)
+      continue; /* ASan refuses a preloaded library ahead of its runtime */
+#endif
+    if (libs[i] != NULL && access(libs[i], R_OK) != 0)
+      continue;
+    char out[300];
+    snprintf(out, sizeof out, "%s/cxx%zu.trace", g_dir, i);
+    char *const args[] = {"-o", out, "--", PROGS "cxx_maps", NULL};
+    if (libs[i] != NULL)
+      setenv("LD_PRELOAD", libs[i], 1);
+    pid_t pid = start("cxx", args);
+    unsetenv("LD_PRELOAD");
+    assert_int_equal(finish(pid), 0);
+    between_t built = count_between(out, "begin", "built");
+    between_t cleared = count_between(out, "built", "cleared");
+    if (built.mallocs < 40000 || built.mallocs > 40100 || built.aligned != 1 ||
+        cleared.frees < 40001 || cleared.frees > 40100)
+      fail_msg("%s: %d new and %d aligned new[] before 'built', %d delete "
+               "before 'cleared'; expected 40000-40100, 1, 40001-40100",
+               libs[i] ? libs[i] : "libstdc++", built.mallocs, built.aligned,
+               cleared.frees);
+  }
+}
+
 /* With jemalloc or mimalloc preloaded, their purge calls become purge
  * events (reached through ctypes, that is dlsym). */
 static void allocator_purges_are_recorded(void **state) {
@@ -573,6 +639,7 @@ int main(void) {
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(own_malloc_is_named),
+      cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),

@@ -561,13 +561,6 @@ EXPORT int __libc_start_main(main_fn main, int argc, char **argv,
 /* ---- The malloc family ------------------------------------------------------
  */
 
-/* True when this call must only be forwarded: the library's own calls, and
- * libc calls made by pymalloc inside a domain wrapper (the wrapper records
- * them once, with their domain). */
-static inline bool passthrough(void) {
-  return t_self.internal != 0 || t_self.in_domain != 0;
-}
-
 #define BOOTSTRAP_OR_INIT(expr_when_resolving)                                 \
   do {                                                                         \
     if (UNLIKELY(atomic_load_explicit(&g_init_state, memory_order_acquire) !=  \
@@ -587,8 +580,8 @@ static inline void child_flusher(void) {
     child_start();
 }
 
-static void record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
-                         uint64_t align) {
+void capture_record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
+                          uint64_t align) {
   child_flusher();
   cap_rec_t r = {.op = op,
                  .domain = domain,
@@ -603,19 +596,19 @@ static void record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
 
 /* Reports a block's last touches and forgets it; enters the gate when its
  * release may unmap memory.  Returns the tracked size (0 if untracked). */
-static uint64_t release_begin(void *p) {
+uint64_t capture_release_begin(void *p) {
   uint64_t size = capture_touch_release((uintptr_t)p);
   if (size >= GATE_MIN_BYTES)
     capture_gate_enter();
   return size;
 }
 
-static void release_end(uint64_t size) {
+void capture_release_end(uint64_t size) {
   if (size >= GATE_MIN_BYTES)
     capture_gate_leave();
 }
 
-static void record_free(uint8_t domain, void *p) {
+void capture_record_free(uint8_t domain, void *p) {
   child_flusher();
   cap_rec_t r = {.op = CAPTURE_OP_FREE, .domain = domain, .addr = (uintptr_t)p};
   capture_emit(&r);
@@ -626,7 +619,7 @@ static void *record_realloc(uint8_t domain, void *old, size_t n,
                             void *(*call)(void *ctx, void *old, size_t n),
                             void *ctx) {
   child_flusher();
-  uint64_t  old_size = release_begin(old);
+  uint64_t  old_size = capture_release_begin(old);
   cap_rec_t b = {
       .op = CAPTURE_OP_REALLOC_BEGIN, .domain = domain, .addr = (uintptr_t)old};
   capture_emit(&b);
@@ -642,15 +635,15 @@ static void *record_realloc(uint8_t domain, void *old, size_t n,
     capture_touch_track((uintptr_t)old, old_size, 0); /* still the program's */
   else if (p != NULL && capture_touch_wants(n))
     capture_touch_track((uintptr_t)p, n, old_size < n ? old_size : n);
-  release_end(old_size);
+  capture_release_end(old_size);
   return p;
 }
 
 EXPORT void *malloc(size_t n) {
   BOOTSTRAP_OR_INIT(capture_boot_alloc(n));
   void *p = g_real.malloc(n);
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MALLOC, CAPTURE_DOMAIN_RAW, p, n, 0);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_MALLOC, CAPTURE_DOMAIN_RAW, p, n, 0);
   return p;
 }
 
@@ -662,8 +655,8 @@ EXPORT void *calloc(size_t nmemb, size_t size) {
   }
   BOOTSTRAP_OR_INIT(capture_boot_alloc(total));
   void *p = g_real.calloc(nmemb, size);
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_CALLOC, CAPTURE_DOMAIN_RAW, p, total, 0);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_CALLOC, CAPTURE_DOMAIN_RAW, p, total, 0);
   return p;
 }
 
@@ -676,14 +669,14 @@ EXPORT void free(void *p) {
     if (g_real.free == NULL)
       return; /* cannot happen: only boot blocks exist before dlsym */
   }
-  if (UNLIKELY(passthrough())) {
+  if (UNLIKELY(capture_passthrough())) {
     g_real.free(p);
     return;
   }
-  uint64_t size = release_begin(p);
-  record_free(CAPTURE_DOMAIN_RAW, p);
+  uint64_t size = capture_release_begin(p);
+  capture_record_free(CAPTURE_DOMAIN_RAW, p);
   g_real.free(p);
-  release_end(size);
+  capture_release_end(size);
 }
 
 static void *call_real_realloc(void *ctx, void *old, size_t n) {
@@ -703,21 +696,21 @@ EXPORT void *realloc(void *old, size_t n) {
     return p;
   }
   BOOTSTRAP_OR_INIT(capture_boot_alloc(n));
-  if (UNLIKELY(passthrough()))
+  if (UNLIKELY(capture_passthrough()))
     return g_real.realloc(old, n);
   if (old == NULL) {
     void *p = g_real.realloc(NULL, n);
     if (p != NULL)
-      record_alloc(CAPTURE_OP_MALLOC, CAPTURE_DOMAIN_RAW, p, n, 0);
+      capture_record_alloc(CAPTURE_OP_MALLOC, CAPTURE_DOMAIN_RAW, p, n, 0);
     return p;
   }
   if (n == 0) {
     /* glibc 2.36 malloc/malloc.c __libc_realloc: REALLOC_ZERO_BYTES_FREES
      * makes realloc(p, 0) a free that returns NULL. */
-    uint64_t size = release_begin(old);
-    record_free(CAPTURE_DOMAIN_RAW, old);
+    uint64_t size = capture_release_begin(old);
+    capture_record_free(CAPTURE_DOMAIN_RAW, old);
     void *p = g_real.realloc(old, 0);
-    release_end(size);
+    capture_release_end(size);
     return p;
   }
   return record_realloc(CAPTURE_DOMAIN_RAW, old, n, call_real_realloc, NULL);
@@ -741,32 +734,33 @@ static void *aligned_boot(size_t align, size_t n) {
 EXPORT void *memalign(size_t align, size_t n) {
   BOOTSTRAP_OR_INIT(aligned_boot(align, n));
   void *p = g_real.memalign(align, n);
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, align);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, align);
   return p;
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   BOOTSTRAP_OR_INIT((*out = aligned_boot(align, n)) ? 0 : ENOMEM);
   int rc = g_real.posix_memalign(out, align, n);
-  if (LIKELY(!passthrough()) && rc == 0 && *out != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, *out, n, align);
+  if (LIKELY(!capture_passthrough()) && rc == 0 && *out != NULL)
+    capture_record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, *out, n,
+                         align);
   return rc;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n) {
   BOOTSTRAP_OR_INIT(aligned_boot(align, n));
   void *p = g_real.aligned_alloc(align, n);
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, align);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, align);
   return p;
 }
 
 EXPORT void *valloc(size_t n) {
   BOOTSTRAP_OR_INIT(aligned_boot(4096, n));
   void *p = g_real.valloc(n);
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, g_page);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, n, g_page);
   return p;
 }
 
@@ -777,8 +771,9 @@ EXPORT void *pvalloc(size_t n) {
   uint64_t rounded = ((uint64_t)n + g_page - 1) / g_page * g_page;
   if (rounded == 0)
     rounded = g_page;
-  if (LIKELY(!passthrough()) && p != NULL)
-    record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, rounded, g_page);
+  if (LIKELY(!capture_passthrough()) && p != NULL)
+    capture_record_alloc(CAPTURE_OP_MEMALIGN, CAPTURE_DOMAIN_RAW, p, rounded,
+                         g_page);
   return p;
 }
 
@@ -786,7 +781,7 @@ EXPORT void *pvalloc(size_t n) {
  * sampler waits for it, and the record follows the call. */
 EXPORT int malloc_trim(size_t pad) {
   BOOTSTRAP_OR_INIT(0);
-  if (passthrough())
+  if (capture_passthrough())
     return g_real.malloc_trim(pad);
   capture_gate_enter();
   int       rc = g_real.malloc_trim(pad);
@@ -825,7 +820,7 @@ EXPORT int mallopt(int param, int value) {
     return 0;
   int         rc = g_real.mallopt(param, value);
   const char *knob = mallopt_knob(param);
-  if (!passthrough() && rc == 1 && knob != NULL) {
+  if (!capture_passthrough() && rc == 1 && knob != NULL) {
     cap_rec_t r = {.op = CAPTURE_OP_OPTION,
                    .y = (uint64_t)(int64_t)value,
                    .text = knob,
@@ -865,7 +860,7 @@ static void *py_malloc(void *ctx, size_t n) {
   void *p = o->malloc(o->ctx, n);
   t_self.in_domain--;
   if (p != NULL && py_records())
-    record_alloc(CAPTURE_OP_MALLOC, py_domain(ctx), p, n, 0);
+    capture_record_alloc(CAPTURE_OP_MALLOC, py_domain(ctx), p, n, 0);
   return p;
 }
 
@@ -875,7 +870,8 @@ static void *py_calloc(void *ctx, size_t nelem, size_t elsize) {
   void *p = o->calloc(o->ctx, nelem, elsize);
   t_self.in_domain--;
   if (p != NULL && py_records())
-    record_alloc(CAPTURE_OP_CALLOC, py_domain(ctx), p, nelem * elsize, 0);
+    capture_record_alloc(CAPTURE_OP_CALLOC, py_domain(ctx), p, nelem * elsize,
+                         0);
   return p;
 }
 
@@ -893,7 +889,7 @@ static void *py_realloc(void *ctx, void *old, size_t n) {
   if (old == NULL) {
     void *p = call_py_realloc(ctx, NULL, n);
     if (p != NULL)
-      record_alloc(CAPTURE_OP_MALLOC, py_domain(ctx), p, n, 0);
+      capture_record_alloc(CAPTURE_OP_MALLOC, py_domain(ctx), p, n, 0);
     return p;
   }
   /* pymalloc's realloc(p, 0) returns a live block, unlike glibc's. */
@@ -905,14 +901,14 @@ static void py_free(void *ctx, void *p) {
   uint64_t       size = 0;
   bool           rec = p != NULL && py_records();
   if (rec) {
-    size = release_begin(p);
-    record_free(py_domain(ctx), p);
+    size = capture_release_begin(p);
+    capture_record_free(py_domain(ctx), p);
   }
   t_self.in_domain++;
   o->free(o->ctx, p);
   t_self.in_domain--;
   if (rec)
-    release_end(size);
+    capture_release_end(size);
 }
 
 static void *py_sym(const char *name) {

@@ -115,7 +115,25 @@ extern uint64_t   g_sample_ns;       /* RSS sampling period, 0 = marks only */
 extern uint64_t   g_touch_threshold; /* bytes; 0 = no touch records */
 extern size_t     g_page;            /* OS page size */
 
-void     capture_ensure_init(void);
+void capture_ensure_init(void);
+
+/* True when a call must only be forwarded: the library's own calls, and
+ * libc calls made by pymalloc inside a domain wrapper (the wrapper records
+ * them once, with their domain). */
+static inline bool capture_passthrough(void) {
+  return t_self.internal != 0 || t_self.in_domain != 0;
+}
+
+/* The malloc family's records (capture.c), for the wrappers elsewhere
+ * (cxx.c): an allocation of size bytes at p (op a CAPTURE_OP_, align 0
+ * unless memalign); a release of p, between capture_release_begin (its
+ * last touches; returns its tracked size) and capture_release_end (that
+ * size) around the real call. */
+void capture_record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
+                          uint64_t align);
+uint64_t capture_release_begin(void *p);
+void     capture_record_free(uint8_t domain, void *p);
+void     capture_release_end(uint64_t size);
 int      capture_tid(void);
 uint64_t capture_now_ns(void);
 /* The flusher measures the TSC's scale from time to time (capture.c). */
