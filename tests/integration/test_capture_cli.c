@@ -515,6 +515,63 @@ static void cxx_new_and_delete_are_recorded(void **state) {
   }
 }
 
+/* The ops of a text trace's events between two marks, in order, one
+ * character each (m malloc, c calloc, a memalign, r realloc, f free), with
+ * the sizes of the first four after a space: "macrfff 1000 4096 100 5000". */
+static void ops_between(const char *path, const char *from, const char *to,
+                        char *ops, size_t len) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char   line[512], op[32], a[32], b[32], c[32], sizes[128] = "";
+  size_t n = 0;
+  bool   in = false;
+  while (fgets(line, sizeof line, f) != NULL && n + 1 < len) {
+    int got = line[0] == '#'
+                  ? 0
+                  : sscanf(line, "%*s %*s %31s %31s %31s %31s", op, a, b, c);
+    if (got >= 2 && strcmp(op, "mark") == 0)
+      in = strcmp(a, from) == 0 ? true : strcmp(a, to) == 0 ? false : in;
+    else if (in && got >= 2 && strchr("mcarf", op[0]) != NULL &&
+             strcmp(op, "rss") != 0) {
+      ops[n++] = strcmp(op, "memalign") == 0 ? 'a' : op[0];
+      if (op[0] != 'f' && strlen(sizes) < 100)
+        snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), " %s",
+                 op[0] == 'm' && op[1] == 'e' ? c : b);
+    }
+  }
+  fclose(f);
+  snprintf(ops + n, len - n, "%s", sizes);
+}
+
+/* jemalloc's own API (mallocx, rallocx, xallocx, sdallocx, dallocx) is
+ * recorded as the malloc family, with jemalloc preloaded and, through the
+ * recorder's own definitions, without it. */
+static void jemalloc_api_is_recorded(void **state) {
+  (void)state;
+  static const char *const libs[] = {
+      NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"};
+  for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+#if defined(__SANITIZE_ADDRESS__)
+    if (libs[i] != NULL)
+      continue; /* ASan refuses a preloaded library ahead of its runtime */
+#endif
+    if (libs[i] != NULL && access(libs[i], R_OK) != 0)
+      continue;
+    char out[300], ops[256];
+    snprintf(out, sizeof out, "%s/allocx%zu.trace", g_dir, i);
+    char *const args[] = {"-o", out, "--", PROGS "allocx", NULL};
+    if (libs[i] != NULL)
+      setenv("LD_PRELOAD", libs[i], 1);
+    pid_t pid = start("allocx", args);
+    unsetenv("LD_PRELOAD");
+    assert_int_equal(finish(pid), 0);
+    ops_between(out, "begin", "end", ops, sizeof ops);
+    if (strcmp(ops, "macrfff 1000 4096 100 5000") != 0)
+      fail_msg("%s: events '%s', expected 'macrfff 1000 4096 100 5000'",
+               libs[i] ? libs[i] : "no jemalloc", ops);
+  }
+}
+
 /* With jemalloc or mimalloc preloaded, their purge calls become purge
  * events (reached through ctypes, that is dlsym). */
 static void allocator_purges_are_recorded(void **state) {
@@ -640,6 +697,7 @@ int main(void) {
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
+      cmocka_unit_test(jemalloc_api_is_recorded),
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),

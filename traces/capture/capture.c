@@ -573,6 +573,15 @@ EXPORT int __libc_start_main(main_fn main, int argc, char **argv,
     }                                                                          \
   } while (0)
 
+bool capture_ready(void) {
+  if (LIKELY(atomic_load_explicit(&g_init_state, memory_order_acquire) == 2))
+    return true;
+  if (t_self.resolving)
+    return false;
+  capture_ensure_init();
+  return g_real.malloc != NULL;
+}
+
 /* A forked child connects at its first recorded call when its fork did
  * not come through the wrapper below (daemon() for one). */
 static inline void child_flusher(void) {
@@ -614,10 +623,9 @@ void capture_record_free(uint8_t domain, void *p) {
   capture_emit(&r);
 }
 
-/* Records a realloc of old (not NULL) to n bytes around the real call. */
-static void *record_realloc(uint8_t domain, void *old, size_t n,
-                            void *(*call)(void *ctx, void *old, size_t n),
-                            void *ctx) {
+void *capture_record_realloc(uint8_t domain, void *old, size_t n,
+                             void *(*call)(void *ctx, void *old, size_t n),
+                             void *ctx) {
   child_flusher();
   uint64_t  old_size = capture_release_begin(old);
   cap_rec_t b = {
@@ -713,7 +721,8 @@ EXPORT void *realloc(void *old, size_t n) {
     capture_release_end(size);
     return p;
   }
-  return record_realloc(CAPTURE_DOMAIN_RAW, old, n, call_real_realloc, NULL);
+  return capture_record_realloc(CAPTURE_DOMAIN_RAW, old, n, call_real_realloc,
+                                NULL);
 }
 
 EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
@@ -893,7 +902,7 @@ static void *py_realloc(void *ctx, void *old, size_t n) {
     return p;
   }
   /* pymalloc's realloc(p, 0) returns a live block, unlike glibc's. */
-  return record_realloc(py_domain(ctx), old, n, call_py_realloc, ctx);
+  return capture_record_realloc(py_domain(ctx), old, n, call_py_realloc, ctx);
 }
 
 static void py_free(void *ctx, void *p) {

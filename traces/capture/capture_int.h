@@ -87,6 +87,11 @@ struct real_fns_s {
                          void *);
   /* Allocator extensions, NULL unless such an allocator is loaded. */
   int (*mallctl)(const char *, void *, size_t *, void *, size_t);
+  void *(*mallocx)(size_t, int); /* jemalloc's own API (allocx.c) */
+  void *(*rallocx)(void *, size_t, int);
+  size_t (*xallocx)(void *, size_t, size_t, int);
+  void (*sdallocx)(void *, size_t, int);
+  void (*dallocx)(void *, int);
   void (*mi_collect)(_Bool);
   void (*release_free_memory)(void); /* MallocExtension_ReleaseFreeMemory */
   /* libc's own, found by ELF lookup (resolve.c). */
@@ -134,6 +139,14 @@ void capture_record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
 uint64_t capture_release_begin(void *p);
 void     capture_record_free(uint8_t domain, void *p);
 void     capture_release_end(uint64_t size);
+/* A realloc of old (not NULL) to n bytes recorded around call(ctx, old, n),
+ * which returns the block (NULL: failed, old stays). */
+void *capture_record_realloc(uint8_t domain, void *old, size_t n,
+                             void *(*call)(void *ctx, void *old, size_t n),
+                             void *ctx);
+/* False only inside the library's first dlsym, where the bootstrap
+ * allocator serves; otherwise initializes the library if need be. */
+bool     capture_ready(void);
 int      capture_tid(void);
 uint64_t capture_now_ns(void);
 /* The flusher measures the TSC's scale from time to time (capture.c). */

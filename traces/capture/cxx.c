@@ -90,17 +90,6 @@ static void *next_fn(cxx_fn_t k) {
   return f;
 }
 
-/* False only inside the library's first dlsym, where the bootstrap
- * allocator serves. */
-static bool ready(void) {
-  if (LIKELY(atomic_load_explicit(&g_init_state, memory_order_acquire) == 2))
-    return true;
-  if (t_self.resolving)
-    return false;
-  capture_ensure_init();
-  return g_real.malloc != NULL;
-}
-
 static int enter_internal(void) {
   t_self.internal++;
   return 0;
@@ -122,7 +111,7 @@ static void leave_internal(int *scope) {
  * malloc-family wrapper that records the same request. */
 #define NEW_BODY(k, type, args, op, align, fallback)                           \
   do {                                                                         \
-    if (!ready())                                                              \
+    if (!capture_ready())                                                      \
       return (align) <= 16 ? capture_boot_alloc(n) : NULL;                     \
     type f = (type)next_fn(k);                                                 \
     if (f == NULL)                                                             \
@@ -180,7 +169,7 @@ DEFINE_NEW_AL_NT(_ZnamSt11align_val_tRKSt9nothrow_t, NEWA_AL_NT)
  */
 #define DELETE_BODY(k, type, args)                                             \
   do {                                                                         \
-    if (p == NULL || capture_is_boot(p) || !ready())                           \
+    if (p == NULL || capture_is_boot(p) || !capture_ready())                   \
       return;                                                                  \
     type f = (type)next_fn(k);                                                 \
     if (f == NULL) {                                                           \

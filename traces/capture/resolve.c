@@ -211,6 +211,11 @@ static void resolve_all(void) {
       void (*)(void), void (*)(void), void *))next_sym("__libc_start_main");
   g_real.mallctl = (int (*)(const char *, void *, size_t *, void *,
                             size_t))next_sym("mallctl");
+  g_real.mallocx = (void *(*)(size_t, int))next_sym("mallocx");
+  g_real.rallocx = (void *(*)(void *, size_t, int))next_sym("rallocx");
+  g_real.xallocx = (size_t(*)(void *, size_t, size_t, int))next_sym("xallocx");
+  g_real.sdallocx = (void (*)(void *, size_t, int))next_sym("sdallocx");
+  g_real.dallocx = (void (*)(void *, int))next_sym("dallocx");
   g_real.mi_collect = (void (*)(_Bool))next_sym("mi_collect");
   g_real.release_free_memory =
       (void (*)(void))next_sym("MallocExtension_ReleaseFreeMemory");
@@ -234,20 +239,25 @@ void capture_resolve(void) {
  */
 
 /* Defined in capture.c and below: the wrappers a lookup may return. */
-void *malloc(size_t);
-void *calloc(size_t, size_t);
-void *realloc(void *, size_t);
-void  free(void *);
-void *memalign(size_t, size_t);
-int   posix_memalign(void **, size_t, size_t);
-void *aligned_alloc(size_t, size_t);
-void *valloc(size_t);
-void *pvalloc(size_t);
-int   malloc_trim(size_t);
-int   mallopt(int, int);
-int   mallctl(const char *, void *, size_t *, void *, size_t);
-void  mi_collect(_Bool);
-void  MallocExtension_ReleaseFreeMemory(void);
+void  *malloc(size_t);
+void  *calloc(size_t, size_t);
+void  *realloc(void *, size_t);
+void   free(void *);
+void  *memalign(size_t, size_t);
+int    posix_memalign(void **, size_t, size_t);
+void  *aligned_alloc(size_t, size_t);
+void  *valloc(size_t);
+void  *pvalloc(size_t);
+int    malloc_trim(size_t);
+int    mallopt(int, int);
+int    mallctl(const char *, void *, size_t *, void *, size_t);
+void  *mallocx(size_t, int);
+void  *rallocx(void *, size_t, int);
+size_t xallocx(void *, size_t, size_t, int);
+void   sdallocx(void *, size_t, int);
+void   dallocx(void *, int);
+void   mi_collect(_Bool);
+void   MallocExtension_ReleaseFreeMemory(void);
 
 /* The wrapper for a looked-up function, or p itself. */
 static void *interpose(void *p) {
@@ -268,6 +278,11 @@ static void *interpose(void *p) {
       {(void *)g_real.malloc_trim, (void *)malloc_trim},
       {(void *)g_real.mallopt, (void *)mallopt},
       {(void *)g_real.mallctl, (void *)mallctl},
+      {(void *)g_real.mallocx, (void *)mallocx},
+      {(void *)g_real.rallocx, (void *)rallocx},
+      {(void *)g_real.xallocx, (void *)xallocx},
+      {(void *)g_real.sdallocx, (void *)sdallocx},
+      {(void *)g_real.dallocx, (void *)dallocx},
       {(void *)g_real.mi_collect, (void *)mi_collect},
       {(void *)g_real.release_free_memory,
        (void *)MallocExtension_ReleaseFreeMemory},
@@ -280,6 +295,11 @@ static void *interpose(void *p) {
   /* The extension wrappers exist in every process; where the allocator
    * they forward to is absent, a lookup must not find them. */
   if ((p == (void *)mallctl && g_real.mallctl == NULL) ||
+      (p == (void *)mallocx && g_real.mallocx == NULL) ||
+      (p == (void *)rallocx && g_real.rallocx == NULL) ||
+      (p == (void *)xallocx && g_real.xallocx == NULL) ||
+      (p == (void *)sdallocx && g_real.sdallocx == NULL) ||
+      (p == (void *)dallocx && g_real.dallocx == NULL) ||
       (p == (void *)mi_collect && g_real.mi_collect == NULL) ||
       (p == (void *)MallocExtension_ReleaseFreeMemory &&
        g_real.release_free_memory == NULL))
