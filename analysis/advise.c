@@ -147,7 +147,7 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
                             void *user, const char *model, const char *libc,
                             const trace_insert_t *ins, size_t nins,
                             probe_t *probe, advise_outcome_t *out,
-                            as_err_t *err) {
+                            uint32_t *max_threads, as_err_t *err) {
   trace_source_t *src;
   sim_session_t   s;
   as_status_t     rc = sim_session_open(model, libc, &o->kernel, &s, err);
@@ -175,6 +175,8 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
         c.mmap + c.munmap + c.mremap + c.mprotect + c.brk + c.madvise;
     out->faults = c.faults;
     out->cost_ns = sim_cost_kernel_ns(&sim_cost_measured, &c);
+    if (max_threads != NULL)
+      *max_threads = r.max_threads;
   }
   trace_source_close(src);
   sim_session_close(&s);
@@ -279,7 +281,7 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
   snprintf(out->libc, sizeof out->libc, "%s", o->libc ? o->libc : "");
   probe_t     probe = {.mark = o->at};
   as_status_t rc = simulate(o, open, user, o->model, o->libc, NULL, 0, &probe,
-                            &out->baseline, err);
+                            &out->baseline, &out->max_threads, err);
   if (rc != AS_OK)
     return rc;
   if (o->at != NULL && !probe.seen) {
@@ -297,7 +299,7 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
   if (mark != NULL && o->at == NULL) { /* measure the baseline at it */
     probe_t again = {.mark = mark};
     rc = simulate(o, open, user, o->model, o->libc, NULL, 0, &again,
-                  &out->baseline, err);
+                  &out->baseline, NULL, err);
     if (rc != AS_OK)
       return rc;
   }
@@ -331,7 +333,7 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
     }
     probe_t p = {.mark = mark};
     rc = simulate(o, open, user, r->model, composed ? r->libc : NULL, &ins,
-                  nins, &p, &r->out, &e);
+                  nins, &p, &r->out, NULL, &e);
     if (rc == AS_EUSAGE)
       continue; /* not registered, or an option the model lacks */
     out->n++;

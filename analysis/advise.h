@@ -54,10 +54,14 @@ struct advise_result_s {
   char             model[512];
   char             libc[256];
   advise_outcome_t baseline;
-  size_t           n; /* remedies, ranked: single changes before
-                         combinations, each by saving at the mark
-                         (equal savings: the cheaper first);
-                         failed ones last */
+  uint32_t         max_threads; /* most threads of the trace running at
+                                   once: above 1, remedies that change
+                                   contention are predicted with the
+                                   interleaving it recorded */
+  size_t n;                     /* remedies, ranked: single changes before
+                                   combinations, each by saving at the mark
+                                   (equal savings: the cheaper first);
+                                   failed ones last */
   advise_remedy_t remedies[ADVISE_MAX_REMEDIES];
 };
 

@@ -17,7 +17,8 @@ static void print_json(const char *source, const advise_result_t *r) {
   cli_json_string(stdout, r->model);
   printf(", \"libc\": ");
   cli_json_string(stdout, r->libc);
-  printf(", \"layouts\": 1, \"mark\": ");
+  printf(", \"layouts\": 1, \"max_threads\": %" PRIu32 ", \"mark\": ",
+         r->max_threads);
   cli_json_string(stdout, r->mark);
   printf(", \"baseline\": {\"rss_bytes_at_mark\": %" PRIu64
          ", \"rss_bytes_at_end\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
@@ -83,6 +84,13 @@ static void print_text(const char *source, uint64_t page_size,
     if (r->remedies[i].ok)
       printf("  %-44.44s %s\n", r->remedies[i].name,
              r->remedies[i].env_or_call);
+  if (r->max_threads > 1)
+    printf("\nthreads    up to %" PRIu32 " at once: a remedy that changes how "
+           "they contend (arena counts, another allocator) is simulated with "
+           "the order their calls had when the trace was recorded, which it "
+           "changes in the real program; confirm it by capturing the program "
+           "under it (docs/validation.md)\n",
+           r->max_threads);
 }
 
 static int advise_main(int argc, char **argv) {

@@ -408,6 +408,8 @@ static as_status_t dispatch_thread(engine_state_t       *st,
     memmove(v + i + 1, v + i, (st->nrunning - i) * sizeof *v);
     v[i] = ev->thread;
     st->nrunning++;
+    if (st->nrunning + 1 > st->res->max_threads)
+      st->res->max_threads = (uint32_t)(st->nrunning + 1);
   } else {
     memmove(st->running + i, st->running + i + 1,
             (st->nrunning - i - 1) * sizeof *st->running);
@@ -779,6 +781,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
                        .kernel = s->kernel,
                        .timers = s->timers};
   memset(result, 0, sizeof *result);
+  result->max_threads = 1;
   sim_timer_init(&st.sampler, sampler_fire);
   if (sim_idtable_init(&st.live_tab, sizeof *st.live) != AS_OK)
     return as_err_set(err, AS_ENOMEM,

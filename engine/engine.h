@@ -96,6 +96,8 @@ struct sim_run_result_s {
   uint64_t ignored_events;       /* purge, option or touch events the model
                                     has no notion of (not under strict) */
   uint64_t unwritten_allocs;     /* allocations left to touch events */
+  uint32_t max_threads;          /* most threads running at once, the main
+                                    one included */
 };
 
 /* A kernel, a timer queue and a model built together, torn down together. */

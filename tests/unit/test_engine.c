@@ -223,6 +223,7 @@ static void threads_start_before_they_exit(void **state) {
     as_status_t rc = sim_engine_run(&cfg, &s, &src.base, &res, &err);
     if (cases[c].msg == NULL) {
       assert_int_equal(rc, AS_OK);
+      assert_int_equal(res.max_threads, 2); /* thread 3 beside main, twice */
     } else {
       assert_int_equal(rc, AS_EFORMAT);
       if (strstr(err.msg, cases[c].msg) == NULL)
@@ -230,6 +231,24 @@ static void threads_start_before_they_exit(void **state) {
     }
     sim_session_close(&s);
   }
+}
+
+/* The most threads running at once, the main one included: 1 without
+ * thread events, 3 with two overlapping, still 3 after one exited and
+ * another started. */
+static void max_threads_counts_the_overlap(void **state) {
+  fixture_t    *f = *state;
+  trace_event_t none[] = {{.t_ns = 1, .op = TRACE_MARK, .label = "x"}};
+  trace_event_t evs[] = {{.t_ns = 1, .op = TRACE_THREAD_START, .thread = 1},
+                         {.t_ns = 2, .op = TRACE_THREAD_START, .thread = 2},
+                         {.t_ns = 3, .op = TRACE_THREAD_EXIT, .thread = 1},
+                         {.t_ns = 4, .op = TRACE_THREAD_START, .thread = 3}};
+  sim_engine_config_t cfg = {0};
+  sim_run_result_t    res;
+  assert_int_equal(run(f, none, 1, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(res.max_threads, 1);
+  assert_int_equal(run(f, evs, 4, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(res.max_threads, 3);
 }
 
 static void touch_makes_the_named_pages_of_an_object_resident(void **state) {
@@ -546,6 +565,8 @@ int main(void) {
       cmocka_unit_test(ideal_rss_is_live_bytes_rounded_up_to_pages),
       cmocka_unit_test(a_composition_without_purge_counts_it_like_its_libc),
       cmocka_unit_test(threads_start_before_they_exit),
+      cmocka_unit_test_setup_teardown(max_threads_counts_the_overlap, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
