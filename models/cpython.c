@@ -5,7 +5,7 @@
  * Routing (CPython 3.11.2 / 3.14.7 Objects/obmalloc.c):
  *   - raw domain: PyMem_RawMalloc is malloc, mem and obj are pymalloc
  *     (3.11 :185-191 PYRAW_ALLOC MALLOC_ALLOC, PYOBJ_ALLOC PYMALLOC_ALLOC,
- *     PYMEM_ALLOC PYOBJ_ALLOC; 3.14 :370-372) -> libc;
+ *     PYMEM_ALLOC PYOBJ_ALLOC; 3.13.5 :315-318; 3.14 :370-372) -> libc;
  *   - obj/mem malloc and calloc of 1..512 bytes -> pymalloc; 0 bytes or more
  *     than 512 fall through to PyMem_RawMalloc/RawCalloc (pymalloc_alloc
  *     3.11 :1959-1964, _PyObject_Malloc :1996-2007, _PyObject_Calloc
@@ -171,15 +171,11 @@ static as_status_t cpython_create(const model_opts_t *opts,
                         "cpython: %s is a mimalloc knob of build=ft; the "
                         "default build has no mimalloc",
                         opts->table[k].name);
-  /* pymalloc models 3.11 and 3.14; a 3.14 micro release is 3.14. */
+  /* pymalloc models 3.11 to 3.14 (pymalloc.c says how each was checked); a
+   * micro release is its minor version. */
   const char *version = model_opt_text(opts, CO_VERSION);
   char        minor[8];
   snprintf(minor, sizeof minor, "%.4s", version);
-  if (strcmp(minor, "3.11") != 0 && strcmp(minor, "3.14") != 0)
-    return as_err_set(err, AS_EUSAGE,
-                      "cpython: build=default models versions 3.11 and 3.14, "
-                      "not %s",
-                      version);
   if (model_opt_i64(opts, CO_PYTHONMALLOC) == 2)
     return as_err_set(err, AS_EUSAGE,
                       "cpython: pythonmalloc=mimalloc is modelled for "

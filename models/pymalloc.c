@@ -26,6 +26,12 @@
  * 3.11 and 3.14 run the same algorithms byte for byte (a normalised diff of
  * new_arena .. _PyObject_Realloc of 3.11.2 and 3.14.7 shows only the OMState
  * parameter), so `version` selects citations and provenance, not behaviour.
+ * So does 3.13 (3.13.5, Debian 13's python3.13_3.13.5.orig.tar.xz: the same
+ * diff against 3.11.2 shows only OMState, the arenas -> allarenas and block
+ * -> pymem_block renames, and the constants are the same lines of
+ * Include/internal/pycore_obmalloc.h:132-239).  3.12 lies between 3.11 and
+ * 3.13 and is taken to be the same; no 3.12 source was reachable here to
+ * check it.
  *
  * Page touches (3.11.2 obmalloc.c:1881-1936 carve and init, :1790-1806
  * pymalloc_pool_extend, :2241-2243 free):
@@ -180,7 +186,7 @@ struct pymalloc_model_s {
   model_t        base; /* must be first */
   sim_kernel_t  *kernel;
   uint32_t       page_mask; /* OS page size - 1 (at most 64 KiB - 1) */
-  int            version;   /* 311 or 314: provenance only (see header) */
+  int            version;   /* 311 to 314: provenance only (see header) */
   pymalloc_raw_t raw;       /* where PyMem_Raw* requests go */
 
   /* obmalloc's globals (3.11 obmalloc.c:1167-1258; 3.14 struct
@@ -214,8 +220,10 @@ struct pymalloc_model_s {
 };
 
 #define PYMALLOC_OPTIONS(X)                                                    \
-  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.14", "meta:python",   \
-    "CPython 3.11.2 / 3.14.7 Objects/obmalloc.c (identical algorithms)",       \
+  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.12|3.13|3.14",        \
+    "meta:python",                                                             \
+    "CPython 3.11.2 / 3.13.5 / 3.14.7 Objects/obmalloc.c (identical "          \
+    "algorithms; 3.12 between them, its source not checked)",                  \
     "CPython version whose obmalloc is modelled")
 
 enum pymalloc_option_e { PYMALLOC_OPTIONS(MODEL_OPTION_KEY) PO_COUNT };
@@ -847,7 +855,7 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->base.opts = *opts;
   pm->kernel = ctx->kernel;
   pm->page_mask = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
-  pm->version = model_opt_i64(opts, PO_VERSION) == 0 ? 311 : 314;
+  pm->version = 311 + (int)model_opt_i64(opts, PO_VERSION);
   if (sim_idtable_init(&pm->ids_tab, SLOT_BYTES) != AS_OK) {
     free(pm);
     return as_err_set(err, AS_ENOMEM, "pymalloc: no address space for ids");

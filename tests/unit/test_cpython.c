@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,18 @@ static void version_is_forwarded_and_bad_libc_refused(void **state) {
   assert_string_equal(buf, "cpython:version=3.11,pythonmalloc=pymalloc");
   assert_int_equal(model_trim(f.m, 0, 0, NULL), AS_OK);
   fx_close(&f);
+  /* 3.12 and 3.13 (a micro release too) are the default build's as well:
+   * the same pymalloc, named by its minor version. */
+  static const char *const later[][2] = {{"3.12", "3.12"}, {"3.13.2", "3.13"}};
+  for (size_t i = 0; i < 2; i++) {
+    char spec[64], want[64];
+    snprintf(spec, sizeof spec, "cpython:version=%s", later[i][0]);
+    snprintf(want, sizeof want, "pymalloc:version=%s", later[i][1]);
+    fx_open_spec(&f, spec);
+    model_describe(cpython_pymalloc_child(f.m), buf, sizeof buf);
+    assert_string_equal(buf, want);
+    fx_close(&f);
+  }
 
   sim_kernel_config_t cfg;
   sim_kernel_t       *k;

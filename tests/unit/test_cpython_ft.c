@@ -391,6 +391,9 @@ static void options_name_what_is_wrong(void **state) {
                                "later (the free-threaded build first shipped "
                                "in 3.13), not 3.11");
   assert_int_equal(
+      model_create_from_spec("cpython:build=ft,version=3.12", &ctx, &m, &err),
+      AS_EUSAGE);
+  assert_int_equal(
       model_create_from_spec("cpython:purge_delay=0", &ctx, &m, &err),
       AS_EUSAGE);
   assert_string_equal(err.msg, "cpython: purge_delay is a mimalloc knob of "
