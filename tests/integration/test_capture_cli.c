@@ -480,6 +480,28 @@ static between_t count_between(const char *path, const char *from,
   return n;
 }
 
+/* Captures capture_progs/PROG into out (text) with lib preloaded (NULL:
+ * none); false, having run nothing, where lib is not installed or the
+ * build is ASan's, which refuses a preloaded library ahead of its
+ * runtime. */
+static bool capture_under(const char *lib, const char *prog, const char *out) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (lib != NULL)
+    return false;
+#endif
+  if (lib != NULL && access(lib, R_OK) != 0)
+    return false;
+  char path[300];
+  snprintf(path, sizeof path, "%s%s", PROGS, prog);
+  char *const args[] = {"-o", (char *)out, "--", path, NULL};
+  if (lib != NULL)
+    setenv("LD_PRELOAD", lib, 1);
+  pid_t pid = start(prog, args);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(finish(pid), 0);
+  return true;
+}
+
 /* C++'s new and delete are recorded once each, whether libstdc++ serves
  * them (through malloc) or a preloaded allocator that defines the
  * operators itself (each of Debian's jemalloc, mimalloc, tcmalloc does). */
@@ -490,20 +512,10 @@ static void cxx_new_and_delete_are_recorded(void **state) {
       "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
       "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"};
   for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
-#if defined(__SANITIZE_ADDRESS__)
-    if (libs[i] != NULL)
-      continue; /* ASan refuses a preloaded library ahead of its runtime */
-#endif
-    if (libs[i] != NULL && access(libs[i], R_OK) != 0)
-      continue;
     char out[300];
     snprintf(out, sizeof out, "%s/cxx%zu.trace", g_dir, i);
-    char *const args[] = {"-o", out, "--", PROGS "cxx_maps", NULL};
-    if (libs[i] != NULL)
-      setenv("LD_PRELOAD", libs[i], 1);
-    pid_t pid = start("cxx", args);
-    unsetenv("LD_PRELOAD");
-    assert_int_equal(finish(pid), 0);
+    if (!capture_under(libs[i], "cxx_maps", out))
+      continue;
     between_t built = count_between(out, "begin", "built");
     between_t cleared = count_between(out, "built", "cleared");
     if (built.mallocs < 40000 || built.mallocs > 40100 || built.aligned != 1 ||
@@ -551,20 +563,10 @@ static void jemalloc_api_is_recorded(void **state) {
   static const char *const libs[] = {
       NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"};
   for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
-#if defined(__SANITIZE_ADDRESS__)
-    if (libs[i] != NULL)
-      continue; /* ASan refuses a preloaded library ahead of its runtime */
-#endif
-    if (libs[i] != NULL && access(libs[i], R_OK) != 0)
-      continue;
     char out[300], ops[256];
     snprintf(out, sizeof out, "%s/allocx%zu.trace", g_dir, i);
-    char *const args[] = {"-o", out, "--", PROGS "allocx", NULL};
-    if (libs[i] != NULL)
-      setenv("LD_PRELOAD", libs[i], 1);
-    pid_t pid = start("allocx", args);
-    unsetenv("LD_PRELOAD");
-    assert_int_equal(finish(pid), 0);
+    if (!capture_under(libs[i], "allocx", out))
+      continue;
     ops_between(out, "begin", "end", ops, sizeof ops);
     if (strcmp(ops, "macrfff 1000 4096 100 5000") != 0)
       fail_msg("%s: events '%s', expected 'macrfff 1000 4096 100 5000'",
