@@ -20,7 +20,12 @@
  *
  * Where jemalloc is not loaded (a program that found these names through
  * the recorder's own definitions), the malloc family serves them as
- * jemalloc's manual defines them, through the recording wrappers. */
+ * jemalloc's manual defines them, through the recording wrappers.  A limit:
+ * a program that decides whether jemalloc is loaded by a weak reference to
+ * mallocx alone now finds one and takes its jemalloc path under capture
+ * (folly checks nine names, among them sallocx, nallocx and mallctlbymib,
+ * which the recorder does not define, and probes mallctl, which answers
+ * ENOENT here). */
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -32,12 +37,6 @@
 static size_t flags_align(int flags) {
   return (size_t)1 << (flags & MALLOCX_LG_ALIGN_MASK) & ~(size_t)1;
 }
-
-void  *mallocx(size_t size, int flags);
-void  *rallocx(void *ptr, size_t size, int flags);
-size_t xallocx(void *ptr, size_t size, size_t extra, int flags);
-void   sdallocx(void *ptr, size_t size, int flags);
-void   dallocx(void *ptr, int flags);
 
 EXPORT void *mallocx(size_t size, int flags) {
   size_t align = flags_align(flags);

@@ -144,6 +144,13 @@ void     capture_release_end(uint64_t size);
 void *capture_record_realloc(uint8_t domain, void *old, size_t n,
                              void *(*call)(void *ctx, void *old, size_t n),
                              void *ctx);
+/* jemalloc's own API, recorded (allocx.c) and looked up (resolve.c). */
+void  *mallocx(size_t size, int flags);
+void  *rallocx(void *ptr, size_t size, int flags);
+size_t xallocx(void *ptr, size_t size, size_t extra, int flags);
+void   sdallocx(void *ptr, size_t size, int flags);
+void   dallocx(void *ptr, int flags);
+
 /* False only inside the library's first dlsym, where the bootstrap
  * allocator serves; otherwise initializes the library if need be. */
 bool     capture_ready(void);

@@ -239,25 +239,20 @@ void capture_resolve(void) {
  */
 
 /* Defined in capture.c and below: the wrappers a lookup may return. */
-void  *malloc(size_t);
-void  *calloc(size_t, size_t);
-void  *realloc(void *, size_t);
-void   free(void *);
-void  *memalign(size_t, size_t);
-int    posix_memalign(void **, size_t, size_t);
-void  *aligned_alloc(size_t, size_t);
-void  *valloc(size_t);
-void  *pvalloc(size_t);
-int    malloc_trim(size_t);
-int    mallopt(int, int);
-int    mallctl(const char *, void *, size_t *, void *, size_t);
-void  *mallocx(size_t, int);
-void  *rallocx(void *, size_t, int);
-size_t xallocx(void *, size_t, size_t, int);
-void   sdallocx(void *, size_t, int);
-void   dallocx(void *, int);
-void   mi_collect(_Bool);
-void   MallocExtension_ReleaseFreeMemory(void);
+void *malloc(size_t);
+void *calloc(size_t, size_t);
+void *realloc(void *, size_t);
+void  free(void *);
+void *memalign(size_t, size_t);
+int   posix_memalign(void **, size_t, size_t);
+void *aligned_alloc(size_t, size_t);
+void *valloc(size_t);
+void *pvalloc(size_t);
+int   malloc_trim(size_t);
+int   mallopt(int, int);
+int   mallctl(const char *, void *, size_t *, void *, size_t);
+void  mi_collect(_Bool);
+void  MallocExtension_ReleaseFreeMemory(void);
 
 /* The wrapper for a looked-up function, or p itself. */
 static void *interpose(void *p) {
