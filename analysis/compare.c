@@ -513,10 +513,16 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
    * "libc=glibc:arena_max=1", as the C labs record it), the libc spec is the
    * model, knobs included, and --libc names the model. */
   char run_model[sizeof res->model_spec];
-  if ((rc = record_run_specs(run_meta_get, &meta, run_model, sizeof run_model,
-                             res->libc_spec, sizeof res->libc_spec, err)) !=
-      AS_OK)
+  if ((rc = record_run_specs(run_meta_get, &meta, o->model, o->libc, run_model,
+                             sizeof run_model, res->libc_spec,
+                             sizeof res->libc_spec, err)) != AS_OK) {
+    char msg[sizeof err->msg];
+    as_format_fits(msg, sizeof msg,
+                   "%.200s: run %" PRId64 ": provenance: %.300s", store_path(s),
+                   run_id, err->msg);
+    rc = as_err_set(err, rc, "%s", msg);
     goto done;
+  }
   size_t name_len = strcspn(res->libc_spec, ":");
   bool   libc_alone = strcmp(run_model, res->libc_spec) == 0 ||
                     (strlen(run_model) == name_len &&

@@ -882,6 +882,11 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
   }
   char libc[64];
   as_format_fits(libc, sizeof libc, "glibc %s", gnu_get_libc_version());
+  /* The glibc model's version knob reads it (models/glibc.c); the musl
+   * replayer has no glibc. */
+  if (o->allocator != ORACLE_MUSL &&
+      (rc = meta_put(m, "glibc_version", gnu_get_libc_version(), err)) != AS_OK)
+    return rc;
   if (o->allocator == ORACLE_MUSL) {
     bool modelled = model_find("musl") != NULL;
     as_format_fits(libc, sizeof libc, "musl");

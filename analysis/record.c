@@ -207,15 +207,18 @@ as_status_t record_capture_file(store_t *s, const char *path,
   if (trace_meta_get(m, "kind") == NULL)
     kv[nkv++] = (store_kv_t){"kind", "measured"};
 
-  char libc_spec[256], model_spec[256];
-  if ((rc = record_run_specs(meta_get_trace, (void *)m, model_spec,
-                             sizeof model_spec, libc_spec, sizeof libc_spec,
-                             err)) != AS_OK) {
-    char msg[sizeof err->msg];
-    as_format_fits(msg, sizeof msg, "%.200s: provenance: %.280s", path,
-                   err->msg);
-    rc = as_err_set(err, rc, "%s", msg);
-    goto done;
+  /* The specs are stored for people to read (compare derives them again).
+   * A run whose provenance no model follows (a Python or glibc version no
+   * model knows) is a measurement all the same: stored without them, and
+   * the caller warns. */
+  char     libc_spec[256], model_spec[256];
+  as_err_t why = {0};
+  if (record_run_specs(meta_get_trace, (void *)m, NULL, NULL, model_spec,
+                       sizeof model_spec, libc_spec, sizeof libc_spec,
+                       &why) != AS_OK) {
+    model_spec[0] = libc_spec[0] = '\0';
+    as_format_fits(info->spec_warning, sizeof info->spec_warning,
+                   "%.200s: provenance: %.300s", path, why.msg);
   }
   uint64_t    page_size = (uint64_t)sysconf(_SC_PAGESIZE);
   const char *ps = trace_meta_get(m, "page_size");
@@ -234,7 +237,7 @@ as_status_t record_capture_file(store_t *s, const char *path,
   store_run_t run = {
       .kind = "measured",
       .model = model_spec,
-      .options = libc_spec,
+      .options = libc_spec[0] != '\0' ? libc_spec : NULL,
       .page_size = page_size,
       .source = has_trace ? stored_path : path, /* as the trace is found */
       .command = cmd ? cmd : (command ? command : ""),
@@ -284,9 +287,9 @@ static bool spec_over_env(const char *env_spec, const char *meta_spec,
   return model_spec_with(env_spec, opts + 1, out, len);
 }
 
-as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
-                             size_t model_len, char *libc, size_t libc_len,
-                             as_err_t *err) {
+static as_status_t derive_specs(model_env_get_fn get, void *user, char *model,
+                                size_t model_len, char *libc, size_t libc_len,
+                                as_err_t *err) {
   char        env_model[512], env_libc[512];
   as_status_t rc = model_specs_for_run(get, user, env_model, sizeof env_model,
                                        env_libc, sizeof env_libc, err);
@@ -313,4 +316,62 @@ as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
     return as_err_set(err, AS_EINVAL, "model spec longer than %zu bytes",
                       model_len);
   return AS_OK;
+}
+
+/* The provenance without its "python" key: the run's libc as a C
+ * program's (models/env.h model_specs_for_run). */
+typedef struct without_python_s {
+  model_env_get_fn get;
+  void            *user;
+} without_python_t;
+
+static const char *get_without_python(void *user, const char *key) {
+  const without_python_t *w = user;
+  return strcmp(key, "python") == 0 ? NULL : w->get(w->user, key);
+}
+
+static bool copy_spec(char *out, size_t len, const char *spec) {
+  return as_format_fits(out, len, "%s", spec);
+}
+
+as_status_t record_run_specs(model_env_get_fn get, void *user,
+                             const char *given_model, const char *given_libc,
+                             char *model, size_t model_len, char *libc,
+                             size_t libc_len, as_err_t *err) {
+  as_err_t    why = {0};
+  as_status_t rc =
+      derive_specs(get, user, model, model_len, libc, libc_len, &why);
+  if (rc == AS_OK)
+    return AS_OK;
+  bool python = get(user, "python") != NULL && *get(user, "python") != '\0';
+  if (given_model != NULL && given_libc != NULL)
+    rc = copy_spec(model, model_len, given_model) &&
+                 copy_spec(libc, libc_len, given_libc)
+             ? AS_OK
+             : as_err_set(&why, AS_EINVAL, "spec longer than %zu bytes",
+                          model_len < libc_len ? model_len : libc_len);
+  else if (given_model != NULL && python) {
+    /* The model is given; the libc under it is still the run's. */
+    without_python_t w = {get, user};
+    char             unused[512];
+    rc = derive_specs(get_without_python, &w, unused, sizeof unused, libc,
+                      libc_len, &why);
+    if (rc == AS_OK && !copy_spec(model, model_len, given_model))
+      rc = as_err_set(&why, AS_EINVAL, "model spec longer than %zu bytes",
+                      model_len);
+  } else if (!python && (given_model != NULL || given_libc != NULL)) {
+    /* A C run's model is its libc: either option names both. */
+    const char *spec = given_model != NULL ? given_model : given_libc;
+    rc = copy_spec(model, model_len, spec) && copy_spec(libc, libc_len, spec)
+             ? AS_OK
+             : as_err_set(&why, AS_EINVAL, "spec longer than %zu bytes",
+                          model_len < libc_len ? model_len : libc_len);
+  }
+  if (rc == AS_OK)
+    return AS_OK;
+  return as_err_set(err, rc,
+                    "%s; give %s to replay it with the model you "
+                    "choose",
+                    why.msg,
+                    python ? "--model (and --libc)" : "--libc (or --model)");
 }

@@ -37,7 +37,10 @@ struct record_info_s {
   uint64_t measured;          /* other rss samples stored */
   uint64_t marks_without_rss; /* marks not followed by an rss at their time */
   uint64_t peak_measured_rss_bytes;
-  char     sha256[65]; /* "" if the trace has no allocation events */
+  char     sha256[65];        /* "" if the trace has no allocation events */
+  char     spec_warning[512]; /* "" or why no model spec could be derived
+                                 from the provenance (the run is stored
+                                 with none) */
 };
 
 /* Reads the trace at path (any format), and stores it in s as a run of
@@ -67,9 +70,18 @@ as_status_t record_capture_file(store_t *s, const char *path,
  * they are specs of registered models (measurement scripts write
  * "model=cpython:version=3.11", "libc=glibc:arena_max=1"), else what its
  * environment implies (models/env.h model_specs_for_run).  AS_EINVAL with
- * the reason (a malformed knob, a preloaded allocator no model covers). */
-as_status_t record_run_specs(model_env_get_fn get, void *user, char *model,
-                             size_t model_len, char *libc, size_t libc_len,
-                             as_err_t *err);
+ * the reason (a malformed knob, a version or preloaded allocator no model
+ * covers) and what to give instead.
+ *
+ * given_model and given_libc are the caller's --model and --libc (NULL when
+ * not given), which the caller applies over the result as before.  They
+ * matter only when the provenance cannot be followed: what they give is not
+ * derived, so a Python or glibc version no model knows fails only where its
+ * spec is needed (a C run's model is its libc; a Python run's libc is still
+ * derived when only --model is given). */
+as_status_t record_run_specs(model_env_get_fn get, void *user,
+                             const char *given_model, const char *given_libc,
+                             char *model, size_t model_len, char *libc,
+                             size_t libc_len, as_err_t *err);
 
 #endif

@@ -166,18 +166,19 @@ const char *trace_meta_lookup(void *user, const char *key) {
   return trace_meta_get(user, key);
 }
 
-as_status_t replay_target_specs(replay_target_t *t, char *model,
+as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
+                                const char *given_libc, char *model,
                                 size_t model_len, char *libc, size_t libc_len,
                                 as_err_t *err) {
   if (t->store != NULL)
-    return record_run_specs(run_meta_get, &t->meta, model, model_len, libc,
-                            libc_len, err);
+    return record_run_specs(run_meta_get, &t->meta, given_model, given_libc,
+                            model, model_len, libc, libc_len, err);
   trace_source_t *src;
   as_status_t     rc = trace_open(t->path, &src, err);
   if (rc != AS_OK)
     return rc;
-  rc = record_run_specs(trace_meta_lookup, &src->meta, model, model_len, libc,
-                        libc_len, err);
+  rc = record_run_specs(trace_meta_lookup, &src->meta, given_model, given_libc,
+                        model, model_len, libc, libc_len, err);
   trace_source_close(src);
   return rc;
 }

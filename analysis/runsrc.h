@@ -59,8 +59,10 @@ as_status_t replay_target_open(replay_target_t *t, const char *what,
 /* Opens (again) the target's events (an explain_open_fn). */
 as_status_t replay_target_source(void *user, trace_source_t **src,
                                  as_err_t *err);
-/* The model and libc specs its provenance implies (as compare picks). */
-as_status_t replay_target_specs(replay_target_t *t, char *model,
+/* The model and libc specs its provenance implies (as compare picks);
+ * given_model and given_libc as for record_run_specs. */
+as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
+                                const char *given_libc, char *model,
                                 size_t model_len, char *libc, size_t libc_len,
                                 as_err_t *err);
 void        replay_target_close(replay_target_t *t);

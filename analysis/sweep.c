@@ -486,14 +486,15 @@ static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
 /* Checks that trace has an allocation to replay (a measured-run file, marks
  * and measured RSS only, would report zeros), and reads the model and libc
  * specs its provenance implies into *ts, for sweeps without --model. */
-static as_status_t open_trace_source(const char *trace, trace_specs_t *ts,
-                                     as_err_t *err) {
+static as_status_t open_trace_source(const sweep_config_t *c, const char *trace,
+                                     trace_specs_t *ts, as_err_t *err) {
   trace_source_t *src;
   as_status_t     rc = trace_open(trace, &src, err);
   if (rc != AS_OK)
     return rc;
-  rc = record_run_specs(trace_meta_lookup, &src->meta, ts->model,
-                        sizeof ts->model, ts->libc, sizeof ts->libc, err);
+  rc = record_run_specs(trace_meta_lookup, &src->meta, c->model, c->libc,
+                        ts->model, sizeof ts->model, ts->libc, sizeof ts->libc,
+                        err);
   trace_event_t ev;
   bool          alloc = false;
   while (rc == AS_OK && !alloc &&
@@ -657,8 +658,9 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     const char   *trace = c->workload ? NULL : c->traces[t];
     char          sha[65] = "";
     trace_specs_t ts = {"", ""};
-    if (trace != NULL && ((rc = open_trace_source(trace, &ts, err)) != AS_OK ||
-                          (rc = as_sha256_file(trace, sha, err)) != AS_OK))
+    if (trace != NULL &&
+        ((rc = open_trace_source(c, trace, &ts, err)) != AS_OK ||
+         (rc = as_sha256_file(trace, sha, err)) != AS_OK))
       break;
     for (size_t g = 0; g < grid && rc == AS_OK; g++) {
       sweep_point_t base;

@@ -154,7 +154,8 @@ static int advise_main(int argc, char **argv) {
   as_status_t      rc = r == NULL ? as_err_set(&err, AS_ENOMEM, "out of memory")
                                   : replay_target_open(&t, what, db, &err);
   if (rc == AS_OK)
-    rc = replay_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
+    rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
+                             sizeof libc, &err);
   if (rc == AS_OK) {
     if (o.model == NULL)
       o.model = model;

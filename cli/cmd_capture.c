@@ -180,6 +180,8 @@ static int store_runs(FILE *f, const char *db, bool db_existed, const char *out,
           "stored as measured run %" PRId64 " in %s (%" PRIu64
           " mark samples, %" PRIu64 " periodic samples)\n",
           info.run_id, db, info.marks, info.measured);
+  if (info.spec_warning[0] != '\0')
+    fprintf(f, "warning: %s\n", info.spec_warning);
   for (size_t k = 0; k < res->nextra; k++) {
     const char *path = res->extra_path[k];
     if (store_process(s, path, &res->extra[k], res, parent, cmd, &info, &err) !=
@@ -195,6 +197,8 @@ static int store_runs(FILE *f, const char *db, bool db_existed, const char *out,
     if (res->nextra <= 4)
       fprintf(f, "stored %s (pid %" PRIu64 ") as measured run %" PRId64 "\n",
               path, res->extra[k].pid, info.run_id);
+    if (info.spec_warning[0] != '\0' && res->nextra <= 4)
+      fprintf(f, "warning: %s\n", info.spec_warning);
   }
   if (res->nextra > 4 && stored > 0)
     fprintf(f,

@@ -184,8 +184,8 @@ static int explain_main(int argc, char **argv) {
   if (replay_target_open(&e, what, db, &err) != AS_OK)
     return cli_fail("explain", &err);
   char        model[512], libc[256], desc[512];
-  as_status_t rc =
-      replay_target_specs(&e, model, sizeof model, libc, sizeof libc, &err);
+  as_status_t rc = replay_target_specs(&e, o.model, o.libc, model, sizeof model,
+                                       libc, sizeof libc, &err);
   explain_result_t *r = calloc(2, sizeof *r);
   size_t            n = 0;
   if (r == NULL)

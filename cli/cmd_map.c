@@ -139,7 +139,8 @@ static int map_main(int argc, char **argv) {
   explain_marks_t marks;
   as_status_t     rc = replay_target_open(&t, what, db, &err);
   if (rc == AS_OK)
-    rc = replay_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
+    rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
+                             sizeof libc, &err);
   if (rc == AS_OK) {
     if (o.model == NULL)
       o.model = model;

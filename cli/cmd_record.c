@@ -54,6 +54,8 @@ static int record_run(int argc, char **argv) {
     store_discard_new(db, !existed); /* a failure leaves no new store */
     return cli_fail("record", &err);
   }
+  if (info.spec_warning[0] != '\0')
+    fprintf(stderr, "allocsim record: warning: %s\n", info.spec_warning);
   if (json) {
     printf("{\"run\": %" PRId64 ", \"events\": %" PRIu64
            ", \"alloc_events\": %" PRIu64 ", \"marks\": %" PRIu64

@@ -124,7 +124,8 @@ static int report_main(int argc, char **argv) {
   size_t          nm = 0;
   as_status_t     rc = replay_target_open(&t, what, db, &err);
   if (rc == AS_OK)
-    rc = replay_target_specs(&t, model, sizeof model, libc, sizeof libc, &err);
+    rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
+                             sizeof libc, &err);
   if (rc == AS_OK && t.store != NULL)
     rc = store_read_samples(t.store, t.rec.id, &measured, &nm, &err);
   if (rc == AS_OK) {

@@ -241,6 +241,8 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
   meta_put(m, "ncpus", buf);
   as_format_fits(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
   meta_put(m, "libc", buf);
+  /* The glibc model's version knob reads it (models/glibc.c). */
+  meta_put(m, "glibc_version", gnu_get_libc_version());
   as_format_fits(buf, sizeof buf, "%" PRIu64, o->sample_every_ns);
   meta_put(m, "sample_every_ns", buf);
   meta_put(m, "capture_lib", abs_lib);

@@ -76,7 +76,8 @@ static void open_target(int64_t id, replay_target_t *t, explain_opts_t *o,
   char num[32];
   snprintf(num, sizeof num, "%lld", (long long)id);
   assert_int_equal(replay_target_open(t, num, REFDB, NULL), AS_OK);
-  assert_int_equal(replay_target_specs(t, model, 512, libc, 256, NULL), AS_OK);
+  assert_int_equal(
+      replay_target_specs(t, NULL, NULL, model, 512, libc, 256, NULL), AS_OK);
   memset(o, 0, sizeof *o);
   o->model = model;
   o->libc = libc;
