@@ -16,9 +16,8 @@
  * tries, arena.c:876); the sbrk-failure fallback to mmap (malloc.c:2727-2753,
  * reported as AS_ENOMEM instead); foreign sbrk (nothing else moves the
  * simulated break); hugetlb tunables; check_may_shrink_heap() being true
- * (overcommit_memory=2, arena.c:622); the 2.41+ tcache path of memalign;
- * realloc follows 2.36 for every version (2.42 changes are refactors except
- * that internal frees skip the tcache, which is modelled).
+ * (overcommit_memory=2, arena.c:622); 2.37's realloc shortcut and 2.38's
+ * aligned-chunk bin scan (those two versions are not offered).
  *
  * Representation.  Every chunk is a record in one pool (gchunk_t), named by a
  * 32-bit index; index 0 is "none".  Records of one contiguous region (the brk
@@ -103,8 +102,11 @@
 #define MAX_TCACHE_SIZE UINT64_C(1032)
 
 typedef enum glibc_version_e {
-  GV_236, /* Debian 12: glibc-2.36 tag + release branch */
-  GV_241, /* calloc takes from the tcache (g241 malloc.c:3795) */
+  GV_236, /* Debian 12: glibc-2.36 tag + release branch; 2.35 too */
+  GV_239, /* memalign: tcache and merged leader/trailer; realloc returns a
+             chunk that fits early (2.38-2.39 commits; 2.40 identical) */
+  GV_241, /* calloc takes from the tcache (g241 malloc.c:3795); freed small
+             chunks go to their small bin (e2436d6f5a) */
   GV_242, /* tcache large bins option; internal frees skip tcache */
   GV_243  /* master 04e750e75b: no fastbins, tcache count 16 */
 } glibc_version_t;
@@ -154,9 +156,11 @@ typedef enum glibc_version_e {
     "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "    \
     "up to 4 MiB when raised",                                                 \
     "largest request the tcache holds")                                        \
-  X(GO_VERSION, "version", OPT_ENUM, "2.36", "", "2.36|2.41|2.42|2.43", NULL,  \
-    "glibc tags glibc-2.36 (Debian 12), glibc-2.41, glibc-2.42; 2.43 = "       \
-    "master 04e750e75b",                                                       \
+  X(GO_VERSION, "version", OPT_ENUM, "2.36", "",                               \
+    "2.35|2.36|2.39|2.40|2.41|2.42|2.43", "meta:glibc_version",                \
+    "glibc tags glibc-2.35..2.42 (2.35 = 2.36 in malloc: arena.c identical, "  \
+    "malloc.c refactors; 2.40 = 2.39 byte for byte; 2.37 and 2.38 differ and " \
+    "are not offered); 2.43 = master 04e750e75b",                              \
     "glibc release whose behaviour to model")                                  \
   X(GO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
     "glibc 2.36 malloc/arena.c:940 __get_nprocs (Debian backport "             \
@@ -1217,8 +1221,10 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
 
 /* Puts a free chunk at the front of the unsorted list with its header,
  * footer and links written (malloc.c:4623-4638). */
-static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
-  uint32_t bck = av->bins + 1, fwd = C(bck)->fd;
+/* Links p at the front of bin i (1: the unsorted list). */
+static void bin_link_front(glibc_model_t *g, garena_t *av, unsigned i,
+                           uint32_t p) {
+  uint32_t bck = av->bins + i, fwd = C(bck)->fd;
   C(p)->fd = fwd;
   C(p)->bk = bck;
   C(p)->fd_ns = C(p)->bk_ns = NIL; /* 4629-4633 */
@@ -1227,8 +1233,13 @@ static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
   C(p)->state = CS_BINNED;
 }
 
-static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
-  unsorted_link(g, av, p);
+static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
+  bin_link_front(g, av, 1, p);
+}
+
+/* The writes that put free chunk p in a list: its header, links and
+ * footer. */
+static void write_free_chunk(glibc_model_t *g, uint32_t p) {
   /* set_head (size at +8) and the links (+16..) are one contiguous write,
    * then set_foot at the next chunk.  Residency is per OS page, so when
    * the header and the footer share a page one touch of the span between
@@ -1242,6 +1253,29 @@ static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
   touch(g, foot, SIZE_SZ);
 }
 
+/* Where a chunk coalesced by free goes: the unsorted list, or from 2.41 a
+ * small chunk straight to the front of its small bin, marked in the binmap
+ * (g241 malloc.c:4770-4795 _int_free_create_chunk, commit e2436d6f5a
+ * "malloc: send freed small chunks to smallbin"); malloc_consolidate still
+ * uses the unsorted list (g241:4938-4945).  Either way glibc writes the
+ * same header, links and footer. */
+static void free_push(glibc_model_t *g, garena_t *av, uint32_t p,
+                      bool by_free) {
+  if (by_free && g->version >= GV_241 && in_smallbin_range(C(p)->size)) {
+    unsigned i = smallbin_index(C(p)->size);
+    bin_link_front(g, av, i, p);
+    mark_bin(av, i);
+  } else {
+    unsorted_link(g, av, p);
+  }
+  write_free_chunk(g, p);
+}
+
+static void unsorted_push(glibc_model_t *g, garena_t *av, uint32_t p) {
+  unsorted_link(g, av, p);
+  write_free_chunk(g, p);
+}
+
 /* Starts fetching the records unlink_chunk(g, p) writes. */
 static void prefetch_list_neighbours(const glibc_model_t *g, uint32_t p) {
   __builtin_prefetch(C(C(p)->fd));
@@ -1249,9 +1283,11 @@ static void prefetch_list_neighbours(const glibc_model_t *g, uint32_t p) {
 }
 
 /* Coalesces chunk p (in use, not in any list) with free neighbours and puts
- * it in the unsorted list or into top; returns the coalesced size
- * (malloc.c:4594-4653, also malloc_consolidate 4757-4799). */
-static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
+ * it in a bin (free_push; by_free: for free, not malloc_consolidate) or
+ * into top; returns the coalesced size (malloc.c:4594-4653, also
+ * malloc_consolidate 4757-4799). */
+static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p,
+                            bool by_free) {
   garena_t *av = &g->arenas[ai];
   uint32_t  prev = C(p)->prev, next = C(p)->next;
   bool      prev_free = prev != NIL && C(prev)->state == CS_BINNED;
@@ -1277,7 +1313,7 @@ static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p) {
     } else {
       w_inuse_at(g, p, C(p)->size); /* clear_inuse_bit_at_offset */
     }
-    unsorted_push(g, av, p);
+    free_push(g, av, p, by_free);
     return C(p)->size;
   }
   absorb_next(g, p); /* 4648-4653: into top */
@@ -1325,7 +1361,7 @@ static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
     touch(g, C(p)->addr + CHUNK_HDR_SZ, SIZE_SZ); /* p->fd */
     return;
   }
-  uint64_t merged = merge_chunk(g, ai, p);
+  uint64_t merged = merge_chunk(g, ai, p, true);
   maybe_trim(g, ai, merged);
 }
 
@@ -1342,7 +1378,7 @@ static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
       uint32_t nextp = C(p)->fd;
       __builtin_prefetch(C(nextp)); /* overlaps merge_chunk's misses */
       C(p)->state = CS_INUSE;
-      merge_chunk(g, ai, p);
+      merge_chunk(g, ai, p, false);
       p = nextp;
     }
   }
@@ -1825,6 +1861,23 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
   return newp;
 }
 
+/* Whether _int_memalign gives back the tail of p beyond nb: 2.36 when the
+ * tail is a chunk of MINSIZE or more beyond a MINSIZE margin (5011,
+ * strictly larger); from 2.39 (542b110585) any tail of MINSIZE or more,
+ * or a smaller one that merges with top or a free chunk above
+ * (g241:5176-5186); master any tail of MINSIZE or more (gmaster:4752). */
+static bool memalign_gives_back_tail(const glibc_model_t *g, int32_t ai,
+                                     uint32_t p, uint64_t nb) {
+  uint64_t size = C(p)->size;
+  if (g->version >= GV_243)
+    return size - nb >= MINSIZE;
+  if (g->version < GV_239)
+    return size > nb + MINSIZE;
+  uint32_t next = C(p)->next;
+  return size > nb && (size - nb >= MINSIZE || next == g->arenas[ai].top ||
+                       C(next)->state == CS_BINNED);
+}
+
 /* _int_memalign (malloc.c:4935-5027). */
 static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
                              uint64_t bytes, gthread_t *th) {
@@ -1858,23 +1911,25 @@ static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
     w_head(g, newp);
     w_inuse_at(g, newp, C(newp)->size);
     w_head(g, p);
-    if (g->version >= GV_242) { /* g242:5208 _int_free_merge_chunk */
-      uint64_t s = merge_chunk(g, ai, p);
-      (void)s;
+    if (g->version >= GV_239) {
+      /* Since 2.39 (542b110585) the leader is merged into the bins past
+       * the tcache and fastbins, then the large-free trim check runs
+       * (g241:5162 _int_free_merge_chunk, 4743). */
+      maybe_trim(g, ai, merge_chunk(g, ai, p, true));
     } else {
       int_free(g, ai, p, th, tcache_internal); /* 5003 */
     }
     p = newp;
   }
-  if (C(p)->state != CS_MMAP && C(p)->size > nb + MINSIZE) { /* 5011-5023 */
+  if (C(p)->state != CS_MMAP && memalign_gives_back_tail(g, ai, p, nb)) {
     uint32_t rem = split(g, p, nb);
     if (rem == NIL)
       return NIL;
     C(rem)->state = CS_INUSE;
     w_head(g, rem);
     w_head(g, p);
-    if (g->version >= GV_242) { /* g242:5234-5237 */
-      uint64_t s = merge_chunk(g, ai, rem);
+    if (g->version >= GV_239) { /* g241:5188-5193, g242:5234-5237 */
+      uint64_t s = merge_chunk(g, ai, rem, true);
       maybe_trim(g, ai, s);
     } else {
       int_free(g, ai, rem, th, tcache_internal); /* 5021 */
@@ -2000,8 +2055,42 @@ static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
     systrim(g, pad);
 }
 
+/* A cached chunk of exactly nb bytes whose payload is aligned, taken from
+ * wherever it sits in its tcache list (since 2.38, 24cdd6c71d: g241
+ * malloc.c:3684-3712 with tcache_get_n 3176-3195; g242:3278-3314
+ * tcache_get_align, which also creates a missing tcache and then returns
+ * nothing; gmaster:3120-3156), or NIL. */
+static uint32_t tcache_get_aligned(glibc_model_t *g, gthread_t *th, uint64_t nb,
+                                   uint64_t alignment) {
+  if (g->version == GV_242 && th->tcache == NIL && nb < g->tcache_max_bytes) {
+    tcache_init(g, th);
+    return NIL;
+  }
+  int idx = tc_index(g, nb);
+  if (idx < 0 || th->tcache == NIL || th->tc_count[idx] == 0)
+    return NIL;
+  uint32_t *link = &th->tc_head[idx], prev = NIL;
+  while (*link != NIL &&
+         (C(*link)->size < nb ||
+          (C(*link)->size == nb && mem_of(g, *link) % alignment != 0))) {
+    prev = *link;
+    link = &C(*link)->fd;
+  }
+  uint32_t p = *link;
+  if (p == NIL || C(p)->size != nb || mem_of(g, p) % alignment != 0)
+    return NIL;
+  *link = C(p)->fd;
+  th->tc_count[idx]--;
+  C(p)->state = CS_INUSE;
+  C(p)->fd = NIL;
+  if (prev != NIL) /* the entry before it now points past it */
+    touch(g, mem_of(g, prev), SIZE_SZ);
+  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ); /* e->key = 0 */
+  return p;
+}
+
 /* _mid_memalign (malloc.c:3523-3579).  2.36 consults no tcache here and
- * does not initialise it. */
+ * does not initialise it; from 2.38 a cached aligned chunk serves first. */
 static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th, uint64_t alignment,
                             uint64_t bytes) {
   if (alignment <= MALLOC_ALIGNMENT) { /* 3530-3531 */
@@ -2019,6 +2108,12 @@ static uint32_t gl_memalign(glibc_model_t *g, gthread_t *th, uint64_t alignment,
     while (a < alignment)
       a <<= 1;
     alignment = a;
+  }
+  if (g->version >= GV_239) {
+    uint64_t nb = request2size(bytes);
+    uint32_t p = nb ? tcache_get_aligned(g, th, nb, alignment) : NIL;
+    if (p != NIL)
+      return p;
   }
   int32_t ai = arena_get(g, th, bytes + alignment + MINSIZE); /* 3563 */
   if (ai < 0)
@@ -2137,6 +2232,24 @@ static as_status_t glibc_free(model_t *m, const trace_event_t *ev,
   return g->fail != AS_OK ? report(g, err) : AS_OK;
 }
 
+/* Whether realloc returns chunk p as it is before anything else, tcache
+ * set-up included: from 2.38 (2fb12bbd09) when bytes fit its usable size
+ * with less than 16 bytes to spare, or, mmapped, at most a page
+ * (g241 malloc.c:3513-3524, musable 5377-5388).  2.36 gets there through
+ * _int_realloc for a heap chunk, but mremaps an mmapped one to its
+ * request's page count (3447-3476): a 4096-byte mapping realloc'd to 4079
+ * bytes grew to 8192 there and stays 4096 from 2.38 (measured on Debian
+ * 13's glibc 2.41, tests/validation/test_glibc_differential.c). */
+static bool realloc_stays(const glibc_model_t *g, uint32_t p, uint64_t bytes) {
+  if (g->version < GV_239)
+    return false;
+  bool     mmapped = C(p)->state == CS_MMAP;
+  uint64_t usable = C(p)->size - (mmapped ? CHUNK_HDR_SZ : SIZE_SZ);
+  if (bytes > usable)
+    return false;
+  return usable - bytes < 2 * SIZE_SZ || (mmapped && usable - bytes <= g->page);
+}
+
 /* __libc_realloc (malloc.c:3392-3510). */
 static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
                                  as_err_t *err) {
@@ -2166,7 +2279,9 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
   uint64_t old_req = C(p)->req;
   release(g, ev->id, p);
   uint32_t np;
-  if (C(p)->state == CS_MMAP) { /* 3447-3476 */
+  if (realloc_stays(g, p, bytes)) {
+    np = p;
+  } else if (C(p)->state == CS_MMAP) { /* 3447-3476 */
     if (mremap_chunk(g, p, nb) || C(p)->size - SIZE_SZ >= nb) {
       np = p;
     } else {
@@ -2600,7 +2715,10 @@ static as_status_t glibc_create(const model_opts_t *opts,
     return as_err_set(err, AS_ENOMEM, "glibc: out of memory");
   g->kernel = ctx->kernel;
   g->page = sim_kernel_page_size(ctx->kernel);
-  g->version = (glibc_version_t)model_opt_i64(opts, GO_VERSION);
+  /* The choices in order: 2.35 2.36 2.39 2.40 2.41 2.42 2.43. */
+  static const glibc_version_t by_choice[] = {GV_236, GV_236, GV_239, GV_239,
+                                              GV_241, GV_242, GV_243};
+  g->version = by_choice[model_opt_i64(opts, GO_VERSION)];
   g->mmap_threshold = model_opt_u64(opts, GO_MMAP_THRESHOLD);
   g->trim_threshold = model_opt_u64(opts, GO_TRIM_THRESHOLD);
   g->top_pad = model_opt_u64(opts, GO_TOP_PAD);
@@ -2713,7 +2831,7 @@ fail : {
 
 const model_methods_t model_glibc_methods = {
     .name = "glibc",
-    .summary = "glibc malloc (ptmalloc2) 2.36, with 2.41/2.42/2.43 switches",
+    .summary = "glibc malloc (ptmalloc2) 2.36, with 2.35-2.43 switches",
     .options = glibc_options,
     .create = glibc_create,
     .destroy = glibc_destroy,

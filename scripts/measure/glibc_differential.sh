@@ -1,0 +1,46 @@
+#!/bin/sh
+# scripts/measure/glibc_differential.sh -- the glibc model against another
+# glibc than the machine's, call for call.
+#
+# tests/validation/test_glibc_differential runs the model as the version of
+# the glibc it runs on.  This links the same test object against Debian 13's
+# glibc 2.41 (libc6 2.41-12+deb13u5 from deb.debian.org, sha256 checked)
+# with that glibc's ld.so as the interpreter, so that the test and the child
+# it re-executes both run on it, and runs it.
+#
+#   scripts/measure/glibc_differential.sh [BUILD_DIR] [WORK_DIR]
+#
+# Needs curl and dpkg-deb, and a build of the test (BUILD_DIR, default
+# build).  Exit status: the test's.
+set -eu
+
+build=${1:-build}
+work=${2:-${TMPDIR:-/tmp}/allocsim-glibc-diff}
+deb=libc6_2.41-12+deb13u5_amd64.deb
+sha=b59b0625cd1a791375d40dab23a4d5d3d0641e3d0a773501becdc3725b7f99cf
+url=http://deb.debian.org/debian/pool/main/g/glibc/$deb
+
+mkdir -p "$work"
+if [ ! -f "$work/$deb" ]; then
+  curl -sSf -m 300 -o "$work/$deb.part" "$url"
+  mv "$work/$deb.part" "$work/$deb"
+fi
+echo "$sha  $work/$deb" | sha256sum -c --quiet -
+rm -rf "$work/root"
+dpkg-deb -x "$work/$deb" "$work/root"
+lib=$work/root/usr/lib/x86_64-linux-gnu
+
+tests=$build/tests
+obj=$tests/CMakeFiles/test_glibc_differential.dir/validation/test_glibc_differential.c.o
+if [ ! -f "$obj" ]; then
+  echo "glibc_differential.sh: $obj: no such file (build the test first)" >&2
+  exit 2
+fi
+cc -O2 "$obj" -o "$work/test_glibc_differential" \
+  "$build/analysis/liballocsim_analysis.a" "$build/engine/liballocsim_engine.a" \
+  "$build/models/liballocsim_models.a" "$build/traces/liballocsim_traces.a" \
+  -lzstd -lz "$build/sim/liballocsim_core.a" -lgsl -lgslcblas -lsqlite3 -lm \
+  -ldw -lelf -lcmocka \
+  -Wl,--dynamic-linker="$lib/ld-linux-x86-64.so.2" -Wl,--disable-new-dtags \
+  -Wl,-rpath,"$lib"
+exec "$work/test_glibc_differential"
