@@ -171,7 +171,7 @@ static as_status_t cpython_create(const model_opts_t *opts,
                         "cpython: %s is a mimalloc knob of build=ft; the "
                         "default build has no mimalloc",
                         opts->table[k].name);
-  /* pymalloc models 3.11 to 3.14 (pymalloc.c says how each was checked); a
+  /* pymalloc models 3.10 to 3.14 (pymalloc.c says how each was checked); a
    * micro release is its minor version. */
   const char *version = model_opt_text(opts, CO_VERSION);
   char        minor[8];

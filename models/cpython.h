@@ -18,13 +18,15 @@
 #include "model.h"
 
 #define CPYTHON_VERSIONS                                                       \
-  "3.11|3.12|3.13.0|3.13.1|3.13.2|3.13.3|3.13.4|3.13.5|3.13|3.14.0|3.14.1|"    \
+  "3.10|3.11|3.12|3.13.0|3.13.1|3.13.2|3.13.3|3.13.4|3.13.5|3.13|3.14.0|3.14." \
+  "1|"                                                                         \
   "3.14.2|3.14.3|3.14"
 
 #define CPYTHON_OPTIONS(X)                                                     \
   X(CO_VERSION, "version", OPT_ENUM, "3.14", "", CPYTHON_VERSIONS,             \
     "meta:python",                                                             \
-    "CPython 3.11.2 / 3.13.5 / 3.13.15 / 3.14.7 Objects/obmalloc.c",           \
+    "CPython 3.10.12 / 3.11.2 / 3.12.6 / 3.13.5 / 3.13.15 / 3.14.7 "           \
+    "Objects/obmalloc.c",                                                      \
     "CPython version (3.13 = 3.13.6+, 3.14 = 3.14.4+; ft: 3.13 and later)")    \
   X(CO_PYTHONMALLOC, "pythonmalloc", OPT_ENUM, "pymalloc", "",                 \
     "pymalloc|malloc|mimalloc", "PYTHONMALLOC",                                \

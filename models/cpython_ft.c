@@ -641,7 +641,8 @@ static void mimalloc_spec(const model_opts_t *opts, char *buf, size_t len) {
 
 static as_status_t check_ft_options(const model_opts_t *opts, as_err_t *err) {
   const char *v = model_opt_text(opts, CO_VERSION);
-  if (strcmp(v, "3.11") == 0 || strcmp(v, "3.12") == 0)
+  if (strcmp(v, "3.10") == 0 || strcmp(v, "3.11") == 0 ||
+      strcmp(v, "3.12") == 0)
     return as_err_set(err, AS_EUSAGE,
                       "cpython: build=ft needs version 3.13 or later (the "
                       "free-threaded build first shipped in 3.13), not %s",

@@ -25,17 +25,23 @@
  *     them to the libc model.
  * 3.11 and 3.14 run the same algorithms byte for byte (a normalised diff of
  * new_arena .. _PyObject_Realloc of 3.11.2 and 3.14.7 shows only the OMState
- * parameter), so `version` selects citations and provenance, not behaviour.
- * So does 3.13 (3.13.5, Debian 13's python3.13_3.13.5.orig.tar.xz: the same
- * diff against 3.11.2 shows only OMState, the arenas -> allarenas and block
- * -> pymem_block renames, and the constants are the same lines of
- * Include/internal/pycore_obmalloc.h:132-239).  3.12 lies between 3.11 and
- * 3.13 and is taken to be the same; no 3.12 source was reachable here to
- * check it.
- *
- * Page touches (3.11.2 obmalloc.c:1881-1936 carve and init, :1790-1806
- * pymalloc_pool_extend, :2241-2243 free):
- *   - carving a pool writes its 48-byte header (arenaindex, szidx, links);
+ * parameter), so for them `version` selects citations and provenance, not
+ * behaviour.  So does 3.13 (3.13.5, Debian 13's python3.13_3.13.5.orig.tar.xz:
+ * the same diff against 3.11.2 shows only OMState, the arenas -> allarenas
+ * and block -> pymem_block renames, and the constants are the same lines of
+ * Include/internal/pycore_obmalloc.h:132-239), and 3.12 (3.12.6, whose
+ * tarball's sha256 matches python.org's: the same algorithms once the
+ * per-interpreter state parameter is set aside, the constants and radix
+ * tree of pycore_obmalloc.h:132-317 and 510-604 as 3.11's).  3.10 (3.10.12,
+ * Ubuntu 22.04's; obmalloc.c identical from 3.10.9 to 3.10.15) places
+ * blocks, pools and arenas as 3.11 does (the diff against 3.11.2 has one
+ * behavioural hunk) but keeps a 48-bit radix tree with small nodes
+ * (radix_geom_t below), whose callocs the raw domain serves and whose
+ * entries are written where 3.11's are.
+**Page touches(
+    3.11.2 obmalloc.c : 1881 - 1936 carve and init, : 1790 - 1806 *
+pymalloc_pool_extend, : 2241 - 2243 free) : *-carving a pool writes its 48 -
+    byte header(arenaindex, szidx, links);
  *   - the program writes every byte it asked for, so a block handed out is
  *     written over [block, block + nbytes); calloc's memset is the same;
  *   - initialising a pool and bump-extending it write the next virgin
@@ -85,23 +91,20 @@
  * (4+4), freepools, nextarena, prevarena (3*8) = 48 bytes on 64-bit */
 #define ARENA_OBJECT_BYTES 48
 
-/* Radix tree (3.11 obmalloc.c:1332-1395; 3.14 pycore_obmalloc.h:541-604):
- * POINTER_BITS 64, IGNORE_BITS 0, INTERIOR_BITS (64-20+2)/3 = 15,
- * MAP_BOT_BITS 64-20-30 = 14. */
-#define MAP_BOT_BITS     14
-#define MAP_MID_BITS     15
-#define MAP_TOP_BITS     15
-#define MAP_BOT_SHIFT    20                             /* ARENA_BITS */
-#define MAP_MID_SHIFT    (MAP_BOT_BITS + MAP_BOT_SHIFT) /* 34 */
-#define MAP_TOP_SHIFT    (MAP_MID_BITS + MAP_MID_SHIFT) /* 49 */
-#define MAP_BOT_INDEX(p) (((p) >> MAP_BOT_SHIFT) & ((1u << MAP_BOT_BITS) - 1))
-#define MAP_MID_INDEX(p) (((p) >> MAP_MID_SHIFT) & ((1u << MAP_MID_BITS) - 1))
-#define MAP_TOP_INDEX(p) (((p) >> MAP_TOP_SHIFT) & ((1u << MAP_TOP_BITS) - 1))
-/* arena_map_mid_t: 2^15 pointers = 256 KiB; arena_map_bot_t: 2^14
- * arena_coverage_t {int32 tail_hi, tail_lo} = 128 KiB
- * (3.11 obmalloc.c:1410-1430; 3.14 pycore_obmalloc.h:619-639) */
-#define MID_NODE_BYTES ((UINT64_C(1) << MAP_MID_BITS) * 8)
-#define BOT_NODE_BYTES ((UINT64_C(1) << MAP_BOT_BITS) * 8)
+/* Radix tree geometry.  3.11 and later (3.11 obmalloc.c:1332-1395; 3.14
+ * pycore_obmalloc.h:541-604): POINTER_BITS 64, IGNORE_BITS 0,
+ * INTERIOR_BITS (64-20+2)/3 = 15, MAP_BOT_BITS 64-20-30 = 14: mid nodes of
+ * 2^15 pointers (256 KiB) and bottom nodes of 2^14 arena_coverage_t
+ * {int32 tail_hi, tail_lo} (128 KiB) (3.11 :1410-1430; 3.14
+ * pycore_obmalloc.h:619-639).  3.10 keeps ADDRESS_BITS 48 (3.10.12
+ * obmalloc.c:1300; bpo-45526 changed it in 3.11.0a2): INTERIOR_BITS
+ * (48-20+2)/3 = 10, MAP_BOT_BITS 8, so 8 KiB mid nodes (:1423) and 2 KiB
+ * bottom nodes (:1435), one per 256 MiB of address space. */
+#define MAP_BOT_SHIFT 20u /* ARENA_BITS */
+typedef struct radix_geom_s {
+  uint8_t bot_bits, mid_bits, top_bits;
+} radix_geom_t;
+static const radix_geom_t RADIX_311 = {14, 15, 15}, RADIX_310 = {8, 10, 10};
 
 #define NO_BLOCK UINT16_MAX /* a NULL block pointer in a pool's free list */
 
@@ -169,8 +172,8 @@ struct pym_arena_s {
 /* A radix-tree node: which (top, mid) key it serves and its raw handle. */
 typedef struct pym_node_s pym_node_t;
 struct pym_node_s {
-  uint32_t top;    /* MAP_TOP_INDEX */
-  uint32_t mid;    /* MAP_MID_INDEX for a bottom node; UINT32_MAX: mid node */
+  uint32_t top;    /* map_top_index */
+  uint32_t mid;    /* map_mid_index for a bottom node; UINT32_MAX: mid node */
   uint32_t handle; /* raw handle (1..PYMALLOC_RAW_HANDLES-1) */
 };
 
@@ -186,7 +189,8 @@ struct pymalloc_model_s {
   model_t        base; /* must be first */
   sim_kernel_t  *kernel;
   uint32_t       page_mask; /* OS page size - 1 (at most 64 KiB - 1) */
-  int            version;   /* 311 to 314: provenance only (see header) */
+  int            version;   /* 310 to 314 (see header) */
+  radix_geom_t   radix;     /* the radix tree's node sizes (3.10 or later) */
   pymalloc_raw_t raw;       /* where PyMem_Raw* requests go */
 
   /* obmalloc's globals (3.11 obmalloc.c:1167-1258; 3.14 struct
@@ -219,11 +223,24 @@ struct pymalloc_model_s {
   uint64_t block_bytes; /* sum of block sizes in use */
 };
 
+static inline uint64_t map_bot_index(const pymalloc_model_t *pm, sim_addr_t p) {
+  return (p >> MAP_BOT_SHIFT) & ((UINT64_C(1) << pm->radix.bot_bits) - 1);
+}
+static inline uint64_t map_mid_index(const pymalloc_model_t *pm, sim_addr_t p) {
+  unsigned shift = MAP_BOT_SHIFT + (unsigned)pm->radix.bot_bits;
+  return (p >> shift) & ((UINT64_C(1) << pm->radix.mid_bits) - 1);
+}
+static inline uint64_t map_top_index(const pymalloc_model_t *pm, sim_addr_t p) {
+  unsigned shift =
+      MAP_BOT_SHIFT + (unsigned)pm->radix.bot_bits + pm->radix.mid_bits;
+  return (p >> shift) & ((UINT64_C(1) << pm->radix.top_bits) - 1);
+}
+
 #define PYMALLOC_OPTIONS(X)                                                    \
-  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.11|3.12|3.13|3.14",        \
+  X(PO_VERSION, "version", OPT_ENUM, "3.14", "", "3.10|3.11|3.12|3.13|3.14",   \
     "meta:python",                                                             \
-    "CPython 3.11.2 / 3.13.5 / 3.14.7 Objects/obmalloc.c (identical "          \
-    "algorithms; 3.12 between them, its source not checked)",                  \
+    "CPython 3.10.12 / 3.11.2 / 3.12.6 / 3.13.5 / 3.14.7 Objects/obmalloc.c "  \
+    "(identical algorithms; 3.10's radix tree nodes are smaller)",             \
     "CPython version whose obmalloc is modelled")
 
 enum pymalloc_option_e { PYMALLOC_OPTIONS(MODEL_OPTION_KEY) PO_COUNT };
@@ -389,18 +406,19 @@ static inline as_status_t raw_write(pymalloc_model_t *pm, uint32_t handle,
  * mid entry pointing at a new bottom node is. */
 static as_status_t arena_map_get(pymalloc_model_t *pm, sim_addr_t p,
                                  uint32_t *bot, as_err_t *err) {
-  uint32_t    i1 = (uint32_t)MAP_TOP_INDEX(p);
-  uint32_t    i2 = (uint32_t)MAP_MID_INDEX(p);
+  uint32_t    i1 = (uint32_t)map_top_index(pm, p);
+  uint32_t    i2 = (uint32_t)map_mid_index(pm, p);
   uint32_t    mid = node_find(pm, i1, UINT32_MAX);
   as_status_t rc;
   if (mid == 0) {
-    rc = node_create(pm, i1, UINT32_MAX, MID_NODE_BYTES, &mid, err);
+    rc = node_create(pm, i1, UINT32_MAX, (UINT64_C(8) << pm->radix.mid_bits),
+                     &mid, err);
     if (rc != AS_OK)
       return rc;
   }
   *bot = node_find(pm, i1, i2);
   if (*bot == 0) {
-    rc = node_create(pm, i1, i2, BOT_NODE_BYTES, bot, err);
+    rc = node_create(pm, i1, i2, (UINT64_C(8) << pm->radix.bot_bits), bot, err);
     if (rc != AS_OK)
       return rc;
     /* arena_map_root.ptrs[i1]->ptrs[i2] = n: 8 bytes of the mid node */
@@ -421,7 +439,7 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
   as_status_t rc = arena_map_get(pm, arena_base, &n_hi, err);
   if (rc != AS_OK)
     return rc;
-  uint64_t i3 = MAP_BOT_INDEX(arena_base);
+  uint64_t i3 = map_bot_index(pm, arena_base);
   uint64_t tail = arena_base & ARENA_SIZE_MASK;
   rc = raw_write(pm, n_hi, i3 * 8, 4, err); /* tail_hi */
   if (rc != AS_OK || tail == 0)
@@ -430,7 +448,7 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
   rc = arena_map_get(pm, next, &n_lo, err);
   if (rc != AS_OK)
     return rc;
-  return raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err); /* lo */
+  return raw_write(pm, n_lo, map_bot_index(pm, next) * 8 + 4, 4, err); /* lo */
 }
 
 /* ---- Arenas ------------------------------------------------------------- */
@@ -540,14 +558,14 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
   as_status_t rc = arena_map_get(pm, ao->address, &n_hi, err);
   if (rc != AS_OK)
     return rc;
-  rc = raw_write(pm, n_hi, MAP_BOT_INDEX(ao->address) * 8, 4, err);
+  rc = raw_write(pm, n_hi, map_bot_index(pm, ao->address) * 8, 4, err);
   if (rc != AS_OK)
     return rc;
   if ((ao->address & ARENA_SIZE_MASK) != 0) {
     sim_addr_t next = ao->address + PYMALLOC_ARENA_SIZE;
     rc = arena_map_get(pm, next, &n_lo, err);
     if (rc == AS_OK)
-      rc = raw_write(pm, n_lo, MAP_BOT_INDEX(next) * 8 + 4, 4, err);
+      rc = raw_write(pm, n_lo, map_bot_index(pm, next) * 8 + 4, 4, err);
     if (rc != AS_OK)
       return rc;
   }
@@ -855,7 +873,8 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->base.opts = *opts;
   pm->kernel = ctx->kernel;
   pm->page_mask = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
-  pm->version = 311 + (int)model_opt_i64(opts, PO_VERSION);
+  pm->version = 310 + (int)model_opt_i64(opts, PO_VERSION);
+  pm->radix = pm->version == 310 ? RADIX_310 : RADIX_311;
   if (sim_idtable_init(&pm->ids_tab, SLOT_BYTES) != AS_OK) {
     free(pm);
     return as_err_set(err, AS_ENOMEM, "pymalloc: no address space for ids");

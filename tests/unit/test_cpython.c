@@ -93,6 +93,20 @@ static uint32_t pym_block(fx_t *f, uint64_t id) {
   return pymalloc_block_size_of(cpython_pymalloc_child(f->m), id);
 }
 
+/* 3.10 keeps a 48-bit radix tree (3.10.12 obmalloc.c:1300): its first arena
+ * callocs an 8 KiB mid node and a 2 KiB bottom node where 3.11 callocs
+ * 256 KiB and 128 KiB; blocks are placed alike. */
+static void python_3_10_has_small_radix_nodes(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open_spec(&f, "cpython:version=3.10");
+  assert_int_equal(op(&f, TRACE_MALLOC, TRACE_DOMAIN_OBJ, 0, 64), AS_OK);
+  assert_int_equal(libc_stats(&f).live_bytes, 16 * 48 + 8192 + 2048);
+  assert_int_equal(libc_stats(&f).live_objects, RAW_OBJECTS);
+  assert_int_equal(pym_block(&f, 0), 64);
+  fx_close(&f);
+}
+
 static void requests_up_to_512_go_to_pymalloc_and_513_to_libc(void **state) {
   (void)state;
   fx_t f;
@@ -326,6 +340,7 @@ static void an_id_goes_back_to_the_child_that_holds_it(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(requests_up_to_512_go_to_pymalloc_and_513_to_libc),
+      cmocka_unit_test(python_3_10_has_small_radix_nodes),
       cmocka_unit_test(raw_domain_zero_bytes_and_memalign_go_to_libc),
       cmocka_unit_test(a_growing_mem_block_moves_from_pymalloc_to_libc),
       cmocka_unit_test(realloc_to_zero_leaves_pymalloc),
