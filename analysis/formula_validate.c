@@ -251,8 +251,8 @@ static as_status_t effective_model(store_t *s, fv_point_t *p, bool *covered,
   char        libc[256];
   as_status_t rc = run_meta_read(s, p->run_id, &meta, err);
   if (rc == AS_OK)
-    rc = record_run_specs(run_meta_get, &meta, NULL, NULL, p->model, sizeof p->model, libc,
-                          sizeof libc, err);
+    rc = record_run_specs(run_meta_get, &meta, NULL, NULL, p->model,
+                          sizeof p->model, libc, sizeof libc, err);
   run_meta_free(&meta);
   *covered = strstr(p->model, "pythonmalloc=malloc") == NULL;
   return rc;

@@ -566,8 +566,8 @@ static void run_model(const dcfg_t *cfg, dsnap_t *snaps) {
   char         opts[128];
   snprintf(opts, sizeof opts, "version=%s%s%s", gnu_get_libc_version(),
            cfg->model_opts ? "," : "", cfg->model_opts ? cfg->model_opts : "");
-  if (model_opts_parse("glibc", model_glibc_methods.options, opts, &o,
-                       &err) != AS_OK)
+  if (model_opts_parse("glibc", model_glibc_methods.options, opts, &o, &err) !=
+      AS_OK)
     fail_msg("%s: options: %s", cfg->name, err.msg);
   model_ctx_t ctx = {.kernel = k, .timers = NULL, .libc_spec = NULL};
   if (model_glibc_methods.create(&o, &ctx, &m, &err) != AS_OK)
