@@ -739,6 +739,7 @@ static void differential(const dcfg_t *cfg) {
 
 /* ---- Tests --------------------------------------------------------------- */
 
+#if !DIFF_ASAN
 /* Whether the model's version option offers v ("2.41"): then the test
  * runs the model as that version against the running glibc
  * (scripts/measure/glibc_differential.sh runs it on another glibc). */
@@ -754,6 +755,7 @@ static bool glibc_model_offers(const char *v) {
       }
   return false;
 }
+#endif
 
 static void require_real_glibc(void) {
 #if DIFF_ASAN
