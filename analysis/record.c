@@ -334,6 +334,19 @@ static bool copy_spec(char *out, size_t len, const char *spec) {
   return as_format_fits(out, len, "%s", spec);
 }
 
+/* model and libc set to the given specs; AS_EINVAL in *why if one is too
+ * long. */
+static as_status_t copy_specs(char *model, size_t model_len,
+                              const char *model_spec, char *libc,
+                              size_t libc_len, const char *libc_spec,
+                              as_err_t *why) {
+  if (copy_spec(model, model_len, model_spec) &&
+      copy_spec(libc, libc_len, libc_spec))
+    return AS_OK;
+  return as_err_set(why, AS_EINVAL, "spec longer than %zu bytes",
+                    model_len < libc_len ? model_len : libc_len);
+}
+
 as_status_t record_run_specs(model_env_get_fn get, void *user,
                              const char *given_model, const char *given_libc,
                              char *model, size_t model_len, char *libc,
@@ -345,11 +358,8 @@ as_status_t record_run_specs(model_env_get_fn get, void *user,
     return AS_OK;
   bool python = get(user, "python") != NULL && *get(user, "python") != '\0';
   if (given_model != NULL && given_libc != NULL)
-    rc = copy_spec(model, model_len, given_model) &&
-                 copy_spec(libc, libc_len, given_libc)
-             ? AS_OK
-             : as_err_set(&why, AS_EINVAL, "spec longer than %zu bytes",
-                          model_len < libc_len ? model_len : libc_len);
+    rc = copy_specs(model, model_len, given_model, libc, libc_len, given_libc,
+                    &why);
   else if (given_model != NULL && python) {
     /* The model is given; the libc under it is still the run's. */
     without_python_t w = {get, user};
@@ -362,10 +372,7 @@ as_status_t record_run_specs(model_env_get_fn get, void *user,
   } else if (!python && (given_model != NULL || given_libc != NULL)) {
     /* A C run's model is its libc: either option names both. */
     const char *spec = given_model != NULL ? given_model : given_libc;
-    rc = copy_spec(model, model_len, spec) && copy_spec(libc, libc_len, spec)
-             ? AS_OK
-             : as_err_set(&why, AS_EINVAL, "spec longer than %zu bytes",
-                          model_len < libc_len ? model_len : libc_len);
+    rc = copy_specs(model, model_len, spec, libc, libc_len, spec, &why);
   }
   if (rc == AS_OK)
     return AS_OK;

@@ -744,16 +744,12 @@ static void differential(const dcfg_t *cfg) {
  * runs the model as that version against the running glibc
  * (scripts/measure/glibc_differential.sh runs it on another glibc). */
 static bool glibc_model_offers(const char *v) {
-  for (const model_option_t *row = model_glibc_methods.options; row->name;
-       row++)
-    if (strcmp(row->name, "version") == 0)
-      for (const char *p = row->choices; *p != '\0';) {
-        size_t n = strcspn(p, "|");
-        if (n == strlen(v) && strncmp(p, v, n) == 0)
-          return true;
-        p += n + (p[n] == '|');
-      }
-  return false;
+  char         spec[64];
+  model_opts_t o;
+  as_err_t     err;
+  snprintf(spec, sizeof spec, "version=%s", v);
+  return model_opts_parse("glibc", model_glibc_methods.options, spec, &o,
+                          &err) == AS_OK;
 }
 #endif
 
