@@ -1138,24 +1138,37 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 }
 
 /* systrim (malloc.c:2970-3034): gives back whole pages above
- * top_pad + MINSIZE by lowering the break. */
+ * top_pad + MINSIZE by lowering the break.
+ *
+ * Unlike heap_trim (arena.c:697, "top_area < 0 ||"), systrim compares the
+ * long top_area with the size_t pad (2983; 2.41 :2971, master :2764), so
+ * a 32-byte top (top_area -1) passes as ULONG_MAX; extra is then a negative
+ * long (2992) and MORECORE (-extra) raises the break by pad + 1 rounded up
+ * to a page, which "released" (negative) adds to the top (3021-3027).
+ * Measured with glibc 2.36 and 2.41: malloc_trim(0) with a 32-byte top
+ * raises the break by 4096 bytes and leaves a 4128-byte top; a free of 64
+ * KiB or more with M_TRIM_THRESHOLD 0 and a 32-byte top raises it by
+ * 135,168. */
 static void systrim(glibc_model_t *g, uint64_t pad) {
   garena_t *av = &g->arenas[0];
   if (av->top == NIL)
     return;
-  int64_t top_size = (int64_t)C(av->top)->size;
-  int64_t top_area = top_size - (int64_t)MINSIZE - 1; /* 2982 */
-  if (top_area <= (int64_t)pad)
+  uint64_t top_size = C(av->top)->size;
+  uint64_t top_area = top_size - MINSIZE - 1; /* 2982, wraps below 33 */
+  if (top_area <= pad)                        /* 2983 */
     return;
-  uint64_t extra = align_down((uint64_t)top_area - pad, g->page); /* 2992 */
+  int64_t extra = (int64_t)align_down(top_area - pad, g->page); /* 2992 */
   if (extra == 0)
     return;
   sim_addr_t cur = sim_kernel_brk_current(g->kernel);
-  if (cur != C(av->top)->addr + (uint64_t)top_size) /* 3002 */
+  if (cur != C(av->top)->addr + top_size) /* 3002 */
     return;
-  k_status(g, sim_kernel_brk(g->kernel, cur - extra, &g->ferr));
-  av->system_mem -= extra; /* 3026-3027 */
-  C(av->top)->size -= extra;
+  as_err_t e;
+  /* 3014-3024: a failed MORECORE leaves the break: released is 0. */
+  if (sim_kernel_brk(g->kernel, cur - (uint64_t)extra, &e) != AS_OK)
+    return;
+  av->system_mem -= (uint64_t)extra; /* 3026-3027 */
+  C(av->top)->size -= (uint64_t)extra;
   w_head(g, av->top);
 }
 

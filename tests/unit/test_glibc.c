@@ -458,6 +458,48 @@ static void malloc_trim_keeps_48_header_bytes(void **state) {
   fx_close(&f);
 }
 
+/* Fills the main arena's top down to 32 bytes: mal(id0, 16), then a request
+ * of the rest (a 32 MiB mmap_threshold keeps it in the heap). */
+static void leave_a_32_byte_top(fx_t *f, uint64_t id0) {
+  mal(f, id0, 16);
+  mal(f, id0 + 1, glibc_inspect_top_size(f->m, 0) - 32 - 8);
+  assert_int_equal(glibc_inspect_top_size(f->m, 0), 32);
+}
+
+/* systrim's signed/unsigned comparison (malloc.c:2982-2992): with a 32-byte
+ * top, trimming raises the break.  Measured with glibc 2.36 and 2.41
+ * (mallopt M_MMAP_THRESHOLD 32 MiB, malloc(16), malloc(top - 40)):
+ * malloc_trim(0) returns 1, the break rises 4096 bytes, the top is 4128. */
+static void malloc_trim_with_a_32_byte_top_raises_the_break(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "mmap_threshold=33554432");
+  leave_a_32_byte_top(&f, 0);
+  uint64_t b0 = brk_now(&f);
+  trim(&f, 0);
+  assert_int_equal(brk_now(&f) - b0, 4096);
+  assert_int_equal(glibc_inspect_top_size(f.m, 0), 4128);
+  fx_close(&f);
+}
+
+/* The same through free (malloc.c:4668-4676): M_TRIM_THRESHOLD 0, a 32-byte
+ * top and a free of 100,000 bytes away from it.  Measured with glibc 2.36
+ * and 2.41: the break rises 135,168 bytes (top_pad 128 KiB + 1, rounded up
+ * to a page), the top is 135,200. */
+static void free_with_trim_threshold_0_and_a_32_byte_top_raises_the_break(
+    void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "mmap_threshold=33554432,trim_threshold=0");
+  mal(&f, 9, 100000);
+  leave_a_32_byte_top(&f, 0);
+  uint64_t b0 = brk_now(&f);
+  fre(&f, 9);
+  assert_int_equal(brk_now(&f) - b0, 135168);
+  assert_int_equal(glibc_inspect_top_size(f.m, 0), 135200);
+  fx_close(&f);
+}
+
 /* mtrim does not touch tcache chunks: they stay in use and keep pages. */
 static void malloc_trim_leaves_tcache_chunks(void **state) {
   (void)state;
@@ -1131,6 +1173,9 @@ int main(void) {
       cmocka_unit_test(tcache_bounds_and_large_bins_follow_the_version),
       cmocka_unit_test(malloc_trim_releases_interior_pages),
       cmocka_unit_test(malloc_trim_keeps_48_header_bytes),
+      cmocka_unit_test(malloc_trim_with_a_32_byte_top_raises_the_break),
+      cmocka_unit_test(
+          free_with_trim_threshold_0_and_a_32_byte_top_raises_the_break),
       cmocka_unit_test(malloc_trim_leaves_tcache_chunks),
       cmocka_unit_test(calloc_leaves_fresh_memory_untouched),
       cmocka_unit_test(calloc_after_a_trim_clears_the_old_top_only),
