@@ -486,8 +486,8 @@ static void malloc_trim_with_a_32_byte_top_raises_the_break(void **state) {
  * top and a free of 100,000 bytes away from it.  Measured with glibc 2.36
  * and 2.41: the break rises 135,168 bytes (top_pad 128 KiB + 1, rounded up
  * to a page), the top is 135,200. */
-static void free_with_trim_threshold_0_and_a_32_byte_top_raises_the_break(
-    void **state) {
+static void
+free_with_trim_threshold_0_and_a_32_byte_top_raises_the_break(void **state) {
   (void)state;
   fx_t f;
   fx_open(&f, "mmap_threshold=33554432,trim_threshold=0");
