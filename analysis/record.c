@@ -68,17 +68,7 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err) {
-  return record_capture_file(s, path, command, extra, nextra, NULL, 0, info,
-                             err);
-}
-
-as_status_t record_capture_file(store_t *s, const char *path,
-                                const char *command, const store_kv_t *extra,
-                                size_t nextra, const uint64_t *other,
-                                size_t nother, record_info_t *info,
-                                as_err_t *err) {
   memset(info, 0, sizeof *info);
-  size_t          nrss = 0; /* rss events seen: other[] is by rss event */
   trace_source_t *src = NULL;
   store_samples_t smp = {0};
   livetab_t       live = {0};
@@ -120,8 +110,7 @@ as_status_t record_capture_file(store_t *s, const char *path,
     } else if (ev.op == TRACE_RSS) {
       if (ev.size > info->peak_measured_rss_bytes)
         info->peak_measured_rss_bytes = ev.size;
-      uint64_t other_bytes = nrss < nother ? other[nrss] : 0;
-      nrss++;
+      uint64_t other_bytes = ev.offset; /* no allocator holds; 0: unknown */
       if (have_pending) {
         pending.measured_rss_bytes = ev.size;
         pending.owner_bytes[SIM_OWNER_BASELINE] = other_bytes;

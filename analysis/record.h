@@ -11,8 +11,8 @@
  *   - every other rss event is a SIM_SAMPLE_MEASURED sample;
  *   - rss_bytes (the predicted column) is 0; live_bytes is what the trace's
  *     allocation events hold live at that point;
- *   - a capture's samples carry, as owner "baseline", the measured bytes no
- *     allocator holds (record_capture_file).
+ *   - samples whose rss event carries "other" (a capture's do) store it
+ *     as owner "baseline": the measured bytes no allocator holds.
  */
 #ifndef ALLOCSIM_RECORD_H
 #define ALLOCSIM_RECORD_H
@@ -54,16 +54,6 @@ struct record_info_s {
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err);
-
-/* record_trace_file for a capture, with other[k] (k < nother): the
- * measured resident bytes no allocator holds (images, static data, the main
- * stack, file mmaps) at the trace's k-th rss event, stored as the measured
- * sample's owner "baseline" (what the program itself holds). */
-as_status_t record_capture_file(store_t *s, const char *path,
-                                const char *command, const store_kv_t *extra,
-                                size_t nextra, const uint64_t *other,
-                                size_t nother, record_info_t *info,
-                                as_err_t *err);
 
 /* The model and libc specs that predict a recorded run whose provenance
  * get(user, key) returns: the run's own "model" and "libc" provenance when

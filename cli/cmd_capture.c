@@ -154,8 +154,7 @@ static as_status_t store_process(store_t *s, const char *path,
     extra[nextra++] = (store_kv_t){"capture_parent_run", v[13]};
   if (m->python[0] != '\0') /* only when the hook saw it */
     extra[nextra++] = (store_kv_t){"python", m->python};
-  return record_capture_file(s, path, command, extra, nextra, m->other,
-                             m->nother, info, err);
+  return record_trace_file(s, path, command, extra, nextra, info, err);
 }
 
 /* Stores every traced process: the command's own, then each forked or
@@ -383,8 +382,6 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (sf != stderr)
     fclose(sf);
-  if (res != NULL)
-    capture_result_free(res);
   free(res);
   return rc;
 }

@@ -39,7 +39,8 @@
  *                 5 thread_start, 6 thread_exit, 7 mark, 8 idle, 9 trim,
  *                 10 rss, 11 purge, 12 option, 13 touch; 15 with bits 4-7
  *                 clear = end record
- *     B bits 4-5  domain (0 raw, 1 mem, 2 obj) for ops 0-4; 0 for others
+ *     B bits 4-5  domain (0 raw, 1 mem, 2 obj) for ops 0-4; op 10: 1 when
+ *                 the record carries "other"; 0 for others
  *     B bit 6     SAME_THREAD: thread equals the previous record's (0 at the
  *                 start); thread field omitted
  *     B bit 7     ZERO_DT: time equals the previous record's; dt omitted
@@ -54,6 +55,8 @@
  *     offset      op 13: first byte written, from the object's start
  *     size        ops 0-3: bytes; 8 idle: ns; 9 trim: pad; 10 rss: bytes;
  *                 11 purge: kind (0 all, 1 decay, 2 tcache); 13: length > 0
+ *     other       op 10 with bits 4-5 = 1: of those bytes, how many no
+ *                 allocator holds (a capture measures it), above 0
  *     label       ops 7 and 12: length (<= 63) then that many bytes, none
  *                 of them a control byte other than tab (op 12: a knob
  *                 name, [a-z0-9_.])
@@ -107,6 +110,7 @@
 #define BIN_SAME_THREAD  0x40
 #define BIN_ZERO_DT      0x80
 #define BIN_DOMAIN_SHIFT 4
+#define BIN_RSS_OTHER    1 /* an rss record's domain bits: "other" follows */
 
 /* The op numbers are part of the file format: trace_op_t must not move. */
 _Static_assert(TRACE_MALLOC == 0 && TRACE_CALLOC == 1 && TRACE_REALLOC == 2 &&
@@ -432,7 +436,8 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
   uint64_t       v;
   bool           sited = false;
   if (UNLIKELY(op >= TRACE_MODULE || (domain != 0 && op > TRACE_FREE) ||
-               domain == 3)) {
+               domain == 3) &&
+      !(op == TRACE_RSS && domain == BIN_RSS_OTHER)) {
     if (op == BIN_OP_SITED && domain != 3) {
       sited = true;
     } else {
@@ -538,6 +543,16 @@ static ALWAYS_INLINE dec_rc_t decode(bin_src_t *s, trace_event_t *ev,
     }
   } else if (op >= TRACE_IDLE && op <= TRACE_RSS) {
     GET("size", ev->size);
+    if (op == TRACE_RSS && domain == BIN_RSS_OTHER) {
+      ev->domain = TRACE_DOMAIN_RAW;
+      GET("other", ev->offset);
+      if (UNLIKELY(ev->offset == 0)) {
+        snprintf(s->detail, sizeof s->detail,
+                 "expected bytes no allocator holds above 0, got 0");
+        rc = DEC_RANGE;
+        goto fail;
+      }
+    }
   } else if (op == TRACE_MARK || op == TRACE_OPTION) {
     GET("label length", v);
     if (UNLIKELY(v > TRACE_LABEL_MAX)) {
@@ -636,8 +651,8 @@ static as_status_t decode_error(bin_src_t *s, dec_rc_t rc, as_err_t *err) {
     return as_err_set(err, AS_EFORMAT,
                       "%s: byte offset %" PRIu64
                       ": unknown op byte 0x%02x, expected an op 0-14 with "
-                      "domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-                      "0x0f",
+                      "domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+                      "0x1f, 0x2f or 0x0f",
                       name, rec, *s->p);
   case DEC_RANGE:
     return as_err_set(err, AS_EFORMAT, "%s: byte offset %" PRIu64 ": %s", name,
@@ -1030,6 +1045,8 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
                                   : op;
   if (op <= TRACE_FREE)
     b |= (unsigned)ev->domain << BIN_DOMAIN_SHIFT;
+  else if (op == TRACE_RSS && ev->offset != 0)
+    b |= BIN_RSS_OTHER << BIN_DOMAIN_SHIFT;
   if (sited && ev->site >= TRACE_DEF_ID_MAX)
     return as_err_set(err, AS_EINVAL,
                       "%s: event %" PRIu64 ": call site %" PRIu64
@@ -1057,6 +1074,8 @@ static as_status_t bin_write(trace_writer_t *tw, const trace_event_t *ev,
       p = put_varint(p, ev->size);
   } else if (op >= TRACE_IDLE && op <= TRACE_RSS) {
     p = put_varint(p, ev->size);
+    if (op == TRACE_RSS && ev->offset != 0)
+      p = put_varint(p, ev->offset);
   } else if (op == TRACE_MARK || op == TRACE_OPTION) {
     const char *l = ev->label != NULL ? ev->label : "";
     size_t      n = strlen(l); /* <= TRACE_LABEL_MAX, validated */

@@ -705,15 +705,6 @@ static as_status_t loop(run_t *r, as_err_t *err) {
 /* ---- Entry points
  * ------------------------------------------------------------- */
 
-void capture_result_free(capture_result_t *res) {
-  free(res->main.other);
-  res->main.other = NULL;
-  for (size_t k = 0; k < res->nextra; k++) {
-    free(res->extra[k].other);
-    res->extra[k].other = NULL;
-  }
-}
-
 const char *capture_end_name(capture_end_t e) {
   static const char *const names[] = {
       "complete",        "died",     "signal", "disk-guard",
@@ -929,10 +920,7 @@ static void collect(run_t *r) {
       as_format_fits(res->extra_path[res->nextra], sizeof res->extra_path[0],
                      "%s", t->path);
       res->extra[res->nextra++] = t->st;
-    } else {
-      free(t->st.other);
     }
-    t->st.other = NULL; /* res owns it now */
   }
   if (r->guard.tripped == CAPTURE_GUARD_DISK)
     res->end = CAPTURE_END_DISK;
@@ -1037,8 +1025,6 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
                              "and a script's interpreter must be dynamic",
                     status);
   }
-  if (rc != AS_OK)
-    capture_result_free(res);
 out:
   if (r->lfd >= 0)
     close(r->lfd);

@@ -100,9 +100,6 @@ as_status_t capture_find_lib(char *buf, size_t len, as_err_t *err);
 as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
                         as_err_t *err);
 
-/* Frees what res owns (the "other" series of its stats). */
-void capture_result_free(capture_result_t *res);
-
 /* Removes the temporary directories of captures whose allocsim capture is
  * no longer running (under $TMPDIR or /tmp); *removed counts them. */
 as_status_t capture_cleanup(unsigned *removed, as_err_t *err);

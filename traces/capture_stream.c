@@ -79,9 +79,8 @@ struct capture_stream_s {
   size_t          nheap, heap_cap;
   chunk_t        *spare[SPARE_CHUNKS];
   size_t          nspare;
-  addr_ids_map_t  tails;     /* tid -> its queue's last chunk */
-  size_t          held;      /* records in the heap's chunks */
-  size_t          other_cap; /* of st.other */
+  addr_ids_map_t  tails; /* tid -> its queue's last chunk */
+  size_t          held;  /* records in the heap's chunks */
   bool            have_sample;
   bool            unknown_module; /* module 0 ("[unknown]") defined */
 };
@@ -254,29 +253,18 @@ static void sample_stats(capture_stream_t *s, uint64_t rss, uint64_t own) {
   s->st.final_rss_bytes = net;
 }
 
-/* An rss event, and its "other" (capture_stats_t) kept beside it. */
+/* An rss event with the resident bytes no allocator holds in it (the
+ * recorder's "other", traces/capture/memmap.c), which the trace carries so
+ * that compare can tell the model's error from the program's own growth
+ * however the trace reaches the store. */
 static as_status_t conv_rss(capture_stream_t *s, const crec_t *r,
                             as_err_t *err) {
   sample_stats(s, r->x, r->y);
-  trace_event_t ev = {
-      .t_ns = r->t_ns, .op = TRACE_RSS, .size = r->x > r->y ? r->x - r->y : 0};
-  uint64_t    events = s->st.events;
-  as_status_t rc = emit(s, &ev, err);
-  if (rc != AS_OK || s->st.events == events)
-    return rc; /* not written: nothing to pair */
-  if (s->st.nother == s->other_cap) {
-    size_t    cap = s->other_cap ? 2 * s->other_cap : 256;
-    uint64_t *v = realloc(s->st.other, cap * sizeof *v);
-    if (v == NULL)
-      return oom(s, err);
-    s->st.other = v;
-    s->other_cap = cap;
-  }
-  if (s->st.nother == 0)
-    s->st.other_baseline_bytes = r->a;
-  s->st.other_final_bytes = r->a;
-  s->st.other[s->st.nother++] = r->a;
-  return AS_OK;
+  trace_event_t ev = {.t_ns = r->t_ns,
+                      .op = TRACE_RSS,
+                      .size = r->x > r->y ? r->x - r->y : 0,
+                      .offset = r->a};
+  return emit(s, &ev, err);
 }
 
 static as_status_t conv_touch(capture_stream_t *s, const crec_t *r,
@@ -899,9 +887,7 @@ as_status_t capture_stream_close(capture_stream_t *s, capture_stats_t *st,
   else if (rc == AS_OK && wrc != AS_OK)
     rc = as_err_set(err, wrc, "%s", werr.msg);
   if (st != NULL)
-    *st = s->st; /* with st->other */
-  else
-    free(s->st.other);
+    *st = s->st;
   free(s->heap);
   free(s->sizes);
   addr_ids_free(&s->ids);

@@ -97,8 +97,11 @@ struct trace_event_s {
   uint64_t id;        /* object id (alloc ops, free) */
   uint64_t size;      /* bytes; idle: ns; trim: pad; rss: bytes */
   uint64_t align;     /* memalign only: a power of two; else 0 */
-  uint64_t offset;    /* touch only: first byte written, from the object's
-                         start */
+  uint64_t offset;    /* touch: first byte written, from the object's
+                         start; rss: of size, the bytes no allocator
+                         holds (code, files, static data, stacks, the
+                         program's own mmaps), as a capture measures
+                         them; 0 = not measured */
   uint64_t prev_size; /* free, realloc: the object's size before the
                          event, set by the engine for models; never
                          stored in trace files */

@@ -19,7 +19,8 @@
  *              | "mark" WS LABEL
  *              | "idle" WS TIME            (duration)
  *              | "trim" WS SIZE            (pad)
- *              | "rss" WS SIZE             (measured bytes)
+ *              | "rss" WS SIZE [WS SIZE]   (measured bytes [of which no
+ *                                           allocator holds: above 0])
  *              | "purge" WS KIND [WS ARENA] (KIND = all|decay|tcache;
  *                                           ARENA digits, default all)
  *              | "option" WS NAME WS VALUE (NAME = 1-63 of [a-z0-9_.];
@@ -270,6 +271,21 @@ static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
   else
     snprintf(what, sizeof what, "%s (a decimal integer)", field);
   return fail_got(s, err, what, tok, len);
+}
+
+/* A SIZE no larger than max and above 0 into *out. */
+static as_status_t take_size_above_0(text_src_t *s, cursor_t *c,
+                                     const char *field, uint64_t max,
+                                     uint64_t *out, as_err_t *err) {
+  const char *tok = c->p;
+  as_status_t rc = take_u64(s, c, field, as_size_units, max, out, err);
+  if (rc != AS_OK || *out != 0)
+    return rc;
+  while (is_ws(*tok))
+    tok++;
+  char what[64];
+  snprintf(what, sizeof what, "%s above 0", field);
+  return fail_got(s, err, what, tok, (size_t)(c->p - tok));
 }
 
 /* ["-"] SIZE into *out, within int64_t. */
@@ -527,11 +543,17 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
     if (rc != AS_OK)
       return rc;
     break;
-  case TRACE_RSS:
+  case TRACE_RSS: {
     rc = take_u64(s, c, "BYTES", as_size_units, UINT64_MAX, &ev->size, err);
     if (rc != AS_OK)
       return rc;
+    cursor_t peek = *c;
+    if (next_token(&peek, &tok, &len) &&
+        (rc = take_size_above_0(s, c, "OTHER", UINT64_MAX, &ev->offset, err)) !=
+            AS_OK)
+      return rc;
     break;
+  }
   case TRACE_PURGE: {
     trace_purge_kind_t k;
     if (!next_token(c, &tok, &len) || !trace_purge_parse(tok, len, &k))
@@ -563,16 +585,10 @@ static as_status_t parse_event(text_src_t *s, cursor_t *c, trace_event_t *ev,
     rc = take_u64(s, c, "OFFSET", as_size_units, UINT64_MAX, &ev->offset, err);
     if (rc != AS_OK)
       return rc;
-    const char *l_tok = c->p;
-    rc = take_u64(s, c, "LENGTH", as_size_units, UINT64_MAX - ev->offset,
-                  &ev->size, err);
+    rc = take_size_above_0(s, c, "LENGTH", UINT64_MAX - ev->offset, &ev->size,
+                           err);
     if (rc != AS_OK)
       return rc;
-    if (ev->size == 0) {
-      while (is_ws(*l_tok))
-        l_tok++;
-      return fail_got(s, err, "LENGTH above 0", l_tok, (size_t)(c->p - l_tok));
-    }
     break;
   }
   case TRACE_MODULE:
@@ -1002,6 +1018,10 @@ static as_status_t text_write(trace_writer_t *w, const trace_event_t *ev,
   case TRACE_RSS:
     *p++ = ' ';
     p = put_u64(p, ev->size);
+    if (ev->op == TRACE_RSS && ev->offset != 0) {
+      *p++ = ' ';
+      p = put_u64(p, ev->offset);
+    }
     break;
   case TRACE_PURGE:
     *p++ = ' ';

@@ -11,6 +11,9 @@
  * again and its free gives all 4 MiB back; with the dynamic threshold the
  * first free raises it to 4 MiB + a page (malloc.c:3364-3373) and the
  * second buffer stays in the heap after its free.
+ *
+ * Also here: what a measured trace says no allocator holds (an rss event's
+ * "other", which captures write) reaches compare's allocator error.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -105,9 +108,45 @@ static void without_knobs_the_threshold_is_dynamic(void **state) {
   assert_true(dynamic >= (int64_t)BUFFER);
 }
 
+/* A trace recorded from its file, as `allocsim record` does, keeps each
+ * sample's "other": the growth of what no allocator holds is reported and
+ * added to the prediction for the allocator error. */
+static void a_traces_other_bytes_reach_the_allocator_error(void **state) {
+  (void)state;
+  char path[300], db[300];
+  snprintf(path, sizeof path, "%s/other.trace", g_dir);
+  snprintf(db, sizeof db, "%s/other.db", g_dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "allocsim-trace 1\n#@ kind=measured\n#@ page_size=4096\n"
+             "#@ model=glibc\n#@ libc=glibc:ncpus=2\n"
+             "0 0 mark start\n0 0 rss 10MiB 3MiB\n"
+             "1 0 malloc 1 64\n"
+             "2 0 mark end\n2 0 rss 14MiB 5MiB\n");
+  assert_int_equal(fclose(f), 0);
+  store_t      *s = NULL;
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  if (record_trace_file(s, path, "test", NULL, 0, &info, &err) != AS_OK)
+    fail_msg("record: %s", err.msg);
+  compare_opts_t   o = {.layouts = 1};
+  compare_result_t r = {0};
+  if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
+    fail_msg("compare: %s", err.msg);
+  assert_true(r.has_other);
+  assert_int_equal(r.nmarks, 2);
+  assert_int_equal(r.marks[1].other_growth_bytes, 2 * MIB);
+  assert_int_equal(r.marks[1].allocator_error_bytes,
+                   r.marks[1].error_bytes + (int64_t)(2 * MIB));
+  compare_result_free(&r);
+  store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_glibc_run_is_replayed_with_its_libc_knobs),
+      cmocka_unit_test(a_traces_other_bytes_reach_the_allocator_error),
       cmocka_unit_test(without_knobs_the_threshold_is_dynamic),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -154,6 +154,7 @@ static const char every_op_canonical[] =
     "2000000 0 idle 500000000\n"
     "3000000 0 trim 0\n"
     "3000000 0 rss 22020096\n"
+    "3000000 0 rss 23068672 3145728\n"
     "4000000 0 mark \"after free\"\n"
     "2500000000 1 thread_exit\n"
     "2500000000 0 malloc 4 1536\n"
@@ -191,8 +192,9 @@ static void writer_emits_the_documented_bytes(void **state) {
        .size = 100,
        .domain = TRACE_DOMAIN_MEM},
       {.t_ns = 300, .thread = 3, .op = TRACE_MARK, .label = "p"},
+      {.t_ns = 300, .thread = 3, .op = TRACE_RSS, .size = 5, .offset = 7},
   };
-  buf_t                b = encode(evs, 4, &meta);
+  buf_t                b = encode(evs, 5, &meta);
   static const uint8_t want[] = {
       'A',  'S',  'T',  'R',  'A',  'C', 'E', 0, 2, 0, /* header */
       1,    'k',  1,    'v',  0,                       /* k=v */
@@ -200,8 +202,9 @@ static void writer_emits_the_documented_bytes(void **state) {
       0x64, 0x0A, 0x00,             /* free obj: dt 10, id +0 */
       0x93, 0x03, 0x01, 0x0C, 0x64, /* memalign mem: thread 3, id -1, 2^12 */
       0x47, 0xA2, 0x02, 0x01, 'p',  /* mark: dt 290, "p" */
+      0xDA, 0x05, 0x07,             /* rss 5 with other 7: domain bits 1 */
       0x0F,                         /* end record */
-      0x04};                        /* trailer: 4 events, then checksum */
+      0x05};                        /* trailer: 5 events, then checksum */
   assert_int_equal(b.len, sizeof want + 8);
   assert_memory_equal(b.data, want, sizeof want);
   uint64_t sum = doc_checksum(want + 15, sizeof want - 15 - 2);
@@ -348,22 +351,26 @@ static void malformed_headers_name_their_offset(void **state) {
 
 static void unknown_op_bytes_are_rejected(void **state) {
   (void)state;
-  expect_error(HDR "\xC5\x3E", HDR_LEN + 2, /* op 14 with domain 3 */
-               "t.astrace: byte offset 12: unknown op byte 0x3e, expected an "
-               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-               "0x0f");
-  expect_error(HDR "\x17", HDR_LEN + 1, /* domain bits on a mark */
-               "t.astrace: byte offset 11: unknown op byte 0x17, expected an "
-               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-               "0x0f");
-  expect_error(HDR "\x30", HDR_LEN + 1, /* domain 3 */
-               "t.astrace: byte offset 11: unknown op byte 0x30, expected an "
-               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-               "0x0f");
-  expect_error(HDR "\x4F", HDR_LEN + 1, /* end with a flag */
-               "t.astrace: byte offset 11: unknown op byte 0x4f, expected an "
-               "op 0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-               "0x0f");
+  expect_error(
+      HDR "\xC5\x3E", HDR_LEN + 2, /* op 14 with domain 3 */
+      "t.astrace: byte offset 12: unknown op byte 0x3e, expected an "
+      "op 0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+      "0x1f, 0x2f or 0x0f");
+  expect_error(
+      HDR "\x17", HDR_LEN + 1, /* domain bits on a mark */
+      "t.astrace: byte offset 11: unknown op byte 0x17, expected an "
+      "op 0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+      "0x1f, 0x2f or 0x0f");
+  expect_error(
+      HDR "\x30", HDR_LEN + 1, /* domain 3 */
+      "t.astrace: byte offset 11: unknown op byte 0x30, expected an "
+      "op 0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+      "0x1f, 0x2f or 0x0f");
+  expect_error(
+      HDR "\x4F", HDR_LEN + 1, /* end with a flag */
+      "t.astrace: byte offset 11: unknown op byte 0x4f, expected an "
+      "op 0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+      "0x1f, 0x2f or 0x0f");
 }
 
 static void new_op_fields_out_of_range_are_rejected(void **state) {
@@ -376,6 +383,9 @@ static void new_op_fields_out_of_range_are_rejected(void **state) {
   expect_error(HDR "\xCC\x01X\x02", HDR_LEN + 4, /* option "X" */
                "t.astrace: byte offset 13: expected an option name of 1-63 "
                "bytes of [a-z0-9_.]");
+  expect_error(HDR "\xDA\x05\x00", HDR_LEN + 3, /* rss "other" 0 */
+               "t.astrace: byte offset 13: expected bytes no allocator holds "
+               "above 0, got 0");
 }
 
 static void varint_overflow_names_the_field(void **state) {
@@ -745,8 +755,8 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
   char msg[160];
   snprintf(msg, sizeof msg,
            "t.astrace: byte offset %zu: unknown op byte 0x3f, expected an op "
-           "0-14 with domain bits only on ops 0-4 and 14, 0x1f, 0x2f or "
-           "0x0f",
+           "0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+           "0x1f, 0x2f or 0x0f",
            bad);
   size_t   n;
   as_err_t err;

@@ -101,6 +101,7 @@ static const char every_op[] =
     "2ms    0 idle 500ms\n"
     "3ms    0 trim 0\n"
     "3ms    0 rss 21MiB\n"
+    "3ms    0 rss 22MiB 3MiB\n"
     "4ms    0 mark \"after free\"\n"
     "2.5s   1 thread_exit\n"
     "2.5s\t0\tmalloc 4 1.5K raw\n"
@@ -131,6 +132,7 @@ static const char every_op_canonical[] =
     "2000000 0 idle 500000000\n"
     "3000000 0 trim 0\n"
     "3000000 0 rss 22020096\n"
+    "3000000 0 rss 23068672 3145728\n"
     "4000000 0 mark \"after free\"\n"
     "2500000000 1 thread_exit\n"
     "2500000000 0 malloc 4 1536\n"
@@ -171,6 +173,7 @@ static void every_field_parses_to_its_exact_value(void **state) {
       {2000000, 0, 500000000, 0, 0, TRACE_IDLE, 0, NULL},
       {3000000, 0, 0, 0, 0, TRACE_TRIM, 0, NULL},
       {3000000, 0, 22020096, 0, 0, TRACE_RSS, 0, NULL},
+      {3000000, 0, 23068672, 0, 0, TRACE_RSS, 0, NULL}, /* other 3 MiB */
       {4000000, 0, 0, 0, 0, TRACE_MARK, 0, "after free"},
       {2500000000u, 0, 0, 0, 1, TRACE_THREAD_EXIT, 0, NULL},
       {2500000000u, 4, 1536, 0, 0, TRACE_MALLOC, 0, NULL},
@@ -198,7 +201,10 @@ static void every_field_parses_to_its_exact_value(void **state) {
     assert_int_equal(ev.id, want[i].id);
     assert_int_equal(ev.size, want[i].size);
     assert_int_equal(ev.align, want[i].align);
-    assert_int_equal(ev.offset, want[i].op == TRACE_TOUCH ? 4096 : 0);
+    uint64_t offset = want[i].op == TRACE_TOUCH  ? 4096
+                      : want[i].size == 23068672 ? 3145728
+                                                 : 0;
+    assert_int_equal(ev.offset, offset);
     assert_int_equal(ev.domain, want[i].domain);
     if (want[i].label == NULL)
       assert_null(ev.label);
@@ -401,8 +407,12 @@ static void extra_fields_are_rejected(void **state) {
   expect_error(H "0 0 thread_start 3\n",
                "t.trace:2: expected end of line, got '3'");
   expect_error(H "0 0 mark a b\n", "t.trace:2: expected end of line, got 'b'");
-  expect_error(H "0 0 rss 1 obj\n",
+  expect_error(H "0 0 rss 1 2 obj\n",
                "t.trace:2: expected end of line, got 'obj'");
+  expect_error(H "0 0 rss 1 obj\n",
+               "t.trace:2: expected OTHER (integer bytes, or a number with "
+               "suffix K/KiB/M/MiB/G/GiB), got 'obj'");
+  expect_error(H "0 0 rss 1 0\n", "t.trace:2: expected OTHER above 0, got '0'");
   expect_error(H "0 0 free 1 heap\n",
                "t.trace:2: expected a domain (raw, mem, obj) or end of line, "
                "got 'heap'");
