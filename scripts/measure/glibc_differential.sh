@@ -3,23 +3,40 @@
 # glibc than the machine's, call for call.
 #
 # tests/validation/test_glibc_differential runs the model as the version of
-# the glibc it runs on.  This links the same test object against Debian 13's
-# glibc 2.41 (libc6 2.41-12+deb13u5 from deb.debian.org, sha256 checked)
-# with that glibc's ld.so as the interpreter, so that the test and the child
-# it re-executes both run on it, and runs it.
+# the glibc it runs on.  This links the same test object against another
+# distribution's glibc, with that glibc's ld.so as the interpreter, so that
+# the test and the child it re-executes both run on it, and runs it:
+#   2.41  Debian 13:    libc6 2.41-12+deb13u5 (deb.debian.org)
+#   2.39  Ubuntu 24.04: libc6 2.39-0ubuntu8.12 (archive.ubuntu.com)
+# each package's sha256 as its distribution's Packages file lists it.
 #
-#   scripts/measure/glibc_differential.sh [BUILD_DIR] [WORK_DIR]
+#   scripts/measure/glibc_differential.sh [--glibc 2.41|2.39] [BUILD_DIR]
+#                                         [WORK_DIR]
 #
 # Needs curl and dpkg-deb, and a build of the test (BUILD_DIR, default
 # build).  Exit status: the test's.
 set -eu
 
+glibc=2.41
+if [ "${1:-}" = --glibc ]; then
+  glibc=${2:?--glibc needs a version}
+  shift 2
+fi
+case $glibc in
+  2.41)
+    deb=libc6_2.41-12+deb13u5_amd64.deb
+    sha=b59b0625cd1a791375d40dab23a4d5d3d0641e3d0a773501becdc3725b7f99cf
+    url=http://deb.debian.org/debian/pool/main/g/glibc/$deb ;;
+  2.39)
+    deb=libc6_2.39-0ubuntu8.12_amd64.deb
+    sha=d821b41fc59cb4978ecd53bc83e5c964ac15d305c8d2ac4c8a35aebe55010fb9
+    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/$deb ;;
+  *)
+    echo "glibc_differential.sh: --glibc $glibc: expected 2.41 or 2.39" >&2
+    exit 2 ;;
+esac
 build=${1:-build}
-work=${2:-${TMPDIR:-/tmp}/allocsim-glibc-diff}
-deb=libc6_2.41-12+deb13u5_amd64.deb
-sha=b59b0625cd1a791375d40dab23a4d5d3d0641e3d0a773501becdc3725b7f99cf
-url=http://deb.debian.org/debian/pool/main/g/glibc/$deb
-
+work=${2:-${TMPDIR:-/tmp}/allocsim-glibc-diff}/$glibc
 mkdir -p "$work"
 if [ ! -f "$work/$deb" ]; then
   curl -sSf -m 300 -o "$work/$deb.part" "$url"
