@@ -8,9 +8,10 @@
 # the test and the child it re-executes both run on it, and runs it:
 #   2.41  Debian 13:    libc6 2.41-12+deb13u5 (deb.debian.org)
 #   2.39  Ubuntu 24.04: libc6 2.39-0ubuntu8.12 (archive.ubuntu.com)
+#   2.35  Ubuntu 22.04: libc6 2.35-0ubuntu3.18 (archive.ubuntu.com)
 # each package's sha256 as its distribution's Packages file lists it.
 #
-#   scripts/measure/glibc_differential.sh [--glibc 2.41|2.39] [BUILD_DIR]
+#   scripts/measure/glibc_differential.sh [--glibc 2.41|2.39|2.35] [BUILD_DIR]
 #                                         [WORK_DIR]
 #
 # Needs curl and dpkg-deb, and a build of the test (BUILD_DIR, default
@@ -31,8 +32,12 @@ case $glibc in
     deb=libc6_2.39-0ubuntu8.12_amd64.deb
     sha=d821b41fc59cb4978ecd53bc83e5c964ac15d305c8d2ac4c8a35aebe55010fb9
     url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/$deb ;;
+  2.35)
+    deb=libc6_2.35-0ubuntu3.18_amd64.deb
+    sha=cbed4dfa159019c759edae73ece1af67817e163686ad8925a26c90849ba1660a
+    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/$deb ;;
   *)
-    echo "glibc_differential.sh: --glibc $glibc: expected 2.41 or 2.39" >&2
+    echo "glibc_differential.sh: --glibc $glibc: expected 2.41, 2.39 or 2.35" >&2
     exit 2 ;;
 esac
 build=${1:-build}
@@ -46,6 +51,7 @@ echo "$sha  $work/$deb" | sha256sum -c --quiet -
 rm -rf "$work/root"
 dpkg-deb -x "$work/$deb" "$work/root"
 lib=$work/root/usr/lib/x86_64-linux-gnu
+[ -e "$lib/ld-linux-x86-64.so.2" ] || lib=$work/root/lib/x86_64-linux-gnu # 2.35
 
 tests=$build/tests
 obj=$tests/CMakeFiles/test_glibc_differential.dir/validation/test_glibc_differential.c.o
