@@ -23,10 +23,11 @@
  * pages that were never written read as zero and stay untouched).  free
  * releases the whole pages inside a freed slot of a multi-slot group with
  * MADV_FREE (free.c:117-127), which keeps them in RSS until memory
- * pressure.  Where an object starts in its slot depends on the header bytes
- * an earlier occupant of that memory left (enframe, meta.h:204): the model
- * keeps the bytes the allocator wrote; bytes the program wrote are unknown
- * and read as zero (Header bytes, below).
+ * pressure; musl 1.2.4 and later do not (option version).  Where an object
+ * starts in its slot depends on the header bytes an earlier occupant of that
+ * memory left (enframe, meta.h:204): the model keeps the bytes the allocator
+ * wrote; bytes the program wrote are unknown and read as zero (Header bytes,
+ * below).
  *
  * Threads: mallocng has no per-thread state (one lock; a replay has no
  * contention), but pthread_create maps each thread's stack and TLS
@@ -111,7 +112,13 @@ static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
     "resident page (lab-arenas at 'running': 0.25 MiB over the start)",        \
     "OS pages of the program's own stack frames per thread, from the page "    \
     "holding the stack top (which also holds the TLS) down; a trace does "     \
-    "not record this")
+    "not record this")                                                         \
+  X(MO_VERSION, "version", OPT_ENUM, "1.2.3", "", "1.2.3|1.2.4|1.2.5",         \
+    "meta:musl_version",                                                       \
+    "musl v1.2.3..v1.2.5 src/malloc: one change, e6e82132 (in 1.2.4): "        \
+    "mallocng/glue.h:27 USE_MADV_FREE 0 turns off free.c:122's MADV_FREE",     \
+    "musl release whose behaviour to model (1.2.4 and 1.2.5: freed slots' "    \
+    "pages are not given MADV_FREE)")
 
 enum musl_option_e { MUSL_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 
@@ -204,6 +211,8 @@ typedef struct musl_model_s {
   uint32_t     *bucket;  /* heads of the chains, by hash */
   uint32_t      nbucket; /* a power of two */
   uint32_t      live_hdr;
+
+  bool madv_free; /* free gives a slot's whole pages MADV_FREE (1.2.3) */
 
   /* threads' stack+TLS mappings by trace thread (addr 0 = none) */
   uint64_t    stack_size, thread_stack_pages;
@@ -943,8 +952,8 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
     g->hdr_off[idx] = 0;
   }
   /* whole pages inside the slot go back lazily, unless the group is a
-   * single slot about to be unmapped */
-  if ((((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
+   * single slot about to be unmapped (1.2.3; 1.2.4 turned it off) */
+  if (ms->madv_free && (((start - 1) ^ end) >= 2 * PGSZ) && g->last_idx) {
     sim_addr_t base = start + (-start & (PGSZ - 1));
     uint64_t   len = (end - base) & -(uint64_t)PGSZ;
     as_err_t   e;
@@ -1507,7 +1516,8 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;
-  ms->nmt = 1; /* record 0 is NULL */
+  ms->madv_free = model_opt_i64(opts, MO_VERSION) == 0; /* 1.2.3 */
+  ms->nmt = 1;                                          /* record 0 is NULL */
   /* ldso/dynlink.c:1886-1887: the program's gaps, then libc.so's.  The
    * gaps lie in data pages the program already has (owner baseline). */
   uint64_t total = gaps[0] + gaps[1] + gaps[2] + gaps[3];
