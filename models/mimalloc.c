@@ -611,8 +611,12 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   if (ev->op == TRACE_CALLOC) {
     /* _mi_page_malloc zero (209 alloc.c:47-51): the whole block unless the
      * page's free list is known zero (never in 209), then the next-pointer
-     * word only */
-    uint64_t z = p->free_is_zero ? 8 : p->block_size;
+     * word only.  3.0.1 zeroes a huge page's block whole, known zero or
+     * not (301 page.c:947-951; mi_page_is_huge, internal.h:721-724: a
+     * block above MI_LARGE_MAX_OBJ_SIZE); 3.4.3 no longer does (343
+     * page.c:1032). */
+    bool     huge = m->version == MV_301 && p->block_size > m->g.large_max;
+    uint64_t z = p->free_is_zero && !huge ? 8 : p->block_size;
     mi_touch(m, a, z);
   } else if (!(ev->flags & TRACE_FLAG_UNWRITTEN)) {
     mi_touch(m, a, size);

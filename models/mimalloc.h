@@ -139,4 +139,11 @@ uint64_t *mimalloc_page_user(mi_model_t *m, mi_page_ref_t p);
 as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
                                uint64_t now_ns, as_err_t *err);
 
+/* The 3.x arenas, in reservation order (none in 2.x): how many there are,
+ * and the start and size of the first max in base[] and bytes[] -- what
+ * mi_debug_show_arenas prints of a real process ("arena I at P: N
+ * slices", v3.0.1 src/arena.c:1467), for lining the two up. */
+size_t mimalloc_arenas3(const mi_model_t *m, uint64_t *base, uint64_t *bytes,
+                        size_t max);
+
 #endif

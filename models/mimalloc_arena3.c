@@ -109,16 +109,54 @@ static uint8_t *chunk_bins(marena3_t *a) {
   return a->chunk_bin;
 }
 
+/* mi_bchunk_try_find_and_clearNX (301 bitmap.c:767-819, 343 :763-815) for
+ * 1 < n <= 64, n != 8: in each 64-slice field the lowest run of n, else a
+ * run from the field's top free run (post slices) into the next field's
+ * bottom one (pre slices).  3.0.1 tries that only when post + pre <= n
+ * (:803) and the claim needs all n slices free (:406-431), so only an exact
+ * fit crosses; 3.4.3 crosses when post + pre >= n. */
+static bool chunk_find_nx(const mi_model_t *m, const marena3_t *a, uint32_t lo,
+                          uint32_t n, uint32_t *out) {
+  const uint8_t *fm = a->free_map;
+  for (uint32_t f = lo; f < lo + SLICES_PER_CHUNK; f += 64) {
+    for (uint32_t i = f; i + n <= f + 64;) {
+      uint32_t k = i;
+      while (k < f + 64 && fm[k])
+        k++;
+      if (k - i >= n) {
+        *out = i;
+        return true;
+      }
+      i = k + 1;
+    }
+    if (f + 64 == lo + SLICES_PER_CHUNK)
+      break;
+    uint32_t post = 0, pre = 0;
+    while (post < 64 && fm[f + 63 - post])
+      post++;
+    while (pre < 64 && fm[f + 64 + pre])
+      pre++;
+    bool fits = m->version == MV_301 ? post + pre == n : post + pre >= n;
+    if (post > 0 && fits) {
+      *out = f + 64 - post;
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Lowest run of n free slices in chunk c: n == 1 any slice, n == 8 an
- * aligned byte of the bitmap (mi_bchunk_try_find_and_clear_8), n <= 64
- * within one 64-bit field, else anywhere in the chunk. */
-static bool chunk_find(const marena3_t *a, uint32_t c, uint32_t n,
-                       uint32_t *out) {
+ * aligned byte of the bitmap (mi_bchunk_try_find_and_clear_8), n <= 64 as
+ * chunk_find_nx, else anywhere in the chunk (mi_bchunk_try_find_and_clearN_,
+ * 301 :826-886, starts only at a field's top run or a field's start, which
+ * for runs longer than a field is the lowest run). */
+static bool chunk_find(const mi_model_t *m, const marena3_t *a, uint32_t c,
+                       uint32_t n, uint32_t *out) {
   uint32_t lo = c * SLICES_PER_CHUNK, hi = lo + SLICES_PER_CHUNK;
+  if (n > 1 && n <= 64 && n != 8)
+    return chunk_find_nx(m, a, lo, n, out);
   uint32_t step = n == 8 ? 8 : 1;
   for (uint32_t i = lo; i + n <= hi; i += step) {
-    if (n > 1 && n <= 64 && n != 8 && (i / 64) != ((i + n - 1) / 64))
-      continue;
     uint32_t k = 0;
     while (k < n && a->free_map[i + k])
       k++;
@@ -156,7 +194,7 @@ static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
       if (!(cb == bin || (bin == bbin && cb == BB_NONE)))
         continue;
       uint32_t idx;
-      if (chunk_find(a, c, n, &idx)) {
+      if (chunk_find(m, a, c, n, &idx)) {
         if (idx == c * SLICES_PER_CHUNK && cb == BB_NONE)
           bins[c] = bbin;
         *out = idx;
@@ -512,6 +550,15 @@ void mi_arenas3_destroy(mi_model_t *m) {
 
 /* An arena: level 0, its info slices, then its pages and free runs in
  * address order, the runs split by the purge bitmap. */
+size_t mimalloc_arenas3(const mi_model_t *m, uint64_t *base, uint64_t *bytes,
+                        size_t max) {
+  for (uint32_t i = 0; i < m->arenas3_n && i < max; i++) {
+    base[i] = m->arenas3[i].base;
+    bytes[i] = (uint64_t)m->arenas3[i].slices * MI_SLICE_SIZE;
+  }
+  return m->arenas3_n;
+}
+
 static as_status_t walk_arena(const mi_model_t *m, uint32_t ai,
                               const mi_walker_t *w) {
   const marena3_t *a = &m->arenas3[ai];

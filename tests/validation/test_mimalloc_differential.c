@@ -1,7 +1,7 @@
 /* tests/validation/test_mimalloc_differential.c -- the mimalloc model
  * against the real mimalloc 2.0.9 of this machine (Debian 12's
- * libmimalloc2.0) and, when built by hand, 2.1.2 (CPython's copy), page by
- * page.
+ * libmimalloc2.0) and, when built by hand, 2.1.2 (CPython's copy) and
+ * 3.0.1 (Debian 13's), page by page.
  *
  * One seeded sequence of malloc / calloc / realloc / free calls, with
  * mi_collect(false) and mi_collect(true) now and then, runs twice:
@@ -30,7 +30,8 @@
  *
  * Requirements: the library at ALLOCSIM_MIMALLOC_LIB_2_0_9, else
  * /usr/lib/x86_64-linux-gnu/libmimalloc.so.2, reporting mi_version() 209,
- * and for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212
+ * for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212, and
+ * for the 3.0.1 tests one at ALLOCSIM_MIMALLOC_LIB_3_0_1 reporting 301
  * (otherwise the tests skip, saying why); Linux (/proc); frame numbers in
  * /proc/self/pagemap (root or CAP_SYS_ADMIN; otherwise it skips); no
  * AddressSanitizer (it skips).
@@ -57,6 +58,7 @@
 
 #include <cmocka.h>
 
+#include "models/mimalloc.h"
 #include "models/model.h"
 #include "sim/kernel.h"
 
@@ -78,6 +80,8 @@ typedef struct dlib_s {
 static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
                                "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"};
 static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
+                               NULL};
+static const dlib_t lib_301 = {"3.0.1", 301, "ALLOCSIM_MIMALLOC_LIB_3_0_1",
                                NULL};
 static char         lib_path[4096]; /* the library of the current test */
 static bool         machine_zero_page = true; /* reads_map_zero_page() */
@@ -163,7 +167,8 @@ static void gen_next(gen_t *g, int step, gop_t *o) {
 
 /* ---- Snapshots ----------------------------------------------------------- */
 
-#define MAXSEGS 64
+#define MAXSEGS   64
+#define MAXARENAS 8
 
 typedef struct dseg_s {
   uint64_t base;
@@ -171,9 +176,16 @@ typedef struct dseg_s {
   uint8_t  bits[SEG_PAGES / 8]; /* resident pages */
 } dseg_t;
 
+/* Segments are 32 MiB windows: aligned ones in 2.x, whose segments are
+ * 32 MiB-aligned; in 3.x, windows from the start of the arena that holds
+ * the address, as an arena is only 64 KiB-aligned and where ASLR puts it
+ * decides its offset from a 32 MiB boundary (v3.0.1 src/arena.c:1181-1222
+ * reserves it with MI_ARENA_SLICE_ALIGN). */
 typedef struct dsnap_s {
   uint64_t step;
   uint64_t total_pages; /* resident pages of everything mimalloc mapped */
+  uint64_t narenas;     /* 3.x: arenas, from mi_debug_show_arenas */
+  uint64_t arena_base[MAXARENAS], arena_bytes[MAXARENAS];
   uint64_t nsegs;
   uint64_t obj_off[NIDS]; /* offset in segment + 1 (0 = not live) */
   uint32_t obj_seg[NIDS]; /* index into seg[] */
@@ -183,6 +195,9 @@ typedef struct dsnap_s {
 /* Index of the segment holding addr in s, added if new; -1 if full. */
 static int seg_index(dsnap_t *s, uint64_t addr) {
   uint64_t base = addr & ~(SEG - 1);
+  for (uint64_t i = 0; i < s->narenas && i < MAXARENAS; i++)
+    if (addr - s->arena_base[i] < s->arena_bytes[i])
+      base = s->arena_base[i] + ((addr - s->arena_base[i]) & ~(SEG - 1));
   for (uint64_t i = 0; i < s->nsegs; i++)
     if (s->seg[i].base == base)
       return (int)i;
@@ -200,6 +215,9 @@ typedef void *(*fn_realloc)(void *, size_t);
 typedef void (*fn_free)(void *);
 typedef void (*fn_collect)(bool);
 typedef int (*fn_version)(void);
+typedef void (*fn_output)(const char *msg, void *arg);
+typedef void (*fn_register_output)(fn_output out, void *arg);
+typedef void (*fn_show_arenas)(bool show_pages);
 
 static dsnap_t  child_snaps[NSNAP];
 static void    *child_ptr[NIDS];
@@ -307,9 +325,37 @@ static uint64_t new_mapping_pages(void) {
   return total;
 }
 
+/* 3.x: mi_debug_show_arenas, its lines "arena I at P: N slices (M MiB)"
+ * (v3.0.1 src/arena.c:1467) parsed by an output function into the
+ * snapshot being taken.  NULL in 2.x. */
+static fn_show_arenas child_show_arenas;
+static dsnap_t       *child_arena_snap;
+
+static void child_arena_line(const char *msg, void *arg) {
+  (void)arg;
+  dsnap_t *s = child_arena_snap;
+  if (s == NULL || strncmp(msg, "arena ", 6) != 0 || s->narenas >= MAXARENAS)
+    return;
+  const char *at = strstr(msg, " at ");
+  if (at == NULL)
+    return;
+  char    *end;
+  uint64_t base = strtoull(at + 4, &end, 16);
+  if (strncmp(end, ": ", 2) != 0)
+    return;
+  uint64_t slices = strtoull(end + 2, NULL, 10);
+  s->arena_base[s->narenas] = base;
+  s->arena_bytes[s->narenas++] = slices * 65536; /* MI_ARENA_SLICE_SIZE */
+}
+
 static void child_snapshot(dsnap_t *s, uint64_t step) {
   memset(s, 0, sizeof *s);
   s->step = step;
+  if (child_show_arenas != NULL) {
+    child_arena_snap = s;
+    child_show_arenas(false);
+    child_arena_snap = NULL;
+  }
   for (uint64_t id = 0; id < NIDS; id++) {
     if (child_gen.size[id] == 0)
       continue;
@@ -362,6 +408,16 @@ static int diff_child(const char *spec) {
   LOAD_SYM(mcollect, h, "mi_collect");
   if (!mmalloc || !mcalloc || !mrealloc || !mfree || !mcollect)
     return 7;
+  fn_version version;
+  LOAD_SYM(version, h, "mi_version");
+  if (version != NULL && version() >= 300) {
+    fn_register_output register_output;
+    LOAD_SYM(register_output, h, "mi_register_output");
+    LOAD_SYM(child_show_arenas, h, "mi_debug_show_arenas");
+    if (register_output == NULL || child_show_arenas == NULL)
+      return 7;
+    register_output(child_arena_line, NULL);
+  }
   if (!find_zero_pfn())
     return 8;
   child_gen.rng = strtoull(spec, NULL, 10);
@@ -516,6 +572,8 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
                            const sim_kernel_t *k, const gen_t *g) {
   memset(s, 0, sizeof *s);
   s->step = step;
+  s->narenas = mimalloc_arenas3((const mi_model_t *)m, s->arena_base,
+                                s->arena_bytes, MAXARENAS);
   for (uint64_t id = 0; id < NIDS; id++) {
     if (g->size[id] == 0)
       continue;
@@ -535,12 +593,15 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
   s->total_pages = sim_kernel_rss_owner_bytes(k, SIM_OWNER_MIMALLOC) / 4096;
 }
 
-static void run_model(const dcfg_t *cfg) {
+/* layout_offset: the simulated address space's layout (lowers mmap_top). */
+static void run_model(const dcfg_t *cfg, uint64_t layout_offset) {
   sim_kernel_config_t kc;
   sim_kernel_config_default(&kc);
   kc.zero_page = machine_zero_page;
   sim_kernel_t *k = NULL;
   as_err_t      err = {0};
+  assert_int_equal(sim_kernel_config_offset_layout(&kc, layout_offset, &err),
+                   AS_OK);
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = k, .timers = NULL, .libc_spec = NULL};
   char        spec[256];
@@ -596,9 +657,17 @@ static void run_model(const dcfg_t *cfg) {
   sim_kernel_destroy(k);
 }
 
-/* First difference between two snapshots, described in msg; 0 if equal. */
-static int compare_snap(const dsnap_t *r, const dsnap_t *md, char *msg,
-                        size_t len) {
+/* 3.x: how far the resident pages of all mimalloc memory may differ.  With
+ * objects and the arena windows' pages equal, that total still differed by
+ * 1 to 3 pages (of 36,000) in five of six runs of the same sequences, by
+ * run (2026-12-03): it depends on where the real mappings lie beyond the
+ * arena's offset, which the model does not reproduce. */
+#define TOTAL_SLACK_V3 4
+
+/* First difference between two snapshots, described in msg; 0 if equal.
+ * total_slack: the pages the totals may differ by. */
+static int compare_snap(const dsnap_t *r, const dsnap_t *md,
+                        uint64_t total_slack, char *msg, size_t len) {
   int pair[MAXSEGS]; /* real segment -> model segment */
   for (int i = 0; i < MAXSEGS; i++)
     pair[i] = -1;
@@ -640,7 +709,10 @@ static int compare_snap(const dsnap_t *r, const dsnap_t *md, char *msg,
       return 1;
     }
   }
-  if (r->total_pages != md->total_pages) {
+  uint64_t total_diff = r->total_pages > md->total_pages
+                            ? r->total_pages - md->total_pages
+                            : md->total_pages - r->total_pages;
+  if (total_diff > total_slack) {
     snprintf(msg, len,
              "resident pages of all mimalloc memory: real %" PRIu64
              " model %" PRIu64,
@@ -650,12 +722,24 @@ static int compare_snap(const dsnap_t *r, const dsnap_t *md, char *msg,
   return 0;
 }
 
+/* 3.x's page map has an entry per 64 KiB of address space, in sub-maps of
+ * one per 512 MiB, so which of its pages an arena's pages touch depends on
+ * where ASLR put the arena (v3.0.1 src/page-map.c).  The model is run again
+ * in the layout that puts its first arena where the real one was, modulo
+ * 512 MiB (mappings below the top move together). */
+#define PAGE_MAP_SPAN (UINT64_C(512) << 20)
+
 static void differential(const dcfg_t *cfg) {
   run_real(cfg);
-  run_model(cfg);
+  run_model(cfg, 0);
+  if (real_snaps[0].narenas > 0 && model_snaps[0].narenas > 0)
+    run_model(cfg,
+              (model_snaps[0].arena_base[0] - real_snaps[0].arena_base[0]) %
+                  PAGE_MAP_SPAN);
   for (int i = 0; i < NSNAP; i++) {
-    char msg[256];
-    if (compare_snap(&real_snaps[i], &model_snaps[i], msg, sizeof msg))
+    char     msg[256];
+    uint64_t slack = cfg->lib->mi_version >= 300 ? TOTAL_SLACK_V3 : 0;
+    if (compare_snap(&real_snaps[i], &model_snaps[i], slack, msg, sizeof msg))
       fail_msg("%s: after %" PRIu64 " calls: %s", cfg->name, real_snaps[i].step,
                msg);
   }
@@ -739,27 +823,39 @@ static void page_reset(void **state) {
   differential(&c);
 }
 
-/* 2.1.2, CPython's copy: segments from arenas, purge_delay spelling. */
+/* 2.1 and later spell the delay purge_delay: at once (0), or never within
+ * the run. */
+static void purge_delay_case(const dlib_t *lib, bool never) {
+  require_real_mimalloc(lib);
+  const char *delay = never ? "10000000" : "0";
+  char        name[64], env[64], opts[64];
+  snprintf(name, sizeof name, "%s purge_delay=%s", lib->version, delay);
+  snprintf(env, sizeof env, "MIMALLOC_PURGE_DELAY=%s", delay);
+  snprintf(opts, sizeof opts, "purge_delay=%s", delay);
+  dcfg_t c = {name, never ? 23 : 11, {env, NULL}, opts, lib};
+  differential(&c);
+}
+
+/* 2.1.2, CPython's copy: segments from arenas. */
 static void v212_immediate_purge(void **state) {
   (void)state;
-  require_real_mimalloc(&lib_212);
-  dcfg_t c = {"2.1.2 purge_delay=0",
-              11,
-              {"MIMALLOC_PURGE_DELAY=0", NULL},
-              "purge_delay=0",
-              &lib_212};
-  differential(&c);
+  purge_delay_case(&lib_212, false);
 }
 
 static void v212_never_purge(void **state) {
   (void)state;
-  require_real_mimalloc(&lib_212);
-  dcfg_t c = {"2.1.2 purge_delay=10000000",
-              23,
-              {"MIMALLOC_PURGE_DELAY=10000000", NULL},
-              "purge_delay=10000000",
-              &lib_212};
-  differential(&c);
+  purge_delay_case(&lib_212, true);
+}
+
+/* 3.0.1, Debian 13's libmimalloc3: pages in 1 GiB arenas. */
+static void v301_immediate_purge(void **state) {
+  (void)state;
+  purge_delay_case(&lib_301, false);
+}
+
+static void v301_never_purge(void **state) {
+  (void)state;
+  purge_delay_case(&lib_301, true);
 }
 
 int main(void) {
@@ -772,6 +868,8 @@ int main(void) {
       cmocka_unit_test(page_reset),
       cmocka_unit_test(v212_immediate_purge),
       cmocka_unit_test(v212_never_purge),
+      cmocka_unit_test(v301_immediate_purge),
+      cmocka_unit_test(v301_never_purge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
