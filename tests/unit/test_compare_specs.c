@@ -49,6 +49,21 @@ static int teardown_dir(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Records the measured-run file at path in a new store db and compares it
+ * with no model or libc named, one layout; the store stays open in *s. */
+static void record_and_compare(const char *path, const char *db, store_t **s,
+                               compare_result_t *r) {
+  as_err_t      err = {0};
+  record_info_t info;
+  assert_int_equal(store_open(db, s, &err), AS_OK);
+  if (record_trace_file(*s, path, "test", NULL, 0, &info, &err) != AS_OK)
+    fail_msg("record: %s", err.msg);
+  compare_opts_t o = {.layouts = 1};
+  memset(r, 0, sizeof *r);
+  if (compare_run(*s, info.run_id, &o, r, &err) != AS_OK)
+    fail_msg("compare: %s", err.msg);
+}
+
 /* Records the two-buffer run with the given libc provenance and compares
  * it with no model or libc named; returns the predicted rss above start at
  * mark second_free and copies the model spec compare chose. */
@@ -69,16 +84,9 @@ static int64_t second_free_above_start(const char *libc, char *spec,
   fprintf(f, "5 0 mark second_free\n5 0 rss %" PRIu64 "\n", MEASURED);
   assert_int_equal(fclose(f), 0);
 
-  store_t      *s = NULL;
-  as_err_t      err = {0};
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  if (record_trace_file(s, path, "test", NULL, 0, &info, &err) != AS_OK)
-    fail_msg("record: %s", err.msg);
-  compare_opts_t   o = {.layouts = 1};
-  compare_result_t r = {0};
-  if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
-    fail_msg("compare: %s", err.msg);
+  store_t         *s = NULL;
+  compare_result_t r;
+  record_and_compare(path, db, &s, &r);
   assert_int_equal(r.nmarks, 2);
   assert_string_equal(r.marks[1].label, "second_free");
   int64_t above = (int64_t)r.marks[1].simulated_rss_bytes -
@@ -124,16 +132,9 @@ static void a_traces_other_bytes_reach_the_allocator_error(void **state) {
              "1 0 malloc 1 64\n"
              "2 0 mark end\n2 0 rss 14MiB 5MiB\n");
   assert_int_equal(fclose(f), 0);
-  store_t      *s = NULL;
-  as_err_t      err = {0};
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  if (record_trace_file(s, path, "test", NULL, 0, &info, &err) != AS_OK)
-    fail_msg("record: %s", err.msg);
-  compare_opts_t   o = {.layouts = 1};
-  compare_result_t r = {0};
-  if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
-    fail_msg("compare: %s", err.msg);
+  store_t         *s = NULL;
+  compare_result_t r;
+  record_and_compare(path, db, &s, &r);
   assert_true(r.has_other);
   assert_int_equal(r.nmarks, 2);
   assert_int_equal(r.marks[1].other_growth_bytes, 2 * MIB);
