@@ -30,7 +30,8 @@
  *
  * Requirements: the library at ALLOCSIM_MIMALLOC_LIB_2_0_9, else
  * /usr/lib/x86_64-linux-gnu/libmimalloc.so.2, reporting mi_version() 209,
- * for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212, and
+ * for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212,
+ * for the 2.1.7 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_7 reporting 217, and
  * for the 3.0.1 tests one at ALLOCSIM_MIMALLOC_LIB_3_0_1 reporting 301
  * (otherwise the tests skip, saying why); Linux (/proc); frame numbers in
  * /proc/self/pagemap (root or CAP_SYS_ADMIN; otherwise it skips); no
@@ -80,6 +81,8 @@ typedef struct dlib_s {
 static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
                                "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"};
 static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
+                               NULL};
+static const dlib_t lib_217 = {"2.1.7", 217, "ALLOCSIM_MIMALLOC_LIB_2_1_7",
                                NULL};
 static const dlib_t lib_301 = {"3.0.1", 301, "ALLOCSIM_MIMALLOC_LIB_3_0_1",
                                NULL};
@@ -186,6 +189,7 @@ typedef struct dsnap_s {
   uint64_t total_pages; /* resident pages of everything mimalloc mapped */
   uint64_t narenas;     /* 3.x: arenas, from mi_debug_show_arenas */
   uint64_t arena_base[MAXARENAS], arena_bytes[MAXARENAS];
+  uint64_t first_seg;    /* 32 MiB window of the first call's block */
   uint64_t nsegs;
   uint64_t obj_off[NIDS]; /* offset in segment + 1 (0 = not live) */
   uint32_t obj_seg[NIDS]; /* index into seg[] */
@@ -221,6 +225,7 @@ typedef void (*fn_show_arenas)(bool show_pages);
 
 static dsnap_t  child_snaps[NSNAP];
 static void    *child_ptr[NIDS];
+static uint64_t child_first_seg; /* dsnap_t.first_seg */
 static gen_t    child_gen;
 static char     maps_at_start[1 << 20], maps_now[1 << 20];
 static uint64_t pm[512];
@@ -351,6 +356,7 @@ static void child_arena_line(const char *msg, void *arg) {
 static void child_snapshot(dsnap_t *s, uint64_t step) {
   memset(s, 0, sizeof *s);
   s->step = step;
+  s->first_seg = child_first_seg;
   if (child_show_arenas != NULL) {
     child_arena_snap = s;
     child_show_arenas(false);
@@ -455,6 +461,8 @@ static int diff_child(const char *spec) {
       mcollect(o.op == DOP_COLLECT_FORCE);
       break;
     }
+    if (step == 0)
+      child_first_seg = (uint64_t)(uintptr_t)child_ptr[o.id] & ~(SEG - 1);
     if ((step + 1) % CHECK_EVERY == 0)
       child_snapshot(&child_snaps[(step + 1) / CHECK_EVERY - 1],
                      (uint64_t)step + 1);
@@ -568,10 +576,13 @@ static void run_real(const dcfg_t *cfg) {
     fail_msg("%s: child wrote %zu bytes, expected %zu", cfg->name, got, want);
 }
 
+static uint64_t model_first_seg; /* dsnap_t.first_seg */
+
 static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
                            const sim_kernel_t *k, const gen_t *g) {
   memset(s, 0, sizeof *s);
   s->step = step;
+  s->first_seg = model_first_seg;
   s->narenas = mimalloc_arenas3((const mi_model_t *)m, s->arena_base,
                                 s->arena_bytes, MAXARENAS);
   for (uint64_t id = 0; id < NIDS; id++) {
@@ -593,16 +604,17 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
   s->total_pages = sim_kernel_rss_owner_bytes(k, SIM_OWNER_MIMALLOC) / 4096;
 }
 
-/* layout_offset: the simulated address space's layout (lowers mmap_top). */
-static void run_model(const dcfg_t *cfg, uint64_t layout_offset) {
+/* top_shift: how far below its default the simulated mmap area starts
+ * (negative: above), moving every mapping the model makes. */
+static void run_model(const dcfg_t *cfg, int64_t top_shift) {
   sim_kernel_config_t kc;
   sim_kernel_config_default(&kc);
   kc.zero_page = machine_zero_page;
+  kc.mmap_top -= (uint64_t)top_shift;
   sim_kernel_t *k = NULL;
   as_err_t      err = {0};
-  assert_int_equal(sim_kernel_config_offset_layout(&kc, layout_offset, &err),
-                   AS_OK);
-  assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
+  if (sim_kernel_create(&kc, &k, &err) != AS_OK)
+    fail_msg("%s: %s", cfg->name, err.msg);
   model_ctx_t ctx = {.kernel = k, .timers = NULL, .libc_spec = NULL};
   char        spec[256];
   snprintf(spec, sizeof spec, "mimalloc:version=%s%s%s", cfg->lib->version,
@@ -649,6 +661,9 @@ static void run_model(const dcfg_t *cfg, uint64_t layout_offset) {
     }
     if (rc != AS_OK)
       fail_msg("%s: step %d: %s", cfg->name, step, err.msg);
+    sim_addr_t first;
+    if (step == 0 && model_locate(m, o.id, &first))
+      model_first_seg = first & ~(SEG - 1);
     if ((step + 1) % CHECK_EVERY == 0)
       model_snapshot(&model_snaps[(step + 1) / CHECK_EVERY - 1],
                      (uint64_t)step + 1, m, k, &g);
@@ -726,16 +741,30 @@ static int compare_snap(const dsnap_t *r, const dsnap_t *md,
  * one per 512 MiB, so which of its pages an arena's pages touch depends on
  * where ASLR put the arena (v3.0.1 src/page-map.c).  The model is run again
  * in the layout that puts its first arena where the real one was, modulo
- * 512 MiB (mappings below the top move together). */
+ * 512 MiB (mappings below the top move together).  From 2.1.7 on, a page
+ * of blocks up to 128 KiB starts at a multiple of the block size in the
+ * address space (v2.1.7 src/segment.c:315-337), so where a block lies
+ * depends on the segment's address itself: there the model is run again
+ * with its first segment at the real one's address. */
 #define PAGE_MAP_SPAN (UINT64_C(512) << 20)
+/* Block sizes up to 128 KiB are 8 bytes times 2^k times 4, 5, 6 or 7
+ * words (v2.1.7 src/page-queue.c:60-100, mi_bin), so segments 32 MiB apart
+ * times 105 (3 * 5 * 7) start their pages alike; the model's first segment
+ * is put where the real one was, modulo that span, below its default top. */
+#define BLOCK_RESIDUE_SPAN (UINT64_C(105) * SEG)
 
 static void differential(const dcfg_t *cfg) {
   run_real(cfg);
   run_model(cfg, 0);
   if (real_snaps[0].narenas > 0 && model_snaps[0].narenas > 0)
     run_model(cfg,
-              (model_snaps[0].arena_base[0] - real_snaps[0].arena_base[0]) %
-                  PAGE_MAP_SPAN);
+              (int64_t)((model_snaps[0].arena_base[0] -
+                         real_snaps[0].arena_base[0]) %
+                        PAGE_MAP_SPAN));
+  else if (cfg->lib->mi_version >= 217)
+    run_model(cfg, (int64_t)((model_snaps[0].first_seg -
+                              real_snaps[0].first_seg) %
+                             BLOCK_RESIDUE_SPAN));
   for (int i = 0; i < NSNAP; i++) {
     char     msg[256];
     uint64_t slack = cfg->lib->mi_version >= 300 ? TOTAL_SLACK_V3 : 0;
@@ -847,6 +876,17 @@ static void v212_never_purge(void **state) {
   purge_delay_case(&lib_212, true);
 }
 
+/* 2.1.7, the last 2.1 before 3.x took over: heap tags, reclaim on free. */
+static void v217_immediate_purge(void **state) {
+  (void)state;
+  purge_delay_case(&lib_217, false);
+}
+
+static void v217_never_purge(void **state) {
+  (void)state;
+  purge_delay_case(&lib_217, true);
+}
+
 /* 3.0.1, Debian 13's libmimalloc3: pages in 1 GiB arenas. */
 static void v301_immediate_purge(void **state) {
   (void)state;
@@ -868,6 +908,8 @@ int main(void) {
       cmocka_unit_test(page_reset),
       cmocka_unit_test(v212_immediate_purge),
       cmocka_unit_test(v212_never_purge),
+      cmocka_unit_test(v217_immediate_purge),
+      cmocka_unit_test(v217_never_purge),
       cmocka_unit_test(v301_immediate_purge),
       cmocka_unit_test(v301_never_purge),
   };
