@@ -112,12 +112,22 @@
     "MIMALLOC_MAX_SEGMENT_RECLAIM" MI_ENV_2X,                                  \
     "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage)",              \
     "2.x: abandoned segments visited per reclaim")                             \
-  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_BOOL, "1", "", NULL,            \
+  X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_I64, "1", "", NULL,             \
     "MIMALLOC_ABANDONED_RECLAIM_ON_FREE?version=2.1.7|3.0.1|3.4.3"             \
     " MIMALLOC_RECLAIM_ON_FREE?version=3.0.1"                                  \
     " MIMALLOC_PAGE_RECLAIM_ON_FREE?version=3.4.3",                            \
     "v2.1.7 src/options.c:93 (1); v3.0.1 :172 (1); v3.4.3 :165 (0)",           \
-    "3.x: a free into an abandoned page reclaims it")                          \
+    "a free into an abandoned page reclaims it (3.4.3: -1 never, 0 into the "  \
+    "heap it came from, 1 any)")                                               \
+  X(MO_PAGE_MAX_RECLAIM, "page_max_reclaim", OPT_I64, "-1", "", NULL,          \
+    "MIMALLOC_PAGE_MAX_RECLAIM?version=3.4.3", "v3.4.3 src/options.c:96,172",  \
+    "3.4.3: no reclaim on free into the heap the page came from once it "      \
+    "holds more pages of the size (-1: no limit)")                             \
+  X(MO_PAGE_CROSS_THREAD_MAX_RECLAIM, "page_cross_thread_max_reclaim",         \
+    OPT_I64, "32", "", NULL,                                                   \
+    "MIMALLOC_PAGE_CROSS_THREAD_MAX_RECLAIM?version=3.4.3",                    \
+    "v3.4.3 src/options.c:100,174",                                            \
+    "3.4.3: the same limit for reclaim into another thread's heap")            \
   X(MO_PAGE_FULL_RETAIN, "page_full_retain", OPT_I64, "2", "", NULL,           \
     "MIMALLOC_PAGE_FULL_RETAIN" MI_ENV_3X,                                     \
     "v3.0.1 src/options.c:173; v3.4.3 :166",                                   \
@@ -171,6 +181,8 @@ static const row_scope_t row_scopes[] = {
     {MO_PAGE_FULL_RETAIN, V3X, NULL},
     {MO_PAGE_MAX_CANDIDATES, V3X, NULL},
     {MO_GENERIC_COLLECT, 1u << MV_343, NULL},
+    {MO_PAGE_MAX_RECLAIM, 1u << MV_343, NULL},
+    {MO_PAGE_CROSS_THREAD_MAX_RECLAIM, 1u << MV_343, NULL},
     {MO_ALLOW_THP, 1u << MV_343, NULL},
 };
 
@@ -240,7 +252,10 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
     g->min_extend = 1;
     g->retire_cycles = 16;
     g->retire_any_size = true;
-    g->page_info = 0;     /* page meta kept apart, 343 types.h:119-128 */
+    /* sizeof(mi_page_t) 112 (compiled from the tag's headers), already a
+     * multiple of MI_MAX_ALIGN_SIZE: mi_page_info_size, internal.h:703 */
+    g->page_info = 112;
+    g->meta_apart = true; /* MI_PAGE_META_IS_SEPARATED, 343 types.h:119-128 */
     g->small_max = 10240; /* 343 types.h (compiled) */
     g->medium_max = 86698;
     g->large_max = 512 * MI_KIB; /* :426 */
@@ -318,7 +333,12 @@ static void read_options(mi_model_t *m, const model_opts_t *o) {
   m->eager_commit = model_opt_bool(o, MO_EAGER_COMMIT);
   m->eager_commit_delay = model_opt_i64(o, MO_EAGER_COMMIT_DELAY);
   m->max_segment_reclaim = model_opt_i64(o, MO_MAX_SEGMENT_RECLAIM);
-  m->reclaim_on_free = model_opt_bool(o, MO_RECLAIM_ON_FREE);
+  m->reclaim_on_free = model_opt_i64(o, MO_RECLAIM_ON_FREE);
+  if (m->version == MV_343) {
+    m->page_max_reclaim = model_opt_i64(o, MO_PAGE_MAX_RECLAIM);
+    m->cross_thread_max_reclaim =
+        model_opt_i64(o, MO_PAGE_CROSS_THREAD_MAX_RECLAIM);
+  }
   m->page_full_retain = model_opt_i64(o, MO_PAGE_FULL_RETAIN);
   if (m->page_full_retain > 32)
     m->page_full_retain = 32; /* mi_option_get_clamp(-1, 32), heap.c:180 */

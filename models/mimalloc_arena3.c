@@ -42,10 +42,22 @@ static int64_t purge_delay3(const mi_model_t *m) {
 
 /* mi_arena_info_slices_needed (:1127-1141): the arena struct and its 4 +
  * MI_BIN_COUNT bitmaps and the free bbitmap, each slices/8 bytes plus a
- * chunkmap header. */
-static uint32_t info_slices(uint32_t slices) {
-  uint64_t bitmap = (uint64_t)slices / 8 + 128;
-  uint64_t size = 1024 + (4 + MI_BINS + 1) * bitmap;
+ * chunkmap header.  343 (:1489-1508): the struct (640 bytes), 4 +
+ * MI_ARENA_BIN_COUNT (61) bitmaps of a 128-byte header plus 64 bytes per
+ * 512 slices, the free bbitmap (a 448-byte header), then a page info of
+ * 112 bytes for every slice (pages_meta, :1617-1619); sizes compiled from
+ * the tag's headers.  Returns the bytes before the page infos. */
+static uint64_t info_bitmaps_end(const mi_model_t *m, uint32_t slices) {
+  if (!m->g.meta_apart)
+    return 1024 + (4 + MI_BINS + 1) * ((uint64_t)slices / 8 + 128);
+  uint64_t chunks = (uint64_t)slices / 512 * 64;
+  return 640 + (4 + 61) * (128 + chunks) + (448 + chunks);
+}
+
+static uint32_t info_slices(const mi_model_t *m, uint32_t slices) {
+  uint64_t size = info_bitmaps_end(m, slices);
+  if (m->g.meta_apart)
+    size += (uint64_t)slices * m->g.page_info;
   size = (size + 4095) / 4096 * 4096;
   return (uint32_t)((size + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
 }
@@ -70,7 +82,8 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   marena3_t *a = &na[n];
   memset(a, 0, sizeof *a);
   a->slices = (uint32_t)(size / MI_SLICE_SIZE);
-  a->info_slices = info_slices(a->slices);
+  a->info_slices = info_slices(m, a->slices);
+  a->meta_off = info_bitmaps_end(m, a->slices);
   /* 343 aligns an OS allocation of at least 8 x 2 MiB to 2 MiB (os.c:
    * 304-308; prim.c:341-355 maps it at an aligned hint) and madvises a
    * committed one MADV_HUGEPAGE when allow_thp (prim.c:456-464): on a
@@ -96,9 +109,9 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   memset(a->free_map + a->info_slices, 1, ns - a->info_slices);
   memset(a->dirty, 1, a->info_slices);
   /* mi_manage_os_memory_ex2 (:1156-1240) writes the arena struct and
-   * initialises every bitmap in the info slices */
-  uint64_t info_bytes = 1024 + (4 + MI_BINS + 1) * ((uint64_t)ns / 8 + 128);
-  mi_touch(m, a->base, info_bytes);
+   * initialises every bitmap in the info slices (the page infos only as
+   * pages take them) */
+  mi_touch(m, a->base, a->meta_off);
   m->arenas3_n++;
   return n + 1;
 }
@@ -179,8 +192,15 @@ static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
   uint32_t cycle = acc % 64 + 1;
   if (cycle > nchunks)
     cycle = nchunks;
-  uint32_t start = (uint32_t)((tseq % 8) % cycle);
-  for (uint8_t bin = BB_SMALL; bin <= bbin; bin++) {
+  /* 301 :1574 reduces tseq to 8 starts, 343 :1798 does not */
+  uint32_t start = (uint32_t)((m->version == MV_343 ? tseq : tseq % 8) % cycle);
+  /* The bins from SMALL up to the request's own; a free chunk (NONE) may
+   * take it in that last pass in 301 (:1581), in a pass of its own after
+   * it in 343 (:1791-1793). */
+  bool    none_apart = m->version == MV_343;
+  uint8_t last = none_apart ? (uint8_t)(bbin + 1) : bbin;
+  for (uint8_t pass = BB_SMALL; pass <= last; pass++) {
+    uint8_t bin = pass > bbin ? BB_NONE : pass;
     for (uint32_t k = 0; k < nchunks; k++) {
       /* [start, cycle), then [0, start), then [cycle, nchunks) */
       uint32_t c;
@@ -191,7 +211,7 @@ static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
       else
         c = k;
       uint8_t cb = bins[c];
-      if (!(cb == bin || (bin == bbin && cb == BB_NONE)))
+      if (!(cb == bin || (!none_apart && bin == bbin && cb == BB_NONE)))
         continue;
       uint32_t idx;
       if (chunk_find(m, a, c, n, &idx)) {
@@ -246,6 +266,34 @@ static void page_map_write(mi_model_t *m, sim_addr_t addr, uint32_t slices) {
 
 /* ---- Page allocation (:586-791) ----------------------------------------- */
 
+static bool is_pow2(uint64_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
+
+/* Where a page's first block lies from the page's start.  301
+ * (:660-680): power-of-2 blocks <= 1 KiB aligned to their size, others
+ * right after the page info.  343: with the info apart (an arena page,
+ * :863-888), at 0, or one block in for power-of-2 blocks of 8-512 bytes;
+ * with the info in front (mi_page_block_start, :808-834), power-of-2
+ * blocks <= 4 KiB and multiples of 4 KiB aligned to 4 KiB at most. */
+static uint64_t block_start(const mi_model_t *m, uint64_t block_size,
+                            bool in_arena) {
+  uint64_t info = m->g.page_info;
+  if (!m->g.meta_apart)
+    return is_pow2(block_size) && block_size <= 1024
+               ? (info + block_size - 1) / block_size * block_size
+               : info;
+  if (in_arena)
+    return is_pow2(block_size) && block_size >= 8 && block_size <= 512
+               ? block_size
+               : 0;
+  if (is_pow2(block_size) && block_size <= 4096)
+    return (info + block_size - 1) / block_size * block_size;
+  if (block_size % 4096 == 0)
+    return (info + 4095) / 4096 * 4096;
+  return info;
+}
+
 static uint32_t page_record(mi_model_t *m, uint32_t arena, uint32_t idx,
                             uint32_t slices, sim_addr_t start,
                             uint64_t block_size, bool zero, bool singleton) {
@@ -260,18 +308,17 @@ static uint32_t page_record(mi_model_t *m, uint32_t arena, uint32_t idx,
   p->block_size = block_size;
   p->zero_init = zero;
   p->is_huge = singleton;
-  /* block_start (:660-680): power-of-2 blocks <= 1 KiB aligned to their
-   * size, others right after the page info */
-  uint64_t info = m->g.page_info;
-  uint64_t bstart = info;
-  if (block_size != 0 && (block_size & (block_size - 1)) == 0 &&
-      block_size <= 1024)
-    bstart = (info + block_size - 1) / block_size * block_size;
+  uint64_t bstart = block_start(m, block_size, arena != 0);
   p->start = start + bstart;
   uint64_t area = (uint64_t)slices * MI_SLICE_SIZE - bstart;
   p->reserved = singleton ? 1 : (uint32_t)(area / block_size);
-  /* the page info is written in the page's first slice (:681-705) */
-  mi_touch(m, start, info);
+  if (arena != 0 && m->g.meta_apart) /* zeroed in pages_meta, 343 :886 */
+    mi_touch(m,
+             m->arenas3[arena - 1].base + m->arenas3[arena - 1].meta_off +
+                 (uint64_t)idx * m->g.page_info,
+             m->g.page_info);
+  else /* written in the page's first slice (:681-705) */
+    mi_touch(m, start, m->g.page_info);
   page_map_write(m, start, slices);
   return page;
 }
@@ -464,10 +511,15 @@ bool mi_arenas3_try_reabandon(mi_model_t *m, uint32_t page) {
 
 /* mi_arena_try_purge (:1672-1693) over mi_arena_try_purge_visitor
  * (:1650-1670): every marked run, whole if still free, else slice by
- * slice. */
-static bool arena3_try_purge(mi_model_t *m, marena3_t *a, bool force) {
-  if (!force && (a->purge_expire == 0 || a->purge_expire > m->now))
-    return false;
+ * slice.  1: purged; -1: nothing due; 0 (343 only, :2195-2222): an
+ * expiry is set but not reached, which keeps the global one set (3.0.1
+ * reports it as nothing and clears it: the purge then waits for a
+ * collect). */
+static int arena3_try_purge(mi_model_t *m, marena3_t *a, bool force) {
+  if (!force && a->purge_expire == 0)
+    return -1;
+  if (!force && a->purge_expire > m->now)
+    return m->version == MV_343 ? 0 : -1;
   a->purge_expire = 0;
   bool any = false;
   for (uint32_t i = 0; i < a->slices;) {
@@ -496,10 +548,10 @@ static bool arena3_try_purge(mi_model_t *m, marena3_t *a, bool force) {
     memset(a->purge + i, 0, j - i);
     i = j;
   }
-  return any;
+  return any ? 1 : -1;
 }
 
-/* mi_arenas_try_purge (:1695-1745). */
+/* mi_arenas_try_purge (:1695-1745; 343 :2224-2270). */
 void mi_arenas3_collect(mi_model_t *m, bool force, bool visit_all,
                         uint32_t tld) {
   int64_t delay = purge_delay3(m);
@@ -516,8 +568,10 @@ void mi_arenas3_collect(mi_model_t *m, bool force, bool visit_all,
   bool     all_visited = true, any = false;
   for (uint32_t k = 0; k < n; k++) {
     marena3_t *a = &m->arenas3[(k + start) % n];
-    if (arena3_try_purge(m, a, force)) {
+    int        purged = arena3_try_purge(m, a, force);
+    if (purged >= 0)
       any = true;
+    if (purged >= 1) {
       if (max_count <= 1) {
         all_visited = false;
         break;

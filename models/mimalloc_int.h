@@ -85,6 +85,7 @@ struct mi_geom_s {
   uint32_t min_extend;      /* MI_MIN_EXTEND */
   /* v3 pages */
   uint32_t page_info;  /* mi_page_info_size() */
+  bool     meta_apart; /* an arena page's info in the arena's info slices */
   uint64_t small_max;  /* MI_SMALL_MAX_OBJ_SIZE (v3) */
   uint64_t medium_max; /* MI_MEDIUM_MAX_OBJ_SIZE (v3) */
   uint64_t large_max;  /* MI_LARGE_MAX_OBJ_SIZE (v3): huge queue above */
@@ -108,6 +109,7 @@ struct mpage_s {
   uint64_t   user;        /* one word for a composition (mimalloc.h) */
   uint32_t   seg;         /* 2.x: segment; 3.x: arena */
   uint32_t   heap;        /* owning heap, 0 = none (abandoned) */
+  uint32_t   origin_heap; /* 343: the heap an abandoned page came from */
   uint32_t   next, prev;  /* page queue links */
   uint32_t   slice_index; /* in its segment (2.x) or arena (3.x) */
   uint32_t   slice_count;
@@ -250,6 +252,7 @@ struct marena3_s {
   sim_addr_t base;
   uint32_t   slices;
   uint32_t   info_slices;
+  uint64_t   meta_off; /* meta_apart: offset of the page infos (pages_meta) */
   int64_t    purge_expire;
   uint8_t   *free_map;    /* 1 = free */
   uint8_t   *purge;       /* 1 = scheduled */
@@ -292,7 +295,9 @@ struct mi_model_s {
   bool    eager_commit;
   int64_t eager_commit_delay;
   int64_t max_segment_reclaim;
-  bool    reclaim_on_free;
+  int64_t reclaim_on_free;          /* 343: -1, 0, 1; before, 0 or not */
+  int64_t page_max_reclaim;         /* 343 */
+  int64_t cross_thread_max_reclaim; /* 343 */
   int64_t page_full_retain;
   int64_t generic_collect;
   int64_t max_candidates;

@@ -451,6 +451,7 @@ static void page_abandon3(mi_model_t *m, uint32_t page) {
   uint32_t tld = H(m, heap)->tld;
   mi_pq_remove(m, heap, mi_page_queue_bin(m, p), page);
   p->heap = 0;
+  p->origin_heap = heap; /* 343 page.c _mi_page_abandon keeps page->theap */
   mi_arenas3_page_abandon(m, page);
   mi_arenas3_collect(m, false, false, tld);
 }
@@ -520,11 +521,16 @@ static bool mostly_used(const mpage_t *p) {
 
 /* mi_page_queue_find_free_ex, 3.x (301 page.c:683-800): up to
  * page_max_candidates pages with room, preferring fuller ones; full pages
- * beyond page_full_retain are abandoned. */
+ * beyond page_full_retain are abandoned (343 :745-800). */
 static uint32_t find_free_ex3(mi_model_t *m, uint32_t heap, uint32_t bin,
                               bool first_try) {
-  long     candidate_limit = 0;
-  long     full_retain = H(m, heap)->full_page_retain;
+  long candidate_limit = 0;
+  long full_retain = H(m, heap)->full_page_retain;
+  if (m->version == MV_343 &&
+      (bin >= MI_BIN_HUGE ||
+       H(m, heap)->pages[bin].block_size > m->g.small_max))
+    full_retain = 0; /* 343 page.c:750: only small pages are retained (the
+                        huge queue's size is above them, init.c:64) */
   uint32_t cand = 0;
   uint32_t page = H(m, heap)->pages[bin].first;
   while (page != 0) {
@@ -686,6 +692,13 @@ bool mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
   }
   *page = pg;
   *block = page_pop(P(m, pg));
+  mpage_t *p = P(m, pg);
+  /* 343 _mi_malloc_generic (page.c:1035-1038): a page of blocks above
+   * small_max that this block filled goes to the full queue at once, which
+   * abandons it (a singleton page too) */
+  if (m->version == MV_343 && p->block_size > m->g.small_max &&
+      p->used == p->reserved)
+    page_to_full(m, pg);
   return true;
 }
 
@@ -753,9 +766,42 @@ static void free_mt2(mi_model_t *m, uint32_t page, uint32_t block) {
   }
 }
 
-/* 301 mi_free_try_collect_mt (free.c): the freeing thread now owns an
- * abandoned page: free it if empty, reclaim it into its own heap, or put it
- * back on the reclaimable abandoned list. */
+static uint32_t queue_length(mi_model_t *m, uint32_t heap, uint8_t bin) {
+  uint32_t n = 0;
+  for (uint32_t pg = H(m, heap)->pages[bin].first; pg != 0; pg = P(m, pg)->next)
+    n++;
+  return n;
+}
+
+/* 343 mi_abandoned_page_try_reclaim (free.c:305-350): into the freeing
+ * thread's heap, without limit (page_max_reclaim -1) when the page came
+ * from it, else only with reclaim_on_free 1 and the page not mostly used;
+ * never once that heap's queue of the size holds more pages than the
+ * limit (a limit of 0 when neither applies: only into an empty queue). */
+static bool try_reclaim343(mi_model_t *m, uint32_t tld, uint32_t page) {
+  mpage_t *p = P(m, page);
+  if (m->reclaim_on_free < 0 || p->block_size > m->g.medium_max || tld == 0)
+    return false;
+  uint32_t heap = mi_heap_by_tag(m, m->tlds[tld].heap_backing, p->tag);
+  if (heap == 0 || H(m, heap)->no_reclaim)
+    return false;
+  int64_t max = 0;
+  if (heap == p->origin_heap)
+    max = m->page_max_reclaim;
+  else if (m->reclaim_on_free == 1 && !mostly_used(p))
+    max = m->cross_thread_max_reclaim;
+  if (max >= 0 && queue_length(m, heap, p->bin) > (uint64_t)max)
+    return false;
+  mi_arenas3_page_unabandon(m, page);
+  P(m, page)->heap = heap; /* _mi_theap_page_reclaim (page.c) */
+  mi_page_free_collect(m, page, false);
+  mi_pq_push_end(m, heap, P(m, page)->bin, page);
+  return true;
+}
+
+/* mi_free_try_collect_mt (301 free.c, 343 :355-390): the freeing thread
+ * now owns an abandoned page: free it if empty, reclaim it into its own
+ * heap, or put it back on the reclaimable abandoned list. */
 static void free_try_collect_mt3(mi_model_t *m, uint32_t tld, uint32_t page) {
   mi_page_free_collect(m, page, false);
   mpage_t *p = P(m, page);
@@ -764,8 +810,11 @@ static void free_try_collect_mt3(mi_model_t *m, uint32_t tld, uint32_t page) {
     mi_arenas3_page_free(m, page);
     return;
   }
-  bool used_at_frac8 = p->reserved - p->used <= p->reserved / 8u;
-  if (m->reclaim_on_free && !used_at_frac8 && tld != 0) {
+  bool used_at_frac8 = mostly_used(p);
+  if (m->version == MV_343) {
+    if (try_reclaim343(m, tld, page))
+      return;
+  } else if (m->reclaim_on_free != 0 && !used_at_frac8 && tld != 0) {
     uint32_t heap = mi_heap_by_tag(m, m->tlds[tld].heap_backing, p->tag);
     if (heap != 0 && !H(m, heap)->no_reclaim &&
         H(m, heap)->pages[p->bin].first != 0) {
@@ -868,6 +917,11 @@ static void heap_page_collect(mi_model_t *m, uint32_t page, int kind) {
     mi_segment_collect(m, P(m, page)->seg, true); /* 217 heap.c:98-102 */
   mi_page_free_collect(m, page, kind >= MI_FORCE);
   if (page_all_free(P(m, page))) {
+    /* 343 theap.c:97-103: a normal collect leaves a retired page to its
+     * retire count */
+    if (m->version == MV_343 && kind < MI_FORCE &&
+        P(m, page)->retire_expire != 0)
+      return;
     if (!page_maybe_free(m, page, kind >= MI_FORCE) && kind == MI_ABANDON)
       page_abandon(m, page);
   } else if (kind == MI_ABANDON) {
@@ -896,7 +950,9 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
     heap_collect_retired(m, heap, force);
     heap_collect_hook(m, heap);
     heap_visit_collect(m, heap, kind);
-    mi_arenas3_collect(m, kind == MI_FORCE, true, tld); /* 301 heap.c:124 */
+    /* 301 heap.c:126 visits every arena; 343 theap.c:136 only when forced */
+    mi_arenas3_collect(m, kind == MI_FORCE,
+                       m->version != MV_343 || kind >= MI_FORCE, tld);
     return;
   }
   if (kind == MI_FORCE && main_backing && !H(m, heap)->no_reclaim)
