@@ -62,9 +62,12 @@ static int convert_main(int argc, char **argv) {
       fmt = TRACE_FORMAT_TEXT;
     else if (strcmp(format, "binary") == 0)
       fmt = TRACE_FORMAT_BINARY;
+    else if (strcmp(format, "binary-v2") == 0)
+      fmt = TRACE_FORMAT_BINARY_V2;
     else
       return cli_usage_error(
-          "convert", "expected --format text or binary, got '%s'", format);
+          "convert", "expected --format text, binary or binary-v2, got '%s'",
+          format);
   }
   if (in != NULL && cli_same_file(in, out))
     return cli_usage_error("convert", "IN and OUT are the same file '%s'", in);
@@ -107,14 +110,16 @@ static int convert_main(int argc, char **argv) {
             in, cut);
   fprintf(stderr, "allocsim convert: %" PRIu64 " events, %s -> %s (%s)\n",
           count, in != NULL ? in : src_name, out,
-          fmt == TRACE_FORMAT_BINARY ? "binary" : "text");
+          fmt == TRACE_FORMAT_TEXT        ? "text"
+          : fmt == TRACE_FORMAT_BINARY_V2 ? "binary version 2"
+                                          : "binary");
   return CLI_EXIT_OK;
 }
 
 const cli_command_t cli_cmd_convert = {
     .name = "convert",
     .summary = "convert a trace between the text and binary formats",
-    .usage = "usage: allocsim convert IN OUT [--format text|binary] "
+    .usage = "usage: allocsim convert IN OUT [--format text|binary|binary-v2] "
              "[--lenient]\n"
              "       allocsim convert --workload LINE OUT [--format ...]\n\n"
              "Reads IN (text or binary, detected from its first bytes; -\n"
@@ -125,7 +130,10 @@ const cli_command_t cli_cmd_convert = {
              "text to binary and back reproduces canonical text exactly.\n"
              "A count of events goes to stderr.\n\n"
              "options:\n"
-             "  --format F        text or binary (default: from OUT's name)\n"
+             "  --format F        text, binary (version 3, blocks) or\n"
+             "                    binary-v2 (record after record, for\n"
+             "                    allocsim releases before version 3);\n"
+             "                    default: from OUT's name\n"
              "  --lenient         read a binary trace cut short (no end\n"
              "                    record or trailer) to its last whole\n"
              "                    record, with a warning, instead of failing\n"

@@ -319,9 +319,10 @@ static inline as_status_t set_size(engine_state_t *st, uint64_t id,
 }
 
 /* ": line 12" / ": byte offset 345" for src's last event, or "". */
-static void event_where(const trace_source_t *src, char *buf, size_t len) {
+static void event_where(const trace_source_t *src, const trace_event_t *ev,
+                        char *buf, size_t len) {
   char at[40];
-  trace_source_where(src, at, sizeof at);
+  trace_source_where_event(src, ev, at, sizeof at);
   snprintf(buf, len, "%s%s", at[0] ? ": " : "", at);
 }
 
@@ -335,7 +336,7 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
     return AS_DONE;
   }
   char where[48];
-  event_where(src, where, sizeof where);
+  event_where(src, ev, where, sizeof where);
   return as_err_set(err, AS_EFORMAT,
                     "%s%s: event %llu (t=%llu ns): %s of object %llu %s "
                     "(use --lenient to count and skip such events)",
@@ -390,7 +391,7 @@ static as_status_t dispatch_thread(engine_state_t       *st,
   bool   start = ev->op == TRACE_THREAD_START;
   if (start == running || (start && ev->thread == 0)) {
     char where[48];
-    event_where(src, where, sizeof where);
+    event_where(src, ev, where, sizeof where);
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s of "
                       "thread %" PRIu32 ", which is %s",
@@ -522,7 +523,7 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
                                   const trace_event_t *ev, as_err_t *err) {
   uint16_t c = live_code(st, ev->id);
   char     where[48];
-  event_where(src, where, sizeof where);
+  event_where(src, ev, where, sizeof where);
   if (c == SIZE_DEAD)
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %llu (t=%llu ns): touch of object %llu "
@@ -590,7 +591,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
      * stamped inside it. */
     if (ev->size > UINT64_MAX - ev->t_ns) {
       char where[48];
-      event_where(src, where, sizeof where);
+      event_where(src, ev, where, sizeof where);
       return as_err_set(err, AS_EFORMAT,
                         "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): idle of "
                         "%" PRIu64 " ns runs the clock past its end "
@@ -666,40 +667,51 @@ static as_status_t check_memory(const engine_state_t *st,
                     sim_host_format_bytes(max, b, sizeof b));
 }
 
+/* One event of the trace: timers due before it, then the event. */
+static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
+                                trace_event_t *ev, as_err_t *err) {
+  as_status_t rc;
+  if (ev->t_ns < st->now_ns) {
+    char where[48];
+    event_where(src, ev, where, sizeof where);
+    return as_err_set(err, AS_EFORMAT,
+                      "%s%s: event %llu: time %llu ns is before the clock "
+                      "(%llu ns)",
+                      src->name, where, (unsigned long long)st->res->events,
+                      (unsigned long long)ev->t_ns,
+                      (unsigned long long)st->now_ns);
+  }
+  const sim_timer_t *due = sim_event_queue_peek(st->timers);
+  if (due != NULL && due->due_ns <= ev->t_ns &&
+      ((rc = check_samples(st, ev->t_ns, err)) != AS_OK ||
+       (rc = fire_timers_until(st, ev->t_ns, err)) != AS_OK)) {
+    locate_error(st, src, ev, err); /* a timer due before this event */
+    return rc;
+  }
+  st->now_ns = ev->t_ns;
+  rc = dispatch(st, src, ev, err);
+  if (rc != AS_OK && rc != AS_DONE) {
+    locate_error(st, src, ev, err);
+    return rc;
+  }
+  st->res->events++;
+  note_peak(st);
+  if (st->res->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0)
+    return check_memory(st, src, err);
+  return AS_OK;
+}
+
+/* The trace's events a batch at a time (a version 3 binary trace hands
+ * out a block of them without a call per event). */
 static as_status_t replay(engine_state_t *st, trace_source_t *src,
                           as_err_t *err) {
-  trace_event_t ev = {0};
+  trace_event_t one = {0}, *evs;
+  size_t        n;
   as_status_t   rc;
-  while ((rc = trace_source_next(src, &ev, err)) == AS_OK) {
-    if (ev.t_ns < st->now_ns) {
-      char where[48];
-      event_where(src, where, sizeof where);
-      return as_err_set(err, AS_EFORMAT,
-                        "%s%s: event %llu: time %llu ns is before the clock "
-                        "(%llu ns)",
-                        src->name, where, (unsigned long long)st->res->events,
-                        (unsigned long long)ev.t_ns,
-                        (unsigned long long)st->now_ns);
-    }
-    const sim_timer_t *due = sim_event_queue_peek(st->timers);
-    if (due != NULL && due->due_ns <= ev.t_ns &&
-        ((rc = check_samples(st, ev.t_ns, err)) != AS_OK ||
-         (rc = fire_timers_until(st, ev.t_ns, err)) != AS_OK)) {
-      locate_error(st, src, &ev, err); /* a timer due before this event */
-      return rc;
-    }
-    st->now_ns = ev.t_ns;
-    rc = dispatch(st, src, &ev, err);
-    if (rc != AS_OK && rc != AS_DONE) {
-      locate_error(st, src, &ev, err);
-      return rc;
-    }
-    st->res->events++;
-    note_peak(st);
-    if (st->res->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0 &&
-        (rc = check_memory(st, src, err)) != AS_OK)
-      return rc;
-  }
+  while ((rc = trace_source_batch(src, &one, &evs, &n, err)) == AS_OK)
+    for (size_t i = 0; i < n; i++)
+      if ((rc = replay_event(st, src, &evs[i], err)) != AS_OK)
+        return rc;
   return rc == AS_DONE ? AS_OK : rc;
 }
 

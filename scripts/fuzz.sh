@@ -41,6 +41,8 @@ seed() {
         tests/data/callsites.trace; do
         "$build_dir/cli/allocsim" convert "$t" \
           "$dir/$(basename "$t" .trace).astrace" 2>/dev/null
+        "$build_dir/cli/allocsim" convert "$t" --format binary-v2 \
+          "$dir/$(basename "$t" .trace)-v2.astrace" 2>/dev/null
       done ;;
     fuzz_import_mtrace)
       cp tests/data/mtrace_*.log "$dir"/ ;;

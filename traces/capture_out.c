@@ -145,7 +145,7 @@ as_status_t capture_out_open(capture_guard_t *g, const char *path,
     return as_err_set(err, AS_ENOMEM, "%s: out of memory", path);
   }
   /* Binary: the writer buffers whole records; text: a buffer of lines. */
-  if (fmt == TRACE_FORMAT_BINARY)
+  if (fmt != TRACE_FORMAT_TEXT)
     setvbuf(f, NULL, _IONBF, 0);
   else
     setvbuf(f, NULL, _IOFBF, (size_t)1 << 16);

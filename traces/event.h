@@ -218,6 +218,15 @@ struct trace_source_methods_s {
   /* Where the last event next() returned sits in the file: "line 12",
    * "byte offset 345".  NULL for sources that are not files. */
   void (*where)(const trace_source_t *src, char *buf, size_t len);
+  /* Optional: the next events in place, *n >= 1 of them at *evs, which the
+   * caller may change; valid until the next call on src.  AS_OK, AS_DONE
+   * (*n = 0) or an error as for next().  where() then names the batch. */
+  as_status_t (*batch)(trace_source_t *src, trace_event_t **evs, size_t *n,
+                       as_err_t *err);
+  /* Optional, with batch: where event ev of the last batch sits in the
+   * file, as where() says it for the last event next() returned. */
+  void (*where_event)(const trace_source_t *src, const trace_event_t *ev,
+                      char *buf, size_t len);
 };
 struct trace_source_s {
   const trace_source_methods_t *methods;   /* must be first */
@@ -229,6 +238,19 @@ static inline as_status_t trace_source_next(trace_source_t *src,
                                             trace_event_t *ev, as_err_t *err) {
   return src->methods->next(src, ev, err);
 }
+/* The next events: the source's batch when it has one, else one event
+ * read into *one.  Sets *evs and *n as batch() does. */
+static inline as_status_t trace_source_batch(trace_source_t *src,
+                                             trace_event_t  *one,
+                                             trace_event_t **evs, size_t *n,
+                                             as_err_t *err) {
+  if (src->methods->batch != NULL)
+    return src->methods->batch(src, evs, n, err);
+  as_status_t rc = src->methods->next(src, one, err);
+  *evs = one;
+  *n = rc == AS_OK;
+  return rc;
+}
 /* src's where() into buf, or "" when it has none. */
 static inline void trace_source_where(const trace_source_t *src, char *buf,
                                       size_t len) {
@@ -236,6 +258,19 @@ static inline void trace_source_where(const trace_source_t *src, char *buf,
     buf[0] = '\0';
   if (src->methods->where != NULL)
     src->methods->where(src, buf, len);
+}
+/* Where ev, the last event next() gave or one of the last batch, sits in
+ * the file: where_event() when src has it, else where(). */
+static inline void trace_source_where_event(const trace_source_t *src,
+                                            const trace_event_t *ev, char *buf,
+                                            size_t len) {
+  if (src->methods->where_event != NULL) {
+    if (len > 0)
+      buf[0] = '\0';
+    src->methods->where_event(src, ev, buf, len);
+  } else {
+    trace_source_where(src, buf, len);
+  }
 }
 static inline void trace_source_close(trace_source_t *src) {
   if (src != NULL)

@@ -117,6 +117,8 @@ as_status_t trace_writer_open_stream(FILE *f, const char *name,
                                      trace_writer_t **out, as_err_t *err) {
   if (format == TRACE_FORMAT_BINARY)
     return trace_binary_writer_open_stream(f, name, meta, out, err);
+  if (format == TRACE_FORMAT_BINARY_V2)
+    return trace_binary_writer_open_version(f, name, meta, 2, out, err);
   return trace_text_writer_open_stream(f, name, meta, out, err);
 }
 

@@ -17,7 +17,9 @@
 
 typedef enum trace_format_e {
   TRACE_FORMAT_TEXT,
-  TRACE_FORMAT_BINARY
+  TRACE_FORMAT_BINARY,   /* version 3, blocks (written by default) */
+  TRACE_FORMAT_BINARY_V2 /* version 2, record after record: for allocsim
+                            releases that read no version 3 */
 } trace_format_t;
 
 /* Opens path, detecting the format from its first bytes ("-" = stdin). */
@@ -90,6 +92,13 @@ as_status_t trace_writer_open_stream(FILE *f, const char *name,
                                      trace_format_t      format,
                                      const trace_meta_t *meta,
                                      trace_writer_t **out, as_err_t *err);
+/* The binary writer of a chosen version: 3 (blocks, the default) or 2
+ * (one record after another, for readers older than version 3). */
+as_status_t trace_binary_writer_open_version(FILE *f, const char *name,
+                                             const trace_meta_t *meta,
+                                             unsigned            version,
+                                             trace_writer_t    **out,
+                                             as_err_t           *err);
 as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
                                           const trace_meta_t *meta,
                                           trace_writer_t **out, as_err_t *err);

@@ -22,7 +22,7 @@
 
 /* 8 magic bytes, version 1 (no trailer), no provenance: records start at
  * offset 11.  Hand-made inputs below use it so that their records need no
- * checksum; the writer writes version 2. */
+ * checksum; the writer writes version 3 unless asked for 2. */
 #define HDR     "ASTRACE\0\x01\x00\x00"
 #define HDR_LEN 11
 
@@ -42,6 +42,23 @@ static uint64_t doc_checksum(const uint8_t *p, size_t n) {
       w |= (uint64_t)p[i + k] << (8 * k);
     h = rotl29_mul(h, w);
   }
+  return rotl29_mul(h, n);
+}
+
+/* Version 3's checksum: four such hashes, word i into hash i mod 4, mixed
+ * in order into a fifth, then the byte count (docs/trace-format.md). */
+static uint64_t doc_checksum_v3(const uint8_t *p, size_t n) {
+  uint64_t lane[4], h = UINT64_C(0x243F6A8885A308D3);
+  for (int l = 0; l < 4; l++)
+    lane[l] = h;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w = 0;
+    for (size_t k = 0; k < 8 && i + k < n; k++)
+      w |= (uint64_t)p[i + k] << (8 * k);
+    lane[i / 8 % 4] = rotl29_mul(lane[i / 8 % 4], w);
+  }
+  for (int l = 0; l < 4; l++)
+    h = rotl29_mul(h, lane[l]);
   return rotl29_mul(h, n);
 }
 
@@ -87,20 +104,26 @@ static trace_source_t *open_bytes(const void *data, size_t len,
   return src;
 }
 
-/* Encodes n events as binary with meta. */
-static buf_t encode(const trace_event_t *evs, size_t n,
-                    const trace_meta_t *meta) {
+/* Encodes n events as binary of the given version with meta. */
+static buf_t encode_version(const trace_event_t *evs, size_t n,
+                            const trace_meta_t *meta, unsigned version) {
   buf_t           out = {0};
   FILE           *mem = open_memstream(&out.data, &out.len);
   trace_writer_t *w;
   as_err_t        err = {0};
   assert_int_equal(
-      trace_writer_open_stream(mem, "out", TRACE_FORMAT_BINARY, meta, &w, &err),
+      trace_binary_writer_open_version(mem, "out", meta, version, &w, &err),
       AS_OK);
   for (size_t i = 0; i < n; i++)
     assert_int_equal(trace_writer_write(w, &evs[i], &err), AS_OK);
   assert_int_equal(trace_writer_close(w, &err), AS_OK);
   return out;
+}
+
+/* Version 2, whose bytes most tests below take apart. */
+static buf_t encode(const trace_event_t *evs, size_t n,
+                    const trace_meta_t *meta) {
+  return encode_version(evs, n, meta, 2);
 }
 
 /* Reads binary bytes named "t.astrace" to the end (leniently or not): the
@@ -322,12 +345,12 @@ static void bad_magic_is_not_an_allocsim_binary_trace(void **state) {
 
 static void unsupported_version_is_reported_at_offset_8(void **state) {
   (void)state;
-  expect_error("ASTRACE\0\x03\x00\x00", 11,
-               "t.astrace: byte offset 8: unsupported version 3, expected 1 "
-               "to 2");
+  expect_error("ASTRACE\0\x04\x00\x00", 11,
+               "t.astrace: byte offset 8: unsupported version 4, expected 1 "
+               "to 3");
   expect_error("ASTRACE\0\x00\x00\x00", 11,
                "t.astrace: byte offset 8: unsupported version 0, expected 1 "
-               "to 2");
+               "to 3");
   expect_error("ASTRACE\0\x01", 9,
                "t.astrace: truncated header at byte offset 8: expected the "
                "version, got end of file");
@@ -771,17 +794,30 @@ static void errors_past_the_first_window_name_the_right_offset(void **state) {
  * file (the checked path): both must give back exactly what was written. */
 static void boundary_values_decode_identically_on_both_paths(void **state) {
   (void)state;
+  /* Varint boundaries (version 2) and byte-length ones (version 3). */
   static const uint64_t vals[] = {0,
                                   1,
                                   127,
                                   128,
+                                  255,
+                                  256,
                                   16383,
                                   16384,
+                                  65535,
+                                  65536,
                                   2097151,
                                   2097152,
+                                  16777215,
+                                  16777216,
                                   268435455,
                                   268435456,
                                   UINT32_MAX,
+                                  (uint64_t)1 << 32,
+                                  ((uint64_t)1 << 40) - 1,
+                                  (uint64_t)1 << 40,
+                                  ((uint64_t)1 << 48) - 1,
+                                  (uint64_t)1 << 48,
+                                  ((uint64_t)1 << 56) - 1,
                                   (uint64_t)1 << 56,
                                   UINT64_MAX / 2,
                                   UINT64_MAX};
@@ -814,8 +850,11 @@ static void boundary_values_decode_identically_on_both_paths(void **state) {
   }
   for (size_t i = 0; i < PAD; i++)
     evs[n++] = (trace_event_t){.t_ns = t, .op = TRACE_THREAD_START};
-  for (int tail = 0; tail < 2; tail++) {
-    /* tail 0: edge records first, padding after; tail 1: the reverse. */
+  for (int run = 0; run < 4; run++) {
+    /* tail 0: edge records first, padding after; tail 1: the reverse;
+     * versions 2 and 3. */
+    int                  tail = run & 1;
+    unsigned             version = run < 2 ? 2 : 3;
     const trace_event_t *order[NE + PAD];
     for (size_t i = 0; i < NE + PAD; i++)
       order[i] = tail ? &evs[(i + NE) % (NE + PAD)] : &evs[i];
@@ -827,7 +866,7 @@ static void boundary_values_decode_identically_on_both_paths(void **state) {
         seq[i].t_ns = tt; /* keep time non-decreasing after reordering */
       tt = seq[i].t_ns;
     }
-    buf_t           b = encode(seq, NE + PAD, NULL);
+    buf_t           b = encode_version(seq, NE + PAD, NULL, version);
     trace_source_t *src = open_bytes(b.data, b.len, "edge.astrace");
     as_err_t        err = {0};
     trace_event_t   ev;
@@ -850,6 +889,240 @@ static void boundary_values_decode_identically_on_both_paths(void **state) {
   }
 }
 
+/* ---- Version 3: blocks -------------------------------------------------- */
+
+/* 8 magic bytes, version 3, no provenance: the first block at offset 11. */
+#define HDR3 "ASTRACE\0\x03\x00\x00"
+
+static void version3_writer_emits_the_documented_bytes(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      {.t_ns = 0, .op = TRACE_MALLOC, .id = 1, .size = 64},
+      {.t_ns = 10, .op = TRACE_FREE, .id = 1, .domain = TRACE_DOMAIN_OBJ},
+      {.t_ns = 300, .thread = 3, .op = TRACE_MARK, .label = "p"},
+  };
+  buf_t                b = encode_version(evs, 3, NULL, 3);
+  static const uint8_t want[] = {
+      'A',  'S',  'T',  'R',  'A',  'C', 'E', 0, 3, 0, 0, /* header, no pairs */
+      3,    3,    3,    6, /* 3 events, 3 shapes, 3 data bytes, 6 rare bytes */
+      0x00, 0x12,    /* malloc raw, same thread, no dt, 1-byte id and size */
+      0x4B, 0x00,    /* free obj, same thread, 1-byte dt, id +0 */
+      0x0C, 0x00,    /* rare */
+      0,    1,    2, /* ops: each event's shape */
+      0x02, 0x40,    /* malloc: zigzag(+1), 64 */
+      0x0A,          /* free: dt 10 */
+      0x07, 0xA2, 0x02, 0x03, 0x01, 'p', /* mark: dt 290, thread 3, "p" */
+      0x00,                              /* end byte */
+      0x03};                             /* trailer: 3 events, checksum */
+  assert_int_equal(b.len, sizeof want + 8);
+  assert_memory_equal(b.data, want, sizeof want);
+  uint64_t sum = doc_checksum_v3(want + 11, sizeof want - 11 - 2);
+  for (int k = 0; k < 8; k++)
+    assert_int_equal((uint8_t)b.data[sizeof want + (size_t)k],
+                     (uint8_t)(sum >> (8 * k)));
+  free(b.data);
+}
+
+/* Events of the test generator, as next() and as batches give them. */
+static void expect_gen_events(const trace_event_t *got, size_t n,
+                              uint64_t first, gen_t *g) {
+  trace_event_t ev;
+  for (size_t i = 0; i < n; i++) {
+    gen_event(g, first + i, &ev);
+    if (ev.op == TRACE_MARK)
+      assert_string_equal(got[i].label, ev.label);
+    else
+      assert_null(got[i].label);
+    assert_int_equal(got[i].t_ns, ev.t_ns);
+    assert_int_equal(got[i].thread, ev.thread);
+    assert_int_equal(got[i].op, ev.op);
+    assert_int_equal(got[i].id, ev.id);
+    assert_int_equal(got[i].size, ev.size);
+    assert_int_equal(got[i].align, ev.align);
+    assert_int_equal(got[i].domain, ev.domain);
+  }
+}
+
+/* Batches and single events, alternating, read the same events; a batch
+ * after some single events hands out the rest of its block. */
+static void version3_batches_and_single_events_agree(void **state) {
+  (void)state;
+  enum { N = 250000 };
+  trace_event_t *evs = calloc(N, sizeof *evs);
+  assert_non_null(evs);
+  gen_t g = {.state = 11};
+  for (size_t i = 0; i < N; i++)
+    gen_event(&g, i, &evs[i]);
+  buf_t b = encode_version(evs, N, NULL, 3);
+  free(evs);
+  trace_source_t *src = open_bytes(b.data, b.len, "b.astrace");
+  assert_non_null(src->methods->batch);
+  gen_t         check = {.state = 11};
+  trace_event_t one, *batch;
+  size_t        got, seen = 0, batches = 0;
+  as_err_t      err = {0};
+  as_status_t   rc = AS_OK;
+  while (rc == AS_OK) {
+    for (int k = 0; k < 3 && (rc = trace_source_next(src, &one, &err)) == AS_OK;
+         k++) {
+      expect_gen_events(&one, 1, seen, &check);
+      seen++;
+    }
+    if (rc == AS_OK &&
+        (rc = trace_source_batch(src, &one, &batch, &got, &err)) == AS_OK) {
+      assert_true(got >= 1 && got <= 1024);
+      expect_gen_events(batch, got, seen, &check);
+      seen += got;
+      batches++;
+    }
+  }
+  assert_int_equal(rc, AS_DONE);
+  assert_int_equal(seen, N);
+  assert_true(batches >= N / 1024);
+  trace_source_close(src);
+  assert_true(b.len < (size_t)N * 6); /* smaller than version 2's varints */
+  free(b.data);
+}
+
+/* More shapes than a block's table holds: the writer starts a new block,
+ * and every event reads back. */
+static void version3_more_than_256_shapes_split_the_block(void **state) {
+  (void)state;
+  enum { N = 4 * 3 * 8 * 8 };
+  static const uint64_t len_vals[8] = {0,
+                                       1,
+                                       300,
+                                       70000,
+                                       1u << 25,
+                                       (uint64_t)1 << 33,
+                                       (uint64_t)1 << 41,
+                                       (uint64_t)1 << 60};
+  static const uint8_t  ops[4] = {TRACE_MALLOC, TRACE_CALLOC, TRACE_REALLOC,
+                                  TRACE_FREE};
+  trace_event_t         evs[N];
+  uint64_t              t = 0;
+  for (size_t i = 0; i < N; i++) {
+    t += len_vals[i % 8] >> 8; /* time deltas of every length */
+    evs[i] = (trace_event_t){
+        .t_ns = t,
+        .op = ops[i / 192],
+        .domain = (uint8_t)(i / 64 % 3),
+        .id = i,
+        .size = ops[i / 192] == TRACE_FREE ? 0 : len_vals[i / 8 % 8]};
+  }
+  buf_t           b = encode_version(evs, N, NULL, 3);
+  trace_source_t *src = open_bytes(b.data, b.len, "s.astrace");
+  trace_event_t   ev;
+  as_err_t        err = {0};
+  for (size_t i = 0; i < N; i++) {
+    assert_int_equal(trace_source_next(src, &ev, &err), AS_OK);
+    assert_int_equal(ev.t_ns, evs[i].t_ns);
+    assert_int_equal(ev.op, evs[i].op);
+    assert_int_equal(ev.domain, evs[i].domain);
+    assert_int_equal(ev.id, evs[i].id);
+    assert_int_equal(ev.size, evs[i].size);
+  }
+  assert_int_equal(trace_source_next(src, &ev, &err), AS_DONE);
+  trace_source_close(src);
+  assert_true(b.data[11] != (char)0x80); /* the first block is not whole */
+  free(b.data);
+}
+
+/* Cut anywhere, a version 3 file is an error; leniently, it reads the
+ * events of its whole blocks. */
+static void version3_cuts_read_to_the_last_whole_block(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  trace_event_t *evs = calloc(N, sizeof *evs);
+  assert_non_null(evs);
+  gen_t g = {.state = 5};
+  for (size_t i = 0; i < N; i++)
+    gen_event(&g, i, &evs[i]);
+  evs[0].op = TRACE_FREE; /* no mark: blocks of 1,024 events */
+  evs[0].label = NULL;
+  evs[0].id = 0;
+  buf_t  full = encode_version(evs, N, NULL, 3);
+  size_t ends[3]; /* where the blocks end: before the end byte */
+  for (size_t k = 1; k <= 2; k++) {
+    buf_t part = encode_version(evs, 1024 * k, NULL, 3);
+    ends[k] = part.len - 1 - 1 - 8 - 1; /* end byte, count, sum; 2 bytes of
+                                           count for 1024 and 2048 */
+    free(part.data);
+  }
+  ends[0] = 11;
+  for (size_t cut = 11; cut < full.len; cut += 7) {
+    size_t   n;
+    as_err_t err;
+    char     why[200];
+    assert_int_equal(read_bytes(full.data, cut, &n, &err), AS_EFORMAT);
+    assert_int_equal(read_bytes_as(full.data, cut, true, &n, &err, why),
+                     AS_DONE);
+    size_t whole = cut >= ends[2] ? 2048 : cut >= ends[1] ? 1024 : 0;
+    if (cut + 12 > full.len)
+      whole = N; /* only the end byte or trailer is cut */
+    assert_int_equal(n, whole);
+    assert_true(why[0] != '\0');
+  }
+  free(full.data);
+  free(evs);
+}
+
+/* Each kind of bad block is refused with its offset. */
+static void version3_bad_blocks_name_their_offset(void **state) {
+  (void)state;
+  static const struct {
+    const char *bytes;
+    size_t      len;
+    const char *msg;
+  } cases[] = {
+#define CASE(s, m) {HDR3 s, sizeof(HDR3 s) - 1, m}
+      CASE("\x01\x01\x00\x00\x0F\x00\x00",
+           "t.astrace: byte offset 15: expected a shape (op, domain 0-2, "
+           "field lengths; free without a size; or 0x000c), got 0x000f"),
+      CASE("\x01\x01\x00\x00\x03\x10\x00",
+           "t.astrace: byte offset 15: expected a shape (op, domain 0-2, "
+           "field lengths; free without a size; or 0x000c), got 0x1003"),
+      CASE("\x01\x01\x00\x00\x00\x00\x01",
+           "t.astrace: byte offset 17: an event names shape 1 of the "
+           "block's 1"),
+      CASE("\x01\x01\x00\x00\x00\x10\x00",
+           "t.astrace: byte offset 18: event 0 of the block at byte offset "
+           "11 runs past the block's data column"),
+      CASE("\x01\x01\x01\x00\x00\x00\x00\x07",
+           "t.astrace: byte offset 11: the block's events use 0 of its 1 "
+           "data bytes and 0 of its 0 rare bytes"),
+      CASE("\x02\x01\x00\x04\x0C\x00\x00\x00\x87\x01\x01p\x87",
+           "t.astrace: byte offset 19: a mark must be the last event of its "
+           "block (event 1 of 2)"),
+      CASE("\x01\x01\x00\x01\x0C\x00\x00\x0F",
+           "t.astrace: byte offset 18: unknown op byte 0x0f, expected an op "
+           "0-14 with domain bits only on ops 0-4 and 14 (or 1 on op 10), "
+           "0x1f, 0x2f or 0x0f"),
+      CASE("\x01\x01\x00\x01\x0C\x00\x00\x07",
+           "t.astrace: byte offset 18: event 0 of the block at byte offset "
+           "11 runs past the block's rare column"),
+      CASE("\x81\x08\x01\x00\x00",
+           "t.astrace: byte offset 11: expected a block's event count 1 to "
+           "1024"),
+      CASE("\x01\x81\x02\x00\x00",
+           "t.astrace: byte offset 12: expected a block's shape count 1 to "
+           "256"),
+      CASE("\x01\x01\x81\x80\x08\x00",
+           "t.astrace: byte offset 13: expected a block's data column length "
+           "0 to 131072"),
+      CASE("\x01\x01\x80\x80\x08\x00",
+           "t.astrace: byte offset 11: expected a block of at most 131072 "
+           "bytes, got 131075"),
+      CASE("\x02\x01\x10\x00\xC0\x01\x00\x00"
+           "\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01\x00\x00\x00\x00\x00\x00\x00",
+           "t.astrace: byte offset 27: event 1 of the block at byte offset "
+           "11: time overflows 2^64 ns"),
+#undef CASE
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_error(cases[i].bytes, cases[i].len, cases[i].msg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(writer_emits_the_documented_bytes),
@@ -870,6 +1143,11 @@ int main(void) {
       cmocka_unit_test(million_events_round_trip_through_files),
       cmocka_unit_test(compressed_traces_read_as_written),
       cmocka_unit_test(errors_past_the_first_window_name_the_right_offset),
+      cmocka_unit_test(version3_writer_emits_the_documented_bytes),
+      cmocka_unit_test(version3_batches_and_single_events_agree),
+      cmocka_unit_test(version3_more_than_256_shapes_split_the_block),
+      cmocka_unit_test(version3_cuts_read_to_the_last_whole_block),
+      cmocka_unit_test(version3_bad_blocks_name_their_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
