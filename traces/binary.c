@@ -247,14 +247,15 @@ static void sum_init(bin_sum_t *s, unsigned version) {
 }
 
 static inline void sum_word(bin_sum_t *s, uint64_t w) {
-  unsigned l = (unsigned)(s->words++ % s->lanes);
+  unsigned l = (unsigned)(s->words++ & (s->lanes - 1)); /* lanes: 1 or 4 */
   s->h[l] = sum_mix(s->h[l], w);
 }
 
 /* n whole words at p (little-endian host, checked above). */
 static void sum_words(bin_sum_t *s, const uint8_t *p, size_t n) {
   uint64_t w[BIN_SUM_LANES_MAX];
-  for (; n > 0 && (s->lanes == 1 || s->words % s->lanes != 0); n--, p += 8) {
+  for (; n > 0 && (s->lanes == 1 || (s->words & (s->lanes - 1)) != 0);
+       n--, p += 8) {
     memcpy(w, p, 8);
     sum_word(s, w[0]);
   }
