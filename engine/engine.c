@@ -318,7 +318,8 @@ static inline as_status_t set_size(engine_state_t *st, uint64_t id,
   return rc;
 }
 
-/* ": line 12" / ": byte offset 345" for src's last event, or "". */
+/* ": line 12" / ": byte offset 345" for ev, the event src gave last (or
+ * one of its last batch), or "". */
 static void event_where(const trace_source_t *src, const trace_event_t *ev,
                         char *buf, size_t len) {
   char at[40];

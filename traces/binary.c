@@ -334,7 +334,7 @@ typedef struct bin_src_s {
   char           path[TRACE_PATH_MAX + 1];
   trace_frame_t  frames[TRACE_FRAMES_MAX];
   trace_defs_t   defs;           /* modules and sites defined so far */
-  unsigned       version;        /* 1 or 2 */
+  unsigned       version;        /* 1 to 3 */
   uint64_t       records;        /* decoded so far */
   bin_sum_t      sum;            /* of the record bytes before sum_from */
   const uint8_t *sum_from;       /* first record byte not yet hashed, or NULL
@@ -1070,24 +1070,6 @@ static as_status_t blk_rare(bin_src_t *s, trace_event_t *ev, size_t index,
   return AS_OK;
 }
 
-/* Fills ev with a common event. */
-static ALWAYS_INLINE void blk_event(trace_event_t *ev, const blk_shape_t *sh,
-                                    uint64_t t, uint64_t id, uint64_t size,
-                                    uint32_t thread) {
-  ev->t_ns = t;
-  ev->id = id;
-  ev->size = size;
-  ev->align = ev->offset = ev->prev_size = 0;
-  ev->thread = thread;
-  ev->op = sh->op;
-  ev->domain = sh->domain;
-  ev->flags = 0;
-  ev->label = NULL;
-  ev->site = 0;
-  ev->frames = NULL;
-  ev->nframes = 0;
-}
-
 /* A common event's field k from its data at p. */
 static ALWAYS_INLINE uint64_t blk_field(const uint8_t *p, const blk_shape_t *sh,
                                         unsigned k) {
@@ -1134,7 +1116,8 @@ static as_status_t blk_decode(bin_src_t *s, const blk_shape_t *shapes,
                       offset_of(s, p - sh->len), i, s->blk_off);
     thread = (thread & sh->keep_thread) | ((uint32_t)th & ~sh->keep_thread);
     id += (zz >> 1) ^ (0 - (zz & 1)); /* un-zigzag, modulo 2^64 */
-    blk_event(&out[i], sh, t, id, size, thread);
+    trace_event_set(&out[i], t, sh->op, sh->domain, id, size);
+    out[i].thread = thread;
   }
   if (p != c->data_end || rare != c->rare_end)
     return blk_fail(s, err,
