@@ -36,6 +36,7 @@
 #include "../sim/host.h"
 #include "../sim/units.h"
 #include "../traces/addr_ids.h"
+#include "../traces/capture_stream.h"
 #include "../traces/helper_path.h"
 #include "../traces/import_util.h"
 #include "../traces/machine.h"
@@ -699,6 +700,7 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
   case ORACLE_R_READY:
     r->baseline_rss_bytes = res->a;
     as_format_fits(r->library, sizeof r->library, "%.231s", res->text);
+    r->allocator_version = res->b;
     k->ready = true;
     break;
   case ORACLE_R_MARK:
@@ -859,6 +861,25 @@ static as_status_t meta_u64(trace_meta_t *m, const char *key, uint64_t v,
   return trace_meta_set(m, key, buf, err);
 }
 
+/* The release the replayer found, under the key the model's version
+ * option reads (models/mimalloc.c, models/tcmalloc.c), so that compare
+ * replays the release the oracle ran. */
+static as_status_t meta_version(trace_meta_t *m, const oracle_opts_t *o,
+                                const oracle_run_t *r, as_err_t *err) {
+  char     v[32];
+  uint64_t n = r->allocator_version;
+  if (n == 0 || n > UINT32_MAX)
+    return AS_OK;
+  if (o->allocator == ORACLE_MIMALLOC) {
+    capture_mimalloc_version((uint32_t)n, v, sizeof v);
+    return meta_put(m, "mimalloc_version", v, err);
+  }
+  if (o->allocator != ORACLE_TCMALLOC)
+    return AS_OK;
+  capture_tcmalloc_version((uint32_t)n, v, sizeof v);
+  return meta_put(m, "tcmalloc_version", v, err);
+}
+
 /* The allocator the oracle ran, for record and compare: LD_PRELOAD picks
  * the model of a preloaded allocator (models/env.h), --env knobs its
  * options, "model"/"libc" name musl's when that model is registered. */
@@ -880,6 +901,8 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
     if ((rc = meta_put(m, key, o->env[i] + len + 1, err)) != AS_OK)
       return rc;
   }
+  if ((rc = meta_version(m, o, r, err)) != AS_OK)
+    return rc;
   char libc[64];
   as_format_fits(libc, sizeof libc, "glibc %s", gnu_get_libc_version());
   /* The glibc model's version knob reads it (models/glibc.c); the musl

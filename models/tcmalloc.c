@@ -12,7 +12,10 @@
  * real lists, and replays the page heap's best-fit search, coalescing and
  * round-robin release exactly.  Citations are to gperftools tag
  * gperftools-2.10, whose src/ is byte-identical to Debian's 2.10-1 source
- * (its patches touch only pprof).
+ * (its patches touch only pprof), unless they name 2.15 or 2.16: the
+ * option version models those releases' few differences (pre-main calls,
+ * the first thread cache, TLS size, the mmap hint; docs/models/tcmalloc.md
+ * "Releases").
  *
  * Measured here, and modelled (docs/models/tcmalloc.md):
  *   - The release rate is a C++ global with a dynamic initializer
@@ -116,7 +119,10 @@
  * text around it (Linux mm/memory.c do_fault_around, fault_around_bytes
  * 65536).  RSS grew by exactly these 128 KiB in every C run. */
 #define TC_STL_WINDOW (UINT64_C(64) << 10)
-#define TC_NIL        0u
+/* 2.16 src/thread_cache_ptr.cc:66-90 SlowTLS::Entry: cache pointer, two
+ * bools, thread id, next, prev (x86-64: 40 bytes). */
+#define TC_SLOWTLS_ENTRY_BYTES 40
+#define TC_NIL                 0u
 
 #define TCMALLOC_OPTIONS(X)                                                    \
   X(TO_RELEASE_RATE, "release_rate", OPT_DECIMAL, "1.0", "", NULL,             \
@@ -167,6 +173,11 @@
     "RSS of anonymous memory only (allocsim oracle) never has them",           \
     "count the 128 KiB of libstdc++ text the large-span sets page in "         \
     "(false where RSS is anonymous memory only)")                              \
+  X(TO_VERSION, "version", OPT_ENUM, "2.10", "", "2.10|2.15|2.16",             \
+    "meta:tcmalloc_version",                                                   \
+    "gperftools tags gperftools-2.10 (Debian 12), -2.15 (Ubuntu 24.04), "      \
+    "-2.16 (Debian 13); docs/models/tcmalloc.md lists what differs",           \
+    "gperftools release whose behaviour to model")                             \
   NPTL_STACK_OPTIONS(X, TO_STACK_SIZE, TO_THREAD_STACK_PAGES)
 
 enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
@@ -343,6 +354,9 @@ typedef struct tpagemap_s {
   uint64_t   cap, used;
 } tpagemap_t;
 
+/* The gperftools releases modelled (option version). */
+typedef enum tc_version_e { TC_V2_10, TC_V2_15, TC_V2_16 } tc_version_t;
+
 typedef struct tcmalloc_model_s {
   model_t       base; /* must be first */
   sim_kernel_t *kernel;
@@ -350,9 +364,10 @@ typedef struct tcmalloc_model_s {
   as_err_t      ferr;
 
   /* options */
-  double   release_rate;
-  uint64_t heap_limit_mb;
-  bool     aggressive, skip_sbrk, disable_release;
+  tc_version_t version;
+  double       release_rate;
+  uint64_t     heap_limit_mb;
+  bool         aggressive, skip_sbrk, disable_release;
   bool     flags_ready; /* false while the pre-main calls run (file comment) */
   unsigned page_shift;
   uint64_t page;      /* tcmalloc page size */
@@ -379,6 +394,7 @@ typedef struct tcmalloc_model_s {
   int64_t   release_index;
   uint64_t  system_taken; /* TCMalloc_SystemTaken */
   bool      sbrk_failed, mmap_failed;
+  uint64_t  mmap_hint;   /* 2.16 MmapSysAllocator::hint_ */
   uint64_t *leaves_made; /* pagemap leaves (TCMalloc_PageMap2), sorted */
   uint64_t  nleaves, capleaves;
 
@@ -494,18 +510,41 @@ static sim_addr_t sbrk_alloc(tcmalloc_model_t *t, uint64_t size,
   return cur + extra;
 }
 
-/* MmapSysAllocator::Alloc (system-alloc.cc:278-344): the simulated mmap
- * aligns by itself where the real one over-maps and trims. */
+/* 2.16's first try (system-alloc.cc:295-317): continue the previous
+ * mapping at its end; a mapping placed elsewhere is kept when it has the
+ * alignment, else unmapped.  0 when the full logic must run. */
+static sim_addr_t mmap_at_hint(tcmalloc_model_t *t, uint64_t size,
+                               uint64_t align) {
+  as_err_t   e;
+  sim_addr_t a;
+  if (t->mmap_hint == 0 || t->mmap_hint + size <= size ||
+      (t->mmap_hint & (align - 1)) != 0)
+    return 0;
+  if (sim_kernel_mmap_hint(t->kernel, t->mmap_hint, size, SIM_PROT_RW,
+                           SIM_OWNER_TCMALLOC, &a, &e) != AS_OK)
+    return 0; /* MAP_FAILED is not aligned: the full logic runs */
+  if ((a & (align - 1)) == 0)
+    return a;
+  kcheck(t, sim_kernel_munmap(t->kernel, a, size, &e), &e);
+  return 0;
+}
+
+/* MmapSysAllocator::Alloc (2.10 system-alloc.cc:278-344, 2.16 278-350):
+ * the simulated mmap aligns by itself where the real one over-maps and
+ * trims.  2.16 remembers where the last mapping ended (hint_). */
 static sim_addr_t mmap_alloc(tcmalloc_model_t *t, uint64_t size,
                              uint64_t *actual, uint64_t align) {
   as_err_t   e;
-  sim_addr_t a;
+  sim_addr_t a = 0;
   if (align < t->os_page)
     align = t->os_page;
   size = (size + align - 1) / align * align;
-  if (sim_kernel_mmap(t->kernel, size, align, SIM_PROT_RW, SIM_OWNER_TCMALLOC,
-                      &a, &e) != AS_OK)
+  if (t->version == TC_V2_16)
+    a = mmap_at_hint(t, size, align);
+  if (a == 0 && sim_kernel_mmap(t->kernel, size, align, SIM_PROT_RW,
+                                SIM_OWNER_TCMALLOC, &a, &e) != AS_OK)
     return 0;
+  t->mmap_hint = a + size;
   *actual = size;
   return a;
 }
@@ -1808,11 +1847,43 @@ static bool init_static_vars(tcmalloc_model_t *t) {
   return t->fail == AS_OK;
 }
 
+/* 2.16's calls before main (measured with gdb on tc_malloc/tc_free/tc_new:
+ * malloc(72704), then malloc(1) + free twice; the MallocExtension lives in
+ * static storage, 2.16 src/tcmalloc.cc:1211-1215).  The first malloc finds
+ * no thread-specific key: GetReallySlow makes the thread's cache and a
+ * leaked SlowTLS entry for it (src/thread_cache_ptr.cc:267-300).  The free
+ * before InitThreadCachePtrLate sees no fast-path cache and goes to the
+ * central list (tcmalloc.cc:1575, 1627-1629); the malloc after it adopts
+ * the same cache as the thread's own (thread_cache_ptr.cc:180-195, 221-
+ * 229), so, unlike 2.10, no cache is leaked. */
+static void premain_216(tcmalloc_model_t *t) {
+  uint32_t cl;
+  int32_t  tc = cache_of(t, 0, true);
+  if (tc < 0 || !size_class(t, TC_PREMAIN_POOL, &cl))
+    return;
+  touch(t, meta_alloc(t, TC_SLOWTLS_ENTRY_BYTES), TC_SLOWTLS_ENTRY_BYTES);
+  tc_allocate(t, tc, cl);
+  size_class(t, 1, &cl);
+  tobj_t o = tc_allocate(t, tc, cl);
+  if (o != 0)
+    insert_range(t, cl, &o, 1);
+  o = do_malloc(t, 0, 1);
+  if (o != 0)
+    do_free(t, 0, o);
+}
+
 /* The calls a Debian 12 process makes before main (file comment), while the
  * release-rate and heap-limit flags are still zero: libstdc++'s pool,
  * TCMallocGuard's malloc(1)/free before and after InitTSD, and the two
- * MallocExtension objects.  None of them is freed. */
+ * MallocExtension objects.  None of them is freed.  2.15 makes the same
+ * calls but the last two (measured with gdb): it constructs both objects
+ * in static space (2.15 src/tcmalloc.cc:1132, src/malloc_extension.cc:
+ * 206-210). */
 static void premain(tcmalloc_model_t *t) {
+  if (t->version == TC_V2_16) {
+    premain_216(t);
+    return;
+  }
   uint32_t cl;
   int32_t  first = new_cache(t); /* no thread-specific data yet */
   if (first < 0 || !size_class(t, TC_PREMAIN_POOL, &cl))
@@ -1825,6 +1896,8 @@ static void premain(tcmalloc_model_t *t) {
   o = do_malloc(t, 0, 1);       /* thread 0's own cache from here on */
   if (o != 0)
     do_free(t, 0, o);
+  if (t->version != TC_V2_10)
+    return;
   do_malloc(t, 0, 16); /* new TCMallocImplementation */
   do_malloc(t, 0, 8);  /* new MallocExtension */
 }
@@ -2250,6 +2323,7 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   t->page_shift = shifts[model_opt_u64(opts, TO_PAGE_SHIFT)];
   t->page = UINT64_C(1) << t->page_shift;
   t->max_pages = UINT64_C(1) << (20 - t->page_shift);
+  t->version = (tc_version_t)model_opt_i64(opts, TO_VERSION);
   t->release_rate = model_opt_decimal(opts, TO_RELEASE_RATE);
   t->heap_limit_mb = model_opt_u64(opts, TO_HEAP_LIMIT_MB);
   t->aggressive = model_opt_bool(opts, TO_AGGRESSIVE_DECOMMIT);
@@ -2271,8 +2345,10 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
       &t->nptl, ctx->kernel, model_opt_u64(opts, TO_STACK_SIZE),
       /* libtcmalloc_minimal.so.4 (2.10-1) has 88 bytes of TLS, 64-aligned:
        * _dl_get_tls_static_info gives 4352 with it preloaded, 4224 without
-       * (measured) */
-      model_opt_u64(opts, TO_THREAD_STACK_PAGES), 128, "tcmalloc", err);
+       * (measured); 2.16's 8 bytes (ThreadCachePtr::tls_data_) leave it at
+       * 4224 (measured, a build of the tag) */
+      model_opt_u64(opts, TO_THREAD_STACK_PAGES),
+      t->version == TC_V2_16 ? 0 : 128, "tcmalloc", err);
   if (src != AS_OK) {
     tc_destroy(&t->base);
     return src;
@@ -2323,8 +2399,9 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
 
 const model_methods_t model_tcmalloc_methods = {
     .name = "tcmalloc",
-    .summary = "gperftools 2.10 tcmalloc (Debian 12 libtcmalloc_minimal): "
-               "thread caches, central lists, page heap, scavenger",
+    .summary = "gperftools 2.10 tcmalloc (Debian 12 libtcmalloc_minimal; "
+               "2.15, 2.16 by version): thread caches, central lists, page "
+               "heap, scavenger",
     .options = tcmalloc_options,
     .preload = "libtcmalloc",
     .create = tc_create,

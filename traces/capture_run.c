@@ -434,6 +434,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
     capture_mimalloc_version(h->mimalloc_version, v, sizeof v);
     meta_put(&m, "mimalloc_version", v);
   }
+  if (h->tcmalloc_version != 0) {
+    capture_tcmalloc_version(h->tcmalloc_version, v, sizeof v);
+    meta_put(&m, "tcmalloc_version", v);
+  }
   if (h->exe[0] != '\0')
     meta_put(&m, "exe", h->exe);
   if (h->own_malloc[0] != '\0')

@@ -74,6 +74,10 @@ void capture_python_version(uint64_t hex, char *buf, size_t len);
  * 30403 (the spelling the mimalloc model's version option takes). */
 void capture_mimalloc_version(uint32_t v, char *buf, size_t len);
 
+/* "2.16" for gperftools' tc_version() as major * 100 + minor, 216 (the
+ * spelling the tcmalloc model's version option takes). */
+void capture_tcmalloc_version(uint32_t v, char *buf, size_t len);
+
 /* A converter for the stream that said *hello, writing its trace to out
  * (which it takes over and closes) in format, with provenance meta; name is
  * what messages call the stream. */

@@ -1275,6 +1275,48 @@ def oracle_rows(ctx, cases):
                  "lr" + "r" * len(ORACLE_ALLOCATORS))
 
 
+# Debian 12's release of each allocator with releases in data/oracle/releases.
+DEBIAN_RELEASE = {"tcmalloc": "2.10"}
+
+
+def release_runs(ctx):
+    """[(allocator, release, case, compare of that release's model, compare
+    of Debian 12's)] of data/oracle/releases/, each recorded in a scratch
+    store: the run's tcmalloc_version picks the model's release."""
+    db = os.path.join(ctx.scratch.name, "releases.db")
+    rows = []
+    for path in sorted(glob.glob(os.path.join(
+            ctx.root, "data", "oracle", "releases", "*--*"))):
+        name, _, case = os.path.basename(path).partition("--")
+        allocator, _, release = name.rpartition("-")
+        run = ctx.json("record", path, "--db", db, "--json")["run"]
+        rows.append((allocator, release,
+                     re.sub(r"\.(astrace|trace)(\.zst|\.gz)?$", "", case),
+                     ctx.compare_future(run, db),
+                     ctx.compare_future(run, db, "--model",
+                                        allocator + ":stl_text_pages=false,"
+                                        "version=" + DEBIAN_RELEASE[allocator])))
+    return [(a, r, c, own.result(), debian.result())
+            for a, r, c, own, debian in rows]
+
+
+def t_oracle_releases(ctx):
+    """Other releases than Debian 12's on the oracle, against the model of
+    that release and against the model of Debian's release."""
+    labels = dict(ORACLE_WORKLOADS + ORACLE_TRACES)
+    rows = []
+    for a, release, case, own, debian in release_runs(ctx):
+        peak = max(1, net_peak(own))
+        worst = [100.0 * oracle_worst(c) / peak for c in (own, debian)]
+        rows.append(["%s %s" % (a, release), labels.get(case, case),
+                     mib(net_peak(own), 2),
+                     bold_if("%.2f%%" % worst[0], worst[0] > ORACLE_TARGET_PCT),
+                     "%.2f%%" % worst[1]])
+    return table(["release", "case", "oracle peak MiB",
+                  "model of the release", "model of Debian 12's (2.10)"],
+                 rows, "llrrr")
+
+
 def t_oracle_workloads(ctx):
     return oracle_rows(ctx, ORACLE_WORKLOADS)
 
@@ -1550,6 +1592,7 @@ TABLES = {
     "jemalloc-published": t_jemalloc_published,
     "jemalloc-advise": t_jemalloc_advise,
     "oracle-workloads": t_oracle_workloads,
+    "oracle-releases": t_oracle_releases,
     "oracle-traces": t_oracle_traces,
     "heaptrack-imports": t_heaptrack_imports,
     "mimalloc-measured": t_mimalloc_measured,

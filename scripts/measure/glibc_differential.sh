@@ -25,45 +25,25 @@ if [ "${1:-}" = --glibc ]; then
 fi
 case $glibc in
   2.41)
-    deb=libc6_2.41-12+deb13u5_amd64.deb
     sha=b59b0625cd1a791375d40dab23a4d5d3d0641e3d0a773501becdc3725b7f99cf
-    url=http://deb.debian.org/debian/pool/main/g/glibc/$deb ;;
+    url=http://deb.debian.org/debian/pool/main/g/glibc/libc6_2.41-12+deb13u5_amd64.deb ;;
   2.39)
-    deb=libc6_2.39-0ubuntu8.12_amd64.deb
     sha=d821b41fc59cb4978ecd53bc83e5c964ac15d305c8d2ac4c8a35aebe55010fb9
-    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/$deb ;;
+    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/libc6_2.39-0ubuntu8.12_amd64.deb ;;
   2.35)
-    deb=libc6_2.35-0ubuntu3.18_amd64.deb
     sha=cbed4dfa159019c759edae73ece1af67817e163686ad8925a26c90849ba1660a
-    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/$deb ;;
+    url=http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/libc6_2.35-0ubuntu3.18_amd64.deb ;;
   *)
     echo "glibc_differential.sh: --glibc $glibc: expected 2.41, 2.39 or 2.35" >&2
     exit 2 ;;
 esac
 build=${1:-build}
 work=${2:-${TMPDIR:-/tmp}/allocsim-glibc-diff}/$glibc
+. "$(dirname "$0")/distro_debs.sh"
 mkdir -p "$work"
-if [ ! -f "$work/$deb" ]; then
-  curl -sSf -m 300 -o "$work/$deb.part" "$url"
-  mv "$work/$deb.part" "$work/$deb"
-fi
-echo "$sha  $work/$deb" | sha256sum -c --quiet -
 rm -rf "$work/root"
-dpkg-deb -x "$work/$deb" "$work/root"
-lib=$work/root/usr/lib/x86_64-linux-gnu
-[ -e "$lib/ld-linux-x86-64.so.2" ] || lib=$work/root/lib/x86_64-linux-gnu # 2.35
-
-tests=$build/tests
-obj=$tests/CMakeFiles/test_glibc_differential.dir/validation/test_glibc_differential.c.o
-if [ ! -f "$obj" ]; then
-  echo "glibc_differential.sh: $obj: no such file (build the test first)" >&2
-  exit 2
-fi
-cc -O2 "$obj" -o "$work/test_glibc_differential" \
-  "$build/analysis/liballocsim_analysis.a" "$build/engine/liballocsim_engine.a" \
-  "$build/models/liballocsim_models.a" "$build/traces/liballocsim_traces.a" \
-  -lzstd -lz "$build/sim/liballocsim_core.a" -lgsl -lgslcblas -lsqlite3 -lm \
-  -ldw -lelf -lcmocka \
-  -Wl,--dynamic-linker="$lib/ld-linux-x86-64.so.2" -Wl,--disable-new-dtags \
-  -Wl,-rpath,"$lib"
+fetch_deb "$url" "$sha" "$work"
+lib=$(unpacked_libdir "$work")
+link_test "$build" test_glibc_differential "$work/test_glibc_differential" \
+  "$lib"
 exec "$work/test_glibc_differential"

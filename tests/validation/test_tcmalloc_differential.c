@@ -76,13 +76,31 @@ static const char *const props[][2] = {
 };
 #define NPROPS (sizeof props / sizeof props[0])
 
+/* A real library to compare with: Debian 12's by default, another release
+ * where its variable names a build of the upstream tag
+ * (docs/models/tcmalloc.md says how to build one). */
+typedef struct tclib_s {
+  const char *version;      /* the model's version option, "2.10" */
+  const char *env;          /* variable naming the library */
+  const char *default_lib;  /* NULL: only where env names one */
+  int         major, minor; /* what its tc_version() says */
+} tclib_t;
+
+static const tclib_t lib_210 = {"2.10", "ALLOCSIM_TCMALLOC_LIB", TCMALLOC_LIB,
+                                2, 10};
+static const tclib_t lib_215 = {"2.15", "ALLOCSIM_TCMALLOC_215_LIB", NULL, 2,
+                                15};
+static const tclib_t lib_216 = {"2.16", "ALLOCSIM_TCMALLOC_216_LIB", NULL, 2,
+                                16};
+
 typedef struct tcfg_s {
-  const char *name;
-  const char *model_opts; /* tcmalloc model options, NULL = defaults */
-  const char *env;        /* the real run's setting, NULL = none */
-  uint64_t    seed;
-  seq_mix_t   mix;
-  uint32_t    nids, steps, check_every, purge_every;
+  const char    *name;
+  const char    *model_opts; /* tcmalloc model options, NULL = defaults */
+  const char    *env;        /* the real run's setting, NULL = none */
+  uint64_t       seed;
+  seq_mix_t      mix;
+  uint32_t       nids, steps, check_every, purge_every;
+  const tclib_t *lib;
 } tcfg_t;
 
 typedef struct tsnap_s {
@@ -157,6 +175,15 @@ static int diff_child(const char *spec) {
   memcpy(&nallocx, &sym, sizeof nallocx);
   if (get == NULL || release == NULL || nallocx == NULL)
     return 5;
+  if (strcmp(spec, "version") == 0) {
+    void (*version)(int *, int *, const char **);
+    sym = dlsym(RTLD_DEFAULT, "tc_version");
+    memcpy(&version, &sym, sizeof version);
+    int v[2] = {0, 0};
+    if (sym != NULL)
+      version(&v[0], &v[1], NULL);
+    return write_all(v, sizeof v);
+  }
   if (strcmp(spec, "nallocx") == 0) {
     for (size_t s = 0; s < NSIZES; s++)
       sizes[s] = nallocx(s, 0);
@@ -207,19 +234,22 @@ static int diff_child(const char *spec) {
 
 /* ---- Parent ------------------------------------------------------------- */
 
-static bool library_present(void) {
-  return access(TCMALLOC_LIB, R_OK) == 0;
+static const char *library_path(const tclib_t *lib) {
+  const char *p = getenv(lib->env);
+  return p != NULL && *p != '\0' ? p : lib->default_lib;
 }
 
-/* Runs the child with spec and the configuration's environment. */
-static void run_real(const char *name, const char *spec, const char *env,
-                     void *buf, size_t want) {
+/* Runs the child on lib with spec and the configuration's environment. */
+static void run_real(const tclib_t *lib, const char *name, const char *spec,
+                     const char *env, void *buf, size_t want) {
   static const char *const drop[] = {
       "TCMALLOC_",       "LD_PRELOAD=", "MALLOC_",
       "GLIBC_TUNABLES=", CHILD_ENV "=", NULL};
   char child[160];
   snprintf(child, sizeof child, CHILD_ENV "=%s", spec);
-  const char    *extra[] = {"LD_PRELOAD=" TCMALLOC_LIB, child, env, NULL};
+  char preload[4200];
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", library_path(lib));
+  const char    *extra[] = {preload, child, env, NULL};
   char           arg0[] = "test_tcmalloc_differential";
   char          *argv[] = {arg0, NULL};
   child_result_t r =
@@ -251,8 +281,8 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
   model_t            *m = NULL;
   as_err_t            err;
   char                spec[256];
-  snprintf(spec, sizeof spec, "tcmalloc%s%s", cfg->model_opts ? ":" : "",
-           cfg->model_opts ? cfg->model_opts : "");
+  snprintf(spec, sizeof spec, "tcmalloc:version=%s%s%s", cfg->lib->version,
+           cfg->model_opts ? "," : "", cfg->model_opts ? cfg->model_opts : "");
   sim_kernel_config_default(&kc);
   kc.brk_start = brk;
   if (sim_kernel_create(&kc, &k, &err) != AS_OK)
@@ -309,14 +339,34 @@ static size_t run_model(const tcfg_t *cfg, uint64_t brk, tsnap_t *snaps) {
   return n;
 }
 
-static void check(const tcfg_t *cfg) {
+/* Skips unless lib is there and is the release it says. */
+static void require_library(const tclib_t *lib) {
   if (DIFF_ASAN)
     skip(); /* ASan's malloc cannot be replaced by LD_PRELOAD */
-  if (!library_present()) {
-    print_message("%s missing: apt-get install libtcmalloc-minimal4\n",
-                  TCMALLOC_LIB);
+  const char *path = library_path(lib);
+  if (path == NULL) {
+    print_message("skipped: set %s to a libtcmalloc_minimal.so of upstream "
+                  "tag gperftools-%s built as docs/models/tcmalloc.md says\n",
+                  lib->env, lib->version);
     skip();
   }
+  if (access(path, R_OK) != 0) {
+    print_message("skipped: %s missing (%s; Debian 12: apt-get install "
+                  "libtcmalloc-minimal4)\n",
+                  path, lib->env);
+    skip();
+  }
+  int v[2];
+  run_real(lib, "version", "version", NULL, v, sizeof v);
+  if (v[0] != lib->major || v[1] != lib->minor) {
+    print_message("skipped: %s is gperftools %d.%d, not %s\n", path, v[0], v[1],
+                  lib->version);
+    skip();
+  }
+}
+
+static void check(const tcfg_t *cfg) {
+  require_library(cfg->lib);
   static treal_t real;
   static tsnap_t model[MAX_SNAPS];
   size_t         n = cfg->steps / cfg->check_every + 1;
@@ -325,108 +375,107 @@ static void check(const tcfg_t *cfg) {
   snprintf(spec, sizeof spec, "%" PRIu64 ":%d:%u:%u:%u:%u", cfg->seed,
            (int)cfg->mix, cfg->nids, cfg->steps, cfg->check_every,
            cfg->purge_every);
-  run_real(cfg->name, spec, cfg->env, &real,
+  run_real(cfg->lib, cfg->name, spec, cfg->env, &real,
            offsetof(treal_t, snap) + n * sizeof *real.snap);
   assert_int_equal(run_model(cfg, real.start_brk, model), n);
   for (size_t s = 0; s < n; s++)
     for (size_t i = 0; i < NPROPS; i++)
       if (real.snap[s].v[i] != model[s].v[i])
-        fail_msg("%s: checkpoint %zu (after %zu calls): %s is %" PRIu64
+        fail_msg("%s %s: checkpoint %zu (after %zu calls): %s is %" PRIu64
                  " for tcmalloc, %" PRIu64 " for the model",
-                 cfg->name, s, s * cfg->check_every, props[i][0],
-                 real.snap[s].v[i], model[s].v[i]);
+                 cfg->lib->version, cfg->name, s, s * cfg->check_every,
+                 props[i][0], real.snap[s].v[i], model[s].v[i]);
 }
 
 /* ---- Tests -------------------------------------------------------------- */
 
-#define MIXED(name, opts, env, seed)                                           \
-  { name, opts, env, seed, SEQ_MIX_MIXED, 3000, 200000, 10000, 50000 }
-#define LARGE(name, opts, env, seed)                                           \
-  { name, opts, env, seed, SEQ_MIX_LARGE, 32, 8000, 400, 0 }
+/* Each test runs against the library its state points at (main). */
+#define MIXED(name, opts, env, seed, lib)                                      \
+  { name, opts, env, seed, SEQ_MIX_MIXED, 3000, 200000, 10000, 50000, lib }
+#define LARGE(name, opts, env, seed, lib)                                      \
+  { name, opts, env, seed, SEQ_MIX_LARGE, 32, 8000, 400, 0, lib }
 
 static void defaults(void **state) {
-  (void)state;
-  const tcfg_t c = MIXED("defaults", NULL, NULL, 1);
+  const tcfg_t c = MIXED("defaults", NULL, NULL, 1, *state);
   check(&c);
 }
 
 static void aggressive_decommit(void **state) {
-  (void)state;
   const tcfg_t c = MIXED("aggressive_decommit", "aggressive_decommit=true",
-                         "TCMALLOC_AGGRESSIVE_DECOMMIT=1", 2);
+                         "TCMALLOC_AGGRESSIVE_DECOMMIT=1", 2, *state);
   check(&c);
 }
 
 static void thread_cache_1mib(void **state) {
-  (void)state;
   const tcfg_t c =
       MIXED("thread_cache_1mib", "max_total_thread_cache_bytes=1048576",
-            "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576", 3);
+            "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576", 3, *state);
   check(&c);
 }
 
 static void transfer_num_obj_8(void **state) {
-  (void)state;
   const tcfg_t c = MIXED("transfer_num_obj_8", "transfer_num_obj=8",
-                         "TCMALLOC_TRANSFER_NUM_OBJ=8", 4);
+                         "TCMALLOC_TRANSFER_NUM_OBJ=8", 4, *state);
   check(&c);
 }
 
 static void scavenge_rate_1(void **state) {
-  (void)state;
-  const tcfg_t c = LARGE("scavenge_rate_1", NULL, NULL, 5);
+  const tcfg_t c = LARGE("scavenge_rate_1", NULL, NULL, 5, *state);
   check(&c);
 }
 
 static void scavenge_rate_10(void **state) {
-  (void)state;
   const tcfg_t c = LARGE("scavenge_rate_10", "release_rate=10",
-                         "TCMALLOC_RELEASE_RATE=10", 6);
+                         "TCMALLOC_RELEASE_RATE=10", 6, *state);
   check(&c);
 }
 
 static void scavenge_rate_0(void **state) {
-  (void)state;
-  const tcfg_t c =
-      LARGE("scavenge_rate_0", "release_rate=0", "TCMALLOC_RELEASE_RATE=0", 7);
+  const tcfg_t c = LARGE("scavenge_rate_0", "release_rate=0",
+                         "TCMALLOC_RELEASE_RATE=0", 7, *state);
   check(&c);
 }
 
 static void usable_sizes_are_nallocx(void **state) {
-  (void)state;
-  if (DIFF_ASAN || !library_present())
-    skip();
+  const tclib_t *lib = *state;
+  require_library(lib);
   static uint64_t real[NSIZES];
-  run_real("nallocx", "nallocx", NULL, real, sizeof real);
+  run_real(lib, "nallocx", "nallocx", NULL, real, sizeof real);
   sim_kernel_config_t kc;
   sim_kernel_t       *k = NULL;
   model_t            *m = NULL;
   as_err_t            err;
+  char                spec[64];
+  snprintf(spec, sizeof spec, "tcmalloc:version=%s", lib->version);
   sim_kernel_config_default(&kc);
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = k};
-  assert_int_equal(model_create_from_spec("tcmalloc", &ctx, &m, &err), AS_OK);
+  assert_int_equal(model_create_from_spec(spec, &ctx, &m, &err), AS_OK);
   for (uint64_t s = 0; s < NSIZES; s++)
     if (m->methods->usable_size(m, s, TRACE_DOMAIN_RAW) != real[s])
-      fail_msg("nallocx(%" PRIu64 ") = %" PRIu64 ", model %" PRIu64, s, real[s],
+      fail_msg("%s: nallocx(%" PRIu64 ") = %" PRIu64 ", model %" PRIu64,
+               lib->version, s, real[s],
                m->methods->usable_size(m, s, TRACE_DOMAIN_RAW));
   model_destroy(m);
   sim_kernel_destroy(k);
 }
+
+/* Every test once per library, named "test version". */
+#define FOR_LIBS(fn)                                                           \
+  {#fn " 2.10", fn, NULL, NULL, (void *)&lib_210},                             \
+      {#fn " 2.15", fn, NULL, NULL, (void *)&lib_215}, {                       \
+#fn " 2.16", fn, NULL, NULL, (void *)&lib_216                              \
+  }
 
 int main(void) {
   const char *child = getenv(CHILD_ENV);
   if (child != NULL)
     return diff_child(child);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(usable_sizes_are_nallocx),
-      cmocka_unit_test(defaults),
-      cmocka_unit_test(aggressive_decommit),
-      cmocka_unit_test(thread_cache_1mib),
-      cmocka_unit_test(transfer_num_obj_8),
-      cmocka_unit_test(scavenge_rate_1),
-      cmocka_unit_test(scavenge_rate_10),
-      cmocka_unit_test(scavenge_rate_0),
+      FOR_LIBS(usable_sizes_are_nallocx), FOR_LIBS(defaults),
+      FOR_LIBS(aggressive_decommit),      FOR_LIBS(thread_cache_1mib),
+      FOR_LIBS(transfer_num_obj_8),       FOR_LIBS(scavenge_rate_1),
+      FOR_LIBS(scavenge_rate_10),         FOR_LIBS(scavenge_rate_0),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 6
+#define CAPTURE_WIRE_VERSION 7
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -89,6 +89,9 @@ struct capture_hello_s {
   uint32_t mimalloc_version; /* mi_version() when libmimalloc is loaded
                                 (MI_MALLOC_VERSION: 209 = 2.0.9), else 0 */
   uint32_t stacks;           /* return addresses kept per allocation, 0 = off */
+  uint32_t tcmalloc_version; /* gperftools' tc_version() as major * 100 +
+                                minor when it is loaded (216 = 2.16), else 0 */
+  uint32_t reserved;         /* 0: keeps exe 8-byte aligned */
   char     exe[128];         /* /proc/self/exe, cut */
   char     own_malloc[128];  /* the object whose malloc the program's calls
                                 bind to ahead of the recorder's, or "" */

@@ -424,6 +424,20 @@ static uint32_t mimalloc_version(void) {
   return v > 0 ? (uint32_t)v : 0;
 }
 
+/* gperftools' tc_version() (src/gperftools/tcmalloc.h.in:87) as major *
+ * 100 + minor when the preloaded allocator is tcmalloc, else 0; the tcmalloc
+ * model takes its version from the trace. */
+static uint32_t tcmalloc_version(void) {
+  void *sym = g_real.dlsym ? g_real.dlsym(RTLD_DEFAULT, "tc_version") : NULL;
+  if (sym == NULL)
+    return 0;
+  const char *(*version)(int *, int *, const char **);
+  memcpy(&version, &sym, sizeof version); /* object to function pointer */
+  int major = 0, minor = 0;
+  version(&major, &minor, NULL);
+  return major > 0 && minor >= 0 ? (uint32_t)(major * 100 + minor) : 0;
+}
+
 int capture_stream_fd(void) {
   return g_fd;
 }
@@ -470,6 +484,7 @@ bool capture_stream_open(void) {
   h.page_size = (uint32_t)g_page;
   h.stacks = g_stacks;
   h.mimalloc_version = mimalloc_version();
+  h.tcmalloc_version = tcmalloc_version();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
   if (n < 0)
     n = 0;

@@ -110,8 +110,10 @@ struct oracle_op_s {
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
 
 typedef enum oracle_result_kind_e {
-  ORACLE_R_READY,   /* a = baseline RSS bytes; text = the library that
-                       provides malloc */
+  ORACLE_R_READY,   /* a = baseline RSS bytes; b = the allocator's
+                       version: mimalloc's mi_version(), tcmalloc's
+                       tc_version() as major * 100 + minor, else 0;
+                       text = the library that provides malloc */
   ORACLE_R_MARK,    /* a = mark number, b = RSS bytes */
   ORACLE_R_SAMPLE,  /* a = calls done, b = RSS bytes, c = the replay's
                        time (ns since its start, as ORACLE_FD_TIMES) */

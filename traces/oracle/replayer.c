@@ -216,12 +216,14 @@ typedef void (*mi_option_set_fn)(int, long);
 typedef int (*mi_version_fn)(void);
 typedef void (*void_fn)(void);
 typedef int (*tc_setprop_fn)(const char *, size_t);
+typedef const char *(*tc_version_fn)(int *, int *, const char **);
 
 static oracle_hello_t   hello;
 static mallctl_fn       je_mallctl;
 static mi_collect_fn    mi_collect_p;
 static mi_option_set_fn mi_option_set_p;
 static int              mi_version_v;
+static uint64_t         allocator_version; /* protocol.h ORACLE_R_READY's b */
 static void_fn          tc_release;
 static tc_setprop_fn    tc_setprop;
 static uint64_t         unsupported; /* ops without a counterpart here */
@@ -235,6 +237,17 @@ static char             library[200] = "musl (static)";
     void *sym_ = dlsym(RTLD_DEFAULT, name);                                    \
     memcpy(&(fp), &sym_, sizeof(fp));                                          \
   } while (0)
+
+/* gperftools' tc_version() (src/gperftools/tcmalloc.h.in) as major * 100
+ * + minor, 0 without it. */
+static uint64_t tcmalloc_version(void) {
+  tc_version_fn version = NULL;
+  int           major = 0, minor = 0;
+  LOOKUP(version, "tc_version");
+  if (version != NULL)
+    version(&major, &minor, NULL);
+  return major > 0 && minor >= 0 ? (uint64_t)major * 100 + (uint64_t)minor : 0;
+}
 
 /* Only the chosen allocator's symbols: they exist, so no lookup fails. */
 static void resolve(void) {
@@ -254,10 +267,12 @@ static void resolve(void) {
     LOOKUP(mi_option_set_p, "mi_option_set");
     LOOKUP(version, "mi_version");
     mi_version_v = version != NULL ? version() : 0;
+    allocator_version = mi_version_v > 0 ? (uint64_t)mi_version_v : 0;
     break;
   case ORACLE_TCMALLOC:
     LOOKUP(tc_release, "MallocExtension_ReleaseFreeMemory");
     LOOKUP(tc_setprop, "MallocExtension_SetNumericProperty");
+    allocator_version = tcmalloc_version();
     break;
   default:
     break;
@@ -826,7 +841,7 @@ int main(void) {
   if (sem_init(&slots[0].go, 0, 0) != 0)
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
-  send_result(ORACLE_R_READY, rss_now(), 0, 0, library);
+  send_result(ORACLE_R_READY, rss_now(), allocator_version, 0, library);
   replay_start_ns = mono_ns();
   next_sample_ns = replay_start_ns + hello.sample_every_ns;
   calls_start_ns = cpu_ns();

@@ -20,6 +20,14 @@ Steps (all by default), each writing under data/:
              workload's calls as the replayer ran them (on its clock, with
              its threads' DTVs) and RSS at every mark, compressed with
              zstd -19 (gzip -9 without zstd): a tenth of the bytes
+  releases   the workloads and the random and phased traces on other
+             releases of an allocator than Debian's, each built from its
+             upstream tag (docs/models/tcmalloc.md says how) and named by a
+             variable: ALLOCSIM_TCMALLOC_215_LIB, ALLOCSIM_TCMALLOC_216_LIB
+             (`allocsim oracle --lib`); data/oracle/releases/ALLOCATOR-
+             RELEASE--CASE.astrace.zst, which the run's tcmalloc_version
+             makes compare replay with that release's model.  A release
+             whose variable is unset is skipped with a line saying so
   traces     `allocsim oracle` of the imported traces, of random valid
              traces (random_trace.py, seeds 1-4) and of phased ones
              (phased_trace.py, seeds 1-3) on every allocator that has a
@@ -63,6 +71,10 @@ RANDOM = [("random-1", 1, 20000, 1), ("random-2", 2, 20000, 1),
 # Phased traces (threads that come and go, build-ups, mass frees, idles,
 # trims): (name, seed).
 PHASED = [("phased-1", 1), ("phased-2", 2), ("phased-3", 3)]
+
+# Other releases: (allocator, release, variable naming its library).
+RELEASES = [("tcmalloc", "2.15", "ALLOCSIM_TCMALLOC_215_LIB"),
+            ("tcmalloc", "2.16", "ALLOCSIM_TCMALLOC_216_LIB")]
 
 # A commit of this repository for git log: fixed, so the run repeats.
 GIT_COMMIT = "da46d07"
@@ -221,10 +233,35 @@ def step_traces(ctx, allocators):
             log("measured %s" % out)
 
 
+def step_releases(ctx):
+    outdir = os.path.join(ctx.oracle, "releases")
+    os.makedirs(outdir, exist_ok=True)
+    inputs = [(name, path) for name, path in trace_inputs(ctx)
+              if name.startswith(("random-", "phased-"))]
+    for a, release, var in RELEASES:
+        lib = os.environ.get(var, "")
+        if not lib:
+            log("%s %s: skipped: set %s to its library" % (a, release, var))
+            continue
+        for name, line in WORKLOADS:
+            base = os.path.join(outdir, "%s-%s--%s" % (a, release, name))
+            for old in glob.glob(base + ".*"):
+                os.remove(old)
+            run([ctx.allocsim, "oracle", "--workload", line, "--allocator", a,
+                 "--lib", lib, "--idle-scale", "0", "--sample-every", "0",
+                 "-o", base + ".astrace"])
+            log("measured %s" % compress(base + ".astrace"))
+        for name, path in inputs:
+            out = os.path.join(outdir, "%s-%s--%s.astrace" % (a, release, name))
+            run([ctx.allocsim, "oracle", path, "--allocator", a, "--lib", lib,
+                 "--idle-scale", "0", "--lenient", "-o", out])
+            log("measured %s" % compress(out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--only", default="imports,workloads,traces")
+    ap.add_argument("--only", default="imports,workloads,traces,releases")
     ap.add_argument("--allocators", default=",".join(ALLOCATORS),
                     help="the allocators to measure (default all: %s)"
                     % ",".join(ALLOCATORS))
@@ -245,6 +282,8 @@ def main():
             step_workloads(ctx, allocators)
         if "traces" in steps:
             step_traces(ctx, allocators)
+        if "releases" in steps:
+            step_releases(ctx)
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
 
