@@ -173,10 +173,12 @@
     "RSS of anonymous memory only (allocsim oracle) never has them",           \
     "count the 128 KiB of libstdc++ text the large-span sets page in "         \
     "(false where RSS is anonymous memory only)")                              \
-  X(TO_VERSION, "version", OPT_ENUM, "2.10", "", "2.10|2.15|2.16",             \
+  X(TO_VERSION, "version", OPT_ENUM, "2.10", "", "2.9|2.10|2.15|2.16",         \
     "meta:tcmalloc_version",                                                   \
-    "gperftools tags gperftools-2.10 (Debian 12), -2.15 (Ubuntu 24.04), "      \
-    "-2.16 (Debian 13); docs/models/tcmalloc.md lists what differs",           \
+    "gperftools tags gperftools-2.9.1 (Ubuntu 22.04; its src/ differs from "   \
+    "2.10 only in off-by-default FREE_MMAP_PROT_NONE and loongarch), -2.10 "   \
+    "(Debian 12), -2.15 (Ubuntu 24.04), -2.16 (Debian 13); "                   \
+    "docs/models/tcmalloc.md lists what differs",                              \
     "gperftools release whose behaviour to model")                             \
   NPTL_STACK_OPTIONS(X, TO_STACK_SIZE, TO_THREAD_STACK_PAGES)
 
@@ -355,7 +357,12 @@ typedef struct tpagemap_s {
 } tpagemap_t;
 
 /* The gperftools releases modelled (option version). */
-typedef enum tc_version_e { TC_V2_10, TC_V2_15, TC_V2_16 } tc_version_t;
+typedef enum tc_version_e {
+  TC_V2_9,
+  TC_V2_10,
+  TC_V2_15,
+  TC_V2_16
+} tc_version_t;
 
 typedef struct tcmalloc_model_s {
   model_t       base; /* must be first */
@@ -1896,7 +1903,7 @@ static void premain(tcmalloc_model_t *t) {
   o = do_malloc(t, 0, 1);       /* thread 0's own cache from here on */
   if (o != 0)
     do_free(t, 0, o);
-  if (t->version != TC_V2_10)
+  if (t->version >= TC_V2_15)
     return;
   do_malloc(t, 0, 16); /* new TCMallocImplementation */
   do_malloc(t, 0, 8);  /* new MallocExtension */
@@ -2345,10 +2352,13 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
       &t->nptl, ctx->kernel, model_opt_u64(opts, TO_STACK_SIZE),
       /* libtcmalloc_minimal.so.4 (2.10-1) has 88 bytes of TLS, 64-aligned:
        * _dl_get_tls_static_info gives 4352 with it preloaded, 4224 without
-       * (measured); 2.16's 8 bytes (ThreadCachePtr::tls_data_) leave it at
-       * 4224 (measured, a build of the tag) */
+       * (measured); so do Ubuntu's 2.9.1 (4480 against its glibc 2.35's
+       * 4352) and 2.15 (4352 against 4224).  Debian 13's 2.16 has 8 bytes
+       * (ThreadCachePtr::tls_data_): 4288 against its glibc 2.41's 4224
+       * (measured in that userland; on Debian 12's glibc a build of the tag
+       * adds nothing, 64 bytes that stay on the same two pages) */
       model_opt_u64(opts, TO_THREAD_STACK_PAGES),
-      t->version == TC_V2_16 ? 0 : 128, "tcmalloc", err);
+      t->version == TC_V2_16 ? 64 : 128, "tcmalloc", err);
   if (src != AS_OK) {
     tc_destroy(&t->base);
     return src;

@@ -16,6 +16,16 @@ fetch_deb() {
   dpkg-deb -x "$deb" "$3/root"
 }
 
+# unpack_debs WORK LIST: a fresh WORK/root with every package of LIST
+# fetched and unpacked (LIST: lines of URL then SHA256, alternating).
+unpack_debs() {
+  mkdir -p "$1"
+  rm -rf "$1/root"
+  echo "$2" | while read -r url && read -r sha; do
+    fetch_deb "$url" "$sha" "$1"
+  done
+}
+
 # unpacked_libdir WORK: where the unpacked packages keep their libraries.
 unpacked_libdir() {
   lib=$1/root/usr/lib/x86_64-linux-gnu
@@ -24,9 +34,10 @@ unpacked_libdir() {
 }
 
 # link_test BUILD NAME OUT LIBDIR: links tests/NAME's object of BUILD into
-# OUT with LIBDIR's ld.so as its interpreter and LIBDIR first in its search
-# path (DT_RPATH, so that libraries it loads, a preloaded one included, find
-# LIBDIR's too).
+# OUT with LIBDIR's ld.so as its interpreter and the unpacked library
+# directories (LIBDIR, and usr/lib beside a pre-usrmerge lib) first in its
+# search path (DT_RPATH, so that libraries it loads, a preloaded one
+# included, find them too).
 link_test() {
   obj=$1/tests/CMakeFiles/$2.dir/validation/$2.c.o
   if [ ! -f "$obj" ]; then
@@ -39,5 +50,13 @@ link_test() {
     -lzstd -lz "$1/sim/liballocsim_core.a" -lgsl -lgslcblas -lsqlite3 -lm \
     -ldw -lelf -lcmocka \
     -Wl,--dynamic-linker="$4/ld-linux-x86-64.so.2" -Wl,--disable-new-dtags \
-    -Wl,-rpath,"$4"
+    -Wl,-rpath,"$4:${4%/lib/x86_64-linux-gnu}/usr/lib/x86_64-linux-gnu"
+}
+
+# build_on_debs BUILD WORK LIST NAME: unpack_debs WORK LIST, then link_test
+# of NAME into WORK/NAME; lib is set to the unpacked glibc's directory.
+build_on_debs() {
+  unpack_debs "$2" "$3"
+  lib=$(unpacked_libdir "$2")
+  link_test "$1" "$4" "$2/$4" "$lib"
 }

@@ -40,10 +40,6 @@ esac
 build=${1:-build}
 work=${2:-${TMPDIR:-/tmp}/allocsim-glibc-diff}/$glibc
 . "$(dirname "$0")/distro_debs.sh"
-mkdir -p "$work"
-rm -rf "$work/root"
-fetch_deb "$url" "$sha" "$work"
-lib=$(unpacked_libdir "$work")
-link_test "$build" test_glibc_differential "$work/test_glibc_differential" \
-  "$lib"
+build_on_debs "$build" "$work" "$url
+$sha" test_glibc_differential
 exec "$work/test_glibc_differential"

@@ -88,6 +88,7 @@ typedef struct tclib_s {
 
 static const tclib_t lib_210 = {"2.10", "ALLOCSIM_TCMALLOC_LIB", TCMALLOC_LIB,
                                 2, 10};
+static const tclib_t lib_29 = {"2.9", "ALLOCSIM_TCMALLOC_29_LIB", NULL, 2, 9};
 static const tclib_t lib_215 = {"2.15", "ALLOCSIM_TCMALLOC_215_LIB", NULL, 2,
                                 15};
 static const tclib_t lib_216 = {"2.16", "ALLOCSIM_TCMALLOC_216_LIB", NULL, 2,
@@ -462,7 +463,8 @@ static void usable_sizes_are_nallocx(void **state) {
 
 /* Every test once per library, named "test version". */
 #define FOR_LIBS(fn)                                                           \
-  {#fn " 2.10", fn, NULL, NULL, (void *)&lib_210},                             \
+  {#fn " 2.9", fn, NULL, NULL, (void *)&lib_29},                               \
+      {#fn " 2.10", fn, NULL, NULL, (void *)&lib_210},                         \
       {#fn " 2.15", fn, NULL, NULL, (void *)&lib_215}, {                       \
 #fn " 2.16", fn, NULL, NULL, (void *)&lib_216                              \
   }
