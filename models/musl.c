@@ -113,10 +113,12 @@ static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
     "OS pages of the program's own stack frames per thread, from the page "    \
     "holding the stack top (which also holds the TLS) down; a trace does "     \
     "not record this")                                                         \
-  X(MO_VERSION, "version", OPT_ENUM, "1.2.3", "", "1.2.3|1.2.4|1.2.5",         \
+  X(MO_VERSION, "version", OPT_ENUM, "1.2.3", "", "1.2.2|1.2.3|1.2.4|1.2.5",   \
     "meta:musl_version",                                                       \
     "musl v1.2.3..v1.2.5 src/malloc: one change, e6e82132 (in 1.2.4): "        \
-    "mallocng/glue.h:27 USE_MADV_FREE 0 turns off free.c:122's MADV_FREE",     \
+    "mallocng/glue.h:27 USE_MADV_FREE 0 turns off free.c:122's MADV_FREE; "    \
+    "v1.2.2..v1.2.3: errno kept across free's madvise and munmap, "            \
+    "aligned_alloc's NULL check (no change to what is mapped or resident)",    \
     "musl release whose behaviour to model (1.2.4 and 1.2.5: freed slots' "    \
     "pages are not given MADV_FREE)")
 
@@ -1516,7 +1518,7 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;
-  ms->madv_free = model_opt_i64(opts, MO_VERSION) == 0; /* 1.2.3 */
+  ms->madv_free = model_opt_i64(opts, MO_VERSION) <= 1; /* 1.2.2, 1.2.3 */
   ms->nmt = 1;                                          /* record 0 is NULL */
   /* ldso/dynlink.c:1886-1887: the program's gaps, then libc.so's.  The
    * gaps lie in data pages the program already has (owner baseline). */
