@@ -619,25 +619,39 @@ static void allocator_purges_are_recorded(void **state) {
   assert_int_equal(tcache, 1);
 }
 
-/* With mimalloc preloaded the trace says which mimalloc (mi_version()), so
- * compare replays that version's model (Debian 12: 2.0.9). */
-static void mimalloc_version_is_recorded(void **state) {
-  (void)state;
-  const char *mi = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
-  if (access(mi, R_OK) != 0)
+/* With lib preloaded the trace says which release it is (want, a line of
+ * the trace's provenance), so compare replays that release's model. */
+static void preloaded_version_is_recorded(const char *lib, const char *name,
+                                          const char *want) {
+  if (access(lib, R_OK) != 0)
     skip();
 #if defined(__SANITIZE_ADDRESS__)
   skip(); /* as above: ASan refuses a library preloaded before it */
 #endif
   char out[300], text[8192];
-  snprintf(out, sizeof out, "%s/mi.trace", g_dir);
-  setenv("LD_PRELOAD", mi, 1);
+  snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
+  setenv("LD_PRELOAD", lib, 1);
   char *const args[] = {"-o", out, "--", PROGS "exiter", NULL};
-  pid_t       pid = start("mi", args);
+  pid_t       pid = start(name, args);
   unsetenv("LD_PRELOAD");
   assert_int_equal(finish(pid), 0);
   read_file(out, text, sizeof text);
-  assert_contains(text, "#@ mimalloc_version=2.0.9\n");
+  assert_contains(text, want);
+}
+
+/* mi_version(): Debian 12's mimalloc is 2.0.9. */
+static void mimalloc_version_is_recorded(void **state) {
+  (void)state;
+  preloaded_version_is_recorded("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+                                "mi", "#@ mimalloc_version=2.0.9\n");
+}
+
+/* tc_version(): Debian 12's gperftools is 2.10. */
+static void tcmalloc_version_is_recorded(void **state) {
+  (void)state;
+  preloaded_version_is_recorded(
+      "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "tc",
+      "#@ tcmalloc_version=2.10\n");
 }
 
 /* Python: the allocsim module's mark, sys._debugmallocstats() under
@@ -702,6 +716,7 @@ int main(void) {
       cmocka_unit_test(jemalloc_api_is_recorded),
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
+      cmocka_unit_test(tcmalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -886,6 +886,11 @@ static void run_example(oracle_allocator_t a) {
    * than a few MiB on top for 450 KiB. */
   assert_true(r.marks[1].rss_bytes >= EXAMPLE_PEAK_LIVE);
   assert_true(r.marks[1].rss_bytes < EXAMPLE_PEAK_LIVE + (4u << 20));
+  /* The release the replayer found (Debian 12's mimalloc 2.0.9, gperftools
+   * 2.10), which the stored run's provenance carries to compare. */
+  assert_int_equal(r.allocator_version, a == ORACLE_MIMALLOC   ? 209
+                                        : a == ORACLE_TCMALLOC ? 210
+                                                               : 0);
   oracle_run_free(&r);
 }
 

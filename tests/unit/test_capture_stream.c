@@ -376,6 +376,18 @@ static void mimalloc_versions_read_like_their_tags(void **state) {
   assert_string_equal(v, "3.4.3");
 }
 
+/* tc_version()'s major * 100 + minor, as the recorder sends it. */
+static void tcmalloc_versions_read_like_their_tags(void **state) {
+  (void)state;
+  char v[32];
+  capture_tcmalloc_version(209, v, sizeof v);
+  assert_string_equal(v, "2.9");
+  capture_tcmalloc_version(210, v, sizeof v);
+  assert_string_equal(v, "2.10");
+  capture_tcmalloc_version(216, v, sizeof v);
+  assert_string_equal(v, "2.16");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(threads_merge_by_seq_under_watermarks),
@@ -386,6 +398,7 @@ int main(void) {
       cmocka_unit_test(bad_messages_are_refused_with_their_offset),
       cmocka_unit_test(python_versions_read_like_python),
       cmocka_unit_test(mimalloc_versions_read_like_their_tags),
+      cmocka_unit_test(tcmalloc_versions_read_like_their_tags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
