@@ -100,7 +100,7 @@ struct oracle_dtv_free_s {
 
 typedef struct oracle_run_s oracle_run_t;
 struct oracle_run_s {
-  char     library[232]; /* where the child's malloc came from */
+  char     library[232];      /* where the child's malloc came from */
   uint64_t allocator_version; /* protocol.h ORACLE_R_READY's b */
   char     replayer[512];
   char     preload[512]; /* LD_PRELOAD given, "" for none */
