@@ -47,6 +47,12 @@
 /* ---- Options ------------------------------------------------------------- */
 
 #define JEMALLOC_OPTIONS(X)                                                    \
+  X(JO_VERSION, "version", OPT_ENUM, "5.3.0", "", "5.3.0|5.2.1", NULL,         \
+    "jemalloc tags 5.3.0 (Debian 12 libjemalloc2 5.3.0-1) and 5.2.1 "          \
+    "(Ubuntu 22.04 libjemalloc2 5.2.1); 5.2.1: event-counted tcache "          \
+    "GC (5.2.1 src/tcache.c:40-86), per-arena decay tickers in a0malloc'ed "   \
+    "arenas_tdata (5.2.1 src/jemalloc.c:421-495), lg_tcache_max only",         \
+    "jemalloc release whose behaviour to model")                               \
   X(JO_NARENAS, "narenas", OPT_U64, "0", "", NULL, "MALLOC_CONF:narenas",      \
     "jemalloc 5.3.0 src/jemalloc.c:1975-1993 malloc_narenas_default: "         \
     "0 = 4 * ncpus (opt_narenas_ratio 4, :153) when ncpus > 1, else 1",        \
@@ -303,10 +309,14 @@ static uint64_t s2u(const jemalloc_model_t *jm, uint64_t size) {
   return jm->index2size[je_size2index(jm, size ? size : 1)];
 }
 
-/* sz_sa2u (include/.../sz.h:313-366). */
+/* sz_sa2u (include/.../sz.h:313-366); 5.2.1 takes a small class only
+ * below PAGE alignment (5.2.1 include/jemalloc/internal/sz.h:269), so a
+ * page-aligned small request is a large one. */
 static uint64_t sa2u(const jemalloc_model_t *jm, uint64_t size,
                      uint64_t alignment) {
-  if (size <= jm->small_maxclass && alignment <= jm->page) {
+  bool small_align =
+      jm->version == JE_V521 ? alignment < jm->page : alignment <= jm->page;
+  if (size <= jm->small_maxclass && small_align) {
     uint64_t usize = s2u(jm, ceil_to(size, alignment));
     if (usize < jm->large_minclass)
       return usize;
@@ -333,22 +343,22 @@ static void tables_init(jemalloc_model_t *jm) {
 /* ---- Arenas -------------------------------------------------------------- */
 
 /* arena_new's writes to the arena_t at addr: all of it but the large-class
- * counters and the HPA shard (JE_ARENA_LSTATS_OFF, JE_ARENA_HPA_OFF). */
+ * counters and (5.3.0) the HPA shard (lstats_off, hpa_off: JE_ARENA_*,
+ * JE_521_*). */
 static as_status_t arena_struct_write(jemalloc_model_t *jm, je_arena_t *a,
                                       uint64_t addr, as_err_t *err) {
-  uint64_t lstats = addr + JE_ARENA_LSTATS_OFF;
-  uint64_t end = addr + JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins;
+  uint64_t lstats = addr + jm->lstats_off;
+  uint64_t end = addr + jm->sizeof_arena + jm->sizeof_bin * (uint64_t)jm->nbins;
   uint64_t cold = ((lstats + jm->os_page - 1) & ~(jm->os_page - 1)) - lstats;
   a->lstats_addr = lstats;
   a->lstats_cold =
       (uint32_t)((cold + JE_ARENA_LSTATS_ELEM - 1) / JE_ARENA_LSTATS_ELEM);
-  as_status_t rc = touch(jm, addr, JE_ARENA_LSTATS_OFF, err);
+  as_status_t rc = touch(jm, addr, jm->lstats_off, err);
   if (rc == AS_OK)
     rc = touch(jm, lstats + JE_ARENA_LSTATS_BYTES,
-               JE_ARENA_HPA_OFF - JE_ARENA_LSTATS_OFF - JE_ARENA_LSTATS_BYTES,
-               err);
+               jm->hpa_off - jm->lstats_off - JE_ARENA_LSTATS_BYTES, err);
   if (rc == AS_OK)
-    rc = touch(jm, addr + JE_ARENA_HPA_END, end - addr - JE_ARENA_HPA_END, err);
+    rc = touch(jm, addr + jm->hpa_end, end - addr - jm->hpa_end, err);
   return rc;
 }
 
@@ -381,10 +391,11 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   /* base_new (base.c:345-403): the first block holds base_t; then the
    * arena (arena.c:1608-1612: sizeof (arena_t) + bins, CACHELINE). */
   sim_addr_t addr;
-  if ((rc = je_base_alloc(jm, &a->base, ind, JE_SIZEOF_BASE, JE_CACHELINE, true,
-                          &addr, err)) != AS_OK ||
+  if ((rc = je_base_alloc(jm, &a->base, ind, jm->sizeof_base, JE_CACHELINE,
+                          true, &addr, err)) != AS_OK ||
       (rc = je_base_alloc(jm, &a->base, ind,
-                          JE_SIZEOF_ARENA + JE_SIZEOF_BIN * (uint64_t)jm->nbins,
+                          jm->sizeof_arena +
+                              jm->sizeof_bin * (uint64_t)jm->nbins,
                           JE_CACHELINE, false, &addr, err)) != AS_OK ||
       (rc = arena_struct_write(jm, a, addr, err)) != AS_OK)
     return rc;
@@ -530,6 +541,9 @@ static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
   th->prng = jm->prng_seed + UINT64_C(8192) * tid;
   if (minimal) { /* tsd_data_init_nocleanup (tsd.c:258-276): no tcache */
     th->tsd = JE_TSD_MINIMAL;
+    /* 5.2.1 src/tsd.c:261 sets arenas_tdata_bypass, which nothing clears
+     * when the thread later becomes nominal (:292-300) */
+    th->tdata_bypass = true;
     return AS_OK;
   }
   th->tsd = JE_TSD_NOMINAL;
@@ -540,7 +554,10 @@ static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
   th->dalloc_last = th->dalloc_bytes;
   if (!jm->tcache_enabled)
     return AS_OK;
-  if ((rc = tcache_init(jm, th, err)) != AS_OK || init_thread)
+  jm->booting = init_thread;
+  rc = tcache_init(jm, th, err);
+  jm->booting = false;
+  if (rc != AS_OK || init_thread)
     return rc;
   return choose_arena(jm, th, err);
 }
@@ -679,6 +696,9 @@ static as_status_t slab_dalloc(jemalloc_model_t *jm, uint32_t e,
   return rc == AS_OK ? je_bg_inactivity_check(jm, a) : rc;
 }
 
+static as_status_t decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
+                               je_arena_t *a, unsigned nticks, as_err_t *err);
+
 /* arena_cache_bin_fill_small (arena.c:928-1053) without contention: regions
  * from slabcur (lowest first), then from the lowest non-full slab, then
  * from fresh slabs; one tick at the end.  Regions go to out[]. */
@@ -702,13 +722,14 @@ static as_status_t bin_fill(jemalloc_model_t *jm, je_thread_t *th,
       return rc;
     bin->slabcur = fresh;
   }
-  return je_decay_ticks(jm, th, a, 1, err);
+  return decay_ticks(jm, th, a, 1, err);
 }
 
-/* arena_malloc_small (arena.c:1142-1189): without a thread cache. */
-static as_status_t bin_malloc(jemalloc_model_t *jm, je_thread_t *th,
-                              je_arena_t *a, unsigned binind, uint64_t *out,
-                              as_err_t *err) {
+/* arena_malloc_small (arena.c:1142-1189) without a thread cache, but for
+ * its tick. */
+static as_status_t bin_malloc_untick(jemalloc_model_t *jm, je_arena_t *a,
+                                     unsigned binind, uint64_t *out,
+                                     as_err_t *err) {
   je_bin_t *bin = &a->bins[binind];
   if ((bin->slabcur == JE_NONE || E(jm, bin->slabcur)->nfree == 0) &&
       bin_refill_slabcur(jm, bin)) {
@@ -719,7 +740,115 @@ static as_status_t bin_malloc(jemalloc_model_t *jm, je_thread_t *th,
     bin->slabcur = fresh;
   }
   *out = ((uint64_t)bin->slabcur << 16) | slab_take(jm, bin->slabcur);
-  return je_decay_ticks(jm, th, a, 1, err);
+  return AS_OK;
+}
+
+static as_status_t bin_malloc(jemalloc_model_t *jm, je_thread_t *th,
+                              je_arena_t *a, unsigned binind, uint64_t *out,
+                              as_err_t *err) {
+  as_status_t rc = bin_malloc_untick(jm, a, binind, out, err);
+  return rc == AS_OK ? decay_ticks(jm, th, a, 1, err) : rc;
+}
+
+/* ---- 5.2.1 decay tickers (arenas_tdata) ---------------------------------- */
+
+/* a0malloc (5.2.1 src/jemalloc.c:235-253): an internal small region of
+ * arena 0, no thread cache, no tick (tsdn NULL); written at once. */
+static as_status_t a0_malloc(jemalloc_model_t *jm, uint64_t size, je_obj_t *o,
+                             as_err_t *err) {
+  unsigned    binind = je_size2index(jm, size);
+  uint64_t    item;
+  as_status_t rc = bin_malloc_untick(jm, jm->arenas[0], binind, &item, err);
+  if (rc != AS_OK)
+    return rc;
+  *o = (je_obj_t){.ext = (uint32_t)(item >> 16),
+                  .reg = (uint16_t)(item & 0xFFFF),
+                  .szind = (uint8_t)binind};
+  jm->arenas[0]->internal += jm->index2size[binind];
+  return touch(jm,
+               E(jm, o->ext)->addr + (uint64_t)o->reg * jm->index2size[binind],
+               size, err);
+}
+
+/* a0dalloc (5.2.1 src/jemalloc.c:245-258): back to its slab, no tick. */
+static as_status_t a0_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
+                             as_err_t *err) {
+  bool empty;
+  jm->arenas[0]->internal -= jm->index2size[o->szind];
+  as_status_t rc =
+      bin_dalloc_step(jm, jm->arenas[0], o->ext, o->reg, &empty, err);
+  return rc == AS_OK && empty ? slab_dalloc(jm, o->ext, err) : rc;
+}
+
+/* arenas_tdata_cleanup (5.2.1 src/jemalloc.c:633-644). */
+static as_status_t tdata_free(jemalloc_model_t *jm, je_thread_t *th,
+                              as_err_t *err) {
+  if (th->tdata.ext == JE_NONE)
+    return AS_OK;
+  je_obj_t old = th->tdata;
+  th->tdata.ext = JE_NONE;
+  free(th->dtick);
+  th->dtick = NULL;
+  th->ndtick = 0;
+  return a0_dalloc(jm, &old, err);
+}
+
+/* arena_tdata_get_hard (5.2.1 src/jemalloc.c:421-495): the thread's
+ * tickers for every arena index in use (narenas_total: the automatic
+ * arenas and the huge arena's index), a0malloc'ed on first need, only
+ * once the tsd is nominal and outside the boot and exit (bypass).  A
+ * larger index than the array holds reallocates it, copying, and frees
+ * the old one after (:491-493). */
+static as_status_t tdata_get(jemalloc_model_t *jm, je_thread_t *th,
+                             uint32_t ind, bool *have, as_err_t *err) {
+  *have = false;
+  if (th->tsd != JE_TSD_NOMINAL || th->tdata_bypass)
+    return AS_OK;
+  if (th->dtick != NULL && ind < th->ndtick) {
+    *have = true;
+    return AS_OK;
+  }
+  /* the thread initialising malloc sets up its cache in malloc_tsd_boot0
+   * (5.2.1 src/jemalloc.c:1756, src/tsd.c:429), before malloc_init_narenas
+   * (:1768) counts more than arena 0 */
+  uint32_t total = jm->booting ? 1 : jm->narenas_total;
+  uint32_t n = ind < total ? total : ind + 1;
+  int32_t *t = calloc(n, sizeof *t);
+  if (t == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (tdata)");
+  for (uint32_t i = 0; i < n; i++)
+    t[i] = i < th->ndtick ? th->dtick[i] : JE_521_DECAY_NTICKS;
+  je_obj_t    nu;
+  as_status_t rc = a0_malloc(jm, (uint64_t)n * JE_521_SIZEOF_TDATA, &nu, err);
+  if (rc == AS_OK)
+    rc = tdata_free(jm, th, err);
+  if (rc != AS_OK) {
+    free(t);
+    return rc;
+  }
+  th->tdata = nu;
+  th->dtick = t;
+  th->ndtick = n;
+  *have = true;
+  return AS_OK;
+}
+
+/* arena_decay_ticks: 5.3.0's per-thread geometric ticker (je_decay_ticks);
+ * 5.2.1's countdown of 1000 per thread and arena (5.2.1 include/jemalloc/
+ * internal/arena_inlines_b.h:113-128, ticker.h ticker_ticks). */
+static as_status_t decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
+                               je_arena_t *a, unsigned nticks, as_err_t *err) {
+  if (jm->version != JE_V521)
+    return je_decay_ticks(jm, th, a, nticks, err);
+  bool        have;
+  as_status_t rc = tdata_get(jm, th, a->ind, &have, err);
+  if (rc != AS_OK || !have)
+    return rc;
+  th->dtick[a->ind] -= (int32_t)nticks;
+  if (th->dtick[a->ind] >= 0)
+    return AS_OK;
+  th->dtick[a->ind] = JE_521_DECAY_NTICKS;
+  return je_arena_decay(jm, a, false, false, err);
 }
 
 /* ---- Thread cache (src/tcache.c, include/.../cache_bin.h) --------------- */
@@ -732,7 +861,10 @@ static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
   je_cbin_t *cb = &th->cbins[i];
   if (cb->n <= cb->deepest)
     return AS_OK;
-  uint64_t empty = E(jm, th->tcache_ext)->addr + 8;
+  /* 5.3.0 puts a junk word first; 5.2.1 (src/tcache.c:422-438) does not,
+   * and its stack sits at the cache-oblivious offset */
+  const je_ext_t *x = E(jm, th->tcache_ext);
+  uint64_t empty = jm->version == JE_V521 ? x->addr + x->offset : x->addr + 8;
   for (unsigned k = 0; k <= i; k++)
     empty += (uint64_t)th->cbins[k].max * 8;
   as_status_t rc = touch(jm, empty - (uint64_t)cb->n * 8,
@@ -754,6 +886,7 @@ static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
     free(slots);
     return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (tcache)");
   }
+  th->gc_tick = JE_521_GC_INCR; /* 5.2.1 src/tcache.c:416 */
   uint64_t off = 0;
   for (unsigned i = 0; i < jm->nhbins; i++) {
     th->cbins[i].slot = slots + off;
@@ -761,14 +894,15 @@ static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
     th->cbins[i].lg_fill_div = 1; /* tcache.c:675 */
     off += jm->ncached_max[i];
   }
-  /* ipallocztm (tcache.c:717-719): sz_sa2u(stack bytes, PAGE), zeroed,
-   * internal, from arena 0 */
-  uint64_t    usize = sa2u(jm, jm->tcache_stack_bytes, jm->page);
-  as_status_t rc = large_palloc(jm, th, jm->arenas[0], usize, jm->page, true,
-                                true, &th->tcache_ext, err);
-  if (rc != AS_OK)
+  /* ipallocztm (tcache.c:717-719): sz_sa2u(stack bytes, alignment),
+   * zeroed, internal, from arena 0 */
+  uint64_t    align = jm->tcache_stack_align;
+  uint64_t    usize = sa2u(jm, jm->tcache_stack_bytes, align);
+  as_status_t rc = large_palloc(jm, th, jm->arenas[0], usize, align, true, true,
+                                &th->tcache_ext, err);
+  if (rc != AS_OK || jm->version == JE_V521)
     return rc;
-  /* the junk words at both ends (cache_bin.c:35-60) */
+  /* the junk words at both ends (cache_bin.c:35-60), not in 5.2.1 */
   uint64_t base = E(jm, th->tcache_ext)->addr;
   if ((rc = touch(jm, base, 8, err)) != AS_OK)
     return rc;
@@ -781,7 +915,10 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 /* tcache_bin_flush_impl (tcache.c:309-503) for the oldest n items of bin i
  * (slots [0, n), handed over newest first): passes by owning arena; small
  * regions return to their slabs, slabs emptied are freed after all passes;
- * each pass ticks its arena once per item. */
+ * each pass ticks its arena once per item.  5.2.1 hands them over oldest
+ * first and frees an emptied slab at once (tcache_bin_flush_small, 5.2.1
+ * src/tcache.c:134-229: *(avail - 1 - i); arena_dalloc_bin_locked_impl ->
+ * arena_dalloc_bin_slab, src/arena.c). */
 static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
                                     unsigned i, unsigned nflush,
                                     as_err_t *err) {
@@ -798,8 +935,9 @@ static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
       free(slabs);
     return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (flush)");
   }
+  bool oldest_first = jm->version == JE_V521;
   for (unsigned k = 0; k < nflush; k++)
-    items[k] = cb->slot[nflush - 1 - k];
+    items[k] = cb->slot[oldest_first ? k : nflush - 1 - k];
   memmove(cb->slot, cb->slot + nflush, (size_t)(cb->n - nflush) * 8);
   cb->n = (uint16_t)(cb->n - nflush);
   if (cb->n < cb->low_water) /* cache_bin_low_water_adjust */
@@ -820,14 +958,16 @@ static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
         bool empty;
         rc = bin_dalloc_step(jm, a, e, (unsigned)(items[k] & 0xFFFF), &empty,
                              err);
-        if (empty)
+        if (empty && oldest_first && rc == AS_OK)
+          rc = slab_dalloc(jm, e, err);
+        else if (empty)
           slabs[nslabs++] = e;
       } else {
         rc = large_dalloc(jm, NULL, e, false, err);
       }
     }
     if (rc == AS_OK)
-      rc = je_decay_ticks(jm, th, a, n - ndeferred, err);
+      rc = decay_ticks(jm, th, a, n - ndeferred, err);
     n = ndeferred;
   }
   for (unsigned k = 0; k < nslabs && rc == AS_OK; k++)
@@ -841,7 +981,9 @@ static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
 
 /* tcache_event (tcache.c:176-215): one bin per 64 KiB allocated or freed,
  * round robin: flush three quarters of its low water and halve its fill,
- * or double the fill of a bin refilled since the last look. */
+ * or double the fill of a bin refilled since the last look.  5.2.1's
+ * tcache_event_hard (5.2.1 src/tcache.c:40-86) is the same step, its
+ * "refilled" a low_water of -1 that every look resets. */
 static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
                              as_err_t *err) {
   if (th->cbins == NULL)
@@ -865,8 +1007,21 @@ static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
     cb->refilled = false;
   }
   cb->low_water = cb->n;
+  if (jm->version == JE_V521)
+    cb->refilled = false;
   th->next_gc_bin = (i + 1 == jm->nhbins) ? 0 : i + 1;
   return rc;
+}
+
+/* 5.2.1's tcache_event (5.2.1 include/jemalloc/internal/tcache_inlines.h:
+ * 30-39): every tcache allocation and free ticks gc_ticker, which runs the
+ * GC when it goes below 0 (every JE_521_GC_INCR + 1 events). */
+static as_status_t tcache_event_521(jemalloc_model_t *jm, je_thread_t *th,
+                                    as_err_t *err) {
+  if (jm->version != JE_V521 || --th->gc_tick >= 0)
+    return AS_OK;
+  th->gc_tick = JE_521_GC_INCR;
+  return tcache_gc(jm, th, err);
 }
 
 /* thread_alloc_event / thread_dalloc_event (thread_event.h:292-299,
@@ -875,6 +1030,8 @@ static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t alloc_event(jemalloc_model_t *jm, je_thread_t *th,
                                uint64_t usize, as_err_t *err) {
   th->alloc_bytes += usize;
+  if (jm->version == JE_V521) /* no thread events: tcache_event_521 */
+    return AS_OK;
   if (th->alloc_bytes - th->alloc_last < JE_GC_INCR_BYTES)
     return AS_OK;
   th->alloc_last = th->alloc_bytes;
@@ -884,6 +1041,8 @@ static as_status_t alloc_event(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t dalloc_event(jemalloc_model_t *jm, je_thread_t *th,
                                 uint64_t usize, as_err_t *err) {
   th->dalloc_bytes += usize;
+  if (jm->version == JE_V521) /* no thread events: tcache_event_521 */
+    return AS_OK;
   if (th->tsd != JE_TSD_NOMINAL) /* events wait (thread_event.c:243-244) */
     return AS_OK;
   if (th->dalloc_bytes - th->dalloc_last < JE_GC_INCR_BYTES)
@@ -983,7 +1142,7 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
     a->internal += usize;
   if ((rc = lstats_write(jm, a, x->szind, err)) != AS_OK)
     return rc;
-  return je_decay_ticks(jm, th, a, 1, err);
+  return decay_ticks(jm, th, a, 1, err);
 }
 
 /* large_dalloc (large.c:270-276): back to the arena's dirty extents, then
@@ -1001,7 +1160,7 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
   if (rc == AS_OK)
     rc = je_bg_inactivity_check(jm, a);
   if (rc == AS_OK && th != NULL)
-    rc = je_decay_ticks(jm, th, a, 1, err);
+    rc = decay_ticks(jm, th, a, 1, err);
   return rc;
 }
 
@@ -1036,10 +1195,13 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
   if (usize <= jm->small_maxclass) {
     uint64_t    item;
     je_arena_t *a;
-    if (th->cbins != NULL && ind < jm->nhbins)
+    if (th->cbins != NULL && ind < jm->nhbins) {
       rc = tcache_alloc_small(jm, th, ind, &item, err);
-    else if ((rc = thread_arena(jm, th, &a, err)) == AS_OK)
+      if (rc == AS_OK)
+        rc = tcache_event_521(jm, th, err);
+    } else if ((rc = thread_arena(jm, th, &a, err)) == AS_OK) {
       rc = bin_malloc(jm, th, a, ind, &item, err);
+    }
     if (rc != AS_OK)
       return rc;
     o->ext = (uint32_t)(item >> 16);
@@ -1051,9 +1213,11 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
     o->ext = (uint32_t)(cb->slot[--cb->n] >> 16);
     if (cb->n < cb->low_water)
       cb->low_water = cb->n;
-    if (zero) /* memset of the usable size (tcache_inlines.h:112-116) */
+    rc = tcache_event_521(jm, th, err);
+    if (rc == AS_OK && zero) /* memset of the usable size (tcache_inlines.h:
+                                112-116) */
       return touch(jm, obj_addr(jm, o), usize, err);
-    return AS_OK;
+    return rc;
   }
   /* A cache miss allocates in the thread's arena (tcache_inlines.h:
    * 100-110); otherwise arena_choose_maybe_huge picks. */
@@ -1065,6 +1229,9 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
   uint32_t e;
   rc = large_palloc(jm, th, a, usize, alignment, zero, false, &e, err);
   o->ext = e;
+  if (rc == AS_OK && cached) /* 5.2.1: a miss ticks too (tcache_inlines.h:
+                                159) */
+    rc = tcache_event_521(jm, th, err);
   return rc;
 }
 
@@ -1073,15 +1240,18 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
 static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
                              const je_obj_t *o, as_err_t *err) {
   unsigned ind = o->szind;
-  if (th->cbins != NULL && ind < jm->nhbins)
-    return tcache_dalloc(jm, th, ind, ((uint64_t)o->ext << 16) | o->reg, err);
+  if (th->cbins != NULL && ind < jm->nhbins) {
+    as_status_t rc =
+        tcache_dalloc(jm, th, ind, ((uint64_t)o->ext << 16) | o->reg, err);
+    return rc == AS_OK ? tcache_event_521(jm, th, err) : rc;
+  }
   je_arena_t *a = jm->arenas[E(jm, o->ext)->arena];
   if (E(jm, o->ext)->slab) {
     bool        empty;
     as_status_t rc = bin_dalloc_step(jm, a, o->ext, o->reg, &empty, err);
     if (rc == AS_OK && empty)
       rc = slab_dalloc(jm, o->ext, err);
-    return rc == AS_OK ? je_decay_ticks(jm, th, a, 1, err) : rc;
+    return rc == AS_OK ? decay_ticks(jm, th, a, 1, err) : rc;
   }
   return large_dalloc(jm, th, o->ext, false, err);
 }
@@ -1184,7 +1354,7 @@ static as_status_t large_resize(jemalloc_model_t *jm, je_thread_t *th,
       return rc;
   o->szind = (uint8_t)szind;
   E(jm, e)->szind = o->szind;
-  return je_decay_ticks(jm, th, a, 1, err);
+  return decay_ticks(jm, th, a, 1, err);
 }
 
 /* do_rallocx (src/jemalloc.c:3493-3571) -> arena_ralloc (arena.c:1457-
@@ -1232,7 +1402,7 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
   if (usize <= jm->small_maxclass && old_usize <= jm->small_maxclass &&
       je_size2index(jm, usize) == o->szind) {
     moved = false; /* arena_ralloc_no_move :1408-1423 */
-    rc = je_decay_ticks(jm, th, jm->arenas[E(jm, o->ext)->arena], 1, err);
+    rc = decay_ticks(jm, th, jm->arenas[E(jm, o->ext)->arena], 1, err);
   } else if (old_usize >= jm->large_minclass && usize >= jm->large_minclass) {
     rc = large_resize(jm, th, o, usize, &moved, err);
   }
@@ -1286,7 +1456,12 @@ static as_status_t thread_exit(jemalloc_model_t *jm, je_thread_t *th,
     jm->arenas[th->arena]->nthreads[0]--;
     jm->arenas[th->iarena]->nthreads[1]--;
   }
-  if (th->cbins != NULL) {
+  /* 5.2.1: arenas_tdata_cleanup (5.2.1 src/jemalloc.c:633-644, called by
+   * tsd_do_data_cleanup, src/tsd.c:363-370, before tcache_cleanup): no
+   * tick after it, the array freed */
+  th->tdata_bypass = true;
+  rc = tdata_free(jm, th, err);
+  if (rc == AS_OK && th->cbins != NULL) {
     rc = tcache_flush_all(jm, th, err);
     if (rc == AS_OK)
       rc = large_dalloc(jm, th, th->tcache_ext, true, err);
@@ -1777,11 +1952,13 @@ static void jemalloc_destroy(model_t *m) {
     return;
   for (uint32_t i = 0; jm->arenas != NULL && i < jm->narenas_total; i++)
     arena_destroy(jm, jm->arenas[i]);
-  for (size_t t = 0; t < jm->threads_cap; t++)
+  for (size_t t = 0; t < jm->threads_cap; t++) {
     if (jm->threads[t].cbins != NULL) {
       free(jm->threads[t].cbins[0].slot);
       free(jm->threads[t].cbins);
     }
+    free(jm->threads[t].dtick);
+  }
   if (jm->bg != NULL)
     for (uint32_t i = 0; i < jm->max_bg_threads; i++)
       sim_event_queue_cancel(jm->timers, &jm->bg[i].timer);
@@ -1797,6 +1974,33 @@ static void jemalloc_destroy(model_t *m) {
   free(jm->leaf_addr);
   nptl_stacks_fini(&jm->nptl);
   free(jm);
+}
+
+/* The options 5.2.1 reads otherwise.  Background threads are not modelled
+ * for it.  5.2.1 knows lg_tcache_max only (5.2.1 src/jemalloc.c:1291-1292:
+ * -1..63, default LG_TCACHE_MAXCLASS_DEFAULT 15, tcache_types.h:37);
+ * tcache_boot raises anything below SC_SMALL_MAXCLASS to it (5.2.1
+ * src/tcache.c:734-740), done in geometry_init; 0 here stands for "below". */
+static as_status_t read_options_521(jemalloc_model_t *jm, const model_opts_t *o,
+                                    as_err_t *err) {
+  if (jm->background_thread)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: background_thread=true: not modelled for "
+                      "jemalloc 5.2.1 (its background threads follow their "
+                      "own timing, src/background_thread.c of tag 5.2.1)");
+  if (model_opt_was_set(o, JO_TCACHE_MAX))
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: tcache_max: not an option of jemalloc 5.2.1 "
+                      "(it has lg_tcache_max)");
+  int64_t lg = model_opt_was_set(o, JO_LG_TCACHE_MAX)
+                   ? model_opt_i64(o, JO_LG_TCACHE_MAX)
+                   : 15;
+  if (lg < -1 || lg > 62) /* 2^63 is above SC_LARGE_MAXCLASS */
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: lg_tcache_max=%" PRId64 ": expected -1..62",
+                      lg);
+  jm->tcache_maxclass = lg < 0 ? 0 : UINT64_C(1) << lg;
+  return AS_OK;
 }
 
 /* Options with their ranges (src/jemalloc.c malloc_conf_init_helper). */
@@ -1848,6 +2052,10 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   jm->tcache_enabled = model_opt_bool(o, JO_TCACHE);
   jm->prng_seed = model_opt_u64(o, JO_PRNG_SEED);
   jm->jitter_seed = model_opt_u64(o, JO_JITTER_SEED);
+  jm->oversize_threshold = model_opt_u64(o, JO_OVERSIZE_THRESHOLD);
+  jm->version = (je_version_t)model_opt_i64(o, JO_VERSION);
+  if (jm->version == JE_V521)
+    return read_options_521(jm, o, err);
   uint64_t tmax = model_opt_u64(o, JO_TCACHE_MAX);
   int64_t  lg_tmax = model_opt_i64(o, JO_LG_TCACHE_MAX);
   if (lg_tmax >= 0)
@@ -1855,8 +2063,28 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   if (tmax > (UINT64_C(1) << 23)) /* clipped (jemalloc.c:1374-1376) */
     tmax = UINT64_C(1) << 23;
   jm->tcache_maxclass = tmax;
-  jm->oversize_threshold = model_opt_u64(o, JO_OVERSIZE_THRESHOLD);
   return AS_OK;
+}
+
+/* The sizes and layout of jemalloc's structures in the version modelled. */
+static void struct_sizes_init(jemalloc_model_t *jm) {
+  if (jm->version == JE_V521) {
+    jm->sizeof_arena = JE_521_SIZEOF_ARENA;
+    jm->sizeof_bin = JE_521_SIZEOF_BIN;
+    jm->sizeof_base = JE_521_SIZEOF_BASE;
+    jm->edata_align = JE_CACHELINE;
+    jm->lstats_off = JE_521_LSTATS_OFF;
+    jm->hpa_off = jm->hpa_end =
+        jm->sizeof_arena + jm->sizeof_bin * (uint64_t)jm->nbins;
+    return;
+  }
+  jm->sizeof_arena = JE_SIZEOF_ARENA;
+  jm->sizeof_bin = JE_SIZEOF_BIN;
+  jm->sizeof_base = JE_SIZEOF_BASE;
+  jm->edata_align = JE_SIZEOF_EDATA; /* EDATA_ALIGNMENT */
+  jm->lstats_off = JE_ARENA_LSTATS_OFF;
+  jm->hpa_off = JE_ARENA_HPA_OFF;
+  jm->hpa_end = JE_ARENA_HPA_END;
 }
 
 static as_status_t geometry_init(jemalloc_model_t *jm, as_err_t *err) {
@@ -1864,19 +2092,35 @@ static as_status_t geometry_init(jemalloc_model_t *jm, as_err_t *err) {
   if (rc != AS_OK)
     return rc;
   tables_init(jm);
-  /* tcache_boot (tcache.c:1049-1083): tcache_maxclass = sz_s2u(opt) */
-  jm->tcache_maxclass = jm->tcache_maxclass ? s2u(jm, jm->tcache_maxclass) : 0;
+  struct_sizes_init(jm);
+  if (jm->version == JE_V521) {
+    /* 5.2.1 src/tcache.c:734-740: at least SC_SMALL_MAXCLASS */
+    if (jm->tcache_maxclass < jm->small_maxclass)
+      jm->tcache_maxclass = jm->small_maxclass;
+  } else { /* tcache_boot (tcache.c:1049-1083): tcache_maxclass = s2u(opt) */
+    jm->tcache_maxclass =
+        jm->tcache_maxclass ? s2u(jm, jm->tcache_maxclass) : 0;
+  }
   jm->nhbins =
       jm->tcache_maxclass ? je_size2index(jm, jm->tcache_maxclass) + 1 : 0;
-  if (jm->nhbins > jm->nbins && jm->nhbins > JE_MAX_SIZES)
+  if (jm->nhbins > JE_MAX_SIZES)
     return as_err_set(err, AS_EINVAL, "jemalloc: tcache_max too large");
   uint64_t slots = 0;
   for (unsigned i = 0; i < jm->nhbins; i++) {
     jm->ncached_max[i] = ncached_max_of(jm, i);
     slots += jm->ncached_max[i];
   }
-  /* cache_bin_info_compute_alloc (cache_bin.c:14-33): two spare slots */
-  jm->tcache_stack_bytes = 8 * (slots + 2);
+  if (jm->version == JE_V521) {
+    /* 5.2.1 src/tcache.c:446-452 tsd_tcache_data_init: stack_nelms
+     * pointers, sz_sa2u(size, CACHELINE) */
+    jm->tcache_stack_bytes = 8 * slots;
+    jm->tcache_stack_align = JE_CACHELINE;
+  } else {
+    /* cache_bin_info_compute_alloc (cache_bin.c:14-33): two spare slots;
+     * ipallocztm at PAGE (tcache.c:717-719) */
+    jm->tcache_stack_bytes = 8 * (slots + 2);
+    jm->tcache_stack_align = jm->page;
+  }
   if (jm->nhbins == 0)
     jm->tcache_enabled = false;
   /* arena_init_huge (arena.c:1745-1763) */
@@ -1905,10 +2149,11 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK)
     rc = geometry_init(jm, err);
   if (rc == AS_OK)
-    rc = nptl_stacks_init(&jm->nptl, ctx->kernel,
-                          model_opt_u64(opts, JO_STACK_SIZE),
-                          model_opt_u64(opts, JO_THREAD_STACK_PAGES),
-                          JE_TLS_STATIC_BYTES, "jemalloc", err);
+    rc = nptl_stacks_init(
+        &jm->nptl, ctx->kernel, model_opt_u64(opts, JO_STACK_SIZE),
+        model_opt_u64(opts, JO_THREAD_STACK_PAGES),
+        jm->version == JE_V521 ? JE_521_TLS_STATIC_BYTES : JE_TLS_STATIC_BYTES,
+        "jemalloc", err);
   if (rc == AS_OK &&
       (sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK ||
        sim_idtable_init(&jm->ext_tab, sizeof *jm->ext) != AS_OK ||
@@ -1968,8 +2213,8 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
 
 const model_methods_t model_jemalloc_methods = {
     .name = "jemalloc",
-    .summary = "jemalloc 5.3.0 (Debian 12): arenas, tcache, slabs, extents, "
-               "decay, background threads",
+    .summary = "jemalloc 5.3.0 (Debian 12) or 5.2.1 (Ubuntu 22.04): arenas, "
+               "tcache, slabs, extents, decay, background threads",
     .options = jemalloc_options,
     .preload = "libjemalloc",
     .create = jemalloc_create,

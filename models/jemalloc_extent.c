@@ -457,6 +457,8 @@ static as_status_t ext_split(jemalloc_model_t *jm, uint32_t e, uint64_t size_a,
     return rc;
   E(jm, *trail)->state = state;
   E(jm, e)->size = size_a;
+  E(jm, e)->rt_slab = 0; /* extent_split_impl rewrites both (5.2.1 src/
+                            extent.c:2156-2159); a slab's are set after */
   rc = emap_register(jm, e, err);
   if (rc == AS_OK)
     rc = emap_register(jm, *trail, err);
@@ -473,15 +475,21 @@ static as_status_t ext_merge(jemalloc_model_t *jm, uint32_t a, uint32_t b,
   if (y->sn < x->sn)
     x->sn = y->sn;
   x->zeroed = x->zeroed && y->zeroed;
+  x->rt_slab = 0; /* extent_merge_impl (5.2.1 src/extent.c:2302) */
   ext_release(jm, b);
   return emap_register(jm, a, err);
 }
 
 /* extent_can_acquire_neighbor (include/.../extent.h:84-135) with the head
  * rule (:63-82): the neighbour in state st that e may merge with, forward
- * (the extent starting where e ends) or backward. */
+ * (the extent starting where e ends) or backward.  5.2.1's eager
+ * coalescing of large dirty extents (extent_try_coalesce_large, 5.2.1
+ * src/extent.c:1680-1684: inactive_only) skips a neighbour whose facing
+ * rtree entry says slab (extent_rtree_leaf_elm_try_lock, :130-156): a
+ * freed slab keeps that bit (extent_record only deregisters its interior,
+ * :1704-1708). */
 static uint32_t neighbor(const jemalloc_model_t *jm, uint32_t e, uint8_t st,
-                         bool forward) {
+                         bool forward, bool inactive_only) {
   const je_ext_t *x = E(jm, e);
   uint64_t        page;
   if (forward) {
@@ -495,7 +503,13 @@ static uint32_t neighbor(const jemalloc_model_t *jm, uint32_t e, uint8_t st,
   if (n == JE_NONE)
     return JE_NONE;
   const je_ext_t *y = E(jm, n);
-  if (forward ? y->is_head : x->is_head)
+  /* 5.2.1 applies the head rule only where mappings cannot coalesce
+   * (extent_head_no_merge, 5.2.1 src/extent.c:2196-2222: false when
+   * maps_coalesce, as on Linux): extents of different mappings merge */
+  if (jm->version != JE_V521 && (forward ? y->is_head : x->is_head))
+    return JE_NONE;
+  if (jm->version == JE_V521 && inactive_only &&
+      (y->rt_slab & (forward ? JE_RT_FIRST : JE_RT_LAST)))
     return JE_NONE;
   if (y->state != st || y->arena != x->arena)
     return JE_NONE;
@@ -511,13 +525,14 @@ static uint32_t neighbor(const jemalloc_model_t *jm, uint32_t e, uint8_t st,
  * of the ecache's state; with delayed coalescing, stop after one merge
  * (*coalesced says whether one happened). */
 static as_status_t try_coalesce(jemalloc_model_t *jm, je_eset_t *s, uint32_t *e,
-                                bool *coalesced, as_err_t *err) {
+                                bool *coalesced, bool inactive_only,
+                                as_err_t *err) {
   bool again;
   if (coalesced != NULL)
     *coalesced = false;
   do {
     again = false;
-    uint32_t next = neighbor(jm, *e, s->state, true);
+    uint32_t next = neighbor(jm, *e, s->state, true, inactive_only);
     if (next != JE_NONE) {
       eset_remove(jm, s, next);
       as_status_t rc = ext_merge(jm, *e, next, err);
@@ -529,7 +544,7 @@ static as_status_t try_coalesce(jemalloc_model_t *jm, je_eset_t *s, uint32_t *e,
       }
       again = true;
     }
-    uint32_t prev = neighbor(jm, *e, s->state, false);
+    uint32_t prev = neighbor(jm, *e, s->state, false, inactive_only);
     if (prev != JE_NONE) {
       eset_remove(jm, s, prev);
       as_status_t rc = ext_merge(jm, prev, *e, err);
@@ -567,14 +582,17 @@ static as_status_t ext_record(jemalloc_model_t *jm, je_arena_t *a, je_eset_t *s,
                               uint32_t e, as_err_t *err) {
   as_status_t rc = AS_OK;
   if (!s->delay_coalesce) {
-    rc = try_coalesce(jm, s, &e, NULL, err);
+    rc = try_coalesce(jm, s, &e, NULL, false, err);
   } else if (E(jm, e)->size >= jm->large_minclass) {
     bool coalesced;
     do
-      rc = try_coalesce(jm, s, &e, &coalesced, err);
+      rc = try_coalesce(jm, s, &e, &coalesced, true, err);
     while (rc == AS_OK && coalesced);
-    if (rc == AS_OK && E(jm, e)->size >= jm->oversize_threshold &&
-        a->decay_dirty.ms != -1 && a->decay_muzzy.ms != -1)
+    /* extent_may_force_decay: not with a decay of -1; 5.2.1 purges
+     * whatever the decay (5.2.1 src/extent.c:1726-1731) */
+    bool may_force = jm->version == JE_V521 ||
+                     (a->decay_dirty.ms != -1 && a->decay_muzzy.ms != -1);
+    if (rc == AS_OK && E(jm, e)->size >= jm->oversize_threshold && may_force)
       return maximally_purge(jm, a, e, err);
   }
   return rc == AS_OK ? eset_insert(jm, s, e, err) : rc;
@@ -624,6 +642,7 @@ static as_status_t split_interior(jemalloc_model_t *jm, je_arena_t *a,
     rc = ext_split(jm, *e, size, &trail_e, err);
   if (rc != AS_OK)
     return rc;
+  jm->split_done = lead != 0 || trail != 0;
   if (grown) { /* extent_grow_retained :705-712: extent_record */
     if (lead_e != JE_NONE)
       rc = ext_record(jm, a, s, lead_e, err);
@@ -718,13 +737,29 @@ static as_status_t alloc_wrapper(jemalloc_model_t *jm, je_arena_t *a,
     rc = ext_new(jm, a, addr, size, a->sn_next++, jm->retain, true, out, err);
   if (rc == AS_OK)
     rc = emap_register(jm, *out, err);
+  jm->split_done = true; /* extent_register writes both ends */
   return rc;
+}
+
+/* The slab bits 5.2.1 writes into the rtree for extent e just allocated:
+ * both ends after a split or registration; without a split only the
+ * first page, and the last for a slab of more than one page
+ * (extent_split_interior, 5.2.1 src/extent.c:1028-1044). */
+static void rtree_slab_bits(jemalloc_model_t *jm, uint32_t e, bool slab) {
+  je_ext_t *x = E(jm, e);
+  uint8_t   last = x->rt_slab & JE_RT_LAST;
+  if (jm->split_done || (slab && x->size > jm->page))
+    last = slab ? JE_RT_LAST : 0;
+  else if (x->size == jm->page) /* one page: one entry */
+    last = slab ? JE_RT_LAST : 0;
+  x->rt_slab = (uint8_t)((slab ? JE_RT_FIRST : 0) | last);
 }
 
 as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
                         uint64_t alignment, bool slab, bool zero, uint32_t *out,
                         as_err_t *err) {
   /* pac_alloc_real (pac.c:111-134) */
+  jm->split_done = false;
   as_status_t rc = recycle(jm, a, &a->dirty, size, alignment, zero, out, err);
   if (rc == AS_OK && *out == JE_NONE && a->decay_muzzy.ms != 0)
     rc = recycle(jm, a, &a->muzzy, size, alignment, zero, out, err);
@@ -745,6 +780,7 @@ as_status_t je_pa_alloc(jemalloc_model_t *jm, je_arena_t *a, uint64_t size,
         err, AS_ENOMEM,
         "jemalloc: no extent of %" PRIu64 " bytes (exp_grow limit)", size);
   a->nactive += size >> jm->lg_page;
+  rtree_slab_bits(jm, *out, slab);
   /* pa.c:148-150 emap_register_interior: every page of a slab over two
    * pages gets an rtree entry. */
   if (slab && size > 2 * jm->page)
@@ -779,7 +815,7 @@ static as_status_t recycle_expand(jemalloc_model_t *jm, je_arena_t *a,
                                   je_eset_t *s, uint32_t e, uint64_t need,
                                   bool zero, uint32_t *out, as_err_t *err) {
   *out = JE_NONE;
-  uint32_t n = neighbor(jm, e, s->state, true);
+  uint32_t n = neighbor(jm, e, s->state, true, false);
   if (n == JE_NONE || E(jm, n)->size < need)
     return AS_OK;
   eset_remove(jm, s, n);
@@ -877,7 +913,7 @@ static as_status_t evict(jemalloc_model_t *jm, je_eset_t *s,
     /* extent_try_delayed_coalesce (extent.c:61-76) */
     E(jm, e)->state = JE_ACTIVE;
     bool        coalesced;
-    as_status_t rc = try_coalesce(jm, s, &e, &coalesced, err);
+    as_status_t rc = try_coalesce(jm, s, &e, &coalesced, false, err);
     if (rc != AS_OK)
       return rc;
     if (!coalesced) {

@@ -93,6 +93,36 @@
  * glibc's malloc (1704 bytes) does not. */
 #define JE_FIRST_CALL_STACK_BYTES 2984
 
+/* The releases modelled (the version option).  Citations without a tag
+ * are to 5.3.0; the 5.2.1 rules cite tag 5.2.1, the release Ubuntu 22.04
+ * ships as libjemalloc2. */
+typedef enum je_version_e {
+  JE_V530, /* the default */
+  JE_V521
+} je_version_t;
+
+/* 5.2.1: the tcache GC runs every TCACHE_GC_INCR + 1 tcache events
+ * (tcache_types.h:44-48: 8192 / SC_NBINS + 1 = 228; ticker.h ticker_ticks
+ * fires when the count goes below 0). */
+#define JE_521_GC_INCR 228
+/* jemalloc 5.2.1 include/jemalloc/internal/arena_types.h:10
+ * DECAY_NTICKS_PER_UPDATE: a plain countdown per thread and arena. */
+#define JE_521_DECAY_NTICKS 1000
+/* Sizes in the 5.2.1 build configured as the 5.3.0 one (sizeof, compiled
+ * against the configured tag): arena_t, bin_t, base_t; the large-class
+ * counters at offset 768 of arena_t (stats at 24), 196 x 48 bytes, left
+ * zero by arena_new as in 5.3.0 (5.2.1 arena_stats.h:143 "Memory is
+ * zeroed"); no HPA shard. */
+#define JE_521_SIZEOF_ARENA 29496
+#define JE_521_SIZEOF_BIN   280
+#define JE_521_SIZEOF_BASE  2040
+#define JE_521_LSTATS_OFF   768
+#define JE_521_SIZEOF_TDATA 8 /* arena_tdata_t: one ticker_t */
+/* The 5.2.1 library's addition to static TLS, measured as JE_TLS_STATIC_
+ * BYTES was: _dl_get_tls_static_info gives 10432 bytes with the 5.2.1 build
+ * preloaded, 4224 without (its PT_TLS segment: 6216 bytes). */
+#define JE_521_TLS_STATIC_BYTES 6208
+
 typedef enum je_state_e {
   JE_ACTIVE,
   JE_DIRTY,
@@ -121,7 +151,11 @@ struct je_ext_s {
   uint8_t  is_head; /* first extent of a mapping (EXTENT_IS_HEAD) */
   uint8_t  zeroed;  /* known zero (fresh mmap, or purged) */
   uint8_t  szind;   /* large: size class of the object */
+  uint8_t  rt_slab; /* 5.2.1: the slab bit its rtree entries hold at its
+                       first (JE_RT_FIRST) and last (JE_RT_LAST) page */
 };
+#define JE_RT_FIRST 1
+#define JE_RT_LAST  2
 
 /* A min-heap of extent ids ordered by (sn, addr) (edata_snad_comp,
  * include/jemalloc/internal/edata.h:663-680); each extent keeps its slot. */
@@ -216,29 +250,6 @@ struct je_cbin_s {
   uint16_t  deepest; /* slots ever written: the stack pages touched */
 };
 
-/* tsd_state_t (include/jemalloc/internal/tsd.h:200-215), reduced. */
-typedef enum je_tsd_state_e {
-  JE_TSD_UNINIT,  /* never called jemalloc */
-  JE_TSD_MINIMAL, /* only freed: no thread cache, no arena */
-  JE_TSD_NOMINAL  /* fully initialised */
-} je_tsd_state_t;
-
-typedef struct je_thread_s je_thread_t;
-struct je_thread_s {
-  uint8_t      tsd; /* je_tsd_state_t */
-  bool         exited;
-  bool         bound; /* arena chosen (arena_choose_hard) */
-  uint32_t     arena, iarena;
-  je_cbin_t   *cbins;      /* nhbins, NULL until the tcache exists */
-  uint32_t     tcache_ext; /* the stack allocation's extent in arena 0 */
-  uint32_t     next_gc_bin;
-  uint64_t     alloc_bytes, alloc_last; /* thread_allocated, last event */
-  uint64_t     dalloc_bytes, dalloc_last;
-  uint64_t     prng; /* tsd prng_state (tsd.c:222-232) */
-  int32_t      tick; /* tsd arena_decay_ticker (ticker_geom_t) */
-  nptl_stack_t stack;
-};
-
 /* A live object of the trace: where its region or large extent is. */
 typedef struct je_obj_s je_obj_t;
 struct je_obj_s {
@@ -248,6 +259,38 @@ struct je_obj_s {
   uint8_t  pad;   /* JE_OBJ_ZERO: freed by realloc(p, 0), id still live */
 };
 #define JE_OBJ_ZERO 1
+
+/* tsd_state_t (include/jemalloc/internal/tsd.h:200-215), reduced. */
+typedef enum je_tsd_state_e {
+  JE_TSD_UNINIT,  /* never called jemalloc */
+  JE_TSD_MINIMAL, /* only freed: no thread cache, no arena */
+  JE_TSD_NOMINAL  /* fully initialised */
+} je_tsd_state_t;
+
+typedef struct je_thread_s je_thread_t;
+struct je_thread_s {
+  uint8_t    tsd; /* je_tsd_state_t */
+  bool       exited;
+  bool       bound; /* arena chosen (arena_choose_hard) */
+  uint32_t   arena, iarena;
+  je_cbin_t *cbins;      /* nhbins, NULL until the tcache exists */
+  uint32_t   tcache_ext; /* the stack allocation's extent in arena 0 */
+  uint32_t   next_gc_bin;
+  uint64_t   alloc_bytes, alloc_last; /* thread_allocated, last event */
+  uint64_t   dalloc_bytes, dalloc_last;
+  uint64_t   prng; /* tsd prng_state (tsd.c:222-232) */
+  int32_t    tick; /* tsd arena_decay_ticker (ticker_geom_t) */
+  /* 5.2.1 only: the tcache's gc_ticker, and arenas_tdata -- one decay
+   * countdown per arena, in a0malloc'ed memory (tdata, a small internal
+   * region of arena 0) -- which tdata_bypass forbids (a thread that was
+   * minimal, or is exiting). */
+  int32_t      gc_tick;
+  int32_t     *dtick;
+  uint32_t     ndtick;
+  bool         tdata_bypass;
+  nptl_stack_t stack;
+  je_obj_t     tdata; /* 5.2.1: where arenas_tdata is; ext JE_NONE if none */
+};
 
 /* background_thread_info_t (background_thread_structs.h), one per thread
  * index; sleeping is an engine timer. */
@@ -282,15 +325,18 @@ struct jemalloc_model_s {
   as_err_t           ferr;
 
   /* Options. */
-  uint32_t narenas_auto; /* opt.narenas or 4 * ncpus */
-  int64_t  dirty_decay_ms, muzzy_decay_ms;
-  bool     background_thread;
-  uint32_t max_bg_threads;
-  bool     retain;
-  uint64_t oversize_threshold; /* 0: no huge arena */
-  bool     tcache_enabled;
-  uint64_t tcache_maxclass;
-  uint64_t prng_seed, jitter_seed;
+  je_version_t version;
+  bool         booting;      /* malloc_init_hard is running */
+  bool         split_done;   /* the last extent allocation split one */
+  uint32_t     narenas_auto; /* opt.narenas or 4 * ncpus */
+  int64_t      dirty_decay_ms, muzzy_decay_ms;
+  bool         background_thread;
+  uint32_t     max_bg_threads;
+  bool         retain;
+  uint64_t     oversize_threshold; /* 0: no huge arena */
+  bool         tcache_enabled;
+  uint64_t     tcache_maxclass;
+  uint64_t     prng_seed, jitter_seed;
 
   /* Geometry. */
   uint64_t page; /* jemalloc's PAGE (1 << lg_page) */
@@ -306,8 +352,12 @@ struct jemalloc_model_s {
   uint64_t bin_slab_size[JE_MAX_BINS];
   uint16_t ncached_max[JE_MAX_SIZES]; /* per tcache bin (< nhbins) */
   uint64_t tcache_stack_bytes;        /* cache_bin_info_compute_alloc */
-  uint64_t h_steps[JE_NSTEPS];        /* smoothstep.h */
-  uint8_t  ticker_table[64];          /* ticker.c:23-32 */
+  uint64_t tcache_stack_align;        /* its allocation's alignment */
+  /* Structure sizes of the version modelled (JE_SIZEOF_*, JE_521_*). */
+  uint64_t sizeof_arena, sizeof_bin, sizeof_base, edata_align;
+  uint64_t lstats_off, hpa_off, hpa_end; /* arena_t parts left unwritten */
+  uint64_t h_steps[JE_NSTEPS];           /* smoothstep.h */
+  uint8_t  ticker_table[64];             /* ticker.c:23-32 */
 
   /* State. */
   je_arena_t  **arenas; /* narenas_total slots, NULL until created */

@@ -2,7 +2,7 @@
  * its geometry and tables against the library's, the decay policies on the
  * measurement programs' workloads, the huge arena, threads, purge and option
  * events, option and MALLOC_CONF errors, the environment mapping, the
- * cpython composition and the heap map.
+ * cpython composition and the heap map; and what version=5.2.1 changes.
  *
  * Geometry figures were read from Debian's libjemalloc2 5.3.0-1 through
  * mallctl (arenas.nbins, arenas.nhbins, arenas.nlextents, arenas.bin.<i>.
@@ -486,6 +486,65 @@ static void bad_options_name_the_key_and_the_range(void **state) {
   sim_session_close(&s);
 }
 
+/* version=5.2.1: lg_tcache_max only, never below the largest small class
+ * (5.2.1 src/tcache.c:734-740); the cache's stacks unpadded at CACHELINE;
+ * page-aligned small requests large (5.2.1 sz.h:269); each thread's decay
+ * tickers a0malloc'ed in arena 0 -- for the thread that initialises
+ * malloc with room for arena 0 only.  Figures read from the 5.2.1 library
+ * through mallctl: stats.arenas.0.internal 28680 (28672 of stacks and 8)
+ * before the first call. */
+static void version_5_2_1_rules(void **state) {
+  (void)state;
+  sim_session_t s;
+  as_err_t      err = {0};
+  open_session("jemalloc:version=5.2.1,narenas=4,startup_malloc=0", NULL, &s);
+  const jemalloc_model_t *jm = je(&s);
+  assert_int_equal(jm->nhbins, 41);
+  uint64_t slots = 0;
+  for (unsigned i = 0; i < jm->nhbins; i++)
+    slots += jm->ncached_max[i];
+  assert_int_equal(jm->tcache_stack_bytes, 8 * slots);
+  jemalloc_arena_info_t a0;
+  assert_true(jemalloc_inspect_arena(s.model, 0, &a0));
+  assert_int_equal(a0.internal, 28680);
+  /* a thread's stacks and its tickers for 5 arena indexes (40 -> 48 B) */
+  ev(s.model, TRACE_THREAD_START, 1, 0, 0, 1);
+  ev(s.model, TRACE_MALLOC, 1, 1, 16, 2);
+  assert_true(jemalloc_inspect_arena(s.model, 0, &a0));
+  assert_int_equal(a0.internal, 28680 + 28672 + 48);
+  ev(s.model, TRACE_FREE, 1, 1, 16, 3);
+  ev(s.model, TRACE_THREAD_EXIT, 1, 0, 0, 4);
+  assert_true(jemalloc_inspect_arena(s.model, 0, &a0));
+  assert_int_equal(a0.internal, 28680);
+  /* memalign(4096, 100): a large class in 5.2.1 */
+  trace_event_t e = {
+      .t_ns = 5, .op = TRACE_MEMALIGN, .id = 2, .size = 100, .align = 4096};
+  assert_int_equal(model_alloc(s.model, &e, &err), AS_OK);
+  uint64_t addr, usize;
+  uint32_t arena;
+  assert_true(jemalloc_inspect_object(s.model, 2, &addr, &usize, &arena));
+  assert_int_equal(usize, 16384);
+  sim_session_close(&s);
+  open_session("jemalloc:version=5.2.1,lg_tcache_max=12", NULL, &s);
+  assert_int_equal(je(&s)->nhbins, 36);
+  sim_session_close(&s);
+  assert_int_equal(sim_session_open("jemalloc:version=5.2.1,tcache_max=4096",
+                                    NULL, NULL, &s, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "not an option of jemalloc 5.2.1"));
+  assert_int_equal(sim_session_open("jemalloc:version=5.2.1,background_thread="
+                                    "true",
+                                    NULL, NULL, &s, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "not modelled for jemalloc 5.2.1"));
+  /* 5.3.0 keeps the page-aligned request small */
+  open_session("jemalloc:startup_malloc=0", NULL, &s);
+  assert_int_equal(model_alloc(s.model, &e, &err), AS_OK);
+  assert_true(jemalloc_inspect_object(s.model, 2, &addr, &usize, &arena));
+  assert_int_equal(usize, 4096);
+  sim_session_close(&s);
+}
+
 typedef struct kv_s kv_t;
 struct kv_s {
   const char *k[6], *v[6];
@@ -645,6 +704,7 @@ int main(void) {
       cmocka_unit_test(decay_time_changes_at_run_time),
       cmocka_unit_test(narenas_stop_at_the_mallocx_limit),
       cmocka_unit_test(bad_options_name_the_key_and_the_range),
+      cmocka_unit_test(version_5_2_1_rules),
       cmocka_unit_test(the_environment_picks_jemalloc),
       cmocka_unit_test(cpython_over_jemalloc),
       cmocka_unit_test(the_heap_map_accounts_for_rss),
