@@ -19,13 +19,14 @@
 #define POPULATE_STEP_BYTES ((size_t)256 << 10)
 
 /* No MADV_HUGEPAGE on the tables.  Measured (glibc survivors, 64 B
- * objects, 220 MB of records, run after another replay): 0.18 s user +
- * 0.25-0.29 s system with huge pages against 0.18 + 0.04-0.06 without; the
- * 64 GiB survivors heap 7.9 + 13.7 s against 7.5 + 2.3 s.  Each 2 MiB page
- * comes from a free block the VM's balloon driver had reported to the host
- * (virtio-balloon free page reporting works on such blocks), which the
- * host then faults in again; the TLB misses huge pages save did not show
- * (user time equal within 10 % when warm). */
+ * objects, 220 MB of records; runs 6 s apart, alternating): 0.17-0.20 s
+ * user + 0.32-0.39 s system with huge pages against 0.17-0.20 + 0.04-0.11
+ * without.  A huge page needs a free 2 MiB block, the kind the VM's
+ * balloon driver reports to the host (virtio-balloon free page reporting),
+ * which the host then faults in again; 4 KiB pages come from smaller free
+ * blocks still backed.  On the 64 GiB survivors heap (6.6 GB of tables)
+ * both pay the same (14.6 s system either way, 3.0 s when run right after
+ * a run that freed as much). */
 #define HUGE_PAGE_BYTES ((size_t)2 << 20) /* x86-64's PMD size */
 
 /* Reservations a thread keeps between as_reserve_reuse_begin and _end:
