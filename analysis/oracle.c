@@ -874,6 +874,10 @@ static as_status_t meta_version(trace_meta_t *m, const oracle_opts_t *o,
     capture_mimalloc_version((uint32_t)n, v, sizeof v);
     return meta_put(m, "mimalloc_version", v, err);
   }
+  if (o->allocator == ORACLE_JEMALLOC) {
+    capture_jemalloc_version((uint32_t)n, v, sizeof v);
+    return meta_put(m, "jemalloc_version", v, err);
+  }
   if (o->allocator != ORACLE_TCMALLOC)
     return AS_OK;
   capture_tcmalloc_version((uint32_t)n, v, sizeof v);

@@ -47,7 +47,8 @@
 /* ---- Options ------------------------------------------------------------- */
 
 #define JEMALLOC_OPTIONS(X)                                                    \
-  X(JO_VERSION, "version", OPT_ENUM, "5.3.0", "", "5.3.0|5.2.1", NULL,         \
+  X(JO_VERSION, "version", OPT_ENUM, "5.3.0", "", "5.3.0|5.2.1",               \
+    "meta:jemalloc_version",                                                   \
     "jemalloc tags 5.3.0 (Debian 12 libjemalloc2 5.3.0-1) and 5.2.1 "          \
     "(Ubuntu 22.04 libjemalloc2 5.2.1); 5.2.1: event-counted tcache "          \
     "GC (5.2.1 src/tcache.c:40-86), per-arena decay tickers in a0malloc'ed "   \

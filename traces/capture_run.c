@@ -438,6 +438,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
     capture_tcmalloc_version(h->tcmalloc_version, v, sizeof v);
     meta_put(&m, "tcmalloc_version", v);
   }
+  if (h->jemalloc_version != 0) {
+    capture_jemalloc_version(h->jemalloc_version, v, sizeof v);
+    meta_put(&m, "jemalloc_version", v);
+  }
   if (h->exe[0] != '\0')
     meta_put(&m, "exe", h->exe);
   if (h->own_malloc[0] != '\0')

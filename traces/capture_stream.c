@@ -134,6 +134,11 @@ void capture_mimalloc_version(uint32_t v, char *buf, size_t len) {
     as_format_fits(buf, len, "%u.%u.%u", v / 100, v / 10 % 10, v % 10);
 }
 
+void capture_jemalloc_version(uint32_t v, char *buf, size_t len) {
+  as_format_fits(buf, len, "%" PRIu32 ".%" PRIu32 ".%" PRIu32, v / 10000,
+                 v / 100 % 100, v % 100);
+}
+
 void capture_tcmalloc_version(uint32_t v, char *buf, size_t len) {
   as_format_fits(buf, len, "%" PRIu32 ".%" PRIu32, v / 100, v % 100);
 }

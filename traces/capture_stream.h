@@ -78,6 +78,10 @@ void capture_mimalloc_version(uint32_t v, char *buf, size_t len);
  * spelling the tcmalloc model's version option takes). */
 void capture_tcmalloc_version(uint32_t v, char *buf, size_t len);
 
+/* "5.2.1" for jemalloc's version as major * 10000 + minor * 100 + patch,
+ * 50201 (the spelling the jemalloc model's version option takes). */
+void capture_jemalloc_version(uint32_t v, char *buf, size_t len);
+
 /* A converter for the stream that said *hello, writing its trace to out
  * (which it takes over and closes) in format, with provenance meta; name is
  * what messages call the stream. */

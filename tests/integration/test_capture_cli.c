@@ -646,6 +646,13 @@ static void mimalloc_version_is_recorded(void **state) {
                                 "mi", "#@ mimalloc_version=2.0.9\n");
 }
 
+/* mallctl("version"): Debian 12's jemalloc is 5.3.0. */
+static void jemalloc_version_is_recorded(void **state) {
+  (void)state;
+  preloaded_version_is_recorded("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                                "je", "#@ jemalloc_version=5.3.0\n");
+}
+
 /* tc_version(): Debian 12's gperftools is 2.10. */
 static void tcmalloc_version_is_recorded(void **state) {
   (void)state;
@@ -717,6 +724,7 @@ int main(void) {
       cmocka_unit_test(allocator_purges_are_recorded),
       cmocka_unit_test(mimalloc_version_is_recorded),
       cmocka_unit_test(tcmalloc_version_is_recorded),
+      cmocka_unit_test(jemalloc_version_is_recorded),
       cmocka_unit_test(python_marks_stats_and_libc_trim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -887,10 +887,13 @@ static void run_example(oracle_allocator_t a) {
   assert_true(r.marks[1].rss_bytes >= EXAMPLE_PEAK_LIVE);
   assert_true(r.marks[1].rss_bytes < EXAMPLE_PEAK_LIVE + (4u << 20));
   /* The release the replayer found (Debian 12's mimalloc 2.0.9, gperftools
-   * 2.10), which the stored run's provenance carries to compare. */
-  assert_int_equal(r.allocator_version, a == ORACLE_MIMALLOC   ? 209
-                                        : a == ORACLE_TCMALLOC ? 210
-                                                               : 0);
+   * 2.10, jemalloc 5.3.0), which the stored run's provenance carries to
+   * compare. */
+  uint64_t release = a == ORACLE_MIMALLOC   ? 209
+                     : a == ORACLE_TCMALLOC ? 210
+                     : a == ORACLE_JEMALLOC ? 50300
+                                            : 0;
+  assert_int_equal(r.allocator_version, release);
   oracle_run_free(&r);
 }
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "traces/capture_stream.h"
+#include "traces/allocator_version.h"
 
 /* ---- Building messages ----------------------------------------------------
  */
@@ -388,6 +389,25 @@ static void tcmalloc_versions_read_like_their_tags(void **state) {
   assert_string_equal(v, "2.16");
 }
 
+/* mallctl("version") strings as jemalloc's tags print them, to the number
+ * the recorder and the replayer send, and back to the option's spelling. */
+static void jemalloc_versions_read_like_their_tags(void **state) {
+  (void)state;
+  char v[32];
+  assert_int_equal(allocator_version_code(
+                       "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"),
+                   50300);
+  assert_int_equal(allocator_version_code("5.2.1-0-gea6b3e973b47"), 50201);
+  assert_int_equal(allocator_version_code("5.3"), 0);
+  assert_int_equal(allocator_version_code("5.3.x"), 0);
+  assert_int_equal(allocator_version_code("5.300.0"), 0);
+  assert_int_equal(allocator_version_code(""), 0);
+  capture_jemalloc_version(50201, v, sizeof v);
+  assert_string_equal(v, "5.2.1");
+  capture_jemalloc_version(50300, v, sizeof v);
+  assert_string_equal(v, "5.3.0");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(threads_merge_by_seq_under_watermarks),
@@ -399,6 +419,7 @@ int main(void) {
       cmocka_unit_test(python_versions_read_like_python),
       cmocka_unit_test(mimalloc_versions_read_like_their_tags),
       cmocka_unit_test(tcmalloc_versions_read_like_their_tags),
+      cmocka_unit_test(jemalloc_versions_read_like_their_tags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,9 +91,11 @@ struct capture_hello_s {
   uint32_t stacks;           /* return addresses kept per allocation, 0 = off */
   uint32_t tcmalloc_version; /* gperftools' tc_version() as major * 100 +
                                 minor when it is loaded (216 = 2.16), else 0 */
-  uint32_t reserved;         /* 0: keeps exe 8-byte aligned */
-  char     exe[128];         /* /proc/self/exe, cut */
-  char     own_malloc[128];  /* the object whose malloc the program's calls
+  uint32_t jemalloc_version; /* mallctl("version") as major * 10000 + minor
+                                * 100 + patch when jemalloc is loaded
+                                (50300 = 5.3.0), else 0 */
+  char exe[128];             /* /proc/self/exe, cut */
+  char own_malloc[128];      /* the object whose malloc the program's calls
                                 bind to ahead of the recorder's, or "" */
   /* The image's own allocator settings (capture_wire_env_knob) as it started:
    * "NAME=VALUE" strings, each ending in NUL, then an empty one;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "capture_int.h"
+#include "../allocator_version.h"
 
 #define BUF_BYTES CAPTURE_MSG_MAX
 #define HDR_BYTES sizeof(capture_msg_hdr_t)
@@ -438,6 +439,18 @@ static uint32_t tcmalloc_version(void) {
   return major > 0 && minor >= 0 ? (uint32_t)(major * 100 + minor) : 0;
 }
 
+/* jemalloc's mallctl("version") ("5.3.0-0-g54eaed1d8b56...") as major *
+ * 10000 + minor * 100 + patch when the preloaded allocator is jemalloc,
+ * else 0; the jemalloc model takes its version from the trace. */
+static uint32_t jemalloc_version(void) {
+  const char *v = NULL;
+  size_t      len = sizeof v;
+  if (g_real.mallctl == NULL ||
+      g_real.mallctl("version", &v, &len, NULL, 0) != 0)
+    return 0;
+  return allocator_version_code(v);
+}
+
 int capture_stream_fd(void) {
   return g_fd;
 }
@@ -485,6 +498,7 @@ bool capture_stream_open(void) {
   h.stacks = g_stacks;
   h.mimalloc_version = mimalloc_version();
   h.tcmalloc_version = tcmalloc_version();
+  h.jemalloc_version = jemalloc_version();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
   if (n < 0)
     n = 0;

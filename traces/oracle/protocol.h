@@ -112,7 +112,9 @@ struct oracle_op_s {
 typedef enum oracle_result_kind_e {
   ORACLE_R_READY,   /* a = baseline RSS bytes; b = the allocator's
                        version: mimalloc's mi_version(), tcmalloc's
-                       tc_version() as major * 100 + minor, else 0;
+                       tc_version() as major * 100 + minor, jemalloc's
+                       mallctl("version") as major * 10000 + minor *
+                       100 + patch, else 0;
                        text = the library that provides malloc */
   ORACLE_R_MARK,    /* a = mark number, b = RSS bytes */
   ORACLE_R_SAMPLE,  /* a = calls done, b = RSS bytes, c = the replay's

@@ -60,6 +60,7 @@
 #endif
 
 #include "protocol.h"
+#include "../allocator_version.h"
 
 /* ---- Output, errors ----------------------------------------------------- */
 
@@ -249,6 +250,16 @@ static uint64_t tcmalloc_version(void) {
   return major > 0 && minor >= 0 ? (uint64_t)major * 100 + (uint64_t)minor : 0;
 }
 
+/* jemalloc's mallctl("version") as major * 10000 + minor * 100 + patch, 0
+ * when it cannot be read. */
+static uint64_t jemalloc_version(void) {
+  const char *v = NULL;
+  size_t      len = sizeof v;
+  if (je_mallctl == NULL || je_mallctl("version", &v, &len, NULL, 0) != 0)
+    return 0;
+  return allocator_version_code(v);
+}
+
 /* Only the chosen allocator's symbols: they exist, so no lookup fails. */
 static void resolve(void) {
   void   *m = dlsym(RTLD_DEFAULT, "malloc");
@@ -261,6 +272,7 @@ static void resolve(void) {
   switch (hello.allocator) {
   case ORACLE_JEMALLOC:
     LOOKUP(je_mallctl, "mallctl");
+    allocator_version = jemalloc_version();
     break;
   case ORACLE_MIMALLOC:
     LOOKUP(mi_collect_p, "mi_collect");
