@@ -361,39 +361,39 @@ static void python_versions_read_like_python(void **state) {
   assert_string_equal(v, "3.14.0a3");
 }
 
-/* MI_MALLOC_VERSION as the mimalloc tags define it (include/mimalloc.h). */
-static void mimalloc_versions_read_like_their_tags(void **state) {
+/* The numbers the recorder sends for each allocator, spelled as the
+ * models' version options take them: MI_MALLOC_VERSION as the mimalloc tags
+ * define it (include/mimalloc.h), tc_version()'s major * 100 + minor,
+ * jemalloc's major * 10000 + minor * 100 + patch. */
+static void allocator_versions_read_like_their_tags(void **state) {
   (void)state;
-  char v[32];
-  capture_mimalloc_version(209, v, sizeof v);
-  assert_string_equal(v, "2.0.9");
-  capture_mimalloc_version(212, v, sizeof v);
-  assert_string_equal(v, "2.1.2");
-  capture_mimalloc_version(3010, v, sizeof v);
-  assert_string_equal(v, "3.0.10");
-  capture_mimalloc_version(3206, v, sizeof v);
-  assert_string_equal(v, "3.2.6");
-  capture_mimalloc_version(30403, v, sizeof v);
-  assert_string_equal(v, "3.4.3");
-}
-
-/* tc_version()'s major * 100 + minor, as the recorder sends it. */
-static void tcmalloc_versions_read_like_their_tags(void **state) {
-  (void)state;
-  char v[32];
-  capture_tcmalloc_version(209, v, sizeof v);
-  assert_string_equal(v, "2.9");
-  capture_tcmalloc_version(210, v, sizeof v);
-  assert_string_equal(v, "2.10");
-  capture_tcmalloc_version(216, v, sizeof v);
-  assert_string_equal(v, "2.16");
+  static const struct {
+    void (*spell)(uint32_t, char *, size_t);
+    uint32_t    code;
+    const char *want;
+  } cases[] = {
+      {capture_mimalloc_version, 209, "2.0.9"},
+      {capture_mimalloc_version, 212, "2.1.2"},
+      {capture_mimalloc_version, 3010, "3.0.10"},
+      {capture_mimalloc_version, 3206, "3.2.6"},
+      {capture_mimalloc_version, 30403, "3.4.3"},
+      {capture_tcmalloc_version, 209, "2.9"},
+      {capture_tcmalloc_version, 210, "2.10"},
+      {capture_tcmalloc_version, 216, "2.16"},
+      {capture_jemalloc_version, 50201, "5.2.1"},
+      {capture_jemalloc_version, 50300, "5.3.0"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char v[32];
+    cases[i].spell(cases[i].code, v, sizeof v);
+    assert_string_equal(v, cases[i].want);
+  }
 }
 
 /* mallctl("version") strings as jemalloc's tags print them, to the number
- * the recorder and the replayer send, and back to the option's spelling. */
-static void jemalloc_versions_read_like_their_tags(void **state) {
+ * the recorder and the replayer send. */
+static void jemalloc_version_strings_read_like_their_tags(void **state) {
   (void)state;
-  char v[32];
   assert_int_equal(allocator_version_code(
                        "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"),
                    50300);
@@ -402,10 +402,6 @@ static void jemalloc_versions_read_like_their_tags(void **state) {
   assert_int_equal(allocator_version_code("5.3.x"), 0);
   assert_int_equal(allocator_version_code("5.300.0"), 0);
   assert_int_equal(allocator_version_code(""), 0);
-  capture_jemalloc_version(50201, v, sizeof v);
-  assert_string_equal(v, "5.2.1");
-  capture_jemalloc_version(50300, v, sizeof v);
-  assert_string_equal(v, "5.3.0");
 }
 
 int main(void) {
@@ -417,9 +413,8 @@ int main(void) {
       cmocka_unit_test(sites_and_modules_become_definitions),
       cmocka_unit_test(bad_messages_are_refused_with_their_offset),
       cmocka_unit_test(python_versions_read_like_python),
-      cmocka_unit_test(mimalloc_versions_read_like_their_tags),
-      cmocka_unit_test(tcmalloc_versions_read_like_their_tags),
-      cmocka_unit_test(jemalloc_versions_read_like_their_tags),
+      cmocka_unit_test(allocator_versions_read_like_their_tags),
+      cmocka_unit_test(jemalloc_version_strings_read_like_their_tags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
