@@ -1,6 +1,7 @@
-/* models/mimalloc.c -- mimalloc (Microsoft), versions 2.0.9 (Debian 12's
- * libmimalloc2.0), 2.1.2 (vendored in CPython 3.13/3.14), 2.1.7, 3.0.1 and
- * 3.4.3: the model interface, options, threads and heaps.
+/* models/mimalloc.c -- mimalloc (Microsoft), versions 2.0.5 (Ubuntu 22.04's
+ * libmimalloc2.0, a debug build), 2.0.9 (Debian 12's), 2.1.2 (vendored in
+ * CPython 3.13/3.14), 2.1.7, 3.0.1 and 3.4.3: the model interface, options,
+ * threads and heaps.
  *
  * Why: mimalloc frees pages into 64 KiB-slice segments (2.x) or arenas
  * (3.x) and gives their memory back only through a delayed purge that runs
@@ -17,10 +18,11 @@
  * inside an event, as in the real allocator.
  *
  * What it leaves out: secure/debug builds (MI_SECURE, MI_DEBUG, padding:
- * release builds have none); large OS pages and huge-page reservations
- * (options default off); NUMA; heap destroy/delete by the program;
- * mi_malloc_aligned's exact placement at 2.1.7 and 3.x (a memalign above
- * 16 bytes is served as an over-allocation with the object at the first
+ * release builds have none), except Ubuntu's 2.0.5, which is one (its
+ * padding, fills and mprotect decommit; mi_geometry); large OS pages and
+ * huge-page reservations (options default off); NUMA; heap destroy/delete by
+ * the program; mi_malloc_aligned's exact placement at 2.1.7 and 3.x (a memalign
+ * above 16 bytes is served as an over-allocation with the object at the first
  * aligned address; 2.0.9 and 2.1.2 also take the fast paths,
  * aligned_is_plain); 3.x's exact free-slice search inside a 64-bit bitmap field
  * and 3.4.3's separated page metadata (see docs/models/mimalloc.md).
@@ -45,36 +47,37 @@
  * 209 src/options.c:575-589: MIMALLOC_<name>, else the legacy name of
  * MI_OPTION_LEGACY, listed first here so that the name wins), each guarded
  * by the versions that read it: a version ignores the others' names. */
-#define MI_ENV_209  "?version=2.0.9"
+#define MI_ENV_20   "?version=2.0.5|2.0.9"
 #define MI_ENV_21X  "?version=2.1.2|2.1.7"
-#define MI_ENV_2X   "?version=2.0.9|2.1.2|2.1.7"
+#define MI_ENV_2X   "?version=2.0.5|2.0.9|2.1.2|2.1.7"
 #define MI_ENV_21UP "?version=2.1.2|2.1.7|3.0.1|3.4.3"
 #define MI_ENV_3X   "?version=3.0.1|3.4.3"
 #define MIMALLOC_OPTIONS(X)                                                    \
   X(MO_VERSION, "version", OPT_ENUM, "2.0.9", "",                              \
-    "2.0.9|2.1.2|2.1.7|3.0.1|3.4.3", "meta:mimalloc_version",                  \
-    "Debian 12 libmimalloc2.0 2.0.9+ds-2; 2.1.2 in CPython 3.13/3.14",         \
+    "2.0.5|2.0.9|2.1.2|2.1.7|3.0.1|3.4.3", "meta:mimalloc_version",            \
+    "Debian 12 libmimalloc2.0 2.0.9+ds-2; Ubuntu 22.04 2.0.5+ds-2; 2.1.2 in "  \
+    "CPython 3.13/3.14",                                                       \
     "mimalloc version (mi_version() of the run)")                              \
   X(MO_DECOMMIT_DELAY, "decommit_delay", OPT_I64, "25", "ms", NULL,            \
-    "MIMALLOC_RESET_DELAY" MI_ENV_209 " MIMALLOC_DECOMMIT_DELAY" MI_ENV_209,   \
+    "MIMALLOC_RESET_DELAY" MI_ENV_20 " MIMALLOC_DECOMMIT_DELAY" MI_ENV_20,     \
     "v2.0.9 src/options.c:88",                                                 \
-    "2.0.9: delay before freed slices are decommitted (2.1+: purge_delay)")    \
+    "2.0.x: delay before freed slices are decommitted (2.1+: purge_delay)")    \
   X(MO_DECOMMIT_EXTEND_DELAY, "decommit_extend_delay", OPT_I64, "1", "ms",     \
-    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY" MI_ENV_209,                         \
-    "v2.0.9 src/options.c:97",                                                 \
-    "2.0.9: extra delay per further free into the segment")                    \
+    NULL, "MIMALLOC_DECOMMIT_EXTEND_DELAY" MI_ENV_20,                          \
+    "v2.0.9 src/options.c:97 (1); v2.0.5 :96 (2)",                             \
+    "2.0.x: extra delay per further free into the segment")                    \
   X(MO_SEGMENT_DECOMMIT_DELAY, "segment_decommit_delay", OPT_I64, "500", "ms", \
-    NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_209,                        \
-    "v2.0.9 src/options.c:96", "2.0.9: delay for segments in the cache")       \
+    NULL, "MIMALLOC_SEGMENT_DECOMMIT_DELAY" MI_ENV_20,                         \
+    "v2.0.9 src/options.c:96", "2.0.x: delay for segments in the cache")       \
   X(MO_ALLOW_DECOMMIT, "allow_decommit", OPT_BOOL, "1", "", NULL,              \
-    "MIMALLOC_ALLOW_DECOMMIT" MI_ENV_209, "v2.0.9 src/options.c:95",           \
-    "2.0.9: decommit freed memory at all")                                     \
+    "MIMALLOC_ALLOW_DECOMMIT" MI_ENV_20, "v2.0.9 src/options.c:95",            \
+    "2.0.x: decommit freed memory at all")                                     \
   X(MO_ABANDONED_PAGE_DECOMMIT, "abandoned_page_decommit", OPT_BOOL, "0", "",  \
     NULL,                                                                      \
-    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_209                                 \
-    " MIMALLOC_ABANDONED_PAGE_DECOMMIT" MI_ENV_209,                            \
+    "MIMALLOC_ABANDONED_PAGE_RESET" MI_ENV_20                                  \
+    " MIMALLOC_ABANDONED_PAGE_DECOMMIT" MI_ENV_20,                             \
     "v2.0.9 src/options.c:79",                                                 \
-    "2.0.9: decommit at once when a thread abandons a segment")                \
+    "2.0.x: decommit at once when a thread abandons a segment")                \
   X(MO_PURGE_DELAY, "purge_delay", OPT_I64, "10", "ms", NULL,                  \
     "MIMALLOC_RESET_DELAY" MI_ENV_21UP " MIMALLOC_PURGE_DELAY" MI_ENV_21UP,    \
     "v2.1.2 src/options.c:78 (10); v3.0.1 :147 (2500); v3.4.3 :140 (1000)",    \
@@ -105,12 +108,13 @@
     "MIMALLOC_EAGER_COMMIT_DELAY" MI_ENV_2X, "v2.0.9 src/options.c:86",        \
     "2.x: first segments of a thread committed lazily once threads exist")     \
   X(MO_PAGE_RESET, "page_reset", OPT_BOOL, "0", "", NULL,                      \
-    "MIMALLOC_PAGE_RESET" MI_ENV_209,                                          \
+    "MIMALLOC_PAGE_RESET" MI_ENV_20,                                           \
     "v2.0.9 src/options.c:78 (2.1: deprecated_page_reset, unused, :70)",       \
-    "2.0.9: MADV_FREE a page's memory when it is freed")                       \
+    "2.0.x: MADV_FREE a page's memory when it is freed")                       \
   X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,     \
-    "MIMALLOC_MAX_SEGMENT_RECLAIM" MI_ENV_2X,                                  \
-    "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage)",              \
+    "MIMALLOC_MAX_SEGMENT_RECLAIM?version=2.0.9|2.1.2|2.1.7",                  \
+    "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage); v2.0.5 "      \
+    "src/segment.c:1427 (fixed 8)",                                            \
     "2.x: abandoned segments visited per reclaim")                             \
   X(MO_RECLAIM_ON_FREE, "reclaim_on_free", OPT_I64, "1", "", NULL,             \
     "MIMALLOC_ABANDONED_RECLAIM_ON_FREE?version=2.1.7|3.0.1|3.4.3"             \
@@ -148,14 +152,15 @@ enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
 
-static const char *const version_names[MV_COUNT] = {"2.0.9", "2.1.2", "2.1.7",
-                                                    "3.0.1", "3.4.3"};
+static const char *const version_names[MV_COUNT] = {"2.0.5", "2.0.9", "2.1.2",
+                                                    "2.1.7", "3.0.1", "3.4.3"};
 
 /* Which versions have a row: bit per version. */
 #define V209 (1u << MV_209)
+#define V20  ((1u << MV_205) | V209)
 #define V21X ((1u << MV_212) | (1u << MV_217))
 #define V3X  ((1u << MV_301) | (1u << MV_343))
-#define VALL (V209 | V21X | V3X)
+#define VALL (V20 | V21X | V3X)
 typedef struct row_scope_s row_scope_t;
 struct row_scope_s {
   int         key;
@@ -163,19 +168,19 @@ struct row_scope_s {
   const char *other; /* the spelling the other versions use, or NULL */
 };
 static const row_scope_t row_scopes[] = {
-    {MO_DECOMMIT_DELAY, V209, "purge_delay"},
-    {MO_DECOMMIT_EXTEND_DELAY, V209, "purge_extend_delay"},
-    {MO_SEGMENT_DECOMMIT_DELAY, V209, "arena_purge_mult"},
-    {MO_ALLOW_DECOMMIT, V209, "purge_delay (<0 disables purging)"},
-    {MO_ABANDONED_PAGE_DECOMMIT, V209, "abandoned_page_purge"},
+    {MO_DECOMMIT_DELAY, V20, "purge_delay"},
+    {MO_DECOMMIT_EXTEND_DELAY, V20, "purge_extend_delay"},
+    {MO_SEGMENT_DECOMMIT_DELAY, V20, "arena_purge_mult"},
+    {MO_ALLOW_DECOMMIT, V20, "purge_delay (<0 disables purging)"},
+    {MO_ABANDONED_PAGE_DECOMMIT, V20, "abandoned_page_purge"},
     {MO_PURGE_DELAY, V21X | V3X, "decommit_delay"},
     {MO_PURGE_EXTEND_DELAY, V21X | V3X, "decommit_extend_delay"},
     {MO_PURGE_DECOMMITS, V21X | V3X, NULL},
     {MO_ARENA_PURGE_MULT, V21X | V3X, "segment_decommit_delay"},
     {MO_ABANDONED_PAGE_PURGE, V21X, "abandoned_page_decommit"},
-    {MO_EAGER_COMMIT, V209 | V21X, NULL},
-    {MO_EAGER_COMMIT_DELAY, V209 | V21X, NULL},
-    {MO_PAGE_RESET, V209, NULL},
+    {MO_EAGER_COMMIT, V20 | V21X, NULL},
+    {MO_EAGER_COMMIT_DELAY, V20 | V21X, NULL},
+    {MO_PAGE_RESET, V20, NULL},
     {MO_MAX_SEGMENT_RECLAIM, V209 | V21X, NULL},
     {MO_RECLAIM_ON_FREE, (1u << MV_217) | V3X, NULL},
     {MO_PAGE_FULL_RETAIN, V3X, NULL},
@@ -193,6 +198,8 @@ static const char *version_default(mi_version_t v, int key) {
     return v == MV_301 ? "2500" : v == MV_343 ? "1000" : NULL;
   case MO_ARENA_PURGE_MULT:
     return MI_IS_V3(v) ? "1" : NULL;
+  case MO_DECOMMIT_EXTEND_DELAY:
+    return v == MV_205 ? "2" : NULL; /* v2.0.5 src/options.c:96 */
   case MO_MAX_SEGMENT_RECLAIM:
     return v == MV_217 ? "10" : NULL;
   case MO_RECLAIM_ON_FREE:
@@ -203,9 +210,10 @@ static const char *version_default(mi_version_t v, int key) {
 }
 
 /* The geometry and rule constants of a version (mimalloc_int.h; sizes
- * compiled against each tag's headers: sizeof(mi_page_t) 80/80/96,
- * offsetof(mi_segment_t, slices) 264, offsetof(mi_segment_t, next)
- * 184/184/176, 3.x page info 128 (301) / separate (343)). */
+ * compiled against each tag's headers: sizeof(mi_page_t) 80/80/80/96,
+ * offsetof(mi_segment_t, slices) 368/264, offsetof(mi_segment_t, next)
+ * 288/184/184/176 (205/209/212/217), 3.x page info 128 (301) / separate
+ * (343)). */
 static void mi_geometry(mi_version_t v, mi_geom_t *g) {
   memset(g, 0, sizeof *g);
   g->slices_offset = 264;
@@ -214,7 +222,39 @@ static void mi_geometry(mi_version_t v, mi_geom_t *g) {
   g->len_bsize = 4;
   g->off_links = 56; /* offsetof(mi_page_t, next), prev at 64 */
   g->min_extend = 4; /* 209 page.c:590 */
+  g->seg_slices = MI_SLICES_PER_SEG;
+  g->max_slice_off = MI_MAX_SLICE_OFFSET;
+  g->large_obj_max = MI_LARGE_OBJ_MAX;
+  g->small_start = 3 * 128; /* 3*MI_MAX_ALIGN_GUARANTEE, 209 segment.c:319 */
+  g->cache_slot = MI_CACHE_SLOT_209;
   switch (v) {
+  case MV_205:
+    /* 64 MiB segments (v2.0.5 include/mimalloc-types.h:135): 1024 slices,
+     * objects up to 32 MiB in them (:157), back offsets for 1 MiB (:175,
+     * MI_ALIGNMENT_MAX include/mimalloc.h:169); the header is 82,288
+     * bytes, two slices */
+    g->seg_slices = MI_SLICES_MAX;
+    g->max_slice_off = 15;
+    g->large_obj_max = 32 * MI_MIB;
+    g->slices_offset = 368;
+    g->zero_prefix = 288;
+    g->info_slices = 2;
+    g->min_commit = 2 * MI_MIB; /* types.h:330 */
+    g->small_start = 128;       /* MI_MAX_ALIGN_GUARANTEE, segment.c:319 */
+    g->cache_slot = MI_CACHE_SLOT_205;
+    /* Ubuntu's package is built with CMAKE_BUILD_TYPE None, so without
+     * NDEBUG: MI_DEBUG=2 (v2.0.5 include/mimalloc-types.h:49-55, "debug
+     * level : 2" in its verbose output), which brings MI_PADDING (:59-61)
+     * and MI_ENCODE_FREELIST (:66-68): mi_page_t gains keys[2], 96 bytes,
+     * xblock_size at 44 and next at 72 (compiled) */
+    g->debug = true;
+    g->page_struct = 96;
+    g->off_bsize = 44;
+    g->off_links = 72;
+    g->min_extend = 1;      /* page.c:565 */
+    g->retire_cycles = 8;   /* page.c:395 */
+    g->retire_plus1 = true; /* page.c:420 */
+    break;
   case MV_209:
     g->page_struct = 80;
     g->zero_prefix = 184;
@@ -316,23 +356,25 @@ static void publish_options(mi_model_t *m) {
 }
 
 static void read_options(mi_model_t *m, const model_opts_t *o) {
-  bool v209 = m->version == MV_209;
-  m->purge_delay = model_opt_i64(o, v209 ? MO_DECOMMIT_DELAY : MO_PURGE_DELAY);
+  bool v20 = MI_IS_V20(m->version);
+  m->purge_delay = model_opt_i64(o, v20 ? MO_DECOMMIT_DELAY : MO_PURGE_DELAY);
   m->extend_delay =
-      model_opt_i64(o, v209 ? MO_DECOMMIT_EXTEND_DELAY : MO_PURGE_EXTEND_DELAY);
+      model_opt_i64(o, v20 ? MO_DECOMMIT_EXTEND_DELAY : MO_PURGE_EXTEND_DELAY);
   m->segment_delay = model_opt_i64(o, MO_SEGMENT_DECOMMIT_DELAY);
   m->arena_mult = model_opt_i64(o, MO_ARENA_PURGE_MULT);
-  m->purge_decommits = v209 || model_opt_bool(o, MO_PURGE_DECOMMITS);
+  m->purge_decommits = v20 || model_opt_bool(o, MO_PURGE_DECOMMITS);
   /* 2.1 has no allow_decommit: purging is off when purge_delay < 0
    * (212 segment.c:845-846) */
   m->allow_decommit =
-      v209 ? model_opt_bool(o, MO_ALLOW_DECOMMIT) : m->purge_delay >= 0;
+      v20 ? model_opt_bool(o, MO_ALLOW_DECOMMIT) : m->purge_delay >= 0;
   m->page_reset = model_opt_bool(o, MO_PAGE_RESET);
-  m->abandoned_purge = model_opt_bool(o, v209 ? MO_ABANDONED_PAGE_DECOMMIT
-                                              : MO_ABANDONED_PAGE_PURGE);
+  m->abandoned_purge = model_opt_bool(o, v20 ? MO_ABANDONED_PAGE_DECOMMIT
+                                             : MO_ABANDONED_PAGE_PURGE);
   m->eager_commit = model_opt_bool(o, MO_EAGER_COMMIT);
   m->eager_commit_delay = model_opt_i64(o, MO_EAGER_COMMIT_DELAY);
-  m->max_segment_reclaim = model_opt_i64(o, MO_MAX_SEGMENT_RECLAIM);
+  /* 2.0.5 has no such option: max_tries = 8 (v2.0.5 src/segment.c:1427) */
+  m->max_segment_reclaim =
+      m->version == MV_205 ? 8 : model_opt_i64(o, MO_MAX_SEGMENT_RECLAIM);
   m->reclaim_on_free = model_opt_i64(o, MO_RECLAIM_ON_FREE);
   if (m->version == MV_343) {
     m->page_max_reclaim = model_opt_i64(o, MO_PAGE_MAX_RECLAIM);
@@ -402,6 +444,11 @@ void mi_os_purge(mi_model_t *m, sim_addr_t addr, uint64_t len) {
     mi_madvise_dontneed(m, addr, len);
   else
     mi_madvise_free(m, addr, len);
+}
+
+void mi_os_decommit(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (!m->g.debug)
+    mi_madvise_dontneed(m, addr, len);
 }
 
 /* ---- Threads and heaps ------------------------------------------------- */
@@ -620,15 +667,23 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   else
     align = 0;
   uint32_t page, block;
-  if (!mi_malloc(m, heap, req, &page, &block))
+  /* a debug build asks for the padding too (v2.0.5 src/alloc.c:82, 106) */
+  uint64_t pad = m->g.debug ? MI_PADDING_SIZE : 0;
+  if (!mi_malloc(m, heap, req + pad, &page, &block))
     return;
   m->objs[ev->id].page = page;
   m->objs[ev->id].block = block;
+  m->objs[ev->id].requested = req;
   mpage_t   *p = P(m, page);
   sim_addr_t a = p->start + (uint64_t)block * p->block_size;
+  if (m->g.debug)
+    mi_debug_alloc_fill(m, page, a, req); /* calloc's zeroing is within */
   if (align != 0)
     a = (a + align - 1) & ~(align - 1);
-  if (ev->op == TRACE_CALLOC) {
+  if (m->g.debug) {
+    if (!(ev->flags & TRACE_FLAG_UNWRITTEN))
+      mi_touch(m, a, size);
+  } else if (ev->op == TRACE_CALLOC) {
     /* _mi_page_malloc zero (209 alloc.c:47-51): the whole block unless the
      * page's free list is known zero (never in 209), then the next-pointer
      * word only.  3.0.1 zeroes a huge page's block whole, known zero or
@@ -652,6 +707,8 @@ static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
   m->objs[id].page = 0;
   m->live_bytes -= size;
   m->live_objects--;
+  if (m->g.debug)
+    mi_debug_free_fill(m, tld, page, block, m->objs[id].requested);
   mi_free_block(m, tld, page, block);
 }
 
@@ -703,7 +760,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
     free(m);
     return rc;
   }
-  if (v == MV_209) {
+  if (MI_IS_V20(v)) {
     m->cache = calloc(MI_CACHE_MAX, sizeof *m->cache);
     if (m->cache == NULL) {
       free_tables(m);
@@ -716,9 +773,9 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   enter(m, 0, err);
   kfail(m, sim_kernel_mmap(m->kernel, 64 * MI_KIB, 4096, SIM_PROT_RW,
                            SIM_OWNER_METADATA, &m->static_area, err));
-  if (v == MV_209 && m->fail == AS_OK)
+  if (MI_IS_V20(v) && m->fail == AS_OK)
     kfail(m, sim_kernel_mmap(
-                 m->kernel, (uint64_t)MI_CACHE_MAX * MI_CACHE_SLOT_BYTES, 4096,
+                 m->kernel, (uint64_t)MI_CACHE_MAX * m->g.cache_slot, 4096,
                  SIM_PROT_RW, SIM_OWNER_METADATA, &m->cache_area, err));
   if (m->fail != AS_OK) {
     as_status_t fail = leave(m, err);
@@ -776,12 +833,15 @@ static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
 }
 
 /* _mi_heap_realloc_zero (209 alloc.c:679-707): in place while the new size
- * fits the block and wastes at most half of it; else malloc, copy, free. */
+ * fits the block and wastes at most half of it; else malloc, copy, free.
+ * A debug build's usable size is what malloc was asked (v2.0.5
+ * src/alloc.c:622-638 with mi_page_usable_size_of :227-233): an in-place
+ * realloc keeps it. */
 static void realloc_object(mi_model_t *m, uint32_t heap,
                            const trace_event_t *ev) {
   uint64_t   old = ev->prev_size;
   mpage_t   *p = P(m, m->objs[ev->id].page);
-  uint64_t   usable = p->block_size;
+  uint64_t   usable = m->g.debug ? m->objs[ev->id].requested : p->block_size;
   sim_addr_t a = obj_addr(m, ev->id);
   if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
     if (ev->size > old && !(ev->flags & TRACE_FLAG_UNWRITTEN))
@@ -792,18 +852,25 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   uint32_t tld = H(m, heap)->tld;
   uint32_t opage = m->objs[ev->id].page, oblock = m->objs[ev->id].block;
   uint32_t page, block;
-  if (!mi_malloc(m, heap, ev->size, &page, &block))
+  uint64_t pad = m->g.debug ? MI_PADDING_SIZE : 0;
+  if (!mi_malloc(m, heap, ev->size + pad, &page, &block))
     return;
   mpage_t   *np = P(m, page);
   sim_addr_t na = np->start + (uint64_t)block * np->block_size;
-  uint64_t   copy = ev->size < usable ? ev->size : usable;
+  if (m->g.debug)
+    mi_debug_alloc_fill(m, page, na, ev->size);
+  uint64_t copy = ev->size < usable ? ev->size : usable;
   mi_read(m, a, copy);
   mi_touch(m, na, copy);
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);
+  uint64_t orequested = m->objs[ev->id].requested;
   m->objs[ev->id].page = page;
   m->objs[ev->id].block = block;
+  m->objs[ev->id].requested = ev->size;
   m->live_bytes += ev->size - old;
+  if (m->g.debug)
+    mi_debug_free_fill(m, tld, opage, oblock, orequested);
   mi_free_block(m, tld, opage, oblock);
 }
 
@@ -1103,7 +1170,7 @@ static as_status_t walk_thread_data(const mi_model_t *m, const mi_walker_t *w) {
                       MI_MECH_META, MODEL_REGION_METADATA);
   if (rc == AS_OK && m->cache_area != 0)
     rc = mi_walk_unit(
-        w, m->cache_area, (uint64_t)MI_CACHE_MAX * MI_CACHE_SLOT_BYTES,
+        w, m->cache_area, (uint64_t)MI_CACHE_MAX * m->g.cache_slot,
         "segment cache slots", MI_MECH_META, MODEL_REGION_METADATA);
   return rc;
 }
@@ -1139,8 +1206,9 @@ static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
 
 const model_methods_t model_mimalloc_methods = {
     .name = "mimalloc",
-    .summary = "mimalloc 2.0.9/2.1.2/2.1.7/3.0.1/3.4.3: segments or arenas "
-               "of 64 KiB pages, delayed purge run only by later activity",
+    .summary =
+        "mimalloc 2.0.5/2.0.9/2.1.2/2.1.7/3.0.1/3.4.3: segments or arenas "
+        "of 64 KiB pages, delayed purge run only by later activity",
     .options = mimalloc_options,
     .preload = "libmimalloc",
     .mechanisms = mimalloc_mechanisms,

@@ -31,6 +31,7 @@
 /* ---- Versions and their geometry --------------------------------------- */
 
 typedef enum mi_version_e {
+  MV_205, /* v2.0.5, Ubuntu 22.04 libmimalloc2.0 2.0.5+ds-2 */
   MV_209, /* v2.0.9, Debian 12 libmimalloc2.0 2.0.9+ds-2 */
   MV_212, /* v2.1.2, vendored in CPython 3.13/3.14 */
   MV_217, /* v2.1.7 */
@@ -39,19 +40,24 @@ typedef enum mi_version_e {
   MV_COUNT
 } mi_version_t;
 
-#define MI_IS_V3(v) ((v) >= MV_301)
+#define MI_IS_V3(v)  ((v) >= MV_301)
+#define MI_IS_V20(v) ((v) <= MV_209) /* 2.0.x: segment cache, "decommit" */
 
 #define MI_KIB UINT64_C(1024)
 #define MI_MIB (MI_KIB * MI_KIB)
 #define MI_GIB (MI_MIB * MI_KIB)
 
 /* v2 geometry: 209 include/mimalloc-types.h:142-171; 212
- * include/mimalloc/types.h:160-185 (same values). */
+ * include/mimalloc/types.h:160-185 (same values).  2.0.5's segments are
+ * twice as large (v2.0.5 include/mimalloc-types.h:135, 64 MiB of 1024
+ * slices): what depends on the segment size is in mi_geom_t, and the
+ * arrays below hold the larger. */
 #define MI_SLICE_SHIFT     16 /* 64 KiB slices (:142) */
 #define MI_SLICE_SIZE      (UINT64_C(1) << MI_SLICE_SHIFT)
 #define MI_SEGMENT_SHIFT   25 /* 32 MiB (:145) */
 #define MI_SEGMENT_SIZE    (UINT64_C(1) << MI_SEGMENT_SHIFT)
 #define MI_SLICES_PER_SEG  512                   /* (:159) */
+#define MI_SLICES_MAX      1024                  /* 2.0.5 */
 #define MI_MEDIUM_PAGE     (8 * MI_SLICE_SIZE)   /* 512 KiB (:151) */
 #define MI_SMALL_OBJ_MAX   (MI_SLICE_SIZE / 4)   /* 16 KiB (:164) */
 #define MI_MEDIUM_OBJ_MAX  (MI_MEDIUM_PAGE / 4)  /* 128 KiB (:165) */
@@ -64,7 +70,7 @@ typedef enum mi_version_e {
  * 209 types.h:187) / slice - 1 = 255 (:178; its comment "15" is stale;
  * 212 types.h:196, 217 :213). */
 #define MI_MAX_SLICE_OFFSET 255
-#define MI_COMMIT_WORDS     (MI_SLICES_PER_SEG / 64) /* commit mask words */
+#define MI_COMMIT_WORDS     (MI_SLICES_MAX / 64) /* commit mask words */
 
 /* What changes between versions, filled by mi_geometry(). */
 typedef struct mi_geom_s mi_geom_t;
@@ -78,6 +84,14 @@ struct mi_geom_s {
   uint32_t zero_prefix;   /* offsetof(mi_segment_t, next): memset start */
   uint64_t min_commit;    /* MI_MINIMAL_COMMIT_SIZE */
   uint32_t info_slices;   /* segment info slices */
+  uint32_t seg_slices;    /* MI_SLICES_PER_SEGMENT */
+  uint32_t max_slice_off; /* MI_MAX_SLICE_OFFSET */
+  uint64_t large_obj_max; /* MI_LARGE_OBJ_SIZE_MAX: huge segments above */
+  uint32_t small_start;   /* 2.0.x: first block's offset, 8..1024 B blocks */
+  uint32_t cache_slot;    /* 2.0.x: sizeof(mi_cache_slot_t) */
+  /* a build with MI_DEBUG=2, as Ubuntu's 2.0.5 (mimalloc.c, mi_geometry):
+   * blocks padded, filled on malloc and free, decommit by mprotect */
+  bool debug;
   /* pages */
   uint32_t retire_cycles;   /* MI_RETIRE_CYCLES */
   bool     retire_plus1;    /* retire_expire = 1 + cycles (209, 212) */
@@ -233,10 +247,10 @@ struct mi_cache_slot_s {
 /* The library's static cache[MI_CACHE_MAX] (209 segment-cache.c:27-36):
  * sizeof (mi_cache_slot_t) = p 8 + memid 8 + is_pinned 1 (padded to 8) +
  * two mi_commit_mask_t of 8 words (32 MiB / 64 KiB / 64, 209 types.h) +
- * expire 8 = 160 bytes, expire at offset 152: 160 KiB of .bss, taken as
- * starting on a page. */
-#define MI_CACHE_SLOT_BYTES 160
-#define MI_CACHE_EXPIRE_OFF 152
+ * expire 8 = 160 bytes (2.0.5: masks of 16 words, 288 bytes), expire
+ * last: 160 (288) KiB of .bss, taken as starting on a page. */
+#define MI_CACHE_SLOT_209 160
+#define MI_CACHE_SLOT_205 288
 
 typedef struct marena2_s marena2_t; /* 21x arena of 32 MiB blocks */
 struct marena2_s {
@@ -268,6 +282,8 @@ typedef struct mobj_s mobj_t;
 struct mobj_s {
   uint32_t page;
   uint32_t block;
+  uint64_t requested; /* debug build: the size malloc was asked, which
+                         mi_usable_size returns under MI_PADDING */
 };
 
 struct mi_model_s {
@@ -365,6 +381,10 @@ void       mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size);
 /* _mi_os_purge (212 os.c:475-500): DONTNEED, or MADV_FREE when
  * purge_decommits is off; 209 always decommits. */
 void mi_os_purge(mi_model_t *m, sim_addr_t addr, uint64_t len);
+/* 2.0.x _mi_os_decommit: MADV_DONTNEED (209 os.c), mprotect(PROT_NONE) in
+ * a debug build (v2.0.5 src/os.c:920-927), which keeps the pages. */
+void mi_os_decommit(mi_model_t *m, sim_addr_t addr, uint64_t len);
+#define MI_PADDING_SIZE 8 /* sizeof(mi_padding_t), v2.0.5 types.h:417-422 */
 
 uint8_t  mi_bin(uint64_t size);
 uint8_t  mi_model_bin(const mi_model_t *m, uint64_t size);
@@ -394,6 +414,12 @@ uint32_t mi_heap_by_tag(mi_model_t *m, uint32_t heap, uint8_t tag);
 bool     mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
                    uint32_t *block);
 void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block);
+/* Debug build: what _mi_page_malloc writes into a new block of padded size
+ * (fill and padding), and what a free writes over the old one. */
+void mi_debug_alloc_fill(mi_model_t *m, uint32_t page, sim_addr_t a,
+                         uint64_t padded);
+void mi_debug_free_fill(mi_model_t *m, uint32_t tld, uint32_t page,
+                        uint32_t block, uint64_t size);
 void mi_heap_abandon_all(mi_model_t *m, uint32_t heap);
 
 enum { MI_NORMAL, MI_FORCE, MI_ABANDON }; /* 209 heap.c:81-85 */

@@ -606,9 +606,11 @@ static uint32_t page_fresh(mi_model_t *m, uint32_t heap, uint32_t bin,
     /* The page's whole span is the block: for every huge queue page at
      * 209 and 212 (page.c:276; 212 :289), only for a huge segment's at
      * 217 (page.c:290, upstream b5665f0e), where a large page keeps the
-     * request's _mi_os_good_alloc_size. */
-    bool whole =
-        m->version >= MV_217 ? P(m, page)->is_huge : bin == MI_BIN_HUGE;
+     * request's _mi_os_good_alloc_size; never at 2.0.5 (v2.0.5
+     * src/page.c:254). */
+    bool whole = m->version >= MV_217   ? P(m, page)->is_huge
+                 : m->version == MV_205 ? false
+                                        : bin == MI_BIN_HUGE;
     mi_page_init(m, heap, page, whole ? P(m, page)->block_size : block_size);
   }
   mi_pq_push(m, heap, bin, page);
@@ -849,12 +851,42 @@ static uint32_t page_owner_tld(mi_model_t *m, const mpage_t *p) {
   return S(m, p->seg)->tld;
 }
 
+void mi_debug_alloc_fill(mi_model_t *m, uint32_t page, sim_addr_t a,
+                         uint64_t size) {
+  const mpage_t *p = P(m, page);
+  uint64_t       usable = p->block_size - MI_PADDING_SIZE;
+  uint64_t       delta = usable - size;
+  /* memset(block, MI_DEBUG_UNINIT, padded size) (v2.0.5 src/alloc.c:40-42:
+   * page->is_zero is never set in a debug build, page.c:642-644) */
+  mi_touch(m, a, size + MI_PADDING_SIZE);
+  /* the padding's canary and delta at the block's end, and up to 16 fill
+   * bytes after the request (alloc.c:58-68) */
+  mi_touch(m, a + usable, MI_PADDING_SIZE);
+  mi_touch(m, a + size, delta < 16 ? delta : 16);
+}
+
+void mi_debug_free_fill(mi_model_t *m, uint32_t tld, uint32_t page,
+                        uint32_t block, uint64_t size) {
+  const mpage_t *p = P(m, page);
+  sim_addr_t     a = p->start + (uint64_t)block * p->block_size;
+  /* a huge segment belongs to no thread (v2.0.5 src/segment.c:1557) */
+  bool local = page_owner_tld(m, p) == tld && !p->is_huge;
+  /* memset(block, MI_DEBUG_FREED, ...): the whole block by its owner
+   * (alloc.c:493-495, 410-412), the usable size, at least a free-list
+   * word, by another thread (alloc.c:349-353) */
+  mi_touch(m, a, local ? p->block_size : size < 8 ? 8 : size);
+}
+
 /* mi_free of block `block` of page `page` from the thread whose tld is
  * `tld` (0: a thread mimalloc never initialised). */
 void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block) {
   mpage_t *p = P(m, page);
   uint32_t owner = page_owner_tld(m, p);
-  if (owner != 0 && owner == tld) {
+  /* 2.0.5's huge segments belong to no thread: a free from any thread
+   * frees the segment at once (v2.0.5 src/alloc.c:355-359,
+   * src/segment.c:1562-1585), as its owner's free does here */
+  bool huge205 = m->version == MV_205 && p->is_huge;
+  if ((owner != 0 && owner == tld) || huge205) {
     free_local(m, page, block);
   } else if (MI_IS_V3(m->version)) {
     free_mt3(m, tld, page, block);
@@ -970,6 +1002,8 @@ void mi_heap_collect_ex(mi_model_t *m, uint32_t heap, int kind) {
   heap_visit_collect(m, heap, kind);
   mi_abandoned_collect(m, heap, kind == MI_FORCE);
   switch (m->version) {
+  case MV_205: /* v2.0.5 heap.c:164 (the per-thread cache, :158-160, is
+                 off: segment_cache=0, options.c:77) */
   case MV_209: /* heap.c:164 */
     mi_segment_cache_collect(m, kind == MI_FORCE);
     break;

@@ -25,9 +25,6 @@
 static void mask_clear_all(uint64_t *m) {
   memset(m, 0, MI_COMMIT_WORDS * 8);
 }
-static void mask_set_all(uint64_t *m) {
-  memset(m, 0xff, MI_COMMIT_WORDS * 8);
-}
 
 static bool mask_is_empty(const uint64_t *m) {
   for (int i = 0; i < MI_COMMIT_WORDS; i++)
@@ -36,17 +33,22 @@ static bool mask_is_empty(const uint64_t *m) {
   return true;
 }
 
-static bool mask_is_full(const uint64_t *m) {
-  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+static void mask_create(uint32_t idx, uint32_t count, uint64_t *m) {
+  mask_clear_all(m);
+  for (uint32_t i = idx; i < idx + count && i < MI_SLICES_MAX; i++)
+    m[i >> 6] |= UINT64_C(1) << (i & 63);
+}
+
+/* Every slice of a segment of the version (its mask has seg_slices bits). */
+static void mask_set_all(const mi_model_t *mm, uint64_t *m) {
+  mask_create(0, mm->g.seg_slices, m);
+}
+
+static bool mask_is_full(const mi_model_t *mm, const uint64_t *m) {
+  for (uint32_t i = 0; i < mm->g.seg_slices / 64; i++)
     if (~m[i] != 0)
       return false;
   return true;
-}
-
-static void mask_create(uint32_t idx, uint32_t count, uint64_t *m) {
-  mask_clear_all(m);
-  for (uint32_t i = idx; i < idx + count && i < MI_SLICES_PER_SEG; i++)
-    m[i >> 6] |= UINT64_C(1) << (i & 63);
 }
 
 static bool mask_any_set(const uint64_t *c, const uint64_t *m) {
@@ -114,7 +116,20 @@ static void spanq_push(mi_model_t *m, uint32_t tld, uint32_t seg,
                        uint32_t idx) {
   mspanq_t *q = &m->tlds[tld].spans[slice_bin(SL(m, seg, idx)->count)];
   mslice_t *sl = SL(m, seg, idx);
-  touch_links(m, S(m, seg), idx);
+  if (m->g.debug) {
+    /* the assertion reads next and prev, and proves the "paranoia" store
+     * prev = NULL redundant: Ubuntu's build has it removed (v2.0.5
+     * src/segment.c:209-210; its page of slice entries stays unwritten,
+     * measured) */
+    mi_read(m,
+            S(m, seg)->base + m->g.slices_offset +
+                (uint64_t)idx * m->g.page_struct + m->g.off_links,
+            16);
+    touch_field(m, S(m, seg), idx, m->g.off_bsize, m->g.len_bsize);
+    touch_field(m, S(m, seg), idx, m->g.off_links, 8);
+  } else {
+    touch_links(m, S(m, seg), idx);
+  }
   sl->qprev_seg = NONE;
   sl->qnext_seg = q->first_seg;
   sl->qnext_slice = q->first_slice;
@@ -170,20 +185,25 @@ static uint64_t info_size(const mi_model_t *m) {
   return (uint64_t)m->g.info_slices * MI_SLICE_SIZE;
 }
 
+/* MI_SEGMENT_SIZE of the version. */
+static uint64_t seg_size(const mi_model_t *m) {
+  return (uint64_t)m->g.seg_slices * MI_SLICE_SIZE;
+}
+
 /* mi_segment_calculate_slices (:335-357): the info rounded to a slice; a
  * huge segment is the request plus the info, slice-rounded. */
 static uint32_t calculate_slices(const mi_model_t *m, uint64_t required) {
   if (required == 0)
-    return MI_SLICES_PER_SEG;
+    return m->g.seg_slices;
   uint64_t size = required + info_size(m);
   return (uint32_t)((size + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
 }
 
 /* Where the blocks of a page start and how many fit: 209 segment.c:314-323
- * (8..1024-byte blocks start 384 bytes in), 212 :319-325 (3 blocks in for
- * <= 64 bytes, one block in for <= 512), 217 :315-337 (first aligned to
- * the block size when it is <= MI_MAX_ALIGN_GUARANTEE = 128 KiB, 217
- * include/mimalloc/types.h:207). */
+ * (8..1024-byte blocks start 384 bytes in; v2.0.5 segment.c:319: 128),
+ * 212 :319-325 (3 blocks in for <= 64 bytes, one block in for <= 512),
+ * 217 :315-337 (first aligned to the block size when it is
+ * <= MI_MAX_ALIGN_GUARANTEE = 128 KiB, 217 include/mimalloc/types.h:207). */
 void mi_segment_page_layout(mi_model_t *m, uint32_t page) {
   mpage_t   *p = P(m, page);
   uint64_t   bsize = p->block_size;
@@ -194,9 +214,9 @@ void mi_segment_page_layout(mi_model_t *m, uint32_t page) {
     /* a huge segment's page spans the rest of the segment */
     psize = S(m, p->seg)->size - info_size(m);
   }
-  if (m->version == MV_209) {
+  if (MI_IS_V20(m->version)) {
     if (bsize >= 8 && bsize <= 1024)
-      off = 3 * 128; /* 3*MI_MAX_ALIGN_GUARANTEE */
+      off = m->g.small_start;
   } else {
     if (m->version == MV_217 && bsize > 0 && bsize <= MI_MEDIUM_OBJ_MAX) {
       uint64_t adjust = bsize - (pstart % bsize);
@@ -227,7 +247,7 @@ static void commit_mask(const mi_model_t *m, const mseg_t *s, bool conservative,
                         uint64_t *full, uint64_t *cm) {
   mask_clear_all(cm);
   *full = 0;
-  if (size == 0 || size > MI_SEGMENT_SIZE || s->kind == MI_SEG_HUGE)
+  if (size == 0 || size > seg_size(m) || s->kind == MI_SEG_HUGE)
     return;
   uint64_t segstart = info_size(m);
   uint64_t segsize = s->size;
@@ -276,7 +296,7 @@ static void segment_commit(mi_model_t *m, mseg_t *s, sim_addr_t p,
 /* mi_segment_ensure_committed (:502-507). */
 static void ensure_committed(mi_model_t *m, mseg_t *s, sim_addr_t p,
                              uint64_t size) {
-  if (mask_is_full(s->commit) && mask_is_empty(s->decommit))
+  if (mask_is_full(m, s->commit) && mask_is_empty(s->decommit))
     return;
   segment_commit(m, s, p, size);
 }
@@ -296,10 +316,13 @@ static void segment_purge(mi_model_t *m, mseg_t *s, sim_addr_t p,
   if (full == 0 || mask_is_empty(mask))
     return;
   if (mask_any_set(s->commit, mask)) {
-    mi_os_purge(m, start, full);
+    if (MI_IS_V20(m->version))
+      mi_os_decommit(m, start, full);
+    else
+      mi_os_purge(m, start, full);
     m->purges++;
     m->purged_bytes += full;
-    if (m->version == MV_209)
+    if (MI_IS_V20(m->version))
       for (int i = 0; i < MI_COMMIT_WORDS; i++)
         s->commit[i] &= ~mask[i];
   }
@@ -321,13 +344,13 @@ static void try_purge(mi_model_t *m, uint32_t seg, bool force) {
   memcpy(mask, s->decommit, sizeof mask);
   s->expire = 0;
   mask_clear_all(s->decommit);
-  for (uint32_t i = 0; i < MI_SLICES_PER_SEG;) {
+  for (uint32_t i = 0; i < m->g.seg_slices;) {
     if (!(mask[i >> 6] >> (i & 63) & 1)) {
       i++;
       continue;
     }
     uint32_t j = i;
-    while (j < MI_SLICES_PER_SEG && (mask[j >> 6] >> (j & 63) & 1))
+    while (j < m->g.seg_slices && (mask[j >> 6] >> (j & 63) & 1))
       j++;
     segment_purge(m, s, s->base + (uint64_t)i * MI_SLICE_SIZE,
                   (uint64_t)(j - i) * MI_SLICE_SIZE);
@@ -362,7 +385,8 @@ static void schedule_purge(mi_model_t *m, uint32_t seg, sim_addr_t p,
   if (s->expire == 0) {
     s->expire = m->now + m->purge_delay;
   } else if (s->expire <= m->now) {
-    if (s->expire + m->extend_delay <= m->now)
+    /* 2.0.5 only extends an expired mask (v2.0.5 segment.c:593-597) */
+    if (s->expire + m->extend_delay <= m->now && m->version != MV_205)
       try_purge(m, seg, true);
     else
       s->expire = m->now + m->extend_delay;
@@ -447,8 +471,8 @@ static uint32_t span_allocate(mi_model_t *m, uint32_t seg, uint32_t idx,
   sl->count = count;
   sl->state = 2; /* in use (xblock_size > 1) */
   uint32_t extra = count - 1;
-  if (extra > MI_MAX_SLICE_OFFSET)
-    extra = MI_MAX_SLICE_OFFSET;
+  if (extra > m->g.max_slice_off)
+    extra = m->g.max_slice_off;
   if (idx + extra >= s->slice_entries)
     extra = s->slice_entries - idx - 1;
   touch_span_mark(m, s, idx);
@@ -462,7 +486,10 @@ static uint32_t span_allocate(mi_model_t *m, uint32_t seg, uint32_t idx,
   uint32_t last = idx + count - 1;
   if (last > s->slice_entries)
     last = s->slice_entries;
-  if (last > idx) {
+  /* 2.0.5 writes the last entry only within the segment's entries
+   * (v2.0.5 segment.c:766-767) */
+  bool last_in = m->version != MV_205 || idx + count - 1 < s->slice_entries;
+  if (last > idx && last_in) {
     s->slices[last].offset = last - idx;
     s->slices[last].count = 0;
     s->slices[last].state = 1;
@@ -492,7 +519,8 @@ static void slice_split(mi_model_t *m, uint32_t seg, uint32_t idx,
   if (sl->count <= count)
     return;
   uint32_t next_count = sl->count - count;
-  span_free(m, seg, idx + count, next_count, false);
+  /* 2.0.5 schedules the rest for purging too (v2.0.5 segment.c:729, 654) */
+  span_free(m, seg, idx + count, next_count, m->version == MV_205);
   SL(m, seg, idx)->count = count;
 }
 
@@ -562,21 +590,21 @@ static void seg_release(mi_model_t *m, uint32_t id) {
 
 /* Slot i's bytes in the library's cache[] (mimalloc_int.h). */
 static sim_addr_t slot_addr(const mi_model_t *m, uint64_t i) {
-  return m->cache_area + i * MI_CACHE_SLOT_BYTES;
+  return m->cache_area + i * m->g.cache_slot;
 }
 
 /* mi_commit_mask_decommit (cache :110-132): the whole committed part. */
 static void cache_slot_decommit(mi_model_t *m, mi_cache_slot_t *sl) {
-  for (uint32_t i = 0; i < MI_SLICES_PER_SEG;) {
+  for (uint32_t i = 0; i < m->g.seg_slices;) {
     if (!(sl->commit[i >> 6] >> (i & 63) & 1)) {
       i++;
       continue;
     }
     uint32_t j = i;
-    while (j < MI_SLICES_PER_SEG && (sl->commit[j >> 6] >> (j & 63) & 1))
+    while (j < m->g.seg_slices && (sl->commit[j >> 6] >> (j & 63) & 1))
       j++;
-    mi_madvise_dontneed(m, sl->base + (uint64_t)i * MI_SLICE_SIZE,
-                        (uint64_t)(j - i) * MI_SLICE_SIZE);
+    mi_os_decommit(m, sl->base + (uint64_t)i * MI_SLICE_SIZE,
+                   (uint64_t)(j - i) * MI_SLICE_SIZE);
     m->purges++;
     m->purged_bytes += (uint64_t)(j - i) * MI_SLICE_SIZE;
     i = j;
@@ -601,11 +629,11 @@ static void cache_purge(mi_model_t *m, bool visit_all, bool force) {
     /* every visited slot's expire is read (:147), so a thread's exit
      * (mi_heap_collect_ex -> _mi_segment_cache_collect(false), 209 heap.c:
      * 164, cache :172-180 visit_all) reads all 160 KiB of cache[] */
-    mi_read(m, slot_addr(m, idx) + MI_CACHE_EXPIRE_OFF, 8);
+    mi_read(m, slot_addr(m, idx) + m->g.cache_slot - 8, 8); /* expire */
     if (sl->inuse && sl->expire != 0 && (force || m->now >= sl->expire)) {
       purged++;
       sl->expire = 0;
-      mi_touch(m, slot_addr(m, idx), MI_CACHE_SLOT_BYTES); /* :153-162 */
+      mi_touch(m, slot_addr(m, idx), m->g.cache_slot); /* :153-162 */
       cache_slot_decommit(m, sl);
       if (!visit_all && purged > 4)
         break;
@@ -614,11 +642,17 @@ static void cache_purge(mi_model_t *m, bool visit_all, bool force) {
 }
 
 void mi_segment_cache_collect(mi_model_t *m, bool force) {
+  if (m->version == MV_205) {
+    /* 2.0.5 decommits, forced or expired, and keeps the segments (v2.0.5
+     * segment-cache.c:154-156) */
+    cache_purge(m, force, force);
+    return;
+  }
   if (force) {
     /* _mi_segment_cache_free_all (cache :182-204): back to the OS */
     for (uint32_t i = 0; i < MI_CACHE_MAX; i++)
       if (m->cache[i].inuse) {
-        mi_os_free(m, m->cache[i].base, MI_SEGMENT_SIZE);
+        mi_os_free(m, m->cache[i].base, seg_size(m));
         memset(&m->cache[i], 0, sizeof m->cache[i]);
       }
   } else {
@@ -635,7 +669,7 @@ static bool cache_push(mi_model_t *m, const mseg_t *s) {
   if (i == MI_CACHE_MAX)
     return false;
   mi_cache_slot_t *sl = &m->cache[i];
-  mi_touch(m, slot_addr(m, i), MI_CACHE_SLOT_BYTES); /* :240-246 */
+  mi_touch(m, slot_addr(m, i), m->g.cache_slot); /* :240-246 */
   sl->inuse = true;
   sl->base = s->base;
   sl->expire = 0;
@@ -657,7 +691,7 @@ static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
     mi_cache_slot_t *sl = &m->cache[i];
     if (!sl->inuse)
       continue;
-    mi_touch(m, slot_addr(m, i), MI_CACHE_SLOT_BYTES); /* :87-95 */
+    mi_touch(m, slot_addr(m, i), m->g.cache_slot); /* :87-95 */
     *base = sl->base;
     memcpy(commit, sl->commit, sizeof sl->commit);
     memcpy(decommit, sl->decommit, sizeof sl->decommit);
@@ -877,21 +911,21 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
   bool     eager = !eager_delay && m->eager_commit;
   bool     commit = eager || required > 0;
   uint32_t entries =
-      segment_slices > MI_SLICES_PER_SEG ? MI_SLICES_PER_SEG : segment_slices;
+      segment_slices > m->g.seg_slices ? m->g.seg_slices : segment_slices;
   uint32_t seg = seg_new(m, entries);
   if (seg == 0)
     return 0;
   mseg_t *s = S(m, seg);
   bool    is_zero = true;
   s->size = segment_size;
-  if (m->version == MV_209) {
+  if (MI_IS_V20(m->version)) {
     if (required == 0 &&
         cache_pop(m, &s->base, s->commit, s->decommit)) { /* :804-807 */
       is_zero = false;
     } else {
-      s->base = mi_os_alloc(m, segment_size, MI_SEGMENT_SIZE);
+      s->base = mi_os_alloc(m, segment_size, seg_size(m));
       if (commit)
-        mask_set_all(s->commit);
+        mask_set_all(m, s->commit);
     }
   } else {
     s->base =
@@ -899,7 +933,7 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
     /* arena memory is committed (arena_eager_commit=2 on overcommit);
      * direct OS memory as requested (212 :825-840) */
     if (s->arena != 0 || commit)
-      mask_set_all(s->commit);
+      mask_set_all(m, s->commit);
   }
   s = S(m, seg);
   if (s->base == 0)
@@ -917,17 +951,23 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
     need_commit = need_commit || (s->commit[i] & need[i]) != need[i];
     s->commit[i] |= need[i];
   }
-  if (need_commit && m->version == MV_209)
-    is_zero = false;
-  /* zero the info unless the memory is fresh (:875-880) */
+  if (need_commit && MI_IS_V20(m->version))
+    is_zero = false; /* the same in v2.0.5 segment.c:871 */
+  /* zero the info unless the memory is fresh (:875-880); 2.0.5 zeroes one
+   * slice entry less (v2.0.5 segment.c:889) */
+  uint64_t entries_zeroed = segment_slices + (m->version == MV_205 ? 0 : 1);
   if (!is_zero)
     mi_touch(m, s->base + m->g.zero_prefix,
              (m->g.slices_offset - m->g.zero_prefix) +
-                 (uint64_t)m->g.page_struct * (segment_slices + 1));
+                 (uint64_t)m->g.page_struct * entries_zeroed);
   mi_touch(m, s->base, m->g.slices_offset); /* header fields */
   s->allow_decommit = m->allow_decommit;
   s->expire = 0;
-  if (m->version != MV_209)
+  /* 2.0.5 starts the clock of the decommit mask (the cached segment's, or
+   * empty) at once (v2.0.5 segment.c:893-897); 2.0.9 leaves it at 0 */
+  if (m->version == MV_205 && s->allow_decommit)
+    s->expire = m->now + m->purge_delay;
+  if (!MI_IS_V20(m->version))
     mask_clear_all(s->decommit); /* 212 :845-851 */
   s->segment_slices = segment_slices;
   s->slice_entries = entries;
@@ -946,8 +986,10 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
   s = S(m, seg);
   s->used = 0;
   if (s->kind == MI_SEG_NORMAL) {
+    /* 2.0.5 schedules the free slices for purging (v2.0.5 segment.c:950,
+     * 654); 2.0.9 not (:933) */
     span_free(m, seg, m->g.info_slices, s->slice_entries - m->g.info_slices,
-              false);
+              m->version == MV_205);
   } else {
     *huge_page = span_allocate(m, seg, m->g.info_slices,
                                segment_slices - m->g.info_slices);
@@ -959,9 +1001,12 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
  * OS. */
 static void segment_os_free(mi_model_t *m, uint32_t seg) {
   mseg_t *s = S(m, seg);
-  if (m->version == MV_209) {
-    if (s->size != MI_SEGMENT_SIZE || s->kind == MI_SEG_HUGE ||
-        !cache_push(m, s))
+  if (MI_IS_V20(m->version)) {
+    /* 2.0.5 caches a huge segment of exactly the segment size too (v2.0.5
+     * segment.c:389) */
+    bool cacheable = s->size == seg_size(m) &&
+                     (s->kind != MI_SEG_HUGE || m->version == MV_205);
+    if (!cacheable || !cache_push(m, s))
       mi_os_free(m, s->base, s->size);
   } else {
     arena2_free(m, s->arena, s->arena_block, s->base, s->size);
@@ -1008,6 +1053,9 @@ static uint32_t page_clear(mi_model_t *m, uint32_t page) {
     sim_addr_t lo = os_page_up(m, p->start);
     sim_addr_t hi = os_page_down(m, p->slice_start + (uint64_t)p->slice_count *
                                                          MI_SLICE_SIZE);
+    /* a debug build zeroes the area first (v2.0.5 src/os.c:975-979) */
+    if (hi > lo && m->g.debug)
+      mi_touch(m, lo, hi - lo);
     if (hi > lo)
       mi_madvise_free(m, lo, hi - lo);
   }
@@ -1308,9 +1356,12 @@ static uint64_t segments_page_size(uint64_t required) {
  * huge segment's page does (217 page.c:290), a large page's block is
  * block_size.  Above MI_LARGE_OBJ_SIZE_MAX: a huge segment less its info
  * (mi_segment_huge_page_alloc :1534-1536; 212 :1527-1529, 217
- * :1431-1433). */
+ * :1431-1433).  2.0.5 keeps block_size, large or huge (v2.0.5
+ * src/page.c:254, mi_page_init of the requested block size). */
 uint64_t mi_segment_big_block_size(const mi_model_t *m, uint64_t block_size) {
-  if (block_size <= MI_LARGE_OBJ_MAX)
+  if (m->version == MV_205)
+    return block_size;
+  if (block_size <= m->g.large_obj_max)
     return m->version >= MV_217 ? block_size : segments_page_size(block_size);
   return (uint64_t)calculate_slices(m, block_size) * MI_SLICE_SIZE -
          info_size(m);
@@ -1339,7 +1390,7 @@ uint32_t mi_segment_page_alloc(mi_model_t *m, uint32_t heap,
     return segments_page_alloc(m, heap, block_size, block_size);
   if (block_size <= MI_MEDIUM_OBJ_MAX)
     return segments_page_alloc(m, heap, MI_MEDIUM_PAGE, block_size);
-  if (block_size <= MI_LARGE_OBJ_MAX)
+  if (block_size <= m->g.large_obj_max)
     return segments_page_alloc(m, heap, block_size, block_size);
   /* mi_segment_huge_page_alloc (:1521-1551) */
   uint32_t page = 0;
@@ -1412,7 +1463,7 @@ as_status_t mi_segs_walk(const mi_model_t *m, const mi_walker_t *w) {
       rc = walk_segment(m, i, w);
   for (uint32_t i = 0; m->cache != NULL && i < MI_CACHE_MAX && rc == AS_OK; i++)
     if (m->cache[i].inuse)
-      rc = mi_walk_unit(w, m->cache[i].base, MI_SEGMENT_SIZE, "cached segment",
+      rc = mi_walk_unit(w, m->cache[i].base, seg_size(m), "cached segment",
                         MI_MECH_CACHE, MODEL_REGION_CACHED);
   for (uint32_t a = 0; a < m->arenas2_n && rc == AS_OK; a++) {
     const marena2_t *ar = &m->arenas2[a];

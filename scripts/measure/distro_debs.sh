@@ -1,7 +1,8 @@
 # scripts/measure/distro_debs.sh -- sourced by the scripts that run a
 # differential test on another distribution's libraries (glibc_differential.sh,
-# tcmalloc_differential.sh): fetch a package, check it, unpack it, and link a
-# test object so that it runs on the unpacked glibc and libraries.
+# tcmalloc_differential.sh, mimalloc_differential.sh): fetch a package, check
+# it, unpack it, and link a test object so that it runs on the unpacked
+# glibc and libraries.
 
 # fetch_deb URL SHA256 WORK: downloads URL into WORK once, checks its sha256
 # (as the distribution's Packages file lists it) and unpacks it into

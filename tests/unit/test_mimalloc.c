@@ -335,6 +335,35 @@ static void large_pages_land_where_measured(void **state) {
   }
 }
 
+/* 2.0.5 as Ubuntu 22.04 ships it: 64 MiB segments with a two-slice header
+ * (v2.0.5 include/mimalloc-types.h:135), small blocks 128 bytes in
+ * (src/segment.c:319), objects up to 32 MiB in the segment (types.h:157);
+ * built with MI_DEBUG=2, so a decommit is an mprotect that keeps the pages
+ * (src/os.c:920-927) and a free fills the whole block (src/alloc.c:493-495).
+ * A huge block belongs to no thread: another thread's free returns it at
+ * once (src/segment.c:1562-1585). */
+static void v205_is_ubuntus_debug_build(void **state) {
+  (void)state;
+  const uint64_t seg = 64 * MiB;
+  fx_t          *f = fx_open("mimalloc:version=2.0.5,decommit_delay=0");
+  sim_addr_t     a = 0, b = 0;
+  mal(f, 0, 100);
+  assert_true(model_locate(f->m, 0, &a));
+  assert_int_equal(a & (seg - 1), 2 * 64 * KiB + 128);
+  mal(f, 1, 20 * MiB);
+  assert_true(model_locate(f->m, 1, &b));
+  assert_int_equal(b & ~(seg - 1), a & ~(seg - 1));
+  mal(f, 2, 300000);
+  uint64_t before = rss(f);
+  fre(f, 2);
+  assert_true(rss(f) >= before); /* 2.0.9 would drop its pages here */
+  mal_t(f, 1, 3, 40 * MiB);
+  before = rss(f);
+  fre_t(f, 0, 3);
+  assert_true(rss(f) + 40 * MiB <= before);
+  fx_close(f);
+}
+
 /* ---- Purge needs a trigger (2.x) ---------------------------------------- */
 
 /* 20,000 x 4 KiB freed stay resident through 12 s of idle: no timer. */
@@ -964,6 +993,7 @@ int main(void) {
       cmocka_unit_test(usable_sizes_follow_the_bins),
       cmocka_unit_test(large_blocks_are_the_measured_sizes),
       cmocka_unit_test(large_pages_land_where_measured),
+      cmocka_unit_test(v205_is_ubuntus_debug_build),
       cmocka_unit_test(idle_never_purges),
       cmocka_unit_test(immediate_purge_returns_at_once),
       cmocka_unit_test(collect_runs_the_expired_purge),

@@ -1,7 +1,8 @@
 /* tests/validation/test_mimalloc_differential.c -- the mimalloc model
  * against the real mimalloc 2.0.9 of this machine (Debian 12's
- * libmimalloc2.0) and, when built by hand, 2.1.2 (CPython's copy), 2.1.7,
- * 3.0.1 (Debian 13's) and 3.4.3, page by page.
+ * libmimalloc2.0) and, when given, 2.0.5 (Ubuntu 22.04's, run in Ubuntu's
+ * userland), 2.1.2 (CPython's copy), 2.1.7, 3.0.1 (Debian 13's) and 3.4.3
+ * built by hand, page by page.
  *
  * One seeded sequence of malloc / calloc / realloc / free calls, with
  * mi_collect(false) and mi_collect(true) now and then, runs twice:
@@ -20,8 +21,9 @@
  *     /proc/self/pagemap and not the zero page, i.e. what RSS counts; model:
  *     sim_kernel_is_resident), header and slice entries included;
  *   - the resident pages of all memory mimalloc mapped since the start (new
- *     anonymous mappings in /proc/self/maps) equal the model's mimalloc
- *     RSS: cached and empty segments count too.
+ *     anonymous mappings in /proc/self/maps, read-write or no-access: a
+ *     debug build decommits with mprotect) equal the model's mimalloc RSS:
+ *     cached and empty segments count too.
  * Deterministic settings only: purge timing depends on mimalloc's
  * millisecond clock, so the configurations purge at once
  * (decommit_delay=0, segment_decommit_delay=0) or never within the run
@@ -30,6 +32,8 @@
  *
  * Requirements: the library at ALLOCSIM_MIMALLOC_LIB_2_0_9, else
  * /usr/lib/x86_64-linux-gnu/libmimalloc.so.2, reporting mi_version() 209,
+ * for the 2.0.5 tests one at ALLOCSIM_MIMALLOC_LIB_2_0_5 reporting 205
+ * (docs/models/mimalloc.md says how to run them on Ubuntu's glibc),
  * for the 2.1.2 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_2 reporting 212,
  * for the 2.1.7 tests one at ALLOCSIM_MIMALLOC_LIB_2_1_7 reporting 217,
  * for the 3.0.1 tests one at ALLOCSIM_MIMALLOC_LIB_3_0_1 reporting 301, and
@@ -69,9 +73,9 @@
 #define CHILD_ENV "ALLOCSIM_MI_DIFF_CHILD"
 #define CHILD_LIB "ALLOCSIM_MI_DIFF_LIB" /* the library, for the child */
 
-/* The libraries compared: Debian's 2.0.9 where it is installed, and a
- * 2.1.2 built by hand from upstream's tag (docs/models/mimalloc.md) when
- * its path is in the environment variable. */
+/* The libraries compared: Debian's 2.0.9 where it is installed, and the
+ * others (Ubuntu's 2.0.5, upstream tags built by hand: docs/models/
+ * mimalloc.md) when their path is in the environment variable. */
 typedef struct dlib_s {
   const char *version;     /* the model's version option */
   int         mi_version;  /* what the library's mi_version() returns */
@@ -82,6 +86,10 @@ typedef struct dlib_s {
 
 static const dlib_t lib_209 = {"2.0.9", 209, "ALLOCSIM_MIMALLOC_LIB_2_0_9",
                                "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0};
+/* 2.0.5, Ubuntu 22.04's libmimalloc2.0: run in Ubuntu's userland, as
+ * docs/models/mimalloc.md says. */
+static const dlib_t lib_205 = {"2.0.5", 205, "ALLOCSIM_MIMALLOC_LIB_2_0_5",
+                               NULL, 0};
 static const dlib_t lib_212 = {"2.1.2", 212, "ALLOCSIM_MIMALLOC_LIB_2_1_2",
                                NULL, 0};
 static const dlib_t lib_217 = {"2.1.7", 217, "ALLOCSIM_MIMALLOC_LIB_2_1_7",
@@ -314,7 +322,11 @@ static uint64_t new_mapping_pages(void) {
     if (sscanf(line, "%lx-%lx %7s %*s %*s %*s%n", &lo, &hi, perm, &used) >= 3)
       while (line[used] == ' ')
         used++;
-    if (used > 0 && perm[0] == 'r' && perm[1] == 'w' && line[used] == '\0') {
+    /* read-write, or no access: a debug build decommits with
+     * mprotect(PROT_NONE), which leaves the pages resident */
+    bool rw = perm[0] == 'r' && perm[1] == 'w';
+    bool none = perm[0] == '-' && perm[1] == '-' && perm[2] == '-';
+    if (used > 0 && (rw || none) && line[used] == '\0') {
       char key[40];
       snprintf(key, sizeof key, "%lx-", lo);
       bool old = false;
@@ -792,8 +804,8 @@ static void require_real_mimalloc(const dlib_t *lib) {
   if (path == NULL || *path == '\0')
     path = lib->default_lib;
   if (path == NULL) {
-    print_message("skipped: set %s to a libmimalloc.so of upstream tag "
-                  "v%s built as docs/models/mimalloc.md says\n",
+    print_message("skipped: set %s to a libmimalloc.so of mimalloc %s "
+                  "as docs/models/mimalloc.md says\n",
                   lib->env, lib->version);
     skip();
   }
@@ -826,40 +838,70 @@ static void require_real_mimalloc(const dlib_t *lib) {
   snprintf(lib_path, sizeof lib_path, "%s", path);
 }
 
-static void immediate_purge(void **state) {
-  (void)state;
-  require_real_mimalloc(&lib_209);
+/* 2.0.x spell the delays decommit_delay and segment_decommit_delay (v2.0.9
+ * src/options.c:88,96; v2.0.5 :88,95). */
+static void immediate_purge_case(const dlib_t *lib) {
+  require_real_mimalloc(lib);
   dcfg_t c = {
       "decommit_delay=0",
       11,
       {"MIMALLOC_DECOMMIT_DELAY=0", "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0", NULL},
       "decommit_delay=0,segment_decommit_delay=0",
-      &lib_209};
+      lib};
   differential(&c);
 }
 
-static void never_purge(void **state) {
-  (void)state;
-  require_real_mimalloc(&lib_209);
+static void never_purge_case(const dlib_t *lib) {
+  require_real_mimalloc(lib);
   dcfg_t c = {"decommit_delay=10000000",
               23,
               {"MIMALLOC_DECOMMIT_DELAY=10000000",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=10000000", NULL},
               "decommit_delay=10000000,segment_decommit_delay=10000000",
-              &lib_209};
+              lib};
   differential(&c);
 }
 
-static void page_reset(void **state) {
-  (void)state;
-  require_real_mimalloc(&lib_209);
+static void page_reset_case(const dlib_t *lib) {
+  require_real_mimalloc(lib);
   dcfg_t c = {"page_reset=1",
               37,
               {"MIMALLOC_PAGE_RESET=1", "MIMALLOC_DECOMMIT_DELAY=0",
                "MIMALLOC_SEGMENT_DECOMMIT_DELAY=0"},
               "page_reset=1,decommit_delay=0,segment_decommit_delay=0",
-              &lib_209};
+              lib};
   differential(&c);
+}
+
+static void immediate_purge(void **state) {
+  (void)state;
+  immediate_purge_case(&lib_209);
+}
+
+static void never_purge(void **state) {
+  (void)state;
+  never_purge_case(&lib_209);
+}
+
+static void page_reset(void **state) {
+  (void)state;
+  page_reset_case(&lib_209);
+}
+
+/* 2.0.5, Ubuntu 22.04's: 64 MiB segments. */
+static void v205_immediate_purge(void **state) {
+  (void)state;
+  immediate_purge_case(&lib_205);
+}
+
+static void v205_never_purge(void **state) {
+  (void)state;
+  never_purge_case(&lib_205);
+}
+
+static void v205_page_reset(void **state) {
+  (void)state;
+  page_reset_case(&lib_205);
 }
 
 /* 2.1 and later spell the delay purge_delay: at once (0), or never within
@@ -923,6 +965,9 @@ int main(void) {
       cmocka_unit_test(immediate_purge),
       cmocka_unit_test(never_purge),
       cmocka_unit_test(page_reset),
+      cmocka_unit_test(v205_immediate_purge),
+      cmocka_unit_test(v205_never_purge),
+      cmocka_unit_test(v205_page_reset),
       cmocka_unit_test(v212_immediate_purge),
       cmocka_unit_test(v212_never_purge),
       cmocka_unit_test(v217_immediate_purge),
