@@ -15,7 +15,7 @@
  * (its patches touch only pprof), unless they name 2.15 or 2.16: the
  * option version models those releases' few differences (pre-main calls,
  * the first thread cache, TLS size, the mmap hint; docs/models/tcmalloc.md
- * "Releases").
+ * "Releases"); 2.9.1 takes 2.10's rules.
  *
  * Measured here, and modelled (docs/models/tcmalloc.md):
  *   - The release rate is a C++ global with a dynamic initializer
@@ -2410,8 +2410,8 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
 const model_methods_t model_tcmalloc_methods = {
     .name = "tcmalloc",
     .summary = "gperftools 2.10 tcmalloc (Debian 12 libtcmalloc_minimal; "
-               "2.15, 2.16 by version): thread caches, central lists, page "
-               "heap, scavenger",
+               "2.9, 2.15, 2.16 by version): thread caches, central lists, "
+               "page heap, scavenger",
     .options = tcmalloc_options,
     .preload = "libtcmalloc",
     .create = tc_create,
