@@ -57,8 +57,8 @@ typedef enum mi_version_e {
 #define MI_SEGMENT_SHIFT  25 /* 32 MiB (:145) */
 #define MI_SEGMENT_SIZE   (UINT64_C(1) << MI_SEGMENT_SHIFT)
 #define MI_SLICES_PER_SEG 512 /* (:159) */
-#define MI_SLICES_MAX                                                          \
-  1024 /* 2.0.5: 64 MiB segments, v2.0.5 include/mimalloc-types.h:135 */
+/* 2.0.5's 64 MiB segments (v2.0.5 include/mimalloc-types.h:135) */
+#define MI_SLICES_MAX      1024
 #define MI_MEDIUM_PAGE     (8 * MI_SLICE_SIZE)   /* 512 KiB (:151) */
 #define MI_SMALL_OBJ_MAX   (MI_SLICE_SIZE / 4)   /* 16 KiB (:164) */
 #define MI_MEDIUM_OBJ_MAX  (MI_MEDIUM_PAGE / 4)  /* 128 KiB (:165) */
