@@ -547,6 +547,17 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   kcfg.zero_page =
       !o->no_zero_page && !(zp != NULL && strcmp(zp, "false") == 0);
   res->zero_page = kcfg.zero_page;
+  /* The measured machine's THP mode (provenance thp, machine.h); without
+   * it the default, madvise (Debian's and Ubuntu's). */
+  const char *thp = run_meta_get(&meta, "thp");
+  if (thp != NULL && strcmp(thp, "always") == 0)
+    kcfg.thp = true;
+  else if (thp != NULL && strcmp(thp, "never") == 0)
+    kcfg.thp_madvise = false;
+  as_format_fits(res->thp, sizeof res->thp, "%s",
+                 kcfg.thp           ? "always"
+                 : kcfg.thp_madvise ? "madvise"
+                                    : "never");
   /* The measured process's initial break, when its provenance has it
    * (start_brk, from /proc/self/stat): the heap then starts where it did,
    * which decides which 2 GiB stretches tcmalloc's pagemap covers. */
@@ -559,6 +570,17 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     unsigned long long v = strtoull(sb, &end, 10);
     if (*end == '\0' && v > 0 && v < kcfg.mmap_top)
       kcfg.brk_start = v;
+  }
+  /* Where the measured process's next anonymous mapping would have ended
+   * (mmap_top, probed by the recorder): mappings then sit where they did
+   * modulo 2 MiB, which decides, with THP, which blocks fault in whole. */
+  const char *mt = run_meta_get(&meta, "mmap_top");
+  if (mt != NULL) {
+    char              *end;
+    unsigned long long v = strtoull(mt, &end, 10);
+    if (*end == '\0' && v % 4096 == 0 && v > kcfg.brk_start &&
+        v <= UINT64_C(0x7ffffffff000))
+      kcfg.mmap_top = res->mmap_top = v;
   }
 
   /* Specs the run's provenance holds wrong (neither --model nor --libc
@@ -584,6 +606,11 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
    * pool (compare.h). */
   uint64_t most = COMPARE_LAYOUT_SPAN_BYTES / res->page_size;
   if (most < 1)
+    most = 1;
+  /* A measured mmap top is the layout, unless CPython ran: the extension
+   * modules it loads map between its arenas, by amounts the trace does
+   * not show, so the layouts below it are as likely. */
+  if (res->mmap_top != 0 && run_meta_get(&meta, "python") == NULL)
     most = 1;
   unsigned nlayouts = o->layouts ? o->layouts : (unsigned)most;
   if (nlayouts > most) {

@@ -193,6 +193,9 @@ struct compare_result_s {
                             of theirs, rounded) */
   uint64_t page_size;
   bool     zero_page; /* the model's kernel maps the zero page on reads */
+  char     thp[16];   /* the model's THP mode: always, madvise or never */
+  uint64_t mmap_top;  /* the measured process's probed mmap top the model
+                         starts from (provenance mmap_top), or 0 */
   uint64_t peak_measured_rss_bytes;
   uint64_t final_measured_rss_bytes;  /* the last measured sample */
   int64_t  peak_predicted_rss_bytes;  /* the largest (mean) prediction

@@ -990,6 +990,9 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (rc = meta_put(m, "zero_page", zero_page ? "true" : "false", err)) !=
           AS_OK)
     return rc;
+  const char *thp = machine_thp_enabled();
+  if (thp != NULL && (rc = meta_put(m, "thp", thp, err)) != AS_OK)
+    return rc;
   if ((rc = meta_u64(m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE), err)) !=
           AS_OK ||
       (rc = meta_u64(m, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),

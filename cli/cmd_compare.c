@@ -81,8 +81,8 @@ static void print_json(const compare_result_t *r) {
     cli_json_string(stdout, warn[i]);
   }
   printf("]");
-  printf(", \"page_size\": %" PRIu64 ", \"zero_page\": %s", r->page_size,
-         r->zero_page ? "true" : "false");
+  printf(", \"page_size\": %" PRIu64 ", \"zero_page\": %s, \"thp\": \"%s\"",
+         r->page_size, r->zero_page ? "true" : "false", r->thp);
   printf(", \"simulated_run\": %" PRId64 ", \"comparison\": %" PRId64,
          r->simulated_run_id, r->comparison_id);
   printf(", \"baseline\": {\"rule\": \"predicted = simulated + measured(anchor)"
@@ -286,6 +286,11 @@ static void print_table(const compare_result_t *r, const char *db) {
   printf("read faults   %s\n", r->zero_page
                                    ? "the shared zero page (not in RSS)"
                                    : "a page each (no shared zero page)");
+  printf("THP           %s\n", r->thp);
+  if (r->mmap_top != 0)
+    printf("mmap top      0x%" PRIx64 " (the measured process's next "
+           "mapping, probed)\n",
+           r->mmap_top);
   bool agree = r->nlayouts > 1 && layouts_agree(r);
   if (r->nlayouts > 1 && !agree) {
     printf("layouts       %u, mmap_top lowered by", r->nlayouts);

@@ -15,7 +15,8 @@
  * has none, so reused_arena's trylock always succeeds on the first arena it
  * tries, arena.c:876); the sbrk-failure fallback to mmap (malloc.c:2727-2753,
  * reported as AS_ENOMEM instead); foreign sbrk (nothing else moves the
- * simulated break); hugetlb tunables; check_may_shrink_heap() being true
+ * simulated break); glibc.malloc.hugetlb=2 and above (hugetlbfs pages,
+ * MAP_HUGETLB); check_may_shrink_heap() being true
  * (overcommit_memory=2, arena.c:622); 2.37's realloc shortcut and 2.38's
  * aligned-chunk bin scan (those two versions are not offered).
  *
@@ -162,6 +163,12 @@ typedef enum glibc_version_e {
     "malloc.c refactors; 2.40 = 2.39 byte for byte; 2.37 and 2.38 differ and " \
     "are not offered); 2.43 = master 04e750e75b",                              \
     "glibc release whose behaviour to model")                                  \
+  X(GO_HUGETLB, "hugetlb", OPT_ENUM, "0", "", "0|1",                           \
+    "GLIBC_TUNABLES:glibc.malloc.hugetlb",                                     \
+    "glibc 2.36 malloc/malloc.c:5428-5442 do_set_hugetlb, 2017-2036 "          \
+    "madvise_thp; gmaster:1906-1937,5131-5146",                                \
+    "1: brk growth to 2 MiB boundaries, trims in 2 MiB, and MADV_HUGEPAGE "    \
+    "on areas of 2 MiB or more, where THP is madvise (2.43: or always)")       \
   X(GO_NCPUS, "ncpus", OPT_U64, "2", "", NULL, "meta:ncpus",                   \
     "glibc 2.36 malloc/arena.c:940 __get_nprocs (Debian backport "             \
     "8e99cc76a2); 2 = nproc of the machine the validation runs were "          \
@@ -308,6 +315,9 @@ struct glibc_model_s {
   uint64_t malloc_state_sz;
   uint64_t sbrk_base;
   uint64_t mmapped_mem;
+  uint64_t thp_pagesize; /* mp_.thp_pagesize: 0, or 2 MiB (hugetlb=1) */
+  bool     thp_madvise;  /* madvise_thp calls madvise: the THP mode is
+                            madvise and thp_pagesize is set */
 
   /* arena.c statics */
   garena_t *arenas;
@@ -597,6 +607,27 @@ static void k_status(glibc_model_t *g, as_status_t rc) {
 
 /* ---- Threads, tcache, arenas -------------------------------------------- */
 
+/* madvise_thp (malloc.c:2017-2036; gmaster:1918-1937): MADV_HUGEPAGE on
+ * an area of a huge page or more.  An unaligned start happens only for the
+ * initial data segment: 2.36-2.42 widen the area down to its page, master
+ * narrows it up to the next. */
+static void madvise_thp(glibc_model_t *g, uint64_t p, uint64_t size) {
+  if (!g->thp_madvise || size < g->thp_pagesize)
+    return;
+  if (p % g->page != 0) {
+    uint64_t down = align_down(p, g->page);
+    if (g->version >= GV_243) {
+      size -= g->page - (p - down);
+      p = down + g->page;
+    } else {
+      size += p - down;
+      p = down;
+    }
+  }
+  k_status(g,
+           sim_kernel_madvise(g->kernel, p, size, SIM_MADV_HUGEPAGE, &g->ferr));
+}
+
 static gthread_t *thread_grow(glibc_model_t *g, uint32_t tid);
 
 /* The thread record for tid, grown on first use.  Every event calls this:
@@ -793,6 +824,7 @@ static int32_t new_heap(glibc_model_t *g, uint64_t size, uint64_t top_pad) {
   }
   k_status(g,
            sim_kernel_mprotect(g->kernel, addr, size, SIM_PROT_RW, &g->ferr));
+  madvise_thp(g, addr, size); /* arena.c:551 */
   int32_t hi = heap_alloc_slot(g);
   if (hi < 0)
     return -1;
@@ -978,6 +1010,7 @@ static uint32_t sysmalloc_mmap(glibc_model_t *g, uint64_t nb, int32_t ai) {
   C(p)->aux = 0;
   C(p)->state = CS_MMAP;
   C(p)->arena = (uint16_t)ai;
+  madvise_thp(g, mm, size);   /* 2441-2444 */
   touch(g, mm, CHUNK_HDR_SZ); /* set_prev_size, set_head (2477-2479) */
   g->n_mmaps++;               /* 2483 */
   g->mmapped_mem += size;     /* 2487 */
@@ -1077,10 +1110,13 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     }
   } else {
     /* 2677-2933: the main arena extends the program break. */
-    uint64_t size = nb + g->top_pad + MINSIZE; /* 2681 */
-    size -= old_size;                          /* 2689-2690 contiguous */
-    size = align_up(size, g->page);            /* 2711 */
-    sim_addr_t  brk = sim_kernel_brk_current(g->kernel);
+    uint64_t   size = nb + g->top_pad + MINSIZE; /* 2681 */
+    sim_addr_t brk = sim_kernel_brk_current(g->kernel);
+    size -= old_size; /* 2689-2690 contiguous */
+    /* 2702-2711: with thp_pagesize the new break is a huge-page boundary
+     * (__curbrk + size rounded up), otherwise size is whole pages. */
+    size = g->thp_pagesize != 0 ? align_up(brk + size, g->thp_pagesize) - brk
+                                : align_up(size, g->page);
     as_err_t    e;
     as_status_t rc = sim_kernel_brk(g->kernel, brk + size, &e);
     if (rc != AS_OK) {
@@ -1089,7 +1125,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       k_status(g, rc);
       return NIL;
     }
-    if (g->sbrk_base == 0) /* 2758 */
+    madvise_thp(g, brk, size); /* 2723 */
+    if (g->sbrk_base == 0)     /* 2758 */
       g->sbrk_base = brk;
     av->system_mem += size;
     if (old_top != NIL && brk == C(old_top)->addr + old_size) {
@@ -1113,6 +1150,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         rc = sim_kernel_brk(g->kernel, brk + size + correction, &e);
         if (rc != AS_OK)
           correction = 0; /* 2847-2851 */
+        else
+          madvise_thp(g, brk + size, correction); /* 2853 */
       }
       uint32_t t = rec_new(g);
       if (t == NIL)
@@ -1157,7 +1196,9 @@ static void systrim(glibc_model_t *g, uint64_t pad) {
   uint64_t top_area = top_size - MINSIZE - 1; /* 2982, wraps below 33 */
   if (top_area <= pad)                        /* 2983 */
     return;
-  int64_t extra = (int64_t)align_down(top_area - pad, g->page); /* 2992 */
+  /* 2986-2992: in huge pages when thp_pagesize is set. */
+  int64_t extra = (int64_t)align_down(
+      top_area - pad, g->thp_pagesize != 0 ? g->thp_pagesize : g->page);
   if (extra == 0)
     return;
   sim_addr_t cur = sim_kernel_brk_current(g->kernel);
@@ -1788,9 +1829,9 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
  * shrink unmaps the tail, a grow extends in place when the range above the
  * mapping is free, and otherwise the mapping moves with its pages' residency
  * and lazyfree state, so RSS never changes on a move and the old range is
- * free for the next mmap.  madvise_thp (3097) is a no-op: mp_.thp_pagesize
- * is 0 (malloc.c:2022) unless the glibc.malloc.hugetlb tunable sets it
- * (do_set_hugetlb, 5436), and hugetlb tunables are left out. */
+ * free for the next mmap.  The moved or grown mapping is advised again
+ * (3097); master does so only for one that was smaller than a huge page,
+ * as mremap keeps the flag (gmaster:2876-2879). */
 static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
   uint64_t offset = C(p)->aux;
   uint64_t total = offset + C(p)->size;
@@ -1809,6 +1850,8 @@ static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
     k_status(g, rc);
     return true;
   }
+  if (g->version < GV_243 || total < g->thp_pagesize)
+    madvise_thp(g, cp, new_size);
   C(p)->addr = cp + offset;           /* 3099 */
   g->mmapped_mem += new_size - total; /* 3106-3109 */
   C(p)->size = new_size - offset;
@@ -2744,6 +2787,15 @@ static as_status_t glibc_create(const model_opts_t *opts,
   g->arena_test = model_opt_u64(opts, GO_ARENA_TEST);
   g->arena_max = model_opt_u64(opts, GO_ARENA_MAX);
   g->ncpus = model_opt_u64(opts, GO_NCPUS);
+  if (model_opt_i64(opts, GO_HUGETLB) == 1) {
+    /* do_set_hugetlb (5428-5442): only under THP=madvise, where the
+     * madvise calls matter; master also under always, without the calls
+     * (gmaster:5138-5143, 1927). */
+    sim_thp_mode_t mode = sim_kernel_thp_mode(ctx->kernel);
+    g->thp_madvise = mode == SIM_THP_MADVISE;
+    if (g->thp_madvise || (g->version >= GV_243 && mode == SIM_THP_ALWAYS))
+      g->thp_pagesize = SIM_KERNEL_THP_BYTES;
+  }
   if (nptl_stacks_init(
           &g->nptl, ctx->kernel, model_opt_u64(opts, GO_STACK_SIZE),
           model_opt_u64(opts, GO_THREAD_STACK_PAGES), 0, "glibc", err) != AS_OK)

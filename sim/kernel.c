@@ -1177,19 +1177,70 @@ static void unadvise(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   }
 }
 
-/* Adds [a, b) to the MADV_HUGEPAGE ranges, keeping a spare slot. */
-static as_status_t advise_huge(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
-                               as_err_t *err) {
-  unadvise(k, a, b);
-  sim_addr_t(*v)[2] = as_grow(k->advised, &k->advised_cap, k->nadvised + 2,
-                              sizeof k->advised[0], 8);
+/* Room for `more` further ranges beside the spare slot unadvise needs. */
+static as_status_t advised_reserve(sim_kernel_t *k, size_t more,
+                                   as_err_t *err) {
+  sim_addr_t(*v)[2] = as_grow(k->advised, &k->advised_cap,
+                              k->nadvised + more + 1, sizeof k->advised[0], 8);
   if (v == NULL) {
     return as_err_set(err, AS_ENOMEM, "madvise: out of memory");
   }
   k->advised = v;
+  return AS_OK;
+}
+
+/* Adds [a, b) to the MADV_HUGEPAGE ranges, joined with ranges it touches,
+ * as Linux merges neighbouring VMAs whose flags now agree (6.1 mm/madvise.c
+ * madvise_update_vma -> vma_merge): a brk heap advised piece by piece as it
+ * grows stays one range, and block_wants_thp scans few. */
+static as_status_t advise_huge(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                               as_err_t *err) {
+  as_status_t st = advised_reserve(k, 1, err);
+  if (st != AS_OK) {
+    return st;
+  }
+  unadvise(k, a, b);
+  for (size_t i = 0; i < k->nadvised;) {
+    if (k->advised[i][1] == a || k->advised[i][0] == b) {
+      a = k->advised[i][0] < a ? k->advised[i][0] : a;
+      b = k->advised[i][1] > b ? k->advised[i][1] : b;
+      k->nadvised--;
+      k->advised[i][0] = k->advised[k->nadvised][0];
+      k->advised[i][1] = k->advised[k->nadvised][1];
+    } else {
+      i++;
+    }
+  }
   k->advised[k->nadvised][0] = a;
   k->advised[k->nadvised++][1] = b;
   return AS_OK;
+}
+
+/* mremap took [a, b) to [to, to + (b - a)) and the mapping now ends at
+ * to_end (to == a when it grew in place): the advice goes along, and a
+ * mapping whose last page was advised is advised to its new end, as
+ * Linux's VM_HUGEPAGE is a flag of the VMA that move_vma copies
+ * (6.1 mm/mremap.c move_vma -> copy_vma) and vma_expand keeps.  The caller
+ * reserved advised_reserve(k, nadvised + 1) before changing anything: the
+ * copies wait one slot past nadvised, out of reach of unadvise's split. */
+static void advice_follow(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
+                          sim_addr_t to, sim_addr_t to_end) {
+  size_t     n0 = k->nadvised, moved = 0;
+  sim_addr_t delta = to - a; /* wraps for a move down: sums still right */
+  for (size_t i = 0; i < n0; i++) {
+    sim_addr_t s = k->advised[i][0], e = k->advised[i][1];
+    if (e > a && s < b) {
+      sim_addr_t ns = (s > a ? s : a) + delta, ne = (e < b ? e : b) + delta;
+      k->advised[n0 + 1 + moved][0] = ns;
+      k->advised[n0 + 1 + moved++][1] = ne == b + delta ? to_end : ne;
+    }
+  }
+  unadvise(k, a, b);
+  for (size_t j = 0; j < moved; j++) {
+    sim_addr_t s = k->advised[n0 + 1 + j][0], e = k->advised[n0 + 1 + j][1];
+    k->advised[k->nadvised][0] = s;
+    k->advised[k->nadvised++][1] = e;
+  }
 }
 
 /* Unmaps every page of [a, b): residency first, then the VMAs (Linux 6.1
@@ -1512,6 +1563,12 @@ uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
   return k->h.page_size;
 }
 
+sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k) {
+  return k->cfg.thp           ? SIM_THP_ALWAYS
+         : k->cfg.thp_madvise ? SIM_THP_MADVISE
+                              : SIM_THP_NEVER;
+}
+
 static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
                                     sim_owner_t owner, as_err_t *err) {
   if ((unsigned)prot > SIM_PROT_RW || (unsigned)owner >= SIM_OWNER_COUNT) {
@@ -1666,7 +1723,8 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
   sim_owner_t owner = (sim_owner_t)v->owner;
   sim_addr_t  v_end = v->end;
   uint64_t    old_len = end - addr;
-  if ((st = pool_reserve(k, err)) != AS_OK) {
+  if ((st = pool_reserve(k, err)) != AS_OK ||
+      (st = advised_reserve(k, k->nadvised + 1, err)) != AS_OK) {
     return st;
   }
   if (new_len <= old_len) {
@@ -1681,13 +1739,19 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
   /* SYSCALL_DEFINE5(mremap): "old_len exactly to the end of the area" and
    * vma_expandable: no VMA in [vm_end, vm_end + delta) (find_vma_intersection)
    * and get_unmapped_area(MAP_FIXED) accepts the end, i.e. it is within
-   * TASK_SIZE.  mmap_base plays no part: a mapping may grow above it. */
-  if (end == v_end && new_len <= k->limit - addr) {
+   * TASK_SIZE.  mmap_base plays no part in Linux, but what lies above
+   * mmap_top here does: the program's libraries, which the top-down area
+   * starts below (a mapping made first ends where ld.so or libc begins,
+   * as measured: a glibc 8 MiB chunk made first and grown to 16 MiB moved),
+   * and the stack.  So a mapping below the top grows only up to it. */
+  sim_addr_t grow_limit = addr < k->top ? k->top : k->limit;
+  if (end == v_end && new_len <= grow_limit - addr) {
     sim_addr_t new_end = addr + new_len;
     inode_t   *next = itree_first_end_after(&k->vmas, end);
     if (next == NULL || next->start >= new_end) {
       /* The extension merges with the mapping (vma_merge / vma_adjust). */
       map_range(k, end, new_end, prot, owner);
+      advice_follow(k, addr, end, addr, new_end);
       *new_addr_out = addr;
       return AS_OK;
     }
@@ -1715,6 +1779,7 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
    * unmaps the old range, whose pages have already left. */
   map_range(k, d, d + new_len, prot, owner);
   chunks_move(k, addr, d, old_len, prot == SIM_PROT_RW);
+  advice_follow(k, addr, end, d, d + new_len);
   gaps_give(k, itree_extract(k, &k->vmas, addr, end));
   chunks_unreserve(k);
   *new_addr_out = d;

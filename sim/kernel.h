@@ -29,7 +29,7 @@
  *     With thp_madvise, the same inside one range given MADV_HUGEPAGE
  *     (Linux 6.1 mm/khugepaged.c hugepage_madvise sets VM_HUGEPAGE, which
  *     hugepage_vma_check accepts under THP=madvise); munmap drops the
- *     advice, mremap does not carry it (Linux does; no model needs it).
+ *     advice, mremap carries it along and to a grown mapping's new end.
  *     A later DONTNEED of part of such a block drops those pages only, as
  *     Linux splits the huge page (zap_huge_pmd -> __split_huge_pmd).
  *   - mremap shrinks by unmapping the tail, grows in place when the range
@@ -147,6 +147,20 @@ struct sim_kernel_head_s {
   sim_kernel_cache_entry_t cache[SIM_KERNEL_CACHE_SLOTS]; /* by key % slots */
 };
 
+/* What /sys/kernel/mm/transparent_hugepage/enabled would read: [always]
+ * (cfg.thp), [madvise] (cfg.thp_madvise only) or [never].  Allocators that
+ * read that file decide by it (glibc's glibc.malloc.hugetlb=1). */
+typedef enum sim_thp_mode_e {
+  SIM_THP_NEVER,
+  SIM_THP_MADVISE,
+  SIM_THP_ALWAYS
+} sim_thp_mode_t;
+
+/* The size of a transparent huge page (HPAGE_PMD_SIZE, what
+ * /sys/kernel/mm/transparent_hugepage/hpage_pmd_size reads): 2 MiB at
+ * every page size here (see sim/kernel.c "Left out"). */
+#define SIM_KERNEL_THP_BYTES (UINT64_C(1) << SIM_KERNEL_CHUNK_SHIFT)
+
 /* Fills *cfg with 4 KiB pages, THP only where advised (thp_madvise), no
  * pressure and the default layout.
  * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
@@ -172,6 +186,8 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
 void        sim_kernel_destroy(sim_kernel_t *k);
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k);
+
+sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k);
 /* Bytes of user address space (x86-64 4-level paging: 2^47 - one page):
  * no mapping, and so no allocation, can be larger. */
 uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k);

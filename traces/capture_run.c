@@ -237,6 +237,9 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
   int zero_page = machine_reads_map_zero_page();
   if (zero_page >= 0)
     meta_put(m, "zero_page", zero_page ? "true" : "false");
+  const char *thp = machine_thp_enabled();
+  if (thp != NULL)
+    meta_put(m, "thp", thp);
   as_format_fits(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
   meta_put(m, "ncpus", buf);
   as_format_fits(buf, sizeof buf, "glibc %s", gnu_get_libc_version());
@@ -417,6 +420,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (brk != 0) {
     as_format_fits(v, sizeof v, "%" PRIu64, brk);
     meta_put(&m, "start_brk", v);
+  }
+  if (h->mmap_top != 0) {
+    as_format_fits(v, sizeof v, "%" PRIu64, h->mmap_top);
+    meta_put(&m, "mmap_top", v);
   }
   if (h->python_hex != 0) {
     capture_python_version(h->python_hex, v, sizeof v);

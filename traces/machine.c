@@ -74,3 +74,21 @@ uint64_t machine_proc_stat_field(pid_t pid, int field) {
 uint64_t machine_start_brk(pid_t pid) {
   return machine_proc_stat_field(pid, 47);
 }
+
+const char *machine_thp_enabled(void) {
+  char  buf[128];
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f == NULL)
+    return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  static const char *const modes[] = {"always", "madvise", "never"};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    char want[16];
+    snprintf(want, sizeof want, "[%s]", modes[i]);
+    if (strstr(buf, want) != NULL)
+      return modes[i];
+  }
+  return NULL;
+}

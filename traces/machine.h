@@ -25,4 +25,11 @@ uint64_t machine_proc_stat_field(pid_t pid, int field);
  * provenance key start_brk. */
 uint64_t machine_start_brk(pid_t pid);
 
+/* The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
+ * ("always", "madvise" or "never"), or NULL without THP support.  It
+ * decides which 2 MiB blocks fault in whole, and whether glibc's
+ * glibc.malloc.hugetlb=1 acts (it does only under madvise); compare
+ * honours it as the provenance key thp. */
+const char *machine_thp_enabled(void);
+
 #endif

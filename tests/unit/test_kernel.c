@@ -468,19 +468,22 @@ static void mremap_grows_in_place_when_the_next_range_is_free(uint64_t P) {
   assert_false(sim_kernel_is_resident(k, b + 4 * P)); /* the tail: unwritten */
   touch(k, b + 5 * P, 1);
   assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_LIBC_MMAP), 5 * P);
-  /* The topmost mapping grows past mmap_top: Linux's vma_expandable only
-   * asks for no VMA in the way and TASK_SIZE. */
-  assert_int_equal(remap(k, b, 6 * P, 9 * P), b);
-  assert_int_equal(b + 9 * P, (0x7ffff7ff9000 & ~(P - 1)) + P);
-  touch(k, b + 9 * P - 1, 1);
+  /* The topmost mapping does not grow past mmap_top, where the program's
+   * libraries begin: it moves, its pages along, below c. */
+  sim_addr_t top = 0x7ffff7ff9000 & ~(P - 1);
+  assert_int_equal(b + 6 * P, top - 2 * P);
+  sim_addr_t b2 = remap(k, b, 6 * P, 9 * P);
+  assert_int_equal(b2, c - 9 * P);
+  touch(k, b2 + 9 * P - 1, 1);
   assert_int_equal(sim_kernel_rss_bytes(k), 6 * P);
   check(k);
   /* Growing a prefix never happens in place (Linux: old_len must reach
-   * vm_end): the rest of the mapping is in the way. */
+   * vm_end): the rest of the mapping is in the way; the highest gap that
+   * fits is the one b left. */
   touch(k, c, P);
   sim_addr_t c2 = remap(k, c, 2 * P, 3 * P);
   assert_int_not_equal(c2, c);
-  assert_int_equal(c2, c - 3 * P);
+  assert_int_equal(c2, top - 3 * P);
   assert_true(sim_kernel_is_resident(k, c2));
   assert_int_equal(sim_kernel_rss_owner_bytes(k, SIM_OWNER_PYMALLOC), P);
   check(k);
@@ -661,22 +664,26 @@ PAGE_TESTS(mremap_errors_change_nothing)
 static void mremap_realloc_chain_moves_many_blocks(uint64_t P) {
   /* glibc realloc growing a buffer written in full each time, alternately
    * blocked (a move) and free to grow (in place): RSS stays the written
-   * size, up to 4095 pages spread over many 2 MiB blocks.  mmap_top is
-   * low enough to leave 256 MiB above it for the growth in place. */
+   * size, up to 4095 pages spread over many 2 MiB blocks.  A move goes to
+   * the highest gap, so the blocker fills all above the mapping (up to
+   * mmap_top, where growth stops) and the move lands below, where the next
+   * step unmaps room to grow in place. */
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
   cfg.page_size = P;
   cfg.mmap_top = 0x700000000000;
   sim_kernel_t *k = new_kernel_cfg(&cfg);
   as_err_t      err = {0};
-  sim_addr_t    a = map(k, P, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
-  uint64_t      len = P;
+  sim_addr_t    a = cfg.mmap_top - ((uint64_t)512 << 20);
+  ok(sim_kernel_mmap_fixed(k, a, P, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP, &err),
+     &err);
+  uint64_t len = P;
   for (int i = 0; i < 12; i++) {
     touch(k, a, len);
     uint64_t n = 2 * len + P;
     if (i % 2 == 0) {
-      ok(sim_kernel_mmap_fixed(k, a + len, P, SIM_PROT_RW, SIM_OWNER_METADATA,
-                               &err),
+      ok(sim_kernel_mmap_fixed(k, a + len, cfg.mmap_top - (a + len),
+                               SIM_PROT_RW, SIM_OWNER_METADATA, &err),
          &err);
     } else {
       ok(sim_kernel_munmap(k, a + len, n - len, &err), &err);
@@ -698,6 +705,50 @@ static void mremap_realloc_chain_moves_many_blocks(uint64_t P) {
   sim_kernel_destroy(k);
 }
 PAGE_TESTS(mremap_realloc_chain_moves_many_blocks)
+
+static void mremap_carries_hugepage_advice(uint64_t P) {
+  /* THP=madvise (the default): an advised mapping that moves and grows
+   * keeps the advice, to its new end (Linux: VM_HUGEPAGE is the VMA's, and
+   * move_vma copies the VMA).  glibc master relies on it (gmaster:2876). */
+  const uint64_t B = SIM_KERNEL_THP_BYTES;
+  sim_kernel_t  *k = new_kernel(P, false, false);
+  sim_addr_t     a = map(k, 4 * B, B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  madv(k, a, 4 * B, SIM_MADV_HUGEPAGE);
+  touch(k, a + B, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), B);
+  sim_addr_t d = remap(k, a, 4 * B, 8 * B); /* a is the top: it moves */
+  assert_true(d + 8 * B <= a);
+  assert_int_equal(d % B, 0); /* so that the test below means a block */
+  assert_true(sim_kernel_is_resident(k, d + B + B - P));
+  touch(k, d + 6 * B, 1); /* the grown part is advised too */
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * B);
+  /* The old range kept no advice: a mapping there faults page by page. */
+  as_err_t err = {0};
+  ok(sim_kernel_mmap_fixed(k, a, 4 * B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP, &err),
+     &err);
+  touch(k, a + B, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * B + P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(mremap_carries_hugepage_advice)
+
+static void adjacent_advice_joins(uint64_t P) {
+  /* Two pieces advised apart make one range, as Linux merges the two
+   * VM_HUGEPAGE VMAs: the block straddling their border faults whole. */
+  const uint64_t B = SIM_KERNEL_THP_BYTES;
+  sim_kernel_t  *k = new_kernel(P, false, false);
+  sim_addr_t     a = map(k, 4 * B, B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  madv(k, a, B + B / 2, SIM_MADV_HUGEPAGE);
+  madv(k, a + B + B / 2, 2 * B, SIM_MADV_HUGEPAGE);
+  touch(k, a + B, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), B);
+  touch(k, a + 3 * B, 1); /* beyond the advice: one page */
+  assert_int_equal(sim_kernel_rss_bytes(k), B + P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(adjacent_advice_joins)
 
 static void mremap_of_a_huge_reservation_visits_only_its_chunks(uint64_t P) {
   /* 1 TiB is 2^19 blocks: the move must walk the residency table, not the
@@ -1262,21 +1313,18 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
         memset(r->flags + p0 + nlen, 0, olen - nlen);
       } else if (valid) {
         /* In place if the range reaches the mapping's end and what follows
-         * is free; above the window nothing is ever mapped. */
-        bool in_place = p0 + olen == rend;
-        for (uint64_t p = rend; in_place && p < p0 + nlen && p < W; p++) {
+         * is free, up to mmap_top, the window's end (the libraries lie
+         * above it). */
+        bool in_place = p0 + olen == rend && p0 + nlen <= W;
+        for (uint64_t p = rend; in_place && p < p0 + nlen; p++) {
           in_place = !(r->flags[p] & R_MAPPED);
         }
         uint8_t rw = r->flags[p0] & R_RW, own = r->owner[p0];
         if (in_place) {
           assert_int_equal(got, a);
-          for (uint64_t p = rend; p < p0 + nlen && p < W; p++) {
+          for (uint64_t p = rend; p < p0 + nlen; p++) {
             r->flags[p] = (uint8_t)(R_MAPPED | rw);
             r->owner[p] = own;
-          }
-          if (p0 + nlen > W) { /* keep the world inside the window */
-            ok(sim_kernel_munmap(k, base + W * P, (p0 + nlen - W) * P, &err),
-               &err);
           }
         } else if (at < 0) { /* moved below the window: drop it there */
           assert_int_equal(got, below);
@@ -1368,6 +1416,8 @@ int main(void) {
       PAGE_ENTRIES(mremap_moves_prot_none_residency_and_thp_blocks),
       PAGE_ENTRIES(mremap_errors_change_nothing),
       PAGE_ENTRIES(mremap_realloc_chain_moves_many_blocks),
+      PAGE_ENTRIES(mremap_carries_hugepage_advice),
+      PAGE_ENTRIES(adjacent_advice_joins),
       PAGE_ENTRIES(mremap_of_a_huge_reservation_visits_only_its_chunks),
       PAGE_ENTRIES(prot_none_reservation_costs_no_rss_and_rejects_writes),
       PAGE_ENTRIES(mprotect_rw_then_touch_and_back),

@@ -122,6 +122,11 @@ extern size_t     g_page;            /* OS page size */
 
 void capture_ensure_init(void);
 
+/* The recorder's own zeroed read-write memory (len bytes), or NULL: mapped
+ * away from the program's mmap area, so that the program's mappings land
+ * where they would without the recorder. */
+void *capture_own_map(size_t len);
+
 /* True when a call must only be forwarded: the library's own calls, and
  * libc calls made by pymalloc inside a domain wrapper (the wrapper records
  * them once, with their domain). */

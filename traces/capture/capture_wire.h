@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 7
+#define CAPTURE_WIRE_VERSION 8
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -83,6 +83,10 @@ struct capture_hello_s {
   uint64_t python_hex;      /* CPython's Py_Version (3.11+), else 0 */
   uint64_t touch_threshold; /* bytes; 0 = no touch records */
   uint64_t sample_ns;       /* RSS sampling period; 0 = marks only */
+  uint64_t mmap_top;        /* end of where the next anonymous mmap of
+                               2 MiB lands (probed), or 0: the top of the
+                               simulated mmap area, so that mappings sit
+                               where they did modulo 2 MiB (THP blocks) */
   uint32_t pid, ppid;
   uint32_t main_tid; /* the thread that loaded the library */
   uint32_t page_size;

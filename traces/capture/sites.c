@@ -233,9 +233,8 @@ void capture_sites_init(uint32_t stacks) {
   g_stacks = stacks > CAPTURE_FRAMES_MAX ? CAPTURE_FRAMES_MAX : stacks;
   if (g_stacks == 0)
     return;
-  void *m = mmap(NULL, SITE_SLOTS * sizeof(site_slot_t), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) {
+  void *m = capture_own_map(SITE_SLOTS * sizeof(site_slot_t));
+  if (m == NULL) {
     g_stacks = 0;
     return;
   }

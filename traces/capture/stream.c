@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,9 +158,8 @@ static tbuf_t *buf_acquire(void) {
       atomic_fetch_sub(&g_pool_count, 1);
       return NULL;
     }
-    void *m = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
+    void *m = capture_own_map(BUF_BYTES);
+    if (m == NULL)
       return NULL; /* the slot stays empty (data NULL) and is skipped */
     b = &g_pool[i];
     b->len = HDR_BYTES;
@@ -455,6 +455,26 @@ int capture_stream_fd(void) {
   return g_fd;
 }
 
+/* Where the program's next anonymous mapping would end: a PROT_NONE probe,
+ * by system call so that progmap.c does not see it, lands as Linux's
+ * top-down first fit places one (mm/mmap.c unmapped_area_topdown) below
+ * the libraries and the recorder's own mappings; its end is the top the
+ * simulated mmap area starts from.  A page short of 2 MiB: large enough to
+ * skip the small holes between libraries that a model's large mappings
+ * skip too, and below PMD_SIZE, so that no kernel aligns it to a THP
+ * boundary (Linux 6.7+ mm/mmap.c __get_unmapped_area aligns anonymous
+ * mappings of 2 MiB: any length >= 2 MiB in 6.7-6.11, multiples of 2 MiB
+ * since 6.12). */
+static uint64_t probe_mmap_top(void) {
+  const size_t len = ((size_t)2 << 20) - (size_t)g_page;
+  void        *p = (void *)syscall(SYS_mmap, NULL, len, PROT_NONE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return 0;
+  syscall(SYS_munmap, p, len);
+  return (uint64_t)(uintptr_t)p + len;
+}
+
 bool capture_stream_open(void) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -499,6 +519,7 @@ bool capture_stream_open(void) {
   h.mimalloc_version = mimalloc_version();
   h.tcmalloc_version = tcmalloc_version();
   h.jemalloc_version = jemalloc_version();
+  h.mmap_top = probe_mmap_top();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
   if (n < 0)
     n = 0;
@@ -668,9 +689,8 @@ void capture_stream_start_flusher(void) {
     t_self.internal--;
   }
   if (g_stack == NULL) {
-    void *m = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
+    void *m = capture_own_map(STACK_BYTES);
+    if (m == NULL)
       return;
     g_stack = m;
   }

@@ -95,16 +95,10 @@ static unsigned class_of(size_t words) {
   return k;
 }
 
-static void *map_zero(size_t len) {
-  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
-  return m == MAP_FAILED ? NULL : m;
-}
-
 static uint64_t *words_alloc(size_t words) {
   unsigned k = class_of(words);
   if (k >= SLAB_CLASSES)
-    return map_zero(words * 8);
+    return capture_own_map(words * 8);
   size_t    bytes = ((size_t)2 << k) * 8;
   uint64_t *w = NULL;
   spin_lock(&g_slab_lock);
@@ -113,7 +107,8 @@ static uint64_t *words_alloc(size_t words) {
     g_free_words[k] = (uint64_t *)w[0];
   } else {
     if (g_arena_pos == NULL || (size_t)(g_arena_end - g_arena_pos) < bytes) {
-      uint8_t *a = g_narenas < SLAB_MAX_ARENAS ? map_zero(SLAB_ARENA) : NULL;
+      uint8_t *a =
+          g_narenas < SLAB_MAX_ARENAS ? capture_own_map(SLAB_ARENA) : NULL;
       if (a != NULL) {
         g_arenas[g_narenas++] = a;
         g_arena_pos = a;
@@ -177,7 +172,7 @@ static tent_t *find(stripe_t *s, uint64_t addr) {
 
 static bool grow(stripe_t *s) {
   size_t  cap = s->cap ? 2 * s->cap : STRIPE_MIN;
-  tent_t *t = map_zero(cap * sizeof *t);
+  tent_t *t = capture_own_map(cap * sizeof *t);
   if (t == NULL)
     return false;
   tent_t *old = s->tab;
