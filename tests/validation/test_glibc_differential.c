@@ -23,7 +23,9 @@
  *     mmap_threshold <= 656 mapped it, among one-page mappings).
  * Configurations (model option = the real run's environment): defaults,
  * mmap_threshold=512, top_pad=0, tcache_count=0 (the brief), and mxfast=0,
- * trim_threshold=0, mmap_max=0, tcache_max=100 and a combination; each with
+ * trim_threshold=0, mmap_max=0, tcache_max=100, a combination and
+ * hugetlb=1 (under THP=madvise: the model's break then starts where the
+ * real one did modulo 2 MiB, as it does in every configuration); each with
  * its own seed, 300,000 calls, a snapshot every 30,000.  About 0.6 s of CPU
  * per configuration in a Release build (2 CPUs).
  *
@@ -166,7 +168,9 @@ typedef struct dobj_s {
 
 typedef struct dsnap_s {
   uint64_t step;     /* calls made */
-  uint64_t base_mod; /* initial break mod 4096 (diagnostic) */
+  uint64_t base_mod; /* initial break mod 2 MiB: the model's break starts
+                        there too (with hugetlb=1 glibc rounds the break
+                        to 2 MiB boundaries) */
   uint64_t brk;      /* break - initial break */
   uint64_t keepcost;
   uint64_t binned; /* mallinfo2 ordblks - 1 (the 1 is top) */
@@ -321,7 +325,7 @@ static void child_snapshot(dsnap_t *s, uint64_t step, const char *base) {
    * chunksize(main_arena.top); hblks/hblkhd are mp_.n_mmaps/mmapped_mem. */
   struct mallinfo2 mi = mallinfo2();
   s->step = step;
-  s->base_mod = (uintptr_t)base & 4095;
+  s->base_mod = (uintptr_t)base & (SIM_KERNEL_THP_BYTES - 1);
   s->brk = (uint64_t)(brk - base);
   s->keepcost = mi.keepcost;
   s->binned = mi.ordblks - 1;
@@ -522,7 +526,7 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
                            const sim_kernel_t *k, uint64_t base) {
   memset(s, 0, sizeof *s);
   s->step = step;
-  s->base_mod = base & 4095;
+  s->base_mod = base & (SIM_KERNEL_THP_BYTES - 1);
   s->brk = sim_kernel_brk_current(k) - base;
   s->keepcost = glibc_inspect_top_size(m, 0);
   s->binned = glibc_inspect_binned_count(m, 0);
@@ -555,12 +559,32 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
   s->hblkhd = st.mapped_bytes - s->brk;
 }
 
-static void run_model(const dcfg_t *cfg, dsnap_t *snaps) {
+/* This machine's THP mode, which decides whether glibc.malloc.hugetlb=1
+ * acts; the model's kernel is given the same. */
+static sim_thp_mode_t machine_thp(void) {
+  char  buf[128] = "";
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f != NULL) {
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+  }
+  return strstr(buf, "[always]")    ? SIM_THP_ALWAYS
+         : strstr(buf, "[madvise]") ? SIM_THP_MADVISE
+                                    : SIM_THP_NEVER;
+}
+
+/* Replays cfg's sequence on the model, its break starting at base_mod
+ * modulo 2 MiB as the real one did. */
+static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t base_mod) {
   as_err_t            err = {0};
   sim_kernel_config_t kc;
   sim_kernel_t       *k;
   model_t            *m;
   sim_kernel_config_default(&kc);
+  kc.brk_start = UINT64_C(0x555555400000) + base_mod; /* 2 MiB-aligned + */
+  kc.thp = machine_thp() == SIM_THP_ALWAYS;
+  kc.thp_madvise = machine_thp() != SIM_THP_NEVER;
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   model_opts_t o;
   char         opts[128];
@@ -692,7 +716,7 @@ static void differential(const dcfg_t *cfg) {
   assert_non_null(real);
   assert_non_null(model);
   run_real(cfg, real);
-  run_model(cfg, model);
+  run_model(cfg, model, real[0].base_mod);
   int      bad = 0, first = -1;
   size_t   live = 0, heap = 0, mmapped = 0, tcache = 0;
   uint64_t brk_max = 0;
@@ -727,7 +751,7 @@ static void differential(const dcfg_t *cfg) {
   free(model);
   if (bad != 0)
     fail_msg("%s: %d differences, first seen after %d calls (initial break mod "
-             "4096: real %" PRIu64 ", model %" PRIu64 ")",
+             "2 MiB: real %" PRIu64 ", model %" PRIu64 ")",
              cfg->name, bad, (first + 1) * CHECK_EVERY, rmod, mmod);
   print_message("%s: %d snapshots equal (%zu live objects in all, %zu in "
                 "the brk heap, %zu mmapped; brk up to %" PRIu64
@@ -843,6 +867,18 @@ static void tcache_max_100(void **state) {
   differential(&cfg);
 }
 
+/* glibc.malloc.hugetlb=1 (no env alias): under THP=madvise the break grows
+ * to 2 MiB boundaries and trims in 2 MiB, so brk and keepcost follow the
+ * initial break modulo 2 MiB, which the model is given.  Elsewhere glibc
+ * ignores the tunable and so does the model. */
+static void hugetlb_1(void **state) {
+  (void)state;
+  require_real_glibc();
+  const dcfg_t cfg = {"hugetlb=1", "hugetlb=1",
+                      "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", 10, 1};
+  differential(&cfg);
+}
+
 /* Four knobs at once, all through GLIBC_TUNABLES (':'-separated). */
 static void combined(void **state) {
   (void)state;
@@ -864,7 +900,7 @@ int main(void) {
       cmocka_unit_test(top_pad_0),  cmocka_unit_test(tcache_count_0),
       cmocka_unit_test(mxfast_0),   cmocka_unit_test(trim_threshold_0),
       cmocka_unit_test(mmap_max_0), cmocka_unit_test(tcache_max_100),
-      cmocka_unit_test(combined),
+      cmocka_unit_test(combined),   cmocka_unit_test(hugetlb_1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
