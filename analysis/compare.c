@@ -571,6 +571,14 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     if (*end == '\0' && v > 0 && v < kcfg.mmap_top)
       kcfg.brk_start = v;
   }
+  /* The measured kernel's placement of large anonymous mappings (Linux
+   * 6.7+ aligns them to 2 MiB), from its release (provenance kernel). */
+  const char *release =
+      o->kernel != NULL ? o->kernel : run_meta_get(&meta, "kernel");
+  kcfg.thp_align = sim_kernel_thp_align_of_release(release);
+  as_format_fits(res->kernel, sizeof res->kernel, "%s",
+                 release != NULL ? release : "");
+  res->thp_align = kcfg.thp_align;
   /* Where the measured process's next anonymous mapping would have ended
    * (mmap_top, probed by the recorder): mappings then sit where they did
    * modulo 2 MiB, which decides, with THP, which blocks fault in whole. */

@@ -66,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../sim/kernel.h"
 #include "../sim/status.h"
 #include "store.h"
 
@@ -96,6 +97,8 @@ struct compare_opts_s {
   uint64_t page_size;    /* 0: the run's */
   bool     no_zero_page; /* read faults get pages of their own, whatever
                             the run's provenance says */
+  const char *kernel;    /* kernel release whose placement of large
+                            mappings to model (uname -r); NULL: the run's */
   unsigned layouts;      /* address layouts to replay, 1 ..
                             COMPARE_LAYOUT_SPAN_BYTES / page size;
                             0: all of them (4 with 4 KiB pages); 1: the
@@ -192,10 +195,12 @@ struct compare_result_s {
   int64_t  offset_bytes; /* the start-up offset (with layouts, the mean
                             of theirs, rounded) */
   uint64_t page_size;
-  bool     zero_page; /* the model's kernel maps the zero page on reads */
-  char     thp[16];   /* the model's THP mode: always, madvise or never */
-  uint64_t mmap_top;  /* the measured process's probed mmap top the model
-                         starts from (provenance mmap_top), or 0 */
+  bool     zero_page;  /* the model's kernel maps the zero page on reads */
+  char     thp[16];    /* the model's THP mode: always, madvise or never */
+  char     kernel[96]; /* the release modelled, or "" */
+  sim_thp_align_t thp_align; /* its placement of large mappings */
+  uint64_t        mmap_top;  /* the measured process's probed mmap top the model
+                                starts from (provenance mmap_top), or 0 */
   uint64_t peak_measured_rss_bytes;
   uint64_t final_measured_rss_bytes;  /* the last measured sample */
   int64_t  peak_predicted_rss_bytes;  /* the largest (mean) prediction

@@ -1152,6 +1152,8 @@ static bool sweep_params_json(const sweep_config_t *c, char *buf, size_t len) {
     APPEND(",\"memory_pressure\":true");
   if (!c->kernel.zero_page)
     APPEND(",\"zero_page\":false");
+  if (c->kernel.thp_align != SIM_THP_ALIGN_NONE)
+    APPEND(",\"thp_align\":%d", (int)c->kernel.thp_align);
   APPEND("}");
   return used < len;
 }

@@ -58,6 +58,10 @@ void cli_error_where(const char *where);
 /* True if argv has -h or --help; prints cmd's usage then. */
 bool cli_wants_help(const cli_command_t *cmd, int argc, char **argv);
 
+/* 0 if v reads as a Linux release (MAJOR.MINOR...: "6.1", "6.12.48+deb13"),
+ * else -1 after a usage error naming --kernel. */
+int cli_kernel_release_check(const char *cmd, const char *v);
+
 /* If argv[*i] is the option name, as "--name VALUE" or "--name=VALUE",
  * sets *value, advances *i past it and returns 1; returns 0 for any other
  * argument, and -1 after printing a usage error when the value is

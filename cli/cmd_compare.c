@@ -287,6 +287,8 @@ static void print_table(const compare_result_t *r, const char *db) {
                                    ? "the shared zero page (not in RSS)"
                                    : "a page each (no shared zero page)");
   printf("THP           %s\n", r->thp);
+  printf("kernel        %s: %s\n", r->kernel[0] ? r->kernel : "unknown",
+         sim_kernel_thp_align_name(r->thp_align));
   if (r->mmap_top != 0)
     printf("mmap top      0x%" PRIx64 " (the measured process's next "
            "mapping, probed)\n",
@@ -427,6 +429,11 @@ static int compare_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       json = true;
+    } else if ((took = cli_opt_value("compare", argc, argv, &i, "--kernel",
+                                     &v)) != 0) {
+      if (took < 0 || cli_kernel_release_check("compare", v) < 0)
+        return CLI_EXIT_USAGE;
+      o.kernel = v;
     } else if ((took = cli_opt_flag("compare", argv, i, "--no-zero-page"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -490,7 +497,7 @@ const cli_command_t cli_cmd_compare = {
         "usage: allocsim compare RUN --db DB [--model M] [--libc L]\n"
         "                        [--page-size N] [--layouts N] "
         "[--no-zero-page]\n"
-        "                        [--no-store] [--json]\n"
+        "                        [--kernel RELEASE] [--no-store] [--json]\n"
         "\n"
         "Replays measured run RUN (its trace, or the workload named by its\n"
         "'workload' provenance) and compares predicted with measured RSS at\n"
@@ -515,7 +522,11 @@ const cli_command_t cli_cmd_compare = {
         "of memory never written map the shared zero page (not in RSS)\n"
         "unless the run's provenance says the measured kernel gave each\n"
         "read fault a page of its own (zero_page=false, which capture and\n"
-        "oracle record) or --no-zero-page is given.\n"
+        "oracle record) or --no-zero-page is given.  The run's THP mode\n"
+        "(thp) decides which 2 MiB blocks fault in whole, its mmap_top\n"
+        "where mappings start, and its kernel release (--kernel RELEASE\n"
+        "to change it, e.g. 6.1, 6.8, 6.12) whether large anonymous\n"
+        "mappings are placed 2 MiB-aligned, as Linux does since 6.7.\n"
         "\n"
         "Baseline: measured RSS includes the program's baseline (interpreter,\n"
         "libraries), which no trace explains.  predicted = simulated +\n"

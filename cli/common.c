@@ -169,6 +169,17 @@ bool cli_same_file(const char *a, const char *b) {
   return canonical_path(a, ca) && canonical_path(b, cb) && strcmp(ca, cb) == 0;
 }
 
+int cli_kernel_release_check(const char *cmd, const char *v) {
+  unsigned major, minor;
+  if (v[0] >= '0' && v[0] <= '9' && sscanf(v, "%u.%u", &major, &minor) == 2)
+    return 0;
+  return cli_usage_error(cmd,
+                         "--kernel expects a Linux release such as 6.1 or "
+                         "6.12, got '%s'",
+                         v),
+         -1;
+}
+
 int cli_opt_flag(const char *cmd, char **argv, int i, const char *name) {
   if (strcmp(argv[i], name) != 0)
     return 0;
@@ -185,7 +196,8 @@ static const char *const once_options[] = {
     "--strict",       "--thp",     "--memory-pressure",
     "--model",        "--libc",    "--db",
     "--page-size",    "--settle",  "--max-memory",
-    "--sample-every", "--layouts", "--no-zero-page"};
+    "--sample-every", "--layouts", "--no-zero-page",
+    "--kernel"};
 
 /* -1 after a usage error if a is a once-only option already given (or
  * --json with --csv), else 0 (marking it given). */
@@ -229,6 +241,14 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc, char **argv,
     *(opt_is(a, "--model")  ? &o->model
       : opt_is(a, "--libc") ? &o->libc
                             : &o->db) = v;
+    return 1;
+  }
+  if (opt_is(a, "--kernel")) {
+    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+      return -1;
+    if (cli_kernel_release_check(cmd, v) < 0)
+      return -1;
+    o->kernel.thp_align = sim_kernel_thp_align_of_release(v);
     return 1;
   }
   if (opt_is(a, "--page-size")) {

@@ -1436,6 +1436,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->thp = false;
   cfg->thp_madvise = true;
   cfg->memory_pressure = false;
+  cfg->thp_align = SIM_THP_ALIGN_NONE;
   cfg->zero_page = true;
   cfg->mmap_top = DEFAULT_MMAP_TOP;
   cfg->brk_start = DEFAULT_BRK_START;
@@ -1578,6 +1579,53 @@ static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
   return AS_OK;
 }
 
+sim_thp_align_t sim_kernel_thp_align_of_release(const char *release) {
+  if (release == NULL || *release < '0' || *release > '9')
+    return SIM_THP_ALIGN_NONE;
+  char         *end;
+  unsigned long major = strtoul(release, &end, 10);
+  if (*end != '.' || end[1] < '0' || end[1] > '9')
+    return SIM_THP_ALIGN_NONE;
+  unsigned long minor = strtoul(end + 1, NULL, 10);
+  if (major < 6 || (major == 6 && minor < 7))
+    return SIM_THP_ALIGN_NONE;
+  return major == 6 && minor < 12 ? SIM_THP_ALIGN_ANY : SIM_THP_ALIGN_MULTIPLE;
+}
+
+const char *sim_kernel_thp_align_name(sim_thp_align_t policy) {
+  switch (policy) {
+  case SIM_THP_ALIGN_ANY:
+    return "anonymous mappings of 2 MiB or more placed 2 MiB-aligned "
+           "(Linux 6.7-6.11)";
+  case SIM_THP_ALIGN_MULTIPLE:
+    return "anonymous mappings of a multiple of 2 MiB placed 2 MiB-aligned "
+           "(Linux 6.12+)";
+  default:
+    return "mappings placed top-down without alignment (Linux before 6.7)";
+  }
+}
+
+/* Linux 6.7+ __thp_get_unmapped_area (6.18 mm/huge_memory.c; the
+ * conditions in mm/mmap.c __get_unmapped_area): the THP-aligned placement
+ * of an anonymous mapping of len bytes, or 0 when the plain placement
+ * applies (sim_thp_align_t).  6.18 treats the page offset of anonymous
+ * memory as zero ("Always treat pgoff as zero for anonymous memory"), so a
+ * mapping mremap moves is aligned as a new one is (measured here:
+ * tests/validation/test_kernel_placement.c). */
+static sim_addr_t thp_placement(const sim_kernel_t *k, uint64_t len) {
+  const uint64_t B = THP_BYTES;
+  if (k->cfg.thp_align == SIM_THP_ALIGN_NONE || len < B || len + B < len ||
+      (k->cfg.thp_align == SIM_THP_ALIGN_MULTIPLE && len % B != 0))
+    return 0;
+  inode_t *g = itree_highest_fit(&k->gaps, len + B);
+  if (g == NULL)
+    return 0; /* "The caller will retry without the padding." */
+  /* ret = g->end - len - B, the padded fit; ret + off_sub, or ret + B when
+   * ret is already aligned (topdown): the highest aligned address at or
+   * below g->end - len. */
+  return (g->end - len) & ~(B - 1);
+}
+
 as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err) {
@@ -1614,6 +1662,12 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
   }
   if ((st = pool_reserve(k, err)) != AS_OK) {
     return st;
+  }
+  sim_addr_t t = align == k->h.page_size ? thp_placement(k, len) : 0;
+  if (t != 0) {
+    map_range(k, t, t + len, prot, owner);
+    *addr_out = t;
+    return AS_OK;
   }
   inode_t *g = itree_highest_fit(&k->gaps, need);
   if (g == NULL) {
@@ -1760,8 +1814,11 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
    * with the old VMA still mapped -- anonymous, so no alignment beyond the
    * page (Linux 6.1 arch/x86/kernel/sys_x86_64.c
    * arch_get_unmapped_area_topdown sets align_mask only for a file). */
-  inode_t *g = itree_highest_fit(&k->gaps, new_len);
-  if (g == NULL) {
+  /* get_unmapped_area(NULL, 0, new_len, ...): the same THP placement as
+   * mmap's (6.18 mm/mremap.c vrm_set_new_addr). */
+  sim_addr_t t = thp_placement(k, new_len);
+  inode_t   *g = t != 0 ? NULL : itree_highest_fit(&k->gaps, new_len);
+  if (t == 0 && g == NULL) {
     return as_err_set(err, AS_ENOMEM,
                       "mremap [0x%" PRIx64 ", 0x%" PRIx64 ") to %" PRIu64
                       " bytes: no gap of %" PRIu64 " bytes below 0x%" PRIx64,
@@ -1773,7 +1830,7 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
     chunks_unreserve(k);
     return st;
   }
-  sim_addr_t d = g->end - new_len;
+  sim_addr_t d = t != 0 ? t : g->end - new_len;
   /* move_vma: copy_vma makes the new_len VMA at new_addr, move_page_tables
    * carries old_len of page tables over, then do_munmap(old_addr, old_len)
    * unmaps the old range, whose pages have already left. */

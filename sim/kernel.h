@@ -84,18 +84,47 @@ typedef enum sim_madv_e {
   SIM_MADV_HUGEPAGE  /* THP wanted in the range (thp_madvise below) */
 } sim_madv_t;
 
+/* Where mmap puts an anonymous mapping of 2 MiB or more with no address
+ * hint.  Linux 6.7 began to align such mappings to a THP boundary
+ * (efa7df3e3bb5: mm/mmap.c __get_unmapped_area -> mm/huge_memory.c
+ * __thp_get_unmapped_area), and 6.12 limited it to lengths that are
+ * multiples of 2 MiB (d4148aeab412).  The aligned placement searches for
+ * length + 2 MiB top-down and takes the highest 2 MiB-aligned address in
+ * that gap; a mapping mremap moves is placed the same way (6.18 treats an
+ * anonymous mapping's page offset as zero).  No gap for the padded length:
+ * the usual placement.  Stable backports may differ from the release
+ * numbers. */
+typedef enum sim_thp_align_e {
+  SIM_THP_ALIGN_NONE,    /* Linux up to 6.6 (Debian 12's 6.1) */
+  SIM_THP_ALIGN_ANY,     /* 6.7-6.11: any length of 2 MiB or more (6.7
+                            placed the mapping at the padded gap's bottom
+                            when that was aligned; 96204e1531 in 6.8 made
+                            it the top, as here) */
+  SIM_THP_ALIGN_MULTIPLE /* 6.12 and later: lengths that are multiples of
+                            2 MiB */
+} sim_thp_align_t;
+
+/* The policy of a kernel release string ("6.18.44-fc-v1147", uname -r);
+ * NONE for one that does not parse. */
+sim_thp_align_t sim_kernel_thp_align_of_release(const char *release);
+
+/* What the policy does, in words, for reports. */
+const char *sim_kernel_thp_align_name(sim_thp_align_t policy);
+
 typedef struct sim_kernel_config_s sim_kernel_config_t;
 struct sim_kernel_config_s {
-  uint64_t page_size;          /* bytes: 4096, 16384 or 65536 */
-  bool     thp;                /* 2 MiB THP on write fault, like THP=always */
-  bool     thp_madvise;        /* ... only inside MADV_HUGEPAGE ranges, like
-                                  THP=madvise (Debian's default); on by
-                                  default: no model asks for it but where the
-                                  real allocator does */
-  bool memory_pressure;        /* MADV_FREE pages are reclaimed at once */
-  bool zero_page;              /* read faults map the shared zero page (on
-                                  by default, as Linux does); off: a read
-                                  makes the page resident */
+  uint64_t page_size;   /* bytes: 4096, 16384 or 65536 */
+  bool     thp;         /* 2 MiB THP on write fault, like THP=always */
+  bool     thp_madvise; /* ... only inside MADV_HUGEPAGE ranges, like
+                           THP=madvise (Debian's default); on by
+                           default: no model asks for it but where the
+                           real allocator does */
+  bool            memory_pressure; /* MADV_FREE pages are reclaimed at once */
+  sim_thp_align_t thp_align;       /* placement of large anonymous mappings;
+                                      NONE by default (Linux 6.1) */
+  bool zero_page;                  /* read faults map the shared zero page (on
+                                      by default, as Linux does); off: a read
+                                      makes the page resident */
   sim_addr_t mmap_top;         /* highest address mmap hands out; 0: default */
   sim_addr_t brk_start;        /* initial program break; 0: default */
   uint64_t   max_memory_bytes; /* simulator memory the residency

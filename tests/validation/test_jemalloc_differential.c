@@ -31,16 +31,19 @@
  * here; tests/unit/test_jemalloc.c checks the curve.
  *
  * Versions: each configuration runs against jemalloc 5.3.0, the system's
- * libjemalloc.so.2 (Debian 12), and the one without retained mappings
- * against 5.2.1 (Ubuntu 22.04's libjemalloc2, or a build of upstream tag
- * 5.2.1 as docs/models/jemalloc.md says), the library
- * ALLOCSIM_JEMALLOC_521_LIB names.  The child checks
- * mallctl("version") and the test skips, saying why, when the library
- * cannot be loaded or is another version.  5.2.1 merges extents of two
- * mappings that are neighbours (src/extent.c:2196-2222 of tag 5.2.1), so
- * its statistics also depend on where the kernel puts each mapping: the
- * simulated kernel places them top-down without gaps, as Linux before 6.7
- * does; a kernel that aligns 2 MiB mappings leaves gaps between some.
+ * libjemalloc.so.2 (Debian 12), and against 5.2.1 (a build of upstream
+ * tag 5.2.1 as docs/models/jemalloc.md says, or Ubuntu 22.04's
+ * libjemalloc2), the library ALLOCSIM_JEMALLOC_521_LIB names.  The child
+ * checks mallctl("version") and the test skips, saying why, when the
+ * library cannot be loaded or is another version.  5.2.1 merges extents
+ * of two mappings that are neighbours (src/extent.c:2196-2222 of tag
+ * 5.2.1), so its statistics also depend on where the kernel puts each
+ * mapping: the child reports where its mappings start (below the library
+ * dlopen mapped, whose constructor has already mapped jemalloc's base),
+ * and the model's kernel starts there and places mappings as this
+ * machine's release does (Linux 6.7+ aligns mappings of 2 MiB multiples:
+ * sim/kernel.h sim_thp_align_t).  glibc.malloc.arena_max=1 keeps the
+ * harness's own threads from mapping glibc arena heaps in between.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,6 +61,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,7 +212,9 @@ typedef struct asnap_s {
 
 typedef struct dsnap_s {
   uint64_t step;
-  asnap_t  a[MAXARENAS];
+  uint64_t mmap_top; /* snapshot 0: where the child's next mapping would
+                        have ended before jemalloc mapped anything */
+  asnap_t a[MAXARENAS];
 } dsnap_t;
 
 static const char *const field_names[] = {
@@ -376,6 +383,33 @@ static bool child_version_is(const char *want) {
   return false;
 }
 
+/* Where jemalloc's first mapping would end: below the library file
+ * dlopen mapped (its constructor has mapped jemalloc's base below that
+ * already), the lowest start of the mappings of path in /proc/self/maps;
+ * 0 if none.  5.2.1 merges extents of neighbouring mappings, so the
+ * model's kernel starts its mmap area there and places mappings as this
+ * kernel's release does. */
+static uint64_t library_bottom(const char *path) {
+  char real[4096], line[4600];
+  if (realpath(path, real) == NULL)
+    return 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (f == NULL)
+    return 0;
+  uint64_t low = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned long lo, hi;
+    char         *name = strchr(line, '/');
+    if (name == NULL || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+      continue;
+    name[strcspn(name, "\n")] = '\0';
+    if (strcmp(name, real) == 0 && (low == 0 || lo < low))
+      low = lo;
+  }
+  fclose(f);
+  return low;
+}
+
 static int diff_child(const char *spec) {
   char       *end;
   uint64_t    seed = strtoull(spec, &end, 10);
@@ -392,6 +426,7 @@ static int diff_child(const char *spec) {
   je_mallctl = (mallctl_fn)(uintptr_t)dlsym(h, "mallctl");
   if (!je_mallocx || !je_rallocx || !je_dallocx || !je_mallctl)
     return SKIP_NOLIB;
+  uint64_t top = library_bottom(lib);
   if (!child_version_is(want))
     return SKIP_OTHER;
   /* 5.2.1's dallocx sets up a thread's tsd fully where free sets up a
@@ -406,6 +441,7 @@ static int diff_child(const char *spec) {
   g.rng = seed;
   g.no_realloc = *end == 'n';
   child_snapshot(&child_snaps[0], 0); /* also initialises jemalloc */
+  child_snaps[0].mmap_top = top;
   for (int step = 0; step < STEPS; step++) {
     gop_t o;
     gen_next(&g, step, &o);
@@ -480,7 +516,7 @@ static bool run_child(const dcfg_t *cfg, dsnap_t *snaps) {
   const char *old = getenv("GLIBC_TUNABLES");
   snprintf(tun, sizeof tun,
            "GLIBC_TUNABLES=%s%sglibc.rtld.optional_static_tls"
-           "=65536",
+           "=65536:glibc.malloc.arena_max=1",
            old ? old : "", old ? ":" : "");
   size_t nenv = 0;
   while (environ[nenv] != NULL)
@@ -581,9 +617,14 @@ static void model_snapshot(const model_t *m, dsnap_t *s, uint64_t step) {
 /* The same calls as trace events.  Worker slot t is trace thread
  * t + NWORKERS * (the number of times the slot started before), so that a
  * restarted slot is a new thread, as a new pthread is. */
-static void run_model(const dcfg_t *cfg, dsnap_t *snaps) {
+static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t mmap_top) {
   sim_kernel_config_t kc;
   sim_kernel_config_default(&kc);
+  struct utsname u;
+  if (mmap_top != 0 && uname(&u) == 0) {
+    kc.mmap_top = mmap_top;
+    kc.thp_align = sim_kernel_thp_align_of_release(u.release);
+  }
   sim_kernel_t      *k;
   sim_event_queue_t *q;
   as_err_t           err = {0};
@@ -750,7 +791,7 @@ static void run_config(dcfg_t cfg, const dlib_t *lib) {
   }
   if (!run_child(&cfg, real))
     skip();
-  run_model(&cfg, model);
+  run_model(&cfg, model, real[0].mmap_top);
   compare(&cfg, real, model);
 }
 
@@ -801,6 +842,16 @@ static const dcfg_t cfg_one_arena = {
     false,
     NULL,
     NULL};
+/* The same for 5.2.1, which has lg_tcache_max (2^12 = 4096), not
+ * tcache_max (5.2.1 src/jemalloc.c:1291). */
+static const dcfg_t cfg_one_arena_521 = {
+    "one_arena",
+    "narenas:1,lg_tcache_max:12,dirty_decay_ms:-1",
+    "narenas=1,lg_tcache_max=12,dirty_decay_ms=-1",
+    16,
+    false,
+    NULL,
+    NULL};
 static void decay_slow(void **state) {
   (void)state;
   run_config(cfg_decay_slow, &lib_530);
@@ -837,6 +888,38 @@ static void one_arena_small_tcache(void **state) {
  * 5.2.1-4ubuntu1 and a build of the tag, on Linux 6.18, they first differ
  * after 1,100 to 21,000 calls, at different calls from run to run of the
  * library itself (docs/models/jemalloc.md, "Versions"). */
+/* The five 5.2.1 configurations with retained mappings agree in most runs,
+ * not all (docs/models/jemalloc.md): run when ALLOCSIM_JEMALLOC_521_ALL is
+ * set, as scripts/measure/jemalloc521_agreement.sh does to count them. */
+static void run_521_retained(dcfg_t cfg) {
+  if (getenv("ALLOCSIM_JEMALLOC_521_ALL") == NULL) {
+    print_message("5.2.1 %s: skipped: set ALLOCSIM_JEMALLOC_521_ALL=1 "
+                  "(it agrees in most runs, not all)\n",
+                  cfg.name);
+    skip();
+  }
+  run_config(cfg, &lib_521);
+}
+static void v521_decay_slow(void **state) {
+  (void)state;
+  run_521_retained(cfg_decay_slow);
+}
+static void v521_decay_0(void **state) {
+  (void)state;
+  run_521_retained(cfg_decay_0);
+}
+static void v521_decay_never(void **state) {
+  (void)state;
+  run_521_retained(cfg_decay_never);
+}
+static void v521_no_tcache(void **state) {
+  (void)state;
+  run_521_retained(cfg_no_tcache);
+}
+static void v521_one_arena(void **state) {
+  (void)state;
+  run_521_retained(cfg_one_arena_521);
+}
 static void v521_no_retain(void **state) {
   (void)state;
   run_config(cfg_no_retain, &lib_521);
@@ -854,6 +937,11 @@ int main(void) {
       cmocka_unit_test(no_tcache),
       cmocka_unit_test(one_arena_small_tcache),
       cmocka_unit_test(v521_no_retain),
+      cmocka_unit_test(v521_decay_slow),
+      cmocka_unit_test(v521_decay_0),
+      cmocka_unit_test(v521_decay_never),
+      cmocka_unit_test(v521_no_tcache),
+      cmocka_unit_test(v521_one_arena),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
