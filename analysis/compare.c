@@ -549,15 +549,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   res->zero_page = kcfg.zero_page;
   /* The measured machine's THP mode (provenance thp, machine.h); without
    * it the default, madvise (Debian's and Ubuntu's). */
-  const char *thp = run_meta_get(&meta, "thp");
-  if (thp != NULL && strcmp(thp, "always") == 0)
-    kcfg.thp = true;
-  else if (thp != NULL && strcmp(thp, "never") == 0)
-    kcfg.thp_madvise = false;
+  sim_kernel_config_set_thp(&kcfg, run_meta_get(&meta, "thp"));
   as_format_fits(res->thp, sizeof res->thp, "%s",
-                 kcfg.thp           ? "always"
-                 : kcfg.thp_madvise ? "madvise"
-                                    : "never");
+                 sim_thp_mode_name(sim_kernel_config_thp_mode(&kcfg)));
   /* The measured process's initial break, when its provenance has it
    * (start_brk, from /proc/self/stat): the heap then starts where it did,
    * which decides which 2 GiB stretches tcmalloc's pagemap covers. */
@@ -587,7 +581,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     char              *end;
     unsigned long long v = strtoull(mt, &end, 10);
     if (*end == '\0' && v % 4096 == 0 && v > kcfg.brk_start &&
-        v <= UINT64_C(0x7ffffffff000))
+        v < UINT64_C(1) << SIM_KERNEL_TASK_SIZE_BITS)
       kcfg.mmap_top = res->mmap_top = v;
   }
 

@@ -93,14 +93,11 @@
  * max(PAGE_SIZE, mmap_min_addr); mm/Kconfig DEFAULT_MMAP_MIN_ADDR 65536
  * (the x86 default; not checked against Debian's config). */
 #define MMAP_MIN_ADDR ((sim_addr_t)65536)
-/* Linux 6.1 arch/x86/include/asm/page_64_types.h: TASK_SIZE_MAX =
- * (1 << 47) - PAGE_SIZE (4-level paging). */
-#define TASK_SIZE_BITS 47
-#define NODE_SLAB      1024 /* tree nodes per pool allocation */
-#define NODE_RESERVE   8    /* nodes any single operation may need */
-#define SLOT_EMPTY     SIM_KERNEL_NO_BLOCK    /* UINT64_MAX: no block number */
-#define CACHE_SLOTS    SIM_KERNEL_CACHE_SLOTS /* chunk cache (kernel.h) */
-#define CHUNK_KEEP     256 /* released chunks kept for reuse */
+#define NODE_SLAB     1024 /* tree nodes per pool allocation */
+#define NODE_RESERVE  8    /* nodes any single operation may need */
+#define SLOT_EMPTY    SIM_KERNEL_NO_BLOCK    /* UINT64_MAX: no block number */
+#define CACHE_SLOTS   SIM_KERNEL_CACHE_SLOTS /* chunk cache (kernel.h) */
+#define CHUNK_KEEP    256 /* released chunks kept for reuse */
 
 typedef struct inode_s inode_t;
 /* One interval [start, end) of a treap.  Invariants: start < end, both
@@ -1481,7 +1478,7 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
                       cfg->page_size);
   }
   uint64_t   page = cfg->page_size;
-  sim_addr_t limit = ((sim_addr_t)1 << TASK_SIZE_BITS) - page;
+  sim_addr_t limit = ((sim_addr_t)1 << SIM_KERNEL_TASK_SIZE_BITS) - page;
   sim_addr_t top = cfg->mmap_top ? cfg->mmap_top : DEFAULT_MMAP_TOP;
   sim_addr_t brk = cfg->brk_start ? cfg->brk_start : DEFAULT_BRK_START;
   sim_addr_t low = MMAP_MIN_ADDR > page ? MMAP_MIN_ADDR : page;
@@ -1564,10 +1561,30 @@ uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
   return k->h.page_size;
 }
 
+static const char *const thp_mode_names[] = {"never", "madvise", "always"};
+
+const char *sim_thp_mode_name(sim_thp_mode_t mode) {
+  return (unsigned)mode <= SIM_THP_ALWAYS ? thp_mode_names[mode] : "?";
+}
+
+bool sim_kernel_config_set_thp(sim_kernel_config_t *cfg, const char *name) {
+  for (int m = SIM_THP_NEVER; name != NULL && m <= SIM_THP_ALWAYS; m++)
+    if (strcmp(name, thp_mode_names[m]) == 0) {
+      cfg->thp = m == SIM_THP_ALWAYS;
+      cfg->thp_madvise = m != SIM_THP_NEVER;
+      return true;
+    }
+  return false;
+}
+
+sim_thp_mode_t sim_kernel_config_thp_mode(const sim_kernel_config_t *cfg) {
+  return cfg->thp           ? SIM_THP_ALWAYS
+         : cfg->thp_madvise ? SIM_THP_MADVISE
+                            : SIM_THP_NEVER;
+}
+
 sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k) {
-  return k->cfg.thp           ? SIM_THP_ALWAYS
-         : k->cfg.thp_madvise ? SIM_THP_MADVISE
-                              : SIM_THP_NEVER;
+  return sim_kernel_config_thp_mode(&k->cfg);
 }
 
 static as_status_t check_prot_owner(const char *what, sim_prot_t prot,

@@ -185,10 +185,25 @@ typedef enum sim_thp_mode_e {
   SIM_THP_ALWAYS
 } sim_thp_mode_t;
 
+/* "always", "madvise" or "never": the word sysfs brackets. */
+const char *sim_thp_mode_name(sim_thp_mode_t mode);
+
+/* Sets cfg's THP fields from that word (a run's provenance thp, or
+ * machine_thp_enabled()); false, changing nothing, for another word. */
+bool sim_kernel_config_set_thp(sim_kernel_config_t *cfg, const char *name);
+
+/* The mode cfg's thp and thp_madvise stand for. */
+sim_thp_mode_t sim_kernel_config_thp_mode(const sim_kernel_config_t *cfg);
+
 /* The size of a transparent huge page (HPAGE_PMD_SIZE, what
  * /sys/kernel/mm/transparent_hugepage/hpage_pmd_size reads): 2 MiB at
  * every page size here (see sim/kernel.c "Left out"). */
 #define SIM_KERNEL_THP_BYTES (UINT64_C(1) << SIM_KERNEL_CHUNK_SHIFT)
+
+/* The top of user address space, past which nothing is mapped (Linux 6.1
+ * arch/x86/include/asm/page_64_types.h: TASK_SIZE_MAX = (1 << 47) -
+ * PAGE_SIZE, 4-level paging). */
+#define SIM_KERNEL_TASK_SIZE_BITS 47
 
 /* Fills *cfg with 4 KiB pages, THP only where advised (thp_madvise), no
  * pressure and the default layout.

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "traces/capture_out.h"
+#include "traces/machine.h"
 #include "traces/trace_io.h"
 
 #include "../helpers/run_cli.h"
@@ -716,10 +717,8 @@ static void python_marks_stats_and_libc_trim(void **state) {
  * every mark from "grown" on, measured: the brk heap's 2 MiB rounding. */
 static void glibc_hugetlb_is_predicted(void **state) {
   (void)state;
-  char mode[128] = "";
-  run_cli_slurp("/sys/kernel/mm/transparent_hugepage/enabled", mode,
-                sizeof mode);
-  if (strstr(mode, "[madvise]") == NULL)
+  const char *thp = machine_thp_enabled();
+  if (thp == NULL || strcmp(thp, "madvise") != 0)
     skip(); /* glibc applies the tunable only under THP=madvise */
   char      cmd[1024];
   run_cli_t r;

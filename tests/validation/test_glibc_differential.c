@@ -67,6 +67,7 @@
 
 #include "models/glibc.h"
 #include "sim/kernel.h"
+#include "traces/machine.h"
 
 #include "../helpers/asan.h"
 
@@ -559,21 +560,6 @@ static void model_snapshot(dsnap_t *s, uint64_t step, const model_t *m,
   s->hblkhd = st.mapped_bytes - s->brk;
 }
 
-/* This machine's THP mode, which decides whether glibc.malloc.hugetlb=1
- * acts; the model's kernel is given the same. */
-static sim_thp_mode_t machine_thp(void) {
-  char  buf[128] = "";
-  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (f != NULL) {
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-  }
-  return strstr(buf, "[always]")    ? SIM_THP_ALWAYS
-         : strstr(buf, "[madvise]") ? SIM_THP_MADVISE
-                                    : SIM_THP_NEVER;
-}
-
 /* Replays cfg's sequence on the model, its break starting at base_mod
  * modulo 2 MiB as the real one did. */
 static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t base_mod) {
@@ -583,8 +569,10 @@ static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t base_mod) {
   model_t            *m;
   sim_kernel_config_default(&kc);
   kc.brk_start = UINT64_C(0x555555400000) + base_mod; /* 2 MiB-aligned + */
-  kc.thp = machine_thp() == SIM_THP_ALWAYS;
-  kc.thp_madvise = machine_thp() != SIM_THP_NEVER;
+  /* This machine's THP mode decides whether glibc.malloc.hugetlb=1
+   * acts; the model's kernel is given the same (no THP: never). */
+  const char *thp = machine_thp_enabled();
+  sim_kernel_config_set_thp(&kc, thp != NULL ? thp : "never");
   assert_int_equal(sim_kernel_create(&kc, &k, &err), AS_OK);
   model_opts_t o;
   char         opts[128];
