@@ -26,8 +26,9 @@
  * all boundary tags are used for: finding neighbours to coalesce.  Bin lists
  * are glibc's circular doubly linked lists, with one head record per bin per
  * arena, so insertion and search order are glibc's, including the large-bin
- * nextsize skip list; a sorted array of each large bin's size groups finds
- * the same group as glibc's skip-list walk by binary search.  The object id
+ * nextsize skip list, which is kept as what it links: a sorted array of each
+ * large bin's size groups, where a binary search finds the group glibc's
+ * skip-list walk finds.  The object id
  * of a trace indexes obj[] -> record.  Per event the work is O(1) except
  * glibc's own loops (unsorted scan, consolidation, mtrim) and O(log n)
  * large-bin searches.
@@ -59,6 +60,7 @@
 #include "../sim/idtable.h"
 #include "../sim/reserve.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -202,18 +204,22 @@ typedef enum gstate_e {
  * fence (older heaps); a CS_BINNED chunk never borders another CS_BINNED
  * chunk or the top (glibc coalesces on free).  For CS_MMAP, addr/size are
  * the chunk (mapping + aux) and aux is prev_size, the offset of the chunk in
- * its mapping (memalign). */
+ * its mapping (memalign).  A field lives only in the states that use it, as
+ * glibc keeps its links in a free chunk's payload: an in-use chunk's request
+ * size where a listed chunk keeps its links.  A large bin's skip list
+ * (fd_nextsize/bk_nextsize) is not stored: it links the bin's size groups
+ * in order, which is what its index (glindex_t) holds, so a chunk records
+ * only whether it heads a group. */
 typedef struct gchunk_s gchunk_t;
 struct gchunk_s {
-  uint64_t addr;      /* chunk start (prev_size field) */
-  uint64_t size;      /* chunksize() */
-  union {             /* what a chunk holds in its state, as glibc's own: */
-    uint64_t req;     /* in use: bytes the program asked for */
-    struct {          /* free (binned): large-bin skip links, NIL otherwise */
-      uint32_t fd_ns; /* fd_nextsize (NIL = NULL) */
-      uint32_t bk_ns; /* bk_nextsize */
-    };
-  };
+  uint64_t addr48 : 48; /* chunk start (prev_size field); user space is
+                          below 2^47 (sim/kernel.h) */
+  uint64_t arena : 16;  /* arena_for_chunk */
+  uint64_t size48 : 48; /* chunksize() */
+  uint64_t state : 8;   /* gstate_t */
+  uint64_t user : 1;    /* the program's object (not the tcache struct) */
+  uint64_t ns_head : 1; /* CS_BINNED in a large bin: heads its size group
+                           (its fd_nextsize is not NULL) */
   union {
     uint64_t aux;    /* CS_MMAP: offset from the mapping's start */
     struct {         /* any other: its region's address order */
@@ -221,11 +227,15 @@ struct gchunk_s {
       uint32_t next; /* physical neighbour above, NIL at a region's end */
     };
   };
-  uint32_t fd; /* list links: bins (circular), fastbin/tcache (NIL end) */
-  uint32_t bk;
-  uint16_t arena; /* arena_for_chunk */
-  uint8_t  state; /* gstate_t */
-  uint8_t  user;  /* 1: the program's object (not the tcache struct) */
+  union {
+    uint64_t req; /* CS_INUSE or CS_MMAP held by the program: bytes it
+                     asked for */
+    struct {      /* in a list: bins (circular), fastbin/tcache (NIL end),
+                     the record recycle list */
+      uint32_t fd;
+      uint32_t bk;
+    };
+  };
 } __attribute__((packed, aligned(4)));
 
 /* Search index of one large bin: its size groups (the chunks the nextsize
@@ -362,15 +372,41 @@ static void set_fail(glibc_model_t *g, as_status_t code, const char *what) {
 
 /* The record pool: reserved address space (sim/reserve.h), grown by
  * committing more of it: records never move and are never copied.  A
- * record is 44 bytes: the fields a chunk needs in one state share room with
- * those of another (an in-use chunk's request size with a free chunk's
- * skip links, a mmapped chunk's offset with a heap chunk's neighbours), as
- * glibc's chunks keep their links in the free payload; and records are
- * packed to 4-byte alignment (x86-64 loads the 8-byte fields unaligned at
- * no measurable cost), since the simulator's memory per chunk is the
- * figure that decides which heaps fit: 44 + 6 bytes per 528-byte chunk of
- * a 512 B object is 9.5 % of the heap it simulates. */
-_Static_assert(sizeof(gchunk_t) == 44, "a chunk record is 44 bytes");
+ * record is 32 bytes: the fields a chunk needs in one state share room with
+ * those of another (an in-use chunk's request size with a listed chunk's
+ * links, a mmapped chunk's offset with a heap chunk's neighbours), as
+ * glibc's chunks keep their links in the free payload, and addresses and
+ * sizes take the 48 bits an address needs, since the simulator's memory
+ * per chunk is the figure that decides which heaps fit: 32 + 6 bytes per
+ * 528-byte chunk of a 512 B object is 7.2 % of the heap it simulates. */
+_Static_assert(sizeof(gchunk_t) == 32, "a chunk record is 32 bytes");
+/* Addresses and sizes fit the records' 48 bits: every address the
+ * simulated kernel hands out is below 2^SIM_KERNEL_TASK_SIZE_BITS, and a
+ * chunk's size is the distance between two of them. */
+_Static_assert(SIM_KERNEL_TASK_SIZE_BITS <= 48, "addresses fit 48 bits");
+#define FIELD48_MASK ((UINT64_C(1) << 48) - 1)
+
+/* A record's address and size as 64-bit values: gcc computes with a
+ * 48-bit bit-field's own width when the other operand is an int (x - 8
+ * would wrap at 2^48), so every read goes through these. */
+static inline uint64_t ch_addr(const gchunk_t *c) {
+  return c->addr48;
+}
+
+static inline uint64_t ch_size(const gchunk_t *c) {
+  return c->size48;
+}
+
+static inline void set_addr(gchunk_t *c, uint64_t addr) {
+  assert(addr <= FIELD48_MASK);
+  c->addr48 = addr & FIELD48_MASK;
+}
+
+static inline void set_size(gchunk_t *c, uint64_t size) {
+  assert(size <= FIELD48_MASK);
+  c->size48 = size & FIELD48_MASK;
+}
+
 #define MAX_RECORDS (UINT32_MAX / 2) /* 32-bit indices, NIL = 0 */
 
 static uint32_t rec_new(glibc_model_t *g) {
@@ -466,22 +502,22 @@ static uint32_t split(glibc_model_t *g, uint32_t p, uint64_t nb) {
   if (r == NIL)
     return NIL;
   gchunk_t *P = C(p), *R = C(r);
-  R->addr = P->addr + nb;
-  R->size = P->size - nb;
+  set_addr(R, ch_addr(P) + nb);
+  set_size(R, ch_size(P) - nb);
   R->arena = P->arena;
   R->prev = p;
   R->next = P->next;
   if (P->next != NIL)
     C(P->next)->prev = r;
   P->next = r;
-  P->size = nb;
+  set_size(P, nb);
   return r;
 }
 
 /* p absorbs its physical successor q (which is released). */
 static void absorb_next(glibc_model_t *g, uint32_t p) {
   uint32_t q = C(p)->next;
-  C(p)->size += C(q)->size;
+  set_size(C(p), ch_size(C(p)) + ch_size(C(q)));
   C(p)->next = C(q)->next;
   if (C(q)->next != NIL)
     C(C(q)->next)->prev = p;
@@ -538,30 +574,21 @@ static inline void unlink_chunk(glibc_model_t *g, uint32_t p) {
   uint32_t  fd = P->fd, bk = P->bk;
   C(fd)->bk = bk;
   C(bk)->fd = fd;
-  if (!in_smallbin_range(P->size) && P->fd_ns != NIL)
+  if (P->ns_head)
     unlink_nextsize(g, p);
-  P->fd_ns = P->bk_ns = NIL;
 }
 
 __attribute__((noinline)) static void unlink_nextsize(glibc_model_t *g,
                                                       uint32_t       p) {
   gchunk_t  *P = C(p);
   uint32_t   fd = P->fd;
-  glindex_t *li = lindex(g, P->arena, P->size);
-  uint32_t   at = lfind_le(li, P->size);
-  if (C(fd)->state != CS_BINHEAD && C(fd)->fd_ns == NIL) {
-    li->v[at].head = fd; /* fd heads the group now */
-    if (P->fd_ns == p) {
-      C(fd)->fd_ns = C(fd)->bk_ns = fd;
-    } else {
-      C(fd)->fd_ns = P->fd_ns;
-      C(fd)->bk_ns = P->bk_ns;
-      C(P->fd_ns)->bk_ns = fd;
-      C(P->bk_ns)->fd_ns = fd;
-    }
-  } else {
-    C(P->fd_ns)->bk_ns = P->bk_ns;
-    C(P->bk_ns)->fd_ns = P->fd_ns;
+  glindex_t *li = lindex(g, P->arena, ch_size(P));
+  uint32_t   at = lfind_le(li, ch_size(P));
+  P->ns_head = 0;
+  if (C(fd)->state != CS_BINHEAD && !C(fd)->ns_head) {
+    li->v[at].head = fd; /* fd heads the group now, in p's place */
+    C(fd)->ns_head = 1;
+  } else { /* the group was p alone: it leaves the skip list */
     memmove(&li->v[at], &li->v[at + 1],
             (size_t)(li->n - at - 1) * sizeof *li->v);
     li->n--;
@@ -584,20 +611,20 @@ touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
 
 /* set_head (malloc.c:1449): the size word at chunk+8. */
 static void w_head(glibc_model_t *g, uint32_t p) {
-  touch(g, C(p)->addr + SIZE_SZ, SIZE_SZ);
+  touch(g, ch_addr(C(p)) + SIZE_SZ, SIZE_SZ);
 }
 /* set_foot (malloc.c:1452): prev_size of the next chunk. */
 static void w_foot(glibc_model_t *g, uint32_t p) {
-  touch(g, C(p)->addr + C(p)->size, SIZE_SZ);
+  touch(g, ch_addr(C(p)) + ch_size(C(p)), SIZE_SZ);
 }
 /* set/clear_inuse_bit_at_offset (malloc.c:1438-1442): next chunk's size. */
 static void w_inuse_at(glibc_model_t *g, uint32_t p, uint64_t off) {
-  touch(g, C(p)->addr + off + SIZE_SZ, SIZE_SZ);
+  touch(g, ch_addr(C(p)) + off + SIZE_SZ, SIZE_SZ);
 }
 /* fd/bk (and fd/bk_nextsize for large sizes) of a chunk put on a list. */
 static void w_links(glibc_model_t *g, uint32_t p) {
-  touch(g, C(p)->addr + CHUNK_HDR_SZ,
-        in_smallbin_range(C(p)->size) ? 2 * SIZE_SZ : 4 * SIZE_SZ);
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ,
+        in_smallbin_range(ch_size(C(p))) ? 2 * SIZE_SZ : 4 * SIZE_SZ);
 }
 
 static void k_status(glibc_model_t *g, as_status_t rc) {
@@ -694,20 +721,20 @@ static void tcache_put(glibc_model_t *g, gthread_t *th, uint32_t p, int idx) {
   C(p)->fd = th->tc_head[idx];
   th->tc_head[idx] = p;
   th->tc_count[idx]++;
-  touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ, 2 * SIZE_SZ);
 }
 
 /* tcache_put_large (g242:3252-3259): the list is kept in ascending size. */
 static void tcache_put_large(glibc_model_t *g, gthread_t *th, uint32_t p,
                              int idx) {
   uint32_t *link = &th->tc_head[idx];
-  while (*link != NIL && C(*link)->size < C(p)->size)
+  while (*link != NIL && ch_size(C(*link)) < ch_size(C(p)))
     link = &C(*link)->fd;
   C(p)->state = CS_TCACHE;
   C(p)->fd = *link;
   *link = p;
   th->tc_count[idx]++;
-  touch(g, C(p)->addr + CHUNK_HDR_SZ, 2 * SIZE_SZ);
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ, 2 * SIZE_SZ);
 }
 
 /* tcache_get (malloc.c:3185-3194): pops the head, writes e->key = 0. */
@@ -721,7 +748,7 @@ static uint32_t tcache_take(glibc_model_t *g, gthread_t *th, int idx) {
 }
 static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
   uint32_t p = tcache_take(g, th, idx);
-  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
   return p;
 }
 
@@ -730,16 +757,16 @@ static uint32_t tcache_get(glibc_model_t *g, gthread_t *th, int idx) {
 static uint32_t tcache_get_large(glibc_model_t *g, gthread_t *th, int idx,
                                  uint64_t nb) {
   uint32_t *link = &th->tc_head[idx];
-  while (*link != NIL && C(*link)->size < nb)
+  while (*link != NIL && ch_size(C(*link)) < nb)
     link = &C(*link)->fd;
   uint32_t p = *link;
-  if (p == NIL || (g->version >= GV_243 && C(p)->size != nb))
+  if (p == NIL || (g->version >= GV_243 && ch_size(C(p)) != nb))
     return NIL;
   *link = C(p)->fd;
   th->tc_count[idx]--;
   C(p)->state = CS_INUSE;
   C(p)->fd = NIL;
-  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ);
   return p;
 }
 
@@ -897,8 +924,8 @@ static int32_t int_new_arena(glibc_model_t *g, uint64_t size) {
   if (t == NIL)
     return -1;
   a = &g->arenas[ai];
-  C(t)->addr = ptr;
-  C(t)->size = h->addr + h->size - ptr;
+  set_addr(C(t), ptr);
+  set_size(C(t), h->addr + h->size - ptr);
   C(t)->state = CS_TOP;
   C(t)->arena = (uint16_t)ai;
   a->top = t;
@@ -1005,8 +1032,8 @@ static uint32_t sysmalloc_mmap(glibc_model_t *g, uint64_t nb, int32_t ai) {
   uint32_t p = rec_new(g);
   if (p == NIL)
     return NIL;
-  C(p)->addr = mm;
-  C(p)->size = size;
+  set_addr(C(p), mm);
+  set_size(C(p), size);
   C(p)->aux = 0;
   C(p)->state = CS_MMAP;
   C(p)->arena = (uint16_t)ai;
@@ -1045,7 +1072,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
   }
   garena_t *av = &g->arenas[ai];
   uint32_t  old_top = av->top;
-  uint64_t  old_size = old_top != NIL ? C(old_top)->size : 0;
+  uint64_t  old_size = old_top != NIL ? ch_size(C(old_top)) : 0;
 
   if (ai != 0) {
     /* 2620-2676: grow the current heap, else a new heap, else mmap. */
@@ -1054,7 +1081,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     if (MINSIZE + nb > old_size &&
         grow_heap(g, h, MINSIZE + nb - old_size) == 0) {
       av->system_mem += h->size - old_hsz; /* 2631 */
-      C(old_top)->size = h->addr + h->size - C(old_top)->addr;
+      set_size(C(old_top), h->addr + h->size - ch_addr(C(old_top)));
       w_head(g, old_top);
     } else {
       int32_t nh = new_heap(g, nb + (MINSIZE + HEAP_INFO_SZ), g->top_pad);
@@ -1070,8 +1097,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         uint32_t t = rec_new(g);
         if (t == NIL)
           return NIL;
-        C(t)->addr = H->addr + HEAP_INFO_SZ; /* 2642-2643 */
-        C(t)->size = H->size - HEAP_INFO_SZ;
+        set_addr(C(t), H->addr + HEAP_INFO_SZ); /* 2642-2643 */
+        set_size(C(t), H->size - HEAP_INFO_SZ);
         C(t)->state = CS_TOP;
         C(t)->arena = (uint16_t)ai;
         g->arenas[ai].top = t;
@@ -1085,7 +1112,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
           if (fence == NIL)
             return NIL;
           C(fence)->state = CS_FENCE;
-          touch(g, C(fence)->addr + SIZE_SZ, 3 * SIZE_SZ); /* 2651-2657 */
+          touch(g, ch_addr(C(fence)) + SIZE_SZ, 3 * SIZE_SZ); /* 2651-2657 */
           C(old_top)->state = CS_INUSE;
           w_head(g, old_top);
         } else {
@@ -1097,7 +1124,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
           fence = old_top;
           C(fence)->state = CS_FENCE;
           w_head(g, fence);
-          touch(g, C(fence)->addr + keep + CHUNK_HDR_SZ, 2 * SIZE_SZ);
+          touch(g, ch_addr(C(fence)) + keep + CHUNK_HDR_SZ, 2 * SIZE_SZ);
         }
         g->heaps[nh].prev_fence = fence;
         if (keep >= MINSIZE)
@@ -1129,8 +1156,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     if (g->sbrk_base == 0)     /* 2758 */
       g->sbrk_base = brk;
     av->system_mem += size;
-    if (old_top != NIL && brk == C(old_top)->addr + old_size) {
-      C(old_top)->size = old_size + size; /* 2766-2767 */
+    if (old_top != NIL && brk == ch_addr(C(old_top)) + old_size) {
+      set_size(C(old_top), old_size + size); /* 2766-2767 */
       w_head(g, old_top);
     } else if (old_top != NIL) {
       set_fail(g, AS_EINVAL, "the break moved under the main heap");
@@ -1157,8 +1184,8 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
       if (t == NIL)
         return NIL;
       av = &g->arenas[ai];
-      C(t)->addr = aligned;
-      C(t)->size = brk + size - aligned + correction; /* 2890 */
+      set_addr(C(t), aligned);
+      set_size(C(t), brk + size - aligned + correction); /* 2890 */
       C(t)->state = CS_TOP;
       C(t)->arena = 0;
       av->top = t;
@@ -1167,7 +1194,7 @@ static uint32_t sysmalloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     }
   }
   av = &g->arenas[ai];
-  if (av->top != NIL && C(av->top)->size >= nb + MINSIZE) /* 2944 */
+  if (av->top != NIL && ch_size(C(av->top)) >= nb + MINSIZE) /* 2944 */
     return split_top(g, ai, nb);
   /* 2955-2957: ENOMEM.  It happens in a thread arena when freeing the old
    * top behind a new heap's fencepost (2659) coalesces >= 64 KiB, so that
@@ -1192,7 +1219,7 @@ static void systrim(glibc_model_t *g, uint64_t pad) {
   garena_t *av = &g->arenas[0];
   if (av->top == NIL)
     return;
-  uint64_t top_size = C(av->top)->size;
+  uint64_t top_size = ch_size(C(av->top));
   uint64_t top_area = top_size - MINSIZE - 1; /* 2982, wraps below 33 */
   if (top_area <= pad)                        /* 2983 */
     return;
@@ -1202,14 +1229,14 @@ static void systrim(glibc_model_t *g, uint64_t pad) {
   if (extra == 0)
     return;
   sim_addr_t cur = sim_kernel_brk_current(g->kernel);
-  if (cur != C(av->top)->addr + top_size) /* 3002 */
+  if (cur != ch_addr(C(av->top)) + top_size) /* 3002 */
     return;
   as_err_t e;
   /* 3014-3024: a failed MORECORE leaves the break: released is 0. */
   if (sim_kernel_brk(g->kernel, cur - (uint64_t)extra, &e) != AS_OK)
     return;
   av->system_mem -= (uint64_t)extra; /* 3026-3027 */
-  C(av->top)->size -= (uint64_t)extra;
+  set_size(C(av->top), ch_size(C(av->top)) - (uint64_t)extra);
   w_head(g, av->top);
 }
 
@@ -1219,17 +1246,17 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
   garena_t *av = &g->arenas[ai];
   int32_t   hi = av->heap;
   /* 651: while top sits right after this heap's heap_info. */
-  while (C(av->top)->addr == g->heaps[hi].addr + HEAP_INFO_SZ &&
+  while (ch_addr(C(av->top)) == g->heaps[hi].addr + HEAP_INFO_SZ &&
          g->heaps[hi].prev >= 0) {
     gheap_t *heap = &g->heaps[hi];
     gheap_t *prev_heap = &g->heaps[heap->prev];
     uint32_t fence = heap->prev_fence;
     uint32_t p = C(fence)->prev;
     /* 654-664: the fenceposts plus a free chunk before them. */
-    uint64_t new_size = C(fence)->size;
+    uint64_t new_size = ch_size(C(fence));
     bool     merge = p != NIL && C(p)->state == CS_BINNED;
     if (merge)
-      new_size += C(p)->size;
+      new_size += ch_size(C(p));
     /* 666-668 */
     if (new_size + (HEAP_MAX_SIZE - prev_heap->size) < pad + MINSIZE + g->page)
       break;
@@ -1250,12 +1277,12 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
     }
     C(top)->state = CS_TOP; /* 683-684 */
     C(top)->next = NIL;
-    C(top)->size = new_size;
+    set_size(C(top), new_size);
     av->top = top;
     w_head(g, top);
   }
   /* 691-714 */
-  uint64_t top_size = C(av->top)->size;
+  uint64_t top_size = ch_size(C(av->top));
   if (top_size < g->trim_threshold)
     return;
   int64_t top_area = (int64_t)top_size - (int64_t)MINSIZE - 1;
@@ -1267,7 +1294,7 @@ static void heap_trim(glibc_model_t *g, int32_t ai, uint64_t pad) {
   if (shrink_heap(g, &g->heaps[hi], extra) != 0)
     return;
   av->system_mem -= extra;
-  C(av->top)->size = top_size - extra;
+  set_size(C(av->top), top_size - extra);
   w_head(g, av->top);
 }
 
@@ -1281,7 +1308,7 @@ static void bin_link_front(glibc_model_t *g, garena_t *av, unsigned i,
   uint32_t bck = av->bins + i, fwd = C(bck)->fd;
   C(p)->fd = fwd;
   C(p)->bk = bck;
-  C(p)->fd_ns = C(p)->bk_ns = NIL; /* 4629-4633 */
+  C(p)->ns_head = 0; /* 4629-4633 */
   C(bck)->fd = p;
   C(fwd)->bk = p;
   C(p)->state = CS_BINNED;
@@ -1298,12 +1325,13 @@ static void write_free_chunk(glibc_model_t *g, uint32_t p) {
    * then set_foot at the next chunk.  Residency is per OS page, so when
    * the header and the footer share a page one touch of the span between
    * them makes exactly the same page resident as the two writes. */
-  uint64_t head = C(p)->addr + SIZE_SZ, foot = C(p)->addr + C(p)->size;
+  uint64_t head = ch_addr(C(p)) + SIZE_SZ, foot = ch_addr(C(p)) + ch_size(C(p));
   if ((head ^ (foot + SIZE_SZ - 1)) < g->page) {
     touch(g, head, foot + SIZE_SZ - head);
     return;
   }
-  touch(g, head, SIZE_SZ + (in_smallbin_range(C(p)->size) ? 2 : 4) * SIZE_SZ);
+  touch(g, head,
+        SIZE_SZ + (in_smallbin_range(ch_size(C(p))) ? 2 : 4) * SIZE_SZ);
   touch(g, foot, SIZE_SZ);
 }
 
@@ -1315,8 +1343,8 @@ static void write_free_chunk(glibc_model_t *g, uint32_t p) {
  * same header, links and footer. */
 static void free_push(glibc_model_t *g, garena_t *av, uint32_t p,
                       bool by_free) {
-  if (by_free && g->version >= GV_241 && in_smallbin_range(C(p)->size)) {
-    unsigned i = smallbin_index(C(p)->size);
+  if (by_free && g->version >= GV_241 && in_smallbin_range(ch_size(C(p)))) {
+    unsigned i = smallbin_index(ch_size(C(p)));
     bin_link_front(g, av, i, p);
     mark_bin(av, i);
   } else {
@@ -1365,16 +1393,16 @@ static uint64_t merge_chunk(glibc_model_t *g, int32_t ai, uint32_t p,
       unlink_chunk(g, next);
       absorb_next(g, p);
     } else {
-      w_inuse_at(g, p, C(p)->size); /* clear_inuse_bit_at_offset */
+      w_inuse_at(g, p, ch_size(C(p))); /* clear_inuse_bit_at_offset */
     }
     free_push(g, av, p, by_free);
-    return C(p)->size;
+    return ch_size(C(p));
   }
   absorb_next(g, p); /* 4648-4653: into top */
   C(p)->state = CS_TOP;
   av->top = p;
   w_head(g, p);
-  return C(p)->size;
+  return ch_size(C(p));
 }
 
 /* The trim attempt after a large coalesced free (malloc.c:4668-4686;
@@ -1385,7 +1413,7 @@ static void maybe_trim(glibc_model_t *g, int32_t ai, uint64_t size) {
   if (g->arenas[ai].have_fastchunks) /* 4669-4670 */
     malloc_consolidate(g, ai);
   if (ai == 0) {
-    if (C(g->arenas[0].top)->size >= g->trim_threshold) /* 4674-4676 */
+    if (ch_size(C(g->arenas[0].top)) >= g->trim_threshold) /* 4674-4676 */
       systrim(g, g->top_pad);
   } else {
     heap_trim(g, ai, g->top_pad); /* 4681-4684: always */
@@ -1397,7 +1425,7 @@ static void maybe_trim(glibc_model_t *g, int32_t ai, uint64_t size) {
  * tcache at 4443-4481; 2.42+ internal frees call _int_free_chunk). */
 static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
                      bool tcache_ok) {
-  uint64_t size = C(p)->size;
+  uint64_t size = ch_size(C(p));
   if (tcache_ok && th != NULL && th->tcache != NIL) {
     int idx = tc_index(g, size);
     if (idx >= 0 && th->tc_count[idx] < g->tcache_count) { /* 4475-4479 */
@@ -1412,7 +1440,7 @@ static void int_free(glibc_model_t *g, int32_t ai, uint32_t p, gthread_t *th,
     C(p)->state = CS_FAST;
     C(p)->fd = av->fast[idx];
     av->fast[idx] = p;
-    touch(g, C(p)->addr + CHUNK_HDR_SZ, SIZE_SZ); /* p->fd */
+    touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ, SIZE_SZ); /* p->fd */
     return;
   }
   uint64_t merged = merge_chunk(g, ai, p, true);
@@ -1443,7 +1471,7 @@ static void malloc_consolidate(glibc_model_t *g, int32_t ai) {
 /* Puts an unsorted chunk into its small or large bin (malloc.c:4081-4152),
  * keeping large bins sorted by size with the nextsize skip list. */
 static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
-  uint64_t size = C(victim)->size;
+  uint64_t size = ch_size(C(victim));
   unsigned vi;
   uint32_t bck, fwd;
   if (in_smallbin_range(size)) {
@@ -1462,28 +1490,22 @@ static void place_in_bin(glibc_model_t *g, garena_t *av, uint32_t victim) {
       if (size < li->v[li->n - 1].size) {
         fwd = bck;
         bck = C(bck)->bk;
-        C(victim)->fd_ns = C(fwd)->fd;
-        C(victim)->bk_ns = C(C(fwd)->fd)->bk_ns;
-        C(C(fwd)->fd)->bk_ns = victim;
-        C(C(victim)->bk_ns)->fd_ns = victim;
+        C(victim)->ns_head = 1; /* 4108-4110: the last group */
         linsert(g, li, li->n, size, victim);
       } else {
         /* 4117-4121: the first group (from the largest) <= size. */
         uint32_t at = lfind_le(li, size);
         fwd = li->v[at].head;
-        if (size == C(fwd)->size) {
+        if (size == ch_size(C(fwd))) {
           fwd = C(fwd)->fd; /* 4123-4126: second position */
         } else {
-          C(victim)->fd_ns = fwd;
-          C(victim)->bk_ns = C(fwd)->bk_ns;
-          C(fwd)->bk_ns = victim;
-          C(C(victim)->bk_ns)->fd_ns = victim;
+          C(victim)->ns_head = 1; /* 4127-4132: a group before fwd's */
           linsert(g, li, at, size, victim);
         }
         bck = C(fwd)->bk;
       }
     } else {
-      C(victim)->fd_ns = C(victim)->bk_ns = victim; /* 4146 */
+      C(victim)->ns_head = 1; /* 4140: the only group */
       li->n = 0;
       linsert(g, li, 0, size, victim);
     }
@@ -1504,12 +1526,12 @@ static void split_to_unsorted(glibc_model_t *g, int32_t ai, uint32_t victim,
     return;
   garena_t *av = &g->arenas[ai];
   if (advertise) /* 4318-4320: only for small requests */
-    av->last_remainder = C(rem)->addr;
+    av->last_remainder = ch_addr(C(rem));
   /* The remainder's header, links and footer, then the victim's header:
    * when all of them fall in one OS page, one touch from the victim's
    * header to the footer makes that same page resident. */
-  uint64_t lo = C(victim)->addr + SIZE_SZ;
-  uint64_t hi = C(rem)->addr + C(rem)->size + SIZE_SZ;
+  uint64_t lo = ch_addr(C(victim)) + SIZE_SZ;
+  uint64_t hi = ch_addr(C(rem)) + ch_size(C(rem)) + SIZE_SZ;
   if ((lo ^ (hi - 1)) < g->page) {
     unsorted_link(g, av, rem);
     touch(g, lo, hi - lo);
@@ -1591,20 +1613,20 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
     uint32_t victim;
     while ((victim = C(unsorted)->bk) != unsorted) { /* 3990 */
       uint32_t bck = C(victim)->bk;
-      uint64_t size = C(victim)->size;
+      uint64_t size = ch_size(C(victim));
       __builtin_prefetch(
           C(bck)); /* the next victim, while this one is binned */
       /* 4018-4042: last_remainder split for small requests. */
       if (in_smallbin_range(nb) && bck == unsorted &&
-          C(victim)->addr == av->last_remainder && size > nb + MINSIZE) {
+          ch_addr(C(victim)) == av->last_remainder && size > nb + MINSIZE) {
         uint32_t rem = split(g, victim, nb);
         if (rem == NIL)
           return NIL;
         av = &g->arenas[ai];
         C(unsorted)->bk = C(unsorted)->fd = rem;
-        av->last_remainder = C(rem)->addr;
+        av->last_remainder = ch_addr(C(rem));
         C(rem)->bk = C(rem)->fd = unsorted;
-        C(rem)->fd_ns = C(rem)->bk_ns = NIL;
+        C(rem)->ns_head = 0;
         C(rem)->state = CS_BINNED;
         C(victim)->state = CS_INUSE;
         w_head(g, victim);
@@ -1687,7 +1709,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
         i++;
         continue;
       }
-      uint64_t size = C(victim)->size;
+      uint64_t size = ch_size(C(victim));
       uint64_t remainder_size = size - nb;
       unlink_chunk(g, victim);
       if (remainder_size < MINSIZE) {
@@ -1702,7 +1724,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 
   use_top:
     /* 4349-4407 */
-    if (av->top != NIL && C(av->top)->size >= nb + MINSIZE)
+    if (av->top != NIL && ch_size(C(av->top)) >= nb + MINSIZE)
       return split_top(g, ai, nb);
     if (av->have_fastchunks) {
       malloc_consolidate(g, ai);
@@ -1717,7 +1739,7 @@ static uint32_t int_malloc(glibc_model_t *g, int32_t ai, uint64_t nb,
 /* ---- Public entry points (malloc ... trim) ------------------------------ */
 
 static uint64_t mem_of(glibc_model_t *g, uint32_t p) {
-  return C(p)->addr + CHUNK_HDR_SZ; /* chunk2mem */
+  return ch_addr(C(p)) + CHUNK_HDR_SZ; /* chunk2mem */
 }
 
 /* _int_malloc with __libc_malloc's retry (malloc.c:3323-3331): a thread
@@ -1747,7 +1769,7 @@ static void tcache_init(glibc_model_t *g, gthread_t *th) {
   C(p)->user = 0;
   th->tcache = p;
   if (C(p)->state == CS_MMAP)
-    touch(g, C(p)->addr + CHUNK_HDR_SZ, g->tcache_struct_bytes);
+    touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ, g->tcache_struct_bytes);
   else
     touch(g, mem_of(g, p), g->tcache_struct_bytes); /* memset 3258 */
 }
@@ -1780,8 +1802,8 @@ static uint32_t gl_malloc(glibc_model_t *g, gthread_t *th, uint64_t nb,
 
 /* munmap_chunk (malloc.c:3036-3063). */
 static void munmap_chunk(glibc_model_t *g, uint32_t p) {
-  uint64_t block = C(p)->addr - C(p)->aux;
-  uint64_t total = C(p)->aux + C(p)->size;
+  uint64_t block = ch_addr(C(p)) - C(p)->aux;
+  uint64_t total = C(p)->aux + ch_size(C(p));
   g->n_mmaps--;
   g->mmapped_mem -= total;
   k_status(g, sim_kernel_munmap(g->kernel, block, total, &g->ferr));
@@ -1793,10 +1815,10 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
   if (C(p)->state == CS_MMAP) {
     /* 3362-3375: the dynamic threshold follows the largest freed mapping
      * up to DEFAULT_MMAP_THRESHOLD_MAX; chunksize_nomask has IS_MMAPPED. */
-    uint64_t nomask = C(p)->size | 2;
+    uint64_t nomask = ch_size(C(p)) | 2;
     if (!g->no_dyn_threshold && nomask > g->mmap_threshold &&
         nomask <= DEFAULT_MMAP_THRESHOLD_MAX) {
-      g->mmap_threshold = C(p)->size;
+      g->mmap_threshold = ch_size(C(p));
       g->trim_threshold = 2 * g->mmap_threshold;
     }
     munmap_chunk(g, p);
@@ -1808,7 +1830,7 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
     int_free(g, ai, p, th, true);
     return;
   }
-  uint64_t size = C(p)->size;
+  uint64_t size = ch_size(C(p));
   if (th->tcache != NIL && size < g->tcache_max_bytes) { /* g242:3525-3548 */
     int idx = tc_index(g, size);
     if (idx >= 0 && idx < TCACHE_SMALL_BINS) {
@@ -1834,8 +1856,8 @@ static void gl_free(glibc_model_t *g, gthread_t *th, uint32_t p) {
  * as mremap keeps the flag (gmaster:2876-2879). */
 static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
   uint64_t offset = C(p)->aux;
-  uint64_t total = offset + C(p)->size;
-  uint64_t block = C(p)->addr - offset;
+  uint64_t total = offset + ch_size(C(p));
+  uint64_t block = ch_addr(C(p)) - offset;
   uint64_t new_size = align_up(nb + offset + SIZE_SZ, g->page); /* 3085 */
   if (new_size == total)                                        /* 3088 */
     return true;
@@ -1852,10 +1874,10 @@ static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
   }
   if (g->version < GV_243 || total < g->thp_pagesize)
     madvise_thp(g, cp, new_size);
-  C(p)->addr = cp + offset;           /* 3099 */
+  set_addr(C(p), cp + offset);        /* 3099 */
   g->mmapped_mem += new_size - total; /* 3106-3109 */
-  C(p)->size = new_size - offset;
-  touch(g, C(p)->addr + SIZE_SZ, SIZE_SZ); /* set_head 3104 */
+  set_size(C(p), new_size - offset);
+  touch(g, ch_addr(C(p)) + SIZE_SZ, SIZE_SZ); /* set_head 3104 */
   return true;
 }
 
@@ -1864,23 +1886,23 @@ static bool mremap_chunk(glibc_model_t *g, uint32_t p, uint64_t nb) {
 static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
                             uint64_t nb, gthread_t *th) {
   bool     tcache_internal = g->version < GV_242;
-  uint64_t oldsize = C(p)->size;
+  uint64_t oldsize = ch_size(C(p));
   uint32_t next = C(p)->next;
   uint32_t newp = p;
   if (oldsize < nb) {
     garena_t *av = &g->arenas[ai];
-    if (next == av->top && oldsize + C(next)->size >= nb + MINSIZE) {
+    if (next == av->top && oldsize + ch_size(C(next)) >= nb + MINSIZE) {
       /* 4850-4859: expand forward into top. */
       uint64_t grow = nb - oldsize;
-      C(p)->size = nb;
-      C(next)->addr += grow;
-      C(next)->size -= grow;
+      set_size(C(p), nb);
+      set_addr(C(next), ch_addr(C(next)) + grow);
+      set_size(C(next), ch_size(C(next)) - grow);
       w_head(g, p);
       w_head(g, next);
       return p;
     }
     if (next != av->top && C(next)->state == CS_BINNED &&
-        oldsize + C(next)->size >= nb) {
+        oldsize + ch_size(C(next)) >= nb) {
       unlink_chunk(g, next); /* 4862-4869 */
       absorb_next(g, p);
     } else {
@@ -1901,7 +1923,7 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
     }
   }
   /* 4903-4925: split off what is left over. */
-  uint64_t newsize = C(newp)->size;
+  uint64_t newsize = ch_size(C(newp));
   if (newsize - nb < MINSIZE) {
     w_inuse_at(g, newp, newsize);
   } else {
@@ -1911,7 +1933,7 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
     C(rem)->state = CS_INUSE;
     w_head(g, newp);
     w_head(g, rem);
-    w_inuse_at(g, rem, C(rem)->size);
+    w_inuse_at(g, rem, ch_size(C(rem)));
     int_free(g, ai, rem, th, tcache_internal);
   }
   return newp;
@@ -1924,7 +1946,7 @@ static uint32_t int_realloc(glibc_model_t *g, int32_t ai, uint32_t p,
  * (g241:5176-5186); master any tail of MINSIZE or more (gmaster:4752). */
 static bool memalign_gives_back_tail(const glibc_model_t *g, int32_t ai,
                                      uint32_t p, uint64_t nb) {
-  uint64_t size = C(p)->size;
+  uint64_t size = ch_size(C(p));
   if (g->version >= GV_243)
     return size - nb >= MINSIZE;
   if (g->version < GV_239)
@@ -1950,14 +1972,14 @@ static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
   uint64_t m = mem_of(g, p);
   if (m % alignment != 0) { /* 4972-5008 */
     uint64_t brk = align_up(m, alignment) - CHUNK_HDR_SZ;
-    if (brk - C(p)->addr < MINSIZE)
+    if (brk - ch_addr(C(p)) < MINSIZE)
       brk += alignment;
-    uint64_t leadsize = brk - C(p)->addr;
+    uint64_t leadsize = brk - ch_addr(C(p));
     if (C(p)->state == CS_MMAP) { /* 4991-4996 */
       C(p)->aux += leadsize;
-      C(p)->addr += leadsize;
-      C(p)->size -= leadsize;
-      touch(g, C(p)->addr, CHUNK_HDR_SZ);
+      set_addr(C(p), ch_addr(C(p)) + leadsize);
+      set_size(C(p), ch_size(C(p)) - leadsize);
+      touch(g, ch_addr(C(p)), CHUNK_HDR_SZ);
       return p;
     }
     uint32_t newp = split(g, p, leadsize);
@@ -1965,7 +1987,7 @@ static uint32_t int_memalign(glibc_model_t *g, int32_t ai, uint64_t alignment,
       return NIL;
     C(newp)->state = CS_INUSE;
     w_head(g, newp);
-    w_inuse_at(g, newp, C(newp)->size);
+    w_inuse_at(g, newp, ch_size(C(newp)));
     w_head(g, p);
     if (g->version >= GV_239) {
       /* Since 2.39 (542b110585) the leader is merged into the bins past
@@ -2011,7 +2033,7 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
         v = tcache_get_large(g, th, idx, nb);
       }
       if (v != NIL) {
-        touch(g, mem_of(g, v), C(v)->size - SIZE_SZ);
+        touch(g, mem_of(g, v), ch_size(C(v)) - SIZE_SZ);
         return v;
       }
     }
@@ -2024,8 +2046,8 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
   garena_t *av = &g->arenas[ai];
   uint64_t  oldtop_addr = UINT64_MAX, oldtopsize = 0;
   if (av->top != NIL) { /* 3651-3666 MORECORE_CLEARS */
-    oldtop_addr = C(av->top)->addr;
-    oldtopsize = C(av->top)->size;
+    oldtop_addr = ch_addr(C(av->top));
+    oldtopsize = ch_size(C(av->top));
     /* Linux builds malloc.c with MORECORE_CLEARS=2 (sysdeps/unix/sysv/
      * linux/Makefile:53, :56 from 2.41), which compiles out 3654-3659: in
      * the main arena everything past the top is trusted to be fresh, even
@@ -2044,8 +2066,8 @@ static uint32_t gl_calloc(glibc_model_t *g, gthread_t *th, uint64_t nb) {
     return NIL;
   if (C(p)->state == CS_MMAP) /* 3707-3713 */
     return p;
-  uint64_t csz = C(p)->size;
-  if (C(p)->addr == oldtop_addr && csz > oldtopsize) /* 3716-3720 */
+  uint64_t csz = ch_size(C(p));
+  if (ch_addr(C(p)) == oldtop_addr && csz > oldtopsize) /* 3716-3720 */
     csz = oldtopsize;
   touch(g, mem_of(g, p), csz - SIZE_SZ); /* 3727-3754 */
   return p;
@@ -2097,10 +2119,10 @@ static void mtrim(glibc_model_t *g, int32_t ai, uint64_t pad) {
       continue;
     uint32_t bin = av->bins + i;
     for (uint32_t p = C(bin)->bk; p != bin; p = C(p)->bk) {
-      uint64_t size = C(p)->size;
+      uint64_t size = ch_size(C(p));
       if (size > ps - 1 + 4 * SIZE_SZ + 2 * SIZE_SZ) { /* 5054 */
-        uint64_t paligned = align_up(C(p)->addr + 6 * SIZE_SZ, ps);
-        size -= paligned - C(p)->addr;
+        uint64_t paligned = align_up(ch_addr(C(p)) + 6 * SIZE_SZ, ps);
+        size -= paligned - ch_addr(C(p));
         if (size > ps - 1) /* 5068-5076 */
           k_status(g, sim_kernel_madvise(g->kernel, paligned, size & ~(ps - 1),
                                          SIM_MADV_DONTNEED, &g->ferr));
@@ -2127,13 +2149,13 @@ static uint32_t tcache_get_aligned(glibc_model_t *g, gthread_t *th, uint64_t nb,
     return NIL;
   uint32_t *link = &th->tc_head[idx], prev = NIL;
   while (*link != NIL &&
-         (C(*link)->size < nb ||
-          (C(*link)->size == nb && mem_of(g, *link) % alignment != 0))) {
+         (ch_size(C(*link)) < nb ||
+          (ch_size(C(*link)) == nb && mem_of(g, *link) % alignment != 0))) {
     prev = *link;
     link = &C(*link)->fd;
   }
   uint32_t p = *link;
-  if (p == NIL || C(p)->size != nb || mem_of(g, p) % alignment != 0)
+  if (p == NIL || ch_size(C(p)) != nb || mem_of(g, p) % alignment != 0)
     return NIL;
   *link = C(p)->fd;
   th->tc_count[idx]--;
@@ -2141,7 +2163,7 @@ static uint32_t tcache_get_aligned(glibc_model_t *g, gthread_t *th, uint64_t nb,
   C(p)->fd = NIL;
   if (prev != NIL) /* the entry before it now points past it */
     touch(g, mem_of(g, prev), SIZE_SZ);
-  touch(g, C(p)->addr + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ); /* e->key = 0 */
+  touch(g, ch_addr(C(p)) + CHUNK_HDR_SZ + SIZE_SZ, SIZE_SZ); /* e->key = 0 */
   return p;
 }
 
@@ -2222,7 +2244,7 @@ static void adopt(glibc_model_t *g, uint64_t id, uint32_t p, uint64_t bytes) {
   g->live_bytes += bytes;
   g->live_objects++;
   if (C(p)->state != CS_MMAP)
-    g->inuse_heap_bytes += C(p)->size;
+    g->inuse_heap_bytes += ch_size(C(p));
 }
 
 static void release(glibc_model_t *g, uint64_t id, uint32_t p) {
@@ -2231,7 +2253,7 @@ static void release(glibc_model_t *g, uint64_t id, uint32_t p) {
   g->live_bytes -= C(p)->req;
   g->live_objects--;
   if (C(p)->state != CS_MMAP)
-    g->inuse_heap_bytes -= C(p)->size;
+    g->inuse_heap_bytes -= ch_size(C(p));
 }
 
 static as_status_t glibc_alloc(model_t *m, const trace_event_t *ev,
@@ -2279,7 +2301,7 @@ static as_status_t glibc_free(model_t *m, const trace_event_t *ev,
    * it: start fetching its neighbours' records (random places in the
    * pool) now, so that their misses overlap each other and the work
    * before merge_chunk instead of coming one after the other. */
-  if (C(p)->size > g->global_max_fast) {
+  if (ch_size(C(p)) > g->global_max_fast) {
     __builtin_prefetch(C(C(p)->prev));
     __builtin_prefetch(C(C(p)->next));
   }
@@ -2300,7 +2322,7 @@ static bool realloc_stays(const glibc_model_t *g, uint32_t p, uint64_t bytes) {
   if (g->version < GV_239)
     return false;
   bool     mmapped = C(p)->state == CS_MMAP;
-  uint64_t usable = C(p)->size - (mmapped ? CHUNK_HDR_SZ : SIZE_SZ);
+  uint64_t usable = ch_size(C(p)) - (mmapped ? CHUNK_HDR_SZ : SIZE_SZ);
   if (bytes > usable)
     return false;
   return usable - bytes < 2 * SIZE_SZ || (mmapped && usable - bytes <= g->page);
@@ -2338,7 +2360,7 @@ static as_status_t glibc_realloc(model_t *m, const trace_event_t *ev,
   if (realloc_stays(g, p, bytes)) {
     np = p;
   } else if (C(p)->state == CS_MMAP) { /* 3447-3476 */
-    if (mremap_chunk(g, p, nb) || C(p)->size - SIZE_SZ >= nb) {
+    if (mremap_chunk(g, p, nb) || ch_size(C(p)) - SIZE_SZ >= nb) {
       np = p;
     } else {
       np = gl_malloc(g, th, nb, false);
@@ -2555,7 +2577,8 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
   while (g->ch[first].prev != NIL)
     first = g->ch[first].prev;
   model_region_t r = {.addr = start,
-                      .bytes = g->ch[last].addr + g->ch[last].size - start,
+                      .bytes =
+                          ch_addr(&g->ch[last]) + ch_size(&g->ch[last]) - start,
                       .kind = kind};
   for (uint32_t p = first; p != NIL; p = g->ch[p].next)
     if (g->ch[p].state == CS_INUSE && g->ch[p].user) {
@@ -2563,10 +2586,10 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
       r.live_objects++;
     }
   as_status_t rc = fn(user, &r, err);
-  if (rc == AS_OK && g->ch[first].addr > start)
+  if (rc == AS_OK && ch_addr(&g->ch[first]) > start)
     rc = fn(user,
             &(model_region_t){.addr = start,
-                              .bytes = g->ch[first].addr - start,
+                              .bytes = ch_addr(&g->ch[first]) - start,
                               .kind = "header",
                               .mechanism = "glibc.metadata",
                               .level = 1,
@@ -2576,8 +2599,8 @@ static as_status_t walk_region(const glibc_model_t *g, const char *kind,
     const gchunk_t *c = &g->ch[p];
     bool            live = c->state == CS_INUSE && c->user;
     rc = fn(user,
-            &(model_region_t){.addr = c->addr,
-                              .bytes = c->size,
+            &(model_region_t){.addr = ch_addr(c),
+                              .bytes = ch_size(c),
                               .live_bytes = live ? c->req : 0,
                               .live_objects = live ? 1 : 0,
                               .kind = "chunk",
@@ -2610,8 +2633,8 @@ static as_status_t glibc_walk(const model_t *m, model_region_fn fn, void *user,
   for (uint32_t p = 1; p < g->nch && rc == AS_OK; p++) {
     const gchunk_t *c = &g->ch[p];
     if (c->state == CS_MMAP)
-      rc = model_walk_single((model_region_t){.addr = c->addr - c->aux,
-                                              .bytes = c->size + c->aux,
+      rc = model_walk_single((model_region_t){.addr = ch_addr(c) - c->aux,
+                                              .bytes = ch_size(c) + c->aux,
                                               .live_bytes = c->req,
                                               .live_objects = 1,
                                               .kind = "mmapped chunk",
@@ -2703,7 +2726,7 @@ static bool glibc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const glibc_model_t *g = (const glibc_model_t *)m;
   if (id >= g->obj_tab.len || g->obj[id] == NIL)
     return false;
-  *addr = g->ch[g->obj[id]].addr + CHUNK_HDR_SZ;
+  *addr = ch_addr(&g->ch[g->obj[id]]) + CHUNK_HDR_SZ;
   return true;
 }
 
@@ -2735,7 +2758,7 @@ static size_t glibc_counters(const model_t *m, model_counter_t *out,
     seen += g->threads[t].seen;
   for (uint32_t i = 1; i < g->nch; i++)
     if (g->ch[i].state <= CS_BINHEAD)
-      by_state[g->ch[i].state] += g->ch[i].size;
+      by_state[g->ch[i].state] += ch_size(&g->ch[i]);
   for (uint32_t i = 0; i < g->narenas; i++)
     system += g->arenas[i].system_mem;
   size_t n = 0;
@@ -2927,8 +2950,8 @@ bool glibc_inspect_object(const model_t *m, uint64_t id,
   if (id >= g->obj_tab.len || g->obj[id] == NIL)
     return false;
   const gchunk_t *c = &g->ch[g->obj[id]];
-  out->addr = c->addr;
-  out->size = c->size;
+  out->addr = ch_addr(c);
+  out->size = ch_size(c);
   out->arena = c->arena;
   out->mmapped = c->state == CS_MMAP;
   return true;
@@ -2938,14 +2961,14 @@ uint64_t glibc_inspect_top_size(const model_t *m, uint32_t arena) {
   const glibc_model_t *g = as_glibc(m);
   if (arena >= g->narenas || g->arenas[arena].top == NIL)
     return 0;
-  return g->ch[g->arenas[arena].top].size;
+  return ch_size(&g->ch[g->arenas[arena].top]);
 }
 
 uint64_t glibc_inspect_top_addr(const model_t *m, uint32_t arena) {
   const glibc_model_t *g = as_glibc(m);
   if (arena >= g->narenas || g->arenas[arena].top == NIL)
     return 0;
-  return g->ch[g->arenas[arena].top].addr;
+  return ch_addr(&g->ch[g->arenas[arena].top]);
 }
 
 uint32_t glibc_inspect_narenas(const model_t *m) {
@@ -2965,7 +2988,7 @@ uint32_t glibc_inspect_tcache_count(const model_t *m, uint32_t tid,
   uint32_t n = 0;
   for (int i = 0; i < TCACHE_ALL_BINS; i++)
     for (uint32_t p = g->threads[tid].tc_head[i]; p != NIL; p = g->ch[p].fd)
-      n += g->ch[p].size == csize;
+      n += ch_size(&g->ch[p]) == csize;
   return n;
 }
 
@@ -3037,37 +3060,38 @@ static as_status_t check_region(const glibc_model_t *g, uint32_t last,
     if (c->arena != arena)
       return as_err_set(err, AS_EINVAL,
                         "glibc: chunk %#" PRIx64 " in arena %u claims arena %u",
-                        c->addr, arena, c->arena);
-    if (c->size < (c->state == CS_FENCE ? 2 * SIZE_SZ : MINSIZE) ||
-        (c->size & MALLOC_ALIGN_MASK) != 0 ||
-        ((c->addr + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK) != 0)
+                        ch_addr(c), arena, (unsigned)c->arena);
+    if (ch_size(c) < (c->state == CS_FENCE ? 2 * SIZE_SZ : MINSIZE) ||
+        (ch_size(c) & MALLOC_ALIGN_MASK) != 0 ||
+        ((ch_addr(c) + CHUNK_HDR_SZ) & MALLOC_ALIGN_MASK) != 0)
       return as_err_set(err, AS_EINVAL,
                         "glibc: chunk %#" PRIx64 " has bad size %" PRIu64,
-                        c->addr, c->size);
+                        ch_addr(c), ch_size(c));
     if (c->prev != NIL) {
       const gchunk_t *b = &g->ch[c->prev];
-      if (b->next != p || b->addr + b->size != c->addr)
+      if (b->next != p || ch_addr(b) + ch_size(b) != ch_addr(c))
         return as_err_set(err, AS_EINVAL,
                           "glibc: chunks %#" PRIx64 " and %#" PRIx64
                           " do not tile",
-                          b->addr, c->addr);
+                          ch_addr(b), ch_addr(c));
       if (c->state == CS_BINNED && (b->state == CS_BINNED))
         return as_err_set(err, AS_EINVAL,
                           "glibc: free chunks %#" PRIx64 " and %#" PRIx64
                           " not coalesced",
-                          b->addr, c->addr);
+                          ch_addr(b), ch_addr(c));
       if (c->state == CS_TOP && b->state == CS_BINNED)
         return as_err_set(err, AS_EINVAL,
                           "glibc: free chunk %#" PRIx64 " borders top",
-                          b->addr);
+                          ch_addr(b));
     }
     if (c->state == CS_TOP && p != g->arenas[arena].top)
-      return as_err_set(err, AS_EINVAL, "glibc: stray top %#" PRIx64, c->addr);
+      return as_err_set(err, AS_EINVAL, "glibc: stray top %#" PRIx64,
+                        ch_addr(c));
     if (c->state == CS_DEAD || c->state == CS_BINHEAD || c->state == CS_MMAP)
       return as_err_set(err, AS_EINVAL,
                         "glibc: record %u (state %d) in a "
                         "region",
-                        p, c->state);
+                        p, (int)c->state);
     if (c->state == CS_BINNED)
       (*binned)++;
   }
@@ -3095,7 +3119,7 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
         return as_err_set(err, AS_EINVAL, "glibc: heap %d of arena %u", h, a);
       if (h == av->heap) {
         const gchunk_t *t = &g->ch[av->top];
-        if (t->addr + t->size != H->addr + H->size)
+        if (ch_addr(t) + ch_size(t) != H->addr + H->size)
           return as_err_set(err, AS_EINVAL,
                             "glibc: arena %u top does not "
                             "end its heap",
@@ -3107,26 +3131,27 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
           return rc;
         const gchunk_t *f = &g->ch[H->prev_fence];
         const gheap_t  *P = &g->heaps[H->prev];
-        if (f->state != CS_FENCE || f->addr + f->size != P->addr + P->size)
+        if (f->state != CS_FENCE ||
+            ch_addr(f) + ch_size(f) != P->addr + P->size)
           return as_err_set(err, AS_EINVAL, "glibc: heap %d fence", h);
       }
     }
     for (unsigned i = NSMALLBINS; i < NBINS; i++) {
       const glindex_t *li = &av->lidx[i - NSMALLBINS];
       uint32_t         bin = av->bins + i, k = 0;
-      if (g->ch[bin].fd_ns != NIL)
+      if (g->ch[bin].ns_head)
         return as_err_set(err, AS_EINVAL,
                           "glibc: bin %u header in the "
                           "skip list",
                           i);
+      /* The skip list is the heads in list order: the index's groups. */
       for (uint32_t p = g->ch[bin].fd; p != bin; p = g->ch[p].fd) {
-        if (g->ch[p].fd_ns == NIL)
+        if (!g->ch[p].ns_head)
           continue;
-        if (k >= li->n || li->v[k].head != p || li->v[k].size != g->ch[p].size)
+        if (k >= li->n || li->v[k].head != p ||
+            li->v[k].size != ch_size(&g->ch[p]))
           return as_err_set(err, AS_EINVAL, "glibc: bin %u index entry %u", i,
                             k);
-        if (k > 0 && g->ch[p].bk_ns != li->v[k - 1].head)
-          return as_err_set(err, AS_EINVAL, "glibc: bin %u skip ring", i);
         k++;
       }
       if (k != li->n)
@@ -3142,23 +3167,23 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
         const gchunk_t *c = &g->ch[p];
         if (g->ch[c->fd].bk != p || c->state != CS_BINNED)
           return as_err_set(err, AS_EINVAL, "glibc: bin %u list broken", i);
-        if (i > 1 && bin_index(c->size) != i)
+        if (i > 1 && bin_index(ch_size(c)) != i)
           return as_err_set(err, AS_EINVAL, "glibc: size %" PRIu64 " in bin %u",
-                            c->size, i);
+                            ch_size(c), i);
         if (i > 1 && !(av->binmap[i >> 5] & (1u << (i & 31))))
           return as_err_set(err, AS_EINVAL, "glibc: bin %u not in binmap", i);
         if (i >= NSMALLBINS) {
-          if (c->size > last_size)
+          if (ch_size(c) > last_size)
             return as_err_set(err, AS_EINVAL, "glibc: large bin %u unsorted",
                               i);
-          bool first = c->size != last_size;
-          if (first != (c->fd_ns != NIL))
+          bool first = ch_size(c) != last_size;
+          if (first != c->ns_head)
             return as_err_set(err, AS_EINVAL, "glibc: bin %u skip list", i);
-          if (first &&
-              (g->ch[c->fd_ns].bk_ns != p || g->ch[c->bk_ns].fd_ns != p))
-            return as_err_set(err, AS_EINVAL, "glibc: bin %u nextsize links",
-                              i);
-          last_size = c->size;
+          last_size = ch_size(c);
+        } else if (c->ns_head) {
+          return as_err_set(err, AS_EINVAL,
+                            "glibc: bin %u: a group head outside a large bin",
+                            i);
         }
         if (++listed > binned)
           return as_err_set(err, AS_EINVAL,
@@ -3174,7 +3199,7 @@ as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
                         a, binned, listed);
     for (unsigned i = 0; i < NFASTBINS; i++)
       for (uint32_t p = av->fast[i]; p != NIL; p = g->ch[p].fd)
-        if (g->ch[p].state != CS_FAST || fastbin_index(g->ch[p].size) != i)
+        if (g->ch[p].state != CS_FAST || fastbin_index(ch_size(&g->ch[p])) != i)
           return as_err_set(err, AS_EINVAL, "glibc: fastbin %u broken", i);
   }
   for (uint32_t t = 0; t < g->nthreads; t++)
