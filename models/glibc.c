@@ -2750,15 +2750,43 @@ static uint64_t glibc_usable_size(const model_t *m, uint64_t size,
   return nb - CHUNK_HDR_SZ + SIZE_SZ;
 }
 
+static uint64_t list_bytes(const glibc_model_t *g, uint32_t first,
+                           uint32_t end) {
+  uint64_t bytes = 0;
+  for (uint32_t p = first; p != end; p = g->ch[p].fd)
+    bytes += ch_size(&g->ch[p]);
+  return bytes;
+}
+
+/* Bytes of the chunks in each free state, from the lists that hold them
+ * (tcaches, fastbins, bins, tops): the free chunks only, where a walk of
+ * the pool would read every record.  glibc_check_invariants checks that
+ * the lists hold every chunk of these states. */
+static void free_bytes_listed(const glibc_model_t *g,
+                              uint64_t             by_state[CS_BINHEAD + 1]) {
+  memset(by_state, 0, (CS_BINHEAD + 1) * sizeof *by_state);
+  for (uint32_t t = 0; t < g->nthreads; t++)
+    for (int i = 0; i < TCACHE_ALL_BINS; i++)
+      by_state[CS_TCACHE] += list_bytes(g, g->threads[t].tc_head[i], NIL);
+  for (uint32_t a = 0; a < g->narenas; a++) {
+    const garena_t *av = &g->arenas[a];
+    if (av->top != NIL)
+      by_state[CS_TOP] += ch_size(&g->ch[av->top]);
+    for (int i = 0; i < NFASTBINS; i++)
+      by_state[CS_FAST] += list_bytes(g, av->fast[i], NIL);
+    for (uint32_t i = 1; i < NBINS; i++)
+      by_state[CS_BINNED] +=
+          list_bytes(g, g->ch[av->bins + i].fd, av->bins + i);
+  }
+}
+
 static size_t glibc_counters(const model_t *m, model_counter_t *out,
                              size_t cap) {
   const glibc_model_t *g = (const glibc_model_t *)m;
-  uint64_t             by_state[CS_BINHEAD + 1] = {0}, system = 0, seen = 0;
+  uint64_t             by_state[CS_BINHEAD + 1], system = 0, seen = 0;
   for (uint32_t t = 0; t < g->nthreads; t++)
     seen += g->threads[t].seen;
-  for (uint32_t i = 1; i < g->nch; i++)
-    if (g->ch[i].state <= CS_BINHEAD)
-      by_state[g->ch[i].state] += ch_size(&g->ch[i]);
+  free_bytes_listed(g, by_state);
   for (uint32_t i = 0; i < g->narenas; i++)
     system += g->arenas[i].system_mem;
   size_t n = 0;
@@ -3098,10 +3126,29 @@ static as_status_t check_region(const glibc_model_t *g, uint32_t last,
   return AS_OK;
 }
 
+/* The lists hold every free chunk (tcache, fastbin, bin, top) once. */
+static as_status_t check_listed(const glibc_model_t *g, as_err_t *err) {
+  uint64_t listed[CS_BINHEAD + 1], pooled[CS_BINHEAD + 1] = {0};
+  free_bytes_listed(g, listed);
+  for (uint32_t i = 1; i < g->nch; i++)
+    if (g->ch[i].state <= CS_BINHEAD)
+      pooled[g->ch[i].state] += ch_size(&g->ch[i]);
+  for (int st = CS_TCACHE; st <= CS_TOP; st++)
+    if (listed[st] != pooled[st])
+      return as_err_set(err, AS_EINVAL,
+                        "glibc: chunks of state %d hold %" PRIu64
+                        " bytes, their lists %" PRIu64,
+                        st, pooled[st], listed[st]);
+  return AS_OK;
+}
+
 as_status_t glibc_check_invariants(const model_t *m, as_err_t *err) {
   const glibc_model_t *g = as_glibc(m);
   if (g->fail != AS_OK)
     return as_err_set(err, AS_EINVAL, "glibc: model failed: %s", g->ferr.msg);
+  as_status_t lists_rc = check_listed(g, err);
+  if (lists_rc != AS_OK)
+    return lists_rc;
   for (uint32_t a = 0; a < g->narenas; a++) {
     const garena_t *av = &g->arenas[a];
     uint64_t        binned = 0, listed = 0;
