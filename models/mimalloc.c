@@ -603,7 +603,8 @@ static void thread_done(mi_model_t *m, uint32_t tld) {
 /* ---- Objects ------------------------------------------------------------- */
 
 static bool ensure_objects(mi_model_t *m, uint64_t id) {
-  return sim_idtable_reach(&m->obj_tab, id); /* fresh entries: page 0 */
+  return sim_idtable_reach(&m->obj_tab, id) && /* fresh entries: page 0 */
+         (!m->g.debug || sim_idtable_reach(&m->req_tab, id));
 }
 
 static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
@@ -673,7 +674,8 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
     return;
   m->objs[ev->id].page = page;
   m->objs[ev->id].block = block;
-  m->objs[ev->id].requested = req;
+  if (m->g.debug)
+    m->requested[ev->id] = req;
   mpage_t   *p = P(m, page);
   sim_addr_t a = p->start + (uint64_t)block * p->block_size;
   if (m->g.debug)
@@ -708,7 +710,7 @@ static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
   m->live_bytes -= size;
   m->live_objects--;
   if (m->g.debug)
-    mi_debug_free_fill(m, tld, page, block, m->objs[id].requested);
+    mi_debug_free_fill(m, tld, page, block, m->requested[id]);
   mi_free_block(m, tld, page, block);
 }
 
@@ -717,6 +719,7 @@ static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
 /* The record tables of a model being created; zeroed ones are skipped. */
 static void free_tables(mi_model_t *m) {
   sim_idtable_free(&m->obj_tab);
+  sim_idtable_free(&m->req_tab);
   sim_idtable_free(&m->pages_tab);
   sim_idtable_free(&m->segs_tab);
 }
@@ -732,6 +735,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   if (m == NULL)
     return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
   if (sim_idtable_init(&m->obj_tab, sizeof *m->objs) != AS_OK ||
+      sim_idtable_init(&m->req_tab, sizeof *m->requested) != AS_OK ||
       sim_idtable_init(&m->pages_tab, sizeof *m->pages) != AS_OK ||
       sim_idtable_init(&m->segs_tab, sizeof *m->segs) != AS_OK) {
     free_tables(m);
@@ -739,6 +743,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
     return as_err_set(err, AS_ENOMEM, "mimalloc: no address space for tables");
   }
   m->objs = sim_idtable_base(&m->obj_tab);
+  m->requested = sim_idtable_base(&m->req_tab);
   m->pages = sim_idtable_base(&m->pages_tab);
   m->segs = sim_idtable_base(&m->segs_tab);
   m->kernel = ctx->kernel;
@@ -804,6 +809,7 @@ static void mimalloc_destroy(model_t *mm) {
   free(m->stacks);
   nptl_stacks_fini(&m->nptl);
   sim_idtable_free(&m->obj_tab);
+  sim_idtable_free(&m->req_tab);
   mi_segs_destroy(m);
   mi_arenas3_destroy(m);
   free(m);
@@ -841,7 +847,7 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
                            const trace_event_t *ev) {
   uint64_t   old = ev->prev_size;
   mpage_t   *p = P(m, m->objs[ev->id].page);
-  uint64_t   usable = m->g.debug ? m->objs[ev->id].requested : p->block_size;
+  uint64_t   usable = m->g.debug ? m->requested[ev->id] : p->block_size;
   sim_addr_t a = obj_addr(m, ev->id);
   if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
     if (ev->size > old && !(ev->flags & TRACE_FLAG_UNWRITTEN))
@@ -864,13 +870,13 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   mi_touch(m, na, copy);
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);
-  uint64_t orequested = m->objs[ev->id].requested;
   m->objs[ev->id].page = page;
   m->objs[ev->id].block = block;
-  m->objs[ev->id].requested = ev->size;
   m->live_bytes += ev->size - old;
-  if (m->g.debug)
-    mi_debug_free_fill(m, tld, opage, oblock, orequested);
+  if (m->g.debug) {
+    mi_debug_free_fill(m, tld, opage, oblock, m->requested[ev->id]);
+    m->requested[ev->id] = ev->size;
+  }
   mi_free_block(m, tld, opage, oblock);
 }
 

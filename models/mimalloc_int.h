@@ -283,8 +283,6 @@ typedef struct mobj_s mobj_t;
 struct mobj_s {
   uint32_t page;
   uint32_t block;
-  uint64_t requested; /* debug build: the size malloc was asked, which
-                         mi_usable_size returns under MI_PADDING */
 };
 
 struct mi_model_s {
@@ -340,9 +338,14 @@ struct mi_model_s {
   uint32_t      abandoned, abandoned_visited; /* 2.x lists */
   uint64_t      abandoned_count;
   /* objects */
-  mobj_t *objs;          /* by object id (obj_tab's base): one cache line
-                            read per free */
-  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  mobj_t *objs;            /* by object id (obj_tab's base): one cache line
+                              read per free */
+  sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */
+  uint64_t     *requested; /* debug build, by object id (req_tab's base):
+                              the size malloc was asked, which
+                              mi_usable_size returns under MI_PADDING; a
+                              release build keeps no table */
+  sim_idtable_t req_tab;
   uint64_t      live_bytes, live_objects;
   /* 209 segment cache */
   mi_cache_slot_t *cache;
