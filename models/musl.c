@@ -169,12 +169,28 @@ typedef struct hdr_s {
   uint8_t    live;
 } hdr_t;
 
-/* A live object: its group, slot and start within the slot. */
+/* A live object: its group, slot and start within the slot, in 8 bytes
+ * (one per live id: on a heap of small objects this table is most of the
+ * simulator's memory).  Objects start UNIT-aligned in a slot (enframe,
+ * meta.h:196-218; aligned_alloc.c:33-39), so the offset is kept in units,
+ * beside the slot index (a group has at most 32 slots, meta.h:27-28).  An
+ * offset of 2 GiB or more, which only an alignment above 2 GiB makes
+ * (musl takes up to 32 GiB, aligned_alloc.c:12), is refused. */
 typedef struct mobj_s {
-  uint32_t meta; /* NONE: not live (never happens while the id is live) */
-  uint32_t off;  /* bytes from the slot's start to the object */
-  uint8_t  slot;
+  uint32_t meta;  /* NONE: not live (never happens while the id is live) */
+  uint32_t place; /* slot | offset / UNIT << MOBJ_SLOT_BITS */
 } mobj_t;
+#define MOBJ_SLOT_BITS 5
+/* The largest offset a record holds: 2^27 units, 2 GiB. */
+#define MOBJ_OFF_MAX ((UINT64_C(1) << (32 - MOBJ_SLOT_BITS)) * UNIT - UNIT)
+
+static inline unsigned mobj_slot(const mobj_t *o) {
+  return o->place & ((1u << MOBJ_SLOT_BITS) - 1);
+}
+
+static inline uint64_t mobj_off(const mobj_t *o) {
+  return (uint64_t)(o->place >> MOBJ_SLOT_BITS) * UNIT;
+}
 
 typedef struct musl_model_s {
   model_t       base; /* must be first */
@@ -942,14 +958,14 @@ static mapinfo_t nontrivial_free(musl_model_t *ms, uint32_t m, unsigned i) {
 static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   uint32_t   m = o->meta;
   mmeta_t   *g = MT(ms, m);
-  unsigned   idx = o->slot;
+  unsigned   idx = mobj_slot(o);
   uint64_t   stride = get_stride(g);
   sim_addr_t start = slot_start(g, idx);
   sim_addr_t end = start + stride - IB;
-  sim_addr_t p = start + o->off;
+  sim_addr_t p = start + mobj_off(o);
   uint32_t   self = 1u << idx, all = (2u << g->last_idx) - 1;
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
-  if (o->off == 0) {
+  if (mobj_off(o) == 0) {
     g->hdr_seen |= self;
     g->hdr_off[idx] = 0;
   }
@@ -1104,6 +1120,21 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
   return m;
 }
 
+/* Records an object at offset off of slot idx of group meta; false (the
+ * model failed) for an offset a record cannot hold. */
+static bool mobj_set(musl_model_t *ms, mobj_t *o, uint32_t meta, unsigned idx,
+                     uint64_t off) {
+  if (off % UNIT != 0 || off > MOBJ_OFF_MAX || idx >> MOBJ_SLOT_BITS) {
+    set_fail(ms, AS_EINVAL,
+             "an object 2 GiB or more into its slot (an alignment above "
+             "2 GiB) is not modelled");
+    return false;
+  }
+  o->meta = meta;
+  o->place = (uint32_t)(idx | (off / UNIT) << MOBJ_SLOT_BITS);
+  return true;
+}
+
 /* realloc (realloc.c:6-51): in place when the slot has room and the new
  * size is at most one class smaller; mremap between large chunks; else
  * malloc, copy, free. */
@@ -1111,9 +1142,9 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
                              uint64_t prev, bool written) {
   mmeta_t   *g = MT(ms, o->meta);
   uint64_t   stride = get_stride(g);
-  sim_addr_t start = slot_start(g, o->slot);
+  sim_addr_t start = slot_start(g, mobj_slot(o));
   sim_addr_t end = start + stride - IB;
-  sim_addr_t p = start + o->off;
+  sim_addr_t p = start + mobj_off(o);
   if (n <= end - p && n < MMAP_THRESHOLD &&
       size_to_class(n) + 1 >= g->sizeclass) {
     set_size(ms, p, end, n);
@@ -1122,7 +1153,7 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
     return true;
   }
   if (g->sizeclass >= NCLASSES && n >= MMAP_THRESHOLD) {
-    uint64_t   base = o->off;
+    uint64_t   base = mobj_off(o);
     uint64_t   needed = (n + base + UNIT + IB + 4095) & -(uint64_t)4096;
     as_err_t   e;
     sim_addr_t mem = g->mem;
@@ -1150,13 +1181,11 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
   unsigned idx;
   uint32_t off;
   /* memcpy of the old bytes, then the program's growth */
-  fresh.meta = musl_malloc(ms, n, written || n <= prev, &idx, &off);
-  if (fresh.meta == NONE)
+  uint32_t meta = musl_malloc(ms, n, written || n <= prev, &idx, &off);
+  if (meta == NONE || !mobj_set(ms, &fresh, meta, idx, off))
     return false;
-  fresh.slot = (uint8_t)idx;
-  fresh.off = off;
   if (!written && n > prev)
-    touch(ms, slot_start(MT(ms, fresh.meta), idx) + off, prev);
+    touch(ms, slot_start(MT(ms, meta), idx) + off, prev);
   musl_free_obj(ms, o);
   *o = fresh;
   return true;
@@ -1204,7 +1233,7 @@ static bool ensure_obj(musl_model_t *ms, uint64_t id) {
 }
 
 static sim_addr_t obj_addr(const musl_model_t *ms, const mobj_t *o) {
-  return slot_start(&ms->mt[o->meta], o->slot) + o->off;
+  return slot_start(&ms->mt[o->meta], mobj_slot(o)) + mobj_off(o);
 }
 
 static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
@@ -1225,7 +1254,8 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
     return report(ms, err);
   }
   mobj_t *o = &ms->obj[ev->id];
-  *o = (mobj_t){g, off, (uint8_t)idx};
+  if (!mobj_set(ms, o, g, idx, off))
+    return report(ms, err);
   ms->live_bytes += ev->size;
   ms->live_objects++;
   if (ev->op == TRACE_CALLOC) {
