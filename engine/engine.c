@@ -702,6 +702,12 @@ static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
   return AS_OK;
 }
 
+/* How many events ahead of the one served the model's prefetch looks, so
+ * that a free's record is in cache when the free is served.  On the churn
+ * benchmark trace with the glibc model, 4, 8, 16 and 32 ahead took the
+ * same time within this machine's noise (0.64-0.77 s CPU). */
+#define PREFETCH_AHEAD 8
+
 /* The trace's events a batch at a time (a version 3 binary trace hands
  * out a block of them without a call per event). */
 static as_status_t replay(engine_state_t *st, trace_source_t *src,
@@ -709,10 +715,15 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
   trace_event_t one = {0}, *evs;
   size_t        n;
   as_status_t   rc;
+  void (*prefetch)(const model_t *, const trace_event_t *) =
+      st->model->methods->prefetch;
   while ((rc = trace_source_batch(src, &one, &evs, &n, err)) == AS_OK)
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+      if (prefetch != NULL && i + PREFETCH_AHEAD < n)
+        prefetch(st->model, &evs[i + PREFETCH_AHEAD]);
       if ((rc = replay_event(st, src, &evs[i], err)) != AS_OK)
         return rc;
+    }
   return rc == AS_DONE ? AS_OK : rc;
 }
 

@@ -2780,6 +2780,14 @@ static void free_bytes_listed(const glibc_model_t *g,
   }
 }
 
+/* The record a free or realloc of ev's object reads first. */
+static void glibc_prefetch(const model_t *m, const trace_event_t *ev) {
+  const glibc_model_t *g = (const glibc_model_t *)m;
+  if ((ev->op == TRACE_FREE || ev->op == TRACE_REALLOC) &&
+      ev->id < g->obj_tab.len)
+    __builtin_prefetch(&g->ch[g->obj[ev->id]]);
+}
+
 static size_t glibc_counters(const model_t *m, model_counter_t *out,
                              size_t cap) {
   const glibc_model_t *g = (const glibc_model_t *)m;
@@ -2964,6 +2972,7 @@ const model_methods_t model_glibc_methods = {
     .walk = glibc_walk,
     .mechanisms = glibc_mechanisms,
     .check = glibc_check_invariants,
+    .prefetch = glibc_prefetch,
 };
 
 /* ---- Introspection (models/glibc.h) ------------------------------------- */

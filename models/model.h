@@ -190,6 +190,11 @@ struct model_methods_s {
    * for tests and the model fuzz target (tests/fuzz/fuzz_models.c), which
    * call it on every model in the registry. */
   as_status_t (*check)(const model_t *m, as_err_t *err);
+  /* Optional: starts loading the records serving ev will read (the engine
+   * calls it a few events ahead of serving ev), so that their cache misses
+   * overlap the events in between.  Changes nothing; ev may never be
+   * served (the replay can stop first). */
+  void (*prefetch)(const model_t *m, const trace_event_t *ev);
 };
 
 /* ---- Registry ----------------------------------------------------------- */
