@@ -428,8 +428,9 @@ typedef struct tcmalloc_model_s {
   int32_t  *thread_cache; /* trace thread -> cache, -1 = none */
   uint32_t  nthreads;
 
-  /* program objects: id -> OBJ(span, slot); 0 = not live */
-  tobj_t       *obj;     /* obj_tab's base */
+  /* program objects: id -> OBJ(span, slot) in OBJ_ID_BYTES bytes (obj_get,
+   * obj_put); 0 = not live */
+  uint8_t      *obj;     /* obj_tab's base */
   sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
   uint64_t      live_bytes, live_objects;
   tobj_t       *chain;  /* scratch: one batch in flight (batch objects) */
@@ -1911,6 +1912,31 @@ static void premain(tcmalloc_model_t *t) {
 
 /* ---- Model interface ---------------------------------------------------- */
 
+/* An object's place takes 48 bits (a 32-bit span number, a 16-bit slot):
+ * stored in 6 bytes, not a tobj_t of 8, because this table is most of the
+ * simulator's memory on a heap of small objects (one entry per live id). */
+#define OBJ_ID_BYTES 6
+_Static_assert(sizeof(uint32_t) + sizeof(uint16_t) == OBJ_ID_BYTES,
+               "span number and slot fill an entry");
+
+static tobj_t obj_get(const tcmalloc_model_t *t, uint64_t id) {
+  if (id >= t->obj_tab.len)
+    return 0;
+  uint32_t span;
+  uint16_t slot;
+  memcpy(&span, t->obj + id * OBJ_ID_BYTES, sizeof span);
+  memcpy(&slot, t->obj + id * OBJ_ID_BYTES + sizeof span, sizeof slot);
+  return OBJ(span, slot);
+}
+
+/* id < t->obj_tab.len (ensure_obj). */
+static void obj_put(tcmalloc_model_t *t, uint64_t id, tobj_t o) {
+  uint32_t span = OBJ_SPAN(o);
+  uint16_t slot = (uint16_t)OBJ_SLOT(o);
+  memcpy(t->obj + id * OBJ_ID_BYTES, &span, sizeof span);
+  memcpy(t->obj + id * OBJ_ID_BYTES + sizeof span, &slot, sizeof slot);
+}
+
 static bool ensure_obj(tcmalloc_model_t *t, uint64_t id) {
   if (sim_idtable_reach(&t->obj_tab, id))
     return true; /* fresh entries read as 0: not live */
@@ -1931,7 +1957,7 @@ static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
                  : do_malloc(t, ev->thread, ev->size);
   if (t->fail != AS_OK)
     return report(t, err);
-  t->obj[ev->id] = o;
+  obj_put(t, ev->id, o);
   t->live_bytes += ev->size;
   t->live_objects++;
   if (ev->op == TRACE_CALLOC) /* memset(nallocx(size)), tcmalloc.cc:1422 */
@@ -1945,10 +1971,10 @@ static as_status_t tc_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t->fail != AS_OK)
     return report(t, err);
-  if (ev->id >= t->obj_tab.len || t->obj[ev->id] == 0)
+  tobj_t o = obj_get(t, ev->id);
+  if (o == 0)
     return AS_OK; /* freed by realloc(p, 0): free(NULL) does nothing */
-  tobj_t o = t->obj[ev->id];
-  t->obj[ev->id] = 0;
+  obj_put(t, ev->id, 0);
   t->live_bytes -= ev->prev_size;
   t->live_objects--;
   do_free(t, ev->thread, o);
@@ -1963,7 +1989,7 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t->fail != AS_OK || !ensure_obj(t, ev->id))
     return report(t, err);
-  tobj_t   old = t->obj[ev->id];
+  tobj_t   old = obj_get(t, ev->id);
   uint64_t n = ev->size;
   bool     written = !(ev->flags & TRACE_FLAG_UNWRITTEN);
   if (old == 0) { /* realloc(NULL, n) after realloc(p, 0) */
@@ -1975,7 +2001,7 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
   }
   t->live_bytes = t->live_bytes - ev->prev_size + n;
   if (n == 0) {
-    t->obj[ev->id] = 0;
+    obj_put(t, ev->id, 0);
     t->live_objects--;
     do_free(t, ev->thread, old);
     return t->fail != AS_OK ? report(t, err) : AS_OK;
@@ -1992,7 +2018,7 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
     uint64_t copy = old_size < n ? old_size : n;
     read_mem(t, obj_addr(t, old), copy);
     touch(t, obj_addr(t, fresh), written ? n : copy);
-    t->obj[ev->id] = fresh;
+    obj_put(t, ev->id, fresh);
     do_free(t, ev->thread, old);
   } else if (written && n > ev->prev_size) {
     touch(t, obj_addr(t, old) + ev->prev_size, n - ev->prev_size);
@@ -2179,9 +2205,10 @@ static void tc_stats(const model_t *m, model_stats_t *out) {
 
 static bool tc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
-  if (id >= t->obj_tab.len || t->obj[id] == 0)
+  tobj_t                  o = obj_get(t, id);
+  if (o == 0)
     return false;
-  *addr = obj_addr(t, t->obj[id]);
+  *addr = obj_addr(t, o);
   return true;
 }
 
@@ -2315,7 +2342,7 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   tcmalloc_model_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
-  if (sim_idtable_init(&t->obj_tab, sizeof *t->obj) != AS_OK ||
+  if (sim_idtable_init(&t->obj_tab, OBJ_ID_BYTES) != AS_OK ||
       sim_idtable_init(&t->sp_tab, sizeof *t->sp) != AS_OK) {
     sim_idtable_free(&t->obj_tab);
     free(t);
