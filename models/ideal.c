@@ -20,6 +20,8 @@ struct ideal_model_s {
   sim_kernel_t *kernel;
   sim_addr_t    region; /* start of the packed heap */
   uint64_t      page_size;
+  unsigned      page_shift; /* log2(page_size): the page count is a shift,
+                               not a division, every event */
   uint64_t      resident_pages; /* pages of region kept resident */
   uint64_t      live_bytes;
   uint64_t      live_objects;
@@ -36,6 +38,7 @@ static as_status_t ideal_create(const model_opts_t *opts,
     return as_err_set(err, AS_ENOMEM, "ideal: out of memory");
   im->kernel = ctx->kernel;
   im->page_size = sim_kernel_page_size(ctx->kernel);
+  im->page_shift = (unsigned)__builtin_ctzll(im->page_size);
   as_status_t rc =
       sim_kernel_mmap(ctx->kernel, IDEAL_REGION_BYTES, 0, SIM_PROT_RW,
                       SIM_OWNER_IDEAL, &im->region, err);
@@ -51,9 +54,13 @@ static void ideal_destroy(model_t *m) {
   free(m);
 }
 
+static uint64_t pages_needed(const ideal_model_t *im) {
+  return (im->live_bytes + im->page_size - 1) >> im->page_shift;
+}
+
 /* Makes exactly ceil(live_bytes / page) pages resident. */
 static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
-  uint64_t need = (im->live_bytes + im->page_size - 1) / im->page_size;
+  uint64_t need = pages_needed(im);
   if (need > im->resident_pages) {
     sim_addr_t  from = im->region + im->resident_pages * im->page_size;
     as_status_t rc = sim_kernel_touch(
@@ -112,7 +119,7 @@ static void ideal_stats(const model_t *m, model_stats_t *out) {
  * 2 MiB block resident, so it may have more). */
 static as_status_t ideal_check(const model_t *m, as_err_t *err) {
   const ideal_model_t *im = (const ideal_model_t *)m;
-  uint64_t need = (im->live_bytes + im->page_size - 1) / im->page_size;
+  uint64_t             need = pages_needed(im);
   uint64_t rss = sim_kernel_rss_owner_bytes(im->kernel, SIM_OWNER_IDEAL);
   if (im->resident_pages != need || rss < need * im->page_size)
     return as_err_set(
