@@ -487,6 +487,22 @@ static as_status_t cpython_check(const model_t *m, as_err_t *err) {
   return rc != AS_OK ? rc : model_check(cm->libc, err);
 }
 
+/* A free or realloc of an object libc holds: libc's prefetch, under the
+ * id libc knows it by. */
+static void cpython_prefetch(const model_t *m, const trace_event_t *ev) {
+  const cpython_model_t *cm = (const cpython_model_t *)m;
+  void (*libc_prefetch)(const model_t *, const trace_event_t *) =
+      cm->libc->methods->prefetch;
+  if (libc_prefetch == NULL ||
+      (ev->op != TRACE_FREE && ev->op != TRACE_REALLOC) ||
+      !idset_has(&cm->in_libc, ev->id))
+    return;
+  trace_event_t le; /* the fields a prefetch reads (model.h) */
+  le.op = ev->op;
+  le.id = ev->id + PYMALLOC_RAW_HANDLES;
+  libc_prefetch(cm->libc, &le);
+}
+
 const model_methods_t model_cpython_methods = {
     .name = "cpython",
     .summary = "CPython default build: pymalloc for obj/mem <= 512 B, "
@@ -509,6 +525,7 @@ const model_methods_t model_cpython_methods = {
     .usable_size = cpython_usable_size,
     .walk = cpython_walk,
     .check = cpython_check,
+    .prefetch = cpython_prefetch,
 };
 
 model_t *cpython_pymalloc_child(const model_t *m) {

@@ -192,8 +192,9 @@ struct model_methods_s {
   as_status_t (*check)(const model_t *m, as_err_t *err);
   /* Optional: starts loading the records serving ev will read (the engine
    * calls it a few events ahead of serving ev), so that their cache misses
-   * overlap the events in between.  Changes nothing; ev may never be
-   * served (the replay can stop first). */
+   * overlap the events in between.  Reads only ev->op and ev->id (a
+   * composition passes its child an event with just those set); changes
+   * nothing; ev may never be served (the replay can stop first). */
   void (*prefetch)(const model_t *m, const trace_event_t *ev);
 };
 
