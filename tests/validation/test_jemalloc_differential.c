@@ -890,7 +890,7 @@ static void one_arena_small_tcache(void **state) {
  * library itself (docs/models/jemalloc.md, "Versions"). */
 /* The five 5.2.1 configurations with retained mappings agree in most runs,
  * not all (docs/models/jemalloc.md): run when ALLOCSIM_JEMALLOC_521_ALL is
- * set, as scripts/measure/jemalloc521_agreement.sh does to count them. */
+ * set, as scripts/measure/jemalloc521_agreement.py does to count them. */
 static void run_521_retained(dcfg_t cfg) {
   if (getenv("ALLOCSIM_JEMALLOC_521_ALL") == NULL) {
     print_message("5.2.1 %s: skipped: set ALLOCSIM_JEMALLOC_521_ALL=1 "
