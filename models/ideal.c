@@ -22,9 +22,9 @@ struct ideal_model_s {
   uint64_t      page_size;
   unsigned      page_shift; /* log2(page_size): the page count is a shift,
                                not a division, every event */
-  uint64_t      resident_pages; /* pages of region kept resident */
-  uint64_t      live_bytes;
-  uint64_t      live_objects;
+  uint64_t resident_pages;  /* pages of region kept resident */
+  uint64_t live_bytes;
+  uint64_t live_objects;
 };
 
 static const model_option_t ideal_options[] = {{0}};
