@@ -20,11 +20,10 @@ struct ideal_model_s {
   sim_kernel_t *kernel;
   sim_addr_t    region; /* start of the packed heap */
   uint64_t      page_size;
-  unsigned      page_shift; /* log2(page_size): the page count is a shift,
-                               not a division, every event */
-  uint64_t resident_pages;  /* pages of region kept resident */
-  uint64_t live_bytes;
-  uint64_t live_objects;
+  unsigned      page_shift;     /* log2(page_size) */
+  uint64_t      resident_pages; /* pages of region kept resident */
+  uint64_t      live_bytes;
+  uint64_t      live_objects;
 };
 
 static const model_option_t ideal_options[] = {{0}};
@@ -54,6 +53,7 @@ static void ideal_destroy(model_t *m) {
   free(m);
 }
 
+/* ceil(live_bytes / page): a shift, not a division, on every event. */
 static uint64_t pages_needed(const ideal_model_t *im) {
   return (im->live_bytes + im->page_size - 1) >> im->page_shift;
 }

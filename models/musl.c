@@ -1124,10 +1124,14 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
  * model failed) for an offset a record cannot hold. */
 static bool mobj_set(musl_model_t *ms, mobj_t *o, uint32_t meta, unsigned idx,
                      uint64_t off) {
-  if (off % UNIT != 0 || off > MOBJ_OFF_MAX || idx >> MOBJ_SLOT_BITS) {
+  if (off > MOBJ_OFF_MAX) {
     set_fail(ms, AS_EINVAL,
              "an object 2 GiB or more into its slot (an alignment above "
              "2 GiB) is not modelled");
+    return false;
+  }
+  if (off % UNIT != 0 || idx >> MOBJ_SLOT_BITS) {
+    set_fail(ms, AS_EINVAL, "internal: an object off its slot's units");
     return false;
   }
   o->meta = meta;
