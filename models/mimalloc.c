@@ -955,7 +955,10 @@ static as_status_t mimalloc_set_option(model_t *mm, const char *name,
   mi_model_t *m = (mi_model_t *)mm;
   (void)now_ns;
   int key = model_option_find(mimalloc_options, name, strlen(name));
-  if (key < 0 || key == MO_VERSION)
+  /* mi_option_set sets mimalloc's own options; the stack options describe
+   * glibc's threads (nptl_stacks.h), which no mimalloc call changes. */
+  if (key < 0 || key == MO_VERSION || key == MO_STACK_SIZE ||
+      key == MO_THREAD_STACK_PAGES)
     return as_err_set(err, AS_EINVAL,
                       "mimalloc: option '%s' cannot change at run time", name);
   /* A yes/no option is on for any value but 0: mi_option_is_enabled is

@@ -228,6 +228,26 @@ static void tcmalloc_takes_minus_one_as_gperftools_does(void **state) {
   assert_true(res.peak_rss_bytes >= UINT64_C(64) << 20);
 }
 
+/* fuzz_models found mimalloc taking thread_stack_pages (glibc's threads,
+ * not a mimalloc option) at run time, then failing the replay on -1: no
+ * mimalloc call sets it, so an option event naming it is refused as one
+ * that cannot change at run time. */
+static void mimalloc_refuses_stack_options_at_run_time(void **state) {
+  (void)state;
+  const char *const names[] = {"thread_stack_pages", "stack_size"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const trace_event_t events[] = {
+        {.t_ns = 0, .op = TRACE_OPTION, .label = names[i], .size = 1},
+        EV_MARK(10, "end"),
+    };
+    sim_run_result_t res;
+    as_err_t         err = {0};
+    assert_int_equal(replay_status("mimalloc", true, events, 2, &res, &err),
+                     AS_EINVAL);
+    assert_non_null(strstr(err.msg, "cannot change at run time"));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(huge_block_freed_by_another_thread),
@@ -235,6 +255,7 @@ int main(void) {
       cmocka_unit_test(a_yes_no_option_is_on_for_any_value_but_zero),
       cmocka_unit_test(tcmalloc_counts_a_decay_purge),
       cmocka_unit_test(tcmalloc_takes_minus_one_as_gperftools_does),
+      cmocka_unit_test(mimalloc_refuses_stack_options_at_run_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
