@@ -34,7 +34,7 @@ CONFIGS = [
 TABLE = "jemalloc521-agreement"
 
 
-def count_agreement(lib, test, runs):
+def count_agreement(label, lib, test, runs):
     """Runs in which each configuration was equal at every checkpoint."""
     env = dict(os.environ, ALLOCSIM_JEMALLOC_521_LIB=lib,
                ALLOCSIM_JEMALLOC_521_ALL="1")
@@ -42,6 +42,11 @@ def count_agreement(lib, test, runs):
     for _ in range(runs):
         out = subprocess.run([test], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True).stdout
+        if not re.search(r"^\[ +(OK|FAILED) +\] v521_", out, re.M):
+            # a skip (not 5.2.1, not loadable) would read as 0 agreements
+            sys.exit("--column %s: %s ran no 5.2.1 configuration with %s; "
+                     "its last lines:\n%s" %
+                     (label, test, lib, "\n".join(out.splitlines()[-5:])))
         for name in ok:
             if re.search(r"^\[ +OK +\] v521_%s$" % name, out, re.M):
                 ok[name] += 1
@@ -88,8 +93,8 @@ def main():
             ap.error("--column %s: RUNS expects a positive count, got %r" %
                      (label, runs))
         columns.append((label, lib, test, int(runs)))
-    counts = [count_agreement(lib, test, runs)
-              for _, lib, test, runs in columns]
+    counts = [count_agreement(label, lib, test, runs)
+              for label, lib, test, runs in columns]
     table = markdown(columns, counts)
     print(table, end="")
     if args.doc:
