@@ -344,6 +344,7 @@ struct jemalloc_model_s {
   uint64_t os_page;   /* the simulated kernel's page */
   uint64_t large_pad; /* sz_large_pad: PAGE (cache_oblivious) */
   unsigned nsizes, nbins, npsizes, nhbins;
+  unsigned ntiny; /* classes below the quantum (sc.h SC_NTINY) */
   uint64_t index2size[JE_MAX_SIZES];
   uint64_t pind2sz[JE_MAX_PSIZES + 1];
   uint64_t small_maxclass, large_minclass, large_maxclass, lookup_maxclass;

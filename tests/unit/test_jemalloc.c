@@ -161,6 +161,46 @@ static void size_classes_and_bins_are_the_librarys(void **state) {
   sim_session_close(&s);
 }
 
+/* Each index is the first class that holds the size: checked at every
+ * size to 64 KiB and at each class of the table and its neighbours, for
+ * the page sizes jemalloc is built with (the lookups are closed forms of
+ * sz.h; the tables come from sc.c). */
+static void first_fit(const uint64_t *classes, unsigned n, unsigned i,
+                      uint64_t size) {
+  if (i == n) { /* beyond the last class */
+    assert_true(size > classes[n - 1]);
+    return;
+  }
+  assert_true(i < n);
+  assert_true(classes[i] >= size);
+  if (i > 0)
+    assert_true(classes[i - 1] < size);
+}
+
+static void size_and_page_indices_are_first_fits(void **state) {
+  (void)state;
+  static const char *specs[] = {"jemalloc:lg_page=12", "jemalloc:lg_page=14",
+                                "jemalloc:lg_page=16"};
+  for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+    sim_session_t s;
+    open_session(specs[k], NULL, &s);
+    const jemalloc_model_t *jm = je(&s);
+    for (uint64_t size = 1; size <= 65536; size++) {
+      first_fit(jm->index2size, jm->nsizes, je_size2index(jm, size), size);
+      first_fit(jm->pind2sz, jm->npsizes, je_psz2ind(jm, size), size);
+    }
+    for (unsigned i = 0; i < jm->nsizes; i++)
+      for (uint64_t size = jm->index2size[i] - 1; size <= jm->index2size[i] + 1;
+           size++)
+        first_fit(jm->index2size, jm->nsizes, je_size2index(jm, size), size);
+    for (unsigned i = 0; i < jm->npsizes; i++)
+      for (uint64_t size = jm->pind2sz[i] - 1; size <= jm->pind2sz[i] + 1;
+           size++)
+        first_fit(jm->pind2sz, jm->npsizes, je_psz2ind(jm, size), size);
+    sim_session_close(&s);
+  }
+}
+
 /* smoothstep.h:31-230 (STEP 1, 50, 100, 150, 199, 200) and ticker.c:23-32
  * in full. */
 static void decay_tables_are_upstreams(void **state) {
@@ -691,6 +731,7 @@ static void the_heap_map_accounts_for_rss(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(size_classes_and_bins_are_the_librarys),
+      cmocka_unit_test(size_and_page_indices_are_first_fits),
       cmocka_unit_test(decay_tables_are_upstreams),
       cmocka_unit_test(an_idle_process_keeps_its_dirty_pages),
       cmocka_unit_test(immediate_decay_purges_at_the_free),
