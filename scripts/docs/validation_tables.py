@@ -60,7 +60,7 @@ class Allocsim:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
         self.scratch = tempfile.TemporaryDirectory(prefix="allocsim-tables.")
         self.reference = os.path.join(root, "data", "reference.db")
-        self._published_db = None
+        self._scratch_dbs = {}
         self._compared = {}
         self.defaults = {}
 
@@ -91,20 +91,27 @@ class Allocsim:
         futures = [self.compare_future(r, db, *extra) for r in runs]
         return [f.result() for f in futures]
 
-    def published_db(self):
-        """A scratch store holding every data/published/*.trace, recorded
-        in sorted order; returns (db, {file stem: run id})."""
-        if self._published_db is None:
-            db = os.path.join(self.scratch.name, "published.db")
+    def scratch_db(self, name, pattern, keep=lambda meta: True):
+        """A scratch store holding the measured-run files that match
+        pattern (under the root) and keep, recorded in sorted order;
+        returns (db, {file stem: run id}).  Made once per name."""
+        if name not in self._scratch_dbs:
+            db = os.path.join(self.scratch.name, name + ".db")
             runs = {}
-            for path in sorted(glob.glob(os.path.join(
-                    self.root, "data", "published", "*.trace"))):
-                if "model" not in provenance(path):
-                    continue  # a row no allocsim model stands for yet
+            for path in sorted(glob.glob(os.path.join(self.root, pattern))):
+                if not keep(provenance(path)):
+                    continue
                 out = self.json("record", path, "--db", db, "--json")
                 runs[os.path.basename(path)[:-len(".trace")]] = out["run"]
-            self._published_db = (db, runs)
-        return self._published_db
+            self._scratch_dbs[name] = (db, runs)
+        return self._scratch_dbs[name]
+
+    def published_db(self):
+        """Every data/published/*.trace that names a model (a row no
+        allocsim model stands for yet has none): (db, {stem: run id})."""
+        return self.scratch_db("published",
+                               os.path.join("data", "published", "*.trace"),
+                               lambda meta: "model" in meta)
 
 
 def provenance(path):
@@ -123,6 +130,12 @@ def provenance(path):
 
 def published_marks(path):
     """[(label, MiB)] of a published-figure file, in order."""
+    return measured_marks(path, lambda v: int(v[:-len("MiB")]))
+
+
+def measured_marks(path, value=int):
+    """[(label, value(rss field))] of a measured-run file's marks, in
+    order: bytes, or what value makes of the field."""
     marks, label = [], None
     with open(path) as f:
         for line in f:
@@ -130,7 +143,7 @@ def published_marks(path):
             if len(w) >= 4 and w[2] == "mark":
                 label = w[3]
             elif len(w) >= 4 and w[2] == "rss" and label is not None:
-                marks.append((label, int(w[3][:-len("MiB")])))
+                marks.append((label, value(w[3])))
     return marks
 
 
@@ -325,6 +338,66 @@ def t_measured_webworker(ctx):
     return table(["setup", "mark", "measured MiB", "predicted MiB",
                   "error MiB", "error % of peak", "max over repeats"],
                  variant_rows(ctx, WEBWORKER_VARIANTS), "llrrrrr")
+
+
+# Runs that change the webworker study's setup one part at a time on this
+# machine (docs/webworker.md): data/measured/webworker-probe-*.trace, made
+# by scripts/measure/webworker.py under each CPython, with glibc 2.41
+# through Debian 13's loader and MALLOC_ARENA_MAX=32 for the study's 4
+# vCPUs.  The workload models the requests of CPython 3.11 and 3.14 only.
+PROBE_MODELLED = ("3.11", "3.14")
+PROBE_MARKS = ("under_load", "after_idle", "after_trim")
+
+
+def probe_arenas(meta):
+    m = re.search(r"MALLOC_ARENA_MAX=(\d+)", meta.get("malloc_env", ""))
+    if m:
+        return m.group(1)
+    cpus = int(re.search(r"(\d+) cpus", meta["machine"]).group(1))
+    return "%d (8 × %d CPUs)" % (8 * cpus, cpus)
+
+
+def probe_row(meta, cmp):
+    """Setup, then each mark: measured MiB, and when the run was replayed
+    "→ predicted (error % of peak)"."""
+    wl = meta["workload"]
+    threads = re.search(r"--threads (\d+)", wl).group(1)
+    marks = {m["label"]: m for m in cmp["marks"]}
+    cells = []
+    for k in PROBE_MARKS:
+        cell = "%.1f" % (marks[k]["measured_rss_bytes"] / MIB)
+        pred = marks[k].get("predicted_rss_bytes")
+        if pred is not None:
+            cell += " → %.1f (%s)" % (pred / MIB,
+                                      pct(marks[k]["error_pct_of_peak"]))
+        cells.append(cell)
+    return [meta["python"], meta["glibc"].replace("glibc-", ""), threads,
+            probe_arenas(meta)] + cells
+
+
+def t_webworker_probes(ctx):
+    db, runs = ctx.scratch_db(
+        "probes", os.path.join("data", "measured", "webworker-probe-*.trace"))
+    stems = sorted(runs)
+    metas = [provenance(os.path.join(ctx.root, "data", "measured",
+                                     s + ".trace")) for s in stems]
+    modelled = [re.search(r"--python (\S+)", m["workload"]).group(1)
+                in PROBE_MODELLED for m in metas]
+    futures = [ctx.compare_future(runs[s], db, "--layouts", "1")
+               if ok else None for s, ok in zip(stems, modelled)]
+    rows = []
+    for s, meta, f in zip(stems, metas, futures):
+        if f is not None:
+            rows.append(probe_row(meta, f.result()))
+        else:  # no workload to replay: the measured marks alone
+            rows.append(probe_row(meta, {"marks": [
+                {"label": label, "measured_rss_bytes": rss}
+                for label, rss in measured_marks(
+                    os.path.join(ctx.root, "data", "measured",
+                                 s + ".trace"))]}))
+    return table(["CPython", "glibc", "threads", "arena limit",
+                  "under load MiB", "after shrink + 12 s idle MiB",
+                  "after malloc_trim(0) MiB"], rows, "llrlrrr")
 
 
 # gperftools tcmalloc and musl mallocng (docs/models/tcmalloc.md, musl.md):
@@ -1577,6 +1650,7 @@ TABLES = {
     "capture-programs": t_capture_programs,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
+    "webworker-probes": t_webworker_probes,
     "measured-tcmalloc": t_measured_tcmalloc,
     "measured-musl": t_measured_musl,
     "measured-survivors": t_measured_survivors,

@@ -265,6 +265,8 @@ def main():
         ("page_size", str(os.sysconf("SC_PAGE_SIZE"))),
         ("python", platform.python_version()),
         ("glibc", "-".join(platform.libc_ver())),
+        # the glibc model's version knob reads it (models/glibc.c)
+        ("glibc_version", platform.libc_ver()[1]),
         ("malloc_env", env if env else "(none)"),
         ("thp", open("/sys/kernel/mm/transparent_hugepage/enabled")
          .read().strip()),
