@@ -266,6 +266,12 @@ static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
       jm->pind2sz[jm->npsizes++] = sz;
     }
   }
+  /* the most regions of a slab: PAGE / 8 for the 8-byte bin (bitmap.h
+   * SC_SLAB_MAXREGS), 512 with 4 KiB pages, 8192 with 64 KiB */
+  uint32_t most = 0;
+  for (unsigned b = 0; b < jm->nbins; b++)
+    most = jm->bin_nregs[b] > most ? jm->bin_nregs[b] : most;
+  jm->slab_words = (most + 63) / 64;
   jm->small_maxclass = jm->index2size[jm->nbins - 1];
   jm->large_minclass = page << JE_LG_NGROUP;
   jm->large_maxclass = jm->index2size[n - 1];
@@ -596,15 +602,28 @@ static as_status_t thread_of(jemalloc_model_t *jm, uint32_t tid, bool minimal,
 
 /* ---- Slabs and bins (src/arena.c) ---------------------------------------- */
 
+/* Where object o starts: its region of a slab, or its large extent's
+ * start past the cache-oblivious offset. */
+static uint64_t obj_addr(const jemalloc_model_t *jm, const je_obj_t *o) {
+  const je_ext_t *x = E(jm, o->ext);
+  return x->slab ? x->addr + (uint64_t)o->reg * jm->index2size[o->szind]
+                 : x->addr + x->offset;
+}
+
+/* Slab record s's region bitmap (bit set = region free). */
+static uint64_t *slab_row(const jemalloc_model_t *jm, uint32_t s) {
+  return jm->slab_bits + (size_t)s * jm->slab_words;
+}
+
 static uint64_t *slab_bits(jemalloc_model_t *jm, uint32_t e) {
-  return jm->slab_bits[E(jm, e)->slab];
+  return slab_row(jm, E(jm, e)->slab);
 }
 
 static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
                                  unsigned binind, as_err_t *err) {
   uint32_t s = jm->slab_free;
   if (s != 0) {
-    jm->slab_free = (uint32_t)jm->slab_bits[s][0];
+    jm->slab_free = (uint32_t)slab_row(jm, s)[0];
   } else {
     if (jm->next_slab == UINT32_MAX ||
         !sim_idtable_reach(&jm->slab_tab, jm->next_slab))
@@ -612,12 +631,13 @@ static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
     s = jm->next_slab++;
   }
   /* bitmap_init (bitmap.c), all free: bit set = region free */
-  uint32_t nregs = jm->bin_nregs[binind];
-  for (unsigned w = 0; w < JE_SLAB_WORDS; w++) {
+  uint32_t  nregs = jm->bin_nregs[binind];
+  uint64_t *bits = slab_row(jm, s);
+  for (unsigned w = 0; w < jm->slab_words; w++) {
     uint32_t lo = w * 64;
-    jm->slab_bits[s][w] = nregs >= lo + 64 ? ~UINT64_C(0)
-                          : nregs > lo     ? (UINT64_C(1) << (nregs - lo)) - 1
-                                           : 0;
+    bits[w] = nregs >= lo + 64 ? ~UINT64_C(0)
+              : nregs > lo     ? (UINT64_C(1) << (nregs - lo)) - 1
+                               : 0;
   }
   je_ext_t *x = E(jm, e);
   x->slab = s;
@@ -628,7 +648,7 @@ static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
 
 static void slab_data_free(jemalloc_model_t *jm, uint32_t e) {
   uint32_t s = E(jm, e)->slab;
-  jm->slab_bits[s][0] = jm->slab_free;
+  slab_row(jm, s)[0] = jm->slab_free;
   jm->slab_free = s;
   E(jm, e)->slab = 0;
 }
@@ -781,14 +801,21 @@ static as_status_t a0_malloc(jemalloc_model_t *jm, uint64_t size, je_obj_t *o,
                size, err);
 }
 
+/* An internal region back to its slab, the slab back to the arena if it
+ * empties (arena_dalloc_bin), no tick. */
+static as_status_t region_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
+                                 as_err_t *err) {
+  bool        empty;
+  je_arena_t *a = jm->arenas[E(jm, o->ext)->arena];
+  a->internal -= jm->index2size[o->szind];
+  as_status_t rc = bin_dalloc_step(jm, a, o->ext, o->reg, &empty, err);
+  return rc == AS_OK && empty ? slab_dalloc(jm, o->ext, err) : rc;
+}
+
 /* a0dalloc (5.2.1 src/jemalloc.c:245-258): back to its slab, no tick. */
 static as_status_t a0_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
                              as_err_t *err) {
-  bool empty;
-  jm->arenas[0]->internal -= jm->index2size[o->szind];
-  as_status_t rc =
-      bin_dalloc_step(jm, jm->arenas[0], o->ext, o->reg, &empty, err);
-  return rc == AS_OK && empty ? slab_dalloc(jm, o->ext, err) : rc;
+  return region_dalloc(jm, o, err);
 }
 
 /* arenas_tdata_cleanup (5.2.1 src/jemalloc.c:633-644). */
@@ -874,8 +901,8 @@ static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
     return AS_OK;
   /* 5.3.0 puts a junk word first; 5.2.1 (src/tcache.c:422-438) does not,
    * and its stack sits at the cache-oblivious offset */
-  const je_ext_t *x = E(jm, th->tcache_ext);
-  uint64_t empty = jm->version == JE_V521 ? x->addr + x->offset : x->addr + 8;
+  uint64_t empty =
+      obj_addr(jm, &th->tcache_stack) + (jm->version == JE_V521 ? 0 : 8);
   for (unsigned k = 0; k <= i; k++)
     empty += (uint64_t)th->cbins[k].max * 8;
   as_status_t rc = touch(jm, empty - (uint64_t)cb->n * 8,
@@ -888,6 +915,51 @@ static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
                                 je_arena_t *a, uint64_t usize,
                                 uint64_t alignment, bool zero, bool internal,
                                 uint32_t *out, as_err_t *err);
+static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                uint32_t e, bool internal, as_err_t *err);
+
+/* ipallocztm of usize at alignment, zeroed and internal, from arena 0
+ * without a cache: arena_palloc (5.3.0 arena.c:1209-1235; 5.2.1 arena.c
+ * :1500-1520) takes a small region when usize is a small class whose
+ * alignment needs no special placement -- a tcache stack on 16 or 64 KiB
+ * pages is one -- and a large extent otherwise.  Either way one tick. */
+static as_status_t internal_palloc(jemalloc_model_t *jm, je_thread_t *th,
+                                   uint64_t usize, uint64_t alignment,
+                                   je_obj_t *o, as_err_t *err) {
+  je_arena_t *a = jm->arenas[0];
+  if (usize > jm->small_maxclass ||
+      (alignment > jm->page ||
+       (alignment == jm->page && usize % jm->page != 0))) {
+    *o = (je_obj_t){.szind = (uint8_t)je_size2index(jm, usize)};
+    return large_palloc(jm, th, a, usize, alignment, true, true, &o->ext, err);
+  }
+  unsigned    binind = je_size2index(jm, usize);
+  uint64_t    item;
+  as_status_t rc = bin_malloc(jm, th, a, binind, &item, err);
+  if (rc != AS_OK)
+    return rc;
+  *o = (je_obj_t){.ext = (uint32_t)(item >> 16),
+                  .reg = (uint16_t)(item & 0xFFFF),
+                  .szind = (uint8_t)binind};
+  a->internal += jm->index2size[binind];
+  /* arena_malloc_small's zero: the region is memset (arena.c) */
+  return touch(jm, obj_addr(jm, o), jm->index2size[binind], err);
+}
+
+static as_status_t region_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
+                                 as_err_t *err);
+
+/* idalloctm of what internal_palloc gave, without a cache: a large extent
+ * back to its arena, or the region to its slab (arena_dalloc_small); one
+ * tick. */
+static as_status_t internal_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                   const je_obj_t *o, as_err_t *err) {
+  if (E(jm, o->ext)->slab == 0)
+    return large_dalloc(jm, th, o->ext, true, err);
+  je_arena_t *a = jm->arenas[E(jm, o->ext)->arena];
+  as_status_t rc = region_dalloc(jm, o, err);
+  return rc == AS_OK ? decay_ticks(jm, th, a, 1, err) : rc;
+}
 
 static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
                                as_err_t *err) {
@@ -909,19 +981,16 @@ static as_status_t tcache_init(jemalloc_model_t *jm, je_thread_t *th,
    * zeroed, internal, from arena 0 */
   uint64_t    align = jm->tcache_stack_align;
   uint64_t    usize = sa2u(jm, jm->tcache_stack_bytes, align);
-  as_status_t rc = large_palloc(jm, th, jm->arenas[0], usize, align, true, true,
-                                &th->tcache_ext, err);
+  as_status_t rc =
+      internal_palloc(jm, th, usize, align, &th->tcache_stack, err);
   if (rc != AS_OK || jm->version == JE_V521)
     return rc;
   /* the junk words at both ends (cache_bin.c:35-60), not in 5.2.1 */
-  uint64_t base = E(jm, th->tcache_ext)->addr;
+  uint64_t base = obj_addr(jm, &th->tcache_stack);
   if ((rc = touch(jm, base, 8, err)) != AS_OK)
     return rc;
   return touch(jm, base + jm->tcache_stack_bytes - 8, 8, err);
 }
-
-static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
-                                uint32_t e, bool internal, as_err_t *err);
 
 /* tcache_bin_flush_impl (tcache.c:309-503) for the oldest n items of bin i
  * (slots [0, n), handed over newest first): passes by owning arena; small
@@ -1183,12 +1252,6 @@ static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
   if (id >= SIM_IDTABLE_MAX_IDS)
     return as_err_set(err, AS_EINVAL, "jemalloc: object id above 2^32");
   return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
-}
-
-static uint64_t obj_addr(const jemalloc_model_t *jm, const je_obj_t *o) {
-  const je_ext_t *x = E(jm, o->ext);
-  return x->slab ? x->addr + (uint64_t)o->reg * jm->index2size[o->szind]
-                 : x->addr + x->offset;
 }
 
 /* Allocates usize for th: arena_malloc (arena_inlines_b.h:145-163) for
@@ -1475,7 +1538,7 @@ static as_status_t thread_exit(jemalloc_model_t *jm, je_thread_t *th,
   if (rc == AS_OK && th->cbins != NULL) {
     rc = tcache_flush_all(jm, th, err);
     if (rc == AS_OK)
-      rc = large_dalloc(jm, th, th->tcache_ext, true, err);
+      rc = internal_dalloc(jm, th, &th->tcache_stack, err);
     if (rc == AS_OK)
       rc = je_arena_decay(jm, jm->arenas[0], false, false, err);
     /* the cache's arena: arena 0 if the thread never bound one */
@@ -1726,9 +1789,9 @@ static const model_mechanism_t jemalloc_mechanisms[] = {
 typedef struct je_walk_s je_walk_t;
 struct je_walk_s {
   const jemalloc_model_t *jm;
-  uint64_t (*cached)[JE_SLAB_WORDS]; /* per slab record: region cached */
-  uint8_t        *flag;              /* per extent: WALK_CACHED / _INTERNAL */
-  uint64_t       *order;             /* live extent ids sorted by address */
+  uint64_t       *cached; /* per slab record, as slab_row: region cached */
+  uint8_t        *flag;   /* per extent: WALK_CACHED / _INTERNAL */
+  uint64_t       *order;  /* live extent ids sorted by address */
   size_t          n;
   model_region_fn fn;
   void           *user;
@@ -1748,9 +1811,10 @@ typedef enum { REG_FREE, REG_CACHED, REG_LIVE } reg_class_t;
 static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
                              unsigned r) {
   uint64_t bit = UINT64_C(1) << (r % 64);
-  if (w->jm->slab_bits[x->slab][r / 64] & bit)
+  size_t   word = (size_t)x->slab * w->jm->slab_words + r / 64;
+  if (w->jm->slab_bits[word] & bit)
     return REG_FREE; /* bit set = region free */
-  return w->cached[x->slab][r / 64] & bit ? REG_CACHED : REG_LIVE;
+  return w->cached[word] & bit ? REG_CACHED : REG_LIVE;
 }
 
 /* A slab's regions as runs of one class each, then its unused tail. */
@@ -1916,7 +1980,8 @@ static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
                                  void *user, as_err_t *err) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
   je_walk_t               w = {.jm = jm, .fn = fn, .user = user};
-  w.cached = calloc(jm->next_slab + 1, sizeof *w.cached);
+  w.cached =
+      calloc((size_t)(jm->next_slab + 1) * jm->slab_words, sizeof *w.cached);
   w.flag = calloc(jm->next_ext + 1, 1);
   w.order = malloc(((size_t)jm->next_ext + 1) * sizeof *w.order);
   as_status_t rc = AS_OK;
@@ -1926,14 +1991,17 @@ static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
     const je_thread_t *th = &jm->threads[t];
     if (th->cbins == NULL)
       continue;
-    w.flag[th->tcache_ext] |= WALK_INTERNAL;
+    /* a stack in a small region shows as a live region of its slab */
+    if (E(jm, th->tcache_stack.ext)->slab == 0)
+      w.flag[th->tcache_stack.ext] |= WALK_INTERNAL;
     for (unsigned i = 0; i < jm->nhbins; i++)
       for (unsigned k = 0; k < th->cbins[i].n; k++) {
         uint64_t item = th->cbins[i].slot[k];
         uint32_t e = (uint32_t)(item >> 16);
         unsigned r = (unsigned)(item & 0xffff);
         if (i < jm->nbins)
-          w.cached[E(jm, e)->slab][r / 64] |= UINT64_C(1) << (r % 64);
+          w.cached[(size_t)E(jm, e)->slab * jm->slab_words + r / 64] |=
+              UINT64_C(1) << (r % 64);
         else
           w.flag[e] |= WALK_CACHED;
       }
@@ -2141,6 +2209,20 @@ static as_status_t geometry_init(jemalloc_model_t *jm, as_err_t *err) {
     jm->oversize_threshold = jm->large_maxclass + jm->page;
   jm->narenas_total = jm->narenas_auto + (jm->huge_enabled ? 1 : 0);
   jm->huge_ind = jm->narenas_auto;
+  /* 5.2.1's per-thread tickers, a0malloc'ed (tdata_get), are modelled as
+   * the small region they are up to this many arenas.  Past it a0malloc
+   * makes a large extent placed from arena 0's own prng, seeded with the
+   * arena's address (5.2.1 extent_inlines.h:216-240, arena.c:1997), which
+   * the model does not follow: refused, not run wrong. */
+  uint64_t tdata_max = jm->small_maxclass / JE_521_SIZEOF_TDATA;
+  if (jm->version == JE_V521 && jm->narenas_total > tdata_max)
+    return as_err_set(err, AS_EINVAL,
+                      "jemalloc: version=5.2.1 with %" PRIu32
+                      " arenas: the model follows 5.2.1's per-thread decay "
+                      "tickers for at most %" PRIu64 " arenas (narenas at "
+                      "most %" PRIu64 " with %" PRIu64 "-byte pages)",
+                      jm->narenas_total, tdata_max,
+                      tdata_max - (jm->huge_enabled ? 1 : 0), jm->page);
   return AS_OK;
 }
 
@@ -2168,7 +2250,8 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK &&
       (sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK ||
        sim_idtable_init(&jm->ext_tab, sizeof *jm->ext) != AS_OK ||
-       sim_idtable_init(&jm->slab_tab, sizeof *jm->slab_bits) != AS_OK))
+       sim_idtable_init(&jm->slab_tab,
+                        jm->slab_words * sizeof *jm->slab_bits) != AS_OK))
     rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for tables");
   jm->objs = sim_idtable_base(&jm->obj_tab);
   jm->ext = sim_idtable_base(&jm->ext_tab);

@@ -36,7 +36,6 @@
 #define JE_MAX_SIZES   256 /* 232 size classes with 4 KiB pages (sc.h) */
 #define JE_MAX_BINS    64  /* 36 bins with 4 KiB pages */
 #define JE_MAX_PSIZES  256 /* 199 page-size classes with 4 KiB pages */
-#define JE_SLAB_WORDS  8   /* region bitmap words: nregs <= 512 */
 #define JE_NSTEPS      200 /* smoothstep.h:27 SMOOTHSTEP_NSTEPS */
 #define JE_BFP         24  /* smoothstep.h:28 SMOOTHSTEP_BFP */
 #define JE_NONE        0u  /* extent id 0: no extent */
@@ -273,13 +272,14 @@ struct je_thread_s {
   bool       exited;
   bool       bound; /* arena chosen (arena_choose_hard) */
   uint32_t   arena, iarena;
-  je_cbin_t *cbins;      /* nhbins, NULL until the tcache exists */
-  uint32_t   tcache_ext; /* the stack allocation's extent in arena 0 */
-  uint32_t   next_gc_bin;
-  uint64_t   alloc_bytes, alloc_last; /* thread_allocated, last event */
-  uint64_t   dalloc_bytes, dalloc_last;
-  uint64_t   prng; /* tsd prng_state (tsd.c:222-232) */
-  int32_t    tick; /* tsd arena_decay_ticker (ticker_geom_t) */
+  je_cbin_t *cbins;        /* nhbins, NULL until the tcache exists */
+  je_obj_t   tcache_stack; /* the stack's allocation in arena 0: a large
+                              extent, or a small region (big pages) */
+  uint32_t next_gc_bin;
+  uint64_t alloc_bytes, alloc_last; /* thread_allocated, last event */
+  uint64_t dalloc_bytes, dalloc_last;
+  uint64_t prng; /* tsd prng_state (tsd.c:222-232) */
+  int32_t  tick; /* tsd arena_decay_ticker (ticker_geom_t) */
   /* 5.2.1 only: the tcache's gc_ticker, and arenas_tdata -- one decay
    * countdown per arena, in a0malloc'ed memory (tdata, a small internal
    * region of arena 0) -- which tdata_bypass forbids (a thread that was
@@ -369,8 +369,9 @@ struct jemalloc_model_s {
   sim_idtable_t ext_tab; /* extent pool, [0] unused; never moved */
   je_ext_t     *ext;     /* ext_tab's base */
   uint32_t      next_ext, ext_free;
-  sim_idtable_t slab_tab; /* slab bitmaps, [0] unused; never moved */
-  uint64_t (*slab_bits)[JE_SLAB_WORDS]; /* slab_tab's base */
+  sim_idtable_t slab_tab;   /* slab bitmaps, [0] unused; never moved */
+  uint64_t     *slab_bits;  /* slab_tab's base: slab_words words a slab */
+  unsigned      slab_words; /* the most regions of a slab / 64, rounded up */
   uint32_t      next_slab, slab_free;
   je_emap_t     emap;
   je_obj_t     *objs;      /* by object id: obj_tab's base */

@@ -18,6 +18,11 @@
  *    a double, so a program may pass -1 (SIZE_MAX: for heap_limit_mb an
  *    int64 flag that reads negative, no limit; for release_rate, releasing
  *    off).  The tcmalloc model refused a negative value and failed the run.
+ * 5. jemalloc 5.2.1 a0mallocs each thread's decay tickers, 8 bytes per
+ *    arena.  With more than 1791 arenas on 4 KiB pages the array is a
+ *    large allocation, which the model took as a small bin's index: a read
+ *    past the bins (ASan).  Not a trace the model once refused, but a
+ *    configuration it now refuses by name; up to the limit it runs.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -248,6 +253,34 @@ static void mimalloc_refuses_stack_options_at_run_time(void **state) {
   }
 }
 
+static void
+jemalloc_521_tickers_past_the_small_classes_are_refused(void **state) {
+  (void)state;
+  const trace_event_t events[] = {
+      {.t_ns = 0, .op = TRACE_THREAD_START, .thread = 1},
+      {.t_ns = 10, .op = TRACE_MALLOC, .id = 0, .size = 100, .thread = 1},
+      EV_FREE(20, 0),
+      EV_MARK(30, "end"),
+  };
+  size_t           n = sizeof events / sizeof *events;
+  sim_run_result_t res;
+  as_err_t         err = {0};
+  /* 1792 arenas: 14,336 bytes of tickers, the largest small class */
+  assert_int_equal(replay_status("jemalloc:version=5.2.1,narenas=1791", false,
+                                 events, n, &res, &err),
+                   AS_OK);
+  /* 64 KiB pages: small classes up to 224 KiB hold the most arenas */
+  assert_int_equal(replay_status("jemalloc:version=5.2.1,narenas=4094,"
+                                 "lg_page=16",
+                                 false, events, n, &res, &err),
+                   AS_OK);
+  sim_session_t s;
+  assert_int_equal(sim_session_open("jemalloc:version=5.2.1,narenas=1792", NULL,
+                                    NULL, &s, &err),
+                   AS_EUSAGE);
+  assert_non_null(strstr(err.msg, "at most 1792 arenas"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(huge_block_freed_by_another_thread),
@@ -256,6 +289,7 @@ int main(void) {
       cmocka_unit_test(tcmalloc_counts_a_decay_purge),
       cmocka_unit_test(tcmalloc_takes_minus_one_as_gperftools_does),
       cmocka_unit_test(mimalloc_refuses_stack_options_at_run_time),
+      cmocka_unit_test(jemalloc_521_tickers_past_the_small_classes_are_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
  * mallctl does not expose.  tests/validation/test_jemalloc_differential.c
  * checks the model call for call against the library itself.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,6 +198,55 @@ static void size_and_page_indices_are_first_fits(void **state) {
       for (uint64_t size = jm->pind2sz[i] - 1; size <= jm->pind2sz[i] + 1;
            size++)
         first_fit(jm->pind2sz, jm->npsizes, je_psz2ind(jm, size), size);
+    sim_session_close(&s);
+  }
+}
+
+static int by_value(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* With 16 and 64 KiB pages a slab of the 8-byte bin has 2,048 and 8,192
+ * regions (PAGE / 8), and a thread's cache stack is a small class.  The
+ * model once kept 512 region bits a slab and allocated the stack as a
+ * large extent of a size that is no page multiple: objects overlapped and
+ * RSS stayed near zero.  Every live object must lie apart from the others
+ * and written memory must be resident. */
+static void big_pages_keep_objects_apart(void **state) {
+  (void)state;
+  static const char *specs[] = {
+      "jemalloc:lg_page=12",
+      "jemalloc:lg_page=14",
+      "jemalloc:lg_page=16",
+      "jemalloc:version=5.2.1,lg_page=12",
+      "jemalloc:version=5.2.1,lg_page=14",
+      "jemalloc:version=5.2.1,lg_page=16",
+  };
+  enum { N = 12000 };
+  static uint64_t start[N];
+  for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+    sim_session_t s;
+    open_session(specs[k], NULL, &s);
+    uint64_t live = 0;
+    for (uint64_t id = 0; id < N; id++) {
+      uint64_t size = id % 2 ? 8 : 1000;
+      ev(s.model, TRACE_MALLOC, 0, id, size, id);
+      sim_addr_t a;
+      assert_true(model_locate(s.model, id, &a));
+      start[id] = (uint64_t)a << 1 | (id % 2); /* keep the size's bit */
+      live += size;
+    }
+    qsort(start, N, sizeof start[0], by_value);
+    for (size_t i = 0; i + 1 < N; i++) {
+      uint64_t end = (start[i] >> 1) + (start[i] & 1 ? 8 : 1000);
+      if (end > start[i + 1] >> 1)
+        fail_msg("%s: objects at 0x%" PRIx64 " and 0x%" PRIx64 " overlap",
+                 specs[k], start[i] >> 1, start[i + 1] >> 1);
+    }
+    assert_true(sim_kernel_rss_bytes(s.kernel) >= live);
+    as_err_t err = {0};
+    assert_int_equal(jemalloc_check_invariants(s.model, &err), AS_OK);
     sim_session_close(&s);
   }
 }
@@ -732,6 +782,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(size_classes_and_bins_are_the_librarys),
       cmocka_unit_test(size_and_page_indices_are_first_fits),
+      cmocka_unit_test(big_pages_keep_objects_apart),
       cmocka_unit_test(decay_tables_are_upstreams),
       cmocka_unit_test(an_idle_process_keeps_its_dirty_pages),
       cmocka_unit_test(immediate_decay_purges_at_the_free),
