@@ -2145,8 +2145,27 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   return AS_OK;
 }
 
+/* BITMAP_GROUPS_MAX (bitmap.h:8-144, 5.2.1 and 5.3.0 alike) for a slab's
+ * most regions, PAGE / 8 (sc.h SC_LG_SLAB_MAXREGS), or LG_CEIL(SC_NSIZES)
+ * bits if that is more: one 64-bit group per 64 bits, and over 2^9 bits a
+ * tree, each level a group per 64 groups below it, up to one group. */
+static uint64_t bitmap_groups_max(unsigned lg_page) {
+  unsigned lg_bits = lg_page - JE_LG_TINY_MIN > 8 ? lg_page - JE_LG_TINY_MIN
+                                                  : 8; /* SC_NSIZES <= 256 */
+  uint64_t level = (UINT64_C(1) << lg_bits) / 64;
+  if (lg_bits - 6 <= 3) /* no BITMAP_USE_TREE */
+    return level;
+  uint64_t groups = level;
+  while (level > 1) {
+    level = (level + 63) / 64;
+    groups += level;
+  }
+  return groups;
+}
+
 /* The sizes and layout of jemalloc's structures in the version modelled. */
 static void struct_sizes_init(jemalloc_model_t *jm) {
+  jm->sizeof_edata = JE_EDATA_HEAD + 8 * bitmap_groups_max(jm->lg_page);
   if (jm->version == JE_V521) {
     jm->sizeof_arena = JE_521_SIZEOF_ARENA;
     jm->sizeof_bin = JE_521_SIZEOF_BIN;
@@ -2160,7 +2179,7 @@ static void struct_sizes_init(jemalloc_model_t *jm) {
   jm->sizeof_arena = JE_SIZEOF_ARENA;
   jm->sizeof_bin = JE_SIZEOF_BIN;
   jm->sizeof_base = JE_SIZEOF_BASE;
-  jm->edata_align = JE_SIZEOF_EDATA; /* EDATA_ALIGNMENT */
+  jm->edata_align = JE_EDATA_ALIGNMENT;
   jm->lstats_off = JE_ARENA_LSTATS_OFF;
   jm->hpa_off = JE_ARENA_HPA_OFF;
   jm->hpa_end = JE_ARENA_HPA_END;

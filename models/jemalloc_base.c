@@ -162,9 +162,9 @@ as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err) {
   }
   /* base_alloc_edata (base.c:482-493): sizeof (edata_t) at EDATA_ALIGNMENT,
    * written by edata_init; in 5.2.1 base_alloc_extent (5.2.1 src/base.c:
-   * 469-478), the same 128 bytes at CACHELINE. */
+   * 469-478), sizeof (extent_t) at CACHELINE. */
   sim_addr_t addr;
-  return je_base_alloc(jm, &a->base, a->ind, JE_SIZEOF_EDATA, jm->edata_align,
+  return je_base_alloc(jm, &a->base, a->ind, jm->sizeof_edata, jm->edata_align,
                        true, &addr, err);
 }
 

@@ -53,13 +53,18 @@
 /* Sizes of jemalloc's own structures in Debian's build (measured with
  * sizeof on the tag configured as Debian's: --enable-prof
  * --with-lg-vaddr=48; the statistics of that build equal the .so's). */
-#define JE_SIZEOF_ARENA   78952 /* arena_t */
-#define JE_SIZEOF_BIN     224   /* bin_t, one shard per class */
-#define JE_SIZEOF_EDATA   128   /* edata_t (EDATA_ALIGNMENT 128) */
-#define JE_SIZEOF_BASE    3912  /* base_t */
-#define JE_SIZEOF_BLOCK   144   /* base_block_t */
-#define JE_SIZEOF_BG_INFO 208   /* background_thread_info_t */
-#define JE_CACHELINE      64
+#define JE_SIZEOF_ARENA 78952 /* arena_t */
+#define JE_SIZEOF_BIN   224   /* bin_t, one shard per class */
+/* edata_t (5.2.1: extent_t) is 64 bytes of fields, then a union the slab's
+ * region bitmap fills: 128 bytes with 4 KiB pages, 1,112 with 64 KiB
+ * (5.3.0 include/jemalloc/internal/edata.h:92-251, slab_data.h:8-10;
+ * 5.2.1 extent_structs.h).  je_sizeof_edata computes it per page size. */
+#define JE_EDATA_HEAD      64
+#define JE_EDATA_ALIGNMENT 128  /* 5.3.0 edata.h:20 */
+#define JE_SIZEOF_BASE     3912 /* base_t */
+#define JE_SIZEOF_BLOCK    144  /* base_block_t */
+#define JE_SIZEOF_BG_INFO  208  /* background_thread_info_t */
+#define JE_CACHELINE       64
 /* The parts of arena_t that arena_new (arena.c:1599-1708) leaves as
  * base_alloc gave them, demand-zero: stats.lstats, the per-large-class
  * counters ("Memory is zeroed, so there is no need to clear stats",
@@ -356,6 +361,7 @@ struct jemalloc_model_s {
   uint64_t tcache_stack_align;        /* its allocation's alignment */
   /* Structure sizes of the version modelled (JE_SIZEOF_*, JE_521_*). */
   uint64_t sizeof_arena, sizeof_bin, sizeof_base, edata_align;
+  uint64_t sizeof_edata;
   uint64_t lstats_off, hpa_off, hpa_end; /* arena_t parts left unwritten */
   uint64_t h_steps[JE_NSTEPS];           /* smoothstep.h */
   uint8_t  ticker_table[64];             /* ticker.c:23-32 */

@@ -31,7 +31,9 @@
  * here; tests/unit/test_jemalloc.c checks the curve.
  *
  * Versions: each configuration runs against jemalloc 5.3.0, the system's
- * libjemalloc.so.2 (Debian 12), and against 5.2.1 (a build of upstream
+ * libjemalloc.so.2 (Debian 12); against 5.3.0 with 64 KiB pages (a build
+ * of the tag with --with-lg-page=16) that ALLOCSIM_JEMALLOC_530_LG16_LIB
+ * names, the model with lg_page=16; and against 5.2.1 (a build of upstream
  * tag 5.2.1 as docs/models/jemalloc.md says, or Ubuntu 22.04's
  * libjemalloc2), the library ALLOCSIM_JEMALLOC_521_LIB names.  The child
  * checks mallctl("version") and the test skips, saying why, when the
@@ -369,6 +371,20 @@ static void worker_run(worker_t *w, const gop_t *o) {
 
 /* Whether the loaded library is jemalloc `want`: mallctl("version") reads
  * "<tag>-<commits>-g<sha>" (configure.ac's VERSION). */
+/* False, saying so, unless the library's page is 2^lg_page bytes. */
+static bool child_page_is(unsigned lg_page) {
+  size_t page = 0, sz = sizeof page;
+  if (je_mallctl("arenas.page", (void *)&page, &sz, NULL, 0) != 0)
+    return false;
+  if (page == (size_t)1 << lg_page)
+    return true;
+  char msg[160];
+  snprintf(msg, sizeof msg, "the library's page is %zu bytes, not %zu\n", page,
+           (size_t)1 << lg_page);
+  (void)!write(2, msg, strlen(msg));
+  return false;
+}
+
 static bool child_version_is(const char *want) {
   const char *v = NULL;
   size_t      sz = sizeof v;
@@ -413,8 +429,12 @@ static uint64_t library_bottom(const char *path) {
 static int diff_child(const char *spec) {
   char       *end;
   uint64_t    seed = strtoull(spec, &end, 10);
-  const char *lib = getenv(CHILD_LIB), *want = getenv(CHILD_VER);
-  void       *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  const char *lib = getenv(CHILD_LIB), *ver = getenv(CHILD_VER);
+  char        want[32]; /* CHILD_VER is VERSION@LG_PAGE */
+  unsigned    lg_page = 0;
+  if (ver == NULL || sscanf(ver, "%31[^@]@%u", want, &lg_page) != 2)
+    return SKIP_NOLIB;
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     const char *why = dlerror();
     (void)!write(2, why, strlen(why));
@@ -427,7 +447,7 @@ static int diff_child(const char *spec) {
   if (!je_mallocx || !je_rallocx || !je_dallocx || !je_mallctl)
     return SKIP_NOLIB;
   uint64_t top = library_bottom(lib);
-  if (!child_version_is(want))
+  if (!child_version_is(want) || !child_page_is(lg_page))
     return SKIP_OTHER;
   /* 5.2.1's dallocx sets up a thread's tsd fully where free sets up a
    * minimal one (5.2.1 src/jemalloc.c:2782, 3493): free it is */
@@ -490,10 +510,15 @@ typedef struct dlib_s {
   const char *version; /* the model's version option; mallctl "version" */
   const char *env;     /* variable naming the library; NULL: the system's */
   const char *system;  /* the library loaded when env is NULL */
+  unsigned    lg_page; /* configure --with-lg-page; mallctl "arenas.page" */
 } dlib_t;
 
-static const dlib_t lib_530 = {"5.3.0", NULL, "libjemalloc.so.2"};
-static const dlib_t lib_521 = {"5.2.1", "ALLOCSIM_JEMALLOC_521_LIB", NULL};
+static const dlib_t lib_530 = {"5.3.0", NULL, "libjemalloc.so.2", 12};
+static const dlib_t lib_521 = {"5.2.1", "ALLOCSIM_JEMALLOC_521_LIB", NULL, 12};
+/* 64 KiB pages, as arm64 builds use: a build of the tag with
+ * --with-lg-page=16 (docs/models/jemalloc.md) */
+static const dlib_t lib_530_lg16 = {"5.3.0", "ALLOCSIM_JEMALLOC_530_LG16_LIB",
+                                    NULL, 16};
 
 typedef struct dcfg_s {
   const char   *name;
@@ -510,7 +535,8 @@ static bool run_child(const dcfg_t *cfg, dsnap_t *snaps) {
   char conf[256], spec[64], tun[512], lib[4200], ver[64];
   snprintf(conf, sizeof conf, "MALLOC_CONF=%s", cfg->conf);
   snprintf(lib, sizeof lib, CHILD_LIB "=%s", cfg->path);
-  snprintf(ver, sizeof ver, CHILD_VER "=%s", cfg->lib->version);
+  snprintf(ver, sizeof ver, CHILD_VER "=%s@%u", cfg->lib->version,
+           cfg->lib->lg_page);
   snprintf(spec, sizeof spec, CHILD_ENV "=%" PRIu64 "%s", cfg->seed,
            cfg->no_realloc ? "n" : "");
   const char *old = getenv("GLIBC_TUNABLES");
@@ -632,8 +658,9 @@ static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t mmap_top) {
   assert_int_equal(sim_event_queue_create(&q, &err), AS_OK);
   char spec[256];
   /* dlopen'ed, jemalloc does not serve libstdc++'s startup pool */
-  snprintf(spec, sizeof spec, "jemalloc:version=%s,startup_malloc=0,%s",
-           cfg->lib->version, cfg->model);
+  snprintf(spec, sizeof spec,
+           "jemalloc:version=%s,lg_page=%u,startup_malloc=0,%s",
+           cfg->lib->version, cfg->lib->lg_page, cfg->model);
   model_ctx_t ctx = {.kernel = k, .timers = q};
   model_t    *m;
   if (model_create_from_spec(spec, &ctx, &m, &err) != AS_OK)
@@ -776,7 +803,8 @@ static void compare(const dcfg_t *cfg, const dsnap_t *real,
 static void run_config(dcfg_t cfg, const dlib_t *lib) {
   static dsnap_t real[NSNAP], model[NSNAP];
   char           name[64];
-  snprintf(name, sizeof name, "%s %s", lib->version, cfg.name);
+  snprintf(name, sizeof name, "%s%s %s", lib->version,
+           lib->lg_page == 16 ? " (64 KiB pages)" : "", cfg.name);
   cfg.name = name;
   cfg.lib = lib;
   cfg.path = lib->system;
@@ -882,6 +910,37 @@ static void one_arena_small_tcache(void **state) {
   run_config(cfg_one_arena, &lib_530);
 }
 
+/* The same configurations on 64 KiB pages. */
+static void lg16_decay_slow(void **state) {
+  (void)state;
+  run_config(cfg_decay_slow, &lib_530_lg16);
+}
+
+static void lg16_decay_0(void **state) {
+  (void)state;
+  run_config(cfg_decay_0, &lib_530_lg16);
+}
+
+static void lg16_decay_never(void **state) {
+  (void)state;
+  run_config(cfg_decay_never, &lib_530_lg16);
+}
+
+static void lg16_no_retain(void **state) {
+  (void)state;
+  run_config(cfg_no_retain, &lib_530_lg16);
+}
+
+static void lg16_no_tcache(void **state) {
+  (void)state;
+  run_config(cfg_no_tcache, &lib_530_lg16);
+}
+
+static void lg16_one_arena_small_tcache(void **state) {
+  (void)state;
+  run_config(cfg_one_arena, &lib_530_lg16);
+}
+
 /* 5.2.1: only the configuration without retained mappings is asserted.
  * The others merge extents across neighbouring mappings, which depends on
  * where the kernel puts them: against Ubuntu 22.04's libjemalloc2
@@ -936,6 +995,12 @@ int main(void) {
       cmocka_unit_test(no_retain),
       cmocka_unit_test(no_tcache),
       cmocka_unit_test(one_arena_small_tcache),
+      cmocka_unit_test(lg16_decay_slow),
+      cmocka_unit_test(lg16_decay_0),
+      cmocka_unit_test(lg16_decay_never),
+      cmocka_unit_test(lg16_no_retain),
+      cmocka_unit_test(lg16_no_tcache),
+      cmocka_unit_test(lg16_one_arena_small_tcache),
       cmocka_unit_test(v521_no_retain),
       cmocka_unit_test(v521_decay_slow),
       cmocka_unit_test(v521_decay_0),
