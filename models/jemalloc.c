@@ -802,7 +802,8 @@ static as_status_t a0_malloc(jemalloc_model_t *jm, uint64_t size, je_obj_t *o,
 }
 
 /* An internal region back to its slab, the slab back to the arena if it
- * empties (arena_dalloc_bin), no tick. */
+ * empties (arena_dalloc_bin), no tick: also a0dalloc (5.2.1
+ * src/jemalloc.c:245-258). */
 static as_status_t region_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
                                  as_err_t *err) {
   bool        empty;
@@ -810,12 +811,6 @@ static as_status_t region_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
   a->internal -= jm->index2size[o->szind];
   as_status_t rc = bin_dalloc_step(jm, a, o->ext, o->reg, &empty, err);
   return rc == AS_OK && empty ? slab_dalloc(jm, o->ext, err) : rc;
-}
-
-/* a0dalloc (5.2.1 src/jemalloc.c:245-258): back to its slab, no tick. */
-static as_status_t a0_dalloc(jemalloc_model_t *jm, const je_obj_t *o,
-                             as_err_t *err) {
-  return region_dalloc(jm, o, err);
 }
 
 /* arenas_tdata_cleanup (5.2.1 src/jemalloc.c:633-644). */
@@ -828,7 +823,7 @@ static as_status_t tdata_free(jemalloc_model_t *jm, je_thread_t *th,
   free(th->dtick);
   th->dtick = NULL;
   th->ndtick = 0;
-  return a0_dalloc(jm, &old, err);
+  return region_dalloc(jm, &old, err);
 }
 
 /* arena_tdata_get_hard (5.2.1 src/jemalloc.c:421-495): the thread's
@@ -920,16 +915,15 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 
 /* ipallocztm of usize at alignment, zeroed and internal, from arena 0
  * without a cache: arena_palloc (5.3.0 arena.c:1209-1235; 5.2.1 arena.c
- * :1500-1520) takes a small region when usize is a small class whose
+ * :1532-1550) takes a small region when usize is a small class whose
  * alignment needs no special placement -- a tcache stack on 16 or 64 KiB
  * pages is one -- and a large extent otherwise.  Either way one tick. */
 static as_status_t internal_palloc(jemalloc_model_t *jm, je_thread_t *th,
                                    uint64_t usize, uint64_t alignment,
                                    je_obj_t *o, as_err_t *err) {
   je_arena_t *a = jm->arenas[0];
-  if (usize > jm->small_maxclass ||
-      (alignment > jm->page ||
-       (alignment == jm->page && usize % jm->page != 0))) {
+  if (usize > jm->small_maxclass || alignment > jm->page ||
+      (alignment == jm->page && usize % jm->page != 0)) {
     *o = (je_obj_t){.szind = (uint8_t)je_size2index(jm, usize)};
     return large_palloc(jm, th, a, usize, alignment, true, true, &o->ext, err);
   }

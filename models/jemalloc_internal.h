@@ -57,8 +57,9 @@
 #define JE_SIZEOF_BIN   224   /* bin_t, one shard per class */
 /* edata_t (5.2.1: extent_t) is 64 bytes of fields, then a union the slab's
  * region bitmap fills: 128 bytes with 4 KiB pages, 1,112 with 64 KiB
- * (5.3.0 include/jemalloc/internal/edata.h:92-251, slab_data.h:8-10;
- * 5.2.1 extent_structs.h).  je_sizeof_edata computes it per page size. */
+ * (5.3.0 include/jemalloc/internal/edata.h:92-251, slab_data.h:9; 5.2.1
+ * extent_structs.h:20-183).  struct_sizes_init computes it per page size
+ * (bitmap_groups_max). */
 #define JE_EDATA_HEAD      64
 #define JE_EDATA_ALIGNMENT 128  /* 5.3.0 edata.h:20 */
 #define JE_SIZEOF_BASE     3912 /* base_t */

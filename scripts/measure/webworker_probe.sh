@@ -24,6 +24,15 @@ if [ $# -ne 5 ]; then
   exit 2
 fi
 python=$1 root=$2 threads=$3 arenas=$4 run=$5
+number() { # NAME VALUE: a positive integer, else a one-line error
+  case $2 in
+    '' | *[!0-9]* | 0*) echo "webworker_probe.sh: $1: expected a positive" \
+      "integer, got '$2'" >&2; exit 2 ;;
+  esac
+}
+number THREADS "$threads"
+number RUN "$run"
+[ "$arenas" = default ] || number ARENA_MAX "$arenas"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

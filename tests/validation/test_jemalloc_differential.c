@@ -369,8 +369,6 @@ static void worker_run(worker_t *w, const gop_t *o) {
   pthread_mutex_unlock(&w->mu);
 }
 
-/* Whether the loaded library is jemalloc `want`: mallctl("version") reads
- * "<tag>-<commits>-g<sha>" (configure.ac's VERSION). */
 /* False, saying so, unless the library's page is 2^lg_page bytes. */
 static bool child_page_is(unsigned lg_page) {
   size_t page = 0, sz = sizeof page;
@@ -385,6 +383,8 @@ static bool child_page_is(unsigned lg_page) {
   return false;
 }
 
+/* Whether the loaded library is jemalloc `want`: mallctl("version") reads
+ * "<tag>-<commits>-g<sha>" (configure.ac's VERSION). */
 static bool child_version_is(const char *want) {
   const char *v = NULL;
   size_t      sz = sizeof v;
@@ -515,8 +515,8 @@ typedef struct dlib_s {
 
 static const dlib_t lib_530 = {"5.3.0", NULL, "libjemalloc.so.2", 12};
 static const dlib_t lib_521 = {"5.2.1", "ALLOCSIM_JEMALLOC_521_LIB", NULL, 12};
-/* 64 KiB pages, as arm64 builds use: a build of the tag with
- * --with-lg-page=16 (docs/models/jemalloc.md) */
+/* 64 KiB pages: a build of the tag with --with-lg-page=16
+ * (docs/models/jemalloc.md) */
 static const dlib_t lib_530_lg16 = {"5.3.0", "ALLOCSIM_JEMALLOC_530_LG16_LIB",
                                     NULL, 16};
 
