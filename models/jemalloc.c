@@ -1783,9 +1783,10 @@ static const model_mechanism_t jemalloc_mechanisms[] = {
 typedef struct je_walk_s je_walk_t;
 struct je_walk_s {
   const jemalloc_model_t *jm;
-  uint64_t       *cached; /* per slab record, as slab_row: region cached */
-  uint8_t        *flag;   /* per extent: WALK_CACHED / _INTERNAL */
-  uint64_t       *order;  /* live extent ids sorted by address */
+  uint64_t       *cached;   /* per slab record, as slab_row: region cached */
+  uint64_t       *internal; /* likewise: region holds a tcache stack */
+  uint8_t        *flag;     /* per extent: WALK_CACHED / _INTERNAL */
+  uint64_t       *order;    /* live extent ids sorted by address */
   size_t          n;
   model_region_fn fn;
   void           *user;
@@ -1800,7 +1801,7 @@ static int by_addr(const void *x, const void *y, void *ctx) {
   return a < b ? -1 : a > b;
 }
 
-typedef enum { REG_FREE, REG_CACHED, REG_LIVE } reg_class_t;
+typedef enum { REG_FREE, REG_CACHED, REG_LIVE, REG_INTERNAL } reg_class_t;
 
 static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
                              unsigned r) {
@@ -1808,7 +1809,26 @@ static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
   size_t   word = (size_t)x->slab * w->jm->slab_words + r / 64;
   if (w->jm->slab_bits[word] & bit)
     return REG_FREE; /* bit set = region free */
+  if (w->internal[word] & bit)
+    return REG_INTERNAL;
   return w->cached[word] & bit ? REG_CACHED : REG_LIVE;
+}
+
+/* Sets region r of extent e in a per-slab bitmap of the walk. */
+static void walk_mark(const je_walk_t *w, uint64_t *rows, uint32_t e,
+                      unsigned r) {
+  rows[(size_t)E(w->jm, e)->slab * w->jm->slab_words + r / 64] |= UINT64_C(1)
+                                                                  << (r % 64);
+}
+
+/* jemalloc's own allocation o (a tcache stack, 5.2.1's tickers): a large
+ * extent, or a small region (a stack on 16 or 64 KiB pages,
+ * internal_palloc; a0_malloc), metadata either way. */
+static void walk_internal(je_walk_t *w, const je_obj_t *o) {
+  if (E(w->jm, o->ext)->slab == 0)
+    w->flag[o->ext] |= WALK_INTERNAL;
+  else
+    walk_mark(w, w->internal, o->ext, o->reg);
 }
 
 /* A slab's regions as runs of one class each, then its unused tail. */
@@ -1818,9 +1838,9 @@ static as_status_t walk_slab(const je_walk_t *w, const je_ext_t *x,
   uint64_t                 size = jm->index2size[x->binind];
   uint32_t                 nregs = jm->bin_nregs[x->binind];
   static const char *const mech[] = {"jemalloc.slab_free", "jemalloc.tcache",
-                                     "jemalloc.small"};
+                                     "jemalloc.small", "jemalloc.metadata"};
   static const uint8_t     state[] = {MODEL_REGION_FREE, MODEL_REGION_CACHED,
-                                      MODEL_REGION_LIVE};
+                                      MODEL_REGION_LIVE, MODEL_REGION_METADATA};
   for (uint32_t r = 0; r < nregs;) {
     reg_class_t c = reg_class(w, x, r);
     uint32_t    end = r + 1;
@@ -1828,7 +1848,7 @@ static as_status_t walk_slab(const je_walk_t *w, const je_ext_t *x,
       end++;
     model_region_t q = {.addr = x->addr + r * size,
                         .bytes = (end - r) * size,
-                        .kind = "regions",
+                        .kind = c == REG_INTERNAL ? "internal" : "regions",
                         .mechanism = mech[c],
                         .level = 1,
                         .state = state[c]};
@@ -1863,7 +1883,7 @@ static as_status_t walk_extent(const je_walk_t *w, uint32_t e, as_err_t *err) {
     if (x->slab)
       return walk_slab(w, x, err);
     if (w->flag[e] & WALK_INTERNAL) {
-      q.kind = "tcache stack";
+      q.kind = "internal";
       q.mechanism = "jemalloc.metadata";
       q.state = MODEL_REGION_METADATA;
     } else if (w->flag[e] & WALK_CACHED) {
@@ -1897,7 +1917,8 @@ static as_status_t walk_extent(const je_walk_t *w, uint32_t e, as_err_t *err) {
   return w->fn(w->user, &q, err);
 }
 
-/* Live objects in extent e (the unit's pinning count). */
+/* Live objects in extent e (the unit's pinning count): neither free nor
+ * cached nor a tcache stack. */
 static uint64_t extent_objects(const je_walk_t *w, uint32_t e) {
   const je_ext_t *x = E(w->jm, e);
   if (x->state != JE_ACTIVE || (w->flag[e] & (WALK_CACHED | WALK_INTERNAL)))
@@ -1908,6 +1929,13 @@ static uint64_t extent_objects(const je_walk_t *w, uint32_t e) {
   for (uint32_t r = 0; r < w->jm->bin_nregs[x->binind]; r++)
     n += reg_class(w, x, r) == REG_LIVE;
   return n;
+}
+
+/* The program's bytes in extent e: its live objects' size classes. */
+static uint64_t extent_live_bytes(const je_walk_t *w, uint32_t e) {
+  const je_ext_t *x = E(w->jm, e);
+  unsigned        ind = x->slab ? x->binind : x->szind;
+  return extent_objects(w, e) * w->jm->index2size[ind];
 }
 
 /* Whether extent order[i] starts a mapping: a head extent (extent_grow,
@@ -1929,15 +1957,9 @@ static as_status_t walk_extents(je_walk_t *w, as_err_t *err) {
     while (end < w->n && !starts_unit(w, end))
       end++;
     for (size_t k = i; k < end; k++) {
-      const je_ext_t *x = E(jm, w->order[k]);
-      u.bytes += x->size;
+      u.bytes += E(jm, w->order[k])->size;
       u.live_objects += extent_objects(w, (uint32_t)w->order[k]);
-      if (x->state == JE_ACTIVE && x->slab)
-        u.live_bytes +=
-            (jm->bin_nregs[x->binind] - x->nfree) * jm->index2size[x->binind];
-      else if (x->state == JE_ACTIVE &&
-               !(w->flag[w->order[k]] & (WALK_CACHED | WALK_INTERNAL)))
-        u.live_bytes += jm->index2size[x->szind];
+      u.live_bytes += extent_live_bytes(w, (uint32_t)w->order[k]);
     }
     as_status_t rc = w->fn(w->user, &u, err);
     for (size_t k = i; k < end && rc == AS_OK; k++)
@@ -1974,28 +1996,28 @@ static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
                                  void *user, as_err_t *err) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
   je_walk_t               w = {.jm = jm, .fn = fn, .user = user};
-  w.cached =
-      calloc((size_t)(jm->next_slab + 1) * jm->slab_words, sizeof *w.cached);
+  size_t                  rows = (size_t)(jm->next_slab + 1) * jm->slab_words;
+  w.cached = calloc(rows, sizeof *w.cached);
+  w.internal = calloc(rows, sizeof *w.internal);
   w.flag = calloc(jm->next_ext + 1, 1);
   w.order = malloc(((size_t)jm->next_ext + 1) * sizeof *w.order);
   as_status_t rc = AS_OK;
-  if (w.cached == NULL || w.flag == NULL || w.order == NULL)
+  if (w.cached == NULL || w.internal == NULL || w.flag == NULL ||
+      w.order == NULL)
     rc = as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (walk)");
   for (size_t t = 0; rc == AS_OK && t < jm->threads_cap; t++) {
     const je_thread_t *th = &jm->threads[t];
+    if (th->tdata.ext != JE_NONE)
+      walk_internal(&w, &th->tdata);
     if (th->cbins == NULL)
       continue;
-    /* a stack in a small region shows as a live region of its slab */
-    if (E(jm, th->tcache_stack.ext)->slab == 0)
-      w.flag[th->tcache_stack.ext] |= WALK_INTERNAL;
+    walk_internal(&w, &th->tcache_stack);
     for (unsigned i = 0; i < jm->nhbins; i++)
       for (unsigned k = 0; k < th->cbins[i].n; k++) {
         uint64_t item = th->cbins[i].slot[k];
         uint32_t e = (uint32_t)(item >> 16);
-        unsigned r = (unsigned)(item & 0xffff);
         if (i < jm->nbins)
-          w.cached[(size_t)E(jm, e)->slab * jm->slab_words + r / 64] |=
-              UINT64_C(1) << (r % 64);
+          walk_mark(&w, w.cached, e, (unsigned)(item & 0xffff));
         else
           w.flag[e] |= WALK_CACHED;
       }
@@ -2014,6 +2036,7 @@ static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
   if (rc == AS_OK)
     rc = nptl_stacks_walk_cache(&jm->nptl, fn, user, err);
   free(w.cached);
+  free(w.internal);
   free(w.flag);
   free(w.order);
   return rc;

@@ -745,6 +745,56 @@ static as_status_t check_region(void *user, const model_region_t *r,
   return AS_OK;
 }
 
+/* Live regions found by the walk, and jemalloc's own allocations. */
+typedef struct stack_check_s stack_check_t;
+struct stack_check_s {
+  uint64_t live_bytes, live_objects, stack_bytes;
+};
+
+static as_status_t count_live_and_stack(void *user, const model_region_t *r,
+                                        as_err_t *err) {
+  (void)err;
+  stack_check_t *c = user;
+  if (r->level == 1 && r->state == MODEL_REGION_LIVE) {
+    c->live_bytes += r->live_bytes;
+    c->live_objects += r->live_objects;
+  }
+  if (r->level == 1 && r->state == MODEL_REGION_METADATA &&
+      strcmp(r->kind, "internal") == 0)
+    c->stack_bytes += r->bytes;
+  return AS_OK;
+}
+
+/* A thread's cache stack is jemalloc's own memory, wherever it lies: a
+ * large extent on 4 KiB pages, a small region on 64 KiB ones
+ * (internal_palloc); so are 5.2.1's tickers (a0_malloc).  The walk once
+ * showed both regions as the program's live objects.  Live: the 100
+ * objects and the startup malloc (startup_malloc, libstdc++'s pool). */
+static void a_cache_stack_is_metadata_on_any_page(void **state) {
+  (void)state;
+  static const char *specs[] = {"jemalloc:lg_page=12", "jemalloc:lg_page=16",
+                                "jemalloc:version=5.2.1,lg_page=12",
+                                "jemalloc:version=5.2.1,lg_page=16"};
+  for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+    sim_session_t s;
+    open_session(specs[k], NULL, &s);
+    for (uint64_t id = 0; id < 100; id++)
+      ev(s.model, TRACE_MALLOC, 0, id, 8, id);
+    stack_check_t c = {0};
+    as_err_t      err = {0};
+    assert_int_equal(model_walk(s.model, count_live_and_stack, &c, &err),
+                     AS_OK);
+    const jemalloc_model_t *jm = (const jemalloc_model_t *)s.model;
+    uint64_t                pool = model_usable_size(s.model, 72704, 0);
+    if (c.live_objects != 101 || c.live_bytes != 800 + pool ||
+        c.stack_bytes < jm->tcache_stack_bytes)
+      fail_msg("%s: %" PRIu64 " live objects of %" PRIu64 " bytes, a "
+               "%" PRIu64 "-byte stack",
+               specs[k], c.live_objects, c.live_bytes, c.stack_bytes);
+    sim_session_close(&s);
+  }
+}
+
 /* The churn program mid-way: regions nest in their mappings in address
  * order, name known mechanisms, hold the live bytes, and explain's items
  * add up to RSS. */
@@ -783,6 +833,7 @@ int main(void) {
       cmocka_unit_test(size_classes_and_bins_are_the_librarys),
       cmocka_unit_test(size_and_page_indices_are_first_fits),
       cmocka_unit_test(big_pages_keep_objects_apart),
+      cmocka_unit_test(a_cache_stack_is_metadata_on_any_page),
       cmocka_unit_test(decay_tables_are_upstreams),
       cmocka_unit_test(an_idle_process_keeps_its_dirty_pages),
       cmocka_unit_test(immediate_decay_purges_at_the_free),
