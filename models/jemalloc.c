@@ -1182,11 +1182,11 @@ static as_status_t tcache_flush_all(jemalloc_model_t *jm, je_thread_t *th,
 
 /* ---- Large objects (src/large.c) ----------------------------------------- */
 
-/* arena_choose_maybe_huge (arena_inlines_b.h:21-39). */
+/* arena_choose_maybe_huge (arena_inlines_b.h:21-39) for a request it
+ * sees as size bytes (je_malloc's seen). */
 static as_status_t large_arena(jemalloc_model_t *jm, je_thread_t *th,
-                               uint64_t usize, je_arena_t **out,
-                               as_err_t *err) {
-  if (jm->huge_enabled && usize >= jm->oversize_threshold)
+                               uint64_t size, je_arena_t **out, as_err_t *err) {
+  if (jm->huge_enabled && size >= jm->oversize_threshold)
     return huge_arena(jm, out, err);
   return thread_arena(jm, th, out, err);
 }
@@ -1251,10 +1251,16 @@ static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
 /* Allocates usize for th: arena_malloc (arena_inlines_b.h:145-163) for
  * malloc, calloc and realloc, arena_palloc (arena.c:1209-1235) for
  * memalign (small: the same cache; large: never the cache, with alignment
- * above CACHELINE placed by large_palloc).  *o receives where it is. */
+ * above CACHELINE placed by large_palloc).  *o receives where it is.
+ * seen: the size arena_choose_maybe_huge compares with the oversize
+ * threshold when the cache does not serve a large request: malloc's and
+ * calloc's request (imalloc_no_sample passes it to arena_malloc_hard,
+ * 5.3.0 src/jemalloc.c:2398, src/arena.c:1196; 5.2.1 src/arena.c:1519),
+ * usize for memalign and realloc (large_palloc, large.c:42). */
 static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
-                             uint64_t usize, uint64_t alignment, bool aligned,
-                             bool zero, je_obj_t *o, as_err_t *err) {
+                             uint64_t usize, uint64_t seen, uint64_t alignment,
+                             bool aligned, bool zero, je_obj_t *o,
+                             as_err_t *err) {
   unsigned    ind = je_size2index(jm, usize);
   bool        cached = th->cbins != NULL && ind < jm->nhbins && !aligned;
   as_status_t rc;
@@ -1291,7 +1297,7 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
    * 100-110); otherwise arena_choose_maybe_huge picks. */
   je_arena_t *a;
   rc = cached ? thread_arena(jm, th, &a, err)
-              : large_arena(jm, th, usize, &a, err);
+              : large_arena(jm, th, seen, &a, err);
   if (rc != AS_OK)
     return rc;
   uint32_t e;
@@ -1349,8 +1355,9 @@ static as_status_t jemalloc_alloc(model_t *m, const trace_event_t *ev,
   uint64_t align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
   uint64_t usize = align ? sa2u(jm, ev->size, align) : s2u(jm, ev->size);
   je_obj_t o;
-  rc = je_malloc(jm, th, usize, align > JE_CACHELINE ? align : JE_CACHELINE,
-                 align != 0, ev->op == TRACE_CALLOC, &o, err);
+  rc = je_malloc(jm, th, usize, align ? usize : ev->size,
+                 align > JE_CACHELINE ? align : JE_CACHELINE, align != 0,
+                 ev->op == TRACE_CALLOC, &o, err);
   if (rc == AS_OK) {
     o.pad = 0;
     jm->objs[ev->id] = o;
@@ -1488,7 +1495,8 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
             large_palloc(jm, th, a, usize, JE_CACHELINE, false, false, &e, err);
       nu = (je_obj_t){.ext = e, .szind = (uint8_t)je_size2index(jm, usize)};
     } else {
-      rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &nu, err);
+      rc =
+          je_malloc(jm, th, usize, usize, JE_CACHELINE, false, false, &nu, err);
     }
     if (rc == AS_OK) { /* arena_ralloc (arena.c:1504-1505) and large_ralloc
                           (large.c:221-222) copy min(usize, oldusize): the old
@@ -2327,7 +2335,8 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
                                        free list head: 16 bytes */
     je_obj_t pool;
     uint64_t usize = s2u(jm, startup);
-    rc = je_malloc(jm, th, usize, JE_CACHELINE, false, false, &pool, err);
+    rc = je_malloc(jm, th, usize, startup, JE_CACHELINE, false, false, &pool,
+                   err);
     if (rc == AS_OK)
       rc = touch(jm, obj_addr(jm, &pool), 16, err);
     if (rc == AS_OK)

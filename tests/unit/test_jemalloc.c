@@ -745,6 +745,36 @@ static as_status_t check_region(void *user, const model_region_t *r,
   return AS_OK;
 }
 
+/* The arena that holds object id. */
+static uint32_t arena_of(const model_t *m, uint64_t id) {
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
+  return jm->ext[jm->objs[id].ext].arena;
+}
+
+/* oversize_threshold sends a large request to the huge arena by the size
+ * malloc was asked for (arena_malloc_hard, 5.3.0 src/arena.c:1196), and an
+ * aligned one by its usable size (large_palloc, large.c:42).  Measured
+ * with Debian's 5.3.0 and MALLOC_CONF=oversize_threshold:1048576
+ * (arenas.lookup): malloc(1048575) in arena 0, malloc(1048576) in the huge
+ * arena.  The model once took the usable size for both, and a random
+ * trace of 64 KiB-2 MiB blocks missed the library by 2-5 MiB. */
+static void the_huge_arena_takes_what_malloc_asked_for(void **state) {
+  (void)state;
+  sim_session_t s;
+  open_session("jemalloc:oversize_threshold=1048576", NULL, &s);
+  const jemalloc_model_t *jm = (const jemalloc_model_t *)s.model;
+  ev(s.model, TRACE_MALLOC, 0, 0, 1048575, 0);
+  ev(s.model, TRACE_MALLOC, 0, 1, 1048576, 1);
+  trace_event_t aligned = {
+      .t_ns = 2, .op = TRACE_MEMALIGN, .id = 2, .size = 1048575, .align = 4096};
+  as_err_t err = {0};
+  assert_int_equal(model_alloc(s.model, &aligned, &err), AS_OK);
+  assert_int_equal(arena_of(s.model, 0), 0);
+  assert_int_equal(arena_of(s.model, 1), jm->huge_ind);
+  assert_int_equal(arena_of(s.model, 2), jm->huge_ind);
+  sim_session_close(&s);
+}
+
 /* Live regions found by the walk, and jemalloc's own allocations. */
 typedef struct stack_check_s stack_check_t;
 struct stack_check_s {
@@ -834,6 +864,7 @@ int main(void) {
       cmocka_unit_test(size_and_page_indices_are_first_fits),
       cmocka_unit_test(big_pages_keep_objects_apart),
       cmocka_unit_test(a_cache_stack_is_metadata_on_any_page),
+      cmocka_unit_test(the_huge_arena_takes_what_malloc_asked_for),
       cmocka_unit_test(decay_tables_are_upstreams),
       cmocka_unit_test(an_idle_process_keeps_its_dirty_pages),
       cmocka_unit_test(immediate_decay_purges_at_the_free),
