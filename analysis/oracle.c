@@ -894,17 +894,16 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
                      err)) != AS_OK ||
       (rc = meta_put(m, "allocator_library", r->library, err)) != AS_OK)
     return rc;
-  if (r->preload[0] != '\0' &&
-      (rc = meta_put(m, "env.LD_PRELOAD", r->preload, err)) != AS_OK)
+  /* the child's settings, --env's and those it inherited from ours alike
+   * (MALLOC_CONF set in the shell tunes the replay as much) */
+  char   preload_var[PATH_MAX + 16];
+  char **env = child_env(r->preload, o, preload_var, sizeof preload_var);
+  if (env == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory (environment)");
+  rc = import_meta_put_env_knobs(m, env, err);
+  free(env);
+  if (rc != AS_OK)
     return rc;
-  for (size_t i = 0; i < o->nenv; i++) {
-    size_t len = strcspn(o->env[i], "=");
-    char   key[32];
-    if (!as_format_fits(key, sizeof key, "env.%.*s", (int)len, o->env[i]))
-      return as_err_set(err, AS_EINVAL, "--env %s: name too long", o->env[i]);
-    if ((rc = meta_put(m, key, o->env[i] + len + 1, err)) != AS_OK)
-      return rc;
-  }
   if ((rc = meta_version(m, o, r, err)) != AS_OK)
     return rc;
   char libc[64];

@@ -41,7 +41,7 @@ static const char *oracle_env_get(void *user, const char *key) {
   for (size_t i = 0; i < e->a->o.nenv; i++)
     if (strncmp(e->a->o.env[i], key, n) == 0 && e->a->o.env[i][n] == '=')
       return e->a->o.env[i] + n + 1;
-  return NULL;
+  return getenv(key); /* the child inherits the rest of ours */
 }
 
 /* With --db, an --env value the model of the stored run would refuse
@@ -88,10 +88,10 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       size_t len = strcspn(v, "=");
-      if (len == 0 || v[len] != '=' || len > 24)
+      if (len == 0 || v[len] != '=' || len > 64)
         return cli_usage_error("oracle",
                                "--env expects NAME=VALUE (a name of "
-                               "1 to 24 bytes), got '%s'",
+                               "1 to 64 bytes), got '%s'",
                                v);
       if (a->o.nenv == ORACLE_MAX_ENV)
         return cli_usage_error("oracle", "at most %d --env", ORACLE_MAX_ENV);
@@ -337,7 +337,9 @@ const cli_command_t cli_cmd_oracle = {
         "                      ('lab-brk', 'survivors --size 64 ...')\n"
         "  --lib PATH          the library to preload instead of Debian's\n"
         "  --env NAME=VALUE    set in the child (MALLOC_ARENA_MAX=2,\n"
-        "                      MALLOC_CONF=..., MIMALLOC_...); repeatable\n"
+        "                      MALLOC_CONF=..., MIMALLOC_...); repeatable.\n"
+        "                      The trace records every allocator setting\n"
+        "                      the child had, inherited ones too\n"
         "  --idle-scale F      sleep F times each idle (default 1; 0: none)\n"
         "  --sample-every T    RSS sample period (default 10ms; 0: marks "
         "only)\n"

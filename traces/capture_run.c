@@ -17,6 +17,7 @@
 #include "capture_run.h"
 
 #include "helper_path.h"
+#include "import_util.h"
 #include "machine.h"
 
 #include <dirent.h>
@@ -252,32 +253,10 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
   meta_put(m, "rss_source",
            "/proc/self/smaps_rollup Rss minus capture "
            "library's own resident bytes");
-  /* A knob whose name does not fit a provenance key as env.NAME (31 bytes:
-   * TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES) goes into malloc_env as
-   * "NAME=VALUE ...", which models/env.c reads too. */
-  char   long_env[256] = "";
-  size_t long_len = 0;
-  for (size_t i = 0; environ[i] != NULL; i++) {
-    const char *eq = strchr(environ[i], '=');
-    if (eq == NULL || (size_t)(eq - environ[i]) > 64)
-      continue;
-    char name[72];
-    as_format_fits(name, sizeof name, "%.*s", (int)(eq - environ[i]),
-                   environ[i]);
-    if (!capture_env_knob(name))
-      continue;
-    if (strlen(name) <= 24) {
-      char key[40];
-      as_format_fits(key, sizeof key, "env.%s", name);
-      meta_put(m, key, eq + 1);
-    } else if (long_len + strlen(environ[i]) + 1 < sizeof long_env) {
-      long_len +=
-          (size_t)snprintf(long_env + long_len, sizeof long_env - long_len,
-                           "%s%s", long_len ? " " : "", environ[i]);
-    }
-  }
-  if (long_len > 0)
-    meta_put(m, "malloc_env", long_env);
+  /* like every meta_put here, best effort: a key that does not fit is
+   * left out */
+  as_err_t ignored = {0};
+  (void)import_meta_put_env_knobs(m, environ, &ignored);
 }
 
 /* ---- Traces ----------------------------------------------------------------

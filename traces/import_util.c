@@ -13,6 +13,7 @@
 #include "../sim/cost.h"
 #include "../sim/grow.h"
 #include "../sim/units.h"
+#include "capture/capture_wire.h"
 #include "compressed.h"
 
 /* ---- Messages and clock ------------------------------------------------- */
@@ -79,6 +80,29 @@ as_status_t import_meta_put(trace_meta_t *m, const char *key, const char *value,
     n--;
   v[n] = '\0';
   return trace_meta_set(m, key, v, err);
+}
+
+as_status_t import_meta_put_env_knobs(trace_meta_t *m, char *const *env,
+                                      as_err_t *err) {
+  char        long_env[256] = "";
+  size_t      long_len = 0;
+  as_status_t rc = AS_OK;
+  for (size_t i = 0; env[i] != NULL && rc == AS_OK; i++) {
+    const char *eq = strchr(env[i], '=');
+    size_t      n = eq != NULL ? (size_t)(eq - env[i]) : 0;
+    if (n == 0 || n > 64 || !capture_wire_env_knob(env[i], n))
+      continue;
+    char key[32];
+    if (as_format_fits(key, sizeof key, "env.%.*s", (int)n, env[i]))
+      rc = import_meta_put(m, key, eq + 1, err);
+    else if (long_len + strlen(env[i]) + 1 < sizeof long_env)
+      long_len +=
+          (size_t)snprintf(long_env + long_len, sizeof long_env - long_len,
+                           "%s%s", long_len ? " " : "", env[i]);
+  }
+  if (rc == AS_OK && long_len > 0)
+    rc = import_meta_put(m, "malloc_env", long_env, err);
+  return rc;
 }
 
 uint64_t import_tick_ns(uint64_t tick_ns, trace_op_t op, uint64_t size) {

@@ -43,6 +43,15 @@ bool import_hex(const char **p, uint64_t *out);
 as_status_t import_meta_put(trace_meta_t *m, const char *key, const char *value,
                             as_err_t *err);
 
+/* Records the allocator settings among env ("NAME=VALUE" entries, NULL
+ * at the end; capture_wire_env_knob says which names) as env.NAME
+ * provenance; a name too long for a key (31 bytes:
+ * TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES) goes into malloc_env as
+ * "NAME=VALUE ...", which models/env.c reads too.  Names over 64 bytes
+ * are no allocator's. */
+as_status_t import_meta_put_env_knobs(trace_meta_t *m, char *const *env,
+                                      as_err_t *err);
+
 /* ---- Clock -------------------------------------------------------------- */
 
 /* How far a synthetic clock advances after an event of op and size: tick_ns

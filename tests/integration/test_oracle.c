@@ -174,6 +174,40 @@ static void measured_trace_records_and_compares(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The child's allocator settings are the run's provenance whether --env
+ * gave them or the shell did, and a name too long for a key (env.NAME is
+ * at most 31 bytes) is kept in malloc_env: compare once predicted the
+ * defaults for TCMALLOC_AGGRESSIVE_DECOMMIT=true set in the shell (14% of
+ * the peak off) and --env refused names over 24 bytes. */
+static void every_setting_the_child_had_is_recorded(void **state) {
+  (void)state;
+  char out[64], in[512];
+  strcpy(out, "/tmp/allocsim-oracle-env-XXXXXX");
+  int fd = mkstemp(out);
+  assert_true(fd >= 0);
+  close(fd);
+  snprintf(in, sizeof in, "%s/data/example.trace", ALLOCSIM_SOURCE_DIR);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_GLIBC);
+  o.out_path = out;
+  o.env[o.nenv++] = "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576";
+  assert_int_equal(setenv("MALLOC_TOP_PAD_", "65536", 1), 0);
+  oracle_run_t r;
+  as_err_t     err = {0};
+  as_status_t  rc = oracle_run(in, NULL, &o, &r, &err);
+  unsetenv("MALLOC_TOP_PAD_");
+  assert_int_equal(rc, AS_OK);
+  trace_source_t *src;
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  assert_string_equal(trace_meta_get(&src->meta, "env.MALLOC_TOP_PAD_"),
+                      "65536");
+  assert_string_equal(trace_meta_get(&src->meta, "malloc_env"),
+                      "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=1048576");
+  trace_source_close(src);
+  oracle_run_free(&r);
+  unlink(out);
+}
+
 /* Each trace thread on a thread of its own: the 64-thread lab leaves the
  * model's thread stacks and arenas, plus the DTV pthread_create callocs in
  * the main arena for each thread (272 bytes, glibc 2.36 elf/dl-tls.c
@@ -1001,6 +1035,7 @@ int main(void) {
       cmocka_unit_test(command_line_contract),
       cmocka_unit_test(brk_lab_replays_to_the_known_rss),
       cmocka_unit_test(measured_trace_records_and_compares),
+      cmocka_unit_test(every_setting_the_child_had_is_recorded),
       cmocka_unit_test(threads_replay_on_threads),
       cmocka_unit_test(thread_dtvs_are_in_the_stored_trace),
       cmocka_unit_test(thread_dtv_stash_counts_one_chunk),
