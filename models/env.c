@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sim/status.h"
@@ -65,9 +66,11 @@ static const char *env_value(model_env_get_fn get, void *user, const char *name,
   return NULL;
 }
 
-/* key's value in the list variable list_vars[i], the last one set. */
+/* key's value in the list variable list_vars[i], the last one set; *pos
+ * receives its offset in the variable plus one. */
 static const char *list_value(model_env_get_fn get, void *user, size_t i,
-                              const char *key, char *buf, size_t len) {
+                              const char *key, char *buf, size_t len,
+                              size_t *pos) {
   char        whole[512];
   const char *v = env_value(get, user, list_vars[i].var, whole, sizeof whole);
   const char *found = NULL;
@@ -84,6 +87,7 @@ static const char *list_value(model_env_get_fn get, void *user, size_t i,
   }
   if (found == NULL)
     return NULL;
+  *pos = (size_t)(found - v) + 1;
   if (found_len >= len)
     found_len = len - 1;
   memcpy(buf, found, found_len);
@@ -91,10 +95,12 @@ static const char *list_value(model_env_get_fn get, void *user, size_t i,
   return buf;
 }
 
-/* The value of one spelling (see models/options.h), or NULL. */
+/* The value of one spelling (see models/options.h), or NULL; *pos as
+ * list_value's for a list variable's key, else 0. */
 static const char *spelling_value(model_env_get_fn get, void *user,
                                   const char *sp, size_t sl, char *buf,
-                                  size_t len) {
+                                  size_t len, size_t *pos) {
+  *pos = 0;
   char name[96];
   if (sl >= sizeof name)
     return NULL;
@@ -110,7 +116,7 @@ static const char *spelling_value(model_env_get_fn get, void *user,
   }
   for (size_t i = 0; i < sizeof list_vars / sizeof list_vars[0]; i++)
     if (strcmp(name, list_vars[i].var) == 0)
-      return list_value(get, user, i, colon + 1, buf, len);
+      return list_value(get, user, i, colon + 1, buf, len, pos);
   return NULL;
 }
 
@@ -155,19 +161,24 @@ static bool condition_holds(const model_opts_t *o, const char *c, size_t cl) {
 }
 
 /* The last spelling of row that the environment sets and whose condition
- * holds, or NULL; *which receives that spelling for messages. */
+ * holds, or NULL; *which receives that spelling for messages, *pos its
+ * place (spelling_value). */
 static const char *row_value(const model_option_t *row, const model_opts_t *o,
                              model_env_get_fn get, void *user, char *buf,
-                             size_t len, char *which, size_t wlen) {
+                             size_t len, char *which, size_t wlen,
+                             size_t *pos) {
   const char *found = NULL;
+  size_t      at;
   for (const char *p = row->env; p != NULL && *p != '\0';) {
     p += strspn(p, " ");
     size_t      tok = strcspn(p, " ");
     size_t      n = strcspn(p, "? "); /* the spelling, before any '?' */
     bool        ok = n == tok || condition_holds(o, p + n + 1, tok - n - 1);
-    const char *v = ok && n ? spelling_value(get, user, p, n, buf, len) : NULL;
+    const char *v =
+        ok && n ? spelling_value(get, user, p, n, buf, len, &at) : NULL;
     if (v != NULL) {
       found = v;
+      *pos = at;
       snprintf(which, wlen, "%.*s", (int)n, p);
       if (v != buf) { /* keep it: the next lookup reuses buf */
         snprintf(buf, len, "%s", v);
@@ -230,24 +241,36 @@ static as_status_t check_list_keys(const model_methods_t *methods,
   return AS_OK;
 }
 
-as_status_t model_spec_from_env(const model_methods_t *methods,
-                                model_env_get_fn get, void *user, char *buf,
-                                size_t len, as_err_t *err) {
-  as_status_t rc0 = check_list_keys(methods, get, user, err);
-  if (rc0 != AS_OK)
-    return rc0;
+/* A knob the environment sets: its row, value and place (row_value). */
+typedef struct env_knob_s env_knob_t;
+struct env_knob_s {
+  size_t row, pos;
+  char   value[32];
+};
+
+static int by_place(const void *a, const void *b) {
+  const env_knob_t *x = a, *y = b;
+  if (x->pos != y->pos)
+    return x->pos < y->pos ? -1 : 1;
+  return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* The knobs the environment sets for methods, checked, into knobs[]
+ * (*n of them). */
+static as_status_t env_knobs(const model_methods_t *methods,
+                             model_env_get_fn get, void *user,
+                             env_knob_t knobs[MODEL_OPTS_MAX], size_t *n,
+                             as_err_t *err) {
   model_opts_t opts;
   as_status_t  rc =
       model_opts_parse(methods->name, methods->options, NULL, &opts, err);
-  if (rc != AS_OK)
-    return rc;
-  size_t used = (size_t)snprintf(buf, len, "%s", methods->name);
-  bool   first = true;
-  for (size_t i = 0; i < opts.count && used < len; i++) {
+  *n = 0;
+  for (size_t i = 0; rc == AS_OK && i < opts.count; i++) {
     const model_option_t *row = &methods->options[i];
     char                  v[128], which[96], pick[32];
-    const char           *value =
-        row_value(row, &opts, get, user, v, sizeof v, which, sizeof which);
+    size_t                pos = 0;
+    const char *value = row_value(row, &opts, get, user, v, sizeof v, which,
+                                  sizeof which, &pos);
     if (value == NULL)
       continue;
     if (row->kind == OPT_ENUM) {
@@ -261,10 +284,32 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
     if (model_opts_set(methods->name, &opts, (int)i, value, strlen(value),
                        &why) != AS_OK)
       return as_err_set(err, AS_EINVAL, "%s=%s: %s", which, value, why.msg);
-    used += (size_t)snprintf(buf + used, len - used, "%s%s=%s",
-                             first ? ":" : ",", row->name, value);
-    first = false;
+    knobs[*n] = (env_knob_t){.row = i, .pos = pos};
+    snprintf(knobs[*n].value, sizeof knobs[*n].value, "%s", value);
+    (*n)++;
   }
+  return rc;
+}
+
+as_status_t model_spec_from_env(const model_methods_t *methods,
+                                model_env_get_fn get, void *user, char *buf,
+                                size_t len, as_err_t *err) {
+  env_knob_t  knobs[MODEL_OPTS_MAX];
+  size_t      n;
+  as_status_t rc = check_list_keys(methods, get, user, err);
+  if (rc == AS_OK)
+    rc = env_knobs(methods, get, user, knobs, &n, err);
+  if (rc != AS_OK)
+    return rc;
+  /* In the order the list variables give them, where the library takes
+   * the last of two spellings of one knob (MALLOC_CONF's lg_tcache_max
+   * and tcache_max: model_opt_set_after) */
+  qsort(knobs, n, sizeof *knobs, by_place);
+  size_t used = (size_t)snprintf(buf, len, "%s", methods->name);
+  for (size_t k = 0; k < n && used < len; k++)
+    used +=
+        (size_t)snprintf(buf + used, len - used, "%s%s=%s", k ? "," : ":",
+                         methods->options[knobs[k].row].name, knobs[k].value);
   if (used >= len)
     return as_err_set(err, AS_EINVAL, "%s spec longer than %zu bytes",
                       methods->name, len);

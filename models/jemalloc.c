@@ -2162,7 +2162,8 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
     return read_options_521(jm, o, err);
   uint64_t tmax = model_opt_u64(o, JO_TCACHE_MAX);
   int64_t  lg_tmax = model_opt_i64(o, JO_LG_TCACHE_MAX);
-  if (lg_tmax >= 0)
+  /* both set opt_tcache_max, the later one last (jemalloc.c:1374-1390) */
+  if (lg_tmax >= 0 && model_opt_set_after(o, JO_LG_TCACHE_MAX, JO_TCACHE_MAX))
     tmax = UINT64_C(1) << (lg_tmax > 23 ? 23 : lg_tmax);
   if (tmax > (UINT64_C(1) << 23)) /* clipped (jemalloc.c:1374-1376) */
     tmax = UINT64_C(1) << 23;

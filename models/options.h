@@ -71,8 +71,10 @@ struct model_opts_s {
   size_t                count;               /* rows in table */
   int64_t               num[MODEL_OPTS_MAX]; /* value of numeric kinds,
                                                 enum: index in choices */
-  bool set[MODEL_OPTS_MAX];                  /* given explicitly */
-  char text[MODEL_OPTS_MAX][32];             /* value as written */
+  bool    set[MODEL_OPTS_MAX];               /* given explicitly */
+  uint8_t set_order[MODEL_OPTS_MAX];         /* 1 for the first given, ... */
+  uint8_t nset;                              /* options given so far */
+  char    text[MODEL_OPTS_MAX][32];          /* value as written */
 };
 
 /* Fills *out with table's defaults, then applies "k=v,k=v" (may be NULL or
@@ -91,6 +93,9 @@ bool        model_opt_bool(const model_opts_t *o, int key);
 double      model_opt_decimal(const model_opts_t *o, int key);
 const char *model_opt_text(const model_opts_t *o, int key);
 bool        model_opt_was_set(const model_opts_t *o, int key);
+/* Whether row key was given after row other (or other was not given): for
+ * two spellings of one knob, where the library takes the last one. */
+bool model_opt_set_after(const model_opts_t *o, int key, int other);
 
 /* The row of table named name (len bytes), or -1. */
 int model_option_find(const model_option_t *table, const char *name,
@@ -102,7 +107,10 @@ int model_option_find(const model_option_t *table, const char *name,
 as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
                            const char *value, size_t len, as_err_t *err);
 
-/* "k=v,k=v" for every row, in table order. */
+/* "k=v,k=v" for every row, in table order, but the rows given
+ * explicitly in the order they were given (in the places of table order
+ * they fill): parsed again, the spec means the same where the order
+ * matters (model_opt_set_after). */
 void model_opts_format(const model_opts_t *o, char *buf, size_t len);
 
 #endif
