@@ -148,17 +148,19 @@ typedef enum glibc_version_e {
   X(GO_MXFAST, "mxfast", OPT_BYTES, "128", "bytes", NULL,                      \
     "GLIBC_TUNABLES:glibc.malloc.mxfast",                                      \
     "glibc 2.36 malloc/malloc.c:852 DEFAULT_MXFAST 64*SIZE_SZ/4",              \
-    "largest fastbin request (<= 160); ignored by version=2.43")               \
+    "largest fastbin request; above 160 ignored, as glibc does; ignored by "   \
+    "version=2.43")                                                            \
   X(GO_TCACHE_COUNT, "tcache_count", OPT_U64, "7", "", NULL,                   \
     "GLIBC_TUNABLES:glibc.malloc.tcache_count",                                \
     "glibc 2.36 malloc/malloc.c:328 TCACHE_FILL_COUNT 7 (16 in master, "       \
     "gmaster:317; used when version=2.43 and not set)",                        \
-    "chunks per tcache bin (<= 65535)")                                        \
+    "chunks per tcache bin; above 65535 ignored, as glibc does")               \
   X(GO_TCACHE_MAX, "tcache_max", OPT_BYTES, "1032", "bytes", NULL,             \
     "GLIBC_TUNABLES:glibc.malloc.tcache_max",                                  \
     "glibc 2.36 malloc/malloc.c:310 MAX_TCACHE_SIZE; g242:1935 large bins "    \
     "up to 4 MiB when raised",                                                 \
-    "largest request the tcache holds")                                        \
+    "largest request the tcache holds; above 1032 ignored before 2.42, as "    \
+    "glibc does")                                                              \
   X(GO_VERSION, "version", OPT_ENUM, "2.36", "",                               \
     "2.35|2.36|2.39|2.40|2.41|2.42|2.43", "meta:glibc_version",                \
     "glibc tags glibc-2.35..2.42 (2.35 = 2.36 in malloc: arena.c identical, "  \
@@ -2832,6 +2834,19 @@ static size_t glibc_counters(const model_t *m, model_counter_t *out,
   return n;
 }
 
+/* Tunable key's value.  glibc's do_set_* functions take no value above
+ * max and leave the default in force (malloc.c:5379-5421), and so does
+ * the model: a run measured with GLIBC_TUNABLES=glibc.malloc.tcache_max=
+ * 65536 on 2.36 ran with the default. */
+static uint64_t tunable(const model_opts_t *opts, int key, uint64_t max) {
+  uint64_t v = model_opt_u64(opts, key);
+  if (v <= max)
+    return v;
+  model_opts_t defaults;
+  (void)model_opts_parse("glibc", opts->table, NULL, &defaults, NULL);
+  return model_opt_u64(&defaults, key);
+}
+
 static as_status_t glibc_create(const model_opts_t *opts,
                                 const model_ctx_t *ctx, model_t **out,
                                 as_err_t *err) {
@@ -2871,32 +2886,18 @@ static as_status_t glibc_create(const model_opts_t *opts,
           model_opt_u64(opts, GO_THREAD_STACK_PAGES), 0, "glibc", err) != AS_OK)
     goto fail;
 
-  uint64_t mxfast = model_opt_u64(opts, GO_MXFAST);
-  if (mxfast > MAX_FAST_SIZE) { /* do_set_mxfast (5413-5421) */
-    as_err_set(err, AS_EINVAL, "glibc: mxfast=%" PRIu64 " above %" PRIu64,
-               mxfast, MAX_FAST_SIZE);
-    goto fail;
-  }
-  set_max_fast(g, mxfast);
+  /* do_set_mxfast (5413-5421) ignores a value above MAX_FAST_SIZE */
+  set_max_fast(g, tunable(opts, GO_MXFAST, MAX_FAST_SIZE));
 
-  g->tcache_count = model_opt_u64(opts, GO_TCACHE_COUNT);
+  /* do_set_tcache_count (5392-5401) ignores one above MAX_TCACHE_COUNT */
+  g->tcache_count = tunable(opts, GO_TCACHE_COUNT, MAX_TCACHE_COUNT);
   if (g->version >= GV_243 && !model_opt_was_set(opts, GO_TCACHE_COUNT))
-    g->tcache_count = 16;                   /* gmaster:317 TCACHE_FILL_COUNT */
-  if (g->tcache_count > MAX_TCACHE_COUNT) { /* do_set_tcache_count 5392 */
-    as_err_set(err, AS_EINVAL, "glibc: tcache_count=%" PRIu64 " above 65535",
-               g->tcache_count);
-    goto fail;
-  }
+    g->tcache_count = 16; /* gmaster:317 TCACHE_FILL_COUNT */
   uint64_t tmax = model_opt_u64(opts, GO_TCACHE_MAX);
-  uint64_t tnb = request2size(tmax);
-  if (g->version < GV_242) { /* do_set_tcache_max (5379-5389) */
-    if (tmax > MAX_TCACHE_SIZE) {
-      as_err_set(err, AS_EINVAL,
-                 "glibc: tcache_max=%" PRIu64 " above %" PRIu64
-                 " (large tcache bins need version=2.42 or later)",
-                 tmax, MAX_TCACHE_SIZE);
-      goto fail;
-    }
+  if (g->version < GV_242) { /* do_set_tcache_max (5379-5389) ignores a
+                                value above MAX_TCACHE_SIZE */
+    tmax = tunable(opts, GO_TCACHE_MAX, MAX_TCACHE_SIZE);
+    uint64_t tnb = request2size(tmax);
     g->tcache_bins = (tnb - MINSIZE + MALLOC_ALIGN_MASK) / MALLOC_ALIGNMENT + 1;
   } else {
     /* g242:5590-5610, gmaster:5081-5102 */
@@ -2906,6 +2907,7 @@ static as_status_t glibc_create(const model_opts_t *opts,
       /* csize2tidx, then large_csize2tidx when 2.42's nb exceeds
        * MAX_TCACHE_SMALL_SIZE (g242:5598) or master's index passes the
        * small bins (gmaster:5089). */
+      uint64_t tnb = request2size(tmax);
       uint64_t idx = (tnb - MINSIZE) / MALLOC_ALIGNMENT;
       bool     large = g->version >= GV_243 ? idx >= TCACHE_SMALL_BINS
                                             : tnb > MAX_TCACHE_SIZE;
