@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../sim/status.h"
 
@@ -241,6 +242,40 @@ static as_status_t check_list_keys(const model_methods_t *methods,
   return AS_OK;
 }
 
+/* Whether value v is the default d: the same text, or a zero spelled as
+ * the libraries read a false flag (mimalloc v2.0.9 src/options.c:602,
+ * upper-cased first: 0, false, no, off). */
+static bool same_setting(const char *v, const char *d) {
+  static const char *const zeros[] = {"0", "false", "no", "off", NULL};
+  if (strcmp(v, d) == 0)
+    return true;
+  for (size_t i = 0; strcmp(d, "0") == 0 && zeros[i] != NULL; i++)
+    if (strcasecmp(v, zeros[i]) == 0)
+      return true;
+  return false;
+}
+
+/* A setting of the run that the library reads and the model does not
+ * (methods->unmodelled_env), away from its default: AS_EINVAL naming it,
+ * not a prediction of another run. */
+static as_status_t check_unmodelled(const model_methods_t *methods,
+                                    model_env_get_fn get, void *user,
+                                    as_err_t *err) {
+  for (const char *const *u = methods->unmodelled_env; u != NULL && *u; u++) {
+    const char *eq = strchr(*u, '=');
+    char        buf[128];
+    size_t      pos;
+    const char *v =
+        spelling_value(get, user, *u, (size_t)(eq - *u), buf, sizeof buf, &pos);
+    if (v != NULL && !same_setting(v, eq + 1))
+      return as_err_set(err, AS_EINVAL,
+                        "%.*s=%s: not modelled by %s (it changes what the "
+                        "library keeps resident)",
+                        (int)(eq - *u), *u, v, methods->name);
+  }
+  return AS_OK;
+}
+
 /* A knob the environment sets: its row, value and place (row_value). */
 typedef struct env_knob_s env_knob_t;
 struct env_knob_s {
@@ -297,6 +332,8 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   env_knob_t  knobs[MODEL_OPTS_MAX];
   size_t      n;
   as_status_t rc = check_list_keys(methods, get, user, err);
+  if (rc == AS_OK)
+    rc = check_unmodelled(methods, get, user, err);
   if (rc == AS_OK)
     rc = env_knobs(methods, get, user, knobs, &n, err);
   if (rc != AS_OK)

@@ -2966,9 +2966,17 @@ fail : {
 }
 }
 
+/* What glibc reads and the model does not: a perturb byte makes malloc
+ * and free write every block (2.36 malloc/malloc.c:1994-2008
+ * alloc_perturb, free_perturb), so pages the program never writes become
+ * resident. */
+static const char *const glibc_unmodelled_env[] = {
+    "MALLOC_PERTURB_=0", "GLIBC_TUNABLES:glibc.malloc.perturb=0", NULL};
+
 const model_methods_t model_glibc_methods = {
     .name = "glibc",
     .summary = "glibc malloc (ptmalloc2) 2.36, with 2.35-2.43 switches",
+    .unmodelled_env = glibc_unmodelled_env,
     .options = glibc_options,
     .create = glibc_create,
     .destroy = glibc_destroy,

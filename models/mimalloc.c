@@ -1213,6 +1213,21 @@ static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
   return rc;
 }
 
+/* What the library reads and the model does not: large OS pages (THP
+ * madvise'd segments and arenas that are never decommitted; v2.0.9
+ * src/os.c:613-690, src/arena.c:171), memory reserved up front, and no OS
+ * memory past the reservations.  v2.0.9 src/options.c:73-90, v2.1.2
+ * :65-80 (allow_large_os_pages, legacy large_os_pages), v3.4.3 :129-142
+ * (disallow_os_alloc, legacy limit_os_alloc). */
+static const char *const mimalloc_unmodelled_env[] = {
+    "MIMALLOC_LARGE_OS_PAGES=0",
+    "MIMALLOC_ALLOW_LARGE_OS_PAGES=0",
+    "MIMALLOC_RESERVE_HUGE_OS_PAGES=0",
+    "MIMALLOC_RESERVE_OS_MEMORY=0",
+    "MIMALLOC_LIMIT_OS_ALLOC=0",
+    "MIMALLOC_DISALLOW_OS_ALLOC=0",
+    NULL};
+
 const model_methods_t model_mimalloc_methods = {
     .name = "mimalloc",
     .summary =
@@ -1220,6 +1235,7 @@ const model_methods_t model_mimalloc_methods = {
         "of 64 KiB pages, delayed purge run only by later activity",
     .options = mimalloc_options,
     .preload = "libmimalloc",
+    .unmodelled_env = mimalloc_unmodelled_env,
     .mechanisms = mimalloc_mechanisms,
     .create = mimalloc_create,
     .destroy = mimalloc_destroy,

@@ -132,6 +132,13 @@ struct model_methods_s {
   const char *preload;               /* file name prefix of the library that
                                         LD_PRELOAD puts in place for this model
                                         ("libjemalloc"), or NULL */
+  const char *const *unmodelled_env; /* settings the library reads that
+                                        change what it keeps resident and the
+                                        model does not: "SPELLING=DEFAULT"
+                                        (spelled as option rows' env), NULL
+                                        at the end; a run that sets one
+                                        otherwise is not predicted
+                                        (models/env.h) */
   const model_mechanism_t *mechanisms; /* what walk's regions name; ends
                                     with a row whose key is NULL; NULL if
                                     the model has no walk */
