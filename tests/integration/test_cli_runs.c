@@ -2,13 +2,16 @@
  * store: `replay --db` writes a simulated run that the store API reads back,
  * and `runs` lists it with the same numbers; `convert --workload` writes a
  * workload as a trace that replays like `run` of it; a sweep of several
- * traces names each row's trace; explain and advise name their layout.
+ * traces names each row's trace; explain and advise name their layout; a
+ * convert interrupted by SIGINT leaves its target and no temporary file.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +24,7 @@
 #include <cmocka.h>
 
 #include "analysis/store.h"
+#include "tests/helpers/scratch.h"
 
 #define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
 #define EXAMPLE  ALLOCSIM_SOURCE_DIR "/data/example.trace"
@@ -273,6 +277,65 @@ static void explain_advise_and_map_name_their_one_layout(void **state) {
   assert_non_null(strstr(out, "<br>layout the default one only; replay,"));
 }
 
+/* Starts "allocsim convert - out" with its stdin the read end of a pipe;
+ * *to_stdin receives the write end. */
+static pid_t convert_from_pipe(const char *out, FILE **to_stdin) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(fds[0], STDIN_FILENO);
+    dup2(null, STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl(ALLOCSIM, "allocsim", "convert", "-", out, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[0]);
+  *to_stdin = fdopen(fds[1], "w");
+  assert_non_null(*to_stdin);
+  return pid;
+}
+
+/* Ctrl-C mid-convert: the target keeps what it held, the temporary file
+ * beside it is removed, and the process ends by SIGINT (status 130). */
+static void an_interrupted_convert_leaves_no_temporary_file(void **state) {
+  fixture_t *f = *state;
+  char       out[160], buf[16];
+  snprintf(out, sizeof out, "%s/out.astrace", f->dir);
+  FILE *t = fopen(out, "w");
+  assert_non_null(t);
+  fputs("keep\n", t);
+  assert_int_equal(fclose(t), 0);
+  assert_int_equal(scratch_entries(f->dir), 1);
+
+  FILE *in;
+  pid_t pid = convert_from_pipe(out, &in);
+  fputs("allocsim-trace 1\n", in);
+  for (int i = 0; i < 20000; i++)
+    fprintf(in, "%d 0 malloc %d 16\n", i, i);
+  assert_int_equal(fflush(in), 0);
+  /* convert now waits for more input with its temporary file open. */
+  for (int ms = 0; ms < 10000 && scratch_entries(f->dir) < 2; ms += 10)
+    usleep(10000);
+  assert_int_equal(scratch_entries(f->dir), 2);
+  kill(pid, SIGINT);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  fclose(in);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGINT);
+  assert_int_equal(scratch_entries(f->dir), 1);
+  t = fopen(out, "r");
+  assert_non_null(t);
+  buf[fread(buf, 1, sizeof buf - 1, t)] = '\0';
+  fclose(t);
+  assert_string_equal(buf, "keep\n");
+  unlink(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -290,6 +353,8 @@ int main(void) {
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
       cmocka_unit_test_setup_teardown(
           explain_advise_and_map_name_their_one_layout, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          an_interrupted_convert_leaves_no_temporary_file, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
