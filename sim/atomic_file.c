@@ -168,6 +168,12 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
                              as_err_t *err) {
   memset(af, 0, sizeof *af);
   af->guard = -1;
+  if (strcmp(path, "-") == 0) {
+    snprintf(af->path, sizeof af->path, "<stdout>");
+    af->in_place = true;
+    af->f = stdout;
+    return AS_OK;
+  }
   if (!as_format_fits(af->path, sizeof af->path, "%s", path))
     return as_err_set(err, AS_EIO, "%.200s: cannot create: file name too long",
                       path);
@@ -206,7 +212,8 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
   return AS_OK;
 }
 
-/* Flushes, syncs and closes af->f; AS_EIO naming the path on failure. */
+/* Flushes, syncs and closes af->f (stdout stays open); AS_EIO naming the
+ * path on failure. */
 static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
   FILE *f = af->f;
   af->f = NULL;
@@ -216,7 +223,7 @@ static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
   /* Devices and FIFOs written in place need no sync (and may refuse it). */
   if (e == 0 && !af->in_place && fsync(fileno(f)) != 0)
     e = errno;
-  if (fclose(f) != 0 && e == 0)
+  if (f != stdout && fclose(f) != 0 && e == 0)
     e = errno;
   if (e != 0)
     return as_err_set(err, AS_EIO, "%s: write error: %s", af->path,
@@ -263,7 +270,7 @@ as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
 }
 
 void atomic_file_discard(atomic_file_t *af) {
-  if (af->f != NULL)
+  if (af->f != NULL && af->f != stdout)
     fclose(af->f);
   af->f = NULL;
   if (!af->in_place && af->tmp[0] != '\0')

@@ -17,7 +17,9 @@
  * A target that exists and is not a regular file (a device such as
  * /dev/null, a FIFO, a terminal) is opened and written in place: there is
  * nothing to replace atomically, and it is never unlinked, not even on
- * discard.
+ * discard.  "-" is stdout, as for every command, written in place too:
+ * commit flushes it (a write error is reported as "<stdout>"), and neither
+ * commit nor discard closes it.
  *
  * The new file gets the old target's permission bits, or those a plain
  * fopen(path, "w") would give (0666 less the umask) when there was none.

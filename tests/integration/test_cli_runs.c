@@ -4,7 +4,8 @@
  * workload as a trace that replays like `run` of it; a sweep of several
  * traces names each row's trace; explain and advise name their layout; a
  * convert interrupted by SIGINT leaves its target and no temporary file;
- * a trace on stdin, a pipe or a FIFO is read like its file.
+ * a trace on stdin, a pipe or a FIFO is read like its file; report -o -
+ * writes on stdout.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
@@ -400,6 +401,22 @@ static void a_trace_read_once_is_read_like_its_file(void **state) {
   unlink(fifo);
 }
 
+/* report -o - writes the page on stdout, as - is for every command, and
+ * no file named "-". */
+static void report_to_dash_writes_the_page_on_stdout(void **state) {
+  fixture_t  *f = *state;
+  static char page[1 << 20];
+  char        cmd[1024], dash[160];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s report %s --model glibc -o - 2>/dev/null", f->dir,
+           ALLOCSIM, EXAMPLE);
+  assert_int_equal(run_sh(page, sizeof page, cmd), 0);
+  assert_true(strncmp(page, "<!DOCTYPE html>", 15) == 0);
+  assert_non_null(strstr(page, "</html>"));
+  snprintf(dash, sizeof dash, "%s/-", f->dir);
+  assert_int_equal(access(dash, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -420,6 +437,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           an_interrupted_convert_leaves_no_temporary_file, setup, teardown),
       cmocka_unit_test_setup_teardown(a_trace_read_once_is_read_like_its_file,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(report_to_dash_writes_the_page_on_stdout,
                                       setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* tests/unit/test_atomic_file.c -- sim/atomic_file: the target changes only
  * on a successful commit, a device is written in place and never removed,
- * a write error is reported by commit with the path, and SIGINT, SIGTERM or
- * SIGHUP mid-write removes the temporary file unless the process handles or
- * ignores the signal itself. */
+ * a write error is reported by commit with the path, "-" is stdout, and
+ * SIGINT, SIGTERM or SIGHUP mid-write removes the temporary file unless the
+ * process handles or ignores the signal itself. */
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -133,6 +135,28 @@ static void missing_directory_and_directory_targets_fail_cleanly(void **state) {
   assert_int_equal(entries(), 0);
 }
 
+/* "-" is stdout, written in place: commit flushes it and leaves it open,
+ * and no file named "-" appears (in the scratch directory, where a broken
+ * open would put it and its temporary). */
+static void dash_is_stdout_and_stays_open(void **state) {
+  (void)state;
+  char cwd[PATH_MAX];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  atomic_file_t af;
+  as_err_t      err = {0};
+  assert_int_equal(atomic_file_open(&af, "-", &err), AS_OK);
+  assert_ptr_equal(af.f, stdout);
+  assert_true(af.in_place);
+  assert_int_equal(atomic_file_commit(&af, &err), AS_OK);
+  assert_int_not_equal(fcntl(STDOUT_FILENO, F_GETFD), -1);
+  assert_int_equal(atomic_file_open(&af, "-", &err), AS_OK);
+  atomic_file_discard(&af);
+  assert_int_not_equal(fcntl(STDOUT_FILENO, F_GETFD), -1);
+  assert_int_equal(entries(), 0);
+  assert_int_equal(chdir(cwd), 0);
+}
+
 static void write_old(const char *path) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -228,6 +252,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           missing_directory_and_directory_targets_fail_cleanly, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(dash_is_stdout_and_stays_open, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(
           a_signal_mid_write_removes_the_temporary_file, setup, teardown),
       cmocka_unit_test_setup_teardown(
