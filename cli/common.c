@@ -365,6 +365,20 @@ void cli_json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+void cli_csv_field(FILE *out, const char *s) {
+  if (strpbrk(s, ",\"\r\n") == NULL) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', out);
+    fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
 /* What several layouts add to a report: each sample's rss range, and the
  * peak's and final's.  n == 1: a single replay, reported as before. */
 typedef struct layout_range_s layout_range_t;
@@ -461,9 +475,10 @@ static void print_csv(const store_samples_t *log, const layout_range_t *lr) {
   putchar('\n');
   for (size_t i = 0; i < log->n; i++) {
     const store_sample_t *s = &log->v[i];
-    printf("%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-           kind_name(s->kind), s->label, s->t_ns, s->rss_bytes, s->live_bytes,
-           s->measured_rss_bytes);
+    printf("%s,", kind_name(s->kind));
+    cli_csv_field(stdout, s->label);
+    printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, s->t_ns,
+           s->rss_bytes, s->live_bytes, s->measured_rss_bytes);
     if (lr->n > 1)
       printf(",%" PRIu64 ",%" PRIu64, lr->lo[i], lr->hi[i]);
     for (int o = 0; o < SIM_OWNER_COUNT; o++)
