@@ -18,6 +18,7 @@
 #include "../analysis/store.h"
 #include "../models/options.h"
 #include "../sim/host.h"
+#include "../sim/json.h"
 #include "../sim/reserve.h"
 #include "../traces/trace_io.h"
 
@@ -353,14 +354,10 @@ void cli_json_string(FILE *out, const char *s) {
     return;
   }
   fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
+  char piece[AS_JSON_PIECE_MAX];
+  while (*s) {
+    s += as_json_piece(s, piece);
+    fputs(piece, out);
   }
   fputc('"', out);
 }

@@ -9,6 +9,7 @@
  *   - Every command that prints to stdout exits 1 with a one-line message
  *     when stdout is full (/dev/full) or closed, instead of 0.
  *   - CSV is RFC 4180: a label with a comma or a quote is one quoted field.
+ *   - JSON is valid UTF-8 whatever bytes a label holds.
  */
 #include <dirent.h>
 #include <sys/sysmacros.h>
@@ -244,6 +245,22 @@ static void csv_labels_are_quoted(void **state) {
   }
 }
 
+/* A Latin-1 label (any byte >= 0x80 is allowed in a trace) comes out as
+ * \u00XX per byte, a UTF-8 one as it is: the JSON is valid UTF-8. */
+static void json_labels_are_valid_utf8(void **state) {
+  fixture_t *f = *state;
+  write_file(f, "l.trace",
+             "allocsim-trace 1\n0 0 mark caf\xe9\n1 0 malloc 1 10\n"
+             "2 0 mark caf\xc3\xa9\n",
+             0644);
+  run_cli_t r;
+  assert_int_equal(
+      run_cli(&r, f->dir, "allocsim replay l.trace --json --layouts 1", 60), 0);
+  assert_non_null(strstr(r.out, "{\"label\": \"caf\\u00e9\", "));
+  assert_non_null(strstr(r.out, "{\"label\": \"caf\xc3\xa9\", "));
+  assert_null(strstr(r.out, "caf\xe9"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(failed_convert_keeps_an_existing_file,
@@ -259,6 +276,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(stdout_write_errors_fail_every_command,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(csv_labels_are_quoted, setup, teardown),
+      cmocka_unit_test_setup_teardown(json_labels_are_valid_utf8, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
