@@ -659,6 +659,14 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     const char   *trace = c->workload ? NULL : c->traces[t];
     char          sha[65] = "";
     trace_specs_t ts = {"", ""};
+    if (trace != NULL && trace_path_reads_once(trace)) {
+      rc = as_err_set(err, AS_EINVAL,
+                      "%s: expected a trace file: a sweep reads each trace "
+                      "once per point and again on --resume, and a pipe or "
+                      "FIFO can be read only once (copy it to a file)",
+                      trace);
+      break;
+    }
     if (trace != NULL &&
         ((rc = open_trace_source(c, trace, &ts, err)) != AS_OK ||
          (rc = as_sha256_file(trace, sha, err)) != AS_OK))

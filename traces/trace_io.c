@@ -146,10 +146,11 @@ static bool may_be_trace(const unsigned char *head, size_t n) {
          memcmp(head, k_text_magic, k) == 0 || is_compressed(head, n);
 }
 
-/* Whether a file of this type gives its bytes once (a FIFO, a pipe as
- * /dev/fd/N, a terminal) rather than again on every open. */
-static bool reads_once(mode_t mode) {
-  return S_ISFIFO(mode) || S_ISCHR(mode);
+bool trace_path_reads_once(const char *path) {
+  struct stat st;
+  return strcmp(path, "-") == 0 ||
+         (stat(path, &st) == 0 &&
+          (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
 }
 
 static const char *input_name(const trace_input_t *in) {
@@ -215,10 +216,9 @@ as_status_t trace_input_open(trace_input_t *in, const char *path,
                              as_err_t *err) {
   memset(in, 0, sizeof *in);
   in->path = path;
-  bool        is_stdin = strcmp(path, "-") == 0;
-  struct stat st;
-  if (!is_stdin && (stat(path, &st) != 0 || !reads_once(st.st_mode)))
+  if (!trace_path_reads_once(path))
     return AS_OK; /* read in place; trace_open names a missing file */
+  bool  is_stdin = strcmp(path, "-") == 0;
   FILE *from = is_stdin ? stdin : fopen(path, "rb");
   if (from == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,

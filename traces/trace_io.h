@@ -38,6 +38,11 @@ as_status_t trace_binary_open(const char *path, trace_source_t **out,
  * a regular file is read in place.  An input whose first bytes cannot
  * begin a trace is copied no further (the header error needs no more).
  * Sources are named as the path (stdin as "<stdin>"). */
+/* Whether path gives its bytes once: "-", a FIFO or pipe (/dev/fd/N), a
+ * character device such as a terminal.  Commands that keep a trace's path
+ * to read it again later (sweep --resume, record's store) refuse those. */
+bool trace_path_reads_once(const char *path);
+
 typedef struct trace_input_s trace_input_t;
 struct trace_input_s {
   const char *path;     /* as given */
