@@ -107,11 +107,13 @@ as_status_t oracle_find_replayer(oracle_allocator_t a, char *buf, size_t len,
 
 /* ---- Sources ------------------------------------------------------------ */
 
-static as_status_t open_source(const char *path, const char *workload,
+/* The trace is read three times (plan, feed, output): a pipe's is a copy
+ * (trace_input_open). */
+static as_status_t open_source(const trace_input_t *trace, const char *workload,
                                trace_source_t **src, as_err_t *err) {
   if (workload != NULL)
     return workload_open_line(workload, src, err);
-  return trace_open(path, src, err);
+  return trace_input_source(trace, src, err);
 }
 
 /* ---- Walking ---------------------------------------------------------------
@@ -375,11 +377,11 @@ static as_status_t plan_thread(plan_t *p, const trace_source_t *src,
   return AS_OK;
 }
 
-static as_status_t plan_trace(const char *path, const char *workload,
+static as_status_t plan_trace(const trace_input_t *trace, const char *workload,
                               const oracle_opts_t *o, plan_t *p,
                               oracle_run_t *r, as_err_t *err) {
   trace_source_t *src;
-  as_status_t     rc = open_source(path, workload, &src, err);
+  as_status_t     rc = open_source(trace, workload, &src, err);
   if (rc != AS_OK)
     return rc;
   walk_t w;
@@ -590,7 +592,8 @@ static as_status_t child_start(const char *replayer, const char *preload,
 
 typedef struct feed_s feed_t;
 struct feed_s {
-  const char          *path, *workload;
+  const trace_input_t *trace;
+  const char          *workload;
   const oracle_opts_t *o;
   int                  fd;
   oracle_hello_t       hello;
@@ -630,7 +633,7 @@ static void *feed_main(void *arg) {
   pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
   trace_source_t *src = NULL;
   walk_t          w = {0};
-  f->rc = open_source(f->path, f->workload, &src, &f->err);
+  f->rc = open_source(f->trace, f->workload, &src, &f->err);
   if (f->rc == AS_OK)
     f->rc = walk_init(&w, src, f->o, &f->err);
   bool alive = f->rc == AS_OK && feed_put(f, &f->hello, sizeof f->hello);
@@ -1170,11 +1173,11 @@ static as_status_t out_event(out_t *x, const trace_event_t *ev,
   return rc;
 }
 
-static as_status_t write_output(const char *path, const char *workload,
-                                const oracle_opts_t *o, oracle_run_t *r,
-                                as_err_t *err) {
+static as_status_t write_output(const trace_input_t *trace,
+                                const char *workload, const oracle_opts_t *o,
+                                oracle_run_t *r, as_err_t *err) {
   trace_source_t *src;
-  as_status_t     rc = open_source(path, workload, &src, err);
+  as_status_t     rc = open_source(trace, workload, &src, err);
   if (rc != AS_OK)
     return rc;
   walk_t       w;
@@ -1182,7 +1185,7 @@ static as_status_t write_output(const char *path, const char *workload,
   trace_meta_t meta;
   char         input[300];
   as_format_fits(input, sizeof input, "%s%s", workload ? "workload: " : "",
-                 workload ? workload : path);
+                 workload ? workload : trace->path);
   if ((rc = walk_init(&w, src, o, err)) == AS_OK && o->out_path != NULL &&
       (rc = output_meta(src, input, workload, o, r, &meta, err)) == AS_OK)
     rc = trace_writer_open(o->out_path, trace_format_from_path(o->out_path),
@@ -1321,9 +1324,9 @@ static as_status_t child_wait(child_t *c, const collect_t *k,
   return AS_OK;
 }
 
-as_status_t oracle_run(const char *trace_path, const char *workload,
-                       const oracle_opts_t *o, oracle_run_t *r, as_err_t *err) {
-  memset(r, 0, sizeof *r);
+static as_status_t run_input(const trace_input_t *trace, const char *workload,
+                             const oracle_opts_t *o, oracle_run_t *r,
+                             as_err_t *err) {
   as_status_t rc = choose_preload(o, r, err);
   if (rc != AS_OK)
     return rc;
@@ -1334,7 +1337,7 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     return rc;
   plan_t plan;
   memset(&plan, 0, sizeof plan);
-  rc = plan_trace(trace_path, workload, o, &plan, r, err);
+  rc = plan_trace(trace, workload, o, &plan, r, err);
   addr_ids_map_free(&plan.alive);
   addr_ids_map_free(&plan.seen);
   if (rc != AS_OK)
@@ -1342,8 +1345,8 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
 
   child_t c;
   if ((rc = child_start(r->replayer, r->preload, o,
-                        workload ? workload : trace_path, plan.ops, &c, err)) !=
-      AS_OK)
+                        workload ? workload : trace->path, plan.ops, &c,
+                        err)) != AS_OK)
     return rc;
   feed_t *f = calloc(1, sizeof *f);
   if (f == NULL) {
@@ -1352,7 +1355,7 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
     child_close(&c);
     return as_err_set(err, AS_ENOMEM, "out of memory");
   }
-  f->path = trace_path;
+  f->trace = trace;
   f->workload = workload;
   f->o = o;
   f->fd = c.ops_fd;
@@ -1396,6 +1399,18 @@ as_status_t oracle_run(const char *trace_path, const char *workload,
   if (rc == AS_OK)
     rc = dtv_plan(r, o->out_path != NULL && !o->marks_only, err);
   if (rc == AS_OK)
-    rc = write_output(trace_path, workload, o, r, err);
+    rc = write_output(trace, workload, o, r, err);
+  return rc;
+}
+
+as_status_t oracle_run(const char *trace_path, const char *workload,
+                       const oracle_opts_t *o, oracle_run_t *r, as_err_t *err) {
+  memset(r, 0, sizeof *r);
+  trace_input_t trace = {0};
+  as_status_t   rc =
+      workload != NULL ? AS_OK : trace_input_open(&trace, trace_path, err);
+  if (rc == AS_OK)
+    rc = run_input(&trace, workload, o, r, err);
+  trace_input_close(&trace);
   return rc;
 }

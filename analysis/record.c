@@ -162,6 +162,15 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
   const char *source = trace_meta_get(&src->meta, "source");
   bool        has_trace = info->alloc_events > 0 ||
                    (source != NULL && strcmp(source, "allocsim capture") == 0);
+  if (has_trace && trace_path_reads_once(path)) {
+    /* compare replays the stored path, checked by its SHA-256. */
+    rc = as_err_set(err, AS_EINVAL,
+                    "%s: expected a trace file: the store keeps its path for "
+                    "compare to replay, and a pipe or FIFO can be read only "
+                    "once (copy it to a file)",
+                    path);
+    goto done;
+  }
   if (has_trace) {
     if (realpath(path, abs_path) == NULL)
       as_format_fits(abs_path, sizeof abs_path, "%s", path);

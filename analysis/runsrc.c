@@ -135,10 +135,8 @@ as_status_t replay_target_open(replay_target_t *t, const char *what,
   char *end;
   errno = 0;
   long long run_id = strtoll(what, &end, 10);
-  if (db == NULL || *end != '\0' || end == what || run_id <= 0) {
-    t->path = what;
-    return AS_OK;
-  }
+  if (db == NULL || *end != '\0' || end == what || run_id <= 0)
+    return trace_input_open(&t->trace, what, err);
   if (errno == ERANGE) /* saturated: named as given, not as LLONG_MAX */
     return as_err_set(err, AS_EINVAL, "%s: no run with id %s", db, what);
   if (access(db, F_OK) != 0)
@@ -154,9 +152,9 @@ as_status_t replay_target_open(replay_target_t *t, const char *what,
 as_status_t replay_target_source(void *user, trace_source_t **src,
                                  as_err_t *err) {
   replay_target_t *t = user;
-  if (t->path != NULL) {
+  if (t->trace.path != NULL) {
     t->is_trace = true;
-    return trace_open(t->path, src, err);
+    return trace_input_source(&t->trace, src, err);
   }
   return run_open_source(t->store, &t->rec, &t->meta, src, t->desc,
                          sizeof t->desc, &t->is_trace, err);
@@ -174,7 +172,7 @@ as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
     return record_run_specs(run_meta_get, &t->meta, given_model, given_libc,
                             model, model_len, libc, libc_len, err);
   trace_source_t *src;
-  as_status_t     rc = trace_open(t->path, &src, err);
+  as_status_t     rc = trace_input_source(&t->trace, &src, err);
   if (rc != AS_OK)
     return rc;
   rc = record_run_specs(trace_meta_lookup, &src->meta, given_model, given_libc,
@@ -184,6 +182,7 @@ as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
 }
 
 void replay_target_close(replay_target_t *t) {
+  trace_input_close(&t->trace);
   store_run_record_free(&t->rec);
   run_meta_free(&t->meta);
   store_run_record_free(&t->rec);
@@ -193,7 +192,7 @@ void replay_target_close(replay_target_t *t) {
 }
 
 const char *replay_target_name(const replay_target_t *t) {
-  return t->path != NULL ? t->path : t->desc;
+  return t->trace.path != NULL ? t->trace.path : t->desc;
 }
 
 as_status_t replay_target_check_specs(const replay_target_t *t,
@@ -210,7 +209,7 @@ as_status_t replay_target_check_specs(const replay_target_t *t,
     return rc;
   char msg[sizeof err->msg];
   as_format_fits(msg, sizeof msg, "%.200s: provenance model '%.80s': %.200s",
-                 t->path != NULL ? t->path : store_path(t->store), model,
-                 err->msg);
+                 t->trace.path != NULL ? t->trace.path : store_path(t->store),
+                 model, err->msg);
   return as_err_set(err, AS_EFORMAT, "%s", msg);
 }

@@ -9,6 +9,7 @@
 
 #include "../engine/engine.h"
 #include "../traces/event.h"
+#include "../traces/trace_io.h"
 #include "store.h"
 
 /* A run's provenance as key/value pairs (owned copies). */
@@ -39,11 +40,11 @@ as_status_t run_open_source(store_t *s, const store_run_record_t *rec,
                             char *desc, size_t desc_len, bool *is_trace,
                             as_err_t *err);
 
-/* A trace file, or run RUN of a store: what explain, advise and report
- * work on. */
+/* A trace file, or run RUN of a store: what replay, explain, advise, map
+ * and report work on. */
 typedef struct replay_target_s replay_target_t;
 struct replay_target_s {
-  const char        *path;  /* trace file, or NULL for a run */
+  trace_input_t      trace; /* the trace file (path NULL for a run) */
   store_t           *store; /* the run's store, or NULL */
   store_run_record_t rec;
   run_meta_t         meta;
@@ -52,8 +53,10 @@ struct replay_target_s {
                                    source was opened), not a workload */
 };
 /* what is a run id when db is given and it is a positive number, else a
- * trace path.  AS_EINVAL for a store that does not exist or a run it does
- * not hold.  Close with replay_target_close, also after a failure. */
+ * trace path (one that reads once, such as stdin or a FIFO, is copied:
+ * trace_input_open).  AS_EINVAL for a store that does not exist or a run
+ * it does not hold.  Close with replay_target_close, also after a
+ * failure. */
 as_status_t replay_target_open(replay_target_t *t, const char *what,
                                const char *db, as_err_t *err);
 /* Opens (again) the target's events (an explain_open_fn). */

@@ -31,6 +31,7 @@
 #include "../models/pymalloc.h"
 #include "../engine/engine.h"
 #include "../traces/trace_io.h"
+#include "../sim/json.h"
 #include "../sim/reserve.h"
 #include "../sim/sha256.h"
 #include "record.h"
@@ -658,6 +659,14 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     const char   *trace = c->workload ? NULL : c->traces[t];
     char          sha[65] = "";
     trace_specs_t ts = {"", ""};
+    if (trace != NULL && trace_path_reads_once(trace)) {
+      rc = as_err_set(err, AS_EINVAL,
+                      "%s: expected a trace file: a sweep reads each trace "
+                      "once per point and again on --resume, and a pipe or "
+                      "FIFO can be read only once (copy it to a file)",
+                      trace);
+      break;
+    }
     if (trace != NULL &&
         ((rc = open_trace_source(c, trace, &ts, err)) != AS_OK ||
          (rc = as_sha256_file(trace, sha, err)) != AS_OK))
@@ -1037,21 +1046,15 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
 
 /* ---- Storing ------------------------------------------------------------ */
 
-/* Appends s to buf as a JSON string. */
+/* Appends s to buf as a JSON string (sim/json.h: valid UTF-8). */
 static size_t json_str(char *buf, size_t len, size_t used, const char *s) {
   if (used < len)
     buf[used] = '"';
   used++;
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    char          esc[8];
-    if (ch == '"' || ch == '\\')
-      snprintf(esc, sizeof esc, "\\%c", ch);
-    else if (ch < 0x20)
-      snprintf(esc, sizeof esc, "\\u%04x", ch);
-    else
-      esc[0] = (char)ch, esc[1] = '\0';
-    for (char *e = esc; *e; e++, used++)
+  char piece[AS_JSON_PIECE_MAX];
+  while (*s) {
+    s += as_json_piece(s, piece);
+    for (char *e = piece; *e; e++, used++)
       if (used < len)
         buf[used] = *e;
   }

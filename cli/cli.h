@@ -181,8 +181,13 @@ as_status_t cli_lab_dir(char *buf, size_t len, as_err_t *err);
 as_status_t cli_lab_measure(const lab_variant_t *v, const cli_lab_env_t *e,
                             const char *out, as_err_t *err);
 
-/* Prints s as a JSON string literal (escaped), or null for NULL. */
+/* Prints s as a JSON string literal, or null for NULL: escaped, and valid
+ * UTF-8 whatever bytes s holds (sim/json.h). */
 void cli_json_string(FILE *out, const char *s);
+/* Prints s as one CSV field (RFC 4180): as it is, or in double quotes with
+ * each quote doubled when it holds a comma, quote, CR or LF.  Every --csv
+ * output writes its text fields through this. */
+void cli_csv_field(FILE *out, const char *s);
 
 /* The command line argv joined with spaces (static buffer). */
 const char *cli_command_line(int argc, char **argv);

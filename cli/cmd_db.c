@@ -57,21 +57,6 @@ static int db_merge(int argc, char **argv) {
 
 typedef enum { ROWS_TEXT, ROWS_CSV, ROWS_JSON } rows_format_t;
 
-/* A CSV field: quoted when it holds a comma, quote or newline. */
-static void csv_field(const char *v) {
-  if (!strpbrk(v, ",\"\n")) {
-    fputs(v, stdout);
-    return;
-  }
-  putchar('"');
-  for (; *v; v++) {
-    if (*v == '"')
-      putchar('"');
-    putchar(*v);
-  }
-  putchar('"');
-}
-
 /* Text columns are as wide as their widest value (a first pass). */
 #define ROWS_MAX_COLS 64
 static void column_widths(sqlite3_stmt *st, int ncol, int *width) {
@@ -97,7 +82,7 @@ static void print_value(sqlite3_stmt *st, int c, rows_format_t f, int width) {
     else
       fputs(v, stdout);
   } else if (f == ROWS_CSV)
-    csv_field(v ? v : "");
+    cli_csv_field(stdout, v ? v : "");
   else
     printf("%*s", width, v ? v : "-");
 }
@@ -110,9 +95,10 @@ static void print_rows(sqlite3_stmt *st, rows_format_t f) {
   if (f == ROWS_TEXT)
     column_widths(st, ncol, width);
   for (int c = 0; f != ROWS_JSON && c < ncol; c++) {
-    if (f == ROWS_CSV)
-      printf(c ? ",%s" : "%s", sqlite3_column_name(st, c));
-    else
+    if (f == ROWS_CSV) {
+      fputs(c ? "," : "", stdout);
+      cli_csv_field(stdout, sqlite3_column_name(st, c));
+    } else
       printf(c ? " %*s" : "%*s", width[c], sqlite3_column_name(st, c));
   }
   printf(f == ROWS_JSON ? "[" : "\n");

@@ -4,8 +4,6 @@
 
 #include <string.h>
 
-#include "../traces/trace_io.h"
-
 #define SIM_OPTIONS_HELP                                                       \
   "  --model SPEC        model and options, e.g. glibc:arena_max=2 (see\n"     \
   "                      `allocsim models`)\n"                                 \
@@ -40,10 +38,6 @@
   "  --json              print one JSON object instead of the table\n"         \
   "  --csv               print every sample as CSV instead of the table\n"
 
-static as_status_t open_trace(void *user, trace_source_t **src, as_err_t *err) {
-  return trace_open(user, src, err);
-}
-
 static int replay_main(int argc, char **argv) {
   cli_sim_opts_t o;
   const char    *path = NULL;
@@ -63,16 +57,17 @@ static int replay_main(int argc, char **argv) {
   }
   if (path == NULL)
     return cli_usage_error("replay", "which trace? give a file name");
-  if (strcmp(path, "-") == 0) {
-    if (o.layouts > 1)
-      return cli_usage_error("replay",
-                             "--layouts %u: stdin can be read "
-                             "only once; give a file",
-                             o.layouts);
-    o.layouts = 1;
+  /* Every layout reads the trace again: a replay target copies a pipe's. */
+  replay_target_t t;
+  as_err_t        err = {0};
+  if (replay_target_open(&t, path, NULL, &err) != AS_OK) {
+    replay_target_close(&t);
+    return cli_fail("replay", &err);
   }
-  return cli_simulate_and_report("replay", &o, open_trace, (void *)path,
-                                 cli_command_line(argc, argv));
+  int code = cli_simulate_and_report("replay", &o, replay_target_source, &t,
+                                     cli_command_line(argc, argv));
+  replay_target_close(&t);
+  return code;
 }
 
 const cli_command_t cli_cmd_replay = {

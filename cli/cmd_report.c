@@ -146,7 +146,8 @@ static int report_main(int argc, char **argv) {
   replay_target_close(&t);
   if (rc != AS_OK)
     return cli_fail("report", &err);
-  fprintf(stderr, "allocsim report: wrote %s\n", ro.out_html);
+  if (strcmp(ro.out_html, "-") != 0)
+    fprintf(stderr, "allocsim report: wrote %s\n", ro.out_html);
   return CLI_EXIT_OK;
 }
 
@@ -169,7 +170,8 @@ const cli_command_t cli_cmd_report = {
         "replayed on one address layout, the default, as explain and\n"
         "advise.  Plots are drawn by gnuplot (apt-get install gnuplot-nox).\n\n"
         "options:\n"
-        "  -o FILE.html   the page (written whole or not at all)\n"
+        "  -o FILE.html   the page (written whole or not at all; - for\n"
+        "                 stdout)\n"
         "  --png DIR      also write every plot as DIR/<name>.png\n"
         "  --title T      the page's title\n"
         "  --at MARK      explain and advise at this mark\n",

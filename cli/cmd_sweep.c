@@ -106,18 +106,6 @@ static int trace_width(const sweep_config_t *c) {
   return (int)w;
 }
 
-/* A CSV field, quoted (RFC 4180) when it holds a comma, quote or newline. */
-static void csv_field(const char *s) {
-  if (strpbrk(s, ",\"\r\n") == NULL) {
-    printf(",%s", s);
-    return;
-  }
-  printf(",\"");
-  for (; *s; s++)
-    printf(*s == '"' ? "\"\"" : "%c", *s);
-  printf("\"");
-}
-
 /* Prints the points that ran (after a stop, the others are not results). */
 static void print_results(const sweep_config_t *c, sweep_point_t *pts,
                           size_t npts, bool csv, bool json, int64_t sweep_id) {
@@ -180,8 +168,10 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
   const char *sep = csv ? "," : " ";
   if (csv) {
     printf("point%s", many_traces(c) ? ",trace" : "");
-    for (size_t a = 0; a < c->naxes; a++)
-      printf(",%s", c->axes[a].name);
+    for (size_t a = 0; a < c->naxes; a++) {
+      putchar(',');
+      cli_csv_field(stdout, c->axes[a].name);
+    }
     printf(",seed,kept_mib,kept_min_mib,kept_max_mib,formula_mib,"
            "formula_sd_mib,arenas_pinned,peak_mib,final_mib,"
            "reuse_growth_mib,events,seconds\n");
@@ -209,12 +199,18 @@ static void print_results(const sweep_config_t *c, sweep_point_t *pts,
     bool ok = p->status == AS_OK;
     snprintf(pin, sizeof pin, "%" PRId64, p->arenas_pinned);
     printf(csv ? "%" PRIu64 : "%5" PRIu64, p->point);
-    if (many_traces(c) && csv)
-      csv_field(p->trace);
-    else if (many_traces(c))
+    if (many_traces(c) && csv) {
+      putchar(',');
+      cli_csv_field(stdout, p->trace);
+    } else if (many_traces(c))
       printf(" %-*s", trace_width(c), p->trace);
-    for (size_t a = 0; a < c->naxes; a++)
-      printf(csv ? ",%s" : " %10s", p->values[a]);
+    for (size_t a = 0; a < c->naxes; a++) {
+      if (csv) {
+        putchar(',');
+        cli_csv_field(stdout, p->values[a]);
+      } else
+        printf(" %10s", p->values[a]);
+    }
     printf(csv ? ",%" PRIu64 : " %4" PRIu64, p->seed);
     bool ranged = ok && p->have_kept;
     mib(lo, ranged, (double)p->kept_min_bytes);

@@ -18,6 +18,7 @@
 #include "../analysis/store.h"
 #include "../models/options.h"
 #include "../sim/host.h"
+#include "../sim/json.h"
 #include "../sim/reserve.h"
 #include "../traces/trace_io.h"
 
@@ -353,14 +354,24 @@ void cli_json_string(FILE *out, const char *s) {
     return;
   }
   fputc('"', out);
+  char piece[AS_JSON_PIECE_MAX];
+  while (*s) {
+    s += as_json_piece(s, piece);
+    fputs(piece, out);
+  }
+  fputc('"', out);
+}
+
+void cli_csv_field(FILE *out, const char *s) {
+  if (strpbrk(s, ",\"\r\n") == NULL) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
   for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
+    if (*s == '"')
+      fputc('"', out);
+    fputc(*s, out);
   }
   fputc('"', out);
 }
@@ -461,9 +472,10 @@ static void print_csv(const store_samples_t *log, const layout_range_t *lr) {
   putchar('\n');
   for (size_t i = 0; i < log->n; i++) {
     const store_sample_t *s = &log->v[i];
-    printf("%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-           kind_name(s->kind), s->label, s->t_ns, s->rss_bytes, s->live_bytes,
-           s->measured_rss_bytes);
+    printf("%s,", kind_name(s->kind));
+    cli_csv_field(stdout, s->label);
+    printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, s->t_ns,
+           s->rss_bytes, s->live_bytes, s->measured_rss_bytes);
     if (lr->n > 1)
       printf(",%" PRIu64 ",%" PRIu64, lr->lo[i], lr->hi[i]);
     for (int o = 0; o < SIM_OWNER_COUNT; o++)

@@ -8,15 +8,97 @@
  * the final file's directory; fsync of the file before the rename and of
  * the directory after it make the new contents survive a power cut too,
  * never a renamed empty file.
+ *
+ * An interrupted conversion would leave its temporary file (up to hundreds
+ * of MB) behind, so each temporary file is listed in a slot the signal
+ * handler reads: the path in a static buffer, armed once written, because
+ * the handler may call only async-signal-safe functions (unlink, getpid,
+ * sigaction, raise).
  */
 #include "atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- Removal on SIGINT, SIGTERM, SIGHUP ---------------------------------- */
+
+/* Temporary files open at once: a command writes one or two. */
+#define GUARD_SLOTS 8
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_ARMED };
+
+static const int k_guarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static _Atomic int slot_state[GUARD_SLOTS];
+static char        slot_path[GUARD_SLOTS][PATH_MAX];
+/* A child forked before exec inherits the handler and the slots; it must
+ * not remove its parent's file when it alone is signalled. */
+static pid_t slot_owner[GUARD_SLOTS];
+
+static void remove_temporaries_and_die(int sig) {
+  pid_t self = getpid();
+  for (int i = 0; i < GUARD_SLOTS; i++)
+    if (atomic_load(&slot_state[i]) == SLOT_ARMED && slot_owner[i] == self)
+      unlink(slot_path[i]);
+  /* The signal is blocked in its handler: raised again with the default
+   * action, it ends the process as soon as the handler returns. */
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  raise(sig);
+}
+
+/* Installs the handler for each guarded signal still at its default action
+ * (another handler or SIG_IGN is the process's choice and stays), checked at
+ * every open since a command may install its own in between.  It stays
+ * installed once every file is gone: with no slot armed it only re-raises,
+ * which is what the default action would have done. */
+static void install_handler(void) {
+  struct sigaction sa = {.sa_handler = remove_temporaries_and_die,
+                         .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof k_guarded_signals / sizeof k_guarded_signals[0];
+       i++) {
+    struct sigaction old;
+    if (sigaction(k_guarded_signals[i], NULL, &old) == 0 &&
+        !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+      sigaction(k_guarded_signals[i], &sa, NULL);
+  }
+}
+
+/* Lists af->tmp for the handler.  With every slot taken the file is not
+ * listed, and a signal leaves it behind as a crash would. */
+static void guard_arm(atomic_file_t *af) {
+  af->guard = -1;
+  install_handler();
+  for (int i = 0; i < GUARD_SLOTS; i++) {
+    int expected = SLOT_FREE;
+    if (atomic_compare_exchange_strong(&slot_state[i], &expected,
+                                       SLOT_FILLING)) {
+      memcpy(slot_path[i], af->tmp, sizeof af->tmp);
+      slot_owner[i] = getpid();
+      atomic_store(&slot_state[i], SLOT_ARMED);
+      af->guard = i;
+      return;
+    }
+  }
+}
+
+/* Unlists af->tmp, after it was renamed or removed (never before: a signal
+ * in between would leave it). */
+static void guard_release(atomic_file_t *af) {
+  if (af->guard >= 0)
+    atomic_store(&slot_state[af->guard], SLOT_FREE);
+  af->guard = -1;
+}
+
+/* ---- Opening and committing --------------------------------------------- */
 
 /* Linux's limit on symbolic links followed in one lookup
  * (include/linux/namei.h MAXSYMLINKS). */
@@ -85,6 +167,13 @@ static as_status_t open_in_place(atomic_file_t *af, as_err_t *err) {
 as_status_t atomic_file_open(atomic_file_t *af, const char *path,
                              as_err_t *err) {
   memset(af, 0, sizeof *af);
+  af->guard = -1;
+  if (strcmp(path, "-") == 0) {
+    snprintf(af->path, sizeof af->path, "<stdout>");
+    af->in_place = true;
+    af->f = stdout;
+    return AS_OK;
+  }
   if (!as_format_fits(af->path, sizeof af->path, "%s", path))
     return as_err_set(err, AS_EIO, "%.200s: cannot create: file name too long",
                       path);
@@ -109,11 +198,13 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
                       "%s: cannot create a temporary file beside it: %s",
                       af->path, strerror(e));
   }
+  guard_arm(af);
   mode_t mode = exists ? st.st_mode & 07777 : default_mode();
   if (fchmod(fd, mode) != 0 || (af->f = fdopen(fd, "wb")) == NULL) {
     int e = errno;
     close(fd);
     unlink(af->tmp);
+    guard_release(af);
     af->tmp[0] = '\0';
     return as_err_set(err, AS_EIO, "%s: cannot create: %s", af->path,
                       strerror(e));
@@ -121,7 +212,8 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
   return AS_OK;
 }
 
-/* Flushes, syncs and closes af->f; AS_EIO naming the path on failure. */
+/* Flushes, syncs and closes af->f (stdout stays open); AS_EIO naming the
+ * path on failure. */
 static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
   FILE *f = af->f;
   af->f = NULL;
@@ -131,7 +223,7 @@ static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
   /* Devices and FIFOs written in place need no sync (and may refuse it). */
   if (e == 0 && !af->in_place && fsync(fileno(f)) != 0)
     e = errno;
-  if (fclose(f) != 0 && e == 0)
+  if (f != stdout && fclose(f) != 0 && e == 0)
     e = errno;
   if (e != 0)
     return as_err_set(err, AS_EIO, "%s: write error: %s", af->path,
@@ -161,12 +253,12 @@ as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
   if (rc == AS_OK && rename(af->tmp, af->final) != 0)
     rc = as_err_set(err, AS_EIO, "%s: cannot replace: %s", af->path,
                     strerror(errno));
-  if (rc != AS_OK) {
+  if (rc != AS_OK)
     unlink(af->tmp);
-    af->tmp[0] = '\0';
-    return rc;
-  }
+  guard_release(af);
   af->tmp[0] = '\0';
+  if (rc != AS_OK)
+    return rc;
   /* The rename is durable once the directory is synced; a directory that
    * refuses fsync (some network file systems) still has the file. */
   char   dir[PATH_MAX];
@@ -178,10 +270,11 @@ as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
 }
 
 void atomic_file_discard(atomic_file_t *af) {
-  if (af->f != NULL)
+  if (af->f != NULL && af->f != stdout)
     fclose(af->f);
   af->f = NULL;
   if (!af->in_place && af->tmp[0] != '\0')
     unlink(af->tmp);
+  guard_release(af);
   af->tmp[0] = '\0';
 }

@@ -5,13 +5,21 @@
  * flushed, fsync'd, renamed over the target, and the directory fsync'd.  A
  * discard, or a crash at any point, leaves the target exactly as it was
  * (only the temporary ".NAME.tmp-XXXXXX" may stay behind after a crash).
+ * SIGINT, SIGTERM and SIGHUP are no crash: while a temporary file exists,
+ * a handler removes it and the process then ends by that signal as it
+ * would have (exit status 128 + the signal).  The handler is installed only
+ * for a signal still at its default action, so a command that handles one
+ * itself (sweep stops between points) or a process that ignores one
+ * (nohup) keeps that; the command's own discard removes the file then.
  * A symbolic link to a regular file keeps being the link: its target file
  * is replaced.
  *
  * A target that exists and is not a regular file (a device such as
  * /dev/null, a FIFO, a terminal) is opened and written in place: there is
  * nothing to replace atomically, and it is never unlinked, not even on
- * discard.
+ * discard.  "-" is stdout, as for every command, written in place too:
+ * commit flushes it (a write error is reported as "<stdout>"), and neither
+ * commit nor discard closes it.
  *
  * The new file gets the old target's permission bits, or those a plain
  * fopen(path, "w") would give (0666 less the umask) when there was none.
@@ -32,6 +40,7 @@ struct atomic_file_s {
   char  path[PATH_MAX];  /* the target as named, for messages */
   char  final[PATH_MAX]; /* what the rename replaces (links resolved) */
   char  tmp[PATH_MAX];   /* the temporary file; "" when in place */
+  int   guard;           /* its slot in the signal handler's list, or -1 */
 };
 
 /* Opens path for writing as described above.  AS_EIO naming path and the

@@ -12,12 +12,17 @@
  * is, through traces/compressed.c: a stored trace takes a tenth of the
  * room or less, and the reader still holds only its window.  Byte offsets
  * in messages are then offsets in the decompressed bytes.
+ *
+ * A trace_input_t copies an input that gives its bytes once (stdin, a pipe,
+ * a FIFO) into a file without a name (O_TMPFILE), and opens that copy
+ * afresh through /proc/self/fd for every reader.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../sim/atomic_file.h"
@@ -47,6 +52,16 @@ const char *trace_quote(const char *s, size_t len, char out[TRACE_QUOTE_MAX]) {
   return out;
 }
 
+static const char          k_binary_magic[MAGIC_LEN] = "ASTRACE"; /* + NUL */
+static const char          k_text_magic[] = "allocsim-trace";
+static const unsigned char k_zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+
+/* Whether the n bytes at head begin a zstd frame or a gzip member. */
+static bool is_compressed(const unsigned char *head, size_t n) {
+  return (n >= 4 && memcmp(head, k_zstd_magic, 4) == 0) ||
+         (n >= 2 && head[0] == 0x1f && head[1] == 0x8b);
+}
+
 as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
                               as_err_t *err) {
   *out = NULL;
@@ -57,12 +72,10 @@ as_status_t trace_open_stream(FILE *f, const char *name, trace_source_t **out,
       fclose(f);
     return as_err_set(err, AS_EIO, "%s: read error: %s", name, strerror(errno));
   }
-  static const char magic[MAGIC_LEN] = "ASTRACE"; /* + NUL */
-  static const char text[] = "allocsim-trace";
-  bool              binary;
-  if (n == MAGIC_LEN && memcmp(head, magic, MAGIC_LEN) == 0)
+  bool binary;
+  if (n == MAGIC_LEN && memcmp(head, k_binary_magic, MAGIC_LEN) == 0)
     binary = true;
-  else if (n >= MAGIC_LEN && memcmp(head, text, MAGIC_LEN) == 0)
+  else if (n >= MAGIC_LEN && memcmp(head, k_text_magic, MAGIC_LEN) == 0)
     binary = false;
   else
     binary = trace_format_from_path(name) == TRACE_FORMAT_BINARY;
@@ -83,9 +96,7 @@ static bool needs_cfile(FILE *f) {
   if (fseek(f, 0, SEEK_SET) != 0)
     return true;
   clearerr(f);
-  static const unsigned char zstd[4] = {0x28, 0xb5, 0x2f, 0xfd};
-  return (n == 4 && memcmp(head, zstd, 4) == 0) ||
-         (n >= 2 && head[0] == 0x1f && head[1] == 0x8b);
+  return is_compressed(head, n);
 }
 
 /* f read through traces/compressed.c: closing the stream closes f. */
@@ -98,6 +109,14 @@ static as_status_t open_decompressed(FILE *f, const char *name,
   return trace_open_stream(cfile_stream(c), name, out, err);
 }
 
+/* The file f at its start, compressed or not, as the trace name. */
+static as_status_t open_file(FILE *f, const char *name, trace_source_t **out,
+                             as_err_t *err) {
+  if (needs_cfile(f))
+    return open_decompressed(f, name, out, err);
+  return trace_open_stream(f, name, out, err);
+}
+
 as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err) {
   *out = NULL;
   if (strcmp(path, "-") == 0)
@@ -106,9 +125,130 @@ as_status_t trace_open(const char *path, trace_source_t **out, as_err_t *err) {
   if (f == NULL)
     return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
                       strerror(errno));
-  if (needs_cfile(f))
-    return open_decompressed(f, path, out, err);
-  return trace_open_stream(f, path, out, err);
+  return open_file(f, path, out, err);
+}
+
+/* ---- A trace read more than once -------------------------------------- */
+
+/* The copy's unit; also all that is copied of an input that cannot be a
+ * trace (stdin from /dev/zero): the readers' header errors need no more. */
+#define SPOOL_BLOCK (64 * 1024)
+
+/* The input's name, the directory of the copy, the reason. */
+#define SPOOL_FAILED                                                           \
+  "%s: cannot copy it into a temporary file in %s (it is read more than "      \
+  "once; TMPDIR sets where): %s"
+
+/* Whether the n bytes at head, an input's first, may begin a trace. */
+static bool may_be_trace(const unsigned char *head, size_t n) {
+  size_t k = n < MAGIC_LEN ? n : MAGIC_LEN;
+  return memcmp(head, k_binary_magic, k) == 0 ||
+         memcmp(head, k_text_magic, k) == 0 || is_compressed(head, n);
+}
+
+bool trace_path_reads_once(const char *path) {
+  struct stat st;
+  return strcmp(path, "-") == 0 ||
+         (stat(path, &st) == 0 &&
+          (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
+}
+
+static const char *input_name(const trace_input_t *in) {
+  return strcmp(in->path, "-") == 0 ? "<stdin>" : in->path;
+}
+
+static bool write_all(int fd, const unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Copies from into fd, the temporary file in dir. */
+static as_status_t spool_copy(FILE *from, const char *name, const char *dir,
+                              int fd, as_err_t *err) {
+  unsigned char *buf = malloc(SPOOL_BLOCK);
+  if (buf == NULL)
+    return as_err_set(err, AS_ENOMEM, "%s: out of memory", name);
+  as_status_t rc = AS_OK;
+  size_t      n;
+  for (bool first = true;
+       rc == AS_OK && (n = fread(buf, 1, SPOOL_BLOCK, from)) > 0;
+       first = false) {
+    if (!write_all(fd, buf, n))
+      rc = as_err_set(err, AS_EIO, SPOOL_FAILED, name, dir, strerror(errno));
+    else if (first && !may_be_trace(buf, n))
+      break;
+  }
+  if (rc == AS_OK && ferror(from))
+    rc = as_err_set(err, AS_EIO, "%s: read error: %s", name, strerror(errno));
+  free(buf);
+  return rc;
+}
+
+/* Copies from into a file under $TMPDIR (or /tmp) that has no name, so
+ * that nothing is left behind whatever ends the process. */
+static as_status_t spool(trace_input_t *in, FILE *from, as_err_t *err) {
+  const char *dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0')
+    dir = "/tmp";
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return as_err_set(err, AS_EIO, SPOOL_FAILED, input_name(in), dir,
+                      strerror(errno));
+  as_status_t rc = spool_copy(from, input_name(in), dir, fd, err);
+  if (rc != AS_OK) {
+    close(fd);
+    return rc;
+  }
+  in->spool_fd = fd;
+  in->spooled = true;
+  return AS_OK;
+}
+
+as_status_t trace_input_open(trace_input_t *in, const char *path,
+                             as_err_t *err) {
+  memset(in, 0, sizeof *in);
+  in->path = path;
+  if (!trace_path_reads_once(path))
+    return AS_OK; /* read in place; trace_open names a missing file */
+  bool  is_stdin = strcmp(path, "-") == 0;
+  FILE *from = is_stdin ? stdin : fopen(path, "rb");
+  if (from == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+  as_status_t rc = spool(in, from, err);
+  if (!is_stdin)
+    fclose(from);
+  return rc;
+}
+
+as_status_t trace_input_source(const trace_input_t *in, trace_source_t **out,
+                               as_err_t *err) {
+  if (!in->spooled)
+    return trace_open(in->path, out, err);
+  *out = NULL;
+  /* A fresh open of the copy, not a dup of its descriptor: each source
+   * has its own offset, and replay keeps one open while the next reads. */
+  char copy[64];
+  snprintf(copy, sizeof copy, "/proc/self/fd/%d", in->spool_fd);
+  FILE *f = fopen(copy, "rb");
+  if (f == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot read its copy %s again: %s",
+                      input_name(in), copy, strerror(errno));
+  return open_file(f, input_name(in), out, err);
+}
+
+void trace_input_close(trace_input_t *in) {
+  if (in->spooled)
+    close(in->spool_fd);
+  in->spooled = false;
 }
 
 as_status_t trace_writer_open_stream(FILE *f, const char *name,

@@ -29,6 +29,35 @@ as_status_t trace_text_open(const char *path, trace_source_t **out,
 as_status_t trace_binary_open(const char *path, trace_source_t **out,
                               as_err_t *err);
 
+/* A trace path that can be read more than once: replay (once per address
+ * layout), explain, advise, map and report read their trace several times.
+ * A path that gives its bytes once -- "-" (stdin), a FIFO, a pipe or
+ * process substitution as /dev/fd/N, a terminal -- is copied once by
+ * trace_input_open into a private temporary file under $TMPDIR (or /tmp)
+ * that has no name, so it is gone when closed or whatever ends the process;
+ * a regular file is read in place.  An input whose first bytes cannot
+ * begin a trace is copied no further (the header error needs no more).
+ * Sources are named as the path (stdin as "<stdin>"). */
+/* Whether path gives its bytes once: "-", a FIFO or pipe (/dev/fd/N), a
+ * character device such as a terminal.  Commands that keep a trace's path
+ * to read it again later (sweep --resume, record's store) refuse those. */
+bool trace_path_reads_once(const char *path);
+
+typedef struct trace_input_s trace_input_t;
+struct trace_input_s {
+  const char *path;     /* as given */
+  int         spool_fd; /* the copy, when spooled */
+  bool        spooled;
+};
+/* AS_EIO naming the path if it cannot be read or copied.  Close with
+ * trace_input_close, also after a failure; a zeroed one closes too. */
+as_status_t trace_input_open(trace_input_t *in, const char *path,
+                             as_err_t *err);
+/* Opens (again) the input's events. */
+as_status_t trace_input_source(const trace_input_t *in, trace_source_t **out,
+                               as_err_t *err);
+void        trace_input_close(trace_input_t *in);
+
 /* Creates path ("-" = stdout) and writes the header with meta.  A path is
  * written whole or not at all (sim/atomic_file.h): trace_writer_close
  * makes the trace the file's contents only if every write and the close

@@ -2,25 +2,32 @@
  * store: `replay --db` writes a simulated run that the store API reads back,
  * and `runs` lists it with the same numbers; `convert --workload` writes a
  * workload as a trace that replays like `run` of it; a sweep of several
- * traces names each row's trace; explain and advise name their layout.
+ * traces names each row's trace; explain and advise name their layout; a
+ * convert interrupted by SIGINT leaves its target and no temporary file;
+ * a trace on stdin, a pipe or a FIFO is read like its file; report -o -
+ * writes on stdout.
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "analysis/store.h"
+#include "tests/helpers/scratch.h"
 
 #define ALLOCSIM ALLOCSIM_BINARY_DIR "/cli/allocsim"
 #define EXAMPLE  ALLOCSIM_SOURCE_DIR "/data/example.trace"
@@ -54,13 +61,11 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Runs "allocsim ARGS" with stdout in out (at most len - 1 bytes), stderr
- * discarded; returns the exit code. */
-static int allocsim(char *out, size_t len, const char *args) {
+/* Runs the shell command cmd with stdout in out (at most len - 1 bytes);
+ * returns the exit code. */
+static int run_sh(char *out, size_t len, const char *cmd) {
   if (access(ALLOCSIM, X_OK) != 0)
     fail_msg("%s is not built; build the allocsim target first", ALLOCSIM);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", ALLOCSIM, args);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t n = fread(out, 1, len - 1, p);
@@ -68,6 +73,14 @@ static int allocsim(char *out, size_t len, const char *args) {
   int status = pclose(p);
   assert_true(WIFEXITED(status));
   return WEXITSTATUS(status);
+}
+
+/* Runs "allocsim ARGS" with stdout in out (at most len - 1 bytes), stderr
+ * discarded; returns the exit code. */
+static int allocsim(char *out, size_t len, const char *args) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", ALLOCSIM, args);
+  return run_sh(out, len, cmd);
 }
 
 static void replayed_run_is_stored_and_listed_with_its_peak(void **state) {
@@ -273,6 +286,137 @@ static void explain_advise_and_map_name_their_one_layout(void **state) {
   assert_non_null(strstr(out, "<br>layout the default one only; replay,"));
 }
 
+/* Starts "allocsim convert - out" with its stdin the read end of a pipe;
+ * *to_stdin receives the write end. */
+static pid_t convert_from_pipe(const char *out, FILE **to_stdin) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(fds[0], STDIN_FILENO);
+    dup2(null, STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl(ALLOCSIM, "allocsim", "convert", "-", out, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[0]);
+  *to_stdin = fdopen(fds[1], "w");
+  assert_non_null(*to_stdin);
+  return pid;
+}
+
+/* Ctrl-C mid-convert: the target keeps what it held, the temporary file
+ * beside it is removed, and the process ends by SIGINT (status 130). */
+static void an_interrupted_convert_leaves_no_temporary_file(void **state) {
+  fixture_t *f = *state;
+  char       out[160], buf[16];
+  snprintf(out, sizeof out, "%s/out.astrace", f->dir);
+  FILE *t = fopen(out, "w");
+  assert_non_null(t);
+  fputs("keep\n", t);
+  assert_int_equal(fclose(t), 0);
+  assert_int_equal(scratch_entries(f->dir), 1);
+
+  FILE *in;
+  pid_t pid = convert_from_pipe(out, &in);
+  fputs("allocsim-trace 1\n", in);
+  for (int i = 0; i < 20000; i++)
+    fprintf(in, "%d 0 malloc %d 16\n", i, i);
+  assert_int_equal(fflush(in), 0);
+  /* convert now waits for more input with its temporary file open. */
+  for (int ms = 0; ms < 10000 && scratch_entries(f->dir) < 2; ms += 10)
+    usleep(10000);
+  assert_int_equal(scratch_entries(f->dir), 2);
+  kill(pid, SIGINT);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  fclose(in);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGINT);
+  assert_int_equal(scratch_entries(f->dir), 1);
+  t = fopen(out, "r");
+  assert_non_null(t);
+  buf[fread(buf, 1, sizeof buf - 1, t)] = '\0';
+  fclose(t);
+  assert_string_equal(buf, "keep\n");
+  unlink(out);
+}
+
+/* Replaces every JSON string "name" in s with "": the one field in which
+ * the same trace read from a pipe and from a file differ. */
+static void blank_name(char *s, const char *name) {
+  char quoted[256];
+  snprintf(quoted, sizeof quoted, "\"%s\"", name);
+  size_t n = strlen(quoted);
+  for (char *p = strstr(s, quoted); p != NULL; p = strstr(p, quoted)) {
+    memmove(p + 2, p + n, strlen(p + n) + 1);
+    p[0] = p[1] = '"';
+  }
+}
+
+/* A trace that gives its bytes once -- stdin, a pipe as /dev/fd/N
+ * (/dev/stdin here, as a process substitution gives), a FIFO -- is read
+ * like the file by every command that reads its trace more than once:
+ * replay's layouts, explain, advise, map and report. */
+static void a_trace_read_once_is_read_like_its_file(void **state) {
+  fixture_t  *f = *state;
+  const char *cmds[] = {
+      "replay %s --model glibc --json", "explain %s --model glibc --json",
+      "advise %s --model glibc --json", "map %s --model glibc --json"};
+  char fifo[160], cmd[1536], args[512];
+  snprintf(fifo, sizeof fifo, "%s/fifo", f->dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  static char want[1 << 16], got[1 << 16];
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    snprintf(args, sizeof args, cmds[i], EXAMPLE);
+    assert_int_equal(allocsim(want, sizeof want, args), 0);
+    blank_name(want, EXAMPLE);
+    const char *reads[][2] = {{"-", "<stdin>"}, {"/dev/stdin", "/dev/stdin"}};
+    for (size_t k = 0; k < 2; k++) {
+      snprintf(args, sizeof args, cmds[i], reads[k][0]);
+      snprintf(cmd, sizeof cmd, "cat %s | timeout 60 %s %s", EXAMPLE, ALLOCSIM,
+               args);
+      assert_int_equal(run_sh(got, sizeof got, cmd), 0);
+      blank_name(got, reads[k][1]);
+      blank_name(got, reads[k][0]);
+      assert_string_equal(got, want);
+    }
+    snprintf(args, sizeof args, cmds[i], fifo);
+    snprintf(cmd, sizeof cmd, "cat %s > %s & timeout 60 %s %s", EXAMPLE, fifo,
+             ALLOCSIM, args);
+    assert_int_equal(run_sh(got, sizeof got, cmd), 0);
+    blank_name(got, fifo);
+    assert_string_equal(got, want);
+  }
+  char html[160];
+  snprintf(html, sizeof html, "%s.out", f->db); /* teardown removes it */
+  snprintf(cmd, sizeof cmd,
+           "cat %s | timeout 60 %s report - --model glibc -o %s 2>/dev/null",
+           EXAMPLE, ALLOCSIM, html);
+  assert_int_equal(run_sh(got, sizeof got, cmd), 0);
+  assert_int_equal(access(html, F_OK), 0);
+  unlink(fifo);
+}
+
+/* report -o - writes the page on stdout, as - is for every command, and
+ * no file named "-". */
+static void report_to_dash_writes_the_page_on_stdout(void **state) {
+  fixture_t  *f = *state;
+  static char page[1 << 20];
+  char        cmd[1024], dash[160];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s report %s --model glibc -o - 2>/dev/null", f->dir,
+           ALLOCSIM, EXAMPLE);
+  assert_int_equal(run_sh(page, sizeof page, cmd), 0);
+  assert_true(strncmp(page, "<!DOCTYPE html>", 15) == 0);
+  assert_non_null(strstr(page, "</html>"));
+  snprintf(dash, sizeof dash, "%s/-", f->dir);
+  assert_int_equal(access(dash, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -290,6 +434,12 @@ int main(void) {
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
       cmocka_unit_test_setup_teardown(
           explain_advise_and_map_name_their_one_layout, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          an_interrupted_convert_leaves_no_temporary_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_trace_read_once_is_read_like_its_file,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(report_to_dash_writes_the_page_on_stdout,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1030,9 +1030,28 @@ static void command_line_contract(void **state) {
   assert_non_null(strstr(out, "\"rss_bytes\": 16384}"));
 }
 
+/* The oracle reads its trace three times (plan, feed, output): one on a
+ * pipe is copied once and replays like the file. */
+static void a_trace_on_stdin_replays(void **state) {
+  (void)state;
+  char out[1 << 16], cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "cat %s/data/example.trace | timeout 60 %s oracle - --json 2>&1",
+           ALLOCSIM_SOURCE_DIR, ALLOCSIM);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("oracle - exited %d: %s", WEXITSTATUS(st), out);
+  assert_non_null(strstr(out, "{\"label\": \"after_trim\", "));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(command_line_contract),
+      cmocka_unit_test(a_trace_on_stdin_replays),
       cmocka_unit_test(brk_lab_replays_to_the_known_rss),
       cmocka_unit_test(measured_trace_records_and_compares),
       cmocka_unit_test(every_setting_the_child_had_is_recorded),

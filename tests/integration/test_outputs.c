@@ -8,6 +8,8 @@
  *     symbolic link names and keeps the link.
  *   - Every command that prints to stdout exits 1 with a one-line message
  *     when stdout is full (/dev/full) or closed, instead of 0.
+ *   - CSV is RFC 4180: a label with a comma or a quote is one quoted field.
+ *   - JSON is valid UTF-8 whatever bytes a label holds.
  */
 #include <dirent.h>
 #include <sys/sysmacros.h>
@@ -204,6 +206,61 @@ static void stdout_write_errors_fail_every_command(void **state) {
   }
 }
 
+/* The fields of the CSV record at s (RFC 4180: commas and newlines inside
+ * double quotes are data, "" is a quote); *next receives the record after
+ * it. */
+static size_t csv_fields(const char *s, const char **next) {
+  size_t n = 1;
+  bool   quoted = false;
+  for (; *s && (quoted || *s != '\n'); s++) {
+    if (*s == '"')
+      quoted = !quoted; /* "" toggles twice: a quote inside the field */
+    else if (*s == ',' && !quoted)
+      n++;
+  }
+  *next = *s ? s + 1 : s;
+  return n;
+}
+
+/* replay --csv (one layout and the default four, which adds the range
+ * columns; run prints through the same code) quotes a label holding a
+ * comma or a quote, so every record has the header's fields. */
+static void csv_labels_are_quoted(void **state) {
+  fixture_t *f = *state;
+  write_file(f, "c.trace",
+             "allocsim-trace 1\n0 0 mark \"a,b\"\n1 0 malloc 1 10\n"
+             "2 0 mark \"say \\\"hi\\\"\"\n",
+             0644);
+  const char *cmds[] = {"allocsim replay c.trace --csv --layouts 1",
+                        "allocsim replay c.trace --csv"};
+  for (size_t i = 0; i < 2; i++) {
+    run_cli_t r;
+    assert_int_equal(run_cli(&r, f->dir, cmds[i], 60), 0);
+    assert_non_null(strstr(r.out, "\nmark,\"a,b\",0,"));
+    assert_non_null(strstr(r.out, "\nmark,\"say \"\"hi\"\"\",2,"));
+    const char *rec = r.out, *next;
+    size_t      want = csv_fields(rec, &next);
+    for (rec = next; *rec; rec = next)
+      assert_int_equal(csv_fields(rec, &next), want);
+  }
+}
+
+/* A Latin-1 label (any byte >= 0x80 is allowed in a trace) comes out as
+ * \u00XX per byte, a UTF-8 one as it is: the JSON is valid UTF-8. */
+static void json_labels_are_valid_utf8(void **state) {
+  fixture_t *f = *state;
+  write_file(f, "l.trace",
+             "allocsim-trace 1\n0 0 mark caf\xe9\n1 0 malloc 1 10\n"
+             "2 0 mark caf\xc3\xa9\n",
+             0644);
+  run_cli_t r;
+  assert_int_equal(
+      run_cli(&r, f->dir, "allocsim replay l.trace --json --layouts 1", 60), 0);
+  assert_non_null(strstr(r.out, "{\"label\": \"caf\\u00e9\", "));
+  assert_non_null(strstr(r.out, "{\"label\": \"caf\xc3\xa9\", "));
+  assert_null(strstr(r.out, "caf\xe9"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(failed_convert_keeps_an_existing_file,
@@ -218,6 +275,9 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(stdout_write_errors_fail_every_command,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(csv_labels_are_quoted, setup, teardown),
+      cmocka_unit_test_setup_teardown(json_labels_are_valid_utf8, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

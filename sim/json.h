@@ -1,0 +1,26 @@
+/* sim/json.h -- JSON string contents that are valid UTF-8 whatever bytes
+ * they are made of.
+ *
+ * Labels, paths and provenance in a trace may hold any byte >= 0x80 (the
+ * trace grammar allows them), but JSON text is UTF-8 (RFC 8259 section
+ * 8.1): a strict reader refuses a Latin-1 "caf\xe9".  A well-formed UTF-8
+ * sequence (RFC 3629: no overlong form, surrogate or code point above
+ * U+10FFFF) passes through unchanged; each byte of an ill-formed one is
+ * written as \u00XX, that byte read as Latin-1, so "caf\xe9" reads "café".
+ * '"', '\' and control bytes are escaped as JSON requires.  Every JSON
+ * string allocsim prints or stores is written piece by piece through this.
+ */
+#ifndef ALLOCSIM_JSON_H
+#define ALLOCSIM_JSON_H
+
+#include <stddef.h>
+
+/* The longest piece: "\u00XX" or a 4-byte sequence, and its NUL. */
+#define AS_JSON_PIECE_MAX 7
+
+/* Writes into piece the JSON text standing for the character at s (which
+ * is not the terminating NUL) and returns how many bytes of s it stands
+ * for: 1 to 4. */
+size_t as_json_piece(const char *s, char piece[AS_JSON_PIECE_MAX]);
+
+#endif

@@ -1,0 +1,80 @@
+/* tests/unit/test_json.c -- sim/json: JSON string contents are valid UTF-8
+ * whatever the bytes: well-formed UTF-8 passes through, each byte of an
+ * ill-formed sequence becomes \u00XX, and quotes, backslashes and control
+ * bytes are escaped. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/json.h"
+
+/* The JSON contents for s, piece by piece, into out. */
+static const char *contents(const char *s, char *out, size_t len) {
+  size_t used = 0;
+  char   piece[AS_JSON_PIECE_MAX];
+  while (*s) {
+    s += as_json_piece(s, piece);
+    assert_true(used + strlen(piece) < len);
+    strcpy(out + used, piece);
+    used += strlen(piece);
+  }
+  out[used] = '\0';
+  return out;
+}
+
+static void well_formed_utf8_passes_through(void **state) {
+  (void)state;
+  char out[64];
+  assert_string_equal(contents("plain ~\x7f", out, sizeof out), "plain ~\x7f");
+  assert_string_equal(contents("caf\xc3\xa9", out, sizeof out), "caf\xc3\xa9");
+  assert_string_equal(contents("\xe2\x82\xac", out, sizeof out),
+                      "\xe2\x82\xac");
+  /* U+10FFFF, the last code point, and U+FFFF. */
+  assert_string_equal(contents("\xf4\x8f\xbf\xbf\xef\xbf\xbf", out, sizeof out),
+                      "\xf4\x8f\xbf\xbf\xef\xbf\xbf");
+}
+
+static void each_byte_of_an_ill_formed_sequence_is_escaped(void **state) {
+  (void)state;
+  char out[128];
+  /* Latin-1, a cut 3-byte sequence at the end, a lone continuation. */
+  assert_string_equal(contents("caf\xe9", out, sizeof out), "caf\\u00e9");
+  assert_string_equal(contents("x\xe2\x82", out, sizeof out),
+                      "x\\u00e2\\u0082");
+  assert_string_equal(contents("\x80y", out, sizeof out), "\\u0080y");
+  /* Overlong forms, a surrogate, above U+10FFFF, bytes never in UTF-8. */
+  assert_string_equal(contents("\xc0\xaf", out, sizeof out), "\\u00c0\\u00af");
+  assert_string_equal(contents("\xe0\x80\xaf", out, sizeof out),
+                      "\\u00e0\\u0080\\u00af");
+  assert_string_equal(contents("\xed\xa0\x80", out, sizeof out),
+                      "\\u00ed\\u00a0\\u0080");
+  assert_string_equal(contents("\xf4\x90\x80\x80", out, sizeof out),
+                      "\\u00f4\\u0090\\u0080\\u0080");
+  assert_string_equal(contents("\xff\xfe", out, sizeof out), "\\u00ff\\u00fe");
+  /* A lead byte followed by ASCII: the ASCII stays. */
+  assert_string_equal(contents("\xc3"
+                               "a",
+                               out, sizeof out),
+                      "\\u00c3a");
+}
+
+static void quotes_backslashes_and_control_bytes_are_escaped(void **state) {
+  (void)state;
+  char out[64];
+  assert_string_equal(contents("a\"b\\c", out, sizeof out), "a\\\"b\\\\c");
+  assert_string_equal(contents("\t\n\x1f", out, sizeof out),
+                      "\\u0009\\u000a\\u001f");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(well_formed_utf8_passes_through),
+      cmocka_unit_test(each_byte_of_an_ill_formed_sequence_is_escaped),
+      cmocka_unit_test(quotes_backslashes_and_control_bytes_are_escaped),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
