@@ -1243,6 +1243,9 @@ static as_status_t bg_fire(sim_timer_t *t, uint64_t now_ns, as_err_t *err) {
   return rc;
 }
 
+static void bg_wakeup_early(jemalloc_model_t *jm, je_bg_t *bg,
+                            const uint64_t *remaining_ns);
+
 /* background_thread_create_locked (background_thread.c:460-513): thread
  * arena_ind % max_background_threads, if not running.  Its first loop
  * (background_work, :405-426) starts from an indefinite sleep: it only
@@ -1256,7 +1259,13 @@ as_status_t je_bg_create(jemalloc_model_t *jm, uint32_t arena_ind,
     return AS_OK;
   bg->started = true;
   bg->indefinite = true;
-  return bg_sleep_once(jm, bg, err);
+  as_status_t rc = bg_sleep_once(jm, bg, err);
+  /* Thread 0 creates the others: the signal (:481-490) wakes it, and
+   * unless it slept indefinitely, its next background_work_sleep_once
+   * does its arenas' deferred work (background_thread0_work, :354-373) */
+  if (rc == AS_OK && bg != &jm->bg[0] && jm->bg[0].started)
+    bg_wakeup_early(jm, &jm->bg[0], NULL);
+  return rc == AS_OK ? jm->fail : rc;
 }
 
 /* background_thread_wakeup_early (background_thread.c:602-614): wake the
