@@ -39,6 +39,7 @@
 #include "../models/model.h"
 #include "../models/pymalloc.h"
 #include "../engine/engine.h"
+#include "../sim/json.h"
 #include "../sim/sha256.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
@@ -351,6 +352,10 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
       store_write_run(s, &run, sim->v, sim->n, &lay->simulated_run_id, err);
   if (rc != AS_OK)
     return rc;
+  char model[512], libc[512]; /* free-text values may hold any byte */
+  if (!as_json_escape(res->model_spec, model, sizeof model) ||
+      !as_json_escape(res->libc_spec, libc, sizeof libc))
+    return as_err_set(err, AS_EINVAL, "model or libc spec too long to store");
   if ((rc = store_begin(s, err)) != AS_OK)
     return rc;
   sqlite3      *db = store_db(s);
@@ -364,8 +369,8 @@ static as_status_t store_comparison(store_t *s, compare_result_t *res,
                  "{\"alignment\": \"%s\", \"baseline_offset_bytes\": %" PRId64
                  ", \"anchor_t_ns\": %" PRIu64 ", \"model\": \"%s\", \"libc\": "
                  "\"%s\"%s}",
-                 res->alignment, lay->offset_bytes, res->anchor_t_ns,
-                 res->model_spec, res->libc_spec, layout_params);
+                 res->alignment, lay->offset_bytes, res->anchor_t_ns, model,
+                 libc, layout_params);
   int src = sqlite3_prepare_v2(
       db,
       "INSERT INTO comparisons(measured_run_id, simulated_run_id, "

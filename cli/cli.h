@@ -85,31 +85,6 @@ int cli_opt_flag(const char *cmd, char **argv, int i, const char *name);
  * commands refuse that as a usage error. */
 bool cli_same_file(const char *a, const char *b);
 
-/* ---- The trace or recorded run a command works on ---------------------- */
-
-/* A trace file, or run RUN of a store (explain, advise, report). */
-typedef struct cli_target_s cli_target_t;
-struct cli_target_s {
-  const char        *path;  /* trace file, or NULL for a run */
-  store_t           *store; /* the run's store, or NULL */
-  store_run_record_t rec;
-  run_meta_t         meta;
-  char               desc[512]; /* what a run replays */
-};
-/* what is a run id when db is given and it is a positive number, else a
- * trace path.  AS_EINVAL for a store that does not exist or a run it does
- * not hold.  Close with cli_target_close, also after a failure. */
-as_status_t cli_target_open(cli_target_t *t, const char *what, const char *db,
-                            as_err_t *err);
-/* Opens (again) the target's events (an explain_open_fn). */
-as_status_t cli_target_source(void *user, trace_source_t **src, as_err_t *err);
-/* The model and libc specs its provenance implies (as compare picks). */
-as_status_t cli_target_specs(cli_target_t *t, char *model, size_t model_len,
-                             char *libc, size_t libc_len, as_err_t *err);
-void        cli_target_close(cli_target_t *t);
-/* The name messages use for the target. */
-const char *cli_target_name(const cli_target_t *t);
-
 /* ---- Running a source against a model and reporting it ----------------- */
 
 /* Options shared by replay, run and compare. */

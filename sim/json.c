@@ -48,3 +48,20 @@ size_t as_json_piece(const char *s, char piece[AS_JSON_PIECE_MAX]) {
   piece[n] = '\0';
   return n;
 }
+
+bool as_json_escape(const char *s, char *buf, size_t len) {
+  size_t used = 0;
+  if (len == 0)
+    return false;
+  buf[0] = '\0';
+  while (*s != '\0') {
+    char   piece[AS_JSON_PIECE_MAX];
+    size_t n = as_json_piece(s, piece), pl = strlen(piece);
+    if (used + pl >= len)
+      return false;
+    memcpy(buf + used, piece, pl + 1);
+    used += pl;
+    s += n;
+  }
+  return true;
+}

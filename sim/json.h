@@ -13,6 +13,7 @@
 #ifndef ALLOCSIM_JSON_H
 #define ALLOCSIM_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The longest piece: "\u00XX" or a 4-byte sequence, and its NUL. */
@@ -22,5 +23,9 @@
  * is not the terminating NUL) and returns how many bytes of s it stands
  * for: 1 to 4. */
 size_t as_json_piece(const char *s, char piece[AS_JSON_PIECE_MAX]);
+
+/* The JSON string contents of s into buf (len bytes, NUL-terminated);
+ * false if they do not fit (buf then holds the whole pieces that do). */
+bool as_json_escape(const char *s, char *buf, size_t len);
 
 #endif

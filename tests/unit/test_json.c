@@ -12,17 +12,9 @@
 
 #include "sim/json.h"
 
-/* The JSON contents for s, piece by piece, into out. */
+/* The JSON contents for s into out. */
 static const char *contents(const char *s, char *out, size_t len) {
-  size_t used = 0;
-  char   piece[AS_JSON_PIECE_MAX];
-  while (*s) {
-    s += as_json_piece(s, piece);
-    assert_true(used + strlen(piece) < len);
-    strcpy(out + used, piece);
-    used += strlen(piece);
-  }
-  out[used] = '\0';
+  assert_true(as_json_escape(s, out, len));
   return out;
 }
 
@@ -70,11 +62,24 @@ static void quotes_backslashes_and_control_bytes_are_escaped(void **state) {
                       "\\u0009\\u000a\\u001f");
 }
 
+/* What does not fit is refused, with only whole pieces written. */
+static void escaping_into_a_short_buffer_is_refused(void **state) {
+  (void)state;
+  char out[8];
+  assert_false(as_json_escape("ab\xe9"
+                              "cd",
+                              out, sizeof out));
+  assert_string_equal(out, "ab");
+  assert_true(as_json_escape("abcdefg", out, sizeof out));
+  assert_false(as_json_escape("abcdefgh", out, sizeof out));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(well_formed_utf8_passes_through),
       cmocka_unit_test(each_byte_of_an_ill_formed_sequence_is_escaped),
       cmocka_unit_test(quotes_backslashes_and_control_bytes_are_escaped),
+      cmocka_unit_test(escaping_into_a_short_buffer_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
