@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -379,10 +380,11 @@ static unsigned layouts_for(const sweep_config_t *c, const sweep_point_t *p);
 
 /* The point's key: the SHA-256 of what decides its result (the number of
  * layouts averaged only when above 1, so single-layout keys are those of
- * sweeps made before layouts were averaged). */
+ * sweeps made before layouts were averaged), and of a trace's file name
+ * when another trace has its content (trace_ident). */
 static void point_key(const sweep_config_t *c, sweep_point_t *p,
-                      const char *trace_sha) {
-  char     text[2048], lay[32] = "";
+                      const char *trace_ident) {
+  char     text[2048 + PATH_MAX], lay[32] = "";
   unsigned n = layouts_for(c, p);
   if (n > 1)
     snprintf(lay, sizeof lay, "|layouts=%u", n);
@@ -390,7 +392,7 @@ static void point_key(const sweep_config_t *c, sweep_point_t *p,
            "allocsim-sweep-point-1|%s|%s|model=%s|libc=%s|page=%" PRIu64
            "|offset=%" PRIu64 "|seed=%" PRIu64 "%s",
            p->trace ? "trace" : c->workload->name,
-           p->trace ? trace_sha : p->args, p->model, p->libc, p->page_size,
+           p->trace ? trace_ident : p->args, p->model, p->libc, p->page_size,
            p->mmap_offset, p->seed, lay);
   as_sha256_hex(text, strlen(text), p->key);
 }
@@ -455,7 +457,7 @@ static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
 /* Fills one point of the workload or trace t (NULL: the workload) and,
  * for the first seed, checks that its workload and model open. */
 static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
-                              const char *trace, const char *trace_sha,
+                              const char *trace, const char *trace_ident,
                               const trace_specs_t *ts, bool first_seed,
                               as_err_t *err) {
   p->trace = trace;
@@ -479,7 +481,7 @@ static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
     rc = check_spec("model", p->model, err);
   if (rc == AS_OK && first_seed && p->libc[0] != '\0')
     rc = check_spec("libc", p->libc, err);
-  point_key(c, p, trace_sha);
+  point_key(c, p, trace_ident);
   return rc;
 }
 
@@ -620,6 +622,21 @@ static as_status_t check_libc_used(const sweep_config_t *c,
                     given, c->libc ? " " : "", c->libc ? c->libc : "", list);
 }
 
+/* What identifies trace t in its points' keys: the SHA-256 of its content
+ * (sha[t]), and its file name too when an earlier trace of the sweep has
+ * the same content, so that each file keeps its own points, rows and
+ * stored runs instead of dedupe folding them into the first file's. */
+static void trace_ident(const sweep_config_t *c, size_t t, char sha[][65],
+                        char *out, size_t len) {
+  bool twin = false;
+  for (size_t u = 0; u < t && !twin; u++)
+    twin = strcmp(sha[u], sha[t]) == 0 && strcmp(c->traces[u], c->traces[t]);
+  if (twin)
+    snprintf(out, len, "%s|file=%s", sha[t], c->traces[t]);
+  else
+    snprintf(out, len, "%s", sha[t]);
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
   *out = NULL;
@@ -653,15 +670,18 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   if (pts == NULL)
     return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
   size_t n = 0;
+  char   sha[SWEEP_MAX_TRACES][65] = {""};
   rc = AS_OK;
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
     const char   *trace = c->workload ? NULL : c->traces[t];
-    char          sha[65] = "";
+    char          ident[65 + PATH_MAX] = "";
     trace_specs_t ts = {"", ""};
     if (trace != NULL &&
         ((rc = open_trace_source(c, trace, &ts, err)) != AS_OK ||
-         (rc = as_sha256_file(trace, sha, err)) != AS_OK))
+         (rc = as_sha256_file(trace, sha[t], err)) != AS_OK))
       break;
+    if (trace != NULL)
+      trace_ident(c, t, sha, ident, sizeof ident);
     for (size_t g = 0; g < grid && rc == AS_OK; g++) {
       sweep_point_t base;
       grid_point(c, g, &base);
@@ -672,7 +692,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
         *p = base;
         p->point = t * grid + g;
         p->seed = has_seed ? k + 1 : 0;
-        rc = fill_point(c, p, trace, sha, &ts, k == 0, err);
+        rc = fill_point(c, p, trace, ident, &ts, k == 0, err);
       }
     }
   }
