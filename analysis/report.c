@@ -107,7 +107,7 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
   if (mkdtemp(p->dir) == NULL) {
     p->dir[0] = '\0';
     return as_err_set(err, AS_EIO,
-                      "report: cannot create a temporary "
+                      "cannot create a temporary "
                       "directory: %s",
                       strerror(errno));
   }
@@ -119,7 +119,7 @@ static FILE *plots_file(const plots_t *p, const char *name, as_err_t *err) {
   snprintf(path, sizeof path, "%s/%s", p->dir, name);
   FILE *f = fopen(path, "w");
   if (f == NULL)
-    as_err_set(err, AS_EIO, "report: %s: %s", path, strerror(errno));
+    as_err_set(err, AS_EIO, "%s: %s", path, strerror(errno));
   return f;
 }
 
@@ -161,7 +161,7 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return as_err_set(err, AS_EINVAL,
-                      "report: cannot run %s: %s (install gnuplot, e.g. "
+                      "cannot run %s: %s (install gnuplot, e.g. "
                       "apt-get install gnuplot-nox)",
                       p->gnuplot, strerror(rc));
   int status;
@@ -169,8 +169,7 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     char *msg = read_all(log);
-    as_err_set(err, AS_EINVAL, "report: gnuplot failed: %.300s",
-               msg ? msg : "");
+    as_err_set(err, AS_EINVAL, "gnuplot failed: %.300s", msg ? msg : "");
     free(msg);
     return AS_EINVAL;
   }
@@ -188,7 +187,7 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
     char q_id[2 * sizeof p->svg_id[0] + 3];
     if (!as_format_fits(out, sizeof out, "%s/%s.%s", png ? p->png_dir : p->dir,
                         png ? id : "plot", png ? "png" : "svg"))
-      return as_err_set(err, AS_EINVAL, "report: the path %s/ is too long",
+      return as_err_set(err, AS_EINVAL, "the path %s/ is too long",
                         png ? p->png_dir : p->dir);
     gp_quote(q_out, sizeof q_out, out);
     gp_quote(q_dir, sizeof q_dir, p->dir);
@@ -207,7 +206,7 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
     fprintf(f, "set output %s\nset termoption noenhanced\ncd %s\n%s\n", q_out,
             q_dir, body);
     if (fclose(f) != 0)
-      return as_err_set(err, AS_EIO, "report: cannot write the plot script");
+      return as_err_set(err, AS_EIO, "cannot write the plot script");
     as_status_t rc = run_gnuplot(p, err);
     if (rc != AS_OK)
       return rc;
@@ -215,9 +214,9 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
       char path[320];
       snprintf(path, sizeof path, "%s/plot.svg", p->dir);
       if (p->n == sizeof p->svg / sizeof p->svg[0])
-        return as_err_set(err, AS_EINVAL, "report: too many plots");
+        return as_err_set(err, AS_EINVAL, "too many plots");
       if ((p->svg[p->n] = read_all(path)) == NULL)
-        return as_err_set(err, AS_EIO, "report: gnuplot wrote no %s", path);
+        return as_err_set(err, AS_EIO, "gnuplot wrote no %s", path);
       snprintf(p->svg_id[p->n], sizeof p->svg_id[0], "%s", id);
       p->n++;
     }
@@ -483,21 +482,19 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   size_t len = 0;
   FILE  *b = open_memstream(&body, &len);
   if (b == NULL)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   write_rss_plot(b, se, base, anchor);
   as_status_t rc = fclose(b) == 0 ? plot(p, "rss", body, err)
-                                  : as_err_set(err, AS_ENOMEM,
-                                               "report: out "
-                                               "of memory");
+                                  : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
   if (rc != AS_OK)
     return rc;
   body = NULL;
   if ((b = open_memstream(&body, &len)) == NULL)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   write_owner_plot(b, se, base);
   rc = fclose(b) == 0 ? plot(p, "owners", body, err)
-                      : as_err_set(err, AS_ENOMEM, "report: out of memory");
+                      : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
   return rc;
 }
@@ -775,7 +772,7 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
     return err->code;
   if ((b = open_memstream(script, &len)) == NULL) {
     fclose(f);
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   }
   fprintf(b, "set logscale x\nset xlabel 'survivor fraction'\n"
              "set ylabel 'kept MiB (RSS after - RSS at start)'\n"
@@ -827,7 +824,7 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
   sqlite3_finalize(st);
   fclose(f);
   if (fclose(b) != 0 && rc == SQLITE_OK)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
                       store_path(s), sweep_id, sqlite3_errmsg(db));

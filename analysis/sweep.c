@@ -369,7 +369,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
     if (target == NULL)
       continue; /* that model is not simulated at this point */
     if (!model_spec_with(target, add, tmp, sizeof tmp) || strlen(tmp) >= tlen)
-      return as_err_set(err, AS_EUSAGE, "sweep: model spec too long");
+      return as_err_set(err, AS_EUSAGE, "model spec too long");
     snprintf(target, tlen, "%s", tmp);
   }
   return AS_OK;
@@ -412,7 +412,7 @@ static as_status_t dedupe(sweep_point_t *pts, size_t *n, char spec_key[65],
   char           *keys = malloc(*n * 64 + 1);
   if (by == NULL || dup == NULL || keys == NULL) {
     free(by), free(dup), free(keys);
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   for (size_t i = 0; i < *n; i++)
     by[i] = &pts[i];
@@ -647,12 +647,12 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   size_t grid = 1;
   for (size_t a = 0; a < c->naxes; a++) {
     if (c->axes[a].count == 0 || grid > SIZE_MAX / c->axes[a].count)
-      return as_err_set(err, AS_EUSAGE, "sweep: axis %s is empty or too big",
+      return as_err_set(err, AS_EUSAGE, "axis %s is empty or too big",
                         c->axes[a].name);
     for (size_t b = 0; b < a; b++)
       if (strcmp(c->axes[a].name, c->axes[b].name) == 0)
         return as_err_set(err, AS_EUSAGE,
-                          "sweep: --vary %s is given twice (list every value "
+                          "--vary %s is given twice (list every value "
                           "in one --vary)",
                           c->axes[a].name);
     grid *= c->axes[a].count;
@@ -660,15 +660,15 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   size_t   sources = c->workload ? 1 : c->ntraces;
   unsigned seeds = c->seeds ? c->seeds : 1;
   if (sources == 0)
-    return as_err_set(err, AS_EUSAGE, "sweep: no workload and no trace");
+    return as_err_set(err, AS_EUSAGE, "no workload and no trace");
   if (grid > 1000000 / seeds / sources)
     return as_err_set(err, AS_EUSAGE,
-                      "sweep: %zu sources x %zu grid points x %u seeds is "
+                      "%zu sources x %zu grid points x %u seeds is "
                       "more than a million runs",
                       sources, grid, seeds);
   sweep_point_t *pts = calloc(sources * grid * seeds, sizeof *pts);
   if (pts == NULL)
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   size_t n = 0;
   char   sha[SWEEP_MAX_TRACES][65] = {""};
   rc = AS_OK;
@@ -921,7 +921,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     return rc;
   sweep_point_t *q = malloc(sizeof *q);
   if (q == NULL) {
-    p->status = as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    p->status = as_err_set(err, AS_ENOMEM, "out of memory");
     return p->status;
   }
   for (unsigned k = 1; k < n && rc == AS_OK; k++) {
@@ -1010,7 +1010,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
   if (pool.done == NULL || tids == NULL) {
     free(pool.done);
     free(tids);
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   pthread_mutex_init(&pool.mu, NULL);
   pthread_cond_init(&pool.cv, NULL);
@@ -1019,7 +1019,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
     if (pthread_create(&tids[started], NULL, worker, &pool) != 0)
       break;
   if (started == 0) {
-    rc = as_err_set(err, AS_ENOMEM, "sweep: cannot start a worker thread");
+    rc = as_err_set(err, AS_ENOMEM, "cannot start a worker thread");
     pool.stop = true;
   }
   /* Report every point that was started: all n, or after a stop only those
@@ -1251,7 +1251,7 @@ as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
                               as_err_t *err) {
   char params[8192], host[256] = "";
   if (!sweep_params_json(c, params, sizeof params))
-    return as_err_set(err, AS_EINVAL, "sweep: parameters too long to store");
+    return as_err_set(err, AS_EINVAL, "parameters too long to store");
   gethostname(host, sizeof host - 1);
   as_status_t rc = store_begin(s, err);
   if (rc != AS_OK)
