@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <spawn.h>
 #include <sqlite3.h>
@@ -30,6 +31,7 @@
 #include "compare.h"
 #include "formula_validate.h"
 #include "heapmap.h"
+#include "sweep_rows.h"
 
 extern char **environ;
 
@@ -49,6 +51,31 @@ struct plots_s {
   char        svg_id[16][32];
   size_t      n;
 };
+
+/* s as a gnuplot single-quoted string literal, its quotes included, into
+ * out: every string a plot script holds goes through here, since labels
+ * and titles carry user data (trace marks, file names) that must neither
+ * end the literal nor start a command.  A quote is doubled, the one escape
+ * such a literal has (gnuplot 5.4 docs, "Strings"; backslashes are plain);
+ * a control character, which a literal cannot hold (a newline ends the
+ * command), becomes a space.  What does not fit in len is cut, at a
+ * character, and the literal still closed. */
+static void gp_quote(char *out, size_t len, const char *s) {
+  size_t n = 0;
+  out[n++] = '\'';
+  for (; *s != '\0' && n + (*s == '\'' ? 2 : 1) + 2 <= len; s++) {
+    unsigned char c = (unsigned char)*s;
+    out[n++] = c < 0x20 || c == 0x7F ? ' ' : *s;
+    if (c == '\'')
+      out[n++] = '\'';
+  }
+  if (((unsigned char)*s & 0xC0) == 0x80) { /* cut inside a UTF-8 character */
+    while (n > 1 && ((unsigned char)out[n - 1] & 0xC0) == 0x80)
+      n--;
+    n -= n > 1; /* and its lead byte */
+  }
+  memcpy(out + n, "'", 2);
+}
 
 static void plots_free(plots_t *p) {
   for (size_t i = 0; i < p->n; i++)
@@ -80,7 +107,7 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
   if (mkdtemp(p->dir) == NULL) {
     p->dir[0] = '\0';
     return as_err_set(err, AS_EIO,
-                      "report: cannot create a temporary "
+                      "cannot create a temporary "
                       "directory: %s",
                       strerror(errno));
   }
@@ -92,7 +119,7 @@ static FILE *plots_file(const plots_t *p, const char *name, as_err_t *err) {
   snprintf(path, sizeof path, "%s/%s", p->dir, name);
   FILE *f = fopen(path, "w");
   if (f == NULL)
-    as_err_set(err, AS_EIO, "report: %s: %s", path, strerror(errno));
+    as_err_set(err, AS_EIO, "%s: %s", path, strerror(errno));
   return f;
 }
 
@@ -134,7 +161,7 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return as_err_set(err, AS_EINVAL,
-                      "report: cannot run %s: %s (install gnuplot, e.g. "
+                      "cannot run %s: %s (install gnuplot, e.g. "
                       "apt-get install gnuplot-nox)",
                       p->gnuplot, strerror(rc));
   int status;
@@ -142,8 +169,7 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     char *msg = read_all(log);
-    as_err_set(err, AS_EINVAL, "report: gnuplot failed: %.300s",
-               msg ? msg : "");
+    as_err_set(err, AS_EINVAL, "gnuplot failed: %.300s", msg ? msg : "");
     free(msg);
     return AS_EINVAL;
   }
@@ -157,23 +183,30 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
   for (int png = 0; png < 2; png++) {
     if (png && p->png_dir == NULL)
       break;
+    char out[PATH_MAX], q_out[2 * PATH_MAX + 3], q_dir[2 * PATH_MAX + 3];
+    char q_id[2 * sizeof p->svg_id[0] + 3];
+    if (!as_format_fits(out, sizeof out, "%s/%s.%s", png ? p->png_dir : p->dir,
+                        png ? id : "plot", png ? "png" : "svg"))
+      return as_err_set(err, AS_EINVAL, "the path %s/ is too long",
+                        png ? p->png_dir : p->dir);
+    gp_quote(q_out, sizeof q_out, out);
+    gp_quote(q_dir, sizeof q_dir, p->dir);
+    gp_quote(q_id, sizeof q_id, id);
     FILE *f = plots_file(p, "plot.gp", err);
     if (f == NULL)
       return err->code;
     if (png)
-      fprintf(f,
-              "set terminal pngcairo size 1000,420 font 'sans,10'\n"
-              "set output '%s/%s.png'\n",
-              p->png_dir, id);
+      fprintf(f, "set terminal pngcairo size 1000,420 font 'sans,10'\n");
     else
       fprintf(f,
               "set terminal svg size 1000,420 dynamic font 'sans,11' "
-              "name '%s'\nset output '%s/plot.svg'\n",
-              id, p->dir);
+              "name %s\n",
+              q_id);
     /* noenhanced: labels such as after_free are text, not subscripts. */
-    fprintf(f, "set termoption noenhanced\ncd '%s'\n%s\n", p->dir, body);
+    fprintf(f, "set output %s\nset termoption noenhanced\ncd %s\n%s\n", q_out,
+            q_dir, body);
     if (fclose(f) != 0)
-      return as_err_set(err, AS_EIO, "report: cannot write the plot script");
+      return as_err_set(err, AS_EIO, "cannot write the plot script");
     as_status_t rc = run_gnuplot(p, err);
     if (rc != AS_OK)
       return rc;
@@ -181,9 +214,9 @@ static as_status_t plot(plots_t *p, const char *id, const char *body,
       char path[320];
       snprintf(path, sizeof path, "%s/plot.svg", p->dir);
       if (p->n == sizeof p->svg / sizeof p->svg[0])
-        return as_err_set(err, AS_EINVAL, "report: too many plots");
+        return as_err_set(err, AS_EINVAL, "too many plots");
       if ((p->svg[p->n] = read_all(path)) == NULL)
-        return as_err_set(err, AS_EIO, "report: gnuplot wrote no %s", path);
+        return as_err_set(err, AS_EIO, "gnuplot wrote no %s", path);
       snprintf(p->svg_id[p->n], sizeof p->svg_id[0], "%s", id);
       p->n++;
     }
@@ -277,14 +310,6 @@ static void html_escape_wrapping(FILE *f, const char *s) {
   }
 }
 
-/* gnuplot string literal contents: no quotes or backslashes. */
-static void gp_text(char *out, size_t len, const char *s) {
-  size_t n = 0;
-  for (; *s && n + 1 < len; s++)
-    out[n++] = (*s == '\'' || *s == '\\' || *s == '"') ? '_' : *s;
-  out[n] = '\0';
-}
-
 /* The simulated time of the k-th mark called label, or -1. */
 static double sim_mark_time(const series_t *se, const char *label, size_t k) {
   for (size_t i = 0; i < se->s.n; i++)
@@ -358,30 +383,28 @@ static void write_rss_plot(FILE *b, const series_t *se, double base,
             t, t);
     if (last >= 0 && t - last < span / 50)
       continue;
-    char lbl[64];
-    gp_text(lbl, sizeof lbl, x->label);
+    char lbl[2 * sizeof x->label + 3];
+    gp_quote(lbl, sizeof lbl, x->label);
     fprintf(b,
-            "set label '%s' at %.9f, graph 0.97 rotate by 90 right "
+            "set label %s at %.9f, graph 0.97 rotate by 90 right "
             "font ',8'\n",
             lbl, t);
     last = t;
   }
-  char title[160] = "predicted RSS";
-  if (anchor[0] != '\0') {
-    char a[64];
-    gp_text(a, sizeof a, anchor);
-    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %s)",
-             base, a);
-  }
+  char title[160] = "predicted RSS", q_title[2 * sizeof title + 3];
+  if (anchor[0] != '\0')
+    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %.63s)",
+             base, anchor);
+  gp_quote(q_title, sizeof q_title, title);
   fprintf(b,
           "set title 'RSS over time'\n"
           "plot 'series.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' "
-          "title '%s', "
+          "title %s, "
           "'series.dat' using 1:3 with lines lw 1 lc rgb '#2ca02c' "
           "title 'live bytes', "
           "'measured.dat' using 1:2 with points pt 7 ps 0.5 "
           "lc rgb '#d62728' title 'measured RSS'\n",
-          title);
+          q_title);
 }
 
 /* The owners' plot script: each curve the sum of its owner and those
@@ -412,13 +435,13 @@ static void write_owner_plot(FILE *b, const series_t *se, double base) {
       held = se->s.v[i].owner_bytes[o] != 0;
     if (!held)
       continue;
-    char next[sizeof sum];
+    char next[sizeof sum], name[64];
     snprintf(next, sizeof next, "%.480s+$%d", sum, 4 + o);
+    gp_quote(name, sizeof name, sim_owner_name((sim_owner_t)o));
     fprintf(b,
             "%s'series.dat' using 1:(%s):(%s) with filledcurves fs solid 0.6 "
-            "lc rgb '%s' title '%s'",
-            first ? "" : ", ", sum, next, colour[o],
-            sim_owner_name((sim_owner_t)o));
+            "lc rgb '%s' title %s",
+            first ? "" : ", ", sum, next, colour[o], name);
     snprintf(sum, sizeof sum, "%s", next);
     first = false;
   }
@@ -459,21 +482,19 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   size_t len = 0;
   FILE  *b = open_memstream(&body, &len);
   if (b == NULL)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   write_rss_plot(b, se, base, anchor);
   as_status_t rc = fclose(b) == 0 ? plot(p, "rss", body, err)
-                                  : as_err_set(err, AS_ENOMEM,
-                                               "report: out "
-                                               "of memory");
+                                  : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
   if (rc != AS_OK)
     return rc;
   body = NULL;
   if ((b = open_memstream(&body, &len)) == NULL)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   write_owner_plot(b, se, base);
   rc = fclose(b) == 0 ? plot(p, "owners", body, err)
-                      : as_err_set(err, AS_ENOMEM, "report: out of memory");
+                      : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
   return rc;
 }
@@ -495,10 +516,12 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
     fprintf(f, "\n");
   }
   fclose(f);
-  char lbl[64], body[2048];
-  gp_text(lbl, sizeof lbl, label);
+  char title[160], q_title[2 * sizeof title + 3], body[2048];
+  snprintf(title, sizeof title, "heap map at %.63s: %zu units x %zu cells",
+           label, m->nrows, m->ncells);
+  gp_quote(q_title, sizeof q_title, title);
   snprintf(body, sizeof body,
-           "set title 'heap map at %s: %zu units x %zu cells'\n"
+           "set title %s\n"
            "set palette maxcolors 5\n"
            "set palette defined (0 '#2ca02c', 1 '#ffbf00', 2 '#d62728', "
            "3 '#1f77b4', 4 '#e8e8e8')\n"
@@ -510,7 +533,7 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
            "set xrange [-0.5:%zu.5]\nset yrange [%zu.5:-0.5]\n"
            "set ytics 1\n"
            "plot 'map.dat' matrix with image notitle\n",
-           lbl, m->nrows, m->ncells, m->ncells - 1, rows - 1);
+           q_title, m->ncells - 1, rows - 1);
   return plot(p, id, body, err);
 }
 
@@ -724,6 +747,18 @@ static long long point_size(sqlite3_stmt *st) {
   return at ? strtoll(at + 7, NULL, 10) : -1;
 }
 
+/* The key title of a sweep's data set (object size, page size) as a
+ * gnuplot literal into q. */
+static void sweep_set_title(char *q, size_t len, long long size,
+                            long long page) {
+  char what[32] = "the workload's default size", title[96];
+  if (size >= 0)
+    snprintf(what, sizeof what, "%lld B", size);
+  snprintf(title, sizeof title, "%s, %lld KiB pages: simulated", what,
+           page >> 10);
+  gp_quote(q, len, title);
+}
+
 /* sweep.dat: one gnuplot data set (index) per object size and page size,
  * rows "fraction kept_MiB formula_MiB"; the plot script, one colour per
  * set, its points and formula line alike, into *script (malloc'd). */
@@ -737,7 +772,7 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
     return err->code;
   if ((b = open_memstream(script, &len)) == NULL) {
     fclose(f);
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   }
   fprintf(b, "set logscale x\nset xlabel 'survivor fraction'\n"
              "set ylabel 'kept MiB (RSS after - RSS at start)'\n"
@@ -765,15 +800,14 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
         size = sz;
         page = sqlite3_column_int64(st, 1);
         fprintf(f, set++ < 0 ? "" : "\n\n");
-        char what[64] = "the workload's default size";
-        if (size >= 0)
-          snprintf(what, sizeof what, "%lld B", size);
+        char title[2 * 96 + 3];
+        sweep_set_title(title, sizeof title, size, page);
         fprintf(b,
                 "%s'sweep.dat' index %d using 1:2 with points pt 7 ps 0.8 "
-                "lc %d title '%s, %lld KiB pages: simulated', "
+                "lc %d title %s, "
                 "'sweep.dat' index %d using 1:3 with lines lw 2 dt 2 lc %d "
                 "title 'formula (1 - p)^k'",
-                set ? ", " : "", set, set + 1, what, page >> 10, set, set + 1);
+                set ? ", " : "", set, set + 1, title, set, set + 1);
       }
       fprintf(f, "%.10g %.4f %.4f\n", frac, sqlite3_column_double(st, 3) / MIB,
               sqlite3_column_type(st, 4) == SQLITE_NULL
@@ -790,7 +824,7 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
   sqlite3_finalize(st);
   fclose(f);
   if (fclose(b) != 0 && rc == SQLITE_OK)
-    return as_err_set(err, AS_ENOMEM, "report: out of memory for a plot");
+    return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
                       store_path(s), sweep_id, sqlite3_errmsg(db));
@@ -854,7 +888,9 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
     return rc;
   fv_result_t fv = {0};
   char       *script = NULL;
-  rc = sweep_data(&p, s, sweep_id, &n, &script, err);
+  rc = sweep_rows_find(s, &sweep_id, err);
+  if (rc == AS_OK)
+    rc = sweep_data(&p, s, sweep_id, &n, &script, err);
   if (rc == AS_OK)
     rc = formula_validate(s, 1, &fv, err);
   if (rc == AS_OK)

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -369,7 +370,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
     if (target == NULL)
       continue; /* that model is not simulated at this point */
     if (!model_spec_with(target, add, tmp, sizeof tmp) || strlen(tmp) >= tlen)
-      return as_err_set(err, AS_EUSAGE, "sweep: model spec too long");
+      return as_err_set(err, AS_EUSAGE, "model spec too long");
     snprintf(target, tlen, "%s", tmp);
   }
   return AS_OK;
@@ -380,10 +381,11 @@ static unsigned layouts_for(const sweep_config_t *c, const sweep_point_t *p);
 
 /* The point's key: the SHA-256 of what decides its result (the number of
  * layouts averaged only when above 1, so single-layout keys are those of
- * sweeps made before layouts were averaged). */
+ * sweeps made before layouts were averaged), and of a trace's file name
+ * when another trace has its content (trace_ident). */
 static void point_key(const sweep_config_t *c, sweep_point_t *p,
-                      const char *trace_sha) {
-  char     text[2048], lay[32] = "";
+                      const char *trace_ident) {
+  char     text[2048 + PATH_MAX], lay[32] = "";
   unsigned n = layouts_for(c, p);
   if (n > 1)
     snprintf(lay, sizeof lay, "|layouts=%u", n);
@@ -391,7 +393,7 @@ static void point_key(const sweep_config_t *c, sweep_point_t *p,
            "allocsim-sweep-point-1|%s|%s|model=%s|libc=%s|page=%" PRIu64
            "|offset=%" PRIu64 "|seed=%" PRIu64 "%s",
            p->trace ? "trace" : c->workload->name,
-           p->trace ? trace_sha : p->args, p->model, p->libc, p->page_size,
+           p->trace ? trace_ident : p->args, p->model, p->libc, p->page_size,
            p->mmap_offset, p->seed, lay);
   as_sha256_hex(text, strlen(text), p->key);
 }
@@ -411,7 +413,7 @@ static as_status_t dedupe(sweep_point_t *pts, size_t *n, char spec_key[65],
   char           *keys = malloc(*n * 64 + 1);
   if (by == NULL || dup == NULL || keys == NULL) {
     free(by), free(dup), free(keys);
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   for (size_t i = 0; i < *n; i++)
     by[i] = &pts[i];
@@ -456,7 +458,7 @@ static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
 /* Fills one point of the workload or trace t (NULL: the workload) and,
  * for the first seed, checks that its workload and model open. */
 static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
-                              const char *trace, const char *trace_sha,
+                              const char *trace, const char *trace_ident,
                               const trace_specs_t *ts, bool first_seed,
                               as_err_t *err) {
   p->trace = trace;
@@ -480,7 +482,7 @@ static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
     rc = check_spec("model", p->model, err);
   if (rc == AS_OK && first_seed && p->libc[0] != '\0')
     rc = check_spec("libc", p->libc, err);
-  point_key(c, p, trace_sha);
+  point_key(c, p, trace_ident);
   return rc;
 }
 
@@ -621,6 +623,21 @@ static as_status_t check_libc_used(const sweep_config_t *c,
                     given, c->libc ? " " : "", c->libc ? c->libc : "", list);
 }
 
+/* What identifies trace t in its points' keys: the SHA-256 of its content
+ * (sha[t]), and its file name too when an earlier trace of the sweep has
+ * the same content, so that each file keeps its own points, rows and
+ * stored runs instead of dedupe folding them into the first file's. */
+static void trace_ident(const sweep_config_t *c, size_t t, char sha[][65],
+                        char *out, size_t len) {
+  bool twin = false;
+  for (size_t u = 0; u < t && !twin; u++)
+    twin = strcmp(sha[u], sha[t]) == 0 && strcmp(c->traces[u], c->traces[t]);
+  if (twin)
+    snprintf(out, len, "%s|file=%s", sha[t], c->traces[t]);
+  else
+    snprintf(out, len, "%s", sha[t]);
+}
+
 as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
                          size_t *count, char spec_key[65], as_err_t *err) {
   *out = NULL;
@@ -631,12 +648,12 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   size_t grid = 1;
   for (size_t a = 0; a < c->naxes; a++) {
     if (c->axes[a].count == 0 || grid > SIZE_MAX / c->axes[a].count)
-      return as_err_set(err, AS_EUSAGE, "sweep: axis %s is empty or too big",
+      return as_err_set(err, AS_EUSAGE, "axis %s is empty or too big",
                         c->axes[a].name);
     for (size_t b = 0; b < a; b++)
       if (strcmp(c->axes[a].name, c->axes[b].name) == 0)
         return as_err_set(err, AS_EUSAGE,
-                          "sweep: --vary %s is given twice (list every value "
+                          "--vary %s is given twice (list every value "
                           "in one --vary)",
                           c->axes[a].name);
     grid *= c->axes[a].count;
@@ -644,20 +661,21 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   size_t   sources = c->workload ? 1 : c->ntraces;
   unsigned seeds = c->seeds ? c->seeds : 1;
   if (sources == 0)
-    return as_err_set(err, AS_EUSAGE, "sweep: no workload and no trace");
+    return as_err_set(err, AS_EUSAGE, "no workload and no trace");
   if (grid > 1000000 / seeds / sources)
     return as_err_set(err, AS_EUSAGE,
-                      "sweep: %zu sources x %zu grid points x %u seeds is "
+                      "%zu sources x %zu grid points x %u seeds is "
                       "more than a million runs",
                       sources, grid, seeds);
   sweep_point_t *pts = calloc(sources * grid * seeds, sizeof *pts);
   if (pts == NULL)
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   size_t n = 0;
+  char   sha[SWEEP_MAX_TRACES][65] = {""};
   rc = AS_OK;
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
     const char   *trace = c->workload ? NULL : c->traces[t];
-    char          sha[65] = "";
+    char          ident[65 + PATH_MAX] = "";
     trace_specs_t ts = {"", ""};
     if (trace != NULL && trace_path_reads_once(trace)) {
       rc = as_err_set(err, AS_EINVAL,
@@ -669,8 +687,10 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
     }
     if (trace != NULL &&
         ((rc = open_trace_source(c, trace, &ts, err)) != AS_OK ||
-         (rc = as_sha256_file(trace, sha, err)) != AS_OK))
+         (rc = as_sha256_file(trace, sha[t], err)) != AS_OK))
       break;
+    if (trace != NULL)
+      trace_ident(c, t, sha, ident, sizeof ident);
     for (size_t g = 0; g < grid && rc == AS_OK; g++) {
       sweep_point_t base;
       grid_point(c, g, &base);
@@ -681,7 +701,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
         *p = base;
         p->point = t * grid + g;
         p->seed = has_seed ? k + 1 : 0;
-        rc = fill_point(c, p, trace, sha, &ts, k == 0, err);
+        rc = fill_point(c, p, trace, ident, &ts, k == 0, err);
       }
     }
   }
@@ -910,7 +930,7 @@ as_status_t sweep_run_point(const sweep_config_t *c, sweep_point_t *p,
     return rc;
   sweep_point_t *q = malloc(sizeof *q);
   if (q == NULL) {
-    p->status = as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    p->status = as_err_set(err, AS_ENOMEM, "out of memory");
     return p->status;
   }
   for (unsigned k = 1; k < n && rc == AS_OK; k++) {
@@ -999,7 +1019,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
   if (pool.done == NULL || tids == NULL) {
     free(pool.done);
     free(tids);
-    return as_err_set(err, AS_ENOMEM, "sweep: out of memory");
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   }
   pthread_mutex_init(&pool.mu, NULL);
   pthread_cond_init(&pool.cv, NULL);
@@ -1008,7 +1028,7 @@ as_status_t sweep_run(const sweep_config_t *c, sweep_point_t *points, size_t n,
     if (pthread_create(&tids[started], NULL, worker, &pool) != 0)
       break;
   if (started == 0) {
-    rc = as_err_set(err, AS_ENOMEM, "sweep: cannot start a worker thread");
+    rc = as_err_set(err, AS_ENOMEM, "cannot start a worker thread");
     pool.stop = true;
   }
   /* Report every point that was started: all n, or after a stop only those
@@ -1234,7 +1254,7 @@ as_status_t sweep_store_begin(store_t *s, const sweep_config_t *c,
                               as_err_t *err) {
   char params[8192], host[256] = "";
   if (!sweep_params_json(c, params, sizeof params))
-    return as_err_set(err, AS_EINVAL, "sweep: parameters too long to store");
+    return as_err_set(err, AS_EINVAL, "parameters too long to store");
   gethostname(host, sizeof host - 1);
   as_status_t rc = store_begin(s, err);
   if (rc != AS_OK)

@@ -13,8 +13,7 @@ static as_status_t db_error(store_t *s, as_err_t *err) {
                     sqlite3_errmsg(store_db(s)));
 }
 
-/* Checks that sweep *id exists, or sets *id to the latest when it is 0. */
-static as_status_t find_sweep(store_t *s, int64_t *id, as_err_t *err) {
+as_status_t sweep_rows_find(store_t *s, int64_t *id, as_err_t *err) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(store_db(s),
                          "SELECT id FROM sweeps WHERE ?1 = 0 OR id = ?1 "
@@ -57,7 +56,7 @@ static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
 as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
                                struct sqlite3_stmt **st, as_err_t *err) {
   *st = NULL;
-  as_status_t rc = find_sweep(s, &sweep_id, err);
+  as_status_t rc = sweep_rows_find(s, &sweep_id, err);
   if (rc != AS_OK)
     return rc;
   sqlite3_str *sql = sqlite3_str_new(store_db(s));

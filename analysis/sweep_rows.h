@@ -25,4 +25,8 @@ struct sqlite3_stmt;
 as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
                                struct sqlite3_stmt **st, as_err_t *err);
 
+/* Checks that sweep *id is in the store, or sets *id to the latest sweep
+ * when it is 0; AS_EINVAL ("no sweep 99", "no sweeps") otherwise. */
+as_status_t sweep_rows_find(store_t *s, int64_t *id, as_err_t *err);
+
 #endif

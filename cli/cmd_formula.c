@@ -29,6 +29,37 @@ static bool parse_num(const char *s, double lo, double hi, double *out) {
   return true;
 }
 
+/* Options given, for those that apply only beside some others. */
+typedef struct formula_given_s {
+  bool fraction, every, page_size, version;
+} formula_given_t;
+
+/* Refuses an option the others make irrelevant, as --page-bytes with
+ * --allocator mimalloc is, rather than ignoring it without a word. */
+static int check_relevant(const formula_input_t *in, bool mimalloc,
+                          const formula_given_t *g) {
+  if (g->version && !mimalloc)
+    return cli_usage_error("formula", "--version needs --allocator mimalloc "
+                                      "(it is the mimalloc model's version)");
+  if (g->every && in->pattern != SURVIVORS_STRIDE)
+    return cli_usage_error("formula", "--every needs --pattern stride (the "
+                                      "other patterns keep a --fraction)");
+  if (g->fraction && in->pattern == SURVIVORS_STRIDE)
+    return cli_usage_error("formula",
+                           "--fraction does not apply to --pattern stride "
+                           "(it keeps every N-th object: --every N)");
+  if (g->page_size && (in->page_bytes != 0 || mimalloc))
+    return cli_usage_error("formula",
+                           "--page-size and %s exclude each other (the OS "
+                           "page only decides pymalloc arenas' alignment)",
+                           mimalloc ? "--allocator mimalloc" : "--page-bytes");
+  if (mimalloc && in->page_bytes != 0)
+    return cli_usage_error("formula", "--page-bytes and --allocator "
+                                      "mimalloc exclude each other (the model "
+                                      "chooses the page)");
+  return CLI_EXIT_OK;
+}
+
 static int formula_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--validate") == 0)
@@ -42,6 +73,7 @@ static int formula_main(int argc, char **argv) {
   bool            json = false;
   bool            mimalloc = false;
   const char     *mi_version = FORMULA_MIMALLOC_VERSION;
+  formula_given_t given = {false, false, false, false};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double      d;
@@ -75,6 +107,7 @@ static int formula_main(int argc, char **argv) {
     } else if (strcmp(opt, "--fraction") == 0) {
       if (!parse_num(v, 0, 1, &in.fraction))
         return bad_value("--fraction", "a number in [0, 1]", v);
+      given.fraction = true;
     } else if (strcmp(opt, "--pattern") == 0) {
       if (!survivors_pattern_parse(v, &in.pattern))
         return bad_value("--pattern", "random, stride or oldest", v);
@@ -82,6 +115,7 @@ static int formula_main(int argc, char **argv) {
       if (!parse_num(v, 1, 1e18, &d) || d != floor(d))
         return bad_value("--every", "an integer >= 1", v);
       in.every = (uint64_t)d;
+      given.every = true;
     } else if (strcmp(opt, "--page-bytes") == 0) {
       if (!as_parse_bytes(v, &in.page_bytes) || in.page_bytes == 0)
         return bad_value("--page-bytes", "a page size such as 65536 or 64K", v);
@@ -91,10 +125,12 @@ static int formula_main(int argc, char **argv) {
       mimalloc = strcmp(v, "mimalloc") == 0;
     } else if (strcmp(opt, "--version") == 0) {
       mi_version = v;
+      given.version = true;
     } else {
       if (!as_parse_page_size(v, &os_page))
         return bad_value("--page-size", "4096, 16384 or 65536 (4K, 16K, 64K)",
                          v);
+      given.page_size = true;
     }
   }
   /* An arena is 16 KiB aligned (64 pools) only if mmap returns addresses
@@ -102,14 +138,11 @@ static int formula_main(int argc, char **argv) {
    * with 4 KiB pages the survivors study's arenas had 63, as had CPython
    * 3.11's on Debian 12 (3.11.2 Objects/obmalloc.c:1670-1674). */
   in.arena_aligned = os_page >= 16384;
-  if (mimalloc) {
-    if (in.page_bytes != 0)
-      return cli_usage_error("formula",
-                             "--page-bytes and --allocator "
-                             "mimalloc exclude each other (the model "
-                             "chooses the page)");
+  int bad = check_relevant(&in, mimalloc, &given);
+  if (bad != CLI_EXIT_OK)
+    return bad;
+  if (mimalloc)
     in.mimalloc = mi_version;
-  }
 
   formula_result_t r;
   as_err_t         err = {0};
@@ -193,6 +226,9 @@ const cli_command_t cli_cmd_formula = {
         "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
         "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n"
+        "An option the others make irrelevant (--every without stride,\n"
+        "--fraction with it, --version without --allocator mimalloc,\n"
+        "--page-size beside --page-bytes or mimalloc) is refused.\n"
         "--allocator mimalloc takes the page that the mimalloc model of\n"
         "--version (default " FORMULA_MIMALLOC_VERSION ", the copy CPython's "
         "free-threaded build\n"

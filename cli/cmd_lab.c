@@ -543,6 +543,54 @@ static int run_lab(const lab_def_t *def, const lab_cli_t *o) {
   return rc == AS_OK ? CLI_EXIT_OK : cli_fail("lab", &err);
 }
 
+/* What an option needs to do anything. */
+typedef enum lab_need_e {
+  NEEDS_MEASURE, /* a real run */
+  NEEDS_LAB,     /* a lab NAME: without one, lab only lists the labs */
+  NEEDS_TEXT,    /* the text output, not --json */
+  NEEDS_MAP      /* heap maps printed, not --no-map */
+} lab_need_t;
+
+/* Whether argv[1..argc) has option opt ("--opt" or "--opt=V"). */
+static bool has_option(int argc, char **argv, const char *opt) {
+  size_t n = strlen(opt);
+  for (int i = 1; i < argc; i++)
+    if (strncmp(argv[i], opt, n) == 0 &&
+        (argv[i][n] == '\0' || argv[i][n] == '='))
+      return true;
+  return false;
+}
+
+/* Refuses an option that would do nothing with the others given, as
+ * --repeat without --measure is, rather than ignoring it. */
+static int check_relevant(int argc, char **argv, const lab_cli_t *o, bool lab) {
+  static const struct {
+    const char *opt;
+    lab_need_t  need;
+  } rules[] = {{"--repeat", NEEDS_MEASURE}, {"--save", NEEDS_MEASURE},
+               {"--python", NEEDS_MEASURE}, {"--measure", NEEDS_LAB},
+               {"--recorded", NEEDS_LAB},   {"--results", NEEDS_LAB},
+               {"--no-map", NEEDS_LAB},     {"--cells", NEEDS_LAB},
+               {"--rows", NEEDS_LAB},       {"--no-color", NEEDS_LAB},
+               {"--results", NEEDS_TEXT},   {"--no-map", NEEDS_TEXT},
+               {"--cells", NEEDS_TEXT},     {"--rows", NEEDS_TEXT},
+               {"--no-color", NEEDS_TEXT},  {"--cells", NEEDS_MAP},
+               {"--rows", NEEDS_MAP}};
+  static const char *const why[] = {
+      [NEEDS_MEASURE] = "needs --measure",
+      [NEEDS_LAB] = "needs a lab NAME (without one, lab lists the labs)",
+      [NEEDS_TEXT] = "applies to the text output, not to --json",
+      [NEEDS_MAP] = "applies to heap maps, not with --no-map"};
+  const bool met[] = {[NEEDS_MEASURE] = o->measure,
+                      [NEEDS_LAB] = lab,
+                      [NEEDS_TEXT] = !o->json,
+                      [NEEDS_MAP] = o->map};
+  for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+    if (!met[rules[k].need] && has_option(argc, argv, rules[k].opt))
+      return cli_usage_error("lab", "%s %s", rules[k].opt, why[rules[k].need]);
+  return CLI_EXIT_OK;
+}
+
 static int lab_main(int argc, char **argv) {
   lab_cli_t   o = {.repeat = 1,
                    .cells = 48,
@@ -607,16 +655,9 @@ static int lab_main(int argc, char **argv) {
   }
   if (o.measure && o.recorded)
     return cli_usage_error("lab", "--measure or --recorded, not both");
-  /* Options of --measure do nothing without it: refused, not ignored. */
-  for (int i = 1; i < argc && !o.measure; i++)
-    for (size_t k = 0; k < 3; k++) {
-      static const char *const measure_only[] = {"--repeat", "--save",
-                                                 "--python"};
-      size_t                   n = strlen(measure_only[k]);
-      if (strncmp(argv[i], measure_only[k], n) == 0 &&
-          (argv[i][n] == '\0' || argv[i][n] == '='))
-        return cli_usage_error("lab", "%s needs --measure", measure_only[k]);
-    }
+  int bad = check_relevant(argc, argv, &o, name != NULL);
+  if (bad != CLI_EXIT_OK)
+    return bad;
   if (o.save_dir != NULL) {
     struct stat st;
     if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -658,7 +699,9 @@ const cli_command_t cli_cmd_lab = {
         "simulated result at each step with the counters that explain it\n"
         "and a heap map, then what to notice.  Variants whose model this\n"
         "build lacks are named and skipped.  docs/course/ has a page per\n"
-        "lab.\n\n"
+        "lab.  An option that would change nothing (any but --json without\n"
+        "NAME, a text-only one with --json, --cells or --rows with --no-map)\n"
+        "is refused.\n\n"
         "options:\n"
         "  --measure     also run the real lab program on this machine\n"
         "                (built by CMake into the labs directory, or\n"

@@ -751,9 +751,10 @@ static as_status_t read_touch_threshold(engine_state_t       *st,
 static as_status_t settle(engine_state_t *st, as_err_t *err) {
   uint64_t until = st->now_ns + st->cfg->settle_ns;
   if (until < st->now_ns)
-    return as_err_set(
-        err, AS_EINVAL, "settling %llu ns past t=%llu ns overflows the clock",
-        (unsigned long long)st->cfg->settle_ns, (unsigned long long)st->now_ns);
+    return as_err_set(err, AS_EINVAL,
+                      "--settle %" PRIu64 " ns after the last event (t=%" PRIu64
+                      " ns) runs the clock past its end (2^64 - 1 ns)",
+                      st->cfg->settle_ns, st->now_ns);
   as_status_t rc = check_samples(st, until, err);
   if (rc == AS_OK)
     rc = fire_timers_until(st, until, err);

@@ -62,6 +62,8 @@
 #include "idset.h"
 #include "mimalloc.h"
 
+#include "../sim/threadtab.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,8 +103,9 @@ struct ft_model_s {
   uint64_t wr_seq, rd_seq;
   /* threads, by trace thread id */
   ft_thread_t *threads;
-  uint32_t     threads_cap;
-  uint32_t     cur; /* thread of the event being served */
+  size_t       threads_cap;
+  uint64_t     max_memory; /* bounds threads (sim/threadtab.h) */
+  uint32_t     cur;        /* thread of the event being served */
   uint64_t     now_ns;
   uint8_t      object_heap; /* current_object_heap (option object_heap) */
   /* parked pages: a doubly linked list per thread, by page ref */
@@ -367,17 +370,11 @@ static as_status_t enter_thread(ft_model_t *fm, const trace_event_t *ev,
                                 as_err_t *err) {
   uint32_t id = ev->thread;
   fm->now_ns = ev->t_ns;
-  if (id >= fm->threads_cap) {
-    uint32_t cap = fm->threads_cap ? fm->threads_cap : 16;
-    while (cap <= id)
-      cap *= 2;
-    ft_thread_t *t = realloc(fm->threads, cap * sizeof *t);
-    if (t == NULL)
-      return as_err_set(err, AS_ENOMEM, "cpython: out of memory");
-    memset(t + fm->threads_cap, 0, (cap - fm->threads_cap) * sizeof *t);
-    fm->threads = t;
-    fm->threads_cap = cap;
-  }
+  as_status_t grown =
+      sim_threadtab_reach((void **)&fm->threads, &fm->threads_cap, id,
+                          sizeof *fm->threads, NULL, fm->max_memory, err);
+  if (grown != AS_OK)
+    return grown;
   ft_thread_t *t = &fm->threads[id];
   fm->cur = id;
   if (!t->live) {
@@ -677,6 +674,7 @@ as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
   fm->fix_145615 = strcmp(v, "3.14") == 0;
   fm->wr_seq = fm->rd_seq = QSBR_INITIAL;
   fm->object_heap = FT_HEAP_OBJECT;
+  fm->max_memory = sim_kernel_max_memory_bytes(ctx->kernel);
 
   const char *libc_spec =
       ctx->libc_spec ? ctx->libc_spec : model_default_libc();

@@ -59,6 +59,7 @@
 
 #include "../sim/idtable.h"
 #include "../sim/reserve.h"
+#include "../sim/threadtab.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -343,7 +344,7 @@ struct glibc_model_s {
   uint32_t nheaps, heaps_cap;
 
   gthread_t *threads;
-  uint32_t   nthreads;
+  size_t     nthreads;
 
   /* nptl thread stacks (nptl/allocatestack.c, nptl/nptl-stack.c) */
   nptl_stacks_t nptl; /* thread stacks and their cache */
@@ -669,24 +670,12 @@ static inline gthread_t *thread_get(glibc_model_t *g, uint32_t tid) {
 
 __attribute__((noinline)) static gthread_t *thread_grow(glibc_model_t *g,
                                                         uint32_t       tid) {
-  if (tid >= (UINT32_C(1) << 24)) {
-    set_fail(g, AS_EINVAL, "thread id above 2^24");
-    return NULL;
-  }
-  uint32_t n = g->nthreads ? g->nthreads : 16;
-  while (n <= tid)
-    n *= 2;
-  gthread_t *t = realloc(g->threads, (size_t)n * sizeof *t);
-  if (t == NULL) {
-    set_fail(g, AS_ENOMEM, "out of memory for threads");
-    return NULL;
-  }
-  memset(t + g->nthreads, 0, (size_t)(n - g->nthreads) * sizeof *t);
-  for (uint32_t i = g->nthreads; i < n; i++)
-    t[i].arena = -1;
-  g->threads = t;
-  g->nthreads = n;
-  return &g->threads[tid];
+  static const gthread_t blank = {.arena = -1};
+  as_status_t            rc = sim_threadtab_reach(
+                 (void **)&g->threads, &g->nthreads, tid, sizeof blank, &blank,
+                 sim_kernel_max_memory_bytes(g->kernel), &g->ferr);
+  k_status(g, rc);
+  return rc == AS_OK ? &g->threads[tid] : NULL;
 }
 
 /* The tcache bin the fast paths (__libc_malloc/__libc_free) use for chunk

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/grow.h"
+#include "../sim/threadtab.h"
 
 #define E(jm, e) (&(jm)->ext[(e)])
 
@@ -465,18 +465,11 @@ static as_status_t huge_arena(jemalloc_model_t *jm, je_arena_t **out,
 
 static as_status_t thread_slot(jemalloc_model_t *jm, uint32_t tid,
                                je_thread_t **out, as_err_t *err) {
-  *out = NULL;
-  if (tid >= jm->threads_cap) {
-    size_t       cap = jm->threads_cap;
-    je_thread_t *t = as_grow(jm->threads, &cap, (size_t)tid + 1, sizeof *t, 8);
-    if (t == NULL)
-      return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (threads)");
-    memset(t + jm->threads_cap, 0, (cap - jm->threads_cap) * sizeof *t);
-    jm->threads = t;
-    jm->threads_cap = cap;
-  }
-  *out = &jm->threads[tid];
-  return AS_OK;
+  as_status_t rc = sim_threadtab_reach(
+      (void **)&jm->threads, &jm->threads_cap, tid, sizeof *jm->threads, NULL,
+      sim_kernel_max_memory_bytes(jm->kernel), err);
+  *out = rc == AS_OK ? &jm->threads[tid] : NULL;
+  return rc;
 }
 
 /* arena_choose_hard (src/jemalloc.c:503-614), done separately for

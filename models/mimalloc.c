@@ -34,6 +34,8 @@
  */
 #include "mimalloc_int.h"
 
+#include "../sim/threadtab.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +398,11 @@ static void kfail(mi_model_t *m, as_status_t rc) {
     m->fail = rc;
 }
 
+void mi_fail_oom(mi_model_t *m) {
+  if (m->fail == AS_OK)
+    m->fail = as_err_set(m->err, AS_ENOMEM, "mimalloc: out of memory");
+}
+
 void mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len) {
   if (len != 0 && m->fail == AS_OK)
     kfail(m, sim_kernel_touch(m->kernel, addr, len, m->err));
@@ -458,7 +465,7 @@ static uint32_t heap_new(mi_model_t *m, uint32_t tld, uint8_t tag) {
     uint32_t cap = m->heaps_cap ? m->heaps_cap * 2 : 16;
     mheap_t *nh = realloc(m->heaps, (size_t)cap * sizeof *nh);
     if (nh == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return 0;
     }
     m->heaps = nh;
@@ -513,18 +520,10 @@ static void thread_data_free(mi_model_t *m, sim_addr_t a) {
 }
 
 static bool ensure_thread_slots(mi_model_t *m, uint32_t thread) {
-  if (thread < m->threads_cap)
-    return true;
-  uint32_t cap = m->threads_cap ? m->threads_cap : 64;
-  while (cap <= thread)
-    cap *= 2;
-  uint32_t *nt = realloc(m->tld_of_thread, (size_t)cap * sizeof *nt);
-  if (nt == NULL)
-    return false;
-  memset(nt + m->threads_cap, 0, (size_t)(cap - m->threads_cap) * sizeof *nt);
-  m->tld_of_thread = nt;
-  m->threads_cap = cap;
-  return true;
+  kfail(m, sim_threadtab_reach((void **)&m->tld_of_thread, &m->threads_cap,
+                               thread, sizeof *m->tld_of_thread, NULL,
+                               sim_kernel_max_memory_bytes(m->kernel), m->err));
+  return m->fail == AS_OK;
 }
 
 /* The tld of trace thread `thread`, created at its first allocation
@@ -534,15 +533,13 @@ static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
     return m->tld_of_thread[thread];
   if (!create)
     return 0;
-  if (!ensure_thread_slots(m, thread)) {
-    m->fail = AS_ENOMEM;
+  if (!ensure_thread_slots(m, thread))
     return 0;
-  }
   if (m->tlds_n == m->tlds_cap) {
     uint32_t cap = m->tlds_cap ? m->tlds_cap * 2 : 16;
     mtld_t  *nt = realloc(m->tlds, (size_t)cap * sizeof *nt);
     if (nt == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return 0;
     }
     m->tlds = nt;
@@ -620,12 +617,10 @@ static void enter(mi_model_t *m, uint64_t t_ns, as_err_t *err) {
   m->now = (int64_t)(t_ns / 1000000) + 1000; /* a clock that is never 0 */
 }
 
-static as_status_t leave(mi_model_t *m, as_err_t *err) {
-  if (m->fail == AS_OK)
-    return AS_OK;
-  if (m->fail == AS_ENOMEM)
-    return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
-  return m->fail; /* the kernel set err */
+/* The call's status; every failure set its message in m->err (the call's
+ * err) where it happened. */
+static as_status_t leave(const mi_model_t *m) {
+  return m->fail;
 }
 
 /* Whether mi_malloc_aligned(size, align) is a plain allocation of size
@@ -658,7 +653,7 @@ static bool aligned_is_plain(mi_model_t *m, uint32_t heap, uint64_t size,
 static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
                          uint64_t size) {
   if (!ensure_objects(m, ev->id)) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return;
   }
   uint64_t req = size;
@@ -783,7 +778,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
                  m->kernel, (uint64_t)MI_CACHE_MAX * m->g.cache_slot, 4096,
                  SIM_PROT_RW, SIM_OWNER_METADATA, &m->cache_area, err));
   if (m->fail != AS_OK) {
-    as_status_t fail = leave(m, err);
+    as_status_t fail = leave(m);
     free(m->cache);
     free_tables(m);
     free(m);
@@ -827,7 +822,7 @@ static as_status_t mimalloc_alloc(model_t *mm, const trace_event_t *ev,
   uint32_t heap = backing_heap(m, ev->thread);
   if (heap != 0)
     alloc_object(m, heap, ev, ev->size);
-  return leave(m, err);
+  return leave(m);
 }
 
 static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
@@ -835,7 +830,7 @@ static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
   mi_model_t *m = (mi_model_t *)mm;
   enter(m, ev->t_ns, err);
   free_object(m, tld_get(m, ev->thread, false), ev->id, ev->prev_size);
-  return leave(m, err);
+  return leave(m);
 }
 
 /* _mi_heap_realloc_zero (209 alloc.c:679-707): in place while the new size
@@ -887,7 +882,7 @@ static as_status_t mimalloc_realloc(model_t *mm, const trace_event_t *ev,
   uint32_t heap = backing_heap(m, ev->thread);
   if (heap != 0)
     realloc_object(m, heap, ev);
-  return leave(m, err);
+  return leave(m);
 }
 
 /* The thread's stack: mimalloc preloaded into a glibc program (Debian's
@@ -901,17 +896,12 @@ static void thread_stack(mi_model_t *m, const trace_event_t *ev) {
   if (ev->thread >= m->stacks_cap) {
     if (ev->op != TRACE_THREAD_START)
       return;
-    uint32_t cap = m->stacks_cap ? m->stacks_cap : 64;
-    while (cap <= ev->thread)
-      cap *= 2;
-    nptl_stack_t *ns = realloc(m->stacks, (size_t)cap * sizeof *ns);
-    if (ns == NULL) {
-      m->fail = as_err_set(m->err, AS_ENOMEM, "mimalloc: out of memory");
+    kfail(m,
+          sim_threadtab_reach((void **)&m->stacks, &m->stacks_cap, ev->thread,
+                              sizeof *m->stacks, NULL,
+                              sim_kernel_max_memory_bytes(m->kernel), m->err));
+    if (m->fail != AS_OK)
       return;
-    }
-    memset(ns + m->stacks_cap, 0, (size_t)(cap - m->stacks_cap) * sizeof *ns);
-    m->stacks = ns;
-    m->stacks_cap = cap;
   }
   nptl_stack_t *st = &m->stacks[ev->thread];
   kfail(m, nptl_stack_release(&m->nptl, st, m->err)); /* exit, or an id
@@ -930,7 +920,7 @@ static as_status_t mimalloc_thread(model_t *mm, const trace_event_t *ev,
       thread_done(m, tld);
   }
   thread_stack(m, ev);
-  return leave(m, err);
+  return leave(m);
 }
 
 /* mi_collect(force) of the calling thread's default heap: purge all =
@@ -945,7 +935,7 @@ static as_status_t mimalloc_purge(model_t *mm, const trace_event_t *ev,
       mi_heap_collect_ex(m, heap,
                          ev->size == TRACE_PURGE_ALL ? MI_FORCE : MI_NORMAL);
   }
-  return leave(m, err);
+  return leave(m);
 }
 
 /* mi_option_set at run time: the purge knobs take effect at once. */
@@ -1270,7 +1260,7 @@ as_status_t mimalloc_thread_heap(mi_model_t *m, uint32_t thread,
                                  as_err_t *err) {
   enter(m, now_ns, err);
   *out = backing_heap(m, thread);
-  return leave(m, err);
+  return leave(m);
 }
 
 as_status_t mimalloc_heap_new(mi_model_t *m, uint32_t thread, uint8_t tag,
@@ -1281,7 +1271,7 @@ as_status_t mimalloc_heap_new(mi_model_t *m, uint32_t thread, uint8_t tag,
   *out = tld != 0 ? heap_new(m, tld, tag) : 0;
   if (tag != 0)
     m->heap_tags = true;
-  return leave(m, err);
+  return leave(m);
 }
 
 static as_status_t heap_check(mi_model_t *m, mi_heap_ref_t heap,
@@ -1302,7 +1292,7 @@ as_status_t mimalloc_heap_alloc(mi_model_t *m, mi_heap_ref_t heap,
     return rc;
   enter(m, ev->t_ns, err);
   alloc_object(m, heap, ev, ev->size);
-  return leave(m, err);
+  return leave(m);
 }
 
 as_status_t mimalloc_heap_realloc(mi_model_t *m, mi_heap_ref_t heap,
@@ -1312,7 +1302,7 @@ as_status_t mimalloc_heap_realloc(mi_model_t *m, mi_heap_ref_t heap,
     return rc;
   enter(m, ev->t_ns, err);
   realloc_object(m, heap, ev);
-  return leave(m, err);
+  return leave(m);
 }
 
 as_status_t mimalloc_free(mi_model_t *m, const trace_event_t *ev,
@@ -1334,7 +1324,7 @@ as_status_t mimalloc_heap_collect(mi_model_t *m, mi_heap_ref_t heap, bool force,
     return rc;
   enter(m, now_ns, err);
   mi_heap_collect_ex(m, heap, force ? MI_FORCE : MI_NORMAL);
-  return leave(m, err);
+  return leave(m);
 }
 
 as_status_t mimalloc_heap_abandon(mi_model_t *m, mi_heap_ref_t heap,
@@ -1344,7 +1334,7 @@ as_status_t mimalloc_heap_abandon(mi_model_t *m, mi_heap_ref_t heap,
     return rc;
   enter(m, now_ns, err);
   mi_heap_abandon_all(m, heap);
-  return leave(m, err);
+  return leave(m);
 }
 
 as_status_t mimalloc_heap_visit(mi_model_t *m, mi_heap_ref_t heap,
@@ -1354,7 +1344,7 @@ as_status_t mimalloc_heap_visit(mi_model_t *m, mi_heap_ref_t heap,
     return rc;
   enter(m, now_ns, err);
   mi_heap_visit_pages(m, heap);
-  return leave(m, err);
+  return leave(m);
 }
 
 bool mimalloc_page_in_full(const mi_model_t *m, mi_page_ref_t p) {
@@ -1405,5 +1395,5 @@ as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
                       "mimalloc: page %u is not an empty page of a heap", p);
   enter(m, now_ns, err);
   mi_page_free(m, p, force);
-  return leave(m, err);
+  return leave(m);
 }

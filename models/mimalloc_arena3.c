@@ -75,7 +75,7 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
     return 0;
   marena3_t *na = realloc(m->arenas3, (n + 1) * sizeof *na);
   if (na == NULL) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return 0;
   }
   m->arenas3 = na;
@@ -99,7 +99,7 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
   a->page_at = calloc(ns, sizeof *a->page_at);
   if (a->free_map == NULL || a->page_at == NULL) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return 0;
   }
   a->purge = a->free_map + ns;

@@ -326,12 +326,12 @@ struct mi_model_s {
   mtld_t       *tlds;
   uint32_t      tlds_n, tlds_cap;
   uint32_t     *tld_of_thread; /* trace thread -> tld, 0 = none */
-  uint32_t      threads_cap;
+  size_t        threads_cap;
   uint32_t      threads_live; /* _mi_current_thread_count() */
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
   nptl_stack_t *stacks;
-  uint32_t      stacks_cap;
+  size_t        stacks_cap;
   sim_idtable_t segs_tab; /* segment records by id: never moved */
   mseg_t       *segs;     /* segs_tab's base */
   uint32_t      segs_n, segs_free;
@@ -376,6 +376,10 @@ struct mi_model_s {
 
 /* Kernel calls that cannot fail on a valid model; a failure is kept in
  * m->fail (the first one) and reported by the entry point. */
+/* Out of memory for the model's own tables: the message goes to m->err at
+ * once, as the kernel's and the thread table's do, so that a call passes on
+ * every failure with the message set where it happened. */
+void       mi_fail_oom(mi_model_t *m);
 void       mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len);

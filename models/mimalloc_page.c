@@ -100,7 +100,7 @@ uint32_t mi_page_new(mi_model_t *m) {
     if (id == 0) /* record 0 means "none" */
       id = m->pages_n++;
     if (m->pages_n == UINT32_MAX || !sim_idtable_reach(&m->pages_tab, id)) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return 0;
     }
   }
@@ -262,7 +262,7 @@ void mi_page_free_collect(mi_model_t *m, uint32_t page, bool force) {
     uint32_t  n = p->local_n;
     uint16_t *tmp = malloc((size_t)n * sizeof *tmp);
     if (tmp == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return;
     }
     memcpy(tmp, p->blocks + (p->reserved - n), (size_t)n * sizeof *tmp);
@@ -330,7 +330,7 @@ void mi_page_init(mi_model_t *m, uint32_t heap, uint32_t page,
   if (p->blocks == NULL) {
     p->blocks = malloc((size_t)p->reserved * sizeof *p->blocks);
     if (p->blocks == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return;
     }
   }
@@ -689,7 +689,7 @@ bool mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
   uint32_t pg = malloc_generic(m, heap, size);
   if (pg == 0) {
     if (m->fail == AS_OK)
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
     return false;
   }
   *page = pg;
@@ -725,7 +725,7 @@ static void tfree_push(mi_model_t *m, mpage_t *p, uint32_t block) {
     uint32_t  cap = p->tfree_cap ? p->tfree_cap * 2 : 8;
     uint16_t *nt = realloc(p->tfree, (size_t)cap * sizeof *nt);
     if (nt == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return;
     }
     p->tfree = nt;
@@ -741,7 +741,7 @@ static void delayed_push(mi_model_t *m, uint32_t heap, uint32_t page,
     uint32_t    cap = h->delayed_cap ? h->delayed_cap * 2 : 16;
     mdelayed_t *nd = realloc(h->delayed, (size_t)cap * sizeof *nd);
     if (nd == NULL) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return;
     }
     h->delayed = nd;

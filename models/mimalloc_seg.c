@@ -561,7 +561,7 @@ static uint32_t seg_new(mi_model_t *m, uint32_t entries) {
     if (id == 0)
       id = m->segs_n++;
     if (m->segs_n == UINT32_MAX || !sim_idtable_reach(&m->segs_tab, id)) {
-      m->fail = AS_ENOMEM;
+      mi_fail_oom(m);
       return 0;
     }
   }
@@ -569,7 +569,7 @@ static uint32_t seg_new(mi_model_t *m, uint32_t entries) {
   memset(s, 0, sizeof *s);
   s->slices = calloc((size_t)entries + 1, sizeof *s->slices);
   if (s->slices == NULL) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return 0;
   }
   s->live = true;
@@ -726,7 +726,7 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
     return 0;
   marena2_t *na = realloc(m->arenas2, (m->arenas2_n + 1) * sizeof *na);
   if (na == NULL) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return 0;
   }
   m->arenas2 = na;
@@ -736,7 +736,7 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
   a->base = mi_os_alloc(m, size, ARENA_BLOCK);
   a->inuse = calloc(a->blocks, 3);
   if (a->inuse == NULL) {
-    m->fail = AS_ENOMEM;
+    mi_fail_oom(m);
     return 0;
   }
   a->purge = a->inuse + a->blocks;

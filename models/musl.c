@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "../sim/idtable.h"
+#include "../sim/threadtab.h"
 #include "model.h"
 #include "musl.h"
 
@@ -235,7 +236,7 @@ typedef struct musl_model_s {
   /* threads' stack+TLS mappings by trace thread (addr 0 = none) */
   uint64_t    stack_size, thread_stack_pages;
   sim_addr_t *stack;
-  uint32_t    stack_cap;
+  size_t      stack_cap;
 } musl_model_t;
 
 #define MT(ms, i) (&(ms)->mt[i])
@@ -1419,22 +1420,15 @@ static as_status_t ms_thread(model_t *m, const trace_event_t *ev,
   stack_unmap(ms, ev->thread); /* exit, or an id started again */
   if (ev->op != TRACE_THREAD_START || ms->fail != AS_OK)
     return report(ms, err);
-  if (ev->thread >= ms->stack_cap) {
-    uint32_t cap = ms->stack_cap ? ms->stack_cap : 64;
-    while (cap <= ev->thread)
-      cap *= 2;
-    sim_addr_t *st = realloc(ms->stack, (size_t)cap * sizeof *st);
-    if (st == NULL) {
-      set_fail(ms, AS_ENOMEM, "out of memory for thread stacks");
-      return report(ms, err);
-    }
-    memset(st + ms->stack_cap, 0, (size_t)(cap - ms->stack_cap) * sizeof *st);
-    ms->stack = st;
-    ms->stack_cap = cap;
-  }
+  as_err_t e;
+  if (!kcheck(ms,
+              sim_threadtab_reach((void **)&ms->stack, &ms->stack_cap,
+                                  ev->thread, sizeof *ms->stack, NULL,
+                                  sim_kernel_max_memory_bytes(ms->kernel), &e),
+              &e))
+    return report(ms, err);
   uint64_t   size = stack_map_bytes(ms->stack_size);
   sim_addr_t a = 0;
-  as_err_t   e;
   if (!kcheck(ms,
               sim_kernel_mmap(ms->kernel, size, 0, SIM_PROT_NONE,
                               SIM_OWNER_THREAD_STACK, &a, &e),

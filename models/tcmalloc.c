@@ -70,6 +70,7 @@
 #include <string.h>
 
 #include "../sim/idtable.h"
+#include "../sim/threadtab.h"
 #include "model.h"
 #include "nptl_stacks.h"
 #include "tcmalloc.h"
@@ -426,7 +427,7 @@ typedef struct tcmalloc_model_s {
   uint64_t  overall_tc_size;
   int64_t   per_thread_tc_size, unclaimed;
   int32_t  *thread_cache; /* trace thread -> cache, -1 = none */
-  uint32_t  nthreads;
+  size_t    nthreads;
 
   /* program objects: id -> OBJ(span, slot) in OBJ_ID_BYTES bytes (obj_get,
    * obj_put); 0 = not live */
@@ -439,7 +440,7 @@ typedef struct tcmalloc_model_s {
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
   nptl_stack_t *stacks;
-  uint32_t      stacks_cap;
+  size_t        stacks_cap;
 } tcmalloc_model_t;
 
 #define SP(t, i) (&(t)->sp[i])
@@ -481,6 +482,18 @@ static bool grow(void **v, uint64_t *cap, uint64_t need, size_t elem) {
   *v = p;
   *cap = n;
   return true;
+}
+
+/* Makes entry thread of a table by trace thread usable, new entries copies
+ * of blank (zeros if NULL); a sparse thread id is refused against
+ * --max-memory (sim/threadtab.h). */
+static bool thread_table(tcmalloc_model_t *t, void **v, size_t *cap,
+                         uint32_t thread, size_t elem, const void *blank) {
+  as_err_t e;
+  return kcheck(t,
+                sim_threadtab_reach(v, cap, thread, elem, blank,
+                                    sim_kernel_max_memory_bytes(t->kernel), &e),
+                &e);
 }
 
 static void touch(tcmalloc_model_t *t, sim_addr_t addr, uint64_t len) {
@@ -1722,18 +1735,11 @@ static void set_overall_cache_size(tcmalloc_model_t *t, uint64_t new_size) {
 /* The cache of a trace thread: GetCache creates one (thread_cache.h:
  * 428-439), GetCacheIfPresent does not (444-449). */
 static int32_t cache_of(tcmalloc_model_t *t, uint32_t thread, bool create) {
+  static const int32_t no_cache = -1;
   if (thread >= t->nthreads) {
-    if (!create)
+    if (!create || !thread_table(t, (void **)&t->thread_cache, &t->nthreads,
+                                 thread, sizeof *t->thread_cache, &no_cache))
       return -1;
-    uint64_t cap = t->nthreads, old = t->nthreads;
-    if (!grow((void **)&t->thread_cache, &cap, (uint64_t)thread + 1,
-              sizeof *t->thread_cache)) {
-      set_fail(t, AS_ENOMEM, "out of memory for threads");
-      return -1;
-    }
-    for (uint64_t i = old; i < cap; i++)
-      t->thread_cache[i] = -1;
-    t->nthreads = (uint32_t)cap;
   }
   if (t->thread_cache[thread] < 0 && create)
     t->thread_cache[thread] = new_cache(t);
@@ -2034,21 +2040,11 @@ static as_status_t tc_realloc(model_t *m, const trace_event_t *ev,
 static void thread_stack(tcmalloc_model_t *t, const trace_event_t *ev) {
   if (ev->thread == 0 || t->fail != AS_OK)
     return;
-  if (ev->thread >= t->stacks_cap) {
-    if (ev->op != TRACE_THREAD_START)
-      return;
-    uint32_t cap = t->stacks_cap ? t->stacks_cap : 64;
-    while (cap <= ev->thread)
-      cap *= 2;
-    nptl_stack_t *ns = realloc(t->stacks, (size_t)cap * sizeof *ns);
-    if (ns == NULL) {
-      set_fail(t, AS_ENOMEM, "out of memory");
-      return;
-    }
-    memset(ns + t->stacks_cap, 0, (size_t)(cap - t->stacks_cap) * sizeof *ns);
-    t->stacks = ns;
-    t->stacks_cap = cap;
-  }
+  if (ev->thread >= t->stacks_cap &&
+      (ev->op != TRACE_THREAD_START ||
+       !thread_table(t, (void **)&t->stacks, &t->stacks_cap, ev->thread,
+                     sizeof *t->stacks, NULL)))
+    return;
   nptl_stack_t *st = &t->stacks[ev->thread];
   as_err_t      e = {0};
   /* exit, or an id started again */

@@ -1557,6 +1557,10 @@ uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k) {
   return k->limit;
 }
 
+uint64_t sim_kernel_max_memory_bytes(const sim_kernel_t *k) {
+  return k->cfg.max_memory_bytes;
+}
+
 uint64_t sim_kernel_page_size(const sim_kernel_t *k) {
   return k->h.page_size;
 }

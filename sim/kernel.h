@@ -235,6 +235,9 @@ sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k);
 /* Bytes of user address space (x86-64 4-level paging: 2^47 - one page):
  * no mapping, and so no allocation, can be larger. */
 uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k);
+/* The simulator memory --max-memory leaves this kernel (cfg.max_memory_
+ * bytes; 0: no bound), which the models' own tables are held to too. */
+uint64_t sim_kernel_max_memory_bytes(const sim_kernel_t *k);
 
 /* Maps length bytes (rounded up to whole OS pages) at an address that is a
  * multiple of align (0 or any power of two; below a page means a page),

@@ -1,6 +1,7 @@
 /* traces/insert.c -- a source that adds trims and purges to another (see
  * insert.h).  Inserted events take the time and thread of the event they
- * precede (a mark), or the period boundary (periodic ones, on thread 0). */
+ * precede (a mark), or the period boundary (periodic ones, on thread 0;
+ * an idle they fall inside is split around them). */
 #include "insert.h"
 
 #include <inttypes.h>
@@ -97,6 +98,33 @@ static int due_periodic(insert_src_t *s, uint64_t t) {
   return -1;
 }
 
+/* The earliest time a periodic insert is due; UINT64_MAX if none. */
+static uint64_t next_periodic(const insert_src_t *s) {
+  uint64_t due = UINT64_MAX;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->ins[i].every_ns != 0 && s->next_due[i] < due)
+      due = s->next_due[i];
+  return due;
+}
+
+/* Splits a held idle at the first periodic insert due inside it: the part
+ * before goes out as an idle of its own, so that the insert runs at its
+ * time during the idle, as the engine's samples and timers do, and not
+ * behind a clock the whole idle moved past it.  False if none is due. */
+static bool split_idle(insert_src_t *s, trace_event_t *ev) {
+  trace_event_t *h = &s->held;
+  if (h->op != TRACE_IDLE || h->size > UINT64_MAX - h->t_ns)
+    return false; /* the engine refuses an idle past the clock's end */
+  uint64_t due = next_periodic(s);
+  if (due >= h->t_ns + h->size)
+    return false;
+  *ev = *h;
+  ev->size = due - h->t_ns;
+  h->t_ns = due;
+  h->size -= ev->size;
+  return true;
+}
+
 static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
                                as_err_t *err) {
   insert_src_t *s = (insert_src_t *)src;
@@ -118,6 +146,8 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
     s->next_due[p] += s->ins[p].every_ns;
     return AS_OK;
   }
+  if (split_idle(s, ev))
+    return AS_OK;
   if (s->held.op == TRACE_MARK) {
     for (; s->mark_next < s->n; s->mark_next++) {
       const trace_insert_t *ins = &s->ins[s->mark_next];

@@ -9,7 +9,7 @@
  *   WHEN   MARK            just before every mark with that label, so the
  *                          mark's RSS is read after the call
  *          every:DURATION  every DURATION of trace time (10ms, 1s), from
- *                          the first event on
+ *                          the first event on, inside idles too
  * e.g. "trim@after_free", "purge:decay@every:1s".
  */
 #ifndef ALLOCSIM_INSERT_H

@@ -244,6 +244,26 @@ static as_status_t take_time(text_src_t *s, cursor_t *c, const char *field,
   return fail_got(s, err, what, tok, len);
 }
 
+/* The error for number field tok (len bytes, quoted whole) that parsed
+ * as rc: out of range (range says what was allowed), not whole, or not a
+ * number of units (NULL: a plain integer). */
+static as_status_t fail_number(text_src_t *s, as_err_t *err, const char *field,
+                               const as_unit_t *units, as_num_rc_t rc,
+                               const char *range, const char *tok, size_t len) {
+  char what[160];
+  if (rc == AS_NUM_OVERFLOW)
+    snprintf(what, sizeof what, "%s %s", field, range);
+  else if (rc == AS_NUM_FRACTION)
+    snprintf(what, sizeof what, "%s to be a whole number of bytes", field);
+  else if (units != NULL)
+    snprintf(what, sizeof what,
+             "%s (integer bytes, or a number with suffix K/KiB/M/MiB/G/GiB)",
+             field);
+  else
+    snprintf(what, sizeof what, "%s (a decimal integer)", field);
+  return fail_got(s, err, what, tok, len);
+}
+
 /* Parses a SIZE field (with suffixes) or, when units is NULL, a plain
  * integer field; max bounds the value (THREAD). */
 static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
@@ -259,18 +279,9 @@ static as_status_t take_u64(text_src_t *s, cursor_t *c, const char *field,
     if (rc == AS_NUM_OK)
       return AS_OK;
   }
-  char what[160];
-  if (rc == AS_NUM_OVERFLOW)
-    snprintf(what, sizeof what, "%s no larger than %" PRIu64, field, max);
-  else if (rc == AS_NUM_FRACTION)
-    snprintf(what, sizeof what, "%s to be a whole number of bytes", field);
-  else if (units != NULL)
-    snprintf(what, sizeof what,
-             "%s (integer bytes, or a number with suffix K/KiB/M/MiB/G/GiB)",
-             field);
-  else
-    snprintf(what, sizeof what, "%s (a decimal integer)", field);
-  return fail_got(s, err, what, tok, len);
+  char range[48];
+  snprintf(range, sizeof range, "no larger than %" PRIu64, max);
+  return fail_number(s, err, field, units, rc, range, tok, len);
 }
 
 /* A SIZE no larger than max and above 0 into *out. */
@@ -288,21 +299,29 @@ static as_status_t take_size_above_0(text_src_t *s, cursor_t *c,
   return fail_got(s, err, what, tok, (size_t)(c->p - tok));
 }
 
-/* ["-"] SIZE into *out, within int64_t. */
+/* ["-"] SIZE into *out, within int64_t; an error quotes the token with
+ * its sign. */
 static as_status_t take_i64(text_src_t *s, cursor_t *c, const char *field,
                             int64_t *out, as_err_t *err) {
-  skip_ws(c);
-  bool neg = c->p < c->end && *c->p == '-';
-  if (neg)
-    c->p++;
-  uint64_t    v;
-  as_status_t rc =
-      take_u64(s, c, field, as_size_units,
-               neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v, err);
-  if (rc != AS_OK)
-    return rc;
-  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-  return AS_OK;
+  const char *tok;
+  size_t      len;
+  as_num_rc_t rc = AS_NUM_MALFORMED;
+  uint64_t    v = 0;
+  *out = 0;
+  if (next_token(c, &tok, &len)) {
+    bool neg = tok[0] == '-';
+    rc = as_parse_number(tok + neg, len - neg, as_size_units, &v);
+    if (rc == AS_NUM_OK && v > (uint64_t)INT64_MAX + neg)
+      rc = AS_NUM_OVERFLOW;
+    if (rc == AS_NUM_OK) {
+      *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+      return AS_OK;
+    }
+  }
+  char range[64];
+  snprintf(range, sizeof range, "from %" PRId64 " to %" PRId64, INT64_MIN,
+           INT64_MAX);
+  return fail_number(s, err, field, as_size_units, rc, range, tok, len);
 }
 
 /* An option event's knob name into s->label. */

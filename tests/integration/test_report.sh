@@ -61,6 +61,27 @@ grep -q "<script>document" "$work/marks.html" &&
 grep -q '<figure id="plot-rss"><svg' "$work/marks.html" ||
   fail "marks.html lost its RSS plot"
 
+# Every string in a plot script is a quoted gnuplot literal: a mark with
+# quotes, a backslash and a command after them, a --png directory with a
+# quote, and a sweep that does not vary size (its key says "the workload's
+# default size") still plot, and run nothing (gnuplot's working directory
+# is a directory in TMPDIR, so ../pwned would be in $work).
+printf '%s\n' "allocsim-trace 1" "0 0 malloc 1 10000" \
+  "1 0 mark \"it's \\\\ \\\"q\\\"' ; system 'touch ../pwned' ; '\"" \
+  "2 0 free 1" >"$work/quotes.trace"
+mkdir -p "$work/it's png"
+TMPDIR=$work "$bin" report "$work/quotes.trace" --model glibc \
+  -o "$work/quotes.html" --png "$work/it's png" 2>"$work/err" ||
+  fail "report of a trace with quotes in a mark: $(cat "$work/err")"
+[ ! -e "$work/pwned" ] || fail "a mark label ran a gnuplot command"
+[ -s "$work/it's png/rss.png" ] || fail "--png into a directory with a quote"
+grep -qF "<text>it's \\ \"q\"' ; system 'touch ../pwned' ; '</text>" \
+  "$work/quotes.html" || fail "quotes.html lost the mark's label in its plot"
+"$bin" sweep survivors --total 4 --vary fraction=1e-4,1e-3 --layouts 1 \
+  --jobs 1 --db "$work/nosize.db" --quiet >/dev/null 2>&1 || fail "sweep"
+"$bin" report sweep:1 --db "$work/nosize.db" -o "$work/nosize.html" \
+  2>"$work/err" || fail "report of a sweep without size: $(cat "$work/err")"
+
 # A report path in a missing directory is refused before any work.
 if "$bin" report "$src/data/example.trace" -o "$work/nodir/x.html" 2>"$work/err"; then
   fail "a report into a missing directory succeeded"

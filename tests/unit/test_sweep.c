@@ -3,6 +3,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -597,6 +598,57 @@ static void trace_sweeps_take_the_model_their_provenance_implies(void **state) {
   free_axes(&c);
 }
 
+/* Copies file from to to; false if either cannot be opened. */
+static bool copy_file(const char *from, const char *to) {
+  FILE  *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  char   buf[4096];
+  size_t got;
+  while (in != NULL && out != NULL && (got = fread(buf, 1, sizeof buf, in)))
+    fwrite(buf, 1, got, out);
+  bool ok = in != NULL && out != NULL;
+  if (in != NULL)
+    fclose(in);
+  return (out == NULL || fclose(out) == 0) && ok;
+}
+
+/* Two files with the same content are two traces of the sweep: each keeps
+ * its points (the trace column names each point's file), the first with
+ * the key a sweep of it alone gives, the copy with keys of its own. */
+static void a_copy_of_a_trace_keeps_its_own_points(void **state) {
+  (void)state;
+  char copy[64];
+  snprintf(copy, sizeof copy, "/tmp/allocsim-test-copy-%d.trace",
+           (int)getpid());
+  assert_true(copy_file(ALLOCSIM_SOURCE_DIR "/data/example.trace", copy));
+  sweep_config_t c;
+  memset(&c, 0, sizeof c);
+  sim_kernel_config_default(&c.kernel);
+  c.jobs = 1;
+  c.model = "glibc";
+  c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/example.trace";
+  c.ntraces = 1;
+  add_axis(&c, "glibc.arena_max=1,2");
+  sweep_point_t *alone, *pts;
+  size_t         nalone, n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &alone, &nalone, NULL, &err), AS_OK);
+  c.traces[1] = copy;
+  c.ntraces = 2;
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  assert_int_equal(nalone, 2);
+  assert_int_equal(n, 4);
+  for (size_t i = 0; i < 2; i++) {
+    assert_string_equal(pts[i].trace, c.traces[0]);
+    assert_string_equal(pts[i].key, alone[i].key);
+    assert_string_equal(pts[2 + i].trace, copy);
+    assert_string_not_equal(pts[2 + i].key, pts[i].key);
+  }
+  free(alone);
+  free(pts);
+  free_axes(&c);
+  unlink(copy);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(axes_parse_values_and_reject_unknown_names),
@@ -615,6 +667,7 @@ int main(void) {
       cmocka_unit_test(resume_runs_only_what_an_interrupted_sweep_left),
       cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
       cmocka_unit_test(trace_sweeps_take_the_model_their_provenance_implies),
+      cmocka_unit_test(a_copy_of_a_trace_keeps_its_own_points),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
