@@ -2,6 +2,7 @@
 #include "sweep_rows.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,21 @@ static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
   return AS_OK;
 }
 
+/* Whether sweep id replays trace files (its points' args name each one)
+ * rather than a workload. */
+static bool over_traces(store_t *s, int64_t id) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(store_db(s),
+                         "SELECT 1 FROM sweeps WHERE id = ?1 AND "
+                         "workload = 'trace'",
+                         -1, &st, NULL) != SQLITE_OK)
+    return false;
+  sqlite3_bind_int64(st, 1, id);
+  bool yes = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return yes;
+}
+
 as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
                                struct sqlite3_stmt **st, as_err_t *err) {
   *st = NULL;
@@ -61,6 +77,9 @@ as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
     return rc;
   sqlite3_str *sql = sqlite3_str_new(store_db(s));
   sqlite3_str_appendall(sql, "SELECT p.point");
+  if (over_traces(s, sweep_id)) /* two files may hold one trace */
+    sqlite3_str_appendall(sql,
+                          ", json_extract(p.params_json, '$.args') AS trace");
   rc = axis_columns(s, sweep_id, sql, err);
   sqlite3_str_appendf(
       sql,

@@ -187,7 +187,8 @@ const cli_command_t cli_cmd_db = {
         "IN is written.\n\n"
         "points prints one row per point of a sweep (default: the latest)\n"
         "and of every sweep of the same spec (its shards, its resumed parts),\n"
-        "its varied parameters as columns, then seed, page size, model,\n"
+        "the trace file it replayed (a sweep of traces), its varied\n"
+        "parameters as columns, then seed, page size, model,\n"
         "kept and formula bytes, pinned arenas, its run and key.\n",
     .run = db_main,
 };

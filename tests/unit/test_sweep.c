@@ -18,6 +18,7 @@
 
 #include "analysis/merge.h"
 #include "analysis/sweep.h"
+#include "analysis/sweep_rows.h"
 
 static void base_config(sweep_config_t *c) {
   memset(c, 0, sizeof *c);
@@ -643,6 +644,31 @@ static void a_copy_of_a_trace_keeps_its_own_points(void **state) {
     assert_string_equal(pts[2 + i].trace, copy);
     assert_string_not_equal(pts[2 + i].key, pts[i].key);
   }
+  /* stored, `db points` says which file each row replayed */
+  char path[] = "/tmp/allocsim-test-sweep-XXXXXX";
+  int  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path); /* store_open creates it */
+  store_t *s;
+  int64_t  sweep_id;
+  assert_int_equal(store_open(path, &s, &err), AS_OK);
+  sweep_store_info_t info = {.spec_key = "k", .total_points = n};
+  assert_int_equal(sweep_store_begin(s, &c, &info, &sweep_id, &err), AS_OK);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
+    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err), AS_OK);
+  }
+  sqlite3_stmt *st;
+  assert_int_equal(sweep_rows_prepare(s, sweep_id, &st, &err), AS_OK);
+  assert_string_equal(sqlite3_column_name(st, 1), "trace");
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), pts[i].trace);
+  }
+  sqlite3_finalize(st);
+  store_close(s);
+  unlink(path);
   free(alone);
   free(pts);
   free_axes(&c);
