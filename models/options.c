@@ -186,7 +186,8 @@ as_status_t model_opts_set(const char *model, model_opts_t *o, int key,
         model, o->table[key].name, (int)len, value, sizeof o->text[key] - 1);
   o->num[key] = num;
   o->set[key] = true;
-  o->set_order[key] = ++o->nset;
+  /* saturates: past 255 settings (run-time option events) later ones tie */
+  o->set_order[key] = o->nset < UINT8_MAX ? ++o->nset : UINT8_MAX;
   snprintf(o->text[key], sizeof o->text[key], "%.*s", (int)len, value);
   return AS_OK;
 }
@@ -273,29 +274,21 @@ bool model_opt_was_set(const model_opts_t *o, int key) {
   return o->set[row(o, key)];
 }
 
-/* The row the i-th place of model_opts_format shows. */
-static size_t format_row(const model_opts_t *o, size_t i) {
-  if (!o->set[i])
-    return i;
-  size_t nth = 0; /* how many set rows come before place i */
-  for (size_t k = 0; k < i; k++)
-    nth += o->set[k];
-  for (size_t k = 0; k < o->count; k++) { /* the set row of that rank */
-    size_t rank = 0;
-    for (size_t j = 0; j < o->count; j++)
-      rank += o->set[j] && o->set_order[j] < o->set_order[k];
-    if (o->set[k] && rank == nth)
-      return k;
-  }
-  return i;
-}
-
 void model_opts_format(const model_opts_t *o, char *buf, size_t len) {
-  size_t used = 0;
+  /* the set rows in the order given (an insertion sort: 24 rows at most) */
+  size_t by_order[MODEL_OPTS_MAX], nset = 0, next = 0, used = 0;
+  for (size_t i = 0; i < o->count; i++) {
+    if (!o->set[i])
+      continue;
+    size_t k = nset++;
+    for (; k > 0 && o->set_order[by_order[k - 1]] > o->set_order[i]; k--)
+      by_order[k] = by_order[k - 1];
+    by_order[k] = i;
+  }
   if (len > 0)
     buf[0] = '\0';
   for (size_t i = 0; i < o->count && used < len; i++) {
-    size_t r = format_row(o, i);
+    size_t r = o->set[i] ? by_order[next++] : i;
     used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "",
                              o->table[r].name, o->text[r]);
   }

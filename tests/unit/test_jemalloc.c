@@ -79,22 +79,29 @@ static void open_session(const char *model, const char *libc,
     fail_msg("%s: %s", model, err.msg);
 }
 
-/* Runs workload line on model (settle: clock run on after the end) and
- * keeps the session open for inspection. */
-static void run_workload(const char *model, const char *line,
-                         uint64_t settle_ns, marks_t *marks, sim_session_t *s) {
-  as_err_t        err = {0};
-  trace_source_t *src = NULL;
+/* Runs src (named what) on model (settle: clock run on after the end),
+ * closes it and keeps the session open for inspection. */
+static void run_source(const char *model, trace_source_t *src, const char *what,
+                       uint64_t settle_ns, marks_t *marks, sim_session_t *s) {
+  as_err_t err = {0};
   open_session(model, NULL, s);
-  assert_int_equal(workload_open_line(line, &src, &err), AS_OK);
   memset(marks, 0, sizeof *marks);
   sim_engine_config_t cfg = {
       .settle_ns = settle_ns, .on_sample = on_sample, .user = marks};
   sim_run_result_t res;
   if (sim_engine_run(&cfg, s, src, &res, &err) != AS_OK)
-    fail_msg("%s on %s: %s", line, model, err.msg);
+    fail_msg("%s on %s: %s", what, model, err.msg);
   trace_source_close(src);
   assert_int_equal(jemalloc_check_invariants(s->model, &err), AS_OK);
+}
+
+/* run_source of workload line. */
+static void run_workload(const char *model, const char *line,
+                         uint64_t settle_ns, marks_t *marks, sim_session_t *s) {
+  as_err_t        err = {0};
+  trace_source_t *src = NULL;
+  assert_int_equal(workload_open_line(line, &src, &err), AS_OK);
+  run_source(model, src, line, settle_ns, marks, s);
 }
 
 static void ev(model_t *m, trace_op_t op, uint32_t thread, uint64_t id,
@@ -366,7 +373,7 @@ static void background_threads_purge_an_idle_process(void **state) {
   sim_session_close(&s);
 }
 
-/* Runs the text trace on model like run_workload. */
+/* run_source of the text trace. */
 static void run_text(const char *model, const char *text, marks_t *marks,
                      sim_session_t *s) {
   char path[] = "/tmp/allocsim-jemalloc-XXXXXX";
@@ -376,15 +383,9 @@ static void run_text(const char *model, const char *text, marks_t *marks,
   close(fd);
   as_err_t        err = {0};
   trace_source_t *src = NULL;
-  open_session(model, NULL, s);
   assert_int_equal(trace_open(path, &src, &err), AS_OK);
-  memset(marks, 0, sizeof *marks);
-  sim_engine_config_t cfg = {.on_sample = on_sample, .user = marks};
-  sim_run_result_t    res;
-  if (sim_engine_run(&cfg, s, src, &res, &err) != AS_OK)
-    fail_msg("%s on %s: %s", path, model, err.msg);
-  trace_source_close(src);
-  unlink(path);
+  unlink(path); /* open: read to its end */
+  run_source(model, src, path, 0, marks, s);
 }
 
 /* A thread whose arena needs a new background thread signals thread 0,

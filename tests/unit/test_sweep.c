@@ -144,6 +144,24 @@ static void a_point_reports_marks_kept_formula_and_pinned_arenas(void **state) {
   free_axes(&c);
 }
 
+/* Runs the n points of c and stores them as one sweep in a new store at
+ * path (a mkstemp template, filled in), left open in *s. */
+static void run_and_store(const sweep_config_t *c, sweep_point_t *pts, size_t n,
+                          char *path, store_t **s, int64_t *sweep_id) {
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path); /* store_open creates it */
+  as_err_t err = {0};
+  assert_int_equal(store_open(path, s, &err), AS_OK);
+  sweep_store_info_t info = {.spec_key = "k", .total_points = n};
+  assert_int_equal(sweep_store_begin(*s, c, &info, sweep_id, &err), AS_OK);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sweep_run_point(c, &pts[i], &err), AS_OK);
+    assert_int_equal(sweep_store_point(*s, *sweep_id, c, &pts[i], &err), AS_OK);
+  }
+}
+
 /* By default a point is the mean over the 4 layouts of 4 KiB pages: the
  * same as averaging the 4 mmap_offset points of a single-layout sweep. */
 static void a_point_is_the_mean_over_layouts(void **state) {
@@ -256,11 +274,7 @@ static void threads_give_the_same_results_as_one_at_a_time(void **state) {
 
 static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   (void)state;
-  char path[] = "/tmp/allocsim-test-sweep-XXXXXX";
-  int  fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  unlink(path); /* store_open creates it */
+  char           path[] = "/tmp/allocsim-test-sweep-XXXXXX";
   sweep_config_t c;
   base_config(&c);
   c.command = "allocsim sweep survivors --vary size=64,512";
@@ -271,13 +285,7 @@ static void stored_sweep_has_one_row_and_a_run_per_point(void **state) {
   store_t       *s;
   int64_t        sweep_id;
   assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
-  assert_int_equal(store_open(path, &s, &err), AS_OK);
-  sweep_store_info_t info = {.spec_key = "k", .total_points = n};
-  assert_int_equal(sweep_store_begin(s, &c, &info, &sweep_id, &err), AS_OK);
-  for (size_t i = 0; i < n; i++) {
-    assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
-    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err), AS_OK);
-  }
+  run_and_store(&c, pts, n, path, &s, &sweep_id);
   sqlite3_stmt *st;
   assert_int_equal(
       sqlite3_prepare_v2(store_db(s),
@@ -645,20 +653,10 @@ static void a_copy_of_a_trace_keeps_its_own_points(void **state) {
     assert_string_not_equal(pts[2 + i].key, pts[i].key);
   }
   /* stored, `db points` says which file each row replayed */
-  char path[] = "/tmp/allocsim-test-sweep-XXXXXX";
-  int  fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  unlink(path); /* store_open creates it */
+  char     path[] = "/tmp/allocsim-test-sweep-XXXXXX";
   store_t *s;
   int64_t  sweep_id;
-  assert_int_equal(store_open(path, &s, &err), AS_OK);
-  sweep_store_info_t info = {.spec_key = "k", .total_points = n};
-  assert_int_equal(sweep_store_begin(s, &c, &info, &sweep_id, &err), AS_OK);
-  for (size_t i = 0; i < n; i++) {
-    assert_int_equal(sweep_run_point(&c, &pts[i], &err), AS_OK);
-    assert_int_equal(sweep_store_point(s, sweep_id, &c, &pts[i], &err), AS_OK);
-  }
+  run_and_store(&c, pts, n, path, &s, &sweep_id);
   sqlite3_stmt *st;
   assert_int_equal(sweep_rows_prepare(s, sweep_id, &st, &err), AS_OK);
   assert_string_equal(sqlite3_column_name(st, 1), "trace");
