@@ -182,6 +182,7 @@ typedef enum glibc_version_e {
   NPTL_STACK_OPTIONS(X, GO_STACK_SIZE, GO_THREAD_STACK_PAGES)
 
 enum glibc_option_e { GLIBC_OPTIONS(MODEL_OPTION_KEY) GO_COUNT };
+_Static_assert(GO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 
 static const model_option_t glibc_options[] = {
     GLIBC_OPTIONS(MODEL_OPTION_ROW){0}};

@@ -126,6 +126,7 @@
   NPTL_STACK_OPTIONS(X, JO_STACK_SIZE, JO_THREAD_STACK_PAGES)
 
 enum jemalloc_option_e { JEMALLOC_OPTIONS(MODEL_OPTION_KEY) JO_COUNT };
+_Static_assert(JO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 
 static const model_option_t jemalloc_options[] = {
     JEMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};

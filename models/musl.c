@@ -124,6 +124,7 @@ static const uint8_t med_cnt_tab[4] = {28, 24, 20, 32};
     "pages are not given MADV_FREE)")
 
 enum musl_option_e { MUSL_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
+_Static_assert(MO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 
 static const model_option_t musl_options[] = {
     MUSL_OPTIONS(MODEL_OPTION_ROW){0}};

@@ -64,7 +64,7 @@ struct model_option_s {
 #define MODEL_OPTION_ROW(key, name, kind, def, unit, choices, env, src, help)  \
   {name, kind, def, unit, choices, env, src, help},
 
-#define MODEL_OPTS_MAX 24
+#define MODEL_OPTS_MAX 32
 typedef struct model_opts_s model_opts_t;
 struct model_opts_s {
   const model_option_t *table;               /* the model's table */

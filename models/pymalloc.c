@@ -244,6 +244,7 @@ static inline uint64_t map_top_index(const pymalloc_model_t *pm, sim_addr_t p) {
     "CPython version whose obmalloc is modelled")
 
 enum pymalloc_option_e { PYMALLOC_OPTIONS(MODEL_OPTION_KEY) PO_COUNT };
+_Static_assert(PO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 
 static const model_option_t pymalloc_options[] = {
     PYMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};

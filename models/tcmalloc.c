@@ -184,6 +184,7 @@
   NPTL_STACK_OPTIONS(X, TO_STACK_SIZE, TO_THREAD_STACK_PAGES)
 
 enum tcmalloc_option_e { TCMALLOC_OPTIONS(MODEL_OPTION_KEY) TO_COUNT };
+_Static_assert(TO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 
 static const model_option_t tcmalloc_options[] = {
     TCMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
