@@ -574,7 +574,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
    * 6.7+ aligns them to 2 MiB), from its release (provenance kernel). */
   const char *release =
       o->kernel != NULL ? o->kernel : run_meta_get(&meta, "kernel");
-  kcfg.thp_align = sim_kernel_thp_align_of_release(release);
+  sim_kernel_config_set_release(&kcfg, release);
   as_format_fits(res->kernel, sizeof res->kernel, "%s",
                  release != NULL ? release : "");
   res->thp_align = kcfg.thp_align;

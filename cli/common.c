@@ -249,7 +249,7 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc, char **argv,
       return -1;
     if (cli_kernel_release_check(cmd, v) < 0)
       return -1;
-    o->kernel.thp_align = sim_kernel_thp_align_of_release(v);
+    sim_kernel_config_set_release(&o->kernel, v);
     return 1;
   }
   if (opt_is(a, "--page-size")) {

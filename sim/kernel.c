@@ -139,6 +139,7 @@ struct chunk_s {
   uint64_t lazy[CHUNK_WORDS];      /* resident but MADV_FREE'd */
   uint64_t key;                    /* block number: address >> 21 */
   uint32_t nresident;              /* popcount of resident */
+  bool     huge;                   /* mapped by one huge PMD, never split */
   uint8_t  owner[CHUNK_MAX_PAGES]; /* sim_owner_t of each resident page */
 };
 
@@ -184,6 +185,13 @@ struct sim_kernel_s {
 
   sim_addr_t (*advised)[2]; /* MADV_HUGEPAGE ranges [start, end) */
   size_t nadvised, advised_cap;
+  bool   thp_disabled; /* prctl(PR_SET_THP_DISABLE) (sim_kernel_disable_thp) */
+  /* Blocks with no resident page whose page table stays: zapped while
+   * mapped by PTEs (zap_pte_range frees pages, not the table; Linux 6.1
+   * mm/memory.c unmap_page_range), so a fault there maps a small page.
+   * Open addressing, SLOT_EMPTY free, backward-shift deletion. */
+  uint64_t *tables;
+  size_t    tables_cap, tables_count; /* cap: 0 or a power of two */
 
   uint64_t           mapped_bytes;                 /* VmSize */
   uint64_t           lazy_pages;                   /* resident lazyfree pages */
@@ -604,6 +612,121 @@ static as_status_t table_resize(sim_kernel_t *k, unsigned bits, as_err_t *err) {
   return AS_OK;
 }
 
+/* ---- Page tables left by zaps (k->tables) ------------------------------ */
+
+static size_t table_home(const sim_kernel_t *k, uint64_t key) {
+  return (size_t)(key * UINT64_C(0x9E3779B97F4A7C15)) & (k->tables_cap - 1);
+}
+
+static size_t tables_find(const sim_kernel_t *k, uint64_t key) {
+  if (k->tables_cap == 0) {
+    return SIZE_MAX;
+  }
+  for (size_t i = table_home(k, key);; i = (i + 1) & (k->tables_cap - 1)) {
+    if (k->tables[i] == key) {
+      return i;
+    }
+    if (k->tables[i] == SLOT_EMPTY) {
+      return SIZE_MAX;
+    }
+  }
+}
+
+static void tables_place(sim_kernel_t *k, uint64_t key) {
+  size_t i = table_home(k, key);
+  while (k->tables[i] != SLOT_EMPTY) {
+    i = (i + 1) & (k->tables_cap - 1);
+  }
+  k->tables[i] = key;
+}
+
+/* Records block key's page table.  Without memory for the set it is not
+ * recorded, and a later fault there may map a huge page. */
+static void tables_add(sim_kernel_t *k, uint64_t key) {
+  if (tables_find(k, key) != SIZE_MAX) {
+    return;
+  }
+  if ((k->tables_count + 1) * 2 > k->tables_cap) {
+    size_t    cap = k->tables_cap ? 2 * k->tables_cap : 64;
+    uint64_t *old = k->tables, *grown = malloc(cap * sizeof *grown);
+    if (grown == NULL) {
+      return;
+    }
+    size_t old_cap = k->tables_cap;
+    for (size_t i = 0; i < cap; i++) {
+      grown[i] = SLOT_EMPTY;
+    }
+    k->tables = grown;
+    k->tables_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+      if (old[i] != SLOT_EMPTY) {
+        tables_place(k, old[i]);
+      }
+    }
+    free(old);
+  }
+  tables_place(k, key);
+  k->tables_count++;
+}
+
+/* Forgets block key's page table (a chunk holds the block again, or its
+ * mapping went); backward-shift deletion, as chunk_release does. */
+static void tables_del(sim_kernel_t *k, uint64_t key) {
+  size_t i = tables_find(k, key);
+  if (i == SIZE_MAX) {
+    return;
+  }
+  size_t mask = k->tables_cap - 1;
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (k->tables[j] == SLOT_EMPTY) {
+      break;
+    }
+    size_t h = table_home(k, k->tables[j]);
+    int    stays = (i <= j) ? (h > i && h <= j) : (h > i || h <= j);
+    if (!stays) {
+      k->tables[i] = k->tables[j];
+      i = j;
+    }
+  }
+  k->tables[i] = SLOT_EMPTY;
+  k->tables_count--;
+}
+
+/* Whether any mapping overlaps block key. */
+static bool block_mapped(const sim_kernel_t *k, uint64_t key) {
+  sim_addr_t     lo = key << CHUNK_SHIFT;
+  const inode_t *v = itree_first_end_after(&k->vmas, lo);
+  return v != NULL && v->start < lo + CHUNK_BYTES;
+}
+
+/* After [a, b) was unmapped: the page tables of its blocks that no
+ * mapping overlaps any more are freed (Linux 6.1 mm/mmap.c unmap_region ->
+ * free_pgtables between the neighbouring mappings). */
+static void tables_unmap(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  if (k->tables_count == 0 || a >= b) {
+    return;
+  }
+  uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
+  if (last - first < k->tables_count) {
+    for (uint64_t key = first; key <= last; key++) {
+      if (!block_mapped(k, key)) {
+        tables_del(k, key);
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < k->tables_cap;) {
+    uint64_t key = k->tables[i];
+    if (key != SLOT_EMPTY && key >= first && key <= last &&
+        !block_mapped(k, key)) {
+      tables_del(k, key); /* may shift a later key into slot i */
+    } else {
+      i++;
+    }
+  }
+}
+
 /* A new, empty chunk for block key, entered in the table. */
 static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
                                 as_err_t *err) {
@@ -628,6 +751,10 @@ static as_status_t chunk_create(sim_kernel_t *k, uint64_t key, chunk_t **out,
   memset(c->fast, 0, sizeof c->fast);
   c->key = key;
   c->nresident = 0;
+  c->huge = false;
+  if (k->tables_count != 0) {
+    tables_del(k, key); /* the chunk holds the block's state now */
+  }
   slot_place(k, key, c);
   k->slot_count++;
   k->h.cache[key & (CACHE_SLOTS - 1)].key = key;
@@ -775,12 +902,46 @@ static inline bool owners_uniform(const chunk_t *c, unsigned p, unsigned n) {
   return true;
 }
 
+/* Whether mask holds every page of a block. */
+static bool mask_whole(const sim_kernel_t *k,
+                       const uint64_t      mask[CHUNK_WORDS]) {
+  uint64_t n = 0;
+  for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+    n += popcount64(mask[w]);
+  }
+  return n == k->chunk_pages;
+}
+
+/* An operation on part of a huge PMD splits it into PTEs (Linux 6.1
+ * mm/huge_memory.c __split_huge_pmd, from zap_pmd_range, madvise_free_
+ * huge_pmd and change_pmd_range when the range does not cover the PMD). */
+static void chunk_maybe_split(const sim_kernel_t *k, chunk_t *c,
+                              const uint64_t mask[CHUNK_WORDS]) {
+  if (c->huge && !mask_whole(k, mask)) {
+    c->huge = false;
+  }
+}
+
+/* Whether the first page of huge chunk c outside mask is mapped RW. */
+static bool huge_page_outside_rw(sim_kernel_t *k, const chunk_t *c,
+                                 const uint64_t mask[CHUNK_WORDS]) {
+  unsigned p = 0;
+  while (p < k->chunk_pages && (mask[p >> 6] >> (p & 63) & 1)) {
+    p++;
+  }
+  sim_addr_t a = (c->key << CHUNK_SHIFT) + ((sim_addr_t)p << k->h.page_shift);
+  const inode_t *v = itree_find(&k->vmas, a);
+  return v != NULL && v->prot == SIM_PROT_RW;
+}
+
 /* Drops residency of the pages in mask (Linux 6.1 mm/memory.c
  * zap_pte_range: rss[mm_counter(page)]-- per zapped page, 6.1.170 :1450).
  * Owner counters are updated per run of pages of one owner, so the cost of
- * zapping huge ranges is per 64 pages, not per page.  May release c. */
+ * zapping huge ranges is per 64 pages, not per page.  May release c; a
+ * block mapped by PTEs keeps its page table (k->tables). */
 static void chunk_drop(sim_kernel_t *k, chunk_t *c,
-                       const uint64_t mask[CHUNK_WORDS]) {
+                       const uint64_t mask[CHUNK_WORDS], bool reclaims_tables) {
+  chunk_maybe_split(k, c, mask);
   uint64_t dropped = 0, lazy_dropped = 0;
   for (unsigned w = 0; w < CHUNK_WORDS; w++) {
     uint64_t m = c->resident[w] & mask[w];
@@ -809,6 +970,12 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
   k->lazy_pages -= lazy_dropped;
   c->nresident -= (uint32_t)dropped;
   if (c->nresident == 0) {
+    /* An unmap frees the table after (tables_unmap); a DONTNEED over the
+     * whole block frees it on Linux 6.14+ (CONFIG_PT_RECLAIM: measured on
+     * 6.18, a zap of a smaller range leaves the empty table). */
+    if (!c->huge && !(reclaims_tables && mask_whole(k, mask))) {
+      tables_add(k, c->key);
+    }
     chunk_release(k, c);
   }
 }
@@ -818,6 +985,7 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
  * alone; 6.1.170 mm/madvise.c:595-716). */
 static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
                             const uint64_t mask[CHUNK_WORDS]) {
+  chunk_maybe_split(k, c, mask);
   for (unsigned w = 0; w < CHUNK_WORDS; w++) {
     uint64_t m = c->resident[w] & mask[w] & ~c->lazy[w];
     if (m == 0) {
@@ -830,7 +998,8 @@ static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
 }
 
 typedef enum chunk_op_e {
-  CHUNK_DROP,     /* zap: munmap, DONTNEED, MAP_FIXED, brk shrink */
+  CHUNK_DROP,     /* munmap, MAP_FIXED, brk shrink, reclaim */
+  CHUNK_ZAP,      /* MADV_DONTNEED */
   CHUNK_LAZY,     /* MADV_FREE */
   CHUNK_PROT_RW,  /* mprotect RW: resident non-lazy pages become fast */
   CHUNK_PROT_NONE /* mprotect PROT_NONE: no page is fast */
@@ -840,17 +1009,25 @@ static void chunk_apply(sim_kernel_t *k, chunk_t *c, chunk_op_t op,
                         const uint64_t mask[CHUNK_WORDS]) {
   switch (op) {
   case CHUNK_DROP:
-    chunk_drop(k, c, mask);
+  case CHUNK_ZAP:
+    chunk_drop(k, c, mask, op == CHUNK_ZAP && k->cfg.pt_reclaim);
     break;
   case CHUNK_LAZY:
     chunk_mark_lazy(k, c, mask);
     break;
   case CHUNK_PROT_RW:
+    /* A huge page lies in one mapping: RW over part of it splits it only
+     * if that mapping was not RW (mprotect_fixup skips an unchanged one);
+     * the pages outside the range still show the old protection. */
+    if (c->huge && !mask_whole(k, mask) && !huge_page_outside_rw(k, c, mask)) {
+      c->huge = false;
+    }
     for (unsigned w = 0; w < CHUNK_WORDS; w++) {
       c->fast[w] |= mask[w] & c->resident[w] & ~c->lazy[w];
     }
     break;
   case CHUNK_PROT_NONE:
+    chunk_maybe_split(k, c, mask);
     for (unsigned w = 0; w < CHUNK_WORDS; w++) {
       c->fast[w] &= ~mask[w];
     }
@@ -986,6 +1163,11 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
                (unsigned)(((hi - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift));
     chunk_t *t = NULL; /* destination chunk of the last page */
     uint32_t moved = 0;
+    /* move_huge_pmd moves a whole huge PMD to an aligned place; anything
+     * else splits it (Linux 6.1 mm/mremap.c move_page_tables) */
+    bool huge =
+        c->huge && mask_whole(k, mask) && ((d - a) & (CHUNK_BYTES - 1)) == 0;
+    c->huge = false;
     for (unsigned w = 0; w < CHUNK_WORDS; w++) {
       uint64_t sel = c->resident[w] & mask[w];
       for (uint64_t m = sel; m != 0; m &= m - 1) {
@@ -1021,7 +1203,13 @@ static void chunks_move(sim_kernel_t *k, sim_addr_t a, sim_addr_t d,
       c->fast[w] &= ~sel;
     }
     c->nresident -= moved;
+    if (t != NULL && huge) {
+      t->huge = true;
+    }
     if (c->nresident == 0) {
+      if (!huge) { /* the source's table stays until its mapping goes */
+        tables_add(k, c->key);
+      }
       chunk_release(k, c);
     }
   }
@@ -1139,6 +1327,9 @@ static void gaps_give(sim_kernel_t *k, inode_t *t) {
  * THP=madvise and one MADV_HUGEPAGE range holds the block (Linux 6.1
  * mm/huge_memory.c hugepage_vma_check: VM_HUGEPAGE under madvise). */
 static int block_wants_thp(const sim_kernel_t *k, sim_addr_t base) {
+  if (k->thp_disabled) {
+    return 0;
+  }
   if (k->cfg.thp) {
     return 1;
   }
@@ -1247,6 +1438,7 @@ static void unmap_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   unadvise(k, a, b);
   chunks_in_range(k, a, b, CHUNK_DROP);
   gaps_give(k, itree_extract(k, &k->vmas, a, b));
+  tables_unmap(k, a, b);
 }
 
 /* Re-inserts the detached pieces with a new protection. */
@@ -1283,15 +1475,24 @@ static as_status_t touch_block(sim_kernel_t *k, uint64_t key, unsigned p0,
      * first; mm/huge_memory.c do_huge_pmd_anonymous_page then adds
      * HPAGE_PMD_NR pages at once (6.1.170 mm/memory.c:5141,
      * mm/huge_memory.c:715). */
-    int         thp = block_wants_thp(k, base) && block_is_rw(k, base);
+    /* ... unless the block has a page table already (a zap or a read
+     * left it): then do_anonymous_page maps a small page. */
+    bool table = tables_find(k, key) != SIZE_MAX;
+    int  thp = !table && block_wants_thp(k, base) && block_is_rw(k, base);
     as_status_t st = chunk_create(k, key, &c, err);
     if (st != AS_OK) {
       return st;
     }
+    c->huge = thp;
     if (thp) {
       p0 = 0;
       p1 = k->chunk_pages - 1;
     }
+  } else if (c->huge && c->lazy[p0 >> 6] != 0) {
+    /* a huge page is dirtied as one: the PMD's dirty bit (MADV_FREE of
+     * part of it split it, so it is lazyfree whole or not at all) */
+    p0 = 0;
+    p1 = k->chunk_pages - 1;
   }
   mask_range(mask, p0, p1);
   inode_t *v = NULL;
@@ -1550,6 +1751,7 @@ void sim_kernel_destroy(sim_kernel_t *k) {
   free(k->slots);
   free(k->scan_keys);
   free(k->advised);
+  free(k->tables);
   free(k);
 }
 
@@ -1591,6 +1793,10 @@ sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k) {
   return sim_kernel_config_thp_mode(&k->cfg);
 }
 
+void sim_kernel_disable_thp(sim_kernel_t *k) {
+  k->thp_disabled = true;
+}
+
 static as_status_t check_prot_owner(const char *what, sim_prot_t prot,
                                     sim_owner_t owner, as_err_t *err) {
   if ((unsigned)prot > SIM_PROT_RW || (unsigned)owner >= SIM_OWNER_COUNT) {
@@ -1611,6 +1817,23 @@ sim_thp_align_t sim_kernel_thp_align_of_release(const char *release) {
   if (major < 6 || (major == 6 && minor < 7))
     return SIM_THP_ALIGN_NONE;
   return major == 6 && minor < 12 ? SIM_THP_ALIGN_ANY : SIM_THP_ALIGN_MULTIPLE;
+}
+
+bool sim_kernel_pt_reclaim_of_release(const char *release) {
+  char         *end;
+  unsigned long major = 0, minor = 0;
+  if (release != NULL && *release >= '0' && *release <= '9') {
+    major = strtoul(release, &end, 10);
+    if (*end == '.' && end[1] >= '0' && end[1] <= '9')
+      minor = strtoul(end + 1, NULL, 10);
+  }
+  return major > 6 || (major == 6 && minor >= 14);
+}
+
+void sim_kernel_config_set_release(sim_kernel_config_t *cfg,
+                                   const char          *release) {
+  cfg->thp_align = sim_kernel_thp_align_of_release(release);
+  cfg->pt_reclaim = sim_kernel_pt_reclaim_of_release(release);
 }
 
 const char *sim_kernel_thp_align_name(sim_thp_align_t policy) {
@@ -1859,6 +2082,7 @@ as_status_t sim_kernel_mremap(sim_kernel_t *k, sim_addr_t addr,
   chunks_move(k, addr, d, old_len, prot == SIM_PROT_RW);
   advice_follow(k, addr, end, d, d + new_len);
   gaps_give(k, itree_extract(k, &k->vmas, addr, end));
+  tables_unmap(k, addr, end);
   chunks_unreserve(k);
   *new_addr_out = d;
   return AS_OK;
@@ -2012,7 +2236,8 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
      * zap_page_range (6.1.170 mm/madvise.c:793).  FREE under pressure:
      * reclaim discards the clean lazyfree pages at once (6.1.170
      * mm/rmap.c:1668-1698). */
-    chunks_in_range(k, addr, end, CHUNK_DROP);
+    chunks_in_range(k, addr, end,
+                    advice == SIM_MADV_DONTNEED ? CHUNK_ZAP : CHUNK_DROP);
   } else {
     chunks_in_range(k, addr, end, CHUNK_LAZY);
   }
@@ -2035,7 +2260,7 @@ void sim_kernel_reclaim_lazyfree(sim_kernel_t *k) {
     chunk_t *c = chunk_lookup(k, k->scan_keys[i]);
     uint64_t mask[CHUNK_WORDS];
     memcpy(mask, c->lazy, sizeof mask);
-    chunk_drop(k, c, mask);
+    chunk_drop(k, c, mask, false);
   }
   table_maybe_shrink(k);
 }

@@ -107,26 +107,34 @@ typedef enum sim_thp_align_e {
 /* The policy of a kernel release string ("6.18.44-fc-v1147", uname -r);
  * NONE for one that does not parse. */
 sim_thp_align_t sim_kernel_thp_align_of_release(const char *release);
+/* Whether a kernel release ("6.18.44-...") frees page tables that
+ * MADV_DONTNEED empties (6.14+; x86-64 selects CONFIG_PT_RECLAIM, default
+ * y).  Before it a block once mapped by small pages keeps them until its
+ * mapping goes. */
+bool sim_kernel_pt_reclaim_of_release(const char *release);
 
 /* What the policy does, in words, for reports. */
 const char *sim_kernel_thp_align_name(sim_thp_align_t policy);
 
 typedef struct sim_kernel_config_s sim_kernel_config_t;
 struct sim_kernel_config_s {
-  uint64_t page_size;   /* bytes: 4096, 16384 or 65536 */
-  bool     thp;         /* 2 MiB THP on write fault, like THP=always */
-  bool     thp_madvise; /* ... only inside MADV_HUGEPAGE ranges, like
-                           THP=madvise (Debian's default); on by
-                           default: no model asks for it but where the
-                           real allocator does */
-  bool            memory_pressure; /* MADV_FREE pages are reclaimed at once */
-  sim_thp_align_t thp_align;       /* placement of large anonymous mappings;
-                                      NONE by default (Linux 6.1) */
-  bool zero_page;                  /* read faults map the shared zero page (on
-                                      by default, as Linux does); off: a read
-                                      makes the page resident */
-  sim_addr_t mmap_top;         /* highest address mmap hands out; 0: default */
-  sim_addr_t brk_start;        /* initial program break; 0: default */
+  uint64_t page_size;        /* bytes: 4096, 16384 or 65536 */
+  bool     thp;              /* 2 MiB THP on write fault, like THP=always */
+  bool     thp_madvise;      /* ... only inside MADV_HUGEPAGE ranges, like
+                                THP=madvise (Debian's default); on by
+                                default: no model asks for it but where the
+                                real allocator does */
+  bool memory_pressure;      /* MADV_FREE pages are reclaimed at once */
+  bool pt_reclaim;           /* MADV_DONTNEED over a whole 2 MiB block frees its
+                                emptied page table, so a later fault may map a huge
+                                page again (Linux 6.14+, CONFIG_PT_RECLAIM) */
+  sim_thp_align_t thp_align; /* placement of large anonymous mappings;
+                                NONE by default (Linux 6.1) */
+  bool zero_page;            /* read faults map the shared zero page (on
+                                by default, as Linux does); off: a read
+                                makes the page resident */
+  sim_addr_t mmap_top;       /* highest address mmap hands out; 0: default */
+  sim_addr_t brk_start;      /* initial program break; 0: default */
   uint64_t   max_memory_bytes; /* simulator memory the residency
                                   bookkeeping may take (--max-memory);
                                   0: no bound */
@@ -210,6 +218,9 @@ sim_thp_mode_t sim_kernel_config_thp_mode(const sim_kernel_config_t *cfg);
  * The default mmap_top is not 16 KiB-aligned, as measured for CPython 3.11 on
  * Debian 12 (every pymalloc arena unaligned, read from id() of objects). */
 void sim_kernel_config_default(sim_kernel_config_t *cfg);
+/* Sets what depends on the release: thp_align and pt_reclaim. */
+void sim_kernel_config_set_release(sim_kernel_config_t *cfg,
+                                   const char          *release);
 
 /* Another address-space layout, as ASLR gives each real run: lowers
  * cfg->mmap_top by offset_bytes (a zero mmap_top, meaning the default, is
@@ -232,6 +243,11 @@ void        sim_kernel_destroy(sim_kernel_t *k);
 uint64_t sim_kernel_page_size(const sim_kernel_t *k);
 
 sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k);
+/* prctl(PR_SET_THP_DISABLE, 1): no THP for any mapping of the process from
+ * now on, MADV_HUGEPAGE ones included (MMF_DISABLE_THP, which Linux 4.13
+ * commit 1860033237d4 made apply to existing mappings at once).  The
+ * mode above still reads the system's setting, as /sys does. */
+void sim_kernel_disable_thp(sim_kernel_t *k);
 /* Bytes of user address space (x86-64 4-level paging: 2^47 - one page):
  * no mapping, and so no allocation, can be larger. */
 uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k);

@@ -1100,16 +1100,86 @@ PAGE_TESTS(many_small_mappings_are_placed_and_freed_exactly)
 enum { W = 1024 };
 enum { R_MAPPED = 1, R_RW = 2, R_RES = 4, R_LAZY = 8 };
 
+/* A block's page-middle entry: none (a fault may map a huge page), a
+ * page table (small pages only, even once all are gone), or a huge page. */
+enum { PMD_NONE, PMD_TABLE, PMD_HUGE };
+
 typedef struct ref_s {
   uint8_t  flags[W];
   uint8_t  owner[W];
+  uint8_t  pmd[W]; /* by block, the first W / block entries */
   uint64_t P;
+  uint64_t block; /* pages per 2 MiB block */
   bool     thp;
   bool     pressure;
 } ref_t;
 
 static void ref_drop(ref_t *r, uint64_t p) {
   r->flags[p] &= (uint8_t) ~(R_RES | R_LAZY);
+}
+
+/* An operation on pages [p0, p1) of a huge block that does not cover it
+ * splits the huge page into a page table. */
+static void ref_split(ref_t *r, uint64_t p0, uint64_t p1) {
+  for (uint64_t b = p0 / r->block; b * r->block < p1; b++) {
+    bool whole = p0 <= b * r->block && (b + 1) * r->block <= p1;
+    if (r->pmd[b] == PMD_HUGE && !whole) {
+      r->pmd[b] = PMD_TABLE;
+    }
+  }
+}
+
+/* Drops pages [p0, p1): a huge block dropped whole loses its PMD, any
+ * other keeps its page table. */
+static void ref_zap(ref_t *r, uint64_t p0, uint64_t p1) {
+  ref_split(r, p0, p1);
+  for (uint64_t p = p0; p < p1; p++) {
+    if (r->pmd[p / r->block] == PMD_HUGE) {
+      r->pmd[p / r->block] = PMD_NONE;
+    }
+    ref_drop(r, p);
+  }
+}
+
+/* mremap moves pages [p0, p0 + n) to page d (UINT64_MAX: out of the
+ * window): a whole huge block to an aligned place moves as one huge page;
+ * otherwise the source keeps a page table and the pages land in small
+ * pages. */
+static void ref_move_pmds(ref_t *r, uint64_t p0, uint64_t n, uint64_t d) {
+  bool aligned = d != UINT64_MAX && (d % r->block) == (p0 % r->block);
+  for (uint64_t b = p0 / r->block; b * r->block < p0 + n; b++) {
+    bool whole = p0 <= b * r->block && (b + 1) * r->block <= p0 + n;
+    bool huge = r->pmd[b] == PMD_HUGE && whole && aligned;
+    bool any = false;
+    for (uint64_t q = b * r->block; q < (b + 1) * r->block; q++) {
+      if (q < p0 || q >= p0 + n || !(r->flags[q] & R_RES)) {
+        continue;
+      }
+      any = true;
+      if (d != UINT64_MAX) {
+        r->pmd[(d + q - p0) / r->block] = huge ? PMD_HUGE : PMD_TABLE;
+      }
+    }
+    if (huge || (r->pmd[b] == PMD_HUGE && d == UINT64_MAX && whole)) {
+      r->pmd[b] = PMD_NONE;
+    } else if (r->pmd[b] == PMD_HUGE || any) {
+      r->pmd[b] = PMD_TABLE;
+    }
+  }
+}
+
+/* After an unmap of [p0, p1): a block no mapping overlaps loses its page
+ * table. */
+static void ref_free_tables(ref_t *r, uint64_t p0, uint64_t p1) {
+  for (uint64_t b = p0 / r->block; b * r->block < p1; b++) {
+    bool mapped = false;
+    for (uint64_t q = b * r->block; q < (b + 1) * r->block; q++) {
+      mapped = mapped || (r->flags[q] & R_MAPPED);
+    }
+    if (!mapped) {
+      r->pmd[b] = PMD_NONE;
+    }
+  }
 }
 
 /* Highest placement of len pages aligned to align pages; -1 if it must go
@@ -1177,6 +1247,7 @@ static bool ref_same(const ref_t *r, uint64_t p, uint64_t q) {
 static void random_operations_match_the_reference(uint64_t P, bool thp,
                                                   bool          pressure,
                                                   bool          with_mremap,
+                                                  bool          pt_reclaim,
                                                   unsigned long seed) {
   sim_kernel_config_t cfg;
   sim_kernel_config_default(&cfg);
@@ -1184,6 +1255,7 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
   cfg.page_size = P;
   cfg.thp = thp;
   cfg.memory_pressure = pressure;
+  cfg.pt_reclaim = pt_reclaim;
   cfg.mmap_top = base + W * P;
   sim_kernel_t *k = new_kernel_cfg(&cfg);
   ref_t        *r = calloc(1, sizeof *r);
@@ -1195,6 +1267,7 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
   assert_non_null(rng);
   gsl_rng_set(rng, seed);
   uint64_t block = 2 * MIB / P; /* pages per THP block */
+  r->block = block;
 
   for (int step = 0; step < 4000; step++) {
     /* Mostly short ranges, sometimes up to the whole window. */
@@ -1217,6 +1290,9 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
           gsl_rng_uniform(rng) < 0.8 ? SIM_PROT_RW : SIM_PROT_NONE;
       ok(sim_kernel_mmap_fixed(k, a, len * P, prot, (sim_owner_t)owner, &err),
          &err);
+      ref_zap(r, p0, p0 + len);
+      memset(r->flags + p0, 0, len);
+      ref_free_tables(r, p0, p0 + len);
       for (uint64_t p = p0; p < p0 + len; p++) {
         r->flags[p] = (uint8_t)(R_MAPPED | (prot == SIM_PROT_RW ? R_RW : 0));
         r->owner[p] = (uint8_t)owner;
@@ -1231,6 +1307,9 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       if (at < 0) {
         assert_int_equal(got, below);
         ok(sim_kernel_munmap(k, got, len * P, &err), &err);
+        if (got + len * P > base) { /* its top end reached the window */
+          ref_free_tables(r, 0, (got + len * P - base) / P);
+        }
       } else {
         assert_int_equal(got, base + (uint64_t)at * P);
         for (uint64_t p = (uint64_t)at; p < (uint64_t)at + len; p++) {
@@ -1240,12 +1319,21 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       }
     } else if (op < 32) { /* munmap */
       ok(sim_kernel_munmap(k, a, len * P, &err), &err);
+      ref_zap(r, p0, p0 + len);
       memset(r->flags + p0, 0, len);
+      ref_free_tables(r, p0, p0 + len);
     } else if (op < 42) { /* mprotect */
       sim_prot_t prot =
           gsl_rng_uniform(rng) < 0.6 ? SIM_PROT_RW : SIM_PROT_NONE;
       st = sim_kernel_mprotect(k, a, len * P, prot, &err);
       assert_int_equal(st, all_mapped ? AS_OK : AS_EINVAL);
+      /* a huge page splits unless its mapping keeps its protection */
+      for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
+        if (r->pmd[p / block] == PMD_HUGE &&
+            ((prot == SIM_PROT_RW) != ((r->flags[p] & R_RW) != 0))) {
+          ref_split(r, p0, p0 + len);
+        }
+      }
       for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
         r->flags[p] =
             (uint8_t)((r->flags[p] & ~R_RW) | (prot == SIM_PROT_RW ? R_RW : 0));
@@ -1262,13 +1350,18 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       assert_int_equal(st, valid ? AS_OK : AS_EINVAL);
       for (uint64_t p = p0; valid && p <= p0 + q1; p++) {
         uint64_t b0 = p / block * block;
-        if (!(r->flags[p] & R_RES) && thp) {
-          bool empty = true, rw = true;
+        if ((r->flags[p] & R_LAZY) && r->pmd[p / block] == PMD_HUGE) {
+          for (uint64_t q = b0; q < b0 + block; q++) { /* dirtied whole */
+            r->flags[q] &= (uint8_t)~R_LAZY;
+          }
+        }
+        if (!(r->flags[p] & R_RES) && r->pmd[p / block] == PMD_NONE) {
+          bool rw = thp;
           for (uint64_t q = b0; q < b0 + block; q++) {
-            empty = empty && !(r->flags[q] & R_RES);
             rw = rw && (r->flags[q] & R_RW);
           }
-          for (uint64_t q = b0; empty && rw && q < b0 + block; q++) {
+          r->pmd[p / block] = rw ? PMD_HUGE : PMD_TABLE;
+          for (uint64_t q = b0; rw && q < b0 + block; q++) {
             r->flags[q] |= R_RES;
           }
         }
@@ -1279,6 +1372,16 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       st = sim_kernel_madvise(k, a, len * P,
                               free_ ? SIM_MADV_FREE : SIM_MADV_DONTNEED, &err);
       assert_int_equal(st, all_mapped ? AS_OK : AS_EINVAL);
+      if (all_mapped && (!free_ || pressure)) {
+        ref_zap(r, p0, p0 + len);
+        for (uint64_t b = 0; !free_ && pt_reclaim && b * block < W; b++) {
+          if (p0 <= b * block && (b + 1) * block <= p0 + len) {
+            r->pmd[b] = PMD_NONE; /* emptied whole by one DONTNEED */
+          }
+        }
+      } else if (all_mapped) {
+        ref_split(r, p0, p0 + len);
+      }
       for (uint64_t p = p0; all_mapped && p < p0 + len; p++) {
         if (!free_ || pressure) {
           ref_drop(r, p);
@@ -1310,7 +1413,9 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
       assert_int_equal(st, valid ? AS_OK : AS_EINVAL);
       if (valid && nlen <= olen) { /* shrink: the tail is unmapped */
         assert_int_equal(got, a);
+        ref_zap(r, p0 + nlen, p0 + olen);
         memset(r->flags + p0 + nlen, 0, olen - nlen);
+        ref_free_tables(r, p0 + nlen, p0 + olen);
       } else if (valid) {
         /* In place if the range reaches the mapping's end and what follows
          * is free, up to mmap_top, the window's end (the libraries lie
@@ -1329,22 +1434,29 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
         } else if (at < 0) { /* moved below the window: drop it there */
           assert_int_equal(got, below);
           ok(sim_kernel_munmap(k, got, nlen * P, &err), &err);
+          ref_move_pmds(r, p0, olen, UINT64_MAX);
           memset(r->flags + p0, 0, olen);
+          ref_free_tables(r, p0, p0 + olen);
         } else { /* moved: pages keep residency, lazyfree and owner */
           uint64_t d = (uint64_t)at;
           assert_int_equal(got, base + d * P);
+          ref_move_pmds(r, p0, olen, d);
           for (uint64_t i = 0; i < nlen; i++) {
             r->flags[d + i] = (uint8_t)(i < olen ? r->flags[p0 + i]
                                                  : (uint8_t)(R_MAPPED | rw));
             r->owner[d + i] = own;
           }
           memset(r->flags + p0, 0, olen);
+          ref_free_tables(r, p0, p0 + olen);
         }
       }
     } else { /* reclaim */
       sim_kernel_reclaim_lazyfree(k);
       for (uint64_t p = 0; p < W; p++) {
         if (r->flags[p] & R_LAZY) {
+          if (r->pmd[p / r->block] == PMD_HUGE) { /* lazy whole, or split */
+            r->pmd[p / r->block] = PMD_NONE;
+          }
           ref_drop(r, p);
         }
       }
@@ -1367,32 +1479,39 @@ static void random_operations_match_the_reference(uint64_t P, bool thp,
 }
 
 static void random_operations_match_the_reference_plain(uint64_t P) {
-  random_operations_match_the_reference(P, false, false, false, 42);
+  random_operations_match_the_reference(P, false, false, false, false, 42);
 }
 PAGE_TESTS(random_operations_match_the_reference_plain)
 
 static void random_operations_match_the_reference_with_thp(uint64_t P) {
-  random_operations_match_the_reference(P, true, false, false, 43);
+  random_operations_match_the_reference(P, true, false, false, false, 43);
 }
 PAGE_TESTS(random_operations_match_the_reference_with_thp)
 
+/* Linux 6.14+ frees a page table that a whole-block MADV_DONTNEED empties,
+ * so the block may fault in a huge page again. */
+static void random_operations_match_the_reference_with_pt_reclaim(uint64_t P) {
+  random_operations_match_the_reference(P, true, false, false, true, 48);
+}
+PAGE_TESTS(random_operations_match_the_reference_with_pt_reclaim)
+
 static void random_operations_match_the_reference_under_pressure(uint64_t P) {
-  random_operations_match_the_reference(P, true, true, false, 44);
+  random_operations_match_the_reference(P, true, true, false, false, 44);
 }
 PAGE_TESTS(random_operations_match_the_reference_under_pressure)
 
 static void random_mremap_matches_the_reference_plain(uint64_t P) {
-  random_operations_match_the_reference(P, false, false, true, 45);
+  random_operations_match_the_reference(P, false, false, true, false, 45);
 }
 PAGE_TESTS(random_mremap_matches_the_reference_plain)
 
 static void random_mremap_matches_the_reference_with_thp(uint64_t P) {
-  random_operations_match_the_reference(P, true, false, true, 46);
+  random_operations_match_the_reference(P, true, false, true, false, 46);
 }
 PAGE_TESTS(random_mremap_matches_the_reference_with_thp)
 
 static void random_mremap_matches_the_reference_under_pressure(uint64_t P) {
-  random_operations_match_the_reference(P, true, true, true, 47);
+  random_operations_match_the_reference(P, true, true, true, true, 47);
 }
 PAGE_TESTS(random_mremap_matches_the_reference_under_pressure)
 
@@ -1431,6 +1550,7 @@ int main(void) {
       PAGE_ENTRIES(many_small_mappings_are_placed_and_freed_exactly),
       PAGE_ENTRIES(random_operations_match_the_reference_plain),
       PAGE_ENTRIES(random_operations_match_the_reference_with_thp),
+      PAGE_ENTRIES(random_operations_match_the_reference_with_pt_reclaim),
       PAGE_ENTRIES(random_operations_match_the_reference_under_pressure),
       PAGE_ENTRIES(random_mremap_matches_the_reference_plain),
       PAGE_ENTRIES(random_mremap_matches_the_reference_with_thp),

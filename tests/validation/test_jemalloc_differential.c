@@ -649,7 +649,7 @@ static void run_model(const dcfg_t *cfg, dsnap_t *snaps, uint64_t mmap_top) {
   struct utsname u;
   if (mmap_top != 0 && uname(&u) == 0) {
     kc.mmap_top = mmap_top;
-    kc.thp_align = sim_kernel_thp_align_of_release(u.release);
+    sim_kernel_config_set_release(&kc, u.release);
   }
   sim_kernel_t      *k;
   sim_event_queue_t *q;
