@@ -113,6 +113,12 @@
     "MIMALLOC_PAGE_RESET" MI_ENV_20,                                           \
     "v2.0.9 src/options.c:78 (2.1: deprecated_page_reset, unused, :70)",       \
     "2.0.x: MADV_FREE a page's memory when it is freed")                       \
+  X(MO_LARGE_OS_PAGES, "large_os_pages", OPT_BOOL, "0", "", NULL,              \
+    "MIMALLOC_LARGE_OS_PAGES MIMALLOC_ALLOW_LARGE_OS_PAGES" MI_ENV_21UP,       \
+    "v2.0.9 src/options.c:73; v2.1.2 :65 (allow_large_os_pages, legacy "       \
+    "large_os_pages); v3.0.1 :131 (on: 2 on Linux, :81-87); v3.4.3 :129",      \
+    "2.x: segments (2.0) or arenas (2.1) madvised MADV_HUGEPAGE and never "    \
+    "purged; 3.x: no effect on RSS (3.0.1 off: THP disabled)")                 \
   X(MO_MAX_SEGMENT_RECLAIM, "max_segment_reclaim", OPT_I64, "8", "", NULL,     \
     "MIMALLOC_MAX_SEGMENT_RECLAIM?version=2.0.9|2.1.2|2.1.7",                  \
     "v2.0.9 src/options.c:94 (8); v2.1.7 :84 (10, a percentage); v2.0.5 "      \
@@ -151,6 +157,7 @@
     "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")     \
   NPTL_STACK_OPTIONS(X, MO_STACK_SIZE, MO_THREAD_STACK_PAGES)
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
+_Static_assert(MO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
 static const model_option_t mimalloc_options[] = {
     MIMALLOC_OPTIONS(MODEL_OPTION_ROW){0}};
 
@@ -206,6 +213,8 @@ static const char *version_default(mi_version_t v, int key) {
     return v == MV_217 ? "10" : NULL;
   case MO_RECLAIM_ON_FREE:
     return v == MV_343 ? "0" : NULL;
+  case MO_LARGE_OS_PAGES:
+    return v == MV_301 ? "1" : NULL; /* 2 on Linux: v3.0.1 options.c:81-87 */
   default:
     return NULL;
   }
@@ -370,6 +379,7 @@ static void read_options(mi_model_t *m, const model_opts_t *o) {
   m->allow_decommit =
       v20 ? model_opt_bool(o, MO_ALLOW_DECOMMIT) : m->purge_delay >= 0;
   m->page_reset = model_opt_bool(o, MO_PAGE_RESET);
+  m->large_os_pages = model_opt_bool(o, MO_LARGE_OS_PAGES);
   m->abandoned_purge = model_opt_bool(o, v20 ? MO_ABANDONED_PAGE_DECOMMIT
                                              : MO_ABANDONED_PAGE_PURGE);
   m->eager_commit = model_opt_bool(o, MO_EAGER_COMMIT);
@@ -426,6 +436,12 @@ void mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len) {
     kfail(m, sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_FREE, m->err));
 }
 
+void mi_madvise_hugepage(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m,
+          sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_HUGEPAGE, m->err));
+}
+
 /* Memory from the OS is mapped RW at once: mimalloc commits with mprotect
  * (209 os.c:969-973) or maps committed arenas, neither of which makes a
  * page resident, so only the writes matter for RSS. */
@@ -436,6 +452,25 @@ sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
   kfail(m, sim_kernel_mmap(m->kernel, size, align, SIM_PROT_RW,
                            SIM_OWNER_MIMALLOC, &a, m->err));
   return m->fail == AS_OK ? a : 0;
+}
+
+/* Uncommitted OS memory: mapped PROT_NONE (209 os.c:596-610 mi_unix_mmap
+ * with protect_flags PROT_NONE, 212 prim.c the same), committed later by
+ * mi_os_commit.  Only placement under THP sees the difference: a 2 MiB
+ * block that is not wholly RW at its first fault gets small pages. */
+sim_addr_t mi_os_reserve(mi_model_t *m, uint64_t size, uint64_t align) {
+  sim_addr_t a = 0;
+  if (m->fail != AS_OK)
+    return 0;
+  kfail(m, sim_kernel_mmap(m->kernel, size, align, SIM_PROT_NONE,
+                           SIM_OWNER_MIMALLOC, &a, m->err));
+  return m->fail == AS_OK ? a : 0;
+}
+
+/* _mi_os_commit: mprotect RW (209 os.c:905-990 mi_os_commitx). */
+void mi_os_commit(mi_model_t *m, sim_addr_t addr, uint64_t len) {
+  if (len != 0 && m->fail == AS_OK)
+    kfail(m, sim_kernel_mprotect(m->kernel, addr, len, SIM_PROT_RW, m->err));
 }
 
 void mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size) {
@@ -557,7 +592,8 @@ static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
   t->thread_seq = id - 1; /* 301 init.c thread_total_count */
   if (thread != 0) {
     t->data = thread_data_alloc(m);
-    m->threads_live++; /* _mi_current_thread_count */
+    m->threads_live++;
+    m->thread_count++; /* mi_thread_init (209 init.c:431-441) */
   }
   m->tld_of_thread[thread] = id;
   t = &m->tlds[id];
@@ -593,8 +629,15 @@ static void thread_done(mi_model_t *m, uint32_t tld) {
     thread_data_free(m, t->data);
   t->live = false;
   m->tld_of_thread[t->thread] = 0;
-  if (t->thread != 0)
+  if (t->thread != 0) {
     m->threads_live--;
+    /* 2.0.x count a thread's exit twice: _mi_heap_done sets the heap key
+     * to _mi_heap_empty (209 init.c:300, 459-482), so the key's destructor
+     * runs again and _mi_thread_done decrements before it checks the
+     * thread (:447-450); 2.1.2 returns first for an empty heap (issue
+     * #699, 212 init.c).  Measured with 2.0.9: -1 after two threads. */
+    m->thread_count -= MI_IS_V20(m->version) ? 2 : 1;
+  }
 }
 
 /* ---- Objects ------------------------------------------------------------- */
@@ -719,6 +762,25 @@ static void free_tables(mi_model_t *m) {
   sim_idtable_free(&m->segs_tab);
 }
 
+/* _mi_prim_mem_init at process start: 3.0.1 disables THP for the whole
+ * process unless large OS pages are allowed (v3.0.1 src/prim/unix/prim.c:
+ * 155-172: prctl(PR_GET_THP_DISABLE, &val) fails on its non-zero argument,
+ * so PR_SET_THP_DISABLE follows), 3.4.3 unless allow_thp (:265-275).
+ * 2.1.7 has the same code, but includes <sys/prctl.h> only under MI_NO_THP
+ * (v2.1.7 prim.c:32-36), so a default build compiles it out: measured, a
+ * 2.1.7 built from its tag got THP under THP=always (22 MiB more at the
+ * peak) and made no prctl call.  2.0.x and 2.1.2 have none. */
+static bool thp_disabled_at_init(const mi_model_t *m) {
+  switch (m->version) {
+  case MV_301:
+    return !m->large_os_pages;
+  case MV_343:
+    return !m->allow_thp;
+  default:
+    return false;
+  }
+}
+
 static as_status_t mimalloc_create(const model_opts_t *opts,
                                    const model_ctx_t *ctx, model_t **out,
                                    as_err_t *err) {
@@ -749,7 +811,8 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
     apply_version_default(&m->opts, v, k);
   read_options(m, &m->opts);
   publish_options(m);
-  m->threads_live = 1; /* thread_count starts at 1 (209 init.c) */
+  m->threads_live = 1;
+  m->thread_count = 1; /* thread_count starts at 1 (209 init.c:422) */
   rc = nptl_stacks_init(
       &m->nptl, ctx->kernel, model_opt_u64(&m->opts, MO_STACK_SIZE),
       /* libmimalloc.so.2's 9-byte TLS fits the static TLS's slack
@@ -771,6 +834,8 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   /* the library's static data that the model writes: segment map, arena
    * descriptors (RSS only when first written) */
   enter(m, 0, err);
+  if (thp_disabled_at_init(m))
+    sim_kernel_disable_thp(m->kernel);
   kfail(m, sim_kernel_mmap(m->kernel, 64 * MI_KIB, 4096, SIM_PROT_RW,
                            SIM_OWNER_METADATA, &m->static_area, err));
   if (MI_IS_V20(v) && m->fail == AS_OK)
@@ -1203,20 +1268,14 @@ static as_status_t mimalloc_walk(const model_t *mm, model_region_fn fn,
   return rc;
 }
 
-/* What the library reads and the model does not: large OS pages (THP
- * madvise'd segments and arenas that are never decommitted; v2.0.9
- * src/os.c:613-690, src/arena.c:171), memory reserved up front, and no OS
- * memory past the reservations.  v2.0.9 src/options.c:73-90, v2.1.2
- * :65-80 (allow_large_os_pages, legacy large_os_pages), v3.4.3 :129-142
- * (disallow_os_alloc, legacy limit_os_alloc). */
+/* What the library reads and the model does not: memory reserved up front
+ * (huge pages or OS memory, arenas that are never decommitted: v2.0.9
+ * src/arena.c:171) and no OS memory past the reservations.  v2.0.9
+ * src/options.c:74-90, v3.4.3 :129-142 (disallow_os_alloc, legacy
+ * limit_os_alloc). */
 static const char *const mimalloc_unmodelled_env[] = {
-    "MIMALLOC_LARGE_OS_PAGES=0",
-    "MIMALLOC_ALLOW_LARGE_OS_PAGES=0",
-    "MIMALLOC_RESERVE_HUGE_OS_PAGES=0",
-    "MIMALLOC_RESERVE_OS_MEMORY=0",
-    "MIMALLOC_LIMIT_OS_ALLOC=0",
-    "MIMALLOC_DISALLOW_OS_ALLOC=0",
-    NULL};
+    "MIMALLOC_RESERVE_HUGE_OS_PAGES=0", "MIMALLOC_RESERVE_OS_MEMORY=0",
+    "MIMALLOC_LIMIT_OS_ALLOC=0", "MIMALLOC_DISALLOW_OS_ALLOC=0", NULL};
 
 const model_methods_t model_mimalloc_methods = {
     .name = "mimalloc",

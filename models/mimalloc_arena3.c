@@ -92,9 +92,8 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
    * a 20,000 x 1,000 B burst; 3.0.1, which does neither, none). */
   bool huge = m->version == MV_343 && size >= 16 * MI_MIB;
   a->base = mi_os_alloc(m, size, huge ? 2 * MI_MIB : MI_SLICE_SIZE);
-  if (huge && m->allow_thp && a->base != 0 && m->fail == AS_OK)
-    m->fail =
-        sim_kernel_madvise(m->kernel, a->base, size, SIM_MADV_HUGEPAGE, m->err);
+  if (huge && m->allow_thp && a->base != 0)
+    mi_madvise_hugepage(m, a->base, size);
   size_t ns = a->slices;
   a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
   a->page_at = calloc(ns, sizeof *a->page_at);

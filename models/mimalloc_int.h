@@ -229,6 +229,7 @@ struct mseg_s {
   uint32_t   arena, arena_block; /* 21x: arena memory (arena 0 = OS) */
   uint8_t    kind;
   bool       allow_decommit;
+  bool       large;      /* 209 mem_is_large (and mem_is_pinned): THP advised */
   bool       in_visited; /* on the abandoned visited list */
   bool       live;
   mslice_t  *slices; /* slice_entries + 1 */
@@ -243,6 +244,7 @@ struct mi_cache_slot_s {
   uint64_t   decommit[MI_COMMIT_WORDS];
   int64_t    expire;
   bool       inuse;
+  bool       large; /* in cache_available_large (209 cache :258) */
 };
 #define MI_CACHE_MAX 1024 /* 209 segment-cache.c:21-22 */
 /* The library's static cache[MI_CACHE_MAX] (209 segment-cache.c:27-36):
@@ -259,7 +261,8 @@ struct marena2_s {
   uint32_t   blocks;
   int64_t    purge_expire;
   uint8_t   *inuse, *purge, *dirty; /* one byte per block */
-  sim_addr_t meta; /* 2.1.2: the descriptor's own OS page, else 0 */
+  sim_addr_t meta;  /* 2.1.2: the descriptor's own OS page, else 0 */
+  bool       large; /* THP advised and pinned: never purged */
 };
 
 typedef struct marena3_s marena3_t; /* 3.x arena of 64 KiB slices */
@@ -306,6 +309,7 @@ struct mi_model_s {
   bool    purge_decommits;
   bool    allow_decommit;
   bool    page_reset;
+  bool    large_os_pages; /* 2.0.x: large_os_pages (mi_seg_os_alloc) */
   bool    abandoned_purge;
   bool    eager_commit;
   int64_t eager_commit_delay;
@@ -327,7 +331,8 @@ struct mi_model_s {
   uint32_t      tlds_n, tlds_cap;
   uint32_t     *tld_of_thread; /* trace thread -> tld, 0 = none */
   size_t        threads_cap;
-  uint32_t      threads_live; /* _mi_current_thread_count() */
+  uint32_t      threads_live; /* threads with a heap, not exited */
+  int64_t       thread_count; /* _mi_current_thread_count(), a size_t */
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
   nptl_stack_t *stacks;
@@ -384,7 +389,10 @@ void       mi_touch(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_read(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_dontneed(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len);
+void       mi_madvise_hugepage(mi_model_t *m, sim_addr_t addr, uint64_t len);
 sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align);
+sim_addr_t mi_os_reserve(mi_model_t *m, uint64_t size, uint64_t align);
+void       mi_os_commit(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size);
 /* _mi_os_purge (212 os.c:475-500): DONTNEED, or MADV_FREE when
  * purge_decommits is off; 209 always decommits. */

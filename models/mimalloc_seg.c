@@ -58,6 +58,13 @@ static bool mask_any_set(const uint64_t *c, const uint64_t *m) {
   return false;
 }
 
+static bool mask_all_set(const uint64_t *c, const uint64_t *m) {
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
+    if ((c[i] & m[i]) != m[i])
+      return false;
+  return true;
+}
+
 static uint32_t mask_count(const uint64_t *m) {
   uint32_t n = 0;
   for (int i = 0; i < MI_COMMIT_WORDS; i++)
@@ -285,6 +292,8 @@ static void segment_commit(mi_model_t *m, mseg_t *s, sim_addr_t p,
   commit_mask(m, s, false, p, size, &start, &full, mask);
   if (full == 0 || mask_is_empty(mask))
     return;
+  if (!mask_all_set(s->commit, mask)) /* 209 :467-476, 212 :459-468 */
+    mi_os_commit(m, start, full);
   for (int i = 0; i < MI_COMMIT_WORDS; i++)
     s->commit[i] |= mask[i];
   if (mask_any_set(s->decommit, mask))
@@ -675,7 +684,8 @@ static bool cache_push(mi_model_t *m, const mseg_t *s) {
   sl->expire = 0;
   memcpy(sl->commit, s->commit, sizeof sl->commit);
   memcpy(sl->decommit, s->decommit, sizeof sl->decommit);
-  if (!mask_is_empty(sl->commit) && m->allow_decommit) {
+  sl->large = s->large;
+  if (!mask_is_empty(sl->commit) && !s->large && m->allow_decommit) {
     if (m->segment_delay == 0)
       cache_slot_decommit(m, sl);
     else
@@ -684,12 +694,12 @@ static bool cache_push(mi_model_t *m, const mseg_t *s) {
   return true;
 }
 
-/* _mi_segment_cache_pop (cache :48-108): the first cached segment. */
-static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
-                      uint64_t *decommit) {
+/* The first cached segment from one pool: large (THP advised) or not. */
+static bool cache_pop_pool(mi_model_t *m, bool large, sim_addr_t *base,
+                           uint64_t *commit, uint64_t *decommit) {
   for (uint32_t i = 0; i < MI_CACHE_MAX; i++) {
     mi_cache_slot_t *sl = &m->cache[i];
-    if (!sl->inuse)
+    if (!sl->inuse || sl->large != large)
       continue;
     mi_touch(m, slot_addr(m, i), m->g.cache_slot); /* :87-95 */
     *base = sl->base;
@@ -699,6 +709,50 @@ static bool cache_pop(mi_model_t *m, sim_addr_t *base, uint64_t *commit,
     return true;
   }
   return false;
+}
+
+/* _mi_segment_cache_pop (cache :48-108): a large segment first when large
+ * pages are allowed (cache_available_large, :73-76), else a regular one;
+ * *large says which. */
+static bool cache_pop(mi_model_t *m, bool *large, sim_addr_t *base,
+                      uint64_t *commit, uint64_t *decommit) {
+  if (*large && cache_pop_pool(m, true, base, commit, decommit))
+    return true;
+  if (!cache_pop_pool(m, false, base, commit, decommit))
+    return false;
+  *large = false;
+  return true;
+}
+
+/* use_large_os_page (209 os.c:110-114): 2 MiB multiples, when enabled. */
+static bool use_large_os_page(const mi_model_t *m, uint64_t size,
+                              uint64_t align) {
+  const uint64_t large = 2 * MI_MIB; /* os.c:285 large_os_page_size */
+  return m->large_os_pages && size % large == 0 && align % large == 0;
+}
+
+/* A segment's memory from the OS (_mi_arena_alloc_aligned -> _mi_os_alloc_
+ * aligned, 209 arena.c, os.c:708-790); *large: in, large pages allowed;
+ * out, whether it got them.  With large pages on Linux, mi_unix_mmap
+ * (os.c:596-700) tries MAP_HUGETLB, which fails without reserved hugetlb
+ * pages, then maps normally and madvises MADV_HUGEPAGE (is_large, so
+ * pinned: arena.c _mi_arena_alloc_aligned sets is_pinned = large).  A huge
+ * segment's size is no multiple of the 32 MiB segment, so it gets no
+ * aligned hint (os.c mi_os_get_aligned_hint), and an unaligned first
+ * mapping is replaced by an over-allocation without large pages
+ * (os.c:748-770): the model takes that path for every huge segment. */
+static sim_addr_t segment_os_alloc(mi_model_t *m, uint64_t size, bool commit,
+                                   bool *large) {
+  bool want = *large && commit && size % seg_size(m) == 0 &&
+              use_large_os_page(m, size, seg_size(m));
+  *large = false;
+  sim_addr_t base = commit ? mi_os_alloc(m, size, seg_size(m))
+                           : mi_os_reserve(m, size, seg_size(m));
+  if (want && base != 0) {
+    mi_madvise_hugepage(m, base, size);
+    *large = true;
+  }
+  return base;
 }
 
 /* ---- 2.1 arenas (arena.c) ---------------------------------------------- */
@@ -718,7 +772,7 @@ static int64_t arena_purge_delay(const mi_model_t *m) {
 
 /* mi_arena_reserve (arena.c:337-363): 1 GiB of committed (overcommit)
  * address space, scaled up after 8 arenas. */
-static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
+static uint32_t arena2_reserve(mi_model_t *m, uint64_t req, bool allow_large) {
   uint64_t size = MI_GIB;
   if (m->arenas2_n >= 8 && m->arenas2_n <= 128)
     size <<= m->arenas2_n / 8;
@@ -733,7 +787,13 @@ static uint32_t arena2_reserve(mi_model_t *m, uint64_t req) {
   marena2_t *a = &na[m->arenas2_n];
   memset(a, 0, sizeof *a);
   a->blocks = (uint32_t)(size / ARENA_BLOCK);
-  a->base = mi_os_alloc(m, size, ARENA_BLOCK);
+  /* committed (arena_eager_commit=2 with overcommit, :356-358), so large
+   * OS pages are allowed as the request allows (:360); a 1 GiB arena
+   * gets an aligned hint (212 os.c:105-127), a larger one none, and is
+   * over-allocated without them (os.c:242-270) */
+  bool large = allow_large && size <= MI_GIB;
+  a->base = segment_os_alloc(m, size, true, &large);
+  a->large = large; /* memid.is_pinned (212 internal.h:752-757) */
   a->inuse = calloc(a->blocks, 3);
   if (a->inuse == NULL) {
     mi_fail_oom(m);
@@ -786,32 +846,38 @@ static bool arena2_try_alloc(mi_model_t *m, uint32_t ai, uint32_t n,
 }
 
 /* _mi_arena_alloc_aligned (arena.c:366-405): arenas for >= 16 MiB, a new
- * arena when they are full, else the OS. */
-static sim_addr_t arena2_alloc(mi_model_t *m, uint64_t size, uint32_t *arena,
-                               uint32_t *block, bool *zero) {
+ * arena when they are full, else the OS.  A request that may not have
+ * large OS pages skips arenas that have them (:286).  *large: in, large
+ * pages allowed; out, whether the memory has them (pinned). */
+static sim_addr_t arena2_alloc(mi_model_t *m, uint64_t size, bool commit,
+                               uint32_t *arena, uint32_t *block, bool *zero,
+                               bool *large) {
   uint32_t   n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
   sim_addr_t addr;
   if (size >= ARENA_MIN_OBJ) {
     for (uint32_t ai = 1; ai <= m->arenas2_n; ai++)
-      if (arena2_try_alloc(m, ai, n, &addr, block, zero)) {
+      if ((*large || !m->arenas2[ai - 1].large) &&
+          arena2_try_alloc(m, ai, n, &addr, block, zero)) {
         *arena = ai;
+        *large = m->arenas2[ai - 1].large;
         return addr;
       }
-    uint32_t ai = arena2_reserve(m, size);
+    uint32_t ai = arena2_reserve(m, size, *large);
     if (ai != 0 && arena2_try_alloc(m, ai, n, &addr, block, zero)) {
       *arena = ai;
+      *large = m->arenas2[ai - 1].large;
       return addr;
     }
   }
   *arena = 0;
   *zero = true;
-  return mi_os_alloc(m, size, MI_SEGMENT_SIZE);
+  return segment_os_alloc(m, size, commit, large);
 }
 
 /* mi_arena_try_purge (arena.c:515-568): purge every scheduled run whose
  * blocks are all free, once the arena's expiry passed (or forced). */
 static bool arena2_try_purge(mi_model_t *m, marena2_t *a, bool force) {
-  if (a->purge_expire == 0)
+  if (a->large || a->purge_expire == 0) /* pinned: never (:517) */
     return false;
   if (!force && a->purge_expire > m->now)
     return false;
@@ -878,7 +944,7 @@ static void arena2_free(mi_model_t *m, uint32_t ai, uint32_t block,
   } else {
     marena2_t *a = &m->arenas2[ai - 1];
     uint32_t   n = (uint32_t)((size + ARENA_BLOCK - 1) / ARENA_BLOCK);
-    int64_t    delay = arena_purge_delay(m);
+    int64_t    delay = a->large ? -1 : arena_purge_delay(m); /* :639-641 */
     if (delay == 0) {
       mi_os_purge(m, addr, (uint64_t)n * ARENA_BLOCK);
       m->purges++;
@@ -905,9 +971,10 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
                               uint32_t *huge_page) {
   uint32_t segment_slices = calculate_slices(m, required);
   uint64_t segment_size = (uint64_t)segment_slices * MI_SLICE_SIZE;
-  bool     eager_delay =
-      m->threads_live > 1 && m->tlds[tld].segment_count <
-                                 (uint64_t)m->eager_commit_delay; /* :860-862 */
+  /* :857-860; thread_count is a size_t, so below 0 it is above 1 */
+  bool eager_delay =
+      (uint64_t)m->thread_count > 1 &&
+      m->tlds[tld].segment_count < (uint64_t)m->eager_commit_delay;
   bool     eager = !eager_delay && m->eager_commit;
   bool     commit = eager || required > 0;
   uint32_t entries =
@@ -917,19 +984,21 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
     return 0;
   mseg_t *s = S(m, seg);
   bool    is_zero = true;
+  /* mem_large: large pages only once no longer lazy (:783) */
+  bool large = !eager_delay;
   s->size = segment_size;
   if (MI_IS_V20(m->version)) {
     if (required == 0 &&
-        cache_pop(m, &s->base, s->commit, s->decommit)) { /* :804-807 */
+        cache_pop(m, &large, &s->base, s->commit, s->decommit)) { /* :804-807 */
       is_zero = false;
     } else {
-      s->base = mi_os_alloc(m, segment_size, seg_size(m));
+      s->base = segment_os_alloc(m, segment_size, commit, &large);
       if (commit)
         mask_set_all(m, s->commit);
     }
   } else {
-    s->base =
-        arena2_alloc(m, segment_size, &s->arena, &s->arena_block, &is_zero);
+    s->base = arena2_alloc(m, segment_size, commit, &s->arena, &s->arena_block,
+                           &is_zero, &large);
     /* arena memory is committed (arena_eager_commit=2 on overcommit);
      * direct OS memory as requested (212 :825-840) */
     if (s->arena != 0 || commit)
@@ -946,11 +1015,11 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
    * pass NULL (212 segment.c:836). */
   uint64_t need[MI_COMMIT_WORDS];
   mask_create(0, m->g.info_slices, need);
-  bool need_commit = false;
-  for (int i = 0; i < MI_COMMIT_WORDS; i++) {
-    need_commit = need_commit || (s->commit[i] & need[i]) != need[i];
+  bool need_commit = !mask_all_set(s->commit, need);
+  if (need_commit) /* _mi_os_commit(segment, commit_needed * MI_COMMIT_SIZE) */
+    mi_os_commit(m, s->base, (uint64_t)m->g.info_slices * MI_SLICE_SIZE);
+  for (int i = 0; i < MI_COMMIT_WORDS; i++)
     s->commit[i] |= need[i];
-  }
   if (need_commit && MI_IS_V20(m->version))
     is_zero = false; /* the same in v2.0.5 segment.c:871 */
   /* zero the info unless the memory is fresh (:875-880); 2.0.5 zeroes one
@@ -961,7 +1030,9 @@ static uint32_t segment_alloc(mi_model_t *m, uint32_t tld, uint64_t required,
              (m->g.slices_offset - m->g.zero_prefix) +
                  (uint64_t)m->g.page_struct * entries_zeroed);
   mi_touch(m, s->base, m->g.slices_offset); /* header fields */
-  s->allow_decommit = m->allow_decommit;
+  /* :884: never for pinned or large memory */
+  s->large = large;
+  s->allow_decommit = m->allow_decommit && !large;
   s->expire = 0;
   /* 2.0.5 starts the clock of the decommit mask (the cached segment's, or
    * empty) at once (v2.0.5 segment.c:893-897); 2.0.9 leaves it at 0 */
@@ -1047,7 +1118,7 @@ static sim_addr_t os_page_down(const mi_model_t *m, sim_addr_t a) {
 static uint32_t page_clear(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   uint32_t seg = p->seg, idx = p->slice_index;
-  if (m->page_reset) {
+  if (m->page_reset && !S(m, seg)->large) {
     /* page_reset option (:994-1000): _mi_os_reset of the page area, pages
      * aligned inward (os.c:1021-1025), with MADV_FREE (os.c:1047-1056) */
     sim_addr_t lo = os_page_up(m, p->start);
