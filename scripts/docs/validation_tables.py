@@ -1390,6 +1390,50 @@ def t_oracle_releases(ctx):
                  rows, "llrrr")
 
 
+# data/oracle/settings/ALLOCATOR[-RELEASE]--CASE--SETTING: run.py's
+# settings step; the run's provenance (env, version, thp) picks the model.
+SETTING_LABELS = {"large-os-pages": "`MIMALLOC_LARGE_OS_PAGES=1`",
+                  "thp-always": "THP `always`"}
+
+
+def settings_runs(ctx):
+    """[(allocator with release, setting, case, compare)] of
+    data/oracle/settings/, each recorded in a scratch store."""
+    db = os.path.join(ctx.scratch.name, "settings.db")
+    rows = []
+    for path in sorted(glob.glob(os.path.join(
+            ctx.root, "data", "oracle", "settings", "*--*--*"))):
+        who, case, setting = re.sub(r"\.astrace(\.zst|\.gz)?$", "",
+                                    os.path.basename(path)).split("--")
+        run = ctx.json("record", path, "--db", db, "--json")["run"]
+        rows.append((who, setting, case, ctx.compare_future(run, db)))
+    return [(w, st, c, f.result()) for w, st, c, f in rows]
+
+
+def marks_worst(cmp):
+    """Largest |predicted - measured| at the marks, bytes."""
+    return max([abs(m["error_bytes"]) for m in cmp["marks"]
+                if m.get("error_bytes") is not None] or [0])
+
+
+def t_oracle_settings(ctx):
+    """Settings that change what an allocator keeps, on the oracle: the
+    largest error at the marks and over marks and samples, % of the
+    oracle's peak."""
+    rows = []
+    for who, setting, case, c in settings_runs(ctx):
+        peak = max(1, net_peak(c))
+        at_marks = 100.0 * marks_worst(c) / peak
+        overall = 100.0 * oracle_worst(c) / peak
+        rows.append([who, SETTING_LABELS.get(setting, setting), case,
+                     mib(net_peak(c), 2),
+                     bold_if("%.2f%%" % at_marks, at_marks > ORACLE_TARGET_PCT),
+                     bold_if("%.2f%%" % overall, overall > ORACLE_TARGET_PCT)])
+    return table(["allocator", "setting", "trace", "oracle peak MiB",
+                  "worst at the marks", "worst at marks and samples"],
+                 rows, "lllrrr")
+
+
 def t_oracle_workloads(ctx):
     return oracle_rows(ctx, ORACLE_WORKLOADS)
 
@@ -1668,6 +1712,7 @@ TABLES = {
     "oracle-workloads": t_oracle_workloads,
     "oracle-releases": t_oracle_releases,
     "oracle-traces": t_oracle_traces,
+    "oracle-settings": t_oracle_settings,
     "heaptrack-imports": t_heaptrack_imports,
     "mimalloc-measured": t_mimalloc_measured,
     "mimalloc-published": t_mimalloc_published,

@@ -28,6 +28,16 @@ Steps (all by default), each writing under data/:
              RELEASE--CASE.astrace.zst, which the run's tcmalloc_version
              makes compare replay with that release's model.  A release
              whose variable is unset is skipped with a line saying so
+  settings   the phased traces under settings that change what an
+             allocator keeps: MIMALLOC_LARGE_OS_PAGES=1 on Debian's 2.0.9
+             and on 2.1.2 and 2.1.7 built from their tags (named by
+             ALLOCSIM_MIMALLOC_LIB_2_1_2 and _2_1_7, as the differential
+             test names them), and THP "always" on every allocator (this
+             step writes /sys/kernel/mm/transparent_hugepage/enabled and
+             puts it back, so it needs root; skipped with a line otherwise):
+             data/oracle/settings/ALLOCATOR[-RELEASE]--CASE--SETTING
+             .astrace.zst, whose provenance (env, mimalloc_version, thp)
+             gives compare the model
   traces     `allocsim oracle` of the imported traces, of random valid
              traces (random_trace.py, seeds 1-4) and of phased ones
              (phased_trace.py, seeds 1-3) on every allocator that has a
@@ -75,6 +85,17 @@ PHASED = [("phased-1", 1), ("phased-2", 2), ("phased-3", 3)]
 # Other releases: (allocator, release, variable naming its library).
 RELEASES = [("tcmalloc", "2.15", "ALLOCSIM_TCMALLOC_215_LIB"),
             ("tcmalloc", "2.16", "ALLOCSIM_TCMALLOC_216_LIB")]
+
+# Settings: (name, allocator, release or "", variable naming its library
+# or "", environment, THP mode or "").
+SETTINGS = [
+    ("large-os-pages", "mimalloc", "", "", ["MIMALLOC_LARGE_OS_PAGES=1"], ""),
+    ("large-os-pages", "mimalloc", "2.1.2", "ALLOCSIM_MIMALLOC_LIB_2_1_2",
+     ["MIMALLOC_ALLOW_LARGE_OS_PAGES=1"], ""),
+    ("large-os-pages", "mimalloc", "2.1.7", "ALLOCSIM_MIMALLOC_LIB_2_1_7",
+     ["MIMALLOC_ALLOW_LARGE_OS_PAGES=1"], ""),
+] + [("thp-always", a, "", "", [], "always") for a in ALLOCATORS]
+THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 # A commit of this repository for git log: fixed, so the run repeats.
 GIT_COMMIT = "da46d07"
@@ -258,10 +279,66 @@ def step_releases(ctx):
             log("measured %s" % compress(out))
 
 
+def thp_mode():
+    """The THP mode in brackets in THP_ENABLED, or "" if unreadable."""
+    try:
+        with open(THP_ENABLED) as f:
+            words = f.read().split()
+    except OSError:
+        return ""
+    return next((w[1:-1] for w in words if w.startswith("[")), "")
+
+
+def set_thp(mode):
+    """Writes mode to THP_ENABLED; whether it took."""
+    try:
+        with open(THP_ENABLED, "w") as f:
+            f.write(mode)
+    except OSError:
+        return False
+    return thp_mode() == mode
+
+
+def step_settings(ctx, allocators):
+    outdir = os.path.join(ctx.oracle, "settings")
+    os.makedirs(outdir, exist_ok=True)
+    inputs = [(name, path) for name, path in trace_inputs(ctx)
+              if name.startswith("phased-")]
+    was = thp_mode()
+    try:
+        for setting, a, release, var, env, thp in SETTINGS:
+            lib = os.environ.get(var, "") if var else ""
+            who = a + ("-" + release if release else "")
+            if a not in allocators or (var and not lib):
+                log("%s %s: skipped%s" % (who, setting, (": set %s to its "
+                    "library" % var) if var and not lib else ""))
+                continue
+            if thp and not set_thp(thp):
+                log("%s %s: skipped: cannot write %s (root?)"
+                    % (who, setting, THP_ENABLED))
+                continue
+            for name, path in inputs:
+                out = os.path.join(outdir, "%s--%s--%s.astrace"
+                                   % (who, name, setting))
+                cmd = [ctx.allocsim, "oracle", path, "--allocator", a,
+                       "--idle-scale", "0", "--lenient", "-o", out]
+                cmd += ["--lib", lib] if lib else []
+                for e in env:
+                    cmd += ["--env", e]
+                run(cmd)
+                log("measured %s" % compress(out))
+            if thp:
+                set_thp(was)
+    finally:
+        if was and thp_mode() != was:
+            set_thp(was)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--only", default="imports,workloads,traces,releases")
+    ap.add_argument("--only",
+                    default="imports,workloads,traces,releases,settings")
     ap.add_argument("--allocators", default=",".join(ALLOCATORS),
                     help="the allocators to measure (default all: %s)"
                     % ",".join(ALLOCATORS))
@@ -276,14 +353,16 @@ def main():
             sys.exit("run.py: --allocators: unknown %s (known: %s)"
                      % (",".join(unknown), ",".join(ALLOCATORS)))
         allocators = [a for a in chosen
-                      if ("workloads" in steps or "traces" in steps)
-                      and installed(ctx, a)]
+                      if ("workloads" in steps or "traces" in steps or
+                          "settings" in steps) and installed(ctx, a)]
         if "workloads" in steps:
             step_workloads(ctx, allocators)
         if "traces" in steps:
             step_traces(ctx, allocators)
         if "releases" in steps:
             step_releases(ctx)
+        if "settings" in steps:
+            step_settings(ctx, allocators)
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
 
