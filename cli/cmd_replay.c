@@ -13,9 +13,10 @@
   "                      everywhere (THP=always; without it only where the\n"  \
   "                      allocator madvises MADV_HUGEPAGE, THP=madvise)\n"     \
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
-  "  --kernel RELEASE    place mappings as that Linux release does (6.1,\n"    \
-  "                      6.8, 6.12; default 6.1): since 6.7 large\n"           \
-  "                      anonymous mappings are 2 MiB-aligned\n"               \
+  "  --kernel RELEASE    follow that Linux release (6.1, 6.8, 6.12, 6.18;\n"   \
+  "                      default 6.1): since 6.7 large anonymous mappings\n"   \
+  "                      are 2 MiB-aligned, since 6.14 a whole-block\n"        \
+  "                      MADV_DONTNEED frees the emptied page table\n"         \
   "  --no-zero-page      a read of a page never written makes it resident\n"   \
   "                      (kernels that do not map the shared zero page)\n"     \
   "  --sample-every T    also sample RSS every T of virtual time (10ms, 1s)\n" \

@@ -442,16 +442,21 @@ void mi_madvise_hugepage(mi_model_t *m, sim_addr_t addr, uint64_t len) {
           sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_HUGEPAGE, m->err));
 }
 
-/* Memory from the OS is mapped RW at once: mimalloc commits with mprotect
- * (209 os.c:969-973) or maps committed arenas, neither of which makes a
- * page resident, so only the writes matter for RSS. */
-sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
+static sim_addr_t os_map(mi_model_t *m, uint64_t size, uint64_t align,
+                         sim_prot_t prot) {
   sim_addr_t a = 0;
   if (m->fail != AS_OK)
     return 0;
-  kfail(m, sim_kernel_mmap(m->kernel, size, align, SIM_PROT_RW,
-                           SIM_OWNER_MIMALLOC, &a, m->err));
+  kfail(m, sim_kernel_mmap(m->kernel, size, align, prot, SIM_OWNER_MIMALLOC, &a,
+                           m->err));
   return m->fail == AS_OK ? a : 0;
+}
+
+/* Committed memory from the OS is mapped RW: committing with mprotect
+ * (209 os.c:969-973) or mapping committed arenas makes no page resident,
+ * so only the writes matter for RSS. */
+sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
+  return os_map(m, size, align, SIM_PROT_RW);
 }
 
 /* Uncommitted OS memory: mapped PROT_NONE (209 os.c:596-610 mi_unix_mmap
@@ -459,12 +464,7 @@ sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
  * mi_os_commit.  Only placement under THP sees the difference: a 2 MiB
  * block that is not wholly RW at its first fault gets small pages. */
 sim_addr_t mi_os_reserve(mi_model_t *m, uint64_t size, uint64_t align) {
-  sim_addr_t a = 0;
-  if (m->fail != AS_OK)
-    return 0;
-  kfail(m, sim_kernel_mmap(m->kernel, size, align, SIM_PROT_NONE,
-                           SIM_OWNER_MIMALLOC, &a, m->err));
-  return m->fail == AS_OK ? a : 0;
+  return os_map(m, size, align, SIM_PROT_NONE);
 }
 
 /* _mi_os_commit: mprotect RW (209 os.c:905-990 mi_os_commitx). */
