@@ -589,7 +589,10 @@ static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
   memset(t, 0, sizeof *t);
   t->thread = thread;
   t->live = true;
-  t->thread_seq = id - 1; /* 301 init.c thread_total_count */
+  /* 3.x: the main thread's static tld has sequence 0, every other tld the
+   * count of those before it, from 0 (fetch_add: 301 init.c:279, 310;
+   * 343 init.c:377) */
+  t->thread_seq = thread == 0 ? 0 : m->thread_total++;
   if (thread != 0) {
     t->data = thread_data_alloc(m);
     m->threads_live++;

@@ -333,6 +333,7 @@ struct mi_model_s {
   size_t        threads_cap;
   uint32_t      threads_live; /* threads with a heap, not exited */
   int64_t       thread_count; /* _mi_current_thread_count(), a size_t */
+  uint64_t      thread_total; /* 3.x thread_total_count: tlds made so far */
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
   nptl_stack_t *stacks;
