@@ -1021,6 +1021,58 @@ static void madvise_hugepage_fills_advised_blocks_only(uint64_t P) {
 }
 PAGE_TESTS(madvise_hugepage_fills_advised_blocks_only)
 
+/* The cases measured on Linux 6.18 (CONFIG_PT_RECLAIM=y) with a C program
+ * reading AnonHugePages, in a block advised MADV_HUGEPAGE whose first
+ * fault mapped a small page (advice came after it there, a PROT_NONE page
+ * keeps the block from being wholly RW here): emptied by one DONTNEED over
+ * the whole block, the next write maps a huge page; emptied by one over
+ * half of it, or by two halves, a small one.  A huge page split by a
+ * partial DONTNEED and emptied by another keeps its table.  Before 6.14
+ * (pt_reclaim off) every emptied table stays. */
+static void emptied_page_tables_follow_the_release(uint64_t P) {
+  for (int reclaim = 0; reclaim < 2; reclaim++) {
+    sim_kernel_config_t cfg;
+    sim_kernel_config_default(&cfg);
+    cfg.page_size = P;
+    cfg.pt_reclaim = reclaim;
+    sim_kernel_t *k = new_kernel_cfg(&cfg);
+    as_err_t      err = {0};
+    sim_addr_t    x = map(k, 8 * MIB, 2 * MIB, SIM_PROT_RW, SIM_OWNER_MIMALLOC);
+    madv(k, x, 8 * MIB, SIM_MADV_HUGEPAGE);
+    /* one DONTNEED over the whole block, one over its half, two halves */
+    const uint64_t span[3] = {2 * MIB, 1 * MIB, 0};
+    for (int c = 0; c < 3; c++) {
+      sim_addr_t b = x + (sim_addr_t)c * 2 * MIB;
+      ok(sim_kernel_mprotect(k, b, P, SIM_PROT_NONE, &err), &err);
+      touch(k, b + P, 1); /* a small page: the block is not all RW */
+      ok(sim_kernel_mprotect(k, b, P, SIM_PROT_RW, &err), &err);
+      if (span[c] != 0) {
+        madv(k, b, span[c], SIM_MADV_DONTNEED);
+      } else {
+        madv(k, b, 1 * MIB, SIM_MADV_DONTNEED);
+        madv(k, b + 1 * MIB, 1 * MIB, SIM_MADV_DONTNEED);
+      }
+      uint64_t before = sim_kernel_rss_bytes(k);
+      touch(k, b + 2 * P, 1);
+      bool huge = sim_kernel_rss_bytes(k) - before == 2 * MIB;
+      if (huge != (reclaim && c == 0))
+        fail_msg("pt_reclaim %d, case %d: %s page", reclaim, c,
+                 huge ? "huge" : "small");
+    }
+    /* a huge page, split by one DONTNEED and emptied by another */
+    sim_addr_t b = x + 6 * MIB;
+    touch(k, b, 1);
+    madv(k, b, 1 * MIB, SIM_MADV_DONTNEED);
+    madv(k, b + 1 * MIB, 1 * MIB, SIM_MADV_DONTNEED);
+    uint64_t before = sim_kernel_rss_bytes(k);
+    touch(k, b + P, 1);
+    assert_int_equal(sim_kernel_rss_bytes(k) - before, P);
+    check(k);
+    sim_kernel_destroy(k);
+  }
+}
+PAGE_TESTS(emptied_page_tables_follow_the_release)
+
 /* ---- Scale -------------------------------------------------------------- */
 
 /* This process's resident bytes (Linux /proc/self/statm field 2). */
@@ -1546,6 +1598,7 @@ int main(void) {
       PAGE_ENTRIES(thp_fills_a_whole_rw_block_on_first_write),
       PAGE_ENTRIES(without_thp_a_write_faults_one_page),
       PAGE_ENTRIES(madvise_hugepage_fills_advised_blocks_only),
+      PAGE_ENTRIES(emptied_page_tables_follow_the_release),
       PAGE_ENTRIES(terabyte_reservation_costs_nothing),
       PAGE_ENTRIES(many_small_mappings_are_placed_and_freed_exactly),
       PAGE_ENTRIES(random_operations_match_the_reference_plain),
