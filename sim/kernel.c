@@ -56,9 +56,7 @@
  *     a host AS_ENOMEM happens before anything changes.
  *
  * Left out: file mappings, stack guard gaps, khugepaged collapse (Linux
- * 6.1.170 mm/khugepaged.c hpage_collapse_scan_pmd:1133), page-table lifetime (a
- * THP fault is taken when the 2 MiB block holds no resident page, which is
- * Linux's pmd_none except after a partial zap left a page table behind), and
+ * 6.1.170 mm/khugepaged.c hpage_collapse_scan_pmd:1133), and
  * the PMD size of 16/64 KiB-page kernels (32 MiB / 512 MiB on arm64): the
  * header's contract is 2 MiB at every page size.
  *
@@ -1635,6 +1633,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->thp_madvise = true;
   cfg->memory_pressure = false;
   cfg->thp_align = SIM_THP_ALIGN_NONE;
+  cfg->pt_reclaim = false;
   cfg->zero_page = true;
   cfg->mmap_top = DEFAULT_MMAP_TOP;
   cfg->brk_start = DEFAULT_BRK_START;

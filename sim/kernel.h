@@ -31,7 +31,10 @@
  *     hugepage_vma_check accepts under THP=madvise); munmap drops the
  *     advice, mremap carries it along and to a grown mapping's new end.
  *     A later DONTNEED of part of such a block drops those pages only, as
- *     Linux splits the huge page (zap_huge_pmd -> __split_huge_pmd).
+ *     Linux splits the huge page (zap_huge_pmd -> __split_huge_pmd).  A
+ *     block that small pages faulted keeps its page table after they go,
+ *     so it faults small pages again, until no mapping overlaps it or (with
+ *     pt_reclaim, Linux 6.14+) one DONTNEED over the whole block empties it.
  *   - mremap shrinks by unmapping the tail, grows in place when the range
  *     after the mapping is free, and otherwise moves the mapping: the pages
  *     go along with their residency (Linux 6.1 mm/mremap.c move_page_tables),
