@@ -968,9 +968,10 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
   k->lazy_pages -= lazy_dropped;
   c->nresident -= (uint32_t)dropped;
   if (c->nresident == 0) {
-    /* An unmap frees the table after (tables_unmap); a DONTNEED over the
-     * whole block frees it on Linux 6.14+ (CONFIG_PT_RECLAIM: measured on
-     * 6.18, a zap of a smaller range leaves the empty table). */
+    /* An unmap over the whole block takes the table along, over part of
+     * it leaves it to tables_unmap; a DONTNEED over the whole block frees
+     * it on Linux 6.14+ (CONFIG_PT_RECLAIM: measured on 6.18, a zap of a
+     * smaller range leaves the empty table). */
     if (!c->huge && !(reclaims_tables && mask_whole(k, mask))) {
       tables_add(k, c->key);
     }
@@ -996,7 +997,8 @@ static void chunk_mark_lazy(sim_kernel_t *k, chunk_t *c,
 }
 
 typedef enum chunk_op_e {
-  CHUNK_DROP,     /* munmap, MAP_FIXED, brk shrink, reclaim */
+  CHUNK_UNMAP,    /* munmap, MAP_FIXED, brk shrink */
+  CHUNK_DROP,     /* reclaim of lazyfree pages (MADV_FREE under pressure) */
   CHUNK_ZAP,      /* MADV_DONTNEED */
   CHUNK_LAZY,     /* MADV_FREE */
   CHUNK_PROT_RW,  /* mprotect RW: resident non-lazy pages become fast */
@@ -1006,9 +1008,11 @@ typedef enum chunk_op_e {
 static void chunk_apply(sim_kernel_t *k, chunk_t *c, chunk_op_t op,
                         const uint64_t mask[CHUNK_WORDS]) {
   switch (op) {
+  case CHUNK_UNMAP: /* a block unmapped whole loses its table with it */
   case CHUNK_DROP:
   case CHUNK_ZAP:
-    chunk_drop(k, c, mask, op == CHUNK_ZAP && k->cfg.pt_reclaim);
+    chunk_drop(k, c, mask,
+               op == CHUNK_UNMAP || (op == CHUNK_ZAP && k->cfg.pt_reclaim));
     break;
   case CHUNK_LAZY:
     chunk_mark_lazy(k, c, mask);
@@ -1434,7 +1438,7 @@ static void advice_follow(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
  * Uses up to two reserved nodes. */
 static void unmap_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   unadvise(k, a, b);
-  chunks_in_range(k, a, b, CHUNK_DROP);
+  chunks_in_range(k, a, b, CHUNK_UNMAP);
   gaps_give(k, itree_extract(k, &k->vmas, a, b));
   tables_unmap(k, a, b);
 }

@@ -39,20 +39,25 @@ struct fx_s {
   uint64_t      t; /* ns */
 };
 
-/* A model on a kernel whose read faults map the shared zero page, or a
- * page each (zero_page false, as on the oracle's machine). */
-static fx_t *fx_open_kernel(const char *spec, bool zero_page) {
+/* A model on a kernel of configuration cfg. */
+static fx_t *fx_open_cfg(const char *spec, const sim_kernel_config_t *cfg) {
   fx_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
-  sim_kernel_config_t cfg;
-  sim_kernel_config_default(&cfg);
-  cfg.zero_page = zero_page;
   as_err_t err = {0};
-  assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
+  assert_int_equal(sim_kernel_create(cfg, &f->k, &err), AS_OK);
   model_ctx_t ctx = {.kernel = f->k, .timers = NULL, .libc_spec = NULL};
   if (model_create_from_spec(spec, &ctx, &f->m, &err) != AS_OK)
     fail_msg("%s: %s", spec, err.msg);
   return f;
+}
+
+/* A model on a kernel whose read faults map the shared zero page, or a
+ * page each (zero_page false, as on the oracle's machine). */
+static fx_t *fx_open_kernel(const char *spec, bool zero_page) {
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.zero_page = zero_page;
+  return fx_open_cfg(spec, &cfg);
 }
 
 static fx_t *fx_open(const char *spec) {
@@ -147,6 +152,15 @@ static void burst(fx_t *f, uint64_t n, uint64_t size) {
   f->t += MS;
   for (uint64_t i = 0; i < n; i++)
     fre(f, i);
+}
+
+/* One small object written: whether the model faulted a whole 2 MiB huge
+ * page for it must be huge. */
+static void one_object_faults(fx_t *f, const char *spec, uint64_t id,
+                              bool huge) {
+  mal(f, id, 100);
+  if ((rss(f) >= 2 * MiB) != huge)
+    fail_msg("%s: RSS %" PRIu64 " after one object", spec, rss(f));
 }
 
 /* ---- Options and versions ----------------------------------------------- */
@@ -842,9 +856,7 @@ static void v343_arenas_get_huge_pages(void **state) {
                               "mimalloc:version=3.0.1"};
   for (size_t i = 0; i < 3; i++) {
     fx_t *f = fx_open(spec[i]);
-    mal(f, 0, 1000);
-    if ((rss(f) >= 2 * MiB) != (i == 0))
-      fail_msg("%s: RSS %" PRIu64 " after one object", spec[i], rss(f));
+    one_object_faults(f, spec[i], 0, i == 0);
     fx_close(f);
   }
 }
@@ -868,9 +880,7 @@ static void large_os_pages_advise_and_pin(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fx_t *f = fx_open(cases[i].spec);
-    mal(f, NOBJ - 1, 100);
-    if ((rss(f) >= 2 * MiB) != cases[i].huge)
-      fail_msg("%s: RSS %" PRIu64 " after one object", cases[i].spec, rss(f));
+    one_object_faults(f, cases[i].spec, NOBJ - 1, cases[i].huge);
     uint64_t one = rss(f);
     f->t += MS;
     burst(f, 20000, 1000); /* 19.5 MiB written, then freed */
@@ -935,20 +945,12 @@ static void v3_may_disable_thp(void **state) {
       {"mimalloc:version=3.4.3,allow_thp=0", false},
       {"mimalloc:version=2.1.7", true}, /* compiled out: MI_NO_THP only */
   };
+  sim_kernel_config_t cfg;
+  sim_kernel_config_default(&cfg);
+  cfg.thp = true;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    fx_t               *f = calloc(1, sizeof *f);
-    sim_kernel_config_t cfg;
-    sim_kernel_config_default(&cfg);
-    cfg.thp = true;
-    as_err_t err = {0};
-    assert_non_null(f);
-    assert_int_equal(sim_kernel_create(&cfg, &f->k, &err), AS_OK);
-    model_ctx_t ctx = {.kernel = f->k};
-    assert_int_equal(model_create_from_spec(cases[i].spec, &ctx, &f->m, &err),
-                     AS_OK);
-    mal(f, 0, 100);
-    if ((rss(f) >= 2 * MiB) != cases[i].huge)
-      fail_msg("%s: RSS %" PRIu64 " after one object", cases[i].spec, rss(f));
+    fx_t *f = fx_open_cfg(cases[i].spec, &cfg);
+    one_object_faults(f, cases[i].spec, 0, cases[i].huge);
     fx_close(f);
   }
 }
