@@ -570,6 +570,15 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     if (*end == '\0' && v > 0 && v < kcfg.mmap_top)
       kcfg.brk_start = v;
   }
+  /* The measured machine's CLOCK_MONOTONIC at t = 0 (oracle runs record
+   * it): mimalloc's millisecond clock then ticks where it did. */
+  const char *co = run_meta_get(&meta, "clock_origin_ns");
+  if (co != NULL) {
+    char              *end;
+    unsigned long long v = strtoull(co, &end, 10);
+    if (*end == '\0')
+      kcfg.clock_origin_ns = v;
+  }
   /* The measured kernel's placement of large anonymous mappings (Linux
    * 6.7+ aligns them to 2 MiB), from its release (provenance kernel). */
   const char *release =

@@ -704,6 +704,7 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     r->baseline_rss_bytes = res->a;
     as_format_fits(r->library, sizeof r->library, "%.231s", res->text);
     r->allocator_version = res->b;
+    r->clock_origin_ns = res->c;
     k->ready = true;
     break;
   case ORACLE_R_MARK:
@@ -1003,6 +1004,7 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (rc = meta_put(m, "replayer", r->replayer, err)) != AS_OK ||
       (r->start_brk != 0 &&
        (rc = meta_u64(m, "start_brk", r->start_brk, err)) != AS_OK) ||
+      (rc = meta_u64(m, "clock_origin_ns", r->clock_origin_ns, err)) != AS_OK ||
       (rc = meta_u64(m, "baseline_rss_bytes", r->baseline_rss_bytes, err)) !=
           AS_OK ||
       (rc = meta_put(m, "rss_source",

@@ -106,6 +106,7 @@ struct oracle_run_s {
   char     preload[512]; /* LD_PRELOAD given, "" for none */
   uint64_t baseline_rss_bytes;
   uint64_t start_brk;       /* the replayer's initial break, 0 unknown */
+  uint64_t clock_origin_ns; /* CLOCK_MONOTONIC at the replay's start */
   uint64_t final_rss_bytes; /* net */
   uint64_t final_gross_bytes;
   uint64_t peak_rss_bytes; /* net: largest mark, sample or final */

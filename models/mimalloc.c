@@ -660,7 +660,12 @@ static void enter(mi_model_t *m, uint64_t t_ns, as_err_t *err) {
   m->err = err;
   m->fail = AS_OK;
   m->now_ns = t_ns;
-  m->now = (int64_t)(t_ns / 1000000) + 1000; /* a clock that is never 0 */
+  /* _mi_clock_now: CLOCK_MONOTONIC in whole ms (209 stats.c:428-436; 301
+   * prim/unix/prim.c:598-606).  The trace's t = 0 sits clock_phase_ns past
+   * a tick of the machine's clock when the recorder knew it, so an expiry
+   * a few ms ahead passes at the same event as it did; + 1000: a clock
+   * that is never 0. */
+  m->now = (int64_t)((t_ns + m->clock_phase_ns) / 1000000) + 1000;
 }
 
 /* The call's status; every failure set its message in m->err (the call's
@@ -807,6 +812,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   m->pages = sim_idtable_base(&m->pages_tab);
   m->segs = sim_idtable_base(&m->segs_tab);
   m->kernel = ctx->kernel;
+  m->clock_phase_ns = sim_kernel_clock_origin_ns(ctx->kernel) % 1000000;
   m->version = v;
   mi_geometry(v, &m->g);
   m->opts = *opts;

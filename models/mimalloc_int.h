@@ -297,6 +297,7 @@ struct mi_model_s {
   as_status_t   fail; /* first kernel failure inside a call */
   int64_t       now;  /* ms, the current event's clock */
   uint64_t      now_ns;
+  uint64_t      clock_phase_ns; /* where the machine's ms ticks fall */
   /* options: every row (by MO_ key), and the rows of this version alone
    * as base.opts, so the spec a run reports can be given back */
   model_opts_t   opts;

@@ -1642,6 +1642,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->mmap_top = DEFAULT_MMAP_TOP;
   cfg->brk_start = DEFAULT_BRK_START;
   cfg->max_memory_bytes = 0;
+  cfg->clock_origin_ns = 0;
 }
 
 as_status_t sim_kernel_config_offset_layout(sim_kernel_config_t *cfg,
@@ -1764,6 +1765,10 @@ uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k) {
 
 uint64_t sim_kernel_max_memory_bytes(const sim_kernel_t *k) {
   return k->cfg.max_memory_bytes;
+}
+
+uint64_t sim_kernel_clock_origin_ns(const sim_kernel_t *k) {
+  return k->cfg.clock_origin_ns;
 }
 
 uint64_t sim_kernel_page_size(const sim_kernel_t *k) {

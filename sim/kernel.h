@@ -141,6 +141,9 @@ struct sim_kernel_config_s {
   uint64_t   max_memory_bytes; /* simulator memory the residency
                                   bookkeeping may take (--max-memory);
                                   0: no bound */
+  uint64_t clock_origin_ns;    /* CLOCK_MONOTONIC (ns) at the trace's t = 0,
+                                  when the recorder knew it (provenance
+                                  clock_origin_ns); 0: unknown */
 };
 
 /* Simulator memory per 2 MiB block holding a resident page, as measured
@@ -257,6 +260,10 @@ uint64_t sim_kernel_address_space_bytes(const sim_kernel_t *k);
 /* The simulator memory --max-memory leaves this kernel (cfg.max_memory_
  * bytes; 0: no bound), which the models' own tables are held to too. */
 uint64_t sim_kernel_max_memory_bytes(const sim_kernel_t *k);
+/* The machine's CLOCK_MONOTONIC at the trace's t = 0 (cfg.clock_origin_ns;
+ * 0: unknown): a model whose allocator reads a coarse clock (mimalloc's
+ * milliseconds) sees its ticks where the real allocator did. */
+uint64_t sim_kernel_clock_origin_ns(const sim_kernel_t *k);
 
 /* Maps length bytes (rounded up to whole OS pages) at an address that is a
  * multiple of align (0 or any power of two; below a page means a page),

@@ -400,6 +400,10 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
     as_format_fits(v, sizeof v, "%" PRIu64, brk);
     meta_put(&m, "start_brk", v);
   }
+  /* Its clock's origin: where the allocator's millisecond ticks fell
+   * (sim_kernel_clock_origin_ns). */
+  as_format_fits(v, sizeof v, "%" PRIu64, h->monotonic_ns);
+  meta_put(&m, "clock_origin_ns", v);
   if (h->mmap_top != 0) {
     as_format_fits(v, sizeof v, "%" PRIu64, h->mmap_top);
     meta_put(&m, "mmap_top", v);

@@ -61,6 +61,12 @@ static void sleep_ms(long ms) {
 
 /* Starts `allocsim capture ARGS...` with stdout and stderr to files in the
  * test directory; returns its pid. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static pid_t start(const char *name, char *const *args) {
   pid_t pid = fork();
   assert_true(pid >= 0);
@@ -138,7 +144,8 @@ static bool gone(int pid) {
 typedef struct seen_s seen_t;
 struct seen_s {
   uint64_t    events, ticks, mallocs;
-  uint64_t    start_brk; /* provenance, 0 if absent */
+  uint64_t    start_brk;       /* provenance, 0 if absent */
+  uint64_t    clock_origin_ns; /* provenance, 0 if absent */
   char        truncated[8];
   as_status_t rc;
   bool        cut; /* ended without its trailer: read leniently to its end */
@@ -156,6 +163,8 @@ static void scan(const char *path, seen_t *s) {
   snprintf(s->truncated, sizeof s->truncated, "%s", t ? t : "");
   const char *brk = trace_meta_get(&src->meta, "start_brk");
   s->start_brk = brk ? strtoull(brk, NULL, 10) : 0;
+  const char *origin = trace_meta_get(&src->meta, "clock_origin_ns");
+  s->clock_origin_ns = origin ? strtoull(origin, NULL, 10) : 0;
   trace_set_lenient(src, true);
   trace_event_t ev;
   while ((s->rc = trace_source_next(src, &ev, &err)) == AS_OK) {
@@ -176,6 +185,7 @@ static void interrupt_with(int sig) {
   snprintf(pidfile, sizeof pidfile, "%s/%s.pid", g_dir, name);
   snprintf(out, sizeof out, "%s/%s.astrace", g_dir, name);
   char *const args[] = {"-o", out, "--", PROGS "sleeper", pidfile, "30", NULL};
+  uint64_t    before = mono_ns();
   pid_t       cap = start(name, args);
   int         pid, child;
   wait_pids(pidfile, &pid, &child);
@@ -201,6 +211,8 @@ static void interrupt_with(int sig) {
   assert_true(s.ticks >= 10); /* 400 ms of 5 ms ticks, flushed */
   assert_true(start_brk > 0);
   assert_int_equal(s.start_brk, start_brk);
+  /* The program's t = 0 on CLOCK_MONOTONIC, after it was started */
+  assert_true(s.clock_origin_ns > before && s.clock_origin_ns < mono_ns());
   char err[4096], path[300];
   snprintf(path, sizeof path, "%s/%s.stderr", g_dir, name);
   read_file(path, err, sizeof err);

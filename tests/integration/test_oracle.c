@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -700,6 +701,16 @@ static void measured_trace_is_on_the_oracle_clock(void **state) {
   const char *brk = trace_meta_get(&src->meta, "start_brk");
   assert_non_null(brk);
   assert_true(r.start_brk > 0 && strtoull(brk, NULL, 10) == r.start_brk);
+  /* CLOCK_MONOTONIC at the replay's t = 0: before the run ended, and
+   * within its seconds (mimalloc's model reads its ms ticks from it). */
+  const char *origin = trace_meta_get(&src->meta, "clock_origin_ns");
+  assert_non_null(origin);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  assert_true(strtoull(origin, NULL, 10) == r.clock_origin_ns);
+  assert_true(r.clock_origin_ns < now_ns &&
+              r.clock_origin_ns > now_ns - UINT64_C(60000000000));
   trace_event_t ev;
   uint64_t      first = UINT64_MAX, last = 0, idle_t = 0, idle_ns = 0;
   uint64_t      idle_end = 0, after_idle = 0, in_idle = 0, marks = 0;

@@ -448,6 +448,36 @@ static void expiry_grows_by_a_millisecond_per_free(void **state) {
   }
 }
 
+/* mimalloc's clock is CLOCK_MONOTONIC in whole ms (v2.1.2
+ * src/prim/unix/prim.c:555-563), so whether an expiry has passed depends on
+ * where the machine's ms ticks fall within the trace's time.  The same 500
+ * pages freed at t = 1.9 ms expire at tick 1 + 508; at t = 509.5 ms a new page
+ * purges them when t = 0 sat on a tick, and not when it sat 0.2 ms past
+ * one (ticks 2 + 508 > 509): the recorder's clock_origin_ns says which. */
+static void the_clock_ticks_where_the_machine_did(void **state) {
+  (void)state;
+  for (int past_tick = 0; past_tick < 2; past_tick++) {
+    sim_kernel_config_t cfg;
+    sim_kernel_config_default(&cfg);
+    cfg.clock_origin_ns = UINT64_C(86400000000000) + (past_tick ? 200000 : 0);
+    fx_t *f = fx_open_cfg("mimalloc:version=2.1.2", &cfg);
+    for (uint64_t i = 0; i < 500 * 16; i++) /* 500 pages of 16 blocks */
+      mal(f, i, 4096);
+    mal(f, 30000, 64); /* a small page that stays */
+    f->t = 1900000;
+    for (uint64_t i = 0; i < 500 * 16; i++)
+      fre(f, i);
+    uint64_t before = rss(f);
+    f->t = 509500000;
+    mal(f, 30001, 100000); /* a medium page: allocated from that segment */
+    if (past_tick)
+      assert_true(rss(f) >= before);
+    else
+      assert_true(rss(f) < before / 8);
+    fx_close(f);
+  }
+}
+
 /* Same-size churn reuses the retired page: no new page, no trigger. */
 static void same_size_churn_keeps_everything(void **state) {
   (void)state;
@@ -1104,6 +1134,7 @@ int main(void) {
       cmocka_unit_test(immediate_purge_returns_at_once),
       cmocka_unit_test(collect_runs_the_expired_purge),
       cmocka_unit_test(expiry_grows_by_a_millisecond_per_free),
+      cmocka_unit_test(the_clock_ticks_where_the_machine_did),
       cmocka_unit_test(same_size_churn_keeps_everything),
       cmocka_unit_test(reset_purge_keeps_rss_as_lazyfree),
       cmocka_unit_test(segment_cache_holds_free_segments),

@@ -120,6 +120,10 @@ uint64_t capture_now_ns(void) {
   return monotonic_ns();
 }
 
+uint64_t capture_clock_origin_ns(void) {
+  return (uint64_t)g_t0.tv_sec * 1000000000u + (uint64_t)g_t0.tv_nsec;
+}
+
 /* The flusher's calibration, at 50 ms, 1 s, 10 s and 100 s after start. */
 void capture_clock_calibrate(void) {
   static const uint64_t at[] = {50000000, 1000000000, 10000000000,

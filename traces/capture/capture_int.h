@@ -161,6 +161,8 @@ void   dallocx(void *ptr, int flags);
 bool     capture_ready(void);
 int      capture_tid(void);
 uint64_t capture_now_ns(void);
+/* CLOCK_MONOTONIC (ns) where capture_now_ns counts from. */
+uint64_t capture_clock_origin_ns(void);
 /* The flusher measures the TSC's scale from time to time (capture.c). */
 void capture_clock_calibrate(void);
 /* Rss and Anonymous of /proc/self/smaps_rollup in bytes (0 if

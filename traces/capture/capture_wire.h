@@ -80,6 +80,7 @@ struct capture_msg_hdr_s {
 typedef struct capture_hello_s capture_hello_t;
 struct capture_hello_s {
   uint64_t realtime_ns;     /* CLOCK_REALTIME at the library's start */
+  uint64_t monotonic_ns;    /* CLOCK_MONOTONIC at the trace's t = 0 */
   uint64_t python_hex;      /* CPython's Py_Version (3.11+), else 0 */
   uint64_t touch_threshold; /* bytes; 0 = no touch records */
   uint64_t sample_ns;       /* RSS sampling period; 0 = marks only */

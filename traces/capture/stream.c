@@ -508,6 +508,7 @@ bool capture_stream_open(void) {
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   h.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+  h.monotonic_ns = capture_clock_origin_ns();
   h.python_hex = python_version_hex();
   h.touch_threshold = g_touch_threshold;
   h.sample_ns = g_sample_ns;

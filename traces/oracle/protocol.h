@@ -115,6 +115,8 @@ typedef enum oracle_result_kind_e {
                        tc_version() as major * 100 + minor, jemalloc's
                        mallctl("version") as major * 10000 + minor *
                        100 + patch, else 0;
+                       c = CLOCK_MONOTONIC (ns) at the replay's start, the
+                       origin of every time below (ORACLE_FD_TIMES);
                        text = the library that provides malloc */
   ORACLE_R_MARK,    /* a = mark number, b = RSS bytes */
   ORACLE_R_SAMPLE,  /* a = calls done, b = RSS bytes, c = the replay's

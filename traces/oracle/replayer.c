@@ -853,8 +853,9 @@ int main(void) {
   if (sem_init(&slots[0].go, 0, 0) != 0)
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
-  send_result(ORACLE_R_READY, rss_now(), allocator_version, 0, library);
   replay_start_ns = mono_ns();
+  send_result(ORACLE_R_READY, rss_now(), allocator_version, replay_start_ns,
+              library);
   next_sample_ns = replay_start_ns + hello.sample_every_ns;
   calls_start_ns = cpu_ns();
   run(&slots[0]);
