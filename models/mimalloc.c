@@ -594,7 +594,10 @@ static uint32_t tld_get(mi_model_t *m, uint32_t thread, bool create) {
    * 343 init.c:377) */
   t->thread_seq = thread == 0 ? 0 : m->thread_total++;
   if (thread != 0) {
-    t->data = thread_data_alloc(m);
+    if (MI_IS_V3(m->version))
+      mi_meta3_thread_alloc(m, t);
+    else
+      t->data = thread_data_alloc(m);
     m->threads_live++;
     m->thread_count++; /* mi_thread_init (209 init.c:431-441) */
   }
@@ -630,6 +633,7 @@ static void thread_done(mi_model_t *m, uint32_t tld) {
   t = &m->tlds[tld];
   if (t->data != 0)
     thread_data_free(m, t->data);
+  mi_meta3_thread_free(m, t);
   t->live = false;
   m->tld_of_thread[t->thread] = 0;
   if (t->thread != 0) {

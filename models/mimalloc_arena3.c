@@ -62,6 +62,28 @@ static uint32_t info_slices(const mi_model_t *m, uint32_t slices) {
   return (uint32_t)((size + MI_SLICE_SIZE - 1) / MI_SLICE_SIZE);
 }
 
+/* The bitmaps of an arena of a->slices units (slices, or a meta page's
+ * blocks), those from a->info_slices on free; false when out of memory. */
+static bool arena3_tables(mi_model_t *m, marena3_t *a) {
+  size_t ns = a->slices;
+  a->free_map =
+      calloc(ns * 4 + (ns + SLICES_PER_CHUNK - 1) / SLICES_PER_CHUNK, 1);
+  a->page_at = calloc(ns, sizeof *a->page_at);
+  a->cmap_words =
+      (uint32_t)(((ns + SLICES_PER_CHUNK - 1) / SLICES_PER_CHUNK + 63) / 64);
+  a->abandoned_map = calloc((size_t)MI_BINS * a->cmap_words, sizeof(uint64_t));
+  if (a->free_map == NULL || a->page_at == NULL || a->abandoned_map == NULL) {
+    mi_fail_oom(m);
+    return false;
+  }
+  a->purge = a->free_map + ns;
+  a->dirty = a->purge + ns;
+  a->page_head = a->dirty + ns; /* abandoned bin + 1 at a page head */
+  a->chunk_bin = a->page_head + ns;
+  memset(a->free_map + a->info_slices, 1, ns - a->info_slices);
+  return true;
+}
+
 static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   uint64_t size = MI_GIB; /* arena_reserve */
   uint32_t n = m->arenas3_n;
@@ -94,18 +116,8 @@ static uint32_t arena3_reserve(mi_model_t *m, uint64_t req) {
   a->base = mi_os_alloc(m, size, huge ? 2 * MI_MIB : MI_SLICE_SIZE);
   if (huge && m->allow_thp && a->base != 0)
     mi_madvise_hugepage(m, a->base, size);
-  size_t ns = a->slices;
-  a->free_map = calloc(ns * 4 + ns / SLICES_PER_CHUNK, 1);
-  a->page_at = calloc(ns, sizeof *a->page_at);
-  if (a->free_map == NULL || a->page_at == NULL) {
-    mi_fail_oom(m);
+  if (!arena3_tables(m, a))
     return 0;
-  }
-  a->purge = a->free_map + ns;
-  a->dirty = a->purge + ns;
-  a->page_head = a->dirty + ns; /* abandoned bin + 1 at a page head */
-  a->chunk_bin = a->page_head + ns;
-  memset(a->free_map + a->info_slices, 1, ns - a->info_slices);
   memset(a->dirty, 1, a->info_slices);
   /* mi_manage_os_memory_ex2 (:1156-1240) writes the arena struct and
    * initialises every bitmap in the info slices (the page infos only as
@@ -182,6 +194,14 @@ static bool chunk_find(const mi_model_t *m, const marena3_t *a, uint32_t c,
   return false;
 }
 
+static bool chunk_all_used(const marena3_t *a, uint32_t c) {
+  const uint8_t *f = a->free_map + (size_t)c * SLICES_PER_CHUNK;
+  for (uint32_t i = 0; i < SLICES_PER_CHUNK; i++)
+    if (f[i])
+      return false;
+  return true;
+}
+
 static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
                              uint64_t tseq, uint32_t *out) {
   uint32_t nchunks = a->slices / SLICES_PER_CHUNK;
@@ -219,6 +239,11 @@ static bool arena3_find_free(mi_model_t *m, marena3_t *a, uint32_t n,
         *out = idx;
         return true;
       }
+      /* mi_bbitmap_chunkmap_try_clear (301 :1442-1456, 343 :1642-1656): a
+       * chunk found all in use leaves the chunkmap and raises
+       * chunk_max_accessed, which widens every later search's cycle */
+      if (c > a->search_hint && chunk_all_used(a, c))
+        a->search_hint = c;
     }
   }
   return false;
@@ -322,38 +347,91 @@ static uint32_t page_record(mi_model_t *m, uint32_t arena, uint32_t idx,
   return page;
 }
 
+/* mi_forall_arenas (301 arena.c:351-379; 343 :427-455 with
+ * mi_arena_start_idx :402-406 for a program of one heap): the k-th arena
+ * searched, the ones below the last from tseq % (count - 1) round, then
+ * the last. */
+static uint32_t arena_nth(uint32_t na, uint64_t tseq, uint32_t k) {
+  uint32_t cycle = na == 0 ? 0 : na - 1;
+  if (k >= cycle)
+    return k;
+  uint32_t i = k + (cycle <= 1 ? 0 : (uint32_t)(tseq % cycle));
+  return i >= cycle ? i - cycle : i;
+}
+
+/* ---- Abandoned pages: pages_abandoned[bin] per arena ------------------- */
+
+static uint64_t *abandoned_cmap(marena3_t *a, uint8_t bin) {
+  return a->abandoned_map + (size_t)bin * a->cmap_words;
+}
+
+/* The lowest abandoned page head of bin in chunk c, or UINT32_MAX. */
+static uint32_t chunk_abandoned(const marena3_t *a, uint32_t c, uint8_t bin) {
+  uint32_t lo = c * SLICES_PER_CHUNK;
+  for (uint32_t i = lo; i < lo + SLICES_PER_CHUNK && i < a->slices; i++)
+    if (a->page_head[i] == (uint8_t)(bin + 1))
+      return i;
+  return UINT32_MAX;
+}
+
+/* mi_bitmap_set (301 bitmap.c:1083-1098): the bit and its chunk's. */
+static void abandoned_set(marena3_t *a, uint32_t idx, uint8_t bin) {
+  uint32_t c = idx / SLICES_PER_CHUNK;
+  a->page_head[idx] = (uint8_t)(bin + 1);
+  abandoned_cmap(a, bin)[c / 64] |= UINT64_C(1) << (c % 64);
+}
+
+/* mi_bitmap_clear_once_set (301 bitmap.c:1302-1308, 343 :1394-1400), as
+ * _mi_arenas_page_unabandon clears a page's bit (301 arena.c:942, 343
+ * :1268): the chunkmap keeps the chunk's bit, which only a search that
+ * finds the chunk empty clears. */
+static void abandoned_clear(marena3_t *a, uint32_t idx) {
+  a->page_head[idx] = 0;
+}
+
 /* mi_arenas_page_alloc_fresh (:586-716) from the arenas (or the OS above
  * 32 MiB). */
+/* mi_arenas_try_alloc (:375-451): n free slices from the arenas in
+ * mi_forall_arenas order, reserving a new arena once when none has them.
+ * *ai, *idx: where; *dirty: whether any was used before (not initially
+ * zero, slices_dirty :194). */
+static bool arenas3_alloc_slices(mi_model_t *m, uint64_t tseq, uint32_t n,
+                                 uint32_t *ai, uint32_t *idx, bool *dirty) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    uint32_t na = m->arenas3_n;
+    for (uint32_t k = 0; k < na; k++) {
+      *ai = arena_nth(na, tseq, k);
+      marena3_t *a = &m->arenas3[*ai];
+      if (!arena3_find_free(m, a, n, tseq, idx))
+        continue;
+      *dirty = false;
+      for (uint32_t s = *idx; s < *idx + n; s++) {
+        a->free_map[s] = 0;
+        a->purge[s] = 0;
+        *dirty |= a->dirty[s];
+        a->dirty[s] = 1;
+      }
+      return true;
+    }
+    if (attempt == 0 && arena3_reserve(m, (uint64_t)n * MI_SLICE_SIZE) == 0)
+      break;
+  }
+  return false;
+}
+
 static uint32_t page_alloc_fresh(mi_model_t *m, uint32_t tld, uint32_t slices,
                                  uint64_t block_size, bool singleton) {
-  uint64_t tseq = m->tlds[tld].thread_seq;
-  if (slices <= MAX_OBJ_SLICES) {
-    for (int attempt = 0; attempt < 2; attempt++) {
-      uint32_t na = m->arenas3_n;
-      for (uint32_t k = 0; k < na; k++) {
-        uint32_t   ai = (uint32_t)((k + (na <= 1 ? 0 : tseq % na)) % na);
-        marena3_t *a = &m->arenas3[ai];
-        uint32_t   idx;
-        if (!arena3_find_free(m, a, slices, tseq, &idx))
-          continue;
-        bool dirty = false;
-        for (uint32_t s = 0; s < slices; s++) {
-          a->free_map[idx + s] = 0;
-          a->purge[idx + s] = 0;
-          dirty |= a->dirty[idx + s];
-          a->dirty[idx + s] = 1;
-        }
-        sim_addr_t start = a->base + (uint64_t)idx * MI_SLICE_SIZE;
-        uint32_t   page = page_record(m, ai + 1, idx, slices, start, block_size,
-                                      !dirty, singleton);
-        if (page != 0)
-          m->arenas3[ai].page_at[idx] = page;
-        return page;
-      }
-      if (attempt == 0 &&
-          arena3_reserve(m, (uint64_t)slices * MI_SLICE_SIZE) == 0)
-        break;
-    }
+  uint32_t ai, idx;
+  bool     dirty;
+  if (slices <= MAX_OBJ_SLICES &&
+      arenas3_alloc_slices(m, m->tlds[tld].thread_seq, slices, &ai, &idx,
+                           &dirty)) {
+    sim_addr_t start = m->arenas3[ai].base + (uint64_t)idx * MI_SLICE_SIZE;
+    uint32_t   page = page_record(m, ai + 1, idx, slices, start, block_size,
+                                  !dirty, singleton);
+    if (page != 0)
+      m->arenas3[ai].page_at[idx] = page;
+    return page;
   }
   /* mi_arena_os_alloc_aligned (:454-472) */
   sim_addr_t start =
@@ -363,8 +441,52 @@ static uint32_t page_alloc_fresh(mi_model_t *m, uint32_t tld, uint32_t slices,
   return page_record(m, 0, 0, slices, start, block_size, true, singleton);
 }
 
-/* mi_arenas_page_try_find_abandoned (:539-584): the lowest abandoned page
- * of the bin, searching the arenas from this thread's start. */
+/* mi_bitmap_find (301 bitmap.c:1204-1224, 343 :1275-1295) over arena a's
+ * pages_abandoned[bin], claiming with mi_arena_try_claim_abandoned (301
+ * arena.c:512-537): per chunkmap word, the chunks whose bit is set, from
+ * (tseq % 8) % (highest + 1) round; in a chunk its lowest page.  A chunk
+ * with none leaves the chunkmap (mi_bitmap_chunkmap_try_clear); a claimed
+ * page's chunk stays in it, however empty, until a search finds it so.  A
+ * page of another heap tag stays abandoned and the search moves on to the
+ * next chunk (the visitor returns false). */
+static uint32_t arena_find_abandoned(mi_model_t *m, marena3_t *a, uint8_t bin,
+                                     uint8_t tag, uint64_t tseq) {
+  uint64_t *cmap = abandoned_cmap(a, bin);
+  for (uint32_t w = 0; w < a->cmap_words; w++) {
+    uint64_t entry = cmap[w];
+    if (entry == 0)
+      continue;
+    /* 3.0.1's mi_bfield_find_highest_bit is mi_bsf, the lowest bit (301
+     * bitmap.c:51-53; 343 :52-54 mi_bsr): its cycle ends at the lowest
+     * chunk, so its search is in chunk order whatever the thread */
+    uint32_t cycle = m->version == MV_301
+                         ? (uint32_t)__builtin_ctzll(entry) + 1
+                         : 64 - (uint32_t)__builtin_clzll(entry);
+    uint32_t start = (uint32_t)(tseq % 8) % cycle;
+    uint64_t upto = cycle == 64 ? ~UINT64_C(0) : (UINT64_C(1) << cycle) - 1;
+    uint64_t ahead = entry & upto & ~((UINT64_C(1) << start) - 1);
+    uint64_t order[2] = {ahead, entry & ~ahead};
+    for (int part = 0; part < 2; part++)
+      for (uint64_t b = order[part]; b != 0; b &= b - 1) {
+        uint32_t bit = (uint32_t)__builtin_ctzll(b);
+        uint32_t c = w * 64 + bit;
+        uint32_t i = chunk_abandoned(a, c, bin);
+        if (i == UINT32_MAX) {
+          cmap[w] &= ~(UINT64_C(1) << bit);
+          continue;
+        }
+        uint32_t page = a->page_at[i];
+        if (P(m, page)->tag != tag)
+          continue;
+        a->page_head[i] = 0;
+        return page;
+      }
+  }
+  return 0;
+}
+
+/* mi_arenas_page_try_find_abandoned (:539-584): the arenas in
+ * mi_forall_arenas order. */
 static uint32_t find_abandoned(mi_model_t *m, uint32_t tld, uint8_t bin,
                                uint8_t tag) {
   if (m->abandoned_bin[bin] == 0)
@@ -372,14 +494,9 @@ static uint32_t find_abandoned(mi_model_t *m, uint32_t tld, uint8_t bin,
   uint64_t tseq = m->tlds[tld].thread_seq;
   uint32_t na = m->arenas3_n;
   for (uint32_t k = 0; k < na; k++) {
-    marena3_t *a = &m->arenas3[(k + (na <= 1 ? 0 : tseq % na)) % na];
-    for (uint32_t i = a->info_slices; i < a->slices; i++) {
-      if (a->page_head[i] != (uint8_t)(bin + 1))
-        continue;
-      uint32_t page = a->page_at[i];
-      if (P(m, page)->tag != tag)
-        continue;
-      a->page_head[i] = 0;
+    marena3_t *a = &m->arenas3[arena_nth(na, tseq, k)];
+    uint32_t   page = arena_find_abandoned(m, a, bin, tag, tseq);
+    if (page != 0) {
       m->abandoned_bin[bin]--;
       P(m, page)->abandoned_mapped = false;
       return page;
@@ -456,7 +573,7 @@ void mi_arenas3_page_free(mi_model_t *m, uint32_t page) {
   sim_addr_t start = p->slice_start;
   page_map_write(m, start, n); /* unregister */
   if (p->abandoned_mapped && ai != 0) {
-    m->arenas3[ai - 1].page_head[idx] = 0;
+    abandoned_clear(&m->arenas3[ai - 1], idx);
     m->abandoned_bin[p->bin]--;
   }
   mi_page_release(m, page);
@@ -480,8 +597,7 @@ static bool page_is_full(const mpage_t *p) {
 void mi_arenas3_page_abandon(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   if (p->seg != 0 && !page_is_full(p) && !p->is_huge) {
-    marena3_t *a = &m->arenas3[p->seg - 1];
-    a->page_head[p->slice_index] = (uint8_t)(p->bin + 1);
+    abandoned_set(&m->arenas3[p->seg - 1], p->slice_index, p->bin);
     p->abandoned_mapped = true;
     m->abandoned_bin[p->bin]++;
   }
@@ -491,7 +607,7 @@ void mi_arenas3_page_abandon(mi_model_t *m, uint32_t page) {
 void mi_arenas3_page_unabandon(mi_model_t *m, uint32_t page) {
   mpage_t *p = P(m, page);
   if (p->abandoned_mapped) {
-    m->arenas3[p->seg - 1].page_head[p->slice_index] = 0;
+    abandoned_clear(&m->arenas3[p->seg - 1], p->slice_index);
     m->abandoned_bin[p->bin]--;
     p->abandoned_mapped = false;
   }
@@ -504,6 +620,118 @@ bool mi_arenas3_try_reabandon(mi_model_t *m, uint32_t page) {
     return false;
   mi_arenas3_page_abandon(m, page);
   return true;
+}
+
+/* ---- Thread metadata (301 arena-meta.c, 343 the same file) ------------
+ * 3.x takes a thread's tld and heap (3.4.3: tld and theap) from meta pages:
+ * an arena slice each, taken with thread sequence 0 and never returned,
+ * cut into 128-byte blocks that a binned bitmap after the page's header
+ * hands out (301 :63-140, 343 :66-145).  Main's are static.  So the first
+ * thread's start takes a slice, and every page allocated after it lies a
+ * slice further on than without it (measured with 3.0.1: the first
+ * singleton page after a thread start at slice 9, not 8). */
+
+#define META_BLOCK 128 /* MI_META_BLOCK_SIZE */
+
+/* Blocks per page and the header's blocks: ceil((64 + bbitmap size) /
+ * 128), 832 bytes for 3.0.1's 1024 blocks (two 512-bit chunks), 576 for
+ * 3.4.3's 512 (sizes measured by compiling each tag's headers). */
+static uint32_t meta_blocks(const mi_model_t *m) {
+  return m->version == MV_343 ? 512 : 1024;
+}
+static uint32_t meta_info_blocks(const mi_model_t *m) {
+  return m->version == MV_343 ? 5 : 7;
+}
+
+/* sizeof (mi_tld_t) and of the thread's heap, x86-64 release builds:
+ * 3.0.1 tld 3120 (with its stats) and mi_heap_t 3080; 3.4.3 tld 112 and
+ * mi_theap_t 8144. */
+static uint64_t meta_tld_bytes(const mi_model_t *m) {
+  return m->version == MV_343 ? 112 : 3120;
+}
+static uint64_t meta_heap_bytes(const mi_model_t *m) {
+  return m->version == MV_343 ? 8144 : 3080;
+}
+
+/* mi_meta_page_zalloc (301 :63-100): a slice from the arenas; one used
+ * before is zeroed whole (:74-76), a fresh one gets its header's bitmap
+ * written (:85-92). */
+static marena3_t *meta_page_new(mi_model_t *m) {
+  uint32_t ai, idx;
+  bool     dirty;
+  if (!arenas3_alloc_slices(m, 0, 1, &ai, &idx, &dirty))
+    return NULL;
+  marena3_t *v = realloc(m->metas, (m->metas_n + 1) * sizeof *v);
+  if (v == NULL) {
+    mi_fail_oom(m);
+    return NULL;
+  }
+  m->metas = v;
+  marena3_t *mp = &v[m->metas_n];
+  memset(mp, 0, sizeof *mp);
+  mp->base = m->arenas3[ai].base + (uint64_t)idx * MI_SLICE_SIZE;
+  mp->slices = meta_blocks(m);
+  mp->info_slices = meta_info_blocks(m);
+  if (!arena3_tables(m, mp))
+    return NULL;
+  m->metas_n++;
+  mi_touch(m, mp->base,
+           dirty ? MI_SLICE_SIZE : (uint64_t)mp->info_slices * META_BLOCK);
+  return mp;
+}
+
+/* _mi_meta_zalloc (301 :105-140): the first fit in the meta pages, newest
+ * first (each new page goes to the list's front), else in a new page; the
+ * caller writes the blocks. */
+static sim_addr_t meta_zalloc(mi_model_t *m, uint64_t size) {
+  uint32_t n = (uint32_t)((size + META_BLOCK - 1) / META_BLOCK);
+  uint32_t idx;
+  for (uint32_t i = m->metas_n; i-- > 0;) {
+    marena3_t *mp = &m->metas[i];
+    if (arena3_find_free(m, mp, n, 0, &idx)) {
+      memset(mp->free_map + idx, 0, n);
+      return mp->base + (uint64_t)idx * META_BLOCK;
+    }
+  }
+  marena3_t *mp = meta_page_new(m);
+  if (mp == NULL || !arena3_find_free(m, mp, n, 0, &idx))
+    return 0;
+  memset(mp->free_map + idx, 0, n);
+  return mp->base + (uint64_t)idx * META_BLOCK;
+}
+
+/* _mi_meta_free (301 :145-160): the blocks zeroed, then free. */
+static void meta_free(mi_model_t *m, sim_addr_t addr, uint64_t size) {
+  uint32_t n = (uint32_t)((size + META_BLOCK - 1) / META_BLOCK);
+  for (uint32_t i = 0; i < m->metas_n; i++) {
+    marena3_t *mp = &m->metas[i];
+    if (addr < mp->base || addr >= mp->base + MI_SLICE_SIZE)
+      continue;
+    mi_touch(m, addr, (uint64_t)n * META_BLOCK);
+    arena3_set_free(mp, (uint32_t)((addr - mp->base) / META_BLOCK), n);
+    return;
+  }
+}
+
+/* mi_tld_alloc then the heap (301 init.c:290-312, heap.c:209-226; 343
+ * init.c:356-380, theap.c:250-273): both written (the heap by memcpy of
+ * the empty one, the tld field by field and through its stats). */
+void mi_meta3_thread_alloc(mi_model_t *m, mtld_t *t) {
+  t->meta_tld = meta_zalloc(m, meta_tld_bytes(m));
+  if (t->meta_tld != 0)
+    mi_touch(m, t->meta_tld, meta_tld_bytes(m));
+  t->meta_heap = meta_zalloc(m, meta_heap_bytes(m));
+  if (t->meta_heap != 0)
+    mi_touch(m, t->meta_heap, meta_heap_bytes(m));
+}
+
+/* The thread's exit: its heap, then its tld (mi_tld_free). */
+void mi_meta3_thread_free(mi_model_t *m, mtld_t *t) {
+  if (t->meta_heap != 0)
+    meta_free(m, t->meta_heap, meta_heap_bytes(m));
+  if (t->meta_tld != 0)
+    meta_free(m, t->meta_tld, meta_tld_bytes(m));
+  t->meta_heap = t->meta_tld = 0;
 }
 
 /* ---- Purge (:1560-1745) -------------------------------------------------- */
@@ -595,7 +823,14 @@ void mi_arenas3_destroy(mi_model_t *m) {
   for (uint32_t a = 0; a < m->arenas3_n; a++) {
     free(m->arenas3[a].free_map);
     free(m->arenas3[a].page_at);
+    free(m->arenas3[a].abandoned_map);
   }
+  for (uint32_t i = 0; i < m->metas_n; i++) {
+    free(m->metas[i].free_map);
+    free(m->metas[i].page_at);
+    free(m->metas[i].abandoned_map);
+  }
+  free(m->metas);
   free(m->arenas3);
 }
 
@@ -631,8 +866,14 @@ static as_status_t walk_arena(const mi_model_t *m, uint32_t ai,
       i += m->pages[a->page_at[i]].slice_count;
       continue;
     }
+    if (!a->free_map[i]) { /* in use without a page: a meta page */
+      rc = mi_walk_emit(w, a->base + (uint64_t)i * MI_SLICE_SIZE, MI_SLICE_SIZE,
+                        "meta page", MI_MECH_META, 1, MODEL_REGION_METADATA);
+      i++;
+      continue;
+    }
     uint32_t j = i + 1;
-    while (j < a->slices && a->page_at[j] == 0)
+    while (j < a->slices && a->page_at[j] == 0 && a->free_map[j])
       j++;
     rc = mi_walk_free_slices(w, a->base, i, j, a->purge, NULL);
     i = j;

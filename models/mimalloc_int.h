@@ -122,9 +122,9 @@ struct mpage_s {
   sim_addr_t slice_start; /* the page's first slice */
   uint64_t   block_size;  /* bin size, or the page area for huge pages */
   uint64_t   user;        /* one word for a composition (mimalloc.h) */
+  sim_addr_t origin;      /* 343: the theap it was abandoned from (address) */
   uint32_t   seg;         /* 2.x: segment; 3.x: arena */
   uint32_t   heap;        /* owning heap, 0 = none (abandoned) */
-  uint32_t   origin_heap; /* 343: the heap an abandoned page came from */
   uint32_t   next, prev;  /* page queue links */
   uint32_t   slice_index; /* in its segment (2.x) or arena (3.x) */
   uint32_t   slice_count;
@@ -197,6 +197,8 @@ struct mtld_s {
   uint64_t   reclaim_count; /* 217 */
   uint64_t   thread_seq;    /* 3.x */
   sim_addr_t data;          /* mi_thread_data_t mapping (0 for main) */
+  sim_addr_t meta_tld;      /* 3.x: its tld and heap in a meta page */
+  sim_addr_t meta_heap;
   bool       live;
 };
 
@@ -272,13 +274,17 @@ struct marena3_s {
   uint32_t   info_slices;
   uint64_t   meta_off; /* meta_apart: offset of the page infos (pages_meta) */
   int64_t    purge_expire;
-  uint8_t   *free_map;    /* 1 = free */
-  uint8_t   *purge;       /* 1 = scheduled */
-  uint8_t   *dirty;       /* 1 = ever used */
-  uint8_t   *page_head;   /* bin + 1 of an abandoned page head, else 0 */
-  uint8_t   *chunk_bin;   /* per 512-slice chunk: its size bin */
-  uint32_t  *page_at;     /* page record at a head slice */
-  uint32_t   search_hint; /* chunk_max_accessed */
+  uint8_t   *free_map;      /* 1 = free */
+  uint8_t   *purge;         /* 1 = scheduled */
+  uint8_t   *dirty;         /* 1 = ever used */
+  uint8_t   *page_head;     /* bin + 1 of an abandoned page head, else 0 */
+  uint8_t   *chunk_bin;     /* per 512-slice chunk: its size bin */
+  uint32_t  *page_at;       /* page record at a head slice */
+  uint32_t   search_hint;   /* chunk_max_accessed */
+  uint64_t  *abandoned_map; /* per bin, the chunkmap of pages_abandoned[bin]:
+                               cmap_words bits, a bit per 512-slice chunk
+                               that may hold one of the bin's pages */
+  uint32_t cmap_words;
 };
 
 /* Where a live object is: its page (0: not live) and block index. */
@@ -362,6 +368,8 @@ struct mi_model_s {
   uint32_t   arenas2_n;
   marena3_t *arenas3;
   uint32_t   arenas3_n;
+  marena3_t *metas; /* 3.x meta pages: 128-byte blocks in an arena slice */
+  uint32_t   metas_n;
   int64_t    arenas_purge_expire;    /* 3.x subproc->purge_expire */
   uint64_t   abandoned_bin[MI_BINS]; /* 3.x abandoned counts */
   /* metadata outside segments: the library's static data (segment map,
@@ -468,6 +476,9 @@ bool     mi_arenas3_try_reabandon(mi_model_t *m, uint32_t page);
 void     mi_arenas3_collect(mi_model_t *m, bool force, bool visit_all,
                             uint32_t tld);
 void     mi_arenas3_destroy(mi_model_t *m);
+/* 3.x thread metadata (arena-meta.c): a thread's tld and heap. */
+void     mi_meta3_thread_alloc(mi_model_t *m, mtld_t *t);
+void     mi_meta3_thread_free(mi_model_t *m, mtld_t *t);
 uint64_t mi_arenas3_awaiting_purge(const mi_model_t *m);
 
 /* ---- Heap map (the walk in mimalloc.c) --------------------------------- */

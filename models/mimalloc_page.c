@@ -439,6 +439,16 @@ void mi_page_unfull(mi_model_t *m, uint32_t page) {
   pq_move(m, p->heap, p->bin, MI_BIN_FULL, page);
 }
 
+/* Where a heap's theap lies, as 3.4.3 compares theaps by pointer: a
+ * thread's in its meta page, which the next thread's may reuse once the
+ * thread has exited; main's is static, another heap's its own. */
+static sim_addr_t theap_addr(mi_model_t *m, uint32_t heap) {
+  const mtld_t *t = &m->tlds[H(m, heap)->tld];
+  if (t->heap_backing == heap && t->meta_heap != 0)
+    return t->meta_heap;
+  return heap; /* below every mapping: never equal to a meta address */
+}
+
 /* v3 _mi_page_abandon (301 page.c:247-259). */
 static void page_abandon3(mi_model_t *m, uint32_t page) {
   mi_page_free_collect(m, page, false);
@@ -451,7 +461,7 @@ static void page_abandon3(mi_model_t *m, uint32_t page) {
   uint32_t tld = H(m, heap)->tld;
   mi_pq_remove(m, heap, mi_page_queue_bin(m, p), page);
   p->heap = 0;
-  p->origin_heap = heap; /* 343 page.c _mi_page_abandon keeps page->theap */
+  p->origin = theap_addr(m, heap); /* 343 page.c:307-310 keeps it */
   mi_arenas3_page_abandon(m, page);
   mi_arenas3_collect(m, false, false, tld);
 }
@@ -779,7 +789,10 @@ static uint32_t queue_length(mi_model_t *m, uint32_t heap, uint8_t bin) {
  * thread's heap, without limit (page_max_reclaim -1) when the page came
  * from it, else only with reclaim_on_free 1 and the page not mostly used;
  * never once that heap's queue of the size holds more pages than the
- * limit (a limit of 0 when neither applies: only into an empty queue). */
+ * limit (a limit of 0 when neither applies: only into an empty queue).
+ * "Came from it" is `theap == page->theap` (:328), a pointer: a thread
+ * whose theap took the meta blocks of an exited thread's counts as the
+ * page's origin. */
 static bool try_reclaim343(mi_model_t *m, uint32_t tld, uint32_t page) {
   mpage_t *p = P(m, page);
   if (m->reclaim_on_free < 0 || p->block_size > m->g.medium_max || tld == 0)
@@ -788,7 +801,7 @@ static bool try_reclaim343(mi_model_t *m, uint32_t tld, uint32_t page) {
   if (heap == 0 || H(m, heap)->no_reclaim)
     return false;
   int64_t max = 0;
-  if (heap == p->origin_heap)
+  if (theap_addr(m, heap) == p->origin)
     max = m->page_max_reclaim;
   else if (m->reclaim_on_free == 1 && !mostly_used(p))
     max = m->cross_thread_max_reclaim;

@@ -1348,46 +1348,57 @@ def oracle_rows(ctx, cases):
                  "lr" + "r" * len(ORACLE_ALLOCATORS))
 
 
-# Debian 12's release of each allocator with releases in data/oracle/releases.
-DEBIAN_RELEASE = {"tcmalloc": "2.10"}
+# Debian 12's release of each allocator with releases in data/oracle/releases,
+# as the model spec that replays a run with it.
+DEBIAN_RELEASE = {"tcmalloc": ("2.10", "tcmalloc:stl_text_pages=false,"
+                               "version=2.10"),
+                  "mimalloc": ("2.0.9", "mimalloc:version=2.0.9")}
 
 
-def release_runs(ctx):
-    """[(allocator, release, case, compare of that release's model, compare
-    of Debian 12's)] of data/oracle/releases/, each recorded in a scratch
-    store: the run's tcmalloc_version picks the model's release."""
-    db = os.path.join(ctx.scratch.name, "releases.db")
+def release_runs(ctx, allocator):
+    """[(release, case, compare of that release's model, compare of Debian
+    12's)] of allocator's runs in data/oracle/releases/, each recorded in a
+    scratch store: the run's tcmalloc_version or mimalloc_version picks the
+    model's release."""
+    db = os.path.join(ctx.scratch.name, "releases-%s.db" % allocator)
     rows = []
     for path in sorted(glob.glob(os.path.join(
-            ctx.root, "data", "oracle", "releases", "*--*"))):
+            ctx.root, "data", "oracle", "releases", allocator + "-*--*"))):
         name, _, case = os.path.basename(path).partition("--")
-        allocator, _, release = name.rpartition("-")
+        release = name.rpartition("-")[2]
         run = ctx.json("record", path, "--db", db, "--json")["run"]
-        rows.append((allocator, release,
+        rows.append((release,
                      re.sub(r"\.(astrace|trace)(\.zst|\.gz)?$", "", case),
                      ctx.compare_future(run, db),
                      ctx.compare_future(run, db, "--model",
-                                        allocator + ":stl_text_pages=false,"
-                                        "version=" + DEBIAN_RELEASE[allocator])))
-    return [(a, r, c, own.result(), debian.result())
-            for a, r, c, own, debian in rows]
+                                        DEBIAN_RELEASE[allocator][1])))
+    return [(r, c, own.result(), debian.result())
+            for r, c, own, debian in rows]
 
 
-def t_oracle_releases(ctx):
+def releases_table(ctx, allocator):
     """Other releases than Debian 12's on the oracle, against the model of
     that release and against the model of Debian's release."""
     labels = dict(ORACLE_WORKLOADS + ORACLE_TRACES)
     rows = []
-    for a, release, case, own, debian in release_runs(ctx):
+    for release, case, own, debian in release_runs(ctx, allocator):
         peak = max(1, net_peak(own))
         worst = [100.0 * oracle_worst(c) / peak for c in (own, debian)]
-        rows.append(["%s %s" % (a, release), labels.get(case, case),
+        rows.append(["%s %s" % (allocator, release), labels.get(case, case),
                      mib(net_peak(own), 2),
                      bold_if("%.2f%%" % worst[0], worst[0] > ORACLE_TARGET_PCT),
                      "%.2f%%" % worst[1]])
     return table(["release", "case", "oracle peak MiB",
-                  "model of the release", "model of Debian 12's (2.10)"],
-                 rows, "llrrr")
+                  "model of the release", "model of Debian 12's (%s)"
+                  % DEBIAN_RELEASE[allocator][0]], rows, "llrrr")
+
+
+def t_oracle_releases(ctx):
+    return releases_table(ctx, "tcmalloc")
+
+
+def t_mimalloc_releases(ctx):
+    return releases_table(ctx, "mimalloc")
 
 
 # data/oracle/settings/ALLOCATOR[-RELEASE]--CASE--SETTING: run.py's
@@ -1718,6 +1729,7 @@ TABLES = {
     "mimalloc-published": t_mimalloc_published,
     "mimalloc-formula": t_mimalloc_formula,
     "mimalloc-lab-purge": t_mimalloc_lab_purge,
+    "mimalloc-releases": t_mimalloc_releases,
     "cpython-ft-published": t_cpython_ft_published,
     "cpython-ft-measured": t_cpython_ft_measured,
     "cpython-ft-formula": t_cpython_ft_formula,

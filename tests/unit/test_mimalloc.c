@@ -879,6 +879,33 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
  * prim/unix/prim.c:456-464): under THP=madvise, the kernel default, the
  * first object faults in the arena's first 2 MiB block whole; not with
  * allow_thp=0, and not in 3.0.1. */
+/* 3.x takes a thread's tld and heap from a meta page, an arena slice of
+ * its own (301 arena-meta.c:63-140), so a page allocated after the first
+ * thread's start lies a slice further on: measured with 3.0.1 (an
+ * instrumented tag build replaying a phased trace), five small pages at
+ * slices 3-7, then a thread's first allocation, a singleton page, at
+ * slice 9.  2.x maps thread data outside its segments. */
+static void v3_thread_metadata_takes_a_slice(void **state) {
+  (void)state;
+  const char *const spec[] = {"mimalloc:version=3.0.1",
+                              "mimalloc:version=3.4.3"};
+  for (size_t i = 0; i < 2; i++) {
+    fx_t          *f = fx_open(spec[i]);
+    const uint64_t sizes[] = {320, 112, 640, 512, 32};
+    for (uint64_t k = 0; k < 5; k++)
+      mal(f, k, sizes[k]);
+    mal_t(f, 1, 11, 490335); /* thread 1's first: a singleton page */
+    sim_addr_t first, single;
+    assert_true(model_locate(f->m, 0, &first));
+    assert_true(model_locate(f->m, 11, &single));
+    uint64_t slices = single / (64 * KiB) - first / (64 * KiB);
+    if (slices != 6) /* 3..7 small, 8 the meta page */
+      fail_msg("%s: singleton %" PRIu64 " slices after the first page", spec[i],
+               slices);
+    fx_close(f);
+  }
+}
+
 static void v343_arenas_get_huge_pages(void **state) {
   (void)state;
   const char *const spec[] = {"mimalloc:version=3.4.3",
@@ -1124,6 +1151,7 @@ int main(void) {
       cmocka_unit_test(version_defaults_are_provenance),
       cmocka_unit_test(provenance_spec_opens_again),
       cmocka_unit_test(v343_arenas_get_huge_pages),
+      cmocka_unit_test(v3_thread_metadata_takes_a_slice),
       cmocka_unit_test(heap_map_covers_every_resident_byte),
       cmocka_unit_test(freed_segments_stay_on_the_map),
       cmocka_unit_test(usable_sizes_follow_the_bins),
