@@ -626,16 +626,17 @@ bool mi_arenas3_try_reabandon(mi_model_t *m, uint32_t page) {
  * 3.x takes a thread's tld and heap (3.4.3: tld and theap) from meta pages:
  * an arena slice each, taken with thread sequence 0 and never returned,
  * cut into 128-byte blocks that a binned bitmap after the page's header
- * hands out (301 :63-140, 343 :66-145).  Main's are static.  So the first
+ * hands out (301 :65-142, 343 :70-147).  Main's are static.  So the first
  * thread's start takes a slice, and every page allocated after it lies a
  * slice further on than without it (measured with 3.0.1: the first
  * singleton page after a thread start at slice 9, not 8). */
 
-#define META_BLOCK 128 /* MI_META_BLOCK_SIZE */
+#define META_BLOCK 128 /* MI_META_BLOCK_SIZE: 301 :28, 343 :29 */
 
-/* Blocks per page and the header's blocks: ceil((64 + bbitmap size) /
- * 128), 832 bytes for 3.0.1's 1024 blocks (two 512-bit chunks), 576 for
- * 3.4.3's 512 (sizes measured by compiling each tag's headers). */
+/* Blocks per page (MI_META_BLOCKS_PER_PAGE, 301 :30, 343 :31) and the
+ * header's blocks (info_blocks, 301 :88-89, 343 :93-94): ceil((64 + bbitmap
+ * size) / 128), 832 bytes for 3.0.1's 1024 blocks (two 512-bit chunks), 576
+ * for 3.4.3's 512 (sizes measured by compiling each tag's headers). */
 static uint32_t meta_blocks(const mi_model_t *m) {
   return m->version == MV_343 ? 512 : 1024;
 }
@@ -653,7 +654,7 @@ static uint64_t meta_heap_bytes(const mi_model_t *m) {
   return m->version == MV_343 ? 8144 : 3080;
 }
 
-/* mi_meta_page_zalloc (301 :63-100): a slice from the arenas; one used
+/* mi_meta_page_zalloc (301 :65-101): a slice from the arenas; one used
  * before is zeroed whole (:74-76), a fresh one gets its header's bitmap
  * written (:85-92). */
 static marena3_t *meta_page_new(mi_model_t *m) {
@@ -680,27 +681,25 @@ static marena3_t *meta_page_new(mi_model_t *m) {
   return mp;
 }
 
-/* _mi_meta_zalloc (301 :105-140): the first fit in the meta pages, newest
+/* _mi_meta_zalloc (301 :105-142): the first fit in the meta pages, newest
  * first (each new page goes to the list's front), else in a new page; the
  * caller writes the blocks. */
 static sim_addr_t meta_zalloc(mi_model_t *m, uint64_t size) {
-  uint32_t n = (uint32_t)((size + META_BLOCK - 1) / META_BLOCK);
-  uint32_t idx;
-  for (uint32_t i = m->metas_n; i-- > 0;) {
-    marena3_t *mp = &m->metas[i];
-    if (arena3_find_free(m, mp, n, 0, &idx)) {
-      memset(mp->free_map + idx, 0, n);
-      return mp->base + (uint64_t)idx * META_BLOCK;
-    }
-  }
-  marena3_t *mp = meta_page_new(m);
-  if (mp == NULL || !arena3_find_free(m, mp, n, 0, &idx))
+  uint32_t   n = (uint32_t)((size + META_BLOCK - 1) / META_BLOCK);
+  uint32_t   idx, i = m->metas_n;
+  marena3_t *mp = NULL;
+  while (i-- > 0 && !arena3_find_free(m, &m->metas[i], n, 0, &idx))
+    ;
+  if (i != UINT32_MAX)
+    mp = &m->metas[i];
+  else if ((mp = meta_page_new(m)) == NULL ||
+           !arena3_find_free(m, mp, n, 0, &idx))
     return 0;
   memset(mp->free_map + idx, 0, n);
   return mp->base + (uint64_t)idx * META_BLOCK;
 }
 
-/* _mi_meta_free (301 :145-160): the blocks zeroed, then free. */
+/* _mi_meta_free (301 :145-162): the blocks zeroed, then free. */
 static void meta_free(mi_model_t *m, sim_addr_t addr, uint64_t size) {
   uint32_t n = (uint32_t)((size + META_BLOCK - 1) / META_BLOCK);
   for (uint32_t i = 0; i < m->metas_n; i++) {
