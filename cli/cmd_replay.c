@@ -15,7 +15,8 @@
   "  --memory-pressure   reclaim MADV_FREE pages at once\n"                    \
   "  --kernel RELEASE    follow that Linux release (6.1, 6.8, 6.12, 6.18;\n"   \
   "                      default 6.1): since 6.7 large anonymous mappings\n"   \
-  "                      are 2 MiB-aligned, since 6.14 a whole-block\n"        \
+  "                      are 2 MiB-aligned and thread stacks (MAP_STACK)\n"    \
+  "                      get no huge pages, since 6.14 a whole-block\n"        \
   "                      MADV_DONTNEED frees the emptied page table\n"         \
   "  --no-zero-page      a read of a page never written makes it resident\n"   \
   "                      (kernels that do not map the shared zero page)\n"     \

@@ -108,8 +108,12 @@ as_status_t nptl_stack_acquire(nptl_stacks_t *ns, nptl_stack_t *st,
             (size_t)(ns->ncache - (uint32_t)best - 1) * sizeof *ns->cache);
     ns->ncache--;
   } else {
+    /* glibc 2.36 nptl/allocatestack.c:366-367 maps with MAP_STACK, which
+     * Linux 6.7+ turns into VM_NOHUGEPAGE: no huge page in a stack. */
     rc = sim_kernel_mmap(ns->kernel, size, ns->page, SIM_PROT_NONE,
                          SIM_OWNER_THREAD_STACK, &addr, err);
+    if (rc == AS_OK)
+      rc = sim_kernel_mark_stack(ns->kernel, addr, size, err);
     if (rc == AS_OK)
       rc = sim_kernel_mprotect(ns->kernel, addr + ns->page, size - ns->page,
                                SIM_PROT_RW, err);

@@ -112,6 +112,14 @@ struct inode_s {
   uint8_t    owner;   /* sim_owner_t; 0 in the gap tree */
 };
 
+/* Huge-page advice on [start, end): the VMAs' VM_HUGEPAGE (huge) or
+ * VM_NOHUGEPAGE (!huge) flag.  Ranges are disjoint. */
+typedef struct advice_s advice_t;
+struct advice_s {
+  sim_addr_t start, end;
+  bool       huge;
+};
+
 typedef struct itree_s itree_t;
 struct itree_s {
   inode_t *root;  /* NULL when empty */
@@ -181,9 +189,9 @@ struct sim_kernel_s {
   size_t   node_nfree; /* nodes on node_free */
   uint64_t prng;       /* xorshift64 state for treap priorities */
 
-  sim_addr_t (*advised)[2]; /* MADV_HUGEPAGE ranges [start, end) */
-  size_t nadvised, advised_cap;
-  bool   thp_disabled; /* prctl(PR_SET_THP_DISABLE) (sim_kernel_disable_thp) */
+  advice_t *advised; /* MADV_HUGEPAGE and MADV_NOHUGEPAGE ranges */
+  size_t    nadvised, advised_cap;
+  bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (sim_kernel_disable_thp) */
   /* Blocks with no resident page whose page table stays: zapped while
    * mapped by PTEs (zap_pte_range frees pages, not the table; Linux 6.1
    * mm/memory.c unmap_page_range), so a fault there maps a small page.
@@ -1267,6 +1275,20 @@ static int range_mapped(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
 }
 
 /* Takes [a, b) out of the gap tree (it may span several gaps). */
+/* AS_OK if [a, b) is mapped throughout, else AS_EINVAL naming the first
+ * hole (Linux returns ENOMEM, checked before anything changes). */
+static as_status_t check_mapped(sim_kernel_t *k, const char *what, sim_addr_t a,
+                                sim_addr_t b, as_err_t *err) {
+  sim_addr_t hole;
+  if (range_mapped(k, a, b, 0, &hole)) {
+    return AS_OK;
+  }
+  return as_err_set(err, AS_EINVAL,
+                    "%s [0x%" PRIx64 ", 0x%" PRIx64 "): 0x%" PRIx64
+                    " is not mapped",
+                    what, a, b, hole);
+}
+
 static void gaps_take(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   a = a > k->low ? a : k->low;
   b = b < k->top ? b : k->top;
@@ -1323,24 +1345,30 @@ static void gaps_give(sim_kernel_t *k, inode_t *t) {
   }
 }
 
-/* ---- Huge-page advice (MADV_HUGEPAGE ranges) ------------------------- */
+/* ---- Huge-page advice (MADV_HUGEPAGE, MADV_NOHUGEPAGE ranges) -------- */
 
 /* Whether THP applies to the 2 MiB block at base: THP=always, or
  * THP=madvise and one MADV_HUGEPAGE range holds the block (Linux 6.1
- * mm/huge_memory.c hugepage_vma_check: VM_HUGEPAGE under madvise). */
+ * mm/huge_memory.c hugepage_vma_check: VM_HUGEPAGE under madvise); never
+ * where a VM_NOHUGEPAGE range reaches into the block (hugepage_vma_check
+ * refuses such a VMA in every mode; a block it only partly covers lies
+ * across two VMAs, which a huge page cannot). */
 static int block_wants_thp(const sim_kernel_t *k, sim_addr_t base) {
   if (k->thp_disabled) {
     return 0;
   }
-  if (k->cfg.thp) {
-    return 1;
-  }
-  for (size_t i = 0; k->cfg.thp_madvise && i < k->nadvised; i++) {
-    if (k->advised[i][0] <= base && base + THP_BYTES <= k->advised[i][1]) {
-      return 1;
+  int wants = k->cfg.thp;
+  for (size_t i = 0; i < k->nadvised; i++) {
+    const advice_t *r = &k->advised[i];
+    if (!r->huge && r->start < base + THP_BYTES && base < r->end) {
+      return 0;
+    }
+    if (r->huge && k->cfg.thp_madvise && r->start <= base &&
+        base + THP_BYTES <= r->end) {
+      wants = 1;
     }
   }
-  return 0;
+  return wants;
 }
 
 /* Forgets the advice on [a, b) (munmap, or before new advice): the
@@ -1348,21 +1376,21 @@ static int block_wants_thp(const sim_kernel_t *k, sim_addr_t base) {
  * advised_add keeps. */
 static void unadvise(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   for (size_t i = 0; i < k->nadvised;) {
-    sim_addr_t s = k->advised[i][0], e = k->advised[i][1];
-    if (e <= a || s >= b) {
+    advice_t *r = &k->advised[i];
+    if (r->end <= a || r->start >= b) {
       i++;
-    } else if (s < a && e > b) { /* the hole splits it in two */
-      k->advised[k->nadvised][0] = b;
-      k->advised[k->nadvised++][1] = e;
-      k->advised[i++][1] = a;
-    } else if (s < a) {
-      k->advised[i++][1] = a;
-    } else if (e > b) {
-      k->advised[i++][0] = b;
+    } else if (r->start < a && r->end > b) { /* the hole splits it in two */
+      k->advised[k->nadvised++] = (advice_t){b, r->end, r->huge};
+      r->end = a;
+      i++;
+    } else if (r->start < a) {
+      r->end = a;
+      i++;
+    } else if (r->end > b) {
+      r->start = b;
+      i++;
     } else {
-      k->nadvised--;
-      k->advised[i][0] = k->advised[k->nadvised][0];
-      k->advised[i][1] = k->advised[k->nadvised][1];
+      *r = k->advised[--k->nadvised];
     }
   }
 }
@@ -1370,8 +1398,8 @@ static void unadvise(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
 /* Room for `more` further ranges beside the spare slot unadvise needs. */
 static as_status_t advised_reserve(sim_kernel_t *k, size_t more,
                                    as_err_t *err) {
-  sim_addr_t(*v)[2] = as_grow(k->advised, &k->advised_cap,
-                              k->nadvised + more + 1, sizeof k->advised[0], 8);
+  advice_t *v = as_grow(k->advised, &k->advised_cap, k->nadvised + more + 1,
+                        sizeof k->advised[0], 8);
   if (v == NULL) {
     return as_err_set(err, AS_ENOMEM, "madvise: out of memory");
   }
@@ -1379,30 +1407,30 @@ static as_status_t advised_reserve(sim_kernel_t *k, size_t more,
   return AS_OK;
 }
 
-/* Adds [a, b) to the MADV_HUGEPAGE ranges, joined with ranges it touches,
- * as Linux merges neighbouring VMAs whose flags now agree (6.1 mm/madvise.c
- * madvise_update_vma -> vma_merge): a brk heap advised piece by piece as it
- * grows stays one range, and block_wants_thp scans few. */
+/* Gives [a, b) the advice huge (MADV_HUGEPAGE) or !huge (MADV_NOHUGEPAGE),
+ * replacing any it had, as each clears the other's flag (Linux 6.1
+ * mm/khugepaged.c hugepage_madvise); joined with ranges of the same advice
+ * it touches, as Linux merges neighbouring VMAs whose flags now agree (6.1
+ * mm/madvise.c madvise_update_vma -> vma_merge): a brk heap advised piece
+ * by piece as it grows stays one range, and block_wants_thp scans few. */
 static as_status_t advise_huge(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
-                               as_err_t *err) {
+                               bool huge, as_err_t *err) {
   as_status_t st = advised_reserve(k, 1, err);
   if (st != AS_OK) {
     return st;
   }
   unadvise(k, a, b);
   for (size_t i = 0; i < k->nadvised;) {
-    if (k->advised[i][1] == a || k->advised[i][0] == b) {
-      a = k->advised[i][0] < a ? k->advised[i][0] : a;
-      b = k->advised[i][1] > b ? k->advised[i][1] : b;
-      k->nadvised--;
-      k->advised[i][0] = k->advised[k->nadvised][0];
-      k->advised[i][1] = k->advised[k->nadvised][1];
+    advice_t *r = &k->advised[i];
+    if (r->huge == huge && (r->end == a || r->start == b)) {
+      a = r->start < a ? r->start : a;
+      b = r->end > b ? r->end : b;
+      *r = k->advised[--k->nadvised];
     } else {
       i++;
     }
   }
-  k->advised[k->nadvised][0] = a;
-  k->advised[k->nadvised++][1] = b;
+  k->advised[k->nadvised++] = (advice_t){a, b, huge};
   return AS_OK;
 }
 
@@ -1418,18 +1446,17 @@ static void advice_follow(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   size_t     n0 = k->nadvised, moved = 0;
   sim_addr_t delta = to - a; /* wraps for a move down: sums still right */
   for (size_t i = 0; i < n0; i++) {
-    sim_addr_t s = k->advised[i][0], e = k->advised[i][1];
-    if (e > a && s < b) {
-      sim_addr_t ns = (s > a ? s : a) + delta, ne = (e < b ? e : b) + delta;
-      k->advised[n0 + 1 + moved][0] = ns;
-      k->advised[n0 + 1 + moved++][1] = ne == b + delta ? to_end : ne;
+    const advice_t *r = &k->advised[i];
+    if (r->end > a && r->start < b) {
+      sim_addr_t ns = (r->start > a ? r->start : a) + delta;
+      sim_addr_t ne = (r->end < b ? r->end : b) + delta;
+      k->advised[n0 + 1 + moved++] =
+          (advice_t){ns, ne == b + delta ? to_end : ne, r->huge};
     }
   }
   unadvise(k, a, b);
   for (size_t j = 0; j < moved; j++) {
-    sim_addr_t s = k->advised[n0 + 1 + j][0], e = k->advised[n0 + 1 + j][1];
-    k->advised[k->nadvised][0] = s;
-    k->advised[k->nadvised++][1] = e;
+    k->advised[k->nadvised++] = k->advised[n0 + 1 + j];
   }
 }
 
@@ -1838,10 +1865,17 @@ bool sim_kernel_pt_reclaim_of_release(const char *release) {
   return major > 6 || (major == 6 && minor >= 14);
 }
 
+bool sim_kernel_stack_nohugepage_of_release(const char *release) {
+  /* The same release as the THP alignment: c4608d1bf7c6 fixed the
+   * regressions efa7df3e3bb5 caused for thread stacks. */
+  return sim_kernel_thp_align_of_release(release) != SIM_THP_ALIGN_NONE;
+}
+
 void sim_kernel_config_set_release(sim_kernel_config_t *cfg,
                                    const char          *release) {
   cfg->thp_align = sim_kernel_thp_align_of_release(release);
   cfg->pt_reclaim = sim_kernel_pt_reclaim_of_release(release);
+  cfg->stack_nohugepage = sim_kernel_stack_nohugepage_of_release(release);
 }
 
 const char *sim_kernel_thp_align_name(sim_thp_align_t policy) {
@@ -2218,26 +2252,25 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
                                uint64_t length, sim_madv_t advice,
                                as_err_t *err) {
   k->calls.madvise++;
-  sim_addr_t  end, hole;
+  sim_addr_t  end;
   as_status_t st = check_range(k, "madvise", addr, length, &end, err);
   if (st != AS_OK || addr == end) {
     return st;
   }
   if (advice != SIM_MADV_DONTNEED && advice != SIM_MADV_FREE &&
-      advice != SIM_MADV_HUGEPAGE) {
+      advice != SIM_MADV_HUGEPAGE && advice != SIM_MADV_NOHUGEPAGE) {
     return as_err_set(err, AS_EINVAL, "madvise at 0x%" PRIx64 ": advice %d",
                       addr, (int)advice);
   }
-  if (!range_mapped(k, addr, end, 0, &hole)) {
-    return as_err_set(err, AS_EINVAL,
-                      "madvise [0x%" PRIx64 ", 0x%" PRIx64 "): 0x%" PRIx64
-                      " is not mapped",
-                      addr, end, hole);
+  if ((st = check_mapped(k, "madvise", addr, end, err)) != AS_OK) {
+    return st;
   }
-  if (advice == SIM_MADV_HUGEPAGE) {
+  if (advice == SIM_MADV_HUGEPAGE || advice == SIM_MADV_NOHUGEPAGE) {
     /* Linux 6.1 mm/madvise.c madvise_behavior -> hugepage_madvise: the
-     * VMAs get VM_HUGEPAGE; nothing becomes resident. */
-    return advise_huge(k, addr, end, err);
+     * VMAs get VM_HUGEPAGE or VM_NOHUGEPAGE; nothing becomes resident, and
+     * a huge page already there stays (khugepaged alone would split or
+     * collapse, and it is not modelled). */
+    return advise_huge(k, addr, end, advice == SIM_MADV_HUGEPAGE, err);
   }
   if (advice == SIM_MADV_DONTNEED || k->cfg.memory_pressure) {
     /* DONTNEED: Linux 6.1 mm/madvise.c madvise_dontneed_single_vma ->
@@ -2250,6 +2283,19 @@ as_status_t sim_kernel_madvise(sim_kernel_t *k, sim_addr_t addr,
     chunks_in_range(k, addr, end, CHUNK_LAZY);
   }
   return AS_OK;
+}
+
+as_status_t sim_kernel_mark_stack(sim_kernel_t *k, sim_addr_t addr,
+                                  uint64_t length, as_err_t *err) {
+  sim_addr_t  end;
+  as_status_t st = check_range(k, "MAP_STACK", addr, length, &end, err);
+  if (st != AS_OK || addr == end || !k->cfg.stack_nohugepage) {
+    return st;
+  }
+  if ((st = check_mapped(k, "MAP_STACK", addr, end, err)) != AS_OK) {
+    return st;
+  }
+  return advise_huge(k, addr, end, false, err);
 }
 
 void sim_kernel_reclaim_lazyfree(sim_kernel_t *k) {

@@ -82,9 +82,10 @@ typedef enum sim_prot_e {
 } sim_prot_t;
 
 typedef enum sim_madv_e {
-  SIM_MADV_DONTNEED, /* drop residency now (mm/madvise.c zap) */
-  SIM_MADV_FREE,     /* lazyfree: stays resident until pressure or rewrite */
-  SIM_MADV_HUGEPAGE  /* THP wanted in the range (thp_madvise below) */
+  SIM_MADV_DONTNEED,  /* drop residency now (mm/madvise.c zap) */
+  SIM_MADV_FREE,      /* lazyfree: stays resident until pressure or rewrite */
+  SIM_MADV_HUGEPAGE,  /* THP wanted in the range (thp_madvise below) */
+  SIM_MADV_NOHUGEPAGE /* no THP in the range, whatever the mode */
 } sim_madv_t;
 
 /* Where mmap puts an anonymous mapping of 2 MiB or more with no address
@@ -115,6 +116,13 @@ sim_thp_align_t sim_kernel_thp_align_of_release(const char *release);
  * y).  Before it a block once mapped by small pages keeps them until its
  * mapping goes. */
 bool sim_kernel_pt_reclaim_of_release(const char *release);
+/* Whether a kernel release gives mappings made with MAP_STACK (glibc's
+ * thread stacks) VM_NOHUGEPAGE, as MADV_NOHUGEPAGE would: Linux 6.7+
+ * (c4608d1bf7c6, mm/mmap.c calc_vm_flag_bits; measured on 6.18: a
+ * MAP_STACK mapping shows "nh" in smaps and faults in small pages under
+ * THP always).  Callers that map stacks with MAP_STACK say so
+ * (sim_kernel_mark_stack). */
+bool sim_kernel_stack_nohugepage_of_release(const char *release);
 
 /* What the policy does, in words, for reports. */
 const char *sim_kernel_thp_align_name(sim_thp_align_t policy);
@@ -133,6 +141,8 @@ struct sim_kernel_config_s {
                                 page again (Linux 6.14+, CONFIG_PT_RECLAIM) */
   sim_thp_align_t thp_align; /* placement of large anonymous mappings;
                                 NONE by default (Linux 6.1) */
+  bool stack_nohugepage;     /* MAP_STACK mappings get VM_NOHUGEPAGE (Linux
+                                6.7+); off by default (6.1) */
   bool zero_page;            /* read faults map the shared zero page (on
                                 by default, as Linux does); off: a read
                                 makes the page resident */
@@ -249,6 +259,12 @@ void        sim_kernel_destroy(sim_kernel_t *k);
 uint64_t sim_kernel_page_size(const sim_kernel_t *k);
 
 sim_thp_mode_t sim_kernel_thp_mode(const sim_kernel_t *k);
+/* The mapping [addr, addr + length) was made with MAP_STACK: with
+ * cfg.stack_nohugepage it gets VM_NOHUGEPAGE, as SIM_MADV_NOHUGEPAGE
+ * gives (no madvise call is counted: it is the mmap's flag).  AS_EINVAL
+ * for a range not wholly mapped. */
+as_status_t sim_kernel_mark_stack(sim_kernel_t *k, sim_addr_t addr,
+                                  uint64_t length, as_err_t *err);
 /* prctl(PR_SET_THP_DISABLE, 1): no THP for any mapping of the process from
  * now on, MADV_HUGEPAGE ones included (MMF_DISABLE_THP, which Linux 4.13
  * commit 1860033237d4 made apply to existing mappings at once).  The

@@ -750,6 +750,65 @@ static void adjacent_advice_joins(uint64_t P) {
 }
 PAGE_TESTS(adjacent_advice_joins)
 
+static void stacks_get_no_huge_pages_from_linux_6_7(uint64_t P) {
+  /* THP=always.  glibc maps thread stacks with MAP_STACK, which Linux 6.7+
+   * turns into VM_NOHUGEPAGE (measured on 6.18: "nh" in smaps, a write at
+   * an aligned 2 MiB of a MAP_STACK mapping makes 4 KiB resident, of a
+   * plain one 2 MiB); on 6.1 MAP_STACK is ignored. */
+  const uint64_t B = SIM_KERNEL_THP_BYTES;
+  const char    *releases[] = {"6.1.170", "6.18.44-fc-v1147"};
+  for (int i = 0; i < 2; i++) {
+    sim_kernel_config_t cfg;
+    sim_kernel_config_default(&cfg);
+    cfg.page_size = P;
+    cfg.thp = true;
+    sim_kernel_config_set_release(&cfg, releases[i]);
+    assert_int_equal(cfg.stack_nohugepage, i == 1);
+    sim_kernel_t *k = new_kernel_cfg(&cfg);
+    as_err_t      err = {0};
+    sim_addr_t    stack = map(k, 4 * B, B, SIM_PROT_RW, SIM_OWNER_THREAD_STACK);
+    ok(sim_kernel_mark_stack(k, stack, 4 * B, &err), &err);
+    sim_addr_t heap = map(k, 4 * B, B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+    touch(k, stack + 3 * B + B / 2, 1);
+    assert_int_equal(sim_kernel_rss_bytes(k), i == 1 ? P : B);
+    touch(k, heap + B, 1); /* beside it, a plain mapping gets its huge page */
+    assert_int_equal(sim_kernel_rss_bytes(k), (i == 1 ? P : B) + B);
+    /* munmap takes the flag along: a mapping there later faults whole */
+    ok(sim_kernel_munmap(k, stack, 4 * B, &err), &err);
+    ok(sim_kernel_mmap_fixed(k, stack, 4 * B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP,
+                             &err),
+       &err);
+    touch(k, stack + B, 1);
+    assert_int_equal(sim_kernel_rss_bytes(k), 2 * B);
+    check(k);
+    sim_kernel_destroy(k);
+  }
+}
+PAGE_TESTS(stacks_get_no_huge_pages_from_linux_6_7)
+
+static void nohugepage_advice_replaces_hugepage_advice(uint64_t P) {
+  /* THP=madvise: MADV_NOHUGEPAGE clears VM_HUGEPAGE and MADV_HUGEPAGE
+   * clears VM_NOHUGEPAGE (Linux 6.1 mm/khugepaged.c hugepage_madvise); a
+   * block that no-huge advice reaches into faults page by page. */
+  const uint64_t B = SIM_KERNEL_THP_BYTES;
+  sim_kernel_t  *k = new_kernel(P, false, false);
+  sim_addr_t     a = map(k, 4 * B, B, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP);
+  madv(k, a, 4 * B, SIM_MADV_HUGEPAGE);
+  madv(k, a + B + B / 2, B, SIM_MADV_NOHUGEPAGE);
+  touch(k, a, 1);
+  assert_int_equal(sim_kernel_rss_bytes(k), B);
+  touch(k, a + B, 1);     /* half no-huge: small */
+  touch(k, a + 2 * B, 1); /* likewise */
+  assert_int_equal(sim_kernel_rss_bytes(k), B + 2 * P);
+  madv(k, a + 3 * B, B, SIM_MADV_NOHUGEPAGE);
+  madv(k, a + 3 * B, B, SIM_MADV_HUGEPAGE);
+  touch(k, a + 3 * B, 1); /* advised huge again */
+  assert_int_equal(sim_kernel_rss_bytes(k), 2 * B + 2 * P);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(nohugepage_advice_replaces_hugepage_advice)
+
 static void mremap_of_a_huge_reservation_visits_only_its_chunks(uint64_t P) {
   /* 1 TiB is 2^19 blocks: the move must walk the residency table, not the
    * blocks (the scan path of chunks_move). */
@@ -1589,6 +1648,8 @@ int main(void) {
       PAGE_ENTRIES(mremap_realloc_chain_moves_many_blocks),
       PAGE_ENTRIES(mremap_carries_hugepage_advice),
       PAGE_ENTRIES(adjacent_advice_joins),
+      PAGE_ENTRIES(stacks_get_no_huge_pages_from_linux_6_7),
+      PAGE_ENTRIES(nohugepage_advice_replaces_hugepage_advice),
       PAGE_ENTRIES(mremap_of_a_huge_reservation_visits_only_its_chunks),
       PAGE_ENTRIES(prot_none_reservation_costs_no_rss_and_rejects_writes),
       PAGE_ENTRIES(mprotect_rw_then_touch_and_back),
