@@ -745,6 +745,9 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     v[r->ndtv_frees++] = (oracle_dtv_free_t){res->a, (uint32_t)res->b, res->c};
     break;
   }
+  case ORACLE_R_HINT_AREA:
+    r->hint_area_start = res->a;
+    break;
   case ORACLE_R_DONE:
     r->final_rss_bytes = net(k, res->a);
     r->final_gross_bytes = res->a;
@@ -1005,6 +1008,9 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (r->start_brk != 0 &&
        (rc = meta_u64(m, "start_brk", r->start_brk, err)) != AS_OK) ||
       (rc = meta_u64(m, "clock_origin_ns", r->clock_origin_ns, err)) != AS_OK ||
+      (r->hint_area_start != 0 &&
+       (rc = meta_u64(m, "mimalloc_hint_start", r->hint_area_start, err)) !=
+           AS_OK) ||
       (rc = meta_u64(m, "baseline_rss_bytes", r->baseline_rss_bytes, err)) !=
           AS_OK ||
       (rc = meta_put(m, "rss_source",

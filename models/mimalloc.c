@@ -21,10 +21,7 @@
  * release builds have none), except Ubuntu's 2.0.5, which is one (its
  * padding, fills and mprotect decommit; mi_geometry); large OS pages and
  * huge-page reservations (options default off); NUMA; heap destroy/delete by
- * the program; mi_malloc_aligned's exact placement at 2.1.7 and 3.x (a memalign
- * above 16 bytes is served as an over-allocation with the object at the first
- * aligned address; 2.0.9 and 2.1.2 also take the fast paths,
- * aligned_is_plain); 3.x's exact free-slice search inside a 64-bit bitmap field
+ * the program; 3.x's exact free-slice search inside a 64-bit bitmap field
  * and 3.4.3's separated page metadata (see docs/models/mimalloc.md).
  *
  * Sections
@@ -155,6 +152,12 @@
   X(MO_ALLOW_THP, "allow_thp", OPT_BOOL, "1", "", NULL,                        \
     "MIMALLOC_ALLOW_THP?version=3.4.3", "v3.4.3 src/options.c:177",            \
     "3.4.3: arenas madvised MADV_HUGEPAGE (huge pages under THP=madvise)")     \
+  X(MO_HINT_START, "hint_start", OPT_U64, "0", "", NULL,                       \
+    "meta:mimalloc_hint_start" MI_ENV_21X,                                     \
+    "v2.1.7 src/os.c:91-119, src/prim/unix/prim.c:214-230",                    \
+    "2.1.x: where the first aligned-hint mapping went (the process's "         \
+    "random pick in [2, 6) TiB; the oracle records it); 0: unknown, "          \
+    "mapped top-down")                                                         \
   NPTL_STACK_OPTIONS(X, MO_STACK_SIZE, MO_THREAD_STACK_PAGES)
 enum mimalloc_option_e { MIMALLOC_OPTIONS(MODEL_OPTION_KEY) MO_COUNT };
 _Static_assert(MO_COUNT <= MODEL_OPTS_MAX, "model_opts_t holds the rows");
@@ -198,6 +201,7 @@ static const row_scope_t row_scopes[] = {
     {MO_PAGE_MAX_RECLAIM, 1u << MV_343, NULL},
     {MO_PAGE_CROSS_THREAD_MAX_RECLAIM, 1u << MV_343, NULL},
     {MO_ALLOW_THP, 1u << MV_343, NULL},
+    {MO_HINT_START, V21X, NULL},
 };
 
 /* Version defaults that differ from the rows' (2.0.9 / 2.1) defaults. */
@@ -399,6 +403,7 @@ static void read_options(mi_model_t *m, const model_opts_t *o) {
   m->generic_collect = model_opt_i64(o, MO_GENERIC_COLLECT);
   m->max_candidates = model_opt_i64(o, MO_PAGE_MAX_CANDIDATES);
   m->allow_thp = m->version == MV_343 && model_opt_bool(o, MO_ALLOW_THP);
+  m->hint_next = MI_IS_V21(m->version) ? model_opt_u64(o, MO_HINT_START) : 0;
 }
 
 /* ---- Kernel helpers ----------------------------------------------------- */
@@ -449,6 +454,16 @@ static sim_addr_t os_map(mi_model_t *m, uint64_t size, uint64_t align,
     return 0;
   kfail(m, sim_kernel_mmap(m->kernel, size, align, prot, SIM_OWNER_MIMALLOC, &a,
                            m->err));
+  return m->fail == AS_OK ? a : 0;
+}
+
+sim_addr_t mi_os_map_hint(mi_model_t *m, sim_addr_t hint, uint64_t size,
+                          bool commit) {
+  sim_addr_t a = 0;
+  if (m->fail == AS_OK)
+    kfail(m, sim_kernel_mmap_hint(m->kernel, hint, size,
+                                  commit ? SIM_PROT_RW : SIM_PROT_NONE,
+                                  SIM_OWNER_MIMALLOC, &a, m->err));
   return m->fail == AS_OK ? a : 0;
 }
 
@@ -654,9 +669,14 @@ static bool ensure_objects(mi_model_t *m, uint64_t id) {
          (!m->g.debug || sim_idtable_reach(&m->req_tab, id));
 }
 
+/* Where object id starts: its block, or the block's first address of its
+ * alignment (an over-allocation, alloc-aligned.c). */
 static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
-  const mpage_t *p = &m->pages[m->objs[id].page];
-  return p->start + (uint64_t)m->objs[id].block * p->block_size;
+  const mobj_t  *o = &m->objs[id];
+  const mpage_t *p = &m->pages[o->page];
+  sim_addr_t     a = p->start + (uint64_t)o->block * p->block_size;
+  uint64_t mask = o->align_shift ? (UINT64_C(1) << o->align_shift) - 1 : 0;
+  return (a + mask) & ~mask;
 }
 
 /* Entry bookkeeping: the clock, the error sink. */
@@ -678,29 +698,79 @@ static as_status_t leave(const mi_model_t *m) {
   return m->fail;
 }
 
-/* Whether mi_malloc_aligned(size, align) is a plain allocation of size
- * (209 alloc-aligned.c; 212 the same; not yet 217/3.x's variants):
- * mi_heap_malloc_aligned's fast path (:148-165, release builds have no
- * padding), the small block with the right alignment at the head of the
- * bin's first page (:119-134), the fallback's size-aligned blocks
- * (:27-31).  Otherwise it over-allocates size + align - 1 (:52-55). */
-static bool aligned_is_plain(mi_model_t *m, uint32_t heap, uint64_t size,
-                             uint64_t align) {
-  if (m->version != MV_209 && m->version != MV_212)
-    return align <= 16; /* as before: not modelled */
-  if (size <= 1024 && (size & (size - 1)) == 0 && size >= align)
-    return true;
-  if (size <= 1024 && align <= size) {
-    uint32_t pg = H(m, heap)->pages[mi_model_bin(m, size)].first;
-    if (pg != 0 && P(m, pg)->free_n > 0) {
-      const mpage_t *p = P(m, pg);
-      sim_addr_t     b =
-          p->start + (uint64_t)p->blocks[p->free_n - 1] * p->block_size;
-      if ((b & (align - 1)) == 0)
-        return true;
-    }
+/* Whether the next block the first page of size's bin hands out is aligned
+ * (mi_heap_malloc_aligned's small fast path: 209 alloc-aligned.c:119-134,
+ * 217 :107-125, 301 :188-205, 343 :211-229; release builds have no
+ * padding): then the request is a plain allocation of size. */
+static bool head_block_aligned(mi_model_t *m, uint32_t heap, uint64_t size,
+                               uint64_t align) {
+  if (size > 1024 || align > size) /* MI_SMALL_SIZE_MAX */
+    return false;
+  uint32_t pg = H(m, heap)->pages[mi_model_bin(m, size)].first;
+  if (pg == 0 || P(m, pg)->free_n == 0)
+    return false;
+  const mpage_t *p = P(m, pg);
+  sim_addr_t b = p->start + (uint64_t)p->blocks[p->free_n - 1] * p->block_size;
+  return (b & (align - 1)) == 0;
+}
+
+/* mi_good_size without padding: the bin's block size, above the largest
+ * bin's objects whole OS pages (217 page-queue.c:114-121; 343 :114-125). */
+static uint64_t good_size(const mi_model_t *m, uint64_t size) {
+  uint64_t binned = MI_IS_V3(m->version) ? m->g.large_max : MI_MEDIUM_OBJ_MAX;
+  return size <= binned ? mi_bin_size(mi_model_bin(m, size))
+                        : (size + 4095) / 4096 * 4096;
+}
+
+/* mi_malloc_is_naturally_aligned: block sizes whose blocks lie aligned,
+ * which the page layouts guarantee (mi_segment_page_layout, block_start).
+ * 217 alloc-aligned.c:15-21: up to 16 bytes any, else blocks up to 128 KiB
+ * (MI_MAX_ALIGN_GUARANTEE) whose size align divides.  301 :18-26:
+ * power-of-2 blocks up to 1 KiB (MI_PAGE_MAX_START_BLOCK_ALIGN2).  343
+ * :18-29: up to 4 KiB, or any multiple of 4 KiB for a 4 KiB alignment. */
+static bool naturally_aligned(const mi_model_t *m, uint64_t size,
+                              uint64_t align) {
+  if (align > size)
+    return false;
+  uint64_t gs = good_size(m, size);
+  bool     pow2 = (gs & (gs - 1)) == 0;
+  switch (m->version) {
+  case MV_217:
+    return align <= 16 || (gs <= MI_MEDIUM_OBJ_MAX && gs % align == 0);
+  case MV_301:
+    return pow2 && gs <= 1024;
+  default: /* MV_343 */
+    return (pow2 && gs <= 4096) || (align == 4096 && gs % 4096 == 0);
   }
-  return align <= size && size <= 128 && (size & (align - 1)) == 0;
+}
+
+typedef enum align_way_e {
+  ALIGN_PLAIN,   /* a plain allocation of size is aligned */
+  ALIGN_NATURAL, /* a plain allocation of size, freed if not aligned */
+  ALIGN_OVER     /* size + align - 1, the object at the first aligned byte */
+} align_way_t;
+
+/* How mi_malloc_aligned(size, align) is served.  209 and 212
+ * (alloc-aligned.c; 212 the same): the small fast path, and the
+ * fallback's size-aligned blocks (:27-31).  217 and 3.x: the fast path,
+ * then a naturally aligned size as a plain allocation whose result is
+ * checked (217 :84-95, 301 :149-160, 343 :165-176).  Otherwise they
+ * over-allocate size + align - 1 (209 :52-55, 217 :41-43).  2.0.5 (a
+ * debug build) is modelled as plain up to 16 bytes, over-allocated above. */
+static align_way_t aligned_way(mi_model_t *m, uint32_t heap, uint64_t size,
+                               uint64_t align) {
+  if (m->version == MV_205)
+    return align <= 16 ? ALIGN_PLAIN : ALIGN_OVER;
+  if (head_block_aligned(m, heap, size, align))
+    return ALIGN_PLAIN;
+  if (m->version == MV_209 || m->version == MV_212) {
+    bool pow2 = (size & (size - 1)) == 0;
+    return (size <= 1024 && pow2 && size >= align) ||
+                   (align <= size && size <= 128 && (size & (align - 1)) == 0)
+               ? ALIGN_PLAIN
+               : ALIGN_OVER;
+  }
+  return naturally_aligned(m, size, align) ? ALIGN_NATURAL : ALIGN_OVER;
 }
 
 /* Allocates size bytes as object id through heap; the program's writes
@@ -711,23 +781,35 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
     mi_fail_oom(m);
     return;
   }
-  uint64_t req = size;
-  uint64_t align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
-  if (align >= 8 && !aligned_is_plain(m, heap, size, align))
-    req = size + align - 1; /* alloc-aligned.c over-allocation */
-  else
-    align = 0;
+  uint64_t    align = ev->op == TRACE_MEMALIGN ? ev->align : 0;
+  align_way_t way =
+      align >= 8 ? aligned_way(m, heap, size, align) : ALIGN_PLAIN;
+  uint64_t req = way == ALIGN_OVER ? size + align - 1 : size;
   uint32_t page, block;
   /* a debug build asks for the padding too (v2.0.5 src/alloc.c:82, 106) */
   uint64_t pad = m->g.debug ? MI_PADDING_SIZE : 0;
   if (!mi_malloc(m, heap, req + pad, &page, &block))
     return;
-  m->objs[ev->id].page = page;
-  m->objs[ev->id].block = block;
-  if (m->g.debug)
-    m->requested[ev->id] = req;
   mpage_t   *p = P(m, page);
   sim_addr_t a = p->start + (uint64_t)block * p->block_size;
+  if (way == ALIGN_NATURAL && (a & (align - 1)) != 0) {
+    /* 217 alloc-aligned.c:88-93: not aligned after all (a page start the
+     * block size could not align): freed, then over-allocated */
+    mi_free_block(m, H(m, heap)->tld, page, block);
+    way = ALIGN_OVER;
+    req = size + align - 1;
+    if (!mi_malloc(m, heap, req, &page, &block))
+      return;
+    p = P(m, page);
+    a = p->start + (uint64_t)block * p->block_size;
+  }
+  if (way != ALIGN_OVER)
+    align = 0;
+  m->objs[ev->id].page = page;
+  m->objs[ev->id].block = block & 0xffffff;
+  m->objs[ev->id].align_shift = align ? (uint8_t)__builtin_ctzll(align) : 0;
+  if (m->g.debug)
+    m->requested[ev->id] = req;
   if (m->g.debug)
     mi_debug_alloc_fill(m, page, a, req); /* calloc's zeroing is within */
   if (align != 0)
@@ -920,8 +1002,13 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
                            const trace_event_t *ev) {
   uint64_t   old = ev->prev_size;
   mpage_t   *p = P(m, m->objs[ev->id].page);
-  uint64_t   usable = m->g.debug ? m->requested[ev->id] : p->block_size;
   sim_addr_t a = obj_addr(m, ev->id);
+  /* mi_usable_size: from an aligned object to its block's end (217
+   * free.c mi_page_usable_aligned_size_of; 209 alloc.c:603-619) */
+  uint64_t usable =
+      m->g.debug ? m->requested[ev->id]
+                 : p->start + (uint64_t)m->objs[ev->id].block * p->block_size +
+                       p->block_size - a;
   if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
     if (ev->size > old && !(ev->flags & TRACE_FLAG_UNWRITTEN))
       mi_touch(m, a + old, ev->size - old);
@@ -944,7 +1031,8 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);
   m->objs[ev->id].page = page;
-  m->objs[ev->id].block = block;
+  m->objs[ev->id].block = block & 0xffffff;
+  m->objs[ev->id].align_shift = 0;
   m->live_bytes += ev->size - old;
   if (m->g.debug) {
     mi_debug_free_fill(m, tld, opage, oblock, m->requested[ev->id]);

@@ -42,6 +42,7 @@ typedef enum mi_version_e {
 
 #define MI_IS_V3(v)  ((v) >= MV_301)
 #define MI_IS_V20(v) ((v) <= MV_209) /* 2.0.x: segment cache, "decommit" */
+#define MI_IS_V21(v) ((v) == MV_212 || (v) == MV_217)
 
 #define MI_KIB UINT64_C(1024)
 #define MI_MIB (MI_KIB * MI_KIB)
@@ -233,6 +234,8 @@ struct mseg_s {
   bool       allow_decommit;
   bool       large;      /* 209 mem_is_large (and mem_is_pinned): THP advised */
   bool       in_visited; /* on the abandoned visited list */
+  bool       abandoned_mark; /* 217: its bit in its arena's abandoned map */
+  bool       was_reclaimed;  /* 217: counted in its tld's reclaim_count */
   bool       live;
   mslice_t  *slices; /* slice_entries + 1 */
 };
@@ -291,7 +294,10 @@ struct marena3_s {
 typedef struct mobj_s mobj_t;
 struct mobj_s {
   uint32_t page;
-  uint32_t block;
+  uint32_t block : 24;      /* a page holds at most 512 KiB / 8 blocks */
+  uint32_t align_shift : 8; /* an over-allocated aligned object: log2 of
+                               its alignment (it starts at the block's first
+                               such address); 0 otherwise */
 };
 
 struct mi_model_s {
@@ -309,25 +315,27 @@ struct mi_model_s {
   model_opts_t   opts;
   model_option_t shown[MODEL_OPTS_MAX + 1];
   /* options (effective values) */
-  int64_t purge_delay;   /* decommit_delay (209) / purge_delay */
-  int64_t extend_delay;  /* decommit_extend_delay / purge_extend */
-  int64_t segment_delay; /* 209 segment_decommit_delay */
-  int64_t arena_mult;    /* arena_purge_mult */
-  bool    purge_decommits;
-  bool    allow_decommit;
-  bool    page_reset;
-  bool    large_os_pages; /* 2.0.x: large_os_pages (mi_seg_os_alloc) */
-  bool    abandoned_purge;
-  bool    eager_commit;
-  int64_t eager_commit_delay;
-  int64_t max_segment_reclaim;
-  int64_t reclaim_on_free;          /* 343: -1, 0, 1; before, 0 or not */
-  int64_t page_max_reclaim;         /* 343 */
-  int64_t cross_thread_max_reclaim; /* 343 */
-  int64_t page_full_retain;
-  int64_t generic_collect;
-  int64_t max_candidates;
-  bool    allow_thp; /* 3.4.3: arenas get MADV_HUGEPAGE */
+  int64_t  purge_delay;   /* decommit_delay (209) / purge_delay */
+  int64_t  extend_delay;  /* decommit_extend_delay / purge_extend */
+  int64_t  segment_delay; /* 209 segment_decommit_delay */
+  int64_t  arena_mult;    /* arena_purge_mult */
+  bool     purge_decommits;
+  bool     allow_decommit;
+  bool     page_reset;
+  bool     large_os_pages; /* 2.0.x: large_os_pages (mi_seg_os_alloc) */
+  bool     abandoned_purge;
+  bool     eager_commit;
+  int64_t  eager_commit_delay;
+  int64_t  max_segment_reclaim;
+  int64_t  reclaim_on_free;          /* 343: -1, 0, 1; before, 0 or not */
+  int64_t  page_max_reclaim;         /* 343 */
+  int64_t  cross_thread_max_reclaim; /* 343 */
+  int64_t  page_full_retain;
+  int64_t  generic_collect;
+  int64_t  max_candidates;
+  bool     allow_thp; /* 3.4.3: arenas get MADV_HUGEPAGE */
+  uint64_t hint_next; /* 2.1.x: the next aligned hint (aligned_base), 0
+                         unknown (hint_start) */
   /* records */
   sim_idtable_t pages_tab;           /* page records by id: never moved */
   mpage_t      *pages;               /* pages_tab's base */
@@ -402,6 +410,10 @@ void       mi_madvise_free(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_madvise_hugepage(mi_model_t *m, sim_addr_t addr, uint64_t len);
 sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align);
 sim_addr_t mi_os_reserve(mi_model_t *m, uint64_t size, uint64_t align);
+/* mmap(hint, size) RW (commit) or PROT_NONE: at the hint when the range is
+ * free, else top-down (sim_kernel_mmap_hint); 0 after a failure. */
+sim_addr_t mi_os_map_hint(mi_model_t *m, sim_addr_t hint, uint64_t size,
+                          bool commit);
 void       mi_os_commit(mi_model_t *m, sim_addr_t addr, uint64_t len);
 void       mi_os_free(mi_model_t *m, sim_addr_t addr, uint64_t size);
 /* _mi_os_purge (212 os.c:475-500): DONTNEED, or MADV_FREE when
@@ -440,6 +452,7 @@ uint32_t mi_heap_by_tag(mi_model_t *m, uint32_t heap, uint8_t tag);
 bool     mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
                    uint32_t *block);
 void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block);
+bool mi_segment_attempt_reclaim(mi_model_t *m, uint32_t tld, uint32_t seg);
 /* Debug build: what _mi_page_malloc writes into a new block of padded size
  * (fill and padding), and what a free writes over the old one. */
 void mi_debug_alloc_fill(mi_model_t *m, uint32_t page, sim_addr_t a,

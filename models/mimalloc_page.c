@@ -899,7 +899,8 @@ void mi_free_block(mi_model_t *m, uint32_t tld, uint32_t page, uint32_t block) {
    * frees the segment at once (v2.0.5 src/alloc.c:355-359,
    * src/segment.c:1562-1585), as its owner's free does here */
   bool huge205 = m->version == MV_205 && p->is_huge;
-  if ((owner != 0 && owner == tld) || huge205) {
+  if ((owner != 0 && owner == tld) || huge205 ||
+      (owner == 0 && mi_segment_attempt_reclaim(m, tld, p->seg))) {
     free_local(m, page, block);
   } else if (MI_IS_V3(m->version)) {
     free_mt3(m, tld, page, block);

@@ -731,6 +731,27 @@ static bool use_large_os_page(const mi_model_t *m, uint64_t size,
   return m->large_os_pages && size % large == 0 && align % large == 0;
 }
 
+/* 2.1.x: a segment-aligned mapping of at most 1 GiB goes to the next
+ * aligned hint, and takes its size, rounded up to a segment, from the
+ * hints whether the kernel keeps the hint or not (217 os.c:95-119
+ * _mi_os_get_aligned_hint; prim/unix/prim.c:214-230 mmap at the hint).
+ * The hints start at a random point per process (os.c:112-115), which the
+ * hint_start option gives; without it (0) the mapping is placed top-down
+ * as mmap without a hint would: 0 here.  A hint the kernel moves is
+ * remapped aligned by the caller's path (0 here too). */
+static sim_addr_t hinted_os_alloc(mi_model_t *m, uint64_t size, bool commit) {
+  uint64_t seg = seg_size(m);
+  if (m->hint_next == 0 || size > MI_GIB || m->fail != AS_OK)
+    return 0;
+  sim_addr_t hint = m->hint_next;
+  m->hint_next += (size + seg - 1) / seg * seg;
+  sim_addr_t a = mi_os_map_hint(m, hint, size, commit);
+  if (a % seg == 0)
+    return a;
+  mi_os_free(m, a, size);
+  return 0;
+}
+
 /* A segment's memory from the OS (_mi_arena_alloc_aligned -> _mi_os_alloc_
  * aligned, 209 arena.c, os.c:708-790); *large: in, large pages allowed;
  * out, whether it got them.  With large pages on Linux, mi_unix_mmap
@@ -746,8 +767,10 @@ static sim_addr_t segment_os_alloc(mi_model_t *m, uint64_t size, bool commit,
   bool want = *large && commit && size % seg_size(m) == 0 &&
               use_large_os_page(m, size, seg_size(m));
   *large = false;
-  sim_addr_t base = commit ? mi_os_alloc(m, size, seg_size(m))
-                           : mi_os_reserve(m, size, seg_size(m));
+  sim_addr_t base = hinted_os_alloc(m, size, commit);
+  if (base == 0)
+    base = commit ? mi_os_alloc(m, size, seg_size(m))
+                  : mi_os_reserve(m, size, seg_size(m));
   if (want && base != 0) {
     mi_madvise_hugepage(m, base, size);
     *large = true;
@@ -1088,6 +1111,8 @@ static void segment_os_free(mi_model_t *m, uint32_t seg) {
 /* mi_segment_free (:948-977): remove the free spans from the queues. */
 static void segment_free(mi_model_t *m, uint32_t seg) {
   mseg_t *s = S(m, seg);
+  if (s->was_reclaimed && s->tld != 0) /* 217 :391-394 */
+    m->tlds[s->tld].reclaim_count--;
   for (uint32_t i = 0; i < s->slice_entries;) {
     mslice_t *sl = &s->slices[i];
     uint32_t  n = sl->count ? sl->count : 1;
@@ -1179,6 +1204,48 @@ static void abandoned_push(mi_model_t *m, uint32_t seg) {
   m->abandoned_count++;
 }
 
+/* 217 keeps no list: an abandoned segment of an arena is a bit of the
+ * arena's blocks_abandoned map (_mi_arena_segment_mark_abandoned, 217
+ * arena.c:780-800); one outside arenas is only counted, and only a free
+ * into it reclaims it. */
+static void mark_abandoned217(mi_model_t *m, uint32_t seg) {
+  S(m, seg)->abandoned_mark = S(m, seg)->arena != 0;
+  m->abandoned_count++;
+}
+
+/* A search of the abandoned maps (mi_arena_field_cursor_t): it starts at
+ * bit 1 of the first arena's first field, as 217 arena.c:823-829 adds one
+ * to the cursor's initial bit (so a segment at the first arena's block 0
+ * is never found), and visits the arenas from a random one (:817-820):
+ * the first, as with one arena. */
+typedef struct cursor217_s cursor217_t;
+struct cursor217_s {
+  uint32_t arena, block; /* the last found; arena 1, block 0 at first */
+};
+
+/* _mi_arena_segment_clear_abandoned_next (217 arena.c:823-866): the marked
+ * segment after the cursor in (arena, block) order, unmarked; 0 if none. */
+static uint32_t abandoned_next217(mi_model_t *m, cursor217_t *c) {
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < m->segs_n; i++) {
+    const mseg_t *s = S(m, i);
+    if (!s->live || !s->abandoned_mark || s->arena < c->arena ||
+        (s->arena == c->arena && s->arena_block <= c->block))
+      continue;
+    if (best == 0 || s->arena < S(m, best)->arena ||
+        (s->arena == S(m, best)->arena &&
+         s->arena_block < S(m, best)->arena_block))
+      best = i;
+  }
+  if (best == 0)
+    return 0;
+  S(m, best)->abandoned_mark = false;
+  m->abandoned_count--;
+  c->arena = S(m, best)->arena;
+  c->block = S(m, best)->arena_block;
+  return best;
+}
+
 static void visited_push(mi_model_t *m, uint32_t seg) {
   S(m, seg)->abandoned_next = m->abandoned_visited;
   S(m, seg)->in_visited = true;
@@ -1216,6 +1283,22 @@ static uint32_t abandoned_pop(mi_model_t *m) {
   return seg;
 }
 
+/* The next abandoned segment of a search: 217's map order, else the list's
+ * (mi_abandoned_pop). */
+static uint32_t abandoned_take(mi_model_t *m, cursor217_t *c) {
+  return m->version == MV_217 ? abandoned_next217(m, c) : abandoned_pop(m);
+}
+
+/* A segment a search looked at and left: 217 marks it again, behind the
+ * search's cursor (217 segment.c:1328); the others put it on the visited
+ * list (mi_abandoned_visited_push). */
+static void abandoned_leave(mi_model_t *m, uint32_t seg) {
+  if (m->version == MV_217)
+    mark_abandoned217(m, seg);
+  else
+    visited_push(m, seg);
+}
+
 /* mi_segment_abandon (:1217-1247; 217 :1080-1113). */
 static void segment_abandon(mi_model_t *m, uint32_t seg) {
   mseg_t *s = S(m, seg);
@@ -1234,9 +1317,16 @@ static void segment_abandon(mi_model_t *m, uint32_t seg) {
   try_purge(m, seg, force);
   s = S(m, seg);
   m->tlds[s->tld].segment_count--;
+  if (s->was_reclaimed) { /* 217 :1108-1111 */
+    m->tlds[s->tld].reclaim_count--;
+    s->was_reclaimed = false;
+  }
   s->tld = 0;
   s->abandoned_visits = 1;
-  abandoned_push(m, seg);
+  if (m->version == MV_217)
+    mark_abandoned217(m, seg);
+  else
+    abandoned_push(m, seg);
 }
 
 /* _mi_segment_page_abandon (:1249-1265). */
@@ -1297,6 +1387,10 @@ static uint32_t segment_reclaim(mi_model_t *m, uint32_t seg, uint32_t heap,
   s->tld = tld;
   s->abandoned_visits = 0;
   m->tlds[tld].segment_count++;
+  if (m->version == MV_217) { /* 217 :1195-1196 */
+    s->was_reclaimed = true;
+    m->tlds[tld].reclaim_count++;
+  }
   for (uint32_t i = m->g.info_slices; i < S(m, seg)->slice_entries;) {
     mslice_t *sl = &S(m, seg)->slices[i];
     if (sl->state != 0) {
@@ -1335,9 +1429,32 @@ static uint32_t segment_reclaim(mi_model_t *m, uint32_t seg, uint32_t heap,
 }
 
 void mi_abandoned_reclaim_all(mi_model_t *m, uint32_t heap) {
-  uint32_t seg;
-  while ((seg = abandoned_pop(m)) != 0)
+  cursor217_t c = {1, 0};
+  uint32_t    seg;
+  while ((seg = abandoned_take(m, &c)) != 0)
     segment_reclaim(m, seg, heap, 0, NULL);
+}
+
+/* 217 _mi_segment_attempt_reclaim (segment.c:1258-1269), from a free by
+ * the thread of tld into abandoned segment seg (free.c:243-254, with
+ * abandoned_reclaim_on_free): into the thread's heap, unless it already
+ * owns twice as many segments by reclaim as it has segments.  Whether the
+ * free may then go on as the thread's own. */
+bool mi_segment_attempt_reclaim(mi_model_t *m, uint32_t tld, uint32_t seg) {
+  if (m->version != MV_217 || m->reclaim_on_free == 0 || tld == 0)
+    return false;
+  mseg_t *s = S(m, seg);
+  mtld_t *t = &m->tlds[tld];
+  if (s->tld != 0 || t->heap_backing == 0 ||
+      t->reclaim_count * 2 > t->segment_count)
+    return false;
+  /* _mi_arena_segment_clear_abandoned (arena.c:762-778): the map's bit,
+   * or (outside arenas) the count alone */
+  if (s->arena != 0 && !s->abandoned_mark)
+    return false;
+  s->abandoned_mark = false;
+  m->abandoned_count--;
+  return segment_reclaim(m, seg, t->heap_backing, 0, NULL) != 0;
 }
 
 /* mi_segment_try_reclaim (:1396-1432). */
@@ -1362,8 +1479,9 @@ static uint32_t segment_try_reclaim(mi_model_t *m, uint32_t heap,
     if (tries > 1024)
       tries = 1024;
   }
-  uint32_t seg;
-  while (tries-- > 0 && (seg = abandoned_pop(m)) != 0) {
+  cursor217_t c = {1, 0};
+  uint32_t    seg;
+  while (tries-- > 0 && (seg = abandoned_take(m, &c)) != 0) {
     S(m, seg)->abandoned_visits++;
     bool has_page = segment_check_free(m, seg, needed, block_size);
     if (S(m, seg)->used == 0) {
@@ -1374,7 +1492,7 @@ static uint32_t segment_try_reclaim(mi_model_t *m, uint32_t heap,
       segment_reclaim(m, seg, heap, 0, NULL);
     } else {
       try_purge(m, seg, m->version != MV_217); /* 217 :1327 */
-      visited_push(m, seg);
+      abandoned_leave(m, seg);
     }
   }
   return 0;
@@ -1383,16 +1501,19 @@ static uint32_t segment_try_reclaim(mi_model_t *m, uint32_t heap,
 /* _mi_abandoned_collect (:1435-1460). */
 void mi_abandoned_collect(mi_model_t *m, uint32_t heap, bool force) {
   int64_t tries = force ? 16 * 1024 : 1024;
-  if (force)
+  if (m->version == MV_217 && force) /* 217 :1339 */
+    tries = (int64_t)m->abandoned_count;
+  else if (force)
     visited_revisit(m);
-  uint32_t seg;
-  while (tries-- > 0 && (seg = abandoned_pop(m)) != 0) {
+  cursor217_t c = {1, 0};
+  uint32_t    seg;
+  while (tries-- > 0 && (seg = abandoned_take(m, &c)) != 0) {
     segment_check_free(m, seg, 0, 0);
     if (S(m, seg)->used == 0) {
       segment_reclaim(m, seg, heap, 0, NULL);
     } else {
       try_purge(m, seg, force);
-      visited_push(m, seg);
+      abandoned_leave(m, seg);
     }
   }
 }

@@ -139,6 +139,19 @@ static uint64_t rss(const fx_t *f) {
   return sim_kernel_rss_bytes(f->k);
 }
 
+/* Where object id lies. */
+static sim_addr_t where(const fx_t *f, uint64_t id) {
+  sim_addr_t a = 0;
+  assert_true(model_locate(f->m, id, &a));
+  return a;
+}
+
+static void memalign_t(fx_t *f, uint64_t id, uint64_t align, uint64_t size) {
+  trace_event_t e = {
+      .op = TRACE_MEMALIGN, .id = id, .size = size, .align = align};
+  run(f, &e);
+}
+
 static uint64_t counter(const fx_t *f, const char *name) {
   uint64_t v = 0;
   assert_true(model_counter_get(f->m, name, &v));
@@ -566,6 +579,52 @@ static void thread_exit_abandons_segments(void **state) {
   fx_close(f);
 }
 
+/* 2.1.7 reclaims an abandoned segment into the heap of a thread that
+ * frees a block in it (abandoned_reclaim_on_free, default 1: v2.1.7
+ * src/free.c:243-254, src/segment.c:1258-1269); 2.1.2 only queues the
+ * free, and the segment stays abandoned. */
+static void v217_reclaims_an_abandoned_segment_on_free(void **state) {
+  (void)state;
+  for (int v217 = 0; v217 < 2; v217++) {
+    fx_t *f =
+        fx_open(v217 ? "mimalloc:version=2.1.7" : "mimalloc:version=2.1.2");
+    mal(f, 9, 1000); /* the main thread's own segment */
+    mal_t(f, 1, 0, 1000);
+    mal_t(f, 1, 1, 1000);
+    thread_exit(f, 1);
+    assert_int_equal(counter(f, "mimalloc.abandoned_segments"), 1);
+    fre_t(f, 0, 0);
+    assert_int_equal(counter(f, "mimalloc.abandoned_segments"), !v217);
+    fx_close(f);
+  }
+}
+
+/* 2.1.7 finds abandoned segments in its arena's map, in address order
+ * (v2.1.7 src/arena.c:823-866), not last-abandoned first as 2.1.2's list
+ * (v2.1.2 src/segment.c mi_abandoned_pop): of two abandoned segments with
+ * room for a thread's 1000-byte block, the lower one is reclaimed. */
+static void v217_searches_abandoned_segments_in_address_order(void **state) {
+  (void)state;
+  for (int v217 = 0; v217 < 2; v217++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "mimalloc:version=%s,reclaim_on_free=0",
+             v217 ? "2.1.7" : "2.1.2");
+    fx_t *f = fx_open(v217 ? spec : "mimalloc:version=2.1.2");
+    mal(f, 9, 1000);
+    mal_t(f, 1, 0, 1000); /* thread 1's segment, below thread 2's? */
+    mal_t(f, 2, 1, 1000);
+    sim_addr_t a1 = where(f, 0), a2 = where(f, 1);
+    thread_exit(f, 1);
+    thread_exit(f, 2); /* abandoned last: the top of 2.1.2's list */
+    mal_t(f, 3, 2, 1000);
+    sim_addr_t lower = a1 < a2 ? a1 : a2;
+    sim_addr_t want = v217 ? lower : a2;
+    /* the block lies in the reclaimed segment (32 MiB, aligned) */
+    assert_int_equal(where(f, 2) >> 25, want >> 25);
+    fx_close(f);
+  }
+}
+
 static void thread_start(fx_t *f, uint32_t tid) {
   trace_event_t e = {.op = TRACE_THREAD_START, .thread = tid};
   run(f, &e);
@@ -879,6 +938,74 @@ static void a_preloaded_mimalloc_run_is_replayed_on_mimalloc(void **state) {
  * prim/unix/prim.c:456-464): under THP=madvise, the kernel default, the
  * first object faults in the arena's first 2 MiB block whole; not with
  * allow_thp=0, and not in 3.0.1. */
+/* 2.1.x maps its arena at the next aligned hint, which starts at a random
+ * multiple of 32 MiB in [2, 6) TiB per process (v2.1.7 src/os.c:95-119):
+ * hint_start (the oracle's mimalloc_hint_start) puts the model's there;
+ * without it the arena lies top-down, far above. */
+static void v21_arenas_map_at_the_hint(void **state) {
+  (void)state;
+  const uint64_t hint = (UINT64_C(2) << 40) + 77 * 32 * MiB;
+  for (int known = 0; known < 2; known++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "mimalloc:version=2.1.7,hint_start=%" PRIu64,
+             known ? hint : 0);
+    fx_t *f = fx_open(spec);
+    mal(f, 0, 100);
+    sim_addr_t a = where(f, 0);
+    assert_int_equal(a >= hint && a < hint + 1024 * MiB, known);
+    fx_close(f);
+  }
+}
+
+/* mi_malloc_aligned, release by release (src/alloc-aligned.c).  2.1.7
+ * serves a naturally aligned size as a plain allocation (v2.1.7 :15-21,
+ * :84-95): memalign(4096, 16279) is a 16 KiB block, the next malloc of
+ * that bin lies right after it.  2.0.9 over-allocates it (v2.0.9 :52-55):
+ * a 20 KiB block, and the malloc goes to another page.  2.1.7
+ * over-allocates memalign(16, 8) (16 > 8, :16): 23 bytes, the bin of a
+ * malloc(24) (32-byte blocks, usable_sizes_follow_the_bins), not of 8. */
+static void aligned_requests_follow_each_release(void **state) {
+  (void)state;
+  for (int v217 = 0; v217 < 2; v217++) {
+    fx_t *f = fx_open(v217 ? "mimalloc:version=2.1.7" : "mimalloc");
+    memalign_t(f, 0, 4096, 16279);
+    mal(f, 1, 16000);
+    assert_int_equal(where(f, 0) % 4096, 0);
+    assert_int_equal(where(f, 1) == where(f, 0) + 16384, v217);
+    fx_close(f);
+  }
+  fx_t *f = fx_open("mimalloc:version=2.1.7");
+  memalign_t(f, 0, 16, 8);
+  mal(f, 1, 24); /* the same bin: 23 and 24 bytes are 32-byte blocks */
+  assert_int_equal(where(f, 0) % 16, 0);
+  assert_int_equal(where(f, 1), where(f, 0) + 32);
+  fx_close(f);
+}
+
+/* realloc keeps an aligned object in place only within the bytes from it to
+ * its block's end (mi_usable_size of an aligned pointer, v2.1.7 free.c
+ * mi_page_usable_aligned_size_of), not the whole block: memalign(2048, 68)
+ * over-allocates a 2560-byte block (2.1.7 blocks start at multiples of
+ * their size), and a realloc past the object's share of it moves it. */
+static void realloc_of_an_aligned_object_counts_from_it(void **state) {
+  (void)state;
+  fx_t *f = fx_open("mimalloc:version=2.1.7");
+  bool  moved = false;
+  for (uint64_t id = 0; id < 16 && !moved; id++) {
+    memalign_t(f, id, 2048, 68);
+    sim_addr_t a = where(f, id);
+    uint64_t   usable = 2560 - a % 2560;
+    if (usable + 16 > 2560 || usable + 16 < 1280)
+      continue; /* the whole block, or too little of it to stay at all */
+    trace_event_t e = {.op = TRACE_REALLOC, .id = id, .size = usable + 16};
+    run(f, &e);
+    assert_int_not_equal(where(f, id), a);
+    moved = true;
+  }
+  assert_true(moved);
+  fx_close(f);
+}
+
 /* 3.x takes a thread's tld and heap from a meta page, an arena slice of
  * its own (301 arena-meta.c:63-140), so a page allocated after the first
  * thread's start lies a slice further on: measured with 3.0.1 (an
@@ -1152,6 +1279,11 @@ int main(void) {
       cmocka_unit_test(provenance_spec_opens_again),
       cmocka_unit_test(v343_arenas_get_huge_pages),
       cmocka_unit_test(v3_thread_metadata_takes_a_slice),
+      cmocka_unit_test(v21_arenas_map_at_the_hint),
+      cmocka_unit_test(v217_reclaims_an_abandoned_segment_on_free),
+      cmocka_unit_test(v217_searches_abandoned_segments_in_address_order),
+      cmocka_unit_test(aligned_requests_follow_each_release),
+      cmocka_unit_test(realloc_of_an_aligned_object_counts_from_it),
       cmocka_unit_test(heap_map_covers_every_resident_byte),
       cmocka_unit_test(freed_segments_stay_on_the_map),
       cmocka_unit_test(usable_sizes_follow_the_bins),

@@ -110,34 +110,47 @@ struct oracle_op_s {
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
 
 typedef enum oracle_result_kind_e {
-  ORACLE_R_READY,   /* a = baseline RSS bytes; b = the allocator's
-                       version: mimalloc's mi_version(), tcmalloc's
-                       tc_version() as major * 100 + minor, jemalloc's
-                       mallctl("version") as major * 10000 + minor *
-                       100 + patch, else 0;
-                       c = CLOCK_MONOTONIC (ns) at the replay's start, the
-                       origin of every time below (ORACLE_FD_TIMES);
-                       text = the library that provides malloc */
-  ORACLE_R_MARK,    /* a = mark number, b = RSS bytes */
-  ORACLE_R_SAMPLE,  /* a = calls done, b = RSS bytes, c = the replay's
-                       time (ns since its start, as ORACLE_FD_TIMES) */
-  ORACLE_R_DONE,    /* a = final RSS bytes, b = ops without a counterpart
-                       in this allocator (counted, as the engine does),
-                       c = the calls' CPU ns (the process's CPU time from
-                       the first op, less reading ops and RSS) */
-  ORACLE_R_ERROR,   /* text = the message, a = op index */
-  ORACLE_R_THREAD,  /* the replayer created a thread: a = the op index of
-                       the thread's first op, b = its trace thread, c = the
-                       bytes the creating thread's pthread_create allocated
-                       from glibc's heap, for another allocator the glibc
-                       chunk its DTV calloc would be (0 on a cached stack),
-                       or ORACLE_THREAD_UNMEASURED (musl) */
-  ORACLE_R_DTV_FREE /* glibc's stack cache let go of a stack the replayer
+  ORACLE_R_READY,    /* a = baseline RSS bytes; b = the allocator's
+                        version: mimalloc's mi_version(), tcmalloc's
+                        tc_version() as major * 100 + minor, jemalloc's
+                        mallctl("version") as major * 10000 + minor *
+                        100 + patch, else 0;
+                        c = CLOCK_MONOTONIC (ns) at the replay's start, the
+                        origin of every time below (ORACLE_FD_TIMES);
+                        text = the library that provides malloc */
+  ORACLE_R_MARK,     /* a = mark number, b = RSS bytes */
+  ORACLE_R_SAMPLE,   /* a = calls done, b = RSS bytes, c = the replay's
+                        time (ns since its start, as ORACLE_FD_TIMES) */
+  ORACLE_R_DONE,     /* a = final RSS bytes, b = ops without a counterpart
+                        in this allocator (counted, as the engine does),
+                        c = the calls' CPU ns (the process's CPU time from
+                        the first op, less reading ops and RSS) */
+  ORACLE_R_ERROR,    /* text = the message, a = op index */
+  ORACLE_R_THREAD,   /* the replayer created a thread: a = the op index of
+                        the thread's first op, b = its trace thread, c = the
+                        bytes the creating thread's pthread_create allocated
+                        from glibc's heap, for another allocator the glibc
+                        chunk its DTV calloc would be (0 on a cached stack),
+                        or ORACLE_THREAD_UNMEASURED (musl) */
+  ORACLE_R_DTV_FREE, /* glibc's stack cache let go of a stack the replayer
                        created, freeing its DTV: a = the op index before
                        which the join ran, b = the trace thread that joined
                        (and freed it), c = the ORACLE_R_THREAD report (from
                        0) whose heap bytes were that DTV */
+  ORACLE_R_HINT_AREA /* right before ORACLE_R_DONE: a = the start of the
+                        lowest mapping in [ORACLE_HINT_AREA_LOW,
+                        ORACLE_HINT_AREA_HIGH), 0 for none */
 } oracle_result_kind_t;
+
+/* mimalloc's aligned-hint area: 2.x and 3.x place segments and arenas at
+ * hints from a random start in [2 TiB, 6 TiB), wrapping after 30 TiB
+ * (v2.1.7 src/os.c:91-93 MI_HINT_BASE, MI_HINT_AREA, MI_HINT_MAX); no
+ * other allocator here and no plain mmap maps there.  Its lowest mapping
+ * is where the first hinted mapping went (the hints only grow), which the
+ * mimalloc 2.1 model needs: 2.1.7 lays a page's blocks out by their
+ * absolute address. */
+#define ORACLE_HINT_AREA_LOW  ((uint64_t)2 << 40)
+#define ORACLE_HINT_AREA_HIGH ((uint64_t)30 << 40)
 
 /* ---- The replayer's own thread creation -----------------------------------
  * Each trace thread is a thread the replayer's main thread creates at the

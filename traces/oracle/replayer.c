@@ -780,8 +780,57 @@ static void pass_baton(const slot_t *me) {
   sem_post(&owner->go);
 }
 
+/* The start of the lowest mapping in mimalloc's aligned-hint area
+ * (protocol.h ORACLE_HINT_AREA_LOW), 0 for none: /proc/self/maps lists
+ * mappings in address order, so the first line in the area is it. */
+static uint64_t hint_area_start(void) {
+  static char maps_buf[1 << 16];
+  int         fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  uint64_t found = 0;
+  size_t   have = 0;
+  bool     line_start = true;
+  for (;;) {
+    ssize_t r = read(fd, maps_buf + have, sizeof maps_buf - have);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    have += (size_t)r;
+    size_t i = 0, done = 0;
+    for (; i < have && found == 0; i++) {
+      if (line_start) {
+        uint64_t v = 0;
+        size_t   j = i;
+        for (; j < have && maps_buf[j] != '-'; j++) {
+          char d = maps_buf[j];
+          v = v * 16 + (uint64_t)(d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10);
+        }
+        if (j == have)
+          break; /* the address runs past the buffer: read on */
+        if (v >= ORACLE_HINT_AREA_LOW && v < ORACLE_HINT_AREA_HIGH)
+          found = v;
+        line_start = false;
+      }
+      if (maps_buf[i] == '\n') {
+        line_start = true;
+        done = i + 1;
+      }
+    }
+    if (found != 0)
+      break;
+    memmove(maps_buf, maps_buf + done, have - done); /* a line's start */
+    have -= done;
+    line_start = true;
+  }
+  close(fd);
+  return found;
+}
+
 static void finish(void) {
   uint64_t calls_ns = cpu_ns() - calls_start_ns - aside_ns;
+  send_result(ORACLE_R_HINT_AREA, hint_area_start(), 0, 0, NULL);
   send_result(ORACLE_R_DONE, rss_now(), unsupported, calls_ns, NULL);
   _exit(0);
 }
