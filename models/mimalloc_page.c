@@ -546,7 +546,11 @@ static uint32_t find_free_ex3(mi_model_t *m, uint32_t heap, uint32_t bin,
   while (page != 0) {
     uint32_t next = P(m, page)->next;
     candidate_limit--;
-    mi_page_free_collect(m, page, false);
+    /* 301 page.c:702 collects every page it visits; 343 page.c:762-767
+     * only one without free blocks at hand, so another thread's frees into
+     * a page with some still count as used when candidates compare */
+    if (m->version != MV_343 || !immediate_available(P(m, page)))
+      mi_page_free_collect(m, page, false);
     mpage_t *p = P(m, page);
     bool     immediate = immediate_available(p);
     if (!immediate && p->capacity >= p->reserved) {
