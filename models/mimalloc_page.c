@@ -589,9 +589,28 @@ static uint32_t find_free_ex3(mi_model_t *m, uint32_t heap, uint32_t bin,
 }
 
 /* mi_find_free_page (page.c:757-778): the queue's first page, collected. */
+/* mi_page_free_quick_collect (343 page.c:196-204): free blocks at hand, or
+ * the local free list made the free list; other threads' frees wait. */
+static bool quick_collect(mpage_t *p) {
+  if (p->free_n != 0)
+    return true;
+  if (p->local_n == 0)
+    return false;
+  local_to_free(p);
+  p->free_is_zero = false;
+  return true;
+}
+
+/* mi_find_free_page: the queue's first page if it has room, collected
+ * whole (301 page.c:845-866) or only its local frees (343 :860-879). */
 static uint32_t find_free_page(mi_model_t *m, uint32_t heap, uint32_t bin) {
   uint32_t page = H(m, heap)->pages[bin].first;
-  if (page != 0) {
+  if (page != 0 && m->version == MV_343) {
+    if (quick_collect(P(m, page))) {
+      P(m, page)->retire_expire = 0;
+      return page;
+    }
+  } else if (page != 0) {
     mi_page_free_collect(m, page, false);
     if (immediate_available(P(m, page))) {
       P(m, page)->retire_expire = 0;
