@@ -1665,6 +1665,7 @@ void sim_kernel_config_default(sim_kernel_config_t *cfg) {
   cfg->memory_pressure = false;
   cfg->thp_align = SIM_THP_ALIGN_NONE;
   cfg->pt_reclaim = false;
+  cfg->stack_nohugepage = false;
   cfg->zero_page = true;
   cfg->mmap_top = DEFAULT_MMAP_TOP;
   cfg->brk_start = DEFAULT_BRK_START;

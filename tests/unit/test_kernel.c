@@ -760,6 +760,7 @@ static void stacks_get_no_huge_pages_from_linux_6_7(uint64_t P) {
   for (int i = 0; i < 2; i++) {
     sim_kernel_config_t cfg;
     sim_kernel_config_default(&cfg);
+    assert_false(cfg.stack_nohugepage); /* 6.1's, by default */
     cfg.page_size = P;
     cfg.thp = true;
     sim_kernel_config_set_release(&cfg, releases[i]);
