@@ -447,31 +447,30 @@ void mi_madvise_hugepage(mi_model_t *m, sim_addr_t addr, uint64_t len) {
           sim_kernel_madvise(m->kernel, addr, len, SIM_MADV_HUGEPAGE, m->err));
 }
 
-static sim_addr_t os_map(mi_model_t *m, uint64_t size, uint64_t align,
-                         sim_prot_t prot) {
+/* mmap of size bytes: at hint when it is not 0 and the range is free
+ * (else top-down), or top-down aligned to align; 0 after a failure. */
+static sim_addr_t os_map(mi_model_t *m, sim_addr_t hint, uint64_t size,
+                         uint64_t align, sim_prot_t prot) {
   sim_addr_t a = 0;
   if (m->fail != AS_OK)
     return 0;
-  kfail(m, sim_kernel_mmap(m->kernel, size, align, prot, SIM_OWNER_MIMALLOC, &a,
-                           m->err));
+  kfail(m, hint != 0 ? sim_kernel_mmap_hint(m->kernel, hint, size, prot,
+                                            SIM_OWNER_MIMALLOC, &a, m->err)
+                     : sim_kernel_mmap(m->kernel, size, align, prot,
+                                       SIM_OWNER_MIMALLOC, &a, m->err));
   return m->fail == AS_OK ? a : 0;
 }
 
 sim_addr_t mi_os_map_hint(mi_model_t *m, sim_addr_t hint, uint64_t size,
                           bool commit) {
-  sim_addr_t a = 0;
-  if (m->fail == AS_OK)
-    kfail(m, sim_kernel_mmap_hint(m->kernel, hint, size,
-                                  commit ? SIM_PROT_RW : SIM_PROT_NONE,
-                                  SIM_OWNER_MIMALLOC, &a, m->err));
-  return m->fail == AS_OK ? a : 0;
+  return os_map(m, hint, size, 0, commit ? SIM_PROT_RW : SIM_PROT_NONE);
 }
 
 /* Committed memory from the OS is mapped RW: committing with mprotect
  * (209 os.c:969-973) or mapping committed arenas makes no page resident,
  * so only the writes matter for RSS. */
 sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
-  return os_map(m, size, align, SIM_PROT_RW);
+  return os_map(m, 0, size, align, SIM_PROT_RW);
 }
 
 /* Uncommitted OS memory: mapped PROT_NONE (209 os.c:596-610 mi_unix_mmap
@@ -479,7 +478,7 @@ sim_addr_t mi_os_alloc(mi_model_t *m, uint64_t size, uint64_t align) {
  * mi_os_commit.  Only placement under THP sees the difference: a 2 MiB
  * block that is not wholly RW at its first fault gets small pages. */
 sim_addr_t mi_os_reserve(mi_model_t *m, uint64_t size, uint64_t align) {
-  return os_map(m, size, align, SIM_PROT_NONE);
+  return os_map(m, 0, size, align, SIM_PROT_NONE);
 }
 
 /* _mi_os_commit: mprotect RW (209 os.c:905-990 mi_os_commitx). */
@@ -715,11 +714,13 @@ static bool head_block_aligned(mi_model_t *m, uint32_t heap, uint64_t size,
 }
 
 /* mi_good_size without padding: the bin's block size, above the largest
- * bin's objects whole OS pages (217 page-queue.c:114-121; 343 :114-125). */
+ * bin's objects whole OS pages (_mi_os_page_size, the kernel's page; 217
+ * page-queue.c:114-121; 343 :114-125). */
 static uint64_t good_size(const mi_model_t *m, uint64_t size) {
   uint64_t binned = MI_IS_V3(m->version) ? m->g.large_max : MI_MEDIUM_OBJ_MAX;
+  uint64_t page = sim_kernel_page_size(m->kernel);
   return size <= binned ? mi_bin_size(mi_model_bin(m, size))
-                        : (size + 4095) / 4096 * 4096;
+                        : (size + page - 1) / page * page;
 }
 
 /* mi_malloc_is_naturally_aligned: block sizes whose blocks lie aligned,

@@ -588,7 +588,6 @@ static uint32_t find_free_ex3(mi_model_t *m, uint32_t heap, uint32_t bin,
   return page;
 }
 
-/* mi_find_free_page (page.c:757-778): the queue's first page, collected. */
 /* mi_page_free_quick_collect (343 page.c:196-204): free blocks at hand, or
  * the local free list made the free list; other threads' frees wait. */
 static bool quick_collect(mpage_t *p) {

@@ -1274,7 +1274,6 @@ static int range_mapped(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
   return 1;
 }
 
-/* Takes [a, b) out of the gap tree (it may span several gaps). */
 /* AS_OK if [a, b) is mapped throughout, else AS_EINVAL naming the first
  * hole (Linux returns ENOMEM, checked before anything changes). */
 static as_status_t check_mapped(sim_kernel_t *k, const char *what, sim_addr_t a,
@@ -1289,6 +1288,7 @@ static as_status_t check_mapped(sim_kernel_t *k, const char *what, sim_addr_t a,
                     what, a, b, hole);
 }
 
+/* Takes [a, b) out of the gap tree (it may span several gaps). */
 static void gaps_take(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
   a = a > k->low ? a : k->low;
   b = b < k->top ? b : k->top;
@@ -1354,7 +1354,7 @@ static void gaps_give(sim_kernel_t *k, inode_t *t) {
  * refuses such a VMA in every mode; a block it only partly covers lies
  * across two VMAs, which a huge page cannot). */
 static int block_wants_thp(const sim_kernel_t *k, sim_addr_t base) {
-  if (k->thp_disabled) {
+  if (k->thp_disabled || (!k->cfg.thp && !k->cfg.thp_madvise)) {
     return 0;
   }
   int wants = k->cfg.thp;

@@ -780,49 +780,41 @@ static void pass_baton(const slot_t *me) {
   sem_post(&owner->go);
 }
 
+/* The start address of the /proc/self/maps line at p: hex up to '-'. */
+static uint64_t maps_line_start(const char *p) {
+  uint64_t v = 0;
+  for (; *p != '-' && *p != '\n'; p++)
+    v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
+  return v;
+}
+
 /* The start of the lowest mapping in mimalloc's aligned-hint area
  * (protocol.h ORACLE_HINT_AREA_LOW), 0 for none: /proc/self/maps lists
  * mappings in address order, so the first line in the area is it. */
 static uint64_t hint_area_start(void) {
-  static char maps_buf[1 << 16];
+  static char buf[1 << 16];
   int         fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
   uint64_t found = 0;
   size_t   have = 0;
-  bool     line_start = true;
-  for (;;) {
-    ssize_t r = read(fd, maps_buf + have, sizeof maps_buf - have);
+  ssize_t  r;
+  while (found == 0 && (r = read(fd, buf + have, sizeof buf - have)) != 0) {
     if (r < 0 && errno == EINTR)
       continue;
-    if (r <= 0)
+    if (r < 0)
       break;
     have += (size_t)r;
-    size_t i = 0, done = 0;
-    for (; i < have && found == 0; i++) {
-      if (line_start) {
-        uint64_t v = 0;
-        size_t   j = i;
-        for (; j < have && maps_buf[j] != '-'; j++) {
-          char d = maps_buf[j];
-          v = v * 16 + (uint64_t)(d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10);
-        }
-        if (j == have)
-          break; /* the address runs past the buffer: read on */
-        if (v >= ORACLE_HINT_AREA_LOW && v < ORACLE_HINT_AREA_HIGH)
-          found = v;
-        line_start = false;
-      }
-      if (maps_buf[i] == '\n') {
-        line_start = true;
-        done = i + 1;
-      }
+    char *line = buf, *nl;
+    while (found == 0 &&
+           (nl = memchr(line, '\n', (size_t)(buf + have - line))) != NULL) {
+      uint64_t v = maps_line_start(line);
+      if (v >= ORACLE_HINT_AREA_LOW && v < ORACLE_HINT_AREA_HIGH)
+        found = v;
+      line = nl + 1;
     }
-    if (found != 0)
-      break;
-    memmove(maps_buf, maps_buf + done, have - done); /* a line's start */
-    have -= done;
-    line_start = true;
+    have -= (size_t)(line - buf);
+    memmove(buf, line, have); /* the unfinished line */
   }
   close(fd);
   return found;
