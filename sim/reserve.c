@@ -18,16 +18,21 @@
  * one call, and at most 256 KiB is resident before it is used. */
 #define POPULATE_STEP_BYTES ((size_t)256 << 10)
 
-/* No MADV_HUGEPAGE on the tables.  Measured (glibc survivors, 64 B
- * objects, 220 MB of records; runs 6 s apart, alternating): 0.17-0.20 s
- * user + 0.32-0.39 s system with huge pages against 0.17-0.20 + 0.04-0.11
- * without.  A huge page needs a free 2 MiB block, the kind the VM's
- * balloon driver reports to the host (virtio-balloon free page reporting),
- * which the host then faults in again; 4 KiB pages come from smaller free
- * blocks still backed.  On the 64 GiB survivors heap (6.6 GB of tables)
- * both pay the same (14.6 s system either way, 3.0 s when run right after
- * a run that freed as much). */
-#define HUGE_PAGE_BYTES ((size_t)2 << 20) /* x86-64's PMD size */
+/* A table that grows past HUGE_ADVISE_BYTES gets MADV_HUGEPAGE: on this
+ * kind of VM the first write to each fresh 4 KiB page costs far more user
+ * time than writing it again (a 134 MB array of 32-byte records written in
+ * order: 41-50 ns per record the first time, 6-9 ns the second, with or
+ * without MADV_POPULATE_WRITE; 7-10 ns in huge pages).  Measured on the
+ * glibc model's survivors replay (64 B objects, 128 MiB of chunk records;
+ * 8 alternating runs): 0.36-0.38 s user + 0.03-0.05 s system without, 0.23-
+ * 0.26 s user + 0.01-0.15 s system with.  The system time varies with how
+ * readily the host backs a free 2 MiB block (an earlier measurement, with
+ * the VM's balloon holding them, had 0.32-0.39 s of it).  Tables smaller
+ * than the threshold keep 4 KiB pages, so a small replay is not made 2 MiB
+ * larger per table; past it the rounding costs at most one huge page per
+ * table. */
+#define HUGE_ADVISE_BYTES ((size_t)16 << 20)
+#define HUGE_PAGE_BYTES   ((size_t)2 << 20) /* x86-64's PMD size */
 
 /* Reservations a thread keeps between as_reserve_reuse_begin and _end:
  * at most KEPT_SLOTS, each of at most KEPT_MAX_COMMITTED committed bytes
@@ -173,6 +178,9 @@ void *as_reserve_need(as_reserve_t *r, size_t n) {
   if (mprotect(r->base + r->committed, want - r->committed,
                PROT_READ | PROT_WRITE) != 0)
     return NULL;
+  /* Failure (a kernel without THP) only leaves 4 KiB pages. */
+  if (r->committed < HUGE_ADVISE_BYTES && want >= HUGE_ADVISE_BYTES)
+    (void)madvise(r->base, r->reserved, MADV_HUGEPAGE);
   r->committed = want;
   return r->base;
 }
