@@ -52,6 +52,9 @@ extern char **environ;
 /* How long a forwarded signal waits for the recorders to flush. */
 #define FLUSH_WAIT_NS ((uint64_t)1000000000)
 /* Messages read from one connection per pass, so none starves the rest. */
+/* Decimal digits of the mimalloc_hint_start provenance: any address below
+ * 2^47 (x86-64 user space), zero-padded so the header is patched in place. */
+#define HINT_DIGITS    15
 #define READS_PER_PASS 64
 #define MAX_TRACES     (1 + CAPTURE_MAX_EXTRA)
 
@@ -423,14 +426,25 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (h->mimalloc_version != 0) {
     capture_mimalloc_version(h->mimalloc_version, v, sizeof v);
     meta_put(&m, "mimalloc_version", v);
+    /* Known at the end (the recorder reads it at exit): a placeholder of
+     * the width close_trace patches in place; all zeros = unknown. */
+    as_format_fits(v, sizeof v, "%0*d", HINT_DIGITS, 0);
+    meta_put(&m, "mimalloc_hint_start", v);
   }
   if (h->tcmalloc_version != 0) {
     capture_tcmalloc_version(h->tcmalloc_version, v, sizeof v);
     meta_put(&m, "tcmalloc_version", v);
+    /* The recorder saw the program's calls before main: the tcmalloc model
+     * adds only the library's own (models/tcmalloc.c premain_traced). */
+    if (h->before_main)
+      meta_put(&m, "tcmalloc_premain", "traced");
   }
   if (h->jemalloc_version != 0) {
     capture_jemalloc_version(h->jemalloc_version, v, sizeof v);
     meta_put(&m, "jemalloc_version", v);
+    /* The trace has libstdc++'s pool, which the model would add again. */
+    if (h->before_main)
+      meta_put(&m, "jemalloc_startup_malloc", "0");
   }
   if (h->exe[0] != '\0')
     meta_put(&m, "exe", h->exe);
@@ -468,6 +482,12 @@ static void close_trace(run_t *r, conn_t *c) {
                   r->guard.tripped == CAPTURE_GUARD_OK;
   if (complete)
     trace_patch_meta(t->path, "truncated", "0", NULL);
+  if (t->st.mimalloc_hint_start != 0 &&
+      t->st.mimalloc_hint_start < UINT64_C(1) << 47) { /* fits the digits */
+    char v[HINT_DIGITS + 1];
+    snprintf(v, sizeof v, "%0*" PRIu64, HINT_DIGITS, t->st.mimalloc_hint_start);
+    trace_patch_meta(t->path, "mimalloc_hint_start", v, NULL);
+  }
 }
 
 /* ---- Connections

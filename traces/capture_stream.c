@@ -397,6 +397,8 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
       as_format_fits(s->st.python, sizeof s->st.python, "%s", label + 7);
     else if (strncmp(label, "untracked_mmaps=", 16) == 0)
       s->st.untracked_mmaps = strtoull(label + 16, NULL, 10);
+    else if (strncmp(label, "mimalloc_hint_start=", 20) == 0)
+      s->st.mimalloc_hint_start = strtoull(label + 20, NULL, 10);
     return AS_OK;
   case CAPTURE_OP_TOUCH: {
     /* Probes run on any thread (the flusher's too): no thread_start. */

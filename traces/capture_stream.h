@@ -20,43 +20,45 @@
 
 typedef struct capture_stats_s capture_stats_t;
 struct capture_stats_s {
-  uint64_t events;             /* trace events written */
-  uint64_t alloc_events;       /* of which malloc-family and free */
-  uint64_t touch_events;       /* of which touch */
-  uint64_t purge_events;       /* purge (mallctl, mi_collect, ...) */
-  uint64_t option_events;      /* option (mallopt, mallctl writes) */
-  uint64_t sites;              /* call sites defined (capture --stacks) */
-  uint64_t modules;            /* modules their frames lie in */
-  uint64_t trims;              /* malloc_trim calls */
-  uint64_t threads;            /* threads besides the first that recorded */
-  uint64_t unmatched_frees;    /* free of an address never allocated */
-  uint64_t unmatched_reallocs; /* realloc of such an address: new object */
-  uint64_t missed_frees;       /* address returned while still live */
-  uint64_t dropped_touches;    /* touch of an address not live, or beyond
-                                  its object (a free the table missed) */
-  uint64_t late_records;       /* arrived below a released watermark, or
-                                  forced out by a full window: written in
-                                  arrival order */
-  uint64_t untracked_mmaps;    /* the program's own mappings beyond the
-                                  recorder's table: their pages are not
-                                  counted as other (traces/capture/
-                                  progmap.c) */
-  uint64_t wire_bytes;         /* bytes received */
-  uint64_t messages;           /* messages received */
-  uint64_t baseline_rss_bytes; /* first measured sample (overhead removed) */
-  uint64_t overhead_max_bytes; /* the recorder's own resident bytes */
-  uint64_t peak_rss_bytes;     /* largest measured sample (overhead removed) */
-  uint64_t final_rss_bytes;    /* last measured sample (overhead removed) */
-  uint64_t max_live_ids;       /* peak number of live objects */
-  uint64_t pid, ppid;          /* of the process that sent the stream */
-  uint64_t touch_threshold;    /* as the recorder used it; 0 = off */
-  uint64_t stacks;             /* return addresses per allocation; 0 = off */
-  bool     said_bye;           /* BYE or EXEC came: a clean end */
-  bool     said_exec;          /* EXEC was the last word */
-  char     python[32];         /* CPython version the hook saw, or "" */
-  char     exe[128];           /* the image's executable */
-  char     own_malloc[128];    /* where its malloc was bound ahead of the
-                                  recorder's (the calls were not seen), or "" */
+  uint64_t events;              /* trace events written */
+  uint64_t alloc_events;        /* of which malloc-family and free */
+  uint64_t touch_events;        /* of which touch */
+  uint64_t purge_events;        /* purge (mallctl, mi_collect, ...) */
+  uint64_t option_events;       /* option (mallopt, mallctl writes) */
+  uint64_t sites;               /* call sites defined (capture --stacks) */
+  uint64_t modules;             /* modules their frames lie in */
+  uint64_t trims;               /* malloc_trim calls */
+  uint64_t threads;             /* threads besides the first that recorded */
+  uint64_t unmatched_frees;     /* free of an address never allocated */
+  uint64_t unmatched_reallocs;  /* realloc of such an address: new object */
+  uint64_t missed_frees;        /* address returned while still live */
+  uint64_t dropped_touches;     /* touch of an address not live, or beyond
+                                   its object (a free the table missed) */
+  uint64_t late_records;        /* arrived below a released watermark, or
+                                   forced out by a full window: written in
+                                   arrival order */
+  uint64_t untracked_mmaps;     /* the program's own mappings beyond the
+                                   recorder's table: their pages are not
+                                   counted as other (traces/capture/
+                                   progmap.c) */
+  uint64_t mimalloc_hint_start; /* where mimalloc's aligned hints started
+                                   (traces/mi_hint_area.h), 0 unknown */
+  uint64_t wire_bytes;          /* bytes received */
+  uint64_t messages;            /* messages received */
+  uint64_t baseline_rss_bytes;  /* first measured sample (overhead removed) */
+  uint64_t overhead_max_bytes;  /* the recorder's own resident bytes */
+  uint64_t peak_rss_bytes;      /* largest measured sample (overhead removed) */
+  uint64_t final_rss_bytes;     /* last measured sample (overhead removed) */
+  uint64_t max_live_ids;        /* peak number of live objects */
+  uint64_t pid, ppid;           /* of the process that sent the stream */
+  uint64_t touch_threshold;     /* as the recorder used it; 0 = off */
+  uint64_t stacks;              /* return addresses per allocation; 0 = off */
+  bool     said_bye;            /* BYE or EXEC came: a clean end */
+  bool     said_exec;           /* EXEC was the last word */
+  char     python[32];          /* CPython version the hook saw, or "" */
+  char     exe[128];            /* the image's executable */
+  char     own_malloc[128];     /* where its malloc was bound ahead of the
+                                   recorder's (the calls were not seen), or "" */
 };
 
 typedef struct capture_stream_s capture_stream_t;

@@ -58,6 +58,7 @@
 #define ALLOCSIM_MARK_DEFINE
 #include "allocsim_mark.h"
 #include "capture_int.h"
+#include "../mi_hint_area.h"
 
 /* ---- State ------------------------------------------------------------------
  */
@@ -245,9 +246,10 @@ static void atfork_child(void) {
   capture_stream_atfork_child();
 }
 
-/* A forked child's connection, its flusher and its first sample. */
-static void child_start(void) {
-  if (capture_stream_child_start())
+/* A forked child's connection, its flusher and its first sample;
+ * in_call: from inside a recorded call (capture_stream_start_flusher). */
+static void child_start(bool in_call) {
+  if (capture_stream_child_start(!in_call))
     sample_now();
 }
 
@@ -303,19 +305,36 @@ void capture_ensure_init(void) {
   atomic_store_explicit(&g_init_state, 2, memory_order_release);
 }
 
+/* A symbol of the process's global scope (CPython's, mimalloc's), or NULL. */
+static void *global_sym(const char *name) {
+  return capture_dlsym_quiet(RTLD_DEFAULT, name);
+}
+
+/* Provenance known only at the end: key=value as a META record. */
+static void emit_meta_u64(const char *key, uint64_t value) {
+  char      kv[CAPTURE_LABEL_MAX + 1];
+  size_t    n = (size_t)snprintf(kv, sizeof kv, "%s=%llu", key,
+                                 (unsigned long long)value);
+  cap_rec_t r = {.op = CAPTURE_OP_META, .text = kv, .text_len = n};
+  capture_emit(&r);
+}
+
 /* The last sample and every buffer, then BYE. */
 static void finish(void) {
   if (!atomic_load(&g_recording) || getpid() != g_pid)
     return;
   sample_now();
   uint64_t dropped = capture_progmap_dropped();
-  if (dropped != 0) {
-    char      kv[48];
-    size_t    n = (size_t)snprintf(kv, sizeof kv, "untracked_mmaps=%llu",
-                                   (unsigned long long)dropped);
-    cap_rec_t r = {.op = CAPTURE_OP_META, .text = kv, .text_len = n};
-    capture_emit(&r);
-  }
+  if (dropped != 0)
+    emit_meta_u64("untracked_mmaps", dropped);
+  /* Where mimalloc's aligned hints started, which the 2.1 model needs
+   * (mi_hint_area.h); read now, once mimalloc has mapped what it will. */
+  static char maps_buf[8192];
+  uint64_t    hint = global_sym("mi_version") != NULL
+                         ? mi_hint_area_start(maps_buf, sizeof maps_buf)
+                         : 0;
+  if (hint != 0)
+    emit_meta_u64("mimalloc_hint_start", hint);
   capture_stream_flush_all(CAPTURE_MSG_BYE);
 }
 
@@ -358,7 +377,7 @@ static void install_fatal_flush(void) {
 __attribute__((constructor)) static void capture_ctor(void) {
   capture_ensure_init();
   if (atomic_load(&g_recording)) {
-    capture_stream_start_flusher();
+    capture_stream_start_flusher(true);
     install_fatal_flush();
     sample_now();
   }
@@ -511,7 +530,7 @@ EXPORT pid_t fork(void) {
   capture_resolve();
   pid_t pid = g_real.fork();
   if (pid == 0)
-    child_start();
+    child_start(false);
   return pid;
 }
 
@@ -539,10 +558,12 @@ EXPORT void _Exit(int status) {
 
 typedef int (*main_fn)(int, char **, char **);
 static main_fn g_main;
+atomic_int     g_main_entered;
 
 /* The mark "main": a C program's comparison is anchored here, after ld.so
  * mapped the libraries and the C runtime ran its constructors. */
 static int main_wrapper(int argc, char **argv, char **envp) {
+  atomic_store(&g_main_entered, 1);
   allocsim_mark("main");
   return g_main(argc, argv, envp);
 }
@@ -590,7 +611,7 @@ bool capture_ready(void) {
  * not come through the wrapper below (daemon() for one). */
 static inline void child_flusher(void) {
   if (UNLIKELY(atomic_load_explicit(&g_child_pending, memory_order_relaxed)))
-    child_start();
+    child_start(true);
 }
 
 void capture_record_alloc(uint8_t op, uint8_t domain, void *p, uint64_t size,
@@ -924,10 +945,6 @@ static void py_free(void *ctx, void *p) {
     capture_release_end(size);
 }
 
-static void *py_sym(const char *name) {
-  return g_real.dlsym ? g_real.dlsym(RTLD_DEFAULT, name) : NULL;
-}
-
 /* The mark "__main__" when the interpreter starts the program (the end of
  * its start-up): CPython 3.11 Modules/main.c raises these audit events just
  * before running a file, a -c command, a -m module or stdin. */
@@ -946,7 +963,7 @@ static int py_audit(const char *event, void *args, void *user) {
 static void py_add_audit_hook(void) {
   static atomic_int fired;
   int (*add)(int (*)(const char *, void *, void *), void *) =
-      (int (*)(int (*)(const char *, void *, void *), void *))py_sym(
+      (int (*)(int (*)(const char *, void *, void *), void *))global_sym(
           "PySys_AddAuditHook");
   if (add != NULL)
     add(py_audit, &fired);
@@ -954,9 +971,9 @@ static void py_add_audit_hook(void) {
 
 static void py_set(int hooked) {
   void (*get)(int, pymem_alloc_t *) =
-      (void (*)(int, pymem_alloc_t *))py_sym("PyMem_GetAllocator");
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
   void (*set)(int, pymem_alloc_t *) =
-      (void (*)(int, pymem_alloc_t *))py_sym("PyMem_SetAllocator");
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_SetAllocator");
   if (get == NULL || set == NULL)
     return;
   for (int d = 1; d <= 2; d++) {
@@ -990,11 +1007,11 @@ EXPORT int allocsim_hook_python(void) {
     return 0;
   if (g_py_hooked)
     return 1;
-  if (py_sym("PyMem_SetAllocator") == NULL)
+  if (global_sym("PyMem_SetAllocator") == NULL)
     return 0;
   if (first) {
     const char *(*version)(void) =
-        (const char *(*)(void))py_sym("Py_GetVersion");
+        (const char *(*)(void))global_sym("Py_GetVersion");
     if (version != NULL) {
       char        kv[48] = "python=";
       const char *v = version();

@@ -102,6 +102,11 @@ extern real_fns_t g_real;
 
 /* Resolves g_real (once; the first caller does it, others wait). */
 void capture_resolve(void);
+/* dlsym(handle, name), but NULL without asking dlsym when no loaded object
+ * defines name: a failing dlsym allocates from the program's allocator
+ * (resolve.c).  RTLD_NEXT is relative to the recorder, as from any of its
+ * files. */
+void *capture_dlsym_quiet(void *handle, const char *name);
 /* The object whose malloc, free, calloc or realloc the program's calls bind
  * to ahead of the recorder's (an executable with its own allocator), or ""
  * when the recorder's are the ones bound. */
@@ -223,11 +228,16 @@ void capture_close_own(int fd);
 void capture_stream_flush_all(uint8_t then_msg);
 /* The calling thread is exiting: its last record and buffer go out. */
 void capture_stream_thread_exit(void *buf);
-void capture_stream_start_flusher(void);
+/* Starts the flusher thread; record_dtv: record the calloc of its DTV
+ * (stream.c says why; false inside a recorded call, whose own record would
+ * then follow it). */
+void capture_stream_start_flusher(bool record_dtv);
 /* A forked child connects and starts its flusher after its fork handlers
  * (stream.c says why); true if it did so now. */
 extern atomic_int g_child_pending;
-bool              capture_stream_child_start(void);
+/* Set when the program's main() starts (capture.c's __libc_start_main). */
+extern atomic_int g_main_entered;
+bool              capture_stream_child_start(bool record_dtv);
 void              capture_stream_atfork_prepare(void);
 void              capture_stream_atfork_child(void);
 /* Resident bytes of the library's own mappings (not its static data). */

@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 8
+#define CAPTURE_WIRE_VERSION 9
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -99,6 +99,8 @@ struct capture_hello_s {
   uint32_t jemalloc_version; /* mallctl("version") as major * 10000 + minor
                                 * 100 + patch when jemalloc is loaded
                                 (50300 = 5.3.0), else 0 */
+  uint32_t before_main;      /* 1: sent before the program's main() ran, so
+                                the trace has the calls made before it */
   char exe[128];             /* /proc/self/exe, cut */
   char own_malloc[128];      /* the object whose malloc the program's calls
                                 bind to ahead of the recorder's, or "" */

@@ -83,7 +83,7 @@ static void *next_fn(cxx_fn_t k) {
   void *f = atomic_load_explicit(&g_fn[k], memory_order_acquire);
   if (f == NULL && g_real.dlsym != NULL) {
     t_self.internal++;
-    f = g_real.dlsym(RTLD_NEXT, k_names[k]);
+    f = capture_dlsym_quiet(RTLD_NEXT, k_names[k]);
     t_self.internal--;
     atomic_store_explicit(&g_fn[k], f, memory_order_release);
   }

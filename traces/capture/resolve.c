@@ -164,13 +164,61 @@ static void find_real_dl(void) {
   g_real.dlvsym = (void *(*)(void *, const char *, const char *))f.found[1];
 }
 
+/* ---- Lookups that leave the heap alone -------------------------------------
+ * A dlsym that fails allocates from the program's allocator: its dlerror
+ * state and the message (glibc 2.36 dlfcn/dlerror.c:162-168 _dlerror_run,
+ * elf/dl-exception.c:82-89 and 157 _dl_exception_create*).  The recorder
+ * looks up many symbols most programs lack (mallctl, mi_collect, tc_version,
+ * Py_Version, C++'s operator new), outside recording, so those blocks sat
+ * in the real heap and not in the trace: under mimalloc 2.1.7, which lays a
+ * page's blocks out by address, the two small pages they took (32 and 48-96
+ * byte blocks) moved every later page of the first segment, and captures
+ * missed by 1-4% of their peak.  So a name no loaded object defines is
+ * answered here, without dlsym. */
+
+typedef struct sym_query_s sym_query_t;
+struct sym_query_s {
+  const char *name;
+  uintptr_t   self;
+  bool        found;   /* an object defines it */
+  bool        unknown; /* an object without a GNU hash table: ask dlsym */
+};
+
+static int sym_in_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  sym_query_t *q = arg;
+  dyn_tables_t t;
+  if (info->dlpi_addr == q->self)
+    return 0;
+  if (!dyn_tables(info, &t)) {
+    bool has_dynamic = false;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+      has_dynamic |= info->dlpi_phdr[i].p_type == PT_DYNAMIC;
+    q->unknown |= has_dynamic; /* a static object has nothing to find */
+    return 0;
+  }
+  q->found =
+      gnu_lookup(info->dlpi_addr, t.symtab, t.strtab, t.gh, q->name) != NULL;
+  return q->found;
+}
+
+void *capture_dlsym_quiet(void *handle, const char *name) {
+  if (g_real.dlsym == NULL)
+    return NULL;
+  sym_query_t q = {.name = name, .self = (uintptr_t)&__ehdr_start};
+  capture_dl_walk_enter();
+  dl_iterate_phdr(sym_in_object, &q);
+  capture_dl_walk_exit();
+  return q.found || q.unknown ? g_real.dlsym(handle, name) : NULL;
+}
+
 /* ---- Resolving the real functions -----------------------------------------
  */
 
 static atomic_int g_resolve_state; /* 0 none, 1 running, 2 done */
 
 static void *next_sym(const char *name) {
-  return g_real.dlsym ? g_real.dlsym(RTLD_NEXT, name) : NULL;
+  return capture_dlsym_quiet(RTLD_NEXT, name);
 }
 
 static void resolve_all(void) {

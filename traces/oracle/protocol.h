@@ -138,19 +138,9 @@ typedef enum oracle_result_kind_e {
                        (and freed it), c = the ORACLE_R_THREAD report (from
                        0) whose heap bytes were that DTV */
   ORACLE_R_HINT_AREA /* right before ORACLE_R_DONE: a = the start of the
-                        lowest mapping in [ORACLE_HINT_AREA_LOW,
-                        ORACLE_HINT_AREA_HIGH), 0 for none */
+                        lowest mapping in mimalloc's aligned-hint area
+                        (traces/mi_hint_area.h), 0 for none */
 } oracle_result_kind_t;
-
-/* mimalloc's aligned-hint area: 2.x and 3.x place segments and arenas at
- * hints from a random start in [2 TiB, 6 TiB), wrapping after 30 TiB
- * (v2.1.7 src/os.c:91-93 MI_HINT_BASE, MI_HINT_AREA, MI_HINT_MAX); no
- * other allocator here and no plain mmap maps there.  Its lowest mapping
- * is where the first hinted mapping went (the hints only grow), which the
- * mimalloc 2.1 model needs: 2.1.7 lays a page's blocks out by their
- * absolute address. */
-#define ORACLE_HINT_AREA_LOW  ((uint64_t)2 << 40)
-#define ORACLE_HINT_AREA_HIGH ((uint64_t)30 << 40)
 
 /* ---- The replayer's own thread creation -----------------------------------
  * Each trace thread is a thread the replayer's main thread creates at the

@@ -61,6 +61,7 @@
 
 #include "protocol.h"
 #include "../allocator_version.h"
+#include "../mi_hint_area.h"
 
 /* ---- Output, errors ----------------------------------------------------- */
 
@@ -780,49 +781,11 @@ static void pass_baton(const slot_t *me) {
   sem_post(&owner->go);
 }
 
-/* The start address of the /proc/self/maps line at p: hex up to '-'. */
-static uint64_t maps_line_start(const char *p) {
-  uint64_t v = 0;
-  for (; *p != '-' && *p != '\n'; p++)
-    v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
-  return v;
-}
-
-/* The start of the lowest mapping in mimalloc's aligned-hint area
- * (protocol.h ORACLE_HINT_AREA_LOW), 0 for none: /proc/self/maps lists
- * mappings in address order, so the first line in the area is it. */
-static uint64_t hint_area_start(void) {
-  static char buf[1 << 16];
-  int         fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  uint64_t found = 0;
-  size_t   have = 0;
-  ssize_t  r;
-  while (found == 0 && (r = read(fd, buf + have, sizeof buf - have)) != 0) {
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      break;
-    have += (size_t)r;
-    char *line = buf, *nl;
-    while (found == 0 &&
-           (nl = memchr(line, '\n', (size_t)(buf + have - line))) != NULL) {
-      uint64_t v = maps_line_start(line);
-      if (v >= ORACLE_HINT_AREA_LOW && v < ORACLE_HINT_AREA_HIGH)
-        found = v;
-      line = nl + 1;
-    }
-    have -= (size_t)(line - buf);
-    memmove(buf, line, have); /* the unfinished line */
-  }
-  close(fd);
-  return found;
-}
-
 static void finish(void) {
-  uint64_t calls_ns = cpu_ns() - calls_start_ns - aside_ns;
-  send_result(ORACLE_R_HINT_AREA, hint_area_start(), 0, 0, NULL);
+  uint64_t    calls_ns = cpu_ns() - calls_start_ns - aside_ns;
+  static char maps_buf[1 << 16];
+  send_result(ORACLE_R_HINT_AREA, mi_hint_area_start(maps_buf, sizeof maps_buf),
+              0, 0, NULL);
   send_result(ORACLE_R_DONE, rss_now(), unsupported, calls_ns, NULL);
   _exit(0);
 }
