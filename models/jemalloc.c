@@ -116,13 +116,13 @@
     "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",        \
     "seed of the decay epochs' jitter")                                        \
   X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,    \
-    NULL,                                                                      \
+    "meta:jemalloc_startup_malloc",                                            \
     "measured: the first malloc of every process that preloads Debian's "      \
     "libjemalloc2, which links libstdc++ (jemalloc_cpp): GCC 12 libsupc++/"    \
     "eh_alloc.cc's emergency pool, 64 x 1024 + 64 x 112 bytes, kept for the "  \
     "process's life",                                                          \
     "bytes malloc'ed before the program starts (0: none, as when jemalloc "    \
-    "is dlopen'ed)")                                                           \
+    "is dlopen'ed or the trace has that malloc: allocsim capture)")            \
   NPTL_STACK_OPTIONS(X, JO_STACK_SIZE, JO_THREAD_STACK_PAGES)
 
 enum jemalloc_option_e { JEMALLOC_OPTIONS(MODEL_OPTION_KEY) JO_COUNT };

@@ -161,12 +161,15 @@
     "gperftools 2.10 src/common.h:75-79 kPageShift (configure "                \
     "--with-tcmalloc-pagesize=8|32|256; Debian: 8 KiB)",                       \
     "log2 of tcmalloc's page size")                                            \
-  X(TO_PREMAIN, "premain", OPT_BOOL, "true", "", NULL, NULL,                   \
+  X(TO_PREMAIN, "premain", OPT_ENUM, "true", "", "true|false|traced",          \
+    "meta:tcmalloc_premain",                                                   \
     "measured on Debian 12 with gdb (docs/models/tcmalloc.md): libstdc++'s "   \
     "malloc(72704) and TCMallocGuard's calls run before the release-rate "     \
     "flag is initialised",                                                     \
-    "start as a process does at main(): the pre-main allocations made, the "   \
-    "scavenge countdown at 2^18 pages")                                        \
+    "start as a process does at main(): true: the pre-main allocations made, " \
+    "the scavenge countdown at 2^18 pages; traced: the trace has the "         \
+    "program's own (allocsim capture), tcmalloc's are added after its first "  \
+    "allocation")                                                              \
   X(TO_STL_TEXT_PAGES, "stl_text_pages", OPT_BOOL, "true", "", NULL,           \
     "meta:rss_file_pages",                                                     \
     "measured (docs/models/tcmalloc.md): the first large-span set insert "     \
@@ -366,6 +369,13 @@ typedef enum tc_version_e {
   TC_V2_16
 } tc_version_t;
 
+/* Option premain, in the order of its choices. */
+typedef enum tc_premain_e {
+  TC_PREMAIN_MODELLED, /* true: every pre-main call made at the start */
+  TC_PREMAIN_NONE,     /* false */
+  TC_PREMAIN_TRACED    /* the trace has the program's (premain_traced) */
+} tc_premain_t;
+
 typedef struct tcmalloc_model_s {
   model_t       base; /* must be first */
   sim_kernel_t *kernel;
@@ -378,6 +388,7 @@ typedef struct tcmalloc_model_s {
   uint64_t     heap_limit_mb;
   bool         aggressive, skip_sbrk, disable_release;
   bool     flags_ready; /* false while the pre-main calls run (file comment) */
+  bool     premain_pending; /* premain=traced, before the first allocation */
   unsigned page_shift;
   uint64_t page;      /* tcmalloc page size */
   uint64_t max_pages; /* common.h:89 kMaxPages */
@@ -1862,48 +1873,32 @@ static bool init_static_vars(tcmalloc_model_t *t) {
   return t->fail == AS_OK;
 }
 
-/* 2.16's calls before main (measured with gdb on tc_malloc/tc_free/tc_new:
- * malloc(72704), then malloc(1) + free twice; the MallocExtension lives in
- * static storage, 2.16 src/tcmalloc.cc:1211-1215).  The first malloc finds
- * no thread-specific key: GetReallySlow makes the thread's cache and a
- * leaked SlowTLS entry for it (src/thread_cache_ptr.cc:267-300).  The free
- * before InitThreadCachePtrLate sees no fast-path cache and goes to the
- * central list (tcmalloc.cc:1575, 1627-1629); the malloc after it adopts
- * the same cache as the thread's own (thread_cache_ptr.cc:180-195, 221-
- * 229), so, unlike 2.10, no cache is leaked. */
-static void premain_216(tcmalloc_model_t *t) {
-  uint32_t cl;
-  int32_t  tc = cache_of(t, 0, true);
-  if (tc < 0 || !size_class(t, TC_PREMAIN_POOL, &cl))
-    return;
-  touch(t, meta_alloc(t, TC_SLOWTLS_ENTRY_BYTES), TC_SLOWTLS_ENTRY_BYTES);
-  tc_allocate(t, tc, cl);
-  size_class(t, 1, &cl);
-  tobj_t o = tc_allocate(t, tc, cl);
-  if (o != 0)
-    insert_range(t, cl, &o, 1);
-  o = do_malloc(t, 0, 1);
-  if (o != 0)
-    do_free(t, 0, o);
-}
-
 /* The calls a Debian 12 process makes before main (file comment), while the
- * release-rate and heap-limit flags are still zero: libstdc++'s pool,
- * TCMallocGuard's malloc(1)/free before and after InitTSD, and the two
- * MallocExtension objects.  None of them is freed.  2.15 makes the same
- * calls but the last two (measured with gdb): it constructs both objects
- * in static space (2.15 src/tcmalloc.cc:1132, src/malloc_extension.cc:
- * 206-210). */
-static void premain(tcmalloc_model_t *t) {
-  if (t->version == TC_V2_16) {
-    premain_216(t);
-    return;
-  }
+ * release-rate and heap-limit flags are still zero, around libstdc++'s pool
+ * (pool_bytes, served from the first thread cache; its object returned):
+ * TCMallocGuard's malloc(1) + free before and after InitTSD and, when
+ * program_calls, the two MallocExtension objects.  None of them is freed.
+ * 2.15 makes the same calls but the last two (measured with gdb): it
+ * constructs both objects in static space (2.15 src/tcmalloc.cc:1132,
+ * src/malloc_extension.cc:206-210).  2.16 (measured with gdb on tc_malloc/
+ * tc_free/tc_new: malloc(72704), then malloc(1) + free twice; the
+ * MallocExtension lives in static storage, 2.16 src/tcmalloc.cc:1211-1215):
+ * the first malloc finds no thread-specific key, so GetReallySlow makes the
+ * thread's cache and a leaked SlowTLS entry for it (src/thread_cache_ptr.cc:
+ * 267-300); the free before InitThreadCachePtrLate sees no fast-path cache
+ * and goes to the central list (tcmalloc.cc:1575, 1627-1629); the malloc
+ * after it adopts the same cache as the thread's own (thread_cache_ptr.cc:
+ * 180-195, 221-229), so, unlike 2.10, no cache is leaked. */
+static tobj_t premain_calls(tcmalloc_model_t *t, uint64_t pool_bytes,
+                            bool program_calls) {
   uint32_t cl;
-  int32_t  first = new_cache(t); /* no thread-specific data yet */
-  if (first < 0 || !size_class(t, TC_PREMAIN_POOL, &cl))
-    return;
-  tc_allocate(t, first, cl);
+  int32_t  first = t->version == TC_V2_16 ? cache_of(t, 0, true)
+                                          : new_cache(t); /* no TSD yet */
+  if (first < 0 || !size_class(t, pool_bytes, &cl))
+    return 0;
+  if (t->version == TC_V2_16)
+    touch(t, meta_alloc(t, TC_SLOWTLS_ENTRY_BYTES), TC_SLOWTLS_ENTRY_BYTES);
+  tobj_t pool = tc_allocate(t, first, cl);
   size_class(t, 1, &cl);
   tobj_t o = tc_allocate(t, first, cl);
   if (o != 0)
@@ -1911,10 +1906,29 @@ static void premain(tcmalloc_model_t *t) {
   o = do_malloc(t, 0, 1);       /* thread 0's own cache from here on */
   if (o != 0)
     do_free(t, 0, o);
-  if (t->version >= TC_V2_15)
-    return;
-  do_malloc(t, 0, 16); /* new TCMallocImplementation */
-  do_malloc(t, 0, 8);  /* new MallocExtension */
+  if (program_calls && t->version < TC_V2_15) {
+    do_malloc(t, 0, 16); /* new TCMallocImplementation */
+    do_malloc(t, 0, 8);  /* new MallocExtension */
+  }
+  return pool;
+}
+
+/* premain=traced: the trace holds the calls the program's malloc and
+ * operator new received before main (allocsim capture records from the
+ * first), libstdc++'s pool first; tcmalloc's own calls, which reach no
+ * symbol a recorder wraps, are made here, after that pool, as the process
+ * made them.  A trace that starts otherwise gets the modelled calls. */
+static tobj_t premain_traced(tcmalloc_model_t *t, const trace_event_t *ev) {
+  uint32_t cl;
+  tobj_t   o = 0;
+  t->premain_pending = false;
+  if (ev->thread == 0 && ev->op != TRACE_MEMALIGN &&
+      size_class(t, ev->size, &cl))
+    o = premain_calls(t, ev->size, false);
+  else
+    premain_calls(t, TC_PREMAIN_POOL, true);
+  t->flags_ready = true;
+  return o;
 }
 
 /* ---- Model interface ---------------------------------------------------- */
@@ -1959,9 +1973,13 @@ static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
   if (t->fail != AS_OK || !ensure_obj(t, ev->id))
     return report(t, err);
-  tobj_t o = ev->op == TRACE_MEMALIGN
-                 ? do_memalign(t, ev->thread, ev->align, ev->size)
-                 : do_malloc(t, ev->thread, ev->size);
+  tobj_t o = 0;
+  if (__builtin_expect(t->premain_pending, 0))
+    o = premain_traced(t, ev);
+  if (o == 0 && t->fail == AS_OK)
+    o = ev->op == TRACE_MEMALIGN
+            ? do_memalign(t, ev->thread, ev->align, ev->size)
+            : do_malloc(t, ev->thread, ev->size);
   if (t->fail != AS_OK)
     return report(t, err);
   obj_put(t, ev->id, o);
@@ -2418,9 +2436,11 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
      * in already. */
     t->stl_insert_paged = t->stl_erase_paged =
         !model_opt_bool(opts, TO_STL_TEXT_PAGES);
-    if (model_opt_bool(opts, TO_PREMAIN))
-      premain(t);
-    t->flags_ready = true;
+    tc_premain_t pm = (tc_premain_t)model_opt_i64(opts, TO_PREMAIN);
+    if (pm == TC_PREMAIN_MODELLED)
+      premain_calls(t, TC_PREMAIN_POOL, true);
+    t->premain_pending = pm == TC_PREMAIN_TRACED;
+    t->flags_ready = !t->premain_pending;
   }
   if (t->fail != AS_OK) {
     as_status_t rc = report(t, err);
