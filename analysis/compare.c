@@ -495,13 +495,18 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   simlog_t           sim = {0};
   double            *xs = NULL, *ys = NULL;
   size_t            *pair = NULL;
-  int64_t           *pred = NULL;      /* [k * nms + i]: layout k, sample i */
-  bool              *has = NULL;       /* pred[k * nms + i] is defined */
-  uint64_t          *ts = NULL;        /* the series' times */
-  double            *ys_alloc = NULL;  /* predicted + other growth */
-  bool              *rel = NULL;       /* the series' releases after a point */
-  bool              *rel_after = NULL; /* by measured sample */
-  as_status_t        rc = store_read_run(s, run_id, &rec, err);
+  int64_t           *pred = NULL;     /* [k * nms + i]: layout k, sample i */
+  bool              *has = NULL;      /* pred[k * nms + i] is defined */
+  uint64_t          *ts = NULL;       /* the series' times */
+  double            *ys_alloc = NULL; /* predicted + other growth */
+  int64_t *own_grown = NULL;    /* [k * nms + i]: the model's own memory of the
+                             program    (owner baseline: libstdc++ text, musl's
+                             donated    data) grown since the anchor, which a capture
+                             measures as other: the allocator view takes it
+                             out, so it is not counted twice */
+  bool       *rel = NULL;       /* the series' releases after a point */
+  bool       *rel_after = NULL; /* by measured sample */
+  as_status_t rc = store_read_run(s, run_id, &rec, err);
   if (rc != AS_OK)
     return rc;
   if (strcmp(rec.kind, "measured") != 0) {
@@ -650,10 +655,12 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   rel_after = malloc((nms ? nms : 1) * sizeof *rel_after);
   pred = calloc(cells, sizeof *pred);
   has = calloc(cells, sizeof *has);
+  own_grown = calloc(cells, sizeof *own_grown);
   xs = malloc((nms ? nms : 1) * sizeof *xs);
   ys = malloc((nms ? nms : 1) * sizeof *ys);
   if (pair == NULL || pred == NULL || has == NULL || xs == NULL || ys == NULL ||
-      ts == NULL || rel == NULL || rel_after == NULL || ys_alloc == NULL) {
+      ts == NULL || rel == NULL || rel_after == NULL || ys_alloc == NULL ||
+      own_grown == NULL) {
     rc = as_err_set(err, AS_ENOMEM, "out of memory");
     goto done;
   }
@@ -713,6 +720,9 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       int64_t p = (int64_t)sim.v[pair[i]].rss_bytes + lay->offset_bytes;
       pred[k * nms + i] = p;
       has[k * nms + i] = true;
+      own_grown[k * nms + i] =
+          (int64_t)sim.v[pair[i]].owner_bytes[SIM_OWNER_BASELINE] -
+          (int64_t)sim.v[pair[a]].owner_bytes[SIM_OWNER_BASELINE];
       if (i >= anchor) {
         xs[npts] = (double)ms[i].measured_rss_bytes;
         ys[npts] = (double)p;
@@ -759,7 +769,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       res->peak_measured_rss_bytes ? (double)res->peak_measured_rss_bytes : 1.0;
   for (size_t i = 0; i < nms; i++) {
     unsigned n = 0;
-    double   sum = 0;
+    double   sum = 0, own_sum = 0;
     int64_t  lo = INT64_MAX, hi = INT64_MIN;
     for (unsigned k = 0; k < nlayouts; k++) {
       if (!has[k * nms + i])
@@ -767,11 +777,16 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
       int64_t p = pred[k * nms + i];
       n++;
       sum += (double)p;
+      own_sum += (double)own_grown[k * nms + i];
       lo = p < lo ? p : lo;
       hi = p > hi ? p : hi;
     }
     bool   all = n == nlayouts; /* a sample is predicted by all or none */
     double mean = all ? sum / nlayouts : 0;
+    /* What the allocator view adds: other growth measured, less the model's
+     * own share of it. */
+    double other_net =
+        all ? (double)other_growth(ms, i, anchor) - own_sum / nlayouts : 0;
     if (ms[i].kind == SIM_SAMPLE_MARK) {
       compare_mark_t *mk = &res->marks[res->nmarks++];
       as_format_fits(mk->label, sizeof mk->label, "%s", ms[i].label);
@@ -789,7 +804,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
             mk->predicted_rss_bytes - (int64_t)ms[i].measured_rss_bytes;
         mk->error_pct_of_peak = 100.0 * (double)mk->error_bytes / peak;
         mk->other_growth_bytes = other_growth(ms, i, anchor);
-        mk->allocator_error_bytes = mk->error_bytes + mk->other_growth_bytes;
+        mk->allocator_error_bytes =
+            mk->error_bytes + (int64_t)llround(other_net);
         mk->allocator_error_pct_of_peak =
             100.0 * (double)mk->allocator_error_bytes / peak;
       } else {
@@ -799,7 +815,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     if (all && i >= anchor) {
       xs[npts] = (double)ms[i].measured_rss_bytes;
       ys[npts] = mean;
-      ys_alloc[npts] = mean + (double)other_growth(ms, i, anchor);
+      ys_alloc[npts] = mean + other_net;
       ts[npts] = ms[i].t_ns;
       rel[npts] = rel_after[i];
       npts++;
@@ -831,6 +847,7 @@ done:
   free(pair);
   free(pred);
   free(has);
+  free(own_grown);
   simlog_free(&sim);
   free(ms);
   run_meta_free(&meta);

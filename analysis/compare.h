@@ -126,8 +126,10 @@ struct compare_mark_s {
   double  error_pct_of_peak;     /* 100 * error / peak measured */
   int64_t other_growth_bytes;    /* capture: measured bytes no allocator
                                     holds, minus those at the anchor */
-  int64_t allocator_error_bytes; /* error + other_growth: the model's
-                                    error on allocator memory alone */
+  int64_t allocator_error_bytes; /* error + other_growth, less the model's
+                                    own baseline-owner growth (compare.c
+                                    own_grown): the model's error on allocator
+                                    memory alone */
   double allocator_error_pct_of_peak;
 };
 

@@ -549,8 +549,10 @@ static double preloaded_worst_mark(const char *name, const char *lib,
  * the models must not add it again (provenance jemalloc_startup_malloc=0,
  * tcmalloc_premain=traced).  Measured (4 seeds): with it added twice the
  * marks missed by 1-2.8% (jemalloc, decay off) and 1.1-3.3% (tcmalloc), by
- * 0.00-0.07% without.  jemalloc's decay is off: its epochs are jittered by
- * the clock (docs/validation.md). */
+ * 0.02-0.03% and 0.00% without (tcmalloc's 0.00 once compare stopped
+ * counting the libstdc++ text it pages in twice: analysis/compare.c
+ * own_grown).  jemalloc's decay is off: its epochs are jittered by the
+ * clock (docs/validation.md). */
 static void preloaded_allocators_start_as_their_capture_did(void **state) {
   (void)state;
   static const char je[] = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
@@ -559,11 +561,11 @@ static void preloaded_allocators_start_as_their_capture_did(void **state) {
   if (access(je, R_OK) == 0) {
     assert_true(preloaded_worst_mark("random_je", je,
                                      "MALLOC_CONF=dirty_decay_ms:-1,"
-                                     "muzzy_decay_ms:-1") <= 0.25);
+                                     "muzzy_decay_ms:-1") <= 0.10);
     tested = true;
   }
   if (access(tc, R_OK) == 0) {
-    assert_true(preloaded_worst_mark("random_tc", tc, NULL) <= 0.25);
+    assert_true(preloaded_worst_mark("random_tc", tc, NULL) <= 0.02);
     tested = true;
   }
   if (!tested)
