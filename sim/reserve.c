@@ -25,9 +25,12 @@
  * without MADV_POPULATE_WRITE; 7-10 ns in huge pages).  Measured on the
  * glibc model's survivors replay (64 B objects, 128 MiB of chunk records;
  * 8 alternating runs): 0.36-0.38 s user + 0.03-0.05 s system without, 0.23-
- * 0.26 s user + 0.01-0.15 s system with.  The system time varies with how
- * readily the host backs a free 2 MiB block (an earlier measurement, with
- * the VM's balloon holding them, had 0.32-0.39 s of it).  Tables smaller
+ * 0.26 s user + 0.01-0.15 s system with; each run right after a jemalloc
+ * replay of the same trace (as scripts/bench.sh interleaves them), 0.42-
+ * 0.43 s in all without and 0.28-0.42 s with (0.03-0.20 s of it system:
+ * finding free 2 MiB blocks).  The system time varies with how readily the
+ * host backs a free 2 MiB block (an earlier measurement, with the VM's
+ * balloon holding them, had 0.32-0.39 s of it).  Tables smaller
  * than the threshold keep 4 KiB pages, so a small replay is not made 2 MiB
  * larger per table; past it the rounding costs at most one huge page per
  * table. */
