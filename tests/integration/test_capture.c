@@ -153,6 +153,17 @@ static void expect(const trace_event_t *e, trace_op_t op, uint64_t size,
   assert_int_equal(e->align, align);
 }
 
+/* Opens (creating) the store db and records the trace at path in it. */
+static store_t *record_into(const char *db, const char *path,
+                            record_info_t *info) {
+  store_t *s = NULL;
+  as_err_t err = {0};
+  assert_int_equal(store_open(db, &s, &err), AS_OK);
+  if (record_trace_file(s, path, "test", NULL, 0, info, &err) != AS_OK)
+    fail_msg("record %s: %s", path, err.msg);
+  return s;
+}
+
 /* ---- C programs --------------------------------------------------------- */
 
 static void realloc_chain_is_recorded_event_by_event(void **state) {
@@ -525,12 +536,9 @@ static double preloaded_worst_mark(const char *name, const char *lib,
   char path[512];
   snprintf(path, sizeof path, "%s/%s.trace", g_dir, name);
   snprintf(db, sizeof db, "%s/%s.db", g_dir, name);
-  store_t      *s = NULL;
-  as_err_t      err = {0};
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
-                   AS_OK);
+  as_err_t         err = {0};
+  record_info_t    info;
+  store_t         *s = record_into(db, path, &info);
   compare_opts_t   o = {.layouts = 1};
   compare_result_t r;
   if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
@@ -887,12 +895,9 @@ static void record_pairs_marks_with_their_rss(void **state) {
   snprintf(path, sizeof path, "%s/measured.trace", g_dir);
   snprintf(db, sizeof db, "%s/record.db", g_dir);
   write_file(path, measured_file);
-  store_t      *s = NULL;
   as_err_t      err = {0};
   record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
-                   AS_OK);
+  store_t      *s = record_into(db, path, &info);
   assert_int_equal(info.marks, 2);
   assert_int_equal(info.measured, 2);
   assert_int_equal(info.marks_without_rss, 1);
@@ -1015,12 +1020,9 @@ compare_applies_the_baseline_rule_and_stores_the_result(void **state) {
   snprintf(path, sizeof path, "%s/compare.trace", g_dir);
   snprintf(db, sizeof db, "%s/compare.db", g_dir);
   write_file(path, compare_file);
-  store_t      *s = NULL;
   as_err_t      err = {0};
   record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
-                   AS_OK);
+  store_t      *s = record_into(db, path, &info);
   assert_int_equal(strlen(info.sha256), 64);
   store_run_record_t rec;
   assert_int_equal(store_read_run(s, info.run_id, &rec, &err), AS_OK);
@@ -1086,12 +1088,9 @@ static void compare_anchors_a_cpython_capture_at_the_hook(void **state) {
                    "30 0 malloc 1 4096\n"
                    "40 0 mark done\n"
                    "40 0 rss 3149824\n");
-  store_t      *s = NULL;
-  as_err_t      err = {0};
-  record_info_t info;
-  assert_int_equal(store_open(db, &s, &err), AS_OK);
-  assert_int_equal(record_trace_file(s, path, "test", NULL, 0, &info, &err),
-                   AS_OK);
+  as_err_t         err = {0};
+  record_info_t    info;
+  store_t         *s = record_into(db, path, &info);
   compare_opts_t   o = {.model = "ideal", .store = false};
   compare_result_t r;
   if (compare_run(s, info.run_id, &o, &r, &err) != AS_OK)
