@@ -499,11 +499,11 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   bool              *has = NULL;      /* pred[k * nms + i] is defined */
   uint64_t          *ts = NULL;       /* the series' times */
   double            *ys_alloc = NULL; /* predicted + other growth */
-  int64_t *own_grown = NULL;    /* [k * nms + i]: the model's own memory of the
-                             program    (owner baseline: libstdc++ text, musl's
-                             donated    data) grown since the anchor, which a capture
-                             measures as other: the allocator view takes it
-                             out, so it is not counted twice */
+  /* [k * nms + i]: the model's own memory of the program (owner baseline:
+   * libstdc++ text, musl's donated data) grown since the anchor, which a
+   * capture measures as other: the allocator view takes it out, so it is
+   * not counted twice. */
+  int64_t    *own_grown = NULL;
   bool       *rel = NULL;       /* the series' releases after a point */
   bool       *rel_after = NULL; /* by measured sample */
   as_status_t rc = store_read_run(s, run_id, &rec, err);
