@@ -703,9 +703,11 @@ void capture_stream_start_flusher(bool record_dtv) {
    * _dl_allocate_tls, elf/dl-tls.c:374-375), and it stays in that heap for
    * the whole run.  Recorded, the model holds it where the allocator does;
    * left out, every later block of the heap it shares sat elsewhere in the
-   * model (glibc: a 288-byte chunk at the start of the main heap; mimalloc
-   * 2.1.7, which lays a page's blocks out by address, missed captured
-   * programs by 1-4% of their peak). */
+   * model (glibc: a 320-byte chunk at the start of the main heap, 304
+   * bytes asked with the recorder's and libc's TLS; mimalloc 2.1.7, which
+   * lays a page's blocks out by address, missed captured programs by up to
+   * 8% of their peak with it and the failed lookups of resolve.c left
+   * out). */
   if (!record_dtv)
     t_self.internal++;
   if (pthread_attr_init(&attr) == 0) {
