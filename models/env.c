@@ -191,16 +191,27 @@ static const char *row_value(const model_option_t *row, const model_opts_t *o,
   return found;
 }
 
-/* Whether methods has a row spelled "VAR:key" for the key (kl bytes). */
+/* Whether spelling sp (sl bytes) is "VAR:key" for var and the key (kl
+ * bytes). */
+static bool spells_list_key(const char *sp, size_t sl, const char *var,
+                            size_t vl, const char *key, size_t kl) {
+  return sl == vl + 1 + kl && strncmp(sp, var, vl) == 0 && sp[vl] == ':' &&
+         strncmp(sp + vl + 1, key, kl) == 0;
+}
+
+/* Whether methods has a row spelled "VAR:key" for the key (kl bytes), or
+ * lists it as neutral. */
 static bool reads_list_key(const model_methods_t *methods, const char *var,
                            const char *key, size_t kl) {
   size_t vl = strlen(var);
+  for (const char *const *n = methods->neutral_env; n != NULL && *n; n++)
+    if (spells_list_key(*n, strlen(*n), var, vl, key, kl))
+      return true;
   for (const model_option_t *row = methods->options; row->name; row++)
     for (const char *p = row->env; p != NULL && *p != '\0';) {
       p += strspn(p, " ");
       size_t n = strcspn(p, " ");
-      if (n == vl + 1 + kl && strncmp(p, var, vl) == 0 && p[vl] == ':' &&
-          strncmp(p + vl + 1, key, kl) == 0)
+      if (spells_list_key(p, n, var, vl, key, kl))
         return true;
       p += n;
     }

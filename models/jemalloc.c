@@ -2345,12 +2345,28 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   return AS_OK;
 }
 
+/* MALLOC_CONF keys 5.3.0 reads (src/jemalloc.c:1216-1222, 1320-1325,
+ * 1362-1366; 5.2.1: 1170-1176, 1252-1255, 1285-1288) that only print,
+ * abort or trace.  stats_print's report runs at exit (atexit,
+ * src/jemalloc.c:1823), after the program's last call, through a 64 KiB
+ * buffer jemalloc allocates for it (src/jemalloc.c:4047-4063). */
+static const char *const jemalloc_neutral_env[] = {
+    "MALLOC_CONF:abort",
+    "MALLOC_CONF:abort_conf",
+    "MALLOC_CONF:confirm_conf",
+    "MALLOC_CONF:stats_print",
+    "MALLOC_CONF:stats_print_opts",
+    "MALLOC_CONF:utrace",
+    "MALLOC_CONF:xmalloc",
+    NULL};
+
 const model_methods_t model_jemalloc_methods = {
     .name = "jemalloc",
     .summary = "jemalloc 5.3.0 (Debian 12) or 5.2.1 (Ubuntu 22.04): arenas, "
                "tcache, slabs, extents, decay, background threads",
     .options = jemalloc_options,
     .preload = "libjemalloc",
+    .neutral_env = jemalloc_neutral_env,
     .create = jemalloc_create,
     .destroy = jemalloc_destroy,
     .alloc = jemalloc_alloc,

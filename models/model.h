@@ -139,6 +139,12 @@ struct model_methods_s {
                                         at the end; a run that sets one
                                         otherwise is not predicted
                                         (models/env.h) */
+  const char *const *neutral_env;    /* keys of strict list variables the
+                                        library reads that change neither what
+                                        it maps nor what it writes while the
+                                        program runs (reports, aborts):
+                                        "VAR:key", NULL at the end; accepted
+                                        and ignored (models/env.h) */
   const model_mechanism_t *mechanisms; /* what walk's regions name; ends
                                     with a row whose key is NULL; NULL if
                                     the model has no walk */

@@ -702,7 +702,8 @@ static const char *kv_get(void *user, const char *key) {
 
 /* A run that preloads libjemalloc is replayed on jemalloc with its
  * MALLOC_CONF; a Python run on cpython over jemalloc; a MALLOC_CONF key the
- * model does not read is an error, not a silent default. */
+ * model does not read is an error, not a silent default, unless it only
+ * reports or aborts. */
 static void the_environment_picks_jemalloc(void **state) {
   (void)state;
   char     model[256], libc[256];
@@ -724,11 +725,17 @@ static void the_environment_picks_jemalloc(void **state) {
   assert_string_equal(model, "cpython:version=3.11");
   assert_string_equal(libc, "jemalloc:ncpus=4,background_thread=true,"
                             "dirty_decay_ms=1000");
-  run.v[1] = "dirty_decay_ms:1000,stats_print:true";
+  run.v[1] = "dirty_decay_ms:1000,junk:true"; /* writes every block */
   assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
                                        sizeof libc, &err),
                    AS_EINVAL);
-  assert_non_null(strstr(err.msg, "key 'stats_print' is not modelled"));
+  assert_non_null(strstr(err.msg, "key 'junk' is not modelled"));
+  /* keys that only report or abort change nothing the model predicts */
+  run.v[1] = "stats_print:true,dirty_decay_ms:1000,abort_conf:true";
+  assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
+                                       sizeof libc, &err),
+                   AS_OK);
+  assert_string_equal(libc, "jemalloc:ncpus=4,dirty_decay_ms=1000");
   run.v[1] = "dirty_decay_ms:lots";
   assert_int_equal(model_specs_for_run(kv_get, &run, model, sizeof model, libc,
                                        sizeof libc, &err),
