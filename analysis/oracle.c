@@ -128,10 +128,13 @@ struct walk_s {
   bool                  lenient;
   double                idle_scale;
   uint64_t              touch_threshold; /* 0: every allocation written */
-  uint64_t             *live;            /* [id]: size + 1, 0 = dead */
-  size_t                live_cap;
-  uint64_t              events, ops, skipped, marks;
-  uint64_t              ids; /* highest id used + 1 */
+  unsigned              touch_lg_page;   /* a capture's page size, log2:
+                                            its touches name pages of the
+                                            span; 0: bytes */
+  uint64_t *live;                        /* [id]: size + 1, 0 = dead */
+  size_t    live_cap;
+  uint64_t  events, ops, skipped, marks;
+  uint64_t  ids; /* highest id used + 1 */
 };
 
 /* An event the replay cannot run: an error in replay's words (its line or
@@ -219,6 +222,11 @@ static as_status_t walk_object(walk_t *w, const trace_event_t *ev,
     if (!live || ev->offset > size || ev->size > size - ev->offset)
       return walk_bad(w, ev, "outside a live object's bytes", send, err);
     set_op(op, ORACLE_OP_TOUCH, ev, ev->size, ev->offset);
+    if (w->touch_lg_page != 0) {
+      op->flags |= ORACLE_F_SPAN;
+      op->lg_page = (uint16_t)w->touch_lg_page;
+      op->object_size = size;
+    }
     unwritten = false;
     break;
   default:
@@ -323,6 +331,10 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
                       "%s: provenance touch_threshold: expected bytes, got "
                       "'%s'",
                       src->name, tt);
+  const char *ps = trace_meta_get(&src->meta, "page_size");
+  uint64_t    page = tt != NULL && ps != NULL ? strtoull(ps, NULL, 10) : 0;
+  if (page > 1 && (page & (page - 1)) == 0)
+    w->touch_lg_page = (unsigned)__builtin_ctzll(page);
   return AS_OK;
 }
 

@@ -32,6 +32,7 @@
 #include "../sim/host.h"
 #include "../sim/idtable.h"
 #include "../sim/reserve.h"
+#include "../traces/touch_span.h"
 #include "../traces/workload.h"
 
 /* Ids beyond this are refused: the table is indexed by id, and a trace that
@@ -73,9 +74,12 @@ struct engine_state_s {
   size_t       big_count;          /* slots in use */
   uint64_t     live_bytes;
   uint64_t     touch_threshold; /* 0: everything written */
-  sim_timer_t  sampler;         /* periodic RSS samples */
-  uint64_t     samples;         /* emitted so far */
-  uint32_t    *running;         /* threads started and not exited,
+  uint64_t     touch_page;      /* a capture's page size: its touches
+                                   name pages of the object's span
+                                   (traces/touch_span.h); 0: bytes */
+  sim_timer_t sampler;          /* periodic RSS samples */
+  uint64_t    samples;          /* emitted so far */
+  uint32_t   *running;          /* threads started and not exited,
                                    ascending */
   size_t   nrunning;
   size_t   running_cap;
@@ -550,7 +554,11 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
                       "%llu (a model bug)",
                       src->name, (unsigned long long)st->res->events,
                       st->model->methods->name, (unsigned long long)ev->id);
-  return sim_kernel_touch(st->kernel, addr + ev->offset, ev->size, err);
+  uint64_t first, end, lo = addr + ev->offset, hi = lo + ev->size;
+  if (st->touch_page != 0 && touch_span_pages(size, ev->offset, ev->size,
+                                              st->touch_page, &first, &end))
+    touch_span_bytes(addr, size, st->touch_page, first, end, &lo, &hi);
+  return hi > lo ? sim_kernel_touch(st->kernel, lo, hi - lo, err) : AS_OK;
 }
 
 static as_status_t dispatch_option(engine_state_t       *st,
@@ -727,7 +735,8 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
   return rc == AS_DONE ? AS_OK : rc;
 }
 
-/* touch_threshold provenance of src into st (0 when absent). */
+/* touch_threshold provenance of src into st (0 when absent), and with it
+ * the page size the touches were measured in (a capture's page_size). */
 static as_status_t read_touch_threshold(engine_state_t       *st,
                                         const trace_source_t *src,
                                         as_err_t             *err) {
@@ -744,6 +753,10 @@ static as_status_t read_touch_threshold(engine_state_t       *st,
                       "least the OS page size %llu, got '%s'",
                       src->name, (unsigned long long)page, v);
   st->touch_threshold = n;
+  const char *p = trace_meta_get(&src->meta, "page_size");
+  uint64_t    captured_page = p != NULL ? strtoull(p, &end, 10) : 0;
+  if (captured_page > 1 && (captured_page & (captured_page - 1)) == 0)
+    st->touch_page = captured_page;
   return AS_OK;
 }
 

@@ -88,23 +88,29 @@ typedef enum oracle_op_code_e {
   ORACLE_OP_PURGE,  /* size = oracle_purge_t, aux = arena or
                        ORACLE_ALL_ARENAS */
   ORACLE_OP_OPTION, /* size = (uint64_t)(int64_t) value; the name follows */
-  ORACLE_OP_TOUCH,  /* write [aux, aux + size) of id */
+  ORACLE_OP_TOUCH,  /* write [aux, aux + size) of id; with
+                       ORACLE_F_SPAN, the pages of id's span those bytes
+                       held in the captured process */
   ORACLE_OP_END
 } oracle_op_code_t;
 
 /* An allocation the program does not write now (touch events do). */
 #define ORACLE_F_UNWRITTEN 0x01
+/* A touch measured in pages of lg_page bytes (a capture's): replay it as
+ * pages of the object's span (traces/touch_span.h). */
+#define ORACLE_F_SPAN 0x02
 
 typedef struct oracle_op_s oracle_op_t;
 struct oracle_op_s {
-  uint8_t  code;  /* oracle_op_code_t */
-  uint8_t  flags; /* ORACLE_F_* */
-  uint16_t pad;
-  uint32_t thread; /* the trace's thread */
+  uint8_t  code;    /* oracle_op_code_t */
+  uint8_t  flags;   /* ORACLE_F_* */
+  uint16_t lg_page; /* ORACLE_F_SPAN: log2 of the captured page size */
+  uint32_t thread;  /* the trace's thread */
   uint64_t id;
   uint64_t size;
   uint64_t aux;
-  uint64_t t_ns; /* the trace's time of the event */
+  uint64_t t_ns;        /* the trace's time of the event */
+  uint64_t object_size; /* ORACLE_F_SPAN: the object's bytes */
 };
 
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */

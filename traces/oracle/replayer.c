@@ -62,6 +62,7 @@
 #include "protocol.h"
 #include "../allocator_version.h"
 #include "../mi_hint_area.h"
+#include "../touch_span.h"
 
 /* ---- Output, errors ----------------------------------------------------- */
 
@@ -419,6 +420,17 @@ static void check_id(const oracle_op_t *op) {
     fail("object id beyond the table: ", op->id);
 }
 
+/* Writes the bytes a touch names: as they are, or the pages of this
+ * block's span that hold the captured process's pages. */
+static void touch(const oracle_op_t *op) {
+  uint64_t at = (uintptr_t)objs[op->id], lo = at + op->aux, hi = lo + op->size;
+  uint64_t first, end, page = (uint64_t)1 << op->lg_page;
+  if ((op->flags & ORACLE_F_SPAN) &&
+      touch_span_pages(op->object_size, op->aux, op->size, page, &first, &end))
+    touch_span_bytes(at, op->object_size, page, first, end, &lo, &hi);
+  fill((void *)(uintptr_t)lo, hi - lo);
+}
+
 static void do_alloc(const oracle_op_t *op) {
   check_id(op);
   void *p = NULL;
@@ -521,7 +533,7 @@ static void execute(const oracle_op_t *op) {
     break;
   case ORACLE_OP_TOUCH:
     check_id(op);
-    fill((char *)objs[op->id] + op->aux, op->size);
+    touch(op);
     break;
   case ORACLE_OP_MARK:
     send_rss(ORACLE_R_MARK, op->id, 0);
