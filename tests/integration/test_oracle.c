@@ -988,6 +988,41 @@ static void jemalloc_purge_and_decay_options_apply(void **state) {
   unlink(path);
 }
 
+/* A capture's touches are pages of the object's span: 16 blocks of 64 KiB
+ * captured 100 bytes into their pages, page 1 of each touched.  jemalloc
+ * starts each at a random cache line of its first page; written as bytes,
+ * most ranges would straddle two pages (up to 32 in all), as pages they
+ * fault 16 (the marks' difference, with a page's slack for the reads). */
+static void a_capture_touch_writes_the_pages_it_names(void **state) {
+  (void)state;
+  if (!have_lib(ORACLE_JEMALLOC))
+    skip();
+  char  text[4096];
+  FILE *f = fmemopen(text, sizeof text, "w");
+  assert_non_null(f);
+  fputs("allocsim-trace 1\n#@ touch_threshold=4096\n#@ page_size=4096\n"
+        "0 0 option dirty_decay_ms -1\n",
+        f);
+  for (unsigned i = 0; i < 16; i++)
+    fprintf(f, "%u 0 malloc %u 65536\n", 2 * i + 1, i);
+  fputs("40 0 mark allocated\n", f);
+  for (unsigned i = 0; i < 16; i++)
+    fprintf(f, "%u 0 touch %u 3996 4096\n", 41 + i, i);
+  fputs("60 0 mark touched\n", f);
+  fclose(f);
+  const char   *path = write_trace(text);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  o.sample_every_ns = 0;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  uint64_t grown = r.marks[1].rss_bytes - r.marks[0].rss_bytes;
+  assert_in_range(grown, 16 * 4096, 17 * 4096);
+  oracle_run_free(&r);
+  unlink(path);
+}
+
 static void musl_replays_when_built(void **state) {
   (void)state;
   char     buf[512];
@@ -1087,6 +1122,7 @@ int main(void) {
       cmocka_unit_test(op_times_go_where_they_fit),
       cmocka_unit_test(preloaded_allocators_replay),
       cmocka_unit_test(jemalloc_purge_and_decay_options_apply),
+      cmocka_unit_test(a_capture_touch_writes_the_pages_it_names),
       cmocka_unit_test(musl_replays_when_built),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
