@@ -1,17 +1,17 @@
 # traces/capture/sitecustomize.py -- loaded by CPython at start-up when
 # `allocsim capture` puts this directory first on PYTHONPATH.
 #
-# It asks the preloaded liballocsim_capture.so to wrap CPython's mem and obj
-# allocator domains (PyMem_SetAllocator around the real pymalloc, so the
-# measured RSS is still pymalloc's), which also marks "__main__" when the
-# interpreter starts the program (an audit hook on cpython.run_*), and makes
-# sys._debugmallocstats() work under capture (it prints nothing unless the
-# obj domain is pymalloc's own, so the hook is lifted around it).  Then it
-# runs the sitecustomize module this one shadows, if there is one (Debian
-# ships one).  Everything the interpreter allocated before the hook is the
-# measured baseline; the trace shows where with the mark "hooked".
-#
-# Not hooked: python -S (no site), python -I / -E (PYTHONPATH ignored).
+# The preloaded liballocsim_capture.so wraps CPython's mem and obj allocator
+# domains at entry to main (PyMem_SetAllocator around the real pymalloc, so
+# the measured RSS is still pymalloc's).  An interpreter given PYTHONMALLOC
+# or -X dev replaces them while it pre-initialises; this module asks the
+# library to wrap them again (allocsim_hook_python does nothing when they
+# are still wrapped), and makes sys._debugmallocstats() work under capture
+# (it prints nothing unless the obj domain is pymalloc's own, so the hook is
+# lifted around it).  Then it runs the sitecustomize module this one
+# shadows, if there is one (Debian ships one).  What the interpreter
+# allocated before a late hook is the measured baseline; the trace shows
+# where with the mark "hooked".
 import os
 import sys
 
