@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
+#include "tests/helpers/scratch.h"
 #include "traces/touch_span.h"
 #include "traces/trace_io.h"
 
@@ -64,15 +65,14 @@ static char g_dir[64];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/allocsim-test-span-XXXXXX");
-  return mkdtemp(g_dir) == NULL ? -1 : 0;
+  scratch_make(g_dir, sizeof g_dir, "span");
+  return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  scratch_remove(g_dir);
+  return 0;
 }
 
 #define OBJECTS 16
