@@ -966,6 +966,30 @@ static void python_arenas_are_the_interpreters_from_main(void **state) {
                    stat_line(text, "# arenas allocated current"));
 }
 
+/* PYTHONMALLOC=malloc makes the interpreter set its allocators while it
+ * pre-initialises, over the wrappers installed at main; site's call wraps
+ * them again, so the obj domain is still recorded, once. */
+static void
+python_allocators_set_by_the_interpreter_are_wrapped_again(void **state) {
+  (void)state;
+  if (access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char *const      argv[] = {"/usr/bin/python3", "-c",
+                             "x = [dict() for i in "
+                                  "range(1000)]\n",
+                             NULL};
+  capture_result_t res;
+  trace_t          t;
+  assert_int_equal(setenv("PYTHONMALLOC", "malloc", 1), 0);
+  capture("pythonmalloc", argv, 0, &res, &t);
+  unsetenv("PYTHONMALLOC");
+  size_t nobj = 0;
+  for (size_t i = find_mark(&t, "hooked"); i < t.n; i++)
+    nobj += t.v[i].e.domain == TRACE_DOMAIN_OBJ && t.v[i].e.op != TRACE_FREE;
+  assert_true(nobj >= 1000);
+  free(t.v);
+}
+
 /* ---- Recording, conversion, comparison ----------------------------------- */
 
 static void write_file(const char *path, const char *text) {
@@ -1225,6 +1249,8 @@ int main(void) {
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),
       cmocka_unit_test(python_arenas_are_the_interpreters_from_main),
+      cmocka_unit_test(
+          python_allocators_set_by_the_interpreter_are_wrapped_again),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),

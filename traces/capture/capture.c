@@ -1014,30 +1014,16 @@ static bool py_still_hooked(void) {
   return now.malloc == py_malloc;
 }
 
-/* At entry to main, before the interpreter's first allocation: pymalloc's
- * arenas then hold only what the trace shows, so a model replaying it
- * builds the same arenas.  Hooked later, at site import, the interpreter's
- * start-up objects sat in arenas the model never saw, and the program's
- * first objects filled those arenas' free pools instead of new ones (a
- * threaded script: 12 real arenas against 11 modelled at the peak, up to
- * 6.7% of the peak low after its threads freed their objects).  The
- * domains' allocators are initialised statically, "from the first
- * instruction of the process" (bpo-32124), and a hook that wraps the
- * current allocator may be set at any point (gh-96997, the contract in
- * 3.11's Doc/c-api/memory.rst); native audit hooks are meant to be added
- * before the runtime initialises (Doc/library/sys.rst, gh-87604). */
-static void py_hook_at_main(void) {
-  if (global_sym("PyMem_SetAllocator") != NULL)
-    (void)allocsim_hook_python();
-}
-
-/* Wraps CPython's mem and obj domains (at entry to main, and again from
- * sitecustomize.py through ctypes, with the GIL held, where the interpreter
- * replaced the wrappers).  Returns 1 if hooked now or before, 0 if the
- * process has no CPython or is not captured.  The first time it records
- * meta python=VERSION, the mark "hooked" and adds the audit hook that marks
- * "__main__"; allocations before "hooked" are part of the baseline. */
-EXPORT int allocsim_hook_python(void) {
+/* Wraps CPython's mem and obj domains (at_main: at entry to main; else
+ * from sitecustomize.py through ctypes, with the GIL held, where the
+ * interpreter replaced the wrappers or came without them).  Returns 1 if
+ * hooked now or before, 0 if the process has no CPython or is not
+ * captured.  The first time it records meta python=VERSION, the mark
+ * "hooked" and adds the audit hook that marks "__main__"; allocations
+ * before "hooked" are part of the baseline, and so are pymalloc's arenas
+ * mapped while the domains were not wrapped (dropped from the program's
+ * own mappings: they are not "other"). */
+static int py_hook(bool at_main) {
   static int first = 1;
   capture_ensure_init();
   if (!atomic_load(&g_recording))
@@ -1046,6 +1032,7 @@ EXPORT int allocsim_hook_python(void) {
     return 1;
   if (global_sym("PyMem_SetAllocator") == NULL)
     return 0;
+  bool replaced = g_py_hooked; /* by the interpreter, not by unhook */
   if (first) {
     const char *(*version)(void) =
         (const char *(*)(void))global_sym("Py_GetVersion");
@@ -1060,13 +1047,35 @@ EXPORT int allocsim_hook_python(void) {
     }
   }
   py_set(1);
+  if ((first && !at_main) || replaced)
+    capture_progmap_clear(); /* pymalloc's arenas so far: start-up */
   if (first) {
     first = 0;
-    capture_progmap_clear(); /* pymalloc's arenas so far: start-up */
     allocsim_mark("hooked");
     py_add_audit_hook();
   }
   return 1;
+}
+
+EXPORT int allocsim_hook_python(void) {
+  return py_hook(false);
+}
+
+/* At entry to main, before the interpreter's first allocation: pymalloc's
+ * arenas then hold only what the trace shows, so a model replaying it
+ * builds the same arenas.  Hooked later, at site import, the interpreter's
+ * start-up objects sat in arenas the model never saw, and the program's
+ * first objects filled those arenas' free pools instead of new ones (a
+ * threaded script: 12 arenas allocated against 11 modelled, up to 6.7%
+ * of the peak low after its threads freed their objects).  The
+ * domains' allocators are initialised statically, "from the first
+ * instruction of the process" (bpo-32124), and a hook that wraps the
+ * current allocator may be set at any point (gh-96997, the contract in
+ * 3.11's Doc/c-api/memory.rst); native audit hooks are meant to be added
+ * before the runtime initialises (Doc/library/sys.rst, gh-87604). */
+static void py_hook_at_main(void) {
+  if (global_sym("PyMem_SetAllocator") != NULL)
+    (void)py_hook(true);
 }
 
 /* Puts pymalloc's own allocators back, for sys._debugmallocstats (which
