@@ -40,6 +40,7 @@
 #include "../traces/helper_path.h"
 #include "../traces/import_util.h"
 #include "../traces/machine.h"
+#include "../traces/touch_span.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
@@ -331,10 +332,8 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
                       "%s: provenance touch_threshold: expected bytes, got "
                       "'%s'",
                       src->name, tt);
-  const char *ps = trace_meta_get(&src->meta, "page_size");
-  uint64_t    page = tt != NULL && ps != NULL ? strtoull(ps, NULL, 10) : 0;
-  if (page > 1 && (page & (page - 1)) == 0)
-    w->touch_lg_page = (unsigned)__builtin_ctzll(page);
+  uint64_t page = touch_span_page(tt, trace_meta_get(&src->meta, "page_size"));
+  w->touch_lg_page = page != 0 ? (unsigned)__builtin_ctzll(page) : 0;
   return AS_OK;
 }
 

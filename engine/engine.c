@@ -753,10 +753,7 @@ static as_status_t read_touch_threshold(engine_state_t       *st,
                       "least the OS page size %llu, got '%s'",
                       src->name, (unsigned long long)page, v);
   st->touch_threshold = n;
-  const char *p = trace_meta_get(&src->meta, "page_size");
-  uint64_t    captured_page = p != NULL ? strtoull(p, &end, 10) : 0;
-  if (captured_page > 1 && (captured_page & (captured_page - 1)) == 0)
-    st->touch_page = captured_page;
+  st->touch_page = touch_span_page(v, trace_meta_get(&src->meta, "page_size"));
   return AS_OK;
 }
 

@@ -22,6 +22,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The page size a trace's touches are measured in: its page_size
+ * provenance (a power of two) where it also declares touch_threshold, as
+ * a capture does; else 0 (its touches are bytes). */
+static inline uint64_t touch_span_page(const char *touch_threshold,
+                                       const char *page_size) {
+  if (touch_threshold == NULL || page_size == NULL || *page_size == '\0')
+    return 0;
+  uint64_t    page = 0;
+  const char *p = page_size;
+  for (; *p >= '0' && *p <= '9' && page <= ((uint64_t)1 << 30); p++)
+    page = page * 10 + (uint64_t)(*p - '0');
+  bool whole = *p == '\0' && page <= ((uint64_t)1 << 30);
+  return whole && page > 1 && (page & (page - 1)) == 0 ? page : 0;
+}
+
 /* The pages [*first, *end) of the captured span that a touch of [off, off
  * + len) of an object of size bytes names, with page the captured
  * process's page size (a power of two); false when the range is the whole

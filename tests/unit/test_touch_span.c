@@ -42,6 +42,21 @@ static void ranges_name_the_captured_pages(void **state) {
   assert_false(touch_span_pages(3 * PAGE, 5, 0, PAGE, &first, &end));
 }
 
+/* Only a capture's traces (touch_threshold and a power-of-two page_size)
+ * have touches in pages. */
+static void only_a_capture_measures_touches_in_pages(void **state) {
+  (void)state;
+  assert_int_equal(touch_span_page("4096", "4096"), 4096);
+  assert_int_equal(touch_span_page("4096", "16384"), 16384);
+  assert_int_equal(touch_span_page(NULL, "4096"), 0);
+  assert_int_equal(touch_span_page("4096", NULL), 0);
+  assert_int_equal(touch_span_page("4096", "4000"), 0);
+  assert_int_equal(touch_span_page("4096", "1"), 0);
+  assert_int_equal(touch_span_page("4096", "x"), 0);
+  assert_int_equal(touch_span_page("4096", "4096x"), 0);
+  assert_int_equal(touch_span_page("4096", "10737418240"), 0);
+}
+
 /* Page 1 of the captured span is page 1 of a span that starts on a page
  * boundary (one page, not the two its bytes would straddle), and the
  * bytes stay inside the object where its span is shorter. */
@@ -119,6 +134,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ranges_name_the_captured_pages),
       cmocka_unit_test(pages_map_into_the_replays_span),
+      cmocka_unit_test(only_a_capture_measures_touches_in_pages),
       cmocka_unit_test_setup_teardown(each_range_faults_the_pages_it_names,
                                       setup, teardown),
   };
