@@ -332,7 +332,14 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
                       "%s: provenance touch_threshold: expected bytes, got "
                       "'%s'",
                       src->name, tt);
-  uint64_t page = touch_span_page(tt, trace_meta_get(&src->meta, "page_size"));
+  const char *ps = trace_meta_get(&src->meta, "page_size");
+  uint64_t    page;
+  if (!touch_span_page(tt, ps, &page))
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: provenance page_size: expected a power of two "
+                      "bytes (the page size the touches were measured in), "
+                      "got '%s'",
+                      src->name, ps);
   w->touch_lg_page = page != 0 ? (unsigned)__builtin_ctzll(page) : 0;
   return AS_OK;
 }

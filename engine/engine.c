@@ -753,7 +753,13 @@ static as_status_t read_touch_threshold(engine_state_t       *st,
                       "least the OS page size %llu, got '%s'",
                       src->name, (unsigned long long)page, v);
   st->touch_threshold = n;
-  st->touch_page = touch_span_page(v, trace_meta_get(&src->meta, "page_size"));
+  const char *ps = trace_meta_get(&src->meta, "page_size");
+  if (!touch_span_page(v, ps, &st->touch_page))
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: provenance page_size: expected a power of two "
+                      "bytes (the page size the touches were measured in), "
+                      "got '%s'",
+                      src->name, ps);
   return AS_OK;
 }
 

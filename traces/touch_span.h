@@ -22,19 +22,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The page size a trace's touches are measured in: its page_size
- * provenance (a power of two) where it also declares touch_threshold, as
- * a capture does; else 0 (its touches are bytes). */
-static inline uint64_t touch_span_page(const char *touch_threshold,
-                                       const char *page_size) {
-  if (touch_threshold == NULL || page_size == NULL || *page_size == '\0')
-    return 0;
-  uint64_t    page = 0;
+/* The page size a trace's touches are measured in, into *page: its
+ * page_size provenance where it also declares touch_threshold, as a
+ * capture does; else 0 (its touches are bytes).  False when that
+ * page_size is not a power of two from 2 to 1 GiB in decimal (the caller
+ * names the file and the key). */
+static inline bool touch_span_page(const char *touch_threshold,
+                                   const char *page_size, uint64_t *page) {
+  *page = 0;
+  if (touch_threshold == NULL || page_size == NULL)
+    return true;
+  uint64_t    n = 0;
   const char *p = page_size;
-  for (; *p >= '0' && *p <= '9' && page <= ((uint64_t)1 << 30); p++)
-    page = page * 10 + (uint64_t)(*p - '0');
-  bool whole = *p == '\0' && page <= ((uint64_t)1 << 30);
-  return whole && page > 1 && (page & (page - 1)) == 0 ? page : 0;
+  for (; *p >= '0' && *p <= '9' && n <= ((uint64_t)1 << 30); p++)
+    n = n * 10 + (uint64_t)(*p - '0');
+  if (p == page_size || *p != '\0' || n > ((uint64_t)1 << 30) || n < 2 ||
+      (n & (n - 1)) != 0)
+    return false;
+  *page = n;
+  return true;
 }
 
 /* The pages [*first, *end) of the captured span that a touch of [off, off

@@ -42,19 +42,23 @@ static void ranges_name_the_captured_pages(void **state) {
   assert_false(touch_span_pages(3 * PAGE, 5, 0, PAGE, &first, &end));
 }
 
-/* Only a capture's traces (touch_threshold and a power-of-two page_size)
- * have touches in pages. */
+/* Only a capture's traces (touch_threshold and page_size) have touches in
+ * pages, and a page_size that is not a power of two is refused. */
 static void only_a_capture_measures_touches_in_pages(void **state) {
   (void)state;
-  assert_int_equal(touch_span_page("4096", "4096"), 4096);
-  assert_int_equal(touch_span_page("4096", "16384"), 16384);
-  assert_int_equal(touch_span_page(NULL, "4096"), 0);
-  assert_int_equal(touch_span_page("4096", NULL), 0);
-  assert_int_equal(touch_span_page("4096", "4000"), 0);
-  assert_int_equal(touch_span_page("4096", "1"), 0);
-  assert_int_equal(touch_span_page("4096", "x"), 0);
-  assert_int_equal(touch_span_page("4096", "4096x"), 0);
-  assert_int_equal(touch_span_page("4096", "10737418240"), 0);
+  uint64_t page;
+  assert_true(touch_span_page("4096", "4096", &page));
+  assert_int_equal(page, 4096);
+  assert_true(touch_span_page("4096", "16384", &page));
+  assert_int_equal(page, 16384);
+  assert_true(touch_span_page(NULL, "4096", &page));
+  assert_int_equal(page, 0);
+  assert_true(touch_span_page("4096", NULL, &page));
+  assert_int_equal(page, 0);
+  static const char *const bad[] = {"4000", "1",     "x",
+                                    "",     "4096x", "10737418240"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_false(touch_span_page("4096", bad[i], &page));
 }
 
 /* Page 1 of the captured span is page 1 of a span that starts on a page
