@@ -294,6 +294,10 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     op->id = 0;
     break;
   case TRACE_OPTION:
+    if (trace_option_is_placement(ev->label)) {
+      *send = false; /* where a mapping went: the real allocator decides */
+      return AS_OK;
+    }
     if (oracle_option_find(w->allocator, ev->label) == NULL) {
       char what[160];
       as_format_fits(what, sizeof what, "'%s': %s has no call for it",

@@ -561,9 +561,34 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
   return hi > lo ? sim_kernel_touch(st->kernel, lo, hi - lo, err) : AS_OK;
 }
 
+/* "placed.OWNER ADDRESS": where the real allocator mapped its next
+ * mapping of that owner (a capture records pymalloc's arenas); for the
+ * kernel, whatever the model (docs/trace-format.md). */
+static as_status_t dispatch_placement(engine_state_t       *st,
+                                      const trace_source_t *src,
+                                      const trace_event_t *ev, as_err_t *err) {
+  const char *owner = ev->label + TRACE_PLACED_PREFIX_LEN;
+  for (unsigned o = 0; o < SIM_OWNER_COUNT; o++)
+    if (strcmp(owner, sim_owner_name((sim_owner_t)o)) == 0) {
+      if (ev->size == 0 || ev->size % sim_kernel_page_size(st->kernel) != 0)
+        break;
+      sim_kernel_place_next(st->kernel, (sim_owner_t)o, ev->size);
+      return AS_OK;
+    }
+  return as_err_set(err, AS_EFORMAT,
+                    "%s: event %llu (t=%llu ns): option %.40s %llu: expected "
+                    "placed.OWNER (an owner such as pymalloc) and a "
+                    "page-aligned address",
+                    src->name, (unsigned long long)st->res->events,
+                    (unsigned long long)ev->t_ns, ev->label,
+                    (unsigned long long)ev->size);
+}
+
 static as_status_t dispatch_option(engine_state_t       *st,
                                    const trace_source_t *src,
                                    const trace_event_t *ev, as_err_t *err) {
+  if (trace_option_is_placement(ev->label))
+    return dispatch_placement(st, src, ev, err);
   if (!model_has_set_option(st->model))
     return no_notion(st, src, ev, err);
   as_status_t rc =

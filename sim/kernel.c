@@ -203,6 +203,7 @@ struct sim_kernel_s {
   uint64_t           lazy_pages;                   /* resident lazyfree pages */
   uint64_t           owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
   sim_kernel_calls_t calls;                        /* system calls and faults */
+  sim_addr_t place_next[SIM_OWNER_COUNT]; /* sim_kernel_place_next; 0: none */
 };
 
 /* kernel.h's inline functions read h through a converted sim_kernel_t *. */
@@ -1913,6 +1914,34 @@ static sim_addr_t thp_placement(const sim_kernel_t *k, uint64_t len) {
   return (g->end - len) & ~(B - 1);
 }
 
+void sim_kernel_place_next(sim_kernel_t *k, sim_owner_t owner,
+                           sim_addr_t addr) {
+  if ((unsigned)owner < SIM_OWNER_COUNT)
+    k->place_next[owner] = addr;
+}
+
+/* Where a mapping of len bytes aligned to align goes when the real one
+ * went to want (sim_kernel_place_next): want itself when that range is
+ * free, else the highest free address that sits where want does within a
+ * 2 MiB block (or an align block, if larger), so that what depends on the
+ * low bits (pymalloc's pool alignment, THP blocks) is as it was.  0 when
+ * want does not fit the alignment or no gap holds the request. */
+static sim_addr_t placed_address(sim_kernel_t *k, sim_addr_t want, uint64_t len,
+                                 uint64_t align) {
+  if ((want & (align - 1)) != 0 || want + len < want)
+    return 0;
+  const inode_t *g = itree_find(&k->gaps, want);
+  if (g != NULL && want + len <= g->end)
+    return want;
+  uint64_t block = align > THP_BYTES ? align : THP_BYTES;
+  uint64_t need = len + (block - k->h.page_size);
+  if (need < len || (g = itree_highest_fit(&k->gaps, need)) == NULL)
+    return 0;
+  sim_addr_t highest = g->end - len;
+  sim_addr_t a = (highest & ~(block - 1)) + (want & (block - 1));
+  return a <= highest ? a : a - block; /* >= g->start: the gap holds need */
+}
+
 as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err) {
@@ -1950,7 +1979,11 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
   if ((st = pool_reserve(k, err)) != AS_OK) {
     return st;
   }
-  sim_addr_t t = align == k->h.page_size ? thp_placement(k, len) : 0;
+  sim_addr_t want = k->place_next[owner];
+  k->place_next[owner] = 0;
+  sim_addr_t t = want != 0 ? placed_address(k, want, len, align) : 0;
+  if (t == 0 && align == k->h.page_size)
+    t = thp_placement(k, len);
   if (t != 0) {
     map_range(k, t, t + len, prot, owner);
     *addr_out = t;

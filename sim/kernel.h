@@ -288,6 +288,15 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
                             sim_prot_t prot, sim_owner_t owner,
                             sim_addr_t *addr_out, as_err_t *err);
 
+/* Where the real allocator put its next mapping, as a capture recorded
+ * it: the next sim_kernel_mmap by owner goes at addr when that range is
+ * free, else at the highest free address congruent to addr modulo 2 MiB
+ * (or the alignment asked for, if larger), so that the low bits decide as
+ * they did, e.g. whether a pymalloc arena is 16 KiB aligned and so has 64
+ * pools or 63.  One pending address per owner: a later call replaces it,
+ * and the mmap takes it whether or not it is used. */
+void sim_kernel_place_next(sim_kernel_t *k, sim_owner_t owner, sim_addr_t addr);
+
 /* mmap(hint, length) without MAP_FIXED: the hint is taken when the
  * page-aligned range [hint, hint + length) is unmapped and below mmap_top
  * (Linux 6.1 mm/mmap.c generic_get_unmapped_area_topdown tries the hint

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../sim/status.h"
 
@@ -33,6 +34,12 @@
   X(TOUCH, "touch")   /* id's bytes [offset, offset+size) written */           \
   X(MODULE, "module") /* id = module id, label = its path */                   \
   X(SITE, "site")     /* id = call site id, frames = its return addresses */
+
+/* An option whose name starts so is no knob: "placed.OWNER" with size =
+ * the address where the real allocator mapped its next mapping of that
+ * sim_owner_t (a capture records pymalloc's arenas so). */
+#define TRACE_PLACED_PREFIX     "placed."
+#define TRACE_PLACED_PREFIX_LEN (sizeof TRACE_PLACED_PREFIX - 1)
 
 typedef enum trace_op_e {
 #define TRACE_OP_ENUM(name, str) TRACE_##name,
@@ -151,6 +158,10 @@ bool trace_purge_parse(const char *s, size_t len, trace_purge_kind_t *out);
 /* Whether s (len bytes) is a knob name an option event may carry: 1 to
  * TRACE_LABEL_MAX bytes of [a-z0-9_.]. */
 bool trace_option_name_ok(const char *s, size_t len);
+/* Whether an option event is a placement ("placed.OWNER"), not a knob. */
+static inline bool trace_option_is_placement(const char *name) {
+  return strncmp(name, TRACE_PLACED_PREFIX, TRACE_PLACED_PREFIX_LEN) == 0;
+}
 
 /* Provenance carried in a trace's header: ordered key/value strings, e.g.
  * machine, kernel, page_size, command, baseline_rss_bytes. */

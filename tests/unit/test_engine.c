@@ -135,6 +135,33 @@ static void purge_and_option_events_reach_the_model(void **state) {
                       "array: event 0: spy: no run-time option arena_max");
 }
 
+/* placed.OWNER is the kernel's, not a knob: the model never sees it, and
+ * the owner's next mapping goes to the address (a capture's pymalloc
+ * arena).  An unknown owner or an unaligned address is refused. */
+static void placements_reach_the_kernel_not_the_model(void **state) {
+  fixture_t    *f = *state;
+  sim_addr_t    at = UINT64_C(0x7ffff0004000);
+  trace_event_t evs[] = {
+      {.t_ns = 5, .op = TRACE_OPTION, .label = "placed.pymalloc", .size = at}};
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, 1, &cfg, &res, NULL), AS_OK);
+  assert_string_equal(f->spy.log, "");
+  sim_addr_t got = 0;
+  as_err_t   err = {0};
+  assert_int_equal(sim_kernel_mmap(f->session.kernel, 1 << 20, 0, SIM_PROT_RW,
+                                   SIM_OWNER_PYMALLOC, &got, &err),
+                   AS_OK);
+  assert_int_equal(got, at);
+  trace_event_t bad[] = {
+      {.t_ns = 6, .op = TRACE_OPTION, .label = "placed.heap", .size = at},
+      {.t_ns = 6, .op = TRACE_OPTION, .label = "placed.pymalloc", .size = 7}};
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(run(f, &bad[i], 1, &cfg, &res, &err), AS_EFORMAT);
+    assert_non_null(strstr(err.msg, "expected placed.OWNER"));
+  }
+}
+
 static void
 events_a_model_has_no_notion_of_are_counted_or_strict(void **state) {
   fixture_t      *f = *state;
@@ -526,6 +553,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(settle_fires_timers_after_the_last_event,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(purge_and_option_events_reach_the_model,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(placements_reach_the_kernel_not_the_model,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           events_a_model_has_no_notion_of_are_counted_or_strict, setup,

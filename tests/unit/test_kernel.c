@@ -284,6 +284,37 @@ static void freed_hole_is_reused_topdown(uint64_t P) {
 }
 PAGE_TESTS(freed_hole_is_reused_topdown)
 
+/* sim_kernel_place_next: the owner's next mmap goes where the real one
+ * did when that range is free; when it is taken, to the highest free
+ * address at the same offset within a 2 MiB block; once, and only for that
+ * owner. */
+static void a_placed_mapping_goes_where_the_real_one_did(uint64_t P) {
+  sim_kernel_t *k = new_kernel(P, false, false);
+  sim_addr_t    top = 0x7ffff7ff9000 & ~(P - 1);
+  sim_addr_t    want = (top - 40 * MIB) & ~(16 * KIB - 1); /* 16 KiB aligned */
+  sim_kernel_place_next(k, SIM_OWNER_PYMALLOC, want);
+  /* Another owner's mmap leaves the pending address alone. */
+  assert_int_equal(map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_LIBC_MMAP),
+                   top - MIB);
+  assert_int_equal(map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC), want);
+  /* Taken: the next placement there keeps want's offset in 2 MiB. */
+  sim_kernel_place_next(k, SIM_OWNER_PYMALLOC, want);
+  sim_addr_t b = map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC);
+  assert_int_equal(b % (2 * MIB), want % (2 * MIB));
+  assert_true(b + MIB <= top - MIB && b > want); /* the highest such gap */
+  assert_true(top - MIB - (b + MIB) < MIB);      /* b took the top gap */
+  /* Used once: the next one is placed top-down again, right below b. */
+  assert_int_equal(map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC),
+                   b - MIB);
+  /* An address the alignment asked for cannot hold is not taken. */
+  sim_kernel_place_next(k, SIM_OWNER_JEMALLOC, want + P);
+  sim_addr_t c = map(k, 1 * MIB, 64 * MIB, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
+  assert_int_equal(c % (64 * MIB), 0);
+  check(k);
+  sim_kernel_destroy(k);
+}
+PAGE_TESTS(a_placed_mapping_goes_where_the_real_one_did)
+
 /* ---- Releasing memory --------------------------------------------------- */
 
 static void munmap_drops_residency(uint64_t P) {
@@ -1635,6 +1666,7 @@ int main(void) {
       PAGE_ENTRIES(mmap_is_topdown_and_alignment_is_honoured),
       PAGE_ENTRIES(mmap_without_a_big_enough_gap_is_enomem),
       PAGE_ENTRIES(freed_hole_is_reused_topdown),
+      PAGE_ENTRIES(a_placed_mapping_goes_where_the_real_one_did),
       PAGE_ENTRIES(munmap_drops_residency),
       PAGE_ENTRIES(dontneed_drops_at_once_and_free_waits_for_reclaim),
       PAGE_ENTRIES(madv_free_under_memory_pressure_drops_at_once),
