@@ -49,6 +49,11 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
             "  %" PRIu64 " malloc_trim, %" PRIu64 " purge, %" PRIu64
             " option (mallopt, mallctl) events\n",
             st->trims, st->purge_events, st->option_events);
+  if (st->placements)
+    fprintf(f,
+            "  %" PRIu64 " pymalloc arenas, each modelled where the "
+            "interpreter mapped it\n",
+            st->placements);
   if (st->unmatched_frees || st->unmatched_reallocs || st->missed_frees ||
       st->dropped_touches || st->late_records || st->untracked_mmaps)
     fprintf(f,

@@ -469,7 +469,10 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
     ev.op = TRACE_OPTION;
     ev.label = label;
     ev.size = r->y;
-    s->st.option_events++;
+    if (trace_option_is_placement(label))
+      s->st.placements++;
+    else
+      s->st.option_events++;
     return emit(s, &ev, err);
   case CAPTURE_OP_PURGE:
     ev.op = TRACE_PURGE;

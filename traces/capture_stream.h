@@ -25,6 +25,8 @@ struct capture_stats_s {
   uint64_t touch_events;        /* of which touch */
   uint64_t purge_events;        /* purge (mallctl, mi_collect, ...) */
   uint64_t option_events;       /* option (mallopt, mallctl writes) */
+  uint64_t placements;          /* option placed.*: where pymalloc mapped
+                                   its arenas */
   uint64_t sites;               /* call sites defined (capture --stacks) */
   uint64_t modules;             /* modules their frames lie in */
   uint64_t trims;               /* malloc_trim calls */

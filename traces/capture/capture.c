@@ -973,6 +973,62 @@ static void py_add_audit_hook(void) {
     add(py_audit, &fired);
 }
 
+/* CPython 3.11 Include/cpython/objimpl.h: PyObjectArenaAllocator, the
+ * mmap and munmap behind pymalloc's arenas (public since 3.4, PEP 445). */
+typedef struct py_arena_alloc_s py_arena_alloc_t;
+struct py_arena_alloc_s {
+  void *ctx;
+  void *(*alloc)(void *ctx, size_t size);
+  void (*free)(void *ctx, void *ptr, size_t size);
+};
+static py_arena_alloc_t g_py_arena_orig;
+
+/* Where pymalloc's arena went decides whether it is 16 KiB aligned, so
+ * whether it holds 64 pools or 63 (3.11 Objects/obmalloc.c:1668-1675),
+ * and with that when arenas fill and which empty one is kept: replayed at
+ * its own addresses, the model kept 6 arenas where the interpreter kept 7.
+ * So each arena mapped inside a recorded domain call is written as the
+ * option placed.pymalloc with its address, just before that call's record
+ * (whose seq is taken after the call returns).  Outside a wrapped call
+ * (the domains unhooked, or a frame stack chunk, which 3.11 maps through
+ * the same allocator) nothing is written. */
+static void *py_arena_alloc(void *ctx, size_t size) {
+  (void)ctx;
+  void *p = g_py_arena_orig.alloc(g_py_arena_orig.ctx, size);
+  if (p != NULL && t_self.in_domain > 0 && t_self.internal == 0) {
+    static const char name[] = "placed.pymalloc"; /* event.h's prefix */
+    cap_rec_t         r = {.op = CAPTURE_OP_OPTION,
+                           .y = (uint64_t)(uintptr_t)p,
+                           .text = name,
+                           .text_len = sizeof name - 1};
+    capture_emit(&r);
+  }
+  return p;
+}
+
+static void py_arena_free(void *ctx, void *p, size_t size) {
+  (void)ctx;
+  g_py_arena_orig.free(g_py_arena_orig.ctx, p, size);
+}
+
+/* Wraps the arena allocator once: PYTHONMALLOC replaces the domains'
+ * allocators, not this one, so a second hook finds the wrapper. */
+static void py_wrap_arenas(void) {
+  void (*get)(py_arena_alloc_t *) =
+      (void (*)(py_arena_alloc_t *))global_sym("PyObject_GetArenaAllocator");
+  void (*set)(py_arena_alloc_t *) =
+      (void (*)(py_arena_alloc_t *))global_sym("PyObject_SetArenaAllocator");
+  py_arena_alloc_t now;
+  if (get == NULL || set == NULL)
+    return;
+  get(&now);
+  if (now.alloc == py_arena_alloc)
+    return;
+  g_py_arena_orig = now;
+  set(&(py_arena_alloc_t){
+      .ctx = NULL, .alloc = py_arena_alloc, .free = py_arena_free});
+}
+
 static void py_set(int hooked) {
   void (*get)(int, pymem_alloc_t *) =
       (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
@@ -1047,6 +1103,7 @@ static int py_hook(bool at_main) {
     }
   }
   py_set(1);
+  py_wrap_arenas();
   if ((first && !at_main) || replaced)
     capture_progmap_clear(); /* pymalloc's arenas so far: start-up */
   if (first) {
