@@ -201,9 +201,17 @@ def compare_all(ctx, runs, *extra):
     return ctx.compare_many([r[0] for r in runs], ctx.reference, *extra)
 
 
+def scored_marks(cmp):
+    """The marks that count as model error: predicted, and not before the
+    baseline's anchor (a capture's "main" and "hooked" measure start-up,
+    which `allocsim compare` reports apart)."""
+    anchor = (cmp.get("baseline") or {}).get("anchor_t_ns") or 0
+    return [m for m in cmp["marks"]
+            if m.get("predicted_rss_bytes") is not None and m["t_ns"] >= anchor]
+
+
 def worst_pct(cmp):
-    return max(abs(m["error_pct_of_peak"]) for m in cmp["marks"]
-               if m.get("predicted_rss_bytes") is not None)
+    return max(abs(m["error_pct_of_peak"]) for m in scored_marks(cmp))
 
 
 def start_shift_mib(ctx):
@@ -486,9 +494,7 @@ def t_measured_all(ctx):
                 else "%d–%d" % (ids[0], ids[-1]))
         worst, label = 0.0, ""
         for _, c in members:
-            for m in c["marks"]:
-                if m.get("predicted_rss_bytes") is None:
-                    continue
+            for m in scored_marks(c):
                 if abs(m["error_pct_of_peak"]) > abs(worst) or not label:
                     worst, label = m["error_pct_of_peak"], m["label"]
         series = [c["series"] for _, c in members]
@@ -531,8 +537,8 @@ def t_capture_programs(ctx):
     rows = []
     for (run, meta), c in zip(runs, cmps):
         pk = c["peak_measured_rss_bytes"] or 1
-        after = [m for m in c["marks"] if m.get("predicted_rss_bytes")
-                 is not None and m["t_ns"] > c["baseline"]["anchor_t_ns"]]
+        after = [m for m in scored_marks(c)
+                 if m["t_ns"] > c["baseline"]["anchor_t_ns"]]
         worst = max(after, key=lambda m: abs(m["error_bytes"]), default=None)
         s, a = c["series"], c.get("allocator_series")
         events = int(meta.get("program_events", 0))
@@ -884,8 +890,7 @@ def t_jemalloc_measured(ctx):
     within 5 % of the run's measured peak."""
     rows = []
     for stem, members in jemalloc_groups(ctx):
-        pts = [m for _, c in members for m in c["marks"]
-               if m.get("predicted_rss_bytes") is not None]
+        pts = [m for _, c in members for m in scored_marks(c)]
         worst = max(pts, key=lambda m: abs(m["error_pct_of_peak"]))
         within = sum(abs(m["error_pct_of_peak"]) <= 5 for m in pts)
         first = members[0][1]
@@ -1107,9 +1112,7 @@ def mi_worst(cmp):
     signed mark error or None, label)."""
     peak = cmp["peak_measured_rss_bytes"]
     worst, label = 0.0, ""
-    for m in cmp["marks"]:
-        if m.get("predicted_rss_bytes") is None:
-            continue
+    for m in scored_marks(cmp):
         if abs(m["error_pct_of_peak"]) > abs(worst) or not label:
             worst, label = m["error_pct_of_peak"], m["label"]
     series = cmp.get("series") or {}
