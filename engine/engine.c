@@ -575,13 +575,14 @@ static as_status_t dispatch_placement(engine_state_t       *st,
       sim_kernel_place_next(st->kernel, (sim_owner_t)o, ev->size);
       return AS_OK;
     }
+  char where[48];
+  event_where(src, ev, where, sizeof where);
   return as_err_set(err, AS_EFORMAT,
-                    "%s: event %llu (t=%llu ns): option %.40s %llu: expected "
+                    "%s%s: event %llu: option %.40s %llu: expected "
                     "placed.OWNER (an owner such as pymalloc) and a "
                     "page-aligned address",
-                    src->name, (unsigned long long)st->res->events,
-                    (unsigned long long)ev->t_ns, ev->label,
-                    (unsigned long long)ev->size);
+                    src->name, where, (unsigned long long)st->res->events,
+                    ev->label, (unsigned long long)ev->size);
 }
 
 static as_status_t dispatch_option(engine_state_t       *st,
