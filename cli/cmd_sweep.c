@@ -755,10 +755,12 @@ static int sweep_main(int argc, char **argv) {
       code = cli_fail("sweep", &err);
   }
   if (code < 0) {
+    /* Caught before the line that announces the points: whoever waits
+     * for it may stop the sweep from then on. */
+    catch_stop_signals();
     if (!x.quiet)
       fprintf(stderr, "sweep: %zu points%s%s (spec %.12s)\n", npts,
               shard[0] ? " in shard " : "", shard, spec_key);
-    catch_stop_signals();
     x.c.stop = &g_stop;
     if (sweep_run(&x.c, pts, npts, on_done, &sc, &err) != AS_OK)
       code = cli_fail("sweep", &err);

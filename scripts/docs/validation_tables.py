@@ -467,7 +467,9 @@ def replayable_runs(ctx):
     """[(run id, source)] of measured runs that have something to replay:
     a trace or a 'workload' provenance entry (interpreter baselines have
     neither).  The oracle's runs and heaptrack's imports have tables of
-    their own (docs/validation.md)."""
+    their own (docs/validation.md), and so have the webworker probes
+    (t_webworker_probes, which replays only the CPython versions the
+    workload models)."""
     with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
         rows = c.execute(
             "SELECT r.id, r.source FROM runs r WHERE r.kind='measured' AND "
@@ -475,7 +477,8 @@ def replayable_runs(ctx):
             "WHERE m.run_id = r.id AND m.key = 'workload')) "
             "ORDER BY r.id").fetchall()
     return [(i, src) for i, src in rows
-            if not re.search(r"(^|/)(oracle|imported)/", src)]
+            if not re.search(r"(^|/)(oracle|imported)/|/webworker-probe-",
+                             src)]
 
 
 def t_measured_all(ctx):

@@ -34,10 +34,19 @@ diff -u whole.txt merged.txt || { echo "GNU parallel shards merged differ from t
   || { echo "db points of the merged shards: not the sweep's 36 points"; "$allocsim" db points merged.db; exit 1; }
 
 # SIGINT stops the sweep after its running points: exit 130, and the output
-# holds only points that ran (no zero rows for the rest).
-"$allocsim" sweep --spec spec.txt --jobs 1 --json > stopped.json &
+# holds only points that ran (no zero rows for the rest).  The signal is
+# sent once the sweep has announced its points, which it does after taking
+# SIGINT: a background job of a non-interactive shell starts with SIGINT
+# ignored, so a signal sent earlier (after a fixed sleep, on a loaded
+# machine under ASan) was lost and the sweep ran to its end.
+"$allocsim" sweep --spec spec.txt --jobs 1 --json > stopped.json 2> stopped.err &
 pid=$!
-sleep 0.5
+i=0
+until grep -q '^sweep: 36 points' stopped.err; do
+  i=$((i + 1))
+  [ "$i" -le 1200 ] || { echo "the sweep did not announce its points in 60 s"; exit 1; }
+  sleep 0.05
+done
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
