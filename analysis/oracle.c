@@ -40,7 +40,6 @@
 #include "../traces/helper_path.h"
 #include "../traces/import_util.h"
 #include "../traces/machine.h"
-#include "../traces/touch_span.h"
 #include "../traces/trace_io.h"
 #include "../traces/workload.h"
 
@@ -336,16 +335,10 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
                       "%s: provenance touch_threshold: expected bytes, got "
                       "'%s'",
                       src->name, tt);
-  const char *ps = trace_meta_get(&src->meta, "page_size");
   uint64_t    page;
-  if (!touch_span_page(tt, ps, &page))
-    return as_err_set(err, AS_EFORMAT,
-                      "%s: provenance page_size: expected a power of two "
-                      "bytes (the page size the touches were measured in), "
-                      "got '%s'",
-                      src->name, ps);
+  as_status_t rc = trace_meta_touch_page(&src->meta, src->name, &page, err);
   w->touch_lg_page = page != 0 ? (unsigned)__builtin_ctzll(page) : 0;
-  return AS_OK;
+  return rc;
 }
 
 /* ---- The plan: pass 1 ---------------------------------------------------

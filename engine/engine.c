@@ -563,15 +563,18 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
 
 /* "placed.OWNER ADDRESS": where the real allocator mapped its next
  * mapping of that owner (a capture records pymalloc's arenas); for the
- * kernel, whatever the model (docs/trace-format.md). */
+ * kernel, whatever the model (docs/trace-format.md).  A multiple of the
+ * smallest page the kernel models: replayed with larger pages, an address
+ * that is not one of them is left unused (sim_kernel_place_next). */
+#define PLACED_ALIGN 4096
 static as_status_t dispatch_placement(engine_state_t       *st,
                                       const trace_source_t *src,
                                       const trace_event_t *ev, as_err_t *err) {
   const char *owner = ev->label + TRACE_PLACED_PREFIX_LEN;
   for (unsigned o = 0; o < SIM_OWNER_COUNT; o++)
     if (strcmp(owner, sim_owner_name((sim_owner_t)o)) == 0) {
-      if (ev->size == 0 || ev->size % sim_kernel_page_size(st->kernel) != 0)
-        break;
+      if (ev->size == 0 || ev->size % PLACED_ALIGN != 0)
+        break; /* no real mmap returns that */
       sim_kernel_place_next(st->kernel, (sim_owner_t)o, ev->size);
       return AS_OK;
     }
@@ -579,8 +582,8 @@ static as_status_t dispatch_placement(engine_state_t       *st,
   event_where(src, ev, where, sizeof where);
   return as_err_set(err, AS_EFORMAT,
                     "%s%s: event %llu: option %.40s %llu: expected "
-                    "placed.OWNER (an owner such as pymalloc) and a "
-                    "page-aligned address",
+                    "placed.OWNER (an owner such as pymalloc) and an "
+                    "address that is a multiple of 4096",
                     src->name, where, (unsigned long long)st->res->events,
                     ev->label, (unsigned long long)ev->size);
 }
@@ -779,14 +782,7 @@ static as_status_t read_touch_threshold(engine_state_t       *st,
                       "least the OS page size %llu, got '%s'",
                       src->name, (unsigned long long)page, v);
   st->touch_threshold = n;
-  const char *ps = trace_meta_get(&src->meta, "page_size");
-  if (!touch_span_page(v, ps, &st->touch_page))
-    return as_err_set(err, AS_EFORMAT,
-                      "%s: provenance page_size: expected a power of two "
-                      "bytes (the page size the touches were measured in), "
-                      "got '%s'",
-                      src->name, ps);
-  return AS_OK;
+  return trace_meta_touch_page(&src->meta, src->name, &st->touch_page, err);
 }
 
 /* Runs the clock on for cfg->settle_ns after the last event. */

@@ -293,8 +293,9 @@ as_status_t sim_kernel_mmap(sim_kernel_t *k, uint64_t length, uint64_t align,
  * free, else at the highest free address congruent to addr modulo 2 MiB
  * (or the alignment asked for, if larger), so that the low bits decide as
  * they did, e.g. whether a pymalloc arena is 16 KiB aligned and so has 64
- * pools or 63.  One pending address per owner: a later call replaces it,
- * and the mmap takes it whether or not it is used. */
+ * pools or 63.  An addr that is not a multiple of the page size (or of
+ * the alignment asked for) is not used.  One pending address per owner: a
+ * later call replaces it, and the mmap takes it whether or not it is used. */
 void sim_kernel_place_next(sim_kernel_t *k, sim_owner_t owner, sim_addr_t addr);
 
 /* mmap(hint, length) without MAP_FIXED: the hint is taken when the

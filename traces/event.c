@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "touch_span.h"
+
 static const char *const op_names[TRACE_OP_COUNT] = {
 #define TRACE_OP_STR(name, str) str,
     TRACE_OP_MAP(TRACE_OP_STR)
@@ -91,6 +93,18 @@ const char *trace_meta_get(const trace_meta_t *m, const char *key) {
       return m->value[i];
   }
   return NULL;
+}
+
+as_status_t trace_meta_touch_page(const trace_meta_t *m, const char *source,
+                                  uint64_t *page, as_err_t *err) {
+  const char *ps = trace_meta_get(m, "page_size");
+  if (!touch_span_page(trace_meta_get(m, "touch_threshold"), ps, page))
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: provenance page_size: expected a power of two "
+                      "bytes (the page size the touches were measured in), "
+                      "got '%s'",
+                      source, ps);
+  return AS_OK;
 }
 
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,

@@ -174,6 +174,11 @@ struct trace_meta_s {
 };
 /* The value for key, or NULL. */
 const char *trace_meta_get(const trace_meta_t *m, const char *key);
+/* The page size m's touches are measured in (traces/touch_span.h), into
+ * *page: 0 when they are bytes.  AS_EFORMAT, naming source and the key,
+ * for a page_size that is not a power of two. */
+as_status_t trace_meta_touch_page(const trace_meta_t *m, const char *source,
+                                  uint64_t *page, as_err_t *err);
 /* Adds or replaces key; AS_EINVAL if full or too long. */
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
                            as_err_t *err);

@@ -306,6 +306,13 @@ static void a_placed_mapping_goes_where_the_real_one_did(uint64_t P) {
   /* Used once: the next one is placed top-down again, right below b. */
   assert_int_equal(map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC),
                    b - MIB);
+  /* Nor one off the page size: a 4 KiB capture replayed on larger pages. */
+  if (P > 4 * KIB) {
+    sim_addr_t off = want + 4 * KIB, free_top = b - MIB;
+    sim_kernel_place_next(k, SIM_OWNER_PYMALLOC, off);
+    assert_int_equal(map(k, 1 * MIB, 0, SIM_PROT_RW, SIM_OWNER_PYMALLOC),
+                     free_top - MIB);
+  }
   /* An address the alignment asked for cannot hold is not taken. */
   sim_kernel_place_next(k, SIM_OWNER_JEMALLOC, want + P);
   sim_addr_t c = map(k, 1 * MIB, 64 * MIB, SIM_PROT_RW, SIM_OWNER_JEMALLOC);
