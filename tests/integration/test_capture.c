@@ -1000,6 +1000,31 @@ python_allocators_set_by_the_interpreter_are_wrapped_again(void **state) {
   free(t.v);
 }
 
+/* -X tracemalloc starts tracemalloc during start-up, after the hook at main:
+ * it wraps the recorder's wrappers, and site's call must leave them be
+ * (wrapping again made each call the other until the stack overflowed,
+ * exit 139).  The program runs, and its objects are recorded once each. */
+static void python_under_tracemalloc_from_start_up_is_recorded(void **state) {
+  (void)state;
+  if (access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char *const argv[] = {"/usr/bin/python3", "-X", "tracemalloc", "-c",
+                        "import tracemalloc\n"
+                        "assert tracemalloc.is_tracing()\n"
+                        "x = [dict() for i in range(20000)]\n",
+                        NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture("tracemalloc", argv, 0, &res, &t);
+  size_t nobj = 0;
+  for (size_t i = find_mark(&t, "__main__"); i < t.n; i++)
+    nobj += t.v[i].e.domain == TRACE_DOMAIN_OBJ && t.v[i].e.op == TRACE_MALLOC &&
+            t.v[i].e.size == 64; /* sizeof(PyDictObject) on 64-bit 3.11 */
+  /* importing tracemalloc.py and its modules makes ~1,200 more */
+  assert_in_range(nobj, 20000, 22000);
+  free(t.v);
+}
+
 /* ---- Recording, conversion, comparison ----------------------------------- */
 
 static void write_file(const char *path, const char *text) {
@@ -1261,6 +1286,7 @@ int main(void) {
       cmocka_unit_test(python_arenas_are_the_interpreters_from_main),
       cmocka_unit_test(
           python_allocators_set_by_the_interpreter_are_wrapped_again),
+      cmocka_unit_test(python_under_tracemalloc_from_start_up_is_recorded),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),

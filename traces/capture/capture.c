@@ -889,11 +889,13 @@ static uint8_t py_domain(void *ctx) {
 }
 
 static bool py_records(void) {
-  return t_self.in_domain == 0 && t_self.internal == 0;
+  return t_self.in_domain == 0 && t_self.internal == 0 && t_self.py_probe == 0;
 }
 
 static void *py_malloc(void *ctx, size_t n) {
   pymem_alloc_t *o = ctx;
+  if (UNLIKELY(t_self.py_probe != 0))
+    t_self.py_probe = 2; /* py_wrapped_below: the probe got here */
   t_self.in_domain++;
   void *p = o->malloc(o->ctx, n);
   t_self.in_domain--;
@@ -1070,6 +1072,28 @@ static bool py_still_hooked(void) {
   return now.malloc == py_malloc;
 }
 
+/* Whether the obj domain's allocator, though not ours, still calls ours
+ * beneath it: -X tracemalloc (or PYTHONTRACEMALLOC) starts tracemalloc
+ * after the hook at main, and it wraps the allocator it finds, ours.
+ * Wrapping again would save tracemalloc's allocator where ours keeps the
+ * one it calls, and each would call the other until the stack ran out.
+ * One allocation through the current allocator, unrecorded, tells. */
+static bool py_wrapped_below(void) {
+  void (*get)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
+  pymem_alloc_t now;
+  if (get == NULL)
+    return false;
+  get(2, &now);
+  t_self.py_probe = 1;
+  void *p = now.malloc(now.ctx, 1);
+  bool  below = t_self.py_probe == 2;
+  if (p != NULL)
+    now.free(now.ctx, p);
+  t_self.py_probe = 0;
+  return below;
+}
+
 /* Wraps CPython's mem and obj domains (at_main: at entry to main; else
  * from sitecustomize.py through ctypes, with the GIL held, where the
  * interpreter replaced the wrappers or came without them).  Returns 1 if
@@ -1084,7 +1108,7 @@ static int py_hook(bool at_main) {
   capture_ensure_init();
   if (!atomic_load(&g_recording))
     return 0;
-  if (g_py_hooked && py_still_hooked())
+  if (g_py_hooked && (py_still_hooked() || py_wrapped_below()))
     return 1;
   if (global_sym("PyMem_SetAllocator") == NULL)
     return 0;
@@ -1139,7 +1163,7 @@ static void py_hook_at_main(void) {
  * prints nothing unless the obj domain is pymalloc's); sitecustomize.py
  * hooks again right after.  Allocations in between are not recorded. */
 EXPORT int allocsim_unhook_python(void) {
-  if (!g_py_hooked)
+  if (!g_py_hooked || !py_still_hooked()) /* another hook wraps ours */
     return 0;
   py_set(0);
   return 1;

@@ -21,7 +21,8 @@ def _allocsim_hook():
         return
     try:
         import ctypes
-        lib = ctypes.CDLL(None)
+        lib = ctypes.PyDLL(None)  # holds the GIL: the hook calls the
+        # domains' allocators
         hook = lib.allocsim_hook_python
         unhook = lib.allocsim_unhook_python
     except (OSError, AttributeError, ImportError):
