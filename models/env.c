@@ -446,6 +446,14 @@ as_status_t model_specs_for_run(model_env_get_fn get, void *user, char *model,
     return rc;
   const char            *python = get(user, "python");
   const model_methods_t *cpython = model_find("cpython");
+  const char            *debug_hooks = get(user, "python_debug_hooks");
+  if (python != NULL && *python != '\0' && debug_hooks != NULL &&
+      strcmp(debug_hooks, "1") == 0)
+    return as_err_set(err, AS_EINVAL,
+                      "python_debug_hooks=1: the interpreter ran with its "
+                      "debug allocator hooks (-X dev, PYTHONDEVMODE=1 or "
+                      "PYTHONMALLOC=debug), which add 24 bytes to every "
+                      "block and are not modelled; capture without them");
   if (python != NULL && *python != '\0' && cpython != NULL)
     return model_spec_from_env(cpython, get, user, model, model_len, err);
   if (snprintf(model, model_len, "%s", libc) >= (int)model_len)

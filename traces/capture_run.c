@@ -414,6 +414,8 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (h->python_hex != 0) {
     capture_python_version(h->python_hex, v, sizeof v);
     meta_put(&m, "python", v);
+    /* "1" once the hook saw CPython's debug hooks (close_trace) */
+    meta_put(&m, "python_debug_hooks", "0");
   }
   if (h->touch_threshold != 0) {
     as_format_fits(v, sizeof v, "%" PRIu64, h->touch_threshold);
@@ -482,6 +484,8 @@ static void close_trace(run_t *r, conn_t *c) {
                   r->guard.tripped == CAPTURE_GUARD_OK;
   if (complete)
     trace_patch_meta(t->path, "truncated", "0", NULL);
+  if (t->st.python_debug_hooks)
+    trace_patch_meta(t->path, "python_debug_hooks", "1", NULL);
   if (t->st.mimalloc_hint_start != 0 &&
       t->st.mimalloc_hint_start < UINT64_C(1) << 47) { /* fits the digits */
     char v[HINT_DIGITS + 1];

@@ -395,6 +395,8 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
   case CAPTURE_OP_META:
     if (strncmp(label, "python=", 7) == 0)
       as_format_fits(s->st.python, sizeof s->st.python, "%s", label + 7);
+    else if (strcmp(label, "python_debug_hooks=1") == 0)
+      s->st.python_debug_hooks = true;
     else if (strncmp(label, "untracked_mmaps=", 16) == 0)
       s->st.untracked_mmaps = strtoull(label + 16, NULL, 10);
     else if (strncmp(label, "mimalloc_hint_start=", 20) == 0)

@@ -966,13 +966,96 @@ static int py_audit(const char *event, void *args, void *user) {
   return 0;
 }
 
+/* The raw domain when the audit hook was added, and the block
+ * PySys_AddAuditHook took from it for its list entry (3.11
+ * Python/sysmodule.c PySys_AddAuditHook: PyMem_RawMalloc), which the
+ * interpreter frees with PyMem_RawFree when it finalizes
+ * (_PySys_ClearAuditHooks).  Added at main, before pre-initialization,
+ * the entry comes from plain malloc; if the interpreter then installs its
+ * debug hooks (-X dev), their raw free would find no debug header on it
+ * and abort the process at exit ("bad ID", exit 134).  py_keep_audit_entry
+ * routes that one free back to the allocator that made the block. */
+static pymem_alloc_t g_py_raw_at_add;
+static void         *g_py_audit_entry;
+static pymem_alloc_t g_py_raw_debug; /* the debug hooks' raw domain */
+
+static void *py_raw_noting_malloc(void *ctx, size_t n) {
+  (void)ctx;
+  void *p = g_py_raw_at_add.malloc(g_py_raw_at_add.ctx, n);
+  if (g_py_audit_entry == NULL)
+    g_py_audit_entry = p;
+  return p;
+}
+static void *py_raw_at_add_calloc(void *ctx, size_t nelem, size_t elsize) {
+  (void)ctx;
+  return g_py_raw_at_add.calloc(g_py_raw_at_add.ctx, nelem, elsize);
+}
+static void *py_raw_at_add_realloc(void *ctx, void *p, size_t n) {
+  (void)ctx;
+  return g_py_raw_at_add.realloc(g_py_raw_at_add.ctx, p, n);
+}
+static void py_raw_at_add_free(void *ctx, void *p) {
+  (void)ctx;
+  g_py_raw_at_add.free(g_py_raw_at_add.ctx, p);
+}
+
 static void py_add_audit_hook(void) {
   static atomic_int fired;
   int (*add)(int (*)(const char *, void *, void *), void *) =
       (int (*)(int (*)(const char *, void *, void *), void *))global_sym(
           "PySys_AddAuditHook");
-  if (add != NULL)
-    add(py_audit, &fired);
+  void (*get)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
+  void (*set)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_SetAllocator");
+  if (add == NULL || get == NULL || set == NULL)
+    return;
+  get(0, &g_py_raw_at_add); /* PYMEM_DOMAIN_RAW */
+  set(0, &(pymem_alloc_t){.malloc = py_raw_noting_malloc,
+                          .calloc = py_raw_at_add_calloc,
+                          .realloc = py_raw_at_add_realloc,
+                          .free = py_raw_at_add_free});
+  add(py_audit, &fired);
+  set(0, &g_py_raw_at_add);
+}
+
+static void *py_raw_debug_malloc(void *ctx, size_t n) {
+  (void)ctx;
+  return g_py_raw_debug.malloc(g_py_raw_debug.ctx, n);
+}
+static void *py_raw_debug_calloc(void *ctx, size_t nelem, size_t elsize) {
+  (void)ctx;
+  return g_py_raw_debug.calloc(g_py_raw_debug.ctx, nelem, elsize);
+}
+static void *py_raw_debug_realloc(void *ctx, void *p, size_t n) {
+  (void)ctx;
+  return g_py_raw_debug.realloc(g_py_raw_debug.ctx, p, n);
+}
+static void py_raw_debug_free(void *ctx, void *p) {
+  (void)ctx;
+  if (p != NULL && p == g_py_audit_entry) {
+    g_py_audit_entry = NULL;
+    g_py_raw_at_add.free(g_py_raw_at_add.ctx, p);
+    return;
+  }
+  g_py_raw_debug.free(g_py_raw_debug.ctx, p);
+}
+
+/* Puts a raw domain over the debug hooks' that frees the audit entry
+ * where it came from (see g_py_audit_entry); once. */
+static void py_keep_audit_entry(void) {
+  void (*get)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
+  void (*set)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_SetAllocator");
+  if (g_py_audit_entry == NULL || g_py_raw_debug.free != NULL || get == NULL ||
+      set == NULL)
+    return;
+  get(0, &g_py_raw_debug);
+  set(0, &(pymem_alloc_t){.malloc = py_raw_debug_malloc,
+                          .calloc = py_raw_debug_calloc,
+                          .realloc = py_raw_debug_realloc,
+                          .free = py_raw_debug_free});
 }
 
 /* CPython 3.11 Include/cpython/objimpl.h: PyObjectArenaAllocator, the
@@ -1094,6 +1177,26 @@ static bool py_wrapped_below(void) {
   return below;
 }
 
+/* -X dev, PYTHONDEVMODE=1 and PYTHONMALLOC=debug or *_debug put CPython's
+ * debug hooks under the domains: 3 words around every block (3.11
+ * Objects/obmalloc.c PYMEM_DEBUG_EXTRA_BYTES, 3 * SST), which the recorder,
+ * wrapping them, does not see.  The allocator's name says so (3.11
+ * Objects/obmalloc.c _PyMem_GetCurrentAllocatorName: "pymalloc_debug",
+ * "malloc_debug"; NULL once another hook wraps it), and the trace's header
+ * says python_debug_hooks=1 (capture_run.c), which compare refuses. */
+static void py_note_debug_hooks(void) {
+  const char *(*name)(void) =
+      (const char *(*)(void))global_sym("_PyMem_GetCurrentAllocatorName");
+  const char *n = name != NULL ? name() : NULL;
+  if (n != NULL && strstr(n, "debug") != NULL) {
+    py_keep_audit_entry();
+    static const char kv[] = "python_debug_hooks=1";
+    cap_rec_t         r = {
+                .op = CAPTURE_OP_META, .text = kv, .text_len = sizeof kv - 1};
+    capture_emit(&r);
+  }
+}
+
 /* Wraps CPython's mem and obj domains (at_main: at entry to main; else
  * from sitecustomize.py through ctypes, with the GIL held, where the
  * interpreter replaced the wrappers or came without them).  Returns 1 if
@@ -1126,6 +1229,7 @@ static int py_hook(bool at_main) {
       capture_emit(&r);
     }
   }
+  py_note_debug_hooks();
   py_set(1);
   py_wrap_arenas();
   if ((first && !at_main) || replaced)
