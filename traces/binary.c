@@ -726,8 +726,9 @@ static as_status_t cut_short(bin_src_t *s, const char *msg, as_err_t *err) {
     return AS_DONE;
   }
   s->failure.code = as_err_set(&s->failure, AS_EFORMAT,
-                               "%s: %s: the trace was cut short (--lenient "
-                               "reads it to its last whole record)",
+                               "%s: %s: the trace was cut short (`allocsim "
+                               "convert --lenient` copies it up to its last "
+                               "whole record)",
                                s->base.name, msg);
   return as_err_set(err, s->failure.code, "%s", s->failure.msg);
 }

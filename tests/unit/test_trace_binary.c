@@ -285,7 +285,8 @@ static void end_of_file_without_end_record_is_a_cut(void **state) {
   assert_string_equal(err.msg,
                       "t.astrace: byte offset 13: end of file after 2 "
                       "events, expected an end record: the trace was cut "
-                      "short (--lenient reads it to its last whole record)");
+                      "short (`allocsim convert --lenient` copies it up to "
+                      "its last whole record)");
   assert_int_equal(read_bytes_as(in, sizeof in - 1, true, &n, &err, cut),
                    AS_DONE);
   assert_int_equal(n, 2);
