@@ -568,6 +568,13 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   const char *own = run_meta_get(&meta, "own_malloc");
   as_format_fits(res->own_malloc, sizeof res->own_malloc, "%s",
                  own != NULL ? own : "");
+  const char *cut = run_meta_get(&meta, "truncated");
+  const char *capture_end = run_meta_get(&meta, "capture_end");
+  if (cut != NULL && strcmp(cut, "1") == 0)
+    as_format_fits(res->truncated, sizeof res->truncated, "%s",
+                   capture_end != NULL && strcmp(capture_end, "complete") != 0
+                       ? capture_end
+                       : "the trace ends early");
   const char *sb = run_meta_get(&meta, "start_brk");
   if (sb != NULL) {
     char              *end;

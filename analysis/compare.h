@@ -227,6 +227,10 @@ struct compare_result_s {
                                          whose malloc bound ahead of the
                                          recorder (its calls are not in the
                                          trace), or "" */
+  char truncated[64];                 /* why the recording stopped early
+                                         (capture_end, or "the trace ends
+                                         early") when the run's provenance
+                                         says truncated=1, else "" */
   compare_point_t *points;            /* owned: the series, in order */
   size_t           npoints;
   unsigned         nlayouts;                     /* >= 1 */

@@ -39,7 +39,7 @@ static bool inside(const compare_mark_t *m) {
 /* What makes this comparison say less than it seems to: the calls the
  * trace lacks, and growth no allocator model predicts.  At most
  * MAX_WARNINGS, each one line. */
-#define MAX_WARNINGS 2
+#define MAX_WARNINGS 3
 typedef char warning_t[400];
 
 static size_t compare_warnings(const compare_result_t *r, warning_t *out) {
@@ -50,6 +50,12 @@ static size_t compare_warnings(const compare_result_t *r, warning_t *out) {
              "past the recorder: the trace lacks them, so the prediction is "
              "not this program's",
              r->own_malloc);
+  if (r->truncated[0])
+    snprintf(out[n++], sizeof *out,
+             "the recording stopped before the program ended (%s; the run "
+             "is marked truncated=1): measured and predicted cover only the "
+             "recorded part, whose peak may not be the program's",
+             r->truncated);
   int64_t growth = (int64_t)r->peak_measured_rss_bytes -
                    (int64_t)r->anchor_measured_rss_bytes;
   /* Half the growth, and at least 1 MiB: a runtime or allocator of the

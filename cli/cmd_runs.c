@@ -16,8 +16,9 @@
 #include "../models/model.h"
 
 typedef struct runs_out_s {
-  bool   json;
-  size_t count; /* runs printed so far */
+  store_t *s;
+  bool     json;
+  size_t   count; /* runs printed so far */
 } runs_out_t;
 
 /* The peak a person means: measured RSS for a measured run, predicted RSS
@@ -44,16 +45,52 @@ static void shown_model(const store_run_record_t *r, char *buf, size_t len) {
     snprintf(buf, len, "%s", r->model);
 }
 
+/* What tells a captured process from its siblings, and a run cut short
+ * from a whole one, after the source: " (python3.11, pid 812, child of
+ * run 3) [truncated: max-trace-bytes]"; "" for other runs. */
+static void process_note(store_t *s, int64_t id, char *buf, size_t len) {
+  char        exe[160], pid[32], parent[32], cut[8], end[48];
+  const char *keys[] = {"exe", "pid", "capture_parent_run", "truncated",
+                        "capture_end"};
+  char       *vals[] = {exe, pid, parent, cut, end};
+  size_t      sizes[] = {sizeof exe, sizeof pid, sizeof parent, sizeof cut,
+                         sizeof end};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+    if (store_read_meta(s, id, keys[k], vals[k], sizes[k], NULL) != AS_OK)
+      vals[k][0] = '\0';
+  const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+  size_t      n = 0;
+  buf[0] = '\0';
+  if (exe[0] != '\0')
+    n += (size_t)snprintf(buf, len, " (%s%s%s%s%s)", base,
+                          pid[0] ? ", pid " : "", pid,
+                          parent[0] ? ", child of run " : "", parent);
+  if (strcmp(cut, "1") == 0 && n < len)
+    snprintf(buf + n, len - n, " [truncated%s%s]", end[0] ? ": " : "", end);
+}
+
+/* Every meta pair of the run, as JSON members. */
+static as_status_t print_meta_pair(void *user, const char *key,
+                                   const char *value, as_err_t *err) {
+  (void)err;
+  size_t *n = user;
+  fputs((*n)++ ? ", " : "", stdout);
+  cli_json_string(stdout, key);
+  fputs(": ", stdout);
+  cli_json_string(stdout, value);
+  return AS_OK;
+}
+
 static as_status_t print_run(void *user, const store_run_record_t *r,
                              as_err_t *err) {
-  (void)err;
   runs_out_t *o = user;
   if (!o->json) {
-    char model[512];
+    char model[512], note[300];
     shown_model(r, model, sizeof model);
-    printf("%6" PRId64 "  %-9s  %-24s  %8" PRIu64 "  %12.2f  %s  %s\n", r->id,
+    process_note(o->s, r->id, note, sizeof note);
+    printf("%6" PRId64 "  %-9s  %-24s  %8" PRIu64 "  %12.2f  %s  %s%s\n", r->id,
            r->kind, r->created_at, r->nsamples,
-           (double)shown_peak(r) / (1024.0 * 1024.0), model, r->source);
+           (double)shown_peak(r) / (1024.0 * 1024.0), model, r->source, note);
     o->count++;
     return AS_OK;
   }
@@ -77,9 +114,12 @@ static as_status_t print_run(void *user, const store_run_record_t *r,
   fputs(", \"trace_sha256\": ", stdout);
   cli_json_string(stdout, r->trace_sha256);
   printf(", \"samples\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64
-         ", \"peak_measured_rss_bytes\": %" PRIu64 "}",
+         ", \"peak_measured_rss_bytes\": %" PRIu64 ", \"meta\": {",
          r->nsamples, r->peak_rss_bytes, r->peak_measured_rss_bytes);
-  return AS_OK;
+  size_t      npairs = 0;
+  as_status_t rc = store_list_meta(o->s, r->id, print_meta_pair, &npairs, err);
+  fputs("}}", stdout);
+  return rc;
 }
 
 static int runs_main(int argc, char **argv) {
@@ -108,7 +148,7 @@ static int runs_main(int argc, char **argv) {
   if (store_open_existing(db, &s, &err) != AS_OK)
     return cli_fail("runs", &err);
 
-  runs_out_t out = {.json = json};
+  runs_out_t out = {.s = s, .json = json};
   if (json) {
     fputs("{\"db\": ", stdout);
     cli_json_string(stdout, db);
@@ -133,8 +173,12 @@ const cli_command_t cli_cmd_runs = {
              "Lists every run stored in FILE, one line each: id, kind\n"
              "(measured or simulated), when it was stored (UTC), number of\n"
              "samples, peak RSS (measured RSS for measured runs, predicted\n"
-             "RSS for simulated ones), model and source.  --json prints one\n"
-             "object {\"db\", \"runs\": [...]} with every stored field and\n"
-             "exact byte counts.  FILE must exist.\n",
+             "RSS for simulated ones), model and source.  A captured\n"
+             "process's source is followed by its image, pid and parent\n"
+             "run, \"(cc1, pid 812, child of run 1)\", and a run whose\n"
+             "recording stopped early by \"[truncated: REASON]\".  --json\n"
+             "prints one object {\"db\", \"runs\": [...]} with every stored\n"
+             "field, the run's meta pairs under \"meta\", and exact byte\n"
+             "counts.  FILE must exist.\n",
     .run = runs_main,
 };

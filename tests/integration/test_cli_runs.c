@@ -179,6 +179,35 @@ a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   assert_non_null(strstr(out, "libc          jemalloc:dirty_decay_ms=1000"));
 }
 
+/* A process of a multi-process capture cut short: runs names its image,
+ * pid and parent run, and says it is truncated; --json carries every meta
+ * pair; compare warns that the recording stopped early. */
+static void a_truncated_child_capture_says_what_it_is(void **state) {
+  fixture_t *f = *state;
+  char       args[512], out[8192];
+  record_text(f, "allocsim-trace 1\n"
+                 "#@ kind=measured\n"
+                 "#@ source=allocsim capture\n"
+                 "#@ exe=/usr/bin/sort\n#@ pid=812\n"
+                 "#@ capture_parent_run=3\n"
+                 "#@ truncated=1\n#@ capture_end=max-trace-bytes\n"
+                 "0 0 rss 1626112\n10 0 mark main\n10 0 rss 1626112\n"
+                 "11 0 malloc 0 4096\n12 0 rss 1630208\n");
+  snprintf(args, sizeof args, "runs --db %s", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  if (strstr(out, " (sort, pid 812, child of run 3) [truncated: "
+                  "max-trace-bytes]\n") == NULL)
+    fail_msg("runs lacks the process note:\n%s", out);
+  snprintf(args, sizeof args, "runs --db %s --json", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "\"exe\": \"/usr/bin/sort\""));
+  assert_non_null(strstr(out, "\"capture_parent_run\": \"3\""));
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "warning       the recording stopped before "
+                              "the program ended (max-trace-bytes;"));
+}
+
 /* A capture of a program that allocated nothing the recorder saw (gzip
  * after main) still compares: its trace is kept, and the prediction is its
  * start-up RSS throughout. */
@@ -427,6 +456,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(a_truncated_child_capture_says_what_it_is,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(a_capture_without_allocations_compares,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
