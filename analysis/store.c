@@ -591,6 +591,16 @@ static as_status_t open_store(const char *path, bool create, store_t **out,
   memcpy(s->path, path, n);
 
   as_status_t rc;
+  /* SQLite writes a journal beside the path (/dev/null-journal for
+   * --db /dev/null): a store is a regular file or nothing yet. */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    rc = as_err_set(err, AS_ESTORE,
+                    "%s: not a regular file; a store is an SQLite database "
+                    "file",
+                    path);
+    goto fail;
+  }
   /* A store we may not write (read-only, or immutable even to root) is
    * opened read-only and immutable: readers work, writers fail naming it,
    * and SQLite leaves no -wal and -shm files beside it (a WAL database

@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -170,9 +171,35 @@ bool cli_same_file(const char *a, const char *b) {
   return canonical_path(a, ca) && canonical_path(b, cb) && strcmp(ca, cb) == 0;
 }
 
+/* Skips a run of decimal digits at *p; false if there is none. */
+static bool skip_digits(const char **p) {
+  const char *start = *p;
+  while (**p >= '0' && **p <= '9')
+    (*p)++;
+  return *p > start && *p - start <= 9; /* fits an unsigned */
+}
+
+/* A release as uname -r prints it: MAJOR.MINOR[.PATCH], then optionally
+ * '-' or '+' and a suffix of letters, digits, '.', '-', '+' and '_'
+ * (6.1, 6.12.3, 6.18.44-fc-v1272). */
+static bool is_kernel_release(const char *v) {
+  const char *p = v;
+  if (!skip_digits(&p) || *p++ != '.' || !skip_digits(&p))
+    return false;
+  if (*p == '.' && (p++, !skip_digits(&p)))
+    return false;
+  if (*p == '\0')
+    return true;
+  if ((*p != '-' && *p != '+') || p[1] == '\0')
+    return false;
+  for (p++; *p != '\0'; p++)
+    if (!isalnum((unsigned char)*p) && strchr(".-+_", *p) == NULL)
+      return false;
+  return true;
+}
+
 int cli_kernel_release_check(const char *cmd, const char *v) {
-  unsigned major, minor;
-  if (v[0] >= '0' && v[0] <= '9' && sscanf(v, "%u.%u", &major, &minor) == 2)
+  if (is_kernel_release(v))
     return 0;
   return cli_usage_error(cmd,
                          "--kernel expects a Linux release such as 6.1 or "

@@ -1402,6 +1402,12 @@ static as_status_t read_header(bin_src_t *s, as_err_t *err) {
       return rc;
     if ((rc = header_string(s, "provenance value", 255, value, err)) != AS_OK)
       return rc;
+    if (!trace_meta_key_ok(key) || !trace_meta_value_ok(value))
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: byte offset %" PRIu64
+                        ": expected a provenance key without spaces, '=' or "
+                        "control bytes and a value without control bytes",
+                        name, offset_of(s, at));
     if (pairs == TRACE_META_MAX ||
         trace_meta_set(&s->base.meta, key, value, NULL) != AS_OK)
       return as_err_set(err, AS_EFORMAT,

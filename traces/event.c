@@ -107,6 +107,20 @@ as_status_t trace_meta_touch_page(const trace_meta_t *m, const char *source,
   return AS_OK;
 }
 
+bool trace_meta_key_ok(const char *key) {
+  for (const char *q = key; *q != '\0'; q++)
+    if ((unsigned char)*q <= 0x20 || *q == '=' || *q == 0x7f)
+      return false;
+  return true;
+}
+
+bool trace_meta_value_ok(const char *value) {
+  for (const char *q = value; *q != '\0'; q++)
+    if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
+      return false;
+  return true;
+}
+
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
                            as_err_t *err) {
   size_t klen = strlen(key);

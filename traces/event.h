@@ -179,6 +179,11 @@ const char *trace_meta_get(const trace_meta_t *m, const char *key);
  * for a page_size that is not a power of two. */
 as_status_t trace_meta_touch_page(const trace_meta_t *m, const char *source,
                                   uint64_t *page, as_err_t *err);
+/* A provenance key both formats carry: no spaces, '=' or control bytes
+ * (the text format's "#@ key=value"). */
+bool trace_meta_key_ok(const char *key);
+/* A provenance value with no control bytes but tab (one text line). */
+bool trace_meta_value_ok(const char *value);
 /* Adds or replaces key; AS_EINVAL if full or too long. */
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
                            as_err_t *err);

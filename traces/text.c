@@ -1102,18 +1102,9 @@ static const trace_writer_methods_t text_writer_methods = {
 
 /* A provenance pair the text format can carry back unchanged. */
 static bool meta_fits_text(const char *key, const char *value) {
-  for (const char *q = key; *q != '\0'; q++) {
-    if ((unsigned char)*q <= 0x20 || *q == '=' || *q == 0x7f)
-      return false;
-  }
   size_t vlen = strlen(value);
-  if (vlen > 0 && (is_ws(value[0]) || is_ws(value[vlen - 1])))
-    return false;
-  for (const char *q = value; *q != '\0'; q++) {
-    if ((unsigned char)*q < 0x20 && *q != '\t')
-      return false;
-  }
-  return true;
+  return trace_meta_key_ok(key) && trace_meta_value_ok(value) &&
+         !(vlen > 0 && (is_ws(value[0]) || is_ws(value[vlen - 1])));
 }
 
 as_status_t trace_text_writer_open_stream(FILE *f, const char *name,
