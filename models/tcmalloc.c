@@ -352,6 +352,13 @@ typedef struct tmeta_pool_s {
   bool        inited;
 } tmeta_pool_t;
 
+/* A system allocation MetaDataAlloc made (an 8 MiB chunk, or one object
+ * of 8 MiB or more), kept so that the heap map can show it. */
+typedef struct tmeta_region_s {
+  sim_addr_t addr;
+  uint64_t   bytes;
+} tmeta_region_t;
+
 /* The pagemap's boundary entries, in leaves of 2^16 pages found through an
  * open-addressing table of leaf numbers. */
 #define PM_LEAF_BITS 16
@@ -423,9 +430,11 @@ typedef struct tcmalloc_model_s {
   bool       stl_insert_paged, stl_erase_paged;
 
   /* metadata */
-  sim_addr_t   meta_chunk;
-  uint64_t     meta_avail, metadata_bytes;
-  tmeta_pool_t span_pool, setnode_pool, stack_pool, cache_pool;
+  sim_addr_t      meta_chunk;
+  uint64_t        meta_avail, metadata_bytes;
+  tmeta_region_t *meta_regions; /* every chunk, in the order taken */
+  uint64_t        nmeta_regions, capmeta_regions;
+  tmeta_pool_t    span_pool, setnode_pool, stack_pool, cache_pool;
 
   /* central free lists */
   tcentral_t central[TC_CLASS_SIZES_MAX];
@@ -446,8 +455,11 @@ typedef struct tcmalloc_model_s {
   uint8_t      *obj;     /* obj_tab's base */
   sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
   uint64_t      live_bytes, live_objects;
-  tobj_t       *chain;  /* scratch: one batch in flight (batch objects) */
-  tobj_t       *chain2; /* scratch: a later chunk of RemoveRange */
+  tobj_t        extension[2]; /* TCMallocGuard's MallocExtension objects
+                                 (premain_calls): tcmalloc's own, never
+                                 freed; 0 = not made */
+  tobj_t *chain;              /* scratch: one batch in flight (batch objects) */
+  tobj_t *chain2;             /* scratch: a later chunk of RemoveRange */
 
   /* glibc's thread stacks (nptl_stacks.h), by trace thread */
   nptl_stacks_t nptl;
@@ -621,18 +633,35 @@ static bool system_release(tcmalloc_model_t *t, sim_addr_t start,
 
 /* ---- Metadata allocators ------------------------------------------------ */
 
+/* A system allocation for metadata: remembered for the heap map, which
+ * would otherwise leave the Span objects, thread caches and pagemap leaves
+ * in it outside every region. */
+static sim_addr_t meta_system_alloc(tcmalloc_model_t *t, uint64_t bytes,
+                                    uint64_t *actual) {
+  sim_addr_t r = system_alloc(t, bytes, actual, TC_META_ALIGN);
+  if (r == 0)
+    return 0;
+  if (!grow((void **)&t->meta_regions, &t->capmeta_regions,
+            t->nmeta_regions + 1, sizeof *t->meta_regions)) {
+    set_fail(t, AS_ENOMEM, "out of memory for metadata regions");
+    return 0;
+  }
+  t->meta_regions[t->nmeta_regions++] = (tmeta_region_t){r, *actual};
+  return r;
+}
+
 /* MetaDataAlloc (common.cc:248-287). */
 static sim_addr_t meta_alloc(tcmalloc_model_t *t, uint64_t bytes) {
+  uint64_t real;
   if (bytes >= TC_META_CHUNK) {
-    sim_addr_t r = system_alloc(t, bytes, NULL, TC_META_ALIGN);
+    sim_addr_t r = meta_system_alloc(t, bytes, &real);
     if (r != 0)
       t->metadata_bytes += bytes;
     return r;
   }
   uint64_t align = (uint64_t)(-(int64_t)t->meta_chunk) & (TC_META_ALIGN - 1);
   if (t->meta_avail < bytes + align) {
-    uint64_t   real;
-    sim_addr_t p = system_alloc(t, TC_META_CHUNK, &real, TC_META_ALIGN);
+    sim_addr_t p = meta_system_alloc(t, TC_META_CHUNK, &real);
     if (p == 0)
       return 0;
     t->meta_chunk = p;
@@ -1907,8 +1936,8 @@ static tobj_t premain_calls(tcmalloc_model_t *t, uint64_t pool_bytes,
   if (o != 0)
     do_free(t, 0, o);
   if (program_calls && t->version < TC_V2_15) {
-    do_malloc(t, 0, 16); /* new TCMallocImplementation */
-    do_malloc(t, 0, 8);  /* new MallocExtension */
+    t->extension[0] = do_malloc(t, 0, 16); /* new TCMallocImplementation */
+    t->extension[1] = do_malloc(t, 0, 8);  /* new MallocExtension */
   }
   return pool;
 }
@@ -2238,52 +2267,283 @@ static uint64_t tc_usable_size(const model_t *m, uint64_t size,
   return npages(t, size) << t->page_shift;
 }
 
-/* The heap map: every span the page heap knows, in address order. */
+/* ---- Heap map (model_walk) ---------------------------------------------- */
+
+static const model_mechanism_t tcmalloc_mechanisms[] = {
+    {"tcmalloc.small", "small objects in size-class spans",
+     "Requests up to 256 KiB get an object of their size class, carved from "
+     "a span of a few pages that holds a whole number of them (Populate, "
+     "central_freelist.cc:318-365).",
+     "freeing the objects", true},
+    {"tcmalloc.large", "large objects in spans of their own",
+     "Larger requests get whole pages (8 KiB on Debian) straight from the "
+     "page heap (do_malloc_pages, tcmalloc.cc:1342-1370).",
+     "freeing the objects", true},
+    {"tcmalloc.thread_cache", "freed objects in per-thread caches",
+     "free() keeps objects in the calling thread's list of their class, up "
+     "to the caches' shared budget (32 MiB by default, common.h:97); to the "
+     "central lists and spans they are still allocated (Deallocate, "
+     "thread_cache.h:386-406).",
+     "the list growing too long (ListTooLong, thread_cache.cc:160-188), the "
+     "cache passing its share (Scavenge, thread_cache.cc:212-243), or the "
+     "thread's exit (DeleteCache, thread_cache.cc:468-484)",
+     false},
+    {"tcmalloc.transfer_cache", "freed objects in the transfer caches",
+     "A thread cache hands back whole batches, which the central list keeps "
+     "as they are for the next thread that asks (InsertRange, "
+     "central_freelist.cc:229-242); their spans still count them as "
+     "allocated.",
+     "another class needing the slot (ShrinkCache, central_freelist.cc:"
+     "201-227)",
+     false},
+    {"tcmalloc.span_free", "free objects in spans that hold objects",
+     "A span goes back to the page heap only when its last object comes "
+     "back (ReleaseToSpans, central_freelist.cc:104-147), so one object "
+     "still allocated pins the span's pages.",
+     "nothing short of freeing the last objects in each span", false},
+    {"tcmalloc.pageheap_free", "free spans in the page heap",
+     "Freed spans stay resident until the scavenger releases one, about a "
+     "page per 1000 pages freed at the default rate, after a first "
+     "countdown of 2^18 pages (IncrementalScavenge, page_heap.cc:437-468; "
+     "page_heap.h:254 kDefaultReleaseDelay).",
+     "more frees (the release rate), TCMALLOC_AGGRESSIVE_DECOMMIT, or "
+     "MallocExtension::ReleaseFreeMemory() (ReleaseAtLeastNPages, "
+     "page_heap.cc:484-519)",
+     false},
+    {"tcmalloc.returned", "free spans given back (returned)",
+     "Released spans keep their address space, given back with "
+     "MADV_DONTNEED (TCMalloc_SystemRelease, system-alloc.cc:513-562); "
+     "they are not resident.",
+     "nothing needed: not resident", false},
+    {"tcmalloc.metadata", "tcmalloc's own bookkeeping",
+     "Span objects, thread caches and the pagemap's leaves come from 8 MiB "
+     "chunks that are never returned (MetaDataAlloc, common.cc:248-287); "
+     "before main, 2.9 and 2.10 also allocate their two MallocExtension "
+     "objects (measured, docs/models/tcmalloc.md).",
+     "nothing while the process runs", false},
+    {NULL, NULL, NULL, NULL, false},
+};
+
+/* What a slot of a size-class span holds, two bits each in the walk. */
+typedef enum {
+  SLOT_LIVE,     /* handed out and in no cache: the program's */
+  SLOT_FREE,     /* on the span's free list, or never handed out */
+  SLOT_THREAD,   /* in a thread cache's list */
+  SLOT_TRANSFER, /* in a transfer cache entry */
+  SLOT_OWN       /* tcmalloc's own object (not in the marks) */
+} slot_class_t;
+
+typedef struct tc_walk_s {
+  const tcmalloc_model_t *t;
+  uint64_t               *first; /* per span record: its slot 0 in marks */
+  uint8_t                *marks; /* slot_class_t, 2 bits per slot */
+  uint32_t               *order; /* spans in address order */
+  uint32_t                n;
+  model_region_fn         fn;
+  void                   *user;
+} tc_walk_t;
+
+/* The class of slot k of span; the MallocExtension objects TCMallocGuard
+ * makes before main are the allocator's, not the program's. */
+static slot_class_t slot_get(const tc_walk_t *w, uint32_t span, uint32_t k) {
+  uint64_t     i = w->first[span] + k;
+  slot_class_t c = (slot_class_t)((w->marks[i / 4] >> (i % 4 * 2)) & 3);
+  tobj_t       o = OBJ(span, k);
+  if (c == SLOT_LIVE && (o == w->t->extension[0] || o == w->t->extension[1]))
+    return SLOT_OWN;
+  return c;
+}
+
+static void slot_set(tc_walk_t *w, tobj_t o, slot_class_t c) {
+  uint64_t i = w->first[OBJ_SPAN(o)] + OBJ_SLOT(o);
+  w->marks[i / 4] = (uint8_t)((w->marks[i / 4] & ~(3u << (i % 4 * 2))) |
+                              ((unsigned)c << (i % 4 * 2)));
+}
+
+static bool walk_shown(const tspan_t *s) {
+  return s->location <= LOC_RETURNED && s->length > 0;
+}
+
+static int span_by_addr(const void *x, const void *y, void *ctx) {
+  const tcmalloc_model_t *t = ctx;
+  uint64_t                a = t->sp[*(const uint32_t *)x].start;
+  uint64_t                b = t->sp[*(const uint32_t *)y].start;
+  return a < b ? -1 : a > b;
+}
+
+/* Numbers the slots of every size-class span and lists the spans shown,
+ * in address order. */
+static bool walk_index(tc_walk_t *w) {
+  const tcmalloc_model_t *t = w->t;
+  uint64_t                slots = 0;
+  w->first = calloc(t->nsp + 1, sizeof *w->first);
+  w->order = malloc((t->nsp + 1) * sizeof *w->order);
+  if (w->first == NULL || w->order == NULL)
+    return false;
+  for (uint32_t i = 1; i < t->nsp; i++) {
+    const tspan_t *s = &t->sp[i];
+    if (!walk_shown(s))
+      continue;
+    w->order[w->n++] = i;
+    w->first[i] = slots;
+    if (s->location == LOC_IN_USE && s->sizeclass != 0)
+      slots += s->nobj;
+  }
+  qsort_r(w->order, w->n, sizeof *w->order, span_by_addr, (void *)t);
+  w->marks = calloc(slots / 4 + 1, 1); /* zero: SLOT_LIVE */
+  return w->marks != NULL;
+}
+
+/* Marks the slots no program object holds: the spans' free lists and
+ * untouched tails, the thread caches' lists, the transfer caches. */
+static void walk_mark_free(tc_walk_t *w) {
+  const tcmalloc_model_t *t = w->t;
+  for (uint32_t k = 0; k < w->n; k++) {
+    const tspan_t *s = &t->sp[w->order[k]];
+    if (s->location != LOC_IN_USE || s->sizeclass == 0)
+      continue;
+    for (uint32_t j = 0; j < s->nstack; j++)
+      slot_set(w, OBJ(w->order[k], s->stack[j]), SLOT_FREE);
+    for (uint32_t j = s->virgin; j < s->nobj; j++)
+      slot_set(w, OBJ(w->order[k], j), SLOT_FREE);
+  }
+  for (uint32_t i = 0; i < t->ncaches; i++)
+    for (uint32_t cl = 1; t->caches[i].in_use && cl < t->sm.nclasses; cl++)
+      for (uint32_t j = 0; j < t->caches[i].list[cl].len; j++)
+        slot_set(w, t->caches[i].list[cl].v[j], SLOT_THREAD);
+  for (uint32_t cl = 1; cl < t->sm.nclasses; cl++) {
+    const tcentral_t *c = &t->central[cl];
+    for (uint64_t j = 0; j < (uint64_t)c->used_slots * t->sm.batch[cl]; j++)
+      slot_set(w, c->slots[j], SLOT_TRANSFER);
+  }
+}
+
+static uint32_t span_live_objects(const tc_walk_t *w, uint32_t i) {
+  const tspan_t *s = &w->t->sp[i];
+  uint32_t       n = 0;
+  if (s->location != LOC_IN_USE)
+    return 0;
+  if (s->sizeclass == 0)
+    return 1;
+  for (uint32_t k = 0; k < s->nobj; k++)
+    n += slot_get(w, i, k) == SLOT_LIVE;
+  return n;
+}
+
+/* A size-class span's slots as runs of one class each, then the tail no
+ * object fits in (free, as central_freelist.cc:372-382 counts it). */
+static as_status_t walk_slots(const tc_walk_t *w, uint32_t i, as_err_t *err) {
+  static const char *const mech[] = {
+      "tcmalloc.small", "tcmalloc.span_free", "tcmalloc.thread_cache",
+      "tcmalloc.transfer_cache", "tcmalloc.metadata"};
+  static const char *const kind[] = {"objects", "free objects",
+                                     "cached objects", "cached objects",
+                                     "MallocExtension"};
+  static const uint8_t     state[] = {MODEL_REGION_LIVE, MODEL_REGION_FREE,
+                                      MODEL_REGION_CACHED, MODEL_REGION_CACHED,
+                                      MODEL_REGION_METADATA};
+  const tspan_t           *s = &w->t->sp[i];
+  uint64_t                 size = w->t->sm.size[s->sizeclass];
+  sim_addr_t               base = span_addr(w->t, s);
+  for (uint32_t k = 0; k < s->nobj;) {
+    slot_class_t c = slot_get(w, i, k);
+    uint32_t     end = k + 1;
+    while (end < s->nobj && slot_get(w, i, end) == c)
+      end++;
+    model_region_t q = {.addr = base + k * size,
+                        .bytes = (end - k) * size,
+                        .kind = kind[c],
+                        .mechanism = mech[c],
+                        .level = 1,
+                        .state = state[c]};
+    if (c == SLOT_LIVE) {
+      q.live_objects = end - k;
+      q.live_bytes = q.bytes;
+    }
+    as_status_t rc = w->fn(w->user, &q, err);
+    if (rc != AS_OK)
+      return rc;
+    k = end;
+  }
+  uint64_t used = s->nobj * size, bytes = s->length << w->t->page_shift;
+  if (used == bytes)
+    return AS_OK;
+  return w->fn(w->user,
+               &(model_region_t){.addr = base + used,
+                                 .bytes = bytes - used,
+                                 .kind = "span tail",
+                                 .mechanism = "tcmalloc.span_free",
+                                 .level = 1,
+                                 .state = MODEL_REGION_FREE},
+               err);
+}
+
+/* A span as a unit: pages go back to the page heap (and only from there to
+ * the kernel) one whole span at a time, so a span is what its objects pin. */
+static as_status_t walk_span(const tc_walk_t *w, uint32_t i, as_err_t *err) {
+  const tspan_t *s = &w->t->sp[i];
+  uint64_t       size = s->sizeclass ? w->t->sm.size[s->sizeclass] : 0;
+  model_region_t q = {.addr = span_addr(w->t, s),
+                      .bytes = s->length << w->t->page_shift,
+                      .live_objects = span_live_objects(w, i)};
+  if (s->location == LOC_NORMAL) {
+    q.kind = "free span", q.mechanism = "tcmalloc.pageheap_free";
+    q.state = MODEL_REGION_FREE;
+  } else if (s->location == LOC_RETURNED) {
+    q.kind = "returned span", q.mechanism = "tcmalloc.returned";
+    q.state = MODEL_REGION_RELEASED;
+  } else if (s->sizeclass == 0) {
+    q.kind = "large span", q.mechanism = "tcmalloc.large";
+    q.state = MODEL_REGION_LIVE;
+    q.live_bytes = q.bytes;
+  } else {
+    q.live_bytes = q.live_objects * size;
+    q.kind = "class span";
+    q.state = MODEL_REGION_LIVE;
+    as_status_t rc = w->fn(w->user, &q, err); /* level 0 */
+    return rc == AS_OK ? walk_slots(w, i, err) : rc;
+  }
+  return model_walk_single(q, w->fn, w->user, err);
+}
+
+/* The metadata chunks, each a unit of its own: what was carved from them
+ * is resident (written as it was carved), the rest never touched. */
+static as_status_t walk_metadata(const tc_walk_t *w, as_err_t *err) {
+  as_status_t rc = AS_OK;
+  for (uint64_t k = 0; k < w->t->nmeta_regions && rc == AS_OK; k++)
+    rc =
+        model_walk_single((model_region_t){.addr = w->t->meta_regions[k].addr,
+                                           .bytes = w->t->meta_regions[k].bytes,
+                                           .kind = "metadata chunk",
+                                           .mechanism = "tcmalloc.metadata",
+                                           .state = MODEL_REGION_METADATA},
+                          w->fn, w->user, err);
+  return rc;
+}
+
+/* Units: the metadata chunks, every span the page heap knows in address
+ * order (a size-class span with its slots by what holds them), then the
+ * threads' stacks and nptl's stack cache. */
 static as_status_t tc_walk(const model_t *m, model_region_fn fn, void *user,
                            as_err_t *err) {
   const tcmalloc_model_t *t = (const tcmalloc_model_t *)m;
-  uint32_t               *order = malloc((t->nsp + 1) * sizeof *order);
-  uint32_t                n = 0;
-  if (order == NULL)
-    return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
-  for (uint32_t i = 1; i < t->nsp; i++)
-    if (t->sp[i].location <= LOC_RETURNED && t->sp[i].length > 0)
-      order[n++] = i;
-  for (uint32_t a = 1; a < n; a++) /* insertion sort by start */
-    for (uint32_t b = a;
-         b > 0 && t->sp[order[b]].start < t->sp[order[b - 1]].start; b--) {
-      uint32_t x = order[b];
-      order[b] = order[b - 1];
-      order[b - 1] = x;
-    }
-  as_status_t rc = AS_OK;
-  for (uint32_t k = 0; k < n && rc == AS_OK; k++) {
-    const tspan_t *s = &t->sp[order[k]];
-    model_region_t r = {.addr = span_addr(t, s),
-                        .bytes = s->length << t->page_shift,
-                        .level = 0};
-    if (s->location == LOC_NORMAL) {
-      r.kind = "free span", r.state = MODEL_REGION_FREE;
-    } else if (s->location == LOC_RETURNED) {
-      r.kind = "returned span", r.state = MODEL_REGION_RELEASED;
-    } else if (s->sizeclass == 0) {
-      r.kind = "large span", r.state = MODEL_REGION_LIVE;
-      r.live_objects = 1;
-      r.live_bytes = r.bytes;
-    } else {
-      uint64_t size = t->sm.size[s->sizeclass];
-      r.kind = "class span";
-      r.state = MODEL_REGION_LIVE;
-      r.live_objects = s->refcount; /* handed out: in use or in caches */
-      r.live_bytes = s->refcount * size;
-    }
-    rc = fn(user, &r, err);
+  tc_walk_t               w = {.t = t, .fn = fn, .user = user};
+  as_status_t             rc = AS_OK;
+  if (!walk_index(&w))
+    rc = as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory (walk)");
+  if (rc == AS_OK) {
+    walk_mark_free(&w);
+    rc = walk_metadata(&w, err);
   }
-  free(order);
+  for (uint32_t k = 0; k < w.n && rc == AS_OK; k++)
+    rc = walk_span(&w, w.order[k], err);
   for (uint32_t i = 0; rc == AS_OK && i < t->stacks_cap; i++)
     rc = nptl_stack_walk(&t->stacks[i], fn, user, err);
   if (rc == AS_OK)
     rc = nptl_stacks_walk_cache(&t->nptl, fn, user, err);
+  free(w.first);
+  free(w.marks);
+  free(w.order);
   return rc;
 }
 
@@ -2301,6 +2561,7 @@ static void tc_destroy(model_t *m) {
   free(t->free_normal);
   free(t->free_returned);
   free(t->leaves_made);
+  free(t->meta_regions);
   free(t->span_pool.free);
   free(t->setnode_pool.free);
   free(t->stack_pool.free);
@@ -2471,6 +2732,7 @@ const model_methods_t model_tcmalloc_methods = {
     .set_option = tc_set_option,
     .counters = tc_counters,
     .walk = tc_walk,
+    .mechanisms = tcmalloc_mechanisms,
     .usable_size = tc_usable_size,
 };
 
