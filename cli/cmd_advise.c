@@ -51,6 +51,16 @@ static void print_json(const char *source, const advise_result_t *r) {
   printf("]}\n");
 }
 
+/* The remedy column's width: the longest name, whole ("PYTHONMALLOC=malloc
+ * + malloc_trim(0) at after_dict" was cut at 44 characters). */
+static int remedy_name_width(const advise_result_t *r) {
+  size_t w = strlen("remedy");
+  for (size_t i = 0; i < r->n; i++)
+    if (strlen(r->remedies[i].name) > w)
+      w = strlen(r->remedies[i].name);
+  return (int)w;
+}
+
 static void print_text(const char *source, uint64_t page_size,
                        const advise_result_t *r) {
   const advise_outcome_t *b = &r->baseline;
@@ -61,18 +71,19 @@ static void print_text(const char *source, uint64_t page_size,
   printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n\n",
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
          (double)b->peak_rss / MIB);
-  printf("%4s  %-44s %10s %7s %10s %10s %9s %9s %9s\n", "rank", "remedy",
+  int w = remedy_name_width(r);
+  printf("%4s  %-*s %10s %7s %10s %10s %9s %9s %9s\n", "rank", w, "remedy",
          "saving MiB", "of RSS", "at end", "at peak", "+syscalls", "+faults",
          "+cost ms");
   for (size_t i = 0; i < r->n; i++) {
     const advise_remedy_t *x = &r->remedies[i];
     if (!x->ok) {
-      printf("%4s  %-44.44s failed: %s\n", "-", x->name, x->error);
+      printf("%4s  %-*s failed: %s\n", "-", w, x->name, x->error);
       continue;
     }
-    printf("%4zu  %-44.44s %10.2f %6.1f%% %10.2f %10.2f %9" PRId64 " %9" PRId64
+    printf("%4zu  %-*s %10.2f %6.1f%% %10.2f %10.2f %9" PRId64 " %9" PRId64
            " %9.2f\n",
-           i + 1, x->name, (double)x->saving_at_mark / MIB,
+           i + 1, w, x->name, (double)x->saving_at_mark / MIB,
            b->rss_at_mark
                ? 100.0 * (double)x->saving_at_mark / (double)b->rss_at_mark
                : 0.0,
@@ -82,8 +93,7 @@ static void print_text(const char *source, uint64_t page_size,
   printf("\nhow:\n");
   for (size_t i = 0; i < r->n; i++)
     if (r->remedies[i].ok)
-      printf("  %-44.44s %s\n", r->remedies[i].name,
-             r->remedies[i].env_or_call);
+      printf("  %-*s %s\n", w, r->remedies[i].name, r->remedies[i].env_or_call);
   if (r->max_threads > 1)
     printf("\nthreads    up to %" PRIu32 " at once: a remedy that changes how "
            "they contend (arena counts, another allocator) is simulated with "

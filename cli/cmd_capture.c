@@ -396,7 +396,8 @@ const cli_command_t cli_cmd_capture = {
     .summary = "run a program under the malloc recorder; write its trace",
     .usage =
         "usage: allocsim capture [-o TRACE] [--db DB] [--sample-every 10ms]\n"
-        "                        [--touch-threshold 4K] [--max-trace-bytes N]\n"
+        "                        [--touch-threshold 4K] [--stacks N]\n"
+        "                        [--max-trace-bytes N]\n"
         "                        [--min-free 1G] [--summary FILE]\n"
         "                        -- COMMAND [ARGS...]\n"
         "       allocsim capture --cleanup\n"
@@ -424,6 +425,9 @@ const cli_command_t cli_cmd_capture = {
         "  --touch-threshold N  record written pages of allocations of N\n"
         "                       bytes or more (default one page; 0 = off:\n"
         "                       every allocation counts as written)\n"
+        "  --stacks N           record up to N return addresses (0-32;\n"
+        "                       default 0, off) of every allocation, as\n"
+        "                       call sites for explain --by-site\n"
         "  --max-trace-bytes N  stop recording before the traces exceed N\n"
         "  --min-free N         stop recording before the trace's file\n"
         "                       system has less than N free (default 1G)\n"
