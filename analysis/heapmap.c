@@ -76,18 +76,24 @@ static void finish_row(builder_t *b) {
     if (hi > row->addr + row->bytes)
       hi = row->addr + row->bytes;
     uint64_t bytes[HEAPMAP_CLASSES] = {0};
+    bool     holds_objects = false;
     while (r0 < b->nregs && b->regs[r0].addr + b->regs[r0].bytes <= lo)
       r0++;
     for (size_t i = r0; i < b->nregs && b->regs[i].addr < hi; i++) {
       const model_region_t *r = &b->regs[i];
       sim_addr_t            a = r->addr > lo ? r->addr : lo;
       sim_addr_t e = r->addr + r->bytes < hi ? r->addr + r->bytes : hi;
+      uint64_t   live_before = bytes[HEAPMAP_LIVE];
       if (a < e)
         count(b, r, a, e, bytes, &row->resident_bytes);
+      holds_objects |= r->live_objects > 0 && bytes[HEAPMAP_LIVE] > live_before;
     }
-    heapmap_class_t best = HEAPMAP_RELEASED;
+    /* A cell where the program's objects lie is drawn live however much
+     * free memory surrounds them: they are what pins it (one object in
+     * an arena's pool keeps the whole arena). */
+    heapmap_class_t best = holds_objects ? HEAPMAP_LIVE : HEAPMAP_RELEASED;
     for (int k = 0; k < HEAPMAP_CLASSES; k++) {
-      if (bytes[k] > bytes[best])
+      if (!holds_objects && bytes[k] > bytes[best])
         best = (heapmap_class_t)k;
       b->m->class_bytes[k] += bytes[k];
     }

@@ -1,7 +1,8 @@
 /* analysis/heapmap.h -- a picture of the simulated address space: one row
  * per top-level unit of the allocator (pymalloc arena, glibc heap or
  * mmapped chunk, jemalloc extent, mimalloc segment, thread stack), split
- * into equal cells, each showing what most of its bytes are.
+ * into equal cells, each showing what most of its bytes are, or live
+ * when the program's objects lie in it (they pin the rest).
  *
  * Cell classes, from the model's regions and the kernel's residency:
  *   LIVE      resident bytes holding the program's objects

@@ -1104,9 +1104,18 @@ static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
 /* Why obmalloc holds each kind of region (explain). */
 static const model_mechanism_t pymalloc_mechanisms[] = {
     {"pymalloc.used_pool", "pools holding live objects",
-     "A 16 KiB pool serves one size class; its free blocks wait for objects "
-     "of that size (pymalloc_alloc).",
+     "Each object takes a whole block of its size class (3.11 "
+     "obmalloc.c:1966), and each 16 KiB pool starts with a 48-byte header "
+     "and ends with the bytes no whole block fits in (POOL_OVERHEAD, "
+     "NUMBLOCKS).",
      "freeing every object in the pool", true},
+    {"pymalloc.free_blocks", "free blocks in pools that hold live objects",
+     "A pool goes back to its arena only when every block in it is free "
+     "(pymalloc_free); until then its free blocks serve only objects of "
+     "its size class (pymalloc_alloc).",
+     "nothing short of freeing the other objects in those pools "
+     "(malloc_trim cannot release pymalloc memory)",
+     false},
     {"pymalloc.pinned_arena", "empty pools in arenas that still hold objects",
      "obmalloc returns a 1 MiB arena to the kernel only when every pool in "
      "it is empty (pymalloc_free), so one live object pins a whole arena.",
@@ -1124,6 +1133,60 @@ static const model_mechanism_t pymalloc_mechanisms[] = {
      "nothing", false},
     {NULL, NULL, NULL, NULL, false},
 };
+
+/* Marks the blocks of pool that hold no object: its free list (3.11
+ * obmalloc.c:1003 freeblock, linked through the blocks) and the blocks
+ * never carved (nextoffset onwards). */
+static void free_blocks(const pym_pool_t *pool, uint64_t *bits) {
+  memset(bits, 0, (size_t)(pool->nblocks + 63) / 64 * sizeof *bits);
+  for (uint32_t b = pool->freeblock; b != NO_BLOCK; b = pool->links[b])
+    bits[b / 64] |= UINT64_C(1) << (b % 64);
+  for (uint32_t b = pool->nextblock; b < pool->nblocks; b++)
+    bits[b / 64] |= UINT64_C(1) << (b % 64);
+}
+
+/* A pool holding objects, as runs of blocks: live ones (with the pool's
+ * header before the first block and the tail no block fits in, overhead
+ * of its objects) and free ones, so that explain and the heap map see
+ * its free blocks as free, not as the live objects' overhead. */
+static as_status_t walk_used_pool(const pym_pool_t *pool, model_region_fn fn,
+                                  void *user, as_err_t *err) {
+  uint64_t bits[(PYMALLOC_POOL_SIZE / 16 + 63) / 64];
+  uint32_t size = INDEX2SIZE(pool->szidx);
+  free_blocks(pool, bits);
+  model_region_t run = {.addr = pool->addr,
+                        .kind = "blocks",
+                        .mechanism = "pymalloc.used_pool",
+                        .level = 1,
+                        .state = MODEL_REGION_LIVE};
+  sim_addr_t     at = pool->addr + PYMALLOC_POOL_OVERHEAD;
+  as_status_t    rc = AS_OK;
+  for (uint32_t b = 0; b < pool->nblocks && rc == AS_OK; b++, at += size) {
+    bool is_free = (bits[b / 64] >> (b % 64)) & 1;
+    bool run_free = run.state == MODEL_REGION_FREE;
+    if (is_free != run_free && at > run.addr) {
+      run.bytes = at - run.addr;
+      rc = fn(user, &run, err);
+      run = (model_region_t){.addr = at, .kind = "blocks", .level = 1};
+    }
+    run.mechanism = is_free ? "pymalloc.free_blocks" : "pymalloc.used_pool";
+    run.state = is_free ? MODEL_REGION_FREE : MODEL_REGION_LIVE;
+    run.live_objects += !is_free;
+    run.live_bytes += is_free ? 0 : size;
+  }
+  sim_addr_t end = pool->addr + PYMALLOC_POOL_SIZE;
+  if (rc == AS_OK && run.state == MODEL_REGION_FREE && at < end) {
+    run.bytes = at - run.addr; /* the tail is the objects' overhead */
+    rc = fn(user, &run, err);
+    run = (model_region_t){.addr = at,
+                           .kind = "blocks",
+                           .mechanism = "pymalloc.used_pool",
+                           .level = 1,
+                           .state = MODEL_REGION_LIVE};
+  }
+  run.bytes = end - run.addr;
+  return rc == AS_OK ? fn(user, &run, err) : rc;
+}
 
 /* One arena: its region, the unaligned head, then its pools in order. */
 static as_status_t walk_arena(const pym_arena_t *ao, model_region_fn fn,
@@ -1157,14 +1220,11 @@ static as_status_t walk_arena(const pym_arena_t *ao, model_region_fn fn,
                            .kind = pool == NULL ? "uncarved pool" : "pool",
                            .level = 1};
     if (in_use) {
-      q.live_objects = pool->ref_count;
-      q.live_bytes = (uint64_t)pool->ref_count * INDEX2SIZE(pool->szidx);
-      q.mechanism = "pymalloc.used_pool";
-      q.state = MODEL_REGION_LIVE;
-    } else {
-      q.mechanism = used > 0 ? "pymalloc.pinned_arena" : "pymalloc.empty_arena";
-      q.state = MODEL_REGION_FREE;
+      rc = walk_used_pool(pool, fn, user, err);
+      continue;
     }
+    q.mechanism = used > 0 ? "pymalloc.pinned_arena" : "pymalloc.empty_arena";
+    q.state = MODEL_REGION_FREE;
     rc = fn(user, &q, err);
   }
   return rc;

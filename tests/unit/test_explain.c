@@ -125,6 +125,39 @@ static void one_survivor_pins_a_pymalloc_arena(void **state) {
   assert_int_equal(bytes_of(&r, "pymalloc.used_pool.live"), 64);
 }
 
+/* 10,000 64-byte objects, every other one freed: each used pool holds as
+ * many free blocks as live ones, which are free memory (pymalloc.free_blocks),
+ * not the live objects' overhead, which is only the pools' headers and
+ * tails (48 + 16 bytes of each 16 KiB pool of 64-byte blocks). */
+static void free_blocks_in_used_pools_are_free_not_overhead(void **state) {
+  (void)state;
+  enum { N = 10000 };
+  static trace_event_t evs[N + N / 2 + 1];
+  size_t               n = 0;
+  for (uint64_t i = 0; i < N; i++)
+    evs[n++] = (trace_event_t){.t_ns = i,
+                               .op = TRACE_MALLOC,
+                               .id = i,
+                               .size = 64,
+                               .domain = TRACE_DOMAIN_OBJ};
+  for (uint64_t i = 0; i < N; i += 2)
+    evs[n++] = (trace_event_t){
+        .t_ns = N + i, .op = TRACE_FREE, .id = i, .domain = TRACE_DOMAIN_OBJ};
+  evs[n++] = (trace_event_t)EV_MARK(3 * N, "after");
+  explain_result_t r;
+  explain_at(evs, n, "cpython", "after", &r);
+  assert_adds_up(&r);
+  assert_int_equal(bytes_of(&r, "pymalloc.used_pool.live"), N / 2 * 64);
+  /* 255 blocks per pool: 39 full pools and one with 55 blocks, whose
+   * never-used blocks count where they lie on its written first page
+   * (4096 - 48 - 55 * 64 = 528 bytes) */
+  assert_int_equal(bytes_of(&r, "pymalloc.free_blocks"), N / 2 * 64 + 528);
+  /* the full pools' 48-byte headers and 16-byte tails, the last one's
+   * header (its tail lies on a page never written) */
+  assert_int_equal(bytes_of(&r, "pymalloc.used_pool.overhead"),
+                   39 * (48 + 16) + 48);
+}
+
 /* Without --at: the end, and the mark where RSS exceeds live bytes most
  * (a replay rewrites the marks it found, so the label must be kept). */
 static void the_widest_gap_mark_is_explained_without_at(void **state) {
@@ -212,6 +245,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
       cmocka_unit_test(one_survivor_pins_a_pymalloc_arena),
+      cmocka_unit_test(free_blocks_in_used_pools_are_free_not_overhead),
       cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
       cmocka_unit_test(objects_are_told_by_the_phase_they_were_allocated_in),
