@@ -266,10 +266,21 @@ static void note_phases(explain_item_t *it, const mech_acc_t *m,
   if (it == NULL || u == NULL)
     return;
   phases_text(it->allocated_in, sizeof it->allocated_in, u, m->phase);
+  /* The phases are counted by unit: where a unit holds objects of other
+   * mechanisms too (a jemalloc mapping with slabs and large extents), they
+   * are not just these objects, and the sentence says so. */
+  uint64_t counted = 0;
+  for (size_t i = 0; i < u->nphases; i++)
+    counted += m->phase[i];
+  char units[64];
+  units_text(units, sizeof units, m->units, m->unit_kind);
   size_t n = strlen(it->sentence);
   if (it->allocated_in[0] != '\0' && n < sizeof it->sentence)
-    snprintf(it->sentence + n, sizeof it->sentence - n, " %s allocated %s.",
-             whose, it->allocated_in);
+    snprintf(it->sentence + n, sizeof it->sentence - n,
+             counted == m->objects ? " %s allocated %s."
+                                   : " All objects in those %s were "
+                                     "allocated %s.",
+             counted == m->objects ? whose : units, it->allocated_in);
 }
 
 static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
@@ -279,7 +290,9 @@ static void mechanism_items(explain_result_t *out, const mech_acc_t *m,
   units_text(units, sizeof units, m->units, m->unit_kind);
   const char *label = row ? row->label : m->key;
   const char *why = row ? row->why : "The model names no reason.";
-  if (row == NULL || row->live) {
+  /* A mechanism that holds the program's memory but no objects (running
+   * threads' stacks) is told as what it is, not as objects' overhead. */
+  if (row == NULL || (row->live && (m->objects > 0 || m->live > 0))) {
     snprintf(key, sizeof key, "%s.live", m->key);
     explain_item_t *it = add_item(out, key, m->live);
     if (it != NULL) {

@@ -158,6 +158,24 @@ static void free_blocks_in_used_pools_are_free_not_overhead(void **state) {
                    39 * (48 + 16) + 48);
 }
 
+/* A running thread's stack holds the program's memory but no object: it
+ * is told as the stacks it is, not as "the allocator's overhead on those
+ * objects". */
+static void a_running_threads_stack_is_not_objects_overhead(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      {.t_ns = 0, .op = TRACE_THREAD_START, .thread = 1},
+      {.t_ns = 1, .op = TRACE_MALLOC, .id = 1, .size = 100, .thread = 1},
+      EV_MARK(2, "running")};
+  explain_result_t r;
+  explain_at(evs, 3, "glibc", "running", &r);
+  assert_adds_up(&r);
+  const explain_item_t *st = item(&r, "glibc.thread_stack");
+  assert_non_null(st);
+  assert_non_null(strstr(st->sentence, "stacks of running threads"));
+  assert_int_equal(bytes_of(&r, "glibc.thread_stack.overhead"), 0);
+}
+
 /* Without --at: the end, and the mark where RSS exceeds live bytes most
  * (a replay rewrites the marks it found, so the label must be kept). */
 static void the_widest_gap_mark_is_explained_without_at(void **state) {
@@ -246,6 +264,7 @@ int main(void) {
       cmocka_unit_test(a_freed_buffer_below_a_survivor_is_a_binned_chunk),
       cmocka_unit_test(one_survivor_pins_a_pymalloc_arena),
       cmocka_unit_test(free_blocks_in_used_pools_are_free_not_overhead),
+      cmocka_unit_test(a_running_threads_stack_is_not_objects_overhead),
       cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
       cmocka_unit_test(objects_are_told_by_the_phase_they_were_allocated_in),
