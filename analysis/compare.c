@@ -568,6 +568,8 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
   const char *own = run_meta_get(&meta, "own_malloc");
   as_format_fits(res->own_malloc, sizeof res->own_malloc, "%s",
                  own != NULL ? own : "");
+  const char *python = run_meta_get(&meta, "python");
+  res->python = python != NULL && *python != '\0';
   const char *cut = run_meta_get(&meta, "truncated");
   const char *capture_end = run_meta_get(&meta, "capture_end");
   if (cut != NULL && strcmp(cut, "1") == 0)

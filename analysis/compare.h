@@ -227,6 +227,8 @@ struct compare_result_s {
                                          whose malloc bound ahead of the
                                          recorder (its calls are not in the
                                          trace), or "" */
+  bool python;                        /* the run is a CPython process's
+                                         (provenance python) */
   char truncated[64];                 /* why the recording stopped early
                                          (capture_end, or "the trace ends
                                          early") when the run's provenance

@@ -18,6 +18,7 @@
 
 #include "../analysis/compare.h"
 #include "../analysis/store.h"
+#include "../models/model.h"
 
 static void json_num(double v) {
   if (isfinite(v))
@@ -39,8 +40,17 @@ static bool inside(const compare_mark_t *m) {
 /* What makes this comparison say less than it seems to: the calls the
  * trace lacks, and growth no allocator model predicts.  At most
  * MAX_WARNINGS, each one line. */
-#define MAX_WARNINGS 3
+#define MAX_WARNINGS 4
 typedef char warning_t[400];
+
+/* Whether r's model composes a libc model under it (cpython), so that
+ * the libc spec says something. */
+static bool composed(const compare_result_t *r) {
+  char name[64];
+  model_spec_name(r->model, name, sizeof name);
+  const model_methods_t *mm = model_find(name);
+  return mm == NULL || mm->composition;
+}
 
 static size_t compare_warnings(const compare_result_t *r, warning_t *out) {
   size_t n = 0;
@@ -50,6 +60,15 @@ static size_t compare_warnings(const compare_result_t *r, warning_t *out) {
              "past the recorder: the trace lacks them, so the prediction is "
              "not this program's",
              r->own_malloc);
+  char name[64];
+  model_spec_name(r->model, name, sizeof name);
+  if (r->python && !composed(r))
+    snprintf(out[n++], sizeof *out,
+             "a CPython run replayed on %.24s alone: every request, the obj "
+             "and mem domains' too, goes to %.24s, as under "
+             "PYTHONMALLOC=malloc; for pymalloc over %.24s give --model "
+             "cpython --libc %.24s",
+             name, name, name, name);
   if (r->truncated[0])
     snprintf(out[n++], sizeof *out,
              "the recording stopped before the program ended (%s; the run "
@@ -284,7 +303,9 @@ static void print_layout_marks(const compare_result_t *r) {
 static void print_table(const compare_result_t *r, const char *db) {
   printf("measured run  %" PRId64 "\nreplayed      %s\nmodel         %s\n"
          "libc          %s\npage size     %" PRIu64 " bytes\n",
-         r->measured_run_id, r->source, r->model, r->libc_spec, r->page_size);
+         r->measured_run_id, r->source, r->model,
+         composed(r) ? r->libc_spec : "(the model: no composition)",
+         r->page_size);
   warning_t warn[MAX_WARNINGS];
   size_t    nwarn = compare_warnings(r, warn);
   for (size_t i = 0; i < nwarn; i++)

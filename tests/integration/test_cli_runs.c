@@ -208,6 +208,26 @@ static void a_truncated_child_capture_says_what_it_is(void **state) {
                               "the program ended (max-trace-bytes;"));
 }
 
+/* A CPython run compared with --model jemalloc: every domain goes to
+ * jemalloc, which compare says, with the composition meant most often. */
+static void a_python_run_on_an_allocator_alone_is_warned(void **state) {
+  fixture_t *f = *state;
+  char       args[512], out[8192];
+  record_text(f, "allocsim-trace 1\n"
+                 "#@ kind=measured\n"
+                 "#@ python=3.11.2\n"
+                 "0 0 mark start\n0 0 rss 4096\n"
+                 "1 0 malloc 0 64 obj\n2 0 mark end\n2 0 rss 8192\n");
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store --model jemalloc",
+           f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_non_null(strstr(out, "libc          (the model: no composition)"));
+  assert_non_null(strstr(out, "give --model cpython --libc jemalloc"));
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  assert_null(strstr(out, "alone"));
+}
+
 /* A capture of a program that allocated nothing the recorder saw (gzip
  * after main) still compares: its trace is kept, and the prediction is its
  * start-up RSS throughout. */
@@ -456,6 +476,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(
+          a_python_run_on_an_allocator_alone_is_warned, setup, teardown),
       cmocka_unit_test_setup_teardown(a_truncated_child_capture_says_what_it_is,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(a_capture_without_allocations_compares,
