@@ -16,7 +16,9 @@
  *
  * If the machine will not reserve max_elems (a valgrind or ulimit -v cap),
  * init reserves the largest power-of-two fraction it can, down to 64 MiB,
- * and as_reserve_need fails beyond it. */
+ * and as_reserve_need fails beyond it.  Under a finite RLIMIT_AS a table
+ * takes at most an eighth of the address space left (down to 1 MiB), so
+ * that the tables made first leave room for the rest. */
 #ifndef ALLOCSIM_RESERVE_H
 #define ALLOCSIM_RESERVE_H
 
