@@ -591,6 +591,21 @@ static int check_relevant(int argc, char **argv, const lab_cli_t *o, bool lab) {
   return CLI_EXIT_OK;
 }
 
+/* The count v of option opt into *out: 0, or -1 after a usage error
+ * naming the range and the value. */
+static int lab_count(const char *opt, const char *v, uint64_t lo, uint64_t hi,
+                     uint64_t *out) {
+  if (as_parse_number(v, strlen(v), NULL, out) == AS_NUM_OK && *out >= lo &&
+      *out <= hi)
+    return 0;
+  if (hi == UINT64_MAX)
+    return cli_usage_error("lab", "%s expects a number, got '%s'", opt, v), -1;
+  return cli_usage_error("lab",
+                         "%s expects %" PRIu64 " to %" PRIu64 ", got '%s'", opt,
+                         lo, hi, v),
+         -1;
+}
+
 static int lab_main(int argc, char **argv) {
   lab_cli_t   o = {.repeat = 1,
                    .cells = 48,
@@ -608,19 +623,15 @@ static int lab_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--repeat", &v))) {
-      if (took < 0 ||
-          as_parse_number(v, strlen(v), NULL, &o.repeat) != AS_NUM_OK ||
-          o.repeat < 1 || o.repeat > LAB_MAX_RUNS)
-        return cli_usage_error("lab", "--repeat expects 1 to %d", LAB_MAX_RUNS);
+      if (took < 0 || lab_count("--repeat", v, 1, LAB_MAX_RUNS, &o.repeat) < 0)
+        return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--cells", &v))) {
       if (took < 0 ||
-          as_parse_number(v, strlen(v), NULL, &o.cells) != AS_NUM_OK ||
-          o.cells < 8 || o.cells > HEAPMAP_MAX_CELLS)
-        return cli_usage_error("lab", "--cells expects 8 to %d",
-                               HEAPMAP_MAX_CELLS);
+          lab_count("--cells", v, 8, HEAPMAP_MAX_CELLS, &o.cells) < 0)
+        return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_value("lab", argc, argv, &i, "--rows", &v))) {
-      if (took < 0 || as_parse_number(v, strlen(v), NULL, &o.rows) != AS_NUM_OK)
-        return cli_usage_error("lab", "--rows expects a number");
+      if (took < 0 || lab_count("--rows", v, 0, UINT64_MAX, &o.rows) < 0)
+        return CLI_EXIT_USAGE;
     } else if ((took = cli_opt_flag("lab", argv, i, "--json"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;

@@ -93,14 +93,14 @@ static int map_main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       if (as_parse_number(v, strlen(v), NULL, &n) != AS_NUM_OK || n < 8 ||
           n > HEAPMAP_MAX_CELLS)
-        return cli_usage_error("map", "--cells expects 8 to %d",
-                               HEAPMAP_MAX_CELLS);
+        return cli_usage_error("map", "--cells expects 8 to %d, got '%s'",
+                               HEAPMAP_MAX_CELLS, v);
       j.ncells = n;
     } else if ((took = cli_opt_value("map", argc, argv, &i, "--rows", &v))) {
       if (took < 0) /* cli_opt_value said why */
         return CLI_EXIT_USAGE;
       if (as_parse_number(v, strlen(v), NULL, &rows) != AS_NUM_OK)
-        return cli_usage_error("map", "--rows expects a number");
+        return cli_usage_error("map", "--rows expects a number, got '%s'", v);
     } else if ((took =
                     cli_opt_value("map", argc, argv, &i, "--page-size", &v))) {
       if (took < 0) /* cli_opt_value said why */
