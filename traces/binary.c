@@ -1402,6 +1402,11 @@ static as_status_t read_header(bin_src_t *s, as_err_t *err) {
       return rc;
     if ((rc = header_string(s, "provenance value", 255, value, err)) != AS_OK)
       return rc;
+    if (trace_meta_get(&s->base.meta, key) != NULL)
+      return as_err_set(err, AS_EFORMAT,
+                        "%s: byte offset %" PRIu64
+                        ": provenance key '%s' given twice",
+                        name, offset_of(s, at), key);
     if (!trace_meta_key_ok(key) || !trace_meta_value_ok(value))
       return as_err_set(err, AS_EFORMAT,
                         "%s: byte offset %" PRIu64

@@ -706,6 +706,10 @@ static as_status_t parse_provenance(text_src_t *s, cursor_t *c, as_err_t *err) {
   memcpy(value, v, vlen);
   value[vlen] = '\0';
   as_err_t sub;
+  char     quoted[TRACE_QUOTE_MAX];
+  if (trace_meta_get(&s->base.meta, key) != NULL) /* which would count? */
+    return fail(s, err, "provenance key '%s' given twice",
+                trace_quote(key, klen, quoted));
   if (trace_meta_set(&s->base.meta, key, value, &sub) != AS_OK) {
     char q[TRACE_QUOTE_MAX];
     return fail(s, err, "expected at most %d provenance keys, got '%s'",
