@@ -267,11 +267,13 @@ static size_t find_anchor(const store_sample_t *ms, size_t nms,
   return SIZE_MAX;
 }
 
-/* The k-th (0-based) simulated mark labelled label, or SIZE_MAX. */
-static size_t sim_mark(const simlog_t *sim, const char *label, size_t k) {
-  for (size_t i = 0; i < sim->n; i++)
-    if (sim->v[i].kind == SIM_SAMPLE_MARK &&
-        strcmp(sim->v[i].label, label) == 0 && k-- == 0)
+/* The k-th (0-based) of the n simulated samples sim that is a mark
+ * labelled label, or SIZE_MAX. */
+static size_t sim_mark(const store_sample_t *sim, size_t n, const char *label,
+                       size_t k) {
+  for (size_t i = 0; i < n; i++)
+    if (sim[i].kind == SIM_SAMPLE_MARK && strcmp(sim[i].label, label) == 0 &&
+        k-- == 0)
       return i;
   return SIZE_MAX;
 }
@@ -289,21 +291,36 @@ static size_t occurrence(const store_sample_t *m, size_t i) {
  * scan: they are in trace order), a workload's marks by label and
  * occurrence.  pair[i] = SIZE_MAX for a sample with no measurement. */
 static void pair_samples(const store_sample_t *ms, size_t nms,
-                         const simlog_t *sim, bool is_trace, size_t *pair) {
+                         const store_sample_t *sim, size_t nsim, bool is_trace,
+                         size_t *pair) {
   size_t scan = 0;
   for (size_t i = 0; i < nms; i++) {
     pair[i] = SIZE_MAX;
     if (is_trace && from_rss_event(&ms[i])) {
-      while (scan < sim->n && sim->v[scan].kind != SIM_SAMPLE_MEASURED)
+      while (scan < nsim && sim[scan].kind != SIM_SAMPLE_MEASURED)
         scan++;
-      if (scan < sim->n)
+      if (scan < nsim)
         pair[i] = scan++;
     } else if (!is_trace && ms[i].kind == SIM_SAMPLE_MARK) {
-      pair[i] = sim_mark(sim, ms[i].label, occurrence(ms, i));
+      pair[i] = sim_mark(sim, nsim, ms[i].label, occurrence(ms, i));
     }
     if (ms[i].measured_rss_bytes == 0)
       pair[i] = SIZE_MAX;
   }
+}
+
+as_status_t compare_find_anchor(const store_sample_t *ms, size_t nms,
+                                const store_sample_t *sim, size_t nsim,
+                                bool is_trace, size_t *ms_at, size_t *sim_at,
+                                as_err_t *err) {
+  size_t *pair = malloc((nms ? nms : 1) * sizeof *pair);
+  if (pair == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
+  pair_samples(ms, nms, sim, nsim, is_trace, pair);
+  *ms_at = find_anchor(ms, nms, pair);
+  *sim_at = *ms_at == SIZE_MAX ? SIZE_MAX : pair[*ms_at];
+  free(pair);
+  return AS_OK;
 }
 
 /* ---- Storing
@@ -693,7 +710,7 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
     }
 
     /* Pair measured samples with simulated ones. */
-    pair_samples(ms, nms, &sim, is_trace, pair);
+    pair_samples(ms, nms, sim.v, sim.n, is_trace, pair);
     size_t a = find_anchor(ms, nms, pair);
     if (a == SIZE_MAX) {
       rc = as_err_set(err, AS_EINVAL,

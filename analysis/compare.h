@@ -251,6 +251,18 @@ void compare_series_stats(const double *measured, const double *predicted,
                           const uint64_t *t_ns, const bool *release, size_t n,
                           compare_series_t *out);
 
+/* The anchor of the baseline rule (above) for measured samples ms and the
+ * nsim samples sim of a replay, both in order: is_trace pairs them by rss
+ * event (a replay of the captured trace), else marks by label and
+ * occurrence (a workload).  *ms_at is the anchor's index in ms and *sim_at
+ * that of its simulated sample, both SIZE_MAX when no measured sample
+ * lines up.  Fails only for want of memory.  Every command that adds the
+ * start-up offset (report's plots too) anchors here, so they agree. */
+as_status_t compare_find_anchor(const store_sample_t *ms, size_t nms,
+                                const store_sample_t *sim, size_t nsim,
+                                bool is_trace, size_t *ms_at, size_t *sim_at,
+                                as_err_t *err);
+
 /* Replays measured run run_id of s and compares (see the file comment),
  * under o->layouts address layouts.
  * AS_ESTORE for a missing run, AS_EINVAL for a run that is not measured,

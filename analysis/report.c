@@ -342,24 +342,28 @@ static void write_measured(FILE *f, const series_t *se, const store_sample_t *m,
   }
 }
 
-/* compare's baseline rule: predicted = simulated + (measured - simulated)
- * at the first mark that has a measured RSS (the program and interpreter
- * before the trace, which no trace explains).  0 without one. */
-static double baseline_mib(const series_t *se, const store_sample_t *m,
-                           size_t nm, char *anchor, size_t len) {
-  for (size_t i = 0; i < nm; i++) {
-    if (m[i].kind != SIM_SAMPLE_MARK || m[i].measured_rss_bytes == 0)
-      continue;
-    for (size_t j = 0; j < se->s.n; j++)
-      if (se->s.v[j].kind == SIM_SAMPLE_MARK &&
-          strcmp(se->s.v[j].label, m[i].label) == 0) {
-        snprintf(anchor, len, "%s", m[i].label);
-        return ((double)m[i].measured_rss_bytes -
-                (double)se->s.v[j].rss_bytes) /
-               MIB;
-      }
-  }
-  return 0;
+/* The start-up offset in MiB (the program and interpreter before the
+ * trace, which no trace explains) at compare's anchor, so the plotted
+ * prediction is the one compare measures errors of; where it was taken
+ * into anchor ("" and 0 without a measured sample that lines up). */
+static as_status_t baseline_mib(const series_t *se, const store_sample_t *m,
+                                size_t nm, bool same_clock, double *base,
+                                char *anchor, size_t len, as_err_t *err) {
+  size_t      at, sim_at;
+  as_status_t rc = compare_find_anchor(m, nm, se->s.v, se->s.n, same_clock, &at,
+                                       &sim_at, err);
+  *base = 0;
+  anchor[0] = '\0';
+  if (rc != AS_OK || at == SIZE_MAX)
+    return rc;
+  *base =
+      ((double)m[at].measured_rss_bytes - (double)se->s.v[sim_at].rss_bytes) /
+      MIB;
+  if (m[at].kind == SIM_SAMPLE_MARK)
+    snprintf(anchor, len, "%s", m[at].label);
+  else
+    snprintf(anchor, len, "t=%.3f s", (double)m[at].t_ns / 1e9);
+  return AS_OK;
 }
 
 /* The RSS-over-time plot script: predicted and live bytes, measured
@@ -393,7 +397,7 @@ static void write_rss_plot(FILE *b, const series_t *se, double base,
   }
   char title[160] = "predicted RSS", q_title[2 * sizeof title + 3];
   if (anchor[0] != '\0')
-    snprintf(title, sizeof title, "predicted RSS (+%.2f MiB measured at %.63s)",
+    snprintf(title, sizeof title, "predicted RSS (%+.2f MiB measured at %.63s)",
              base, anchor);
   gp_quote(q_title, sizeof q_title, title);
   fprintf(b,
@@ -453,9 +457,13 @@ static void write_owner_plot(FILE *b, const series_t *se, double base) {
 static as_status_t plot_series(plots_t *p, const series_t *se,
                                const store_sample_t *measured, size_t nm,
                                bool same_clock, as_err_t *err) {
-  char   anchor[64] = "";
-  double base = baseline_mib(se, measured, nm, anchor, sizeof anchor);
-  FILE  *f = plots_file(p, "series.dat", err);
+  char        anchor[64];
+  double      base;
+  as_status_t rc = baseline_mib(se, measured, nm, same_clock, &base, anchor,
+                                sizeof anchor, err);
+  if (rc != AS_OK)
+    return rc;
+  FILE *f = plots_file(p, "series.dat", err);
   if (f == NULL)
     return err->code;
   fprintf(f, "# t_s rss_MiB live_MiB");
@@ -484,8 +492,8 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   if (b == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   write_rss_plot(b, se, base, anchor);
-  as_status_t rc = fclose(b) == 0 ? plot(p, "rss", body, err)
-                                  : as_err_set(err, AS_ENOMEM, "out of memory");
+  rc = fclose(b) == 0 ? plot(p, "rss", body, err)
+                      : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
   if (rc != AS_OK)
     return rc;
