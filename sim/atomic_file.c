@@ -13,7 +13,8 @@
  * of MB) behind, so each temporary file is listed in a slot the signal
  * handler reads: the path in a static buffer, armed once written, because
  * the handler may call only async-signal-safe functions (unlink, getpid,
- * sigaction, raise).
+ * sigaction, raise).  A private directory of known file names (report's
+ * plot workspace) takes a slot the same way.
  */
 #include "atomic_file.h"
 
@@ -26,26 +27,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- Removal on SIGINT, SIGTERM, SIGHUP ---------------------------------- */
+/* ---- Removal on SIGINT, SIGTERM, SIGHUP, SIGPIPE ------------------------- */
 
-/* Temporary files open at once: a command writes one or two. */
-#define GUARD_SLOTS 8
+/* Temporaries at once: most commands write one or two files; report
+ * stages a PNG per plot (at most 16) beside its page and its directory. */
+#define GUARD_SLOTS 20
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_ARMED };
 
-static const int k_guarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/* SIGPIPE too: `report -o - | head` ends by it once head has gone. */
+static const int k_guarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 static _Atomic int slot_state[GUARD_SLOTS];
 static char        slot_path[GUARD_SLOTS][PATH_MAX];
+/* A directory's file names (atomic_file_guard_dir), NULL for a file. */
+static const char *const *slot_names[GUARD_SLOTS];
 /* A child forked before exec inherits the handler and the slots; it must
  * not remove its parent's file when it alone is signalled. */
 static pid_t slot_owner[GUARD_SLOTS];
+
+/* Removes slot i's file, or its directory's files and then the directory,
+ * with async-signal-safe calls only (open, unlinkat, close, rmdir). */
+static void remove_slot(int i) {
+  if (slot_names[i] == NULL) {
+    unlink(slot_path[i]);
+    return;
+  }
+  int fd = open(slot_path[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (const char *const *n = slot_names[i]; fd >= 0 && *n != NULL; n++)
+    unlinkat(fd, *n, 0);
+  if (fd >= 0)
+    close(fd);
+  rmdir(slot_path[i]);
+}
 
 static void remove_temporaries_and_die(int sig) {
   pid_t self = getpid();
   for (int i = 0; i < GUARD_SLOTS; i++)
     if (atomic_load(&slot_state[i]) == SLOT_ARMED && slot_owner[i] == self)
-      unlink(slot_path[i]);
+      remove_slot(i);
   /* The signal is blocked in its handler: raised again with the default
    * action, it ends the process as soon as the handler returns. */
   struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -72,22 +92,36 @@ static void install_handler(void) {
   }
 }
 
-/* Lists af->tmp for the handler.  With every slot taken the file is not
- * listed, and a signal leaves it behind as a crash would. */
-static void guard_arm(atomic_file_t *af) {
-  af->guard = -1;
+/* Lists path (a file, or a directory of the files names) for the handler;
+ * returns its slot.  With every slot taken it is not listed (-1), and a
+ * signal leaves it behind as a crash would. */
+static int guard_take(const char *path, const char *const *names) {
   install_handler();
   for (int i = 0; i < GUARD_SLOTS; i++) {
     int expected = SLOT_FREE;
     if (atomic_compare_exchange_strong(&slot_state[i], &expected,
                                        SLOT_FILLING)) {
-      memcpy(slot_path[i], af->tmp, sizeof af->tmp);
+      as_format_fits(slot_path[i], sizeof slot_path[i], "%s", path);
+      slot_names[i] = names;
       slot_owner[i] = getpid();
       atomic_store(&slot_state[i], SLOT_ARMED);
-      af->guard = i;
-      return;
+      return i;
     }
   }
+  return -1;
+}
+
+static void guard_arm(atomic_file_t *af) {
+  af->guard = guard_take(af->tmp, NULL);
+}
+
+int atomic_file_guard_dir(const char *dir, const char *const *names) {
+  return guard_take(dir, names);
+}
+
+void atomic_file_unguard_dir(int slot) {
+  if (slot >= 0)
+    atomic_store(&slot_state[slot], SLOT_FREE);
 }
 
 /* Unlists af->tmp, after it was renamed or removed (never before: a signal
@@ -212,9 +246,7 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
   return AS_OK;
 }
 
-/* Flushes, syncs and closes af->f (stdout stays open); AS_EIO naming the
- * path on failure. */
-static as_status_t close_checked(atomic_file_t *af, as_err_t *err) {
+as_status_t atomic_file_close(atomic_file_t *af, as_err_t *err) {
   FILE *f = af->f;
   af->f = NULL;
   int e = 0;
@@ -244,7 +276,7 @@ static int sync_path(const char *path, int flags) {
 }
 
 as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err) {
-  as_status_t rc = af->f != NULL ? close_checked(af, err) : AS_OK;
+  as_status_t rc = af->f != NULL ? atomic_file_close(af, err) : AS_OK;
   if (af->in_place)
     return rc;
   if (rc == AS_OK && sync_path(af->tmp, O_RDONLY) != 0)

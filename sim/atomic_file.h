@@ -5,12 +5,13 @@
  * flushed, fsync'd, renamed over the target, and the directory fsync'd.  A
  * discard, or a crash at any point, leaves the target exactly as it was
  * (only the temporary ".NAME.tmp-XXXXXX" may stay behind after a crash).
- * SIGINT, SIGTERM and SIGHUP are no crash: while a temporary file exists,
- * a handler removes it and the process then ends by that signal as it
- * would have (exit status 128 + the signal).  The handler is installed only
- * for a signal still at its default action, so a command that handles one
- * itself (sweep stops between points) or a process that ignores one
- * (nohup) keeps that; the command's own discard removes the file then.
+ * SIGINT, SIGTERM, SIGHUP and SIGPIPE are no crash: while a temporary
+ * file exists, a handler removes it and the process then ends by that
+ * signal as it would have (exit status 128 + the signal).  The handler is
+ * installed only for a signal still at its default action, so a command
+ * that handles one itself (sweep stops between points) or a process that
+ * ignores one (nohup) keeps that; the command's own discard removes the
+ * file then.
  * A symbolic link to a regular file keeps being the link: its target file
  * is replaced.
  *
@@ -55,8 +56,23 @@ as_status_t atomic_file_open(atomic_file_t *af, const char *path,
  * leaves the target as it was and removes the temporary file. */
 as_status_t atomic_file_commit(atomic_file_t *af, as_err_t *err);
 
+/* Flushes, syncs and closes af->f (stdout stays open), so that the commit
+ * only renames: a command writing several files closes them all before it
+ * commits any, and a full disk then leaves every target as it was.
+ * AS_EIO naming the path ("write error: No space left on device"); the
+ * temporary file stays until the commit or discard. */
+as_status_t atomic_file_close(atomic_file_t *af, as_err_t *err);
+
 /* Closes af->f (if still open) and removes the temporary file; the target
  * is untouched.  In place, only closes. */
 void atomic_file_discard(atomic_file_t *af);
+
+/* A private temporary directory dir holding only files named in names (a
+ * NULL-terminated list that outlives the guard), removed with them by the
+ * signals that remove temporary files, until atomic_file_unguard_dir.
+ * Returns the guard's slot, or -1 when all are taken (a signal then leaves
+ * the directory, as a crash would). */
+int  atomic_file_guard_dir(const char *dir, const char *const *names);
+void atomic_file_unguard_dir(int slot);
 
 #endif

@@ -1,8 +1,9 @@
 /* tests/unit/test_atomic_file.c -- sim/atomic_file: the target changes only
  * on a successful commit, a device is written in place and never removed,
  * a write error is reported by commit with the path, "-" is stdout, and
- * SIGINT, SIGTERM or SIGHUP mid-write removes the temporary file unless the
- * process handles or ignores the signal itself. */
+ * SIGINT, SIGTERM, SIGHUP or SIGPIPE mid-write removes the temporary file
+ * (and a guarded directory with its files) unless the process handles or
+ * ignores the signal itself. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -186,7 +187,7 @@ static int status_of_write_interrupted_by(const char *path, int sig) {
 
 static void a_signal_mid_write_removes_the_temporary_file(void **state) {
   (void)state;
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
   char             path[128], buf[64];
   snprintf(path, sizeof path, "%s/out.txt", dir);
   write_old(path);
@@ -197,6 +198,39 @@ static void a_signal_mid_write_removes_the_temporary_file(void **state) {
     assert_int_equal(entries(), 1); /* the target only */
     read_all(path, buf, sizeof buf);
     assert_string_equal(buf, "old\n");
+  }
+}
+
+/* A guarded directory goes with its listed files when a signal ends the
+ * process (report's plot workspace, on `report -o - | head`: SIGPIPE), and
+ * stays once unguarded. */
+static void a_signal_removes_a_guarded_directory(void **state) {
+  (void)state;
+  static const char *const names[] = {"a.dat", "b.svg", NULL};
+  char                     sub[128];
+  snprintf(sub, sizeof sub, "%s/work", dir);
+  for (int unguard = 0; unguard < 2; unguard++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      if (mkdir(sub, 0700) != 0)
+        _exit(90);
+      int slot = atomic_file_guard_dir(sub, names);
+      for (size_t i = 0; names[i] != NULL; i++) {
+        char f[192];
+        snprintf(f, sizeof f, "%s/%s", sub, names[i]);
+        fclose(fopen(f, "w"));
+      }
+      if (unguard)
+        atomic_file_unguard_dir(slot);
+      raise(SIGPIPE);
+      _exit(91);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGPIPE);
+    assert_int_equal(entries(), unguard ? 1 : 0);
   }
 }
 
@@ -258,6 +292,8 @@ int main(void) {
           a_signal_mid_write_removes_the_temporary_file, setup, teardown),
       cmocka_unit_test_setup_teardown(
           a_handled_or_ignored_signal_is_left_to_the_process, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_signal_removes_a_guarded_directory,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
