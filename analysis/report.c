@@ -11,7 +11,9 @@
 
 #include "../sim/atomic_file.h"
 #include "../sim/reserve.h"
+#include "../traces/capture_run.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,14 +45,30 @@ extern char **environ;
 
 /* ---- Plot workspace ----------------------------------------------------- */
 
+#define PLOTS_MAX 16 /* plots on one page */
+
+/* Every file a report writes into its workspace: plots_free and the signal
+ * guard (a report killed, or ended by SIGPIPE on `-o - | head`) remove
+ * these and then the directory; "owner" tells capture --cleanup whose it
+ * is (capture_run.h). */
+static const char *const k_plot_files[] = {
+    "series.dat", "plot.gp",    "plot.log",  "plot.svg",
+    "plot.png",   "map.dat",    "sweep.dat", "measured.dat",
+    "owner",      "owner.part", NULL};
+
 typedef struct plots_s plots_t;
 struct plots_s {
   char        dir[256]; /* temporary directory */
+  int         guard;    /* its signal guard (atomic_file_guard_dir) */
   const char *gnuplot;
   const char *png_dir;
-  char       *svg[16]; /* inlined plots, in page order */
-  char        svg_id[16][32];
+  char       *svg[PLOTS_MAX]; /* inlined plots, in page order */
+  char        svg_id[PLOTS_MAX][32];
   size_t      n;
+  /* --png: each written and closed beside its target, renamed only once
+   * every file of the report is written (plots_commit) */
+  atomic_file_t *png;
+  size_t         npng;
 };
 
 /* s as a gnuplot single-quoted string literal, its quotes included, into
@@ -80,19 +99,17 @@ static void gp_quote(char *out, size_t len, const char *s) {
 static void plots_free(plots_t *p) {
   for (size_t i = 0; i < p->n; i++)
     free(p->svg[i]);
+  for (size_t i = 0; i < p->npng; i++)
+    atomic_file_discard(&p->png[i]); /* a no-op once committed */
+  free(p->png);
   if (p->dir[0] != '\0') {
-    char cmd[300];
-    /* Only files this report wrote live there. */
-    snprintf(cmd, sizeof cmd, "%s", p->dir);
-    const char *names[] = {"series.dat", "marks.dat",    "plot.gp",
-                           "plot.log",   "plot.svg",     "map.dat",
-                           "sweep.dat",  "measured.dat", "formula.dat"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    for (const char *const *name = k_plot_files; *name != NULL; name++) {
       char f[320];
-      snprintf(f, sizeof f, "%s/%s", p->dir, names[i]);
+      snprintf(f, sizeof f, "%s/%s", p->dir, *name);
       unlink(f);
     }
-    rmdir(cmd);
+    rmdir(p->dir);
+    atomic_file_unguard_dir(p->guard);
   }
 }
 
@@ -101,6 +118,9 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
   memset(p, 0, sizeof *p);
   p->gnuplot = ro->gnuplot ? ro->gnuplot : "gnuplot";
   p->png_dir = ro->png_dir;
+  if (p->png_dir != NULL &&
+      (p->png = calloc(PLOTS_MAX, sizeof *p->png)) == NULL)
+    return as_err_set(err, AS_ENOMEM, "out of memory");
   const char *tmp = getenv("TMPDIR");
   snprintf(p->dir, sizeof p->dir, "%s/allocsim-report-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
@@ -111,6 +131,8 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
                       "directory: %s",
                       strerror(errno));
   }
+  p->guard = atomic_file_guard_dir(p->dir, k_plot_files);
+  capture_tmpdir_claim(p->dir);
   return AS_OK;
 }
 
@@ -123,7 +145,24 @@ static FILE *plots_file(const plots_t *p, const char *name, as_err_t *err) {
   return f;
 }
 
-static char *read_all(const char *path) {
+/* Closes a file of plots_file, checked: a data file cut short by a full
+ * TMPDIR would otherwise reach gnuplot, which fails on it with a message
+ * that does not name the cause. */
+static as_status_t plots_close(const plots_t *p, FILE *f, const char *name,
+                               as_err_t *err) {
+  errno = 0;
+  int e = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && e == 0)
+    e = errno;
+  if (e != 0)
+    return as_err_set(err, AS_EIO, "%s/%s: write error: %s", p->dir, name,
+                      strerror(e));
+  return AS_OK;
+}
+
+/* The file at path, NUL-terminated, its length in *len; NULL if it cannot
+ * be read. */
+static char *read_all(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL)
     return NULL;
@@ -134,16 +173,28 @@ static char *read_all(const char *path) {
     if (n < cap - 1)
       break;
     char *nb = realloc(buf, cap *= 2);
-    if (nb == NULL) {
+    if (nb == NULL)
       free(buf);
-      buf = NULL;
-    }
     buf = nb;
   }
   fclose(f);
   if (buf != NULL)
     buf[n] = '\0';
+  *len = n;
   return buf;
+}
+
+/* s on one line: each run of white space (gnuplot's log has newlines and
+ * blank lines) one space, none at either end. */
+static void one_line(char *s) {
+  size_t n = 0;
+  for (const char *c = s; *c != '\0'; c++)
+    if (!isspace((unsigned char)*c))
+      s[n++] = *c;
+    else if (n > 0 && s[n - 1] != ' ')
+      s[n++] = ' ';
+  n -= n > 0 && s[n - 1] == ' ';
+  s[n] = '\0';
 }
 
 static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
@@ -168,7 +219,10 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    char *msg = read_all(log);
+    size_t len;
+    char  *msg = read_all(log, &len);
+    if (msg != NULL)
+      one_line(msg);
     as_err_set(err, AS_EINVAL, "gnuplot failed: %.300s", msg ? msg : "");
     free(msg);
     return AS_EINVAL;
@@ -176,52 +230,113 @@ static as_status_t run_gnuplot(const plots_t *p, as_err_t *err) {
   return AS_OK;
 }
 
-/* Runs the plot script body (which plots to the current output) once for
- * SVG, inlined as plot id, and once for PNG into png_dir when asked. */
+/* Runs the plot script body (which plots to the current output) with the
+ * terminal of ext ("svg" or "png") into the workspace's plot.<ext>. */
+static as_status_t render(const plots_t *p, const char *ext, const char *id,
+                          const char *body, as_err_t *err) {
+  char out[320], q_out[2 * sizeof out + 3], q_dir[2 * sizeof p->dir + 3];
+  char q_id[2 * sizeof p->svg_id[0] + 3];
+  snprintf(out, sizeof out, "%s/plot.%s", p->dir, ext);
+  gp_quote(q_out, sizeof q_out, out);
+  gp_quote(q_dir, sizeof q_dir, p->dir);
+  gp_quote(q_id, sizeof q_id, id);
+  FILE *f = plots_file(p, "plot.gp", err);
+  if (f == NULL)
+    return err->code;
+  if (strcmp(ext, "png") == 0)
+    fprintf(f, "set terminal pngcairo size 1000,420 font 'sans,10'\n");
+  else
+    fprintf(f,
+            "set terminal svg size 1000,420 dynamic font 'sans,11' "
+            "name %s\n",
+            q_id);
+  /* noenhanced: labels such as after_free are text, not subscripts. */
+  fprintf(f, "set output %s\nset termoption noenhanced\ncd %s\n%s\n", q_out,
+          q_dir, body);
+  as_status_t rc = plots_close(p, f, "plot.gp", err);
+  return rc == AS_OK ? run_gnuplot(p, err) : rc;
+}
+
+/* Whether gnuplot's output is whole: it does not notice a write error, so
+ * a full file system leaves a file cut short (or empty) behind it. */
+static bool output_whole(const char *buf, size_t n, bool png) {
+  static const char png_head[] = "\x89PNG\r\n\x1a\n",
+                    png_tail[] = "IEND\xae\x42\x60\x82"; /* the IEND chunk */
+  if (png)
+    return n >= 20 && memcmp(buf, png_head, 8) == 0 &&
+           memcmp(buf + n - 8, png_tail, 8) == 0;
+  while (n > 0 && isspace((unsigned char)buf[n - 1]))
+    n--;
+  return n >= 6 && memcmp(buf + n - 6, "</svg>", 6) == 0;
+}
+
+/* The workspace's plot.<ext>, whole, into *buf (malloc'd) and *len. */
+static as_status_t read_output(const plots_t *p, const char *ext, char **buf,
+                               size_t *len, as_err_t *err) {
+  char path[320];
+  snprintf(path, sizeof path, "%s/plot.%s", p->dir, ext);
+  if ((*buf = read_all(path, len)) == NULL)
+    return as_err_set(err, AS_EIO, "gnuplot wrote no %s", path);
+  if (output_whole(*buf, *len, strcmp(ext, "png") == 0))
+    return AS_OK;
+  struct statvfs vfs; /* the likely cause, when it is so */
+  bool           full = statvfs(p->dir, &vfs) == 0 && vfs.f_bavail == 0;
+  free(*buf);
+  *buf = NULL;
+  return as_err_set(err, AS_EIO, "%s: gnuplot wrote an incomplete file%s", path,
+                    full ? ": No space left on device" : "");
+}
+
+/* png as DIR/<id>.png, written and closed beside it: renamed into place
+ * by plots_commit, so a full disk leaves no file cut short. */
+static as_status_t stage_png(plots_t *p, const char *id, const char *png,
+                             size_t len, as_err_t *err) {
+  char out[PATH_MAX];
+  if (!as_format_fits(out, sizeof out, "%s/%s.png", p->png_dir, id))
+    return as_err_set(err, AS_EINVAL, "the path %s/ is too long", p->png_dir);
+  atomic_file_t *af = &p->png[p->npng];
+  as_status_t    rc = atomic_file_open(af, out, err);
+  if (rc != AS_OK)
+    return rc;
+  p->npng++;                  /* plots_free discards it from here on */
+  fwrite(png, 1, len, af->f); /* a short write: atomic_file_close says */
+  return atomic_file_close(af, err);
+}
+
+/* Plots the script body (which plots to the current output) as SVG,
+ * inlined as plot id, and as PNG into png_dir when asked. */
 static as_status_t plot(plots_t *p, const char *id, const char *body,
                         as_err_t *err) {
-  for (int png = 0; png < 2; png++) {
-    if (png && p->png_dir == NULL)
-      break;
-    char out[PATH_MAX], q_out[2 * PATH_MAX + 3], q_dir[2 * PATH_MAX + 3];
-    char q_id[2 * sizeof p->svg_id[0] + 3];
-    if (!as_format_fits(out, sizeof out, "%s/%s.%s", png ? p->png_dir : p->dir,
-                        png ? id : "plot", png ? "png" : "svg"))
-      return as_err_set(err, AS_EINVAL, "the path %s/ is too long",
-                        png ? p->png_dir : p->dir);
-    gp_quote(q_out, sizeof q_out, out);
-    gp_quote(q_dir, sizeof q_dir, p->dir);
-    gp_quote(q_id, sizeof q_id, id);
-    FILE *f = plots_file(p, "plot.gp", err);
-    if (f == NULL)
-      return err->code;
-    if (png)
-      fprintf(f, "set terminal pngcairo size 1000,420 font 'sans,10'\n");
-    else
-      fprintf(f,
-              "set terminal svg size 1000,420 dynamic font 'sans,11' "
-              "name %s\n",
-              q_id);
-    /* noenhanced: labels such as after_free are text, not subscripts. */
-    fprintf(f, "set output %s\nset termoption noenhanced\ncd %s\n%s\n", q_out,
-            q_dir, body);
-    if (fclose(f) != 0)
-      return as_err_set(err, AS_EIO, "cannot write the plot script");
-    as_status_t rc = run_gnuplot(p, err);
-    if (rc != AS_OK)
-      return rc;
-    if (!png) {
-      char path[320];
-      snprintf(path, sizeof path, "%s/plot.svg", p->dir);
-      if (p->n == sizeof p->svg / sizeof p->svg[0])
-        return as_err_set(err, AS_EINVAL, "too many plots");
-      if ((p->svg[p->n] = read_all(path)) == NULL)
-        return as_err_set(err, AS_EIO, "gnuplot wrote no %s", path);
-      snprintf(p->svg_id[p->n], sizeof p->svg_id[0], "%s", id);
-      p->n++;
-    }
+  if (p->n == PLOTS_MAX)
+    return as_err_set(err, AS_EINVAL, "too many plots");
+  size_t      len;
+  as_status_t rc = render(p, "svg", id, body, err);
+  if (rc == AS_OK &&
+      (rc = read_output(p, "svg", &p->svg[p->n], &len, err)) == AS_OK)
+    snprintf(p->svg_id[p->n++], sizeof p->svg_id[0], "%s", id);
+  if (rc != AS_OK || p->png_dir == NULL)
+    return rc;
+  char *png = NULL;
+  if ((rc = render(p, "png", id, body, err)) == AS_OK &&
+      (rc = read_output(p, "png", &png, &len, err)) == AS_OK)
+    rc = stage_png(p, id, png, len, err);
+  free(png);
+  return rc;
+}
+
+/* Finishes the page and puts it and the PNGs in place: every file is
+ * written and closed before any is renamed, so a failure (a full disk)
+ * leaves each target as it was. */
+static as_status_t plots_commit(plots_t *p, atomic_file_t *page,
+                                as_err_t *err) {
+  as_status_t rc = atomic_file_close(page, err);
+  for (size_t i = 0; i < p->npng && rc == AS_OK; i++)
+    rc = atomic_file_commit(&p->png[i], err);
+  if (rc != AS_OK) {
+    atomic_file_discard(page);
+    return rc;
   }
-  return AS_OK;
+  return atomic_file_commit(page, err);
 }
 
 /* ---- A replay's data ---------------------------------------------------- */
@@ -478,13 +593,15 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
       fprintf(f, " %.4f", (double)x->owner_bytes[o] / MIB);
     fprintf(f, "\n");
   }
-  fclose(f);
+  if ((rc = plots_close(p, f, "series.dat", err)) != AS_OK)
+    return rc;
   if ((f = plots_file(p, "measured.dat", err)) == NULL)
     return err->code;
   fprintf(f, "# t_s measured_MiB\n");
   write_measured(f, se, measured, nm, same_clock);
   fprintf(f, "\n"); /* gnuplot needs a line even with no points */
-  fclose(f);
+  if ((rc = plots_close(p, f, "measured.dat", err)) != AS_OK)
+    return rc;
 
   char  *body = NULL;
   size_t len = 0;
@@ -523,7 +640,9 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
               m->nrows ? m->rows[r % rows].cell[c] : HEAPMAP_RELEASED);
     fprintf(f, "\n");
   }
-  fclose(f);
+  as_status_t rc = plots_close(p, f, "map.dat", err);
+  if (rc != AS_OK)
+    return rc;
   char title[160], q_title[2 * sizeof title + 3], body[2048];
   snprintf(title, sizeof title, "heap map at %.63s: %zu units x %zu cells",
            label, m->nrows, m->ncells);
@@ -731,7 +850,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
       page_plot(f, &p, id, cap);
     }
     fprintf(f, "</body></html>\n");
-    rc = atomic_file_commit(&out, err);
+    rc = plots_commit(&p, &out, err);
   }
   for (size_t i = 0; i < REPORT_MAPS; i++)
     heapmap_free(&d->maps[i]);
@@ -830,13 +949,13 @@ static as_status_t sweep_data(plots_t *p, store_t *s, int64_t sweep_id,
           "lc rgb '#d62728' title 'measured'\n",
           set >= 0 ? ", " : "");
   sqlite3_finalize(st);
-  fclose(f);
+  as_status_t written = plots_close(p, f, "sweep.dat", err);
   if (fclose(b) != 0 && rc == SQLITE_OK)
     return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
   if (rc != SQLITE_OK)
     return as_err_set(err, AS_ESTORE, "%s: sweep %" PRId64 ": %s",
                       store_path(s), sweep_id, sqlite3_errmsg(db));
-  return AS_OK;
+  return written;
 }
 
 /* measured.dat (size fraction kept): the measured survivors runs the
@@ -851,8 +970,7 @@ static as_status_t measured_data(plots_t *p, const fv_result_t *fv,
       fprintf(f, "%" PRIu64 " %.10g %.4f\n", fv->points[i].size_bytes,
               fv->points[i].fraction, fv->points[i].measured_kept_bytes / MIB);
   fprintf(f, "\n");
-  fclose(f);
-  return AS_OK;
+  return plots_close(p, f, "measured.dat", err);
 }
 
 /* The formula against the recorded runs (formula --validate), a table. */
@@ -928,7 +1046,7 @@ as_status_t report_sweep(const report_opts_t *ro, store_t *s, int64_t sweep_id,
               "holds.");
     page_validation(f, &fv);
     fprintf(f, "</body></html>\n");
-    rc = atomic_file_commit(&out, err);
+    rc = plots_commit(&p, &out, err);
   }
   fv_result_free(&fv);
   plots_free(&p);

@@ -228,7 +228,7 @@ static int cleanup(void) {
   if (capture_cleanup(&removed, &err) != AS_OK)
     return cli_fail("capture", &err);
   fprintf(stderr,
-          "allocsim capture: removed %u leftover capture "
+          "allocsim capture: removed %u leftover capture or report "
           "directories\n",
           removed);
   return CLI_EXIT_OK;
@@ -432,7 +432,8 @@ const cli_command_t cli_cmd_capture = {
         "  --min-free N         stop recording before the trace's file\n"
         "                       system has less than N free (default 1G)\n"
         "  --summary FILE       write the summary there, not to stderr\n"
-        "  --cleanup            remove leftovers of killed captures\n"
+        "  --cleanup            remove leftovers of killed captures and\n"
+        "                       reports\n"
         "\n"
         "SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND after the\n"
         "recorder flushed; the trace keeps everything flushed and says\n"

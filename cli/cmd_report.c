@@ -172,7 +172,9 @@ const cli_command_t cli_cmd_report = {
         "options:\n"
         "  -o FILE.html   the page (written whole or not at all; - for\n"
         "                 stdout)\n"
-        "  --png DIR      also write every plot as DIR/<name>.png\n"
+        "  --png DIR      also write every plot as DIR/<name>.png (put in\n"
+        "                 place with the page: a failed report, such as\n"
+        "                 one on a full disk, writes none of them)\n"
         "  --title T      the page's title\n"
         "  --at MARK      explain and advise at this mark\n",
     .run = report_main,

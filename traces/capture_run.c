@@ -734,19 +734,13 @@ const char *capture_end_name(capture_end_t e) {
   return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
 
-/* Writes "PID STARTTIME" of this process: capture_cleanup tells a live
- * capture's directory from a dead one's by it (pids are reused). */
+/* When process pid started: with the pid, an owner file names one process
+ * (pids are reused). */
 static uint64_t start_time_of(pid_t pid) {
   return machine_proc_stat_field(pid, 22); /* starttime */
 }
 
-static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {
-  const char *tmp = getenv("TMPDIR");
-  as_format_fits(dir, len, "%s/allocsim-capture-XXXXXX",
-                 tmp && *tmp ? tmp : "/tmp");
-  if (mkdtemp(dir) == NULL)
-    return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
-                      strerror(errno));
+void capture_tmpdir_claim(const char *dir) {
   /* Written aside and renamed: an owner file is never seen empty (another
    * capture's cleanup took an empty one for a dead capture's, and removed
    * this directory under its socket). */
@@ -758,8 +752,27 @@ static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {
     fprintf(f, "%d %" PRIu64 "\n", (int)getpid(), start_time_of(getpid()));
     if (fclose(f) == 0)
       rename(part, owner);
+    else
+      unlink(part);
   }
+}
+
+static as_status_t make_dir(char *dir, size_t len, as_err_t *err) {
+  const char *tmp = getenv("TMPDIR");
+  as_format_fits(dir, len, "%s/allocsim-capture-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(dir) == NULL)
+    return as_err_set(err, AS_EIO, "%s: cannot create: %s", dir,
+                      strerror(errno));
+  capture_tmpdir_claim(dir);
   return AS_OK;
+}
+
+/* Whether name is a directory capture_tmpdir_claim marks: a capture's or
+ * a report's plot workspace. */
+static bool claimed_name(const char *name) {
+  return strncmp(name, "allocsim-capture-", 17) == 0 ||
+         strncmp(name, "allocsim-report-", 16) == 0;
 }
 
 as_status_t capture_cleanup(unsigned *removed, as_err_t *err) {
@@ -772,7 +785,7 @@ as_status_t capture_cleanup(unsigned *removed, as_err_t *err) {
                       strerror(errno));
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, "allocsim-capture-", 17) != 0)
+    if (!claimed_name(e->d_name))
       continue;
     char dir[PATH_MAX], owner[PATH_MAX];
     as_format_fits(dir, sizeof dir, "%s/%s", base, e->d_name);

@@ -100,9 +100,18 @@ as_status_t capture_find_lib(char *buf, size_t len, as_err_t *err);
 as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
                         as_err_t *err);
 
-/* Removes the temporary directories of captures whose allocsim capture is
- * no longer running (under $TMPDIR or /tmp); *removed counts them. */
+/* Removes the temporary directories of captures and reports
+ * ($TMPDIR/allocsim-capture-* and allocsim-report-*, or under /tmp) whose
+ * process is no longer running, as its owner file says; *removed counts
+ * them.  One without an owner file is judged after a minute (a process
+ * killed before it wrote one). */
 as_status_t capture_cleanup(unsigned *removed, as_err_t *err);
+
+/* Writes dir's owner file ("PID STARTTIME" of this process), by which
+ * capture_cleanup tells a live directory from a dead one's (pids are
+ * reused); dir is one of the names capture_cleanup looks at.  Best
+ * effort: without the file the directory is judged by its age. */
+void capture_tmpdir_claim(const char *dir);
 
 /* The environment variables recorded as env.NAME provenance: MALLOC_*,
  * GLIBC_TUNABLES, LD_PRELOAD (without the capture library), MALLOC_CONF,

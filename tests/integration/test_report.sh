@@ -99,6 +99,27 @@ offset=$("$bin" compare 1 --db "$work/anchor.db" --no-store |
 grep -qF "predicted RSS ($offset MiB measured at main)" "$work/anchor.html" ||
   fail "the RSS plot is not anchored where compare is (${offset:-no} offset at main): $(grep -o 'predicted RSS ([^<]*' "$work/anchor.html")"
 
+# The report's temporary directory goes with it: when SIGPIPE ends it (its
+# page on stdout, the reader gone) and when SIGTERM does; capture --cleanup
+# removes one whose report died unseen (SIGKILL).
+mkdir "$work/tmp"
+TMPDIR=$work/tmp "$bin" report 40 --db "$src/data/reference.db" -o - |
+  head -c 200 >/dev/null || true
+[ -z "$(ls -A "$work/tmp")" ] || fail "report -o - | head left $(ls "$work/tmp")"
+for sig in TERM KILL; do
+  TMPDIR=$work/tmp "$bin" report 40 --db "$src/data/reference.db" \
+    -o "$work/killed.html" 2>/dev/null &
+  for _ in $(seq 100); do
+    ls "$work/tmp"/allocsim-report-* >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  kill -"$sig" $! && ! wait $! || fail "report outlived SIG$sig"
+done
+TMPDIR=$work/tmp "$bin" capture --cleanup >/dev/null ||
+  fail "capture --cleanup"
+[ -z "$(ls -A "$work/tmp")" ] || fail "a killed report left $(ls "$work/tmp")"
+[ ! -e "$work/killed.html" ] || fail "a killed report wrote its page"
+
 # A report path in a missing directory is refused before any work.
 if "$bin" report "$src/data/example.trace" -o "$work/nodir/x.html" 2>"$work/err"; then
   fail "a report into a missing directory succeeded"
