@@ -23,6 +23,15 @@ static bool dir_exists(const char *path) {
   return dir[0] == '\0' || (stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
+/* Why --png dir cannot take the PNGs, or NULL if it can. */
+static const char *png_dir_problem(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? "no such directory"
+                                               : strerror(errno);
+  return S_ISDIR(st.st_mode) ? NULL : "not a directory";
+}
+
 static int report_sweep_main(const report_opts_t *ro, const char *db,
                              const char *id_text) {
   as_err_t err = {0};
@@ -108,12 +117,13 @@ static int report_main(int argc, char **argv) {
                            ro.out_html,
                            cli_same_file(ro.out_html, db) ? "store" : "trace");
   as_err_t    err = {0};
-  struct stat st;
-  if (!dir_exists(ro.out_html) ||
-      (ro.png_dir != NULL &&
-       (stat(ro.png_dir, &st) != 0 || !S_ISDIR(st.st_mode)))) {
-    as_err_set(&err, AS_EINVAL, "%s: no such directory",
-               !dir_exists(ro.out_html) ? ro.out_html : ro.png_dir);
+  const char *bad = ro.out_html;
+  const char *why = dir_exists(ro.out_html) ? NULL : "no such directory";
+  if (why == NULL && ro.png_dir != NULL &&
+      (why = png_dir_problem(ro.png_dir)) != NULL)
+    bad = ro.png_dir;
+  if (why != NULL) {
+    as_err_set(&err, AS_EINVAL, "%s: %s", bad, why);
     return cli_fail("report", &err);
   }
   if (strncmp(what, "sweep:", 6) == 0)
