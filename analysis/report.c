@@ -40,7 +40,7 @@ extern char **environ;
 
 #define MIB            (1024.0 * 1024.0)
 #define REPORT_SAMPLES 600 /* points of the RSS series */
-#define REPORT_MAPS    6   /* heap maps: the first marks */
+#define REPORT_MAPS    6 /* heap maps, of the marks that matter (choose_maps) */
 #define MAP_CELLS      64
 
 /* ---- Plot workspace ----------------------------------------------------- */
@@ -343,23 +343,39 @@ static as_status_t plots_commit(plots_t *p, atomic_file_t *page,
 
 typedef struct series_s series_t;
 struct series_s {
-  store_samples_t s;                      /* periodic, mark and final samples */
-  uint64_t        end_ns;                 /* the replay's end */
-  char            marks[REPORT_MAPS][64]; /* distinct mark labels */
-  size_t          nmarks;
+  store_samples_t s;      /* periodic, mark and final samples */
+  uint64_t        end_ns; /* the replay's end */
+  char (*marks)[64];      /* distinct mark labels, in trace order (heap) */
+  size_t nmarks, cap;
+  double base;        /* start-up offset added to the simulation, MiB */
+  char   anchor[64];  /* where it was measured (a mark, or a time), or "" */
+  size_t anchor_mark; /* the anchor's index in marks, else 0 */
 };
+
+/* Adds label to se->marks unless it is there. */
+static as_status_t note_mark(series_t *se, const char *label, as_err_t *err) {
+  for (size_t i = 0; i < se->nmarks; i++)
+    if (strcmp(se->marks[i], label) == 0)
+      return AS_OK;
+  if (se->nmarks == se->cap) {
+    size_t cap = se->cap ? 2 * se->cap : 16;
+    char(*m)[64] = realloc(se->marks, cap * sizeof *m);
+    if (m == NULL)
+      return as_err_set(err, AS_ENOMEM, "out of memory for marks");
+    se->marks = m;
+    se->cap = cap;
+  }
+  snprintf(se->marks[se->nmarks++], sizeof se->marks[0], "%s", label);
+  return AS_OK;
+}
 
 static as_status_t series_sample(void *user, const sim_sample_t *smp,
                                  as_err_t *err) {
-  series_t *se = user;
-  if (smp->kind == SIM_SAMPLE_MARK && smp->label != NULL) {
-    bool known = false;
-    for (size_t i = 0; i < se->nmarks; i++)
-      known |= strcmp(se->marks[i], smp->label) == 0;
-    if (!known && se->nmarks < REPORT_MAPS)
-      snprintf(se->marks[se->nmarks++], sizeof se->marks[0], "%s", smp->label);
-  }
-  return store_samples_push_sim(&se->s, smp, err);
+  series_t   *se = user;
+  as_status_t rc = AS_OK;
+  if (smp->kind == SIM_SAMPLE_MARK && smp->label != NULL)
+    rc = note_mark(se, smp->label, err);
+  return rc == AS_OK ? store_samples_push_sim(&se->s, smp, err) : rc;
 }
 
 /* Replays once without samples to learn the duration, then with a sample
@@ -457,27 +473,33 @@ static void write_measured(FILE *f, const series_t *se, const store_sample_t *m,
   }
 }
 
-/* The start-up offset in MiB (the program and interpreter before the
- * trace, which no trace explains) at compare's anchor, so the plotted
- * prediction is the one compare measures errors of; where it was taken
- * into anchor ("" and 0 without a measured sample that lines up). */
-static as_status_t baseline_mib(const series_t *se, const store_sample_t *m,
-                                size_t nm, bool same_clock, double *base,
-                                char *anchor, size_t len, as_err_t *err) {
+/* The start-up offset (the program and interpreter before the trace,
+ * which no trace explains) at compare's anchor, so the plotted prediction
+ * is the one compare measures errors of, into se->base (MiB), and where
+ * it was taken into se->anchor and se->anchor_mark ("", 0 and 0 without a
+ * measured sample that lines up). */
+static as_status_t series_baseline(series_t *se, const store_sample_t *m,
+                                   size_t nm, bool same_clock, as_err_t *err) {
   size_t      at, sim_at;
   as_status_t rc = compare_find_anchor(m, nm, se->s.v, se->s.n, same_clock, &at,
                                        &sim_at, err);
-  *base = 0;
-  anchor[0] = '\0';
+  se->base = 0;
+  se->anchor[0] = '\0';
+  se->anchor_mark = 0;
   if (rc != AS_OK || at == SIZE_MAX)
     return rc;
-  *base =
+  se->base =
       ((double)m[at].measured_rss_bytes - (double)se->s.v[sim_at].rss_bytes) /
       MIB;
-  if (m[at].kind == SIM_SAMPLE_MARK)
-    snprintf(anchor, len, "%s", m[at].label);
-  else
-    snprintf(anchor, len, "t=%.3f s", (double)m[at].t_ns / 1e9);
+  if (m[at].kind != SIM_SAMPLE_MARK) {
+    snprintf(se->anchor, sizeof se->anchor, "t=%.3f s",
+             (double)m[at].t_ns / 1e9);
+    return AS_OK;
+  }
+  snprintf(se->anchor, sizeof se->anchor, "%s", m[at].label);
+  for (size_t i = 0; i < se->nmarks; i++)
+    if (strcmp(se->marks[i], m[at].label) == 0)
+      se->anchor_mark = i;
   return AS_OK;
 }
 
@@ -485,8 +507,7 @@ static as_status_t baseline_mib(const series_t *se, const store_sample_t *m,
  * points, marks as dotted lines, labelled where a label has room (at
  * least 1/50 of the time axis from the last one labelled: closer ones
  * overlap). */
-static void write_rss_plot(FILE *b, const series_t *se, double base,
-                           const char *anchor) {
+static void write_rss_plot(FILE *b, const series_t *se) {
   fprintf(b, "set xlabel 'virtual time (s)'\n"
              "set ylabel 'MiB'\nset key outside right top\n"
              "set grid\nset yrange [0:*]\n");
@@ -511,9 +532,9 @@ static void write_rss_plot(FILE *b, const series_t *se, double base,
     last = t;
   }
   char title[160] = "predicted RSS", q_title[2 * sizeof title + 3];
-  if (anchor[0] != '\0')
+  if (se->anchor[0] != '\0')
     snprintf(title, sizeof title, "predicted RSS (%+.2f MiB measured at %.63s)",
-             base, anchor);
+             se->base, se->anchor);
   gp_quote(q_title, sizeof q_title, title);
   fprintf(b,
           "set title 'RSS over time'\n"
@@ -572,13 +593,9 @@ static void write_owner_plot(FILE *b, const series_t *se, double base) {
 static as_status_t plot_series(plots_t *p, const series_t *se,
                                const store_sample_t *measured, size_t nm,
                                bool same_clock, as_err_t *err) {
-  char        anchor[64];
-  double      base;
-  as_status_t rc = baseline_mib(se, measured, nm, same_clock, &base, anchor,
-                                sizeof anchor, err);
-  if (rc != AS_OK)
-    return rc;
-  FILE *f = plots_file(p, "series.dat", err);
+  double      base = se->base;
+  as_status_t rc;
+  FILE       *f = plots_file(p, "series.dat", err);
   if (f == NULL)
     return err->code;
   fprintf(f, "# t_s rss_MiB live_MiB");
@@ -608,7 +625,7 @@ static as_status_t plot_series(plots_t *p, const series_t *se,
   FILE  *b = open_memstream(&body, &len);
   if (b == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory for a plot");
-  write_rss_plot(b, se, base, anchor);
+  write_rss_plot(b, se);
   rc = fclose(b) == 0 ? plot(p, "rss", body, err)
                       : as_err_set(err, AS_ENOMEM, "out of memory");
   free(body);
@@ -632,8 +649,9 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
     return err->code;
   size_t rows = m->nrows ? m->nrows : 1;
   /* gnuplot sizes an image's pixels from its neighbours: a one-row image
-   * is drawn as nothing, so one unit's row is written twice and the
-   * second kept out of the y range. */
+   * is drawn as nothing, so one unit's row is written twice and both
+   * halves shown as that unit (a y range of one row left the image twice
+   * the frame's height, overflowing it). */
   for (size_t r = 0; r < (rows == 1 ? 2 : rows); r++) {
     for (size_t c = 0; c < m->ncells; c++)
       fprintf(f, "%s%d", c ? " " : "",
@@ -657,10 +675,10 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
            "'not resident' 4)\n"
            "set xlabel 'cell (equal parts of the unit)'\n"
            "set ylabel 'unit (arena, heap, mapping), in walk order'\n"
-           "set xrange [-0.5:%zu.5]\nset yrange [%zu.5:-0.5]\n"
-           "set ytics 1\n"
+           "set xrange [-0.5:%zu.5]\nset yrange [%zu.5:-0.5]\n%s"
            "plot 'map.dat' matrix with image notitle\n",
-           q_title, m->ncells - 1, rows - 1);
+           q_title, m->ncells - 1, rows == 1 ? 1 : rows - 1,
+           rows == 1 ? "set ytics ('0' 0.5)\n" : "set ytics 1\n");
   return plot(p, id, body, err);
 }
 
@@ -688,6 +706,10 @@ static void page_head(FILE *f, const char *title) {
              "vertical-align:top}\n"
              "td.n{text-align:right;white-space:nowrap}\n"
              "figure{margin:1em 0}\n"
+             /* a heap map is a small PNG stretched over the plot: its
+              * cells sharp, not blurred into each other */
+             "figure image{image-rendering:crisp-edges;"
+             "image-rendering:pixelated}\n"
              /* a word still wider than the page breaks anywhere */
              "code,td{overflow-wrap:anywhere}\n"
              "</style></head><body>\n<h1>");
@@ -761,12 +783,78 @@ static void page_advise(FILE *f, const advise_result_t *a) {
 typedef struct replay_data_s replay_data_t;
 struct replay_data_s {
   series_t         se;
+  size_t           map_mark[REPORT_MAPS]; /* the marks mapped (se.marks) */
+  size_t           nmaps;
   heapmap_t        maps[REPORT_MAPS];
   explain_result_t ex[2];
   size_t           nex;
   advise_result_t  adv;
   char             model[512];
 };
+
+static bool explained(const replay_data_t *d, const char *label) {
+  for (size_t i = 0; i < d->nex; i++)
+    if (strcmp(d->ex[i].label, label) == 0)
+      return true;
+  return false;
+}
+
+/* The index of the rank-th mark from first on that is not explained. */
+static size_t nth_unexplained(const replay_data_t *d, size_t first,
+                              size_t rank) {
+  size_t i = first;
+  for (;; i++)
+    if (!explained(d, d->se.marks[i]) && rank-- == 0)
+      return i;
+}
+
+/* Which marks get a heap map, at most REPORT_MAPS, in trace order: every
+ * mark explained (--at's among them), then the marks from the anchor on,
+ * spread evenly with the last included, then those just before the
+ * anchor while room is left.  Marks before the anchor show start-up,
+ * which a Python capture has several of and the trace does not explain:
+ * the first marks alone missed the program's own. */
+static void choose_maps(replay_data_t *d) {
+  const series_t *se = &d->se;
+  size_t          n = 0, spare = 0;
+  for (size_t i = 0; i < se->nmarks && n < REPORT_MAPS; i++)
+    if (explained(d, se->marks[i]))
+      d->map_mark[n++] = i;
+  for (size_t i = se->anchor_mark; i < se->nmarks; i++)
+    spare += !explained(d, se->marks[i]);
+  size_t k = REPORT_MAPS - n < spare ? REPORT_MAPS - n : spare;
+  for (size_t j = 0; j < k; j++)
+    d->map_mark[n++] = nth_unexplained(
+        d, se->anchor_mark, k == 1 ? spare - 1 : j * (spare - 1) / (k - 1));
+  for (size_t i = se->anchor_mark; i-- > 0 && n < REPORT_MAPS;)
+    if (!explained(d, se->marks[i]))
+      d->map_mark[n++] = i;
+  for (size_t i = 1; i < n; i++) /* trace order: insertion sort */
+    for (size_t j = i; j > 0 && d->map_mark[j - 1] > d->map_mark[j]; j--) {
+      size_t t = d->map_mark[j];
+      d->map_mark[j] = d->map_mark[j - 1];
+      d->map_mark[j - 1] = t;
+    }
+  d->nmaps = n;
+}
+
+static as_status_t gather_maps(const explain_opts_t *o, explain_open_fn open,
+                               void *user, plots_t *p, replay_data_t *d,
+                               as_err_t *err) {
+  choose_maps(d);
+  as_status_t rc = AS_OK;
+  for (size_t i = 0; i < d->nmaps && rc == AS_OK; i++) {
+    explain_marks_t marks;
+    char            id[32];
+    const char     *label = d->se.marks[d->map_mark[i]];
+    rc = explain_replay_at(o, open, user, label, map_here, &d->maps[i], &marks,
+                           NULL, 0, err);
+    snprintf(id, sizeof id, "map%zu", i);
+    if (rc == AS_OK && d->maps[i].nrows > 0)
+      rc = plot_map(p, &d->maps[i], id, label, err);
+  }
+  return rc;
+}
 
 static as_status_t gather(const explain_opts_t *o, explain_open_fn open,
                           void *user, plots_t *p, replay_data_t *d,
@@ -775,22 +863,49 @@ static as_status_t gather(const explain_opts_t *o, explain_open_fn open,
   as_status_t rc =
       collect_series(o, open, user, &d->se, d->model, sizeof d->model, err);
   if (rc == AS_OK)
-    rc = plot_series(p, &d->se, measured, nm, same_clock, err);
-  for (size_t i = 0; i < d->se.nmarks && rc == AS_OK; i++) {
-    explain_marks_t marks;
-    char            id[32];
-    rc = explain_replay_at(o, open, user, d->se.marks[i], map_here, &d->maps[i],
-                           &marks, NULL, 0, err);
-    snprintf(id, sizeof id, "map%zu", i);
-    if (rc == AS_OK && d->maps[i].nrows > 0)
-      rc = plot_map(p, &d->maps[i], id, d->se.marks[i], err);
-  }
-  char desc[512];
+    rc = series_baseline(&d->se, measured, nm, same_clock, err);
   if (rc == AS_OK)
+    rc = plot_series(p, &d->se, measured, nm, same_clock, err);
+  char desc[512];
+  if (rc == AS_OK) /* first: the marks explained get heap maps */
     rc = explain_trace(o, open, user, d->ex, &d->nex, desc, sizeof desc, err);
+  if (rc == AS_OK)
+    rc = gather_maps(o, open, user, p, d, err);
   if (rc == AS_OK)
     rc = advise_trace(o, open, user, &d->adv, err);
   return rc;
+}
+
+/* The heap maps, and which marks have none: a trace can have hundreds. */
+static void page_maps(FILE *f, const plots_t *p, const replay_data_t *d) {
+  const series_t *se = &d->se;
+  fprintf(f, "<h2>Heap maps</h2>\n");
+  if (se->nmarks > d->nmaps) {
+    fprintf(f, "<p>At %zu of the %zu marks: those explained above, then ",
+            d->nmaps, se->nmarks);
+    if (se->anchor_mark > 0) {
+      fprintf(f, "marks from the anchor <b>");
+      html_escape(f, se->marks[se->anchor_mark]);
+      fprintf(f, "</b> on, spread evenly, then those just before it "
+                 "(start-up)");
+    } else
+      fprintf(f, "the others, spread evenly");
+    fprintf(f,
+            "; %zu marks have no map here (<code>allocsim map --at "
+            "MARK</code> draws any).</p>\n",
+            se->nmarks - d->nmaps);
+  }
+  for (size_t i = 0; i < d->nmaps; i++) {
+    char id[32], cap[256]; /* 120-byte text + a label of up to 63 */
+    snprintf(id, sizeof id, "map%zu", i);
+    snprintf(cap, sizeof cap,
+             "Heap map at mark %s: one row per arena, "
+             "heap or mapping; green live, amber cached, "
+             "red free but resident, blue metadata, grey "
+             "not resident.",
+             se->marks[d->map_mark[i]]);
+    page_plot(f, p, id, cap);
+  }
 }
 
 as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
@@ -837,24 +952,14 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     for (size_t i = 0; i < d->nex; i++)
       page_explain(f, &d->ex[i]);
     page_advise(f, &d->adv);
-    fprintf(f, "<h2>Heap maps</h2>\n");
-    for (size_t i = 0; i < d->se.nmarks; i++) {
-      char id[32], cap[256]; /* 120-byte text + a label of up to 63 */
-      snprintf(id, sizeof id, "map%zu", i);
-      snprintf(cap, sizeof cap,
-               "Heap map at mark %s: one row per arena, "
-               "heap or mapping; green live, amber cached, "
-               "red free but resident, blue metadata, grey "
-               "not resident.",
-               d->se.marks[i]);
-      page_plot(f, &p, id, cap);
-    }
+    page_maps(f, &p, d);
     fprintf(f, "</body></html>\n");
     rc = plots_commit(&p, &out, err);
   }
   for (size_t i = 0; i < REPORT_MAPS; i++)
     heapmap_free(&d->maps[i]);
   store_samples_free(&d->se.s);
+  free(d->se.marks);
   free(d);
   plots_free(&p);
   return rc;

@@ -60,6 +60,26 @@ grep -q "<script>document" "$work/marks.html" &&
   fail "a mark label went into the page unescaped"
 grep -q '<figure id="plot-rss"><svg' "$work/marks.html" ||
   fail "marks.html lost its RSS plot"
+# Heap maps of the marks that matter, not the first six: the last mark,
+# the one --at explains, and a note of how many have none.
+grep -qF "Heap map at mark a_rather_long_label_for_mark_number_59:" \
+  "$work/marks.html" || fail "marks.html has no heap map at its last mark"
+grep -qF "At 6 of the 61 marks" "$work/marks.html" ||
+  fail "marks.html does not say how many marks have no heap map"
+"$bin" report "$work/marks.trace" --model glibc -o "$work/marks-at.html" \
+  --at a_rather_long_label_for_mark_number_31 2>/dev/null ||
+  fail "report --at of a trace with many marks"
+grep -qF "Heap map at mark a_rather_long_label_for_mark_number_31:" \
+  "$work/marks-at.html" || fail "no heap map at the --at mark"
+# A one-unit map's image stays inside its 420-pixel plot (it was twice the
+# frame's height), and map cells are drawn sharp.
+for h in $(grep -o "<image [^>]*height='[0-9.]*'" "$work/trace.html" |
+  sed "s/.*height='//; s/'//"); do
+  awk -v h="$h" 'BEGIN { exit !(h < 420) }' ||
+    fail "a heap map image $h px high overflows its plot"
+done
+grep -q "image-rendering:pixelated" "$work/trace.html" ||
+  fail "heap maps are not drawn pixelated"
 
 # Every string in a plot script is a quoted gnuplot literal: a mark with
 # quotes, a backslash and a command after them, a --png directory with a
