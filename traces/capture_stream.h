@@ -59,9 +59,9 @@ struct capture_stats_s {
   bool     said_exec;           /* EXEC was the last word */
   bool     python_debug_hooks;  /* CPython's debug hooks were under the
                                    domains (capture.c py_note_debug_hooks) */
-  char     python[32];          /* CPython version the hook saw, or "" */
-  char     exe[128];            /* the image's executable */
-  char     own_malloc[128];     /* where its malloc was bound ahead of the
+  char python[32];              /* CPython version the hook saw, or "" */
+  char exe[128];                /* the image's executable */
+  char own_malloc[128];         /* where its malloc was bound ahead of the
                                    recorder's (the calls were not seen), or "" */
 };
 

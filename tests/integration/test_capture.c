@@ -1008,17 +1008,21 @@ static void python_under_tracemalloc_from_start_up_is_recorded(void **state) {
   (void)state;
   if (access("/usr/bin/python3", X_OK) != 0)
     skip();
-  char *const argv[] = {"/usr/bin/python3", "-X", "tracemalloc", "-c",
-                        "import tracemalloc\n"
-                        "assert tracemalloc.is_tracing()\n"
-                        "x = [dict() for i in range(20000)]\n",
-                        NULL};
+  char *const      argv[] = {"/usr/bin/python3",
+                             "-X",
+                             "tracemalloc",
+                             "-c",
+                             "import tracemalloc\n"
+                                  "assert tracemalloc.is_tracing()\n"
+                                  "x = [dict() for i in range(20000)]\n",
+                             NULL};
   capture_result_t res;
   trace_t          t;
   capture("tracemalloc", argv, 0, &res, &t);
   size_t nobj = 0;
   for (size_t i = find_mark(&t, "__main__"); i < t.n; i++)
-    nobj += t.v[i].e.domain == TRACE_DOMAIN_OBJ && t.v[i].e.op == TRACE_MALLOC &&
+    nobj += t.v[i].e.domain == TRACE_DOMAIN_OBJ &&
+            t.v[i].e.op == TRACE_MALLOC &&
             t.v[i].e.size == 64; /* sizeof(PyDictObject) on 64-bit 3.11 */
   /* importing tracemalloc.py and its modules makes ~1,200 more */
   assert_in_range(nobj, 20000, 22000);
@@ -1037,9 +1041,9 @@ static void python_debug_hooks_are_named_in_the_header(void **state) {
   const char *const flag[2] = {"-X", "-E"}; /* -E: no dev mode */
   const char *const want[2] = {"1", "0"};
   for (int k = 0; k < 2; k++) {
-    char *const      argv[] = {"/usr/bin/python3", (char *)flag[k],
-                               k == 0 ? "dev" : "-c", k == 0 ? "-c" : "pass",
-                               k == 0 ? "pass" : NULL, NULL};
+    char *const      argv[] = {"/usr/bin/python3",     (char *)flag[k],
+                          k == 0 ? "dev" : "-c",  k == 0 ? "-c" : "pass",
+                          k == 0 ? "pass" : NULL, NULL};
     capture_result_t res;
     trace_t          t;
     capture("devmode", argv, 0, &res, &t);

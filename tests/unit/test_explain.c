@@ -94,24 +94,32 @@ static void a_freed_buffer_below_a_survivor_is_a_binned_chunk(void **state) {
   assert_true(bytes_of(&t, "glibc.binned") < 8192);
 }
 
+/* n 64-byte objects of the obj domain, then frees of ids first, first +
+ * step, ... below n, then the mark "after": into evs, returning the count. */
+static size_t build_and_free(trace_event_t *evs, uint64_t n, uint64_t first,
+                             uint64_t step) {
+  size_t k = 0;
+  for (uint64_t i = 0; i < n; i++)
+    evs[k++] = (trace_event_t){.t_ns = i,
+                               .op = TRACE_MALLOC,
+                               .id = i,
+                               .size = 64,
+                               .domain = TRACE_DOMAIN_OBJ};
+  for (uint64_t i = first; i < n; i += step)
+    evs[k++] = (trace_event_t){
+        .t_ns = n + i, .op = TRACE_FREE, .id = i, .domain = TRACE_DOMAIN_OBJ};
+  evs[k++] = (trace_event_t)EV_MARK(3 * n, "after");
+  return k;
+}
+
 /* 10,000 64-byte objects, all freed but one: the survivor pins its arena's
  * empty pools. */
 static void one_survivor_pins_a_pymalloc_arena(void **state) {
   (void)state;
   enum { N = 10000 };
   static trace_event_t evs[2 * N + 1];
-  size_t               n = 0;
-  for (uint64_t i = 0; i < N; i++)
-    evs[n++] = (trace_event_t){.t_ns = i,
-                               .op = TRACE_MALLOC,
-                               .id = i,
-                               .size = 64,
-                               .domain = TRACE_DOMAIN_OBJ};
-  for (uint64_t i = 1; i < N; i++)
-    evs[n++] = (trace_event_t){
-        .t_ns = N + i, .op = TRACE_FREE, .id = i, .domain = TRACE_DOMAIN_OBJ};
-  evs[n++] = (trace_event_t)EV_MARK(3 * N, "after");
-  explain_result_t r;
+  size_t               n = build_and_free(evs, N, 1, 1);
+  explain_result_t     r;
   explain_at(evs, n, "cpython", "after", &r);
   assert_adds_up(&r);
   const explain_item_t *p = item(&r, "pymalloc.pinned_arena");
@@ -133,18 +141,8 @@ static void free_blocks_in_used_pools_are_free_not_overhead(void **state) {
   (void)state;
   enum { N = 10000 };
   static trace_event_t evs[N + N / 2 + 1];
-  size_t               n = 0;
-  for (uint64_t i = 0; i < N; i++)
-    evs[n++] = (trace_event_t){.t_ns = i,
-                               .op = TRACE_MALLOC,
-                               .id = i,
-                               .size = 64,
-                               .domain = TRACE_DOMAIN_OBJ};
-  for (uint64_t i = 0; i < N; i += 2)
-    evs[n++] = (trace_event_t){
-        .t_ns = N + i, .op = TRACE_FREE, .id = i, .domain = TRACE_DOMAIN_OBJ};
-  evs[n++] = (trace_event_t)EV_MARK(3 * N, "after");
-  explain_result_t r;
+  size_t               n = build_and_free(evs, N, 0, 2);
+  explain_result_t     r;
   explain_at(evs, n, "cpython", "after", &r);
   assert_adds_up(&r);
   assert_int_equal(bytes_of(&r, "pymalloc.used_pool.live"), N / 2 * 64);

@@ -979,24 +979,30 @@ static pymem_alloc_t g_py_raw_at_add;
 static void         *g_py_audit_entry;
 static pymem_alloc_t g_py_raw_debug; /* the debug hooks' raw domain */
 
+/* Pass-through calls to the allocator ctx points to (a pymem_alloc_t). */
+static void *py_raw_pass_malloc(void *ctx, size_t n) {
+  pymem_alloc_t *o = ctx;
+  return o->malloc(o->ctx, n);
+}
+static void *py_raw_pass_calloc(void *ctx, size_t nelem, size_t elsize) {
+  pymem_alloc_t *o = ctx;
+  return o->calloc(o->ctx, nelem, elsize);
+}
+static void *py_raw_pass_realloc(void *ctx, void *p, size_t n) {
+  pymem_alloc_t *o = ctx;
+  return o->realloc(o->ctx, p, n);
+}
+static void py_raw_pass_free(void *ctx, void *p) {
+  pymem_alloc_t *o = ctx;
+  o->free(o->ctx, p);
+}
+
+/* While the audit hook is added: notes the block its entry takes. */
 static void *py_raw_noting_malloc(void *ctx, size_t n) {
-  (void)ctx;
-  void *p = g_py_raw_at_add.malloc(g_py_raw_at_add.ctx, n);
+  void *p = py_raw_pass_malloc(ctx, n);
   if (g_py_audit_entry == NULL)
     g_py_audit_entry = p;
   return p;
-}
-static void *py_raw_at_add_calloc(void *ctx, size_t nelem, size_t elsize) {
-  (void)ctx;
-  return g_py_raw_at_add.calloc(g_py_raw_at_add.ctx, nelem, elsize);
-}
-static void *py_raw_at_add_realloc(void *ctx, void *p, size_t n) {
-  (void)ctx;
-  return g_py_raw_at_add.realloc(g_py_raw_at_add.ctx, p, n);
-}
-static void py_raw_at_add_free(void *ctx, void *p) {
-  (void)ctx;
-  g_py_raw_at_add.free(g_py_raw_at_add.ctx, p);
 }
 
 static void py_add_audit_hook(void) {
@@ -1011,34 +1017,23 @@ static void py_add_audit_hook(void) {
   if (add == NULL || get == NULL || set == NULL)
     return;
   get(0, &g_py_raw_at_add); /* PYMEM_DOMAIN_RAW */
-  set(0, &(pymem_alloc_t){.malloc = py_raw_noting_malloc,
-                          .calloc = py_raw_at_add_calloc,
-                          .realloc = py_raw_at_add_realloc,
-                          .free = py_raw_at_add_free});
+  set(0, &(pymem_alloc_t){.ctx = &g_py_raw_at_add,
+                          .malloc = py_raw_noting_malloc,
+                          .calloc = py_raw_pass_calloc,
+                          .realloc = py_raw_pass_realloc,
+                          .free = py_raw_pass_free});
   add(py_audit, &fired);
   set(0, &g_py_raw_at_add);
 }
 
-static void *py_raw_debug_malloc(void *ctx, size_t n) {
-  (void)ctx;
-  return g_py_raw_debug.malloc(g_py_raw_debug.ctx, n);
-}
-static void *py_raw_debug_calloc(void *ctx, size_t nelem, size_t elsize) {
-  (void)ctx;
-  return g_py_raw_debug.calloc(g_py_raw_debug.ctx, nelem, elsize);
-}
-static void *py_raw_debug_realloc(void *ctx, void *p, size_t n) {
-  (void)ctx;
-  return g_py_raw_debug.realloc(g_py_raw_debug.ctx, p, n);
-}
+/* Over the debug hooks: frees the audit entry where it came from. */
 static void py_raw_debug_free(void *ctx, void *p) {
-  (void)ctx;
   if (p != NULL && p == g_py_audit_entry) {
     g_py_audit_entry = NULL;
-    g_py_raw_at_add.free(g_py_raw_at_add.ctx, p);
+    py_raw_pass_free(&g_py_raw_at_add, p);
     return;
   }
-  g_py_raw_debug.free(g_py_raw_debug.ctx, p);
+  py_raw_pass_free(ctx, p);
 }
 
 /* Puts a raw domain over the debug hooks' that frees the audit entry
@@ -1052,9 +1047,10 @@ static void py_keep_audit_entry(void) {
       set == NULL)
     return;
   get(0, &g_py_raw_debug);
-  set(0, &(pymem_alloc_t){.malloc = py_raw_debug_malloc,
-                          .calloc = py_raw_debug_calloc,
-                          .realloc = py_raw_debug_realloc,
+  set(0, &(pymem_alloc_t){.ctx = &g_py_raw_debug,
+                          .malloc = py_raw_pass_malloc,
+                          .calloc = py_raw_pass_calloc,
+                          .realloc = py_raw_pass_realloc,
                           .free = py_raw_debug_free});
 }
 

@@ -52,7 +52,7 @@ struct tls_s {
   int     initializing; /* inside capture_ensure_init */
   int     exited;       /* past the thread-exit hook: write directly */
   int     in_table;
-  int     in_site; /* taking a stack or defining a site (sites.c) */
+  int     in_site;  /* taking a stack or defining a site (sites.c) */
   int     py_probe; /* 1: probing CPython's obj domain (capture.c
                        py_wrapped_below), 2: the probe reached py_malloc */
 };
