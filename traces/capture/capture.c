@@ -1136,19 +1136,24 @@ static void py_set(int hooked) {
 int allocsim_hook_python(void);
 int allocsim_unhook_python(void);
 
+/* The obj domain's allocator now into *now; false without CPython. */
+static bool py_obj_allocator(pymem_alloc_t *now) {
+  void (*get)(int, pymem_alloc_t *) =
+      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
+  if (get == NULL)
+    return false;
+  get(2, now); /* PYMEM_DOMAIN_OBJ */
+  return true;
+}
+
 /* Whether the obj domain is still wrapped: PYTHONMALLOC (malloc, debug,
  * ...) and -X dev make the interpreter set its allocators during
  * pre-initialization, which it does only then (bpo-32030, CPython commit
  * 31e99080), replacing the wrappers installed at main; sitecustomize.py
  * then wraps them again (test_capture checks both paths). */
 static bool py_still_hooked(void) {
-  void (*get)(int, pymem_alloc_t *) =
-      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
   pymem_alloc_t now;
-  if (get == NULL)
-    return false;
-  get(2, &now);
-  return now.malloc == py_malloc;
+  return py_obj_allocator(&now) && now.malloc == py_malloc;
 }
 
 /* Whether the obj domain's allocator, though not ours, still calls ours
@@ -1158,12 +1163,9 @@ static bool py_still_hooked(void) {
  * one it calls, and each would call the other until the stack ran out.
  * One allocation through the current allocator, unrecorded, tells. */
 static bool py_wrapped_below(void) {
-  void (*get)(int, pymem_alloc_t *) =
-      (void (*)(int, pymem_alloc_t *))global_sym("PyMem_GetAllocator");
   pymem_alloc_t now;
-  if (get == NULL)
+  if (!py_obj_allocator(&now))
     return false;
-  get(2, &now);
   t_self.py_probe = 1;
   void *p = now.malloc(now.ctx, 1);
   bool  below = t_self.py_probe == 2;
