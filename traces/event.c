@@ -116,7 +116,7 @@ bool trace_meta_key_ok(const char *key) {
 
 bool trace_meta_value_ok(const char *value) {
   for (const char *q = value; *q != '\0'; q++)
-    if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
+    if ((unsigned char)*q < 0x20 && *q != '\t')
       return false;
   return true;
 }

@@ -182,7 +182,8 @@ as_status_t trace_meta_touch_page(const trace_meta_t *m, const char *source,
 /* A provenance key both formats carry: no spaces, '=' or control bytes
  * (the text format's "#@ key=value"). */
 bool trace_meta_key_ok(const char *key);
-/* A provenance value with no control bytes but tab (one text line). */
+/* A provenance value with no control bytes below 0x20 but tab (one text
+ * line; the text reader takes DEL as it takes other bytes). */
 bool trace_meta_value_ok(const char *value);
 /* Adds or replaces key; AS_EINVAL if full or too long. */
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,

@@ -245,6 +245,17 @@ static void canonical_text_rewrites_byte_identically(void **state) {
   free(out);
 }
 
+/* What the reader takes in a provenance value the writer writes back (the
+ * text fuzzer found DEL refused by the writer after the reader took it). */
+static void an_accepted_provenance_value_is_written_back(void **state) {
+  (void)state;
+  const char text[] = "allocsim-trace 1\n#@ workload=a\x7f b\xe9\n"
+                      "0 0 malloc 1 8\n";
+  char      *out = canonical(text);
+  assert_string_equal(out, text);
+  free(out);
+}
+
 static void header_only_file_has_no_events(void **state) {
   (void)state;
   size_t   n = 99;
@@ -690,6 +701,7 @@ int main(void) {
       cmocka_unit_test(provenance_lands_in_meta_trimmed_and_in_order),
       cmocka_unit_test(writer_emits_the_canonical_form),
       cmocka_unit_test(canonical_text_rewrites_byte_identically),
+      cmocka_unit_test(an_accepted_provenance_value_is_written_back),
       cmocka_unit_test(header_only_file_has_no_events),
       cmocka_unit_test(equal_times_are_accepted),
       cmocka_unit_test(missing_or_wrong_header_is_reported_on_line_1),
