@@ -100,9 +100,9 @@
 #define TC_FORCED_COALESCE       (UINT64_C(128) << 20) /* page_heap.cc:111 */
 #define TC_MAX_TRANSFER          64 /* central_freelist.h:111 */
 #define TC_ADDRESS_BITS          48 /* common.h:138 x86-64 */
-/* Metadata object sizes (x86-64): Span, span.h:62-79 (5 words + 4 bytes of
- * bit-fields, padded); an std::set node of SpanPtrWithLength (32-byte
- * red-black header + 16); StackTrace, common.h:300-305 (2 + 31 words);
+/* Metadata object sizes (x86-64): Span, span.h:69-98 (5 words + 4 bytes of
+ * bit-fields, padded); an std::set node of SpanPtrWithLength (span.h:55-60;
+ * 32-byte red-black header + 16); StackTrace, common.h:300-305 (2 + 31 words);
  * ThreadCache, thread_cache.h:69-354 (128 FreeLists of 32 bytes, sizes,
  * Sampler, tid, flag, links, CACHELINE_ALIGNED to 64). */
 #define TC_SPAN_BYTES        48
@@ -120,7 +120,7 @@
  * text around it (Linux mm/memory.c do_fault_around, fault_around_bytes
  * 65536).  RSS grew by exactly these 128 KiB in every C run. */
 #define TC_STL_WINDOW (UINT64_C(64) << 10)
-/* 2.16 src/thread_cache_ptr.cc:66-90 SlowTLS::Entry: cache pointer, two
+/* 2.16 src/thread_cache_ptr.cc:67-88 SlowTLS::Entry: cache pointer, two
  * bools, thread id, next, prev (x86-64: 40 bytes). */
 #define TC_SLOWTLS_ENTRY_BYTES 40
 #define TC_NIL                 0u
@@ -555,7 +555,7 @@ static sim_addr_t sbrk_alloc(tcmalloc_model_t *t, uint64_t size,
   return cur + extra;
 }
 
-/* 2.16's first try (system-alloc.cc:295-317): continue the previous
+/* 2.16's first try (system-alloc.cc:284-305): continue the previous
  * mapping at its end; a mapping placed elsewhere is kept when it has the
  * alignment, else unmapped.  0 when the full logic must run. */
 static sim_addr_t mmap_at_hint(tcmalloc_model_t *t, uint64_t size,
@@ -574,7 +574,7 @@ static sim_addr_t mmap_at_hint(tcmalloc_model_t *t, uint64_t size,
   return 0;
 }
 
-/* MmapSysAllocator::Alloc (2.10 system-alloc.cc:278-344, 2.16 278-350):
+/* MmapSysAllocator::Alloc (2.10 system-alloc.cc:278-344, 2.16 254-344):
  * the simulated mmap aligns by itself where the real one over-maps and
  * trims.  2.16 remembers where the last mapping ended (hint_). */
 static sim_addr_t mmap_alloc(tcmalloc_model_t *t, uint64_t size,
@@ -875,7 +875,7 @@ static void dll_prepend(tcmalloc_model_t *t, uint32_t h, uint32_t i) {
 /* ---- Large span sets (treap) -------------------------------------------- */
 
 /* large_normal_ / large_returned_ are std::sets ordered by SpanBestFitLess
- * (span.h:62-95): by length, then start. */
+ * (span.h:63-66, 105-111): by length, then start. */
 static bool set_less(const tspan_t *a, const tspan_t *b) {
   return a->length < b->length ||
          (a->length == b->length && a->start < b->start);
@@ -960,7 +960,7 @@ static double release_rate(const tcmalloc_model_t *t) {
 
 /* PrependToFreeList (page_heap.cc:391-415).  A span longer than kMaxPages
  * goes into a std::set, whose node comes from an STLPageHeapAllocator
- * initialised on first use (page_heap_allocator.h:150-157). */
+ * initialised on first use (page_heap_allocator.h:151-155). */
 static void prepend_to_free_list(tcmalloc_model_t *t, uint32_t i) {
   uint64_t bytes = SP(t, i)->length << t->page_shift;
   if (SP(t, i)->location == LOC_NORMAL)
@@ -1365,7 +1365,7 @@ static void populate(tcmalloc_model_t *t, uint32_t cl) {
   uint64_t   size = t->sm.size[cl];
   uint64_t   num = ((uint64_t)t->sm.pages[cl] << t->page_shift) / size;
   sim_addr_t base = span_addr(t, s);
-  s->sizeclass = (uint8_t)cl; /* RegisterSizeClass (545-554) */
+  s->sizeclass = (uint8_t)cl; /* RegisterSizeClass, page_heap.cc:545-554 */
   s->refcount = 0;
   s->nobj = (uint32_t)num;
   s->virgin = 0;
@@ -1801,7 +1801,8 @@ static sim_addr_t obj_addr(const tcmalloc_model_t *t, tobj_t o) {
   return span_addr(t, s) + (uint64_t)OBJ_SLOT(o) * class_size(t, s->sizeclass);
 }
 
-/* What malloc_usable_size says of a live object (tcmalloc.cc:1537-1564). */
+/* What malloc_usable_size says of a live object (GetSizeWithCallback,
+ * tcmalloc.cc:1537-1562). */
 static uint64_t obj_bytes(const tcmalloc_model_t *t, tobj_t o) {
   const tspan_t *s = &t->sp[OBJ_SPAN(o)];
   return s->sizeclass ? class_size(t, s->sizeclass)
@@ -1906,7 +1907,8 @@ static bool init_static_vars(tcmalloc_model_t *t) {
  * release-rate and heap-limit flags are still zero, around libstdc++'s pool
  * (pool_bytes, served from the first thread cache; its object returned):
  * TCMallocGuard's malloc(1) + free before and after InitTSD and, when
- * program_calls, the two MallocExtension objects.  None of them is freed.
+ * program_calls, the two MallocExtension objects (2.10 src/tcmalloc.cc:
+ * 1132-1150, malloc_extension.cc:208-216).  None of them is freed.
  * 2.15 makes the same calls but the last two (measured with gdb): it
  * constructs both objects in static space (2.15 src/tcmalloc.cc:1132,
  * src/malloc_extension.cc:206-210).  2.16 (measured with gdb on tc_malloc/
@@ -1915,9 +1917,10 @@ static bool init_static_vars(tcmalloc_model_t *t) {
  * the first malloc finds no thread-specific key, so GetReallySlow makes the
  * thread's cache and a leaked SlowTLS entry for it (src/thread_cache_ptr.cc:
  * 267-300); the free before InitThreadCachePtrLate sees no fast-path cache
- * and goes to the central list (tcmalloc.cc:1575, 1627-1629); the malloc
- * after it adopts the same cache as the thread's own (thread_cache_ptr.cc:
- * 180-195, 221-229), so, unlike 2.10, no cache is leaked. */
+ * and goes to the central list (tcmalloc.cc:1575, 1630-1632); the malloc
+ * after it adopts the same cache as the thread's own (GetSlow,
+ * thread_cache_ptr.cc:217-230, and TryToReleaseCacheFromAllocation,
+ * 159-174), so, unlike 2.10, no cache is leaked. */
 static tobj_t premain_calls(tcmalloc_model_t *t, uint64_t pool_bytes,
                             bool program_calls) {
   uint32_t cl;
@@ -2120,8 +2123,9 @@ static as_status_t tc_thread(model_t *m, const trace_event_t *ev,
 /* purge all = MallocExtension::ReleaseFreeMemory() = ReleaseToSystem(
  * SIZE_MAX) (malloc_extension.cc:166-168, tcmalloc.cc:888-910): every
  * normal span; caches keep what they hold.  purge tcache =
- * MarkThreadTemporarilyIdle (thread_cache.cc:449-453): the calling thread's
- * cache to the central lists.  purge decay has no counterpart: AS_DONE. */
+ * MarkThreadTemporarilyIdle (tcmalloc.cc:692-694: BecomeTemporarilyIdle,
+ * thread_cache.cc:449-453): the calling thread's cache to the central
+ * lists.  purge decay has no counterpart: AS_DONE. */
 static as_status_t tc_purge(model_t *m, const trace_event_t *ev,
                             as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
@@ -2144,7 +2148,7 @@ static as_status_t tc_purge(model_t *m, const trace_event_t *ev,
 
 /* MallocExtension::SetNumericProperty (tcmalloc.cc:848-868) takes a size_t,
  * so a negative value is what the program passed cast to size_t (-1 is
- * SIZE_MAX); SetMemoryReleaseRate (912-914) takes a double, and a rate at or
+ * SIZE_MAX); SetMemoryReleaseRate (913-915) takes a double, and a rate at or
  * below 1e-6 disables releasing (page_heap.cc:442-446). */
 static as_status_t tc_set_option(model_t *m, const char *name, int64_t value,
                                  uint64_t now_ns, as_err_t *err) {
@@ -2319,7 +2323,8 @@ static const model_mechanism_t tcmalloc_mechanisms[] = {
      "Span objects, thread caches and the pagemap's leaves come from 8 MiB "
      "chunks that are never returned (MetaDataAlloc, common.cc:248-287); "
      "before main, 2.9 and 2.10 also allocate their two MallocExtension "
-     "objects (measured, docs/models/tcmalloc.md).",
+     "objects (TCMallocGuard, tcmalloc.cc:1132-1150; measured, "
+     "docs/models/tcmalloc.md).",
      "nothing while the process runs", false},
     {NULL, NULL, NULL, NULL, false},
 };
