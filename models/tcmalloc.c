@@ -96,7 +96,6 @@
 #define TC_ALLOC_INCREMENT       (128 << 10) /* page_heap_allocator.h:99 */
 #define TC_MAX_RELEASE_DELAY     (INT64_C(1) << 20)    /* page_heap.h:250 */
 #define TC_DEFAULT_RELEASE_DELAY (INT64_C(1) << 18)    /* page_heap.h:254 */
-#define TC_BIG_PAGEMAP           (UINT64_C(128) << 20) /* page_heap.h:236 */
 #define TC_FORCED_COALESCE       (UINT64_C(128) << 20) /* page_heap.cc:111 */
 #define TC_MAX_TRANSFER          64 /* central_freelist.h:111 */
 #define TC_ADDRESS_BITS          48 /* common.h:138 x86-64 */
@@ -1253,7 +1252,9 @@ static bool ensure_leaves(tcmalloc_model_t *t, uint64_t start, uint64_t n) {
 
 /* GrowHeap (page_heap.cc:616-677): at least kMinSystemAlloc (= kMaxPages)
  * pages; the new region is Delete()d, so it coalesces with free neighbours
- * and counts towards IncrementalScavenge. */
+ * and counts towards IncrementalScavenge.  Its PreallocateMoreMemory once
+ * the heap passes 128 MiB (655-658, page_heap.h:236) does nothing to the
+ * two-level pagemap of x86-64 (pagemap.h:184-189: only below 20 bits). */
 static bool grow_heap(tcmalloc_model_t *t, uint64_t n) {
   if (n > (~UINT64_C(0) >> t->page_shift))
     return false;
