@@ -123,6 +123,16 @@ static as_status_t check_option_value(const model_methods_t *m, int row,
   return rc;
 }
 
+/* A model axis value as typed: a spec the model code would take, but
+ * written wrong ("glibc:"), is refused (model_spec_check_syntax). */
+static as_status_t check_axis_spec_syntax(const char *axis, const char *spec,
+                                          as_err_t *err) {
+  as_err_t why = {0};
+  if (model_spec_check_syntax(spec, &why) == AS_OK)
+    return AS_OK;
+  return as_err_set(err, AS_EUSAGE, "--vary %s '%s': %s", axis, spec, why.msg);
+}
+
 /* A model axis value names a registered model with valid options. */
 static as_status_t check_spec(const char *axis, const char *spec,
                               as_err_t *err) {
@@ -226,7 +236,8 @@ as_status_t sweep_axis_parse(const workload_def_t *wl, const char *spec,
         check_option_value(opt_model, opt_row, out->values[i], err) != AS_OK)
       goto fail;
     if (is_spec_axis(out->name) &&
-        check_spec(out->name, out->values[i], err) != AS_OK)
+        (check_axis_spec_syntax(out->name, out->values[i], err) != AS_OK ||
+         check_spec(out->name, out->values[i], err) != AS_OK))
       goto fail;
     if (is_mmap_offset(out->name) && !parse_mmap_offset(out->values[i], &ps)) {
       as_err_set(err, AS_EUSAGE,

@@ -130,6 +130,18 @@ static bool opt_same(const char *arg, const char *name) {
   return false;
 }
 
+/* -1 after a usage error if the value of --model or --libc is not a
+ * well-formed spec ("glibc:" with no option after the colon, an empty
+ * item), else 0; the model code itself skips empty items. */
+static int check_model_spec(const char *cmd, const char *name,
+                            const char *spec) {
+  as_err_t err = {0};
+  if ((strcmp(name, "--model") != 0 && strcmp(name, "--libc") != 0) ||
+      model_spec_check_syntax(spec, &err) == AS_OK)
+    return 0;
+  return cli_usage_error(cmd, "%s '%s': %s", name, spec, err.msg), -1;
+}
+
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   if (!opt_is(argv[*i], name))
@@ -138,7 +150,9 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
     if (opt_same(argv[j], name))
       return cli_usage_error(cmd, "%s given twice", name), -1;
   *value = value_of(cmd, argc, argv, i);
-  return *value != NULL ? 1 : -1;
+  if (*value == NULL || check_model_spec(cmd, name, *value) < 0)
+    return -1;
+  return 1;
 }
 
 /* path made absolute, its links resolved (realpath); for a file that does
@@ -264,7 +278,12 @@ int cli_sim_opts_take(cli_sim_opts_t *o, const char *cmd, int argc, char **argv,
   if (strcmp(a, "--no-zero-page") == 0)
     return o->kernel.zero_page = false, 1;
   if (opt_is(a, "--model") || opt_is(a, "--libc") || opt_is(a, "--db")) {
-    if ((v = value_of(cmd, argc, argv, i)) == NULL)
+    if ((v = value_of(cmd, argc, argv, i)) == NULL ||
+        check_model_spec(cmd,
+                         opt_is(a, "--model")  ? "--model"
+                         : opt_is(a, "--libc") ? "--libc"
+                                               : "--db",
+                         v) < 0)
       return -1;
     *(opt_is(a, "--model")  ? &o->model
       : opt_is(a, "--libc") ? &o->libc

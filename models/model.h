@@ -227,6 +227,11 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
 
 /* The model name of spec (up to ':') into buf. */
 void model_spec_name(const char *spec, char *buf, size_t len);
+/* AS_EUSAGE unless spec, as typed by a user, is NAME or NAME:ITEM,ITEM...
+ * with no empty item ("glibc:", "glibc:,", "glibc:a=1,,b=2" are refused).
+ * model_create_from_spec skips empty items, which specs built from parts
+ * (model_spec_with) may hold, so only user input is checked with this. */
+as_status_t model_spec_check_syntax(const char *spec, as_err_t *err);
 /* spec with the options in add ("k=v,k=v") into out, replacing any that
  * spec already sets; false if out is too small. */
 bool model_spec_with(const char *spec, const char *add, char *out, size_t len);

@@ -129,6 +129,25 @@ void model_spec_name(const char *spec, char *buf, size_t len) {
   snprintf(buf, len, "%.*s", (int)n, spec);
 }
 
+as_status_t model_spec_check_syntax(const char *spec, as_err_t *err) {
+  const char *colon = strchr(spec, ':');
+  if (colon == NULL)
+    return AS_OK;
+  if (colon[1] == '\0')
+    return as_err_set(err, AS_EUSAGE,
+                      "expected key=value options after ':', got none "
+                      "(write '%.*s' for the defaults)",
+                      (int)(colon - spec), spec);
+  for (const char *item = colon + 1;; item += strcspn(item, ",") + 1) {
+    if (*item == ',' || *item == '\0')
+      return as_err_set(err, AS_EUSAGE,
+                        "expected key=value, got an empty option at byte %zu",
+                        (size_t)(item - spec) + 1);
+    if (item[strcspn(item, ",")] == '\0')
+      return AS_OK;
+  }
+}
+
 /* Whether the "k=v,k=v" list sets the key of klen bytes at key. */
 static bool has_key(const char *list, const char *key, size_t klen) {
   for (const char *a = list; *a != '\0';) {
