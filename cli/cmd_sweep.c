@@ -487,6 +487,21 @@ static int sweep_status(const char *db) {
   return CLI_EXIT_OK;
 }
 
+/* The argument of argv that is neither --status nor --db and its value, or
+ * NULL: --status lists the store and takes nothing else, so an option that
+ * would change nothing (--json, a workload, --vary) is refused, not
+ * ignored. */
+static const char *beside_status(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--db") == 0)
+      i++;
+    else if (strcmp(argv[i], "--status") != 0 &&
+             strncmp(argv[i], "--db=", 5) != 0)
+      return argv[i];
+  }
+  return NULL;
+}
+
 /* ---- The sweep ----------------------------------------------------------- */
 
 typedef struct sweep_args_s sweep_args_t;
@@ -686,8 +701,12 @@ static int sweep_main(int argc, char **argv) {
    * what each trace's provenance implies (as replay targets do). */
   cli_sim_opts_default(&x.o, NULL);
   x.c.seeds = 1;
-  as_err_t err = {0};
-  int      code = parse_sweep_args(&x, argc, argv, &err);
+  as_err_t    err = {0};
+  int         code = parse_sweep_args(&x, argc, argv, &err);
+  const char *other = x.status ? beside_status(argc, argv) : NULL;
+  if (code < 0 && other != NULL)
+    code = cli_usage_error("sweep", "--status takes only --db FILE, got '%s'",
+                           other);
   if (code < 0 && x.status)
     code = x.o.db ? sweep_status(x.o.db)
                   : cli_usage_error("sweep", "--status needs --db FILE");
