@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/explain.h"
 #include "../analysis/heapmap.h"
 #include "../analysis/lab.h"
 #include "../analysis/runsrc.h"
@@ -131,6 +132,20 @@ typedef as_status_t (*cli_source_open_fn)(void *user, trace_source_t **src,
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             cli_source_open_fn open, void *user,
                             const char *command);
+
+/* AS_EUSAGE if libc is given beside a model that serves malloc itself (not
+ * a composition such as cpython): the libc would be ignored. */
+as_status_t cli_libc_check(const char *model, const char *libc, as_err_t *err);
+
+/* For the commands that replay a trace or a run (explain, advise, map,
+ * report): o's model and libc become the given ones, else model and libc,
+ * those t's provenance implies (replay_target_specs).  For a C run (model
+ * and libc the same model) --libc alone names the model, as for compare;
+ * otherwise a given libc is checked with cli_libc_check.  Specs both from
+ * the provenance are checked with replay_target_check_specs. */
+as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
+                             const char *model, const char *libc,
+                             as_err_t *err);
 
 /* For commands that replay one address layout (explain, advise): prints
  * the "layout" header line saying it is the default one, and how many

@@ -486,6 +486,11 @@ static int compare_main(int argc, char **argv) {
   if (*end != '\0' || end == run_s || id <= 0 || errno == ERANGE)
     return cli_usage_error("compare", "expected a positive run id, got '%s'",
                            run_s);
+  /* Without --model a C run's --libc names its model (analysis/compare.c);
+   * beside a --model that serves malloc itself it would be ignored. */
+  as_err_t why = {0};
+  if (o.model != NULL && cli_libc_check(o.model, o.libc, &why) != AS_OK)
+    return cli_usage_error("compare", "%s", why.msg);
   if (o.page_size != 0 && o.layouts > 1 &&
       o.layouts > COMPARE_LAYOUT_SPAN_BYTES / o.page_size)
     return cli_usage_error("compare",

@@ -191,12 +191,7 @@ static int explain_main(int argc, char **argv) {
   if (r == NULL)
     rc = as_err_set(&err, AS_ENOMEM, "out of memory");
   if (rc == AS_OK) {
-    if (o.model == NULL)
-      o.model = model;
-    if (o.libc == NULL)
-      o.libc = libc;
-    if (o.model == model && o.libc == libc)
-      rc = replay_target_check_specs(&e, model, libc, &o.kernel, &err);
+    rc = cli_target_specs(&e, &o, model, libc, &err);
     if (rc == AS_OK)
       rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
                          &err);

@@ -142,12 +142,7 @@ static int map_main(int argc, char **argv) {
     rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
                              sizeof libc, &err);
   if (rc == AS_OK) {
-    if (o.model == NULL)
-      o.model = model;
-    if (o.libc == NULL)
-      o.libc = libc;
-    if (o.model == model && o.libc == libc)
-      rc = replay_target_check_specs(&t, model, libc, &o.kernel, &err);
+    rc = cli_target_specs(&t, &o, model, libc, &err);
     if (rc == AS_OK)
       rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
                              &marks, desc, sizeof desc, &err);

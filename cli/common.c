@@ -785,6 +785,39 @@ void cli_print_one_layout(uint64_t page_size) {
          compare_one_layout_note(page_size, note, sizeof note));
 }
 
+as_status_t cli_libc_check(const char *model, const char *libc, as_err_t *err) {
+  char name[64];
+  model_spec_name(model, name, sizeof name);
+  const model_methods_t *mm = model_find(name);
+  if (libc == NULL || mm == NULL || mm->composition)
+    return AS_OK;
+  return as_err_set(err, AS_EUSAGE,
+                    "--libc %s: %s serves malloc itself; --libc names the "
+                    "libc a composition (cpython) forwards to",
+                    libc, name);
+}
+
+as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
+                             const char *model, const char *libc,
+                             as_err_t *err) {
+  bool from_provenance = o->model == NULL && o->libc == NULL;
+  char model_name[64], libc_name[64];
+  model_spec_name(model, model_name, sizeof model_name);
+  model_spec_name(libc, libc_name, sizeof libc_name);
+  /* A C run's model is its libc: --libc alone names the model, as compare
+   * takes it (analysis/compare.c). */
+  if (o->model == NULL)
+    o->model =
+        o->libc != NULL && strcmp(model_name, libc_name) == 0 ? o->libc : model;
+  if (o->model != o->libc && cli_libc_check(o->model, o->libc, err) != AS_OK)
+    return AS_EUSAGE;
+  if (o->libc == NULL)
+    o->libc = libc;
+  if (from_provenance)
+    return replay_target_check_specs(t, model, libc, &o->kernel, err);
+  return AS_OK;
+}
+
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
                             cli_source_open_fn open, void *user,
                             const char *command) {
@@ -795,14 +828,8 @@ int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,
   trace_source_t  *src = NULL, *src1 = NULL;
   int64_t          run_id = 0;
   unsigned         n = layouts_of(o);
-  char             name[64];
-  model_spec_name(o->model, name, sizeof name);
-  const model_methods_t *mm = model_find(name);
-  if (o->libc != NULL && mm != NULL && !mm->composition)
-    return cli_usage_error(cmd,
-                           "--libc %s: %s serves malloc itself; --libc names "
-                           "the libc a composition (cpython) forwards to",
-                           o->libc, name);
+  if (cli_libc_check(o->model, o->libc, &err) != AS_OK)
+    return cli_usage_error(cmd, "%s", err.msg);
   if (n > 1 && (uint64_t)n * o->kernel.page_size > COMPARE_LAYOUT_SPAN_BYTES) {
     as_err_set(&err, AS_EUSAGE,
                "--layouts %u: with %" PRIu64 "-byte pages at most %" PRIu64

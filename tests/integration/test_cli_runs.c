@@ -354,6 +354,22 @@ static void explain_advise_and_map_name_their_one_layout(void **state) {
   assert_non_null(strstr(out, "<br>layout the default one only; replay,"));
 }
 
+/* A C trace's model is its libc: explain, advise and map take --libc alone
+ * as the model, as compare does, instead of replaying glibc regardless. */
+static void libc_alone_names_a_c_traces_model(void **state) {
+  (void)state;
+  char        out[1 << 16];
+  const char *cmds[] = {"explain " EXAMPLE " --libc jemalloc",
+                        "advise " EXAMPLE " --libc jemalloc --json",
+                        "map " EXAMPLE " --libc jemalloc --json"};
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(allocsim(out, sizeof out, cmds[i]), 0);
+    assert_true(strstr(out, "model      jemalloc") != NULL ||
+                strstr(out, "\"model\": \"jemalloc") != NULL);
+    assert_null(strstr(out, "glibc"));
+  }
+}
+
 /* Starts "allocsim convert - out" with its stdin the read end of a pipe;
  * *to_stdin receives the write end. */
 static pid_t convert_from_pipe(const char *out, FILE **to_stdin) {
@@ -507,6 +523,7 @@ int main(void) {
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
       cmocka_unit_test_setup_teardown(
           explain_advise_and_map_name_their_one_layout, setup, teardown),
+      cmocka_unit_test(libc_alone_names_a_c_traces_model),
       cmocka_unit_test_setup_teardown(
           an_interrupted_convert_leaves_no_temporary_file, setup, teardown),
       cmocka_unit_test_setup_teardown(a_trace_read_once_is_read_like_its_file,
