@@ -151,6 +151,19 @@ static void cpython_destroy(model_t *m) {
   free(cm);
 }
 
+as_status_t cpython_libc_check(const char *libc_spec, as_err_t *err) {
+  char                   name[64];
+  const model_methods_t *m;
+  model_spec_name(libc_spec, name, sizeof name);
+  if ((m = model_find(name)) == NULL ||
+      !(m->composition || strcmp(name, "pymalloc") == 0))
+    return AS_OK; /* an unknown name: model_create_from_spec says so */
+  return as_err_set(err, AS_EUSAGE,
+                    "cpython: libc model '%s' cannot serve malloc (use a "
+                    "libc model such as glibc or ideal)",
+                    libc_spec);
+}
+
 static as_status_t cpython_create(const model_opts_t *opts,
                                   const model_ctx_t *ctx, model_t **out,
                                   as_err_t *err) {
@@ -194,16 +207,9 @@ static as_status_t cpython_create(const model_opts_t *opts,
   as_status_t rc;
   const char *libc_spec =
       ctx->libc_spec ? ctx->libc_spec : model_default_libc();
-  size_t namelen = strcspn(libc_spec, ":");
-  if ((namelen == 7 && strncmp(libc_spec, "cpython", 7) == 0) ||
-      (namelen == 8 && strncmp(libc_spec, "pymalloc", 8) == 0)) {
-    rc = as_err_set(err, AS_EUSAGE,
-                    "cpython: libc model '%s' cannot serve malloc (use a "
-                    "libc model such as glibc or ideal)",
-                    libc_spec);
-    goto fail;
-  }
-  rc = model_create_from_spec(libc_spec, ctx, &cm->libc, err);
+  rc = cpython_libc_check(libc_spec, err);
+  if (rc == AS_OK)
+    rc = model_create_from_spec(libc_spec, ctx, &cm->libc, err);
   if (rc != AS_OK)
     goto fail;
 

@@ -69,6 +69,10 @@ enum cpython_option_e { CPYTHON_OPTIONS(MODEL_OPTION_KEY) CO_COUNT };
 
 /* Creates the free-threaded composition from the cpython model's parsed
  * options (build=ft); models/cpython_ft.c. */
+/* AS_EUSAGE unless libc_spec names a model that can serve the raw domain's
+ * malloc: not a composition (cpython) nor pymalloc, which serves 1..512
+ * bytes only.  Both builds check their libc with it. */
+as_status_t cpython_libc_check(const char *libc_spec, as_err_t *err);
 as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
                               model_t **out, as_err_t *err);
 

@@ -678,13 +678,9 @@ as_status_t cpython_ft_create(const model_opts_t *opts, const model_ctx_t *ctx,
 
   const char *libc_spec =
       ctx->libc_spec ? ctx->libc_spec : model_default_libc();
-  rc = model_create_from_spec(libc_spec, ctx, &fm->libc, err);
-  if (rc == AS_OK && fm->libc->methods->composition) {
-    rc = as_err_set(err, AS_EUSAGE,
-                    "cpython: libc model '%s' cannot serve malloc (use a "
-                    "libc model such as glibc or ideal)",
-                    libc_spec);
-  }
+  rc = cpython_libc_check(libc_spec, err);
+  if (rc == AS_OK)
+    rc = model_create_from_spec(libc_spec, ctx, &fm->libc, err);
   model_t *mi = NULL;
   if (rc == AS_OK) {
     char spec[256];
