@@ -87,16 +87,39 @@ void cli_sim_opts_default(cli_sim_opts_t *o, const char *default_model) {
   o->kernel.max_memory_bytes = sim_host_default_max_memory();
 }
 
+/* Options that name a file or directory: an empty value (an unset shell
+ * variable) is refused here, where the option is known, instead of
+ * failing later with a message about a file called ''. */
+static const char *const path_options[] = {
+    "--db",   "-o",    "--output", "--png",     "--marks",
+    "--spec", "--lib", "--save",   "--summary", "--python"};
+
+static bool is_path_option(const char *arg) {
+  size_t n = strcspn(arg, "=");
+  for (size_t k = 0; k < sizeof path_options / sizeof path_options[0]; k++)
+    if (strlen(path_options[k]) == n && strncmp(arg, path_options[k], n) == 0)
+      return true;
+  return false;
+}
+
 static const char *value_of(const char *cmd, int argc, char **argv, int *i) {
   const char *arg = argv[*i];
   const char *eq = strchr(arg, '=');
+  const char *v;
   if (eq != NULL && strncmp(arg, "--", 2) == 0)
-    return eq + 1;
-  if (*i + 1 >= argc) {
+    v = eq + 1;
+  else if (*i + 1 < argc)
+    v = argv[++*i];
+  else {
     cli_usage_error(cmd, "%s needs a value", arg);
     return NULL;
   }
-  return argv[++*i];
+  if (*v == '\0' && is_path_option(arg)) {
+    cli_usage_error(cmd, "%.*s expects a file name, got ''",
+                    (int)strcspn(arg, "="), arg);
+    return NULL;
+  }
+  return v;
 }
 
 static bool opt_is(const char *arg, const char *name) {
