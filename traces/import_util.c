@@ -194,6 +194,58 @@ static as_status_t marks_bad(const char *path, uint64_t line, const char *what,
   return marks_bad_len(path, line, what, got, got ? strlen(got) : 0, err);
 }
 
+/* A mark's label from the n bytes at p into out (TRACE_LABEL_MAX + 1
+ * bytes): the bytes as they are (spaces allowed, no '"'), or, between
+ * double quotes, unquoted as a text trace's label is (\" and \\
+ * escape), so that a label written for a text trace means the same here.
+ * False if empty, too long, not printable, or badly quoted. */
+static bool take_mark_label(const char *p, size_t n, char *out) {
+  size_t len = 0;
+  if (n > 0 && p[0] == '"') {
+    if (n < 2 || p[n - 1] != '"')
+      return false;
+    for (size_t i = 1; i < n - 1; i++) {
+      char b = p[i];
+      if (b == '"')
+        return false; /* unescaped: the label ended before the line */
+      if (b == '\\') {
+        if (i + 1 == n - 1 || (p[i + 1] != '"' && p[i + 1] != '\\'))
+          return false;
+        b = p[++i];
+      }
+      if (len == TRACE_LABEL_MAX)
+        return false;
+      out[len++] = b;
+    }
+  } else {
+    if (n > TRACE_LABEL_MAX || memchr(p, '"', n) != NULL)
+      return false;
+    memcpy(out, p, n);
+    len = n;
+  }
+  out[len] = '\0';
+  bool ok = len > 0;
+  for (size_t i = 0; ok && i < len; i++)
+    ok = (unsigned char)out[i] >= 0x20 && out[i] != 0x7f;
+  return ok;
+}
+
+/* The length of a marks-file line's content: up to its first '#' outside
+ * a double-quoted label (a comment, as in text traces), or its end. */
+static size_t marks_content_len(const char *s) {
+  bool   quoted = false;
+  size_t i = 0;
+  for (; s[i] != '\0' && s[i] != '\r' && s[i] != '\n'; i++) {
+    if (quoted && s[i] == '\\' && (s[i + 1] == '"' || s[i + 1] == '\\'))
+      i++;
+    else if (s[i] == '"')
+      quoted = !quoted;
+    else if (s[i] == '#' && !quoted)
+      break;
+  }
+  return i;
+}
+
 /* One marks-file line (comment and blank lines already skipped). */
 static as_status_t marks_line(import_inserts_t *ins, const char *path,
                               uint64_t lineno, char *s, as_err_t *err) {
@@ -217,16 +269,14 @@ static as_status_t marks_line(import_inserts_t *ins, const char *path,
     p[--n] = '\0';
   if (strcmp(op, "mark") == 0) {
     x.op = TRACE_MARK;
-    bool ok = n > 0 && n <= TRACE_LABEL_MAX;
-    for (size_t i = 0; ok && i < n; i++)
-      ok = (unsigned char)p[i] >= 0x20 && p[i] != 0x7f;
-    if (!ok) {
-      char what[64];
-      snprintf(what, sizeof what, "a label of 1 to %d printable bytes",
+    if (!take_mark_label(p, n, x.label)) {
+      char what[112];
+      snprintf(what, sizeof what,
+               "a label of 1 to %d printable bytes, bare or double-quoted "
+               "('\\\"' and '\\\\' inside quotes)",
                TRACE_LABEL_MAX);
       return marks_bad(path, lineno, what, n ? p : NULL, err);
     }
-    memcpy(x.label, p, n + 1);
   } else if (strcmp(op, "trim") == 0) {
     char *args = p;
     x.op = TRACE_TRIM;
@@ -272,9 +322,10 @@ as_status_t import_inserts_read(import_inserts_t *ins, const char *path,
                          (size_t)len - (buf[len - 1] == '\n'), err);
       break;
     }
-    /* A '#' starts a comment anywhere, as in text traces: a label stops
-     * before it, and an event may be followed by one. */
-    buf[strcspn(buf, "#\r\n")] = '\0';
+    /* A '#' starts a comment anywhere but in a quoted label, as in text
+     * traces: a bare label stops before it, and an event may be followed
+     * by one. */
+    buf[marks_content_len(buf)] = '\0';
     char *s = buf;
     while (*s == ' ' || *s == '\t')
       s++;

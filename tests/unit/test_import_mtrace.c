@@ -268,19 +268,27 @@ static void inserted_trims_follow_their_lines(void **state) {
   free(out);
 }
 
-/* Imports log with the inserts of marks file text `marks` through the
- * importers' own writer; returns the status, the text in *out. */
-static as_status_t import_with_marks(const char *log, const char *marks,
-                                     as_err_t *err, char **out) {
+/* Reads marks file text `marks` into *ins (zeroed first). */
+static as_status_t read_marks(const char *marks, import_inserts_t *ins,
+                              as_err_t *err) {
   char mpath[] = "/tmp/test_import_marks_XXXXXX";
   int  fd = mkstemp(mpath);
   assert_true(fd >= 0);
   assert_int_equal(write(fd, marks, strlen(marks)), (ssize_t)strlen(marks));
   close(fd);
-  import_inserts_t ins = {0};
+  memset(ins, 0, sizeof *ins);
   memset(err, 0, sizeof *err);
-  assert_int_equal(import_inserts_read(&ins, mpath, err), AS_OK);
+  as_status_t rc = import_inserts_read(ins, mpath, err);
   unlink(mpath);
+  return rc;
+}
+
+/* Imports log with the inserts of marks file text `marks` through the
+ * importers' own writer; returns the status, the text in *out. */
+static as_status_t import_with_marks(const char *log, const char *marks,
+                                     as_err_t *err, char **out) {
+  import_inserts_t ins;
+  assert_int_equal(read_marks(marks, &ins, err), AS_OK);
   import_inserts_sort(&ins);
   FILE  *f = fmemopen((void *)log, strlen(log), "r");
   size_t len = 0;
@@ -364,6 +372,39 @@ static void comments_after_inserted_events_are_ignored(void **state) {
                                   "200 0 mark a\n"
                                   "200 0 idle 1000000000\n");
   free(out);
+}
+
+/* A double-quoted label is unquoted as in a text trace, '#' and all (it
+ * kept its quotes, and a later writer quoted them again); a bare label
+ * keeps its spaces; a stray quote is refused naming the line. */
+static void quoted_mark_labels_read_as_in_text_traces(void **state) {
+  (void)state;
+  static const char log[] = "= Start\n"
+                            "+ 0x1000 0x10\n"
+                            "= End\n";
+  as_err_t          err;
+  char             *out;
+  assert_int_equal(import_with_marks(log,
+                                     "2 mark \"after # free\"  # comment\n"
+                                     "2 mark \"say \\\"hi\\\" \\\\\"\n"
+                                     "2 mark after free\n",
+                                     &err, &out),
+                   AS_OK);
+  assert_string_equal(out, HEADER "0 0 malloc 0 16\n"
+                                  "100 0 mark \"after # free\"\n"
+                                  "100 0 mark \"say \\\"hi\\\" \\\\\"\n"
+                                  "100 0 mark \"after free\"\n");
+  free(out);
+  static const char *const bad[] = {"2 mark \"open\n", "2 mark a\"b\n",
+                                    "2 mark \"a\"b\"\n", "2 mark \"a\\q\"\n",
+                                    "2 mark \"\"\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    import_inserts_t ins;
+    assert_int_equal(read_marks(bad[i], &ins, &err), AS_EFORMAT);
+    assert_non_null(strstr(err.msg, ":1: expected a label of 1 to 63 "
+                                    "printable bytes, bare or double-quoted"));
+    import_inserts_free(&ins);
+  }
 }
 
 static void import_file_writes_provenance_and_binary(void **state) {
@@ -591,6 +632,7 @@ int main(void) {
       cmocka_unit_test(inserted_trims_follow_their_lines),
       cmocka_unit_test(inserted_idles_move_later_events),
       cmocka_unit_test(comments_after_inserted_events_are_ignored),
+      cmocka_unit_test(quoted_mark_labels_read_as_in_text_traces),
       cmocka_unit_test(import_file_writes_provenance_and_binary),
       cmocka_unit_test(unmatched_free_is_an_error_naming_its_line),
       cmocka_unit_test(lenient_counts_and_skips_unmatched_frees),
