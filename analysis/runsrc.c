@@ -135,8 +135,15 @@ as_status_t replay_target_open(replay_target_t *t, const char *what,
   char *end;
   errno = 0;
   long long run_id = strtoll(what, &end, 10);
-  if (db == NULL || *end != '\0' || end == what || run_id <= 0)
+  if (db == NULL || *end != '\0' || end == what)
     return trace_input_open(&t->trace, what, err);
+  /* "0" or "-2" with --db meant a run, unless a file has that name (it
+   * said "0: cannot open"). */
+  if (run_id <= 0 && access(what, F_OK) == 0)
+    return trace_input_open(&t->trace, what, err);
+  if (run_id <= 0)
+    return as_err_set(err, AS_EINVAL,
+                      "%s: no run with id %s (run ids start at 1)", db, what);
   if (errno == ERANGE) /* saturated: named as given, not as LLONG_MAX */
     return as_err_set(err, AS_EINVAL, "%s: no run with id %s", db, what);
   if (access(db, F_OK) != 0)
