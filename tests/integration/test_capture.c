@@ -1054,6 +1054,25 @@ static void python_debug_hooks_are_named_in_the_header(void **state) {
   }
 }
 
+/* CPython 3.12's allocator name may not be read at main (the stand-in
+ * aborts, as the real one crashed on a NULL lock): the interpreter runs,
+ * and its debug hooks are still named, from the hook sitecustomize.py
+ * asks for once the runtime exists. */
+static void python_312_debug_hooks_are_named_after_start_up(void **state) {
+  (void)state;
+  char *const      argv[] = {PROGS "py312_at_main", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture("py312", argv, 0, &res, &t);
+  const char *v = trace_meta_get(&t.meta, "python");
+  assert_non_null(v);
+  assert_string_equal(v, "3.12.1");
+  v = trace_meta_get(&t.meta, "python_debug_hooks");
+  assert_non_null(v);
+  assert_string_equal(v, "1");
+  free(t.v);
+}
+
 /* ---- Recording, conversion, comparison ----------------------------------- */
 
 static void write_file(const char *path, const char *text) {
@@ -1317,6 +1336,7 @@ int main(void) {
           python_allocators_set_by_the_interpreter_are_wrapped_again),
       cmocka_unit_test(python_under_tracemalloc_from_start_up_is_recorded),
       cmocka_unit_test(python_debug_hooks_are_named_in_the_header),
+      cmocka_unit_test(python_312_debug_hooks_are_named_after_start_up),
       cmocka_unit_test(record_pairs_marks_with_their_rss),
       cmocka_unit_test(record_rejects_a_bad_trace_naming_its_line),
       cmocka_unit_test(sha256_matches_the_fips_test_vectors),

@@ -1195,6 +1195,31 @@ static void py_note_debug_hooks(void) {
   }
 }
 
+/* Whether the allocator's name cannot be read yet: in CPython 3.12,
+ * _PyMem_GetCurrentAllocatorName takes the runtime's allocators lock
+ * without checking it exists (3.12 Objects/obmalloc.c
+ * _PyMem_GetCurrentAllocatorName, PyThread_acquire_lock(ALLOCATORS_MUTEX)),
+ * and the lock is a PyThread lock that _PyRuntime_Initialize creates
+ * (3.12 Python/pystate.c _PyRuntimeState_Init, alloc_for_runtime): at
+ * main it is NULL, and the call crashed the interpreter (3.12.1: SIGSEGV
+ * in sem_wait).  PyMem_GetAllocator and PyMem_SetAllocator check for
+ * NULL; 3.11 takes no lock, 3.13 a static PyMutex. */
+static bool py_allocator_name_needs_runtime(void) {
+  const char *(*version)(void) =
+      (const char *(*)(void))global_sym("Py_GetVersion");
+  return version != NULL && strncmp(version(), "3.12.", 5) == 0;
+}
+
+/* Reads the allocator's name beneath the wrappers, which the name
+ * function does not see through (it returns NULL over any hook): with the
+ * GIL held (from sitecustomize.py), no call reaches the mem and obj
+ * domains while they are unwrapped. */
+static void py_note_debug_hooks_beneath(void) {
+  py_set(0);
+  py_note_debug_hooks();
+  py_set(1);
+}
+
 /* Wraps CPython's mem and obj domains (at_main: at entry to main; else
  * from sitecustomize.py through ctypes, with the GIL held, where the
  * interpreter replaced the wrappers or came without them).  Returns 1 if
@@ -1205,11 +1230,18 @@ static void py_note_debug_hooks(void) {
  * mapped while the domains were not wrapped (dropped from the program's
  * own mappings: they are not "other"). */
 static int py_hook(bool at_main) {
-  static int first = 1;
+  static int  first = 1;
+  static bool name_pending; /* debug hooks not looked for at main */
   capture_ensure_init();
   if (!atomic_load(&g_recording))
     return 0;
-  if (g_py_hooked && (py_still_hooked() || py_wrapped_below()))
+  if (g_py_hooked && py_still_hooked()) {
+    if (name_pending && !at_main)
+      py_note_debug_hooks_beneath();
+    name_pending = false;
+    return 1;
+  }
+  if (g_py_hooked && py_wrapped_below())
     return 1;
   if (global_sym("PyMem_SetAllocator") == NULL)
     return 0;
@@ -1227,7 +1259,9 @@ static int py_hook(bool at_main) {
       capture_emit(&r);
     }
   }
-  py_note_debug_hooks();
+  name_pending = at_main && py_allocator_name_needs_runtime();
+  if (!name_pending)
+    py_note_debug_hooks();
   py_set(1);
   py_wrap_arenas();
   if ((first && !at_main) || replaced)
