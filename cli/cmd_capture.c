@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -378,6 +379,9 @@ static int cmd_capture_main(int argc, char **argv) {
                res->message, res->exit_code);
     rc = cli_fail("capture", &err);
   } else {
+    /* The command has ended: a summary nobody reads any more (stderr a
+     * pipe to `head`, closed) must not cost the store its runs. */
+    signal(SIGPIPE, SIG_IGN);
     report(sf, out, res);
     if (db != NULL)
       rc = store_runs(sf, db, db_existed, out, res, argc, argv);

@@ -433,6 +433,34 @@ static void every_process_is_stored(void **state) {
   assert_true(atoi(buf) >= 1);
 }
 
+/* Stderr a pipe its reader closed (`allocsim capture --db ... 2>&1 | head
+ * -1`): the summary is lost, the runs are stored all the same, and the
+ * capture is not killed by SIGPIPE. */
+static void closed_stderr_still_stores_the_run(void **state) {
+  (void)state;
+  char out[300], db[300], buf[64];
+  snprintf(out, sizeof out, "%s/pipe.trace", g_dir);
+  snprintf(db, sizeof db, "%s/pipe.db", g_dir);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  close(fds[0]);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    setenv("TMPDIR", g_tmp, 1);
+    setenv("ALLOCSIM_CAPTURE_LIB", LIB, 1);
+    execl(ALLOCSIM, ALLOCSIM, "capture", "-o", out, "--db", db, "--",
+          PROGS "exiter", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  assert_int_equal(finish(pid), 0);
+  sql_line(db, "SELECT value FROM run_meta WHERE key='exit_code'", buf,
+           sizeof buf);
+  assert_string_equal(buf, "3\n");
+}
+
 /* An executable that defines malloc itself binds every call to it, past the
  * recorder: the summary names it, the run stores it, and compare warns that
  * the trace lacks the calls and that the growth (the program's own mapping,
@@ -770,6 +798,7 @@ int main(void) {
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(every_process_is_stored),
+      cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(jemalloc_api_is_recorded),
