@@ -677,8 +677,13 @@ static as_status_t loop(run_t *r, as_err_t *err) {
     if (r->child_done && r->nconns == 0)
       break;
     if (r->child_done && now_ns() >= r->child_end_ns + LINGER_NS) {
-      if (r->nconns > 0 && r->res->end == CAPTURE_END_COMPLETE)
+      if (r->nconns > 0 && r->res->end == CAPTURE_END_COMPLETE) {
         r->res->end = CAPTURE_END_OUTLIVED;
+        as_format_fits(r->res->message, sizeof r->res->message,
+                       "%zu processes still running %.0f s after the command "
+                       "exited run on untraced from here",
+                       r->nconns, (double)LINGER_NS / 1e9);
+      }
       stop_all(r);
       break;
     }
@@ -1019,7 +1024,7 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
   provenance(o, abs_lib, &res->meta);
   if ((rc = make_dir(dir, sizeof dir, err)) != AS_OK)
     goto restore;
-  struct timespec t0, t1;
+  uint64_t start_ns;
   if ((rc = listen_on(dir, sock, sizeof sock, &r->lfd, err)) != AS_OK ||
       (rc = build_env(&env, abs_lib, pydir, sock, o, err)) != AS_OK)
     goto out;
@@ -1030,7 +1035,7 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
     rc = as_err_set(err, AS_EIO, "signalfd: %s", strerror(errno));
     goto out;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  start_ns = now_ns();
   if ((rc = spawn(r, env.envp, &old, err)) != AS_OK)
     goto out;
   rc = loop(r, err);
@@ -1039,9 +1044,10 @@ as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,
     kill(r->child, SIGKILL);
     waitpid(r->child, &r->status, 0);
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  res->wall_s =
-      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  /* The command's time ends when it exited, not when the processes it
+   * left running ended or were detached (up to LINGER_NS later). */
+  uint64_t end_ns = r->child_done ? r->child_end_ns : now_ns();
+  res->wall_s = (double)(end_ns - start_ns) / 1e9;
   stop_all(r);
   collect(r);
   if (rc == AS_OK && !res->have_main) {

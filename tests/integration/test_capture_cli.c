@@ -433,6 +433,30 @@ static void every_process_is_stored(void **state) {
   assert_true(atoi(buf) >= 1);
 }
 
+/* A command that leaves a process running (a daemon, `cmd &`) is timed to
+ * its own exit, not to the 2 s the capture then waits for that process
+ * before detaching it: the summary and capture_wall_s said 2.5 s for a
+ * shell that ran 0.5 s. */
+static void wall_time_is_the_commands_own(void **state) {
+  (void)state;
+  char out[300], db[300], summary[300], buf[4096];
+  snprintf(out, sizeof out, "%s/bg.trace", g_dir);
+  snprintf(db, sizeof db, "%s/bg.db", g_dir);
+  snprintf(summary, sizeof summary, "%s/bg.summary", g_dir);
+  char *const args[] = {"-o",    out,  "--db",    db,   "--summary",
+                        summary, "--", "/bin/sh", "-c", "sleep 3 & sleep 0.5",
+                        NULL};
+  assert_int_equal(finish(start("bg", args)), 0);
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf,
+                  "recording ended: outlived: 1 processes still running 2 s "
+                  "after the command exited run on untraced");
+  sql_line(db, "SELECT value FROM run_meta WHERE key='capture_wall_s'", buf,
+           sizeof buf);
+  double wall = atof(buf);
+  assert_true(wall >= 0.5 && wall < 1.5);
+}
+
 /* Stderr a pipe its reader closed (`allocsim capture --db ... 2>&1 | head
  * -1`): the summary is lost, the runs are stored all the same, and the
  * capture is not killed by SIGPIPE. */
@@ -799,6 +823,7 @@ int main(void) {
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
+      cmocka_unit_test(wall_time_is_the_commands_own),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(jemalloc_api_is_recorded),
