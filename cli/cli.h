@@ -147,6 +147,12 @@ as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
                              const char *model, const char *libc,
                              as_err_t *err);
 
+/* Prints the "source" and "model" header lines of explain, map and
+ * advise, and a "libc" line with libc_spec when the model composes one
+ * (cpython over jemalloc: the model's own description names no libc). */
+void cli_print_model_header(const char *source, const char *model_desc,
+                            const char *libc_spec);
+
 /* For commands that replay one address layout (explain, advise): prints
  * the "layout" header line saying it is the default one, and how many
  * layouts replay averages by default with page_size-byte pages. */

@@ -64,9 +64,7 @@ static int remedy_name_width(const advise_result_t *r) {
 static void print_text(const char *source, uint64_t page_size,
                        const advise_result_t *r) {
   const advise_outcome_t *b = &r->baseline;
-  printf("source     %s\nmodel      %s\n", source, r->model);
-  if (r->libc[0] && strcmp(r->libc, r->model) != 0)
-    printf("libc       %s\n", r->libc);
+  cli_print_model_header(source, r->model, r->libc);
   cli_print_one_layout(page_size);
   printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n\n",
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,

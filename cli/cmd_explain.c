@@ -89,10 +89,10 @@ static void print_json(const char *source, const char *model,
   printf("]}\n");
 }
 
-static void print_text(const char *source, const char *model,
+static void print_text(const char *source, const char *model, const char *libc,
                        uint64_t page_size, const explain_result_t *r,
                        size_t n) {
-  printf("source     %s\nmodel      %s\n", source, model);
+  cli_print_model_header(source, model, libc);
   cli_print_one_layout(page_size);
   for (size_t i = 0; i < n; i++) {
     printf("\n%s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n",
@@ -201,7 +201,7 @@ static int explain_main(int argc, char **argv) {
     if (json)
       print_json(source, desc, r, n);
     else
-      print_text(source, desc, o.kernel.page_size, r, n);
+      print_text(source, desc, o.libc, o.kernel.page_size, r, n);
   }
   for (size_t i = 0; r != NULL && i < 2; i++)
     explain_result_release(&r[i]);

@@ -31,9 +31,10 @@ static as_status_t build_here(void *user, const sim_session_t *s,
 }
 
 static void print_map(const map_job_t *j, const char *source, const char *model,
-                      uint64_t page_size, size_t max_rows, bool color) {
+                      const char *libc, uint64_t page_size, size_t max_rows,
+                      bool color) {
   const heapmap_t *m = &j->map;
-  printf("source     %s\nmodel      %s\n", source, model);
+  cli_print_model_header(source, model, libc);
   cli_print_one_layout(page_size);
   printf("at         %s (t=%.3f ms): rss %.2f MiB, live %.2f MiB\n\n", j->label,
          (double)j->t_ns / 1e6, (double)j->rss / MIB, (double)j->live / MIB);
@@ -151,8 +152,8 @@ static int map_main(int argc, char **argv) {
     if (json)
       print_json(&j, replay_target_name(&t), desc);
     else
-      print_map(&j, replay_target_name(&t), desc, o.kernel.page_size, rows,
-                color);
+      print_map(&j, replay_target_name(&t), desc, o.libc, o.kernel.page_size,
+                rows, color);
   }
   heapmap_free(&j.map);
   replay_target_close(&t);

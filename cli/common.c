@@ -802,6 +802,16 @@ static unsigned layouts_of(const cli_sim_opts_t *o) {
   return n < 1 ? 1 : (unsigned)n;
 }
 
+void cli_print_model_header(const char *source, const char *model_desc,
+                            const char *libc_spec) {
+  char name[64];
+  model_spec_name(model_desc, name, sizeof name);
+  const model_methods_t *mm = model_find(name);
+  printf("source     %s\nmodel      %s\n", source, model_desc);
+  if (mm != NULL && mm->composition && libc_spec != NULL && libc_spec[0])
+    printf("libc       %s\n", libc_spec);
+}
+
 void cli_print_one_layout(uint64_t page_size) {
   char note[192];
   printf("layout     %s\n",

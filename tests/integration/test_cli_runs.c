@@ -158,7 +158,9 @@ static void record_text(const fixture_t *f, const char *body) {
 
 /* A Python run that preloaded libjemalloc (its recorded environment):
  * runs shows the model compare replays it on, cpython over jemalloc with
- * the run's MALLOC_CONF, and compare picks that by itself. */
+ * the run's MALLOC_CONF, and compare picks that by itself; explain, map
+ * and advise name that libc too (their model line, cpython's own
+ * description, names none). */
 static void
 a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   fixture_t *f = *state;
@@ -178,6 +180,14 @@ a_preloaded_run_is_listed_with_the_model_compare_uses(void **state) {
   snprintf(args, sizeof args, "compare 1 --db %s --no-store", f->db);
   assert_int_equal(allocsim(out, sizeof out, args), 0);
   assert_non_null(strstr(out, "libc          jemalloc:dirty_decay_ms=1000"));
+  const char *const cmds[] = {"explain", "map", "advise"};
+  static char       page[1 << 20]; /* the whole output: no SIGPIPE */
+  for (size_t k = 0; k < 3; k++) {
+    snprintf(args, sizeof args, "%s 1 --db %s", cmds[k], f->db);
+    assert_int_equal(allocsim(page, sizeof page, args), 0);
+    if (strstr(page, "\nlibc       jemalloc:dirty_decay_ms=1000\n") == NULL)
+      fail_msg("%s names no libc:\n%.600s", cmds[k], page);
+  }
 }
 
 /* A process of a multi-process capture cut short: runs names its image,
