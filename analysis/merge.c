@@ -174,13 +174,28 @@ static as_status_t attach(store_t *s, const char *in_path, as_err_t *err) {
   return rc;
 }
 
+/* A write transaction that locks the store merged into and not the input:
+ * BEGIN IMMEDIATE takes the write lock of every attached database, so an
+ * input another process was writing failed the merge after the busy wait
+ * with "OUT: starting a write transaction: database is locked", naming the
+ * wrong store.  The input is only read (a snapshot: WAL readers do not
+ * wait for its writer); a write statement that changes nothing takes the
+ * output's lock before anything is read. */
+static as_status_t begin_on_output(store_t *s, as_err_t *err) {
+  as_status_t rc = exec(s, "BEGIN DEFERRED", "starting a transaction", err);
+  if (rc == AS_OK && (rc = exec(s, "DELETE FROM main.schema_version WHERE 0",
+                                "starting a write transaction", err)) != AS_OK)
+    store_rollback(s);
+  return rc;
+}
+
 as_status_t store_merge(store_t *s, const char *in_path,
                         store_merge_stats_t *st, as_err_t *err) {
   memset(st, 0, sizeof *st);
   int64_t     runs0 = 0, points0 = 0, sweeps0 = 0;
   as_status_t rc = attach(s, in_path, err);
   if (rc == AS_OK)
-    rc = store_begin(s, err);
+    rc = begin_on_output(s, err);
   bool in_tx = rc == AS_OK;
   if (rc == AS_OK)
     rc = check_conflicts(s, in_path, err);
