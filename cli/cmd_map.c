@@ -78,6 +78,7 @@ static int map_main(int argc, char **argv) {
   const char     *db = NULL, *what = NULL, *v;
   bool            json = false, color = isatty(STDOUT_FILENO) != 0;
   uint64_t        rows = 40;
+  const char     *text_only = NULL; /* a text-map option given */
   sim_kernel_config_default(&o.kernel);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -102,6 +103,7 @@ static int map_main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       if (as_parse_number(v, strlen(v), NULL, &rows) != AS_NUM_OK)
         return cli_usage_error("map", "--rows expects a number, got '%s'", v);
+      text_only = "--rows";
     } else if ((took =
                     cli_opt_value("map", argc, argv, &i, "--page-size", &v))) {
       if (took < 0) /* cli_opt_value said why */
@@ -117,6 +119,7 @@ static int map_main(int argc, char **argv) {
       if (took < 0)
         return CLI_EXIT_USAGE;
       color = false;
+      text_only = "--no-color";
     } else if ((took = cli_opt_flag("map", argv, i, "--lenient"))) {
       if (took < 0)
         return CLI_EXIT_USAGE;
@@ -135,6 +138,9 @@ static int map_main(int argc, char **argv) {
   if (what == NULL)
     return cli_usage_error("map", "which trace or run? give a file, or a run "
                                   "id with --db");
+  if (json && text_only != NULL) /* it was ignored */
+    return cli_usage_error(
+        "map", "%s shapes the text map; --json gives every row", text_only);
   as_err_t        err = {0};
   char            model[512], libc[256], desc[512];
   explain_marks_t marks;
