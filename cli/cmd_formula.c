@@ -2,13 +2,13 @@
  * survivors, from the (1 - p)^k formula (analysis/formula.h). */
 #include "cli.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../analysis/formula.h"
+#include "../sim/units.h"
 
 #define MIB 1048576.0
 
@@ -19,11 +19,8 @@ static int bad_value(const char *opt, const char *expected, const char *got) {
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < lo ||
-      v > hi)
+  double v;
+  if (!as_parse_real(s, &v) || v < lo || v > hi)
     return false;
   *out = v;
   return true;

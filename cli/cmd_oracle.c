@@ -15,6 +15,7 @@
 #include "../analysis/store.h"
 #include "../models/env.h"
 #include "../models/model.h"
+#include "../sim/units.h"
 
 typedef struct oracle_args_s oracle_args_t;
 struct oracle_args_s {
@@ -97,12 +98,10 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
         return cli_usage_error("oracle", "at most %d --env", ORACLE_MAX_ENV);
       a->o.env[a->o.nenv++] = v;
     } else if (VALUE("--idle-scale")) {
-      char *end;
       if (took < 0)
         return CLI_EXIT_USAGE;
-      a->o.idle_scale = strtod(v, &end);
-      if (*v == '\0' || *end != '\0' || !isfinite(a->o.idle_scale) ||
-          a->o.idle_scale < 0 || a->o.idle_scale > 1000)
+      if (!as_parse_real(v, &a->o.idle_scale) || a->o.idle_scale < 0 ||
+          a->o.idle_scale > 1000)
         return cli_usage_error("oracle",
                                "--idle-scale expects a factor from "
                                "0 to 1000 (0.1: sleep a tenth), got '%s'",

@@ -6,6 +6,9 @@
  */
 #include "units.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 __extension__ typedef unsigned __int128 u128;
@@ -107,6 +110,37 @@ bool as_parse_duration_ns(const char *s, uint64_t *out) {
 bool as_parse_page_size(const char *s, uint64_t *out) {
   uint64_t v;
   if (!as_parse_bytes(s, &v) || (v != 4096 && v != 16384 && v != 65536))
+    return false;
+  *out = v;
+  return true;
+}
+
+static const char *skip_digits(const char *p, size_t *n) {
+  *n = 0;
+  while (*p >= '0' && *p <= '9')
+    p++, (*n)++;
+  return p;
+}
+
+bool as_parse_real(const char *s, double *out) {
+  const char *p = s + (*s == '-');
+  size_t      whole, frac = 0, exp;
+  p = skip_digits(p, &whole);
+  if (*p == '.')
+    p = skip_digits(p + 1, &frac);
+  if (whole + frac == 0)
+    return false;
+  if (*p == 'e' || *p == 'E') {
+    p += 1 + (p[1] == '+' || p[1] == '-');
+    p = skip_digits(p, &exp);
+    if (exp == 0)
+      return false;
+  }
+  if (*p != '\0')
+    return false;
+  errno = 0;
+  double v = strtod(s, NULL);
+  if (errno != 0 || !isfinite(v))
     return false;
   *out = v;
   return true;

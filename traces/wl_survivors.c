@@ -89,6 +89,7 @@
 #include "wl_survivors.h"
 
 #include "../sim/cost.h"
+#include "../sim/units.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -608,11 +609,8 @@ bad:
 static as_status_t parse_double(const char *opt, const char *v, double lo,
                                 double hi, bool lo_open, double *out,
                                 as_err_t *err) {
-  char *end;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (end == v || *end != '\0' || errno != 0 || !isfinite(x) || x > hi ||
-      x < lo || (lo_open && x == lo))
+  double x;
+  if (!as_parse_real(v, &x) || x > hi || x < lo || (lo_open && x == lo))
     return as_err_set(err, AS_EUSAGE,
                       "survivors: --%s expects a number in %s%g..%g], got "
                       "'%s'",

@@ -120,6 +120,24 @@ static void format_lists_every_effective_value(void **state) {
                            "10000,background_thread=false,version=3.14");
 }
 
+/* Real numbers as typed: decimal only.  strtod alone took " 1e-4" (a
+ * leading space), "0x1p-3", "inf" and "nan". */
+static void reals_are_plain_decimals(void **state) {
+  (void)state;
+  double v = 0;
+  assert_true(as_parse_real("1e-4", &v));
+  assert_true(v == 1e-4);
+  assert_true(as_parse_real("-2.5E+3", &v));
+  assert_true(v == -2500);
+  assert_true(as_parse_real(".5", &v) && v == 0.5);
+  assert_true(as_parse_real("7.", &v) && v == 7);
+  static const char *const bad[] = {"",    " 1e-4", "1e-4 ", "0x1p-3", "inf",
+                                    "nan", "+1",    "1e",    ".",      "1e400",
+                                    "e5",  "--1",   "1.2.3"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_false(as_parse_real(bad[i], &v));
+}
+
 static void byte_suffixes_are_powers_of_1024(void **state) {
   (void)state;
   uint64_t v;
@@ -199,6 +217,7 @@ int main(void) {
       cmocka_unit_test(format_lists_every_effective_value),
       cmocka_unit_test(byte_suffixes_are_powers_of_1024),
       cmocka_unit_test(decimals_parse_exactly),
+      cmocka_unit_test(reals_are_plain_decimals),
       cmocka_unit_test(every_registered_model_parses_its_own_defaults),
       cmocka_unit_test(unknown_model_lists_the_known_ones),
   };
