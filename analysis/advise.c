@@ -120,7 +120,12 @@ struct probe_s {
   const char *mark; /* RSS at its first occurrence */
   bool        seen;
   uint64_t    rss;
-  uint64_t    best_gap; /* widest RSS - live gap at a mark */
+  uint64_t    t_ns;       /* the mark's time */
+  char        prev[64];   /* the mark before it, "" if none */
+  uint64_t    prev_t_ns;  /* ... and its time */
+  bool        has_origin; /* a replay with inserts: */
+  uint64_t    origin_ns;  /* the first event's time, periodic ones' zero */
+  uint64_t    best_gap;   /* widest RSS - live gap at a mark */
   char        best[64];
 };
 
@@ -136,9 +141,15 @@ static as_status_t probe_sample(void *user, const sim_sample_t *s,
     p->best_gap = gap;
     snprintf(p->best, sizeof p->best, "%s", s->label);
   }
-  if (p->mark != NULL && !p->seen && strcmp(s->label, p->mark) == 0) {
-    p->seen = true;
-    p->rss = s->rss_bytes;
+  if (p->mark != NULL && !p->seen) {
+    if (strcmp(s->label, p->mark) == 0) {
+      p->seen = true;
+      p->rss = s->rss_bytes;
+      p->t_ns = s->t_ns;
+    } else {
+      snprintf(p->prev, sizeof p->prev, "%s", s->label);
+      p->prev_t_ns = s->t_ns;
+    }
   }
   return AS_OK;
 }
@@ -177,6 +188,8 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
     out->cost_ns = sim_cost_kernel_ns(&sim_cost_measured, &c);
     if (max_threads != NULL)
       *max_threads = r.max_threads;
+    if (nins > 0)
+      probe->has_origin = trace_insert_origin(src, &probe->origin_ns);
   }
   trace_source_close(src);
   sim_session_close(&s);
@@ -246,6 +259,43 @@ static bool remedy_specs(const remedy_row_t *row, bool composed,
   }
   }
   return false;
+}
+
+/* Fills r->timing for a periodic remedy ins simulated with probe p: when
+ * its last call before the mark fell after the mark before, and the two
+ * are less than a period apart, simulates it again with the calls shifted
+ * so that one falls at the mark before and none between them. */
+static as_status_t periodic_timing(const explain_opts_t *o,
+                                   explain_open_fn open, void *user,
+                                   bool composed, trace_insert_t ins,
+                                   const probe_t          *p,
+                                   const advise_outcome_t *baseline,
+                                   advise_remedy_t *r, as_err_t *err) {
+  uint64_t period = ins.every_ns;
+  if (period == 0 || !p->seen || !p->has_origin || p->prev[0] == '\0' ||
+      p->t_ns - p->prev_t_ns >= period || p->t_ns - p->origin_ns < period)
+    return AS_OK;
+  uint64_t last_call =
+      p->origin_ns + (p->t_ns - p->origin_ns) / period * period;
+  if (last_call <= p->prev_t_ns)
+    return AS_OK;
+  /* Nonzero: the mark before is not the first event, as the marks are
+   * less than a period apart and the mark a period or more after it. */
+  ins.phase_ns = (p->prev_t_ns - p->origin_ns) % period;
+  probe_t          again = {.mark = p->mark};
+  advise_outcome_t shifted;
+  as_status_t rc = simulate(o, open, user, r->model, composed ? r->libc : NULL,
+                            &ins, 1, &again, &shifted, NULL, err);
+  if (rc != AS_OK)
+    return rc;
+  advise_timing_t *t = &r->timing;
+  t->decides = true;
+  snprintf(t->prev_mark, sizeof t->prev_mark, "%s", p->prev);
+  t->prev_before_ns = p->t_ns - p->prev_t_ns;
+  t->call_before_ns = p->t_ns - last_call;
+  t->saving_at_mark =
+      (int64_t)baseline->rss_at_mark - (int64_t)shifted.rss_at_mark;
+  return AS_OK;
 }
 
 /* Whether b ranks above a: it simulated and a did not; else it is one
@@ -350,6 +400,11 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
     r->extra_syscalls = (int64_t)r->out.syscalls - (int64_t)b->syscalls;
     r->extra_faults = (int64_t)r->out.faults - (int64_t)b->faults;
     r->extra_cost_ns = (int64_t)r->out.cost_ns - (int64_t)b->cost_ns;
+    if (nins > 0 &&
+        periodic_timing(o, open, user, composed, ins, &p, b, r, &e) != AS_OK) {
+      r->ok = false;
+      snprintf(r->error, sizeof r->error, "%s", e.msg);
+    }
   }
   rank(out);
   return AS_OK;

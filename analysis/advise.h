@@ -30,6 +30,21 @@ struct advise_outcome_s {
   uint64_t cost_ns;  /* the cost model's price of those */
 };
 
+/* A periodic remedy judged at a mark, when one of its calls fell between
+ * the mark before and that mark and another timing of the calls would put
+ * none there (the two marks less than a period apart): its saving at the
+ * mark is decided by when the calls fall, which a real program's timer
+ * thread (when it starts, how fast the program ran) sets, not the trace. */
+typedef struct advise_timing_s advise_timing_t;
+struct advise_timing_s {
+  bool     decides;
+  char     prev_mark[64];  /* the mark before */
+  uint64_t prev_before_ns; /* ... this long before the mark */
+  uint64_t call_before_ns; /* the last call, this long before the mark */
+  int64_t  saving_at_mark; /* the calls shifted to the mark before, so
+                              that none falls between the two */
+};
+
 typedef struct advise_remedy_s advise_remedy_t;
 struct advise_remedy_s {
   char             name[96];         /* "malloc_trim(0) at after_free" */
@@ -46,6 +61,7 @@ struct advise_remedy_s {
   int64_t          extra_syscalls;
   int64_t          extra_faults;
   int64_t          extra_cost_ns;
+  advise_timing_t  timing; /* periodic remedies */
 };
 
 typedef struct advise_result_s advise_result_t;

@@ -44,9 +44,19 @@ static void print_json(const char *source, const advise_result_t *r) {
            ", \"saving_bytes_at_end\": %" PRId64
            ", \"saving_bytes_at_peak\": %" PRId64
            ", \"extra_syscalls\": %" PRId64 ", \"extra_faults\": %" PRId64
-           ", \"extra_cost_ns\": %" PRId64 "}",
+           ", \"extra_cost_ns\": %" PRId64,
            x->saving_at_mark, x->saving_at_end, x->saving_at_peak,
            x->extra_syscalls, x->extra_faults, x->extra_cost_ns);
+    if (x->timing.decides) {
+      printf(", \"timing\": {\"previous_mark\": ");
+      cli_json_string(stdout, x->timing.prev_mark);
+      printf(", \"previous_mark_before_mark_ns\": %" PRIu64
+             ", \"last_call_before_mark_ns\": %" PRIu64
+             ", \"saving_bytes_at_mark_no_call_between\": %" PRId64 "}",
+             x->timing.prev_before_ns, x->timing.call_before_ns,
+             x->timing.saving_at_mark);
+    }
+    printf("}");
   }
   printf("]}\n");
 }
@@ -92,6 +102,19 @@ static void print_text(const char *source, uint64_t page_size,
   for (size_t i = 0; i < r->n; i++)
     if (r->remedies[i].ok)
       printf("  %-*s %s\n", w, r->remedies[i].name, r->remedies[i].env_or_call);
+  for (size_t i = 0; i < r->n; i++) {
+    const advise_remedy_t *x = &r->remedies[i];
+    if (x->ok && x->timing.decides)
+      printf("\ntiming     %s: its call %.1f ms before '%s' fell after '%s' "
+             "(%.1f ms before it); with the calls shifted so that none falls "
+             "between the two marks it saves %.2f MiB there, not %.2f: when a "
+             "real program's calls fall (its timer thread's start, a "
+             "capture's slowdown) decides\n",
+             x->name, (double)x->timing.call_before_ns / 1e6, r->mark,
+             x->timing.prev_mark, (double)x->timing.prev_before_ns / 1e6,
+             (double)x->timing.saving_at_mark / MIB,
+             (double)x->saving_at_mark / MIB);
+  }
   if (r->max_threads > 1)
     printf("\nthreads    up to %" PRIu32 " at once: a remedy that changes how "
            "they contend (arena counts, another allocator) is simulated with "

@@ -23,6 +23,7 @@ struct insert_src_s {
   size_t          mark_next; /* next insert to try before held (a mark) */
   bool            fired[TRACE_INSERT_MAX];
   bool            started;
+  uint64_t        origin_ns; /* the first event's time, once started */
 };
 
 as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
@@ -136,8 +137,11 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
     s->mark_next = 0;
     if (!s->started) {
       s->started = true;
+      s->origin_ns = s->held.t_ns;
       for (size_t i = 0; i < s->n; i++)
-        s->next_due[i] = s->held.t_ns + s->ins[i].every_ns;
+        s->next_due[i] =
+            s->held.t_ns +
+            (s->ins[i].phase_ns != 0 ? s->ins[i].phase_ns : s->ins[i].every_ns);
     }
   }
   int p = due_periodic(s, s->held.t_ns);
@@ -199,6 +203,12 @@ as_status_t trace_insert_wrap(trace_source_t       *inner,
   s->n = n;
   *out = &s->base;
   return AS_OK;
+}
+
+bool trace_insert_origin(const trace_source_t *wrapped, uint64_t *t_ns) {
+  const insert_src_t *s = (const insert_src_t *)wrapped;
+  *t_ns = s->origin_ns;
+  return s->started;
 }
 
 bool trace_insert_all_fired(const trace_source_t *wrapped, const char **mark) {

@@ -28,6 +28,10 @@ struct trace_insert_s {
   uint64_t   size;                      /* trim pad, or purge kind */
   char       mark[TRACE_LABEL_MAX + 1]; /* "" for a periodic insert */
   uint64_t   every_ns;                  /* periodic: the period; else 0 */
+  uint64_t   phase_ns; /* periodic: the first call comes this long after the
+                          first event when nonzero, else one period after it
+                          (advise shifts the calls to see what their timing
+                          decides); no spec sets it */
 };
 
 /* Parses spec into *out; AS_EUSAGE saying what was expected. */
@@ -39,6 +43,10 @@ as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
 as_status_t trace_insert_wrap(trace_source_t       *inner,
                               const trace_insert_t *inserts, size_t n,
                               trace_source_t **out, as_err_t *err);
+
+/* The time of the first event a wrapped source read, from which periodic
+ * inserts count; false before it read any. */
+bool trace_insert_origin(const trace_source_t *wrapped, uint64_t *t_ns);
 
 /* After a replay of a wrapped source: false when an insert at a mark never
  * fired (no such mark in the trace), its spec's mark in *mark. */

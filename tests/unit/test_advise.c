@@ -1,0 +1,100 @@
+/* tests/unit/test_advise.c -- advise on small traces: a periodic remedy
+ * whose call happened to fall between the mark before and the mark judged
+ * says so, with what it saves when none falls there. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/advise.h"
+#include "tests/helpers/array_source.h"
+
+#define MS 1000000ull
+
+typedef struct fixture_s fixture_t;
+struct fixture_s {
+  const trace_event_t *evs;
+  size_t               n;
+  array_source_t       src;
+};
+
+static as_status_t open_array(void *user, trace_source_t **src, as_err_t *err) {
+  (void)err;
+  fixture_t *f = user;
+  array_source_init(&f->src, f->evs, f->n);
+  *src = &f->src.base;
+  return AS_OK;
+}
+
+/* The remedy "malloc_trim(0) every second" of glibc advice on evs at mark
+ * at, into *out. */
+static void trim_every_second(const trace_event_t *evs, size_t n,
+                              const char *at, advise_remedy_t *out) {
+  fixture_t      f = {.evs = evs, .n = n};
+  explain_opts_t o = {.at = at, .model = "glibc"};
+  sim_kernel_config_default(&o.kernel);
+  advise_result_t *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  as_err_t err = {0};
+  assert_int_equal(advise_trace(&o, open_array, &f, r, &err), AS_OK);
+  size_t i = 0;
+  while (i < r->n && strcmp(r->remedies[i].name, "malloc_trim(0) every "
+                                                 "second") != 0)
+    i++;
+  assert_true(i < r->n);
+  assert_true(r->remedies[i].ok);
+  *out = r->remedies[i];
+  free(r);
+}
+
+/* Two 64 KiB buffers below a survivor, freed at 950 ms between the marks
+ * 'full' (900 ms) and 'after' (1100 ms): the call at 1 s returns their
+ * pages before 'after'; a timer whose calls fall at 900 ms, 1900 ms, ...
+ * returns nothing by then. */
+static void
+a_call_between_the_marks_is_reported_with_the_other_timing(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 65536),      EV_MALLOC(0, 2, 65536),
+      EV_MALLOC(0, 3, 1000),       EV_MARK(900 * MS, "full"),
+      EV_FREE(950 * MS, 1),        EV_FREE(950 * MS, 2),
+      EV_MARK(1100 * MS, "after"),
+  };
+  advise_remedy_t x;
+  trim_every_second(evs, sizeof evs / sizeof evs[0], "after", &x);
+  assert_true(x.saving_at_mark >= 120 * 1024);
+  assert_true(x.timing.decides);
+  assert_string_equal(x.timing.prev_mark, "full");
+  assert_int_equal(x.timing.prev_before_ns, 200 * MS);
+  assert_int_equal(x.timing.call_before_ns, 100 * MS);
+  assert_true(x.timing.saving_at_mark < 8 * 1024);
+}
+
+/* The same frees judged at 980 ms: the call at 1 s comes after the mark,
+ * so no timing of the calls changes the saving there. */
+static void no_call_between_the_marks_says_nothing(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 65536),     EV_MALLOC(0, 2, 65536), EV_MALLOC(0, 3, 1000),
+      EV_MARK(900 * MS, "full"),  EV_FREE(950 * MS, 1),   EV_FREE(950 * MS, 2),
+      EV_MARK(980 * MS, "after"), EV_FREE(1100 * MS, 3),
+  };
+  advise_remedy_t x;
+  trim_every_second(evs, sizeof evs / sizeof evs[0], "after", &x);
+  assert_false(x.timing.decides);
+  assert_true(x.saving_at_mark < 8 * 1024);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(
+          a_call_between_the_marks_is_reported_with_the_other_timing),
+      cmocka_unit_test(no_call_between_the_marks_says_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
