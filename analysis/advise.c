@@ -120,9 +120,11 @@ struct probe_s {
   const char *mark; /* RSS at its first occurrence */
   bool        seen;
   uint64_t    rss;
-  uint64_t    t_ns;       /* the mark's time */
-  char        prev[64];   /* the mark before it, "" if none */
-  uint64_t    prev_t_ns;  /* ... and its time */
+  uint64_t    t_ns;         /* the mark's time */
+  char        prev[64];     /* the mark before it, "" if none */
+  uint64_t    prev_t_ns;    /* ... and its time */
+  bool        has_measured; /* a measured RSS sample at the mark's time */
+  uint64_t    measured;
   bool        has_origin; /* a replay with inserts: */
   uint64_t    origin_ns;  /* the first event's time, periodic ones' zero */
   uint64_t    best_gap;   /* widest RSS - live gap at a mark */
@@ -133,6 +135,11 @@ static as_status_t probe_sample(void *user, const sim_sample_t *s,
                                 as_err_t *err) {
   (void)err;
   probe_t *p = user;
+  if (s->kind == SIM_SAMPLE_MEASURED && p->seen && !p->has_measured &&
+      s->t_ns == p->t_ns) { /* a capture's mark carries its RSS so */
+    p->has_measured = true;
+    p->measured = s->measured_rss_bytes;
+  }
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
   uint64_t gap =
@@ -352,7 +359,10 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
                   &out->baseline, NULL, err);
     if (rc != AS_OK)
       return rc;
+    probe = again;
   }
+  out->has_measured = probe.has_measured;
+  out->measured_at_mark = probe.measured;
   const model_methods_t *top_methods;
   char                   top[64];
   model_spec_name(o->model, top, sizeof top);

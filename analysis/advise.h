@@ -70,14 +70,16 @@ struct advise_result_s {
   char             model[512];
   char             libc[256];
   advise_outcome_t baseline;
-  uint32_t         max_threads; /* most threads of the trace running at
-                                   once: above 1, remedies that change
-                                   contention are predicted with the
-                                   interleaving it recorded */
-  size_t n;                     /* remedies, ranked: single changes before
-                                   combinations, each by saving at the mark
-                                   (equal savings: the cheaper first);
-                                   failed ones last */
+  bool             has_measured;     /* the trace carries the RSS measured */
+  uint64_t         measured_at_mark; /* at the mark (a capture does) */
+  uint32_t         max_threads;      /* most threads of the trace running at
+                                        once: above 1, remedies that change
+                                        contention are predicted with the
+                                        interleaving it recorded */
+  size_t n;                          /* remedies, ranked: single changes before
+                                        combinations, each by saving at the mark
+                                        (equal savings: the cheaper first);
+                                        failed ones last */
   advise_remedy_t remedies[ADVISE_MAX_REMEDIES];
 };
 

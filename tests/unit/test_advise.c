@@ -1,6 +1,7 @@
 /* tests/unit/test_advise.c -- advise on small traces: a periodic remedy
  * whose call happened to fall between the mark before and the mark judged
- * says so, with what it saves when none falls there. */
+ * says so, with what it saves when none falls there; a trace that carries
+ * the RSS measured at the mark (a capture) gives it beside the simulated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,10 +32,10 @@ static as_status_t open_array(void *user, trace_source_t **src, as_err_t *err) {
   return AS_OK;
 }
 
-/* The remedy "malloc_trim(0) every second" of glibc advice on evs at mark
- * at, into *out. */
-static void trim_every_second(const trace_event_t *evs, size_t n,
-                              const char *at, advise_remedy_t *out) {
+/* glibc advice on evs at mark at (NULL: the mark advise picks); the
+ * caller frees it. */
+static advise_result_t *advise_at(const trace_event_t *evs, size_t n,
+                                  const char *at) {
   fixture_t      f = {.evs = evs, .n = n};
   explain_opts_t o = {.at = at, .model = "glibc"};
   sim_kernel_config_default(&o.kernel);
@@ -42,7 +43,15 @@ static void trim_every_second(const trace_event_t *evs, size_t n,
   assert_non_null(r);
   as_err_t err = {0};
   assert_int_equal(advise_trace(&o, open_array, &f, r, &err), AS_OK);
-  size_t i = 0;
+  return r;
+}
+
+/* The remedy "malloc_trim(0) every second" of glibc advice on evs at mark
+ * at, into *out. */
+static void trim_every_second(const trace_event_t *evs, size_t n,
+                              const char *at, advise_remedy_t *out) {
+  advise_result_t *r = advise_at(evs, n, at);
+  size_t           i = 0;
   while (i < r->n && strcmp(r->remedies[i].name, "malloc_trim(0) every "
                                                  "second") != 0)
     i++;
@@ -90,11 +99,38 @@ static void no_call_between_the_marks_says_nothing(void **state) {
   assert_true(x.saving_at_mark < 8 * 1024);
 }
 
+/* A capture writes each mark's measured RSS as an rss event at the mark's
+ * time: advise gives it beside the simulated RSS, whether the mark was
+ * asked for or picked; a later sample is not the mark's. */
+static void the_rss_measured_at_the_mark_is_given(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(0, 1, 65536),
+      EV_MALLOC(0, 2, 1000),
+      EV_FREE(1, 1),
+      EV_MARK(2, "after"),
+      {.t_ns = 2, .op = TRACE_RSS, .size = 9 << 20},
+      {.t_ns = 3, .op = TRACE_RSS, .size = 5 << 20},
+  };
+  size_t n = sizeof evs / sizeof evs[0];
+  for (int picked = 0; picked < 2; picked++) {
+    advise_result_t *r = advise_at(evs, n, picked ? NULL : "after");
+    assert_string_equal(r->mark, "after");
+    assert_true(r->has_measured);
+    assert_int_equal(r->measured_at_mark, 9 << 20);
+    free(r);
+  }
+  advise_result_t *r = advise_at(evs, n - 2, "after"); /* no rss events */
+  assert_false(r->has_measured);
+  free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
           a_call_between_the_marks_is_reported_with_the_other_timing),
       cmocka_unit_test(no_call_between_the_marks_says_nothing),
+      cmocka_unit_test(the_rss_measured_at_the_mark_is_given),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
