@@ -409,12 +409,17 @@ struct pass_s {
 
 static as_status_t pass_sample(void *user, const sim_sample_t *smp,
                                as_err_t *err) {
-  pass_t *p = user;
+  pass_t          *p = user;
+  explain_marks_t *m = p->marks;
+  if (smp->kind == SIM_SAMPLE_MEASURED && m->found && !m->has_measured &&
+      smp->t_ns == m->found_t_ns) {
+    m->has_measured = true;
+    m->measured_rss_bytes = smp->measured_rss_bytes;
+  }
   if (smp->kind != SIM_SAMPLE_MARK)
     return AS_OK;
-  const char      *label = smp->label ? smp->label : "";
-  explain_marks_t *m = p->marks;
-  bool             known = false;
+  const char *label = smp->label ? smp->label : "";
+  bool        known = false;
   for (size_t i = 0; i < m->n; i++)
     known |= strcmp(m->label[i], label) == 0;
   if (!known && m->n < EXPLAIN_MAX_MARKS)
@@ -428,6 +433,7 @@ static as_status_t pass_sample(void *user, const sim_sample_t *smp,
   }
   if (p->want != NULL && !m->found && strcmp(label, p->want) == 0) {
     m->found = true;
+    m->found_t_ns = smp->t_ns;
     return p->fn(p->fn_user, p->s, smp, err);
   }
   return AS_OK;
@@ -524,6 +530,12 @@ static as_status_t explain_here(void *user, const sim_session_t *s,
   return rc;
 }
 
+/* The RSS a recorded run measured at the mark r explains, if any. */
+static void note_measured(explain_result_t *r, const explain_marks_t *m) {
+  r->has_measured = m->found && m->has_measured;
+  r->measured_rss_bytes = m->measured_rss_bytes;
+}
+
 as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
                           void *user, explain_result_t out[2], size_t *n,
                           char *model_desc, size_t desc_len, as_err_t *err) {
@@ -541,6 +553,7 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
     return rc;
   }
   *n = 1;
+  note_measured(&out[0], &marks);
   if (o->at != NULL || marks.best[0] == '\0')
     return AS_OK;
   if (marks.best_t_ns == out[0].t_ns) {
@@ -553,7 +566,9 @@ as_status_t explain_trace(const explain_opts_t *o, explain_open_fn open,
   job.out = &out[1];
   rc = explain_replay_at(o, open_tracked, &job, best, explain_here, &job,
                          &marks, model_desc, desc_len, err);
-  if (rc == AS_OK)
+  if (rc == AS_OK) {
     *n = 2;
+    note_measured(&out[1], &marks);
+  }
   return rc;
 }

@@ -63,10 +63,14 @@ struct explain_site_s {
 
 typedef struct explain_result_s explain_result_t;
 struct explain_result_s {
-  char           label[64]; /* the mark explained, or "end" */
-  uint64_t       t_ns;
-  uint64_t       rss_bytes;
-  uint64_t       live_bytes;
+  char     label[64]; /* the mark explained, or "end" */
+  uint64_t t_ns;
+  uint64_t rss_bytes;
+  uint64_t live_bytes;
+  /* A recorded run's RSS measured at the mark (a capture writes it as an
+   * rss event at the mark's time), beside the simulated rss_bytes. */
+  bool           has_measured;
+  uint64_t       measured_rss_bytes;
   size_t         nitems;
   explain_item_t items[EXPLAIN_MAX_ITEMS]; /* largest first */
   /* With explain_opts_t.by_site: the top sites, most retained first
@@ -127,6 +131,9 @@ struct explain_marks_s {
   uint64_t best_gap;
   uint64_t best_t_ns;
   bool     found; /* the mark asked for was reached */
+  uint64_t found_t_ns;
+  bool     has_measured; /* an rss sample at the found mark's time */
+  uint64_t measured_rss_bytes;
 };
 
 /* Called with the session as it is at the chosen instant (a mark sample,

@@ -73,20 +73,6 @@ static int remedy_name_width(const advise_result_t *r) {
   return (int)w;
 }
 
-/* The RSS the recorded run measured at the mark beside the simulated:
- * the difference is mostly what the trace does not hold, which the
- * remedies are not simulated on. */
-static void print_measured(const advise_result_t *r) {
-  double diff =
-      ((double)r->measured_at_mark - (double)r->baseline.rss_at_mark) / MIB;
-  printf("measured   %.2f MiB there in the recorded run, %.2f MiB %s than "
-         "simulated: what the trace does not hold (memory from before the "
-         "recording began, code, data and stacks mapped; `compare` separates "
-         "it from model error); savings are of the simulated RSS\n",
-         (double)r->measured_at_mark / MIB, diff < 0 ? -diff : diff,
-         diff < 0 ? "less" : "more");
-}
-
 static void print_text(const char *source, uint64_t page_size,
                        const advise_result_t *r) {
   const advise_outcome_t *b = &r->baseline;
@@ -95,8 +81,9 @@ static void print_text(const char *source, uint64_t page_size,
   printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n",
          r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
          (double)b->peak_rss / MIB);
-  if (r->has_measured)
-    print_measured(r);
+  if (r->has_measured) /* the remedies are not simulated on the rest */
+    cli_print_measured(r->measured_at_mark, b->rss_at_mark,
+                       "; savings are of the simulated RSS");
   printf("\n");
   int w = remedy_name_width(r);
   printf("%4s  %-*s %10s %7s %10s %10s %9s %9s %9s\n", "rank", w, "remedy",
@@ -104,6 +91,10 @@ static void print_text(const char *source, uint64_t page_size,
          "+cost ms");
   for (size_t i = 0; i < r->n; i++) {
     const advise_remedy_t *x = &r->remedies[i];
+    /* Combinations come after every single change, whatever they save: a
+     * saving ranked last is not a small one. */
+    if (x->changes > 1 && (i == 0 || r->remedies[i - 1].changes == 1))
+      printf("%4s  two changes at once, ranked after the single ones:\n", "");
     if (!x->ok) {
       printf("%4s  %-*s failed: %s\n", "-", w, x->name, x->error);
       continue;

@@ -54,19 +54,26 @@ static void print_sites_text(const explain_result_t *r) {
            (double)r->unpinned_bytes / MIB, "-", "-");
 }
 
-static void print_json(const char *source, const char *model,
+static void print_json(const char *source, const char *model, const char *libc,
                        const explain_result_t *r, size_t n) {
   printf("{\"source\": ");
   cli_json_string(stdout, source);
   printf(", \"model\": ");
   cli_json_string(stdout, model);
+  if (cli_model_composes(model) && libc != NULL && libc[0]) {
+    printf(", \"libc\": ");
+    cli_json_string(stdout, libc);
+  }
   printf(", \"layouts\": 1, \"instants\": [");
   for (size_t i = 0; i < n; i++) {
     printf("%s{\"mark\": ", i ? ", " : "");
     cli_json_string(stdout, r[i].label);
     printf(", \"t_ns\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
-           ", \"live_bytes\": %" PRIu64 ", \"items\": [",
+           ", \"live_bytes\": %" PRIu64,
            r[i].t_ns, r[i].rss_bytes, r[i].live_bytes);
+    if (r[i].has_measured)
+      printf(", \"measured_rss_bytes\": %" PRIu64, r[i].measured_rss_bytes);
+    printf(", \"items\": [");
     for (size_t k = 0; k < r[i].nitems; k++) {
       const explain_item_t *it = &r[i].items[k];
       printf("%s{\"mechanism\": ", k ? ", " : "");
@@ -101,6 +108,8 @@ static void print_text(const char *source, const char *model, const char *libc,
            (double)r[i].live_bytes / MIB);
     if (strcmp(r[i].label, "end") != 0)
       printf("mark       %s\n", r[i].label);
+    if (r[i].has_measured)
+      cli_print_measured(r[i].measured_rss_bytes, r[i].rss_bytes, "");
     printf("%9s %7s  %s\n", "MiB", "of RSS", "what holds it");
     for (size_t k = 0; k < r[i].nitems; k++) {
       const explain_item_t *it = &r[i].items[k];
@@ -199,7 +208,7 @@ static int explain_main(int argc, char **argv) {
   if (rc == AS_OK) {
     const char *source = replay_target_name(&e);
     if (json)
-      print_json(source, desc, r, n);
+      print_json(source, desc, o.libc, r, n);
     else
       print_text(source, desc, o.libc, o.kernel.page_size, r, n);
   }
@@ -247,7 +256,9 @@ const cli_command_t cli_cmd_explain = {
         "                  \"items\": [{\"mechanism\", \"bytes\", "
         "\"objects\",\n"
         "                  \"sentence\", \"allocated_in\", ...}]}]}; items'\n"
-        "                  bytes add up to rss_bytes; --by-site adds\n"
+        "                  bytes add up to rss_bytes (simulated); a run's\n"
+        "                  measured RSS at the mark is measured_rss_bytes;\n"
+        "                  a composition names its \"libc\"; --by-site adds\n"
         "                  \"sites\": [{\"site\", \"function\", \"frames\",\n"
         "                  \"live_bytes\", \"retained_bytes\", ...}]\n",
     .run = explain_main,

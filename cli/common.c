@@ -802,14 +802,29 @@ static unsigned layouts_of(const cli_sim_opts_t *o) {
   return n < 1 ? 1 : (unsigned)n;
 }
 
-void cli_print_model_header(const char *source, const char *model_desc,
-                            const char *libc_spec) {
+bool cli_model_composes(const char *model_desc) {
   char name[64];
   model_spec_name(model_desc, name, sizeof name);
   const model_methods_t *mm = model_find(name);
+  return mm != NULL && mm->composition;
+}
+
+void cli_print_model_header(const char *source, const char *model_desc,
+                            const char *libc_spec) {
   printf("source     %s\nmodel      %s\n", source, model_desc);
-  if (mm != NULL && mm->composition && libc_spec != NULL && libc_spec[0])
+  if (cli_model_composes(model_desc) && libc_spec != NULL && libc_spec[0])
     printf("libc       %s\n", libc_spec);
+}
+
+void cli_print_measured(uint64_t measured, uint64_t simulated,
+                        const char *tail) {
+  double diff = mib(measured) - mib(simulated);
+  printf("measured   %.2f MiB there in the recorded run, %.2f MiB %s than "
+         "simulated: what the trace does not hold (memory from before the "
+         "recording began, code, data and stacks mapped; `compare` separates "
+         "it from model error)%s\n",
+         mib(measured), diff < 0 ? -diff : diff, diff < 0 ? "less" : "more",
+         tail);
 }
 
 void cli_print_one_layout(uint64_t page_size) {

@@ -197,6 +197,28 @@ static void the_widest_gap_mark_is_explained_without_at(void **state) {
   assert_adds_up(&out[1]);
 }
 
+/* A capture writes each mark's measured RSS as an rss event at the mark's
+ * time: explain gives it beside the simulated RSS (it gave the simulated
+ * alone, 106.57 MiB where a captured service measured 114.43 MiB); an rss
+ * event at another time is not the mark's. */
+static void the_rss_a_run_measured_at_the_mark_is_given(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MALLOC(1, 1, 65536),
+      EV_MARK(3, "peak"),
+      {.t_ns = 3, .op = TRACE_RSS, .size = 5 << 20},
+      EV_FREE(4, 1),
+      EV_MARK(5, "after"),
+      {.t_ns = 6, .op = TRACE_RSS, .size = 4 << 20},
+  };
+  explain_result_t r;
+  explain_at(evs, 6, "glibc", "peak", &r);
+  assert_true(r.has_measured);
+  assert_int_equal(r.measured_rss_bytes, 5 << 20);
+  explain_at(evs, 6, "glibc", "after", &r);
+  assert_false(r.has_measured);
+}
+
 static void an_unknown_mark_lists_the_marks(void **state) {
   (void)state;
   const trace_event_t evs[] = {EV_MALLOC(0, 1, 100), EV_MARK(1, "peak"),
@@ -264,6 +286,7 @@ int main(void) {
       cmocka_unit_test(free_blocks_in_used_pools_are_free_not_overhead),
       cmocka_unit_test(a_running_threads_stack_is_not_objects_overhead),
       cmocka_unit_test(the_widest_gap_mark_is_explained_without_at),
+      cmocka_unit_test(the_rss_a_run_measured_at_the_mark_is_given),
       cmocka_unit_test(an_unknown_mark_lists_the_marks),
       cmocka_unit_test(objects_are_told_by_the_phase_they_were_allocated_in),
       cmocka_unit_test(units_of_two_kinds_are_named_by_what_they_share),
