@@ -72,6 +72,11 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
             "bind to it, so the recorder saw none of them (a statically "
             "linked allocator); compare cannot predict this process\n",
             st->own_malloc);
+  if (st->exec_untraced[0])
+    fprintf(f,
+            "  then exec'd %s, which sent no stream (a static or setuid "
+            "binary ignores LD_PRELOAD): what it allocated is in no trace\n",
+            st->exec_untraced);
   if (st->python[0])
     fprintf(f,
             "  CPython %s: obj/mem domains recorded after the mark 'hooked'; "

@@ -276,6 +276,8 @@ struct trace_rec_s {
   bool            stopped; /* detached, interrupted or cut: truncated */
   bool            failed;  /* its stream was malformed */
   capture_stats_t st;
+  char            exec_image[240]; /* after EXEC: what /proc/PID/exe named
+                                      when the connection closed, or "" */
 };
 
 typedef struct conn_s conn_t;
@@ -468,6 +470,17 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   return rc;
 }
 
+/* The image process pid runs, as /proc names it; "" if it has exited. */
+static void read_exe(uint64_t pid, char *buf, size_t len) {
+  char    link[64];
+  ssize_t n = -1;
+  snprintf(link, sizeof link, "/proc/%" PRIu64 "/exe", pid);
+  if (len > 0)
+    n = readlink(link, buf, len - 1);
+  if (len > 0)
+    buf[n > 0 ? (size_t)n : 0] = '\0';
+}
+
 /* Ends c's stream: everything held is written, the trace closed, and its
  * header says whether it is complete. */
 static void close_trace(run_t *r, conn_t *c) {
@@ -480,6 +493,8 @@ static void close_trace(run_t *r, conn_t *c) {
     t->failed = true;
   c->s = NULL;
   t->open = false;
+  if (t->st.said_exec) /* the close came with the exec: the new image */
+    read_exe(t->pid, t->exec_image, sizeof t->exec_image);
   bool complete = t->st.said_bye && !t->stopped && !t->failed &&
                   r->guard.tripped == CAPTURE_GUARD_OK;
   if (complete)
@@ -935,11 +950,24 @@ static as_status_t spawn(run_t *r, char *const *envp, const sigset_t *mask,
 }
 
 /* Fills res from the traces once the loop is over. */
+/* Whether the image trace t exec'd said hello: a static or setuid binary
+ * ignores LD_PRELOAD, so it runs untraced, and without this the summary
+ * said nothing of it. */
+static bool exec_was_traced(const run_t *r, const trace_rec_t *t) {
+  for (size_t i = 0; i < r->ntraces; i++)
+    if (r->traces[i].pid == t->pid && r->traces[i].gen == t->gen + 1)
+      return true;
+  return false;
+}
+
 static void collect(run_t *r) {
   capture_result_t *res = r->res;
   for (size_t i = 0; i < r->ntraces; i++) {
     trace_rec_t *t = &r->traces[i];
-    bool         trunc = !t->st.said_bye || t->stopped || t->failed ||
+    if (t->st.said_exec && !t->stopped && !exec_was_traced(r, t))
+      as_format_fits(t->st.exec_untraced, sizeof t->st.exec_untraced, "%s",
+                     t->exec_image[0] ? t->exec_image : "an image");
+    bool trunc = !t->st.said_bye || t->stopped || t->failed ||
                  r->guard.tripped != CAPTURE_GUARD_OK ||
                  res->end == CAPTURE_END_SIGNAL;
     if (t->failed && res->end == CAPTURE_END_COMPLETE)

@@ -57,7 +57,9 @@ struct capture_stats_s {
   uint64_t stacks;              /* return addresses per allocation; 0 = off */
   bool     said_bye;            /* BYE or EXEC came: a clean end */
   bool     said_exec;           /* EXEC was the last word */
-  bool     python_debug_hooks;  /* CPython's debug hooks were under the
+  char     exec_untraced[256];  /* set by capture_run: the image it exec'd
+                                   (or "") sent no stream of its own */
+  bool python_debug_hooks;      /* CPython's debug hooks were under the
                                    domains (capture.c py_note_debug_hooks) */
   char python[32];              /* CPython version the hook saw, or "" */
   char exe[128];                /* the image's executable */

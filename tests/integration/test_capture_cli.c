@@ -457,6 +457,27 @@ static void wall_time_is_the_commands_own(void **state) {
   assert_true(wall >= 0.5 && wall < 1.5);
 }
 
+/* A traced image that execs a static binary (glibc's ldconfig is linked
+ * statically by design) hands over to an image that ignores LD_PRELOAD:
+ * the summary names it (it said nothing, and the trace looked whole). */
+static void an_exec_into_a_static_binary_is_named(void **state) {
+  if (access("/sbin/ldconfig", X_OK) != 0)
+    skip();
+  (void)state;
+  char out[300], summary[300], buf[4096];
+  snprintf(out, sizeof out, "%s/static.trace", g_dir);
+  snprintf(summary, sizeof summary, "%s/static.summary", g_dir);
+  char *const args[] = {
+      "-o", out,       "--summary", summary,
+      "--", "/bin/sh", "-c",        "exec /sbin/ldconfig -p > /dev/null",
+      NULL};
+  assert_int_equal(finish(start("static", args)), 0);
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf, "ldconfig, which sent no stream (a static or setuid "
+                       "binary ignores LD_PRELOAD): what it allocated is in "
+                       "no trace");
+}
+
 /* Stderr a pipe its reader closed (`allocsim capture --db ... 2>&1 | head
  * -1`): the summary is lost, the runs are stored all the same, and the
  * capture is not killed by SIGPIPE. */
@@ -824,6 +845,7 @@ int main(void) {
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),
+      cmocka_unit_test(an_exec_into_a_static_binary_is_named),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(jemalloc_api_is_recorded),
