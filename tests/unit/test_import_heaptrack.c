@@ -309,8 +309,9 @@ static void bad_marks_files_are_refused(void **state) {
       {"3\n", ":1: expected 'mark', 'trim' or 'idle' after the line, got end "
               "of line"},
       {"3 jump\n", ":1: expected 'mark', 'trim' or 'idle', got 'jump'"},
-      {"3 mark\n", ":1: expected a label of 1 to 63 printable bytes, got end "
-                   "of line"},
+      {"3 mark\n", ":1: expected a label of 1 to 63 printable bytes, bare "
+                   "or double-quoted ('\\\"' and '\\\\' inside quotes), "
+                   "got end of line"},
       {"\n3 trim lots\n", ":2: expected a pad in bytes ('0', '128K') or "
                           "nothing, got 'lots'"},
       {"3 idle\n", ":1: expected a duration ('10ms', '2s'), got end of line"},
