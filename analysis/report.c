@@ -9,6 +9,7 @@
  */
 #include "report.h"
 
+#include "../models/model.h"
 #include "../sim/atomic_file.h"
 #include "../sim/reserve.h"
 #include "../traces/capture_run.h"
@@ -936,6 +937,10 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
     html_escape_wrapping(f, source_name);
     fprintf(f, "</code><br>model <code>");
     html_escape_wrapping(f, d->model);
+    if (model_spec_composes(d->model) && o->libc != NULL && o->libc[0]) {
+      fprintf(f, "</code><br>libc <code>");
+      html_escape_wrapping(f, o->libc);
+    }
     char note[192]; /* one layout, as explain and advise say */
     fprintf(f, "</code><br>layout ");
     html_escape_wrapping(

@@ -152,8 +152,6 @@ as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
  * (cpython over jemalloc: the model's own description names no libc). */
 void cli_print_model_header(const char *source, const char *model_desc,
                             const char *libc_spec);
-/* Whether the model of model_desc composes a libc model (cpython). */
-bool cli_model_composes(const char *model_desc);
 
 /* The "measured" line of explain and advise: a recorded run's RSS at the
  * mark beside the simulated, the difference being mostly what the trace

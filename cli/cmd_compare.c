@@ -48,8 +48,7 @@ typedef char warning_t[400];
 static bool composed(const compare_result_t *r) {
   char name[64];
   model_spec_name(r->model, name, sizeof name);
-  const model_methods_t *mm = model_find(name);
-  return mm == NULL || mm->composition;
+  return model_find(name) == NULL || model_spec_composes(r->model);
 }
 
 static size_t compare_warnings(const compare_result_t *r, warning_t *out) {

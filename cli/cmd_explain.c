@@ -60,7 +60,7 @@ static void print_json(const char *source, const char *model, const char *libc,
   cli_json_string(stdout, source);
   printf(", \"model\": ");
   cli_json_string(stdout, model);
-  if (cli_model_composes(model) && libc != NULL && libc[0]) {
+  if (model_spec_composes(model) && libc != NULL && libc[0]) {
     printf(", \"libc\": ");
     cli_json_string(stdout, libc);
   }

@@ -32,13 +32,10 @@ static uint64_t shown_peak(const store_run_record_t *r) {
  * names the libc model under it when that is not the default (cpython over
  * jemalloc for a Python run that preloaded libjemalloc). */
 static void shown_model(const store_run_record_t *r, char *buf, size_t len) {
-  char name[64];
-  snprintf(name, sizeof name, "%.*s", (int)strcspn(r->model, ":"), r->model);
-  const model_methods_t *mm = model_find(name);
-  const char            *libc = r->options;
-  size_t                 n = libc ? strcspn(libc, ":") : 0;
-  const char            *def = model_default_libc();
-  if (strcmp(r->kind, "measured") == 0 && mm != NULL && mm->composition &&
+  const char *libc = r->options;
+  size_t      n = libc ? strcspn(libc, ":") : 0;
+  const char *def = model_default_libc();
+  if (strcmp(r->kind, "measured") == 0 && model_spec_composes(r->model) &&
       libc != NULL && n > 0 && (strlen(def) != n || strncmp(libc, def, n)))
     snprintf(buf, len, "%s over %s", r->model, libc);
   else

@@ -802,17 +802,10 @@ static unsigned layouts_of(const cli_sim_opts_t *o) {
   return n < 1 ? 1 : (unsigned)n;
 }
 
-bool cli_model_composes(const char *model_desc) {
-  char name[64];
-  model_spec_name(model_desc, name, sizeof name);
-  const model_methods_t *mm = model_find(name);
-  return mm != NULL && mm->composition;
-}
-
 void cli_print_model_header(const char *source, const char *model_desc,
                             const char *libc_spec) {
   printf("source     %s\nmodel      %s\n", source, model_desc);
-  if (cli_model_composes(model_desc) && libc_spec != NULL && libc_spec[0])
+  if (model_spec_composes(model_desc) && libc_spec != NULL && libc_spec[0])
     printf("libc       %s\n", libc_spec);
 }
 

@@ -227,6 +227,9 @@ as_status_t model_create_from_spec(const char *spec, const model_ctx_t *ctx,
 
 /* The model name of spec (up to ':') into buf. */
 void model_spec_name(const char *spec, char *buf, size_t len);
+/* Whether spec names a registered model that composes a libc model under
+ * it (cpython), so that a libc spec beside it says something. */
+bool model_spec_composes(const char *spec);
 /* AS_EUSAGE unless spec, as typed by a user, is NAME or NAME:ITEM,ITEM...
  * with no empty item ("glibc:", "glibc:,", "glibc:a=1,,b=2" are refused).
  * model_create_from_spec skips empty items, which specs built from parts

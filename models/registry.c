@@ -129,6 +129,13 @@ void model_spec_name(const char *spec, char *buf, size_t len) {
   snprintf(buf, len, "%.*s", (int)n, spec);
 }
 
+bool model_spec_composes(const char *spec) {
+  char name[64];
+  model_spec_name(spec, name, sizeof name);
+  const model_methods_t *mm = model_find(name);
+  return mm != NULL && mm->composition;
+}
+
 as_status_t model_spec_check_syntax(const char *spec, as_err_t *err) {
   const char *colon = strchr(spec, ':');
   if (colon == NULL)

@@ -341,8 +341,8 @@ static void a_sweep_of_several_traces_names_each_rows_trace(void **state) {
  * the least.  explain gives a capture's measured RSS at the mark. */
 static void
 advise_heads_its_combinations_and_both_give_measured_rss(void **state) {
-  (void)state;
-  char out[1 << 16];
+  fixture_t *f = *state;
+  char       out[1 << 16];
   assert_int_equal(allocsim(out, sizeof out, "advise " PY_SURVIVORS), 0);
   const char *head = strstr(out, "two changes at once, ranked after the "
                                  "single ones:\n");
@@ -358,6 +358,17 @@ advise_heads_its_combinations_and_both_give_measured_rss(void **state) {
                    0);
   assert_non_null(strstr(out, "\"measured_rss_bytes\": "));
   assert_non_null(strstr(out, "\"libc\": \"glibc"));
+  /* The HTML report names the libc model too (.out: teardown removes it). */
+  char args[512], html[160];
+  snprintf(html, sizeof html, "%s.out", f->db);
+  snprintf(args, sizeof args, "report %s -o %s", PY_SURVIVORS, html);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  FILE *h = fopen(html, "r"); /* the header is in the first bytes */
+  assert_non_null(h);
+  size_t n = fread(out, 1, sizeof out - 1, h);
+  out[n] = '\0';
+  fclose(h);
+  assert_non_null(strstr(out, "<br>libc <code>glibc"));
 }
 
 /* explain and advise replay one layout where replay averages four: both
@@ -559,8 +570,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(converted_workload_replays_like_run,
                                       setup, teardown),
       cmocka_unit_test(a_sweep_of_several_traces_names_each_rows_trace),
-      cmocka_unit_test(
-          advise_heads_its_combinations_and_both_give_measured_rss),
+      cmocka_unit_test_setup_teardown(
+          advise_heads_its_combinations_and_both_give_measured_rss, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           explain_advise_and_map_name_their_one_layout, setup, teardown),
       cmocka_unit_test(libc_alone_names_a_c_traces_model),
