@@ -43,6 +43,24 @@ static inline void array_source_init(array_source_t      *a,
   snprintf(a->base.name, sizeof a->base.name, "array");
 }
 
+/* The same events for a replay that opens its source again (explain and
+ * advise replay more than once): pass array_replay_open and the replay. */
+typedef struct array_replay_s array_replay_t;
+struct array_replay_s {
+  const trace_event_t *evs;
+  size_t               n;
+  array_source_t       src;
+};
+
+static inline as_status_t array_replay_open(void *user, trace_source_t **src,
+                                            as_err_t *err) {
+  (void)err;
+  array_replay_t *f = user;
+  array_source_init(&f->src, f->evs, f->n);
+  *src = &f->src.base;
+  return AS_OK;
+}
+
 #define EV_MALLOC(t, id_, sz)                                                  \
   { .t_ns = (t), .op = TRACE_MALLOC, .id = (id_), .size = (sz) }
 #define EV_FREE(t, id_)                                                        \

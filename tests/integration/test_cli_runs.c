@@ -335,6 +335,22 @@ static void a_sweep_of_several_traces_names_each_rows_trace(void **state) {
   assert_null(strstr(out, "trace"));
 }
 
+/* Makes the HTML report of `what` (a trace and options) and reads its
+ * first len - 1 bytes, where the header is, into out (.out beside the
+ * fixture's store: teardown removes it). */
+static void report_head(const fixture_t *f, const char *what, char *out,
+                        size_t len) {
+  char args[512], html[160];
+  snprintf(html, sizeof html, "%s.out", f->db);
+  snprintf(args, sizeof args, "report %s -o %s", what, html);
+  assert_int_equal(allocsim(out, len, args), 0);
+  FILE *h = fopen(html, "r");
+  assert_non_null(h);
+  size_t n = fread(out, 1, len - 1, h);
+  out[n] = '\0';
+  fclose(h);
+}
+
 /* advise ranks two changes at once after every single one, whatever they
  * save; a heading says so, so that the last rank (PYTHONMALLOC=malloc +
  * malloc_trim, the largest saving of a CPython capture) does not read as
@@ -358,16 +374,8 @@ advise_heads_its_combinations_and_both_give_measured_rss(void **state) {
                    0);
   assert_non_null(strstr(out, "\"measured_rss_bytes\": "));
   assert_non_null(strstr(out, "\"libc\": \"glibc"));
-  /* The HTML report names the libc model too (.out: teardown removes it). */
-  char args[512], html[160];
-  snprintf(html, sizeof html, "%s.out", f->db);
-  snprintf(args, sizeof args, "report %s -o %s", PY_SURVIVORS, html);
-  assert_int_equal(allocsim(out, sizeof out, args), 0);
-  FILE *h = fopen(html, "r"); /* the header is in the first bytes */
-  assert_non_null(h);
-  size_t n = fread(out, 1, sizeof out - 1, h);
-  out[n] = '\0';
-  fclose(h);
+  /* The HTML report names the libc model too. */
+  report_head(f, PY_SURVIVORS, out, sizeof out);
   assert_non_null(strstr(out, "<br>libc <code>glibc"));
 }
 
@@ -390,16 +398,8 @@ static void explain_advise_and_map_name_their_one_layout(void **state) {
     assert_int_equal(allocsim(out, sizeof out, args), 0);
     assert_non_null(strstr(out, "\"layouts\": 1,"));
   }
-  /* The HTML report's header says it too (.out: teardown removes it). */
-  char args[512], html[160];
-  snprintf(html, sizeof html, "%s.out", f->db);
-  snprintf(args, sizeof args, "report %s --model glibc -o %s", EXAMPLE, html);
-  assert_int_equal(allocsim(out, sizeof out, args), 0);
-  FILE *h = fopen(html, "r"); /* the header is in the first bytes */
-  assert_non_null(h);
-  size_t n = fread(out, 1, sizeof out - 1, h);
-  out[n] = '\0';
-  fclose(h);
+  /* The HTML report's header says it too. */
+  report_head(f, EXAMPLE " --model glibc", out, sizeof out);
   assert_non_null(strstr(out, "<br>layout the default one only; replay,"));
 }
 

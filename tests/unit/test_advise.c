@@ -17,32 +17,17 @@
 
 #define MS 1000000ull
 
-typedef struct fixture_s fixture_t;
-struct fixture_s {
-  const trace_event_t *evs;
-  size_t               n;
-  array_source_t       src;
-};
-
-static as_status_t open_array(void *user, trace_source_t **src, as_err_t *err) {
-  (void)err;
-  fixture_t *f = user;
-  array_source_init(&f->src, f->evs, f->n);
-  *src = &f->src.base;
-  return AS_OK;
-}
-
 /* glibc advice on evs at mark at (NULL: the mark advise picks); the
  * caller frees it. */
 static advise_result_t *advise_at(const trace_event_t *evs, size_t n,
                                   const char *at) {
-  fixture_t      f = {.evs = evs, .n = n};
+  array_replay_t f = {.evs = evs, .n = n};
   explain_opts_t o = {.at = at, .model = "glibc"};
   sim_kernel_config_default(&o.kernel);
   advise_result_t *r = calloc(1, sizeof *r);
   assert_non_null(r);
   as_err_t err = {0};
-  assert_int_equal(advise_trace(&o, open_array, &f, r, &err), AS_OK);
+  assert_int_equal(advise_trace(&o, array_replay_open, &f, r, &err), AS_OK);
   return r;
 }
 

@@ -13,21 +13,6 @@
 #include "analysis/explain.h"
 #include "tests/helpers/array_source.h"
 
-typedef struct fixture_s fixture_t;
-struct fixture_s {
-  const trace_event_t *evs;
-  size_t               n;
-  array_source_t       src;
-};
-
-static as_status_t open_array(void *user, trace_source_t **src, as_err_t *err) {
-  (void)err;
-  fixture_t *f = user;
-  array_source_init(&f->src, f->evs, f->n);
-  *src = &f->src.base;
-  return AS_OK;
-}
-
 static uint64_t bytes_of(const explain_result_t *r, const char *mech) {
   for (size_t i = 0; i < r->nitems; i++)
     if (strcmp(r->items[i].mechanism, mech) == 0)
@@ -51,16 +36,16 @@ static void assert_adds_up(const explain_result_t *r) {
 
 static void explain_at(const trace_event_t *evs, size_t n, const char *model,
                        const char *at, explain_result_t *r) {
-  fixture_t      f = {.evs = evs, .n = n};
+  array_replay_t f = {.evs = evs, .n = n};
   explain_opts_t o = {.at = at, .model = model};
   sim_kernel_config_default(&o.kernel);
   explain_result_t out[2];
   size_t           got;
   char             desc[512];
   as_err_t         err = {0};
-  assert_int_equal(
-      explain_trace(&o, open_array, &f, out, &got, desc, sizeof desc, &err),
-      AS_OK);
+  assert_int_equal(explain_trace(&o, array_replay_open, &f, out, &got, desc,
+                                 sizeof desc, &err),
+                   AS_OK);
   assert_int_equal(got, 1);
   *r = out[0];
 }
@@ -182,15 +167,15 @@ static void the_widest_gap_mark_is_explained_without_at(void **state) {
                                EV_MALLOC(2, 2, 100), EV_MARK(3, "peak"),
                                EV_FREE(4, 1),        EV_MARK(5, "after"),
                                EV_FREE(6, 2),        EV_MALLOC(7, 3, 8)};
-  fixture_t           f = {.evs = evs, .n = 8};
+  array_replay_t      f = {.evs = evs, .n = 8};
   explain_opts_t      o = {.model = "glibc"};
   explain_result_t    out[2];
   size_t              n;
   char                desc[512];
   sim_kernel_config_default(&o.kernel);
-  assert_int_equal(
-      explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, NULL),
-      AS_OK);
+  assert_int_equal(explain_trace(&o, array_replay_open, &f, out, &n, desc,
+                                 sizeof desc, NULL),
+                   AS_OK);
   assert_int_equal(n, 2);
   assert_string_equal(out[0].label, "end");
   assert_string_equal(out[1].label, "after");
@@ -223,16 +208,16 @@ static void an_unknown_mark_lists_the_marks(void **state) {
   (void)state;
   const trace_event_t evs[] = {EV_MALLOC(0, 1, 100), EV_MARK(1, "peak"),
                                EV_FREE(2, 1), EV_MARK(3, "after")};
-  fixture_t           f = {.evs = evs, .n = 4};
+  array_replay_t      f = {.evs = evs, .n = 4};
   explain_opts_t      o = {.at = "aftr", .model = "glibc"};
   explain_result_t    out[2];
   size_t              n;
   char                desc[512];
   as_err_t            err = {0};
   sim_kernel_config_default(&o.kernel);
-  assert_int_equal(
-      explain_trace(&o, open_array, &f, out, &n, desc, sizeof desc, &err),
-      AS_EINVAL);
+  assert_int_equal(explain_trace(&o, array_replay_open, &f, out, &n, desc,
+                                 sizeof desc, &err),
+                   AS_EINVAL);
   assert_string_equal(err.msg, "--at aftr: the trace has no such mark "
                                "(marks: peak, after)");
 }
