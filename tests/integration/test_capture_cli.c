@@ -511,6 +511,41 @@ static void closed_stderr_still_stores_the_run(void **state) {
  * the trace lacks the calls and that the growth (the program's own mapping,
  * 16 MiB written, most in mappings made after main began) is memory no
  * allocator model predicts. */
+/* A daemon: the command exits at once, and its reparented child first
+ * connects 300 ms later.  The capture ended when the command did and the
+ * child ran untraced without a word; it now waits for the processes the
+ * command left behind (up to 2 s) and traces them. */
+static void a_daemons_late_child_is_traced(void **state) {
+  (void)state;
+  char out[300], summary[300], path[300], buf[4096];
+  snprintf(out, sizeof out, "%s/daemon.astrace", g_dir);
+  snprintf(summary, sizeof summary, "%s/daemon.summary", g_dir);
+  char *const args[] = {
+      "-o", out, "--summary", summary, "--", PROGS "daemonizer", NULL};
+  assert_int_equal(finish(start("daemon", args)), 0);
+  read_file(summary, buf, sizeof buf);
+  const char *child = buf; /* the child's trace: .../daemon.PID.astrace */
+  while ((child = strstr(child, "/daemon.")) != NULL &&
+         (child[8] < '0' || child[8] > '9'))
+    child++;
+  assert_non_null(child);
+  int pid = atoi(child + 8);
+  assert_true(pid > 0);
+  snprintf(path, sizeof path, "%s/daemon.%d.astrace", g_dir, pid);
+  assert_int_equal(access(path, R_OK), 0);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "'%s' convert '%s' - --format text", ALLOCSIM,
+           path);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = '\0';
+  pclose(p);
+  assert_contains(buf, " malloc ");
+  assert_contains(buf, " 70001\n");
+  assert_contains(buf, "mark daemon");
+}
+
 static void own_malloc_is_named(void **state) {
   (void)state;
   char out[300], db[300], path[300], cmd[700], buf[8192];
@@ -846,6 +881,7 @@ int main(void) {
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),
       cmocka_unit_test(an_exec_into_a_static_binary_is_named),
+      cmocka_unit_test(a_daemons_late_child_is_traced),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(jemalloc_api_is_recorded),
