@@ -19,10 +19,13 @@
  * (it needs a trigger, docs/models/mimalloc.md) all units stay resident.
  *
  * Stride and oldest patterns are deterministic, so their sd is 0: every
- * m-th object pins every unit when m <= k and one unit per survivor
- * otherwise; the oldest c objects pin ceil(c / k) units.
+ * m-th object pins every whole unit when m <= k and one unit per survivor
+ * otherwise; the oldest c objects pin ceil(c / k) units.  A partly filled
+ * last unit counts for the fraction its objects fill (n is fractional),
+ * and under stride only if a survivor falls in it.
  * Deliberately left out: the one empty arena pymalloc keeps (bpo-37257),
- * the partially filled last unit, and whatever the program held before.
+ * that the last unit holds fewer than k objects (random survivors pin it
+ * with q all the same), and whatever the program held before.
  */
 #ifndef ALLOCSIM_FORMULA_H
 #define ALLOCSIM_FORMULA_H

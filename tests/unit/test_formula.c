@@ -150,6 +150,28 @@ stride_pins_all_when_denser_than_k_else_one_per_survivor(void **state) {
   assert_close(r.kept_bytes / MIB, 42, 1e-12);
 }
 
+/* 261 whole arenas of k = 16065 hold objects 0 .. 4192964; the last,
+ * partly filled one (0.0833 of an arena) holds 4192965 .. 4194303. */
+static void stride_never_pins_more_units_than_there_are(void **state) {
+  (void)state;
+  formula_result_t r;
+  formula_input_t  in = pym(64, 0);
+  in.pattern = SURVIVORS_STRIDE;
+  in.every = 16066; /* 262 survivors, one in each arena, the last included */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.pinned, 261.0833488951136, 1e-12);
+  assert_close(r.q, 1, 1e-12);
+  in.every = 20000; /* 210 survivors, the last (4180000) in a whole arena */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.pinned, 210, 1e-12);
+  in.every = 15000; /* every whole arena; no multiple of 15000 in the last */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.pinned, 261, 1e-12);
+  in.every = 1000; /* 4193000 is in the last arena */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_close(r.pinned, 261.0833488951136, 1e-12);
+}
+
 static void oldest_pins_only_the_arenas_they_fill(void **state) {
   (void)state;
   formula_result_t r;
@@ -232,6 +254,7 @@ int main(void) {
       cmocka_unit_test(mimalloc_pages_come_from_the_model),
       cmocka_unit_test(
           stride_pins_all_when_denser_than_k_else_one_per_survivor),
+      cmocka_unit_test(stride_never_pins_more_units_than_there_are),
       cmocka_unit_test(oldest_pins_only_the_arenas_they_fill),
       cmocka_unit_test(edge_fractions_keep_nothing_or_everything),
       cmocka_unit_test(inputs_outside_the_formula_are_errors_naming_the_field),
