@@ -149,7 +149,7 @@ as_status_t formula_survivors(const formula_input_t *in, formula_result_t *out,
 
   switch (in->pattern) {
   case SURVIVORS_RANDOM: {
-    double p = in->fraction;
+    double p = in->fraction + 0.0; /* -0 (sweep's strtod) would give q -0 */
     /* q = 1 - (1 - p)^k */
     r.q = p >= 1 ? 1.0 : -expm1((double)r.k * log1p(-p));
     r.pinned = r.units * r.q;

@@ -142,6 +142,6 @@ bool as_parse_real(const char *s, double *out) {
   double v = strtod(s, NULL);
   if (errno != 0 || !isfinite(v))
     return false;
-  *out = v;
+  *out = v + 0.0; /* "-0" is 0: printed back, -0 read as "-0 survive" */
   return true;
 }

@@ -47,8 +47,9 @@ bool as_parse_page_size(const char *s, uint64_t *out);
 /* A real number as typed on the command line: [-]digits["." digits]
  * [("e"|"E")[+|-]digits], or "." digits for the mantissa, finite.  Not
  * strtod alone, which also takes leading white space, hex floats, "inf"
- * and "nan", so that " 1e-4" and "0x1p-3" were read as numbers.  False if
- * malformed or out of double's range. */
+ * and "nan", so that " 1e-4" and "0x1p-3" were read as numbers.  "-0" is
+ * read as 0 (never a negative zero).  False if malformed or out of
+ * double's range. */
 bool as_parse_real(const char *s, double *out);
 
 #endif

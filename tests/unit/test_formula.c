@@ -192,6 +192,9 @@ static void edge_fractions_keep_nothing_or_everything(void **state) {
   assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
   assert_close(r.kept_bytes / MIB, 261.0833488951136, 1e-12);
   assert_true(r.sd_bytes == 0);
+  in.fraction = -0.0; /* a sweep's "fraction=-0": printed -0.00 MiB */
+  assert_int_equal(formula_survivors(&in, &r, NULL), AS_OK);
+  assert_false(signbit(r.q) || signbit(r.kept_bytes) || signbit(r.sd_bytes));
 }
 
 static void

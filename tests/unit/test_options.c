@@ -1,4 +1,5 @@
 /* tests/unit/test_options.c -- option tables: defaults, parsing, errors. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +132,8 @@ static void reals_are_plain_decimals(void **state) {
   assert_true(v == -2500);
   assert_true(as_parse_real(".5", &v) && v == 0.5);
   assert_true(as_parse_real("7.", &v) && v == 7);
+  assert_true(as_parse_real("-0", &v) && v == 0 && !signbit(v));
+  assert_true(as_parse_real("-0.0e5", &v) && !signbit(v));
   static const char *const bad[] = {"",    " 1e-4", "1e-4 ", "0x1p-3", "inf",
                                     "nan", "+1",    "1e",    ".",      "1e400",
                                     "e5",  "--1",   "1.2.3"};
