@@ -18,6 +18,14 @@ static int bad_value(const char *opt, const char *expected, const char *got) {
                          got);
 }
 
+/* "st", "nd", "rd" or "th": English ordinal suffix of n (1st, 12th, 22nd). */
+static const char *ordinal_suffix(uint64_t n) {
+  if (n % 100 >= 11 && n % 100 <= 13)
+    return "th";
+  static const char *const suffix[] = {"th", "st", "nd", "rd"};
+  return n % 10 <= 3 ? suffix[n % 10] : "th";
+}
+
 static bool parse_num(const char *s, double lo, double hi, double *out) {
   double v;
   if (!as_parse_real(s, &v) || v < lo || v > hi)
@@ -171,7 +179,8 @@ static int formula_main(int argc, char **argv) {
   printf("survivors formula: %.6g MiB of %" PRIu64 "-byte objects, ",
          (double)in.total_bytes / MIB, in.size_bytes);
   if (in.pattern == SURVIVORS_STRIDE)
-    printf("every %" PRIu64 "th survives\n", in.every);
+    printf("every %" PRIu64 "%s survives\n", in.every,
+           ordinal_suffix(in.every));
   else
     printf("%s %.6g survive\n", survivors_pattern_name(in.pattern),
            in.fraction);
@@ -239,6 +248,6 @@ const cli_command_t cli_cmd_formula = {
         "(--layouts N address layouts, default 1) and shows, per run, kept\n"
         "memory measured, simulated and by the formula; per model, object\n"
         "size and page size, k fitted to the measurements by nonlinear least\n"
-        "squares with a 95%% confidence interval, beside k from geometry.\n",
+        "squares with a 95% confidence interval, beside k from geometry.\n",
     .run = formula_main,
 };

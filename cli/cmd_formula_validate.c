@@ -67,10 +67,21 @@ static void print_json(const fv_result_t *r) {
   printf("]}\n");
 }
 
+/* Bytes as MiB in width columns, or "-" where there is no value (NAN):
+ * there is no fitted k for stride and oldest runs, nor in a group of one
+ * point. */
+static void print_mib(int width, double bytes) {
+  if (isfinite(bytes))
+    printf("%*.2f", width, bytes / MIB);
+  else
+    printf("%*s", width, "-");
+}
+
 static void print_group(const fv_group_t *g) {
   printf("%s, %" PRIu64 "-byte objects, %" PRIu64
-         "-byte pages: %zu random points\n",
-         g->model, g->size_bytes, g->page_size, g->npoints);
+         "-byte pages: %zu random point%s\n",
+         g->model, g->size_bytes, g->page_size, g->npoints,
+         g->npoints == 1 ? "" : "s");
   printf("  k from geometry  %" PRIu64, g->k_geometry);
   if (g->k_geometry_alt)
     printf(" (%" PRIu64 " in an arena of the other alignment)",
@@ -82,10 +93,13 @@ static void print_group(const fv_group_t *g) {
            g->k_fit, g->k_lo, g->k_hi, g->npoints - 1);
   else
     printf("  k fitted         - (needs two or more points)\n");
-  printf("  rms error        formula %.2f MiB, formula at fitted k %.2f MiB, "
-         "simulation %.2f MiB\n",
-         g->rms_formula_bytes / MIB, g->rms_fitted_bytes / MIB,
-         g->rms_simulated_bytes / MIB);
+  printf("  rms error        formula %.2f MiB, formula at fitted k ",
+         g->rms_formula_bytes / MIB);
+  if (g->fitted)
+    printf("%.2f MiB", g->rms_fitted_bytes / MIB);
+  else
+    printf("-");
+  printf(", simulation %.2f MiB\n", g->rms_simulated_bytes / MIB);
 }
 
 static void print_point(const fv_point_t *p) {
@@ -95,11 +109,12 @@ static void print_point(const fv_point_t *p) {
   else
     snprintf(what, sizeof what, "%s %g", survivors_pattern_name(p->pattern),
              p->fraction);
-  printf("%5" PRId64 " %5" PRIu64 " %-16s %10.2f %10.2f %10.2f %7.2f "
-         "%10.2f %+9.2f %+9.2f\n",
+  printf("%5" PRId64 " %5" PRIu64 " %-16s %10.2f %10.2f %10.2f %7.2f ",
          p->run_id, p->size_bytes, what, p->measured_kept_bytes / MIB,
          p->simulated_kept_bytes / MIB, p->formula_kept_bytes / MIB,
-         p->formula_sd_bytes / MIB, p->fitted_kept_bytes / MIB,
+         p->formula_sd_bytes / MIB);
+  print_mib(10, p->fitted_kept_bytes);
+  printf(" %+9.2f %+9.2f\n",
          (p->measured_kept_bytes - p->formula_kept_bytes) / MIB,
          (p->measured_kept_bytes - p->simulated_kept_bytes) / MIB);
 }
@@ -113,7 +128,7 @@ static void print_text(const char *db, const fv_result_t *r) {
     printf("\n");
   }
   printf("%5s %5s %-16s %10s %10s %10s %7s %10s %9s %9s\n", "run", "size",
-         "survivors", "measured", "simulated", "formula", "sd", "fitted k",
+         "survivors", "measured", "simulated", "formula", "sd", "at fit k",
          "meas-form", "meas-sim");
   printf("%5s %5s %-16s %10s %10s %10s %7s %10s %9s %9s\n", "", "", "", "MiB",
          "MiB", "MiB", "MiB", "MiB", "MiB", "MiB");

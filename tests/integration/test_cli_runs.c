@@ -5,7 +5,8 @@
  * traces names each row's trace; explain and advise name their layout; a
  * convert interrupted by SIGINT leaves its target and no temporary file;
  * a trace on stdin, a pipe or a FIFO is read like its file; report -o -
- * writes on stdout.
+ * writes on stdout; no --help shows a printf escape; formula spells the
+ * stride's ordinal and shows a fit it cannot make as "-".
  *
  * Runs the built binary (ALLOCSIM_BINARY_DIR/cli/allocsim), so build the
  * allocsim target before running this test.
@@ -550,6 +551,66 @@ static void report_to_dash_writes_the_page_on_stdout(void **state) {
   assert_int_equal(access(dash, F_OK), -1);
 }
 
+/* Every command's --help is printed as is (fputs), so a printf escape in
+ * it shows: formula's said "95%% confidence interval". */
+static void help_texts_show_no_printf_escapes(void **state) {
+  (void)state;
+  char out[4096];
+  assert_int_equal(
+      run_sh(out, sizeof out,
+             "n=0; for c in $(" ALLOCSIM " --help | awk '/^commands:/{on=1;"
+             "next} on&&/^  /{print $1}'); do " ALLOCSIM " $c --help | grep "
+             "-H --label=$c '%%'; n=$((n+1)); done; echo $n commands"),
+      0);
+  if (strchr(out, ':') != NULL || atoi(out) < 10)
+    fail_msg("want no '%%%%' in any of 10 or more help texts:\n%s", out);
+}
+
+/* The stride's ordinal: "every 1st", not "every 1th". */
+static void formula_spells_the_strides_ordinal(void **state) {
+  (void)state;
+  static const char *const every[][2] = {
+      {"1", "every 1st "},    {"2", "every 2nd "},   {"3", "every 3rd "},
+      {"11", "every 11th "},  {"12", "every 12th "}, {"22", "every 22nd "},
+      {"113", "every 113th "}};
+  char out[4096], args[128];
+  for (size_t i = 0; i < sizeof every / sizeof every[0]; i++) {
+    snprintf(args, sizeof args, "formula --pattern stride --every %s",
+             every[i][0]);
+    assert_int_equal(allocsim(out, sizeof out, args), 0);
+    if (strstr(out, every[i][1]) == NULL)
+      fail_msg("want '%s' in:\n%s", every[i][1], out);
+  }
+}
+
+/* formula --validate on a store of one random run: no k can be fitted, and
+ * the output says so with "-", not "nan". */
+static void formula_validate_shows_a_missing_fit_as_a_dash(void **state) {
+  fixture_t *f = *state;
+  char       args[512], out[8192];
+  record_text(f, "allocsim-trace 1\n"
+                 "#@ kind=measured\n"
+                 "#@ workload=survivors --size 512 --total 4 --pattern random "
+                 "--fraction 1e-3 --seed 3\n"
+                 "#@ model=cpython:version=3.11\n"
+                 "#@ python=3.11.2\n"
+                 "0 0 mark start\n0 0 rss 16MiB\n"
+                 "1 0 mark peak\n1 0 rss 20MiB\n"
+                 "2 0 mark after\n2 0 rss 19MiB\n");
+  snprintf(args, sizeof args, "formula --validate --db %s", f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  if (strstr(out, "nan") != NULL ||
+      strstr(out, "4096-byte pages: 1 random point\n") == NULL ||
+      strstr(out, "k fitted         - (needs two or more points)") == NULL ||
+      strstr(out, "formula at fitted k -, simulation") == NULL ||
+      strstr(out, "   at fit k ") == NULL)
+    fail_msg("formula --validate printed:\n%s", out);
+  /* The point's row ends: formula sd, no fitted value, two differences. */
+  const char *row = strstr(out, "\n    1   512 random 0.001 ");
+  assert_non_null(row);
+  assert_non_null(strstr(row, "          -     "));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -582,6 +643,10 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(report_to_dash_writes_the_page_on_stdout,
                                       setup, teardown),
+      cmocka_unit_test(help_texts_show_no_printf_escapes),
+      cmocka_unit_test(formula_spells_the_strides_ordinal),
+      cmocka_unit_test_setup_teardown(
+          formula_validate_shows_a_missing_fit_as_a_dash, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
