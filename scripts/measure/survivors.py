@@ -289,19 +289,6 @@ def run_meta(workload):
     ]
 
 
-def write_run(path, meta, samples):
-    """The measured-run file: provenance, then each (t, label, rss) sample
-    as a mark and its rss; written to a temporary file and renamed."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("allocsim-trace 1\n")
-        for k, v in meta:
-            f.write(f"#@ {k}={v[:250]}\n")
-        for t, label, rss in samples:
-            f.write(f"{t} 0 mark {label}\n{t} 0 rss {rss}\n")
-    os.replace(tmp, path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="64")
