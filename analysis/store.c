@@ -171,18 +171,33 @@ static const char SCHEMA_V2[] =
     "CREATE VIEW sweep_point_params AS\n"
     "  SELECT p.sweep_id, p.point, p.seed, p.key, j.key AS name,\n"
     "         j.value AS value\n"
-    "  FROM sweep_points p, json_each(p.params_json) j;\n"
+    "  FROM sweep_points p, json_each(p.params_json) j;\n";
+
+/* Schema 3: sweep_seed_stats squares the kept bytes as reals.  Schema 2
+ * squared them as 64-bit integers, and its view failed with "integer
+ * overflow" on every query once a point kept about 2 GiB over 2 seeds (a
+ * 2.6 GiB survivors sweep at fraction 1).  The view holds no data: an
+ * upgrade replaces it. */
+static const char SCHEMA_V3[] =
+    "DROP VIEW IF EXISTS sweep_seed_stats;\n"
     "CREATE VIEW sweep_seed_stats AS\n"
     "  SELECT sweep_id, point, count(*) AS n,\n"
     "         avg(simulated_kept_bytes) AS mean_kept_bytes,\n"
     "         CASE WHEN count(*) > 1 THEN sqrt(max(0,\n"
-    "           (sum(simulated_kept_bytes * simulated_kept_bytes)\n"
+    "           (sum(CAST(simulated_kept_bytes AS REAL)\n"
+    "                * simulated_kept_bytes)\n"
     "            - sum(simulated_kept_bytes) * avg(simulated_kept_bytes))\n"
     "           / (count(*) - 1))) END AS sd_kept_bytes,\n"
     "         avg(formula_kept_bytes) AS formula_kept_bytes,\n"
     "         min(params_json) AS params_json\n"
     "  FROM sweep_points WHERE simulated_kept_bytes IS NOT NULL\n"
     "  GROUP BY sweep_id, point;\n";
+
+/* The scripts that take a store of schema v (index v - 1) to the next. */
+static const char *const SCHEMA_STEPS[] = {SCHEMA_V2, SCHEMA_V3};
+_Static_assert(sizeof SCHEMA_STEPS / sizeof SCHEMA_STEPS[0] + 1 ==
+                   STORE_SCHEMA_VERSION,
+               "one step per schema version after the first");
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -349,6 +364,15 @@ static as_status_t not_ours(const store_t *s, as_err_t *err) {
   return as_err_set(err, AS_ESTORE, "%s: not an allocsim store", s->path);
 }
 
+/* Runs the steps from schema `from` to the current one; false on the first
+ * that fails (sqlite3_errmsg says why). */
+static bool run_steps(store_t *s, int64_t from) {
+  for (int64_t v = from; v < STORE_SCHEMA_VERSION; v++)
+    if (sqlite3_exec(s->db, SCHEMA_STEPS[v - 1], NULL, NULL, NULL) != SQLITE_OK)
+      return false;
+  return true;
+}
+
 /* Creates schema v1 if the file is still empty once we hold the write lock
  * (another process may have created it since we looked). */
 static as_status_t create_schema(store_t *s, as_err_t *err) {
@@ -366,7 +390,7 @@ static as_status_t create_schema(store_t *s, as_err_t *err) {
              STORE_APPLICATION_ID);
     if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(s->db, SCHEMA_V1, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(s->db, SCHEMA_V2, NULL, NULL, NULL) != SQLITE_OK)
+        !run_steps(s, 1))
       rc = db_fail(s, err, "creating the schema");
     if (rc == AS_OK) {
       sqlite3_stmt *st;
@@ -387,20 +411,26 @@ static as_status_t create_schema(store_t *s, as_err_t *err) {
   return store_commit(s, err);
 }
 
-/* A v1 store becomes v2 (SCHEMA_V2) in one transaction, re-checked under
- * the write lock in case another process upgraded it meanwhile. */
-static as_status_t upgrade_v1(store_t *s, as_err_t *err) {
+/* An older store becomes the current schema in one transaction,
+ * re-checked under the write lock in case another process upgraded it
+ * meanwhile. */
+static as_status_t upgrade(store_t *s, as_err_t *err) {
   as_status_t rc = store_begin(s, err);
   if (rc != AS_OK)
     return rc;
   int64_t version = 0;
   rc = query_int(s, "SELECT coalesce(max(version), 0) FROM schema_version",
                  &version, err);
-  if (rc == AS_OK && version == 1 &&
-      (sqlite3_exec(s->db, SCHEMA_V2, NULL, NULL, NULL) != SQLITE_OK ||
-       sqlite3_exec(s->db, "UPDATE schema_version SET version = 2", NULL, NULL,
-                    NULL) != SQLITE_OK))
-    rc = db_fail(s, err, "upgrading the store to schema 2");
+  char sql[64];
+  snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d",
+           STORE_SCHEMA_VERSION);
+  if (rc == AS_OK && version >= 1 && version < STORE_SCHEMA_VERSION &&
+      (!run_steps(s, version) ||
+       sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)) {
+    snprintf(sql, sizeof sql, "upgrading the store to schema %d",
+             STORE_SCHEMA_VERSION);
+    rc = db_fail(s, err, sql);
+  }
   if (rc != AS_OK) {
     store_rollback(s);
     return rc;
@@ -454,10 +484,10 @@ static as_status_t check_version(store_t *s, as_err_t *err) {
   as_status_t rc = schema_version(s, &version, err);
   if (rc != AS_OK)
     return rc;
-  if (version == 1) {
-    if ((rc = upgrade_v1(s, err)) != AS_OK)
+  if (version >= 1 && version < STORE_SCHEMA_VERSION) {
+    if ((rc = upgrade(s, err)) != AS_OK)
       return rc;
-    version = 2;
+    version = STORE_SCHEMA_VERSION;
   }
   if (version > STORE_SCHEMA_VERSION)
     return as_err_set(err, AS_ESTORE,

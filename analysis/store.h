@@ -55,7 +55,7 @@
 #include "../engine/engine.h"
 #include "../sim/status.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef struct store_s store_t;
 

@@ -174,7 +174,7 @@ created_store_keeps_runs_samples_and_meta_after_reopen(void **state) {
   store_close(s);
 }
 
-static void new_store_is_marked_wal_and_schema_version_two(void **state) {
+static void new_store_is_marked_wal_and_the_current_schema(void **state) {
   fixture_t *f = *state;
   store_close(open_ok(f->path));
 
@@ -196,7 +196,7 @@ static void new_store_is_marked_wal_and_schema_version_two(void **state) {
                                       -1, &st, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  assert_int_equal(sqlite3_column_int64(st, 0), 2);
+  assert_int_equal(sqlite3_column_int64(st, 0), STORE_SCHEMA_VERSION);
   assert_int_equal(sqlite3_step(st), SQLITE_DONE);
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -214,7 +214,7 @@ static void empty_existing_file_becomes_a_store(void **state) {
 static void newer_schema_is_refused_naming_both_versions(void **state) {
   fixture_t *f = *state;
   store_close(open_ok(f->path));
-  raw_exec(f->path, "UPDATE schema_version SET version = 3");
+  raw_exec(f->path, "UPDATE schema_version SET version = 4");
 
   store_t *s = (store_t *)&s; /* must be reset to NULL */
   as_err_t err = {0};
@@ -223,7 +223,7 @@ static void newer_schema_is_refused_naming_both_versions(void **state) {
   assert_int_equal(err.code, AS_ESTORE);
   char want[256];
   expected_msg(want, sizeof want, f->path,
-               "store schema 3 is newer than this allocsim (2)");
+               "store schema 4 is newer than this allocsim (3)");
   assert_string_equal(err.msg, want);
 }
 
@@ -245,8 +245,47 @@ static void a_version_one_store_is_upgraded_in_place(void **state) {
   assert_int_equal(count_rows(f->path, "runs WHERE id = 7 AND "
                                        "length(uid) = 32"),
                    1);
-  assert_int_equal(count_rows(f->path, "schema_version WHERE version = 2"), 1);
+  assert_int_equal(count_rows(f->path, "schema_version WHERE version = 3"), 1);
   assert_int_equal(count_rows(f->path, "sweep_seed_stats"), 0);
+}
+
+/* Schema 3: the seed statistics square kept bytes as reals.  Schema 2's
+ * view failed the whole query with "integer overflow" once a point kept
+ * about 2 GiB over 2 seeds; a v2 store's view is replaced on open. */
+static void seed_stats_hold_points_of_many_gib(void **state) {
+  fixture_t *f = *state;
+  store_close(open_ok(f->path));
+  raw_exec(f->path,
+           "UPDATE schema_version SET version = 2;"
+           "DROP VIEW sweep_seed_stats;"
+           "CREATE VIEW sweep_seed_stats AS SELECT sweep_id, point, "
+           "sum(simulated_kept_bytes * simulated_kept_bytes) AS sd_kept_bytes "
+           "FROM sweep_points GROUP BY sweep_id, point;"
+           "INSERT INTO sweeps(id, workload, params) "
+           "VALUES (1, 'survivors', '{}');"
+           "INSERT INTO sweep_points(sweep_id, point, seed, params_json, "
+           "model, page_size, simulated_kept_bytes) VALUES "
+           "(1, 0, 1, '{}', 'cpython', 4096, 2726297600), "
+           "(1, 0, 2, '{}', 'cpython', 4096, 2726301696);");
+  store_close(open_ok(f->path));
+  assert_int_equal(count_rows(f->path, "schema_version WHERE version = 3"), 1);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT n, mean_kept_bytes, "
+                                      "sd_kept_bytes FROM sweep_seed_stats",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), 2);
+  assert_float_equal(sqlite3_column_double(st, 1), 2726299648.0, 0.5);
+  /* The sample sd of two values 4096 apart: 4096 / sqrt(2) = 2896.3; the
+   * squares' sum loses some of it to double rounding (about 2^-52 of
+   * 1.5e19), so 1 % is the tolerance. */
+  assert_float_equal(sqlite3_column_double(st, 2), 2896.3, 29.0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
 }
 
 static void foreign_sqlite_file_is_refused_and_left_unchanged(void **state) {
@@ -838,10 +877,11 @@ int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
       T(created_store_keeps_runs_samples_and_meta_after_reopen),
-      T(new_store_is_marked_wal_and_schema_version_two),
+      T(new_store_is_marked_wal_and_the_current_schema),
       T(empty_existing_file_becomes_a_store),
       T(newer_schema_is_refused_naming_both_versions),
       T(a_version_one_store_is_upgraded_in_place),
+      T(seed_stats_hold_points_of_many_gib),
       T(foreign_sqlite_file_is_refused_and_left_unchanged),
       T(our_application_id_without_schema_version_is_refused),
       T(garbage_file_is_refused_as_not_a_database),
