@@ -536,9 +536,10 @@ static const lab_def_t lab_decay = {
         "kernel, chosen per workload.  jemalloc shows the whole range "
         "(bursts every 50 ms, a 57 MiB spike held from s100 to s110): at "
         "0 RSS follows live memory, for about 20,000 madvise calls by s149; "
-        "at 1000 the spike's pages are back within about a second (s120: "
-        "30 MiB simulated, 26 measured); at 10000 they drain over ten "
-        "seconds; at -1 every page ever used stays (153 MiB).  Decay runs "
+        "at 1000 most of the spike's pages are back a second after its "
+        "free (s120: 30 MiB predicted, 26 measured, from 73 at s111) and "
+        "all by s149; at 10000 they drain over ten seconds; at -1 every "
+        "page ever used stays (153 MiB).  Decay runs "
         "on allocation ticks, so the 1000 and 10000 curves depend on when "
         "the real program's ticks fell in time: there the simulation is "
         "off by up to 4.6 and 14.7 MiB.",

@@ -162,16 +162,34 @@ static as_status_t measure_variant(lab_result_t *r, size_t vi,
 
 /* ---- The report --------------------------------------------------------- */
 
-/* "brk_bytes" -> "brk KiB"; "arenas" -> "arenas". */
-static void counter_header(const char *name, const char *unit, char *buf,
-                           size_t len) {
+/* "glibc.brk_bytes" -> "brk_bytes": the counter without its model. */
+static const char *counter_short_name(const char *name) {
   const char *dot = strchr(name, '.');
-  const char *short_name = dot ? dot + 1 : name;
-  size_t      n = strlen(short_name);
+  return dot ? dot + 1 : name;
+}
+
+/* Whether another of the lab's counters has the same short name (the decay
+ * lab's "mimalloc.purges" and "jemalloc.purges"): then both headers keep
+ * their model, or the table has two columns of one name. */
+static bool short_name_shared(const char *const *counters, size_t n,
+                              size_t which) {
+  for (size_t c = 0; c < n; c++)
+    if (c != which && strcmp(counter_short_name(counters[c]),
+                             counter_short_name(counters[which])) == 0)
+      return true;
+  return false;
+}
+
+/* "brk_bytes" -> "brk KiB"; "arenas" -> "arenas"; with qualified,
+ * "jemalloc.purges" stays whole. */
+static void counter_header(const char *name, const char *unit, bool qualified,
+                           char *buf, size_t len) {
+  const char *shown = qualified ? name : counter_short_name(name);
+  size_t      n = strlen(shown);
   bool        bytes = unit != NULL && strcmp(unit, "bytes") == 0;
-  if (bytes && n > 6 && strcmp(short_name + n - 6, "_bytes") == 0)
+  if (bytes && n > 6 && strcmp(shown + n - 6, "_bytes") == 0)
     n -= 6;
-  snprintf(buf, len, "%.*s%s", (int)n, short_name, bytes ? " KiB" : "");
+  snprintf(buf, len, "%.*s%s", (int)n, shown, bytes ? " KiB" : "");
 }
 
 /* A step's row label: the mark, under a heading per variant when the lab
@@ -189,12 +207,14 @@ static void print_steps(const lab_result_t *r, bool measured) {
   char   head[LAB_MAX_COUNTERS][48];
   int    cw[LAB_MAX_COUNTERS];
   size_t nc = 0;
-  for (; def->counters != NULL && def->counters[nc] != NULL &&
-         nc < LAB_MAX_COUNTERS;
-       nc++) {
-    counter_header(def->counters[nc], r->counter_unit[nc], head[nc],
-                   sizeof head[nc]);
-    cw[nc] = (int)strlen(head[nc]) > 10 ? (int)strlen(head[nc]) : 10;
+  while (def->counters != NULL && def->counters[nc] != NULL &&
+         nc < LAB_MAX_COUNTERS)
+    nc++;
+  for (size_t c = 0; c < nc; c++) {
+    counter_header(def->counters[c], r->counter_unit[c],
+                   short_name_shared(def->counters, nc, c), head[c],
+                   sizeof head[c]);
+    cw[c] = (int)strlen(head[c]) > 10 ? (int)strlen(head[c]) : 10;
   }
   printf("%-*s %10s", w, "step", "sim MiB");
   if (measured)

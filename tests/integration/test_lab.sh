@@ -47,6 +47,18 @@ for s in d["steps"]:
         assert abs(s["predicted_rss_bytes"] - s["measured_rss_bytes"]) <= 1280 << 10, s
 assert measured > 0, "no recorded measurement attached"
 PY
+  # Every column of the step table has its own name: two models' counters
+  # of one name (decay's mimalloc.purges and jemalloc.purges) keep their
+  # model, or a reader cannot tell the columns apart.
+  "$allocsim" lab "$lab" --recorded --no-map > "$tmp/$lab.txt" ||
+    fail "lab $lab --recorded failed"
+  python3 - "$tmp/$lab.txt" "$lab" <<'PY'
+import sys
+head = next(l for l in open(sys.argv[1]) if l.startswith("step "))
+names = [w for w in head.split() if w not in ("MiB", "KiB", "meas")]
+dup = sorted({w for w in names if names.count(w) > 1})
+assert not dup, (sys.argv[2], "columns named twice", dup, head)
+PY
 done
 
 # --measure runs the real program (built into labs/ beside the binary's
