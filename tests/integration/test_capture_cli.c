@@ -506,11 +506,6 @@ static void closed_stderr_still_stores_the_run(void **state) {
   assert_string_equal(buf, "3\n");
 }
 
-/* An executable that defines malloc itself binds every call to it, past the
- * recorder: the summary names it, the run stores it, and compare warns that
- * the trace lacks the calls and that the growth (the program's own mapping,
- * 16 MiB written, most in mappings made after main began) is memory no
- * allocator model predicts. */
 /* A daemon: the command exits at once, and its reparented child first
  * connects 300 ms later.  The capture ended when the command did and the
  * child ran untraced without a word; it now waits for the processes the
@@ -546,6 +541,11 @@ static void a_daemons_late_child_is_traced(void **state) {
   assert_contains(buf, "mark daemon");
 }
 
+/* An executable that defines malloc itself binds every call to it, past the
+ * recorder: the summary names it, the run stores it, and compare warns that
+ * the trace lacks the calls and that the growth (the program's own mapping,
+ * 16 MiB written, most in mappings made after main began) is memory no
+ * allocator model predicts. */
 static void own_malloc_is_named(void **state) {
   (void)state;
   char out[300], db[300], path[300], cmd[700], buf[8192];
