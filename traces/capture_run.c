@@ -990,7 +990,9 @@ static void collect(run_t *r) {
     trace_rec_t *t = &r->traces[i];
     if (t->st.said_exec && !t->stopped && !exec_was_traced(r, t))
       as_format_fits(t->st.exec_untraced, sizeof t->st.exec_untraced, "%s",
-                     t->exec_image[0] ? t->exec_image : "an image");
+                     t->exec_image[0] ? t->exec_image
+                                      : "an image (gone before its name was "
+                                        "read)");
     bool trunc = !t->st.said_bye || t->stopped || t->failed ||
                  r->guard.tripped != CAPTURE_GUARD_OK ||
                  res->end == CAPTURE_END_SIGNAL;
