@@ -188,6 +188,55 @@ as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
   return rc;
 }
 
+/* *spec, with the machine facts get finds, into buf (model_spec_with_facts);
+ * *spec then points at buf. */
+static as_status_t spec_with_facts(model_env_get_fn get, void *user,
+                                   const char **spec, char *buf, size_t len,
+                                   as_err_t *err) {
+  char given[512];
+  as_format_fits(given, sizeof given, "%s", *spec);
+  if (!model_spec_with_facts(given, get, user, buf, len))
+    return as_err_set(err, AS_EUSAGE, "model spec longer than %zu bytes", len);
+  *spec = buf;
+  return AS_OK;
+}
+
+as_status_t record_specs_with_facts(model_env_get_fn get, void *user,
+                                    const char **model, char *model_buf,
+                                    size_t model_len, const char **libc,
+                                    char *libc_buf, size_t libc_len,
+                                    as_err_t *err) {
+  bool        same = *libc == *model;
+  as_status_t rc = spec_with_facts(get, user, model, model_buf, model_len, err);
+  if (rc != AS_OK)
+    return rc;
+  if (same) /* a C run's model is its libc */
+    *libc = *model;
+  else if (*libc != NULL || model_spec_composes(*model)) {
+    if (*libc == NULL)
+      *libc = model_default_libc();
+    rc = spec_with_facts(get, user, libc, libc_buf, libc_len, err);
+  }
+  return rc;
+}
+
+as_status_t replay_target_with_facts(replay_target_t *t, const char **model,
+                                     char *model_buf, size_t model_len,
+                                     const char **libc, char *libc_buf,
+                                     size_t libc_len, as_err_t *err) {
+  if (t->store != NULL)
+    return record_specs_with_facts(run_meta_get, &t->meta, model, model_buf,
+                                   model_len, libc, libc_buf, libc_len, err);
+  trace_source_t *src;
+  as_status_t     rc = trace_input_source(&t->trace, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, model, model_buf,
+                               model_len, libc, libc_buf, libc_len, err);
+  trace_source_close(src);
+  return rc;
+}
+
 void replay_target_close(replay_target_t *t) {
   trace_input_close(&t->trace);
   store_run_record_free(&t->rec);

@@ -142,9 +142,11 @@ as_status_t cli_libc_check(const char *model, const char *libc, as_err_t *err);
  * those t's provenance implies (replay_target_specs).  For a C run (model
  * and libc the same model) --libc alone names the model, as for compare;
  * otherwise a given libc is checked with cli_libc_check.  Specs both from
- * the provenance are checked with replay_target_check_specs. */
-as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
-                             const char *model, const char *libc,
+ * the provenance are checked with replay_target_check_specs; given ones
+ * take the machine facts t recorded (replay_target_with_facts) and may be
+ * rewritten into model and libc. */
+as_status_t cli_target_specs(replay_target_t *t, explain_opts_t *o, char *model,
+                             size_t model_len, char *libc, size_t libc_len,
                              as_err_t *err);
 
 /* Prints the "source" and "model" header lines of explain, map and

@@ -198,7 +198,7 @@ static int advise_main(int argc, char **argv) {
     rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
                              sizeof libc, &err);
   if (rc == AS_OK) {
-    rc = cli_target_specs(&t, &o, model, libc, &err);
+    rc = cli_target_specs(&t, &o, model, sizeof model, libc, sizeof libc, &err);
     if (rc == AS_OK)
       rc = advise_trace(&o, replay_target_source, &t, r, &err);
   }

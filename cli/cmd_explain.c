@@ -200,7 +200,7 @@ static int explain_main(int argc, char **argv) {
   if (r == NULL)
     rc = as_err_set(&err, AS_ENOMEM, "out of memory");
   if (rc == AS_OK) {
-    rc = cli_target_specs(&e, &o, model, libc, &err);
+    rc = cli_target_specs(&e, &o, model, sizeof model, libc, sizeof libc, &err);
     if (rc == AS_OK)
       rc = explain_trace(&o, replay_target_source, &e, r, &n, desc, sizeof desc,
                          &err);

@@ -149,7 +149,7 @@ static int map_main(int argc, char **argv) {
     rc = replay_target_specs(&t, o.model, o.libc, model, sizeof model, libc,
                              sizeof libc, &err);
   if (rc == AS_OK) {
-    rc = cli_target_specs(&t, &o, model, libc, &err);
+    rc = cli_target_specs(&t, &o, model, sizeof model, libc, sizeof libc, &err);
     if (rc == AS_OK)
       rc = explain_replay_at(&o, replay_target_source, &t, o.at, build_here, &j,
                              &marks, desc, sizeof desc, &err);

@@ -62,7 +62,10 @@ static int replay_main(int argc, char **argv) {
   /* Every layout reads the trace again: a replay target copies a pipe's. */
   replay_target_t t;
   as_err_t        err = {0};
-  if (replay_target_open(&t, path, NULL, &err) != AS_OK) {
+  char            model[512], libc[256];
+  if (replay_target_open(&t, path, NULL, &err) != AS_OK ||
+      replay_target_with_facts(&t, &o.model, model, sizeof model, &o.libc, libc,
+                               sizeof libc, &err) != AS_OK) {
     replay_target_close(&t);
     return cli_fail("replay", &err);
   }

@@ -139,7 +139,7 @@ static int report_main(int argc, char **argv) {
   if (rc == AS_OK && t.store != NULL)
     rc = store_read_samples(t.store, t.rec.id, &measured, &nm, &err);
   if (rc == AS_OK) {
-    rc = cli_target_specs(&t, &o, model, libc, &err);
+    rc = cli_target_specs(&t, &o, model, sizeof model, libc, sizeof libc, &err);
     trace_source_t *probe;
     if (rc == AS_OK && (rc = replay_target_source(&t, &probe, &err)) == AS_OK)
       trace_source_close(probe); /* fills the run's description */

@@ -838,8 +838,8 @@ as_status_t cli_libc_check(const char *model, const char *libc, as_err_t *err) {
                     libc, name);
 }
 
-as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
-                             const char *model, const char *libc,
+as_status_t cli_target_specs(replay_target_t *t, explain_opts_t *o, char *model,
+                             size_t model_len, char *libc, size_t libc_len,
                              as_err_t *err) {
   bool from_provenance = o->model == NULL && o->libc == NULL;
   char model_name[64], libc_name[64];
@@ -856,7 +856,8 @@ as_status_t cli_target_specs(const replay_target_t *t, explain_opts_t *o,
     o->libc = libc;
   if (from_provenance)
     return replay_target_check_specs(t, model, libc, &o->kernel, err);
-  return AS_OK;
+  return replay_target_with_facts(t, &o->model, model, model_len, &o->libc,
+                                  libc, libc_len, err);
 }
 
 int cli_simulate_and_report(const char *cmd, const cli_sim_opts_t *o,

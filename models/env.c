@@ -364,6 +364,59 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   return AS_OK;
 }
 
+/* The value row takes from the facts the run recorded about the measured
+ * machine (its "meta:KEY" spellings: versions, CPU count, start-up
+ * layout), as the row takes it, or NULL. */
+static const char *recorded_fact(const model_option_t *row,
+                                 model_env_get_fn get, void *user, char *buf,
+                                 size_t len) {
+  const char *found = NULL;
+  for (const char *p = row->env; p != NULL && *p != '\0';) {
+    p += strspn(p, " ");
+    size_t tok = strcspn(p, " ");
+    if (tok > 5 && strncmp(p, "meta:", 5) == 0 && memchr(p, '?', tok) == NULL) {
+      char key[96];
+      snprintf(key, sizeof key, "%.*s", (int)(tok - 5), p + 5);
+      const char *v = get(user, key);
+      if (v != NULL && *v != '\0')
+        found = row->kind == OPT_ENUM ? enum_choice(row, v, buf, len)
+                                      : (snprintf(buf, len, "%s", v), buf);
+    }
+    p += tok;
+  }
+  return found;
+}
+
+bool model_spec_with_facts(const char *spec, model_env_get_fn get, void *user,
+                           char *out, size_t len) {
+  char name[64];
+  model_spec_name(spec, name, sizeof name);
+  const model_methods_t *methods = model_find(name);
+  const char            *colon = strchr(spec, ':');
+  model_opts_t           opts;
+  as_err_t               why;
+  char                   add[512] = "";
+  size_t                 used = 0;
+  if (methods != NULL &&
+      model_opts_parse(name, methods->options, colon ? colon + 1 : NULL, &opts,
+                       &why) == AS_OK)
+    for (size_t i = 0; i < opts.count && used < sizeof add; i++) {
+      char        v[128];
+      const char *fact =
+          model_opt_was_set(&opts, (int)i)
+              ? NULL
+              : recorded_fact(&methods->options[i], get, user, v, sizeof v);
+      if (fact != NULL && model_opts_set(name, &opts, (int)i, fact,
+                                         strlen(fact), &why) == AS_OK)
+        used +=
+            (size_t)snprintf(add + used, sizeof add - used, "%s%s=%s",
+                             used ? "," : "", methods->options[i].name, fact);
+    }
+  if (used == 0 || used >= sizeof add)
+    return snprintf(out, len, "%s", spec) < (int)len;
+  return model_spec_with(spec, add, out, len);
+}
+
 /* Whether the library path p (n bytes) names an allocator by its file
  * name: "lib...malloc..." or "lib...alloc...". */
 static bool looks_like_allocator(const char *p, size_t n) {

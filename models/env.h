@@ -29,6 +29,16 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
                                 model_env_get_fn get, void *user, char *buf,
                                 size_t len, as_err_t *err);
 
+/* spec with each knob it leaves unset that reads a fact the run recorded
+ * about the measured machine ("meta:KEY" spellings: the allocator's or
+ * Python's version, the CPU count, start-up layout) set to that fact, into
+ * out: `--model cpython` on a CPython 3.11 capture is cpython:version=3.11.
+ * Knobs set by environment variables stay at spec's values: a spec the
+ * user gives asks "what if".  A fact no choice of the knob matches leaves
+ * it unset.  false if out is too small. */
+bool model_spec_with_facts(const char *spec, model_env_get_fn get, void *user,
+                           char *out, size_t len);
+
 /* The allocator LD_PRELOAD put in place of the C library's: the model whose
  * preload name a listed library starts with (*out), or NULL when none is
  * preloaded.  A preloaded library whose name says it is an allocator that

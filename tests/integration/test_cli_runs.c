@@ -276,6 +276,41 @@ static void a_capture_without_allocations_compares(void **state) {
                               "1.55        +0.00     +0.00%"));
 }
 
+/* A model the user names takes the machine facts the run recorded for the
+ * knobs its spec leaves unset: `--model cpython` on a CPython 3.11 capture
+ * under glibc 2.39 replays 3.11 over glibc 2.39 (it replayed 3.14 over
+ * 2.36, the defaults, without a word); a version given wins. */
+static void a_named_model_takes_the_recorded_versions(void **state) {
+  fixture_t *f = *state;
+  char       args[512], out[8192];
+  record_text(f, "allocsim-trace 1\n"
+                 "#@ kind=measured\n"
+                 "#@ python=3.11.2\n"
+                 "#@ glibc_version=2.39\n"
+                 "0 0 mark start\n0 0 rss 4MiB\n1 0 malloc 0 64\n"
+                 "2 0 mark end\n2 0 rss 4MiB\n");
+  const char *const cmds[][2] = {
+      {"replay %s.out --model cpython --layouts 1",
+       "model      cpython:version=3.11,"},
+      {"explain %s.out --model cpython", "libc       glibc:version=2.39\n"},
+      {"replay %s.out --model cpython:version=3.12 --libc glibc --layouts 1",
+       "model      cpython:version=3.12,"},
+      {"replay %s.out --model glibc --layouts 1", ",version=2.39,"},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    snprintf(args, sizeof args, cmds[i][0], f->db);
+    assert_int_equal(allocsim(out, sizeof out, args), 0);
+    if (strstr(out, cmds[i][1]) == NULL)
+      fail_msg("%s: want '%s' in:\n%.800s", args, cmds[i][1], out);
+  }
+  snprintf(args, sizeof args, "compare 1 --db %s --no-store --model cpython",
+           f->db);
+  assert_int_equal(allocsim(out, sizeof out, args), 0);
+  if (strstr(out, "cpython:version=3.11") == NULL ||
+      strstr(out, "glibc:version=2.39") == NULL)
+    fail_msg("compare printed:\n%.800s", out);
+}
+
 /* The peak_rss_bytes figure of a --json output. */
 static unsigned long long json_peak(const char *out) {
   const char *p = strstr(out, "\"peak_rss_bytes\": ");
@@ -618,6 +653,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           runs_refuses_a_missing_store_and_a_missing_db_option, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(a_named_model_takes_the_recorded_versions,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(
           a_preloaded_run_is_listed_with_the_model_compare_uses, setup,
           teardown),
