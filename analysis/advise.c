@@ -135,11 +135,7 @@ static as_status_t probe_sample(void *user, const sim_sample_t *s,
                                 as_err_t *err) {
   (void)err;
   probe_t *p = user;
-  if (s->kind == SIM_SAMPLE_MEASURED && p->seen && !p->has_measured &&
-      s->t_ns == p->t_ns) { /* a capture's mark carries its RSS so */
-    p->has_measured = true;
-    p->measured = s->measured_rss_bytes;
-  }
+  explain_take_measured(s, p->seen, p->t_ns, &p->has_measured, &p->measured);
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
   uint64_t gap =

@@ -407,15 +407,20 @@ struct pass_s {
   explain_marks_t     *marks;
 };
 
+void explain_take_measured(const sim_sample_t *smp, bool found, uint64_t t_ns,
+                           bool *has, uint64_t *rss) {
+  if (smp->kind == SIM_SAMPLE_MEASURED && found && !*has && smp->t_ns == t_ns) {
+    *has = true;
+    *rss = smp->measured_rss_bytes;
+  }
+}
+
 static as_status_t pass_sample(void *user, const sim_sample_t *smp,
                                as_err_t *err) {
   pass_t          *p = user;
   explain_marks_t *m = p->marks;
-  if (smp->kind == SIM_SAMPLE_MEASURED && m->found && !m->has_measured &&
-      smp->t_ns == m->found_t_ns) {
-    m->has_measured = true;
-    m->measured_rss_bytes = smp->measured_rss_bytes;
-  }
+  explain_take_measured(smp, m->found, m->found_t_ns, &m->has_measured,
+                        &m->measured_rss_bytes);
   if (smp->kind != SIM_SAMPLE_MARK)
     return AS_OK;
   const char *label = smp->label ? smp->label : "";

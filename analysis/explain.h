@@ -136,6 +136,13 @@ struct explain_marks_s {
   uint64_t measured_rss_bytes;
 };
 
+/* A recorded run's RSS at a mark: capture writes it as an rss sample at the
+ * mark's time, which the engine passes on after the mark.  When the mark
+ * was found (found) at t_ns and smp is that sample, takes its RSS into
+ * *rss, once (*has). */
+void explain_take_measured(const sim_sample_t *smp, bool found, uint64_t t_ns,
+                           bool *has, uint64_t *rss);
+
 /* Called with the session as it is at the chosen instant (a mark sample,
  * or the end with label "end"). */
 typedef as_status_t (*explain_at_fn)(void *user, const sim_session_t *s,
