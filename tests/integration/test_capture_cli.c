@@ -545,6 +545,25 @@ static void a_daemons_late_child_is_traced(void **state) {
   assert_contains(buf, " malloc ");
   assert_contains(buf, " 70001\n");
   assert_contains(buf, "mark daemon");
+  /* The parent left by daemon's _exit(0): its trace said "died without its
+   * goodbye" and truncated=1 though it lost nothing. */
+  read_file(summary, buf, sizeof buf);
+  assert_null(strstr(buf, "goodbye"));
+  assert_null(strstr(buf, "truncated"));
+}
+
+/* The recorder's daemon() does what daemon(3) says: with (0, 0) the child
+ * runs in / with its standard streams on /dev/null. */
+static void daemon_keeps_its_promises_under_capture(void **state) {
+  (void)state;
+  char out[300], report[300], buf[256];
+  snprintf(out, sizeof out, "%s/daemon-full.astrace", g_dir);
+  snprintf(report, sizeof report, "%s/daemon-full.report", g_dir);
+  char *const args[] = {"-o",     out,    "--", PROGS "daemonizer",
+                        "--full", report, NULL};
+  assert_int_equal(finish(start("daemon-full", args)), 0);
+  read_file(report, buf, sizeof buf);
+  assert_string_equal(buf, "/ null\n");
 }
 
 /* An executable that defines malloc itself binds every call to it, past the
@@ -888,6 +907,7 @@ int main(void) {
       cmocka_unit_test(wall_time_is_the_commands_own),
       cmocka_unit_test(an_exec_into_a_static_binary_is_named),
       cmocka_unit_test(a_daemons_late_child_is_traced),
+      cmocka_unit_test(daemon_keeps_its_promises_under_capture),
       cmocka_unit_test(own_malloc_is_named),
       cmocka_unit_test(cxx_new_and_delete_are_recorded),
       cmocka_unit_test(jemalloc_api_is_recorded),

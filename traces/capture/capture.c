@@ -51,7 +51,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -534,6 +536,45 @@ EXPORT pid_t fork(void) {
   return pid;
 }
 
+/* daemon: glibc's forks and leaves the parent by its internal _exit
+ * (glibc 2.36 misc/daemon.c:47-57), which no wrapper sees, so the parent's
+ * stream ended without BYE and its trace read as cut short.  This one does
+ * what daemon(3) says through the wrappers here: fork (the child connects
+ * at once), the parent leaves by _exit(0) (BYE), the child starts a new
+ * session, goes to / unless nochdir, and unless noclose points its standard
+ * streams at /dev/null, which must be the character device it should be
+ * (ENODEV otherwise, as glibc checks, misc/daemon.c:65-97). */
+EXPORT int daemon(int nochdir, int noclose) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid > 0)
+    _exit(0);
+  if (setsid() == -1)
+    return -1;
+  if (!nochdir)
+    (void)chdir("/");
+  if (noclose)
+    return 0;
+  int         fd = open("/dev/null", O_RDWR);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+    close(fd);
+    errno = ENODEV;
+    return -1;
+  }
+  for (int std = STDIN_FILENO; std <= STDERR_FILENO; std++)
+    (void)dup2(fd, std);
+  if (fd > STDERR_FILENO)
+    close(fd);
+  return 0;
+}
+
 /* _exit skips the destructor: without this the buffers would be lost. */
 EXPORT void _exit(int status) {
   capture_resolve();
@@ -612,7 +653,8 @@ bool capture_ready(void) {
 }
 
 /* A forked child connects at its first recorded call when its fork did
- * not come through the wrapper below (daemon() for one). */
+ * not come through the wrapper below (a fork libc makes by its internal
+ * name). */
 static inline void child_flusher(void) {
   if (UNLIKELY(atomic_load_explicit(&g_child_pending, memory_order_relaxed)))
     child_start(true);
