@@ -340,6 +340,22 @@ static void point_args_text(sweep_point_t *p, int argc, char **argv) {
 
 #define ARGV_MAX (2 * SWEEP_MAX_FIXED + 2 * SWEEP_MAX_AXES + 2)
 
+/* The point's specs with the machine facts its trace recorded for the
+ * knobs they leave unset (runsrc.h record_specs_with_facts): a sweep of a
+ * CPython 3.11 capture with --model cpython replays 3.11. */
+static as_status_t point_facts(sweep_point_t *p, as_err_t *err) {
+  trace_source_t *src;
+  as_status_t     rc = trace_open(p->trace, &src, err);
+  if (rc != AS_OK)
+    return rc;
+  const char *model = p->model, *libc = p->libc[0] ? p->libc : NULL;
+  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, &model, p->model,
+                               sizeof p->model, &libc, p->libc, sizeof p->libc,
+                               err);
+  trace_source_close(src);
+  return rc;
+}
+
 /* The point's model and libc specs: the model and libc axes (else the
  * config's), with each MODEL.OPTION axis value added to whichever of the
  * two is that model.  A composition's libc is its libc spec or the default
@@ -384,7 +400,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
       return as_err_set(err, AS_EUSAGE, "model spec too long");
     snprintf(target, tlen, "%s", tmp);
   }
-  return AS_OK;
+  return p->trace != NULL ? point_facts(p, err) : AS_OK;
 }
 
 /* The point's key: the SHA-256 of what decides its result. */

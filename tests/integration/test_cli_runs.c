@@ -296,6 +296,9 @@ static void a_named_model_takes_the_recorded_versions(void **state) {
       {"replay %s.out --model cpython:version=3.12 --libc glibc --layouts 1",
        "model      cpython:version=3.12,"},
       {"replay %s.out --model glibc --layouts 1", ",version=2.39,"},
+      {"sweep %s.out --model cpython --vary cpython.pythonmalloc=pymalloc "
+       "--layouts 1 --json",
+       "\"model_spec\":\"cpython:version=3.11,"},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     snprintf(args, sizeof args, cmds[i][0], f->db);
