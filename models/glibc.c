@@ -613,6 +613,20 @@ touch(glibc_model_t *g, uint64_t addr, uint64_t len) {
     g->fail = rc;
 }
 
+/* Two writes in one event, [a, a + alen) then [b, b + blen) with a <= b.
+ * Residency is per OS page and nothing runs between them, so when both
+ * lie on one page a single touch of the span from a to b's end makes
+ * exactly the same page resident as the two writes, at one fast test. */
+static void touch_pair(glibc_model_t *g, uint64_t a, uint64_t alen, uint64_t b,
+                       uint64_t blen) {
+  if ((a ^ (b + blen - 1)) < g->page) {
+    touch(g, a, b + blen - a);
+    return;
+  }
+  touch(g, a, alen);
+  touch(g, b, blen);
+}
+
 /* set_head (malloc.c:1449): the size word at chunk+8. */
 static void w_head(glibc_model_t *g, uint32_t p) {
   touch(g, ch_addr(C(p)) + SIZE_SZ, SIZE_SZ);
@@ -1046,8 +1060,9 @@ static uint32_t split_top(glibc_model_t *g, int32_t ai, uint64_t nb) {
   C(rem)->state = CS_TOP;
   g->arenas[ai].top = rem;
   C(victim)->state = CS_INUSE;
-  w_head(g, victim);
-  w_head(g, rem);
+  /* set_head of victim, then of the new top right above it. */
+  touch_pair(g, ch_addr(C(victim)) + SIZE_SZ, SIZE_SZ,
+             ch_addr(C(rem)) + SIZE_SZ, SIZE_SZ);
   return victim;
 }
 
@@ -1314,17 +1329,11 @@ static void unsorted_link(glibc_model_t *g, garena_t *av, uint32_t p) {
  * footer. */
 static void write_free_chunk(glibc_model_t *g, uint32_t p) {
   /* set_head (size at +8) and the links (+16..) are one contiguous write,
-   * then set_foot at the next chunk.  Residency is per OS page, so when
-   * the header and the footer share a page one touch of the span between
-   * them makes exactly the same page resident as the two writes. */
+   * then set_foot at the next chunk. */
   uint64_t head = ch_addr(C(p)) + SIZE_SZ, foot = ch_addr(C(p)) + ch_size(C(p));
-  if ((head ^ (foot + SIZE_SZ - 1)) < g->page) {
-    touch(g, head, foot + SIZE_SZ - head);
-    return;
-  }
-  touch(g, head,
-        SIZE_SZ + (in_smallbin_range(ch_size(C(p))) ? 2 : 4) * SIZE_SZ);
-  touch(g, foot, SIZE_SZ);
+  touch_pair(g, head,
+             SIZE_SZ + (in_smallbin_range(ch_size(C(p))) ? 2 : 4) * SIZE_SZ,
+             foot, SIZE_SZ);
 }
 
 /* Where a chunk coalesced by free goes: the unsorted list, or from 2.41 a
