@@ -240,7 +240,7 @@ struct gchunk_s {
       uint32_t bk;
     };
   };
-} __attribute__((packed, aligned(4)));
+};
 
 /* Search index of one large bin: its size groups (the chunks the nextsize
  * skip list links), sorted by decreasing size like the list.  glibc walks
