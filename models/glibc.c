@@ -360,6 +360,11 @@ struct glibc_model_s {
 
   uint64_t live_bytes, live_objects, inuse_heap_bytes, heaps_live;
 
+  /* Bytes the program writes at mem of the chunk the malloc being served
+   * returns, not yet touched (0: none or done): split_top touches them
+   * with the headers it writes, else glibc_alloc does. */
+  uint64_t payload_due;
+
   as_status_t fail; /* first failure, sticky */
   as_err_t    ferr;
 };
@@ -1061,8 +1066,18 @@ static uint32_t split_top(glibc_model_t *g, int32_t ai, uint64_t nb) {
   g->arenas[ai].top = rem;
   C(victim)->state = CS_INUSE;
   /* set_head of victim, then of the new top right above it. */
-  touch_pair(g, ch_addr(C(victim)) + SIZE_SZ, SIZE_SZ,
-             ch_addr(C(rem)) + SIZE_SZ, SIZE_SZ);
+  uint64_t head = ch_addr(C(victim)) + SIZE_SZ;
+  uint64_t top_head = ch_addr(C(rem)) + SIZE_SZ;
+  if (g->payload_due != 0) {
+    /* With the program's write of [mem, mem + payload_due), which ends at
+     * most 24 bytes below top_head (request2size), a page that meets the
+     * span from head to the end of top's size word meets one of the three
+     * writes: one touch makes the same pages resident. */
+    g->payload_due = 0;
+    touch(g, head, top_head + SIZE_SZ - head);
+    return victim;
+  }
+  touch_pair(g, head, SIZE_SZ, top_head, SIZE_SZ);
   return victim;
 }
 
@@ -1774,8 +1789,11 @@ static void tcache_init(glibc_model_t *g, gthread_t *th) {
   int32_t ai = arena_get(g, th, g->tcache_struct_bytes);
   if (ai < 0)
     return;
+  uint64_t due = g->payload_due; /* the program's chunk's, not this one's */
+  g->payload_due = 0;
   uint32_t p =
       int_malloc_retry(g, ai, request2size(g->tcache_struct_bytes), th);
+  g->payload_due = due;
   if (p == NIL)
     return;
   C(p)->user = 0;
@@ -2284,19 +2302,25 @@ static as_status_t glibc_alloc(model_t *m, const trace_event_t *ev,
     return report(g, err);
   }
   uint32_t p;
-  if (ev->op == TRACE_CALLOC)
+  uint64_t written =
+      ev->op != TRACE_CALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN) ? bytes : 0;
+  if (ev->op == TRACE_CALLOC) {
     p = gl_calloc(g, th, nb);
-  else if (ev->op == TRACE_MEMALIGN)
+  } else if (ev->op == TRACE_MEMALIGN) {
     p = gl_memalign(g, th, ev->align, bytes);
-  else
+  } else {
+    g->payload_due = written; /* split_top may touch it (the chunk it
+                                 returns is p; memalign's is not) */
     p = gl_malloc(g, th, nb, bytes != 0);
+    written = g->payload_due;
+    g->payload_due = 0;
+  }
   if (p == NIL && g->fail == AS_OK)
     set_fail(g, AS_ENOMEM, "allocation failed");
   if (g->fail != AS_OK)
     return report(g, err);
   adopt(g, ev->id, p, bytes);
-  if (ev->op != TRACE_CALLOC && !(ev->flags & TRACE_FLAG_UNWRITTEN))
-    touch(g, mem_of(g, p), bytes);
+  touch(g, mem_of(g, p), written);
   return g->fail != AS_OK ? report(g, err) : AS_OK;
 }
 
