@@ -87,6 +87,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -942,17 +943,20 @@ static const trace_source_methods_t bin_source_methods = {
  * definitions) must end its block, so that one label buffer serves a
  * block.  The data and rare columns must be used exactly.  The checksum
  * covers every byte from the first block to the end byte.  The decoder
- * reads 8 bytes per field, so up to 8 past an event's data; each event
- * checks that it stayed inside the data column, and BLK_SLACK zero bytes
- * after the window keep those reads inside the buffer. */
-#define BLK_EVENTS_MAX 1024
-#define BLK_SHAPES_MAX 256
-#define BLK_BYTES_MAX  ((size_t)128 * 1024)
-#define BLK_SLACK      64
-#define BLK_HEADER_MAX (4 * 10)
-#define BLK_END        0x00 /* in place of a block: the blocks end */
-#define BLK_SHAPE_RARE 0x000C
-#define BLK_FIELDS     4 /* time delta, thread, id, size */
+ * reads 8 bytes per field, so up to 8 past an event's data, and checks
+ * that a run of events stayed inside the data column only at its end
+ * (blk_run), so a lying block can have it read up to BLK_EVENTS_MAX events
+ * of BLK_EVENT_DATA_MAX bytes past the column: BLK_SLACK zero bytes after
+ * the window keep those reads inside the buffer. */
+#define BLK_EVENTS_MAX     1024
+#define BLK_SHAPES_MAX     256
+#define BLK_BYTES_MAX      ((size_t)128 * 1024)
+#define BLK_EVENT_DATA_MAX (8 + 4 + 8 + 8) /* time, thread, id, size */
+#define BLK_SLACK          (BLK_EVENTS_MAX * BLK_EVENT_DATA_MAX + 64)
+#define BLK_HEADER_MAX     (4 * 10)
+#define BLK_END            0x00 /* in place of a block: the blocks end */
+#define BLK_SHAPE_RARE     0x000C
+#define BLK_FIELDS         4 /* time delta, thread, id, size */
 #define BLK_COMMON_OPS                                                         \
   (1u << TRACE_MALLOC | 1u << TRACE_CALLOC | 1u << TRACE_REALLOC |             \
    1u << TRACE_FREE)
@@ -963,18 +967,44 @@ static const uint8_t blk_thread_len[4] = {0, 1, 2, 4};
 static const uint8_t blk_op_of_code[4] = {TRACE_MALLOC, TRACE_CALLOC,
                                           TRACE_REALLOC, TRACE_FREE};
 
+/* Where an event's thread, op, domain and flags sit: one 8-byte word, which
+ * the block decoder stores at once (trace_event_set's field by field stores
+ * were a fifth of the decoder's instructions), and the ranges of fields a
+ * common event leaves zero, which it clears with two memsets.  If
+ * trace_event_t changes, these asserts say that this must change too. */
+#define BLK_EV_WORD   offsetof(trace_event_t, thread)
+#define BLK_EV_ZERO_A offsetof(trace_event_t, align) /* align .. prev_size */
+#define BLK_EV_ZERO_B offsetof(trace_event_t, label) /* label .. nframes */
+_Static_assert(offsetof(trace_event_t, t_ns) == 0 &&
+                   offsetof(trace_event_t, id) == 8 &&
+                   offsetof(trace_event_t, size) == 16 && BLK_EV_ZERO_A == 24 &&
+                   offsetof(trace_event_t, offset) == 32 &&
+                   offsetof(trace_event_t, prev_size) == 40 &&
+                   BLK_EV_WORD == 48 && offsetof(trace_event_t, op) == 52 &&
+                   offsetof(trace_event_t, domain) == 53 &&
+                   offsetof(trace_event_t, flags) == 54 &&
+                   BLK_EV_ZERO_B == 56 && offsetof(trace_event_t, site) == 64 &&
+                   offsetof(trace_event_t, frames) == 72 &&
+                   offsetof(trace_event_t, nframes) == 80 &&
+                   sizeof(trace_event_t) == 88,
+               "the block decoder writes trace_event_t by these offsets");
+
 /* A shape as the decoder uses it: where each field starts in the event's
- * data and the mask that keeps its bytes out of an 8-byte load. */
+ * data and the mask that keeps its bytes out of an 8-byte load.  64 bytes,
+ * so that finding an event's shape takes one shift. */
 typedef struct blk_shape_s blk_shape_t;
 struct blk_shape_s {
-  uint64_t mask[BLK_FIELDS];
-  uint8_t  off[BLK_FIELDS];
-  uint32_t keep_thread; /* all ones when the thread is the previous
-                           event's, else 0: a select without a branch
-                           (a branch mispredicted on mixes of threads) */
-  uint8_t len;          /* data bytes of the event */
-  uint8_t op, domain;
+  _Alignas(64) uint64_t mask[BLK_FIELDS];
+  uint64_t word; /* the op and domain as the event's BLK_EV_WORD holds them,
+                    thread 0 */
+  uint8_t  off[BLK_FIELDS]; /* off[0] is 0: the time delta comes first */
+  uint32_t keep_thread;     /* all ones when the thread is the previous
+                               event's, else 0: a select without a branch
+                               (a branch mispredicted on mixes of threads) */
+  uint8_t len;              /* data bytes of the event */
   bool    rare;
+  bool    wide_dt; /* an 8-byte time delta: a run of them can overflow
+                      2^64 ns more than once (blk_run_fast) */
 };
 
 static uint64_t blk_mask(unsigned bytes) {
@@ -1002,9 +1032,11 @@ static bool blk_shape(unsigned v, blk_shape_t *sh) {
     off += bytes[k];
   }
   sh->len = (uint8_t)off;
-  sh->op = (uint8_t)op;
-  sh->domain = (uint8_t)((v >> 2) & 3);
+  sh->word = (uint64_t)op << 8 * (offsetof(trace_event_t, op) - BLK_EV_WORD) |
+             (uint64_t)((v >> 2) & 3)
+                 << 8 * (offsetof(trace_event_t, domain) - BLK_EV_WORD);
   sh->keep_thread = bytes[1] != 0 ? 0 : UINT32_MAX;
+  sh->wide_dt = bytes[0] == 8;
   return true;
 }
 
@@ -1012,7 +1044,10 @@ static bool blk_shape(unsigned v, blk_shape_t *sh) {
 typedef struct blk_cols_s blk_cols_t;
 struct blk_cols_s {
   const uint8_t *ops, *data, *data_end, *rare, *rare_end;
-  size_t         n; /* events */
+  size_t         n;           /* events */
+  bool           wide_dt;     /* some shape has an 8-byte time delta */
+  unsigned       rare_shapes; /* how many shapes are BLK_SHAPE_RARE */
+  uint8_t        rare_shape;  /* the first of them */
 };
 
 /* Stops the source at the error in s->failure (sticky) and reports it. */
@@ -1075,60 +1110,157 @@ static as_status_t blk_rare(bin_src_t *s, trace_event_t *ev, size_t index,
 static ALWAYS_INLINE uint64_t blk_field(const uint8_t *p, const blk_shape_t *sh,
                                         unsigned k) {
   uint64_t w;
-  memcpy(&w, p + sh->off[k], 8); /* little-endian host (checked above) */
+  memcpy(&w, p + (k == 0 ? 0 : sh->off[k]), 8); /* little-endian host
+                                                    (checked above) */
   return w & sh->mask[k];
+}
+
+/* Where decoding stands in a block: the next data byte and what the next
+ * event's deltas apply to. */
+typedef struct blk_state_s blk_state_t;
+struct blk_state_s {
+  const uint8_t *p;
+  uint64_t       t, id;
+  uint32_t       thread;
+};
+
+/* Decodes the common event at st->p with shape sh into *ev and advances
+ * st past it. */
+static ALWAYS_INLINE void blk_common(blk_state_t *st, const blk_shape_t *sh,
+                                     trace_event_t *ev) {
+  const uint8_t *p = st->p;
+  uint64_t       dt = blk_field(p, sh, 0), th = blk_field(p, sh, 1);
+  uint64_t       zz = blk_field(p, sh, 2), size = blk_field(p, sh, 3);
+  st->p = p + sh->len;
+  st->t += dt;
+  st->id += (zz >> 1) ^ (0 - (zz & 1)); /* un-zigzag, modulo 2^64 */
+  st->thread = (st->thread & sh->keep_thread) | (uint32_t)th; /* th is 0
+                                                                 if kept */
+  uint8_t *e = (uint8_t *)ev;
+  uint64_t word = sh->word | st->thread;
+  memcpy(e, &st->t, 8);
+  memcpy(e + 8, &st->id, 8);
+  memcpy(e + 16, &size, 8);
+  memset(e + BLK_EV_ZERO_A, 0, BLK_EV_WORD - BLK_EV_ZERO_A);
+  memcpy(e + BLK_EV_WORD, &word, 8);
+  memset(e + BLK_EV_ZERO_B, 0, sizeof *ev - BLK_EV_ZERO_B);
+}
+
+/* The index of the first rare event from i on, or the block's event
+ * count.  A writer lists the rare shape once, and then memchr finds it
+ * faster than the decoding loop could test each event's shape. */
+static size_t blk_next_rare(const blk_shape_t *shapes, const blk_cols_t *c,
+                            size_t i) {
+  if (c->rare_shapes == 0)
+    return c->n;
+  if (c->rare_shapes == 1) {
+    const uint8_t *at = memchr(c->ops + i, c->rare_shape, c->n - i);
+    return at == NULL ? c->n : (size_t)(at - c->ops);
+  }
+  while (i < c->n && !shapes[c->ops[i]].rare)
+    i++;
+  return i;
+}
+
+/* Decodes the common events from *i to stop (the next rare event) with no
+ * check at all, for speed: the caller checks the run as a whole afterwards
+ * (blk_run).  Reads up to BLK_EVENT_DATA_MAX bytes per event past the data
+ * column if it lies, which BLK_SLACK allows for. */
+static void blk_run_fast(const blk_shape_t *shapes, const blk_cols_t *c,
+                         size_t *i, size_t stop, blk_state_t *st,
+                         trace_event_t *out) {
+  blk_state_t    cur = *st;
+  const uint8_t *ops = c->ops;
+  for (size_t k = *i; k < stop; k++)
+    blk_common(&cur, &shapes[ops[k]], &out[k]);
+  *i = stop;
+  *st = cur;
+}
+
+/* The same run as blk_run_fast, checking each event: stops at the first
+ * that runs past the data column or takes the time past 2^64 ns. */
+static as_status_t blk_run_checked(bin_src_t *s, const blk_shape_t *shapes,
+                                   const blk_cols_t *c, size_t *i,
+                                   blk_state_t *st, trace_event_t *out,
+                                   as_err_t *err) {
+  for (size_t k = *i; k < c->n; k++) {
+    const blk_shape_t *sh = &shapes[c->ops[k]];
+    if (sh->rare) {
+      *i = k;
+      return AS_OK;
+    }
+    uint64_t t = st->t;
+    blk_common(st, sh, &out[k]);
+    if (UNLIKELY((st->t < t) | (st->p > c->data_end)))
+      return blk_fail(s, err,
+                      st->t < t ? "byte offset %" PRIu64 ": event %zu of the "
+                                  "block at byte offset %" PRIu64 ": time "
+                                  "overflows 2^64 ns"
+                                : "byte offset %" PRIu64 ": event %zu of the "
+                                  "block at byte offset %" PRIu64 " runs past "
+                                  "the block's data column",
+                      offset_of(s, st->p - sh->len), k, s->blk_off);
+  }
+  *i = c->n;
+  return AS_OK;
+}
+
+/* The common events from *i to the next rare one: unchecked, then checked
+ * again only if the run as a whole went wrong.  The data pointer only
+ * grows, so an event ran past the data column if and only if the run's
+ * end did; and when no time delta takes 8 bytes, a run of at most
+ * BLK_EVENTS_MAX deltas adds less than 2^58, so the time overflowed if and
+ * only if it ended below where it started. */
+static as_status_t blk_run(bin_src_t *s, const blk_shape_t *shapes,
+                           const blk_cols_t *c, size_t *i, blk_state_t *st,
+                           trace_event_t *out, as_err_t *err) {
+  if (!c->wide_dt) {
+    blk_state_t from = *st;
+    size_t      i0 = *i;
+    blk_run_fast(shapes, c, i, blk_next_rare(shapes, c, *i), st, out);
+    if (LIKELY(st->p <= c->data_end && st->t >= from.t))
+      return AS_OK;
+    *st = from;
+    *i = i0;
+  }
+  return blk_run_checked(s, shapes, c, i, st, out, err);
 }
 
 /* Decodes the block's events with its shapes into s->blk. */
 static as_status_t blk_decode(bin_src_t *s, const blk_shape_t *shapes,
                               const blk_cols_t *c, as_err_t *err) {
-  const uint8_t *p = c->data, *rare = c->rare, *ops = c->ops;
-  const uint8_t *data_end = c->data_end;
-  uint64_t       t = s->prev_t_ns, id = s->prev_id;
-  uint32_t       thread = s->prev_thread;
-  trace_event_t *out = s->blk;
-  size_t         n = c->n;
-  for (size_t i = 0; i < n; i++) {
-    const blk_shape_t *sh = &shapes[ops[i]];
-    if (UNLIKELY(sh->rare)) {
-      s->prev_t_ns = t;
-      s->prev_id = id;
-      s->prev_thread = thread;
-      as_status_t rc = blk_rare(s, &out[i], i, &rare, c, err);
+  const uint8_t *rare = c->rare;
+  blk_state_t    st = {.p = c->data,
+                       .t = s->prev_t_ns,
+                       .id = s->prev_id,
+                       .thread = s->prev_thread};
+  for (size_t i = 0; i < c->n;) {
+    if (shapes[c->ops[i]].rare) {
+      s->prev_t_ns = st.t;
+      s->prev_id = st.id;
+      s->prev_thread = st.thread;
+      as_status_t rc = blk_rare(s, &s->blk[i], i, &rare, c, err);
       if (rc != AS_OK)
         return rc;
-      t = s->prev_t_ns;
-      id = s->prev_id;
-      thread = s->prev_thread;
+      st.t = s->prev_t_ns;
+      st.id = s->prev_id;
+      st.thread = s->prev_thread;
+      i++;
       continue;
     }
-    uint64_t dt = blk_field(p, sh, 0), th = blk_field(p, sh, 1);
-    uint64_t zz = blk_field(p, sh, 2), size = blk_field(p, sh, 3);
-    p += sh->len;
-    t += dt;
-    if (UNLIKELY((t < dt) | (p > data_end)))
-      return blk_fail(s, err,
-                      t < dt ? "byte offset %" PRIu64 ": event %zu of the "
-                               "block at byte offset %" PRIu64 ": time "
-                               "overflows 2^64 ns"
-                             : "byte offset %" PRIu64 ": event %zu of the "
-                               "block at byte offset %" PRIu64 " runs past "
-                               "the block's data column",
-                      offset_of(s, p - sh->len), i, s->blk_off);
-    thread = (thread & sh->keep_thread) | ((uint32_t)th & ~sh->keep_thread);
-    id += (zz >> 1) ^ (0 - (zz & 1)); /* un-zigzag, modulo 2^64 */
-    trace_event_set(&out[i], t, sh->op, sh->domain, id, size);
-    out[i].thread = thread;
+    as_status_t rc = blk_run(s, shapes, c, &i, &st, s->blk, err);
+    if (rc != AS_OK)
+      return rc;
   }
-  if (p != c->data_end || rare != c->rare_end)
+  if (st.p != c->data_end || rare != c->rare_end)
     return blk_fail(s, err,
                     "byte offset %" PRIu64 ": the block's events use %td of "
                     "its %td data bytes and %td of its %td rare bytes",
-                    s->blk_off, p - c->data, c->data_end - c->data,
+                    s->blk_off, st.p - c->data, c->data_end - c->data,
                     rare - c->rare, c->rare_end - c->rare);
-  s->prev_t_ns = t;
-  s->prev_id = id;
-  s->prev_thread = thread;
+  s->prev_t_ns = st.t;
+  s->prev_id = st.id;
+  s->prev_thread = st.thread;
   return AS_OK;
 }
 
@@ -1161,7 +1293,7 @@ static as_status_t blk_count(bin_src_t *s, const uint8_t **p, uint64_t min,
 static as_status_t blk_header(bin_src_t *s, blk_shape_t *shapes, blk_cols_t *c,
                               as_err_t *err) {
   const uint8_t *p = s->p;
-  uint64_t       n, k, dlen, rlen;
+  uint64_t       n = 0, k = 0, dlen = 0, rlen = 0; /* set by blk_count */
   as_status_t    rc;
   if ((rc = blk_count(s, &p, 1, BLK_EVENTS_MAX, "a block's event count", &n,
                       err)) != AS_OK ||
@@ -1186,14 +1318,20 @@ static as_status_t blk_header(bin_src_t *s, blk_shape_t *shapes, blk_cols_t *c,
              s->blk_off, n, n == 1 ? "" : "s", s->records);
     return cut_short(s, msg, err);
   }
-  for (unsigned j = 0; j < k; j++, p += 2)
+  bool     wide_dt = false;
+  unsigned rare_shapes = 0, rare_shape = 0;
+  for (unsigned j = 0; j < k; j++, p += 2) {
     if (!blk_shape(p[0] | (unsigned)p[1] << 8, &shapes[j]))
       return blk_fail(s, err,
                       "byte offset %" PRIu64 ": expected a shape (op, domain "
                       "0-2, field lengths; free without a size; or 0x000c), "
                       "got 0x%04x",
                       offset_of(s, p), p[0] | (unsigned)p[1] << 8);
-  unsigned worst = 0;
+    wide_dt |= shapes[j].wide_dt;
+    if (shapes[j].rare && rare_shapes++ == 0)
+      rare_shape = j;
+  }
+  uint8_t worst = 0; /* 8 bits: the compiler vectorises the maximum */
   for (size_t i = 0; i < n; i++)
     worst = p[i] > worst ? p[i] : worst;
   if (worst >= k)
@@ -1206,7 +1344,10 @@ static as_status_t blk_header(bin_src_t *s, blk_shape_t *shapes, blk_cols_t *c,
                     .data_end = p + n + dlen,
                     .rare = p + n + dlen,
                     .rare_end = p + n + dlen + rlen,
-                    .n = (size_t)n};
+                    .n = (size_t)n,
+                    .wide_dt = wide_dt,
+                    .rare_shapes = rare_shapes,
+                    .rare_shape = (uint8_t)rare_shape};
   return AS_OK;
 }
 

@@ -1120,6 +1120,19 @@ static void version3_bad_blocks_name_their_offset(void **state) {
            "\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01\x00\x00\x00\x00\x00\x00\x00",
            "t.astrace: byte offset 27: event 1 of the block at byte offset "
            "11: time overflows 2^64 ns"),
+      /* The decoder checks a run of common events as a whole: these
+       * name the event all the same.  A rare event takes the time to
+       * 2^64 - 3 ns, then 1-byte deltas of 1 ns overflow at event 3. */
+      CASE("\x04\x02\x03\x0C\x0C\x00\x40\x00\x00\x01\x01\x01"
+           "\x01\x01\x01\x4A\xFD\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01\x01",
+           "t.astrace: byte offset 25: event 3 of the block at byte offset "
+           "11: time overflows 2^64 ns"),
+      /* Event 2 runs past a 2-byte data column; the bad rare event after
+       * it is not reached. */
+      CASE("\x04\x02\x02\x01\x0C\x00\x40\x00\x01\x01\x01\x00"
+           "\x01\x01\x0F",
+           "t.astrace: byte offset 25: event 2 of the block at byte offset "
+           "11 runs past the block's data column"),
 #undef CASE
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
