@@ -1070,6 +1070,45 @@ static void version3_cuts_read_to_the_last_whole_block(void **state) {
   free(evs);
 }
 
+/* The reader refills its window (256 KiB) only when the next block is not
+ * whole in it: cuts far past the first window still read leniently to the
+ * last whole block, and are errors otherwise. */
+static void version3_cuts_past_the_first_window(void **state) {
+  (void)state;
+  enum { N = 80 * 1024, FIRST = 70 };
+  trace_event_t *evs = calloc(N, sizeof *evs);
+  assert_non_null(evs);
+  gen_t g = {.state = 9};
+  for (size_t i = 0; i < N; i++) {
+    gen_event(&g, i, &evs[i]);
+    if (evs[i].op == TRACE_MARK) { /* no mark: blocks of 1,024 events */
+      evs[i].op = TRACE_FREE;
+      evs[i].label = NULL;
+      evs[i].id = 0;
+    }
+  }
+  buf_t full = encode_version(evs, N, NULL, 3);
+  for (size_t k = FIRST; k < FIRST + 2; k++) {
+    buf_t  part = encode_version(evs, 1024 * k, NULL, 3);
+    size_t end = part.len - 1 - 3 - 8; /* end byte, 3-byte count, sum */
+    free(part.data);
+    assert_true(end > 256 * 1024);
+    const size_t cuts[][2] = {
+        {end - 1, 1024 * (k - 1)}, {end, 1024 * k}, {end + 1, 1024 * k}};
+    for (size_t j = 0; j < 3; j++) {
+      size_t   n;
+      as_err_t err;
+      char     why[200];
+      assert_int_equal(read_bytes(full.data, cuts[j][0], &n, &err), AS_EFORMAT);
+      assert_int_equal(
+          read_bytes_as(full.data, cuts[j][0], true, &n, &err, why), AS_DONE);
+      assert_int_equal(n, cuts[j][1]);
+    }
+  }
+  free(full.data);
+  free(evs);
+}
+
 /* Each kind of bad block is refused with its offset. */
 static void version3_bad_blocks_name_their_offset(void **state) {
   (void)state;
@@ -1163,6 +1202,7 @@ int main(void) {
       cmocka_unit_test(version3_batches_and_single_events_agree),
       cmocka_unit_test(version3_more_than_256_shapes_split_the_block),
       cmocka_unit_test(version3_cuts_read_to_the_last_whole_block),
+      cmocka_unit_test(version3_cuts_past_the_first_window),
       cmocka_unit_test(version3_bad_blocks_name_their_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
