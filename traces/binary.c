@@ -334,22 +334,25 @@ typedef struct bin_src_s {
   char           label[TRACE_LABEL_MAX + 1];
   char           path[TRACE_PATH_MAX + 1];
   trace_frame_t  frames[TRACE_FRAMES_MAX];
-  trace_defs_t   defs;           /* modules and sites defined so far */
-  unsigned       version;        /* 1 to 3 */
-  uint64_t       records;        /* decoded so far */
-  bin_sum_t      sum;            /* of the record bytes before sum_from */
-  const uint8_t *sum_from;       /* first record byte not yet hashed, or NULL
-                                    before the records and after the end */
-  bool           lenient;        /* a cut-short file ends at its last record */
-  char           truncated[200]; /* why it ended early (lenient), or "" */
-  trace_event_t *blk;            /* version 3: the block's events */
-  size_t         blk_n;          /* events in blk */
-  size_t         blk_next;       /* the first not yet handed out */
-  uint64_t       blk_off;        /* byte offset of the block */
-  uint64_t       blk_ops_off;    /* byte offset of its ops column */
-  uint64_t      *blk_rare_at;    /* by event: its rare record's offset */
-  uint64_t       blk_rare[16];   /* bits: which events are rare */
-  bool           batched;        /* the last events went out by batch */
+  trace_defs_t   defs;         /* modules and sites defined so far */
+  unsigned       version;      /* 1 to 3 */
+  uint64_t       records;      /* decoded so far */
+  bin_sum_t      sum;          /* of the record bytes before sum_from */
+  const uint8_t *sum_from;     /* first record byte not yet hashed, or NULL
+                                  before the records and after the end */
+  bool                lenient; /* a cut-short file ends at its last record */
+  char                truncated[200]; /* why it ended early (lenient), or "" */
+  trace_event_t      *blk;            /* version 3: the block's events */
+  size_t              blk_n;          /* events in blk */
+  size_t              blk_next;       /* the first not yet handed out */
+  uint64_t            blk_off;        /* byte offset of the block */
+  uint64_t            blk_ops_off;    /* byte offset of its ops column */
+  uint64_t           *blk_rare_at;    /* by event: its rare record's offset */
+  uint64_t            blk_rare[16];   /* bits: which events are rare */
+  bool                batched;        /* the last events went out by batch */
+  struct blk_shape_s *shape_cache;    /* expanded shapes (blk_shape_cached) */
+  struct blk_cache_tag_s *shape_tag;  /* by cache slot: what it holds */
+  uint32_t                blocks;     /* blocks read, modulo 2^32 */
 } bin_src_t;
 
 static uint64_t offset_of(const bin_src_t *s, const uint8_t *at) {
@@ -893,6 +896,8 @@ static void bin_close(trace_source_t *src) {
   trace_defs_free(&s->defs);
   free(s->blk);
   free(s->blk_rare_at);
+  free(s->shape_cache);
+  free(s->shape_tag);
   free(s->buf);
   free(s);
 }
@@ -1045,6 +1050,46 @@ static bool blk_shape(unsigned v, blk_shape_t *sh) {
   return true;
 }
 
+/* What a slot of the source's cache of shapes holds: the code + 1 (0 =
+ * nothing) and the last block that used it. */
+#define BLK_CACHE_BITS 10
+#define BLK_CACHE      ((size_t)1 << BLK_CACHE_BITS)
+typedef struct blk_cache_tag_s blk_cache_tag_t;
+struct blk_cache_tag_s {
+  uint32_t block;
+  uint16_t code;
+};
+
+/* A block's table of shapes: where each one is expanded, in the source's
+ * cache of shapes or in own. */
+typedef struct blk_table_s blk_table_t;
+struct blk_table_s {
+  const blk_shape_t *at[BLK_SHAPES_MAX];
+  blk_shape_t        own[BLK_SHAPES_MAX];
+};
+
+/* Shape code v expanded (NULL if it is not a shape), from the source's
+ * cache when an earlier block expanded it: a block of bench_trace_decode's
+ * mix lists about 60 shapes, mostly those of the block before, and their
+ * expansion was 6 % of the decoder's instructions.  A slot that an
+ * earlier shape of this block holds is not taken (the block points into
+ * it); own is used instead. */
+static const blk_shape_t *blk_shape_cached(bin_src_t *s, unsigned v,
+                                           blk_shape_t *own) {
+  size_t           slot = (uint32_t)(v * 0x9E3779B1u) >> (32 - BLK_CACHE_BITS);
+  blk_cache_tag_t *tag = &s->shape_tag[slot];
+  if (tag->code == v + 1) { /* never for v = 0xffff, not a shape */
+    tag->block = s->blocks;
+    return &s->shape_cache[slot];
+  }
+  blk_shape_t *sh = tag->block == s->blocks ? own : &s->shape_cache[slot];
+  bool         ok = blk_shape(v, sh);
+  if (sh != own)
+    *tag = (blk_cache_tag_t){.code = (uint16_t)(ok ? v + 1 : 0),
+                             .block = s->blocks};
+  return ok ? sh : NULL;
+}
+
 /* A block's layout in the window. */
 typedef struct blk_cols_s blk_cols_t;
 struct blk_cols_s {
@@ -1154,15 +1199,15 @@ static ALWAYS_INLINE void blk_common(blk_state_t *st, const blk_shape_t *sh,
 /* The index of the first rare event from i on, or the block's event
  * count.  A writer lists the rare shape once, and then memchr finds it
  * faster than the decoding loop could test each event's shape. */
-static size_t blk_next_rare(const blk_shape_t *shapes, const blk_cols_t *c,
-                            size_t i) {
+static size_t blk_next_rare(const blk_shape_t *const *shapes,
+                            const blk_cols_t *c, size_t i) {
   if (c->rare_shapes == 0)
     return c->n;
   if (c->rare_shapes == 1) {
     const uint8_t *at = memchr(c->ops + i, c->rare_shape, c->n - i);
     return at == NULL ? c->n : (size_t)(at - c->ops);
   }
-  while (i < c->n && !shapes[c->ops[i]].rare)
+  while (i < c->n && !shapes[c->ops[i]]->rare)
     i++;
   return i;
 }
@@ -1171,7 +1216,7 @@ static size_t blk_next_rare(const blk_shape_t *shapes, const blk_cols_t *c,
  * check at all, for speed: the caller checks the run as a whole afterwards
  * (blk_run).  Reads up to BLK_EVENT_DATA_MAX bytes per event past the data
  * column if it lies, which BLK_SLACK allows for. */
-static void blk_run_fast(const blk_shape_t *shapes, const blk_cols_t *c,
+static void blk_run_fast(const blk_shape_t *const *shapes, const blk_cols_t *c,
                          size_t *i, size_t stop, blk_state_t *st,
                          trace_event_t *out) {
   blk_state_t    cur = *st;
@@ -1179,25 +1224,26 @@ static void blk_run_fast(const blk_shape_t *shapes, const blk_cols_t *c,
   size_t         k = *i;
   for (; k + 4 <= stop; k += 4) { /* four at a time: a quarter of the
                                     loop's count and index updates */
-    blk_common(&cur, &shapes[ops[k]], &out[k]);
-    blk_common(&cur, &shapes[ops[k + 1]], &out[k + 1]);
-    blk_common(&cur, &shapes[ops[k + 2]], &out[k + 2]);
-    blk_common(&cur, &shapes[ops[k + 3]], &out[k + 3]);
+    blk_common(&cur, shapes[ops[k]], &out[k]);
+    blk_common(&cur, shapes[ops[k + 1]], &out[k + 1]);
+    blk_common(&cur, shapes[ops[k + 2]], &out[k + 2]);
+    blk_common(&cur, shapes[ops[k + 3]], &out[k + 3]);
   }
   for (; k < stop; k++)
-    blk_common(&cur, &shapes[ops[k]], &out[k]);
+    blk_common(&cur, shapes[ops[k]], &out[k]);
   *i = stop;
   *st = cur;
 }
 
 /* The same run as blk_run_fast, checking each event: stops at the first
  * that runs past the data column or takes the time past 2^64 ns. */
-static as_status_t blk_run_checked(bin_src_t *s, const blk_shape_t *shapes,
+static as_status_t blk_run_checked(bin_src_t                *s,
+                                   const blk_shape_t *const *shapes,
                                    const blk_cols_t *c, size_t *i,
                                    blk_state_t *st, trace_event_t *out,
                                    as_err_t *err) {
   for (size_t k = *i; k < c->n; k++) {
-    const blk_shape_t *sh = &shapes[c->ops[k]];
+    const blk_shape_t *sh = shapes[c->ops[k]];
     if (sh->rare) {
       *i = k;
       return AS_OK;
@@ -1224,7 +1270,7 @@ static as_status_t blk_run_checked(bin_src_t *s, const blk_shape_t *shapes,
  * end did; and when no time delta takes 8 bytes, a run of at most
  * BLK_EVENTS_MAX deltas adds less than 2^58, so the time overflowed if and
  * only if it ended below where it started. */
-static as_status_t blk_run(bin_src_t *s, const blk_shape_t *shapes,
+static as_status_t blk_run(bin_src_t *s, const blk_shape_t *const *shapes,
                            const blk_cols_t *c, size_t *i, blk_state_t *st,
                            trace_event_t *out, as_err_t *err) {
   if (!c->wide_dt) {
@@ -1240,7 +1286,7 @@ static as_status_t blk_run(bin_src_t *s, const blk_shape_t *shapes,
 }
 
 /* Decodes the block's events with its shapes into s->blk. */
-static as_status_t blk_decode(bin_src_t *s, const blk_shape_t *shapes,
+static as_status_t blk_decode(bin_src_t *s, const blk_shape_t *const *shapes,
                               const blk_cols_t *c, as_err_t *err) {
   const uint8_t *rare = c->rare;
   blk_state_t    st = {.p = c->data,
@@ -1248,7 +1294,7 @@ static as_status_t blk_decode(bin_src_t *s, const blk_shape_t *shapes,
                        .id = s->prev_id,
                        .word = s->prev_thread};
   for (size_t i = 0; i < c->n;) {
-    if (shapes[c->ops[i]].rare) {
+    if (shapes[c->ops[i]]->rare) {
       s->prev_t_ns = st.t;
       s->prev_id = st.id;
       s->prev_thread = (uint32_t)st.word;
@@ -1303,7 +1349,7 @@ static as_status_t blk_count(bin_src_t *s, const uint8_t **p, uint64_t min,
 
 /* The block header at s->p: counts, lengths and shapes (into shapes), and
  * where the columns lie (into c). */
-static as_status_t blk_header(bin_src_t *s, blk_shape_t *shapes, blk_cols_t *c,
+static as_status_t blk_header(bin_src_t *s, blk_table_t *shapes, blk_cols_t *c,
                               as_err_t *err) {
   const uint8_t *p = s->p;
   uint64_t       n = 0, k = 0, dlen = 0, rlen = 0; /* set by blk_count */
@@ -1334,14 +1380,16 @@ static as_status_t blk_header(bin_src_t *s, blk_shape_t *shapes, blk_cols_t *c,
   bool     wide_dt = false;
   unsigned rare_shapes = 0, rare_shape = 0;
   for (unsigned j = 0; j < k; j++, p += 2) {
-    if (!blk_shape(p[0] | (unsigned)p[1] << 8, &shapes[j]))
+    const blk_shape_t *sh = shapes->at[j] =
+        blk_shape_cached(s, p[0] | (unsigned)p[1] << 8, &shapes->own[j]);
+    if (sh == NULL)
       return blk_fail(s, err,
                       "byte offset %" PRIu64 ": expected a shape (op, domain "
                       "0-2, field lengths; free without a size; or 0x000c), "
                       "got 0x%04x",
                       offset_of(s, p), p[0] | (unsigned)p[1] << 8);
-    wide_dt |= shapes[j].wide_dt;
-    if (shapes[j].rare && rare_shapes++ == 0)
+    wide_dt |= sh->wide_dt;
+    if (sh->rare && rare_shapes++ == 0)
       rare_shape = j;
   }
   uint8_t worst = 0; /* 8 bits: the compiler vectorises the maximum */
@@ -1417,13 +1465,14 @@ static as_status_t blk_next_block(bin_src_t *s, as_err_t *err) {
     return finish(s, err);
   if ((rc = blk_want(s, blk_extent(s), err)) != AS_OK)
     return rc;
-  blk_shape_t shapes[BLK_SHAPES_MAX];
+  blk_table_t shapes;
   blk_cols_t  c = {0};
-  if ((rc = blk_header(s, shapes, &c, err)) != AS_OK)
+  s->blocks++;
+  if ((rc = blk_header(s, &shapes, &c, err)) != AS_OK)
     return rc;
   s->blk_ops_off = offset_of(s, c.ops);
   memset(s->blk_rare, 0, sizeof s->blk_rare);
-  if ((rc = blk_decode(s, shapes, &c, err)) != AS_OK)
+  if ((rc = blk_decode(s, shapes.at, &c, err)) != AS_OK)
     return rc;
   s->p = c.rare_end;
   s->records += c.n;
@@ -1632,7 +1681,11 @@ as_status_t trace_binary_open_stream(FILE *f, const char *name,
     s->base.methods = &blk_source_methods;
     s->blk = malloc(BLK_EVENTS_MAX * sizeof *s->blk);
     s->blk_rare_at = malloc(BLK_EVENTS_MAX * sizeof *s->blk_rare_at);
-    if (s->blk == NULL || s->blk_rare_at == NULL)
+    s->shape_cache =
+        aligned_alloc(_Alignof(blk_shape_t), BLK_CACHE * sizeof(blk_shape_t));
+    s->shape_tag = calloc(BLK_CACHE, sizeof *s->shape_tag);
+    if (s->blk == NULL || s->blk_rare_at == NULL || s->shape_cache == NULL ||
+        s->shape_tag == NULL)
       rc = as_err_set(err, AS_ENOMEM, "%s: out of memory", name);
   }
   if (rc != AS_OK) {
