@@ -1109,6 +1109,67 @@ static void version3_cuts_past_the_first_window(void **state) {
   free(evs);
 }
 
+/* Appends a version 3 block of n mallocs whose fields take w bytes (time
+ * delta, id and size of 1 byte, size 2 bytes when w is 4), its counts
+ * written as 3-byte varints (the reader takes them), so that it takes
+ * exactly 14 + n * (1 + w) bytes. */
+static size_t put_malloc_block(uint8_t *at, unsigned n, unsigned w) {
+  const unsigned counts[4] = {n, 1, n * w, 0};
+  uint8_t       *p = at;
+  for (unsigned k = 0; k < 4; k++) {
+    *p++ = (uint8_t)(counts[k] | 0x80);
+    *p++ = (uint8_t)((counts[k] >> 7) | 0x80);
+    *p++ = (uint8_t)(counts[k] >> 14);
+  }
+  unsigned shape = 1u << 6 | 1u << 9 | (w - 2) << 12;
+  *p++ = (uint8_t)shape;
+  *p++ = (uint8_t)(shape >> 8);
+  memset(p, 0, n); /* ops: shape 0 */
+  p += n;
+  for (unsigned i = 0; i < n; i++, p += w) {
+    memset(p, 0, w);
+    p[0] = 1, p[1] = 2, p[2] = 16; /* 1 ns later, the next id, 16 bytes */
+  }
+  return (size_t)(p - at);
+}
+
+/* A block whose events claim far more data than its column holds, ending
+ * exactly where the reader's first 256 KiB window ends: refused at its
+ * first event, reading nothing outside the window's buffer (valgrind or
+ * ASan would say so). */
+static void version3_lying_block_at_the_window_end(void **state) {
+  (void)state;
+  enum { WINDOW = 256 * 1024, LIE = 12 + 2 + 1024 };
+  uint8_t *b = calloc(1, WINDOW + 14 + 1024 * 4); /* + the last block's */
+  assert_non_null(b);
+  memcpy(b, HDR3, 11);
+  size_t len = 11;
+  while (WINDOW - LIE - len > 14 + 4000 + 60)
+    len += put_malloc_block(b + len, 1000, 3);
+  size_t rest = WINDOW - LIE - len - 2 * 14; /* = 4a + 5b, a, b >= 1 */
+  size_t fives = 1;
+  while ((rest - 5 * fives) % 4 != 0)
+    fives++;
+  len += put_malloc_block(b + len, (unsigned)((rest - 5 * fives) / 4), 3);
+  len += put_malloc_block(b + len, (unsigned)fives, 4);
+  /* 1,024 events of 26 bytes each (6-byte time delta, 4-byte thread,
+   * 8-byte id and size) and a data column of 0 bytes. */
+  size_t   at = len;
+  unsigned lie = 3u << 4 | 6u << 6 | 7u << 9 | 7u << 12;
+  put_malloc_block(b + len, 1024, 3);          /* its data is cut below */
+  b[at + 6] = b[at + 7] = 0x80, b[at + 8] = 0; /* data column: 0 bytes */
+  b[at + 12] = (uint8_t)lie, b[at + 13] = (uint8_t)(lie >> 8);
+  len = at + LIE;
+  assert_int_equal(len, WINDOW);
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "t.astrace: byte offset %d: event 0 of the block at byte offset "
+           "%zu runs past the block's data column",
+           WINDOW, at);
+  expect_error(b, WINDOW + 100, msg);
+  free(b);
+}
+
 /* Each kind of bad block is refused with its offset. */
 static void version3_bad_blocks_name_their_offset(void **state) {
   (void)state;
@@ -1203,6 +1264,7 @@ int main(void) {
       cmocka_unit_test(version3_more_than_256_shapes_split_the_block),
       cmocka_unit_test(version3_cuts_read_to_the_last_whole_block),
       cmocka_unit_test(version3_cuts_past_the_first_window),
+      cmocka_unit_test(version3_lying_block_at_the_window_end),
       cmocka_unit_test(version3_bad_blocks_name_their_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
