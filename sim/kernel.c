@@ -204,6 +204,9 @@ struct sim_kernel_s {
   uint64_t           owner_pages[SIM_OWNER_COUNT]; /* resident pages by owner */
   sim_kernel_calls_t calls;                        /* system calls and faults */
   sim_addr_t place_next[SIM_OWNER_COUNT]; /* sim_kernel_place_next; 0: none */
+  uint64_t   budget_blocks;               /* chunks cfg.max_memory_bytes allows
+                                             (SIM_KERNEL_BYTES_PER_BLOCK each);
+                                             UINT64_MAX: no bound */
 };
 
 /* kernel.h's inline functions read h through a converted sim_kernel_t *. */
@@ -941,6 +944,25 @@ static bool huge_page_outside_rw(sim_kernel_t *k, const chunk_t *c,
   return v != NULL && v->prot == SIM_PROT_RW;
 }
 
+/* Takes the pages of m, word w of c, off their owners' page counts, per
+ * run of pages of one owner, so that zapping huge ranges costs per 64
+ * pages, not per page. */
+static inline void owners_drop(sim_kernel_t *k, const chunk_t *c, unsigned w,
+                               uint64_t m) {
+  while (m != 0) {
+    unsigned bit = (unsigned)__builtin_ctzll(m), n = run_length(m);
+    unsigned p = w * 64 + bit;
+    if (owners_uniform(c, p, n)) {
+      k->owner_pages[c->owner[p]] -= n;
+    } else {
+      for (unsigned i = 0; i < n; i++) {
+        k->owner_pages[c->owner[p + i]]--;
+      }
+    }
+    m &= ~bit_run(bit, n);
+  }
+}
+
 /* Drops residency of the pages in mask (Linux 6.1 mm/memory.c
  * zap_pte_range: rss[mm_counter(page)]-- per zapped page, 6.1.170 :1450).
  * Owner counters are updated per run of pages of one owner, so the cost of
@@ -960,18 +982,7 @@ static void chunk_drop(sim_kernel_t *k, chunk_t *c,
     c->resident[w] &= ~m;
     c->lazy[w] &= ~m;
     c->fast[w] &= ~m;
-    while (m != 0) {
-      unsigned bit = (unsigned)__builtin_ctzll(m), n = run_length(m);
-      unsigned p = w * 64 + bit;
-      if (owners_uniform(c, p, n)) {
-        k->owner_pages[c->owner[p]] -= n;
-      } else {
-        for (unsigned i = 0; i < n; i++) {
-          k->owner_pages[c->owner[p + i]]--;
-        }
-      }
-      m &= ~bit_run(bit, n);
-    }
+    owners_drop(k, c, w, m);
   }
   k->h.rss_pages -= dropped;
   k->lazy_pages -= lazy_dropped;
@@ -1066,12 +1077,48 @@ static uint64_t keys_to_visit(sim_kernel_t *k, uint64_t first, uint64_t last,
   return nkeys;
 }
 
+/* chunk_drop (without table reclaim) of the pages of [a, b) when they lie
+ * in one word of a chunk's bitmaps that keeps a resident page after it and
+ * is no huge page: the zap of a page or a few that allocators returning
+ * memory make nearly every time, without a mask of every word, a hash
+ * lookup or a split test.  False, changing nothing, in any other case. */
+static bool drop_in_word(sim_kernel_t *k, sim_addr_t a, sim_addr_t b) {
+  uint64_t key = a >> CHUNK_SHIFT;
+  unsigned p0 = (unsigned)((a & (CHUNK_BYTES - 1)) >> k->h.page_shift);
+  unsigned p1 = (unsigned)(((b - 1) & (CHUNK_BYTES - 1)) >> k->h.page_shift);
+  if (((b - 1) >> CHUNK_SHIFT) != key || (p0 >> 6) != (p1 >> 6)) {
+    return false;
+  }
+  chunk_t *c = chunk_find(k, key);
+  if (c == NULL) {
+    return true; /* no page of the block is resident */
+  }
+  unsigned w = p0 >> 6;
+  uint64_t m = c->resident[w] & bit_run(p0 & 63, p1 - p0 + 1);
+  uint64_t dropped = popcount64(m);
+  if (c->huge || dropped == c->nresident) {
+    return false; /* a split, or a release of the chunk */
+  }
+  k->lazy_pages -= popcount64(m & c->lazy[w]);
+  c->resident[w] &= ~m;
+  c->lazy[w] &= ~m;
+  c->fast[w] &= ~m;
+  owners_drop(k, c, w, m);
+  k->h.rss_pages -= dropped;
+  c->nresident -= (uint32_t)dropped;
+  return true;
+}
+
 /* Applies op to the pages of [a, b) (page-aligned) in every existing chunk.
  * Visits min(blocks in range, chunks) entries, so a terabyte-wide range
  * costs a scan of the table, not 2^19 lookups per TiB. */
 static void chunks_in_range(sim_kernel_t *k, sim_addr_t a, sim_addr_t b,
                             chunk_op_t op) {
   if (a >= b || k->slot_count == 0) {
+    return;
+  }
+  if ((op == CHUNK_ZAP || op == CHUNK_DROP) && drop_in_word(k, a, b)) {
+    table_maybe_shrink(k);
     return;
   }
   uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
@@ -1591,7 +1638,7 @@ static as_status_t check_budget(const sim_kernel_t *k, sim_addr_t a,
                                 sim_addr_t b, as_err_t *err) {
   uint64_t max = k->cfg.max_memory_bytes;
   uint64_t first = a >> CHUNK_SHIFT, last = (b - 1) >> CHUNK_SHIFT;
-  uint64_t cap = max / SIM_KERNEL_BYTES_PER_BLOCK;
+  uint64_t cap = k->budget_blocks;
   if (max == 0 || k->slot_count + (last - first + 1) <= cap) {
     return AS_OK;
   }
@@ -1646,6 +1693,45 @@ touch_slow(sim_kernel_t *k, sim_addr_t addr, uint64_t length, as_err_t *err) {
     }
   }
   return AS_OK;
+}
+
+/* touch_block's work for pages p0..p1 of existing chunk c (block key),
+ * when they lie in one word of its bitmaps and in one RW mapping and no
+ * huge page is dirtied whole: the fault of a page next to written ones
+ * that nearly every growing heap makes, without touch_slow's range walk
+ * and masks.  The mapping is the one owner of every fresh page; the
+ * budget holds, as the block has its chunk already.  False, changing
+ * nothing, in any other case. */
+static bool touch_in_word(sim_kernel_t *k, chunk_t *c, uint64_t key,
+                          unsigned p0, unsigned p1) {
+  unsigned w = p0 >> 6;
+  if ((p1 >> 6) != w || (c->huge && c->lazy[w] != 0) ||
+      k->slot_count > k->budget_blocks) {
+    return false;
+  }
+  sim_addr_t     a = (key << CHUNK_SHIFT) + ((sim_addr_t)p0 << k->h.page_shift);
+  sim_addr_t     b = (key << CHUNK_SHIFT) + ((sim_addr_t)p1 << k->h.page_shift);
+  const inode_t *v = itree_find(&k->vmas, a);
+  if (v == NULL || v->prot != SIM_PROT_RW || b >= v->end) {
+    return false;
+  }
+  uint64_t m = bit_run(p0 & 63, p1 - p0 + 1);
+  uint64_t relazy = c->lazy[w] & m, fresh = m & ~c->resident[w];
+  uint64_t gained = popcount64(fresh);
+  k->lazy_pages -= popcount64(relazy);
+  c->lazy[w] &= ~relazy;
+  c->resident[w] |= fresh;
+  c->fast[w] |= m;
+  while (fresh != 0) {
+    unsigned bit = (unsigned)__builtin_ctzll(fresh), n = run_length(fresh);
+    memset(&c->owner[w * 64 + bit], v->owner, n);
+    fresh &= ~bit_run(bit, n);
+  }
+  k->owner_pages[v->owner] += gained;
+  c->nresident += (uint32_t)gained;
+  k->h.rss_pages += gained;
+  k->calls.faults += gained;
+  return true;
 }
 
 /* ---- Public API --------------------------------------------------------- */
@@ -1734,6 +1820,9 @@ as_status_t sim_kernel_create(const sim_kernel_config_t *cfg,
                       sizeof *k);
   }
   k->cfg = *cfg;
+  k->budget_blocks = cfg->max_memory_bytes
+                         ? cfg->max_memory_bytes / SIM_KERNEL_BYTES_PER_BLOCK
+                         : UINT64_MAX;
   k->cfg.mmap_top = top;
   k->cfg.brk_start = brk;
   k->h.page_size = page;
@@ -2249,10 +2338,10 @@ as_status_t sim_kernel_touch_checked(sim_kernel_t *k, sim_addr_t addr,
   uint64_t   key = addr >> CHUNK_SHIFT;
   if ((last >> CHUNK_SHIFT) == key && last >= addr) {
     chunk_t *c = chunk_find(k, key);
+    unsigned p0 = (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->h.page_shift);
+    unsigned p1 = (unsigned)((last & (CHUNK_BYTES - 1)) >> k->h.page_shift);
     if (c != NULL &&
-        bits_all(c->fast,
-                 (unsigned)((addr & (CHUNK_BYTES - 1)) >> k->h.page_shift),
-                 (unsigned)((last & (CHUNK_BYTES - 1)) >> k->h.page_shift))) {
+        (bits_all(c->fast, p0, p1) || touch_in_word(k, c, key, p0, p1))) {
       return AS_OK;
     }
   }
