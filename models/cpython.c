@@ -493,15 +493,20 @@ static as_status_t cpython_check(const model_t *m, as_err_t *err) {
   return rc != AS_OK ? rc : model_check(cm->libc, err);
 }
 
-/* A free or realloc of an object libc holds: libc's prefetch, under the
- * id libc knows it by. */
+/* A free or realloc: the prefetch of the child holding the object, libc's
+ * under the id libc knows it by.  The bit tested first costs nothing when
+ * libc holds no object of the program (a Python heap of small objects). */
 static void cpython_prefetch(const model_t *m, const trace_event_t *ev) {
   const cpython_model_t *cm = (const cpython_model_t *)m;
+  if (ev->op != TRACE_FREE && ev->op != TRACE_REALLOC)
+    return;
+  if (!idset_has(&cm->in_libc, ev->id)) {
+    model_pymalloc_methods.prefetch(cm->pymalloc, ev);
+    return;
+  }
   void (*libc_prefetch)(const model_t *, const trace_event_t *) =
       cm->libc->methods->prefetch;
-  if (libc_prefetch == NULL ||
-      (ev->op != TRACE_FREE && ev->op != TRACE_REALLOC) ||
-      !idset_has(&cm->in_libc, ev->id))
+  if (libc_prefetch == NULL)
     return;
   trace_event_t le; /* the fields a prefetch reads (model.h) */
   le.op = ev->op;

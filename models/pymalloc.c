@@ -1097,6 +1097,15 @@ static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
   out->free_bytes = arena_b - pm->block_bytes;
 }
 
+/* A free or realloc reads the object's location first: a random free
+ * order misses the cache on it (5 bytes per id, 21 MB for 4.2 M objects). */
+static void pymalloc_prefetch(const model_t *m, const trace_event_t *ev) {
+  const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
+  if ((ev->op == TRACE_FREE || ev->op == TRACE_REALLOC) &&
+      ev->id < pm->ids_tab.len)
+    __builtin_prefetch(pm->ids + ev->id * SLOT_BYTES);
+}
+
 static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   return pymalloc_block_address(m, id, addr);
 }
@@ -1296,6 +1305,7 @@ const model_methods_t model_pymalloc_methods = {
     .usable_size = pymalloc_usable_size,
     .walk = pymalloc_walk,
     .mechanisms = pymalloc_mechanisms,
+    .prefetch = pymalloc_prefetch,
 };
 
 /* ---- Exported helpers --------------------------------------------------- */

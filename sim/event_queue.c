@@ -21,11 +21,13 @@
 /* Invariants: heap[0..size) are queued timers, heap[i]->heap_idx == i, and
  * no child orders before its parent. */
 struct sim_event_queue_s {
-  sim_timer_t **heap;     /* the array heap, capacity slots */
-  size_t        size;     /* timers queued */
-  size_t        capacity; /* slots allocated */
-  uint64_t      next_seq; /* seq stamped on the next push */
+  sim_event_queue_head_t h;        /* the heap and its size (event_queue.h) */
+  size_t                 capacity; /* slots allocated */
+  uint64_t               next_seq; /* seq stamped on the next push */
 };
+
+_Static_assert(offsetof(sim_event_queue_t, h) == 0,
+               "h must open sim_event_queue_t");
 
 /* ---- Heap primitives ---------------------------------------------------- */
 
@@ -38,38 +40,38 @@ static int timer_before(const sim_timer_t *a, const sim_timer_t *b) {
 }
 
 static void heap_place(sim_event_queue_t *q, size_t idx, sim_timer_t *t) {
-  q->heap[idx] = t;
+  q->h.heap[idx] = t;
   t->heap_idx = idx;
 }
 
 static void sift_up(sim_event_queue_t *q, size_t idx) {
-  sim_timer_t *t = q->heap[idx];
+  sim_timer_t *t = q->h.heap[idx];
   while (idx > 0) {
     size_t parent = (idx - 1) / 2;
-    if (!timer_before(t, q->heap[parent])) {
+    if (!timer_before(t, q->h.heap[parent])) {
       break;
     }
-    heap_place(q, idx, q->heap[parent]);
+    heap_place(q, idx, q->h.heap[parent]);
     idx = parent;
   }
   heap_place(q, idx, t);
 }
 
 static void sift_down(sim_event_queue_t *q, size_t idx) {
-  sim_timer_t *t = q->heap[idx];
+  sim_timer_t *t = q->h.heap[idx];
   for (;;) {
     size_t child = 2 * idx + 1;
-    if (child >= q->size) {
+    if (child >= q->h.size) {
       break;
     }
-    if (child + 1 < q->size &&
-        timer_before(q->heap[child + 1], q->heap[child])) {
+    if (child + 1 < q->h.size &&
+        timer_before(q->h.heap[child + 1], q->h.heap[child])) {
       child++;
     }
-    if (!timer_before(q->heap[child], t)) {
+    if (!timer_before(q->h.heap[child], t)) {
       break;
     }
-    heap_place(q, idx, q->heap[child]);
+    heap_place(q, idx, q->h.heap[child]);
     idx = child;
   }
   heap_place(q, idx, t);
@@ -77,7 +79,7 @@ static void sift_down(sim_event_queue_t *q, size_t idx) {
 
 /* Restores heap order around slot idx after its timer's key changed. */
 static void heap_fix(sim_event_queue_t *q, size_t idx) {
-  if (idx > 0 && timer_before(q->heap[idx], q->heap[(idx - 1) / 2])) {
+  if (idx > 0 && timer_before(q->h.heap[idx], q->h.heap[(idx - 1) / 2])) {
     sift_up(q, idx);
   } else {
     sift_down(q, idx);
@@ -86,11 +88,11 @@ static void heap_fix(sim_event_queue_t *q, size_t idx) {
 
 /* Takes the timer in slot idx out of the heap and marks it idle. */
 static void heap_remove(sim_event_queue_t *q, size_t idx) {
-  sim_timer_t *t = q->heap[idx];
-  assert(idx < q->size && t->heap_idx == idx);
-  q->size--;
-  if (idx != q->size) {
-    heap_place(q, idx, q->heap[q->size]);
+  sim_timer_t *t = q->h.heap[idx];
+  assert(idx < q->h.size && t->heap_idx == idx);
+  q->h.size--;
+  if (idx != q->h.size) {
+    heap_place(q, idx, q->h.heap[q->h.size]);
     heap_fix(q, idx);
   }
   t->heap_idx = SIM_TIMER_IDLE;
@@ -123,10 +125,10 @@ void sim_event_queue_destroy(sim_event_queue_t *q) {
   }
   /* Timers belong to their owners; leave them idle so a stale cancel after
    * destroy is a harmless no-op rather than a use of freed memory. */
-  for (size_t i = 0; i < q->size; i++) {
-    q->heap[i]->heap_idx = SIM_TIMER_IDLE;
+  for (size_t i = 0; i < q->h.size; i++) {
+    q->h.heap[i]->heap_idx = SIM_TIMER_IDLE;
   }
-  free(q->heap);
+  free(q->h.heap);
   free(q);
 }
 
@@ -134,27 +136,27 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
                                  uint64_t due_ns, as_err_t *err) {
   if (t->heap_idx != SIM_TIMER_IDLE) {
     /* Re-arm in place: new key, then one sift in whichever direction. */
-    assert(t->heap_idx < q->size && q->heap[t->heap_idx] == t);
+    assert(t->heap_idx < q->h.size && q->h.heap[t->heap_idx] == t);
     t->due_ns = due_ns;
     t->seq = q->next_seq++;
     heap_fix(q, t->heap_idx);
     return AS_OK;
   }
-  if (q->size == q->capacity) {
+  if (q->h.size == q->capacity) {
     sim_timer_t **heap =
-        as_grow(q->heap, &q->capacity, q->size + 1, sizeof *heap, 16);
+        as_grow(q->h.heap, &q->capacity, q->h.size + 1, sizeof *heap, 16);
     if (heap == NULL) {
       return as_err_set(err, AS_ENOMEM,
                         "event queue: cannot grow the heap past %zu timers",
-                        q->size);
+                        q->h.size);
     }
-    q->heap = heap;
+    q->h.heap = heap;
   }
   t->due_ns = due_ns;
   t->seq = q->next_seq++;
-  heap_place(q, q->size, t);
-  q->size++;
-  sift_up(q, q->size - 1);
+  heap_place(q, q->h.size, t);
+  q->h.size++;
+  sift_up(q, q->h.size - 1);
   return AS_OK;
 }
 
@@ -165,19 +167,15 @@ void sim_event_queue_cancel(sim_event_queue_t *q, sim_timer_t *t) {
   heap_remove(q, t->heap_idx);
 }
 
-sim_timer_t *sim_event_queue_peek(const sim_event_queue_t *q) {
-  return q->size > 0 ? q->heap[0] : NULL;
-}
-
 sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
-  if (q->size == 0) {
+  if (q->h.size == 0) {
     return NULL;
   }
-  sim_timer_t *t = q->heap[0];
+  sim_timer_t *t = q->h.heap[0];
   heap_remove(q, 0);
   return t;
 }
 
 size_t sim_event_queue_size(const sim_event_queue_t *q) {
-  return q->size;
+  return q->h.size;
 }

@@ -29,6 +29,16 @@ struct sim_timer_s {
 
 typedef struct sim_event_queue_s sim_event_queue_t;
 
+/* The part of sim_event_queue_t that the inline peek reads, its first
+ * member, so that the engine's test for a due timer before every event
+ * costs no call.  Only sim/event_queue.c writes it.  heap[0..size) are the
+ * queued timers, heap[0] the earliest. */
+typedef struct sim_event_queue_head_s sim_event_queue_head_t;
+struct sim_event_queue_head_s {
+  sim_timer_t **heap; /* the array heap */
+  size_t        size; /* timers queued */
+};
+
 /* Initialises t as idle with the given callback. */
 void sim_timer_init(sim_timer_t *t,
                     as_status_t (*fire)(sim_timer_t *, uint64_t, as_err_t *));
@@ -42,7 +52,11 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
 /* Removes t if queued; a no-op for an idle timer. */
 void sim_event_queue_cancel(sim_event_queue_t *q, sim_timer_t *t);
 /* The earliest timer, or NULL; peek leaves it queued, pop makes it idle. */
-sim_timer_t *sim_event_queue_peek(const sim_event_queue_t *q);
+static inline sim_timer_t *sim_event_queue_peek(const sim_event_queue_t *q) {
+  const sim_event_queue_head_t *h =
+      (const sim_event_queue_head_t *)(const void *)q;
+  return h->size > 0 ? h->heap[0] : NULL;
+}
 sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q);
 size_t       sim_event_queue_size(const sim_event_queue_t *q);
 
