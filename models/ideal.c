@@ -58,9 +58,11 @@ static uint64_t pages_needed(const ideal_model_t *im) {
   return (im->live_bytes + im->page_size - 1) >> im->page_shift;
 }
 
-/* Makes exactly ceil(live_bytes / page) pages resident. */
-static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
-  uint64_t need = pages_needed(im);
+/* Makes need = ceil(live_bytes / page) pages resident, need differing
+ * from resident_pages.  Out of line, so that events crossing no page
+ * boundary (most of them) cost no stack frame (settle_pages). */
+static __attribute__((noinline)) as_status_t
+resize_pages(ideal_model_t *im, uint64_t need, as_err_t *err) {
   if (need > im->resident_pages) {
     sim_addr_t  from = im->region + im->resident_pages * im->page_size;
     as_status_t rc = sim_kernel_touch(
@@ -80,6 +82,12 @@ static as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
   }
   im->resident_pages = need;
   return AS_OK;
+}
+
+/* Makes exactly ceil(live_bytes / page) pages resident. */
+static inline as_status_t settle_pages(ideal_model_t *im, as_err_t *err) {
+  uint64_t need = pages_needed(im);
+  return need == im->resident_pages ? AS_OK : resize_pages(im, need, err);
 }
 
 static as_status_t ideal_alloc(model_t *m, const trace_event_t *ev,
