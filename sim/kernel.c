@@ -836,6 +836,10 @@ static inline uint64_t popcount64(uint64_t x) {
 #if defined(__POPCNT__)
   return (uint64_t)__builtin_popcountll(x);
 #else
+  /* No bit or one: a fault or zap of a single page, most of them. */
+  if ((x & (x - 1)) == 0) {
+    return x != 0;
+  }
   x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
   x = (x & UINT64_C(0x3333333333333333)) +
       ((x >> 2) & UINT64_C(0x3333333333333333));
@@ -1724,7 +1728,11 @@ static bool touch_in_word(sim_kernel_t *k, chunk_t *c, uint64_t key,
   c->fast[w] |= m;
   while (fresh != 0) {
     unsigned bit = (unsigned)__builtin_ctzll(fresh), n = run_length(fresh);
-    memset(&c->owner[w * 64 + bit], v->owner, n);
+    if (n == 1) {
+      c->owner[w * 64 + bit] = v->owner; /* one page: no memset call */
+    } else {
+      memset(&c->owner[w * 64 + bit], v->owner, n);
+    }
     fresh &= ~bit_run(bit, n);
   }
   k->owner_pages[v->owner] += gained;
