@@ -85,6 +85,10 @@ struct engine_state_s {
   size_t   running_cap;
   uint64_t same_instant_fired;
   uint64_t same_instant_ns;
+  uint64_t peak_rss_pages; /* res->peak_rss_bytes in the kernel's pages */
+  uint64_t events;         /* trace events consumed: res->events once the
+                              run ends, kept here so that the count on
+                              every event needs no load through res */
 };
 
 /* ---- Sessions ----------------------------------------------------------- */
@@ -160,9 +164,13 @@ static as_status_t sampler_fire(sim_timer_t *self, uint64_t now_ns,
 /* After every event and timer.  The peak of live bytes is noted where they
  * grow (dispatch_alloc, dispatch_realloc). */
 static inline void note_peak(engine_state_t *st) {
-  uint64_t rss = sim_kernel_rss_bytes(st->kernel);
-  if (rss > st->res->peak_rss_bytes) {
-    st->res->peak_rss_bytes = rss;
+  /* In pages, as the kernel counts them: no multiply, no load through
+   * res, on every event. */
+  uint64_t pages =
+      ((const sim_kernel_head_t *)(const void *)st->kernel)->rss_pages;
+  if (pages > st->peak_rss_pages) {
+    st->peak_rss_pages = pages;
+    st->res->peak_rss_bytes = sim_kernel_rss_bytes(st->kernel);
     st->res->peak_t_ns = st->now_ns;
   }
 }
@@ -345,7 +353,7 @@ static as_status_t bad_object(engine_state_t *st, const trace_source_t *src,
   return as_err_set(err, AS_EFORMAT,
                     "%s%s: event %llu (t=%llu ns): %s of object %llu %s "
                     "(use --lenient to count and skip such events)",
-                    src->name, where, (unsigned long long)st->res->events,
+                    src->name, where, (unsigned long long)st->events,
                     (unsigned long long)ev->t_ns, trace_op_name(ev->op),
                     (unsigned long long)ev->id, what);
 }
@@ -400,7 +408,7 @@ static as_status_t dispatch_thread(engine_state_t       *st,
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): %s of "
                       "thread %" PRIu32 ", which is %s",
-                      src->name, where, st->res->events, ev->t_ns,
+                      src->name, where, st->events, ev->t_ns,
                       trace_op_name(ev->op), ev->thread,
                       start ? "already running"
                             : "not running (no thread_start before it)");
@@ -518,7 +526,7 @@ static as_status_t no_notion(engine_state_t *st, const trace_source_t *src,
                     "%s: event %llu (t=%llu ns): model %s has no notion of "
                     "%s events (without --strict they are counted and "
                     "skipped)",
-                    src->name, (unsigned long long)st->res->events,
+                    src->name, (unsigned long long)st->events,
                     (unsigned long long)ev->t_ns, st->model->methods->name,
                     trace_op_name(ev->op));
 }
@@ -533,14 +541,14 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %llu (t=%llu ns): touch of object %llu "
                       "that is not live",
-                      src->name, where, (unsigned long long)st->res->events,
+                      src->name, where, (unsigned long long)st->events,
                       (unsigned long long)ev->t_ns, (unsigned long long)ev->id);
   uint64_t size = live_size(st, ev->id, c);
   if (ev->offset > size || ev->size > size - ev->offset)
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %llu (t=%llu ns): touch of bytes %llu..%llu "
                       "of object %llu, which has %llu bytes",
-                      src->name, where, (unsigned long long)st->res->events,
+                      src->name, where, (unsigned long long)st->events,
                       (unsigned long long)ev->t_ns,
                       (unsigned long long)ev->offset,
                       (unsigned long long)(ev->offset + ev->size),
@@ -552,7 +560,7 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
     return as_err_set(err, AS_EINVAL,
                       "%s: event %llu: model %s does not place live object "
                       "%llu (a model bug)",
-                      src->name, (unsigned long long)st->res->events,
+                      src->name, (unsigned long long)st->events,
                       st->model->methods->name, (unsigned long long)ev->id);
   uint64_t first, end, lo = addr + ev->offset, hi = lo + ev->size;
   if (st->touch_page != 0 && touch_span_pages(size, ev->offset, ev->size,
@@ -584,8 +592,8 @@ static as_status_t dispatch_placement(engine_state_t       *st,
                     "%s%s: event %llu: option %.40s %llu: expected "
                     "placed.OWNER (an owner such as pymalloc) and an "
                     "address that is a multiple of 4096",
-                    src->name, where, (unsigned long long)st->res->events,
-                    ev->label, (unsigned long long)ev->size);
+                    src->name, where, (unsigned long long)st->events, ev->label,
+                    (unsigned long long)ev->size);
 }
 
 static as_status_t dispatch_option(engine_state_t       *st,
@@ -600,7 +608,7 @@ static as_status_t dispatch_option(engine_state_t       *st,
   if (rc != AS_OK) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%.100s: event %llu: %.300s", src->name,
-             (unsigned long long)st->res->events, err->msg);
+             (unsigned long long)st->events, err->msg);
     return as_err_set(err, rc, "%s", msg);
   }
   return AS_OK;
@@ -634,7 +642,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
                         "%s%s: event %" PRIu64 " (t=%" PRIu64 " ns): idle of "
                         "%" PRIu64 " ns runs the clock past its end "
                         "(2^64 - 1 ns)",
-                        src->name, where, st->res->events, ev->t_ns, ev->size);
+                        src->name, where, st->events, ev->t_ns, ev->size);
     }
     as_status_t rc = check_samples(st, ev->t_ns + ev->size, err);
     if (rc == AS_OK)
@@ -663,7 +671,7 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
     break;
   }
   return as_err_set(err, AS_EFORMAT, "%s: event %llu: unknown op %u", src->name,
-                    (unsigned long long)st->res->events, (unsigned)ev->op);
+                    (unsigned long long)st->events, (unsigned)ev->op);
 }
 
 /* Prefixes an error raised while dispatching event ev (by the model, or by
@@ -681,7 +689,7 @@ static void locate_error(const engine_state_t *st, const trace_source_t *src,
   /* A message that does not fit is cut: the position comes first. */
   (void)as_format_fits(err->msg, sizeof err->msg,
                        "%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s): %s",
-                       src->name, st->res->events, ev->t_ns,
+                       src->name, st->events, ev->t_ns,
                        trace_op_name(ev->op) ? trace_op_name(ev->op) : "?",
                        msg[0] ? msg : as_status_message(err->code));
 }
@@ -700,7 +708,7 @@ static as_status_t check_memory(const engine_state_t *st,
                     "%s: event %" PRIu64 " (t=%" PRIu64 " ns): the simulator "
                     "uses %s, over --max-memory %s; raise --max-memory or "
                     "simulate less",
-                    src->name, st->res->events, st->now_ns,
+                    src->name, st->events, st->now_ns,
                     sim_host_format_bytes(rss, a, sizeof a),
                     sim_host_format_bytes(max, b, sizeof b));
 }
@@ -715,7 +723,7 @@ static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
     return as_err_set(err, AS_EFORMAT,
                       "%s%s: event %llu: time %llu ns is before the clock "
                       "(%llu ns)",
-                      src->name, where, (unsigned long long)st->res->events,
+                      src->name, where, (unsigned long long)st->events,
                       (unsigned long long)ev->t_ns,
                       (unsigned long long)st->now_ns);
   }
@@ -732,9 +740,9 @@ static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
     locate_error(st, src, ev, err);
     return rc;
   }
-  st->res->events++;
+  st->events++;
   note_peak(st);
-  if (st->res->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0)
+  if (st->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0)
     return check_memory(st, src, err);
   return AS_OK;
 }
@@ -878,6 +886,7 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   if (rc == AS_OK && cfg->settle_ns > 0)
     rc = settle(&st, err);
   sim_event_queue_cancel(s->timers, &st.sampler);
+  result->events = st.events;
   result->final_rss_bytes = sim_kernel_rss_bytes(s->kernel);
   result->final_live_bytes = st.live_bytes;
   result->final_t_ns = st.now_ns;
