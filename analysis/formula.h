@@ -22,10 +22,10 @@
  * m-th object pins every whole unit when m <= k and one unit per survivor
  * otherwise; the oldest c objects pin ceil(c / k) units.  A partly filled
  * last unit counts for the fraction its objects fill (n is fractional),
- * and under stride only if a survivor falls in it.
- * Deliberately left out: the one empty arena pymalloc keeps (bpo-37257),
- * that the last unit holds fewer than k objects (random survivors pin it
- * with q all the same), and whatever the program held before.
+ * and is pinned only if a survivor falls in it: under random survivors
+ * with probability 1 - (1 - p)^r, r being the objects it holds (q is a
+ * whole unit's).  Deliberately left out: the one empty arena pymalloc
+ * keeps (bpo-37257), and whatever the program held before.
  */
 #ifndef ALLOCSIM_FORMULA_H
 #define ALLOCSIM_FORMULA_H

@@ -193,9 +193,10 @@ static int formula_main(int argc, char **argv) {
            "-byte blocks\n",
            r.unit_bytes, r.block_bytes);
   else
-    printf("  unit             pymalloc arena (1 MiB): %" PRIu64
-           " pools x %" PRIu64 " blocks of %" PRIu64 " bytes\n",
-           r.pools, r.per_pool, r.block_bytes);
+    printf("  unit             pymalloc arena: %" PRIu64 " pools x %" PRIu64
+           " blocks of %" PRIu64 " bytes; pinned, its pools keep %" PRIu64
+           " KiB of its 1 MiB resident\n",
+           r.pools, r.per_pool, r.block_bytes, r.unit_bytes / 1024);
   printf("  objects          %" PRIu64 "\n", r.objects);
   printf("  k                %" PRIu64 " objects per %s\n", r.k, unit);
   printf("  %-16s %.2f\n", pages ? "pages" : "arenas", r.units);
@@ -229,7 +230,10 @@ const cli_command_t cli_cmd_formula = {
         "with the binomial standard deviation.  By default the unit is a\n"
         "pymalloc arena: k = usable pools (63, or 64 with --page-size 16384 "
         "or\n"
-        "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool.\n"
+        "65536, whose arenas are pool-aligned) x blocks per 16 KiB pool,\n"
+        "and unit_bytes the pools a pinned arena keeps resident (63 x 16 "
+        "KiB\n"
+        "= 1008 KiB of its 1 MiB mapping; 1 MiB when pool-aligned).\n"
         "--page-bytes N uses mimalloc-style pages of N bytes instead: k = N /\n"
         "the mimalloc bin size.  Stride (--every N) and oldest are exact.\n"
         "An option the others make irrelevant (--every without stride,\n"

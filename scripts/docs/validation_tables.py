@@ -707,6 +707,33 @@ def t_measured_survivors_growth(ctx):
                   "simulated MiB", "error MiB"], rows, "lrlrrr")
 
 
+def t_survivors_grid(ctx):
+    """The survivors sweep over size, fraction and OS page size (model
+    cpython, 3 seeds): simulated kept memory, the formula and the arenas
+    pinned, means over the seeds."""
+    out = ctx.json("sweep", "survivors",
+                   "--vary", "fraction=1e-5,3e-5,1e-4,3e-4,1e-3",
+                   "--vary", "size=64,512",
+                   "--vary", "page_size=4096,16384,65536",
+                   "--seeds", "3", "--jobs", str(ctx.pool._max_workers),
+                   "--quiet", "--json")
+    cells = {}
+    for pt in out["points"]:
+        q = pt["params"]
+        key = (q["size"], q["fraction"], q["page_size"])
+        cells.setdefault(key, []).append(pt)
+    rows = []
+    for (size, fraction, page), pts in sorted(cells.items()):
+        def mean(field):
+            return sum(p[field] for p in pts) / len(pts)
+        rows.append((str(size), ("%.0e" % fraction).replace("e-0", "e-"),
+                     str(page),
+                     mib(mean("kept_bytes")), mib(mean("formula_kept_bytes")),
+                     "%.1f" % mean("arenas_pinned")))
+    return table(["size", "fraction", "OS page", "simulated kept",
+                  "formula", "arenas pinned"], rows, "llrrrr")
+
+
 # ---- Published figures -----------------------------------------------------
 
 def published(ctx, prefix):
@@ -1721,6 +1748,7 @@ TABLES = {
     "measured-musl": t_measured_musl,
     "measured-survivors": t_measured_survivors,
     "measured-survivors-growth": t_measured_survivors_growth,
+    "survivors-grid": t_survivors_grid,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
