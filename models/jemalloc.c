@@ -144,8 +144,11 @@ static as_status_t report(jemalloc_model_t *jm, as_err_t *err) {
   return jm->fail;
 }
 
-/* Every entry point ends here: a failure stops the model for good. */
-static as_status_t done(jemalloc_model_t *jm, as_status_t rc, as_err_t *err) {
+/* done's work when the event or the model failed: kept out of line so the
+ * entry points' common ending is two tests (done was 2.7 % of a churn
+ * replay's instructions as a call). */
+__attribute__((noinline)) static as_status_t
+done_failed(jemalloc_model_t *jm, as_status_t rc, as_err_t *err) {
   if (rc != AS_OK && jm->fail == AS_OK) {
     jm->fail = rc;
     if (err != NULL && err != &jm->ferr)
@@ -154,6 +157,14 @@ static as_status_t done(jemalloc_model_t *jm, as_status_t rc, as_err_t *err) {
   if (jm->fail != AS_OK)
     return report(jm, err);
   return AS_OK;
+}
+
+/* Every entry point ends here: a failure stops the model for good. */
+static inline as_status_t done(jemalloc_model_t *jm, as_status_t rc,
+                               as_err_t *err) {
+  if (__builtin_expect(rc == AS_OK && jm->fail == AS_OK, 1))
+    return AS_OK;
+  return done_failed(jm, rc, err);
 }
 
 /* Every entry point starts here: a failed model stays failed (the same
@@ -573,18 +584,12 @@ static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
   return choose_arena(jm, th, err);
 }
 
-/* The thread serving a call; its tsd comes alive on its first call: fully
- * for anything but free, which only sets up a minimal tsd without a
- * thread cache (free_default, src/jemalloc.c:2996-3027; tsd_fetch_slow,
- * tsd.c:278-325). */
-static as_status_t thread_of(jemalloc_model_t *jm, uint32_t tid, bool minimal,
-                             je_thread_t **out, as_err_t *err) {
-  if (tid < jm->threads_cap && !jm->threads[tid].exited &&
-      (jm->threads[tid].tsd == JE_TSD_NOMINAL ||
-       (minimal && jm->threads[tid].tsd == JE_TSD_MINIMAL))) {
-    *out = &jm->threads[tid];
-    return AS_OK;
-  }
+/* thread_of for a thread whose tsd must come alive first; out of line so
+ * that thread_of's common case stays a few tests (as a call with this
+ * inside it was 6 % of a churn replay's instructions). */
+__attribute__((noinline)) static as_status_t
+thread_start(jemalloc_model_t *jm, uint32_t tid, bool minimal,
+             je_thread_t **out, as_err_t *err) {
   if (tid < jm->threads_cap && jm->threads[tid].exited) {
     /* a reused id: a new thread */
     nptl_stack_t st = jm->threads[tid].stack;
@@ -592,6 +597,24 @@ static as_status_t thread_of(jemalloc_model_t *jm, uint32_t tid, bool minimal,
     jm->threads[tid].stack = st;
   }
   return thread_init(jm, tid, false, minimal, out, err);
+}
+
+/* The thread serving a call; its tsd comes alive on its first call: fully
+ * for anything but free, which only sets up a minimal tsd without a
+ * thread cache (free_default, src/jemalloc.c:2996-3027; tsd_fetch_slow,
+ * tsd.c:278-325). */
+static inline as_status_t thread_of(jemalloc_model_t *jm, uint32_t tid,
+                                    bool minimal, je_thread_t **out,
+                                    as_err_t *err) {
+  if (tid < jm->threads_cap) {
+    je_thread_t *th = &jm->threads[tid];
+    if (!th->exited &&
+        (th->tsd == JE_TSD_NOMINAL || (minimal && th->tsd == JE_TSD_MINIMAL))) {
+      *out = th;
+      return AS_OK;
+    }
+  }
+  return thread_start(jm, tid, minimal, out, err);
 }
 
 /* ---- Slabs and bins (src/arena.c) ---------------------------------------- */
@@ -883,11 +906,10 @@ static as_status_t decay_ticks(jemalloc_model_t *jm, je_thread_t *th,
 /* The stack slots of cache bin i lie at [empty - max * 8, empty) in the
  * thread's stack allocation (cache_bin_init, cache_bin.c:62-88); a fill or
  * free writes the slots below the deepest one written so far. */
-static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
-                              as_err_t *err) {
+__attribute__((noinline)) static as_status_t
+cbin_touch_deeper(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
+                  as_err_t *err) {
   je_cbin_t *cb = &th->cbins[i];
-  if (cb->n <= cb->deepest)
-    return AS_OK;
   /* 5.3.0 puts a junk word first; 5.2.1 (src/tcache.c:422-438) does not,
    * and its stack sits at the cache-oblivious offset */
   uint64_t empty =
@@ -898,6 +920,14 @@ static as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th, unsigned i,
                          (uint64_t)(cb->n - cb->deepest) * 8, err);
   cb->deepest = cb->n;
   return rc;
+}
+
+/* Nearly every push stays within the slots written before. */
+static inline as_status_t cbin_touch(jemalloc_model_t *jm, je_thread_t *th,
+                                     unsigned i, as_err_t *err) {
+  if (th->cbins[i].n <= th->cbins[i].deepest)
+    return AS_OK;
+  return cbin_touch_deeper(jm, th, i, err);
 }
 
 static as_status_t large_palloc(jemalloc_model_t *jm, je_thread_t *th,
@@ -1052,8 +1082,8 @@ static as_status_t tcache_flush_bin(jemalloc_model_t *jm, je_thread_t *th,
  * or double the fill of a bin refilled since the last look.  5.2.1's
  * tcache_event_hard (5.2.1 src/tcache.c:40-86) is the same step, its
  * "refilled" a low_water of -1 that every look resets. */
-static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
-                             as_err_t *err) {
+__attribute__((noinline)) static as_status_t
+tcache_gc(jemalloc_model_t *jm, je_thread_t *th, as_err_t *err) {
   if (th->cbins == NULL)
     return AS_OK;
   unsigned    i = th->next_gc_bin;
@@ -1084,8 +1114,8 @@ static as_status_t tcache_gc(jemalloc_model_t *jm, je_thread_t *th,
 /* 5.2.1's tcache_event (5.2.1 include/jemalloc/internal/tcache_inlines.h:
  * 30-39): every tcache allocation and free ticks gc_ticker, which runs the
  * GC when it goes below 0 (every JE_521_GC_INCR + 1 events). */
-static as_status_t tcache_event_521(jemalloc_model_t *jm, je_thread_t *th,
-                                    as_err_t *err) {
+static inline as_status_t tcache_event_521(jemalloc_model_t *jm,
+                                           je_thread_t *th, as_err_t *err) {
   if (jm->version != JE_V521 || --th->gc_tick >= 0)
     return AS_OK;
   th->gc_tick = JE_521_GC_INCR;
@@ -1119,27 +1149,37 @@ static as_status_t dalloc_event(jemalloc_model_t *jm, je_thread_t *th,
   return tcache_gc(jm, th, err);
 }
 
-/* tcache_alloc_small (tcache_inlines.h:44-83): pop, else fill
- * ncached_max >> lg_fill_div regions (tcache_alloc_small_hard, tcache.c:
- * 229-245) and pop. */
-static as_status_t tcache_alloc_small(jemalloc_model_t *jm, je_thread_t *th,
-                                      unsigned binind, uint64_t *out,
-                                      as_err_t *err) {
+/* tcache_alloc_small_hard (tcache.c:229-245): an empty bin i is filled
+ * with ncached_max >> lg_fill_div regions; out of line, as it runs about
+ * once per fill's worth of allocations. */
+__attribute__((noinline)) static as_status_t cbin_fill(jemalloc_model_t *jm,
+                                                       je_thread_t      *th,
+                                                       unsigned          binind,
+                                                       as_err_t         *err) {
+  je_cbin_t  *cb = &th->cbins[binind];
+  unsigned    nfill = (unsigned)cb->max >> cb->lg_fill_div;
+  uint64_t    got[512];
+  je_arena_t *a;
+  as_status_t rc = thread_arena(jm, th, &a, err);
+  if (rc == AS_OK)
+    rc = bin_fill(jm, th, a, binind, nfill, got, err);
+  if (rc != AS_OK)
+    return rc;
+  for (unsigned k = 0; k < nfill; k++) /* lowest region on top */
+    cb->slot[nfill - 1 - k] = got[k];
+  cb->n = (uint16_t)nfill;
+  cb->refilled = true;
+  return cbin_touch(jm, th, binind, err);
+}
+
+/* tcache_alloc_small (tcache_inlines.h:44-83): pop, else fill and pop. */
+static inline as_status_t tcache_alloc_small(jemalloc_model_t *jm,
+                                             je_thread_t *th, unsigned binind,
+                                             uint64_t *out, as_err_t *err) {
   je_cbin_t *cb = &th->cbins[binind];
-  if (cb->n == 0) {
-    unsigned    nfill = (unsigned)cb->max >> cb->lg_fill_div;
-    uint64_t    got[512];
-    je_arena_t *a;
-    as_status_t rc = thread_arena(jm, th, &a, err);
-    if (rc == AS_OK)
-      rc = bin_fill(jm, th, a, binind, nfill, got, err);
+  if (__builtin_expect(cb->n == 0, 0)) {
+    as_status_t rc = cbin_fill(jm, th, binind, err);
     if (rc != AS_OK)
-      return rc;
-    for (unsigned k = 0; k < nfill; k++) /* lowest region on top */
-      cb->slot[nfill - 1 - k] = got[k];
-    cb->n = (uint16_t)nfill;
-    cb->refilled = true;
-    if ((rc = cbin_touch(jm, th, binind, err)) != AS_OK)
       return rc;
   }
   *out = cb->slot[--cb->n];
@@ -1242,19 +1282,24 @@ static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
   return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
 }
 
-/* Allocates usize for th: arena_malloc (arena_inlines_b.h:145-163) for
- * malloc, calloc and realloc, arena_palloc (arena.c:1209-1235) for
- * memalign (small: the same cache; large: never the cache, with alignment
- * above CACHELINE placed by large_palloc).  *o receives where it is.
- * seen: the size arena_choose_maybe_huge compares with the oversize
- * threshold when the cache does not serve a large request: malloc's and
- * calloc's request (imalloc_no_sample passes it to arena_malloc_hard,
- * 5.3.0 src/jemalloc.c:2398, src/arena.c:1196; 5.2.1 src/arena.c:1519),
- * usize for memalign and realloc (large_palloc, large.c:42). */
-static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
-                             uint64_t usize, uint64_t seen, uint64_t alignment,
-                             bool aligned, bool zero, je_obj_t *o,
-                             as_err_t *err) {
+/* The region item (extent id << 16 | region) of class ind is object o;
+ * calloc's memset of its usize bytes (tcache_inlines.h:74-78) when zero. */
+static inline as_status_t small_placed(jemalloc_model_t *jm, uint64_t item,
+                                       unsigned ind, uint64_t usize, bool zero,
+                                       je_obj_t *o, as_err_t *err) {
+  o->szind = (uint8_t)ind;
+  o->ext = (uint32_t)(item >> 16);
+  o->reg = (uint16_t)(item & 0xFFFF);
+  return zero ? touch(jm, obj_addr(jm, o), usize, err) : AS_OK;
+}
+
+/* je_malloc for all but a small class the thread cache serves: a small
+ * region straight from the arena, or a large extent (out of line: the
+ * cached small path is nearly every call). */
+__attribute__((noinline)) static as_status_t
+malloc_uncached_or_large(jemalloc_model_t *jm, je_thread_t *th, uint64_t usize,
+                         uint64_t seen, uint64_t alignment, bool aligned,
+                         bool zero, je_obj_t *o, as_err_t *err) {
   unsigned    ind = je_size2index(jm, usize);
   bool        cached = th->cbins != NULL && ind < jm->nhbins && !aligned;
   as_status_t rc;
@@ -1263,18 +1308,9 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
   if (usize <= jm->small_maxclass) {
     uint64_t    item;
     je_arena_t *a;
-    if (th->cbins != NULL && ind < jm->nhbins) {
-      rc = tcache_alloc_small(jm, th, ind, &item, err);
-      if (rc == AS_OK)
-        rc = tcache_event_521(jm, th, err);
-    } else if ((rc = thread_arena(jm, th, &a, err)) == AS_OK) {
+    if ((rc = thread_arena(jm, th, &a, err)) == AS_OK)
       rc = bin_malloc(jm, th, a, ind, &item, err);
-    }
-    if (rc != AS_OK)
-      return rc;
-    o->ext = (uint32_t)(item >> 16);
-    o->reg = (uint16_t)(item & 0xFFFF);
-    return zero ? touch(jm, obj_addr(jm, o), usize, err) : AS_OK;
+    return rc == AS_OK ? small_placed(jm, item, ind, usize, zero, o, err) : rc;
   }
   if (cached && th->cbins[ind].n > 0) { /* tcache_alloc_large :85-120 */
     je_cbin_t *cb = &th->cbins[ind];
@@ -1303,16 +1339,39 @@ static as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
   return rc;
 }
 
-/* Frees object o for th: tcache when there is a bin for it, else straight
- * to the arena (arena_dalloc_small / large_dalloc, which tick). */
-static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
-                             const je_obj_t *o, as_err_t *err) {
-  unsigned ind = o->szind;
-  if (th->cbins != NULL && ind < jm->nhbins) {
-    as_status_t rc =
-        tcache_dalloc(jm, th, ind, ((uint64_t)o->ext << 16) | o->reg, err);
-    return rc == AS_OK ? tcache_event_521(jm, th, err) : rc;
+/* Allocates usize for th: arena_malloc (arena_inlines_b.h:145-163) for
+ * malloc, calloc and realloc, arena_palloc (arena.c:1209-1235) for
+ * memalign (small: the same cache; large: never the cache, with alignment
+ * above CACHELINE placed by large_palloc).  *o receives where it is.
+ * seen: the size arena_choose_maybe_huge compares with the oversize
+ * threshold when the cache does not serve a large request: malloc's and
+ * calloc's request (imalloc_no_sample passes it to arena_malloc_hard,
+ * 5.3.0 src/jemalloc.c:2398, src/arena.c:1196; 5.2.1 src/arena.c:1519),
+ * usize for memalign and realloc (large_palloc, large.c:42). */
+static inline as_status_t je_malloc(jemalloc_model_t *jm, je_thread_t *th,
+                                    uint64_t usize, uint64_t seen,
+                                    uint64_t alignment, bool aligned, bool zero,
+                                    je_obj_t *o, as_err_t *err) {
+  if (usize <= jm->small_maxclass && th->cbins != NULL) {
+    unsigned ind = je_size2index(jm, usize);
+    if (ind < jm->nhbins) {
+      uint64_t    item;
+      as_status_t rc = tcache_alloc_small(jm, th, ind, &item, err);
+      if (rc == AS_OK)
+        rc = tcache_event_521(jm, th, err);
+      return rc == AS_OK ? small_placed(jm, item, ind, usize, zero, o, err)
+                         : rc;
+    }
   }
+  return malloc_uncached_or_large(jm, th, usize, seen, alignment, aligned, zero,
+                                  o, err);
+}
+
+/* je_dalloc without a cache bin for o: straight to the arena
+ * (arena_dalloc_small / large_dalloc, which tick). */
+__attribute__((noinline)) static as_status_t
+dalloc_uncached(jemalloc_model_t *jm, je_thread_t *th, const je_obj_t *o,
+                as_err_t *err) {
   je_arena_t *a = jm->arenas[E(jm, o->ext)->arena];
   if (E(jm, o->ext)->slab) {
     bool        empty;
@@ -1322,6 +1381,19 @@ static as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
     return rc == AS_OK ? decay_ticks(jm, th, a, 1, err) : rc;
   }
   return large_dalloc(jm, th, o->ext, false, err);
+}
+
+/* Frees object o for th: tcache when there is a bin for it, else
+ * dalloc_uncached. */
+static inline as_status_t je_dalloc(jemalloc_model_t *jm, je_thread_t *th,
+                                    const je_obj_t *o, as_err_t *err) {
+  unsigned ind = o->szind;
+  if (th->cbins != NULL && ind < jm->nhbins) {
+    as_status_t rc =
+        tcache_dalloc(jm, th, ind, ((uint64_t)o->ext << 16) | o->reg, err);
+    return rc == AS_OK ? tcache_event_521(jm, th, err) : rc;
+  }
+  return dalloc_uncached(jm, th, o, err);
 }
 
 /* The program's writes to [addr, addr + len) of a new or grown object. */
