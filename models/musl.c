@@ -68,6 +68,9 @@
 #define SC_MAPPED      63 /* sizeclass of individually mapped chunks */
 #define META_BYTES     40 /* struct meta, meta.h:24-32 */
 #define AREA_HDR_BYTES 24 /* struct meta_area, meta.h:34-39 */
+/* malloc.c:104-105: avail_meta_count = (4096 - sizeof(struct meta_area)) /
+ * sizeof(struct meta) records per area page */
+#define METAS_PER_AREA ((PGSZ - AREA_HDR_BYTES) / META_BYTES)
 #define NONE           0u
 
 /* malloc.c:12-24, in units of 16 bytes */
@@ -133,28 +136,45 @@ static const model_option_t musl_options[] = {
 
 /* struct meta (meta.h:24-32) plus what the group header holds
  * (active_idx, meta.h:17-22), the host slot of a nested group, and the
- * mapping it lives in (top) with that mapping's header-byte records. */
+ * mapping it lives in (top) with that mapping's header-byte records.  One
+ * per group: on a heap of small objects the records are a third of the
+ * simulator's memory, so they hold each slot's 16-bit header field only as
+ * far as it is read (hdr_off_get), and a record's place in its meta area
+ * is computed from its number (meta_addr). */
 typedef struct mmeta_s {
   uint32_t   prev, next; /* active list; next == NONE: not queued */
   sim_addr_t mem;        /* the group (struct group) */
   uint32_t   avail_mask, freed_mask;
   uint8_t    last_idx, freeable, sizeclass, active_idx;
-  uint32_t   maplen; /* pages of its own mapping; 0 = in a slot */
-  uint32_t   host;   /* nested: the group whose slot holds it */
-  uint8_t    host_slot;
-  bool       in_use;
-  uint32_t   top;         /* the mapped group or chunk holding it; NONE for
-                             donated memory (never unmapped) */
-  uint32_t   hdr_head;    /* top only: its header records (hdr_t list) */
-  uint32_t   hdr_seen;    /* bit i: slot i's header byte p[-3] is nonzero */
-  uint16_t   hdr_off[32]; /* slot i's 16-bit field at p-2 */
-  sim_addr_t addr;        /* this record's place in a meta area */
+  uint32_t   maplen;   /* pages of its own mapping; 0 = in a slot */
+  uint32_t   hdr_seen; /* bit i: slot i's header byte p[-3] is nonzero */
+  uint32_t   hdr_hi;   /* bit i: slot i's 16-bit field's high byte != 0 */
+  uint32_t   host;     /* nested: the group whose slot holds it */
+  uint32_t   top;      /* the mapped group or chunk holding it; NONE for
+                          donated memory (never unmapped) */
+  uint32_t hdr_head;   /* top only: its header records (hdr_t list) */
+  uint8_t  host_slot;
+  bool     in_use;
+  uint8_t  hdr_lo[32]; /* slot i's 16-bit field at p-2, low byte */
 } mmeta_t;
+
+/* Of a slot's 16-bit field at p-2 only the low byte is read (enframe's
+ * offset cycling, meta.h:204: & 255) and whether it is zero (whether a
+ * dead group's header bytes are kept, leave_headers): set keeps both, get
+ * gives a value with the same low byte and the same zero-ness. */
+static inline void hdr_off_set(mmeta_t *g, unsigned i, uint16_t v) {
+  g->hdr_lo[i] = (uint8_t)v;
+  g->hdr_hi = v >> 8 ? g->hdr_hi | 1u << i : g->hdr_hi & ~(1u << i);
+}
+
+static inline uint16_t hdr_off_get(const mmeta_t *g, unsigned i) {
+  return (uint16_t)(g->hdr_lo[i] | ((g->hdr_hi >> i) & 1u) << 8);
+}
 
 /* Header bytes.  enframe decides where an object starts in its slot from
  * the three bytes before the slot (meta.h:204: p[-3] and the 16-bit field
  * at p-2), which hold whatever was last written there.  A group keeps its
- * slots' header bytes in its record (hdr_seen, hdr_off); when a nested
+ * slots' header bytes in its record (hdr_seen, hdr_lo, hdr_hi); when a nested
  * group dies, they stay in its host's memory, so they go into a record
  * per address (hdr_t), which the next group with a slot there takes back.
  * Bytes the program wrote, and the allocator's other writes into the
@@ -199,6 +219,7 @@ typedef struct musl_model_s {
   sim_kernel_t *kernel;
   as_status_t   fail;
   as_err_t      ferr;
+  as_err_t      touch_err; /* a failed touch's, before kcheck keeps it */
 
   sim_idtable_t mt_tab; /* group records, indexed by number: never moved */
   mmeta_t      *mt;     /* mt_tab's base */
@@ -206,19 +227,19 @@ typedef struct musl_model_s {
   uint32_t      free_meta_head; /* FIFO of zeroed metas (meta.h:109-113) */
 
   /* struct malloc_context (meta.h:41-58) */
-  unsigned   mmap_counter;
-  uint32_t   active[NCLASSES];
-  uint64_t   usage_by_class[NCLASSES];
-  uint8_t    unmap_seq[32], bounces[32];
-  uint8_t    seq;
-  sim_addr_t brk; /* 0 = not yet; UINT64_MAX = brk failed */
-  bool       brk_failed;
-  sim_addr_t avail_meta_areas;
-  uint64_t   avail_meta_area_count, meta_alloc_shift;
-  uint64_t   avail_meta_count;
-  sim_addr_t avail_meta;     /* next meta record address */
-  sim_addr_t meta_area_tail; /* its `next` field is written when linked */
-  uint64_t   meta_areas;
+  unsigned      mmap_counter;
+  uint32_t      active[NCLASSES];
+  uint64_t      usage_by_class[NCLASSES];
+  uint8_t       unmap_seq[32], bounces[32];
+  uint8_t       seq;
+  sim_addr_t    brk; /* 0 = not yet; UINT64_MAX = brk failed */
+  bool          brk_failed;
+  sim_addr_t    avail_meta_areas;
+  uint64_t      avail_meta_area_count, meta_alloc_shift;
+  uint64_t      avail_meta_count;
+  sim_addr_t    meta_area_tail; /* its `next` field is written when linked */
+  uint64_t      meta_areas;
+  sim_idtable_t area_tab; /* meta areas' addresses, in the order made */
 
   mobj_t       *obj;     /* by object id: obj_tab's base */
   sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
@@ -281,10 +302,16 @@ static int size_to_class(uint64_t n) {
 
 /* ---- Kernel helpers ----------------------------------------------------- */
 
-static void touch(musl_model_t *ms, sim_addr_t addr, uint64_t len) {
-  as_err_t e;
-  if (len != 0)
-    kcheck(ms, sim_kernel_touch(ms->kernel, addr, len, &e), &e);
+/* Inline, with the error in the model (no 516-byte message on the
+ * stack): the kernel's fast test is most of a touch, and about two run per
+ * event (as a call, touch was 15 % of a churn replay's instructions). */
+__attribute__((always_inline)) static inline void
+touch(musl_model_t *ms, sim_addr_t addr, uint64_t len) {
+  if (len != 0) {
+    as_status_t rc = sim_kernel_touch(ms->kernel, addr, len, &ms->touch_err);
+    if (rc != AS_OK)
+      kcheck(ms, rc, &ms->touch_err);
+  }
 }
 
 static sim_addr_t map(musl_model_t *ms, uint64_t len, sim_prot_t prot) {
@@ -511,10 +538,21 @@ static bool new_meta_area(musl_model_t *ms) {
     touch(ms, ms->meta_area_tail + 8, 8); /* the old tail's next */
   ms->meta_area_tail = p;
   touch(ms, p, AREA_HDR_BYTES); /* check, next, nslots */
-  ms->avail_meta_count = (PGSZ - AREA_HDR_BYTES) / META_BYTES;
-  ms->avail_meta = p + AREA_HDR_BYTES;
-  ms->meta_areas++;
+  if (!sim_idtable_reach(&ms->area_tab, ms->meta_areas)) {
+    set_fail(ms, AS_ENOMEM, "out of memory for meta areas");
+    return false;
+  }
+  ((sim_addr_t *)sim_idtable_base(&ms->area_tab))[ms->meta_areas++] = p;
+  ms->avail_meta_count = METAS_PER_AREA;
   return true;
+}
+
+/* Where record m lives: alloc_meta takes records 1, 2, ... in order from
+ * the areas, each area's METAS_PER_AREA in turn (malloc.c:104-109). */
+static sim_addr_t meta_addr(const musl_model_t *ms, uint32_t m) {
+  const sim_addr_t *area = sim_idtable_base(&ms->area_tab);
+  return area[(m - 1) / METAS_PER_AREA] + AREA_HDR_BYTES +
+         (sim_addr_t)((m - 1) % METAS_PER_AREA) * META_BYTES;
 }
 
 /* alloc_meta (malloc.c:42-112): a queued free record first, else the next
@@ -535,25 +573,18 @@ static uint32_t alloc_meta(musl_model_t *ms) {
       return NONE;
     }
     m = ms->nmt++;
-    memset(MT(ms, m), 0, sizeof *MT(ms, m));
-    MT(ms, m)->addr = ms->avail_meta;
-    ms->avail_meta += META_BYTES;
     ms->avail_meta_count--;
   }
-  mmeta_t   *g = MT(ms, m);
-  sim_addr_t at = g->addr;
+  mmeta_t *g = MT(ms, m);
   memset(g, 0, sizeof *g);
-  g->addr = at;
   g->in_use = true;
-  touch(ms, at, META_BYTES);
+  touch(ms, meta_addr(ms, m), META_BYTES);
   return m;
 }
 
 /* free_meta (meta.h:109-113): zeroed, queued at the tail. */
 static void free_meta(musl_model_t *ms, uint32_t m) {
-  sim_addr_t at = MT(ms, m)->addr;
   memset(MT(ms, m), 0, sizeof *MT(ms, m));
-  MT(ms, m)->addr = at;
   queue(ms, &ms->free_meta_head, m);
 }
 
@@ -596,7 +627,7 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
   sim_addr_t p = slot_start(g, idx);
   sim_addr_t end = p + stride - IB;
   uint32_t   bit = 1u << idx;
-  uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_off[idx] + 1u : ctr) & 255;
+  uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_lo[idx] + 1u : ctr) & 255;
   if (off > slack) {
     uint64_t mk = slack;
     mk |= mk >> 1;
@@ -610,16 +641,23 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
   if (off) { /* the offset kept in the slot's own header */
     touch(ms, p - 4, 4);
     g->hdr_seen |= bit;
-    g->hdr_off[idx] = (uint16_t)off;
+    hdr_off_set(g, idx, (uint16_t)off);
     p += UNIT * off;
   } else { /* p[-3] = idx + (reserved, at most 5) << 5 */
     g->hdr_seen = idx || reserved ? g->hdr_seen | bit : g->hdr_seen & ~bit;
-    g->hdr_off[idx] = (uint16_t)((p - (g->mem + UNIT)) / UNIT);
+    hdr_off_set(g, idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
   }
   /* The header before the object, the program's bytes if it writes them,
    * and set_size's zero byte after them, as one write where they meet. */
   if (written) {
-    touch(ms, p - 4, 4 + n + (reserved ? 1 : 0));
+    sim_addr_t last = p + n + (reserved ? 1 : 0); /* past the zero byte */
+    /* the count at the slot's end: one touch with the rest when no page
+     * lies between them (the same pages, in the same order) */
+    if (reserved >= 5 && ((end - 5) >> 12) <= ((last - 1) >> 12) + 1) {
+      touch(ms, p - 4, end - (p - 4));
+      return (uint32_t)(UNIT * off);
+    }
+    touch(ms, p - 4, last - (p - 4));
   } else {
     touch(ms, p - 4, 4);
     if (reserved)
@@ -643,7 +681,7 @@ static void adopt_headers(musl_model_t *ms, uint32_t m) {
       continue;
     if (ms->hdr[r].b)
       g->hdr_seen |= 1u << i;
-    g->hdr_off[i] = ms->hdr[r].u16;
+    hdr_off_set(g, i, ms->hdr[r].u16);
     hdr_unlink(ms, r);
   }
 }
@@ -652,9 +690,9 @@ static void adopt_headers(musl_model_t *ms, uint32_t m) {
 static void leave_headers(musl_model_t *ms, uint32_t m) {
   const mmeta_t *g = MT(ms, m);
   for (unsigned i = 0; i <= g->last_idx; i++)
-    if ((g->hdr_seen >> i) & 1 || g->hdr_off[i])
+    if ((g->hdr_seen >> i) & 1 || hdr_off_get(g, i))
       hdr_put(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
-              g->hdr_off[i]);
+              hdr_off_get(g, i));
 }
 
 /* ---- Groups and slots (allocation) -------------------------------------- */
@@ -969,7 +1007,7 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
   if (mobj_off(o) == 0) {
     g->hdr_seen |= self;
-    g->hdr_off[idx] = 0;
+    hdr_off_set(g, idx, 0);
   }
   /* whole pages inside the slot go back lazily, unless the group is a
    * single slot about to be unmapped (1.2.3; 1.2.4 turned it off) */
@@ -1114,7 +1152,7 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
     set_size(ms, p, end, len);
     touch(ms, start - 3, 3); /* the slot's header: where the object is */
     g->hdr_seen |= 1u << *idx;
-    g->hdr_off[*idx] = (uint16_t)((p - start) / UNIT);
+    hdr_off_set(g, *idx, (uint16_t)((p - start) / UNIT));
     *off = (uint32_t)(p - start);
   } else {
     set_size(ms, p, end, len);
@@ -1498,6 +1536,7 @@ static void ms_destroy(model_t *m) {
   sim_idtable_free(&ms->hdr_tab);
   sim_idtable_free(&ms->mt_tab);
   sim_idtable_free(&ms->obj_tab);
+  sim_idtable_free(&ms->area_tab);
   free(ms->bucket);
   free(ms->stack);
   free(ms);
@@ -1535,9 +1574,11 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
   if (sim_idtable_init(&ms->obj_tab, sizeof *ms->obj) != AS_OK ||
       sim_idtable_init(&ms->mt_tab, sizeof *ms->mt) != AS_OK ||
-      sim_idtable_init(&ms->hdr_tab, sizeof *ms->hdr) != AS_OK) {
+      sim_idtable_init(&ms->hdr_tab, sizeof *ms->hdr) != AS_OK ||
+      sim_idtable_init(&ms->area_tab, sizeof(sim_addr_t)) != AS_OK) {
     sim_idtable_free(&ms->obj_tab);
     sim_idtable_free(&ms->mt_tab);
+    sim_idtable_free(&ms->hdr_tab);
     free(ms);
     return as_err_set(err, AS_ENOMEM, "musl: no address space for tables");
   }
