@@ -367,42 +367,42 @@ static bool hdr_rehash(musl_model_t *ms) {
   return true;
 }
 
-/* Records bytes A-3..A-1 of the mapping top (NONE: never unmapped). */
-static void hdr_put(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
+/* Records bytes A-3..A-1 of the mapping top (NONE: never unmapped), for
+ * an address no record holds: leave_headers' slots are a dying group's, and
+ * no record lies at a live group's slot (adopt_headers took them at its
+ * birth; only a group dying there makes one, and no other group's slot
+ * starts where this one's do).  So there is no lookup first: on the
+ * survivors trace the lookup was 13 % of the replay's time. */
+static void hdr_add(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
                     uint16_t u16) {
-  uint32_t i = hdr_find(ms, a);
-  if (i == NONE) {
-    if (ms->live_hdr + 1 > ms->nbucket && !hdr_rehash(ms)) {
+  uint32_t i;
+  if (ms->live_hdr + 1 > ms->nbucket && !hdr_rehash(ms)) {
+    set_fail(ms, AS_ENOMEM, "out of memory for header records");
+    return;
+  }
+  if (ms->free_hdr != NONE) {
+    i = ms->free_hdr;
+    ms->free_hdr = ms->hdr[i].hnext;
+  } else {
+    if (ms->nhdr == 0)
+      ms->nhdr = 1;
+    if (ms->nhdr == UINT32_MAX || !sim_idtable_reach(&ms->hdr_tab, ms->nhdr)) {
       set_fail(ms, AS_ENOMEM, "out of memory for header records");
       return;
     }
-    if (ms->free_hdr != NONE) {
-      i = ms->free_hdr;
-      ms->free_hdr = ms->hdr[i].hnext;
-    } else {
-      if (ms->nhdr == 0)
-        ms->nhdr = 1;
-      if (ms->nhdr == UINT32_MAX ||
-          !sim_idtable_reach(&ms->hdr_tab, ms->nhdr)) {
-        set_fail(ms, AS_ENOMEM, "out of memory for header records");
-        return;
-      }
-      i = ms->nhdr++;
-    }
-    uint32_t h = hdr_hash(ms, a);
-    ms->hdr[i] = (hdr_t){a, ms->bucket[h], NONE, NONE, top, 0, 0, 1};
-    ms->bucket[h] = i;
-    ms->live_hdr++;
-    if (top != NONE) {
-      uint32_t head = ms->mt[top].hdr_head;
-      ms->hdr[i].mnext = head;
-      if (head != NONE)
-        ms->hdr[head].mprev = i;
-      ms->mt[top].hdr_head = i;
-    }
+    i = ms->nhdr++;
   }
-  ms->hdr[i].b = b;
-  ms->hdr[i].u16 = u16;
+  uint32_t h = hdr_hash(ms, a);
+  ms->hdr[i] = (hdr_t){a, ms->bucket[h], NONE, NONE, top, u16, b, 1};
+  ms->bucket[h] = i;
+  ms->live_hdr++;
+  if (top != NONE) {
+    uint32_t head = ms->mt[top].hdr_head;
+    ms->hdr[i].mnext = head;
+    if (head != NONE)
+      ms->hdr[head].mprev = i;
+    ms->mt[top].hdr_head = i;
+  }
 }
 
 /* Takes record i off its chain and its mapping's list, onto the free list. */
@@ -691,7 +691,7 @@ static void leave_headers(musl_model_t *ms, uint32_t m) {
   const mmeta_t *g = MT(ms, m);
   for (unsigned i = 0; i <= g->last_idx; i++)
     if ((g->hdr_seen >> i) & 1 || hdr_off_get(g, i))
-      hdr_put(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
+      hdr_add(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
               hdr_off_get(g, i));
 }
 
