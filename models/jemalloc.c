@@ -280,12 +280,6 @@ static as_status_t size_classes_init(jemalloc_model_t *jm, as_err_t *err) {
       jm->pind2sz[jm->npsizes++] = sz;
     }
   }
-  /* the most regions of a slab: PAGE / 8 for the 8-byte bin (bitmap.h
-   * SC_SLAB_MAXREGS), 512 with 4 KiB pages, 8192 with 64 KiB */
-  uint32_t most = 0;
-  for (unsigned b = 0; b < jm->nbins; b++)
-    most = jm->bin_nregs[b] > most ? jm->bin_nregs[b] : most;
-  jm->slab_words = (most + 63) / 64;
   jm->small_maxclass = jm->index2size[jm->nbins - 1];
   jm->large_minclass = page << JE_LG_NGROUP;
   jm->large_maxclass = jm->index2size[n - 1];
@@ -629,9 +623,16 @@ static uint64_t obj_addr(const jemalloc_model_t *jm, const je_obj_t *o) {
                  : x->addr + x->offset;
 }
 
-/* Slab record s's region bitmap (bit set = region free). */
+/* The region bitmap at word s of slab_bits (bit set = region free). */
 static uint64_t *slab_row(const jemalloc_model_t *jm, uint32_t s) {
-  return jm->slab_bits + (size_t)s * jm->slab_words;
+  return jm->slab_bits + s;
+}
+
+/* A bin's bitmap words: one bit per region, no more (a row sized for the
+ * largest, 512 regions, was 64 bytes a slab: 4 MiB on the survivors trace,
+ * whose 64-byte slabs need one word). */
+static unsigned slab_words(const jemalloc_model_t *jm, unsigned binind) {
+  return (jm->bin_nregs[binind] + 63) / 64;
 }
 
 static uint64_t *slab_bits(jemalloc_model_t *jm, uint32_t e) {
@@ -640,19 +641,21 @@ static uint64_t *slab_bits(jemalloc_model_t *jm, uint32_t e) {
 
 static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
                                  unsigned binind, as_err_t *err) {
-  uint32_t s = jm->slab_free;
+  uint32_t s = jm->slab_free[binind];
+  unsigned words = slab_words(jm, binind);
   if (s != 0) {
-    jm->slab_free = (uint32_t)slab_row(jm, s)[0];
+    jm->slab_free[binind] = (uint32_t)slab_row(jm, s)[0];
   } else {
-    if (jm->next_slab == UINT32_MAX ||
-        !sim_idtable_reach(&jm->slab_tab, jm->next_slab))
+    if (jm->next_slab > UINT32_MAX - words ||
+        !sim_idtable_reach(&jm->slab_tab, jm->next_slab + words - 1))
       return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (slabs)");
-    s = jm->next_slab++;
+    s = jm->next_slab;
+    jm->next_slab += words;
   }
   /* bitmap_init (bitmap.c), all free: bit set = region free */
   uint32_t  nregs = jm->bin_nregs[binind];
   uint64_t *bits = slab_row(jm, s);
-  for (unsigned w = 0; w < jm->slab_words; w++) {
+  for (unsigned w = 0; w < words; w++) {
     uint32_t lo = w * 64;
     bits[w] = nregs >= lo + 64 ? ~UINT64_C(0)
               : nregs > lo     ? (UINT64_C(1) << (nregs - lo)) - 1
@@ -667,8 +670,9 @@ static as_status_t slab_data_new(jemalloc_model_t *jm, uint32_t e,
 
 static void slab_data_free(jemalloc_model_t *jm, uint32_t e) {
   uint32_t s = E(jm, e)->slab;
-  slab_row(jm, s)[0] = jm->slab_free;
-  jm->slab_free = s;
+  unsigned b = E(jm, e)->binind;
+  slab_row(jm, s)[0] = jm->slab_free[b];
+  jm->slab_free[b] = s;
   E(jm, e)->slab = 0;
 }
 
@@ -1882,7 +1886,7 @@ typedef enum { REG_FREE, REG_CACHED, REG_LIVE, REG_INTERNAL } reg_class_t;
 static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
                              unsigned r) {
   uint64_t bit = UINT64_C(1) << (r % 64);
-  size_t   word = (size_t)x->slab * w->jm->slab_words + r / 64;
+  size_t   word = (size_t)x->slab + r / 64;
   if (w->jm->slab_bits[word] & bit)
     return REG_FREE; /* bit set = region free */
   if (w->internal[word] & bit)
@@ -1893,8 +1897,7 @@ static reg_class_t reg_class(const je_walk_t *w, const je_ext_t *x,
 /* Sets region r of extent e in a per-slab bitmap of the walk. */
 static void walk_mark(const je_walk_t *w, uint64_t *rows, uint32_t e,
                       unsigned r) {
-  rows[(size_t)E(w->jm, e)->slab * w->jm->slab_words + r / 64] |= UINT64_C(1)
-                                                                  << (r % 64);
+  rows[(size_t)E(w->jm, e)->slab + r / 64] |= UINT64_C(1) << (r % 64);
 }
 
 /* jemalloc's own allocation o (a tcache stack, 5.2.1's tickers): a large
@@ -2072,7 +2075,7 @@ static as_status_t jemalloc_walk(const model_t *m, model_region_fn fn,
                                  void *user, as_err_t *err) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
   je_walk_t               w = {.jm = jm, .fn = fn, .user = user};
-  size_t                  rows = (size_t)(jm->next_slab + 1) * jm->slab_words;
+  size_t                  rows = (size_t)jm->next_slab + 1;
   w.cached = calloc(rows, sizeof *w.cached);
   w.internal = calloc(rows, sizeof *w.internal);
   w.flag = calloc(jm->next_ext + 1, 1);
@@ -2363,8 +2366,7 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
   if (rc == AS_OK &&
       (sim_idtable_init(&jm->obj_tab, sizeof *jm->objs) != AS_OK ||
        sim_idtable_init(&jm->ext_tab, sizeof *jm->ext) != AS_OK ||
-       sim_idtable_init(&jm->slab_tab,
-                        jm->slab_words * sizeof *jm->slab_bits) != AS_OK))
+       sim_idtable_init(&jm->slab_tab, sizeof *jm->slab_bits) != AS_OK))
     rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for tables");
   jm->objs = sim_idtable_base(&jm->obj_tab);
   jm->ext = sim_idtable_base(&jm->ext_tab);

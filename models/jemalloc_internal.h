@@ -146,7 +146,7 @@ struct je_ext_s {
   uint64_t sn;       /* serial number: its mapping's age (extent.c:50) */
   uint32_t heap_pos; /* slot in an eset bin heap or a bin's nonfull heap */
   uint32_t lru_prev, lru_next; /* the eset's LRU list */
-  uint32_t slab;               /* slab bitmap record, 0 = not a slab */
+  uint32_t slab;               /* slab: its bitmap's first word, 0 = none */
   uint32_t offset;             /* large: the object's cache-oblivious offset */
   uint32_t next_free;          /* pool free list */
   uint16_t arena;
@@ -376,10 +376,11 @@ struct jemalloc_model_s {
   sim_idtable_t ext_tab; /* extent pool, [0] unused; never moved */
   je_ext_t     *ext;     /* ext_tab's base */
   uint32_t      next_ext, ext_free;
-  sim_idtable_t slab_tab;   /* slab bitmaps, [0] unused; never moved */
-  uint64_t     *slab_bits;  /* slab_tab's base: slab_words words a slab */
-  unsigned      slab_words; /* the most regions of a slab / 64, rounded up */
-  uint32_t      next_slab, slab_free;
+  sim_idtable_t slab_tab;  /* slab bitmaps, word [0] unused; never moved */
+  uint64_t     *slab_bits; /* slab_tab's base: a slab's row, one bit a region,
+                              starts at word x->slab */
+  uint32_t      next_slab; /* the next word never used */
+  uint32_t      slab_free[JE_MAX_BINS]; /* freed rows by bin, via word 0 */
   je_emap_t     emap;
   je_obj_t     *objs;      /* by object id: obj_tab's base */
   sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */
