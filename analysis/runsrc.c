@@ -171,20 +171,41 @@ const char *trace_meta_lookup(void *user, const char *key) {
   return trace_meta_get(user, key);
 }
 
+/* t's provenance as a getter and its user: the run's, or the trace's
+ * header, whose source *src is opened here for the caller to close (NULL
+ * for a run). */
+static as_status_t target_meta(replay_target_t *t, model_env_get_fn *get,
+                               void **user, trace_source_t **src,
+                               as_err_t *err) {
+  *src = NULL;
+  if (t->store != NULL) {
+    *get = run_meta_get;
+    *user = &t->meta;
+    return AS_OK;
+  }
+  as_status_t rc = trace_input_source(&t->trace, src, err);
+  if (rc != AS_OK) {
+    *src = NULL;
+    return rc;
+  }
+  *get = trace_meta_lookup;
+  *user = &(*src)->meta;
+  return AS_OK;
+}
+
 as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
                                 const char *given_libc, char *model,
                                 size_t model_len, char *libc, size_t libc_len,
                                 as_err_t *err) {
-  if (t->store != NULL)
-    return record_run_specs(run_meta_get, &t->meta, given_model, given_libc,
-                            model, model_len, libc, libc_len, err);
-  trace_source_t *src;
-  as_status_t     rc = trace_input_source(&t->trace, &src, err);
-  if (rc != AS_OK)
-    return rc;
-  rc = record_run_specs(trace_meta_lookup, &src->meta, given_model, given_libc,
-                        model, model_len, libc, libc_len, err);
-  trace_source_close(src);
+  model_env_get_fn get;
+  void            *user;
+  trace_source_t  *src;
+  as_status_t      rc = target_meta(t, &get, &user, &src, err);
+  if (rc == AS_OK)
+    rc = record_run_specs(get, user, given_model, given_libc, model, model_len,
+                          libc, libc_len, err);
+  if (src != NULL)
+    trace_source_close(src);
   return rc;
 }
 
@@ -224,16 +245,15 @@ as_status_t replay_target_with_facts(replay_target_t *t, const char **model,
                                      char *model_buf, size_t model_len,
                                      const char **libc, char *libc_buf,
                                      size_t libc_len, as_err_t *err) {
-  if (t->store != NULL)
-    return record_specs_with_facts(run_meta_get, &t->meta, model, model_buf,
-                                   model_len, libc, libc_buf, libc_len, err);
-  trace_source_t *src;
-  as_status_t     rc = trace_input_source(&t->trace, &src, err);
-  if (rc != AS_OK)
-    return rc;
-  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, model, model_buf,
-                               model_len, libc, libc_buf, libc_len, err);
-  trace_source_close(src);
+  model_env_get_fn get;
+  void            *user;
+  trace_source_t  *src;
+  as_status_t      rc = target_meta(t, &get, &user, &src, err);
+  if (rc == AS_OK)
+    rc = record_specs_with_facts(get, user, model, model_buf, model_len, libc,
+                                 libc_buf, libc_len, err);
+  if (src != NULL)
+    trace_source_close(src);
   return rc;
 }
 
