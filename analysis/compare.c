@@ -561,10 +561,14 @@ as_status_t compare_run(store_t *s, int64_t run_id, const compare_opts_t *o,
                                        : run_model;
   as_format_fits(res->model_spec, sizeof res->model_spec, "%s", model);
   const char *mspec = res->model_spec, *lspec = res->libc_spec;
+  char        where[320];
+  as_format_fits(where, sizeof where, "%.200s: run %" PRId64, store_path(s),
+                 run_id);
   if ((o->model != NULL || o->libc != NULL) &&
-      (rc = record_specs_with_facts(
-           run_meta_get, &meta, &mspec, res->model_spec, sizeof res->model_spec,
-           &lspec, res->libc_spec, sizeof res->libc_spec, err)) != AS_OK)
+      (rc = record_specs_with_facts(run_meta_get, &meta, where, &mspec,
+                                    res->model_spec, sizeof res->model_spec,
+                                    &lspec, res->libc_spec,
+                                    sizeof res->libc_spec, err)) != AS_OK)
     goto done;
 
   sim_kernel_config_t kcfg;

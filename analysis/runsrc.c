@@ -210,25 +210,32 @@ as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
 }
 
 /* *spec, with the machine facts get finds, into buf (model_spec_with_facts);
- * *spec then points at buf. */
+ * *spec then points at buf.  A fact the spec's knob does not take is an
+ * error naming where the run is. */
 static as_status_t spec_with_facts(model_env_get_fn get, void *user,
-                                   const char **spec, char *buf, size_t len,
-                                   as_err_t *err) {
+                                   const char *where, const char **spec,
+                                   char *buf, size_t len, as_err_t *err) {
   char given[512];
   as_format_fits(given, sizeof given, "%s", *spec);
-  if (!model_spec_with_facts(given, get, user, buf, len))
-    return as_err_set(err, AS_EUSAGE, "model spec longer than %zu bytes", len);
-  *spec = buf;
-  return AS_OK;
+  as_status_t rc = model_spec_with_facts(given, get, user, buf, len, err);
+  if (rc == AS_OK)
+    *spec = buf;
+  else if (rc == AS_EINVAL) {
+    char why[sizeof err->msg];
+    as_format_fits(why, sizeof why, "%s", err->msg);
+    as_err_set(err, rc, "%.200s: %s", where, why);
+  }
+  return rc;
 }
 
 as_status_t record_specs_with_facts(model_env_get_fn get, void *user,
-                                    const char **model, char *model_buf,
-                                    size_t model_len, const char **libc,
-                                    char *libc_buf, size_t libc_len,
-                                    as_err_t *err) {
+                                    const char *where, const char **model,
+                                    char *model_buf, size_t model_len,
+                                    const char **libc, char *libc_buf,
+                                    size_t libc_len, as_err_t *err) {
   bool        same = *libc == *model;
-  as_status_t rc = spec_with_facts(get, user, model, model_buf, model_len, err);
+  as_status_t rc =
+      spec_with_facts(get, user, where, model, model_buf, model_len, err);
   if (rc != AS_OK)
     return rc;
   if (same) /* a C run's model is its libc */
@@ -236,7 +243,7 @@ as_status_t record_specs_with_facts(model_env_get_fn get, void *user,
   else if (*libc != NULL || model_spec_composes(*model)) {
     if (*libc == NULL)
       *libc = model_default_libc();
-    rc = spec_with_facts(get, user, libc, libc_buf, libc_len, err);
+    rc = spec_with_facts(get, user, where, libc, libc_buf, libc_len, err);
   }
   return rc;
 }
@@ -250,8 +257,9 @@ as_status_t replay_target_with_facts(replay_target_t *t, const char **model,
   trace_source_t  *src;
   as_status_t      rc = target_meta(t, &get, &user, &src, err);
   if (rc == AS_OK)
-    rc = record_specs_with_facts(get, user, model, model_buf, model_len, libc,
-                                 libc_buf, libc_len, err);
+    rc = record_specs_with_facts(get, user, replay_target_name(t), model,
+                                 model_buf, model_len, libc, libc_buf, libc_len,
+                                 err);
   if (src != NULL)
     trace_source_close(src);
   return rc;

@@ -74,13 +74,14 @@ as_status_t replay_target_specs(replay_target_t *t, const char *given_model,
  * version, the CPU count: models/env.h model_spec_with_facts) set to it,
  * into the buffers; *model and *libc then point at them.  *libc may be
  * NULL: a composition's libc is then the default libc model with its facts;
- * *libc == *model (a C run's model is its libc) stays so.  AS_EUSAGE if a
- * buffer is too small. */
+ * *libc == *model (a C run's model is its libc) stays so.  AS_EINVAL,
+ * naming where (the trace or run), for a fact a knob does not take;
+ * AS_EUSAGE if a buffer is too small. */
 as_status_t record_specs_with_facts(model_env_get_fn get, void *user,
-                                    const char **model, char *model_buf,
-                                    size_t model_len, const char **libc,
-                                    char *libc_buf, size_t libc_len,
-                                    as_err_t *err);
+                                    const char *where, const char **model,
+                                    char *model_buf, size_t model_len,
+                                    const char **libc, char *libc_buf,
+                                    size_t libc_len, as_err_t *err);
 /* record_specs_with_facts with t's provenance (a trace's header, a run's). */
 as_status_t replay_target_with_facts(replay_target_t *t, const char **model,
                                      char *model_buf, size_t model_len,

@@ -349,9 +349,9 @@ static as_status_t point_facts(sweep_point_t *p, as_err_t *err) {
   if (rc != AS_OK)
     return rc;
   const char *model = p->model, *libc = p->libc[0] ? p->libc : NULL;
-  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, &model, p->model,
-                               sizeof p->model, &libc, p->libc, sizeof p->libc,
-                               err);
+  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, p->trace, &model,
+                               p->model, sizeof p->model, &libc, p->libc,
+                               sizeof p->libc, err);
   trace_source_close(src);
   return rc;
 }

@@ -163,18 +163,21 @@ static bool condition_holds(const model_opts_t *o, const char *c, size_t cl) {
 
 /* The last spelling of row that the environment sets and whose condition
  * holds, or NULL; *which receives that spelling for messages, *pos its
- * place (spelling_value). */
+ * place (spelling_value).  facts_only: only the facts the run recorded
+ * about the measured machine ("meta:KEY": versions, CPU count, start-up
+ * layout), not what its environment set. */
 static const char *row_value(const model_option_t *row, const model_opts_t *o,
-                             model_env_get_fn get, void *user, char *buf,
-                             size_t len, char *which, size_t wlen,
+                             model_env_get_fn get, void *user, bool facts_only,
+                             char *buf, size_t len, char *which, size_t wlen,
                              size_t *pos) {
   const char *found = NULL;
   size_t      at;
   for (const char *p = row->env; p != NULL && *p != '\0';) {
     p += strspn(p, " ");
-    size_t      tok = strcspn(p, " ");
-    size_t      n = strcspn(p, "? "); /* the spelling, before any '?' */
-    bool        ok = n == tok || condition_holds(o, p + n + 1, tok - n - 1);
+    size_t tok = strcspn(p, " ");
+    size_t n = strcspn(p, "? "); /* the spelling, before any '?' */
+    bool   ok = (n == tok || condition_holds(o, p + n + 1, tok - n - 1)) &&
+              (!facts_only || strncmp(p, "meta:", 5) == 0);
     const char *v =
         ok && n ? spelling_value(get, user, p, n, buf, len, &at) : NULL;
     if (v != NULL) {
@@ -302,21 +305,25 @@ static int by_place(const void *a, const void *b) {
 }
 
 /* The knobs the environment sets for methods, checked, into knobs[]
- * (*n of them). */
+ * (*n of them), over the options given ("k=v,...", NULL for none), which
+ * it leaves as they are; facts_only as for row_value. */
 static as_status_t env_knobs(const model_methods_t *methods,
                              model_env_get_fn get, void *user,
+                             const char *given, bool facts_only,
                              env_knob_t knobs[MODEL_OPTS_MAX], size_t *n,
                              as_err_t *err) {
   model_opts_t opts;
   as_status_t  rc =
-      model_opts_parse(methods->name, methods->options, NULL, &opts, err);
+      model_opts_parse(methods->name, methods->options, given, &opts, err);
   *n = 0;
   for (size_t i = 0; rc == AS_OK && i < opts.count; i++) {
     const model_option_t *row = &methods->options[i];
     char                  v[128], which[96], pick[32];
     size_t                pos = 0;
-    const char *value = row_value(row, &opts, get, user, v, sizeof v, which,
-                                  sizeof which, &pos);
+    const char           *value = model_opt_was_set(&opts, (int)i)
+                                      ? NULL
+                                      : row_value(row, &opts, get, user, facts_only, v,
+                                                  sizeof v, which, sizeof which, &pos);
     if (value == NULL)
       continue;
     if (row->kind == OPT_ENUM) {
@@ -337,6 +344,23 @@ static as_status_t env_knobs(const model_methods_t *methods,
   return rc;
 }
 
+/* "k=v,k=v" of knobs into buf; the length it needed (>= len: cut). */
+static size_t knobs_text(const model_methods_t *methods, env_knob_t *knobs,
+                         size_t n, char *buf, size_t len) {
+  /* In the order the list variables give them, where the library takes
+   * the last of two spellings of one knob (MALLOC_CONF's lg_tcache_max
+   * and tcache_max: model_opt_set_after) */
+  qsort(knobs, n, sizeof *knobs, by_place);
+  size_t used = 0;
+  if (len > 0)
+    buf[0] = '\0';
+  for (size_t k = 0; k < n && used < len; k++)
+    used +=
+        (size_t)snprintf(buf + used, len - used, "%s%s=%s", k ? "," : "",
+                         methods->options[knobs[k].row].name, knobs[k].value);
+  return used;
+}
+
 as_status_t model_spec_from_env(const model_methods_t *methods,
                                 model_env_get_fn get, void *user, char *buf,
                                 size_t len, as_err_t *err) {
@@ -346,75 +370,49 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
   if (rc == AS_OK)
     rc = check_unmodelled(methods, get, user, err);
   if (rc == AS_OK)
-    rc = env_knobs(methods, get, user, knobs, &n, err);
+    rc = env_knobs(methods, get, user, NULL, false, knobs, &n, err);
   if (rc != AS_OK)
     return rc;
-  /* In the order the list variables give them, where the library takes
-   * the last of two spellings of one knob (MALLOC_CONF's lg_tcache_max
-   * and tcache_max: model_opt_set_after) */
-  qsort(knobs, n, sizeof *knobs, by_place);
-  size_t used = (size_t)snprintf(buf, len, "%s", methods->name);
-  for (size_t k = 0; k < n && used < len; k++)
-    used +=
-        (size_t)snprintf(buf + used, len - used, "%s%s=%s", k ? "," : ":",
-                         methods->options[knobs[k].row].name, knobs[k].value);
+  size_t used = (size_t)snprintf(buf, len, "%s%s", methods->name, n ? ":" : "");
+  if (used < len)
+    used += knobs_text(methods, knobs, n, buf + used, len - used);
   if (used >= len)
     return as_err_set(err, AS_EINVAL, "%s spec longer than %zu bytes",
                       methods->name, len);
   return AS_OK;
 }
 
-/* The value row takes from the facts the run recorded about the measured
- * machine (its "meta:KEY" spellings: versions, CPU count, start-up
- * layout), as the row takes it, or NULL. */
-static const char *recorded_fact(const model_option_t *row,
-                                 model_env_get_fn get, void *user, char *buf,
-                                 size_t len) {
-  const char *found = NULL;
-  for (const char *p = row->env; p != NULL && *p != '\0';) {
-    p += strspn(p, " ");
-    size_t tok = strcspn(p, " ");
-    if (tok > 5 && strncmp(p, "meta:", 5) == 0 && memchr(p, '?', tok) == NULL) {
-      char key[96];
-      snprintf(key, sizeof key, "%.*s", (int)(tok - 5), p + 5);
-      const char *v = get(user, key);
-      if (v != NULL && *v != '\0')
-        found = row->kind == OPT_ENUM ? enum_choice(row, v, buf, len)
-                                      : (snprintf(buf, len, "%s", v), buf);
-    }
-    p += tok;
-  }
-  return found;
-}
-
-bool model_spec_with_facts(const char *spec, model_env_get_fn get, void *user,
-                           char *out, size_t len) {
+as_status_t model_spec_with_facts(const char *spec, model_env_get_fn get,
+                                  void *user, char *out, size_t len,
+                                  as_err_t *err) {
   char name[64];
   model_spec_name(spec, name, sizeof name);
   const model_methods_t *methods = model_find(name);
   const char            *colon = strchr(spec, ':');
-  model_opts_t           opts;
-  as_err_t               why;
-  char                   add[512] = "";
-  size_t                 used = 0;
-  if (methods != NULL &&
-      model_opts_parse(name, methods->options, colon ? colon + 1 : NULL, &opts,
-                       &why) == AS_OK)
-    for (size_t i = 0; i < opts.count && used < sizeof add; i++) {
-      char        v[128];
-      const char *fact =
-          model_opt_was_set(&opts, (int)i)
-              ? NULL
-              : recorded_fact(&methods->options[i], get, user, v, sizeof v);
-      if (fact != NULL && model_opts_set(name, &opts, (int)i, fact,
-                                         strlen(fact), &why) == AS_OK)
-        used +=
-            (size_t)snprintf(add + used, sizeof add - used, "%s%s=%s",
-                             used ? "," : "", methods->options[i].name, fact);
-    }
-  if (used == 0 || used >= sizeof add)
-    return snprintf(out, len, "%s", spec) < (int)len;
-  return model_spec_with(spec, add, out, len);
+  env_knob_t             knobs[MODEL_OPTS_MAX];
+  size_t                 n = 0;
+  char                   add[512];
+  as_status_t            rc = methods != NULL
+                                  ? env_knobs(methods, get, user, colon ? colon + 1 : NULL,
+                                              true, knobs, &n, err)
+                                  : AS_OK; /* the session names an unknown model */
+  if (rc == AS_EINVAL) {                   /* a fact the knob does not take */
+    char why[sizeof err->msg];
+    as_format_fits(why, sizeof why, "%s", err->msg);
+    return as_err_set(err, rc,
+                      "%s (a fact the run recorded; give the knob in the "
+                      "spec to choose)",
+                      why);
+  }
+  if (rc != AS_OK)
+    return rc;
+  bool fits =
+      n == 0 ? snprintf(out, len, "%s", spec) < (int)len
+             : knobs_text(methods, knobs, n, add, sizeof add) < sizeof add &&
+                   model_spec_with(spec, add, out, len);
+  return fits ? AS_OK
+              : as_err_set(err, AS_EUSAGE, "model spec longer than %zu bytes",
+                           len);
 }
 
 /* Whether the library path p (n bytes) names an allocator by its file

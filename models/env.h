@@ -34,10 +34,12 @@ as_status_t model_spec_from_env(const model_methods_t *methods,
  * Python's version, the CPU count, start-up layout) set to that fact, into
  * out: `--model cpython` on a CPython 3.11 capture is cpython:version=3.11.
  * Knobs set by environment variables stay at spec's values: a spec the
- * user gives asks "what if".  A fact no choice of the knob matches leaves
- * it unset.  false if out is too small. */
-bool model_spec_with_facts(const char *spec, model_env_get_fn get, void *user,
-                           char *out, size_t len);
+ * user gives asks "what if".  AS_EINVAL when a fact is one the knob does
+ * not take (a Python 3.9 capture: no cpython version models it), saying
+ * to give the knob; AS_EUSAGE for a malformed spec or a too small out. */
+as_status_t model_spec_with_facts(const char *spec, model_env_get_fn get,
+                                  void *user, char *out, size_t len,
+                                  as_err_t *err);
 
 /* The allocator LD_PRELOAD put in place of the C library's: the model whose
  * preload name a listed library starts with (*out), or NULL when none is

@@ -563,6 +563,8 @@ EXPORT int daemon(int nochdir, int noclose) {
       close(fd);
     return -1;
   }
+  /* /dev/null is 1:3 (glibc 2.36 sysdeps/unix/sysv/linux/device-nrs.h
+   * DEV_NULL_MAJOR, DEV_NULL_MINOR) */
   if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
     close(fd);
     errno = ENODEV;
