@@ -82,7 +82,8 @@ def quick_line(line):
 
 def spawn(rusage, cmd, out_path, err_path, perf_ok=False):
     """Runs cmd under tests/bench/bench_rusage (stdout, stderr to files);
-    returns (exit code, cpu_s, maxrss_bytes)."""
+    returns (exit code, cpu_s, maxrss_bytes, sys_s): cpu_s is user +
+    system time, sys_s the system part of it."""
     usage = out_path + ".rusage"
     full = [rusage, usage] + cmd
     if perf_ok:
@@ -90,11 +91,11 @@ def spawn(rusage, cmd, out_path, err_path, perf_ok=False):
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         code = subprocess.run(full, stdout=out, stderr=err).returncode
     try:
-        cpu, maxrss, code = open(usage).read().split()
+        cpu, sys_s, maxrss, code = open(usage).read().split()
     except (OSError, ValueError):
-        return code or 1, None, None
+        return code or 1, None, None, None
     os.unlink(usage)
-    return int(code), float(cpu), int(maxrss)
+    return int(code), float(cpu), int(maxrss), float(sys_s)
 
 
 def perf_available():
@@ -169,13 +170,15 @@ def sim_once(tools, trace, model, perf_ok, tmp):
     cmd = [tools["allocsim"], "replay", trace["path"], "--model", model,
            "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-    code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p, perf_ok)
+    code, cpu, maxrss, sys_s = spawn(tools["rusage"], cmd, out_p, err_p,
+                                     perf_ok)
     err = open(err_p, errors="replace").read()
     if code != 0:
         return {"error": err.strip().splitlines()[-1] if err.strip() else
                 "exit %d" % code}
     d = json.load(open(out_p))
-    return {"events": d["events"], "cpu_s": cpu, "maxrss": maxrss,
+    return {"events": d["events"], "cpu_s": cpu, "sys_s": sys_s,
+            "maxrss": maxrss,
             "peak": d["peak_rss_bytes"],
             "instructions": instructions(err) if perf_ok else None}
 
@@ -184,7 +187,7 @@ def real_once(tools, trace, allocator, tmp):
     cmd = [tools["allocsim"], "oracle", trace["path"], "--allocator", allocator,
            "--sample-every", "0", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-    code, _, _ = spawn(tools["rusage"], cmd, out_p, err_p)
+    code = spawn(tools["rusage"], cmd, out_p, err_p)[0]
     if code != 0:
         err = open(err_p, errors="replace").read().strip()
         return {"error": err.splitlines()[-1] if err else "exit %d" % code}
@@ -197,7 +200,7 @@ def big_once(tools, name, line, model, tmp):
     cmd = [tools["allocsim"], "run"] + line.split() + ["--model", model,
                                                       "--layouts", "1", "--json"]
     out_p, err_p = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-    code, cpu, maxrss = spawn(tools["rusage"], cmd, out_p, err_p)
+    code, cpu, maxrss, _ = spawn(tools["rusage"], cmd, out_p, err_p)
     case = {"heap": name, "workload": line, "model": model}
     if code != 0:
         err = open(err_p, errors="replace").read().strip()
@@ -215,7 +218,7 @@ def big_once(tools, name, line, model, tmp):
 def grid_once(tools, jobs, tmp):
     """Wall and CPU time of the grid with --jobs jobs."""
     t0 = time.monotonic()
-    code, cpu, _ = spawn(tools["rusage"], [tools["allocsim"]] + GRID +
+    code, cpu, _, _ = spawn(tools["rusage"], [tools["allocsim"]] + GRID +
                          ["--jobs", str(jobs)], os.path.join(tmp, "out"),
                          os.path.join(tmp, "err"))
     wall = time.monotonic() - t0
@@ -342,6 +345,7 @@ def bench(args):
                 continue
             events = ok[0]["events"]
             cpu = median([s["cpu_s"] for s in ok])
+            sys_s = median([s["sys_s"] for s in ok])
             ins = median([s["instructions"] for s in ok])
             peak = ok[0]["peak"]
             maxrss = median([s["maxrss"] for s in ok])
@@ -352,6 +356,7 @@ def bench(args):
                 "events": events,
                 "events_per_s": events / cpu if cpu else None,
                 "ns_per_event": cpu * 1e9 / events,
+                "sys_ns_per_event": sys_s * 1e9 / events,
                 "instructions_per_event": ins / events if ins else None,
                 "sim_max_rss_bytes": maxrss,
                 "simulated_peak_rss_bytes": peak,
@@ -363,6 +368,7 @@ def bench(args):
                 if real_ns else None,
                 "runs": len(ok),
                 "cpu_s_runs": [round(s["cpu_s"], 4) for s in ok],
+                "sys_s_runs": [round(s["sys_s"], 4) for s in ok],
             })
             cases.append(case)
     floor = spawn(tools["rusage"], ["true"], os.path.join(tmp, "out"),
@@ -421,7 +427,11 @@ def markdown(d):
            "- **Time** is the replay process's CPU time (user + system) per "
            "trace event, the median of the runs (interleaved: every model and "
            "allocator once per round). CPU time, not wall time: the machine is "
-           "shared, and CPU time moves least when other work runs beside it.",
+           "shared, and CPU time moves least when other work runs beside it. "
+           "**Of it system** is the kernel's share (ns/event, the median of "
+           "the runs' system time): the simulator's tables reach past 16 MiB "
+           "and ask for huge pages (sim/reserve.c), and how long the kernel "
+           "takes to find and zero a free 2 MiB block varies from run to run.",
            "- **Instructions/event** come from `perf stat -e instructions:u` "
            "where the machine has the counter (%s)." %
            ("available here" if m["perf_instructions"] else "not on this "
@@ -454,16 +464,17 @@ def markdown(d):
             t["trace"], t["workload"], t["what"], mib(t["bytes"]),
             "%.2f" % per if per else "n/a"))
     out += ["", "## Results", "",
-            "| trace | model | events | M events/s | ns/event | instr/event | "
-            "simulator RSS MiB | simulated peak MiB | ratio | real ns/event | "
-            "speed-up |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| trace | model | events | M events/s | ns/event | of it system | "
+            "instr/event | simulator RSS MiB | simulated peak MiB | ratio | "
+            "real ns/event | speed-up |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for c in d["cases"]:
         if "error" in c:
             continue
-        out.append("| %s | %s | %d | %.2f | %.1f | %s | %.1f | %.1f | %s | %s | %s |" % (
+        out.append("| %s | %s | %d | %.2f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s |" % (
             c["trace"], c["model"], c["events"], c["events_per_s"] / 1e6,
-            c["ns_per_event"], fmt(c["instructions_per_event"], ".0f"),
+            c["ns_per_event"], fmt(c.get("sys_ns_per_event"), ".1f"),
+            fmt(c["instructions_per_event"], ".0f"),
             mib(c["sim_max_rss_bytes"]), mib(c["simulated_peak_rss_bytes"]),
             fmt(c["sim_rss_of_simulated_peak"] and
                 100 * c["sim_rss_of_simulated_peak"], ".1f") +

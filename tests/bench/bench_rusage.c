@@ -1,6 +1,7 @@
 /* tests/bench/bench_rusage.c -- runs a command and reports what it cost:
  *   build/tests/bench_rusage OUT COMMAND [ARGS...]
- * writes "cpu_s maxrss_bytes exit_code" to OUT once COMMAND ends.
+ * writes "cpu_s system_s maxrss_bytes exit_code" to OUT once COMMAND ends
+ * (cpu_s is user + system time; system_s is the part spent in the kernel).
  *
  * Why not the benchmark script's own wait4: a child forked from Python
  * starts as a copy of the interpreter, and Linux carries that copy's peak
@@ -39,8 +40,9 @@ int main(int argc, char **argv) {
   }
   double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  fprintf(out, "%.6f %ld %d\n", cpu, ru.ru_maxrss * 1024L, code);
+  fprintf(out, "%.6f %.6f %ld %d\n", cpu, sys, ru.ru_maxrss * 1024L, code);
   fclose(out);
   return code;
 }

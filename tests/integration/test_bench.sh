@@ -25,6 +25,8 @@ assert {c["model"] for c in ok} >= {"ideal", "glibc", "cpython"}
 for c in ok:
     assert keys <= set(c), (c, keys - set(c))
     assert c["events_per_s"] > 0 and c["sim_max_rss_bytes"] > 0, c
+    # the kernel's share of the CPU time, reported apart
+    assert 0 <= c["sys_ns_per_event"] <= c["ns_per_event"], c
     same = [o["events"] for o in ok if o["trace"] == c["trace"]]
     assert len(set(same)) == 1, (c["trace"], same)
     if c["model"] == "glibc":
