@@ -157,7 +157,10 @@ bool import_parse_at(const char *s, uint64_t *line) {
     return true;
   }
   uint64_t v;
-  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK)
+  /* 2^64 - 1 is IMPORT_AT_END: taken as a line it would silently mean
+   * "end", never "past the input's last line". */
+  if (as_parse_number(s, strlen(s), NULL, &v) != AS_NUM_OK ||
+      v == IMPORT_AT_END)
     return false;
   *line = v;
   return true;

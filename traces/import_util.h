@@ -109,7 +109,8 @@ struct import_inserts_s {
 /* Adds "trim 0" after line (IMPORT_AT_END for the end). */
 as_status_t import_inserts_add_trim(import_inserts_t *ins, uint64_t line,
                                     as_err_t *err);
-/* Parses "LINE" or "end" (an --assume-trim-at value); false if neither. */
+/* Parses "LINE" (below 2^64 - 1) or "end" (an --assume-trim-at value);
+ * false if neither. */
 bool import_parse_at(const char *s, uint64_t *line);
 /* Reads a marks file (syntax above).  AS_EFORMAT "PATH:LINE: expected ...,
  * got '...'" for a bad line, AS_EIO if it cannot be read. */
