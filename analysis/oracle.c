@@ -34,6 +34,7 @@
 #include "../models/model.h"
 #include "../sim/grow.h"
 #include "../sim/host.h"
+#include "../sim/idtable.h"
 #include "../sim/units.h"
 #include "../traces/addr_ids.h"
 #include "../traces/capture_stream.h"
@@ -131,10 +132,11 @@ struct walk_s {
   unsigned              touch_lg_page;   /* a capture's page size, log2:
                                             its touches name pages of the
                                             span; 0: bytes */
-  uint64_t *live;                        /* [id]: size + 1, 0 = dead */
-  size_t    live_cap;
-  uint64_t  events, ops, skipped, marks;
-  uint64_t  ids; /* highest id used + 1 */
+  sim_idtable_t tab;                     /* of live */
+  uint64_t     *live;                    /* [id]: size + 1, 0 = dead */
+  uint64_t      table_budget;            /* bytes; 0: unbounded */
+  uint64_t      events, ops, skipped, marks;
+  uint64_t      ids; /* highest id used + 1 */
 };
 
 /* An event the replay cannot run: an error in replay's words (its line or
@@ -160,22 +162,38 @@ static as_status_t walk_bad(walk_t *w, const trace_event_t *ev,
                     ev->id, what);
 }
 
+/* Makes ev's id addressable.  The replayer's object table is 8 bytes per
+ * id up to the largest, made resident before the first call (to be in the
+ * baseline): an id far past the others is refused while that table would
+ * take more than half the memory available, not found out by the child
+ * (an id of 4e8 took 3.2 GB and 95 s). */
 static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
                              as_err_t *err) {
-  if (ev->id >= ((uint64_t)1 << 40))
-    return as_err_set(err, AS_EFORMAT,
-                      "%s: event %" PRIu64 ": object id %" PRIu64 " is not "
-                      "dense (ids must be recycled)",
-                      w->name, w->events - 1, ev->id);
-  if (ev->id < w->live_cap)
+  if (ev->id < w->tab.len)
     return AS_OK;
-  size_t    old = w->live_cap;
-  uint64_t *v =
-      as_grow(w->live, &w->live_cap, (size_t)ev->id + 1, sizeof *v, 1024);
-  if (v == NULL)
-    return as_err_set(err, AS_ENOMEM, "out of memory for live objects");
-  memset(v + old, 0, (w->live_cap - old) * sizeof *v);
-  w->live = v;
+  if (ev->id >= SIM_IDTABLE_MAX_IDS)
+    return as_err_set(err, AS_EFORMAT,
+                      "%s: event %" PRIu64 ": object id %" PRIu64 " is too "
+                      "large (ids must be dense and recycled; max %" PRIu64 ")",
+                      w->name, w->events - 1, ev->id, SIM_IDTABLE_MAX_IDS - 1);
+  uint64_t table = (ev->id + 1) * sizeof(void *);
+  if (w->table_budget != 0 && table > w->table_budget) {
+    char a[32], b[32];
+    return as_err_set(err, AS_ENOMEM,
+                      "%s: event %" PRIu64 ": object id %" PRIu64 " needs "
+                      "an object table of %s in the replayer (8 bytes per "
+                      "id), more than half the memory available (%s); ids "
+                      "should be dense and recycled",
+                      w->name, w->events - 1, ev->id,
+                      sim_host_format_bytes(table, a, sizeof a),
+                      sim_host_format_bytes(2 * w->table_budget, b, sizeof b));
+  }
+  if (!sim_idtable_reach(&w->tab, ev->id))
+    return as_err_set(err, AS_ENOMEM,
+                      "%s: event %" PRIu64 ": out of memory for %" PRIu64
+                      " object ids",
+                      w->name, w->events - 1, ev->id + 1);
+  w->live = sim_idtable_base(&w->tab);
   return AS_OK;
 }
 
@@ -338,6 +356,10 @@ static as_status_t walk_init(walk_t *w, const trace_source_t *src,
   uint64_t    page;
   as_status_t rc = trace_meta_touch_page(&src->meta, src->name, &page, err);
   w->touch_lg_page = page != 0 ? (unsigned)__builtin_ctzll(page) : 0;
+  w->table_budget = sim_host_available_bytes() / 2;
+  if (rc == AS_OK && sim_idtable_init(&w->tab, sizeof *w->live) != AS_OK)
+    rc = as_err_set(err, AS_ENOMEM, "%s: no address space for its object ids",
+                    src->name);
   return rc;
 }
 
@@ -427,7 +449,7 @@ static as_status_t plan_trace(const trace_input_t *trace, const char *workload,
   r->ops = w.ops;
   r->skipped = w.skipped;
   r->threads = p->threads;
-  free(w.live);
+  sim_idtable_free(&w.tab);
   trace_source_close(src);
   return rc;
 }
@@ -675,7 +697,7 @@ static void *feed_main(void *arg) {
     if (alive && feed_put(f, &op, sizeof op))
       feed_flush(f);
   }
-  free(w.live);
+  sim_idtable_free(&w.tab);
   trace_source_close(src);
   close(f->fd); /* end of the stream */
   f->fd = -1;
@@ -1242,7 +1264,7 @@ static as_status_t write_output(const trace_input_t *trace,
     rc = trace_writer_close(x.w, err);
   else if (x.w != NULL)
     trace_writer_discard(x.w);
-  free(w.live);
+  sim_idtable_free(&w.tab);
   trace_source_close(src);
   return rc;
 }
