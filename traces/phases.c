@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/grow.h"
+#include "../sim/idtable.h"
 
 /* Per id: bit 7 live, bits 0-6 the phase (TRACE_PHASES_MAX <= 127). */
 #define LIVE_BIT 0x80u
@@ -15,8 +15,10 @@ typedef struct phases_src_s phases_src_t;
 struct phases_src_s {
   trace_source_t  base; /* must be first */
   trace_source_t *inner;
+  sim_idtable_t   tab;   /* of state: only the pages ids reach resident */
   uint8_t        *state; /* by id */
-  size_t          cap;
+  uint64_t        ids;   /* highest id noted + 1 */
+  uint64_t        live;  /* ids whose state has LIVE_BIT */
   size_t          nphases;
   size_t          current;
   char            label[TRACE_PHASES_MAX][TRACE_LABEL_MAX + 1];
@@ -51,22 +53,23 @@ static as_status_t note(phases_src_t *s, const trace_event_t *ev,
   default:
     return AS_OK;
   }
-  if (ev->id >= s->cap) {
-    size_t   old = s->cap;
-    uint8_t *v = ev->id < SIZE_MAX / 2
-                     ? as_grow(s->state, &s->cap, (size_t)ev->id + 1, 1, 4096)
-                     : NULL;
-    if (v == NULL)
-      return as_err_set(err, AS_ENOMEM, "%s: out of memory for object phases",
-                        s->base.name);
-    memset(v + old, 0, s->cap - old);
-    s->state = v;
-  }
+  /* Larger ids are the engine's to refuse, with the event named. */
+  if (ev->id >= SIM_IDTABLE_MAX_IDS)
+    return AS_OK;
+  if (!sim_idtable_reach(&s->tab, ev->id))
+    return as_err_set(err, AS_ENOMEM, "%s: out of memory for object phases",
+                      s->base.name);
+  s->state = sim_idtable_base(&s->tab);
+  if (ev->id >= s->ids)
+    s->ids = ev->id + 1;
   uint8_t *st = &s->state[ev->id];
+  bool     was_live = *st & LIVE_BIT;
   if (ev->op == TRACE_FREE)
     *st = 0;
-  else if (ev->op != TRACE_REALLOC || !(*st & LIVE_BIT))
+  else if (ev->op != TRACE_REALLOC || !was_live)
     *st = (uint8_t)(LIVE_BIT | s->current);
+  s->live += (*st & LIVE_BIT) != 0;
+  s->live -= was_live;
   return AS_OK;
 }
 
@@ -80,7 +83,7 @@ static as_status_t phases_next(trace_source_t *src, trace_event_t *ev,
 static void phases_close(trace_source_t *src) {
   phases_src_t *s = (phases_src_t *)src;
   trace_source_close(s->inner);
-  free(s->state);
+  sim_idtable_free(&s->tab);
   free(s);
 }
 
@@ -97,6 +100,13 @@ as_status_t trace_phases_wrap(trace_source_t *inner, trace_source_t **out,
   if (s == NULL)
     return AS_ENOMEM;
   s->inner = inner;
+  if (sim_idtable_init(&s->tab, sizeof *s->state) != AS_OK) {
+    as_err_set(err, AS_ENOMEM, "%s: no address space for its object phases",
+               s->base.name);
+    free(s);
+    trace_source_close(inner); /* as trace_source_wrapper_new does */
+    return AS_ENOMEM;
+  }
   s->nphases = 1;
   snprintf(s->label[0], sizeof s->label[0], "before any mark");
   *out = &s->base;
@@ -116,8 +126,12 @@ as_status_t trace_phases_each_live(const trace_source_t *wrapped,
                                    trace_phases_fn fn, void *user,
                                    as_err_t *err) {
   const phases_src_t *s = (const phases_src_t *)wrapped;
-  for (size_t id = 0; id < s->cap; id++)
+  /* Up to the last live id only: reading the table past it would make
+   * the pages that sparse ids skipped resident. */
+  uint64_t left = s->live;
+  for (uint64_t id = 0; left > 0 && id < s->ids; id++)
     if (s->state[id] & LIVE_BIT) {
+      left--;
       as_status_t rc = fn(user, id, s->state[id] & ~LIVE_BIT, err);
       if (rc != AS_OK)
         return rc;

@@ -8,7 +8,8 @@
  * object's phase (its birth).  The tracker is a source that passes every
  * event of the source it wraps through unchanged and notes, per object id,
  * its phase and whether it is live: one byte per id, ids being dense
- * (docs/trace-format.md).
+ * (docs/trace-format.md), in reserved address space so that an id far
+ * past the others makes only its own page resident.
  */
 #ifndef ALLOCSIM_PHASES_H
 #define ALLOCSIM_PHASES_H
