@@ -34,10 +34,25 @@ as_status_t sweep_rows_find(store_t *s, int64_t *id, as_err_t *err) {
   return rc;
 }
 
+/* Columns of every sweep that an axis may share a name with (--vary
+ * model=..., --vary page_size=...): there the column is named alt, so
+ * that no row has two keys of one name (a JSON object keeping only the
+ * last, a CSV header naming two columns alike). */
+typedef struct fixed_column_s fixed_column_t;
+struct fixed_column_s {
+  const char *expr, *name, *alt;
+};
+static const fixed_column_t k_fixed[] = {
+    {"p.page_size", "page_size", "page_size_bytes"},
+    {"p.model", "model", "model_spec"},
+};
+#define FIXED_COUNT (sizeof k_fixed / sizeof k_fixed[0])
+
 /* Appends ", json_extract(p.params_json, '$."NAME"') AS "NAME"" for each
- * axis of sweep id, with the quotes of NAME doubled. */
+ * axis of sweep id, with the quotes of NAME doubled; shared[i] is set if
+ * an axis is named as k_fixed[i]. */
 static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
-                                as_err_t *err) {
+                                bool shared[FIXED_COUNT], as_err_t *err) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(store_db(s),
                          "SELECT j.key FROM sweeps w, "
@@ -49,6 +64,8 @@ static as_status_t axis_columns(store_t *s, int64_t id, sqlite3_str *sql,
     const char *name = (const char *)sqlite3_column_text(st, 0);
     sqlite3_str_appendf(
         sql, ", json_extract(p.params_json, '$.\"%w\"') AS \"%w\"", name, name);
+    for (size_t i = 0; i < FIXED_COUNT; i++)
+      shared[i] |= strcmp(name, k_fixed[i].name) == 0;
   }
   sqlite3_finalize(st);
   return AS_OK;
@@ -80,19 +97,23 @@ as_status_t sweep_rows_prepare(store_t *s, int64_t sweep_id,
   if (over_traces(s, sweep_id)) /* two files may hold one trace */
     sqlite3_str_appendall(sql,
                           ", json_extract(p.params_json, '$.args') AS trace");
-  rc = axis_columns(s, sweep_id, sql, err);
-  sqlite3_str_appendf(
-      sql,
-      ", p.seed, p.page_size, p.model, p.simulated_kept_bytes AS kept_bytes,"
-      " p.formula_kept_bytes, p.arenas_pinned, p.run_id, p.key"
-      " FROM sweep_points p WHERE p.rowid IN ("
-      "  SELECT max(q.rowid) FROM sweep_points q"
-      "  JOIN sweeps w ON w.id = q.sweep_id"
-      "  WHERE q.sweep_id = %lld OR w.spec_key = "
-      "   (SELECT spec_key FROM sweeps WHERE id = %lld)"
-      "  GROUP BY coalesce(q.key, q.rowid))"
-      " ORDER BY p.point, p.seed",
-      (long long)sweep_id, (long long)sweep_id);
+  bool shared[FIXED_COUNT] = {false};
+  rc = axis_columns(s, sweep_id, sql, shared, err);
+  sqlite3_str_appendall(sql, ", p.seed");
+  for (size_t i = 0; i < FIXED_COUNT; i++)
+    sqlite3_str_appendf(sql, ", %s AS %s", k_fixed[i].expr,
+                        shared[i] ? k_fixed[i].alt : k_fixed[i].name);
+  sqlite3_str_appendf(sql,
+                      ", p.simulated_kept_bytes AS kept_bytes,"
+                      " p.formula_kept_bytes, p.arenas_pinned, p.run_id, p.key"
+                      " FROM sweep_points p WHERE p.rowid IN ("
+                      "  SELECT max(q.rowid) FROM sweep_points q"
+                      "  JOIN sweeps w ON w.id = q.sweep_id"
+                      "  WHERE q.sweep_id = %lld OR w.spec_key = "
+                      "   (SELECT spec_key FROM sweeps WHERE id = %lld)"
+                      "  GROUP BY coalesce(q.key, q.rowid))"
+                      " ORDER BY p.point, p.seed",
+                      (long long)sweep_id, (long long)sweep_id);
   char *text = sqlite3_str_finish(sql);
   if (rc == AS_OK && !text)
     rc = as_err_set(err, AS_ENOMEM, "out of memory for a query");

@@ -189,6 +189,8 @@ const cli_command_t cli_cmd_db = {
         "and of every sweep of the same spec (its shards, its resumed parts),\n"
         "the trace file it replayed (a sweep of traces), its varied\n"
         "parameters as columns, then seed, page size, model,\n"
-        "kept and formula bytes, pinned arenas, its run and key.\n",
+        "kept and formula bytes, pinned arenas, its run and key\n"
+        "(page_size_bytes and model_spec where page_size or model\n"
+        "is a varied parameter's column).\n",
     .run = db_main,
 };

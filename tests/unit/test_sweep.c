@@ -685,6 +685,44 @@ static void a_copy_of_a_trace_keeps_its_own_points(void **state) {
   unlink(copy);
 }
 
+/* `db points` of a sweep that varies model and page_size: every column has
+ * a name of its own (the varied value under the axis's name, the model's
+ * full spec and the page in bytes under other names), so a JSON row keeps
+ * both and a CSV header names no two columns alike. */
+static void
+varied_model_and_page_size_do_not_share_a_column_name(void **state) {
+  (void)state;
+  sweep_config_t c;
+  memset(&c, 0, sizeof c);
+  sim_kernel_config_default(&c.kernel);
+  c.jobs = 1;
+  c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/example.trace";
+  c.ntraces = 1;
+  add_axis(&c, "model=glibc,ideal");
+  add_axis(&c, "page_size=4K");
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  char     path[] = "/tmp/allocsim-test-sweep-XXXXXX";
+  store_t *s;
+  int64_t  sweep_id;
+  run_and_store(&c, pts, n, path, &s, &sweep_id);
+  sqlite3_stmt *st;
+  assert_int_equal(sweep_rows_prepare(s, sweep_id, &st, &err), AS_OK);
+  int cols = sqlite3_column_count(st);
+  for (int a = 0; a < cols; a++)
+    for (int b = a + 1; b < cols; b++)
+      if (strcmp(sqlite3_column_name(st, a), sqlite3_column_name(st, b)) == 0)
+        fail_msg("columns %d and %d are both '%s'", a, b,
+                 sqlite3_column_name(st, a));
+  sqlite3_finalize(st);
+  store_close(s);
+  unlink(path);
+  free(pts);
+  free_axes(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(axes_parse_values_and_reject_unknown_names),
@@ -704,6 +742,7 @@ int main(void) {
       cmocka_unit_test(merged_shards_equal_the_unsharded_sweep),
       cmocka_unit_test(trace_sweeps_take_the_model_their_provenance_implies),
       cmocka_unit_test(a_copy_of_a_trace_keeps_its_own_points),
+      cmocka_unit_test(varied_model_and_page_size_do_not_share_a_column_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
