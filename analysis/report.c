@@ -123,14 +123,14 @@ static as_status_t plots_open(plots_t *p, const report_opts_t *ro,
       (p->png = calloc(PLOTS_MAX, sizeof *p->png)) == NULL)
     return as_err_set(err, AS_ENOMEM, "out of memory");
   const char *tmp = getenv("TMPDIR");
-  snprintf(p->dir, sizeof p->dir, "%s/allocsim-report-XXXXXX",
-           tmp && *tmp ? tmp : "/tmp");
+  const char *base = tmp && *tmp ? tmp : "/tmp";
+  snprintf(p->dir, sizeof p->dir, "%s/allocsim-report-XXXXXX", base);
   if (mkdtemp(p->dir) == NULL) {
     p->dir[0] = '\0';
     return as_err_set(err, AS_EIO,
-                      "cannot create a temporary "
-                      "directory: %s",
-                      strerror(errno));
+                      "%s: cannot create the plots' temporary directory "
+                      "there (TMPDIR sets where): %s",
+                      base, strerror(errno));
   }
   p->guard = atomic_file_guard_dir(p->dir, k_plot_files);
   capture_tmpdir_claim(p->dir);
