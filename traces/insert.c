@@ -18,6 +18,7 @@ struct insert_src_s {
   trace_insert_t  ins[TRACE_INSERT_MAX];
   size_t          n;
   uint64_t        next_due[TRACE_INSERT_MAX]; /* periodic: next time */
+  uint64_t        calls[TRACE_INSERT_MAX];    /* periodic: made so far */
   trace_event_t   held; /* an inner event waiting behind inserts */
   bool            holding;
   size_t          mark_next; /* next insert to try before held (a mark) */
@@ -146,6 +147,14 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
   }
   int p = due_periodic(s, s->held.t_ns);
   if (p >= 0) {
+    if (++s->calls[p] > TRACE_INSERT_CALLS_MAX)
+      return as_err_set(err, AS_EUSAGE,
+                        "--insert %s@every:%" PRIu64 "ns: more than %llu "
+                        "calls by t=%" PRIu64 " ns of the trace; expected a "
+                        "longer period",
+                        trace_op_name(s->ins[p].op), s->ins[p].every_ns,
+                        (unsigned long long)TRACE_INSERT_CALLS_MAX,
+                        s->next_due[p]);
     make_event(&s->ins[p], s->next_due[p], 0, ev);
     s->next_due[p] += s->ins[p].every_ns;
     return AS_OK;
