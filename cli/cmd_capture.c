@@ -21,6 +21,7 @@
 
 #include "../analysis/record.h"
 #include "../analysis/store.h"
+#include "../sim/atomic_file.h"
 #include "../sim/units.h"
 #include "../traces/capture_run.h"
 
@@ -331,8 +332,7 @@ static int cmd_capture_main(int argc, char **argv) {
   }
   if (i >= argc)
     return cli_usage_error("capture", "expected -- COMMAND [ARGS...]");
-  /* Three outputs, three files: --summary is truncated at once, -o and
-   * --db written at the end. */
+  /* Three outputs, three files, all written at the end. */
   if (cli_same_file(out, db) || cli_same_file(out, summary) ||
       cli_same_file(db, summary))
     return cli_usage_error("capture", "-o, --db and --summary must be "
@@ -356,11 +356,15 @@ static int cmd_capture_main(int argc, char **argv) {
   as_err_t out_err = {0};
   if (check_out(out, &out_err) != AS_OK)
     return cli_fail("capture", &out_err);
-  FILE *sf = stderr;
-  if (summary != NULL && (sf = fopen(summary, "w")) == NULL) {
-    as_err_t err;
-    as_err_set(&err, AS_EIO, "%s: cannot create", summary);
-    return cli_fail("capture", &err);
+  /* The summary file is written whole at the end or not at all, and a
+   * write error (a full device) fails the capture as one of -o would. */
+  FILE         *sf = stderr;
+  atomic_file_t summary_file;
+  if (summary != NULL) {
+    as_err_t sum_err = {0};
+    if (atomic_file_open(&summary_file, summary, &sum_err) != AS_OK)
+      return cli_fail("capture", &sum_err);
+    sf = summary_file.f;
   }
   o.argv = argv + i;
   o.out_path = out;
@@ -394,8 +398,12 @@ static int cmd_capture_main(int argc, char **argv) {
     if (rc == CLI_EXIT_OK && res->end == CAPTURE_END_SIGNAL)
       rc = 128 + res->signal;
   }
-  if (sf != stderr)
-    fclose(sf);
+  if (summary != NULL) {
+    as_err_t sum_err = {0};
+    if (atomic_file_commit(&summary_file, &sum_err) != AS_OK &&
+        rc == CLI_EXIT_OK)
+      rc = cli_fail("capture", &sum_err);
+  }
   free(res);
   return rc;
 }
@@ -454,7 +462,7 @@ const cli_command_t cli_cmd_capture = {
         "\n"
         "The exit code is 0 when the capture worked, whatever COMMAND\n"
         "returned (its code is in the summary and the run), 1 when the\n"
-        "trace could not be written, and 128+N when allocsim capture was\n"
-        "interrupted by signal N.\n",
+        "trace (or the --summary file) could not be written, and 128+N\n"
+        "when allocsim capture was interrupted by signal N.\n",
     .run = cmd_capture_main,
 };
