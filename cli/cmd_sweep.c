@@ -427,6 +427,25 @@ static unsigned spec_line_of_option(const spec_words_t *s, const char *wl,
   return 0;
 }
 
+/* The spec line of the second 'vary NAME' a "--vary NAME is given twice"
+ * message names; 0 when the message is another or one of the two came
+ * from the command line. */
+static unsigned spec_line_of_repeated_axis(const spec_words_t *s,
+                                           const char         *msg) {
+  if (s->path == NULL || strncmp(msg, "--vary ", 7) != 0 ||
+      strstr(msg, " is given twice") == NULL)
+    return 0;
+  const char *name = msg + 7;
+  size_t      len = strcspn(name, " ");
+  unsigned    seen = 0;
+  for (int i = 1; i < s->n; i++)
+    if (strcmp(s->word[i], "--vary") == 0 &&
+        strncmp(s->word[i + 1], name, len) == 0 && s->word[i + 1][len] == '=' &&
+        ++seen == 2)
+      return s->line[i + 1];
+  return 0;
+}
+
 /* ---- Status -------------------------------------------------------------- */
 
 /* Whether process pid is alive on this host. */
@@ -752,6 +771,8 @@ static int sweep_main(int argc, char **argv) {
     unsigned line =
         x.c.workload ? spec_line_of_option(&x.spec, x.c.workload->name, err.msg)
                      : 0;
+    if (line == 0)
+      line = spec_line_of_repeated_axis(&x.spec, err.msg);
     char where[PATH_MAX + 16];
     snprintf(where, sizeof where, "%s:%u", x.spec.path ? x.spec.path : "",
              line);
