@@ -63,6 +63,24 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
   return AS_OK;
 }
 
+/* A measured rss the store cannot hold (SQLite integers are signed) is
+ * the trace's error, named by its file and line, not the store's. */
+static as_status_t check_storable_rss(const trace_source_t *src,
+                                      const trace_event_t *ev, uint64_t events,
+                                      as_err_t *err) {
+  uint64_t v = ev->size > ev->offset ? ev->size : ev->offset;
+  if (v <= (uint64_t)INT64_MAX)
+    return AS_OK;
+  char at[64] = "";
+  trace_source_where(src, at + 2, sizeof at - 2);
+  if (at[2] != '\0')
+    at[0] = ':', at[1] = ' ';
+  return as_err_set(err, AS_EFORMAT,
+                    "%s%s: event %" PRIu64 ": rss %" PRIu64 " is larger than "
+                    "a store holds (%" PRId64 ")",
+                    src->name, at[2] ? at : "", events, v, INT64_MAX);
+}
+
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
                               const store_kv_t *extra, size_t nextra,
                               record_info_t *info, as_err_t *err) {
@@ -114,6 +132,8 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       pending.live_bytes = live.live_bytes;
       have_pending = true;
     } else if (ev.op == TRACE_RSS) {
+      if ((rc = check_storable_rss(src, &ev, info->events, err)) != AS_OK)
+        goto done;
       if (ev.size > info->peak_measured_rss_bytes)
         info->peak_measured_rss_bytes = ev.size;
       uint64_t other_bytes = ev.offset; /* no allocator holds; 0: unknown */
