@@ -164,6 +164,7 @@ uint64_t survivors_object_count(uint64_t total_bytes, uint64_t size_bytes) {
 #define SETTLE_STEP_NS      UINT64_C(50000000) /* 50 ms, one light allocation */
 #define SETTLE_OBJ_BYTES    56                 /* sys.getsizeof([]) on 3.11 */
 #define PENDING_MAX         5
+#define BATCH_EVENTS        256 /* events survivors_batch hands out at once */
 
 typedef enum phase_e {
   PH_WARM,
@@ -214,6 +215,7 @@ typedef struct survivors_src_s {
   uint64_t     *kept; /* random pattern, from PH_SELECT on: bit i of word
                          i / 64 set when object i survives; NULL: ask
                          survivors_is_kept */
+  trace_event_t batch[BATCH_EVENTS]; /* the last batch handed out */
 } survivors_src_t;
 
 /* Whether object i survives: one bit test once the random pattern's set is
@@ -491,34 +493,74 @@ static __attribute__((noinline)) as_status_t next_queued(survivors_src_t *s,
   return AS_OK;
 }
 
+/* The build phase's mallocs while the list has room (no list growth
+ * between them): at most max into ev, written straight, exactly what
+ * step() would have queued one at a time. */
+static inline size_t fill_build(survivors_src_t *s, trace_event_t *ev,
+                                size_t max) {
+  uint64_t room = s->main.allocated - s->main.size, left = s->nobjects - s->i;
+  size_t   n = max < room ? max : (size_t)room;
+  n = n < left ? n : (size_t)left;
+  uint64_t t = s->t_ns, id = s->first_obj + s->i;
+  for (size_t k = 0; k < n; k++, t += s->alloc_ns)
+    trace_event_set(&ev[k], t, TRACE_MALLOC, TRACE_DOMAIN_OBJ, id + k,
+                    s->size_bytes);
+  s->t_ns = t;
+  s->main.size += n;
+  s->i += n;
+  return n;
+}
+
+/* The free phase's frees, backwards past the survivors: at most max into
+ * ev, as step() would have queued them. */
+static inline size_t fill_free(survivors_src_t *s, trace_event_t *ev,
+                               size_t max) {
+  size_t   n = 0;
+  uint64_t i = s->i, t = s->t_ns;
+  while (n < max && i > 0) {
+    uint64_t j = --i;
+    if (!kept(s, j)) {
+      trace_event_set(&ev[n++], t, TRACE_FREE, TRACE_DOMAIN_OBJ,
+                      s->first_obj + j, 0);
+      t += s->free_ns;
+    }
+  }
+  s->i = i;
+  s->t_ns = t;
+  return n;
+}
+
+/* Up to max events into ev: a run of the two phases that make almost
+ * every event, else one event step() queued; 0 at the end. */
+static inline size_t fill(survivors_src_t *s, trace_event_t *ev, size_t max) {
+  if (s->pending_at == s->npending) {
+    size_t n = s->phase == PH_FREE    ? fill_free(s, ev, max)
+               : s->phase == PH_BUILD ? fill_build(s, ev, max)
+                                      : 0;
+    if (n > 0)
+      return n;
+  }
+  return next_queued(s, ev) == AS_OK;
+}
+
 static as_status_t survivors_next(trace_source_t *src, trace_event_t *ev,
                                   as_err_t *err) {
   (void)err;
+  return fill((survivors_src_t *)src, ev, 1) ? AS_OK : AS_DONE;
+}
+
+/* Up to BATCH_EVENTS events at once: one call per batch instead of one
+ * per event, and the fast phases' events written in a tight loop. */
+static as_status_t survivors_batch(trace_source_t *src, trace_event_t **evs,
+                                   size_t *n, as_err_t *err) {
+  (void)err;
   survivors_src_t *s = (survivors_src_t *)src;
-  /* Fast paths for the two phases that make almost every event: written
-   * straight into *ev, exactly what step() would have queued. */
-  if (s->pending_at == s->npending) {
-    if (s->phase == PH_FREE) {
-      while (s->i > 0) {
-        uint64_t j = --s->i;
-        if (!kept(s, j)) {
-          trace_event_set(ev, s->t_ns, TRACE_FREE, TRACE_DOMAIN_OBJ,
-                          s->first_obj + j, 0);
-          s->t_ns += s->free_ns;
-          return AS_OK;
-        }
-      }
-    } else if (s->phase == PH_BUILD && s->i < s->nobjects &&
-               s->main.allocated > s->main.size) {
-      trace_event_set(ev, s->t_ns, TRACE_MALLOC, TRACE_DOMAIN_OBJ,
-                      s->first_obj + s->i, s->size_bytes);
-      s->t_ns += s->alloc_ns;
-      s->main.size++;
-      s->i++;
-      return AS_OK;
-    }
-  }
-  return next_queued(s, ev);
+  size_t           k = 0, got;
+  while (k < BATCH_EVENTS && (got = fill(s, s->batch + k, BATCH_EVENTS - k)))
+    k += got;
+  *evs = s->batch;
+  *n = k;
+  return k > 0 ? AS_OK : AS_DONE;
 }
 
 static void survivors_close(trace_source_t *src) {
@@ -529,6 +571,7 @@ static void survivors_close(trace_source_t *src) {
 static const trace_source_methods_t survivors_methods = {
     .next = survivors_next,
     .close = survivors_close,
+    .batch = survivors_batch,
 };
 
 /* ---- Options ------------------------------------------------------------ */

@@ -507,6 +507,57 @@ static void open_line_finds_the_workload_and_its_options(void **state) {
   assert_non_null(strstr(err.msg, "unknown option '--sise'"));
 }
 
+/* Whether two events say the same (label by content). */
+static void assert_same_event(const trace_event_t *a, const trace_event_t *b) {
+  assert_true(a->t_ns == b->t_ns && a->id == b->id && a->size == b->size);
+  assert_true(a->align == b->align && a->offset == b->offset);
+  assert_true(a->thread == b->thread && a->op == b->op &&
+              a->domain == b->domain && a->flags == b->flags);
+  assert_true(a->site == b->site && a->frames == b->frames);
+  assert_true((a->label == NULL) == (b->label == NULL));
+  if (a->label != NULL)
+    assert_string_equal(a->label, b->label);
+}
+
+/* The generator hands out its events in batches of many (the engine's
+ * fast path), the same events that next() gives one at a time, for every
+ * phase: build, selection, free, settle, reuse, and the ft build's. */
+static void batches_hand_out_the_events_next_does(void **state) {
+  (void)state;
+  static const char *const lines[] = {
+      "--size 64 --total 2 --fraction 1e-2",
+      "--size 100 --total 2 --pattern stride --every 7 --reuse-size 80 "
+      "--reuse-total 1",
+      "--total 2 --pattern oldest --fraction 0.3 --settle-ms 200",
+      "--total 2 --build ft --kind tuple --reuse-kind tuple --reuse-size 64 "
+      "--reuse-total 1 --alloc-after 300000",
+      "--total 2 --fraction 1",
+  };
+  for (size_t l = 0; l < sizeof lines / sizeof lines[0]; l++) {
+    trace_source_t *one, *many;
+    as_err_t        err = {0};
+    assert_int_equal(open_args(lines[l], &one, &err), AS_OK);
+    assert_int_equal(open_args(lines[l], &many, &err), AS_OK);
+    assert_non_null(many->methods->batch);
+    trace_event_t ev, spare, *evs;
+    size_t        n, largest = 0;
+    uint64_t      events = 0;
+    as_status_t   rc;
+    while ((rc = trace_source_batch(many, &spare, &evs, &n, &err)) == AS_OK) {
+      largest = n > largest ? n : largest;
+      for (size_t i = 0; i < n; i++, events++) {
+        assert_int_equal(trace_source_next(one, &ev, &err), AS_OK);
+        assert_same_event(&ev, &evs[i]);
+      }
+    }
+    assert_int_equal(rc, AS_DONE);
+    assert_int_equal(trace_source_next(one, &ev, &err), AS_DONE);
+    assert_true(events > 10000 && largest > 1);
+    trace_source_close(one);
+    trace_source_close(many);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
@@ -530,6 +581,7 @@ int main(void) {
       cmocka_unit_test(ft_options_switch_heap_and_report_the_gc),
       cmocka_unit_test(alloc_ns_and_free_ns_set_the_clock),
       cmocka_unit_test(open_line_finds_the_workload_and_its_options),
+      cmocka_unit_test(batches_hand_out_the_events_next_does),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
