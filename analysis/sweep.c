@@ -42,15 +42,16 @@
 
 /* ---- Axes and values ---------------------------------------------------- */
 
-/* Whether a and b name the same option, '_' and '-' being the same. */
-
 /* The model and libc a trace's provenance implies ("" for libc: the
- * model's default). */
+ * model's default), and its header, read once for all its points. */
 typedef struct trace_specs_s trace_specs_t;
 struct trace_specs_s {
-  char model[256];
-  char libc[256];
+  char         model[256];
+  char         libc[256];
+  trace_meta_t meta;
 };
+
+/* Whether a and b name the same option, '_' and '-' being the same. */
 static bool same_name(const char *a, const char *b) {
   for (; *a && *b; a++, b++) {
     char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
@@ -342,18 +343,14 @@ static void point_args_text(sweep_point_t *p, int argc, char **argv) {
 
 /* The point's specs with the machine facts its trace recorded for the
  * knobs they leave unset (runsrc.h record_specs_with_facts): a sweep of a
- * CPython 3.11 capture with --model cpython replays 3.11. */
-static as_status_t point_facts(sweep_point_t *p, as_err_t *err) {
-  trace_source_t *src;
-  as_status_t     rc = trace_open(p->trace, &src, err);
-  if (rc != AS_OK)
-    return rc;
+ * CPython 3.11 capture with --model cpython replays 3.11.  meta is the
+ * trace's header, read once per trace (open_trace_source), not per point. */
+static as_status_t point_facts(sweep_point_t *p, trace_meta_t *meta,
+                               as_err_t *err) {
   const char *model = p->model, *libc = p->libc[0] ? p->libc : NULL;
-  rc = record_specs_with_facts(trace_meta_lookup, &src->meta, p->trace, &model,
-                               p->model, sizeof p->model, &libc, p->libc,
-                               sizeof p->libc, err);
-  trace_source_close(src);
-  return rc;
+  return record_specs_with_facts(trace_meta_lookup, meta, p->trace, &model,
+                                 p->model, sizeof p->model, &libc, p->libc,
+                                 sizeof p->libc, err);
 }
 
 /* The point's model and libc specs: the model and libc axes (else the
@@ -361,7 +358,7 @@ static as_status_t point_facts(sweep_point_t *p, as_err_t *err) {
  * two is that model.  A composition's libc is its libc spec or the default
  * libc model. */
 static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
-                               const trace_specs_t *ts, as_err_t *err) {
+                               trace_specs_t *ts, as_err_t *err) {
   const char *model = c->model ? c->model : ts->model;
   const char *libc = c->libc || c->model ? c->libc
                      : ts->libc[0]       ? ts->libc
@@ -400,7 +397,7 @@ static as_status_t point_specs(const sweep_config_t *c, sweep_point_t *p,
       return as_err_set(err, AS_EUSAGE, "model spec too long");
     snprintf(target, tlen, "%s", tmp);
   }
-  return p->trace != NULL ? point_facts(p, err) : AS_OK;
+  return p->trace != NULL ? point_facts(p, &ts->meta, err) : AS_OK;
 }
 
 /* The point's key: the SHA-256 of what decides its result. */
@@ -486,7 +483,7 @@ static void grid_point(const sweep_config_t *c, size_t g, sweep_point_t *p) {
  * for the first seed, checks that its workload and model open. */
 static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
                               const char *trace, const char *trace_ident,
-                              const trace_specs_t *ts, bool first_seed,
+                              trace_specs_t *ts, bool first_seed,
                               as_err_t *err) {
   p->trace = trace;
   if (trace != NULL) {
@@ -514,14 +511,16 @@ static as_status_t fill_point(const sweep_config_t *c, sweep_point_t *p,
 }
 
 /* Checks that trace has an allocation to replay (a measured-run file, marks
- * and measured RSS only, would report zeros), and reads the model and libc
- * specs its provenance implies into *ts, for sweeps without --model. */
+ * and measured RSS only, would report zeros), and reads its header and the
+ * model and libc specs its provenance implies (for sweeps without --model)
+ * into *ts. */
 static as_status_t open_trace_source(const sweep_config_t *c, const char *trace,
                                      trace_specs_t *ts, as_err_t *err) {
   trace_source_t *src;
   as_status_t     rc = trace_open(trace, &src, err);
   if (rc != AS_OK)
     return rc;
+  ts->meta = src->meta;
   rc = record_run_specs(trace_meta_lookup, &src->meta, c->model, c->libc,
                         ts->model, sizeof ts->model, ts->libc, sizeof ts->libc,
                         err);
@@ -703,7 +702,7 @@ as_status_t sweep_expand(const sweep_config_t *c, sweep_point_t **out,
   for (size_t t = 0; t < sources && rc == AS_OK; t++) {
     const char   *trace = c->workload ? NULL : c->traces[t];
     char          ident[65 + PATH_MAX] = "";
-    trace_specs_t ts = {"", ""};
+    trace_specs_t ts = {.model = "", .libc = ""};
     if (trace != NULL && trace_path_reads_once(trace)) {
       rc = as_err_set(err, AS_EINVAL,
                       "%s: expected a trace file: a sweep reads each trace "

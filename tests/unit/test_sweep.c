@@ -619,6 +619,62 @@ static void trace_sweeps_take_the_model_their_provenance_implies(void **state) {
   free_axes(&c);
 }
 
+/* The read(2) calls this process has made (/proc/self/io syscr), or -1
+ * where the kernel does not count them. */
+static long long read_calls(void) {
+  FILE     *f = fopen("/proc/self/io", "r");
+  char      line[128];
+  long long n = -1;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "syscr: %lld", &n) == 1)
+      break;
+  if (f != NULL)
+    fclose(f);
+  return n;
+}
+
+/* A trace's header is read once for all its points, not once per point:
+ * 40 points cost the reads of one (opening the trace, its digest). */
+static void a_traces_header_is_read_once_for_all_its_points(void **state) {
+  (void)state;
+  if (read_calls() < 0)
+    skip();
+  sweep_config_t c;
+  memset(&c, 0, sizeof c);
+  sim_kernel_config_default(&c.kernel);
+  c.seeds = 1;
+  c.jobs = 1;
+  c.traces[0] = ALLOCSIM_SOURCE_DIR "/data/captures/python-survivors.astrace";
+  c.ntraces = 1;
+  sweep_point_t *pts;
+  size_t         n;
+  as_err_t       err = {0};
+  /* One point first: what any expansion reads once (the model registry's
+   * facts, the libraries' first use) is then behind us. */
+  add_axis(&c, "mmap_offset=0");
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  free(pts);
+  long long before = read_calls();
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  long long reads_one = read_calls() - before;
+  free(pts);
+  free_axes(&c);
+  char   spec[512] = "mmap_offset=0";
+  size_t used = strlen(spec);
+  for (int k = 1; k < 40; k++)
+    used += (size_t)snprintf(spec + used, sizeof spec - used, ",%d", k * 4096);
+  c.naxes = 0;
+  add_axis(&c, spec);
+  before = read_calls();
+  assert_int_equal(sweep_expand(&c, &pts, &n, NULL, &err), AS_OK);
+  long long reads = read_calls() - before;
+  assert_int_equal(n, 40);
+  free(pts);
+  free_axes(&c);
+  assert_true(reads_one > 0);
+  assert_int_equal(reads, reads_one);
+}
+
 /* Copies file from to to; false if either cannot be opened. */
 static bool copy_file(const char *from, const char *to) {
   FILE  *in = fopen(from, "rb"), *out = fopen(to, "wb");
@@ -743,6 +799,7 @@ int main(void) {
       cmocka_unit_test(trace_sweeps_take_the_model_their_provenance_implies),
       cmocka_unit_test(a_copy_of_a_trace_keeps_its_own_points),
       cmocka_unit_test(varied_model_and_page_size_do_not_share_a_column_name),
+      cmocka_unit_test(a_traces_header_is_read_once_for_all_its_points),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
