@@ -272,6 +272,51 @@ static void a_freed_block_is_the_next_one_handed_out(void **state) {
   fx_close(&f);
 }
 
+typedef struct placed_s {
+  uint64_t addr, size;
+} placed_t;
+
+static int by_addr(const void *a, const void *b) {
+  const placed_t *x = a, *y = b;
+  return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The live objects in ids [from, to) overlap no other. */
+static void assert_disjoint(fx_t *f, uint64_t from, uint64_t to) {
+  placed_t *p = calloc(to - from, sizeof *p);
+  assert_non_null(p);
+  for (uint64_t id = from; id < to; id++)
+    p[id - from] = (placed_t){addr_of(f, id), f->sizes[id]};
+  qsort(p, to - from, sizeof *p, by_addr);
+  for (uint64_t i = 1; i < to - from; i++)
+    assert_true(p[i].addr >= p[i - 1].addr + p[i - 1].size);
+  free(p);
+}
+
+/* Pools change size class (their links arrays grow, and the arrays they
+ * let go of serve fresh pools): the blocks handed out stay disjoint, and
+ * freeing them all leaves what was kept. */
+static void pools_changing_size_class_hand_out_distinct_blocks(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  uint32_t big = (uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) / 512;
+  uint32_t small = (uint32_t)(PYMALLOC_POOL_SIZE - PYMALLOC_POOL_OVERHEAD) / 16;
+  alloc_range(&f, 0, 4 * big, 512); /* four full pools of 512 B blocks */
+  alloc_range(&f, 4 * big, 4 * big + 1, 512); /* a fifth keeps the arena */
+  free_range(&f, 0, 4 * big);                 /* four empty pools */
+  uint64_t from = 4 * big, to = from + 1 + 2 * small;
+  alloc_range(&f, from + 1, to, 16); /* two of them become 16 B pools */
+  assert_disjoint(&f, from, to);
+  /* Fresh pools of 512 B blocks take the arrays the others let go of. */
+  alloc_range(&f, to, to + 8 * big, 512);
+  assert_disjoint(&f, from, to + 8 * big);
+  free_range(&f, from + 1, to + 8 * big);
+  assert_int_equal(stats(&f).blocks_in_use, 1);
+  assert_int_equal(stats(&f).pools_used, 1);
+  fx_close(&f);
+}
+
 static void the_arena_with_fewer_free_pools_serves_first(void **state) {
   (void)state;
   fx_t f;
@@ -506,6 +551,7 @@ int main(void) {
       cmocka_unit_test(calloc_and_malloc_touch_the_same_pages),
       cmocka_unit_test(arenas_vector_doubles_from_16),
       cmocka_unit_test(a_freed_block_is_the_next_one_handed_out),
+      cmocka_unit_test(pools_changing_size_class_hand_out_distinct_blocks),
       cmocka_unit_test(the_arena_with_fewer_free_pools_serves_first),
       cmocka_unit_test(an_arena_gaining_free_pools_slides_behind_its_peers),
       cmocka_unit_test(an_emptied_pool_keeps_its_free_list_for_the_same_class),
