@@ -63,6 +63,7 @@ class Allocsim:
         self._scratch_dbs = {}
         self._compared = {}
         self.defaults = {}
+        self.made_once = {}  # data several blocks share, by name
 
     def json(self, *args):
         r = subprocess.run([self.binary] + list(args), cwd=self.root,
@@ -629,12 +630,17 @@ def mark_of(cmp, label):
 PYMALLOC_SURVIVORS = r"measured/survivors-(?!ft|.*pythonmalloc-malloc)"
 
 
-def t_measured_survivors(ctx):
+def survivors_rows(ctx):
+    """One dict per pymalloc survivors run, in table order, MiB: the
+    measured kept memory, the default layout's and the formula's, and the
+    range and mean over 4 layouts.  Made once: several blocks of
+    docs/survivors.md read it."""
+    if "survivors" in ctx.made_once:
+        return ctx.made_once["survivors"]
     runs = measured_runs(ctx, PYMALLOC_SURVIVORS)
     metas = [run_meta(ctx, r) for r, _ in runs]
     cmps = compare_all(ctx, runs, "--layouts", "4")
     one = compare_all(ctx, runs, "--layouts", "1")
-    rows, err_sim, err_lay, err_f = [], [], [], []
     keyed = []
     for (run, _), meta, c4, c1 in zip(runs, metas, cmps, one):
         case, opt = survivors_case(meta)
@@ -644,41 +650,161 @@ def t_measured_survivors(ctx):
         if "layouts" in after:
             sys.exit("validation_tables.py: run %d: the default layout's "
                      "compare replayed %d layouts" % (run, after["layouts"]))
-        kept_meas = (after["measured_rss_bytes"] -
-                     start["measured_rss_bytes"]) / MIB
-        kept_sim = (after["predicted_rss_bytes"] -
-                    start["predicted_rss_bytes"]) / MIB
         a4, s4 = mark_of(c4, "after"), mark_of(c4, "start")
-        lo = (a4["predicted_min_rss_bytes"] - s4["predicted_rss_bytes"]) / MIB
-        hi = (a4["predicted_max_rss_bytes"] - s4["predicted_rss_bytes"]) / MIB
-        mean4 = (a4["predicted_rss_bytes"] - s4["predicted_rss_bytes"]) / MIB
         f, sd = formula(ctx, opt)
-        err_sim.append(abs(kept_sim - kept_meas))
-        err_lay.append(abs(mean4 - kept_meas))
-        err_f.append(abs(f - kept_meas))
-        span = ("%.2f" % lo if abs(hi - lo) < 0.005
-                else "%.2f–%.2f (%.2f)" % (lo, hi, mean4))
-        inside = "yes" if lo - 0.005 <= kept_meas <= hi + 0.005 else "no"
         size = int(opt.get("--size", "64"))
+        row = dict(
+            case=case, run=run, opt=opt, meta=meta, formula=f, sd=sd,
+            meas=(after["measured_rss_bytes"] -
+                  start["measured_rss_bytes"]) / MIB,
+            sim=(after["predicted_rss_bytes"] -
+                 start["predicted_rss_bytes"]) / MIB,
+            lo=(a4["predicted_min_rss_bytes"] -
+                s4["predicted_rss_bytes"]) / MIB,
+            hi=(a4["predicted_max_rss_bytes"] -
+                s4["predicted_rss_bytes"]) / MIB,
+            mean4=(a4["predicted_rss_bytes"] -
+                   s4["predicted_rss_bytes"]) / MIB)
+        row["inside"] = row["lo"] - 0.005 <= row["meas"] <= row["hi"] + 0.005
         keyed.append(((size, opt.get("--pattern", "random") != "oldest",
-                       float(opt.get("--fraction", "1")), case),
-                      (case, run, "%.2f" % kept_meas, "%.2f" % kept_sim,
-                       "%.2f (%.2f)" % (f, sd), "%+.2f" % (kept_sim - kept_meas),
-                       "%+.2f" % (f - kept_meas), span, inside,
-                       new_arenas(meta), meta.get("layout_pinned_runs", "–"))))
-    rows = [r for _, r in sorted(keyed)]
+                       float(opt.get("--fraction", "1")), case), row))
+    ctx.made_once["survivors"] = [r for _, r in sorted(keyed,
+                                                       key=lambda k: k[0])]
+    return ctx.made_once["survivors"]
+
+
+def survivors_mae(rows):
+    """Mean absolute errors at `after`: (default layout, mean of the 4
+    layouts, formula), MiB."""
+    return (statistics.mean(abs(r["sim"] - r["meas"]) for r in rows),
+            statistics.mean(abs(r["mean4"] - r["meas"]) for r in rows),
+            statistics.mean(abs(r["formula"] - r["meas"]) for r in rows))
+
+
+def t_measured_survivors(ctx):
+    rows = survivors_rows(ctx)
+    cells = []
+    for r in rows:
+        span = ("%.2f" % r["lo"] if abs(r["hi"] - r["lo"]) < 0.005
+                else "%.2f–%.2f (%.2f)" % (r["lo"], r["hi"], r["mean4"]))
+        cells.append((r["case"], r["run"], "%.2f" % r["meas"],
+                      "%.2f" % r["sim"], "%.2f (%.2f)" % (r["formula"], r["sd"]),
+                      "%+.2f" % (r["sim"] - r["meas"]),
+                      "%+.2f" % (r["formula"] - r["meas"]), span,
+                      "yes" if r["inside"] else "no", new_arenas(r["meta"]),
+                      r["meta"].get("layout_pinned_runs", "–")))
     main = table(["case", "run", "measured kept", "simulated (default layout)",
                   "formula (sd)", "sim − meas", "formula − meas",
                   "simulated over 4 layouts, min–max (mean)",
                   "measured inside?", "new arenas at `after`, measured",
-                  "pinned given the measured layout"], rows, "lrrrrrrrrrr")
+                  "pinned given the measured layout"], cells, "lrrrrrrrrrr")
+    sim, lay, f = survivors_mae(rows)
     mae = table(["predictor", "mean absolute error over %d runs" % len(rows)],
-                [("simulation, default layout",
-                  "%.2f MiB" % statistics.mean(err_sim)),
-                 ("simulation, mean of the 4 layouts",
-                  "%.2f MiB" % statistics.mean(err_lay)),
-                 ("formula", "%.2f MiB" % statistics.mean(err_f))], "lr")
+                [("simulation, default layout", "%.2f MiB" % sim),
+                 ("simulation, mean of the 4 layouts", "%.2f MiB" % lay),
+                 ("formula", "%.2f MiB" % f)], "lr")
     return main + "\n\n" + mae
+
+
+def short_case(r):
+    """'64 B / 1e-4': a random row's size and fraction, else its case."""
+    if r["opt"].get("--pattern", "random") != "random" or \
+            r["opt"].get("--reuse-size", "0") != "0":
+        return r["case"]
+    return "%s B / %s" % (r["opt"].get("--size", "64"),
+                          ("%.0e" % float(r["opt"]["--fraction"]))
+                          .replace("e-0", "e-"))
+
+
+def signed_range(values):
+    lo, hi = min(values), max(values)
+    return ("%+.2f" % lo if abs(hi - lo) < 0.005
+            else "%+.2f to %+.2f" % (lo, hi))
+
+
+def pinned_share(r, rows):
+    """The formula's kept memory of a row over the most it gives any row of
+    the same object size (every arena pinned)."""
+    size = r["opt"].get("--size", "64")
+    return r["formula"] / max(q["formula"] for q in rows
+                              if q["opt"].get("--size", "64") == size)
+
+
+def t_survivors_within(ctx):
+    """Item 1 of docs/survivors.md: the rows where nearly every arena is
+    pinned (the formula's sd under 1 MiB), then those where most are
+    (85 % of the formula's most), where a few depend on the layout."""
+    rows = [r for r in survivors_rows(ctx)
+            if r["opt"].get("--pattern", "random") != "oldest"]
+    full = [r for r in rows if r["sd"] < 1.0]
+    most = [r for r in rows if r["sd"] >= 1.0 and pinned_share(r, rows) >= 0.85]
+    out = ["- nearly every arena pinned (%s): simulated %s MiB, formula "
+           "%s MiB;" % (", ".join(short_case(r) for r in full),
+                        signed_range([r["sim"] - r["meas"] for r in full]),
+                        signed_range([r["formula"] - r["meas"]
+                                      for r in full]))]
+    for r in most:
+        out.append("- %s (most arenas pinned): simulated %+.2f MiB with the "
+                   "default layout; its 4 layouts span %.2f–%.2f MiB, whose "
+                   "mean is %+.2f MiB; formula %+.2f MiB;"
+                   % (short_case(r), r["sim"] - r["meas"], r["lo"], r["hi"],
+                      r["mean4"] - r["meas"], r["formula"] - r["meas"]))
+    return "\n".join(out)
+
+
+def t_survivors_target(ctx):
+    """Item 5 of docs/survivors.md: the MAE target and the points where the
+    simulation does worse than the formula."""
+    rows = survivors_rows(ctx)
+    sim, lay, f = survivors_mae(rows)
+    target = 2.0
+    out = ["- MAE over %d runs: **%.2f MiB** with the default layout (%s the "
+           "%.0f MiB target) and %.2f MiB averaged over layouts, against the "
+           "formula's %.2f MiB." % (len(rows), sim,
+                                    "inside" if sim <= target else "outside",
+                                    target, lay, f)]
+    for what, key in (("the default layout", "sim"),
+                      ("the mean of the 4 layouts", "mean4")):
+        worse = [r for r in rows if abs(r[key] - r["meas"]) >
+                 abs(r["formula"] - r["meas"]) + 0.005]
+        listed = "; ".join("%s, %+.2f against %+.2f" % (
+            short_case(r), r[key] - r["meas"], r["formula"] - r["meas"])
+            for r in worse)
+        out.append("- Per point, %s is worse than the formula on %d of %d "
+                   "points%s" % (what, len(worse), len(rows),
+                                 ": " + listed + "." if worse else "."))
+    return "\n".join(out)
+
+
+def t_survivors_layouts(ctx):
+    """"Across address layouts" in docs/survivors.md: which measurements
+    the 4 layouts' range holds, and by how much the others miss it."""
+    rows = survivors_rows(ctx)
+    inside = [r for r in rows if r["inside"]]
+    ranged = [r for r in rows if not r["inside"] and r["hi"] - r["lo"] >= 0.005]
+    single = [r for r in rows if r["hi"] - r["lo"] < 0.005]
+    sim, lay, _ = survivors_mae(rows)
+
+    def miss(r):
+        return (r["meas"] - r["hi"] if r["meas"] > r["hi"]
+                else r["meas"] - r["lo"])
+    out = ["- **Inside the range: %d of %d** (%s); the widest range is "
+           "%.2f MiB." % (len(inside), len(rows),
+                          ", ".join(short_case(r) for r in inside),
+                          max(r["hi"] - r["lo"] for r in rows)),
+           "- **Single-value rows** (%d, all layouts agree) miss by %s MiB."
+           % (len(single), signed_range([r["sim"] - r["meas"]
+                                         for r in single])),
+           "- **Outside the range elsewhere** (%d rows with a range): %s."
+           % (len(ranged), "; ".join(
+               "%s, measured %.2f MiB %s the %s" % (
+                   short_case(r), abs(miss(r)),
+                   "above" if miss(r) > 0 else "below",
+                   "max" if miss(r) > 0 else "min") for r in ranged)),
+           "- **Mean absolute error at `after`.** %.2f MiB with the mean of "
+           "the 4 layouts, against %.2f MiB with the default layout alone."
+           % (lay, sim)]
+    return "\n".join(out)
 
 
 def t_measured_survivors_growth(ctx):
@@ -732,6 +858,55 @@ def t_survivors_grid(ctx):
                      "%.1f" % mean("arenas_pinned")))
     return table(["size", "fraction", "OS page", "simulated kept",
                   "formula", "arenas pinned"], rows, "llrrrr")
+
+
+def t_formula_validate(ctx):
+    """The reading of `allocsim formula --validate --db data/reference.db`
+    in docs/store.md: per object size, which of simulation and formula is
+    closer, the runs that pin every arena, and the largest simulated miss."""
+    v = ctx.json("formula", "--validate", "--db", ctx.reference, "--json")
+    out = []
+    for g in v["groups"]:
+        sim, f = g["rms_simulated_bytes"] / MIB, g["rms_formula_bytes"] / MIB
+        verdict = ("as close as" if abs(sim - f) < 0.005 else
+                   "closer to the measurements than" if sim < f else
+                   "farther from the measurements than")
+        out.append("- %d-byte objects: the simulation is %s the formula "
+                   "(rms %.2f against %.2f MiB);"
+                   % (g["size_bytes"], verdict, sim, f))
+    full = [p for p in v["points"] if p["pattern"] != "oldest" and
+            p["formula_sd_bytes"] < 0.1 * MIB]
+    out.append("- the %d runs that pin every arena (runs %s): the formula "
+               "is %s MiB from the measurement;"
+               % (len(full), ", ".join(str(p["run_id"]) for p in full),
+                  signed_range([(p["formula_kept_bytes"] -
+                                 p["measured_kept_bytes"]) / MIB
+                                for p in full])))
+    worst = max(v["points"], key=lambda p: abs(p["measured_kept_bytes"] -
+                                               p["simulated_kept_bytes"]))
+    gap = (worst["simulated_kept_bytes"] - worst["measured_kept_bytes"]) / MIB
+    out.append("- the largest simulated miss: run %d, simulated %.2f MiB %s "
+               "its measurement (the formula's sd there is %.2f MiB)."
+               % (worst["run_id"], abs(gap), "below" if gap < 0 else "above",
+                  worst["formula_sd_bytes"] / MIB))
+    return "\n".join(out)
+
+
+def t_readme_survivors(ctx):
+    """The sentence under README.md's `allocsim run survivors` example: what
+    stays resident, over the layouts, against the study's figure."""
+    r = ctx.json("run", "survivors", "--size", "64", "--fraction", "0.0001",
+                 "--seed", "1", "--json")
+    after = [m for m in r["marks"] if m["label"] == "after"][0]
+    path = os.path.join(ctx.root, "data", "published",
+                        "survivors-64-random-1e-4.trace")
+    study = dict(published_marks(path))["after"]
+    return ("Of %.0f MiB at the peak, %.0f MiB (%.0f-%.0f MiB, depending on the "
+            "address\nlayout) stays resident for %.2f MiB of live data (the "
+            "study measured %d MiB)."
+            % (r["peak_rss_bytes"] / MIB, after["rss_bytes"] / MIB,
+               after["rss_min_bytes"] / MIB, after["rss_max_bytes"] / MIB,
+               after["live_bytes"] / MIB, study))
 
 
 # ---- Published figures -----------------------------------------------------
@@ -1749,6 +1924,11 @@ TABLES = {
     "measured-survivors": t_measured_survivors,
     "measured-survivors-growth": t_measured_survivors_growth,
     "survivors-grid": t_survivors_grid,
+    "survivors-within": t_survivors_within,
+    "survivors-target": t_survivors_target,
+    "survivors-layouts": t_survivors_layouts,
+    "formula-validate": t_formula_validate,
+    "readme-survivors": t_readme_survivors,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
