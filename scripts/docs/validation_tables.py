@@ -1561,6 +1561,61 @@ def oracle_rows(ctx, cases):
                  "lr" + "r" * len(ORACLE_ALLOCATORS))
 
 
+def oracle_pcts(ctx, allocator, cases):
+    """{case: (worst % of the net peak, worst bytes, net peak bytes)} of
+    allocator's recorded oracle runs among cases."""
+    files = oracle_files(ctx)
+    cmps = oracle_compare(ctx, files)
+    out = {}
+    for case, _ in cases:
+        c = cmps.get((allocator, case))
+        if c is not None:
+            w, peak = oracle_worst(c), max(1, net_peak(c))
+            out[case] = (100.0 * w / peak, w, peak)
+    return out
+
+
+def pct_range(values):
+    lo, hi = min(values), max(values)
+    return ("%.2f%%" % lo if abs(hi - lo) < 0.005
+            else "%.2f-%.2f%%" % (lo, hi))
+
+
+def t_oracle_by_allocator(ctx):
+    """The oracle tables of docs/validation.md read per allocator: the
+    spread of each one's cells, traces split into programs, random and
+    phased, and the program traces above the target named."""
+    out = []
+    for a in ORACLE_ALLOCATORS:
+        work = oracle_pcts(ctx, a, ORACLE_WORKLOADS)
+        traces = oracle_pcts(ctx, a, ORACLE_TRACES)
+        if not work and not traces:
+            continue
+        groups = {"random": [], "phased": [], "program": []}
+        for case, v in traces.items():
+            kind = case.split("-")[0]
+            groups[kind if kind in groups else "program"].append((case, v))
+        parts = []
+        if work:
+            parts.append("workloads and labs %s"
+                         % pct_range([v[0] for v in work.values()]))
+        progs = groups["program"]
+        within = [v for _, v in progs if v[0] <= ORACLE_TARGET_PCT]
+        over = [(c, v) for c, v in progs if v[0] > ORACLE_TARGET_PCT]
+        if progs:
+            parts.append("program traces %s%s" % (
+                pct_range([v[0] for v in within]) if within else "",
+                "".join(" but %s (%.2f%% of a %.2f MiB peak: %.0f KiB)"
+                        % (c, v[0], v[2] / MIB, v[1] / 1024.0)
+                        for c, v in over)))
+        for kind in ("random", "phased"):
+            if groups[kind]:
+                parts.append("%s traces %s" % (
+                    kind, pct_range([v[0] for _, v in groups[kind]])))
+        out.append("- %s: %s." % (a, "; ".join(parts)))
+    return "\n".join(out)
+
+
 # Debian 12's release of each allocator with releases in data/oracle/releases,
 # as the model spec that replays a run with it.
 DEBIAN_RELEASE = {"tcmalloc": ("2.10", "tcmalloc:stl_text_pages=false,"
@@ -1929,6 +1984,7 @@ TABLES = {
     "survivors-layouts": t_survivors_layouts,
     "formula-validate": t_formula_validate,
     "readme-survivors": t_readme_survivors,
+    "oracle-by-allocator": t_oracle_by_allocator,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
