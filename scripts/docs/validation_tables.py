@@ -1118,6 +1118,61 @@ def t_lab5_medians(ctx):
                      sim[1] - sim[3], meas[1] - meas[3]))
 
 
+def remedy(advice, name):
+    for r in advice["remedies"]:
+        if r["name"] == name:
+            return r
+    sys.exit("validation_tables.py: advise lists no remedy '%s'" % name)
+
+
+def mib_range(values, digits=1):
+    lo, hi = ("%.*f" % (digits, min(values) / MIB),
+              "%.*f" % (digits, max(values) / MIB))
+    return lo if lo == hi else "%s-%s" % (lo, hi)
+
+
+def t_readme_advise(ctx):
+    """README.md's `advise` figures against the runs measured with each
+    remedy, computed as tests/validation/test_explain_advise.c does: the
+    load spike's repeat 1 (trim, MALLOC_MMAP_THRESHOLD_=512 against each
+    pair of repeats, each from its own start) and the 512 B / 1e-3
+    survivors run against its PYTHONMALLOC=malloc runs."""
+    base = [r for r, _ in measured_runs(ctx, r"measured/spike-default-r")]
+    mm = [r for r, _ in measured_runs(ctx, r"measured/spike-mmap512-r")]
+    spike = ctx.json("advise", str(base[0]), "--db", ctx.reference,
+                     "--at", "after_free", "--json")
+    trim = remedy(spike, "malloc_trim(0) at after_free")
+    m512 = remedy(spike, "MALLOC_MMAP_THRESHOLD_=512")
+    trimmed = (mark_rss(ctx, base[0], "after_free") -
+               mark_rss(ctx, base[0], "after_trim"))
+    saved = [grown(ctx, b, "after_free") - grown(ctx, m, "after_free")
+             for b, m in zip(base, mm)]
+    cost = [grown(ctx, m, "peak") - grown(ctx, b, "peak")
+            for b, m in zip(base, mm)]
+    surv = measured_runs(ctx, r"measured/survivors-s512-random-1e-3\.trace$")
+    pm_runs = measured_runs(ctx, r"measured/survivors-s512-random-1e-3-"
+                            r"pythonmalloc-malloc-r")
+    advice = ctx.json("advise", str(surv[0][0]), "--db", ctx.reference,
+                      "--at", "after", "--json")
+    pm = remedy(advice, "PYTHONMALLOC=malloc")
+    kept = grown(ctx, surv[0][0], "after")
+    more = statistics.mean(grown(ctx, r, "after") - kept for r, _ in pm_runs)
+    return ("On the recorded load-spike runs, `advise` predicts the trim's "
+            "saving at\n%.2f MiB against the %.2f MiB the program measured "
+            "when it trimmed\n(`tests/validation/test_explain_advise.c`), and "
+            "the saving of\n`MALLOC_MMAP_THRESHOLD_=512` at %.2f MiB against "
+            "%s MiB measured\nin the runs made with it (its peak cost, %.1f "
+            "MiB, against %s MiB). On\na survivors run the pinned pymalloc "
+            "arenas come first, `advise` shows that\nmalloc_trim cannot touch "
+            "them, and that `PYTHONMALLOC=malloc` keeps %.2f\nMiB *more* "
+            "(glibc's heap fragments instead); the program run under it "
+            "kept\n%.2f MiB more (the mean of its %d runs)."
+            % (trim["saving_bytes_at_mark"] / MIB, trimmed / MIB,
+               m512["saving_bytes_at_mark"] / MIB, mib_range(saved),
+               -m512["saving_bytes_at_peak"] / MIB, mib_range(cost),
+               -pm["saving_bytes_at_mark"] / MIB, more / MIB, len(pm_runs)))
+
+
 def t_published_webworker(ctx):
     rows = []
     for stem, meta, c in published(ctx, "webworker"):
@@ -2153,6 +2208,7 @@ TABLES = {
     "spike-after-trim": t_spike_after_trim,
     "spike-mmap512-mmaps": t_spike_mmap512_mmaps,
     "lab5-medians": t_lab5_medians,
+    "readme-advise": t_readme_advise,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
