@@ -409,6 +409,63 @@ def t_webworker_probes(ctx):
                   "after malloc_trim(0) MiB"], rows, "llrlrrr")
 
 
+def worst_mark_errors(ctx, stem):
+    """(largest |error| % of peak, largest |error| MiB) over the scored marks
+    of every repeat of data/measured/STEM(-rN).trace."""
+    runs = measured_runs(ctx, r"measured/%s(-r\d+)?\.trace$" % re.escape(stem))
+    marks = [m for c in compare_all(ctx, runs) for m in scored_marks(c)]
+    return (max(abs(m["error_pct_of_peak"]) for m in marks),
+            max(abs(m["error_bytes"]) for m in marks) / MIB)
+
+
+def t_webworker_summary(ctx):
+    """The webworker results in a few lines (docs/webworker.md's summary
+    and README.md): the published rows, Table 2's repeats and Table 3's
+    runs of CPython 3.14.7."""
+    pub = {}
+    for stem, meta, c in published(ctx, "webworker"):
+        pub[stem] = [100 * (m["predicted_rss_bytes"] - m["measured_rss_bytes"])
+                     / m["measured_rss_bytes"] for m in c["marks"]
+                     if m["label"] != "start"]
+    one_pct = max(abs(e) for e in pub["webworker-threads1"])
+    miss64 = [abs(e) for e in pub["webworker-threads64"] if abs(e) > 15]
+    _, one_mib = worst_mark_errors(ctx, "webworker-threads1")
+    w64 = max(worst_mark_errors(ctx, s)[0] for s in
+              ("webworker-threads64", "webworker-threads64-arenamax2"))
+    w16 = [worst_mark_errors(ctx, s)[0] for s in
+           ("webworker-threads16", "webworker-threads16-arenamax2")]
+    db, runs = ctx.scratch_db(
+        "probes", os.path.join("data", "measured", "webworker-probe-*.trace"))
+    load, probe_worst = [], []
+    for stem in sorted(runs):
+        meta = provenance(os.path.join(ctx.root, "data", "measured",
+                                       stem + ".trace"))
+        if meta["python"] != "3.14.7" or "--threads 64" not in \
+                meta["workload"]:
+            continue
+        c = ctx.compare_future(runs[stem], db, "--layouts", "1").result()
+        probe_worst.append(worst_pct(c))
+        if probe_arenas(meta) == "32":
+            load.append(mark_of(c, "under_load")["measured_rss_bytes"])
+    figure = dict(published_marks(os.path.join(
+        ctx.root, "data", "published", "webworker-threads64.trace")))
+    return "\n".join([
+        "- One thread: the published figures within %.1f%%, this machine "
+        "within %.2f MiB at every mark of every repeat." % (one_pct, one_mib),
+        "- 64 threads on this machine (defaults and `MALLOC_ARENA_MAX=2`): "
+        "within %.2f%% of the peak at every mark; 16 threads: within %.2f%% "
+        "(defaults) and %.2f%% (`MALLOC_ARENA_MAX=2`) over the repeats."
+        % (w64, w16[0], w16[1]),
+        "- The published 64-thread row misses by %s under load and after the "
+        "trim (asserted as recorded)." % pct_range(miss64, 1),
+        "- The study's software here (CPython 3.14.7, 64 threads, 32 arenas) "
+        "measured %.0f-%.0f MiB under load, where the study published %d; "
+        "the model predicts every 64-thread 3.14.7 run of Table 3 within "
+        "%.1f%% of its peak at every mark."
+        % (min(load) / MIB, max(load) / MIB, figure["under_load"],
+           max(probe_worst))])
+
+
 # gperftools tcmalloc and musl mallocng (docs/models/tcmalloc.md, musl.md):
 # scripts/measure/alloc_phases.c (a C program that records its own trace)
 # under LD_PRELOAD=libtcmalloc_minimal.so.4 or built with musl-gcc, and the
@@ -1794,10 +1851,9 @@ def oracle_pcts(ctx, allocator, cases):
     return out
 
 
-def pct_range(values):
-    lo, hi = min(values), max(values)
-    return ("%.2f%%" % lo if abs(hi - lo) < 0.005
-            else "%.2f-%.2f%%" % (lo, hi))
+def pct_range(values, digits=2):
+    lo, hi = "%.*f" % (digits, min(values)), "%.*f" % (digits, max(values))
+    return "%s%%" % lo if lo == hi else "%s-%s%%" % (lo, hi)
 
 
 def t_oracle_by_allocator(ctx):
@@ -2209,6 +2265,7 @@ TABLES = {
     "spike-mmap512-mmaps": t_spike_mmap512_mmaps,
     "lab5-medians": t_lab5_medians,
     "readme-advise": t_readme_advise,
+    "webworker-summary": t_webworker_summary,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
