@@ -418,6 +418,21 @@ def worst_mark_errors(ctx, stem):
             max(abs(m["error_bytes"]) for m in marks) / MIB)
 
 
+def study_software_runs(ctx):
+    """[(provenance, compare)] of Table 3's runs of the study's software:
+    CPython 3.14.7 at 64 threads (either glibc, any arena limit)."""
+    db, runs = ctx.scratch_db(
+        "probes", os.path.join("data", "measured", "webworker-probe-*.trace"))
+    out = []
+    for stem in sorted(runs):
+        meta = provenance(os.path.join(ctx.root, "data", "measured",
+                                       stem + ".trace"))
+        if meta["python"] == "3.14.7" and "--threads 64" in meta["workload"]:
+            out.append((meta, ctx.compare_future(runs[stem], db, "--layouts",
+                                                 "1").result()))
+    return out
+
+
 def t_webworker_summary(ctx):
     """The webworker results in a few lines (docs/webworker.md's summary
     and README.md): the published rows, Table 2's repeats and Table 3's
@@ -434,16 +449,8 @@ def t_webworker_summary(ctx):
               ("webworker-threads64", "webworker-threads64-arenamax2"))
     w16 = [worst_mark_errors(ctx, s)[0] for s in
            ("webworker-threads16", "webworker-threads16-arenamax2")]
-    db, runs = ctx.scratch_db(
-        "probes", os.path.join("data", "measured", "webworker-probe-*.trace"))
     load, probe_worst = [], []
-    for stem in sorted(runs):
-        meta = provenance(os.path.join(ctx.root, "data", "measured",
-                                       stem + ".trace"))
-        if meta["python"] != "3.14.7" or "--threads 64" not in \
-                meta["workload"]:
-            continue
-        c = ctx.compare_future(runs[stem], db, "--layouts", "1").result()
+    for meta, c in study_software_runs(ctx):
         probe_worst.append(worst_pct(c))
         if probe_arenas(meta) == "32":
             load.append(mark_of(c, "under_load")["measured_rss_bytes"])
@@ -464,6 +471,62 @@ def t_webworker_summary(ctx):
         "%.1f%% of its peak at every mark."
         % (min(load) / MIB, max(load) / MIB, figure["under_load"],
            max(probe_worst))])
+
+
+def t_webworker_gap(ctx):
+    """How much more 64 threads hold under load than one: the model (the
+    published rows' predictions), the study, and this machine (Table 2's
+    repeat 1, 16 arenas)."""
+    got = {s: {m["label"]: m for m in c["marks"]}
+           for s, _, c in published(ctx, "webworker")}
+    model = (got["webworker-threads64"]["under_load"]["predicted_rss_bytes"] -
+             got["webworker-threads1"]["under_load"]["predicted_rss_bytes"])
+
+    def figure(stem):
+        return dict(published_marks(os.path.join(
+            ctx.root, "data", "published", stem + ".trace")))["under_load"]
+
+    def here(stem):
+        run = measured_runs(ctx, r"measured/%s-r1\.trace$" % stem)[0][0]
+        return mark_rss(ctx, run, "under_load")
+    return ("The model puts %.1f MiB more under load at 64 threads than at one "
+            "thread; the study's figures put %d MB more, and this machine "
+            "measured %.1f MiB more (with 16 arenas)."
+            % (model / MIB, figure("webworker-threads64") -
+               figure("webworker-threads1"),
+               (here("webworker-threads64") - here("webworker-threads1")) / MIB))
+
+
+def t_webworker_spread16(ctx):
+    """The two 16-thread repeats of Table 2 after the shrink: measured, and
+    the error of each."""
+    runs = measured_runs(ctx, r"measured/webworker-threads16-r\d+\.trace$")
+    marks = [mark_of(c, "after_shrink") for c in compare_all(ctx, runs)]
+    meas = [m["measured_rss_bytes"] / MIB for m in marks]
+    return ("The %d measured 16-thread repeats differ by %.1f MiB after the "
+            "shrink (%s MiB); the model's error there is %s of the peak."
+            % (len(marks), max(meas) - min(meas),
+               " against ".join("%.1f" % v for v in meas),
+               " and ".join(pct(m["error_pct_of_peak"]) for m in marks)))
+
+
+def t_webworker_probe_ranges(ctx):
+    """What the study's software held here at 64 threads with its 32
+    arenas (Table 3), against the published 64-thread figures."""
+    runs = [c for meta, c in study_software_runs(ctx)
+            if probe_arenas(meta) == "32"]
+    figure = dict(published_marks(os.path.join(
+        ctx.root, "data", "published", "webworker-threads64.trace")))
+
+    def span(label):
+        v = [mark_of(c, label)["measured_rss_bytes"] / MIB for c in runs]
+        return "%.0f-%.0f" % (min(v), max(v))
+    return ("So on this machine, with the study's software and arena count, "
+            "the program holds %s MiB under load at 64 threads (study: %d), "
+            "%s after the shrink and idle (study: %d) and %s after the trim "
+            "(study: %d)."
+            % (span("under_load"), figure["under_load"], span("after_idle"),
+               figure["after_idle"], span("after_trim"), figure["after_trim"]))
 
 
 # gperftools tcmalloc and musl mallocng (docs/models/tcmalloc.md, musl.md):
@@ -2266,6 +2329,9 @@ TABLES = {
     "lab5-medians": t_lab5_medians,
     "readme-advise": t_readme_advise,
     "webworker-summary": t_webworker_summary,
+    "webworker-gap": t_webworker_gap,
+    "webworker-spread16": t_webworker_spread16,
+    "webworker-probe-ranges": t_webworker_probe_ranges,
     "published-spike": t_published_spike,
     "published-webworker": t_published_webworker,
     "published-survivors": t_published_survivors,
