@@ -510,6 +510,34 @@ def t_webworker_spread16(ctx):
                " and ".join(pct(m["error_pct_of_peak"]) for m in marks)))
 
 
+def t_webworker_findings(ctx):
+    """The figures of the study's qualitative findings, simulated for the
+    published rows (MiB above the start) against the study's words and
+    figures."""
+    got = {s: {m["label"]: m["predicted_rss_bytes"] for m in c["marks"]}
+           for s, _, c in published(ctx, "webworker")}
+
+    def grown(stem, label):
+        return (got[stem][label] - got[stem]["start"]) / MIB
+
+    def figure(stem, label):
+        return dict(published_marks(os.path.join(
+            ctx.root, "data", "published", stem + ".trace")))[label]
+    one = "webworker-threads1"
+    return "\n".join([
+        "- At one thread `malloc_trim(0)` releases %.1f of %.1f simulated MiB "
+        "(study: \"93 MB of the 118\")."
+        % (grown(one, "after_idle") - grown(one, "after_trim"),
+           grown(one, "after_idle")),
+        "- At 64 threads after the trim, `MALLOC_ARENA_MAX=2` holds %.1f "
+        "against %.1f simulated MiB with the default (study: %d against %d "
+        "absolute)."
+        % (grown("webworker-threads64-arenamax2", "after_trim"),
+           grown("webworker-threads64", "after_trim"),
+           figure("webworker-threads64-arenamax2", "after_trim"),
+           figure("webworker-threads64", "after_trim"))])
+
+
 def t_webworker_probe_ranges(ctx):
     """What the study's software held here at 64 threads with its 32
     arenas (Table 3), against the published 64-thread figures."""
@@ -2330,6 +2358,7 @@ TABLES = {
     "readme-advise": t_readme_advise,
     "webworker-summary": t_webworker_summary,
     "webworker-gap": t_webworker_gap,
+    "webworker-findings": t_webworker_findings,
     "webworker-spread16": t_webworker_spread16,
     "webworker-probe-ranges": t_webworker_probe_ranges,
     "published-spike": t_published_spike,
