@@ -538,6 +538,31 @@ def t_webworker_findings(ctx):
            figure("webworker-threads64", "after_trim"))])
 
 
+def t_webworker_mb(ctx):
+    """The published webworker rows read as 10^6-byte MB: the start and each
+    figure in MiB, and the errors of the 1- and 64-thread rows."""
+    got = {s: c for s, _, c in published(ctx, "webworker")}
+    start = None
+    rows = []
+    for stem, what in (("webworker-threads1", "1-thread"),
+                       ("webworker-threads64", "64-thread")):
+        marks = {m["label"]: m for m in got[stem]["marks"]}
+        figures = dict(published_marks(os.path.join(
+            ctx.root, "data", "published", stem + ".trace")))
+        start = figures["start"] * 1e6 / MIB
+        errs = []
+        for label in PROBE_MARKS:
+            pub = figures[label] * 1e6 / MIB
+            pred = start + (marks[label]["predicted_rss_bytes"] -
+                            marks["start"]["predicted_rss_bytes"]) / MIB
+            errs.append(100 * (pred - pub) / pub)
+        rows.append("the %s row %s" % (what, " / ".join(
+            "%+.1f%%" % e for e in errs)))
+    return ("Then the start is %.2f MiB and each published figure is %.3f of "
+            "its MiB value. The errors become: %s."
+            % (start, 1e6 / MIB, "; ".join(rows)))
+
+
 def t_webworker_probe_ranges(ctx):
     """What the study's software held here at 64 threads with its 32
     arenas (Table 3), against the published 64-thread figures."""
@@ -2359,6 +2384,7 @@ TABLES = {
     "webworker-summary": t_webworker_summary,
     "webworker-gap": t_webworker_gap,
     "webworker-findings": t_webworker_findings,
+    "webworker-mb": t_webworker_mb,
     "webworker-spread16": t_webworker_spread16,
     "webworker-probe-ranges": t_webworker_probe_ranges,
     "published-spike": t_published_spike,
