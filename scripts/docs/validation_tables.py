@@ -489,12 +489,12 @@ def t_webworker_gap(ctx):
     def here(stem):
         run = measured_runs(ctx, r"measured/%s-r1\.trace$" % stem)[0][0]
         return mark_rss(ctx, run, "under_load")
-    return ("The model puts %.1f MiB more under load at 64 threads than at one "
-            "thread; the study's figures put %d MB more, and this machine "
-            "measured %.1f MiB more (with 16 arenas)."
+    measured = here("webworker-threads64") - here("webworker-threads1")
+    return ("The model puts %.1f MiB more under load at 64 threads than at "
+            "one thread; the study's figures put %d MB more, and this "
+            "machine measured %.1f MiB more (with 16 arenas)."
             % (model / MIB, figure("webworker-threads64") -
-               figure("webworker-threads1"),
-               (here("webworker-threads64") - here("webworker-threads1")) / MIB))
+               figure("webworker-threads1"), measured / MIB))
 
 
 def t_webworker_spread16(ctx):
@@ -694,6 +694,47 @@ def t_measured_all(ctx):
                   "max abs err MiB", "R² (lowest)"], rows, "llllrrrr")
 
 
+def t_measured_all_findings(ctx):
+    """The findings under the measured-all table of docs/capture.md, from
+    the same compares: the two captures made here, lab 5's worst mark, and
+    the pymalloc survivors runs' marks beyond 1 % of the peak."""
+    runs = replayable_runs(ctx)
+    by_stem = {}
+    for (run, source), c in zip(runs, compare_all(ctx, runs)):
+        by_stem.setdefault(stem_of(source), []).append(c)
+
+    def marks(stems):
+        return [m for st in stems for c in by_stem[st]
+                for m in scored_marks(c)]
+    captures = ["python-survivors", "c-churn"]
+    cap_worst = max(abs(m["error_pct_of_peak"]) for m in marks(captures))
+    r2 = min(c["series"]["r2"] for st in captures for c in by_stem[st])
+    labs = [st for st in by_stem if re.match(r"lab-arenas(-arenamax\d+|"
+                                             r"-control)?$", st)]
+    joined = [m for m in marks(labs) if m["label"] == "joined"]
+    worst_lab = max(marks(labs), key=lambda m: abs(m["error_pct_of_peak"]))
+    surv = [st for st in sorted(by_stem) if re.match(
+        r"survivors-s\d+-(?!.*pythonmalloc-malloc)", st)]
+    over = [(st, m) for st in surv for c in by_stem[st]
+            for m in scored_marks(c) if abs(m["error_pct_of_peak"]) > 1.0]
+    return "\n".join([
+        "- The two captures made here (CPython 3.11.2 with obj/mem domains, "
+        "and a C program) are predicted within %.2f %% of peak at every mark, "
+        "R² ≥ %.3f over the series." % (cap_worst,
+                                         math.floor(r2 * 1000) / 1000),
+        "- `lab-arenas` (64 threads, every setting and the threads-only "
+        "control): the worst mark is `%s`, where the measured process keeps "
+        "up to %.2f MiB more than the model." % (
+            worst_lab["label"],
+            max(-m["error_bytes"] for m in joined) / MIB),
+        "- The pymalloc survivors runs are within 1 %% of peak at every mark "
+        "except %s." % ("; ".join(
+            "`%s` of %s (%+.2f %%, %+.2f MiB)" % (
+                m["label"], st.replace("survivors-", ""),
+                m["error_pct_of_peak"], m["error_bytes"] / MIB)
+            for st, m in over) or "none")])
+
+
 # ---- Real programs captured -------------------------------------------------
 
 def program_runs(ctx):
@@ -861,7 +902,8 @@ def t_measured_survivors(ctx):
         span = ("%.2f" % r["lo"] if abs(r["hi"] - r["lo"]) < 0.005
                 else "%.2f–%.2f (%.2f)" % (r["lo"], r["hi"], r["mean4"]))
         cells.append((r["case"], r["run"], "%.2f" % r["meas"],
-                      "%.2f" % r["sim"], "%.2f (%.2f)" % (r["formula"], r["sd"]),
+                      "%.2f" % r["sim"],
+                      "%.2f (%.2f)" % (r["formula"], r["sd"]),
                       "%+.2f" % (r["sim"] - r["meas"]),
                       "%+.2f" % (r["formula"] - r["meas"]), span,
                       "yes" if r["inside"] else "no", new_arenas(r["meta"]),
@@ -910,7 +952,8 @@ def t_survivors_within(ctx):
     rows = [r for r in survivors_rows(ctx)
             if r["opt"].get("--pattern", "random") != "oldest"]
     full = [r for r in rows if r["sd"] < 1.0]
-    most = [r for r in rows if r["sd"] >= 1.0 and pinned_share(r, rows) >= 0.85]
+    most = [r for r in rows
+            if r["sd"] >= 1.0 and pinned_share(r, rows) >= 0.85]
     out = ["- nearly every arena pinned (%s): simulated %s MiB, formula "
            "%s MiB;" % (", ".join(short_case(r) for r in full),
                         signed_range([r["sim"] - r["meas"] for r in full]),
@@ -954,7 +997,8 @@ def t_survivors_layouts(ctx):
     the 4 layouts' range holds, and by how much the others miss it."""
     rows = survivors_rows(ctx)
     inside = [r for r in rows if r["inside"]]
-    ranged = [r for r in rows if not r["inside"] and r["hi"] - r["lo"] >= 0.005]
+    ranged = [r for r in rows
+              if not r["inside"] and r["hi"] - r["lo"] >= 0.005]
     single = [r for r in rows if r["hi"] - r["lo"] < 0.005]
     sim, lay, _ = survivors_mae(rows)
 
@@ -1074,9 +1118,9 @@ def t_readme_survivors(ctx):
     path = os.path.join(ctx.root, "data", "published",
                         "survivors-64-random-1e-4.trace")
     study = dict(published_marks(path))["after"]
-    return ("Of %.0f MiB at the peak, %.0f MiB (%.0f-%.0f MiB, depending on the "
-            "address\nlayout) stays resident for %.2f MiB of live data (the "
-            "study measured %d MiB)."
+    return ("Of %.0f MiB at the peak, %.0f MiB (%.0f-%.0f MiB, depending on "
+            "the address\nlayout) stays resident for %.2f MiB of live data "
+            "(the study measured %d MiB)."
             % (r["peak_rss_bytes"] / MIB, after["rss_bytes"] / MIB,
                after["rss_min_bytes"] / MIB, after["rss_max_bytes"] / MIB,
                after["live_bytes"] / MIB, study))
@@ -2361,6 +2405,7 @@ def t_cpython_ft_webworker(ctx):
 TABLES = {
     "measured-summary": t_measured_summary,
     "measured-all": t_measured_all,
+    "measured-all-findings": t_measured_all_findings,
     "capture-programs": t_capture_programs,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
