@@ -615,7 +615,8 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
 static uint16_t *links_take(pymalloc_model_t *pm, uint32_t n) {
   uint16_t *l = pm->spare_links[n];
   if (l != NULL) {
-    memcpy(&pm->spare_links[n], l, sizeof l); /* the next spare */
+    memcpy(&pm->spare_links[n], l,
+           sizeof pm->spare_links[n]); /* the next spare */
     return l;
   }
   size_t bytes = ((size_t)n * sizeof *l + 7) & ~(size_t)7;
@@ -642,7 +643,8 @@ static as_status_t pool_links_reserve(pymalloc_model_t *pm, pym_pool_t *pool,
   if (l == NULL)
     return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
   if (pool->links != NULL) {
-    memcpy(pool->links, &pm->spare_links[pool->links_cap], sizeof l);
+    memcpy(pool->links, &pm->spare_links[pool->links_cap],
+           sizeof pm->spare_links[pool->links_cap]);
     pm->spare_links[pool->links_cap] = pool->links;
   }
   pool->links = l;
