@@ -171,28 +171,20 @@ static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
                              as_err_t *err) {
   if (ev->id < w->tab.len)
     return AS_OK;
-  if (ev->id >= SIM_IDTABLE_MAX_IDS)
-    return as_err_set(err, AS_EFORMAT,
-                      "%s: event %" PRIu64 ": object id %" PRIu64 " is too "
-                      "large (ids must be dense and recycled; max %" PRIu64 ")",
-                      w->name, w->events - 1, ev->id, SIM_IDTABLE_MAX_IDS - 1);
   uint64_t table = (ev->id + 1) * sizeof(void *);
-  if (w->table_budget != 0 && table > w->table_budget) {
+  if (ev->id < SIM_IDTABLE_MAX_IDS && w->table_budget != 0 &&
+      table > w->table_budget) {
     char a[32], b[32];
-    return as_err_set(err, AS_ENOMEM,
-                      "%s: event %" PRIu64 ": object id %" PRIu64 " needs "
-                      "an object table of %s in the replayer (8 bytes per "
-                      "id), more than half the memory available (%s); ids "
-                      "should be dense and recycled",
-                      w->name, w->events - 1, ev->id,
-                      sim_host_format_bytes(table, a, sizeof a),
-                      sim_host_format_bytes(2 * w->table_budget, b, sizeof b));
+    as_err_set(err, AS_ENOMEM,
+               "object id %" PRIu64 " needs an object table of %s in the "
+               "replayer (8 bytes per id), more than half the memory "
+               "available (%s); ids should be dense and recycled",
+               ev->id, sim_host_format_bytes(table, a, sizeof a),
+               sim_host_format_bytes(2 * w->table_budget, b, sizeof b));
+    return trace_error_at(w->src, ev, w->events - 1, err);
   }
-  if (!sim_idtable_reach(&w->tab, ev->id))
-    return as_err_set(err, AS_ENOMEM,
-                      "%s: event %" PRIu64 ": out of memory for %" PRIu64
-                      " object ids",
-                      w->name, w->events - 1, ev->id + 1);
+  if (sim_idtable_reach_ids(&w->tab, ev->id, err) != AS_OK)
+    return trace_error_at(w->src, ev, w->events - 1, err);
   w->live = sim_idtable_base(&w->tab);
   return AS_OK;
 }
@@ -293,12 +285,13 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     /* A sleep of 2^64 ns or more (an idle near the clock's end times
      * --idle-scale) has no uint64_t; converting it would be undefined. */
     double sleep_ns = (double)ev->size * w->idle_scale;
-    if (sleep_ns >= 18446744073709551616.0)
-      return as_err_set(err, AS_EFORMAT,
-                        "%s: event %" PRIu64 ": an idle of %" PRIu64
-                        " ns times --idle-scale %g does not fit a 64-bit "
-                        "clock",
-                        w->name, w->events - 1, ev->size, w->idle_scale);
+    if (sleep_ns >= 18446744073709551616.0) {
+      as_err_set(err, AS_EFORMAT,
+                 "an idle of %" PRIu64 " ns times --idle-scale %g does not "
+                 "fit a 64-bit clock",
+                 ev->size, w->idle_scale);
+      return trace_error_at(w->src, ev, w->events - 1, err);
+    }
     set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)sleep_ns, ev->size);
     break;
   }

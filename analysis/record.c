@@ -47,15 +47,9 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
     if (ev->op == TRACE_FREE)
       return AS_OK;
   }
-  if (!sim_idtable_reach(&t->tab, ev->id))
-    return ev->id >= SIM_IDTABLE_MAX_IDS
-               ? as_err_set(err, AS_EFORMAT,
-                            "object id %" PRIu64 " is too large (ids must be "
-                            "dense and recycled; max %" PRIu64 ")",
-                            ev->id, SIM_IDTABLE_MAX_IDS - 1)
-               : as_err_set(err, AS_ENOMEM,
-                            "out of memory for %" PRIu64 " object ids",
-                            ev->id + 1);
+  as_status_t rc = sim_idtable_reach_ids(&t->tab, ev->id, err);
+  if (rc != AS_OK)
+    return rc;
   if (t->size[ev->id] != 0)
     t->live_bytes -= t->size[ev->id] - 1;
   t->size[ev->id] = ev->size + 1;
@@ -65,20 +59,14 @@ static as_status_t live_apply(livetab_t *t, const trace_event_t *ev,
 
 /* A measured rss the store cannot hold (SQLite integers are signed) is
  * the trace's error, named by its file and line, not the store's. */
-static as_status_t check_storable_rss(const trace_source_t *src,
-                                      const trace_event_t *ev, uint64_t events,
-                                      as_err_t *err) {
+static as_status_t check_storable_rss(const trace_event_t *ev, as_err_t *err) {
   uint64_t v = ev->size > ev->offset ? ev->size : ev->offset;
   if (v <= (uint64_t)INT64_MAX)
     return AS_OK;
-  char at[64] = "";
-  trace_source_where(src, at + 2, sizeof at - 2);
-  if (at[2] != '\0')
-    at[0] = ':', at[1] = ' ';
   return as_err_set(err, AS_EFORMAT,
-                    "%s%s: event %" PRIu64 ": rss %" PRIu64 " is larger than "
-                    "a store holds (%" PRId64 ")",
-                    src->name, at[2] ? at : "", events, v, INT64_MAX);
+                    "rss %" PRIu64 " is larger than a store holds (%" PRId64
+                    ")",
+                    v, INT64_MAX);
 }
 
 as_status_t record_trace_file(store_t *s, const char *path, const char *command,
@@ -109,10 +97,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
     if (trace_op_is_alloc(ev.op)) {
       info->alloc_events++;
       if ((rc = live_apply(&live, &ev, err)) != AS_OK) {
-        char msg[sizeof err->msg];
-        as_format_fits(msg, sizeof msg, "%.200s: event %" PRIu64 ": %.280s",
-                       path, info->events, err->msg);
-        rc = as_err_set(err, rc, "%s", msg);
+        trace_error_at(src, &ev, info->events - 1, err);
         goto done;
       }
     }
@@ -132,8 +117,10 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       pending.live_bytes = live.live_bytes;
       have_pending = true;
     } else if (ev.op == TRACE_RSS) {
-      if ((rc = check_storable_rss(src, &ev, info->events, err)) != AS_OK)
+      if ((rc = check_storable_rss(&ev, err)) != AS_OK) {
+        trace_error_at(src, &ev, info->events - 1, err);
         goto done;
+      }
       if (ev.size > info->peak_measured_rss_bytes)
         info->peak_measured_rss_bytes = ev.size;
       uint64_t other_bytes = ev.offset; /* no allocator holds; 0: unknown */

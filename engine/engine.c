@@ -35,16 +35,12 @@
 #include "../traces/touch_span.h"
 #include "../traces/workload.h"
 
-/* Ids beyond this are refused: the table is indexed by id, and a trace that
- * does not recycle ids would otherwise make replay memory explode. */
-#define SIM_ENGINE_MAX_ID (UINT64_C(1) << 32)
-
 /* Live-table codes (see the file comment). */
 #define SIZE_DEAD 0
 #define SIZE_BIG  UINT16_MAX
 /* Largest size kept in the code itself: c - 1 for c up to SIZE_BIG - 1. */
 #define SIZE_INLINE_MAX ((uint64_t)SIZE_BIG - 2)
-/* An empty slot of the big-size table; ids are below SIM_ENGINE_MAX_ID. */
+/* An empty slot of the big-size table; ids are below SIM_IDTABLE_MAX_IDS. */
 #define BIG_EMPTY UINT64_MAX
 
 /* Sizes above SIZE_INLINE_MAX, by id: linear probing in a power-of-two
@@ -282,24 +278,15 @@ static void big_del(engine_state_t *st, uint64_t id) {
  * SIZE_DEAD without being written, and a sweep worker reuses it resident
  * from point to point. */
 static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
-  if (id >= SIM_ENGINE_MAX_ID)
-    return as_err_set(err, AS_EFORMAT,
-                      "object id %llu is too large (ids must be dense and "
-                      "recycled; max %llu)",
-                      (unsigned long long)id,
-                      (unsigned long long)(SIM_ENGINE_MAX_ID - 1));
   uint64_t max = st->cfg->max_memory_bytes, need = (id + 1) * sizeof *st->live;
-  if (max != 0 && need > max)
+  if (id < SIM_IDTABLE_MAX_IDS && max != 0 && need > max)
     return as_err_set(err, AS_ENOMEM,
                       "object id %" PRIu64 " needs a table of %" PRIu64
                       " ids (%" PRIu64 " MiB), over the simulator memory "
                       "limit of %" PRIu64 " MiB (--max-memory); ids should "
                       "be dense and recycled",
                       id, id + 1, need >> 20, max >> 20);
-  if (!sim_idtable_grow(&st->live_tab, id))
-    return as_err_set(err, AS_ENOMEM,
-                      "out of memory for %" PRIu64 " object ids", id + 1);
-  return AS_OK;
+  return sim_idtable_reach_ids(&st->live_tab, id, err);
 }
 
 /* The code of id: SIZE_DEAD for an id never seen. */
@@ -676,22 +663,10 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
 
 /* Prefixes an error raised while dispatching event ev (by the model, or by
  * the engine without a position) with the source and the event, so that
- * every failure says where it happened.  Messages that already start with
- * the source's name are left alone. */
+ * every failure says where it happened. */
 static void locate_error(const engine_state_t *st, const trace_source_t *src,
                          const trace_event_t *ev, as_err_t *err) {
-  size_t n = strlen(src->name);
-  if (err == NULL ||
-      (strncmp(err->msg, src->name, n) == 0 && err->msg[n] == ':'))
-    return;
-  char msg[sizeof err->msg];
-  memcpy(msg, err->msg, sizeof msg);
-  /* A message that does not fit is cut: the position comes first. */
-  (void)as_format_fits(err->msg, sizeof err->msg,
-                       "%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s): %s",
-                       src->name, st->events, ev->t_ns,
-                       trace_op_name(ev->op) ? trace_op_name(ev->op) : "?",
-                       msg[0] ? msg : as_status_message(err->code));
+  (void)trace_error_at(src, ev, st->events, err);
 }
 
 /* AS_ENOMEM if the simulator's own memory is over the bound.  Tables kept

@@ -1,6 +1,7 @@
 /* sim/idtable.c -- per-object record tables (see idtable.h). */
 #include "idtable.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 as_status_t sim_idtable_init(sim_idtable_t *t, size_t elem) {
@@ -17,6 +18,19 @@ bool sim_idtable_grow(sim_idtable_t *t, uint64_t id) {
   as_reserve_populate(&t->res, (size_t)id + 1);
   t->len = t->res.populated / t->res.elem;
   return true;
+}
+
+as_status_t sim_idtable_reach_ids(sim_idtable_t *t, uint64_t id,
+                                  as_err_t *err) {
+  if (sim_idtable_reach(t, id))
+    return AS_OK;
+  if (id >= SIM_IDTABLE_MAX_IDS)
+    return as_err_set(err, AS_EFORMAT,
+                      "object id %" PRIu64 " is too large (ids must be dense "
+                      "and recycled; max %" PRIu64 ")",
+                      id, SIM_IDTABLE_MAX_IDS - 1);
+  return as_err_set(err, AS_ENOMEM, "out of memory for %" PRIu64 " object ids",
+                    id + 1);
 }
 
 void sim_idtable_free(sim_idtable_t *t) {

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "reserve.h"
+#include "status.h"
 
 /* Ids at or above this are refused (the models keep 32-bit handles). */
 #define SIM_IDTABLE_MAX_IDS (UINT64_C(1) << 32)
@@ -42,6 +43,11 @@ bool sim_idtable_grow(sim_idtable_t *t, uint64_t id);
 static inline bool sim_idtable_reach(sim_idtable_t *t, uint64_t id) {
   return __builtin_expect(id < t->len, 1) || sim_idtable_grow(t, id);
 }
+
+/* sim_idtable_reach with the error every table of the trace's ids gives
+ * (the caller prefixes where the event is): AS_EFORMAT for an id at or
+ * above SIM_IDTABLE_MAX_IDS, AS_ENOMEM when memory runs out. */
+as_status_t sim_idtable_reach_ids(sim_idtable_t *t, uint64_t id, as_err_t *err);
 
 static inline void *sim_idtable_base(const sim_idtable_t *t) {
   return t->res.base;

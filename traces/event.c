@@ -348,3 +348,27 @@ void *trace_source_wrapper_new(trace_source_t               *inner,
   snprintf(s->name, sizeof s->name, "%s", inner->name);
   return s;
 }
+
+void trace_event_position(const trace_source_t *src, const trace_event_t *ev,
+                          uint64_t index, char *buf, size_t len) {
+  char        at[48];
+  const char *op = trace_op_name(ev->op);
+  trace_source_where_event(src, ev, at, sizeof at);
+  snprintf(buf, len, "%s%s%s: event %" PRIu64 " (t=%" PRIu64 " ns, %s)",
+           src->name, at[0] ? ": " : "", at, index, ev->t_ns, op ? op : "?");
+}
+
+as_status_t trace_error_at(const trace_source_t *src, const trace_event_t *ev,
+                           uint64_t index, as_err_t *err) {
+  size_t n = strlen(src->name);
+  if (err == NULL)
+    return AS_OK;
+  if (strncmp(err->msg, src->name, n) == 0 && err->msg[n] == ':')
+    return err->code;
+  char msg[sizeof err->msg], pos[sizeof err->msg];
+  memcpy(msg, err->msg, sizeof msg);
+  trace_event_position(src, ev, index, pos, sizeof pos);
+  (void)as_format_fits(err->msg, sizeof err->msg, "%s: %s", pos,
+                       msg[0] ? msg : as_status_message(err->code));
+  return err->code;
+}

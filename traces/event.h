@@ -294,6 +294,17 @@ static inline void trace_source_where_event(const trace_source_t *src,
     trace_source_where(src, buf, len);
   }
 }
+/* "NAME: line 3: event 1 (t=0 ns, malloc)" into buf: where ev, the event
+ * src gave last (or one of its last batch), the index-th (from 0), sits;
+ * the start of an error message about it. */
+void trace_event_position(const trace_source_t *src, const trace_event_t *ev,
+                          uint64_t index, char *buf, size_t len);
+/* Prefixes err's message (or its status's, when empty) with the position
+ * of ev; one that already starts with src's name is left alone.  The
+ * position comes first: a message too long for err is cut at its end.
+ * Returns err->code. */
+as_status_t trace_error_at(const trace_source_t *src, const trace_event_t *ev,
+                           uint64_t index, as_err_t *err);
 static inline void trace_source_close(trace_source_t *src) {
   if (src != NULL)
     src->methods->close(src);

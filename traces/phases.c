@@ -87,9 +87,15 @@ static void phases_close(trace_source_t *src) {
   free(s);
 }
 
+/* Each event is the inner source's last: errors name its line. */
+static void phases_where(const trace_source_t *src, char *buf, size_t len) {
+  trace_source_where(((const phases_src_t *)src)->inner, buf, len);
+}
+
 static const trace_source_methods_t phases_methods = {
     .next = phases_next,
     .close = phases_close,
+    .where = phases_where,
 };
 
 as_status_t trace_phases_wrap(trace_source_t *inner, trace_source_t **out,

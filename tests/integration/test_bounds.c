@@ -67,9 +67,9 @@ static void one_huge_malloc_is_refused_at_once(void **state) {
   (void)state;
   write_trace("huge.trace", "0 0 malloc 1 8192G\n");
   expect("allocsim replay huge.trace --max-memory 1GiB", 1,
-         "huge.trace: event 0", "--max-memory", NULL);
+         "huge.trace: line 2: event 0", "--max-memory", NULL);
   expect("allocsim replay huge.trace --model glibc --max-memory 1GiB", 1,
-         "huge.trace: event 0", "--max-memory", NULL);
+         "huge.trace: line 2: event 0", "--max-memory", NULL);
 }
 
 /* Layout 0's replay is kept for the report while the other layouts run:
@@ -86,7 +86,7 @@ static void layouts_share_one_memory_bound(void **state) {
 static void a_sparse_object_id_is_refused_at_once(void **state) {
   (void)state;
   write_trace("id.trace", "0 0 malloc 4294967295 8\n");
-  expect("allocsim replay id.trace --max-memory 1GiB", 1, "id.trace: event 0",
+  expect("allocsim replay id.trace --max-memory 1GiB", 1, "id.trace: line 2: event 0",
          "object id 4294967295", "--max-memory", NULL);
 }
 
@@ -96,7 +96,7 @@ samples_beyond_the_bound_are_refused_before_they_are_taken(void **state) {
   write_trace("long.trace", "0 0 malloc 1 8\n"
                             "4611686018427387904 0 free 1\n");
   expect("allocsim replay long.trace --csv --sample-every 1ns", 1,
-         "long.trace: event 1", "--sample-every", "--max-memory", NULL);
+         "long.trace: line 3: event 1", "--sample-every", "--max-memory", NULL);
 }
 
 static void a_terabyte_survivors_run_is_refused_up_front(void **state) {
@@ -109,11 +109,11 @@ static void
 an_allocation_larger_than_the_address_space_is_refused(void **state) {
   (void)state;
   write_trace("big.trace", "0 0 malloc 1 18446744073709551615\n");
-  expect("allocsim replay big.trace --model ideal", 1, "big.trace: event 0",
+  expect("allocsim replay big.trace --model ideal", 1, "big.trace: line 2: event 0",
          "larger than the simulated address space", NULL);
   write_trace("grow.trace", "0 0 malloc 1 8\n"
                             "1 0 realloc 1 18446744073709551615\n");
-  expect("allocsim replay grow.trace --model glibc", 1, "grow.trace: event 1",
+  expect("allocsim replay grow.trace --model glibc", 1, "grow.trace: line 3: event 1",
          "larger than the simulated address space", NULL);
 }
 
@@ -147,7 +147,7 @@ static void a_model_error_names_the_file_and_event(void **state) {
   write_trace("pym.trace", "0 0 malloc 1 100\n"
                            "5 0 malloc 2 1000\n");
   expect("allocsim replay pym.trace --model pymalloc", 1,
-         "pym.trace: event 1 (t=5 ns, malloc): pymalloc: request of 1000",
+         "pym.trace: line 3: event 1 (t=5 ns, malloc): pymalloc: request of 1000",
          NULL);
 }
 
