@@ -86,8 +86,9 @@ static void layouts_share_one_memory_bound(void **state) {
 static void a_sparse_object_id_is_refused_at_once(void **state) {
   (void)state;
   write_trace("id.trace", "0 0 malloc 4294967295 8\n");
-  expect("allocsim replay id.trace --max-memory 1GiB", 1, "id.trace: line 2: event 0",
-         "object id 4294967295", "--max-memory", NULL);
+  expect("allocsim replay id.trace --max-memory 1GiB", 1,
+         "id.trace: line 2: event 0", "object id 4294967295", "--max-memory",
+         NULL);
 }
 
 static void
@@ -109,11 +110,13 @@ static void
 an_allocation_larger_than_the_address_space_is_refused(void **state) {
   (void)state;
   write_trace("big.trace", "0 0 malloc 1 18446744073709551615\n");
-  expect("allocsim replay big.trace --model ideal", 1, "big.trace: line 2: event 0",
+  expect("allocsim replay big.trace --model ideal", 1,
+         "big.trace: line 2: event 0",
          "larger than the simulated address space", NULL);
   write_trace("grow.trace", "0 0 malloc 1 8\n"
                             "1 0 realloc 1 18446744073709551615\n");
-  expect("allocsim replay grow.trace --model glibc", 1, "grow.trace: line 3: event 1",
+  expect("allocsim replay grow.trace --model glibc", 1,
+         "grow.trace: line 3: event 1",
          "larger than the simulated address space", NULL);
 }
 
@@ -146,9 +149,10 @@ static void a_model_error_names_the_file_and_event(void **state) {
    * position. */
   write_trace("pym.trace", "0 0 malloc 1 100\n"
                            "5 0 malloc 2 1000\n");
-  expect("allocsim replay pym.trace --model pymalloc", 1,
-         "pym.trace: line 3: event 1 (t=5 ns, malloc): pymalloc: request of 1000",
-         NULL);
+  expect(
+      "allocsim replay pym.trace --model pymalloc", 1,
+      "pym.trace: line 3: event 1 (t=5 ns, malloc): pymalloc: request of 1000",
+      NULL);
 }
 
 int main(void) {
