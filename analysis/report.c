@@ -11,6 +11,7 @@
 
 #include "../models/model.h"
 #include "../sim/atomic_file.h"
+#include "../sim/json.h"
 #include "../sim/reserve.h"
 #include "../traces/capture_run.h"
 
@@ -78,21 +79,25 @@ struct plots_s {
  * end the literal nor start a command.  A quote is doubled, the one escape
  * such a literal has (gnuplot 5.4 docs, "Strings"; backslashes are plain);
  * a control character, which a literal cannot hold (a newline ends the
- * command), becomes a space.  What does not fit in len is cut, at a
- * character, and the literal still closed. */
+ * command), becomes a space; bytes that are not UTF-8 are read as Latin-1
+ * (as_utf8_piece), so the SVG gnuplot writes stays valid XML.  What does
+ * not fit in len is cut, at a character, and the literal still closed. */
 static void gp_quote(char *out, size_t len, const char *s) {
   size_t n = 0;
   out[n++] = '\'';
-  for (; *s != '\0' && n + (*s == '\'' ? 2 : 1) + 2 <= len; s++) {
-    unsigned char c = (unsigned char)*s;
-    out[n++] = c < 0x20 || c == 0x7F ? ' ' : *s;
-    if (c == '\'')
-      out[n++] = '\'';
-  }
-  if (((unsigned char)*s & 0xC0) == 0x80) { /* cut inside a UTF-8 character */
-    while (n > 1 && ((unsigned char)out[n - 1] & 0xC0) == 0x80)
-      n--;
-    n -= n > 1; /* and its lead byte */
+  while (*s != '\0') {
+    char   piece[AS_UTF8_PIECE_MAX];
+    size_t used = as_utf8_piece(s, piece), pl = strlen(piece);
+    if (piece[0] == '\'') {
+      memcpy(piece, "''", 3);
+      pl = 2;
+    } else if ((unsigned char)piece[0] < 0x20 || piece[0] == 0x7F)
+      piece[0] = ' ';
+    if (n + pl + 2 > len)
+      break;
+    memcpy(out + n, piece, pl);
+    n += pl;
+    s += used;
   }
   memcpy(out + n, "'", 2);
 }
@@ -415,31 +420,37 @@ static as_status_t collect_series(const explain_opts_t *o, explain_open_fn open,
   return AS_OK;
 }
 
-static void html_escape(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<')
+/* The first n bytes of s as HTML text, valid UTF-8 whatever its bytes
+ * (as_utf8_piece; a piece never spans an ASCII byte). */
+static void html_escape_n(FILE *f, const char *s, size_t n) {
+  for (const char *end = s + n; s < end && *s != '\0';) {
+    char piece[AS_UTF8_PIECE_MAX];
+    s += as_utf8_piece(s, piece);
+    if (piece[0] == '<')
       fputs("&lt;", f);
-    else if (*s == '>')
+    else if (piece[0] == '>')
       fputs("&gt;", f);
-    else if (*s == '&')
+    else if (piece[0] == '&')
       fputs("&amp;", f);
-    else if (*s == '"')
+    else if (piece[0] == '"')
       fputs("&quot;", f);
     else
-      fputc(*s, f);
+      fputs(piece, f);
   }
+}
+
+static void html_escape(FILE *f, const char *s) {
+  html_escape_n(f, s, strlen(s));
 }
 
 /* html_escape, with a line-break opportunity after each ',' and '/': a
  * model spec or a path is one long word that would widen the page. */
 static void html_escape_wrapping(FILE *f, const char *s) {
-  char one[2] = "";
-  for (; *s; s++) {
-    one[0] = *s;
-    html_escape(f, one);
-    if (*s == ',' || *s == '/')
-      fputs("<wbr>", f);
+  for (const char *cut; (cut = strpbrk(s, ",/")) != NULL; s = cut + 1) {
+    html_escape_n(f, s, (size_t)(cut - s) + 1);
+    fputs("<wbr>", f);
   }
+  html_escape(f, s);
 }
 
 /* The simulated time of the k-th mark called label, or -1. */

@@ -1,4 +1,5 @@
-/* sim/json.c -- JSON string contents, valid UTF-8 (contract in json.h). */
+/* sim/json.c -- JSON string contents and UTF-8 pieces, valid UTF-8
+ * (contract in json.h). */
 #include "json.h"
 
 #include <stdio.h>
@@ -42,6 +43,20 @@ size_t as_json_piece(const char *s, char piece[AS_JSON_PIECE_MAX]) {
   }
   if (n == 0 || b < 0x20) {
     snprintf(piece, AS_JSON_PIECE_MAX, "\\u%04x", b);
+    return 1;
+  }
+  memcpy(piece, s, n);
+  piece[n] = '\0';
+  return n;
+}
+
+size_t as_utf8_piece(const char *s, char piece[AS_UTF8_PIECE_MAX]) {
+  unsigned char b = (unsigned char)s[0];
+  size_t        n = utf8_len((const unsigned char *)s);
+  if (n == 0) { /* U+0080..U+00FF in two bytes */
+    piece[0] = (char)(0xc0 | b >> 6);
+    piece[1] = (char)(0x80 | (b & 0x3f));
+    piece[2] = '\0';
     return 1;
   }
   memcpy(piece, s, n);

@@ -24,6 +24,15 @@
  * for: 1 to 4. */
 size_t as_json_piece(const char *s, char piece[AS_JSON_PIECE_MAX]);
 
+/* The longest UTF-8 piece: a 4-byte sequence and its NUL. */
+#define AS_UTF8_PIECE_MAX 5
+
+/* Writes into piece the character at s (not the terminating NUL) as valid
+ * UTF-8 -- itself when well-formed, else its first byte read as Latin-1, as
+ * as_json_piece reads it -- and returns how many bytes of s it stands for:
+ * 1 to 4.  For outputs that carry raw UTF-8 (HTML, SVG). */
+size_t as_utf8_piece(const char *s, char piece[AS_UTF8_PIECE_MAX]);
+
 /* The JSON string contents of s into buf (len bytes, NUL-terminated);
  * false if they do not fit (buf then holds the whole pieces that do). */
 bool as_json_escape(const char *s, char *buf, size_t len);

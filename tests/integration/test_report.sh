@@ -97,6 +97,19 @@ TMPDIR=$work "$bin" report "$work/quotes.trace" --model glibc \
 [ -s "$work/it's png/rss.png" ] || fail "--png into a directory with a quote"
 grep -qF "<text>it's \\ \"q\"' ; system 'touch ../pwned' ; '</text>" \
   "$work/quotes.html" || fail "quotes.html lost the mark's label in its plot"
+# Labels that are not UTF-8 (a C program's bytes) are read as Latin-1, as
+# in JSON: the page and its inlined SVG stay valid UTF-8 (an XML reader
+# refuses the SVG otherwise), and valid UTF-8 passes unchanged.
+printf 'allocsim-trace 1\n0 0 malloc 1 10000\n1 0 mark st\377rt\n2 0 mark caf\303\251\303\n3 0 free 1\n' \
+  >"$work/latin1.trace"
+"$bin" report "$work/latin1.trace" --model glibc -o "$work/latin1.html" \
+  2>"$work/err" || fail "report of a trace with Latin-1 marks: $(cat "$work/err")"
+iconv -f UTF-8 -t UTF-8 "$work/latin1.html" >/dev/null 2>&1 ||
+  fail "latin1.html is not valid UTF-8"
+grep -qF "<text>stÿrt</text>" "$work/latin1.html" ||
+  fail "latin1.html lost the Latin-1 mark in its plot"
+grep -qF "caféÃ" "$work/latin1.html" ||
+  fail "latin1.html changed a UTF-8 mark or dropped its stray byte"
 "$bin" sweep survivors --total 4 --vary fraction=1e-4,1e-3 --layouts 1 \
   --jobs 1 --db "$work/nosize.db" --quiet >/dev/null 2>&1 || fail "sweep"
 "$bin" report sweep:1 --db "$work/nosize.db" -o "$work/nosize.html" \

@@ -74,12 +74,41 @@ static void escaping_into_a_short_buffer_is_refused(void **state) {
   assert_false(as_json_escape("abcdefgh", out, sizeof out));
 }
 
+/* The UTF-8 of s, piece by piece, into out. */
+static const char *utf8(const char *s, char *out) {
+  out[0] = '\0';
+  while (*s != '\0') {
+    char piece[AS_UTF8_PIECE_MAX];
+    s += as_utf8_piece(s, piece);
+    strcat(out, piece);
+  }
+  return out;
+}
+
+/* Raw UTF-8 for HTML and SVG: what JSON escapes as \u00XX is that
+ * character's UTF-8; well-formed sequences and control bytes are as they
+ * were (the caller's to escape). */
+static void utf8_pieces_read_ill_formed_bytes_as_latin1(void **state) {
+  (void)state;
+  char out[64];
+  assert_string_equal(utf8("caf\xc3\xa9\t", out), "caf\xc3\xa9\t");
+  assert_string_equal(utf8("caf\xe9", out), "caf\xc3\xa9");
+  assert_string_equal(utf8("x\xe2\x82", out), "x\xc3\xa2\xc2\x82");
+  assert_string_equal(utf8("\xff\xc3"
+                           "a",
+                           out),
+                      "\xc3\xbf\xc3\x83"
+                      "a");
+  assert_string_equal(utf8("\xf4\x8f\xbf\xbf", out), "\xf4\x8f\xbf\xbf");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(well_formed_utf8_passes_through),
       cmocka_unit_test(each_byte_of_an_ill_formed_sequence_is_escaped),
       cmocka_unit_test(quotes_backslashes_and_control_bytes_are_escaped),
       cmocka_unit_test(escaping_into_a_short_buffer_is_refused),
+      cmocka_unit_test(utf8_pieces_read_ill_formed_bytes_as_latin1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
