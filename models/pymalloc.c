@@ -38,10 +38,10 @@
  * behavioural hunk) but keeps a 48-bit radix tree with small nodes
  * (radix_geom_t below), whose callocs the raw domain serves and whose
  * entries are written where 3.11's are.
-**Page touches(
-    3.11.2 obmalloc.c : 1881 - 1936 carve and init, : 1790 - 1806 *
-pymalloc_pool_extend, : 2241 - 2243 free) : *-carving a pool writes its 48 -
-    byte header(arenaindex, szidx, links);
+ *
+ * Page touches (3.11.2 obmalloc.c:1881-1936 carve and init, :1790-1806
+ * pymalloc_pool_extend, :2241-2243 free):
+ *   - carving a pool writes its 48-byte header (arenaindex, szidx, links);
  *   - the program writes every byte it asked for, so a block handed out is
  *     written over [block, block + nbytes); calloc's memset is the same;
  *   - initialising a pool and bump-extending it write the next virgin
