@@ -96,6 +96,13 @@ static int parse_args(int argc, char **argv, oracle_args_t *a) {
                                v);
       if (a->o.nenv == ORACLE_MAX_ENV)
         return cli_usage_error("oracle", "at most %d --env", ORACLE_MAX_ENV);
+      /* One value a name: the stored run's model reads one, the child
+       * would get the last. */
+      for (size_t k = 0; k < a->o.nenv; k++)
+        if (strncmp(a->o.env[k], v, len + 1) == 0)
+          return cli_usage_error("oracle",
+                                 "--env %.*s given twice ('%s', then '%s')",
+                                 (int)len, v, a->o.env[k], v);
       a->o.env[a->o.nenv++] = v;
     } else if (VALUE("--idle-scale")) {
       if (took < 0)
