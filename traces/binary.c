@@ -982,8 +982,13 @@ static const uint8_t blk_op_of_code[4] = {TRACE_MALLOC, TRACE_CALLOC,
 /* Where an event's thread, op, domain and flags sit: one 8-byte word, which
  * the block decoder stores at once (trace_event_set's field by field stores
  * were a fifth of the decoder's instructions), and the ranges of fields a
- * common event leaves zero, which it clears with two memsets.  If
- * trace_event_t changes, these asserts say that this must change too. */
+ * common event leaves zero.  Only a rare event sets those (align, offset,
+ * label .. nframes), so a common event does not clear them: the block's
+ * array starts zeroed and blk_clean_rare zeroes them again in the slots
+ * the last block's rare events took, before the next block is decoded;
+ * prev_size, which the engine writes on the events it is handed, is
+ * cleared by each.  If trace_event_t changes, these asserts say that this
+ * must change too. */
 #define BLK_EV_WORD   offsetof(trace_event_t, thread)
 #define BLK_EV_ZERO_A offsetof(trace_event_t, align) /* align .. prev_size */
 #define BLK_EV_ZERO_B offsetof(trace_event_t, label) /* label .. nframes */
@@ -1137,6 +1142,10 @@ static as_status_t blk_rare(bin_src_t *s, trace_event_t *ev, size_t index,
   s->p = *rare;
   s->end = c->rare_end;
   s->last_off = offset_of(s, s->p);
+  /* Marked before decode writes the slot: blk_clean_rare cleans it even
+   * after a failure. */
+  s->blk_rare[index / 64] |= (uint64_t)1 << (index % 64);
+  s->blk_rare_at[index] = s->last_off;
   dec_rc_t rc = s->p == s->end ? DEC_TRUNCATED : decode(s, ev, true);
   s->end = window_end;
   if (rc == DEC_TRUNCATED)
@@ -1151,8 +1160,6 @@ static as_status_t blk_rare(bin_src_t *s, trace_event_t *ev, size_t index,
     return blk_stop(s, err);
   }
   *rare = s->p;
-  s->blk_rare[index / 64] |= (uint64_t)1 << (index % 64);
-  s->blk_rare_at[index] = s->last_off;
   if ((ev->label != NULL || ev->frames != NULL) && index + 1 != c->n)
     return blk_fail(s, err,
                     "byte offset %" PRIu64 ": a %s must be the last event of "
@@ -1198,9 +1205,8 @@ static ALWAYS_INLINE void blk_common(blk_state_t *st, const blk_shape_t *sh,
   memcpy(e, &st->t, 8);
   memcpy(e + 8, &st->id, 8);
   memcpy(e + 16, &size, 8);
-  memset(e + BLK_EV_ZERO_A, 0, BLK_EV_WORD - BLK_EV_ZERO_A);
+  memset(e + offsetof(trace_event_t, prev_size), 0, 8);
   memcpy(e + BLK_EV_WORD, &st->word, 8);
-  memset(e + BLK_EV_ZERO_B, 0, sizeof *ev - BLK_EV_ZERO_B);
 }
 
 /* The index of the first rare event from i on, or the block's event
@@ -1448,6 +1454,18 @@ static as_status_t blk_want(bin_src_t *s, size_t n, as_err_t *err) {
   return AS_OK;
 }
 
+/* Zeroes, in the slots of the last block's rare events, the fields a common
+ * event leaves as they are (BLK_EV_ZERO_A), and forgets those events. */
+static void blk_clean_rare(bin_src_t *s) {
+  for (size_t w = 0; w < sizeof s->blk_rare / sizeof s->blk_rare[0]; w++)
+    for (uint64_t bits = s->blk_rare[w]; bits != 0; bits &= bits - 1) {
+      uint8_t *e = (uint8_t *)&s->blk[w * 64 + (size_t)__builtin_ctzll(bits)];
+      memset(e + BLK_EV_ZERO_A, 0, BLK_EV_WORD - BLK_EV_ZERO_A);
+      memset(e + BLK_EV_ZERO_B, 0, sizeof *s->blk - BLK_EV_ZERO_B);
+    }
+  memset(s->blk_rare, 0, sizeof s->blk_rare);
+}
+
 /* Reads and decodes the next block into s->blk: AS_OK, AS_DONE after the
  * end byte and trailer, or an error. */
 static as_status_t blk_next_block(bin_src_t *s, as_err_t *err) {
@@ -1478,7 +1496,7 @@ static as_status_t blk_next_block(bin_src_t *s, as_err_t *err) {
   if ((rc = blk_header(s, &shapes, &c, err)) != AS_OK)
     return rc;
   s->blk_ops_off = offset_of(s, c.ops);
-  memset(s->blk_rare, 0, sizeof s->blk_rare);
+  blk_clean_rare(s);
   if ((rc = blk_decode(s, shapes.at, &c, err)) != AS_OK)
     return rc;
   s->p = c.rare_end;
@@ -1686,7 +1704,7 @@ as_status_t trace_binary_open_stream(FILE *f, const char *name,
   as_status_t rc = read_header(s, err);
   if (rc == AS_OK && s->version >= 3) {
     s->base.methods = &blk_source_methods;
-    s->blk = malloc(BLK_EVENTS_MAX * sizeof *s->blk);
+    s->blk = calloc(BLK_EVENTS_MAX, sizeof *s->blk); /* blk_clean_rare */
     s->blk_rare_at = malloc(BLK_EVENTS_MAX * sizeof *s->blk_rare_at);
     s->shape_cache =
         aligned_alloc(_Alignof(blk_shape_t), BLK_CACHE * sizeof(blk_shape_t));
