@@ -268,13 +268,15 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
 /* One trace file: a process image's. */
 typedef struct trace_rec_s trace_rec_t;
 struct trace_rec_s {
-  char            path[512];
-  uint64_t        pid;
-  unsigned        gen;     /* exec generation of the pid */
-  bool            is_main; /* the command's pid */
-  bool            open;    /* its connection still streams */
-  bool            stopped; /* detached, interrupted or cut: truncated */
-  bool            failed;  /* its stream was malformed */
+  char     path[512];
+  uint64_t pid;
+  unsigned gen;           /* exec generation of the pid */
+  bool     is_main;       /* the command's pid */
+  bool     open;          /* its connection still streams */
+  bool     stopped;       /* detached, interrupted or cut: truncated */
+  bool     failed;        /* its stream was malformed */
+  bool     next_untraced; /* its exec'd image said hello past the
+                             trace limit: traced no further */
   capture_stats_t st;
   char            exec_image[240]; /* after EXEC: what /proc/PID/exe named
                                       when the connection closed, or "" */
@@ -320,6 +322,18 @@ static unsigned generation(const run_t *r, uint64_t pid) {
   for (size_t i = 0; i < r->ntraces; i++)
     g += r->traces[i].pid == pid;
   return g;
+}
+
+/* An image of pid said hello and is not traced: the image before it (the
+ * latest trace of that pid) did exec, but into one that ran under the
+ * recorder, not into a static or setuid binary as its missing stream
+ * would otherwise say (collect). */
+static void mark_successor_untraced(run_t *r, uint64_t pid) {
+  for (size_t i = r->ntraces; i-- > 0;)
+    if (r->traces[i].pid == pid) {
+      r->traces[i].next_untraced = true;
+      return;
+    }
 }
 
 /* The new image of the command's pid takes -o; the one before moves to its
@@ -381,6 +395,7 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (r->stopping || (!is_main && r->ntraces >= MAX_TRACES - 1) ||
       r->ntraces >= MAX_TRACES) {
     r->res->nskipped++;
+    mark_successor_untraced(r, h->pid);
     return AS_OK; /* not traced: detached below */
   }
   trace_rec_t *t = &r->traces[r->ntraces++];
@@ -988,7 +1003,8 @@ static void collect(run_t *r) {
   capture_result_t *res = r->res;
   for (size_t i = 0; i < r->ntraces; i++) {
     trace_rec_t *t = &r->traces[i];
-    if (t->st.said_exec && !t->stopped && !exec_was_traced(r, t))
+    if (t->st.said_exec && !t->stopped && !t->next_untraced &&
+        !exec_was_traced(r, t))
       as_format_fits(t->st.exec_untraced, sizeof t->st.exec_untraced, "%s",
                      t->exec_image[0] ? t->exec_image
                                       : "an image (gone before its name was "

@@ -484,6 +484,33 @@ static void an_exec_into_a_static_binary_is_named(void **state) {
                        "trace");
 }
 
+/* Past the trace limit an exec'd image still runs under the recorder, but
+ * untraced: the image before it, whose successor sent nothing to its trace,
+ * was said to have exec'd a static or setuid binary.  Each subshell below
+ * allocates and then execs, so eight take 16 traces and the eighth
+ * subshell's /bin/true is the first image over the limit. */
+static void an_exec_past_the_trace_limit_is_not_called_static(void **state) {
+  (void)state;
+  char out[300], summary[300], buf[8192];
+  snprintf(out, sizeof out, "%s/limit.trace", g_dir);
+  snprintf(summary, sizeof summary, "%s/limit.summary", g_dir);
+  char *const args[] = {"-o",
+                        out,
+                        "--summary",
+                        summary,
+                        "--",
+                        "/bin/sh",
+                        "-c",
+                        "for i in 1 2 3 4 5 6 7 8 9; do (:; exec /bin/true); "
+                        "done",
+                        NULL};
+  assert_int_equal(finish(start("limit", args)), 0);
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf, "more processes ran under capture but were not traced "
+                       "(limit 16)");
+  assert_null(strstr(buf, "sent no stream"));
+}
+
 /* Stderr a pipe its reader closed (`allocsim capture --db ... 2>&1 | head
  * -1`): the summary is lost, the runs are stored all the same, and the
  * capture is not killed by SIGPIPE. */
@@ -906,6 +933,7 @@ int main(void) {
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),
       cmocka_unit_test(an_exec_into_a_static_binary_is_named),
+      cmocka_unit_test(an_exec_past_the_trace_limit_is_not_called_static),
       cmocka_unit_test(a_daemons_late_child_is_traced),
       cmocka_unit_test(daemon_keeps_its_promises_under_capture),
       cmocka_unit_test(own_malloc_is_named),
