@@ -86,8 +86,16 @@ static void report_stats(FILE *f, const char *path, const capture_stats_t *st) {
 }
 
 static void report(FILE *f, const char *out, const capture_result_t *res) {
-  fprintf(f, "allocsim capture: command exited with %d after %.3f s\n",
-          res->exit_code, res->wall_s);
+  /* A death by signal is not an exit with status 128+N, though the run
+   * stores it so (the shell's convention). */
+  if (res->exit_signal != 0)
+    fprintf(f,
+            "allocsim capture: command killed by signal %d (%s) after %.3f "
+            "s\n",
+            res->exit_signal, strsignal(res->exit_signal), res->wall_s);
+  else
+    fprintf(f, "allocsim capture: command exited with %d after %.3f s\n",
+            res->exit_code, res->wall_s);
   if (res->end == CAPTURE_END_SIGNAL)
     fprintf(f,
             "allocsim capture: interrupted by signal %d, forwarded to the "

@@ -1047,6 +1047,7 @@ static void collect(run_t *r) {
   res->exit_code = WIFEXITED(r->status)     ? WEXITSTATUS(r->status)
                    : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
                                             : 1;
+  res->exit_signal = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
 }
 
 as_status_t capture_run(const capture_opts_t *o, capture_result_t *res,

@@ -57,6 +57,7 @@ const char *capture_end_name(capture_end_t e);
 typedef struct capture_result_s capture_result_t;
 struct capture_result_s {
   int             exit_code;   /* the command's, 128+N if signalled */
+  int             exit_signal; /* the signal that killed it, or 0 */
   double          wall_s;      /* the command's wall time */
   capture_end_t   end;         /* the worst of the processes' ends */
   int             signal;      /* CAPTURE_END_SIGNAL: which */

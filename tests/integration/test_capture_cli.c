@@ -388,6 +388,27 @@ static void sql_line(const char *db, const char *sql, char *buf, size_t len) {
   pclose(p);
 }
 
+/* A command killed by a signal did not exit: the summary said "command
+ * exited with 137" for `kill -9 $$`, as if it had called exit(137).  The
+ * run keeps 128+N as exit_code, the shell's convention. */
+static void a_signal_death_is_not_called_an_exit(void **state) {
+  (void)state;
+  char out[300], db[300], summary[300], buf[4096];
+  snprintf(out, sizeof out, "%s/kill9.trace", g_dir);
+  snprintf(db, sizeof db, "%s/kill9.db", g_dir);
+  snprintf(summary, sizeof summary, "%s/kill9.summary", g_dir);
+  char *const args[] = {"-o",    out,  "--db",    db,   "--summary",
+                        summary, "--", "/bin/sh", "-c", "sleep 0.2; kill -9 $$",
+                        NULL};
+  assert_int_equal(finish(start("kill9", args)), 0);
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf, "command killed by signal 9 (Killed) after");
+  assert_null(strstr(buf, "command exited with"));
+  sql_line(db, "SELECT value FROM run_meta WHERE key='exit_code'", buf,
+           sizeof buf);
+  assert_int_equal(atoi(buf), 137);
+}
+
 /* A command that exits non-zero is still recorded, with its status. */
 static void nonzero_exit_is_recorded_with_its_status(void **state) {
   (void)state;
@@ -929,6 +950,7 @@ int main(void) {
       cmocka_unit_test(disk_guard_stops_before_the_disk_fills),
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
+      cmocka_unit_test(a_signal_death_is_not_called_an_exit),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),
