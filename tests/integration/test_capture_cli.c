@@ -388,6 +388,41 @@ static void sql_line(const char *db, const char *sql, char *buf, size_t len) {
   pclose(p);
 }
 
+/* main() calls pthread_exit and a worker ends the process: the flusher, a
+ * pthread glibc counts, kept the process alive for ever once the worker
+ * was done, and every RSS sample after main's exit read 0 (/proc/self is
+ * the zombie main thread).  Waited for 20 s at most. */
+static void main_thread_exit_ends_with_the_last_thread(void **state) {
+  (void)state;
+  char out[300], summary[300], buf[8192];
+  snprintf(out, sizeof out, "%s/pexit.trace", g_dir);
+  snprintf(summary, sizeof summary, "%s/pexit.summary", g_dir);
+  char *const args[] = {
+      "-o", out, "--summary", summary, "--", PROGS "main_pthread_exit", NULL};
+  pid_t    pid = start("pexit", args);
+  int      status = 0;
+  uint64_t t0 = mono_ns();
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (mono_ns() - t0 > 20000000000u) {
+      kill(pid, SIGKILL); /* the command dies with it */
+      waitpid(pid, &status, 0);
+      fail_msg("the capture of main_pthread_exit hung");
+    }
+    usleep(20 * 1000);
+  }
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  read_file(summary, buf, sizeof buf);
+  assert_contains(buf, "command exited with 0");
+  /* The largest RSS the worker's samples saw holds its 4 MiB block. */
+  read_file(out, buf, sizeof buf);
+  uint64_t peak = 0;
+  for (char *l = strstr(buf, " rss "); l != NULL; l = strstr(l + 1, " rss ")) {
+    uint64_t v = strtoull(l + 5, NULL, 10);
+    peak = v > peak ? v : peak;
+  }
+  assert_true(peak >= (uint64_t)5 << 20);
+}
+
 /* A command killed by a signal did not exit: the summary said "command
  * exited with 137" for `kill -9 $$`, as if it had called exit(137).  The
  * run keeps 128+N as exit_code, the shell's convention. */
@@ -951,6 +986,7 @@ int main(void) {
       cmocka_unit_test(output_is_the_commands_own),
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(a_signal_death_is_not_called_an_exit),
+      cmocka_unit_test(main_thread_exit_ends_with_the_last_thread),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),

@@ -175,13 +175,16 @@ static uint64_t rollup_field(const char *buf, const char *name) {
   return kb * 1024;
 }
 
-/* Rss and Anonymous of /proc/self/smaps_rollup: it walks the page tables
- * (Linux 6.1.170 fs/proc/task_mmu.c:768 smap_gather_stats), so it is exact
- * where VmRSS lags by up to 64 page faults per thread (mm/memory.c:198). */
+/* Rss and Anonymous of smaps_rollup: it walks the page tables (Linux
+ * 6.1.170 fs/proc/task_mmu.c:768 smap_gather_stats), so it is exact where
+ * VmRSS lags by up to 64 page faults per thread (mm/memory.c:198).  The
+ * calling thread's, not /proc/self's: /proc/self is the main thread, and
+ * once that has called pthread_exit it is a zombie without memory, whose
+ * smaps_rollup read 0 for every later sample. */
 void capture_read_rss(uint64_t *rss, uint64_t *anon) {
   char buf[2048];
   *rss = *anon = 0;
-  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  int fd = open("/proc/thread-self/smaps_rollup", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return;
   ssize_t n = read(fd, buf, sizeof buf - 1);

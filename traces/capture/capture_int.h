@@ -234,6 +234,9 @@ void capture_stream_thread_exit(void *buf);
  * (stream.c says why; false inside a recorded call, whose own record would
  * then follow it). */
 void capture_stream_start_flusher(bool record_dtv);
+/* Whether the process's main thread has exited and every other thread but
+ * the caller too (lastthread.c). */
+bool capture_only_flusher_left(void);
 /* A forked child connects and starts its flusher after its fork handlers
  * (stream.c says why); true if it did so now. */
 extern atomic_int g_child_pending;

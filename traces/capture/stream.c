@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -676,6 +677,10 @@ static void *flusher_main(void *arg) {
       sweep(0, false, false);
       capture_clock_calibrate();
       next_flush = now + FLUSH_NS;
+      if (capture_only_flusher_left()) {
+        t_self.internal = 0; /* the exit handlers are the program's */
+        exit(0);             /* as its last thread would have */
+      }
     }
   }
   return NULL;
