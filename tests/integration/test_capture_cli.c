@@ -388,6 +388,33 @@ static void sql_line(const char *db, const char *sql, char *buf, size_t len) {
   pclose(p);
 }
 
+/* Lines of the text trace path that record a malloc of size bytes. */
+static size_t mallocs_of(const char *path, const char *size) {
+  char   line[256];
+  size_t n = 0, len = strlen(size);
+  FILE  *f = fopen(path, "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *sp = strstr(line, " malloc ") ? strrchr(line, ' ') : NULL;
+    n += sp != NULL && strncmp(sp + 1, size, len) == 0 && sp[1 + len] == '\n';
+  }
+  fclose(f);
+  return n;
+}
+
+/* A child of a raw clone (no fork() handlers) sent its records on the
+ * parent's connection, into the parent's trace. */
+static void a_raw_clone_child_stays_out_of_the_parents_trace(void **state) {
+  (void)state;
+  char out[300];
+  snprintf(out, sizeof out, "%s/rawfork.trace", g_dir);
+  char *const args[] = {"-o", out, "--", PROGS "raw_fork", NULL};
+  assert_int_equal(finish(start("rawfork", args)), 0);
+  assert_int_equal(mallocs_of(out, "7101"), 1);
+  assert_int_equal(mallocs_of(out, "7103"), 1);
+  assert_int_equal(mallocs_of(out, "7102"), 0);
+}
+
 /* main() calls pthread_exit and a worker ends the process: the flusher, a
  * pthread glibc counts, kept the process alive for ever once the worker
  * was done, and every RSS sample after main's exit read 0 (/proc/self is
@@ -423,20 +450,28 @@ static void main_thread_exit_ends_with_the_last_thread(void **state) {
   assert_true(peak >= (uint64_t)5 << 20);
 }
 
+/* Captures `/bin/sh -c script` with -o, --db (its path into db, 300
+ * bytes) and --summary, and reads the summary into buf. */
+static void capture_sh(const char *name, const char *script, char *db,
+                       char *buf, size_t len) {
+  char out[300], summary[300];
+  snprintf(out, sizeof out, "%s/%s.trace", g_dir, name);
+  snprintf(db, 300, "%s/%s.db", g_dir, name);
+  snprintf(summary, sizeof summary, "%s/%s.summary", g_dir, name);
+  char *const args[] = {"-o",    out,  "--db",    db,   "--summary",
+                        summary, "--", "/bin/sh", "-c", (char *)script,
+                        NULL};
+  assert_int_equal(finish(start(name, args)), 0);
+  read_file(summary, buf, len);
+}
+
 /* A command killed by a signal did not exit: the summary said "command
  * exited with 137" for `kill -9 $$`, as if it had called exit(137).  The
  * run keeps 128+N as exit_code, the shell's convention. */
 static void a_signal_death_is_not_called_an_exit(void **state) {
   (void)state;
-  char out[300], db[300], summary[300], buf[4096];
-  snprintf(out, sizeof out, "%s/kill9.trace", g_dir);
-  snprintf(db, sizeof db, "%s/kill9.db", g_dir);
-  snprintf(summary, sizeof summary, "%s/kill9.summary", g_dir);
-  char *const args[] = {"-o",    out,  "--db",    db,   "--summary",
-                        summary, "--", "/bin/sh", "-c", "sleep 0.2; kill -9 $$",
-                        NULL};
-  assert_int_equal(finish(start("kill9", args)), 0);
-  read_file(summary, buf, sizeof buf);
+  char db[300], buf[4096];
+  capture_sh("kill9", "sleep 0.2; kill -9 $$", db, buf, sizeof buf);
   assert_contains(buf, "command killed by signal 9 (Killed) after");
   assert_null(strstr(buf, "command exited with"));
   sql_line(db, "SELECT value FROM run_meta WHERE key='exit_code'", buf,
@@ -495,15 +530,8 @@ static void every_process_is_stored(void **state) {
  * shell that ran 0.5 s. */
 static void wall_time_is_the_commands_own(void **state) {
   (void)state;
-  char out[300], db[300], summary[300], buf[4096];
-  snprintf(out, sizeof out, "%s/bg.trace", g_dir);
-  snprintf(db, sizeof db, "%s/bg.db", g_dir);
-  snprintf(summary, sizeof summary, "%s/bg.summary", g_dir);
-  char *const args[] = {"-o",    out,  "--db",    db,   "--summary",
-                        summary, "--", "/bin/sh", "-c", "sleep 3 & sleep 0.5",
-                        NULL};
-  assert_int_equal(finish(start("bg", args)), 0);
-  read_file(summary, buf, sizeof buf);
+  char db[300], buf[4096];
+  capture_sh("bg", "sleep 3 & sleep 0.5", db, buf, sizeof buf);
   assert_contains(buf,
                   "recording ended: outlived: 1 processes still running 2 s "
                   "after the command exited run on untraced");
@@ -987,6 +1015,7 @@ int main(void) {
       cmocka_unit_test(nonzero_exit_is_recorded_with_its_status),
       cmocka_unit_test(a_signal_death_is_not_called_an_exit),
       cmocka_unit_test(main_thread_exit_ends_with_the_last_thread),
+      cmocka_unit_test(a_raw_clone_child_stays_out_of_the_parents_trace),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),
