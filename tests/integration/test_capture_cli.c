@@ -415,6 +415,21 @@ static void a_raw_clone_child_stays_out_of_the_parents_trace(void **state) {
   assert_int_equal(mallocs_of(out, "7102"), 0);
 }
 
+/* A vfork child shares the parent's memory: its allocations are made in
+ * the parent's heap and recorded in the parent's buffer, so they, and the
+ * parent's records in that buffer, are the parent's.  Dropping what a child
+ * of another pid sent (right for a raw clone, above) lost them. */
+static void a_vfork_childs_allocations_are_the_parents(void **state) {
+  (void)state;
+  char out[300];
+  snprintf(out, sizeof out, "%s/vfork.trace", g_dir);
+  char *const args[] = {"-o", out, "--", PROGS "vfork_malloc", NULL};
+  assert_int_equal(finish(start("vfork", args)), 0);
+  assert_int_equal(mallocs_of(out, "7201"), 1);
+  assert_int_equal(mallocs_of(out, "7202"), 20000);
+  assert_int_equal(mallocs_of(out, "7203"), 1);
+}
+
 /* main() calls pthread_exit and a worker ends the process: the flusher, a
  * pthread glibc counts, kept the process alive for ever once the worker
  * was done, and every RSS sample after main's exit read 0 (/proc/self is
@@ -1016,6 +1031,7 @@ int main(void) {
       cmocka_unit_test(a_signal_death_is_not_called_an_exit),
       cmocka_unit_test(main_thread_exit_ends_with_the_last_thread),
       cmocka_unit_test(a_raw_clone_child_stays_out_of_the_parents_trace),
+      cmocka_unit_test(a_vfork_childs_allocations_are_the_parents),
       cmocka_unit_test(every_process_is_stored),
       cmocka_unit_test(closed_stderr_still_stores_the_run),
       cmocka_unit_test(wall_time_is_the_commands_own),

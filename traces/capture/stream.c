@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -96,10 +97,18 @@ static bool fd_is_ours(void) {
  * but never said hello: what it sent went into the parent's trace, its
  * blocks mixed with the parent's (a raw clone's 3,114 mallocs of a size
  * only the child asked for were there).  Its messages are dropped: it runs
- * untraced. */
+ * untraced.  A vfork child (CLONE_VM) is another pid too, but it shares our
+ * memory: the buffer it sends holds our records, and its own allocations
+ * were made in our heap and stay there, so it sends them as ours (dropped,
+ * a vfork child's 20,000 mallocs lost the parent's own before them). */
+static bool foreign_child(void) {
+  return getpid() != g_pid &&
+         syscall(SYS_kcmp, getpid(), g_pid, KCMP_VM, 0, 0) != 0;
+}
+
 static void send_msg(const void *p, size_t len) {
   int saved = errno;
-  if (getpid() != g_pid) {
+  if (foreign_child()) {
     /* dropped: see above */
   } else if (!fd_is_ours()) {
     stop_recording();
