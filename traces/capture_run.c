@@ -254,7 +254,7 @@ static void provenance(const capture_opts_t *o, const char *abs_lib,
   meta_put(m, "sample_every_ns", buf);
   meta_put(m, "capture_lib", abs_lib);
   meta_put(m, "rss_source",
-           "/proc/self/smaps_rollup Rss minus capture "
+           "/proc/thread-self/smaps_rollup Rss minus capture "
            "library's own resident bytes");
   /* like every meta_put here, best effort: a key that does not fit is
    * left out */
