@@ -385,6 +385,9 @@ __attribute__((constructor)) static void capture_ctor(void) {
     capture_stream_start_flusher(true);
     install_fatal_flush();
     sample_now();
+    /* Sent at once: a command killed before the first flush period ends
+     * (kill -9 at start) still has its baseline, so its run is stored. */
+    capture_stream_flush_all(0);
   }
 }
 
