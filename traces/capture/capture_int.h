@@ -133,6 +133,13 @@ void capture_ensure_init(void);
  * away from the program's mmap area, so that the program's mappings land
  * where they would without the recorder. */
 void *capture_own_map(size_t len);
+/* The same for memory read before it is written (hash tables, bitmaps),
+ * with every page written at once.  A read of an anonymous page never
+ * written maps the shared zero page, which mincore calls resident and RSS
+ * does not count (Linux 6.1 fs/proc/task_mmu.c smaps_pte_entry counts only
+ * vm_normal_page), so the recorder's own bytes, measured with mincore and
+ * subtracted from every sample, would count pages RSS does not hold. */
+void *capture_own_table(size_t len);
 
 /* True when a call must only be forwarded: the library's own calls, and
  * libc calls made by pymalloc inside a domain wrapper (the wrapper records

@@ -22,15 +22,16 @@
  *                                      wrote in its private writable
  *                                      file mmaps (progmap.c)
  *
- * Anonymous pages are counted from /proc/self/pagemap (bit 63 present, bit
- * 61 file-page or shared), which, unlike mincore, says whether this
- * process maps the page.  Left in "allocator" memory: thread stacks (the
+ * Anonymous pages are counted from /proc/self/pagemap, which, unlike
+ * mincore, says whether this process maps the page, and (PAGEMAP_SCAN,
+ * below) whether it is the shared zero page, which RSS does not count.  Left in "allocator" memory: thread stacks (the
  * models map those).  The library's own writable segments are
  * counted as its own bytes (subtracted from every sample), not as other.
  */
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -63,11 +64,74 @@ int capture_memmap_fd(void) {
   return g_pagemap;
 }
 
-/* Anonymous pages this process maps in [lo, hi), from pagemap. */
+/* PAGEMAP_SCAN (Linux 6.7+; include/uapi/linux/fs.h, fs/proc/task_mmu.c
+ * pagemap_scan_ioctl): the pages of a range by category.  It tells the
+ * shared zero page apart (PAGE_IS_PFNZERO), which a pagemap entry shows only
+ * as a PFN, and an unprivileged reader gets every PFN as 0.  A read of an
+ * anonymous page never written maps that page (a static table only looked
+ * up, jemalloc's rtree root in its .bss), and RSS does not count it
+ * (smaps_pte_entry counts only vm_normal_page). */
+#define SCAN_IOCTL   _IOWR('f', 16, scan_arg_t)
+#define SCAN_FILE    (1u << 2)
+#define SCAN_PRESENT (1u << 3)
+#define SCAN_PFNZERO (1u << 5)
+#define SCAN_REGIONS 64
+
+typedef struct scan_arg_s scan_arg_t;
+struct scan_arg_s { /* struct pm_scan_arg */
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+  uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+typedef struct scan_region_s scan_region_t;
+struct scan_region_s { /* struct page_region */
+  uint64_t start, end, categories;
+};
+
+static int g_scan_works = -1; /* -1 not yet tried, 0 no (older kernel) */
+
+/* Present, anonymous, not the zero page: false when the kernel has no
+ * PAGEMAP_SCAN. */
+static bool scan_anon_pages(uintptr_t lo, uintptr_t hi, uint64_t *pages) {
+  scan_region_t v[SCAN_REGIONS];
+  uint64_t      n = 0;
+  for (uintptr_t at = lo & ~(uintptr_t)(g_page - 1); at < hi;) {
+    scan_arg_t a = {.size = sizeof a,
+                    .start = at,
+                    .end = hi,
+                    .vec = (uintptr_t)v,
+                    .vec_len = SCAN_REGIONS,
+                    .category_inverted = SCAN_FILE | SCAN_PFNZERO,
+                    .category_mask = SCAN_PRESENT | SCAN_FILE | SCAN_PFNZERO,
+                    .return_mask = SCAN_PRESENT};
+    long       got = ioctl(g_pagemap, SCAN_IOCTL, &a);
+    if (got < 0)
+      return false;
+    for (long k = 0; k < got; k++)
+      n += (v[k].end - v[k].start) / g_page;
+    if (a.walk_end <= at)
+      break;
+    at = a.walk_end;
+  }
+  *pages = n;
+  return true;
+}
+
+/* Anonymous pages this process maps in [lo, hi), from pagemap: with
+ * PAGEMAP_SCAN where the kernel has it, else from the entries (bit 63
+ * present, bit 61 file-page or shared), which count the zero page too. */
 static uint64_t anon_pages(uintptr_t lo, uintptr_t hi) {
   if (g_pagemap < 0 || hi <= lo)
     return 0;
-  uint64_t e[PAGEMAP_CHUNK], n = 0;
+  uint64_t n = 0;
+  if (g_scan_works != 0) {
+    bool ok = scan_anon_pages(lo, hi, &n);
+    if (g_scan_works < 0)
+      g_scan_works = ok;
+    if (ok)
+      return n * g_page;
+  }
+  uint64_t e[PAGEMAP_CHUNK];
   for (uintptr_t p = lo / g_page; p < (hi + g_page - 1) / g_page;) {
     uintptr_t want = (hi + g_page - 1) / g_page - p;
     if (want > PAGEMAP_CHUNK)

@@ -233,7 +233,7 @@ void capture_sites_init(uint32_t stacks) {
   g_stacks = stacks > CAPTURE_FRAMES_MAX ? CAPTURE_FRAMES_MAX : stacks;
   if (g_stacks == 0)
     return;
-  void *m = capture_own_map(SITE_SLOTS * sizeof(site_slot_t));
+  void *m = capture_own_table(SITE_SLOTS * sizeof(site_slot_t));
   if (m == NULL) {
     g_stacks = 0;
     return;

@@ -98,7 +98,7 @@ static unsigned class_of(size_t words) {
 static uint64_t *words_alloc(size_t words) {
   unsigned k = class_of(words);
   if (k >= SLAB_CLASSES)
-    return capture_own_map(words * 8);
+    return capture_own_table(words * 8);
   size_t    bytes = ((size_t)2 << k) * 8;
   uint64_t *w = NULL;
   spin_lock(&g_slab_lock);
@@ -172,7 +172,7 @@ static tent_t *find(stripe_t *s, uint64_t addr) {
 
 static bool grow(stripe_t *s) {
   size_t  cap = s->cap ? 2 * s->cap : STRIPE_MIN;
-  tent_t *t = capture_own_map(cap * sizeof *t);
+  tent_t *t = capture_own_table(cap * sizeof *t);
   if (t == NULL)
     return false;
   tent_t *old = s->tab;
