@@ -189,6 +189,12 @@ void capture_read_rss(uint64_t *rss, uint64_t *anon);
 void capture_memmap_open(void);
 int  capture_memmap_fd(void); /* -1 if none */
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
+/* Which of the npages pages from first (page-aligned) the process holds,
+ * one byte each (1 = held), as mincore's vector: where the kernel has
+ * PAGEMAP_SCAN, present and not the shared zero page (a page only read
+ * is not the program's), or swapped out (it was written); else mincore's
+ * answer.  False when mincore fails (the range is no longer mapped). */
+bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec);
 
 /* progmap.c: the private anonymous mappings the program made itself
  * (mmap, mremap, munmap wrapped).  init after g_real is resolved; resident

@@ -24,14 +24,16 @@
  *
  * Anonymous pages are counted from /proc/self/pagemap, which, unlike
  * mincore, says whether this process maps the page, and (PAGEMAP_SCAN,
- * below) whether it is the shared zero page, which RSS does not count.  Left in "allocator" memory: thread stacks (the
- * models map those).  The library's own writable segments are
- * counted as its own bytes (subtracted from every sample), not as other.
+ * below) whether it is the shared zero page, which RSS does not count.  Left in
+ * "allocator" memory: thread stacks (the models map those).  The library's own
+ * writable segments are counted as its own bytes (subtracted from every
+ * sample), not as other.
  */
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -74,6 +76,7 @@ int capture_memmap_fd(void) {
 #define SCAN_IOCTL   _IOWR('f', 16, scan_arg_t)
 #define SCAN_FILE    (1u << 2)
 #define SCAN_PRESENT (1u << 3)
+#define SCAN_SWAPPED (1u << 4)
 #define SCAN_PFNZERO (1u << 5)
 #define SCAN_REGIONS 64
 
@@ -88,33 +91,64 @@ struct scan_region_s { /* struct page_region */
   uint64_t start, end, categories;
 };
 
-static int g_scan_works = -1; /* -1 not yet tried, 0 no (older kernel) */
+static _Atomic int g_scan_works = -1; /* -1 not yet tried, 0 no */
 
-/* Present, anonymous, not the zero page: false when the kernel has no
- * PAGEMAP_SCAN. */
-static bool scan_anon_pages(uintptr_t lo, uintptr_t hi, uint64_t *pages) {
+/* Calls fn for each run of pages in [lo, hi) whose categories, XORed with
+ * inverted, have every bit of mask and one of anyof; false when the kernel
+ * has no PAGEMAP_SCAN. */
+static bool scan_pages(uintptr_t lo, uintptr_t hi, uint64_t inverted,
+                       uint64_t mask, uint64_t anyof,
+                       void (*fn)(void *user, uint64_t start, uint64_t end),
+                       void *user) {
+  if (g_scan_works == 0 || g_pagemap < 0)
+    return false;
   scan_region_t v[SCAN_REGIONS];
-  uint64_t      n = 0;
   for (uintptr_t at = lo & ~(uintptr_t)(g_page - 1); at < hi;) {
     scan_arg_t a = {.size = sizeof a,
                     .start = at,
                     .end = hi,
                     .vec = (uintptr_t)v,
                     .vec_len = SCAN_REGIONS,
-                    .category_inverted = SCAN_FILE | SCAN_PFNZERO,
-                    .category_mask = SCAN_PRESENT | SCAN_FILE | SCAN_PFNZERO,
-                    .return_mask = SCAN_PRESENT};
+                    .category_inverted = inverted,
+                    .category_mask = mask,
+                    .category_anyof_mask = anyof,
+                    .return_mask = SCAN_PRESENT | SCAN_SWAPPED};
     long       got = ioctl(g_pagemap, SCAN_IOCTL, &a);
+    if (g_scan_works < 0)
+      g_scan_works = got >= 0;
     if (got < 0)
       return false;
     for (long k = 0; k < got; k++)
-      n += (v[k].end - v[k].start) / g_page;
+      fn(user, v[k].start, v[k].end);
     if (a.walk_end <= at)
       break;
     at = a.walk_end;
   }
-  *pages = n;
   return true;
+}
+
+static void count_run(void *user, uint64_t start, uint64_t end) {
+  *(uint64_t *)user += (end - start) / g_page;
+}
+
+typedef struct held_s held_t;
+struct held_s {
+  uintptr_t      first;
+  unsigned char *vec;
+};
+
+static void mark_run(void *user, uint64_t start, uint64_t end) {
+  held_t *h = user;
+  memset(h->vec + (start - h->first) / g_page, 1, (end - start) / g_page);
+}
+
+bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec) {
+  held_t h = {.first = first, .vec = vec};
+  memset(vec, 0, npages);
+  if (scan_pages(first, first + npages * g_page, SCAN_PFNZERO, SCAN_PFNZERO,
+                 SCAN_PRESENT | SCAN_SWAPPED, mark_run, &h))
+    return true;
+  return mincore((void *)first, npages * g_page, vec) == 0;
 }
 
 /* Anonymous pages this process maps in [lo, hi), from pagemap: with
@@ -124,13 +158,9 @@ static uint64_t anon_pages(uintptr_t lo, uintptr_t hi) {
   if (g_pagemap < 0 || hi <= lo)
     return 0;
   uint64_t n = 0;
-  if (g_scan_works != 0) {
-    bool ok = scan_anon_pages(lo, hi, &n);
-    if (g_scan_works < 0)
-      g_scan_works = ok;
-    if (ok)
-      return n * g_page;
-  }
+  if (scan_pages(lo, hi, SCAN_FILE | SCAN_PFNZERO,
+                 SCAN_PRESENT | SCAN_FILE | SCAN_PFNZERO, 0, count_run, &n))
+    return n * g_page;
   uint64_t e[PAGEMAP_CHUNK];
   for (uintptr_t p = lo / g_page; p < (hi + g_page - 1) / g_page;) {
     uintptr_t want = (hi + g_page - 1) / g_page - p;

@@ -6,7 +6,7 @@
  * writes about 86 MiB of it.  For allocations of g_touch_threshold bytes or
  * more (default one page) the recorder keeps a table entry, and at free, at
  * realloc, at each mark and at each RSS sample it asks the kernel which of
- * the allocation's pages are resident (mincore) and records the ones not
+ * the allocation's pages it holds (capture_held_pages) and records the ones not
  * reported before as TOUCH addr offset length (byte ranges clipped to the
  * allocation).  The trace then declares touch_threshold=N and the models
  * fault only touched pages of such allocations.
@@ -17,10 +17,10 @@
  *     reporting it changes nothing the neighbour's own writes do not.
  *   - Memory the allocator reuses may still be resident from its last
  *     owner: it is reported at the first probe, as it is resident.
- *   - A page only read maps the shared zero page: mincore calls it
- *     resident, RSS does not count it.  Swapped-out pages read as not
- *     resident.  Pages freed with MADV_FREE stay resident until reclaimed,
- *     as they do in RSS.
+ *   - A page only read maps the shared zero page, which RSS does not
+ *     count: it is not reported where the kernel has PAGEMAP_SCAN, and
+ *     mincore (older kernels) calls it resident.  Pages freed with
+ *     MADV_FREE stay resident until reclaimed, as they do in RSS.
  *   - Writes between the last probe and a free are seen at the free; writes
  *     after a sample are seen at the next one.
  *   - An allocation the table cannot hold (out of memory, or made from a
@@ -46,7 +46,7 @@
 #define SLAB_ARENA      ((size_t)1 << 20)
 #define SLAB_CLASSES    10 /* 2 .. 1024 words; larger bitmaps are mmap'd */
 #define SLAB_MAX_ARENAS 4096
-#define PROBE_WINDOW    512 /* pages per mincore call */
+#define PROBE_WINDOW    512 /* pages asked about at once */
 
 typedef struct tent_s tent_t;
 struct tent_s {
@@ -223,7 +223,7 @@ static void emit_touch(const tent_t *e, uint64_t first, uint32_t p0,
   capture_emit(&r);
 }
 
-/* Reports e's pages that are resident now and were not before. */
+/* Reports e's pages that the process holds now and did not before. */
 static void probe(tent_t *e) {
   if (e->reported == e->npages)
     return;
@@ -233,8 +233,7 @@ static void probe(tent_t *e) {
   uint32_t      run = UINT32_MAX; /* first page of the open run */
   for (uint32_t i = 0; i < e->npages; i += PROBE_WINDOW) {
     uint32_t n = e->npages - i < PROBE_WINDOW ? e->npages - i : PROBE_WINDOW;
-    if (mincore((void *)(uintptr_t)(first + (uint64_t)i * g_page),
-                (size_t)n * g_page, vec) != 0)
+    if (!capture_held_pages(first + (uint64_t)i * g_page, n, vec))
       break; /* no longer mapped: nothing more to learn */
     for (uint32_t k = 0; k < n; k++) {
       uint32_t p = i + k;
