@@ -1,7 +1,8 @@
 /* tests/integration/capture_progs/own_tables.c -- frees that look up the
  * recorder's touch table.  48 blocks of 16 KiB (above the touch threshold,
  * so each has an entry) are kept while 200,000 small blocks are allocated
- * and freed; every small free looks its address up in the table.  At mark
+ * and freed; every small free looks its address up in the table.  A 2 GiB
+ * block, one page of it written, gets a bitmap of its own (64 KiB).  At mark
  * "end" the program writes to argv[1] what the mark's measured RSS should
  * be: its RSS (/proc/self/smaps) less the recorder's own memory, its
  * mappings at 16 TiB and the anonymous pages of its library's writable
@@ -46,6 +47,10 @@ int main(int argc, char **argv) {
   if (argc != 2)
     return 2;
   static char *large[LARGE];
+  char        *huge = malloc((size_t)2 << 30);
+  if (huge == NULL)
+    return 1;
+  huge[0] = 1;
   for (int i = 0; i < LARGE; i++) {
     large[i] = malloc(16 << 10);
     if (large[i] == NULL)
@@ -68,5 +73,6 @@ int main(int argc, char **argv) {
     return 1;
   for (int i = 0; i < LARGE; i++)
     free(large[i]);
+  free(huge);
   return 0;
 }
