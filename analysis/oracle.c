@@ -174,17 +174,19 @@ static as_status_t live_slot(walk_t *w, const trace_event_t *ev,
   uint64_t table = (ev->id + 1) * sizeof(void *);
   if (ev->id < SIM_IDTABLE_MAX_IDS && w->table_budget != 0 &&
       table > w->table_budget) {
-    char a[32], b[32];
-    as_err_set(err, AS_ENOMEM,
-               "object id %" PRIu64 " needs an object table of %s in the "
-               "replayer (8 bytes per id), more than half the memory "
-               "available (%s); ids should be dense and recycled",
-               ev->id, sim_host_format_bytes(table, a, sizeof a),
-               sim_host_format_bytes(2 * w->table_budget, b, sizeof b));
-    return trace_error_at(w->src, ev, w->events - 1, err);
+    char        a[32], b[32];
+    as_status_t rc =
+        as_err_set(err, AS_ENOMEM,
+                   "object id %" PRIu64 " needs an object table of %s in the "
+                   "replayer (8 bytes per id), more than half the memory "
+                   "available (%s); ids should be dense and recycled",
+                   ev->id, sim_host_format_bytes(table, a, sizeof a),
+                   sim_host_format_bytes(2 * w->table_budget, b, sizeof b));
+    return trace_error_at(w->src, ev, w->events - 1, rc, err);
   }
-  if (sim_idtable_reach_ids(&w->tab, ev->id, err) != AS_OK)
-    return trace_error_at(w->src, ev, w->events - 1, err);
+  as_status_t rc = sim_idtable_reach_ids(&w->tab, ev->id, err);
+  if (rc != AS_OK)
+    return trace_error_at(w->src, ev, w->events - 1, rc, err);
   w->live = sim_idtable_base(&w->tab);
   return AS_OK;
 }
@@ -286,11 +288,11 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
      * --idle-scale) has no uint64_t; converting it would be undefined. */
     double sleep_ns = (double)ev->size * w->idle_scale;
     if (sleep_ns >= 18446744073709551616.0) {
-      as_err_set(err, AS_EFORMAT,
-                 "an idle of %" PRIu64 " ns times --idle-scale %g does not "
-                 "fit a 64-bit clock",
-                 ev->size, w->idle_scale);
-      return trace_error_at(w->src, ev, w->events - 1, err);
+      rc = as_err_set(err, AS_EFORMAT,
+                      "an idle of %" PRIu64
+                      " ns times --idle-scale %g does not fit a 64-bit clock",
+                      ev->size, w->idle_scale);
+      return trace_error_at(w->src, ev, w->events - 1, rc, err);
     }
     set_op(op, ORACLE_OP_IDLE, ev, (uint64_t)sleep_ns, ev->size);
     break;

@@ -97,7 +97,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
     if (trace_op_is_alloc(ev.op)) {
       info->alloc_events++;
       if ((rc = live_apply(&live, &ev, err)) != AS_OK) {
-        trace_error_at(src, &ev, info->events - 1, err);
+        trace_error_at(src, &ev, info->events - 1, rc, err);
         goto done;
       }
     }
@@ -118,7 +118,7 @@ as_status_t record_trace_file(store_t *s, const char *path, const char *command,
       have_pending = true;
     } else if (ev.op == TRACE_RSS) {
       if ((rc = check_storable_rss(&ev, err)) != AS_OK) {
-        trace_error_at(src, &ev, info->events - 1, err);
+        trace_error_at(src, &ev, info->events - 1, rc, err);
         goto done;
       }
       if (ev.size > info->peak_measured_rss_bytes)

@@ -664,9 +664,11 @@ static as_status_t dispatch(engine_state_t *st, const trace_source_t *src,
 /* Prefixes an error raised while dispatching event ev (by the model, or by
  * the engine without a position) with the source and the event, so that
  * every failure says where it happened. */
-static void locate_error(const engine_state_t *st, const trace_source_t *src,
-                         const trace_event_t *ev, as_err_t *err) {
-  (void)trace_error_at(src, ev, st->events, err);
+static as_status_t locate_error(const engine_state_t *st,
+                                const trace_source_t *src,
+                                const trace_event_t *ev, as_status_t rc,
+                                as_err_t *err) {
+  return trace_error_at(src, ev, st->events, rc, err);
 }
 
 /* AS_ENOMEM if the simulator's own memory is over the bound.  Tables kept
@@ -706,15 +708,12 @@ static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
   if (due != NULL && due->due_ns <= ev->t_ns &&
       ((rc = check_samples(st, ev->t_ns, err)) != AS_OK ||
        (rc = fire_timers_until(st, ev->t_ns, err)) != AS_OK)) {
-    locate_error(st, src, ev, err); /* a timer due before this event */
-    return rc;
+    return locate_error(st, src, ev, rc, err); /* a timer due before it */
   }
   st->now_ns = ev->t_ns;
   rc = dispatch(st, src, ev, err);
-  if (rc != AS_OK && rc != AS_DONE) {
-    locate_error(st, src, ev, err);
-    return rc;
-  }
+  if (rc != AS_OK && rc != AS_DONE)
+    return locate_error(st, src, ev, rc, err);
   st->events++;
   note_peak(st);
   if (st->events % SIM_ENGINE_MEMORY_CHECK_EVERY == 0)

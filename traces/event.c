@@ -359,16 +359,15 @@ void trace_event_position(const trace_source_t *src, const trace_event_t *ev,
 }
 
 as_status_t trace_error_at(const trace_source_t *src, const trace_event_t *ev,
-                           uint64_t index, as_err_t *err) {
+                           uint64_t index, as_status_t rc, as_err_t *err) {
   size_t n = strlen(src->name);
-  if (err == NULL)
-    return AS_OK;
-  if (strncmp(err->msg, src->name, n) == 0 && err->msg[n] == ':')
-    return err->code;
+  if (err == NULL ||
+      (strncmp(err->msg, src->name, n) == 0 && err->msg[n] == ':'))
+    return rc;
   char msg[sizeof err->msg], pos[sizeof err->msg];
   memcpy(msg, err->msg, sizeof msg);
   trace_event_position(src, ev, index, pos, sizeof pos);
   (void)as_format_fits(err->msg, sizeof err->msg, "%s: %s", pos,
-                       msg[0] ? msg : as_status_message(err->code));
-  return err->code;
+                       msg[0] ? msg : as_status_message(rc));
+  return rc;
 }

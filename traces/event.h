@@ -299,12 +299,12 @@ static inline void trace_source_where_event(const trace_source_t *src,
  * the start of an error message about it. */
 void trace_event_position(const trace_source_t *src, const trace_event_t *ev,
                           uint64_t index, char *buf, size_t len);
-/* Prefixes err's message (or its status's, when empty) with the position
- * of ev; one that already starts with src's name is left alone.  The
- * position comes first: a message too long for err is cut at its end.
- * Returns err->code. */
+/* Prefixes err's message (or rc's, when empty) with the position of ev;
+ * one that already starts with src's name is left alone.  The position
+ * comes first: a message too long for err is cut at its end.  Returns rc,
+ * the failure being reported, with or without an err to fill. */
 as_status_t trace_error_at(const trace_source_t *src, const trace_event_t *ev,
-                           uint64_t index, as_err_t *err);
+                           uint64_t index, as_status_t rc, as_err_t *err);
 static inline void trace_source_close(trace_source_t *src) {
   if (src != NULL)
     src->methods->close(src);
