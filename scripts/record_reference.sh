@@ -18,7 +18,9 @@
 #      that recorded its own trace, scripts/measure/alloc_phases.c);
 #   3. ten real programs (sqlite3, gzip, sort, git, tar, perl, xz, a shell
 #      chain and two CPython scripts) captured by
-#      scripts/measure/real_programs.py, traces in data/captures/;
+#      scripts/measure/real_programs.py, traces in data/captures/, on glibc
+#      and with each of jemalloc, mimalloc and tcmalloc preloaded that is
+#      installed;
 #   4. heaptrack's records of real programs, data/imported/*.astrace, and
 #      the oracle's runs, data/oracle/* (both made by
 #      scripts/measure/oracle/run.py); an oracle run of an allocator that no
@@ -91,8 +93,16 @@ for f in measured/*.trace measured/*.astrace; do
 done
 
 echo "== real programs (scripts/measure/real_programs.py)" >&2
+# glibc, and each preloadable allocator Debian's package installed here
+allocators=glibc
+lib=/usr/lib/x86_64-linux-gnu
+for a in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2 \
+         tcmalloc:libtcmalloc_minimal.so.4; do
+  [ -e "$lib/${a#*:}" ] && allocators="$allocators,${a%%:*}"
+done
 /usr/bin/python3 "$here/scripts/measure/real_programs.py" "$allocsim" \
-  --db "$db" --traces "$caps" --work "$tmp/programs" >&2
+  --db "$db" --traces "$caps" --work "$tmp/programs" \
+  --allocators "$allocators" >&2
 
 echo "== heaptrack imports and oracle runs" >&2
 for f in imported/*.astrace oracle/*.trace oracle/*.astrace \

@@ -792,6 +792,52 @@ def t_capture_programs(ctx):
                  "llrrrrrrrr")
 
 
+PRELOADED = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+
+
+def preloaded_runs(ctx):
+    """{(order, program, process): {allocator: run id}} of the runs
+    scripts/measure/real_programs.py stored, glibc's (program_order) and
+    those with an allocator preloaded (program_preload)."""
+    with sqlite3.connect("file:%s?mode=ro" % ctx.reference, uri=True) as c:
+        rows = c.execute(
+            "SELECT o.run_id, o.key, o.value, p.value, q.value FROM run_meta o"
+            " JOIN run_meta p ON p.run_id = o.run_id AND p.key = 'program'"
+            " JOIN run_meta q ON q.run_id = o.run_id"
+            " AND q.key = 'program_process'"
+            " WHERE o.key IN ('program_order', 'program_preload_order')"
+            " ORDER BY o.run_id").fetchall()
+        alloc = dict(c.execute("SELECT run_id, value FROM run_meta WHERE "
+                               "key = 'program_preload'").fetchall())
+    cells = {}
+    for run, key, order, program, proc in rows:
+        a = alloc.get(run, "glibc") if key == "program_preload_order" \
+            else "glibc"
+        cells.setdefault((int(order), program, proc), {})[a] = run
+    return cells
+
+
+def t_capture_programs_preloaded(ctx):
+    """The real programs captured with each allocator: the allocator error
+    over the samples (docs/capture.md)."""
+    cells = preloaded_runs(ctx)
+    keys = sorted(cells)
+    runs = [cells[k][a] for k in keys for a in PRELOADED if a in cells[k]]
+    cmp = dict(zip(runs, ctx.compare_many(runs, ctx.reference)))
+    rows = []
+    for k in keys:
+        row = [k[1], k[2]]
+        for a in PRELOADED:
+            run = cells[k].get(a)
+            s = cmp[run].get("allocator_series") if run else None
+            row.append("%.3f / %.3f" % (s["median_abs_error_bytes"] / MIB,
+                                        s["max_abs_error_bytes"] / MIB)
+                       if s else "–")
+        rows.append(row)
+    return table(["program", "process"] + [
+        "%s: median / max MiB" % a for a in PRELOADED], rows, "llrrrr")
+
+
 # ---- Measured survivors runs -----------------------------------------------
 
 def survivors_case(source_meta):
@@ -2407,6 +2453,7 @@ TABLES = {
     "measured-all": t_measured_all,
     "measured-all-findings": t_measured_all_findings,
     "capture-programs": t_capture_programs,
+    "capture-programs-preloaded": t_capture_programs_preloaded,
     "measured-spike-labs": t_measured_spike_labs,
     "measured-webworker": t_measured_webworker,
     "webworker-probes": t_webworker_probes,

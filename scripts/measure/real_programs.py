@@ -3,6 +3,7 @@
 here wrote, records them as measured runs and compares each with the model.
 
     real_programs.py ALLOCSIM --db DB --traces DIR --work DIR [--only a,b]
+                     [--allocators glibc,jemalloc,mimalloc,tcmalloc]
                      [--table]
 
 For each program (PROGRAMS below): builds its input in --work (seeded, so
@@ -12,6 +13,14 @@ with `allocsim compare RUN --db DB --json --no-store` (the default: the
 mean over address layouts, the model and libc from the run's provenance).
 A fork+exec chain's other processes are recorded too (`allocsim record`)
 and compared on their own.
+
+--allocators (default glibc: the system's) captures each program once per
+allocator named; the others are preloaded (Debian's libraries, PRELOADS
+below; `allocsim capture` puts the recorder first in LD_PRELOAD), their
+traces NAME--ALLOCATOR.astrace, their runs marked with the run_meta key
+program_preload (the table "capture-programs-preloaded" of
+docs/capture.md); compare picks the allocator's model from the run's
+LD_PRELOAD.
 
 Prints one JSON object per line (a compared process), and with --table the
 Markdown table of docs/capture.md.  Python 3 standard library only; run it
@@ -33,6 +42,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGS = os.path.join(HERE, "capture_programs")
 PY = "/usr/bin/python3"
+
+# Debian's libraries of the allocators --preload names
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+PRELOADS = {
+    "jemalloc": os.path.join(LIBDIR, "libjemalloc.so.2"),
+    "mimalloc": os.path.join(LIBDIR, "libmimalloc.so.2"),
+    "tcmalloc": os.path.join(LIBDIR, "libtcmalloc_minimal.so.4"),
+}
 
 # name, what it is, command (run in --work)
 PROGRAMS = [
@@ -201,16 +218,21 @@ def move_trace(db, run, path):
                   (real, real, run))
 
 
-def capture(allocsim, db, traces, work, name, cmd):
-    """Captures one program; returns [(process, run id, trace, stats)]."""
+def capture(allocsim, db, traces, work, name, cmd, preload=None):
+    """Captures one program, with preload's library in LD_PRELOAD when
+    given; returns [(process, run id, trace, stats)]."""
     reset(name, work)
-    out = os.path.join(traces, name + ".astrace")
-    summary = os.path.join(os.path.abspath(work), name + ".summary")
+    stem = name + ("--" + preload if preload else "")
+    out = os.path.join(traces, stem + ".astrace")
+    summary = os.path.join(os.path.abspath(work), stem + ".summary")
+    env = dict(os.environ)
+    if preload:
+        env["LD_PRELOAD"] = PRELOADS[preload]
     c0, t0 = children_cpu(), time.monotonic()
     done = subprocess.run([allocsim, "capture", "-o", out, "--db", db,
                            "--summary", summary, "--", *cmd], cwd=work,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
+                          text=True, env=env)
     wall, cpu = time.monotonic() - t0, children_cpu() - c0
     if done.returncode != 0:
         raise RuntimeError("capture %s: %s" % (name, done.stderr.strip()))
@@ -234,7 +256,7 @@ def capture(allocsim, db, traces, work, name, cmd):
                                "text"], capture_output=True, text=True).stdout
         exe = re.search(r"^#@ exe=(.*)$", meta, re.M)
         proc = os.path.basename(exe.group(1)) if exe else "child"
-        dest = os.path.join(traces, "%s-%s.astrace" % (name, proc))
+        dest = os.path.join(traces, "%s-%s.astrace" % (stem, proc))
         shutil.move(path, dest)
         child = stored[os.path.realpath(path)]
         move_trace(db, child, dest)
@@ -272,6 +294,38 @@ def table(rows):
     return "\n".join(lines)
 
 
+def capture_and_compare(allocsim, db, traces, work, order, program, preload,
+                        plain_times):
+    """Captures program (name, what, cmd), stores what this script measured
+    with each process's run and compares it; returns the rows."""
+    name, what, cmd = program
+    plain, plain_cpu = plain_times
+    rows = []
+    for proc, run, trace, stats in capture(allocsim, db, traces, work, name,
+                                           cmd, preload):
+        main_proc = proc == os.path.basename(cmd[0])
+        meta = {"program": name, "program_process": proc,
+                "program_events": stats["events"]}
+        if preload:
+            meta.update(program_preload=preload, program_preload_order=order)
+        else:
+            meta["program_order"] = order
+        if main_proc:
+            meta.update(plain_wall_s="%.6f" % plain,
+                        plain_cpu_s="%.6f" % plain_cpu,
+                        capture_cpu_s="%.6f" % stats["capture_cpu_s"])
+        store_meta(db, run, meta)
+        c = allocsim_json(allocsim, "compare", str(run), "--db", db,
+                          "--no-store")
+        stats["plain_s"] = plain if main_proc else None
+        r = summarize(c, name, proc, dict(stats, run=run, preload=preload,
+                                          trace=os.path.basename(trace),
+                                          what=what))
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("allocsim")
@@ -279,8 +333,15 @@ def main():
     ap.add_argument("--traces", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--only")
+    ap.add_argument("--allocators", default="glibc")
     ap.add_argument("--table", action="store_true")
     a = ap.parse_args()
+    preloads = [None if p == "glibc" else p for p in a.allocators.split(",")]
+    for p in preloads:
+        if p is not None and (p not in PRELOADS or
+                              not os.path.exists(PRELOADS[p])):
+            ap.error("--allocators: %s: expected glibc or one of %s, "
+                     "installed" % (p, ", ".join(sorted(PRELOADS))))
     allocsim = os.path.abspath(a.allocsim)
     db, traces = os.path.abspath(a.db), os.path.abspath(a.traces)
     os.makedirs(traces, exist_ok=True)
@@ -291,25 +352,10 @@ def main():
         if only and name not in only:
             continue
         plain, plain_cpu = run_plain(name, cmd, a.work)
-        for proc, run, trace, stats in capture(allocsim, db, traces, a.work,
-                                               name, cmd):
-            main_proc = proc == os.path.basename(cmd[0])
-            meta = {"program": name, "program_order": order,
-                    "program_process": proc,
-                    "program_events": stats["events"]}
-            if main_proc:
-                meta.update(plain_wall_s="%.6f" % plain,
-                            plain_cpu_s="%.6f" % plain_cpu,
-                            capture_cpu_s="%.6f" % stats["capture_cpu_s"])
-            store_meta(db, run, meta)
-            c = allocsim_json(allocsim, "compare", str(run), "--db", db,
-                              "--no-store")
-            stats["plain_s"] = plain if main_proc else None
-            r = summarize(c, name, proc, dict(stats, run=run,
-                                              trace=os.path.basename(trace),
-                                              what=what))
-            rows.append(r)
-            print(json.dumps(r), flush=True)
+        for preload in preloads:
+            rows += capture_and_compare(allocsim, db, traces, a.work, order,
+                                        (name, what, cmd), preload,
+                                        (plain, plain_cpu))
     if a.table:
         print(table(rows))
 
