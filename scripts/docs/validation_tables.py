@@ -810,10 +810,9 @@ def preloaded_runs(ctx):
         alloc = dict(c.execute("SELECT run_id, value FROM run_meta WHERE "
                                "key = 'program_preload'").fetchall())
     cells = {}
-    for run, key, order, program, proc in rows:
-        a = alloc.get(run, "glibc") if key == "program_preload_order" \
-            else "glibc"
-        cells.setdefault((int(order), program, proc), {})[a] = run
+    for run, _, order, program, proc in rows:
+        cells.setdefault((int(order), program, proc),
+                         {})[alloc.get(run, "glibc")] = run
     return cells
 
 

@@ -24,10 +24,10 @@
  *
  * Anonymous pages are counted from /proc/self/pagemap, which, unlike
  * mincore, says whether this process maps the page, and (PAGEMAP_SCAN,
- * below) whether it is the shared zero page, which RSS does not count.  Left in
- * "allocator" memory: thread stacks (the models map those).  The library's own
- * writable segments are counted as its own bytes (subtracted from every
- * sample), not as other.
+ * below) whether it is the shared zero page, which RSS does not count.
+ * Left in "allocator" memory: thread stacks (the models map those).  The
+ * library's own writable segments are counted as its own bytes (subtracted
+ * from every sample), not as other.
  */
 #include <fcntl.h>
 #include <link.h>
