@@ -58,6 +58,7 @@
  * Sections
  *   Constants and types
  *   Raw allocations (arenas[] vector, radix tree, standalone backend)
+ *   Free lists (a pool's list as a run or a links array)
  *   Arenas (new_arena, release)
  *   Pools (allocate_from_new_pool, pymalloc_pool_extend, free transitions)
  *   Model methods (the per-id table, general and fast alloc/free paths)
@@ -122,7 +123,8 @@ struct pym_pool_s {
   pym_pool_t *nextpool;  /* next pool of this size class / free pool */
   pym_pool_t *prevpool;  /* previous pool of this size class */
   uint16_t   *links;     /* by block index: next free block, the block's
-                            first word in obmalloc */
+                            first word in obmalloc; NULL while the free
+                            list is a run (see Free lists) */
   sim_addr_t addr;       /* pool address in the simulated space */
   uint32_t   ref_count;  /* number of allocated blocks */
   uint32_t   arenaindex; /* index into arenas of the owning arena */
@@ -132,7 +134,7 @@ struct pym_pool_s {
                             48 + nextblock * size */
   uint16_t nblocks;      /* NUMBLOCKS(szidx); nextoffset <= maxnextoffset
                             is nextblock < nblocks */
-  uint16_t links_cap;    /* entries allocated in links */
+  uint16_t links_cap;    /* entries allocated in links (0: none) */
   uint16_t touched_end;  /* bytes from the pool start lying in pages
                             known written (a multiple of the page) */
   uint8_t index;         /* position in its arena's pools (0..63) */
@@ -140,8 +142,8 @@ struct pym_pool_s {
 
 /* Host-side twin of struct arena_object (3.11 obmalloc.c:1016-1054), plus
  * the 64 host pool headers that live inside the arena in CPython.  A slot
- * keeps its pools (and their links arrays) when its arena is released, the
- * way obmalloc keeps the slot on unused_arena_objects. */
+ * keeps its pools when its arena is released, the way obmalloc keeps the
+ * slot on unused_arena_objects (their links arrays go back to the spares). */
 struct pym_arena_s {
   sim_addr_t address;       /* arena base; 0 = unassociated */
   sim_addr_t first_pool;    /* first 16 KiB-aligned address in the arena */
@@ -471,6 +473,111 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
   return raw_write(pm, n_lo, map_bot_index(pm, next) * 8 + 4, 4, err); /* lo */
 }
 
+/* ---- Free lists ------------------------------------------------------- */
+
+/* A pool's free list is obmalloc's chain through the first word of each
+ * free block (freeblock, 3.11 obmalloc.c:1003).  The model keeps it in one
+ * of two forms, which hand out the same blocks in the same order:
+ *   - a run: the list is freeblock, freeblock + 1, ..., nextblock - 1 (or
+ *     empty: freeblock is NO_BLOCK), and links is NULL.  A pool being
+ *     carved is one (its list is the virgin block alone), and so is a pool
+ *     whose blocks were freed last first, each freed block pushed just
+ *     below the head, as CPython's own teardowns free a list's or a
+ *     dict's items (list_dealloc, Objects/listobject.c, walks ob_item from
+ *     the end).  It costs nothing per block.
+ *   - a links array: a uint16 per block holding the next free block,
+ *     taken when a free breaks the run and kept while the pool serves its
+ *     size class.
+ * The links arrays were 2 bytes per block of every carved pool: 8 MiB of
+ * the simulator's 44 MiB replaying 256 MiB of 64 B objects.
+ *
+ * Host-side bookkeeping, not obmalloc's: the arrays are carved from slabs
+ * the model frees at once, not malloc'd one per pool (16,000 mallocs and
+ * frees per 64 B survivors run, 4 % of its cycles in perf).  An array a
+ * pool lets go of waits in spare_links for the next pool of that length. */
+
+/* An array of n entries (8-byte aligned, uninitialized), or NULL. */
+static uint16_t *links_take(pymalloc_model_t *pm, uint32_t n) {
+  uint16_t *l = pm->spare_links[n];
+  if (l != NULL) {
+    memcpy(&pm->spare_links[n], l,
+           sizeof pm->spare_links[n]); /* the next spare */
+    return l;
+  }
+  size_t bytes = ((size_t)n * sizeof *l + 7) & ~(size_t)7;
+  if (pm->slab == NULL || pm->slab->used + bytes > LINKS_SLAB_BYTES) {
+    links_slab_t *slab = malloc(sizeof *slab + LINKS_SLAB_BYTES);
+    if (slab == NULL)
+      return NULL;
+    slab->prev = pm->slab;
+    slab->used = 0;
+    pm->slab = slab;
+  }
+  l = (uint16_t *)((char *)pm->slab->data + pm->slab->used);
+  pm->slab->used += bytes;
+  return l;
+}
+
+/* Returns the pool's links array, if any, to the spares: its free list must
+ * be a run from here on, or the pool is being set up afresh. */
+static void links_drop(pymalloc_model_t *pm, pym_pool_t *pool) {
+  if (pool->links == NULL)
+    return;
+  memcpy(pool->links, &pm->spare_links[pool->links_cap],
+         sizeof pm->spare_links[pool->links_cap]);
+  pm->spare_links[pool->links_cap] = pool->links;
+  pool->links = NULL;
+  pool->links_cap = 0;
+}
+
+/* The block after b in the pool's free list (b on it), or NO_BLOCK. */
+static inline uint32_t free_next(const pym_pool_t *pool, uint32_t b) {
+  if (pool->links != NULL)
+    return pool->links[b];
+  return b + 1 < pool->nextblock ? b + 1 : NO_BLOCK;
+}
+
+/* Pushes b on a run: true if the list stays a run (b sits just below its
+ * head, or just below the carve point of a full pool). */
+static inline bool run_push(pym_pool_t *pool, uint32_t b) {
+  uint32_t head =
+      pool->freeblock == NO_BLOCK ? pool->nextblock : pool->freeblock;
+  if (b + 1 != head)
+    return false;
+  pool->freeblock = (uint16_t)b;
+  return true;
+}
+
+/* An emptied pool whose list is 0, 1, ..., nextblock - 1 (its blocks
+ * freed last first, however the list was kept before) lets its links
+ * array go: the run says the same.  The walk costs one step per block, as
+ * many as the frees that emptied the pool. */
+static void links_drop_if_run(pymalloc_model_t *pm, pym_pool_t *pool) {
+  if (pool->links == NULL || pool->freeblock != 0)
+    return;
+  for (uint32_t b = 0; b + 1 < pool->nextblock; b++)
+    if (pool->links[b] != b + 1)
+      return;
+  if (pool->links[pool->nextblock - 1] == NO_BLOCK)
+    links_drop(pm, pool);
+}
+
+/* Gives a pool whose list is a run a links array holding that run. */
+static as_status_t links_from_run(pymalloc_model_t *pm, pym_pool_t *pool,
+                                  as_err_t *err) {
+  uint16_t *l = links_take(pm, pool->nblocks);
+  if (l == NULL)
+    return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
+  if (pool->freeblock != NO_BLOCK) {
+    for (uint32_t b = pool->freeblock; b + 1 < pool->nextblock; b++)
+      l[b] = (uint16_t)(b + 1);
+    l[pool->nextblock - 1] = NO_BLOCK;
+  }
+  pool->links = l;
+  pool->links_cap = pool->nblocks;
+  return AS_OK;
+}
+
 /* ---- Arenas ------------------------------------------------------------- */
 
 /* new_arena() (3.11 obmalloc.c:1579-1676; 3.14 :1911-2009). */
@@ -594,6 +701,8 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
   rc = sim_kernel_munmap(pm->kernel, ao->address, PYMALLOC_ARENA_SIZE, err);
   if (rc != AS_OK)
     return rc;
+  for (uint32_t i = 0; i < ao->ncarved; i++)
+    links_drop(pm, &ao->pools[i]); /* new_arena sets them up afresh */
   ao->address = 0;
   --pm->narenas_currently_allocated;
   ++pm->narenas_reclaimed;
@@ -601,56 +710,6 @@ static as_status_t release_arena(pymalloc_model_t *pm, pym_arena_t *ao,
 }
 
 /* ---- Pools -------------------------------------------------------------- */
-
-/* ---- Links ---------------------------------------------------------- */
-
-/* Host-side bookkeeping, not obmalloc's: a pool's links array lives as
- * long as the model, so the arrays are carved from slabs the model frees
- * at once, not malloc'd one per pool (16,000 mallocs and frees per 64 B
- * survivors run, 4 % of its cycles in perf).  An array a pool lets go of
- * (its new size class has more blocks) waits in spare_links for the next
- * pool that needs that length. */
-
-/* An array of n entries (8-byte aligned, uninitialized), or NULL. */
-static uint16_t *links_take(pymalloc_model_t *pm, uint32_t n) {
-  uint16_t *l = pm->spare_links[n];
-  if (l != NULL) {
-    memcpy(&pm->spare_links[n], l,
-           sizeof pm->spare_links[n]); /* the next spare */
-    return l;
-  }
-  size_t bytes = ((size_t)n * sizeof *l + 7) & ~(size_t)7;
-  if (pm->slab == NULL || pm->slab->used + bytes > LINKS_SLAB_BYTES) {
-    links_slab_t *slab = malloc(sizeof *slab + LINKS_SLAB_BYTES);
-    if (slab == NULL)
-      return NULL;
-    slab->prev = pm->slab;
-    slab->used = 0;
-    pm->slab = slab;
-  }
-  l = (uint16_t *)((char *)pm->slab->data + pm->slab->used);
-  pm->slab->used += bytes;
-  return l;
-}
-
-/* Gives the pool room for n links.  What the old array held is not kept:
- * its only caller sets up the pool for a new size class. */
-static as_status_t pool_links_reserve(pymalloc_model_t *pm, pym_pool_t *pool,
-                                      uint32_t n, as_err_t *err) {
-  if (pool->links_cap >= n)
-    return AS_OK;
-  uint16_t *l = links_take(pm, n);
-  if (l == NULL)
-    return as_err_set(err, AS_ENOMEM, "pymalloc: out of host memory");
-  if (pool->links != NULL) {
-    memcpy(pool->links, &pm->spare_links[pool->links_cap],
-           sizeof pm->spare_links[pool->links_cap]);
-    pm->spare_links[pool->links_cap] = pool->links;
-  }
-  pool->links = l;
-  pool->links_cap = (uint16_t)n;
-  return AS_OK;
-}
 
 /* pymalloc_pool_extend (3.11 obmalloc.c:1790-1807; 3.14 :2123-2140): the
  * free list ran empty; link the next virgin block, writing its first word,
@@ -660,7 +719,8 @@ static inline as_status_t pool_extend(pymalloc_model_t *pm, pym_pool_t *pool,
   if (pool->nextblock < pool->nblocks) {
     uint32_t b = pool->nextblock++;
     pool->freeblock = (uint16_t)b;
-    pool->links[b] = NO_BLOCK;
+    if (pool->links != NULL)
+      pool->links[b] = NO_BLOCK;
     return pool_write(pm, pool, block_off(pool, b), 8, err);
   }
   pym_pool_t *next = pool->nextpool;
@@ -734,22 +794,18 @@ static as_status_t allocate_from_new_pool(pymalloc_model_t *pm, uint32_t szidx,
     /* Same class as before: reuse its free list (3.11 :1914-1923). */
     uint32_t b = pool->freeblock;
     assert(b != NO_BLOCK);
-    pool->freeblock = pool->links[b];
+    pool->freeblock = (uint16_t)free_next(pool, b);
     *pool_out = pool;
     *block_out = b;
     return AS_OK;
   }
   /* Initialise the header, hand out block 0, link block 1 (3.11
-   * :1924-1937; 3.14 :2257-2270). */
-  uint32_t nb = NUMBLOCKS(szidx);
-  rc = pool_links_reserve(pm, pool, nb, err);
-  if (rc != AS_OK)
-    return rc;
+   * :1924-1937; 3.14 :2257-2270): the list is the run of block 1. */
+  links_drop(pm, pool);
   pool->szidx = (uint16_t)szidx;
-  pool->nblocks = (uint16_t)nb;
+  pool->nblocks = (uint16_t)NUMBLOCKS(szidx);
   pool->nextblock = 2; /* nextoffset = POOL_OVERHEAD + (size << 1) */
   pool->freeblock = 1; /* freeblock = bp + size */
-  pool->links[1] = NO_BLOCK;
   rc = pool_write(pm, pool, 0, PYMALLOC_POOL_OVERHEAD, err);
   if (rc == AS_OK)
     rc = pool_write(pm, pool, block_off(pool, 1), 8, err);
@@ -771,7 +827,7 @@ static inline as_status_t pym_malloc(pymalloc_model_t *pm, uint64_t nbytes,
     ++pool->ref_count;
     uint32_t b = pool->freeblock;
     assert(b != NO_BLOCK);
-    pool->freeblock = pool->links[b];
+    pool->freeblock = (uint16_t)free_next(pool, b);
     *pool_out = pool;
     *block_out = b;
     if (pool->freeblock == NO_BLOCK)
@@ -861,8 +917,15 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm, pym_pool_t *pool,
                                          uint32_t b, as_err_t *err) {
   assert(pool->ref_count > 0);
   uint32_t lastfree = pool->freeblock;
-  pool->links[b] = (uint16_t)lastfree;
-  pool->freeblock = (uint16_t)b;
+  if (pool->links == NULL && !run_push(pool, b)) {
+    as_status_t rc = links_from_run(pm, pool, err);
+    if (rc != AS_OK)
+      return rc;
+  }
+  if (pool->links != NULL) {
+    pool->links[b] = (uint16_t)lastfree;
+    pool->freeblock = (uint16_t)b;
+  }
   pool->ref_count--;
   /* *(block **)p = lastfree (3.11 :2242; 3.14 :2577) */
   as_status_t rc = pool_write(pm, pool, block_off(pool, b), 8, err);
@@ -874,6 +937,7 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm, pym_pool_t *pool,
   }
   if (pool->ref_count != 0)
     return AS_OK;
+  links_drop_if_run(pm, pool);
   return insert_to_freepool(pm, pool, err); /* 3.11 :2270; 3.14 :2605 */
 }
 
@@ -1042,7 +1106,7 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   /* pymalloc_alloc's pop of the free list head, then pymalloc_pool_extend
    * when the list runs empty (as pym_malloc and pool_extend). */
   uint32_t b = pool->freeblock;
-  uint32_t next = pool->links[b];
+  uint32_t next = free_next(pool, b);
   uint32_t off = block_off(pool, b);
   uint32_t end = off + (uint32_t)nbytes; /* the program's write */
   bool     extend = next == NO_BLOCK && pool->nextblock < pool->nblocks;
@@ -1058,7 +1122,8 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   pool->freeblock = (uint16_t)next;
   if (extend) {
     pool->nextblock = (uint16_t)(next + 1);
-    pool->links[next] = NO_BLOCK;
+    if (pool->links != NULL)
+      pool->links[next] = NO_BLOCK;
   } else if (next == NO_BLOCK) { /* full: unlink from usedpools */
     pool->nextpool->prevpool = pool->prevpool;
     pool->prevpool->nextpool = pool->nextpool;
@@ -1080,8 +1145,12 @@ static inline as_status_t free_held(pymalloc_model_t    *pm,
     return free_any(pm, ev, loc, err); /* emptied pool; a kernel call */
   /* pymalloc_free (as pym_free_block) for a pool that stays in use. */
   uint32_t lastfree = pool->freeblock;
-  pool->links[b] = (uint16_t)lastfree;
-  pool->freeblock = (uint16_t)b;
+  if (pool->links != NULL) {
+    pool->links[b] = (uint16_t)lastfree;
+    pool->freeblock = (uint16_t)b;
+  } else if (!run_push(pool, b)) {
+    return free_any(pm, ev, loc, err); /* the run breaks: links taken */
+  }
   pool->ref_count--;
   if (lastfree == NO_BLOCK)
     insert_to_usedpool(pm, pool);
@@ -1203,7 +1272,7 @@ static const model_mechanism_t pymalloc_mechanisms[] = {
  * never carved (nextoffset onwards). */
 static void free_blocks(const pym_pool_t *pool, uint64_t *bits) {
   memset(bits, 0, (size_t)(pool->nblocks + 63) / 64 * sizeof *bits);
-  for (uint32_t b = pool->freeblock; b != NO_BLOCK; b = pool->links[b])
+  for (uint32_t b = pool->freeblock; b != NO_BLOCK; b = free_next(pool, b))
     bits[b / 64] |= UINT64_C(1) << (b % 64);
   for (uint32_t b = pool->nextblock; b < pool->nblocks; b++)
     bits[b / 64] |= UINT64_C(1) << (b % 64);

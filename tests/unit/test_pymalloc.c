@@ -364,6 +364,103 @@ an_emptied_pool_keeps_its_free_list_for_the_same_class(void **state) {
   fx_close(&f);
 }
 
+/* obmalloc's free list, as the test keeps it: freed blocks last freed
+ * first, then the blocks never carved, in order. */
+typedef struct lifo_s lifo_t;
+struct lifo_s {
+  uint32_t stack[256], n, carved;
+};
+
+/* A 64-bit LCG (Knuth's MMIX constants): the test's own, so that it
+ * draws the same orders everywhere. */
+static uint64_t coin(uint64_t *state) {
+  *state =
+      *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+  return *state >> 33;
+}
+
+static uint32_t lifo_take(lifo_t *l) {
+  return l->n > 0 ? l->stack[--l->n] : l->carved++;
+}
+
+/* One pool of 64 B blocks (at most 250 live, so one pool serves them all)
+ * under allocations and frees in the orders that keep the model's list a
+ * run (freed last first, down to an empty pool and back) and in orders
+ * that break it: every block handed out is the one obmalloc's LIFO list
+ * gives.  The fills stop at 200 live, so that the mixed phase carves
+ * blocks past the end of the run the fills went through. */
+static void the_free_list_is_lifo_whatever_the_free_order(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, 0);
+  lifo_t          ref = {.n = 0, .carved = 1};
+  static uint64_t block_of[65536];
+  uint64_t        live[256], nlive = 0, next_id = 1;
+  alloc_range(&f, 0, 1, 64);
+  uint64_t base = addr_of(&f, 0);
+  live[nlive++] = 0;
+  uint64_t rng = 12345;
+  for (int step = 0; step < 40000; step++) {
+    /* fill, free last first to an empty pool, fill again through the run
+     * that left, mixed, free first first to an empty pool */
+    int  phase = (step / 2000) % 5;
+    bool alloc = phase == 0 || phase == 2 ? nlive < 200
+                 : phase == 3 ? nlive < 10 || (coin(&rng) % 2 && nlive < 250)
+                              : nlive == 0;
+    if (alloc) {
+      uint64_t id = next_id++;
+      assert_int_equal(op(&f, TRACE_MALLOC, id, 64), AS_OK);
+      uint32_t want = lifo_take(&ref);
+      assert_int_equal((addr_of(&f, id) - base) / 64, want);
+      block_of[id] = want;
+      live[nlive++] = id;
+      continue;
+    }
+    /* Phase 4 frees the lowest block first, phase 3 any, the others the
+     * highest (the list stays a run). */
+    uint64_t pick = 0;
+    for (uint64_t i = 1; i < nlive; i++)
+      if (phase == 4 ? block_of[live[i]] < block_of[live[pick]]
+                     : block_of[live[i]] > block_of[live[pick]])
+        pick = i;
+    if (phase == 3)
+      pick = coin(&rng) % nlive;
+    uint64_t id = live[pick];
+    live[pick] = live[--nlive];
+    assert_int_equal(op(&f, TRACE_FREE, id, 0), AS_OK);
+    ref.stack[ref.n++] = (uint32_t)block_of[id];
+  }
+  assert_true(ref.carved <= 255); /* one pool served everything */
+  fx_close(&f);
+}
+
+/* A pool whose list left the run form (a free out of order) and then
+ * emptied: last freed first, its list is a run again and the blocks come
+ * back 0, 1, 2, ...; with two frees swapped, they come back swapped. */
+static void an_emptied_pool_hands_out_its_list_in_either_form(void **state) {
+  (void)state;
+  static const uint32_t swapped[] = {9, 8, 7, 6, 4, 5, 3, 2, 1, 0};
+  for (int swap = 0; swap < 2; swap++) {
+    fx_t f;
+    fx_open(&f, 0);
+    alloc_range(&f, 0, 10, 64);
+    uint64_t base = addr_of(&f, 0);
+    assert_int_equal(op(&f, TRACE_FREE, 3, 0), AS_OK); /* list 3, 10 */
+    alloc_range(&f, 3, 4, 64);
+    assert_int_equal(addr_of(&f, 3), base + 3 * 64);
+    for (int i = 0; i < 10; i++) {
+      uint32_t id = swap ? swapped[i] : 9 - (uint32_t)i;
+      assert_int_equal(op(&f, TRACE_FREE, id, 0), AS_OK);
+    }
+    alloc_range(&f, 10, 22, 64);
+    for (uint32_t i = 0; i < 12; i++) {
+      uint32_t want = swap && (i == 4 || i == 5) ? 9 - i : i;
+      assert_int_equal(addr_of(&f, 10 + i), base + want * 64);
+    }
+    fx_close(&f);
+  }
+}
+
 /* ---- Arena release ------------------------------------------------------ */
 
 static void freeing_everything_keeps_only_the_last_arena(void **state) {
@@ -555,6 +652,8 @@ int main(void) {
       cmocka_unit_test(the_arena_with_fewer_free_pools_serves_first),
       cmocka_unit_test(an_arena_gaining_free_pools_slides_behind_its_peers),
       cmocka_unit_test(an_emptied_pool_keeps_its_free_list_for_the_same_class),
+      cmocka_unit_test(the_free_list_is_lifo_whatever_the_free_order),
+      cmocka_unit_test(an_emptied_pool_hands_out_its_list_in_either_form),
       cmocka_unit_test(freeing_everything_keeps_only_the_last_arena),
       cmocka_unit_test(the_kept_empty_arena_keeps_its_rss),
       cmocka_unit_test(one_survivor_pins_its_arena),
