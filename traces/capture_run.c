@@ -168,9 +168,10 @@ static uint64_t now_ns(void) {
 }
 
 /* The environment the command runs in: ours, minus earlier capture
- * settings, plus LD_PRELOAD (the recorder first, so that RTLD_NEXT finds a
- * preloaded allocator rather than bypassing it), PYTHONPATH and the
- * ALLOCSIM_CAPTURE_* settings.  Strings live in *store. */
+ * settings (ALLOCSIM_CAPTURE_PAGEMAP_SCAN, the user's, passes: see
+ * traces/capture/capture.c), plus LD_PRELOAD (the recorder first, so that
+ * RTLD_NEXT finds a preloaded allocator rather than bypassing it), PYTHONPATH
+ * and the ALLOCSIM_CAPTURE_* settings.  Strings live in *store. */
 typedef struct env_s env_t;
 struct env_s {
   char **envp;
@@ -208,7 +209,8 @@ static as_status_t build_env(env_t *e, const char *lib, const char *pydir,
   for (size_t i = 0; i < nenv; i++)
     if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
         strncmp(environ[i], "PYTHONPATH=", 11) != 0 &&
-        strncmp(environ[i], "ALLOCSIM_CAPTURE_", 17) != 0)
+        (strncmp(environ[i], "ALLOCSIM_CAPTURE_", 17) != 0 ||
+         strncmp(environ[i], "ALLOCSIM_CAPTURE_PAGEMAP_SCAN=", 30) == 0))
       e->envp[k++] = environ[i];
   e->envp[k++] = e->pre;
   e->envp[k++] = e->sock;

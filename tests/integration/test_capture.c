@@ -797,14 +797,10 @@ static uint64_t touched_before(const trace_t *t, uint64_t id, size_t end) {
 
 /* A page only read maps the shared zero page, which RSS does not count.
  * Static data only read is not "other" (it grew by the whole 4 MiB array
- * before PAGEMAP_SCAN told the zero page apart), the 1 MiB written is.  A
- * 16 MiB calloc only read gets no touch (mincore called all of it resident
- * and the model predicted it), its 4 MiB written do.  Kernels before 6.7
- * have no PAGEMAP_SCAN and count the zero page (docs/capture.md). */
-static void zero_page_reads_are_neither_other_nor_touched(void **state) {
-  (void)state;
-  if (!kernel_has_pagemap_scan())
-    skip();
+ * when every present page counted), the 1 MiB written is.  A 16 MiB calloc
+ * only read gets no touch (mincore called all of it resident and the model
+ * predicted it), its 4 MiB written do. */
+static void zero_page_reads(void) {
   char *const      argv[] = {PROGS "zero_page_reads", NULL};
   capture_result_t res;
   trace_t          t;
@@ -830,6 +826,60 @@ static void zero_page_reads_are_neither_other_nor_touched(void **state) {
   assert_in_range(touched_before(&t, id, at[2] + 2), (4u << 20) - 4096,
                   (4u << 20) + 4096);
   free(t.v);
+}
+
+/* Pages written before a fork and shared with the child when probed: RSS
+ * counts them, so the block's 8 MiB are reported written and the 1 MiB of
+ * static data is "other", however pages held are told. */
+static void shared_after_fork(void) {
+  char *const      argv[] = {PROGS "shared_after_fork", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture_full("shared_after_fork", argv, 1000000000, 4096, 0, &res, &t);
+  size_t begin = find_mark(&t, "begin"), forked = find_mark(&t, "forked");
+  assert_int_equal(t.v[begin + 1].e.op, TRACE_RSS);
+  assert_int_equal(t.v[forked + 1].e.op, TRACE_RSS);
+  int64_t grown =
+      (int64_t)t.v[forked + 1].e.offset - (int64_t)t.v[begin + 1].e.offset;
+  assert_in_range(grown, 1 << 20, (1 << 20) + (256 << 10));
+  uint64_t id = UINT64_MAX;
+  for (size_t i = 0; i < t.n && id == UINT64_MAX; i++)
+    if (t.v[i].e.op == TRACE_MALLOC && t.v[i].e.size == 8u << 20)
+      id = t.v[i].e.id;
+  assert_true(id != UINT64_MAX);
+  assert_int_equal(touched_before(&t, id, forked + 2), 8u << 20);
+  free(t.v);
+}
+
+/* Where the kernel has PAGEMAP_SCAN (Linux 6.7+), which names the zero
+ * page. */
+static void zero_page_reads_are_neither_other_nor_touched(void **state) {
+  (void)state;
+  if (!kernel_has_pagemap_scan())
+    skip();
+  zero_page_reads();
+}
+
+/* Without it (ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0: what kernels before 6.7
+ * get), from pagemap's exclusive bit, which the zero page never has. */
+static void zero_page_reads_without_pagemap_scan(void **state) {
+  (void)state;
+  setenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN", "0", 1);
+  zero_page_reads();
+  unsetenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN");
+}
+
+static void pages_shared_after_a_fork_are_held(void **state) {
+  (void)state;
+  shared_after_fork();
+}
+
+/* After a fork no page is exclusive: every present one counts. */
+static void pages_shared_after_a_fork_without_pagemap_scan(void **state) {
+  (void)state;
+  setenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN", "0", 1);
+  shared_after_fork();
+  unsetenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN");
 }
 
 /* The program exits while the flusher reads RSS, its buffer busy and
@@ -1423,6 +1473,9 @@ int main(void) {
       cmocka_unit_test(own_mappings_count_as_other),
       cmocka_unit_test(own_bytes_are_what_rss_holds),
       cmocka_unit_test(zero_page_reads_are_neither_other_nor_touched),
+      cmocka_unit_test(zero_page_reads_without_pagemap_scan),
+      cmocka_unit_test(pages_shared_after_a_fork_are_held),
+      cmocka_unit_test(pages_shared_after_a_fork_without_pagemap_scan),
       cmocka_unit_test(exit_during_a_sample_keeps_the_flushers_records),
       cmocka_unit_test(marks_from_a_signal_handler_interleave_without_damage),
       cmocka_unit_test(python_domains_are_recorded_once_with_their_domain),

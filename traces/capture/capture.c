@@ -6,7 +6,9 @@
  * `allocsim capture` sets ALLOCSIM_CAPTURE_SOCK (its socket),
  * ALLOCSIM_CAPTURE_SAMPLE_NS, ALLOCSIM_CAPTURE_TOUCH (the touch threshold in
  * bytes), ALLOCSIM_CAPTURE_STACKS (return addresses per allocation, 0 =
- * none; sites.c) and LD_PRELOAD.  Without ALLOCSIM_CAPTURE_SOCK the library
+ * none; sites.c) and LD_PRELOAD; ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0 in the
+ * environment makes it tell held pages as on kernels before 6.7 (memmap.c;
+ * for tests).  Without ALLOCSIM_CAPTURE_SOCK the library
  * only forwards calls, so allocsim_mark() and allocsim_hook_python() are
  * harmless no-ops.
  *
@@ -234,12 +236,14 @@ static void atfork_prepare(void) {
 }
 
 static void atfork_parent(void) {
+  capture_memmap_atfork();
   capture_progmap_atfork_release();
   capture_dl_walk_atfork_parent();
   capture_touch_atfork_parent();
 }
 
 static void atfork_child(void) {
+  capture_memmap_atfork();
   capture_progmap_atfork_release();
   capture_dl_walk_atfork_child();
   capture_touch_atfork_child();
@@ -281,6 +285,7 @@ void capture_ensure_init(void) {
   g_page = (size_t)getauxval(AT_PAGESZ);
   g_pid = (int)getpid();
   const char *sock = NULL, *every = NULL, *touch = NULL, *stacks = NULL;
+  bool        no_scan = false;
   for (char **e = environ; *e != NULL; e++) {
     if (strncmp(*e, "ALLOCSIM_CAPTURE_SOCK=", 22) == 0)
       sock = *e + 22;
@@ -290,6 +295,8 @@ void capture_ensure_init(void) {
       touch = *e + 23;
     else if (strncmp(*e, "ALLOCSIM_CAPTURE_STACKS=", 24) == 0)
       stacks = *e + 24;
+    else if (strcmp(*e, "ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0") == 0)
+      no_scan = true;
   }
   if (sock != NULL && *sock != '\0' && strlen(sock) < sizeof g_sock_path) {
     memcpy(g_sock_path, sock, strlen(sock) + 1);
@@ -300,6 +307,8 @@ void capture_ensure_init(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     t_self.internal--;
     capture_memmap_open();
+    if (no_scan)
+      capture_memmap_no_scan();
     capture_progmap_init();
     uint64_t n = parse_u64(stacks);
     capture_sites_init(n > CAPTURE_FRAMES_MAX ? CAPTURE_FRAMES_MAX

@@ -188,12 +188,19 @@ void capture_read_rss(uint64_t *rss, uint64_t *anon);
  * this library's writable segments. */
 void capture_memmap_open(void);
 int  capture_memmap_fd(void); /* -1 if none */
+/* Pages held are told without PAGEMAP_SCAN from here on, as on kernels
+ * before 6.7 (ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0, for tests). */
+void capture_memmap_no_scan(void);
+/* A fork happened: pages may be shared copy-on-write from now on. */
+void capture_memmap_atfork(void);
 void capture_memmap_static(uint64_t *other_anon, uint64_t *own_static);
 /* Which of the npages pages from first (page-aligned) the process holds,
- * one byte each (1 = held), as mincore's vector: where the kernel has
- * PAGEMAP_SCAN, present and not the shared zero page (a page only read
- * is not the program's), or swapped out (it was written); else mincore's
- * answer.  False when mincore fails (the range is no longer mapped). */
+ * one byte each (1 = held), as mincore's vector: present and not the
+ * shared zero page (a page only read is not the program's), or swapped out
+ * (it was written); from PAGEMAP_SCAN, else from pagemap's entries (the
+ * exclusive bit; after a fork any present page), else mincore's answer.
+ * A range no longer mapped reads as not held (PAGEMAP_SCAN, pagemap) or
+ * gives false (mincore). */
 bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec);
 
 /* progmap.c: the private anonymous mappings the program made itself

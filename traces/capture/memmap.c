@@ -23,8 +23,9 @@
  *                                      file mmaps (progmap.c)
  *
  * Anonymous pages are counted from /proc/self/pagemap, which, unlike
- * mincore, says whether this process maps the page, and (PAGEMAP_SCAN,
- * below) whether it is the shared zero page, which RSS does not count.
+ * mincore, says whether this process maps the page, and whether it is the
+ * shared zero page, which RSS does not count (PAGEMAP_SCAN, or the
+ * exclusive bit on kernels without it; below).
  * Left in "allocator" memory: thread stacks (the models map those).  The
  * library's own writable segments are counted as its own bytes (subtracted
  * from every sample), not as other.
@@ -39,11 +40,17 @@
 
 #include "capture_int.h"
 
-#define PAGEMAP_PRESENT (1ull << 63)
-#define PAGEMAP_FILE    (1ull << 61)
-#define PAGEMAP_CHUNK   512 /* entries read at once */
+#define PAGEMAP_PRESENT   (1ull << 63)
+#define PAGEMAP_SWAPPED   (1ull << 62)
+#define PAGEMAP_FILE      (1ull << 61)
+#define PAGEMAP_EXCLUSIVE (1ull << 56)
+#define PAGEMAP_CHUNK     512 /* entries read at once */
 
 static int g_pagemap = -1;
+
+/* Set in parent and child at a fork (capture_memmap_atfork): from then on
+ * a page may be shared copy-on-write with the other process. */
+static _Atomic bool g_forked;
 
 extern void *__libc_stack_end;
 extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
@@ -92,6 +99,45 @@ struct scan_region_s { /* struct page_region */
 };
 
 static _Atomic int g_scan_works = -1; /* -1 not yet tried, 0 no */
+
+void capture_memmap_no_scan(void) {
+  g_scan_works = 0;
+}
+
+void capture_memmap_atfork(void) {
+  g_forked = true;
+}
+
+/* Without PAGEMAP_SCAN (Linux before 6.7) a pagemap entry shows the zero
+ * page only by its PFN, which an unprivileged reader gets as 0; but its
+ * exclusive bit (56, PM_MMAP_EXCLUSIVE, Linux 4.2+; fs/proc/task_mmu.c
+ * pte_to_pagemap_entry) is set only for a page with a struct page mapped
+ * once, and the zero page has none (vm_normal_page returns NULL for it).
+ * A page a fork shares copy-on-write is not exclusive either, yet RSS
+ * counts it, so after a fork every present page counts, the zero page
+ * too, as mincore would say. */
+static bool entry_mapped(uint64_t e) {
+  return (e & PAGEMAP_PRESENT) && ((e & PAGEMAP_EXCLUSIVE) || g_forked);
+}
+
+/* Calls fn(user, i, entry) for page i of the n pages from page first (an
+ * address); false if pagemap could not be read from the first page on. */
+static bool pagemap_entries(uintptr_t first, size_t n,
+                            void (*fn)(void *user, size_t i, uint64_t e),
+                            void *user) {
+  uint64_t e[PAGEMAP_CHUNK];
+  for (size_t i = 0; i < n;) {
+    size_t  want = n - i < PAGEMAP_CHUNK ? n - i : PAGEMAP_CHUNK;
+    off_t   at = (off_t)((first / g_page + i) * sizeof e[0]);
+    ssize_t got = pread(g_pagemap, e, want * sizeof e[0], at);
+    if (got <= 0)
+      return i > 0;
+    for (size_t k = 0; k < (size_t)got / sizeof e[0]; k++)
+      fn(user, i + k, e[k]);
+    i += (size_t)got / sizeof e[0];
+  }
+  return true;
+}
 
 /* Calls fn for each run of pages in [lo, hi) whose categories, XORed with
  * inverted, have every bit of mask and one of anyof; false when the kernel
@@ -142,18 +188,29 @@ static void mark_run(void *user, uint64_t start, uint64_t end) {
   memset(h->vec + (start - h->first) / g_page, 1, (end - start) / g_page);
 }
 
+static void mark_entry(void *user, size_t i, uint64_t e) {
+  ((unsigned char *)user)[i] = entry_mapped(e) || (e & PAGEMAP_SWAPPED);
+}
+
 bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec) {
   held_t h = {.first = first, .vec = vec};
   memset(vec, 0, npages);
   if (scan_pages(first, first + npages * g_page, SCAN_PFNZERO, SCAN_PFNZERO,
                  SCAN_PRESENT | SCAN_SWAPPED, mark_run, &h))
     return true;
+  if (g_pagemap >= 0 && pagemap_entries(first, npages, mark_entry, vec))
+    return true;
   return mincore((void *)first, npages * g_page, vec) == 0;
 }
 
-/* Anonymous pages this process maps in [lo, hi), from pagemap: with
- * PAGEMAP_SCAN where the kernel has it, else from the entries (bit 63
- * present, bit 61 file-page or shared), which count the zero page too. */
+static void count_anon_entry(void *user, size_t i, uint64_t e) {
+  (void)i;
+  *(uint64_t *)user += entry_mapped(e) && !(e & PAGEMAP_FILE);
+}
+
+/* Anonymous pages this process maps in [lo, hi), the zero page left out:
+ * with PAGEMAP_SCAN where the kernel has it, else from the entries (bit 61
+ * file-page or shared anonymous, entry_mapped above). */
 static uint64_t anon_pages(uintptr_t lo, uintptr_t hi) {
   if (g_pagemap < 0 || hi <= lo)
     return 0;
@@ -161,18 +218,9 @@ static uint64_t anon_pages(uintptr_t lo, uintptr_t hi) {
   if (scan_pages(lo, hi, SCAN_FILE | SCAN_PFNZERO,
                  SCAN_PRESENT | SCAN_FILE | SCAN_PFNZERO, 0, count_run, &n))
     return n * g_page;
-  uint64_t e[PAGEMAP_CHUNK];
-  for (uintptr_t p = lo / g_page; p < (hi + g_page - 1) / g_page;) {
-    uintptr_t want = (hi + g_page - 1) / g_page - p;
-    if (want > PAGEMAP_CHUNK)
-      want = PAGEMAP_CHUNK;
-    ssize_t got = pread(g_pagemap, e, want * sizeof e[0], (off_t)(p * 8));
-    if (got <= 0)
-      break;
-    for (ssize_t k = 0; k < got / 8; k++)
-      n += (e[k] & PAGEMAP_PRESENT) && !(e[k] & PAGEMAP_FILE);
-    p += (uintptr_t)got / 8;
-  }
+  uintptr_t first = lo & ~(uintptr_t)(g_page - 1);
+  (void)pagemap_entries(first, (hi - first + g_page - 1) / g_page,
+                        count_anon_entry, &n);
   return n * g_page;
 }
 

@@ -18,8 +18,9 @@
  *   - Memory the allocator reuses may still be resident from its last
  *     owner: it is reported at the first probe, as it is resident.
  *   - A page only read maps the shared zero page, which RSS does not
- *     count: it is not reported where the kernel has PAGEMAP_SCAN, and
- *     mincore (older kernels) calls it resident.  Pages freed with
+ *     count: it is not reported (memmap.c: PAGEMAP_SCAN, or pagemap's
+ *     exclusive bit before Linux 6.7), except on an older kernel once the
+ *     program has forked.  Pages freed with
  *     MADV_FREE stay resident until reclaimed, as they do in RSS.
  *   - Writes between the last probe and a free are seen at the free; writes
  *     after a sample are seen at the next one.
