@@ -860,13 +860,19 @@ static void zero_page_reads_are_neither_other_nor_touched(void **state) {
   zero_page_reads();
 }
 
-/* Without it (ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0: what kernels before 6.7
- * get), from pagemap's exclusive bit, which the zero page never has. */
+/* check, with the recorder told to do without PAGEMAP_SCAN, as on kernels
+ * before 6.7 (ALLOCSIM_CAPTURE_PAGEMAP_SCAN=0). */
+static void without_pagemap_scan(void (*check)(void)) {
+  setenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN", "0", 1);
+  check();
+  unsetenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN");
+}
+
+/* Without it, from pagemap's exclusive bit, which the zero page never
+ * has. */
 static void zero_page_reads_without_pagemap_scan(void **state) {
   (void)state;
-  setenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN", "0", 1);
-  zero_page_reads();
-  unsetenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN");
+  without_pagemap_scan(zero_page_reads);
 }
 
 static void pages_shared_after_a_fork_are_held(void **state) {
@@ -877,9 +883,7 @@ static void pages_shared_after_a_fork_are_held(void **state) {
 /* After a fork no page is exclusive: every present one counts. */
 static void pages_shared_after_a_fork_without_pagemap_scan(void **state) {
   (void)state;
-  setenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN", "0", 1);
-  shared_after_fork();
-  unsetenv("ALLOCSIM_CAPTURE_PAGEMAP_SCAN");
+  without_pagemap_scan(shared_after_fork);
 }
 
 /* The program exits while the flusher reads RSS, its buffer busy and
