@@ -15,7 +15,8 @@
  *
  * What it leaves out, deliberately:
  *   - Payload bytes.  A block's free-list link is a uint16 in a host-side
- *     array per pool instead of the block's first word.
+ *     array per pool (or implied by a run: Free lists) instead of the
+ *     block's first word.
  *   - The radix tree's root.  It is a static array (BSS in 3.11; a member of
  *     the static obmalloc_state_main in 3.14, obmalloc.c:1555), i.e. part of
  *     the program's baseline, which no model maps; its one-entry writes are
@@ -59,9 +60,10 @@
  *   Constants and types
  *   Raw allocations (arenas[] vector, radix tree, standalone backend)
  *   Free lists (a pool's list as a run or a links array)
+ *   Object locations (the per-id table: 4-byte slots, then 5)
  *   Arenas (new_arena, release)
  *   Pools (allocate_from_new_pool, pymalloc_pool_extend, free transitions)
- *   Model methods (the per-id table, general and fast alloc/free paths)
+ *   Model methods (general and fast alloc/free paths)
  *   Exported helpers
  */
 #include "pymalloc.h"
@@ -157,17 +159,23 @@ struct pym_arena_s {
   pym_pool_t  *pools;       /* MAX_POOLS_IN_ARENA host headers, or NULL */
 };
 
-/* Per object id: where its block is, packed little-endian in SLOT_BYTES
- * bytes as arena index << 16 | pool index << 10 | block index.  A pool has
- * at most NUMBLOCKS(0) = 1020 blocks and an arena 64 pools, so no location
- * has a block field of 1023 and SLOT_DEAD (all ones) means "not live".  The
- * requested size is not kept: the engine passes it as ev->prev_size.  Five
+/* Per object id: where its block is, arena index << 16 | pool index << 10
+ * | block index, packed little-endian in slot_bytes bytes: 4 while every
+ * arenas[] slot has a 16-bit index (65,536 slots: 64 GiB of 1 MiB arenas,
+ * 16 GiB of 3.10-3.12's 256 KiB ones), 5 from the new_arena that needs
+ * more (widen_ids rewrites the table once).  A pool has at most
+ * NUMBLOCKS(0) = 1020 blocks and an arena 64 pools, so no location has a
+ * block field of 1023 and SLOT_DEAD (all ones) means "not live".  The
+ * requested size is not kept: the engine passes it as ev->prev_size.  Four
  * bytes, not a struct of 12, because this table is most of the simulator's
- * memory: one entry per live object (4.2 M for 256 MiB of 64 B objects).
- * Stored XORed with SLOT_DEAD, so that the id table's fresh entries (zero:
- * sim/idtable.h) read as not live without being written. */
-#define SLOT_BYTES 5
-#define SLOT_DEAD  ((UINT64_C(1) << (8 * SLOT_BYTES)) - 1)
+ * memory: one entry per live object (4.2 M for 256 MiB of 64 B objects; the
+ * fifth byte was 4 MiB of its 37).  Stored XORed with SLOT_DEAD, so that
+ * the id table's fresh entries (zero: sim/idtable.h) read as not live
+ * without being written. */
+#define SLOT_MAX_BYTES 5
+#define SLOT_DEAD      ((UINT64_C(1) << (8 * SLOT_MAX_BYTES)) - 1)
+/* arenas[] slots 4-byte locations name: a 16-bit arena index. */
+#define SLOT_NARROW_ARENAS (UINT32_C(1) << 16)
 /* arenas[] slots a location can name: a 24-bit arena index (16 TiB). */
 #define SLOT_MAX_ARENAS (UINT32_C(1) << 24)
 
@@ -236,12 +244,16 @@ struct pymalloc_model_s {
   uint16_t     *spare_links[LINKS_MAX_BLOCKS + 1]; /* by length: let go */
 
   /* Objects. */
-  uint8_t      *ids;     /* by object id: SLOT_BYTES-byte locations */
-  sim_idtable_t ids_tab; /* ids' memory; ids_tab.len: ids usable, ids
-                            beyond are not live */
-  uint64_t live_bytes;
-  uint64_t live_objects;
-  uint64_t block_bytes; /* sum of block sizes in use */
+  uint8_t *ids;           /* by object id: slot_bytes-byte locations */
+  uint64_t ids_len;       /* ids usable at slot_bytes; ids beyond are not
+                             live */
+  uint32_t slot_bytes;    /* 4 or 5 */
+  uint32_t narrow_arenas; /* arenas[] slots 4-byte locations name:
+                             SLOT_NARROW_ARENAS (tests lower it) */
+  sim_idtable_t ids_tab;  /* ids' memory, in SLOT_MAX_BYTES units */
+  uint64_t      live_bytes;
+  uint64_t      live_objects;
+  uint64_t      block_bytes; /* sum of block sizes in use */
 };
 
 static inline uint64_t map_bot_index(const pymalloc_model_t *pm, sim_addr_t p) {
@@ -473,7 +485,7 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
   return raw_write(pm, n_lo, map_bot_index(pm, next) * 8 + 4, 4, err); /* lo */
 }
 
-/* ---- Free lists ------------------------------------------------------- */
+/* ---- Free lists --------------------------------------------------------- */
 
 /* A pool's free list is obmalloc's chain through the first word of each
  * free block (freeblock, 3.11 obmalloc.c:1003).  The model keeps it in one
@@ -578,6 +590,80 @@ static as_status_t links_from_run(pymalloc_model_t *pm, pym_pool_t *pool,
   return AS_OK;
 }
 
+/* ---- Object locations --------------------------------------------------- */
+
+/* Makes ids [0, n) of the table usable at the current width: the id
+ * table counts SLOT_MAX_BYTES units, so it is reached by bytes. */
+static bool reach_ids(pymalloc_model_t *pm, uint64_t n) {
+  uint64_t units = (n * pm->slot_bytes + SLOT_MAX_BYTES - 1) / SLOT_MAX_BYTES;
+  if (units > 0 && !sim_idtable_reach(&pm->ids_tab, units - 1))
+    return false;
+  pm->ids_len = pm->ids_tab.len * SLOT_MAX_BYTES / pm->slot_bytes;
+  return true;
+}
+
+/* Makes id addressable in ids[]. */
+static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
+  if (reach_ids(pm, id + 1))
+    return AS_OK;
+  return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
+                    (unsigned long long)id + 1);
+}
+
+/* The location of id, or SLOT_DEAD.  A 4-byte slot drops the fifth byte,
+ * which is all ones (SLOT_DEAD's) for a live location and zero for a dead
+ * one, whose other bytes are zero too. */
+static inline uint64_t slot_get(const pymalloc_model_t *pm, uint64_t id) {
+  if (id >= pm->ids_len)
+    return SLOT_DEAD;
+  const uint8_t *p = pm->ids + id * pm->slot_bytes;
+  uint32_t       lo;
+  memcpy(&lo, p, sizeof lo);
+  uint64_t hi = pm->slot_bytes == SLOT_MAX_BYTES ? p[4] : lo != 0 ? 0xFF : 0;
+  return ((uint64_t)lo | hi << 32) ^ SLOT_DEAD;
+}
+
+/* Records loc for id (id < ids_len). */
+static inline void slot_set(pymalloc_model_t *pm, uint64_t id, uint64_t loc) {
+  uint8_t *p = pm->ids + id * pm->slot_bytes;
+  loc ^= SLOT_DEAD;
+  uint32_t lo = (uint32_t)loc;
+  memcpy(p, &lo, sizeof lo);
+  if (pm->slot_bytes == SLOT_MAX_BYTES)
+    p[4] = (uint8_t)(loc >> 32);
+}
+
+/* Rewrites ids[] from 4-byte to 5-byte slots, in place and last first
+ * (slot i's five bytes overlap only 4-byte slots i and above, already
+ * moved), before new_arena makes an arenas[] slot 4 bytes cannot name. */
+static as_status_t widen_ids(pymalloc_model_t *pm, as_err_t *err) {
+  uint64_t n = pm->ids_len;
+  if (n > 0 && !sim_idtable_reach(&pm->ids_tab, n - 1))
+    return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
+                      (unsigned long long)n);
+  for (uint64_t i = n; i-- > 0;) {
+    uint32_t lo;
+    memcpy(&lo, pm->ids + i * 4, sizeof lo);
+    memcpy(pm->ids + i * SLOT_MAX_BYTES, &lo, sizeof lo);
+    pm->ids[i * SLOT_MAX_BYTES + 4] = lo != 0 ? 0xFF : 0;
+  }
+  pm->slot_bytes = SLOT_MAX_BYTES;
+  pm->ids_len = pm->ids_tab.len;
+  return AS_OK;
+}
+
+static inline uint64_t slot_of(const pym_pool_t *pool, uint32_t b) {
+  return (uint64_t)pool->arenaindex << 16 | (uint64_t)pool->index << 10 | b;
+}
+
+static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm, uint64_t loc) {
+  return &pm->arenas[loc >> 16].pools[(loc >> 10) & 63];
+}
+
+static inline uint32_t slot_block(uint64_t loc) {
+  return (uint32_t)(loc & 1023);
+}
+
 /* ---- Arenas ------------------------------------------------------------- */
 
 /* new_arena() (3.11 obmalloc.c:1579-1676; 3.14 :1911-2009). */
@@ -595,6 +681,9 @@ static as_status_t new_arena(pymalloc_model_t *pm, pym_arena_t **out,
       return as_err_set(err, AS_ENOMEM,
                         "pymalloc: more than %lu arenas (the model's limit)",
                         (unsigned long)SLOT_MAX_ARENAS);
+    if (numarenas > pm->narrow_arenas && pm->slot_bytes < SLOT_MAX_BYTES &&
+        (rc = widen_ids(pm, err)) != AS_OK)
+      return rc;
     rc = pm->raw.realloc(pm->raw.user, PYMALLOC_RAW_HANDLE_ARENAS,
                          (uint64_t)pm->maxarenas * ARENA_OBJECT_BYTES,
                          (uint64_t)numarenas * ARENA_OBJECT_BYTES, err);
@@ -943,47 +1032,6 @@ static inline as_status_t pym_free_block(pymalloc_model_t *pm, pym_pool_t *pool,
 
 /* ---- Model methods ------------------------------------------------------ */
 
-/* Makes id addressable in ids[]. */
-static as_status_t grow_ids(pymalloc_model_t *pm, uint64_t id, as_err_t *err) {
-  if (sim_idtable_reach(&pm->ids_tab, id))
-    return AS_OK;
-  return as_err_set(err, AS_ENOMEM, "pymalloc: out of memory for %llu ids",
-                    (unsigned long long)id + 1);
-}
-
-/* The location of id, or SLOT_DEAD. */
-static inline uint64_t slot_get(const pymalloc_model_t *pm, uint64_t id) {
-  if (id >= pm->ids_tab.len)
-    return SLOT_DEAD;
-  const uint8_t *p = pm->ids + id * SLOT_BYTES;
-  return ((uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-          (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32) ^
-         SLOT_DEAD;
-}
-
-/* Records loc for id (id < ids_tab.len). */
-static inline void slot_set(pymalloc_model_t *pm, uint64_t id, uint64_t loc) {
-  uint8_t *p = pm->ids + id * SLOT_BYTES;
-  loc ^= SLOT_DEAD;
-  p[0] = (uint8_t)loc;
-  p[1] = (uint8_t)(loc >> 8);
-  p[2] = (uint8_t)(loc >> 16);
-  p[3] = (uint8_t)(loc >> 24);
-  p[4] = (uint8_t)(loc >> 32);
-}
-
-static inline uint64_t slot_of(const pym_pool_t *pool, uint32_t b) {
-  return (uint64_t)pool->arenaindex << 16 | (uint64_t)pool->index << 10 | b;
-}
-
-static inline pym_pool_t *slot_pool(const pymalloc_model_t *pm, uint64_t loc) {
-  return &pm->arenas[loc >> 16].pools[(loc >> 10) & 63];
-}
-
-static inline uint32_t slot_block(uint64_t loc) {
-  return (uint32_t)(loc & 1023);
-}
-
 static as_status_t pymalloc_create(const model_opts_t *opts,
                                    const model_ctx_t *ctx, model_t **out,
                                    as_err_t *err) {
@@ -997,7 +1045,9 @@ static as_status_t pymalloc_create(const model_opts_t *opts,
   pm->page_mask = (uint32_t)(sim_kernel_page_size(ctx->kernel) - 1);
   pm->version = 310 + (int)model_opt_i64(opts, PO_VERSION);
   pm->radix = pm->version == 310 ? RADIX_310 : RADIX_311;
-  if (sim_idtable_init(&pm->ids_tab, SLOT_BYTES) != AS_OK) {
+  pm->slot_bytes = 4;
+  pm->narrow_arenas = SLOT_NARROW_ARENAS;
+  if (sim_idtable_init(&pm->ids_tab, SLOT_MAX_BYTES) != AS_OK) {
     free(pm);
     return as_err_set(err, AS_ENOMEM, "pymalloc: no address space for ids");
   }
@@ -1050,7 +1100,7 @@ alloc_any(pymalloc_model_t *pm, const trace_event_t *ev, as_err_t *err) {
   if (nbytes == 0 || nbytes > PYMALLOC_SMALL_REQUEST_THRESHOLD ||
       ev->op == TRACE_MEMALIGN)
     return out_of_range(nbytes, err);
-  if (ev->id >= pm->ids_tab.len) {
+  if (ev->id >= pm->ids_len) {
     as_status_t rc = grow_ids(pm, ev->id, err);
     if (rc != AS_OK)
       return rc;
@@ -1096,7 +1146,7 @@ static as_status_t pymalloc_alloc(model_t *m, const trace_event_t *ev,
   pymalloc_model_t *pm = (pymalloc_model_t *)m;
   uint64_t          nbytes = ev->size;
   if (nbytes - 1 >= PYMALLOC_SMALL_REQUEST_THRESHOLD ||
-      ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_tab.len ||
+      ev->op == TRACE_MEMALIGN || ev->id >= pm->ids_len ||
       slot_get(pm, ev->id) != SLOT_DEAD)
     return alloc_any(pm, ev, err); /* errors; ids not yet in ids[] */
   uint32_t    szidx = (uint32_t)(nbytes - 1) >> 4;
@@ -1225,9 +1275,8 @@ static void pymalloc_model_stats(const model_t *m, model_stats_t *out) {
  * order misses the cache on it (5 bytes per id, 21 MB for 4.2 M objects). */
 static void pymalloc_prefetch(const model_t *m, const trace_event_t *ev) {
   const pymalloc_model_t *pm = (const pymalloc_model_t *)m;
-  if ((ev->op == TRACE_FREE || ev->op == TRACE_REALLOC) &&
-      ev->id < pm->ids_tab.len)
-    __builtin_prefetch(pm->ids + ev->id * SLOT_BYTES);
+  if ((ev->op == TRACE_FREE || ev->op == TRACE_REALLOC) && ev->id < pm->ids_len)
+    __builtin_prefetch(pm->ids + ev->id * pm->slot_bytes);
 }
 
 static bool pymalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
@@ -1534,6 +1583,10 @@ as_status_t pymalloc_free_if_held(model_t *m, const trace_event_t *ev,
   uint64_t          loc = slot_get(pm, ev->id);
   *held = loc != SLOT_DEAD;
   return *held ? free_held(pm, ev, loc, err) : AS_OK;
+}
+
+void pymalloc_narrow_arenas_for_tests(model_t *m, uint32_t n) {
+  ((pymalloc_model_t *)m)->narrow_arenas = n;
 }
 
 void pymalloc_set_raw(model_t *m, const pymalloc_raw_t *raw) {

@@ -131,6 +131,11 @@ as_status_t pymalloc_free_if_held(model_t *m, const trace_event_t *ev,
  * is not live in m.  For tests and heap maps. */
 bool pymalloc_block_address(const model_t *m, uint64_t id, uint64_t *addr);
 
+/* For tests: 4-byte locations name arenas[] slots below n (a power of two,
+ * 16 or more) instead of 65,536, so that a test reaches the rewrite to
+ * 5-byte ones without simulating 64 GiB.  Before the first allocation. */
+void pymalloc_narrow_arenas_for_tests(model_t *m, uint32_t n);
+
 /* Routes m's raw allocations to raw (copied).  Must be called before the
  * first allocation.  Standalone (never called) they live in one
  * SIM_OWNER_METADATA reservation of a whole number of MiB (so arenas keep

@@ -594,6 +594,41 @@ static void block_locations_hold_past_256_arenas(void **state) {
   fx_close(&f);
 }
 
+/* Locations start 4 bytes wide and are rewritten 5 bytes wide when
+ * arenas[] outgrows 16-bit indices (65,536 slots; lowered here to 64):
+ * the same calls on a model that rewrote its table and on one that did
+ * not place every object alike, and the objects freed before and after the
+ * rewrite read as not live. */
+static void
+block_locations_hold_across_the_rewrite_to_five_bytes(void **state) {
+  (void)state;
+  fx_t kept, rewritten;
+  fx_open(&kept, 0);
+  fx_open(&rewritten, 0);
+  pymalloc_narrow_arenas_for_tests(rewritten.m, 64);
+  enum { PER_ARENA = 63 * 31, N = 100 * PER_ARENA }; /* 512 B blocks */
+  fx_t *both[] = {&kept, &rewritten};
+  for (int k = 0; k < 2; k++) {
+    alloc_range(both[k], 0, N / 2, 512); /* 50 arenas: 4-byte slots */
+    for (uint64_t id = 0; id < N / 2; id += 3)
+      assert_int_equal(op(both[k], TRACE_FREE, id, 0), AS_OK);
+    alloc_range(both[k], N / 2, N, 512); /* past 64 arenas: rewritten */
+    for (uint64_t id = N / 2 + 1; id < N; id += 3)
+      assert_int_equal(op(both[k], TRACE_FREE, id, 0), AS_OK);
+  }
+  assert_true(stats(&rewritten).arenas_current > 64);
+  for (uint64_t id = 0; id < N; id++) {
+    uint64_t a = 0, b = 0;
+    bool     live = id < N / 2 ? id % 3 != 0 : (id - N / 2) % 3 != 1;
+    assert_int_equal(pymalloc_block_address(kept.m, id, &a), live);
+    assert_int_equal(pymalloc_block_address(rewritten.m, id, &b), live);
+    assert_int_equal(a, b);
+  }
+  assert_int_equal(stats(&rewritten).blocks_in_use, stats(&kept).blocks_in_use);
+  fx_close(&kept);
+  fx_close(&rewritten);
+}
+
 /* Ids are dead until allocated, wherever they fall in the table. */
 static void ids_never_allocated_are_dead(void **state) {
   (void)state;
@@ -660,6 +695,7 @@ int main(void) {
       cmocka_unit_test(realloc_shrinks_in_place_only_above_three_quarters),
       cmocka_unit_test(requests_outside_1_to_512_are_refused),
       cmocka_unit_test(block_locations_hold_past_256_arenas),
+      cmocka_unit_test(block_locations_hold_across_the_rewrite_to_five_bytes),
       cmocka_unit_test(ids_never_allocated_are_dead),
       cmocka_unit_test(free_if_held_says_whether_it_freed),
   };
