@@ -494,9 +494,10 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
  *     empty: freeblock is NO_BLOCK), and links is NULL.  A pool being
  *     carved is one (its list is the virgin block alone), and so is a pool
  *     whose blocks were freed last first, each freed block pushed just
- *     below the head, as CPython's own teardowns free a list's or a
- *     dict's items (list_dealloc, Objects/listobject.c, walks ob_item from
- *     the end).  It costs nothing per block.
+ *     below the head, as CPython frees a list's or a tuple's items
+ *     (list_dealloc and tupledealloc walk ob_item from the end: "Do it
+ *     backwards", CPython 3.14 Objects/listobject.c, as in every release
+ *     since 2.x).  It costs nothing per block.
  *   - a links array: a uint16 per block holding the next free block,
  *     taken when a free breaks the run and kept while the pool serves its
  *     size class.
