@@ -495,9 +495,9 @@ static as_status_t arena_map_mark_used(pymalloc_model_t *pm,
  *     carved is one (its list is the virgin block alone), and so is a pool
  *     whose blocks were freed last first, each freed block pushed just
  *     below the head, as CPython frees a list's or a tuple's items
- *     (list_dealloc and tupledealloc walk ob_item from the end: "Do it
- *     backwards", CPython 3.14 Objects/listobject.c, as in every release
- *     since 2.x).  It costs nothing per block.
+ *     (CPython 3.14 Objects/listobject.c list_dealloc, "Do it backwards",
+ *     and Objects/tupleobject.c tupledealloc walk ob_item from the end, as
+ *     every release since 2.x has).  It costs nothing per block.
  *   - a links array: a uint16 per block holding the next free block,
  *     taken when a free breaks the run and kept while the pool serves its
  *     size class.
