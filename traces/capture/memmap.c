@@ -113,11 +113,15 @@ void capture_memmap_atfork(void) {
  * exclusive bit (56, PM_MMAP_EXCLUSIVE, Linux 4.2+; fs/proc/task_mmu.c
  * pte_to_pagemap_entry) is set only for a page with a struct page mapped
  * once, and the zero page has none (vm_normal_page returns NULL for it).
- * A page a fork shares copy-on-write is not exclusive either, yet RSS
- * counts it, so after a fork every present page counts, the zero page
- * too, as mincore would say. */
-static bool entry_mapped(uint64_t e) {
-  return (e & PAGEMAP_PRESENT) && ((e & PAGEMAP_EXCLUSIVE) || g_forked);
+ * The huge zero page, mapped whole by a read of a THP-eligible range, has
+ * a struct page that is not anonymous: pagemap_pmd_range calls it a file
+ * page (bit 61), so a present anonymous page is never it.  A page a fork
+ * shares copy-on-write is not exclusive either, yet RSS counts it, so
+ * after a fork every present anonymous page counts, the zero page too, as
+ * mincore would say. */
+static bool entry_anon_held(uint64_t e) {
+  return (e & PAGEMAP_PRESENT) && !(e & PAGEMAP_FILE) &&
+         ((e & PAGEMAP_EXCLUSIVE) || g_forked);
 }
 
 /* Calls fn(user, i, entry) for page i of the n pages from page first (an
@@ -189,7 +193,7 @@ static void mark_run(void *user, uint64_t start, uint64_t end) {
 }
 
 static void mark_entry(void *user, size_t i, uint64_t e) {
-  ((unsigned char *)user)[i] = entry_mapped(e) || (e & PAGEMAP_SWAPPED);
+  ((unsigned char *)user)[i] = entry_anon_held(e) || (e & PAGEMAP_SWAPPED);
 }
 
 bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec) {
@@ -205,12 +209,12 @@ bool capture_held_pages(uintptr_t first, size_t npages, unsigned char *vec) {
 
 static void count_anon_entry(void *user, size_t i, uint64_t e) {
   (void)i;
-  *(uint64_t *)user += entry_mapped(e) && !(e & PAGEMAP_FILE);
+  *(uint64_t *)user += entry_anon_held(e);
 }
 
 /* Anonymous pages this process maps in [lo, hi), the zero page left out:
- * with PAGEMAP_SCAN where the kernel has it, else from the entries (bit 61
- * file-page or shared anonymous, entry_mapped above). */
+ * with PAGEMAP_SCAN where the kernel has it, else from the entries
+ * (entry_anon_held above). */
 static uint64_t anon_pages(uintptr_t lo, uintptr_t hi) {
   if (g_pagemap < 0 || hi <= lo)
     return 0;
