@@ -8,16 +8,24 @@
  * that reschedules itself without advancing time would otherwise hang).
  * Periodic RSS sampling is one such timer, owned by the engine.
  *
- * The live-object table is one uint16 code per id (ids are dense and
- * recycled by trace writers, so it grows with peak live objects, not with
- * trace length): 0 means not live, SIZE_BIG means live with the size in a
- * small open-addressing table keyed by id, and any other code c means live
- * with size c - 1.  Real programs' objects are almost all under 64 KiB, so
- * the side table holds the few big ones; 2 bytes per id keep the table in
- * cache where a bitmap plus a uint64 per id would miss on every free, and
- * validating an event and reading its size is one load.  Entries are
- * initialised lazily up to the highest id seen, so the table's resident
- * memory follows the ids in use, not its doubling capacity.
+ * The live-object table holds a code per id (ids are dense and recycled by
+ * trace writers, so it grows with peak live objects, not with trace
+ * length): 0 means not live, SIZE_BIG means live with the size in a small
+ * open-addressing table keyed by id, and any other code c means live with
+ * size c - 1.  Real programs' objects are almost all under 64 KiB, so the
+ * side table holds the few big ones; a code of 2 bytes per id keeps the
+ * table in cache where a bitmap plus a uint64 per id would miss on every
+ * free, and validating an event and reading its size is one load.
+ *
+ * A trace of few distinct sizes (a generated workload, many C programs)
+ * needs less: the table starts narrow, 1 byte per id, whose codes name
+ * sizes in a dictionary of up to NARROW_SIZES sizes (a translation table
+ * in cache turns a narrow code into the wide one), and is rewritten wide
+ * in place, once, when a size the dictionary has no room for comes.  For
+ * the survivors study's heap of 4.2 M objects of 64 B that is 4 MiB less
+ * simulator memory.  Entries are initialised lazily up to the highest id
+ * seen, so the table's resident memory follows the ids in use, not its
+ * capacity.
  */
 #include "engine.h"
 
@@ -40,6 +48,12 @@
 #define SIZE_BIG  UINT16_MAX
 /* Largest size kept in the code itself: c - 1 for c up to SIZE_BIG - 1. */
 #define SIZE_INLINE_MAX ((uint64_t)SIZE_BIG - 2)
+/* Narrow codes: 0 dead, 1..NARROW_SIZES a dictionary size, NARROW_BIG. */
+#define NARROW_BIG   UINT8_MAX
+#define NARROW_SIZES (NARROW_BIG - 1)
+/* Slots of the dictionary's size-to-code hash: a power of two, at most
+ * half full. */
+#define NARROW_HASH_SLOTS 512
 /* An empty slot of the big-size table; ids are below SIM_IDTABLE_MAX_IDS. */
 #define BIG_EMPTY UINT64_MAX
 
@@ -60,14 +74,23 @@ struct engine_state_s {
   sim_kernel_t              *kernel; /* one load, not two, per event */
   sim_event_queue_t         *timers;
   uint64_t                   now_ns;
-  uint16_t                  *live; /* by id: SIZE_DEAD, size + 1 or
-                                      SIZE_BIG (file comment); the base of
-                                      live_tab */
-  sim_idtable_t live_tab;          /* live's memory: ids [0, len) usable
-                                      (zero: dead), beyond: dead */
-  big_entry_t *big;                /* sizes of SIZE_BIG ids */
-  size_t       big_cap;            /* slots in big: 0 or a power of 2 */
-  size_t       big_count;          /* slots in use */
+  uint8_t                   *live;       /* by id: a narrow or a wide code
+                                            (file comment); the base of
+                                            live_tab */
+  uint64_t live_len;                     /* ids [0, live_len) usable (zero:
+                                            dead) at the table's width; beyond:
+                                            dead */
+  sim_idtable_t live_tab;                /* live's memory, in wide entries */
+  bool          narrow;                  /* 1 byte per id, else a uint16 */
+  uint16_t      wide_of[NARROW_BIG + 1]; /* narrow code -> wide code */
+  uint8_t       narrow_of[NARROW_HASH_SLOTS]; /* hash(size) -> narrow
+                                                  code, 0: empty */
+  unsigned narrow_sizes;                      /* dictionary codes used */
+  uint8_t  narrow_last;   /* the code narrow_code gave last: a run of
+                             one size costs no hash lookup */
+  big_entry_t *big;       /* sizes of SIZE_BIG ids */
+  size_t       big_cap;   /* slots in big: 0 or a power of 2 */
+  size_t       big_count; /* slots in use */
   uint64_t     live_bytes;
   uint64_t     touch_threshold; /* 0: everything written */
   uint64_t     touch_page;      /* a capture's page size: its touches
@@ -273,12 +296,23 @@ static void big_del(engine_state_t *st, uint64_t id) {
   st->big_count--;
 }
 
+/* Makes ids [0, n) usable at the table's width: live_tab counts wide
+ * entries, so a narrow table is reached by bytes. */
+static bool reach_live(engine_state_t *st, uint64_t n) {
+  uint64_t wide = st->narrow ? (n + 1) / 2 : n;
+  if (wide > 0 && !sim_idtable_reach(&st->live_tab, wide - 1))
+    return false;
+  st->live_len = st->live_tab.len * (st->narrow ? 2 : 1);
+  return true;
+}
+
 /* Makes id addressable in the live table.  The table is reserved address
  * space (sim/idtable.h): it grows without copying, fresh entries read as
  * SIZE_DEAD without being written, and a sweep worker reuses it resident
  * from point to point. */
 static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
-  uint64_t max = st->cfg->max_memory_bytes, need = (id + 1) * sizeof *st->live;
+  uint64_t max = st->cfg->max_memory_bytes;
+  uint64_t need = (id + 1) * (st->narrow ? 1 : sizeof(uint16_t));
   if (id < SIM_IDTABLE_MAX_IDS && max != 0 && need > max)
     return as_err_set(err, AS_ENOMEM,
                       "object id %" PRIu64 " needs a table of %" PRIu64
@@ -286,12 +320,23 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
                       "limit of %" PRIu64 " MiB (--max-memory); ids should "
                       "be dense and recycled",
                       id, id + 1, need >> 20, max >> 20);
-  return sim_idtable_reach_ids(&st->live_tab, id, err);
+  if (id < SIM_IDTABLE_MAX_IDS && reach_live(st, id + 1))
+    return AS_OK;
+  if (id >= SIM_IDTABLE_MAX_IDS) /* the error every id table gives */
+    return sim_idtable_reach_ids(&st->live_tab, id, err);
+  return as_err_set(err, AS_ENOMEM, "out of memory for %" PRIu64 " object ids",
+                    id + 1);
 }
 
-/* The code of id: SIZE_DEAD for an id never seen. */
+/* The wide code of id: SIZE_DEAD for an id never seen. */
 static inline uint16_t live_code(const engine_state_t *st, uint64_t id) {
-  return id < st->live_tab.len ? st->live[id] : SIZE_DEAD;
+  if (id >= st->live_len)
+    return SIZE_DEAD;
+  if (st->narrow)
+    return st->wide_of[st->live[id]];
+  uint16_t c;
+  memcpy(&c, st->live + id * sizeof c, sizeof c);
+  return c;
 }
 
 /* The size of a live id whose code is c. */
@@ -300,21 +345,104 @@ static inline uint64_t live_size(const engine_state_t *st, uint64_t id,
   return c == SIZE_BIG ? big_get(st, id) : (uint64_t)c - 1;
 }
 
+static inline void store_wide(engine_state_t *st, uint64_t id, uint16_t c) {
+  memcpy(st->live + id * sizeof c, &c, sizeof c);
+}
+
+/* Rewrites the table from 1 to 2 bytes per id, in place and last first
+ * (wide entry i's two bytes are narrow entries 2i and 2i + 1, read
+ * already). */
+static as_status_t widen_live(engine_state_t *st, as_err_t *err) {
+  uint64_t n = st->live_len;
+  if (n > 0 && !sim_idtable_reach(&st->live_tab, n - 1))
+    return as_err_set(err, AS_ENOMEM,
+                      "out of memory for %" PRIu64 " object ids", n);
+  for (uint64_t i = n; i-- > 0;)
+    store_wide(st, i, st->wide_of[st->live[i]]);
+  st->narrow = false;
+  st->live_len = st->live_tab.len;
+  return AS_OK;
+}
+
+/* The dictionary's code for wide code c (a size + 1), given one if there
+ * is room; 0 when the dictionary is full. */
+static uint8_t narrow_code(engine_state_t *st, uint16_t c) {
+  size_t i = ((uint32_t)c * UINT32_C(0x9E3779B1)) >> 23; /* 9 bits */
+  for (;; i = (i + 1) % NARROW_HASH_SLOTS) {
+    uint8_t n = st->narrow_of[i];
+    if (n != 0 && st->wide_of[n] == c)
+      return st->narrow_last = n;
+    if (n == 0)
+      break;
+  }
+  if (st->narrow_sizes == NARROW_SIZES)
+    return 0;
+  uint8_t n = (uint8_t)++st->narrow_sizes;
+  st->narrow_of[i] = n;
+  st->wide_of[n] = c;
+  return st->narrow_last = n;
+}
+
+/* store_code for a code other than the last one stored narrow: the
+ * dictionary's lookup, and the widening when it has no room. */
+__attribute__((noinline)) static as_status_t
+store_code_slow(engine_state_t *st, uint64_t id, uint16_t c, as_err_t *err) {
+  uint8_t n = c == SIZE_BIG ? NARROW_BIG : narrow_code(st, c);
+  if (n != 0) {
+    st->live[id] = n;
+    return AS_OK;
+  }
+  as_status_t rc = widen_live(st, err);
+  if (rc == AS_OK)
+    store_wide(st, id, c);
+  return rc;
+}
+
+/* Stores code c, a size + 1 or SIZE_BIG, for id (id < live_len),
+ * widening the table when its dictionary has no room for c. */
+static inline as_status_t store_code(engine_state_t *st, uint64_t id,
+                                     uint16_t c, as_err_t *err) {
+  if (!st->narrow) {
+    store_wide(st, id, c);
+    return AS_OK;
+  }
+  if (st->wide_of[st->narrow_last] != c)
+    return store_code_slow(st, id, c, err);
+  st->live[id] = st->narrow_last;
+  return AS_OK;
+}
+
+/* Marks id (id < live_len) dead. */
+static inline void store_dead(engine_state_t *st, uint64_t id) {
+  if (st->narrow)
+    st->live[id] = 0;
+  else
+    store_wide(st, id, SIZE_DEAD);
+}
+
+/* Whether id (id < live_len) is live: its code, narrow or wide, is not
+ * 0. */
+static inline bool live_at(const engine_state_t *st, uint64_t id) {
+  uint16_t c;
+  if (st->narrow)
+    return st->live[id] != 0;
+  memcpy(&c, st->live + id * sizeof c, sizeof c);
+  return c != SIZE_DEAD;
+}
+
 /* Records that live id (code old_c, SIZE_DEAD if it was not live) now has
- * size.  Only a size needing a new big-table slot can fail. */
+ * size.  Only a size needing a new big-table slot, or the table's
+ * widening, can fail. */
 static inline as_status_t set_size(engine_state_t *st, uint64_t id,
                                    uint16_t old_c, uint64_t size,
                                    as_err_t *err) {
   if (size <= SIZE_INLINE_MAX) {
     if (old_c == SIZE_BIG)
       big_del(st, id);
-    st->live[id] = (uint16_t)(size + 1);
-    return AS_OK;
+    return store_code(st, id, (uint16_t)(size + 1), err);
   }
   as_status_t rc = big_put(st, id, size, err);
-  if (rc == AS_OK)
-    st->live[id] = SIZE_BIG;
-  return rc;
+  return rc == AS_OK ? store_code(st, id, SIZE_BIG, err) : rc;
 }
 
 /* ": line 12" / ": byte offset 345" for ev, the event src gave last (or
@@ -448,12 +576,12 @@ static as_status_t dispatch_alloc(engine_state_t *st, const trace_source_t *src,
                                   trace_event_t *ev, as_err_t *err) {
   if (ev->size > SIZE_INLINE_MAX && check_size(st, ev, err) != AS_OK)
     return AS_EFORMAT;
-  if (ev->id >= st->live_tab.len) {
+  if (ev->id >= st->live_len) {
     as_status_t rc = ensure_id(st, ev->id, err);
     if (rc != AS_OK)
       return rc;
   }
-  if (st->live[ev->id] != SIZE_DEAD)
+  if (live_at(st, ev->id))
     return bad_object(st, src, ev, &st->res->skipped_double_alloc,
                       "that is already live", err);
   flag_unwritten(st, ev);
@@ -497,7 +625,7 @@ static as_status_t dispatch_free(engine_state_t *st, const trace_source_t *src,
   st->live_bytes -= ev->prev_size;
   if (c == SIZE_BIG)
     big_del(st, ev->id);
-  st->live[ev->id] = SIZE_DEAD;
+  store_dead(st, ev->id);
   return AS_OK;
 }
 
@@ -740,8 +868,8 @@ static inline void prefetch_event(const engine_state_t *st, prefetch_fn fn,
   if (ev->op != TRACE_FREE && ev->op != TRACE_REALLOC)
     return;
   fn(st->model, ev);
-  if (ev->id < st->live_tab.len)
-    __builtin_prefetch(&st->live[ev->id]);
+  if (ev->id < st->live_len)
+    __builtin_prefetch(st->live + (st->narrow ? ev->id : 2 * ev->id));
 }
 
 /* The trace's events a batch at a time (a version 3 binary trace hands
@@ -806,7 +934,8 @@ static uint64_t declared_floor(const trace_source_t *src, const char *key) {
 
 /* Refuses, before the first event, a source whose declared peak needs more
  * than the memory bound for the engine's and the kernel's share alone:
- * SIZE_BYTES per object id in the live table, SIM_KERNEL_BYTES_PER_BLOCK
+ * a byte per object id in the live table (its narrow form: more when the
+ * trace has many sizes), SIM_KERNEL_BYTES_PER_BLOCK
  * per 2 MiB the program writes.  The model's own share comes on top. */
 static as_status_t check_plan(const sim_engine_config_t *cfg,
                               const trace_source_t *src, as_err_t *err) {
@@ -816,7 +945,7 @@ static as_status_t check_plan(const sim_engine_config_t *cfg,
   if (max == 0 || (objects == 0 && bytes == 0))
     return AS_OK;
   double need =
-      (double)objects * sizeof(uint16_t) +
+      (double)objects * sizeof(uint8_t) +
       (double)(bytes >> SIM_KERNEL_CHUNK_SHIFT) * SIM_KERNEL_BYTES_PER_BLOCK;
   if (need <= (double)max)
     return AS_OK;
@@ -828,7 +957,7 @@ static as_status_t check_plan(const sim_engine_config_t *cfg,
       "%d per 2 MiB written), over --max-memory %s; raise "
       "--max-memory or simulate less",
       src->name, objects, sim_host_format_bytes(bytes, a, sizeof a),
-      sim_host_format_bytes((uint64_t)need, b, sizeof b), sizeof(uint16_t),
+      sim_host_format_bytes((uint64_t)need, b, sizeof b), sizeof(uint8_t),
       SIM_KERNEL_BYTES_PER_BLOCK, sim_host_format_bytes(max, c, sizeof c));
 }
 
@@ -844,10 +973,12 @@ as_status_t sim_engine_run(const sim_engine_config_t *cfg, sim_session_t *s,
   memset(result, 0, sizeof *result);
   result->max_threads = 1;
   sim_timer_init(&st.sampler, sampler_fire);
-  if (sim_idtable_init(&st.live_tab, sizeof *st.live) != AS_OK)
+  if (sim_idtable_init(&st.live_tab, sizeof(uint16_t)) != AS_OK)
     return as_err_set(err, AS_ENOMEM,
                       "out of address space for the object-id table");
   st.live = sim_idtable_base(&st.live_tab);
+  st.narrow = true;
+  st.wide_of[NARROW_BIG] = SIZE_BIG;
   as_reserve_reuse_trim(); /* the session's and this run's tables are made */
   as_status_t rc = check_plan(cfg, src, err);
   if (rc == AS_OK && cfg->sample_every_ns > 0)

@@ -464,6 +464,86 @@ static void many_big_objects_keep_their_sizes(void **state) {
   free(want);
 }
 
+/* More distinct sizes than the narrow table's dictionary holds, arriving
+ * while objects of earlier sizes are live: the table's rewrite to 2 bytes
+ * per id, last id first, keeps every size, before and after it. */
+static void sizes_survive_the_live_tables_widening(void **state) {
+  fixture_t *f = *state;
+  enum { N = 4000, SIZES = 600 };
+  trace_event_t *evs = calloc(3 * N, sizeof *evs);
+  uint64_t      *want = calloc(2 * N, sizeof *want);
+  uint64_t       size[N];
+  size_t         ne = 0, nw = 0;
+  assert_non_null(evs);
+  assert_non_null(want);
+  for (uint64_t i = 0; i < N; i++) {
+    /* sizes 1..SIZES in turn, one in 50 big; every fourth object of the
+     * first half freed before the dictionary fills */
+    size[i] = i % 50 == 7 ? 70000 + i : 1 + (i * 7) % SIZES;
+    evs[ne] = (trace_event_t)EV_MALLOC(ne, 2 * i, size[i]);
+    ne++;
+    if (i < N / 2 && i % 4 == 0) {
+      want[nw++] = size[i];
+      evs[ne] = (trace_event_t)EV_FREE(ne, 2 * i);
+      ne++;
+      size[i] = 0;
+    }
+  }
+  for (uint64_t k = 0; k < N; k++) {
+    uint64_t i = (k * 1237) % N; /* a permutation: 1237 is prime to N */
+    if (size[i] == 0)
+      continue;
+    if (k % 3 == 0) {
+      want[nw++] = size[i];
+      size[i] = 1 + (k * 11) % (SIZES + 100);
+      evs[ne] = (trace_event_t)EV_REALLOC(ne, 2 * i, size[i]);
+      ne++;
+    }
+    want[nw++] = size[i];
+    evs[ne] = (trace_event_t)EV_FREE(ne, 2 * i);
+    ne++;
+  }
+  f->spy.want_prev = want;
+  f->spy.nwant = nw;
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {0};
+  assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(f->spy.seen, nw);
+  assert_int_equal(f->spy.mismatches, 0);
+  assert_int_equal(res.final_live_bytes, 0);
+  free(evs);
+  free(want);
+}
+
+/* A double allocation or a free of a dead id is caught in the narrow table
+ * and in the wide one alike. */
+static void liveness_holds_in_both_widths(void **state) {
+  fixture_t    *f = *state;
+  trace_event_t evs[300];
+  size_t        ne = 0;
+  evs[ne++] = (trace_event_t)EV_MALLOC(0, 1, 64);
+  evs[ne++] = (trace_event_t)EV_MALLOC(1, 1, 64); /* narrow: refused */
+  evs[ne++] = (trace_event_t)EV_FREE(2, 1);
+  sim_run_result_t    res;
+  sim_engine_config_t cfg = {.lenient = true};
+  assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(res.skipped_double_alloc, 1);
+  for (ne = 0; ne < 280; ne++) /* 280 sizes: the table widens */
+    evs[ne] = (trace_event_t)EV_MALLOC(ne, 2 + ne, 1 + ne);
+  evs[ne] = (trace_event_t)EV_MALLOC(ne, 2, 5); /* wide: refused */
+  ne++;
+  evs[ne] = (trace_event_t)EV_FREE(ne, 1); /* never live */
+  ne++;
+  evs[ne] = (trace_event_t)EV_FREE(ne, 281); /* size 280 */
+  ne++;
+  evs[ne] = (trace_event_t)EV_FREE(ne, 281); /* dead now */
+  ne++;
+  assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
+  assert_int_equal(res.skipped_double_alloc, 1);
+  assert_int_equal(res.skipped_bad_free, 2);
+  assert_int_equal(res.final_live_bytes, 280 * 281 / 2 - 280);
+}
+
 /* ---- Samples ------------------------------------------------------------ */
 
 typedef struct sample_rec_s sample_rec_t;
@@ -585,6 +665,10 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(
           sizes_small_and_big_reach_the_model_exactly, setup, teardown),
+      cmocka_unit_test_setup_teardown(sizes_survive_the_live_tables_widening,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(liveness_holds_in_both_widths, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(many_big_objects_keep_their_sizes, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(
