@@ -832,8 +832,7 @@ static as_status_t replay_event(engine_state_t *st, trace_source_t *src,
                       (unsigned long long)ev->t_ns,
                       (unsigned long long)st->now_ns);
   }
-  const sim_timer_t *due = sim_event_queue_peek(st->timers);
-  if (due != NULL && due->due_ns <= ev->t_ns &&
+  if (sim_event_queue_next_due(st->timers) <= ev->t_ns &&
       ((rc = check_samples(st, ev->t_ns, err)) != AS_OK ||
        (rc = fire_timers_until(st, ev->t_ns, err)) != AS_OK)) {
     return locate_error(st, src, ev, rc, err); /* a timer due before it */
@@ -880,13 +879,18 @@ static as_status_t replay(engine_state_t *st, trace_source_t *src,
   size_t        n;
   as_status_t   rc;
   prefetch_fn   prefetch = st->model->methods->prefetch;
-  while ((rc = trace_source_batch(src, &one, &evs, &n, err)) == AS_OK)
+  while ((rc = trace_source_batch(src, &one, &evs, &n, err)) == AS_OK) {
+    /* The events with one PREFETCH_AHEAD after them in the batch: one
+     * test per event, not two. */
+    size_t ahead =
+        prefetch != NULL && n > PREFETCH_AHEAD ? n - PREFETCH_AHEAD : 0;
     for (size_t i = 0; i < n; i++) {
-      if (prefetch != NULL && i + PREFETCH_AHEAD < n)
+      if (i < ahead)
         prefetch_event(st, prefetch, &evs[i + PREFETCH_AHEAD]);
       if ((rc = replay_event(st, src, &evs[i], err)) != AS_OK)
         return rc;
     }
+  }
   return rc == AS_DONE ? AS_OK : rc;
 }
 

@@ -87,6 +87,11 @@ static void heap_fix(sim_event_queue_t *q, size_t idx) {
 }
 
 /* Takes the timer in slot idx out of the heap and marks it idle. */
+/* After every change to the heap. */
+static void note_next_due(sim_event_queue_t *q) {
+  q->h.next_due_ns = q->h.size > 0 ? q->h.heap[0]->due_ns : UINT64_MAX;
+}
+
 static void heap_remove(sim_event_queue_t *q, size_t idx) {
   sim_timer_t *t = q->h.heap[idx];
   assert(idx < q->h.size && t->heap_idx == idx);
@@ -115,6 +120,7 @@ as_status_t sim_event_queue_create(sim_event_queue_t **out, as_err_t *err) {
     return as_err_set(err, AS_ENOMEM, "event queue: cannot allocate %zu bytes",
                       sizeof *q);
   }
+  q->h.next_due_ns = UINT64_MAX;
   *out = q;
   return AS_OK;
 }
@@ -140,6 +146,7 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
     t->due_ns = due_ns;
     t->seq = q->next_seq++;
     heap_fix(q, t->heap_idx);
+    note_next_due(q);
     return AS_OK;
   }
   if (q->h.size == q->capacity) {
@@ -157,6 +164,7 @@ as_status_t sim_event_queue_push(sim_event_queue_t *q, sim_timer_t *t,
   heap_place(q, q->h.size, t);
   q->h.size++;
   sift_up(q, q->h.size - 1);
+  note_next_due(q);
   return AS_OK;
 }
 
@@ -165,6 +173,7 @@ void sim_event_queue_cancel(sim_event_queue_t *q, sim_timer_t *t) {
     return;
   }
   heap_remove(q, t->heap_idx);
+  note_next_due(q);
 }
 
 sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
@@ -173,6 +182,7 @@ sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
   }
   sim_timer_t *t = q->h.heap[0];
   heap_remove(q, 0);
+  note_next_due(q);
   return t;
 }
 

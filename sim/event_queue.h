@@ -35,8 +35,11 @@ typedef struct sim_event_queue_s sim_event_queue_t;
  * queued timers, heap[0] the earliest. */
 typedef struct sim_event_queue_head_s sim_event_queue_head_t;
 struct sim_event_queue_head_s {
-  sim_timer_t **heap; /* the array heap */
-  size_t        size; /* timers queued */
+  sim_timer_t **heap;        /* the array heap */
+  size_t        size;        /* timers queued */
+  uint64_t      next_due_ns; /* heap[0]'s due_ns, UINT64_MAX when empty:
+                                the engine's test before every trace
+                                event is one load */
 };
 
 /* Initialises t as idle with the given callback. */
@@ -56,6 +59,10 @@ static inline sim_timer_t *sim_event_queue_peek(const sim_event_queue_t *q) {
   const sim_event_queue_head_t *h =
       (const sim_event_queue_head_t *)(const void *)q;
   return h->size > 0 ? h->heap[0] : NULL;
+}
+/* When the first timer is due; UINT64_MAX if none is queued. */
+static inline uint64_t sim_event_queue_next_due(const sim_event_queue_t *q) {
+  return ((const sim_event_queue_head_t *)(const void *)q)->next_due_ns;
 }
 sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q);
 size_t       sim_event_queue_size(const sim_event_queue_t *q);
