@@ -449,10 +449,14 @@ typedef struct tcmalloc_model_s {
   int32_t  *thread_cache; /* trace thread -> cache, -1 = none */
   size_t    nthreads;
 
-  /* program objects: id -> OBJ(span, slot) in OBJ_ID_BYTES bytes (obj_get,
+  /* program objects: id -> OBJ(span, slot) in obj_bytes bytes (obj_get,
    * obj_put); 0 = not live */
-  uint8_t      *obj;     /* obj_tab's base */
-  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  uint8_t      *obj;          /* obj_tab's base */
+  sim_idtable_t obj_tab;      /* in OBJ_ID_BYTES_MAX units */
+  uint64_t      obj_len;      /* ids usable at obj_bytes */
+  uint32_t      obj_bytes;    /* 4 or OBJ_ID_BYTES_MAX */
+  uint32_t      slot_bits;    /* a 4-byte entry's slot field */
+  uint32_t      narrow_spans; /* span numbers a 4-byte entry holds */
   uint64_t      live_bytes, live_objects;
   tobj_t        extension[2]; /* TCMallocGuard's MallocExtension objects
                                  (premain_calls): tcmalloc's own, never
@@ -714,6 +718,91 @@ static void pool_init(tcmalloc_model_t *t, tmeta_pool_t *p, uint64_t bytes) {
   pool_delete(t, p, pool_new(t, p));
 }
 
+/* ---- The object table --------------------------------------------------- */
+
+/* An object's place, its span number and slot, in the table by id: 4
+ * bytes (span << slot_bits | slot) while every span number fits beside the
+ * most slots a span of the size map has (tc_create sets slot_bits: 10 with
+ * 8 KiB pages, so 4 M span records), else 6 (a 32-bit span number, a
+ * 16-bit slot).  span_record rewrites the table once (widen_objs) before it
+ * makes a span number 4 bytes cannot hold.  This table is most of the
+ * simulator's memory on a heap of small objects (one entry per live id). */
+#define OBJ_ID_BYTES_MAX 6
+_Static_assert(sizeof(uint32_t) + sizeof(uint16_t) == OBJ_ID_BYTES_MAX,
+               "span number and slot fill a wide entry");
+
+/* The place in an entry of bytes bytes at p. */
+static inline tobj_t obj_read(const uint8_t *p, uint32_t bytes,
+                              uint32_t slot_bits) {
+  uint32_t span;
+  memcpy(&span, p, sizeof span);
+  if (bytes == sizeof span)
+    return OBJ(span >> slot_bits, span & ((UINT32_C(1) << slot_bits) - 1));
+  uint16_t slot;
+  memcpy(&slot, p + sizeof span, sizeof slot);
+  return OBJ(span, slot);
+}
+
+static inline void obj_write(uint8_t *p, uint32_t bytes, uint32_t slot_bits,
+                             tobj_t o) {
+  uint32_t span = OBJ_SPAN(o);
+  if (bytes == sizeof span) {
+    uint32_t w = span << slot_bits | OBJ_SLOT(o);
+    memcpy(p, &w, sizeof w);
+    return;
+  }
+  uint16_t slot = (uint16_t)OBJ_SLOT(o);
+  memcpy(p, &span, sizeof span);
+  memcpy(p + sizeof span, &slot, sizeof slot);
+}
+
+static tobj_t obj_get(const tcmalloc_model_t *t, uint64_t id) {
+  if (id >= t->obj_len)
+    return 0;
+  return obj_read(t->obj + id * t->obj_bytes, t->obj_bytes, t->slot_bits);
+}
+
+/* id < t->obj_len (ensure_obj); o's span fits the width (span_record). */
+static void obj_put(tcmalloc_model_t *t, uint64_t id, tobj_t o) {
+  obj_write(t->obj + id * t->obj_bytes, t->obj_bytes, t->slot_bits, o);
+}
+
+/* Makes ids [0, n) usable at the table's width: obj_tab counts wide
+ * entries, so a narrow table is reached by bytes. */
+static bool reach_objs(tcmalloc_model_t *t, uint64_t n) {
+  uint64_t units = (n * t->obj_bytes + OBJ_ID_BYTES_MAX - 1) / OBJ_ID_BYTES_MAX;
+  if (units > 0 && !sim_idtable_reach(&t->obj_tab, units - 1))
+    return false;
+  t->obj_len = t->obj_tab.len * OBJ_ID_BYTES_MAX / t->obj_bytes;
+  return true;
+}
+
+/* Rewrites the table from 4-byte to 6-byte entries, in place and last
+ * first (entry i's six bytes overlap only 4-byte entries i and above,
+ * already moved). */
+static bool widen_objs(tcmalloc_model_t *t) {
+  uint64_t n = t->obj_len;
+  if (n > 0 && !sim_idtable_reach(&t->obj_tab, n - 1))
+    return false;
+  for (uint64_t i = n; i-- > 0;)
+    obj_write(t->obj + i * OBJ_ID_BYTES_MAX, OBJ_ID_BYTES_MAX, 0,
+              obj_read(t->obj + i * sizeof(uint32_t), sizeof(uint32_t),
+                       t->slot_bits));
+  t->obj_bytes = OBJ_ID_BYTES_MAX;
+  t->obj_len = t->obj_tab.len;
+  return true;
+}
+
+static bool ensure_obj(tcmalloc_model_t *t, uint64_t id) {
+  if (id < t->obj_len || (id < SIM_IDTABLE_MAX_IDS && reach_objs(t, id + 1)))
+    return true; /* fresh entries read as 0: not live */
+  if (id >= SIM_IDTABLE_MAX_IDS)
+    set_fail(t, AS_EINVAL, "object id above 2^32");
+  else
+    set_fail(t, AS_ENOMEM, "out of memory for objects");
+  return false;
+}
+
 /* ---- Spans and the pagemap ---------------------------------------------- */
 
 static uint32_t span_record(tcmalloc_model_t *t) {
@@ -722,7 +811,9 @@ static uint32_t span_record(tcmalloc_model_t *t) {
     i = t->free_sp;
     t->free_sp = SP(t, i)->next;
   } else {
-    if (t->nsp == UINT32_MAX || !sim_idtable_reach(&t->sp_tab, t->nsp)) {
+    if (t->nsp == UINT32_MAX || !sim_idtable_reach(&t->sp_tab, t->nsp) ||
+        (t->nsp >= t->narrow_spans && t->obj_bytes < OBJ_ID_BYTES_MAX &&
+         !widen_objs(t))) {
       set_fail(t, AS_ENOMEM, "out of memory for span records");
       return TC_NIL;
     }
@@ -1966,41 +2057,6 @@ static tobj_t premain_traced(tcmalloc_model_t *t, const trace_event_t *ev) {
 
 /* ---- Model interface ---------------------------------------------------- */
 
-/* An object's place takes 48 bits (a 32-bit span number, a 16-bit slot):
- * stored in 6 bytes, not a tobj_t of 8, because this table is most of the
- * simulator's memory on a heap of small objects (one entry per live id). */
-#define OBJ_ID_BYTES 6
-_Static_assert(sizeof(uint32_t) + sizeof(uint16_t) == OBJ_ID_BYTES,
-               "span number and slot fill an entry");
-
-static tobj_t obj_get(const tcmalloc_model_t *t, uint64_t id) {
-  if (id >= t->obj_tab.len)
-    return 0;
-  uint32_t span;
-  uint16_t slot;
-  memcpy(&span, t->obj + id * OBJ_ID_BYTES, sizeof span);
-  memcpy(&slot, t->obj + id * OBJ_ID_BYTES + sizeof span, sizeof slot);
-  return OBJ(span, slot);
-}
-
-/* id < t->obj_tab.len (ensure_obj). */
-static void obj_put(tcmalloc_model_t *t, uint64_t id, tobj_t o) {
-  uint32_t span = OBJ_SPAN(o);
-  uint16_t slot = (uint16_t)OBJ_SLOT(o);
-  memcpy(t->obj + id * OBJ_ID_BYTES, &span, sizeof span);
-  memcpy(t->obj + id * OBJ_ID_BYTES + sizeof span, &slot, sizeof slot);
-}
-
-static bool ensure_obj(tcmalloc_model_t *t, uint64_t id) {
-  if (sim_idtable_reach(&t->obj_tab, id))
-    return true; /* fresh entries read as 0: not live */
-  if (id >= SIM_IDTABLE_MAX_IDS)
-    set_fail(t, AS_EINVAL, "object id above 2^32");
-  else
-    set_fail(t, AS_ENOMEM, "out of memory for objects");
-  return false;
-}
-
 static as_status_t tc_alloc(model_t *m, const trace_event_t *ev,
                             as_err_t *err) {
   tcmalloc_model_t *t = (tcmalloc_model_t *)m;
@@ -2618,19 +2674,40 @@ static bool central_init(tcmalloc_model_t *t) {
   return true;
 }
 
+/* Starts the object table at 4 bytes per id: slot_bits for the most
+ * objects a span of the size map holds, the rest for span numbers. */
+static void narrow_objs(tcmalloc_model_t *t) {
+  uint64_t most = 1;
+  for (uint32_t cl = 1; cl < t->sm.nclasses; cl++) {
+    uint64_t n = ((uint64_t)t->sm.pages[cl] << t->page_shift) / t->sm.size[cl];
+    most = n > most ? n : most;
+  }
+  t->slot_bits = most > 1 ? 64 - (uint32_t)__builtin_clzll(most - 1) : 1;
+  t->narrow_spans = UINT32_C(1) << (32 - t->slot_bits);
+  t->obj_bytes = sizeof(uint32_t);
+  t->obj_len = 0;
+}
+
+void tcmalloc_narrow_spans_for_tests(model_t *m, uint32_t n) {
+  tcmalloc_model_t *t = (tcmalloc_model_t *)m;
+  if (n < t->narrow_spans)
+    t->narrow_spans = n;
+}
+
 static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
                              model_t **out, as_err_t *err) {
   *out = NULL;
   tcmalloc_model_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return as_err_set(err, AS_ENOMEM, "tcmalloc: out of memory");
-  if (sim_idtable_init(&t->obj_tab, OBJ_ID_BYTES) != AS_OK ||
+  if (sim_idtable_init(&t->obj_tab, OBJ_ID_BYTES_MAX) != AS_OK ||
       sim_idtable_init(&t->sp_tab, sizeof *t->sp) != AS_OK) {
     sim_idtable_free(&t->obj_tab);
     free(t);
     return as_err_set(err, AS_ENOMEM, "tcmalloc: no address space for tables");
   }
   t->obj = sim_idtable_base(&t->obj_tab);
+  t->obj_bytes = OBJ_ID_BYTES_MAX; /* until the size map is made */
   t->sp = sim_idtable_base(&t->sp_tab);
   static const unsigned shifts[] = {13, 15, 18};
   uint64_t              transfer = model_opt_u64(opts, TO_TRANSFER_NUM_OBJ);
@@ -2677,6 +2754,7 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_EUSAGE, "tcmalloc: more than %d size classes",
                       TC_CLASS_SIZES_MAX);
   }
+  narrow_objs(t);
   t->free_normal = calloc(t->max_pages, sizeof *t->free_normal);
   t->free_returned = calloc(t->max_pages, sizeof *t->free_returned);
   t->chain = malloc((transfer + 2) * sizeof *t->chain);

@@ -20,4 +20,9 @@ typedef struct tcmalloc_class_s {
  * returns how many there are (85 with the defaults). */
 size_t tcmalloc_classes(const model_t *m, tcmalloc_class_t *out, size_t cap);
 
+/* Lowers the span numbers the object table's 4-byte entries hold to n (if
+ * fewer), so that a test reaches its rewrite to 6 bytes with a small
+ * heap. */
+void tcmalloc_narrow_spans_for_tests(model_t *m, uint32_t n);
+
 #endif

@@ -227,6 +227,43 @@ static void realloc_has_hysteresis(void **state) {
   fx_close(&f);
 }
 
+/* The object table's rewrite from 4-byte to 6-byte entries (span_record,
+ * once span numbers outgrow 4 bytes: lowered here to 1000, reached with
+ * 666 objects live) keeps every object where a model that never rewrote
+ * it places it. */
+static void objects_stay_put_across_the_rewrite_to_six_bytes(void **state) {
+  (void)state;
+  fx_t kept, rewritten;
+  fx_open(&kept, "tcmalloc");
+  fx_open(&rewritten, "tcmalloc");
+  tcmalloc_narrow_spans_for_tests(rewritten.m, 1000);
+  enum { SMALL = 100, N = 2400 };
+  fx_t *both[] = {&kept, &rewritten};
+  for (int k = 0; k < 2; k++) {
+    for (uint64_t id = 0; id < SMALL; id++) /* one span: 4-byte entries */
+      fx_malloc(both[k], id, 64);
+    for (uint64_t id = SMALL; id < N; id++) /* a span each: rewritten */
+      fx_malloc(both[k], id, 40000 + 8 * KiB * (id % 3));
+    for (uint64_t id = 0; id < N; id += 3)
+      fx_free(both[k], id);
+  }
+  for (uint64_t id = 0; id < N; id++) {
+    sim_addr_t a = 0, b = 0;
+    bool       live = id % 3 != 0;
+    assert_int_equal(model_locate(kept.m, id, &a), live);
+    assert_int_equal(model_locate(rewritten.m, id, &b), live);
+    assert_int_equal(a, b);
+  }
+  for (uint64_t id = 1; id < N; id++)
+    if (id % 3 != 0) {
+      fx_free(&kept, id);
+      fx_free(&rewritten, id);
+    }
+  assert_int_equal(fx_rss(&rewritten), fx_rss(&kept));
+  fx_close(&kept);
+  fx_close(&rewritten);
+}
+
 /* A thread's cache goes back to the central lists at its exit
  * (DeleteCache, thread_cache.cc:468-484); purge tcache flushes one
  * (MarkThreadTemporarilyIdle). */
@@ -461,6 +498,7 @@ int main(void) {
       cmocka_unit_test(aggressive_decommit_releases_on_free),
       cmocka_unit_test(calloc_writes_the_whole_span),
       cmocka_unit_test(realloc_has_hysteresis),
+      cmocka_unit_test(objects_stay_put_across_the_rewrite_to_six_bytes),
       cmocka_unit_test(thread_caches_return_their_objects),
       cmocka_unit_test(threads_run_on_nptl_stacks),
       cmocka_unit_test(option_events_change_knobs),
