@@ -299,10 +299,10 @@ static void big_del(engine_state_t *st, uint64_t id) {
 /* Makes ids [0, n) usable at the table's width: live_tab counts wide
  * entries, so a narrow table is reached by bytes. */
 static bool reach_live(engine_state_t *st, uint64_t n) {
-  uint64_t wide = st->narrow ? (n + 1) / 2 : n;
-  if (wide > 0 && !sim_idtable_reach(&st->live_tab, wide - 1))
+  uint64_t len = sim_idtable_reach_packed(&st->live_tab, n, st->narrow ? 1 : 2);
+  if (len == 0)
     return false;
-  st->live_len = st->live_tab.len * (st->narrow ? 2 : 1);
+  st->live_len = len;
   return true;
 }
 

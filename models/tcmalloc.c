@@ -767,13 +767,13 @@ static void obj_put(tcmalloc_model_t *t, uint64_t id, tobj_t o) {
   obj_write(t->obj + id * t->obj_bytes, t->obj_bytes, t->slot_bits, o);
 }
 
-/* Makes ids [0, n) usable at the table's width: obj_tab counts wide
- * entries, so a narrow table is reached by bytes. */
+/* Makes ids [0, n) usable at the table's width (obj_tab counts wide
+ * entries). */
 static bool reach_objs(tcmalloc_model_t *t, uint64_t n) {
-  uint64_t units = (n * t->obj_bytes + OBJ_ID_BYTES_MAX - 1) / OBJ_ID_BYTES_MAX;
-  if (units > 0 && !sim_idtable_reach(&t->obj_tab, units - 1))
+  uint64_t len = sim_idtable_reach_packed(&t->obj_tab, n, t->obj_bytes);
+  if (len == 0)
     return false;
-  t->obj_len = t->obj_tab.len * OBJ_ID_BYTES_MAX / t->obj_bytes;
+  t->obj_len = len;
   return true;
 }
 

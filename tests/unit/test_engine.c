@@ -423,35 +423,11 @@ static void sizes_small_and_big_reach_the_model_exactly(void **state) {
   assert_int_equal(res.peak_live_bytes, 70000 + 65533 + 65534 + big);
 }
 
-/* Many big objects, freed and reallocated out of order: the side table's
- * probing, growth and deletion keep every size. */
-static void many_big_objects_keep_their_sizes(void **state) {
-  fixture_t *f = *state;
-  enum { N = 3000 };
-  trace_event_t *evs = calloc(3 * N, sizeof *evs);
-  uint64_t      *want = calloc(2 * N, sizeof *want);
-  uint64_t       size[N];
-  size_t         ne = 0, nw = 0;
-  assert_non_null(evs);
-  assert_non_null(want);
-  for (uint64_t i = 0; i < N; i++) {
-    /* every third object small, the rest big; ids spread over 0..3N */
-    size[i] = i % 3 == 0 ? i : 100000 + 4096 * i;
-    evs[ne] = (trace_event_t)EV_MALLOC(ne, 3 * i, size[i]);
-    ne++;
-  }
-  for (uint64_t k = 0; k < N; k++) {
-    uint64_t i = (k * 1237) % N; /* a permutation: 1237 is prime to N */
-    if (k % 2 == 0) {
-      want[nw++] = size[i];
-      size[i] = size[i] % 2 ? 66000 + k : k; /* big <-> small */
-      evs[ne] = (trace_event_t)EV_REALLOC(ne, 3 * i, size[i]);
-      ne++;
-    }
-    want[nw++] = size[i];
-    evs[ne] = (trace_event_t)EV_FREE(ne, 3 * i);
-    ne++;
-  }
+/* Replays evs (ne events, which free every object they allocate) and
+ * checks that the frees and reallocs hand the model the nw sizes in want;
+ * frees both arrays. */
+static void replay_checking_prev_sizes(fixture_t *f, trace_event_t *evs,
+                                       size_t ne, uint64_t *want, size_t nw) {
   f->spy.want_prev = want;
   f->spy.nwant = nw;
   sim_run_result_t    res;
@@ -464,18 +440,80 @@ static void many_big_objects_keep_their_sizes(void **state) {
   free(want);
 }
 
+/* Room for n objects' malloc, realloc and free, and their checked
+ * sizes. */
+static void alloc_arrays(size_t n, trace_event_t **evs, uint64_t **want) {
+  *evs = calloc(3 * n, sizeof **evs);
+  *want = calloc(2 * n, sizeof **want);
+  assert_non_null(*evs);
+  assert_non_null(*want);
+}
+
+/* Appends to evs (ne events so far) a free of each of the n objects
+ * (object i is id stride * i, of size size[i]; FREED: already freed), in
+ * a permuted order, every realloc_every-th reallocated first to
+ * resize(its size, k); the sizes the frees and reallocs must hand the
+ * model go to want[*nw ...].  Returns the events' count. */
+#define FREED UINT64_MAX
+static size_t free_in_permutation(trace_event_t *evs, size_t ne, uint64_t *want,
+                                  size_t *nw, uint64_t *size, uint64_t n,
+                                  uint64_t stride, uint64_t realloc_every,
+                                  uint64_t (*resize)(uint64_t, uint64_t)) {
+  for (uint64_t k = 0; k < n; k++) {
+    uint64_t i = (k * 1237) % n; /* a permutation: 1237 is prime to n */
+    if (size[i] == FREED)
+      continue;
+    if (k % realloc_every == 0) {
+      want[(*nw)++] = size[i];
+      size[i] = resize(size[i], k);
+      evs[ne] = (trace_event_t)EV_REALLOC(ne, stride * i, size[i]);
+      ne++;
+    }
+    want[(*nw)++] = size[i];
+    evs[ne] = (trace_event_t)EV_FREE(ne, stride * i);
+    ne++;
+  }
+  return ne;
+}
+
+static uint64_t big_or_small(uint64_t size, uint64_t k) {
+  return size % 2 ? 66000 + k : k; /* big <-> small */
+}
+
+static uint64_t one_of_700(uint64_t size, uint64_t k) {
+  (void)size;
+  return 1 + (k * 11) % 700;
+}
+
+/* Many big objects, freed and reallocated out of order: the side table's
+ * probing, growth and deletion keep every size. */
+static void many_big_objects_keep_their_sizes(void **state) {
+  fixture_t *f = *state;
+  enum { N = 3000 };
+  trace_event_t *evs;
+  uint64_t      *want, size[N];
+  size_t         ne = 0, nw = 0;
+  alloc_arrays(N, &evs, &want);
+  for (uint64_t i = 0; i < N; i++) {
+    /* every third object small, the rest big; ids spread over 0..3N */
+    size[i] = i % 3 == 0 ? i : 100000 + 4096 * i;
+    evs[ne] = (trace_event_t)EV_MALLOC(ne, 3 * i, size[i]);
+    ne++;
+  }
+  ne = free_in_permutation(evs, ne, want, &nw, size, N, 3, 2, big_or_small);
+  replay_checking_prev_sizes(f, evs, ne, want, nw);
+}
+
 /* More distinct sizes than the narrow table's dictionary holds, arriving
  * while objects of earlier sizes are live: the table's rewrite to 2 bytes
  * per id, last id first, keeps every size, before and after it. */
 static void sizes_survive_the_live_tables_widening(void **state) {
   fixture_t *f = *state;
   enum { N = 4000, SIZES = 600 };
-  trace_event_t *evs = calloc(3 * N, sizeof *evs);
-  uint64_t      *want = calloc(2 * N, sizeof *want);
-  uint64_t       size[N];
+  trace_event_t *evs;
+  uint64_t      *want, size[N];
   size_t         ne = 0, nw = 0;
-  assert_non_null(evs);
-  assert_non_null(want);
+  alloc_arrays(N, &evs, &want);
   for (uint64_t i = 0; i < N; i++) {
     /* sizes 1..SIZES in turn, one in 50 big; every fourth object of the
      * first half freed before the dictionary fills */
@@ -486,33 +524,11 @@ static void sizes_survive_the_live_tables_widening(void **state) {
       want[nw++] = size[i];
       evs[ne] = (trace_event_t)EV_FREE(ne, 2 * i);
       ne++;
-      size[i] = 0;
+      size[i] = FREED;
     }
   }
-  for (uint64_t k = 0; k < N; k++) {
-    uint64_t i = (k * 1237) % N; /* a permutation: 1237 is prime to N */
-    if (size[i] == 0)
-      continue;
-    if (k % 3 == 0) {
-      want[nw++] = size[i];
-      size[i] = 1 + (k * 11) % (SIZES + 100);
-      evs[ne] = (trace_event_t)EV_REALLOC(ne, 2 * i, size[i]);
-      ne++;
-    }
-    want[nw++] = size[i];
-    evs[ne] = (trace_event_t)EV_FREE(ne, 2 * i);
-    ne++;
-  }
-  f->spy.want_prev = want;
-  f->spy.nwant = nw;
-  sim_run_result_t    res;
-  sim_engine_config_t cfg = {0};
-  assert_int_equal(run(f, evs, ne, &cfg, &res, NULL), AS_OK);
-  assert_int_equal(f->spy.seen, nw);
-  assert_int_equal(f->spy.mismatches, 0);
-  assert_int_equal(res.final_live_bytes, 0);
-  free(evs);
-  free(want);
+  ne = free_in_permutation(evs, ne, want, &nw, size, N, 2, 3, one_of_700);
+  replay_checking_prev_sizes(f, evs, ne, want, nw);
 }
 
 /* A double allocation or a free of a dead id is caught in the narrow table
