@@ -34,6 +34,7 @@
  */
 #include "jemalloc_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -1280,9 +1281,105 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 
 /* ---- Allocation entry points -------------------------------------------- */
 
+/* ---- The object table ---------------------------------------------------
+ * An object's place by id: its extent, its region in a slab, its size
+ * class, and whether realloc(p, 0) freed it with the id still live
+ * (JE_OBJ_ZERO).  The size class is its extent's (binind for a slab, szind
+ * for a large extent), so while every extent number fits beside the most
+ * regions a slab has (reg_bits: 9 with 4 KiB pages, leaving 8 M extent
+ * records), an entry is 4 bytes, ext << reg_bits | reg (OBJ_WORD_DEAD, or
+ * OBJ_WORD_ZERO for an id realloc(p, 0) freed); ext_new has the table
+ * rewritten to whole je_obj_t entries (je_widen_objs) before it makes a
+ * number that does not fit.  This table is most of the simulator's memory
+ * on a heap of small objects. */
+#define OBJ_WORD_DEAD 0u
+#define OBJ_WORD_ZERO 1u /* extent 0 is JE_NONE: no live object's word */
+
+static je_obj_t obj_from_word(const jemalloc_model_t *jm, uint32_t w) {
+  if (w <= OBJ_WORD_ZERO)
+    return (je_obj_t){.ext = JE_NONE,
+                      .pad = w == OBJ_WORD_ZERO ? JE_OBJ_ZERO : 0};
+  je_obj_t        o = {.ext = w >> jm->reg_bits,
+                       .reg = (uint16_t)(w & ((UINT32_C(1) << jm->reg_bits) - 1))};
+  const je_ext_t *x = E(jm, o.ext);
+  o.szind = x->slab ? x->binind : x->szind;
+  return o;
+}
+
+static uint32_t obj_to_word(const jemalloc_model_t *jm, je_obj_t o) {
+  if (o.ext == JE_NONE)
+    return o.pad == JE_OBJ_ZERO ? OBJ_WORD_ZERO : OBJ_WORD_DEAD;
+  return o.ext << jm->reg_bits | o.reg;
+}
+
+/* Id's place; ext JE_NONE when it is not live. */
+static je_obj_t obj_get(const jemalloc_model_t *jm, uint64_t id) {
+  if (id >= jm->obj_len)
+    return (je_obj_t){.ext = JE_NONE};
+  je_obj_t o;
+  if (jm->obj_bytes == sizeof o) {
+    memcpy(&o, jm->objs + id * sizeof o, sizeof o);
+    return o;
+  }
+  uint32_t w;
+  memcpy(&w, jm->objs + id * sizeof w, sizeof w);
+  return obj_from_word(jm, w);
+}
+
+/* id < obj_len (obj_slot). */
+static void obj_put(jemalloc_model_t *jm, uint64_t id, je_obj_t o) {
+  if (jm->obj_bytes == sizeof o) {
+    memcpy(jm->objs + id * sizeof o, &o, sizeof o);
+    return;
+  }
+  uint32_t w = obj_to_word(jm, o);
+  assert(o.ext == JE_NONE || obj_from_word(jm, w).szind == o.szind);
+  memcpy(jm->objs + id * sizeof w, &w, sizeof w);
+}
+
+bool je_widen_objs(jemalloc_model_t *jm) {
+  uint64_t n = jm->obj_len;
+  if (n > 0 && !sim_idtable_reach(&jm->obj_tab, n - 1))
+    return false;
+  for (uint64_t i = n; i-- > 0;) { /* last first: entry i's 8 bytes
+                                      overlap 4-byte entries i and above */
+    uint32_t w;
+    memcpy(&w, jm->objs + i * sizeof w, sizeof w);
+    je_obj_t o = obj_from_word(jm, w);
+    memcpy(jm->objs + i * sizeof o, &o, sizeof o);
+  }
+  jm->obj_bytes = sizeof(je_obj_t);
+  jm->obj_len = jm->obj_tab.len;
+  return true;
+}
+
+/* Starts the table at 4 bytes an id (after size_classes_init). */
+static void narrow_objs(jemalloc_model_t *jm) {
+  uint32_t most = 1;
+  for (unsigned b = 0; b < jm->nbins; b++)
+    most = jm->bin_nregs[b] > most ? jm->bin_nregs[b] : most;
+  jm->reg_bits = most > 1 ? 32 - (uint32_t)__builtin_clz(most - 1) : 1;
+  jm->narrow_exts = UINT32_C(1) << (32 - jm->reg_bits);
+  jm->obj_bytes = sizeof(uint32_t);
+}
+
+void jemalloc_narrow_exts_for_tests(model_t *m, uint32_t n) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (n < jm->narrow_exts)
+    jm->narrow_exts = n;
+}
+
 static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
-  if (sim_idtable_reach(&jm->obj_tab, id))
-    return AS_OK; /* fresh entries read as JE_NONE (0) */
+  if (id < jm->obj_len)
+    return AS_OK;
+  uint64_t len =
+      id < SIM_IDTABLE_MAX_IDS
+          ? sim_idtable_reach_packed(&jm->obj_tab, id + 1, jm->obj_bytes)
+          : 0;
+  if (len != 0) {
+    jm->obj_len = len;
+    return AS_OK; /* fresh entries read as not live (0) */
+  }
   if (id >= SIM_IDTABLE_MAX_IDS)
     return as_err_set(err, AS_EINVAL, "jemalloc: object id above 2^32");
   return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");
@@ -1432,7 +1529,7 @@ static as_status_t jemalloc_alloc(model_t *m, const trace_event_t *ev,
                  ev->op == TRACE_CALLOC, &o, err);
   if (rc == AS_OK) {
     o.pad = 0;
-    jm->objs[ev->id] = o;
+    obj_put(jm, ev->id, o);
     jm->live_bytes += ev->size;
     jm->live_objects++;
     rc = program_writes(jm, ev, obj_addr(jm, &o), ev->size, err);
@@ -1447,12 +1544,12 @@ static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
   if (enter(jm, ev->t_ns, err) != AS_OK)
     return jm->fail;
-  if (ev->id < jm->obj_tab.len && jm->objs[ev->id].ext == JE_NONE &&
-      jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* freed by realloc(p, 0) */
-    jm->objs[ev->id].pad = 0;
+  je_obj_t o = obj_get(jm, ev->id);
+  if (o.ext == JE_NONE && o.pad == JE_OBJ_ZERO) { /* freed by realloc(p, 0) */
+    obj_put(jm, ev->id, (je_obj_t){.ext = JE_NONE});
     return AS_OK;
   }
-  if (ev->id >= jm->obj_tab.len || jm->objs[ev->id].ext == JE_NONE)
+  if (o.ext == JE_NONE)
     return done(jm,
                 je_bug(jm, err,
                        "free of an object the model never "
@@ -1460,8 +1557,7 @@ static as_status_t jemalloc_free(model_t *m, const trace_event_t *ev,
                 err);
   je_thread_t *th;
   as_status_t  rc = thread_of(jm, ev->thread, true, &th, err);
-  je_obj_t     o = jm->objs[ev->id];
-  jm->objs[ev->id].ext = JE_NONE;
+  obj_put(jm, ev->id, (je_obj_t){.ext = JE_NONE});
   jm->live_bytes -= ev->prev_size;
   jm->live_objects--;
   if (rc == AS_OK)
@@ -1512,14 +1608,14 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
   jemalloc_model_t *jm = (jemalloc_model_t *)m;
   if (enter(jm, ev->t_ns, err) != AS_OK)
     return jm->fail;
-  if (ev->id < jm->obj_tab.len && jm->objs[ev->id].ext == JE_NONE &&
-      jm->objs[ev->id].pad == JE_OBJ_ZERO) { /* realloc(NULL, n): malloc */
+  je_obj_t cur = obj_get(jm, ev->id);
+  if (cur.ext == JE_NONE && cur.pad == JE_OBJ_ZERO) { /* realloc(NULL, n) */
     trace_event_t as_malloc = *ev;
     as_malloc.op = TRACE_MALLOC;
-    jm->objs[ev->id].pad = 0;
+    obj_put(jm, ev->id, (je_obj_t){.ext = JE_NONE});
     return jemalloc_alloc(m, &as_malloc, err);
   }
-  if (ev->id >= jm->obj_tab.len || jm->objs[ev->id].ext == JE_NONE)
+  if (cur.ext == JE_NONE)
     return done(jm,
                 je_bug(jm, err,
                        "realloc of an object the model never "
@@ -1529,13 +1625,12 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
   as_status_t  rc = thread_of(jm, ev->thread, false, &th, err);
   if (rc != AS_OK)
     return done(jm, rc, err);
-  je_obj_t *o = &jm->objs[ev->id];
+  je_obj_t *o = &cur; /* written back by obj_put at the end */
   if (ev->size == 0) {
     /* do_realloc_nonnull_zero (jemalloc.c:3582-3620), zero_realloc:free
      * by default: a free; the trace keeps the id live with size 0. */
     je_obj_t old = *o;
-    o->ext = JE_NONE;
-    o->pad = JE_OBJ_ZERO;
+    obj_put(jm, ev->id, (je_obj_t){.ext = JE_NONE, .pad = JE_OBJ_ZERO});
     jm->live_bytes -= ev->prev_size;
     jm->live_objects--;
     rc = je_dalloc(jm, th, &old, err);
@@ -1582,6 +1677,7 @@ static as_status_t jemalloc_realloc(model_t *m, const trace_event_t *ev,
     if (rc == AS_OK)
       rc = je_dalloc(jm, th, &old, err);
   }
+  obj_put(jm, ev->id, cur);
   if (rc == AS_OK && ev->size > grow_from)
     rc = program_writes(jm, ev, obj_addr(jm, o) + grow_from,
                         ev->size - grow_from, err);
@@ -1714,9 +1810,10 @@ static as_status_t jemalloc_set_option(model_t *m, const char *name,
 
 static bool jemalloc_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
-  if (id >= jm->obj_tab.len || jm->objs[id].ext == JE_NONE)
+  je_obj_t                o = obj_get(jm, id);
+  if (o.ext == JE_NONE)
     return false;
-  *addr = obj_addr(jm, &jm->objs[id]);
+  *addr = obj_addr(jm, &o);
   return true;
 }
 
@@ -2369,6 +2466,7 @@ static as_status_t jemalloc_create(const model_opts_t *opts,
        sim_idtable_init(&jm->slab_tab, sizeof *jm->slab_bits) != AS_OK))
     rc = as_err_set(err, AS_ENOMEM, "jemalloc: no address space for tables");
   jm->objs = sim_idtable_base(&jm->obj_tab);
+  narrow_objs(jm);
   jm->ext = sim_idtable_base(&jm->ext_tab);
   jm->slab_bits = sim_idtable_base(&jm->slab_tab);
   if (rc == AS_OK) {
@@ -2542,11 +2640,12 @@ void jemalloc_inspect_totals(const model_t *m, jemalloc_totals_t *out) {
 bool jemalloc_inspect_object(const model_t *m, uint64_t id, uint64_t *addr,
                              uint64_t *usize, uint32_t *arena) {
   const jemalloc_model_t *jm = as_je(m);
-  if (jm == NULL || id >= jm->obj_tab.len || jm->objs[id].ext == JE_NONE)
+  je_obj_t o = jm != NULL ? obj_get(jm, id) : (je_obj_t){.ext = JE_NONE};
+  if (o.ext == JE_NONE)
     return false;
-  *addr = obj_addr(jm, &jm->objs[id]);
-  *usize = jm->index2size[jm->objs[id].szind];
-  *arena = E(jm, jm->objs[id].ext)->arena;
+  *addr = obj_addr(jm, &o);
+  *usize = jm->index2size[o.szind];
+  *arena = E(jm, o.ext)->arena;
   return true;
 }
 

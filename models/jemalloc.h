@@ -79,4 +79,9 @@ bool jemalloc_inspect_bg(const model_t *m, uint32_t ind, uint64_t *wakeup_ns,
  * inconsistency.  Expensive: tests only. */
 as_status_t jemalloc_check_invariants(const model_t *m, as_err_t *err);
 
+/* Lowers the extent numbers the object table's 4-byte entries hold to n
+ * (if fewer), so that a test reaches its rewrite to whole entries with a
+ * small heap. */
+void jemalloc_narrow_exts_for_tests(model_t *m, uint32_t n);
+
 #endif

@@ -413,7 +413,9 @@ static as_status_t ext_new(jemalloc_model_t *jm, je_arena_t *a, uint64_t addr,
     jm->ext_free = E(jm, e)->next_free;
   } else {
     if (jm->next_ext == UINT32_MAX ||
-        !sim_idtable_reach(&jm->ext_tab, jm->next_ext))
+        !sim_idtable_reach(&jm->ext_tab, jm->next_ext) ||
+        (jm->next_ext >= jm->narrow_exts && jm->obj_bytes < sizeof(je_obj_t) &&
+         !je_widen_objs(jm)))
       return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory for extents");
     e = jm->next_ext++;
   }

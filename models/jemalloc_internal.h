@@ -379,14 +379,19 @@ struct jemalloc_model_s {
   sim_idtable_t slab_tab;  /* slab bitmaps, word [0] unused; never moved */
   uint64_t     *slab_bits; /* slab_tab's base: a slab's row, one bit a region,
                               starts at word x->slab */
-  uint32_t      next_slab; /* the next word never used */
-  uint32_t      slab_free[JE_MAX_BINS]; /* freed rows by bin, via word 0 */
-  je_emap_t     emap;
-  je_obj_t     *objs;      /* by object id: obj_tab's base */
-  sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */
-  je_bg_t      *bg;        /* max_bg_threads, when background_thread */
-  uint64_t      nrecords;  /* extent records alive */
-  sim_addr_t   *leaf_addr; /* rtree leaves by key (1 GiB of VA each) */
+  uint32_t  next_slab;     /* the next word never used */
+  uint32_t  slab_free[JE_MAX_BINS]; /* freed rows by bin, via word 0 */
+  je_emap_t emap;
+  uint8_t  *objs;            /* by object id: obj_tab's base, entries of
+                                obj_bytes (obj_get in jemalloc.c) */
+  sim_idtable_t obj_tab;     /* in je_obj_t units */
+  uint64_t      obj_len;     /* ids usable at obj_bytes */
+  uint32_t      obj_bytes;   /* 4, or sizeof(je_obj_t) once widened */
+  uint32_t      reg_bits;    /* a 4-byte entry's region field */
+  uint32_t      narrow_exts; /* extent numbers a 4-byte entry holds */
+  je_bg_t      *bg;          /* max_bg_threads, when background_thread */
+  uint64_t      nrecords;    /* extent records alive */
+  sim_addr_t   *leaf_addr;   /* rtree leaves by key (1 GiB of VA each) */
   uint64_t     *leaf_key;
   uint32_t      nleaves, leaves_cap;
   uint64_t      live_bytes, live_objects;
@@ -461,7 +466,11 @@ as_status_t je_base_alloc(jemalloc_model_t *jm, je_base_t *b, uint32_t ind,
 void        je_base_fini(je_base_t *b);
 /* edata_cache_get / _put (edata_cache.c:22-42). */
 as_status_t je_edata_get(jemalloc_model_t *jm, je_arena_t *a, as_err_t *err);
-void        je_edata_put(je_arena_t *a);
+/* Rewrites the object table to whole je_obj_t entries (jemalloc.c); false
+ * when out of memory.  ext_new calls it before an extent number that a
+ * 4-byte entry cannot hold. */
+bool je_widen_objs(jemalloc_model_t *jm);
+void je_edata_put(je_arena_t *a);
 /* The rtree leaf entries for [addr, addr + size) are written (emap
  * registration): the leaf's pages holding them become resident. */
 as_status_t je_rtree_write(jemalloc_model_t *jm, uint64_t addr, uint64_t npages,

@@ -134,6 +134,44 @@ static const jemalloc_model_t *je(const sim_session_t *s) {
   return (const jemalloc_model_t *)s->model;
 }
 
+/* The object table's rewrite from 4-byte to whole je_obj_t entries
+ * (ext_new, once extent numbers outgrow 4 bytes: lowered here to 40 past
+ * those made at start-up) keeps every object where a model that never
+ * rewrote it places it, with its size class and arena. */
+static void objects_stay_put_across_the_rewrite_to_whole_entries(void **state) {
+  (void)state;
+  sim_session_t kept, rewritten;
+  open_session("jemalloc", NULL, &kept);
+  open_session("jemalloc", NULL, &rewritten);
+  jemalloc_narrow_exts_for_tests(rewritten.model,
+                                 je(&rewritten)->next_ext + 40);
+  enum { N = 600 };
+  sim_session_t *both[] = {&kept, &rewritten};
+  for (int k = 0; k < 2; k++) {
+    for (uint64_t id = 0; id < N; id++) /* small, and a large one in 5 */
+      ev(both[k]->model, TRACE_MALLOC, 0, id,
+         id % 5 == 4 ? 20000 + 4096 * (id % 7) : 16 + 48 * (id % 9), 0);
+    for (uint64_t id = 0; id < N; id += 3)
+      ev(both[k]->model, TRACE_FREE, 0, id, 0, 0);
+  }
+  assert_int_equal(je(&kept)->obj_bytes, 4);
+  assert_int_equal(je(&rewritten)->obj_bytes, sizeof(je_obj_t));
+  for (uint64_t id = 0; id < N; id++) {
+    uint64_t a[2] = {0, 0}, u[2] = {0, 0};
+    uint32_t arena[2] = {0, 0};
+    bool     live = id % 3 != 0;
+    for (int k = 0; k < 2; k++)
+      assert_int_equal(
+          jemalloc_inspect_object(both[k]->model, id, &a[k], &u[k], &arena[k]),
+          live);
+    assert_int_equal(a[0], a[1]);
+    assert_int_equal(u[0], u[1]);
+    assert_int_equal(arena[0], arena[1]);
+  }
+  sim_session_close(&kept);
+  sim_session_close(&rewritten);
+}
+
 /* ---- Geometry and tables ------------------------------------------------- */
 
 static void size_classes_and_bins_are_the_librarys(void **state) {
@@ -848,8 +886,10 @@ static as_status_t check_region(void *user, const model_region_t *r,
 
 /* The arena that holds object id. */
 static uint32_t arena_of(const model_t *m, uint64_t id) {
-  const jemalloc_model_t *jm = (const jemalloc_model_t *)m;
-  return jm->ext[jm->objs[id].ext].arena;
+  uint64_t addr, usize;
+  uint32_t arena = UINT32_MAX;
+  assert_true(jemalloc_inspect_object(m, id, &addr, &usize, &arena));
+  return arena;
 }
 
 /* oversize_threshold sends a large request to the huge arena by the size
@@ -962,6 +1002,7 @@ static void the_heap_map_accounts_for_rss(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(size_classes_and_bins_are_the_librarys),
+      cmocka_unit_test(objects_stay_put_across_the_rewrite_to_whole_entries),
       cmocka_unit_test(size_and_page_indices_are_first_fits),
       cmocka_unit_test(big_pages_keep_objects_apart),
       cmocka_unit_test(a_cache_stack_is_metadata_on_any_page),
