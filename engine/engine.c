@@ -296,16 +296,6 @@ static void big_del(engine_state_t *st, uint64_t id) {
   st->big_count--;
 }
 
-/* Makes ids [0, n) usable at the table's width: live_tab counts wide
- * entries, so a narrow table is reached by bytes. */
-static bool reach_live(engine_state_t *st, uint64_t n) {
-  uint64_t len = sim_idtable_reach_packed(&st->live_tab, n, st->narrow ? 1 : 2);
-  if (len == 0)
-    return false;
-  st->live_len = len;
-  return true;
-}
-
 /* Makes id addressable in the live table.  The table is reserved address
  * space (sim/idtable.h): it grows without copying, fresh entries read as
  * SIZE_DEAD without being written, and a sweep worker reuses it resident
@@ -320,23 +310,28 @@ static as_status_t ensure_id(engine_state_t *st, uint64_t id, as_err_t *err) {
                       "limit of %" PRIu64 " MiB (--max-memory); ids should "
                       "be dense and recycled",
                       id, id + 1, need >> 20, max >> 20);
-  if (id < SIM_IDTABLE_MAX_IDS && reach_live(st, id + 1))
-    return AS_OK;
   if (id >= SIM_IDTABLE_MAX_IDS) /* the error every id table gives */
     return sim_idtable_reach_ids(&st->live_tab, id, err);
+  /* live_tab counts wide entries: a narrow table is reached by bytes */
+  if (sim_idtable_reach_packed(&st->live_tab, id + 1, st->narrow ? 1 : 2,
+                               &st->live_len))
+    return AS_OK;
   return as_err_set(err, AS_ENOMEM, "out of memory for %" PRIu64 " object ids",
                     id + 1);
+}
+
+/* The code of id (id < live_len) in a wide table. */
+static inline uint16_t load_wide(const engine_state_t *st, uint64_t id) {
+  uint16_t c;
+  memcpy(&c, st->live + id * sizeof c, sizeof c);
+  return c;
 }
 
 /* The wide code of id: SIZE_DEAD for an id never seen. */
 static inline uint16_t live_code(const engine_state_t *st, uint64_t id) {
   if (id >= st->live_len)
     return SIZE_DEAD;
-  if (st->narrow)
-    return st->wide_of[st->live[id]];
-  uint16_t c;
-  memcpy(&c, st->live + id * sizeof c, sizeof c);
-  return c;
+  return st->narrow ? st->wide_of[st->live[id]] : load_wide(st, id);
 }
 
 /* The size of a live id whose code is c. */
@@ -423,11 +418,7 @@ static inline void store_dead(engine_state_t *st, uint64_t id) {
 /* Whether id (id < live_len) is live: its code, narrow or wide, is not
  * 0. */
 static inline bool live_at(const engine_state_t *st, uint64_t id) {
-  uint16_t c;
-  if (st->narrow)
-    return st->live[id] != 0;
-  memcpy(&c, st->live + id * sizeof c, sizeof c);
-  return c != SIZE_DEAD;
+  return st->narrow ? st->live[id] != 0 : load_wide(st, id) != SIZE_DEAD;
 }
 
 /* Records that live id (code old_c, SIZE_DEAD if it was not live) now has

@@ -1370,16 +1370,11 @@ void jemalloc_narrow_exts_for_tests(model_t *m, uint32_t n) {
 }
 
 static as_status_t obj_slot(jemalloc_model_t *jm, uint64_t id, as_err_t *err) {
-  if (id < jm->obj_len)
-    return AS_OK;
-  uint64_t len =
-      id < SIM_IDTABLE_MAX_IDS
-          ? sim_idtable_reach_packed(&jm->obj_tab, id + 1, jm->obj_bytes)
-          : 0;
-  if (len != 0) {
-    jm->obj_len = len;
+  if (id < jm->obj_len ||
+      (id < SIM_IDTABLE_MAX_IDS &&
+       sim_idtable_reach_packed(&jm->obj_tab, id + 1, jm->obj_bytes,
+                                &jm->obj_len)))
     return AS_OK; /* fresh entries read as not live (0) */
-  }
   if (id >= SIM_IDTABLE_MAX_IDS)
     return as_err_set(err, AS_EINVAL, "jemalloc: object id above 2^32");
   return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (objects)");

@@ -606,11 +606,8 @@ static as_status_t links_from_run(pymalloc_model_t *pm, pym_pool_t *pool,
 /* Makes ids [0, n) of the table usable at the current width: the id
  * table counts SLOT_MAX_BYTES units, so it is reached by bytes. */
 static bool reach_ids(pymalloc_model_t *pm, uint64_t n) {
-  uint64_t len = sim_idtable_reach_packed(&pm->ids_tab, n, pm->slot_bytes);
-  if (len == 0)
-    return false;
-  pm->ids_len = len;
-  return true;
+  return sim_idtable_reach_packed(&pm->ids_tab, n, pm->slot_bytes,
+                                  &pm->ids_len);
 }
 
 /* Makes id addressable in ids[]. */

@@ -770,11 +770,7 @@ static void obj_put(tcmalloc_model_t *t, uint64_t id, tobj_t o) {
 /* Makes ids [0, n) usable at the table's width (obj_tab counts wide
  * entries). */
 static bool reach_objs(tcmalloc_model_t *t, uint64_t n) {
-  uint64_t len = sim_idtable_reach_packed(&t->obj_tab, n, t->obj_bytes);
-  if (len == 0)
-    return false;
-  t->obj_len = len;
-  return true;
+  return sim_idtable_reach_packed(&t->obj_tab, n, t->obj_bytes, &t->obj_len);
 }
 
 /* Rewrites the table from 4-byte to 6-byte entries, in place and last

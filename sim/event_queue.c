@@ -86,12 +86,12 @@ static void heap_fix(sim_event_queue_t *q, size_t idx) {
   }
 }
 
-/* Takes the timer in slot idx out of the heap and marks it idle. */
 /* After every change to the heap. */
 static void note_next_due(sim_event_queue_t *q) {
   q->h.next_due_ns = q->h.size > 0 ? q->h.heap[0]->due_ns : UINT64_MAX;
 }
 
+/* Takes the timer in slot idx out of the heap and marks it idle. */
 static void heap_remove(sim_event_queue_t *q, size_t idx) {
   sim_timer_t *t = q->h.heap[idx];
   assert(idx < q->h.size && t->heap_idx == idx);
@@ -101,6 +101,7 @@ static void heap_remove(sim_event_queue_t *q, size_t idx) {
     heap_fix(q, idx);
   }
   t->heap_idx = SIM_TIMER_IDLE;
+  note_next_due(q);
 }
 
 /* ---- Public API --------------------------------------------------------- */
@@ -173,7 +174,6 @@ void sim_event_queue_cancel(sim_event_queue_t *q, sim_timer_t *t) {
     return;
   }
   heap_remove(q, t->heap_idx);
-  note_next_due(q);
 }
 
 sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
@@ -182,7 +182,6 @@ sim_timer_t *sim_event_queue_pop(sim_event_queue_t *q) {
   }
   sim_timer_t *t = q->h.heap[0];
   heap_remove(q, 0);
-  note_next_due(q);
   return t;
 }
 

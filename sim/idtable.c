@@ -20,12 +20,14 @@ bool sim_idtable_grow(sim_idtable_t *t, uint64_t id) {
   return true;
 }
 
-uint64_t sim_idtable_reach_packed(sim_idtable_t *t, uint64_t n, size_t width) {
+bool sim_idtable_reach_packed(sim_idtable_t *t, uint64_t n, size_t width,
+                              uint64_t *len) {
   size_t   elem = t->res.elem;
   uint64_t units = (n * width + elem - 1) / elem;
   if (units > 0 && !sim_idtable_reach(t, units - 1))
-    return 0;
-  return t->len * elem / width;
+    return false;
+  *len = t->len * elem / width;
+  return true;
 }
 
 as_status_t sim_idtable_reach_ids(sim_idtable_t *t, uint64_t id,

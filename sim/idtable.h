@@ -51,9 +51,10 @@ as_status_t sim_idtable_reach_ids(sim_idtable_t *t, uint64_t id, as_err_t *err);
 
 /* For a table whose entries are packed narrower than elem while they fit
  * (width bytes each, width <= elem; widened in place later): makes
- * entries [0, n) of that width usable (n >= 1) and returns how many
- * are, 0 on failure (as sim_idtable_reach). */
-uint64_t sim_idtable_reach_packed(sim_idtable_t *t, uint64_t n, size_t width);
+ * entries [0, n) of that width usable and sets *len to how many are;
+ * false, *len unchanged, when sim_idtable_reach would fail. */
+bool sim_idtable_reach_packed(sim_idtable_t *t, uint64_t n, size_t width,
+                              uint64_t *len);
 
 static inline void *sim_idtable_base(const sim_idtable_t *t) {
   return t->res.base;
