@@ -663,18 +663,94 @@ static void thread_done(mi_model_t *m, uint32_t tld) {
 
 /* ---- Objects ------------------------------------------------------------- */
 
-static bool ensure_objects(mi_model_t *m, uint64_t id) {
-  return sim_idtable_reach(&m->obj_tab, id) && /* fresh entries: page 0 */
-         (!m->g.debug || sim_idtable_reach(&m->req_tab, id));
+/* An object's place by id is 4 bytes, page << MI_OBJ_BLOCK_BITS | block,
+ * while its page number fits beside the block index, the block index fits
+ * 13 bits (a small page, 64 KiB: v2.0.9 include/mimalloc-types.h:161,
+ * v3.0.1 include/mimalloc/types.h:134, holds at most 8192 blocks of the
+ * smallest size, 8 bytes, MI_INTPTR_SIZE: v2.0.9 :125) and the object is
+ * not over-allocated for an alignment.  The first place that does not fit
+ * has the table rewritten to whole mobj_t entries, once (widen_objs).
+ * This table is most of the simulator's memory on a heap of small
+ * objects.  Page 0 is no page, so a word of 0 is a dead id. */
+#define MI_OBJ_BLOCK_BITS 13
+
+static inline mobj_t obj_get(const mi_model_t *m, uint64_t id) {
+  mobj_t o = {0};
+  if (id >= m->obj_len)
+    return o;
+  if (__builtin_expect(m->obj_bytes == sizeof(uint32_t), 1)) {
+    uint32_t w;
+    memcpy(&w, m->objs + id * sizeof w, sizeof w);
+    o.page = w >> MI_OBJ_BLOCK_BITS;
+    o.block = w & ((UINT32_C(1) << MI_OBJ_BLOCK_BITS) - 1);
+    return o;
+  }
+  memcpy(&o, m->objs + id * sizeof o, sizeof o);
+  return o;
 }
 
-/* Where object id starts: its block, or the block's first address of its
- * alignment (an over-allocation, alloc-aligned.c). */
-static sim_addr_t obj_addr(const mi_model_t *m, uint64_t id) {
-  const mobj_t  *o = &m->objs[id];
-  const mpage_t *p = &m->pages[o->page];
-  sim_addr_t     a = p->start + (uint64_t)o->block * p->block_size;
-  uint64_t mask = o->align_shift ? (UINT64_C(1) << o->align_shift) - 1 : 0;
+/* Rewrites the table from 4-byte to whole entries in place, last id first
+ * (entry i's 8 bytes overlap only 4-byte entries i and above, already
+ * moved). */
+static bool widen_objs(mi_model_t *m) {
+  uint64_t n = m->obj_len;
+  if (n > 0 && !sim_idtable_reach(&m->obj_tab, n - 1))
+    return false;
+  for (uint64_t i = n; i-- > 0;) {
+    mobj_t o = obj_get(m, i);
+    memcpy(m->objs + i * sizeof o, &o, sizeof o);
+  }
+  m->obj_bytes = sizeof(mobj_t);
+  m->obj_len = m->obj_tab.len;
+  return true;
+}
+
+/* Sets id's place (id < obj_len: ensure_objects): block in page, over-
+ * allocated for an alignment of 2^align_shift (0: none); false, with the
+ * model failed, when the table must widen and cannot. */
+static inline bool obj_put(mi_model_t *m, uint64_t id, uint32_t page,
+                           uint32_t block, uint8_t align_shift) {
+  if (__builtin_expect(m->obj_bytes == sizeof(uint32_t), 1)) {
+    if (__builtin_expect(page < m->narrow_pages &&
+                             block >> MI_OBJ_BLOCK_BITS == 0 &&
+                             align_shift == 0,
+                         1)) {
+      uint32_t w = page << MI_OBJ_BLOCK_BITS | block;
+      memcpy(m->objs + id * sizeof w, &w, sizeof w);
+      return true;
+    }
+    if (!widen_objs(m)) {
+      mi_fail_oom(m);
+      return false;
+    }
+  }
+  mobj_t o = {
+      .page = page, .block = block & 0xffffff, .align_shift = align_shift};
+  memcpy(m->objs + id * sizeof o, &o, sizeof o);
+  return true;
+}
+
+void mimalloc_narrow_pages_for_tests(model_t *mm, uint32_t n) {
+  mi_model_t *m = (mi_model_t *)mm;
+  if (n < m->narrow_pages)
+    m->narrow_pages = n;
+}
+
+static bool ensure_objects(mi_model_t *m, uint64_t id) {
+  if (id >= m->obj_len && /* fresh entries: page 0 */
+      (id >= SIM_IDTABLE_MAX_IDS ||
+       !sim_idtable_reach_packed(&m->obj_tab, id + 1, m->obj_bytes,
+                                 &m->obj_len)))
+    return false;
+  return !m->g.debug || sim_idtable_reach(&m->req_tab, id);
+}
+
+/* Where an object placed at o starts: its block, or the block's first
+ * address of its alignment (an over-allocation, alloc-aligned.c). */
+static sim_addr_t obj_addr(const mi_model_t *m, mobj_t o) {
+  const mpage_t *p = &m->pages[o.page];
+  sim_addr_t     a = p->start + (uint64_t)o.block * p->block_size;
+  uint64_t       mask = o.align_shift ? (UINT64_C(1) << o.align_shift) - 1 : 0;
   return (a + mask) & ~mask;
 }
 
@@ -806,9 +882,9 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
   }
   if (way != ALIGN_OVER)
     align = 0;
-  m->objs[ev->id].page = page;
-  m->objs[ev->id].block = block & 0xffffff;
-  m->objs[ev->id].align_shift = align ? (uint8_t)__builtin_ctzll(align) : 0;
+  if (!obj_put(m, ev->id, page, block,
+               align ? (uint8_t)__builtin_ctzll(align) : 0))
+    return;
   if (m->g.debug)
     m->requested[ev->id] = req;
   if (m->g.debug)
@@ -837,9 +913,9 @@ static void alloc_object(mi_model_t *m, uint32_t heap, const trace_event_t *ev,
 
 static void free_object(mi_model_t *m, uint32_t tld, uint64_t id,
                         uint64_t size) {
-  uint32_t page = m->objs[id].page;
-  uint32_t block = m->objs[id].block;
-  m->objs[id].page = 0;
+  mobj_t   o = obj_get(m, id);
+  uint32_t page = o.page, block = o.block;
+  obj_put(m, id, 0, 0, 0); /* a dead id fits any width */
   m->live_bytes -= size;
   m->live_objects--;
   if (m->g.debug)
@@ -886,7 +962,7 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
   mi_model_t *m = calloc(1, sizeof *m);
   if (m == NULL)
     return as_err_set(err, AS_ENOMEM, "mimalloc: out of memory");
-  if (sim_idtable_init(&m->obj_tab, sizeof *m->objs) != AS_OK ||
+  if (sim_idtable_init(&m->obj_tab, sizeof(mobj_t)) != AS_OK ||
       sim_idtable_init(&m->req_tab, sizeof *m->requested) != AS_OK ||
       sim_idtable_init(&m->pages_tab, sizeof *m->pages) != AS_OK ||
       sim_idtable_init(&m->segs_tab, sizeof *m->segs) != AS_OK) {
@@ -895,6 +971,8 @@ static as_status_t mimalloc_create(const model_opts_t *opts,
     return as_err_set(err, AS_ENOMEM, "mimalloc: no address space for tables");
   }
   m->objs = sim_idtable_base(&m->obj_tab);
+  m->obj_bytes = sizeof(uint32_t);
+  m->narrow_pages = UINT32_C(1) << (32 - MI_OBJ_BLOCK_BITS);
   m->requested = sim_idtable_base(&m->req_tab);
   m->pages = sim_idtable_base(&m->pages_tab);
   m->segs = sim_idtable_base(&m->segs_tab);
@@ -1002,14 +1080,14 @@ static as_status_t mimalloc_free_ev(model_t *mm, const trace_event_t *ev,
 static void realloc_object(mi_model_t *m, uint32_t heap,
                            const trace_event_t *ev) {
   uint64_t   old = ev->prev_size;
-  mpage_t   *p = P(m, m->objs[ev->id].page);
-  sim_addr_t a = obj_addr(m, ev->id);
+  mobj_t     o = obj_get(m, ev->id);
+  mpage_t   *p = P(m, o.page);
+  sim_addr_t a = obj_addr(m, o);
   /* mi_usable_size: from an aligned object to its block's end (217
    * free.c mi_page_usable_aligned_size_of; 209 alloc.c:603-619) */
-  uint64_t usable =
-      m->g.debug ? m->requested[ev->id]
-                 : p->start + (uint64_t)m->objs[ev->id].block * p->block_size +
-                       p->block_size - a;
+  uint64_t usable = m->g.debug ? m->requested[ev->id]
+                               : p->start + (uint64_t)o.block * p->block_size +
+                                     p->block_size - a;
   if (ev->size <= usable && ev->size >= usable / 2 && ev->size > 0) {
     if (ev->size > old && !(ev->flags & TRACE_FLAG_UNWRITTEN))
       mi_touch(m, a + old, ev->size - old);
@@ -1017,7 +1095,6 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
     return;
   }
   uint32_t tld = H(m, heap)->tld;
-  uint32_t opage = m->objs[ev->id].page, oblock = m->objs[ev->id].block;
   uint32_t page, block;
   uint64_t pad = m->g.debug ? MI_PADDING_SIZE : 0;
   if (!mi_malloc(m, heap, ev->size + pad, &page, &block))
@@ -1031,15 +1108,14 @@ static void realloc_object(mi_model_t *m, uint32_t heap,
   mi_touch(m, na, copy);
   if (ev->size > copy && !(ev->flags & TRACE_FLAG_UNWRITTEN))
     mi_touch(m, na + copy, ev->size - copy);
-  m->objs[ev->id].page = page;
-  m->objs[ev->id].block = block & 0xffffff;
-  m->objs[ev->id].align_shift = 0;
+  if (!obj_put(m, ev->id, page, block, 0))
+    return;
   m->live_bytes += ev->size - old;
   if (m->g.debug) {
-    mi_debug_free_fill(m, tld, opage, oblock, m->requested[ev->id]);
+    mi_debug_free_fill(m, tld, o.page, o.block, m->requested[ev->id]);
     m->requested[ev->id] = ev->size;
   }
-  mi_free_block(m, tld, opage, oblock);
+  mi_free_block(m, tld, o.page, o.block);
 }
 
 static as_status_t mimalloc_realloc(model_t *mm, const trace_event_t *ev,
@@ -1163,9 +1239,10 @@ static size_t mimalloc_counters(const model_t *mm, model_counter_t *out,
 
 static bool mimalloc_locate(const model_t *mm, uint64_t id, sim_addr_t *addr) {
   const mi_model_t *m = (const mi_model_t *)mm;
-  if (id >= m->obj_tab.len || m->objs[id].page == 0)
+  mobj_t            o = obj_get(m, id);
+  if (o.page == 0)
     return false;
-  *addr = obj_addr(m, id);
+  *addr = obj_addr(m, o);
   return true;
 }
 
@@ -1533,7 +1610,7 @@ uint64_t mimalloc_page_bytes(const mi_model_t *m, mi_page_ref_t p) {
 }
 
 mi_page_ref_t mimalloc_object_page(const mi_model_t *m, uint64_t id) {
-  return id < m->obj_tab.len ? m->objs[id].page : 0;
+  return obj_get(m, id).page;
 }
 
 uint64_t mimalloc_page_block_size(const mi_model_t *m, mi_page_ref_t p) {

@@ -146,4 +146,9 @@ as_status_t mimalloc_page_free(mi_model_t *m, mi_page_ref_t p, bool force,
 size_t mimalloc_arenas3(const mi_model_t *m, uint64_t *base, uint64_t *bytes,
                         size_t max);
 
+/* Lowers the page numbers the object table's 4-byte entries hold to n (if
+ * fewer), so that a test reaches its rewrite to whole entries with a small
+ * heap. */
+void mimalloc_narrow_pages_for_tests(model_t *m, uint32_t n);
+
 #endif

@@ -358,10 +358,12 @@ struct mi_model_s {
   uint32_t      segs_n, segs_free;
   uint32_t      abandoned, abandoned_visited; /* 2.x lists */
   uint64_t      abandoned_count;
-  /* objects */
-  mobj_t *objs;            /* by object id (obj_tab's base): one cache line
-                              read per free */
-  sim_idtable_t obj_tab;   /* obj_tab.len: ids usable */
+  /* objects: id -> place in obj_bytes bytes (mimalloc.c obj_get, obj_put) */
+  uint8_t      *objs;         /* obj_tab's base: one cache line per free */
+  sim_idtable_t obj_tab;      /* counts whole (mobj_t) entries */
+  uint64_t      obj_len;      /* ids usable at obj_bytes */
+  uint32_t      obj_bytes;    /* 4 (narrow) or sizeof(mobj_t) */
+  uint32_t      narrow_pages; /* page numbers a 4-byte entry holds */
   uint64_t     *requested; /* debug build, by object id (req_tab's base):
                               the size malloc was asked, which
                               mi_usable_size returns under MI_PADDING; a

@@ -1006,6 +1006,45 @@ static void realloc_of_an_aligned_object_counts_from_it(void **state) {
   fx_close(f);
 }
 
+/* The object table starts at 4 bytes per id and is rewritten to whole
+ * entries, last id first, by the first place a narrow entry cannot hold: a
+ * page number past the limit or an over-allocated aligned object.  Three
+ * models take the same calls: one wide from its first object (limit 1),
+ * one that crosses a limit of 20 pages with objects live, and one that
+ * stays narrow until the aligned object at the end; every object must lie
+ * in the same place in the three. */
+static void objects_stay_put_across_the_rewrite_to_whole_entries(
+    void **state) {
+  (void)state;
+  fx_t    *fx[3] = {fx_open("mimalloc"), fx_open("mimalloc"),
+                    fx_open("mimalloc")};
+  uint32_t limit[2] = {1, 20};
+  for (int k = 0; k < 2; k++)
+    mimalloc_narrow_pages_for_tests(fx[k]->m, limit[k]);
+  enum { N = 3000 };
+  for (int k = 0; k < 3; k++) {
+    for (uint64_t id = 0; id < N; id++) /* 8 KiB blocks: pages past 20 */
+      mal(fx[k], id, id % 5 == 0 ? 64 : 8000);
+    for (uint64_t id = 0; id < N; id += 3)
+      fre(fx[k], id);
+    memalign_t(fx[k], N, 4096, 100); /* over-allocated (2.0.9) */
+  }
+  for (uint64_t id = 0; id <= N; id++) {
+    bool       live = id == N || id % 3 != 0;
+    sim_addr_t a[3] = {0};
+    for (int k = 0; k < 3; k++)
+      assert_int_equal(model_locate(fx[k]->m, id, &a[k]), live);
+    assert_int_equal(a[1], a[0]);
+    assert_int_equal(a[2], a[0]);
+  }
+  assert_int_equal(where(fx[0], N) % 4096, 0);
+  for (int k = 1; k < 3; k++) {
+    assert_int_equal(rss(fx[k]), rss(fx[0]));
+    fx_close(fx[k]);
+  }
+  fx_close(fx[0]);
+}
+
 /* 3.x takes a thread's tld and heap from a meta page, an arena slice of
  * its own (301 arena-meta.c:63-140), so a page allocated after the first
  * thread's start lies a slice further on: measured with 3.0.1 (an
@@ -1309,6 +1348,7 @@ int main(void) {
       cmocka_unit_test(large_os_pages_advise_and_pin),
       cmocka_unit_test(v20_counts_a_thread_exit_twice),
       cmocka_unit_test(v3_may_disable_thp),
+      cmocka_unit_test(objects_stay_put_across_the_rewrite_to_whole_entries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
