@@ -785,7 +785,8 @@ static bool head_block_aligned(mi_model_t *m, uint32_t heap, uint64_t size,
   if (pg == 0 || P(m, pg)->free_n == 0)
     return false;
   const mpage_t *p = P(m, pg);
-  sim_addr_t b = p->start + (uint64_t)p->blocks[p->free_n - 1] * p->block_size;
+  sim_addr_t     b =
+      p->start + (uint64_t)mi_free_entry(p, p->free_n - 1) * p->block_size;
   return (b & (align - 1)) == 0;
 }
 

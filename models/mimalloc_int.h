@@ -135,19 +135,25 @@ struct mpage_s {
   uint32_t   free_n;   /* `free` stack: blocks[0 .. free_n) */
   uint32_t   local_n;  /* `local_free`: blocks[reserved - local_n ..) */
   uint32_t   tfree_n, tfree_cap; /* thread_free stack */
-  uint16_t  *blocks;             /* reserved entries */
-  uint16_t  *tfree;              /* thread_free, head at tfree_n - 1 */
-  uint8_t    bin;
-  uint8_t    tag; /* heap tag (CPython, 217 heap_tag) */
-  uint8_t    retire_expire;
-  uint8_t    delayed; /* MI_*_DELAYED_FREE */
-  bool       in_full;
-  bool       is_huge;          /* 2.x huge segment page / 3.x singleton */
-  bool       abandoned_mapped; /* 3.x: in the arena's abandoned bitmap */
-  bool       zero_init;        /* memory was zero when the page was made */
-  bool       free_is_zero;     /* the free list holds zeroed blocks only */
-  bool       live;             /* record in use */
-  uint32_t   slice_committed;  /* 3.x commit-on-demand bytes, 0 = all */
+  /* reserved entries, or NULL while the page has had no local free: its
+   * free stack is then the run mi_page_extend_free made, entry i being
+   * run_hi - i (2 bytes per block of every page was a sixth of the
+   * simulator's memory on a heap of small objects, most of it full
+   * pages' empty lists) */
+  uint16_t *blocks;
+  uint32_t  run_hi;
+  uint16_t *tfree; /* thread_free, head at tfree_n - 1 */
+  uint8_t   bin;
+  uint8_t   tag; /* heap tag (CPython, 217 heap_tag) */
+  uint8_t   retire_expire;
+  uint8_t   delayed; /* MI_*_DELAYED_FREE */
+  bool      in_full;
+  bool      is_huge;          /* 2.x huge segment page / 3.x singleton */
+  bool      abandoned_mapped; /* 3.x: in the arena's abandoned bitmap */
+  bool      zero_init;        /* memory was zero when the page was made */
+  bool      free_is_zero;     /* the free list holds zeroed blocks only */
+  bool      live;             /* record in use */
+  uint32_t  slice_committed;  /* 3.x commit-on-demand bytes, 0 = all */
 };
 
 /* ---- Heaps and threads ------------------------------------------------- */
@@ -364,10 +370,10 @@ struct mi_model_s {
   uint64_t      obj_len;      /* ids usable at obj_bytes */
   uint32_t      obj_bytes;    /* 4 (narrow) or sizeof(mobj_t) */
   uint32_t      narrow_pages; /* page numbers a 4-byte entry holds */
-  uint64_t     *requested; /* debug build, by object id (req_tab's base):
-                              the size malloc was asked, which
-                              mi_usable_size returns under MI_PADDING; a
-                              release build keeps no table */
+  uint64_t     *requested;    /* debug build, by object id (req_tab's base):
+                                 the size malloc was asked, which
+                                 mi_usable_size returns under MI_PADDING; a
+                                 release build keeps no table */
   sim_idtable_t req_tab;
   uint64_t      live_bytes, live_objects;
   /* 209 segment cache */
@@ -545,6 +551,11 @@ static inline mheap_t *H(mi_model_t *m, uint32_t id) {
 }
 static inline mseg_t *S(mi_model_t *m, uint32_t id) {
   return &m->segs[id];
+}
+
+/* Entry i of a page's free stack (i < free_n), array or run. */
+static inline uint32_t mi_free_entry(const mpage_t *p, uint32_t i) {
+  return p->blocks != NULL ? p->blocks[i] : p->run_hi - i;
 }
 
 #endif

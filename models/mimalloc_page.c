@@ -211,11 +211,25 @@ void mi_hook_page_event(mi_model_t *m, uint32_t page, mi_page_event_t what) {
     m->hooks.page_event(m->hooks.ctx, m, page, what);
 }
 
+/* Gives a page whose free stack is a run (mpage_t.blocks) its array, the
+ * run written out; false, with the model failed, without memory. */
+static bool page_blocks(mi_model_t *m, mpage_t *p) {
+  if (p->blocks != NULL)
+    return true;
+  p->blocks = malloc((size_t)p->reserved * sizeof *p->blocks);
+  if (p->blocks == NULL) {
+    mi_fail_oom(m);
+    return false;
+  }
+  for (uint32_t i = 0; i < p->free_n; i++)
+    p->blocks[i] = (uint16_t)(p->run_hi - i);
+  return true;
+}
+
 /* Moves the thread-free stack onto local_free: local = thread_free ++
  * local (_mi_page_thread_free_collect, page.c:170-204). */
 static void thread_free_collect(mi_model_t *m, mpage_t *p) {
-  (void)m;
-  if (p->tfree_n == 0)
+  if (p->tfree_n == 0 || !page_blocks(m, p))
     return;
   /* local_free's head is at blocks[reserved - local_n]; push the
    * thread-free list from its tail (oldest, tfree[0]) to its head. */
@@ -297,8 +311,10 @@ void mi_page_extend_free(mi_model_t *m, uint32_t page) {
     if (need > p->slice_committed)
       p->slice_committed = (uint32_t)need;
   }
-  for (uint64_t i = 0; i < extend; i++)
-    p->blocks[i] = (uint16_t)(p->capacity + extend - 1 - i);
+  p->run_hi = (uint32_t)(p->capacity + extend - 1);
+  if (p->blocks != NULL)
+    for (uint32_t i = 0; i < extend; i++)
+      p->blocks[i] = (uint16_t)(p->run_hi - i);
   p->free_n = (uint32_t)extend;
   sim_addr_t first = block_addr(p, p->capacity);
   sim_addr_t last = block_addr(p, (uint32_t)(p->capacity + extend - 1));
@@ -327,13 +343,6 @@ void mi_page_init(mi_model_t *m, uint32_t heap, uint32_t page,
     mi_segment_page_layout(m, page);
   p = P(m, page);
   p->free_is_zero = p->zero_init;
-  if (p->blocks == NULL) {
-    p->blocks = malloc((size_t)p->reserved * sizeof *p->blocks);
-    if (p->blocks == NULL) {
-      mi_fail_oom(m);
-      return;
-    }
-  }
   mi_page_extend_free(m, page);
 }
 
@@ -654,7 +663,7 @@ static uint32_t page_fresh(mi_model_t *m, uint32_t heap, uint32_t bin,
 /* Pops the head of the free list (alloc.c:29-39). */
 static uint32_t page_pop(mpage_t *p) {
   p->used++;
-  return p->blocks[--p->free_n];
+  return mi_free_entry(p, --p->free_n);
 }
 
 /* _mi_heap_delayed_free_partial (page.c:307-330): blocks other threads
@@ -742,6 +751,8 @@ bool mi_malloc(mi_model_t *m, uint32_t heap, uint64_t size, uint32_t *page,
  * push on local_free, writing the block's first word. */
 static void free_local(mi_model_t *m, uint32_t page, uint32_t block) {
   mpage_t *p = P(m, page);
+  if (!page_blocks(m, p))
+    return;
   mi_touch(m, block_addr(p, block), 8);
   p->local_n++;
   p->blocks[p->reserved - p->local_n] = (uint16_t)block;
