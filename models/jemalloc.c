@@ -2234,8 +2234,7 @@ static void jemalloc_destroy(model_t *m) {
   free(jm->threads);
   sim_idtable_free(&jm->ext_tab);
   sim_idtable_free(&jm->slab_tab);
-  free(jm->emap.key);
-  free(jm->emap.val);
+  je_emap_free(&jm->emap);
   sim_idtable_free(&jm->obj_tab);
   free(jm->leaf_key);
   free(jm->leaf_addr);

@@ -30,6 +30,7 @@
  */
 #include "jemalloc_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,103 +276,71 @@ static uint32_t eset_fit(const jemalloc_model_t *jm, const je_eset_t *s,
 
 /* ---- emap: boundary pages -> extent (src/emap.c) ------------------------ */
 
-static uint64_t emap_hash(uint64_t k) {
-  k ^= k >> 33;
-  k *= UINT64_C(0xff51afd7ed558ccd);
-  k ^= k >> 33;
-  return k;
+#define EMAP_LEAF_MASK ((UINT64_C(1) << JE_EMAP_LEAF_BITS) - 1)
+#define EMAP_MID_MASK  ((UINT64_C(1) << JE_EMAP_MID_BITS) - 1)
+#define EMAP_TOP_SHIFT (JE_EMAP_LEAF_BITS + JE_EMAP_MID_BITS)
+
+/* The leaf holding page's entry, NULL if none was made. */
+static uint32_t *emap_leaf(const je_emap_t *m, uint64_t page) {
+  uint64_t t = page >> EMAP_TOP_SHIFT;
+  if (m->top == NULL || t >= m->ntop || m->top[t] == NULL)
+    return NULL;
+  return m->top[t]->leaf[(page >> JE_EMAP_LEAF_BITS) & EMAP_MID_MASK];
 }
 
-static as_status_t emap_grow(jemalloc_model_t *jm, as_err_t *err) {
+/* The leaf holding page's entry, made (with the nodes above it) if need
+ * be; NULL when out of memory. */
+static uint32_t *emap_leaf_made(jemalloc_model_t *jm, uint64_t page) {
   je_emap_t *m = &jm->emap;
-  uint64_t   cap = m->cap ? 2 * m->cap : 4096;
-  uint64_t  *key = calloc(cap, sizeof *key);
-  uint32_t  *val = calloc(cap, sizeof *val);
-  if (key == NULL || val == NULL) {
-    free(key);
-    free(val);
-    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory for the emap");
+  if (m->top == NULL) {
+    /* every page number below 2^SIM_KERNEL_TASK_SIZE_BITS / page */
+    unsigned bits = SIM_KERNEL_TASK_SIZE_BITS - jm->lg_page;
+    m->ntop =
+        bits > EMAP_TOP_SHIFT ? UINT64_C(1) << (bits - EMAP_TOP_SHIFT) : 1;
+    if ((m->top = calloc(m->ntop, sizeof *m->top)) == NULL)
+      return NULL;
   }
-  /* Filled at random to half its slots: every page is written soon. */
-  as_prefault(key, cap * sizeof *key);
-  as_prefault(val, cap * sizeof *val);
-  for (uint64_t i = 0; i < m->cap; i++) {
-    if (m->key[i] == 0)
-      continue;
-    uint64_t j = emap_hash(m->key[i]) & (cap - 1);
-    while (key[j] != 0)
-      j = (j + 1) & (cap - 1);
-    key[j] = m->key[i];
-    val[j] = m->val[i];
-  }
-  free(m->key);
-  free(m->val);
-  m->key = key;
-  m->val = val;
-  m->cap = cap;
-  return AS_OK;
+  uint64_t t = page >> EMAP_TOP_SHIFT;
+  assert(t < m->ntop);
+  if (m->top[t] == NULL && (m->top[t] = calloc(1, sizeof *m->top[t])) == NULL)
+    return NULL;
+  uint32_t **leaf =
+      &m->top[t]->leaf[(page >> JE_EMAP_LEAF_BITS) & EMAP_MID_MASK];
+  if (*leaf == NULL)
+    *leaf = calloc(EMAP_LEAF_MASK + 1, sizeof **leaf);
+  return *leaf;
 }
 
 static as_status_t emap_set(jemalloc_model_t *jm, uint64_t page, uint32_t e,
                             as_err_t *err) {
-  je_emap_t *m = &jm->emap;
-  if (2 * (m->n + 1) > m->cap) {
-    as_status_t rc = emap_grow(jm, err);
-    if (rc != AS_OK)
-      return rc;
-  }
-  uint64_t k = page + 1, j = emap_hash(k) & (m->cap - 1);
-  while (m->key[j] != 0 && m->key[j] != k)
-    j = (j + 1) & (m->cap - 1);
-  if (m->key[j] == 0)
-    m->n++;
-  m->key[j] = k;
-  m->val[j] = e;
+  uint32_t *leaf = emap_leaf_made(jm, page);
+  if (leaf == NULL)
+    return as_err_set(err, AS_ENOMEM, "jemalloc: out of memory for the emap");
+  leaf[page & EMAP_LEAF_MASK] = e;
   return AS_OK;
 }
 
 static uint32_t emap_get(const jemalloc_model_t *jm, uint64_t page) {
-  const je_emap_t *m = &jm->emap;
-  if (m->cap == 0)
-    return JE_NONE;
-  uint64_t k = page + 1, j = emap_hash(k) & (m->cap - 1);
-  while (m->key[j] != 0) {
-    if (m->key[j] == k)
-      return m->val[j];
-    j = (j + 1) & (m->cap - 1);
-  }
-  return JE_NONE;
+  const uint32_t *leaf = emap_leaf(&jm->emap, page);
+  return leaf != NULL ? leaf[page & EMAP_LEAF_MASK] : JE_NONE;
 }
 
-/* Removes page's entry: backward-shift deletion keeps probe chains whole. */
 static void emap_del(jemalloc_model_t *jm, uint64_t page) {
-  je_emap_t *m = &jm->emap;
-  if (m->cap == 0)
-    return;
-  uint64_t k = page + 1, j = emap_hash(k) & (m->cap - 1);
-  while (m->key[j] != 0 && m->key[j] != k)
-    j = (j + 1) & (m->cap - 1);
-  if (m->key[j] == 0)
-    return;
-  m->n--;
-  for (uint64_t i = j;;) {
-    m->key[i] = 0;
-    uint64_t nx = i;
-    for (;;) {
-      nx = (nx + 1) & (m->cap - 1);
-      if (m->key[nx] == 0)
-        return;
-      uint64_t home = emap_hash(m->key[nx]) & (m->cap - 1);
-      /* Move nx back to i unless its home lies cyclically in (i, nx]. */
-      bool stays =
-          (i <= nx) ? (i < home && home <= nx) : (i < home || home <= nx);
-      if (!stays)
-        break;
-    }
-    m->key[i] = m->key[nx];
-    m->val[i] = m->val[nx];
-    i = nx;
+  uint32_t *leaf = emap_leaf(&jm->emap, page);
+  if (leaf != NULL)
+    leaf[page & EMAP_LEAF_MASK] = JE_NONE;
+}
+
+void je_emap_free(je_emap_t *m) {
+  for (uint64_t t = 0; m->top != NULL && t < m->ntop; t++) {
+    if (m->top[t] == NULL)
+      continue;
+    for (size_t i = 0; i <= EMAP_MID_MASK; i++)
+      free(m->top[t]->leaf[i]);
+    free(m->top[t]);
   }
+  free(m->top);
+  m->top = NULL;
 }
 
 /* emap_register_boundary (emap.c:158-177): the first and last page. */
@@ -453,6 +422,7 @@ static as_status_t ext_split(jemalloc_model_t *jm, uint32_t e, uint64_t size_a,
   uint64_t    sn = x->sn;
   bool        zeroed = x->zeroed;
   uint8_t     state = x->state;
+  *trail = JE_NONE;
   emap_deregister(jm, e);
   as_status_t rc = ext_new(jm, a, addr, size_b, sn, false, zeroed, trail, err);
   if (rc != AS_OK)

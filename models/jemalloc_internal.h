@@ -312,14 +312,22 @@ struct je_bg_s {
   uint64_t                 runs; /* tot_n_runs */
 };
 
-/* emap: page number -> extent id for the first and last page of every
- * registered extent (what emap_register_boundary writes into the rtree);
- * linear probing with backward-shift deletion. */
+/* emap: page number -> extent id (JE_NONE = 0: none) for the first and
+ * last page of every registered extent (what emap_register_boundary
+ * writes into the rtree), in a radix tree over page numbers as jemalloc's
+ * own rtree is (rtree.h): a top array, then middle nodes and leaves of
+ * 2^12 entries each, made when first written and kept until the model
+ * goes.  (A hash table grew by copying, old and new resident at once.) */
+#define JE_EMAP_LEAF_BITS 12
+#define JE_EMAP_MID_BITS  12
+typedef struct je_emap_mid_s je_emap_mid_t;
+struct je_emap_mid_s {
+  uint32_t *leaf[1u << JE_EMAP_MID_BITS];
+};
 typedef struct je_emap_s je_emap_t;
 struct je_emap_s {
-  uint64_t *key; /* page number + 1, 0 = empty */
-  uint32_t *val;
-  uint64_t  cap, n;
+  je_emap_mid_t **top;  /* ntop entries, NULL until the first write */
+  uint64_t        ntop; /* page numbers >> (leaf + mid bits) */
 };
 
 typedef struct jemalloc_model_s jemalloc_model_t;
@@ -457,6 +465,9 @@ as_status_t je_decay_ms_set(jemalloc_model_t *jm, je_arena_t *a, bool dirty,
 uint64_t    je_prng_lg_range(uint64_t *state, unsigned lg_range);
 
 /* ---- jemalloc_base.c ----------------------------------------------------- */
+
+/* Frees the emap's nodes (models/jemalloc_extent.c). */
+void je_emap_free(je_emap_t *m);
 
 /* base_alloc (base.c:435-480) in arena a's base, touching the structure's
  * pages (every structure jemalloc allocates there is written at creation). */
