@@ -42,7 +42,7 @@
  * Sections
  *   Constants and options        Records
  *   Kernel helpers               Header bytes
- *   Meta records and areas
+ *   The object table             Meta records and areas
  *   Slots (enframe)              Groups and slots (allocation)
  *   Freeing                      Entry points
  *   Threads                      Model interface
@@ -191,13 +191,14 @@ typedef struct hdr_s {
   uint8_t    live;
 } hdr_t;
 
-/* A live object: its group, slot and start within the slot, in 8 bytes
- * (one per live id: on a heap of small objects this table is most of the
- * simulator's memory).  Objects start UNIT-aligned in a slot (enframe,
- * meta.h:196-218; aligned_alloc.c:33-39), so the offset is kept in units,
- * beside the slot index (a group has at most 32 slots, meta.h:27-28).  An
- * offset of 2 GiB or more, which only an alignment above 2 GiB makes
- * (musl takes up to 32 GiB, aligned_alloc.c:12), is refused. */
+/* A live object: its group, slot and start within the slot (one per live
+ * id: on a heap of small objects this table is most of the simulator's
+ * memory).  Objects start UNIT-aligned in a slot (enframe, meta.h:196-218;
+ * aligned_alloc.c:33-39), so the offset is kept in units, beside the slot
+ * index (a group has at most 32 slots, meta.h:27-28).  An offset of 2 GiB
+ * or more, which only an alignment above 2 GiB makes (musl takes up to
+ * 32 GiB, aligned_alloc.c:12), is refused.  The table packs an object in
+ * 4 bytes (The object table, below) while it fits. */
 typedef struct mobj_s {
   uint32_t meta;  /* NONE: not live (never happens while the id is live) */
   uint32_t place; /* slot | offset / UNIT << MOBJ_SLOT_BITS */
@@ -241,8 +242,12 @@ typedef struct musl_model_s {
   uint64_t      meta_areas;
   sim_idtable_t area_tab; /* meta areas' addresses, in the order made */
 
-  mobj_t       *obj;     /* by object id: obj_tab's base */
-  sim_idtable_t obj_tab; /* obj_tab.len: ids usable */
+  /* program objects: id -> mobj_t in obj_bytes bytes (obj_get, obj_put) */
+  uint8_t      *obj;          /* obj_tab's base */
+  sim_idtable_t obj_tab;      /* in mobj_t units */
+  uint64_t      obj_len;      /* ids usable at obj_bytes */
+  uint32_t      obj_bytes;    /* 4, or sizeof(mobj_t) once widened */
+  uint32_t      narrow_metas; /* group numbers a 4-byte entry holds */
   uint64_t      live_bytes, live_objects;
   uint64_t      mapped_groups, mapped_chunks, mapped_bytes;
 
@@ -457,6 +462,77 @@ static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
   }
 }
 
+/* ---- The object table ---------------------------------------------------
+ * An object's place by id: 4 bytes, meta << MOBJ_NARROW_PLACE_BITS |
+ * place, while its group number is below narrow_metas and its offset below
+ * 256 units, else a whole mobj_t.  enframe's offsets cycle within 255
+ * units (meta.h:204: & 255); only aligned_alloc moves an object further,
+ * by up to the alignment less a unit (aligned_alloc.c:33-39).  That leaves
+ * 2^19 group numbers: some 12 M live objects of 64 bytes (the survivors
+ * benchmark's 4.2 M made 173 K groups).  alloc_meta, before it makes a
+ * group number that does not fit, and mobj_set, before an offset that does
+ * not, have the table rewritten to whole entries once (widen_objs). */
+#define MOBJ_NARROW_OFF_BITS   8
+#define MOBJ_NARROW_PLACE_BITS (MOBJ_SLOT_BITS + MOBJ_NARROW_OFF_BITS)
+#define MOBJ_NARROW_METAS      (UINT32_C(1) << (32 - MOBJ_NARROW_PLACE_BITS))
+
+/* The place in an entry of bytes bytes at p. */
+static inline mobj_t obj_read(const uint8_t *p, uint32_t bytes) {
+  mobj_t o;
+  if (bytes == sizeof o) {
+    memcpy(&o, p, sizeof o);
+    return o;
+  }
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return (mobj_t){.meta = w >> MOBJ_NARROW_PLACE_BITS,
+                  .place = w & ((UINT32_C(1) << MOBJ_NARROW_PLACE_BITS) - 1)};
+}
+
+static inline void obj_write(uint8_t *p, uint32_t bytes, mobj_t o) {
+  if (bytes == sizeof o) {
+    memcpy(p, &o, sizeof o);
+    return;
+  }
+  uint32_t w = o.meta << MOBJ_NARROW_PLACE_BITS | o.place;
+  memcpy(p, &w, sizeof w);
+}
+
+/* Id's place; meta NONE when it is not live. */
+static mobj_t obj_get(const musl_model_t *ms, uint64_t id) {
+  if (id >= ms->obj_len)
+    return (mobj_t){.meta = NONE};
+  return obj_read(ms->obj + id * ms->obj_bytes, ms->obj_bytes);
+}
+
+/* id < ms->obj_len (ensure_obj); o fits the width (alloc_meta, mobj_set). */
+static void obj_put(musl_model_t *ms, uint64_t id, mobj_t o) {
+  obj_write(ms->obj + id * ms->obj_bytes, ms->obj_bytes, o);
+}
+
+/* Makes ids [0, n) usable at the table's width (obj_tab counts whole
+ * entries). */
+static bool reach_objs(musl_model_t *ms, uint64_t n) {
+  return sim_idtable_reach_packed(&ms->obj_tab, n, ms->obj_bytes, &ms->obj_len);
+}
+
+/* Rewrites the table from 4-byte to whole entries, in place and last first
+ * (entry i's eight bytes overlap only 4-byte entries i and above, already
+ * moved); false, the model failed, when out of memory. */
+static bool widen_objs(musl_model_t *ms) {
+  uint64_t n = ms->obj_len;
+  if (n > 0 && !sim_idtable_reach(&ms->obj_tab, n - 1)) {
+    set_fail(ms, AS_ENOMEM, "out of memory for objects");
+    return false;
+  }
+  for (uint64_t i = n; i-- > 0;)
+    obj_write(ms->obj + i * sizeof(mobj_t), sizeof(mobj_t),
+              obj_read(ms->obj + i * sizeof(uint32_t), sizeof(uint32_t)));
+  ms->obj_bytes = sizeof(mobj_t);
+  ms->obj_len = ms->obj_tab.len;
+  return true;
+}
+
 /* ---- Meta records and areas --------------------------------------------- */
 
 /* The active lists and the free-meta queue: circular, a record's next and
@@ -572,6 +648,9 @@ static uint32_t alloc_meta(musl_model_t *ms) {
       set_fail(ms, AS_ENOMEM, "out of memory for groups");
       return NONE;
     }
+    if (ms->nmt >= ms->narrow_metas && ms->obj_bytes < sizeof(mobj_t) &&
+        !widen_objs(ms))
+      return NONE;
     m = ms->nmt++;
     ms->avail_meta_count--;
   }
@@ -1160,10 +1239,11 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
   return m;
 }
 
-/* Records an object at offset off of slot idx of group meta; false (the
- * model failed) for an offset a record cannot hold. */
-static bool mobj_set(musl_model_t *ms, mobj_t *o, uint32_t meta, unsigned idx,
-                     uint64_t off) {
+/* Records an object at offset off of slot idx of group meta, and has the
+ * table widened if its 4-byte entries cannot hold the offset; false (the
+ * model failed) for an offset a record cannot hold, or no memory. */
+static inline bool mobj_set(musl_model_t *ms, mobj_t *o, uint32_t meta,
+                            unsigned idx, uint64_t off) {
   if (off > MOBJ_OFF_MAX) {
     set_fail(ms, AS_EINVAL,
              "an object 2 GiB or more into its slot (an alignment above "
@@ -1176,7 +1256,8 @@ static bool mobj_set(musl_model_t *ms, mobj_t *o, uint32_t meta, unsigned idx,
   }
   o->meta = meta;
   o->place = (uint32_t)(idx | (off / UNIT) << MOBJ_SLOT_BITS);
-  return true;
+  return o->place >> MOBJ_NARROW_PLACE_BITS == 0 ||
+         ms->obj_bytes == sizeof(mobj_t) || widen_objs(ms);
 }
 
 /* realloc (realloc.c:6-51): in place when the slot has room and the new
@@ -1267,7 +1348,7 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
 /* ---- Model interface ---------------------------------------------------- */
 
 static bool ensure_obj(musl_model_t *ms, uint64_t id) {
-  if (sim_idtable_reach(&ms->obj_tab, id))
+  if (id < ms->obj_len || (id < SIM_IDTABLE_MAX_IDS && reach_objs(ms, id + 1)))
     return true; /* fresh entries read as meta NONE (0): not live */
   if (id >= SIM_IDTABLE_MAX_IDS)
     set_fail(ms, AS_EINVAL, "object id above 2^32");
@@ -1297,18 +1378,19 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
       set_fail(ms, AS_ENOMEM, "out of memory");
     return report(ms, err);
   }
-  mobj_t *o = &ms->obj[ev->id];
-  if (!mobj_set(ms, o, g, idx, off))
+  mobj_t o;
+  if (!mobj_set(ms, &o, g, idx, off))
     return report(ms, err);
+  obj_put(ms, ev->id, o);
   ms->live_bytes += ev->size;
   ms->live_objects++;
   if (ev->op == TRACE_CALLOC) {
     if (!is_allzero(MT(ms, g))) {
-      calloc_clear(ms, obj_addr(ms, o), ev->size);
-      hdr_zero_range(ms, obj_addr(ms, o), ev->size);
+      calloc_clear(ms, obj_addr(ms, &o), ev->size);
+      hdr_zero_range(ms, obj_addr(ms, &o), ev->size);
     }
   } else if (ev->op == TRACE_MEMALIGN && !(ev->flags & TRACE_FLAG_UNWRITTEN)) {
-    touch(ms, obj_addr(ms, o), ev->size);
+    touch(ms, obj_addr(ms, &o), ev->size);
   }
   return ms->fail != AS_OK ? report(ms, err) : AS_OK;
 }
@@ -1317,12 +1399,12 @@ static as_status_t ms_free(model_t *m, const trace_event_t *ev, as_err_t *err) {
   musl_model_t *ms = (musl_model_t *)m;
   if (ms->fail != AS_OK)
     return report(ms, err);
-  if (ev->id >= ms->obj_tab.len || ms->obj[ev->id].meta == NONE)
+  mobj_t o = obj_get(ms, ev->id);
+  if (o.meta == NONE)
     return as_err_set(err, AS_EINVAL,
                       "musl: free of object %" PRIu64 " that is not live",
                       ev->id);
-  mobj_t o = ms->obj[ev->id];
-  ms->obj[ev->id].meta = NONE;
+  obj_put(ms, ev->id, (mobj_t){.meta = NONE});
   ms->live_bytes -= ev->prev_size;
   ms->live_objects--;
   musl_free_obj(ms, &o);
@@ -1334,23 +1416,25 @@ static as_status_t ms_realloc(model_t *m, const trace_event_t *ev,
   musl_model_t *ms = (musl_model_t *)m;
   if (ms->fail != AS_OK || !ensure_obj(ms, ev->id))
     return report(ms, err);
-  mobj_t *o = &ms->obj[ev->id];
-  if (o->meta == NONE)
+  mobj_t o = obj_get(ms, ev->id);
+  if (o.meta == NONE)
     return as_err_set(err, AS_EINVAL,
                       "musl: realloc of object %" PRIu64 " that is not live",
                       ev->id);
-  if (!musl_realloc_obj(ms, o, ev->size, ev->prev_size,
+  if (!musl_realloc_obj(ms, &o, ev->size, ev->prev_size,
                         !(ev->flags & TRACE_FLAG_UNWRITTEN)))
     return report(ms, err);
+  obj_put(ms, ev->id, o);
   ms->live_bytes = ms->live_bytes - ev->prev_size + ev->size;
   return ms->fail != AS_OK ? report(ms, err) : AS_OK;
 }
 
 static bool ms_locate(const model_t *m, uint64_t id, sim_addr_t *addr) {
   const musl_model_t *ms = (const musl_model_t *)m;
-  if (id >= ms->obj_tab.len || ms->obj[id].meta == NONE)
+  mobj_t              o = obj_get(ms, id);
+  if (o.meta == NONE)
     return false;
-  *addr = obj_addr(ms, &ms->obj[id]);
+  *addr = obj_addr(ms, &o);
   return true;
 }
 
@@ -1572,7 +1656,7 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   musl_model_t *ms = calloc(1, sizeof *ms);
   if (ms == NULL)
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
-  if (sim_idtable_init(&ms->obj_tab, sizeof *ms->obj) != AS_OK ||
+  if (sim_idtable_init(&ms->obj_tab, sizeof(mobj_t)) != AS_OK ||
       sim_idtable_init(&ms->mt_tab, sizeof *ms->mt) != AS_OK ||
       sim_idtable_init(&ms->hdr_tab, sizeof *ms->hdr) != AS_OK ||
       sim_idtable_init(&ms->area_tab, sizeof(sim_addr_t)) != AS_OK) {
@@ -1583,6 +1667,8 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_ENOMEM, "musl: no address space for tables");
   }
   ms->obj = sim_idtable_base(&ms->obj_tab);
+  ms->obj_bytes = sizeof(uint32_t);
+  ms->narrow_metas = MOBJ_NARROW_METAS;
   ms->mt = sim_idtable_base(&ms->mt_tab);
   ms->hdr = sim_idtable_base(&ms->hdr_tab);
   ms->kernel = ctx->kernel;
@@ -1675,4 +1761,14 @@ void musl_context(const model_t *m, musl_context_t *out) {
       out->free_metas++;
       g = ms->mt[g].next;
     } while (g != h);
+}
+
+size_t musl_object_entry_bytes(const model_t *m) {
+  return ((const musl_model_t *)m)->obj_bytes;
+}
+
+void musl_narrow_metas_for_tests(model_t *m, uint32_t n) {
+  musl_model_t *ms = (musl_model_t *)m;
+  if (n < ms->narrow_metas)
+    ms->narrow_metas = n;
 }

@@ -1,7 +1,8 @@
 /* models/musl.h -- what the differential test reads of a musl model beyond
  * the model interface: the per-class state of struct malloc_context
  * (musl 1.2.3 src/malloc/mallocng/meta.h:41-58) that a static musl program
- * can read of the real one. */
+ * can read of the real one; and the object table's width, for the unit
+ * tests. */
 #ifndef ALLOCSIM_MUSL_H
 #define ALLOCSIM_MUSL_H
 
@@ -43,5 +44,14 @@ typedef struct musl_context_s {
 } musl_context_t;
 
 void musl_context(const model_t *m, musl_context_t *out);
+
+/* Bytes an object id takes in the model's table: 4 while every place fits
+ * that, 8 once the table was rewritten to whole entries. */
+size_t musl_object_entry_bytes(const model_t *m);
+
+/* Lowers the group numbers the object table's 4-byte entries hold to n
+ * (if fewer), so that a test reaches its rewrite to whole entries with a
+ * small heap. */
+void musl_narrow_metas_for_tests(model_t *m, uint32_t n);
 
 #endif

@@ -215,6 +215,71 @@ static void realloc_stays_in_its_slot(void **state) {
   fx_close(&f);
 }
 
+/* The object table's rewrite from 4-byte to whole entries (alloc_meta,
+ * once group numbers outgrow 4 bytes: lowered here to 40) keeps every
+ * object where a model that never rewrote it places it, and frees them the
+ * same. */
+static void objects_stay_put_across_the_rewrite_to_whole_entries(void **state) {
+  (void)state;
+  fx_t kept, rewritten;
+  fx_open(&kept, "musl");
+  fx_open(&rewritten, "musl");
+  musl_narrow_metas_for_tests(rewritten.m, 40);
+  enum { N = 600 };
+  fx_t *both[] = {&kept, &rewritten};
+  for (int k = 0; k < 2; k++) {
+    for (uint64_t id = 0; id < N; id++) /* small, larger, a chunk in 50 */
+      fx_malloc(both[k], id,
+                id % 50 == 7  ? 140000
+                : id % 5 == 4 ? 20000 + 4096 * (id % 7)
+                              : 16 + 48 * (id % 9));
+    for (uint64_t id = 0; id < N; id += 3)
+      fx_free(both[k], id);
+    for (uint64_t id = 1; id < N; id += 3) /* moved to another class */
+      fx_event(both[k], TRACE_REALLOC, 0, id, 300 + 16 * (id % 11), 0, 0);
+  }
+  assert_int_equal(musl_object_entry_bytes(kept.m), 4);
+  assert_int_equal(musl_object_entry_bytes(rewritten.m), 8);
+  for (uint64_t id = 0; id < N; id++) {
+    sim_addr_t a = 0, b = 0;
+    bool       live = id % 3 != 0;
+    assert_int_equal(model_locate(kept.m, id, &a), live);
+    assert_int_equal(model_locate(rewritten.m, id, &b), live);
+    assert_int_equal(a, b);
+  }
+  for (uint64_t id = 1; id < N; id++)
+    if (id % 3 != 0) {
+      fx_free(&kept, id);
+      fx_free(&rewritten, id);
+    }
+  assert_int_equal(fx_rss(&rewritten), fx_rss(&kept));
+  fx_close(&kept);
+  fx_close(&rewritten);
+}
+
+/* enframe's offsets stay below 256 units (meta.h:204), which 4-byte
+ * entries hold; aligned_alloc moves an object up to the alignment further
+ * (aligned_alloc.c:33-39): 1 MiB here, which has the table rewritten to
+ * whole entries with the objects before it where they were. */
+static void an_aligned_object_far_into_its_slot_widens_the_table(void **state) {
+  (void)state;
+  enum { N = 300, MiB = 1 << 20 };
+  fx_t       f;
+  sim_addr_t at[N];
+  fx_open(&f, "musl");
+  for (uint64_t id = 0; id < N; id++) {
+    fx_malloc(&f, id, 16 + 48 * (id % 9));
+    at[id] = fx_addr(&f, id);
+  }
+  assert_int_equal(musl_object_entry_bytes(f.m), 4);
+  fx_event(&f, TRACE_MEMALIGN, 0, N, 16, MiB, 0);
+  assert_int_equal(musl_object_entry_bytes(f.m), 8);
+  assert_int_equal(fx_addr(&f, N) % MiB, 0);
+  for (uint64_t id = 0; id < N; id++)
+    assert_int_equal(fx_addr(&f, id), at[id]);
+  fx_close(&f);
+}
+
 /* The dynamic linker's gaps become single-slot groups that serve the
  * first requests (donate.c): with the Debian libc.so gap and a program
  * gap of 3504 bytes, a first malloc(100) needs no mapping. */
@@ -302,6 +367,8 @@ int main(void) {
       cmocka_unit_test(freed_slot_pages_are_lazyfree),
       cmocka_unit_test(madv_free_on_free_follows_the_version),
       cmocka_unit_test(realloc_stays_in_its_slot),
+      cmocka_unit_test(objects_stay_put_across_the_rewrite_to_whole_entries),
+      cmocka_unit_test(an_aligned_object_far_into_its_slot_widens_the_table),
       cmocka_unit_test(donated_gaps_serve_first_requests),
       cmocka_unit_test(other_page_sizes_are_refused),
       cmocka_unit_test(threads_map_their_stacks),
