@@ -1013,11 +1013,9 @@ static void realloc_of_an_aligned_object_counts_from_it(void **state) {
  * one that crosses a limit of 20 pages with objects live, and one that
  * stays narrow until the aligned object at the end; every object must lie
  * in the same place in the three. */
-static void objects_stay_put_across_the_rewrite_to_whole_entries(
-    void **state) {
+static void objects_stay_put_across_the_rewrite_to_whole_entries(void **state) {
   (void)state;
-  fx_t    *fx[3] = {fx_open("mimalloc"), fx_open("mimalloc"),
-                    fx_open("mimalloc")};
+  fx_t *fx[3] = {fx_open("mimalloc"), fx_open("mimalloc"), fx_open("mimalloc")};
   uint32_t limit[2] = {1, 20};
   for (int k = 0; k < 2; k++)
     mimalloc_narrow_pages_for_tests(fx[k]->m, limit[k]);
