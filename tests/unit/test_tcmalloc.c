@@ -247,19 +247,7 @@ static void objects_stay_put_across_the_rewrite_to_six_bytes(void **state) {
     for (uint64_t id = 0; id < N; id += 3)
       fx_free(both[k], id);
   }
-  for (uint64_t id = 0; id < N; id++) {
-    sim_addr_t a = 0, b = 0;
-    bool       live = id % 3 != 0;
-    assert_int_equal(model_locate(kept.m, id, &a), live);
-    assert_int_equal(model_locate(rewritten.m, id, &b), live);
-    assert_int_equal(a, b);
-  }
-  for (uint64_t id = 1; id < N; id++)
-    if (id % 3 != 0) {
-      fx_free(&kept, id);
-      fx_free(&rewritten, id);
-    }
-  assert_int_equal(fx_rss(&rewritten), fx_rss(&kept));
+  fx_check_same_places(&kept, &rewritten, N);
   fx_close(&kept);
   fx_close(&rewritten);
 }
