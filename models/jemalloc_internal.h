@@ -315,9 +315,11 @@ struct je_bg_s {
 /* emap: page number -> extent id (JE_NONE = 0: none) for the first and
  * last page of every registered extent (what emap_register_boundary
  * writes into the rtree), in a radix tree over page numbers as jemalloc's
- * own rtree is (rtree.h): a top array, then middle nodes and leaves of
- * 2^12 entries each, made when first written and kept until the model
- * goes.  (A hash table grew by copying, old and new resident at once.) */
+ * own rtree is (5.3.0 include/jemalloc/internal/rtree.h:116-122, its
+ * levels; the model's simulated copy is jemalloc_base.c's): a top array,
+ * then middle nodes and leaves of 2^12 entries each, made when first
+ * written and kept until the model goes.  (A hash table grew by copying,
+ * old and new resident at once.) */
 #define JE_EMAP_LEAF_BITS 12
 #define JE_EMAP_MID_BITS  12
 typedef struct je_emap_mid_s je_emap_mid_t;
