@@ -194,11 +194,13 @@ static const model_option_t tcmalloc_options[] = {
 /* ---- Size map ----------------------------------------------------------- */
 
 typedef struct tsizemap_s {
-  uint32_t nclasses;                  /* class 0 unused */
-  uint32_t size[TC_CLASS_SIZES_MAX];  /* class_to_size_ */
-  uint32_t pages[TC_CLASS_SIZES_MAX]; /* class_to_pages_ */
-  uint32_t batch[TC_CLASS_SIZES_MAX]; /* num_objects_to_move_ */
-  uint8_t  class_array[TC_CLASS_ARRAY_SIZE];
+  uint32_t nclasses;                    /* class 0 unused */
+  uint32_t size[TC_CLASS_SIZES_MAX];    /* class_to_size_ */
+  uint32_t pages[TC_CLASS_SIZES_MAX];   /* class_to_pages_ */
+  uint32_t batch[TC_CLASS_SIZES_MAX];   /* num_objects_to_move_ */
+  uint32_t objects[TC_CLASS_SIZES_MAX]; /* objects a span of the class
+                                          holds (Populate's count) */
+  uint8_t class_array[TC_CLASS_ARRAY_SIZE];
 } tsizemap_t;
 
 /* common.h:199-209 ClassIndexMaybe */
@@ -279,8 +281,13 @@ static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
       sm->class_array[class_index(s)] = (uint8_t)c;
     next_size = sm->size[c] + TC_ALIGNMENT;
   }
-  for (uint32_t c = 1; c < sc; c++)
+  for (uint32_t c = 1; c < sc; c++) {
     sm->batch[c] = num_move_size(sm->size[c], transfer_num);
+    sm->objects[c] =
+        (uint32_t)(((uint64_t)sm->pages[c] << page_shift) / sm->size[c]);
+    if (sm->objects[c] > UINT16_MAX) /* tobj_t's 16-bit slot, the free */
+      return false;                  /* stack's 16-bit counts */
+  }
   return true;
 }
 
@@ -291,22 +298,39 @@ static bool sizemap_init(tsizemap_t *sm, unsigned page_shift,
  * so every doubly linked list is tcmalloc's circular one with a dummy head. */
 enum { LOC_IN_USE, LOC_NORMAL, LOC_RETURNED, LOC_HEAD, LOC_DEAD };
 
+/* 56 bytes: a span either serves a size class (in use, sizeclass != 0)
+ * or waits in a large set (free, longer than kMaxPages), never both, so
+ * the fields of the two share their bytes.  A span leaves a large set
+ * with tl = tr = node = 0 (treap_erase, remove_from_free_list), which
+ * reads as an empty free stack; a size-class span leaves with its stack
+ * freed (release_to_spans).  The objects a size-class span holds come
+ * from its class (tsizemap_t.objects) and the treap priority from its
+ * number (span_prio), so neither is stored.  This table is the second
+ * largest of the model's memory on a heap of small objects. */
 typedef struct tspan_s {
   uint64_t   start;  /* first page (address >> page_shift) */
   uint64_t   length; /* pages */
+  sim_addr_t meta;   /* the Span object in the metadata */
   uint32_t   prev, next;
   uint32_t   refcount; /* objects handed out of this span */
-  uint32_t   nobj;     /* objects in the span (size-class spans) */
-  uint32_t   virgin;   /* slots from here on were never handed out */
-  uint32_t   nstack, capstack;
-  uint16_t  *stack;  /* returned slots, the list head last */
-  uint32_t   tl, tr; /* large-set treap children */
-  uint32_t   prio;   /* treap priority */
   uint8_t    sizeclass;
   uint8_t    location;
-  sim_addr_t meta; /* the Span object in the metadata */
-  sim_addr_t node; /* its std::set node while in a large set */
+  union {
+    struct {           /* serving a size class */
+      uint32_t virgin; /* slots from here on were never handed out */
+      uint16_t nstack, capstack;
+    };
+    struct {           /* in a large set */
+      uint32_t tl, tr; /* treap children */
+    };
+  };
+  union {
+    uint16_t *stack; /* serving a size class: returned slots, the list
+                        head last */
+    sim_addr_t node; /* in a large set: its std::set node */
+  };
 } tspan_t;
+_Static_assert(sizeof(tspan_t) == 56, "a span record stays 56 bytes");
 
 /* A free object: span << 16 | slot. */
 typedef uint64_t tobj_t;
@@ -406,7 +430,6 @@ typedef struct tcmalloc_model_s {
   sim_idtable_t sp_tab; /* span records, indexed by number: never moved */
   tspan_t      *sp;     /* sp_tab's base */
   uint32_t      nsp, free_sp;
-  uint32_t      rng;
   tpagemap_t    pm;
 
   /* page heap (page_heap.h:114-350) */
@@ -815,10 +838,7 @@ static uint32_t span_record(tcmalloc_model_t *t) {
     }
     i = t->nsp++;
   }
-  tspan_t *s = SP(t, i);
-  memset(s, 0, sizeof *s);
-  t->rng = t->rng * 1103515245u + 12345u;
-  s->prio = t->rng;
+  memset(SP(t, i), 0, sizeof *SP(t, i));
   return i;
 }
 
@@ -839,7 +859,8 @@ static uint32_t new_span(tcmalloc_model_t *t, uint64_t start, uint64_t len) {
 static void delete_span(tcmalloc_model_t *t, uint32_t i) {
   tspan_t *s = SP(t, i);
   pool_delete(t, &t->span_pool, s->meta);
-  free(s->stack);
+  if (s->sizeclass != 0)
+    free(s->stack);
   memset(s, 0, sizeof *s);
   s->location = LOC_DEAD;
   s->next = t->free_sp;
@@ -967,13 +988,25 @@ static bool set_less(const tspan_t *a, const tspan_t *b) {
          (a->length == b->length && a->start < b->start);
 }
 
+/* A span's treap priority: MurmurHash3's fmix32 of its number, a
+ * bijection, so no two spans tie.  The set's order is its key's
+ * (set_less); the priorities shape the tree, which changes only what a
+ * search costs, never what it finds. */
+static uint32_t span_prio(uint32_t i) {
+  i ^= i >> 16;
+  i *= 0x85ebca6bu;
+  i ^= i >> 13;
+  i *= 0xc2b2ae35u;
+  return i ^ (i >> 16);
+}
+
 static uint32_t treap_insert(tcmalloc_model_t *t, uint32_t root, uint32_t i) {
   if (root == TC_NIL)
     return i;
   tspan_t *r = SP(t, root), *s = SP(t, i);
   if (set_less(s, r)) {
     r->tl = treap_insert(t, r->tl, i);
-    if (SP(t, r->tl)->prio > r->prio) { /* rotate right */
+    if (span_prio(r->tl) > span_prio(root)) { /* rotate right */
       uint32_t l = r->tl;
       r->tl = SP(t, l)->tr;
       SP(t, l)->tr = root;
@@ -981,7 +1014,7 @@ static uint32_t treap_insert(tcmalloc_model_t *t, uint32_t root, uint32_t i) {
     }
   } else {
     r->tr = treap_insert(t, r->tr, i);
-    if (SP(t, r->tr)->prio > r->prio) { /* rotate left */
+    if (span_prio(r->tr) > span_prio(root)) { /* rotate left */
       uint32_t rr = r->tr;
       r->tr = SP(t, rr)->tl;
       SP(t, rr)->tl = root;
@@ -996,7 +1029,7 @@ static uint32_t treap_join(tcmalloc_model_t *t, uint32_t a, uint32_t b) {
     return b;
   if (b == TC_NIL)
     return a;
-  if (SP(t, a)->prio > SP(t, b)->prio) {
+  if (span_prio(a) > span_prio(b)) {
     SP(t, a)->tr = treap_join(t, SP(t, a)->tr, b);
     return a;
   }
@@ -1057,6 +1090,7 @@ static void prepend_to_free_list(tcmalloc_model_t *t, uint32_t i) {
     if (!t->setnode_pool.inited)
       pool_init(t, &t->setnode_pool, TC_SETNODE_BYTES);
     SP(t, i)->node = pool_new(t, &t->setnode_pool);
+    SP(t, i)->tl = SP(t, i)->tr = TC_NIL; /* were its class's fields */
     if (!t->stl_insert_paged) {
       t->stl_insert_paged = true;
       touch(t, t->stl_text, TC_STL_WINDOW);
@@ -1417,8 +1451,13 @@ static tspan_t *span_of(tcmalloc_model_t *t, tobj_t o) {
   return SP(t, OBJ_SPAN(o));
 }
 
-static bool span_has_free(const tspan_t *s) {
-  return s->nstack > 0 || s->virgin < s->nobj;
+/* The objects size-class span s holds. */
+static uint32_t span_objects(const tcmalloc_model_t *t, const tspan_t *s) {
+  return t->sm.objects[s->sizeclass];
+}
+
+static bool span_has_free(const tcmalloc_model_t *t, const tspan_t *s) {
+  return s->nstack > 0 || s->virgin < span_objects(t, s);
 }
 
 /* FetchFromOneSpans (central_freelist.cc:288-315): up to n objects from the
@@ -1431,9 +1470,9 @@ static uint32_t fetch_from_one_spans(tcmalloc_model_t *t, uint32_t cl,
     return 0;
   uint32_t i = SP(t, c->nonempty)->next, k = 0;
   tspan_t *s = SP(t, i);
-  while (k < n && span_has_free(s))
+  while (k < n && span_has_free(t, s))
     out[k++] = OBJ(i, s->nstack ? s->stack[--s->nstack] : s->virgin++);
-  if (!span_has_free(s)) {
+  if (!span_has_free(t, s)) {
     dll_remove(t, i);
     dll_prepend(t, c->empty, i);
   }
@@ -1451,13 +1490,13 @@ static void populate(tcmalloc_model_t *t, uint32_t cl) {
     return;
   tspan_t   *s = SP(t, i);
   uint64_t   size = t->sm.size[cl];
-  uint64_t   num = ((uint64_t)t->sm.pages[cl] << t->page_shift) / size;
+  uint64_t   num = t->sm.objects[cl];
   sim_addr_t base = span_addr(t, s);
   s->sizeclass = (uint8_t)cl; /* RegisterSizeClass, page_heap.cc:545-554 */
   s->refcount = 0;
-  s->nobj = (uint32_t)num;
   s->virgin = 0;
-  s->nstack = 0;
+  s->stack = NULL; /* the large-set fields it had read as these */
+  s->nstack = s->capstack = 0;
   if (size <= t->os_page) /* an object starts in every OS page */
     touch(t, base, (num - 1) * size + sizeof(void *));
   else
@@ -1474,13 +1513,13 @@ static void release_to_spans(tcmalloc_model_t *t, uint32_t cl, tobj_t o) {
   tcentral_t *c = &t->central[cl];
   uint32_t    i = OBJ_SPAN(o);
   tspan_t    *s = span_of(t, o);
-  if (!span_has_free(s)) {
+  if (!span_has_free(t, s)) {
     dll_remove(t, i);
     dll_prepend(t, c->nonempty, i);
   }
   c->counter++;
   if (--s->refcount == 0) {
-    c->counter -= s->nobj;
+    c->counter -= span_objects(t, s);
     dll_remove(t, i);
     c->num_spans--;
     free(s->stack);
@@ -1489,15 +1528,16 @@ static void release_to_spans(tcmalloc_model_t *t, uint32_t cl, tobj_t o) {
     page_heap_delete(t, i);
     return;
   }
-  if (s->nstack == s->capstack) {
-    uint32_t  cap = s->capstack ? s->capstack * 2 : 8;
+  if (s->nstack == s->capstack) { /* nstack < span_objects <= UINT16_MAX */
+    uint32_t cap = s->capstack ? 2u * s->capstack : 8;
+    cap = cap < span_objects(t, s) ? cap : span_objects(t, s);
     uint16_t *p = realloc(s->stack, cap * sizeof *p);
     if (p == NULL) {
       set_fail(t, AS_ENOMEM, "out of memory for span free lists");
       return;
     }
     s->stack = p;
-    s->capstack = cap;
+    s->capstack = (uint16_t)cap;
   }
   s->stack[s->nstack++] = (uint16_t)OBJ_SLOT(o);
 }
@@ -2445,7 +2485,7 @@ static bool walk_index(tc_walk_t *w) {
     w->order[w->n++] = i;
     w->first[i] = slots;
     if (s->location == LOC_IN_USE && s->sizeclass != 0)
-      slots += s->nobj;
+      slots += span_objects(w->t, s);
   }
   qsort_r(w->order, w->n, sizeof *w->order, span_by_addr, (void *)t);
   w->marks = calloc(slots / 4 + 1, 1); /* zero: SLOT_LIVE */
@@ -2462,7 +2502,7 @@ static void walk_mark_free(tc_walk_t *w) {
       continue;
     for (uint32_t j = 0; j < s->nstack; j++)
       slot_set(w, OBJ(w->order[k], s->stack[j]), SLOT_FREE);
-    for (uint32_t j = s->virgin; j < s->nobj; j++)
+    for (uint32_t j = s->virgin; j < span_objects(t, s); j++)
       slot_set(w, OBJ(w->order[k], j), SLOT_FREE);
   }
   for (uint32_t i = 0; i < t->ncaches; i++)
@@ -2483,7 +2523,7 @@ static uint32_t span_live_objects(const tc_walk_t *w, uint32_t i) {
     return 0;
   if (s->sizeclass == 0)
     return 1;
-  for (uint32_t k = 0; k < s->nobj; k++)
+  for (uint32_t k = 0; k < span_objects(w->t, s); k++)
     n += slot_get(w, i, k) == SLOT_LIVE;
   return n;
 }
@@ -2503,10 +2543,11 @@ static as_status_t walk_slots(const tc_walk_t *w, uint32_t i, as_err_t *err) {
   const tspan_t           *s = &w->t->sp[i];
   uint64_t                 size = w->t->sm.size[s->sizeclass];
   sim_addr_t               base = span_addr(w->t, s);
-  for (uint32_t k = 0; k < s->nobj;) {
+  uint32_t                 nobj = span_objects(w->t, s);
+  for (uint32_t k = 0; k < nobj;) {
     slot_class_t c = slot_get(w, i, k);
     uint32_t     end = k + 1;
-    while (end < s->nobj && slot_get(w, i, end) == c)
+    while (end < nobj && slot_get(w, i, end) == c)
       end++;
     model_region_t q = {.addr = base + k * size,
                         .bytes = (end - k) * size,
@@ -2523,7 +2564,8 @@ static as_status_t walk_slots(const tc_walk_t *w, uint32_t i, as_err_t *err) {
       return rc;
     k = end;
   }
-  uint64_t used = s->nobj * size, bytes = s->length << w->t->page_shift;
+  uint64_t used = span_objects(w->t, s) * size,
+           bytes = s->length << w->t->page_shift;
   if (used == bytes)
     return AS_OK;
   return w->fn(w->user,
@@ -2610,7 +2652,8 @@ static void tc_destroy(model_t *m) {
   if (t == NULL)
     return;
   for (uint32_t i = 0; i < t->nsp && i < t->sp_tab.len; i++)
-    free(t->sp[i].stack);
+    if (t->sp[i].location == LOC_IN_USE && t->sp[i].sizeclass != 0)
+      free(t->sp[i].stack);
   sim_idtable_free(&t->sp_tab);
   for (uint64_t i = 0; i < t->pm.cap; i++)
     free(t->pm.leaves[i]);
@@ -2674,10 +2717,8 @@ static bool central_init(tcmalloc_model_t *t) {
  * objects a span of the size map holds, the rest for span numbers. */
 static void narrow_objs(tcmalloc_model_t *t) {
   uint64_t most = 1;
-  for (uint32_t cl = 1; cl < t->sm.nclasses; cl++) {
-    uint64_t n = ((uint64_t)t->sm.pages[cl] << t->page_shift) / t->sm.size[cl];
-    most = n > most ? n : most;
-  }
+  for (uint32_t cl = 1; cl < t->sm.nclasses; cl++)
+    most = t->sm.objects[cl] > most ? t->sm.objects[cl] : most;
   t->slot_bits = most > 1 ? 64 - (uint32_t)__builtin_clzll(most - 1) : 1;
   t->narrow_spans = UINT32_C(1) << (32 - t->slot_bits);
   t->obj_bytes = sizeof(uint32_t);
