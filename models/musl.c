@@ -152,10 +152,11 @@ typedef struct mmeta_s {
   uint32_t   host;     /* nested: the group whose slot holds it */
   uint32_t   top;      /* the mapped group or chunk holding it; NONE for
                           donated memory (never unmapped) */
-  uint32_t hdr_head;   /* top only: its header records (hdr_t list) */
-  uint8_t  host_slot;
-  bool     in_use;
-  uint8_t  hdr_lo[32]; /* slot i's 16-bit field at p-2, low byte */
+  uint32_t hdr_set;    /* top only: its header records (ms->hset), 0 =
+                          none */
+  uint8_t host_slot;
+  bool    in_use;
+  uint8_t hdr_lo[32]; /* slot i's 16-bit field at p-2, low byte */
 } mmeta_t;
 
 /* Of a slot's 16-bit field at p-2 only the low byte is read (enframe's
@@ -176,20 +177,31 @@ static inline uint16_t hdr_off_get(const mmeta_t *g, unsigned i) {
  * at p-2), which hold whatever was last written there.  A group keeps its
  * slots' header bytes in its record (hdr_seen, hdr_lo, hdr_hi); when a nested
  * group dies, they stay in its host's memory, so they go into a record
- * per address (hdr_t), which the next group with a slot there takes back.
+ * per address, which the next group with a slot there takes back.
  * Bytes the program wrote, and the allocator's other writes into the
  * middle of a slot (an offset object's own header, end markers), are not
  * kept: they read as zero, as memory fresh from mmap does (the stated
- * approximation).  A mapping's records go when it is unmapped. */
-typedef struct hdr_s {
-  sim_addr_t key;
-  uint32_t   hnext;        /* bucket chain */
-  uint32_t   mnext, mprev; /* the mapping's list (doubly linked) */
-  uint32_t   top;          /* the mapping, NONE: not on a list */
-  uint16_t   u16;          /* the 16-bit field at A-2 */
-  uint8_t    b;            /* the byte at A-3 */
-  uint8_t    live;
-} hdr_t;
+ * approximation).  A mapping's records go when it is unmapped.
+ *
+ * Each mapping keeps its records in a set of its own (the donated memory,
+ * never unmapped, in one more), so unmapping drops them at once and a
+ * lookup searches that mapping's only.  A record is one 8-byte entry: the
+ * address / UNIT in the low HDR_KEY_BITS bits (slot starts are
+ * UNIT-aligned and user space lies below 2^47, sim/kernel.h; 0 = empty),
+ * the 16-bit field above it, and whether the byte is nonzero in the top
+ * bit.  Open addressing with linear probing, at most 3/4 full, deletion
+ * by backward shift.  On the survivors benchmark (64-byte objects, 256
+ * MiB) this is 12-16 bytes per record where a 32-byte record, a bucket
+ * and a per-mapping list took 36-40. */
+typedef struct hdr_set_s {
+  uint64_t *e;
+  uint32_t  cap; /* entries: 0 or a power of two */
+  uint32_t  n;   /* records; a free set: the next free set's index */
+} hdr_set_t;
+#define HDR_KEY_BITS 43
+#define HDR_KEY_MASK ((UINT64_C(1) << HDR_KEY_BITS) - 1)
+#define HDR_B_BIT    (UINT64_C(1) << 63)
+_Static_assert(HDR_KEY_BITS + 16 < 63, "key, field and byte share a word");
 
 /* A live object: its group, slot and start within the slot (one per live
  * id: on a heap of small objects this table is most of the simulator's
@@ -251,12 +263,12 @@ typedef struct musl_model_s {
   uint64_t      live_bytes, live_objects;
   uint64_t      mapped_groups, mapped_chunks, mapped_bytes;
 
-  sim_idtable_t hdr_tab; /* header records; index 0 unused; never moved */
-  hdr_t        *hdr;     /* hdr_tab's base */
-  uint32_t      nhdr, free_hdr;
-  uint32_t     *bucket;  /* heads of the chains, by hash */
-  uint32_t      nbucket; /* a power of two */
-  uint32_t      live_hdr;
+  sim_idtable_t hset_tab; /* mappings' header record sets (hdr_set_t),
+                            by mmeta_t.hdr_set; 0 unused; never moved */
+  hdr_set_t *hset;        /* hset_tab's base */
+  uint32_t   nhset, free_hset;
+  hdr_set_t  donated_hdr; /* the records in donated memory */
+  uint64_t   live_hdr;    /* records in all sets */
 
   bool madv_free; /* free gives a slot's whole pages MADV_FREE (1.2.3) */
 
@@ -337,38 +349,72 @@ static void unmap(musl_model_t *ms, sim_addr_t a, uint64_t len) {
 /* ---- Header bytes ---------------------------------------------------------
  */
 
-/* Fibonacci hashing: the top bits of the product. */
-static uint32_t hdr_hash(const musl_model_t *ms, sim_addr_t a) {
-  return (uint32_t)(((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >>
-                    (64 - __builtin_ctz(ms->nbucket)));
-}
-
-static uint32_t hdr_find(const musl_model_t *ms, sim_addr_t a) {
-  if (ms->nbucket == 0)
-    return NONE;
-  for (uint32_t i = ms->bucket[hdr_hash(ms, a)]; i != NONE;
-       i = ms->hdr[i].hnext)
-    if (ms->hdr[i].key == a)
-      return i;
-  return NONE;
-}
-
-static bool hdr_rehash(musl_model_t *ms) {
-  uint32_t  n = ms->nbucket ? ms->nbucket * 2 : 1024;
-  uint32_t *bk = malloc(n * sizeof *bk);
-  if (bk == NULL)
-    return false;
-  for (uint32_t i = 0; i < n; i++)
-    bk[i] = NONE;
-  free(ms->bucket);
-  ms->bucket = bk;
-  ms->nbucket = n;
-  for (uint32_t i = 1; i < ms->nhdr; i++)
-    if (ms->hdr[i].live) {
-      uint32_t h = hdr_hash(ms, ms->hdr[i].key);
-      ms->hdr[i].hnext = bk[h];
-      bk[h] = i;
+/* The set of top's records (top NONE: donated memory); NULL if it has
+ * none and create is false, or no memory. */
+static hdr_set_t *hdr_set_of(musl_model_t *ms, uint32_t top, bool create) {
+  if (top == NONE)
+    return &ms->donated_hdr;
+  uint32_t i = ms->mt[top].hdr_set;
+  if (i != 0 || !create)
+    return i != 0 ? &ms->hset[i] : NULL;
+  if (ms->free_hset != 0) {
+    i = ms->free_hset;
+    ms->free_hset = ms->hset[i].n;
+  } else {
+    if (ms->nhset == 0)
+      ms->nhset = 1;
+    if (ms->nhset == UINT32_MAX ||
+        !sim_idtable_reach(&ms->hset_tab, ms->nhset)) {
+      set_fail(ms, AS_ENOMEM, "out of memory for header records");
+      return NULL;
     }
+    i = ms->nhset++;
+  }
+  ms->hset[i] = (hdr_set_t){NULL, 0, 0};
+  ms->mt[top].hdr_set = i;
+  return &ms->hset[i];
+}
+
+/* Fibonacci hashing of a key: the top bits of the product. */
+static uint32_t hdr_home(const hdr_set_t *hs, uint64_t key) {
+  return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >>
+                    (64 - __builtin_ctz(hs->cap)));
+}
+
+/* The entry of the record at a in hs, or -1. */
+static int64_t hdr_find(const hdr_set_t *hs, sim_addr_t a) {
+  if (hs == NULL || hs->n == 0)
+    return -1;
+  uint64_t key = a / UNIT;
+  for (uint32_t i = hdr_home(hs, key);; i = (i + 1) & (hs->cap - 1)) {
+    if (hs->e[i] == 0)
+      return -1;
+    if ((hs->e[i] & HDR_KEY_MASK) == key)
+      return i;
+  }
+}
+
+/* Puts entry w (its key in no entry of hs) into a slot of hs. */
+static void hdr_place(hdr_set_t *hs, uint64_t w) {
+  uint32_t i = hdr_home(hs, w & HDR_KEY_MASK);
+  while (hs->e[i] != 0)
+    i = (i + 1) & (hs->cap - 1);
+  hs->e[i] = w;
+}
+
+/* Doubles hs (from 8 entries), placing its entries again. */
+static bool hdr_grow(hdr_set_t *hs) {
+  uint32_t  cap = hs->cap ? 2 * hs->cap : 8;
+  uint64_t *old = hs->e, *e = calloc(cap, sizeof *e);
+  if (e == NULL || cap == 0)
+    return free(e), false;
+  uint32_t old_cap = hs->cap;
+  hs->e = e;
+  hs->cap = cap;
+  for (uint32_t i = 0; i < old_cap; i++)
+    if (old[i] != 0)
+      hdr_place(hs, old[i]);
+  free(old);
   return true;
 }
 
@@ -380,86 +426,82 @@ static bool hdr_rehash(musl_model_t *ms) {
  * survivors trace the lookup was 13 % of the replay's time. */
 static void hdr_add(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
                     uint16_t u16) {
-  uint32_t i;
-  if (ms->live_hdr + 1 > ms->nbucket && !hdr_rehash(ms)) {
+  hdr_set_t *hs = hdr_set_of(ms, top, true);
+  if (hs != NULL && 4 * ((uint64_t)hs->n + 1) > 3 * (uint64_t)hs->cap &&
+      !hdr_grow(hs))
+    hs = NULL;
+  if (hs == NULL) {
     set_fail(ms, AS_ENOMEM, "out of memory for header records");
     return;
   }
-  if (ms->free_hdr != NONE) {
-    i = ms->free_hdr;
-    ms->free_hdr = ms->hdr[i].hnext;
-  } else {
-    if (ms->nhdr == 0)
-      ms->nhdr = 1;
-    if (ms->nhdr == UINT32_MAX || !sim_idtable_reach(&ms->hdr_tab, ms->nhdr)) {
-      set_fail(ms, AS_ENOMEM, "out of memory for header records");
-      return;
-    }
-    i = ms->nhdr++;
-  }
-  uint32_t h = hdr_hash(ms, a);
-  ms->hdr[i] = (hdr_t){a, ms->bucket[h], NONE, NONE, top, u16, b, 1};
-  ms->bucket[h] = i;
+  hdr_place(hs, a / UNIT | (uint64_t)u16 << HDR_KEY_BITS | (b ? HDR_B_BIT : 0));
+  hs->n++;
   ms->live_hdr++;
-  if (top != NONE) {
-    uint32_t head = ms->mt[top].hdr_head;
-    ms->hdr[i].mnext = head;
-    if (head != NONE)
-      ms->hdr[head].mprev = i;
-    ms->mt[top].hdr_head = i;
-  }
 }
 
-/* Takes record i off its chain and its mapping's list, onto the free list. */
-static void hdr_unlink(musl_model_t *ms, uint32_t i) {
-  hdr_t    *r = &ms->hdr[i];
-  uint32_t *pp = &ms->bucket[hdr_hash(ms, r->key)];
-  while (*pp != i)
-    pp = &ms->hdr[*pp].hnext;
-  *pp = r->hnext;
-  if (r->top != NONE) {
-    if (r->mprev != NONE)
-      ms->hdr[r->mprev].mnext = r->mnext;
-    else
-      ms->mt[r->top].hdr_head = r->mnext;
-    if (r->mnext != NONE)
-      ms->hdr[r->mnext].mprev = r->mprev;
+static uint16_t hdr_u16(uint64_t w) {
+  return (uint16_t)(w >> HDR_KEY_BITS);
+}
+
+/* Removes entry i of hs, shifting back the entries after it that would be
+ * out of their probe sequence's reach. */
+static void hdr_remove(musl_model_t *ms, hdr_set_t *hs, uint32_t i) {
+  uint32_t mask = hs->cap - 1, hole = i;
+  for (uint32_t j = (i + 1) & mask; hs->e[j] != 0; j = (j + 1) & mask) {
+    uint32_t home = hdr_home(hs, hs->e[j] & HDR_KEY_MASK);
+    if (((j - home) & mask) >= ((j - hole) & mask)) {
+      hs->e[hole] = hs->e[j];
+      hole = j;
+    }
   }
-  ms->hdr[i].live = 0;
-  ms->hdr[i].hnext = ms->free_hdr;
-  ms->free_hdr = i;
+  hs->e[hole] = 0;
+  hs->n--;
   ms->live_hdr--;
 }
 
-/* calloc's memset of [p, p + n): the records inside read zero now. */
-static void hdr_zero_range(musl_model_t *ms, sim_addr_t p, uint64_t n) {
-  if (ms->live_hdr == 0)
+/* calloc's memset of [p, p + n) in top's memory: the records inside read
+ * zero now. */
+static void hdr_zero_range(musl_model_t *ms, uint32_t top, sim_addr_t p,
+                           uint64_t n) {
+  hdr_set_t *hs = hdr_set_of(ms, top, false);
+  if (hs == NULL || hs->n == 0)
     return;
   for (sim_addr_t a = (p + 3 + 15) & ~(sim_addr_t)15; a <= p + n; a += 16) {
-    uint32_t i = hdr_find(ms, a);
-    if (i != NONE)
-      ms->hdr[i].b = 0, ms->hdr[i].u16 = 0;
+    int64_t i = hdr_find(hs, a);
+    if (i >= 0)
+      hs->e[i] &= HDR_KEY_MASK;
   }
 }
 
 /* munmap of top's mapping: its records go (a new mapping reads zero). */
 static void hdr_drop(musl_model_t *ms, uint32_t top) {
-  while (ms->mt[top].hdr_head != NONE)
-    hdr_unlink(ms, ms->mt[top].hdr_head);
+  uint32_t i = ms->mt[top].hdr_set;
+  if (i == 0)
+    return;
+  ms->live_hdr -= ms->hset[i].n;
+  free(ms->hset[i].e);
+  ms->hset[i] = (hdr_set_t){NULL, 0, ms->free_hset};
+  ms->free_hset = i;
+  ms->mt[top].hdr_set = 0;
 }
 
 /* mremap moved top's mapping by delta: its records move with it. */
 static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
-  for (uint32_t i = ms->mt[top].hdr_head; i != NONE; i = ms->hdr[i].mnext) {
-    uint32_t *pp = &ms->bucket[hdr_hash(ms, ms->hdr[i].key)];
-    while (*pp != i)
-      pp = &ms->hdr[*pp].hnext;
-    *pp = ms->hdr[i].hnext;
-    ms->hdr[i].key += (uint64_t)delta;
-    uint32_t h = hdr_hash(ms, ms->hdr[i].key);
-    ms->hdr[i].hnext = ms->bucket[h];
-    ms->bucket[h] = i;
+  hdr_set_t *hs = hdr_set_of(ms, top, false);
+  if (hs == NULL || hs->n == 0)
+    return;
+  uint64_t *old = hs->e;
+  hs->e = calloc(hs->cap, sizeof *hs->e);
+  if (hs->e == NULL) {
+    hs->e = old;
+    set_fail(ms, AS_ENOMEM, "out of memory for header records");
+    return;
   }
+  for (uint32_t i = 0; i < hs->cap; i++)
+    if (old[i] != 0)
+      hdr_place(hs, (old[i] & ~HDR_KEY_MASK) |
+                        ((old[i] & HDR_KEY_MASK) + (uint64_t)(delta / UNIT)));
+  free(old);
 }
 
 /* ---- The object table ---------------------------------------------------
@@ -750,18 +792,16 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
 /* A nested group is born in a slot of its host: its slots' header bytes
  * are whatever a group that died there left (hdr_t records, taken back). */
 static void adopt_headers(musl_model_t *ms, uint32_t m) {
-  mmeta_t *g = MT(ms, m);
-  if (ms->live_hdr == 0)
-    return;
-  for (unsigned i = 0; i <= g->last_idx; i++) {
-    sim_addr_t a = slot_start(g, i);
-    uint32_t   r = hdr_find(ms, a);
-    if (r == NONE)
+  mmeta_t   *g = MT(ms, m);
+  hdr_set_t *hs = hdr_set_of(ms, g->top, false);
+  for (unsigned i = 0; hs != NULL && hs->n != 0 && i <= g->last_idx; i++) {
+    int64_t r = hdr_find(hs, slot_start(g, i));
+    if (r < 0)
       continue;
-    if (ms->hdr[r].b)
+    if (hs->e[r] & HDR_B_BIT)
       g->hdr_seen |= 1u << i;
-    hdr_off_set(g, i, ms->hdr[r].u16);
-    hdr_unlink(ms, r);
+    hdr_off_set(g, i, hdr_u16(hs->e[r]));
+    hdr_remove(ms, hs, (uint32_t)r);
   }
 }
 
@@ -1387,7 +1427,7 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
   if (ev->op == TRACE_CALLOC) {
     if (!is_allzero(MT(ms, g))) {
       calloc_clear(ms, obj_addr(ms, &o), ev->size);
-      hdr_zero_range(ms, obj_addr(ms, &o), ev->size);
+      hdr_zero_range(ms, MT(ms, g)->top, obj_addr(ms, &o), ev->size);
     }
   } else if (ev->op == TRACE_MEMALIGN && !(ev->flags & TRACE_FLAG_UNWRITTEN)) {
     touch(ms, obj_addr(ms, &o), ev->size);
@@ -1481,7 +1521,6 @@ static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
       "mappings made so far (ctx.mmap_counter)");
   PUT("header_records", ms->live_hdr, "count",
       "slot header bytes the model remembers (enframe's offset cycling)");
-  PUT("header_buckets", ms->nbucket, "count", "their hash table's size");
 #undef PUT
   return n;
 }
@@ -1617,11 +1656,13 @@ static void ms_destroy(model_t *m) {
   musl_model_t *ms = (musl_model_t *)m;
   if (ms == NULL)
     return;
-  sim_idtable_free(&ms->hdr_tab);
+  for (uint32_t i = 1; i < ms->nhset && i < ms->hset_tab.len; i++)
+    free(ms->hset[i].e);
+  free(ms->donated_hdr.e);
+  sim_idtable_free(&ms->hset_tab);
   sim_idtable_free(&ms->mt_tab);
   sim_idtable_free(&ms->obj_tab);
   sim_idtable_free(&ms->area_tab);
-  free(ms->bucket);
   free(ms->stack);
   free(ms);
 }
@@ -1658,11 +1699,11 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
     return as_err_set(err, AS_ENOMEM, "musl: out of memory");
   if (sim_idtable_init(&ms->obj_tab, sizeof(mobj_t)) != AS_OK ||
       sim_idtable_init(&ms->mt_tab, sizeof *ms->mt) != AS_OK ||
-      sim_idtable_init(&ms->hdr_tab, sizeof *ms->hdr) != AS_OK ||
+      sim_idtable_init(&ms->hset_tab, sizeof *ms->hset) != AS_OK ||
       sim_idtable_init(&ms->area_tab, sizeof(sim_addr_t)) != AS_OK) {
     sim_idtable_free(&ms->obj_tab);
     sim_idtable_free(&ms->mt_tab);
-    sim_idtable_free(&ms->hdr_tab);
+    sim_idtable_free(&ms->hset_tab);
     free(ms);
     return as_err_set(err, AS_ENOMEM, "musl: no address space for tables");
   }
@@ -1670,7 +1711,7 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   ms->obj_bytes = sizeof(uint32_t);
   ms->narrow_metas = MOBJ_NARROW_METAS;
   ms->mt = sim_idtable_base(&ms->mt_tab);
-  ms->hdr = sim_idtable_base(&ms->hdr_tab);
+  ms->hset = sim_idtable_base(&ms->hset_tab);
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;
