@@ -137,46 +137,47 @@ static const model_option_t musl_options[] = {
 /* struct meta (meta.h:24-32) plus what the group header holds
  * (active_idx, meta.h:17-22), the host slot of a nested group, and the
  * mapping it lives in (top) with that mapping's header-byte records.  One
- * per group: on a heap of small objects the records are a third of the
- * simulator's memory, so they hold each slot's 16-bit header field only as
- * far as it is read (hdr_off_get), and a record's place in its meta area
- * is computed from its number (meta_addr). */
+ * per group, 56 bytes: on a heap of small objects the records are a third
+ * of the simulator's memory, so they hold each slot's 16-bit header field
+ * only as far as it is read, and most often as one bit (hdr_nat, see
+ * hdr_off_get), and a record's place in its meta area is computed from its
+ * number (meta_addr). */
 typedef struct mmeta_s {
   uint32_t   prev, next; /* active list; next == NONE: not queued */
   sim_addr_t mem;        /* the group (struct group) */
   uint32_t   avail_mask, freed_mask;
-  uint8_t    last_idx, freeable, sizeclass, active_idx;
   uint32_t   maplen;   /* pages of its own mapping; 0 = in a slot */
   uint32_t   hdr_seen; /* bit i: slot i's header byte p[-3] is nonzero */
-  uint32_t   hdr_hi;   /* bit i: slot i's 16-bit field's high byte != 0 */
-  uint32_t   host;     /* nested: the group whose slot holds it */
-  uint32_t   top;      /* the mapped group or chunk holding it; NONE for
+  uint32_t   hdr_nat;  /* no hdr_ext: bit i: slot i's 16-bit field holds
+                          the slot's own offset (hdr_natural), else 0 */
+  uint32_t hdr_ext;    /* the slots' fields when some field holds another
+                          value (ms->hext), 0 = none */
+  uint32_t host;       /* nested: the group whose slot holds it */
+  uint32_t top;        /* the mapped group or chunk holding it; NONE for
                           donated memory (never unmapped) */
   uint32_t hdr_set;    /* top only: its header records (ms->hset), 0 =
                           none */
-  uint8_t host_slot;
-  bool    in_use;
-  uint8_t hdr_lo[32]; /* slot i's 16-bit field at p-2, low byte */
+  uint8_t last_idx, sizeclass, active_idx;
+  uint8_t host_slot : 5; /* a group has at most 32 slots (meta.h:27-28) */
+  uint8_t freeable : 1;
+  uint8_t in_use : 1;
 } mmeta_t;
+_Static_assert(sizeof(mmeta_t) == 56, "a group record stays 56 bytes");
 
-/* Of a slot's 16-bit field at p-2 only the low byte is read (enframe's
- * offset cycling, meta.h:204: & 255) and whether it is zero (whether a
- * dead group's header bytes are kept, leave_headers): set keeps both, get
- * gives a value with the same low byte and the same zero-ness. */
-static inline void hdr_off_set(mmeta_t *g, unsigned i, uint16_t v) {
-  g->hdr_lo[i] = (uint8_t)v;
-  g->hdr_hi = v >> 8 ? g->hdr_hi | 1u << i : g->hdr_hi & ~(1u << i);
-}
-
-static inline uint16_t hdr_off_get(const mmeta_t *g, unsigned i) {
-  return (uint16_t)(g->hdr_lo[i] | ((g->hdr_hi >> i) & 1u) << 8);
-}
+/* A group's 16-bit slot fields, each as far as it is read: of the field at
+ * p-2 only the low byte is read (enframe's offset cycling, meta.h:204:
+ * & 255) and whether it is zero (whether a dead group's header bytes are
+ * kept, leave_headers).  On the free list, hi is the next free index. */
+typedef struct hext_s {
+  uint8_t  lo[32]; /* slot i's field, low byte */
+  uint32_t hi;     /* bit i: slot i's field's high byte != 0 */
+} hext_t;
 
 /* Header bytes.  enframe decides where an object starts in its slot from
  * the three bytes before the slot (meta.h:204: p[-3] and the 16-bit field
  * at p-2), which hold whatever was last written there.  A group keeps its
- * slots' header bytes in its record (hdr_seen, hdr_lo, hdr_hi); when a nested
- * group dies, they stay in its host's memory, so they go into a record
+ * slots' header bytes in its record (hdr_seen, and hdr_nat or hdr_ext); when
+ * a nested group dies, they stay in its host's memory, so they go into a record
  * per address, which the next group with a slot there takes back.
  * Bytes the program wrote, and the allocator's other writes into the
  * middle of a slot (an offset object's own header, end markers), are not
@@ -191,8 +192,8 @@ static inline uint16_t hdr_off_get(const mmeta_t *g, unsigned i) {
  * the 16-bit field above it, and whether the byte is nonzero in the top
  * bit.  Open addressing with linear probing, at most 3/4 full, deletion
  * by backward shift.  On the survivors benchmark (64-byte objects, 256
- * MiB) this is 12-16 bytes per record where a 32-byte record, a bucket
- * and a per-mapping list took 36-40. */
+ * MiB: 294,200 records) this took 6.5 MiB with the sets' slack and
+ * malloc's headers, where 32-byte records on one hash table took 11.2. */
 typedef struct hdr_set_s {
   uint64_t *e;
   uint32_t  cap; /* entries: 0 or a power of two */
@@ -263,6 +264,10 @@ typedef struct musl_model_s {
   uint64_t      live_bytes, live_objects;
   uint64_t      mapped_groups, mapped_chunks, mapped_bytes;
 
+  sim_idtable_t hext_tab; /* groups' slot fields (hext_t), by
+                            mmeta_t.hdr_ext; 0 unused; never moved */
+  hext_t       *hext;     /* hext_tab's base */
+  uint32_t      nhext, free_hext;
   sim_idtable_t hset_tab; /* mappings' header record sets (hdr_set_t),
                             by mmeta_t.hdr_set; 0 unused; never moved */
   hdr_set_t *hset;        /* hset_tab's base */
@@ -705,6 +710,11 @@ static uint32_t alloc_meta(musl_model_t *ms) {
 
 /* free_meta (meta.h:109-113): zeroed, queued at the tail. */
 static void free_meta(musl_model_t *ms, uint32_t m) {
+  uint32_t e = MT(ms, m)->hdr_ext;
+  if (e != 0) {
+    ms->hext[e].hi = ms->free_hext;
+    ms->free_hext = e;
+  }
   memset(MT(ms, m), 0, sizeof *MT(ms, m));
   queue(ms, &ms->free_meta_head, m);
 }
@@ -720,6 +730,85 @@ static uint64_t get_stride(const mmeta_t *g) {
 
 static sim_addr_t slot_start(const mmeta_t *g, unsigned idx) {
   return g->mem + UNIT + get_stride(g) * idx;
+}
+
+/* What enframe writes in slot i's 16-bit field when the object starts at
+ * the slot's start: the slot's offset from the group's first slot in
+ * units (meta.h:213, as uint16_t).  Most fields hold this or 0 (memory
+ * fresh from mmap), which hdr_nat tells apart in a bit. */
+static uint16_t hdr_natural(const mmeta_t *g, unsigned i) {
+  return (uint16_t)(get_stride(g) * i / UNIT);
+}
+
+/* Slot i's field, with the same low byte and zero-ness as was set. */
+static uint16_t hdr_off_get(const musl_model_t *ms, const mmeta_t *g,
+                            unsigned i) {
+  if (g->hdr_ext != 0) {
+    const hext_t *x = &ms->hext[g->hdr_ext];
+    return (uint16_t)(x->lo[i] | ((x->hi >> i) & 1u) << 8);
+  }
+  return (g->hdr_nat >> i) & 1 ? hdr_natural(g, i) : 0;
+}
+
+/* Gives g its own hext_t, holding what hdr_nat says; false without
+ * memory. */
+static bool hdr_extend(musl_model_t *ms, mmeta_t *g) {
+  uint32_t e = ms->free_hext;
+  if (e != 0) {
+    ms->free_hext = ms->hext[e].hi;
+  } else {
+    if (ms->nhext == 0)
+      ms->nhext = 1;
+    if (ms->nhext == UINT32_MAX || !sim_idtable_reach(&ms->hext_tab, ms->nhext))
+      return false;
+    e = ms->nhext++;
+  }
+  hext_t *x = &ms->hext[e];
+  *x = (hext_t){.hi = 0};
+  for (uint32_t nat = g->hdr_nat; nat != 0; nat &= nat - 1) {
+    unsigned i = (unsigned)__builtin_ctz(nat);
+    uint16_t v = hdr_natural(g, i);
+    x->lo[i] = (uint8_t)v;
+    x->hi |= (uint32_t)(v >> 8 != 0) << i;
+  }
+  g->hdr_ext = e;
+  return true;
+}
+
+/* Sets slot i's field to v in g's hext_t, giving g one first. */
+static void hdr_ext_set(musl_model_t *ms, mmeta_t *g, unsigned i, uint16_t v) {
+  if (g->hdr_ext == 0 && !hdr_extend(ms, g)) {
+    set_fail(ms, AS_ENOMEM, "out of memory for slot headers");
+    return;
+  }
+  hext_t *x = &ms->hext[g->hdr_ext];
+  x->lo[i] = (uint8_t)v;
+  x->hi = v >> 8 ? x->hi | 1u << i : x->hi & ~(1u << i);
+}
+
+static inline void hdr_off_set(musl_model_t *ms, mmeta_t *g, unsigned i,
+                               uint16_t v) {
+  if (g->hdr_ext == 0 && (v == 0 || v == hdr_natural(g, i)))
+    g->hdr_nat = v ? g->hdr_nat | 1u << i : g->hdr_nat & ~(1u << i);
+  else
+    hdr_ext_set(ms, g, i, v);
+}
+
+/* hdr_off_set of 0 and of the slot's own offset, which the caller knows it
+ * is: no hdr_natural to compare with. */
+static inline void hdr_off_clear(musl_model_t *ms, mmeta_t *g, unsigned i) {
+  if (g->hdr_ext == 0)
+    g->hdr_nat &= ~(1u << i);
+  else
+    hdr_ext_set(ms, g, i, 0);
+}
+
+static inline void hdr_off_set_natural(musl_model_t *ms, mmeta_t *g, unsigned i,
+                                       uint16_t v) {
+  if (g->hdr_ext == 0)
+    g->hdr_nat |= 1u << i;
+  else
+    hdr_ext_set(ms, g, i, v);
 }
 
 /* set_size (meta.h:184-194): a zero byte after the object, and a 32-bit
@@ -748,7 +837,8 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
   sim_addr_t p = slot_start(g, idx);
   sim_addr_t end = p + stride - IB;
   uint32_t   bit = 1u << idx;
-  uint64_t   off = ((g->hdr_seen & bit) ? g->hdr_lo[idx] + 1u : ctr) & 255;
+  uint64_t   off =
+      ((g->hdr_seen & bit) ? (uint8_t)hdr_off_get(ms, g, idx) + 1u : ctr) & 255;
   if (off > slack) {
     uint64_t mk = slack;
     mk |= mk >> 1;
@@ -762,11 +852,11 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
   if (off) { /* the offset kept in the slot's own header */
     touch(ms, p - 4, 4);
     g->hdr_seen |= bit;
-    hdr_off_set(g, idx, (uint16_t)off);
+    hdr_off_set(ms, g, idx, (uint16_t)off);
     p += UNIT * off;
   } else { /* p[-3] = idx + (reserved, at most 5) << 5 */
     g->hdr_seen = idx || reserved ? g->hdr_seen | bit : g->hdr_seen & ~bit;
-    hdr_off_set(g, idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
+    hdr_off_set_natural(ms, g, idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
   }
   /* The header before the object, the program's bytes if it writes them,
    * and set_size's zero byte after them, as one write where they meet. */
@@ -800,7 +890,7 @@ static void adopt_headers(musl_model_t *ms, uint32_t m) {
       continue;
     if (hs->e[r] & HDR_B_BIT)
       g->hdr_seen |= 1u << i;
-    hdr_off_set(g, i, hdr_u16(hs->e[r]));
+    hdr_off_set(ms, g, i, hdr_u16(hs->e[r]));
     hdr_remove(ms, hs, (uint32_t)r);
   }
 }
@@ -809,9 +899,9 @@ static void adopt_headers(musl_model_t *ms, uint32_t m) {
 static void leave_headers(musl_model_t *ms, uint32_t m) {
   const mmeta_t *g = MT(ms, m);
   for (unsigned i = 0; i <= g->last_idx; i++)
-    if ((g->hdr_seen >> i) & 1 || hdr_off_get(g, i))
+    if ((g->hdr_seen >> i) & 1 || hdr_off_get(ms, g, i))
       hdr_add(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
-              hdr_off_get(g, i));
+              hdr_off_get(ms, g, i));
 }
 
 /* ---- Groups and slots (allocation) -------------------------------------- */
@@ -1018,7 +1108,7 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   g->sizeclass = (uint8_t)sc;
   g->maplen = maplen;
   g->host = host;
-  g->host_slot = (uint8_t)host_slot;
+  g->host_slot = (unsigned)host_slot & 31u; /* idx <= 31 */
   g->top = maplen ? m : MT(ms, host)->top;
   touch(ms, p, 9); /* the group header: meta pointer, active_idx */
   if (!maplen)
@@ -1126,7 +1216,7 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
   if (mobj_off(o) == 0) {
     g->hdr_seen |= self;
-    hdr_off_set(g, idx, 0);
+    hdr_off_clear(ms, g, idx);
   }
   /* whole pages inside the slot go back lazily, unless the group is a
    * single slot about to be unmapped (1.2.3; 1.2.4 turned it off) */
@@ -1271,7 +1361,7 @@ static uint32_t musl_aligned(musl_model_t *ms, uint64_t align, uint64_t len,
     set_size(ms, p, end, len);
     touch(ms, start - 3, 3); /* the slot's header: where the object is */
     g->hdr_seen |= 1u << *idx;
-    hdr_off_set(g, *idx, (uint16_t)((p - start) / UNIT));
+    hdr_off_set(ms, g, *idx, (uint16_t)((p - start) / UNIT));
     *off = (uint32_t)(p - start);
   } else {
     set_size(ms, p, end, len);
@@ -1660,6 +1750,7 @@ static void ms_destroy(model_t *m) {
     free(ms->hset[i].e);
   free(ms->donated_hdr.e);
   sim_idtable_free(&ms->hset_tab);
+  sim_idtable_free(&ms->hext_tab);
   sim_idtable_free(&ms->mt_tab);
   sim_idtable_free(&ms->obj_tab);
   sim_idtable_free(&ms->area_tab);
@@ -1700,10 +1791,12 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   if (sim_idtable_init(&ms->obj_tab, sizeof(mobj_t)) != AS_OK ||
       sim_idtable_init(&ms->mt_tab, sizeof *ms->mt) != AS_OK ||
       sim_idtable_init(&ms->hset_tab, sizeof *ms->hset) != AS_OK ||
+      sim_idtable_init(&ms->hext_tab, sizeof *ms->hext) != AS_OK ||
       sim_idtable_init(&ms->area_tab, sizeof(sim_addr_t)) != AS_OK) {
     sim_idtable_free(&ms->obj_tab);
     sim_idtable_free(&ms->mt_tab);
     sim_idtable_free(&ms->hset_tab);
+    sim_idtable_free(&ms->hext_tab);
     free(ms);
     return as_err_set(err, AS_ENOMEM, "musl: no address space for tables");
   }
@@ -1712,6 +1805,7 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
   ms->narrow_metas = MOBJ_NARROW_METAS;
   ms->mt = sim_idtable_base(&ms->mt_tab);
   ms->hset = sim_idtable_base(&ms->hset_tab);
+  ms->hext = sim_idtable_base(&ms->hext_tab);
   ms->kernel = ctx->kernel;
   ms->stack_size = stack_size;
   ms->thread_stack_pages = frame_pages;
