@@ -200,6 +200,31 @@ static void madv_free_on_free_follows_the_version(void **state) {
   assert_int_equal(lazyfree_after_freeing_half("musl:version=1.2.5", 128), 0);
 }
 
+/* enframe (meta.h:204-212): an object starts one unit further into its
+ * slot than the last one there (free writes 0 into the slot's field only
+ * for an object at the slot's start, free.c:105-106, so the offset counts
+ * on), wrapping to the start past the slack.  189 bytes in a 240-byte slot
+ * leave 2 units of slack: three places, 16 bytes apart, in turn. */
+static void a_reused_slot_moves_its_object_along(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, "musl");
+  for (uint64_t id = 0; id < 40; id++) /* fill groups: reuse comes back */
+    fx_malloc(&f, id, 189);
+  sim_addr_t at[10], lo = UINT64_MAX;
+  for (int k = 0; k < 10; k++) {
+    fx_free(&f, 5);
+    fx_malloc(&f, 5, 189);
+    at[k] = fx_addr(&f, 5);
+    lo = at[k] < lo ? at[k] : lo;
+  }
+  for (int k = 1; k < 10; k++) {
+    assert_int_equal(at[k], at[k - 1] == lo + 32 ? lo : at[k - 1] + 16);
+    assert_int_equal(at[k], at[k - 3 >= 0 ? k - 3 : k]);
+  }
+  fx_close(&f);
+}
+
 /* realloc.c:21-23: in place while the slot has room and the class drops by
  * at most one; else malloc, copy, free. */
 static void realloc_stays_in_its_slot(void **state) {
@@ -354,6 +379,7 @@ int main(void) {
       cmocka_unit_test(calloc_reads_make_pages_resident_without_the_zero_page),
       cmocka_unit_test(freed_slot_pages_are_lazyfree),
       cmocka_unit_test(madv_free_on_free_follows_the_version),
+      cmocka_unit_test(a_reused_slot_moves_its_object_along),
       cmocka_unit_test(realloc_stays_in_its_slot),
       cmocka_unit_test(objects_stay_put_across_the_rewrite_to_whole_entries),
       cmocka_unit_test(an_aligned_object_far_into_its_slot_widens_the_table),
