@@ -795,15 +795,8 @@ static inline void hdr_off_set(musl_model_t *ms, mmeta_t *g, unsigned i,
     hdr_ext_set(ms, g, i, v);
 }
 
-/* hdr_off_set of 0 and of the slot's own offset, which the caller knows it
- * is: no hdr_natural to compare with. */
-static inline void hdr_off_clear(musl_model_t *ms, mmeta_t *g, unsigned i) {
-  if (g->hdr_ext == 0)
-    g->hdr_nat &= ~(1u << i);
-  else
-    hdr_ext_set(ms, g, i, 0);
-}
-
+/* hdr_off_set of the slot's own offset, which the caller knows v is: no
+ * hdr_natural to compare with. */
 static inline void hdr_off_set_natural(musl_model_t *ms, mmeta_t *g, unsigned i,
                                        uint16_t v) {
   if (g->hdr_ext == 0)
@@ -1217,7 +1210,7 @@ static void musl_free_obj(musl_model_t *ms, const mobj_t *o) {
   touch(ms, p - 3, 3); /* p[-3] = 255, offset field = 0 */
   if (mobj_off(o) == 0) {
     g->hdr_seen |= self;
-    hdr_off_clear(ms, g, idx);
+    hdr_off_set(ms, g, idx, 0);
   }
   /* whole pages inside the slot go back lazily, unless the group is a
    * single slot about to be unmapped (1.2.3; 1.2.4 turned it off) */

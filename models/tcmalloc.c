@@ -2788,8 +2788,10 @@ static as_status_t tc_create(const model_opts_t *opts, const model_ctx_t *ctx,
   }
   if (!sizemap_init(&t->sm, t->page_shift, (uint32_t)transfer)) {
     tc_destroy(&t->base);
-    return as_err_set(err, AS_EUSAGE, "tcmalloc: more than %d size classes",
-                      TC_CLASS_SIZES_MAX);
+    return as_err_set(err, AS_EUSAGE,
+                      "tcmalloc: page_shift=%u gives more than %d size "
+                      "classes or a span of more than %u objects",
+                      t->page_shift, TC_CLASS_SIZES_MAX, UINT16_MAX);
   }
   narrow_objs(t);
   t->free_normal = calloc(t->max_pages, sizeof *t->free_normal);
