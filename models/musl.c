@@ -47,6 +47,7 @@
  *   Freeing                      Entry points
  *   Threads                      Model interface
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -186,24 +187,29 @@ typedef struct hext_s {
  *
  * Each mapping keeps its records in a set of its own (the donated memory,
  * never unmapped, in one more), so unmapping drops them at once and a
- * lookup searches that mapping's only.  A record is one 8-byte entry: the
- * address / UNIT in the low HDR_KEY_BITS bits (slot starts are
- * UNIT-aligned and user space lies below 2^47, sim/kernel.h; 0 = empty),
- * the 16-bit field above it, and whether the byte is nonzero in the top
- * bit.  Open addressing with linear probing, at most 3/4 full, deletion
- * by backward shift.  On the survivors benchmark (64-byte objects, 256
- * MiB: 294,200 records) the sets' entries peaked at 5.9 MiB (heaptrack),
- * where 32-byte records and the bucket array of one hash table held 11.2
- * MiB resident. */
+ * lookup searches that mapping's only.  A record is one 4-byte entry: the
+ * address's distance from the mapping's start in units in the low
+ * HDR_REL_BITS bits (slot starts are UNIT-aligned and lie past the group's
+ * header, so 0 means empty), the field as far as it is read (its low byte,
+ * and one bit for a nonzero high byte), and whether the byte is nonzero.
+ * The distance fits: a mapping with records is a group's (only a slot of a
+ * group holds a nested group, v1.2.3 malloc.c:260-261), whose storage stays
+ * below 65536 units (malloc.c:200), and the donated pages are four.  Being
+ * relative, the entries stay right when mremap moves the mapping.  Open
+ * addressing with linear probing, at most 7/8 full, deletion by backward
+ * shift.  On the survivors benchmark (64-byte objects, 256 MiB: 294,200
+ * records at the peak, some 800 in each of 365 sets) the entries peak at
+ * 1.56 MB (heaptrack), where 8-byte entries at most 3/4 full took 5.9 MiB. */
 typedef struct hdr_set_s {
-  uint64_t *e;
+  uint32_t *e;
   uint32_t  cap; /* entries: 0 or a power of two */
   uint32_t  n;   /* records; a free set: the next free set's index */
 } hdr_set_t;
-#define HDR_KEY_BITS 43
-#define HDR_KEY_MASK ((UINT64_C(1) << HDR_KEY_BITS) - 1)
-#define HDR_B_BIT    (UINT64_C(1) << 63)
-_Static_assert(HDR_KEY_BITS + 16 < 63, "key, field and byte share a word");
+#define HDR_REL_BITS 22
+#define HDR_REL_MASK ((UINT32_C(1) << HDR_REL_BITS) - 1)
+#define HDR_HI_BIT   (UINT32_C(1) << 30)
+#define HDR_B_BIT    (UINT32_C(1) << 31)
+_Static_assert(HDR_REL_BITS + 8 <= 30, "distance and low byte below the bits");
 
 /* A live object: its group, slot and start within the slot (one per live
  * id: on a heap of small objects this table is most of the simulator's
@@ -273,8 +279,9 @@ typedef struct musl_model_s {
                             by mmeta_t.hdr_set; 0 unused; never moved */
   hdr_set_t *hset;        /* hset_tab's base */
   uint32_t   nhset, free_hset;
-  hdr_set_t  donated_hdr; /* the records in donated memory */
-  uint64_t   live_hdr;    /* records in all sets */
+  hdr_set_t  donated_hdr;  /* the records in donated memory */
+  sim_addr_t donated_base; /* its mapping's start */
+  uint64_t   live_hdr;     /* records in all sets */
 
   bool madv_free; /* free gives a slot's whole pages MADV_FREE (1.2.3) */
 
@@ -381,28 +388,34 @@ static hdr_set_t *hdr_set_of(musl_model_t *ms, uint32_t top, bool create) {
   return &ms->hset[i];
 }
 
-/* Fibonacci hashing of a key: the top bits of the product. */
-static uint32_t hdr_home(const hdr_set_t *hs, uint64_t key) {
-  return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >>
-                    (64 - __builtin_ctz(hs->cap)));
+/* The key of the record at a in top's set: its distance from the
+ * mapping's start in units. */
+static uint32_t hdr_key(const musl_model_t *ms, uint32_t top, sim_addr_t a) {
+  sim_addr_t base = top == NONE ? ms->donated_base : ms->mt[top].mem;
+  assert(a > base && (a - base) / UNIT <= HDR_REL_MASK);
+  return (uint32_t)((a - base) / UNIT);
 }
 
-/* The entry of the record at a in hs, or -1. */
-static int64_t hdr_find(const hdr_set_t *hs, sim_addr_t a) {
+/* Fibonacci hashing of a key: the top bits of the product. */
+static uint32_t hdr_home(const hdr_set_t *hs, uint32_t key) {
+  return (key * UINT32_C(0x9E3779B9)) >> (32 - __builtin_ctz(hs->cap));
+}
+
+/* The entry of the record with key in hs, or -1. */
+static int64_t hdr_find(const hdr_set_t *hs, uint32_t key) {
   if (hs == NULL || hs->n == 0)
     return -1;
-  uint64_t key = a / UNIT;
   for (uint32_t i = hdr_home(hs, key);; i = (i + 1) & (hs->cap - 1)) {
     if (hs->e[i] == 0)
       return -1;
-    if ((hs->e[i] & HDR_KEY_MASK) == key)
+    if ((hs->e[i] & HDR_REL_MASK) == key)
       return i;
   }
 }
 
 /* Puts entry w (its key in no entry of hs) into a slot of hs. */
-static void hdr_place(hdr_set_t *hs, uint64_t w) {
-  uint32_t i = hdr_home(hs, w & HDR_KEY_MASK);
+static void hdr_place(hdr_set_t *hs, uint32_t w) {
+  uint32_t i = hdr_home(hs, w & HDR_REL_MASK);
   while (hs->e[i] != 0)
     i = (i + 1) & (hs->cap - 1);
   hs->e[i] = w;
@@ -411,7 +424,7 @@ static void hdr_place(hdr_set_t *hs, uint64_t w) {
 /* Doubles hs (from 8 entries), placing its entries again. */
 static bool hdr_grow(hdr_set_t *hs) {
   uint32_t  cap = hs->cap ? 2 * hs->cap : 8;
-  uint64_t *old = hs->e, *e = calloc(cap, sizeof *e);
+  uint32_t *old = hs->e, *e = calloc(cap, sizeof *e);
   if (e == NULL || cap == 0)
     return free(e), false;
   uint32_t old_cap = hs->cap;
@@ -433,20 +446,22 @@ static bool hdr_grow(hdr_set_t *hs) {
 static void hdr_add(musl_model_t *ms, uint32_t top, sim_addr_t a, uint8_t b,
                     uint16_t u16) {
   hdr_set_t *hs = hdr_set_of(ms, top, true);
-  if (hs != NULL && 4 * ((uint64_t)hs->n + 1) > 3 * (uint64_t)hs->cap &&
+  if (hs != NULL && 8 * ((uint64_t)hs->n + 1) > 7 * (uint64_t)hs->cap &&
       !hdr_grow(hs))
     hs = NULL;
   if (hs == NULL) {
     set_fail(ms, AS_ENOMEM, "out of memory for header records");
     return;
   }
-  hdr_place(hs, a / UNIT | (uint64_t)u16 << HDR_KEY_BITS | (b ? HDR_B_BIT : 0));
+  hdr_place(hs, hdr_key(ms, top, a) | (uint32_t)(u16 & 255) << HDR_REL_BITS |
+                    (u16 >> 8 ? HDR_HI_BIT : 0) | (b ? HDR_B_BIT : 0));
   hs->n++;
   ms->live_hdr++;
 }
 
-static uint16_t hdr_u16(uint64_t w) {
-  return (uint16_t)(w >> HDR_KEY_BITS);
+/* The field an entry holds, as far as it is read (hdr_off_get). */
+static uint16_t hdr_u16(uint32_t w) {
+  return (uint16_t)((w >> HDR_REL_BITS & 255) | (w & HDR_HI_BIT ? 256 : 0));
 }
 
 /* Removes entry i of hs, shifting back the entries after it that would be
@@ -454,7 +469,7 @@ static uint16_t hdr_u16(uint64_t w) {
 static void hdr_remove(musl_model_t *ms, hdr_set_t *hs, uint32_t i) {
   uint32_t mask = hs->cap - 1, hole = i;
   for (uint32_t j = (i + 1) & mask; hs->e[j] != 0; j = (j + 1) & mask) {
-    uint32_t home = hdr_home(hs, hs->e[j] & HDR_KEY_MASK);
+    uint32_t home = hdr_home(hs, hs->e[j] & HDR_REL_MASK);
     if (((j - home) & mask) >= ((j - hole) & mask)) {
       hs->e[hole] = hs->e[j];
       hole = j;
@@ -473,9 +488,9 @@ static void hdr_zero_range(musl_model_t *ms, uint32_t top, sim_addr_t p,
   if (hs == NULL || hs->n == 0)
     return;
   for (sim_addr_t a = (p + 3 + 15) & ~(sim_addr_t)15; a <= p + n; a += 16) {
-    int64_t i = hdr_find(hs, a);
+    int64_t i = hdr_find(hs, hdr_key(ms, top, a));
     if (i >= 0)
-      hs->e[i] &= HDR_KEY_MASK;
+      hs->e[i] &= HDR_REL_MASK;
   }
 }
 
@@ -489,25 +504,6 @@ static void hdr_drop(musl_model_t *ms, uint32_t top) {
   ms->hset[i] = (hdr_set_t){NULL, 0, ms->free_hset};
   ms->free_hset = i;
   ms->mt[top].hdr_set = 0;
-}
-
-/* mremap moved top's mapping by delta: its records move with it. */
-static void hdr_move(musl_model_t *ms, uint32_t top, int64_t delta) {
-  hdr_set_t *hs = hdr_set_of(ms, top, false);
-  if (hs == NULL || hs->n == 0)
-    return;
-  uint64_t *old = hs->e;
-  hs->e = calloc(hs->cap, sizeof *hs->e);
-  if (hs->e == NULL) {
-    hs->e = old;
-    set_fail(ms, AS_ENOMEM, "out of memory for header records");
-    return;
-  }
-  for (uint32_t i = 0; i < hs->cap; i++)
-    if (old[i] != 0)
-      hdr_place(hs, (old[i] & ~HDR_KEY_MASK) |
-                        ((old[i] & HDR_KEY_MASK) + (uint64_t)(delta / UNIT)));
-  free(old);
 }
 
 /* ---- The object table ---------------------------------------------------
@@ -787,9 +783,16 @@ static void hdr_ext_set(musl_model_t *ms, mmeta_t *g, unsigned i, uint16_t v) {
   x->hi = v >> 8 ? x->hi | 1u << i : x->hi & ~(1u << i);
 }
 
+/* A field as far as it is read: its low byte and whether it is zero. */
+static uint16_t hdr_as_read(uint16_t v) {
+  return (uint16_t)((v & 255) | (v >> 8 ? 256 : 0));
+}
+
+/* Sets slot i's field to a value read as v is (hdr_as_read). */
 static inline void hdr_off_set(musl_model_t *ms, mmeta_t *g, unsigned i,
                                uint16_t v) {
-  if (g->hdr_ext == 0 && (v == 0 || v == hdr_natural(g, i)))
+  if (g->hdr_ext == 0 &&
+      (v == 0 || hdr_as_read(v) == hdr_as_read(hdr_natural(g, i))))
     g->hdr_nat = v ? g->hdr_nat | 1u << i : g->hdr_nat & ~(1u << i);
   else
     hdr_ext_set(ms, g, i, v);
@@ -879,7 +882,7 @@ static void adopt_headers(musl_model_t *ms, uint32_t m) {
   mmeta_t   *g = MT(ms, m);
   hdr_set_t *hs = hdr_set_of(ms, g->top, false);
   for (unsigned i = 0; hs != NULL && hs->n != 0 && i <= g->last_idx; i++) {
-    int64_t r = hdr_find(hs, slot_start(g, i));
+    int64_t r = hdr_find(hs, hdr_key(ms, g->top, slot_start(g, i)));
     if (r < 0)
       continue;
     if (hs->e[r] & HDR_B_BIT)
@@ -1413,8 +1416,6 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
                 &e))
       return false;
     ms->mapped_bytes = ms->mapped_bytes - (uint64_t)g->maplen * 4096 + needed;
-    if (mem != g->mem)
-      hdr_move(ms, o->meta, (int64_t)(mem - g->mem));
     g = MT(ms, o->meta);
     g->mem = mem;
     g->maplen = (uint32_t)(needed / 4096);
@@ -1814,11 +1815,13 @@ static as_status_t ms_create(const model_opts_t *opts, const model_ctx_t *ctx,
     if (kcheck(ms,
                sim_kernel_mmap(ms->kernel, 4 * PGSZ, 0, SIM_PROT_RW,
                                SIM_OWNER_BASELINE, &data, &e),
-               &e))
+               &e)) {
+      ms->donated_base = data;
       for (int k = 0; k < 4 && ms->fail == AS_OK; k++)
         if (gaps[k] > 0) /* a head gap ends at its page's end */
           donate(ms, data + (uint64_t)k * PGSZ + (k % 2 ? 0 : PGSZ - gaps[k]),
                  gaps[k]);
+    }
   }
   if (ms->fail != AS_OK) {
     as_status_t rc = report(ms, err);
