@@ -136,34 +136,68 @@ static const model_option_t musl_options[] = {
 /* ---- Records ------------------------------------------------------------ */
 
 /* struct meta (meta.h:24-32) plus what the group header holds
- * (active_idx, meta.h:17-22), the host slot of a nested group, and the
- * mapping it lives in (top) with that mapping's header-byte records.  One
- * per group, 56 bytes: on a heap of small objects the records are a third
- * of the simulator's memory, so they hold each slot's 16-bit header field
- * only as far as it is read, and most often as one bit (hdr_nat, see
- * hdr_off_get), and a record's place in its meta area is computed from its
- * number (meta_addr). */
+ * (active_idx, meta.h:17-22), the host of a nested group, and the mapping
+ * it lives in (top) with that mapping's header-byte records.  One per
+ * group, 40 bytes: on a heap of small objects the records are a quarter
+ * of the simulator's memory, so a field only one kind of group uses shares
+ * its room with another kind's (mapped says which), each slot's 16-bit
+ * header field is kept only as far as it is read, most often as one bit
+ * (hdr_nat, see hdr_off_get), the address is kept in units, and a record's
+ * place in its meta area is computed from its number (meta_addr). */
 typedef struct mmeta_s {
-  uint32_t   prev, next; /* active list; next == NONE: not queued */
-  sim_addr_t mem;        /* the group (struct group) */
-  uint32_t   avail_mask, freed_mask;
-  uint32_t   maplen;   /* pages of its own mapping; 0 = in a slot */
-  uint32_t   hdr_seen; /* bit i: slot i's header byte p[-3] is nonzero */
-  uint32_t   hdr_nat;  /* no hdr_ext: bit i: slot i's 16-bit field holds
-                          the slot's own offset (hdr_natural), else 0 */
-  uint32_t hdr_ext;    /* the slots' fields when some field holds another
-                          value (ms->hext), 0 = none */
-  uint32_t host;       /* nested: the group whose slot holds it */
-  uint32_t top;        /* the mapped group or chunk holding it; NONE for
-                          donated memory (never unmapped) */
-  uint32_t hdr_set;    /* top only: its header records (ms->hset), 0 =
-                          none */
-  uint8_t last_idx, sizeclass, active_idx;
-  uint8_t host_slot : 5; /* a group has at most 32 slots (meta.h:27-28) */
-  uint8_t freeable : 1;
-  uint8_t in_use : 1;
+  uint32_t prev, next; /* active list; next == NONE: not queued */
+  uint32_t avail_mask, freed_mask;
+  uint32_t hdr_seen; /* bit i: slot i's header byte p[-3] is nonzero */
+  union {
+    uint32_t hdr_nat; /* !has_ext: bit i: slot i's 16-bit field holds the
+                         slot's own offset (hdr_natural), else 0 */
+    uint32_t hdr_ext; /* has_ext: the slots' fields (ms->hext), when some
+                         field holds another value */
+  };
+  union {
+    uint32_t map_pages; /* mapped: pages of its mapping (maplen_of) */
+    uint32_t host;      /* nested: the group whose slot holds it */
+  };
+  union {
+    uint32_t hdr_set; /* mapped: its header records (ms->hset), 0 = none */
+    uint32_t top;     /* else: the mapped group holding it; NONE for
+                         donated memory (never unmapped); top_of */
+  };
+  uint32_t mem_lo;      /* the group (struct group), in units: group_mem */
+  uint32_t mem_hi : 11; /* user space lies below 2^47 (sim/kernel.h) */
+  uint32_t last_idx : 5, active_idx : 5; /* at most 32 slots (meta.h:28) */
+  uint32_t sizeclass : 6;                /* meta.h:30 */
+  uint32_t freeable : 1, in_use : 1;
+  uint32_t has_ext : 1; /* which of hdr_nat and hdr_ext holds */
+  uint32_t mapped : 1;  /* a mapping of its own (maplen != 0): its own top */
 } mmeta_t;
-_Static_assert(sizeof(mmeta_t) == 56, "a group record stays 56 bytes");
+_Static_assert(sizeof(mmeta_t) == 40, "a group record stays 40 bytes");
+_Static_assert(SIM_KERNEL_TASK_SIZE_BITS <= 32 + 11 + 4,
+               "a group's address in units fits mem_lo and mem_hi");
+
+static inline sim_addr_t group_mem(const mmeta_t *g) {
+  return ((sim_addr_t)g->mem_hi << 32 | g->mem_lo) * UNIT;
+}
+
+/* a is UNIT-aligned: a mapping, a slot start plus whole units (enframe), or
+ * a donated gap rounded up to a unit (donate). */
+static inline void set_group_mem(mmeta_t *g, sim_addr_t a) {
+  assert(a % UNIT == 0);
+  g->mem_lo = (uint32_t)(a / UNIT);
+  g->mem_hi = (uint32_t)(a / UNIT >> 32) & 0x7ffu;
+}
+
+/* meta->maplen: pages of its own mapping, 0 for a group in a slot or in
+ * donated memory. */
+static inline uint32_t maplen_of(const mmeta_t *g) {
+  return g->mapped ? g->map_pages : 0;
+}
+
+static inline void set_maplen(mmeta_t *g, uint32_t pages) {
+  assert(pages != 0);
+  g->mapped = 1;
+  g->map_pages = pages;
+}
 
 /* A group's 16-bit slot fields, each as far as it is read: of the field at
  * p-2 only the low byte is read (enframe's offset cycling, meta.h:204:
@@ -293,6 +327,12 @@ typedef struct musl_model_s {
 
 #define MT(ms, i) (&(ms)->mt[i])
 
+/* The mapped group or chunk holding group m (itself if mapped), NONE for
+ * donated memory. */
+static inline uint32_t top_of(const musl_model_t *ms, uint32_t m) {
+  return ms->mt[m].mapped ? m : ms->mt[m].top;
+}
+
 static void set_fail(musl_model_t *ms, as_status_t rc, const char *what) {
   if (ms->fail == AS_OK) {
     ms->fail = rc;
@@ -391,7 +431,7 @@ static hdr_set_t *hdr_set_of(musl_model_t *ms, uint32_t top, bool create) {
 /* The key of the record at a in top's set: its distance from the
  * mapping's start in units. */
 static uint32_t hdr_key(const musl_model_t *ms, uint32_t top, sim_addr_t a) {
-  sim_addr_t base = top == NONE ? ms->donated_base : ms->mt[top].mem;
+  sim_addr_t base = top == NONE ? ms->donated_base : group_mem(&ms->mt[top]);
   assert(a > base && (a - base) / UNIT <= HDR_REL_MASK);
   return (uint32_t)((a - base) / UNIT);
 }
@@ -707,8 +747,8 @@ static uint32_t alloc_meta(musl_model_t *ms) {
 
 /* free_meta (meta.h:109-113): zeroed, queued at the tail. */
 static void free_meta(musl_model_t *ms, uint32_t m) {
-  uint32_t e = MT(ms, m)->hdr_ext;
-  if (e != 0) {
+  if (MT(ms, m)->has_ext) {
+    uint32_t e = MT(ms, m)->hdr_ext;
     ms->hext[e].hi = ms->free_hext;
     ms->free_hext = e;
   }
@@ -720,13 +760,13 @@ static void free_meta(musl_model_t *ms, uint32_t m) {
 
 /* get_stride (meta.h:175-182). */
 static uint64_t get_stride(const mmeta_t *g) {
-  if (!g->last_idx && g->maplen)
-    return (uint64_t)g->maplen * 4096 - UNIT;
+  if (!g->last_idx && g->mapped)
+    return (uint64_t)g->map_pages * 4096 - UNIT;
   return (uint64_t)UNIT * size_classes[g->sizeclass];
 }
 
 static sim_addr_t slot_start(const mmeta_t *g, unsigned idx) {
-  return g->mem + UNIT + get_stride(g) * idx;
+  return group_mem(g) + UNIT + get_stride(g) * idx;
 }
 
 /* What enframe writes in slot i's 16-bit field when the object starts at
@@ -740,7 +780,7 @@ static uint16_t hdr_natural(const mmeta_t *g, unsigned i) {
 /* Slot i's field, with the same low byte and zero-ness as was set. */
 static uint16_t hdr_off_get(const musl_model_t *ms, const mmeta_t *g,
                             unsigned i) {
-  if (g->hdr_ext != 0) {
+  if (g->has_ext) {
     const hext_t *x = &ms->hext[g->hdr_ext];
     return (uint16_t)(x->lo[i] | ((x->hi >> i) & 1u) << 8);
   }
@@ -769,12 +809,13 @@ static bool hdr_extend(musl_model_t *ms, mmeta_t *g) {
     x->hi |= (uint32_t)(v >> 8 != 0) << i;
   }
   g->hdr_ext = e;
+  g->has_ext = 1;
   return true;
 }
 
 /* Sets slot i's field to v in g's hext_t, giving g one first. */
 static void hdr_ext_set(musl_model_t *ms, mmeta_t *g, unsigned i, uint16_t v) {
-  if (g->hdr_ext == 0 && !hdr_extend(ms, g)) {
+  if (!g->has_ext && !hdr_extend(ms, g)) {
     set_fail(ms, AS_ENOMEM, "out of memory for slot headers");
     return;
   }
@@ -791,7 +832,7 @@ static uint16_t hdr_as_read(uint16_t v) {
 /* Sets slot i's field to a value read as v is (hdr_as_read). */
 static inline void hdr_off_set(musl_model_t *ms, mmeta_t *g, unsigned i,
                                uint16_t v) {
-  if (g->hdr_ext == 0 &&
+  if (!g->has_ext &&
       (v == 0 || hdr_as_read(v) == hdr_as_read(hdr_natural(g, i))))
     g->hdr_nat = v ? g->hdr_nat | 1u << i : g->hdr_nat & ~(1u << i);
   else
@@ -802,7 +843,7 @@ static inline void hdr_off_set(musl_model_t *ms, mmeta_t *g, unsigned i,
  * hdr_natural to compare with. */
 static inline void hdr_off_set_natural(musl_model_t *ms, mmeta_t *g, unsigned i,
                                        uint16_t v) {
-  if (g->hdr_ext == 0)
+  if (!g->has_ext)
     g->hdr_nat |= 1u << i;
   else
     hdr_ext_set(ms, g, i, v);
@@ -853,7 +894,8 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
     p += UNIT * off;
   } else { /* p[-3] = idx + (reserved, at most 5) << 5 */
     g->hdr_seen = idx || reserved ? g->hdr_seen | bit : g->hdr_seen & ~bit;
-    hdr_off_set_natural(ms, g, idx, (uint16_t)((p - (g->mem + UNIT)) / UNIT));
+    hdr_off_set_natural(ms, g, idx,
+                        (uint16_t)((p - (group_mem(g) + UNIT)) / UNIT));
   }
   /* The header before the object, the program's bytes if it writes them,
    * and set_size's zero byte after them, as one write where they meet. */
@@ -880,9 +922,10 @@ static uint32_t enframe(musl_model_t *ms, uint32_t m, unsigned idx, uint64_t n,
  * are whatever a group that died there left (hdr_t records, taken back). */
 static void adopt_headers(musl_model_t *ms, uint32_t m) {
   mmeta_t   *g = MT(ms, m);
-  hdr_set_t *hs = hdr_set_of(ms, g->top, false);
+  uint32_t   top = top_of(ms, m);
+  hdr_set_t *hs = hdr_set_of(ms, top, false);
   for (unsigned i = 0; hs != NULL && hs->n != 0 && i <= g->last_idx; i++) {
-    int64_t r = hdr_find(hs, hdr_key(ms, g->top, slot_start(g, i)));
+    int64_t r = hdr_find(hs, hdr_key(ms, top, slot_start(g, i)));
     if (r < 0)
       continue;
     if (hs->e[r] & HDR_B_BIT)
@@ -897,8 +940,8 @@ static void leave_headers(musl_model_t *ms, uint32_t m) {
   const mmeta_t *g = MT(ms, m);
   for (unsigned i = 0; i <= g->last_idx; i++)
     if ((g->hdr_seen >> i) & 1 || hdr_off_get(ms, g, i))
-      hdr_add(ms, g->top, slot_start(g, i), (g->hdr_seen >> i) & 1 ? 255 : 0,
-              hdr_off_get(ms, g, i));
+      hdr_add(ms, top_of(ms, m), slot_start(g, i),
+              (g->hdr_seen >> i) & 1 ? 255 : 0, hdr_off_get(ms, g, i));
 }
 
 /* ---- Groups and slots (allocation) -------------------------------------- */
@@ -989,8 +1032,8 @@ static uint32_t try_avail(musl_model_t *ms, int sc) {
         }
         if (cnt > g->last_idx + 1)
           cnt = g->last_idx + 1;
-        g->active_idx = (uint8_t)(cnt - 1);
-        touch(ms, g->mem + 8, 1);
+        g->active_idx = (uint32_t)(cnt - 1) & 31u;
+        touch(ms, group_mem(g) + 8, 1);
       }
     }
     mask = activate_group(ms, m);
@@ -1015,7 +1058,6 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   uint64_t   usage = ms->usage_by_class[sc];
   sim_addr_t p;
   uint32_t   maplen = 0, host = NONE;
-  int        host_slot = 0;
   if (sc < 9) {
     while (i < 2 && 4u * small_cnt_tab[sc][i] > usage)
       i++;
@@ -1083,7 +1125,6 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
       return NONE;
     }
     host = ms->active[j];
-    host_slot = idx;
     uint32_t off =
         enframe(ms, host, (unsigned)idx, (uint64_t)UNIT * size_classes[j] - IB,
                 ms->mmap_counter, false);
@@ -1098,15 +1139,17 @@ static uint32_t alloc_group(musl_model_t *ms, int sc, uint64_t req) {
   mmeta_t *g = MT(ms, m);
   g->avail_mask = (2u << active_idx) - 1;
   g->freed_mask = (uint32_t)((2u << (cnt - 1)) - 1) - g->avail_mask;
-  g->mem = p;
-  g->active_idx = (uint8_t)active_idx;
-  g->last_idx = (uint8_t)(cnt - 1);
+  set_group_mem(g, p);
+  g->active_idx = (uint32_t)active_idx & 31u;
+  g->last_idx = (uint32_t)(cnt - 1) & 31u;
   g->freeable = 1;
-  g->sizeclass = (uint8_t)sc;
-  g->maplen = maplen;
-  g->host = host;
-  g->host_slot = (unsigned)host_slot & 31u; /* idx <= 31 */
-  g->top = maplen ? m : MT(ms, host)->top;
+  g->sizeclass = (uint32_t)sc & 63u;
+  if (maplen) {
+    set_maplen(g, maplen);
+  } else {
+    g->host = host;
+    g->top = top_of(ms, host);
+  }
   touch(ms, p, 9); /* the group header: meta pointer, active_idx */
   if (!maplen)
     adopt_headers(ms, m);
@@ -1144,7 +1187,7 @@ static bool okay_to_free(const musl_model_t *ms, uint32_t m) {
     return false;
   if (sc >= NCLASSES || get_stride(g) < (uint64_t)UNIT * size_classes[sc])
     return true; /* individual maps */
-  if (!g->maplen)
+  if (!g->mapped)
     return true; /* nested groups */
   if (g->next != m)
     return true; /* another non-full group in the class */
@@ -1162,17 +1205,20 @@ static mapinfo_t free_group(musl_model_t *ms, uint32_t m) {
   int       sc = g->sizeclass;
   if (sc < NCLASSES)
     ms->usage_by_class[sc] -= (uint64_t)g->last_idx + 1;
-  if (g->maplen) {
+  if (g->mapped) {
     step_seq(ms);
     record_seq(ms, sc);
     hdr_drop(ms, m); /* the mapping goes: its header bytes with it */
-    mi.base = g->mem;
-    mi.len = (uint64_t)g->maplen * 4096;
+    mi.base = group_mem(g);
+    mi.len = (uint64_t)g->map_pages * 4096;
     mi.chunk = sc == SC_MAPPED;
   } else {
     uint32_t host = g->host;
-    unsigned idx = g->host_slot;
-    touch(ms, g->mem, 8); /* g->mem->meta = 0; the host slot's header stays */
+    /* the host slot: the group starts in it, at most its slack along */
+    unsigned idx = (unsigned)((group_mem(g) - slot_start(MT(ms, host), 0)) /
+                              get_stride(MT(ms, host)));
+    touch(ms, group_mem(g), 8); /* g->mem->meta = 0; the host slot's header
+                                   stays */
     leave_headers(ms, m);
     mi = nontrivial_free(ms, host, idx);
   }
@@ -1265,16 +1311,15 @@ static uint32_t musl_malloc(musl_model_t *ms, uint64_t n, bool written,
     if (m == NONE)
       return NONE;
     mmeta_t *g = MT(ms, m);
-    g->mem = p;
+    set_group_mem(g, p);
     g->last_idx = 0;
     g->freeable = 1;
     g->sizeclass = SC_MAPPED;
-    g->maplen = (uint32_t)((needed + 4095) / 4096);
-    g->top = m;
+    set_maplen(g, (uint32_t)((needed + 4095) / 4096));
     touch(ms, p, 8);
     ms->mmap_counter++;
     ms->mapped_chunks++;
-    ms->mapped_bytes += (uint64_t)g->maplen * 4096;
+    ms->mapped_bytes += (uint64_t)g->map_pages * 4096;
     *idx = 0;
     *off = enframe(ms, m, 0, n, ms->mmap_counter, written);
     return m;
@@ -1408,19 +1453,18 @@ static bool musl_realloc_obj(musl_model_t *ms, mobj_t *o, uint64_t n,
     uint64_t   base = mobj_off(o);
     uint64_t   needed = (n + base + UNIT + IB + 4095) & -(uint64_t)4096;
     as_err_t   e;
-    sim_addr_t mem = g->mem;
-    if ((uint64_t)g->maplen * 4096 != needed &&
-        !kcheck(ms,
-                sim_kernel_mremap(ms->kernel, g->mem,
-                                  (uint64_t)g->maplen * 4096, needed, &mem, &e),
+    sim_addr_t mem = group_mem(g);
+    uint64_t   had = (uint64_t)g->map_pages * 4096;
+    if (had != needed &&
+        !kcheck(ms, sim_kernel_mremap(ms->kernel, mem, had, needed, &mem, &e),
                 &e))
       return false;
-    ms->mapped_bytes = ms->mapped_bytes - (uint64_t)g->maplen * 4096 + needed;
+    ms->mapped_bytes = ms->mapped_bytes - had + needed;
     g = MT(ms, o->meta);
-    g->mem = mem;
-    g->maplen = (uint32_t)(needed / 4096);
-    p = g->mem + UNIT + base;
-    end = g->mem + UNIT + (needed - UNIT) - IB;
+    set_group_mem(g, mem);
+    set_maplen(g, (uint32_t)(needed / 4096));
+    p = mem + UNIT + base;
+    end = mem + UNIT + (needed - UNIT) - IB;
     touch(ms, end, 1);
     set_size(ms, p, end, n);
     if (written && n > prev)
@@ -1458,11 +1502,10 @@ static void donate(musl_model_t *ms, sim_addr_t a, uint64_t len) {
     mmeta_t *g = MT(ms, m);
     g->avail_mask = 0;
     g->freed_mask = 1;
-    g->mem = a;
+    set_group_mem(g, a);
     g->last_idx = 0;
     g->freeable = 0;
-    g->sizeclass = (uint8_t)sc;
-    g->maplen = 0;
+    g->sizeclass = (uint32_t)sc & 63u;
     g->top = NONE;   /* the program's own data: never unmapped */
     g->hdr_seen = 1; /* mem[UNIT-3] = 255, offset field 0 */
     queue(ms, &ms->active[sc], m);
@@ -1512,7 +1555,7 @@ static as_status_t ms_alloc(model_t *m, const trace_event_t *ev,
   if (ev->op == TRACE_CALLOC) {
     if (!is_allzero(MT(ms, g))) {
       calloc_clear(ms, obj_addr(ms, &o), ev->size);
-      hdr_zero_range(ms, MT(ms, g)->top, obj_addr(ms, &o), ev->size);
+      hdr_zero_range(ms, top_of(ms, g), obj_addr(ms, &o), ev->size);
     }
   } else if (ev->op == TRACE_MEMALIGN && !(ev->flags & TRACE_FLAG_UNWRITTEN)) {
     touch(ms, obj_addr(ms, &o), ev->size);
@@ -1580,10 +1623,10 @@ static size_t ms_counters(const model_t *m, model_counter_t *out, size_t cap) {
   uint64_t            groups = 0, nested = 0, slots = 0, bouncing = 0;
   for (uint32_t i = 1; i < ms->nmt; i++) {
     const mmeta_t *g = &ms->mt[i];
-    if (!g->in_use || g->mem == 0 || g->sizeclass >= NCLASSES)
+    if (!g->in_use || group_mem(g) == 0 || g->sizeclass >= NCLASSES)
       continue;
     groups++;
-    nested += g->maplen == 0;
+    nested += !g->mapped;
     slots += (uint64_t)g->last_idx + 1;
   }
   for (int sc = 7; sc < 39; sc++)
@@ -1615,8 +1658,8 @@ static void ms_stats(const model_t *m, model_stats_t *out) {
   uint64_t            slot_bytes = 0;
   for (uint32_t i = 1; i < ms->nmt; i++) {
     const mmeta_t *g = &ms->mt[i];
-    if (g->in_use && g->mem != 0 && g->maplen != 0)
-      slot_bytes += (uint64_t)g->maplen * 4096;
+    if (g->in_use && group_mem(g) != 0 && g->mapped)
+      slot_bytes += (uint64_t)g->map_pages * 4096;
   }
   memset(out, 0, sizeof *out);
   out->live_bytes = ms->live_bytes;
@@ -1702,21 +1745,21 @@ static as_status_t ms_walk(const model_t *m, model_region_fn fn, void *user,
   const musl_model_t *ms = (const musl_model_t *)m;
   for (uint32_t i = 1; i < ms->nmt; i++) {
     const mmeta_t *g = &ms->mt[i];
-    if (!g->in_use || g->mem == 0)
+    if (!g->in_use || group_mem(g) == 0)
       continue;
     uint32_t used =
         ~(g->avail_mask | g->freed_mask) & ((2u << g->last_idx) - 1);
     uint64_t       stride = get_stride(g);
     model_region_t r = {
-        .addr = g->mem,
-        .bytes = g->maplen ? (uint64_t)g->maplen * 4096
+        .addr = group_mem(g),
+        .bytes = g->mapped ? (uint64_t)g->map_pages * 4096
                            : UNIT + stride * ((uint64_t)g->last_idx + 1),
         .live_objects = (uint64_t)__builtin_popcount(used),
         .live_bytes = (uint64_t)__builtin_popcount(used) * stride,
         .kind = g->sizeclass >= NCLASSES ? "chunk"
-                : g->maplen              ? "group"
+                : g->mapped              ? "group"
                                          : "nested group",
-        .level = g->maplen ? 0 : 1,
+        .level = g->mapped ? 0 : 1,
         .state = used ? MODEL_REGION_LIVE : MODEL_REGION_FREE,
     };
     as_status_t rc = fn(user, &r, err);
@@ -1868,9 +1911,9 @@ size_t musl_inspect(const model_t *m, musl_class_state_t *out, size_t cap) {
       do {
         if (c->ngroups < MUSL_INSPECT_GROUPS) {
           const mmeta_t *mm = &ms->mt[g];
-          c->group[c->ngroups] =
-              (musl_group_state_t){mm->last_idx + 1u, mm->avail_mask,
-                                   mm->freed_mask, mm->maplen, mm->active_idx};
+          c->group[c->ngroups] = (musl_group_state_t){
+              mm->last_idx + 1u, mm->avail_mask, mm->freed_mask, maplen_of(mm),
+              mm->active_idx};
         }
         c->ngroups++;
         g = ms->mt[g].next;
