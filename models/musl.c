@@ -1938,6 +1938,16 @@ void musl_context(const model_t *m, musl_context_t *out) {
     } while (g != h);
 }
 
+bool musl_object_place(const model_t *m, uint64_t id, uint32_t *slot,
+                       uint64_t *offset) {
+  mobj_t o = obj_get((const musl_model_t *)m, id);
+  if (o.meta == NONE)
+    return false;
+  *slot = mobj_slot(&o);
+  *offset = mobj_off(&o);
+  return true;
+}
+
 size_t musl_object_entry_bytes(const model_t *m) {
   return ((const musl_model_t *)m)->obj_bytes;
 }

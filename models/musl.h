@@ -1,11 +1,12 @@
 /* models/musl.h -- what the differential test reads of a musl model beyond
  * the model interface: the per-class state of struct malloc_context
  * (musl 1.2.3 src/malloc/mallocng/meta.h:41-58) that a static musl program
- * can read of the real one; and the object table's width, for the unit
- * tests. */
+ * can read of the real one, and where an object sits in its slot; and the
+ * object table's width, for the unit tests. */
 #ifndef ALLOCSIM_MUSL_H
 #define ALLOCSIM_MUSL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,12 @@ typedef struct musl_context_s {
 } musl_context_t;
 
 void musl_context(const model_t *m, musl_context_t *out);
+
+/* Where live object id sits: its slot's index in its group and its
+ * distance from the slot's start in bytes (enframe's offset, or an
+ * aligned object's); false if id is not live. */
+bool musl_object_place(const model_t *m, uint64_t id, uint32_t *slot,
+                       uint64_t *offset);
 
 /* Bytes an object id takes in the model's table: 4 while every place fits
  * that, 8 once the table was rewritten to whole entries. */

@@ -1,7 +1,8 @@
 /* tests/validation/musl/musl_replay.c -- runs tests/validation/seq_gen.h's
  * sequence through the real mallocng of musl 1.2.3 and writes a snapshot of
- * its struct malloc_context (musl/musl_snapshot.h) before the first call
- * and after every CHECK calls, to stdout.
+ * its struct malloc_context (musl/musl_snapshot.h), with where each object
+ * allocated since the last one sits in its slot, before the first call and
+ * after every CHECK calls (at most MSNAP_PLACES), to stdout.
  *
  *   musl_replay SEED MIX NIDS STEPS CHECK      (built with musl-gcc -static)
  *
@@ -17,6 +18,7 @@
  * allocation failed, 6 write failed.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +61,29 @@ struct malloc_context {
 
 extern struct malloc_context __malloc_context
     __attribute__((visibility("hidden")));
+extern const uint16_t __malloc_size_classes[] /* glue.h:17 */
+    __attribute__((visibility("hidden")));
 
+#define UNIT 16
+
+/* Where object p sits (musl_snapshot.h), from the header before it as
+ * get_meta finds its group (meta.h:129-160). */
+static uint32_t place_of(const unsigned char *p) {
+  uint64_t offset = *(const uint16_t *)(p - 2);
+  if (p[-4])
+    offset = *(const uint32_t *)(p - 8);
+  const struct meta *m = *(struct meta *const *)(p - UNIT * offset - UNIT);
+  uint32_t           slot = p[-3] & 31u;
+  return msnap_place(
+      slot, offset - (m->sizeclass < 48
+                          ? (uint64_t)__malloc_size_classes[m->sizeclass] * slot
+                          : 0));
+}
+
+/* Fills s but for its placements, which main keeps. */
 static void snapshot(msnap_t *s) {
   const struct malloc_context *c = &__malloc_context;
-  memset(s, 0, sizeof *s);
+  memset(s, 0, offsetof(msnap_t, nplaces));
   s->mmap_counter = c->mmap_counter;
   s->seq = c->seq;
   for (const struct meta_area *a = c->meta_area_head; a != NULL; a = a->next)
@@ -100,7 +121,7 @@ int main(int argc, char **argv) {
   unsigned mix = (unsigned)atoi(argv[2]), nids = (unsigned)atoi(argv[3]);
   uint64_t steps = strtoull(argv[4], NULL, 10),
            check = strtoull(argv[5], NULL, 10);
-  if (check == 0 || nids == 0 || nids > SEQ_MAX_IDS)
+  if (check == 0 || check > MSNAP_PLACES || nids == 0 || nids > SEQ_MAX_IDS)
     return 2;
   seq_init(&g, seed, (seq_mix_t)mix, nids, 0, 12);
   snapshot(&snap);
@@ -130,12 +151,16 @@ int main(int argc, char **argv) {
     case SEQ_PURGE:
       break;
     }
-    if (c.op != SEQ_FREE && c.op != SEQ_PURGE && ptr[c.id] == NULL)
-      return 3;
+    if (c.op != SEQ_FREE && c.op != SEQ_PURGE) {
+      if (ptr[c.id] == NULL)
+        return 3;
+      snap.place[snap.nplaces++] = place_of(ptr[c.id]);
+    }
     if ((step + 1) % check == 0) {
       snapshot(&snap);
       if (write(1, &snap, sizeof snap) != (ssize_t)sizeof snap)
         return 6;
+      snap.nplaces = 0;
     }
   }
   return 0;

@@ -1,7 +1,9 @@
 /* tests/validation/musl/musl_snapshot.h -- the state of mallocng's struct
  * malloc_context (musl 1.2.3 src/malloc/mallocng/meta.h:41-58) that
  * test_musl_differential.c compares between the real allocator (read by
- * musl_replay.c, a static musl program) and the musl model. */
+ * musl_replay.c, a static musl program) and the musl model, with where
+ * each object came to sit in its slot (enframe's offset cycling, meta.h:
+ * 196-218, which reads the header bytes a slot's earlier tenants left). */
 #ifndef ALLOCSIM_MUSL_SNAPSHOT_H
 #define ALLOCSIM_MUSL_SNAPSHOT_H
 
@@ -25,12 +27,25 @@ typedef struct msnap_class_s {
   msnap_group_t group[MSNAP_GROUPS]; /* from the head; zero past ngroups */
 } msnap_class_t;
 
+/* Most calls between two snapshots (the tests' largest CHECK). */
+#define MSNAP_PLACES 10000
+
 typedef struct msnap_s {
   uint32_t      mmap_counter;
   uint32_t      seq;
   uint32_t      meta_areas; /* pages on the meta_area list */
   uint32_t      free_metas; /* records on the free_meta queue */
   msnap_class_t cls[MSNAP_CLASSES];
+  uint32_t      nplaces; /* objects allocated or reallocated since the last
+                            snapshot, in order: */
+  uint32_t place[MSNAP_PLACES]; /* msnap_place */
 } msnap_t;
+
+/* Where an object came to sit: its slot's index in its group, and its
+ * distance from the slot's start in units (below 2^27: alignments stop at
+ * a page). */
+static inline uint32_t msnap_place(uint32_t slot, uint64_t units) {
+  return slot << 27 | (uint32_t)(units & ((UINT32_C(1) << 27) - 1));
+}
 
 #endif
