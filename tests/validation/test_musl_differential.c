@@ -21,7 +21,10 @@
  * (2026-12-07): 53 of 112,040 placements in the mixed sequence, 319 of
  * 55,658 in the one with 300 ids (slots emptied and refilled all the
  * time), 0 of 4,469 chunks; a trial model that kept the headers freed
- * mid-slot objects leave had 13 and 151.  Reading a slot's recorded field
+ * mid-slot objects leave had 13 and 151, but it replayed the churn
+ * benchmark trace 38 % slower with 396 K such records, for no change in RSS
+ * on nine of ten traces (8-32 KiB on the tenth), so the model does not
+ * keep them.  Reading a slot's recorded field
  * one unit high (hdr_natural + 1) moves 253 of the mixed sequence's, over
  * its bound of 1 per 1000.
  * Configurations: a mixed sequence (55% 1-256 B ... 2% 64-600 KiB), the
