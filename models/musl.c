@@ -229,12 +229,13 @@ typedef struct hext_s {
  * and one bit for a nonzero high byte), and whether the byte is nonzero.
  * The distance fits: a mapping with records is a group's (only a slot of a
  * group holds a nested group, v1.2.3 malloc.c:260-261), whose storage stays
- * below 65536 units (malloc.c:200), and the donated pages are four.  Being
- * relative, the entries stay right when mremap moves the mapping.  Open
- * addressing with linear probing, at most 7/8 full, deletion by backward
- * shift.  On the survivors benchmark (64-byte objects, 256 MiB: 294,200
- * records at the peak, some 800 in each of 365 sets) the entries peak at
- * 1.56 MB (heaptrack), where 8-byte entries at most 3/4 full took 5.9 MiB. */
+ * below 65536 units (malloc.c:200), and the donated pages are four.  (Only
+ * a chunk's mapping is ever moved, by mremap, and chunks hold no records.)
+ * Open addressing with linear probing, at most 7/8 full, deletion by
+ * backward shift.  On the survivors benchmark (64-byte objects, 256 MiB:
+ * 294,200 records at the peak, some 800 in each of 365 sets) the entries
+ * peak at 1.56 MB (heaptrack), where 8-byte entries at most 3/4 full took
+ * 5.9 MiB. */
 typedef struct hdr_set_s {
   uint32_t *e;
   uint32_t  cap; /* entries: 0 or a power of two */

@@ -14,19 +14,19 @@
  * masks, the mapping length and the active index; and between checkpoints,
  * for every object allocated or reallocated, its slot and where in the
  * slot it starts (enframe's offset cycling, meta.h:196-218).
- * Placements may differ where the model's one approximation shows: the
- * header bytes that objects placed mid-slot, freed ones (free.c:112-115)
- * and end markers leave in the middle of a slot are not kept, and a group
- * later born in that slot finds zeros where mallocng finds them.  Measured
- * (2026-12-07): 53 of 112,040 placements in the mixed sequence, 319 of
- * 55,658 in the one with 300 ids (slots emptied and refilled all the
- * time), 0 of 4,469 chunks; a trial model that kept the headers freed
- * mid-slot objects leave had 13 and 151, but it replayed the churn
- * benchmark trace 38 % slower with 396 K such records, for no change in RSS
- * on nine of ten traces (8-32 KiB on the tenth), so the model does not
- * keep them.  Reading a slot's recorded field
- * one unit high (hdr_natural + 1) moves 253 of the mixed sequence's, over
- * its bound of 1 per 1000.
+ * Placements may differ where the model's one approximation shows: bytes
+ * musl writes in the middle of a slot (the header before an object placed
+ * mid-slot, which free sets to 255 and 0, free.c:112-115; a dead group's
+ * header; set_size's zero byte) are not kept, and a group later born in
+ * that slot finds zeros where mallocng finds them.  Measured (2026-12-07):
+ * 53 of 112,040 placements in the mixed sequence, 319 of 55,658 in the one
+ * with 300 ids (slots emptied and refilled all the time), 0 of 4,469
+ * chunks.  A trial model that kept the headers freed mid-slot objects
+ * leave had 13 and 151, but it replayed the churn benchmark trace 38 %
+ * slower with 396 K such records, for no change in RSS on nine of ten
+ * traces (8-32 KiB on the tenth), so the model does not keep them.
+ * Reading a slot's recorded field one unit high (hdr_natural + 1) moves
+ * 253 of the mixed sequence's, over its bound of 1 per 1000.
  * Configurations: a mixed sequence (55% 1-256 B ... 2% 64-600 KiB), the
  * same with 300 ids (classes emptying and filling again), and one of
  * 256 KiB - 3 MiB chunks.
