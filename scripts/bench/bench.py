@@ -429,7 +429,7 @@ def markdown(d):
            "allocator once per round). CPU time, not wall time: the machine is "
            "shared, and CPU time moves least when other work runs beside it. "
            "**Of it system** is the kernel's share (ns/event, the median of "
-           "the runs' system time): the simulator's tables reach past 16 MiB "
+           "the runs' system time): the simulator's tables that grow past 64 MiB "
            "and ask for huge pages (sim/reserve.c), and how long the kernel "
            "takes to find and zero a free 2 MiB block varies from run to run.",
            "- **Instructions/event** come from `perf stat -e instructions:u` "

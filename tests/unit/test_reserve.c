@@ -205,7 +205,7 @@ static void populate_makes_entries_resident_a_batch_ahead(void **state) {
   assert_true(after - before <= 4297 + 256 + 64);
 }
 
-/* A table committed past 16 MiB is advised MADV_HUGEPAGE (the first write
+/* A table committed past 64 MiB is advised MADV_HUGEPAGE (the first write
  * to a fresh 4 KiB page is what a big replay spends most on): populating
  * then makes the entries resident in whole 2 MiB pages where the system
  * has them, never more than one huge page past the entries. */
@@ -213,7 +213,7 @@ static void a_big_table_populates_in_huge_pages(void **state) {
   (void)state;
   as_reserve_t r;
   assert_int_equal(as_reserve_init(&r, 44, (size_t)1 << 31), AS_OK);
-  unsigned char *v = as_reserve_need(&r, (size_t)1 << 20); /* 44 MiB */
+  unsigned char *v = as_reserve_need(&r, (size_t)2 << 20); /* 88 MiB */
   assert_non_null(v);
   long before = anon_kib();
   for (size_t n = 1; n <= 100000; n++) /* 4.4 MB, in index order */
@@ -238,7 +238,7 @@ static void a_jump_populates_at_the_entry_not_the_gap(void **state) {
   as_reserve_t r;
   assert_int_equal(as_reserve_init(&r, sizeof(uint64_t), (size_t)1 << 30),
                    AS_OK);
-  uint64_t *v = as_reserve_need(&r, (size_t)1 << 22); /* 32 MiB */
+  uint64_t *v = as_reserve_need(&r, (size_t)1 << 24); /* 128 MiB */
   assert_non_null(v);
   as_reserve_populate(&r, 1);
   long before = anon_kib();
