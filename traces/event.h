@@ -165,7 +165,7 @@ static inline bool trace_option_is_placement(const char *name) {
 
 /* Provenance carried in a trace's header: ordered key/value strings, e.g.
  * machine, kernel, page_size, command, baseline_rss_bytes. */
-#define TRACE_META_MAX 32
+#define TRACE_META_MAX 48
 typedef struct trace_meta_s trace_meta_t;
 struct trace_meta_s {
   size_t count;

@@ -658,7 +658,7 @@ static void meta_set_replaces_and_enforces_limits(void **state) {
   }
   assert_int_equal(trace_meta_set(&m, "one_more", "v", &err), AS_EINVAL);
   assert_string_equal(err.msg, "too many provenance keys: 'one_more' would be "
-                               "number 33, expected at most 32");
+                               "number 49, expected at most 48");
   assert_int_equal(m.count, TRACE_META_MAX);
 }
 
