@@ -108,6 +108,10 @@ struct oracle_run_s {
   uint64_t start_brk;       /* the replayer's initial break, 0 unknown */
   uint64_t clock_origin_ns; /* CLOCK_MONOTONIC at the replay's start */
   uint64_t hint_area_start; /* protocol.h ORACLE_R_HINT_AREA, 0 none */
+  uint64_t je_prng_seed;    /* protocol.h ORACLE_R_JE_SEEDS, 0 unknown */
+  uint64_t je_jitter_seed;
+  /* protocol.h ORACLE_R_JE_CLOCK */
+  uint64_t je_coarse_init_ns, je_coarse_origin_ns, je_coarse_res_ns;
   uint64_t final_rss_bytes; /* net */
   uint64_t final_gross_bytes;
   uint64_t peak_rss_bytes; /* net: largest mark, sample or final */

@@ -108,14 +108,34 @@
     "configure --with-lg-page: 12 in Debian's amd64 build (LG_PAGE, "          \
     "jemalloc_internal_defs.h)",                                               \
     "log2 of jemalloc's page; must be at least the OS page")                   \
-  X(JO_PRNG_SEED, "prng_seed", OPT_U64, "140737354006784", "", NULL, NULL,     \
+  X(JO_PRNG_SEED, "prng_seed", OPT_U64, "140737354006784", "", NULL,           \
+    "meta:jemalloc_prng_seed",                                                 \
     "jemalloc 5.3.0 src/tsd.c:222-232: a thread's prng state starts at its "   \
-    "tsd's address (random under ASLR); thread t uses seed + 8192 * t",        \
+    "tsd's address (random under ASLR; an oracle run records the main "        \
+    "thread's, traces/je_seeds.h); thread t uses seed + 8192 * t",             \
     "seed of the decay tickers and cache-oblivious offsets")                   \
-  X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL, NULL, \
+  X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL,       \
+    "meta:jemalloc_jitter_seed",                                               \
     "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "      \
-    "ASLR); arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",        \
+    "ASLR; an oracle run records arena 0's dirty one, traces/je_seeds.h); "    \
+    "arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",               \
     "seed of the decay epochs' jitter")                                        \
+  X(JO_CLOCK_RES, "clock_res_ns", OPT_U64, "0", "ns", NULL,                    \
+    "meta:jemalloc_clock_res_ns",                                              \
+    "jemalloc 5.3.0 src/nstime.c:186-194: nstime_get reads "                   \
+    "CLOCK_MONOTONIC_COARSE, which moves once per kernel tick (4 ms here: "    \
+    "clock_getres)",                                                           \
+    "tick of the clock decay reads; 0: the trace's own time")                  \
+  X(JO_CLOCK_LAG, "clock_lag_ns", OPT_U64, "0", "ns", NULL,                    \
+    "meta:jemalloc_clock_lag_ns",                                              \
+    "measured by the oracle: CLOCK_MONOTONIC at the trace's origin less "      \
+    "CLOCK_MONOTONIC_COARSE read just before it",                              \
+    "how far that clock lagged the trace's at its origin")                     \
+  X(JO_CLOCK_INIT, "clock_init_ns", OPT_U64, "0", "ns", NULL,                  \
+    "meta:jemalloc_clock_init_ns",                                             \
+    "measured by the oracle: CLOCK_MONOTONIC_COARSE at the origin less at "    \
+    "jemalloc's initialisation (malloc_init: arena 0's decay epochs start)",   \
+    "that clock's time from jemalloc's initialisation to the origin")          \
   X(JO_STARTUP_MALLOC, "startup_malloc", OPT_BYTES, "72704", "bytes", NULL,    \
     "meta:jemalloc_startup_malloc",                                            \
     "measured: the first malloc of every process that preloads Debian's "      \
@@ -174,7 +194,21 @@ static as_status_t enter(jemalloc_model_t *jm, uint64_t t_ns, as_err_t *err) {
   if (jm->fail != AS_OK)
     return report(jm, err);
   jm->now_ns = t_ns;
+  jm->clock_started = true;
   return AS_OK;
+}
+
+/* What jemalloc's nstime_get reads (5.3.0 src/nstime.c:186-194,
+ * CLOCK_MONOTONIC_COARSE): the model's time floored to that clock's ticks,
+ * counted from its reading at jemalloc's initialisation, which is the
+ * model's creation (time 0).  Decay keeps its epochs and deadlines on it
+ * (pac.c:498 nstime_init_update, decay.c:176-208), so whether a tick
+ * advances an epoch depends on when the coarse clock last moved. */
+uint64_t je_clock_ns(const jemalloc_model_t *jm) {
+  if (jm->clock_res_ns == 0 || !jm->clock_started)
+    return jm->now_ns;
+  uint64_t res = jm->clock_res_ns;
+  return (jm->now_ns + jm->clock_lag_ns) / res * res + jm->clock_init_ns;
 }
 
 as_status_t je_bug(jemalloc_model_t *jm, as_err_t *err, const char *what) {
@@ -428,9 +462,9 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   /* exp_grow_init (exp_grow.c:5-8): from HUGEPAGE, no limit */
   a->exp_next = je_psz2ind(jm, UINT64_C(1) << JE_LG_HUGEPAGE);
   a->exp_limit = je_psz2ind(jm, jm->large_maxclass);
-  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, jm->now_ns,
+  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm),
                 jm->jitter_seed + 2 * (uint64_t)ind);
-  je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, jm->now_ns,
+  je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, je_clock_ns(jm),
                 jm->jitter_seed + 2 * (uint64_t)ind + 1);
   return AS_OK;
 }
@@ -2318,6 +2352,9 @@ static as_status_t read_options(jemalloc_model_t *jm, const model_opts_t *o,
   jm->tcache_enabled = model_opt_bool(o, JO_TCACHE);
   jm->prng_seed = model_opt_u64(o, JO_PRNG_SEED);
   jm->jitter_seed = model_opt_u64(o, JO_JITTER_SEED);
+  jm->clock_res_ns = model_opt_u64(o, JO_CLOCK_RES);
+  jm->clock_lag_ns = model_opt_u64(o, JO_CLOCK_LAG);
+  jm->clock_init_ns = model_opt_u64(o, JO_CLOCK_INIT);
   jm->oversize_threshold = model_opt_u64(o, JO_OVERSIZE_THRESHOLD);
   jm->version = (je_version_t)model_opt_i64(o, JO_VERSION);
   if (jm->version == JE_V521)

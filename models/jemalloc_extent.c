@@ -1040,7 +1040,7 @@ static as_status_t maybe_decay_purge(jemalloc_model_t *jm, je_arena_t *a,
     return d->ms == 0 ? decay_to_limit(jm, a, d, s, false, 0, s->npages, err)
                       : AS_OK;
   uint64_t current = s->npages;
-  *advanced = advance_epoch(jm, d, jm->now_ns, current);
+  *advanced = advance_epoch(jm, d, je_clock_ns(jm), current);
   if ((eagerness == JE_PURGE_ALWAYS ||
        (*advanced && eagerness == JE_PURGE_ON_EPOCH_ADVANCE)) &&
       current > d->npages_limit)
@@ -1097,7 +1097,7 @@ as_status_t je_decay_ms_set(jemalloc_model_t *jm, je_arena_t *a, bool dirty,
   /* decay_reinit keeps the jitter stream going from the decay_t's address:
    * the same seed again. */
   uint64_t seed = jm->jitter_seed + 2 * a->ind + (dirty ? 0 : 1);
-  je_decay_init(jm, d, ms, jm->now_ns, seed);
+  je_decay_init(jm, d, ms, je_clock_ns(jm), seed);
   bool           advanced;
   je_eagerness_t eager =
       jm->background_thread ? JE_PURGE_NEVER : JE_PURGE_ON_EPOCH_ADVANCE;
@@ -1196,6 +1196,7 @@ static as_status_t bg_sleep_once(jemalloc_model_t *jm, je_bg_t *bg,
     ns = JE_BG_MIN_INTERVAL_NS;
   bg->indefinite = false;
   bg->wakeup_ns = jm->now_ns + ns;
+  bg->wakeup_clock_ns = je_clock_ns(jm) + ns; /* next_wakeup (:219-222) */
   return sim_event_queue_push(jm->timers, &bg->timer, bg->wakeup_ns, err);
 }
 
@@ -1206,6 +1207,7 @@ static as_status_t bg_fire(sim_timer_t *t, uint64_t now_ns, as_err_t *err) {
     return AS_OK;
   if (now_ns > jm->now_ns)
     jm->now_ns = now_ns;
+  jm->clock_started = true;
   as_status_t rc = bg_sleep_once(jm, bg, &jm->ferr);
   if (rc != AS_OK) {
     jm->fail = rc;
@@ -1274,9 +1276,9 @@ static void maybe_do_deferred_work(jemalloc_model_t *jm, je_arena_t *a,
     bg_wakeup_early(jm, bg, NULL);
     return;
   }
-  if (d->ms <= 0 || bg->wakeup_ns <= d->epoch_ns)
+  if (d->ms <= 0 || bg->wakeup_clock_ns <= d->epoch_ns)
     return;
-  uint64_t remaining = bg->wakeup_ns - d->epoch_ns;
+  uint64_t remaining = bg->wakeup_clock_ns - d->epoch_ns;
   if (npages_new > 0)
     bg->npages_to_purge_new += npages_purge_in(jm, d, remaining, npages_new);
   if (bg->npages_to_purge_new > JE_DEFERRED_PURGE_NPAGES) {

@@ -308,6 +308,7 @@ struct je_bg_s {
   bool                     started;
   bool                     indefinite; /* BACKGROUND_THREAD_INDEFINITE_SLEEP */
   uint64_t                 wakeup_ns;  /* next_wakeup when not indefinite */
+  uint64_t                 wakeup_clock_ns; /* the same, on je_clock_ns */
   uint64_t                 npages_to_purge_new;
   uint64_t                 runs; /* tot_n_runs */
 };
@@ -353,6 +354,8 @@ struct jemalloc_model_s {
   bool         tcache_enabled;
   uint64_t     tcache_maxclass;
   uint64_t     prng_seed, jitter_seed;
+  uint64_t     clock_res_ns, clock_lag_ns, clock_init_ns; /* je_clock_ns */
+  bool         clock_started; /* an event has set now_ns */
 
   /* Geometry. */
   uint64_t page; /* jemalloc's PAGE (1 << lg_page) */
@@ -432,6 +435,7 @@ uint32_t    je_heap_first(const je_heap_t *h);
 int         je_snad_cmp(const jemalloc_model_t *jm, uint32_t a, uint32_t b);
 void        je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
                           uint64_t now_ns, uint64_t jitter_seed);
+uint64_t    je_clock_ns(const jemalloc_model_t *jm);
 
 /* pa_alloc (pa.c:122-154): an active extent of size bytes (a multiple of
  * the page), or AS_ENOMEM. */

@@ -988,6 +988,55 @@ static void jemalloc_purge_and_decay_options_apply(void **state) {
   unlink(path);
 }
 
+/* jemalloc seeds its randomness with addresses (its tsd's: decay ticks and
+ * large objects' offsets; arena 0's decay_t's: epoch deadlines) and keeps
+ * decay on CLOCK_MONOTONIC_COARSE.  The replayer reads them before the
+ * first call and the stored run carries them, so that compare replays the
+ * model with the real seeds and clock (traces/je_seeds.h). */
+static void jemalloc_seeds_and_clock_are_recorded(void **state) {
+  (void)state;
+  if (!have_lib(ORACLE_JEMALLOC))
+    skip();
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "1 0 malloc 0 100\n"
+                                 "2 0 free 0\n"
+                                 "3 0 mark end\n");
+  char        out[64];
+  snprintf(out, sizeof out, "%s.astrace", path);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  o.out_path = out;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  assert_true(r.je_prng_seed != 0 && r.je_prng_seed % 8 == 0);
+  assert_true(r.je_jitter_seed != 0 && r.je_jitter_seed % 8 == 0);
+  struct timespec res;
+  assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+  uint64_t tick = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+  assert_int_equal(r.je_coarse_res_ns, tick);
+  assert_true(r.je_coarse_init_ns <= r.je_coarse_origin_ns);
+  assert_true(r.je_coarse_origin_ns <= r.clock_origin_ns &&
+              r.clock_origin_ns - r.je_coarse_origin_ns < 4 * tick);
+  trace_source_t *src;
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  const char *keys[] = {"jemalloc_prng_seed", "jemalloc_jitter_seed",
+                        "jemalloc_clock_res_ns", "jemalloc_clock_lag_ns",
+                        "jemalloc_clock_init_ns"};
+  uint64_t    want[] = {r.je_prng_seed, r.je_jitter_seed, tick,
+                        r.clock_origin_ns - r.je_coarse_origin_ns,
+                        r.je_coarse_origin_ns - r.je_coarse_init_ns};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    const char *v = trace_meta_get(&src->meta, keys[i]);
+    assert_non_null(v);
+    assert_true(strtoull(v, NULL, 10) == want[i]);
+  }
+  trace_source_close(src);
+  oracle_run_free(&r);
+  unlink(out);
+  unlink(path);
+}
+
 /* A capture's touches are pages of the object's span: 16 blocks of 64 KiB
  * captured 100 bytes into their pages, page 1 of each touched.  jemalloc
  * starts each at a random cache line of its first page; written as bytes,
@@ -1122,6 +1171,7 @@ int main(void) {
       cmocka_unit_test(op_times_go_where_they_fit),
       cmocka_unit_test(preloaded_allocators_replay),
       cmocka_unit_test(jemalloc_purge_and_decay_options_apply),
+      cmocka_unit_test(jemalloc_seeds_and_clock_are_recorded),
       cmocka_unit_test(a_capture_touch_writes_the_pages_it_names),
       cmocka_unit_test(musl_replays_when_built),
   };

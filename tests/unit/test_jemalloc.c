@@ -394,6 +394,26 @@ static void busy_allocation_walks_the_decay_curve(void **state) {
   sim_session_close(&s);
 }
 
+/* Decay keeps time with CLOCK_MONOTONIC_COARSE (5.3.0 src/nstime.c:
+ * 186-194), which moves once per kernel tick: an epoch ends only when that
+ * clock has passed its deadline.  A clock that does not move within the
+ * 10 s run ends none, so the busy process keeps its dirty pages as an idle
+ * one would; a 4 ms tick walks the same curve as the trace's own clock. */
+static void decay_keeps_time_with_the_coarse_clock(void **state) {
+  (void)state;
+  const char   *busy = "decay --after busy --seconds 10 --batch-every 5ms";
+  sim_session_t s;
+  marks_t       m;
+  run_workload("jemalloc:clock_res_ns=20000000000", busy, 0, &m, &s);
+  assert_true(mark_rss(&m, "s90") > 75 * MIB);
+  sim_session_close(&s);
+  run_workload("jemalloc:clock_res_ns=4000000,clock_lag_ns=1500000", busy, 0,
+               &m, &s);
+  assert_true(mark_rss(&m, "s50") > 20 * MIB && mark_rss(&m, "s50") < 60 * MIB);
+  assert_true(mark_rss(&m, "s90") < 8 * MIB);
+  sim_session_close(&s);
+}
+
 /* background_thread:true purges an idle process from its own timers
  * (measured at 1000 ms: done 1.1 to 1.8 s after the free over 5 runs). */
 static void background_threads_purge_an_idle_process(void **state) {
@@ -1013,6 +1033,7 @@ int main(void) {
       cmocka_unit_test(immediate_decay_purges_at_the_free),
       cmocka_unit_test(decay_never_keeps_everything),
       cmocka_unit_test(busy_allocation_walks_the_decay_curve),
+      cmocka_unit_test(decay_keeps_time_with_the_coarse_clock),
       cmocka_unit_test(background_threads_purge_an_idle_process),
       cmocka_unit_test(a_new_background_thread_wakes_thread_0),
       cmocka_unit_test(huge_requests_are_purged_at_once),

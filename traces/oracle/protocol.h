@@ -116,36 +116,45 @@ struct oracle_op_s {
 #define ORACLE_NAME_MAX 64 /* an option name with its NUL */
 
 typedef enum oracle_result_kind_e {
-  ORACLE_R_READY,    /* a = baseline RSS bytes; b = the allocator's
-                        version: mimalloc's mi_version(), tcmalloc's
-                        tc_version() as major * 100 + minor, jemalloc's
-                        mallctl("version") as major * 10000 + minor *
-                        100 + patch, else 0;
-                        c = CLOCK_MONOTONIC (ns) at the replay's start, the
-                        origin of every time below (ORACLE_FD_TIMES);
-                        text = the library that provides malloc */
-  ORACLE_R_MARK,     /* a = mark number, b = RSS bytes */
-  ORACLE_R_SAMPLE,   /* a = calls done, b = RSS bytes, c = the replay's
-                        time (ns since its start, as ORACLE_FD_TIMES) */
-  ORACLE_R_DONE,     /* a = final RSS bytes, b = ops without a counterpart
-                        in this allocator (counted, as the engine does),
-                        c = the calls' CPU ns (the process's CPU time from
-                        the first op, less reading ops and RSS) */
-  ORACLE_R_ERROR,    /* text = the message, a = op index */
-  ORACLE_R_THREAD,   /* the replayer created a thread: a = the op index of
-                        the thread's first op, b = its trace thread, c = the
-                        bytes the creating thread's pthread_create allocated
-                        from glibc's heap, for another allocator the glibc
-                        chunk its DTV calloc would be (0 on a cached stack),
-                        or ORACLE_THREAD_UNMEASURED (musl) */
-  ORACLE_R_DTV_FREE, /* glibc's stack cache let go of a stack the replayer
-                       created, freeing its DTV: a = the op index before
-                       which the join ran, b = the trace thread that joined
-                       (and freed it), c = the ORACLE_R_THREAD report (from
-                       0) whose heap bytes were that DTV */
-  ORACLE_R_HINT_AREA /* right before ORACLE_R_DONE: a = the start of the
+  ORACLE_R_READY,     /* a = baseline RSS bytes; b = the allocator's
+                         version: mimalloc's mi_version(), tcmalloc's
+                         tc_version() as major * 100 + minor, jemalloc's
+                         mallctl("version") as major * 10000 + minor *
+                         100 + patch, else 0;
+                         c = CLOCK_MONOTONIC (ns) at the replay's start, the
+                         origin of every time below (ORACLE_FD_TIMES);
+                         text = the library that provides malloc */
+  ORACLE_R_MARK,      /* a = mark number, b = RSS bytes */
+  ORACLE_R_SAMPLE,    /* a = calls done, b = RSS bytes, c = the replay's
+                         time (ns since its start, as ORACLE_FD_TIMES) */
+  ORACLE_R_DONE,      /* a = final RSS bytes, b = ops without a counterpart
+                         in this allocator (counted, as the engine does),
+                         c = the calls' CPU ns (the process's CPU time from
+                         the first op, less reading ops and RSS) */
+  ORACLE_R_ERROR,     /* text = the message, a = op index */
+  ORACLE_R_THREAD,    /* the replayer created a thread: a = the op index of
+                         the thread's first op, b = its trace thread, c = the
+                         bytes the creating thread's pthread_create allocated
+                         from glibc's heap, for another allocator the glibc
+                         chunk its DTV calloc would be (0 on a cached stack),
+                         or ORACLE_THREAD_UNMEASURED (musl) */
+  ORACLE_R_DTV_FREE,  /* glibc's stack cache let go of a stack the replayer
+                        created, freeing its DTV: a = the op index before
+                        which the join ran, b = the trace thread that joined
+                        (and freed it), c = the ORACLE_R_THREAD report (from
+                        0) whose heap bytes were that DTV */
+  ORACLE_R_HINT_AREA, /* right before ORACLE_R_DONE: a = the start of the
                         lowest mapping in mimalloc's aligned-hint area
                         (traces/mi_hint_area.h), 0 for none */
+  ORACLE_R_JE_SEEDS,  /* jemalloc, before ORACLE_R_HINT_AREA: a = the main
+                        thread's tsd address, b = arena 0's decay_dirty
+                        address, as read before the first op
+                        (traces/je_seeds.h), 0 where unknown */
+  ORACLE_R_JE_CLOCK   /* jemalloc, after ORACLE_R_JE_SEEDS: the clock its
+                        decay reads, CLOCK_MONOTONIC_COARSE: a = at
+                        jemalloc's initialisation, b = right before the
+                        replay's start (ORACLE_R_READY's c), c = its
+                        resolution (clock_getres), all ns */
 } oracle_result_kind_t;
 
 /* ---- The replayer's own thread creation -----------------------------------

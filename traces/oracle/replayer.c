@@ -57,6 +57,8 @@
 #ifndef ORACLE_STATIC
 #include <dlfcn.h>
 #include <link.h>
+
+#include "../je_seeds.h"
 #endif
 
 #include "protocol.h"
@@ -221,8 +223,10 @@ typedef void (*void_fn)(void);
 typedef int (*tc_setprop_fn)(const char *, size_t);
 typedef const char *(*tc_version_fn)(int *, int *, const char **);
 
-static oracle_hello_t   hello;
-static mallctl_fn       je_mallctl;
+static oracle_hello_t hello;
+static mallctl_fn     je_mallctl;
+static uint64_t       je_prng_seed, je_jitter_seed;     /* traces/je_seeds.h */
+static uint64_t je_coarse_init_ns, je_coarse_origin_ns; /* ORACLE_R_JE_CLOCK */
 static mi_collect_fn    mi_collect_p;
 static mi_option_set_fn mi_option_set_p;
 static int              mi_version_v;
@@ -231,6 +235,14 @@ static void_fn          tc_release;
 static tc_setprop_fn    tc_setprop;
 static uint64_t         unsupported; /* ops without a counterpart here */
 static char             library[200] = "musl (static)";
+
+/* CLOCK_MONOTONIC_COARSE, the clock jemalloc reads (5.3.0 src/nstime.c:
+ * 186-194). */
+static uint64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #ifndef ORACLE_STATIC
 /* dlsym's object pointer into a function pointer: copied, since ISO C has
@@ -274,7 +286,11 @@ static void resolve(void) {
   switch (hello.allocator) {
   case ORACLE_JEMALLOC:
     LOOKUP(je_mallctl, "mallctl");
-    allocator_version = jemalloc_version();
+    allocator_version = jemalloc_version(); /* initialises jemalloc */
+    je_coarse_init_ns = coarse_ns();
+    je_prng_seed = je_seeds_tsd();
+    static char seeds_buf[4096]; /* /proc/self/maps, a piece at a time */
+    je_jitter_seed = je_seeds_decay(je_mallctl, seeds_buf, sizeof seeds_buf);
     break;
   case ORACLE_MIMALLOC:
     LOOKUP(mi_collect_p, "mi_collect");
@@ -796,6 +812,14 @@ static void pass_baton(const slot_t *me) {
 static void finish(void) {
   uint64_t    calls_ns = cpu_ns() - calls_start_ns - aside_ns;
   static char maps_buf[1 << 16];
+  if (hello.allocator == ORACLE_JEMALLOC) {
+    struct timespec res = {0, 0};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+    send_result(ORACLE_R_JE_SEEDS, je_prng_seed, je_jitter_seed, 0, NULL);
+    send_result(ORACLE_R_JE_CLOCK, je_coarse_init_ns, je_coarse_origin_ns,
+                (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec,
+                NULL);
+  }
   send_result(ORACLE_R_HINT_AREA, mi_hint_area_start(maps_buf, sizeof maps_buf),
               0, 0, NULL);
   send_result(ORACLE_R_DONE, rss_now(), unsupported, calls_ns, NULL);
@@ -869,6 +893,8 @@ int main(void) {
   if (sem_init(&slots[0].go, 0, 0) != 0)
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
+  if (hello.allocator == ORACLE_JEMALLOC)
+    je_coarse_origin_ns = coarse_ns(); /* before: never after the origin */
   replay_start_ns = mono_ns();
   send_result(ORACLE_R_READY, rss_now(), allocator_version, replay_start_ns,
               library);
