@@ -781,13 +781,13 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
     r->hint_area_start = res->a;
     break;
   case ORACLE_R_JE_SEEDS:
-    r->je_prng_seed = res->a;
-    r->je_jitter_seed = res->b;
+    r->je.prng_seed = res->a;
+    r->je.jitter_seed = res->b;
     break;
   case ORACLE_R_JE_CLOCK:
-    r->je_coarse_init_ns = res->a;
-    r->je_coarse_origin_ns = res->b;
-    r->je_coarse_res_ns = res->c;
+    r->je.coarse_init_ns = res->a;
+    r->je.coarse_origin_ns = res->b;
+    r->je.res_ns = res->c;
     break;
   case ORACLE_R_DONE:
     r->final_rss_bytes = net(k, res->a);
@@ -972,26 +972,6 @@ static as_status_t meta_allocator(trace_meta_t *m, const oracle_opts_t *o,
 
 /* What the measured trace holds of the replayer's own thread creation
  * (the replayer's thread DTVs, above), when it created any. */
-/* The clock jemalloc's decay read during the replay (ORACLE_R_JE_CLOCK),
- * as the jemalloc model's clock options take it: its resolution, how far
- * it lagged the origin, and how far it moved from jemalloc's
- * initialisation to the origin.  Nothing when unmeasured or inconsistent
- * (a coarse reading after the fine one it preceded). */
-static as_status_t meta_jemalloc_clock(trace_meta_t *m, const oracle_run_t *r,
-                                       as_err_t *err) {
-  uint64_t res = r->je_coarse_res_ns, origin = r->je_coarse_origin_ns;
-  if (res == 0 || origin == 0 || origin > r->clock_origin_ns ||
-      r->je_coarse_init_ns > origin)
-    return AS_OK;
-  as_status_t rc;
-  if ((rc = meta_u64(m, "jemalloc_clock_res_ns", res, err)) != AS_OK ||
-      (rc = meta_u64(m, "jemalloc_clock_lag_ns", r->clock_origin_ns - origin,
-                     err)) != AS_OK)
-    return rc;
-  return meta_u64(m, "jemalloc_clock_init_ns", origin - r->je_coarse_init_ns,
-                  err);
-}
-
 static as_status_t meta_dtvs(trace_meta_t *m, const oracle_opts_t *o,
                              const oracle_run_t *r, as_err_t *err) {
   char     buf[300];
@@ -1072,13 +1052,8 @@ static as_status_t output_meta(const trace_source_t *src, const char *input,
       (r->hint_area_start != 0 &&
        (rc = meta_u64(m, "mimalloc_hint_start", r->hint_area_start, err)) !=
            AS_OK) ||
-      (r->je_prng_seed != 0 &&
-       (rc = meta_u64(m, "jemalloc_prng_seed", r->je_prng_seed, err)) !=
-           AS_OK) ||
-      (r->je_jitter_seed != 0 &&
-       (rc = meta_u64(m, "jemalloc_jitter_seed", r->je_jitter_seed, err)) !=
-           AS_OK) ||
-      (rc = meta_jemalloc_clock(m, r, err)) != AS_OK ||
+      (rc = trace_meta_put_jemalloc(m, r->clock_origin_ns, &r->je, err)) !=
+          AS_OK ||
       (rc = meta_u64(m, "baseline_rss_bytes", r->baseline_rss_bytes, err)) !=
           AS_OK ||
       (rc = meta_put(m, "rss_source",

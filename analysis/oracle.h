@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "../sim/status.h"
+#include "../traces/event.h"
 #include "../traces/oracle/protocol.h"
 
 #define ORACLE_MAX_ENV 8
@@ -108,10 +109,9 @@ struct oracle_run_s {
   uint64_t start_brk;       /* the replayer's initial break, 0 unknown */
   uint64_t clock_origin_ns; /* CLOCK_MONOTONIC at the replay's start */
   uint64_t hint_area_start; /* protocol.h ORACLE_R_HINT_AREA, 0 none */
-  uint64_t je_prng_seed;    /* protocol.h ORACLE_R_JE_SEEDS, 0 unknown */
-  uint64_t je_jitter_seed;
-  /* protocol.h ORACLE_R_JE_CLOCK */
-  uint64_t je_coarse_init_ns, je_coarse_origin_ns, je_coarse_res_ns;
+
+  trace_je_state_t je; /* protocol.h ORACLE_R_JE_SEEDS, ORACLE_R_JE_CLOCK */
+
   uint64_t final_rss_bytes; /* net */
   uint64_t final_gross_bytes;
   uint64_t peak_rss_bytes; /* net: largest mark, sample or final */

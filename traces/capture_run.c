@@ -463,6 +463,9 @@ static as_status_t open_trace(run_t *r, conn_t *c, const capture_hello_t *h,
   if (h->jemalloc_version != 0) {
     capture_jemalloc_version(h->jemalloc_version, v, sizeof v);
     meta_put(&m, "jemalloc_version", v);
+    trace_je_state_t je = {h->je_prng_seed, h->je_jitter_seed, h->je_res_ns,
+                           h->je_coarse_origin_ns, h->je_coarse_init_ns};
+    (void)trace_meta_put_jemalloc(&m, h->monotonic_ns, &je, NULL);
     /* The trace has libstdc++'s pool, which the model would add again. */
     if (h->before_main)
       meta_put(&m, "jemalloc_startup_malloc", "0");

@@ -150,6 +150,36 @@ as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
   return AS_OK;
 }
 
+/* key = v in decimal, when v is not 0. */
+static as_status_t meta_put_u64(trace_meta_t *m, const char *key, uint64_t v,
+                                as_err_t *err) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRIu64, v);
+  return v == 0 ? AS_OK : trace_meta_set(m, key, buf, err);
+}
+
+as_status_t trace_meta_put_jemalloc(trace_meta_t *m, uint64_t origin_ns,
+                                    const trace_je_state_t *je, as_err_t *err) {
+  as_status_t rc;
+  if ((rc = meta_put_u64(m, "jemalloc_prng_seed", je->prng_seed, err)) !=
+          AS_OK ||
+      (rc = meta_put_u64(m, "jemalloc_jitter_seed", je->jitter_seed, err)) !=
+          AS_OK)
+    return rc;
+  uint64_t coarse = je->coarse_origin_ns;
+  if (je->res_ns == 0 || coarse == 0 || coarse > origin_ns)
+    return AS_OK;
+  char lag[24], init[24];
+  snprintf(lag, sizeof lag, "%" PRIu64, origin_ns - coarse);
+  snprintf(init, sizeof init, "%" PRIu64,
+           coarse > je->coarse_init_ns ? coarse - je->coarse_init_ns : 0);
+  if ((rc = meta_put_u64(m, "jemalloc_clock_res_ns", je->res_ns, err)) !=
+          AS_OK ||
+      (rc = trace_meta_set(m, "jemalloc_clock_lag_ns", lag, err)) != AS_OK)
+    return rc;
+  return trace_meta_set(m, "jemalloc_clock_init_ns", init, err);
+}
+
 as_status_t trace_event_validate(const trace_event_t *ev, uint64_t prev_t_ns,
                                  const char *name, uint64_t index,
                                  as_err_t *err) {

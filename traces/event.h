@@ -189,6 +189,22 @@ bool trace_meta_value_ok(const char *value);
 as_status_t trace_meta_set(trace_meta_t *m, const char *key, const char *value,
                            as_err_t *err);
 
+/* What a run measured of jemalloc's randomness and clock, as the jemalloc
+ * model's options read it from the provenance (traces/je_seeds.h): the
+ * main thread's tsd address and arena 0's dirty decay_t address (0:
+ * unknown), and CLOCK_MONOTONIC_COARSE (res_ns per tick, 0: unmeasured)
+ * read just before origin_ns, the run's CLOCK_MONOTONIC origin, and at
+ * jemalloc's initialisation (taken as the origin's reading when it came
+ * after it).  Puts jemalloc_prng_seed, jemalloc_jitter_seed and
+ * jemalloc_clock_{res,lag,init}_ns, each only where measured. */
+typedef struct trace_je_state_s trace_je_state_t;
+struct trace_je_state_s {
+  uint64_t prng_seed, jitter_seed;
+  uint64_t res_ns, coarse_origin_ns, coarse_init_ns;
+};
+as_status_t trace_meta_put_jemalloc(trace_meta_t *m, uint64_t origin_ns,
+                                    const trace_je_state_t *je, as_err_t *err);
+
 /* Longest mark label, in bytes, that either format carries. */
 #define TRACE_LABEL_MAX 63
 

@@ -523,6 +523,23 @@ static void the_heap_at_main_is_the_traced_calls(void **state) {
   free(t.v);
 }
 
+/* A capture of a jemalloc program records the main thread's tsd address
+ * (its prng seed) and the coarse clock's resolution and phase
+ * (traces/je_seeds.h); with decay off (MALLOC_CONF dirty_decay_ms:-1) no
+ * jitter is drawn and no decay seed found. */
+static void expect_jemalloc_state(const trace_meta_t *m) {
+  const char *seed = trace_meta_get(m, "jemalloc_prng_seed");
+  const char *res = trace_meta_get(m, "jemalloc_clock_res_ns");
+  const char *lag = trace_meta_get(m, "jemalloc_clock_lag_ns");
+  assert_non_null(seed);
+  assert_non_null(res);
+  assert_non_null(lag);
+  assert_true(strtoull(seed, NULL, 10) % 8 == 0);
+  assert_true(strtoull(res, NULL, 10) > 0);
+  assert_true(strtoull(lag, NULL, 10) < 4 * strtoull(res, NULL, 10));
+  assert_null(trace_meta_get(m, "jemalloc_jitter_seed"));
+}
+
 /* The largest |allocator error| over the marks of a capture of
  * random_sizes run with LD_PRELOAD=lib (and env, if not NULL), compared
  * with the model its provenance names, as % of its peak. */
@@ -536,6 +553,8 @@ static double preloaded_worst_mark(const char *name, const char *lib,
   capture_result_t res;
   trace_t          t;
   capture(name, argv, 0, &res, &t);
+  if (strstr(lib, "jemalloc") != NULL)
+    expect_jemalloc_state(&t.meta);
   free(t.v);
   char path[512];
   snprintf(path, sizeof path, "%s/%s.trace", g_dir, name);

@@ -1009,23 +1009,23 @@ static void jemalloc_seeds_and_clock_are_recorded(void **state) {
   oracle_run_t r;
   as_err_t     err = {0};
   assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
-  assert_true(r.je_prng_seed != 0 && r.je_prng_seed % 8 == 0);
-  assert_true(r.je_jitter_seed != 0 && r.je_jitter_seed % 8 == 0);
+  assert_true(r.je.prng_seed != 0 && r.je.prng_seed % 8 == 0);
+  assert_true(r.je.jitter_seed != 0 && r.je.jitter_seed % 8 == 0);
   struct timespec res;
   assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
   uint64_t tick = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
-  assert_int_equal(r.je_coarse_res_ns, tick);
-  assert_true(r.je_coarse_init_ns <= r.je_coarse_origin_ns);
-  assert_true(r.je_coarse_origin_ns <= r.clock_origin_ns &&
-              r.clock_origin_ns - r.je_coarse_origin_ns < 4 * tick);
+  assert_int_equal(r.je.res_ns, tick);
+  assert_true(r.je.coarse_init_ns <= r.je.coarse_origin_ns);
+  assert_true(r.je.coarse_origin_ns <= r.clock_origin_ns &&
+              r.clock_origin_ns - r.je.coarse_origin_ns < 4 * tick);
   trace_source_t *src;
   assert_int_equal(trace_open(out, &src, &err), AS_OK);
   const char *keys[] = {"jemalloc_prng_seed", "jemalloc_jitter_seed",
                         "jemalloc_clock_res_ns", "jemalloc_clock_lag_ns",
                         "jemalloc_clock_init_ns"};
-  uint64_t    want[] = {r.je_prng_seed, r.je_jitter_seed, tick,
-                        r.clock_origin_ns - r.je_coarse_origin_ns,
-                        r.je_coarse_origin_ns - r.je_coarse_init_ns};
+  uint64_t    want[] = {r.je.prng_seed, r.je.jitter_seed, tick,
+                        r.clock_origin_ns - r.je.coarse_origin_ns,
+                        r.je.coarse_origin_ns - r.je.coarse_init_ns};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     const char *v = trace_meta_get(&src->meta, keys[i]);
     assert_non_null(v);

@@ -76,6 +76,8 @@ uint64_t               g_touch_threshold;
 size_t                 g_page = 4096;
 char                   g_sock_path[108];
 static struct timespec g_t0; /* CLOCK_MONOTONIC at start-up */
+/* CLOCK_MONOTONIC_COARSE just before g_t0 */
+static uint64_t g_coarse_t0;
 
 /* Releases at or above this size may unmap memory at once (glibc 2.36
  * malloc/malloc.c:869 DEFAULT_MMAP_THRESHOLD_MIN, 128 KiB): the sampler does
@@ -145,8 +147,26 @@ void capture_clock_calibrate(void) {
     done++;
 }
 
-/* Starts the clock at 0 (start-up, and in a forked child). */
+uint64_t capture_coarse_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t capture_coarse_res_ns(void) {
+  struct timespec ts = {0, 0};
+  clock_getres(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t capture_clock_coarse_origin_ns(void) {
+  return g_coarse_t0;
+}
+
+/* Starts the clock at 0 (start-up, and in a forked child); the coarse
+ * clock first, so that it reads no later than the origin. */
 static void clock_start(void) {
+  g_coarse_t0 = capture_coarse_now_ns();
   clock_gettime(CLOCK_MONOTONIC, &g_t0);
   g_tsc0 = read_tsc();
 }

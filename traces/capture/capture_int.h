@@ -177,6 +177,11 @@ int      capture_tid(void);
 uint64_t capture_now_ns(void);
 /* CLOCK_MONOTONIC (ns) where capture_now_ns counts from. */
 uint64_t capture_clock_origin_ns(void);
+/* CLOCK_MONOTONIC_COARSE read just before that origin, and its
+ * resolution (jemalloc's clock: traces/je_seeds.h). */
+uint64_t capture_clock_coarse_origin_ns(void);
+uint64_t capture_coarse_now_ns(void);
+uint64_t capture_coarse_res_ns(void);
 /* The flusher measures the TSC's scale from time to time (capture.c). */
 void capture_clock_calibrate(void);
 /* Rss and Anonymous of /proc/self/smaps_rollup in bytes (0 if

@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 9
+#define CAPTURE_WIRE_VERSION 10
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,
@@ -101,9 +101,18 @@ struct capture_hello_s {
                                 (50300 = 5.3.0), else 0 */
   uint32_t before_main;      /* 1: sent before the program's main() ran, so
                                 the trace has the calls made before it */
-  char exe[128];             /* /proc/self/exe, cut */
-  char own_malloc[128];      /* the object whose malloc the program's calls
-                                bind to ahead of the recorder's, or "" */
+  uint32_t pad;
+
+  /* jemalloc's seeds and clock (traces/je_seeds.h, trace_je_state_t), 0
+   * where unknown: the tsd address of the thread that loaded the library,
+   * arena 0's dirty decay_t address, and CLOCK_MONOTONIC_COARSE just after
+   * mallctl("version") and just before monotonic_ns, with its resolution */
+  uint64_t je_prng_seed, je_jitter_seed;
+  uint64_t je_res_ns, je_coarse_origin_ns, je_coarse_init_ns;
+
+  char exe[128];        /* /proc/self/exe, cut */
+  char own_malloc[128]; /* the object whose malloc the program's calls
+                           bind to ahead of the recorder's, or "" */
   /* The image's own allocator settings (capture_wire_env_knob) as it started:
    * "NAME=VALUE" strings, each ending in NUL, then an empty one;
    * LD_PRELOAD without the recorder.  An exec'd image may have been given

@@ -35,6 +35,7 @@
 
 #include "capture_int.h"
 #include "../allocator_version.h"
+#include "../je_seeds.h"
 
 #define BUF_BYTES CAPTURE_MSG_MAX
 #define HDR_BYTES sizeof(capture_msg_hdr_t)
@@ -467,6 +468,18 @@ static uint32_t jemalloc_version(void) {
   return allocator_version_code(v);
 }
 
+/* jemalloc's seeds and clock into the hello (traces/je_seeds.h), read
+ * right after jemalloc_version initialised it.  In a forked child the
+ * decay's jitter has been drawn many times since: not found, left 0. */
+static void jemalloc_state(capture_hello_t *h) {
+  static char maps_buf[4096];
+  h->je_coarse_init_ns = capture_coarse_now_ns();
+  h->je_prng_seed = je_seeds_tsd();
+  h->je_jitter_seed = je_seeds_decay(g_real.mallctl, maps_buf, sizeof maps_buf);
+  h->je_res_ns = capture_coarse_res_ns();
+  h->je_coarse_origin_ns = capture_clock_coarse_origin_ns();
+}
+
 int capture_stream_fd(void) {
   return g_fd;
 }
@@ -536,6 +549,8 @@ bool capture_stream_open(void) {
   h.mimalloc_version = mimalloc_version();
   h.tcmalloc_version = tcmalloc_version();
   h.jemalloc_version = jemalloc_version();
+  if (h.jemalloc_version != 0)
+    jemalloc_state(&h);
   h.before_main = atomic_load(&g_main_entered) ? 0 : 1;
   h.mmap_top = probe_mmap_top();
   ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
