@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mi_hint_area.h" /* mi_maps_line_start */
+#include "proc_maps.h"
 
 /* include/jemalloc/internal/prng.h:35-36 PRNG_A_64, PRNG_C_64 */
 #define JE_SEEDS_LCG_A UINT64_C(6364136223846793005)
@@ -81,36 +81,28 @@ static inline uint64_t je_seeds_inverse_a(void) {
   return x;
 }
 
-/* The end of the readable /proc/self/maps mapping that holds addr, 0 if
- * none or unreadable.  buf (len bytes) is scratch. */
+typedef struct je_seeds_mapping_s je_seeds_mapping_t;
+struct je_seeds_mapping_s {
+  uintptr_t addr, end;
+};
+
+static inline bool je_seeds_holds(const char *line, void *ctx) {
+  je_seeds_mapping_t *m = ctx;
+  const char         *dash = strchr(line, '-'), *perms = strchr(line, ' ');
+  if (dash == NULL || perms == NULL || proc_maps_hex(line) > m->addr ||
+      proc_maps_hex(dash + 1) <= m->addr)
+    return false;
+  m->end = perms[1] == 'r' ? (uintptr_t)proc_maps_hex(dash + 1) : 0;
+  return true;
+}
+
+/* The end of the readable mapping that holds addr, 0 if none or
+ * unreadable.  buf (len bytes) is scratch. */
 static inline uintptr_t je_seeds_mapping_end(uintptr_t addr, char *buf,
                                              size_t len) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  uintptr_t end = 0;
-  size_t    have = 0;
-  ssize_t   r;
-  while (end == 0 && (r = read(fd, buf + have, len - 1 - have)) > 0) {
-    have += (size_t)r;
-    buf[have] = '\0';
-    char *line = buf, *nl;
-    while (end == 0 && (nl = strchr(line, '\n')) != NULL) {
-      uintptr_t   lo = (uintptr_t)mi_maps_line_start(line);
-      const char *dash = strchr(line, '-');
-      uintptr_t   hi = (uintptr_t)mi_maps_line_start(dash + 1);
-      const char *perms = strchr(dash, ' ');
-      if (lo <= addr && addr < hi && perms != NULL && perms[1] == 'r')
-        end = hi;
-      line = nl + 1;
-    }
-    have = (size_t)(buf + have - line); /* keep the partial line */
-    memmove(buf, line, have);
-    if (have == len - 1)
-      break; /* a line longer than buf: give up */
-  }
-  close(fd);
-  return end;
+  je_seeds_mapping_t m = {addr, 0};
+  proc_maps_find(buf, len, je_seeds_holds, &m);
+  return m.end;
 }
 
 /* The address of the first decay_t in [from, end) whose jitter_state has

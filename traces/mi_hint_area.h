@@ -17,21 +17,19 @@
 #ifndef ALLOCSIM_MI_HINT_AREA_H
 #define ALLOCSIM_MI_HINT_AREA_H
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
-#include <string.h>
-#include <unistd.h>
+
+#include "proc_maps.h"
 
 #define MI_HINT_AREA_LOW  ((uint64_t)2 << 40)
 #define MI_HINT_AREA_HIGH ((uint64_t)30 << 40)
 
-/* The start address of the /proc/self/maps line at p: hex up to '-'. */
-static inline uint64_t mi_maps_line_start(const char *p) {
-  uint64_t v = 0;
-  for (; *p != '-' && *p != '\n'; p++)
-    v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
-  return v;
+static inline bool mi_hint_area_line(const char *line, void *found) {
+  uint64_t v = proc_maps_hex(line);
+  if (v < MI_HINT_AREA_LOW || v >= MI_HINT_AREA_HIGH)
+    return false;
+  *(uint64_t *)found = v;
+  return true;
 }
 
 /* The start of the lowest mapping in [MI_HINT_AREA_LOW, MI_HINT_AREA_HIGH),
@@ -39,31 +37,8 @@ static inline uint64_t mi_maps_line_start(const char *p) {
  * line's worth) is scratch: /proc/self/maps lists mappings in address
  * order, so the first line in the area is the answer. */
 static inline uint64_t mi_hint_area_start(char *buf, size_t len) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
   uint64_t found = 0;
-  size_t   have = 0;
-  ssize_t  r;
-  while (found == 0 && have < len &&
-         (r = read(fd, buf + have, len - have)) != 0) {
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      break;
-    have += (size_t)r;
-    char *line = buf, *nl;
-    while (found == 0 &&
-           (nl = memchr(line, '\n', (size_t)(buf + have - line))) != NULL) {
-      uint64_t v = mi_maps_line_start(line);
-      if (v >= MI_HINT_AREA_LOW && v < MI_HINT_AREA_HIGH)
-        found = v;
-      line = nl + 1;
-    }
-    have -= (size_t)(line - buf);
-    memmove(buf, line, have); /* the unfinished line */
-  }
-  close(fd);
+  proc_maps_find(buf, len, mi_hint_area_line, &found);
   return found;
 }
 
