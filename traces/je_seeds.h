@@ -1,6 +1,6 @@
 /* traces/je_seeds.h -- the two addresses that seed jemalloc 5.3.0's
- * randomness, read by a process that runs jemalloc (the oracle's replayer,
- * before the replay's first call).
+ * randomness, read by a process that runs jemalloc (the oracle's replayer
+ * before the replay's first call, the capture recorder as it starts).
  *
  * jemalloc seeds a thread's prng with the address of the thread's tsd
  * (5.3.0 src/tsd.c:222-232 tsd_prng_state_init) and each decay's jitter
