@@ -48,28 +48,23 @@
 typedef int (*je_seeds_mallctl_fn)(const char *, void *, size_t *, void *,
                                    size_t);
 
-typedef struct je_seeds_tls_s je_seeds_tls_t;
-struct je_seeds_tls_s {
-  uint64_t tsd;
-};
-
 static inline int je_seeds_module(struct dl_phdr_info *info, size_t size,
-                                  void *data) {
+                                  void *tsd) {
   (void)size;
-  if (info->dlpi_name != NULL && strstr(info->dlpi_name, "libjemalloc") &&
-      info->dlpi_tls_data != NULL) {
-    ((je_seeds_tls_t *)data)->tsd = (uint64_t)(uintptr_t)info->dlpi_tls_data;
-    return 1;
-  }
-  return 0;
+  if (info->dlpi_name == NULL ||
+      strstr(info->dlpi_name, "libjemalloc") == NULL ||
+      info->dlpi_tls_data == NULL)
+    return 0;
+  *(uint64_t *)tsd = (uint64_t)(uintptr_t)info->dlpi_tls_data;
+  return 1;
 }
 
 /* The calling thread's tsd address (its prng seed), 0 if no libjemalloc
  * with thread-local data is loaded. */
 static inline uint64_t je_seeds_tsd(void) {
-  je_seeds_tls_t t = {0};
-  dl_iterate_phdr(je_seeds_module, &t);
-  return t.tsd;
+  uint64_t tsd = 0;
+  dl_iterate_phdr(je_seeds_module, &tsd);
+  return tsd;
 }
 
 /* The inverse of the LCG's multiplier modulo 2^64 (Newton's iteration:

@@ -19,13 +19,13 @@
 static inline uint64_t proc_maps_hex(const char *p) {
   uint64_t v = 0;
   for (;; p++) {
-    unsigned d = (unsigned)(*p >= '0' && *p <= '9' ? *p - '0'
-                            : (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f'
-                                ? (*p | 0x20) - 'a' + 10
-                                : 16);
-    if (d == 16)
+    char lower = (char)(*p | 0x20);
+    if (*p >= '0' && *p <= '9')
+      v = v * 16 + (uint64_t)(*p - '0');
+    else if (lower >= 'a' && lower <= 'f')
+      v = v * 16 + (uint64_t)(lower - 'a' + 10);
+    else
       return v;
-    v = v * 16 + d;
   }
 }
 

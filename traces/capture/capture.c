@@ -127,8 +127,12 @@ uint64_t capture_now_ns(void) {
   return monotonic_ns();
 }
 
+static uint64_t timespec_ns(struct timespec ts) {
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t capture_clock_origin_ns(void) {
-  return (uint64_t)g_t0.tv_sec * 1000000000u + (uint64_t)g_t0.tv_nsec;
+  return timespec_ns(g_t0);
 }
 
 /* The flusher's calibration, at 50 ms, 1 s, 10 s and 100 s after start. */
@@ -150,13 +154,13 @@ void capture_clock_calibrate(void) {
 uint64_t capture_coarse_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return timespec_ns(ts);
 }
 
 uint64_t capture_coarse_res_ns(void) {
   struct timespec ts = {0, 0};
   clock_getres(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return timespec_ns(ts);
 }
 
 uint64_t capture_clock_coarse_origin_ns(void) {

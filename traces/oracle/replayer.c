@@ -137,10 +137,20 @@ static void fail(const char *what, uint64_t value) {
 
 static uint64_t calls_start_ns, aside_ns;
 
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+static uint64_t timespec_ns(struct timespec ts) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Clock id now, in ns; CLOCK_MONOTONIC_COARSE is the clock jemalloc reads
+ * (5.3.0 src/nstime.c:186-194). */
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return timespec_ns(ts);
+}
+
+static uint64_t cpu_ns(void) {
+  return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* ---- RSS ---------------------------------------------------------------- */
@@ -236,14 +246,6 @@ static tc_setprop_fn    tc_setprop;
 static uint64_t         unsupported; /* ops without a counterpart here */
 static char             library[200] = "musl (static)";
 
-/* CLOCK_MONOTONIC_COARSE, the clock jemalloc reads (5.3.0 src/nstime.c:
- * 186-194). */
-static uint64_t coarse_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #ifndef ORACLE_STATIC
 /* dlsym's object pointer into a function pointer: copied, since ISO C has
  * no conversion between the two (POSIX guarantees the representation). */
@@ -286,8 +288,9 @@ static void resolve(void) {
   switch (hello.allocator) {
   case ORACLE_JEMALLOC:
     LOOKUP(je_mallctl, "mallctl");
-    allocator_version = jemalloc_version(); /* initialises jemalloc */
-    je_coarse_init_ns = coarse_ns();
+    allocator_version = jemalloc_version(); /* initialises jemalloc,
+                                               if nothing has yet */
+    je_coarse_init_ns = clock_ns(CLOCK_MONOTONIC_COARSE);
     je_prng_seed = je_seeds_tsd();
     static char seeds_buf[4096]; /* /proc/self/maps, a piece at a time */
     je_jitter_seed = je_seeds_decay(je_mallctl, seeds_buf, sizeof seeds_buf);
@@ -495,9 +498,7 @@ static uint64_t  replay_start_ns; /* monotonic time of the first op */
 static uint64_t *op_times;        /* ORACLE_FD_TIMES: [op] ns since then */
 
 static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* A sample now, after `done` calls, stamped with the replay's time, if
@@ -817,8 +818,7 @@ static void finish(void) {
     clock_getres(CLOCK_MONOTONIC_COARSE, &res);
     send_result(ORACLE_R_JE_SEEDS, je_prng_seed, je_jitter_seed, 0, NULL);
     send_result(ORACLE_R_JE_CLOCK, je_coarse_init_ns, je_coarse_origin_ns,
-                (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec,
-                NULL);
+                timespec_ns(res), NULL);
   }
   send_result(ORACLE_R_HINT_AREA, mi_hint_area_start(maps_buf, sizeof maps_buf),
               0, 0, NULL);
@@ -894,7 +894,8 @@ int main(void) {
     fail("sem_init failed, errno ", (uint64_t)errno);
   (void)rss_now(); /* open/read paths warm */
   if (hello.allocator == ORACLE_JEMALLOC)
-    je_coarse_origin_ns = coarse_ns(); /* before: never after the origin */
+    je_coarse_origin_ns =
+        clock_ns(CLOCK_MONOTONIC_COARSE); /* before: never after the origin */
   replay_start_ns = mono_ns();
   send_result(ORACLE_R_READY, rss_now(), allocator_version, replay_start_ns,
               library);

@@ -83,8 +83,8 @@ def main():
     allocsim = os.path.abspath(sys.argv[1])
     work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
     os.makedirs(work, exist_ok=True)
-    print("| case | threads | recorded seeds and clock | default seeds, "
-          "trace's clock |")
+    print("| case | trace threads | recorded seeds and clock | default "
+          "seeds, trace's clock |")
     print("|---|---:|---:|---:|")
     for name, threads, args in inputs(work):
         out = os.path.join(work, name + ".astrace")
