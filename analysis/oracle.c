@@ -306,8 +306,10 @@ static as_status_t walk_event(walk_t *w, const trace_event_t *ev,
     op->id = 0;
     break;
   case TRACE_OPTION:
-    if (trace_option_is_placement(ev->label)) {
-      *send = false; /* where a mapping went: the real allocator decides */
+    if (trace_option_is_placement(ev->label) ||
+        trace_option_is_seed(ev->label)) {
+      *send = false; /* where a mapping went, what a seed was: the real
+                        allocator decides */
       return AS_OK;
     }
     if (oracle_option_find(w->allocator, ev->label) == NULL) {
@@ -710,7 +712,7 @@ static uint64_t now_ns(void) {
 typedef struct collect_s collect_t;
 struct collect_s {
   oracle_run_t *r;
-  size_t        samples_cap, created_cap, frees_cap;
+  size_t        samples_cap, created_cap, frees_cap, arenas_cap;
   bool          ready, done;
   char          error[232];
   uint64_t      error_op;
@@ -763,7 +765,20 @@ static void on_result(collect_t *k, const oracle_result_t *res) {
       break;
     }
     r->created = v;
-    v[r->ncreated++] = (oracle_thread_t){res->a, (uint32_t)res->b, res->c};
+    v[r->ncreated++] = (oracle_thread_t){res->a, (uint32_t)res->b, res->c, 0};
+    break;
+  }
+  case ORACLE_R_JE_THREAD:
+    if (res->a < r->ncreated)
+      r->created[res->a].je_tsd = res->b;
+    break;
+  case ORACLE_R_JE_ARENA: {
+    oracle_je_arena_t *v =
+        as_grow(r->je_arenas, &k->arenas_cap, r->nje_arenas + 1, sizeof *v, 8);
+    if (v == NULL)
+      break; /* that arena keeps the model's default seed */
+    r->je_arenas = v;
+    v[r->nje_arenas++] = (oracle_je_arena_t){(uint32_t)res->a, res->b};
     break;
   }
   case ORACLE_R_DTV_FREE: {
@@ -1169,6 +1184,30 @@ static as_status_t out_dtv_event(out_t *x, trace_op_t op, uint32_t thread,
   return trace_writer_write(x->w, &ev, err);
 }
 
+/* Option "seed.KIND.INDEX" = value on thread 0 at t (traces/event.h). */
+static as_status_t out_seed(out_t *x, const char *kind, uint64_t index,
+                            uint64_t value, uint64_t t, as_err_t *err) {
+  char          name[TRACE_LABEL_MAX + 1];
+  trace_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  as_format_fits(name, sizeof name, "%s%s.%" PRIu64, TRACE_SEED_PREFIX, kind,
+                 index);
+  ev.t_ns = t;
+  ev.op = TRACE_OPTION;
+  ev.label = name;
+  ev.size = value;
+  return trace_writer_write(x->w, &ev, err);
+}
+
+/* jemalloc: each arena's jitter seed, before any arena but 0 exists. */
+static as_status_t out_arena_seeds(out_t *x, uint64_t t, as_err_t *err) {
+  as_status_t rc = AS_OK;
+  for (size_t i = 0; i < x->r->nje_arenas && rc == AS_OK; i++)
+    rc = out_seed(x, "jitter", x->r->je_arenas[i].arena,
+                  x->r->je_arenas[i].decay, t, err);
+  return rc;
+}
+
 /* The replayer's DTV events before op i (stamped t; ev_op its event): the
  * callocs of the threads created for it (thread 0, the replayer's thread
  * DTVs above), then the frees of those whose stacks glibc's cache let go
@@ -1182,8 +1221,11 @@ static as_status_t out_dtvs(out_t *x, uint64_t i, uint64_t t, trace_op_t ev_op,
   for (; !after && rc == AS_OK && x->next_created < r->ncreated &&
          r->created[x->next_created].op <= i;
        x->next_created++) {
+    const oracle_thread_t *c = &r->created[x->next_created];
     uint64_t id = r->dtv_ids ? r->dtv_ids[x->next_created] : UINT64_MAX;
-    if (write && id != UINT64_MAX &&
+    if (write && c->je_tsd != 0) /* before the thread's first call */
+      rc = out_seed(x, "prng", c->thread, c->je_tsd, t, err);
+    if (rc == AS_OK && write && id != UINT64_MAX &&
         (rc = out_dtv_event(x, TRACE_CALLOC, 0, id, t, err)) == AS_OK)
       r->dtvs++;
   }
@@ -1250,7 +1292,9 @@ static as_status_t write_output(const trace_input_t *trace,
       continue;
     out_restamp(&x, &ev, &op, w.ops - 1);
     if (first &&
-        (rc = out_rss(&x, ev.t_ns, 0, r->baseline_rss_bytes, err)) != AS_OK)
+        ((rc = out_rss(&x, ev.t_ns, 0, r->baseline_rss_bytes, err)) != AS_OK ||
+         (x.w != NULL && !x.marks_only &&
+          (rc = out_arena_seeds(&x, ev.t_ns, err)) != AS_OK)))
       break;
     first = false;
     t = ev.t_ns;
@@ -1279,6 +1323,7 @@ static as_status_t write_output(const trace_input_t *trace,
 
 void oracle_run_free(oracle_run_t *r) {
   free(r->created);
+  free(r->je_arenas);
   free(r->dtv_frees);
   free(r->dtv_ids);
   free(r->marks);

@@ -89,6 +89,15 @@ struct oracle_thread_s {
   uint32_t thread;     /* its trace thread */
   uint64_t heap_bytes; /* what pthread_create took from glibc's heap, or
                           ORACLE_THREAD_UNMEASURED */
+  uint64_t je_tsd;     /* jemalloc: its tsd address (ORACLE_R_JE_THREAD),
+                          0 unknown */
+};
+
+/* jemalloc: an arena's decay_dirty address (ORACLE_R_JE_ARENA). */
+typedef struct oracle_je_arena_s oracle_je_arena_t;
+struct oracle_je_arena_s {
+  uint32_t arena;
+  uint64_t decay;
 };
 
 /* A DTV glibc's stack cache freed (protocol.h ORACLE_R_DTV_FREE). */
@@ -110,7 +119,9 @@ struct oracle_run_s {
   uint64_t clock_origin_ns; /* CLOCK_MONOTONIC at the replay's start */
   uint64_t hint_area_start; /* protocol.h ORACLE_R_HINT_AREA, 0 none */
 
-  trace_je_state_t je; /* protocol.h ORACLE_R_JE_SEEDS, ORACLE_R_JE_CLOCK */
+  trace_je_state_t   je; /* protocol.h ORACLE_R_JE_SEEDS, ORACLE_R_JE_CLOCK */
+  oracle_je_arena_t *je_arenas; /* ORACLE_R_JE_ARENA: arenas but 0 */
+  size_t             nje_arenas;
 
   uint64_t final_rss_bytes; /* net */
   uint64_t final_gross_bytes;

@@ -702,11 +702,40 @@ static as_status_t dispatch_placement(engine_state_t       *st,
                     (unsigned long long)ev->size);
 }
 
+/* "seed.KIND.INDEX" (traces/event.h): KIND is 1-15 of [a-z_], INDEX a
+ * decimal below 2^32. */
+static as_status_t dispatch_seed(engine_state_t *st, const trace_source_t *src,
+                                 const trace_event_t *ev, as_err_t *err) {
+  const char *kind = ev->label + TRACE_SEED_PREFIX_LEN;
+  size_t      klen = strspn(kind, "abcdefghijklmnopqrstuvwxyz_");
+  const char *digits = kind + klen + 1;
+  size_t      dlen = strspn(digits, "0123456789");
+  if (klen >= 1 && klen <= 15 && kind[klen] == '.' && dlen >= 1 && dlen <= 10 &&
+      digits[dlen] == '\0') {
+    uint64_t index = strtoull(digits, NULL, 10);
+    char     name[16];
+    memcpy(name, kind, klen);
+    name[klen] = '\0';
+    if (index <= UINT32_MAX)
+      return model_seed(st->model, name, index, ev->size, err);
+  }
+  char where[48];
+  event_where(src, ev, where, sizeof where);
+  return as_err_set(err, AS_EFORMAT,
+                    "%s%s: event %llu: option %.40s: expected seed.KIND.INDEX "
+                    "(KIND 1-15 of [a-z_], INDEX a thread or arena below "
+                    "2^32)",
+                    src->name, where, (unsigned long long)st->events,
+                    ev->label);
+}
+
 static as_status_t dispatch_option(engine_state_t       *st,
                                    const trace_source_t *src,
                                    const trace_event_t *ev, as_err_t *err) {
   if (trace_option_is_placement(ev->label))
     return dispatch_placement(st, src, ev, err);
+  if (trace_option_is_seed(ev->label))
+    return dispatch_seed(st, src, ev, err);
   if (!model_has_set_option(st->model))
     return no_notion(st, src, ev, err);
   as_status_t rc =

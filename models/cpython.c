@@ -376,6 +376,12 @@ static as_status_t cpython_set_option(model_t *m, const char *name,
   return model_set_option(cm->libc, name, value, now_ns, err);
 }
 
+/* Seeds are the libc allocator's. */
+static as_status_t cpython_seed(model_t *m, const char *kind, uint64_t index,
+                                uint64_t value, as_err_t *err) {
+  return model_seed(((cpython_model_t *)m)->libc, kind, index, value, err);
+}
+
 /* Routed as an allocation of that domain would be (goes_to_pymalloc): a
  * pymalloc size class, else what libc gives. */
 static uint64_t cpython_usable_size(const model_t *m, uint64_t size,
@@ -532,6 +538,7 @@ const model_methods_t model_cpython_methods = {
     .locate = cpython_locate,
     .purge = cpython_purge,
     .set_option = cpython_set_option,
+    .seed = cpython_seed,
     .counters = cpython_counters,
     .usable_size = cpython_usable_size,
     .walk = cpython_walk,

@@ -516,6 +516,12 @@ static as_status_t ft_set_option(model_t *m, const char *name, int64_t value,
   return model_set_option(fm->libc, name, value, now_ns, err);
 }
 
+/* Seeds are the libc allocator's. */
+static as_status_t ft_seed(model_t *m, const char *kind, uint64_t index,
+                           uint64_t value, as_err_t *err) {
+  return model_seed(((ft_model_t *)m)->libc, kind, index, value, err);
+}
+
 static as_status_t ft_purge(model_t *m, const trace_event_t *ev,
                             as_err_t *err) {
   ft_model_t *fm = (ft_model_t *)m;
@@ -618,6 +624,7 @@ static const model_methods_t model_cpython_ft_methods = {
     .locate = ft_locate,
     .purge = ft_purge,
     .set_option = ft_set_option,
+    .seed = ft_seed,
     .counters = ft_counters,
     .walk = ft_walk,
     .check = ft_check,

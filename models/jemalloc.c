@@ -112,13 +112,15 @@
     "meta:jemalloc_prng_seed",                                                 \
     "jemalloc 5.3.0 src/tsd.c:222-232: a thread's prng state starts at its "   \
     "tsd's address (random under ASLR; an oracle run records the main "        \
-    "thread's, traces/je_seeds.h); thread t uses seed + 8192 * t",             \
+    "thread's, traces/je_seeds.h); thread t uses seed + 8192 * t unless the "  \
+    "run recorded its own (option seed.prng.t)",                               \
     "seed of the decay tickers and cache-oblivious offsets")                   \
   X(JO_JITTER_SEED, "jitter_seed", OPT_U64, "140737345617920", "", NULL,       \
     "meta:jemalloc_jitter_seed",                                               \
     "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "      \
     "ASLR; an oracle run records arena 0's dirty one, traces/je_seeds.h); "    \
-    "arena a's dirty decay uses seed + 2a, muzzy seed + 2a + 1",               \
+    "arena a's dirty decay uses seed + 2a (or the run's own, option "          \
+    "seed.jitter.a), its muzzy decay that + 1",                                \
     "seed of the decay epochs' jitter")                                        \
   X(JO_CLOCK_RES, "clock_res_ns", OPT_U64, "0", "ns", NULL,                    \
     "meta:jemalloc_clock_res_ns",                                              \
@@ -462,10 +464,12 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   /* exp_grow_init (exp_grow.c:5-8): from HUGEPAGE, no limit */
   a->exp_next = je_psz2ind(jm, UINT64_C(1) << JE_LG_HUGEPAGE);
   a->exp_limit = je_psz2ind(jm, jm->large_maxclass);
-  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm),
-                jm->jitter_seed + 2 * (uint64_t)ind);
+  uint64_t seed = jm->arena_jitter != NULL && jm->arena_jitter[ind] != 0
+                      ? jm->arena_jitter[ind]
+                      : jm->jitter_seed + 2 * (uint64_t)ind;
+  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm), seed);
   je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, je_clock_ns(jm),
-                jm->jitter_seed + 2 * (uint64_t)ind + 1);
+                seed + 1);
   return AS_OK;
 }
 
@@ -591,7 +595,7 @@ static as_status_t thread_init(jemalloc_model_t *jm, uint32_t tid,
     th->tick = JE_DECAY_NTICKS; /* TSD_INITIALIZER: TICKER_GEOM_INIT
                                    (tsd.h:112-113, ticker.h:127) */
   /* tsd_prng_state_init (tsd.c:222-232) at both transitions */
-  th->prng = jm->prng_seed + UINT64_C(8192) * tid;
+  th->prng = th->seed != 0 ? th->seed : jm->prng_seed + UINT64_C(8192) * tid;
   if (minimal) { /* tsd_data_init_nocleanup (tsd.c:258-276): no tcache */
     th->tsd = JE_TSD_MINIMAL;
     /* 5.2.1 src/tsd.c:261 sets arenas_tdata_bypass, which nothing clears
@@ -622,10 +626,13 @@ __attribute__((noinline)) static as_status_t
 thread_start(jemalloc_model_t *jm, uint32_t tid, bool minimal,
              je_thread_t **out, as_err_t *err) {
   if (tid < jm->threads_cap && jm->threads[tid].exited) {
-    /* a reused id: a new thread */
-    nptl_stack_t st = jm->threads[tid].stack;
-    memset(&jm->threads[tid], 0, sizeof jm->threads[tid]);
-    jm->threads[tid].stack = st;
+    /* a reused id: a new thread (whose seed, if recorded, came before) */
+    je_thread_t *th = &jm->threads[tid];
+    nptl_stack_t st = th->stack;
+    uint64_t     seed = th->seed;
+    memset(th, 0, sizeof *th);
+    th->stack = st;
+    th->seed = seed;
   }
   return thread_init(jm, tid, false, minimal, out, err);
 }
@@ -1768,7 +1775,9 @@ static as_status_t jemalloc_thread(model_t *m, const trace_event_t *ev,
       rc = thread_exit(jm, th, err);
     if (rc == AS_OK)
       rc = nptl_stack_release(&jm->nptl, &th->stack, err);
+    uint64_t seed = th->seed; /* recorded before the thread's start */
     memset(th, 0, sizeof *th);
+    th->seed = seed;
     if (rc == AS_OK)
       rc = nptl_stack_acquire(&jm->nptl, &th->stack, err);
   } else if (ev->op == TRACE_THREAD_EXIT) {
@@ -1776,6 +1785,7 @@ static as_status_t jemalloc_thread(model_t *m, const trace_event_t *ev,
       rc = thread_exit(jm, th, err);
     if (rc == AS_OK)
       rc = nptl_stack_release(&jm->nptl, &th->stack, err);
+    th->seed = 0; /* the next thread with this id has its own tsd */
   }
   return done(jm, rc, err);
 }
@@ -1834,6 +1844,32 @@ static as_status_t jemalloc_set_option(model_t *m, const char *name,
   for (uint32_t i = 0; i < jm->narenas_total && rc == AS_OK; i++)
     if (jm->arenas[i] != NULL && !(jm->huge_enabled && i == jm->huge_ind))
       rc = je_decay_ms_set(jm, jm->arenas[i], dirty, value, err);
+  return done(jm, rc, err);
+}
+
+/* A seed the run recorded (traces/je_seeds.h): "prng" for thread index,
+ * its tsd address, which seeds its prng when its tsd comes alive (so it
+ * comes before the thread's first call); "jitter" for arena index, its
+ * decay_dirty address, which seeds the arena's epochs when it is created
+ * (decay_muzzy's is taken as the next one, as for the defaults). */
+static as_status_t jemalloc_seed(model_t *m, const char *kind, uint64_t index,
+                                 uint64_t value, as_err_t *err) {
+  jemalloc_model_t *jm = (jemalloc_model_t *)m;
+  if (jm->fail != AS_OK)
+    return report(jm, err);
+  as_status_t rc = AS_OK;
+  if (strcmp(kind, "prng") == 0) {
+    je_thread_t *th;
+    if ((rc = thread_slot(jm, (uint32_t)index, &th, err)) == AS_OK)
+      th->seed = value;
+  } else if (strcmp(kind, "jitter") == 0 && index < jm->narenas_total) {
+    if (jm->arena_jitter == NULL)
+      jm->arena_jitter = calloc(jm->narenas_total, sizeof *jm->arena_jitter);
+    if (jm->arena_jitter != NULL)
+      jm->arena_jitter[index] = value;
+    else
+      rc = as_err_set(err, AS_ENOMEM, "jemalloc: out of memory (seeds)");
+  } /* else not jemalloc's, or an arena this model never makes */
   return done(jm, rc, err);
 }
 
@@ -2265,6 +2301,7 @@ static void jemalloc_destroy(model_t *m) {
       sim_event_queue_cancel(jm->timers, &jm->bg[i].timer);
   free(jm->bg);
   free(jm->arenas);
+  free(jm->arena_jitter);
   free(jm->threads);
   sim_idtable_free(&jm->ext_tab);
   sim_idtable_free(&jm->slab_tab);
@@ -2582,6 +2619,7 @@ const model_methods_t model_jemalloc_methods = {
     .locate = jemalloc_locate,
     .purge = jemalloc_purge,
     .set_option = jemalloc_set_option,
+    .seed = jemalloc_seed,
     .counters = jemalloc_counters,
     .walk = jemalloc_walk,
     .mechanisms = jemalloc_mechanisms,

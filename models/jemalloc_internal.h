@@ -285,7 +285,9 @@ struct je_thread_s {
   uint64_t alloc_bytes, alloc_last; /* thread_allocated, last event */
   uint64_t dalloc_bytes, dalloc_last;
   uint64_t prng; /* tsd prng_state (tsd.c:222-232) */
-  int32_t  tick; /* tsd arena_decay_ticker (ticker_geom_t) */
+  uint64_t seed; /* the thread's tsd address as the run recorded it
+                    (option seed.prng.T), 0: unknown */
+  int32_t tick;  /* tsd arena_decay_ticker (ticker_geom_t) */
   /* 5.2.1 only: the tcache's gc_ticker, and arenas_tdata -- one decay
    * countdown per arena, in a0malloc'ed memory (tdata, a small internal
    * region of arena 0) -- which tdata_bypass forbids (a thread that was
@@ -354,8 +356,11 @@ struct jemalloc_model_s {
   bool         tcache_enabled;
   uint64_t     tcache_maxclass;
   uint64_t     prng_seed, jitter_seed;
-  uint64_t     clock_res_ns, clock_lag_ns, clock_init_ns; /* je_clock_ns */
-  bool         clock_started; /* an event has set now_ns */
+  uint64_t    *arena_jitter; /* narenas_total: arena a's decay_dirty
+                                address as the run recorded it (option
+                                seed.jitter.A), 0: unknown; NULL: none */
+  uint64_t clock_res_ns, clock_lag_ns, clock_init_ns; /* je_clock_ns */
+  bool     clock_started; /* an event has set now_ns */
 
   /* Geometry. */
   uint64_t page; /* jemalloc's PAGE (1 << lg_page) */

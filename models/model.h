@@ -189,6 +189,12 @@ struct model_methods_s {
    * time is AS_EINVAL naming it.  NULL: counted as for purge. */
   as_status_t (*set_option)(model_t *m, const char *name, int64_t value,
                             uint64_t now_ns, as_err_t *err);
+  /* Optional: a seed of the real allocator's randomness that the run
+   * recorded (option "seed.KIND.INDEX", traces/event.h), for the thread or
+   * arena INDEX.  AS_OK for a KIND the model has no use for; NULL: every
+   * seed is ignored. */
+  as_status_t (*seed)(model_t *m, const char *kind, uint64_t index,
+                      uint64_t value, as_err_t *err);
   /* Optional: fills up to cap counters, returns how many the model has. */
   size_t (*counters)(const model_t *m, model_counter_t *out, size_t cap);
   /* Optional: walks the heap map (model_region_t). */
@@ -284,6 +290,9 @@ static inline as_status_t model_purge(model_t *m, const trace_event_t *ev,
   return m->methods->purge ? m->methods->purge(m, ev, err) : AS_OK;
 }
 /* A run-time option change; AS_EINVAL when the model has no such notion. */
+/* m's seed method, or AS_OK when it has none. */
+as_status_t model_seed(model_t *m, const char *kind, uint64_t index,
+                       uint64_t value, as_err_t *err);
 as_status_t model_set_option(model_t *m, const char *name, int64_t value,
                              uint64_t now_ns, as_err_t *err);
 /* The model's counters (none when it has no counters slot). */

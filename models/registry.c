@@ -103,6 +103,13 @@ void model_describe(const model_t *m, char *buf, size_t len) {
   snprintf(buf, len, "%s%s%s", m->methods->name, opts[0] ? ":" : "", opts);
 }
 
+as_status_t model_seed(model_t *m, const char *kind, uint64_t index,
+                       uint64_t value, as_err_t *err) {
+  return m->methods->seed == NULL
+             ? AS_OK
+             : m->methods->seed(m, kind, index, value, err);
+}
+
 as_status_t model_set_option(model_t *m, const char *name, int64_t value,
                              uint64_t now_ns, as_err_t *err) {
   if (m->methods->set_option == NULL)

@@ -40,6 +40,11 @@
  * sim_owner_t (a capture records pymalloc's arenas so). */
 #define TRACE_PLACED_PREFIX     "placed."
 #define TRACE_PLACED_PREFIX_LEN (sizeof TRACE_PLACED_PREFIX - 1)
+/* Nor is "seed.KIND.INDEX" with size = a seed of the real allocator's
+ * randomness that the run recorded: KIND names what it seeds, INDEX which
+ * thread or arena (the jemalloc model reads "prng" and "jitter"). */
+#define TRACE_SEED_PREFIX     "seed."
+#define TRACE_SEED_PREFIX_LEN (sizeof TRACE_SEED_PREFIX - 1)
 
 typedef enum trace_op_e {
 #define TRACE_OP_ENUM(name, str) TRACE_##name,
@@ -161,6 +166,10 @@ bool trace_option_name_ok(const char *s, size_t len);
 /* Whether an option event is a placement ("placed.OWNER"), not a knob. */
 static inline bool trace_option_is_placement(const char *name) {
   return strncmp(name, TRACE_PLACED_PREFIX, TRACE_PLACED_PREFIX_LEN) == 0;
+}
+/* Whether an option event is a recorded seed ("seed.KIND.INDEX"). */
+static inline bool trace_option_is_seed(const char *name) {
+  return strncmp(name, TRACE_SEED_PREFIX, TRACE_SEED_PREFIX_LEN) == 0;
 }
 
 /* Provenance carried in a trace's header: ordered key/value strings, e.g.

@@ -1,6 +1,7 @@
-/* traces/je_seeds.h -- the two addresses that seed jemalloc 5.3.0's
+/* traces/je_seeds.h -- the addresses that seed jemalloc 5.3.0's
  * randomness, read by a process that runs jemalloc (the oracle's replayer
- * before the replay's first call, the capture recorder as it starts).
+ * before the replay's first call, at each thread it creates and for each
+ * arena at the end; the capture recorder as it starts).
  *
  * jemalloc seeds a thread's prng with the address of the thread's tsd
  * (5.3.0 src/tsd.c:222-232 tsd_prng_state_init) and each decay's jitter
@@ -23,6 +24,9 @@
  *     q is a jitter_state if stepping it back a few times gives an address
  *     a little below q: the decay_t's.  A decay with decay_ms <= 0 draws
  *     no jitter and is not found (nor needed).
+ *   - Another thread's tsd and another arena's decay_dirty lie at the same
+ *     offsets from that thread's thread pointer and that arena's nactive
+ *     (je_seeds_thread_tsd, je_seeds_arena_decay).
  * Header-only, with no allocation.
  */
 #ifndef ALLOCSIM_JE_SEEDS_H
@@ -31,6 +35,7 @@
 #include <link.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proc_maps.h"
@@ -118,16 +123,51 @@ static inline uint64_t je_seeds_search(uintptr_t from, uintptr_t end) {
   return 0;
 }
 
+/* The tsd of a thread whose thread pointer is tp, from the calling
+ * thread's tsd (my_tsd) and thread pointer (my_tp).  libjemalloc's TLS
+ * block is static (initial-exec by default, 5.3.0 configure.ac:2389,
+ * include/jemalloc/internal/tsd_tls.h:6; loaded with the program), so it
+ * lies at the same offset from every thread's thread pointer, and
+ * glibc's pthread_t is the struct pthread the thread pointer points at
+ * (glibc 2.36 sysdeps/x86_64/nptl/tls.h:114 TLS_TCB_AT_TP, :178-181
+ * THREAD_SELF).  Checked on a static TLS variable in test_je_seeds, and
+ * with Debian's libjemalloc2 against three new threads' own
+ * dl_iterate_phdr. */
+static inline uint64_t je_seeds_thread_tsd(uint64_t my_tsd, uintptr_t my_tp,
+                                           uintptr_t tp) {
+  return my_tsd - my_tp + tp;
+}
+
+/* Where arena's pa_shard.nactive is (0 for an arena that does not exist:
+ * EFAULT, src/ctl.c:4177-4190). */
+static inline uintptr_t je_seeds_pactive(je_seeds_mallctl_fn mallctl,
+                                         unsigned            arena) {
+  char    name[48];
+  size_t *pactive = NULL;
+  size_t  sz = sizeof pactive;
+  snprintf(name, sizeof name, "experimental.arenas.%u.pactivep", arena);
+  if (mallctl == NULL || mallctl(name, &pactive, &sz, NULL, 0) != 0)
+    return 0;
+  return (uintptr_t)pactive;
+}
+
+/* Arena arena's decay_dirty address, from arena 0's (decay0): every arena
+ * is the same arena_t, so its decay lies at arena 0's offset from its
+ * nactive.  0 if either arena does not exist. */
+static inline uint64_t je_seeds_arena_decay(je_seeds_mallctl_fn mallctl,
+                                            unsigned arena, uint64_t decay0) {
+  uintptr_t mine = je_seeds_pactive(mallctl, arena);
+  uintptr_t zero = je_seeds_pactive(mallctl, 0);
+  return mine == 0 || zero == 0 || decay0 == 0 ? 0 : decay0 - zero + mine;
+}
+
 /* Arena 0's decay_dirty address (its jitter seed), 0 if not found. */
 static inline uint64_t je_seeds_decay(je_seeds_mallctl_fn mallctl, char *buf,
                                       size_t len) {
-  size_t *pactive = NULL;
-  size_t  sz = sizeof pactive;
-  if (mallctl == NULL ||
-      mallctl("experimental.arenas.0.pactivep", &pactive, &sz, NULL, 0) != 0 ||
-      pactive == NULL)
+  uintptr_t pactive = je_seeds_pactive(mallctl, 0);
+  if (pactive == 0)
     return 0;
-  uintptr_t from = (uintptr_t)pactive & ~(uintptr_t)7;
+  uintptr_t from = pactive & ~(uintptr_t)7;
   uintptr_t end = je_seeds_mapping_end(from, buf, len);
   if (end == 0)
     return 0;

@@ -1037,6 +1037,68 @@ static void jemalloc_seeds_and_clock_are_recorded(void **state) {
   unlink(path);
 }
 
+/* Each thread the replayer creates has its own tsd, and each arena its own
+ * decay_t: the run records them (ORACLE_R_JE_THREAD, ORACLE_R_JE_ARENA)
+ * and the stored trace carries them as seed.prng.T before each thread's
+ * first call and seed.jitter.A at its start. */
+static void jemalloc_thread_and_arena_seeds_are_recorded(void **state) {
+  (void)state;
+  if (!have_lib(ORACLE_JEMALLOC))
+    skip();
+  const char *path = write_trace("allocsim-trace 1\n"
+                                 "1 1 malloc 1 100\n"
+                                 "2 2 malloc 2 100\n"
+                                 "3 3 malloc 3 100\n"
+                                 "4 1 free 1\n"
+                                 "5 2 free 2\n"
+                                 "6 3 free 3\n"
+                                 "7 0 mark end\n");
+  char        out[64];
+  snprintf(out, sizeof out, "%s.astrace", path);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  o.out_path = out;
+  oracle_run_t r;
+  as_err_t     err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  assert_int_equal(r.ncreated, 3);
+  for (size_t i = 0; i < 3; i++) {
+    assert_true(r.created[i].je_tsd % 8 == 0);
+    assert_true(r.created[i].je_tsd != r.je.prng_seed);
+    for (size_t j = 0; j < i; j++)
+      assert_true(r.created[i].je_tsd != r.created[j].je_tsd);
+  }
+  /* three threads alive at once take arenas 1-3 (arena_choose_hard) */
+  assert_int_equal(r.nje_arenas, 3);
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(r.je_arenas[i].arena, i + 1);
+    assert_true(r.je_arenas[i].decay % 8 == 0 &&
+                r.je_arenas[i].decay != r.je.jitter_seed);
+  }
+  trace_source_t *src;
+  assert_int_equal(trace_open(out, &src, &err), AS_OK);
+  trace_event_t ev;
+  unsigned      prng = 0, jitter = 0;
+  while (trace_source_next(src, &ev, &err) == AS_OK) {
+    if (ev.op != TRACE_OPTION || !trace_option_is_seed(ev.label))
+      continue;
+    unsigned idx = (unsigned)atoi(strrchr(ev.label, '.') + 1);
+    if (strncmp(ev.label, "seed.prng.", 10) == 0) {
+      assert_true(idx >= 1 && idx <= 3 && idx == r.created[prng].thread);
+      assert_true(ev.size == r.created[prng++].je_tsd);
+    } else {
+      assert_true(strncmp(ev.label, "seed.jitter.", 12) == 0);
+      assert_true(ev.size == r.je_arenas[jitter++].decay && idx == jitter);
+    }
+  }
+  assert_int_equal(prng, 3);
+  assert_int_equal(jitter, 3);
+  trace_source_close(src);
+  oracle_run_free(&r);
+  unlink(out);
+  unlink(path);
+}
+
 /* A capture's touches are pages of the object's span: 16 blocks of 64 KiB
  * captured 100 bytes into their pages, page 1 of each touched.  jemalloc
  * starts each at a random cache line of its first page; written as bytes,
@@ -1172,6 +1234,7 @@ int main(void) {
       cmocka_unit_test(preloaded_allocators_replay),
       cmocka_unit_test(jemalloc_purge_and_decay_options_apply),
       cmocka_unit_test(jemalloc_seeds_and_clock_are_recorded),
+      cmocka_unit_test(jemalloc_thread_and_arena_seeds_are_recorded),
       cmocka_unit_test(a_capture_touch_writes_the_pages_it_names),
       cmocka_unit_test(musl_replays_when_built),
   };

@@ -1,5 +1,7 @@
 /* tests/unit/test_je_seeds.c -- finding jemalloc's decay_t by its jitter
- * state (traces/je_seeds.h), on memory laid out here. */
+ * state, and another thread's tsd by its thread pointer
+ * (traces/je_seeds.h), on memory and threads laid out here. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +57,32 @@ static void a_drawn_jitter_state_names_its_decay(void **state) {
   assert_int_equal(je_seeds_search(from, end), 0);
 }
 
+/* A static TLS block lies at the same offset from every thread's thread
+ * pointer, which is what je_seeds_thread_tsd takes from one thread to
+ * another: checked here on this program's own thread-local variable, a
+ * block of the same kind as libjemalloc's (initial-exec, loaded at start). */
+static _Thread_local uint64_t tls_word;
+
+static void *tls_address(void *out) {
+  *(uint64_t *)out = (uint64_t)(uintptr_t)&tls_word;
+  return NULL;
+}
+
+static void another_threads_tls_is_found_from_its_thread_pointer(void **state) {
+  (void)state;
+  uint64_t mine = (uint64_t)(uintptr_t)&tls_word;
+  for (int i = 0; i < 3; i++) {
+    pthread_t th;
+    uint64_t  theirs = 0;
+    assert_int_equal(pthread_create(&th, NULL, tls_address, &theirs), 0);
+    uint64_t predicted =
+        je_seeds_thread_tsd(mine, (uintptr_t)pthread_self(), (uintptr_t)th);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(theirs, predicted);
+    assert_true(theirs != mine);
+  }
+}
+
 /* This process runs glibc's malloc: no libjemalloc's thread-local block,
  * and without mallctl no decay to look for. */
 static void without_jemalloc_there_are_no_seeds(void **state) {
@@ -67,6 +95,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_inverse_undoes_the_multiplier),
       cmocka_unit_test(a_drawn_jitter_state_names_its_decay),
+      cmocka_unit_test(another_threads_tls_is_found_from_its_thread_pointer),
       cmocka_unit_test(without_jemalloc_there_are_no_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -446,6 +446,50 @@ static void run_text(const char *model, const char *text, marks_t *marks,
   run_source(model, src, path, 0, marks, s);
 }
 
+/* Where in its first page jemalloc starts thread's first large object
+ * (cache-oblivious: a draw from the thread's prng, extent.h
+ * extent_addr_randomize), replayed on model. */
+static uint64_t large_offset(const char *model, const char *seed_line,
+                             uint32_t thread) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "allocsim-trace 1\n%s0 %u malloc 0 65536\n1 %u mark placed\n",
+           seed_line, thread, thread);
+  sim_session_t s;
+  marks_t       m;
+  sim_addr_t    a = 0;
+  run_text(model, text, &m, &s);
+  assert_true(model_locate(s.model, 0, &a));
+  sim_session_close(&s);
+  return a % 4096;
+}
+
+/* A seed the run recorded for a thread (option seed.prng.T, its tsd's
+ * address) seeds that thread's prng: its first large object starts at the
+ * cache line the first draw from that seed names (5.3.0
+ * include/jemalloc/internal/arena_inlines_b.h:427-449
+ * arena_cache_oblivious_randomize; prng.h:76-84 prng_lg_range_u64, the
+ * LCG of prng.h:35-36).  An arena's seed (seed.jitter.A) is taken, and
+ * another allocator's kind of seed or an arena the model never makes is
+ * let be. */
+static void recorded_seeds_seed_their_thread(void **state) {
+  (void)state;
+  const uint64_t seeds[] = {140153221639288u, 140153213246584u};
+  for (int i = 0; i < 2; i++) {
+    char line[96];
+    snprintf(line, sizeof line, "0 0 option seed.prng.1 %" PRIu64 "\n",
+             seeds[i]);
+    uint64_t drawn = seeds[i] * UINT64_C(6364136223846793005) +
+                     UINT64_C(1442695040888963407);
+    assert_int_equal(large_offset("jemalloc", line, 1), (drawn >> 58) << 6);
+  }
+  assert_true(large_offset("jemalloc",
+                           "0 0 option seed.jitter.3 140153204853880\n"
+                           "0 0 option seed.jitter.99 8\n"
+                           "0 0 option seed.other.1 8\n",
+                           1) == large_offset("jemalloc", "", 1));
+}
+
 /* A thread whose arena needs a new background thread signals thread 0,
  * which creates it (background_thread.c:481-490) and then, unless it slept
  * indefinitely, does its own arenas' deferred work: before the first
@@ -1034,6 +1078,7 @@ int main(void) {
       cmocka_unit_test(decay_never_keeps_everything),
       cmocka_unit_test(busy_allocation_walks_the_decay_curve),
       cmocka_unit_test(decay_keeps_time_with_the_coarse_clock),
+      cmocka_unit_test(recorded_seeds_seed_their_thread),
       cmocka_unit_test(background_threads_purge_an_idle_process),
       cmocka_unit_test(a_new_background_thread_wakes_thread_0),
       cmocka_unit_test(huge_requests_are_purged_at_once),

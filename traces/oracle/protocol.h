@@ -150,11 +150,17 @@ typedef enum oracle_result_kind_e {
                         thread's tsd address, b = arena 0's decay_dirty
                         address, as read before the first op
                         (traces/je_seeds.h), 0 where unknown */
-  ORACLE_R_JE_CLOCK   /* jemalloc, after ORACLE_R_JE_SEEDS: the clock its
+  ORACLE_R_JE_CLOCK,  /* jemalloc, after ORACLE_R_JE_SEEDS: the clock its
                         decay reads, CLOCK_MONOTONIC_COARSE: a = at
                         jemalloc's initialisation, b = right before the
                         replay's start (ORACLE_R_READY's c), c = its
                         resolution (clock_getres), all ns */
+  ORACLE_R_JE_THREAD, /* jemalloc, right after an ORACLE_R_THREAD: a = that
+                        report's number (from 0), b = the new thread's tsd
+                        address (traces/je_seeds.h) */
+  ORACLE_R_JE_ARENA   /* jemalloc, after ORACLE_R_JE_CLOCK, for each arena
+                        but 0 that exists at the end: a = its index, b = its
+                        decay_dirty address (traces/je_seeds.h) */
 } oracle_result_kind_t;
 
 /* ---- The replayer's own thread creation -----------------------------------

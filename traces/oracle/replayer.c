@@ -237,6 +237,7 @@ static oracle_hello_t hello;
 static mallctl_fn     je_mallctl;
 static uint64_t       je_prng_seed, je_jitter_seed;     /* traces/je_seeds.h */
 static uint64_t je_coarse_init_ns, je_coarse_origin_ns; /* ORACLE_R_JE_CLOCK */
+static uint64_t ncreated; /* ORACLE_R_THREAD reports sent */
 static mi_collect_fn    mi_collect_p;
 static mi_option_set_fn mi_option_set_p;
 static int              mi_version_v;
@@ -311,8 +312,42 @@ static void resolve(void) {
     break;
   }
 }
+
+/* ORACLE_R_JE_THREAD for the thread just created (report ncreated - 1). */
+static void send_thread_seed(pthread_t th) {
+  if (je_prng_seed != 0)
+    send_result(ORACLE_R_JE_THREAD, ncreated - 1,
+                je_seeds_thread_tsd(je_prng_seed, (uintptr_t)pthread_self(),
+                                    (uintptr_t)th),
+                0, NULL);
+}
+
+/* ORACLE_R_JE_ARENA for each arena but 0 that jemalloc made.  mallctl
+ * sees an arena made after its last "epoch" refresh as not initialised
+ * (5.3.0 src/ctl.c:3824-3831), so this refreshes first; the refresh can
+ * allocate jemalloc's own metadata, so it comes after the last RSS
+ * reading. */
+static void send_arena_seeds(void) {
+  unsigned narenas = 0;
+  size_t   len = sizeof narenas;
+  uint64_t epoch = 1;
+  if (je_mallctl == NULL || je_jitter_seed == 0 ||
+      je_mallctl("epoch", NULL, NULL, &epoch, sizeof epoch) != 0 ||
+      je_mallctl("arenas.narenas", &narenas, &len, NULL, 0) != 0)
+    return;
+  for (unsigned a = 1; a < narenas; a++) {
+    uint64_t seed = je_seeds_arena_decay(je_mallctl, a, je_jitter_seed);
+    if (seed != 0)
+      send_result(ORACLE_R_JE_ARENA, a, seed, 0, NULL);
+  }
+}
+
 #else
 static void resolve(void) {}
+static void send_thread_seed(pthread_t th) {
+  (void)th;
+}
+static void send_arena_seeds(void) {}
 #endif
 
 /* "arena.<i>.<what>" for jemalloc's mallctl. */
@@ -657,7 +692,6 @@ struct cached_s {
 
 static cached_t cached[ORACLE_MAX_THREADS];
 static size_t   ncached;
-static uint64_t ncreated; /* ORACLE_R_THREAD reports sent */
 
 static uintptr_t page_size = 4096; /* sysconf's, in main */
 
@@ -777,6 +811,7 @@ static slot_t *slot_create(uint32_t tid) {
   uint64_t heap = creation_bytes(spare->th, before, after);
   spare->dtv = stack_dtv(spare->th, heap, ncreated++);
   send_result(ORACLE_R_THREAD, ops_done, tid, heap, NULL);
+  send_thread_seed(spare->th);
   return spare;
 }
 
@@ -812,6 +847,7 @@ static void pass_baton(const slot_t *me) {
 
 static void finish(void) {
   uint64_t    calls_ns = cpu_ns() - calls_start_ns - aside_ns;
+  uint64_t    final_rss = rss_now();
   static char maps_buf[1 << 16];
   if (hello.allocator == ORACLE_JEMALLOC) {
     struct timespec res = {0, 0};
@@ -819,10 +855,11 @@ static void finish(void) {
     send_result(ORACLE_R_JE_SEEDS, je_prng_seed, je_jitter_seed, 0, NULL);
     send_result(ORACLE_R_JE_CLOCK, je_coarse_init_ns, je_coarse_origin_ns,
                 timespec_ns(res), NULL);
+    send_arena_seeds();
   }
   send_result(ORACLE_R_HINT_AREA, mi_hint_area_start(maps_buf, sizeof maps_buf),
               0, 0, NULL);
-  send_result(ORACLE_R_DONE, rss_now(), unsupported, calls_ns, NULL);
+  send_result(ORACLE_R_DONE, final_rss, unsupported, calls_ns, NULL);
   _exit(0);
 }
 

@@ -1,12 +1,15 @@
 """scripts/measure/oracle/jemalloc_seeds.py -- what replaying jemalloc with
 the seeds and clock of the run changes: each workload and trace of run.py
-is replayed on the real jemalloc (allocsim oracle, which records the main
-thread's tsd address, arena 0's decay_t address and the coarse clock's
-phase; traces/je_seeds.h), then compared twice with the jemalloc model:
-with what the run recorded, and with the model's fixed default seeds and
-the trace's own clock.  Prints a Markdown table: the largest |predicted -
-measured| at any mark or sample, % of the oracle's peak net of its
-baseline (the oracle tables' measure, scripts/docs/validation_tables.py).
+is replayed on the real jemalloc (allocsim oracle, which records every
+thread's tsd address, every arena's decay_t address and the coarse clock's
+phase; traces/je_seeds.h), then compared three times with the jemalloc
+model: with everything the run recorded; with the main thread's and arena
+0's seeds and the clock only (the trace's seed.* options left out: the
+other threads and arenas take the model's fixed offsets from those two);
+and with the model's fixed default seeds and the trace's own clock.
+Prints a Markdown table: the largest |predicted - measured| at any mark or
+sample, % of the oracle's peak net of its baseline (the oracle tables'
+measure, scripts/docs/validation_tables.py).
 
 Usage: jemalloc_seeds.py ALLOCSIM [WORKDIR]
 Needs Debian's libjemalloc2.  Each run replays at the machine's pace, so
@@ -70,6 +73,16 @@ def inputs(work):
     return out
 
 
+def without_seed_options(allocsim, trace, out):
+    """trace with its seed.* option events left out, written to out (text)."""
+    text = out + ".full.txt"
+    subprocess.run([allocsim, "convert", trace, text], check=True,
+                   capture_output=True)
+    with open(text) as src, open(out, "w") as dst:
+        dst.writelines(l for l in src if " option seed." not in l)
+    os.remove(text)
+
+
 def compare(allocsim, db, *model):
     r = subprocess.run([allocsim, "compare", "1", "--db", db, "--json",
                         "--no-store"] + (["--model", model[0]] if model else []),
@@ -83,23 +96,28 @@ def main():
     allocsim = os.path.abspath(sys.argv[1])
     work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
     os.makedirs(work, exist_ok=True)
-    print("| case | trace threads | recorded seeds and clock | default "
-          "seeds, trace's clock |")
-    print("|---|---:|---:|---:|")
+    print("| case | trace threads | every seed recorded, and the clock | "
+          "main thread's and arena 0's, and the clock | default seeds, "
+          "trace's clock |")
+    print("|---|---:|---:|---:|---:|")
     for name, threads, args in inputs(work):
         out = os.path.join(work, name + ".astrace")
+        main_only = os.path.join(work, name + ".main-seeds.trace")
         db = os.path.join(work, name + ".db")
-        for f in (out, db):
+        db_main = os.path.join(work, name + ".main-seeds.db")
+        for f in (out, main_only, db, db_main):
             if os.path.exists(f):
                 os.remove(f)
         subprocess.run([allocsim, "oracle"] + args +
                        ["--allocator", "jemalloc", "--idle-scale", "0",
                         "-o", out], check=True, capture_output=True)
-        subprocess.run([allocsim, "record", out, "--db", db], check=True,
-                       capture_output=True)
-        print("| %s | %s | %.2f%% | %.2f%% |" % (
-            name, threads, compare(allocsim, db),
-            compare(allocsim, db, UNSEEDED)), flush=True)
+        without_seed_options(allocsim, out, main_only)
+        for trace, store in ((out, db), (main_only, db_main)):
+            subprocess.run([allocsim, "record", trace, "--db", store],
+                           check=True, capture_output=True)
+        print("| %s | %s | %.2f%% | %.2f%% | %.2f%% |" % (
+            name, threads, compare(allocsim, db), compare(allocsim, db_main),
+            compare(allocsim, db_main, UNSEEDED)), flush=True)
 
 
 if __name__ == "__main__":
