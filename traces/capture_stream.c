@@ -22,6 +22,7 @@
 #include "capture_stream.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -471,7 +472,10 @@ static as_status_t conv_record(capture_stream_t *s, const crec_t *r,
     ev.op = TRACE_OPTION;
     ev.label = label;
     ev.size = r->y;
-    if (trace_option_is_placement(label))
+    if (strcmp(label, "seed.prng") == 0) /* the recorder's thread's seed */
+      snprintf(label + r->text_len, sizeof label - r->text_len, ".%" PRIu32,
+               ev.thread);
+    else if (trace_option_is_placement(label))
       s->st.placements++;
     else
       s->st.option_events++;

@@ -540,6 +540,50 @@ static void expect_jemalloc_state(const trace_meta_t *m) {
   assert_null(trace_meta_get(m, "jemalloc_jitter_seed"));
 }
 
+/* jemalloc seeds each thread's prng with its tsd's address: a threaded
+ * program's capture has, between each thread's start and its first call,
+ * the option seed.prng.T with that address, which is not the main
+ * thread's (traces/je_seeds.h je_seeds_thread_tsd). */
+static void jemalloc_threads_record_their_seeds(void **state) {
+  (void)state;
+  static const char je[] = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  if (access(je, R_OK) != 0)
+    skip();
+  char *const      argv[] = {"/usr/bin/env",
+                             "LD_PRELOAD="
+                                  "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                             PROGS "threads", NULL};
+  capture_result_t res;
+  trace_t          t;
+  capture("threads_je", argv, 0, &res, &t);
+  uint64_t seeds[64] = {0};
+  bool     started[64] = {false};
+  unsigned threads = 0;
+  for (size_t i = 0; i < t.n; i++) {
+    const trace_event_t *e = &t.v[i].e;
+    if (e->thread == 0 || e->thread >= 64)
+      continue;
+    if (e->op == TRACE_THREAD_START) {
+      started[e->thread] = true;
+      seeds[e->thread] = 0;
+    } else if (e->op == TRACE_OPTION && trace_option_is_seed(t.v[i].label)) {
+      char want[32];
+      snprintf(want, sizeof want, "seed.prng.%u", e->thread);
+      assert_string_equal(t.v[i].label, want);
+      assert_true(started[e->thread] && e->size % 8 == 0);
+      assert_true(
+          e->size !=
+          strtoull(trace_meta_get(&t.meta, "jemalloc_prng_seed"), NULL, 10));
+      seeds[e->thread] = e->size;
+      threads++;
+    } else if (e->op == TRACE_MALLOC || e->op == TRACE_FREE) {
+      assert_true(seeds[e->thread] != 0); /* the seed came first */
+    }
+  }
+  assert_true(threads >= 4);
+  free(t.v);
+}
+
 /* The largest |allocator error| over the marks of a capture of
  * random_sizes run with LD_PRELOAD=lib (and env, if not NULL), compared
  * with the model its provenance names, as % of its peak. */
@@ -1503,6 +1547,7 @@ int main(void) {
       cmocka_unit_test(main_is_marked_for_the_baseline),
       cmocka_unit_test(the_heap_at_main_is_the_traced_calls),
       cmocka_unit_test(preloaded_allocators_start_as_their_capture_did),
+      cmocka_unit_test(jemalloc_threads_record_their_seeds),
       cmocka_unit_test(underscore_exit_flushes_and_keeps_the_status),
       cmocka_unit_test(closing_every_descriptor_keeps_the_recording),
       cmocka_unit_test(fatal_signals_flush_and_keep_the_signal),

@@ -55,6 +55,8 @@ struct tls_s {
   int     in_site;  /* taking a stack or defining a site (sites.c) */
   int     py_probe; /* 1: probing CPython's obj domain (capture.c
                        py_wrapped_below), 2: the probe reached py_malloc */
+  int seeded;       /* jemalloc: this thread's seed went before its first
+                       call (stream.c append_thread_seed) */
 };
 extern TLS tls_t t_self;
 

@@ -53,7 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CAPTURE_WIRE_VERSION 10
+#define CAPTURE_WIRE_VERSION 11
 
 enum capture_msg_e {
   CAPTURE_MSG_HELLO = 1,

@@ -78,6 +78,9 @@ static atomic_int           g_flusher_stop;
 static pthread_key_t        g_key;
 static atomic_int           g_gate_count; /* RSS-moving calls in flight */
 static atomic_uint          g_gate_gen;   /* started so far */
+/* jemalloc: the tsd address less the thread pointer, the same in every
+ * thread (je_seeds_thread_tsd); 0 without jemalloc's tsd. */
+static uintptr_t g_je_tsd_offset;
 
 /* ---- Sending ----------------------------------------------------------------
  */
@@ -253,6 +256,25 @@ static uint64_t take_seq(void) {
   return atomic_fetch_add(&g_seq, 1); /* seq_cst: see capture_wire.h */
 }
 
+/* jemalloc: a thread's first call is preceded by its tsd address, the
+ * seed of its prng (option seed.prng, to which the converter adds the
+ * thread), so that the model draws what this thread draws.  Only before a
+ * call: the recorder's own threads (the flusher's samples) are no trace
+ * threads. */
+static void append_thread_seed(tbuf_t *b, uint8_t op) {
+  static const char name[] = "seed.prng"; /* event.h's prefix */
+  if (g_je_tsd_offset == 0 || t_self.seeded || op < CAPTURE_OP_MALLOC ||
+      op > CAPTURE_OP_FREE)
+    return;
+  t_self.seeded = 1;
+  cap_rec_t r = {
+      .op = CAPTURE_OP_OPTION,
+      .y = je_seeds_thread_tsd(g_je_tsd_offset, 0, (uintptr_t)pthread_self()),
+      .text = name,
+      .text_len = sizeof name - 1};
+  append(b, &r, take_seq(), capture_now_ns());
+}
+
 void capture_emit(const cap_rec_t *r) {
   if (!atomic_load_explicit(&g_recording, memory_order_relaxed))
     return;
@@ -261,6 +283,7 @@ void capture_emit(const cap_rec_t *r) {
   atomic_signal_fence(memory_order_seq_cst);
   tbuf_t *b = own_buffer(outer);
   if (b != NULL) {
+    append_thread_seed(b, r->op);
     uint64_t seq = take_seq();
     append(b, r, seq, capture_now_ns());
     atomic_store(&b->busy, 0);
@@ -475,6 +498,9 @@ static void jemalloc_state(capture_hello_t *h) {
   static char maps_buf[4096];
   h->je_coarse_init_ns = capture_coarse_now_ns();
   h->je_prng_seed = je_seeds_tsd();
+  if (h->je_prng_seed != 0)
+    g_je_tsd_offset =
+        je_seeds_thread_tsd(h->je_prng_seed, (uintptr_t)pthread_self(), 0);
   h->je_jitter_seed = je_seeds_decay(g_real.mallctl, maps_buf, sizeof maps_buf);
   h->je_res_ns = capture_coarse_res_ns();
   h->je_coarse_origin_ns = capture_clock_coarse_origin_ns();
