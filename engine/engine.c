@@ -681,6 +681,18 @@ static as_status_t dispatch_touch(engine_state_t *st, const trace_source_t *src,
  * smallest page the kernel models: replayed with larger pages, an address
  * that is not one of them is left unused (sim_kernel_place_next). */
 #define PLACED_ALIGN 4096
+/* An option event that is no knob and not as expected. */
+static as_status_t bad_option(const engine_state_t *st,
+                              const trace_source_t *src,
+                              const trace_event_t *ev, const char *expected,
+                              as_err_t *err) {
+  char where[48];
+  event_where(src, ev, where, sizeof where);
+  return as_err_set(err, AS_EFORMAT, "%s%s: event %llu: option %.40s %llu: %s",
+                    src->name, where, (unsigned long long)st->events, ev->label,
+                    (unsigned long long)ev->size, expected);
+}
+
 static as_status_t dispatch_placement(engine_state_t       *st,
                                       const trace_source_t *src,
                                       const trace_event_t *ev, as_err_t *err) {
@@ -692,14 +704,10 @@ static as_status_t dispatch_placement(engine_state_t       *st,
       sim_kernel_place_next(st->kernel, (sim_owner_t)o, ev->size);
       return AS_OK;
     }
-  char where[48];
-  event_where(src, ev, where, sizeof where);
-  return as_err_set(err, AS_EFORMAT,
-                    "%s%s: event %llu: option %.40s %llu: expected "
-                    "placed.OWNER (an owner such as pymalloc) and an "
-                    "address that is a multiple of 4096",
-                    src->name, where, (unsigned long long)st->events, ev->label,
-                    (unsigned long long)ev->size);
+  return bad_option(st, src, ev,
+                    "expected placed.OWNER (an owner such as pymalloc) and "
+                    "an address that is a multiple of 4096",
+                    err);
 }
 
 /* "seed.KIND.INDEX" (traces/event.h): KIND is 1-15 of [a-z_], INDEX a
@@ -719,14 +727,10 @@ static as_status_t dispatch_seed(engine_state_t *st, const trace_source_t *src,
     if (index <= UINT32_MAX)
       return model_seed(st->model, name, index, ev->size, err);
   }
-  char where[48];
-  event_where(src, ev, where, sizeof where);
-  return as_err_set(err, AS_EFORMAT,
-                    "%s%s: event %llu: option %.40s: expected seed.KIND.INDEX "
-                    "(KIND 1-15 of [a-z_], INDEX a thread or arena below "
-                    "2^32)",
-                    src->name, where, (unsigned long long)st->events,
-                    ev->label);
+  return bad_option(st, src, ev,
+                    "expected seed.KIND.INDEX (KIND 1-15 of [a-z_], INDEX a "
+                    "thread or arena below 2^32)",
+                    err);
 }
 
 static as_status_t dispatch_option(engine_state_t       *st,

@@ -988,6 +988,20 @@ static void jemalloc_purge_and_decay_options_apply(void **state) {
   unlink(path);
 }
 
+/* Replays text's trace on the real jemalloc into *r, the measured trace
+ * written to out (cap bytes): the input's path. */
+static const char *jemalloc_oracle(const char *text, char *out, size_t cap,
+                                   oracle_run_t *r) {
+  const char *path = write_trace(text);
+  snprintf(out, cap, "%s.astrace", path);
+  oracle_opts_t o;
+  default_opts(&o, ORACLE_JEMALLOC);
+  o.out_path = out;
+  as_err_t err = {0};
+  assert_int_equal(oracle_run(path, NULL, &o, r, &err), AS_OK);
+  return path;
+}
+
 /* jemalloc seeds its randomness with addresses (its tsd's: decay ticks and
  * large objects' offsets; arena 0's decay_t's: epoch deadlines) and keeps
  * decay on CLOCK_MONOTONIC_COARSE.  The replayer reads them before the
@@ -997,18 +1011,14 @@ static void jemalloc_seeds_and_clock_are_recorded(void **state) {
   (void)state;
   if (!have_lib(ORACLE_JEMALLOC))
     skip();
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "1 0 malloc 0 100\n"
-                                 "2 0 free 0\n"
-                                 "3 0 mark end\n");
-  char        out[64];
-  snprintf(out, sizeof out, "%s.astrace", path);
-  oracle_opts_t o;
-  default_opts(&o, ORACLE_JEMALLOC);
-  o.out_path = out;
+  char         out[80];
   oracle_run_t r;
   as_err_t     err = {0};
-  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  const char  *path = jemalloc_oracle("allocsim-trace 1\n"
+                                       "1 0 malloc 0 100\n"
+                                       "2 0 free 0\n"
+                                       "3 0 mark end\n",
+                                      out, sizeof out, &r);
   assert_true(r.je.prng_seed != 0 && r.je.prng_seed % 8 == 0);
   assert_true(r.je.jitter_seed != 0 && r.je.jitter_seed % 8 == 0);
   struct timespec res;
@@ -1045,22 +1055,18 @@ static void jemalloc_thread_and_arena_seeds_are_recorded(void **state) {
   (void)state;
   if (!have_lib(ORACLE_JEMALLOC))
     skip();
-  const char *path = write_trace("allocsim-trace 1\n"
-                                 "1 1 malloc 1 100\n"
-                                 "2 2 malloc 2 100\n"
-                                 "3 3 malloc 3 100\n"
-                                 "4 1 free 1\n"
-                                 "5 2 free 2\n"
-                                 "6 3 free 3\n"
-                                 "7 0 mark end\n");
-  char        out[64];
-  snprintf(out, sizeof out, "%s.astrace", path);
-  oracle_opts_t o;
-  default_opts(&o, ORACLE_JEMALLOC);
-  o.out_path = out;
+  char         out[80];
   oracle_run_t r;
   as_err_t     err = {0};
-  assert_int_equal(oracle_run(path, NULL, &o, &r, &err), AS_OK);
+  const char  *path = jemalloc_oracle("allocsim-trace 1\n"
+                                       "1 1 malloc 1 100\n"
+                                       "2 2 malloc 2 100\n"
+                                       "3 3 malloc 3 100\n"
+                                       "4 1 free 1\n"
+                                       "5 2 free 2\n"
+                                       "6 3 free 3\n"
+                                       "7 0 mark end\n",
+                                      out, sizeof out, &r);
   assert_int_equal(r.ncreated, 3);
   for (size_t i = 0; i < 3; i++) {
     assert_true(r.created[i].je_tsd % 8 == 0);
