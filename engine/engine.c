@@ -716,9 +716,9 @@ static as_status_t dispatch_seed(engine_state_t *st, const trace_source_t *src,
                                  const trace_event_t *ev, as_err_t *err) {
   const char *kind = ev->label + TRACE_SEED_PREFIX_LEN;
   size_t      klen = strspn(kind, "abcdefghijklmnopqrstuvwxyz_");
-  const char *digits = kind + klen + 1;
+  const char *digits = kind[klen] == '.' ? kind + klen + 1 : "";
   size_t      dlen = strspn(digits, "0123456789");
-  if (klen >= 1 && klen <= 15 && kind[klen] == '.' && dlen >= 1 && dlen <= 10 &&
+  if (klen >= 1 && klen <= 15 && dlen >= 1 && dlen <= 10 &&
       digits[dlen] == '\0') {
     uint64_t index = strtoull(digits, NULL, 10);
     char     name[16];
