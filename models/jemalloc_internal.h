@@ -65,7 +65,13 @@
 #define JE_SIZEOF_BASE     3912 /* base_t */
 #define JE_SIZEOF_BLOCK    144  /* base_block_t */
 #define JE_SIZEOF_BG_INFO  208  /* background_thread_info_t */
-#define JE_CACHELINE       64
+/* decay_t: pac_t holds decay_dirty, then decay_muzzy (pac.h:114-115), so
+ * a muzzy decay's jitter seed is the dirty one's plus this.  Measured on
+ * Debian's libjemalloc2 with MALLOC_CONF=muzzy_decay_ms:10000: the LCG
+ * search (traces/je_seeds.h) finds arena 0's muzzy decay 1,784 bytes past
+ * its dirty one. */
+#define JE_SIZEOF_DECAY 1784
+#define JE_CACHELINE    64
 /* The parts of arena_t that arena_new (arena.c:1599-1708) leaves as
  * base_alloc gave them, demand-zero: stats.lstats, the per-large-class
  * counters ("Memory is zeroed, so there is no need to clear stats",

@@ -289,10 +289,10 @@ static inline as_status_t model_purge(model_t *m, const trace_event_t *ev,
                                       as_err_t *err) {
   return m->methods->purge ? m->methods->purge(m, ev, err) : AS_OK;
 }
-/* A run-time option change; AS_EINVAL when the model has no such notion. */
 /* m's seed method, or AS_OK when it has none. */
 as_status_t model_seed(model_t *m, const char *kind, uint64_t index,
                        uint64_t value, as_err_t *err);
+/* A run-time option change; AS_EINVAL when the model has no such notion. */
 as_status_t model_set_option(model_t *m, const char *name, int64_t value,
                              uint64_t now_ns, as_err_t *err);
 /* The model's counters (none when it has no counters slot). */
