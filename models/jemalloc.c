@@ -120,7 +120,8 @@
     "jemalloc 5.3.0 src/decay.c:40: the decay_t's address (random under "      \
     "ASLR; an oracle run records arena 0's dirty one, traces/je_seeds.h); "    \
     "arena a's dirty decay uses seed + 2a (or the run's own, option "          \
-    "seed.jitter.a), its muzzy decay that + sizeof (decay_t) (1784)",          \
+    "seed.jitter.a), its muzzy decay that + sizeof (decay_t) (1784; 5.2.1 "    \
+    "arena_decay_t the same, scripts/measure/jemalloc/je_decay_seeds.c)",      \
     "seed of the decay epochs' jitter")                                        \
   X(JO_CLOCK_RES, "clock_res_ns", OPT_U64, "0", "ns", NULL,                    \
     "meta:jemalloc_clock_res_ns",                                              \
@@ -468,9 +469,8 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
                       ? jm->arena_jitter[ind]
                       : jm->jitter_seed + 2 * (uint64_t)ind;
   je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm), seed);
-  /* 5.2.1's arena_decay_t was not measured: the next seed there */
   je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, je_clock_ns(jm),
-                seed + (jm->version == JE_V530 ? JE_SIZEOF_DECAY : 1));
+                seed + JE_SIZEOF_DECAY);
   return AS_OK;
 }
 

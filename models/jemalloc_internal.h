@@ -65,11 +65,13 @@
 #define JE_SIZEOF_BASE     3912 /* base_t */
 #define JE_SIZEOF_BLOCK    144  /* base_block_t */
 #define JE_SIZEOF_BG_INFO  208  /* background_thread_info_t */
-/* decay_t: pac_t holds decay_dirty, then decay_muzzy (pac.h:114-115), so
- * a muzzy decay's jitter seed is the dirty one's plus this.  Measured on
- * Debian's libjemalloc2 with MALLOC_CONF=muzzy_decay_ms:10000: the LCG
- * search (traces/je_seeds.h) finds arena 0's muzzy decay 1,784 bytes past
- * its dirty one. */
+/* decay_t: pac_t holds decay_dirty, then decay_muzzy (5.3.0 pac.h:114-115;
+ * 5.2.1's arena_t holds two arena_decay_t the same way, arena_structs_b.h:
+ * 174-175), so a muzzy decay's jitter seed is the dirty one's plus this.
+ * The same in both: scripts/measure/jemalloc/je_decay_seeds.c finds arena
+ * 0's muzzy decay 1,784 bytes past its dirty one in Debian's 5.3.0 and in
+ * a build of tag 5.2.1 (MALLOC_CONF=muzzy_decay_ms:10000), whose debug
+ * information gives sizeof (arena_decay_t) = 1784. */
 #define JE_SIZEOF_DECAY 1784
 #define JE_CACHELINE    64
 /* The parts of arena_t that arena_new (arena.c:1599-1708) leaves as
