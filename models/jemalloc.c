@@ -465,12 +465,13 @@ as_status_t je_arena_create(jemalloc_model_t *jm, uint32_t ind, as_err_t *err) {
   /* exp_grow_init (exp_grow.c:5-8): from HUGEPAGE, no limit */
   a->exp_next = je_psz2ind(jm, UINT64_C(1) << JE_LG_HUGEPAGE);
   a->exp_limit = je_psz2ind(jm, jm->large_maxclass);
-  uint64_t seed = jm->arena_jitter != NULL && jm->arena_jitter[ind] != 0
-                      ? jm->arena_jitter[ind]
-                      : jm->jitter_seed + 2 * (uint64_t)ind;
-  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm), seed);
+  a->jitter_seed = jm->arena_jitter != NULL && jm->arena_jitter[ind] != 0
+                       ? jm->arena_jitter[ind]
+                       : jm->jitter_seed + 2 * (uint64_t)ind;
+  je_decay_init(jm, &a->decay_dirty, jm->dirty_decay_ms, je_clock_ns(jm),
+                je_decay_seed(a, true));
   je_decay_init(jm, &a->decay_muzzy, jm->muzzy_decay_ms, je_clock_ns(jm),
-                seed + JE_SIZEOF_DECAY);
+                je_decay_seed(a, false));
   return AS_OK;
 }
 
@@ -1863,6 +1864,9 @@ static as_status_t jemalloc_seed(model_t *m, const char *kind, uint64_t index,
     je_thread_t *th;
     if ((rc = thread_slot(jm, (uint32_t)index, &th, err)) == AS_OK)
       th->seed = value;
+  } else if (strcmp(kind, "jitter") == 0 && index < jm->narenas_total &&
+             jm->arenas[index] != NULL) {
+    je_decay_reseed(jm->arenas[index], value); /* recorded once it was made */
   } else if (strcmp(kind, "jitter") == 0 && index < jm->narenas_total) {
     if (jm->arena_jitter == NULL)
       jm->arena_jitter = calloc(jm->narenas_total, sizeof *jm->arena_jitter);

@@ -994,6 +994,18 @@ void je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
   deadline_init(d);
   d->nunpurged = 0;
   memset(d->backlog, 0, sizeof d->backlog);
+  d->advanced = false;
+}
+
+void je_decay_reseed(je_arena_t *a, uint64_t seed) {
+  a->jitter_seed = seed;
+  for (int dirty = 0; dirty < 2; dirty++) {
+    je_decay_t *d = dirty ? &a->decay_dirty : &a->decay_muzzy;
+    if (d->advanced)
+      continue;
+    d->jitter_state = je_decay_seed(a, dirty);
+    deadline_init(d);
+  }
 }
 
 /* decay_maybe_advance_epoch (decay.c:176-208) with decay_backlog_update
@@ -1005,6 +1017,7 @@ static bool advance_epoch(jemalloc_model_t *jm, je_decay_t *d, uint64_t now_ns,
   uint64_t nadvance = (now_ns - d->epoch_ns) / d->interval_ns;
   d->epoch_ns += nadvance * d->interval_ns;
   deadline_init(d);
+  d->advanced = true;
   if (nadvance >= JE_NSTEPS) {
     memset(d->backlog, 0, (JE_NSTEPS - 1) * sizeof d->backlog[0]);
   } else {
@@ -1094,10 +1107,9 @@ as_status_t je_decay_ms_set(jemalloc_model_t *jm, je_arena_t *a, bool dirty,
                             int64_t ms, as_err_t *err) {
   je_decay_t *d = dirty ? &a->decay_dirty : &a->decay_muzzy;
   je_eset_t  *s = dirty ? &a->dirty : &a->muzzy;
-  /* decay_reinit keeps the jitter stream going from the decay_t's address:
-   * the same seed again. */
-  uint64_t seed = jm->jitter_seed + 2 * a->ind + (dirty ? 0 : 1);
-  je_decay_init(jm, d, ms, je_clock_ns(jm), seed);
+  /* decay_reinit seeds the jitter from the decay_t's address again: the
+   * seed it was made with. */
+  je_decay_init(jm, d, ms, je_clock_ns(jm), je_decay_seed(a, dirty));
   bool           advanced;
   je_eagerness_t eager =
       jm->background_thread ? JE_PURGE_NEVER : JE_PURGE_ON_EPOCH_ADVANCE;

@@ -202,6 +202,8 @@ struct je_decay_s {
   uint64_t nunpurged;
   uint64_t npages_limit;
   uint64_t backlog[JE_NSTEPS];
+  bool     advanced; /* an epoch advanced since the (re)init: the jitter
+                        drawn from the seed is spent */
   /* Statistics (pac_decay_stats_t). */
   uint64_t npurge, nmadvise, purged;
 };
@@ -243,11 +245,13 @@ struct je_arena_s {
   uint32_t   exp_next, exp_limit; /* exp_grow_t (exp_grow.h) */
   uint64_t   sn_next;
   je_decay_t decay_dirty, decay_muzzy;
-  uint64_t   nactive;     /* pages (pa_shard_t nactive) */
-  uint64_t   pac_mapped;  /* bytes (pac_stats_t pac_mapped) */
-  uint64_t   internal;    /* bytes of internal allocations (tcache stacks) */
-  uint64_t   lstats_addr; /* the arena_t's stats.lstats[0] */
-  uint32_t   lstats_cold; /* the first lstats entry on a page arena_new
+  uint64_t   jitter_seed; /* decay_dirty's address, which seeds its jitter
+                             (decay_muzzy's lies JE_SIZEOF_DECAY past it) */
+  uint64_t nactive;       /* pages (pa_shard_t nactive) */
+  uint64_t pac_mapped;    /* bytes (pac_stats_t pac_mapped) */
+  uint64_t internal;      /* bytes of internal allocations (tcache stacks) */
+  uint64_t lstats_addr;   /* the arena_t's stats.lstats[0] */
+  uint32_t lstats_cold;   /* the first lstats entry on a page arena_new
                              leaves unwritten */
   je_base_t base;
 };
@@ -448,7 +452,16 @@ uint32_t    je_heap_first(const je_heap_t *h);
 int         je_snad_cmp(const jemalloc_model_t *jm, uint32_t a, uint32_t b);
 void        je_decay_init(jemalloc_model_t *jm, je_decay_t *d, int64_t ms,
                           uint64_t now_ns, uint64_t jitter_seed);
-uint64_t    je_clock_ns(const jemalloc_model_t *jm);
+/* The jitter seed of arena a's dirty or muzzy decay: its decay_t's
+ * address (decay_reinit, decay.c:40). */
+static inline uint64_t je_decay_seed(const je_arena_t *a, bool dirty) {
+  return a->jitter_seed + (dirty ? 0 : JE_SIZEOF_DECAY);
+}
+/* Seeds arena a's decays anew, as if a had been made with seed, where
+ * that is still possible: each decay whose first deadline is not yet
+ * spent draws it again (a seed recorded just after the arena was made). */
+void     je_decay_reseed(je_arena_t *a, uint64_t seed);
+uint64_t je_clock_ns(const jemalloc_model_t *jm);
 
 /* pa_alloc (pa.c:122-154): an active extent of size bytes (a multiple of
  * the page), or AS_ENOMEM. */

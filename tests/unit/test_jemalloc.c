@@ -490,6 +490,80 @@ static void recorded_seeds_seed_their_thread(void **state) {
                            1) == large_offset("jemalloc", "", 1));
 }
 
+#define DECAY_100 "jemalloc:ncpus=2,dirty_decay_ms=100"
+
+/* Arena 1's dirty decay at work (100 ms: epochs of 0.5 ms): thread 1,
+ * bound to arena 1 after thread 0 took arena 0, frees 64 extents of 64 KiB
+ * and then allocates and frees one 4,000 times, a microsecond apart, each
+ * a decay tick, with a mark every 20 us.  Its first purge comes between
+ * 1.6 and 1.9 ms, when a tick finds the jittered deadline passed.
+ * seed_before and seed_after are option lines for before and after its
+ * first malloc; model is jemalloc with dirty_decay_ms=100 unless
+ * seed_after sets it. */
+static void arena1_decay_marks(const char *model, const char *seed_before,
+                               const char *seed_after, marks_t *m) {
+  size_t cap = 4u << 20, len = 0;
+  char  *text = malloc(cap);
+  assert_non_null(text);
+  len += (size_t)snprintf(text + len, cap - len,
+                          "allocsim-trace 1\n0 0 malloc 1 100\n%s"
+                          "0 1 malloc 2 100\n%s",
+                          seed_before, seed_after);
+  for (int i = 0; i < 64; i++)
+    len += (size_t)snprintf(text + len, cap - len, "1000 1 malloc %d 65536\n",
+                            10 + i);
+  for (int i = 0; i < 64; i++)
+    len += (size_t)snprintf(text + len, cap - len, "2000 1 free %d\n", 10 + i);
+  for (int k = 0; k < 4000; k++) {
+    uint64_t t = 3000 + (uint64_t)k * 1000;
+    len += (size_t)snprintf(
+        text + len, cap - len,
+        "%" PRIu64 " 1 malloc 100 65536\n%" PRIu64 " 1 free 100\n", t, t);
+    if (k % 20 == 19)
+      len += (size_t)snprintf(text + len, cap - len, "%" PRIu64 " 1 mark m%d\n",
+                              t, k / 20);
+  }
+  assert_true(len < cap - 1);
+  sim_session_t s;
+  run_text(model, text, m, &s);
+  assert_int_equal(jemalloc_inspect_thread_arena(s.model, 1), 1);
+  sim_session_close(&s);
+  free(text);
+}
+
+/* A run records an arena's seed once the arena exists (a capture, after
+ * the call that made it): the seed then seeds the arena as if it had come
+ * before, since no decay epoch has passed (decay.c:17-44: the first
+ * deadline is the only draw so far).  Without it the arena runs on the
+ * default seed, and its purges fall elsewhere. */
+static void a_seed_recorded_after_its_arena_seeds_it(void **state) {
+  (void)state;
+  static marks_t before, after, none;
+  const char    *seed = "0 1 option seed.jitter.1 140153204853880\n";
+  arena1_decay_marks(DECAY_100, seed, "", &before);
+  arena1_decay_marks(DECAY_100, "", seed, &after);
+  arena1_decay_marks(DECAY_100, "", "", &none);
+  assert_int_equal(before.n, 200);
+  assert_int_equal(after.n, before.n);
+  assert_memory_equal(after.rss, before.rss, sizeof before.rss);
+  assert_memory_not_equal(none.rss, before.rss, sizeof before.rss);
+}
+
+/* A decay time set while the program runs (arena.<i>.dirty_decay_ms)
+ * reseeds the decay from its own address again (decay_reinit,
+ * decay.c:31-44): the seed the run recorded, so that the arena decays as
+ * one made with that time. */
+static void a_new_decay_time_keeps_the_recorded_seed(void **state) {
+  (void)state;
+  static marks_t made, set;
+  const char    *seed = "0 1 option seed.jitter.1 140153204853880\n";
+  arena1_decay_marks(DECAY_100, seed, "", &made);
+  arena1_decay_marks("jemalloc:ncpus=2", seed,
+                     "0 1 option dirty_decay_ms 100\n", &set);
+  assert_int_equal(set.n, made.n);
+  assert_memory_equal(set.rss, made.rss, sizeof made.rss);
+}
+
 /* A thread whose arena needs a new background thread signals thread 0,
  * which creates it (background_thread.c:481-490) and then, unless it slept
  * indefinitely, does its own arenas' deferred work: before the first
@@ -1079,6 +1153,8 @@ int main(void) {
       cmocka_unit_test(busy_allocation_walks_the_decay_curve),
       cmocka_unit_test(decay_keeps_time_with_the_coarse_clock),
       cmocka_unit_test(recorded_seeds_seed_their_thread),
+      cmocka_unit_test(a_seed_recorded_after_its_arena_seeds_it),
+      cmocka_unit_test(a_new_decay_time_keeps_the_recorded_seed),
       cmocka_unit_test(background_threads_purge_an_idle_process),
       cmocka_unit_test(a_new_background_thread_wakes_thread_0),
       cmocka_unit_test(huge_requests_are_purged_at_once),
