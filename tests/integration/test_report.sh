@@ -21,7 +21,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$bin" report "$src/data/example.trace" --model glibc -o "$work/trace.html" \
   --png "$work" 2>/dev/null || fail "report of a trace"
-"$bin" report 40 --db "$src/data/reference.db" -o "$work/run.html" \
+# A measured spike run of the reference store, by its source: ids change
+# when scripts/record_reference.sh records the store again.
+spike=$(sqlite3 "file:$src/data/reference.db?mode=ro" "SELECT id FROM runs
+  WHERE kind = 'measured' AND source LIKE '%/spike-default-r1.trace'")
+[ -n "$spike" ] || fail "no spike-default-r1 run in data/reference.db"
+"$bin" report "$spike" --db "$src/data/reference.db" -o "$work/run.html" \
   2>/dev/null || fail "report of a recorded run"
 "$bin" sweep survivors --vary fraction=1e-4,1e-3,1e-2 --size 512 \
   --db "$work/sweep.db" >/dev/null 2>&1 || fail "sweep"
@@ -136,11 +141,11 @@ grep -qF "predicted RSS ($offset MiB measured at main)" "$work/anchor.html" ||
 # page on stdout, the reader gone) and when SIGTERM does; capture --cleanup
 # removes one whose report died unseen (SIGKILL).
 mkdir "$work/tmp"
-TMPDIR=$work/tmp "$bin" report 40 --db "$src/data/reference.db" -o - |
+TMPDIR=$work/tmp "$bin" report "$spike" --db "$src/data/reference.db" -o - |
   head -c 200 >/dev/null || true
 [ -z "$(ls -A "$work/tmp")" ] || fail "report -o - | head left $(ls "$work/tmp")"
 for sig in TERM KILL; do
-  TMPDIR=$work/tmp "$bin" report 40 --db "$src/data/reference.db" \
+  TMPDIR=$work/tmp "$bin" report "$spike" --db "$src/data/reference.db" \
     -o "$work/killed.html" 2>/dev/null &
   for _ in $(seq 100); do
     ls "$work/tmp"/allocsim-report-* >/dev/null 2>&1 && break
