@@ -497,9 +497,8 @@ static void recorded_seeds_seed_their_thread(void **state) {
  * and then allocates and frees one 4,000 times, a microsecond apart, each
  * a decay tick, with a mark every 20 us.  Its first purge comes between
  * 1.6 and 1.9 ms, when a tick finds the jittered deadline passed.
- * seed_before and seed_after are option lines for before and after its
- * first malloc; model is jemalloc with dirty_decay_ms=100 unless
- * seed_after sets it. */
+ * model is the model to replay on; seed_before and seed_after are option
+ * lines for before and after thread 1's first malloc. */
 static void arena1_decay_marks(const char *model, const char *seed_before,
                                const char *seed_after, marks_t *m) {
   size_t cap = 4u << 20, len = 0;
