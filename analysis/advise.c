@@ -129,6 +129,11 @@ struct probe_s {
   uint64_t    origin_ns;  /* the first event's time, periodic ones' zero */
   uint64_t    best_gap;   /* widest RSS - live gap at a mark */
   char        best[64];
+  uint64_t    end_gap;       /* the RSS - live gap at the end */
+  bool        has_last;      /* a measured RSS sample: the last one */
+  uint64_t    last_measured; /* ... its RSS */
+  uint64_t    last_t_ns;     /* ... and time */
+  uint64_t    end_t_ns;      /* the trace's last event's time */
 };
 
 static as_status_t probe_sample(void *user, const sim_sample_t *s,
@@ -136,6 +141,11 @@ static as_status_t probe_sample(void *user, const sim_sample_t *s,
   (void)err;
   probe_t *p = user;
   explain_take_measured(s, p->seen, p->t_ns, &p->has_measured, &p->measured);
+  if (s->kind == SIM_SAMPLE_MEASURED) {
+    p->has_last = true;
+    p->last_measured = s->measured_rss_bytes;
+    p->last_t_ns = s->t_ns;
+  }
   if (s->kind != SIM_SAMPLE_MARK || s->label == NULL)
     return AS_OK;
   uint64_t gap =
@@ -184,6 +194,10 @@ static as_status_t simulate(const explain_opts_t *o, explain_open_fn open,
     sim_kernel_calls(s.kernel, &c);
     out->rss_at_mark = probe->seen ? probe->rss : r.final_rss_bytes;
     out->rss_at_end = r.final_rss_bytes;
+    probe->end_t_ns = r.final_t_ns;
+    probe->end_gap = r.final_rss_bytes > r.final_live_bytes
+                         ? r.final_rss_bytes - r.final_live_bytes
+                         : 0;
     out->peak_rss = r.peak_rss_bytes;
     out->syscalls =
         c.mmap + c.munmap + c.mremap + c.mprotect + c.brk + c.madvise;
@@ -347,7 +361,14 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
     snprintf(msg, sizeof msg, "--at %.400s", err->msg + 5);
     return as_err_set(err, rc != AS_OK ? rc : AS_EINVAL, "%s", msg);
   }
-  const char *mark = o->at ? o->at : probe.best[0] ? probe.best : NULL;
+  /* Without --at, the mark or the end where RSS exceeds live bytes the
+   * most: a capture of a C program often has no mark but the anchor at
+   * main, where nothing is held yet. */
+  const char *mark = o->at ? o->at
+                     : probe.best[0] && probe.best_gap >= probe.end_gap
+                         ? probe.best
+                         : NULL;
+  out->at_end = mark == NULL;
   snprintf(out->mark, sizeof out->mark, "%s", mark ? mark : "end");
   if (mark != NULL && o->at == NULL) { /* measure the baseline at it */
     probe_t again = {.mark = mark};
@@ -359,6 +380,10 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
   }
   out->has_measured = probe.has_measured;
   out->measured_at_mark = probe.measured;
+  if (out->at_end) { /* a capture's last sample, read as the program ended */
+    out->has_measured = probe.has_last && probe.last_t_ns == probe.end_t_ns;
+    out->measured_at_mark = probe.last_measured;
+  }
   const model_methods_t *top_methods;
   char                   top[64];
   model_spec_name(o->model, top, sizeof top);
@@ -380,11 +405,13 @@ static as_status_t advise_runs(const explain_opts_t *o, explain_open_fn open,
     const char    *insert = row->kind == RK_INSERT ? row->arg : row->also;
     if (insert != NULL) {
       char spec[128];
-      if (mark == NULL && strstr(insert, "MARK") != NULL)
-        continue; /* no mark to insert at */
       fill_mark(insert, out->mark, spec, sizeof spec);
       if (trace_insert_parse(spec, &ins, &e) != AS_OK)
         continue;
+      if (mark == NULL && ins.every_ns == 0) { /* judged at the end */
+        ins.mark[0] = '\0';
+        ins.at_end = true;
+      }
       nins = 1;
     }
     probe_t p = {.mark = mark};

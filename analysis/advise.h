@@ -66,7 +66,8 @@ struct advise_remedy_s {
 
 typedef struct advise_result_s advise_result_t;
 struct advise_result_s {
-  char             mark[64]; /* the mark remedies are judged at */
+  char             mark[64]; /* the mark remedies are judged at; "end" */
+  bool             at_end;   /* ... judged at the trace's end instead */
   char             model[512];
   char             libc[256];
   advise_outcome_t baseline;
@@ -84,9 +85,9 @@ struct advise_result_s {
 };
 
 /* Simulates the baseline (o->model, o->libc) and every applicable remedy
- * on the source open() gives, judged at o->at (or, if NULL, the mark with
- * the largest RSS - live gap).  A trace with no marks is judged at its
- * end. */
+ * on the source open() gives, judged at o->at (or, if NULL, the mark or
+ * the trace's end with the largest RSS - live gap; a trace with no marks
+ * at its end). */
 as_status_t advise_trace(const explain_opts_t *o, explain_open_fn open,
                          void *user, advise_result_t *out, as_err_t *err);
 

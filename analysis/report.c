@@ -764,10 +764,16 @@ static void page_explain(FILE *f, const explain_result_t *r) {
 
 static void page_advise(FILE *f, const advise_result_t *a) {
   fprintf(f, "<h2>What would release it</h2>\n<p>Each remedy simulated; "
-             "savings at mark <b>");
-  html_escape(f, a->mark);
+             "savings at ");
+  if (a->at_end)
+    fprintf(f, "<b>the end</b>");
+  else {
+    fprintf(f, "mark <b>");
+    html_escape(f, a->mark);
+    fprintf(f, "</b>");
+  }
   fprintf(f,
-          "</b> (RSS %.2f MiB), at the end and at the peak.</p>\n<table>"
+          " (RSS %.2f MiB), at the end and at the peak.</p>\n<table>"
           "<tr><th>remedy</th><th>saving MiB</th><th>at end</th>"
           "<th>at peak</th><th>+syscalls</th><th>+faults</th>"
           "<th>how</th></tr>\n",

@@ -20,6 +20,7 @@ static void print_json(const char *source, const advise_result_t *r) {
   printf(", \"layouts\": 1, \"max_threads\": %" PRIu32 ", \"mark\": ",
          r->max_threads);
   cli_json_string(stdout, r->mark);
+  printf(", \"at_end\": %s", r->at_end ? "true" : "false");
   printf(", \"baseline\": {\"rss_bytes_at_mark\": %" PRIu64
          ", \"rss_bytes_at_end\": %" PRIu64 ", \"peak_rss_bytes\": %" PRIu64,
          r->baseline.rss_at_mark, r->baseline.rss_at_end, r->baseline.peak_rss);
@@ -78,9 +79,14 @@ static void print_text(const char *source, uint64_t page_size,
   const advise_outcome_t *b = &r->baseline;
   cli_print_model_header(source, r->model, r->libc);
   cli_print_one_layout(page_size);
-  printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f MiB)\n",
-         r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
-         (double)b->peak_rss / MIB);
+  if (r->at_end)
+    printf("judged at  the end: RSS %.2f MiB (peak %.2f MiB)\n",
+           (double)b->rss_at_end / MIB, (double)b->peak_rss / MIB);
+  else
+    printf("judged at  mark '%s': RSS %.2f MiB (end %.2f MiB, peak %.2f "
+           "MiB)\n",
+           r->mark, (double)b->rss_at_mark / MIB, (double)b->rss_at_end / MIB,
+           (double)b->peak_rss / MIB);
   if (r->has_measured) /* the remedies are not simulated on the rest */
     cli_print_measured(r->measured_at_mark, b->rss_at_mark,
                        "; savings are of the simulated RSS");
@@ -226,10 +232,10 @@ const cli_command_t cli_cmd_advise = {
         "the mmap and trim thresholds, PYTHONMALLOC=malloc, preloading\n"
         "jemalloc, mimalloc or tcmalloc with default and aggressive settings,\n"
         "their purges and decay knobs.  Ranks single changes, then\n"
-        "combinations, each by the RSS they save at\n"
-        "the mark, and reports the saving at the end and at the peak and\n"
-        "the cost: extra system calls, page faults and their time in the\n"
-        "cost model.  Without --at, the mark where RSS exceeds live bytes\n"
+        "combinations, each by the RSS they save at the mark, and reports\n"
+        "the saving at the end and at the peak and the cost: extra system\n"
+        "calls, page faults and their time in the cost model.  Without\n"
+        "--at, the mark or the trace's end where RSS exceeds live bytes\n"
         "the most.  One address layout, the default: replay, run and sweep\n"
         "average the layouts ASLR gives (4 with 4 KiB pages), so their RSS\n"
         "can differ by the layout; replay --layouts 1 gives this one.\n\n"
@@ -241,10 +247,10 @@ const cli_command_t cli_cmd_advise = {
         "  --settle T      run the clock on after the trace (decay policies)\n"
         "  --page-size N   OS page size: 4096, 16384 or 65536\n"
         "  --lenient       count and skip frees of dead objects\n"
-        "  --json          {\"mark\", \"remedies\": [{\"name\", "
-        "\"env_or_call\",\n"
-        "                  \"saving_bytes_at_mark\", \"saving_bytes_at_end\",\n"
-        "                  \"saving_bytes_at_peak\", \"extra_syscalls\",\n"
-        "                  \"extra_faults\", ...}]}, best first\n",
+        "  --json          {\"mark\", \"at_end\", \"remedies\": [{\"name\",\n"
+        "                  \"env_or_call\", \"saving_bytes_at_mark\",\n"
+        "                  \"saving_bytes_at_end\", \"saving_bytes_at_peak\",\n"
+        "                  \"extra_syscalls\", \"extra_faults\", ...}]}, best\n"
+        "                  first\n",
     .run = advise_main,
 };

@@ -25,6 +25,7 @@ struct insert_src_s {
   bool            fired[TRACE_INSERT_MAX];
   bool            started;
   uint64_t        origin_ns; /* the first event's time, once started */
+  uint64_t        last_ns;   /* the last event's time handed out */
 };
 
 as_status_t trace_insert_parse(const char *spec, trace_insert_t *out,
@@ -127,11 +128,25 @@ static bool split_idle(insert_src_t *s, trace_event_t *ev) {
   return true;
 }
 
+/* An insert at the end not yet made, into *ev at the last event's time;
+ * false if none is left. */
+static bool end_insert(insert_src_t *s, trace_event_t *ev) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->ins[i].at_end && !s->fired[i]) {
+      make_event(&s->ins[i], s->last_ns, 0, ev);
+      s->fired[i] = true;
+      return true;
+    }
+  return false;
+}
+
 static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
                                as_err_t *err) {
   insert_src_t *s = (insert_src_t *)src;
   if (!s->holding) {
     as_status_t rc = trace_source_next(s->inner, &s->held, err);
+    if (rc == AS_DONE && end_insert(s, ev))
+      return AS_OK;
     if (rc != AS_OK)
       return rc;
     s->holding = true;
@@ -175,6 +190,7 @@ static as_status_t insert_next(trace_source_t *src, trace_event_t *ev,
   }
   *ev = s->held;
   s->holding = false;
+  s->last_ns = ev->t_ns;
   return AS_OK;
 }
 
@@ -223,7 +239,7 @@ bool trace_insert_origin(const trace_source_t *wrapped, uint64_t *t_ns) {
 bool trace_insert_all_fired(const trace_source_t *wrapped, const char **mark) {
   const insert_src_t *s = (const insert_src_t *)wrapped;
   for (size_t i = 0; i < s->n; i++)
-    if (s->ins[i].every_ns == 0 && !s->fired[i]) {
+    if (s->ins[i].every_ns == 0 && !s->ins[i].at_end && !s->fired[i]) {
       *mark = s->ins[i].mark;
       return false;
     }

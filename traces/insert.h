@@ -39,6 +39,8 @@ struct trace_insert_s {
                           first event when nonzero, else one period after it
                           (advise shifts the calls to see what their timing
                           decides); no spec sets it */
+  bool at_end;         /* after the trace's last event (mark ""); advise
+                          sets it, no spec does */
 };
 
 /* Parses spec into *out; AS_EUSAGE saying what was expected. */

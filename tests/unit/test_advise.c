@@ -1,7 +1,8 @@
 /* tests/unit/test_advise.c -- advise on small traces: a periodic remedy
  * whose call happened to fall between the mark before and the mark judged
  * says so, with what it saves when none falls there; a trace that carries
- * the RSS measured at the mark (a capture) gives it beside the simulated. */
+ * the RSS measured at the mark (a capture) gives it beside the simulated;
+ * a trace that holds the most at its end is judged there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,12 +111,36 @@ static void the_rss_measured_at_the_mark_is_given(void **state) {
   free(r);
 }
 
+/* A trace whose only mark is at its start, where nothing is held yet (a
+ * capture's anchor at main): advise judges the remedies at the end, where
+ * the freed buffers lie below the survivor, and trims there. */
+static void a_trace_that_holds_most_at_its_end_is_judged_there(void **state) {
+  (void)state;
+  const trace_event_t evs[] = {
+      EV_MARK(0, "main"),    EV_MALLOC(1, 1, 65536), EV_MALLOC(1, 2, 65536),
+      EV_MALLOC(1, 3, 1000), EV_FREE(2, 1),          EV_FREE(2, 2),
+  };
+  advise_result_t *r = advise_at(evs, sizeof evs / sizeof evs[0], NULL);
+  assert_true(r->at_end);
+  assert_int_equal(r->baseline.rss_at_mark, r->baseline.rss_at_end);
+  size_t i = 0;
+  while (i < r->n && strcmp(r->remedies[i].name, "malloc_trim(0) at end") != 0)
+    i++;
+  assert_true(i < r->n);
+  assert_true(r->remedies[i].ok);
+  assert_true(r->remedies[i].saving_at_mark >= 120 * 1024);
+  assert_int_equal(r->remedies[i].saving_at_mark, r->remedies[i].saving_at_end);
+  assert_int_equal(i, 0); /* ranked first */
+  free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
           a_call_between_the_marks_is_reported_with_the_other_timing),
       cmocka_unit_test(no_call_between_the_marks_says_nothing),
       cmocka_unit_test(the_rss_measured_at_the_mark_is_given),
+      cmocka_unit_test(a_trace_that_holds_most_at_its_end_is_judged_there),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
