@@ -694,11 +694,6 @@ static as_status_t plot_map(plots_t *p, const heapmap_t *m, const char *id,
   return plot(p, id, body, err);
 }
 
-typedef struct map_at_s map_at_t;
-struct map_at_s {
-  heapmap_t *m;
-};
-
 static as_status_t map_here(void *user, const sim_session_t *s,
                             const sim_sample_t *at, as_err_t *err) {
   (void)at;
@@ -804,6 +799,7 @@ struct replay_data_s {
   size_t           map_mark[REPORT_MAPS]; /* the marks mapped (se.marks) */
   size_t           nmaps;
   heapmap_t        maps[REPORT_MAPS];
+  heapmap_t        end_map; /* at the end, which the page explains */
   explain_result_t ex[2];
   size_t           nex;
   advise_result_t  adv;
@@ -871,6 +867,12 @@ static as_status_t gather_maps(const explain_opts_t *o, explain_open_fn open,
     if (rc == AS_OK && d->maps[i].nrows > 0)
       rc = plot_map(p, &d->maps[i], id, label, err);
   }
+  explain_marks_t marks;
+  if (rc == AS_OK)
+    rc = explain_replay_at(o, open, user, NULL, map_here, &d->end_map, &marks,
+                           NULL, 0, err);
+  if (rc == AS_OK && d->end_map.nrows > 0)
+    rc = plot_map(p, &d->end_map, "map_end", "the end", err);
   return rc;
 }
 
@@ -910,18 +912,26 @@ static void page_maps(FILE *f, const plots_t *p, const replay_data_t *d) {
       fprintf(f, "the others, spread evenly");
     fprintf(f,
             "; %zu marks have no map here (<code>allocsim map --at "
-            "MARK</code> draws any).</p>\n",
+            "MARK</code> draws any). Then the end.</p>\n",
             se->nmarks - d->nmaps);
   }
-  for (size_t i = 0; i < d->nmaps; i++) {
-    char id[32], cap[256]; /* 120-byte text + a label of up to 63 */
-    snprintf(id, sizeof id, "map%zu", i);
+  for (size_t i = 0; i <= d->nmaps; i++) {
+    char id[32], at[80], cap[256]; /* 120-byte text + a label of up to 63 */
+    if (i == d->nmaps && d->end_map.nrows == 0)
+      break;
+    if (i < d->nmaps) {
+      snprintf(id, sizeof id, "map%zu", i);
+      snprintf(at, sizeof at, "mark %s", se->marks[d->map_mark[i]]);
+    } else {
+      snprintf(id, sizeof id, "map_end");
+      snprintf(at, sizeof at, "the end");
+    }
     snprintf(cap, sizeof cap,
-             "Heap map at mark %s: one row per arena, "
+             "Heap map at %s: one row per arena, "
              "heap or mapping; green live, amber cached, "
              "red free but resident, blue metadata, grey "
              "not resident.",
-             se->marks[d->map_mark[i]]);
+             at);
     page_plot(f, p, id, cap);
   }
 }
@@ -980,6 +990,7 @@ as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,
   }
   for (size_t i = 0; i < REPORT_MAPS; i++)
     heapmap_free(&d->maps[i]);
+  heapmap_free(&d->end_map);
   store_samples_free(&d->se.s);
   free(d->se.marks);
   free(d);

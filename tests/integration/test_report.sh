@@ -71,6 +71,10 @@ grep -qF "Heap map at mark a_rather_long_label_for_mark_number_59:" \
   "$work/marks.html" || fail "marks.html has no heap map at its last mark"
 grep -qF "At 6 of the 61 marks" "$work/marks.html" ||
   fail "marks.html does not say how many marks have no heap map"
+# ... and the end, which the page explains (a capture's only mark may be
+# the anchor at main, before the program held anything).
+grep -qF "Heap map at the end:" "$work/marks.html" ||
+  fail "marks.html has no heap map at the end"
 "$bin" report "$work/marks.trace" --model glibc -o "$work/marks-at.html" \
   --at a_rather_long_label_for_mark_number_31 2>/dev/null ||
   fail "report --at of a trace with many marks"
