@@ -2,11 +2,15 @@
  * libdwfl (symbolize.h says why libdw).  One Dwfl per module path, the
  * module reported at bias 0 so that a frame's offset from the load base is
  * the module's own address (ET_EXEC: dlpi_addr is 0 and the offset is the
- * address; ET_DYN: the offset is the vaddr). */
+ * address; ET_DYN: the offset is the vaddr).  C++ names are demangled
+ * with libstdc++'s __cxa_demangle, found at run time: a C++ program's
+ * machine has libstdc++, and allocsim itself does not link it. */
 #include "symbolize.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +22,16 @@ struct zmod_s {
   Dwfl_Module *mod;
 };
 
+/* abi::__cxa_demangle (libstdc++ cxxabi.h): a malloc'ed name, or NULL. */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len,
+                             int *status);
+
 struct symbolizer_s {
-  zmod_t *m;
-  size_t  n, cap;
+  zmod_t     *m;
+  size_t      n, cap;
+  void       *libstdcxx; /* dlopen handle, NULL if not (yet) loaded */
+  demangle_fn demangle;  /* NULL: names stay as the symbol table has them */
+  bool        tried;     /* libstdc++ was looked for */
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -42,6 +53,8 @@ void symbolizer_free(symbolizer_t *z) {
     free(z->m[i].path);
   }
   free(z->m);
+  if (z->libstdcxx != NULL)
+    dlclose(z->libstdcxx);
   free(z);
 }
 
@@ -89,6 +102,23 @@ static bool lookup(symbolizer_t *z, const char *path, uint64_t offset,
   return true;
 }
 
+/* name into buf, demangled when it is a C++ (Itanium ABI) name and
+ * libstdc++ can be loaded. */
+static void put_name(symbolizer_t *z, const char *name, char *buf, size_t len) {
+  if (strncmp(name, "_Z", 2) == 0 && !z->tried) {
+    z->tried = true;
+    z->libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (z->libstdcxx != NULL)
+      *(void **)&z->demangle = dlsym(z->libstdcxx, "__cxa_demangle");
+  }
+  int   status = -1;
+  char *plain = strncmp(name, "_Z", 2) == 0 && z->demangle != NULL
+                    ? z->demangle(name, NULL, NULL, &status)
+                    : NULL;
+  snprintf(buf, len, "%s", plain != NULL && status == 0 ? plain : name);
+  free(plain);
+}
+
 void symbolize_function(symbolizer_t *z, const char *path, uint64_t offset,
                         char *buf, size_t len) {
   zmod_t    *m;
@@ -98,14 +128,27 @@ void symbolize_function(symbolizer_t *z, const char *path, uint64_t offset,
     return;
   const char *name = dwfl_module_addrname(m->mod, pc);
   if (name != NULL)
-    snprintf(buf, len, "%s", name);
+    put_name(z, name, buf, len);
+}
+
+/* "fn (where)" into buf, fn cut short with "..." so that where fits: a
+ * C++ template's demangled name can take hundreds of bytes. */
+static void put_frame(const char *fn, const char *where, char *buf,
+                      size_t len) {
+  size_t need = strlen(fn) + strlen(where) + 4; /* " ()" and the NUL */
+  if (need <= len || len < strlen(where) + 8) {
+    snprintf(buf, len, "%s (%s)", fn, where);
+    return;
+  }
+  int keep = (int)(len - strlen(where) - 7); /* "..." too */
+  snprintf(buf, len, "%.*s... (%s)", keep, fn, where);
 }
 
 void symbolize_frame(symbolizer_t *z, const char *path, uint64_t offset,
                      char *buf, size_t len) {
   zmod_t     *m;
   Dwarf_Addr  pc;
-  char        fn[160];
+  char        fn[1024], where[PATH_MAX + 32];
   const char *p = path != NULL ? path : "?";
   if (!lookup(z, path, offset, &m, &pc)) {
     snprintf(buf, len, "%s+0x%" PRIx64, p, offset);
@@ -117,12 +160,14 @@ void symbolize_frame(symbolizer_t *z, const char *path, uint64_t offset,
   const char *file = line != NULL
                          ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)
                          : NULL;
-  if (fn[0] != '\0' && file != NULL)
-    snprintf(buf, len, "%s (%s:%d)", fn, file, lineno);
-  else if (fn[0] != '\0')
-    snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", fn, p, offset);
-  else if (file != NULL)
-    snprintf(buf, len, "%s+0x%" PRIx64 " (%s:%d)", p, offset, file, lineno);
+  if (file != NULL)
+    snprintf(where, sizeof where, "%s:%d", file, lineno);
   else
-    snprintf(buf, len, "%s+0x%" PRIx64, p, offset);
+    snprintf(where, sizeof where, "%s+0x%" PRIx64, p, offset);
+  if (fn[0] != '\0')
+    put_frame(fn, where, buf, len);
+  else if (file != NULL)
+    snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", p, offset, where);
+  else
+    snprintf(buf, len, "%s", where);
 }

@@ -29,7 +29,8 @@ void          symbolizer_free(symbolizer_t *z);
 void symbolize_frame(symbolizer_t *z, const char *path, uint64_t offset,
                      char *buf, size_t len);
 
-/* The function name alone ("" when unknown), same lookup. */
+/* The function name alone ("" when unknown), same lookup; C++ names
+ * demangled when libstdc++ is installed. */
 void symbolize_function(symbolizer_t *z, const char *path, uint64_t offset,
                         char *buf, size_t len);
 

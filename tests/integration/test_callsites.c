@@ -5,7 +5,8 @@
  * the free memory its survivors pin, and the freeing site nowhere (it has
  * nothing live).  Also: the trace defines each of the program's two sites
  * once however many allocations came from them (the recorder's table
- * dedupes them), and a capture without --stacks records no site. */
+ * dedupes them), a C++ program's sites are demangled, and a capture
+ * without --stacks records no site. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,6 +119,24 @@ static void keeping_site_is_named_first(void **state) {
   assert_contains(out, "two_sites.c:");
 }
 
+/* A C++ program's sites are named as its source names them: the
+ * demangled name of the std::map insert and std::string constructor that
+ * called operator new, not the symbol table's _ZNSt... */
+static void cxx_sites_are_demangled(void **state) {
+  (void)state;
+  static char out[1 << 20];
+  assert_int_equal(run(out, sizeof out,
+                       "cd '%s' && ALLOCSIM_CAPTURE_LIB='%s' TMPDIR='%s' '%s' "
+                       "capture --stacks 8 -o cxx.astrace -- '%s' 2>&1 && "
+                       "'%s' explain cxx.astrace --model glibc --at built "
+                       "--by-site --top 3",
+                       g_dir, LIB, g_dir, ALLOCSIM, PROGS "cxx_maps", ALLOCSIM),
+                   0);
+  assert_contains(out, "by call site: ");
+  assert_contains(out, "std::__cxx11::basic_string<char");
+  assert_null(strstr(out, " _ZN"));
+}
+
 static void no_stacks_no_sites(void **state) {
   (void)state;
   static char out[1 << 16];
@@ -189,6 +208,7 @@ static void bad_stacks_option_is_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(keeping_site_is_named_first),
+      cmocka_unit_test(cxx_sites_are_demangled),
       cmocka_unit_test(no_stacks_no_sites),
       cmocka_unit_test(one_site_under_contention_and_after_fork),
       cmocka_unit_test(bad_stacks_option_is_refused),
