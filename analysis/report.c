@@ -896,6 +896,18 @@ static as_status_t gather(const explain_opts_t *o, explain_open_fn open,
   return rc;
 }
 
+/* The figure of heap map id, drawn at `at` ("mark LABEL", "the end"). */
+static void page_map(FILE *f, const plots_t *p, const char *id,
+                     const char *at) {
+  char cap[256]; /* 120-byte text + "mark " and a label of up to 63 */
+  snprintf(cap, sizeof cap,
+           "Heap map at %s: one row per arena, heap or mapping; green live, "
+           "amber cached, red free but resident, blue metadata, grey not "
+           "resident.",
+           at);
+  page_plot(f, p, id, cap);
+}
+
 /* The heap maps, and which marks have none: a trace can have hundreds. */
 static void page_maps(FILE *f, const plots_t *p, const replay_data_t *d) {
   const series_t *se = &d->se;
@@ -915,25 +927,14 @@ static void page_maps(FILE *f, const plots_t *p, const replay_data_t *d) {
             "MARK</code> draws any). Then the end.</p>\n",
             se->nmarks - d->nmaps);
   }
-  for (size_t i = 0; i <= d->nmaps; i++) {
-    char id[32], at[80], cap[256]; /* 120-byte text + a label of up to 63 */
-    if (i == d->nmaps && d->end_map.nrows == 0)
-      break;
-    if (i < d->nmaps) {
-      snprintf(id, sizeof id, "map%zu", i);
-      snprintf(at, sizeof at, "mark %s", se->marks[d->map_mark[i]]);
-    } else {
-      snprintf(id, sizeof id, "map_end");
-      snprintf(at, sizeof at, "the end");
-    }
-    snprintf(cap, sizeof cap,
-             "Heap map at %s: one row per arena, "
-             "heap or mapping; green live, amber cached, "
-             "red free but resident, blue metadata, grey "
-             "not resident.",
-             at);
-    page_plot(f, p, id, cap);
+  for (size_t i = 0; i < d->nmaps; i++) {
+    char id[32], at[80];
+    snprintf(id, sizeof id, "map%zu", i);
+    snprintf(at, sizeof at, "mark %s", se->marks[d->map_mark[i]]);
+    page_map(f, p, id, at);
   }
+  if (d->end_map.nrows > 0)
+    page_map(f, p, "map_end", "the end");
 }
 
 as_status_t report_replay(const report_opts_t *ro, const explain_opts_t *o,

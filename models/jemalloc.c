@@ -1338,11 +1338,16 @@ static as_status_t large_dalloc(jemalloc_model_t *jm, je_thread_t *th,
 #define OBJ_WORD_DEAD 0u
 #define OBJ_WORD_ZERO 1u /* extent 0 is JE_NONE: no live object's word */
 
+/* The extent a 4-byte entry names, JE_NONE for a dead or zero word. */
+static uint32_t word_ext(const jemalloc_model_t *jm, uint32_t w) {
+  return w <= OBJ_WORD_ZERO ? JE_NONE : w >> jm->reg_bits;
+}
+
 static je_obj_t obj_from_word(const jemalloc_model_t *jm, uint32_t w) {
   if (w <= OBJ_WORD_ZERO)
     return (je_obj_t){.ext = JE_NONE,
                       .pad = w == OBJ_WORD_ZERO ? JE_OBJ_ZERO : 0};
-  je_obj_t        o = {.ext = w >> jm->reg_bits,
+  je_obj_t        o = {.ext = word_ext(jm, w),
                        .reg = (uint16_t)(w & ((UINT32_C(1) << jm->reg_bits) - 1))};
   const je_ext_t *x = E(jm, o.ext);
   o.szind = x->slab ? x->binind : x->szind;
@@ -1374,11 +1379,10 @@ static je_obj_t obj_get(const jemalloc_model_t *jm, uint64_t id) {
 static uint32_t obj_ext(const jemalloc_model_t *jm, uint64_t id) {
   if (id >= jm->obj_len)
     return JE_NONE;
-  uint32_t w; /* je_obj_t's first field is ext */
+  _Static_assert(offsetof(je_obj_t, ext) == 0, "a wide entry starts with ext");
+  uint32_t w;
   memcpy(&w, jm->objs + id * jm->obj_bytes, sizeof w);
-  if (jm->obj_bytes == sizeof(je_obj_t))
-    return w;
-  return w <= OBJ_WORD_ZERO ? JE_NONE : w >> jm->reg_bits;
+  return jm->obj_bytes == sizeof(je_obj_t) ? w : word_ext(jm, w);
 }
 
 /* id < obj_len (obj_slot). */
